@@ -1,0 +1,27 @@
+# The two commands of the README's quick start. Each sets up what it needs on first use
+# (a virtual environment in .venv with the project and its test tools), so a fresh
+# machine with Python 3.10+ needs nothing else.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: autotune test clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# The main job: autotune the example kernels on the default backend (NumPy without a GPU).
+autotune: $(STAMP)
+	$(BIN)/python -m example_kernels
+
+# The test suite; CI runs exactly this.
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,95 @@
+"""pytest-autotune: pick the fastest of several implementations, check they agree, gate CI.
+
+The engine (this namespace) runs in any Python program; the pytest plugin lives in
+`pytest_autotune.plugin` and the device clients in `pytest_autotune.backends`.
+"""
+
+from __future__ import annotations
+
+from pytest_autotune.tune.benchmark import (
+    AutotuneOutcome,
+    AutotuneResult,
+    SampleStats,
+    score,
+    tune_benchmark,
+)
+from pytest_autotune.tune.bounds import (
+    AutotuneBound,
+    Bounds,
+    BoundsGenerator,
+    Thresholds,
+    TimeBound,
+    Work,
+    calculate_bounds,
+    roofline,
+)
+from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
+from pytest_autotune.tune.checks import AutotuneOutput, CheckResult, compare_outputs
+from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
+from pytest_autotune.tune.key import AutotuneKey, AutotuneLevel, anchor, set_autotune_level
+from pytest_autotune.tune.local import LocalTuner, local_tuner
+from pytest_autotune.tune.log import (
+    AutotuneLogContext,
+    AutotuneLogEvent,
+    AutotuneRecord,
+    Recorder,
+    read_records,
+)
+from pytest_autotune.tune.tunable import TuneFn, TuneGroup, Tunable
+from pytest_autotune.tune.tunable_set import (
+    CloneInputGenerator,
+    InputGenerator,
+    TunableSet,
+    TuneInputs,
+)
+from pytest_autotune.tune.tuner import TuneCacheResult, TuneDecision, Tuner
+
+__all__ = [
+    "AutotuneBound",
+    "AutotuneConfig",
+    "AutotuneError",
+    "AutotuneErrorKind",
+    "AutotuneKey",
+    "AutotuneLevel",
+    "AutotuneLogContext",
+    "AutotuneLogEvent",
+    "AutotuneOutcome",
+    "AutotuneOutput",
+    "AutotuneRecord",
+    "AutotuneResult",
+    "AutotuneSkip",
+    "BenchConfig",
+    "Bounds",
+    "BoundsGenerator",
+    "CheckResult",
+    "CloneInputGenerator",
+    "ConfigError",
+    "InputGenerator",
+    "LocalTuner",
+    "PersistentCache",
+    "PersistentCacheKey",
+    "PersistentCacheValue",
+    "Recorder",
+    "SampleStats",
+    "Thresholds",
+    "TimeBound",
+    "TunableSet",
+    "Tunable",
+    "TuneCacheResult",
+    "TuneDecision",
+    "TuneFn",
+    "TuneGroup",
+    "TuneInputs",
+    "Tuner",
+    "Work",
+    "anchor",
+    "calculate_bounds",
+    "compare_outputs",
+    "local_tuner",
+    "read_records",
+    "roofline",
+    "score",
+    "set_autotune_level",
+    "tune_benchmark",
+]

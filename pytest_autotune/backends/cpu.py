@@ -1,0 +1,363 @@
+"""The CPU client: times Python callables with a monotonic nanosecond clock, probes the peaks
+NumPy and BLAS reach on this machine, and names the hardware class for the cache folder."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import platform
+import re
+import statistics
+import time as _time
+import weakref
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_autotune.backends.peaks import Peaks, load_or_probe
+from pytest_autotune.tune.benchmark import NS_PER_S
+
+DEFAULT_MIN_SAMPLE_TIME = 100e-6
+"""Seconds one sample must last at least: `perf_counter_ns` reads in tens of nanoseconds
+at worst, so a 100 us sample carries under 0.1% of timer error, while a call that short
+still costs little to repeat."""
+
+MAX_REPEATS = 1 << 16
+"""The most calls one sample loops over. No Python call takes under 1.5 ns, so with the
+default sample time the cap binds only for a clock that does not move (a fake one, or a call
+the timer cannot see), and it keeps that loop finite."""
+
+MIB = 1 << 20
+FALLBACK_LAST_LEVEL_CACHE = 32 * MIB
+MIN_PROBE_BUFFER = 64 * MIB
+SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
+
+_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+_VENDOR_NOISE = re.compile(r"\((?:r|tm)\)|@\s*[\d.]+\s*[gm]hz|\b(?:cpu|processor|\d+-core)\b")
+
+
+def cpu_model_name() -> str:
+    """The CPU's marketing name: /proc/cpuinfo on Linux, else what `platform` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                name, colon, value = line.partition(":")
+                if colon and name.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def cpu_threads() -> int:
+    """The CPUs this process may run on. A container or `taskset` limits them, and they are
+    what threaded BLAS and the probes can use, so they belong in the hardware class."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def device_id_from(model_name: str, threads: int) -> str:
+    """The cache folder name of a CPU, e.g. `cpu-amd-epyc-7b13-2t`.
+
+    Trademark signs, "CPU", "Processor", the core count and the nominal clock are dropped:
+    they vary in spelling between otherwise identical parts, and folders must match on
+    every machine of one class. The thread count stays: it changes BLAS and memory peaks.
+    """
+    cleaned = _VENDOR_NOISE.sub(" ", model_name.lower())
+    slug = re.sub(r"[^a-z0-9]+", "-", cleaned).strip("-")
+    return f"cpu-{slug or 'unknown'}-{threads}t"
+
+
+def _thread_env() -> dict[str, str]:
+    """The variables that cap BLAS and OpenMP threads, where set: they change timings."""
+    return {name: os.environ[name] for name in _THREAD_ENV if name in os.environ}
+
+
+def _blas_info() -> dict[str, str] | None:
+    """NumPy's BLAS (name, version, build configuration), None where NumPy cannot say."""
+    try:
+        config: Any = np.show_config(mode="dicts")
+    except TypeError:  # NumPy < 1.25 only prints its configuration
+        return None
+    blas = config.get("Build Dependencies", {}).get("blas") if isinstance(config, dict) else None
+    if not isinstance(blas, dict):
+        return None
+    kept = ("name", "version", "openblas configuration")
+    return {name: str(blas[name]) for name in kept if name in blas}
+
+
+def last_level_cache_bytes(cache_root: Path = SYSFS_CACHE) -> int | None:
+    """The size of CPU 0's outermost data cache from sysfs, None where sysfs does not say."""
+    best: tuple[int, int] | None = None
+    for index in sorted(cache_root.glob("index*")):
+        try:
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            level = int((index / "level").read_text())
+            size = _parse_size((index / "size").read_text())
+        except (OSError, ValueError):
+            continue
+        if best is None or (level, size) > best:
+            best = (level, size)
+    return best[1] if best is not None else None
+
+
+def _parse_size(text: str) -> int:
+    """A sysfs size such as `48K`, `32M` or `1024`, in bytes."""
+    text = text.strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    return int(text[:-1] if scale > 1 else text) * scale
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # not a POSIX system
+        return None
+
+
+def probe_buffer_bytes(last_level_cache: int | None, memory: int | None) -> int:
+    """Four times the last-level cache (32 MiB where unknown), at least 64 MiB, so the probes
+    stream from memory and not from a cache; at most 1/16 of the memory, because the copy
+    probe needs two such buffers and a machine with a huge L3 must not swap for a probe."""
+    size = max(4 * (last_level_cache or FALLBACK_LAST_LEVEL_CACHE), MIN_PROBE_BUFFER)
+    return min(size, memory // 16) if memory else size
+
+
+def _best_seconds(run: Callable[[], object], reps: int) -> float:
+    """The fastest of `reps` runs after one warm-up: a peak is what the machine can do, and
+    every disturbance (page faults, another process, a clock ramp) only adds time."""
+    run()
+    best = math.inf
+    for _ in range(reps):
+        start = _time.perf_counter_ns()
+        run()
+        best = min(best, (_time.perf_counter_ns() - start) / NS_PER_S)
+    return best
+
+
+def probe_cpu_peaks(buffer_bytes: int | None = None, matmul_n: int = 2048, reps: int = 5) -> Peaks:
+    """Measure this CPU's memory bandwidth and BLAS throughput with NumPy.
+
+    The memory probes are single NumPy calls on float64 buffers (`copyto` for copy, counted
+    as read plus written bytes; `add.reduce` for read; `fill` for write). NumPy streams on
+    one thread, so these are the roofs a NumPy candidate can reach, not what every core
+    together could. The compute probes are `matmul` of `matmul_n` squared matrices in fp32
+    and fp64 (2 n^3 operations), which BLAS runs on its threads.
+    """
+    if reps < 1 or matmul_n < 1:
+        raise ValueError(f"probe_cpu_peaks: reps and matmul_n must be >= 1, got {reps}, {matmul_n}")
+    last_level_cache = last_level_cache_bytes()
+    if buffer_bytes is None:
+        buffer_bytes = probe_buffer_bytes(last_level_cache, _physical_memory())
+    size = max(buffer_bytes // 8, 1) * 8
+    return Peaks(
+        memory=_memory_rates(size, reps),
+        compute={
+            "fp32": _matmul_rate(np.float32, matmul_n, reps),
+            "fp64": _matmul_rate(np.float64, matmul_n, reps),
+        },
+        threads=cpu_threads(),
+        details={
+            "buffer_bytes": size,
+            "last_level_cache_bytes": last_level_cache,
+            "matmul_n": matmul_n,
+            "reps": reps,
+            "memory_probe_threads": 1,
+            "thread_env": _thread_env(),
+        },
+    )
+
+
+def _memory_rates(size: int, reps: int) -> dict[str, float]:
+    """Bytes per second of copy (read plus written), read and write over float64 buffers;
+    the buffers are touched when made, so no probe times the page faults of a first use."""
+    source = np.ones(size // 8, dtype=np.float64)
+    target = np.empty_like(source)
+    target.fill(0.0)
+    nbytes = float(source.nbytes)
+    return {
+        "copy": 2 * nbytes / _best_seconds(lambda: np.copyto(target, source), reps),
+        "read": nbytes / _best_seconds(lambda: np.add.reduce(source), reps),
+        "write": nbytes / _best_seconds(lambda: target.fill(1.0), reps),
+    }
+
+
+def _matmul_rate(dtype: type[np.floating[Any]], n: int, reps: int) -> float:
+    """Operations per second of an n x n matmul: 2 n^3 (a multiply and an add per term)."""
+    a = np.ones((n, n), dtype=dtype)
+    out = np.empty_like(a)
+    return 2.0 * n**3 / _best_seconds(lambda: np.matmul(a, a, out=out), reps)
+
+
+def _input_shape(inputs: tuple[Any, ...]) -> tuple[Hashable, ...]:
+    """What decides how long a call takes, as far as a timer can know beforehand: the type,
+    shape and dtype of array inputs, the value of scalar ones, the length of containers."""
+    return tuple(_shape_of(value) for value in inputs)
+
+
+def _shape_of(value: Any) -> Hashable:
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple):
+        return (type(value).__qualname__, shape, str(getattr(value, "dtype", "")))
+    if value is None or isinstance(value, (bool, int, float, complex, str)):
+        return value
+    if hasattr(value, "__len__"):
+        return (type(value).__qualname__, len(value))
+    return type(value).__qualname__
+
+
+class _RepeatCounts:
+    """Calibrated repeat counts by candidate, then by input shape.
+
+    A candidate is keyed by itself, weakly where it can be, so a garbage-collected candidate
+    neither stays alive nor lends its count to a new one that reuses its id. NumPy functions
+    and ufuncs cannot be weakly referenced, but they live as long as their module, so holding
+    them costs nothing. A callable that cannot be a key at all is calibrated on every call.
+    """
+
+    def __init__(self) -> None:
+        self._weak: weakref.WeakKeyDictionary[Callable[..., object], dict[Hashable, int]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._strong: dict[Callable[..., object], dict[Hashable, int]] = {}
+
+    def of(self, fn: Callable[..., object]) -> dict[Hashable, int] | None:
+        try:
+            return self._weak.setdefault(fn, {})
+        except TypeError:  # cannot be weakly referenced
+            pass
+        try:
+            return self._strong.setdefault(fn, {})
+        except TypeError:  # unhashable
+            return None
+
+
+class CpuClient:
+    """Runs candidates in this process and times them with `timer` (integer nanoseconds).
+
+    A call far shorter than the timer can resolve well is repeated in a loop and the loop's
+    time divided by the count. The count is calibrated once per candidate and input shape
+    and then kept, so every sample of a tuning is the same loop and samples compare; it is
+    not kept per candidate alone, because the same candidate timed on a thousand-times larger
+    key would otherwise loop a thousand times too long.
+    """
+
+    def __init__(
+        self,
+        timer: Callable[[], int] = _time.perf_counter_ns,
+        *,
+        min_sample_time: float = DEFAULT_MIN_SAMPLE_TIME,
+        peaks_cache_dir: Path | None = None,
+        probe: Callable[[], Peaks] = probe_cpu_peaks,
+    ) -> None:
+        if not (min_sample_time > 0 and math.isfinite(min_sample_time)):
+            raise ValueError(
+                f"min_sample_time must be a positive number of seconds, got {min_sample_time!r}"
+            )
+        self._timer = timer
+        self._min_sample_ns = min_sample_time * NS_PER_S
+        self._peaks_cache_dir = peaks_cache_dir
+        self._probe = probe
+        self._device_id = device_id_from(cpu_model_name(), cpu_threads())
+        self._repeats = _RepeatCounts()
+        self._launch_overhead: float | None = None
+
+    @property
+    def device_id(self) -> str:
+        return self._device_id
+
+    @property
+    def launch_overhead(self) -> float:
+        """The median time of an empty Python call through `time`, measured once: what any
+        candidate pays before it does work, so roofline limits of tiny problems stay reachable."""
+        if self._launch_overhead is None:
+            self._launch_overhead = statistics.median(self.time(_nothing, ()) for _ in range(5))
+        return self._launch_overhead
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            "model": cpu_model_name(),
+            "threads": cpu_threads(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "blas": _blas_info(),
+            "thread_env": _thread_env(),
+            "platform": platform.platform(),
+        }
+
+    def sync(self) -> None:
+        """Nothing to wait for: NumPy returns when its work is done."""
+
+    def time(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> float:
+        """Seconds one call of `fn(*inputs)` takes: one call, or a calibrated loop's average."""
+        counts = self._repeats.of(fn)
+        shape = _input_shape(inputs)
+        repeats = counts.get(shape) if counts is not None else None
+        if repeats is None:
+            repeats, elapsed_ns = self._calibrate(fn, inputs)
+            if counts is not None:
+                counts[shape] = repeats
+        else:
+            elapsed_ns = self._loop(fn, inputs, repeats)
+        return elapsed_ns / (repeats * NS_PER_S)
+
+    def peaks(self) -> Peaks:
+        return load_or_probe(self._device_id, self._probe, self._peaks_cache_dir)
+
+    def _loop(self, fn: Callable[..., object], inputs: tuple[Any, ...], repeats: int) -> int:
+        timer = self._timer
+        start = timer()
+        for _ in range(repeats):
+            fn(*inputs)
+        return timer() - start
+
+    def _calibrate(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> tuple[int, int]:
+        """The repeat count that makes a sample last `min_sample_time`, and that sample.
+
+        Each try is a real sample, so the last one is returned rather than wasted. The next
+        count aims at the target from the last measurement and at least doubles, so a first
+        call slowed by a cold cache costs one more try, not a loop of creeping estimates.
+        """
+        repeats = 1
+        while True:
+            elapsed = self._loop(fn, inputs, repeats)
+            if elapsed >= self._min_sample_ns or repeats >= MAX_REPEATS:
+                return repeats, elapsed
+            aimed = math.ceil(repeats * self._min_sample_ns / elapsed) if elapsed > 0 else 0
+            repeats = min(MAX_REPEATS, max(2 * repeats, aimed))
+
+
+def _nothing() -> None:
+    """An empty call: what timing a candidate costs when the candidate does nothing."""
+
+
+@functools.cache
+def _shared_client() -> CpuClient:
+    return CpuClient()
+
+
+def cpu(
+    timer: Callable[[], int] = _time.perf_counter_ns,
+    *,
+    min_sample_time: float = DEFAULT_MIN_SAMPLE_TIME,
+    peaks_cache_dir: Path | None = None,
+    probe: Callable[[], Peaks] = probe_cpu_peaks,
+) -> CpuClient:
+    """The CPU client. With the defaults it is one client per process, so every tuner in it
+    shares the calibrated repeat counts and the measured launch overhead; any other
+    argument (a fake timer in a test) gets a client of its own."""
+    if (
+        timer is _time.perf_counter_ns
+        and min_sample_time == DEFAULT_MIN_SAMPLE_TIME
+        and peaks_cache_dir is None
+        and probe is probe_cpu_peaks
+    ):
+        return _shared_client()
+    return CpuClient(
+        timer, min_sample_time=min_sample_time, peaks_cache_dir=peaks_cache_dir, probe=probe
+    )

@@ -1,0 +1,217 @@
+"""A device's peak rates, measured by probes on the device, and their per-device cache.
+
+Roofline bounds are only as good as the peaks they divide by, so peaks are measured, never
+taken from a data sheet: a data sheet knows neither the clocks this machine runs at nor the
+thread count this process may use. Probing costs seconds, so the result is kept for the
+process, and in `<cache_dir>/<device_id>/peaks.json` when a cache folder is given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pytest_autotune.tune.cache import CacheFileWarning
+
+SCHEMA_VERSION = 1
+PEAKS_FILE = "peaks.json"
+
+
+def _rates(kind: str, rates: Mapping[str, Any]) -> Mapping[str, float]:
+    """A read-only copy, so a frozen `Peaks` stays what was measured."""
+    checked: dict[str, float] = {}
+    for name, rate in rates.items():
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+            raise TypeError(f"{kind} peak {name!r} is {rate!r}, expected a number")
+        if not (rate >= 0 and math.isfinite(rate)):
+            raise ValueError(f"{kind} peak {name!r} is {rate!r}, expected a finite rate >= 0")
+        checked[str(name)] = float(rate)
+    return MappingProxyType(checked)
+
+
+@dataclass(frozen=True, slots=True)
+class Peaks:
+    """Measured peak rates of one device.
+
+    `memory` holds bytes per second by access pattern: "copy" (bytes read plus bytes
+    written, the way `Work.bytes` counts them), "read" and "write". `compute` holds
+    operations per second by dtype ("fp32", "fp64", "fp16", "bf16", "tf32"). `threads` is
+    the number of threads the probes could use; `details` says how they measured (sizes,
+    repetitions), so two files can be compared knowing what each number means.
+    """
+
+    memory: Mapping[str, float]
+    compute: Mapping[str, float]
+    threads: int | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "memory", _rates("memory", self.memory))
+        object.__setattr__(self, "compute", _rates("compute", self.compute))
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        if self.threads is not None and (
+            isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1
+        ):
+            raise TypeError(f"threads is {self.threads!r}, expected an integer >= 1 or null")
+
+    @property
+    def memory_peak(self) -> float:
+        """Bytes per second of the memory roof: the larger of the read and copy rates; 0.0
+        (no bound) when neither was measured.
+
+        Both count the bytes a kernel's `Work` states, and real kernels reach them: a
+        reduction streams at the read rate, an elementwise kernel at the copy rate. The
+        write rate is left out: a store-only stream is a special case (streaming stores on
+        a CPU skip the read-for-ownership a mixed kernel pays), and a roof set by it would
+        be one that no kernel reading its inputs can reach.
+        """
+        return max(
+            (self.memory[name] for name in ("read", "copy") if name in self.memory), default=0.0
+        )
+
+    def compute_peak(self, dtype: str = "fp32") -> float:
+        """Operations per second for `dtype`; 0.0 (no bound) when it was not measured."""
+        return self.compute.get(dtype, 0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "memory_bytes_per_s": dict(sorted(self.memory.items())),
+            "compute_ops_per_s": dict(sorted(self.compute.items())),
+            "threads": self.threads,
+            "details": dict(self.details),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Peaks:
+        """Peaks written by `to_json`; TypeError or ValueError naming the field that is wrong."""
+        if not isinstance(data, dict):
+            raise TypeError(f"peaks are {data!r}, expected an object")
+        parts: dict[str, Any] = {}
+        for key in ("memory_bytes_per_s", "compute_ops_per_s", "details"):
+            if not isinstance(data.get(key), dict):
+                raise TypeError(f"peaks field {key!r} is {data.get(key)!r}, expected an object")
+            parts[key] = data[key]
+        return cls(
+            memory=parts["memory_bytes_per_s"],
+            compute=parts["compute_ops_per_s"],
+            threads=data.get("threads"),
+            details=parts["details"],
+        )
+
+
+_lock = threading.Lock()
+_measured: dict[str, Peaks] = {}
+"""Peaks probed in this process, by device: a probe loads the device for seconds, so it
+runs once per device per process, whatever asks for it."""
+_resolved: dict[Path, Peaks] = {}
+"""What each peaks file resolved to (its peaks, or the probe that stood in for it), so a
+bad file is warned about once, not on every tuning."""
+
+
+def peaks_path(cache_dir: Path, device_id: str) -> Path:
+    """Beside the device's tuner caches, so the folder of one hardware class holds it all."""
+    return Path(cache_dir) / device_id / PEAKS_FILE
+
+
+def load_or_probe(
+    device_id: str, probe: Callable[[], Peaks], cache_dir: Path | None = None
+) -> Peaks:
+    """The peaks of `device_id`: from its cache file, else from `probe` (run once per device
+    per process).
+
+    Without `cache_dir`, the peaks are this process's own measurement: what the CI gate
+    needs to judge this run's machine state. With it, a readable file wins, so a program
+    does not pay for probes at every start; a missing file is written after probing. A
+    file that cannot be read is warned about (`CacheFileWarning`, naming it) and left as
+    it is, since someone may have committed it; the fresh probe serves this process.
+    """
+    with _lock:
+        if cache_dir is None:
+            return _probe_once(device_id, probe)
+        path = peaks_path(cache_dir, device_id).absolute()
+        if path not in _resolved:
+            _resolved[path] = _load_or_probe_file(path, device_id, probe)
+        return _resolved[path]
+
+
+def _probe_once(device_id: str, probe: Callable[[], Peaks]) -> Peaks:
+    if device_id not in _measured:
+        _measured[device_id] = probe()
+    return _measured[device_id]
+
+
+def _load_or_probe_file(path: Path, device_id: str, probe: Callable[[], Peaks]) -> Peaks:
+    try:
+        return _read(path, device_id)
+    except FileNotFoundError:
+        peaks = _probe_once(device_id, probe)
+        _write(path, device_id, peaks)
+        return peaks
+    except (OSError, ValueError, TypeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        warnings.warn(
+            CacheFileWarning(
+                f"{path}: cannot be read: {reason}; the peaks are probed again for this"
+                " process and the file is left as it is"
+            ),
+            stacklevel=4,
+        )
+        return _probe_once(device_id, probe)
+
+
+def _read(path: Path, device_id: str) -> Peaks:
+    data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_reject_constant)
+    if not isinstance(data, dict):
+        raise TypeError(f"holds a JSON {type(data).__name__}, expected an object")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(
+            f"schema_version is {data.get('schema_version')!r}, this version reads {SCHEMA_VERSION}"
+        )
+    if data.get("device_id") != device_id:
+        raise ValueError(f"holds the peaks of {data.get('device_id')!r}, not of {device_id!r}")
+    return Peaks.from_json(data.get("peaks"))
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _write(path: Path, device_id: str, peaks: Peaks) -> None:
+    """Write atomically (a temporary file renamed over the target), so a process reading
+    the file meanwhile sees all of it or none; a unique temporary name, because two
+    processes probing the same device may write at once and neither holds a lock."""
+    document = {"schema_version": SCHEMA_VERSION, "device_id": device_id, "peaks": peaks.to_json()}
+    text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
+                file.write(text)
+                file.flush()
+                os.fsync(file.fileno())
+            # mkstemp makes the file private (0600); the cache is meant to be shared.
+            os.chmod(temporary, 0o644)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+    except OSError as error:
+        warnings.warn(
+            CacheFileWarning(
+                f"{path}: cannot be written: {error.strerror or error}; the probed peaks"
+                " serve this process only"
+            ),
+            stacklevel=5,
+        )

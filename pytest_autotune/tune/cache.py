@@ -1,0 +1,338 @@
+"""The persistent cache: the committed baseline file of one tuner on one device.
+
+`<cache_dir>/<device_id>/<tuner_name>.json` tells `LocalTuner` which candidate to call and
+tells the CI gate what the baseline measured, so it is written to be read in a code review
+(sorted, indented, integers in nanoseconds, a final newline) and guarded like data someone
+committed: parallel workers merge under a lock instead of overwriting each other, a write
+is atomic, and a file that cannot be read is reported and left alone, never replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from pytest_autotune.tune.benchmark import AutotuneResult, result_from_json, result_to_json
+from pytest_autotune.tune.key import serialize_key_json
+
+SCHEMA_VERSION = 1
+
+LOCK_TIMEOUT_S = 300.0
+"""A save holds the lock for one read and one small write; waiting longer than this means
+a process is stuck holding it, which should end as an error rather than a hung test run."""
+
+_STRUCTURE = frozenset({"schema_version", "device", "entries"})
+_ENTRY_FIELDS = frozenset({"key", "checksum", "fastest_index", "fastest_name", "results", "bounds"})
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_MAX_STEM = 120
+
+
+class _Malformed(ValueError):
+    """The file's JSON has the wrong shape: a bad file to report, where other errors are bugs."""
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentCacheKey:
+    """What identifies an entry: the key, and the candidate list it was tuned over.
+
+    The checksum belongs to the identity so that a winner's index is never applied to a
+    candidate list that has changed since it was measured.
+    """
+
+    key: str
+    """The key's stable serialized form (`stable_key`), the same in every process."""
+    checksum: str
+    """A checksum of the candidate names, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentCacheValue:
+    """What a tuning decided for one key, and every candidate's evidence for it."""
+
+    key: Any
+    """The key's JSON value, kept so people reading the file see what was tuned."""
+    fastest_index: int
+    fastest_name: str
+    results: tuple[AutotuneResult, ...]
+    bounds: dict[str, Any] | None = None
+    """The bounds of the decision, opaque to the cache and stored as given."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "fastest_index": self.fastest_index,
+            "fastest_name": self.fastest_name,
+            "results": [result_to_json(r, i) for i, r in enumerate(self.results)],
+            "bounds": self.bounds,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PersistentCacheValue:
+        """Read `to_json`'s form; a missing or mistyped field is a ValueError naming it."""
+        results = []
+        for i, result in enumerate(_field(data, "results", list, "a list")):
+            try:
+                if not isinstance(result, dict):
+                    raise _Malformed(f"{result!r} is not an object")
+                results.append(result_from_json(result))
+            except KeyError as error:
+                raise _Malformed(f"results[{i}]: missing field {error}") from None
+            except (TypeError, ValueError) as error:
+                raise _Malformed(f"results[{i}]: {error}") from None
+        _field(data, "key", object, "any JSON value")
+        index = _field(data, "fastest_index", int, "an integer")
+        if index < 0:
+            raise _Malformed(f"field 'fastest_index' is {index}, expected a non-negative integer")
+        return cls(
+            key=data["key"],
+            fastest_index=index,
+            fastest_name=_field(data, "fastest_name", str, "a string"),
+            results=tuple(results),
+            bounds=_field(data, "bounds", (dict, type(None)), "an object or null"),
+        )
+
+
+def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], what: str) -> Any:
+    if name not in data:
+        raise _Malformed(f"missing field {name!r}")
+    value = data[name]
+    # bool is an int to isinstance, but `true` is never a valid index or version.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _Malformed(f"field {name!r} is {value!r}, expected {what}")
+    return value
+
+
+def cache_path(cache_dir: Path, device_id: str, tuner_name: str) -> Path:
+    """Where the cache of `tuner_name` on `device_id` lives."""
+    return cache_dir / _file_stem(device_id) / f"{_file_stem(tuner_name)}.json"
+
+
+def _file_stem(name: str) -> str:
+    """A readable file name for `name`: characters outside `[A-Za-z0-9._-]` become `_`.
+
+    Tuner names are often node ids (`tests/test_a.py::test_sum`) whose slashes must not
+    become folders; a leading dot would hide the file or, as `..`, leave the cache folder.
+    A name too long for a file system keeps its start and gets a hash of the whole name,
+    so two long names sharing a prefix still get two files.
+    """
+    if not name:
+        raise ValueError("an empty name cannot name a cache file")
+    stem = _UNSAFE.sub("_", name)
+    if stem.startswith("."):
+        stem = "_" + stem[1:]
+    if len(stem) > _MAX_STEM:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+        stem = f"{stem[: _MAX_STEM - len(digest) - 1]}-{digest}"
+    return stem
+
+
+class CacheFileError(Exception):
+    """A cache file that cannot be read or written; the message names the file and why."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class CacheFileWarning(UserWarning):
+    """A cache file that cannot be read: the run goes on as if it were missing."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Contents:
+    entries: dict[PersistentCacheKey, PersistentCacheValue]
+    device: dict[str, Any] | None
+    metadata: dict[str, Any]
+
+
+class PersistentCache:
+    """The cache file of one tuner on one device; `load` it, then `save` what was tuned."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._contents = _Contents({}, None, {})
+        self._unreadable: str | None = None
+
+    def load(self) -> dict[PersistentCacheKey, PersistentCacheValue]:
+        """The file's entries; a missing file is empty, an unreadable one warns and is empty.
+
+        An unreadable file is remembered, so that `save` refuses to replace it: it may be a
+        baseline someone committed, and only a person should decide to throw it away.
+        """
+        try:
+            self._contents = _read(self.path)
+            self._unreadable = None
+        except CacheFileError as error:
+            self._contents = _Contents({}, None, {})
+            self._unreadable = error.reason
+            warnings.warn(
+                CacheFileWarning(
+                    f"{error}; autotune goes on as if there were no cache"
+                    " and will not overwrite the file"
+                ),
+                stacklevel=2,
+            )
+        return dict(self._contents.entries)
+
+    def device(self) -> dict[str, Any] | None:
+        """The file's device block (id, fingerprint, peaks), None if it has none."""
+        return self._contents.device
+
+    def metadata(self) -> dict[str, Any]:
+        """The file's other top-level fields, such as `sigma_between`."""
+        return dict(self._contents.metadata)
+
+    def save(
+        self,
+        updates: Mapping[PersistentCacheKey, PersistentCacheValue],
+        device: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Merge `updates` into the file as it is on disk now, and write it atomically.
+
+        Other processes (pytest-xdist workers) save to the same file, so the file is read
+        again under the lock and their entries are kept; an update replaces every entry of
+        its key whatever the checksum, since a changed candidate list supersedes the old
+        decision. `device` replaces the file's block; `metadata` fields replace the file's
+        fields of the same name and leave the others. Raises `CacheFileError` if the file
+        is unreadable (now or when loaded) or cannot be written, and writes nothing then.
+        """
+        metadata = metadata or {}
+        shadowing = _STRUCTURE & metadata.keys()
+        if shadowing:
+            raise ValueError(
+                f"metadata fields {sorted(shadowing)} would replace the file's structure"
+            )
+        for key, value in updates.items():
+            if serialize_key_json(value.key) != key.key:
+                raise ValueError(f"cache key {key.key!r} does not serialize its JSON {value.key!r}")
+        if self._unreadable is not None:
+            raise CacheFileError(self.path, f"{self._unreadable} (when loaded); not overwriting it")
+        lock_path = f"{self.path}.lock"
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with FileLock(lock_path, timeout=LOCK_TIMEOUT_S):
+                disk = _read(self.path)
+                replaced = {key.key for key in updates}
+                entries = {k: v for k, v in disk.entries.items() if k.key not in replaced}
+                entries.update(updates)
+                contents = _Contents(
+                    entries,
+                    disk.device if device is None else device,
+                    {**disk.metadata, **metadata},
+                )
+                _write_atomically(self.path, _render(contents))
+        except Timeout:
+            raise CacheFileError(
+                self.path, f"{lock_path} still locked after {LOCK_TIMEOUT_S:g} s"
+            ) from None
+        except OSError as error:
+            raise CacheFileError(self.path, f"cannot be written: {error}") from None
+        self._contents = contents
+
+
+def _read(path: Path) -> _Contents:
+    """The file's contents, empty if it does not exist; CacheFileError if unreadable."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return _Contents({}, None, {})
+    except OSError as error:
+        raise CacheFileError(path, f"cannot be read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise CacheFileError(path, f"is not UTF-8 text: {error}") from None
+    try:
+        return _parse(text)
+    except _Malformed as error:
+        raise CacheFileError(path, str(error)) from None
+
+
+def _parse(text: str) -> _Contents:
+    """Validate the whole file, so a bad one is rejected before any of it is used."""
+    try:
+        # json only: loading a cache never runs code. NaN and Infinity are not JSON.
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as error:
+        raise _Malformed(f"is not valid JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise _Malformed(f"holds a JSON {type(data).__name__}, expected an object")
+    version = _field(data, "schema_version", int, "an integer")
+    if version > SCHEMA_VERSION:
+        raise _Malformed(
+            f"was written by a newer pytest-autotune (schema_version {version},"
+            f" this one reads up to {SCHEMA_VERSION}); upgrade pytest-autotune to use it"
+        )
+    if version < 1:
+        raise _Malformed(f"has an invalid schema_version {version}")
+    device = data.get("device")
+    if device is not None and not isinstance(device, dict):
+        raise _Malformed(f"field 'device' is {device!r}, expected an object")
+    entries: dict[PersistentCacheKey, PersistentCacheValue] = {}
+    for i, raw in enumerate(_field(data, "entries", list, "a list")):
+        try:
+            key, value = _entry_from_json(raw)
+        except _Malformed as error:
+            where = f" (key {serialize_key_json(raw['key'])})" if _has_key(raw) else ""
+            raise _Malformed(f"entry {i}{where}: {error}") from None
+        if key in entries:
+            raise _Malformed(f"entry {i} repeats key {key.key} with checksum {key.checksum!r}")
+        entries[key] = value
+    metadata = {name: value for name, value in data.items() if name not in _STRUCTURE}
+    return _Contents(entries, device, metadata)
+
+
+def _reject_constant(name: str) -> Any:
+    raise _Malformed(f"is not valid JSON: {name} is not a JSON number")
+
+
+def _has_key(raw: Any) -> bool:
+    return isinstance(raw, dict) and "key" in raw
+
+
+def _entry_from_json(raw: Any) -> tuple[PersistentCacheKey, PersistentCacheValue]:
+    if not isinstance(raw, dict):
+        raise _Malformed(f"{raw!r} is not an object")
+    unknown = raw.keys() - _ENTRY_FIELDS
+    if unknown:
+        # Rewriting the file would drop them, so refuse rather than lose them silently.
+        raise _Malformed(f"unknown fields {sorted(unknown)}")
+    checksum = _field(raw, "checksum", str, "a string")
+    value = PersistentCacheValue.from_json(raw)
+    return PersistentCacheKey(serialize_key_json(value.key), checksum), value
+
+
+def _render(contents: _Contents) -> str:
+    entries = sorted(contents.entries.items(), key=lambda item: (item[0].key, item[0].checksum))
+    document: dict[str, Any] = {
+        **contents.metadata,
+        "schema_version": SCHEMA_VERSION,
+        "entries": [{**value.to_json(), "checksum": key.checksum} for key, value in entries],
+    }
+    if contents.device is not None:
+        document["device"] = contents.device
+    # allow_nan=False: NaN and Infinity would make a file other JSON readers reject.
+    return json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text` so that readers see the old file or the new, never half.
+
+    The temporary name is fixed because writers hold the lock: a process killed midway
+    leaves at most this one hidden file, which the next save truncates and renames away.
+    """
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "w", encoding="utf-8", newline="\n") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)

@@ -1,0 +1,361 @@
+"""Output checks: every candidate must compute the same answer as the reference.
+
+A fast wrong kernel is a bug, so with checks on each candidate runs once and its output is
+compared with the reference's. The comparison is strict where strictness is free (dtype,
+shape, integers, NaN positions) and tolerant only where floating point rounding makes
+exact equality meaningless (`rtol`/`atol` on inexact values).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip
+
+DEFAULT_RTOL = 1e-5
+DEFAULT_ATOL = 1e-8
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The check result of one candidate (the seed's `CheckResult`).
+
+    A candidate that declines the key (`AutotuneSkip`) is `passed` and `skipped`: declining
+    is a documented way for a candidate to say "not my shape", not a wrong answer, so it
+    must not fail a test; `skipped` lets a report or the plugin show it as a skip.
+    """
+
+    name: str
+    passed: bool
+    message: str = ""
+    """Why it failed (the readable diff, or the exception), why it was skipped, or
+    "reference" for the candidate whose output the others were compared with."""
+    skipped: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "message": self.message,
+            "skipped": self.skipped,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CheckResult:
+        return cls(
+            name=str(data["name"]),
+            passed=bool(data["passed"]),
+            message=str(data.get("message", "")),
+            skipped=bool(data.get("skipped", False)),
+        )
+
+
+@runtime_checkable
+class AutotuneOutput(Protocol):
+    """An output type that knows how to compare itself (the seed's `AutotuneOutput`).
+
+    `compare_outputs` understands arrays, numbers and containers of them; a result type of
+    your own (a sparse matrix, a struct of arrays) implements this method instead.
+    """
+
+    def autotune_compare(self, other: object, rtol: float, atol: float) -> str | None:
+        """None when `other` equals `self` within the tolerances, else why it does not."""
+
+
+def compare_outputs(
+    reference: object,
+    actual: object,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    equal_nan: bool = True,
+) -> str | None:
+    """None when `actual` equals `reference`, else a readable account of every difference.
+
+    Understands NumPy and CuPy arrays, NumPy scalars, Python numbers, bool, None, tuples,
+    lists and dicts of them, and `AutotuneOutput` types (the reference's method decides).
+    Floating point values compare with `|actual - reference| <= atol + rtol*|reference|`;
+    integers and booleans compare exactly; NaN must sit at the same positions
+    (`equal_nan=False` makes any NaN a difference). Arrays must agree in dtype and shape.
+    A Python number carries no dtype, so against a NumPy scalar or a 0-d array it compares
+    by value. NumPy and CuPy arrays compare with each other by value, so a NumPy
+    implementation can serve as the reference of CuPy kernels.
+    """
+    problems = _compare(reference, actual, "output", rtol, atol, equal_nan)
+    return "\n".join(problems) if problems else None
+
+
+def check_candidates(
+    names: Sequence[str],
+    run: Callable[[int], object],
+    reference: int | Callable[[], object] | None = None,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    equal_nan: bool = True,
+) -> list[CheckResult]:
+    """Run every candidate once and compare its output with the reference's.
+
+    `run(i)` calls candidate `i` on fresh inputs and returns its output. The reference is
+    the output of `reference()` when it is a callable, of candidate `reference` when it is
+    an index, else of the first candidate that succeeds. Candidates run one at a time and
+    each output is compared as soon as it exists, so only the reference's output is kept
+    alive (GPU memory holds two outputs, not one per candidate). A candidate that raises
+    fails with the exception's text and is never compared; one that raises `AutotuneSkip`
+    passes as skipped. When the reference itself produces nothing, every candidate that
+    ran fails with that reason: none of them can be shown correct. Results come in the
+    order of `names`.
+    """
+    order = list(range(len(names)))
+    ref_output: object = None
+    ref_label = ""
+    no_reference: str | None = None
+    have_reference = False
+    if callable(reference):
+        ref_label = "the explicit reference"
+        try:
+            ref_output = reference()
+            have_reference = True
+        except Exception as exc:  # noqa: BLE001 - a user's failing reference is reported
+            no_reference = f"the reference raised {AutotuneError.from_exception('', exc).message}"
+    elif reference is not None:
+        if not 0 <= reference < len(names):
+            raise IndexError(
+                f"reference index {reference} is out of range for {len(names)} candidates"
+            )
+        order.remove(reference)
+        order.insert(0, reference)
+
+    results: dict[int, CheckResult] = {}
+    for index in order:
+        name = names[index]
+        try:
+            output = run(index)
+        except AutotuneSkip as exc:
+            reason = AutotuneError.from_exception(name, exc).message
+            results[index] = CheckResult(name, True, f"skipped: {reason}", skipped=True)
+        except Exception as exc:  # noqa: BLE001 - a failing candidate is a result, not a crash
+            results[index] = CheckResult(
+                name, False, AutotuneError.from_exception(name, exc).message
+            )
+        else:
+            if have_reference:
+                diff = compare_outputs(ref_output, output, rtol, atol, equal_nan)
+                results[index] = (
+                    CheckResult(name, True)
+                    if diff is None
+                    else CheckResult(name, False, f"differs from {ref_label}: {diff}")
+                )
+            elif no_reference is not None:
+                results[index] = CheckResult(name, False, f"cannot be checked: {no_reference}")
+            else:
+                ref_output, ref_label, have_reference = output, f"the reference {name!r}", True
+                results[index] = CheckResult(name, True, "reference")
+        if isinstance(reference, int) and index == reference and not have_reference:
+            what = "skipped" if results[index].skipped else "failed"
+            no_reference = f"the reference {name!r} {what}"
+    return [results[i] for i in range(len(names))]
+
+
+_PYTHON_NUMBERS = (bool, int, float, complex)
+
+
+def _compare(
+    reference: object, actual: object, where: str, rtol: float, atol: float, equal_nan: bool
+) -> list[str]:
+    """Every difference between two outputs, each message naming its position."""
+    if isinstance(reference, AutotuneOutput):
+        message = reference.autotune_compare(actual, rtol, atol)
+        return [] if message is None else [f"{where}: {message}"]
+    if reference is None or actual is None:
+        return [] if reference is actual else [_mismatch(where, reference, actual)]
+
+    ref_array, act_array = _host_array(reference), _host_array(actual)
+    if ref_array is not None and act_array is not None:
+        if ref_array.dtype != act_array.dtype:
+            return [f"{where}: dtype differs: expected {ref_array.dtype}, got {act_array.dtype}"]
+        return _compare_arrays(ref_array, act_array, where, rtol, atol, equal_nan)
+    # A Python number carries no dtype: against a single typed value it compares by value.
+    if ref_array is not None and isinstance(actual, _PYTHON_NUMBERS) and _is_single(ref_array):
+        reference = ref_array.item()
+    if act_array is not None and isinstance(reference, _PYTHON_NUMBERS) and _is_single(act_array):
+        actual = act_array.item()
+    if isinstance(reference, _PYTHON_NUMBERS) and isinstance(actual, _PYTHON_NUMBERS):
+        return _compare_numbers(reference, actual, where, rtol, atol, equal_nan)
+
+    if isinstance(reference, Mapping):
+        if not isinstance(actual, Mapping):
+            return [_mismatch(where, reference, actual)]
+        return _compare_mappings(reference, actual, where, rtol, atol, equal_nan)
+    if isinstance(reference, (tuple, list)):
+        # A tuple and a list are different results: a caller may index or unpack them alike,
+        # but one may also hash the tuple or append to the list.
+        if not isinstance(actual, tuple if isinstance(reference, tuple) else list):
+            return [_mismatch(where, reference, actual)]
+        if len(reference) != len(actual):
+            return [f"{where}: expected {len(reference)} items, got {len(actual)}"]
+        problems: list[str] = []
+        for i, (ref_item, act_item) in enumerate(zip(reference, actual)):
+            problems += _compare(ref_item, act_item, f"{where}[{i}]", rtol, atol, equal_nan)
+        return problems
+
+    if type(reference) is not type(actual):
+        return [_mismatch(where, reference, actual)]
+    equal = reference == actual
+    if not isinstance(equal, bool):
+        name = type(reference).__name__
+        return [
+            f"{where}: cannot compare values of type {name}; give it an autotune_compare method"
+        ]
+    return [] if equal else [f"{where}: expected {reference!r}, got {actual!r}"]
+
+
+def _compare_mappings(
+    reference: Mapping[Any, Any],
+    actual: Mapping[Any, Any],
+    where: str,
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+) -> list[str]:
+    missing = [k for k in reference if k not in actual]
+    unexpected = [k for k in actual if k not in reference]
+    problems: list[str] = []
+    if missing:
+        problems.append(f"{where}: missing keys {missing!r}")
+    if unexpected:
+        problems.append(f"{where}: unexpected keys {unexpected!r}")
+    for k in reference:
+        if k in actual:
+            problems += _compare(reference[k], actual[k], f"{where}[{k!r}]", rtol, atol, equal_nan)
+    return problems
+
+
+def _compare_numbers(
+    reference: complex,
+    actual: complex,
+    where: str,
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+) -> list[str]:
+    if isinstance(reference, bool) != isinstance(actual, bool):
+        return [_mismatch(where, reference, actual)]
+    if isinstance(reference, int) and isinstance(actual, int):
+        # Exact, and in Python's unbounded integers: a NumPy conversion could overflow.
+        return [] if reference == actual else [f"{where}: expected {reference!r}, got {actual!r}"]
+    dtype = (
+        np.complex128
+        if isinstance(reference, complex) or isinstance(actual, complex)
+        else np.float64
+    )
+    return _compare_arrays(
+        np.asarray(reference, dtype=dtype),
+        np.asarray(actual, dtype=dtype),
+        where,
+        rtol,
+        atol,
+        equal_nan,
+    )
+
+
+def _is_single(array: npt.NDArray[Any]) -> bool:
+    return array.shape == () and array.dtype.kind in "biufc"
+
+
+def _compare_arrays(
+    reference: npt.NDArray[Any],
+    actual: npt.NDArray[Any],
+    where: str,
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+) -> list[str]:
+    """Values of two host arrays; their dtypes were checked, or one side is a Python number."""
+    if reference.shape != actual.shape:
+        return [f"{where}: shape differs: expected {reference.shape}, got {actual.shape}"]
+    inexact = reference.dtype.kind in "fc" or actual.dtype.kind in "fc"
+    with np.errstate(all="ignore"):
+        if inexact:
+            close = np.isclose(actual, reference, rtol=rtol, atol=atol, equal_nan=equal_nan)
+            nan_moved = np.isnan(reference) != np.isnan(actual)
+        else:
+            close = np.asarray(reference == actual, dtype=bool)
+            nan_moved = np.zeros(reference.shape, dtype=bool)
+        bad = ~np.asarray(close, dtype=bool)
+        bad_count = int(np.count_nonzero(bad))
+        if bad_count == 0:
+            return []
+        first = int(np.flatnonzero(bad)[0])
+        expected, got = reference.reshape(-1)[first], actual.reshape(-1)[first]
+        errors = _errors(reference, actual, bad) if reference.dtype.kind != "b" else ""
+
+    tolerance = f" (rtol={rtol:g}, atol={atol:g})" if inexact else ""
+    if reference.shape == ():
+        return [f"{where}: expected {expected}, got {got}{errors}{tolerance}"]
+    index = ", ".join(str(int(i)) for i in np.unravel_index(first, reference.shape))
+    message = (
+        f"{where}: {bad_count} of {reference.size} elements differ{tolerance}{errors}; "
+        f"first at [{index}]: expected {expected}, got {got}"
+    )
+    moved = int(np.count_nonzero(nan_moved))
+    if moved:
+        message += f"; NaN positions differ at {moved} elements"
+    return [message]
+
+
+def _errors(
+    reference: npt.NDArray[Any], actual: npt.NDArray[Any], bad: npt.NDArray[np.bool_]
+) -> str:
+    """Largest absolute and relative errors among the elements that differ, where both are
+    finite: the figures that tell a rounding slip from a wrong algorithm."""
+    if reference.dtype.kind not in "iufc" or actual.dtype.kind not in "iufc":
+        return ""
+    common = np.result_type(reference.dtype, actual.dtype, np.float64)
+    ref, act = reference.astype(common), actual.astype(common)
+    finite = bad & np.isfinite(ref) & np.isfinite(act)
+    if not finite.any():
+        return ""
+    abs_error = np.abs(act[finite] - ref[finite])
+    magnitude = np.abs(ref[finite])
+    rel_error = np.divide(
+        abs_error, magnitude, out=np.full_like(abs_error, np.inf), where=magnitude != 0
+    )
+    return (
+        f", max abs error {float(abs_error.max()):.6g}, max rel error {float(rel_error.max()):.6g}"
+    )
+
+
+def _host_array(value: object) -> npt.NDArray[Any] | None:
+    """A NumPy view of an array or NumPy scalar (CuPy arrays copied to the host), else None."""
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    if type(value).__module__.startswith("cupy"):
+        # Imported only here: CuPy is optional, and only a CuPy value can get this far.
+        cupy = importlib.import_module("cupy")
+        host: npt.NDArray[Any] = cupy.asnumpy(value)
+        return host
+    return None
+
+
+def _mismatch(where: str, reference: object, actual: object) -> str:
+    return f"{where}: expected {_describe(reference)}, got {_describe(actual)}"
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, np.generic):
+        return f"{value.dtype} scalar {value}"
+    dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
+    if dtype is not None and shape is not None:
+        return f"{dtype} array of shape {shape}"
+    if value is None or isinstance(value, _PYTHON_NUMBERS):
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__} of {len(value)} items"
+    return type(value).__name__

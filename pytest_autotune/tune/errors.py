@@ -1,0 +1,66 @@
+"""Errors from running autotune (the seed's `AutotuneError`) and the candidate's way to decline."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+
+class AutotuneErrorKind(enum.Enum):
+    """Why a candidate, or a whole tuning, produced no measurement."""
+
+    UNKNOWN = "unknown"
+    """The candidate raised: its message is kept so the report can show it in full."""
+    INVALID_SAMPLES = "invalid_samples"
+    """The timer returned a duration that is not a positive finite number."""
+    NO_VALID_KERNEL_FOUND = "no_valid_kernel_found"
+    """Every candidate of every batch failed or declined."""
+    SKIP = "skip"
+    """The candidate raised `AutotuneSkip`: it does not handle this key."""
+
+
+class AutotuneSkip(Exception):
+    """Raise from a candidate to decline a key; it is recorded, never reported as a failure."""
+
+
+class AutotuneError(Exception):
+    """A candidate's failure, recorded in its result; it never wins and never crashes the tuner."""
+
+    def __init__(
+        self, kind: AutotuneErrorKind, message: str = "", name: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.name = name
+
+    @classmethod
+    def from_exception(cls, name: str, exc: BaseException) -> AutotuneError:
+        if isinstance(exc, AutotuneError):
+            return cls(exc.kind, exc.message, name)
+        if isinstance(exc, AutotuneSkip):
+            return cls(AutotuneErrorKind.SKIP, str(exc) or "declined the key", name)
+        return cls(AutotuneErrorKind.UNKNOWN, f"{type(exc).__name__}: {exc}", name)
+
+    def __str__(self) -> str:
+        who = f"{self.name}: " if self.name else ""
+        return f"{who}{self.kind.value}: {self.message}" if self.message else f"{who}{self.kind.value}"
+
+    def __repr__(self) -> str:
+        return f"AutotuneError({self.kind.value!r}, {self.message!r}, name={self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, AutotuneError)
+            and (self.kind, self.message, self.name) == (other.kind, other.message, other.name)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.message, self.name))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, "message": self.message}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], name: str | None = None) -> AutotuneError:
+        return cls(AutotuneErrorKind(data["kind"]), str(data.get("message", "")), name)

@@ -1,0 +1,119 @@
+"""`TunableSet`: the candidates of one operation with their key, input and bounds generators."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pytest_autotune.tune.bounds import Bounds, BoundsGenerator, Thresholds, Work, roofline
+from pytest_autotune.tune.key import KeyGenerator
+from pytest_autotune.tune.tunable import TuneFn, Tunable
+
+if TYPE_CHECKING:
+    from pytest_autotune.backends.client import Client
+
+TuneInputs = tuple[Any, ...]
+"""The inputs a set's candidates are called with, as `fn(*inputs)`."""
+
+
+class InputGenerator(Protocol):
+    """Produces the benchmark inputs for a given key and reference inputs."""
+
+    def __call__(self, key: Any, inputs: TuneInputs) -> TuneInputs: ...
+
+
+def clone_value(value: Any) -> Any:
+    """A copy of an array (NumPy, CuPy, anything with `__array__` and `copy`), recursing into
+    tuples, lists and dicts; other values are shared, as they cannot be written into."""
+    if isinstance(value, tuple):
+        return tuple(clone_value(v) for v in value)
+    if isinstance(value, list):
+        return [clone_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: clone_value(v) for k, v in value.items()}
+    if hasattr(value, "__array__") and hasattr(value, "copy") and hasattr(value, "shape"):
+        return value.copy()
+    return value
+
+
+class CloneInputGenerator:
+    """InputGenerator that clones the reference inputs verbatim.
+
+    Every candidate gets its own copy, so one that writes into its inputs (an in-place
+    saxpy) corrupts neither the caller's arrays nor the next candidate's inputs.
+    """
+
+    def __call__(self, key: Any, inputs: TuneInputs) -> TuneInputs:
+        return tuple(clone_value(v) for v in inputs)
+
+
+def checksum_of(names: tuple[str, ...]) -> str:
+    """Checksum of the candidate names in order: a cache entry tuned for another candidate
+    list must not be served, since its winner index would point at another function."""
+    return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class TunableSet:
+    """A set of candidate functions for one operation, sharing key and input generators."""
+
+    key_gen: KeyGenerator
+    input_gen: InputGenerator = field(default_factory=CloneInputGenerator)
+    tunables: tuple[Tunable, ...] = ()
+    bounds_gen: BoundsGenerator | None = None
+    short_circuit_samples: int | None = None
+    names: tuple[str, ...] = field(init=False)
+    fns: tuple[TuneFn, ...] = field(init=False)
+    checksum: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        names = tuple(t.name for t in self.tunables)
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"TunableSet: candidate names must be unique, repeated: {duplicates}")
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "fns", tuple(t.fn for t in self.tunables))
+        object.__setattr__(self, "checksum", checksum_of(names))
+
+    def with_(self, tunable: Tunable | tuple[str, TuneFn]) -> TunableSet:
+        """This set plus one candidate (a `Tunable`, or a `(name, fn)` pair)."""
+        if not isinstance(tunable, Tunable):
+            tunable = Tunable(*tunable)
+        return replace(self, tunables=(*self.tunables, tunable))
+
+    def with_bounds(self, bounds_gen: BoundsGenerator) -> TunableSet:
+        """This set with a bounds generator: `bounds_gen(key, inputs, client) -> Bounds`."""
+        return replace(self, bounds_gen=bounds_gen)
+
+    def with_work(
+        self, work: Callable[..., Work], thresholds: Thresholds | None = None
+    ) -> TunableSet:
+        """This set with roofline bounds from a work model `work(*inputs) -> Work`, against
+        the peaks the client measured on its device (the common case of `with_bounds`)."""
+
+        def bounds_gen(key: Any, inputs: TuneInputs, client: Client) -> Bounds:
+            return roofline(
+                work(*inputs), client.peaks(), thresholds, launch_overhead=client.launch_overhead
+            )
+
+        return replace(self, bounds_gen=bounds_gen)
+
+    def with_short_circuit(self, samples: int) -> TunableSet:
+        """End a batch once a candidate lands under the bounds' time limit `samples` times."""
+        if samples < 1:
+            raise ValueError(f"with_short_circuit: samples must be >= 1, got {samples}")
+        return replace(self, short_circuit_samples=samples)
+
+    @classmethod
+    def of(cls, key_gen: KeyGenerator, candidates: Mapping[str, TuneFn]) -> TunableSet:
+        """A set of ungrouped candidates from a name -> function mapping, in its order."""
+        return cls(key_gen, tunables=tuple(Tunable(n, f) for n, f in candidates.items()))
+
+    def bounds(self, key: Any, inputs: TuneInputs, client: Client) -> Bounds | None:
+        return self.bounds_gen(key, inputs, client) if self.bounds_gen is not None else None
+
+    def __len__(self) -> int:
+        return len(self.tunables)
+

@@ -1,0 +1,333 @@
+"""`Tuner`: runs the tuning of one device and caches its decisions, in memory and on disk."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pytest_autotune.tune.benchmark import AutotuneResult, result_to_json
+from pytest_autotune.tune.bounds import Bounds
+from pytest_autotune.tune.cache import (
+    CacheFileError,
+    PersistentCache,
+    PersistentCacheKey,
+    PersistentCacheValue,
+)
+from pytest_autotune.tune.checks import CheckResult, check_candidates
+from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.key import key_to_json, stable_key
+from pytest_autotune.tune.log import (
+    AutotuneLogContext,
+    AutotuneRecord,
+    ChecksDone,
+    Recorder,
+    TuningStep,
+    log_decision,
+)
+from pytest_autotune.tune.schedule import adaptive_round_robin, fixed_pass
+from pytest_autotune.tune.tunable import tune_plan
+from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
+
+if TYPE_CHECKING:
+    from pytest_autotune.backends.client import Client
+
+logger = logging.getLogger("pytest_autotune")
+
+Reference = Callable[..., Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TuneCacheResult:
+    """Result of a cache lookup (the seed's enum): hit with the fastest index, a persisted
+    entry not yet checked against the candidate list, a tuning under way, or a miss."""
+
+    kind: Literal["hit", "unchecked", "pending", "miss"]
+    fastest_index: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TuneDecision:
+    """One tuning decision: which candidate won for a key, and everything measured for it."""
+
+    key: Any
+    checksum: str
+    fastest_index: int
+    fastest_name: str
+    results: dict[int, AutotuneResult]
+    bounds: Bounds | None
+    context: AutotuneLogContext
+    measured: bool
+    """False when every candidate failed: such a decision stays in memory, never on disk."""
+    source: Literal["tuned", "cache", "single"]
+    duration: float = 0.0
+    checks: tuple[CheckResult, ...] = field(default=())
+
+    def result_list(self) -> list[dict[str, Any]]:
+        return [result_to_json(self.results[i], i) for i in sorted(self.results)]
+
+    def to_cache_value(self) -> PersistentCacheValue:
+        return PersistentCacheValue(
+            key=key_to_json(self.key),
+            fastest_index=self.fastest_index,
+            fastest_name=self.fastest_name,
+            results=tuple(self.results[i] for i in sorted(self.results)),
+            bounds=self.bounds.to_json() if self.bounds is not None else None,
+        )
+
+    def to_record(self, tuner: str, device_id: str) -> AutotuneRecord:
+        return AutotuneRecord(
+            tuner=tuner,
+            device_id=device_id,
+            key=key_to_json(self.key),
+            checksum=self.checksum,
+            fastest_index=self.fastest_index if self.measured else None,
+            fastest_name=self.fastest_name if self.measured else None,
+            results=tuple(self.result_list()),
+            bounds=self.bounds.to_json() if self.bounds is not None else None,
+            time_limit=self.context.time_limit,
+            events=tuple(e.to_json() for e in self.context.events),
+            checks=tuple(c.to_json() for c in self.checks),
+            source=self.source,
+            duration_ns=round(self.duration * 1e9),
+        )
+
+
+class Tuner:
+    """Runs autotune benchmarks for a single device and caches the results.
+
+    The hit path (`execute` on a known key) is a key generation and a dict lookup, with no
+    lock: dict reads are atomic, and entries are only ever added. Misses take the lock,
+    so two threads meeting the same new key tune it once; the other waits for the winner.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        device_id: str,
+        config: AutotuneConfig | None = None,
+        *,
+        persistent: PersistentCache | None = None,
+        persist: bool = True,
+        recorder: Recorder | None = None,
+        reference: Reference | None = None,
+    ) -> None:
+        self.name = name
+        self.device_id = device_id
+        self.config = config or AutotuneConfig()
+        self.persistent = persistent
+        self.persist = persist and persistent is not None
+        self.recorder = recorder
+        self.reference = reference
+        self._hits: dict[Any, int] = {}
+        self._decisions: dict[Any, TuneDecision] = {}
+        self._pending: dict[Any, tuple[threading.Event, int]] = {}
+        self._lock = threading.Lock()
+        self._stored: dict[str, tuple[PersistentCacheKey, PersistentCacheValue]] = {}
+        if persistent is not None:
+            self._stored = {pk.key: (pk, v) for pk, v in persistent.load().items()}
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def fastest(self, key: Any) -> TuneCacheResult:
+        """What the cache knows of `key`, without tuning."""
+        index = self._hits.get(key)
+        if index is not None:
+            return TuneCacheResult("hit", index)
+        if key in self._pending:
+            return TuneCacheResult("pending")
+        if stable_key(key) in self._stored:
+            return TuneCacheResult("unchecked")
+        return TuneCacheResult("miss")
+
+    def decision(self, key: Any) -> TuneDecision | None:
+        """The decision made in this process for `key`, if any."""
+        return self._decisions.get(key)
+
+    # -- running -------------------------------------------------------------------------
+
+    def execute(self, tunables: TunableSet, inputs: TuneInputs, client: Client) -> Any:
+        """Run the fastest candidate for these inputs, tuning first on a new key."""
+        key = tunables.key_gen(*inputs)
+        index = self._hits.get(key)
+        if index is None:
+            index = self._resolve(key, tunables, inputs, client)
+        return tunables.fns[index](*inputs)
+
+    def _resolve(self, key: Any, tunables: TunableSet, inputs: TuneInputs, client: Client) -> int:
+        me = threading.get_ident()
+        while True:
+            with self._lock:
+                index = self._hits.get(key)
+                if index is not None:
+                    return index
+                index = self._from_persistent(key, tunables)
+                if index is not None:
+                    return index
+                pending = self._pending.get(key)
+                if pending is None:
+                    done = threading.Event()
+                    self._pending[key] = (done, me)
+                    break
+            event, owner = pending
+            if owner == me:
+                # A candidate calls back into its own tuner while being tuned: waiting
+                # would deadlock, so this inner call runs the first planned candidate.
+                return tune_plan(key, tunables.tunables)[0][0]
+            event.wait()
+        try:
+            decision = self.tune(key, tunables, inputs, client)
+        finally:
+            with self._lock:
+                del self._pending[key]
+            done.set()
+        return decision.fastest_index
+
+    def _from_persistent(self, key: Any, tunables: TunableSet) -> int | None:
+        """Promote a persisted entry to a hit when it was tuned for this candidate list."""
+        if len(tunables) == 1:
+            self._hits[key] = 0
+            return 0
+        stored = self._stored.get(stable_key(key))
+        if stored is None:
+            return None
+        pk, value = stored
+        if pk.checksum != tunables.checksum or not 0 <= value.fastest_index < len(tunables):
+            logger.info(
+                "%s: cached entry for %s was tuned for other candidates; re-tuning", self.name, key
+            )
+            return None
+        self._hits[key] = value.fastest_index
+        return value.fastest_index
+
+    def tune(
+        self,
+        key: Any,
+        tunables: TunableSet,
+        inputs: TuneInputs,
+        client: Client,
+        bench: BenchConfig | None = None,
+    ) -> TuneDecision:
+        """Benchmark the candidates for `key` (whatever the caches hold) and store the winner."""
+        if len(tunables) == 0:
+            raise ValueError(f"{self.name}: the TunableSet has no candidates")
+        started = time.perf_counter()
+        bench = bench or self.config.bench
+        ctx = AutotuneLogContext(level=self.config.log_level)
+        bounds = tunables.bounds(key, inputs, client)
+        if bounds is not None:
+            ctx.bounds = bounds.to_json()
+            ctx.time_limit = bounds.time_limit()
+
+        clones: dict[int, TuneInputs] = {}
+
+        def inputs_for(index: int) -> TuneInputs:
+            if index not in clones:
+                clones[index] = tunables.input_gen(key, inputs)
+            return clones[index]
+
+        def sample(index: int) -> float:
+            return client.time(tunables.fns[index], inputs_for(index))
+
+        results: dict[int, AutotuneResult] = {}
+        checks: tuple[CheckResult, ...] = ()
+        excluded: set[int] = set()
+        if self.config.checks and len(tunables) > 1:
+            checks = self._check(key, tunables, inputs, client)
+            ctx.checks.extend(checks)
+            ctx.event(ChecksDone(checks))
+            for index, check in enumerate(checks):
+                if not check.passed:
+                    excluded.add(index)
+                    results[index] = AutotuneError(
+                        AutotuneErrorKind.UNKNOWN, f"failed its check: {check.message}", check.name
+                    )
+
+        strategy = adaptive_round_robin if bench.adaptive else fixed_pass
+        short_circuit = tunables.short_circuit_samples or bench.short_circuit_samples
+        plan = tune_plan(key, tunables.tunables)
+        winner: int | None = None
+        for number, batch in enumerate(plan):
+            indices = [i for i in batch if i not in excluded]
+            if not indices:
+                continue
+            step_started = time.perf_counter()
+            measured = strategy(
+                indices, tunables.names, sample, bench, ctx.time_limit, short_circuit, ctx
+            )
+            clones.clear()
+            results.update(measured.results)
+            ctx.event(TuningStep(number, tuple(indices), time.perf_counter() - step_started))
+            if measured.winner is not None:
+                winner = measured.winner
+                break
+
+        fastest = winner if winner is not None else plan[0][0] if plan else 0
+        decision = TuneDecision(
+            key=key,
+            checksum=tunables.checksum,
+            fastest_index=fastest,
+            fastest_name=tunables.names[fastest],
+            results=results,
+            bounds=bounds,
+            context=ctx,
+            measured=winner is not None,
+            source="tuned",
+            duration=time.perf_counter() - started,
+            checks=checks,
+        )
+        if winner is None:
+            error = AutotuneError(
+                AutotuneErrorKind.NO_VALID_KERNEL_FOUND,
+                f"every candidate failed for {key}; falling back to {tunables.names[fastest]}",
+            )
+            logger.warning("%s: %s", self.name, error)
+        self._store(decision)
+        return decision
+
+    def _check(
+        self, key: Any, tunables: TunableSet, inputs: TuneInputs, client: Client
+    ) -> tuple[CheckResult, ...]:
+        def run(index: int) -> object:
+            out = tunables.fns[index](*tunables.input_gen(key, inputs))
+            client.sync()
+            return out
+
+        reference = None
+        if self.reference is not None:
+            ref = self.reference
+
+            def reference_output() -> object:
+                return ref(*tunables.input_gen(key, inputs))
+
+            reference = reference_output
+        return tuple(
+            check_candidates(
+                tunables.names, run, reference, rtol=self.config.rtol, atol=self.config.atol
+            )
+        )
+
+    def _store(self, decision: TuneDecision) -> None:
+        with self._lock:
+            self._decisions[decision.key] = decision
+            self._hits[decision.key] = decision.fastest_index
+        log_decision(self.name, decision.fastest_name, decision.key, decision.context)
+        if self.recorder is not None:
+            self.recorder.record(decision.to_record(self.name, self.device_id))
+        if not decision.measured:
+            return
+        pk = PersistentCacheKey(stable_key(decision.key), decision.checksum)
+        value = decision.to_cache_value()
+        self._stored[pk.key] = (pk, value)
+        if self.persist and self.persistent is not None:
+            try:
+                device = {**(self.persistent.device() or {}), "id": self.device_id}
+                self.persistent.save({pk: value}, device=device)
+            except CacheFileError as exc:
+                warnings.warn(f"{exc}; the decision is kept in memory only", stacklevel=3)
+

@@ -1,0 +1,75 @@
+"""A fake clock and client: unit tests about tuning logic are exact and never flaky."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pytest_autotune.backends.peaks import Peaks
+
+
+class FakeClock:
+    """Time that passes only when a fake candidate says so."""
+
+    def __init__(self) -> None:
+        self.now_ns = 0
+
+    def __call__(self) -> int:
+        return self.now_ns
+
+    def advance(self, seconds: float) -> None:
+        self.now_ns += round(seconds * 1e9)
+
+
+class FakeClient:
+    """A Client whose `time` reads the fake clock around the call."""
+
+    device_id = "fake-device"
+    launch_overhead = 0.0
+
+    def __init__(self, clock: FakeClock | None = None, peaks: Peaks | None = None) -> None:
+        self.clock = clock or FakeClock()
+        self._peaks = peaks or Peaks(
+            memory={"copy": 1e9, "read": 1e9, "write": 1e9}, compute={"fp32": 1e9}, threads=1
+        )
+        self.timed: list[str] = []
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"fake": True}
+
+    def sync(self) -> None:
+        pass
+
+    def time(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> float:
+        start = self.clock()
+        fn(*inputs)
+        self.timed.append(getattr(fn, "__name__", "?"))
+        return (self.clock() - start) / 1e9
+
+    def peaks(self) -> Peaks:
+        return self._peaks
+
+
+def candidate(
+    clock: FakeClock, times: float | Sequence[float], name: str = "fake", result: Any = None
+) -> Callable[..., Any]:
+    """A candidate that takes `times` seconds per call (a sequence: one per call, the last
+    repeating) and returns `result`; its `calls` attribute counts the calls."""
+    seq = [times] if isinstance(times, (int, float)) else list(times)
+
+    def fn(*inputs: Any) -> Any:
+        clock.advance(seq[min(fn.calls, len(seq) - 1)])  # type: ignore[attr-defined]
+        fn.calls += 1  # type: ignore[attr-defined]
+        return result
+
+    fn.calls = 0  # type: ignore[attr-defined]
+    fn.__name__ = name
+    return fn
+
+
+def failing(name: str = "boom", exc: Exception | None = None) -> Callable[..., Any]:
+    def fn(*inputs: Any) -> Any:
+        raise exc or RuntimeError(f"{name} exploded")
+
+    fn.__name__ = name
+    return fn

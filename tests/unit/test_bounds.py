@@ -1,0 +1,163 @@
+"""Roofline bounds: time limits, the binding resource, the floor, and their JSON form."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from pytest_autotune.backends.peaks import Peaks
+from pytest_autotune.tune.bounds import (
+    AutotuneBound,
+    Bounds,
+    Thresholds,
+    TimeBound,
+    Work,
+    calculate_bounds,
+    fraction_of_roof,
+    meets_thresholds,
+    roofline,
+)
+
+NO_LIMIT = [0.0, math.nan, math.inf]
+
+
+def test_a_bound_allows_its_amount_over_the_peak_divided_by_the_threshold() -> None:
+    assert AutotuneBound("memory", 8e9, 0.5, 4e12).time_limit() == 8e9 / 4e12 / 0.5
+
+
+@pytest.mark.parametrize("peak", NO_LIMIT + [-1.0])
+def test_a_peak_that_is_zero_nan_or_infinite_gives_no_limit(peak: float) -> None:
+    assert AutotuneBound("compute", 1e9, 1.0, peak).time_limit() is None
+
+
+@pytest.mark.parametrize("threshold", NO_LIMIT)
+def test_a_threshold_that_is_zero_nan_or_infinite_gives_no_limit(threshold: float) -> None:
+    assert AutotuneBound("compute", 1e9, threshold, 1e12).time_limit() is None
+
+
+def test_the_binding_resource_is_the_one_with_the_largest_limit() -> None:
+    bounds = Bounds(
+        (AutotuneBound("compute", 1e9, 1.0, 1e12), AutotuneBound("memory", 4e9, 1.0, 1e12))
+    )
+    assert bounds.binding_resource() == "memory"
+    assert bounds.time_limit() == 4e9 / 1e12
+
+
+def test_the_threshold_can_make_the_smaller_resource_bind() -> None:
+    bounds = calculate_bounds(
+        Work(compute_ops=1e9, bytes=4e9), Thresholds(compute=0.1, memory=1.0), 1e12, 1e12
+    )
+    assert bounds.binding_resource() == "compute"
+    assert bounds.time_limit() == 1e9 / 1e12 / 0.1
+
+
+def test_launch_overhead_is_added_to_the_binding_limit() -> None:
+    bounds = calculate_bounds(Work(bytes=1e9), Thresholds(), 0.0, 1e12, launch_overhead=7e-6)
+    assert bounds.time_limit() == 1e9 / 1e12 + 7e-6
+
+
+def test_a_bound_without_a_limit_is_never_binding() -> None:
+    bounds = calculate_bounds(Work(compute_ops=1e15, bytes=1e9), Thresholds(), math.nan, 1e12)
+    assert bounds.binding_resource() == "memory"
+    assert bounds.time_limit() == 1e9 / 1e12
+
+
+def test_bounds_without_any_limit_have_no_time_limit_and_no_binding_resource() -> None:
+    bounds = calculate_bounds(Work(compute_ops=1, bytes=1), Thresholds(), 0.0, math.inf, 1e-6)
+    assert bounds.time_limit() is None
+    assert bounds.binding_resource() is None
+    assert Bounds(()).time_limit() is None
+
+
+def test_a_resource_the_work_does_not_use_gets_no_bound() -> None:
+    assert calculate_bounds(Work(bytes=1e6), Thresholds(), 1e12, 1e12).bounds == (
+        AutotuneBound("memory", 1e6, 1.0, 1e12),
+    )
+    assert calculate_bounds(Work(compute_ops=5), Thresholds(), 1e12, 1e12).bounds == (
+        AutotuneBound("compute", 5, 1.0, 1e12),
+    )
+    assert calculate_bounds(Work(), Thresholds(), 1e12, 1e12).bounds == ()
+
+
+def test_uniform_thresholds_set_every_resource_to_the_same_fraction() -> None:
+    assert Thresholds.uniform(0.8) == Thresholds(compute=0.8, memory=0.8)
+    assert Thresholds() == Thresholds.uniform(1.0)
+
+
+def test_a_negative_threshold_or_amount_is_refused_with_its_name() -> None:
+    with pytest.raises(ValueError, match="memory"):
+        Thresholds(memory=-0.3)
+    with pytest.raises(ValueError, match="bytes"):
+        Work(bytes=-1)
+    with pytest.raises(ValueError, match="compute_ops"):
+        Work(compute_ops=math.nan)
+    with pytest.raises(ValueError, match="launch_overhead"):
+        Bounds((), launch_overhead=math.inf)
+
+
+def test_bounds_and_a_single_bound_are_time_bounds() -> None:
+    assert isinstance(Bounds(()), TimeBound)
+    assert isinstance(AutotuneBound("memory", 1, 1, 1), TimeBound)
+
+
+def test_bounds_survive_a_json_round_trip_through_a_file() -> None:
+    bounds = calculate_bounds(
+        Work(compute_ops=2e9, bytes=3e9), Thresholds(0.5, 0.9), 6.3e13, 4.28e12, 7e-6
+    )
+    data = json.loads(json.dumps(bounds.to_json(), allow_nan=False))
+    assert data["launch_overhead_ns"] == 7000
+    assert Bounds.from_json(data) == bounds
+
+
+def test_an_unmeasured_peak_is_written_as_strict_json_and_read_back() -> None:
+    bounds = Bounds(
+        (AutotuneBound("compute", 1.0, 1.0, math.nan), AutotuneBound("memory", 1.0, 1.0, math.inf))
+    )
+    text = json.dumps(bounds.to_json(), allow_nan=False)
+    back = Bounds.from_json(json.loads(text))
+    assert math.isnan(back.bounds[0].peak)
+    assert back.bounds[1].peak == math.inf
+    assert back.time_limit() is None
+
+
+def test_the_fraction_of_roof_is_the_one_reached_on_the_binding_resource() -> None:
+    work = Work(compute_ops=1e9, bytes=4e9)
+    # 8 ms: memory at 0.5 TB/s of 1 TB/s, compute at 0.125 of its roof.
+    assert fraction_of_roof(work, 8e-3, 1e12, 1e12) == 0.5
+
+
+@pytest.mark.parametrize("seconds", [0.0, -1.0, math.nan, math.inf])
+def test_a_duration_that_is_not_positive_has_no_fraction_of_roof(seconds: float) -> None:
+    assert fraction_of_roof(Work(bytes=1e9), seconds, 1e12, 1e12) is None
+
+
+def test_without_a_measured_peak_for_the_work_there_is_no_fraction_of_roof() -> None:
+    assert fraction_of_roof(Work(bytes=1e9), 1e-3, 1e12, 0.0) is None
+
+
+def test_the_floor_is_met_at_exactly_the_time_limit_and_missed_just_above_it() -> None:
+    work = Work(bytes=1e9)
+    thresholds = Thresholds(memory=0.5)
+    limit = 1e9 / 1e12 / 0.5 + 1e-6
+    assert meets_thresholds(work, limit, thresholds, 1e12, 1e12, launch_overhead=1e-6) is True
+    assert meets_thresholds(work, limit * 1.001, thresholds, 1e12, 1e12, 1e-6) is False
+
+
+def test_the_floor_is_met_when_the_looser_resource_is_reached() -> None:
+    # Memory needs 4 ms at 100%; compute at 10% allows 10 ms: the limit is the larger one.
+    work = Work(compute_ops=1e9, bytes=4e9)
+    assert meets_thresholds(work, 9e-3, Thresholds(compute=0.1, memory=1.0), 1e12, 1e12)
+
+
+def test_a_floor_without_a_measured_peak_cannot_be_judged() -> None:
+    assert meets_thresholds(Work(bytes=1e9), 1.0, Thresholds(memory=0.5), 1e12, 0.0) is None
+
+
+def test_the_roofline_of_a_device_uses_its_memory_roof_and_the_dtype_compute_peak() -> None:
+    peaks = Peaks(
+        memory={"read": 2e12, "copy": 3e12, "write": 9e12}, compute={"fp32": 5e13, "fp16": 7e14}
+    )
+    bounds = roofline(Work(compute_ops=1e12, bytes=3e9), peaks, dtype="fp16", launch_overhead=1e-6)
+    assert bounds == calculate_bounds(Work(1e12, 3e9), Thresholds(), 7e14, 3e12, 1e-6)

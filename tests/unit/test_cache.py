@@ -1,0 +1,366 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from filelock import FileLock, Timeout
+
+from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome
+from pytest_autotune.tune.cache import (
+    SCHEMA_VERSION,
+    CacheFileError,
+    CacheFileWarning,
+    PersistentCache,
+    PersistentCacheKey,
+    PersistentCacheValue,
+    cache_path,
+)
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.key import key_to_json, stable_key
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def outcome(name: str, index: int, *samples_ns: int) -> AutotuneOutcome:
+    return AutotuneOutcome(name, index, tuple(ns / NS_PER_S for ns in samples_ns))
+
+
+def entry(
+    key: Any, checksum: str = "c1", fastest: int = 0
+) -> tuple[PersistentCacheKey, PersistentCacheValue]:
+    results = (
+        outcome("tiled", 0, 1_500_000, 1_200_000, 1_250_000),
+        AutotuneError(AutotuneErrorKind.UNKNOWN, "RuntimeError: out of shared memory", "wide"),
+        AutotuneError(AutotuneErrorKind.SKIP, "declined the key", "naive"),
+    )
+    value = PersistentCacheValue(
+        key=key_to_json(key),
+        fastest_index=fastest,
+        fastest_name=results[fastest].name or "",
+        results=results,
+        bounds={"time_limit_ns": 3_000_000, "binding_resource": "memory"},
+    )
+    return PersistentCacheKey(stable_key(key), checksum), value
+
+
+def test_entries_with_outcomes_and_errors_survive_a_round_trip(tmp_path: Path) -> None:
+    updates = dict([entry((64, "f32")), entry((128, "f16"), checksum="c2")])
+    path = tmp_path / "dev" / "tuner.json"
+    device = {"id": "cpu-test", "fingerprint": {"threads": 2}, "peaks": {"flops": 1e12}}
+
+    PersistentCache(path).save(updates, device=device, metadata={"sigma_between": 0.02})
+
+    cache = PersistentCache(path)
+    assert cache.load() == updates
+    assert cache.device() == device
+    assert cache.metadata() == {"sigma_between": 0.02}
+
+
+def test_the_file_is_sorted_indented_in_nanoseconds_and_ends_with_a_newline(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tuner.json"
+    PersistentCache(path).save(dict([entry("b", "c9"), entry("a", "c2"), entry("b", "c1")]))
+
+    text = path.read_text()
+    document = json.loads(text)
+    assert text == json.dumps(document, indent=2, sort_keys=True) + "\n"
+    assert document["schema_version"] == SCHEMA_VERSION
+    assert "device" not in document
+    assert [(e["key"], e["checksum"]) for e in document["entries"]] == [
+        ("a", "c2"),
+        ("b", "c1"),
+        ("b", "c9"),
+    ]
+    first = document["entries"][0]
+    assert first["results"][0]["samples_ns"] == [1_500_000, 1_200_000, 1_250_000]
+    assert first["results"][1] == {
+        "name": "wide",
+        "index": 1,
+        "error": {"kind": "unknown", "message": "RuntimeError: out of shared memory"},
+    }
+
+
+def test_saving_the_same_entries_twice_gives_identical_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "tuner.json"
+    updates = dict([entry((1, 2)), entry((3,))])
+    PersistentCache(path).save(updates, device={"id": "d"})
+    first = path.read_bytes()
+
+    cache = PersistentCache(path)
+    cache.save(cache.load(), device=cache.device())
+
+    assert path.read_bytes() == first
+
+
+def test_a_missing_file_loads_as_empty_without_a_warning(tmp_path: Path) -> None:
+    cache = PersistentCache(tmp_path / "absent" / "tuner.json")
+
+    assert cache.load() == {}
+    assert cache.device() is None
+    assert cache.metadata() == {}
+
+
+def test_two_caches_on_one_path_keep_each_others_entries(tmp_path: Path) -> None:
+    path = tmp_path / "tuner.json"
+    first, second = PersistentCache(path), PersistentCache(path)
+    first.load()
+    second.load()
+
+    first.save(dict([entry("a")]), device={"id": "d"}, metadata={"sigma_between": 0.1})
+    second.save(dict([entry("b")]), metadata={"runs": 2})
+
+    assert set(PersistentCache(path).load()) == {entry("a")[0], entry("b")[0]}
+    assert second.device() == {"id": "d"}
+    assert second.metadata() == {"sigma_between": 0.1, "runs": 2}
+
+
+def test_a_new_checksum_for_a_key_replaces_every_old_entry_of_that_key(tmp_path: Path) -> None:
+    path = tmp_path / "tuner.json"
+    PersistentCache(path).save(dict([entry("a", "old"), entry("a", "older"), entry("b", "old")]))
+
+    PersistentCache(path).save(dict([entry("a", "new", fastest=0)]))
+
+    assert set(PersistentCache(path).load()) == {
+        PersistentCacheKey(stable_key("a"), "new"),
+        PersistentCacheKey(stable_key("b"), "old"),
+    }
+
+
+def valid_document() -> dict[str, Any]:
+    key, value = entry("a")
+    return {
+        "schema_version": 1,
+        "entries": [{**value.to_json(), "checksum": key.checksum}],
+    }
+
+
+def without(name: str) -> dict[str, Any]:
+    document = valid_document()
+    del document["entries"][0][name]
+    return document
+
+
+UNREADABLE = {
+    "invalid JSON": (b'{"schema_version": 1, "entries": [', "is not valid JSON"),
+    "merge conflict": (b"<<<<<<< HEAD\n{}\n", "is not valid JSON"),
+    "pickle": (b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00K\x01.", "is not UTF-8"),
+    "NaN": (b'{"schema_version": 1, "entries": [], "x": NaN}', "NaN is not a JSON number"),
+    "a list": (b"[]", "holds a JSON list, expected an object"),
+    "no version": (b'{"entries": []}', "missing field 'schema_version'"),
+    "newer version": (
+        json.dumps({**valid_document(), "schema_version": SCHEMA_VERSION + 1}).encode(),
+        "newer pytest-autotune",
+    ),
+    "entries not a list": (b'{"schema_version": 1, "entries": {}}', "field 'entries' is {}"),
+    "device not an object": (
+        b'{"schema_version": 1, "entries": [], "device": "gpu"}',
+        "field 'device' is 'gpu'",
+    ),
+    "entry without checksum": (
+        json.dumps(without("checksum")).encode(),
+        "entry 0 (key \"a\"): missing field 'checksum'",
+    ),
+    "entry without bounds": (json.dumps(without("bounds")).encode(), "missing field 'bounds'"),
+    "entry with a bad result": (
+        json.dumps(
+            {**valid_document(), "entries": [{**valid_document()["entries"][0], "results": [{}]}]}
+        ).encode(),
+        "entry 0 (key \"a\"): results[0]: missing field 'name'",
+    ),
+    "entry with a boolean index": (
+        json.dumps(
+            {
+                **valid_document(),
+                "entries": [{**valid_document()["entries"][0], "fastest_index": True}],
+            }
+        ).encode(),
+        "field 'fastest_index' is True, expected an integer",
+    ),
+    "entry with an unknown field": (
+        json.dumps(
+            {**valid_document(), "entries": [{**valid_document()["entries"][0], "notes": "x"}]}
+        ).encode(),
+        "unknown fields ['notes']",
+    ),
+    "repeated entry": (
+        json.dumps({**valid_document(), "entries": valid_document()["entries"] * 2}).encode(),
+        "entry 1 repeats key",
+    ),
+}
+
+
+@pytest.mark.parametrize(("content", "reason"), UNREADABLE.values(), ids=UNREADABLE.keys())
+def test_an_unreadable_file_is_reported_by_path_and_never_overwritten(
+    tmp_path: Path, content: bytes, reason: str
+) -> None:
+    path = tmp_path / "tuner.json"
+    path.write_bytes(content)
+    cache = PersistentCache(path)
+
+    with pytest.warns(CacheFileWarning) as warned:
+        assert cache.load() == {}
+    with pytest.raises(CacheFileError) as raised:
+        cache.save(dict([entry("b")]))
+
+    (warning,) = warned
+    assert str(path) in str(warning.message) and reason in str(warning.message)
+    assert str(raised.value).startswith(f"{path}: ") and reason in str(raised.value)
+    assert path.read_bytes() == content
+
+
+def test_a_file_that_turns_unreadable_after_loading_is_not_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "tuner.json"
+    PersistentCache(path).save(dict([entry("a")]))
+    cache = PersistentCache(path)
+    cache.load()
+    path.write_text("{")
+
+    with pytest.raises(CacheFileError, match="is not valid JSON"):
+        cache.save(dict([entry("b")]))
+
+    assert path.read_text() == "{"
+
+
+def test_a_file_that_cannot_be_read_is_reported_with_the_system_reason(tmp_path: Path) -> None:
+    path = tmp_path / "tuner.json"
+    path.mkdir()
+
+    with pytest.warns(CacheFileWarning, match="cannot be read: Is a directory"):
+        assert PersistentCache(path).load() == {}
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from pytest_autotune.tune.benchmark import AutotuneOutcome
+    from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
+    from pytest_autotune.tune.key import stable_key
+
+    path, worker, saves = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    for i in range(saves):
+        key = (worker, i)
+        value = PersistentCacheValue([worker, i], 0, "a", (AutotuneOutcome("a", 0, (1e-3,)),))
+        PersistentCache(path).save({PersistentCacheKey(stable_key(key), "c"): value})
+    """
+)
+
+
+def python(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
+    return subprocess.Popen([sys.executable, "-c", *args], env=env, text=True, **kwargs)
+
+
+def test_eight_processes_saving_at_once_lose_no_entry(tmp_path: Path) -> None:
+    path = tmp_path / "dev" / "tuner.json"
+    workers = [python(WRITER, str(path), str(w), "20") for w in range(8)]
+
+    assert [w.wait(timeout=120) for w in workers] == [0] * 8
+
+    keys = {tuple(json.loads(k.key)) for k in PersistentCache(path).load()}
+    assert keys == {(w, i) for w in range(8) for i in range(20)}
+
+
+KILLED_WRITER = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    from pytest_autotune.tune.benchmark import AutotuneOutcome
+    from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
+
+    def half_written_then_stuck(fd):
+        # The temporary file holds half its text when the process dies.
+        os.ftruncate(fd, os.fstat(fd).st_size // 2)
+        print("stuck", flush=True)
+        time.sleep(600)
+
+    os.fsync = half_written_then_stuck
+    value = PersistentCacheValue("late", 0, "a", (AutotuneOutcome("a", 0, (1e-3,)),))
+    PersistentCache(Path(sys.argv[1])).save({PersistentCacheKey('"late"', "c"): value})
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_write_killed_midway_leaves_the_previous_file_and_no_lock_behind(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tuner.json"
+    before = dict([entry("a"), entry("b")])
+    PersistentCache(path).save(before)
+    previous = path.read_bytes()
+
+    writer = python(KILLED_WRITER, str(path), stdout=subprocess.PIPE)
+    assert writer.stdout is not None
+    assert writer.stdout.readline() == "stuck\n"
+    with pytest.raises(Timeout):
+        FileLock(f"{path}.lock", timeout=0).acquire()
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+    writer.stdout.close()
+
+    assert path.read_bytes() == previous
+    assert PersistentCache(path).load() == before
+    PersistentCache(path).save(dict([entry("c")]))
+    assert set(PersistentCache(path).load()) == {entry(k)[0] for k in "abc"}
+    assert sorted(os.listdir(tmp_path)) == ["tuner.json", "tuner.json.lock"]
+
+
+def test_a_successful_save_leaves_no_temporary_file(tmp_path: Path) -> None:
+    path = cache_path(tmp_path, "cpu-test", "pkg.mod-x")
+    PersistentCache(path).save(dict([entry("a")]))
+    PersistentCache(path).save(dict([entry("b")]))
+
+    assert sorted(os.listdir(path.parent)) == ["pkg.mod-x.json", "pkg.mod-x.json.lock"]
+
+
+@pytest.mark.parametrize(
+    ("tuner_name", "file_name"),
+    [
+        ("pkg.mod-x", "pkg.mod-x.json"),
+        ("tests/test_a.py::test_sum", "tests_test_a.py__test_sum.json"),
+        ("test_sum[64-float32]", "test_sum_64-float32_.json"),
+        ("..", "_..json"),
+        (".hidden", "_hidden.json"),
+    ],
+)
+def test_a_tuner_name_becomes_a_readable_file_inside_the_device_folder(
+    tmp_path: Path, tuner_name: str, file_name: str
+) -> None:
+    assert cache_path(tmp_path, "cuda-nvidia-h200", tuner_name) == (
+        tmp_path / "cuda-nvidia-h200" / file_name
+    )
+
+
+def test_long_tuner_names_sharing_a_prefix_get_distinct_files_of_safe_length(
+    tmp_path: Path,
+) -> None:
+    first = cache_path(tmp_path, "d", "x" * 300 + "1")
+    second = cache_path(tmp_path, "d", "x" * 300 + "2")
+
+    assert first != second
+    assert len(first.name) <= 125 and first.name.startswith("xxxx")
+
+
+def test_metadata_that_would_replace_the_file_structure_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="'entries'"):
+        PersistentCache(tmp_path / "t.json").save({}, metadata={"entries": []})
+
+
+def test_a_key_whose_string_is_not_its_json_serialized_is_refused(tmp_path: Path) -> None:
+    _, value = entry("a")
+
+    with pytest.raises(ValueError, match="does not serialize"):
+        PersistentCache(tmp_path / "t.json").save({PersistentCacheKey("a", "c"): value})
+    assert not (tmp_path / "t.json").exists()

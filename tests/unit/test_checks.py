@@ -1,0 +1,312 @@
+"""Output checks: comparing outputs, and checking every candidate against the reference."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from pytest_autotune.tune.checks import CheckResult, check_candidates, compare_outputs
+from pytest_autotune.tune.errors import AutotuneSkip
+
+
+def test_equal_arrays_compare_equal():
+    assert compare_outputs(np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(2, 3)) is None
+
+
+def test_floats_within_the_tolerances_are_equal():
+    ref = np.array([1.0, 100.0, 0.0], dtype=np.float32)
+    act = ref + np.array([1e-6, 1e-4, 0.0], dtype=np.float32)
+    assert compare_outputs(ref, act, rtol=1e-5, atol=1e-8) is None
+
+
+def test_a_float_difference_is_reported_with_errors_count_and_first_bad_index():
+    ref = np.zeros((2, 3), dtype=np.float64) + 2.0
+    act = ref.copy()
+    act[1, 2] = 2.5
+    act[0, 1] = 3.0
+    message = compare_outputs(ref, act)
+    assert message == (
+        "output: 2 of 6 elements differ (rtol=1e-05, atol=1e-08), max abs error 1, "
+        "max rel error 0.5; first at [0, 1]: expected 2.0, got 3.0"
+    )
+
+
+def test_the_tolerance_is_relative_to_the_reference():
+    # |1.5 - 1| = 0.5 is within 40% of 1.5 but not of 1: the reference sets the scale.
+    assert compare_outputs(np.array([1.0]), np.array([1.5]), rtol=0.4, atol=0) is not None
+    assert compare_outputs(np.array([1.5]), np.array([1.0]), rtol=0.4, atol=0) is None
+
+
+def test_nan_positions_must_match():
+    ref = np.array([1.0, np.nan, 3.0, 4.0])
+    assert compare_outputs(ref, ref.copy()) is None
+    moved = np.array([1.0, 2.0, np.nan, 4.0])
+    assert compare_outputs(ref, moved) == (
+        "output: 2 of 4 elements differ (rtol=1e-05, atol=1e-08); "
+        "first at [1]: expected nan, got 2.0; NaN positions differ at 2 elements"
+    )
+
+
+def test_without_equal_nan_any_nan_is_a_difference():
+    ref = np.array([np.nan, 1.0])
+    assert compare_outputs(ref, ref.copy(), equal_nan=False) == (
+        "output: 1 of 2 elements differ (rtol=1e-05, atol=1e-08); first at [0]: expected nan, got nan"
+    )
+
+
+def test_infinities_must_match_in_sign():
+    assert compare_outputs(np.array([np.inf]), np.array([np.inf])) is None
+    assert compare_outputs(np.array([np.inf]), np.array([-np.inf])) == (
+        "output: 1 of 1 elements differ (rtol=1e-05, atol=1e-08); first at [0]: expected inf, got -inf"
+    )
+
+
+def test_integers_compare_exactly_whatever_the_tolerance():
+    ref = np.array([10, 20, 30], dtype=np.int32)
+    act = np.array([10, 21, 30], dtype=np.int32)
+    assert compare_outputs(ref, act, rtol=0.5, atol=5) == (
+        "output: 1 of 3 elements differ, max abs error 1, max rel error 0.05; "
+        "first at [1]: expected 20, got 21"
+    )
+
+
+def test_booleans_compare_exactly_without_error_figures():
+    assert compare_outputs(np.array([True, False]), np.array([True, True])) == (
+        "output: 1 of 2 elements differ; first at [1]: expected False, got True"
+    )
+
+
+def test_a_dtype_mismatch_is_a_failure_even_with_equal_values():
+    message = compare_outputs(np.ones(3, dtype=np.float32), np.ones(3, dtype=np.float64))
+    assert message == "output: dtype differs: expected float32, got float64"
+
+
+def test_a_shape_mismatch_is_a_failure():
+    message = compare_outputs(np.ones((2, 3)), np.ones((3, 2)))
+    assert message == "output: shape differs: expected (2, 3), got (3, 2)"
+
+
+def test_a_numpy_scalar_and_a_python_float_compare_by_value():
+    assert compare_outputs(np.float32(0.1), 0.1) is None
+    assert compare_outputs(0.1, np.float32(0.1)) is None
+    assert compare_outputs(np.float64(2.0), 2.5) == (
+        "output: expected 2.0, got 2.5, max abs error 0.5, max rel error 0.25 "
+        "(rtol=1e-05, atol=1e-08)"
+    )
+
+
+def test_a_zero_d_array_and_a_numpy_scalar_of_one_dtype_are_the_same_output():
+    assert compare_outputs(np.float32(3.0), np.asarray(np.float32(3.0))) is None
+
+
+def test_numpy_scalars_of_different_dtypes_differ():
+    assert compare_outputs(np.int32(3), np.int64(3)) == (
+        "output: dtype differs: expected int32, got int64"
+    )
+
+
+def test_an_array_is_not_a_python_number():
+    assert compare_outputs(np.ones(3, dtype=np.float32), 1.0) == (
+        "output: expected float32 array of shape (3,), got 1.0"
+    )
+
+
+def test_python_integers_compare_exactly_beyond_int64():
+    big = 1 << 70
+    assert compare_outputs(big, big) is None
+    assert compare_outputs(big, big + 1) == f"output: expected {big}, got {big + 1}"
+    assert compare_outputs(np.int64(7), 7) is None
+    assert compare_outputs(np.int64(7), 8) == "output: expected 7, got 8"
+
+
+def test_a_bool_is_not_an_integer():
+    assert compare_outputs(True, True) is None
+    assert compare_outputs(True, 1) == "output: expected True, got 1"
+    assert compare_outputs(np.bool_(True), 1) == "output: expected True, got 1"
+    assert compare_outputs(np.array([True]), True) == (
+        "output: expected bool array of shape (1,), got True"
+    )
+
+
+def test_python_floats_use_the_tolerances():
+    assert compare_outputs(1.0, 1.0 + 1e-9) is None
+    assert compare_outputs(1, 1.0) is None
+    assert compare_outputs(1.0, float("nan")) is not None
+    assert compare_outputs(float("nan"), float("nan")) is None
+
+
+def test_none_only_equals_none():
+    assert compare_outputs(None, None) is None
+    assert compare_outputs(None, 0) == "output: expected None, got 0"
+
+
+def test_tuples_compare_item_by_item_and_name_the_position():
+    ref = (np.ones(2), 3, (1.0, 2.0))
+    act = (np.ones(2), 4, (1.0, 2.5))
+    assert compare_outputs(ref, act) == (
+        "output[1]: expected 3, got 4\n"
+        "output[2][1]: expected 2.0, got 2.5, max abs error 0.5, max rel error 0.25 "
+        "(rtol=1e-05, atol=1e-08)"
+    )
+
+
+def test_sequences_of_different_length_differ():
+    assert compare_outputs((1, 2, 3), (1, 2)) == "output: expected 3 items, got 2"
+
+
+def test_a_tuple_is_not_a_list():
+    assert (
+        compare_outputs((1, 2), [1, 2]) == "output: expected tuple of 2 items, got list of 2 items"
+    )
+
+
+def test_dicts_need_the_same_keys_and_equal_values():
+    ref = {"values": np.zeros(2), "count": 2}
+    assert compare_outputs(ref, {"values": np.zeros(2), "count": 2}) is None
+    assert compare_outputs(ref, {"values": np.ones(2), "extra": 1}) == (
+        "output: missing keys ['count']\n"
+        "output: unexpected keys ['extra']\n"
+        "output['values']: 2 of 2 elements differ (rtol=1e-05, atol=1e-08), max abs error 1, "
+        "max rel error inf; first at [0]: expected 0.0, got 1.0"
+    )
+
+
+def test_a_type_with_autotune_compare_decides_for_itself():
+    class Interval:
+        def __init__(self, low: float, high: float) -> None:
+            self.low, self.high = low, high
+
+        def autotune_compare(self, other: object, rtol: float, atol: float) -> str | None:
+            assert isinstance(other, Interval)
+            return None if other.low >= self.low and other.high <= self.high else "outside"
+
+    assert compare_outputs(Interval(0, 10), Interval(2, 3)) is None
+    assert compare_outputs((Interval(0, 10),), (Interval(-1, 3),)) == "output[0]: outside"
+
+
+def test_an_uncomparable_type_asks_for_autotune_compare():
+    class Opaque:
+        def __eq__(self, other: object) -> object:
+            return np.array([True])
+
+        __hash__ = None  # type: ignore[assignment]
+
+    assert compare_outputs(Opaque(), Opaque()) == (
+        "output: cannot compare values of type Opaque; give it an autotune_compare method"
+    )
+
+
+def test_cupy_arrays_are_copied_to_the_host_and_compared(monkeypatch):
+    class FakeDeviceArray:
+        def __init__(self, host: np.ndarray) -> None:
+            self.host = host
+
+    FakeDeviceArray.__module__ = "cupy._core.core"
+    fake_cupy = types.SimpleNamespace(asnumpy=lambda a: a.host)
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+
+    device = FakeDeviceArray(np.array([1.0, 2.0], dtype=np.float32))
+    assert compare_outputs(device, FakeDeviceArray(np.array([1.0, 2.0], dtype=np.float32))) is None
+    assert compare_outputs(np.array([1.0, 2.0], dtype=np.float32), device) is None
+    assert compare_outputs(device, FakeDeviceArray(np.array([1.0, 3.0], dtype=np.float32))) == (
+        "output: 1 of 2 elements differ (rtol=1e-05, atol=1e-08), max abs error 1, "
+        "max rel error 0.5; first at [1]: expected 2.0, got 3.0"
+    )
+
+
+def outputs(*values: object):
+    """A `run(i)` returning `values[i]`, raising it when it is an exception."""
+
+    def run(index: int) -> object:
+        value = values[index]
+        if isinstance(value, BaseException):
+            raise value
+        return value
+
+    return run
+
+
+def test_the_first_candidate_that_succeeds_is_the_reference():
+    results = check_candidates(
+        ["crash", "first", "same", "wrong"],
+        outputs(RuntimeError("boom"), np.ones(2), np.ones(2), np.zeros(2)),
+    )
+    assert results == [
+        CheckResult("crash", False, "RuntimeError: boom"),
+        CheckResult("first", True, "reference"),
+        CheckResult("same", True),
+        CheckResult(
+            "wrong",
+            False,
+            "differs from the reference 'first': output: 2 of 2 elements differ "
+            "(rtol=1e-05, atol=1e-08), max abs error 1, max rel error 1; "
+            "first at [0]: expected 1.0, got 0.0",
+        ),
+    ]
+
+
+def test_a_skip_is_not_a_failure():
+    results = check_candidates(
+        ["declines", "works"], outputs(AutotuneSkip("only even sizes"), np.ones(2))
+    )
+    assert results[0] == CheckResult("declines", True, "skipped: only even sizes", skipped=True)
+    assert results[1] == CheckResult("works", True, "reference")
+
+
+def test_an_explicit_reference_judges_every_candidate():
+    results = check_candidates(
+        ["a", "b"], outputs(np.ones(2), np.zeros(2)), reference=lambda: np.zeros(2)
+    )
+    assert [r.passed for r in results] == [False, True]
+    assert results[0].message.startswith("differs from the explicit reference: output: ")
+
+
+def test_a_reference_index_runs_that_candidate_first():
+    calls: list[int] = []
+
+    def run(index: int) -> object:
+        calls.append(index)
+        return [1.0, 2.0, 3.0][index]
+
+    results = check_candidates(["a", "b", "c"], run, reference=2)
+    assert calls == [2, 0, 1]
+    assert results[2] == CheckResult("c", True, "reference")
+    assert results[0].message == (
+        "differs from the reference 'c': output: expected 3.0, got 1.0, max abs error 2, "
+        "max rel error 0.666667 (rtol=1e-05, atol=1e-08)"
+    )
+
+
+def test_without_a_reference_output_no_candidate_can_pass():
+    results = check_candidates(["a", "b"], outputs(ValueError("bad"), 1.0), reference=0)
+    assert results == [
+        CheckResult("a", False, "ValueError: bad"),
+        CheckResult("b", False, "cannot be checked: the reference 'a' failed"),
+    ]
+    raised = check_candidates(["a"], outputs(1.0), reference=lambda: 1 / 0)
+    assert raised == [
+        CheckResult(
+            "a",
+            False,
+            "cannot be checked: the reference raised ZeroDivisionError: division by zero",
+        )
+    ]
+
+
+def test_a_reference_index_out_of_range_is_a_programming_error():
+    with pytest.raises(IndexError, match="reference index 3 is out of range for 2 candidates"):
+        check_candidates(["a", "b"], outputs(1, 1), reference=3)
+
+
+def test_check_results_round_trip_through_json():
+    result = CheckResult("a", True, "skipped: no", skipped=True)
+    assert CheckResult.from_json(result.to_json()) == result
+    assert result.to_json() == {
+        "name": "a",
+        "passed": True,
+        "message": "skipped: no",
+        "skipped": True,
+    }

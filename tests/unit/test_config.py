@@ -1,0 +1,279 @@
+"""Configuration: defaults, validation, YAML, environment variables and precedence."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_autotune.tune.config import (
+    AutotuneConfig,
+    BenchConfig,
+    ConfigError,
+    env_values,
+    load_yaml,
+    resolve,
+)
+from pytest_autotune.tune.key import AutotuneLevel
+from pytest_autotune.tune.log import AutotuneLogLevel
+
+
+def test_the_defaults_are_the_seeds():
+    bench = BenchConfig()
+    assert (bench.adaptive, bench.min_samples, bench.max_samples) == (True, 3, 10)
+    assert (bench.short_circuit_samples, bench.speed_factor, bench.warmups) == (2, 1.5, 3)
+    config = AutotuneConfig()
+    assert config.cache_dir == Path(".autotune")
+    assert config.level is AutotuneLevel.BALANCED
+    assert config.log_level is AutotuneLogLevel.DISABLED
+    assert (config.disable_cache, config.checks, config.strict) == (False, False, False)
+    assert (config.rtol, config.atol, config.record, config.max_regression) == (
+        1e-5,
+        1e-8,
+        None,
+        None,
+    )
+    assert config.bench == bench
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"min_samples": 0}, "min_samples: expected an integer >= 1, got 0"),
+        ({"max_samples": 2}, "max_samples (2) is below min_samples (3)"),
+        ({"speed_factor": 1.0}, "speed_factor: expected a number > 1, got 1.0"),
+        ({"warmups": -1}, "warmups: expected an integer >= 0, got -1"),
+        (
+            {"short_circuit_samples": True},
+            "short_circuit_samples: expected an integer >= 1, got True",
+        ),
+    ],
+)
+def test_a_bench_config_built_in_code_is_validated(settings, message):
+    with pytest.raises(ConfigError) as info:
+        BenchConfig(**settings)
+    assert str(info.value) == message
+
+
+def test_an_autotune_config_built_in_code_is_validated_and_normalised():
+    config = AutotuneConfig(cache_dir="cache", level="full", record="stdout")  # type: ignore[arg-type]
+    assert config.cache_dir == Path("cache")
+    assert config.level is AutotuneLevel.FULL
+    assert config.record == "stdout"
+    with pytest.raises(ConfigError, match=r"^rtol: expected a number >= 0, got -1$"):
+        AutotuneConfig(rtol=-1)
+
+
+def test_earlier_sources_win():
+    config = resolve(
+        [
+            ("command line", {"max_samples": 20}),
+            ("autotune.yaml", {"max_samples": 5, "min_samples": 4, "checks": True}),
+        ]
+    )
+    assert config.bench.max_samples == 20
+    assert config.bench.min_samples == 4
+    assert config.checks is True
+
+
+def test_a_none_value_means_the_source_does_not_set_it():
+    config = resolve([("command line", {"level": None}), ("ini", {"level": "minimal"})])
+    assert config.level is AutotuneLevel.MINIMAL
+
+
+def test_keys_may_be_spelled_as_their_source_spells_them():
+    config = resolve(
+        [
+            ("", {"PYTEST_AUTOTUNE_MIN_SAMPLES": "4"}),
+            ("command line", {"--autotune-max-samples": "12"}),
+            ("ini", {"autotune_cache_dir": "baselines"}),
+        ]
+    )
+    assert (config.bench.min_samples, config.bench.max_samples) == (4, 12)
+    assert config.cache_dir == Path("baselines")
+
+
+def test_a_bad_environment_value_names_the_variable():
+    with pytest.raises(ConfigError) as info:
+        resolve([("", env_values({"PYTEST_AUTOTUNE_MAX_SAMPLES": "abc"}))])
+    assert str(info.value) == "PYTEST_AUTOTUNE_MAX_SAMPLES: expected an integer >= 1, got 'abc'"
+
+
+def test_a_bad_file_value_names_the_file_and_key():
+    with pytest.raises(ConfigError) as info:
+        resolve([("autotune.yaml", {"min_samples": 0})])
+    assert str(info.value) == "autotune.yaml: min_samples: expected an integer >= 1, got 0"
+
+
+def test_a_bad_value_fails_even_when_a_higher_source_overrides_it():
+    with pytest.raises(ConfigError, match=r"^autotune.yaml: rtol: expected a number >= 0"):
+        resolve([("command line", {"rtol": 0.1}), ("autotune.yaml", {"rtol": "loose"})])
+
+
+def test_an_unknown_key_is_an_error_listing_the_known_ones():
+    with pytest.raises(
+        ConfigError, match=r"^ini: autotune_samples: unknown setting; known settings: adaptive, "
+    ):
+        resolve([("ini", {"autotune_samples": 3})])
+
+
+def test_the_sample_range_names_where_each_bound_came_from():
+    with pytest.raises(ConfigError) as info:
+        resolve([("", {"PYTEST_AUTOTUNE_MAX_SAMPLES": "4"}), ("autotune.yaml", {"min_samples": 5})])
+    assert str(info.value) == (
+        "max_samples (4, from PYTEST_AUTOTUNE_MAX_SAMPLES) is below "
+        "min_samples (5, from autotune.yaml: min_samples)"
+    )
+    with pytest.raises(ConfigError) as info:
+        resolve([("autotune.yaml", {"min_samples": 11})])
+    assert str(info.value) == (
+        "max_samples (10, the default) is below min_samples (11, from autotune.yaml: min_samples)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1", True),
+        ("true", True),
+        ("Yes", True),
+        (" on ", True),
+        ("0", False),
+        ("FALSE", False),
+        ("no", False),
+        ("off", False),
+    ],
+)
+def test_booleans_accept_the_usual_words(text, expected):
+    assert resolve([("", {"PYTEST_AUTOTUNE_DISABLE_CACHE": text})]).disable_cache is expected
+
+
+def test_a_word_that_is_not_a_boolean_is_refused():
+    with pytest.raises(ConfigError) as info:
+        resolve([("", {"PYTEST_AUTOTUNE_CHECKS": "maybe"})])
+    assert str(info.value) == (
+        "PYTEST_AUTOTUNE_CHECKS: expected a boolean (1/0, true/false, yes/no, on/off), got 'maybe'"
+    )
+
+
+def test_levels_are_parsed_and_a_bad_one_lists_the_choices():
+    config = resolve(
+        [("", {"PYTEST_AUTOTUNE_LEVEL": "Extensive", "PYTEST_AUTOTUNE_LOG_LEVEL": "full"})]
+    )
+    assert config.level is AutotuneLevel.EXTENSIVE
+    assert config.log_level is AutotuneLogLevel.FULL
+    with pytest.raises(ConfigError) as info:
+        resolve([("", {"PYTEST_AUTOTUNE_LOG_LEVEL": "loud"})])
+    assert str(info.value) == (
+        "PYTEST_AUTOTUNE_LOG_LEVEL: log level must be one of disabled, minimal, full, got 'loud'"
+    )
+
+
+def test_the_record_sink_is_a_path_or_a_standard_stream():
+    assert resolve([("", {"PYTEST_AUTOTUNE_RECORD": "stderr"})]).record == "stderr"
+    assert resolve([("", {"PYTEST_AUTOTUNE_RECORD": "out/records.jsonl"})]).record == Path(
+        "out/records.jsonl"
+    )
+
+
+def test_max_regression_is_a_non_negative_fraction():
+    assert resolve([("ini", {"autotune_max_regression": "0.05"})]).max_regression == 0.05
+    with pytest.raises(
+        ConfigError, match=r"^ini: max_regression: expected a number >= 0, got -0.1$"
+    ):
+        resolve([("ini", {"max_regression": -0.1})])
+
+
+def test_a_non_finite_number_is_refused():
+    with pytest.raises(ConfigError, match=r"^speed_factor: expected a number > 1, got 'inf'$"):
+        resolve([("", {"speed_factor": "inf"})])
+
+
+def test_the_environment_reads_only_known_non_empty_variables():
+    environ = {
+        "PYTEST_AUTOTUNE_CACHE_DIR": "/tmp/cache",
+        "PYTEST_AUTOTUNE_RECORD": "",
+        "PYTEST_AUTOTUNE_SOMETHING_ELSE": "x",
+        "HOME": "/root",
+    }
+    assert env_values(environ) == {"PYTEST_AUTOTUNE_CACHE_DIR": "/tmp/cache"}
+
+
+def test_yaml_settings_are_loaded_with_their_native_types(tmp_path):
+    path = tmp_path / "autotune.yaml"
+    path.write_text("min_samples: 4\nchecks: yes\nlevel: minimal\n", encoding="utf-8")
+    assert load_yaml(path) == {"min_samples": 4, "checks": True, "level": "minimal"}
+
+
+def test_an_empty_yaml_file_sets_nothing(tmp_path):
+    path = tmp_path / "autotune.yaml"
+    path.write_text("# nothing yet\n", encoding="utf-8")
+    assert load_yaml(path) == {}
+
+
+def test_a_missing_yaml_file_given_explicitly_is_an_error(tmp_path):
+    path = tmp_path / "nope.yaml"
+    with pytest.raises(ConfigError) as info:
+        load_yaml(path)
+    assert str(info.value) == f"{path}: no such config file"
+
+
+def test_bad_yaml_names_the_file(tmp_path):
+    path = tmp_path / "autotune.yaml"
+    path.write_text("min_samples: [1,\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}: invalid YAML: "):
+        load_yaml(path)
+
+
+def test_yaml_that_is_not_a_mapping_is_refused(tmp_path):
+    path = tmp_path / "autotune.yaml"
+    path.write_text("- min_samples\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_yaml(path)
+    assert str(info.value) == f"{path}: expected a mapping of settings, got list"
+
+
+def test_an_unknown_yaml_key_names_the_file_and_key(tmp_path):
+    path = tmp_path / "autotune.yaml"
+    path.write_text("min_sample: 4\n", encoding="utf-8")
+    with pytest.raises(
+        ConfigError,
+        match=rf"^{re.escape(str(path))}: min_sample: unknown setting; known settings: ",
+    ):
+        load_yaml(path)
+
+
+def test_yaml_runs_no_code(tmp_path):
+    path = tmp_path / "autotune.yaml"
+    path.write_text("cache_dir: !!python/object/apply:os.getcwd []\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}: invalid YAML: "):
+        load_yaml(path)
+
+
+def test_the_environment_wins_over_the_yaml_file_in_the_working_directory(tmp_path, monkeypatch):
+    (tmp_path / "autotune.yaml").write_text(
+        "cache_dir: from-yaml\nchecks: true\n", encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    config = AutotuneConfig.from_env({"PYTEST_AUTOTUNE_CACHE_DIR": "from-env"})
+    assert config.cache_dir == Path("from-env")
+    assert config.checks is True
+
+
+def test_without_a_yaml_file_the_environment_alone_decides(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert AutotuneConfig.from_env({"PYTEST_AUTOTUNE_DISABLE_CACHE": "1"}).disable_cache is True
+
+
+def test_an_explicit_yaml_path_must_exist(tmp_path):
+    with pytest.raises(ConfigError, match="no such config file"):
+        AutotuneConfig.from_env({}, yaml_path=tmp_path / "missing.yaml")
+
+
+def test_a_bad_yaml_value_read_through_from_env_names_the_file(tmp_path):
+    path = tmp_path / "autotune.yaml"
+    path.write_text("speed_factor: 0.5\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        AutotuneConfig.from_env({}, yaml_path=path)
+    assert str(info.value) == f"{path}: speed_factor: expected a number > 1, got 0.5"

@@ -1,0 +1,272 @@
+"""The CPU client: exact timing logic under a fake clock, its identity, and a quick real probe."""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import math
+import re
+import weakref
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_autotune.backends import Client, CpuClient, cpu
+from pytest_autotune.backends.peaks import Peaks, peaks_path
+from tests.fakes import FakeClock, candidate
+
+# `pytest_autotune.backends.cpu` the attribute is the `cpu()` function, as the design's
+# `from pytest_autotune.backends import cpu` wants; the module is reached by its name.
+cpu_module = importlib.import_module("pytest_autotune.backends.cpu")
+
+MAX_REPEATS = cpu_module.MAX_REPEATS
+
+
+def calls(fn: Any) -> int:
+    return int(fn.calls)
+
+
+def test_a_short_call_is_repeated_until_a_sample_is_well_above_the_timer_resolution() -> None:
+    clock = FakeClock()
+    fn = candidate(clock, 1e-6)
+    # One call of 1 us is under the 100 us minimum, so the loop is sized to 100 calls.
+    assert cpu(timer=clock).time(fn, ()) == 1e-6
+    assert calls(fn) == 1 + 100
+
+
+def test_the_repeat_count_is_calibrated_once_so_every_later_sample_is_the_same_loop() -> None:
+    clock = FakeClock()
+    fn = candidate(clock, 1e-6)
+    client = cpu(timer=clock)
+    client.time(fn, ())
+    assert [client.time(fn, ()) for _ in range(3)] == [1e-6] * 3
+    assert calls(fn) == 101 + 3 * 100
+
+
+def test_a_call_longer_than_the_minimum_sample_is_timed_once() -> None:
+    clock = FakeClock()
+    fn = candidate(clock, 1e-3)
+    client = cpu(timer=clock)
+    assert [client.time(fn, ()), client.time(fn, ())] == [1e-3, 1e-3]
+    assert calls(fn) == 2
+
+
+def test_a_slow_first_call_costs_one_more_try_not_a_creeping_loop() -> None:
+    clock = FakeClock()
+    fn = candidate(clock, [50e-6, 10e-6])
+    # 1 call of 50 us aims at 2 calls; they take 20 us, which aims at 10 calls: 100 us.
+    assert cpu(timer=clock).time(fn, ()) == 10e-6
+    assert calls(fn) == 1 + 2 + 10
+
+
+def test_the_minimum_sample_time_sets_how_long_a_loop_lasts() -> None:
+    clock = FakeClock()
+    fn = candidate(clock, 1e-6)
+    assert cpu(timer=clock, min_sample_time=1e-3).time(fn, ()) == 1e-6
+    assert calls(fn) == 1 + 1000
+
+
+def test_each_input_shape_is_calibrated_for_itself() -> None:
+    clock = FakeClock()
+    seen: list[int] = []
+
+    def by_size(x: np.ndarray[Any, Any]) -> None:
+        seen.append(x.size)
+        clock.advance(x.size * 1e-9)
+
+    client = cpu(timer=clock)
+    small, large = np.zeros(1_000), np.zeros(1_000_000)
+    assert client.time(by_size, (small,)) == 1e-6
+    assert client.time(by_size, (large,)) == 1e-3
+    assert client.time(by_size, (np.ones(1_000),)) == 1e-6
+    assert client.time(by_size, (large,)) == 1e-3
+    # A large input is never looped as long as the small one's count would have it.
+    assert seen.count(1_000_000) == 2
+    assert seen.count(1_000) == 101 + 100
+
+
+def test_a_call_the_timer_cannot_see_stops_at_the_repeat_cap() -> None:
+    clock = FakeClock()
+    fn = candidate(clock, 0.0)
+    assert cpu(timer=clock).time(fn, ()) == 0.0
+    assert calls(fn) == 2 * MAX_REPEATS - 1  # 1 + 2 + 4 + ... + MAX_REPEATS
+
+
+def test_what_a_candidate_raises_comes_through_time() -> None:
+    def broken() -> None:
+        raise ValueError("bad shape")
+
+    with pytest.raises(ValueError, match="bad shape"):
+        cpu(timer=FakeClock()).time(broken, ())
+
+
+def test_timing_a_candidate_does_not_keep_it_alive() -> None:
+    clock = FakeClock()
+    fn = candidate(clock, 1e-6)
+    client = cpu(timer=clock)
+    client.time(fn, ())
+    ref = weakref.ref(fn)
+    del fn
+    gc.collect()
+    assert ref() is None
+
+
+class Slotted:
+    """A callable that cannot be weakly referenced, like `np.sum` or a ufunc."""
+
+    __slots__ = ("calls", "clock")
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.calls = 0
+
+    def __call__(self) -> None:
+        self.calls += 1
+        self.clock.advance(1e-6)
+
+
+class Unhashable(Slotted):
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_a_candidate_that_cannot_be_weakly_referenced_keeps_its_repeat_count() -> None:
+    clock = FakeClock()
+    fn = Slotted(clock)
+    client = cpu(timer=clock)
+    assert [client.time(fn, ()), client.time(fn, ())] == [1e-6, 1e-6]
+    assert fn.calls == 101 + 100
+
+
+def test_a_candidate_that_cannot_be_a_key_is_calibrated_on_every_call_and_still_exact() -> None:
+    clock = FakeClock()
+    fn = Unhashable(clock)
+    client = cpu(timer=clock)
+    assert [client.time(fn, ()), client.time(fn, ())] == [1e-6, 1e-6]
+    assert fn.calls == 2 * 101
+
+
+def test_the_launch_overhead_is_an_empty_call_timed_the_same_way_and_measured_once() -> None:
+    client = cpu(timer=FakeClock())
+    assert client.launch_overhead == 0.0  # the fake clock only moves when a candidate says so
+    real = cpu()
+    assert real.launch_overhead > 0 and math.isfinite(real.launch_overhead)
+    assert real.launch_overhead == real.launch_overhead
+
+
+@pytest.mark.parametrize("value", [0.0, -1e-6, math.nan, math.inf])
+def test_a_minimum_sample_time_that_is_not_a_positive_duration_is_refused(value: float) -> None:
+    with pytest.raises(ValueError, match="min_sample_time"):
+        cpu(min_sample_time=value)
+
+
+def test_cpu_with_the_defaults_is_one_client_per_process() -> None:
+    assert cpu() is cpu()
+    assert cpu(timer=FakeClock()) is not cpu()
+    assert isinstance(cpu(), Client)
+
+
+@pytest.mark.parametrize(
+    ("model", "threads", "device_id"),
+    [
+        ("AMD EPYC 7B13 64-Core Processor", 2, "cpu-amd-epyc-7b13-2t"),
+        ("Intel(R) Xeon(R) CPU @ 2.20GHz", 8, "cpu-intel-xeon-8t"),
+        ("Intel(R) Xeon(R) Processor", 2, "cpu-intel-xeon-2t"),
+        ("Intel(R) Core(TM) i7-8700K CPU @ 3.70GHz", 12, "cpu-intel-core-i7-8700k-12t"),
+        ("AMD Ryzen 9 5950X 16-Core Processor", 32, "cpu-amd-ryzen-9-5950x-32t"),
+        ("Apple M2 Pro", 10, "cpu-apple-m2-pro-10t"),
+        ("(R)", 1, "cpu-unknown-1t"),
+    ],
+)
+def test_a_device_id_keeps_the_part_and_threads_and_drops_vendor_noise(
+    model: str, threads: int, device_id: str
+) -> None:
+    assert cpu_module.device_id_from(model, threads) == device_id
+
+
+def test_this_machines_device_id_is_a_folder_name_ending_in_its_thread_count() -> None:
+    device_id = cpu().device_id
+    assert re.fullmatch(r"cpu-[a-z0-9-]+-\d+t", device_id)
+    assert device_id.endswith(f"-{cpu_module.cpu_threads()}t")
+
+
+def test_the_fingerprint_names_what_changes_timings_and_is_plain_json() -> None:
+    fingerprint = cpu().fingerprint()
+    assert {"model", "threads", "python", "numpy", "blas", "thread_env", "platform"} <= set(
+        fingerprint
+    )
+    assert fingerprint["numpy"] == np.__version__
+    assert json.loads(json.dumps(fingerprint)) == fingerprint
+
+
+def fake_cache(root: Path, levels: list[tuple[str, str, str]]) -> Path:
+    for i, (level, kind, size) in enumerate(levels):
+        index = root / f"index{i}"
+        index.mkdir(parents=True)
+        (index / "level").write_text(f"{level}\n")
+        (index / "type").write_text(f"{kind}\n")
+        (index / "size").write_text(f"{size}\n")
+    return root
+
+
+def test_the_last_level_cache_is_the_outermost_data_cache_in_sysfs(tmp_path: Path) -> None:
+    root = fake_cache(
+        tmp_path,
+        [
+            ("1", "Data", "48K"),
+            ("1", "Instruction", "64K"),
+            ("2", "Unified", "2048K"),
+            ("3", "Unified", "32M"),
+        ],
+    )
+    assert cpu_module.last_level_cache_bytes(root) == 32 << 20
+    assert cpu_module.last_level_cache_bytes(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize(
+    ("last_level_cache", "memory", "expected"),
+    [
+        (32 << 20, 64 << 30, 128 << 20),  # four times the cache
+        (None, 64 << 30, 128 << 20),  # an unknown cache counts as 32 MiB
+        (4 << 20, 64 << 30, 64 << 20),  # never under 64 MiB
+        (480 << 20, 24 << 30, 1536 << 20),  # never over 1/16 of the memory
+        (32 << 20, None, 128 << 20),
+    ],
+)
+def test_the_probe_buffer_is_several_times_the_last_level_cache(
+    last_level_cache: int | None, memory: int | None, expected: int
+) -> None:
+    assert cpu_module.probe_buffer_bytes(last_level_cache, memory) == expected
+
+
+def test_a_quick_real_probe_measures_positive_finite_peaks() -> None:
+    peaks = cpu_module.probe_cpu_peaks(buffer_bytes=1 << 20, matmul_n=32, reps=2)
+    assert set(peaks.memory) == {"copy", "read", "write"}
+    assert set(peaks.compute) == {"fp32", "fp64"}
+    for rate in [*peaks.memory.values(), *peaks.compute.values()]:
+        assert rate > 0 and math.isfinite(rate)
+    assert peaks.threads == cpu_module.cpu_threads()
+    assert peaks.details["buffer_bytes"] == 1 << 20
+    assert peaks.details["matmul_n"] == 32
+    assert Peaks.from_json(json.loads(json.dumps(peaks.to_json(), allow_nan=False))) == peaks
+
+
+def test_the_clients_peaks_come_from_its_cache_folder_when_one_is_given(tmp_path: Path) -> None:
+    cached = Peaks(memory={"read": 1e10}, compute={"fp32": 1e11}, threads=2)
+
+    def no_probe() -> Peaks:
+        raise AssertionError("the peaks should have come from the cache file")
+
+    client = CpuClient(peaks_cache_dir=tmp_path, probe=no_probe)
+    path = peaks_path(tmp_path, client.device_id)
+    path.parent.mkdir()
+    document = {"schema_version": 1, "device_id": client.device_id, "peaks": cached.to_json()}
+    path.write_text(json.dumps(document))
+    assert client.peaks() == cached

@@ -1,0 +1,267 @@
+"""Logs and records: events, the log context, the log levels, and the JSON-lines recorder."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+
+import pytest
+
+from pytest_autotune.tune.checks import CheckResult
+from pytest_autotune.tune.config import AutotuneConfig
+from pytest_autotune.tune.log import (
+    RECORD_SCHEMA_VERSION,
+    AutotuneLogContext,
+    AutotuneLogLevel,
+    AutotuneRecord,
+    CandidateSampled,
+    ChecksDone,
+    Converged,
+    Eliminated,
+    Recorder,
+    RecordError,
+    ShortCircuit,
+    TuningStep,
+    event_from_json,
+    format_seconds,
+    log_decision,
+    log_event,
+    read_records,
+)
+
+EVENTS = [
+    TuningStep(0, (0, 2), 0.0125),
+    CandidateSampled("tiled", 2, 0.000125),
+    Eliminated("naive", 1, "best 3e-3 s > 1.5 x leader 1e-3 s"),
+    ShortCircuit("tiled", 2, 2, 0.000125),
+    Converged("tiled", 2, 5),
+    ChecksDone((CheckResult("tiled", True, "reference"), CheckResult("naive", False, "differs"))),
+]
+
+
+def make_record(**changes: object) -> AutotuneRecord:
+    fields: dict[str, object] = {
+        "tuner": "kernels-sum",
+        "device_id": "cpu-test",
+        "key": {"n": 1024, "dtype": "float32"},
+        "checksum": "abc123",
+        "fastest_index": 1,
+        "fastest_name": "blocked",
+        "results": (
+            {"name": "pairwise", "index": 0, "samples_ns": [2000, 2100], "dropped_first": False},
+        ),
+        "bounds": {"launch_overhead_ns": 7000},
+        "time_limit": 0.000125,
+        "events": tuple(e.to_json() for e in EVENTS),
+        "checks": (CheckResult("blocked", True).to_json(),),
+        "source": "tuned",
+        "duration_ns": 1_500_000,
+        "extra": {"verdict": "ok"},
+    }
+    fields.update(changes)
+    return AutotuneRecord(**fields)  # type: ignore[arg-type]
+
+
+def test_every_event_is_tagged_and_reads_back():
+    tags = [e.to_json()["event"] for e in EVENTS]
+    assert tags == [
+        "tuning_step",
+        "candidate_sampled",
+        "eliminated",
+        "short_circuit",
+        "converged",
+        "checks_done",
+    ]
+    assert [event_from_json(e.to_json()) for e in EVENTS] == EVENTS
+
+
+def test_event_durations_are_integer_nanoseconds_in_json():
+    assert TuningStep(3, (1,), 0.0125).to_json() == {
+        "event": "tuning_step",
+        "batch": 3,
+        "indices": [1],
+        "duration_ns": 12_500_000,
+    }
+    assert ShortCircuit("a", 0, 2, 1.5e-6).to_json()["time_limit_ns"] == 1500
+
+
+def test_an_unknown_event_is_refused():
+    with pytest.raises(ValueError, match="malformed autotune log event"):
+        event_from_json({"event": "teleported"})
+
+
+def test_logging_into_no_context_does_nothing():
+    log_event(None, TuningStep(0, (0,), 1.0))
+
+
+def test_a_context_keeps_its_events_in_order():
+    ctx = AutotuneLogContext()
+    log_event(ctx, EVENTS[0])
+    ctx.event(EVENTS[2])
+    assert ctx.events == [EVENTS[0], EVENTS[2]]
+
+
+def test_samples_are_kept_only_at_the_full_level():
+    quiet, full = AutotuneLogContext(), AutotuneLogContext(level=AutotuneLogLevel.FULL)
+    for ctx in (quiet, full):
+        log_event(ctx, CandidateSampled("a", 0, 1e-3))
+    assert quiet.events == []
+    assert full.events == [CandidateSampled("a", 0, 1e-3)]
+
+
+def test_the_full_level_logs_every_event(caplog):
+    caplog.set_level(logging.INFO, logger="pytest_autotune")
+    ctx = AutotuneLogContext(level=AutotuneLogLevel.FULL)
+    for event in EVENTS:
+        ctx.event(event)
+    assert caplog.messages == [
+        "batch 0: candidates [0, 2] in 12.5 ms",
+        "tiled [#2]: sample 125 us",
+        "naive [#1] eliminated: best 3e-3 s > 1.5 x leader 1e-3 s",
+        "tiled [#2] ends the batch: 2 samples under the time limit 125 us",
+        "tiled [#2] converged after 5 samples",
+        "checks: 1 of 2 passed; failed: naive",
+    ]
+
+
+def test_the_minimal_level_logs_one_line_per_decision(caplog):
+    caplog.set_level(logging.INFO, logger="pytest_autotune")
+    ctx = AutotuneLogContext(time_limit=0.000125, level=AutotuneLogLevel.MINIMAL)
+    ctx.event(TuningStep(0, (0, 1), 0.002))
+    ctx.event(Eliminated("b", 1, "slow"))
+    ctx.event(TuningStep(1, (2,), 0.001))
+    log_decision("kernels-sum", "blocked", "SumKey(n=1024)", ctx)
+    assert caplog.messages == [
+        "kernels-sum: SumKey(n=1024) -> blocked (2 batches in 3 ms, time limit 125 us)"
+    ]
+
+
+def test_the_disabled_level_logs_nothing(caplog):
+    caplog.set_level(logging.DEBUG, logger="pytest_autotune")
+    ctx = AutotuneLogContext()
+    ctx.event(TuningStep(0, (0,), 0.001))
+    log_decision("t", "a", 1, ctx)
+    assert caplog.messages == []
+    assert ctx.events == [TuningStep(0, (0,), 0.001)]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(2.5, "2.5 s"), (0.0125, "12.5 ms"), (0.000125, "125 us"), (3e-8, "30 ns"), (0.0, "0 ns")],
+)
+def test_durations_are_shown_in_a_readable_unit(seconds, text):
+    assert format_seconds(seconds) == text
+
+
+def test_a_record_round_trips_through_json():
+    record = make_record()
+    data = json.loads(json.dumps(record.to_json()))
+    assert data["schema_version"] == RECORD_SCHEMA_VERSION == 1
+    assert data["time_limit_ns"] == 125_000
+    assert AutotuneRecord.from_json(data) == record
+
+
+def test_an_undecided_record_has_no_winner_and_no_time_limit():
+    record = make_record(fastest_index=None, fastest_name=None, time_limit=None, bounds=None)
+    assert AutotuneRecord.from_json(record.to_json()) == record
+
+
+def test_a_record_of_a_newer_schema_is_refused_clearly():
+    data = make_record().to_json() | {"schema_version": RECORD_SCHEMA_VERSION + 1}
+    with pytest.raises(RecordError) as info:
+        AutotuneRecord.from_json(data)
+    assert str(info.value) == (
+        "record schema version 2 is newer than this pytest-autotune reads (1); upgrade pytest-autotune"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"schema_version": None}, "not an autotune record: schema_version is None"),
+        ({"fastest_index": "1"}, "field 'fastest_index' has the wrong type: '1'"),
+        ({"duration_ns": True}, "field 'duration_ns' has the wrong type: True"),
+        ({"results": [1]}, "field 'results' must be a list of objects"),
+        ({"when": "today"}, "unknown fields ['when']"),
+    ],
+)
+def test_a_malformed_record_names_what_is_wrong(change, message):
+    with pytest.raises(RecordError) as info:
+        AutotuneRecord.from_json(make_record().to_json() | change)
+    assert str(info.value) == message
+
+
+def test_a_record_missing_a_field_names_it():
+    data = make_record().to_json()
+    del data["checksum"]
+    with pytest.raises(RecordError, match=r"^missing field 'checksum'$"):
+        AutotuneRecord.from_json(data)
+
+
+def test_the_recorder_appends_one_line_per_record_and_creates_folders(tmp_path):
+    path = tmp_path / "out" / "deep" / "records.jsonl"
+    recorder = Recorder(path)
+    assert path.read_text() == ""
+    recorder.record(make_record(key=1))
+    Recorder(path).record(make_record(key=2))
+    lines = path.read_text().splitlines()
+    assert [json.loads(line)["key"] for line in lines] == [1, 2]
+    assert [r.key for r in read_records(path)] == [1, 2]
+
+
+def test_the_recorder_can_write_to_stdout(capsys):
+    Recorder("stdout").record(make_record(key="k"))
+    out = capsys.readouterr().out
+    assert out.endswith("\n") and out.count("\n") == 1
+    assert json.loads(out)["key"] == "k"
+
+
+def test_the_recorder_comes_from_the_config(tmp_path):
+    assert Recorder.from_config(AutotuneConfig()) is None
+    recorder = Recorder.from_config(AutotuneConfig(record=tmp_path / "r.jsonl"))
+    assert recorder is not None and recorder.sink == tmp_path / "r.jsonl"
+
+
+def test_records_from_many_threads_stay_whole_lines(tmp_path):
+    path = tmp_path / "records.jsonl"
+    recorder = Recorder(path)
+    big = {"payload": "x" * 20_000}
+
+    def write(worker: int) -> None:
+        for i in range(20):
+            recorder.record(make_record(key=[worker, i], extra=big))
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    keys = sorted(tuple(r.key) for r in read_records(path))
+    assert keys == [(w, i) for w in range(8) for i in range(20)]
+
+
+def test_a_bad_line_names_the_file_and_line_number(tmp_path):
+    path = tmp_path / "records.jsonl"
+    good = json.dumps(make_record().to_json())
+    path.write_text(f"{good}\n\n{good[:40]}\n", encoding="utf-8")
+    with pytest.raises(RecordError, match=rf"^{re.escape(str(path))}:3: invalid JSON: "):
+        read_records(path)
+    path.write_text(f"{good}\n[1, 2]\n", encoding="utf-8")
+    with pytest.raises(RecordError) as info:
+        read_records(path)
+    assert str(info.value) == f"{path}:2: expected a JSON object, got list"
+    newer = json.dumps(make_record().to_json() | {"schema_version": 9})
+    path.write_text(f"{newer}\n", encoding="utf-8")
+    with pytest.raises(
+        RecordError, match=rf"^{re.escape(str(path))}:1: record schema version 9 is newer"
+    ):
+        read_records(path)
+
+
+def test_a_missing_records_file_is_reported_with_its_path(tmp_path):
+    with pytest.raises(
+        RecordError, match=rf"^{re.escape(str(tmp_path / 'none.jsonl'))}: cannot read records: "
+    ):
+        read_records(tmp_path / "none.jsonl")

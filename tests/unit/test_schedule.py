@@ -1,0 +1,168 @@
+"""Sampling a batch: the fixed pass and the adaptive round robin, under exact fake times."""
+
+import math
+
+from pytest_autotune.tune.benchmark import AutotuneOutcome
+from pytest_autotune.tune.config import BenchConfig
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.log import AutotuneLogContext
+from pytest_autotune.tune.schedule import adaptive_round_robin, fixed_pass
+
+
+class Script:
+    """A sampler whose candidate `i` returns its listed times in order, the last repeating;
+    a time that is an exception is raised instead."""
+
+    def __init__(self, *times):
+        self.times = [list(t) if isinstance(t, (list, tuple)) else [t] for t in times]
+        self.calls = [0] * len(times)
+
+    def __call__(self, index):
+        seq = self.times[index]
+        value = seq[min(self.calls[index], len(seq) - 1)]
+        self.calls[index] += 1
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+
+NAMES = ["a", "b", "c", "d"]
+ADAPTIVE = BenchConfig()
+
+
+def test_the_fixed_pass_warms_up_three_times_then_takes_max_samples_each():
+    script = Script(2e-3, 1e-3)
+    result = fixed_pass([0, 1], NAMES, script, BenchConfig(adaptive=False, max_samples=10))
+    assert script.calls == [13, 13]
+    assert result.winner == 1
+    assert len(result.results[0].samples) == 10
+
+
+def test_the_adaptive_round_robin_starts_with_one_warm_up_and_one_sample_each():
+    script = Script(1e-3, 1e-3, 1e-3)
+    result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE)
+    # Constant times stall from the second sample on, and converge at min_samples (3):
+    # one warm-up + three samples each.
+    assert script.calls == [4, 4, 4]
+    assert all(len(r.samples) == 3 for r in result.results.values())
+
+
+def test_a_candidate_that_keeps_improving_is_sampled_up_to_max_samples():
+    improving = [1e-3 * 0.9**i for i in range(20)]
+    script = Script(improving, 5e-4)
+    result = adaptive_round_robin([0, 1], NAMES, script, BenchConfig(max_samples=10))
+    assert len(result.results[0].samples) == 10
+    assert len(result.results[1].samples) == 3
+
+
+def test_the_winner_is_the_best_scoring_survivor():
+    script = Script(3e-3, 1e-3, 2e-3)
+    assert adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE).winner == 1
+
+
+def test_a_noisy_candidate_is_judged_on_its_best_run():
+    # "a" has one slow outlier among fast runs; "b" is steady but slower than a's best.
+    a = [1.0e-3, 1.0e-3, 1.6e-3, 1.0e-3, 1.0e-3, 1.0e-3]
+    script = Script(a, 1.3e-3)
+    assert fixed_pass([0, 1], NAMES, script, BenchConfig(adaptive=False, max_samples=6)).winner == 0
+
+
+def test_the_first_warm_up_biased_sample_is_dropped_once_three_exist():
+    # The warm-up takes 9 ms, the first sample after it still 5 ms, then 1 ms steadily.
+    script = Script([9e-3, 5e-3, 1e-3, 1e-3], 2e-3)
+    result = adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE)
+    outcome = result.results[0]
+    assert isinstance(outcome, AutotuneOutcome)
+    assert outcome.samples[0] == 5e-3
+    assert outcome.dropped_first
+    assert set(outcome.effective_samples) == {1e-3}
+    assert outcome.stats.median == 1e-3
+
+
+def test_a_slow_candidate_is_eliminated_after_min_samples():
+    script = Script(1e-3, 1.1e-3, 1e-2)
+    ctx = AutotuneLogContext()
+    result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE, ctx=ctx)
+    # Eliminated at the end of the round that gave it min_samples (3): it never took a 4th.
+    assert len(result.results[2].samples) == 3
+    assert result.winner == 0
+    assert any(type(e).__name__ == "Eliminated" and e.index == 2 for e in ctx.events)
+
+
+def test_never_drops_below_the_survivor_floor():
+    script = Script(1e-3, 1e-2, 2e-2)
+    ctx = AutotuneLogContext()
+    adaptive_round_robin([0, 1, 2], NAMES, script, BenchConfig(max_samples=6), ctx=ctx)
+    eliminated = [e.index for e in ctx.events if type(e).__name__ == "Eliminated"]
+    # Both are far slower than the leader, but only the slowest goes: two must remain.
+    assert eliminated == [2]
+
+
+def test_two_candidates_are_never_eliminated():
+    script = Script(1e-3, 1e-1)
+    ctx = AutotuneLogContext()
+    adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE, ctx=ctx)
+    assert not [e for e in ctx.events if type(e).__name__ == "Eliminated"]
+
+
+def test_a_candidate_that_fails_once_is_disqualified_even_if_other_samples_were_good():
+    script = Script([1e-4, 1e-4, 1e-4, RuntimeError("flaky")], 1e-3)
+    result = adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE)
+    error = result.results[0]
+    assert isinstance(error, AutotuneError)
+    assert error.kind is AutotuneErrorKind.UNKNOWN
+    assert "flaky" in error.message
+    assert result.winner == 1
+
+
+def test_a_candidate_failing_its_warm_up_is_disqualified():
+    script = Script(RuntimeError("no"), 1e-3)
+    result = fixed_pass([0, 1], NAMES, script, BenchConfig(adaptive=False))
+    assert isinstance(result.results[0], AutotuneError)
+    assert script.calls[0] == 1
+    assert result.winner == 1
+
+
+def test_a_whole_batch_that_fails_has_no_winner():
+    script = Script(RuntimeError("x"), ValueError("y"))
+    result = adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE)
+    assert result.winner is None
+    assert all(isinstance(r, AutotuneError) for r in result.results.values())
+
+
+def test_a_sample_that_is_not_a_positive_finite_time_is_invalid():
+    script = Script([1e-3, math.nan], 1e-3)
+    result = adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE)
+    assert result.results[0].kind is AutotuneErrorKind.INVALID_SAMPLES
+
+
+def test_a_candidate_under_the_time_limit_twice_short_circuits_the_batch():
+    script = Script(5e-3, 0.9e-3, 2e-3)
+    ctx = AutotuneLogContext()
+    result = adaptive_round_robin(
+        [0, 1, 2], NAMES, script, ADAPTIVE, time_limit=1e-3, short_circuit_samples=2, ctx=ctx
+    )
+    assert result.short_circuited
+    assert result.winner == 1
+    # Round one gave "b" one sample under the limit; its second, in the next round, ends it
+    # before "c" samples again.
+    assert script.calls == [3, 3, 2]
+    assert [type(e).__name__ for e in ctx.events].count("ShortCircuit") == 1
+
+
+def test_one_sample_under_the_limit_does_not_short_circuit_when_two_are_needed():
+    script = Script(5e-3, [0.9e-3, 1.5e-3], 2e-3)
+    result = adaptive_round_robin(
+        [0, 1, 2], NAMES, script, ADAPTIVE, time_limit=1e-3, short_circuit_samples=2
+    )
+    assert not result.short_circuited
+
+
+def test_the_fixed_pass_short_circuits_too():
+    script = Script(0.5e-3, 2e-3)
+    result = fixed_pass(
+        [0, 1], NAMES, script, BenchConfig(adaptive=False), time_limit=1e-3, short_circuit_samples=2
+    )
+    assert result.short_circuited
+    assert script.calls == [5, 0]
+    assert list(result.results) == [0]

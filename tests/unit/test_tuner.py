@@ -1,0 +1,248 @@
+"""The Tuner: cache lookups, the plan's batches, checks, persistence and threads."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from pytest_autotune.tune.cache import PersistentCache
+from pytest_autotune.tune.config import AutotuneConfig
+from pytest_autotune.tune.errors import AutotuneSkip
+from pytest_autotune.tune.log import Recorder, read_records
+from pytest_autotune.tune.tunable import TuneGroup, Tunable
+from pytest_autotune.tune.tunable_set import TunableSet
+from pytest_autotune.tune.tuner import Tuner
+from tests.fakes import FakeClient, candidate, failing
+
+
+def by_size(x):
+    return len(x)
+
+
+def make(clock, **times):
+    return TunableSet.of(by_size, {n: candidate(clock, t, n, result=n) for n, t in times.items()})
+
+
+@pytest.fixture
+def client():
+    return FakeClient()
+
+
+def test_a_set_of_one_candidate_is_a_hit_without_benchmarking(client):
+    tunables = make(client.clock, only=1e-3)
+    tuner = Tuner("t", client.device_id)
+    assert tuner.execute(tunables, ([1, 2],), client) == "only"
+    assert client.timed == []
+    assert tuner.fastest(2).kind == "hit"
+
+
+def test_a_new_key_is_tuned_once_then_served_from_memory(client):
+    tunables = make(client.clock, slow=3e-3, fast=1e-3, mid=2e-3)
+    tuner = Tuner("t", client.device_id)
+    assert tuner.fastest(2).kind == "miss"
+    assert tuner.execute(tunables, ([1, 2],), client) == "fast"
+    calls = [fn.calls for fn in tunables.fns]
+    assert tuner.execute(tunables, ([3, 4],), client) == "fast"
+    assert [fn.calls for fn in tunables.fns] == [calls[0], calls[1] + 1, calls[2]]
+    assert tuner.fastest(2).fastest_index == 1
+
+
+def test_another_key_is_tuned_on_its_own(client):
+    clock = client.clock
+    a = candidate(clock, [1e-3], "a", "a")
+    b = candidate(clock, [2e-3], "b", "b")
+    tunables = TunableSet.of(by_size, {"a": a, "b": b})
+    tuner = Tuner("t", client.device_id)
+    tuner.execute(tunables, ([1],), client)
+    assert tuner.fastest(2).kind == "miss"
+
+
+def test_tuning_stops_at_the_first_batch_with_a_success(client):
+    clock = client.clock
+    first = TuneGroup("first", lambda key: 2)
+    second = TuneGroup("second", lambda key: 1)
+    later = candidate(clock, 1e-4, "later")
+    tunables = (
+        TunableSet(by_size)
+        .with_(Tunable("a", candidate(clock, 1e-3, "a")).group(first, lambda k: 0))
+        .with_(Tunable("later", later).group(second, lambda k: 0))
+    )
+    decision = Tuner("t", client.device_id).tune(2, tunables, ([1, 2],), client)
+    assert decision.fastest_name == "a"
+    assert later.calls == 0
+    assert list(decision.results) == [0]
+
+
+def test_when_a_whole_batch_fails_the_next_batch_is_tried(client):
+    clock = client.clock
+    first = TuneGroup("first", lambda key: 2)
+    second = TuneGroup("second", lambda key: 1)
+    tunables = (
+        TunableSet(by_size)
+        .with_(Tunable("broken", failing("broken")).group(first, lambda k: 0))
+        .with_(Tunable("works", candidate(clock, 1e-3, "works")).group(second, lambda k: 0))
+    )
+    decision = Tuner("t", client.device_id).tune(2, tunables, ([1, 2],), client)
+    assert decision.fastest_name == "works"
+    assert decision.measured
+    assert "broken exploded" in str(decision.results[0])
+
+
+def test_a_candidate_may_decline_a_key_with_autotune_skip(client):
+    def declines(x):
+        raise AutotuneSkip("only even sizes")
+
+    tunables = TunableSet.of(by_size, {"picky": declines, "any": candidate(client.clock, 1e-3)})
+    decision = Tuner("t", client.device_id).tune(1, tunables, ([1],), client)
+    assert decision.fastest_name == "any"
+    assert decision.results[0].kind.value == "skip"
+
+
+def test_an_all_failed_decision_is_kept_in_memory_only(client, tmp_path):
+    cache = PersistentCache(tmp_path / "t.json")
+    tunables = TunableSet.of(by_size, {"x": failing("x"), "y": failing("y")})
+    tuner = Tuner("t", client.device_id, persistent=cache)
+    decision = tuner.tune(1, tunables, ([1],), client)
+    assert not decision.measured
+    assert not (tmp_path / "t.json").exists()
+    # The caller then sees the candidate's own error, not a tuner crash.
+    with pytest.raises(RuntimeError, match="x exploded"):
+        tuner.execute(tunables, ([1],), client)
+
+
+def test_a_persisted_winner_is_used_without_benchmarking(client, tmp_path):
+    path = tmp_path / "t.json"
+    tunables = make(client.clock, slow=3e-3, fast=1e-3)
+    Tuner("t", client.device_id, persistent=PersistentCache(path)).execute(tunables, ([1],), client)
+    assert path.exists()
+
+    again = make(client.clock, slow=3e-3, fast=1e-3)
+    tuner = Tuner("t", client.device_id, persistent=PersistentCache(path))
+    assert tuner.fastest(1).kind == "unchecked"
+    assert tuner.execute(again, ([1],), client) == "fast"
+    assert [fn.calls for fn in again.fns] == [0, 1]
+
+
+def test_a_changed_candidate_list_re_tunes(client, tmp_path):
+    path = tmp_path / "t.json"
+    Tuner("t", client.device_id, persistent=PersistentCache(path)).execute(
+        make(client.clock, slow=3e-3, fast=1e-3), ([1],), client
+    )
+    renamed = make(client.clock, slow=3e-3, quick=1e-3)
+    tuner = Tuner("t", client.device_id, persistent=PersistentCache(path))
+    assert tuner.execute(renamed, ([1],), client) == "quick"
+    assert renamed.fns[0].calls > 0
+
+
+def test_a_wrong_candidate_is_caught_by_the_checks_and_never_wins(client):
+    clock = client.clock
+    tunables = TunableSet.of(
+        by_size,
+        {
+            "right": candidate(clock, 2e-3, "right", result=np.arange(4.0)),
+            "wrong_but_fast": candidate(clock, 1e-4, "wrong", result=np.arange(4.0) + 1),
+        },
+    )
+    tuner = Tuner("t", client.device_id, AutotuneConfig(checks=True))
+    decision = tuner.tune(4, tunables, ([0] * 4,), client)
+    assert decision.fastest_name == "right"
+    assert [c.passed for c in decision.checks] == [True, False]
+    assert "failed its check" in str(decision.results[1])
+
+
+def test_an_explicit_reference_judges_every_candidate(client):
+    clock = client.clock
+    tunables = TunableSet.of(
+        by_size,
+        {
+            "off": candidate(clock, 1e-4, "off", result=np.zeros(2)),
+            "ok": candidate(clock, 2e-3, "ok", result=np.ones(2)),
+        },
+    )
+    tuner = Tuner("t", client.device_id, AutotuneConfig(checks=True), reference=lambda x: np.ones(2))
+    decision = tuner.tune(2, tunables, ([0, 0],), client)
+    assert [c.passed for c in decision.checks] == [False, True]
+    assert decision.fastest_name == "ok"
+
+
+def test_an_in_place_candidate_corrupts_neither_the_callers_arrays_nor_another_candidates(client):
+    seen = []
+
+    def in_place(x):
+        client.clock.advance(1e-4)
+        x += 1
+        return x
+
+    def reader(x):
+        client.clock.advance(2e-3)
+        seen.append(x.copy())
+        return x
+
+    x = np.zeros(8)
+    tunables = TunableSet.of(len, {"in_place": in_place, "reader": reader})
+    Tuner("t", client.device_id).tune(8, tunables, (x,), client)
+    assert np.all(x == 0)
+    assert seen and all(np.all(s == 0) for s in seen)
+
+
+def test_each_decision_is_recorded(client, tmp_path):
+    path = tmp_path / "records.jsonl"
+    tunables = make(client.clock, slow=3e-3, fast=1e-3)
+    tuner = Tuner("t", client.device_id, recorder=Recorder(path))
+    tuner.execute(tunables, ([1],), client)
+    tuner.execute(tunables, ([1, 2],), client)
+    records = read_records(path)
+    assert [(r.key, r.fastest_name) for r in records] == [(1, "fast"), (2, "fast")]
+    assert records[0].checksum == tunables.checksum
+
+
+def test_two_threads_meeting_a_new_key_tune_it_once():
+    started = threading.Barrier(2)
+    tunings = []
+
+    class SlowClient(FakeClient):
+        def time(self, fn, inputs):
+            time.sleep(0.01)  # long enough for the other thread to arrive while pending
+            return super().time(fn, inputs)
+
+    client = SlowClient()
+    tunables = make(client.clock, a=1e-3, b=2e-3)
+    tuner = Tuner("t", client.device_id)
+    original = tuner.tune
+
+    def counting_tune(*args, **kwargs):
+        tunings.append(1)
+        return original(*args, **kwargs)
+
+    tuner.tune = counting_tune
+    out = []
+
+    def work():
+        started.wait()
+        out.append(tuner.execute(tunables, ([1],), client))
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == ["a", "a"]
+    assert len(tunings) == 1
+
+
+def test_concurrent_tuners_on_one_file_lose_no_entry(client, tmp_path):
+    path = tmp_path / "t.json"
+
+    def work(n):
+        c = FakeClient()
+        Tuner("t", c.device_id, persistent=PersistentCache(path)).execute(
+            make(c.clock, a=1e-3, b=2e-3), ([0] * n,), c
+        )
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(1, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(PersistentCache(path).load()) == 8
