@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from example_kernels._cupy import cupy, kernel
 from pytest_autotune import Work
 
 
@@ -39,3 +40,83 @@ def numpy_in_place(x: Any) -> Any:
 
 
 NUMPY: dict[str, Callable[..., Any]] = {"composite": numpy_composite, "in_place": numpy_in_place}
+
+
+_SOURCE = r"""
+__device__ __forceinline__ float warp_max(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    return v;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+// Every thread of the block gets the block's result. `shared` holds one slot per warp and
+// is free again on return.
+__device__ __forceinline__ float block_max(float v, float* shared) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_max(v);
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x >> 5) ? shared[lane] : __int_as_float(0xff800000);
+    v = warp_max(v);
+    __syncthreads();
+    return v;
+}
+
+__device__ __forceinline__ float block_sum(float v, float* shared) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_sum(v);
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x >> 5) ? shared[lane] : 0.0f;
+    v = warp_sum(v);
+    __syncthreads();
+    return v;
+}
+
+// One block per row, any block size that is a multiple of 32: the row's maximum, the sum
+// of exponentials, then the output. The row is read from memory once; the second and third
+// passes find it in L1 or L2.
+extern "C" __global__ void softmax_fused(const float* __restrict__ x, float* __restrict__ out,
+                                         int cols) {
+    __shared__ float shared[32];
+    const float* row = x + (long long)blockIdx.x * cols;
+    float* orow = out + (long long)blockIdx.x * cols;
+    float m = __int_as_float(0xff800000);
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, row[c]);
+    m = block_max(m, shared);
+    float s = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) s += expf(row[c] - m);
+    float inv = 1.0f / block_sum(s, shared);
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) orow[c] = expf(row[c] - m) * inv;
+}
+"""
+
+
+def _fused(block: int) -> Callable[..., Any]:
+    def run(x: Any) -> Any:
+        cp = cupy()
+        rows, cols = x.shape
+        out = cp.empty_like(x)
+        kernel(_SOURCE, "softmax_fused")((rows,), (block,), (x, out, np.int32(cols)))
+        return out
+
+    run.__name__ = run.__qualname__ = f"cupy_fused_{block}"
+    return run
+
+
+def cupy_composite(x: Any) -> Any:
+    """CuPy's own operations: a max, a subtract, an exp, a sum and a divide, each a pass."""
+    cp = cupy()
+    e = cp.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+CUPY: dict[str, Callable[..., Any]] = {
+    "cupy_composite": cupy_composite,
+    **{f"fused_{b}": _fused(b) for b in (128, 256, 512, 1024)},
+}
+"""CuPy candidates for a C-contiguous fp32 matrix; each returns a new array."""

@@ -1,0 +1,671 @@
+"""The CI gate: measure the winner precisely, compare it with the committed baseline, judge.
+
+A flaky gate is worse than no gate (people learn to rerun until it is green), so every rule
+here errs on the side of passing unless the evidence is strong: the comparison is on the log
+scale with an explicit noise model, a baseline that measured something else is "not
+comparable" rather than a failure, an error is never reported as a regression, and a
+suspected failure is measured again before it counts.
+
+The checks are small classes with a `fails(...) -> str | None` method returning the message
+a person reads, as pytest-benchmark's regression checks do; `judge` combines them into one
+`GroupVerdict` per tuned group. Nothing here imports pytest: the plugin feeds it.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pytest_autotune.backends.peaks import Peaks
+from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats, check_sample
+from pytest_autotune.tune.bounds import (
+    COMPUTE,
+    MEMORY,
+    Bounds,
+    Thresholds,
+    Work,
+    calculate_bounds,
+    fraction_of_roof,
+    meets_thresholds,
+)
+from pytest_autotune.tune.cache import PersistentCacheKey, PersistentCacheValue
+from pytest_autotune.tune.errors import AutotuneError
+from pytest_autotune.tune.key import serialize_key_json
+
+DeviceKind = Literal["gpu", "cpu"]
+
+DEFAULT_MAX_REGRESSION: Mapping[DeviceKind, float] = {"gpu": 0.03, "cpu": 0.10}
+"""The slowdown the gate tolerates by default: what a kernel developer calls "the same
+speed" on each kind of device (a GPU kernel's time is far more repeatable than a CPU's)."""
+
+DEFAULT_SIGMA_BETWEEN: Mapping[DeviceKind, float] = {"gpu": 0.015, "cpu": 0.03}
+"""Between-session noise of ln(time) until measured: two sessions on the same machine differ
+by more than their within-session errors say (clocks, placement, thermal state). A baseline
+file may carry a measured `sigma_between`, which wins."""
+
+DEFAULT_Z = 3.09
+"""One-sided normal quantile of 0.999: an unchanged kernel fails at most once in a thousand
+comparisons, before the re-measurement cuts that further."""
+
+DEFAULT_TARGET_RSE = 0.01
+DEFAULT_TIME_CAP = 2.0
+DEFAULT_MIN_SAMPLES = 10
+DEFAULT_MAX_SAMPLES = 10_000
+
+
+def device_kind(device_id: str) -> DeviceKind:
+    """The kind of device an id names, which picks the gate's defaults: `cuda-...` is a GPU,
+    anything else runs on the CPU."""
+    return "gpu" if device_id.startswith("cuda-") else "cpu"
+
+
+# -- formatting shared by the gate's messages and the report's tables --------------------
+
+_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+
+
+def format_duration(seconds: float) -> str:
+    """Three significant digits in the unit that keeps the number at 1 or more: `189 us`.
+
+    The unit is chosen after rounding, so 999.96 us reads `1.00 ms`, never `1000 us`.
+    """
+    if not (math.isfinite(seconds) and seconds >= 0):
+        return f"{seconds} s"
+    value, unit = 0.0, "ns"
+    for unit, scale in _UNITS:
+        value = float(f"{seconds / scale:.3g}")
+        if value >= 1:
+            break
+    decimals = 0 if value >= 100 else 1 if value >= 10 else 2
+    return f"{value:.{decimals}f} {unit}"
+
+
+def format_change(fraction: float) -> str:
+    """A relative change with its sign, `+8.0%`; an unbounded end of an interval is `+inf%`."""
+    if math.isinf(fraction):
+        return "+inf%" if fraction > 0 else "-inf%"
+    return f"{fraction * 100:+.1f}%"
+
+
+def format_fraction(fraction: float | None) -> str:
+    """A fraction of a roof or a threshold as a percentage, `-` when there is none."""
+    return "-" if fraction is None else f"{fraction * 100:.1f}%"
+
+
+def format_interval(comparison: Comparison) -> str:
+    """`+8.0% [+2.1%, +14.2%]`: the change and the interval the gate judged it by."""
+    return (
+        f"{format_change(comparison.delta)}"
+        f" [{format_change(comparison.low)}, {format_change(comparison.high)}]"
+    )
+
+
+# -- measuring the winner -----------------------------------------------------------------
+
+
+def measure_precisely(
+    sample: Callable[[], float],
+    *,
+    target_rse: float = DEFAULT_TARGET_RSE,
+    time_cap: float = DEFAULT_TIME_CAP,
+    min_samples: int = DEFAULT_MIN_SAMPLES,
+    max_samples: int = DEFAULT_MAX_SAMPLES,
+    now: Callable[[], float] = time.perf_counter,
+    name: str | None = None,
+) -> tuple[float, ...]:
+    """Sample the winner (seconds per call of `sample()`) until its median is known to
+    `target_rse`, or `time_cap` seconds of wall clock have passed, or `max_samples` are taken.
+
+    Tuning takes only as many samples as it needs to rank candidates; comparing one with
+    a baseline needs to know how precise its median is, and the error term of the gate
+    shrinks with it. `min_samples` are always taken, even past the cap: with fewer, the
+    standard error itself is too uncertain to trust, and a gate that silently stops
+    comparing on a slow kernel is worse than one that runs a little long. The caller warms
+    the winner up first; every sample here counts. `name` names the candidate in the error
+    a non-positive or non-finite sample raises (`AutotuneError`, invalid samples).
+    """
+    if min_samples < 2:
+        raise ValueError(f"min_samples must be at least 2 to estimate an error, got {min_samples}")
+    if max_samples < min_samples:
+        raise ValueError(f"max_samples ({max_samples}) is below min_samples ({min_samples})")
+    start = now()
+    samples: list[float] = []
+    while True:
+        samples.append(check_sample(name or "winner", sample()))
+        if len(samples) < min_samples:
+            continue
+        if (
+            len(samples) >= max_samples
+            or SampleStats.of(samples).median_rse < target_rse
+            or now() - start >= time_cap
+        ):
+            return tuple(samples)
+
+
+def _checked_samples(samples: tuple[float, ...], owner: str) -> tuple[float, ...]:
+    samples = tuple(float(s) for s in samples)
+    bad = [s for s in samples if not (math.isfinite(s) and s > 0)]
+    if not samples or bad:
+        raise ValueError(f"{owner}: samples must be positive finite seconds, got {samples!r}")
+    return samples
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """The precise measurement of a winner in this run: its samples, in seconds."""
+
+    samples: tuple[float, ...]
+    _stats: SampleStats = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        samples = _checked_samples(self.samples, "Measurement")
+        object.__setattr__(self, "samples", samples)
+        object.__setattr__(self, "_stats", SampleStats.of(samples))
+
+    @property
+    def stats(self) -> SampleStats:
+        return self._stats
+
+    @property
+    def median(self) -> float:
+        return self._stats.median
+
+    @property
+    def se_log(self) -> float:
+        """Standard error of ln(median): by the delta method, the median's relative
+        standard error (infinite with one sample, which then can never show a change)."""
+        return self._stats.median_rse
+
+
+# -- the baseline -------------------------------------------------------------------------
+
+
+class BaselineError(ValueError):
+    """A cache entry that cannot serve as a baseline; the message names the file and key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """What the committed cache says about one group: the winner measured then, and how.
+
+    `peak` is the roof the baseline's winner was measured against (the binding bound's
+    peak when the entry was tuned, of `peak_resource`), so a run on a machine that is
+    slower today can be normalised; None when the entry has no bounds.
+    """
+
+    device_id: str
+    checksum: str
+    fastest_name: str
+    samples: tuple[float, ...]
+    peak: float | None = None
+    peak_resource: str | None = None
+    sigma_between: float | None = None
+    """The between-session noise measured on this device and stored with the cache."""
+    source: str = ""
+    """The cache file, for messages."""
+    _stats: SampleStats = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        samples = _checked_samples(self.samples, "Baseline")
+        object.__setattr__(self, "samples", samples)
+        object.__setattr__(self, "_stats", SampleStats.of(samples))
+
+    @property
+    def stats(self) -> SampleStats:
+        return self._stats
+
+    @property
+    def median(self) -> float:
+        return self._stats.median
+
+    @property
+    def se_log(self) -> float:
+        """Standard error of ln(median), as `Measurement.se_log`."""
+        return self._stats.median_rse
+
+    def peak_ratio(self, peaks: Peaks, dtype: str = "fp32") -> float:
+        """This run's peak over the baseline's, on the baseline's binding resource.
+
+        1.0 (no normalisation) when either side has no usable peak: a missing probe must not
+        turn into a scaling of the kernel's time by 0 or infinity.
+        """
+        if self.peak is None or self.peak_resource is None:
+            return 1.0
+        current = peaks.memory_peak if self.peak_resource == MEMORY else peaks.compute_peak(dtype)
+        usable = current > 0 and math.isfinite(current) and self.peak > 0
+        return current / self.peak if usable and math.isfinite(self.peak) else 1.0
+
+    @classmethod
+    def from_cache_entry(
+        cls,
+        value: PersistentCacheValue,
+        checksum: str,
+        *,
+        device: Mapping[str, Any] | None,
+        metadata: Mapping[str, Any],
+        source: str = "",
+    ) -> Baseline:
+        """The baseline in one entry of a cache file (`PersistentCache.load()`, `.device()`,
+        `.metadata()`, `.path`).
+
+        The samples are the winner's effective samples (`results[fastest_index]`, the warm-up
+        biased first one left out as in tuning). Raises `BaselineError` naming the file and
+        key when the entry cannot serve: no device id, a winner without samples, bounds or a
+        `sigma_between` that do not read.
+        """
+        where = f"{source or 'cache'}: key {serialize_key_json(value.key)}"
+        device_id = device.get("id") if device is not None else None
+        if not isinstance(device_id, str) or not device_id:
+            raise BaselineError(f"{where}: the file's device block has no 'id'")
+        if value.fastest_index >= len(value.results):
+            raise BaselineError(
+                f"{where}: fastest_index {value.fastest_index} is past the"
+                f" {len(value.results)} results"
+            )
+        winner = value.results[value.fastest_index]
+        if not isinstance(winner, AutotuneOutcome):
+            raise BaselineError(f"{where}: the winner {value.fastest_name} has no samples")
+        peak, resource = _baseline_peak(value.bounds, where)
+        return cls(
+            device_id=device_id,
+            checksum=checksum,
+            fastest_name=value.fastest_name,
+            samples=winner.effective_samples,
+            peak=peak,
+            peak_resource=resource,
+            sigma_between=_sigma_between(metadata, where),
+            source=source,
+        )
+
+    @classmethod
+    def find(
+        cls,
+        entries: Mapping[PersistentCacheKey, PersistentCacheValue],
+        key: str,
+        checksum: str,
+        *,
+        device: Mapping[str, Any] | None,
+        metadata: Mapping[str, Any],
+        source: str = "",
+    ) -> Baseline | None:
+        """The baseline of `key` (its `stable_key`) in a loaded cache, None when it has none.
+
+        The entry with `checksum` is preferred; an entry with another checksum still comes
+        back, so that `judge` reports it as not comparable instead of as missing.
+        """
+        matches = sorted(
+            (pk for pk in entries if pk.key == key), key=lambda pk: pk.checksum != checksum
+        )
+        if not matches:
+            return None
+        found = matches[0]
+        return cls.from_cache_entry(
+            entries[found], found.checksum, device=device, metadata=metadata, source=source
+        )
+
+
+def _baseline_peak(bounds: dict[str, Any] | None, where: str) -> tuple[float | None, str | None]:
+    if bounds is None:
+        return None, None
+    try:
+        parsed = Bounds.from_json(bounds)
+    except (KeyError, TypeError, ValueError) as error:
+        raise BaselineError(f"{where}: bounds do not read: {error!r}") from None
+    resource = parsed.binding_resource()
+    peaks = [b.peak for b in parsed.bounds if b.resource == resource]
+    return (peaks[0], resource) if peaks else (None, None)
+
+
+def _sigma_between(metadata: Mapping[str, Any], where: str) -> float | None:
+    value = metadata.get("sigma_between")
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and value >= 0)
+    ):
+        raise BaselineError(f"{where}: sigma_between is {value!r}, expected a number >= 0")
+    return float(value)
+
+
+# -- the checks ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The winner's change against the baseline, as fractions: +0.08 is 8% slower.
+
+    `low` and `high` bound the change at the gate's confidence (d -/+ z*sigma, back from the
+    log scale); `failed` says whether the low end is above the tolerated slowdown.
+    """
+
+    delta: float
+    low: float
+    high: float
+    failed: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain values for pytest-xdist and records; an unbounded end is a string."""
+        return {
+            "delta": self.delta,
+            "low": _json_float(self.low),
+            "high": _json_float(self.high),
+            "failed": self.failed,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Comparison:
+        return cls(
+            delta=float(data["delta"]),
+            low=float(data["low"]),
+            high=float(data["high"]),
+            failed=bool(data["failed"]),
+        )
+
+
+def _json_float(value: float) -> float | str:
+    """JSON has no infinity; `float()` reads the string back."""
+    return value if math.isfinite(value) else repr(value)
+
+
+def _check_fraction(owner: str, name: str, value: float) -> None:
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{owner}: {name} must be a finite number >= 0, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class RegressionCheck:
+    """Is the winner slower than the baseline by more than noise and the tolerance explain?
+
+    With d = ln(t/t_base) and sigma = sqrt(se_cur^2 + se_base^2 + sigma_between^2), a
+    regression is d - z*sigma > ln(1 + max_regression): even the optimistic end of the
+    interval is past the tolerance. On the log scale a change is a ratio, so it reads the
+    same for a 2 us and a 2 s kernel, and standard errors of ln(median) are the relative
+    errors the measurement already drives below 1%.
+    """
+
+    max_regression: float
+    sigma_between: float
+    z: float = DEFAULT_Z
+
+    def __post_init__(self) -> None:
+        _check_fraction("RegressionCheck", "max_regression", self.max_regression)
+        _check_fraction("RegressionCheck", "sigma_between", self.sigma_between)
+        _check_fraction("RegressionCheck", "z", self.z)
+
+    @classmethod
+    def for_device(
+        cls,
+        device_id: str,
+        max_regression: float | None = None,
+        sigma_between: float | None = None,
+    ) -> RegressionCheck:
+        """The check with each value given, else the default of the device's kind."""
+        kind = device_kind(device_id)
+        return cls(
+            max_regression=(
+                DEFAULT_MAX_REGRESSION[kind] if max_regression is None else max_regression
+            ),
+            sigma_between=DEFAULT_SIGMA_BETWEEN[kind] if sigma_between is None else sigma_between,
+        )
+
+    def delta(
+        self, current: Measurement, baseline: Baseline, peak_ratio: float = 1.0
+    ) -> Comparison:
+        """The change of `current` against `baseline`, its interval, and the verdict.
+
+        The current time is multiplied by `peak_ratio` (this run's peak probe over the
+        baseline's): on a machine whose memory is 5% slower today (ratio 0.95) the kernel's
+        time is scaled down by that, so the machine's state does not read as the kernel's.
+        """
+        if not (math.isfinite(peak_ratio) and peak_ratio > 0):
+            raise ValueError(f"peak_ratio must be a positive finite number, got {peak_ratio!r}")
+        d = math.log(current.median * peak_ratio / baseline.median)
+        sigma = math.sqrt(current.se_log**2 + baseline.se_log**2 + self.sigma_between**2)
+        margin = self.z * sigma
+        return Comparison(
+            delta=math.expm1(d),
+            low=math.expm1(d - margin),
+            high=math.expm1(d + margin),
+            failed=d - margin > math.log1p(self.max_regression),
+        )
+
+    def fails(
+        self, current: Measurement, baseline: Baseline, peak_ratio: float = 1.0
+    ) -> str | None:
+        """The regression message, None when there is none."""
+        comparison = self.delta(current, baseline, peak_ratio)
+        if not comparison.failed:
+            return None
+        normalised = (
+            ""
+            if peak_ratio == 1.0
+            else f"; times scaled by this run's peak over the baseline's ({peak_ratio:.3f})"
+        )
+        return (
+            f"regression of {format_interval(comparison)}: median"
+            f" {format_duration(current.median)} against the baseline median"
+            f" {format_duration(baseline.median)} ({baseline.fastest_name} on"
+            f" {baseline.device_id}, {baseline.source or 'cache'}); tolerated"
+            f" {format_fraction(self.max_regression)}{normalised}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FloorCheck:
+    """Does the winner reach the test's `thresholds` on the binding roofline resource?
+
+    The peaks are the ones measured in this run, so the floor judges the kernel on today's
+    machine. It is the short circuit's test (`meets_thresholds`, launch overhead included),
+    so a winner that short-circuited tuning always passes its floor.
+    """
+
+    thresholds: Thresholds
+    dtype: str = "fp32"
+    launch_overhead: float = 0.0
+
+    def fails(self, work: Work, seconds: float, peaks: Peaks) -> str | None:
+        """The floor message, None when reached or when no bound can judge it."""
+        compute_peak, memory_peak = peaks.compute_peak(self.dtype), peaks.memory_peak
+        met = meets_thresholds(
+            work, seconds, self.thresholds, compute_peak, memory_peak, self.launch_overhead
+        )
+        if met is None or met:
+            return None
+        bounds = calculate_bounds(
+            work, self.thresholds, compute_peak, memory_peak, self.launch_overhead
+        )
+        resource = bounds.binding_resource()
+        bound = next(b for b in bounds.bounds if b.resource == resource)
+        reached = bound.amount / seconds / bound.peak
+        unit = "B/s" if resource == MEMORY else "op/s"
+        which = "memory" if resource == MEMORY else f"{self.dtype} {COMPUTE}"
+        return (
+            f"below the floor: {format_fraction(reached)} of the {which} roof"
+            f" ({bound.peak:.3g} {unit} measured in this run) in {format_duration(seconds)},"
+            f" the floor is {format_fraction(bound.threshold)}"
+        )
+
+
+# -- verdicts -----------------------------------------------------------------------------
+
+
+class Verdict(enum.Enum):
+    """What the gate concluded for one group."""
+
+    PASS = "pass"
+    REGRESSION = "regression"
+    FLOOR = "floor"
+    NO_BASELINE = "no baseline"
+    """Reported; a failure only in strict mode."""
+    NOT_COMPARABLE = "not comparable"
+    """The baseline measured another device or candidate list: reported, never a failure."""
+    ERROR = "error"
+    """Nothing could be measured (every candidate failed, a check failed): a failure of the
+    test, never reported as a regression."""
+    UPDATED = "updated"
+    """`--autotune-update`: the measurement becomes the baseline; never a failure."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVerdict:
+    """The gate's conclusion for one group, with what the summary and the report show."""
+
+    verdict: Verdict
+    message: str
+    comparison: Comparison | None
+    fraction_of_roof: float | None
+    failed: bool
+    measurement: Measurement | None = None
+    """The measurement the verdict rests on: the re-measurement when there was one."""
+    remeasured: bool = False
+
+
+def judge(
+    current: Measurement | None,
+    baseline: Baseline | None,
+    *,
+    device_id: str,
+    checksum: str,
+    work: Work | None = None,
+    peaks: Peaks | None = None,
+    thresholds: Thresholds | None = None,
+    dtype: str = "fp32",
+    launch_overhead: float = 0.0,
+    max_regression: float | None = None,
+    error: str | None = None,
+    strict: bool = False,
+    update: bool = False,
+    remeasure: Callable[[], Measurement] | None = None,
+) -> GroupVerdict:
+    """Judge one group: its winner's `current` measurement against the `baseline`.
+
+    `error` (or no measurement) makes the verdict ERROR whatever the baseline says: a group
+    that measured nothing has no speed to compare. `peaks` are this run's; with `work` they
+    give the fraction of roof, with `thresholds` too the floor, and with the baseline's
+    peak the normalisation of the time. `max_regression` None takes the device kind's
+    default; `sigma_between` comes from the baseline's file, else the kind's default.
+
+    A suspected failure (REGRESSION or FLOOR) is measured again with `remeasure` and fails
+    only if the re-measurement fails too. The re-measurement alone decides, rather than its
+    samples pooled with the first: what a confirmation guards against is a transient (a
+    clock dip, another process on the device) that shifted the whole first measurement,
+    and pooling would carry half of that shift into the verdict. An independent second
+    measurement of an unchanged kernel fails with the same small probability as the first,
+    so the pair rarely fails together, while a real slowdown shows in both. A winner that
+    fails while re-measured (`AutotuneError`) gives ERROR, never a regression.
+    """
+    if error is not None or current is None:
+        return GroupVerdict(Verdict.ERROR, error or "nothing was measured", None, None, True)
+
+    def once(measurement: Measurement, remeasured: bool) -> GroupVerdict:
+        return _judge_once(
+            measurement,
+            baseline,
+            device_id=device_id,
+            checksum=checksum,
+            work=work,
+            peaks=peaks,
+            floor=(
+                FloorCheck(thresholds, dtype, launch_overhead) if thresholds is not None else None
+            ),
+            dtype=dtype,
+            max_regression=max_regression,
+            strict=strict,
+            update=update,
+            remeasured=remeasured,
+        )
+
+    verdict = once(current, remeasured=False)
+    if remeasure is None or verdict.verdict not in (Verdict.REGRESSION, Verdict.FLOOR):
+        return verdict
+    try:
+        second = remeasure()
+    except AutotuneError as exc:
+        return GroupVerdict(
+            Verdict.ERROR,
+            f"the winner failed while re-measured to confirm a suspected failure: {exc}",
+            None,
+            verdict.fraction_of_roof,
+            True,
+            current,
+        )
+    return once(second, remeasured=True)
+
+
+def _judge_once(
+    current: Measurement,
+    baseline: Baseline | None,
+    *,
+    device_id: str,
+    checksum: str,
+    work: Work | None,
+    peaks: Peaks | None,
+    floor: FloorCheck | None,
+    dtype: str,
+    max_regression: float | None,
+    strict: bool,
+    update: bool,
+    remeasured: bool,
+) -> GroupVerdict:
+    fraction: float | None = None
+    floor_message: str | None = None
+    if work is not None and peaks is not None:
+        fraction = fraction_of_roof(
+            work, current.median, peaks.compute_peak(dtype), peaks.memory_peak
+        )
+        if floor is not None:
+            floor_message = floor.fails(work, current.median, peaks)
+
+    comparison: Comparison | None = None
+    regression_message: str | None = None
+    other = _not_comparable(baseline, device_id, checksum)
+    if baseline is not None and other is None:
+        check = RegressionCheck.for_device(device_id, max_regression, baseline.sigma_between)
+        ratio = baseline.peak_ratio(peaks, dtype) if peaks is not None else 1.0
+        comparison = check.delta(current, baseline, ratio)
+        regression_message = check.fails(current, baseline, ratio)
+
+    def verdict(kind: Verdict, message: str, failed: bool) -> GroupVerdict:
+        return GroupVerdict(kind, message, comparison, fraction, failed, current, remeasured)
+
+    failures = [m for m in (regression_message, floor_message) if m is not None]
+    if update:
+        would = f"; without --autotune-update: {'; '.join(failures)}" if failures else ""
+        return verdict(Verdict.UPDATED, f"recorded as the new baseline{would}", False)
+    if regression_message is not None:
+        return verdict(Verdict.REGRESSION, "\n".join(failures), True)
+    if floor_message is not None:
+        return verdict(Verdict.FLOOR, floor_message, True)
+    if baseline is None:
+        return verdict(
+            Verdict.NO_BASELINE,
+            "no baseline for this key on this device; --autotune-update records one",
+            strict,
+        )
+    if other is not None:
+        return verdict(Verdict.NOT_COMPARABLE, other, False)
+    return verdict(Verdict.PASS, "", False)
+
+
+def _not_comparable(baseline: Baseline | None, device_id: str, checksum: str) -> str | None:
+    """Why the baseline measured something else, None when it is comparable (or missing)."""
+    if baseline is None:
+        return None
+    where = baseline.source or "the cache"
+    if baseline.device_id != device_id:
+        return (
+            f"the baseline in {where} was measured on {baseline.device_id},"
+            f" this run is on {device_id}"
+        )
+    if baseline.checksum != checksum:
+        return (
+            f"the baseline in {where} was tuned over another candidate list"
+            f" (checksum {baseline.checksum}, now {checksum}); --autotune-update re-records it"
+        )
+    return None

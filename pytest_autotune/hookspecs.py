@@ -1,0 +1,50 @@
+"""Hooks of pytest-autotune. Implement them in a `conftest.py` or a plugin.
+
+Each spec has an example; the defaults live in `pytest_autotune.plugin`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_autotune.gate import GroupVerdict
+    from pytest_autotune.report import GroupSummary
+
+@pytest.hookspec
+def pytest_autotune_fingerprint(config: pytest.Config, fingerprint: dict[str, Any]) -> None:
+    """Add to (or edit) the machine fingerprint stored in the cache files and the report.
+
+    Example, to record the container image the GPU runner used::
+
+        # conftest.py
+        import os
+
+        @pytest.hookspec
+def pytest_autotune_fingerprint(config, fingerprint):
+            fingerprint["image"] = os.environ.get("RUNNER_IMAGE", "unknown")
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_autotune_verdict(
+    config: pytest.Config, summary: GroupSummary, verdict: GroupVerdict
+) -> GroupVerdict | None:
+    """Return a replacement verdict for a group, or None to keep the gate's.
+
+    The first non-None result wins. Example, to report regressions of a kernel known to
+    be unstable without failing the run::
+
+        # conftest.py
+        import dataclasses
+        from pytest_autotune.gate import Verdict
+
+        @pytest.hookspec(firstresult=True)
+def pytest_autotune_verdict(config, summary, verdict):
+            if "flaky_kernel" in summary.group and verdict.verdict is Verdict.REGRESSION:
+                return dataclasses.replace(verdict, failed=False)
+            return None
+    """
+

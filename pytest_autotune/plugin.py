@@ -1,0 +1,438 @@
+"""The pytest glue: options, the `autotune` marker and fixture, and the session hooks.
+
+Everything that decides something lives in modules that never import pytest (`tune/`,
+`session.py`, `gate.py`, `report/`); this file turns pytest's hooks into calls on them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_autotune import hookspecs
+from pytest_autotune.session import (
+    AutotuneSession,
+    GroupRequest,
+    PluginSettings,
+    check_candidate,
+    settings_from_sources,
+)
+from pytest_autotune.tune.config import ConfigError
+from pytest_autotune.tune.errors import AutotuneSkip
+from pytest_autotune.tune.tunable_set import TunableSet, clone_value
+
+SESSION = pytest.StashKey["AutotuneSession"]()
+FUNCTIONS = pytest.StashKey[dict[str, "FunctionSpec"]]()
+ITEM = pytest.StashKey["ItemSpec"]()
+
+MARKER_OPTIONS = (
+    "candidates",
+    "key",
+    "work",
+    "thresholds",
+    "reference",
+    "rtol",
+    "atol",
+    "max_regression",
+    "groups",
+    "device",
+)
+
+# One help text per option, shared by `addoption` and `addini` (flag, ini name, kind, help).
+OPTIONS: tuple[tuple[str, str, str, str], ...] = (
+    ("--autotune", "autotune", "bool", "tune every autotune group, validate, and apply the gate"),
+    (
+        "--autotune-update",
+        "autotune_update",
+        "bool",
+        "write refreshed cache files (the baselines to commit); regressions do not fail",
+    ),
+    ("--autotune-cache-dir", "autotune_cache_dir", "string", "cache root (default: .autotune)"),
+    ("--autotune-html", "autotune_html", "string", "write the HTML report to this path"),
+    ("--autotune-record", "autotune_record", "string", "append JSON-lines records to this path"),
+    ("--autotune-config", "autotune_config", "string", "YAML settings file (default: autotune.yaml)"),
+    ("--autotune-device", "autotune_device", "string", "auto (default), cpu, cuda or cuda:N"),
+    ("--autotune-level", "autotune_level", "string", "minimal, balanced (default), extensive, full"),
+    ("--autotune-strict", "autotune_strict", "bool", "a group without a baseline fails the gate"),
+    (
+        "--autotune-benchmark-json",
+        "autotune_benchmark_json",
+        "string",
+        "write the winners in pytest-benchmark's JSON format to this path",
+    ),
+)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("autotune", "autotune: tune, check and gate several implementations")
+    for flag, ini, kind, help_text in OPTIONS:
+        if kind == "bool":
+            group.addoption(flag, action="store_true", default=None, help=help_text)
+        else:
+            group.addoption(flag, default=None, metavar="VALUE", help=help_text)
+        parser.addini(ini, help=help_text, type="bool" if kind == "bool" else "string")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """With `-n N` and no `--dist`, distribute by group (pytest-xdist's default is "load",
+    which would split one group's candidates across workers)."""
+    option = config.option
+    if getattr(option, "numprocesses", None) and getattr(option, "dist", None) == "no":
+        option.dist = "loadgroup"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "autotune(candidates=None, key=None, work=None, thresholds=None, reference=None, "
+        "rtol=None, atol=None, max_regression=None, groups=None, device=None): the test body "
+        "is the timed call of `candidate`; every candidate is checked, and tuned with --autotune",
+    )
+    try:
+        settings = settings_from_sources(
+            command_line={ini: config.getoption(flag) for flag, ini, _, _ in OPTIONS},
+            ini={ini: _ini_value(config, ini) for _, ini, _, _ in OPTIONS},
+            environ=os.environ,
+            rootpath=config.rootpath,
+        )
+    except ConfigError as exc:
+        raise pytest.UsageError(f"pytest-autotune: {exc}") from None
+    worker_input = getattr(config, "workerinput", None)
+    session = AutotuneSession(settings, worker=worker_input is not None)
+    if worker_input is not None:
+        session.worker_index = int(str(worker_input.get("workerid", "gw0")).lstrip("gw") or 0)
+    config.stash[SESSION] = session
+    if config.get_verbosity() > 0 and worker_input is None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            session.progress = lambda line: reporter.write_line(line)
+    if settings.tune:
+        session.fingerprint_hook = lambda fp: config.hook.pytest_autotune_fingerprint(
+            config=config, fingerprint=fp
+        )
+        session.verdict_hook = lambda summary, verdict: config.hook.pytest_autotune_verdict(
+            config=config, summary=summary, verdict=verdict
+        )
+    if config.pluginmanager.hasplugin("xdist"):
+        from pytest_autotune.xdist import XdistBridge
+
+        config.pluginmanager.register(XdistBridge(config, session), "autotune-xdist")
+
+
+def _ini_value(config: pytest.Config, name: str) -> object:
+    value = config.getini(name)
+    # An unset string ini is "", an unset bool False: both mean "not set here".
+    return value or None
+
+
+# -- collection -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """What the marker of one test function says, with its candidates in order."""
+
+    nodeid: str
+    candidates: tuple[tuple[str, Callable[..., Any]], ...]
+    options: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ItemSpec:
+    """One collected item: which candidate it runs, in which group."""
+
+    function: FunctionSpec
+    candidate: str
+    group: str
+    group_key: str
+    items_in_group: list[pytest.Item] = field(default_factory=list, compare=False)
+
+
+def _marker_options(definition: Any) -> dict[str, Any]:
+    marker = definition.get_closest_marker("autotune")
+    if marker.args:
+        raise pytest.UsageError(
+            f"{definition.nodeid}: @pytest.mark.autotune takes keyword options only "
+            f"({', '.join(MARKER_OPTIONS)})"
+        )
+    unknown = sorted(set(marker.kwargs) - set(MARKER_OPTIONS))
+    if unknown:
+        raise pytest.UsageError(
+            f"{definition.nodeid}: @pytest.mark.autotune: unknown option(s) {unknown}; "
+            f"known: {', '.join(MARKER_OPTIONS)}"
+        )
+    return dict(marker.kwargs)
+
+
+def _function_nodeid(definition: Any) -> str:
+    return str(definition.nodeid).split("[", 1)[0]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("autotune") is None:
+        return
+    options = _marker_options(metafunc.definition)
+    nodeid = _function_nodeid(metafunc.definition)
+    if "candidate" not in metafunc.fixturenames:
+        raise pytest.UsageError(f"{nodeid}: an autotune test takes a `candidate` argument")
+    candidates = options.pop("candidates", None)
+    if candidates is not None:
+        if not isinstance(candidates, Mapping) or not candidates:
+            raise pytest.UsageError(
+                f"{nodeid}: autotune(candidates=...) must be a non-empty dict of name -> callable"
+            )
+        pairs = tuple((str(n), f) for n, f in candidates.items())
+        metafunc.parametrize("candidate", [f for _, f in pairs], ids=[n for n, _ in pairs])
+    else:
+        pairs = _parametrized_candidates(metafunc)
+    metafunc.config.stash.setdefault(FUNCTIONS, {})[nodeid] = FunctionSpec(nodeid, pairs, options)
+
+
+def _parametrized_candidates(metafunc: pytest.Metafunc) -> tuple[tuple[str, Callable[..., Any]], ...]:
+    """The candidates of a plain `@pytest.mark.parametrize("candidate", [...])`, named as
+    pytest names their ids: an explicit id, else the function's `__name__`."""
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0]
+        argnames = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        if argnames != ["candidate"]:
+            continue
+        ids = marker.kwargs.get("ids")
+        pairs = []
+        for i, value in enumerate(marker.args[1]):
+            given = getattr(value, "id", None) if hasattr(value, "values") else None
+            fn = value.values[0] if hasattr(value, "values") else value
+            if given is None and isinstance(ids, (list, tuple)) and i < len(ids):
+                given = ids[i]
+            pairs.append((str(given or getattr(fn, "__name__", f"candidate{i}")), fn))
+        return tuple(pairs)
+    raise pytest.UsageError(
+        f"{_function_nodeid(metafunc.definition)}: give the candidates with "
+        "@pytest.mark.autotune(candidates={...}) or @pytest.mark.parametrize('candidate', [...])"
+    )
+
+
+def _without_component(callspec_id: str, component: str) -> str:
+    """The id of the other parameters: pytest joins parameter ids with '-'."""
+    if callspec_id == component:
+        return ""
+    if callspec_id.startswith(component + "-"):
+        return callspec_id[len(component) + 1 :]
+    if callspec_id.endswith("-" + component):
+        return callspec_id[: -len(component) - 1]
+    return callspec_id.replace("-" + component + "-", "-", 1)
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    functions = config.stash.get(FUNCTIONS, {})
+    groups: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        function = functions.get(item.nodeid.split("[", 1)[0])
+        if function is None or not hasattr(item, "callspec"):
+            continue
+        value = item.callspec.params["candidate"]  # type: ignore[attr-defined]
+        name = next((n for n, f in function.candidates if f is value), None)
+        if name is None:
+            name = next((n for n, f in function.candidates if f == value), repr(value))
+        group_key = _without_component(item.callspec.id, name)  # type: ignore[attr-defined]
+        group = f"{function.nodeid}[{group_key}]" if group_key else function.nodeid
+        members = groups.setdefault(group, [])
+        members.append(item)
+        item.stash[ITEM] = ItemSpec(function, name, group, group_key, members)
+        # With pytest-xdist's --dist loadgroup, one group stays on one worker.
+        item.add_marker(pytest.mark.xdist_group(name=group))
+
+
+# -- running --------------------------------------------------------------------------------
+
+
+def _test_arguments(item: pytest.Function) -> dict[str, Any]:
+    """The fixture values the test function asks for, by name (set up, never timed)."""
+    names = inspect.signature(item.obj).parameters
+    return {name: item.funcargs[name] for name in names if name in item.funcargs}
+
+
+def _body(item: pytest.Function, arguments: Mapping[str, Any]) -> Callable[..., Any]:
+    """`run(candidate, *values)`: the test body with `candidate` and the other arguments."""
+    names = [n for n in arguments if n != "candidate"]
+
+    def run(candidate: Callable[..., Any], *values: Any) -> Any:
+        return item.obj(candidate=candidate, **dict(zip(names, values)))
+
+    return run
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    spec = pyfuncitem.stash.get(ITEM, None)
+    if spec is None:
+        return None
+    session = pyfuncitem.config.stash[SESSION]
+    arguments = _test_arguments(pyfuncitem)
+    names = [n for n in arguments if n != "candidate"]
+    inputs = tuple(arguments[n] for n in names)
+    run = _body(pyfuncitem, arguments)
+    options = spec.function.options
+    if not session.settings.tune:
+        try:
+            failure = check_candidate(
+                spec.candidate,
+                spec.function.candidates,
+                run,
+                inputs,
+                reference=options.get("reference"),
+                rtol=options.get("rtol"),
+                atol=options.get("atol"),
+                config=session.settings.engine,
+            )
+        except AutotuneSkip as exc:
+            pytest.skip(f"candidate {spec.candidate!r} declined: {exc}")
+        except ConfigError as exc:
+            raise pytest.UsageError(f"{spec.function.nodeid}: {exc}") from None
+        if failure:
+            pytest.fail(failure, pytrace=False)
+        return True
+
+    request = GroupRequest(
+        group=spec.group,
+        tuner_name=spec.function.nodeid,
+        key=_group_key(spec, arguments),
+        candidates=spec.function.candidates,
+        run=run,
+        inputs=inputs,
+        options=_evaluated_options(options, arguments),
+    )
+    failure = session.candidate_outcome(request, spec.candidate)
+    if failure:
+        pytest.fail(failure, pytrace=False)
+    return True
+
+
+def _group_key(spec: ItemSpec, arguments: Mapping[str, Any]) -> Any:
+    key = spec.function.options.get("key")
+    if key is None:
+        return spec.group_key or "default"
+    return _call_with_fixtures(key, arguments, f"{spec.function.nodeid}: key=")
+
+
+def _evaluated_options(options: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    evaluated = dict(options)
+    work = options.get("work")
+    if callable(work):
+        evaluated["work"] = _call_with_fixtures(work, arguments, "work=")
+    return evaluated
+
+
+def _call_with_fixtures(fn: Callable[..., Any], arguments: Mapping[str, Any], what: str) -> Any:
+    """Call a marker callable with the fixtures it names, as pytest calls a test."""
+    wanted = inspect.signature(fn).parameters
+    missing = [n for n in wanted if n not in arguments and wanted[n].default is inspect.Parameter.empty]
+    if missing:
+        raise pytest.UsageError(
+            f"{what} asks for {missing}, which the test does not take; "
+            f"available: {sorted(arguments)}"
+        )
+    return fn(**{n: arguments[n] for n in wanted if n in arguments})
+
+
+@pytest.fixture
+def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """Tune (with --autotune) or check (plain pytest) a production `TunableSet`.
+
+    `out = autotune(make_set(), x, work=..., thresholds=...)` returns the output of the
+    winner (or of the reference, in check mode), with the same checks, records and gate as
+    the marker.
+    """
+    session = request.config.stash[SESSION]
+    nodeid = request.node.nodeid
+
+    def run_set(
+        tunables: TunableSet,
+        *inputs: Any,
+        work: Any = None,
+        thresholds: Any = None,
+        reference: Callable[..., Any] | None = None,
+        rtol: float | None = None,
+        atol: float | None = None,
+        max_regression: float | None = None,
+    ) -> Any:
+        candidates = tuple(zip(tunables.names, tunables.fns))
+
+        def run(candidate: Callable[..., Any], *values: Any) -> Any:
+            return candidate(*values)
+
+        options = {
+            "work": work(*inputs) if callable(work) else work,
+            "thresholds": thresholds,
+            "reference": reference,
+            "rtol": rtol,
+            "atol": atol,
+            "max_regression": max_regression,
+        }
+        if not session.settings.tune:
+            failures = [
+                f
+                for name, _ in candidates
+                if (
+                    f := check_candidate(
+                        name, candidates, run, inputs, reference=reference, rtol=rtol, atol=atol,
+                        config=session.settings.engine,
+                    )
+                )
+            ]
+            if failures:
+                pytest.fail("\n\n".join(failures), pytrace=False)
+            return run(reference or candidates[0][1], *clone_value(inputs))
+        group = GroupRequest(
+            group=nodeid,
+            tuner_name=nodeid.split("[", 1)[0],
+            key=tunables.key_gen(*inputs),
+            candidates=candidates,
+            run=run,
+            inputs=inputs,
+            options=options,
+            tunables=tunables,
+        )
+        failures = [f for name, _ in candidates if (f := session.candidate_outcome(group, name))]
+        if failures:
+            pytest.fail("\n\n".join(failures), pytrace=False)
+        return session.run_winner(group)
+
+    return run_set
+
+
+# -- the end of the session -----------------------------------------------------------------
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash.get(SESSION, None)
+    if state is None or not state.settings.tune:
+        return
+    if state.worker:
+        session.config.workeroutput["autotune"] = state.to_worker_output()  # type: ignore[attr-defined]
+        return
+    failed = state.finish()
+    if failed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(SESSION, None)
+    if state is None or not state.settings.tune or state.worker:
+        return
+    terminalreporter.section("autotune")
+    for line in state.summary_lines():
+        terminalreporter.write_line(line)

@@ -1,0 +1,181 @@
+"""What a run reports: one `GroupSummary` per tuned group, and the table every renderer shows.
+
+The terminal summary, the GitHub step summary and the pytest-benchmark file all read the
+same summaries, and the two tables the same cells (`summary_row`), so they can never
+disagree about a number. Summaries travel from pytest-xdist workers as plain dicts
+(`to_json` / `from_json`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_autotune.gate import (
+    Comparison,
+    GroupVerdict,
+    Verdict,
+    format_duration,
+    format_fraction,
+    format_interval,
+)
+from pytest_autotune.tune.benchmark import SampleStats
+
+__all__ = [
+    "COLUMNS",
+    "CandidateRow",
+    "GroupSummary",
+    "failures",
+    "ordered",
+    "summary_row",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateRow:
+    """One candidate of a group as tuned: its median, or the error it failed with."""
+
+    name: str
+    median: float | None = None
+    error: str | None = None
+    check_passed: bool | None = None
+    """The output check: None when checks did not run."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "median": self.median,
+            "error": self.error,
+            "check_passed": self.check_passed,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CandidateRow:
+        return cls(
+            name=str(data["name"]),
+            median=None if data["median"] is None else float(data["median"]),
+            error=None if data["error"] is None else str(data["error"]),
+            check_passed=None if data["check_passed"] is None else bool(data["check_passed"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """The outcome of one tuned group, as the summary, the step summary and the pytest-benchmark
+    file show it.
+
+    `group` names the test function (`tests/test_sum.py::test_sum`) or the tuner, `key` the
+    key within it; `samples` are the winner's precise measurement in seconds, empty when
+    nothing was measured.
+    """
+
+    group: str
+    key: str
+    winner: str | None
+    verdict: Verdict
+    failed: bool
+    message: str = ""
+    samples: tuple[float, ...] = ()
+    fraction_of_roof: float | None = None
+    comparison: Comparison | None = None
+    candidates: tuple[CandidateRow, ...] = ()
+    device_id: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "samples", tuple(self.samples))
+        object.__setattr__(self, "candidates", tuple(self.candidates))
+
+    @property
+    def median(self) -> float | None:
+        """The winner's median in seconds, None when nothing was measured."""
+        return SampleStats.of(self.samples).median if self.samples else None
+
+    @classmethod
+    def of(
+        cls,
+        group: str,
+        key: str,
+        winner: str | None,
+        verdict: GroupVerdict,
+        candidates: Iterable[CandidateRow] = (),
+        device_id: str = "",
+    ) -> GroupSummary:
+        """The summary of a group the gate judged."""
+        return cls(
+            group=group,
+            key=key,
+            winner=winner,
+            verdict=verdict.verdict,
+            failed=verdict.failed,
+            message=verdict.message,
+            samples=verdict.measurement.samples if verdict.measurement is not None else (),
+            fraction_of_roof=verdict.fraction_of_roof,
+            comparison=verdict.comparison,
+            candidates=tuple(candidates),
+            device_id=device_id,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "key": self.key,
+            "winner": self.winner,
+            "verdict": self.verdict.value,
+            "failed": self.failed,
+            "message": self.message,
+            "samples": list(self.samples),
+            "fraction_of_roof": self.fraction_of_roof,
+            "comparison": self.comparison.to_json() if self.comparison is not None else None,
+            "candidates": [c.to_json() for c in self.candidates],
+            "device_id": self.device_id,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GroupSummary:
+        comparison = data["comparison"]
+        fraction = data["fraction_of_roof"]
+        return cls(
+            group=str(data["group"]),
+            key=str(data["key"]),
+            winner=None if data["winner"] is None else str(data["winner"]),
+            verdict=Verdict(data["verdict"]),
+            failed=bool(data["failed"]),
+            message=str(data["message"]),
+            samples=tuple(float(s) for s in data["samples"]),
+            fraction_of_roof=None if fraction is None else float(fraction),
+            comparison=None if comparison is None else Comparison.from_json(comparison),
+            candidates=tuple(CandidateRow.from_json(c) for c in data["candidates"]),
+            device_id=str(data["device_id"]),
+        )
+
+
+COLUMNS = ("group", "key", "winner", "median", "roof", "delta vs baseline", "verdict")
+"""The summary table's header; "roof" is the fraction of the binding roof reached."""
+
+
+def ordered(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:
+    """By group, then key: the order pytest-xdist workers finish in must not show."""
+    return sorted(summaries, key=lambda s: (s.group, s.key))
+
+
+def summary_row(summary: GroupSummary) -> tuple[str, ...]:
+    """The cells of one group's row of the summary table, under `COLUMNS`.
+
+    A failed verdict is in capitals (`REGRESSION`, or `NO BASELINE` in strict mode), so the
+    row that broke the build is found at a glance in a log without colour.
+    """
+    return (
+        summary.group,
+        summary.key,
+        summary.winner or "-",
+        format_duration(summary.median) if summary.median is not None else "-",
+        format_fraction(summary.fraction_of_roof),
+        format_interval(summary.comparison) if summary.comparison is not None else "-",
+        summary.verdict.value.upper() if summary.failed else summary.verdict.value,
+    )
+
+
+def failures(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:
+    """The groups that fail the gate, in the table's order."""
+    return [s for s in ordered(summaries) if s.failed]

@@ -1,0 +1,651 @@
+"""One pytest session of autotuning, without pytest: settings, check mode, tuning and
+judging each group, and what the session writes at its end.
+
+`plugin.py` feeds it pytest's items and fixture values; everything it decides, and every
+file it writes, is decided and written here, so it reads (and is tested) as plain Python.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tempfile
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from filelock import FileLock
+
+from pytest_autotune.gate import (
+    Baseline,
+    BaselineError,
+    GroupVerdict,
+    Measurement,
+    Verdict,
+    judge,
+    measure_precisely,
+)
+from pytest_autotune.report import CandidateRow, GroupSummary
+from pytest_autotune.tune.benchmark import AutotuneOutcome
+from pytest_autotune.tune.bounds import Bounds, Thresholds, Work, roofline
+from pytest_autotune.tune.cache import (
+    CacheFileError,
+    PersistentCache,
+    PersistentCacheKey,
+    PersistentCacheValue,
+    cache_path,
+)
+from pytest_autotune.tune.checks import compare_outputs
+from pytest_autotune.tune.config import (
+    YAML_FILE,
+    AutotuneConfig,
+    ConfigError,
+    env_values,
+    load_yaml,
+    resolve,
+)
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.key import set_autotune_level, stable_key
+from pytest_autotune.tune.log import AutotuneRecord, Recorder
+from pytest_autotune.tune.tunable import TuneGroup, Tunable
+from pytest_autotune.tune.tunable_set import TunableSet, clone_value
+from pytest_autotune.tune.tuner import TuneDecision, Tuner
+
+if TYPE_CHECKING:
+    from pytest_autotune.backends.client import Client
+
+Candidates = Sequence[tuple[str, Callable[..., Any]]]
+Body = Callable[..., Any]
+"""`run(candidate, *inputs)`: the test body called with one candidate."""
+
+_DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+
+
+# -- settings -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSettings:
+    """The plugin's settings, resolved once per session."""
+
+    tune: bool = False
+    update: bool = False
+    html: Path | None = None
+    benchmark_json: Path | None = None
+    device: str = "auto"
+    engine: AutotuneConfig = field(default_factory=AutotuneConfig)
+    rootpath: Path = Path(".")
+
+
+def settings_from_sources(
+    command_line: Mapping[str, object],
+    ini: Mapping[str, object],
+    environ: Mapping[str, str],
+    rootpath: Path,
+) -> PluginSettings:
+    """Resolve the settings: command line, then environment, then YAML, then ini, then the
+    defaults (the marker overrides per group). Keys are the ini names (`autotune_level`).
+
+    A bad value raises `ConfigError` naming its source and key.
+    """
+    plugin_keys = ("autotune", "autotune_update", "autotune_html", "autotune_config",
+                   "autotune_device", "autotune_benchmark_json")
+
+    def first(name: str) -> tuple[object, str] | None:
+        for source, values in (("command line", command_line), ("ini", ini)):
+            if values.get(name) is not None:
+                return values[name], source
+        return None
+
+    config_file = first("autotune_config")
+    yaml_path: Path | None = None
+    if config_file is not None:
+        yaml_path = rootpath / str(config_file[0])
+    elif (rootpath / YAML_FILE).is_file():
+        yaml_path = rootpath / YAML_FILE
+    sources: list[tuple[str, Mapping[str, object]]] = [
+        ("command line", {k: v for k, v in command_line.items() if k not in plugin_keys}),
+        ("", env_values(environ)),
+    ]
+    if yaml_path is not None:
+        sources.append((os.fspath(yaml_path), load_yaml(yaml_path)))
+    sources.append(("ini", {k: v for k, v in ini.items() if k not in plugin_keys}))
+    engine = resolve(sources)
+    if not engine.cache_dir.is_absolute():
+        engine = replace(engine, cache_dir=rootpath / engine.cache_dir)
+    if isinstance(engine.record, Path) and not engine.record.is_absolute():
+        engine = replace(engine, record=rootpath / engine.record)
+    set_autotune_level(engine.level)
+
+    device = first("autotune_device")
+    device_name = "auto"
+    if device is not None:
+        device_name = str(device[0]).strip().lower()
+        if not _DEVICE.match(device_name):
+            raise ConfigError(
+                f"{device[1]}: autotune_device: expected auto, cpu, cuda or cuda:N, got {device[0]!r}"
+            )
+
+    def path(name: str) -> Path | None:
+        value = first(name)
+        return None if value is None else rootpath / str(value[0])
+
+    update = bool(first("autotune_update") and first("autotune_update")[0])  # type: ignore[index]
+    tune = update or bool(first("autotune") and first("autotune")[0])  # type: ignore[index]
+    return PluginSettings(
+        tune=tune,
+        update=update,
+        html=path("autotune_html"),
+        benchmark_json=path("autotune_benchmark_json"),
+        device=device_name,
+        engine=engine,
+        rootpath=rootpath,
+    )
+
+
+# -- check mode -----------------------------------------------------------------------------
+
+
+def check_candidate(
+    name: str,
+    candidates: Candidates,
+    run: Body,
+    inputs: tuple[Any, ...],
+    *,
+    reference: Callable[..., Any] | str | None,
+    rtol: float | None,
+    atol: float | None,
+    config: AutotuneConfig,
+) -> str | None:
+    """Run one candidate once and compare its output with the reference's; the failure
+    message, or None. Each call gets its own copy of the inputs, so a candidate writing into
+    them changes nothing for the next. The candidate's own exception propagates (the test
+    shows its traceback); `AutotuneSkip` propagates too, for the caller to skip the test.
+    """
+    by_name = dict(candidates)
+    output = run(by_name[name], *clone_value(inputs))
+    if reference is None:
+        for other, fn in candidates:
+            if other == name:
+                return None  # the first candidate that succeeds is the reference
+            try:
+                expected = run(fn, *clone_value(inputs))
+            except Exception:  # noqa: BLE001 - a failing candidate cannot be the reference
+                continue
+            label = f"the reference candidate {other!r} (the first that succeeds)"
+            break
+    else:
+        if isinstance(reference, str):
+            if reference not in by_name:
+                raise ConfigError(f"reference={reference!r} names no candidate: {sorted(by_name)}")
+            if reference == name:
+                return None
+            fn, label = by_name[reference], f"the reference candidate {reference!r}"
+        else:
+            fn, label = reference, "the explicit reference"
+        expected = run(fn, *clone_value(inputs))
+    diff = compare_outputs(
+        expected,
+        output,
+        config.rtol if rtol is None else rtol,
+        config.atol if atol is None else atol,
+    )
+    return None if diff is None else f"candidate {name!r} differs from {label}:\n{diff}"
+
+
+# -- tune mode ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupRequest:
+    """One group to tune: its candidates, the body that calls them, and the inputs."""
+
+    group: str
+    tuner_name: str
+    key: Any
+    candidates: Candidates
+    run: Body
+    inputs: tuple[Any, ...]
+    options: Mapping[str, Any]
+    tunables: TunableSet | None = None
+    """A production set (the `autotune` fixture); None builds one from `candidates`."""
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    tunables: TunableSet
+    decision: TuneDecision
+    verdict: GroupVerdict
+    summary: GroupSummary
+    failures: dict[str, str]
+
+
+class AutotuneSession:
+    """The state of one session: groups tuned so far and what the end of it writes."""
+
+    def __init__(self, settings: PluginSettings, worker: bool = False) -> None:
+        self.settings = settings
+        self.worker = worker
+        self.worker_index = 0
+        self.fingerprint_hook: Callable[[dict[str, Any]], object] | None = None
+        self.verdict_hook: Callable[[GroupSummary, GroupVerdict], GroupVerdict | None] | None = None
+        self.progress: Callable[[str], None] | None = None
+        self.notes: list[str] = []
+        self._outcomes: dict[str, _Outcome] = {}
+        self._clients: dict[str, Client] = {}
+        self._baselines: dict[Path, PersistentCache | None] = {}
+        # What travels to the controller and gets written at the end: plain JSON values.
+        self.summaries: list[GroupSummary] = []
+        self.updates: list[dict[str, Any]] = []
+        self.records: list[dict[str, Any]] = []
+        self.devices: dict[str, dict[str, Any]] = {}
+
+    # -- clients
+
+    def client(self, device: str | None) -> Client:
+        name = (device or self.settings.device).lower()
+        if name not in self._clients:
+            self._clients[name] = self._make_client(name)
+        return self._clients[name]
+
+    def _make_client(self, name: str) -> Client:
+        from pytest_autotune.backends import cpu
+
+        if name == "cpu":
+            return cpu()
+        from pytest_autotune.backends import cuda
+
+        if name == "auto":
+            try:
+                return cuda(self._gpu_index(None))
+            except RuntimeError:
+                return cpu()
+        index = int(name.split(":", 1)[1]) if ":" in name else None
+        return cuda(self._gpu_index(index))
+
+    def _gpu_index(self, explicit: int | None) -> int:
+        """Workers of a multi-GPU host take one GPU each (worker N -> GPU N mod count)."""
+        if explicit is not None:
+            return explicit
+        if not self.worker:
+            return 0
+        from pytest_autotune.backends.cuda import device_count
+
+        count = device_count()
+        return self.worker_index % count if count else 0
+
+    # -- groups
+
+    def candidate_outcome(self, request: GroupRequest, name: str) -> str | None:
+        """Tune the request's group on first use; then what fails for candidate `name`."""
+        outcome = self._outcomes.get(request.group)
+        if outcome is None:
+            outcome = self._outcomes[request.group] = self._tune(request)
+        return outcome.failures.get(name)
+
+    def run_winner(self, request: GroupRequest) -> Any:
+        outcome = self._outcomes[request.group]
+        fn = outcome.tunables.fns[outcome.decision.fastest_index]
+        return fn(*clone_value(request.inputs))
+
+    def _tunable_set(self, request: GroupRequest, work: Work | None) -> TunableSet:
+        def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+            def call(*values: Any) -> Any:
+                return request.run(fn, *values)
+
+            return call
+
+        tunables = request.tunables
+        if tunables is None:
+            items = [Tunable(name, wrap(fn)) for name, fn in request.candidates]
+            tunables = TunableSet(lambda *_: request.key, tunables=tuple(_grouped(items, request)))
+        if work is not None and tunables.bounds_gen is None:
+            # The roofline itself (default thresholds) drives the short circuit; the
+            # marker's thresholds are the gate's floor, not a reason to stop tuning.
+            def bounds(key: Any, inputs: tuple[Any, ...], client: Client) -> Bounds:
+                return roofline(work, client.peaks(), launch_overhead=client.launch_overhead)
+
+            tunables = tunables.with_bounds(bounds)
+        return tunables
+
+    def _tune(self, request: GroupRequest) -> _Outcome:
+        options = request.options
+        client = self.client(options.get("device"))
+        work: Work | None = options.get("work")
+        thresholds: Thresholds | None = options.get("thresholds")
+        engine = replace(
+            self.settings.engine,
+            checks=True,
+            rtol=_option(options, "rtol", self.settings.engine.rtol),
+            atol=_option(options, "atol", self.settings.engine.atol),
+        )
+        tunables = self._tunable_set(request, work)
+        reference = _reference(options.get("reference"), request)
+        tuner = Tuner(request.tuner_name, client.device_id, engine, reference=reference)
+        if self.progress is not None:
+            self.progress(f"autotune: tuning {request.group} on {client.device_id}")
+        with _device_lock(client.device_id):
+            decision = tuner.tune(request.key, tunables, request.inputs, client)
+            verdict = self._judge(request, tunables, decision, client, work, thresholds)
+        if self.verdict_hook is not None:
+            provisional = self._summary(request, tunables, decision, verdict, client)
+            verdict = self.verdict_hook(provisional, verdict) or verdict
+        summary = self._summary(request, tunables, decision, verdict, client)
+        self.summaries.append(summary)
+        self._remember(request, tunables, decision, verdict, client)
+        if self.progress is not None:
+            for row in summary.candidates:
+                what = row.error or ("-" if row.median is None else f"{row.median * 1e6:.2f} us")
+                self.progress(f"autotune:   {row.name}: {what}")
+        return _Outcome(tunables, decision, verdict, summary, self._failures(decision, verdict))
+
+    def _judge(
+        self,
+        request: GroupRequest,
+        tunables: TunableSet,
+        decision: TuneDecision,
+        client: Client,
+        work: Work | None,
+        thresholds: Thresholds | None,
+    ) -> GroupVerdict:
+        common: dict[str, Any] = {
+            "device_id": client.device_id,
+            "checksum": tunables.checksum,
+            "strict": self.settings.engine.strict,
+            "update": self.settings.update,
+        }
+        if not decision.measured:
+            errors = "; ".join(str(r) for r in decision.results.values())
+            return judge(None, None, error=f"every candidate failed: {errors}", **common)
+        fn = tunables.fns[decision.fastest_index]
+        inputs = tunables.input_gen(request.key, request.inputs)
+        name = decision.fastest_name
+
+        def measure() -> Measurement:
+            client.time(fn, inputs)  # one warm-up: every sample of the measurement counts
+            try:
+                return Measurement(measure_precisely(lambda: client.time(fn, inputs), name=name))
+            except Exception as exc:  # noqa: BLE001 - the winner failing now is an error
+                raise AutotuneError.from_exception(name, exc) from None
+
+        try:
+            current = measure()
+        except AutotuneError as exc:
+            return judge(None, None, error=f"the winner failed while measured: {exc}", **common)
+        peaks = client.peaks()
+        baseline, note = self._baseline(client.device_id, request, tunables.checksum)
+        if note:
+            self.notes.append(note)
+        return judge(
+            current,
+            baseline,
+            work=work,
+            peaks=peaks,
+            thresholds=thresholds,
+            launch_overhead=client.launch_overhead,
+            max_regression=request.options.get("max_regression", self.settings.engine.max_regression),
+            remeasure=measure,
+            **common,
+        )
+
+    def _baseline(
+        self, device_id: str, request: GroupRequest, checksum: str
+    ) -> tuple[Baseline | None, str | None]:
+        """The committed baseline of the group, read once per file; never written here."""
+        if self.settings.engine.disable_cache:
+            return None, None
+        path = cache_path(self.settings.engine.cache_dir, device_id, request.tuner_name)
+        if path not in self._baselines:
+            cache = PersistentCache(path)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                cache.load()
+            for warning in caught:
+                self.notes.append(f"warning: {warning.message}")
+            self._baselines[path] = cache
+        cache = self._baselines[path]
+        if cache is None:
+            return None, None
+        try:
+            return (
+                Baseline.find(
+                    cache.load() if cache.path.exists() else {},
+                    stable_key(request.key),
+                    checksum,
+                    device=cache.device(),
+                    metadata=cache.metadata(),
+                    source=_relative(path, self.settings.rootpath),
+                ),
+                None,
+            )
+        except BaselineError as exc:
+            return None, f"warning: {exc}"
+
+    def _summary(
+        self,
+        request: GroupRequest,
+        tunables: TunableSet,
+        decision: TuneDecision,
+        verdict: GroupVerdict,
+        client: Client,
+    ) -> GroupSummary:
+        checks = {c.name: c for c in decision.checks}
+        rows = []
+        for index, name in enumerate(tunables.names):
+            result = decision.results.get(index)
+            check = checks.get(name)
+            rows.append(
+                CandidateRow(
+                    name=name,
+                    median=result.median if isinstance(result, AutotuneOutcome) else None,
+                    error=result.message if isinstance(result, AutotuneError) else None,
+                    check_passed=None if check is None or check.skipped else check.passed,
+                )
+            )
+        return GroupSummary.of(
+            request.group,
+            str(request.key),
+            decision.fastest_name if decision.measured else None,
+            verdict,
+            rows,
+            client.device_id,
+        )
+
+    def _failures(self, decision: TuneDecision, verdict: GroupVerdict) -> dict[str, str]:
+        failures = {
+            result.name or "": f"candidate {result.name!r} {result.message}"
+            for result in decision.results.values()
+            if isinstance(result, AutotuneError) and result.kind is not AutotuneErrorKind.SKIP
+        }
+        if verdict.failed:
+            name = decision.fastest_name
+            gate = f"autotune gate: {verdict.verdict.value}: {verdict.message}"
+            failures[name] = f"{failures[name]}\n{gate}" if name in failures else gate
+        return failures
+
+    def _remember(
+        self,
+        request: GroupRequest,
+        tunables: TunableSet,
+        decision: TuneDecision,
+        verdict: GroupVerdict,
+        client: Client,
+    ) -> None:
+        """Keep, as plain JSON values, what the end of the session writes."""
+        record = decision.to_record(request.tuner_name, client.device_id)
+        extra = {
+            "group": request.group,
+            "verdict": verdict.verdict.value,
+            "message": verdict.message,
+            "fraction_of_roof": verdict.fraction_of_roof,
+            "comparison": verdict.comparison.to_json() if verdict.comparison else None,
+            "winner_samples_ns": [
+                round(s * 1e9) for s in (verdict.measurement.samples if verdict.measurement else ())
+            ],
+        }
+        self.records.append(dataclasses.replace(record, extra=extra).to_json())
+        if client.device_id not in self.devices:
+            fingerprint = dict(client.fingerprint())
+            if self.fingerprint_hook is not None:
+                self.fingerprint_hook(fingerprint)
+            self.devices[client.device_id] = {
+                "id": client.device_id,
+                "fingerprint": fingerprint,
+                "peaks": client.peaks().to_json(),
+            }
+        if not decision.measured or verdict.measurement is None or verdict.verdict is Verdict.ERROR:
+            return
+        # The baseline to commit holds the winner's precise measurement, not its tuning
+        # samples: the gate compares precise medians with precise medians.
+        index = decision.fastest_index
+        results = dict(decision.results)
+        results[index] = AutotuneOutcome(decision.fastest_name, index, verdict.measurement.samples)
+        value = replace(
+            decision.to_cache_value(), results=tuple(results[i] for i in sorted(results))
+        )
+        self.updates.append(
+            {
+                "device_id": client.device_id,
+                "tuner": request.tuner_name,
+                "key": stable_key(decision.key),
+                "checksum": decision.checksum,
+                "value": value.to_json(),
+            }
+        )
+
+    # -- the end of the session
+
+    def to_worker_output(self) -> dict[str, Any]:
+        return {
+            "summaries": [s.to_json() for s in self.summaries],
+            "updates": self.updates,
+            "records": self.records,
+            "devices": self.devices,
+            "notes": self.notes,
+        }
+
+    def merge_worker_output(self, output: Mapping[str, Any]) -> None:
+        self.summaries.extend(GroupSummary.from_json(s) for s in output["summaries"])
+        self.updates.extend(output["updates"])
+        self.records.extend(output["records"])
+        for device_id, device in output["devices"].items():
+            self.devices.setdefault(device_id, device)
+        self.notes.extend(output["notes"])
+
+    def finish(self) -> bool:
+        """Write what the session produced; True when any group failed the gate."""
+        if self.settings.update:
+            self._write_caches()
+        if self.settings.engine.record is not None:
+            recorder = Recorder(self.settings.engine.record)
+            for record in self.records:
+                recorder.record(AutotuneRecord.from_json(record))
+        if self.settings.benchmark_json is not None:
+            from pytest_autotune.report.benchmark_json import write_benchmark_json
+
+            write_benchmark_json(
+                self.settings.benchmark_json, self.summaries, root=self.settings.rootpath
+            )
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if step_summary and self.summaries:
+            from pytest_autotune.report.markdown import render_markdown
+
+            with open(step_summary, "a", encoding="utf-8") as out:
+                out.write(render_markdown(self.summaries) + "\n")
+        return any(s.failed for s in self.summaries)
+
+    def _write_caches(self) -> None:
+        files: dict[tuple[str, str], dict[PersistentCacheKey, PersistentCacheValue]] = {}
+        for update in self.updates:
+            entries = files.setdefault((update["device_id"], update["tuner"]), {})
+            pk = PersistentCacheKey(update["key"], update["checksum"])
+            entries[pk] = PersistentCacheValue.from_json(update["value"])
+        for (device_id, tuner), entries in sorted(files.items()):
+            path = cache_path(self.settings.engine.cache_dir, device_id, tuner)
+            try:
+                PersistentCache(path).save(entries, device=self.devices.get(device_id))
+            except CacheFileError as exc:
+                self.notes.append(f"error: {exc}; this file was not updated")
+            else:
+                self.notes.append(
+                    f"updated {_relative(path, self.settings.rootpath)} ({len(entries)} entries)"
+                )
+
+    def summary_lines(self) -> list[str]:
+        from pytest_autotune.report.terminal import render_failures, render_summary
+
+        lines: list[str] = []
+        if self.summaries:
+            lines.extend(render_summary(self.summaries, candidates=self.progress is not None).splitlines())
+            failed = render_failures(self.summaries)
+            if failed:
+                lines.append("")
+                lines.append("gate failures:")
+                lines.extend(failed.splitlines())
+        lines.extend(self.notes)
+        return lines
+
+
+def _option(options: Mapping[str, Any], name: str, default: float) -> float:
+    value = options.get(name)
+    return default if value is None else float(value)
+
+
+def _reference(reference: Any, request: GroupRequest) -> Callable[..., Any] | None:
+    """The marker's `reference` as a function of the inputs, called through the body."""
+    if reference is None:
+        return None
+    if isinstance(reference, str):
+        by_name = dict(request.candidates)
+        if reference not in by_name:
+            raise ConfigError(f"{request.group}: reference={reference!r} names no candidate")
+        reference = by_name[reference]
+    fn = reference
+
+    def call(*values: Any) -> Any:
+        return request.run(fn, *values)
+
+    return call
+
+
+def _grouped(items: list[Tunable], request: GroupRequest) -> list[Tunable]:
+    """Apply the marker's `groups=[(TuneGroup, {candidate: priority}), ...]`."""
+    groups = request.options.get("groups") or ()
+    by_name = {t.name: t for t in items}
+    for entry in groups:
+        group, members = entry
+        if not isinstance(group, TuneGroup) or not isinstance(members, Mapping):
+            raise ConfigError(
+                f"{request.group}: groups= takes (TuneGroup, {{candidate name: priority}}) pairs"
+            )
+        for name, priority in members.items():
+            if name not in by_name:
+                raise ConfigError(f"{request.group}: groups= names no candidate {name!r}")
+            fn = priority if callable(priority) else (lambda key, p=int(priority): p)
+            by_name[name] = by_name[name].group(group, fn)
+    return [by_name[t.name] for t in items]
+
+
+def _device_lock(device_id: str) -> FileLock:
+    """Timing on one device is serialized across processes (pytest-xdist workers): two
+    candidates timed at once on one GPU would each read the other's load as their own."""
+    return FileLock(os.path.join(tempfile.gettempdir(), f"pytest-autotune-{device_id}.lock"))
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+__all__ = [
+    "AutotuneSession",
+    "GroupRequest",
+    "PluginSettings",
+    "check_candidate",
+    "settings_from_sources",
+]

@@ -1,0 +1,243 @@
+"""Samples of one candidate: their statistics, the score, the JSON form, `tune_benchmark`."""
+
+import json
+import math
+import statistics
+
+import pytest
+
+from pytest_autotune.tune.benchmark import (
+    AutotuneOutcome,
+    SampleStats,
+    result_from_json,
+    result_to_json,
+    score,
+    tune_benchmark,
+)
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from tests.fakes import FakeClient, candidate, failing
+
+
+def ns(*values):
+    """Durations given in nanoseconds, as the seconds the API takes."""
+    return tuple(v / 1e9 for v in values)
+
+
+def seed_score(samples_ns):
+    mn = min(samples_ns)
+    median = statistics.median(samples_ns)
+    mean = sum(samples_ns) / len(samples_ns)
+    std = statistics.pstdev(samples_ns)
+    return (0.8 * mn + 0.2 * median) * (1 + std / (1 + mean))
+
+
+# -- score ----------------------------------------------------------------------------------
+
+
+def test_the_score_is_the_seeds_formula_in_nanoseconds():
+    # min 1000, median 2000, mean 2000, population std sqrt(2/3) * 1000.
+    expected = (0.8 * 1000 + 0.2 * 2000) * (1 + math.sqrt(2 / 3) * 1000 / (1 + 2000))
+    assert score(ns(1000, 2000, 3000)) == pytest.approx(expected, rel=1e-12)
+    assert score(ns(1000, 2000, 3000)) == pytest.approx(1689.6531, rel=1e-7)
+
+
+@pytest.mark.parametrize(
+    "samples_ns",
+    [(100, 120, 110, 400), (5,), (7, 7, 7), (1_000_000, 1_250_000), (3, 1, 4, 1, 5, 9, 2, 6)],
+)
+def test_the_score_weights_the_best_run_over_the_median_and_penalises_spread(samples_ns):
+    assert score(ns(*samples_ns)) == pytest.approx(seed_score(samples_ns), rel=1e-12)
+
+
+def test_the_score_of_steady_samples_is_their_time_in_nanoseconds():
+    assert score(ns(2500, 2500, 2500)) == pytest.approx(2500, rel=1e-12)
+
+
+def test_the_spread_term_is_scale_aware_because_it_is_computed_in_nanoseconds():
+    # In seconds, `1 + mean` would swamp the spread and two spreads would tie.
+    steady = score(ns(1000, 1000, 1000))
+    shaky = score(ns(1000, 1000, 4000))
+    assert shaky / steady == pytest.approx(
+        (0.8 * 1000 + 0.2 * 1000) * (1 + statistics.pstdev([1000, 1000, 4000]) / 2001) / 1000
+    )
+    assert shaky / steady > 1.5
+
+
+def test_an_unstable_candidate_can_lose_to_a_steady_one_with_a_worse_best_run():
+    unstable = ns(1000, 1000, 3000, 3000, 3000)
+    steady = ns(1300, 1300, 1300, 1300, 1300)
+    assert min(unstable) < min(steady)
+    assert score(steady) < score(unstable)
+
+
+def test_one_lucky_sample_does_not_outweigh_a_median_twice_as_slow():
+    lucky = ns(500, 2000, 2000, 2000, 2000)
+    steady = ns(1000, 1000, 1000, 1000, 1000)
+    assert score(steady) < score(lucky)
+
+
+def test_the_score_of_no_samples_is_an_error():
+    with pytest.raises(ValueError, match="no samples"):
+        score(())
+
+
+# -- SampleStats ----------------------------------------------------------------------------
+
+
+def test_sample_stats_are_order_statistics_and_the_population_spread():
+    stats = SampleStats.of([4.0, 1.0, 3.0, 2.0])
+    assert stats.count == 4
+    assert stats.min == 1.0
+    assert stats.median == 2.5
+    assert stats.mean == 2.5
+    assert stats.std == pytest.approx(math.sqrt(1.25), rel=1e-15)
+    assert stats.median_rse == pytest.approx(1.2533 * math.sqrt(1.25) / 2 / 2.5, rel=1e-15)
+
+
+def test_the_median_of_an_odd_count_is_the_middle_sample():
+    assert SampleStats.of([9.0, 1.0, 5.0]).median == 5.0
+
+
+def test_one_sample_has_no_spread_and_an_unknown_error():
+    stats = SampleStats.of([3e-6])
+    assert (stats.count, stats.min, stats.median, stats.mean, stats.std) == (1, 3e-6, 3e-6, 3e-6, 0)
+    assert stats.median_rse == math.inf
+
+
+def test_equal_samples_have_no_spread_and_no_error():
+    stats = SampleStats.of([2e-6] * 5)
+    assert stats.std == 0
+    assert stats.median_rse == 0
+
+
+def test_stats_of_no_samples_are_an_error():
+    with pytest.raises(ValueError, match="no samples"):
+        SampleStats.of([])
+
+
+# -- AutotuneOutcome ------------------------------------------------------------------------
+
+
+def test_an_outcome_keeps_every_sample_and_judges_on_the_effective_ones():
+    outcome = AutotuneOutcome("warm", 2, ns(9000, 1000, 1200, 1100), dropped_first=True)
+    assert outcome.samples == ns(9000, 1000, 1200, 1100)
+    assert outcome.effective_samples == ns(1000, 1200, 1100)
+    assert outcome.best == 1000 / 1e9
+    assert outcome.median == 1100 / 1e9
+    assert outcome.stats.count == 3
+    assert outcome.score == score(ns(1000, 1200, 1100))
+
+
+def test_an_outcome_that_keeps_its_first_sample_judges_on_all_of_them():
+    outcome = AutotuneOutcome("cold", 0, ns(900, 1000, 1200))
+    assert outcome.effective_samples == outcome.samples
+    assert outcome.best == 900 / 1e9
+
+
+def test_an_outcome_needs_samples():
+    with pytest.raises(ValueError, match="no samples"):
+        AutotuneOutcome("none", 0, ())
+
+
+def test_an_outcome_is_written_in_integer_nanoseconds():
+    outcome = AutotuneOutcome("a", 1, (1.5e-6, 2.25e-3, 1.0), dropped_first=True)
+    assert result_to_json(outcome, 1) == {
+        "name": "a",
+        "index": 1,
+        "samples_ns": [1500, 2_250_000, 1_000_000_000],
+        "dropped_first": True,
+    }
+
+
+@pytest.mark.parametrize("dropped_first", [False, True])
+def test_an_outcome_survives_a_json_round_trip(dropped_first):
+    outcome = AutotuneOutcome("tiled", 3, ns(1234, 1200, 1300, 999_999_999), dropped_first)
+    text = json.dumps(result_to_json(outcome, 3))
+    back = result_from_json(json.loads(text))
+    assert back == outcome
+    assert back.samples == outcome.samples
+    assert back.dropped_first is dropped_first
+    assert back.score == outcome.score
+
+
+def test_an_outcome_read_from_json_rounds_sub_nanosecond_times_to_the_nanosecond():
+    outcome = AutotuneOutcome("a", 0, (1.4e-9, 2.6e-9))
+    assert result_from_json(result_to_json(outcome, 0)).samples == ns(1, 3)
+
+
+def test_an_old_outcome_without_dropped_first_keeps_its_first_sample():
+    back = result_from_json({"name": "a", "index": 0, "samples_ns": [5, 6, 7]})
+    assert isinstance(back, AutotuneOutcome)
+    assert back.dropped_first is False
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        AutotuneError(AutotuneErrorKind.UNKNOWN, "RuntimeError: boom", "naive"),
+        AutotuneError(AutotuneErrorKind.SKIP, "declined the key", "naive"),
+        AutotuneError(AutotuneErrorKind.INVALID_SAMPLES, "timer returned 0.0 s", "naive"),
+        AutotuneError(AutotuneErrorKind.NO_VALID_KERNEL_FOUND, "", "naive"),
+    ],
+)
+def test_a_failed_result_survives_a_json_round_trip_with_its_kind_message_and_name(error):
+    data = result_to_json(error, 4)
+    assert data == {
+        "name": "naive",
+        "index": 4,
+        "error": {"kind": error.kind.value, "message": error.message},
+    }
+    back = result_from_json(json.loads(json.dumps(data)))
+    assert isinstance(back, AutotuneError)
+    assert back == error
+    assert (back.kind, back.message, back.name) == (error.kind, error.message, "naive")
+
+
+# -- tune_benchmark -------------------------------------------------------------------------
+
+
+def test_tune_benchmark_returns_one_time_per_sample_in_seconds():
+    client = FakeClient()
+    fn = candidate(client.clock, [1e-3, 2e-3, 3e-3], "steps")
+    assert tune_benchmark(client, fn, (), samples=3) == pytest.approx((1e-3, 2e-3, 3e-3), abs=0)
+
+
+def test_tune_benchmark_runs_the_warmups_first_and_drops_their_times():
+    client = FakeClient()
+    fn = candidate(client.clock, [5e-3, 5e-3, 1e-3], "cold")
+    assert tune_benchmark(client, fn, (), samples=2, warmups=2) == (1e-3, 1e-3)
+    assert fn.calls == 4
+
+
+def test_tune_benchmark_calls_the_candidate_with_the_inputs_unpacked():
+    client = FakeClient()
+    seen = []
+
+    def add(a, b):
+        seen.append((a, b))
+        client.clock.advance(1e-6)
+
+    tune_benchmark(client, add, (1, 2), samples=2)
+    assert seen == [(1, 2), (1, 2)]
+
+
+def test_tune_benchmark_of_no_samples_runs_only_the_warmups():
+    client = FakeClient()
+    fn = candidate(client.clock, 1e-3, "w")
+    assert tune_benchmark(client, fn, (), samples=0, warmups=3) == ()
+    assert fn.calls == 3
+
+
+def test_a_time_that_is_not_positive_is_an_invalid_samples_error_naming_the_candidate():
+    client = FakeClient()
+    instant = candidate(client.clock, 0.0, "instant")
+    with pytest.raises(AutotuneError) as error:
+        tune_benchmark(client, instant, (), samples=1)
+    assert error.value.kind is AutotuneErrorKind.INVALID_SAMPLES
+    assert error.value.name == "instant"
+    assert str(error.value) == "instant: invalid_samples: timer returned 0.0 s"
+
+
+def test_a_candidate_that_raises_raises_out_of_tune_benchmark():
+    with pytest.raises(RuntimeError, match="boom exploded"):
+        tune_benchmark(FakeClient(), failing("boom"), (), samples=1)

@@ -1,0 +1,204 @@
+"""The terminal summary, the failure details and the GitHub Markdown table."""
+
+from __future__ import annotations
+
+import re
+
+from pytest_autotune.gate import Baseline, Comparison, Measurement, Verdict, judge
+from pytest_autotune.report import CandidateRow, GroupSummary, failures, ordered
+from pytest_autotune.report.markdown import escape, render_markdown
+from pytest_autotune.report.terminal import render_failures, render_summary
+
+GPU = "cuda-nvidia-h200"
+SUM_CACHE = ".autotune/cuda-nvidia-h200/test_sum.json"
+
+
+def regressed_sum() -> GroupSummary:
+    """A group the gate judged: 20% slower than its baseline."""
+    baseline = Baseline(GPU, "c", "pairwise", (1e-3,) * 10, source=SUM_CACHE)
+    verdict = judge(Measurement((1.2e-3,) * 10), baseline, device_id=GPU, checksum="c")
+    return GroupSummary.of(
+        "tests/test_sum.py::test_sum",
+        "n65536",
+        "pairwise",
+        verdict,
+        candidates=(
+            CandidateRow("pairwise", 1.19e-3, check_passed=True),
+            CandidateRow("dot", error="RuntimeError: boom"),
+            CandidateRow("add_reduce", 1.5e-3, check_passed=False),
+        ),
+        device_id=GPU,
+    )
+
+
+SAXPY = GroupSummary(
+    group="tests/test_saxpy.py::test_saxpy",
+    key="n67108864",
+    winner="float4",
+    verdict=Verdict.PASS,
+    failed=False,
+    samples=(189e-6,) * 10,
+    fraction_of_roof=0.99,
+    comparison=Comparison(0.01, -0.03, 0.05, False),
+)
+BROKEN = GroupSummary(
+    group="tests/test_saxpy.py::test_saxpy",
+    key="n1024",
+    winner=None,
+    verdict=Verdict.ERROR,
+    failed=True,
+    message="every candidate failed",
+)
+ODD_NAMES = GroupSummary(
+    group="tests/test_a|b.py::test_<x>",
+    key="n=1|2",
+    winner="a_b*",
+    verdict=Verdict.NO_BASELINE,
+    failed=False,
+    message="no baseline",
+    samples=(3e-9,) * 3,
+)
+
+
+def test_the_summary_is_an_aligned_table_in_group_then_key_order() -> None:
+    assert render_summary([regressed_sum(), SAXPY, BROKEN]).splitlines() == (
+        [
+            (
+                "group                            key        winner     median   roof"
+                "  delta vs baseline        verdict"
+            ),
+            (
+                "-------------------------------  ---------  --------  -------  -----"
+                "  -----------------------  ----------"
+            ),
+            (
+                "tests/test_saxpy.py::test_saxpy  n1024      -               -      -"
+                "  -                        ERROR"
+            ),
+            (
+                "tests/test_saxpy.py::test_saxpy  n67108864  float4     189 us  99.0%"
+                "  +1.0% [-3.0%, +5.0%]     pass"
+            ),
+            (
+                "tests/test_sum.py::test_sum      n65536     pairwise  1.20 ms      -"
+                "  +20.0% [+14.6%, +25.7%]  REGRESSION"
+            ),
+        ]
+    )
+
+
+def test_the_order_the_groups_arrive_in_does_not_show() -> None:
+    groups = [regressed_sum(), SAXPY, BROKEN]
+    assert render_summary(groups) == render_summary(list(reversed(groups)))
+    assert [s.key for s in ordered(groups)] == ["n1024", "n67108864", "n65536"]
+
+
+def test_with_candidates_each_group_lists_them_under_it_the_winner_starred() -> None:
+    lines = render_summary([regressed_sum()], candidates=True).splitlines()
+    assert lines[3:] == [
+        "    * pairwise      1.19 ms  check passed",
+        "      dot                 -  error: RuntimeError: boom",
+        "      add_reduce    1.50 ms  CHECK FAILED",
+    ]
+
+
+def test_a_failed_verdict_is_in_capitals_and_a_reported_one_is_not() -> None:
+    strict = GroupSummary("t::f", "k", "a", Verdict.NO_BASELINE, True, samples=(1e-3,))
+    relaxed = GroupSummary("t::f", "k", "a", Verdict.NO_BASELINE, False, samples=(1e-3,))
+    assert render_summary([strict]).splitlines()[2].endswith("NO BASELINE")
+    assert render_summary([relaxed]).splitlines()[2].endswith("no baseline")
+
+
+def test_the_failure_details_say_which_group_by_how_much_and_against_what() -> None:
+    assert render_failures([SAXPY, regressed_sum(), BROKEN]).splitlines() == (
+        [
+            "tests/test_saxpy.py::test_saxpy [n1024]: error",
+            "    every candidate failed",
+            "tests/test_sum.py::test_sum [n65536] (winner pairwise): regression",
+            (
+                "    regression of +20.0% [+14.6%, +25.7%]: median 1.20 ms against the baseline"
+                f" median 1.00 ms (pairwise on {GPU}, {SUM_CACHE}); tolerated 3.0%"
+            ),
+        ]
+    )
+
+
+def test_there_are_no_failure_details_when_nothing_failed() -> None:
+    assert render_failures([SAXPY, ODD_NAMES]) == ""
+    assert failures([SAXPY, ODD_NAMES]) == []
+
+
+def test_every_line_of_a_multi_line_message_is_indented_under_its_group() -> None:
+    both = GroupSummary("t::f", "k", "a", Verdict.REGRESSION, True, "regression of x\nfloor y")
+    assert render_failures([both]).splitlines() == [
+        "t::f [k] (winner a): regression",
+        "    regression of x",
+        "    floor y",
+    ]
+
+
+def test_the_markdown_table_has_the_same_cells_with_numbers_right_aligned() -> None:
+    assert render_markdown([SAXPY]).split("\n") == (
+        [
+            "### pytest-autotune",
+            "",
+            "| group | key | winner | median | roof | delta vs baseline | verdict |",
+            "|---|---|---|---:|---:|---|---|",
+            (
+                "| tests/test\\_saxpy.py::test\\_saxpy | n67108864 | float4 | 189 us | 99.0%"
+                " | +1.0% \\[-3.0%, +5.0%\\] | pass |"
+            ),
+            "",
+        ]
+    )
+
+
+def test_names_with_pipes_html_and_markdown_syntax_stay_literal_in_their_cell() -> None:
+    row = render_markdown([ODD_NAMES]).splitlines()[4]
+    assert row == (
+        "| tests/test\\_a\\|b.py::test\\_&lt;x&gt; | n=1\\|2 | a\\_b\\* | 3.00 ns | - | - |"
+        " no baseline |"
+    )
+    cells = re.split(r"(?<!\\)\|", row)[1:-1]
+    assert len(cells) == 7
+
+
+def test_escaping_puts_a_multi_line_message_on_one_line() -> None:
+    assert escape("regression of x\n<b>floor</b>") == "regression of x<br>&lt;b&gt;floor&lt;/b&gt;"
+
+
+def test_the_markdown_lists_the_failures_after_the_table() -> None:
+    text = render_markdown([SAXPY, BROKEN])
+    assert text.endswith(
+        "\n**Failed:**\n\n"
+        "- tests/test\\_saxpy.py::test\\_saxpy \\[n1024\\]: **error**: every candidate failed\n"
+    )
+
+
+def test_a_summary_travels_as_a_plain_dict_and_back() -> None:
+    summary = regressed_sum()
+    assert GroupSummary.from_json(summary.to_json()) == summary
+    assert GroupSummary.from_json(BROKEN.to_json()) == BROKEN
+
+
+def test_an_unbounded_interval_survives_the_trip_as_json() -> None:
+    unbounded = GroupSummary(
+        "t::f",
+        "k",
+        "a",
+        Verdict.PASS,
+        False,
+        samples=(1e-3,),
+        comparison=Comparison(0.5, -1.0, float("inf"), False),
+    )
+    data = unbounded.to_json()
+    assert data["comparison"]["high"] == "inf"
+    assert GroupSummary.from_json(data) == unbounded
+
+
+def test_a_summary_of_a_judged_group_carries_the_measurement_the_verdict_rests_on() -> None:
+    summary = regressed_sum()
+    assert summary.samples == (1.2e-3,) * 10
+    assert summary.median == 1.2e-3
+    assert (summary.verdict, summary.failed, summary.device_id) == (Verdict.REGRESSION, True, GPU)
+    assert BROKEN.median is None
