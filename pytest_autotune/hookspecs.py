@@ -1,6 +1,6 @@
 """Hooks of pytest-autotune. Implement them in a `conftest.py` or a plugin.
 
-Each spec has an example; the defaults live in `pytest_autotune.plugin`.
+Each spec has an example; the defaults live in `pytest_autotune.plugin` and `session.py`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,28 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_autotune.backends.client import Client
     from pytest_autotune.gate import GroupVerdict
     from pytest_autotune.report import GroupSummary
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_autotune_client(config: pytest.Config, device: str) -> Client | None:
+    """Return the client that runs and times candidates on `device` ("cpu", "cuda",
+    "cuda:N", "auto", or a name of your own from `--autotune-device` or the marker's
+    `device=`), or None to let the next implementation, and finally the built-in CPU and
+    CUDA clients, answer.
+
+    Example, a backend of your own::
+
+        # conftest.py
+        def pytest_autotune_client(config, device):
+            if device == "mydsp":
+                from mydsp.autotune import DspClient
+                return DspClient()
+            return None
+    """
+
 
 @pytest.hookspec
 def pytest_autotune_fingerprint(config: pytest.Config, fingerprint: dict[str, Any]) -> None:
@@ -22,8 +42,7 @@ def pytest_autotune_fingerprint(config: pytest.Config, fingerprint: dict[str, An
         # conftest.py
         import os
 
-        @pytest.hookspec
-def pytest_autotune_fingerprint(config, fingerprint):
+        def pytest_autotune_fingerprint(config, fingerprint):
             fingerprint["image"] = os.environ.get("RUNNER_IMAGE", "unknown")
     """
 
@@ -34,17 +53,15 @@ def pytest_autotune_verdict(
 ) -> GroupVerdict | None:
     """Return a replacement verdict for a group, or None to keep the gate's.
 
-    The first non-None result wins. Example, to report regressions of a kernel known to
-    be unstable without failing the run::
+    The first non-None result wins. Example, to report the regressions of a kernel known
+    to be unstable without failing the run::
 
         # conftest.py
         import dataclasses
         from pytest_autotune.gate import Verdict
 
-        @pytest.hookspec(firstresult=True)
-def pytest_autotune_verdict(config, summary, verdict):
+        def pytest_autotune_verdict(config, summary, verdict):
             if "flaky_kernel" in summary.group and verdict.verdict is Verdict.REGRESSION:
                 return dataclasses.replace(verdict, failed=False)
             return None
     """
-

@@ -21,6 +21,7 @@ from pytest_autotune.session import (
     GroupRequest,
     PluginSettings,
     check_candidate,
+    is_builtin_device,
     settings_from_sources,
 )
 from pytest_autotune.tune.config import ConfigError
@@ -113,11 +114,24 @@ def pytest_configure(config: pytest.Config) -> None:
     if worker_input is not None:
         session.worker_index = int(str(worker_input.get("workerid", "gw0")).lstrip("gw") or 0)
     config.stash[SESSION] = session
-    if config.get_verbosity() > 0 and worker_input is None:
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            session.progress = lambda line: reporter.write_line(line)
+    if config.option.verbose > 0 and worker_input is None:
+
+        def progress(line: str) -> None:
+            # Looked up when used: the terminal reporter is configured after this plugin.
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(line)
+
+        session.progress = progress
     if settings.tune:
+        session.client_hook = lambda device: config.hook.pytest_autotune_client(
+            config=config, device=device
+        )
+        if not is_builtin_device(settings.device) and session.client_hook(settings.device) is None:
+            raise pytest.UsageError(
+                f"pytest-autotune: --autotune-device={settings.device}: no"
+                " pytest_autotune_client hook provides it (built in: auto, cpu, cuda, cuda:N)"
+            )
         session.fingerprint_hook = lambda fp: config.hook.pytest_autotune_fingerprint(
             config=config, fingerprint=fp
         )
@@ -162,15 +176,17 @@ class ItemSpec:
 def _marker_options(definition: Any) -> dict[str, Any]:
     marker = definition.get_closest_marker("autotune")
     if marker.args:
-        raise pytest.UsageError(
+        pytest.fail(
             f"{definition.nodeid}: @pytest.mark.autotune takes keyword options only "
-            f"({', '.join(MARKER_OPTIONS)})"
+            f"({', '.join(MARKER_OPTIONS)})",
+            pytrace=False,
         )
     unknown = sorted(set(marker.kwargs) - set(MARKER_OPTIONS))
     if unknown:
-        raise pytest.UsageError(
+        pytest.fail(
             f"{definition.nodeid}: @pytest.mark.autotune: unknown option(s) {unknown}; "
-            f"known: {', '.join(MARKER_OPTIONS)}"
+            f"known: {', '.join(MARKER_OPTIONS)}",
+            pytrace=False,
         )
     return dict(marker.kwargs)
 
@@ -185,12 +201,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     options = _marker_options(metafunc.definition)
     nodeid = _function_nodeid(metafunc.definition)
     if "candidate" not in metafunc.fixturenames:
-        raise pytest.UsageError(f"{nodeid}: an autotune test takes a `candidate` argument")
+        pytest.fail(f"{nodeid}: an autotune test takes a `candidate` argument", pytrace=False)
     candidates = options.pop("candidates", None)
     if candidates is not None:
         if not isinstance(candidates, Mapping) or not candidates:
-            raise pytest.UsageError(
-                f"{nodeid}: autotune(candidates=...) must be a non-empty dict of name -> callable"
+            pytest.fail(
+                f"{nodeid}: autotune(candidates=...) must be a non-empty dict of name -> callable",
+                pytrace=False,
             )
         pairs = tuple((str(n), f) for n, f in candidates.items())
         metafunc.parametrize("candidate", [f for _, f in pairs], ids=[n for n, _ in pairs])
@@ -216,7 +233,7 @@ def _parametrized_candidates(metafunc: pytest.Metafunc) -> tuple[tuple[str, Call
                 given = ids[i]
             pairs.append((str(given or getattr(fn, "__name__", f"candidate{i}")), fn))
         return tuple(pairs)
-    raise pytest.UsageError(
+    pytest.fail(
         f"{_function_nodeid(metafunc.definition)}: give the candidates with "
         "@pytest.mark.autotune(candidates={...}) or @pytest.mark.parametrize('candidate', [...])"
     )
@@ -300,7 +317,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         except AutotuneSkip as exc:
             pytest.skip(f"candidate {spec.candidate!r} declined: {exc}")
         except ConfigError as exc:
-            raise pytest.UsageError(f"{spec.function.nodeid}: {exc}") from None
+            pytest.fail(f"{spec.function.nodeid}: {exc}", pytrace=False)
         if failure:
             pytest.fail(failure, pytrace=False)
         return True
@@ -340,9 +357,10 @@ def _call_with_fixtures(fn: Callable[..., Any], arguments: Mapping[str, Any], wh
     wanted = inspect.signature(fn).parameters
     missing = [n for n in wanted if n not in arguments and wanted[n].default is inspect.Parameter.empty]
     if missing:
-        raise pytest.UsageError(
+        pytest.fail(
             f"{what} asks for {missing}, which the test does not take; "
-            f"available: {sorted(arguments)}"
+            f"available: {sorted(arguments)}",
+            pytrace=False,
         )
     return fn(**{n: arguments[n] for n in wanted if n in arguments})
 

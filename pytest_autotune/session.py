@@ -61,7 +61,12 @@ Candidates = Sequence[tuple[str, Callable[..., Any]]]
 Body = Callable[..., Any]
 """`run(candidate, *inputs)`: the test body called with one candidate."""
 
-_DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+_DEVICE = re.compile(r"^[a-z][a-z0-9_-]*(:\d+)?$")
+_BUILTIN_DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+
+
+def is_builtin_device(name: str) -> bool:
+    return bool(_BUILTIN_DEVICE.match(name))
 
 
 # -- settings -------------------------------------------------------------------------------
@@ -126,7 +131,8 @@ def settings_from_sources(
         device_name = str(device[0]).strip().lower()
         if not _DEVICE.match(device_name):
             raise ConfigError(
-                f"{device[1]}: autotune_device: expected auto, cpu, cuda or cuda:N, got {device[0]!r}"
+                f"{device[1]}: autotune_device: expected auto, cpu, cuda, cuda:N or the name"
+                f" of a client from a pytest_autotune_client hook, got {device[0]!r}"
             )
 
     def path(name: str) -> Path | None:
@@ -230,13 +236,14 @@ class AutotuneSession:
         self.settings = settings
         self.worker = worker
         self.worker_index = 0
+        self.client_hook: Callable[[str], Client | None] | None = None
         self.fingerprint_hook: Callable[[dict[str, Any]], object] | None = None
         self.verdict_hook: Callable[[GroupSummary, GroupVerdict], GroupVerdict | None] | None = None
         self.progress: Callable[[str], None] | None = None
         self.notes: list[str] = []
         self._outcomes: dict[str, _Outcome] = {}
         self._clients: dict[str, Client] = {}
-        self._baselines: dict[Path, PersistentCache | None] = {}
+        self._baselines: dict[Path, tuple[PersistentCache, dict[PersistentCacheKey, PersistentCacheValue]]] = {}
         # What travels to the controller and gets written at the end: plain JSON values.
         self.summaries: list[GroupSummary] = []
         self.updates: list[dict[str, Any]] = []
@@ -252,17 +259,25 @@ class AutotuneSession:
         return self._clients[name]
 
     def _make_client(self, name: str) -> Client:
+        client = self.client_hook(name) if self.client_hook is not None else None
+        if client is not None:
+            return client
         from pytest_autotune.backends import cpu
 
         if name == "cpu":
             return cpu()
-        from pytest_autotune.backends import cuda
+        from pytest_autotune.backends import CudaUnavailableError, cuda
 
         if name == "auto":
             try:
                 return cuda(self._gpu_index(None))
-            except RuntimeError:
+            except CudaUnavailableError:
                 return cpu()
+        if not is_builtin_device(name):
+            raise ConfigError(
+                f"device {name!r}: no pytest_autotune_client hook provides it, and it is not"
+                " auto, cpu, cuda or cuda:N"
+            )
         index = int(name.split(":", 1)[1]) if ":" in name else None
         return cuda(self._gpu_index(index))
 
@@ -400,19 +415,18 @@ class AutotuneSession:
         path = cache_path(self.settings.engine.cache_dir, device_id, request.tuner_name)
         if path not in self._baselines:
             cache = PersistentCache(path)
+            # Read once, its warnings kept for the summary: inside a test, a project's
+            # `filterwarnings = error` would turn them into that test's failure.
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                cache.load()
-            for warning in caught:
-                self.notes.append(f"warning: {warning.message}")
-            self._baselines[path] = cache
-        cache = self._baselines[path]
-        if cache is None:
-            return None, None
+                entries = cache.load()
+            self.notes.extend(f"warning: {w.message}" for w in caught)
+            self._baselines[path] = (cache, entries)
+        cache, entries = self._baselines[path]
         try:
             return (
                 Baseline.find(
-                    cache.load() if cache.path.exists() else {},
+                    entries,
                     stable_key(request.key),
                     checksum,
                     device=cache.device(),
@@ -644,6 +658,7 @@ def _relative(path: Path, root: Path) -> str:
 
 __all__ = [
     "AutotuneSession",
+    "is_builtin_device",
     "GroupRequest",
     "PluginSettings",
     "check_candidate",

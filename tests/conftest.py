@@ -6,3 +6,5 @@ try:
     import cupy  # noqa: F401
 except Exception:  # noqa: BLE001 - CuPy is optional; a broken install must not stop the CPU suite
     pass
+
+pytest_plugins = ["pytester"]

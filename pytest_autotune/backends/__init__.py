@@ -1,9 +1,22 @@
-"""Clients: how to run and time candidates on a device, and the device's measured peaks."""
+"""Clients: how to run and time candidates on a device, and the device's measured peaks.
+
+`cuda` imports CuPy only when a client is made, so this package imports without CuPy.
+"""
 
 from __future__ import annotations
 
 from pytest_autotune.backends.client import Client
 from pytest_autotune.backends.cpu import CpuClient, cpu
+from pytest_autotune.backends.cuda import CudaClient, CudaUnavailableError, cuda
 from pytest_autotune.backends.peaks import Peaks, load_or_probe
 
-__all__ = ["Client", "CpuClient", "Peaks", "cpu", "load_or_probe"]
+__all__ = [
+    "Client",
+    "CpuClient",
+    "CudaClient",
+    "CudaUnavailableError",
+    "Peaks",
+    "cpu",
+    "cuda",
+    "load_or_probe",
+]

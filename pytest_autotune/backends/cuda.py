@@ -1,0 +1,626 @@
+"""The CUDA client: times candidates with CUDA events through CuPy, probes the GPU's peaks,
+and names the hardware class for the cache folder.
+
+CuPy is optional (the `cuda12` / `cuda13` extras), so it is imported when a client is made,
+never when this module is: `import pytest_autotune` works on a machine without it.
+
+How one sample is taken, and why:
+
+1. **Cold L2.** Unless `cold_l2=False`, a buffer of twice the L2 size is read before the
+   sample, outside the timed region. A tuner calls each candidate on the same inputs many
+   times; without the flush every call after the first finds them in L2, and a problem
+   that fits there would be timed at L2 speed, which no call from a program that touches
+   other data in between gets. Read, not written (nvbench writes it): a written buffer
+   leaves the L2 full of dirty lines, whose write-back would then land inside the next
+   timed region; read lines are clean and leave for free, and the candidate's own dirty
+   lines are written back during the flush. Twice the size, not once: Hopper's L2 is two
+   partitions that may both hold a line, and its replacement policy is not documented,
+   so one pass of L2 size does not reliably evict everything.
+2. **A held stream.** Before the start event a one-thread kernel spins on a flag in
+   host-mapped memory; the candidate's launches queue up behind it, and the flag is set
+   once they are all enqueued. The timed region then holds the candidate's device work
+   back to back, not the gaps in which Python issues the next launch (about 7 us each,
+   more than many kernels take), which is what nvbench's blocking kernel does and what a
+   CUDA graph replay measures. The kernel gives up after `HOLD_TIMEOUT_S`, so a candidate
+   that synchronizes inside (`.item()`, `cupy.nonzero`, a host copy) cannot deadlock the
+   process: its sample is taken again, and a candidate that outlasts the hold twice is
+   timed with plain events from then on (the first time may be a compilation).
+3. **Out of memory.** A candidate that runs out of device memory fails alone: the frames
+   of its traceback are cleared (they hold its arrays), CuPy's pool is emptied so the
+   next candidate finds the memory free, and the error is raised for the tuner to record.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib
+import re
+import statistics
+import threading
+import traceback
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pytest_autotune.backends.peaks import Peaks, load_or_probe
+
+EXTRAS_HINT = (
+    "install CuPy through the extra matching your CUDA toolkit: "
+    "pip install 'pytest-autotune[cuda12]' (CUDA 12) or 'pytest-autotune[cuda13]' (CUDA 13)"
+)
+
+HOLD_TIMEOUT_S = 0.2
+"""How long the holding kernel waits for the host. Python enqueues a launch in about 7 us,
+so 0.2 s covers a candidate of thousands of launches; a candidate that synchronizes inside
+its call costs this twice, once per process, before it is timed without the hold."""
+
+L2_FLUSH_FACTOR = 2
+"""The cold-L2 buffer is this many times the L2 size (see the module docstring)."""
+FLUSH_BLOCK = 256
+
+GIB = 1 << 30
+MIN_PROBE_BUFFER = GIB
+"""Memory probes stream buffers of at least 1 GiB (and 8 times the L2): far past any cache,
+yet a fraction of a millisecond each on a current GPU."""
+PROBE_REPS = 5
+FMA_BLOCK = 256
+FMA_UNROLL = 16
+"""Each thread runs 8 independent chains of FMA_UNROLL multiply-adds per loop iteration: a
+chain's latency (4 cycles on Hopper) is hidden by the other chains and the other warps."""
+FMA_CHAINS = 8
+MATMUL_N = 8192
+"""Tensor-core probes multiply n x n matrices: large enough to reach the library's best
+kernels, about a millisecond each in fp16 on a Hopper GPU."""
+
+_HOLD_SOURCE = r"""
+extern "C" __global__ void autotune_hold(volatile int* flag, unsigned long long timeout_ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    while (flag[0] == 0) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (now - start > timeout_ns) {
+            flag[1] = 1;
+            return;
+        }
+    }
+}
+
+extern "C" __global__ void autotune_nothing() {}
+
+// Reads a zeroed buffer of n4 float4 so its lines replace whatever the L2 held; the store
+// never happens, but the compiler cannot know, so every load stays.
+extern "C" __global__ void autotune_flush(float4* buffer, long long n4) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    float acc = 0.0f;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
+        float4 v = buffer[i];
+        acc += (v.x + v.y) + (v.z + v.w);
+    }
+    if (acc != 0.0f) buffer[0].x = acc;
+}
+"""
+
+_PROBE_SOURCE = r"""
+// Grid-stride loops unrolled four times: four independent 16-byte loads per thread are in
+// flight at once, which with a full SM covers the latency of HBM.
+extern "C" __global__ void probe_copy(const float4* __restrict__ src, float4* __restrict__ dst,
+                                      long long n4) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n4; i += 4 * stride) {
+        float4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+        dst[i] = a;
+        dst[i + stride] = b;
+        dst[i + 2 * stride] = c;
+        dst[i + 3 * stride] = d;
+    }
+    for (; i < n4; i += stride) dst[i] = src[i];
+}
+
+extern "C" __global__ void probe_read(const float4* __restrict__ src, float* __restrict__ out,
+                                      long long n4) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.0f;
+    for (; i + 3 * stride < n4; i += 4 * stride) {
+        float4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+        acc += ((a.x + a.y) + (a.z + a.w)) + ((b.x + b.y) + (b.z + b.w))
+             + ((c.x + c.y) + (c.z + c.w)) + ((d.x + d.y) + (d.z + d.w));
+    }
+    for (; i < n4; i += stride) {
+        float4 a = src[i];
+        acc += (a.x + a.y) + (a.z + a.w);
+    }
+    // Never true for the probe's data (non-negative), but the compiler cannot know that,
+    // so every load stays.
+    if (acc == -1.0f) out[0] = acc;
+}
+
+extern "C" __global__ void probe_write(float4* __restrict__ dst, long long n4, float value) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float4 v = make_float4(value, value, value, value);
+    for (; i + 3 * stride < n4; i += 4 * stride) {
+        dst[i] = v;
+        dst[i + stride] = v;
+        dst[i + 2 * stride] = v;
+        dst[i + 3 * stride] = v;
+    }
+    for (; i < n4; i += stride) dst[i] = v;
+}
+
+__device__ __forceinline__ float fma_of(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ double fma_of(double a, double b, double c) { return fma(a, b, c); }
+
+// Eight independent chains of multiply-adds, unrolled 16 times per iteration.
+template <typename T>
+__device__ __forceinline__ void fma_loop(T* out, T b, T c, int iters) {
+    T a0 = (T)threadIdx.x * (T)1e-3;
+    T a1 = a0 + (T)1, a2 = a0 + (T)2, a3 = a0 + (T)3, a4 = a0 + (T)4;
+    T a5 = a0 + (T)5, a6 = a0 + (T)6, a7 = a0 + (T)7;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+            a0 = fma_of(a0, b, c); a1 = fma_of(a1, b, c); a2 = fma_of(a2, b, c);
+            a3 = fma_of(a3, b, c); a4 = fma_of(a4, b, c); a5 = fma_of(a5, b, c);
+            a6 = fma_of(a6, b, c); a7 = fma_of(a7, b, c);
+        }
+    }
+    T s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
+    if (s == (T)-1) out[0] = s;
+}
+
+extern "C" __global__ void probe_fma32(float* out, float b, float c, int iters) {
+    fma_loop<float>(out, b, c, iters);
+}
+
+extern "C" __global__ void probe_fma64(double* out, double b, double c, int iters) {
+    fma_loop<double>(out, b, c, iters);
+}
+"""
+
+
+class CudaUnavailableError(RuntimeError):
+    """`cuda()` cannot give a client here: CuPy is missing or broken, or no CUDA device is
+    visible. The message says which, and what to install."""
+
+
+def import_cupy() -> Any:
+    """CuPy, or one `CudaUnavailableError` that names the extra to install."""
+    try:
+        return importlib.import_module("cupy")
+    except ImportError as error:
+        raise CudaUnavailableError(f"CuPy cannot be imported ({error}); {EXTRAS_HINT}") from error
+
+
+def device_count() -> int:
+    """CUDA devices CuPy sees; 0 where CuPy is missing or finds no driver or device."""
+    try:
+        return int(import_cupy().cuda.runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001 - any reason for no device means none to use
+        return 0
+
+
+def device_id_from(name: str) -> str:
+    """The cache folder name of a GPU, e.g. `cuda-nvidia-h200` for "NVIDIA H200"."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return f"cuda-{slug or 'unknown'}"
+
+
+def _version(number: int) -> str:
+    """CUDA's integer versions (13000, 12040) as "13.0", "12.4"."""
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
+def _uuid(raw: object) -> str | None:
+    """The device UUID as nvidia-smi prints it (GPU-xxxxxxxx-xxxx-...), None where unknown."""
+    if isinstance(raw, (bytes, bytearray)) and len(raw) == 16:
+        h = bytes(raw).hex()
+        return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return None
+
+
+def _is_out_of_memory(cp: Any, error: BaseException) -> bool:
+    if isinstance(error, cp.cuda.memory.OutOfMemoryError):
+        return True
+    # cudaErrorMemoryAllocation, raised by a library that allocates outside the pool.
+    return isinstance(error, cp.cuda.runtime.CUDARuntimeError) and error.status == 2
+
+
+class _Candidates:
+    """A set of candidates, weakly held where they can be (see cpu._RepeatCounts)."""
+
+    def __init__(self) -> None:
+        self._weak: weakref.WeakSet[Callable[..., object]] = weakref.WeakSet()
+        self._strong: set[Callable[..., object]] = set()
+
+    def add(self, fn: Callable[..., object]) -> None:
+        try:
+            self._weak.add(fn)
+        except TypeError:
+            self._strong.add(fn)
+
+    def __contains__(self, fn: Callable[..., object]) -> bool:
+        try:
+            return fn in self._weak or fn in self._strong
+        except TypeError:  # unhashable: never added
+            return False
+
+
+class CudaClient:
+    """Runs candidates on one CUDA device through CuPy and times them with CUDA events on
+    the current stream (see the module docstring for how a sample is taken)."""
+
+    def __init__(
+        self,
+        device: int = 0,
+        *,
+        cold_l2: bool = True,
+        hold_stream: bool = True,
+        peaks_cache_dir: Path | None = None,
+        probe: Callable[[], Peaks] | None = None,
+    ) -> None:
+        cp = import_cupy()
+        try:
+            count = cp.cuda.runtime.getDeviceCount()
+        except cp.cuda.runtime.CUDARuntimeError as error:
+            raise CudaUnavailableError(f"no CUDA device found: {error}") from error
+        if not 0 <= device < count:
+            found = f"{count} device{'s' if count != 1 else ''}"
+            raise CudaUnavailableError(f"no CUDA device {device}: CuPy finds {found}")
+        self._cp = cp
+        self.device = device
+        self._device = cp.cuda.Device(device)
+        # Reentrant: a candidate that times something itself gets a wrong sample, not a hang.
+        self._lock = threading.RLock()
+        self._peaks_cache_dir = peaks_cache_dir
+        self._probe = probe if probe is not None else functools.partial(probe_cuda_peaks, self)
+        self._launch_overhead: float | None = None
+        self._synchronizing = _Candidates()
+        props = cp.cuda.runtime.getDeviceProperties(device)
+        self._name = props["name"].decode(errors="replace")
+        self._uuid = _uuid(props.get("uuid"))
+        self._total_memory = int(props["totalGlobalMem"])
+        with self._device:
+            self._attributes: dict[str, int] = dict(self._device.attributes)
+            self._start = cp.cuda.Event()
+            self._stop = cp.cuda.Event()
+            module = cp.RawModule(code=_HOLD_SOURCE)
+            self._hold_kernel = module.get_function("autotune_hold")
+            self._nothing_kernel = module.get_function("autotune_nothing")
+            self._flush_kernel = module.get_function("autotune_flush")
+            self.l2_bytes = int(self._attributes.get("L2CacheSize", 0))
+            self.cold_l2 = cold_l2 and self.l2_bytes > 0
+            # Outside CuPy's pool: emptying the pool after an out-of-memory failure must
+            # not take the flush buffer with it, nor may the buffer count as pool memory.
+            flush_bytes = L2_FLUSH_FACTOR * self.l2_bytes // 16 * 16
+            self._flush = cp.cuda.Memory(flush_bytes) if self.cold_l2 else None
+            if self._flush is not None:
+                cp.cuda.runtime.memset(self._flush.ptr, 0, flush_bytes)
+            self._flush_args = (
+                cp.uint64(self._flush.ptr if self._flush else 0),
+                cp.int64(flush_bytes // 16),
+            )
+            # With unified addressing (every 64-bit platform CUDA supports) a mapped host
+            # allocation has the same address on the device.
+            self.hold_stream = hold_stream and self._attributes.get("UnifiedAddressing", 1) == 1
+            self._flag_ptr = (
+                cp.cuda.runtime.hostAlloc(8, cp.cuda.runtime.hostAllocMapped)
+                if self.hold_stream
+                else 0
+            )
+        self._flag = (ctypes.c_int32 * 2).from_address(self._flag_ptr) if self._flag_ptr else None
+        self._device_id = device_id_from(self._name)
+
+    @property
+    def device_id(self) -> str:
+        return self._device_id
+
+    @property
+    def sm_count(self) -> int:
+        return int(self._attributes.get("MultiProcessorCount", 1))
+
+    @property
+    def launch_overhead(self) -> float:
+        """The median time of an empty kernel through `time`, measured once: the device-side
+        cost of one launch between two events, which every candidate pays at least once."""
+        if self._launch_overhead is None:
+            self._launch_overhead = statistics.median(
+                self.time(self._launch_nothing, ()) for _ in range(7)
+            )
+        return self._launch_overhead
+
+    def _launch_nothing(self) -> None:
+        self._nothing_kernel((1,), (1,), ())
+
+    def fingerprint(self) -> dict[str, Any]:
+        runtime = self._cp.cuda.runtime
+        attributes = self._attributes
+        return {
+            "name": self._name,
+            "uuid": self._uuid,
+            "compute_capability": self._device.compute_capability,
+            "driver": _version(runtime.driverGetVersion()),
+            "runtime": _version(runtime.runtimeGetVersion()),
+            "cupy": self._cp.__version__,
+            "sm_count": self.sm_count,
+            "sm_clock_khz": attributes.get("ClockRate"),
+            "memory_clock_khz": attributes.get("MemoryClockRate"),
+            "memory_bus_width": attributes.get("GlobalMemoryBusWidth"),
+            "l2_bytes": self.l2_bytes,
+            "memory_bytes": self._total_memory,
+            "cold_l2": self.cold_l2,
+            "hold_stream": self.hold_stream,
+        }
+
+    def sync(self) -> None:
+        self._device.synchronize()
+
+    def peaks(self) -> Peaks:
+        return load_or_probe(self._device_id, self._probe, self._peaks_cache_dir)
+
+    def time(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> float:
+        """Seconds of device work one call of `fn(*inputs)` enqueues on the current stream.
+
+        One sample at a time per client: the events, the flush buffer and the flag are
+        shared, and two samples interleaved on one GPU would time each other anyway.
+        """
+        with self._lock, self._device:
+            hold = self.hold_stream and fn not in self._synchronizing
+            if not hold:
+                return self._sample(fn, inputs, hold=False)
+            for _ in range(2):
+                seconds = self._sample(fn, inputs, hold=True)
+                if not self._timed_out():
+                    return seconds
+            self._synchronizing.add(fn)
+            return self._sample(fn, inputs, hold=False)
+
+    def _timed_out(self) -> bool:
+        return self._flag is not None and self._flag[1] != 0
+
+    def _sample(self, fn: Callable[..., object], inputs: tuple[Any, ...], hold: bool) -> float:
+        cp = self._cp
+        stream = cp.cuda.get_current_stream()
+        if self._flush is not None:
+            self._flush_kernel((8 * self.sm_count,), (FLUSH_BLOCK,), self._flush_args)
+        if hold:
+            assert self._flag is not None
+            self._flag[0] = 0
+            self._flag[1] = 0
+            timeout_ns = cp.uint64(round(HOLD_TIMEOUT_S * 1e9))
+            self._hold_kernel((1,), (1,), (cp.uint64(self._flag_ptr), timeout_ns))
+        self._start.record(stream)
+        try:
+            fn(*inputs)
+            self._stop.record(stream)
+        except BaseException as error:
+            if hold:
+                self._release()
+            if _is_out_of_memory(cp, error):
+                self._free_after_out_of_memory(error, stream)
+            raise
+        if hold:
+            self._release()
+        self._stop.synchronize()
+        return float(cp.cuda.get_elapsed_time(self._start, self._stop)) / 1e3
+
+    def _release(self) -> None:
+        assert self._flag is not None
+        self._flag[0] = 1
+
+    def _free_after_out_of_memory(self, error: BaseException, stream: Any) -> None:
+        """Give the device memory a failed candidate held back to the next one: its frames
+        (kept alive by the traceback) hold its arrays, and the pool caches their blocks."""
+        traceback.clear_frames(error.__traceback__)
+        stream.synchronize()
+        self._cp.get_default_memory_pool().free_all_blocks()
+
+    def probe_buffer_bytes(self) -> int:
+        """Bytes of each memory-probe buffer: 8 times the L2 and at least 1 GiB, so the
+        probes stream from HBM; at most an eighth of the memory, for two buffers and room."""
+        size = max(8 * self.l2_bytes, MIN_PROBE_BUFFER)
+        size = min(size, self._total_memory // 8)
+        return size // 64 * 64
+
+
+def _best_seconds(client: CudaClient, fn: Callable[[], object], reps: int = PROBE_REPS) -> float:
+    """The fastest of `reps` samples after one warm-up: a peak is what the device can do,
+    and every disturbance (a clock ramp, another process) only adds time."""
+    client.time(fn, ())
+    return min(client.time(fn, ()) for _ in range(reps))
+
+
+def probe_cuda_peaks(client: CudaClient) -> Peaks:
+    """Measure the device's memory bandwidth and arithmetic throughput.
+
+    Memory: grid-stride kernels over buffers of `probe_buffer_bytes` with 16-byte accesses,
+    for copy (bytes read plus written, as `Work.bytes` counts them), read (a sum that keeps
+    every load) and write. Compute: an unrolled FMA loop with eight independent chains per
+    thread and enough blocks to fill every SM, for fp32 and fp64 (two operations per FMA);
+    `cupy.matmul` of `MATMUL_N` squared matrices on random data for fp16 and tf32 (random
+    because zeros run faster), and cuBLAS `gemmEx` for bf16, which has no CuPy dtype. A
+    compute probe that cannot run here is left out, and the reason kept in `details`.
+    The device-to-device `memcpy` rate is kept in `details` too, as a cross-check of the
+    copy kernel.
+    """
+    cp = client._cp
+    details: dict[str, Any] = {"probe_reps": PROBE_REPS, "sm_count": client.sm_count}
+    with client._device:
+        module = cp.RawModule(code=_PROBE_SOURCE)
+        memory = _probe_memory(client, module, details)
+        compute = _probe_fma(client, module, details)
+        skipped: dict[str, str] = {}
+        for dtype, probe in (("fp16", _matmul_fp16), ("tf32", _matmul_tf32), ("bf16", _gemm_bf16)):
+            try:
+                compute[dtype] = probe(client)
+            except Exception as error:  # noqa: BLE001 - a missing unit leaves its peak unmeasured
+                skipped[dtype] = f"{type(error).__name__}: {error}"
+        try:
+            details["fp32_matmul_ops_per_s"] = _matmul_rate(client, "float32")
+        except Exception as error:  # noqa: BLE001
+            skipped["fp32_matmul"] = f"{type(error).__name__}: {error}"
+        if skipped:
+            details["skipped"] = skipped
+        details["matmul_n"] = MATMUL_N
+        cp.get_default_memory_pool().free_all_blocks()
+    return Peaks(memory=memory, compute=compute, threads=None, details=details)
+
+
+def _launch_config(client: CudaClient) -> tuple[tuple[int], tuple[int]]:
+    """Eight 256-thread blocks per SM: a full SM (2048 threads) on every recent GPU."""
+    return (client.sm_count * 8,), (FMA_BLOCK,)
+
+
+def _probe_memory(client: CudaClient, module: Any, details: dict[str, Any]) -> dict[str, float]:
+    cp = client._cp
+    nbytes = client.probe_buffer_bytes()
+    n4 = nbytes // 16
+    src = cp.random.random(nbytes // 4, dtype=cp.float32)
+    dst = cp.empty_like(src)
+    out = cp.zeros(1, dtype=cp.float32)
+    grid, block = _launch_config(client)
+    copy, read, write = (module.get_function(f"probe_{k}") for k in ("copy", "read", "write"))
+    n = cp.int64(n4)
+    rates = {
+        "copy": 2 * nbytes / _best_seconds(client, lambda: copy(grid, block, (src, dst, n))),
+        "read": nbytes / _best_seconds(client, lambda: read(grid, block, (src, out, n))),
+        "write": nbytes
+        / _best_seconds(client, lambda: write(grid, block, (dst, n, cp.float32(1.0)))),
+    }
+    stream_ptr = cp.cuda.get_current_stream().ptr
+    kind = cp.cuda.runtime.memcpyDeviceToDevice
+
+    def memcpy() -> None:
+        cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, kind, stream_ptr)
+
+    details["memcpy_bytes_per_s"] = 2 * nbytes / _best_seconds(client, memcpy)
+    details["buffer_bytes"] = nbytes
+    details["l2_bytes"] = client.l2_bytes
+    return rates
+
+
+def _probe_fma(client: CudaClient, module: Any, details: dict[str, Any]) -> dict[str, float]:
+    cp = client._cp
+    grid, block = _launch_config(client)
+    threads = grid[0] * block[0]
+    out32 = cp.zeros(1, dtype=cp.float32)
+    out64 = cp.zeros(1, dtype=cp.float64)
+    fma32, fma64 = module.get_function("probe_fma32"), module.get_function("probe_fma64")
+    iters32, iters64 = 4096, 2048
+    per_iter = 2 * FMA_CHAINS * FMA_UNROLL * threads
+    b32, c32 = cp.float32(0.999), cp.float32(1e-3)
+    b64, c64 = cp.float64(0.999), cp.float64(1e-3)
+    details["fma_iters"] = {"fp32": iters32, "fp64": iters64}
+    return {
+        "fp32": per_iter
+        * iters32
+        / _best_seconds(client, lambda: fma32(grid, block, (out32, b32, c32, cp.int32(iters32)))),
+        "fp64": per_iter
+        * iters64
+        / _best_seconds(client, lambda: fma64(grid, block, (out64, b64, c64, cp.int32(iters64)))),
+    }
+
+
+def _matmul_rate(client: CudaClient, dtype: str) -> float:
+    cp = client._cp
+    a = cp.random.random((MATMUL_N, MATMUL_N), dtype=cp.float32).astype(dtype)
+    b = cp.random.random((MATMUL_N, MATMUL_N), dtype=cp.float32).astype(dtype)
+    c = cp.empty_like(a)
+    return 2.0 * MATMUL_N**3 / _best_seconds(client, lambda: cp.matmul(a, b, out=c))
+
+
+def _matmul_fp16(client: CudaClient) -> float:
+    return _matmul_rate(client, "float16")
+
+
+def _matmul_tf32(client: CudaClient) -> float:
+    """fp32 `cupy.matmul` with CuPy's compute type for float32 set to TF32 for the probe.
+
+    CuPy reads `CUPY_TF32` once, at the first float32 product, into a per-dtype compute type
+    that `cupy._core._routines_linalg.set_compute_type` changes; the setting in force before
+    is restored, so the probe leaves the process's fp32 products as they were.
+    """
+    cp = client._cp
+    linalg = importlib.import_module("cupy._core._routines_linalg")
+    before = linalg.get_compute_type(cp.float32)
+    linalg.set_compute_type(cp.float32, linalg.COMPUTE_TYPE_TF32)
+    try:
+        return _matmul_rate(client, "float32")
+    finally:
+        linalg.set_compute_type(cp.float32, before)
+
+
+def _gemm_bf16(client: CudaClient) -> float:
+    """bf16 x bf16 -> bf16 with fp32 accumulation through cuBLAS `gemmEx` on raw buffers:
+    CuPy has no bfloat16 dtype. The operands are the top halves of random fp32 numbers,
+    which is how bf16 rounds by truncation."""
+    cp = client._cp
+    cublas = importlib.import_module("cupy_backends.cuda.libs.cublas")
+    runtime = cp.cuda.runtime
+    np = importlib.import_module("numpy")
+    n = MATMUL_N
+
+    def operand() -> Any:
+        bits = cp.random.random((n, n), dtype=cp.float32).view(cp.uint32)
+        return (bits >> 16).astype(cp.uint16)
+
+    a, b = operand(), operand()
+    c = cp.empty((n, n), dtype=cp.uint16)
+    alpha = np.ones(1, dtype=np.float32)
+    beta = np.zeros(1, dtype=np.float32)
+    bf16 = getattr(runtime, "CUDA_R_16BF", 14)
+    compute = getattr(cublas, "CUBLAS_COMPUTE_32F", 68)
+    algo = getattr(cublas, "CUBLAS_GEMM_DEFAULT_TENSOR_OP", 99)
+    op_n = getattr(cublas, "CUBLAS_OP_N", 0)
+
+    def gemm() -> None:
+        cublas.gemmEx(
+            cp.cuda.device.get_cublas_handle(), op_n, op_n, n, n, n,
+            alpha.ctypes.data, a.data.ptr, bf16, n, b.data.ptr, bf16, n,
+            beta.ctypes.data, c.data.ptr, bf16, n, compute, algo,
+        )  # fmt: skip
+
+    return 2.0 * n**3 / _best_seconds(client, gemm)
+
+
+_clients: dict[int, CudaClient] = {}
+_clients_lock = threading.Lock()
+
+
+def cuda(
+    device: int = 0,
+    *,
+    cold_l2: bool = True,
+    hold_stream: bool = True,
+    peaks_cache_dir: Path | None = None,
+    probe: Callable[[], Peaks] | None = None,
+) -> CudaClient:
+    """The client of CUDA device `device`. With the defaults it is one client per device per
+    process, so every tuner shares its measured launch overhead and peaks; any other
+    argument gets a client of its own. Raises `CudaUnavailableError` (one message naming
+    the extra to install, or saying no device was found) where CUDA cannot be used."""
+    if cold_l2 and hold_stream and peaks_cache_dir is None and probe is None:
+        with _clients_lock:
+            if device not in _clients:
+                _clients[device] = CudaClient(device)
+            return _clients[device]
+    return CudaClient(
+        device,
+        cold_l2=cold_l2,
+        hold_stream=hold_stream,
+        peaks_cache_dir=peaks_cache_dir,
+        probe=probe,
+    )
+
+
+__all__ = [
+    "CudaClient",
+    "CudaUnavailableError",
+    "cuda",
+    "device_count",
+    "device_id_from",
+    "probe_cuda_peaks",
+]

@@ -1,0 +1,179 @@
+"""The CUDA client on a real GPU: identity, peaks, and how faithfully it times."""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_autotune import AutotuneConfig, AutotuneError, TunableSet, Tuner
+from pytest_autotune.backends import CudaClient, cuda
+from pytest_autotune.backends.cuda import device_id_from
+
+SPIN_SOURCE = r"""
+extern "C" __global__ void spin(float* out, int iters) {
+    float a = threadIdx.x * 1e-3f;
+    for (int i = 0; i < iters; ++i) a = fmaf(a, 0.999f, 1e-3f);
+    if (a == -1.0f) out[0] = a;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def spin(cp: Any) -> Callable[[int], Callable[[], None]]:
+    """`spin(iters)`: a launch of one block per SM whose threads run `iters` dependent FMAs,
+    a kernel that touches no memory, so its time depends on neither the L2 nor the inputs."""
+    kernel = cp.RawKernel(SPIN_SOURCE, "spin")
+    out = cp.zeros(1, dtype=cp.float32)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+
+    def make(iters: int) -> Callable[[], None]:
+        def launch() -> None:
+            kernel((sms,), (128,), (out, np.int32(iters)))
+
+        return launch
+
+    return make
+
+
+def _median_time(client: CudaClient, fn: Callable[..., object], samples: int = 15) -> float:
+    client.time(fn, ())
+    return statistics.median(client.time(fn, ()) for _ in range(samples))
+
+
+def _graph_replay_time(cp: Any, fn: Callable[[], object], launches: int = 20) -> float:
+    """The average time of `fn` captured `launches` times in a CUDA graph and replayed."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        fn()
+        stream.begin_capture()
+        for _ in range(launches):
+            fn()
+        graph = stream.end_capture()
+        graph.launch(stream)
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record(stream)
+        for _ in range(5):
+            graph.launch(stream)
+        stop.record(stream)
+        stop.synchronize()
+    return cp.cuda.get_elapsed_time(start, stop) / 1e3 / (5 * launches)
+
+
+def test_device_id_names_the_gpu_model(client: CudaClient) -> None:
+    assert re.fullmatch(r"cuda-[a-z0-9]+(-[a-z0-9]+)*", client.device_id)
+    assert client.device_id == device_id_from(client.fingerprint()["name"])
+
+
+def test_cuda_gives_one_client_per_device(client: CudaClient) -> None:
+    assert cuda() is client
+    assert cuda(0) is client
+    assert cuda(cold_l2=False) is not client
+
+
+def test_fingerprint_holds_what_changes_timings(client: CudaClient) -> None:
+    fp = client.fingerprint()
+    for key in ("name", "uuid", "driver", "runtime", "cupy", "sm_clock_khz", "compute_capability"):
+        assert key in fp, key
+    assert fp["sm_count"] > 0 and fp["l2_bytes"] > 0 and fp["memory_bytes"] > 0
+    assert re.fullmatch(r"\d+\.\d+", fp["driver"]) and re.fullmatch(r"\d+\.\d+", fp["runtime"])
+    assert fp["uuid"] is None or fp["uuid"].startswith("GPU-")
+
+
+def test_peaks_are_measured_on_the_device(client: CudaClient) -> None:
+    peaks = client.peaks()
+    for name in ("copy", "read", "write"):
+        assert peaks.memory[name] > 0, name
+    for name in ("fp32", "fp64"):
+        assert peaks.compute[name] > 0, name
+    assert peaks.compute_peak("fp32") > peaks.compute_peak("fp64")
+    if "fp16" in peaks.compute:
+        assert peaks.compute["fp16"] > peaks.compute["fp32"]
+    assert peaks.details["buffer_bytes"] >= 4 * client.l2_bytes
+    assert client.peaks() is peaks
+
+
+def test_launch_overhead_is_microseconds(client: CudaClient) -> None:
+    assert 0 < client.launch_overhead < 1e-3
+
+
+def test_timing_agrees_with_cuda_graph_replay(cp: Any, client: CudaClient, spin: Any) -> None:
+    """A ~100 us kernel: the event-timed median within a few percent of a graph replay."""
+    launch = spin(50_000)
+    ours = _median_time(client, launch)
+    replay = _graph_replay_time(cp, launch)
+    assert 50e-6 < replay < 500e-6, f"the spin kernel took {replay * 1e6:.1f} us"
+    assert abs(ours / replay - 1) < 0.05, f"ours {ours * 1e6:.2f} us, graph {replay * 1e6:.2f} us"
+
+
+def test_launch_gaps_stay_out_of_the_timed_region(client: CudaClient, spin: Any) -> None:
+    """Twenty short launches: with the stream held, the host's ~7 us per launch is not
+    timed, so the sample is close to twenty times one launch; without it, far more."""
+    short = spin(500)
+
+    def twenty() -> None:
+        for _ in range(20):
+            short()
+
+    unheld = CudaClient(cold_l2=False, hold_stream=False)
+    held_time = _median_time(client, twenty)
+    unheld_time = _median_time(unheld, twenty)
+    assert held_time < 0.8 * unheld_time, (held_time, unheld_time)
+
+
+def test_a_candidate_that_synchronizes_is_timed_without_a_deadlock(cp: Any, spin: Any) -> None:
+    client = CudaClient()
+    launch = spin(5_000)
+
+    def synchronizing() -> None:
+        launch()
+        cp.cuda.get_current_stream().synchronize()
+
+    started = time.perf_counter()
+    first = client.time(synchronizing, ())
+    later = client.time(synchronizing, ())
+    assert time.perf_counter() - started < 5.0
+    assert math.isfinite(first) and first > 0 and math.isfinite(later) and later > 0
+
+
+def test_a_cold_l2_makes_a_cached_read_slower(cp: Any, client: CudaClient) -> None:
+    """A sum over a quarter of the L2: cold it streams from HBM, hot it reads the L2."""
+    x = cp.ones(client.l2_bytes // 4 // 4, dtype=cp.float32)
+
+    def read() -> None:
+        x.sum()
+
+    hot = CudaClient(cold_l2=False)
+    cold_time = _median_time(client, read, 31)
+    hot_time = _median_time(hot, read, 31)
+    assert cold_time > 1.1 * hot_time, (cold_time, hot_time)
+
+
+def test_a_candidate_out_of_memory_fails_alone_and_frees_the_pool(
+    cp: Any, client: CudaClient
+) -> None:
+    total = client.fingerprint()["memory_bytes"]
+    pool = cp.get_default_memory_pool()
+
+    def hog(x: Any) -> Any:
+        held = cp.empty(1 << 30, dtype=cp.uint8)  # alive in this frame when the next fails
+        too_much = cp.empty(2 * total, dtype=cp.uint8)
+        return held, too_much
+
+    def double(x: Any) -> Any:
+        return x * 2
+
+    tunables = TunableSet.of(lambda x: x.size, {"hog": hog, "double": double})
+    tuner = Tuner("gpu-oom", client.device_id, AutotuneConfig(disable_cache=True))
+    x = cp.ones(1 << 20, dtype=cp.float32)
+    decision = tuner.tune(x.size, tunables, (x,), client)
+    assert decision.fastest_name == "double"
+    failure = decision.results[0]
+    assert isinstance(failure, AutotuneError) and "OutOfMemoryError" in failure.message
+    assert pool.total_bytes() < 1 << 30

@@ -1,0 +1,64 @@
+"""What the plugin tests share: a fake client's conftest for pytester, and how to run."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import textwrap
+
+import pytest
+
+FAKE_CONFTEST = textwrap.dedent(
+    '''
+    import os
+
+    from pytest_autotune.backends.peaks import Peaks
+
+    class Clock:
+        now_ns = 0
+
+    CLOCK = Clock()
+
+    def spin(seconds):
+        """A candidate's cost on the fake clock; SLOWDOWN_<NAME> scales one candidate."""
+        CLOCK.now_ns += round(seconds * 1e9)
+
+    def slowdown(name):
+        return float(os.environ.get(f"SLOWDOWN_{name.upper()}", "1"))
+
+    class FakeClient:
+        device_id = "cpu-fake-1t"
+        launch_overhead = 0.0
+
+        def fingerprint(self):
+            return {"fake": True}
+
+        def sync(self):
+            pass
+
+        def time(self, fn, inputs):
+            start = CLOCK.now_ns
+            fn(*inputs)
+            return (CLOCK.now_ns - start) / 1e9
+
+        def peaks(self):
+            return Peaks(memory={"copy": 1e9, "read": 1e9}, compute={"fp32": 1e9}, threads=1)
+
+    def pytest_autotune_client(config, device):
+        return FakeClient() if device in ("auto", "fake") else None
+    '''
+)
+
+
+def _plugin_is_installed() -> bool:
+    return any(
+        ep.value.startswith("pytest_autotune")
+        for ep in importlib.metadata.entry_points(group="pytest11")
+    )
+
+
+PLUGIN_ARGS = () if _plugin_is_installed() else ("-p", "pytest_autotune.plugin")
+
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(*PLUGIN_ARGS, "-p", "no:cacheprovider", *args)

@@ -1,0 +1,327 @@
+"""`pytest --autotune`: tune, check, measure the winner, compare with the committed cache."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.plugin.harness import run
+
+SCALE_TESTS = """
+import pytest
+from conftest import spin, slowdown
+from pytest_autotune import Thresholds, Work
+
+def slow(n):
+    spin(300e-6 * slowdown("slow"))
+    return n * 2
+
+def fast(n):
+    spin(100e-6 * slowdown("fast"))
+    return n * 2
+
+def medium(n):
+    spin(150e-6 * slowdown("medium"))
+    return n * 2
+
+@pytest.mark.autotune(
+    candidates={"slow": slow, "fast": fast, "medium": medium},
+    work=lambda n: Work(bytes=1e5),
+)
+@pytest.mark.parametrize("n", [1, 2])
+def test_scale(candidate, n):
+    return candidate(n)
+"""
+
+CACHE = Path(".autotune/cpu-fake-1t/test_scale.py__test_scale.json")
+
+
+@pytest.fixture
+def scale(autotune_pytester: pytest.Pytester) -> pytest.Pytester:
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    return autotune_pytester
+
+
+def cache_file(pytester: pytest.Pytester) -> Path:
+    return pytester.path / CACHE
+
+
+def test_update_writes_the_baselines_and_the_gate_then_passes(scale: pytest.Pytester) -> None:
+    updated = run(scale, "--autotune-update")
+    assert updated.ret == pytest.ExitCode.OK
+    data = json.loads(cache_file(scale).read_text())
+    assert [(e["key"], e["fastest_name"]) for e in data["entries"]] == [("1", "fast"), ("2", "fast")]
+    assert data["device"]["id"] == "cpu-fake-1t"
+
+    gated = run(scale, "--autotune")
+    assert gated.ret == pytest.ExitCode.OK
+    gated.stdout.fnmatch_lines(["*test_scale.py::test_scale[[]1[]]*fast*100 us*100.0%*+0.0%*pass*"])
+
+
+def test_without_update_the_cache_files_are_only_read(scale: pytest.Pytester) -> None:
+    run(scale, "--autotune-update")
+    before = cache_file(scale).read_bytes()
+    run(scale, "--autotune")
+    assert cache_file(scale).read_bytes() == before
+
+
+def test_a_slowdown_of_the_winner_fails_with_how_much_and_against_what(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(scale, "--autotune-update")
+    monkeypatch.setenv("SLOWDOWN_FAST", "1.25")
+    result = run(scale, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*autotune gate: regression: regression of +25.0% [[]*",
+            "*median 125 us against the baseline median 100 us (fast on cpu-fake-1t,"
+            " .autotune/cpu-fake-1t/test_scale.py__test_scale.json); tolerated 10.0%*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["FAILED test_scale.py::test_scale[[]fast-1[]]*"])
+    result.assert_outcomes(passed=4, failed=2)
+
+
+def test_a_slowdown_within_the_noise_allowance_does_not_fail(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(scale, "--autotune-update")
+    # 10% tolerated plus 3.09 x 3% between-session noise on a CPU: +15% must pass.
+    monkeypatch.setenv("SLOWDOWN_FAST", "1.15")
+    assert run(scale, "--autotune").ret == pytest.ExitCode.OK
+
+
+def test_update_records_a_slower_winner_without_failing(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(scale, "--autotune-update")
+    monkeypatch.setenv("SLOWDOWN_FAST", "2.0")
+    result = run(scale, "--autotune-update")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*updated*"])
+    data = json.loads(cache_file(scale).read_text())
+    winner = data["entries"][0]["results"][data["entries"][0]["fastest_index"]]
+    assert data["entries"][0]["fastest_name"] == "medium"
+    assert set(winner["samples_ns"]) == {150_000}
+
+
+def test_a_corrupt_cache_file_is_named_in_a_warning_and_left_untouched(scale: pytest.Pytester) -> None:
+    path = cache_file(scale)
+    path.parent.mkdir(parents=True)
+    path.write_text("{ this is not json")
+    result = run(scale, "--autotune")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([f"*warning: *{CACHE}*"])
+    assert path.read_text() == "{ this is not json"
+    updated = run(scale, "--autotune-update")
+    updated.stdout.fnmatch_lines([f"*error: *{CACHE}*this file was not updated*"])
+    assert path.read_text() == "{ this is not json"
+
+
+def test_strict_mode_fails_a_group_without_a_baseline(scale: pytest.Pytester) -> None:
+    result = run(scale, "--autotune", "--autotune-strict")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*no baseline*--autotune-update records one*"])
+    assert run(scale, "--autotune").ret == pytest.ExitCode.OK
+
+
+def test_a_baseline_of_another_candidate_list_is_not_comparable_and_never_fails(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(scale, "--autotune-update")
+    scale.makepyfile(test_scale=SCALE_TESTS.replace('"medium": medium', '"middle": medium'))
+    monkeypatch.setenv("SLOWDOWN_FAST", "2.0")
+    result = run(scale, "--autotune", "--autotune-strict")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*not comparable*"])
+
+
+def test_errors_are_never_reported_as_regressions(autotune_pytester: pytest.Pytester) -> None:
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+
+        def broken(n):
+            raise ValueError("no")
+
+        def worse(n):
+            raise KeyError(n)
+
+        @pytest.mark.autotune(candidates={"broken": broken, "worse": worse})
+        def test_all_fail(candidate):
+            return candidate(1)
+        """
+    )
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    output = result.stdout.str()
+    assert "every candidate failed" in output
+    assert "regression of" not in output
+    assert "REGRESSION" not in output
+
+
+def test_a_winner_below_the_floor_fails(autotune_pytester: pytest.Pytester) -> None:
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+        from conftest import spin
+        from pytest_autotune import Thresholds, Work
+
+        def only(n):
+            spin(100e-6)
+            return n
+
+        def other(n):
+            spin(200e-6)
+            return n
+
+        # 5e4 bytes in 100 us at 1 GB/s is 50% of the memory roof; the floor asks for 80%.
+        @pytest.mark.autotune(
+            candidates={"only": only, "other": other},
+            work=lambda: Work(bytes=5e4),
+            thresholds=Thresholds(memory=0.8),
+        )
+        def test_floor(candidate):
+            return candidate(1)
+        """
+    )
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*below the floor: 50.0% of the memory roof*the floor is 80.0%*"])
+
+
+def test_a_bad_option_value_is_a_usage_error(scale: pytest.Pytester) -> None:
+    result = run(scale, "--autotune", "--autotune-level=turbo")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*command line: autotune_level*turbo*"])
+
+
+def test_a_bad_ini_value_is_a_usage_error_naming_the_ini(scale: pytest.Pytester) -> None:
+    scale.makeini("[pytest]\nautotune_device = gpu 7\n")
+    result = run(scale, "--autotune")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini: autotune_device: expected auto, cpu, cuda*'gpu 7'*"])
+
+
+def test_a_bad_yaml_setting_is_a_usage_error_naming_the_file(scale: pytest.Pytester) -> None:
+    (scale.path / "autotune.yaml").write_text("max_samples: many\n")
+    result = run(scale, "--autotune")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*autotune.yaml: max_samples:*many*"])
+
+
+def test_settings_come_from_the_yaml_file(scale: pytest.Pytester) -> None:
+    (scale.path / "autotune.yaml").write_text("cache_dir: baselines\n")
+    run(scale, "--autotune-update")
+    assert (scale.path / "baselines/cpu-fake-1t/test_scale.py__test_scale.json").is_file()
+
+
+def test_records_are_written_one_per_decision(scale: pytest.Pytester) -> None:
+    run(scale, "--autotune", "--autotune-record=out/records.jsonl")
+    from pytest_autotune import read_records
+
+    records = read_records(scale.path / "out/records.jsonl")
+    assert [(r.key, r.fastest_name) for r in records] == [("1", "fast"), ("2", "fast")]
+    assert records[0].extra["verdict"] == "no baseline"
+
+
+def test_verbose_shows_each_candidate_while_it_is_tuned(scale: pytest.Pytester) -> None:
+    result = run(scale, "--autotune", "-v")
+    result.stdout.fnmatch_lines(["*tuning test_scale.py::test_scale[[]1[]]*", "*slow: 300.00 us*"])
+
+
+def test_the_step_summary_gets_the_table_in_markdown(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = scale.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    run(scale, "--autotune")
+    text = summary.read_text()
+    assert "| group |" in text.replace("  ", " ") or "| group" in text
+    assert "test\\_scale" in text or "test_scale" in text
+
+
+def test_the_winners_are_written_in_pytest_benchmarks_format(scale: pytest.Pytester) -> None:
+    run(scale, "--autotune", "--autotune-benchmark-json=bench.json")
+    data = json.loads((scale.path / "bench.json").read_text())
+    assert len(data["benchmarks"]) == 2
+    assert {b["stats"]["median"] for b in data["benchmarks"]} == {100e-6}
+
+
+def test_hooks_can_add_to_the_fingerprint_and_override_a_verdict(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conftest = scale.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + """
+import dataclasses
+
+def pytest_autotune_fingerprint(config, fingerprint):
+    fingerprint["image"] = "runner-7"
+
+def pytest_autotune_verdict(config, summary, verdict):
+    return dataclasses.replace(verdict, failed=False)
+"""
+    )
+    run(scale, "--autotune-update")
+    assert json.loads(cache_file(scale).read_text())["device"]["fingerprint"]["image"] == "runner-7"
+    monkeypatch.setenv("SLOWDOWN_FAST", "1.5")
+    assert run(scale, "--autotune").ret == pytest.ExitCode.OK
+
+
+def test_the_autotune_fixture_tunes_a_production_tunable_set(autotune_pytester: pytest.Pytester) -> None:
+    autotune_pytester.makepyfile(
+        """
+        from conftest import spin
+        from pytest_autotune import TunableSet
+
+        def fast(n):
+            spin(100e-6)
+            return n + 1
+
+        def slow(n):
+            spin(300e-6)
+            return n + 1
+
+        def wrong(n):
+            spin(10e-6)
+            return n
+
+        def make_set():
+            return TunableSet.of(lambda n: n, {"slow": slow, "fast": fast})
+
+        def test_production_set(autotune):
+            assert autotune(make_set(), 41) == 42
+
+        def test_a_wrong_candidate_fails_the_fixture(autotune):
+            autotune(TunableSet.of(lambda n: n, {"fast": fast, "wrong": wrong}), 41)
+        """
+    )
+    checked = run(autotune_pytester, "-rf")
+    checked.assert_outcomes(passed=1, failed=1)
+    checked.stdout.fnmatch_lines(["*candidate 'wrong' differs*"])
+    tuned = run(autotune_pytester, "--autotune-update", "-rf")
+    tuned.assert_outcomes(passed=1, failed=1)
+    files = sorted(p.name for p in (autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*.json"))
+    assert files == [
+        "test_the_autotune_fixture_tunes_a_production_tunable_set.py__test_a_wrong_candidate_fails_the_fixture.json",
+        "test_the_autotune_fixture_tunes_a_production_tunable_set.py__test_production_set.json",
+    ]
+
+
+def test_xdist_workers_tune_and_the_controller_writes_both_keys(scale: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    # pytest-benchmark warns that it disables itself under xdist; that is not ours to fail on.
+    scale.makeini(
+        "[pytest]\nfilterwarnings =\n    error\n"
+        "    ignore::pytest_benchmark.logger.PytestBenchmarkWarning\n"
+    )
+    result = run(scale, "-n", "2", "--autotune-update")
+    assert result.ret == pytest.ExitCode.OK
+    data = json.loads(cache_file(scale).read_text())
+    assert [e["key"] for e in data["entries"]] == ["1", "2"]
+    result.stdout.fnmatch_lines(["*test_scale[[]1[]]*fast*", "*test_scale[[]2[]]*fast*"])
