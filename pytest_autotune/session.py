@@ -490,17 +490,6 @@ class AutotuneSession:
     ) -> None:
         """Keep, as plain JSON values, what the end of the session writes."""
         record = decision.to_record(request.tuner_name, client.device_id)
-        extra = {
-            "group": request.group,
-            "verdict": verdict.verdict.value,
-            "message": verdict.message,
-            "fraction_of_roof": verdict.fraction_of_roof,
-            "comparison": verdict.comparison.to_json() if verdict.comparison else None,
-            "winner_samples_ns": [
-                round(s * 1e9) for s in (verdict.measurement.samples if verdict.measurement else ())
-            ],
-        }
-        self.records.append(dataclasses.replace(record, extra=extra).to_json())
         if client.device_id not in self.devices:
             fingerprint = dict(client.fingerprint())
             if self.fingerprint_hook is not None:
@@ -510,6 +499,21 @@ class AutotuneSession:
                 "fingerprint": fingerprint,
                 "peaks": client.peaks().to_json(),
             }
+        work: Work | None = request.options.get("work")
+        extra = {
+            "group": request.group,
+            "verdict": verdict.verdict.value,
+            "message": verdict.message,
+            "fraction_of_roof": verdict.fraction_of_roof,
+            "comparison": verdict.comparison.to_json() if verdict.comparison else None,
+            "winner_samples_ns": [
+                round(s * 1e9) for s in (verdict.measurement.samples if verdict.measurement else ())
+            ],
+            # The report re-renders from records alone, so each carries its device and work.
+            "device": self.devices[client.device_id],
+            "work": {"compute_ops": work.compute_ops, "bytes": work.bytes} if work else None,
+        }
+        self.records.append(dataclasses.replace(record, extra=extra).to_json())
         if not decision.measured or verdict.measurement is None or verdict.verdict is Verdict.ERROR:
             return
         # The baseline to commit holds the winner's precise measurement, not its tuning
@@ -557,6 +561,11 @@ class AutotuneSession:
             recorder = Recorder(self.settings.engine.record)
             for record in self.records:
                 recorder.record(AutotuneRecord.from_json(record))
+        if self.settings.html is not None:
+            from pytest_autotune.report.html import write_html
+
+            write_html(self.settings.html, [AutotuneRecord.from_json(r) for r in self.records])
+            self.notes.append(f"report: {_relative(self.settings.html, self.settings.rootpath)}")
         if self.settings.benchmark_json is not None:
             from pytest_autotune.report.benchmark_json import write_benchmark_json
 

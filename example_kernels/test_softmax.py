@@ -1,0 +1,22 @@
+"""Row-wise softmax, tuned over its candidates."""
+
+import pytest
+
+from example_kernels import softmax
+from example_kernels.backend import candidates, on_host, sizes, xp
+
+
+@pytest.fixture(params=sizes(cpu=[1024], cuda=[32768]), ids=lambda rows: f"rows{rows}")
+def x(request):
+    return softmax.inputs(request.param, xp=xp())[0]
+
+
+@pytest.mark.autotune(
+    candidates=candidates(softmax),
+    work=lambda x: softmax.work(x),
+    reference=on_host(softmax.reference),
+    rtol=1e-4,
+    atol=1e-7,
+)
+def test_softmax(candidate, x):
+    return candidate(x)

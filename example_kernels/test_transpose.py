@@ -1,0 +1,20 @@
+"""transpose, tuned over its candidates."""
+
+import pytest
+
+from example_kernels import transpose
+from example_kernels.backend import candidates, on_host, sizes, xp
+
+
+@pytest.fixture(params=sizes(cpu=[1024], cuda=[8192]), ids=lambda n: f"n{n}")
+def x(request):
+    return transpose.inputs(request.param, xp())[0]
+
+
+@pytest.mark.autotune(
+    candidates=candidates(transpose),
+    work=lambda x: transpose.work(x),
+    reference=on_host(transpose.reference),
+)
+def test_transpose(candidate, x):
+    return candidate(x)
