@@ -2,20 +2,17 @@
 
 `pytest-benchmark compare PATH` and the dashboards that read pytest-benchmark files (the
 github-action-benchmark family) then work on our results. The file has the shape
-pytest-benchmark 5.2.3 writes with `--benchmark-json`: `machine_info`, `commit_info`,
+the installed pytest-benchmark writes with `--benchmark-json`: `machine_info`, `commit_info`,
 `benchmarks` (one per group: its winner, with pytest-benchmark's statistics of the precise
-measurement and the raw samples as `data`), `datetime` and `version`. The statistics are
-computed here, exactly as pytest-benchmark computes them, so the file needs nothing of
-pytest-benchmark to be written.
+measurement and the raw samples as `data`), `datetime` and `version`.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import platform
-import statistics
 import subprocess
-from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,77 +20,26 @@ from typing import Any
 
 from pytest_autotune.report import GroupSummary, ordered
 
-FORMAT_VERSION = "5.2.3"
-"""The pytest-benchmark release whose file format this follows; written as `version`."""
+FORMAT_VERSION: str = importlib.metadata.version("pytest-benchmark")
+"""The installed pytest-benchmark, whose format and statistics the file follows."""
 
 
 def benchmark_stats(samples: Sequence[float]) -> dict[str, Any]:
-    """pytest-benchmark's `stats` of a sample set in seconds, field for field.
+    """pytest-benchmark's `stats` of a sample set in seconds, computed by its own `Stats`.
 
-    Every formula is pytest-benchmark's own (`pytest_benchmark.stats.Stats`), quirks
-    included, so a tool reading the file finds the numbers it would have computed: the
-    standard deviation is the sample one (n - 1), quartiles follow its two methods for odd
-    and even counts, and `hd15iqr` is the first datum above the upper fence when there is
-    one. Each sample is one call, so `iterations` is 1.
+    Reusing its class, rather than its formulas copied here, keeps the file right across its
+    releases (5.3 changed how `hd15iqr` is computed). Each sample is one call, so
+    `iterations` is 1, and the raw samples go in `data` as `--benchmark-json` writes them.
     """
+    from pytest_benchmark.stats import Stats
+
     data = list(samples)
     if not data:
         raise ValueError("no samples")
-    rounds = len(data)
-    ordered_data = sorted(data)
-    mean = statistics.mean(data)
-    stddev = statistics.stdev(data) if rounds > 1 else 0
-    q1, q3 = _quartiles(ordered_data)
-    iqr = q3 - q1
-    if rounds == 1:
-        ld15iqr = hd15iqr = data[0]
-    else:
-        ld15iqr = ordered_data[bisect_left(ordered_data, q1 - 1.5 * iqr)]
-        above = bisect_right(ordered_data, q3 + 1.5 * iqr)
-        hd15iqr = ordered_data[min(above, rounds - 1)]
-    iqr_outliers = sum(1 for x in data if x < q1 - 1.5 * iqr or x > q3 + 1.5 * iqr)
-    stddev_outliers = sum(1 for x in data if x < mean - stddev or x > mean + stddev)
-    total = sum(data)
-    return {
-        "min": min(data),
-        "max": max(data),
-        "mean": mean,
-        "stddev": stddev,
-        "rounds": rounds,
-        "median": statistics.median(data),
-        "iqr": iqr,
-        "q1": q1,
-        "q3": q3,
-        "iqr_outliers": iqr_outliers,
-        "stddev_outliers": stddev_outliers,
-        "outliers": f"{stddev_outliers};{iqr_outliers}",
-        "ld15iqr": ld15iqr,
-        "hd15iqr": hd15iqr,
-        "ops": rounds / total if total else 0,
-        "total": total,
-        "data": data,
-        "iterations": 1,
-    }
-
-
-def _quartiles(data: Sequence[float]) -> tuple[float, float]:
-    """Q1 and Q3 of sorted `data`: method 3 for odd counts, method 2 (medians of the halves)
-    for even ones, as pytest-benchmark computes them."""
-    n = len(data)
-    if n == 1:
-        return data[0], data[0]
-    if n % 2 == 0:
-        return statistics.median(data[: n // 2]), statistics.median(data[n // 2 :])
-    quarter, rest = divmod(n, 4)
-    if rest == 1:
-        return (
-            0.25 * data[quarter - 1] + 0.75 * data[quarter],
-            0.75 * data[3 * quarter] + 0.25 * data[3 * quarter + 1],
-        )
-    return (
-        0.75 * data[quarter] + 0.25 * data[quarter + 1],
-        0.25 * data[3 * quarter + 1] + 0.75 * data[3 * quarter + 2],
-    )
+    stats = Stats()  # type: ignore[no-untyped-call]
+    for sample in data:
+        stats.update(sample)  # type: ignore[no-untyped-call]
+    return {**stats.as_dict(), "data": data, "iterations": 1}  # type: ignore[no-untyped-call]
 
 
 def machine_info() -> dict[str, Any]:
