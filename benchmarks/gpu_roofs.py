@@ -63,7 +63,7 @@ def main() -> int:
                 rows.append([name, "-", "-", 0, why[:70]])
                 per_candidate[name] = {"error": why}
         print(
-            f"== {family.name} {family.args}: roof {family.roof} {roof:.4g}/s, tuned in {wall:.2f} s"
+            f"== {family.name} {family.args}: roof {family.roof} {roof:.4g}/s, checked and tuned in {wall:.2f} s"
         )
         print(table(["candidate", "median us", "fraction of roof", "samples", "note"], rows))
         print()

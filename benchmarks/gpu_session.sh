@@ -16,7 +16,7 @@ LOG="$OUT/session.log"
   python3 -c "import sys, numpy, cupy; print(sys.version); print('numpy', numpy.__version__, 'cupy', cupy.__version__); print(cupy.cuda.runtime.getDeviceProperties(0)['name'])"
 } 2>&1 | tee "$LOG"
 
-timeout 120 python3 -m pytest tests/gpu tests/unit/test_cuda_client.py -v -rs --durations=8 \
+timeout 100 python3 -m pytest tests/gpu tests/unit/test_cuda_client.py -v -rs --durations=8 \
   > "$OUT/pytest_gpu.txt" 2>&1
 echo "pytest tests/gpu exit code: $?" | tee -a "$LOG"
 grep -E "PASSED|FAILED|ERROR|SKIPPED" "$OUT/pytest_gpu.txt" | grep -v PASSED | head -40 | tee -a "$LOG"
@@ -27,9 +27,9 @@ step() {  # step SECONDS SCRIPT: one benchmark, its output appended to the log
   timeout "$1" python3 "$2" 2>&1 | tee -a "$LOG"
   echo "===== $2 exit code: ${PIPESTATUS[0]}" | tee -a "$LOG"
 }
-step 40 benchmarks/gpu_peaks.py
-step 60 benchmarks/gpu_tuning_cost.py
-step 75 benchmarks/gpu_timing_accuracy.py
-step 90 benchmarks/gpu_roofs.py
+step 50 benchmarks/gpu_peaks.py
+step 80 benchmarks/gpu_tuning_cost.py
+step 100 benchmarks/gpu_timing_accuracy.py
+step 120 benchmarks/gpu_roofs.py
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu --format=csv 2>&1 | tee -a "$LOG"
 exit 0

@@ -36,7 +36,7 @@ from pytest_autotune.tune.log import (
     Recorder,
     read_records,
 )
-from pytest_autotune.tune.tunable import TuneFn, TuneGroup, Tunable
+from pytest_autotune.tune.tunable import Tunable, TuneFn, TuneGroup
 from pytest_autotune.tune.tunable_set import (
     CloneInputGenerator,
     InputGenerator,
@@ -74,8 +74,8 @@ __all__ = [
     "SampleStats",
     "Thresholds",
     "TimeBound",
-    "TunableSet",
     "Tunable",
+    "TunableSet",
     "TuneCacheResult",
     "TuneDecision",
     "TuneFn",

@@ -10,7 +10,6 @@ import inspect
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +18,6 @@ from pytest_autotune import hookspecs
 from pytest_autotune.session import (
     AutotuneSession,
     GroupRequest,
-    PluginSettings,
     check_candidate,
     is_builtin_device,
     settings_from_sources,
@@ -259,11 +257,11 @@ def pytest_collection_modifyitems(
         function = functions.get(item.nodeid.split("[", 1)[0])
         if function is None or not hasattr(item, "callspec"):
             continue
-        value = item.callspec.params["candidate"]  # type: ignore[attr-defined]
+        value = item.callspec.params["candidate"]
         name = next((n for n, f in function.candidates if f is value), None)
         if name is None:
             name = next((n for n, f in function.candidates if f == value), repr(value))
-        group_key = _without_component(item.callspec.id, name)  # type: ignore[attr-defined]
+        group_key = _without_component(item.callspec.id, name)
         group = f"{function.nodeid}[{group_key}]" if group_key else function.nodeid
         members = groups.setdefault(group, [])
         members.append(item)

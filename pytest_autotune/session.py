@@ -50,7 +50,7 @@ from pytest_autotune.tune.config import (
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.key import set_autotune_level, stable_key
 from pytest_autotune.tune.log import AutotuneRecord, Recorder
-from pytest_autotune.tune.tunable import TuneGroup, Tunable
+from pytest_autotune.tune.tunable import Tunable, TuneGroup
 from pytest_autotune.tune.tunable_set import TunableSet, clone_value
 from pytest_autotune.tune.tuner import TuneDecision, Tuner
 
@@ -179,7 +179,7 @@ def check_candidate(
                 return None  # the first candidate that succeeds is the reference
             try:
                 expected = run(fn, *clone_value(inputs))
-            except Exception:  # noqa: BLE001 - a failing candidate cannot be the reference
+            except Exception:  # noqa: BLE001, S112 - a failing candidate cannot be the reference
                 continue
             label = f"the reference candidate {other!r} (the first that succeeds)"
             break
@@ -667,9 +667,9 @@ def _relative(path: Path, root: Path) -> str:
 
 __all__ = [
     "AutotuneSession",
-    "is_builtin_device",
     "GroupRequest",
     "PluginSettings",
     "check_candidate",
+    "is_builtin_device",
     "settings_from_sources",
 ]

@@ -475,27 +475,40 @@ def _launch_config(client: CudaClient) -> tuple[tuple[int], tuple[int]]:
 
 
 def _probe_memory(client: CudaClient, module: Any, details: dict[str, Any]) -> dict[str, float]:
+    """Copy, read and write rates, each the best of two launch shapes of one kernel: a full
+    SM of blocks striding over the buffer four loads at a time, and one 16-byte access per
+    thread over as many blocks as that takes. Which is faster depends on the GPU and the
+    access pattern, and a peak is the best the device can do."""
     cp = client._cp
     nbytes = client.probe_buffer_bytes()
     n4 = nbytes // 16
     src = cp.random.random(nbytes // 4, dtype=cp.float32)
     dst = cp.empty_like(src)
     out = cp.zeros(1, dtype=cp.float32)
-    grid, block = _launch_config(client)
-    copy, read, write = (module.get_function(f"probe_{k}") for k in ("copy", "read", "write"))
-    n = cp.int64(n4)
-    rates = {
-        "copy": 2 * nbytes / _best_seconds(client, lambda: copy(grid, block, (src, dst, n))),
-        "read": nbytes / _best_seconds(client, lambda: read(grid, block, (src, out, n))),
-        "write": nbytes
-        / _best_seconds(client, lambda: write(grid, block, (dst, n, cp.float32(1.0)))),
+    n, one = cp.int64(n4), cp.float32(1.0)
+    args = {"copy": (src, dst, n), "read": (src, out, n), "write": (dst, n, one)}
+    moved = {"copy": 2 * nbytes, "read": nbytes, "write": nbytes}
+    shapes = {
+        "grid_stride": _launch_config(client),
+        "one_per_thread": ((-(-n4 // FMA_BLOCK),), (FMA_BLOCK,)),
     }
+    rates: dict[str, float] = {}
+    by_shape: dict[str, dict[str, float]] = {}
+    for name, kernel_args in args.items():
+        kernel = module.get_function(f"probe_{name}")
+        by_shape[name] = {
+            shape: moved[name]
+            / _best_seconds(client, functools.partial(kernel, grid, block, kernel_args))
+            for shape, (grid, block) in shapes.items()
+        }
+        rates[name] = max(by_shape[name].values())
     stream_ptr = cp.cuda.get_current_stream().ptr
     kind = cp.cuda.runtime.memcpyDeviceToDevice
 
     def memcpy() -> None:
         cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, kind, stream_ptr)
 
+    details["memory_by_launch_shape"] = by_shape
     details["memcpy_bytes_per_s"] = 2 * nbytes / _best_seconds(client, memcpy)
     details["buffer_bytes"] = nbytes
     details["l2_bytes"] = client.l2_bytes

@@ -10,6 +10,8 @@ import os
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar, Union
 
+from typing_extensions import Self
+
 KeyT = TypeVar("KeyT", bound="AutotuneKey")
 
 Key = Union["AutotuneKey", str, int, tuple[Any, ...]]
@@ -37,7 +39,7 @@ class AutotuneKey:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     @classmethod
-    def from_json(cls: type[KeyT], data: dict[str, Any]) -> KeyT:
+    def from_json(cls, data: dict[str, Any]) -> Self:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - names
         if unknown:
@@ -111,8 +113,8 @@ _LEVEL_BASE_FACTOR = {
 
 def anchor(
     x: int,
-    max: int | None = None,  # noqa: A002 - the seed's names
-    min: int | None = None,  # noqa: A002
+    max: int | None = None,
+    min: int | None = None,
     base: float | None = None,
     level: AutotuneLevel | None = None,
 ) -> int:

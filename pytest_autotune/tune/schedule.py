@@ -34,6 +34,8 @@ class _Trial:
 
     index: int
     name: str
+    drops_first: bool
+    """Whether the first sample is warm-up biased (see `effective`)."""
     samples: list[float] = field(default_factory=list)
     error: AutotuneError | None = None
     eliminated: bool = False
@@ -42,10 +44,15 @@ class _Trial:
     under_limit: int = 0
 
     @property
+    def dropping_first(self) -> bool:
+        # In the adaptive round robin the first sample follows a single warm-up, so it still
+        # carries allocation and clock ramp costs: once three samples exist it no longer
+        # speaks for the candidate. The fixed pass's warm-ups have absorbed those costs.
+        return self.drops_first and len(self.samples) >= 3
+
+    @property
     def effective(self) -> list[float]:
-        # The first sample follows a single warm-up, so it still carries allocation and
-        # clock ramp costs: once three samples exist it no longer speaks for the candidate.
-        return self.samples[1:] if len(self.samples) >= 3 else self.samples
+        return self.samples[1:] if self.dropping_first else self.samples
 
     @property
     def best(self) -> float:
@@ -59,7 +66,7 @@ class _Trial:
         if self.error is not None:
             return self.error
         return AutotuneOutcome(
-            self.name, self.index, tuple(self.samples), dropped_first=len(self.samples) >= 3
+            self.name, self.index, tuple(self.samples), dropped_first=self.dropping_first
         )
 
 
@@ -81,8 +88,9 @@ class _Batch:
         time_limit: float | None,
         short_circuit_samples: int | None,
         ctx: AutotuneLogContext | None,
+        drop_first: bool,
     ) -> None:
-        self.trials = [_Trial(i, names[i]) for i in indices]
+        self.trials = [_Trial(i, names[i], drop_first) for i in indices]
         self._sample = sample
         self._limit = time_limit
         self._short_circuit = short_circuit_samples
@@ -124,8 +132,12 @@ def fixed_pass(
     short_circuit_samples: int | None = None,
     ctx: AutotuneLogContext | None = None,
 ) -> BatchResult:
-    """Each candidate in turn: `config.warmups` warm-ups, then `config.max_samples` samples."""
-    batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx)
+    """Each candidate in turn: `config.warmups` warm-ups, then `config.max_samples` samples.
+
+    Every sample counts: the warm-ups before the first have absorbed the allocation and
+    clock ramp costs that make the adaptive round robin drop its first.
+    """
+    batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx, False)
     for trial in batch.trials:
         for _ in range(config.warmups):
             if trial.error is None:
@@ -151,13 +163,16 @@ def adaptive_round_robin(
     """One warm-up and one sample each, then rounds of one sample per live candidate.
 
     Interleaving the candidates spreads a slow phase of the machine over all of them
-    instead of one. After `min_samples`, a candidate whose best exceeds `speed_factor`
-    times the leader's best is eliminated (never below two survivors, so the winner is
-    always chosen against a rival); a candidate converges after two rounds without a 2%
-    improvement of its best; the batch ends when every survivor has converged or reached
-    `max_samples`, or early on a short circuit.
+    instead of one. Once three samples exist the first, warm-up biased one is dropped, and
+    `min_samples` counts the samples left, so with the default of 3 a decision rests on
+    three samples: the fewest whose median and spread one preempted sample cannot move (a
+    median of two is their mean). After `min_samples`, a candidate whose best exceeds
+    `speed_factor` times the leader's best is eliminated (never below two survivors, so the
+    winner is always chosen against a rival); a candidate converges after two rounds
+    without a 2% improvement of its best and `min_samples`; the batch ends when every
+    survivor has converged or reached `max_samples`, or early on a short circuit.
     """
-    batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx)
+    batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx, True)
     for trial in batch.trials:
         batch.take(trial, keep=False)
         if trial.error is None:
@@ -191,7 +206,7 @@ def _note_progress(
         trial.stalls = 0
     else:
         trial.stalls += 1
-    if trial.stalls >= STALLS_TO_CONVERGE and len(trial.samples) >= config.min_samples:
+    if trial.stalls >= STALLS_TO_CONVERGE and len(trial.effective) >= config.min_samples:
         trial.converged = True
         log_event(ctx, Converged(trial.name, trial.index, len(trial.samples)))
 
@@ -205,7 +220,7 @@ def _eliminate(trials: list[_Trial], config: BenchConfig, ctx: AutotuneLogContex
     for trial in sorted(survivors, key=lambda t: t.best, reverse=True):
         if len(survivors) <= 2:
             break
-        if len(trial.samples) >= config.min_samples and trial.best > config.speed_factor * leader:
+        if len(trial.effective) >= config.min_samples and trial.best > config.speed_factor * leader:
             trial.eliminated = True
             survivors.remove(trial)
             log_event(

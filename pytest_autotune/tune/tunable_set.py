@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_autotune.tune.bounds import Bounds, BoundsGenerator, Thresholds, Work, roofline
 from pytest_autotune.tune.key import KeyGenerator
-from pytest_autotune.tune.tunable import TuneFn, Tunable
+from pytest_autotune.tune.tunable import Tunable, TuneFn
 
 if TYPE_CHECKING:
     from pytest_autotune.backends.client import Client

@@ -77,8 +77,10 @@ def test_a_slowdown_of_the_winner_fails_with_how_much_and_against_what(
     result.stdout.fnmatch_lines(
         [
             "*autotune gate: regression: regression of +25.0% [[]*",
-            "*median 125 us against the baseline median 100 us (fast on cpu-fake-1t,"
-            " .autotune/cpu-fake-1t/test_scale.py__test_scale.json); tolerated 10.0%*",
+            (
+                "*median 125 us against the baseline median 100 us (fast on cpu-fake-1t,"
+                " .autotune/cpu-fake-1t/test_scale.py__test_scale.json); tolerated 10.0%*"
+            ),
         ]
     )
     result.stdout.fnmatch_lines(["FAILED test_scale.py::test_scale[[]fast-1[]]*"])

@@ -1,6 +1,6 @@
 """The order candidates are tried in (the seed's tune plan)."""
 
-from pytest_autotune.tune.tunable import TuneGroup, Tunable, tune_plan
+from pytest_autotune.tune.tunable import Tunable, TuneGroup, tune_plan
 
 
 def fn(*_):

@@ -10,7 +10,7 @@ from pytest_autotune.tune.cache import PersistentCache
 from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.errors import AutotuneSkip
 from pytest_autotune.tune.log import Recorder, read_records
-from pytest_autotune.tune.tunable import TuneGroup, Tunable
+from pytest_autotune.tune.tunable import Tunable, TuneGroup
 from pytest_autotune.tune.tunable_set import TunableSet
 from pytest_autotune.tune.tuner import Tuner
 from tests.fakes import FakeClient, candidate, failing
