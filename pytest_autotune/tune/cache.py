@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -109,6 +110,16 @@ def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], wh
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise _Malformed(f"field {name!r} is {value!r}, expected {what}")
     return value
+
+
+def lock_path_for(path: Path) -> str:
+    """The cross-process lock of a cache file, outside the cache folder: filelock leaves its
+    lock files in place, and the folder is committed, so they would litter every checkout.
+    Named by the file's absolute path, so every process on this machine finds the same."""
+    digest = hashlib.sha256(os.fsencode(path.resolve())).hexdigest()[:20]
+    folder = Path(tempfile.gettempdir()) / "pytest-autotune-locks"
+    folder.mkdir(exist_ok=True)
+    return os.fspath(folder / f"{digest}.lock")
 
 
 def cache_path(cache_dir: Path, device_id: str, tuner_name: str) -> Path:
@@ -218,7 +229,7 @@ class PersistentCache:
                 raise ValueError(f"cache key {key.key!r} does not serialize its JSON {value.key!r}")
         if self._unreadable is not None:
             raise CacheFileError(self.path, f"{self._unreadable} (when loaded); not overwriting it")
-        lock_path = f"{self.path}.lock"
+        lock_path = lock_path_for(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with FileLock(lock_path, timeout=LOCK_TIMEOUT_S):
