@@ -503,6 +503,7 @@ class AutotuneSession:
         extra = {
             "group": request.group,
             "verdict": verdict.verdict.value,
+            "failed": verdict.failed,
             "message": verdict.message,
             "fraction_of_roof": verdict.fraction_of_roof,
             "comparison": verdict.comparison.to_json() if verdict.comparison else None,

@@ -1,0 +1,331 @@
+"""`pytest-autotune report | show | diff`: output, exit codes, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_autotune.backends.peaks import Peaks
+from pytest_autotune.cli import main
+from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
+from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.key import stable_key
+from pytest_autotune.tune.log import Recorder
+from tests.unit.test_html import SCRIPT_NAME, realistic_records
+
+GPU = "cuda-nvidia-h200"
+
+
+def outcome(name: str, index: int, us: float, n: int = 5) -> AutotuneOutcome:
+    return AutotuneOutcome(name, index, tuple(us * 1e-6 for _ in range(n)))
+
+
+def write_cache(
+    path: Path,
+    entries: dict[str, tuple[str, tuple[AutotuneResult, ...]]],
+    *,
+    copy_peak: float = 4.28e12,
+) -> Path:
+    """A cache file of `entries`: key -> (winner, results)."""
+    values = {}
+    for key, (winner, results) in entries.items():
+        index = next(i for i, r in enumerate(results) if r.name == winner)
+        checksum = "-".join(r.name or "" for r in results)
+        values[PersistentCacheKey(stable_key(key), checksum)] = PersistentCacheValue(
+            key, index, winner, results
+        )
+    peaks = Peaks(memory={"copy": copy_peak}, compute={"fp32": 63e12})
+    device = {"id": GPU, "fingerprint": {"cuda": "12.6"}, "peaks": peaks.to_json()}
+    PersistentCache(path).save(values, device=device, metadata={"sigma_between": 0.015})
+    return path
+
+
+BROKEN = AutotuneError(AutotuneErrorKind.UNKNOWN, "RuntimeError: boom\n  at line 3", SCRIPT_NAME)
+
+
+@pytest.fixture
+def baseline(tmp_path: Path) -> Path:
+    return write_cache(
+        tmp_path / "old.json",
+        {
+            "n1024": ("block256", (outcome("block32", 0, 10), outcome("block256", 1, 4))),
+            "n4096": ("block256", (outcome("block32", 0, 40), outcome("block256", 1, 16))),
+            "n8": ("block32", (outcome("block32", 0, 1), outcome("block256", 1, 2))),
+        },
+    )
+
+
+@pytest.fixture
+def refreshed(tmp_path: Path) -> Path:
+    return write_cache(
+        tmp_path / "new.json",
+        {
+            "n1024": ("block256", (outcome("block32", 0, 10), outcome("block256", 1, 5))),
+            "n4096": (
+                "float4",
+                (outcome("block32", 0, 40), outcome("block256", 1, 16), outcome("float4", 2, 12)),
+            ),
+            "n65536": ("block256", (outcome("block256", 0, 100), BROKEN)),
+        },
+        copy_peak=4.1e12,
+    )
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# -- report --------------------------------------------------------------------------------
+
+
+def test_report_renders_the_html_report_from_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = tmp_path / "records.jsonl"
+    recorder = Recorder(records)
+    for record in realistic_records():
+        recorder.record(record)
+    output = tmp_path / "site" / "report.html"
+    code, out, err = run(capsys, "report", str(records), "-o", str(output), "--title", "nightly")
+    assert (code, err) == (0, "")
+    assert out == f"wrote {output} (3 decisions)\n"
+    html = output.read_text(encoding="utf-8")
+    assert "<title>nightly</title>" in html
+    assert html.count("<article") == 3
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_report_joins_several_records_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    one, two, three = realistic_records()
+    Recorder(first).record(one)
+    Recorder(second).record(two)
+    Recorder(second).record(three)
+    output = tmp_path / "r.html"
+    code, out, _ = run(capsys, "report", str(first), str(second), "-o", str(output))
+    assert code == 0 and "(3 decisions)" in out
+
+
+def test_report_of_a_missing_file_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nope.jsonl"
+    code, out, err = run(capsys, "report", str(missing), "-o", str(tmp_path / "r.html"))
+    assert (code, out) == (1, "")
+    assert err == f"pytest-autotune: error: {missing}: no such file\n"
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("{not json", "invalid JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"schema_version": 99}', "newer than this pytest-autotune reads"),
+    ],
+)
+def test_report_of_bad_records_is_one_line_naming_the_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, reason: str
+) -> None:
+    records = tmp_path / "records.jsonl"
+    records.write_text("\n" + line + "\n")
+    code, _, err = run(capsys, "report", str(records))
+    assert code == 1
+    assert err.startswith(f"pytest-autotune: error: {records}:2: ")
+    assert reason in err and err.count("\n") == 1
+
+
+def test_report_of_a_record_whose_extras_do_not_read_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = tmp_path / "records.jsonl"
+    data = realistic_records()[0].to_json()
+    data["extra"]["verdict"] = 7
+    records.write_text(json.dumps(data) + "\n")
+    code, _, err = run(capsys, "report", str(records), "-o", str(tmp_path / "r.html"))
+    assert code == 1
+    assert err.startswith(f"pytest-autotune: error: {records}: record 1 (")
+    assert "extra 'verdict' has the wrong type" in err and err.count("\n") == 1
+
+
+def test_report_that_cannot_be_written_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = tmp_path / "records.jsonl"
+    Recorder(records).record(realistic_records()[0])
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = run(capsys, "report", str(records), "-o", str(blocker / "r.html"))
+    assert code == 1
+    assert err.startswith(f"pytest-autotune: error: {blocker / 'r.html'}: cannot write the report")
+    assert err.count("\n") == 1
+
+
+# -- show ----------------------------------------------------------------------------------
+
+
+def test_show_prints_the_device_and_each_entry_with_its_candidates(
+    refreshed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "show", str(refreshed))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[:6] == [
+        f"cache   {refreshed}",
+        f"device  {GPU}",
+        "peaks   memory copy 4.10 TB/s; compute fp32 63.0 Top/s",
+        "fingerprint  cuda=12.6",
+        "sigma_between  0.015",
+        "3 entries",
+    ]
+    assert "key n4096: winner float4, median 12.0 us" in lines
+    start = lines.index("key n65536: winner block256, median 100 us")
+    assert lines[start + 1 : start + 4] == [
+        "     candidate                  median  samples  error",
+        "  *  block256                   100 us  5",
+        f"     {SCRIPT_NAME}  -       -        unknown: RuntimeError: boom at line 3",
+    ]
+    assert out.endswith("\n") and not out.endswith("\n\n")
+
+
+def test_show_of_an_empty_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text('{"schema_version": 1, "entries": []}\n')
+    code, out, _ = run(capsys, "show", str(path))
+    assert code == 0
+    assert out.splitlines() == [f"cache   {path}", "device  -", "0 entries"]
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ("{bad", "is not valid JSON"),
+        ("[]", "holds a JSON list, expected an object"),
+        ('{"schema_version": 2, "entries": []}', "written by a newer pytest-autotune"),
+        ('{"schema_version": 1, "entries": [{"key": "a"}]}', 'entry 0 (key "a")'),
+        (b"\xff\xfe", "is not UTF-8 text"),
+    ],
+)
+def test_show_of_a_bad_cache_is_one_line_naming_the_file_and_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | bytes, reason: str
+) -> None:
+    path = tmp_path / "bad.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    code, out, err = run(capsys, "show", str(path))
+    assert (code, out) == (1, "")
+    assert err.startswith(f"pytest-autotune: error: {path}: ")
+    assert reason in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "goes on" not in err  # the test run's remark does not apply here
+
+
+def test_show_of_a_missing_file_or_a_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "show", str(tmp_path / "nope.json"))
+    assert code == 1 and err.endswith("nope.json: no such file\n")
+    code, _, err = run(capsys, "show", str(tmp_path))
+    assert code == 1 and err == f"pytest-autotune: error: {tmp_path}: is a directory, not a file\n"
+
+
+# -- diff ----------------------------------------------------------------------------------
+
+
+def test_diff_says_what_a_refreshed_cache_changes(
+    baseline: Path, refreshed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "diff", str(baseline), str(refreshed))
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"old  {baseline} ({GPU}, 3 entries)",
+        f"new  {refreshed} ({GPU}, 3 entries)",
+        "peak memory copy: 4.28 TB/s -> 4.10 TB/s (-4.2%)",
+        "",
+        "key    winner              winner median       change",
+        "n1024  block256            4.00 us -> 5.00 us  +25.0%",
+        "n4096  block256 -> float4  16.0 us -> 12.0 us  -25.0%",
+        "    candidates added: float4",
+        "",
+        "added:",
+        "  n65536  winner block256  median 100 us",
+        "",
+        "removed:",
+        "  n8  winner block32  median 1.00 us",
+        "",
+        "1 added, 1 removed, 1 winner changed, 2 compared",
+    ]
+
+
+def test_diff_of_a_file_with_itself_changes_nothing(
+    baseline: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "diff", str(baseline), str(baseline))
+    assert code == 0
+    assert "+0.0%" in out
+    assert out.splitlines()[-1] == "0 added, 0 removed, 0 winners changed, 3 compared"
+
+
+def test_diff_names_the_file_that_does_not_read(
+    baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("nope")
+    code, out, err = run(capsys, "diff", str(baseline), str(bad))
+    assert (code, out) == (1, "")
+    assert err.startswith(f"pytest-autotune: error: {bad}: is not valid JSON")
+    assert err.count("\n") == 1
+
+
+# -- usage ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [[], ["report"], ["show"], ["diff"]])
+def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: pytest-autotune {' '.join(command)}".rstrip())
+
+
+@pytest.mark.parametrize(
+    "argv", [[], ["render"], ["show"], ["diff", "one.json"], ["report", "r.jsonl", "-x"]]
+)
+def test_usage_errors_exit_with_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert "usage: pytest-autotune" in capsys.readouterr().err
+
+
+def test_python_dash_m_runs_the_same_command_line(baseline: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest_autotune", "show", str(baseline)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"cache   {baseline}\n")
+    missing = subprocess.run(
+        [sys.executable, "-m", "pytest_autotune", "show", "nope.json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        "pytest-autotune: error: nope.json: no such file\n",
+    )

@@ -1,0 +1,328 @@
+"""The HTML report rendered from records: what it shows, what it escapes, what it survives."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_autotune.backends.peaks import Peaks
+from pytest_autotune.gate import Comparison
+from pytest_autotune.report.html import key_text, render_html, run_view, write_html
+from pytest_autotune.tune.log import AutotuneRecord, RecordError
+
+GPU = "cuda-nvidia-h200"
+SCRIPT_NAME = "<script>alert(1)</script>"
+N = 1 << 26
+PEAKS = Peaks(
+    memory={"copy": 4.28e12, "read": 4.43e12, "write": 4.1e12},
+    compute={"fp32": 63e12, "fp16": 779e12},
+)
+DEVICE = {
+    "id": GPU,
+    "fingerprint": {"driver": "560.35", "cuda": "12.6", "clocks": {"sm": 1980}},
+    "peaks": PEAKS.to_json(),
+}
+
+
+def samples(name: str, index: int, us: float, n: int = 8) -> dict[str, Any]:
+    """A measured candidate: `n` samples within 2% of `us` microseconds."""
+    return {
+        "name": name,
+        "index": index,
+        "samples_ns": [round(us * 1e3 * (1 + 0.01 * ((k * 7) % 5 - 2))) for k in range(n)],
+        "dropped_first": True,
+    }
+
+
+def failed(name: str, index: int, message: str) -> dict[str, Any]:
+    return {"name": name, "index": index, "error": {"kind": "unknown", "message": message}}
+
+
+def check(name: str, passed: bool = True, message: str = "") -> dict[str, Any]:
+    return {"name": name, "passed": passed, "message": message, "skipped": False}
+
+
+def saxpy_record(**extra: Any) -> AutotuneRecord:
+    """A regression on the H200, as the plugin records it: every extra present, a candidate
+    that fails its check, and one named like a script that raised."""
+    return AutotuneRecord(
+        tuner="example_kernels/test_saxpy.py::test_saxpy",
+        device_id=GPU,
+        key="n67108864",
+        checksum="c1",
+        fastest_index=2,
+        fastest_name="float4",
+        results=(
+            samples("block32", 0, 1700),
+            samples("block256", 1, 260),
+            samples("float4", 2, 189),
+            samples("cupy_ops", 3, 410),
+            failed(SCRIPT_NAME, 4, "RuntimeError: boom\n  at line 3\n<b>bold</b>"),
+        ),
+        bounds={
+            "bounds": [
+                {"resource": "compute", "amount": 2 * N, "threshold": 1.0, "peak": 63e12},
+                {"resource": "memory", "amount": 12 * N, "threshold": 1.0, "peak": 4.43e12},
+            ],
+            "launch_overhead_ns": 7000,
+        },
+        time_limit=189e-6,
+        events=(
+            {
+                "event": "tuning_step",
+                "batch": 0,
+                "indices": [0, 1, 2, 3, 4],
+                "duration_ns": 70_000_000,
+            },
+        ),
+        checks=(
+            check("block32", message="reference"),
+            check("block256"),
+            check("float4"),
+            check("cupy_ops", False, "max abs error 0.5 at index 12\nexpected 1.0, got 1.5"),
+        ),
+        duration_ns=70_000_000,
+        extra={
+            "group": "example_kernels/test_saxpy.py::test_saxpy",
+            "verdict": "regression",
+            "message": "regression of +12.0% [+6.1%, +18.2%]: median 212 us against 189 us",
+            "fraction_of_roof": 0.89,
+            "comparison": Comparison(0.12, 0.061, 0.182, True).to_json(),
+            "winner_samples_ns": [212_000 + 100 * k for k in range(50)],
+            "device": DEVICE,
+            "work": {"compute_ops": 2 * N, "bytes": 12 * N},
+            **extra,
+        },
+    )
+
+
+def sum_record() -> AutotuneRecord:
+    """A passing group on the same device."""
+    return AutotuneRecord(
+        tuner="example_kernels/test_sum.py::test_sum",
+        device_id=GPU,
+        key="n4194304",
+        checksum="c2",
+        fastest_index=0,
+        fastest_name="pairwise",
+        results=(samples("pairwise", 0, 5.1), samples("dot", 1, 9.8)),
+        extra={
+            "group": "example_kernels/test_sum.py::test_sum",
+            "verdict": "pass",
+            "message": "",
+            "fraction_of_roof": 0.84,
+            "comparison": Comparison(-0.01, -0.05, 0.035, False).to_json(),
+            "winner_samples_ns": [5050 + k for k in range(40)],
+            "device": DEVICE,
+            "work": {"compute_ops": 1 << 22, "bytes": 4 << 22},
+        },
+    )
+
+
+def local_record() -> AutotuneRecord:
+    """What a `LocalTuner` writes outside pytest: no extras at all, a dataclass key."""
+    return AutotuneRecord(
+        tuner="mylib-sum",
+        device_id="cpu-amd-epyc-7b13-2t",
+        key={"n": 1024, "dtype": "float32"},
+        checksum="c3",
+        fastest_index=1,
+        fastest_name="blocked",
+        results=(samples("pairwise", 0, 2.0, 4), samples("blocked", 1, 1.5, 4)),
+    )
+
+
+def realistic_records() -> list[AutotuneRecord]:
+    return [saxpy_record(), local_record(), sum_record()]
+
+
+class Elements(HTMLParser):
+    """Tags and text of a document, to assert on structure rather than on substrings."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parse(document: str) -> Elements:
+    parser = Elements()
+    parser.feed(document)
+    return parser
+
+
+def test_the_report_shows_the_run_then_each_group_with_its_candidates_and_charts() -> None:
+    document = render_html(realistic_records())
+    page = parse(document)
+    text = " ".join(page.text)
+    assert GPU in text and "4.43 TB/s" in text and "63.0 Top/s" in text
+    assert "560.35" in text  # the fingerprint
+    articles = [a for tag, a in page.tags if tag == "article"]
+    assert len(articles) == 3
+    svgs = [a.get("class") for tag, a in page.tags if tag == "svg"]
+    # saxpy and sum: bars, roofline, interval; the LocalTuner record: bars only.
+    assert svgs.count("chart bars") == 3
+    assert svgs.count("chart roofline") == 2
+    assert svgs.count("chart interval-chart") == 2
+    assert "+12.0% [+6.1%, +18.2%]" in text
+    assert "REGRESSION" in text and "pass" in text
+    assert "max abs error 0.5 at index 12\nexpected 1.0, got 1.5" in text  # the check, in full
+    assert "unknown: RuntimeError: boom\n  at line 3\n<b>bold</b>" in text  # the error, in full
+    assert "212 us" in text  # the winner's precise median, not its tuning one
+    assert "89.0%" in text
+
+
+def test_a_candidate_named_like_a_script_is_text_and_only_our_script_is_a_script() -> None:
+    document = render_html(realistic_records())
+    page = parse(document)
+    assert [tag for tag, _ in page.tags].count("script") == 1
+    assert not any(tag == "b" for tag, _ in page.tags)
+    assert SCRIPT_NAME in " ".join(page.text)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in document
+
+
+def test_the_content_security_policy_admits_exactly_the_inline_script() -> None:
+    document = render_html(realistic_records())
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', document)
+    assert policy is not None
+    script = re.search(r"<script>(.*?)</script>", document, re.DOTALL)
+    assert script is not None
+    digest = base64.b64encode(hashlib.sha256(script.group(1).encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in policy.group(1)
+    assert "default-src 'none'" in policy.group(1)
+
+
+def test_the_report_loads_nothing_from_anywhere() -> None:
+    document = render_html(realistic_records())
+    for tag, attrs in parse(document).tags:
+        assert "src" not in attrs, tag
+        assert tag != "link"
+    assert "http://" not in document.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in document
+
+
+def test_records_without_the_plugins_extras_show_a_dash() -> None:
+    view = run_view([local_record()], title="t")
+    (decision,) = view.decisions
+    assert decision.group == "mylib-sum"
+    assert decision.key == '{"dtype":"float32","n":1024}'
+    assert (decision.verdict, decision.delta, decision.roof, decision.work) == ("-",) * 4
+    assert decision.winner == "blocked"
+    assert decision.median == "1.50 us"  # the winner's tuning samples stand in
+    assert decision.roofline is None and "states no work" in decision.roofline_note
+    assert view.devices[0].id == "cpu-amd-epyc-7b13-2t"
+    assert view.devices[0].threads == "-"
+    assert ("no verdict", 1, "none") in view.counts
+    render_html([local_record()])
+
+
+def test_a_record_without_work_extras_takes_its_roofline_from_its_bounds() -> None:
+    record = saxpy_record(work=None, device=None)
+    (decision,) = run_view([record], title="t").decisions
+    assert decision.roofline is not None
+    assert decision.roofs == "memory 4.43 TB/s, compute 63.0 Top/s"
+
+
+def test_work_without_compute_has_no_roofline_but_a_fraction_of_roof() -> None:
+    record = saxpy_record(work={"compute_ops": 0, "bytes": 12 * N})
+    (decision,) = run_view([record], title="t").decisions
+    assert decision.roofline is None
+    assert "no compute operations" in decision.roofline_note
+    float4 = next(c for c in decision.candidates if c.name == "float4")
+    assert float4.roof != "-"
+
+
+def test_the_winner_is_marked_and_failed_candidates_keep_their_index() -> None:
+    (decision,) = run_view([saxpy_record()], title="t").decisions
+    assert [(c.index, c.name, c.winner) for c in decision.candidates] == [
+        (0, "block32", False),
+        (1, "block256", False),
+        (2, "float4", True),
+        (3, "cupy_ops", False),
+        (4, SCRIPT_NAME, False),
+    ]
+    by_name = {c.name: c for c in decision.candidates}
+    assert by_name["block32"].check == "reference"
+    assert by_name["cupy_ops"].check == "FAILED"
+    assert by_name[SCRIPT_NAME].median == "-" and by_name[SCRIPT_NAME].check == "-"
+    assert by_name["float4"].spread.count("us") == 2  # min – max
+
+
+def test_groups_are_ordered_by_group_and_key_and_counted() -> None:
+    view = run_view(realistic_records(), title="t")
+    assert [d.group for d in view.decisions] == [
+        "example_kernels/test_saxpy.py::test_saxpy",
+        "example_kernels/test_sum.py::test_sum",
+        "mylib-sum",
+    ]
+    counts = {label: n for label, n, _ in view.counts}
+    assert counts["decisions"] == 3
+    assert (counts["passed"], counts["failed"], counts["regression"]) == (1, 1, 1)
+
+
+def test_an_explicit_failed_flag_wins_over_the_verdict() -> None:
+    strict = saxpy_record(verdict="no baseline", comparison=None, failed=True)
+    (decision,) = run_view([strict], title="t").decisions
+    assert decision.failed and decision.verdict_class == "no-baseline"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"verdict": 3}, "extra 'verdict' has the wrong type"),
+        ({"comparison": {"delta": 0.1}}, "extra 'comparison' does not read"),
+        ({"work": {"bytes": 1.0}}, "extra 'work' does not read"),
+        ({"device": {"id": GPU, "peaks": {"memory_bytes_per_s": 1}}}, "extra 'device'"),
+        ({"winner_samples_ns": [1, -2]}, "positive integers"),
+    ],
+)
+def test_an_extra_that_does_not_read_names_the_record_and_the_field(
+    extra: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(RecordError, match=re.escape(message)) as info:
+        render_html([sum_record(), saxpy_record(**extra)])
+    assert "record 2 (example_kernels/test_saxpy.py::test_saxpy, key n67108864)" in str(info.value)
+
+
+def test_a_result_that_does_not_read_names_the_record() -> None:
+    record = AutotuneRecord(
+        tuner="t",
+        device_id="d",
+        key=1,
+        checksum="c",
+        fastest_index=0,
+        fastest_name="a",
+        results=({"name": "a", "index": 0},),
+    )
+    with pytest.raises(RecordError, match=r"record 1 \(t, key 1\): results\[0\]"):
+        render_html([record])
+
+
+def test_an_empty_run_renders() -> None:
+    page = parse(render_html([], title="nothing <tuned>"))
+    assert "nothing <tuned>" in page.text
+
+
+def test_write_html_creates_the_folder_and_ends_with_a_newline(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "deep" / "report.html"
+    write_html(target, realistic_records())
+    text = target.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and text.endswith("</html>\n")
+
+
+def test_keys_read_as_people_write_them() -> None:
+    assert key_text("n1024") == "n1024"
+    assert key_text([1, "a"]) == '[1,"a"]'
+    assert key_text(7) == "7"

@@ -1,0 +1,224 @@
+"""The report's SVG charts: well-formed, escaped, and drawn where the numbers say."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from pytest_autotune.gate import format_duration
+from pytest_autotune.report.svg import (
+    Bar,
+    RooflinePoint,
+    bar_chart,
+    format_si,
+    interval_chart,
+    linear_ticks,
+    log_ticks,
+    roofline_chart,
+)
+
+SVG = "{http://www.w3.org/2000/svg}"
+SCRIPT_NAME = "<script>alert(1)</script>"
+
+
+def parse(markup: str) -> ET.Element:
+    """The chart as XML: parsing fails on anything not escaped."""
+    return ET.fromstring(str(markup))
+
+
+def texts(root: ET.Element) -> list[str]:
+    return ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (4.28e12, "4.28 T"),
+        (63e12, "63.0 T"),
+        (779e12, "779 T"),
+        (999.6e9, "1.00 T"),
+        (512.0, "512 "),
+        (1.0, "1.00 "),
+        (0.25, "0.25 "),
+        (0.0, "0 "),
+        (3e21, "3000 E"),
+    ],
+)
+def test_rates_read_with_three_digits_and_an_si_prefix(value: float, text: str) -> None:
+    assert format_si(value) == text
+
+
+def test_linear_ticks_step_by_one_two_or_five_and_end_at_or_above_the_top() -> None:
+    assert linear_ticks(1.7e-3) == pytest.approx([0, 0.5e-3, 1e-3, 1.5e-3, 2e-3])
+    assert linear_ticks(10.0) == pytest.approx([0, 2, 4, 6, 8, 10])
+    assert linear_ticks(0.0) == [0.0, 1.0]
+
+
+def test_log_ticks_span_whole_decades() -> None:
+    assert log_ticks(0.03, 70) == pytest.approx([0.01, 0.1, 1, 10, 100])
+    assert log_ticks(1e9, 1e9) == pytest.approx([1e9, 1e10])
+    with pytest.raises(ValueError, match="0 < low <= high"):
+        log_ticks(0, 1)
+
+
+def test_a_bar_chart_draws_one_bar_per_measured_candidate_and_a_note_for_a_failed_one() -> None:
+    root = parse(
+        bar_chart(
+            [
+                Bar("block32", 1.7e-3, 1.6e-3, 1.8e-3),
+                Bar("float4", 189e-6, 185e-6, 193e-6, highlight=True),
+                Bar(SCRIPT_NAME, None, note="error: unknown"),
+            ],
+            format_value=format_duration,
+            title="medians",
+        )
+    )
+    bars = [g for g in root.iter(f"{SVG}g") if "bar" in g.get("class", "").split()]
+    assert [g.get("class") for g in bars] == ["bar", "bar winner", "bar"]
+    widths = [float(r.get("width", "0")) for r in root.iter(f"{SVG}rect")]
+    assert len(widths) == 2
+    assert widths[0] / widths[1] == pytest.approx(1.7e-3 / 189e-6, rel=0.02)
+    labels = texts(root)
+    assert SCRIPT_NAME in labels and "error: unknown" in labels
+    assert "1.70 ms" in labels and "189 us" in labels
+
+
+def test_a_bar_chart_escapes_every_label_and_cuts_long_ones_keeping_the_full_title() -> None:
+    long_name = "grid_stride_block_1024_with_four_blocks_per_sm_" * 3
+    markup = str(
+        bar_chart(
+            [Bar(SCRIPT_NAME, 1e-6), Bar(long_name, 2e-6)],
+            format_value=format_duration,
+            title='a "quoted" & <title>',
+        )
+    )
+    assert "<script>" not in markup
+    root = parse(markup)
+    assert root.find(f"{SVG}title") is not None
+    assert root.find(f"{SVG}title").text == 'a "quoted" & <title>'  # type: ignore[union-attr]
+    cut = [t for t in texts(root) if t.startswith("grid_stride")]
+    assert cut and cut[0].endswith("\u2026") and len(cut[0]) < len(long_name)
+    titles = ["".join(t.itertext()) for t in root.iter(f"{SVG}title")]
+    assert any(t.startswith(long_name) for t in titles)
+
+
+def point_centres(root: ET.Element) -> dict[str, tuple[float, float]]:
+    """Each point's label (from its title) and the centre of its marker."""
+    centres = {}
+    for group in root.iter(f"{SVG}g"):
+        if "point" not in group.get("class", "").split():
+            continue
+        title = group.find(f"{SVG}title")
+        assert title is not None and title.text is not None
+        name = title.text.split(":")[0].removesuffix(" (winner)")
+        circle = group.find(f"{SVG}circle")
+        if circle is not None:
+            centres[name] = (float(circle.get("cx", "nan")), float(circle.get("cy", "nan")))
+        else:
+            path = group.find(f"{SVG}path")
+            assert path is not None
+            x, y = map(float, re.findall(r"[-\d.]+", path.get("d", ""))[:2])
+            centres[name] = (x, y + 7)  # the diamond's path starts at its top corner
+    return centres
+
+
+def roof_lines(root: ET.Element) -> dict[str, ET.Element]:
+    return {
+        line.get("class", "").split()[1]: line
+        for line in root.iter(f"{SVG}line")
+        if line.get("class", "").startswith("roof ")
+    }
+
+
+def test_the_roofline_draws_both_roofs_meeting_at_the_ridge_and_every_candidate() -> None:
+    root = parse(
+        roofline_chart(
+            [
+                RooflinePoint("float4", 2 / 12, 2 / 12 * 4.3e12, highlight=True),
+                RooflinePoint("block32", 2 / 12, 2 / 12 * 0.48e12),
+                RooflinePoint(SCRIPT_NAME, 2 / 12, 2 / 12 * 1e12),
+            ],
+            memory_peak=4.43e12,
+            compute_peak=63e12,
+            title="roofline",
+        )
+    )
+    roofs = roof_lines(root)
+    assert set(roofs) == {"memory", "compute"}
+    memory, compute = roofs["memory"], roofs["compute"]
+    # The memory roof ends where the compute roof starts (the ridge), at the same height.
+    assert float(memory.get("x2", "nan")) == pytest.approx(float(compute.get("x1", "nan")), abs=0.2)
+    assert float(memory.get("y2", "nan")) == pytest.approx(float(compute.get("y1", "nan")), abs=0.2)
+    # On log-log axes the memory roof has slope 1: equal decades in x and y.
+    centres = point_centres(root)
+    assert set(centres) == {"float4", "block32", SCRIPT_NAME}
+    xs = {round(x, 1) for x, _ in centres.values()}
+    assert len(xs) == 1, "candidates of one problem share its intensity"
+    # Faster is higher: a smaller y on screen.
+    assert centres["float4"][1] < centres[SCRIPT_NAME][1] < centres["block32"][1]
+    winners = [g for g in root.iter(f"{SVG}g") if g.get("class") == "point winner"]
+    assert len(winners) == 1
+    assert "float4 (winner)" in texts(root)
+    assert any(t.startswith("memory 4.43 TB/s") for t in texts(root))
+    assert "compute 63.0 Top/s" in texts(root)
+
+
+def test_the_roofline_labels_of_one_column_of_points_do_not_overlap() -> None:
+    points = [RooflinePoint(f"c{i}", 0.5, 1e9 * (1 + i * 0.01)) for i in range(8)]
+    root = parse(roofline_chart(points, memory_peak=4e9, compute_peak=8e9, title="r"))
+    ys = sorted(
+        float(t.get("y", "nan"))
+        for g in root.iter(f"{SVG}g")
+        if g.get("class") == "point"
+        for t in g.iter(f"{SVG}text")
+    )
+    assert len(ys) == 8
+    assert all(b - a >= 13.9 for a, b in itertools.pairwise(ys))
+
+
+def test_a_roof_whose_peak_was_not_measured_is_not_drawn() -> None:
+    only_memory = parse(
+        roofline_chart([RooflinePoint("a", 1.0, 1e9)], memory_peak=4e9, compute_peak=0.0, title="r")
+    )
+    assert set(roof_lines(only_memory)) == {"memory"}
+    only_compute = parse(
+        roofline_chart(
+            [RooflinePoint("a", 1.0, 1e9)], memory_peak=math.nan, compute_peak=2e9, title="r"
+        )
+    )
+    assert set(roof_lines(only_compute)) == {"compute"}
+
+
+def test_points_that_cannot_sit_on_log_axes_are_left_out() -> None:
+    root = parse(
+        roofline_chart(
+            [RooflinePoint("zero", 0.0, 1e9), RooflinePoint("ok", 1.0, 1e9)],
+            memory_peak=4e9,
+            compute_peak=8e9,
+            title="r",
+        )
+    )
+    assert set(point_centres(root)) == {"ok"}
+
+
+def test_an_interval_right_of_zero_is_drawn_failed_and_an_unbounded_end_gets_an_arrow() -> None:
+    root = parse(interval_chart(0.12, 0.06, math.inf, failed=True, title="change"))
+    group = next(g for g in root.iter(f"{SVG}g") if "interval" in g.get("class", ""))
+    assert group.get("class") == "interval failed"
+    rect = group.find(f"{SVG}rect")
+    zero = next(line for line in root.iter(f"{SVG}line") if line.get("class") == "zero")
+    assert rect is not None
+    assert float(rect.get("x", "nan")) > float(zero.get("x1", "nan"))
+    assert [p.get("class") for p in group.iter(f"{SVG}path")] == ["arrow"]
+    assert "0%" in texts(root)
+
+
+def test_an_interval_that_spans_zero_passes() -> None:
+    root = parse(interval_chart(-0.01, -0.05, 0.035, failed=False, title="change"))
+    group = next(g for g in root.iter(f"{SVG}g") if "interval" in g.get("class", ""))
+    assert group.get("class") == "interval"
+    assert not list(group.iter(f"{SVG}path"))
