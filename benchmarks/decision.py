@@ -9,7 +9,10 @@ index can decide.
 
 The same run times a fixed pass of 10 samples per candidate (`BenchConfig(adaptive=False,
 max_samples=10)`) on the same candidates, tuning for tuning and alternating which of the
-two goes first, and reports the wall time of one tuning of each and their ratio.
+two goes first, and reports the wall time of one tuning of each and their ratio. For each,
+it also judges the same samples by best time, by median and by the seed's score (whose
+`std` spread term the engine replaced with the median absolute deviation), and prints
+every wrong decision with its samples.
 
     PYTHONPATH=. python benchmarks/decision.py [--tunings N] [--seed S]
 
@@ -26,8 +29,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pytest_autotune import AutotuneConfig, AutotuneOutcome, BenchConfig, TunableSet, Tuner
+from pytest_autotune import (
+    AutotuneConfig,
+    AutotuneOutcome,
+    BenchConfig,
+    SampleStats,
+    TunableSet,
+    Tuner,
+)
 from pytest_autotune.backends.cpu import CpuClient, cpu
+from pytest_autotune.tune.benchmark import NS_PER_S
 
 SPINS_US = (200.0, 210.0, 220.5, 231.5)
 """True times of the candidates, each 5% over the one before."""
@@ -83,6 +94,13 @@ def tune_once(bench: BenchConfig, order: Sequence[str], client: CpuClient) -> Tu
 def judged_by(tuning: Tuning, measure: Callable[[AutotuneOutcome], float]) -> str:
     """The winner the same samples give under another rule: a diagnosis, not the engine's."""
     return min(tuning.outcomes, key=measure).name
+
+
+def seed_score(outcome: AutotuneOutcome) -> float:
+    """The seed's score, `(0.8*min + 0.2*median) * (1 + std/(1+mean))` in nanoseconds, whose
+    spread term one preempted sample moves; the engine's uses the median absolute deviation."""
+    stats = SampleStats.of([s * NS_PER_S for s in outcome.effective_samples])
+    return (0.8 * stats.min + 0.2 * stats.median) * (1.0 + stats.std / (1.0 + stats.mean))
 
 
 def spikes(runs: Sequence[Tuning]) -> tuple[float, float]:
@@ -144,11 +162,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         by_best = sum(judged_by(t, lambda o: o.best) == FASTEST for t in runs)
         by_median = sum(judged_by(t, lambda o: o.median) == FASTEST for t in runs)
+        by_seed = sum(judged_by(t, seed_score) == FASTEST for t in runs)
         share, largest = spikes(runs)
         print(
             f"{'':24} the same samples judged by best time: {by_best}/{len(runs)},"
-            f" by median: {by_median}/{len(runs)}; samples over 5% above their candidate's"
-            f" best: {share:.1%} (largest +{largest * 1e6:.1f} us)"
+            f" by median: {by_median}/{len(runs)}, by the seed's score (std): {by_seed}/{len(runs)};"
+            f" samples over 5% above their candidate's best: {share:.1%}"
+            f" (largest +{largest * 1e6:.1f} us)"
         )
         for tuning in runs:
             if tuning.winner != FASTEST:

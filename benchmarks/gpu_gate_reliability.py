@@ -125,7 +125,15 @@ def main() -> int:
             )
             if done.returncode:
                 print(done.stderr[-2000:])
-            print(f"worker {w} done at {time.perf_counter() - started:.0f} s", flush=True)
+            path = project / f"w{w}.json"
+            runs = json.loads(path.read_text()) if path.exists() else []
+            bad = sum(r["exit"] != 0 and not r["slowed"] for r in runs)
+            caught = sum(r["exit"] != 0 and r["slowed"] for r in runs)
+            print(
+                f"worker {w} done at {time.perf_counter() - started:.0f} s: unchanged failures"
+                f" {bad}/{len(runs) // 2}, slowed caught {caught}/{len(runs) // 2}",
+                flush=True,
+            )
         results = []
         for w in range(args.workers):
             path = project / f"w{w}.json"

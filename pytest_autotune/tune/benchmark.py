@@ -6,7 +6,7 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 
@@ -60,18 +60,19 @@ def score(samples: Sequence[float]) -> float:
     from deciding, and the spread term penalises a candidate that is unstable from run to
     run by roughly its coefficient of variation (the `1+` only guards a zero median).
 
-    The seed's spread term is `std/(1+mean)`. Both the standard deviation and the mean
-    follow a single outlier, so one preempted sample penalised a candidate as if it were
-    unstable: one +23 us sample among three turned a 200 us candidate's score into 214 us,
-    behind a steady 210 us rival. The median absolute deviation ignores one outlier among
-    three or more samples, yet still grows when most samples scatter, which is what an
-    unstable candidate does. On a 2-core VM that is preempted in about 1% of samples (by
-    up to 2 ms), tuning `benchmarks/decision.py`'s busy waits, 5% apart, and re-judging the
-    same samples with each term: the adaptive round robin with three samples to judge on
-    chose the true fastest in 12412/12600 tunings with `std/(1+mean)` and 12599/12600 with
-    `mad/(1+median)`; the fixed pass of 10 samples in 6423/6600 and 6600/6600 (BENCHMARKS.md).
-    On two samples the two terms agree up to the factor (the MAD of two is their std), so a
-    robust judgement needs three: `min_samples` counts them after the dropped first one.
+    The seed's spread term is `std/(1+mean)`, which a single outlier moves: on a shared VM
+    that preempts about 1% of samples, by up to milliseconds, one preempted sample made a
+    200 us candidate look unstable enough to lose to a 210 us one. The median absolute
+    deviation ignores one outlier among three or more samples in either direction, yet
+    grows when most samples scatter, which is what an unstable candidate does; the median
+    in the denominator keeps the term as robust. Measured on `benchmarks/decision.py`'s
+    busy waits, 5% apart, re-judging the same samples by both terms (BENCHMARKS.md): the
+    adaptive round robin, judging three samples per candidate, chose the true fastest in
+    12412/12600 tunings with `std/(1+mean)` and 12599/12600 with this term in a quiet
+    phase, 9010/10000 and 9984/10000 under a competing load; the fixed pass of 10
+    samples, 7072/10000 and 9986/10000 under that load. On two samples the terms tie
+    (9279/10000 each): the median absolute deviation of two is their std, so no spread of
+    two is robust, and `min_samples` counts the samples left after the dropped first one.
     """
     stats = SampleStats.of([s * NS_PER_S for s in samples])
     return (0.8 * stats.min + 0.2 * stats.median) * (1.0 + stats.mad / (1.0 + stats.median))
@@ -123,7 +124,7 @@ class AutotuneOutcome:
         }
 
 
-AutotuneResult = Union[AutotuneOutcome, AutotuneError]
+AutotuneResult = AutotuneOutcome | AutotuneError
 """The result of one candidate: an outcome with samples, or the error it failed with."""
 
 
@@ -165,4 +166,6 @@ def tune_benchmark(
     """Benchmark how long `fn(*inputs)` takes for a number of samples, in seconds."""
     for _ in range(warmups):
         client.time(fn, inputs)
-    return tuple(check_sample(getattr(fn, "__name__", "fn"), client.time(fn, inputs)) for _ in range(samples))
+    return tuple(
+        check_sample(getattr(fn, "__name__", "fn"), client.time(fn, inputs)) for _ in range(samples)
+    )

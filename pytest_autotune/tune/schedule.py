@@ -168,9 +168,9 @@ def adaptive_round_robin(
     three samples: the fewest whose median and spread one preempted sample cannot move (a
     median of two is their mean). After `min_samples`, a candidate whose best exceeds
     `speed_factor` times the leader's best is eliminated (never below two survivors, so the
-    winner is always chosen against a rival); a candidate converges after two rounds
-    without a 2% improvement of its best and `min_samples`; the batch ends when every
-    survivor has converged or reached `max_samples`, or early on a short circuit.
+    winner is always chosen against a rival); a candidate converges once it has
+    `min_samples` and two rounds without a 2% improvement of its best; the batch ends when
+    every survivor has converged or taken `max_samples`, or early on a short circuit.
     """
     batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx, True)
     for trial in batch.trials:
