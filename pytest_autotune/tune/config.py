@@ -38,7 +38,8 @@ class BenchConfig:
     adaptive: bool = True
     """The adaptive round robin; False runs the fixed pass."""
     min_samples: int = 3
-    """Samples a candidate takes before it may be eliminated or declared converged."""
+    """Samples a candidate must have, not counting the warm-up-biased first one the adaptive
+    round robin drops, before it may be eliminated or declared converged."""
     max_samples: int = 10
     short_circuit_samples: int = 2
     """Samples under the roofline time limit that end a batch early."""
