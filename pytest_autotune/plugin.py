@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -168,7 +168,6 @@ class ItemSpec:
     candidate: str
     group: str
     group_key: str
-    items_in_group: list[pytest.Item] = field(default_factory=list, compare=False)
 
 
 def _marker_options(definition: Any) -> dict[str, Any]:
@@ -252,7 +251,6 @@ def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     functions = config.stash.get(FUNCTIONS, {})
-    groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         function = functions.get(item.nodeid.split("[", 1)[0])
         if function is None or not hasattr(item, "callspec"):
@@ -263,9 +261,7 @@ def pytest_collection_modifyitems(
             name = next((n for n, f in function.candidates if f == value), repr(value))
         group_key = _without_component(item.callspec.id, name)
         group = f"{function.nodeid}[{group_key}]" if group_key else function.nodeid
-        members = groups.setdefault(group, [])
-        members.append(item)
-        item.stash[ITEM] = ItemSpec(function, name, group, group_key, members)
+        item.stash[ITEM] = ItemSpec(function, name, group, group_key)
         # With pytest-xdist's --dist loadgroup, one group stays on one worker.
         item.add_marker(pytest.mark.xdist_group(name=group))
 
@@ -296,12 +292,22 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         return None
     session = pyfuncitem.config.stash[SESSION]
     arguments = _test_arguments(pyfuncitem)
-    names = [n for n in arguments if n != "candidate"]
-    inputs = tuple(arguments[n] for n in names)
+    inputs = tuple(value for name, value in arguments.items() if name != "candidate")
     run = _body(pyfuncitem, arguments)
     options = spec.function.options
-    if not session.settings.tune:
-        try:
+    try:
+        if session.settings.tune:
+            request = GroupRequest(
+                group=spec.group,
+                tuner_name=spec.function.nodeid,
+                key=_group_key(spec, arguments),
+                candidates=spec.function.candidates,
+                run=run,
+                inputs=inputs,
+                options=_evaluated_options(options, arguments),
+            )
+            failure = session.candidate_outcome(request, spec.candidate)
+        else:
             failure = check_candidate(
                 spec.candidate,
                 spec.function.candidates,
@@ -312,24 +318,10 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                 atol=options.get("atol"),
                 config=session.settings.engine,
             )
-        except AutotuneSkip as exc:
-            pytest.skip(f"candidate {spec.candidate!r} declined: {exc}")
-        except ConfigError as exc:
-            pytest.fail(f"{spec.function.nodeid}: {exc}", pytrace=False)
-        if failure:
-            pytest.fail(failure, pytrace=False)
-        return True
-
-    request = GroupRequest(
-        group=spec.group,
-        tuner_name=spec.function.nodeid,
-        key=_group_key(spec, arguments),
-        candidates=spec.function.candidates,
-        run=run,
-        inputs=inputs,
-        options=_evaluated_options(options, arguments),
-    )
-    failure = session.candidate_outcome(request, spec.candidate)
+    except AutotuneSkip as exc:
+        pytest.skip(f"candidate {spec.candidate!r} declined: {exc}")
+    except ConfigError as exc:
+        pytest.fail(f"{spec.function.nodeid}: {exc}", pytrace=False)
     if failure:
         pytest.fail(failure, pytrace=False)
     return True
