@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_autotune import hookspecs
+from pytest_autotune.backends.cuda import CudaUnavailableError
 from pytest_autotune.session import (
     AutotuneSession,
     GroupRequest,
@@ -320,7 +321,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
             )
     except AutotuneSkip as exc:
         pytest.skip(f"candidate {spec.candidate!r} declined: {exc}")
-    except ConfigError as exc:
+    except (ConfigError, CudaUnavailableError) as exc:
         pytest.fail(f"{spec.function.nodeid}: {exc}", pytrace=False)
     if failure:
         pytest.fail(failure, pytrace=False)

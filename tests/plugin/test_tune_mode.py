@@ -327,3 +327,17 @@ def test_xdist_workers_tune_and_the_controller_writes_both_keys(scale: pytest.Py
     data = json.loads(cache_file(scale).read_text())
     assert [e["key"] for e in data["entries"]] == ["1", "2"]
     result.stdout.fnmatch_lines(["*test_scale[[]1[]]*fast*", "*test_scale[[]2[]]*fast*"])
+
+
+def test_asking_for_cuda_without_a_gpu_fails_in_one_line_naming_the_extra(
+    scale: pytest.Pytester,
+) -> None:
+    from pytest_autotune.backends.cuda import device_count
+
+    if device_count():
+        pytest.skip("this machine has a CUDA GPU")
+    result = run(scale, "--autotune", "--autotune-device=cuda")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    output = result.stdout.str()
+    assert "pytest-autotune[cuda12]" in output or "no CUDA device found" in output
+    assert "Traceback" not in output
