@@ -160,15 +160,16 @@ def _checked_samples(samples: tuple[float, ...], owner: str) -> tuple[float, ...
     return samples
 
 
-@dataclass(frozen=True, slots=True)
-class Measurement:
-    """The precise measurement of a winner in this run: its samples, in seconds."""
+class _Samples:
+    """What a measurement and a baseline share: positive samples in seconds, and the
+    statistics of ln(median) the regression rule compares."""
 
+    __slots__ = ()
     samples: tuple[float, ...]
-    _stats: SampleStats = field(init=False, repr=False, compare=False)
+    _stats: SampleStats
 
-    def __post_init__(self) -> None:
-        samples = _checked_samples(self.samples, "Measurement")
+    def _set_samples(self, owner: str) -> None:
+        samples = _checked_samples(self.samples, owner)
         object.__setattr__(self, "samples", samples)
         object.__setattr__(self, "_stats", SampleStats.of(samples))
 
@@ -187,6 +188,17 @@ class Measurement:
         return self._stats.median_rse
 
 
+@dataclass(frozen=True, slots=True)
+class Measurement(_Samples):
+    """The precise measurement of a winner in this run: its samples, in seconds."""
+
+    samples: tuple[float, ...]
+    _stats: SampleStats = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._set_samples("Measurement")
+
+
 # -- the baseline -------------------------------------------------------------------------
 
 
@@ -195,7 +207,7 @@ class BaselineError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Baseline:
+class Baseline(_Samples):
     """What the committed cache says about one group: the winner measured then, and how.
 
     `peak` is the roof the baseline's winner was measured against (the binding bound's
@@ -216,22 +228,7 @@ class Baseline:
     _stats: SampleStats = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        samples = _checked_samples(self.samples, "Baseline")
-        object.__setattr__(self, "samples", samples)
-        object.__setattr__(self, "_stats", SampleStats.of(samples))
-
-    @property
-    def stats(self) -> SampleStats:
-        return self._stats
-
-    @property
-    def median(self) -> float:
-        return self._stats.median
-
-    @property
-    def se_log(self) -> float:
-        """Standard error of ln(median), as `Measurement.se_log`."""
-        return self._stats.median_rse
+        self._set_samples("Baseline")
 
     def peak_ratio(self, peaks: Peaks, dtype: str = "fp32") -> float:
         """This run's peak over the baseline's, on the baseline's binding resource.
