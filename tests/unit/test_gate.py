@@ -492,6 +492,17 @@ def test_the_gate_normalises_by_the_peaks_of_this_run() -> None:
     assert gate(exact(T / 0.9), base).verdict is Verdict.REGRESSION
 
 
+def test_a_cpu_time_is_compared_raw_because_its_probes_do_not_track_its_kernels() -> None:
+    base = baseline(device_id="cpu-intel-xeon-2t", peak=4e12, peak_resource="memory")
+    slower_probe = Peaks(memory={"read": 2e12}, compute={})
+    verdict = judge(
+        exact(T * 1.02), base, device_id="cpu-intel-xeon-2t", checksum=CHECKSUM, peaks=slower_probe
+    )
+    assert verdict.verdict is Verdict.PASS
+    assert verdict.comparison is not None
+    assert verdict.comparison.delta == pytest.approx(0.02)
+
+
 def test_an_error_is_never_reported_as_a_regression() -> None:
     verdict = gate(exact(T * 2), baseline(), error="every candidate failed: RuntimeError")
     assert verdict == GroupVerdict(
