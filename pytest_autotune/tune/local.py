@@ -84,7 +84,7 @@ class LocalTuner:
         own does not. Anything but a hit, a key error included, goes through the tuner.
         """
         try:
-            index = self._tuners[device_id]._hits[tunables.key_gen(*inputs)]
+            index = self._tuners[device_id].hits[tunables.key_gen(*inputs)]
         except KeyError:
             index = None
         if index is None:

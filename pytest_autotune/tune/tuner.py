@@ -124,7 +124,9 @@ class Tuner:
         self.persist = persist and persistent is not None
         self.recorder = recorder
         self.reference = reference
-        self._hits: dict[Any, int] = {}
+        self.hits: dict[Any, int] = {}
+        """Key -> index of the winner, for every key decided in this process. Read it, never
+        write it: `LocalTuner.execute` reads it directly on its hot path."""
         self._decisions: dict[Any, TuneDecision] = {}
         self._pending: dict[Any, tuple[threading.Event, int]] = {}
         self._lock = threading.Lock()
@@ -136,7 +138,7 @@ class Tuner:
 
     def fastest(self, key: Any) -> TuneCacheResult:
         """What the cache knows of `key`, without tuning."""
-        index = self._hits.get(key)
+        index = self.hits.get(key)
         if index is not None:
             return TuneCacheResult("hit", index)
         if key in self._pending:
@@ -154,7 +156,7 @@ class Tuner:
     def execute(self, tunables: TunableSet, inputs: TuneInputs, client: Client) -> Any:
         """Run the fastest candidate for these inputs, tuning first on a new key."""
         key = tunables.key_gen(*inputs)
-        index = self._hits.get(key)
+        index = self.hits.get(key)
         if index is None:
             index = self._resolve(key, tunables, inputs, client)
         return tunables.fns[index](*inputs)
@@ -163,7 +165,7 @@ class Tuner:
         me = threading.get_ident()
         while True:
             with self._lock:
-                index = self._hits.get(key)
+                index = self.hits.get(key)
                 if index is not None:
                     return index
                 index = self._from_persistent(key, tunables)
@@ -191,7 +193,7 @@ class Tuner:
     def _from_persistent(self, key: Any, tunables: TunableSet) -> int | None:
         """Promote a persisted entry to a hit when it was tuned for this candidate list."""
         if len(tunables) == 1:
-            self._hits[key] = 0
+            self.hits[key] = 0
             return 0
         stored = self._stored.get(stable_key(key))
         if stored is None:
@@ -202,7 +204,7 @@ class Tuner:
                 "%s: cached entry for %s was tuned for other candidates; re-tuning", self.name, key
             )
             return None
-        self._hits[key] = value.fastest_index
+        self.hits[key] = value.fastest_index
         return value.fastest_index
 
     def tune(
@@ -315,7 +317,7 @@ class Tuner:
     def _store(self, decision: TuneDecision) -> None:
         with self._lock:
             self._decisions[decision.key] = decision
-            self._hits[decision.key] = decision.fastest_index
+            self.hits[decision.key] = decision.fastest_index
         log_decision(self.name, decision.fastest_name, decision.key, decision.context)
         if self.recorder is not None:
             self.recorder.record(decision.to_record(self.name, self.device_id))
