@@ -180,7 +180,7 @@ class Tuner:
             if owner == me:
                 # A candidate calls back into its own tuner while being tuned: waiting
                 # would deadlock, so this inner call runs the first planned candidate.
-                return tune_plan(key, tunables.tunables)[0][0]
+                return _fallback(tune_plan(key, tunables.tunables))
             event.wait()
         try:
             decision = self.tune(key, tunables, inputs, client)
@@ -269,7 +269,7 @@ class Tuner:
                 winner = measured.winner
                 break
 
-        fastest = winner if winner is not None else plan[0][0] if plan else 0
+        fastest = winner if winner is not None else _fallback(plan)
         decision = TuneDecision(
             key=key,
             checksum=tunables.checksum,
@@ -333,3 +333,8 @@ class Tuner:
             except CacheFileError as exc:
                 warnings.warn(f"{exc}; the decision is kept in memory only", stacklevel=3)
 
+
+def _fallback(plan: list[tuple[int, ...]]) -> int:
+    """The candidate run when none was measured: the first the plan tries (the first of the
+    set when the plan skips them all), so a caller sees that candidate's own error."""
+    return plan[0][0] if plan else 0

@@ -246,3 +246,32 @@ def test_concurrent_tuners_on_one_file_lose_no_entry(client, tmp_path):
     for t in threads:
         t.join()
     assert len(PersistentCache(path).load()) == 8
+
+
+def test_a_candidate_calling_its_own_tuner_while_tuned_runs_the_first_planned_candidate(client):
+    tuner = Tuner("t", client.device_id)
+    inner = []
+
+    def reentrant(x):
+        client.clock.advance(2e-3)
+        inner.append(tuner.execute(tunables, (x,), client))
+        return "reentrant"
+
+    def plain(x):
+        client.clock.advance(1e-3)
+        return "plain"
+
+    tunables = TunableSet.of(by_size, {"plain": plain, "reentrant": reentrant})
+    assert tuner.execute(tunables, ([1],), client) == "plain"
+    assert inner and set(inner) == {"plain"}
+
+
+def test_a_set_whose_plan_skips_every_candidate_falls_back_to_the_first(client):
+    never = TuneGroup("never", lambda key: -1)
+    tunables = (
+        TunableSet(by_size)
+        .with_(Tunable("a", candidate(client.clock, 1e-3, "a", "a")).group(never, lambda k: 0))
+        .with_(Tunable("b", candidate(client.clock, 1e-3, "b", "b")).group(never, lambda k: 0))
+    )
+    decision = Tuner("t", client.device_id).tune(1, tunables, ([1],), client)
+    assert (decision.fastest_index, decision.measured) == (0, False)
