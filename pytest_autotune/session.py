@@ -96,8 +96,14 @@ def settings_from_sources(
 
     A bad value raises `ConfigError` naming its source and key.
     """
-    plugin_keys = ("autotune", "autotune_update", "autotune_html", "autotune_config",
-                   "autotune_device", "autotune_benchmark_json")
+    plugin_keys = (
+        "autotune",
+        "autotune_update",
+        "autotune_html",
+        "autotune_config",
+        "autotune_device",
+        "autotune_benchmark_json",
+    )
 
     def first(name: str) -> tuple[object, str] | None:
         for source, values in (("command line", command_line), ("ini", ini)):
@@ -243,7 +249,9 @@ class AutotuneSession:
         self.notes: list[str] = []
         self._outcomes: dict[str, _Outcome] = {}
         self._clients: dict[str, Client] = {}
-        self._baselines: dict[Path, tuple[PersistentCache, dict[PersistentCacheKey, PersistentCacheValue]]] = {}
+        self._baselines: dict[
+            Path, tuple[PersistentCache, dict[PersistentCacheKey, PersistentCacheValue]]
+        ] = {}
         # What travels to the controller and gets written at the end: plain JSON values.
         self.summaries: list[GroupSummary] = []
         self.updates: list[dict[str, Any]] = []
@@ -401,7 +409,9 @@ class AutotuneSession:
             peaks=peaks,
             thresholds=thresholds,
             launch_overhead=client.launch_overhead,
-            max_regression=request.options.get("max_regression", self.settings.engine.max_regression),
+            max_regression=request.options.get(
+                "max_regression", self.settings.engine.max_regression
+            ),
             remeasure=measure,
             **common,
         )
@@ -555,31 +565,59 @@ class AutotuneSession:
         self.notes.extend(output["notes"])
 
     def finish(self) -> bool:
-        """Write what the session produced; True when any group failed the gate."""
+        """Write what the session produced; True when a group failed the gate or an output
+        could not be written (each such output is named in one line of the summary)."""
         if self.settings.update:
             self._write_caches()
-        if self.settings.engine.record is not None:
-            recorder = Recorder(self.settings.engine.record)
-            for record in self.records:
-                recorder.record(AutotuneRecord.from_json(record))
-        if self.settings.html is not None:
-            from pytest_autotune.report.html import write_html
+        written = [
+            self._write_output("records", self.settings.engine.record, self._write_records),
+            self._write_output("report", self.settings.html, self._write_html),
+            self._write_output(
+                "benchmark JSON", self.settings.benchmark_json, self._write_benchmark_json
+            ),
+            self._write_output(
+                "step summary", os.environ.get("GITHUB_STEP_SUMMARY"), self._write_step_summary
+            ),
+        ]
+        return any(s.failed for s in self.summaries) or not all(written)
 
-            write_html(self.settings.html, [AutotuneRecord.from_json(r) for r in self.records])
-            self.notes.append(f"report: {_relative(self.settings.html, self.settings.rootpath)}")
-        if self.settings.benchmark_json is not None:
-            from pytest_autotune.report.benchmark_json import write_benchmark_json
-
-            write_benchmark_json(
-                self.settings.benchmark_json, self.summaries, root=self.settings.rootpath
+    def _write_output(self, what: str, target: Any, write: Callable[[Any], None]) -> bool:
+        """Write one output; a path the user gave that cannot be written is one line, not a
+        traceback from the end of the session, and the other outputs are still written."""
+        if not target:
+            return True
+        try:
+            write(target)
+        except OSError as exc:
+            self.notes.append(
+                f"error: the {what} could not be written to {target}: {exc.strerror or exc}"
             )
-        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if step_summary and self.summaries:
-            from pytest_autotune.report.markdown import render_markdown
+            return False
+        return True
 
-            with open(step_summary, "a", encoding="utf-8") as out:
-                out.write(render_markdown(self.summaries) + "\n")
-        return any(s.failed for s in self.summaries)
+    def _write_records(self, sink: Any) -> None:
+        recorder = Recorder(sink)
+        for record in self.records:
+            recorder.record(AutotuneRecord.from_json(record))
+
+    def _write_html(self, path: Path) -> None:
+        from pytest_autotune.report.html import write_html
+
+        write_html(path, [AutotuneRecord.from_json(r) for r in self.records])
+        self.notes.append(f"report: {_relative(path, self.settings.rootpath)}")
+
+    def _write_benchmark_json(self, path: Path) -> None:
+        from pytest_autotune.report.benchmark_json import write_benchmark_json
+
+        write_benchmark_json(path, self.summaries, root=self.settings.rootpath)
+
+    def _write_step_summary(self, path: str) -> None:
+        if not self.summaries:
+            return
+        from pytest_autotune.report.markdown import render_markdown
+
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(render_markdown(self.summaries))
 
     def _write_caches(self) -> None:
         files: dict[tuple[str, str], dict[PersistentCacheKey, PersistentCacheValue]] = {}
@@ -603,7 +641,9 @@ class AutotuneSession:
 
         lines: list[str] = []
         if self.summaries:
-            lines.extend(render_summary(self.summaries, candidates=self.progress is not None).splitlines())
+            lines.extend(
+                render_summary(self.summaries, candidates=self.progress is not None).splitlines()
+            )
             failed = render_failures(self.summaries)
             if failed:
                 lines.append("")

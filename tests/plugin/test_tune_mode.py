@@ -341,3 +341,20 @@ def test_asking_for_cuda_without_a_gpu_fails_in_one_line_naming_the_extra(
     output = result.stdout.str()
     assert "pytest-autotune[cuda12]" in output or "no CUDA device found" in output
     assert "Traceback" not in output
+
+
+def test_an_output_path_that_cannot_be_written_fails_the_run_in_one_line(
+    scale: pytest.Pytester,
+) -> None:
+    blocker = scale.path / "not_a_folder"
+    blocker.write_text("a file where a folder should be")
+    result = run(
+        scale,
+        "--autotune",
+        f"--autotune-html={blocker}/report.html",
+        "--autotune-benchmark-json=bench.json",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*error: the report could not be written to *not_a_folder/report.html*"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert (scale.path / "bench.json").is_file()
