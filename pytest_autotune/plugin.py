@@ -25,6 +25,7 @@ from pytest_autotune.session import (
 )
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import AutotuneSkip
+from pytest_autotune.tune.key import key_to_json
 from pytest_autotune.tune.tunable_set import TunableSet, clone_value
 
 SESSION = pytest.StashKey["AutotuneSession"]()
@@ -332,7 +333,13 @@ def _group_key(spec: ItemSpec, arguments: Mapping[str, Any]) -> Any:
     key = spec.function.options.get("key")
     if key is None:
         return spec.group_key or "default"
-    return _call_with_fixtures(key, arguments, f"{spec.function.nodeid}: key=")
+    value = _call_with_fixtures(key, arguments, f"{spec.function.nodeid}: key=")
+    try:
+        hash(value)
+        key_to_json(value)
+    except TypeError as exc:
+        pytest.fail(f"{spec.function.nodeid}: key= returned an unusable key: {exc}", pytrace=False)
+    return value
 
 
 def _evaluated_options(options: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:

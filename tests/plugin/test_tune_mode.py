@@ -358,3 +358,30 @@ def test_an_output_path_that_cannot_be_written_fails_the_run_in_one_line(
     result.stdout.fnmatch_lines(["*error: the report could not be written to *not_a_folder/report.html*"])
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
     assert (scale.path / "bench.json").is_file()
+
+
+def test_a_key_function_returning_an_unusable_key_fails_in_one_line(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+        from conftest import spin
+
+        def a(n):
+            spin(1e-4)
+            return n
+
+        def b(n):
+            spin(2e-4)
+            return n
+
+        @pytest.mark.autotune(candidates={"a": a, "b": b}, key=lambda: {"n": 1})
+        def test_key(candidate):
+            return candidate(1)
+        """
+    )
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*key= returned an unusable key*"])
+    assert "Traceback" not in result.stdout.str()
