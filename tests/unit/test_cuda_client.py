@@ -1,14 +1,24 @@
-"""The CUDA client where there is no CUDA: the package imports, and `cuda()` says why not."""
+"""The CUDA client where there is no CUDA: the package imports, `cuda()` says why not, and
+against a fake CuPy, how a sample is taken (graph replay, its fallbacks, out of memory)."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from pytest_autotune.backends import CudaUnavailableError, cuda
-from pytest_autotune.backends.cuda import device_id_from
+from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda
+from pytest_autotune.backends.cuda import (
+    REPLAY_CACHE_SIZE,
+    REPLAY_CALIBRATION_NODES,
+    device_id_from,
+)
 
 
 def test_importing_the_package_and_the_examples_imports_no_cupy() -> None:
@@ -38,3 +48,348 @@ def test_cuda_without_cupy_names_the_extra_to_install(monkeypatch: pytest.Monkey
 )
 def test_device_id_is_the_lowercased_model_name(name: str, device_id: str) -> None:
     assert device_id_from(name) == device_id
+
+
+# A stand-in for CuPy, enough for a `CudaClient` to time calls on: one device clock that
+# only device work moves, so every sample is exact. An event record costs EVENT; a kernel
+# launched through a stream costs STREAM_LAUNCH more than its own time, one replayed from a
+# graph NODE more, and a graph's launch GRAPH_LAUNCH once.
+
+EVENT, STREAM_LAUNCH, NODE, GRAPH_LAUNCH = 1.25e-6, 1.5e-6, 0.75e-6, 0.5e-6
+CAPTURE_UNSUPPORTED, CAPTURE_INVALIDATED, CAPTURE_IMPLICIT = 900, 901, 906  # cudaError_t
+
+
+class FakeRuntimeError(RuntimeError):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"cudaError {status}")
+        self.status = status
+
+
+class FakeOutOfMemoryError(MemoryError):
+    pass
+
+
+class FakePool:
+    def __init__(self, gpu: FakeGpu) -> None:
+        self.gpu = gpu
+        self.emptied = 0
+
+    def malloc(self, nbytes: int) -> FakePool:
+        if nbytes > self.gpu.free_bytes:
+            raise FakeOutOfMemoryError(f"out of memory allocating {nbytes} bytes")
+        return self
+
+    def free_all_blocks(self) -> None:
+        self.emptied += 1
+
+
+class FakeArray:
+    def __init__(self, ptr: int, shape: tuple[int, ...] = (4,)) -> None:
+        self.data = SimpleNamespace(ptr=ptr)
+        self.shape, self.strides, self.dtype = shape, (4,), SimpleNamespace(str="<f4")
+
+
+class FakeEvent:
+    def __init__(self, gpu: FakeGpu) -> None:
+        self.gpu, self.at = gpu, 0.0
+
+    def record(self, stream: object = None) -> None:
+        self.gpu.clock += EVENT
+        self.at = self.gpu.clock
+
+    def synchronize(self) -> None:
+        pass
+
+
+class FakeGraph:
+    def __init__(self, gpu: FakeGpu, nodes: list[float]) -> None:
+        self.gpu, self.nodes = gpu, nodes
+
+    def launch(self, stream: object = None) -> None:
+        self.gpu.clock += GRAPH_LAUNCH + sum(NODE + seconds for seconds in self.nodes)
+
+
+class FakeStream:
+    def __init__(self, gpu: FakeGpu) -> None:
+        self.gpu = gpu
+        self.nodes: list[float] | None = None  # a list while capturing
+        self.invalidated = False
+        self.ptr = id(self)
+
+    def __enter__(self) -> None:
+        self.gpu.current.append(self)
+
+    def __exit__(self, *exc: object) -> None:
+        self.gpu.current.pop()
+
+    def begin_capture(self, mode: int | None = None) -> None:
+        self.nodes, self.invalidated = [], False
+        self.gpu.captures += 1
+
+    def end_capture(self) -> FakeGraph:
+        nodes, self.nodes = self.nodes, None
+        if self.invalidated or nodes is None:
+            raise FakeRuntimeError(CAPTURE_INVALIDATED)
+        return FakeGraph(self.gpu, nodes)
+
+    def synchronize(self) -> None:
+        self.gpu.synchronize(self)
+
+    def wait_event(self, event: FakeEvent) -> None:
+        pass
+
+    def record(self) -> FakeEvent:
+        event = FakeEvent(self.gpu)
+        event.record(self)
+        return event
+
+
+class FakeGpu:
+    """The device behind the fake CuPy module (`module`)."""
+
+    def __init__(self) -> None:
+        self.clock = 0.0
+        self.captures = 0
+        self.holds = 0
+        self.free_bytes = 1 << 30
+        self.legacy = FakeStream(self)
+        self.current = [self.legacy]
+        self.default_pool = FakePool(self)
+        self.allocators: list[Callable[[int], FakePool]] = []
+        self.flag_memory = (ctypes.c_int32 * 2)()
+        self.held_flag: Any = None
+        runtime = SimpleNamespace(
+            CUDARuntimeError=FakeRuntimeError,
+            getDeviceCount=lambda: 1,
+            getDeviceProperties=lambda device: {"name": b"Fake GPU", "totalGlobalMem": 1 << 34},
+            hostAlloc=lambda nbytes, flags: ctypes.addressof(self.flag_memory),
+            hostAllocMapped=2,
+        )
+        self.module = SimpleNamespace(
+            ndarray=FakeArray,
+            uint64=int,
+            int64=int,
+            RawModule=lambda code: SimpleNamespace(get_function=self.kernel),
+            get_default_memory_pool=lambda: self.default_pool,
+            cuda=SimpleNamespace(
+                runtime=runtime,
+                memory=SimpleNamespace(OutOfMemoryError=FakeOutOfMemoryError),
+                Device=lambda index=0: FakeDevice(self),
+                Event=lambda: FakeEvent(self),
+                Stream=lambda non_blocking=False: FakeStream(self),
+                MemoryPool=lambda: FakePool(self),
+                using_allocator=self.using_allocator,
+                get_current_stream=self.stream,
+                get_elapsed_time=lambda start, stop: (stop.at - start.at) * 1e3,
+            ),
+        )
+
+    def stream(self) -> FakeStream:
+        return self.current[-1]
+
+    def kernel(self, name: str) -> Callable[..., None]:
+        def launch(grid: object, block: object, args: tuple[Any, ...]) -> None:
+            if name == "autotune_hold":
+                self.holds += 1
+                self.held_flag = (ctypes.c_int32 * 2).from_address(args[0])
+            else:
+                self.launch(0.0)
+
+        return launch
+
+    def launch(self, seconds: float, stream: FakeStream | None = None) -> None:
+        """A kernel of `seconds`, on `stream` or the current one."""
+        stream = stream or self.stream()
+        capturing = self.stream()
+        if capturing.nodes is not None and stream is not capturing:
+            # Work sent to the legacy stream while a blocking stream captures.
+            capturing.invalidated = True
+            raise FakeRuntimeError(CAPTURE_IMPLICIT)
+        if stream.nodes is not None:
+            stream.nodes.append(seconds)
+        else:
+            self.clock += STREAM_LAUNCH + seconds
+
+    def synchronize(self, stream: FakeStream) -> None:
+        if stream.nodes is not None:
+            stream.invalidated = True
+            raise FakeRuntimeError(CAPTURE_UNSUPPORTED)
+        if self.held_flag is not None and self.held_flag[0] == 0:
+            self.held_flag[1] = 1  # the host waited on the held stream until the hold gave up
+
+    def allocate(self, nbytes: int) -> FakePool:
+        """An allocation of a candidate: the pool it came from."""
+        malloc = self.allocators[-1] if self.allocators else self.default_pool.malloc
+        return malloc(nbytes)
+
+    @contextlib.contextmanager
+    def using_allocator(self, malloc: Callable[[int], FakePool]) -> Iterator[None]:
+        self.allocators.append(malloc)
+        try:
+            yield
+        finally:
+            self.allocators.pop()
+
+
+class FakeDevice:
+    def __init__(self, gpu: FakeGpu) -> None:
+        self.gpu = gpu
+        self.attributes = {"L2CacheSize": 0, "UnifiedAddressing": 1, "MultiProcessorCount": 4}
+
+    def synchronize(self) -> None:
+        self.gpu.synchronize(self.gpu.stream())
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+@pytest.fixture
+def gpu(monkeypatch: pytest.MonkeyPatch) -> FakeGpu:
+    fake = FakeGpu()
+    monkeypatch.setitem(sys.modules, "cupy", fake.module)
+    return fake
+
+
+def kernels(gpu: FakeGpu, *seconds: float) -> Callable[[], None]:
+    def call() -> None:
+        for s in seconds:
+            gpu.launch(s)
+
+    return call
+
+
+def test_a_call_that_can_be_captured_is_timed_by_one_replay_of_its_graph(gpu: FakeGpu) -> None:
+    calls = []
+
+    def two_kernels() -> None:
+        calls.append(1)
+        kernels(gpu, 10e-6, 2e-6)()
+
+    client = CudaClient(cold_l2=False)
+    times = [client.time(two_kernels, ()) for _ in range(5)]
+    # The event pair and the graph's launch are the instrument's; each node is the call's.
+    assert times == pytest.approx([2 * NODE + 12e-6] * 5)
+    assert len(calls) == 2  # one warm-up, one captured; the samples replay the graph
+    assert gpu.captures == 1 + len(REPLAY_CALIBRATION_NODES)
+
+
+def test_without_graph_replay_each_launch_costs_what_a_stream_launch_costs(gpu: FakeGpu) -> None:
+    client = CudaClient(cold_l2=False, graph_replay=False)
+    assert client.time(kernels(gpu, 10e-6, 2e-6), ()) == pytest.approx(2 * STREAM_LAUNCH + 12e-6)
+    assert gpu.captures == 0
+
+
+def test_a_call_that_fails_its_capture_is_timed_through_the_stream_from_then_on(
+    gpu: FakeGpu,
+) -> None:
+    def on_the_legacy_stream() -> None:
+        gpu.launch(10e-6, stream=gpu.legacy)
+
+    client = CudaClient(cold_l2=False)
+    times = [client.time(on_the_legacy_stream, ()) for _ in range(3)]
+    assert times == pytest.approx([STREAM_LAUNCH + 10e-6] * 3)
+    assert gpu.captures == 1  # tried once, then remembered
+
+
+def test_an_error_of_the_candidate_is_raised_not_taken_for_a_capture_failure(
+    gpu: FakeGpu,
+) -> None:
+    def broken() -> None:
+        raise ValueError("wrong shape")
+
+    client = CudaClient(cold_l2=False)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="wrong shape"):
+            client.time(broken, ())
+    assert gpu.captures == 0
+
+
+def test_a_call_on_other_arrays_is_captured_again_and_on_the_same_arrays_is_not(
+    gpu: FakeGpu,
+) -> None:
+    def one_kernel(x: FakeArray, scale: float) -> None:
+        gpu.launch(5e-6)
+
+    client = CudaClient(cold_l2=False)
+    client.time(one_kernel, (FakeArray(ptr=4096), 2.0))
+    first = gpu.captures
+    client.time(one_kernel, (FakeArray(ptr=4096), 2.0))  # another object, same array
+    assert gpu.captures == first
+    client.time(one_kernel, (FakeArray(ptr=8192), 2.0))
+    client.time(one_kernel, (FakeArray(ptr=8192, shape=(8,)), 2.0))
+    client.time(one_kernel, (FakeArray(ptr=8192, shape=(8,)), 3.0))
+    assert gpu.captures == first + 3
+
+
+def test_inputs_a_graph_cannot_hold_are_timed_through_the_stream(gpu: FakeGpu) -> None:
+    def one_kernel(values: list[float]) -> None:
+        gpu.launch(5e-6)
+
+    client = CudaClient(cold_l2=False)
+    assert client.time(one_kernel, ([1.0, 2.0],)) == pytest.approx(STREAM_LAUNCH + 5e-6)
+    assert gpu.captures == 0
+
+
+def test_a_captured_call_allocates_from_a_pool_of_its_own(gpu: FakeGpu) -> None:
+    pools: list[FakePool] = []
+
+    def allocating() -> FakePool:
+        pools.append(gpu.allocate(1024))
+        gpu.launch(5e-6)
+        return pools[-1]
+
+    client = CudaClient(cold_l2=False)
+    client.time(allocating, ())
+    client.time(allocating, ())
+    assert len(pools) == 2 and pools[0] is pools[1]  # the warm-up's blocks serve the capture
+    assert pools[0] is not gpu.default_pool and pools[0].emptied == 0
+
+
+def test_out_of_memory_in_the_warm_up_is_raised_and_empties_every_pool(gpu: FakeGpu) -> None:
+    def small() -> None:
+        gpu.allocate(1024)
+        gpu.launch(5e-6)
+
+    def hog() -> None:
+        gpu.allocate(2 * gpu.free_bytes)
+
+    client = CudaClient(cold_l2=False)
+    client.time(small, ())
+    captures = gpu.captures
+    with pytest.raises(FakeOutOfMemoryError):
+        client.time(hog, ())
+    assert gpu.default_pool.emptied == 1
+    client.time(small, ())
+    assert gpu.captures == captures + 1  # its graph and pool were let go: captured again
+
+
+def test_a_candidate_that_synchronizes_is_timed_without_the_hold_after_two_timeouts(
+    gpu: FakeGpu,
+) -> None:
+    def synchronizing() -> None:
+        gpu.launch(5e-6)
+        gpu.stream().synchronize()
+
+    client = CudaClient(cold_l2=False)
+    first = client.time(synchronizing, ())
+    holds = gpu.holds
+    second = client.time(synchronizing, ())
+    assert gpu.holds == holds  # no hold any more
+    assert gpu.captures == 1  # the capture failed once, and was not tried again
+    assert first == pytest.approx(STREAM_LAUNCH + 5e-6)
+    assert second == pytest.approx(STREAM_LAUNCH + 5e-6)
+
+
+def test_the_least_recently_timed_graph_goes_beyond_the_cache_size(gpu: FakeGpu) -> None:
+    calls = [kernels(gpu, 1e-6) for _ in range(REPLAY_CACHE_SIZE + 1)]
+    client = CudaClient(cold_l2=False)
+    for call in calls:
+        client.time(call, ())
+    captures = gpu.captures
+    client.time(calls[-1], ())
+    assert gpu.captures == captures
+    client.time(calls[0], ())
+    assert gpu.captures == captures + 1
