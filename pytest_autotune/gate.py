@@ -16,11 +16,12 @@ from __future__ import annotations
 import enum
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_autotune.backends.peaks import Peaks
+from pytest_autotune.calibration import CALIBRATION_KIND
 from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats, check_sample
 from pytest_autotune.tune.bounds import (
     COMPUTE,
@@ -47,15 +48,24 @@ DEFAULT_SIGMA_BETWEEN: Mapping[DeviceKind, float] = {"gpu": 0.015, "cpu": 0.03}
 by more than their within-session errors say (clocks, placement, thermal state). A baseline
 file may carry a measured `sigma_between`, which wins."""
 
+CALIBRATED_SIGMA_BETWEEN = 0.02
+"""Between-session noise of ln(time / calibration read) on a CPU, when both sides carry the
+calibration read (`pytest_autotune.calibration`). benchmarks/gate_reliability.py measured
+3.5-4.8% on the shared 2-core VM, where the raw times moved 6.7-8.5%; 2% is below that, and
+there no unchanged session failed on noise while a 25% slowdown failed 68 runs in 100
+(77 at 1.5%, 38 at 3%, 32 for the raw rule), BENCHMARKS.md run E."""
+
 NORMALISE_BY_PEAKS: Mapping[DeviceKind, bool] = {"gpu": True, "cpu": False}
-"""Whether a time is scaled by this run's peak probe over the baseline's, by device kind.
+"""Whether a time is scaled by this run's peak probe over the baseline's, by device kind,
+when the two sides do not both carry a calibration read (which then scales it instead).
 
 On the H200 the probes are repeatable and measure what the kernels use. On the shared
 2-core CPU VM they are not (benchmarks/gate_reliability.py, 100 sessions): the copy and
 read probes correlated -0.1 to -0.45 with the kernels' session-to-session changes, and
 under load the 2-thread BLAS probe of the baseline session read half the usual rate,
 made compute the binding resource of a 64x64 matmul and scaled every later run's time
-by 2.1: 91 false failures in 100 unchanged runs. A CPU's times are compared raw."""
+by 2.1: 91 false failures in 100 unchanged runs. A CPU's times are scaled by the
+calibration read measured beside them, or compared raw."""
 
 DEFAULT_Z = 3.09
 """One-sided normal quantile of 0.999: an unchanged kernel fails at most once in a thousand
@@ -126,6 +136,7 @@ def measure_precisely(
     max_samples: int = DEFAULT_MAX_SAMPLES,
     now: Callable[[], float] = time.perf_counter,
     name: str | None = None,
+    error: Callable[[Sequence[float]], float] | None = None,
 ) -> tuple[float, ...]:
     """Sample the winner (seconds per call of `sample()`) until its median is known to
     `target_rse`, or `time_cap` seconds of wall clock have passed, or `max_samples` are taken.
@@ -137,7 +148,9 @@ def measure_precisely(
     comparing on a slow kernel is worse than one that runs a little long. The error is
     checked after each sample up to 40, then every 5% more samples. The caller warms
     the winner up first; every sample here counts. `name` names the candidate in the error
-    a non-positive or non-finite sample raises (`AutotuneError`, invalid samples).
+    a non-positive or non-finite sample raises (`AutotuneError`, invalid samples). `error`
+    gives the relative error to drive below `target_rse` from the samples so far (by
+    default the median's, `SampleStats.median_rse`).
     """
     if min_samples < 2:
         raise ValueError(f"min_samples must be at least 2 to estimate an error, got {min_samples}")
@@ -157,9 +170,52 @@ def measure_precisely(
             # Statistics of n samples cost O(n log n): checked after every sample they
             # would dominate a short kernel's measurement, so past 40 samples the error is
             # checked every 5% more samples, overshooting the target by at most that.
-            if SampleStats.of(samples).median_rse < target_rse:
+            if (error or _median_rse)(samples) < target_rse:
                 return tuple(samples)
             next_check = n + max(1, n // 20)
+
+
+def _median_rse(samples: Sequence[float]) -> float:
+    return SampleStats.of(samples).median_rse
+
+
+def measure_winner(
+    sample: Callable[[], float],
+    *,
+    calibration: Callable[[], float] | None = None,
+    name: str | None = None,
+    **limits: Any,
+) -> Measurement:
+    """The winner's precise measurement (`measure_precisely`, with its `limits`), and with
+    `calibration` (seconds of one calibration read) a calibration sample right after each of
+    the winner's, so both meet the machine in the same state.
+
+    The measurement stops when the error of the ratio the gate compares (the winner's and
+    the read's errors together) reaches the target. A calibration read the clock cannot see
+    (a sample of zero: a fake client, a GPU client asked to time host work) is dropped, not
+    failed: it only ever refines the comparison.
+    """
+    if calibration is None:
+        return Measurement(measure_precisely(sample, name=name, **limits))
+    reads: list[float] = []
+    usable = True
+
+    def paired() -> float:
+        nonlocal usable
+        seconds = sample()
+        if usable:
+            read = calibration()
+            usable = math.isfinite(read) and read > 0
+            reads.append(read)
+        return seconds
+
+    def ratio_rse(samples: Sequence[float]) -> float:
+        if not usable:
+            return _median_rse(samples)
+        return math.hypot(_median_rse(samples), _median_rse(reads))
+
+    samples = measure_precisely(paired, name=name, error=ratio_rse, **limits)
+    return Measurement(samples, Calibration(tuple(reads)) if usable else None)
 
 
 def _checked_samples(samples: tuple[float, ...], owner: str) -> tuple[float, ...]:
@@ -199,14 +255,52 @@ class _Samples:
 
 
 @dataclass(frozen=True, slots=True)
-class Measurement(_Samples):
-    """The precise measurement of a winner in this run: its samples, in seconds."""
+class Calibration(_Samples):
+    """The calibration read's samples (seconds) beside a measurement, and which read it was."""
 
     samples: tuple[float, ...]
+    kind: str = CALIBRATION_KIND
+    _stats: SampleStats = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._set_samples("Calibration")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "samples_ns": [round(s * 1e9) for s in self.samples]}
+
+    @classmethod
+    def from_json(cls, data: object) -> Calibration:
+        """Read `to_json`'s form; anything else is a TypeError or ValueError saying what was
+        found."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"expected an object, got {data!r}")
+        kind, samples = data.get("kind"), data.get("samples_ns")
+        if not isinstance(kind, str) or not isinstance(samples, list):
+            raise TypeError(f"expected 'kind' and a list 'samples_ns', got {dict(data)!r}")
+        if not all(isinstance(s, int) and not isinstance(s, bool) for s in samples):
+            raise TypeError(f"'samples_ns' must be integers, got {samples!r}")
+        return cls(tuple(s / 1e9 for s in samples), kind)
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement(_Samples):
+    """The precise measurement of a winner in this run: its samples, in seconds, and the
+    calibration read taken beside them (CPU only; None elsewhere)."""
+
+    samples: tuple[float, ...]
+    calibration: Calibration | None = None
     _stats: SampleStats = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._set_samples("Measurement")
+
+    def calibrated_against(self, baseline: Baseline) -> bool:
+        """Whether both sides carry the same calibration read, which then scales the time."""
+        return (
+            self.calibration is not None
+            and baseline.calibration is not None
+            and self.calibration.kind == baseline.calibration.kind
+        )
 
 
 # -- the baseline -------------------------------------------------------------------------
@@ -235,6 +329,8 @@ class Baseline(_Samples):
     """The between-session noise measured on this device and stored with the cache."""
     source: str = ""
     """The cache file, for messages."""
+    calibration: Calibration | None = None
+    """The calibration read measured beside the baseline's winner, when it had one."""
     _stats: SampleStats = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -283,6 +379,12 @@ class Baseline(_Samples):
         if not isinstance(winner, AutotuneOutcome):
             raise BaselineError(f"{where}: the winner {value.fastest_name} has no samples")
         peak, resource = _baseline_peak(value.bounds, where)
+        calibration = None
+        if value.calibration is not None:
+            try:
+                calibration = Calibration.from_json(value.calibration)
+            except (TypeError, ValueError) as error:
+                raise BaselineError(f"{where}: calibration does not read: {error}") from None
         return cls(
             device_id=device_id,
             checksum=checksum,
@@ -292,6 +394,7 @@ class Baseline(_Samples):
             peak_resource=resource,
             sigma_between=_sigma_between(metadata, where),
             source=source,
+            calibration=calibration,
         )
 
     @classmethod
@@ -417,14 +520,22 @@ class RegressionCheck:
         device_id: str,
         max_regression: float | None = None,
         sigma_between: float | None = None,
+        calibrated: bool = False,
     ) -> RegressionCheck:
-        """The check with each value given, else the default of the device's kind."""
+        """The check with each value given, else the default of the device's kind (for
+        `sigma_between`, of a CPU comparison scaled by the calibration read when
+        `calibrated`)."""
         kind = device_kind(device_id)
+        if sigma_between is None:
+            calibrated_cpu = calibrated and kind == "cpu"
+            sigma_between = (
+                CALIBRATED_SIGMA_BETWEEN if calibrated_cpu else DEFAULT_SIGMA_BETWEEN[kind]
+            )
         return cls(
             max_regression=(
                 DEFAULT_MAX_REGRESSION[kind] if max_regression is None else max_regression
             ),
-            sigma_between=DEFAULT_SIGMA_BETWEEN[kind] if sigma_between is None else sigma_between,
+            sigma_between=sigma_between,
         )
 
     def delta(
@@ -435,11 +546,19 @@ class RegressionCheck:
         The current time is multiplied by `peak_ratio` (this run's peak probe over the
         baseline's): on a machine whose memory is 5% slower today (ratio 0.95) the kernel's
         time is scaled down by that, so the machine's state does not read as the kernel's.
+        When both sides carry the same calibration read, its ratio (the baseline's median
+        read over this run's) scales the time instead, and its errors join sigma.
         """
         if not (math.isfinite(peak_ratio) and peak_ratio > 0):
             raise ValueError(f"peak_ratio must be a positive finite number, got {peak_ratio!r}")
-        d = math.log(current.median * peak_ratio / baseline.median)
-        sigma = math.sqrt(current.se_log**2 + baseline.se_log**2 + self.sigma_between**2)
+        variance = current.se_log**2 + baseline.se_log**2 + self.sigma_between**2
+        scale = peak_ratio
+        if current.calibrated_against(baseline):
+            assert current.calibration is not None and baseline.calibration is not None
+            scale = baseline.calibration.median / current.calibration.median
+            variance += current.calibration.se_log**2 + baseline.calibration.se_log**2
+        d = math.log(current.median * scale / baseline.median)
+        sigma = math.sqrt(variance)
         margin = self.z * sigma
         return Comparison(
             delta=math.expm1(d),
@@ -455,11 +574,18 @@ class RegressionCheck:
         comparison = self.delta(current, baseline, peak_ratio)
         if not comparison.failed:
             return None
-        normalised = (
-            ""
-            if peak_ratio == 1.0
-            else f"; times scaled by this run's peak over the baseline's ({peak_ratio:.3f})"
-        )
+        if current.calibrated_against(baseline):
+            assert current.calibration is not None and baseline.calibration is not None
+            reads = current.calibration.median / baseline.calibration.median
+            normalised = (
+                f"; times scaled by the calibration read of the inputs, {format_change(reads - 1)}"
+                f" against the baseline's ({format_duration(current.calibration.median)} vs"
+                f" {format_duration(baseline.calibration.median)})"
+            )
+        elif peak_ratio != 1.0:
+            normalised = f"; times scaled by this run's peak over the baseline's ({peak_ratio:.3f})"
+        else:
+            normalised = ""
         return (
             f"regression of {format_interval(comparison)}: median"
             f" {format_duration(current.median)} against the baseline median"
@@ -639,7 +765,12 @@ def _judge_once(
     regression_message: str | None = None
     other = _not_comparable(baseline, device_id, checksum)
     if baseline is not None and other is None:
-        check = RegressionCheck.for_device(device_id, max_regression, baseline.sigma_between)
+        check = RegressionCheck.for_device(
+            device_id,
+            max_regression,
+            baseline.sigma_between,
+            calibrated=current.calibrated_against(baseline),
+        )
         normalise = peaks is not None and NORMALISE_BY_PEAKS[device_kind(device_id)]
         ratio = baseline.peak_ratio(peaks, dtype) if normalise and peaks is not None else 1.0
         comparison = check.delta(current, baseline, ratio)

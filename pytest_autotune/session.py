@@ -19,14 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 
+from pytest_autotune.calibration import calibration_read
 from pytest_autotune.gate import (
     Baseline,
     BaselineError,
     GroupVerdict,
     Measurement,
     Verdict,
+    device_kind,
     judge,
-    measure_precisely,
+    measure_winner,
 )
 from pytest_autotune.report import CandidateRow, GroupSummary
 from pytest_autotune.tune.benchmark import AutotuneOutcome
@@ -387,10 +389,21 @@ class AutotuneSession:
         inputs = tunables.input_gen(request.key, request.inputs)
         name = decision.fastest_name
 
+        # On a CPU, a read of the same inputs is timed beside each sample, so the gate can
+        # divide out what the machine's state did to both (pytest_autotune.calibration).
+        read = calibration_read(inputs) if device_kind(client.device_id) == "cpu" else None
+
         def measure() -> Measurement:
-            client.time(fn, inputs)  # one warm-up: every sample of the measurement counts
             try:
-                return Measurement(measure_precisely(lambda: client.time(fn, inputs), name=name))
+                client.time(fn, inputs)  # one warm-up: every sample of the measurement counts
+                if read is None:
+                    return measure_winner(lambda: client.time(fn, inputs), name=name)
+                client.time(read, ())
+                return measure_winner(
+                    lambda: client.time(fn, inputs),
+                    calibration=lambda: client.time(read, ()),
+                    name=name,
+                )
             except Exception as exc:  # noqa: BLE001 - the winner failing now is an error
                 raise AutotuneError.from_exception(name, exc) from None
 
@@ -520,6 +533,11 @@ class AutotuneSession:
             "winner_samples_ns": [
                 round(s * 1e9) for s in (verdict.measurement.samples if verdict.measurement else ())
             ],
+            "calibration": (
+                verdict.measurement.calibration.to_json()
+                if verdict.measurement is not None and verdict.measurement.calibration is not None
+                else None
+            ),
             # The report re-renders from records alone, so each carries its device and work.
             "device": self.devices[client.device_id],
             "work": {"compute_ops": work.compute_ops, "bytes": work.bytes} if work else None,
@@ -532,8 +550,11 @@ class AutotuneSession:
         index = decision.fastest_index
         results = dict(decision.results)
         results[index] = AutotuneOutcome(decision.fastest_name, index, verdict.measurement.samples)
+        calibration = verdict.measurement.calibration
         value = replace(
-            decision.to_cache_value(), results=tuple(results[i] for i in sorted(results))
+            decision.to_cache_value(),
+            results=tuple(results[i] for i in sorted(results)),
+            calibration=None if calibration is None else calibration.to_json(),
         )
         self.updates.append(
             {

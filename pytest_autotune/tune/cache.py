@@ -25,14 +25,19 @@ from filelock import FileLock, Timeout
 from pytest_autotune.tune.benchmark import AutotuneResult, result_from_json, result_to_json
 from pytest_autotune.tune.key import serialize_key_json
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2 added an entry's optional `calibration`; version 1 files read as they always did. A
+reader of version 1 refuses a version 2 file by its number, with "upgrade", instead of
+tripping over the new field."""
 
 LOCK_TIMEOUT_S = 300.0
 """A save holds the lock for one read and one small write; waiting longer than this means
 a process is stuck holding it, which should end as an error rather than a hung test run."""
 
 _STRUCTURE = frozenset({"schema_version", "device", "entries"})
-_ENTRY_FIELDS = frozenset({"key", "checksum", "fastest_index", "fastest_name", "results", "bounds"})
+_ENTRY_FIELDS = frozenset(
+    {"key", "checksum", "fastest_index", "fastest_name", "results", "bounds", "calibration"}
+)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_STEM = 120
 
@@ -66,15 +71,21 @@ class PersistentCacheValue:
     results: tuple[AutotuneResult, ...]
     bounds: dict[str, Any] | None = None
     """The bounds of the decision, opaque to the cache and stored as given."""
+    calibration: dict[str, Any] | None = None
+    """The gate's calibration read beside the winner's samples (`gate.Calibration`), opaque
+    to the cache; absent from the file when there is none, as in files written before it."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "key": self.key,
             "fastest_index": self.fastest_index,
             "fastest_name": self.fastest_name,
             "results": [result_to_json(r, i) for i, r in enumerate(self.results)],
             "bounds": self.bounds,
         }
+        if self.calibration is not None:
+            data["calibration"] = self.calibration
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PersistentCacheValue:
@@ -99,6 +110,7 @@ class PersistentCacheValue:
             fastest_name=_field(data, "fastest_name", str, "a string"),
             results=tuple(results),
             bounds=_field(data, "bounds", (dict, type(None)), "an object or null"),
+            calibration=_optional_object(data, "calibration"),
         )
 
 
@@ -109,6 +121,13 @@ def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], wh
     # bool is an int to isinstance, but `true` is never a valid index or version.
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise _Malformed(f"field {name!r} is {value!r}, expected {what}")
+    return value
+
+
+def _optional_object(data: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    value = data.get(name)
+    if value is not None and not isinstance(value, dict):
+        raise _Malformed(f"field {name!r} is {value!r}, expected an object")
     return value
 
 

@@ -141,6 +141,76 @@ def test_a_baseline_of_another_candidate_list_is_not_comparable_and_never_fails(
     result.stdout.fnmatch_lines(["*not comparable*"])
 
 
+CALIBRATED_TESTS = """
+import os
+
+import numpy as np
+import pytest
+from conftest import spin
+
+MACHINE = float(os.environ.get("MACHINE", "1"))
+\"\"\"How much slower this machine is today than when the baseline was recorded.\"\"\"
+
+
+@pytest.fixture(autouse=True)
+def fake_read(monkeypatch):
+    # The calibration read on the fake clock: 40 us, slowed by the machine unless READ_FROZEN.
+    read_s = 40e-6 * (1 if os.environ.get("READ_FROZEN") else MACHINE)
+    monkeypatch.setattr(
+        "pytest_autotune.session.calibration_read", lambda inputs: lambda: spin(read_s)
+    )
+
+
+def fast(x):
+    spin(100e-6 * MACHINE)
+    return x.sum()
+
+
+def slow(x):
+    spin(300e-6 * MACHINE)
+    return x.sum()
+
+
+@pytest.fixture
+def x():
+    return np.ones(64, dtype=np.float32)
+
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow})
+def test_sum(candidate, x):
+    return candidate(x)
+"""
+
+
+def test_a_cpu_baseline_keeps_the_calibration_read_and_a_slower_machine_is_no_regression(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    autotune_pytester.makepyfile(test_calibrated=CALIBRATED_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    path = autotune_pytester.path / ".autotune/cpu-fake-1t/test_calibrated.py__test_sum.json"
+    entry = json.loads(path.read_text())["entries"][0]
+    winner = entry["results"][entry["fastest_index"]]
+    assert entry["calibration"]["kind"] == "read-inputs/1"
+    assert entry["calibration"]["samples_ns"] == [40_000] * len(winner["samples_ns"])
+
+    # The kernel and the read both 30% slower: the machine, not the kernel.
+    monkeypatch.setenv("MACHINE", "1.3")
+    passed = run(autotune_pytester, "--autotune")
+    assert passed.ret == pytest.ExitCode.OK
+    passed.stdout.fnmatch_lines(["*test_sum*fast*130 us*+0.0%*pass*"])
+
+    # The kernel alone 30% slower: a regression, and the message says the read was used.
+    monkeypatch.setenv("READ_FROZEN", "1")
+    failed = run(autotune_pytester, "--autotune")
+    assert failed.ret == pytest.ExitCode.TESTS_FAILED
+    failed.stdout.fnmatch_lines(
+        [
+            "*regression of +30.0%*",
+            "*times scaled by the calibration read of the inputs, +0.0% against the baseline's*",
+        ]
+    )
+
+
 def test_errors_are_never_reported_as_regressions(autotune_pytester: pytest.Pytester) -> None:
     autotune_pytester.makepyfile(
         """

@@ -1,0 +1,63 @@
+"""The calibration read: a fixed read of the winner's own inputs, timed beside it, so the gate
+can tell a slower machine from a slower kernel on a CPU.
+
+On a shared CPU a kernel's speed moves 5-8% from one pytest session to the next (neighbours'
+load, turbo clocks, cache contention; benchmarks/gate_reliability.py measured it), which is
+more than a gate may tolerate and still catch a 25% slowdown. The peak probes cannot follow
+it: they run once, at the session's start, over buffers far larger than the kernel's, and
+their changes did not correlate with the kernels'. A read of the same buffers, sample for
+sample beside the winner, meets the same caches, clocks and neighbours at the same moment,
+and its own code never changes with the code under test. Over 100 sessions on this
+repository's 2-core VM (BENCHMARKS.md, run E) the spread of the kernels' times fell from
+6.7-8.5% to 3.7-5% once divided by it: half the machine's share, not all of it.
+
+Two read kernels, `count_nonzero` and a `maximum` reduction, each over every array, rather than
+one: each has its own session-to-session quirks, and their sum follows the machine better
+than either alone did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+CALIBRATION_KIND = "read-inputs/1"
+"""Names the calibration workload in the cache files. A baseline with another kind (or none)
+measured something else, and the gate then compares the raw times."""
+
+_ORDERED_KINDS = frozenset("biuf")
+"""dtype kinds a `maximum` reduction reads without a meaning of its own to worry about."""
+
+_MAX_DEPTH = 4
+
+
+def calibration_read(inputs: tuple[Any, ...]) -> Callable[[], None] | None:
+    """The calibration read of `inputs`: every NumPy array in them (also inside tuples, lists
+    and dict values) read once; None when they hold no non-empty numeric array, since then
+    there is nothing of the kernel's to read."""
+    arrays = list({id(a): a for a in _arrays(inputs, 0)}.values())
+    if not arrays:
+        return None
+    ordered = [a for a in arrays if a.dtype.kind in _ORDERED_KINDS]
+
+    def read() -> None:
+        for array in arrays:
+            np.count_nonzero(array)
+        for array in ordered:
+            np.maximum.reduce(array, axis=None)
+
+    return read
+
+
+def _arrays(value: Any, depth: int) -> Iterator[np.ndarray[Any, Any]]:
+    if isinstance(value, np.ndarray):
+        if value.size and value.dtype.kind in "biufc":
+            yield value
+    elif depth < _MAX_DEPTH and isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _arrays(item, depth + 1)
+    elif depth < _MAX_DEPTH and isinstance(value, Mapping):
+        for item in value.values():
+            yield from _arrays(item, depth + 1)

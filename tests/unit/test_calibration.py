@@ -1,0 +1,276 @@
+"""The calibration read: what it reads, how it is measured beside the winner, how the gate
+divides it out, and how a cache file keeps it. Chosen samples, no timing."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_autotune.calibration import CALIBRATION_KIND, calibration_read
+from pytest_autotune.gate import (
+    CALIBRATED_SIGMA_BETWEEN,
+    DEFAULT_SIGMA_BETWEEN,
+    Baseline,
+    BaselineError,
+    Calibration,
+    Measurement,
+    RegressionCheck,
+    Verdict,
+    judge,
+    measure_winner,
+)
+from pytest_autotune.tune.benchmark import AutotuneOutcome
+from pytest_autotune.tune.cache import (
+    SCHEMA_VERSION,
+    PersistentCache,
+    PersistentCacheKey,
+    PersistentCacheValue,
+)
+from pytest_autotune.tune.key import serialize_key_json
+
+CPU = "cpu-intel-xeon-2t"
+GPU = "cuda-nvidia-h200"
+T = 100e-6
+R = 40e-6
+"""The calibration read's time in the baseline."""
+KEY = PersistentCacheKey(serialize_key_json("default"), "c")
+
+
+def exact(seconds: float, n: int = 10) -> tuple[float, ...]:
+    return (seconds,) * n
+
+
+def measured(seconds: float, read: float | None) -> Measurement:
+    return Measurement(exact(seconds), None if read is None else Calibration(exact(read)))
+
+
+def cpu_baseline(read: float | None = R, kind: str = CALIBRATION_KIND) -> Baseline:
+    return Baseline(
+        device_id=CPU,
+        checksum="c",
+        fastest_name="add_reduce",
+        samples=exact(T),
+        source=".autotune/cpu/test_sum.json",
+        calibration=None if read is None else Calibration(exact(read), kind),
+    )
+
+
+# -- what is read -----------------------------------------------------------------------------
+
+
+def read_arrays(monkeypatch: pytest.MonkeyPatch, inputs: tuple[Any, ...]) -> list[int]:
+    """The ids of the arrays one calibration read counts, in order."""
+    seen: list[int] = []
+    count = np.count_nonzero
+
+    def spy(a: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(id(a))
+        return count(a, *args, **kwargs)
+
+    monkeypatch.setattr(np, "count_nonzero", spy)
+    read = calibration_read(inputs)
+    assert read is not None
+    read()
+    return seen
+
+
+def test_every_numeric_array_of_the_inputs_is_read_once_even_inside_containers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    x, y, z = np.ones(8, np.float32), np.arange(4), np.zeros((2, 2), bool)
+    seen = read_arrays(monkeypatch, (x, 3.0, [y, (z,)], {"again": x}))
+    assert seen == [id(x), id(y), id(z)]
+
+
+def test_inputs_without_a_non_empty_numeric_array_have_no_calibration_read() -> None:
+    assert calibration_read(()) is None
+    assert calibration_read((1, "text", None)) is None
+    assert calibration_read((np.ones(0), np.array(["a", "b"]), np.array([object()]))) is None
+
+
+def test_the_read_runs_on_every_dtype_it_accepts() -> None:
+    values = (np.ones(5, np.float16), np.ones(5, np.complex64), np.ones(5, np.uint8), np.eye(3))
+    read = calibration_read(values)
+    assert read is not None
+    read()
+
+
+# -- measured beside the winner ------------------------------------------------------------
+
+
+class Clock:
+    """Hands out chosen durations in turn and counts the calls."""
+
+    def __init__(self, durations: list[float]) -> None:
+        self.durations = itertools.cycle(durations)
+        self.calls = 0
+
+    def __call__(self) -> float:
+        self.calls += 1
+        return next(self.durations)
+
+
+def test_each_sample_of_the_winner_gets_one_calibration_sample() -> None:
+    winner, read = Clock([1e-3]), Clock([4e-4])
+    m = measure_winner(winner, calibration=read, min_samples=10, time_cap=1e9)
+    assert m.samples == exact(1e-3)
+    assert m.calibration == Calibration(exact(4e-4))
+    assert winner.calls == read.calls == 10
+
+
+def test_a_calibration_the_clock_cannot_see_is_dropped_and_no_longer_read() -> None:
+    read = Clock([0.0])
+    m = measure_winner(Clock([1e-3]), calibration=read, min_samples=10, time_cap=1e9)
+    assert m.calibration is None
+    assert len(m.samples) == 10
+    assert read.calls == 1
+
+
+def test_a_noisy_calibration_read_keeps_the_measurement_going_until_the_ratio_is_precise() -> None:
+    steady = [1e-3]
+    noisy = [1e-4, 3e-4]
+    alone = measure_winner(Clock(steady), min_samples=10, time_cap=1e9)
+    paired = measure_winner(Clock(steady), calibration=Clock(noisy), min_samples=10, time_cap=1e9)
+    assert len(alone.samples) == 10
+    assert paired.calibration is not None
+    error = math.hypot(paired.se_log, paired.calibration.se_log)
+    assert error < 0.01
+    assert len(paired.samples) > 10
+
+
+# -- divided out by the gate ----------------------------------------------------------------
+
+
+def test_a_machine_ten_percent_slower_for_kernel_and_read_alike_is_no_regression() -> None:
+    check = RegressionCheck.for_device(CPU, calibrated=True)
+    current = measured(T * 1.3, R * 1.3)
+    comparison = check.delta(current, cpu_baseline())
+    assert comparison.delta == pytest.approx(0.0)
+    assert check.fails(current, cpu_baseline()) is None
+    assert check.fails(measured(T * 1.3, None), cpu_baseline()) is not None
+
+
+def test_a_slower_kernel_on_an_unchanged_machine_is_a_regression_that_names_the_read() -> None:
+    check = RegressionCheck.for_device(CPU, calibrated=True)
+    message = check.fails(measured(T * 1.25, R * 1.02), cpu_baseline())
+    assert message is not None
+    assert message.startswith("regression of +22.5%")
+    assert message.endswith(
+        "; times scaled by the calibration read of the inputs, +2.0% against the baseline's"
+        " (40.8 us vs 40.0 us)"
+    )
+
+
+def test_the_reads_errors_widen_the_interval() -> None:
+    check = RegressionCheck(0.10, 0.02)
+    tight = check.delta(measured(T, R), cpu_baseline())
+    noisy_read = Calibration(tuple(R * f for f in (0.8, 1.2) * 5))
+    loose = check.delta(Measurement(exact(T), noisy_read), cpu_baseline())
+    assert loose.high > tight.high
+
+
+def test_the_peak_ratio_is_ignored_when_both_sides_carry_the_read() -> None:
+    check = RegressionCheck(0.10, 0.02)
+    assert check.delta(measured(T, R), cpu_baseline(), peak_ratio=0.5).delta == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize(
+    "current, base",
+    [
+        (measured(T * 1.3, R * 1.3), cpu_baseline(read=None)),
+        (measured(T * 1.3, None), cpu_baseline()),
+        (measured(T * 1.3, R * 1.3), cpu_baseline(kind="read-inputs/0")),
+    ],
+    ids=["baseline without", "current without", "another kind of read"],
+)
+def test_without_the_same_read_on_both_sides_the_times_are_compared_raw(
+    current: Measurement, base: Baseline
+) -> None:
+    assert not current.calibrated_against(base)
+    assert RegressionCheck(0.10, 0.03).delta(current, base).delta == pytest.approx(0.3)
+
+
+def test_a_calibrated_cpu_comparison_assumes_less_noise_between_sessions() -> None:
+    assert (
+        RegressionCheck.for_device(CPU, calibrated=True).sigma_between == CALIBRATED_SIGMA_BETWEEN
+    )
+    assert RegressionCheck.for_device(CPU).sigma_between == DEFAULT_SIGMA_BETWEEN["cpu"]
+    assert RegressionCheck.for_device(GPU, calibrated=True).sigma_between == 0.015
+    assert (
+        RegressionCheck.for_device(CPU, sigma_between=0.05, calibrated=True).sigma_between == 0.05
+    )
+
+
+def test_the_gate_judges_with_the_calibrated_noise_when_both_sides_carry_the_read() -> None:
+    # +18% with exact medians: past 10% + 3.09 * 2% (calibrated), inside 10% + 3.09 * 3% (raw).
+    calibrated = judge(measured(T * 1.18, R), cpu_baseline(), device_id=CPU, checksum="c")
+    raw = judge(measured(T * 1.18, None), cpu_baseline(), device_id=CPU, checksum="c")
+    assert calibrated.verdict is Verdict.REGRESSION
+    assert raw.verdict is Verdict.PASS
+
+
+# -- kept in the cache file ---------------------------------------------------------------
+
+
+def entry(calibration: dict[str, Any] | None) -> PersistentCacheValue:
+    return PersistentCacheValue(
+        key="default",
+        fastest_index=0,
+        fastest_name="add_reduce",
+        results=(AutotuneOutcome("add_reduce", 0, exact(T)),),
+        calibration=calibration,
+    )
+
+
+def test_a_baseline_reads_its_calibration_from_the_cache_entry(tmp_path: Path) -> None:
+    cache = PersistentCache(tmp_path / "test_sum.json")
+    value = entry(Calibration(exact(R)).to_json())
+    cache.save({KEY: value}, device={"id": CPU})
+    loaded = cache.load()
+    document = json.loads(cache.path.read_text())
+    assert document["schema_version"] == SCHEMA_VERSION == 2
+    assert document["entries"][0]["calibration"] == {
+        "kind": CALIBRATION_KIND,
+        "samples_ns": [40_000] * 10,
+    }
+    base = Baseline.from_cache_entry(loaded[KEY], "c", device={"id": CPU}, metadata={})
+    assert base.calibration == Calibration(exact(R))
+
+
+def test_an_entry_without_a_calibration_writes_no_field_and_reads_as_none(tmp_path: Path) -> None:
+    cache = PersistentCache(tmp_path / "test_sum.json")
+    cache.save({KEY: entry(None)}, device={"id": CPU})
+    assert "calibration" not in json.loads(cache.path.read_text())["entries"][0]
+    assert cache.load()[KEY].calibration is None
+
+
+def test_a_schema_1_file_from_before_the_calibration_still_reads(tmp_path: Path) -> None:
+    cache = PersistentCache(tmp_path / "test_sum.json")
+    cache.save({KEY: entry(None)}, device={"id": CPU})
+    document = json.loads(cache.path.read_text()) | {"schema_version": 1}
+    cache.path.write_text(json.dumps(document))
+    assert cache.load()[KEY].fastest_name == "add_reduce"
+
+
+@pytest.mark.parametrize(
+    "bad, reason",
+    [
+        ({"kind": CALIBRATION_KIND}, "expected 'kind' and a list 'samples_ns'"),
+        ({"kind": CALIBRATION_KIND, "samples_ns": [1.5]}, "must be integers"),
+        ({"kind": CALIBRATION_KIND, "samples_ns": [0]}, "positive finite"),
+    ],
+)
+def test_a_calibration_that_does_not_read_is_a_baseline_error_naming_the_file(
+    bad: dict[str, Any], reason: str
+) -> None:
+    with pytest.raises(BaselineError, match=reason) as raised:
+        Baseline.from_cache_entry(
+            entry(bad), "c", device={"id": CPU}, metadata={}, source=".autotune/x.json"
+        )
+    assert str(raised.value).startswith(".autotune/x.json: key ")
