@@ -27,6 +27,7 @@ from pytest_autotune.gate import (
     Measurement,
     Verdict,
     device_kind,
+    format_duration,
     judge,
     measure_winner,
 )
@@ -385,28 +386,31 @@ class AutotuneSession:
         if not decision.measured:
             errors = "; ".join(str(r) for r in decision.results.values())
             return judge(None, None, error=f"every candidate failed: {errors}", **common)
-        fn = tunables.fns[decision.fastest_index]
         inputs = tunables.input_gen(request.key, request.inputs)
-        name = decision.fastest_name
-
         # On a CPU, a read of the same inputs is timed beside each sample, so the gate can
         # divide out what the machine's state did to both (pytest_autotune.calibration).
         read = calibration_read(inputs) if device_kind(client.device_id) == "cpu" else None
 
-        def measure() -> Measurement:
-            try:
-                client.time(fn, inputs)  # one warm-up: every sample of the measurement counts
-                if read is None:
-                    return measure_winner(lambda: client.time(fn, inputs), name=name)
-                client.time(read, ())
-                return measure_winner(
-                    lambda: client.time(fn, inputs),
-                    calibration=lambda: client.time(read, ()),
-                    name=name,
-                )
-            except Exception as exc:  # noqa: BLE001 - the winner failing now is an error
-                raise AutotuneError.from_exception(name, exc) from None
+        def measurer(index: int) -> Callable[[], Measurement]:
+            fn, name = tunables.fns[index], tunables.names[index]
 
+            def measure() -> Measurement:
+                try:
+                    client.time(fn, inputs)  # one warm-up: every sample counts
+                    if read is None:
+                        return measure_winner(lambda: client.time(fn, inputs), name=name)
+                    client.time(read, ())
+                    return measure_winner(
+                        lambda: client.time(fn, inputs),
+                        calibration=lambda: client.time(read, ()),
+                        name=name,
+                    )
+                except Exception as exc:  # noqa: BLE001 - the winner failing now is an error
+                    raise AutotuneError.from_exception(name, exc) from None
+
+            return measure
+
+        measure = measurer(decision.fastest_index)
         try:
             current = measure()
         except AutotuneError as exc:
@@ -415,6 +419,24 @@ class AutotuneSession:
         baseline, note = self._baseline(client.device_id, request, tunables.checksum)
         if note:
             self.notes.append(note)
+        slip = self._tuning_slip(request, tunables, decision, baseline)
+        if slip is not None:
+            # Tuning here picked another candidate than the baseline's, on samples far
+            # fewer than the gate's: if the baseline's winner is still the faster one, the
+            # group's code did not slow down, this run's pick did, and only the committed
+            # cache decides what runs in production. The group is judged on the faster.
+            try:
+                other = measurer(slip)()
+            except AutotuneError:
+                other = None
+            if other is not None and other.median < current.median:
+                self.notes.append(
+                    f"note: {request.group}: tuning picked {decision.fastest_name}"
+                    f" ({format_duration(current.median)}), but the baseline's winner"
+                    f" {tunables.names[slip]} measured faster ({format_duration(other.median)});"
+                    f" the gate compared {tunables.names[slip]}"
+                )
+                current, measure = other, measurer(slip)
         return judge(
             current,
             baseline,
@@ -428,6 +450,30 @@ class AutotuneSession:
             remeasure=measure,
             **common,
         )
+
+    def _tuning_slip(
+        self,
+        request: GroupRequest,
+        tunables: TunableSet,
+        decision: TuneDecision,
+        baseline: Baseline | None,
+    ) -> int | None:
+        """The index of the baseline's winner when this run's tuning picked another candidate
+        of the same list and the baseline's winner was measured and passed its check here;
+        None otherwise (and always with --autotune-update, which records what it tuned)."""
+        if self.settings.update or baseline is None or baseline.checksum != tunables.checksum:
+            return None
+        if baseline.fastest_name == decision.fastest_name:
+            return None
+        if baseline.fastest_name not in tunables.names:
+            return None
+        index = tunables.names.index(baseline.fastest_name)
+        measured = isinstance(decision.results.get(index), AutotuneOutcome)
+        failed_check = any(
+            c.name == baseline.fastest_name and not c.skipped and not c.passed
+            for c in decision.checks
+        )
+        return index if measured and not failed_check else None
 
     def _baseline(
         self, device_id: str, request: GroupRequest, checksum: str

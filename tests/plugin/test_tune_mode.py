@@ -211,6 +211,66 @@ def test_a_cpu_baseline_keeps_the_calibration_read_and_a_slower_machine_is_no_re
     )
 
 
+SLIP_TESTS = """
+import os
+
+import pytest
+from conftest import spin
+
+CALLS = {"fast": 0}
+HICCUP = int(os.environ.get("HICCUP", "0"))
+\"\"\"fast's first HICCUP calls (its check and tuning samples) take 400 us, as if a
+neighbour had the machine just then; every later call takes 100 us.\"\"\"
+
+
+def fast(n):
+    CALLS["fast"] += 1
+    spin(400e-6 if CALLS["fast"] <= HICCUP else 100e-6)
+    return n * 2
+
+
+def medium(n):
+    spin(150e-6)
+    return n * 2
+
+
+@pytest.mark.autotune(candidates={"fast": fast, "medium": medium})
+def test_slip(candidate):
+    return candidate(3)
+"""
+
+
+def test_a_tuning_slip_onto_a_slower_candidate_is_not_a_regression(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    # The check and the tuning samples of fast: 6 calls, all slow, so tuning picks medium.
+    monkeypatch.setenv("HICCUP", "6")
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "*test_slip*medium*100 us*+0.0%*pass*",
+            (
+                "*note: *test_slip*: tuning picked medium (150 us), but the baseline's winner"
+                " fast measured faster (100 us); the gate compared fast"
+            ),
+        ]
+    )
+
+
+def test_a_slower_candidate_picked_when_the_baselines_winner_is_slower_too_is_judged(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("HICCUP", "1000")  # fast really got 4x slower: medium is the best now
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*regression of +50.0%*median 150 us*baseline median 100 us*"])
+
+
 def test_errors_are_never_reported_as_regressions(autotune_pytester: pytest.Pytester) -> None:
     autotune_pytester.makepyfile(
         """
