@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import enum
 import math
+import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.calibration import CALIBRATION_KIND
@@ -108,7 +109,8 @@ def format_change(fraction: float) -> str:
     """A relative change with its sign, `+8.0%`; an unbounded end of an interval is `+inf%`."""
     if math.isinf(fraction):
         return "+inf%" if fraction > 0 else "-inf%"
-    return f"{fraction * 100:+.1f}%"
+    percent = round(fraction * 100, 1)
+    return f"{percent + 0.0:+.1f}%"  # + 0.0 turns a rounded -0.0 into 0.0: no "-0.0%"
 
 
 def format_fraction(fraction: float | None) -> str:
@@ -310,6 +312,42 @@ class BaselineError(ValueError):
     """A cache entry that cannot serve as a baseline; the message names the file and key."""
 
 
+MAX_BASELINE_SESSIONS = 8
+"""How many `--autotune-update` sessions a baseline keeps (the newest): enough that their
+mean is a third of one session's noise, few enough to follow a slow drift."""
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineSession:
+    """What one `--autotune-update` session measured: its winner's median and, when it
+    had one, its calibration read's median, in seconds."""
+
+    median: float
+    read: float | None = None
+
+    def __post_init__(self) -> None:
+        for value in (self.median, self.read):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise ValueError(f"a session's times must be positive, got {self!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        read = None if self.read is None else round(self.read * 1e9)
+        return {"median_ns": round(self.median * 1e9), "read_ns": read}
+
+    @classmethod
+    def from_json(cls, data: object) -> BaselineSession:
+        if not isinstance(data, Mapping):
+            raise TypeError(f"expected an object, got {data!r}")
+        median, read = data.get("median_ns"), data.get("read_ns")
+        if not _is_int(median) or not (read is None or _is_int(read)):
+            raise TypeError(f"expected integer 'median_ns' and 'read_ns', got {dict(data)!r}")
+        return cls(median / 1e9, None if read is None else read / 1e9)
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 @dataclass(frozen=True, slots=True)
 class Baseline(_Samples):
     """What the committed cache says about one group: the winner measured then, and how.
@@ -331,10 +369,61 @@ class Baseline(_Samples):
     """The cache file, for messages."""
     calibration: Calibration | None = None
     """The calibration read measured beside the baseline's winner, when it had one."""
+    history: tuple[BaselineSession, ...] = ()
+    """Earlier update sessions of the same winner, oldest first (the samples above are the
+    newest session's): a baseline of several sessions is not one session's luck."""
     _stats: SampleStats = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._set_samples("Baseline")
+
+    def sessions(self) -> tuple[BaselineSession, ...]:
+        """Every session the baseline holds, oldest first, the stored samples' last."""
+        read = None if self.calibration is None else self.calibration.median
+        return (*self.history, BaselineSession(self.median, read))
+
+    def level(self, calibrated: bool) -> tuple[float, float]:
+        """ln of the baseline's time (over its calibration read when `calibrated`), and the
+        standard error of that figure.
+
+        One session gives its median's, with the median's error. Several give the mean over
+        them (those with a read, when `calibrated`), with the error of that mean from their
+        spread: that spread holds the between-session noise which the newest session's
+        own error cannot show, and which one session's offset would carry into every
+        comparison against it.
+        """
+        own = self.se_log**2
+        if calibrated and self.calibration is not None:
+            own += self.calibration.se_log**2
+        logs = self._session_logs(calibrated)
+        if len(logs) < 2:
+            return logs[-1], math.sqrt(own)
+        k = len(logs)
+        return statistics.fmean(logs), math.sqrt((statistics.variance(logs) + own) / k)
+
+    def spread(self, calibrated: bool) -> float | None:
+        """The standard deviation of ln(time) between its sessions: a measured
+        `sigma_between`; None with fewer than three sessions, too few to say."""
+        logs = self._session_logs(calibrated)
+        return statistics.stdev(logs) if len(logs) >= 3 else None
+
+    def typical(self, calibrated: bool = False) -> tuple[float, float | None]:
+        """The winner's time and the calibration read's to show: the geometric means over
+        the sessions (the read's None where no session had one)."""
+        sessions = self.sessions()
+        reads = [s.read for s in sessions if s.read is not None]
+        if calibrated:
+            sessions = tuple(s for s in sessions if s.read is not None)
+        median = math.exp(statistics.fmean(math.log(s.median) for s in sessions))
+        read = math.exp(statistics.fmean(math.log(r) for r in reads)) if reads else None
+        return median, read
+
+    def _session_logs(self, calibrated: bool) -> list[float]:
+        return [
+            math.log(s.median) - (math.log(s.read) if calibrated and s.read else 0.0)
+            for s in self.sessions()
+            if not calibrated or s.read is not None
+        ]
 
     def peak_ratio(self, peaks: Peaks, dtype: str = "fp32") -> float:
         """This run's peak over the baseline's, on the baseline's binding resource.
@@ -380,11 +469,16 @@ class Baseline(_Samples):
             raise BaselineError(f"{where}: the winner {value.fastest_name} has no samples")
         peak, resource = _baseline_peak(value.bounds, where)
         calibration = None
-        if value.calibration is not None:
-            try:
+        history: tuple[BaselineSession, ...] = ()
+        try:
+            if value.calibration is not None:
                 calibration = Calibration.from_json(value.calibration)
-            except (TypeError, ValueError) as error:
-                raise BaselineError(f"{where}: calibration does not read: {error}") from None
+        except (TypeError, ValueError) as error:
+            raise BaselineError(f"{where}: calibration does not read: {error}") from None
+        try:
+            history = tuple(BaselineSession.from_json(s) for s in value.sessions or ())
+        except (TypeError, ValueError) as error:
+            raise BaselineError(f"{where}: sessions do not read: {error}") from None
         return cls(
             device_id=device_id,
             checksum=checksum,
@@ -395,6 +489,7 @@ class Baseline(_Samples):
             sigma_between=_sigma_between(metadata, where),
             source=source,
             calibration=calibration,
+            history=history,
         )
 
     @classmethod
@@ -521,16 +616,21 @@ class RegressionCheck:
         max_regression: float | None = None,
         sigma_between: float | None = None,
         calibrated: bool = False,
+        measured: float | None = None,
     ) -> RegressionCheck:
         """The check with each value given, else the default of the device's kind (for
         `sigma_between`, of a CPU comparison scaled by the calibration read when
-        `calibrated`)."""
+        `calibrated`), or the spread `measured` between a baseline's sessions where that is
+        larger: a default may only be widened by what a machine shows, never narrowed by
+        a few sessions that happened to agree."""
         kind = device_kind(device_id)
         if sigma_between is None:
             calibrated_cpu = calibrated and kind == "cpu"
             sigma_between = (
                 CALIBRATED_SIGMA_BETWEEN if calibrated_cpu else DEFAULT_SIGMA_BETWEEN[kind]
             )
+            if measured is not None:
+                sigma_between = max(sigma_between, measured)
         return cls(
             max_regression=(
                 DEFAULT_MAX_REGRESSION[kind] if max_regression is None else max_regression
@@ -547,18 +647,22 @@ class RegressionCheck:
         baseline's): on a machine whose memory is 5% slower today (ratio 0.95) the kernel's
         time is scaled down by that, so the machine's state does not read as the kernel's.
         When both sides carry the same calibration read, its ratio (the baseline's median
-        read over this run's) scales the time instead, and its errors join sigma.
+        read over this run's) scales the time instead, and its errors join sigma. A
+        baseline of several sessions compares with their mean (`Baseline.level`).
         """
         if not (math.isfinite(peak_ratio) and peak_ratio > 0):
             raise ValueError(f"peak_ratio must be a positive finite number, got {peak_ratio!r}")
-        variance = current.se_log**2 + baseline.se_log**2 + self.sigma_between**2
-        scale = peak_ratio
-        if current.calibrated_against(baseline):
-            assert current.calibration is not None and baseline.calibration is not None
-            scale = baseline.calibration.median / current.calibration.median
-            variance += current.calibration.se_log**2 + baseline.calibration.se_log**2
-        d = math.log(current.median * scale / baseline.median)
-        sigma = math.sqrt(variance)
+        calibrated = current.calibrated_against(baseline)
+        now, variance = math.log(current.median), current.se_log**2
+        if calibrated:
+            assert current.calibration is not None
+            now -= math.log(current.calibration.median)
+            variance += current.calibration.se_log**2
+        else:
+            now += math.log(peak_ratio)
+        then, error = baseline.level(calibrated)
+        d = now - then
+        sigma = math.sqrt(variance + error**2 + self.sigma_between**2)
         margin = self.z * sigma
         return Comparison(
             delta=math.expm1(d),
@@ -574,22 +678,26 @@ class RegressionCheck:
         comparison = self.delta(current, baseline, peak_ratio)
         if not comparison.failed:
             return None
-        if current.calibrated_against(baseline):
-            assert current.calibration is not None and baseline.calibration is not None
-            reads = current.calibration.median / baseline.calibration.median
+        calibrated = current.calibrated_against(baseline)
+        then, then_read = baseline.typical(calibrated)
+        if calibrated:
+            assert current.calibration is not None and then_read is not None
+            reads = current.calibration.median / then_read
             normalised = (
                 f"; times scaled by the calibration read of the inputs, {format_change(reads - 1)}"
                 f" against the baseline's ({format_duration(current.calibration.median)} vs"
-                f" {format_duration(baseline.calibration.median)})"
+                f" {format_duration(then_read)})"
             )
         elif peak_ratio != 1.0:
             normalised = f"; times scaled by this run's peak over the baseline's ({peak_ratio:.3f})"
         else:
             normalised = ""
+        count = len(baseline.sessions())
+        sessions = f" (mean of {count} sessions)" if count > 1 else ""
         return (
             f"regression of {format_interval(comparison)}: median"
             f" {format_duration(current.median)} against the baseline median"
-            f" {format_duration(baseline.median)} ({baseline.fastest_name} on"
+            f" {format_duration(then)}{sessions} ({baseline.fastest_name} on"
             f" {baseline.device_id}, {baseline.source or 'cache'}); tolerated"
             f" {format_fraction(self.max_regression)}{normalised}"
         )
@@ -765,11 +873,13 @@ def _judge_once(
     regression_message: str | None = None
     other = _not_comparable(baseline, device_id, checksum)
     if baseline is not None and other is None:
+        calibrated = current.calibrated_against(baseline)
         check = RegressionCheck.for_device(
             device_id,
             max_regression,
             baseline.sigma_between,
-            calibrated=current.calibrated_against(baseline),
+            calibrated=calibrated,
+            measured=baseline.spread(calibrated),
         )
         normalise = peaks is not None and NORMALISE_BY_PEAKS[device_kind(device_id)]
         ratio = baseline.peak_ratio(peaks, dtype) if normalise and peaks is not None else 1.0

@@ -8,6 +8,7 @@ file it writes, is decided and written here, so it reads (and is tested) as plai
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import tempfile
@@ -21,10 +22,13 @@ from filelock import FileLock
 
 from pytest_autotune.calibration import calibration_read
 from pytest_autotune.gate import (
+    MAX_BASELINE_SESSIONS,
     Baseline,
     BaselineError,
+    BaselineSession,
     GroupVerdict,
     Measurement,
+    RegressionCheck,
     Verdict,
     device_kind,
     format_duration,
@@ -597,10 +601,12 @@ class AutotuneSession:
         results = dict(decision.results)
         results[index] = AutotuneOutcome(decision.fastest_name, index, verdict.measurement.samples)
         calibration = verdict.measurement.calibration
+        history = self._history(request, tunables, verdict, client.device_id)
         value = replace(
             decision.to_cache_value(),
             results=tuple(results[i] for i in sorted(results)),
             calibration=None if calibration is None else calibration.to_json(),
+            sessions=[s.to_json() for s in history] or None,
         )
         self.updates.append(
             {
@@ -611,6 +617,31 @@ class AutotuneSession:
                 "value": value.to_json(),
             }
         )
+
+    def _history(
+        self,
+        request: GroupRequest,
+        tunables: TunableSet,
+        verdict: GroupVerdict,
+        device_id: str,
+    ) -> tuple[BaselineSession, ...]:
+        """The earlier sessions an update keeps beside its own: the committed baseline's,
+        when it measured the same candidate list on this device at the same speed (a
+        change within `max_regression`); none otherwise, since a changed speed starts a
+        new baseline rather than blending into the old one. The winner's name may differ:
+        like the gate, a baseline is the group's best time, whichever candidate gave it,
+        and equal candidates trade places from one session to the next."""
+        baseline, _ = self._baseline(device_id, request, tunables.checksum)
+        comparison = verdict.comparison
+        if baseline is None or comparison is None:
+            return ()
+        same = baseline.device_id == device_id and baseline.checksum == tunables.checksum
+        tolerance = RegressionCheck.for_device(
+            device_id, request.options.get("max_regression", self.settings.engine.max_regression)
+        ).max_regression
+        if not same or abs(math.log1p(comparison.delta)) > math.log1p(tolerance):
+            return ()
+        return baseline.sessions()[-(MAX_BASELINE_SESSIONS - 1) :]
 
     # -- the end of the session
 

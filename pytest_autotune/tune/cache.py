@@ -26,9 +26,9 @@ from pytest_autotune.tune.benchmark import AutotuneResult, result_from_json, res
 from pytest_autotune.tune.key import serialize_key_json
 
 SCHEMA_VERSION = 2
-"""2 added an entry's optional `calibration`; version 1 files read as they always did. A
-reader of version 1 refuses a version 2 file by its number, with "upgrade", instead of
-tripping over the new field."""
+"""2 added an entry's optional `calibration` and `sessions`; version 1 files read as they
+always did. A reader of version 1 refuses a version 2 file by its number, with "upgrade",
+instead of tripping over the new fields."""
 
 LOCK_TIMEOUT_S = 300.0
 """A save holds the lock for one read and one small write; waiting longer than this means
@@ -36,7 +36,16 @@ a process is stuck holding it, which should end as an error rather than a hung t
 
 _STRUCTURE = frozenset({"schema_version", "device", "entries"})
 _ENTRY_FIELDS = frozenset(
-    {"key", "checksum", "fastest_index", "fastest_name", "results", "bounds", "calibration"}
+    {
+        "key",
+        "checksum",
+        "fastest_index",
+        "fastest_name",
+        "results",
+        "bounds",
+        "calibration",
+        "sessions",
+    }
 )
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_STEM = 120
@@ -74,6 +83,9 @@ class PersistentCacheValue:
     calibration: dict[str, Any] | None = None
     """The gate's calibration read beside the winner's samples (`gate.Calibration`), opaque
     to the cache; absent from the file when there is none, as in files written before it."""
+    sessions: list[dict[str, Any]] | None = None
+    """Earlier update sessions of the same winner (`gate.BaselineSession`), opaque to the
+    cache; absent when there are none."""
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -85,6 +97,8 @@ class PersistentCacheValue:
         }
         if self.calibration is not None:
             data["calibration"] = self.calibration
+        if self.sessions:
+            data["sessions"] = self.sessions
         return data
 
     @classmethod
@@ -111,6 +125,7 @@ class PersistentCacheValue:
             results=tuple(results),
             bounds=_field(data, "bounds", (dict, type(None)), "an object or null"),
             calibration=_optional_object(data, "calibration"),
+            sessions=_optional_list(data, "sessions"),
         )
 
 
@@ -128,6 +143,13 @@ def _optional_object(data: Mapping[str, Any], name: str) -> dict[str, Any] | Non
     value = data.get(name)
     if value is not None and not isinstance(value, dict):
         raise _Malformed(f"field {name!r} is {value!r}, expected an object")
+    return value
+
+
+def _optional_list(data: Mapping[str, Any], name: str) -> list[Any] | None:
+    value = data.get(name)
+    if value is not None and not isinstance(value, list):
+        raise _Malformed(f"field {name!r} is {value!r}, expected a list")
     return value
 
 

@@ -110,6 +110,26 @@ def test_update_records_a_slower_winner_without_failing(
     assert set(winner["samples_ns"]) == {150_000}
 
 
+def test_updates_at_the_same_speed_keep_their_sessions_and_a_change_starts_anew(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for _ in range(3):
+        assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    entry = json.loads(cache_file(scale).read_text())["entries"][0]
+    assert entry["sessions"] == [{"median_ns": 100_000, "read_ns": None}] * 2
+
+    # A baseline of three sessions is what the gate compares with, and says so.
+    monkeypatch.setenv("SLOWDOWN_FAST", "1.25")
+    failed = run(scale, "--autotune")
+    failed.stdout.fnmatch_lines(["*against the baseline median 100 us (mean of 3 sessions)*"])
+
+    # 25% slower is past the 10% tolerance: an update then starts a new baseline.
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    entry = json.loads(cache_file(scale).read_text())["entries"][0]
+    assert "sessions" not in entry
+    assert entry["fastest_name"] == "fast"
+
+
 def test_a_corrupt_cache_file_is_named_in_a_warning_and_left_untouched(scale: pytest.Pytester) -> None:
     path = cache_file(scale)
     path.parent.mkdir(parents=True)

@@ -3,9 +3,11 @@ divides it out, and how a cache file keeps it. Chosen samples, no timing."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from pytest_autotune.gate import (
     DEFAULT_SIGMA_BETWEEN,
     Baseline,
     BaselineError,
+    BaselineSession,
     Calibration,
     Measurement,
     RegressionCheck,
@@ -274,3 +277,98 @@ def test_a_calibration_that_does_not_read_is_a_baseline_error_naming_the_file(
             entry(bad), "c", device={"id": CPU}, metadata={}, source=".autotune/x.json"
         )
     assert str(raised.value).startswith(".autotune/x.json: key ")
+
+
+# -- a baseline of several update sessions ----------------------------------------------------
+
+
+def with_history(*earlier: tuple[float, float | None]) -> Baseline:
+    return dataclasses.replace(
+        cpu_baseline(), history=tuple(BaselineSession(m, r) for m, r in earlier)
+    )
+
+
+def test_one_session_is_its_own_level_with_its_medians_error() -> None:
+    noisy = Calibration(tuple(R * f for f in (0.9, 1.1) * 5))
+    base = dataclasses.replace(cpu_baseline(), calibration=noisy)
+    level, error = base.level(calibrated=True)
+    assert level == pytest.approx(math.log(T / R))
+    assert error == pytest.approx(math.hypot(base.se_log, noisy.se_log))
+    assert base.spread(calibrated=True) is None
+
+
+def test_several_sessions_compare_with_their_mean_and_its_error_from_their_spread() -> None:
+    base = with_history((T * 1.1, R), (T * 0.9, R))
+    logs = [math.log(1.1), math.log(0.9), 0.0]
+    level, error = base.level(calibrated=True)
+    assert level == pytest.approx(math.log(T / R) + statistics.fmean(logs))
+    assert error == pytest.approx(math.sqrt(statistics.variance(logs) / 3))
+    assert base.spread(calibrated=True) == pytest.approx(statistics.stdev(logs))
+
+
+def test_a_calibrated_level_leaves_out_sessions_without_a_read() -> None:
+    base = with_history((T * 2, None), (T * 1.1, R))
+    assert base.level(calibrated=True)[0] == pytest.approx(math.log(T / R) + math.log(1.1) / 2)
+    assert base.level(calibrated=False)[0] == pytest.approx(
+        math.log(T) + (math.log(2) + math.log(1.1)) / 3
+    )
+
+
+def test_one_lucky_session_moves_a_baseline_of_four_by_a_quarter() -> None:
+    check = RegressionCheck(0.10, 0.02)
+    lucky = cpu_baseline(read=R)  # newest session 12% faster than the three before it
+    lucky = dataclasses.replace(lucky, history=(BaselineSession(T * 1.12, R),) * 3)
+    alone = cpu_baseline()
+    current = measured(T * 1.12, R)
+    assert check.delta(current, alone).delta == pytest.approx(0.12)
+    assert check.delta(current, lucky).delta == pytest.approx(math.exp(math.log(1.12) / 4) - 1)
+
+
+def test_the_message_says_how_many_sessions_the_baseline_holds() -> None:
+    check = RegressionCheck.for_device(CPU, calibrated=True)
+    base = with_history((T, R), (T, R))
+    message = check.fails(measured(T * 1.5, R), base)
+    assert message is not None
+    assert "against the baseline median 100 us (mean of 3 sessions) (add_reduce on" in message
+
+
+def test_sessions_are_kept_in_the_cache_entry_and_read_back(tmp_path: Path) -> None:
+    cache = PersistentCache(tmp_path / "test_sum.json")
+    earlier = [BaselineSession(T * 1.1, R).to_json(), BaselineSession(T * 0.9, None).to_json()]
+    value = dataclasses.replace(entry(Calibration(exact(R)).to_json()), sessions=earlier)
+    cache.save({KEY: value}, device={"id": CPU})
+    assert json.loads(cache.path.read_text())["entries"][0]["sessions"] == [
+        {"median_ns": 110_000, "read_ns": 40_000},
+        {"median_ns": 90_000, "read_ns": None},
+    ]
+    base = Baseline.from_cache_entry(cache.load()[KEY], "c", device={"id": CPU}, metadata={})
+    assert base.history == (BaselineSession(110e-6, R), BaselineSession(90e-6, None))
+
+
+@pytest.mark.parametrize(
+    "bad, reason",
+    [
+        ([{"median_ns": 1.5, "read_ns": None}], "expected integer"),
+        (["x"], "expected an object"),
+        ([{"median_ns": 0, "read_ns": None}], "must be positive"),
+    ],
+)
+def test_sessions_that_do_not_read_are_a_baseline_error(bad: list[Any], reason: str) -> None:
+    value = dataclasses.replace(entry(None), sessions=bad)
+    with pytest.raises(BaselineError, match=f"sessions do not read: .*{reason}"):
+        Baseline.from_cache_entry(value, "c", device={"id": CPU}, metadata={})
+
+
+def test_a_spread_measured_between_sessions_widens_the_default_never_narrows_it() -> None:
+    assert RegressionCheck.for_device(CPU, calibrated=True, measured=0.05).sigma_between == 0.05
+    assert RegressionCheck.for_device(CPU, calibrated=True, measured=0.001).sigma_between == 0.02
+    assert RegressionCheck.for_device(CPU, sigma_between=0.01, measured=0.05).sigma_between == 0.01
+
+
+def test_the_gate_widens_its_noise_to_the_baselines_measured_spread() -> None:
+    # Sessions 10% apart: +25% over their mean no longer stands out from that noise.
+    base = with_history((T * 1.1, R), (T * 0.9, R), (T * 1.1, R), (T * 0.9, R))
+    verdict = judge(measured(T * 1.25, R), base, device_id=CPU, checksum="c")
+    assert verdict.verdict is Verdict.PASS
+    steady = with_history((T, R), (T, R), (T, R), (T, R))
+    assert judge(measured(T * 1.25, R), steady, device_id=CPU, checksum="c").failed
