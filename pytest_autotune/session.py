@@ -626,11 +626,13 @@ class AutotuneSession:
         device_id: str,
     ) -> tuple[BaselineSession, ...]:
         """The earlier sessions an update keeps beside its own: the committed baseline's,
-        when it measured the same candidate list on this device at the same speed (a
-        change within `max_regression`); none otherwise, since a changed speed starts a
-        new baseline rather than blending into the old one. The winner's name may differ:
-        like the gate, a baseline is the group's best time, whichever candidate gave it,
-        and equal candidates trade places from one session to the next."""
+        when it measured the same candidate list on this device, unless the gate would
+        call this session's change a regression or an improvement (its interval wholly
+        past `max_regression` either way), which starts a new baseline rather than blending
+        into the old one. One slow session on a noisy machine is not such a change: it
+        joins the others and moves their mean by its share, where resetting on it would
+        make it the whole baseline. The winner's name may differ: like the gate, a
+        baseline is the group's best time, whichever of two equal candidates gave it."""
         baseline, _ = self._baseline(device_id, request, tunables.checksum)
         comparison = verdict.comparison
         if baseline is None or comparison is None:
@@ -639,7 +641,8 @@ class AutotuneSession:
         tolerance = RegressionCheck.for_device(
             device_id, request.options.get("max_regression", self.settings.engine.max_regression)
         ).max_regression
-        if not same or abs(math.log1p(comparison.delta)) > math.log1p(tolerance):
+        changed = comparison.failed or math.log1p(comparison.high) < -math.log1p(tolerance)
+        if not same or changed:
             return ()
         return baseline.sessions()[-(MAX_BASELINE_SESSIONS - 1) :]
 

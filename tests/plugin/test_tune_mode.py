@@ -110,7 +110,7 @@ def test_update_records_a_slower_winner_without_failing(
     assert set(winner["samples_ns"]) == {150_000}
 
 
-def test_updates_at_the_same_speed_keep_their_sessions_and_a_change_starts_anew(
+def test_updates_keep_their_sessions_until_one_differs_as_the_gate_would_fail(
     scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for _ in range(3):
@@ -123,11 +123,17 @@ def test_updates_at_the_same_speed_keep_their_sessions_and_a_change_starts_anew(
     failed = run(scale, "--autotune")
     failed.stdout.fnmatch_lines(["*against the baseline median 100 us (mean of 3 sessions)*"])
 
-    # 25% slower is past the 10% tolerance: an update then starts a new baseline.
+    # 25% slower is a regression the gate would fail: an update then starts a new baseline.
     assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
     entry = json.loads(cache_file(scale).read_text())["entries"][0]
     assert "sessions" not in entry
     assert entry["fastest_name"] == "fast"
+
+    # 12% faster than that is inside the gate's band (10% + 3.09 x 3%): one more session.
+    monkeypatch.setenv("SLOWDOWN_FAST", "1.1")
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    entry = json.loads(cache_file(scale).read_text())["entries"][0]
+    assert entry["sessions"] == [{"median_ns": 125_000, "read_ns": None}]
 
 
 def test_a_corrupt_cache_file_is_named_in_a_warning_and_left_untouched(scale: pytest.Pytester) -> None:
