@@ -72,10 +72,10 @@ from pytest_autotune.gate import (
     Comparison,
     Measurement,
     RegressionCheck,
-    format_duration,
     format_interval,
 )
 from pytest_autotune.tune.cache import PersistentCache
+from pytest_autotune.tune.log import format_duration
 
 REPO = Path(__file__).resolve().parent.parent
 FALSE_FAILURES_ALLOWED = 0

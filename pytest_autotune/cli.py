@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_autotune.backends.peaks import Peaks
-from pytest_autotune.gate import format_change, format_duration
+from pytest_autotune.gate import format_change
 from pytest_autotune.report.html import key_text, write_html
 from pytest_autotune.report.svg import format_si
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
@@ -35,7 +35,7 @@ from pytest_autotune.tune.cache import (
     PersistentCacheKey,
     PersistentCacheValue,
 )
-from pytest_autotune.tune.log import AutotuneRecord, RecordError, read_records
+from pytest_autotune.tune.log import AutotuneRecord, RecordError, format_duration, read_records
 
 __all__ = ["main"]
 

@@ -37,6 +37,7 @@ from pytest_autotune.tune.bounds import (
 from pytest_autotune.tune.cache import PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.errors import AutotuneError
 from pytest_autotune.tune.key import serialize_key_json
+from pytest_autotune.tune.log import format_duration
 
 DeviceKind = Literal["gpu", "cpu"]
 
@@ -85,25 +86,6 @@ def device_kind(device_id: str) -> DeviceKind:
 
 
 # -- formatting shared by the gate's messages and the report's tables --------------------
-
-_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
-
-
-def format_duration(seconds: float) -> str:
-    """Three significant digits in the unit that keeps the number at 1 or more: `189 us`.
-
-    The unit is chosen after rounding, so 999.96 us reads `1.00 ms`, never `1000 us`.
-    """
-    if not (math.isfinite(seconds) and seconds >= 0):
-        return f"{seconds} s"
-    value, unit = 0.0, "ns"
-    for unit, scale in _UNITS:
-        value = float(f"{seconds / scale:.3g}")
-        if value >= 1:
-            break
-    decimals = 0 if value >= 100 else 1 if value >= 10 else 2
-    return f"{value:.{decimals}f} {unit}"
-
 
 def format_change(fraction: float) -> str:
     """A relative change with its sign, `+8.0%`; an unbounded end of an interval is `+inf%`."""

@@ -31,7 +31,6 @@ from pytest_autotune.gate import (
     RegressionCheck,
     Verdict,
     device_kind,
-    format_duration,
     judge,
     measure_winner,
 )
@@ -56,7 +55,7 @@ from pytest_autotune.tune.config import (
 )
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.key import set_autotune_level, stable_key
-from pytest_autotune.tune.log import AutotuneRecord, Recorder
+from pytest_autotune.tune.log import AutotuneRecord, Recorder, format_duration
 from pytest_autotune.tune.tunable import Tunable, TuneGroup
 from pytest_autotune.tune.tunable_set import TunableSet, clone_value
 from pytest_autotune.tune.tuner import TuneDecision, Tuner

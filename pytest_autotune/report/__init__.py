@@ -16,11 +16,11 @@ from pytest_autotune.gate import (
     Comparison,
     GroupVerdict,
     Verdict,
-    format_duration,
     format_fraction,
     format_interval,
 )
 from pytest_autotune.tune.benchmark import SampleStats
+from pytest_autotune.tune.log import format_duration
 
 __all__ = [
     "COLUMNS",

@@ -32,7 +32,6 @@ from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.gate import (
     Comparison,
     Verdict,
-    format_duration,
     format_fraction,
     format_interval,
 )
@@ -55,7 +54,7 @@ from pytest_autotune.tune.benchmark import (
 from pytest_autotune.tune.bounds import COMPUTE, MEMORY, Bounds, Work, fraction_of_roof
 from pytest_autotune.tune.checks import CheckResult
 from pytest_autotune.tune.key import serialize_key_json
-from pytest_autotune.tune.log import AutotuneRecord, RecordError, event_from_json
+from pytest_autotune.tune.log import AutotuneRecord, RecordError, event_from_json, format_duration
 
 __all__ = ["key_text", "render_html", "run_view", "write_html"]
 

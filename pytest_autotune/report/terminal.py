@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_autotune.gate import format_duration
 from pytest_autotune.report import COLUMNS, GroupSummary, failures, ordered, summary_row
+from pytest_autotune.tune.log import format_duration
 
 _RIGHT_ALIGNED = frozenset({"median", "roof"})
 """Numbers line up on their last digit; names and intervals read from the left."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import json
 import logging
+import math
 import os
 import sys
 import threading
@@ -62,12 +63,23 @@ def _seconds(ns: int) -> float:
     return ns / NS_PER_S
 
 
-def format_seconds(seconds: float) -> str:
-    """A duration in the unit that keeps it readable: kernel times span ns to s."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+
+
+def format_duration(seconds: float) -> str:
+    """Three significant digits in the unit that keeps the number at 1 or more: `189 us`.
+
+    The unit is chosen after rounding, so 999.96 us reads `1.00 ms`, never `1000 us`.
+    """
+    if not (math.isfinite(seconds) and seconds >= 0):
+        return f"{seconds} s"
+    value, unit = 0.0, "ns"
+    for unit, scale in _UNITS:
+        value = float(f"{seconds / scale:.3g}")
+        if value >= 1:
+            break
+    decimals = 0 if value >= 100 else 1 if value >= 10 else 2
+    return f"{value:.{decimals}f} {unit}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +100,7 @@ class TuningStep:
         }
 
     def __str__(self) -> str:
-        return f"batch {self.batch}: candidates {list(self.indices)} in {format_seconds(self.duration)}"
+        return f"batch {self.batch}: candidates {list(self.indices)} in {format_duration(self.duration)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +122,7 @@ class CandidateSampled:
         }
 
     def __str__(self) -> str:
-        return f"{self.name} [#{self.index}]: sample {format_seconds(self.seconds)}"
+        return f"{self.name} [#{self.index}]: sample {format_duration(self.seconds)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +164,7 @@ class ShortCircuit:
     def __str__(self) -> str:
         return (
             f"{self.name} [#{self.index}] ends the batch: {self.samples_under_limit} samples "
-            f"under the time limit {format_seconds(self.time_limit)}"
+            f"under the time limit {format_duration(self.time_limit)}"
         )
 
 
@@ -275,14 +287,14 @@ def log_decision(tuner: str, fastest_name: str, key: Any, ctx: AutotuneLogContex
         return
     steps = [e for e in ctx.events if isinstance(e, TuningStep)]
     took = sum(step.duration for step in steps)
-    limit = "" if ctx.time_limit is None else f", time limit {format_seconds(ctx.time_limit)}"
+    limit = "" if ctx.time_limit is None else f", time limit {format_duration(ctx.time_limit)}"
     logger.info(
         "%s: %s -> %s (%d batches in %s%s)",
         tuner,
         key,
         fastest_name,
         len(steps),
-        format_seconds(took),
+        format_duration(took),
         limit,
     )
 

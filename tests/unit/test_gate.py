@@ -28,7 +28,6 @@ from pytest_autotune.gate import (
     Verdict,
     device_kind,
     format_change,
-    format_duration,
     judge,
     measure_precisely,
 )
@@ -37,6 +36,7 @@ from pytest_autotune.tune.bounds import Thresholds, Work, calculate_bounds
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.key import stable_key
+from pytest_autotune.tune.log import format_duration
 
 GPU = "cuda-nvidia-h200"
 CPU = "cpu-amd-epyc-7b13-2t"

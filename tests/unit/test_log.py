@@ -25,7 +25,7 @@ from pytest_autotune.tune.log import (
     ShortCircuit,
     TuningStep,
     event_from_json,
-    format_seconds,
+    format_duration,
     log_decision,
     log_event,
     read_records,
@@ -134,7 +134,7 @@ def test_the_minimal_level_logs_one_line_per_decision(caplog):
     ctx.event(TuningStep(1, (2,), 0.001))
     log_decision("kernels-sum", "blocked", "SumKey(n=1024)", ctx)
     assert caplog.messages == [
-        "kernels-sum: SumKey(n=1024) -> blocked (2 batches in 3 ms, time limit 125 us)"
+        "kernels-sum: SumKey(n=1024) -> blocked (2 batches in 3.00 ms, time limit 125 us)"
     ]
 
 
@@ -149,10 +149,10 @@ def test_the_disabled_level_logs_nothing(caplog):
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(2.5, "2.5 s"), (0.0125, "12.5 ms"), (0.000125, "125 us"), (3e-8, "30 ns"), (0.0, "0 ns")],
+    [(2.5, "2.50 s"), (0.0125, "12.5 ms"), (0.000125, "125 us"), (3e-8, "30.0 ns"), (0.0, "0.00 ns")],
 )
 def test_durations_are_shown_in_a_readable_unit(seconds, text):
-    assert format_seconds(seconds) == text
+    assert format_duration(seconds) == text
 
 
 def test_a_record_round_trips_through_json():

@@ -9,7 +9,6 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_autotune.gate import format_duration
 from pytest_autotune.report.svg import (
     Bar,
     RooflinePoint,
@@ -20,6 +19,7 @@ from pytest_autotune.report.svg import (
     log_ticks,
     roofline_chart,
 )
+from pytest_autotune.tune.log import format_duration
 
 SVG = "{http://www.w3.org/2000/svg}"
 SCRIPT_NAME = "<script>alert(1)</script>"
