@@ -637,8 +637,11 @@ class AutotuneSession:
         if baseline is None or comparison is None:
             return ()
         same = baseline.device_id == device_id and baseline.checksum == tunables.checksum
+        measurement = verdict.measurement
         tolerance = RegressionCheck.for_device(
-            device_id, request.options.get("max_regression", self.settings.engine.max_regression)
+            device_id,
+            request.options.get("max_regression", self.settings.engine.max_regression),
+            calibrated=measurement is not None and measurement.calibrated_against(baseline),
         ).max_regression
         changed = comparison.failed or math.log1p(comparison.high) < -math.log1p(tolerance)
         if not same or changed:

@@ -199,6 +199,13 @@ def test_without_the_same_read_on_both_sides_the_times_are_compared_raw(
     assert RegressionCheck(0.10, 0.03).delta(current, base).delta == pytest.approx(0.3)
 
 
+def test_a_calibrated_cpu_comparison_tolerates_5_percent_where_a_raw_one_tolerates_10() -> None:
+    assert RegressionCheck.for_device(CPU, calibrated=True).max_regression == 0.05
+    assert RegressionCheck.for_device(CPU).max_regression == 0.10
+    assert RegressionCheck.for_device(GPU, calibrated=True).max_regression == 0.03
+    assert RegressionCheck.for_device(CPU, 0.2, calibrated=True).max_regression == 0.2
+
+
 def test_a_calibrated_cpu_comparison_assumes_less_noise_between_sessions() -> None:
     assert (
         RegressionCheck.for_device(CPU, calibrated=True).sigma_between == CALIBRATED_SIGMA_BETWEEN
@@ -211,7 +218,7 @@ def test_a_calibrated_cpu_comparison_assumes_less_noise_between_sessions() -> No
 
 
 def test_the_gate_judges_with_the_calibrated_noise_when_both_sides_carry_the_read() -> None:
-    # +18% with exact medians: past 10% + 3.09 * 2% (calibrated), inside 10% + 3.09 * 3% (raw).
+    # +18% with exact medians: past 5% + 3.09 * 2% (calibrated), inside 10% + 3.09 * 3% (raw).
     calibrated = judge(measured(T * 1.18, R), cpu_baseline(), device_id=CPU, checksum="c")
     raw = judge(measured(T * 1.18, None), cpu_baseline(), device_id=CPU, checksum="c")
     assert calibrated.verdict is Verdict.REGRESSION
