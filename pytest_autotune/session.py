@@ -8,6 +8,7 @@ file it writes, is decided and written here, so it reads (and is tested) as plai
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import re
@@ -393,20 +394,18 @@ class AutotuneSession:
         # On a CPU, a read of the same inputs is timed beside each sample, so the gate can
         # divide out what the machine's state did to both (pytest_autotune.calibration).
         read = calibration_read(inputs) if device_kind(client.device_id) == "cpu" else None
+        calibrate = None if read is None else functools.partial(client.time, read, ())
 
         def measurer(index: int) -> Callable[[], Measurement]:
             fn, name = tunables.fns[index], tunables.names[index]
 
             def measure() -> Measurement:
                 try:
-                    client.time(fn, inputs)  # one warm-up: every sample counts
-                    if read is None:
-                        return measure_winner(lambda: client.time(fn, inputs), name=name)
-                    client.time(read, ())
+                    client.time(fn, inputs)  # one warm-up each: every sample counts
+                    if calibrate is not None:
+                        calibrate()
                     return measure_winner(
-                        lambda: client.time(fn, inputs),
-                        calibration=lambda: client.time(read, ()),
-                        name=name,
+                        lambda: client.time(fn, inputs), calibration=calibrate, name=name
                     )
                 except Exception as exc:  # noqa: BLE001 - the winner failing now is an error
                     raise AutotuneError.from_exception(name, exc) from None
