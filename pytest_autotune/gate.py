@@ -275,7 +275,7 @@ class Calibration(_Samples):
         kind, samples = data.get("kind"), data.get("samples_ns")
         if not isinstance(kind, str) or not isinstance(samples, list):
             raise TypeError(f"expected 'kind' and a list 'samples_ns', got {dict(data)!r}")
-        if not all(isinstance(s, int) and not isinstance(s, bool) for s in samples):
+        if not all(_is_int(s) for s in samples):
             raise TypeError(f"'samples_ns' must be integers, got {samples!r}")
         return cls(tuple(s / 1e9 for s in samples), kind)
 
