@@ -10,7 +10,7 @@ import inspect
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -46,7 +46,9 @@ MARKER_OPTIONS = (
 )
 
 # One help text per option, shared by `addoption` and `addini` (flag, ini name, kind, help).
-OPTIONS: tuple[tuple[str, str, str, str], ...] = (
+OptionKind = Literal["bool", "string"]
+
+OPTIONS: tuple[tuple[str, str, OptionKind, str], ...] = (
     ("--autotune", "autotune", "bool", "tune every autotune group, validate, and apply the gate"),
     (
         "--autotune-update",
@@ -81,7 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(flag, action="store_true", default=None, help=help_text)
         else:
             group.addoption(flag, default=None, metavar="VALUE", help=help_text)
-        parser.addini(ini, help=help_text, type="bool" if kind == "bool" else "string")
+        parser.addini(ini, help=help_text, type=kind)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -253,6 +255,8 @@ def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     functions = config.stash.get(FUNCTIONS, {})
+    # Only where pytest-xdist registers its marker: `--strict-markers` fails an unknown one.
+    xdist = config.pluginmanager.hasplugin("xdist")
     for item in items:
         function = functions.get(item.nodeid.split("[", 1)[0])
         if function is None or not hasattr(item, "callspec"):
@@ -264,8 +268,8 @@ def pytest_collection_modifyitems(
         group_key = _without_component(item.callspec.id, name)
         group = f"{function.nodeid}[{group_key}]" if group_key else function.nodeid
         item.stash[ITEM] = ItemSpec(function, name, group, group_key)
-        # With pytest-xdist's --dist loadgroup, one group stays on one worker.
-        item.add_marker(pytest.mark.xdist_group(name=group))
+        if xdist:  # with --dist loadgroup, one group stays on one worker
+            item.add_marker(pytest.mark.xdist_group(name=group))
 
 
 # -- running --------------------------------------------------------------------------------

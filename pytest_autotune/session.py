@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 import math
 import os
 import re
@@ -152,6 +153,14 @@ def settings_from_sources(
         value = first(name)
         return None if value is None else rootpath / str(value[0])
 
+    benchmark_json = first("autotune_benchmark_json")
+    if benchmark_json is not None and importlib.util.find_spec("pytest_benchmark") is None:
+        # An optional extra, so that its plugin stays out of runs that do not ask for it;
+        # said at the start, not after the tuning it would have exported.
+        raise ConfigError(
+            f"{benchmark_json[1]}: autotune_benchmark_json: needs pytest-benchmark:"
+            " pip install 'pytest-autotune[benchmark]'"
+        )
     update = bool(first("autotune_update") and first("autotune_update")[0])  # type: ignore[index]
     tune = update or bool(first("autotune") and first("autotune")[0])  # type: ignore[index]
     return PluginSettings(

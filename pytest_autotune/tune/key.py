@@ -10,8 +10,6 @@ import os
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar, Union
 
-from typing_extensions import Self
-
 KeyT = TypeVar("KeyT", bound="AutotuneKey")
 
 Key = Union["AutotuneKey", str, int, tuple[Any, ...]]
@@ -39,7 +37,7 @@ class AutotuneKey:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Self:
+    def from_json(cls: type[KeyT], data: dict[str, Any]) -> KeyT:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - names
         if unknown:
