@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: autotune test clean
+.PHONY: autotune test check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ autotune: $(STAMP)
 # The test suite; CI runs exactly this.
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Lint, strict types and the workflows against GitHub's schema; CI runs this beside `test`.
+check: $(STAMP)
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m mypy
+	$(BIN)/python -m check_jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
 clean:
 	rm -rf $(VENV) build *.egg-info

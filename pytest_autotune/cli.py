@@ -7,6 +7,8 @@ without running a test.
   committed baseline without reading its JSON.
 - `diff OLD NEW` says what a refreshed cache changes (winners, medians, candidate lists):
   the summary the pull request that commits it needs.
+- `changed BEFORE AFTER` says whether a refreshed cache folder deserves a pull request (exit
+  status 3) or only added a session to each baseline (0): the scheduled refresh asks it.
 
 Errors a user can cause (a missing file, bad JSON, a record or cache that does not read) end
 as one line on stderr naming the file, with exit code 1; usage errors exit with 2, as
@@ -26,6 +28,7 @@ from typing import Any, TextIO
 
 from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.gate import format_change
+from pytest_autotune.refresh import significant_changes
 from pytest_autotune.report.html import key_text, write_html
 from pytest_autotune.report.svg import format_si
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
@@ -40,6 +43,8 @@ from pytest_autotune.tune.log import AutotuneRecord, RecordError, format_duratio
 __all__ = ["main"]
 
 PROG = "pytest-autotune"
+EXIT_CHANGED = 3
+"""`changed`'s status for a change worth a pull request (1 and 2 are errors, as elsewhere)."""
 DEFAULT_REPORT = "autotune-report.html"
 
 
@@ -106,7 +111,38 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("old", metavar="OLD", help="the cache file before")
     diff.add_argument("new", metavar="NEW", help="the cache file after")
     diff.set_defaults(command=_diff)
+
+    changed = commands.add_parser(
+        "changed",
+        help="does a refreshed cache folder deserve a pull request?",
+        description="Compare a cache folder before and after --autotune-update and list what"
+        " deserves a pull request: an entry (key and candidate list) new or removed, or a"
+        " baseline that started again because the gate called its change significant. Exit"
+        f" status {EXIT_CHANGED} when there is such a change, 0 when the refresh only added a"
+        " session to each baseline, 1 when a file cannot be read.",
+    )
+    changed.add_argument("before", metavar="BEFORE", help="the cache folder before")
+    changed.add_argument("after", metavar="AFTER", help="the cache folder after")
+    changed.set_defaults(command=_changed)
     return parser
+
+
+# -- changed -------------------------------------------------------------------------------
+
+
+def _changed(args: argparse.Namespace, out: TextIO) -> int:
+    for folder in (args.before, args.after):
+        if not Path(folder).is_dir():
+            raise CliError(f"{folder}: not a folder (give the cache folders, e.g. .autotune)")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        changes = significant_changes(Path(args.before), Path(args.after))
+    for warning in caught:
+        if issubclass(warning.category, CacheFileWarning):
+            raise CliError(str(warning.message).split(_LOAD_REMARK, 1)[0])
+    out.write("\n".join(changes or ["no significant change: every baseline kept its history"]))
+    out.write("\n")
+    return EXIT_CHANGED if changes else 0
 
 
 # -- report --------------------------------------------------------------------------------
