@@ -37,7 +37,7 @@ class AutotuneKey:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     @classmethod
-    def from_json(cls: type[KeyT], data: dict[str, Any]) -> KeyT:
+    def from_json(cls: type[KeyT], data: dict[str, Any]) -> KeyT:  # noqa: PYI019 - Self is 3.11+
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - names
         if unknown:

@@ -101,6 +101,7 @@ class Env:
             capture_output=True,
             text=True,
             timeout=600,
+            check=False,
         )
 
     def pip(self, *args: str) -> None:
@@ -140,6 +141,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         capture_output=True,
         text=True,
         timeout=600,
+        check=False,
     )
     assert built.returncode == 0, built.stdout + built.stderr
     (found,) = out.glob("pytest_autotune-*.whl")

@@ -27,8 +27,10 @@ def test_benchmark_json_without_pytest_benchmark_stops_at_start_naming_the_extra
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "ERROR: pytest-autotune: command line: autotune_benchmark_json: needs"
-            " pytest-benchmark: pip install 'pytest-autotune[benchmark]'"
+            (
+                "ERROR: pytest-autotune: command line: autotune_benchmark_json: needs"
+                " pytest-benchmark: pip install 'pytest-autotune[benchmark]'"
+            )
         ]
     )
     assert "Traceback" not in result.stderr.str()

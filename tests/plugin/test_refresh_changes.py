@@ -60,11 +60,10 @@ def test_a_significant_slowdown_and_a_new_candidate_list_each_ask_for_a_pull_req
     code, lines = changed(capsys, before, after)
 
     assert code == EXIT_CHANGED
+    where = "cpu-fake-1t/test_scale.py__test_scale.json"
     assert lines == [
-        "cpu-fake-1t/test_scale.py__test_scale.json: key 1: new baseline (fast -> medium):"
-        " a significant change",
-        "cpu-fake-1t/test_scale.py__test_scale.json: key 2: new baseline (fast -> medium):"
-        " a significant change",
+        f"{where}: key 1: new baseline (fast -> medium): a significant change",
+        f"{where}: key 2: new baseline (fast -> medium): a significant change",
     ]
 
     autotune_pytester.makepyfile(test_scale=SCALE_TESTS.replace('"medium": medium}', '}'))
