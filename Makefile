@@ -28,6 +28,7 @@ test: $(STAMP)
 # Lint, strict types and the workflows against GitHub's schema; CI runs this beside `test`.
 check: $(STAMP)
 	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
 	$(BIN)/python -m mypy
 	$(BIN)/python -m check_jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 

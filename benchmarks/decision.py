@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name:24} chose {FASTEST}: {right}/{len(runs)}"
             f"   wall of one tuning: median {walls[name] * 1e3:6.2f} ms"
-            f" (min {min(t.wall for t in runs) * 1e3:.2f}, max {max(t.wall for t in runs) * 1e3:.2f})"
+            f" (min {min(t.wall for t in runs) * 1e3:.2f},"
+            f" max {max(t.wall for t in runs) * 1e3:.2f})"
             f"   samples per candidate: {samples:.1f}"
         )
         by_best = sum(judged_by(t, lambda o: o.best) == FASTEST for t in runs)
@@ -166,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         share, largest = spikes(runs)
         print(
             f"{'':24} the same samples judged by best time: {by_best}/{len(runs)},"
-            f" by median: {by_median}/{len(runs)}, by the seed's score (std): {by_seed}/{len(runs)};"
+            f" by median: {by_median}/{len(runs)},"
+            f" by the seed's score (std): {by_seed}/{len(runs)};"
             f" samples over 5% above their candidate's best: {share:.1%}"
             f" (largest +{largest * 1e6:.1f} us)"
         )

@@ -99,7 +99,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
     cells = [[cell(v) for v in row] for row in [list(header), *rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

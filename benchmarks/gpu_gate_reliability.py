@@ -7,9 +7,9 @@ kernel, CuPy's ufuncs); with `GATE_SLOWDOWN=s` every kernel candidate also runs 
 first s of the arrays after its full pass, so the winner does s more of the same work.
 
 One baseline is recorded with `--autotune-update` in its own process. Then `--workers`
-processes, one after another, each run `pytest.main([... --autotune])` `--runs / --workers` times for each
-arm, alternating unchanged and slowed runs so drift of the device hits both. A session
-per run within a process shares the process's CUDA context and peak probe; the processes
+processes, one after another, each run `pytest.main([... --autotune])` `--runs / --workers`
+times for each arm, alternating unchanged and slowed runs so drift of the device hits both.
+A session per run within a process shares the process's CUDA context and peak probe; the processes
 give the between-process part of the noise.
 
     PYTHONPATH=. python3 benchmarks/gpu_gate_reliability.py [--runs 100] [--workers 4]
@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 TEST_MODULE = textwrap.dedent(
-    '''
+    """
     import os
 
     import cupy as cp
@@ -42,7 +42,8 @@ TEST_MODULE = textwrap.dedent(
     from example_kernels import saxpy
     from pytest_autotune import Work
 
-    FULL = {name: fn for name, fn in saxpy.CUPY.items() if name in ("float4_256", "grid_stride_512", "cupy_ufuncs")}
+    KEPT = ("float4_256", "grid_stride_512", "cupy_ufuncs")
+    FULL = {name: fn for name, fn in saxpy.CUPY.items() if name in KEPT}
 
 
     def slowed(fn):
@@ -67,11 +68,11 @@ TEST_MODULE = textwrap.dedent(
     @pytest.mark.autotune(candidates=CANDIDATES, work=lambda inputs: saxpy.work(*inputs), rtol=1e-3)
     def test_saxpy(candidate, inputs):
         return candidate(*inputs)
-    '''
+    """
 )
 
 DRIVER = textwrap.dedent(
-    '''
+    """
     import json, os, sys
     import pytest
 
@@ -89,7 +90,7 @@ DRIVER = textwrap.dedent(
         results.append({"slowed": slowed, "exit": int(code), "record": record})
     with open(out, "w") as f:
         json.dump(results, f)
-    '''
+    """
 )
 
 
@@ -107,9 +108,23 @@ def main() -> int:
         (project / "driver.py").write_text(DRIVER)
         (project / "pytest.ini").write_text("[pytest]\n")
         base = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "pytest_autotune.plugin",
-             "-p", "no:cacheprovider", "--autotune-update", "test_gate_gpu.py"],
-            cwd=project, env=env, capture_output=True, text=True, check=False,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "pytest_autotune.plugin",
+                "-p",
+                "no:cacheprovider",
+                "--autotune-update",
+                "test_gate_gpu.py",
+            ],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         print(base.stdout[-1500:])
         if base.returncode != 0:
@@ -121,7 +136,11 @@ def main() -> int:
         for w in range(args.workers):
             done = subprocess.run(
                 [sys.executable, "driver.py", str(per_worker), args.slowdown, f"w{w}.json"],
-                cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                cwd=project,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
                 check=False,
             )
             if done.returncode:
@@ -153,11 +172,15 @@ def main() -> int:
     logs = [math.log(m) for m in medians[False]]
     spread = statistics.pstdev(logs) if len(logs) > 1 else float("nan")
     print(f"unchanged runs: {unchanged}, gate failures: {failures[False]} (target 0)")
-    print(f"slowed by {float(args.slowdown):.0%}: {slowed}, gate failures: {failures[True]}"
-          f" ({failures[True] / max(slowed, 1):.0%}, target >= 95%)")
-    print(f"winner median, unchanged: {statistics.median(medians[False]) / 1e3:.1f} us;"
-          f" slowed: {statistics.median(medians[True]) / 1e3:.1f} us;"
-          f" spread of ln(median) across unchanged runs: {spread:.4f}")
+    print(
+        f"slowed by {float(args.slowdown):.0%}: {slowed}, gate failures: {failures[True]}"
+        f" ({failures[True] / max(slowed, 1):.0%}, target >= 95%)"
+    )
+    print(
+        f"winner median, unchanged: {statistics.median(medians[False]) / 1e3:.1f} us;"
+        f" slowed: {statistics.median(medians[True]) / 1e3:.1f} us;"
+        f" spread of ln(median) across unchanged runs: {spread:.4f}"
+    )
     print(f"wall time: {time.perf_counter() - started:.0f} s")
     ok = failures[False] == 0 and failures[True] >= 0.95 * slowed
     return 0 if ok else 1

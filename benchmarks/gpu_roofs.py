@@ -63,7 +63,8 @@ def main() -> int:
                 rows.append([name, "-", "-", 0, why[:70]])
                 per_candidate[name] = {"error": why}
         print(
-            f"== {family.name} {family.args}: roof {family.roof} {roof:.4g}/s, checked and tuned in {wall:.2f} s"
+            f"== {family.name} {family.args}: roof {family.roof} {roof:.4g}/s,"
+            f" checked and tuned in {wall:.2f} s"
         )
         print(table(["candidate", "median us", "fraction of roof", "samples", "note"], rows))
         print()
@@ -71,10 +72,18 @@ def main() -> int:
         fraction = best.get("fraction", float("nan"))
         met = fraction >= family.target
         misses += not met
-        summary.append([family.name, decision.fastest_name, best.get("median_s", float("nan")) * 1e6,
-                        fraction, family.target, "met" if met else "MISSED"])  # fmt: skip
-        results[family.name] = {"winner": decision.fastest_name, "candidates": per_candidate,
-                                "roof": family.roof, "roof_rate": roof, "tune_wall_s": wall}  # fmt: skip
+        median_us = best.get("median_s", float("nan")) * 1e6
+        verdict = "met" if met else "MISSED"
+        summary.append(
+            [family.name, decision.fastest_name, median_us, fraction, family.target, verdict]
+        )
+        results[family.name] = {
+            "winner": decision.fastest_name,
+            "candidates": per_candidate,
+            "roof": family.roof,
+            "roof_rate": roof,
+            "tune_wall_s": wall,
+        }
         del inputs
         cp.get_default_memory_pool().free_all_blocks()
     print(

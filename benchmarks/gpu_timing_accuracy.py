@@ -115,7 +115,7 @@ def main() -> int:
                 cold_s = median_time(cold, fn, inputs)
                 stream_s = median_time(stream, fn, inputs)
                 burst_s = burst_time(stream, fn, inputs, stream_s)
-            except Exception as error:  # noqa: BLE001 - a candidate that declines this size
+            except Exception as error:
                 rows.append([label, "-", "-", "-", "-", "-", "-", "-",
                              f"{type(error).__name__}: {error}"[:60]])  # fmt: skip
                 continue
@@ -124,7 +124,7 @@ def main() -> int:
             try:
                 hot_s, graph_s = hot_and_graph(hot, fn, inputs)
                 result["hot_s"] = hot_s
-            except Exception as error:  # noqa: BLE001 - a call that cannot be captured
+            except Exception as error:
                 result["graph_error"] = str(error)
                 rows.append([label, hot_s * 1e6, cold_s * 1e6, stream_s * 1e6, burst_s * 1e6,
                              "-", "-", "-", f"no graph: {type(error).__name__}"])  # fmt: skip
@@ -152,7 +152,8 @@ def main() -> int:
     ]
     print(table(header, rows))
     print(
-        f"\nlaunch overhead (empty kernel through time, cold client): {cold.launch_overhead * 1e6:.2f} us"
+        "\nlaunch overhead (empty kernel through time, cold client):"
+        f" {cold.launch_overhead * 1e6:.2f} us"
     )
     write_json("timing_accuracy.json", results)
     return 1 if misses else 0

@@ -19,7 +19,7 @@ def gpu_available() -> bool:
         import cupy
 
         return bool(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # noqa: BLE001 - no CuPy, no driver or no device all mean "no GPU"
+    except Exception:
         return False
 
 
@@ -47,7 +47,11 @@ def sizes(cpu: Sequence[T], cuda: Sequence[T]) -> list[T]:
 
 
 def to_host(value: Any) -> Any:
-    return value.get() if hasattr(value, "get") and type(value).__module__.startswith("cupy") else value
+    return (
+        value.get()
+        if hasattr(value, "get") and type(value).__module__.startswith("cupy")
+        else value
+    )
 
 
 def on_host(reference: Callable[..., T]) -> Callable[..., T]:

@@ -26,9 +26,9 @@ def work(a: Any, x: Any, y: Any) -> Work:
 
 
 def reference(a: Any, x: Any, y: Any) -> Any:
-    return (np.float64(a) * np.asarray(x, dtype=np.float64) + np.asarray(y, dtype=np.float64)).astype(
-        np.float32
-    )
+    return (
+        np.float64(a) * np.asarray(x, dtype=np.float64) + np.asarray(y, dtype=np.float64)
+    ).astype(np.float32)
 
 
 def numpy_expression(a: Any, x: Any, y: Any) -> Any:

@@ -13,7 +13,7 @@ def x(request):
 
 @pytest.mark.autotune(
     candidates=candidates(softmax),
-    work=lambda x: softmax.work(x),
+    work=softmax.work,
     reference=on_host(softmax.reference),
     rtol=1e-4,
     atol=1e-7,

@@ -27,7 +27,7 @@ def x(request):
 
 
 @pytest.mark.autotune(
-    work=lambda x: sum_family.work(x),
+    work=sum_family.work,
     reference=on_host(sum_family.reference),
     rtol=1e-5,
 )

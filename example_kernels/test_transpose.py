@@ -13,7 +13,7 @@ def x(request):
 
 @pytest.mark.autotune(
     candidates=candidates(transpose),
-    work=lambda x: transpose.work(x),
+    work=transpose.work,
     reference=on_host(transpose.reference),
 )
 def test_transpose(candidate, x):

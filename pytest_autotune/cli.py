@@ -269,7 +269,9 @@ def _table(rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
     """Rows as aligned columns, two spaces apart; the last column is not padded."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [
-        (indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths))).rstrip()
+        (
+            indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        ).rstrip()
         for row in rows
     ]
 

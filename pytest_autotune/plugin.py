@@ -59,9 +59,19 @@ OPTIONS: tuple[tuple[str, str, OptionKind, str], ...] = (
     ("--autotune-cache-dir", "autotune_cache_dir", "string", "cache root (default: .autotune)"),
     ("--autotune-html", "autotune_html", "string", "write the HTML report to this path"),
     ("--autotune-record", "autotune_record", "string", "append JSON-lines records to this path"),
-    ("--autotune-config", "autotune_config", "string", "YAML settings file (default: autotune.yaml)"),
+    (
+        "--autotune-config",
+        "autotune_config",
+        "string",
+        "YAML settings file (default: autotune.yaml)",
+    ),
     ("--autotune-device", "autotune_device", "string", "auto (default), cpu, cuda or cuda:N"),
-    ("--autotune-level", "autotune_level", "string", "minimal, balanced (default), extensive, full"),
+    (
+        "--autotune-level",
+        "autotune_level",
+        "string",
+        "minimal, balanced (default), extensive, full",
+    ),
     ("--autotune-strict", "autotune_strict", "bool", "a group without a baseline fails the gate"),
     (
         "--autotune-benchmark-json",
@@ -217,7 +227,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.config.stash.setdefault(FUNCTIONS, {})[nodeid] = FunctionSpec(nodeid, pairs, options)
 
 
-def _parametrized_candidates(metafunc: pytest.Metafunc) -> tuple[tuple[str, Callable[..., Any]], ...]:
+def _parametrized_candidates(
+    metafunc: pytest.Metafunc,
+) -> tuple[tuple[str, Callable[..., Any]], ...]:
     """The candidates of a plain `@pytest.mark.parametrize("candidate", [...])`, named as
     pytest names their ids: an explicit id, else the function's `__name__`."""
     for marker in metafunc.definition.iter_markers("parametrize"):
@@ -286,7 +298,7 @@ def _body(item: pytest.Function, arguments: Mapping[str, Any]) -> Callable[..., 
     names = [n for n in arguments if n != "candidate"]
 
     def run(candidate: Callable[..., Any], *values: Any) -> Any:
-        return item.obj(candidate=candidate, **dict(zip(names, values)))
+        return item.obj(candidate=candidate, **dict(zip(names, values, strict=True)))
 
     return run
 
@@ -357,7 +369,9 @@ def _evaluated_options(options: Mapping[str, Any], arguments: Mapping[str, Any])
 def _call_with_fixtures(fn: Callable[..., Any], arguments: Mapping[str, Any], what: str) -> Any:
     """Call a marker callable with the fixtures it names, as pytest calls a test."""
     wanted = inspect.signature(fn).parameters
-    missing = [n for n in wanted if n not in arguments and wanted[n].default is inspect.Parameter.empty]
+    missing = [
+        n for n in wanted if n not in arguments and wanted[n].default is inspect.Parameter.empty
+    ]
     if missing:
         pytest.fail(
             f"{what} asks for {missing}, which the test does not take; "
@@ -388,7 +402,7 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
         atol: float | None = None,
         max_regression: float | None = None,
     ) -> Any:
-        candidates = tuple(zip(tunables.names, tunables.fns))
+        candidates = tuple(zip(tunables.names, tunables.fns, strict=True))
 
         def run(candidate: Callable[..., Any], *values: Any) -> Any:
             return candidate(*values)
@@ -407,7 +421,13 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
                 for name, _ in candidates
                 if (
                     f := check_candidate(
-                        name, candidates, run, inputs, reference=reference, rtol=rtol, atol=atol,
+                        name,
+                        candidates,
+                        run,
+                        inputs,
+                        reference=reference,
+                        rtol=rtol,
+                        atol=atol,
                         config=session.settings.engine,
                     )
                 )

@@ -129,7 +129,9 @@ def probe_buffer_bytes(last_level_cache: int | None, memory: int | None) -> int:
     for 2 GB buffers: at 256 MiB the probes measured the same bandwidth in 0.5 s instead of
     11 s, and one core's share of a server L3 is far below that anyway.
     """
-    size = min(max(4 * (last_level_cache or FALLBACK_LAST_LEVEL_CACHE), MIN_PROBE_BUFFER), MAX_PROBE_BUFFER)
+    size = min(
+        max(4 * (last_level_cache or FALLBACK_LAST_LEVEL_CACHE), MIN_PROBE_BUFFER), MAX_PROBE_BUFFER
+    )
     return min(size, memory // 16) if memory else size
 
 

@@ -156,7 +156,7 @@ def bar_chart(
         middle = y + row / 2
         body.append(
             f'<g class="{"bar winner" if bar.highlight else "bar"}"><title>{escape(bar.label)}'
-            f"{escape(': ' + format_value(bar.value) if bar.value is not None else ': ' + bar.note)}"
+            f"{escape(': ' + (format_value(bar.value) if bar.value is not None else bar.note))}"
             f"</title>"
             f'<text class="label" x="{_num(plot_x - 8)}" y="{_num(middle + 4)}"'
             f' text-anchor="end">{escape(_fit(bar.label, label_width - 12))}</text>'
@@ -349,7 +349,9 @@ def _points(
     )
     label_ys = _spread([y for _, y, _ in placed], 14.0, top + 10, bottom)
     # Winners last, so their marker is drawn over any point it shares a place with.
-    for (x, y, point), label_y in sorted(zip(placed, label_ys), key=lambda t: t[0][2].highlight):
+    for (x, y, point), label_y in sorted(
+        zip(placed, label_ys, strict=True), key=lambda t: t[0][2].highlight
+    ):
         css = "point winner" if point.highlight else "point"
         label = f"{point.label} (winner)" if point.highlight else point.label
         marker = (

@@ -20,17 +20,17 @@ def render_summary(summaries: Sequence[GroupSummary], *, candidates: bool = Fals
     follow it, indented, the winner marked `*` (what `-v` shows)."""
     groups = ordered(summaries)
     rows = [summary_row(s) for s in groups]
-    widths = [max(len(cell) for cell in column) for column in zip(COLUMNS, *rows)]
+    widths = [max(len(cell) for cell in column) for column in zip(COLUMNS, *rows, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
         padded = (
             cell.rjust(width) if name in _RIGHT_ALIGNED else cell.ljust(width)
-            for name, cell, width in zip(COLUMNS, cells, widths)
+            for name, cell, width in zip(COLUMNS, cells, widths, strict=True)
         )
         return "  ".join(padded).rstrip()
 
     lines = [line(COLUMNS), "  ".join("-" * width for width in widths)]
-    for summary, row in zip(groups, rows):
+    for summary, row in zip(groups, rows, strict=True):
         lines.append(line(row))
         if candidates:
             lines.extend(_candidate_lines(summary))
@@ -49,7 +49,8 @@ def _candidate_lines(summary: GroupSummary) -> list[str]:
         error = f"error: {candidate.error}" if candidate.error is not None else ""
         cells = [c for c in (check, error) if c]
         lines.append(
-            f"    {mark} {candidate.name.ljust(name_width)}  {median.rjust(9)}  {'  '.join(cells)}".rstrip()
+            f"    {mark} {candidate.name.ljust(name_width)}  {median.rjust(9)}"
+            f"  {'  '.join(cells)}".rstrip()
         )
     return lines
 

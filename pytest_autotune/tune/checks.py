@@ -120,7 +120,7 @@ def check_candidates(
         try:
             ref_output = reference()
             have_reference = True
-        except Exception as exc:  # noqa: BLE001 - a user's failing reference is reported
+        except Exception as exc:
             no_reference = f"the reference raised {AutotuneError.from_exception('', exc).message}"
     elif reference is not None:
         if not 0 <= reference < len(names):
@@ -138,7 +138,7 @@ def check_candidates(
         except AutotuneSkip as exc:
             reason = AutotuneError.from_exception(name, exc).message
             results[index] = CheckResult(name, True, f"skipped: {reason}", skipped=True)
-        except Exception as exc:  # noqa: BLE001 - a failing candidate is a result, not a crash
+        except Exception as exc:
             results[index] = CheckResult(
                 name, False, AutotuneError.from_exception(name, exc).message
             )
@@ -164,7 +164,7 @@ def check_candidates(
 _PYTHON_NUMBERS = (bool, int, float, complex)
 
 
-def _compare(
+def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value compared
     reference: object, actual: object, where: str, rtol: float, atol: float, equal_nan: bool
 ) -> list[str]:
     """Every difference between two outputs, each message naming its position."""
@@ -199,7 +199,7 @@ def _compare(
         if len(reference) != len(actual):
             return [f"{where}: expected {len(reference)} items, got {len(actual)}"]
         problems: list[str] = []
-        for i, (ref_item, act_item) in enumerate(zip(reference, actual)):
+        for i, (ref_item, act_item) in enumerate(zip(reference, actual, strict=True)):
             problems += _compare(ref_item, act_item, f"{where}[{i}]", rtol, atol, equal_nan)
         return problems
 

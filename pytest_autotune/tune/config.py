@@ -8,6 +8,7 @@ one line that names its source and key, and a config built in code is checked th
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -126,10 +127,8 @@ def _int_at_least(minimum: int) -> Parser:
         if isinstance(value, int) and not isinstance(value, bool):
             number = value
         elif isinstance(value, str):
-            try:
+            with contextlib.suppress(ValueError):
                 number = int(value.strip())
-            except ValueError:
-                pass
         if number is None or number < minimum:
             raise ConfigError(f"{where}: expected an integer >= {minimum}, got {value!r}")
         return number
@@ -146,10 +145,8 @@ def _number(minimum: float, above: bool) -> Parser:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             number = float(value)
         elif isinstance(value, str):
-            try:
+            with contextlib.suppress(ValueError):
                 number = float(value.strip())
-            except ValueError:
-                pass
         if (
             number is None
             or not math.isfinite(number)
@@ -246,7 +243,8 @@ def _check_sample_range(
     """The one rule across settings; the origins say where each side came from."""
     if max_samples < min_samples:
         raise ConfigError(
-            f"max_samples ({max_samples}{max_origin}) is below min_samples ({min_samples}{min_origin})"
+            f"max_samples ({max_samples}{max_origin}) is below"
+            f" min_samples ({min_samples}{min_origin})"
         )
 
 

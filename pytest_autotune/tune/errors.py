@@ -26,9 +26,7 @@ class AutotuneSkip(Exception):
 class AutotuneError(Exception):
     """A candidate's failure, recorded in its result; it never wins and never crashes the tuner."""
 
-    def __init__(
-        self, kind: AutotuneErrorKind, message: str = "", name: str | None = None
-    ) -> None:
+    def __init__(self, kind: AutotuneErrorKind, message: str = "", name: str | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
@@ -44,15 +42,18 @@ class AutotuneError(Exception):
 
     def __str__(self) -> str:
         who = f"{self.name}: " if self.name else ""
-        return f"{who}{self.kind.value}: {self.message}" if self.message else f"{who}{self.kind.value}"
+        return (
+            f"{who}{self.kind.value}: {self.message}" if self.message else f"{who}{self.kind.value}"
+        )
 
     def __repr__(self) -> str:
         return f"AutotuneError({self.kind.value!r}, {self.message!r}, name={self.name!r})"
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, AutotuneError)
-            and (self.kind, self.message, self.name) == (other.kind, other.message, other.name)
+        return isinstance(other, AutotuneError) and (self.kind, self.message, self.name) == (
+            other.kind,
+            other.message,
+            other.name,
         )
 
     def __hash__(self) -> int:

@@ -37,7 +37,7 @@ class AutotuneKey:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     @classmethod
-    def from_json(cls: type[KeyT], data: dict[str, Any]) -> KeyT:  # noqa: PYI019 - Self is 3.11+
+    def from_json(cls: type[KeyT], data: dict[str, Any]) -> KeyT:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - names
         if unknown:
@@ -54,7 +54,8 @@ def key_to_json(key: Any) -> Any:
     if isinstance(key, (str, int, float, bool)) or key is None:
         return key
     raise TypeError(
-        f"autotune key {key!r} of type {type(key).__name__} is not an AutotuneKey, str, int or tuple"
+        f"autotune key {key!r} of type {type(key).__name__}"
+        " is not an AutotuneKey, str, int or tuple"
     )
 
 
@@ -81,7 +82,9 @@ class AutotuneLevel(enum.Enum):
             return cls(value.strip().lower())
         except ValueError:
             choices = ", ".join(level.value for level in cls)
-            raise ValueError(f"{source}: autotune level must be one of {choices}, got {value!r}") from None
+            raise ValueError(
+                f"{source}: autotune level must be one of {choices}, got {value!r}"
+            ) from None
 
 
 _level: AutotuneLevel | None = None
@@ -89,16 +92,18 @@ _level: AutotuneLevel | None = None
 
 def autotune_level() -> AutotuneLevel:
     """The process-wide level: `set_autotune_level`, else `PYTEST_AUTOTUNE_LEVEL`, else balanced."""
-    global _level
+    global _level  # noqa: PLW0603 - a process-wide setting, like the seed's global level
     if _level is None:
         raw = os.environ.get("PYTEST_AUTOTUNE_LEVEL")
-        _level = AutotuneLevel.parse(raw, "PYTEST_AUTOTUNE_LEVEL") if raw else AutotuneLevel.BALANCED
+        _level = (
+            AutotuneLevel.parse(raw, "PYTEST_AUTOTUNE_LEVEL") if raw else AutotuneLevel.BALANCED
+        )
     return _level
 
 
 def set_autotune_level(level: AutotuneLevel | None) -> None:
     """Set the level for this process; None goes back to the environment's."""
-    global _level
+    global _level  # noqa: PLW0603 - a process-wide setting, like the seed's global level
     _level = level
 
 

@@ -74,8 +74,8 @@ def format_duration(seconds: float) -> str:
     if not (math.isfinite(seconds) and seconds >= 0):
         return f"{seconds} s"
     value, unit = 0.0, "ns"
-    for unit, scale in _UNITS:
-        value = float(f"{seconds / scale:.3g}")
+    for name, scale in _UNITS:
+        value, unit = float(f"{seconds / scale:.3g}"), name
         if value >= 1:
             break
     decimals = 0 if value >= 100 else 1 if value >= 10 else 2
@@ -100,7 +100,8 @@ class TuningStep:
         }
 
     def __str__(self) -> str:
-        return f"batch {self.batch}: candidates {list(self.indices)} in {format_duration(self.duration)}"
+        duration = format_duration(self.duration)
+        return f"batch {self.batch}: candidates {list(self.indices)} in {duration}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,7 +101,7 @@ class _Batch:
         """One sample of `trial`; a failure disqualifies it for good."""
         try:
             seconds = check_sample(trial.name, self._sample(trial.index))
-        except Exception as exc:  # noqa: BLE001 - a candidate's failure is data, not a crash
+        except Exception as exc:
             trial.error = AutotuneError.from_exception(trial.name, exc)
             return
         if not keep:

@@ -116,4 +116,3 @@ class TunableSet:
 
     def __len__(self) -> int:
         return len(self.tunables)
-

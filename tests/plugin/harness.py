@@ -59,6 +59,5 @@ def _plugin_is_installed() -> bool:
 PLUGIN_ARGS = () if _plugin_is_installed() else ("-p", "pytest_autotune.plugin")
 
 
-
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest(*PLUGIN_ARGS, "-p", "no:cacheprovider", *args)

@@ -82,7 +82,9 @@ def test_an_in_place_candidate_does_not_change_what_the_others_see(
     run(autotune_pytester).assert_outcomes(passed=3)
 
 
-def test_an_explicit_reference_and_tolerances_are_honoured(autotune_pytester: pytest.Pytester) -> None:
+def test_an_explicit_reference_and_tolerances_are_honoured(
+    autotune_pytester: pytest.Pytester,
+) -> None:
     autotune_pytester.makepyfile(
         """
         import numpy as np
@@ -98,7 +100,9 @@ def test_an_explicit_reference_and_tolerances_are_honoured(autotune_pytester: py
         def x():
             return np.ones(100)
 
-        @pytest.mark.autotune(candidates={"rough": rough, "exact": exact}, reference=exact, rtol=1e-3)
+        @pytest.mark.autotune(
+            candidates={"rough": rough, "exact": exact}, reference=exact, rtol=1e-3
+        )
         def test_loose(candidate, x):
             return candidate(x)
 
@@ -159,7 +163,9 @@ def test_a_candidate_may_decline_with_autotune_skip(autotune_pytester: pytest.Py
     result.stdout.fnmatch_lines(["*declined: odd sizes are not supported*"])
 
 
-def test_a_marker_with_an_unknown_option_is_a_usage_error(autotune_pytester: pytest.Pytester) -> None:
+def test_a_marker_with_an_unknown_option_is_a_usage_error(
+    autotune_pytester: pytest.Pytester,
+) -> None:
     autotune_pytester.makepyfile(
         """
         import pytest

@@ -38,7 +38,9 @@ def script_named(n):
     raise RuntimeError("boom <b>not bold</b>")
 
 @pytest.mark.autotune(
-    candidates={"slow": slow, "fast": fast, "medium": medium, "<script>alert(1)</script>": script_named},
+    candidates={
+        "slow": slow, "fast": fast, "medium": medium, "<script>alert(1)</script>": script_named
+    },
     work=lambda n: Work(compute_ops=1e4, bytes=1e5),
 )
 @pytest.mark.parametrize("n", [1, 2])

@@ -23,9 +23,7 @@ def refreshed(autotune_pytester: pytest.Pytester, tmp_path: Path) -> tuple[Path,
     return before, autotune_pytester.path / ".autotune"
 
 
-def changed(
-    capsys: pytest.CaptureFixture[str], before: Path, after: Path
-) -> tuple[int, list[str]]:
+def changed(capsys: pytest.CaptureFixture[str], before: Path, after: Path) -> tuple[int, list[str]]:
     capsys.readouterr()  # what the in-process pytest runs printed
     code = main(["changed", str(before), str(after)])
     return code, capsys.readouterr().out.splitlines()
@@ -66,7 +64,7 @@ def test_a_significant_slowdown_and_a_new_candidate_list_each_ask_for_a_pull_req
         f"{where}: key 2: new baseline (fast -> medium): a significant change",
     ]
 
-    autotune_pytester.makepyfile(test_scale=SCALE_TESTS.replace('"medium": medium}', '}'))
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS.replace('"medium": medium}', "}"))
     monkeypatch.delenv("SLOWDOWN_FAST")
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     code, lines = changed(capsys, before, after)

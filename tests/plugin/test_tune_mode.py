@@ -52,7 +52,10 @@ def test_update_writes_the_baselines_and_the_gate_then_passes(scale: pytest.Pyte
     updated = run(scale, "--autotune-update")
     assert updated.ret == pytest.ExitCode.OK
     data = json.loads(cache_file(scale).read_text())
-    assert [(e["key"], e["fastest_name"]) for e in data["entries"]] == [("1", "fast"), ("2", "fast")]
+    assert [(e["key"], e["fastest_name"]) for e in data["entries"]] == [
+        ("1", "fast"),
+        ("2", "fast"),
+    ]
     assert data["device"]["id"] == "cpu-fake-1t"
 
     gated = run(scale, "--autotune")
@@ -136,7 +139,9 @@ def test_updates_keep_their_sessions_until_one_differs_as_the_gate_would_fail(
     assert entry["sessions"] == [{"median_ns": 125_000, "read_ns": None}]
 
 
-def test_a_corrupt_cache_file_is_named_in_a_warning_and_left_untouched(scale: pytest.Pytester) -> None:
+def test_a_corrupt_cache_file_is_named_in_a_warning_and_left_untouched(
+    scale: pytest.Pytester,
+) -> None:
     path = cache_file(scale)
     path.parent.mkdir(parents=True)
     path.write_text("{ this is not json")
@@ -431,7 +436,9 @@ def pytest_autotune_verdict(config, summary, verdict):
     assert run(scale, "--autotune").ret == pytest.ExitCode.OK
 
 
-def test_the_autotune_fixture_tunes_a_production_tunable_set(autotune_pytester: pytest.Pytester) -> None:
+def test_the_autotune_fixture_tunes_a_production_tunable_set(
+    autotune_pytester: pytest.Pytester,
+) -> None:
     autotune_pytester.makepyfile(
         """
         from conftest import spin
@@ -464,7 +471,9 @@ def test_the_autotune_fixture_tunes_a_production_tunable_set(autotune_pytester: 
     checked.stdout.fnmatch_lines(["*candidate 'wrong' differs*"])
     tuned = run(autotune_pytester, "--autotune-update", "-rf")
     tuned.assert_outcomes(passed=1, failed=1)
-    files = sorted(p.name for p in (autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*.json"))
+    files = sorted(
+        p.name for p in (autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*.json")
+    )
     assert files == [
         "test_the_autotune_fixture_tunes_a_production_tunable_set.py__test_a_wrong_candidate_fails_the_fixture.json",
         "test_the_autotune_fixture_tunes_a_production_tunable_set.py__test_production_set.json",
@@ -511,7 +520,9 @@ def test_an_output_path_that_cannot_be_written_fails_the_run_in_one_line(
         "--autotune-benchmark-json=bench.json",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*error: the report could not be written to *not_a_folder/report.html*"])
+    result.stdout.fnmatch_lines(
+        ["*error: the report could not be written to *not_a_folder/report.html*"]
+    )
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
     assert (scale.path / "bench.json").is_file()
 

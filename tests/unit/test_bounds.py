@@ -27,7 +27,7 @@ def test_a_bound_allows_its_amount_over_the_peak_divided_by_the_threshold() -> N
     assert AutotuneBound("memory", 8e9, 0.5, 4e12).time_limit() == 8e9 / 4e12 / 0.5
 
 
-@pytest.mark.parametrize("peak", NO_LIMIT + [-1.0])
+@pytest.mark.parametrize("peak", [*NO_LIMIT, -1.0])
 def test_a_peak_that_is_zero_nan_or_infinite_gives_no_limit(peak: float) -> None:
     assert AutotuneBound("compute", 1e9, 1.0, peak).time_limit() is None
 

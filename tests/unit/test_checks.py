@@ -53,14 +53,16 @@ def test_nan_positions_must_match():
 def test_without_equal_nan_any_nan_is_a_difference():
     ref = np.array([np.nan, 1.0])
     assert compare_outputs(ref, ref.copy(), equal_nan=False) == (
-        "output: 1 of 2 elements differ (rtol=1e-05, atol=1e-08); first at [0]: expected nan, got nan"
+        "output: 1 of 2 elements differ (rtol=1e-05, atol=1e-08);"
+        " first at [0]: expected nan, got nan"
     )
 
 
 def test_infinities_must_match_in_sign():
     assert compare_outputs(np.array([np.inf]), np.array([np.inf])) is None
     assert compare_outputs(np.array([np.inf]), np.array([-np.inf])) == (
-        "output: 1 of 1 elements differ (rtol=1e-05, atol=1e-08); first at [0]: expected inf, got -inf"
+        "output: 1 of 1 elements differ (rtol=1e-05, atol=1e-08);"
+        " first at [0]: expected inf, got -inf"
     )
 
 

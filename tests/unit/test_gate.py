@@ -91,8 +91,8 @@ def test_a_cuda_device_id_is_a_gpu_and_anything_else_a_cpu() -> None:
 def test_the_defaults_are_three_percent_on_a_gpu_and_ten_on_a_cpu() -> None:
     assert DEFAULT_MAX_REGRESSION == {"gpu": 0.03, "cpu": 0.10}
     assert DEFAULT_SIGMA_BETWEEN == {"gpu": 0.015, "cpu": 0.03}
-    assert GPU_CHECK == RegressionCheck(max_regression=0.03, sigma_between=0.015, z=3.09)
-    assert CPU_CHECK == RegressionCheck(max_regression=0.10, sigma_between=0.03, z=3.09)
+    assert RegressionCheck(max_regression=0.03, sigma_between=0.015, z=3.09) == GPU_CHECK
+    assert RegressionCheck(max_regression=0.10, sigma_between=0.03, z=3.09) == CPU_CHECK
 
 
 def test_a_given_tolerance_or_noise_replaces_the_device_default() -> None:

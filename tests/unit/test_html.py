@@ -257,7 +257,7 @@ def test_the_winner_is_marked_and_failed_candidates_keep_their_index() -> None:
     assert by_name["block32"].check == "reference"
     assert by_name["cupy_ops"].check == "FAILED"
     assert by_name[SCRIPT_NAME].median == "-" and by_name[SCRIPT_NAME].check == "-"
-    assert by_name["float4"].spread.count("us") == 2  # min – max
+    assert by_name["float4"].spread.count("us") == 2  # min - max
 
 
 def test_groups_are_ordered_by_group_and_key_and_counted() -> None:

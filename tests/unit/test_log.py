@@ -149,7 +149,13 @@ def test_the_disabled_level_logs_nothing(caplog):
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(2.5, "2.50 s"), (0.0125, "12.5 ms"), (0.000125, "125 us"), (3e-8, "30.0 ns"), (0.0, "0.00 ns")],
+    [
+        (2.5, "2.50 s"),
+        (0.0125, "12.5 ms"),
+        (0.000125, "125 us"),
+        (3e-8, "30.0 ns"),
+        (0.0, "0.00 ns"),
+    ],
 )
 def test_durations_are_shown_in_a_readable_unit(seconds, text):
     assert format_duration(seconds) == text
@@ -173,7 +179,8 @@ def test_a_record_of_a_newer_schema_is_refused_clearly():
     with pytest.raises(RecordError) as info:
         AutotuneRecord.from_json(data)
     assert str(info.value) == (
-        "record schema version 2 is newer than this pytest-autotune reads (1); upgrade pytest-autotune"
+        "record schema version 2 is newer than this pytest-autotune reads (1);"
+        " upgrade pytest-autotune"
     )
 
 

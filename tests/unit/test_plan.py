@@ -73,7 +73,11 @@ def test_an_all_negative_group_passes_to_the_next_group():
 def test_ungrouped_candidates_still_come_first_when_the_top_group_is_all_negative():
     first = TuneGroup("first", lambda key: 9)
     second = TuneGroup("second", lambda key: 1)
-    tunables = [plain("u"), plain("a").group(first, lambda k: -1), plain("c").group(second, lambda k: 0)]
+    tunables = [
+        plain("u"),
+        plain("a").group(first, lambda k: -1),
+        plain("c").group(second, lambda k: 0),
+    ]
     assert tune_plan(0, tunables) == [(0, 2)]
 
 

@@ -160,7 +160,9 @@ def test_an_explicit_reference_judges_every_candidate(client):
             "ok": candidate(clock, 2e-3, "ok", result=np.ones(2)),
         },
     )
-    tuner = Tuner("t", client.device_id, AutotuneConfig(checks=True), reference=lambda x: np.ones(2))
+    tuner = Tuner(
+        "t", client.device_id, AutotuneConfig(checks=True), reference=lambda x: np.ones(2)
+    )
     decision = tuner.tune(2, tunables, ([0, 0],), client)
     assert [c.passed for c in decision.checks] == [False, True]
     assert decision.fastest_name == "ok"
