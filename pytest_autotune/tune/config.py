@@ -42,10 +42,16 @@ class BenchConfig:
     """Samples a candidate must have, not counting the warm-up-biased first one the adaptive
     round robin drops, before it may be eliminated or declared converged."""
     max_samples: int = 10
+    short_circuit: bool = True
+    """End a batch early on a candidate under the roofline time limit (the seed's
+    `with_short_circuit`); False samples every candidate whatever the limit says."""
     short_circuit_samples: int = 2
     """Samples under the roofline time limit that end a batch early."""
     speed_factor: float = 1.5
     """A candidate whose best time exceeds this times the leader's is eliminated."""
+    hopeless_factor: float = 10.0
+    """After the first pass, a candidate whose warm-up and first sample both exceed this
+    times the leader's best takes no more samples (not in the seed; see BENCHMARKS.md)."""
     warmups: int = 3
     """Warm-up calls per candidate before the fixed pass samples it."""
 
@@ -209,8 +215,10 @@ _PARSERS: dict[str, Parser] = {
     "adaptive": _parse_bool,
     "min_samples": _int_at_least(1),
     "max_samples": _int_at_least(1),
+    "short_circuit": _parse_bool,
     "short_circuit_samples": _int_at_least(1),
     "speed_factor": _number(1.0, above=True),
+    "hopeless_factor": _number(1.0, above=True),
     "warmups": _int_at_least(0),
     "cache_dir": _parse_path,
     "disable_cache": _parse_bool,

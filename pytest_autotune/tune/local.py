@@ -29,7 +29,9 @@ class LocalTuner:
         self.name = name
         self._config = config
         self._tuners: dict[str, Tuner] = {}
-        self._set: TunableSet | None = None
+        self._hits: dict[str, dict[Any, int]] = {}
+        """Device id -> its tuner's `hits`, read by `execute`'s hit path."""
+        self._sets: dict[Callable[[], TunableSet], TunableSet] = {}
         self._lock = threading.Lock()
 
     @property
@@ -40,13 +42,17 @@ class LocalTuner:
         return self._config
 
     def init(self, factory: Callable[[], TunableSet]) -> TunableSet:
-        """The tunable set, built by `factory` on the first call only (thread-safe)."""
-        tunables = self._set
+        """The tunable set of `factory`, built on its first call only (thread-safe).
+
+        One set per init function, as in the seed: `init(make_b)` after `init(make_a)`
+        builds and returns B's set, never A's.
+        """
+        tunables = self._sets.get(factory)
         if tunables is None:
             with self._lock:
-                if self._set is None:
-                    self._set = factory()
-                tunables = self._set
+                tunables = self._sets.get(factory)
+                if tunables is None:
+                    tunables = self._sets[factory] = factory()
         return tunables
 
     def tuner(self, device_id: str) -> Tuner:
@@ -58,6 +64,7 @@ class LocalTuner:
                 if tuner is None:
                     tuner = self._new_tuner(device_id)
                     self._tuners[device_id] = tuner
+                    self._hits[device_id] = tuner.hits
         return tuner
 
     def _new_tuner(self, device_id: str) -> Tuner:
@@ -78,22 +85,23 @@ class LocalTuner:
     ) -> Any:
         """Run the fastest candidate of `tunables` on `inputs`, tuning on a new key.
 
-        The hit path is `Tuner.execute`'s, inlined: against a dispatch that costs about
-        90 ns (an `lru_cache` lookup), the one Python call saved is what keeps a hit
-        within twice that (`benchmarks/dispatch.py`). It takes no lock, as the tuner's
-        own does not. Anything but a hit, a key error included, goes through the tuner.
+        The hit path is `Tuner.execute`'s, inlined, in one expression over the device's
+        hits: against a dispatch that costs about 90 ns (an `lru_cache` lookup), each
+        Python call and lookup saved counts (`benchmarks/dispatch.py`). It takes no lock,
+        as the tuner's own does not. Anything but a hit, a key error included, goes through
+        the tuner, which raises `AutotuneError` (NoValidKernelFound) when no candidate can
+        run for the key.
         """
         try:
-            index = self._tuners[device_id].hits[tunables.key_gen(*inputs)]
+            fn = tunables.fns[self._hits[device_id][tunables.key_gen(*inputs)]]
         except KeyError:
-            index = None
-        if index is None:
             return self.tuner(device_id).execute(tunables, inputs, client)
-        return tunables.fns[index](*inputs)
+        return fn(*inputs)
 
     def clear(self) -> None:
         """Forget every in-memory decision (the files stay)."""
         with self._lock:
+            self._hits.clear()
             self._tuners.clear()
 
 

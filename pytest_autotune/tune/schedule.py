@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult, check_sample
 from pytest_autotune.tune.config import BenchConfig
-from pytest_autotune.tune.errors import AutotuneError
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.log import (
     AutotuneLogContext,
     Converged,
@@ -37,6 +37,8 @@ class _Trial:
     drops_first: bool
     """Whether the first sample is warm-up biased (see `effective`)."""
     samples: list[float] = field(default_factory=list)
+    warm_up: float | None = None
+    """The time of the warm-up call before the first sample, kept only to judge hopeless."""
     error: AutotuneError | None = None
     eliminated: bool = False
     converged: bool = False
@@ -72,7 +74,8 @@ class _Trial:
 
 @dataclass(frozen=True, slots=True)
 class BatchResult:
-    """What one batch measured: a result per candidate that ran, and the winner if any."""
+    """What one batch measured: a result for every candidate of the batch (one never
+    reached is a Skip error), and the winner if any."""
 
     results: dict[int, AutotuneResult]
     winner: int | None
@@ -93,9 +96,9 @@ class _Batch:
         self.trials = [_Trial(i, names[i], drop_first) for i in indices]
         self._sample = sample
         self._limit = time_limit
-        self._short_circuit = short_circuit_samples
+        self._short_circuit = short_circuit_samples if time_limit is not None else None
         self._ctx = ctx
-        self.short_circuited = False
+        self.short_circuited: _Trial | None = None
 
     def take(self, trial: _Trial, keep: bool = True) -> None:
         """One sample of `trial`; a failure disqualifies it for good."""
@@ -105,22 +108,56 @@ class _Batch:
             trial.error = AutotuneError.from_exception(trial.name, exc)
             return
         if not keep:
+            trial.warm_up = seconds
             return
         trial.samples.append(seconds)
-        if self._limit is not None and self._short_circuit and seconds <= self._limit:
+        if self.under_limit(seconds):
             trial.under_limit += 1
-            if trial.under_limit >= self._short_circuit:
-                self.short_circuited = True
-                log_event(
-                    self._ctx,
-                    ShortCircuit(trial.name, trial.index, trial.under_limit, self._limit),
-                )
+
+    def under_limit(self, seconds: float) -> bool:
+        return self._short_circuit is not None and self._limit is not None and seconds <= self._limit
+
+    def check_short_circuit(self, trials: Sequence[_Trial]) -> bool:
+        """End the batch on the best of `trials` that has enough samples under the limit."""
+        if self._short_circuit is None or self._limit is None:
+            return False
+        done = [t for t in trials if t.alive and t.under_limit >= self._short_circuit]
+        if not done:
+            return False
+        trial = min(done, key=lambda t: t.best)
+        self.short_circuited = trial
+        log_event(self._ctx, ShortCircuit(trial.name, trial.index, trial.under_limit, self._limit))
+        return True
+
+    def confirm(self, trial: _Trial, config: BenchConfig) -> bool:
+        """A first sample under the limit is confirmed at once, so that the batch ends before
+        later candidates even run: the trial samples again while it stays under the limit,
+        until it has `short_circuit_samples` there."""
+        if self._short_circuit is None or not trial.samples:
+            return False
+        while (
+            trial.alive
+            and 0 < trial.under_limit < self._short_circuit
+            and self.under_limit(trial.samples[-1])
+            and len(trial.samples) < config.max_samples
+        ):
+            self.take(trial)
+        return self.check_short_circuit([trial])
 
     def finish(self) -> BatchResult:
-        results = {t.index: t.result() for t in self.trials if t.samples or t.error}
+        results: dict[int, AutotuneResult] = {}
+        for t in self.trials:
+            if t.samples or t.error:
+                results[t.index] = t.result()
+            else:
+                by = self.short_circuited
+                why = f"{by.name} short-circuited the batch" if by else "the batch ended"
+                results[t.index] = AutotuneError(
+                    AutotuneErrorKind.SKIP, f"not reached: {why}", t.name
+                )
         alive = [t for t in self.trials if t.alive and t.samples]
         winner = min(alive, key=lambda t: t.result().score).index if alive else None  # type: ignore[union-attr]
-        return BatchResult(results, winner, self.short_circuited)
+        return BatchResult(results, winner, self.short_circuited is not None)
 
 
 def fixed_pass(
@@ -135,7 +172,8 @@ def fixed_pass(
     """Each candidate in turn: `config.warmups` warm-ups, then `config.max_samples` samples.
 
     Every sample counts: the warm-ups before the first have absorbed the allocation and
-    clock ramp costs that make the adaptive round robin drop its first.
+    clock ramp costs that make the adaptive round robin drop its first. A candidate with
+    `short_circuit_samples` samples under the time limit ends the batch at once.
     """
     batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx, False)
     for trial in batch.trials:
@@ -143,11 +181,11 @@ def fixed_pass(
             if trial.error is None:
                 batch.take(trial, keep=False)
         for _ in range(config.max_samples):
-            if trial.error is not None or batch.short_circuited:
+            if trial.error is not None:
                 break
             batch.take(trial)
-        if batch.short_circuited:
-            break
+            if batch.check_short_circuit([trial]):
+                return batch.finish()
     return batch.finish()
 
 
@@ -160,55 +198,98 @@ def adaptive_round_robin(
     short_circuit_samples: int | None = None,
     ctx: AutotuneLogContext | None = None,
 ) -> BatchResult:
-    """One warm-up and one sample each, then rounds of one sample per live candidate.
+    """The seed's adaptive sampling: a first pass, then rounds of one sample per candidate.
 
-    Interleaving the candidates spreads a slow phase of the machine over all of them
-    instead of one. Once three samples exist the first, warm-up biased one is dropped, and
-    `min_samples` counts the samples left, so with the default of 3 a decision rests on
-    three samples: the fewest whose median and spread one preempted sample cannot move (a
-    median of two is their mean). After `min_samples`, a candidate whose best exceeds
-    `speed_factor` times the leader's best is eliminated (never below two survivors, so the
-    winner is always chosen against a rival); a candidate converges once it has
-    `min_samples` and two rounds without a 2% improvement of its best; the batch ends when
-    every survivor has converged or taken `max_samples`, or early on a short circuit.
+    First pass: one warm-up and one sample each, in order. A sample under the time limit
+    is confirmed at once (`short_circuit_samples` under it end the batch before later
+    candidates run). After it, a candidate whose warm-up and first sample both exceed
+    `hopeless_factor` times the leader's best is dropped: no noise explains such a gap,
+    and its samples would cost the most.
+
+    Rounds: one sample per live candidate, interleaved so a slow phase of the machine
+    lands on all of them. Once three samples exist the first, warm-up biased one is
+    dropped; that push is not a stall. A candidate converges after two rounds without a
+    2% improvement of its best, with `min_samples` samples left after the dropped one,
+    so at five samples at the earliest; converged candidates keep being sampled until all
+    have converged (or reached `max_samples`), and a real improvement un-converges one.
+    When a round is complete, a candidate with `short_circuit_samples` under the time
+    limit ends the batch; then, once a candidate has `min_samples` raw samples, it is
+    eliminated if its best exceeds `speed_factor` times the leader's (never below two
+    survivors, so the winner is always chosen against a rival).
     """
     batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx, True)
     for trial in batch.trials:
         batch.take(trial, keep=False)
         if trial.error is None:
             batch.take(trial)
-        if batch.short_circuited:
+        if batch.confirm(trial, config):
             return batch.finish()
+    _drop_hopeless(batch.trials, config, ctx)
 
     while True:
-        active = [
-            t
-            for t in batch.trials
-            if t.alive and not t.converged and len(t.samples) < config.max_samples
-        ]
-        if not active:
+        active = [t for t in batch.trials if t.alive and len(t.samples) < config.max_samples]
+        if all(t.converged for t in active):
             break
         for trial in active:
-            before = trial.best
+            before, dropped_before = trial.best, trial.dropping_first
             batch.take(trial)
-            if batch.short_circuited:
-                return batch.finish()
             if trial.error is None:
-                _note_progress(trial, before, config, ctx)
+                _note_progress(trial, before, dropped_before, config, ctx)
+        if batch.check_short_circuit(batch.trials):
+            break
         _eliminate(batch.trials, config, ctx)
     return batch.finish()
 
 
 def _note_progress(
-    trial: _Trial, before: float, config: BenchConfig, ctx: AutotuneLogContext | None
+    trial: _Trial,
+    before: float,
+    dropped_before: bool,
+    config: BenchConfig,
+    ctx: AutotuneLogContext | None,
 ) -> None:
-    if trial.best < before * (1.0 - IMPROVEMENT):
+    if trial.dropping_first and not dropped_before:
+        # This push dropped the biased first sample: the best is now over another series,
+        # which is neither a stall nor an improvement.
         trial.stalls = 0
+    elif trial.best < before * (1.0 - IMPROVEMENT):
+        trial.stalls = 0
+        trial.converged = False
     else:
         trial.stalls += 1
-    if trial.stalls >= STALLS_TO_CONVERGE and len(trial.effective) >= config.min_samples:
+    if (
+        not trial.converged
+        and trial.stalls >= STALLS_TO_CONVERGE
+        and len(trial.effective) >= config.min_samples
+    ):
         trial.converged = True
         log_event(ctx, Converged(trial.name, trial.index, len(trial.samples)))
+
+
+def _drop_hopeless(
+    trials: list[_Trial], config: BenchConfig, ctx: AutotuneLogContext | None
+) -> None:
+    survivors = [t for t in trials if t.alive and t.samples]
+    if len(survivors) < 2:
+        return
+    first = min(survivors, key=lambda t: t.best)
+    leader = first.best
+    margin = config.hopeless_factor * leader
+    for trial in survivors:
+        if trial is first:
+            continue
+        seen = min(trial.samples[0], trial.warm_up if trial.warm_up is not None else trial.samples[0])
+        if seen > margin:
+            trial.eliminated = True
+            log_event(
+                ctx,
+                Eliminated(
+                    trial.name,
+                    trial.index,
+                    f"hopeless: warm-up and first sample over {config.hopeless_factor:g} x"
+                    f" leader {leader:.3e} s (first {trial.samples[0]:.3e} s)",
+                ),
+            )
 
 
 def _eliminate(trials: list[_Trial], config: BenchConfig, ctx: AutotuneLogContext | None) -> None:
@@ -220,7 +301,7 @@ def _eliminate(trials: list[_Trial], config: BenchConfig, ctx: AutotuneLogContex
     for trial in sorted(survivors, key=lambda t: t.best, reverse=True):
         if len(survivors) <= 2:
             break
-        if len(trial.effective) >= config.min_samples and trial.best > config.speed_factor * leader:
+        if len(trial.samples) >= config.min_samples and trial.best > config.speed_factor * leader:
             trial.eliminated = True
             survivors.remove(trial)
             log_event(

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.bounds import Bounds, BoundsGenerator, Thresholds, Work, roofline
 from pytest_autotune.tune.key import KeyGenerator
 from pytest_autotune.tune.tunable import Tunable, TuneFn
@@ -63,6 +64,8 @@ class TunableSet:
     input_gen: InputGenerator = field(default_factory=CloneInputGenerator)
     tunables: tuple[Tunable, ...] = ()
     bounds_gen: BoundsGenerator | None = None
+    short_circuit: bool | None = None
+    """Whether a batch may end early under the time limit; None leaves it to the config."""
     short_circuit_samples: int | None = None
     names: tuple[str, ...] = field(init=False)
     fns: tuple[TuneFn, ...] = field(init=False)
@@ -100,11 +103,25 @@ class TunableSet:
 
         return replace(self, bounds_gen=bounds_gen)
 
-    def with_short_circuit(self, samples: int) -> TunableSet:
-        """End a batch once a candidate lands under the bounds' time limit `samples` times."""
-        if samples < 1:
-            raise ValueError(f"with_short_circuit: samples must be >= 1, got {samples}")
-        return replace(self, short_circuit_samples=samples)
+    def with_short_circuit(self, enabled: bool | int) -> TunableSet:
+        """Turn the short circuit on or off (the seed's `with_short_circuit(bool)`), or give
+        the samples under the bounds' time limit that end a batch (`with_short_circuit(3)`).
+
+        `True` keeps the config's `short_circuit_samples`; it never means one sample.
+        """
+        if isinstance(enabled, bool):
+            return replace(self, short_circuit=enabled)
+        if not isinstance(enabled, int) or enabled < 1:
+            raise ValueError(
+                f"with_short_circuit: expected True, False or a number of samples >= 1,"
+                f" got {enabled!r}"
+            )
+        return replace(self, short_circuit=True, short_circuit_samples=enabled)
+
+    def short_circuit_for(self, bench: BenchConfig) -> int | None:
+        """The samples under the time limit that end a batch, None when it never ends early."""
+        enabled = bench.short_circuit if self.short_circuit is None else self.short_circuit
+        return (self.short_circuit_samples or bench.short_circuit_samples) if enabled else None
 
     @classmethod
     def of(cls, key_gen: KeyGenerator, candidates: Mapping[str, TuneFn]) -> TunableSet:

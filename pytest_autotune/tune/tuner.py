@@ -67,6 +67,9 @@ class TuneDecision:
     source: Literal["tuned", "cache", "single"]
     duration: float = 0.0
     checks: tuple[CheckResult, ...] = field(default=())
+    error: AutotuneError | None = None
+    """The seed's NoValidKernelFound when no candidate can run for the key: every one
+    failed, declined or was never reached; `execute` raises it instead of calling one."""
 
     def result_list(self) -> list[dict[str, Any]]:
         return [result_to_json(self.results[i], i) for i in sorted(self.results)]
@@ -129,6 +132,8 @@ class Tuner:
         write it: `LocalTuner.execute` reads it directly on its hot path."""
         self._decisions: dict[Any, TuneDecision] = {}
         self._pending: dict[Any, tuple[threading.Event, int]] = {}
+        self._failed: dict[Any, AutotuneError] = {}
+        """Key -> why no candidate can run it: raised again without tuning again."""
         self._lock = threading.Lock()
         self._stored: dict[str, tuple[PersistentCacheKey, PersistentCacheValue]] = {}
         if persistent is not None:
@@ -168,6 +173,9 @@ class Tuner:
                 index = self.hits.get(key)
                 if index is not None:
                     return index
+                failed = self._failed.get(key)
+                if failed is not None:
+                    raise failed
                 index = self._from_persistent(key, tunables)
                 if index is not None:
                     return index
@@ -180,7 +188,9 @@ class Tuner:
             if owner == me:
                 # A candidate calls back into its own tuner while being tuned: waiting
                 # would deadlock, so this inner call runs the first planned candidate.
-                return _fallback(tune_plan(key, tunables.tunables))
+                first = _fallback(tune_plan(key, tunables.tunables), {})
+                assert first is not None  # with no results, always a candidate
+                return first
             event.wait()
         try:
             decision = self.tune(key, tunables, inputs, client)
@@ -188,6 +198,8 @@ class Tuner:
             with self._lock:
                 del self._pending[key]
             done.set()
+        if decision.error is not None:
+            raise decision.error
         return decision.fastest_index
 
     def _from_persistent(self, key: Any, tunables: TunableSet) -> int | None:
@@ -251,7 +263,7 @@ class Tuner:
                     )
 
         strategy = adaptive_round_robin if bench.adaptive else fixed_pass
-        short_circuit = tunables.short_circuit_samples or bench.short_circuit_samples
+        short_circuit = tunables.short_circuit_for(bench)
         plan = tune_plan(key, tunables.tunables)
         winner: int | None = None
         for number, batch in enumerate(plan):
@@ -267,28 +279,35 @@ class Tuner:
             ctx.event(TuningStep(number, tuple(indices), time.perf_counter() - step_started))
             if measured.winner is not None:
                 winner = measured.winner
+                why = f"not reached: batch {number} found a winner first"
                 break
+        else:
+            why = "not reached: no group prioritized for this key holds it"
+        for index, name in enumerate(tunables.names):
+            if index not in results:
+                results[index] = AutotuneError(AutotuneErrorKind.SKIP, why, name)
 
-        fastest = winner if winner is not None else _fallback(plan)
+        fallback = winner if winner is not None else _fallback(plan, results)
+        error = None
+        if winner is None:
+            error = _nothing_succeeded(key, tunables.names, results, fallback)
+            logger.warning("%s: %s", self.name, error)
+        fastest = fallback if fallback is not None else _fallback(plan, {})
+        assert fastest is not None  # a plan of no batch falls back to the first candidate
         decision = TuneDecision(
             key=key,
             checksum=tunables.checksum,
             fastest_index=fastest,
             fastest_name=tunables.names[fastest],
-            results=results,
+            results=dict(sorted(results.items())),
             bounds=bounds,
             context=ctx,
             measured=winner is not None,
             source="tuned",
             duration=time.perf_counter() - started,
             checks=checks,
+            error=error if fallback is None else None,
         )
-        if winner is None:
-            error = AutotuneError(
-                AutotuneErrorKind.NO_VALID_KERNEL_FOUND,
-                f"every candidate failed for {key}; falling back to {tunables.names[fastest]}",
-            )
-            logger.warning("%s: %s", self.name, error)
         self._store(decision)
         return decision
 
@@ -317,7 +336,10 @@ class Tuner:
     def _store(self, decision: TuneDecision) -> None:
         with self._lock:
             self._decisions[decision.key] = decision
-            self.hits[decision.key] = decision.fastest_index
+            if decision.error is None:
+                self.hits[decision.key] = decision.fastest_index
+            else:
+                self._failed[decision.key] = decision.error
         log_decision(self.name, decision.fastest_name, decision.key, decision.context)
         if self.recorder is not None:
             self.recorder.record(decision.to_record(self.name, self.device_id))
@@ -334,7 +356,30 @@ class Tuner:
                 warnings.warn(f"{exc}; the decision is kept in memory only", stacklevel=3)
 
 
-def _fallback(plan: list[tuple[int, ...]]) -> int:
-    """The candidate run when none was measured: the first the plan tries (the first of the
-    set when the plan skips them all), so a caller sees that candidate's own error."""
-    return plan[0][0] if plan else 0
+def _fallback(plan: list[tuple[int, ...]], results: dict[int, AutotuneResult]) -> int | None:
+    """The candidate run when none was measured: the first the plan tries that ran (only
+    its timing failed: it returned but the timer gave no valid duration), never one that
+    declined or failed. With no results yet (a candidate calling back into its own tuner
+    while tuned), the first the plan tries, or the first of the set."""
+    if not results:
+        return plan[0][0] if plan else 0
+    ran = [
+        i
+        for batch in plan
+        for i in batch
+        if isinstance(results.get(i), AutotuneError)
+        and results[i].kind is AutotuneErrorKind.INVALID_SAMPLES  # type: ignore[union-attr]
+    ]
+    return ran[0] if ran else None
+
+
+def _nothing_succeeded(
+    key: Any, names: tuple[str, ...], results: dict[int, AutotuneResult], fallback: int | None
+) -> AutotuneError:
+    """The seed's NoValidKernelFound, naming each candidate's error."""
+    errors = "; ".join(str(results[i]) for i in sorted(results))
+    then = f"; falling back to {names[fallback]}" if fallback is not None else ""
+    return AutotuneError(
+        AutotuneErrorKind.NO_VALID_KERNEL_FOUND,
+        f"no candidate succeeded for key {key!r}: {errors}{then}",
+    )

@@ -54,19 +54,29 @@ def test_the_fixed_pass_keeps_its_first_sample():
 def test_the_adaptive_round_robin_starts_with_one_warm_up_and_one_sample_each():
     script = Script(1e-3, 1e-3, 1e-3)
     result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE)
-    # Constant times stall from the second sample on, and converge once min_samples (3)
-    # remain after the first is dropped: one warm-up + four samples each.
-    assert script.calls == [5, 5, 5]
-    assert all(len(r.samples) == 4 for r in result.results.values())
+    # Constant times stall on the second sample, the third drops the first (no stall), and
+    # two more stalls converge them: one warm-up + five samples each.
+    assert script.calls == [6, 6, 6]
+    assert all(len(r.samples) == 5 for r in result.results.values())
 
 
-@pytest.mark.parametrize("min_samples", [2, 3, 5])
-def test_an_adaptive_decision_rests_on_min_samples_after_the_dropped_first(min_samples):
+def test_the_push_that_drops_the_biased_first_sample_is_not_a_stall():
+    # Seed parity: a candidate converges after five samples at least, not four.
+    ctx = AutotuneLogContext()
+    adaptive_round_robin([0, 1], NAMES, Script(1e-3, 1.2e-3), ADAPTIVE, ctx=ctx)
+    converged = [e.samples for e in ctx.events if type(e).__name__ == "Converged"]
+    assert converged == [5, 5]
+
+
+@pytest.mark.parametrize(("min_samples", "effective"), [(2, 4), (3, 4), (5, 5)])
+def test_an_adaptive_decision_rests_on_at_least_min_samples_after_the_dropped_first(
+    min_samples, effective
+):
     script = Script(1e-3, 1.2e-3)
     result = adaptive_round_robin([0, 1], NAMES, script, BenchConfig(min_samples=min_samples))
     for outcome in result.results.values():
         assert outcome.dropped_first
-        assert len(outcome.effective_samples) == min_samples
+        assert len(outcome.effective_samples) == effective
 
 
 def test_a_single_preempted_sample_does_not_outweigh_a_five_percent_lead():
@@ -77,7 +87,7 @@ def test_a_single_preempted_sample_does_not_outweigh_a_five_percent_lead():
     fast = [200.5e-6, 200.5e-6, 223.5e-6, 200.9e-6, 200.7e-6]
     script = Script(fast, 210e-6)
     result = adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE)
-    assert result.results[0].effective_samples == (223.5e-6, 200.9e-6, 200.7e-6)
+    assert result.results[0].effective_samples == (223.5e-6, 200.9e-6, 200.7e-6, 200.7e-6)
     assert result.winner == 0
 
 
@@ -86,7 +96,33 @@ def test_a_candidate_that_keeps_improving_is_sampled_up_to_max_samples():
     script = Script(improving, 5e-4)
     result = adaptive_round_robin([0, 1], NAMES, script, BenchConfig(max_samples=10))
     assert len(result.results[0].samples) == 10
-    assert len(result.results[1].samples) == 4
+
+
+def test_converged_candidates_keep_being_sampled_until_all_have_converged():
+    # "b" converges at five samples, but "a" keeps improving: the seed samples both, so
+    # the rivals are compared over the same phase of the machine.
+    improving = [1e-3 * 0.9**i for i in range(20)]
+    ctx = AutotuneLogContext()
+    script = Script(improving, 5e-4)
+    result = adaptive_round_robin([0, 1], NAMES, script, BenchConfig(max_samples=10), ctx=ctx)
+    assert [(e.name, e.samples) for e in ctx.events if type(e).__name__ == "Converged"] == [
+        ("b", 5)
+    ]
+    assert len(result.results[1].samples) == 10
+
+
+def test_a_real_improvement_resets_convergence():
+    # "a" converges at five samples, then its sixth is twice as fast: it is no longer
+    # converged, samples on, and converges again on two stalls of the new best.
+    a = [1e-3] * 6 + [0.5e-3]
+    b = [2e-3 * 0.9**i for i in range(12)]
+    ctx = AutotuneLogContext()
+    result = adaptive_round_robin([0, 1], NAMES, Script(a, b), BenchConfig(max_samples=10), ctx=ctx)
+    assert [e.samples for e in ctx.events if type(e).__name__ == "Converged" and e.index == 0] == [
+        5,
+        8,
+    ]
+    assert result.results[0].best == 0.5e-3
 
 
 def test_the_winner_is_the_best_scoring_survivor():
@@ -117,9 +153,9 @@ def test_a_slow_candidate_is_eliminated_after_min_samples():
     script = Script(1e-3, 1.1e-3, 1e-2)
     ctx = AutotuneLogContext()
     result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE, ctx=ctx)
-    # Eliminated at the end of the round that left it min_samples (3) after the dropped
-    # first: it never took a 5th.
-    assert len(result.results[2].samples) == 4
+    # Ten times slower is not yet hopeless (that takes more than ten): eliminated at the
+    # end of the round that gave it min_samples (3) raw samples.
+    assert len(result.results[2].samples) == 3
     assert result.winner == 0
     assert any(type(e).__name__ == "Eliminated" and e.index == 2 for e in ctx.events)
 
@@ -133,8 +169,40 @@ def test_never_drops_below_the_survivor_floor():
     assert eliminated == [2]
 
 
+def test_elimination_opens_at_min_samples_raw_samples_so_it_saves_samples():
+    # Seed parity: "c" goes once it has three raw samples, while the survivors take the
+    # five they need to converge; eliminated with them, it would have saved nothing.
+    script = Script(1e-3, 1.1e-3, 2e-3)
+    result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE)
+    assert [len(result.results[i].samples) for i in range(3)] == [5, 5, 3]
+
+
+def test_a_hopeless_candidate_takes_no_sample_after_its_first():
+    # A 17 ms candidate against a 43 us leader (the histogram family of issue 14): its
+    # warm-up and first sample are both far beyond any noise, so it stops there.
+    ctx = AutotuneLogContext()
+    script = Script(43e-6, 17e-3, 50e-6)
+    result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE, ctx=ctx)
+    assert script.calls[1] == 2
+    assert result.winner == 0
+    (event,) = [e for e in ctx.events if type(e).__name__ == "Eliminated"]
+    assert event.index == 1
+    assert event.reason.startswith("hopeless")
+
+
+def test_a_slow_warm_up_alone_does_not_make_a_candidate_hopeless():
+    # A first call that compiles (17 ms) then runs at 40 us: the warm-up is not evidence.
+    script = Script(43e-6, [17e-3, 40e-6])
+    assert adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE).winner == 1
+
+
+def test_one_preempted_first_sample_does_not_make_a_candidate_hopeless():
+    script = Script(43e-6, [40e-6, 17e-3, 40e-6])
+    assert adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE).winner == 1
+
+
 def test_two_candidates_are_never_eliminated():
-    script = Script(1e-3, 1e-1)
+    script = Script(1e-3, 5e-3)
     ctx = AutotuneLogContext()
     adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE, ctx=ctx)
     assert not [e for e in ctx.events if type(e).__name__ == "Eliminated"]
@@ -171,7 +239,9 @@ def test_a_sample_that_is_not_a_positive_finite_time_is_invalid():
     assert result.results[0].kind is AutotuneErrorKind.INVALID_SAMPLES
 
 
-def test_a_candidate_under_the_time_limit_twice_short_circuits_the_batch():
+def test_a_first_pass_sample_under_the_time_limit_is_confirmed_at_once():
+    # Seed parity: "b" lands under the limit in the first pass and is sampled again at
+    # once; its second sample under the limit ends the batch before "c" ever runs.
     script = Script(5e-3, 0.9e-3, 2e-3)
     ctx = AutotuneLogContext()
     result = adaptive_round_robin(
@@ -179,10 +249,52 @@ def test_a_candidate_under_the_time_limit_twice_short_circuits_the_batch():
     )
     assert result.short_circuited
     assert result.winner == 1
-    # Round one gave "b" one sample under the limit; its second, in the next round, ends it
-    # before "c" samples again.
-    assert script.calls == [3, 3, 2]
+    assert script.calls == [2, 3, 0]
     assert [type(e).__name__ for e in ctx.events].count("ShortCircuit") == 1
+    skipped = result.results[2]
+    assert isinstance(skipped, AutotuneError)
+    assert skipped.kind is AutotuneErrorKind.SKIP
+    assert skipped.message == "not reached: b short-circuited the batch"
+
+
+def test_the_short_circuit_is_checked_when_a_round_is_complete():
+    # "a" reaches its second sample under the limit in round two; "b" still takes its
+    # sample of that round before the batch ends.
+    script = Script([2e-3, 2e-3, 0.9e-3], 1.5e-3)
+    result = adaptive_round_robin(
+        [0, 1], NAMES, script, ADAPTIVE, time_limit=1e-3, short_circuit_samples=2
+    )
+    assert result.short_circuited
+    assert result.winner == 0
+    assert script.calls == [4, 4]
+
+
+def test_a_short_circuit_never_rests_on_one_sample():
+    # "a" is under the limit and confirmed; "c", faster still, must not win on the one
+    # sample it would have had when the short circuit fired.
+    script = Script(0.9e-3, 2e-3, 0.5e-3)
+    result = adaptive_round_robin(
+        [0, 1, 2], NAMES, script, ADAPTIVE, time_limit=1e-3, short_circuit_samples=2
+    )
+    assert result.short_circuited
+    assert len(result.results[result.winner].samples) >= 2
+
+
+def test_one_sample_under_the_limit_decides_when_configured_so():
+    script = Script(5e-3, 0.9e-3, 2e-3)
+    result = adaptive_round_robin(
+        [0, 1, 2], NAMES, script, ADAPTIVE, time_limit=1e-3, short_circuit_samples=1
+    )
+    assert (result.winner, script.calls) == (1, [2, 2, 0])
+
+
+def test_without_a_short_circuit_every_candidate_is_sampled_whatever_the_limit():
+    script = Script(5e-3, 0.9e-3, 2e-3)
+    result = adaptive_round_robin(
+        [0, 1, 2], NAMES, script, ADAPTIVE, time_limit=1e-3, short_circuit_samples=None
+    )
+    assert not result.short_circuited
+    assert all(isinstance(r, AutotuneOutcome) for r in result.results.values())
 
 
 def test_one_sample_under_the_limit_does_not_short_circuit_when_two_are_needed():
@@ -200,4 +312,4 @@ def test_the_fixed_pass_short_circuits_too():
     )
     assert result.short_circuited
     assert script.calls == [5, 0]
-    assert list(result.results) == [0]
+    assert result.results[1].kind is AutotuneErrorKind.SKIP

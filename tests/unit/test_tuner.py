@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from pytest_autotune.tune.cache import PersistentCache
-from pytest_autotune.tune.config import AutotuneConfig
-from pytest_autotune.tune.errors import AutotuneSkip
+from pytest_autotune.tune.benchmark import AutotuneOutcome
+from pytest_autotune.tune.bounds import Work
+from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
 from pytest_autotune.tune.log import Recorder, read_records
 from pytest_autotune.tune.tunable import Tunable, TuneGroup
 from pytest_autotune.tune.tunable_set import TunableSet
@@ -71,7 +73,30 @@ def test_tuning_stops_at_the_first_batch_with_a_success(client):
     decision = Tuner("t", client.device_id).tune(2, tunables, ([1, 2],), client)
     assert decision.fastest_name == "a"
     assert later.calls == 0
-    assert list(decision.results) == [0]
+    skipped = decision.results[1]
+    assert (skipped.kind, skipped.name) == (AutotuneErrorKind.SKIP, "later")
+    assert skipped.message == "not reached: batch 0 found a winner first"
+
+
+def test_every_candidate_has_a_result_at_its_own_index(client, tmp_path):
+    # The first batch holds the candidates at indices 1 and 2; the one at 0 is never
+    # reached, yet the file and the record keep one result per candidate, in index order.
+    clock = client.clock
+    big = TuneGroup("big", lambda key: 1)
+    small = TuneGroup("small", lambda key: 0)
+    tunables = (
+        TunableSet(by_size)
+        .with_(Tunable("alt", candidate(clock, 1.2e-3, "alt")).group(small, lambda k: 0))
+        .with_(Tunable("fast", candidate(clock, 1e-3, "fast")).group(big, lambda k: 0))
+        .with_(Tunable("slow", candidate(clock, 3e-3, "slow")).group(big, lambda k: 0))
+    )
+    cache = PersistentCache(tmp_path / "t.json")
+    decision = Tuner("t", client.device_id, persistent=cache).tune(2, tunables, ([1, 2],), client)
+    (value,) = cache.load().values()
+    assert value.fastest_index == 1
+    assert [r.name for r in value.results] == ["alt", "fast", "slow"]
+    assert value.results[value.fastest_index].name == "fast"
+    assert [r["index"] for r in decision.result_list()] == [0, 1, 2]
 
 
 def test_when_a_whole_batch_fails_the_next_batch_is_tried(client):
@@ -106,9 +131,42 @@ def test_an_all_failed_decision_is_kept_in_memory_only(client, tmp_path):
     decision = tuner.tune(1, tunables, ([1],), client)
     assert not decision.measured
     assert not (tmp_path / "t.json").exists()
-    # The caller then sees the candidate's own error, not a tuner crash.
-    with pytest.raises(RuntimeError, match="x exploded"):
+
+
+def test_when_every_candidate_fails_execute_raises_no_valid_kernel_found_naming_each_error(
+    client,
+):
+    def declines(x):
+        raise AutotuneSkip("only even sizes")
+
+    tunables = TunableSet.of(by_size, {"x": failing("x"), "picky": declines, "y": failing("y")})
+    tuner = Tuner("t", client.device_id)
+    with pytest.raises(AutotuneError) as raised:
         tuner.execute(tunables, ([1],), client)
+    error = raised.value
+    assert error.kind is AutotuneErrorKind.NO_VALID_KERNEL_FOUND
+    assert "x: unknown: RuntimeError: x exploded" in error.message
+    assert "picky: skip: only even sizes" in error.message
+    assert "y: unknown: RuntimeError: y exploded" in error.message
+    # The next call raises the same error without tuning again.
+    with pytest.raises(AutotuneError, match="no candidate succeeded"):
+        tuner.execute(tunables, ([2],), client)
+
+
+def test_when_nothing_could_be_measured_the_fallback_is_the_first_candidate_that_ran(client):
+    # "picky" declines and "broken" fails: neither may run for the caller. "untimed" runs,
+    # but its timer gives no valid duration, so it is the fallback.
+    def declines(x):
+        raise AutotuneSkip("not this key")
+
+    untimed = candidate(client.clock, 0.0, "untimed", result="untimed")
+    tunables = TunableSet.of(
+        by_size, {"picky": declines, "broken": failing("broken"), "untimed": untimed}
+    )
+    tuner = Tuner("t", client.device_id)
+    assert tuner.execute(tunables, ([1],), client) == "untimed"
+    decision = tuner.decision(1)
+    assert (decision.fastest_name, decision.measured) == ("untimed", False)
 
 
 def test_a_persisted_winner_is_used_without_benchmarking(client, tmp_path):
@@ -133,6 +191,41 @@ def test_a_changed_candidate_list_re_tunes(client, tmp_path):
     tuner = Tuner("t", client.device_id, persistent=PersistentCache(path))
     assert tuner.execute(renamed, ([1],), client) == "quick"
     assert renamed.fns[0].calls > 0
+
+
+def limited(clock, config=None, **times):
+    """A set whose bounds give a time limit of 1 ms on the fake client."""
+    return make(clock, **times).with_work(lambda x: Work(bytes=1e6))
+
+
+def test_a_candidate_under_the_time_limit_ends_tuning_before_later_candidates_run(client):
+    tunables = limited(client.clock, b=2e-3, a=0.5e-3, c=0.4e-3)
+    decision = Tuner("t", client.device_id).tune(1, tunables, ([1],), client)
+    assert decision.fastest_name == "a"
+    assert [fn.calls for fn in tunables.fns] == [2, 3, 0]
+    assert decision.results[2].kind is AutotuneErrorKind.SKIP
+
+
+def test_with_short_circuit_false_samples_every_candidate_whatever_the_limit(client):
+    tunables = limited(client.clock, a=0.5e-3, b=2e-3, c=0.4e-3).with_short_circuit(False)
+    decision = Tuner("t", client.device_id).tune(1, tunables, ([1],), client)
+    assert decision.fastest_name == "c"
+    assert all(isinstance(r, AutotuneOutcome) for r in decision.results.values())
+
+
+def test_a_config_setting_turns_the_short_circuit_off(client):
+    config = AutotuneConfig(bench=BenchConfig(short_circuit=False))
+    tunables = limited(client.clock, a=0.5e-3, b=2e-3, c=0.4e-3)
+    decision = Tuner("t", client.device_id, config).tune(1, tunables, ([1],), client)
+    assert decision.fastest_name == "c"
+
+
+def test_with_short_circuit_true_keeps_the_configured_samples_not_one(client):
+    config = AutotuneConfig(bench=BenchConfig(short_circuit=False, short_circuit_samples=3))
+    tunables = limited(client.clock, a=0.5e-3, b=2e-3).with_short_circuit(True)
+    Tuner("t", client.device_id, config).tune(1, tunables, ([1],), client)
+    # One warm-up, then three samples under the limit end the batch.
+    assert [fn.calls for fn in tunables.fns] == [4, 0]
 
 
 def test_a_wrong_candidate_is_caught_by_the_checks_and_never_wins(client):
@@ -268,12 +361,18 @@ def test_a_candidate_calling_its_own_tuner_while_tuned_runs_the_first_planned_ca
     assert inner and set(inner) == {"plain"}
 
 
-def test_a_set_whose_plan_skips_every_candidate_falls_back_to_the_first(client):
+def test_a_set_whose_plan_skips_every_candidate_has_no_valid_kernel(client):
     never = TuneGroup("never", lambda key: -1)
     tunables = (
         TunableSet(by_size)
         .with_(Tunable("a", candidate(client.clock, 1e-3, "a", "a")).group(never, lambda k: 0))
         .with_(Tunable("b", candidate(client.clock, 1e-3, "b", "b")).group(never, lambda k: 0))
     )
-    decision = Tuner("t", client.device_id).tune(1, tunables, ([1],), client)
+    tuner = Tuner("t", client.device_id)
+    decision = tuner.tune(1, tunables, ([1],), client)
     assert (decision.fastest_index, decision.measured) == (0, False)
+    assert [r.message for r in decision.results.values()] == [
+        "not reached: no group prioritized for this key holds it"
+    ] * 2
+    with pytest.raises(AutotuneError, match="no candidate succeeded"):
+        tuner.execute(tunables, ([1],), client)
