@@ -227,9 +227,7 @@ def _by_key(
 
 
 def _winner_median(value: PersistentCacheValue) -> float | None:
-    if value.fastest_index >= len(value.results):
-        return None
-    winner = value.results[value.fastest_index]
+    winner = value.winner()
     return winner.median if isinstance(winner, AutotuneOutcome) else None
 
 
@@ -300,7 +298,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         lines.append(f"key {key}: winner {value.fastest_name}, median {_duration(median)}")
         rows = [("", "candidate", "median", "samples", "error")]
         for index, result in enumerate(value.results):
-            mark = "*" if index == value.fastest_index else ""
+            mark = "*" if index == value.fastest_index and result is value.winner() else ""
             rows.append((mark, result.name or f"#{index}", *_result_cells(result)))
         lines.extend(_table(rows, indent="  "))
     out.write("\n".join(lines) + "\n")

@@ -368,6 +368,9 @@ class Baseline(_Samples):
     history: tuple[BaselineSession, ...] = ()
     """Earlier update sessions of the same winner, oldest first (the samples above are the
     newest session's): a baseline of several sessions is not one session's luck."""
+    mismatch: str | None = None
+    """Why the entry's winner index and name disagree (its samples are not the winner's),
+    None when they agree: such a baseline is not comparable."""
     _stats: SampleStats = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -462,6 +465,15 @@ class Baseline(_Samples):
                 f" {len(value.results)} results"
             )
         winner = value.results[value.fastest_index]
+        mismatch = None
+        if value.winner() is None:
+            # Results out of line with the candidates: the samples at the winner's index
+            # are another candidate's, so this baseline cannot be compared with anything.
+            mismatch = (
+                f"the baseline in {source or 'the cache'} is out of line with its candidates:"
+                f" the result at fastest_index {value.fastest_index} is {winner.name!r}, not"
+                f" the winner {value.fastest_name!r}; --autotune-update re-records it"
+            )
         if not isinstance(winner, AutotuneOutcome):
             raise BaselineError(f"{where}: the winner {value.fastest_name} has no samples")
         peak, resource = _baseline_peak(value.bounds, where)
@@ -487,6 +499,7 @@ class Baseline(_Samples):
             source=source,
             calibration=calibration,
             history=history,
+            mismatch=mismatch,
         )
 
     @classmethod
@@ -918,6 +931,8 @@ def _not_comparable(baseline: Baseline | None, device_id: str, checksum: str) ->
     if baseline is None:
         return None
     where = baseline.source or "the cache"
+    if baseline.mismatch is not None:
+        return baseline.mismatch
     if baseline.device_id != device_id:
         return (
             f"the baseline in {where} was measured on {baseline.device_id},"

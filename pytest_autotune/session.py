@@ -474,6 +474,8 @@ class AutotuneSession:
         None otherwise (and always with --autotune-update, which records what it tuned)."""
         if self.settings.update or baseline is None or baseline.checksum != tunables.checksum:
             return None
+        if baseline.mismatch is not None:
+            return None
         if baseline.fastest_name == decision.fastest_name:
             return None
         if baseline.fastest_name not in tunables.names:

@@ -402,7 +402,10 @@ def _candidate(
 
 
 def _winner_samples(
-    extra: _Extra, results: Sequence[tuple[int, AutotuneResult]], fastest_index: int | None
+    extra: _Extra,
+    results: Sequence[tuple[int, AutotuneResult]],
+    fastest_index: int | None,
+    fastest_name: str | None,
 ) -> list[float]:
     """The winner's precise measurement (`extra["winner_samples_ns"]`), else its tuning
     samples: the gate judged the former, a `LocalTuner` record has only the latter."""
@@ -414,7 +417,11 @@ def _winner_samples(
             )
         return [s / NS_PER_S for s in samples_ns]
     for index, result in results:
-        if index == fastest_index and isinstance(result, AutotuneOutcome):
+        if (
+            index == fastest_index
+            and result.name == fastest_name
+            and isinstance(result, AutotuneOutcome)
+        ):
             return list(result.effective_samples)
     return []
 
@@ -444,7 +451,11 @@ def _decision(number: int, record: AutotuneRecord, devices: dict[str, DeviceView
 
     candidates, bars, points = [], [], []
     for index, result in results:
-        winner = record.fastest_name is not None and index == record.fastest_index
+        winner = (
+            record.fastest_name is not None
+            and index == record.fastest_index
+            and result.name == record.fastest_name
+        )
         view, bar, point = _candidate(
             index, result, winner, checks.get(result.name or ""), roofline
         )
@@ -453,7 +464,9 @@ def _decision(number: int, record: AutotuneRecord, devices: dict[str, DeviceView
         if point is not None:
             points.append(point)
 
-    winner_samples = _winner_samples(extra, results, record.fastest_index)
+    winner_samples = _winner_samples(
+        extra, results, record.fastest_index, record.fastest_name
+    )
     winner_stats = SampleStats.of(winner_samples) if winner_samples else None
     fraction = extra.number("fraction_of_roof")
     comparison = _comparison(extra)

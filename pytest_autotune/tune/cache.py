@@ -87,6 +87,16 @@ class PersistentCacheValue:
     """Earlier update sessions of the same winner (`gate.BaselineSession`), opaque to the
     cache; absent when there are none."""
 
+    def winner(self) -> AutotuneResult | None:
+        """The winner's result, resolved by index and name together: None when the index is
+        past the results or the result there is another candidate's (a file whose results
+        are out of line with the candidates, as older versions wrote after a `groups=`
+        plan stopped early), so nobody reads another candidate's samples as the winner's."""
+        if not 0 <= self.fastest_index < len(self.results):
+            return None
+        result = self.results[self.fastest_index]
+        return result if result.name == self.fastest_name else None
+
     def to_json(self) -> dict[str, Any]:
         data = {
             "key": self.key,

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.bounds import Bounds, BoundsGenerator, Thresholds, Work, roofline
+from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.key import KeyGenerator
 from pytest_autotune.tune.tunable import Tunable, TuneFn
 

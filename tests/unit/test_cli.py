@@ -329,3 +329,17 @@ def test_python_dash_m_runs_the_same_command_line(baseline: Path) -> None:
         1,
         "pytest-autotune: error: nope.json: no such file\n",
     )
+
+
+def test_show_never_gives_another_candidates_median_as_the_winners(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An entry whose results are out of line with its candidates (fastest_index 0 holds
+    # "block32", the winner is "block256"): no median and no mark rather than a wrong one.
+    path = tmp_path / "old.json"
+    value = PersistentCacheValue("n8", 0, "block256", (outcome("block32", 0, 10),))
+    PersistentCache(path).save({PersistentCacheKey(stable_key("n8"), "c"): value}, device={"id": GPU})
+    code, out, _ = run(capsys, "show", str(path))
+    assert code == 0
+    assert "key n8: winner block256, median -" in out.splitlines()
+    assert "  *" not in out

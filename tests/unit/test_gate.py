@@ -666,3 +666,28 @@ def test_changes_carry_their_sign_and_an_unbounded_end_reads_inf() -> None:
         "-3.1%",
         "+inf%",
     )
+
+
+def test_an_entry_whose_winner_index_and_name_disagree_is_not_comparable() -> None:
+    # Written by a version that left out the candidates a groups= plan never reached: the
+    # result at fastest_index is another candidate's, whose samples must not be judged.
+    value = PersistentCacheValue(
+        key="n1024",
+        fastest_index=0,
+        fastest_name="float4",
+        results=(AutotuneOutcome("block256", 1, (3e-6, 3e-6, 3e-6)),),
+    )
+    found = Baseline.from_cache_entry(
+        value, CHECKSUM, device={"id": GPU}, metadata={}, source=SOURCE
+    )
+    for strict in (False, True):
+        verdict = judge(exact(T * 2), found, device_id=GPU, checksum=CHECKSUM, strict=strict)
+        assert (verdict.verdict, verdict.failed, verdict.comparison) == (
+            Verdict.NOT_COMPARABLE,
+            False,
+            None,
+        )
+    assert verdict.message == (
+        f"the baseline in {SOURCE} is out of line with its candidates: the result at"
+        " fastest_index 0 is 'block256', not the winner 'float4'; --autotune-update re-records it"
+    )

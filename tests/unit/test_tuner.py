@@ -6,9 +6,9 @@ import time
 import numpy as np
 import pytest
 
-from pytest_autotune.tune.cache import PersistentCache
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Work
+from pytest_autotune.tune.cache import PersistentCache
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
 from pytest_autotune.tune.log import Recorder, read_records

@@ -1,0 +1,57 @@
+"""`LocalTuner` as the seed's: one set per init function, and no valid kernel is an error."""
+
+import pytest
+
+from pytest_autotune.tune.config import AutotuneConfig
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
+from pytest_autotune.tune.local import LocalTuner
+from pytest_autotune.tune.tunable_set import TunableSet
+from tests.fakes import FakeClient, candidate, failing
+
+
+def test_init_keeps_one_set_per_init_function():
+    tuner = LocalTuner("t")
+
+    def make_a():
+        return TunableSet.of(len, {"a": len})
+
+    def make_b():
+        return TunableSet.of(len, {"b": len})
+
+    a = tuner.init(make_a)
+    b = tuner.init(make_b)
+    assert (a.names, b.names) == (("a",), ("b",))
+    assert tuner.init(make_a) is a
+    assert tuner.init(make_b) is b
+
+
+def test_execute_raises_no_valid_kernel_found_naming_each_candidates_error():
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(disable_cache=True))
+
+    def declines(x):
+        raise AutotuneSkip("too small")
+
+    tunables = TunableSet.of(len, {"boom": failing("boom"), "picky": declines})
+    with pytest.raises(AutotuneError) as raised:
+        local.execute(client.device_id, client, tunables, ([1],))
+    assert raised.value.kind is AutotuneErrorKind.NO_VALID_KERNEL_FOUND
+    assert "boom: unknown: RuntimeError: boom exploded" in str(raised.value)
+    assert "picky: skip: too small" in str(raised.value)
+
+
+def test_the_fallback_is_never_a_candidate_that_declined_or_failed():
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(disable_cache=True))
+    called = []
+
+    def declines(x):
+        called.append("picky")
+        raise AutotuneSkip("too small")
+
+    untimed = candidate(client.clock, 0.0, "untimed", result="untimed")
+    tunables = TunableSet.of(len, {"picky": declines, "boom": failing("boom"), "untimed": untimed})
+    assert local.execute(client.device_id, client, tunables, ([1],)) == "untimed"
+    called.clear()
+    assert local.execute(client.device_id, client, tunables, ([2],)) == "untimed"
+    assert called == []
