@@ -14,9 +14,19 @@ it also judges the same samples by best time, by median and by the seed's score 
 `std` spread term the engine replaced with the median absolute deviation), and prints
 every wrong decision with its samples.
 
+Hopeless candidates (issue 14): the adaptive tuning stops sampling a candidate whose
+warm-up and first sample both exceed `hopeless_factor` (10) times the leader's best. Its
+risk is a candidate dropped that would have won: here every candidate is within 16% of
+the fastest, so any hopeless cut among them is a false one, and the script counts them
+and prints the largest first-sample inflation seen (first sample over the true time: how
+close noise came to the margin). Then the same candidates plus one 40x slower (8 ms) are
+tuned with the cut and without it (`hopeless_factor=1e9`), tuning for tuning: same
+winners, the slow one's samples, and the cost of each.
+
     PYTHONPATH=. python benchmarks/decision.py [--tunings N] [--seed S]
 
-Exits with status 1 when the adaptive tuning picks a wrong winner even once.
+Exits with status 1 when the adaptive tuning picks a wrong winner even once, or the cut
+drops a candidate that was not hopeless.
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ from pytest_autotune import (
 )
 from pytest_autotune.backends.cpu import CpuClient, cpu
 from pytest_autotune.tune.benchmark import NS_PER_S
+from pytest_autotune.tune.log import Eliminated
 
 SPINS_US = (200.0, 210.0, 220.5, 231.5)
 """True times of the candidates, each 5% over the one before."""
@@ -66,6 +77,16 @@ STRATEGIES = {
     "fixed pass, 10 samples": BenchConfig(adaptive=False, max_samples=10),
 }
 
+HOPELESS_US = 40 * SPINS_US[0]
+"""A candidate 40 times slower than the fastest: hopeless by any margin noise leaves."""
+HOPELESS = f"spin_{HOPELESS_US:g}us"
+CANDIDATES[HOPELESS] = spinner(HOPELESS_US)
+HOPELESS_STRATEGIES = {
+    "adaptive, hopeless cut": BenchConfig(),
+    "adaptive, no cut": BenchConfig(hopeless_factor=1e9),
+}
+TRUE_US = {f"spin_{us:g}us": us for us in (*SPINS_US, HOPELESS_US)}
+
 
 def the_key() -> str:
     return "busy-wait"
@@ -79,6 +100,8 @@ class Tuning:
     winner: str
     outcomes: tuple[AutotuneOutcome, ...]
     wall: float
+    hopeless: tuple[str, ...] = ()
+    """The candidates the hopeless cut dropped."""
 
 
 def tune_once(bench: BenchConfig, order: Sequence[str], client: CpuClient) -> Tuning:
@@ -88,7 +111,64 @@ def tune_once(bench: BenchConfig, order: Sequence[str], client: CpuClient) -> Tu
     decision = tuner.tune(the_key(), tunables, (), client)
     wall = time.perf_counter() - start
     outcomes = tuple(r for r in decision.results.values() if isinstance(r, AutotuneOutcome))
-    return Tuning(tuple(order), decision.fastest_name, outcomes, wall)
+    hopeless = tuple(
+        e.name
+        for e in decision.context.events
+        if isinstance(e, Eliminated) and e.reason.startswith("hopeless")
+    )
+    return Tuning(tuple(order), decision.fastest_name, outcomes, wall, hopeless)
+
+
+def inflation(runs: Sequence[Tuning]) -> float:
+    """The largest first sample over its candidate's true time, over every candidate."""
+    return max(o.samples[0] / (TRUE_US[o.name] * 1e-6) for t in runs for o in t.outcomes)
+
+
+def first_sample_cuts(runs: Sequence[Tuning]) -> int:
+    """Candidates within 16% of the fastest whose first sample alone was over 10x the
+    fastest's true time: the false cuts of a rule that did not also ask the warm-up."""
+    limit = 10 * SPINS_US[0] * 1e-6
+    return sum(o.samples[0] > limit for t in runs for o in t.outcomes if o.name != HOPELESS)
+
+
+def hopeless_family(args: argparse.Namespace, client: CpuClient) -> int:
+    """The same candidates plus a hopeless one, with and without the cut; false cuts."""
+    shuffles = random.Random(args.seed + 1)
+    names = list(HOPELESS_STRATEGIES)
+    tunings: dict[str, list[Tuning]] = {name: [] for name in names}
+    for number in range(args.tunings):
+        order = [*(f"spin_{us:g}us" for us in SPINS_US), HOPELESS]
+        shuffles.shuffle(order)
+        for name in names if number % 2 == 0 else names[::-1]:
+            tunings[name].append(tune_once(HOPELESS_STRATEGIES[name], order, client))
+    print(f"with a hopeless candidate ({HOPELESS}, {HOPELESS_US / SPINS_US[0]:g}x the fastest):")
+    walls = {}
+    for name in names:
+        runs = tunings[name]
+        walls[name] = statistics.median(t.wall for t in runs)
+        right = sum(t.winner == FASTEST for t in runs)
+        slow = [len(o.samples) for t in runs for o in t.outcomes if o.name == HOPELESS]
+        false = sum(n != HOPELESS for t in runs for n in t.hopeless)
+        print(
+            f"{name:24} chose {FASTEST}: {right}/{len(runs)}"
+            f"   wall of one tuning: median {walls[name] * 1e3:6.2f} ms"
+            f"   samples of {HOPELESS}: mean {statistics.mean(slow):.1f}"
+            f"   false hopeless cuts: {false}"
+        )
+    cut, no_cut = names
+    same = sum(
+        a.winner == b.winner for a, b in zip(tunings[cut], tunings[no_cut], strict=True)
+    )
+    print(
+        f"same winner with and without the cut: {same}/{args.tunings};"
+        f" tuning cost, cut / no cut: {walls[cut] / walls[no_cut]:.2f}x;"
+        f" largest first-sample inflation: {inflation(tunings[cut] + tunings[no_cut]):.2f}x,"
+        f" first sample alone over 10x: {first_sample_cuts(tunings[cut] + tunings[no_cut])}"
+        " times"
+    )
+    wrong = sum(t.winner != FASTEST for t in tunings[cut])
+    false = sum(n != HOPELESS for t in tunings[cut] for n in t.hopeless)
+    return wrong + false
 
 
 def judged_by(tuning: Tuning, measure: Callable[[AutotuneOutcome], float]) -> str:
@@ -136,9 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     names = list(STRATEGIES)
     tunings: dict[str, list[Tuning]] = {name: [] for name in names}
     for name in names:  # calibrate the client's repeat counts outside the figures
-        tune_once(STRATEGIES[name], list(CANDIDATES), client)
+        tune_once(STRATEGIES[name], [f"spin_{us:g}us" for us in SPINS_US], client)
     for number in range(args.tunings):
-        order = list(CANDIDATES)
+        order = [f"spin_{us:g}us" for us in SPINS_US]
         shuffles.shuffle(order)
         for name in names if number % 2 == 0 else names[::-1]:
             tunings[name].append(tune_once(STRATEGIES[name], order, client))
@@ -177,8 +257,19 @@ def main(argv: list[str] | None = None) -> int:
                 print(describe(tuning))
     adaptive, fixed = names
     print(f"tuning cost, adaptive / fixed pass: {walls[adaptive] / walls[fixed]:.2f}x")
-    wrong = sum(t.winner != FASTEST for t in tunings[adaptive])
-    print(f"target: the true fastest every time -> {'met' if wrong == 0 else 'MISSED'}")
+    false = sum(len(t.hopeless) for t in tunings[adaptive])
+    print(
+        f"false hopeless cuts (every candidate within 16% of the fastest): {false};"
+        f" largest first-sample inflation: {inflation(tunings[adaptive]):.2f}x"
+        f" (the cut needs warm-up and first sample over 10x; the first sample alone was"
+        f" over it {first_sample_cuts(tunings[adaptive])} times)"
+    )
+    wrong = sum(t.winner != FASTEST for t in tunings[adaptive]) + false
+    wrong += hopeless_family(args, client)
+    print(
+        f"target: the true fastest every time, no false hopeless cut"
+        f" -> {'met' if wrong == 0 else 'MISSED'}"
+    )
     return 0 if wrong == 0 else 1
 
 
