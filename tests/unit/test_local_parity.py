@@ -55,3 +55,23 @@ def test_the_fallback_is_never_a_candidate_that_declined_or_failed():
     called.clear()
     assert local.execute(client.device_id, client, tunables, ([2],)) == "untimed"
     assert called == []
+
+
+def test_a_hit_of_several_inputs_calls_the_winner_with_all_of_them():
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(disable_cache=True))
+    seen = []
+
+    def fast(a, b, c):
+        client.clock.advance(1e-3)
+        seen.append((a, b, c))
+        return "fast"
+
+    def key(a, b, c):
+        return len(a) + b + c
+
+    tunables = TunableSet.of(key, {"fast": fast, "slow": candidate(client.clock, 2e-3, "slow")})
+    local.execute(client.device_id, client, tunables, ([1], 2, 3))
+    seen.clear()
+    assert local.execute(client.device_id, client, tunables, ([9], 2, 3)) == "fast"
+    assert seen == [([9], 2, 3)]
