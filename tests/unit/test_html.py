@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import re
 from html.parser import HTMLParser
@@ -326,3 +327,15 @@ def test_keys_read_as_people_write_them() -> None:
     assert key_text("n1024") == "n1024"
     assert key_text([1, "a"]) == '[1,"a"]'
     assert key_text(7) == "7"
+
+
+def test_a_record_whose_winner_index_names_another_candidate_marks_no_winner() -> None:
+    # Results out of line with the candidates (as written before every candidate had a
+    # result): the samples at fastest_index are "pairwise"'s, never shown as "blocked"'s.
+    record = dataclasses.replace(
+        local_record(), fastest_index=0, results=(samples("pairwise", 0, 2.0, 4),)
+    )
+    (decision,) = run_view([record], title="t").decisions
+    assert decision.winner == "blocked"
+    assert decision.median == "-"
+    assert not any(c.winner for c in decision.candidates)
