@@ -155,6 +155,9 @@ def hopeless_family(args: argparse.Namespace, client: CpuClient) -> int:
             f"   samples of {HOPELESS}: mean {statistics.mean(slow):.1f}"
             f"   false hopeless cuts: {false}"
         )
+        for tuning in runs:
+            if tuning.winner != FASTEST:
+                print(describe(tuning) + f"\n    hopeless cuts: {', '.join(tuning.hopeless)}")
     cut, no_cut = names
     same = sum(
         a.winner == b.winner for a, b in zip(tunings[cut], tunings[no_cut], strict=True)
