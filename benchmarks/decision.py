@@ -159,9 +159,7 @@ def hopeless_family(args: argparse.Namespace, client: CpuClient) -> int:
             if tuning.winner != FASTEST:
                 print(describe(tuning) + f"\n    hopeless cuts: {', '.join(tuning.hopeless)}")
     cut, no_cut = names
-    same = sum(
-        a.winner == b.winner for a, b in zip(tunings[cut], tunings[no_cut], strict=True)
-    )
+    same = sum(a.winner == b.winner for a, b in zip(tunings[cut], tunings[no_cut], strict=True))
     print(
         f"same winner with and without the cut: {same}/{args.tunings};"
         f" tuning cost, cut / no cut: {walls[cut] / walls[no_cut]:.2f}x;"

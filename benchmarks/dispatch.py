@@ -195,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"lru_cache dispatch, loop subtracted: {lru_ns:.1f} ns/call")
     print(f"ratio (loop subtracted): {ratio:.2f}x   (with the loop: {raw_ratio:.2f}x)")
     print(f"ratio of the minima (loop subtracted): {least_ratio:.2f}x")
-    print(f"three inputs, ratio (loop subtracted): {ratio3:.2f}x, of the minima {least_ratio3:.2f}x")
+    print(
+        f"three inputs, ratio (loop subtracted): {ratio3:.2f}x, of the minima {least_ratio3:.2f}x"
+    )
     met = ratio <= TARGET
     print(f"target: at most {TARGET:g}x -> {'met' if met else 'MISSED'}")
     return 0 if met else 1

@@ -464,9 +464,7 @@ def _decision(number: int, record: AutotuneRecord, devices: dict[str, DeviceView
         if point is not None:
             points.append(point)
 
-    winner_samples = _winner_samples(
-        extra, results, record.fastest_index, record.fastest_name
-    )
+    winner_samples = _winner_samples(extra, results, record.fastest_index, record.fastest_name)
     winner_stats = SampleStats.of(winner_samples) if winner_samples else None
     fraction = extra.number("fraction_of_roof")
     comparison = _comparison(extra)

@@ -115,7 +115,9 @@ class _Batch:
             trial.under_limit += 1
 
     def under_limit(self, seconds: float) -> bool:
-        return self._short_circuit is not None and self._limit is not None and seconds <= self._limit
+        return (
+            self._short_circuit is not None and self._limit is not None and seconds <= self._limit
+        )
 
     def check_short_circuit(self, trials: Sequence[_Trial]) -> bool:
         """End the batch on the best of `trials` that has enough samples under the limit."""
@@ -278,7 +280,9 @@ def _drop_hopeless(
     for trial in survivors:
         if trial is first:
             continue
-        seen = min(trial.samples[0], trial.warm_up if trial.warm_up is not None else trial.samples[0])
+        seen = min(
+            trial.samples[0], trial.warm_up if trial.warm_up is not None else trial.samples[0]
+        )
         if seen > margin:
             trial.eliminated = True
             log_event(

@@ -188,9 +188,7 @@ class Tuner:
             if owner == me:
                 # A candidate calls back into its own tuner while being tuned: waiting
                 # would deadlock, so this inner call runs the first planned candidate.
-                first = _fallback(tune_plan(key, tunables.tunables), {})
-                assert first is not None  # with no results, always a candidate
-                return first
+                return _first_planned(tune_plan(key, tunables.tunables))
             event.wait()
         try:
             decision = self.tune(key, tunables, inputs, client)
@@ -219,7 +217,7 @@ class Tuner:
         self.hits[key] = value.fastest_index
         return value.fastest_index
 
-    def tune(  # noqa: C901 - the seed's tune loop, kept in one piece to read beside it
+    def tune(
         self,
         key: Any,
         tunables: TunableSet,
@@ -250,17 +248,12 @@ class Tuner:
 
         results: dict[int, AutotuneResult] = {}
         checks: tuple[CheckResult, ...] = ()
-        excluded: set[int] = set()
         if self.config.checks and len(tunables) > 1:
             checks = self._check(key, tunables, inputs, client)
             ctx.checks.extend(checks)
             ctx.event(ChecksDone(checks))
-            for index, check in enumerate(checks):
-                if not check.passed:
-                    excluded.add(index)
-                    results[index] = AutotuneError(
-                        AutotuneErrorKind.UNKNOWN, f"failed its check: {check.message}", check.name
-                    )
+            results.update(_failed_checks(checks))
+        excluded = set(results)
 
         strategy = adaptive_round_robin if bench.adaptive else fixed_pass
         short_circuit = tunables.short_circuit_for(bench)
@@ -283,17 +276,14 @@ class Tuner:
                 break
         else:
             why = "not reached: no group prioritized for this key holds it"
-        for index, name in enumerate(tunables.names):
-            if index not in results:
-                results[index] = AutotuneError(AutotuneErrorKind.SKIP, why, name)
+        _skip_unreached(results, tunables.names, why)
 
         fallback = winner if winner is not None else _fallback(plan, results)
         error = None
         if winner is None:
             error = _nothing_succeeded(key, tunables.names, results, fallback)
             logger.warning("%s: %s", self.name, error)
-        fastest = fallback if fallback is not None else _fallback(plan, {})
-        assert fastest is not None  # a plan of no batch falls back to the first candidate
+        fastest = fallback if fallback is not None else _first_planned(plan)
         decision = TuneDecision(
             key=key,
             checksum=tunables.checksum,
@@ -356,13 +346,34 @@ class Tuner:
                 warnings.warn(f"{exc}; the decision is kept in memory only", stacklevel=3)
 
 
+def _failed_checks(checks: tuple[CheckResult, ...]) -> dict[int, AutotuneResult]:
+    """The error result of each candidate that failed its check: it is never timed."""
+    return {
+        index: AutotuneError(
+            AutotuneErrorKind.UNKNOWN, f"failed its check: {check.message}", check.name
+        )
+        for index, check in enumerate(checks)
+        if not check.passed
+    }
+
+
+def _first_planned(plan: list[tuple[int, ...]]) -> int:
+    """The first candidate the plan tries (the first of the set when the plan skips them
+    all): what a candidate calling back into its own tuner while tuned runs."""
+    return plan[0][0] if plan else 0
+
+
+def _skip_unreached(results: dict[int, AutotuneResult], names: tuple[str, ...], why: str) -> None:
+    """Give every candidate without a result a Skip one, so results line up with indices."""
+    for index, name in enumerate(names):
+        if index not in results:
+            results[index] = AutotuneError(AutotuneErrorKind.SKIP, why, name)
+
+
 def _fallback(plan: list[tuple[int, ...]], results: dict[int, AutotuneResult]) -> int | None:
     """The candidate run when none was measured: the first the plan tries that ran (only
     its timing failed: it returned but the timer gave no valid duration), never one that
-    declined or failed. With no results yet (a candidate calling back into its own tuner
-    while tuned), the first the plan tries, or the first of the set."""
-    if not results:
-        return plan[0][0] if plan else 0
+    declined or failed; None when there is none."""
     ran = [
         i
         for batch in plan

@@ -338,7 +338,9 @@ def test_show_never_gives_another_candidates_median_as_the_winners(
     # "block32", the winner is "block256"): no median and no mark rather than a wrong one.
     path = tmp_path / "old.json"
     value = PersistentCacheValue("n8", 0, "block256", (outcome("block32", 0, 10),))
-    PersistentCache(path).save({PersistentCacheKey(stable_key("n8"), "c"): value}, device={"id": GPU})
+    PersistentCache(path).save(
+        {PersistentCacheKey(stable_key("n8"), "c"): value}, device={"id": GPU}
+    )
     code, out, _ = run(capsys, "show", str(path))
     assert code == 0
     assert "key n8: winner block256, median -" in out.splitlines()

@@ -130,7 +130,9 @@ def test_with_short_circuit_sets_the_samples_under_the_limit_that_end_a_batch():
 def test_a_short_circuit_of_fewer_than_one_sample_is_refused(samples):
     with pytest.raises(
         ValueError,
-        match=f"with_short_circuit: expected True, False or a number of samples >= 1, got {samples}",
+        match=(
+            f"with_short_circuit: expected True, False or a number of samples >= 1, got {samples}"
+        ),
     ):
         TunableSet(by_size).with_short_circuit(samples)
 
