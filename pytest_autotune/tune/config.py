@@ -39,8 +39,9 @@ class BenchConfig:
     adaptive: bool = True
     """The adaptive round robin; False runs the fixed pass."""
     min_samples: int = 3
-    """Samples a candidate must have, not counting the warm-up-biased first one the adaptive
-    round robin drops, before it may be eliminated or declared converged."""
+    """Samples a candidate must have before it may be eliminated (counting every sample, as
+    the seed does) or declared converged (not counting the warm-up-biased first one the
+    adaptive round robin drops)."""
     max_samples: int = 10
     short_circuit: bool = True
     """End a batch early on a candidate under the roofline time limit (the seed's
