@@ -45,7 +45,8 @@ class LocalTuner:
         """The tunable set of `factory`, built on its first call only (thread-safe).
 
         One set per init function, as in the seed: `init(make_b)` after `init(make_a)`
-        builds and returns B's set, never A's.
+        builds and returns B's set, never A's. The sets share the tuner of each device, as
+        in the seed, so their keys must differ (a key tuned for A is a hit for B).
         """
         tunables = self._sets.get(factory)
         if tunables is None:
