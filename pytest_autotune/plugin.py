@@ -26,6 +26,7 @@ from pytest_autotune.session import (
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import AutotuneSkip
 from pytest_autotune.tune.key import key_to_json
+from pytest_autotune.tune.local import LocalTuner
 from pytest_autotune.tune.tunable_set import TunableSet, clone_value
 
 SESSION = pytest.StashKey["AutotuneSession"]()
@@ -385,9 +386,11 @@ def _call_with_fixtures(fn: Callable[..., Any], arguments: Mapping[str, Any], wh
 def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """Tune (with --autotune) or check (plain pytest) a production `TunableSet`.
 
-    `out = autotune(make_set(), x, work=..., thresholds=...)` returns the output of the
-    winner (or of the reference, in check mode), with the same checks, records and gate as
-    the marker.
+    `out = autotune(TUNER.init(make_set), x, work=..., thresholds=...)` returns the output
+    of the winner (or of the reference, in check mode), with the same checks, records and
+    gate as the marker. The cache file is named after the set's `LocalTuner` (the one whose
+    `init` built it, or `tuner=`), so the library ships what its tests tuned; a set of no
+    tuner is named after the test.
     """
     session = request.config.stash[SESSION]
     nodeid = request.node.nodeid
@@ -401,6 +404,7 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
         rtol: float | None = None,
         atol: float | None = None,
         max_regression: float | None = None,
+        tuner: LocalTuner | str | None = None,
     ) -> Any:
         candidates = tuple(zip(tunables.names, tunables.fns, strict=True))
 
@@ -437,7 +441,7 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
             return run(reference or candidates[0][1], *clone_value(inputs))
         group = GroupRequest(
             group=nodeid,
-            tuner_name=nodeid.split("[", 1)[0],
+            tuner_name=fixture_tuner_name(tunables, tuner, nodeid),
             key=tunables.key_gen(*inputs),
             candidates=candidates,
             run=run,
@@ -451,6 +455,13 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
         return session.run_winner(group)
 
     return run_set
+
+
+def fixture_tuner_name(tunables: TunableSet, tuner: LocalTuner | str | None, nodeid: str) -> str:
+    """The tuner a fixture call tunes for: `tuner=`, else the set's own, else the test's."""
+    if isinstance(tuner, LocalTuner):
+        return tuner.name
+    return tuner or tunables.tuner or nodeid.split("[", 1)[0]
 
 
 # -- the end of the session -----------------------------------------------------------------

@@ -48,6 +48,7 @@ from pytest_autotune.tune.cache import (
 )
 from pytest_autotune.tune.checks import compare_outputs
 from pytest_autotune.tune.config import (
+    PROJECT_CACHE_DIR,
     YAML_FILE,
     AutotuneConfig,
     ConfigError,
@@ -92,6 +93,11 @@ class PluginSettings:
     engine: AutotuneConfig = field(default_factory=AutotuneConfig)
     rootpath: Path = Path(".")
 
+    @property
+    def cache_dir(self) -> Path:
+        """The root of the cache files: the engine's, else `.autotune`, in the root dir."""
+        return self.rootpath / (self.engine.cache_dir or PROJECT_CACHE_DIR)
+
 
 def settings_from_sources(  # noqa: C901 - one precedence walk per key; issue 13 tables it
     command_line: Mapping[str, object],
@@ -133,8 +139,6 @@ def settings_from_sources(  # noqa: C901 - one precedence walk per key; issue 13
         sources.append((os.fspath(yaml_path), load_yaml(yaml_path)))
     sources.append(("ini", {k: v for k, v in ini.items() if k not in plugin_keys}))
     engine = resolve(sources)
-    if not engine.cache_dir.is_absolute():
-        engine = replace(engine, cache_dir=rootpath / engine.cache_dir)
     if isinstance(engine.record, Path) and not engine.record.is_absolute():
         engine = replace(engine, record=rootpath / engine.record)
     set_autotune_level(engine.level)
@@ -494,7 +498,7 @@ class AutotuneSession:
         """The committed baseline of the group, read once per file; never written here."""
         if self.settings.engine.disable_cache:
             return None, None
-        path = cache_path(self.settings.engine.cache_dir, device_id, request.tuner_name)
+        path = cache_path(self.settings.cache_dir, device_id, request.tuner_name)
         if path not in self._baselines:
             cache = PersistentCache(path)
             # Read once, its warnings kept for the summary: inside a test, a project's
@@ -739,7 +743,7 @@ class AutotuneSession:
             pk = PersistentCacheKey(update["key"], update["checksum"])
             entries[pk] = PersistentCacheValue.from_json(update["value"])
         for (device_id, tuner), entries in sorted(files.items()):
-            path = cache_path(self.settings.engine.cache_dir, device_id, tuner)
+            path = cache_path(self.settings.cache_dir, device_id, tuner)
             try:
                 PersistentCache(path).save(entries, device=self.devices.get(device_id))
             except CacheFileError as exc:

@@ -19,6 +19,7 @@ import numpy as np
 
 from pytest_autotune.backends.peaks import Peaks, load_or_probe
 from pytest_autotune.tune.benchmark import NS_PER_S
+from pytest_autotune.tune.device_class import isa_level
 
 DEFAULT_MIN_SAMPLE_TIME = 100e-6
 """Seconds one sample must last at least: `perf_counter_ns` reads in tens of nanoseconds
@@ -51,6 +52,20 @@ def cpu_model_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown"
+
+
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags (`/proc/cpuinfo`: `flags` on x86, `Features` on Arm); empty
+    where the system does not list them."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                name, colon, value = line.partition(":")
+                if colon and name.strip() in ("flags", "Features"):
+                    return frozenset(value.split())
+    except OSError:
+        pass
+    return frozenset()
 
 
 def cpu_threads() -> int:
@@ -289,6 +304,7 @@ class CpuClient:
     def fingerprint(self) -> dict[str, Any]:
         return {
             "model": cpu_model_name(),
+            "isa": isa_level(platform.machine(), cpu_flags()),
             "threads": cpu_threads(),
             "python": platform.python_version(),
             "numpy": np.__version__,

@@ -175,7 +175,14 @@ def lock_path_for(path: Path) -> str:
 
 def cache_path(cache_dir: Path, device_id: str, tuner_name: str) -> Path:
     """Where the cache of `tuner_name` on `device_id` lives."""
-    return cache_dir / _file_stem(device_id) / f"{_file_stem(tuner_name)}.json"
+    folder, name = cache_file_parts(device_id, tuner_name)
+    return cache_dir / folder / name
+
+
+def cache_file_parts(device_id: str, tuner_name: str) -> tuple[str, str]:
+    """The folder and file name of a cache under its root, for roots that are not a `Path`
+    (a package's data, read through `importlib.resources`)."""
+    return _file_stem(device_id), f"{_file_stem(tuner_name)}.json"
 
 
 def _file_stem(name: str) -> str:
@@ -215,6 +222,24 @@ class _Contents:
     entries: dict[PersistentCacheKey, PersistentCacheValue]
     device: dict[str, Any] | None
     metadata: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheContents:
+    """A cache file read whole: its entries and its device block."""
+
+    entries: dict[PersistentCacheKey, PersistentCacheValue]
+    device: dict[str, Any] | None
+
+
+def parse_cache(text: str, where: str) -> CacheContents:
+    """The contents of a cache file's text read from elsewhere than a path of its own (a
+    package's data); `CacheFileError` naming `where` if it is not a valid cache file."""
+    try:
+        contents = _parse(text)
+    except _Malformed as error:
+        raise CacheFileError(Path(where), str(error)) from None
+    return CacheContents(contents.entries, contents.device)
 
 
 class PersistentCache:

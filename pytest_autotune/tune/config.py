@@ -23,9 +23,14 @@ from pytest_autotune.tune.log import STREAMS, AutotuneLogLevel
 
 ENV_PREFIX = "PYTEST_AUTOTUNE_"
 YAML_FILE = "autotune.yaml"
+PROJECT_CACHE_DIR = Path(".autotune")
+"""The cache root of a project under pytest when `cache_dir` is not set: in its root dir."""
 
 RecordSink = Path | Literal["stdout", "stderr"]
 """Where records go: a JSON-lines file, or a standard stream."""
+
+ShippedMatch = Literal["exact", "class"]
+SHIPPED_MATCHES: tuple[ShippedMatch, ...] = ("exact", "class")
 
 
 class ConfigError(ValueError):
@@ -65,9 +70,13 @@ class BenchConfig:
 class AutotuneConfig:
     """Everything the tuner, the recorder and the plugin's gate read from the user."""
 
-    cache_dir: Path = Path(".autotune")
-    """Root of the cache files, `<cache_dir>/<device_id>/<tuner>.json`; a relative path is
-    taken from the working directory (the plugin anchors it at the project root first)."""
+    cache_dir: Path | None = None
+    """Root of the cache files, `<cache_dir>/<device_id>/<tuner>.json`, read and written.
+    None is the default place: `.autotune` in the project root under pytest, and for a
+    `LocalTuner` the caches its package ships (read only) over a per-user cache directory
+    (written), so a library never writes into site-packages or its user's working
+    directory unless told to. A relative path is taken from the working directory (the
+    plugin anchors it at the project root first)."""
     disable_cache: bool = False
     """Neither read nor write cache files: every key is tuned in each process."""
     level: AutotuneLevel = AutotuneLevel.BALANCED
@@ -81,6 +90,10 @@ class AutotuneConfig:
     """Slowdown the gate tolerates, as a fraction; None leaves it to the device kind."""
     strict: bool = False
     """A missing baseline fails the gate instead of being reported."""
+    shipped_match: ShippedMatch = "class"
+    """Which caches a package ships a `LocalTuner` may serve: `exact`, only those tuned on
+    this device id; `class`, else those of the nearest device of the same class (same CPU
+    vendor and ISA level, same GPU compute capability). A key nothing serves is tuned."""
     bench: BenchConfig = field(default_factory=BenchConfig)
 
     def __post_init__(self) -> None:
@@ -205,6 +218,13 @@ def _parse_log_level(value: object, where: str) -> AutotuneLogLevel:
         raise ConfigError(str(exc)) from None
 
 
+def _parse_shipped_match(value: object, where: str) -> ShippedMatch:
+    for match in SHIPPED_MATCHES:
+        if value == match:
+            return match
+    raise ConfigError(f"{where}: expected {' or '.join(SHIPPED_MATCHES)}, got {value!r}")
+
+
 def _optional(parse: Parser) -> Parser:
     def parse_optional(value: object, where: str) -> Any:
         return None if value is None else parse(value, where)
@@ -221,7 +241,7 @@ _PARSERS: dict[str, Parser] = {
     "speed_factor": _number(1.0, above=True),
     "hopeless_factor": _number(1.0, above=True),
     "warmups": _int_at_least(0),
-    "cache_dir": _parse_path,
+    "cache_dir": _optional(_parse_path),
     "disable_cache": _parse_bool,
     "level": _parse_level,
     "checks": _parse_bool,
@@ -231,6 +251,7 @@ _PARSERS: dict[str, Parser] = {
     "log_level": _parse_log_level,
     "max_regression": _optional(_number(0.0, above=False)),
     "strict": _parse_bool,
+    "shipped_match": _parse_shipped_match,
 }
 """One parser per setting. Settings are flat in every source: `min_samples`, not
 `bench.min_samples`, so a YAML key, an ini key and a variable name read alike."""

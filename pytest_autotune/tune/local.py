@@ -5,11 +5,13 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.cache import PersistentCache, cache_path
 from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.log import Recorder
+from pytest_autotune.tune.shipped import library_cache
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 from pytest_autotune.tune.tuner import Tuner
 
@@ -21,12 +23,19 @@ class LocalTuner:
     """A tuner named for one operation, holding one `Tuner` per device.
 
     It is meant to live in a module global: the set is built once per process (`init`),
-    and the winner for each key comes from `<cache_dir>/<device_id>/<name>.json` when the
-    package ships one, so users do not pay for tuning at every start.
+    and the winner for each key comes from `<package>/.autotune/<device_id>/<name>.json`
+    when `package` ships one (what its tests tuned under the same name), so users do not
+    pay for tuning. Keys nothing ships are tuned once and kept in the user's cache
+    directory. An explicit `cache_dir` (config or `PYTEST_AUTOTUNE_CACHE_DIR`) replaces
+    both: that folder alone is read and written.
     """
 
-    def __init__(self, name: str, config: AutotuneConfig | None = None) -> None:
+    def __init__(
+        self, name: str, config: AutotuneConfig | None = None, *, package: str | None = None
+    ) -> None:
         self.name = name
+        self.package = package
+        """The package whose `.autotune` folder (package data) holds the shipped caches."""
         self._config = config
         self._tuners: dict[str, Tuner] = {}
         self._hits: dict[str, dict[Any, int]] = {}
@@ -46,33 +55,44 @@ class LocalTuner:
 
         One set per init function, as in the seed: `init(make_b)` after `init(make_a)`
         builds and returns B's set, never A's. The sets share the tuner of each device, as
-        in the seed, so their keys must differ (a key tuned for A is a hit for B).
+        in the seed, so their keys must differ (a key tuned for A is a hit for B). Each set
+        carries this tuner's name (`TunableSet.tuner`), so the `autotune` fixture given it
+        writes the cache file this tuner reads.
         """
         tunables = self._sets.get(factory)
         if tunables is None:
             with self._lock:
                 tunables = self._sets.get(factory)
                 if tunables is None:
-                    tunables = self._sets[factory] = factory()
+                    tunables = self._sets[factory] = self._named(factory())
         return tunables
 
-    def tuner(self, device_id: str) -> Tuner:
-        """The tuner of one device, created with its persistent cache on first use."""
+    def _named(self, tunables: TunableSet) -> TunableSet:
+        return replace(tunables, tuner=self.name)
+
+    def tuner(self, device_id: str, client: Client | None = None) -> Tuner:
+        """The tuner of one device, created with its persistent cache on first use; the
+        client's fingerprint finds the nearest shipped device class, when it is needed."""
         tuner = self._tuners.get(device_id)
         if tuner is None:
             with self._lock:
                 tuner = self._tuners.get(device_id)
                 if tuner is None:
-                    tuner = self._new_tuner(device_id)
+                    tuner = self._new_tuner(device_id, client)
                     self._tuners[device_id] = tuner
                     self._hits[device_id] = tuner.hits
         return tuner
 
-    def _new_tuner(self, device_id: str) -> Tuner:
+    def _new_tuner(self, device_id: str, client: Client | None) -> Tuner:
         config = self.config
-        persistent = None
-        if not config.disable_cache:
+        persistent: PersistentCache | None = None
+        if config.cache_dir is not None and not config.disable_cache:
             persistent = PersistentCache(cache_path(config.cache_dir, device_id, self.name))
+        elif not config.disable_cache:
+            fingerprint = None
+            if client is not None and config.shipped_match == "class":
+                fingerprint = client.fingerprint
+            persistent = library_cache(self.package, device_id, self.name, fingerprint)
         return Tuner(
             self.name,
             device_id,
@@ -102,12 +122,12 @@ class LocalTuner:
             try:
                 fn = tunables.fns[self._hits[device_id][key_gen(x)]]
             except KeyError:
-                return self.tuner(device_id).execute(tunables, inputs, client)
+                return self.tuner(device_id, client).execute(tunables, inputs, client)
             return fn(x)
         try:
             fn = tunables.fns[self._hits[device_id][key_gen(*inputs)]]
         except KeyError:
-            return self.tuner(device_id).execute(tunables, inputs, client)
+            return self.tuner(device_id, client).execute(tunables, inputs, client)
         return fn(*inputs)
 
     def clear(self) -> None:
@@ -117,9 +137,17 @@ class LocalTuner:
             self._tuners.clear()
 
 
-def local_tuner(name: str | None = None, config: AutotuneConfig | None = None) -> LocalTuner:
-    """A local tuner named after the calling module; `local_tuner("x")` -> `"<module>-x"`."""
+def local_tuner(
+    name: str | None = None, config: AutotuneConfig | None = None, *, package: str | None = None
+) -> LocalTuner:
+    """A local tuner named after the calling module; `local_tuner("x")` -> `"<module>-x"`.
+
+    Its shipped caches are read from `package`, by default the calling module's top-level
+    package (`sigkit` for `sigkit.ops`): the one `.autotune` folder its tests write.
+    """
     frame = inspect.currentframe()
     caller = frame.f_back if frame is not None else None
     module = caller.f_globals.get("__name__", "__main__") if caller is not None else "__main__"
-    return LocalTuner(f"{module}-{name}" if name else module, config)
+    if package is None and module != "__main__":
+        package = module.partition(".")[0]
+    return LocalTuner(f"{module}-{name}" if name else module, config, package=package)

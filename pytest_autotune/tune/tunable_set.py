@@ -67,6 +67,10 @@ class TunableSet:
     short_circuit: bool | None = None
     """Whether a batch may end early under the time limit; None leaves it to the config."""
     short_circuit_samples: int | None = None
+    tuner: str | None = None
+    """The name of the `LocalTuner` that serves this set (`LocalTuner.init` sets it): the
+    `autotune` fixture writes its cache file under this name, so the winners a library's
+    tests tune are the ones its tuner reads at run time."""
     names: tuple[str, ...] = field(init=False)
     fns: tuple[TuneFn, ...] = field(init=False)
     checksum: str = field(init=False)

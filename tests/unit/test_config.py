@@ -24,7 +24,8 @@ def test_the_defaults_are_the_seeds():
     assert (bench.adaptive, bench.min_samples, bench.max_samples) == (True, 3, 10)
     assert (bench.short_circuit_samples, bench.speed_factor, bench.warmups) == (2, 1.5, 3)
     config = AutotuneConfig()
-    assert config.cache_dir == Path(".autotune")
+    assert config.cache_dir is None  # the default place: see test_shipped.py
+    assert config.shipped_match == "class"
     assert config.level is AutotuneLevel.BALANCED
     assert config.log_level is AutotuneLogLevel.DISABLED
     assert (config.disable_cache, config.checks, config.strict) == (False, False, False)

@@ -1,0 +1,163 @@
+"""The caches of a library's `LocalTuner`: what its package ships, under what its user tuned.
+
+A library tunes in CI, commits `<package>/.autotune/<device_id>/<tuner>.json` and ships it as
+package data. At run time those files are read through `importlib.resources` and never
+written: site-packages may be read-only, and it is shared by every user of an environment.
+A key they do not serve is tuned once and written to the user's own cache directory
+(`platformdirs`: `~/.cache/pytest-autotune` on Linux), never to the working directory.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import platformdirs
+
+from pytest_autotune.tune.cache import (
+    CacheContents,
+    CacheFileError,
+    CacheFileWarning,
+    PersistentCache,
+    PersistentCacheKey,
+    PersistentCacheValue,
+    cache_file_parts,
+    cache_path,
+    parse_cache,
+)
+from pytest_autotune.tune.device_class import device_class, nearest
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+SHIPPED_FOLDER = ".autotune"
+"""The cache root inside a package, as the plugin writes it when the library's tests run
+with `autotune_cache_dir = "<package>/.autotune"`."""
+
+APP_NAME = "pytest-autotune"
+
+logger = logging.getLogger("pytest_autotune")
+
+Entries = dict[PersistentCacheKey, PersistentCacheValue]
+
+
+def user_cache_dir() -> Path:
+    """The per-user cache root (`platformdirs`; `$XDG_CACHE_HOME/pytest-autotune` on Linux)."""
+    return platformdirs.user_cache_path(APP_NAME, appauthor=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Shipped:
+    """What a package ships for one tuner on one device."""
+
+    exact: Entries = field(default_factory=dict)
+    """The entries tuned on this device id."""
+    nearby: Entries = field(default_factory=dict)
+    """The entries of the nearest device of the same class (`device_class`), if any."""
+    nearby_device: str | None = None
+
+
+def shipped_caches(
+    package: str,
+    device_id: str,
+    tuner_name: str,
+    fingerprint: Callable[[], Mapping[str, Any]] | None,
+) -> Shipped:
+    """The shipped entries of `tuner_name` for `device_id`; with `fingerprint` (this device's,
+    called only when another device's file is shipped), also those of the nearest device
+    of the same class."""
+    root = _shipped_root(package)
+    if root is None:
+        return Shipped()
+    folder, name = cache_file_parts(device_id, tuner_name)
+    own = _read(root / folder / name)
+    exact = own.entries if own is not None else {}
+    if fingerprint is None:
+        return Shipped(exact)
+    others: dict[str, CacheContents] = {}
+    for sub in root.iterdir():
+        if sub.name != folder and (sub / name).is_file():
+            contents = _read(sub / name)
+            if contents is not None and contents.device is not None:
+                others[str(contents.device.get("id", sub.name))] = contents
+    if not others:
+        return Shipped(exact)
+    mine = device_class(device_id, fingerprint())
+    if mine is None:
+        return Shipped(exact)
+    classes = {
+        other: device_class(other, contents.device.get("fingerprint") or {})
+        for other, contents in others.items()
+        if contents.device is not None
+    }
+    near = nearest(mine, classes)
+    if near is None:
+        return Shipped(exact)
+    logger.info(
+        "%s: %s ships no winners for %s; using those of %s (%s)",
+        tuner_name, package, device_id, near, mine.name,
+    )
+    return Shipped(exact, others[near].entries, near)
+
+
+def _shipped_root(package: str) -> Traversable | None:
+    try:
+        root = resources.files(package) / SHIPPED_FOLDER
+    except (ModuleNotFoundError, TypeError):
+        return None
+    return root if root.is_dir() else None
+
+
+def _read(resource: Traversable) -> CacheContents | None:
+    """A shipped file's contents; None when it is missing, or unreadable (with a warning:
+    the library still works, it tunes as if nothing were shipped)."""
+    if not resource.is_file():
+        return None
+    try:
+        return parse_cache(resource.read_bytes().decode("utf-8"), str(resource))
+    except UnicodeDecodeError as error:
+        reason = f"{resource}: is not UTF-8 text: {error}"
+    except CacheFileError as error:
+        reason = str(error)
+    warnings.warn(
+        CacheFileWarning(f"{reason}; this shipped cache is ignored"), stacklevel=3
+    )
+    return None
+
+
+class LibraryCache(PersistentCache):
+    """The user's cache file of one tuner on one device, read over what its package ships.
+
+    Decisions are saved to the user's file only. For a key both hold, the user's entry wins:
+    it was measured on this very machine, and an entry tuned for an older candidate list is
+    then tuned once more and replaced, where a shipped one would win again in every process.
+    """
+
+    def __init__(self, path: Path, shipped: Shipped) -> None:
+        super().__init__(path)
+        self.shipped = shipped
+
+    def load(self) -> Entries:
+        own = super().load()
+        chosen: dict[str, tuple[PersistentCacheKey, PersistentCacheValue]] = {}
+        for layer in (self.shipped.nearby, self.shipped.exact, own):
+            chosen.update((key.key, (key, value)) for key, value in layer.items())
+        return dict(chosen.values())
+
+
+def library_cache(
+    package: str | None,
+    device_id: str,
+    tuner_name: str,
+    fingerprint: Callable[[], Mapping[str, Any]] | None,
+) -> LibraryCache:
+    """The cache of a library's tuner: the user's file over `package`'s shipped files."""
+    shipped = (
+        shipped_caches(package, device_id, tuner_name, fingerprint) if package else Shipped()
+    )
+    return LibraryCache(cache_path(user_cache_dir(), device_id, tuner_name), shipped)
