@@ -3,9 +3,17 @@
 import contextlib
 
 import numpy  # noqa: F401
+import pytest
 
 # CuPy is optional: a broken install must not stop the CPU suite.
 with contextlib.suppress(Exception):
     import cupy  # noqa: F401
 
 pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(autouse=True)
+def _user_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `LocalTuner` of no explicit cache_dir writes to the per-user cache directory
+    (`platformdirs`, which reads XDG_CACHE_HOME on Linux): never the real one in a test."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "user-cache"))

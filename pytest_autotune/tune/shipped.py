@@ -100,7 +100,11 @@ def shipped_caches(
         return Shipped(exact)
     logger.info(
         "%s: %s ships no winners for %s; using those of %s (%s)",
-        tuner_name, package, device_id, near, mine.name,
+        tuner_name,
+        package,
+        device_id,
+        near,
+        mine.name,
     )
     return Shipped(exact, others[near].entries, near)
 
@@ -124,9 +128,7 @@ def _read(resource: Traversable) -> CacheContents | None:
         reason = f"{resource}: is not UTF-8 text: {error}"
     except CacheFileError as error:
         reason = str(error)
-    warnings.warn(
-        CacheFileWarning(f"{reason}; this shipped cache is ignored"), stacklevel=3
-    )
+    warnings.warn(CacheFileWarning(f"{reason}; this shipped cache is ignored"), stacklevel=3)
     return None
 
 
@@ -157,7 +159,5 @@ def library_cache(
     fingerprint: Callable[[], Mapping[str, Any]] | None,
 ) -> LibraryCache:
     """The cache of a library's tuner: the user's file over `package`'s shipped files."""
-    shipped = (
-        shipped_caches(package, device_id, tuner_name, fingerprint) if package else Shipped()
-    )
+    shipped = shipped_caches(package, device_id, tuner_name, fingerprint) if package else Shipped()
     return LibraryCache(cache_path(user_cache_dir(), device_id, tuner_name), shipped)

@@ -1,0 +1,107 @@
+"""The `autotune` fixture writes the cache file a library's `LocalTuner` reads at run time."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_autotune import TunableSet
+from pytest_autotune.tune.config import AutotuneConfig
+from pytest_autotune.tune.local import LocalTuner
+from tests.fakes import FakeClient, candidate
+from tests.plugin.harness import run
+
+LIBRARY_TEST = """
+    from conftest import spin
+    from pytest_autotune import LocalTuner, TunableSet
+
+    TUNER = LocalTuner("sigkit.ops")
+
+    def slow(n):
+        spin(300e-6)
+        return n + 1
+
+    def fast(n):
+        spin(100e-6)
+        return n + 1
+
+    def make_set():
+        return TunableSet.of(lambda n: n, {"slow": slow, "fast": fast})
+
+    def test_small(autotune):
+        assert autotune(TUNER.init(make_set), 1) == 2
+
+    def test_large(autotune):
+        assert autotune(TUNER.init(make_set), 1000) == 1001
+
+    def test_named_by_argument(autotune):
+        assert autotune(make_set(), 7, tuner="sigkit.other") == 8
+
+    def test_named_by_a_tuner_object(autotune):
+        assert autotune(make_set(), 9, tuner=LocalTuner("sigkit.third")) == 10
+"""
+
+
+def test_the_fixture_writes_under_the_name_of_the_local_tuner_of_the_set(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(test_ops=LIBRARY_TEST)
+    run(autotune_pytester, "--autotune-update").assert_outcomes(passed=4)
+    folder = autotune_pytester.path / ".autotune" / "cpu-fake-1t"
+    assert sorted(p.name for p in folder.glob("*.json")) == [
+        "sigkit.ops.json",
+        "sigkit.other.json",
+        "sigkit.third.json",
+    ]
+    entries = json.loads((folder / "sigkit.ops.json").read_text())["entries"]
+    assert [(e["key"], e["fastest_name"]) for e in entries] == [
+        (1, "fast"),
+        (1000, "fast"),
+    ]
+
+
+def test_a_set_of_no_tuner_is_still_named_after_its_test(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(
+        test_plain="""
+        from conftest import spin
+        from pytest_autotune import TunableSet
+
+        def one(n):
+            spin(1e-4)
+            return n
+
+        def two(n):
+            spin(2e-4)
+            return n
+
+        def test_plain(autotune):
+            autotune(TunableSet.of(lambda n: n, {"one": one, "two": two}), 3)
+        """
+    )
+    run(autotune_pytester, "--autotune-update").assert_outcomes(passed=1)
+    assert (
+        autotune_pytester.path / ".autotune/cpu-fake-1t/test_plain.py__test_plain.json"
+    ).is_file()
+
+
+def test_what_the_fixture_tuned_is_served_at_run_time_without_benchmarking(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(test_ops=LIBRARY_TEST)
+    run(autotune_pytester, "--autotune-update").assert_outcomes(passed=4)
+
+    class Device(FakeClient):
+        device_id = "cpu-fake-1t"
+
+    client = Device()
+    slow = candidate(client.clock, 3e-4, "slow", result="slow")
+    fast = candidate(client.clock, 1e-4, "fast", result="fast")
+    runtime = LocalTuner(
+        "sigkit.ops", AutotuneConfig(cache_dir=autotune_pytester.path / ".autotune")
+    )
+    tunables = runtime.init(lambda: TunableSet.of(lambda n: n, {"slow": slow, "fast": fast}))
+    assert runtime.execute(client.device_id, client, tunables, (1000,)) == "fast"
+    assert (slow.calls, fast.calls, client.timed) == (0, 1, [])

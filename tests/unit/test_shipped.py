@@ -1,0 +1,305 @@
+"""A library's `LocalTuner`: shipped caches read only, new keys in the user's cache, and the
+nearest shipped device class standing in for a device nothing was tuned on."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_autotune.tune.cache import CacheFileWarning, PersistentCache, cache_path
+from pytest_autotune.tune.config import AutotuneConfig, ConfigError, resolve
+from pytest_autotune.tune.device_class import DeviceClass, device_class, isa_level, nearest
+from pytest_autotune.tune.local import LocalTuner, local_tuner
+from pytest_autotune.tune.shipped import user_cache_dir
+from pytest_autotune.tune.tunable_set import TunableSet
+from tests.fakes import FakeClient, candidate
+
+_packages = itertools.count()
+
+AVX2 = {"model": "AMD EPYC 7B13 64-Core Processor", "isa": "x86-64-v3"}
+AVX512 = {"model": "AMD EPYC 9654 96-Core Processor", "isa": "x86-64-v4"}
+
+
+class Device(FakeClient):
+    """A fake client on a device of our choosing."""
+
+    def __init__(self, device_id: str, fingerprint: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.device_id = device_id  # type: ignore[misc]
+        self._fingerprint = fingerprint or {}
+        self.fingerprints = 0
+
+    def fingerprint(self) -> dict[str, Any]:
+        self.fingerprints += 1
+        return self._fingerprint
+
+
+@pytest.fixture
+def user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    for name in list(os.environ):
+        if name.startswith("PYTEST_AUTOTUNE_"):
+            monkeypatch.delenv(name)
+    return tmp_path / "xdg" / "pytest-autotune"
+
+
+@pytest.fixture
+def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
+    """An importable package of its own name (imports are cached per process)."""
+    name = f"shipping_lib_{next(_packages)}"
+    folder = tmp_path / "site" / name
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    return name, folder
+
+
+def candidates(client: FakeClient, **times: float) -> tuple[TunableSet, dict[str, Any]]:
+    fns = {name: candidate(client.clock, t, name, result=name) for name, t in times.items()}
+    return TunableSet.of(len, fns), fns
+
+
+def ship(
+    folder: Path, device_id: str, fingerprint: dict[str, Any], winner: str, key_size: int = 3
+) -> None:
+    """Ship, as the plugin writes it, a cache where `winner` is the fastest for one key."""
+    client = Device(device_id)
+    times = {"a": 2e-3, "b": 2e-3, "c": 2e-3, winner: 1e-3}
+    tunables, _ = candidates(client, **times)
+    config = AutotuneConfig(cache_dir=folder / ".autotune")
+    LocalTuner("lib.ops", config).execute(device_id, client, tunables, ([0] * key_size,))
+    cache = PersistentCache(cache_path(folder / ".autotune", device_id, "lib.ops"))
+    cache.load()
+    cache.save({}, device={"id": device_id, "fingerprint": {**fingerprint, "threads": 2}})
+
+
+def files_under(path: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+# -- where decisions are read and written -----------------------------------------------------
+
+
+def test_the_user_cache_directory_follows_the_platform_convention(user_cache: Path) -> None:
+    assert user_cache_dir() == user_cache
+
+
+def test_a_local_tuner_reads_the_shipped_cache_of_its_top_level_package() -> None:
+    assert local_tuner().package == "tests"
+    assert local_tuner(package="sigkit").package == "sigkit"
+
+
+def test_a_shipped_winner_is_served_without_benchmarking(user_cache, package) -> None:
+    name, folder = package
+    ship(folder, "cpu-lib-2t", AVX2, winner="b")
+    client = Device("cpu-lib-2t")
+    tunables, fns = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    local = LocalTuner("lib.ops", package=name)
+    assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "b"
+    assert [f.calls for f in fns.values()] == [0, 1, 0]
+    assert client.timed == []
+    assert not user_cache.exists()
+
+
+def test_a_new_key_is_tuned_into_the_user_cache_and_nowhere_else(
+    user_cache, package, tmp_path, monkeypatch
+) -> None:
+    name, folder = package
+    ship(folder, "cpu-lib-2t", AVX2, winner="b")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    shipped = files_under(folder)
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+
+    local = LocalTuner("lib.ops", package=name)
+    assert local.execute(client.device_id, client, tunables, ([1] * 50,)) == "a"
+    assert client.timed
+    assert files_under(folder) == shipped
+    assert list(work.iterdir()) == []
+    user_file = user_cache / "cpu-lib-2t" / "lib.ops.json"
+    assert [e["key"] for e in json.loads(user_file.read_text())["entries"]] == [50]
+
+    again = Device("cpu-lib-2t")
+    tunables, _fns = candidates(again, a=1e-3, b=3e-3, c=2e-3)
+    fresh = LocalTuner("lib.ops", package=name)
+    assert fresh.execute(again.device_id, again, tunables, ([1] * 50,)) == "a"
+    assert fresh.execute(again.device_id, again, tunables, ([1, 2, 3],)) == "b"
+    assert again.timed == []
+
+
+def test_a_users_own_entry_wins_over_the_shipped_one(user_cache, package) -> None:
+    name, folder = package
+    ship(folder, "cpu-lib-2t", AVX2, winner="b")
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    user = LocalTuner("lib.ops", AutotuneConfig(cache_dir=user_cache))
+    user.tuner(client.device_id).tune(3, tunables, ([1, 2, 3],), client)
+
+    client = Device("cpu-lib-2t")
+    tunables, _fns = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    local = LocalTuner("lib.ops", package=name)
+    assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "a"
+    assert client.timed == []
+
+
+def test_an_explicit_cache_dir_replaces_the_shipped_and_the_user_cache(
+    user_cache, package, tmp_path
+) -> None:
+    name, folder = package
+    ship(folder, "cpu-lib-2t", AVX2, winner="b")
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    local = LocalTuner("lib.ops", AutotuneConfig(cache_dir=tmp_path / "mine"), package=name)
+    assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "a"
+    assert client.timed
+    assert (tmp_path / "mine" / "cpu-lib-2t" / "lib.ops.json").is_file()
+    assert not user_cache.exists()
+
+
+def test_an_unreadable_shipped_cache_warns_and_the_key_is_tuned(user_cache, package) -> None:
+    name, folder = package
+    broken = folder / ".autotune" / "cpu-lib-2t" / "lib.ops.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("{not json")
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    local = LocalTuner("lib.ops", package=name)
+    with pytest.warns(CacheFileWarning, match=r"lib\.ops\.json.*this shipped cache is ignored"):
+        assert local.execute(client.device_id, client, tunables, ([1],)) == "a"
+    assert broken.read_text() == "{not json"
+
+
+def test_a_tuner_of_a_package_that_ships_nothing_tunes_into_the_user_cache(user_cache) -> None:
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    local = LocalTuner("lib.ops", package="no_such_package_here")
+    assert local.execute(client.device_id, client, tunables, ([1],)) == "a"
+    assert (user_cache / "cpu-lib-2t" / "lib.ops.json").is_file()
+
+
+# -- a device nothing was shipped for ---------------------------------------------------------
+
+
+def test_a_device_of_a_shipped_class_gets_the_winners_of_the_nearest_device(
+    user_cache, package
+) -> None:
+    name, folder = package
+    ship(folder, "cpu-amd-epyc-7b13-2t", {**AVX2, "threads": 2}, winner="b")
+    ship(folder, "cpu-amd-epyc-7b13-64t", {**AVX2}, winner="c")
+    ship(folder, "cpu-amd-epyc-9654-8t", AVX512, winner="a")
+    data = json.loads((folder / ".autotune/cpu-amd-epyc-7b13-64t/lib.ops.json").read_text())
+    data["device"]["fingerprint"]["threads"] = 64
+    (folder / ".autotune/cpu-amd-epyc-7b13-64t/lib.ops.json").write_text(json.dumps(data))
+
+    client = Device("cpu-amd-epyc-7763-8t", {**AVX2, "threads": 8})
+    tunables, fns = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    local = LocalTuner("lib.ops", package=name)
+    assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "b"
+    assert client.timed == []
+    assert [f.calls for f in fns.values()] == [0, 1, 0]
+    assert not user_cache.exists()
+
+
+def test_a_device_of_another_class_tunes_its_own_winners(user_cache, package) -> None:
+    name, folder = package
+    ship(folder, "cpu-amd-epyc-9654-8t", AVX512, winner="b")
+    client = Device("cpu-intel-xeon-8t", {"model": "Intel(R) Xeon(R)", "isa": "x86-64-v4"})
+    tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    local = LocalTuner("lib.ops", package=name)
+    assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "a"
+    assert client.timed
+    assert (user_cache / "cpu-intel-xeon-8t" / "lib.ops.json").is_file()
+
+
+def test_with_shipped_match_exact_a_near_device_tunes_its_own_winners(user_cache, package) -> None:
+    name, folder = package
+    ship(folder, "cpu-amd-epyc-7b13-2t", AVX2, winner="b")
+    client = Device("cpu-amd-epyc-7763-8t", {**AVX2, "threads": 8})
+    tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    local = LocalTuner("lib.ops", AutotuneConfig(shipped_match="exact"), package=name)
+    assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "a"
+    assert client.timed
+    assert client.fingerprints == 0
+
+
+def test_the_fingerprint_is_not_taken_when_only_this_device_is_shipped(user_cache, package) -> None:
+    name, folder = package
+    ship(folder, "cpu-lib-2t", AVX2, winner="b")
+    client = Device("cpu-lib-2t", AVX2)
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    LocalTuner("lib.ops", package=name).execute(client.device_id, client, tunables, ([1],))
+    assert client.fingerprints == 0
+
+
+def test_shipped_match_accepts_exact_or_class_only() -> None:
+    assert resolve([("", {"PYTEST_AUTOTUNE_SHIPPED_MATCH": "exact"})]).shipped_match == "exact"
+    with pytest.raises(ConfigError, match="PYTEST_AUTOTUNE_SHIPPED_MATCH: expected exact or class"):
+        resolve([("", {"PYTEST_AUTOTUNE_SHIPPED_MATCH": "nearest"})])
+
+
+# -- device classes ---------------------------------------------------------------------------
+
+V2 = {"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"}
+V3 = V2 | {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"}
+V4 = V3 | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
+
+
+@pytest.mark.parametrize(
+    ("machine", "flags", "level"),
+    [
+        ("x86_64", {"sse2"}, "x86-64"),
+        ("x86_64", V2, "x86-64-v2"),
+        ("x86_64", V3, "x86-64-v3"),
+        ("x86_64", V4, "x86-64-v4"),
+        ("x86_64", V4 - {"avx2"}, "x86-64-v2"),  # AVX-512 without AVX2 is not v4
+        ("aarch64", {"fp", "asimd"}, "aarch64"),
+        ("aarch64", {"asimd", "sve", "sve2"}, "aarch64-sve2"),
+        ("arm64", set(), "aarch64"),
+        ("riscv64", set(), "riscv64"),
+    ],
+)
+def test_the_isa_level_is_the_highest_whose_flags_are_all_present(machine, flags, level) -> None:
+    assert isa_level(machine, flags) == level
+
+
+def test_a_cpu_class_is_its_vendor_and_isa_level_and_a_gpu_class_its_compute_capability() -> None:
+    cpu = device_class(
+        "cpu-intel-xeon-8t", {"model": "Intel(R) Xeon(R) Gold", "isa": "x86-64-v4", "threads": 8}
+    )
+    assert cpu == DeviceClass("cpu-intel-x86-64-v4", 8)
+    gpu = device_class("cuda-nvidia-h100", {"compute_capability": "90", "sm_count": 132})
+    assert gpu == DeviceClass("cuda-sm90", 132)
+    assert device_class("cpu-old-2t", {"model": "Old"}) is None  # a file without the ISA
+    assert device_class("fake-device", {"fake": True}) is None
+
+
+def test_the_nearest_device_of_a_class_is_the_nearest_in_size_the_larger_on_a_tie() -> None:
+    mine = DeviceClass("cpu-amd-x86-64-v3", 8)
+    others = {
+        "cpu-a-4t": DeviceClass("cpu-amd-x86-64-v3", 4),
+        "cpu-a-12t": DeviceClass("cpu-amd-x86-64-v3", 12),
+        "cpu-a-7t": DeviceClass("cpu-amd-x86-64-v4", 7),
+        "cpu-b": None,
+    }
+    assert nearest(mine, others) == "cpu-a-12t"
+    assert nearest(DeviceClass("cpu-intel-x86-64-v3", 8), others) is None
+
+
+def test_a_warning_free_default_tuner_never_writes_to_the_working_directory(
+    user_cache, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        local_tuner("w").execute(client.device_id, client, tunables, ([1],))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["xdg"]
