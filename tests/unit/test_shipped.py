@@ -303,3 +303,9 @@ def test_a_warning_free_default_tuner_never_writes_to_the_working_directory(
         warnings.simplefilter("error")
         local_tuner("w").execute(client.device_id, client, tunables, ([1],))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["xdg"]
+
+
+def test_the_set_a_local_tuner_builds_carries_the_tuners_name() -> None:
+    tunables = LocalTuner("lib.ops").init(lambda: TunableSet(len))
+    assert tunables.tuner == "lib.ops"
+    assert TunableSet(len).tuner is None
