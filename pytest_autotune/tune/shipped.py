@@ -17,8 +17,6 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import platformdirs
-
 from pytest_autotune.tune.cache import (
     CacheContents,
     CacheFileError,
@@ -47,7 +45,12 @@ Entries = dict[PersistentCacheKey, PersistentCacheValue]
 
 
 def user_cache_dir() -> Path:
-    """The per-user cache root (`platformdirs`; `$XDG_CACHE_HOME/pytest-autotune` on Linux)."""
+    """The per-user cache root (`platformdirs`; `$XDG_CACHE_HOME/pytest-autotune` on Linux).
+
+    Imported here: only a library's tuner of no explicit `cache_dir` needs it, and pytest
+    runs and programs that name their cache folder start without it."""
+    import platformdirs
+
     return platformdirs.user_cache_path(APP_NAME, appauthor=False)
 
 

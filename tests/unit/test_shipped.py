@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_autotune.backends import cpu
 from pytest_autotune.tune.cache import CacheFileWarning, PersistentCache, cache_path
 from pytest_autotune.tune.config import AutotuneConfig, ConfigError, resolve
 from pytest_autotune.tune.device_class import DeviceClass, device_class, isa_level, nearest
@@ -309,3 +310,11 @@ def test_the_set_a_local_tuner_builds_carries_the_tuners_name() -> None:
     tunables = LocalTuner("lib.ops").init(lambda: TunableSet(len))
     assert tunables.tuner == "lib.ops"
     assert TunableSet(len).tuner is None
+
+
+def test_this_machines_cpu_has_a_class() -> None:
+    client = cpu()
+    found = device_class(client.device_id, client.fingerprint())
+    assert found is not None
+    assert found.name.startswith("cpu-")
+    assert found.size == client.fingerprint()["threads"]
