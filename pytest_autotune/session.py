@@ -99,7 +99,7 @@ class PluginSettings:
         return self.rootpath / (self.engine.cache_dir or PROJECT_CACHE_DIR)
 
 
-def settings_from_sources(  # noqa: C901 - one precedence walk per key; issue 13 tables it
+def settings_from_sources(
     command_line: Mapping[str, object],
     ini: Mapping[str, object],
     environ: Mapping[str, str],

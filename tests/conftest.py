@@ -13,7 +13,9 @@ pytest_plugins = ["pytester"]
 
 
 @pytest.fixture(autouse=True)
-def _user_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _user_cache_in_tmp(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A `LocalTuner` of no explicit cache_dir writes to the per-user cache directory
     (`platformdirs`, which reads XDG_CACHE_HOME on Linux): never the real one in a test."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "user-cache"))
