@@ -61,8 +61,8 @@ class Shipped:
     exact: Entries = field(default_factory=dict)
     """The entries tuned on this device id."""
     nearby: Entries = field(default_factory=dict)
-    """The entries of the nearest device of the same class (`device_class`), if any."""
-    nearby_device: str | None = None
+    """The entries of the nearest device of the same class (`device_class`), if any: they
+    serve the keys `exact` lacks."""
 
 
 def shipped_caches(
@@ -102,14 +102,14 @@ def shipped_caches(
     if near is None:
         return Shipped(exact)
     logger.info(
-        "%s: %s ships no winners for %s; using those of %s (%s)",
+        "%s: keys %s ships no winner for on %s take those of %s (class %s)",
         tuner_name,
         package,
         device_id,
         near,
         mine.name,
     )
-    return Shipped(exact, others[near].entries, near)
+    return Shipped(exact, others[near].entries)
 
 
 def _shipped_root(package: str) -> Traversable | None:

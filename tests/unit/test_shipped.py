@@ -318,3 +318,17 @@ def test_this_machines_cpu_has_a_class() -> None:
     assert found is not None
     assert found.name.startswith("cpu-")
     assert found.size == client.fingerprint()["threads"]
+
+
+def test_a_key_this_devices_shipped_file_lacks_takes_the_near_devices_winner(
+    user_cache, package
+) -> None:
+    name, folder = package
+    ship(folder, "cpu-amd-epyc-7763-8t", AVX2, winner="b", key_size=3)
+    ship(folder, "cpu-amd-epyc-7b13-2t", AVX2, winner="c", key_size=50)
+    client = Device("cpu-amd-epyc-7763-8t", {**AVX2, "threads": 8})
+    tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    local = LocalTuner("lib.ops", package=name)
+    assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "b"
+    assert local.execute(client.device_id, client, tunables, ([1] * 50,)) == "c"
+    assert client.timed == []
