@@ -59,6 +59,7 @@ from pytest_autotune.tune.config import (
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.key import set_autotune_level, stable_key
 from pytest_autotune.tune.log import AutotuneRecord, Recorder, format_duration
+from pytest_autotune.tune.run import RunInfo
 from pytest_autotune.tune.tunable import Tunable, TuneGroup
 from pytest_autotune.tune.tunable_set import TunableSet, clone_value
 from pytest_autotune.tune.tuner import TuneDecision, Tuner
@@ -277,6 +278,7 @@ class AutotuneSession:
         self.updates: list[dict[str, Any]] = []
         self.records: list[dict[str, Any]] = []
         self.devices: dict[str, dict[str, Any]] = {}
+        self.run: RunInfo | None = None
 
     # -- clients
 
@@ -712,15 +714,24 @@ class AutotuneSession:
             return False
         return True
 
+    def _stamped_records(self) -> list[AutotuneRecord]:
+        """The session's records, each carrying this run (one id, time and commit for all
+        workers' records: the controller stamps them)."""
+        if self.run is None:
+            self.run = RunInfo.current(self.settings.rootpath)
+        return [
+            dataclasses.replace(AutotuneRecord.from_json(r), run=self.run) for r in self.records
+        ]
+
     def _write_records(self, sink: Any) -> None:
         recorder = Recorder(sink)
-        for record in self.records:
-            recorder.record(AutotuneRecord.from_json(record))
+        for record in self._stamped_records():
+            recorder.record(record)
 
     def _write_html(self, path: Path) -> None:
         from pytest_autotune.report.html import write_html
 
-        write_html(path, [AutotuneRecord.from_json(r) for r in self.records])
+        write_html(path, self._stamped_records())
         self.notes.append(f"report: {_relative(path, self.settings.rootpath)}")
 
     def _write_benchmark_json(self, path: Path) -> None:

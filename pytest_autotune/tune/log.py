@@ -8,6 +8,7 @@ Two audiences, two channels. People read log lines through the standard `logging
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import logging
@@ -22,14 +23,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.checks import CheckResult
+from pytest_autotune.tune.run import RunInfo
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.config import AutotuneConfig
 
 logger = logging.getLogger("pytest_autotune")
 
-RECORD_SCHEMA_VERSION = 1
-"""Bumped on any change a reader of version N could misread; readers refuse newer ones."""
+RECORD_SCHEMA_VERSION = 2
+"""Bumped on any change a reader of version N could misread; readers refuse newer ones.
+Version 2 added `run` (id, time, commit); version 1 records read with `run` None."""
 
 STREAMS = ("stdout", "stderr")
 """Sink names that mean a standard stream rather than a file."""
@@ -331,6 +334,8 @@ class AutotuneRecord:
     """"tuned", or where a decision made earlier came from ("cache", "single")."""
     duration_ns: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    run: RunInfo | None = None
+    """The run that made the decision; a `Recorder` stamps its own on a record without one."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -349,6 +354,7 @@ class AutotuneRecord:
             "source": self.source,
             "duration_ns": self.duration_ns,
             "extra": self.extra,
+            "run": None if self.run is None else self.run.to_json(),
         }
 
     @classmethod
@@ -366,6 +372,11 @@ class AutotuneRecord:
         if unknown:
             raise RecordError(f"unknown fields {unknown}")
         time_limit_ns = _get(data, "time_limit_ns", (int, type(None)))
+        run = _get(data, "run", (dict, type(None))) if version >= 2 else None
+        try:
+            run_info = None if run is None else RunInfo.from_json(run)
+        except ValueError as exc:
+            raise RecordError(str(exc)) from None
         return cls(
             schema_version=version,
             tuner=_get(data, "tuner", str),
@@ -382,6 +393,7 @@ class AutotuneRecord:
             source=_get(data, "source", str),
             duration_ns=_get(data, "duration_ns", int),
             extra=_get(data, "extra", dict),
+            run=run_info,
         )
 
 
@@ -402,6 +414,7 @@ _RECORD_FIELDS = frozenset(
         "source",
         "duration_ns",
         "extra",
+        "run",
     }
 )
 
@@ -432,8 +445,9 @@ class Recorder:
     and its folders are created at once, so a bad path fails before any tuning is done.
     """
 
-    def __init__(self, sink: str | os.PathLike[str]) -> None:
+    def __init__(self, sink: str | os.PathLike[str], run: RunInfo | None = None) -> None:
         self.sink = sink
+        self._run = run
         self._lock = threading.Lock()
         self._path: Path | None = None
         if not (isinstance(sink, str) and sink in STREAMS):
@@ -446,7 +460,17 @@ class Recorder:
         """The recorder of `config.record`, or None when no sink is configured."""
         return None if config.record is None else cls(config.record)
 
+    @property
+    def run(self) -> RunInfo:
+        """The run stamped on records that carry none: the one given, else one made at the
+        first record (this process, now, the working directory's commit)."""
+        if self._run is None:
+            self._run = RunInfo.current()
+        return self._run
+
     def record(self, record: AutotuneRecord) -> None:
+        if record.run is None:
+            record = dataclasses.replace(record, run=self.run)
         line = json.dumps(record.to_json(), allow_nan=False) + "\n"
         with self._lock:
             if self._path is None:

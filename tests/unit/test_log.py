@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+import subprocess
 import threading
+from datetime import datetime, timezone
 
 import pytest
 
@@ -30,6 +32,7 @@ from pytest_autotune.tune.log import (
     log_event,
     read_records,
 )
+from pytest_autotune.tune.run import RunInfo
 
 EVENTS = [
     TuningStep(0, (0, 2), 0.0125),
@@ -164,7 +167,7 @@ def test_durations_are_shown_in_a_readable_unit(seconds, text):
 def test_a_record_round_trips_through_json():
     record = make_record()
     data = json.loads(json.dumps(record.to_json()))
-    assert data["schema_version"] == RECORD_SCHEMA_VERSION == 1
+    assert data["schema_version"] == RECORD_SCHEMA_VERSION == 2
     assert data["time_limit_ns"] == 125_000
     assert AutotuneRecord.from_json(data) == record
 
@@ -179,7 +182,7 @@ def test_a_record_of_a_newer_schema_is_refused_clearly():
     with pytest.raises(RecordError) as info:
         AutotuneRecord.from_json(data)
     assert str(info.value) == (
-        "record schema version 2 is newer than this pytest-autotune reads (1);"
+        "record schema version 3 is newer than this pytest-autotune reads (2);"
         " upgrade pytest-autotune"
     )
 
@@ -216,6 +219,64 @@ def test_the_recorder_appends_one_line_per_record_and_creates_folders(tmp_path):
     lines = path.read_text().splitlines()
     assert [json.loads(line)["key"] for line in lines] == [1, 2]
     assert [r.key for r in read_records(path)] == [1, 2]
+
+
+RUN = RunInfo("3f2a9c01bb7e", "2026-11-30T15:00:00+00:00", "a" * 40, "main")
+
+
+def test_a_record_carries_its_run_id_time_commit_and_branch():
+    record = make_record(run=RUN)
+    data = json.loads(json.dumps(record.to_json()))
+    assert data["run"] == {
+        "id": "3f2a9c01bb7e",
+        "timestamp": "2026-11-30T15:00:00+00:00",
+        "commit": "a" * 40,
+        "branch": "main",
+    }
+    assert AutotuneRecord.from_json(data).run == RUN
+
+
+def test_a_version_1_record_still_reads_without_a_run():
+    data = make_record().to_json()
+    del data["run"]
+    data["schema_version"] = 1
+    assert AutotuneRecord.from_json(data) == make_record(schema_version=1)
+
+
+def test_a_run_field_of_the_wrong_type_names_it():
+    data = make_record().to_json() | {"run": {"id": 7, "timestamp": "t"}}
+    with pytest.raises(RecordError, match=r"^run field 'id' has the wrong type: 7$"):
+        AutotuneRecord.from_json(data)
+
+
+def test_the_recorder_stamps_one_run_on_records_that_carry_none(tmp_path):
+    path = tmp_path / "r.jsonl"
+    recorder = Recorder(path)
+    recorder.record(make_record(key=1))
+    recorder.record(make_record(key=2, run=RUN))
+    recorder.record(make_record(key=3))
+    first, given, third = read_records(path)
+    assert first.run is not None and first.run == third.run
+    assert re.fullmatch(r"[0-9a-f]{12}", first.run.id)
+    assert given.run == RUN
+    assert Recorder(tmp_path / "s.jsonl").run.id != first.run.id
+
+
+def test_a_run_outside_a_git_checkout_has_no_commit(tmp_path):
+    run = RunInfo.current(tmp_path, now=datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc))
+    assert (run.commit, run.branch, run.timestamp) == (None, None, "2026-01-02T03:04:05+00:00")
+    assert run.label == f"2026-01-02 03:04:05 {run.id}"
+
+
+def test_a_run_in_a_git_checkout_names_its_commit_and_branch(tmp_path):
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "work")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x")
+    run = RunInfo.current(tmp_path)
+    assert run.branch == "work" and run.commit is not None and len(run.commit) == 40
+    assert run.label.endswith(run.commit[:8])
 
 
 def test_the_recorder_can_write_to_stdout(capsys):

@@ -1,0 +1,86 @@
+"""Which run a record belongs to: an id, when it ran, and the git commit it measured.
+
+Records of several runs are read side by side (`pytest-autotune report a.jsonl b.jsonl`),
+so each must say which run it came from: without that, two runs of eight groups read as
+sixteen unlabelled rows. The commit and branch tie a run to the code it measured; outside
+a git checkout (or without git) they are None and the run is still told apart by its id
+and time.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RunInfo", "git_head"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """One run: `id` is random (two runs of one commit are still two runs), `timestamp` an
+    ISO-8601 UTC time, `commit` and `branch` the checkout's, None where there is none."""
+
+    id: str
+    timestamp: str
+    commit: str | None = None
+    branch: str | None = None
+
+    @classmethod
+    def current(cls, root: str | os.PathLike[str] | None = None, now: datetime | None = None) -> RunInfo:
+        """A new run, now, at the git checkout that holds `root` (the working directory)."""
+        commit, branch = git_head(Path(root) if root is not None else Path.cwd())
+        moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+        return cls(
+            id=uuid.uuid4().hex[:12],
+            timestamp=moment.isoformat(timespec="seconds"),
+            commit=commit,
+            branch=branch,
+        )
+
+    @property
+    def label(self) -> str:
+        """How reports name the run: its time, and the short commit when there is one."""
+        when = self.timestamp.replace("T", " ").removesuffix("+00:00")
+        return f"{when} {self.commit[:8]}" if self.commit else f"{when} {self.id}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "timestamp": self.timestamp,
+            "commit": self.commit,
+            "branch": self.branch,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunInfo:
+        """Read `to_json`'s form; a field of the wrong type is a ValueError naming it."""
+        values = {}
+        for name, optional in (("id", False), ("timestamp", False), ("commit", True), ("branch", True)):
+            value = data.get(name)
+            if not (isinstance(value, str) or (optional and value is None)):
+                raise ValueError(f"run field {name!r} has the wrong type: {value!r}")
+            values[name] = value
+        return cls(**values)
+
+
+def git_head(root: Path) -> tuple[str | None, str | None]:
+    """(commit, branch) of the checkout holding `root`; (None, None) outside one or without
+    git, and branch None on a detached head."""
+    try:
+        commit = _git(root, "rev-parse", "HEAD")
+        branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return commit or None, None if branch in ("", "HEAD") else branch
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=10
+    ).stdout.strip()
