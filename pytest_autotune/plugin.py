@@ -6,6 +6,7 @@ Everything that decides something lives in modules that never import pytest (`tu
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 from collections.abc import Callable, Mapping
@@ -78,7 +79,25 @@ OPTIONS: tuple[tuple[str, str, OptionKind, str], ...] = (
         "--autotune-benchmark-json",
         "autotune_benchmark_json",
         "string",
-        "write the winners in pytest-benchmark's JSON format to this path",
+        "write every candidate in pytest-benchmark's JSON format to this path",
+    ),
+)
+
+
+# Options of the plugin's own behaviour (selection, display), not settings of the engine.
+SELECTION_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    (
+        "--autotune-only",
+        "autotune_only",
+        "run only autotune tests (marker or fixture), and tune them: implies --autotune",
+    ),
+    (
+        "--autotune-candidates",
+        "autotune_candidates",
+        (
+            "show every candidate in the summary: min, median, mean, stddev, rounds,"
+            " relative to the fastest"
+        ),
     ),
 )
 
@@ -95,6 +114,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         else:
             group.addoption(flag, default=None, metavar="VALUE", help=help_text)
         parser.addini(ini, help=help_text, type=kind)
+    for flag, ini, help_text in SELECTION_OPTIONS:
+        group.addoption(flag, action="store_true", default=None, help=help_text)
+        parser.addini(ini, help=help_text, type="bool")
+
+
+def _flag(config: pytest.Config, ini: str) -> bool:
+    """A boolean of `SELECTION_OPTIONS`: the command line, else the ini file."""
+    value = config.getoption(ini)
+    return bool(config.getini(ini) if value is None else value)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -115,7 +143,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     try:
         settings = settings_from_sources(
-            command_line={ini: config.getoption(flag) for flag, ini, _, _ in OPTIONS},
+            command_line={ini: config.getoption(flag) for flag, ini, _, _ in OPTIONS}
+            | ({"autotune": True} if _flag(config, "autotune_only") else {}),
             ini={ini: _ini_value(config, ini) for _, ini, _, _ in OPTIONS},
             environ=os.environ,
             rootpath=config.rootpath,
@@ -131,8 +160,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
         def progress(line: str) -> None:
             # Looked up when used: the terminal reporter is configured after this plugin.
+            # Tuning runs inside a test, whose output pytest captures: the line goes to the
+            # terminal with capture suspended, so `-v` shows it without `-s`.
             reporter = config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None:
+            if reporter is None:
+                return
+            capture = config.pluginmanager.get_plugin("capturemanager")
+            with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
                 reporter.write_line(line)
 
         session.progress = progress
@@ -264,13 +298,21 @@ def _without_component(callspec_id: str, component: str) -> str:
     return callspec_id.replace("-" + component + "-", "-", 1)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
+    """Name each candidate's group; mark the tests that use the `autotune` fixture, so
+    `-m autotune` (which runs after this hook) selects them too; with `--autotune-only`,
+    deselect every other test."""
     functions = config.stash.get(FUNCTIONS, {})
     # Only where pytest-xdist registers its marker: `--strict-markers` fails an unknown one.
     xdist = config.pluginmanager.hasplugin("xdist")
     for item in items:
+        if "autotune" in getattr(item, "fixturenames", ()) and item.get_closest_marker(
+            "autotune"
+        ) is None:
+            item.add_marker(pytest.mark.autotune)
         function = functions.get(item.nodeid.split("[", 1)[0])
         if function is None or not hasattr(item, "callspec"):
             continue
@@ -283,6 +325,11 @@ def pytest_collection_modifyitems(
         item.stash[ITEM] = ItemSpec(function, name, group, group_key)
         if xdist:  # with --dist loadgroup, one group stays on one worker
             item.add_marker(pytest.mark.xdist_group(name=group))
+    if _flag(config, "autotune_only"):
+        others = [item for item in items if item.get_closest_marker("autotune") is None]
+        if others:
+            config.hook.pytest_deselected(items=others)
+            items[:] = [item for item in items if item.get_closest_marker("autotune") is not None]
 
 
 # -- running --------------------------------------------------------------------------------
@@ -485,5 +532,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state is None or not state.settings.tune or state.worker:
         return
     terminalreporter.section("autotune")
-    for line in state.summary_lines():
+    for line in state.summary_lines(stats=_flag(config, "autotune_candidates")):
         terminalreporter.write_line(line)

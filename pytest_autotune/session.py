@@ -36,7 +36,7 @@ from pytest_autotune.gate import (
     judge,
     measure_winner,
 )
-from pytest_autotune.report import CandidateRow, GroupSummary
+from pytest_autotune.report import CandidateRow, GroupSummary, key_text
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Bounds, Thresholds, Work, roofline
 from pytest_autotune.tune.cache import (
@@ -57,7 +57,7 @@ from pytest_autotune.tune.config import (
     resolve,
 )
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
-from pytest_autotune.tune.key import set_autotune_level, stable_key
+from pytest_autotune.tune.key import key_to_json, set_autotune_level, stable_key
 from pytest_autotune.tune.log import AutotuneRecord, Recorder, format_duration
 from pytest_autotune.tune.run import RunInfo
 from pytest_autotune.tune.tunable import Tunable, TuneGroup
@@ -383,7 +383,7 @@ class AutotuneSession:
         self._remember(request, tunables, decision, verdict, client)
         if self.progress is not None:
             for row in summary.candidates:
-                what = row.error or ("-" if row.median is None else f"{row.median * 1e6:.2f} us")
+                what = row.error or ("-" if row.median is None else format_duration(row.median))
                 self.progress(f"autotune:   {row.name}: {what}")
         return _Outcome(tunables, decision, verdict, summary, self._failures(decision, verdict))
 
@@ -545,11 +545,12 @@ class AutotuneSession:
                     median=result.median if isinstance(result, AutotuneOutcome) else None,
                     error=result.message if isinstance(result, AutotuneError) else None,
                     check_passed=None if check is None or check.skipped else check.passed,
+                    samples=result.effective_samples if isinstance(result, AutotuneOutcome) else (),
                 )
             )
         return GroupSummary.of(
             request.group,
-            str(request.key),
+            key_text(key_to_json(request.key)),
             decision.fastest_name if decision.measured else None,
             verdict,
             rows,
@@ -764,14 +765,22 @@ class AutotuneSession:
                     f"updated {_relative(path, self.settings.rootpath)} ({len(entries)} entries)"
                 )
 
-    def summary_lines(self) -> list[str]:
-        from pytest_autotune.report.terminal import render_failures, render_summary
+    def summary_lines(self, stats: bool = False) -> list[str]:
+        """The terminal summary; `stats` adds every candidate's statistics table."""
+        from pytest_autotune.report.terminal import (
+            render_candidates,
+            render_failures,
+            render_summary,
+        )
 
         lines: list[str] = []
         if self.summaries:
             lines.extend(
                 render_summary(self.summaries, candidates=self.progress is not None).splitlines()
             )
+            if stats:
+                lines.append("")
+                lines.extend(render_candidates(self.summaries).splitlines())
             failed = render_failures(self.summaries)
             if failed:
                 lines.append("")

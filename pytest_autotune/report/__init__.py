@@ -8,6 +8,7 @@ disagree about a number. Summaries travel from pytest-xdist workers as plain dic
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,27 +21,57 @@ from pytest_autotune.gate import (
     format_interval,
 )
 from pytest_autotune.tune.benchmark import SampleStats
+from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.log import format_duration
 
 __all__ = [
     "COLUMNS",
     "CandidateRow",
     "GroupSummary",
+    "decision_name",
     "failures",
+    "group_order",
+    "key_text",
+    "natural_key",
     "ordered",
     "summary_row",
+    "verdict_text",
 ]
+
+
+def key_text(key: Any) -> str:
+    """A key's JSON value as people read it: a string as itself, anything else as JSON.
+
+    The one form of a key everywhere it is shown (terminal, Markdown, HTML, CLI), so the key
+    a reader finds in the log is the key they search for in the report."""
+    return key if isinstance(key, str) else serialize_key_json(key)
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that reads numbers as numbers: `n16384` before `n131072`."""
+    return tuple(
+        (1, int(part)) if part.isdigit() else (0, part) for part in _DIGITS.split(text) if part
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class CandidateRow:
-    """One candidate of a group as tuned: its median, or the error it failed with."""
+    """One candidate of a group as tuned: its samples (seconds), or the error it failed
+    with."""
 
     name: str
     median: float | None = None
     error: str | None = None
     check_passed: bool | None = None
     """The output check: None when checks did not run."""
+    samples: tuple[float, ...] = ()
+    """The tuning samples the median comes from (the warm-up biased first one left out)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "samples", tuple(self.samples))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -48,6 +79,7 @@ class CandidateRow:
             "median": self.median,
             "error": self.error,
             "check_passed": self.check_passed,
+            "samples": list(self.samples),
         }
 
     @classmethod
@@ -57,6 +89,7 @@ class CandidateRow:
             median=None if data["median"] is None else float(data["median"]),
             error=None if data["error"] is None else str(data["error"]),
             check_passed=None if data["check_passed"] is None else bool(data["check_passed"]),
+            samples=tuple(float(s) for s in data.get("samples", ())),
         )
 
 
@@ -90,6 +123,14 @@ class GroupSummary:
     def median(self) -> float | None:
         """The winner's median in seconds, None when nothing was measured."""
         return SampleStats.of(self.samples).median if self.samples else None
+
+    def samples_of(self, candidate: CandidateRow) -> tuple[float, ...]:
+        """The samples a candidate is shown with: the winner's precise measurement where
+        there is one (the number the gate judged, so every table agrees with the summary
+        row), every other candidate's tuning samples."""
+        if candidate.name == self.winner and self.samples:
+            return self.samples
+        return candidate.samples
 
     @classmethod
     def of(
@@ -154,9 +195,24 @@ COLUMNS = ("group", "key", "winner", "median", "roof", "delta vs baseline", "ver
 """The summary table's header; "roof" is the fraction of the binding roof reached."""
 
 
+def decision_name(group: str, key: str) -> str:
+    """How one decision (a group and a key) is named: the group alone when its parameters
+    are the key (`test_saxpy[n1024]`, key `n1024`), else the group and the key, so a name
+    never repeats itself and two keys of one test are never one name."""
+    return group if group.endswith(f"[{key}]") else f"{group} [{key}]"
+
+
 def ordered(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:
-    """By group, then key: the order pytest-xdist workers finish in must not show."""
-    return sorted(summaries, key=lambda s: (s.group, s.key))
+    """By test, then by parameters and key, numbers read as numbers: the order pytest-xdist
+    workers finish in must not show, and `n16384` comes before `n131072`."""
+    return sorted(summaries, key=lambda s: group_order(s.group, s.key))
+
+
+def group_order(group: str, key: str) -> tuple[Any, ...]:
+    """The sort key of a group and key: the test's node id, then its parameters and the key,
+    compared naturally."""
+    test, _, parameters = group.partition("[")
+    return (natural_key(test), natural_key(parameters), natural_key(key))
 
 
 def summary_row(summary: GroupSummary) -> tuple[str, ...]:
@@ -172,8 +228,13 @@ def summary_row(summary: GroupSummary) -> tuple[str, ...]:
         format_duration(summary.median) if summary.median is not None else "-",
         format_fraction(summary.fraction_of_roof),
         format_interval(summary.comparison) if summary.comparison is not None else "-",
-        summary.verdict.value.upper() if summary.failed else summary.verdict.value,
+        verdict_text(summary.verdict.value, summary.failed),
     )
+
+
+def verdict_text(verdict: str, failed: bool) -> str:
+    """A verdict as shown: in capitals when it fails the gate, whatever its name."""
+    return verdict.upper() if failed else verdict
 
 
 def failures(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:

@@ -1,10 +1,15 @@
-"""The winners in pytest-benchmark's JSON format (`--autotune-benchmark-json=PATH`).
+"""Every candidate in pytest-benchmark's JSON format (`--autotune-benchmark-json=PATH`).
 
 `pytest-benchmark compare PATH` and the dashboards that read pytest-benchmark files (the
 github-action-benchmark family) then work on our results. The file has the shape
-the installed pytest-benchmark writes with `--benchmark-json`: `machine_info`, `commit_info`,
-`benchmarks` (one per group: its winner, with pytest-benchmark's statistics of the precise
-measurement and the raw samples as `data`), `datetime` and `version`.
+pytest-benchmark writes with `--benchmark-json`: `machine_info`, `commit_info`,
+`benchmarks`, `datetime` and `version`. Each candidate of each tuned group is one
+benchmark, grouped by its autotune group, so `compare` tables a group's candidates together:
+the winner with its precise measurement (the numbers the gate judged), the others with
+their tuning samples.
+
+pytest-benchmark is an optional extra (`pytest-autotune[benchmark]`): it is imported only
+when this file is asked for, since its own plugin changes the runs of anyone who has it.
 """
 
 from __future__ import annotations
@@ -18,10 +23,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytest_autotune.report import GroupSummary, ordered
+from pytest_autotune.report import CandidateRow, GroupSummary, decision_name, ordered
 
-FORMAT_VERSION: str = importlib.metadata.version("pytest-benchmark")
-"""The installed pytest-benchmark, whose format and statistics the file follows."""
+INSTALL_HINT = "it needs pytest-benchmark: pip install 'pytest-autotune[benchmark]'"
+
+
+def require_pytest_benchmark() -> str:
+    """The installed pytest-benchmark's version, whose format and statistics the file
+    follows; ImportError naming the extra to install when it is missing."""
+    try:
+        import pytest_benchmark.stats  # noqa: F401
+
+        return importlib.metadata.version("pytest-benchmark")
+    except (ImportError, importlib.metadata.PackageNotFoundError):
+        raise ImportError(INSTALL_HINT) from None
 
 
 def benchmark_stats(samples: Sequence[float]) -> dict[str, Any]:
@@ -95,33 +110,50 @@ def _git(root: Path, *args: str) -> str:
     ).stdout.strip()
 
 
-def benchmark_entry(summary: GroupSummary) -> dict[str, Any]:
-    """One group's winner as a pytest-benchmark benchmark.
+def benchmark_id(summary: GroupSummary, candidate: str) -> tuple[str, str]:
+    """(name, fullname) of one candidate, read like the node id of its test item:
+    `test_saxpy[float4-n67108864]`, with the group's parameters (or the key, for a group
+    without any) once, never twice."""
+    test, _, rest = summary.group.partition("[")
+    parameters = rest[:-1] if rest.endswith("]") else ""
+    if not parameters and summary.key != "default":
+        parameters = summary.key
+    inner = f"{candidate}-{parameters}" if parameters else candidate
+    return f"{test.rsplit('::', 1)[-1]}[{inner}]", f"{test}[{inner}]"
 
-    `group` is the test (so `compare` tables each test's keys together), `name` and
-    `fullname` read like the node ids pytest-benchmark uses, with the key as the parameter.
+
+def benchmark_entry(summary: GroupSummary, candidate: CandidateRow) -> dict[str, Any] | None:
+    """One candidate as a pytest-benchmark benchmark, None when it has no samples.
+
+    `group` is the autotune group, so `compare` tables a group's candidates together.
     pytest-benchmark's `options` describe its own timing loop, which did not run: empty.
     """
-    function = summary.group.rsplit("::", 1)[-1]
-    candidate_medians = {c.name: c.median for c in summary.candidates}
+    samples = summary.samples_of(candidate)
+    if not samples:
+        return None
+    winner = candidate.name == summary.winner
+    name, fullname = benchmark_id(summary, candidate.name)
     return {
-        "group": summary.group,
-        "name": f"{function}[{summary.key}]",
-        "fullname": f"{summary.group}[{summary.key}]",
-        "params": {"key": summary.key},
-        "param": summary.key,
+        "group": decision_name(summary.group, summary.key),
+        "name": name,
+        "fullname": fullname,
+        "params": {"candidate": candidate.name, "key": summary.key},
+        "param": name[name.index("[") + 1 : -1],
         "extra_info": {
-            "winner": summary.winner,
+            "autotune_group": summary.group,
+            "key": summary.key,
+            "candidate": candidate.name,
+            "winner": winner,
+            "samples": "precise measurement" if winner and summary.samples else "tuning",
             "device_id": summary.device_id,
             "verdict": summary.verdict.value,
-            "fraction_of_roof": summary.fraction_of_roof,
+            "fraction_of_roof": summary.fraction_of_roof if winner else None,
             "delta_vs_baseline": (
-                summary.comparison.delta if summary.comparison is not None else None
+                summary.comparison.delta if winner and summary.comparison is not None else None
             ),
-            "candidate_medians": candidate_medians,
         },
         "options": {},
-        "stats": benchmark_stats(summary.samples),
+        "stats": benchmark_stats(samples),
     }
 
 
@@ -132,14 +164,24 @@ def benchmark_document(
     commit: Mapping[str, Any],
     now: datetime,
 ) -> dict[str, Any]:
-    """The whole file's content. Groups that measured nothing are left out, as
-    pytest-benchmark leaves out benchmarks that errored."""
+    """The whole file's content: every measured candidate, group by group. A group whose
+    candidates list is empty (a summary from elsewhere) still gives its winner."""
+    version = require_pytest_benchmark()
+    benchmarks = []
+    for summary in ordered(summaries):
+        candidates = summary.candidates or (
+            (CandidateRow(summary.winner),) if summary.winner else ()
+        )
+        for candidate in candidates:
+            entry = benchmark_entry(summary, candidate)
+            if entry is not None:
+                benchmarks.append(entry)
     return {
         "machine_info": dict(machine),
         "commit_info": dict(commit),
-        "benchmarks": [benchmark_entry(s) for s in ordered(summaries) if s.samples],
+        "benchmarks": benchmarks,
         "datetime": now.isoformat(),
-        "version": FORMAT_VERSION,
+        "version": version,
     }
 
 

@@ -35,7 +35,7 @@ from pytest_autotune.gate import (
     format_fraction,
     format_interval,
 )
-from pytest_autotune.report import COLUMNS
+from pytest_autotune.report import COLUMNS, key_text
 from pytest_autotune.report.svg import (
     Bar,
     RooflinePoint,
@@ -53,7 +53,6 @@ from pytest_autotune.tune.benchmark import (
 )
 from pytest_autotune.tune.bounds import COMPUTE, MEMORY, Bounds, Work, fraction_of_roof
 from pytest_autotune.tune.checks import CheckResult
-from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.log import AutotuneRecord, RecordError, event_from_json, format_duration
 
 __all__ = ["key_text", "render_html", "run_view", "write_html"]
@@ -67,11 +66,6 @@ baseline fails only in strict mode, which the verdict alone does not say)."""
 
 _VERDICT_CLASSES = {v.value: v.name.lower().replace("_", "-") for v in Verdict}
 """CSS class of each verdict: from a fixed table, never from the record's text."""
-
-
-def key_text(key: Any) -> str:
-    """A key's JSON value as people read it: a string as itself, anything else as JSON."""
-    return key if isinstance(key, str) else serialize_key_json(key)
 
 
 # -- what the template shows ---------------------------------------------------------------

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_autotune.report import COLUMNS, GroupSummary, failures, ordered, summary_row
+from pytest_autotune.report import (
+    COLUMNS,
+    GroupSummary,
+    decision_name,
+    failures,
+    ordered,
+    summary_row,
+)
+from pytest_autotune.tune.benchmark import SampleStats
 from pytest_autotune.tune.log import format_duration
 
 _RIGHT_ALIGNED = frozenset({"median", "roof"})
@@ -44,7 +52,9 @@ def _candidate_lines(summary: GroupSummary) -> list[str]:
     lines = []
     for candidate in summary.candidates:
         mark = "*" if candidate.name == summary.winner else " "
-        median = format_duration(candidate.median) if candidate.median is not None else "-"
+        samples = summary.samples_of(candidate)
+        value = SampleStats.of(samples).median if samples else candidate.median
+        median = format_duration(value) if value is not None else "-"
         check = {None: "", True: "check passed", False: "CHECK FAILED"}[candidate.check_passed]
         error = f"error: {candidate.error}" if candidate.error is not None else ""
         cells = [c for c in (check, error) if c]
@@ -53,6 +63,59 @@ def _candidate_lines(summary: GroupSummary) -> list[str]:
             f"  {'  '.join(cells)}".rstrip()
         )
     return lines
+
+
+CANDIDATE_COLUMNS = ("candidate", "min", "median", "mean", "stddev", "rounds", "relative")
+"""`--autotune-candidates`' table, as pytest-benchmark's: `relative` is the median over the
+fastest candidate's median of the group."""
+
+
+def render_candidates(summaries: Sequence[GroupSummary]) -> str:
+    """Every candidate of every group with its statistics, one table per group, the rows
+    from the fastest down and the winner marked `*`. The winner's row is its precise
+    measurement (as the summary row), the others' their tuning samples; `rounds` says how
+    many samples each number rests on."""
+    blocks = []
+    for summary in ordered(summaries):
+        measured = []
+        failed = []
+        for candidate in summary.candidates:
+            samples = summary.samples_of(candidate)
+            if samples:
+                measured.append((candidate, SampleStats.of(samples)))
+            else:
+                failed.append(candidate)
+        measured.sort(key=lambda pair: pair[1].median)
+        fastest = measured[0][1].median if measured else None
+        rows = [CANDIDATE_COLUMNS]
+        for candidate, stats in measured:
+            mark = "* " if candidate.name == summary.winner else "  "
+            rows.append(
+                (
+                    mark + candidate.name,
+                    format_duration(stats.min),
+                    format_duration(stats.median),
+                    format_duration(stats.mean),
+                    format_duration(stats.std),
+                    str(stats.count),
+                    f"{stats.median / fastest:.2f}x" if fastest else "-",
+                )
+            )
+        for candidate in failed:
+            reason = "error" if candidate.error is not None else "not measured"
+            rows.append(("  " + candidate.name, "-", "-", "-", "-", "0", reason))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(CANDIDATE_COLUMNS))]
+        lines = [decision_name(summary.group, summary.key)]
+        for number, row in enumerate(rows):
+            cells = [
+                cell.ljust(width) if i == 0 else cell.rjust(width)
+                for i, (cell, width) in enumerate(zip(row, widths))
+            ]
+            lines.append("  " + "  ".join(cells).rstrip())
+            if number == 0:
+                lines.append("  " + "  ".join("-" * width for width in widths))
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
 
 
 def render_failures(summaries: Sequence[GroupSummary]) -> str:

@@ -60,13 +60,11 @@ class RunInfo:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunInfo:
         """Read `to_json`'s form; a field of the wrong type is a ValueError naming it."""
-        values = {}
         for name, optional in (("id", False), ("timestamp", False), ("commit", True), ("branch", True)):
             value = data.get(name)
             if not (isinstance(value, str) or (optional and value is None)):
                 raise ValueError(f"run field {name!r} has the wrong type: {value!r}")
-            values[name] = value
-        return cls(**values)
+        return cls(data["id"], data["timestamp"], data.get("commit"), data.get("branch"))
 
 
 def git_head(root: Path) -> tuple[str | None, str | None]:

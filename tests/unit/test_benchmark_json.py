@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
 import shutil
@@ -16,7 +17,6 @@ from pytest_benchmark.stats import Stats
 from pytest_autotune.gate import Comparison, Verdict
 from pytest_autotune.report import CandidateRow, GroupSummary
 from pytest_autotune.report.benchmark_json import (
-    FORMAT_VERSION,
     benchmark_document,
     benchmark_stats,
     commit_info,
@@ -44,7 +44,11 @@ SAXPY = GroupSummary(
     samples=(190e-6, 189e-6, 191e-6, 189e-6),
     fraction_of_roof=0.99,
     comparison=Comparison(0.01, -0.03, 0.05, False),
-    candidates=(CandidateRow("float4", 189e-6), CandidateRow("block32", None, "boom")),
+    candidates=(
+        CandidateRow("float4", 189e-6, samples=(189e-6, 200e-6)),
+        CandidateRow("block32", None, "boom"),
+        CandidateRow("block256", 300e-6, samples=(300e-6, 310e-6, 290e-6)),
+    ),
     device_id="cuda-nvidia-h200",
 )
 SUM = GroupSummary(
@@ -92,40 +96,73 @@ def test_a_set_without_samples_has_no_stats() -> None:
         benchmark_stats([])
 
 
-def test_each_winner_is_one_benchmark_named_like_a_parametrized_test() -> None:
+def test_each_candidate_is_one_benchmark_in_its_autotune_groups_group() -> None:
     document = benchmark_document([SUM, SAXPY], machine=MACHINE, commit=COMMIT, now=NOW)
     assert list(document) == ["machine_info", "commit_info", "benchmarks", "datetime", "version"]
     assert (document["datetime"], document["version"]) == (
         "2026-01-02T03:04:05+00:00",
-        FORMAT_VERSION,
+        importlib.metadata.version("pytest-benchmark"),
     )
-    saxpy = document["benchmarks"][0]
-    assert {k: v for k, v in saxpy.items() if k != "stats"} == {
-        "group": "tests/test_saxpy.py::test_saxpy",
-        "name": "test_saxpy[n67108864]",
-        "fullname": "tests/test_saxpy.py::test_saxpy[n67108864]",
-        "params": {"key": "n67108864"},
-        "param": "n67108864",
+    float4, block256, pairwise = document["benchmarks"]
+    assert {k: v for k, v in float4.items() if k != "stats"} == {
+        "group": "tests/test_saxpy.py::test_saxpy [n67108864]",
+        "name": "test_saxpy[float4-n67108864]",
+        "fullname": "tests/test_saxpy.py::test_saxpy[float4-n67108864]",
+        "params": {"candidate": "float4", "key": "n67108864"},
+        "param": "float4-n67108864",
         "extra_info": {
-            "winner": "float4",
+            "autotune_group": "tests/test_saxpy.py::test_saxpy",
+            "key": "n67108864",
+            "candidate": "float4",
+            "winner": True,
+            "samples": "precise measurement",
             "device_id": "cuda-nvidia-h200",
             "verdict": "pass",
             "fraction_of_roof": 0.99,
             "delta_vs_baseline": 0.01,
-            "candidate_medians": {"float4": 189e-6, "block32": None},
         },
         "options": {},
     }
-    assert saxpy["stats"]["median"] == 189.5e-6
-    assert [b["fullname"] for b in document["benchmarks"]] == [
-        "tests/test_saxpy.py::test_saxpy[n67108864]",
-        "tests/test_sum.py::test_sum[n65536]",
+    # The winner's numbers are the gate's (its precise measurement), the others' their tuning.
+    assert float4["stats"]["median"] == 189.5e-6
+    assert block256["stats"]["data"] == [300e-6, 310e-6, 290e-6]
+    assert block256["extra_info"]["winner"] is False
+    assert block256["extra_info"]["fraction_of_roof"] is None
+    assert pairwise["fullname"] == "tests/test_sum.py::test_sum[pairwise-n65536]"
+
+
+def test_a_name_carries_the_groups_parameters_once() -> None:
+    group = GroupSummary(
+        "k/test_conv.py::test_conv1d[n131072]",
+        "n131072",
+        "fft",
+        Verdict.PASS,
+        False,
+        samples=(1e-3,),
+        candidates=(CandidateRow("fft", samples=(1e-3,)), CandidateRow("direct", samples=(2e-3,))),
+    )
+    document = benchmark_document([group], machine=MACHINE, commit=COMMIT, now=NOW)
+    assert [(b["group"], b["name"]) for b in document["benchmarks"]] == [
+        ("k/test_conv.py::test_conv1d[n131072]", "test_conv1d[fft-n131072]"),
+        ("k/test_conv.py::test_conv1d[n131072]", "test_conv1d[direct-n131072]"),
     ]
+
+
+def test_pytest_benchmark_is_imported_only_when_its_file_is_asked_for() -> None:
+    code = (
+        "import sys; sys.modules['pytest_benchmark'] = None\n"
+        "import pytest_autotune, pytest_autotune.plugin, pytest_autotune.report.benchmark_json as b\n"
+        "try:\n    b.require_pytest_benchmark()\nexcept ImportError as e:\n    print(e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out == "it needs pytest-benchmark: pip install 'pytest-autotune[benchmark]'\n"
 
 
 def test_a_group_that_measured_nothing_is_left_out_as_pytest_benchmark_leaves_out_errors() -> None:
     document = benchmark_document([BROKEN, SUM], machine=MACHINE, commit=COMMIT, now=NOW)
-    assert [b["param"] for b in document["benchmarks"]] == ["n65536"]
+    assert [b["param"] for b in document["benchmarks"]] == ["pairwise-n65536"]
 
 
 def test_the_file_is_indented_ascii_with_a_final_newline_in_a_new_folder(tmp_path: Path) -> None:
@@ -135,8 +172,8 @@ def test_the_file_is_indented_ascii_with_a_final_newline_in_a_new_folder(tmp_pat
     text = path.read_text(encoding="utf-8")
     assert text.endswith("}\n")
     assert text.startswith('{\n    "machine_info": {\n        "node": "ci",')
-    assert "test_dur\\u00e9e[k]" in text
-    assert json.loads(text)["benchmarks"][0]["name"] == "test_durée[k]"
+    assert "test_dur\\u00e9e[a-k]" in text
+    assert json.loads(text)["benchmarks"][0]["name"] == "test_durée[a-k]"
 
 
 def test_the_machine_info_has_pytest_benchmarks_platform_fields() -> None:
@@ -198,15 +235,16 @@ def compare(tmp_path: Path, *files: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_pytest_benchmark_compare_reads_the_file_and_shows_every_winner(tmp_path: Path) -> None:
+def test_pytest_benchmark_compare_reads_the_file_and_shows_every_candidate(tmp_path: Path) -> None:
     path = tmp_path / "autotune.json"
     write_benchmark_json(path, [SAXPY, SUM, BROKEN], machine=MACHINE, commit=COMMIT, now=NOW)
     shown = compare(tmp_path, path)
     assert shown.returncode == 0, shown.stderr
     assert "Failed to load" not in shown.stdout + shown.stderr
-    assert "benchmark 'tests/test_saxpy.py::test_saxpy': 1 tests" in shown.stdout
-    assert "test_saxpy[n67108864]" in shown.stdout
-    assert "test_sum[n65536]" in shown.stdout
+    assert "benchmark 'tests/test_saxpy.py::test_saxpy [n67108864]': 2 tests" in shown.stdout
+    assert "test_saxpy[float4-n67108864]" in shown.stdout
+    assert "test_saxpy[block256-n67108864]" in shown.stdout
+    assert "test_sum[pairwise-n65536]" in shown.stdout
     assert "n1024" not in shown.stdout
 
 
@@ -220,5 +258,5 @@ def test_pytest_benchmark_compare_sets_two_of_our_runs_side_by_side(tmp_path: Pa
     shown = compare(tmp_path, before, after)
     assert shown.returncode == 0, shown.stderr
     # pytest-benchmark names each row's source by a shortened path of its file.
-    assert re.search(r"test_saxpy\[n67108864\] \(\S*0001_before\) +189\.0000", shown.stdout)
-    assert re.search(r"test_saxpy\[n67108864\] \(\S*0002_after\) +250\.0000", shown.stdout)
+    assert re.search(r"test_saxpy\[float4-n67108864\] \(\S*0001_before\) +189\.0000", shown.stdout)
+    assert re.search(r"test_saxpy\[float4-n67108864\] \(\S*0002_after\) +250\.0000", shown.stdout)

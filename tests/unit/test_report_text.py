@@ -7,7 +7,7 @@ import re
 from pytest_autotune.gate import Baseline, Comparison, Measurement, Verdict, judge
 from pytest_autotune.report import CandidateRow, GroupSummary, failures, ordered
 from pytest_autotune.report.markdown import escape, render_markdown
-from pytest_autotune.report.terminal import render_failures, render_summary
+from pytest_autotune.report.terminal import render_candidates, render_failures, render_summary
 
 GPU = "cuda-nvidia-h200"
 SUM_CACHE = ".autotune/cuda-nvidia-h200/test_sum.json"
@@ -96,9 +96,51 @@ def test_the_order_the_groups_arrive_in_does_not_show() -> None:
 def test_with_candidates_each_group_lists_them_under_it_the_winner_starred() -> None:
     lines = render_summary([regressed_sum()], candidates=True).splitlines()
     assert lines[3:] == [
-        "    * pairwise      1.19 ms  check passed",
+        "    * pairwise      1.20 ms  check passed",
         "      dot                 -  error: RuntimeError: boom",
         "      add_reduce    1.50 ms  CHECK FAILED",
+    ]
+
+
+def test_groups_sort_by_test_then_parameters_with_numbers_read_as_numbers() -> None:
+    def group(test: str, n: int) -> GroupSummary:
+        return GroupSummary(f"t.py::{test}[n{n}]", f"n{n}", "a", Verdict.PASS, False)
+
+    groups = [group("test_conv", 131072), group("test_add", 16384), group("test_conv", 16384)]
+    assert [(s.group.split("::")[1]) for s in ordered(groups)] == [
+        "test_add[n16384]",
+        "test_conv[n16384]",
+        "test_conv[n131072]",
+    ]
+
+
+def test_the_winners_median_is_the_same_number_in_its_row_and_under_it() -> None:
+    summary = regressed_sum()
+    lines = render_summary([summary], candidates=True).splitlines()
+    assert "1.20 ms" in lines[2] and lines[3].startswith("    * pairwise      1.20 ms")
+
+
+def test_every_candidate_is_shown_with_its_statistics_relative_to_the_fastest() -> None:
+    summary = GroupSummary(
+        "t.py::test_sum[n4]",
+        "n4",
+        "fast",
+        Verdict.PASS,
+        False,
+        samples=(1e-3, 1e-3, 1.2e-3),
+        candidates=(
+            CandidateRow("slow", 3e-3, samples=(3e-3, 3e-3, 3.3e-3, 2.9e-3)),
+            CandidateRow("fast", 1.1e-3, samples=(1.1e-3,)),
+            CandidateRow("broken", error="boom"),
+        ),
+    )
+    assert render_candidates([summary]).splitlines() == [
+        "t.py::test_sum[n4]",
+        "  candidate      min   median     mean   stddev  rounds  relative",
+        "  ---------  -------  -------  -------  -------  ------  --------",
+        "  * fast     1.00 ms  1.00 ms  1.07 ms  94.3 us       3     1.00x",
+        "    slow     2.90 ms  3.00 ms  3.05 ms   150 us       4     3.00x",
+        "    broken         -        -        -        -       0     error",
     ]
 
 
