@@ -604,9 +604,13 @@ class AutotuneSession:
                 if verdict.measurement is not None and verdict.measurement.calibration is not None
                 else None
             ),
-            # The report re-renders from records alone, so each carries its device and work.
+            # The report re-renders from records alone, so each carries its device and work,
+            # and the baseline's samples it draws beside the winner's.
             "device": self.devices[client.device_id],
             "work": {"compute_ops": work.compute_ops, "bytes": work.bytes} if work else None,
+            "baseline": _baseline_extra(
+                self._baseline(client.device_id, request, tunables.checksum)[0]
+            ),
         }
         self.records.append(dataclasses.replace(record, extra=extra).to_json())
         if not decision.measured or verdict.measurement is None or verdict.verdict is Verdict.ERROR:
@@ -788,6 +792,20 @@ class AutotuneSession:
                 lines.extend(failed.splitlines())
         lines.extend(self.notes)
         return lines
+
+
+def _baseline_extra(baseline: Baseline | None) -> dict[str, Any] | None:
+    """What a record keeps of the baseline it was judged against, for the report."""
+    if baseline is None:
+        return None
+    return {
+        "fastest_name": baseline.fastest_name,
+        "device_id": baseline.device_id,
+        "source": baseline.source,
+        "samples_ns": [round(s * 1e9) for s in baseline.samples],
+        "calibration": None if baseline.calibration is None else baseline.calibration.to_json(),
+        "sessions": len(baseline.sessions()),
+    }
 
 
 def _option(options: Mapping[str, Any], name: str, default: float) -> float:

@@ -2,10 +2,15 @@
 file, rendered from records alone.
 
 Records, not the session's live objects, are the input, so `pytest-autotune report
-records.jsonl` rebuilds the very report a CI run wrote, from the artifact it uploaded.
-Records written outside pytest (by `LocalTuner`) lack the plugin's extras (verdict, device,
-work): the report then shows "-" where they would be, and takes what it can from the
-record itself (the roofline from its bounds).
+records.jsonl` rebuilds the very report a CI run wrote, from the artifact it uploaded; given
+the records of several runs, it shows each group's latest decision with its trend across
+the runs. Records written outside pytest (by `LocalTuner`) lack the plugin's extras
+(verdict, device, work): the report then shows "-" where they would be.
+
+The page is as long as what needs attention: failing groups first and open, every other
+group one collapsed line that opens on a click. Every number the page shows twice is the
+same number (the winner's median is its precise measurement in the summary line, the card
+and the candidate table alike), and every term is explained where it is shown.
 
 The page needs no network: CSS and script are inlined from the package's templates, and the
 charts are inline SVG (`report.svg`). jinja2 escapes every value, so candidate names, keys
@@ -20,8 +25,9 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,17 +38,23 @@ from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.gate import (
     Comparison,
     Verdict,
+    format_change,
     format_fraction,
     format_interval,
 )
-from pytest_autotune.report import COLUMNS, key_text
+from pytest_autotune.report import decision_name, group_order, key_text, verdict_text
 from pytest_autotune.report.svg import (
     Bar,
     RooflinePoint,
+    SampleRow,
+    TrendPoint,
     bar_chart,
     format_si,
+    fraction_bar,
     interval_chart,
     roofline_chart,
+    strip_chart,
+    trend_chart,
 )
 from pytest_autotune.tune.benchmark import (
     NS_PER_S,
@@ -54,8 +66,9 @@ from pytest_autotune.tune.benchmark import (
 from pytest_autotune.tune.bounds import COMPUTE, MEMORY, Bounds, Work, fraction_of_roof
 from pytest_autotune.tune.checks import CheckResult
 from pytest_autotune.tune.log import AutotuneRecord, RecordError, event_from_json, format_duration
+from pytest_autotune.tune.run import RunInfo
 
-__all__ = ["key_text", "render_html", "run_view", "write_html"]
+__all__ = ["TERMS", "key_text", "render_html", "run_view", "write_html"]
 
 MISSING = "-"
 """What a cell shows when the record does not say (a record written outside pytest)."""
@@ -64,8 +77,65 @@ FAILING_VERDICTS = frozenset({Verdict.REGRESSION.value, Verdict.FLOOR.value, Ver
 """Verdicts that fail the gate, for records whose extras do not carry `failed` (a missing
 baseline fails only in strict mode, which the verdict alone does not say)."""
 
-_VERDICT_CLASSES = {v.value: v.name.lower().replace("_", "-") for v in Verdict}
-"""CSS class of each verdict: from a fixed table, never from the record's text."""
+PASSING_VERDICTS = frozenset({Verdict.PASS.value, Verdict.UPDATED.value})
+"""Verdicts that need no reader's attention; any other one that does not fail (no
+baseline, not comparable, too noisy, or one this version does not know) is reported."""
+
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+TERMS: dict[str, str] = {
+    "winner": "The candidate tuning chose: the best score over its tuning samples.",
+    "winner median": (
+        "The median of the winner's precise measurement, taken after tuning until the"
+        " median's relative standard error is under 1% (or a time cap): the number the gate"
+        " judges, and the winner's row in the candidate table."
+    ),
+    "spread": "The lowest to the highest sample of that measurement.",
+    "fraction of roof": (
+        "The winner's rate as a share of the roofline's limit for this work: its work over"
+        " its time, against the binding resource's peak (memory bandwidth or compute)"
+        " measured on this device. 100% is the hardware's limit."
+    ),
+    "delta vs baseline": (
+        "The gate's change of the winner's time against the committed baseline, normalised"
+        " for the machine's state (a calibration read on a CPU, the peak probe on a GPU),"
+        " with the interval it was judged by in brackets. A regression is an interval wholly"
+        " past the tolerated slowdown."
+    ),
+    "raw change": (
+        "The winner's median against the newest baseline session's, as measured, before"
+        " the gate's normalisation."
+    ),
+    "work": "The operations and bytes the test says one call does (work=), and their ratio.",
+    "roofs": "The peaks the roofline uses: memory bandwidth and compute throughput.",
+    "time limit": (
+        "The roofline time of the work at the measured peaks, plus launch overhead. A"
+        " candidate whose samples land under it ends tuning early (the short circuit): it is"
+        " as fast as the hardware allows."
+    ),
+    "source": (
+        "Where the decision came from: tuned in this run, read from the cache, or a set of"
+        " one candidate (single), which needs no tuning."
+    ),
+    "tuner": "The tuner's name: the test (or LocalTuner) whose cache file holds the decision.",
+    "tuning time": "Wall time spent tuning this group, checks included.",
+    "device": "The device class the decision was made on; caches are kept per class.",
+    "verdict": (
+        "The gate's conclusion: pass; regression or floor (fail); error (nothing measured);"
+        " no baseline or not comparable (reported); updated (--autotune-update)."
+        " A verdict in capitals fails the build."
+    ),
+}
+"""Every term the page shows, with what it means: shown where the term is (a hint under it,
+and as its tooltip), and gathered at the page's end."""
+
+
+def _verdict_class(verdict: str | None) -> str:
+    """A CSS class for any verdict name, also one added after this was written: letters and
+    digits only, so the record's text never reaches the markup as anything but a word."""
+    if not verdict:
+        return "none"
+    return "verdict-" + (_SLUG.sub("-", verdict.lower()).strip("-") or "other")
 
 
 # -- what the template shows ---------------------------------------------------------------
@@ -73,13 +143,16 @@ _VERDICT_CLASSES = {v.value: v.name.lower().replace("_", "-") for v in Verdict}
 
 @dataclass(frozen=True, slots=True)
 class DeviceView:
-    """One device of the run: its id, fingerprint and measured peaks, formatted."""
+    """One device of the run: its id, fingerprint and measured peaks, formatted, and the
+    roofline with every group's winner on it."""
 
     id: str
     fingerprint: tuple[tuple[str, str], ...]
     memory: tuple[tuple[str, str], ...]
     compute: tuple[tuple[str, str], ...]
     threads: str
+    roofline: Markup | None = None
+    roofline_note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +165,7 @@ class CandidateView:
     winner: bool
     median: str
     median_sort: str
+    relative: str
     spread: str
     samples: str
     roof: str
@@ -107,6 +181,7 @@ class DecisionView:
     """One tuning decision (a group and key): its summary, candidates and charts."""
 
     anchor: str
+    name: str
     group: str
     key: str
     tuner: str
@@ -114,37 +189,67 @@ class DecisionView:
     source: str
     winner: str
     median: str
-    median_sort: str
     spread: str
     roof: str
-    roof_sort: str
+    roof_bar: Markup | None
     delta: str
+    raw_change: str
     interval: Markup | None
     verdict: str
+    verdict_shown: str
     verdict_class: str
     failed: bool
+    attention: bool
     message: str
     work: str
     roofs: str
     time_limit: str
     duration: str
+    run: str
     candidates: tuple[CandidateView, ...]
     bars: Markup | None
-    roofline: Markup | None
-    roofline_note: str
+    strips: Markup | None
+    trend: Markup | None
     events: tuple[str, ...]
     search: str
     """The text the page's filter box matches: group, key, tuner, candidates, verdict."""
+    order: tuple[Any, ...]
+    point: RooflinePoint | None
+    """The winner on its device's roofline, None without work or measurement."""
+    peaks: tuple[float, float]
+    """(compute, memory) roofs of its device, for the device's roofline."""
+
+
+@dataclass(frozen=True, slots=True)
+class SectionView:
+    id: str
+    title: str
+    note: str
+    decisions: tuple[DecisionView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunLabel:
+    number: str
+    """`#1` for the first run given: how the trend charts' axes name it."""
+    label: str
+    id: str
+    timestamp: str
+    commit: str
+    branch: str
+    decisions: int
 
 
 @dataclass(frozen=True, slots=True)
 class RunView:
     title: str
     devices: tuple[DeviceView, ...]
+    sections: tuple[SectionView, ...]
     decisions: tuple[DecisionView, ...]
     counts: tuple[tuple[str, int, str], ...]
     """(label, count, CSS class) of the run's tally: decisions, passed, failed, verdicts."""
-    columns: tuple[str, ...]
+    runs: tuple[RunLabel, ...]
+    terms: tuple[tuple[str, str], ...]
 
 
 # -- reading the records -------------------------------------------------------------------
@@ -253,9 +358,9 @@ def _work(extra: _Extra, bounds: Bounds | None) -> Work | None:
 
 
 def _roofs(peaks: Peaks | None, bounds: Bounds | None) -> tuple[float, float]:
-    """(compute, memory) peaks for the roofline: the bounds' own peaks where the record
-    has a bound of that resource (they are what the decision was tuned against), else the
-    device's measured peaks (the fp32 compute roof, as the gate uses); 0.0 when unknown."""
+    """(compute, memory) peaks: the bounds' own peaks where the record has a bound of that
+    resource (they are what the decision was tuned against), else the device's measured
+    peaks (the fp32 compute roof, as the gate uses); 0.0 when unknown."""
     by_resource = {b.resource: b.peak for b in bounds.bounds} if bounds is not None else {}
     compute = by_resource.get(COMPUTE, peaks.compute_peak() if peaks else 0.0)
     memory = by_resource.get(MEMORY, peaks.memory_peak if peaks else 0.0)
@@ -265,10 +370,10 @@ def _roofs(peaks: Peaks | None, bounds: Bounds | None) -> tuple[float, float]:
     )
 
 
-def _spread(stats: SampleStats, samples: Sequence[float]) -> str:
+def _spread(samples: Sequence[float]) -> str:
     """Min to max of the samples: with the handful of samples tuning takes, a quartile
     would be an interpolation between two of them; the range hides nothing."""
-    return f"{format_duration(stats.min)} \u2013 {format_duration(max(samples))}"
+    return f"{format_duration(min(samples))} \u2013 {format_duration(max(samples))}"
 
 
 def _sort_number(value: float | None, missing: str = "Infinity") -> str:
@@ -303,37 +408,14 @@ class _Roofline:
             return None
         return fraction_of_roof(self.work, seconds, self.compute_peak, self.memory_peak)
 
-    def point(self, name: str, seconds: float, winner: bool) -> RooflinePoint | None:
+    def point(self, name: str, seconds: float) -> RooflinePoint | None:
         work = self.work
         if work is None or work.compute_ops <= 0 or work.bytes <= 0:
             return None
-        return RooflinePoint(
-            name, work.compute_ops / work.bytes, work.compute_ops / seconds, winner
-        )
-
-    def chart(self, points: Sequence[RooflinePoint], title: str) -> Markup | None:
-        if not points or (self.compute_peak <= 0 and self.memory_peak <= 0):
-            return None
-        return roofline_chart(
-            points, memory_peak=self.memory_peak, compute_peak=self.compute_peak, title=title
-        )
-
-    def missing(self) -> str:
-        """Why there is no roofline chart, in one sentence."""
-        if self.work is None:
-            return "No roofline: the record states no work (give the test work=...)."
-        if self.work.compute_ops <= 0 or self.work.bytes <= 0:
-            what = "compute operations" if self.work.compute_ops <= 0 else "bytes"
-            return (
-                f"No roofline: the work counts no {what}, so it has no arithmetic intensity;"
-                " the table shows the fraction of the roof."
-            )
-        if self.compute_peak <= 0 and self.memory_peak <= 0:
-            return "No roofline: the record holds no peaks for this device."
-        return "No roofline: no candidate was measured."
+        return RooflinePoint(name, work.compute_ops / work.bytes, work.compute_ops / seconds)
 
     def describe(self) -> tuple[str, str]:
-        """(work, roofs) as the decision's header shows them."""
+        """(work, roofs) as the decision's card shows them."""
         work = MISSING
         if self.work is not None:
             work = f"{format_si(self.work.compute_ops)}op, {format_si(self.work.bytes)}B"
@@ -353,19 +435,24 @@ def _candidate(
     winner: bool,
     check: CheckResult | None,
     roofline: _Roofline,
-) -> tuple[CandidateView, Bar, RooflinePoint | None]:
+    samples: Sequence[float],
+) -> tuple[CandidateView, Bar]:
+    """A candidate's row and bar; `samples` are what it is shown with (the winner's precise
+    measurement, the others' tuning samples)."""
     check_text, check_class, check_message = _check_cell(check)
-    if isinstance(result, AutotuneOutcome):
-        stats = result.stats
+    if isinstance(result, AutotuneOutcome) and samples:
+        stats = SampleStats.of(samples)
         fraction = roofline.fraction(stats.median)
+        count = f"{stats.count}" + (" (precise)" if winner else "")
         view = CandidateView(
             index=index,
             name=result.name,
             winner=winner,
             median=format_duration(stats.median),
             median_sort=_sort_number(stats.median),
-            spread=_spread(stats, result.effective_samples),
-            samples=str(stats.count),
+            relative="",
+            spread=_spread(samples),
+            samples=count,
             roof=format_fraction(fraction),
             roof_sort=_sort_number(fraction, "-Infinity"),
             check=check_text,
@@ -373,16 +460,17 @@ def _candidate(
             check_message=check_message,
             error="",
         )
-        bar = Bar(result.name, stats.median, stats.min, max(result.effective_samples), winner)
-        return view, bar, roofline.point(result.name, stats.median, winner)
+        return view, Bar(result.name, stats.median, stats.min, max(samples), winner)
     name = result.name or MISSING
-    error = result.kind.value + (f": {result.message}" if result.message else "")
+    kind = result.kind.value if not isinstance(result, AutotuneOutcome) else "unmeasured"
+    message = "" if isinstance(result, AutotuneOutcome) else result.message
     view = CandidateView(
         index=index,
         name=name,
         winner=winner,
         median=MISSING,
         median_sort=_sort_number(None),
+        relative=MISSING,
         spread=MISSING,
         samples="0",
         roof=MISSING,
@@ -390,9 +478,29 @@ def _candidate(
         check=check_text,
         check_class=check_class,
         check_message=check_message,
-        error=error,
+        error=kind + (f": {message}" if message else ""),
     )
-    return view, Bar(name, None, note=f"error: {result.kind.value}"), None
+    return view, Bar(name, None, note=f"error: {kind}")
+
+
+def _with_relative(candidates: list[CandidateView]) -> list[CandidateView]:
+    """Each measured candidate's median over the fastest one's, as pytest-benchmark shows."""
+    medians = [float(c.median_sort) for c in candidates if c.median != MISSING]
+    fastest = min(medians, default=0.0)
+    return [
+        replace(c, relative=f"{float(c.median_sort) / fastest:.2f}x")
+        if c.median != MISSING and fastest > 0
+        else c
+        for c in candidates
+    ]
+
+
+def _samples_ns(extra: _Extra, data: Any, name: str) -> list[float]:
+    if not isinstance(data, list) or not all(
+        isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in data
+    ):
+        raise RecordError(f"{extra.where}: extra {name!r} must hold positive integers")
+    return [s / NS_PER_S for s in data]
 
 
 def _winner_samples(
@@ -405,11 +513,7 @@ def _winner_samples(
     samples: the gate judged the former, a `LocalTuner` record has only the latter."""
     samples_ns = extra.get("winner_samples_ns", list)
     if samples_ns:
-        if not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in samples_ns):
-            raise RecordError(
-                f"{extra.where}: extra 'winner_samples_ns' must hold positive integers"
-            )
-        return [s / NS_PER_S for s in samples_ns]
+        return _samples_ns(extra, samples_ns, "winner_samples_ns")
     for index, result in results:
         if (
             index == fastest_index
@@ -418,6 +522,30 @@ def _winner_samples(
         ):
             return list(result.effective_samples)
     return []
+
+
+@dataclass(frozen=True, slots=True)
+class _BaselineSeen:
+    """What a record keeps of the baseline it was judged against (`extra["baseline"]`)."""
+
+    name: str
+    samples: tuple[float, ...]
+    sessions: int
+    source: str
+
+
+def _baseline(extra: _Extra) -> _BaselineSeen | None:
+    block = extra.get("baseline", dict)
+    if block is None:
+        return None
+    samples = _samples_ns(extra, block.get("samples_ns"), "baseline")
+    sessions = block.get("sessions")
+    return _BaselineSeen(
+        name=str(block.get("fastest_name") or MISSING),
+        samples=tuple(samples),
+        sessions=sessions if isinstance(sessions, int) and not isinstance(sessions, bool) else 1,
+        source=str(block.get("source") or "the cache"),
+    )
 
 
 def _comparison(extra: _Extra) -> Comparison | None:
@@ -430,7 +558,17 @@ def _comparison(extra: _Extra) -> Comparison | None:
         raise extra.error("comparison", exc) from None
 
 
-def _decision(number: int, record: AutotuneRecord, devices: dict[str, DeviceView]) -> DecisionView:
+def _short(group: str, key: str) -> str:
+    """A decision's name without its file: what fits beside a point on a chart."""
+    return decision_name(group, key).rsplit("::", 1)[-1]
+
+
+def _decision(
+    number: int,
+    record: AutotuneRecord,
+    devices: dict[str, DeviceView],
+    history: Sequence[tuple[str, AutotuneRecord]] = (),
+) -> DecisionView:
     key = key_text(record.key)
     where = f"record {number} ({record.tuner}, key {key})"
     extra = _Extra(record.extra, where)
@@ -441,88 +579,149 @@ def _decision(number: int, record: AutotuneRecord, devices: dict[str, DeviceView
     checks = _checks(record, where)
     results = _results(record, where)
     group = extra.get("group", str) or record.tuner
-    title = f"{group} [{key}]"
+    name = decision_name(group, key)
+    winner_samples = _winner_samples(extra, results, record.fastest_index, record.fastest_name)
 
-    candidates, bars, points = [], [], []
+    candidates, bars = [], []
     for index, result in results:
+        # A winner index naming another candidate marks no winner (a record that does not
+        # agree with itself); the gate's measured candidate, when not tuning's, by name.
         winner = (
-            record.fastest_name is not None
-            and index == record.fastest_index
-            and result.name == record.fastest_name
+            index == record.fastest_index and result.name == record.fastest_name
+            if measured == record.fastest_name
+            else result.name == measured
+        ) and measured is not None
+        shown: Sequence[float] = (
+            winner_samples
+            if winner
+            else (result.effective_samples if isinstance(result, AutotuneOutcome) else ())
         )
-        view, bar, point = _candidate(
-            index, result, winner, checks.get(result.name or ""), roofline
+        view, bar = _candidate(
+            index, result, winner, checks.get(result.name or ""), roofline, shown
         )
         candidates.append(view)
         bars.append(bar)
-        if point is not None:
-            points.append(point)
 
-    winner_samples = _winner_samples(extra, results, record.fastest_index, record.fastest_name)
-    winner_stats = SampleStats.of(winner_samples) if winner_samples else None
+    winner_median = SampleStats.of(winner_samples).median if winner_samples else None
     fraction = extra.number("fraction_of_roof")
+    if fraction is None and winner_median is not None:
+        fraction = roofline.fraction(winner_median)
     comparison = _comparison(extra)
+    baseline = _baseline(extra)
     verdict = extra.get("verdict", str)
     failed = extra.get("failed", bool)
+    failed = failed if failed is not None else verdict in FAILING_VERDICTS
     try:
         events = tuple(str(event_from_json(e)) for e in record.events)
     except ValueError as exc:
         raise RecordError(f"{where}: {exc}") from None
     work, roofs = roofline.describe()
+
+    strips = None
+    raw_change = MISSING
+    if winner_samples and baseline is not None and baseline.samples:
+        base_median = SampleStats.of(baseline.samples).median
+        raw_change = format_change(SampleStats.of(winner_samples).median / base_median - 1)
+        strips = strip_chart(
+            [
+                SampleRow(f"this run: {record.fastest_name}", tuple(winner_samples), True),
+                SampleRow(f"baseline: {baseline.name}", baseline.samples),
+            ],
+            format_value=format_duration,
+            title=f"samples of the winner and of the baseline, {name}",
+        )
+    trend = None
+    if len(history) > 1:
+        trend = trend_chart(
+            [_trend_point(label, past) for label, past in history],
+            format_value=format_duration,
+            title=f"winner median across runs, {name}",
+        )
     return DecisionView(
         anchor=f"decision-{number}",
+        name=name,
         group=group,
         key=key,
         tuner=record.tuner,
         device_id=device.id,
         source=record.source,
         winner=record.fastest_name or MISSING,
-        median=format_duration(winner_stats.median) if winner_stats else MISSING,
-        median_sort=_sort_number(winner_stats.median if winner_stats else None),
+        median=format_duration(winner_median) if winner_median is not None else MISSING,
         spread=(
-            f"{_spread(winner_stats, winner_samples)} ({winner_stats.count} samples)"
-            if winner_stats
+            f"{_spread(winner_samples)} ({len(winner_samples)} samples)"
+            if winner_samples
             else MISSING
         ),
         roof=format_fraction(fraction),
-        roof_sort=_sort_number(fraction, "-Infinity"),
+        roof_bar=(
+            fraction_bar(fraction, title=f"{format_fraction(fraction)} of the roof, {name}")
+            if fraction is not None and math.isfinite(fraction)
+            else None
+        ),
         delta=format_interval(comparison) if comparison is not None else MISSING,
+        raw_change=raw_change,
         interval=(
             interval_chart(
                 comparison.delta,
                 comparison.low,
                 comparison.high,
                 failed=comparison.failed,
-                title=f"change against the baseline, {title}",
+                title=f"change against the baseline, {name}",
             )
             if comparison is not None
             else None
         ),
         verdict=verdict or MISSING,
-        verdict_class=_VERDICT_CLASSES.get(verdict or "", "none"),
-        failed=failed if failed is not None else verdict in FAILING_VERDICTS,
+        verdict_shown=verdict_text(verdict, failed) if verdict else MISSING,
+        verdict_class=_verdict_class(verdict),
+        failed=failed,
+        attention=failed or (verdict is not None and verdict not in PASSING_VERDICTS),
         message=extra.get("message", str) or "",
         work=work,
         roofs=roofs,
         time_limit=format_duration(record.time_limit) if record.time_limit else MISSING,
         duration=format_duration(record.duration_ns / NS_PER_S) if record.duration_ns else MISSING,
-        candidates=tuple(candidates),
+        run=record.run.label if record.run is not None else MISSING,
+        candidates=tuple(_with_relative(candidates)),
         bars=(
-            bar_chart(bars, format_value=format_duration, title=f"candidate medians, {title}")
+            bar_chart(bars, format_value=format_duration, title=f"candidate medians, {name}")
             if bars
             else None
         ),
-        roofline=roofline.chart(points, f"roofline, {title}"),
-        roofline_note=roofline.missing(),
+        strips=strips,
+        trend=trend,
         events=events,
         search=" ".join(
             [group, key, record.tuner, verdict or "", *(c.name for c in candidates)]
         ).lower(),
+        order=group_order(group, key),
+        point=(
+            roofline.point(_short(group, key), winner_median)
+            if winner_median is not None
+            else None
+        ),
+        peaks=(
+            peaks.compute_peak() if peaks else roofline.compute_peak,
+            peaks.memory_peak if peaks else roofline.memory_peak,
+        ),
+    )
+
+
+def _trend_point(number: str, record: AutotuneRecord) -> TrendPoint:
+    extra = _Extra(record.extra, f"{record.tuner}, key {key_text(record.key)}")
+    samples = _winner_samples(extra, _results(record, extra.where), record.fastest_index)
+    detail = record.run.label if record.run is not None else ""
+    if not samples:
+        return TrendPoint(number, None, detail=detail)
+    stats = SampleStats.of(samples)
+    return TrendPoint(
+        number, stats.median, stats.min, max(samples), record.fastest_name or "", detail
     )
 
 
 def _counts(decisions: Sequence[DecisionView]) -> tuple[tuple[str, int, str], ...]:
-    """The run's tally: decisions, passed, failed, then how many of each verdict."""
+    """The run's tally: decisions, passed, failed, then how many of each other verdict,
+    whatever its name (a verdict added after this was written is counted too)."""
     judged = [d for d in decisions if d.verdict != MISSING]
     failed = sum(d.failed for d in judged)
     counts = [
@@ -530,27 +729,109 @@ def _counts(decisions: Sequence[DecisionView]) -> tuple[tuple[str, int, str], ..
         ("passed", len(judged) - failed, "pass"),
         ("failed", failed, "error" if failed else "pass"),
     ]
-    for verdict in Verdict:
-        n = sum(d.verdict == verdict.value for d in judged)
-        if n and verdict is not Verdict.PASS:
-            counts.append((verdict.value, n, _VERDICT_CLASSES[verdict.value]))
+    seen: dict[str, int] = {}
+    for d in judged:
+        if d.verdict != Verdict.PASS.value:
+            seen[d.verdict] = seen.get(d.verdict, 0) + 1
+    counts.extend((verdict, n, _verdict_class(verdict)) for verdict, n in sorted(seen.items()))
     if len(judged) < len(decisions):
         counts.append(("no verdict", len(decisions) - len(judged), "none"))
     return tuple(counts)
 
 
+def _device_roofline(device: DeviceView, decisions: Sequence[DecisionView]) -> DeviceView:
+    """The device's one roofline: every group's winner at its own arithmetic intensity."""
+    on_device = [d for d in decisions if d.device_id == device.id]
+    points = [d.point for d in on_device if d.point is not None]
+    left_out = [d.name.rsplit("::", 1)[-1] for d in on_device if d.point is None]
+    compute = max((d.peaks[0] for d in on_device), default=0.0)
+    memory = max((d.peaks[1] for d in on_device), default=0.0)
+    note = ""
+    if left_out:
+        note = (
+            "Not on the chart (no work given, nothing measured, or work without both"
+            f" operations and bytes, so no intensity): {', '.join(left_out)}."
+        )
+    if not points or (compute <= 0 and memory <= 0):
+        return replace(device, roofline=None, roofline_note=note or "No winner to place.")
+    chart = roofline_chart(
+        points,
+        memory_peak=memory,
+        compute_peak=compute,
+        title=f"roofline of {device.id}: each group's winner",
+    )
+    return replace(device, roofline=chart, roofline_note=note)
+
+
+def _runs(records: Sequence[AutotuneRecord]) -> list[RunInfo | None]:
+    """The runs in the order they first appear (None for records that carry no run)."""
+    runs: list[RunInfo | None] = []
+    for record in records:
+        if record.run not in runs:
+            runs.append(record.run)
+    return runs
+
+
 def run_view(records: Sequence[AutotuneRecord], *, title: str) -> RunView:
-    """What the template shows, from the records: decisions ordered by group and key, so
-    the order pytest-xdist workers finished in does not show."""
+    """What the template shows, from the records.
+
+    Records of several runs (told apart by their `run`) give one card per group and key
+    and device: the latest run's decision, with the trend across every run. Cards are in
+    three sections (failing, reported, passing), each in natural group and key order, so
+    neither the order pytest-xdist workers finished in nor text sorting shows.
+    """
+    runs = _runs(records)
+    labels = {run: (run.label if run is not None else "no run id") for run in runs}
+    numbers = {run: f"#{n}" for n, run in enumerate(runs, start=1)}
+    latest: dict[tuple[str, str, str], tuple[int, AutotuneRecord]] = {}
+    history: dict[tuple[str, str, str], list[tuple[str, AutotuneRecord]]] = {}
+    for number, record in enumerate(records, start=1):
+        group = record.extra.get("group") if isinstance(record.extra.get("group"), str) else None
+        identity = (group or record.tuner, key_text(record.key), record.device_id)
+        history.setdefault(identity, []).append((numbers[record.run], record))
+        if identity not in latest or runs.index(record.run) >= runs.index(latest[identity][1].run):
+            latest[identity] = (number, record)
     devices: dict[str, DeviceView] = {}
-    decisions = [_decision(n, r, devices) for n, r in enumerate(records, start=1)]
-    decisions.sort(key=lambda d: (d.group, d.key))
+    decisions = sorted(
+        (
+            _decision(number, record, devices, history[identity] if len(runs) > 1 else ())
+            for identity, (number, record) in latest.items()
+        ),
+        key=lambda d: d.order,
+    )
+    failing = tuple(d for d in decisions if d.failed)
+    reported = tuple(d for d in decisions if d.attention and not d.failed)
+    passing = tuple(d for d in decisions if not d.attention)
+    sections = (
+        SectionView("failing", "Failing", "These fail the gate: open, with why.", failing),
+        SectionView(
+            "reported",
+            "To look at",
+            "Reported, not failing: no baseline to compare with, a baseline of another device"
+            " or candidate list, or too noisy to judge.",
+            reported,
+        ),
+        SectionView("passing", "Passing", "Collapsed: open a line for its details.", passing),
+    )
     return RunView(
         title=title,
-        devices=tuple(devices.values()),
+        devices=tuple(_device_roofline(device, decisions) for device in devices.values()),
+        sections=tuple(s for s in sections if s.decisions),
         decisions=tuple(decisions),
         counts=_counts(decisions),
-        columns=COLUMNS,
+        runs=tuple(
+            RunLabel(
+                number=numbers[run],
+                label=labels[run],
+                id=run.id if run is not None else MISSING,
+                timestamp=run.timestamp if run is not None else MISSING,
+                commit=(run.commit or MISSING) if run is not None else MISSING,
+                branch=(run.branch or MISSING) if run is not None else MISSING,
+                decisions=sum(r.run == run for r in records),
+            )
+            for run in runs
+        ),
+        terms=tuple(TERMS.items()),
     )
 
 
@@ -587,6 +868,7 @@ def render_html(records: Sequence[AutotuneRecord], *, title: str = "pytest-autot
         script=Markup(script),
         style=Markup(style),
         script_hash=f"sha256-{digest}",
+        terms=TERMS,
     )
 
 

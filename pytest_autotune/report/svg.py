@@ -20,12 +20,17 @@ from markupsafe import Markup, escape
 __all__ = [
     "Bar",
     "RooflinePoint",
+    "SampleRow",
+    "TrendPoint",
     "bar_chart",
     "format_si",
+    "fraction_bar",
     "interval_chart",
     "linear_ticks",
     "log_ticks",
     "roofline_chart",
+    "strip_chart",
+    "trend_chart",
 ]
 
 _SI_PREFIXES = ("", "k", "M", "G", "T", "P", "E")
@@ -426,3 +431,198 @@ def interval_chart(
             f"{escape(f'{value * 100:+.0f}%')}</text>"
         )
     return _svg(width, height, title, body, "interval-chart")
+
+
+# -- sample distributions -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SampleRow:
+    """One row of a strip plot: a label and every sample, in seconds."""
+
+    label: str
+    samples: tuple[float, ...]
+    highlight: bool = False
+
+
+def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    ordered = sorted(values)
+
+    def at(q: float) -> float:
+        position = q * (len(ordered) - 1)
+        low = math.floor(position)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+    return at(0.25), at(0.5), at(0.75)
+
+
+def strip_chart(
+    rows: Sequence[SampleRow],
+    *,
+    format_value: Callable[[float], str],
+    title: str,
+    width: float = 640,
+) -> Markup:
+    """Every sample as a dot, one row per sample set, over a box from the first to the
+    third quartile with the median as a bar: where a whisker shows only the extremes, this
+    shows whether two sets overlap, and whether one slow sample or a whole shift moved
+    the median. The axis spans the samples, not zero: the question here is overlap."""
+    values = [v for row in rows for v in row.samples if math.isfinite(v) and v > 0]
+    low, high = (min(values), max(values)) if values else (0.0, 1.0)
+    pad = (high - low) * 0.08 or high * 0.05 or 1.0
+    low, high = max(low - pad, 0.0), high + pad
+    row_height, top, axis = 34.0, 6.0, 24.0
+    label_width = min(max((len(r.label) for r in rows), default=4) * _CHAR_WIDTH + 12, 200)
+    plot_x, plot_width = label_width, max(width - label_width - 16, 80)
+    height = top + len(rows) * row_height + axis
+
+    def x(value: float) -> float:
+        return plot_x + (value - low) / (high - low) * plot_width
+
+    body: list[str] = []
+    for tick in (low + (high - low) * f for f in (0.0, 0.5, 1.0)):
+        body.append(
+            f'<line class="grid" x1="{_num(x(tick))}" y1="{_num(top)}" x2="{_num(x(tick))}"'
+            f' y2="{_num(height - axis)}"/><text class="tick" x="{_num(x(tick))}"'
+            f' y="{_num(height - axis + 16)}" text-anchor="middle">'
+            f"{escape(format_value(tick))}</text>"
+        )
+    for i, row in enumerate(rows):
+        middle = top + i * row_height + row_height / 2
+        samples = [v for v in row.samples if math.isfinite(v) and v > 0]
+        css = "strip winner" if row.highlight else "strip"
+        body.append(
+            f'<g class="{css}"><title>{escape(row.label)}: {len(samples)} samples</title>'
+            f'<text class="label" x="{_num(plot_x - 8)}" y="{_num(middle + 4)}"'
+            f' text-anchor="end">{escape(_fit(row.label, label_width - 12))}</text>'
+        )
+        if samples:
+            q1, median, q3 = _quartiles(samples)
+            body.append(
+                f'<rect class="box" x="{_num(x(q1))}" y="{_num(middle - 9)}"'
+                f' width="{_num(max(x(q3) - x(q1), 1))}" height="18" rx="2"/>'
+                f'<line class="median" x1="{_num(x(median))}" y1="{_num(middle - 12)}"'
+                f' x2="{_num(x(median))}" y2="{_num(middle + 12)}"/>'
+            )
+            for k, value in enumerate(samples):
+                jitter = ((k * 7) % 9 - 4) * 1.2
+                body.append(
+                    f'<circle class="dot" cx="{_num(x(value))}" cy="{_num(middle + jitter)}"'
+                    ' r="2.2"/>'
+                )
+        body.append("</g>")
+    return _svg(width, height, title, body, "strips")
+
+
+# -- trend over runs ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TrendPoint:
+    """One run of a group: the run's label, the winner's median and the spread drawn as a
+    whisker (seconds), and the winner's name; `median` None when the run measured nothing."""
+
+    run: str
+    median: float | None
+    low: float | None = None
+    high: float | None = None
+    winner: str = ""
+    detail: str = ""
+    """The run as its tooltip names it (its time and commit); `run` is the axis label."""
+
+
+def trend_chart(
+    points: Sequence[TrendPoint],
+    *,
+    format_value: Callable[[float], str],
+    title: str,
+    width: float = 640,
+    height: float = 200,
+) -> Markup:
+    """The winner's median across runs, oldest left, as asv draws a benchmark's history: a
+    line through the medians, a whisker for each run's spread, and the winner's name where
+    it changed. The time axis starts at zero, so a 5% change looks like 5%."""
+    values = [v for p in points for v in (p.median, p.high) if v is not None and math.isfinite(v)]
+    ticks = linear_ticks(max(values, default=0.0))
+    left, right, top, bottom = 64.0, 16.0, 12.0, 40.0
+    plot_width = width - left - right
+    step = plot_width / max(len(points) - 1, 1)
+
+    def x(i: int) -> float:
+        return left + (i * step if len(points) > 1 else plot_width / 2)
+
+    def y(value: float) -> float:
+        return height - bottom - value / ticks[-1] * (height - top - bottom)
+
+    body: list[str] = []
+    for tick in ticks:
+        body.append(
+            f'<line class="grid" x1="{_num(left)}" y1="{_num(y(tick))}" x2="{_num(width - right)}"'
+            f' y2="{_num(y(tick))}"/><text class="tick" x="{_num(left - 6)}" y="{_num(y(tick) + 4)}"'
+            f' text-anchor="end">{escape(format_value(tick) if tick else "0")}</text>'
+        )
+    every = max(1, math.ceil(len(points) * 90 / plot_width))
+    for i, point in enumerate(points):
+        if i % every == 0 or i == len(points) - 1:
+            body.append(
+                f'<text class="tick" x="{_num(x(i))}" y="{_num(height - bottom + 16)}"'
+                f' text-anchor="middle">{escape(_fit(point.run, 90))}</text>'
+            )
+    line = [
+        f"{_num(x(i))} {_num(y(p.median))}"
+        for i, p in enumerate(points)
+        if p.median is not None and math.isfinite(p.median)
+    ]
+    if len(line) > 1:
+        body.append(f'<path class="trend-line" d="M{"L".join(line)}"/>')
+    previous = None
+    for i, point in enumerate(points):
+        if point.median is None or not math.isfinite(point.median):
+            body.append(
+                f'<text class="note" x="{_num(x(i))}" y="{_num(height - bottom - 6)}"'
+                ' text-anchor="middle">no result</text>'
+            )
+            continue
+        if point.low is not None and point.high is not None and point.high > point.low:
+            body.append(
+                f'<path class="whisker" d="M{_num(x(i))} {_num(y(point.low))}'
+                f'V{_num(y(point.high))}"/>'
+            )
+        body.append(
+            f'<g class="trend-point"><title>run {escape(point.run)}'
+            f"{escape(', ' + point.detail if point.detail else '')}: {escape(point.winner)}"
+            f" {escape(format_value(point.median))}</title>"
+            f'<circle cx="{_num(x(i))}" cy="{_num(y(point.median))}" r="4"/></g>'
+        )
+        if point.winner and point.winner != previous:
+            body.append(
+                f'<text class="label" x="{_num(x(i) + 6)}" y="{_num(y(point.median) - 8)}">'
+                f"{escape(_fit(point.winner, 120))}</text>"
+            )
+        previous = point.winner
+    body.append(
+        f'<text class="axis" transform="translate(14 {_num((top + height - bottom) / 2)})'
+        ' rotate(-90)" text-anchor="middle">winner median</text>'
+    )
+    return _svg(width, height, title, body, "trend")
+
+
+# -- fraction of the roof -------------------------------------------------------------------
+
+
+def fraction_bar(fraction: float, *, title: str, width: float = 120) -> Markup:
+    """A group's fraction of its binding roof as a filled bar, 100% at the right end; a
+    fraction past 100% (a roof the kernel beats: the peak probe under-reads) fills the bar
+    and shows an overflow mark, rather than growing past its box."""
+    height = 10.0
+    filled = min(max(fraction, 0.0), 1.0) * width
+    body = [
+        f'<rect class="track" x="0" y="0" width="{_num(width)}" height="{_num(height)}" rx="3"/>',
+        f'<rect class="fill" x="0" y="0" width="{_num(filled)}" height="{_num(height)}" rx="3"/>',
+    ]
+    if fraction > 1.0:
+        body.append(
+            f'<path class="over" d="M{_num(width - 6)} 0L{_num(width)} 5L{_num(width - 6)} 10Z"/>'
+        )
+    return _svg(width, height, title, body, "fraction")

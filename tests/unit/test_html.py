@@ -6,6 +6,7 @@ import base64
 import dataclasses
 import hashlib
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 
 from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.gate import Comparison
-from pytest_autotune.report.html import key_text, render_html, run_view, write_html
+from pytest_autotune.report.html import TERMS, key_text, render_html, run_view, write_html
 from pytest_autotune.tune.log import AutotuneRecord, RecordError
 
 GPU = "cuda-nvidia-h200"
@@ -170,18 +171,20 @@ def test_the_report_shows_the_run_then_each_group_with_its_candidates_and_charts
     text = " ".join(page.text)
     assert GPU in text and "4.43 TB/s" in text and "63.0 Top/s" in text
     assert "560.35" in text  # the fingerprint
-    articles = [a for tag, a in page.tags if tag == "article"]
-    assert len(articles) == 3
+    cards = [a for tag, a in page.tags if tag == "details" and "decision" in (a.get("class") or "")]
+    assert len(cards) == 3
     svgs = [a.get("class") for tag, a in page.tags if tag == "svg"]
-    # saxpy and sum: bars, roofline, interval; the LocalTuner record: bars only.
+    # Each group: its bars; saxpy and sum: an interval and a roof bar; one roofline per device
+    # with both GPU winners on it (the LocalTuner record states no work).
     assert svgs.count("chart bars") == 3
-    assert svgs.count("chart roofline") == 2
     assert svgs.count("chart interval-chart") == 2
+    assert svgs.count("chart fraction") == 2
+    assert svgs.count("chart roofline") == 1
     assert "+12.0% [+6.1%, +18.2%]" in text
     assert "REGRESSION" in text and "pass" in text
     assert "max abs error 0.5 at index 12\nexpected 1.0, got 1.5" in text  # the check, in full
     assert "unknown: RuntimeError: boom\n  at line 3\n<b>bold</b>" in text  # the error, in full
-    assert "212 us" in text  # the winner's precise median, not its tuning one
+    assert "214 us" in text  # the winner's precise median, not its tuning one
     assert "89.0%" in text
 
 
@@ -222,8 +225,9 @@ def test_records_without_the_plugins_extras_show_a_dash() -> None:
     assert (decision.verdict, decision.delta, decision.roof, decision.work) == ("-",) * 4
     assert decision.winner == "blocked"
     assert decision.median == "1.50 us"  # the winner's tuning samples stand in
-    assert decision.roofline is None and "states no work" in decision.roofline_note
+    assert decision.roof_bar is None and decision.point is None
     assert view.devices[0].id == "cpu-amd-epyc-7b13-2t"
+    assert view.devices[0].roofline is None and "mylib-sum" in view.devices[0].roofline_note
     assert view.devices[0].threads == "-"
     assert ("no verdict", 1, "none") in view.counts
     render_html([local_record()])
@@ -231,16 +235,19 @@ def test_records_without_the_plugins_extras_show_a_dash() -> None:
 
 def test_a_record_without_work_extras_takes_its_roofline_from_its_bounds() -> None:
     record = saxpy_record(work=None, device=None)
-    (decision,) = run_view([record], title="t").decisions
-    assert decision.roofline is not None
+    view = run_view([record], title="t")
+    (decision,) = view.decisions
+    assert decision.point is not None and view.devices[0].roofline is not None
     assert decision.roofs == "memory 4.43 TB/s, compute 63.0 Top/s"
 
 
 def test_work_without_compute_has_no_roofline_but_a_fraction_of_roof() -> None:
     record = saxpy_record(work={"compute_ops": 0, "bytes": 12 * N})
-    (decision,) = run_view([record], title="t").decisions
-    assert decision.roofline is None
-    assert "no compute operations" in decision.roofline_note
+    view = run_view([record], title="t")
+    (decision,) = view.decisions
+    assert view.devices[0].roofline is None
+    assert "test_saxpy [n67108864]" in view.devices[0].roofline_note
+    assert decision.roof_bar is not None
     float4 = next(c for c in decision.candidates if c.name == "float4")
     assert float4.roof != "-"
 
@@ -276,7 +283,8 @@ def test_groups_are_ordered_by_group_and_key_and_counted() -> None:
 def test_an_explicit_failed_flag_wins_over_the_verdict() -> None:
     strict = saxpy_record(verdict="no baseline", comparison=None, failed=True)
     (decision,) = run_view([strict], title="t").decisions
-    assert decision.failed and decision.verdict_class == "no-baseline"
+    assert decision.failed and decision.verdict_class == "verdict-no-baseline"
+    assert decision.verdict_shown == "NO BASELINE"
 
 
 @pytest.mark.parametrize(
@@ -321,6 +329,122 @@ def test_write_html_creates_the_folder_and_ends_with_a_newline(tmp_path: Path) -
     write_html(target, realistic_records())
     text = target.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and text.endswith("</html>\n")
+
+
+def test_failures_come_first_and_open_and_passing_groups_are_collapsed() -> None:
+    noisy = sum_record()
+    noisy = AutotuneRecord(
+        **{
+            **{f: getattr(noisy, f) for f in ("tuner", "device_id", "checksum", "results")},
+            "key": "n1",
+            "fastest_index": 0,
+            "fastest_name": "pairwise",
+            "extra": {**noisy.extra, "verdict": "no baseline", "comparison": None},
+        }
+    )
+    document = render_html([sum_record(), noisy, saxpy_record(), local_record()])
+    page = parse(document)
+    sections = [a["id"] for tag, a in page.tags if tag == "section" and a.get("id")]
+    assert sections[:3] == ["failing", "reported", "passing"]
+    cards = [a for tag, a in page.tags if tag == "details" and "decision" in (a.get("class") or "")]
+    assert [("open" in a, a["data-failed"]) for a in cards] == [
+        (True, "true"),
+        (False, "false"),
+        (False, "false"),
+        (False, "false"),
+    ]
+    assert document.index("test_saxpy") < document.index("test_sum.py::test_sum</span> <span class")
+
+
+def test_the_winners_median_is_one_number_in_the_summary_the_card_the_table_and_the_bars() -> None:
+    (decision,) = run_view([saxpy_record()], title="t").decisions
+    float4 = next(c for c in decision.candidates if c.winner)
+    assert decision.median == float4.median == "214 us"
+    assert float4.samples == "50 (precise)"
+    assert "214 us" in str(decision.bars)
+    assert float4.relative == "1.00x"
+
+
+def test_a_regression_shows_the_raw_change_beside_the_gates_scaled_one_and_both_sample_sets() -> None:
+    baseline = {
+        "fastest_name": "float4",
+        "device_id": GPU,
+        "source": ".autotune/x.json",
+        "samples_ns": [190_000 + 50 * k for k in range(20)],
+        "calibration": None,
+        "sessions": 3,
+    }
+    (decision,) = run_view([saxpy_record(baseline=baseline)], title="t").decisions
+    assert decision.raw_change == "+12.6%"  # 214.45 us against 190.475 us, as measured
+    assert decision.delta == "+12.0% [+6.1%, +18.2%]"  # what the gate judged, normalised
+    assert decision.strips is not None
+    strips = parse(str(decision.strips))
+    assert [a["class"] for tag, a in strips.tags if tag == "g"] == ["strip winner", "strip"]
+    assert sum(tag == "circle" for tag, _ in strips.tags) == 70
+    assert "this run: float4" in strips.text and "baseline: float4" in strips.text
+
+
+def test_a_verdict_this_version_does_not_know_still_shows_counts_and_sorts() -> None:
+    unknown = saxpy_record(verdict="too noisy", failed=False, comparison=None)
+    strict = sum_record()
+    strict = AutotuneRecord(
+        **{
+            **{f: getattr(strict, f) for f in ("tuner", "device_id", "key", "checksum", "results")},
+            "fastest_index": 0,
+            "fastest_name": "pairwise",
+            "extra": {**strict.extra, "verdict": "brand <new> kind", "failed": True},
+        }
+    )
+    view = run_view([unknown, strict], title="t")
+    assert [(s.id, [d.verdict for d in s.decisions]) for s in view.sections] == [
+        ("failing", ["brand <new> kind"]),
+        ("reported", ["too noisy"]),
+    ]
+    assert view.sections[0].decisions[0].verdict_class == "verdict-brand-new-kind"
+    counts = {label: n for label, n, _ in view.counts}
+    assert (counts["too noisy"], counts["brand <new> kind"], counts["failed"]) == (1, 1, 1)
+    assert "BRAND &lt;NEW&gt; KIND" in render_html([unknown, strict])
+
+
+def test_every_term_is_explained_where_it_is_shown() -> None:
+    page = parse(render_html([saxpy_record()]))
+    terms = [a for tag, a in page.tags if tag == "dt" and a.get("title")]
+    assert {a["title"] for a in terms} >= set(TERMS.values())
+    for term in ("time limit", "source", "tuner", "roofs", "fraction of roof"):
+        assert TERMS[term] in page.text  # the hint under the value, visible without hovering
+    assert {a.get("id") for tag, a in page.tags if tag == "div"} >= {
+        f"term-{t.replace(' ', '-')}" for t in TERMS
+    }
+
+
+def test_one_device_roofline_holds_every_groups_winner() -> None:
+    view = run_view([saxpy_record(), sum_record()], title="t")
+    (device,) = view.devices
+    chart = parse(str(device.roofline))
+    labels = [t for t in chart.text if t.startswith("test_") and ":" not in t]
+    # A long name is cut to fit beside its point; its tooltip holds it whole.
+    assert labels == ["test_sum [n4194304]", "test_saxpy [n6710886\u2026"]
+    assert any(t.startswith("test_saxpy [n67108864]: ") for t in chart.text)
+
+
+def test_records_of_several_runs_give_one_card_per_group_with_its_trend() -> None:
+    from pytest_autotune.tune.run import RunInfo
+
+    first = RunInfo("aaaaaaaaaaaa", "2026-11-01T10:00:00+00:00", "1" * 40, "main")
+    second = RunInfo("bbbbbbbbbbbb", "2026-11-02T10:00:00+00:00", "2" * 40, "main")
+    records = [replace(sum_record(), run=first), replace(sum_record(), run=second)]
+    view = run_view(records, title="t")
+    assert [(r.number, r.label) for r in view.runs] == [
+        ("#1", "2026-11-01 10:00:00 11111111"),
+        ("#2", "2026-11-02 10:00:00 22222222"),
+    ]
+    (decision,) = view.decisions
+    assert decision.run == "2026-11-02 10:00:00 22222222"
+    assert decision.trend is not None
+    trend = parse(str(decision.trend))
+    assert sum(tag == "circle" for tag, _ in trend.tags) == 2
+    assert ["#1", "#2"] == [t for t in trend.text if t.startswith("#")]
+    assert "run #1, 2026-11-01 10:00:00 11111111: pairwise 5.07 us" in trend.text
 
 
 def test_keys_read_as_people_write_them() -> None:

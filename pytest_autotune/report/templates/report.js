@@ -55,12 +55,12 @@
       var show = (!onlyFailed || element.dataset.failed === "true") &&
         words.every(function (word) { return text.indexOf(word) >= 0; });
       element.hidden = !show;
-      if (element.tagName === "ARTICLE") {
+      if (element.classList.contains("decision")) {
         total += 1;
         if (show) { visible += 1; }
       }
     });
-    shown.textContent = visible + " of " + total + " decisions shown";
+    shown.textContent = visible + " of " + total + " groups shown";
   }
 
   filter.addEventListener("input", apply);
