@@ -1,8 +1,11 @@
 """`pytest-autotune` (also `python -m pytest_autotune`): the report and the cache files,
 without running a test.
 
-- `report RECORDS.jsonl -o report.html` renders the HTML report from records, so the report
-  of a CI run can be rebuilt from the records it uploaded.
+- `report RECORDS.jsonl... -o report.html` renders the HTML report from records, so the
+  report of a CI run can be rebuilt from the records it uploaded; given the records of
+  several runs, it labels them and draws each group's trend across them.
+- `compare A B` judges run B against run A (two record files, or two cache folders) with
+  the gate's own rule: exit code 1 when a group would fail the gate.
 - `show CACHE.json` prints a cache file as a table: what a reviewer wants to see of a
   committed baseline without reading its JSON.
 - `diff OLD NEW` says what a refreshed cache changes (winners, medians, candidate lists):
@@ -22,13 +25,19 @@ import json
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.gate import format_change
 from pytest_autotune.refresh import significant_changes
+from pytest_autotune.report.compare import (
+    CompareError,
+    compare_caches,
+    compare_records,
+    render_comparison,
+)
 from pytest_autotune.report.html import key_text, write_html
 from pytest_autotune.report.svg import format_si
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
@@ -39,6 +48,7 @@ from pytest_autotune.tune.cache import (
     PersistentCacheValue,
 )
 from pytest_autotune.tune.log import AutotuneRecord, RecordError, format_duration, read_records
+from pytest_autotune.tune.run import RunInfo
 
 __all__ = ["main"]
 
@@ -69,7 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Render the autotune report from records, and show or diff cache files.",
+        description="Render the autotune report from records, compare two runs with the"
+        " gate's rule, and show or diff cache files.",
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
 
@@ -91,6 +102,26 @@ def _parser() -> argparse.ArgumentParser:
         "--title", default="pytest-autotune", help="the report's title (default: %(default)s)"
     )
     report.set_defaults(command=_report)
+
+    compare = commands.add_parser(
+        "compare",
+        help="judge run B against run A with the gate's rule",
+        description="Judge B against A as the CI gate judges a run against the committed"
+        " cache: two record files (--autotune-record), or two cache folders (.autotune/)."
+        " Exits 1 when a group would fail the gate, 0 otherwise.",
+    )
+    compare.add_argument(
+        "before", metavar="A", help="the earlier run: records file or cache folder"
+    )
+    compare.add_argument("after", metavar="B", help="the later run, of the same kind as A")
+    compare.add_argument(
+        "--max-regression",
+        type=_fraction,
+        default=None,
+        metavar="FRACTION",
+        help="the tolerated slowdown, 0.05 for 5%% (default: the gate's for the device kind)",
+    )
+    compare.set_defaults(command=_compare)
 
     show = commands.add_parser(
         "show",
@@ -151,11 +182,7 @@ def _changed(args: argparse.Namespace, out: TextIO) -> int:
 def _report(args: argparse.Namespace, out: TextIO) -> int:
     records: list[AutotuneRecord] = []
     for path in args.records:
-        _require_file(path)
-        try:
-            records.extend(read_records(path))
-        except RecordError as exc:
-            raise CliError(str(exc)) from None
+        records.extend(_labelled_records(path))
     try:
         write_html(args.output, records, title=args.title)
     except RecordError as exc:
@@ -165,6 +192,58 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
     count = len(records)
     print(f"wrote {args.output} ({count} decision{'' if count == 1 else 's'})", file=out)
     return 0
+
+
+def _labelled_records(path: str) -> list[AutotuneRecord]:
+    """The records of one file; those that carry no run (written before records did) are
+    labelled by the file's name, so the runs of several such files stay apart."""
+    _require_file(path)
+    try:
+        records = read_records(path)
+    except RecordError as exc:
+        raise CliError(str(exc)) from None
+    unlabelled = RunInfo(id=Path(path).name, timestamp="")
+    return [r if r.run is not None else replace(r, run=unlabelled) for r in records]
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number such as 0.05, got {text!r}") from None
+    if not (0 <= value < 10):
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.05, got {text!r}")
+    return value
+
+
+# -- compare -------------------------------------------------------------------------------
+
+
+def _compare(args: argparse.Namespace, out: TextIO) -> int:
+    before, after = Path(args.before), Path(args.after)
+    for path in (before, after):
+        if not path.exists():
+            raise CliError(f"{path}: no such file or folder")
+    try:
+        if before.is_dir() and after.is_dir():
+            rows = compare_caches(before, after, max_regression=args.max_regression)
+        elif before.is_file() and after.is_file():
+            rows = compare_records(
+                _labelled_records(args.before),
+                _labelled_records(args.after),
+                sources=(args.before, args.after),
+                max_regression=args.max_regression,
+            )
+        else:
+            raise CliError(
+                f"{args.before}, {args.after}: compare two record files or two cache folders"
+            )
+    except (CompareError, RecordError) as exc:
+        raise CliError(str(exc)) from None
+    if not any(row.verdict is not None for row in rows):
+        raise CliError(f"{args.before}, {args.after}: no group is in both")
+    out.write(render_comparison(rows, (f"A: {args.before}", f"B: {args.after}")) + "\n")
+    return 1 if any(row.verdict is not None and row.verdict.failed for row in rows) else 0
 
 
 def _require_file(path: str) -> None:

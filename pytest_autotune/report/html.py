@@ -68,7 +68,7 @@ from pytest_autotune.tune.checks import CheckResult
 from pytest_autotune.tune.log import AutotuneRecord, RecordError, event_from_json, format_duration
 from pytest_autotune.tune.run import RunInfo
 
-__all__ = ["TERMS", "key_text", "render_html", "run_view", "write_html"]
+__all__ = ["TERMS", "key_text", "render_html", "run_view", "winner_samples", "write_html"]
 
 MISSING = "-"
 """What a cell shows when the record does not say (a record written outside pytest)."""
@@ -696,9 +696,7 @@ def _decision(
         ).lower(),
         order=group_order(group, key),
         point=(
-            roofline.point(_short(group, key), winner_median)
-            if winner_median is not None
-            else None
+            roofline.point(_short(group, key), winner_median) if winner_median is not None else None
         ),
         peaks=(
             peaks.compute_peak() if peaks else roofline.compute_peak,
@@ -707,9 +705,17 @@ def _decision(
     )
 
 
-def _trend_point(number: str, record: AutotuneRecord) -> TrendPoint:
+def winner_samples(record: AutotuneRecord) -> list[float]:
+    """The winner's samples in seconds: its precise measurement where the record has one,
+    else its tuning samples; empty when nothing was measured."""
     extra = _Extra(record.extra, f"{record.tuner}, key {key_text(record.key)}")
-    samples = _winner_samples(extra, _results(record, extra.where), record.fastest_index)
+    return _winner_samples(
+        extra, _results(record, extra.where), record.fastest_index, record.fastest_name
+    )
+
+
+def _trend_point(number: str, record: AutotuneRecord) -> TrendPoint:
+    samples = winner_samples(record)
     detail = record.run.label if record.run is not None else ""
     if not samples:
         return TrendPoint(number, None, detail=detail)

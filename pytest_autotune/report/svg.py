@@ -555,20 +555,7 @@ def trend_chart(
     def y(value: float) -> float:
         return height - bottom - value / ticks[-1] * (height - top - bottom)
 
-    body: list[str] = []
-    for tick in ticks:
-        body.append(
-            f'<line class="grid" x1="{_num(left)}" y1="{_num(y(tick))}" x2="{_num(width - right)}"'
-            f' y2="{_num(y(tick))}"/><text class="tick" x="{_num(left - 6)}" y="{_num(y(tick) + 4)}"'
-            f' text-anchor="end">{escape(format_value(tick) if tick else "0")}</text>'
-        )
-    every = max(1, math.ceil(len(points) * 90 / plot_width))
-    for i, point in enumerate(points):
-        if i % every == 0 or i == len(points) - 1:
-            body.append(
-                f'<text class="tick" x="{_num(x(i))}" y="{_num(height - bottom + 16)}"'
-                f' text-anchor="middle">{escape(_fit(point.run, 90))}</text>'
-            )
+    body = _trend_axes(points, ticks, x, y, format_value, (left, right, top, bottom), width, height)
     line = [
         f"{_num(x(i))} {_num(y(p.median))}"
         for i, p in enumerate(points)
@@ -606,6 +593,36 @@ def trend_chart(
         ' rotate(-90)" text-anchor="middle">winner median</text>'
     )
     return _svg(width, height, title, body, "trend")
+
+
+def _trend_axes(
+    points: Sequence[TrendPoint],
+    ticks: list[float],
+    x: Callable[[int], float],
+    y: Callable[[float], float],
+    format_value: Callable[[float], str],
+    margins: tuple[float, float, float, float],
+    width: float,
+    height: float,
+) -> list[str]:
+    """The trend chart's grid, time ticks and run labels (as many as fit, the last always)."""
+    left, right, _, bottom = margins
+    body: list[str] = []
+    for tick in ticks:
+        body.append(
+            f'<line class="grid" x1="{_num(left)}" y1="{_num(y(tick))}"'
+            f' x2="{_num(width - right)}" y2="{_num(y(tick))}"/><text class="tick"'
+            f' x="{_num(left - 6)}" y="{_num(y(tick) + 4)}" text-anchor="end">'
+            f"{escape(format_value(tick) if tick else '0')}</text>"
+        )
+    every = max(1, math.ceil(len(points) * 90 / (width - left - right)))
+    for i, point in enumerate(points):
+        if i % every == 0 or i == len(points) - 1:
+            body.append(
+                f'<text class="tick" x="{_num(x(i))}" y="{_num(height - bottom + 16)}"'
+                f' text-anchor="middle">{escape(_fit(point.run, 90))}</text>'
+            )
+    return body
 
 
 # -- fraction of the roof -------------------------------------------------------------------

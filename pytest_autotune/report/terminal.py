@@ -109,7 +109,7 @@ def render_candidates(summaries: Sequence[GroupSummary]) -> str:
         for number, row in enumerate(rows):
             cells = [
                 cell.ljust(width) if i == 0 else cell.rjust(width)
-                for i, (cell, width) in enumerate(zip(row, widths))
+                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
             ]
             lines.append("  " + "  ".join(cells).rstrip())
             if number == 0:

@@ -32,7 +32,9 @@ class RunInfo:
     branch: str | None = None
 
     @classmethod
-    def current(cls, root: str | os.PathLike[str] | None = None, now: datetime | None = None) -> RunInfo:
+    def current(
+        cls, root: str | os.PathLike[str] | None = None, now: datetime | None = None
+    ) -> RunInfo:
         """A new run, now, at the git checkout that holds `root` (the working directory)."""
         commit, branch = git_head(Path(root) if root is not None else Path.cwd())
         moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
@@ -45,7 +47,10 @@ class RunInfo:
 
     @property
     def label(self) -> str:
-        """How reports name the run: its time, and the short commit when there is one."""
+        """How reports name the run: its time, and the short commit when there is one (or
+        its id when there is none)."""
+        if not self.timestamp:
+            return self.id
         when = self.timestamp.replace("T", " ").removesuffix("+00:00")
         return f"{when} {self.commit[:8]}" if self.commit else f"{when} {self.id}"
 
@@ -60,7 +65,12 @@ class RunInfo:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunInfo:
         """Read `to_json`'s form; a field of the wrong type is a ValueError naming it."""
-        for name, optional in (("id", False), ("timestamp", False), ("commit", True), ("branch", True)):
+        for name, optional in (
+            ("id", False),
+            ("timestamp", False),
+            ("commit", True),
+            ("branch", True),
+        ):
             value = data.get(name)
             if not (isinstance(value, str) or (optional and value is None)):
                 raise ValueError(f"run field {name!r} has the wrong type: {value!r}")

@@ -198,10 +198,20 @@ def layout(html: Path, width: int, profile: Path) -> dict[str, Any]:
     flags = [f for f in CHROMIUM_FLAGS if not f.startswith("--window-size")]
     assert CHROMIUM is not None
     dumped = subprocess.run(
-        [CHROMIUM, *flags, f"--window-size={width + 200},1400", f"--user-data-dir={profile}",
-         "--allow-file-access-from-files", "--virtual-time-budget=5000", "--dump-dom",
-         frame.resolve().as_uri()],
-        capture_output=True, text=True, timeout=180, check=False,
+        [
+            CHROMIUM,
+            *flags,
+            f"--window-size={width + 200},1400",
+            f"--user-data-dir={profile}",
+            "--allow-file-access-from-files",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            frame.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
     assert dumped.returncode == 0, dumped.stderr[-2000:]
     found = re.search(r'data-probe="([^"]*)"', dumped.stdout)

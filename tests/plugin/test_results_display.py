@@ -33,7 +33,9 @@ def both(autotune_pytester: pytest.Pytester) -> pytest.Pytester:
     return autotune_pytester
 
 
-def test_verbose_progress_reaches_the_terminal_through_output_capture(both: pytest.Pytester) -> None:
+def test_verbose_progress_reaches_the_terminal_through_output_capture(
+    both: pytest.Pytester,
+) -> None:
     # A subprocess, so pytest captures at the file descriptor as in a real run.
     result = both.runpytest_subprocess(*PLUGIN_ARGS, "-p", "no:cacheprovider", "--autotune", "-v")
     result.stdout.fnmatch_lines(
@@ -45,12 +47,16 @@ def test_verbose_progress_reaches_the_terminal_through_output_capture(both: pyte
     )
 
 
-def test_dash_m_autotune_selects_marked_tests_and_tests_of_the_fixture(both: pytest.Pytester) -> None:
+def test_dash_m_autotune_selects_marked_tests_and_tests_of_the_fixture(
+    both: pytest.Pytester,
+) -> None:
     result = run(both, "-m", "autotune", "-q")
     result.assert_outcomes(passed=7, deselected=1)
 
 
-def test_autotune_only_tunes_the_autotune_tests_and_deselects_the_rest(both: pytest.Pytester) -> None:
+def test_autotune_only_tunes_the_autotune_tests_and_deselects_the_rest(
+    both: pytest.Pytester,
+) -> None:
     result = run(both, "--autotune-only")
     result.assert_outcomes(passed=7, deselected=1)
     result.stdout.fnmatch_lines(["*autotune*", "group*winner*", "*test_production_set*fast*"])
@@ -69,7 +75,9 @@ def test_the_candidates_option_shows_every_candidates_statistics(both: pytest.Py
     )
 
 
-def test_keys_read_the_same_in_the_terminal_as_in_the_report(autotune_pytester: pytest.Pytester) -> None:
+def test_keys_read_the_same_in_the_terminal_as_in_the_report(
+    autotune_pytester: pytest.Pytester,
+) -> None:
     autotune_pytester.makepyfile(
         """
         from conftest import spin
@@ -85,4 +93,4 @@ def test_keys_read_the_same_in_the_terminal_as_in_the_report(autotune_pytester: 
     )
     result = run(autotune_pytester, "--autotune", "--autotune-html=r.html")
     result.stdout.fnmatch_lines(['*test_keyed*[[]"n",3[]]*fast*'])
-    assert '[&#34;n&#34;,3]' in (autotune_pytester.path / "r.html").read_text()
+    assert "[&#34;n&#34;,3]" in (autotune_pytester.path / "r.html").read_text()

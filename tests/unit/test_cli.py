@@ -5,18 +5,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.cli import main
+from pytest_autotune.gate import Baseline, Measurement, judge
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.key import stable_key
-from pytest_autotune.tune.log import Recorder
-from tests.unit.test_html import SCRIPT_NAME, realistic_records
+from pytest_autotune.tune.log import AutotuneRecord, Recorder
+from pytest_autotune.tune.run import RunInfo
+from tests.unit.test_html import SCRIPT_NAME, realistic_records, sum_record
 
 GPU = "cuda-nvidia-h200"
 
@@ -98,7 +101,7 @@ def test_report_renders_the_html_report_from_records(
     assert out == f"wrote {output} (3 decisions)\n"
     html = output.read_text(encoding="utf-8")
     assert "<title>nightly</title>" in html
-    assert html.count("<article") == 3
+    assert html.count('class="card decision') == 3
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
@@ -113,6 +116,121 @@ def test_report_joins_several_records_files(
     output = tmp_path / "r.html"
     code, out, _ = run(capsys, "report", str(first), str(second), "-o", str(output))
     assert code == 0 and "(3 decisions)" in out
+
+
+def sum_run(run: RunInfo | None, us: float) -> AutotuneRecord:
+    """The passing sum group of one run, its winner measured at about `us` microseconds."""
+    record = sum_record()
+    samples = [round(us * 1000) + k for k in range(40)]
+    return replace(record, run=run, extra={**record.extra, "winner_samples_ns": samples})
+
+
+RUN_1 = RunInfo("aaaaaaaaaaaa", "2026-11-01T10:00:00+00:00", "1" * 40, "main")
+RUN_2 = RunInfo("bbbbbbbbbbbb", "2026-11-02T10:00:00+00:00", "2" * 40, "main")
+
+
+def test_report_over_several_runs_labels_them_and_draws_each_groups_trend(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(first).record(sum_run(RUN_1, 5.0))
+    Recorder(second).record(sum_run(RUN_2, 6.0))
+    output = tmp_path / "r.html"
+    code, _, _ = run(capsys, "report", str(first), str(second), "-o", str(output))
+    html = output.read_text(encoding="utf-8")
+    assert code == 0
+    assert html.count('class="card decision') == 1  # one group, not one row per file
+    assert "2026-11-01 10:00:00 11111111" in html and "2026-11-02 10:00:00 22222222" in html
+    assert html.count('<svg class="chart trend"') == 1
+
+
+def test_records_without_a_run_are_labelled_by_their_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = tmp_path / "monday.jsonl", tmp_path / "tuesday.jsonl"
+    for path, us in ((first, 5.0), (second, 6.0)):
+        data = sum_run(None, us).to_json()
+        del data["run"]
+        path.write_text(json.dumps(data | {"schema_version": 1}) + "\n")
+    output = tmp_path / "r.html"
+    assert run(capsys, "report", str(first), str(second), "-o", str(output))[0] == 0
+    html = output.read_text(encoding="utf-8")
+    assert "monday.jsonl" in html and "tuesday.jsonl" in html
+    assert html.count('class="card decision') == 1
+
+
+# -- compare -------------------------------------------------------------------------------
+
+
+def test_compare_judges_run_b_against_run_a_with_the_gates_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(sum_run(RUN_1, 5.0))
+    Recorder(b).record(sum_run(RUN_2, 6.0))
+    code, out, err = run(capsys, "compare", str(a), str(b))
+    expected = judge(
+        Measurement(tuple((6000 + k) / 1e9 for k in range(40))),
+        Baseline(GPU, "c2", "pairwise", tuple((5000 + k) / 1e9 for k in range(40)), source=str(a)),
+        device_id=GPU,
+        checksum="c2",
+    )
+    assert expected.failed and (code, err) == (1, "")
+    lines = out.splitlines()
+    assert lines[2].split()[:2] == ["example_kernels/test_sum.py::test_sum", "[n4194304]"]
+    assert "pairwise 5.02 us" in lines[2] and "pairwise 6.02 us" in lines[2]
+    assert lines[2].endswith("REGRESSION")
+    assert expected.message in out  # the gate's own words
+    assert lines[-1] == "1 of 1 compared groups fail the gate"
+
+
+def test_compare_passes_an_unchanged_run_and_honours_max_regression(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(sum_run(RUN_1, 5.0))
+    Recorder(b).record(sum_run(RUN_2, 5.0))
+    code, out, _ = run(capsys, "compare", str(a), str(b))
+    assert code == 0 and out.splitlines()[2].endswith("pass")
+    Recorder(b).record(sum_run(RUN_2, 6.0))  # the file's latest run is the one compared
+    assert run(capsys, "compare", str(a), str(b), "--max-regression", "0.5")[0] == 0
+
+
+def test_compare_judges_two_cache_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder, us in ((before, 4), (after, 5)):
+        (folder / GPU).mkdir(parents=True)
+        write_cache(
+            folder / GPU / "t.json",
+            {
+                "n1024": ("block256", (outcome("block32", 0, 10), outcome("block256", 1, us))),
+                "n8": ("block32", (outcome("block32", 0, 1), outcome("block256", 1, 2))),
+            },
+        )
+    code, out, _ = run(capsys, "compare", str(before), str(after))
+    assert code == 1
+    rows = [line.split() for line in out.splitlines()[2:4]]
+    assert [(row[1], row[-1]) for row in rows] == [("[n8]", "pass"), ("[n1024]", "REGRESSION")]
+    assert "block256 4.00 us" in out and "block256 5.00 us" in out
+    assert (
+        "regression of +25.0% [+19.3%, +30.9%]: median 5.00 us against the baseline median"
+        f" 4.00 us (block256 on {GPU}, {before / GPU / 't.json'})"
+        in out
+    )
+
+
+def test_compare_of_a_file_and_a_folder_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = tmp_path / "a.jsonl"
+    Recorder(a).record(sum_run(RUN_1, 5.0))
+    code, out, err = run(capsys, "compare", str(a), str(tmp_path))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"pytest-autotune: error: {a}, {tmp_path}: compare two record files or two cache folders\n"
+    )
 
 
 def test_report_of_a_missing_file_is_one_line_naming_it(

@@ -365,7 +365,9 @@ def test_the_winners_median_is_one_number_in_the_summary_the_card_the_table_and_
     assert float4.relative == "1.00x"
 
 
-def test_a_regression_shows_the_raw_change_beside_the_gates_scaled_one_and_both_sample_sets() -> None:
+def test_a_regression_shows_the_raw_change_beside_the_gates_scaled_one_and_both_sample_sets() -> (
+    None
+):
     baseline = {
         "fastest_name": "float4",
         "device_id": GPU,
@@ -443,7 +445,7 @@ def test_records_of_several_runs_give_one_card_per_group_with_its_trend() -> Non
     assert decision.trend is not None
     trend = parse(str(decision.trend))
     assert sum(tag == "circle" for tag, _ in trend.tags) == 2
-    assert ["#1", "#2"] == [t for t in trend.text if t.startswith("#")]
+    assert [t for t in trend.text if t.startswith("#")] == ["#1", "#2"]
     assert "run #1, 2026-11-01 10:00:00 11111111: pairwise 5.07 us" in trend.text
 
 

@@ -12,12 +12,17 @@ import pytest
 from pytest_autotune.report.svg import (
     Bar,
     RooflinePoint,
+    SampleRow,
+    TrendPoint,
     bar_chart,
     format_si,
+    fraction_bar,
     interval_chart,
     linear_ticks,
     log_ticks,
     roofline_chart,
+    strip_chart,
+    trend_chart,
 )
 from pytest_autotune.tune.log import format_duration
 
@@ -222,3 +227,39 @@ def test_an_interval_that_spans_zero_passes() -> None:
     group = next(g for g in root.iter(f"{SVG}g") if "interval" in g.get("class", ""))
     assert group.get("class") == "interval"
     assert not list(group.iter(f"{SVG}path"))
+
+
+def test_a_fraction_past_the_roof_fills_the_bar_and_is_marked_not_drawn_wider() -> None:
+    over = str(fraction_bar(1.4, title="t"))
+    assert 'class="fill" x="0" y="0" width="120.0"' in over and 'class="over"' in over
+    half = str(fraction_bar(0.5, title="t"))
+    assert 'class="fill" x="0" y="0" width="60.0"' in half and 'class="over"' not in half
+
+
+def test_a_strip_plot_draws_every_sample_even_when_all_are_equal() -> None:
+    chart = str(
+        strip_chart(
+            [SampleRow("now", (2e-6,) * 5, True), SampleRow("baseline", ())],
+            format_value=format_duration,
+            title="t",
+        )
+    )
+    assert chart.count("<circle") == 5 and "nan" not in chart
+
+
+def test_a_trend_of_one_run_is_a_point_and_a_run_that_measured_nothing_says_so() -> None:
+    one = str(trend_chart([TrendPoint("#1", 1e-3)], format_value=format_duration, title="t"))
+    assert one.count("<circle") == 1 and "trend-line" not in one
+    gap = str(
+        trend_chart(
+            [
+                TrendPoint("#1", 1e-3, winner="a"),
+                TrendPoint("#2", None),
+                TrendPoint("#3", 2e-3, winner="b"),
+            ],
+            format_value=format_duration,
+            title="t",
+        )
+    )
+    assert gap.count("<circle") == 2 and "no result" in gap
+    assert ">a</text>" in gap and ">b</text>" in gap  # the winner named where it changed
