@@ -279,6 +279,8 @@ class AutotuneSession:
         self.records: list[dict[str, Any]] = []
         self.devices: dict[str, dict[str, Any]] = {}
         self.run: RunInfo | None = None
+        self._measured: dict[str, str] = {}
+        """The candidate the gate measured, by group, where it is not tuning's pick."""
 
     # -- clients
 
@@ -454,6 +456,7 @@ class AutotuneSession:
                     f" the gate compared {tunables.names[slip]}"
                 )
                 current, measure = other, measurer(slip)
+                self._measured[request.group] = tunables.names[slip]
         return judge(
             current,
             baseline,
@@ -551,7 +554,7 @@ class AutotuneSession:
         return GroupSummary.of(
             request.group,
             key_text(key_to_json(request.key)),
-            decision.fastest_name if decision.measured else None,
+            self._measured.get(request.group, decision.fastest_name) if decision.measured else None,
             verdict,
             rows,
             client.device_id,
@@ -596,6 +599,9 @@ class AutotuneSession:
             "message": verdict.message,
             "fraction_of_roof": verdict.fraction_of_roof,
             "comparison": verdict.comparison.to_json() if verdict.comparison else None,
+            # Whose samples these are: tuning's pick, or the baseline's winner when that
+            # measured faster here and the gate judged it instead.
+            "measured": self._measured.get(request.group, decision.fastest_name),
             "winner_samples_ns": [
                 round(s * 1e9) for s in (verdict.measurement.samples if verdict.measurement else ())
             ],

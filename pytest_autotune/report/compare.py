@@ -27,7 +27,7 @@ from pytest_autotune.gate import (
     judge,
 )
 from pytest_autotune.report import decision_name, group_order, key_text, verdict_text
-from pytest_autotune.report.html import winner_samples
+from pytest_autotune.report.html import measured_name, winner_samples
 from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats
 from pytest_autotune.tune.cache import CacheFileWarning, PersistentCache
 from pytest_autotune.tune.log import AutotuneRecord, format_duration
@@ -86,12 +86,13 @@ def _record_sides(
         name = group if isinstance(group, str) else record.tuner
         key = key_text(record.key)
         samples = winner_samples(record)
-        if not samples or record.fastest_name is None:
+        winner = measured_name(record)
+        if not samples or winner is None:
             continue
         sides[(name, key, record.device_id)] = _Side(
             device_id=record.device_id,
             checksum=record.checksum,
-            winner=record.fastest_name,
+            winner=winner,
             samples=tuple(samples),
             calibration=_calibration(record.extra.get("calibration"), f"{source}: {name} [{key}]"),
             source=source,

@@ -68,7 +68,15 @@ from pytest_autotune.tune.checks import CheckResult
 from pytest_autotune.tune.log import AutotuneRecord, RecordError, event_from_json, format_duration
 from pytest_autotune.tune.run import RunInfo
 
-__all__ = ["TERMS", "key_text", "render_html", "run_view", "winner_samples", "write_html"]
+__all__ = [
+    "TERMS",
+    "key_text",
+    "measured_name",
+    "render_html",
+    "run_view",
+    "winner_samples",
+    "write_html",
+]
 
 MISSING = "-"
 """What a cell shows when the record does not say (a record written outside pytest)."""
@@ -188,6 +196,8 @@ class DecisionView:
     device_id: str
     source: str
     winner: str
+    pick_note: str
+    """Set when the gate measured another candidate than tuning's pick, and why."""
     median: str
     spread: str
     roof: str
@@ -503,6 +513,14 @@ def _samples_ns(extra: _Extra, data: Any, name: str) -> list[float]:
     return [s / NS_PER_S for s in data]
 
 
+def measured_name(record: AutotuneRecord) -> str | None:
+    """The candidate whose samples the record's winner samples are: the one the gate
+    measured (`extra["measured"]`), which is tuning's pick unless the baseline's winner
+    measured faster; tuning's pick for records that do not say."""
+    measured = record.extra.get("measured")
+    return measured if isinstance(measured, str) else record.fastest_name
+
+
 def _winner_samples(
     extra: _Extra,
     results: Sequence[tuple[int, AutotuneResult]],
@@ -582,6 +600,7 @@ def _decision(
     name = decision_name(group, key)
     winner_samples = _winner_samples(extra, results, record.fastest_index, record.fastest_name)
 
+    measured = measured_name(record)
     candidates, bars = [], []
     for index, result in results:
         # A winner index naming another candidate marks no winner (a record that does not
@@ -624,7 +643,7 @@ def _decision(
         raw_change = format_change(SampleStats.of(winner_samples).median / base_median - 1)
         strips = strip_chart(
             [
-                SampleRow(f"this run: {record.fastest_name}", tuple(winner_samples), True),
+                SampleRow(f"this run: {measured}", tuple(winner_samples), True),
                 SampleRow(f"baseline: {baseline.name}", baseline.samples),
             ],
             format_value=format_duration,
@@ -645,7 +664,13 @@ def _decision(
         tuner=record.tuner,
         device_id=device.id,
         source=record.source,
-        winner=record.fastest_name or MISSING,
+        winner=measured or MISSING,
+        pick_note=(
+            f"Tuning picked {record.fastest_name} on its few samples; the gate measured"
+            f" {measured}, the baseline's winner, which was faster here."
+            if measured is not None and measured != record.fastest_name
+            else ""
+        ),
         median=format_duration(winner_median) if winner_median is not None else MISSING,
         spread=(
             f"{_spread(winner_samples)} ({len(winner_samples)} samples)"
@@ -721,7 +746,7 @@ def _trend_point(number: str, record: AutotuneRecord) -> TrendPoint:
         return TrendPoint(number, None, detail=detail)
     stats = SampleStats.of(samples)
     return TrendPoint(
-        number, stats.median, stats.min, max(samples), record.fastest_name or "", detail
+        number, stats.median, stats.min, max(samples), measured_name(record) or "", detail
     )
 
 

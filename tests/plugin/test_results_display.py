@@ -94,3 +94,28 @@ def test_keys_read_the_same_in_the_terminal_as_in_the_report(
     result = run(autotune_pytester, "--autotune", "--autotune-html=r.html")
     result.stdout.fnmatch_lines(['*test_keyed*[[]"n",3[]]*fast*'])
     assert "[&#34;n&#34;,3]" in (autotune_pytester.path / "r.html").read_text()
+
+
+def test_when_the_gate_measures_the_baselines_winner_every_view_names_it(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_autotune import read_records
+    from pytest_autotune.report.html import run_view
+    from tests.plugin.test_tune_mode import SLIP_TESTS
+
+    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("HICCUP", "6")  # tuning picks medium; fast, the baseline's, is faster
+    result = run(autotune_pytester, "--autotune", "-v", "--autotune-record=r.jsonl")
+    result.stdout.fnmatch_lines(["*test_slip*fast*100 us*pass*", "    * fast*100 us*"])
+    (record,) = read_records(autotune_pytester.path / "r.jsonl")
+    assert (record.fastest_name, record.extra["measured"]) == ("medium", "fast")
+    (decision,) = run_view([record], title="t").decisions
+    winner = next(c for c in decision.candidates if c.winner)
+    assert (decision.winner, winner.name, winner.median, decision.median) == (
+        "fast",
+        "fast",
+        "100 us",
+        "100 us",
+    )
+    assert "Tuning picked medium" in decision.pick_note
