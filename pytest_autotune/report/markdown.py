@@ -11,7 +11,14 @@ import html
 import re
 from collections.abc import Sequence
 
-from pytest_autotune.report import COLUMNS, GroupSummary, failures, ordered, summary_row
+from pytest_autotune.report import (
+    COLUMNS,
+    GroupSummary,
+    decision_name,
+    failures,
+    ordered,
+    summary_row,
+)
 
 _RIGHT_ALIGNED = frozenset({"median", "roof"})
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]|~])")
@@ -40,7 +47,7 @@ def render_markdown(summaries: Sequence[GroupSummary], *, title: str = "pytest-a
         lines.extend(["", "**Failed:**", ""])
         for summary in failed:
             lines.append(
-                f"- {escape(summary.group)} \\[{escape(summary.key)}\\]:"
+                f"- {escape(decision_name(summary.group, summary.key))}:"
                 f" **{escape(summary.verdict.value)}**: {escape(summary.message)}"
             )
     return "\n".join(lines) + "\n"

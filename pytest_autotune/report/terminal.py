@@ -127,7 +127,7 @@ def render_failures(summaries: Sequence[GroupSummary]) -> str:
     entries = []
     for summary in failures(summaries):
         winner = f" (winner {summary.winner})" if summary.winner else ""
-        head = f"{summary.group} [{summary.key}]{winner}: {summary.verdict.value}"
+        head = f"{decision_name(summary.group, summary.key)}{winner}: {summary.verdict.value}"
         body = [f"    {line}" for line in summary.message.splitlines()]
         entries.append("\n".join([head, *body]))
     return "\n".join(entries)

@@ -244,3 +244,20 @@ def test_a_summary_of_a_judged_group_carries_the_measurement_the_verdict_rests_o
     assert summary.median == 1.2e-3
     assert (summary.verdict, summary.failed, summary.device_id) == (Verdict.REGRESSION, True, GPU)
     assert BROKEN.median is None
+
+
+def test_a_failing_group_whose_parameters_are_its_key_is_named_once() -> None:
+    summary = GroupSummary(
+        "k/test_conv.py::test_conv1d[n131072]",
+        "n131072",
+        "fft",
+        Verdict.REGRESSION,
+        True,
+        message="slower",
+    )
+    assert render_failures([summary]).splitlines()[0] == (
+        "k/test_conv.py::test_conv1d[n131072] (winner fft): regression"
+    )
+    assert "- k/test\\_conv.py::test\\_conv1d\\[n131072\\]: **regression**: slower" in (
+        render_markdown([summary])
+    )
