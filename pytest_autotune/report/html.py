@@ -52,6 +52,7 @@ from pytest_autotune.report.svg import (
     format_si,
     fraction_bar,
     interval_chart,
+    quartiles,
     roofline_chart,
     strip_chart,
     trend_chart,
@@ -136,6 +137,11 @@ TERMS: dict[str, str] = {
 }
 """Every term the page shows, with what it means: shown where the term is (a hint under it,
 and as its tooltip), and gathered at the page's end."""
+
+
+def _failed(verdict: object, failed: object) -> bool:
+    """Whether a decision failed the gate: its `failed` extra, else its verdict's kind."""
+    return failed if isinstance(failed, bool) else verdict in FAILING_VERDICTS
 
 
 def _verdict_class(verdict: str | None) -> str:
@@ -248,6 +254,9 @@ class RunLabel:
     commit: str
     branch: str
     decisions: int
+    failed: int
+    """How many of the run's decisions failed the gate: an earlier run's failure shows
+    here even where a later run's card has passed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,7 +479,8 @@ def _candidate(
             check_message=check_message,
             error="",
         )
-        return view, Bar(result.name, stats.median, stats.min, max(samples), winner)
+        q1, _, q3 = quartiles(samples)
+        return view, Bar(result.name, stats.median, q1, q3, winner)
     name = result.name or MISSING
     kind = result.kind.value if not isinstance(result, AutotuneOutcome) else "unmeasured"
     message = "" if isinstance(result, AutotuneOutcome) else result.message
@@ -628,8 +638,7 @@ def _decision(
     comparison = _comparison(extra)
     baseline = _baseline(extra)
     verdict = extra.get("verdict", str)
-    failed = extra.get("failed", bool)
-    failed = failed if failed is not None else verdict in FAILING_VERDICTS
+    failed = _failed(verdict, extra.get("failed", bool))
     try:
         events = tuple(str(event_from_json(e)) for e in record.events)
     except ValueError as exc:
@@ -745,9 +754,8 @@ def _trend_point(number: str, record: AutotuneRecord) -> TrendPoint:
     if not samples:
         return TrendPoint(number, None, detail=detail)
     stats = SampleStats.of(samples)
-    return TrendPoint(
-        number, stats.median, stats.min, max(samples), measured_name(record) or "", detail
-    )
+    q1, _, q3 = quartiles(samples)
+    return TrendPoint(number, stats.median, q1, q3, measured_name(record) or "", detail)
 
 
 def _counts(decisions: Sequence[DecisionView]) -> tuple[tuple[str, int, str], ...]:
@@ -859,6 +867,10 @@ def run_view(records: Sequence[AutotuneRecord], *, title: str) -> RunView:
                 commit=(run.commit or MISSING) if run is not None else MISSING,
                 branch=(run.branch or MISSING) if run is not None else MISSING,
                 decisions=sum(r.run == run for r in records),
+                failed=sum(
+                    r.run == run and _failed(r.extra.get("verdict"), r.extra.get("failed"))
+                    for r in records
+                ),
             )
             for run in runs
         ),

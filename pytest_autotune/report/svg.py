@@ -28,6 +28,7 @@ __all__ = [
     "interval_chart",
     "linear_ticks",
     "log_ticks",
+    "quartiles",
     "roofline_chart",
     "strip_chart",
     "trend_chart",
@@ -445,7 +446,8 @@ class SampleRow:
     highlight: bool = False
 
 
-def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    """First quartile, median and third quartile, linearly interpolated."""
     ordered = sorted(values)
 
     def at(q: float) -> float:
@@ -455,6 +457,21 @@ def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
         return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
     return at(0.25), at(0.5), at(0.75)
+
+
+MAX_DOTS = 200
+"""A strip plot draws at most this many dots a row: a precise measurement can hold
+thousands of samples, which would only darken the row and swell the page."""
+
+
+def _thinned(samples: Sequence[float]) -> list[float]:
+    """At most `MAX_DOTS` of the samples, evenly spread over their sorted order, so the
+    shape of the distribution (its tails included) survives."""
+    if len(samples) <= MAX_DOTS:
+        return list(samples)
+    ordered = sorted(samples)
+    step = (len(ordered) - 1) / (MAX_DOTS - 1)
+    return [ordered[round(i * step)] for i in range(MAX_DOTS)]
 
 
 def strip_chart(
@@ -467,11 +484,17 @@ def strip_chart(
     """Every sample as a dot, one row per sample set, over a box from the first to the
     third quartile with the median as a bar: where a whisker shows only the extremes, this
     shows whether two sets overlap, and whether one slow sample or a whole shift moved
-    the median. The axis spans the samples, not zero: the question here is overlap."""
+    the median. The axis spans the samples, not zero: the question here is overlap. It
+    ends at the slowest row's third quartile plus three interquartile ranges: a sample a
+    preempted process took 100 times as long would squeeze every other dot into one pixel,
+    so such samples sit at the right edge as a count. The box and median use every sample;
+    the dots, `MAX_DOTS` of them at most."""
     values = [v for row in rows for v in row.samples if math.isfinite(v) and v > 0]
     low, high = (min(values), max(values)) if values else (0.0, 1.0)
+    fences = [q3 + 3 * (q3 - q1) for q1, _, q3 in (quartiles(r.samples) for r in rows if r.samples)]
+    high = min(high, max(fences, default=high))
     pad = (high - low) * 0.08 or high * 0.05 or 1.0
-    low, high = max(low - pad, 0.0), high + pad
+    low, high = max(low - pad, low * 0.5), high + pad
     row_height, top, axis = 34.0, 6.0, 24.0
     label_width = min(max((len(r.label) for r in rows), default=4) * _CHAR_WIDTH + 12, 200)
     plot_x, plot_width = label_width, max(width - label_width - 16, 80)
@@ -481,7 +504,7 @@ def strip_chart(
         return plot_x + (value - low) / (high - low) * plot_width
 
     body: list[str] = []
-    for tick in (low + (high - low) * f for f in (0.0, 0.5, 1.0)):
+    for tick in (low + (high - low) * f for f in (0.05, 0.5, 0.95)):
         body.append(
             f'<line class="grid" x1="{_num(x(tick))}" y1="{_num(top)}" x2="{_num(x(tick))}"'
             f' y2="{_num(height - axis)}"/><text class="tick" x="{_num(x(tick))}"'
@@ -498,18 +521,24 @@ def strip_chart(
             f' text-anchor="end">{escape(_fit(row.label, label_width - 12))}</text>'
         )
         if samples:
-            q1, median, q3 = _quartiles(samples)
+            q1, median, q3 = quartiles(samples)
             body.append(
                 f'<rect class="box" x="{_num(x(q1))}" y="{_num(middle - 9)}"'
                 f' width="{_num(max(x(q3) - x(q1), 1))}" height="18" rx="2"/>'
                 f'<line class="median" x1="{_num(x(median))}" y1="{_num(middle - 12)}"'
                 f' x2="{_num(x(median))}" y2="{_num(middle + 12)}"/>'
             )
-            for k, value in enumerate(samples):
+            for k, value in enumerate(_thinned(samples)):
                 jitter = ((k * 7) % 9 - 4) * 1.2
                 body.append(
-                    f'<circle class="dot" cx="{_num(x(value))}" cy="{_num(middle + jitter)}"'
-                    ' r="2.2"/>'
+                    f'<circle class="dot" cx="{_num(x(min(value, high)))}"'
+                    f' cy="{_num(middle + jitter)}" r="2.2"/>'
+                )
+            beyond = sum(value > high for value in samples)
+            if beyond:
+                body.append(
+                    f'<text class="note" x="{_num(plot_x + plot_width)}" y="{_num(middle - 12)}"'
+                    f' text-anchor="end">{beyond} slower \u2192</text>'
                 )
         body.append("</g>")
     return _svg(width, height, title, body, "strips")
@@ -520,8 +549,9 @@ def strip_chart(
 
 @dataclass(frozen=True, slots=True)
 class TrendPoint:
-    """One run of a group: the run's label, the winner's median and the spread drawn as a
-    whisker (seconds), and the winner's name; `median` None when the run measured nothing."""
+    """One run of a group: the run's label, the winner's median and its quartiles drawn as
+    a whisker (seconds), and the winner's name; `median` None when the run measured
+    nothing. Quartiles, not the extremes: one preempted sample must not set the axis."""
 
     run: str
     median: float | None
@@ -583,8 +613,11 @@ def trend_chart(
             f'<circle cx="{_num(x(i))}" cy="{_num(y(point.median))}" r="4"/></g>'
         )
         if point.winner and point.winner != previous:
+            near_end = x(i) > width - right - 120
             body.append(
-                f'<text class="label" x="{_num(x(i) + 6)}" y="{_num(y(point.median) - 8)}">'
+                f'<text class="label" x="{_num(x(i) + (-6 if near_end else 6))}"'
+                f' y="{_num(y(point.median) - 8)}"'
+                f' text-anchor="{"end" if near_end else "start"}">'
                 f"{escape(_fit(point.winner, 120))}</text>"
             )
         previous = point.winner
@@ -628,7 +661,7 @@ def _trend_axes(
 # -- fraction of the roof -------------------------------------------------------------------
 
 
-def fraction_bar(fraction: float, *, title: str, width: float = 120) -> Markup:
+def fraction_bar(fraction: float, *, title: str, width: float = 80) -> Markup:
     """A group's fraction of its binding roof as a filled bar, 100% at the right end; a
     fraction past 100% (a roof the kernel beats: the peak probe under-reads) fills the bar
     and shows an overflow mark, rather than growing past its box."""

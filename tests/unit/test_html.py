@@ -434,8 +434,10 @@ def test_records_of_several_runs_give_one_card_per_group_with_its_trend() -> Non
 
     first = RunInfo("aaaaaaaaaaaa", "2026-11-01T10:00:00+00:00", "1" * 40, "main")
     second = RunInfo("bbbbbbbbbbbb", "2026-11-02T10:00:00+00:00", "2" * 40, "main")
-    records = [replace(sum_record(), run=first), replace(sum_record(), run=second)]
+    failed = {**sum_record().extra, "verdict": "regression", "failed": True}
+    records = [replace(sum_record(), run=first, extra=failed), replace(sum_record(), run=second)]
     view = run_view(records, title="t")
+    assert [r.failed for r in view.runs] == [1, 0]  # the first run's failure is not hidden
     assert [(r.number, r.label) for r in view.runs] == [
         ("#1", "2026-11-01 10:00:00 11111111"),
         ("#2", "2026-11-02 10:00:00 22222222"),

@@ -231,9 +231,9 @@ def test_an_interval_that_spans_zero_passes() -> None:
 
 def test_a_fraction_past_the_roof_fills_the_bar_and_is_marked_not_drawn_wider() -> None:
     over = str(fraction_bar(1.4, title="t"))
-    assert 'class="fill" x="0" y="0" width="120.0"' in over and 'class="over"' in over
+    assert 'class="fill" x="0" y="0" width="80.0"' in over and 'class="over"' in over
     half = str(fraction_bar(0.5, title="t"))
-    assert 'class="fill" x="0" y="0" width="60.0"' in half and 'class="over"' not in half
+    assert 'class="fill" x="0" y="0" width="40.0"' in half and 'class="over"' not in half
 
 
 def test_a_strip_plot_draws_every_sample_even_when_all_are_equal() -> None:
@@ -263,3 +263,20 @@ def test_a_trend_of_one_run_is_a_point_and_a_run_that_measured_nothing_says_so()
     )
     assert gap.count("<circle") == 2 and "no result" in gap
     assert ">a</text>" in gap and ">b</text>" in gap  # the winner named where it changed
+
+
+def test_a_strip_of_thousands_of_samples_draws_a_few_hundred_dots_tails_included() -> None:
+    samples = tuple(1e-6 * (1 + k / 5000) for k in range(5000))
+    chart = str(strip_chart([SampleRow("now", samples)], format_value=format_duration, title="t"))
+    dots = re.findall(r'<circle class="dot" cx="([0-9.]+)"', chart)
+    assert len(dots) == 200
+    xs = sorted(float(x) for x in dots)
+    assert xs[-1] - xs[0] > 500  # the lowest and the highest sample are among the dots
+
+
+def test_a_sample_far_slower_than_the_rest_is_counted_at_the_edge_not_given_the_axis() -> None:
+    samples = (*(1e-3 * (1 + k / 100) for k in range(20)), 0.1)
+    chart = str(strip_chart([SampleRow("now", samples)], format_value=format_duration, title="t"))
+    assert "1 slower \u2192" in chart
+    xs = [float(x) for x in re.findall(r'<circle class="dot" cx="([0-9.]+)"', chart)]
+    assert max(xs[:20]) - min(xs[:20]) > 200  # unclipped, the twenty would share 2 pixels
