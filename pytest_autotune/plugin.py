@@ -309,9 +309,10 @@ def pytest_collection_modifyitems(
     # Only where pytest-xdist registers its marker: `--strict-markers` fails an unknown one.
     xdist = config.pluginmanager.hasplugin("xdist")
     for item in items:
-        if "autotune" in getattr(item, "fixturenames", ()) and item.get_closest_marker(
-            "autotune"
-        ) is None:
+        if (
+            "autotune" in getattr(item, "fixturenames", ())
+            and item.get_closest_marker("autotune") is None
+        ):
             item.add_marker(pytest.mark.autotune)
         function = functions.get(item.nodeid.split("[", 1)[0])
         if function is None or not hasattr(item, "callspec"):

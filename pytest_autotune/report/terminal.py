@@ -102,7 +102,7 @@ def render_candidates(summaries: Sequence[GroupSummary]) -> str:
                 )
             )
         for candidate in failed:
-            reason = "error" if candidate.error is not None else "not measured"
+            reason = _reason(candidate.error)
             rows.append(("  " + candidate.name, "-", "-", "-", "-", "0", reason))
         widths = [max(len(row[i]) for row in rows) for i in range(len(CANDIDATE_COLUMNS))]
         lines = [decision_name(summary.group, summary.key)]
@@ -116,6 +116,15 @@ def render_candidates(summaries: Sequence[GroupSummary]) -> str:
                 lines.append("  " + "  ".join("-" * width for width in widths))
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _reason(error: str | None) -> str:
+    """Why a candidate has no numbers, in a word or two: the head of its error when short
+    (`not reached`, `hopeless`, `RuntimeError`), else `error`."""
+    if error is None:
+        return "not measured"
+    head = error.split(":", 1)[0].strip()
+    return head if head and len(head) <= 24 else "error"
 
 
 def render_failures(summaries: Sequence[GroupSummary]) -> str:

@@ -163,9 +163,12 @@ window.addEventListener("load", function () {
       wide.push(element.tagName.toLowerCase() + " " + (element.getAttribute("class") || ""));
     }
   });
-  var cards = Array.prototype.map.call(document.querySelectorAll("details.decision"), function (card) {
-    return [card.dataset.failed, card.open, Math.round(card.getBoundingClientRect().height)];
-  });
+  var cards = Array.prototype.map.call(
+    document.querySelectorAll("details.decision"),
+    function (card) {
+      return [card.dataset.failed, card.open, Math.round(card.getBoundingClientRect().height)];
+    }
+  );
   parent.postMessage(JSON.stringify({
     width: width, scroll: document.documentElement.scrollWidth, wide: wide, cards: cards,
     height: document.documentElement.scrollHeight

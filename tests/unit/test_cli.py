@@ -216,8 +216,7 @@ def test_compare_judges_two_cache_folders(
     assert "block256 4.00 us" in out and "block256 5.00 us" in out
     assert (
         "regression of +25.0% [+19.3%, +30.9%]: median 5.00 us against the baseline median"
-        f" 4.00 us (block256 on {GPU}, {before / GPU / 't.json'})"
-        in out
+        f" 4.00 us (block256 on {GPU}, {before / GPU / 't.json'})" in out
     )
 
 

@@ -140,7 +140,7 @@ def test_every_candidate_is_shown_with_its_statistics_relative_to_the_fastest() 
         "  ---------  -------  -------  -------  -------  ------  --------",
         "  * fast     1.00 ms  1.00 ms  1.07 ms  94.3 us       3     1.00x",
         "    slow     2.90 ms  3.00 ms  3.05 ms   150 us       4     3.00x",
-        "    broken         -        -        -        -       0     error",
+        "    broken         -        -        -        -       0      boom",
     ]
 
 
