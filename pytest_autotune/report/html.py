@@ -93,7 +93,10 @@ baseline, not comparable, too noisy, or one this version does not know) is repor
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 TERMS: dict[str, str] = {
-    "winner": "The candidate tuning chose: the best score over its tuning samples.",
+    "winner": (
+        "The candidate whose time the gate judged: tuning's choice (the best score over its"
+        " tuning samples), or the baseline's winner where that measured faster here."
+    ),
     "winner median": (
         "The median of the winner's precise measurement, taken after tuning until the"
         " median's relative standard error is under 1% (or a time cap): the number the gate"
