@@ -359,6 +359,8 @@ class Baseline(_Samples):
     samples: tuple[float, ...]
     peak: float | None = None
     peak_resource: str | None = None
+    peak_level: str | None = None
+    """The memory level of `peak` (L2, DRAM, ...) where the bound named one."""
     sigma_between: float | None = None
     """The between-session noise measured on this device and stored with the cache."""
     source: str = ""
@@ -433,7 +435,11 @@ class Baseline(_Samples):
         """
         if self.peak is None or self.peak_resource is None:
             return 1.0
-        current = peaks.memory_peak if self.peak_resource == MEMORY else peaks.compute_peak(dtype)
+        current = (
+            peaks.level_peak(self.peak_level)
+            if self.peak_resource == MEMORY
+            else peaks.compute_peak(dtype)
+        )
         usable = current > 0 and math.isfinite(current) and self.peak > 0
         return current / self.peak if usable and math.isfinite(self.peak) else 1.0
 
@@ -476,7 +482,7 @@ class Baseline(_Samples):
             )
         if not isinstance(winner, AutotuneOutcome):
             raise BaselineError(f"{where}: the winner {value.fastest_name} has no samples")
-        peak, resource = _baseline_peak(value.bounds, where)
+        peak, resource, level = _baseline_peak(value.bounds, where)
         calibration = None
         history: tuple[BaselineSession, ...] = ()
         try:
@@ -495,6 +501,7 @@ class Baseline(_Samples):
             samples=winner.effective_samples,
             peak=peak,
             peak_resource=resource,
+            peak_level=level,
             sigma_between=_sigma_between(metadata, where),
             source=source,
             calibration=calibration,
@@ -529,16 +536,19 @@ class Baseline(_Samples):
         )
 
 
-def _baseline_peak(bounds: dict[str, Any] | None, where: str) -> tuple[float | None, str | None]:
+def _baseline_peak(
+    bounds: dict[str, Any] | None, where: str
+) -> tuple[float | None, str | None, str | None]:
+    """The binding bound's peak, resource and memory level."""
     if bounds is None:
-        return None, None
+        return None, None, None
     try:
         parsed = Bounds.from_json(bounds)
     except (KeyError, TypeError, ValueError) as error:
         raise BaselineError(f"{where}: bounds do not read: {error!r}") from None
     resource = parsed.binding_resource()
-    peaks = [b.peak for b in parsed.bounds if b.resource == resource]
-    return (peaks[0], resource) if peaks else (None, None)
+    binding = [b for b in parsed.bounds if b.resource == resource]
+    return (binding[0].peak, resource, binding[0].level) if binding else (None, None, None)
 
 
 def _sigma_between(metadata: Mapping[str, Any], where: str) -> float | None:
@@ -736,20 +746,20 @@ class FloorCheck:
 
     def fails(self, work: Work, seconds: float, peaks: Peaks) -> str | None:
         """The floor message, None when reached or when no bound can judge it."""
-        compute_peak, memory_peak = peaks.compute_peak(self.dtype), peaks.memory_peak
+        compute_peak, memory = peaks.compute_peak(self.dtype), peaks.memory_roof(work.footprint)
         met = meets_thresholds(
-            work, seconds, self.thresholds, compute_peak, memory_peak, self.launch_overhead
+            work, seconds, self.thresholds, compute_peak, memory.peak, self.launch_overhead
         )
         if met is None or met:
             return None
         bounds = calculate_bounds(
-            work, self.thresholds, compute_peak, memory_peak, self.launch_overhead
+            work, self.thresholds, compute_peak, memory.peak, self.launch_overhead, memory.level
         )
         resource = bounds.binding_resource()
         bound = next(b for b in bounds.bounds if b.resource == resource)
         reached = bound.amount / seconds / bound.peak
         unit = "B/s" if resource == MEMORY else "op/s"
-        which = "memory" if resource == MEMORY else f"{self.dtype} {COMPUTE}"
+        which = f"{memory.level} memory" if resource == MEMORY else f"{self.dtype} {COMPUTE}"
         return (
             f"below the floor: {format_fraction(reached)} of the {which} roof"
             f" ({bound.peak:.3g} {unit} measured in this run) in {format_duration(seconds)},"
@@ -789,6 +799,9 @@ class GroupVerdict:
     measurement: Measurement | None = None
     """The measurement the verdict rests on: the re-measurement when there was one."""
     remeasured: bool = False
+    roof: str | None = None
+    """The roof `fraction_of_roof` is of: the memory level that bound the problem (L1, L2,
+    L3, DRAM, HBM) or the compute unit ("fp32 compute"); None without work or peaks."""
 
 
 def judge(
@@ -880,10 +893,9 @@ def _judge_once(
 ) -> GroupVerdict:
     fraction: float | None = None
     floor_message: str | None = None
+    roof: str | None = None
     if work is not None and peaks is not None:
-        fraction = fraction_of_roof(
-            work, current.median, peaks.compute_peak(dtype), peaks.memory_peak
-        )
+        fraction, roof = _fraction_of_roof(work, current.median, peaks, dtype)
         if floor is not None:
             floor_message = floor.fails(work, current.median, peaks)
 
@@ -905,7 +917,9 @@ def _judge_once(
         regression_message = check.fails(current, baseline, ratio)
 
     def verdict(kind: Verdict, message: str, failed: bool) -> GroupVerdict:
-        return GroupVerdict(kind, message, comparison, fraction, failed, current, remeasured)
+        return GroupVerdict(
+            kind, message, comparison, fraction, failed, current, remeasured, roof
+        )
 
     failures = [m for m in (regression_message, floor_message) if m is not None]
     if update:
@@ -924,6 +938,20 @@ def _judge_once(
     if other is not None:
         return verdict(Verdict.NOT_COMPARABLE, other, False)
     return verdict(Verdict.PASS, "", False)
+
+
+def _fraction_of_roof(
+    work: Work, seconds: float, peaks: Peaks, dtype: str
+) -> tuple[float | None, str | None]:
+    """The fraction of the binding roof reached, and which roof that is: the memory level
+    the working set fits in, or the compute unit of `dtype`."""
+    compute_peak, memory = peaks.compute_peak(dtype), peaks.memory_roof(work.footprint)
+    fraction = fraction_of_roof(work, seconds, compute_peak, memory.peak)
+    if fraction is None:
+        return None, None
+    binding = calculate_bounds(work, Thresholds(), compute_peak, memory.peak, 0.0, memory.level)
+    resource = binding.binding_resource()
+    return fraction, memory.level if resource == MEMORY else f"{dtype} {COMPUTE}"
 
 
 def _not_comparable(baseline: Baseline | None, device_id: str, checksum: str) -> str | None:

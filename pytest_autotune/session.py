@@ -598,6 +598,7 @@ class AutotuneSession:
             "failed": verdict.failed,
             "message": verdict.message,
             "fraction_of_roof": verdict.fraction_of_roof,
+            "roof": verdict.roof,
             "comparison": verdict.comparison.to_json() if verdict.comparison else None,
             # Whose samples these are: tuning's pick, or the baseline's winner when that
             # measured faster here and the gate judged it instead.
@@ -613,7 +614,11 @@ class AutotuneSession:
             # The report re-renders from records alone, so each carries its device and work,
             # and the baseline's samples it draws beside the winner's.
             "device": self.devices[client.device_id],
-            "work": {"compute_ops": work.compute_ops, "bytes": work.bytes} if work else None,
+            "work": (
+                {"compute_ops": work.compute_ops, "bytes": work.bytes, "working_set": work.footprint}
+                if work
+                else None
+            ),
             "baseline": _baseline_extra(
                 self._baseline(client.device_id, request, tunables.checksum)[0]
             ),

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_autotune.backends.cpu_levels import SYSFS_CACHE, cache_sizes, probe_cache_levels
 from pytest_autotune.backends.peaks import Peaks, load_or_probe
 from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.device_class import isa_level
@@ -35,7 +36,10 @@ MIB = 1 << 20
 FALLBACK_LAST_LEVEL_CACHE = 32 * MIB
 MAX_PROBE_BUFFER = 256 << 20
 MIN_PROBE_BUFFER = 64 * MIB
-SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
+
+MATMUL_SIZES = (128, 256, 512, 1024)
+MATMUL_PROBE_S = 0.05
+MAX_MATMUL_RUNS = 1000
 
 _THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _VENDOR_NOISE = re.compile(r"\((?:r|tm)\)|@\s*[\d.]+\s*[gm]hz|\b(?:cpu|processor|\d+-core)\b")
@@ -107,26 +111,10 @@ def _blas_info() -> dict[str, str] | None:
 
 
 def last_level_cache_bytes(cache_root: Path = SYSFS_CACHE) -> int | None:
-    """The size of CPU 0's outermost data cache from sysfs, None where sysfs does not say."""
-    best: tuple[int, int] | None = None
-    for index in sorted(cache_root.glob("index*")):
-        try:
-            if (index / "type").read_text().strip() == "Instruction":
-                continue
-            level = int((index / "level").read_text())
-            size = _parse_size((index / "size").read_text())
-        except (OSError, ValueError):
-            continue
-        if best is None or (level, size) > best:
-            best = (level, size)
-    return best[1] if best is not None else None
-
-
-def _parse_size(text: str) -> int:
-    """A sysfs size such as `48K`, `32M` or `1024`, in bytes."""
-    text = text.strip().upper()
-    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-    return int(text[:-1] if scale > 1 else text) * scale
+    """The size of CPU 0's outermost data cache (`cpu_levels.cache_sizes`), None where the
+    OS does not say."""
+    sizes = cache_sizes(cache_root)
+    return sizes[max(sizes)] if sizes else None
 
 
 def _physical_memory() -> int | None:
@@ -168,8 +156,10 @@ def probe_cpu_peaks(buffer_bytes: int | None = None, matmul_n: int = 2048, reps:
     The memory probes are single NumPy calls on float64 buffers (`copyto` for copy, counted
     as read plus written bytes; `add.reduce` for read; `fill` for write). NumPy streams on
     one thread, so these are the roofs a NumPy candidate can reach, not what every core
-    together could. The compute probes are `matmul` of `matmul_n` squared matrices in fp32
-    and fp64 (2 n^3 operations), which BLAS runs on its threads.
+    together could. They run over buffers beyond the caches (the DRAM level) and over
+    working sets that fit each cache level (`cpu_levels.probe_cache_levels`). The compute
+    probes are `matmul` of `matmul_n` squared matrices in fp32 and fp64 (2 n^3
+    operations), which BLAS runs on its threads.
     """
     if reps < 1 or matmul_n < 1:
         raise ValueError(f"probe_cpu_peaks: reps and matmul_n must be >= 1, got {reps}, {matmul_n}")
@@ -179,6 +169,8 @@ def probe_cpu_peaks(buffer_bytes: int | None = None, matmul_n: int = 2048, reps:
     size = max(buffer_bytes // 8, 1) * 8
     return Peaks(
         memory=_memory_rates(size, reps),
+        levels=probe_cache_levels(3 * reps),  # short loops: more of them find a quiet moment
+        outer_level="DRAM",
         compute={
             "fp32": _matmul_rate(np.float32, matmul_n, reps),
             "fp64": _matmul_rate(np.float64, matmul_n, reps),
@@ -210,10 +202,23 @@ def _memory_rates(size: int, reps: int) -> dict[str, float]:
 
 
 def _matmul_rate(dtype: type[np.floating[Any]], n: int, reps: int) -> float:
-    """Operations per second of an n x n matmul: 2 n^3 (a multiply and an add per term)."""
-    a = np.ones((n, n), dtype=dtype)
-    out = np.empty_like(a)
-    return 2.0 * n**3 / _best_seconds(lambda: np.matmul(a, a, out=out), reps)
+    """Operations per second of n x n matmuls: 2 n^3 (a multiply and an add per term), the
+    best over sizes from `MATMUL_SIZES` up to `n`.
+
+    One size is not enough on a shared machine: a 2048 product lasts about 0.1 s, and on
+    two vCPUs shared with other processes each of five runs met a neighbour, so a 256
+    product timed in a quiet moment read 130-370% of that "peak". Smaller products are
+    repeated until `MATMUL_PROBE_S` has passed, so one of them finds a quiet moment too.
+    """
+    best = 0.0
+    for size in sorted({*(m for m in MATMUL_SIZES if m < n), n}):
+        a = np.ones((size, size), dtype=dtype)
+        product = functools.partial(np.matmul, a, a, out=np.empty_like(a))
+        once = _best_seconds(product, 1)
+        runs = max(reps, min(MAX_MATMUL_RUNS, math.ceil(MATMUL_PROBE_S / once)))
+        seconds = _best_seconds(product, runs)
+        best = max(best, 2.0 * size**3 / seconds)
+    return best
 
 
 def _input_shape(inputs: tuple[Any, ...]) -> tuple[Hashable, ...]:

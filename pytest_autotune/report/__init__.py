@@ -114,6 +114,9 @@ class GroupSummary:
     comparison: Comparison | None = None
     candidates: tuple[CandidateRow, ...] = ()
     device_id: str = ""
+    roof: str | None = None
+    """Which roof `fraction_of_roof` is of: a memory level (L1, L2, L3, DRAM, HBM) or a
+    compute unit ("fp32 compute")."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "samples", tuple(self.samples))
@@ -155,6 +158,7 @@ class GroupSummary:
             comparison=verdict.comparison,
             candidates=tuple(candidates),
             device_id=device_id,
+            roof=verdict.roof,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -170,6 +174,7 @@ class GroupSummary:
             "comparison": self.comparison.to_json() if self.comparison is not None else None,
             "candidates": [c.to_json() for c in self.candidates],
             "device_id": self.device_id,
+            "roof": self.roof,
         }
 
     @classmethod
@@ -188,6 +193,7 @@ class GroupSummary:
             comparison=None if comparison is None else Comparison.from_json(comparison),
             candidates=tuple(CandidateRow.from_json(c) for c in data["candidates"]),
             device_id=str(data["device_id"]),
+            roof=None if data.get("roof") is None else str(data["roof"]),
         )
 
 
@@ -226,7 +232,8 @@ def summary_row(summary: GroupSummary) -> tuple[str, ...]:
         summary.key,
         summary.winner or "-",
         format_duration(summary.median) if summary.median is not None else "-",
-        format_fraction(summary.fraction_of_roof),
+        format_fraction(summary.fraction_of_roof)
+        + (f" {summary.roof}" if summary.roof and summary.fraction_of_roof is not None else ""),
         format_interval(summary.comparison) if summary.comparison is not None else "-",
         verdict_text(summary.verdict.value, summary.failed),
     )

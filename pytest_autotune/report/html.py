@@ -370,7 +370,12 @@ def _work(extra: _Extra, bounds: Bounds | None) -> Work | None:
     data = extra.get("work", dict)
     if data is not None:
         try:
-            return Work(compute_ops=float(data["compute_ops"]), bytes=float(data["bytes"]))
+            working_set = data.get("working_set")
+            return Work(
+                compute_ops=float(data["compute_ops"]),
+                bytes=float(data["bytes"]),
+                working_set=None if working_set is None else float(working_set),
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise extra.error("work", exc) from None
     if bounds is None or not bounds.bounds:
@@ -424,6 +429,8 @@ class _Roofline:
     work: Work | None
     compute_peak: float
     memory_peak: float
+    memory_level: str | None = None
+    """The memory level whose rate `memory_peak` is (L2, DRAM, ...), where the bound said."""
 
     def fraction(self, seconds: float) -> float | None:
         if self.work is None:
@@ -445,7 +452,8 @@ class _Roofline:
                 work += f" ({self.work.compute_ops / self.work.bytes:.3g} op/B)"
         roofs = []
         if self.memory_peak > 0:
-            roofs.append(f"memory {format_si(self.memory_peak)}B/s")
+            level = f" ({self.memory_level})" if self.memory_level else ""
+            roofs.append(f"memory{level} {format_si(self.memory_peak)}B/s")
         if self.compute_peak > 0:
             roofs.append(f"compute {format_si(self.compute_peak)}op/s")
         return work, ", ".join(roofs) or MISSING
@@ -606,7 +614,8 @@ def _decision(
     device, peaks = _device(extra, record.device_id)
     devices.setdefault(device.id, device)
     bounds = _bounds(record, where)
-    roofline = _Roofline(_work(extra, bounds), *_roofs(peaks, bounds))
+    level = next((b.level for b in bounds.bounds if b.resource == MEMORY), None) if bounds else None
+    roofline = _Roofline(_work(extra, bounds), *_roofs(peaks, bounds), memory_level=level)
     checks = _checks(record, where)
     results = _results(record, where)
     group = extra.get("group", str) or record.tuner

@@ -43,14 +43,27 @@ class Work:
 
     Minimum means what no implementation can avoid (each input read once, each output
     written once), so the roofline time is a bound every candidate is measured against.
+
+    `working_set` is the bytes the problem holds at once (its inputs and outputs, each
+    counted once, where `bytes` counts an array read and written twice): it decides which
+    memory level the problem runs from, and so which roof bounds it. None takes `bytes`,
+    which is never smaller, so an unstated working set never picks too fast a level.
     """
 
     compute_ops: float = 0
     bytes: float = 0
+    working_set: float | None = None
 
     def __post_init__(self) -> None:
         _check_amount("Work", "compute_ops", self.compute_ops)
         _check_amount("Work", "bytes", self.bytes)
+        if self.working_set is not None:
+            _check_amount("Work", "working_set", self.working_set)
+
+    @property
+    def footprint(self) -> float:
+        """The working set in bytes: `working_set` where stated, else `bytes`."""
+        return self.bytes if self.working_set is None else self.working_set
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +110,14 @@ def _json_number(value: float) -> float | str:
 class AutotuneBound:
     """A bound for autotuning a throughput kernel: an amount of one resource (operations
     for "compute", bytes for "memory"), the device's peak rate of it per second, and the
-    fraction of that peak the user calls good enough."""
+    fraction of that peak the user calls good enough. A memory bound names the `level`
+    whose rate it used (L1, L2, L3, DRAM, HBM), where the peaks said."""
 
     resource: str
     amount: float
     threshold: float
     peak: float
+    level: str | None = None
 
     def time_limit(self) -> float | None:
         """`amount / peak / threshold` seconds, or None when the peak or the threshold is
@@ -112,20 +127,25 @@ class AutotuneBound:
         return self.amount / self.peak / self.threshold
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "resource": self.resource,
             "amount": _json_number(self.amount),
             "threshold": _json_number(self.threshold),
             "peak": _json_number(self.peak),
         }
+        if self.level is not None:
+            data["level"] = self.level
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> AutotuneBound:
+        level = data.get("level")
         return cls(
             resource=str(data["resource"]),
             amount=float(data["amount"]),
             threshold=float(data["threshold"]),
             peak=float(data["peak"]),
+            level=None if level is None else str(level),
         )
 
 
@@ -161,6 +181,12 @@ class Bounds:
         binding = self._binding()
         return binding[0].resource if binding is not None else None
 
+    def binding_level(self) -> str | None:
+        """The memory level of the binding bound, None when it is not a memory bound that
+        names one."""
+        binding = self._binding()
+        return binding[0].level if binding is not None else None
+
     def to_json(self) -> dict[str, Any]:
         """A plain dict for cache files and records; durations in integer nanoseconds."""
         return {
@@ -188,6 +214,7 @@ def calculate_bounds(
     compute_peak: float,
     memory_peak: float,
     launch_overhead: float = 0.0,
+    memory_level: str | None = None,
 ) -> Bounds:
     """Standardizes the creation of compute and memory bounds.
 
@@ -198,7 +225,9 @@ def calculate_bounds(
     if work.compute_ops > 0:
         bounds.append(AutotuneBound(COMPUTE, work.compute_ops, thresholds.compute, compute_peak))
     if work.bytes > 0:
-        bounds.append(AutotuneBound(MEMORY, work.bytes, thresholds.memory, memory_peak))
+        bounds.append(
+            AutotuneBound(MEMORY, work.bytes, thresholds.memory, memory_peak, memory_level)
+        )
     return Bounds(tuple(bounds), launch_overhead)
 
 
@@ -211,14 +240,17 @@ def roofline(
     dtype: str = "fp32",
 ) -> Bounds:
     """The bounds of `work` on a device with measured `peaks`: `calculate_bounds` with the
-    compute peak of `dtype` and the memory roof, for a generator that has a client at hand
+    compute peak of `dtype` and the roof of the memory level the work's working set fits
+    in, for a generator that has a client at hand
     (`roofline(work, client.peaks(), launch_overhead=client.launch_overhead)`)."""
+    memory = peaks.memory_roof(work.footprint)
     return calculate_bounds(
         work,
         thresholds if thresholds is not None else Thresholds(),
         peaks.compute_peak(dtype),
-        peaks.memory_peak,
+        memory.peak,
         launch_overhead,
+        memory.level,
     )
 
 

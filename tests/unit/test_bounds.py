@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from pytest_autotune.backends.peaks import Peaks
+from pytest_autotune.backends.peaks import MemoryLevel, MemoryRoof, Peaks
 from pytest_autotune.tune.bounds import (
     AutotuneBound,
     Bounds,
@@ -160,4 +160,61 @@ def test_the_roofline_of_a_device_uses_its_memory_roof_and_the_dtype_compute_pea
         memory={"read": 2e12, "copy": 3e12, "write": 9e12}, compute={"fp32": 5e13, "fp16": 7e14}
     )
     bounds = roofline(Work(compute_ops=1e12, bytes=3e9), peaks, dtype="fp16", launch_overhead=1e-6)
-    assert bounds == calculate_bounds(Work(1e12, 3e9), Thresholds(), 7e14, 3e12, 1e-6)
+    assert bounds == calculate_bounds(Work(1e12, 3e9), Thresholds(), 7e14, 3e12, 1e-6, "DRAM")
+
+
+LEVELS = Peaks(
+    memory={"copy": 1e10, "read": 8e9},
+    compute={"fp32": 1e11},
+    levels=(
+        MemoryLevel("L1", 48 << 10, {"copy": 2e11}),
+        MemoryLevel("L2", 2 << 20, {"copy": 1e11, "read": 4e10}),
+        MemoryLevel("L3", 32 << 20, {"copy": 3e10}),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("working_set", "level", "peak"),
+    [
+        (16 << 10, "L1", 2e11),
+        (48 << 10, "L1", 2e11),  # a working set that fills a level still fits it
+        (1 << 20, "L2", 1e11),
+        (20 << 20, "L3", 3e10),
+        (1 << 30, "DRAM", 1e10),
+        (None, "DRAM", 1e10),  # an unknown working set gets the outermost roof
+    ],
+)
+def test_a_problem_is_bounded_by_the_level_its_working_set_fits_in(
+    working_set: float | None, level: str, peak: float
+) -> None:
+    assert LEVELS.memory_roof(working_set) == MemoryRoof(level, peak)
+
+
+def test_the_roofline_names_the_level_whose_rate_bound_it() -> None:
+    bounds = roofline(Work(bytes=3 << 20, working_set=2 << 20), LEVELS)
+    assert bounds.binding_level() == "L2"
+    assert bounds.time_limit() == pytest.approx((3 << 20) / 1e11)
+    # Without a working set the bytes decide: 3 MiB does not fit L2.
+    assert roofline(Work(bytes=3 << 20), LEVELS).binding_level() == "L3"
+    assert roofline(Work(compute_ops=1e12, bytes=1), LEVELS).binding_level() is None
+
+
+def test_an_inner_level_that_measured_slower_never_bounds_tighter_than_an_outer_one() -> None:
+    peaks = Peaks(
+        memory={"copy": 1e10},
+        compute={},
+        levels=(
+            MemoryLevel("L1", 1 << 15, {"copy": 5e9}),
+            MemoryLevel("L2", 1 << 20, {"copy": 3e10}),
+        ),
+    )
+    assert peaks.memory_roof(1 << 10) == MemoryRoof("L1", 3e10)
+
+
+def test_a_bound_keeps_its_level_through_json_and_reads_old_bounds_without_one() -> None:
+    bound = AutotuneBound("memory", 1e6, 1.0, 1e11, "L2")
+    assert AutotuneBound.from_json(bound.to_json()) == bound
+    old = {"resource": "memory", "amount": 1e6, "threshold": 1.0, "peak": 1e11}
+    assert AutotuneBound.from_json(old).level is None
+    assert "level" not in AutotuneBound("memory", 1e6, 1.0, 1e11).to_json()

@@ -21,6 +21,7 @@ from tests.fakes import FakeClock, candidate
 # `pytest_autotune.backends.cpu` the attribute is the `cpu()` function, as the design's
 # `from pytest_autotune.backends import cpu` wants; the module is reached by its name.
 cpu_module = importlib.import_module("pytest_autotune.backends.cpu")
+cpu_levels = importlib.import_module("pytest_autotune.backends.cpu_levels")
 
 MAX_REPEATS = cpu_module.MAX_REPEATS
 
@@ -271,3 +272,24 @@ def test_the_clients_peaks_come_from_its_cache_folder_when_one_is_given(tmp_path
     document = {"schema_version": 1, "device_id": client.device_id, "peaks": cached.to_json()}
     path.write_text(json.dumps(document))
     assert client.peaks() == cached
+
+
+def test_cache_sizes_come_from_sysfs_by_level_without_instruction_caches(tmp_path: Path) -> None:
+    root = fake_cache(
+        tmp_path,
+        [("1", "Data", "48K"), ("1", "Instruction", "64K"), ("2", "Unified", "2048K")],
+    )
+    assert cpu_levels.cache_sizes(root) == {1: 48 << 10, 2: 2 << 20}
+
+
+def test_each_cache_level_is_probed_just_past_the_level_inside_it() -> None:
+    sets = cpu_levels.probe_working_sets({1: 48 << 10, 2: 2 << 20, 3: 32 << 20})
+    assert sets == {1: [12 << 10, 24 << 10], 2: [96 << 10, 384 << 10], 3: [4 << 20, 16 << 20]}
+
+
+def test_a_quick_real_probe_measures_every_cache_level_it_is_given() -> None:
+    levels = cpu_levels.probe_cache_levels(reps=1, sizes={1: 32 << 10, 2: 1 << 20})
+    assert [(level.name, level.capacity) for level in levels] == [("L1", 32 << 10), ("L2", 1 << 20)]
+    for level in levels:
+        assert set(level.rates) == {"copy", "read", "write"}
+        assert all(rate > 0 and math.isfinite(rate) for rate in level.rates.values())

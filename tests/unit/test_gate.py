@@ -213,7 +213,7 @@ def test_a_winner_below_the_memory_floor_fails_naming_the_resource_fraction_and_
     # 1 GB at 1 TB/s takes 1 ms; in 2 ms the winner reaches 50% against a floor of 80%.
     message = FloorCheck(Thresholds(memory=0.8)).fails(Work(bytes=1e9), 2e-3, PEAKS)
     assert message == (
-        "below the floor: 50.0% of the memory roof (1e+12 B/s measured in this run)"
+        "below the floor: 50.0% of the DRAM memory roof (1e+12 B/s measured in this run)"
         " in 2.00 ms, the floor is 80.0%"
     )
 
@@ -553,7 +553,7 @@ def test_a_winner_below_its_floor_fails_even_without_a_baseline() -> None:
         exact(2e-3), work=Work(bytes=1e9), peaks=PEAKS, thresholds=Thresholds(memory=0.8)
     )
     assert (verdict.verdict, verdict.failed) == (Verdict.FLOOR, True)
-    assert verdict.message.startswith("below the floor: 50.0% of the memory roof")
+    assert verdict.message.startswith("below the floor: 50.0% of the DRAM memory roof")
 
 
 def test_a_regression_below_the_floor_reports_both() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_autotune.backends.peaks import Peaks, load_or_probe, peaks_path
+from pytest_autotune.backends.peaks import MemoryLevel, MemoryRoof, Peaks, load_or_probe, peaks_path
 from pytest_autotune.tune.cache import CacheFileWarning
 
 PEAKS = Peaks(
@@ -147,3 +147,30 @@ def test_a_peaks_file_that_cannot_be_written_is_warned_about_and_the_probe_still
     with pytest.warns(CacheFileWarning, match="cannot be written: Permission denied"):
         assert load_or_probe(device, counting_probe(), tmp_path) == PEAKS
     assert list((tmp_path / device).iterdir()) == []  # no temporary file left behind
+
+
+def test_peaks_with_cache_levels_survive_a_json_round_trip_innermost_first() -> None:
+    peaks = Peaks(
+        memory={"copy": 1e10},
+        compute={},
+        levels=(
+            MemoryLevel("L2", 2 << 20, {"copy": 1e11}),
+            MemoryLevel("L1", 48 << 10, {"copy": 2e11}),
+        ),
+        outer_level="HBM",
+    )
+    assert [level.name for level in peaks.levels] == ["L1", "L2"]
+    assert Peaks.from_json(json.loads(json.dumps(peaks.to_json(), allow_nan=False))) == peaks
+
+
+def test_a_peaks_file_written_before_the_levels_reads_as_one_dram_level() -> None:
+    old = PEAKS.to_json()
+    del old["memory_levels"], old["outer_memory_level"]
+    peaks = Peaks.from_json(old)
+    assert peaks.levels == ()
+    assert peaks.memory_roof(1 << 10) == MemoryRoof("DRAM", PEAKS.memory_peak)
+
+
+def test_a_level_without_a_positive_capacity_is_refused() -> None:
+    with pytest.raises(TypeError, match="'L1'"):
+        MemoryLevel("L1", 0, {"copy": 1e9})

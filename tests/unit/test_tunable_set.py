@@ -109,7 +109,7 @@ def test_with_work_bounds_the_work_by_the_clients_peaks_and_launch_overhead():
     tunables = TunableSet(by_size).with_work(work, Thresholds(compute=0.5, memory=0.8))
     bounds = tunables.bounds(3, ([0, 0, 0],), client)
     assert bounds == calculate_bounds(
-        Work(3e6, 12e6), Thresholds(compute=0.5, memory=0.8), 1e9, 1e9, 2e-6
+        Work(3e6, 12e6), Thresholds(compute=0.5, memory=0.8), 1e9, 1e9, 2e-6, "DRAM"
     )
     # memory binds: 12e6 B / 1e9 B/s / 0.8 = 15 ms, over compute's 3e6 / 1e9 / 0.5 = 6 ms.
     assert bounds.binding_resource() == "memory"
