@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -19,6 +20,8 @@ from pytest_autotune.backends.cuda import (
     REPLAY_CALIBRATION_NODES,
     device_id_from,
 )
+
+cuda_module = importlib.import_module("pytest_autotune.backends.cuda")
 
 
 def test_importing_the_package_and_the_examples_imports_no_cupy() -> None:
@@ -250,6 +253,8 @@ class FakeDevice:
 def gpu(monkeypatch: pytest.MonkeyPatch) -> FakeGpu:
     fake = FakeGpu()
     monkeypatch.setitem(sys.modules, "cupy", fake.module)
+    # The host takes no time to enqueue unless a test's clock says so: samples stay exact.
+    monkeypatch.setattr(cuda_module, "time", SimpleNamespace(perf_counter_ns=lambda: 0))
     return fake
 
 
@@ -268,7 +273,7 @@ def test_a_call_that_can_be_captured_is_timed_by_one_replay_of_its_graph(gpu: Fa
         calls.append(1)
         kernels(gpu, 10e-6, 2e-6)()
 
-    client = CudaClient(cold_l2=False)
+    client = CudaClient(cold_l2=False, timing="device")
     times = [client.time(two_kernels, ()) for _ in range(5)]
     # The event pair and the graph's launch are the instrument's; each node is the call's.
     assert times == pytest.approx([2 * NODE + 12e-6] * 5)
@@ -341,7 +346,7 @@ def test_a_captured_call_allocates_from_a_pool_of_its_own(gpu: FakeGpu) -> None:
         gpu.launch(5e-6)
         return pools[-1]
 
-    client = CudaClient(cold_l2=False)
+    client = CudaClient(cold_l2=False, timing="device")
     client.time(allocating, ())
     client.time(allocating, ())
     assert len(pools) == 2 and pools[0] is pools[1]  # the warm-up's blocks serve the capture
@@ -393,3 +398,68 @@ def test_the_least_recently_timed_graph_goes_beyond_the_cache_size(gpu: FakeGpu)
     assert gpu.captures == captures
     client.time(calls[0], ())
     assert gpu.captures == captures + 1
+
+
+class HostClock:
+    """A host clock that moves only when a candidate's host code says so."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+
+    def __call__(self) -> int:
+        return self.ns
+
+
+def test_a_call_is_scored_by_its_host_enqueue_time_where_that_exceeds_its_device_time(
+    gpu: FakeGpu,
+) -> None:
+    clock = HostClock()
+    calls = []
+
+    def launch_bound() -> None:  # 2 us on the device, 20 us for Python to enqueue
+        calls.append(1)
+        clock.ns += 20_000
+        gpu.launch(2e-6)
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    assert [client.time(launch_bound, ()) for _ in range(3)] == pytest.approx([20e-6] * 3)
+    cost = client.call_costs(launch_bound)
+    assert cost is not None
+    assert cost.device == pytest.approx(NODE + 2e-6) and cost.enqueue == pytest.approx(20e-6)
+    # Each sample replays the graph and times one eager call, enqueued before the timed region.
+    assert len(calls) == 2 + 3
+
+
+def test_device_timing_reads_the_device_time_and_still_keeps_both_figures(gpu: FakeGpu) -> None:
+    clock = HostClock()
+
+    def launch_bound() -> None:
+        clock.ns += 20_000
+        gpu.launch(2e-6)
+
+    client = CudaClient(cold_l2=False, host_timer=clock, timing="device")
+    assert client.time(launch_bound, ()) == pytest.approx(NODE + 2e-6)
+
+
+def test_a_device_bound_call_stops_paying_for_the_eager_call_that_measures_its_host_time(
+    gpu: FakeGpu,
+) -> None:
+    clock = HostClock()
+    calls = []
+
+    def device_bound() -> None:  # 100 us on the device, 5 us to enqueue
+        calls.append(1)
+        clock.ns += 5_000
+        gpu.launch(100e-6)
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    times = [client.time(device_bound, ()) for _ in range(4)]
+    assert times == pytest.approx([NODE + 100e-6] * 4)
+    assert len(calls) == 2 + 1  # warm-up, capture, then one eager call on the first sample
+    cost = client.call_costs(device_bound)
+    assert cost is not None and cost.enqueue == pytest.approx(5e-6)
+
+
+def test_an_unknown_timing_is_refused() -> None:
+    with pytest.raises(ValueError, match="timing"):
+        CudaClient(timing="wall")
