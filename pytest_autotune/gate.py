@@ -917,9 +917,7 @@ def _judge_once(
         regression_message = check.fails(current, baseline, ratio)
 
     def verdict(kind: Verdict, message: str, failed: bool) -> GroupVerdict:
-        return GroupVerdict(
-            kind, message, comparison, fraction, failed, current, remeasured, roof
-        )
+        return GroupVerdict(kind, message, comparison, fraction, failed, current, remeasured, roof)
 
     failures = [m for m in (regression_message, floor_message) if m is not None]
     if update:

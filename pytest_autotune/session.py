@@ -386,6 +386,11 @@ class AutotuneSession:
         if self.progress is not None:
             for row in summary.candidates:
                 what = row.error or ("-" if row.median is None else format_duration(row.median))
+                if row.error is None and row.device is not None and row.enqueue is not None:
+                    what += (
+                        f" (device {format_duration(row.device)},"
+                        f" enqueue {format_duration(row.enqueue)})"
+                    )
                 self.progress(f"autotune:   {row.name}: {what}")
         return _Outcome(tunables, decision, verdict, summary, self._failures(decision, verdict))
 
@@ -538,10 +543,12 @@ class AutotuneSession:
         client: Client,
     ) -> GroupSummary:
         checks = {c.name: c for c in decision.checks}
+        call_costs = getattr(client, "call_costs", None)  # a CUDA client's device/enqueue split
         rows = []
         for index, name in enumerate(tunables.names):
             result = decision.results.get(index)
             check = checks.get(name)
+            cost = call_costs(tunables.fns[index]) if call_costs is not None else None
             rows.append(
                 CandidateRow(
                     name=name,
@@ -549,6 +556,8 @@ class AutotuneSession:
                     error=result.message if isinstance(result, AutotuneError) else None,
                     check_passed=None if check is None or check.skipped else check.passed,
                     samples=result.effective_samples if isinstance(result, AutotuneOutcome) else (),
+                    device=None if cost is None else cost.device,
+                    enqueue=None if cost is None else cost.enqueue,
                 )
             )
         return GroupSummary.of(
@@ -599,6 +608,7 @@ class AutotuneSession:
             "message": verdict.message,
             "fraction_of_roof": verdict.fraction_of_roof,
             "roof": verdict.roof,
+            "call_costs": _call_costs(client, tunables),
             "comparison": verdict.comparison.to_json() if verdict.comparison else None,
             # Whose samples these are: tuning's pick, or the baseline's winner when that
             # measured faster here and the gate judged it instead.
@@ -615,7 +625,11 @@ class AutotuneSession:
             # and the baseline's samples it draws beside the winner's.
             "device": self.devices[client.device_id],
             "work": (
-                {"compute_ops": work.compute_ops, "bytes": work.bytes, "working_set": work.footprint}
+                {
+                    "compute_ops": work.compute_ops,
+                    "bytes": work.bytes,
+                    "working_set": work.footprint,
+                }
                 if work
                 else None
             ),
@@ -817,6 +831,20 @@ def _baseline_extra(baseline: Baseline | None) -> dict[str, Any] | None:
         "calibration": None if baseline.calibration is None else baseline.calibration.to_json(),
         "sessions": len(baseline.sessions()),
     }
+
+
+def _call_costs(client: Client, tunables: TunableSet) -> dict[str, dict[str, float | None]]:
+    """Each candidate's device and host enqueue seconds of its latest sample, by name,
+    where the client tells them apart (a CUDA client; empty for others)."""
+    call_costs = getattr(client, "call_costs", None)
+    if call_costs is None:
+        return {}
+    costs = {}
+    for name, fn in zip(tunables.names, tunables.fns):
+        cost = call_costs(fn)
+        if cost is not None:
+            costs[name] = {"device_s": cost.device, "enqueue_s": cost.enqueue}
+    return costs
 
 
 def _option(options: Mapping[str, Any], name: str, default: float) -> float:

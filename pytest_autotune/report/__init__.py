@@ -69,6 +69,10 @@ class CandidateRow:
     """The output check: None when checks did not run."""
     samples: tuple[float, ...] = ()
     """The tuning samples the median comes from (the warm-up biased first one left out)."""
+    device: float | None = None
+    """Seconds of device work of its latest sample, where the client tells it apart (CUDA)."""
+    enqueue: float | None = None
+    """Seconds the host took to enqueue one eager call of it, where measured (CUDA)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "samples", tuple(self.samples))
@@ -80,6 +84,8 @@ class CandidateRow:
             "error": self.error,
             "check_passed": self.check_passed,
             "samples": list(self.samples),
+            "device": self.device,
+            "enqueue": self.enqueue,
         }
 
     @classmethod
@@ -90,6 +96,8 @@ class CandidateRow:
             error=None if data["error"] is None else str(data["error"]),
             check_passed=None if data["check_passed"] is None else bool(data["check_passed"]),
             samples=tuple(float(s) for s in data.get("samples", ())),
+            device=None if data.get("device") is None else float(data["device"]),
+            enqueue=None if data.get("enqueue") is None else float(data["enqueue"]),
         )
 
 

@@ -191,6 +191,8 @@ class CandidateView:
     check_class: str
     check_message: str
     error: str
+    costs: str = ""
+    """Device and host enqueue time of the latest sample, where the client split them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -466,6 +468,7 @@ def _candidate(
     check: CheckResult | None,
     roofline: _Roofline,
     samples: Sequence[float],
+    costs: str = "",
 ) -> tuple[CandidateView, Bar]:
     """A candidate's row and bar; `samples` are what it is shown with (the winner's precise
     measurement, the others' tuning samples)."""
@@ -489,6 +492,7 @@ def _candidate(
             check_class=check_class,
             check_message=check_message,
             error="",
+            costs=costs,
         )
         q1, _, q3 = quartiles(samples)
         return view, Bar(result.name, stats.median, q1, q3, winner)
@@ -597,6 +601,21 @@ def _comparison(extra: _Extra) -> Comparison | None:
         raise extra.error("comparison", exc) from None
 
 
+def _costs_text(extra: _Extra, name: str) -> str:
+    """ "device 5.50 us, enqueue 17.3 us" from the record's `call_costs`, "" without them."""
+    costs = extra.get("call_costs", dict) or {}
+    cost = costs.get(name)
+    if not isinstance(cost, dict):
+        return ""
+    device, enqueue = cost.get("device_s"), cost.get("enqueue_s")
+    parts = [
+        f"{label} {format_duration(float(value))}"
+        for label, value in (("device", device), ("enqueue", enqueue))
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+    ]
+    return ", ".join(parts)
+
+
 def _short(group: str, key: str) -> str:
     """A decision's name without its file: what fits beside a point on a chart."""
     return decision_name(group, key).rsplit("::", 1)[-1]
@@ -638,7 +657,13 @@ def _decision(
             else (result.effective_samples if isinstance(result, AutotuneOutcome) else ())
         )
         view, bar = _candidate(
-            index, result, winner, checks.get(result.name or ""), roofline, shown
+            index,
+            result,
+            winner,
+            checks.get(result.name or ""),
+            roofline,
+            shown,
+            _costs_text(extra, result.name or ""),
         )
         candidates.append(view)
         bars.append(bar)

@@ -467,3 +467,23 @@ def test_a_record_whose_winner_index_names_another_candidate_marks_no_winner() -
     assert decision.winner == "blocked"
     assert decision.median == "-"
     assert not any(c.winner for c in decision.candidates)
+
+
+def test_each_candidate_shows_its_device_and_enqueue_time_where_the_record_has_them() -> None:
+    record = saxpy_record(
+        call_costs={"float4": {"device_s": 5.5e-6, "enqueue_s": 17.3e-6}, "block32": {}}
+    )
+    (decision,) = run_view([record], title="t").decisions
+    costs = {c.name: c.costs for c in decision.candidates}
+    assert costs["float4"] == "device 5.50 us, enqueue 17.3 us"
+    assert costs["block32"] == "" and costs["block256"] == ""
+
+
+def test_the_roofs_name_the_memory_level_that_bound_the_problem() -> None:
+    record = saxpy_record(work=None, device=None)
+    bounds = dict(record.bounds or {})
+    bounds["bounds"] = [
+        dict(b, level="L2") if b["resource"] == "memory" else b for b in bounds["bounds"]
+    ]
+    (decision,) = run_view([dataclasses.replace(record, bounds=bounds)], title="t").decisions
+    assert decision.roofs == "memory (L2) 4.43 TB/s, compute 63.0 Top/s"
