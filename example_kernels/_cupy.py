@@ -40,6 +40,15 @@ def sm_count() -> int:
     return _sm_count(cupy().cuda.Device().id)
 
 
+def array_module(*values: Any) -> Any:
+    """CuPy where any value is a CuPy array, else NumPy: a reference runs where its inputs
+    live, so on a GPU it neither copies them to the host nor computes there (a float64
+    saxpy of 2^26 elements on the host took 9.4 s of a 35 s `--autotune` run)."""
+    if any(type(value).__module__.startswith("cupy") for value in values):
+        return cupy()
+    return importlib.import_module("numpy")
+
+
 def blocks(n: int, block: int) -> int:
     """Blocks of `block` threads that cover `n` items, at least one."""
     return max(1, -(-n // block))

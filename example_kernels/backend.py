@@ -44,21 +44,3 @@ def sizes(cpu: Sequence[T], cuda: Sequence[T]) -> list[T]:
     """Problem sizes: a GPU needs large problems to leave launch overhead behind; the CPU
     suite must stay quick."""
     return list(cuda if BACKEND == "cuda" else cpu)
-
-
-def to_host(value: Any) -> Any:
-    return (
-        value.get()
-        if hasattr(value, "get") and type(value).__module__.startswith("cupy")
-        else value
-    )
-
-
-def on_host(reference: Callable[..., T]) -> Callable[..., T]:
-    """A NumPy reference called on device arrays: its inputs are copied to the host first."""
-
-    @functools.wraps(reference)
-    def call(*inputs: Any) -> T:
-        return reference(*(to_host(v) for v in inputs))
-
-    return call

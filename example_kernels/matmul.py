@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from example_kernels._cupy import blocks, cupy, kernel
+from example_kernels._cupy import array_module, blocks, cupy, kernel
 from pytest_autotune import Work
 
 
@@ -26,7 +26,9 @@ def work(a: Any, b: Any) -> Work:
 
 
 def reference(a: Any, b: Any) -> Any:
-    return (np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64)).astype(np.float32)
+    """In float64, on the inputs' device."""
+    xp = array_module(a, b)
+    return (a.astype(xp.float64) @ b.astype(xp.float64)).astype(xp.float32)
 
 
 def numpy_matmul(a: Any, b: Any) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from example_kernels._cupy import aligned16, blocks, cupy, kernel, sm_count
+from example_kernels._cupy import aligned16, array_module, blocks, cupy, kernel, sm_count
 from pytest_autotune import AutotuneSkip, Work
 
 A = np.float32(2.0)
@@ -26,9 +26,9 @@ def work(a: Any, x: Any, y: Any) -> Work:
 
 
 def reference(a: Any, x: Any, y: Any) -> Any:
-    return (
-        np.float64(a) * np.asarray(x, dtype=np.float64) + np.asarray(y, dtype=np.float64)
-    ).astype(np.float32)
+    """In float64, on the inputs' device."""
+    xp = array_module(x, y)
+    return (x.astype(xp.float64) * float(a) + y.astype(xp.float64)).astype(xp.float32)
 
 
 def numpy_expression(a: Any, x: Any, y: Any) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from example_kernels._cupy import aligned16, blocks, cupy, kernel
+from example_kernels._cupy import aligned16, array_module, blocks, cupy, kernel
 from pytest_autotune import AutotuneSkip, Work
 
 
@@ -21,9 +21,11 @@ def work(x: Any) -> Work:
 
 
 def reference(x: Any) -> Any:
-    x64 = np.asarray(x, dtype=np.float64)
-    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
-    return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+    """In float64, on the inputs' device."""
+    xp = array_module(x)
+    x64 = x.astype(xp.float64)
+    e = xp.exp(x64 - x64.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)).astype(xp.float32)
 
 
 def numpy_composite(x: Any) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from example_kernels._cupy import aligned16, blocks, cupy, kernel, sm_count
+from example_kernels._cupy import aligned16, array_module, blocks, cupy, kernel, sm_count
 from pytest_autotune import AutotuneSkip, Work
 
 
@@ -20,7 +20,11 @@ def work(x: Any) -> Work:
 
 
 def reference(x: Any) -> Any:
-    return np.float32(np.sum(np.asarray(x), dtype=np.float64))
+    """In float64, on the inputs' device: a float32 scalar on the host, a 0-d float32 array
+    on a GPU."""
+    xp = array_module(x)
+    total = xp.sum(x, dtype=xp.float64)
+    return np.float32(total) if xp is np else total.astype(xp.float32)
 
 
 def numpy_pairwise(x: Any) -> Any:

@@ -3,7 +3,7 @@
 import pytest
 
 from example_kernels import saxpy
-from example_kernels.backend import candidates, on_host, sizes, xp
+from example_kernels.backend import candidates, sizes, xp
 
 
 @pytest.fixture(params=sizes(cpu=[1 << 16, 1 << 22], cuda=[1 << 26]), ids=lambda n: f"n{n}")
@@ -14,7 +14,7 @@ def inputs(request):
 @pytest.mark.autotune(
     candidates=candidates(saxpy),
     work=lambda inputs: saxpy.work(*inputs),
-    reference=on_host(saxpy.reference),
+    reference=saxpy.reference,
 )
 def test_saxpy(candidate, inputs):
     return candidate(*inputs)

@@ -3,7 +3,7 @@
 import pytest
 
 from example_kernels import transpose
-from example_kernels.backend import candidates, on_host, sizes, xp
+from example_kernels.backend import candidates, sizes, xp
 
 
 @pytest.fixture(params=sizes(cpu=[1024], cuda=[8192]), ids=lambda n: f"n{n}")
@@ -14,7 +14,7 @@ def x(request):
 @pytest.mark.autotune(
     candidates=candidates(transpose),
     work=transpose.work,
-    reference=on_host(transpose.reference),
+    reference=transpose.reference,
 )
 def test_transpose(candidate, x):
     return candidate(x)

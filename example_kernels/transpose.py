@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from example_kernels._cupy import blocks, cupy, kernel
+from example_kernels._cupy import array_module, blocks, cupy, kernel
 from pytest_autotune import Work
 
 
@@ -20,7 +20,8 @@ def work(x: Any) -> Work:
 
 
 def reference(x: Any) -> Any:
-    return np.ascontiguousarray(np.asarray(x).T)
+    """On the inputs' device."""
+    return array_module(x).ascontiguousarray(x.T)
 
 
 def numpy_copy(x: Any) -> Any:

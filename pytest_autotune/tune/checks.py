@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from pytest_autotune.tune.device_compare import agree_on_device
 from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip
 
 DEFAULT_RTOL = 1e-5
@@ -174,6 +175,8 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
     if reference is None or actual is None:
         return [] if reference is actual else [_mismatch(where, reference, actual)]
 
+    if agree_on_device(reference, actual, rtol, atol, equal_nan):
+        return []  # two CuPy arrays that agree: no copy to the host (tune/device_compare.py)
     ref_array, act_array = _host_array(reference), _host_array(actual)
     if ref_array is not None and act_array is not None:
         if ref_array.dtype != act_array.dtype:

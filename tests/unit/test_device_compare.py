@@ -1,0 +1,85 @@
+"""Outputs on the GPU are compared where they live; only a difference goes to the host."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_autotune import compare_outputs
+from pytest_autotune.tune.device_compare import agree_on_device
+
+checks = importlib.import_module("pytest_autotune.tune.checks")
+
+
+class DeviceArray(np.ndarray):
+    """Stands in for a CuPy array: the fake `cupy` module below names it as its ndarray."""
+
+
+def on_device(values: Any, dtype: Any = np.float32) -> DeviceArray:
+    return np.asarray(values, dtype=dtype).view(DeviceArray)
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
+    calls: list[str] = []
+
+    def isclose(a: Any, b: Any, **kwargs: Any) -> Any:
+        calls.append("isclose")
+        return np.isclose(a, b, **kwargs)
+
+    module = SimpleNamespace(ndarray=DeviceArray, isclose=isclose, calls=calls)
+    monkeypatch.setitem(sys.modules, "cupy", module)
+    return module
+
+
+def test_two_device_arrays_that_agree_are_never_copied_to_the_host(
+    fake_cupy: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_copy(value: object) -> None:
+        raise AssertionError("an agreeing pair was copied to the host")
+
+    monkeypatch.setattr(checks, "_host_array", no_copy)
+    reference = on_device([1.0, 2.0, np.nan])
+    assert compare_outputs(reference, on_device([1.0, 2.0 + 1e-7, np.nan]), rtol=1e-5) is None
+    assert fake_cupy.calls == ["isclose"]
+
+
+def test_device_arrays_that_differ_get_the_host_comparisons_message(
+    fake_cupy: SimpleNamespace,
+) -> None:
+    reference, actual = on_device([1.0, 2.0, 3.0]), on_device([1.0, 2.5, 3.0])
+    message = compare_outputs(reference, actual, rtol=1e-5, atol=0.0)
+    assert message is not None and "1 of 3 elements differ" in message
+    assert message == compare_outputs(np.asarray(reference), np.asarray(actual), 1e-5, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("reference", "actual"),
+    [
+        (on_device([1.0, 2.0]), on_device([1.0, 2.0], np.float64)),  # dtype differs
+        (on_device([1.0, 2.0]), on_device([1.0, 2.0, 3.0])),  # shape differs
+        (np.asarray([1.0, 2.0], dtype=np.float32), on_device([1.0, 2.0])),  # one on the host
+        (on_device([1, 2], np.int32), on_device([1, 3], np.int32)),  # integers compare exactly
+    ],
+)
+def test_what_the_device_cannot_show_equal_is_left_to_the_host(
+    fake_cupy: SimpleNamespace, reference: Any, actual: Any
+) -> None:
+    assert agree_on_device(reference, actual, 1e-5, 1e-8, True) is False
+
+
+def test_integers_that_agree_are_settled_on_the_device_without_isclose(
+    fake_cupy: SimpleNamespace,
+) -> None:
+    assert agree_on_device(on_device([1, 2], np.int32), on_device([1, 2], np.int32), 0, 0, True)
+    assert fake_cupy.calls == []
+
+
+def test_without_cupy_nothing_is_a_device_array(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    assert agree_on_device(on_device([1.0]), on_device([1.0]), 0, 0, True) is False
