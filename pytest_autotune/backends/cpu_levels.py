@@ -98,7 +98,8 @@ def probe_cache_levels(
     """Copy, read and write rates of NumPy from each cache level, innermost first.
 
     The same single-thread NumPy calls as the memory probe (`copyto` counted as read plus
-    written bytes, `add.reduce`, `fill`), each looped over a buffer that fits the level for
+    written bytes, `add.reduce`, `fill`, and `add` into one operand counted as two reads
+    and a write), each looped over a buffer that fits the level for
     `MIN_LOOP_S`, the best of `reps` loops. The per-call cost of the same call on one
     element is taken away, up to half the time (the rest is the cache's), so an L1 roof is
     the cache's speed and not Python's: a candidate that pays less overhead than NumPy must
@@ -117,10 +118,12 @@ def probe_cache_levels(
 
 
 def _calls(source: np.ndarray, target: np.ndarray) -> dict[str, Callable[[], object]]:
+    head = target[: source.size]
     return {
-        "copy": lambda: np.copyto(target[: source.size], source),
+        "copy": lambda: np.copyto(head, source),
         "read": lambda: np.add.reduce(source),
         "write": lambda: target.fill(1.0),
+        "add": lambda: np.add(source, head, out=head),
     }
 
 
@@ -130,12 +133,19 @@ def _call_overheads(reps: int) -> dict[str, float]:
 
 
 def _rates_at(working_set: int, reps: int, overhead: dict[str, float]) -> dict[str, float]:
-    """Rates with `working_set` bytes in use: copy moves half of it into the other half."""
+    """Rates with `working_set` bytes in use: copy moves half of it into the other half, add
+    reads both halves and writes one (`y += x`)."""
     whole = np.ones(working_set // 8)
     half = np.ones(working_set // 16)
     target = np.zeros(working_set // 8)
-    moved = {"copy": 2.0 * half.nbytes, "read": float(whole.nbytes), "write": float(target.nbytes)}
-    calls = {**_calls(whole, target), "copy": _calls(half, np.zeros(half.size))["copy"]}
+    halves = _calls(half, np.zeros(half.size))
+    moved = {
+        "copy": 2.0 * half.nbytes,
+        "read": float(whole.nbytes),
+        "write": float(target.nbytes),
+        "add": 3.0 * half.nbytes,
+    }
+    calls = {**_calls(whole, target), "copy": halves["copy"], "add": halves["add"]}
     rates = {}
     for name, call in calls.items():
         seconds = _loop_seconds(call, reps)

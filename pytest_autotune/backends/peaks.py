@@ -87,8 +87,14 @@ class MemoryRoof:
     peak: float
 
 
+ROOF_PATTERNS = ("read", "copy", "add")
+"""The access patterns whose rates set a memory roof: each counts the bytes a kernel's
+`Work` states, and real kernels stream at them (a reduction reads, an elementwise kernel
+copies, an update in place adds). "write" is left out (see `Peaks.memory_peak`)."""
+
+
 def _roof(rates: Mapping[str, float]) -> float:
-    return max((rates[name] for name in ("read", "copy") if name in rates), default=0.0)
+    return max((rates[name] for name in ROOF_PATTERNS if name in rates), default=0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +135,12 @@ class Peaks:
 
     @property
     def memory_peak(self) -> float:
-        """Bytes per second of the memory roof: the larger of the read and copy rates; 0.0
-        (no bound) when neither was measured.
+        """Bytes per second of the memory roof: the largest of the read, copy and add rates
+        (`ROOF_PATTERNS`); 0.0 (no bound) when none was measured.
 
-        Both count the bytes a kernel's `Work` states, and real kernels reach them: a
-        reduction streams at the read rate, an elementwise kernel at the copy rate. The
+        All count the bytes a kernel's `Work` states, and real kernels reach them: a
+        reduction streams at the read rate, an elementwise kernel at the copy rate, an
+        update in place (saxpy) at the add rate, where a CPU probe measured one. The
         write rate is left out: a store-only stream is a special case (streaming stores on
         a CPU skip the read-for-ownership a mixed kernel pays), and a roof set by it would
         be one that no kernel reading its inputs can reach.

@@ -174,3 +174,7 @@ def test_a_peaks_file_written_before_the_levels_reads_as_one_dram_level() -> Non
 def test_a_level_without_a_positive_capacity_is_refused() -> None:
     with pytest.raises(TypeError, match="'L1'"):
         MemoryLevel("L1", 0, {"copy": 1e9})
+
+
+def test_an_update_in_place_rate_raises_the_memory_roof_where_it_is_the_fastest() -> None:
+    assert Peaks(memory={"copy": 2.0, "read": 1.0, "add": 3.0}, compute={}).memory_peak == 3.0
