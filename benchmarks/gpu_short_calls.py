@@ -277,6 +277,25 @@ def costs(family: ShortFamily, client: CudaClient) -> dict[str, dict[str, float 
     return out
 
 
+def candidate_table(entry: dict[str, Any]) -> str:
+    """Each candidate's eager time (and over the fastest), its device and enqueue time as the
+    default client saw them, and do_bench's median."""
+    eager, do_bench_ms = entry["eager_s"], entry["do_bench_ms"]
+    best = min(eager.values())
+    split = entry["caller"]["call_costs"]
+
+    def us(value: float | None) -> float:
+        return float("nan") if value is None else value * 1e6
+
+    rows = [
+        [name, eager[name] * 1e6, eager[name] / best, us(split[name]["device_s"]),
+         us(split[name]["enqueue_s"]), do_bench_ms[name] * 1e3]
+        for name in eager
+    ]  # fmt: skip
+    header = ["candidate", "eager us/call", "vs best", "device us", "enqueue us", "do_bench us"]
+    return table(header, rows)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
@@ -335,21 +354,19 @@ def main(argv: list[str]) -> int:
             met = agreeing == len(winners) and ratio <= 0.1
             if timing == "caller":
                 verdicts.append(met)
-            rows.append([timing, f"{agreeing}/{len(winners)}", ", ".join(f"{w} x{c}" for w, c in sorted(entry[timing]["winners"].items())),
-                         statistics.median(walls) * 1e3, do_bench_wall * 1e3, ratio, "met" if met else "MISSED"])  # fmt: skip
+            picked = ", ".join(f"{w} x{c}" for w, c in sorted(entry[timing]["winners"].items()))
+            rows.append(
+                [timing, f"{agreeing}/{len(winners)}", picked, statistics.median(walls) * 1e3,
+                 do_bench_wall * 1e3, ratio, "met" if met else "MISSED"]
+            )  # fmt: skip
         report[family.name] = entry
         start = len(lines)
         lines.append(f"== {family.name}")
-        caller_costs = entry["caller"]["call_costs"]
-        lines.append(table(
-            ["candidate", "eager us/call", "vs best", "device us", "enqueue us", "do_bench us"],
-            [[name, eager[name] * 1e6, eager[name] / best,
-              (caller_costs[name]["device_s"] or float("nan")) * 1e6,
-              (caller_costs[name]["enqueue_s"] or float("nan")) * 1e6,
-              do_bench_ms[name] * 1e3] for name in family.candidates],
-        ))  # fmt: skip
+        lines.append(candidate_table(entry))
         lines.append("")
-        lines.append(table(["timing", "agree (5%)", "winners", "tuning ms (median)", "do_bench ms", "ratio (<= 0.1)", "verdict"], rows))  # fmt: skip
+        header = ["timing", "agree (5%)", "winners", "tuning ms (median)", "do_bench ms",
+                  "ratio (<= 0.1)", "verdict"]  # fmt: skip
+        lines.append(table(header, rows))
         lines.append("")
         print("\n".join(lines[start:]), flush=True)
     (args.out / "short_calls.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")

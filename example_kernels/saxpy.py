@@ -21,8 +21,9 @@ def inputs(n: int, xp: Any = np) -> tuple[Any, Any, Any]:
 
 
 def work(a: Any, x: Any, y: Any) -> Work:
-    # Read x and y, write y: three passes over n floats; one multiply-add per element.
-    return Work(compute_ops=2 * x.size, bytes=3 * x.nbytes)
+    # Read x and y, write y: three passes over n floats; one multiply-add per element. The
+    # working set is the two arrays: y is written where it was read.
+    return Work(compute_ops=2 * x.size, bytes=3 * x.nbytes, working_set=2 * x.nbytes)
 
 
 def reference(a: Any, x: Any, y: Any) -> Any:

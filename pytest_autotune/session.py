@@ -840,7 +840,7 @@ def _call_costs(client: Client, tunables: TunableSet) -> dict[str, dict[str, flo
     if call_costs is None:
         return {}
     costs = {}
-    for name, fn in zip(tunables.names, tunables.fns):
+    for name, fn in zip(tunables.names, tunables.fns, strict=True):
         cost = call_costs(fn)
         if cost is not None:
             costs[name] = {"device_s": cost.device, "enqueue_s": cost.enqueue}

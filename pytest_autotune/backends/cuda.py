@@ -387,8 +387,7 @@ class CudaClient:
         timing: str = "caller",
         host_timer: Callable[[], int] | None = None,
     ) -> None:
-        if timing not in TIMINGS:
-            raise ValueError(f"timing must be one of {TIMINGS}, got {timing!r}")
+        self._init_caller_timing(timing, host_timer)
         cp = import_cupy()
         try:
             count = cp.cuda.runtime.getDeviceCount()
@@ -410,13 +409,6 @@ class CudaClient:
         self.graph_replay = graph_replay
         self._replays: OrderedDict[Callable[..., object], _Replay] = OrderedDict()
         self._uncapturable = _Candidates()
-        self.timing = timing
-        self._host_timer = host_timer or time.perf_counter_ns
-        self._enqueued = 0.0
-        """Host seconds of the latest sample's eager call (see `_sample`)."""
-        self._costs: weakref.WeakKeyDictionary[Callable[..., object], CallCost] = (
-            weakref.WeakKeyDictionary()
-        )
         props = cp.cuda.runtime.getDeviceProperties(device)
         self._name = props["name"].decode(errors="replace")
         self._uuid = _uuid(props.get("uuid"))
@@ -454,6 +446,17 @@ class CudaClient:
             )
         self._flag = (ctypes.c_int32 * 2).from_address(self._flag_ptr) if self._flag_ptr else None
         self._device_id = device_id_from(self._name)
+
+    def _init_caller_timing(self, timing: str, host_timer: Callable[[], int] | None) -> None:
+        if timing not in TIMINGS:
+            raise ValueError(f"timing must be one of {TIMINGS}, got {timing!r}")
+        self.timing = timing
+        self._host_timer = host_timer or time.perf_counter_ns
+        self._enqueued = 0.0
+        """Host seconds of the latest sample's eager call (see `_sample`)."""
+        self._costs: weakref.WeakKeyDictionary[Callable[..., object], CallCost] = (
+            weakref.WeakKeyDictionary()
+        )
 
     @property
     def device_id(self) -> str:
@@ -764,7 +767,7 @@ def probe_cuda_peaks(client: CudaClient) -> Peaks:
         levels: tuple[MemoryLevel, ...] = ()
         try:
             levels = (_probe_l2(client, module, details),)
-        except Exception as error:  # noqa: BLE001 - without it every problem is bound by HBM
+        except Exception as error:  # without it, every problem is bound by HBM
             details["l2_probe_error"] = f"{type(error).__name__}: {error}"
         compute = _probe_fma(client, module, details)
         skipped: dict[str, str] = {}

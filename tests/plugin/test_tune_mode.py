@@ -353,7 +353,9 @@ def test_a_winner_below_the_floor_fails(autotune_pytester: pytest.Pytester) -> N
     )
     result = run(autotune_pytester, "--autotune")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*below the floor: 50.0% of the DRAM memory roof*the floor is 80.0%*"])
+    result.stdout.fnmatch_lines(
+        ["*below the floor: 50.0% of the DRAM memory roof*the floor is 80.0%*"]
+    )
 
 
 def test_a_bad_option_value_is_a_usage_error(scale: pytest.Pytester) -> None:
