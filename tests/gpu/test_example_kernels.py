@@ -46,3 +46,16 @@ def test_cupy_candidate_matches_the_numpy_reference(
         assert diff is not None, f"{name} must lose precision at this size"
     else:
         assert diff is None, diff
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_the_reference_runs_on_the_device_and_agrees_with_the_host_one(
+    cp: Any, family: str
+) -> None:
+    """The `--autotune` checks call the references on device inputs: they must compute
+    there (a CuPy result, no copy to the host) what they compute on the host."""
+    module, sizes, tolerances = FAMILIES[family]
+    on_device = module.reference(*module.inputs(*sizes["odd"], xp=cp))
+    assert isinstance(on_device, cp.ndarray)
+    diff = compare_outputs(module.reference(*module.inputs(*sizes["odd"])), on_device, **tolerances)
+    assert diff is None, diff
