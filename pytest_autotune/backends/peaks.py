@@ -8,11 +8,7 @@ process, and in `<cache_dir>/<device_id>/peaks.json` when a cache folder is give
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
-import os
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Mapping
@@ -22,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from pytest_autotune.tune.cache import CacheFileWarning
+from pytest_autotune.tune.files import dumps, read_json, write_atomically
 
 SCHEMA_VERSION = 1
 PEAKS_FILE = "peaks.json"
@@ -273,7 +270,7 @@ def _load_or_probe_file(path: Path, device_id: str, probe: Callable[[], Peaks]) 
 
 
 def _read(path: Path, device_id: str) -> Peaks:
-    data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_reject_constant)
+    data = read_json(path)
     if not isinstance(data, dict):
         raise TypeError(f"holds a JSON {type(data).__name__}, expected an object")
     if data.get("schema_version") != SCHEMA_VERSION:
@@ -285,31 +282,14 @@ def _read(path: Path, device_id: str) -> Peaks:
     return Peaks.from_json(data.get("peaks"))
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def _write(path: Path, device_id: str, peaks: Peaks) -> None:
     """Write atomically (a temporary file renamed over the target), so a process reading
     the file meanwhile sees all of it or none; a unique temporary name, because two
     processes probing the same device may write at once and neither holds a lock."""
     document = {"schema_version": SCHEMA_VERSION, "device_id": device_id, "peaks": peaks.to_json()}
-    text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
-                file.write(text)
-                file.flush()
-                os.fsync(file.fileno())
-            # mkstemp makes the file private (0600); the cache is meant to be shared.
-            os.chmod(temporary, 0o644)
-            os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        write_atomically(path, dumps(document))
     except OSError as error:
         warnings.warn(
             CacheFileWarning(

@@ -139,12 +139,20 @@ def result_from_json(data: dict[str, Any]) -> AutotuneResult:
     name = str(data["name"])
     if "error" in data:
         return AutotuneError.from_json(data["error"], name)
+    samples = data["samples_ns"]
+    # A string is iterable too: "999" must not read as the samples 9, 9 and 9.
+    if not isinstance(samples, list) or not all(_is_positive_int(s) for s in samples):
+        raise ValueError(f"samples_ns is {samples!r}, expected a list of positive integers")
     return AutotuneOutcome(
         name=name,
         index=int(data["index"]),
-        samples=tuple(int(s) / NS_PER_S for s in data["samples_ns"]),
+        samples=tuple(s / NS_PER_S for s in samples),
         dropped_first=bool(data.get("dropped_first", False)),
     )
+
+
+def _is_positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def check_sample(name: str, seconds: float) -> float:

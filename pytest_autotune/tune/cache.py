@@ -9,20 +9,26 @@ is atomic, and a file that cannot be read is reported and left alone, never repl
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import json
-import os
 import re
-import tempfile
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
+from filelock import Timeout
 
 from pytest_autotune.tune.benchmark import AutotuneResult, result_from_json, result_to_json
+from pytest_autotune.tune.files import (
+    JsonFileError,
+    dumps,
+    lock_beside,
+    read_json,
+    remove_stale_temporaries,
+    write_atomically,
+)
 from pytest_autotune.tune.key import serialize_key_json
 
 SCHEMA_VERSION = 2
@@ -163,16 +169,6 @@ def _optional_list(data: Mapping[str, Any], name: str) -> list[Any] | None:
     return value
 
 
-def lock_path_for(path: Path) -> str:
-    """The cross-process lock of a cache file, outside the cache folder: filelock leaves its
-    lock files in place, and the folder is committed, so they would litter every checkout.
-    Named by the file's absolute path, so every process on this machine finds the same."""
-    digest = hashlib.sha256(os.fsencode(path.resolve())).hexdigest()[:20]
-    folder = Path(tempfile.gettempdir()) / "pytest-autotune-locks"
-    folder.mkdir(exist_ok=True)
-    return os.fspath(folder / f"{digest}.lock")
-
-
 def cache_path(cache_dir: Path, device_id: str, tuner_name: str) -> Path:
     """Where the cache of `tuner_name` on `device_id` lives."""
     folder, name = cache_file_parts(device_id, tuner_name)
@@ -305,10 +301,11 @@ class PersistentCache:
                 raise ValueError(f"cache key {key.key!r} does not serialize its JSON {value.key!r}")
         if self._unreadable is not None:
             raise CacheFileError(self.path, f"{self._unreadable} (when loaded); not overwriting it")
-        lock_path = lock_path_for(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with FileLock(lock_path, timeout=LOCK_TIMEOUT_S):
+            _ignore_lock_files(self.path.parent)
+            lock = lock_beside(self.path, LOCK_TIMEOUT_S)
+            with lock:
                 disk = _read(self.path)
                 replaced = {key.key for key in updates}
                 entries = {k: v for k, v in disk.entries.items() if k.key not in replaced}
@@ -318,39 +315,46 @@ class PersistentCache:
                     disk.device if device is None else device,
                     {**disk.metadata, **metadata},
                 )
-                _write_atomically(self.path, _render(contents))
+                remove_stale_temporaries(self.path)
+                write_atomically(self.path, _render(contents))
         except Timeout:
             raise CacheFileError(
-                self.path, f"{lock_path} still locked after {LOCK_TIMEOUT_S:g} s"
+                self.path, f"{lock.lock_file} still locked after {LOCK_TIMEOUT_S:g} s"
             ) from None
+        except ValueError as error:
+            # A NaN or infinity in an entry (a key, a bound): JSON has no such number.
+            raise CacheFileError(self.path, f"cannot be written: {error}") from None
         except OSError as error:
             raise CacheFileError(self.path, f"cannot be written: {error}") from None
         self._contents = contents
 
 
+_GITIGNORE = "# pytest-autotune's lock and temporary files\n.*.lock\n.*.tmp\n"
+
+
+def _ignore_lock_files(folder: Path) -> None:
+    """The locks live beside the files they protect (`files.lock_beside`), in a folder that
+    is committed: a `.gitignore` there keeps them out of commits, as pytest's own cache
+    folder does. Written once, never replaced, so a project's own edits stay."""
+    with (
+        contextlib.suppress(FileExistsError),
+        open(folder / ".gitignore", "x", encoding="utf-8") as file,
+    ):
+        file.write(_GITIGNORE)
+
+
 def _read(path: Path) -> _Contents:
     """The file's contents, empty if it does not exist; CacheFileError if unreadable."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        return _parse(read_json(path))
     except FileNotFoundError:
         return _Contents({}, None, {})
-    except OSError as error:
-        raise CacheFileError(path, f"cannot be read: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise CacheFileError(path, f"is not UTF-8 text: {error}") from None
-    try:
-        return _parse(text)
-    except _Malformed as error:
+    except (JsonFileError, _Malformed) as error:
         raise CacheFileError(path, str(error)) from None
 
 
-def _parse(text: str) -> _Contents:
-    """Validate the whole file, so a bad one is rejected before any of it is used."""
-    try:
-        # json only: loading a cache never runs code. NaN and Infinity are not JSON.
-        data = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as error:
-        raise _Malformed(f"is not valid JSON: {error}") from None
+def _parse(data: Any) -> _Contents:
+    """Validate the whole document, so a bad one is rejected before any of it is used."""
     if not isinstance(data, dict):
         raise _Malformed(f"holds a JSON {type(data).__name__}, expected an object")
     version = _field(data, "schema_version", int, "an integer")
@@ -378,10 +382,6 @@ def _parse(text: str) -> _Contents:
     return _Contents(entries, device, metadata)
 
 
-def _reject_constant(name: str) -> Any:
-    raise _Malformed(f"is not valid JSON: {name} is not a JSON number")
-
-
 def _has_key(raw: Any) -> bool:
     return isinstance(raw, dict) and "key" in raw
 
@@ -407,19 +407,5 @@ def _render(contents: _Contents) -> str:
     }
     if contents.device is not None:
         document["device"] = contents.device
-    # allow_nan=False: NaN and Infinity would make a file other JSON readers reject.
-    return json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n"
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text` so that readers see the old file or the new, never half.
-
-    The temporary name is fixed because writers hold the lock: a process killed midway
-    leaves at most this one hidden file, which the next save truncates and renames away.
-    """
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w", encoding="utf-8", newline="\n") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
+    # NaN and Infinity would make a file other JSON readers reject: dumps refuses them.
+    return dumps(document)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from filelock import FileLock, Timeout
+from filelock import Timeout
 
 from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome
 from pytest_autotune.tune.cache import (
@@ -21,9 +21,9 @@ from pytest_autotune.tune.cache import (
     PersistentCacheKey,
     PersistentCacheValue,
     cache_path,
-    lock_path_for,
 )
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.files import lock_beside
 from pytest_autotune.tune.key import key_to_json, stable_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -306,7 +306,7 @@ def test_a_write_killed_midway_leaves_the_previous_file_and_no_lock_behind(
     assert writer.stdout is not None
     assert writer.stdout.readline() == "stuck\n"
     with pytest.raises(Timeout):
-        FileLock(lock_path_for(path), timeout=0).acquire()
+        lock_beside(path, timeout=0).acquire()
     writer.send_signal(signal.SIGKILL)
     writer.wait(timeout=30)
     writer.stdout.close()
@@ -315,7 +315,7 @@ def test_a_write_killed_midway_leaves_the_previous_file_and_no_lock_behind(
     assert PersistentCache(path).load() == before
     PersistentCache(path).save(dict([entry("c")]))
     assert set(PersistentCache(path).load()) == {entry(k)[0] for k in "abc"}
-    assert sorted(os.listdir(tmp_path)) == ["tuner.json"]
+    assert sorted(os.listdir(tmp_path)) == [".gitignore", ".tuner.json.lock", "tuner.json"]
 
 
 def test_a_successful_save_leaves_no_temporary_file(tmp_path: Path) -> None:
@@ -323,7 +323,7 @@ def test_a_successful_save_leaves_no_temporary_file(tmp_path: Path) -> None:
     PersistentCache(path).save(dict([entry("a")]))
     PersistentCache(path).save(dict([entry("b")]))
 
-    assert sorted(os.listdir(path.parent)) == ["pkg.mod-x.json"]
+    assert sorted(os.listdir(path.parent)) == [".gitignore", ".pkg.mod-x.json.lock", "pkg.mod-x.json"]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,161 @@
+"""The file primitives every JSON file we keep goes through: one strict reader, one atomic
+writer, one lock scheme (the cache files and the peaks files share them).
+
+Measured against what broke before (issue 15): a temporary file with a fixed name let two
+writers that did not share a lock truncate each other's file; a lock in the temp folder was
+a different lock under another `TMPDIR` (413 of 480 entries lost) and a PermissionError
+for a second OS user; a value of `1e400` read as infinity and `10**400` or a document
+nested 100,000 deep ended in an internal error instead of a line naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+MAX_DEPTH = 64
+"""Deeper than any file we write (a key of nested tuples is a few levels), and far below
+the depth at which Python's own recursion gives out, so every reader stays safe."""
+MAX_INT_DIGITS = 40
+"""Nanoseconds since 1970 have 19 digits; a 40-digit number in our files is damage."""
+
+
+class JsonFileError(ValueError):
+    """A file that is not the strict JSON we write; the message says why, not where."""
+
+
+def loads_strict(text: str) -> Any:
+    """Parse strict JSON: no NaN or Infinity (nor `1e400`, which would read as one), no
+    integer longer than `MAX_INT_DIGITS`, no nesting deeper than `MAX_DEPTH`."""
+    try:
+        data = json.loads(
+            text, parse_constant=_reject_constant, parse_float=_finite, parse_int=_bounded_int
+        )
+    except json.JSONDecodeError as error:
+        raise JsonFileError(f"is not valid JSON: {error}") from None
+    except RecursionError:
+        raise JsonFileError(f"is nested deeper than {MAX_DEPTH} levels") from None
+    _check_depth(data)
+    return data
+
+
+def read_json(path: Path) -> Any:
+    """The strict JSON document of `path`. FileNotFoundError propagates (a missing file is
+    usually fine); any other problem is a `JsonFileError` saying why in one line."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise JsonFileError(f"cannot be read: {error.strerror or error}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise JsonFileError(f"is not UTF-8 text: {error}") from None
+    return loads_strict(text)
+
+
+def dumps(document: Any) -> str:
+    """Our file format: sorted keys, an indent of 2, strict JSON, a final newline.
+    A NaN or infinity anywhere is a ValueError (`allow_nan=False`)."""
+    return json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text`, so that readers see the old file or the new, never half.
+
+    The temporary file has a unique name beside `path` (same file system, so the rename is
+    atomic): a writer that does not hold our lock, or a process killed midway, can never
+    truncate another writer's temporary file. A failed write removes its temporary file.
+    """
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        _keep_mode(path, temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+def remove_stale_temporaries(path: Path) -> None:
+    """Remove the temporary files a writer of `path` killed midway left behind. Call it only
+    while holding `lock_beside(path)`: every writer that holds it is then done."""
+    for temporary in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+
+
+def _keep_mode(path: Path, temporary: str) -> None:
+    """mkstemp makes a 0600 file; a committed cache must stay readable by the team, so the
+    new file takes the old file's mode, or the umask's default for a new file."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    os.chmod(temporary, mode)
+
+
+def lock_beside(path: Path, timeout: float) -> FileLock:
+    """The cross-process lock of `path`: the hidden file `.<name>.lock` in the same folder.
+
+    Beside the file, every process that can write the file finds the same lock whatever its
+    `TMPDIR` and whichever user it runs as (a lock in the temp folder was neither), and the
+    lock's name needs no sanitising: it is the protected file's own name. Created with the
+    file's group and others write bits, so a second user who may write the file may lock it.
+    """
+    return FileLock(
+        os.fspath(path.with_name(f".{path.name}.lock")),
+        timeout=timeout,
+        mode=0o666,
+    )
+
+
+def _reject_constant(name: str) -> Any:
+    raise JsonFileError(f"is not valid JSON: {name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise JsonFileError(f"holds the number {_shorten(text)}, too large for a float")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise JsonFileError(
+            f"holds an integer of {len(text.lstrip('-'))} digits ({_shorten(text)});"
+            f" at most {MAX_INT_DIGITS} are expected"
+        )
+    return int(text)
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= 24 else f"{text[:10]}...{text[-6:]}"
+
+
+def _check_depth(data: Any) -> None:
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise JsonFileError(f"is nested deeper than {MAX_DEPTH} levels")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
