@@ -17,6 +17,7 @@ import pytest
 
 from pytest_autotune import hookspecs
 from pytest_autotune.backends.cuda import CudaUnavailableError
+from pytest_autotune.marker_options import option_error, work_error
 from pytest_autotune.session import (
     AutotuneSession,
     GroupRequest,
@@ -24,8 +25,10 @@ from pytest_autotune.session import (
     is_builtin_device,
     settings_from_sources,
 )
-from pytest_autotune.tune.config import ConfigError
+from pytest_autotune.time_limit import DEFAULT_TIME_LIMIT_S, TimeLimit, TimeLimitExceeded
+from pytest_autotune.tune.config import ConfigError, misspelt_env_names
 from pytest_autotune.tune.errors import AutotuneSkip
+from pytest_autotune.tune.files import dumps
 from pytest_autotune.tune.key import key_to_json
 from pytest_autotune.tune.local import LocalTuner
 from pytest_autotune.tune.tunable_set import TunableSet, clone_value
@@ -45,6 +48,8 @@ MARKER_OPTIONS = (
     "max_regression",
     "groups",
     "device",
+    "time_limit",
+    "check_output",
 )
 
 # One help text per option, shared by `addoption` and `addini` (flag, ini name, kind, help).
@@ -75,6 +80,15 @@ OPTIONS: tuple[tuple[str, str, OptionKind, str], ...] = (
         "minimal, balanced (default), extensive, full",
     ),
     ("--autotune-strict", "autotune_strict", "bool", "a group without a baseline fails the gate"),
+    (
+        "--autotune-time-limit",
+        "autotune_time_limit",
+        "string",
+        (
+            "seconds one call of a candidate may take before it fails by name"
+            f" (default under --autotune: {DEFAULT_TIME_LIMIT_S:g})"
+        ),
+    ),
     (
         "--autotune-benchmark-json",
         "autotune_benchmark_json",
@@ -138,8 +152,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "autotune(candidates=None, key=None, work=None, thresholds=None, reference=None, "
-        "rtol=None, atol=None, max_regression=None, groups=None, device=None): the test body "
-        "is the timed call of `candidate`; every candidate is checked, and tuned with --autotune",
+        "rtol=None, atol=None, max_regression=None, groups=None, device=None, time_limit=None, "
+        "check_output=True): the test body is the timed call of `candidate`; every candidate "
+        "is checked, and tuned with --autotune",
     )
     try:
         settings = settings_from_sources(
@@ -191,6 +206,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(XdistBridge(config, session), "autotune-xdist")
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """A misspelt PYTEST_AUTOTUNE_* variable, said in the header: a warning at configure
+    time would be an INTERNALERROR under a project's `filterwarnings = error`."""
+    return misspelt_env_names(os.environ)
+
+
 def _ini_value(config: pytest.Config, name: str) -> object:
     value = config.getini(name)
     # An unset string ini is "", an unset bool False: both mean "not set here".
@@ -207,6 +228,9 @@ class FunctionSpec:
     nodeid: str
     candidates: tuple[tuple[str, Callable[..., Any]], ...]
     options: Mapping[str, Any]
+    error: str | None = None
+    """A bad marker value, failing each of the function's tests with this line (the rest of
+    the session runs, and writes its files)."""
 
 
 @dataclass(frozen=True)
@@ -255,11 +279,48 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 f"{nodeid}: autotune(candidates=...) must be a non-empty dict of name -> callable",
                 pytrace=False,
             )
-        pairs = tuple((str(n), f) for n, f in candidates.items())
+        pairs = tuple((printable(str(n)), f) for n, f in candidates.items())
+        _refuse_duplicates(nodeid, pairs)
         metafunc.parametrize("candidate", [f for _, f in pairs], ids=[n for n, _ in pairs])
     else:
         pairs = _parametrized_candidates(metafunc)
-    metafunc.config.stash.setdefault(FUNCTIONS, {})[nodeid] = FunctionSpec(nodeid, pairs, options)
+        _refuse_duplicates(nodeid, pairs)
+    error = option_error(options)
+    if inspect.iscoroutinefunction(metafunc.function):
+        error = (
+            "an autotune test cannot be `async def`: the body is called as the timed call"
+            " of each candidate; call async code with asyncio.run() in a plain def"
+        )
+    spec = FunctionSpec(nodeid, pairs, options, None if error is None else f"{nodeid}: {error}")
+    metafunc.config.stash.setdefault(FUNCTIONS, {})[nodeid] = spec
+
+
+def printable(name: str) -> str:
+    """A candidate name safe to print: control characters (a terminal escape, a newline)
+    become their backslash escapes; other characters, non-ASCII letters included, stay."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+
+
+def _refuse_duplicates(nodeid: str, pairs: tuple[tuple[str, Callable[..., Any]], ...]) -> None:
+    """Two candidates of one name would be one in every lookup by name, and the check of
+    the second against "itself" would pass a wrong implementation."""
+    seen: dict[str, int] = {}
+    for index, (name, fn) in enumerate(pairs):
+        if name in seen:
+            first = pairs[seen[name]][1]
+            pytest.fail(
+                f"{nodeid}: candidates {seen[name]} ({_describe(first)}) and {index}"
+                f" ({_describe(fn)}) are both named {name!r}; give each its own id"
+                " (pytest.param(fn, id=...) or ids=[...])",
+                pytrace=False,
+            )
+        seen[name] = index
+
+
+def _describe(fn: Any) -> str:
+    module = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", None)
+    return f"{module}.{qualname}" if module and qualname else repr(fn)
 
 
 def _parametrized_candidates(
@@ -279,7 +340,7 @@ def _parametrized_candidates(
             fn = value.values[0] if hasattr(value, "values") else value
             if given is None and isinstance(ids, (list, tuple)) and i < len(ids):
                 given = ids[i]
-            pairs.append((str(given or getattr(fn, "__name__", f"candidate{i}")), fn))
+            pairs.append((printable(str(given or getattr(fn, "__name__", f"candidate{i}"))), fn))
         return tuple(pairs)
     pytest.fail(
         f"{_function_nodeid(metafunc.definition)}: give the candidates with "
@@ -296,6 +357,10 @@ def _without_component(callspec_id: str, component: str) -> str:
     if callspec_id.endswith("-" + component):
         return callspec_id[: -len(component) - 1]
     return callspec_id.replace("-" + component + "-", "-", 1)
+
+
+def _has_component(callspec_id: str, component: str) -> bool:
+    return f"-{component}-" in f"-{callspec_id}-"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -321,7 +386,10 @@ def pytest_collection_modifyitems(
         name = next((n for n, f in function.candidates if f is value), None)
         if name is None:
             name = next((n for n, f in function.candidates if f == value), repr(value))
-        group_key = _without_component(item.callspec.id, name)
+        # pytest writes non-ASCII ids escaped (`\\xe9`): strip the id as pytest wrote it.
+        escaped = name.encode("unicode_escape").decode("ascii")
+        component = name if _has_component(item.callspec.id, name) else escaped
+        group_key = _without_component(item.callspec.id, component)
         group = f"{function.nodeid}[{group_key}]" if group_key else function.nodeid
         item.stash[ITEM] = ItemSpec(function, name, group, group_key)
         if xdist:  # with --dist loadgroup, one group stays on one worker
@@ -342,14 +410,39 @@ def _test_arguments(item: pytest.Function) -> dict[str, Any]:
     return {name: item.funcargs[name] for name in names if name in item.funcargs}
 
 
-def _body(item: pytest.Function, arguments: Mapping[str, Any]) -> Callable[..., Any]:
-    """`run(candidate, *values)`: the test body with `candidate` and the other arguments."""
-    names = [n for n in arguments if n != "candidate"]
+def _body(
+    item: pytest.Function, arguments: Mapping[str, Any], limit: TimeLimit, names: _Names
+) -> Callable[..., Any]:
+    """`run(candidate, *values)`: the test body with `candidate` and the other arguments,
+    stopped by name if it runs past the time limit."""
+    others = [n for n in arguments if n != "candidate"]
 
     def run(candidate: Callable[..., Any], *values: Any) -> Any:
-        return item.obj(candidate=candidate, **dict(zip(names, values, strict=True)))
+        def body() -> Any:
+            return item.obj(candidate=candidate, **dict(zip(others, values, strict=True)))
+
+        return limit.call(names(candidate), body)
 
     return run
+
+
+class _Names:
+    """The name of a candidate function, for a time limit's message."""
+
+    def __init__(self, candidates: tuple[tuple[str, Callable[..., Any]], ...]) -> None:
+        self._by_id = {id(fn): name for name, fn in candidates}
+
+    def __call__(self, fn: Callable[..., Any]) -> str:
+        return self._by_id.get(id(fn), "the reference")
+
+
+def _time_limit(session: AutotuneSession, options: Mapping[str, Any]) -> TimeLimit:
+    """The marker's limit, else the settings' (command line, environment, YAML, ini), else
+    the default under --autotune; a plain run has none unless one is set."""
+    seconds = options.get("time_limit") or session.settings.engine.time_limit
+    if seconds is None and session.settings.tune:
+        seconds = DEFAULT_TIME_LIMIT_S
+    return TimeLimit(seconds)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -357,38 +450,45 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     spec = pyfuncitem.stash.get(ITEM, None)
     if spec is None:
         return None
+    if spec.function.error is not None:
+        pytest.fail(spec.function.error, pytrace=False)
     session = pyfuncitem.config.stash[SESSION]
     arguments = _test_arguments(pyfuncitem)
     inputs = tuple(value for name, value in arguments.items() if name != "candidate")
-    run = _body(pyfuncitem, arguments)
     options = spec.function.options
+    limit = _time_limit(session, options)
+    run = _body(pyfuncitem, arguments, limit, _Names(spec.function.candidates))
     try:
-        if session.settings.tune:
-            request = GroupRequest(
-                group=spec.group,
-                tuner_name=spec.function.nodeid,
-                key=_group_key(spec, arguments),
-                candidates=spec.function.candidates,
-                run=run,
-                inputs=inputs,
-                options=_evaluated_options(options, arguments),
-            )
-            failure = session.candidate_outcome(request, spec.candidate)
-        else:
-            failure = check_candidate(
-                spec.candidate,
-                spec.function.candidates,
-                run,
-                inputs,
-                reference=options.get("reference"),
-                rtol=options.get("rtol"),
-                atol=options.get("atol"),
-                config=session.settings.engine,
-            )
+        with limit.armed():
+            if session.settings.tune:
+                request = GroupRequest(
+                    group=spec.group,
+                    tuner_name=spec.function.nodeid,
+                    key=_group_key(spec, arguments),
+                    candidates=spec.function.candidates,
+                    run=run,
+                    inputs=inputs,
+                    options=_evaluated_options(options, arguments, spec.function.nodeid),
+                )
+                failure = session.candidate_outcome(request, spec.candidate)
+            else:
+                failure = check_candidate(
+                    spec.candidate,
+                    spec.function.candidates,
+                    run,
+                    inputs,
+                    reference=options.get("reference"),
+                    rtol=options.get("rtol"),
+                    atol=options.get("atol"),
+                    config=session.settings.engine,
+                    check_output=options.get("check_output") is not False,
+                )
     except AutotuneSkip as exc:
         pytest.skip(f"candidate {spec.candidate!r} declined: {exc}")
     except (ConfigError, CudaUnavailableError) as exc:
         pytest.fail(f"{spec.function.nodeid}: {exc}", pytrace=False)
+    except TimeLimitExceeded as exc:
+        pytest.fail(f"{spec.function.nodeid}: candidate {exc.name!r} {exc}", pytrace=False)
     if failure:
         pytest.fail(failure, pytrace=False)
     return True
@@ -399,19 +499,29 @@ def _group_key(spec: ItemSpec, arguments: Mapping[str, Any]) -> Any:
     if key is None:
         return spec.group_key or "default"
     value = _call_with_fixtures(key, arguments, f"{spec.function.nodeid}: key=")
+    return _checked_key(value, f"{spec.function.nodeid}: key=")
+
+
+def _checked_key(value: Any, what: str) -> Any:
+    """A key the cache can hold: hashable, JSON, and finite (JSON has no NaN or inf)."""
     try:
         hash(value)
-        key_to_json(value)
-    except TypeError as exc:
-        pytest.fail(f"{spec.function.nodeid}: key= returned an unusable key: {exc}", pytrace=False)
+        dumps(key_to_json(value))
+    except (TypeError, ValueError) as exc:
+        pytest.fail(f"{what} returned an unusable key {value!r}: {exc}", pytrace=False)
     return value
 
 
-def _evaluated_options(options: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+def _evaluated_options(
+    options: Mapping[str, Any], arguments: Mapping[str, Any], nodeid: str
+) -> dict[str, Any]:
     evaluated = dict(options)
     work = options.get("work")
     if callable(work):
-        evaluated["work"] = _call_with_fixtures(work, arguments, "work=")
+        evaluated["work"] = _call_with_fixtures(work, arguments, f"{nodeid}: work=")
+        error = work_error(evaluated["work"])
+        if error is not None:
+            pytest.fail(f"{nodeid}: {error}", pytrace=False)
     return evaluated
 
 
@@ -454,13 +564,52 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
         max_regression: float | None = None,
         tuner: LocalTuner | str | None = None,
     ) -> Any:
+        if not isinstance(tunables, TunableSet):
+            pytest.fail(
+                f"{nodeid}: the autotune fixture takes a TunableSet first, got {tunables!r};"
+                " build one with TunableSet(key_gen, tunables=[Tunable(name, fn), ...])",
+                pytrace=False,
+            )
         candidates = tuple(zip(tunables.names, tunables.fns, strict=True))
+        given = {"thresholds": thresholds, "rtol": rtol, "atol": atol, "tuner": tuner}
+        error = option_error({**given, "max_regression": max_regression, "work": work})
+        if error is not None:
+            pytest.fail(
+                f"{nodeid}: {error.replace('@pytest.mark.autotune', 'autotune')}", pytrace=False
+            )
+        names = _Names(candidates)
+        limit = _time_limit(session, {})
 
         def run(candidate: Callable[..., Any], *values: Any) -> Any:
-            return candidate(*values)
+            return limit.call(names(candidate), candidate, *values)
 
+        with limit.armed():
+            try:
+                return _run_set(
+                    tunables, candidates, run, inputs, work, given, reference, max_regression
+                )
+            except TimeLimitExceeded as exc:
+                pytest.fail(f"{nodeid}: candidate {exc.name!r} {exc}", pytrace=False)
+
+    def _run_set(
+        tunables: TunableSet,
+        candidates: tuple[tuple[str, Callable[..., Any]], ...],
+        run: Callable[..., Any],
+        inputs: tuple[Any, ...],
+        work: Any,
+        given: dict[str, Any],
+        reference: Callable[..., Any] | None,
+        max_regression: float | None,
+    ) -> Any:
+        thresholds, rtol, atol = given["thresholds"], given["rtol"], given["atol"]
+        work = work(*inputs) if callable(work) else work
+        error = work_error(work)
+        if error is not None:
+            pytest.fail(
+                f"{nodeid}: {error.replace('@pytest.mark.autotune', 'autotune')}", pytrace=False
+            )
         options = {
-            "work": work(*inputs) if callable(work) else work,
+            "work": work,
             "thresholds": thresholds,
             "reference": reference,
             "rtol": rtol,
@@ -489,8 +638,8 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
             return run(reference or candidates[0][1], *clone_value(inputs))
         group = GroupRequest(
             group=nodeid,
-            tuner_name=fixture_tuner_name(tunables, tuner, nodeid),
-            key=tunables.key_gen(*inputs),
+            tuner_name=fixture_tuner_name(tunables, given["tuner"], nodeid),
+            key=_checked_key(tunables.key_gen(*inputs), f"{nodeid}: the set's key_gen"),
             candidates=candidates,
             run=run,
             inputs=inputs,

@@ -13,7 +13,6 @@ import importlib.util
 import math
 import os
 import re
-import tempfile
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -46,7 +45,7 @@ from pytest_autotune.tune.cache import (
     PersistentCacheValue,
     cache_path,
 )
-from pytest_autotune.tune.checks import compare_outputs
+from pytest_autotune.tune.checks import NOTHING_TO_COMPARE, compare_outputs
 from pytest_autotune.tune.config import (
     PROJECT_CACHE_DIR,
     YAML_FILE,
@@ -57,6 +56,7 @@ from pytest_autotune.tune.config import (
     resolve,
 )
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.files import shared_lock
 from pytest_autotune.tune.key import key_to_json, set_autotune_level, stable_key
 from pytest_autotune.tune.log import AutotuneRecord, Recorder, format_duration
 from pytest_autotune.tune.run import RunInfo
@@ -192,34 +192,40 @@ def check_candidate(
     rtol: float | None,
     atol: float | None,
     config: AutotuneConfig,
+    check_output: bool = True,
 ) -> str | None:
     """Run one candidate once and compare its output with the reference's; the failure
     message, or None. Each call gets its own copy of the inputs, so a candidate writing into
     them changes nothing for the next. The candidate's own exception propagates (the test
     shows its traceback); `AutotuneSkip` propagates too, for the caller to skip the test.
+    A reference output of None fails unless `check_output` is False: None equals None, so
+    a test body without `return` would pass every candidate, a wrong one included.
     """
     by_name = dict(candidates)
     output = run(by_name[name], *clone_value(inputs))
+    if not check_output:
+        return None
     if reference is None:
         for other, fn in candidates:
+            label = f"the reference candidate {other!r} (the first that succeeds)"
             if other == name:
-                return None  # the first candidate that succeeds is the reference
+                expected = output
+                break
             try:
                 expected = run(fn, *clone_value(inputs))
             except Exception:
                 continue
-            label = f"the reference candidate {other!r} (the first that succeeds)"
             break
+    elif isinstance(reference, str):
+        if reference not in by_name:
+            raise ConfigError(f"reference={reference!r} names no candidate: {sorted(by_name)}")
+        fn, label = by_name[reference], f"the reference candidate {reference!r}"
+        expected = output if reference == name else run(fn, *clone_value(inputs))
     else:
-        if isinstance(reference, str):
-            if reference not in by_name:
-                raise ConfigError(f"reference={reference!r} names no candidate: {sorted(by_name)}")
-            if reference == name:
-                return None
-            fn, label = by_name[reference], f"the reference candidate {reference!r}"
-        else:
-            fn, label = reference, "the explicit reference"
+        fn, label = reference, "the explicit reference"
         expected = run(fn, *clone_value(inputs))
+    if expected is None:
+        return f"candidate {name!r} cannot be checked: {NOTHING_TO_COMPARE.format(label)}"
     diff = compare_outputs(
         expected,
         output,
@@ -269,6 +275,9 @@ class AutotuneSession:
         self.progress: Callable[[str], None] | None = None
         self.notes: list[str] = []
         self._outcomes: dict[str, _Outcome] = {}
+        self._key_owners: dict[tuple[str, str], str] = {}
+        """(tuner, stable key) -> the group that has it: one entry of a cache file each."""
+        self._collisions: dict[str, str] = {}
         self._clients: dict[str, Client] = {}
         self._baselines: dict[
             Path, tuple[PersistentCache, dict[PersistentCacheKey, PersistentCacheValue]]
@@ -328,10 +337,31 @@ class AutotuneSession:
 
     def candidate_outcome(self, request: GroupRequest, name: str) -> str | None:
         """Tune the request's group on first use; then what fails for candidate `name`."""
+        collision = self._collision(request)
+        if collision is not None:
+            return collision
         outcome = self._outcomes.get(request.group)
         if outcome is None:
             outcome = self._outcomes[request.group] = self._tune(request)
         return outcome.failures.get(name)
+
+    def _collision(self, request: GroupRequest) -> str | None:
+        """Two groups of one test with one key would share one cache entry, each baseline
+        replacing the other's (and the gate comparing one size with another's time)."""
+        if request.group in self._collisions or request.group in self._outcomes:
+            return self._collisions.get(request.group)
+        owner = self._key_owners.setdefault(
+            (request.tuner_name, stable_key(request.key)), request.group
+        )
+        if owner == request.group:
+            return None
+        message = (
+            f"{request.group}: key= gives the key {stable_key(request.key)}, as it does for"
+            f" {owner}; one cache entry cannot hold the baselines of both, so give each"
+            " group its own key"
+        )
+        self._collisions[request.group] = message
+        return message
 
     def run_winner(self, request: GroupRequest) -> Any:
         outcome = self._outcomes[request.group]
@@ -371,7 +401,13 @@ class AutotuneSession:
         )
         tunables = self._tunable_set(request, work)
         reference = _reference(options.get("reference"), request)
-        tuner = Tuner(request.tuner_name, client.device_id, engine, reference=reference)
+        tuner = Tuner(
+            request.tuner_name,
+            client.device_id,
+            engine,
+            reference=reference,
+            require_output=options.get("check_output") is not False,
+        )
         if self.progress is not None:
             self.progress(f"autotune: tuning {request.group} on {client.device_id}")
         with _device_lock(client.device_id):
@@ -716,9 +752,9 @@ class AutotuneSession:
     def finish(self) -> bool:
         """Write what the session produced; True when a group failed the gate or an output
         could not be written (each such output is named in one line of the summary)."""
-        if self.settings.update:
-            self._write_caches()
+        caches_written = self._write_caches() if self.settings.update else True
         written = [
+            caches_written,
             self._write_output("records", self.settings.engine.record, self._write_records),
             self._write_output("report", self.settings.html, self._write_html),
             self._write_output(
@@ -777,7 +813,10 @@ class AutotuneSession:
         with open(path, "a", encoding="utf-8") as out:
             out.write(render_markdown(self.summaries))
 
-    def _write_caches(self) -> None:
+    def _write_caches(self) -> bool:
+        """Save each cache file; False when one could not be (each named in one line):
+        `--autotune-update` then fails, since its user believes a baseline was saved."""
+        written = True
         files: dict[tuple[str, str], dict[PersistentCacheKey, PersistentCacheValue]] = {}
         for update in self.updates:
             entries = files.setdefault((update["device_id"], update["tuner"]), {})
@@ -789,10 +828,12 @@ class AutotuneSession:
                 PersistentCache(path).save(entries, device=self.devices.get(device_id))
             except CacheFileError as exc:
                 self.notes.append(f"error: {exc}; this file was not updated")
+                written = False
             else:
                 self.notes.append(
                     f"updated {_relative(path, self.settings.rootpath)} ({len(entries)} entries)"
                 )
+        return written
 
     def summary_lines(self, stats: bool = False) -> list[str]:
         """The terminal summary; `stats` adds every candidate's statistics table."""
@@ -890,7 +931,7 @@ def _grouped(items: list[Tunable], request: GroupRequest) -> list[Tunable]:
 def _device_lock(device_id: str) -> FileLock:
     """Timing on one device is serialized across processes (pytest-xdist workers): two
     candidates timed at once on one GPU would each read the other's load as their own."""
-    return FileLock(os.path.join(tempfile.gettempdir(), f"pytest-autotune-{device_id}.lock"))
+    return shared_lock(f"pytest-autotune-{device_id}")
 
 
 def _relative(path: Path, root: Path) -> str:

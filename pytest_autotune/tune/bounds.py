@@ -32,7 +32,16 @@ def _gives_limit(value: float) -> bool:
     return value > 0 and math.isfinite(value)
 
 
+def _check_number(owner: str, name: str, value: object) -> None:
+    """A field given a string or another type is named, not left to fail a comparison."""
+    __tracebackhide__ = True  # pytest shows the user's line that built it, not this one
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{owner}: {name} must be a number, got {value!r}")
+
+
 def _check_amount(owner: str, name: str, value: float) -> None:
+    __tracebackhide__ = True
+    _check_number(owner, name, value)
     if not (value >= 0 and math.isfinite(value)):
         raise ValueError(f"{owner}: {name} must be a finite number >= 0, got {value!r}")
 
@@ -81,8 +90,10 @@ class Thresholds:
     def __post_init__(self) -> None:
         # Zero, NaN and infinity are accepted: each switches its bound off. A negative
         # fraction is a typo that would otherwise silently switch it off too.
+        __tracebackhide__ = True
         for name in (COMPUTE, MEMORY):
             value = getattr(self, name)
+            _check_number("Thresholds", name, value)
             if value < 0:
                 raise ValueError(f"Thresholds: {name} must be >= 0, got {value!r}")
 

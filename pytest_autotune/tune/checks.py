@@ -91,6 +91,14 @@ def compare_outputs(
     return "\n".join(problems) if problems else None
 
 
+NOTHING_TO_COMPARE = (
+    "{} returned None, so there is nothing to compare (return the output from the test"
+    " body, or pass check_output=False to the marker)"
+)
+"""Why a reference output of None fails: None equals None, so a test body without `return`
+would pass every candidate, a wrong one included."""
+
+
 def check_candidates(
     names: Sequence[str],
     run: Callable[[int], object],
@@ -98,6 +106,7 @@ def check_candidates(
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
     equal_nan: bool = True,
+    require_output: bool = False,
 ) -> list[CheckResult]:
     """Run every candidate once and compare its output with the reference's.
 
@@ -109,7 +118,7 @@ def check_candidates(
     fails with the exception's text and is never compared; one that raises `AutotuneSkip`
     passes as skipped. When the reference itself produces nothing, every candidate that
     ran fails with that reason: none of them can be shown correct. Results come in the
-    order of `names`.
+    order of `names`. With `require_output`, a reference output of None is such a case.
     """
     order = list(range(len(names)))
     ref_output: object = None
@@ -118,11 +127,8 @@ def check_candidates(
     have_reference = False
     if callable(reference):
         ref_label = "the explicit reference"
-        try:
-            ref_output = reference()
-            have_reference = True
-        except Exception as exc:
-            no_reference = f"the reference raised {AutotuneError.from_exception('', exc).message}"
+        ref_output, no_reference = _explicit_reference(reference, require_output)
+        have_reference = no_reference is None
     elif reference is not None:
         if not 0 <= reference < len(names):
             raise IndexError(
@@ -153,6 +159,9 @@ def check_candidates(
                 )
             elif no_reference is not None:
                 results[index] = CheckResult(name, False, f"cannot be checked: {no_reference}")
+            elif require_output and output is None:
+                no_reference = NOTHING_TO_COMPARE.format(f"the reference {name!r}")
+                results[index] = CheckResult(name, False, no_reference)
             else:
                 ref_output, ref_label, have_reference = output, f"the reference {name!r}", True
                 results[index] = CheckResult(name, True, "reference")
@@ -160,6 +169,19 @@ def check_candidates(
             what = "skipped" if results[index].skipped else "failed"
             no_reference = f"the reference {name!r} {what}"
     return [results[i] for i in range(len(names))]
+
+
+def _explicit_reference(
+    reference: Callable[[], object], require_output: bool
+) -> tuple[object, str | None]:
+    """The output of an explicit reference, or None and why it cannot serve as one."""
+    try:
+        output = reference()
+    except Exception as exc:
+        return None, f"the reference raised {AutotuneError.from_exception('', exc).message}"
+    if require_output and output is None:
+        return None, NOTHING_TO_COMPARE.format("the explicit reference")
+    return output, None
 
 
 _PYTHON_NUMBERS = (bool, int, float, complex)

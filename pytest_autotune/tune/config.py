@@ -9,6 +9,7 @@ one line that names its source and key, and a config built in code is checked th
 from __future__ import annotations
 
 import contextlib
+import difflib
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -94,6 +95,10 @@ class AutotuneConfig:
     """Which caches a package ships a `LocalTuner` may serve: `exact`, only those tuned on
     this device id; `class`, else those of the nearest device of the same class (same CPU
     vendor and ISA level, same GPU compute capability). A key nothing serves is tuned."""
+    time_limit: float | None = None
+    """Seconds one call of a candidate may take under the plugin before it is stopped and
+    fails by name; None is the plugin's default (`time_limit.DEFAULT_TIME_LIMIT_S` under
+    --autotune, none in a plain run)."""
     bench: BenchConfig = field(default_factory=BenchConfig)
 
     def __post_init__(self) -> None:
@@ -252,6 +257,7 @@ _PARSERS: dict[str, Parser] = {
     "max_regression": _optional(_number(0.0, above=False)),
     "strict": _parse_bool,
     "shipped_match": _parse_shipped_match,
+    "time_limit": _optional(_number(0.0, above=True)),
 }
 """One parser per setting. Settings are flat in every source: `min_samples`, not
 `bench.min_samples`, so a YAML key, an ini key and a variable name read alike."""
@@ -333,6 +339,19 @@ def env_values(environ: Mapping[str, str]) -> dict[str, str]:
     """
     names = (ENV_PREFIX + key.upper() for key in KEYS)
     return {name: environ[name] for name in names if environ.get(name, "") != ""}
+
+
+def misspelt_env_names(environ: Mapping[str, str]) -> list[str]:
+    """One line for each `PYTEST_AUTOTUNE_*` variable that names no setting, with the
+    nearest known name: a typo would otherwise be ignored without a word."""
+    known = [ENV_PREFIX + key.upper() for key in KEYS]
+    lines = []
+    for name in sorted(environ):
+        if name.startswith(ENV_PREFIX) and name not in known:
+            near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]}?" if near else f"; known: {', '.join(known)}"
+            lines.append(f"pytest-autotune: environment variable {name} names no setting{hint}")
+    return lines
 
 
 def load_yaml(path: str | os.PathLike[str]) -> dict[str, object]:

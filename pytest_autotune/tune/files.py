@@ -15,6 +15,7 @@ import glob
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -159,3 +160,29 @@ def _check_depth(data: Any) -> None:
             stack.extend((v, depth + 1) for v in value.values())
         elif isinstance(value, list):
             stack.extend((v, depth + 1) for v in value)
+
+
+def shared_lock(name: str) -> FileLock:
+    """A machine-wide lock with no file to protect (the timing of one device): a file in
+    the temp folder named by `name` made safe (`../` cannot leave the folder).
+
+    Created writable by every user, so a second user's run takes the same lock; where that
+    user cannot open it (the file made by another user under a stricter umask, or a sticky
+    temp folder's protection), each user gets a lock of their own: both runs go on, and only
+    their timing may overlap.
+    """
+    stem = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+    path = Path(tempfile.gettempdir()) / f"{stem}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        path = path.with_name(f"{stem}-{_user()}.lock")
+    else:
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o666)  # past the umask; fails harmlessly on another user's file
+        os.close(fd)
+    return FileLock(os.fspath(path), mode=0o666)
+
+
+def _user() -> str:
+    return str(os.getuid()) if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")

@@ -119,6 +119,7 @@ class Tuner:
         persist: bool = True,
         recorder: Recorder | None = None,
         reference: Reference | None = None,
+        require_output: bool = False,
     ) -> None:
         self.name = name
         self.device_id = device_id
@@ -127,6 +128,8 @@ class Tuner:
         self.persist = persist and persistent is not None
         self.recorder = recorder
         self.reference = reference
+        self.require_output = require_output
+        """A reference output of None fails the checks (the plugin's default)."""
         self.hits: dict[Any, int] = {}
         """Key -> index of the winner, for every key decided in this process. Read it, never
         write it: `LocalTuner.execute` reads it directly on its hot path."""
@@ -319,7 +322,12 @@ class Tuner:
             reference = reference_output
         return tuple(
             check_candidates(
-                tunables.names, run, reference, rtol=self.config.rtol, atol=self.config.atol
+                tunables.names,
+                run,
+                reference,
+                rtol=self.config.rtol,
+                atol=self.config.atol,
+                require_output=self.require_output,
             )
         )
 

@@ -323,7 +323,11 @@ def test_a_successful_save_leaves_no_temporary_file(tmp_path: Path) -> None:
     PersistentCache(path).save(dict([entry("a")]))
     PersistentCache(path).save(dict([entry("b")]))
 
-    assert sorted(os.listdir(path.parent)) == [".gitignore", ".pkg.mod-x.json.lock", "pkg.mod-x.json"]
+    assert sorted(os.listdir(path.parent)) == [
+        ".gitignore",
+        ".pkg.mod-x.json.lock",
+        "pkg.mod-x.json",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,89 @@
+"""The checks of `@pytest.mark.autotune(...)`'s values, each failing with one line that
+names the option and the value, where a wrong type used to end in an internal
+AttributeError or TypeError far from the marker (issue 15)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pytest_autotune.tune.bounds import Thresholds, Work
+from pytest_autotune.tune.tunable import TuneGroup
+
+_DEVICE = re.compile(r"^[a-z][a-z0-9_-]*(:\d+)?$")
+
+
+def _number(value: Any, *, positive: bool = False) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) and (value > 0 if positive else value >= 0)
+
+
+def _groups(value: Any) -> bool:
+    if not isinstance(value, (list, tuple)):
+        return False
+    return all(
+        isinstance(entry, tuple)
+        and len(entry) == 2
+        and isinstance(entry[0], TuneGroup)
+        and isinstance(entry[1], Mapping)
+        and all(
+            isinstance(name, str)
+            and (callable(p) or (isinstance(p, int) and not isinstance(p, bool)))
+            for name, p in entry[1].items()
+        )
+        for entry in value
+    )
+
+
+_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "rtol": (_number, "a finite number >= 0 (a tolerance that cannot fail checks nothing)"),
+    "atol": (_number, "a finite number >= 0 (a tolerance that cannot fail checks nothing)"),
+    "max_regression": (_number, "a finite number >= 0, a fraction such as 0.1"),
+    "time_limit": (
+        lambda v: _number(v, positive=True),
+        "a finite number of seconds > 0",
+    ),
+    "thresholds": (lambda v: isinstance(v, Thresholds), "a Thresholds(compute=..., memory=...)"),
+    "work": (
+        lambda v: isinstance(v, Work) or callable(v),
+        "a Work(compute_ops=..., bytes=...) or a function of the fixtures returning one",
+    ),
+    "key": (callable, "a function of the fixtures returning the key"),
+    "reference": (
+        lambda v: isinstance(v, str) or callable(v),
+        "a candidate's name or a function",
+    ),
+    "groups": (_groups, "a list of (TuneGroup, {candidate name: int priority}) pairs"),
+    "device": (
+        lambda v: isinstance(v, str) and bool(_DEVICE.match(v.strip().lower())),
+        "a device name: cpu, cuda, cuda:N or a pytest_autotune_client's",
+    ),
+    "check_output": (lambda v: isinstance(v, bool), "True or False"),
+}
+
+
+def option_error(options: Mapping[str, Any]) -> str | None:
+    """The first option whose value is of the wrong kind, as one line; None if all are
+    fine. None means "not set" for every option."""
+    for name, value in options.items():
+        if value is None or name not in _CHECKS:
+            continue
+        check, expected = _CHECKS[name]
+        if not check(value):
+            return f"@pytest.mark.autotune({name}={_short(value)}): expected {expected}"
+    return None
+
+
+def work_error(value: Any) -> str | None:
+    """What a `work=` function returned, when it is not a `Work`."""
+    if isinstance(value, Work) or value is None:
+        return None
+    return f"@pytest.mark.autotune(work=...) returned {_short(value)}, expected a Work(...)"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}...{text[-10:]}"

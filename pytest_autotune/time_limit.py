@@ -1,0 +1,106 @@
+"""A per-candidate time limit: a hung candidate fails by name instead of hanging CI.
+
+A call is never timed with a timer of its own: arming `setitimer` around each call would
+add a system call or two to every sample, a microsecond that would read as a regression of
+a small kernel against a baseline measured without it. A call records only that it
+started; a watchdog thread, which sleeps a whole limit at a time, interrupts the main
+thread with SIGALRM when the same call is still running a limit later, so a hung call ends
+between one and two limits after it started. SIGALRM is the signal pytest-timeout's
+default method uses: while armed, our handler passes every SIGALRM that is not ours to the
+handler that was there before, so pytest-timeout's limit for the whole test still fires.
+
+Needs SIGALRM and the main thread (POSIX); elsewhere calls run without a limit. A call
+blocked inside C code that does not return to Python is interrupted only when it does.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+DEFAULT_TIME_LIMIT_S = 60.0
+"""Under --autotune, one call of a candidate taking longer than this is hung: tuning calls
+it tens of times, so a candidate this slow would take most of an hour to tune anyway."""
+
+
+class TimeLimitExceeded(Exception):
+    """A candidate's call ran past the time limit; the message names the candidate."""
+
+    def __init__(self, name: str, seconds: float) -> None:
+        super().__init__(f"ran past its time limit of {seconds:g} s and was stopped")
+        self.name = name
+        self.seconds = seconds
+
+
+class TimeLimit:
+    """The limit of one test's candidate calls; `call` runs one, inside `armed()`."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self._calls = 0
+        self._running: str | None = None
+        self._fired = False
+        self._armed = threading.Event()
+        self._done = threading.Condition()
+
+    def call(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """`fn(*args)`, stopped with `TimeLimitExceeded` if it runs past the limit."""
+        self._calls += 1
+        self._running = name
+        try:
+            return fn(*args)
+        finally:
+            self._running = None
+
+    @contextmanager
+    def armed(self) -> Iterator[None]:
+        """Watch the calls made inside this block (a no-op without a limit or SIGALRM)."""
+        usable = (
+            self.seconds is not None
+            and hasattr(signal, "SIGALRM")
+            and threading.current_thread() is threading.main_thread()
+        )
+        if not usable:
+            yield
+            return
+        previous = signal.getsignal(signal.SIGALRM)
+
+        def handler(signum: int, frame: FrameType | None) -> None:
+            if self._fired:
+                self._fired = False
+                if self._running is not None:  # else the call ended as the signal came
+                    raise TimeLimitExceeded(self._running, float(self.seconds or 0))
+                return
+            if callable(previous):
+                previous(signum, frame)
+
+        signal.signal(signal.SIGALRM, handler)
+        watchdog = threading.Thread(
+            target=self._watch, args=(threading.main_thread().ident,), daemon=True
+        )
+        self._armed.set()
+        watchdog.start()
+        try:
+            yield
+        finally:
+            with self._done:
+                self._armed.clear()
+                self._done.notify_all()
+            watchdog.join()
+            signal.signal(signal.SIGALRM, previous)
+
+    def _watch(self, main: int | None) -> None:
+        assert self.seconds is not None and main is not None
+        while True:
+            seen = (self._calls, self._running)
+            with self._done:
+                self._done.wait(self.seconds)
+                if not self._armed.is_set():
+                    return
+            if seen[1] is not None and (self._calls, self._running) == seen:
+                self._fired = True
+                signal.pthread_kill(main, signal.SIGALRM)
