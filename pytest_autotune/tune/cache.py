@@ -54,6 +54,9 @@ _ENTRY_FIELDS = frozenset(
     }
 )
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_SEPARATORS = re.compile(r"[/:\[\]]")
+"""What a node id or a parametrized name is made of; any other replaced character (a
+non-ASCII letter, a space) gets the name a hash, so `test_é` and `test_ü` get two files."""
 _MAX_STEM = 120
 
 
@@ -187,15 +190,16 @@ def _file_stem(name: str) -> str:
     Tuner names are often node ids (`tests/test_a.py::test_sum`) whose slashes must not
     become folders; a leading dot would hide the file or, as `..`, leave the cache folder.
     A name too long for a file system keeps its start and gets a hash of the whole name,
-    so two long names sharing a prefix still get two files.
+    so two long names sharing a prefix still get two files, and so does a name with any
+    character other than a node id's separators replaced.
     """
     if not name:
         raise ValueError("an empty name cannot name a cache file")
     stem = _UNSAFE.sub("_", name)
     if stem.startswith("."):
         stem = "_" + stem[1:]
-    if len(stem) > _MAX_STEM:
-        digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+    if _UNSAFE.search(_SEPARATORS.sub("", name)) or len(stem) > _MAX_STEM:
         stem = f"{stem[: _MAX_STEM - len(digest) - 1]}-{digest}"
     return stem
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import functools
 import hashlib
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,18 +29,54 @@ class InputGenerator(Protocol):
     def __call__(self, key: Any, inputs: TuneInputs) -> TuneInputs: ...
 
 
-def clone_value(value: Any) -> Any:
+def clone_value(value: Any, _depth: int = 0) -> Any:
     """A copy of an array (NumPy, CuPy, anything with `__array__` and `copy`), recursing into
-    tuples, lists and dicts; other values are shared, as they cannot be written into."""
+    tuples, lists and dicts, and into the attributes of an object that holds an array (a
+    shallow copy of the object with its arrays copied): a candidate writing into
+    `state.buffer` must not change the fixture for later tests. Other values are shared."""
     if isinstance(value, tuple):
-        return tuple(clone_value(v) for v in value)
+        return tuple(clone_value(v, _depth) for v in value)
     if isinstance(value, list):
-        return [clone_value(v) for v in value]
+        return [clone_value(v, _depth) for v in value]
     if isinstance(value, dict):
-        return {k: clone_value(v) for k, v in value.items()}
+        return {k: clone_value(v, _depth) for k, v in value.items()}
     if hasattr(value, "__array__") and hasattr(value, "copy") and hasattr(value, "shape"):
         return value.copy()
+    if _depth < _MAX_OBJECT_DEPTH:
+        return _clone_object(value, _depth + 1)
     return value
+
+
+_MAX_OBJECT_DEPTH = 3
+"""Objects inside objects inside objects: deep enough for a state holding a buffer, shallow
+enough that a cyclic object graph ends and the cost per call stays small."""
+
+_NEVER_COPIED = (
+    type,
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    functools.partial,
+)
+
+
+def _clone_object(value: Any, depth: int) -> Any:
+    if isinstance(value, _NEVER_COPIED):
+        return value
+    attributes = dict(getattr(value, "__dict__", None) or {})
+    if dataclasses.is_dataclass(value):
+        attributes.update((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+    cloned = {name: clone_value(v, depth) for name, v in attributes.items()}
+    if all(cloned[name] is attributes[name] for name in attributes):
+        return value  # holds no array: shared, as before
+    try:
+        copied = copy.copy(value)
+        for name, v in cloned.items():
+            object.__setattr__(copied, name, v)
+    except Exception:  # noqa: BLE001 - an object that refuses copying is shared as it was
+        return value
+    return copied
 
 
 class CloneInputGenerator:
