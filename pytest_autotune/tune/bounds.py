@@ -64,6 +64,7 @@ class Work:
     working_set: float | None = None
 
     def __post_init__(self) -> None:
+        __tracebackhide__ = True
         _check_amount("Work", "compute_ops", self.compute_ops)
         _check_amount("Work", "bytes", self.bytes)
         if self.working_set is not None:
