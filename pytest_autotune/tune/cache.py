@@ -317,7 +317,9 @@ class PersistentCache:
             _ignore_lock_files(self.path.parent)
             lock = lock_beside(self.path, LOCK_TIMEOUT_S)
             with lock:
-                disk = self._contents if _stamp(self.path) == self._stamp else _read(self.path)
+                stamp = _stamp(self.path)
+                unchanged = stamp is not None and stamp == self._stamp
+                disk = self._contents if unchanged else _read(self.path)
                 replaced = {key.key for key in updates}
                 entries = {k: v for k, v in disk.entries.items() if k.key not in replaced}
                 entries.update(updates)
@@ -368,10 +370,11 @@ class PersistentCache:
 
 def _stamp(path: Path) -> tuple[int, ...] | None:
     """What tells one version of a file from another without reading it: every write
-    replaces the file, so its inode and times change (None: no file)."""
+    replaces the file, so its inode and times change (None: no file, or none to stat,
+    which `_read` then reports)."""
     try:
         status = path.stat()
-    except FileNotFoundError:
+    except OSError:
         return None
     return (status.st_ino, status.st_dev, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
 
