@@ -219,134 +219,296 @@ DEEP = "[" * 100_000 + "]" * 100_000
 
 CASES = [
     # -- wrong candidates never pass
-    Case("body without return", "check", FAILED, ("returned None", "check_output=False"),
-         marker("", "candidate(n)")),
-    Case("body without return, tuned", "tune", FAILED, ("returned None", "nothing to compare"),
-         marker("", "candidate(n)")),
-    Case("body without return, update", "update", FAILED, ("returned None",),
-         marker("", "candidate(n)"), check=no_file(TARGET)),
-    Case("body without return, opted out", "check", OK, ("passed",),
-         marker("check_output=False", "candidate(n)")),
-    Case("two lambdas", "check", INTERRUPTED, ("both named '<lambda>'", "candidates 0"),
-         textwrap.dedent(
-             """
+    Case(
+        "body without return",
+        "check",
+        FAILED,
+        ("returned None", "check_output=False"),
+        marker("", "candidate(n)"),
+    ),
+    Case(
+        "body without return, tuned",
+        "tune",
+        FAILED,
+        ("returned None", "nothing to compare"),
+        marker("", "candidate(n)"),
+    ),
+    Case(
+        "body without return, update",
+        "update",
+        FAILED,
+        ("returned None",),
+        marker("", "candidate(n)"),
+        check=no_file(TARGET),
+    ),
+    Case(
+        "body without return, opted out",
+        "check",
+        OK,
+        ("passed",),
+        marker("check_output=False", "candidate(n)"),
+    ),
+    Case(
+        "two lambdas",
+        "check",
+        INTERRUPTED,
+        ("both named '<lambda>'", "candidates 0"),
+        textwrap.dedent(
+            """
              @pytest.mark.autotune()
              @pytest.mark.parametrize("candidate", [lambda n: n * 2, lambda n: n * 3])
              def test_x(candidate):
                  return candidate(1)
-             """)),
-    Case("two functions named alike", "check", INTERRUPTED, ("both named 'good'", "wrong"),
-         "wrong.__name__ = 'good'\n" + textwrap.dedent(
              """
+        ),
+    ),
+    Case(
+        "two functions named alike",
+        "check",
+        INTERRUPTED,
+        ("both named 'good'", "wrong"),
+        "wrong.__name__ = 'good'\n"
+        + textwrap.dedent(
+            """
              @pytest.mark.autotune()
              @pytest.mark.parametrize("candidate", [good, wrong])
              def test_x(candidate):
                  return candidate(1)
-             """)),
-    Case("dict names 1 and '1'", "check", INTERRUPTED, ("both named '1'",),
-         textwrap.dedent(
              """
+        ),
+    ),
+    Case(
+        "dict names 1 and '1'",
+        "check",
+        INTERRUPTED,
+        ("both named '1'",),
+        textwrap.dedent(
+            """
              @pytest.mark.autotune(candidates={1: good, "1": wrong})
              def test_x(candidate):
                  return candidate(1)
-             """)),
+             """
+        ),
+    ),
     Case("rtol inf", "check", FAILED, ("rtol=inf", "cannot fail"), marker("rtol=math.inf")),
     Case("rtol -1", "check", FAILED, ("rtol=-1", "finite number >= 0"), marker("rtol=-1")),
     Case("atol nan", "check", FAILED, ("atol=nan",), marker("atol=math.nan")),
-    Case("rtol string", "check", FAILED, ("rtol='1e-3'", "expected a finite number"),
-         marker("rtol='1e-3'")),
+    Case(
+        "rtol string",
+        "check",
+        FAILED,
+        ("rtol='1e-3'", "expected a finite number"),
+        marker("rtol='1e-3'"),
+    ),
     Case("atol x", "tune", FAILED, ("atol='x'",), marker("atol='x'")),
-    Case("max_regression negative", "tune", FAILED, ("max_regression=-0.5",),
-         marker("max_regression=-0.5")),
-    Case("max_regression percent", "tune", FAILED, ("max_regression='10%'",),
-         marker("max_regression='10%'")),
-    Case("wrong candidate still fails", "check", FAILED, ("candidate 'wrong' differs",),
-         textwrap.dedent(
-             """
+    Case(
+        "max_regression negative",
+        "tune",
+        FAILED,
+        ("max_regression=-0.5",),
+        marker("max_regression=-0.5"),
+    ),
+    Case(
+        "max_regression percent",
+        "tune",
+        FAILED,
+        ("max_regression='10%'",),
+        marker("max_regression='10%'"),
+    ),
+    Case(
+        "wrong candidate still fails",
+        "check",
+        FAILED,
+        ("candidate 'wrong' differs",),
+        textwrap.dedent(
+            """
              @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
              def test_x(candidate):
                  return candidate(1)
-             """)),
+             """
+        ),
+    ),
     # -- marker values of the wrong kind
-    Case("thresholds float", "tune", FAILED, ("thresholds=0.5", "Thresholds("),
-         marker("thresholds=0.5")),
-    Case("thresholds memory string", "check", INTERRUPTED,
-         ("Thresholds: memory must be a number", "'0.3'"), marker("thresholds=Thresholds(memory='0.3')")),
-    Case("thresholds negative", "check", INTERRUPTED, ("Thresholds: compute must be >= 0", "-1"),
-         marker("thresholds=Thresholds(compute=-1)")),
+    Case(
+        "thresholds float",
+        "tune",
+        FAILED,
+        ("thresholds=0.5", "Thresholds("),
+        marker("thresholds=0.5"),
+    ),
+    Case(
+        "thresholds memory string",
+        "check",
+        INTERRUPTED,
+        ("Thresholds: memory must be a number", "'0.3'"),
+        marker("thresholds=Thresholds(memory='0.3')"),
+    ),
+    Case(
+        "thresholds negative",
+        "check",
+        INTERRUPTED,
+        ("Thresholds: compute must be >= 0", "-1"),
+        marker("thresholds=Thresholds(compute=-1)"),
+    ),
     Case("work 42", "tune", FAILED, ("work=42", "Work("), marker("work=42")),
-    Case("work returning 42", "tune", FAILED, ("work=...) returned 42",),
-         marker("work=lambda n: 42")),
-    Case("work bytes string", "check", INTERRUPTED, ("Work: bytes must be a number", "'x'"),
-         marker("work=Work(bytes='x')")),
-    Case("work asking for a missing fixture", "tune", FAILED, ("work=", "asks for ['m']"),
-         marker("work=lambda m: Work(bytes=m)")),
+    Case(
+        "work returning 42", "tune", FAILED, ("work=...) returned 42",), marker("work=lambda n: 42")
+    ),
+    Case(
+        "work bytes string",
+        "check",
+        INTERRUPTED,
+        ("Work: bytes must be a number", "'x'"),
+        marker("work=Work(bytes='x')"),
+    ),
+    Case(
+        "work asking for a missing fixture",
+        "tune",
+        FAILED,
+        ("work=", "asks for ['m']"),
+        marker("work=lambda m: Work(bytes=m)"),
+    ),
     Case("groups [1]", "tune", FAILED, ("groups=[1]", "TuneGroup"), marker("groups=[1]")),
-    Case("groups priority string", "tune", FAILED, ("groups=", "int priority"),
-         marker("groups=[(TuneGroup('g', lambda k: 1), {'good': 'high'})]")),
-    Case("groups unknown candidate", "tune", FAILED, ("groups= names no candidate 'nope'",),
-         marker("groups=[(TuneGroup('g', lambda k: 1), {'nope': 1})]")),
+    Case(
+        "groups priority string",
+        "tune",
+        FAILED,
+        ("groups=", "int priority"),
+        marker("groups=[(TuneGroup('g', lambda k: 1), {'good': 'high'})]"),
+    ),
+    Case(
+        "groups unknown candidate",
+        "tune",
+        FAILED,
+        ("groups= names no candidate 'nope'",),
+        marker("groups=[(TuneGroup('g', lambda k: 1), {'nope': 1})]"),
+    ),
     Case("device 123", "tune", FAILED, ("device=123", "device name"), marker("device=123")),
     Case("device path", "tune", FAILED, ("device='../../x'",), marker("device='../../x'")),
-    Case("device unknown", "tune", FAILED, ("device 'nope'", "no pytest_autotune_client"),
-         marker("device='nope'")),
-    Case("reference unknown name", "check", FAILED, ("reference='missing'", "names no candidate"),
-         marker("reference='missing'")),
+    Case(
+        "device unknown",
+        "tune",
+        FAILED,
+        ("device 'nope'", "no pytest_autotune_client"),
+        marker("device='nope'"),
+    ),
+    Case(
+        "reference unknown name",
+        "check",
+        FAILED,
+        ("reference='missing'", "names no candidate"),
+        marker("reference='missing'"),
+    ),
     Case("reference 42", "check", FAILED, ("reference=42",), marker("reference=42")),
     Case("key not callable", "tune", FAILED, ("key='size'", "function"), marker("key='size'")),
     Case("time_limit zero", "check", FAILED, ("time_limit=0", "> 0"), marker("time_limit=0")),
     Case("time_limit string", "check", FAILED, ("time_limit='5'",), marker("time_limit='5'")),
-    Case("check_output string", "check", FAILED, ("check_output='no'", "True or False"),
-         marker("check_output='no'")),
-    Case("unknown option", "check", INTERRUPTED, ("unknown option(s) ['rtoll']",),
-         marker("rtoll=1")),
-    Case("positional argument", "check", INTERRUPTED, ("keyword options only",),
-         textwrap.dedent(
-             """
+    Case(
+        "check_output string",
+        "check",
+        FAILED,
+        ("check_output='no'", "True or False"),
+        marker("check_output='no'"),
+    ),
+    Case(
+        "unknown option", "check", INTERRUPTED, ("unknown option(s) ['rtoll']",), marker("rtoll=1")
+    ),
+    Case(
+        "positional argument",
+        "check",
+        INTERRUPTED,
+        ("keyword options only",),
+        textwrap.dedent(
+            """
              @pytest.mark.autotune(1)
              def test_x(candidate):
                  return candidate(1)
-             """)),
-    Case("async test", "check", FAILED, ("cannot be `async def`", "asyncio.run"),
-         textwrap.dedent(
              """
+        ),
+    ),
+    Case(
+        "async test",
+        "check",
+        FAILED,
+        ("cannot be `async def`", "asyncio.run"),
+        textwrap.dedent(
+            """
              @pytest.mark.autotune(candidates={"good": good, "other": other})
              async def test_x(candidate):
                  return candidate(1)
-             """)),
+             """
+        ),
+    ),
     # -- keys that would make baselines collide or cannot be written
-    Case("key NaN", "tune", FAILED, ("key= returned an unusable key nan",),
-         marker("key=lambda n: math.nan")),
-    Case("key inf, update", "update", FAILED, ("unusable key inf",),
-         marker("key=lambda n: math.inf"), check=no_file(TARGET)),
-    Case("key unhashable", "tune", FAILED, ("unusable key [1, 2]",), marker("key=lambda n: [1, 2]")),
-    Case("key collision", "tune", FAILED, ("gives the key 0, as it does for", "test_x[1]"),
-         textwrap.dedent(
-             """
+    Case(
+        "key NaN",
+        "tune",
+        FAILED,
+        ("key= returned an unusable key nan",),
+        marker("key=lambda n: math.nan"),
+    ),
+    Case(
+        "key inf, update",
+        "update",
+        FAILED,
+        ("unusable key inf",),
+        marker("key=lambda n: math.inf"),
+        check=no_file(TARGET),
+    ),
+    Case(
+        "key unhashable", "tune", FAILED, ("unusable key [1, 2]",), marker("key=lambda n: [1, 2]")
+    ),
+    Case(
+        "key collision",
+        "tune",
+        FAILED,
+        ("gives the key 0, as it does for", "test_x[1]"),
+        textwrap.dedent(
+            """
              @pytest.mark.autotune(candidates={"good": good, "other": other}, key=lambda n: 0)
              @pytest.mark.parametrize("n", [1, 2])
              def test_x(candidate, n):
                  return candidate(n)
-             """)),
-    Case("key collision, update", "update", FAILED, ("one cache entry cannot hold",),
-         textwrap.dedent(
              """
+        ),
+    ),
+    Case(
+        "key collision, update",
+        "update",
+        FAILED,
+        ("one cache entry cannot hold",),
+        textwrap.dedent(
+            """
              @pytest.mark.autotune(candidates={"good": good, "other": other}, key=lambda n: 0)
              @pytest.mark.parametrize("n", [1, 2])
              def test_x(candidate, n):
                  return candidate(n)
-             """), check=entries(TARGET)),
-    Case("non-ASCII candidate names keep one group per size", "update", OK, ("passed",),
-         textwrap.dedent(
              """
+        ),
+        check=entries(TARGET),
+    ),
+    Case(
+        "non-ASCII candidate names keep one group per size",
+        "update",
+        OK,
+        ("passed",),
+        textwrap.dedent(
+            """
              @pytest.mark.autotune(candidates={"é": good, "ü": other})
              @pytest.mark.parametrize("n", [1, 2])
              def test_x(candidate, n):
                  return candidate(n)
-             """), check=one_group_per_size),
-    Case("non-ASCII test names get two files", "update", OK, ("passed",),
-         textwrap.dedent(
              """
+        ),
+        check=one_group_per_size,
+    ),
+    Case(
+        "non-ASCII test names get two files",
+        "update",
+        OK,
+        ("passed",),
+        textwrap.dedent(
+            """
              @pytest.mark.autotune(candidates={"good": good, "other": other})
              def test_é(candidate):
                  return candidate(1)
@@ -354,122 +516,389 @@ CASES = [
              @pytest.mark.autotune(candidates={"good": good, "other": other})
              def test_ü(candidate):
                  return candidate(1)
-             """), check=two_files_for_two_names),
-    # -- names printed to the terminal
-    Case("escape in a candidate id", "tune", OK, ("\\x1b[31m",),
-         textwrap.dedent(
              """
+        ),
+        check=two_files_for_two_names,
+    ),
+    # -- names printed to the terminal
+    Case(
+        "escape in a candidate id",
+        "tune",
+        OK,
+        ("\\x1b[31m",),
+        textwrap.dedent(
+            """
              @pytest.mark.autotune()
              @pytest.mark.parametrize("candidate", [pytest.param(good, id="red\\x1b[31m"), other])
              def test_x(candidate):
                  return candidate(1)
-             """), args=("-v",), check=no_raw_escape),
-    Case("bell in a candidate name", "tune", OK, ("\\x07",),
-         textwrap.dedent(
              """
+        ),
+        args=("-v",),
+        check=no_raw_escape,
+    ),
+    Case(
+        "bell in a candidate name",
+        "tune",
+        OK,
+        ("\\x07",),
+        textwrap.dedent(
+            """
              @pytest.mark.autotune(candidates={"ding\\x07": good, "other": other})
              def test_x(candidate):
                  return candidate(1)
-             """), args=("-v",), check=no_raw_escape),
+             """
+        ),
+        args=("-v",),
+        check=no_raw_escape,
+    ),
     # -- the autotune fixture
-    Case("fixture given a function", "check", FAILED, ("takes a TunableSet first", "function good"),
-         FIXTURE.format(call="good, 3")),
-    Case("fixture rtol string", "check", FAILED, ("autotune(rtol='x')",),
-         FIXTURE.format(call="make(), 3, rtol='x'")),
-    Case("fixture thresholds float", "tune", FAILED, ("autotune(thresholds=0.5)",),
-         FIXTURE.format(call="make(), 3, thresholds=0.5")),
-    Case("fixture work returning 42", "tune", FAILED, ("returned 42",),
-         FIXTURE.format(call="make(), 3, work=lambda n: 42")),
-    Case("fixture key NaN", "tune", FAILED, ("unusable key nan",),
-         FIXTURE.format(call="make(), math.nan")),
+    Case(
+        "fixture given a function",
+        "check",
+        FAILED,
+        ("takes a TunableSet first", "function good"),
+        FIXTURE.format(call="good, 3"),
+    ),
+    Case(
+        "fixture rtol string",
+        "check",
+        FAILED,
+        ("autotune(rtol='x')",),
+        FIXTURE.format(call="make(), 3, rtol='x'"),
+    ),
+    Case(
+        "fixture thresholds float",
+        "tune",
+        FAILED,
+        ("autotune(thresholds=0.5)",),
+        FIXTURE.format(call="make(), 3, thresholds=0.5"),
+    ),
+    Case(
+        "fixture work returning 42",
+        "tune",
+        FAILED,
+        ("returned 42",),
+        FIXTURE.format(call="make(), 3, work=lambda n: 42"),
+    ),
+    Case(
+        "fixture key NaN",
+        "tune",
+        FAILED,
+        ("unusable key nan",),
+        FIXTURE.format(call="make(), math.nan"),
+    ),
     # -- a candidate changing what later tests see
-    Case("candidate mutating an object holding an array", "check", OK, ("5 passed",),
-         mutation_tests()),
-    Case("candidate mutating an object holding an array, tuned", "tune", OK, ("5 passed",),
-         mutation_tests()),
+    Case(
+        "candidate mutating an object holding an array",
+        "check",
+        OK,
+        ("5 passed",),
+        mutation_tests(),
+    ),
+    Case(
+        "candidate mutating an object holding an array, tuned",
+        "tune",
+        OK,
+        ("5 passed",),
+        mutation_tests(),
+    ),
     # -- a hung candidate
-    Case("hung candidate, marker limit", "tune", FAILED, ("candidate 'hang'", "time limit of 0.3 s"),
-         HANG),
+    Case(
+        "hung candidate, marker limit",
+        "tune",
+        FAILED,
+        ("candidate 'hang'", "time limit of 0.3 s"),
+        HANG,
+    ),
     Case("hung candidate, check mode", "check", FAILED, ("candidate 'hang'", "0.3 s"), HANG),
-    Case("hung candidate, command line limit", "check", FAILED, ("'hang'", "time limit of 0.2 s"),
-         HANG.replace(", time_limit=0.3", ""), args=("--autotune-time-limit=0.2",)),
-    Case("time limit flag not a number", "check", USAGE, ("autotune_time_limit", "'abc'"),
-         marker(""), args=("--autotune-time-limit=abc",)),
-    Case("time limit variable zero", "check", USAGE, ("PYTEST_AUTOTUNE_TIME_LIMIT", "'0'"),
-         marker(""), env={"PYTEST_AUTOTUNE_TIME_LIMIT": "0"}),
+    Case(
+        "hung candidate, command line limit",
+        "check",
+        FAILED,
+        ("'hang'", "time limit of 0.2 s"),
+        HANG.replace(", time_limit=0.3", ""),
+        args=("--autotune-time-limit=0.2",),
+    ),
+    Case(
+        "time limit flag not a number",
+        "check",
+        USAGE,
+        ("autotune_time_limit", "'abc'"),
+        marker(""),
+        args=("--autotune-time-limit=abc",),
+    ),
+    Case(
+        "time limit variable zero",
+        "check",
+        USAGE,
+        ("PYTEST_AUTOTUNE_TIME_LIMIT", "'0'"),
+        marker(""),
+        env={"PYTEST_AUTOTUNE_TIME_LIMIT": "0"},
+    ),
     # -- settings
-    Case("misspelt variable", "check", OK,
-         ("PYTEST_AUTOTUNE_MAX_SAMPLE", "did you mean PYTEST_AUTOTUNE_MAX_SAMPLES"), marker(""),
-         env={"PYTEST_AUTOTUNE_MAX_SAMPLE": "3"}),
-    Case("misspelt variable, tuned", "tune", OK, ("PYTEST_AUTOTUNE_RTLO", "PYTEST_AUTOTUNE_RTOL"),
-         marker(""), env={"PYTEST_AUTOTUNE_RTLO": "1e-3"}),
-    Case("variable not a number", "check", USAGE, ("PYTEST_AUTOTUNE_RTOL", "'abc'"), marker(""),
-         env={"PYTEST_AUTOTUNE_RTOL": "abc"}),
-    Case("variable inf", "check", USAGE, ("PYTEST_AUTOTUNE_ATOL", "'inf'"), marker(""),
-         env={"PYTEST_AUTOTUNE_ATOL": "inf"}),
-    Case("yaml rtol inf", "tune", USAGE, ("autotune.yaml", "rtol", "inf"), marker(""),
-         setup=bad_yaml("rtol: .inf\n")),
-    Case("yaml not a mapping", "tune", USAGE, ("autotune.yaml", "expected a mapping"), marker(""),
-         setup=bad_yaml("- 1\n")),
-    Case("device flag with a path", "tune", USAGE, ("autotune_device", "'../x'"), marker(""),
-         args=("--autotune-device=../x",)),
+    Case(
+        "misspelt variable",
+        "check",
+        OK,
+        ("PYTEST_AUTOTUNE_MAX_SAMPLE", "did you mean PYTEST_AUTOTUNE_MAX_SAMPLES"),
+        marker(""),
+        env={"PYTEST_AUTOTUNE_MAX_SAMPLE": "3"},
+    ),
+    Case(
+        "misspelt variable, tuned",
+        "tune",
+        OK,
+        ("PYTEST_AUTOTUNE_RTLO", "PYTEST_AUTOTUNE_RTOL"),
+        marker(""),
+        env={"PYTEST_AUTOTUNE_RTLO": "1e-3"},
+    ),
+    Case(
+        "variable not a number",
+        "check",
+        USAGE,
+        ("PYTEST_AUTOTUNE_RTOL", "'abc'"),
+        marker(""),
+        env={"PYTEST_AUTOTUNE_RTOL": "abc"},
+    ),
+    Case(
+        "variable inf",
+        "check",
+        USAGE,
+        ("PYTEST_AUTOTUNE_ATOL", "'inf'"),
+        marker(""),
+        env={"PYTEST_AUTOTUNE_ATOL": "inf"},
+    ),
+    Case(
+        "yaml rtol inf",
+        "tune",
+        USAGE,
+        ("autotune.yaml", "rtol", "inf"),
+        marker(""),
+        setup=bad_yaml("rtol: .inf\n"),
+    ),
+    Case(
+        "yaml not a mapping",
+        "tune",
+        USAGE,
+        ("autotune.yaml", "expected a mapping"),
+        marker(""),
+        setup=bad_yaml("- 1\n"),
+    ),
+    Case(
+        "device flag with a path",
+        "tune",
+        USAGE,
+        ("autotune_device", "'../x'"),
+        marker(""),
+        args=("--autotune-device=../x",),
+    ),
     Case("level unknown", "tune", USAGE, ("bogus",), marker(""), args=("--autotune-level=bogus",)),
     # -- cache files that cannot be read: one line naming the file, the run goes on
-    Case("cache 1e400", "tune", OK, ("test_x.py__test_x.json", "1e400"), marker(""),
-         target=cache_text("[1e400]")),
-    Case("cache 10**400", "tune", OK, ("test_x.py__test_x.json", "401 digits"), marker(""),
-         target=cache_text("[1" + "0" * 400 + "]")),
-    Case("cache 5000 digits", "tune", OK, ("test_x.py__test_x.json", "5000 digits"), marker(""),
-         target=cache_text("[" + "9" * 5000 + "]")),
-    Case("cache nested 100000 deep", "tune", OK, ("test_x.py__test_x.json", "nested deeper"),
-         marker(""), target=cache_text(DEEP)),
-    Case("cache nested 100000 deep, update", "update", FAILED,
-         ("test_x.py__test_x.json", "nested deeper", "was not updated"), marker(""),
-         target=cache_text(DEEP)),
-    Case("cache samples 0", "tune", OK, ("test_x.py__test_x.json", "samples_ns is [0]"),
-         marker(""), target=cache_text("[0]")),
-    Case("cache samples string", "tune", OK, ("test_x.py__test_x.json", "samples_ns is '999'"),
-         marker(""), target=cache_text('"999"')),
-    Case("cache samples negative", "tune", OK, ("samples_ns is [-5]",), marker(""),
-         target=cache_text("[-5]")),
-    Case("cache samples float", "tune", OK, ("samples_ns is [1.5]",), marker(""),
-         target=cache_text("[1.5]")),
-    Case("cache NaN", "tune", OK, ("test_x.py__test_x.json", "NaN is not a JSON number"),
-         marker(""), target=cache_text("[NaN]")),
-    Case("cache Infinity", "tune", OK, ("Infinity is not a JSON number",), marker(""),
-         target=cache_text("[Infinity]")),
-    Case("cache not JSON", "tune", OK, ("test_x.py__test_x.json", "is not valid JSON"), marker(""),
-         target="{not json\n"),
-    Case("cache not UTF-8", "tune", OK, ("test_x.py__test_x.json", "not UTF-8"), marker(""),
-         target=b"\xff\xfe{}"),
-    Case("cache newer schema", "tune", OK, ("schema_version 99", "upgrade"), marker(""),
-         target=cache_text(version="99")),
-    Case("cache schema string", "tune", OK, ("schema_version", "'2'"), marker(""),
-         target=cache_text(version='"2"')),
-    Case("cache index -1", "tune", OK, ("fastest_index", "-1"), marker(""),
-         target=cache_text(index="-1")),
-    Case("cache index true", "tune", OK, ("fastest_index", "True"), marker(""),
-         target=cache_text(index="true")),
+    Case(
+        "cache 1e400",
+        "tune",
+        OK,
+        ("test_x.py__test_x.json", "1e400"),
+        marker(""),
+        target=cache_text("[1e400]"),
+    ),
+    Case(
+        "cache 10**400",
+        "tune",
+        OK,
+        ("test_x.py__test_x.json", "401 digits"),
+        marker(""),
+        target=cache_text("[1" + "0" * 400 + "]"),
+    ),
+    Case(
+        "cache 5000 digits",
+        "tune",
+        OK,
+        ("test_x.py__test_x.json", "5000 digits"),
+        marker(""),
+        target=cache_text("[" + "9" * 5000 + "]"),
+    ),
+    Case(
+        "cache nested 100000 deep",
+        "tune",
+        OK,
+        ("test_x.py__test_x.json", "nested deeper"),
+        marker(""),
+        target=cache_text(DEEP),
+    ),
+    Case(
+        "cache nested 100000 deep, update",
+        "update",
+        FAILED,
+        ("test_x.py__test_x.json", "nested deeper", "was not updated"),
+        marker(""),
+        target=cache_text(DEEP),
+    ),
+    Case(
+        "cache samples 0",
+        "tune",
+        OK,
+        ("test_x.py__test_x.json", "samples_ns is [0]"),
+        marker(""),
+        target=cache_text("[0]"),
+    ),
+    Case(
+        "cache samples string",
+        "tune",
+        OK,
+        ("test_x.py__test_x.json", "samples_ns is '999'"),
+        marker(""),
+        target=cache_text('"999"'),
+    ),
+    Case(
+        "cache samples negative",
+        "tune",
+        OK,
+        ("samples_ns is [-5]",),
+        marker(""),
+        target=cache_text("[-5]"),
+    ),
+    Case(
+        "cache samples float",
+        "tune",
+        OK,
+        ("samples_ns is [1.5]",),
+        marker(""),
+        target=cache_text("[1.5]"),
+    ),
+    Case(
+        "cache NaN",
+        "tune",
+        OK,
+        ("test_x.py__test_x.json", "NaN is not a JSON number"),
+        marker(""),
+        target=cache_text("[NaN]"),
+    ),
+    Case(
+        "cache Infinity",
+        "tune",
+        OK,
+        ("Infinity is not a JSON number",),
+        marker(""),
+        target=cache_text("[Infinity]"),
+    ),
+    Case(
+        "cache not JSON",
+        "tune",
+        OK,
+        ("test_x.py__test_x.json", "is not valid JSON"),
+        marker(""),
+        target="{not json\n",
+    ),
+    Case(
+        "cache not UTF-8",
+        "tune",
+        OK,
+        ("test_x.py__test_x.json", "not UTF-8"),
+        marker(""),
+        target=b"\xff\xfe{}",
+    ),
+    Case(
+        "cache newer schema",
+        "tune",
+        OK,
+        ("schema_version 99", "upgrade"),
+        marker(""),
+        target=cache_text(version="99"),
+    ),
+    Case(
+        "cache schema string",
+        "tune",
+        OK,
+        ("schema_version", "'2'"),
+        marker(""),
+        target=cache_text(version='"2"'),
+    ),
+    Case(
+        "cache index -1",
+        "tune",
+        OK,
+        ("fastest_index", "-1"),
+        marker(""),
+        target=cache_text(index="-1"),
+    ),
+    Case(
+        "cache index true",
+        "tune",
+        OK,
+        ("fastest_index", "True"),
+        marker(""),
+        target=cache_text(index="true"),
+    ),
     Case("cache a list", "tune", OK, ("holds a JSON list",), marker(""), target="[]\n"),
-    Case("cache entries object", "tune", OK, ("field 'entries'",), marker(""),
-         target='{"schema_version": 2, "entries": {}}\n'),
-    Case("cache unknown field", "tune", OK, ("unknown fields ['extra']",), marker(""),
-         target=cache_text().replace('"bounds": null', '"bounds": null, "extra": 1')),
-    Case("cache a directory", "tune", OK, ("test_x.py__test_x.json", "cannot be read"),
-         marker(""), setup=target_is_a_directory),
+    Case(
+        "cache entries object",
+        "tune",
+        OK,
+        ("field 'entries'",),
+        marker(""),
+        target='{"schema_version": 2, "entries": {}}\n',
+    ),
+    Case(
+        "cache unknown field",
+        "tune",
+        OK,
+        ("unknown fields ['extra']",),
+        marker(""),
+        target=cache_text().replace('"bounds": null', '"bounds": null, "extra": 1'),
+    ),
+    Case(
+        "cache a directory",
+        "tune",
+        OK,
+        ("test_x.py__test_x.json", "cannot be read"),
+        marker(""),
+        setup=target_is_a_directory,
+    ),
     # -- writers that cannot write: one line, a failing exit, nothing else lost
-    Case("update into a directory", "update", FAILED,
-         ("test_x.py__test_x.json", "was not updated"), marker(""), setup=target_is_a_directory),
-    Case("update with the lock a directory", "update", FAILED,
-         ("test_x.py__test_x.json", "cannot be written"), marker(""), setup=lock_is_a_directory),
-    Case("update into a cache dir that is a file", "update", FAILED,
-         ("afile", "cannot be written"), marker(""), args=("--autotune-cache-dir=afile",),
-         setup=cache_dir_is_a_file),
-    Case("update over an unreadable file", "update", FAILED,
-         ("test_x.py__test_x.json", "1e400", "was not updated"), marker(""),
-         target=cache_text("[1e400]")),
-    Case("records into a directory", "tune", FAILED, ("records could not be written", "records"),
-         marker(""), args=("--autotune-record=records",), setup=record_is_a_directory),
+    Case(
+        "update into a directory",
+        "update",
+        FAILED,
+        ("test_x.py__test_x.json", "was not updated"),
+        marker(""),
+        setup=target_is_a_directory,
+    ),
+    Case(
+        "update with the lock a directory",
+        "update",
+        FAILED,
+        ("test_x.py__test_x.json", "cannot be written"),
+        marker(""),
+        setup=lock_is_a_directory,
+    ),
+    Case(
+        "update into a cache dir that is a file",
+        "update",
+        FAILED,
+        ("afile", "cannot be written"),
+        marker(""),
+        args=("--autotune-cache-dir=afile",),
+        setup=cache_dir_is_a_file,
+    ),
+    Case(
+        "update over an unreadable file",
+        "update",
+        FAILED,
+        ("test_x.py__test_x.json", "1e400", "was not updated"),
+        marker(""),
+        target=cache_text("[1e400]"),
+    ),
+    Case(
+        "records into a directory",
+        "tune",
+        FAILED,
+        ("records could not be written", "records"),
+        marker(""),
+        args=("--autotune-record=records",),
+        setup=record_is_a_directory,
+    ),
 ]
 
 
@@ -515,8 +944,11 @@ def test_a_bad_input_gets_one_line_and_loses_nothing(
         "tune": ("--autotune",),
         "update": ("--autotune-update",),
     }[case.mode]
-    outputs = () if case.mode == "check" else ("--autotune-record=rec.jsonl",
-                                               "--autotune-html=report.html")
+    outputs = (
+        ()
+        if case.mode == "check"
+        else ("--autotune-record=rec.jsonl", "--autotune-html=report.html")
+    )
     if any(a.startswith("--autotune-record") for a in case.args):
         outputs = ("--autotune-html=report.html",)
     result = run(project, *args, *outputs, *case.args)
@@ -542,3 +974,24 @@ def test_a_bad_input_gets_one_line_and_loses_nothing(
         assert (root / "report.html").is_file(), output
     if case.check is not None:
         case.check(root, output)
+
+
+def test_the_time_limit_works_beside_pytest_timeout(project: pytest.Pytester) -> None:
+    """With pytest-timeout's limit on the whole test far above ours, ours names the hung
+    candidate and the session goes on; pytest-timeout's own alarm is left to it."""
+    pytest.importorskip("pytest_timeout")
+    project.makepyfile(test_x=PRELUDE + HANG)
+    result = run(project, "--autotune", "-p", "timeout", "--timeout=20")
+    output = "\n".join(result.outlines)
+    assert result.ret == FAILED, output
+    result.stdout.fnmatch_lines(["*candidate 'hang'*time limit of 0.3 s*"])
+    assert "Timeout" not in output
+    assert "+ Timeout +" not in output
+
+
+def test_pytest_timeouts_alarm_still_fires_inside_our_limit(project: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_timeout")
+    project.makepyfile(test_x=PRELUDE + HANG.replace("time_limit=0.3", "time_limit=60"))
+    result = run(project, "--autotune", "-p", "timeout", "--timeout=1")
+    assert result.ret == FAILED
+    result.stdout.fnmatch_lines(["*Failed: Timeout*1.0*s*"])

@@ -369,3 +369,35 @@ def test_a_key_whose_string_is_not_its_json_serialized_is_refused(tmp_path: Path
     with pytest.raises(ValueError, match="does not serialize"):
         PersistentCache(tmp_path / "t.json").save({PersistentCacheKey("a", "c"): value})
     assert not (tmp_path / "t.json").exists()
+
+
+def test_a_save_after_another_writer_keeps_that_writers_entries(tmp_path: Path) -> None:
+    """A save reuses the file it last read only while the file is unchanged on disk."""
+    path = tmp_path / "tuner.json"
+    mine = PersistentCache(path)
+    mine.load()
+    mine.save(dict([entry("a")]))
+    PersistentCache(path).save(dict([entry("b")]))
+    mine.save(dict([entry("c")]))
+    assert {k.key for k in PersistentCache(path).load()} == {
+        stable_key(k) for k in ("a", "b", "c")
+    }
+
+
+def test_a_save_writes_what_one_dump_of_the_whole_document_would(tmp_path: Path) -> None:
+    path = tmp_path / "tuner.json"
+    cache = PersistentCache(path)
+    cache.save(dict([entry("a"), entry("b")]), device={"id": "d"}, metadata={"z": [1], "a": 2})
+    cache.save(dict([entry("c", fastest=0)]))
+    cache.save(dict([entry("b", checksum="c2")]))
+    text = path.read_text()
+    assert text == json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
+
+
+def test_a_cache_file_name_is_distinct_for_names_differing_in_non_ascii_letters(
+    tmp_path: Path,
+) -> None:
+    first = cache_path(tmp_path, "d", "tests/test_u.py::test_é")
+    second = cache_path(tmp_path, "d", "tests/test_u.py::test_ü")
+    assert first != second
+    assert first.name.startswith("tests_test_u.py__test__-") and first.name.isascii()

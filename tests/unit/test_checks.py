@@ -312,3 +312,14 @@ def test_check_results_round_trip_through_json():
         "message": "skipped: no",
         "skipped": True,
     }
+
+
+def test_a_reference_output_of_none_fails_every_candidate_when_an_output_is_required() -> None:
+    results = check_candidates(["a", "b"], lambda i: None, require_output=True)
+    assert [r.passed for r in results] == [False, False]
+    assert "returned None" in results[0].message and "nothing to compare" in results[1].message
+
+
+def test_an_explicit_reference_returning_none_fails_every_candidate_too() -> None:
+    results = check_candidates(["a"], lambda i: 3, reference=lambda: None, require_output=True)
+    assert not results[0].passed and "returned None" in results[0].message

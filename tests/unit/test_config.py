@@ -13,6 +13,7 @@ from pytest_autotune.tune.config import (
     ConfigError,
     env_values,
     load_yaml,
+    misspelt_env_names,
     resolve,
 )
 from pytest_autotune.tune.key import AutotuneLevel
@@ -278,3 +279,21 @@ def test_a_bad_yaml_value_read_through_from_env_names_the_file(tmp_path):
     with pytest.raises(ConfigError) as info:
         AutotuneConfig.from_env({}, yaml_path=path)
     assert str(info.value) == f"{path}: speed_factor: expected a number > 1, got 0.5"
+
+
+def test_a_misspelt_variable_is_named_with_the_nearest_setting() -> None:
+    lines = misspelt_env_names(
+        {"PYTEST_AUTOTUNE_MAX_SAMPLE": "3", "PYTEST_AUTOTUNE_RTOL": "1e-3", "HOME": "/root"}
+    )
+    assert lines == [
+        (
+            "pytest-autotune: environment variable PYTEST_AUTOTUNE_MAX_SAMPLE names no setting;"
+            " did you mean PYTEST_AUTOTUNE_MAX_SAMPLES?"
+        )
+    ]
+
+
+def test_a_time_limit_must_be_a_positive_number() -> None:
+    assert resolve([("", {"PYTEST_AUTOTUNE_TIME_LIMIT": "2.5"})]).time_limit == 2.5
+    with pytest.raises(ConfigError, match="PYTEST_AUTOTUNE_TIME_LIMIT: expected a number > 0"):
+        resolve([("", {"PYTEST_AUTOTUNE_TIME_LIMIT": "0"})])

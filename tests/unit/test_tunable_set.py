@@ -7,7 +7,12 @@ import pytest
 
 from pytest_autotune.tune.bounds import Bounds, Thresholds, Work, calculate_bounds
 from pytest_autotune.tune.tunable import Tunable, TuneGroup
-from pytest_autotune.tune.tunable_set import CloneInputGenerator, TunableSet, checksum_of
+from pytest_autotune.tune.tunable_set import (
+    CloneInputGenerator,
+    TunableSet,
+    checksum_of,
+    clone_value,
+)
 from tests.fakes import FakeClient
 
 
@@ -257,3 +262,23 @@ def test_the_clone_is_a_tuple_of_as_many_inputs():
 
 def test_the_default_input_generator_clones():
     assert isinstance(TunableSet(by_size).input_gen, CloneInputGenerator)
+
+
+def test_a_clone_copies_the_arrays_an_object_holds_and_shares_other_objects() -> None:
+    import numpy as np
+
+    class State:
+        def __init__(self) -> None:
+            self.buffer = np.zeros(3)
+            self.label = "s"
+
+    class Plain:
+        def __init__(self) -> None:
+            self.size = 3
+
+    state, plain = State(), Plain()
+    cloned_state, cloned_plain = clone_value((state, plain))
+    cloned_state.buffer[:] = 1.0
+    assert state.buffer.sum() == 0.0
+    assert cloned_state is not state and cloned_state.label == "s"
+    assert cloned_plain is plain

@@ -1,0 +1,90 @@
+"""The file primitives: strict reading, atomic writing with unique names, locks beside."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_autotune.tune.files import (
+    JsonFileError,
+    loads_strict,
+    lock_beside,
+    remove_stale_temporaries,
+    shared_lock,
+    write_atomically,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("[1e400]", "1e400, too large for a float"),
+        ("[-1e400]", "too large for a float"),
+        ("[" + "1" + "0" * 400 + "]", "401 digits"),
+        ("[" + "9" * 5000 + "]", "5000 digits"),
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+        ("[" * 70 + "]" * 70, "nested deeper than 64 levels"),
+        ("[NaN]", "NaN is not a JSON number"),
+        ("[-Infinity]", "-Infinity is not a JSON number"),
+        ("{", "is not valid JSON"),
+    ],
+)
+def test_strict_reading_names_why_a_document_is_refused(text: str, reason: str) -> None:
+    with pytest.raises(JsonFileError, match=None) as error:
+        loads_strict(text)
+    assert reason in str(error.value)
+
+
+def test_strict_reading_keeps_what_we_write() -> None:
+    assert loads_strict('{"a": [1, 2.5, "x", null, true], "b": 12345678901234567890}') == {
+        "a": [1, 2.5, "x", None, True],
+        "b": 12345678901234567890,
+    }
+
+
+def test_an_atomic_write_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path) -> None:
+    path = tmp_path / "f.json"
+    path.write_text("old")
+    path.chmod(0o640)
+    write_atomically(path, "new")
+    assert path.read_text() == "new"
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert os.listdir(tmp_path) == ["f.json"]
+
+
+def test_temporary_files_have_unique_names_and_stale_ones_are_removed_under_the_lock(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "f.json"
+    stale = tmp_path / ".f.json.abc123.tmp"
+    stale.write_text("half")
+    unrelated = tmp_path / ".g.json.abc123.tmp"
+    unrelated.write_text("another file's")
+    with lock_beside(path, timeout=1):
+        remove_stale_temporaries(path)
+        write_atomically(path, "x")
+    assert sorted(os.listdir(tmp_path)) == [".f.json.lock", ".g.json.abc123.tmp", "f.json"]
+
+
+def test_a_lock_lives_beside_the_file_whatever_the_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "cache" / "f.json"
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "one"))
+    first = lock_beside(path, timeout=1).lock_file
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "two"))
+    assert lock_beside(path, timeout=1).lock_file == first == str(path.with_name(".f.json.lock"))
+
+
+def test_a_shared_lock_name_cannot_leave_the_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    lock = shared_lock("pytest-autotune-../../etc/x")
+    assert Path(lock.lock_file).parent == tmp_path
+    assert Path(lock.lock_file).name == "pytest-autotune-______etc_x.lock"
+    assert Path(lock.lock_file).stat().st_mode & 0o777 == 0o666

@@ -1,0 +1,53 @@
+"""The per-candidate time limit: a hung call fails by name, others run unlimited."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from pytest_autotune.time_limit import TimeLimit, TimeLimitExceeded
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs SIGALRM")
+
+
+def test_a_call_past_the_limit_is_stopped_and_named() -> None:
+    limit = TimeLimit(0.1)
+    with limit.armed(), pytest.raises(TimeLimitExceeded) as error:
+        limit.call("sleepy", time.sleep, 30)
+    assert error.value.name == "sleepy"
+    assert "time limit of 0.1 s" in str(error.value)
+
+
+def test_calls_within_the_limit_return_their_value_and_the_handler_is_restored() -> None:
+    before = signal.getsignal(signal.SIGALRM)
+    limit = TimeLimit(0.2)
+    with limit.armed():
+        assert [limit.call("quick", int, i) for i in range(1000)] == list(range(1000))
+        limit.call("short", time.sleep, 0.05)
+    assert signal.getsignal(signal.SIGALRM) is before
+
+
+def test_without_a_limit_nothing_is_armed() -> None:
+    before = signal.getsignal(signal.SIGALRM)
+    limit = TimeLimit(None)
+    with limit.armed():
+        assert signal.getsignal(signal.SIGALRM) is before
+        assert limit.call("any", lambda: 3) == 3
+
+
+def test_another_handlers_alarm_is_passed_on() -> None:
+    """pytest-timeout's signal method uses SIGALRM too: its alarm must still fire."""
+    fired: list[int] = []
+
+    def other(signum: int, frame: object) -> None:
+        fired.append(signum)
+
+    previous = signal.signal(signal.SIGALRM, other)
+    try:
+        with TimeLimit(5.0).armed():
+            signal.raise_signal(signal.SIGALRM)
+        assert fired == [signal.SIGALRM]
+    finally:
+        signal.signal(signal.SIGALRM, previous)
