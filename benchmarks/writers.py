@@ -41,7 +41,8 @@ SECOND_USER = "autotune-bench"
 WORKER = r"""
 import importlib.util, sys, traceback
 from pathlib import Path
-module_path, cache_file, prefix, count = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+module_path, cache_file = sys.argv[1], Path(sys.argv[2])
+prefix, count = sys.argv[3], int(sys.argv[4])
 spec = importlib.util.spec_from_file_location("bench_cache", module_path)
 cache = importlib.util.module_from_spec(spec)
 sys.modules["bench_cache"] = cache
@@ -53,7 +54,8 @@ while count < 0 or i < count:
     key = f"{prefix}-{i}"
     value = cache.PersistentCacheValue(key, 0, "a", (AutotuneOutcome("a", 0, (1e-3, 1.1e-3)),))
     try:
-        cache.PersistentCache(cache_file).save({cache.PersistentCacheKey(stable_key(key), "c"): value})
+        pk = cache.PersistentCacheKey(stable_key(key), "c")
+        cache.PersistentCache(cache_file).save({pk: value})
     except BaseException as error:
         print("ERROR", type(error).__name__, str(error).replace("\n", " ")[:200], flush=True)
     else:
@@ -86,9 +88,19 @@ def python_for(user: str | None) -> list[str]:
         if not candidate:
             continue
         probe = subprocess.run(
-            ["runuser", "-u", user, "--", "env", f"PYTHONPATH={pythonpath()}", candidate,
-             "-c", "import filelock, pytest_autotune.tune.benchmark"],
+            [
+                "runuser",
+                "-u",
+                user,
+                "--",
+                "env",
+                f"PYTHONPATH={pythonpath()}",
+                candidate,
+                "-c",
+                "import filelock, pytest_autotune.tune.benchmark",
+            ],
             capture_output=True,
+            check=False,
         )
         if probe.returncode == 0:
             return ["runuser", "-u", user, "--", candidate]
@@ -128,8 +140,9 @@ def start(
 def outcome(cache_file: Path, saved: set[str], errors: list[str]) -> dict[str, object]:
     try:
         data = json.loads(cache_file.read_text())
-        on_disk = {json.dumps(e["key"], sort_keys=True, separators=(",", ":"))
-                   for e in data["entries"]}
+        on_disk = {
+            json.dumps(e["key"], sort_keys=True, separators=(",", ":")) for e in data["entries"]
+        }
         corrupt = False
     except (OSError, ValueError, KeyError):
         on_disk, corrupt = set(), True
@@ -187,9 +200,7 @@ def killed(module: Path, root: Path, rounds: int, seed: int) -> dict[str, object
     errors: list[str] = []
     corrupt_rounds = lost_rounds = stuck = 0
     for r in range(rounds):
-        workers = [
-            start(module, cache_file, f"r{r}w{w}", -1, root, None) for w in range(4)
-        ]
+        workers = [start(module, cache_file, f"r{r}w{w}", -1, root, None) for w in range(4)]
         victim = workers[rng.randrange(4)]
         assert victim.stdout is not None
         first = victim.stdout.readline()  # saving has begun: kill it within a few saves
@@ -220,8 +231,12 @@ def killed(module: Path, root: Path, rounds: int, seed: int) -> dict[str, object
             after.kill()
             stuck += 1
     result = outcome(cache_file, saved, errors)
-    result.update(rounds=rounds, rounds_corrupt=corrupt_rounds, rounds_losing=lost_rounds,
-                  next_save_stuck=stuck)
+    result.update(
+        rounds=rounds,
+        rounds_corrupt=corrupt_rounds,
+        rounds_losing=lost_rounds,
+        next_save_stuck=stuck,
+    )
     return result
 
 
@@ -238,7 +253,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="writers-") as scratch_name:
         scratch = Path(scratch_name)
         scratch.chmod(0o755)
-        modules = {"before": cache_module(args.before, scratch), "after": cache_module(None, scratch)}
+        modules = {
+            "before": cache_module(args.before, scratch),
+            "after": cache_module(None, scratch),
+        }
         scenarios = [
             ("same TMPDIR", lambda m, d: concurrent(m, d, processes, writes, "same", None)),
             ("different TMPDIRs", lambda m, d: concurrent(m, d, processes, writes, "each", None)),
@@ -254,11 +272,18 @@ def main() -> None:
                 folder.mkdir()
                 folder.chmod(0o777)
                 results[f"{name} / {impl}"] = scenario(module, folder)
-                print(f"{name:18} {impl:6} {json.dumps(results[f'{name} / {impl}'])}", flush=True)
-    meta = {"processes": processes, "writes_each": writes, "kill_rounds": rounds,
-            "before": args.before, "second_user": user}
-    (args.out / "writers.json").write_text(json.dumps({"meta": meta, "results": results},
-                                                      indent=2) + "\n")
+                row = json.dumps(results[f"{name} / {impl}"])
+                print(f"{name:18} {impl:6} {row}", flush=True)
+    meta = {
+        "processes": processes,
+        "writes_each": writes,
+        "kill_rounds": rounds,
+        "before": args.before,
+        "second_user": user,
+    }
+    (args.out / "writers.json").write_text(
+        json.dumps({"meta": meta, "results": results}, indent=2) + "\n"
+    )
     print(json.dumps(meta))
 
 

@@ -74,7 +74,7 @@ def _clone_object(value: Any, depth: int) -> Any:
         copied = copy.copy(value)
         for name, v in cloned.items():
             object.__setattr__(copied, name, v)
-    except Exception:  # noqa: BLE001 - an object that refuses copying is shared as it was
+    except Exception:
         return value
     return copied
 

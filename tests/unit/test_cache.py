@@ -379,9 +379,7 @@ def test_a_save_after_another_writer_keeps_that_writers_entries(tmp_path: Path) 
     mine.save(dict([entry("a")]))
     PersistentCache(path).save(dict([entry("b")]))
     mine.save(dict([entry("c")]))
-    assert {k.key for k in PersistentCache(path).load()} == {
-        stable_key(k) for k in ("a", "b", "c")
-    }
+    assert {k.key for k in PersistentCache(path).load()} == {stable_key(k) for k in ("a", "b", "c")}
 
 
 def test_a_save_writes_what_one_dump_of_the_whole_document_would(tmp_path: Path) -> None:
