@@ -548,7 +548,8 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
     of the winner (or of the reference, in check mode), with the same checks, records and
     gate as the marker. The cache file is named after the set's `LocalTuner` (the one whose
     `init` built it, or `tuner=`), so the library ships what its tests tuned; a set of no
-    tuner is named after the test.
+    tuner is named after the test. `check_output=False` for candidates that return nothing
+    to compare.
     """
     session = request.config.stash[SESSION]
     nodeid = request.node.nodeid
@@ -563,6 +564,7 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
         atol: float | None = None,
         max_regression: float | None = None,
         tuner: LocalTuner | str | None = None,
+        check_output: bool = True,
     ) -> Any:
         if not isinstance(tunables, TunableSet):
             pytest.fail(
@@ -571,7 +573,13 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
                 pytrace=False,
             )
         candidates = tuple(zip(tunables.names, tunables.fns, strict=True))
-        given = {"thresholds": thresholds, "rtol": rtol, "atol": atol, "tuner": tuner}
+        given = {
+            "thresholds": thresholds,
+            "rtol": rtol,
+            "atol": atol,
+            "tuner": tuner,
+            "check_output": check_output,
+        }
         error = option_error({**given, "max_regression": max_regression, "work": work})
         if error is not None:
             pytest.fail(
@@ -615,6 +623,7 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
             "rtol": rtol,
             "atol": atol,
             "max_regression": max_regression,
+            "check_output": given["check_output"],
         }
         if not session.settings.tune:
             failures = [
@@ -630,6 +639,7 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
                         rtol=rtol,
                         atol=atol,
                         config=session.settings.engine,
+                        check_output=given["check_output"],
                     )
                 )
             ]

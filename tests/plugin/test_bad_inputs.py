@@ -588,6 +588,26 @@ CASES = [
         ("unusable key nan",),
         FIXTURE.format(call="make(), math.nan"),
     ),
+    Case(
+        "fixture set returning None",
+        "tune",
+        FAILED,
+        ("returned None", "check_output=False"),
+        "\ndef nothing(n):\n    spin(1e-4)\n\n"
+        "def test_x(autotune):\n"
+        "    autotune(TunableSet(lambda n: n, tunables=(Tunable('a', nothing),"
+        " Tunable('b', nothing))), 3)\n",
+    ),
+    Case(
+        "fixture set returning None, opted out",
+        "check",
+        OK,
+        ("passed",),
+        "\ndef nothing(n):\n    spin(1e-4)\n\n"
+        "def test_x(autotune):\n"
+        "    autotune(TunableSet(lambda n: n, tunables=(Tunable('a', nothing),"
+        " Tunable('b', nothing))), 3, check_output=False)\n",
+    ),
     # -- a candidate changing what later tests see
     Case(
         "candidate mutating an object holding an array",
