@@ -641,6 +641,16 @@ CASES = [
         args=("--autotune-time-limit=0.2",),
     ),
     Case(
+        "hung candidate, ini limit",
+        "check",
+        FAILED,
+        ("'hang'", "time limit of 0.2 s"),
+        HANG.replace(", time_limit=0.3", ""),
+        setup=lambda root: (root / "tox.ini").write_text(
+            "[pytest]\nfilterwarnings = error\nautotune_time_limit = 0.2\n"
+        ),
+    ),
+    Case(
         "time limit flag not a number",
         "check",
         USAGE,

@@ -191,6 +191,37 @@ UNREADABLE = {
         ).encode(),
         "unknown fields ['notes']",
     ),
+    "a sample of 1e400": (
+        json.dumps(valid_document())
+        .replace('"samples_ns": [', '"samples_ns": [1e400, ', 1)
+        .encode(),
+        "1e400, too large for a float",
+    ),
+    "a sample of 10**400": (
+        json.dumps(valid_document())
+        .replace('"samples_ns": [', '"samples_ns": [1' + "0" * 400 + ", ", 1)
+        .encode(),
+        "401 digits",
+    ),
+    "nesting 100,000 deep": (b"[" * 100_000 + b"]" * 100_000, "nested deeper than 64 levels"),
+    "a sample of 0": (
+        json.dumps(valid_document()).replace('"samples_ns": [', '"samples_ns": [0, ', 1).encode(),
+        "expected a list of positive integers",
+    ),
+    "samples as a string": (
+        json.dumps(
+            {
+                **valid_document(),
+                "entries": [
+                    {
+                        **valid_document()["entries"][0],
+                        "results": [{"name": "tiled", "index": 0, "samples_ns": "999"}],
+                    }
+                ],
+            }
+        ).encode(),
+        "samples_ns is '999'",
+    ),
     "repeated entry": (
         json.dumps({**valid_document(), "entries": valid_document()["entries"] * 2}).encode(),
         "entry 1 repeats key",
