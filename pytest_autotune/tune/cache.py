@@ -330,7 +330,9 @@ class PersistentCache:
                 )
                 remove_stale_temporaries(self.path)
                 write_atomically(self.path, self._render(contents))
-                self._stamp = _stamp(self.path)
+                # Both under the lock: another thread saving through this object next must
+                # not see the new stamp beside the old contents.
+                self._contents, self._stamp = contents, _stamp(self.path)
         except Timeout:
             raise CacheFileError(
                 self.path, f"{lock.lock_file} still locked after {LOCK_TIMEOUT_S:g} s"
@@ -340,7 +342,6 @@ class PersistentCache:
             raise CacheFileError(self.path, f"cannot be written: {error}") from None
         except OSError as error:
             raise CacheFileError(self.path, f"cannot be written: {error}") from None
-        self._contents = contents
 
     def _render(self, contents: _Contents) -> str:
         """`dumps` of the whole document, with each entry's text kept from the last render

@@ -430,3 +430,21 @@ def test_a_cache_file_name_is_distinct_for_names_differing_in_non_ascii_letters(
     second = cache_path(tmp_path, "d", "tests/test_u.py::test_ü")
     assert first != second
     assert first.name.startswith("tests_test_u.py__test__-") and first.name.isascii()
+
+
+def test_threads_saving_through_one_cache_object_lose_no_entry(tmp_path: Path) -> None:
+    import threading
+
+    cache = PersistentCache(tmp_path / "tuner.json")
+    cache.load()
+
+    def save(prefix: str) -> None:
+        for i in range(15):
+            cache.save(dict([entry(f"{prefix}{i}")]))
+
+    threads = [threading.Thread(target=save, args=(p,)) for p in "abcd"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(PersistentCache(tmp_path / "tuner.json").load()) == 60
