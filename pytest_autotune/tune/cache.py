@@ -24,6 +24,7 @@ from pytest_autotune.tune.benchmark import AutotuneResult, result_from_json, res
 from pytest_autotune.tune.files import (
     JsonFileError,
     dumps,
+    loads_strict,
     lock_beside,
     read_json,
     remove_stale_temporaries,
@@ -236,8 +237,8 @@ def parse_cache(text: str, where: str) -> CacheContents:
     """The contents of a cache file's text read from elsewhere than a path of its own (a
     package's data); `CacheFileError` naming `where` if it is not a valid cache file."""
     try:
-        contents = _parse(text)
-    except _Malformed as error:
+        contents = _parse(loads_strict(text))
+    except (JsonFileError, _Malformed) as error:
         raise CacheFileError(Path(where), str(error)) from None
     return CacheContents(contents.entries, contents.device)
 
