@@ -139,13 +139,21 @@ def _flag(config: pytest.Config, ini: str) -> bool:
     return bool(config.getini(ini) if value is None else value)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config: pytest.Config) -> None:
-    """With `-n N` and no `--dist`, distribute by group (pytest-xdist's default is "load",
-    which would split one group's candidates across workers)."""
+@pytest.hookimpl(hookwrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Any:
+    """With `-n N`, no `--dist` and tuning asked for, distribute by group (pytest-xdist's
+    default is "load", which would split one group's candidates across workers). A
+    wrapper, so that this runs before pytest-xdist's own hook turns "no" into "load"."""
     option = config.option
-    if getattr(option, "numprocesses", None) and getattr(option, "dist", None) == "no":
-        option.dist = "loadgroup"
+    tuning = any(config.getoption(flag) or config.getini(ini) for flag, ini in _TUNE_FLAGS)
+    if tuning and getattr(option, "numprocesses", None) and getattr(option, "dist", None) == "no":
+        from pytest_autotune.xdist import DIST
+
+        option.dist = DIST
+    yield
+
+
+_TUNE_FLAGS = (("--autotune", "autotune"), ("--autotune-update", "autotune_update"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -168,8 +176,6 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest-autotune: {exc}") from None
     worker_input = getattr(config, "workerinput", None)
     session = AutotuneSession(settings, worker=worker_input is not None)
-    if worker_input is not None:
-        session.worker_index = int(str(worker_input.get("workerid", "gw0")).lstrip("gw") or 0)
     config.stash[SESSION] = session
     if config.option.verbose > 0 and worker_input is None:
 
@@ -200,10 +206,11 @@ def pytest_configure(config: pytest.Config) -> None:
         session.verdict_hook = lambda summary, verdict: config.hook.pytest_autotune_verdict(
             config=config, summary=summary, verdict=verdict
         )
-    if config.pluginmanager.hasplugin("xdist"):
+    if config.pluginmanager.hasplugin("xdist") and worker_input is None:
+        from pytest_autotune.backends.cuda import device_count
         from pytest_autotune.xdist import XdistBridge
 
-        config.pluginmanager.register(XdistBridge(config, session), "autotune-xdist")
+        config.pluginmanager.register(XdistBridge(config, session, device_count), "autotune-xdist")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -392,13 +399,19 @@ def pytest_collection_modifyitems(
         group_key = _without_component(item.callspec.id, component)
         group = f"{function.nodeid}[{group_key}]" if group_key else function.nodeid
         item.stash[ITEM] = ItemSpec(function, name, group, group_key)
-        if xdist:  # with --dist loadgroup, one group stays on one worker
-            item.add_marker(pytest.mark.xdist_group(name=group))
+        if xdist:  # one group on one worker (see pytest_autotune.xdist)
+            item.add_marker(pytest.mark.xdist_group(name=xdist_group_name(group)))
     if _flag(config, "autotune_only"):
         others = [item for item in items if item.get_closest_marker("autotune") is None]
         if others:
             config.hook.pytest_deselected(items=others)
             items[:] = [item for item in items if item.get_closest_marker("autotune") is not None]
+
+
+def xdist_group_name(group: str) -> str:
+    """The `xdist_group` name of an autotune group: without `]` and `@`, which would stop
+    pytest-xdist from reading it back from the node id's `@name` suffix."""
+    return "autotune:" + group.replace("[", "(").replace("]", ")").replace("@", "_")
 
 
 # -- running --------------------------------------------------------------------------------

@@ -268,7 +268,6 @@ class AutotuneSession:
     def __init__(self, settings: PluginSettings, worker: bool = False) -> None:
         self.settings = settings
         self.worker = worker
-        self.worker_index = 0
         self.client_hook: Callable[[str], Client | None] | None = None
         self.fingerprint_hook: Callable[[dict[str, Any]], object] | None = None
         self.verdict_hook: Callable[[GroupSummary, GroupVerdict], GroupVerdict | None] | None = None
@@ -323,15 +322,14 @@ class AutotuneSession:
         return cuda(self._gpu_index(index))
 
     def _gpu_index(self, explicit: int | None) -> int:
-        """Workers of a multi-GPU host take one GPU each (worker N -> GPU N mod count)."""
-        if explicit is not None:
-            return explicit
-        if not self.worker:
-            return 0
-        from pytest_autotune.backends.cuda import device_count
+        """The GPU of `cuda`/`auto`: device 0, which under pytest-xdist is the worker's own
+        (pytest_autotune.xdist sets each worker's CUDA_VISIBLE_DEVICES before it starts)."""
+        return 0 if explicit is None else explicit
 
-        count = device_count()
-        return self.worker_index % count if count else 0
+    def uses_default_gpu(self) -> bool:
+        """Whether groups run on the GPU the session picks (`auto` or `cuda`), rather than
+        on one the settings name or on the CPU."""
+        return self.settings.device in ("auto", "cuda")
 
     # -- groups
 

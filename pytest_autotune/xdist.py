@@ -1,24 +1,104 @@
-"""pytest-xdist: workers tune, the controller alone merges and writes.
+"""pytest-xdist: each group tuned by one worker, each worker on a GPU of its own, and the
+controller alone merging and writing.
 
 Workers put plain dicts in `config.workeroutput` at the end of their session; the
-controller reads them in `pytest_testnodedown`, as pytest-xdist's own plugins do. Groups
-stay on one worker through the `xdist_group` mark each item carries, which needs
-`--dist loadgroup`: the plugin selects it when `-n` is given without a `--dist`.
+controller reads them in `pytest_testnodedown`, as pytest-xdist's own plugins do.
+
+Why the plugin schedules rather than leaving it to `--dist loadgroup` and the
+`xdist_group` mark: that mark reaches the scheduler as an `@name` suffix the worker adds
+to each node id, and three things stop it. The worker decides whether to add it from its
+own command line, which has `-n 2` but not the `--dist loadgroup` an option set on the
+controller; the suffix is parsed only when it comes after the id's last `]`, which a
+group name such as `test_sum[4096]` defeats; and pytest 9 derives `nodeid` from a
+structured id, so the worker's rewrite of `item._nodeid` no longer changes it. Each
+candidate then went wherever the load took it, and one group was tuned twice, with two
+verdicts. `AutotuneScheduling` instead keeps every parametrization of one test function
+on one worker (a group is one function's parametrization without its candidate), and
+still honours an `@name` suffix where pytest-xdist managed to add one.
+
+GPUs: a worker's GPU is chosen before the worker starts, as `CUDA_VISIBLE_DEVICES` in the
+environment pytest-xdist starts it with, so that device 0 of each worker is its own GPU
+and arrays a test module makes at import land on it (once CUDA is initialised, a process
+can no longer change which devices it sees).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 from pytest_autotune.session import AutotuneSession
 
+DIST = "loadgroup"
+"""The `--dist` mode the plugin selects when `-n` is given without one, and schedules."""
+
+
+def function_scope(nodeid: str) -> str:
+    """The work unit of a node id: its `@name` suffix when pytest-xdist added one after the
+    parameters (as it does for an `xdist_group` mark, where it can), else the test function
+    without its parameters, so that all of a function's candidates stay on one worker."""
+    if nodeid.rfind("@") > nodeid.rfind("]"):
+        return nodeid.rsplit("@", 1)[1]
+    return nodeid.split("[", 1)[0]
+
+
+class AutotuneScheduling(LoadScopeScheduling):  # type: ignore[misc]
+    """pytest-xdist's scope scheduling with `function_scope` as the scope."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return function_scope(nodeid)
+
+
+def worker_gpus(visible: str | None, count: int, workers: int) -> list[str | None]:
+    """The `CUDA_VISIBLE_DEVICES` of each of `workers` workers: worker N gets the N-th GPU
+    (modulo their number) of those the controller sees, `visible` when it is set (its
+    entries as given: indices or UUIDs), else the `count` devices CUDA finds. None for
+    every worker where there is at most one GPU: nothing to share out, and a worker then
+    sees what the controller sees."""
+    devices = (
+        [d.strip() for d in visible.split(",") if d.strip()]
+        if visible is not None
+        else [str(i) for i in range(count)]
+    )
+    if len(devices) < 2:
+        return [None] * workers
+    return [devices[i % len(devices)] for i in range(workers)]
+
 
 class XdistBridge:
-    def __init__(self, config: pytest.Config, session: AutotuneSession) -> None:
+    """The controller's side: the scheduler, each worker's GPU, and the workers' output."""
+
+    def __init__(
+        self,
+        config: pytest.Config,
+        session: AutotuneSession,
+        gpu_count: Callable[[], int],
+        environ: Mapping[str, str] = os.environ,
+    ) -> None:
         self.config = config
         self.session = session
+        self.gpu_count = gpu_count
+        self.environ = environ
+
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if config.getoption("dist") != DIST or not self.session.settings.tune:
+            return None
+        return AutotuneScheduling(config, log)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Sequence[Any]) -> None:
+        if not self.session.settings.tune or not self.session.uses_default_gpu():
+            return
+        visible = self.environ.get("CUDA_VISIBLE_DEVICES")
+        count = 0 if visible is not None else self.gpu_count()
+        for spec, gpu in zip(specs, worker_gpus(visible, count, len(specs))):
+            if gpu is not None and getattr(spec, "popen", False):
+                spec.env["CUDA_VISIBLE_DEVICES"] = gpu
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

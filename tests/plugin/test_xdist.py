@@ -1,0 +1,130 @@
+"""`pytest -n 2 --autotune`: each group's candidates run on one worker, and each worker
+has a GPU of its own before any test module is imported."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.plugin.harness import run
+
+pytest.importorskip("xdist")
+
+GROUPS_TESTS = """
+import os
+import pytest
+from conftest import spin
+
+def log(name, n):
+    with open(os.path.join(os.environ["RAN_LOG_DIR"], "ran.txt"), "a") as out:
+        out.write(f"{n} {name} {os.environ.get('PYTEST_XDIST_WORKER')}\\n")
+
+def make(name, cost):
+    def candidate(n):
+        log(name, n)
+        spin(cost)
+        return n * 2
+    candidate.__name__ = name
+    return candidate
+
+@pytest.mark.autotune(
+    candidates={name: make(name, (i + 1) * 100e-6) for i, name in enumerate("abcdef")},
+)
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_group(candidate, n):
+    return candidate(n)
+"""
+
+
+@pytest.fixture
+def groups(autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    autotune_pytester.makepyfile(test_groups=GROUPS_TESTS)
+    monkeypatch.setenv("RAN_LOG_DIR", str(autotune_pytester.path))
+    return autotune_pytester
+
+
+def _workers_per_group(path: Path) -> dict[str, set[str]]:
+    workers: dict[str, set[str]] = {}
+    for line in (path / "ran.txt").read_text().splitlines():
+        n, _, worker = line.split()
+        workers.setdefault(n, set()).add(worker)
+    return workers
+
+
+def test_under_xdist_each_group_is_tuned_by_one_worker_with_one_row_and_one_verdict(
+    groups: pytest.Pytester,
+) -> None:
+    result = run(groups, "-n", "2", "--autotune", "--autotune-record=records.jsonl")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    workers = _workers_per_group(groups.path)
+    assert sorted(workers) == ["1", "2", "3", "4"]
+    assert all(len(w) == 1 for w in workers.values()), workers
+    records = [json.loads(line) for line in (groups.path / "records.jsonl").read_text().splitlines()]
+    per_group = Counter(r["extra"]["group"] for r in records)
+    assert sorted(per_group.values()) == [1, 1, 1, 1], per_group
+    rows = [line for line in result.stdout.lines if line.startswith("test_groups.py::test_group[")]
+    assert len(rows) == 4, rows
+    assert result.stdout.str().count("no baseline") == 4
+
+
+IMPORT_TIME_TESTS = """
+import os
+import pytest
+from conftest import spin
+
+SEEN_AT_IMPORT = os.environ.get("CUDA_VISIBLE_DEVICES")
+
+def fast(n):
+    spin(100e-6)
+    return n
+
+def slow(n):
+    spin(200e-6)
+    return n
+
+def log():
+    with open(os.path.join(os.environ["RAN_LOG_DIR"], "gpus.txt"), "a") as out:
+        out.write(f"{os.environ.get('PYTEST_XDIST_WORKER')} {SEEN_AT_IMPORT}\\n")
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow})
+@pytest.mark.parametrize("n", [1, 2])
+def test_first(candidate, n):
+    log()
+    return candidate(n)
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow})
+@pytest.mark.parametrize("n", [1, 2])
+def test_second(candidate, n):
+    log()
+    return candidate(n)
+"""
+
+
+def test_each_worker_sees_its_own_gpu_from_before_its_test_modules_are_imported(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    autotune_pytester.makepyfile(test_import_time=IMPORT_TIME_TESTS)
+    monkeypatch.setenv("RAN_LOG_DIR", str(autotune_pytester.path))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(importlib.import_module("pytest_autotune.backends.cuda"), "device_count", lambda: 2)
+    result = run(autotune_pytester, "-n", "2", "--autotune")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    seen = set((autotune_pytester.path / "gpus.txt").read_text().splitlines())
+    assert seen == {"gw0 0", "gw1 1"}
+
+
+def test_without_tuning_workers_keep_the_devices_the_controller_sees(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    autotune_pytester.makepyfile(test_import_time=IMPORT_TIME_TESTS)
+    monkeypatch.setenv("RAN_LOG_DIR", str(autotune_pytester.path))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(importlib.import_module("pytest_autotune.backends.cuda"), "device_count", lambda: 2)
+    result = run(autotune_pytester, "-n", "2", "--autotune-device=cpu", "--autotune")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    seen = set((autotune_pytester.path / "gpus.txt").read_text().splitlines())
+    assert seen == {"gw0 None", "gw1 None"}
