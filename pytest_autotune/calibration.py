@@ -15,10 +15,18 @@ Two read kernels, `count_nonzero` and a `maximum` reduction, each over every arr
 than one: each has its own session-to-session quirks. In 40 short sessions the pair followed
 the 4 MiB sum kernel better than either alone (a spread of 1.6% against 2.6% and 2.8%) and
 the transpose between the two (2.3% against 1.4% and 3.8%).
+
+The read is used only where it is long enough to time. A read of a few hundred bytes takes
+a few microseconds, nearly all of it the interpreter's calls into NumPy: its changes from
+one session to the next are the timer's and the interpreter's, not the machine's, and
+dividing by it turned a steady +51% (a 2 ms kernel over 64-element arrays, slowed 50%)
+into +6.8% to +107% over three runs. Below `MIN_READ_SECONDS` the gate compares raw
+times, with the raw tolerance.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -32,6 +40,16 @@ _ORDERED_KINDS = frozenset("biuf")
 """dtype kinds a `maximum` reduction reads without a meaning of its own to worry about."""
 
 _MAX_DEPTH = 4
+
+MIN_READ_SECONDS = 50e-6
+"""The shortest calibration read the gate divides by: 25 times the ~2 us the read's own
+calls into NumPy cost, so that their jitter (a microsecond or two between sessions) moves
+it by a few percent at most, as the machine's state does."""
+
+
+def long_enough(seconds: float) -> bool:
+    """Whether a calibration read of this median time measures the machine."""
+    return seconds >= MIN_READ_SECONDS
 
 
 def calibration_read(inputs: tuple[Any, ...]) -> Callable[[], None] | None:
@@ -50,6 +68,25 @@ def calibration_read(inputs: tuple[Any, ...]) -> Callable[[], None] | None:
             np.maximum.reduce(array, axis=None)
 
     return read
+
+
+def timed_calibration(
+    inputs: tuple[Any, ...], time: Callable[[Callable[[], None], tuple[()]], float]
+) -> Callable[[], float] | None:
+    """The calibration read of `inputs` as a timed sample (`time(read, ())`, seconds), or
+    None where there is no read or it is too short to time (the median of `_PROBES` reads,
+    the first of which also warms it up)."""
+    read = calibration_read(inputs)
+    if read is None:
+        return None
+
+    def sample() -> float:
+        return time(read, ())
+
+    return sample if long_enough(statistics.median(sample() for _ in range(_PROBES))) else None
+
+
+_PROBES = 5
 
 
 def _arrays(value: Any, depth: int) -> Iterator[np.ndarray[Any, Any]]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard
 
 from pytest_autotune.backends.peaks import Peaks
-from pytest_autotune.calibration import CALIBRATION_KIND
+from pytest_autotune.calibration import CALIBRATION_KIND, long_enough
 from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats, check_sample
 from pytest_autotune.tune.bounds import (
     COMPUTE,
@@ -82,6 +82,16 @@ made compute the binding resource of a 64x64 matmul and scaled every later run's
 by 2.1: 91 false failures in 100 unchanged runs. A CPU's times are scaled by the
 calibration read measured beside them, or compared raw."""
 
+NOISY_FACTOR = 3.0
+"""A comparison is too noisy to judge when it could not catch a slowdown of this many times
+`max_regression` (nor the kind's `PROMISED_CATCH`, whichever is larger): passing it would
+claim a check that was not made."""
+
+PROMISED_CATCH: Mapping[DeviceKind, float] = {"gpu": 0.10, "cpu": 0.25}
+"""The slowdown the gate is built to catch by default on each kind of device (at least 95
+runs in 100, benchmarks/gate_reliability.py and its GPU twin): a comparison whose interval
+is too wide to catch it says so rather than passing."""
+
 DEFAULT_Z = 3.09
 """One-sided normal quantile of 0.999: an unchanged kernel fails at most once in a thousand
 comparisons, before the re-measurement cuts that further."""
@@ -96,6 +106,16 @@ def device_kind(device_id: str) -> DeviceKind:
     """The kind of device an id names, which picks the gate's defaults: `cuda-...` is a GPU,
     anything else runs on the CPU."""
     return "gpu" if device_id.startswith("cuda-") else "cpu"
+
+
+def runner_device_id(device_id: str, runner: str | None) -> str:
+    """The id baselines are filed under: `device_id`, or with a runner class named, the
+    runner's under the device's kind (`cpu-<runner>`, `cuda-<runner>`), so that the gate's
+    defaults for the kind still apply."""
+    if runner is None:
+        return device_id
+    prefix = "cuda-" if device_kind(device_id) == "gpu" else "cpu-"
+    return runner if runner.startswith(prefix) else prefix + runner
 
 
 # -- formatting shared by the gate's messages and the report's tables --------------------
@@ -293,11 +313,18 @@ class Measurement(_Samples):
         self._set_samples("Measurement")
 
     def calibrated_against(self, baseline: Baseline) -> bool:
-        """Whether both sides carry the same calibration read, which then scales the time."""
+        """Whether the calibration read scales the time: both sides carry the same read, each
+        long enough to time (`calibration.MIN_READ_SECONDS`), and the baseline's sessions
+        do not show it moving apart from the winner (`Baseline.read_follows`). A read that
+        fails either is timer noise or another workload, and would only add its own
+        changes to a steady measurement."""
         return (
             self.calibration is not None
             and baseline.calibration is not None
             and self.calibration.kind == baseline.calibration.kind
+            and long_enough(self.calibration.median)
+            and long_enough(baseline.calibration.median)
+            and baseline.read_follows()
         )
 
 
@@ -401,6 +428,13 @@ class Baseline(_Samples):
             return logs[-1], math.sqrt(own)
         k = len(logs)
         return statistics.fmean(logs), math.sqrt((statistics.variance(logs) + own) / k)
+
+    def read_follows(self) -> bool:
+        """Whether dividing by the calibration read steadies the winner's time across the
+        baseline's sessions (their spread of ln(time / read) no wider than of ln(time));
+        True with fewer than three sessions with a read, too few to show otherwise."""
+        calibrated, raw = self.spread(calibrated=True), self.spread(calibrated=False)
+        return calibrated is None or raw is None or calibrated[0] <= raw[0]
 
     def spread(self, calibrated: bool) -> tuple[float, int] | None:
         """The standard deviation of ln(time) between its sessions, a measured
@@ -699,6 +733,49 @@ class RegressionCheck:
             failed=d - margin > math.log1p(self.max_regression),
         )
 
+    def catches(self, comparison: Comparison) -> float:
+        """The smallest slowdown this comparison would have failed: the tolerance plus its
+        margin of error (infinite where the interval is unbounded)."""
+        margin = math.log1p(comparison.high) - math.log1p(comparison.delta)
+        return math.expm1(math.log1p(self.max_regression) + margin)
+
+    def too_noisy(self, comparison: Comparison, device_id: str) -> bool:
+        """Whether the interval is too wide to catch a slowdown of `NOISY_FACTOR` times the
+        tolerance, or the kind's `PROMISED_CATCH` where that is larger."""
+        promise = max(NOISY_FACTOR * self.max_regression, PROMISED_CATCH[device_kind(device_id)])
+        return self.catches(comparison) > promise
+
+    def figures(self, current: Measurement, baseline: Baseline, peak_ratio: float = 1.0) -> str:
+        """The two times the change was computed from, then the scale applied to this run's
+        measured median: the first over the second is exactly 1 + the change judged."""
+        calibrated = current.calibrated_against(baseline)
+        then_log, _ = baseline.level(calibrated)
+        _, then_read = baseline.typical(calibrated)
+        if calibrated:
+            assert current.calibration is not None and then_read is not None
+            scale = then_read / current.calibration.median
+            then = math.exp(then_log) * then_read
+            how = (
+                f" by the calibration read of the inputs"
+                f" ({format_duration(current.calibration.median)} here,"
+                f" {format_duration(then_read)} in the baseline)"
+            )
+        else:
+            scale, then = peak_ratio, math.exp(then_log)
+            how = " by this run's peak over the baseline's"
+        count = len(baseline.sessions())
+        sessions = f" (mean of {count} sessions)" if count > 1 else ""
+        scaled = (
+            ""
+            if scale == 1.0 and not calibrated
+            else f"; this run's {format_duration(current.median)} scaled x{scale:.3f}{how}"
+        )
+        return (
+            f"median {format_duration(current.median * scale)} against the baseline median"
+            f" {format_duration(then)}{sessions} ({baseline.fastest_name} on"
+            f" {baseline.device_id}, {baseline.source or 'cache'}){scaled}"
+        )
+
     def fails(
         self, current: Measurement, baseline: Baseline, peak_ratio: float = 1.0
     ) -> str | None:
@@ -706,28 +783,10 @@ class RegressionCheck:
         comparison = self.delta(current, baseline, peak_ratio)
         if not comparison.failed:
             return None
-        calibrated = current.calibrated_against(baseline)
-        then, then_read = baseline.typical(calibrated)
-        if calibrated:
-            assert current.calibration is not None and then_read is not None
-            reads = current.calibration.median / then_read
-            normalised = (
-                f"; times scaled by the calibration read of the inputs, {format_change(reads - 1)}"
-                f" against the baseline's ({format_duration(current.calibration.median)} vs"
-                f" {format_duration(then_read)})"
-            )
-        elif peak_ratio != 1.0:
-            normalised = f"; times scaled by this run's peak over the baseline's ({peak_ratio:.3f})"
-        else:
-            normalised = ""
-        count = len(baseline.sessions())
-        sessions = f" (mean of {count} sessions)" if count > 1 else ""
         return (
-            f"regression of {format_interval(comparison)}: median"
-            f" {format_duration(current.median)} against the baseline median"
-            f" {format_duration(then)}{sessions} ({baseline.fastest_name} on"
-            f" {baseline.device_id}, {baseline.source or 'cache'}); tolerated"
-            f" {format_fraction(self.max_regression)}{normalised}"
+            f"regression of {format_interval(comparison)}:"
+            f" {self.figures(current, baseline, peak_ratio)};"
+            f" tolerated {format_fraction(self.max_regression)}"
         )
 
 
@@ -785,6 +844,14 @@ class Verdict(enum.Enum):
     test, never reported as a regression."""
     UPDATED = "updated"
     """`--autotune-update`: the measurement becomes the baseline; never a failure."""
+    TOO_NOISY = "too noisy"
+    """The interval is too wide to catch the slowdown the gate is built to catch: reported
+    with what would help; a failure only in strict mode."""
+
+
+UPDATED_MESSAGE = "recorded as the new baseline"
+"""The head of an UPDATED verdict's message, which the session replaces by what the update
+did with the old baseline (joined it, or started a new one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -820,6 +887,7 @@ def judge(
     strict: bool = False,
     update: bool = False,
     remeasure: Callable[[], Measurement] | None = None,
+    baseline_devices: Sequence[str] = (),
 ) -> GroupVerdict:
     """Judge one group: its winner's `current` measurement against the `baseline`.
 
@@ -828,6 +896,9 @@ def judge(
     give the fraction of roof, with `thresholds` too the floor, and with the baseline's
     peak the normalisation of the time. `max_regression` None takes the device kind's
     default; `sigma_between` comes from the baseline's file, else the kind's default.
+    `baseline_devices` are the devices that have a baseline of this test, which a
+    NO_BASELINE verdict names. A comparison too wide to catch the slowdown the gate is
+    built to catch is TOO_NOISY, a failure only when `strict`, as a missing baseline is.
 
     A suspected failure (REGRESSION or FLOOR) is measured again with `remeasure` and fails
     only if the re-measurement fails too. The re-measurement alone decides, rather than its
@@ -857,6 +928,7 @@ def judge(
             strict=strict,
             update=update,
             remeasured=remeasured,
+            baseline_devices=baseline_devices,
         )
 
     verdict = once(current, remeasured=False)
@@ -890,6 +962,7 @@ def _judge_once(
     strict: bool,
     update: bool,
     remeasured: bool,
+    baseline_devices: Sequence[str],
 ) -> GroupVerdict:
     fraction: float | None = None
     floor_message: str | None = None
@@ -901,6 +974,7 @@ def _judge_once(
 
     comparison: Comparison | None = None
     regression_message: str | None = None
+    noisy_message: str | None = None
     other = _not_comparable(baseline, device_id, checksum)
     if baseline is not None and other is None:
         calibrated = current.calibrated_against(baseline)
@@ -915,6 +989,15 @@ def _judge_once(
         ratio = baseline.peak_ratio(peaks, dtype) if normalise and peaks is not None else 1.0
         comparison = check.delta(current, baseline, ratio)
         regression_message = check.fails(current, baseline, ratio)
+        if regression_message is None and check.too_noisy(comparison, device_id):
+            noisy_message = (
+                f"too noisy to judge: {format_interval(comparison)}:"
+                f" {check.figures(current, baseline, ratio)}; this comparison would catch"
+                f" only a slowdown past {format_change(check.catches(comparison))}"
+                f" (tolerated {format_fraction(check.max_regression)}); what would help:"
+                " more baseline sessions (run --autotune-update again), a quieter runner,"
+                " or a longer measurement"
+            )
 
     def verdict(kind: Verdict, message: str, failed: bool) -> GroupVerdict:
         return GroupVerdict(kind, message, comparison, fraction, failed, current, remeasured, roof)
@@ -922,17 +1005,25 @@ def _judge_once(
     failures = [m for m in (regression_message, floor_message) if m is not None]
     if update:
         would = f"; without --autotune-update: {'; '.join(failures)}" if failures else ""
-        return verdict(Verdict.UPDATED, f"recorded as the new baseline{would}", False)
+        return verdict(Verdict.UPDATED, f"{UPDATED_MESSAGE}{would}", False)
     if regression_message is not None:
         return verdict(Verdict.REGRESSION, "\n".join(failures), True)
     if floor_message is not None:
         return verdict(Verdict.FLOOR, floor_message, True)
     if baseline is None:
+        elsewhere = (
+            f"; baselines of this test exist for {', '.join(sorted(baseline_devices))}"
+            " (--autotune-runner names the one to use)"
+            if baseline_devices
+            else ""
+        )
         return verdict(
             Verdict.NO_BASELINE,
-            "no baseline for this key on this device; --autotune-update records one",
+            f"no baseline for this key on {device_id}; --autotune-update records one{elsewhere}",
             strict,
         )
+    if noisy_message is not None:
+        return verdict(Verdict.TOO_NOISY, noisy_message, strict)
     if other is not None:
         return verdict(Verdict.NOT_COMPARABLE, other, False)
     return verdict(Verdict.PASS, "", False)

@@ -79,7 +79,21 @@ OPTIONS: tuple[tuple[str, str, OptionKind, str], ...] = (
         "string",
         "minimal, balanced (default), extensive, full",
     ),
-    ("--autotune-strict", "autotune_strict", "bool", "a group without a baseline fails the gate"),
+    (
+        "--autotune-strict",
+        "autotune_strict",
+        "bool",
+        "a group without a baseline, or too noisy to judge, fails the gate",
+    ),
+    (
+        "--autotune-runner",
+        "autotune_runner",
+        "string",
+        (
+            "the runner class whose baselines to use (e.g. github-ubuntu-x64), in place of"
+            " the device's id, which changes with a hosted runner's CPU model"
+        ),
+    ),
     (
         "--autotune-time-limit",
         "autotune_time_limit",

@@ -8,7 +8,6 @@ file it writes, is decided and written here, so it reads (and is tested) as plai
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib.util
 import math
 import os
@@ -21,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 
-from pytest_autotune.calibration import calibration_read
+from pytest_autotune.calibration import timed_calibration
 from pytest_autotune.gate import (
     MAX_BASELINE_SESSIONS,
+    UPDATED_MESSAGE,
     Baseline,
     BaselineError,
     BaselineSession,
@@ -32,8 +32,11 @@ from pytest_autotune.gate import (
     RegressionCheck,
     Verdict,
     device_kind,
+    format_change,
+    format_interval,
     judge,
     measure_winner,
+    runner_device_id,
 )
 from pytest_autotune.report import CandidateRow, GroupSummary, key_text
 from pytest_autotune.tune.benchmark import AutotuneOutcome
@@ -331,6 +334,22 @@ class AutotuneSession:
         on one the settings name or on the CPU."""
         return self.settings.device in ("auto", "cuda")
 
+    def _device_id(self, client: Client) -> str:
+        """The id a group's baselines are filed and compared under: the runner class's, when
+        the settings name one, else the client's device id."""
+        return runner_device_id(client.device_id, self.settings.engine.runner)
+
+    def _baseline_devices(self, request: GroupRequest) -> list[str]:
+        """The devices (cache folders) holding a baseline file of this test."""
+        root = self.settings.engine.cache_dir
+        if self.settings.engine.disable_cache or not root.is_dir():
+            return []
+        return sorted(
+            folder.name
+            for folder in root.iterdir()
+            if cache_path(root, folder.name, request.tuner_name).is_file()
+        )
+
     # -- groups
 
     def candidate_outcome(self, request: GroupRequest, name: str) -> str | None:
@@ -399,24 +418,32 @@ class AutotuneSession:
         )
         tunables = self._tunable_set(request, work)
         reference = _reference(options.get("reference"), request)
+        device_id = self._device_id(client)
         tuner = Tuner(
             request.tuner_name,
-            client.device_id,
+            device_id,
             engine,
             reference=reference,
             require_output=options.get("check_output") is not False,
         )
         if self.progress is not None:
-            self.progress(f"autotune: tuning {request.group} on {client.device_id}")
+            self.progress(f"autotune: tuning {request.group} on {device_id}")
         with _device_lock(client.device_id):
             decision = tuner.tune(request.key, tunables, request.inputs, client)
             verdict = self._judge(request, tunables, decision, client, work, thresholds)
+        history: tuple[BaselineSession, ...] = ()
+        if verdict.verdict is Verdict.UPDATED:
+            history = self._history(request, tunables, verdict, device_id)
+            verdict = replace(
+                verdict,
+                message=self._update_message(request, tunables, verdict, history, device_id),
+            )
         if self.verdict_hook is not None:
             provisional = self._summary(request, tunables, decision, verdict, client)
             verdict = self.verdict_hook(provisional, verdict) or verdict
         summary = self._summary(request, tunables, decision, verdict, client)
         self.summaries.append(summary)
-        self._remember(request, tunables, decision, verdict, client)
+        self._remember(request, tunables, decision, verdict, client, history)
         if self.progress is not None:
             for row in summary.candidates:
                 what = row.error or ("-" if row.median is None else format_duration(row.median))
@@ -438,7 +465,7 @@ class AutotuneSession:
         thresholds: Thresholds | None,
     ) -> GroupVerdict:
         common: dict[str, Any] = {
-            "device_id": client.device_id,
+            "device_id": self._device_id(client),
             "checksum": tunables.checksum,
             "strict": self.settings.engine.strict,
             "update": self.settings.update,
@@ -449,17 +476,18 @@ class AutotuneSession:
         inputs = tunables.input_gen(request.key, request.inputs)
         # On a CPU, a read of the same inputs is timed beside each sample, so the gate can
         # divide out what the machine's state did to both (pytest_autotune.calibration).
-        read = calibration_read(inputs) if device_kind(client.device_id) == "cpu" else None
-        calibrate = None if read is None else functools.partial(client.time, read, ())
+        calibrate = (
+            timed_calibration(inputs, client.time)
+            if device_kind(client.device_id) == "cpu"
+            else None
+        )
 
         def measurer(index: int) -> Callable[[], Measurement]:
             fn, name = tunables.fns[index], tunables.names[index]
 
             def measure() -> Measurement:
                 try:
-                    client.time(fn, inputs)  # one warm-up each: every sample counts
-                    if calibrate is not None:
-                        calibrate()
+                    client.time(fn, inputs)  # one warm-up: every sample counts
                     return measure_winner(
                         lambda: client.time(fn, inputs), calibration=calibrate, name=name
                     )
@@ -474,7 +502,7 @@ class AutotuneSession:
         except AutotuneError as exc:
             return judge(None, None, error=f"the winner failed while measured: {exc}", **common)
         peaks = client.peaks()
-        baseline, note = self._baseline(client.device_id, request, tunables.checksum)
+        baseline, note = self._baseline(self._device_id(client), request, tunables.checksum)
         if note:
             self.notes.append(note)
         slip = self._tuning_slip(request, tunables, decision, baseline)
@@ -507,6 +535,7 @@ class AutotuneSession:
                 "max_regression", self.settings.engine.max_regression
             ),
             remeasure=measure,
+            baseline_devices=() if baseline is not None else self._baseline_devices(request),
             **common,
         )
 
@@ -600,7 +629,7 @@ class AutotuneSession:
             self._measured.get(request.group, decision.fastest_name) if decision.measured else None,
             verdict,
             rows,
-            client.device_id,
+            self._device_id(client),
         )
 
     def _failures(self, decision: TuneDecision, verdict: GroupVerdict) -> dict[str, str]:
@@ -622,18 +651,22 @@ class AutotuneSession:
         decision: TuneDecision,
         verdict: GroupVerdict,
         client: Client,
+        history: tuple[BaselineSession, ...],
     ) -> None:
         """Keep, as plain JSON values, what the end of the session writes."""
-        record = decision.to_record(request.tuner_name, client.device_id)
-        if client.device_id not in self.devices:
+        device_id = self._device_id(client)
+        record = decision.to_record(request.tuner_name, device_id)
+        if device_id not in self.devices:
             fingerprint = dict(client.fingerprint())
             if self.fingerprint_hook is not None:
                 self.fingerprint_hook(fingerprint)
-            self.devices[client.device_id] = {
-                "id": client.device_id,
+            self.devices[device_id] = {
+                "id": device_id,
                 "fingerprint": fingerprint,
                 "peaks": client.peaks().to_json(),
             }
+            if device_id != client.device_id:
+                self.devices[device_id]["measured_on"] = client.device_id
         work: Work | None = request.options.get("work")
         extra = {
             "group": request.group,
@@ -657,7 +690,7 @@ class AutotuneSession:
             ),
             # The report re-renders from records alone, so each carries its device and work,
             # and the baseline's samples it draws beside the winner's.
-            "device": self.devices[client.device_id],
+            "device": self.devices[device_id],
             "work": (
                 {
                     "compute_ops": work.compute_ops,
@@ -667,9 +700,7 @@ class AutotuneSession:
                 if work
                 else None
             ),
-            "baseline": _baseline_extra(
-                self._baseline(client.device_id, request, tunables.checksum)[0]
-            ),
+            "baseline": _baseline_extra(self._baseline(device_id, request, tunables.checksum)[0]),
         }
         self.records.append(dataclasses.replace(record, extra=extra).to_json())
         if not decision.measured or verdict.measurement is None or verdict.verdict is Verdict.ERROR:
@@ -680,7 +711,6 @@ class AutotuneSession:
         results = dict(decision.results)
         results[index] = AutotuneOutcome(decision.fastest_name, index, verdict.measurement.samples)
         calibration = verdict.measurement.calibration
-        history = self._history(request, tunables, verdict, client.device_id)
         value = replace(
             decision.to_cache_value(),
             results=tuple(results[i] for i in sorted(results)),
@@ -689,13 +719,39 @@ class AutotuneSession:
         )
         self.updates.append(
             {
-                "device_id": client.device_id,
+                "device_id": device_id,
                 "tuner": request.tuner_name,
                 "key": stable_key(decision.key),
                 "checksum": decision.checksum,
                 "value": value.to_json(),
             }
         )
+
+    def _update_message(
+        self,
+        request: GroupRequest,
+        tunables: TunableSet,
+        verdict: GroupVerdict,
+        history: tuple[BaselineSession, ...],
+        device_id: str,
+    ) -> str:
+        """What an update did with the baseline: joined it (and how many sessions it now
+        holds) or started a new one (and why), then what the gate would have said."""
+        comparison = verdict.comparison
+        if history:
+            head = f"joined the baseline: {len(history) + 1} sessions"
+            if comparison is not None:
+                head += f" (this one {format_interval(comparison)} against the old)"
+        elif comparison is not None:
+            head = f"new baseline: {format_change(comparison.delta)} against the old one"
+        else:
+            baseline, _ = self._baseline(device_id, request, tunables.checksum)
+            head = (
+                "new baseline: none before for this key"
+                if baseline is None
+                else "new baseline: the old one measured another device or candidate list"
+            )
+        return head + verdict.message.removeprefix(UPDATED_MESSAGE)
 
     def _history(
         self,

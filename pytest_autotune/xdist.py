@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
-from xdist.scheduler import LoadScopeScheduling
+from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
 from pytest_autotune.session import AutotuneSession
 

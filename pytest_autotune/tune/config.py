@@ -12,6 +12,7 @@ import contextlib
 import difflib
 import math
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -90,7 +91,8 @@ class AutotuneConfig:
     max_regression: float | None = None
     """Slowdown the gate tolerates, as a fraction; None leaves it to the device kind."""
     strict: bool = False
-    """A missing baseline fails the gate instead of being reported."""
+    """A missing baseline, or a comparison too noisy to judge, fails the gate instead of
+    being reported."""
     shipped_match: ShippedMatch = "class"
     """Which caches a package ships a `LocalTuner` may serve: `exact`, only those tuned on
     this device id; `class`, else those of the nearest device of the same class (same CPU
@@ -99,6 +101,11 @@ class AutotuneConfig:
     """Seconds one call of a candidate may take under the plugin before it is stopped and
     fails by name; None is the plugin's default (`time_limit.DEFAULT_TIME_LIMIT_S` under
     --autotune, none in a plain run)."""
+    runner: str | None = None
+    """The runner class whose baselines the gate reads and `--autotune-update` writes, in
+    place of the measured device's id: hosted CI runners change CPU model between runs,
+    and each model would otherwise have (or lack) baselines of its own. None uses the
+    device's id."""
     bench: BenchConfig = field(default_factory=BenchConfig)
 
     def __post_init__(self) -> None:
@@ -230,6 +237,19 @@ def _parse_shipped_match(value: object, where: str) -> ShippedMatch:
     raise ConfigError(f"{where}: expected {' or '.join(SHIPPED_MATCHES)}, got {value!r}")
 
 
+_RUNNER = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def _parse_runner(value: object, where: str) -> str:
+    name = str(value).strip().lower()
+    if not _RUNNER.match(name):
+        raise ConfigError(
+            f"{where}: expected a runner class name of letters, digits, '.', '_' and '-'"
+            f" (a cache folder name), got {value!r}"
+        )
+    return name
+
+
 def _optional(parse: Parser) -> Parser:
     def parse_optional(value: object, where: str) -> Any:
         return None if value is None else parse(value, where)
@@ -258,6 +278,7 @@ _PARSERS: dict[str, Parser] = {
     "strict": _parse_bool,
     "shipped_match": _parse_shipped_match,
     "time_limit": _optional(_number(0.0, above=True)),
+    "runner": _optional(_parse_runner),
 }
 """One parser per setting. Settings are flat in every source: `min_samples`, not
 `bench.min_samples`, so a YAML key, an ini key and a variable name read alike."""

@@ -185,10 +185,10 @@ MACHINE = float(os.environ.get("MACHINE", "1"))
 
 @pytest.fixture(autouse=True)
 def fake_read(monkeypatch):
-    # The calibration read on the fake clock: 40 us, slowed by the machine unless READ_FROZEN.
-    read_s = 40e-6 * (1 if os.environ.get("READ_FROZEN") else MACHINE)
+    # The calibration read on the fake clock: 400 us, slowed by the machine unless READ_FROZEN.
+    read_s = 400e-6 * (1 if os.environ.get("READ_FROZEN") else MACHINE)
     monkeypatch.setattr(
-        "pytest_autotune.session.calibration_read", lambda inputs: lambda: spin(read_s)
+        "pytest_autotune.calibration.calibration_read", lambda inputs: lambda: spin(read_s)
     )
 
 
@@ -222,7 +222,7 @@ def test_a_cpu_baseline_keeps_the_calibration_read_and_a_slower_machine_is_no_re
     entry = json.loads(path.read_text())["entries"][0]
     winner = entry["results"][entry["fastest_index"]]
     assert entry["calibration"]["kind"] == "read-inputs/1"
-    assert entry["calibration"]["samples_ns"] == [40_000] * len(winner["samples_ns"])
+    assert entry["calibration"]["samples_ns"] == [400_000] * len(winner["samples_ns"])
 
     # The kernel and the read both 30% slower: the machine, not the kernel.
     monkeypatch.setenv("MACHINE", "1.3")

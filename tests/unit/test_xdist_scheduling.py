@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("xdist")
 
-from pytest_autotune.plugin import xdist_group_name  # noqa: E402
-from pytest_autotune.xdist import function_scope, worker_gpus  # noqa: E402
+from pytest_autotune.plugin import xdist_group_name
+from pytest_autotune.xdist import function_scope, worker_gpus
 
 
 def test_all_parametrizations_of_a_test_function_share_one_work_unit() -> None:
