@@ -35,6 +35,7 @@ __all__ = [
     "natural_key",
     "ordered",
     "summary_row",
+    "verdict_counts",
     "verdict_text",
 ]
 
@@ -250,6 +251,21 @@ def summary_row(summary: GroupSummary) -> tuple[str, ...]:
 def verdict_text(verdict: str, failed: bool) -> str:
     """A verdict as shown: in capitals when it fails the gate, whatever its name."""
     return verdict.upper() if failed else verdict
+
+
+def verdict_counts(summaries: Iterable[GroupSummary]) -> str:
+    """How many groups got each verdict, in the verdicts' order: `3 pass, 1 too noisy`.
+    A verdict that failed the gate (strict mode) is counted in capitals, as in the table."""
+    counts: dict[tuple[Verdict, bool], int] = {}
+    for summary in summaries:
+        counts[summary.verdict, summary.failed] = (
+            counts.get((summary.verdict, summary.failed), 0) + 1
+        )
+    order = {verdict: i for i, verdict in enumerate(Verdict)}
+    return ", ".join(
+        f"{n} {verdict_text(verdict.value, failed)}"
+        for (verdict, failed), n in sorted(counts.items(), key=lambda c: (order[c[0][0]], c[0][1]))
+    )
 
 
 def failures(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:

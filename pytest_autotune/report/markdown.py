@@ -18,6 +18,7 @@ from pytest_autotune.report import (
     failures,
     ordered,
     summary_row,
+    verdict_counts,
 )
 
 _RIGHT_ALIGNED = frozenset({"median", "roof"})
@@ -42,6 +43,7 @@ def render_markdown(summaries: Sequence[GroupSummary], *, title: str = "pytest-a
         "|" + "|".join("---:" if name in _RIGHT_ALIGNED else "---" for name in COLUMNS) + "|"
     )
     lines.extend(_row(summary_row(summary)) for summary in ordered(summaries))
+    lines.extend(["", f"Verdicts: {escape(verdict_counts(summaries))}"])
     failed = failures(summaries)
     if failed:
         lines.extend(["", "**Failed:**", ""])

@@ -15,6 +15,7 @@ from pytest_autotune.report import (
     failures,
     ordered,
     summary_row,
+    verdict_counts,
 )
 from pytest_autotune.tune.benchmark import SampleStats
 from pytest_autotune.tune.log import format_duration
@@ -42,6 +43,7 @@ def render_summary(summaries: Sequence[GroupSummary], *, candidates: bool = Fals
         lines.append(line(row))
         if candidates:
             lines.extend(_candidate_lines(summary))
+    lines.append(f"verdicts: {verdict_counts(groups)}")
     return "\n".join(lines)
 
 

@@ -83,6 +83,7 @@ def test_the_summary_is_an_aligned_table_in_group_then_key_order() -> None:
                 "tests/test_sum.py::test_sum      n65536     pairwise  1.20 ms      -"
                 "  +20.0% [+14.6%, +25.7%]  REGRESSION"
             ),
+            "verdicts: 1 pass, 1 REGRESSION, 1 ERROR",
         ]
     )
 
@@ -99,6 +100,7 @@ def test_with_candidates_each_group_lists_them_under_it_the_winner_starred() -> 
         "    * pairwise      1.20 ms  check passed",
         "      dot                 -  error: RuntimeError: boom",
         "      add_reduce    1.50 ms  CHECK FAILED",
+        "verdicts: 1 REGRESSION",
     ]
 
 
@@ -190,6 +192,8 @@ def test_the_markdown_table_has_the_same_cells_with_numbers_right_aligned() -> N
                 "| tests/test\\_saxpy.py::test\\_saxpy | n67108864 | float4 | 189 us | 99.0%"
                 " | +1.0% \\[-3.0%, +5.0%\\] | pass |"
             ),
+            "",
+            "Verdicts: 1 pass",
             "",
         ]
     )
