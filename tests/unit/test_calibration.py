@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 import json
 import math
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -388,3 +389,51 @@ def test_the_gate_widens_its_noise_to_the_baselines_measured_spread() -> None:
     assert verdict.verdict is Verdict.TOO_NOISY and not verdict.failed
     steady = with_history((T, R), (T, R), (T, R), (T, R))
     assert judge(measured(T * 1.25, R), steady, device_id=CPU, checksum="c").failed
+
+
+# -- only where it measures the machine (issue 9, item 8) ------------------------------------
+
+
+def test_a_read_too_short_to_time_is_not_divided_out_and_a_steady_slowdown_fails() -> None:
+    # A 2 ms kernel over 64-element arrays, slowed 50%, with a read of a few microseconds
+    # that doubled between sessions (timer and interpreter noise, not the machine).
+    steady = dataclasses.replace(cpu_baseline(read=2e-6), samples=exact(2e-3))
+    slowed = measured(3e-3, 4e-6)
+    assert not slowed.calibrated_against(steady)
+    verdict = judge(slowed, steady, device_id=CPU, checksum="c")
+    assert verdict.verdict is Verdict.REGRESSION
+    assert verdict.comparison is not None and verdict.comparison.delta == pytest.approx(0.5)
+
+
+def test_a_read_that_does_not_follow_the_kernel_across_sessions_is_not_used() -> None:
+    # The winner steady over four sessions while the read wandered by 30%: dividing by it
+    # would only add the read's own changes.
+    wandering = with_history((T, R * 1.3), (T, R * 0.7), (T, R * 1.3))
+    assert not wandering.read_follows()
+    assert not measured(T, R).calibrated_against(wandering)
+    following = with_history((T * 1.2, R * 1.2), (T * 0.9, R * 0.9), (T * 1.1, R * 1.1))
+    assert following.read_follows()
+    assert measured(T, R).calibrated_against(following)
+
+
+def test_the_read_is_timed_only_where_it_is_long_enough() -> None:
+    from pytest_autotune.calibration import MIN_READ_SECONDS, timed_calibration
+
+    inputs = (np.ones(64, dtype=np.float32),)
+    assert timed_calibration(inputs, lambda read, args: 3e-6) is None
+    sample = timed_calibration(inputs, lambda read, args: MIN_READ_SECONDS * 2)
+    assert sample is not None and sample() == MIN_READ_SECONDS * 2
+    assert timed_calibration(("no arrays",), lambda read, args: 1.0) is None
+
+
+def test_a_calibrated_message_shows_the_scaled_times_whose_ratio_is_the_change() -> None:
+    check = RegressionCheck.for_device(CPU, calibrated=True)
+    base = with_history((T * 1.1, R * 1.05), (T * 0.95, R))
+    current = measured(T * 1.6, R * 1.2)
+    comparison = check.delta(current, base)
+    message = check.fails(current, base)
+    assert message is not None
+    now, then = (float(x) for x in re.findall(r"median ([\d.]+) us", message)[:2])
+    # Both printed to three significant figures: their ratio is the change to about 1%.
+    assert now / then - 1 == pytest.approx(comparison.delta, abs=0.015)
+    assert "this run's 160 us scaled x" in message

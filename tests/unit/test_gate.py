@@ -696,3 +696,45 @@ def test_an_entry_whose_winner_index_and_name_disagree_is_not_comparable() -> No
         f"the baseline in {SOURCE} is out of line with its candidates: the result at"
         " fastest_index 0 is 'block256', not the winner 'float4'; --autotune-update re-records it"
     )
+
+
+# -- too noisy to judge (issue 9, item 6) -----------------------------------------------------
+
+
+def test_an_interval_too_wide_to_catch_the_promised_slowdown_is_too_noisy_not_a_pass() -> None:
+    verdict = gate(spread(T * 1.05, 0.06), baseline())
+    assert verdict.verdict is Verdict.TOO_NOISY and not verdict.failed
+    assert verdict.message.startswith("too noisy to judge: +5.0% [")
+    assert "would catch only a slowdown past" in verdict.message
+    assert "what would help" in verdict.message
+
+
+def test_too_noisy_fails_only_in_strict_mode() -> None:
+    assert gate(spread(T * 1.05, 0.06), baseline(), strict=True).failed
+
+
+def test_a_precise_comparison_is_judged_not_called_noisy() -> None:
+    assert gate(exact(T * 1.01), baseline()).verdict is Verdict.PASS
+
+
+def test_a_clear_regression_fails_even_when_the_interval_is_wide() -> None:
+    assert gate(spread(T * 2, 0.06), baseline()).verdict is Verdict.REGRESSION
+
+
+def test_no_baseline_names_the_devices_that_have_one() -> None:
+    verdict = gate(exact(T), None, baseline_devices=("cpu-amd-epyc-4t", "cpu-intel-xeon-2t"))
+    assert verdict.verdict is Verdict.NO_BASELINE
+    assert verdict.message == (
+        f"no baseline for this key on {GPU}; --autotune-update records one; baselines of this"
+        " test exist for cpu-amd-epyc-4t, cpu-intel-xeon-2t (--autotune-runner names the one"
+        " to use)"
+    )
+
+
+def test_a_runner_class_names_the_baselines_under_the_devices_kind() -> None:
+    from pytest_autotune.gate import runner_device_id
+
+    assert runner_device_id("cpu-intel-xeon-2t", None) == "cpu-intel-xeon-2t"
+    assert runner_device_id("cpu-intel-xeon-2t", "github-x64") == "cpu-github-x64"
+    assert runner_device_id("cuda-nvidia-h200", "h200-pool") == "cuda-h200-pool"
+    assert runner_device_id("cpu-amd-epyc-4t", "cpu-hosted") == "cpu-hosted"
