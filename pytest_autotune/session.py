@@ -905,6 +905,12 @@ class AutotuneSession:
             if stats:
                 lines.append("")
                 lines.extend(render_candidates(self.summaries).splitlines())
+            updated = [s for s in self.summaries if s.verdict is Verdict.UPDATED]
+            if updated:
+                lines.append("")
+                lines.extend(
+                    f"{s.group} [{s.key}]: {s.message}" for s in sorted(updated, key=_by_group)
+                )
             failed = render_failures(self.summaries)
             if failed:
                 lines.append("")
@@ -940,6 +946,10 @@ def _call_costs(client: Client, tunables: TunableSet) -> dict[str, dict[str, flo
         if cost is not None:
             costs[name] = {"device_s": cost.device, "enqueue_s": cost.enqueue}
     return costs
+
+
+def _by_group(summary: GroupSummary) -> tuple[str, str]:
+    return summary.group, summary.key
 
 
 def _option(options: Mapping[str, Any], name: str, default: float) -> float:

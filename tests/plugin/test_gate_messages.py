@@ -1,0 +1,79 @@
+"""What the gate says: updates that join or restart a baseline, a verdict too noisy to
+judge, and baselines of another device or runner class (issue 9, items 5 to 7)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plugin.harness import run
+from tests.plugin.test_tune_mode import SCALE_TESTS
+
+
+@pytest.fixture
+def scale(autotune_pytester: pytest.Pytester) -> pytest.Pytester:
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    return autotune_pytester
+
+
+def test_an_update_says_whether_it_joined_the_baseline_or_started_a_new_one(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = run(scale, "--autotune-update")
+    first.stdout.fnmatch_lines(["*test_scale[[]1[]] [[]1[]]: new baseline: none before for this key*"])
+    second = run(scale, "--autotune-update")
+    second.stdout.fnmatch_lines(["*test_scale[[]1[]] [[]1[]]: joined the baseline: 2 sessions*"])
+    monkeypatch.setenv("SLOWDOWN_FAST", "1.32")
+    monkeypatch.setenv("SLOWDOWN_MEDIUM", "1.32")
+    third = run(scale, "--autotune-update")
+    third.stdout.fnmatch_lines(
+        ["*test_scale[[]1[]] [[]1[]]: new baseline: +32.0% against the old one*"]
+    )
+
+
+def test_a_baseline_too_noisy_to_catch_a_slowdown_is_a_counted_verdict_failing_only_if_strict(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Five update sessions 10-12% apart: their spread is the noise the gate must carry.
+    for factor in ("1.0", "1.12", "0.9", "1.12", "0.9"):
+        monkeypatch.setenv("SLOWDOWN_FAST", factor)
+        assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("SLOWDOWN_FAST", "1.0")
+    result = run(scale, "--autotune")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*test_scale[[]1[]]*fast*too noisy", "verdicts: 2 too noisy"])
+    strict = run(scale, "--autotune", "--autotune-strict")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.stdout.fnmatch_lines(
+        ["verdicts: 2 TOO NOISY", "*too noisy to judge: *what would help*"]
+    )
+
+
+def test_a_runner_class_names_the_baselines_and_a_device_without_one_names_those_with_one(
+    scale: pytest.Pytester,
+) -> None:
+    updated = run(scale, "--autotune-update", "--autotune-runner=github-x64")
+    assert updated.ret == pytest.ExitCode.OK
+    assert (scale.path / ".autotune/cpu-github-x64/test_scale.py__test_scale.json").is_file()
+    assert not (scale.path / ".autotune/cpu-fake-1t").exists()
+
+    same_class = run(scale, "--autotune", "--autotune-runner=github-x64", "--autotune-strict")
+    assert same_class.ret == pytest.ExitCode.OK
+    same_class.stdout.fnmatch_lines(["verdicts: 2 pass"])
+
+    scale.makeini("[pytest]\nfilterwarnings = error\nautotune_runner = github-x64\n")
+    assert run(scale, "--autotune", "--autotune-strict").ret == pytest.ExitCode.OK
+
+    scale.makeini("[pytest]\nfilterwarnings = error\n")
+    own_device = run(scale, "--autotune", "--autotune-strict")
+    assert own_device.ret == pytest.ExitCode.TESTS_FAILED
+    own_device.stdout.fnmatch_lines(
+        ["*no baseline for this key on cpu-fake-1t*baselines of this test exist for cpu-github-x64*"]
+    )
+
+
+def test_a_runner_class_that_cannot_name_a_folder_is_one_line_naming_the_option(
+    scale: pytest.Pytester,
+) -> None:
+    result = run(scale, "--autotune", "--autotune-runner=../up")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*autotune_runner*expected a runner class name*"])
