@@ -482,15 +482,23 @@ class AutotuneSession:
             else None
         )
 
+        # A GPU client samples the winner over several placements of its inputs and graph
+        # pool, so that the time does not depend on where this process's history put them
+        # (pytest_autotune.backends.cuda, "Several placements for the gate").
+        placed_sampler = getattr(client, "placed_sampler", None)
+
         def measurer(index: int) -> Callable[[], Measurement]:
             fn, name = tunables.fns[index], tunables.names[index]
 
             def measure() -> Measurement:
                 try:
                     client.time(fn, inputs)  # one warm-up: every sample counts
-                    return measure_winner(
-                        lambda: client.time(fn, inputs), calibration=calibrate, name=name
+                    sample = (
+                        placed_sampler(fn, inputs)
+                        if placed_sampler is not None
+                        else lambda: client.time(fn, inputs)
                     )
+                    return measure_winner(sample, calibration=calibrate, name=name)
                 except Exception as exc:
                     raise AutotuneError.from_exception(name, exc) from None
 

@@ -46,11 +46,15 @@ def test_two_workers_tune_on_two_gpus_with_inputs_made_at_import(
     pytester.makepyfile(test_import_time=IMPORT_TIME_INPUTS)
     result = run(pytester, "-n", "2", "--autotune", "--autotune-record=records.jsonl")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    records = [json.loads(line) for line in (pytester.path / "records.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line) for line in (pytester.path / "records.jsonl").read_text().splitlines()
+    ]
     assert sorted(Counter(r["extra"]["group"] for r in records).values()) == [1, 1, 1, 1]
     by_function: dict[str, set[str]] = {}
     for record in records:
         function = record["extra"]["group"].split("[", 1)[0]
-        by_function.setdefault(function, set()).add(record["extra"]["device"]["fingerprint"]["uuid"])
+        by_function.setdefault(function, set()).add(
+            record["extra"]["device"]["fingerprint"]["uuid"]
+        )
     assert all(len(uuids) == 1 for uuids in by_function.values()), by_function
     assert len(set().union(*by_function.values())) == 2, by_function

@@ -19,7 +19,9 @@ def test_an_update_says_whether_it_joined_the_baseline_or_started_a_new_one(
     scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = run(scale, "--autotune-update")
-    first.stdout.fnmatch_lines(["*test_scale[[]1[]] [[]1[]]: new baseline: none before for this key*"])
+    first.stdout.fnmatch_lines(
+        ["*test_scale[[]1[]] [[]1[]]: new baseline: none before for this key*"]
+    )
     second = run(scale, "--autotune-update")
     second.stdout.fnmatch_lines(["*test_scale[[]1[]] [[]1[]]: joined the baseline: 2 sessions*"])
     monkeypatch.setenv("SLOWDOWN_FAST", "1.32")
@@ -43,9 +45,7 @@ def test_a_baseline_too_noisy_to_catch_a_slowdown_is_a_counted_verdict_failing_o
     result.stdout.fnmatch_lines(["*test_scale[[]1[]]*fast*too noisy", "verdicts: 2 too noisy"])
     strict = run(scale, "--autotune", "--autotune-strict")
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
-    strict.stdout.fnmatch_lines(
-        ["verdicts: 2 TOO NOISY", "*too noisy to judge: *what would help*"]
-    )
+    strict.stdout.fnmatch_lines(["verdicts: 2 TOO NOISY", "*too noisy to judge: *what would help*"])
 
 
 def test_a_runner_class_names_the_baselines_and_a_device_without_one_names_those_with_one(
@@ -67,7 +67,9 @@ def test_a_runner_class_names_the_baselines_and_a_device_without_one_names_those
     own_device = run(scale, "--autotune", "--autotune-strict")
     assert own_device.ret == pytest.ExitCode.TESTS_FAILED
     own_device.stdout.fnmatch_lines(
-        ["*no baseline for this key on cpu-fake-1t*baselines of this test exist for cpu-github-x64*"]
+        [
+            "*no baseline for this key on cpu-fake-1t*baselines of this test exist for cpu-github-x64*"
+        ]
     )
 
 

@@ -63,7 +63,9 @@ def test_under_xdist_each_group_is_tuned_by_one_worker_with_one_row_and_one_verd
     workers = _workers_per_group(groups.path)
     assert sorted(workers) == ["1", "2", "3", "4"]
     assert all(len(w) == 1 for w in workers.values()), workers
-    records = [json.loads(line) for line in (groups.path / "records.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line) for line in (groups.path / "records.jsonl").read_text().splitlines()
+    ]
     per_group = Counter(r["extra"]["group"] for r in records)
     assert sorted(per_group.values()) == [1, 1, 1, 1], per_group
     rows = [line for line in result.stdout.lines if line.startswith("test_groups.py::test_group[")]
@@ -110,7 +112,9 @@ def test_each_worker_sees_its_own_gpu_from_before_its_test_modules_are_imported(
     autotune_pytester.makepyfile(test_import_time=IMPORT_TIME_TESTS)
     monkeypatch.setenv("RAN_LOG_DIR", str(autotune_pytester.path))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(importlib.import_module("pytest_autotune.backends.cuda"), "device_count", lambda: 2)
+    monkeypatch.setattr(
+        importlib.import_module("pytest_autotune.backends.cuda"), "device_count", lambda: 2
+    )
     result = run(autotune_pytester, "-n", "2", "--autotune")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     seen = set((autotune_pytester.path / "gpus.txt").read_text().splitlines())
@@ -123,7 +127,9 @@ def test_without_tuning_workers_keep_the_devices_the_controller_sees(
     autotune_pytester.makepyfile(test_import_time=IMPORT_TIME_TESTS)
     monkeypatch.setenv("RAN_LOG_DIR", str(autotune_pytester.path))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(importlib.import_module("pytest_autotune.backends.cuda"), "device_count", lambda: 2)
+    monkeypatch.setattr(
+        importlib.import_module("pytest_autotune.backends.cuda"), "device_count", lambda: 2
+    )
     result = run(autotune_pytester, "-n", "2", "--autotune-device=cpu", "--autotune")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     seen = set((autotune_pytester.path / "gpus.txt").read_text().splitlines())

@@ -6,6 +6,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
+
+
+import itertools
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -16,6 +19,7 @@ import pytest
 
 from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda
 from pytest_autotune.backends.cuda import (
+    PLACEMENTS,
     REPLAY_CACHE_SIZE,
     REPLAY_CALIBRATION_NODES,
     device_id_from,
@@ -90,6 +94,14 @@ class FakeArray:
     def __init__(self, ptr: int, shape: tuple[int, ...] = (4,)) -> None:
         self.data = SimpleNamespace(ptr=ptr)
         self.shape, self.strides, self.dtype = shape, (4,), SimpleNamespace(str="<f4")
+        self.nbytes = 4 * shape[0]
+
+    def copy(self) -> FakeArray:
+        """A copy at an address no other array of the test has."""
+        return FakeArray(self.data.ptr + (1 << 20) * next(_COPIES), self.shape)
+
+
+_COPIES = itertools.count(1)
 
 
 class FakeEvent:
@@ -463,3 +475,40 @@ def test_a_device_bound_call_stops_paying_for_the_eager_call_that_measures_its_h
 def test_an_unknown_timing_is_refused() -> None:
     with pytest.raises(ValueError, match="timing"):
         CudaClient(timing="wall")
+
+
+def test_the_gates_sampler_visits_each_placement_of_the_inputs_in_turn_each_with_its_graph(
+    gpu: FakeGpu,
+) -> None:
+    seen: list[int] = []
+
+    def one_kernel(x: FakeArray, scale: float) -> None:
+        seen.append(x.data.ptr)
+        gpu.launch(5e-6)
+
+    client = CudaClient(cold_l2=False, timing="device")
+    x = FakeArray(ptr=4096)
+    client.time(one_kernel, (x, 2.0))
+    sample = client.placed_sampler(one_kernel, (x, 2.0))
+    # With device timing the call runs in Python only when warmed up and captured: once
+    # per placement.
+    assert len(set(seen)) == PLACEMENTS and seen[0] == x.data.ptr
+    captures = gpu.captures
+    samples = [sample() for _ in range(2 * PLACEMENTS)]
+    assert gpu.captures == captures  # every placement keeps its graph while sampled
+    assert samples == pytest.approx([5e-6 + NODE] * len(samples))
+
+
+def test_inputs_too_large_to_copy_are_measured_on_fewer_placements(gpu: FakeGpu) -> None:
+    seen: set[int] = set()
+
+    def one_kernel(x: FakeArray) -> None:
+        seen.add(x.data.ptr)
+        gpu.launch(5e-6)
+
+    client = CudaClient(cold_l2=False)
+    big = FakeArray(ptr=4096, shape=((1 << 34) // 8 // 4 // 3,))  # a third of the share
+    sample = client.placed_sampler(one_kernel, (big,))
+    for _ in range(PLACEMENTS):
+        sample()
+    assert len(seen) == 3
