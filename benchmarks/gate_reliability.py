@@ -32,6 +32,20 @@ judged and takes the re-measurement in every session (after the gate has judged 
 the gate did not ask for it, so no verdict changes); the same two measurements of each
 session are then judged again under other settings of the rule.
 
+`--condition` runs the gate under one of the conditions of issue 9, each against a
+baseline recorded as a project would record it:
+
+- `module` (the default): the one test module above, baseline and gate alike;
+- `suite`: the whole suite, a second module of ordinary tests (NumPy work that allocates
+  and frees 100+ MiB) collected before the kernels, baseline and gate alike;
+- `k`: the baseline recorded by the whole suite, the gate run on a `-k` subset (the three
+  groups without the other module), as a developer reruns a selection;
+- `xdist`: baseline and gate under `pytest -n 2`;
+- `groups`: `test_sum` tuned with a `groups=` plan whose first batch (two of the three
+  candidates) succeeds, so tuning stops before the third;
+- `neighbour`: a process spinning on one core beside every gated session (not the
+  baseline's), as on a shared runner.
+
 `--pin CPU` runs every session (the baseline too) on one CPU only, as `taskset -c CPU`
 would, to see how much of the between-session spread comes from which CPU a session gets.
 A session takes about 4.5 s here, so the default 200 sessions take about 16 minutes.
@@ -87,6 +101,43 @@ MODULE = "test_gate_kernels.py"
 BUSY_LOAD = 1.5
 """A 1-minute load average from which this 2-core machine counts as busy with other work
 when a session starts (one core's worth of it besides ours)."""
+
+CONDITIONS = ("module", "suite", "k", "xdist", "groups", "neighbour")
+
+OTHER_MODULE = textwrap.dedent(
+    """
+    # Ordinary tests of the suite, collected before the kernels: NumPy work that allocates
+    # and frees well over 100 MiB, so the gated groups run in a process with a history.
+    import numpy as np
+    import pytest
+
+
+    @pytest.mark.parametrize("n", [1 << 22, 1 << 23, 1 << 24])
+    def test_sorting(n):
+        values = np.random.default_rng(n).random(n)
+        assert np.all(np.diff(np.sort(values)) >= 0)
+
+
+    @pytest.mark.parametrize("n", [512, 1024])
+    def test_solving(n):
+        rng = np.random.default_rng(n)
+        a = rng.random((n, n)) + n * np.eye(n)
+        x = rng.random(n)
+        assert np.allclose(a @ np.linalg.solve(a, x), x)
+    """
+)
+OTHER = "test_a_other.py"
+"""Named to be collected before the kernels' module."""
+
+GROUPS_PLAN = textwrap.dedent(
+    """
+    from pytest_autotune import TuneGroup
+
+    VECTOR = TuneGroup("vector", lambda key: 2)
+    FALLBACK = TuneGroup("fallback", lambda key: 1)
+    PLAN = [(VECTOR, {"pairwise": 1, "add_reduce": 1}), (FALLBACK, {"dot_ones": 1})]
+    """
+)
 
 TEST_MODULE = textwrap.dedent(
     '''
@@ -303,10 +354,30 @@ def pinned(cpu: int | None) -> Callable[[], None] | None:
     return lambda: os.sched_setaffinity(0, {cpu})
 
 
-def make_project(root: Path) -> None:
+def make_project(root: Path, condition: str) -> None:
     (root / "pytest.ini").write_text("[pytest]\n")
-    (root / MODULE).write_text(TEST_MODULE.lstrip())
+    module = TEST_MODULE.lstrip()
+    if condition == "groups":
+        module = GROUPS_PLAN.lstrip() + module.replace(
+            "        rtol=1e-3,\n    )\n    def test_sum",
+            "        rtol=1e-3,\n        groups=PLAN,\n    )\n    def test_sum",
+        )
+        assert "groups=PLAN" in module
+    (root / MODULE).write_text(module)
+    if condition in ("suite", "k"):
+        (root / OTHER).write_text(OTHER_MODULE.lstrip())
     (root / "conftest.py").write_text(CONFTEST.lstrip())
+
+
+def selection(condition: str, gate: bool) -> list[str]:
+    """What pytest is asked to run under `condition`: by the gate (`gate`) or the baseline."""
+    if condition == "suite" or (condition == "k" and not gate):
+        return []
+    if condition == "k":
+        return ["-k", "test_sum or test_transpose or test_matmul"]
+    if condition == "xdist":
+        return ["-n", "2", MODULE]
+    return [MODULE]
 
 
 def short_group(name: str) -> str:
@@ -354,6 +425,7 @@ def run_session(
     slowdown: float,
     baselines: dict[str, Baseline],
     pin: int | None,
+    condition: str,
 ) -> Session:
     record = root / "runs" / f"{index:03d}-{kind}.jsonl"
     diag = root / "runs" / f"{index:03d}-{kind}.diag.jsonl"
@@ -361,7 +433,9 @@ def run_session(
     load = os.getloadavg()[0]
     start = time.perf_counter()
     done = subprocess.run(
-        pytest_command("-q", "--autotune", f"--autotune-record={record}", MODULE),
+        pytest_command(
+            "-q", "--autotune", f"--autotune-record={record}", *selection(condition, gate=True)
+        ),
         cwd=root,
         env=child_env(slowdown, diag),
         capture_output=True,
@@ -619,6 +693,12 @@ def main(argv: list[str] | None = None) -> int:
         help="record the baseline with this many --autotune-update sessions (default 5)",
     )
     parser.add_argument(
+        "--condition",
+        choices=CONDITIONS,
+        default="module",
+        help="the condition to gate under (see the module docstring)",
+    )
+    parser.add_argument(
         "--pin",
         type=int,
         default=None,
@@ -637,10 +717,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="gate-reliability-") as scratch:
         root = args.keep or Path(scratch)
         root.mkdir(parents=True, exist_ok=True)
-        make_project(root)
+        make_project(root, args.condition)
         for _ in range(args.baseline_sessions):
             update = subprocess.run(
-                pytest_command("-q", "--autotune-update", MODULE),
+                pytest_command("-q", "--autotune-update", *selection(args.condition, gate=False)),
                 cwd=root,
                 env=child_env(0.0, None),
                 capture_output=True,
@@ -667,17 +747,30 @@ def main(argv: list[str] | None = None) -> int:
             " '*' = the gate re-measured"
         )
         sessions: dict[str, list[Session]] = {"unchanged": [], "slowed": []}
-        for index in range(args.runs):
-            order = [("unchanged", 0.0), ("slowed", args.slowdown)]
-            for kind, slowdown in order if index % 2 == 0 else order[::-1]:
-                session = run_session(root, kind, index, slowdown, baselines, args.pin)
-                sessions[kind].append(session)
-                print(
-                    f"[{index + 1:3d}/{args.runs}] {kind:9} rc={session.returncode}"
-                    f"  {describe_run(session)}  ({session.wall:.1f} s, load {session.load:.1f},"
-                    f" {(time.perf_counter() - started) / 60:.1f} min)",
-                    flush=True,
-                )
+        neighbour = (
+            subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            if args.condition == "neighbour"
+            else None
+        )
+        try:
+            for index in range(args.runs):
+                order = [("unchanged", 0.0), ("slowed", args.slowdown)]
+                for kind, slowdown in order if index % 2 == 0 else order[::-1]:
+                    session = run_session(
+                        root, kind, index, slowdown, baselines, args.pin, args.condition
+                    )
+                    sessions[kind].append(session)
+                    print(
+                        f"[{index + 1:3d}/{args.runs}] {kind:9} rc={session.returncode}"
+                        f"  {describe_run(session)}  ({session.wall:.1f} s,"
+                        f" load {session.load:.1f},"
+                        f" {(time.perf_counter() - started) / 60:.1f} min)",
+                        flush=True,
+                    )
+        finally:
+            if neighbour is not None:
+                neighbour.kill()
+                neighbour.wait()
         wall = time.perf_counter() - started
         return report(sessions, baselines, base_peaks, args, wall)
 
@@ -695,7 +788,8 @@ def report(
     busy = sum(s.load >= BUSY_LOAD for s in everything)
     print()
     print(
-        f"=== gate reliability: {len(unchanged)} unchanged + {len(slowed)} slowed sessions on"
+        f"=== gate reliability ({getattr(args, 'condition', 'module')}):"
+        f" {len(unchanged)} unchanged + {len(slowed)} slowed sessions on"
         f" {device_id}; wall {wall / 60:.1f} min, median session"
         f" {statistics.median(s.wall for s in everything):.1f} s; sessions started at a 1-min"
         f" load average >= {BUSY_LOAD}: {busy}/{len(everything)}"
@@ -716,6 +810,15 @@ def report(
     print(
         f"unchanged groups (transpose, matmul) failing inside the slowed runs:"
         f" {len(others)}/{len(slowed) * (len(GROUPS) - 1)}"
+    )
+    noisy_unchanged = [
+        s for s in unchanged if any(r.verdict == "too noisy" for r in s.groups.values())
+    ]
+    noisy_slowed = [s for s in slowed if s.groups[SLOWED_GROUP].verdict == "too noisy"]
+    print(
+        f"'too noisy' verdicts: unchanged runs with one {len(noisy_unchanged)}/{len(unchanged)};"
+        f" slowed runs where {SLOWED_GROUP} was too noisy {len(noisy_slowed)}/{len(slowed)}"
+        f" (neither caught nor passed)"
     )
 
     print()

@@ -6,6 +6,17 @@ holds one autotuned group, saxpy over 2**26 fp32 elements (a float4 kernel, a gr
 kernel, CuPy's ufuncs); with `GATE_SLOWDOWN=s` every kernel candidate also runs over the
 first s of the arrays after its full pass, so the winner does s more of the same work.
 
+A second group is SM-bound: a 256-bin histogram of 2**26 bytes counted with shared-memory
+atomics (8 blocks of 256 threads per SM, as in issue 9), against the same with global
+atomics and `cupy.bincount`; slowed the same way (a second pass over the first s of the
+bytes).
+
+`--condition` (issue 9): `module` (the default: this module alone), `suite` (a second
+module of GPU work that allocates and frees 1 GiB, collected first, baseline and gate
+alike), `k` (the baseline by the whole suite, the gate on a `-k` subset of the two
+groups), `xdist` (baseline and gate under `-n 2`; on a host with two GPUs each worker
+takes one), `groups` (saxpy tuned with a `groups=` plan whose first batch succeeds).
+
 One baseline is recorded with `--autotune-update` in its own process. Then `--workers`
 processes, one after another, each run `pytest.main([... --autotune])` `--runs / --workers`
 times for each arm, alternating unchanged and slowed runs so drift of the device hits both.
@@ -13,6 +24,10 @@ A session per run within a process shares the process's CUDA context and peak pr
 give the between-process part of the noise.
 
     PYTHONPATH=. python3 benchmarks/gpu_gate_reliability.py [--runs 100] [--workers 4]
+        [--condition module|suite|k|xdist|groups]
+
+Prints, per group, unchanged runs that failed (target 0), slowed runs caught (target 95%)
+and "too noisy" verdicts of each.
 """
 
 from __future__ import annotations
@@ -32,7 +47,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 TEST_MODULE = textwrap.dedent(
-    """
+    '''
     import os
 
     import cupy as cp
@@ -40,7 +55,7 @@ TEST_MODULE = textwrap.dedent(
     import pytest
 
     from example_kernels import saxpy
-    from pytest_autotune import Work
+    from pytest_autotune import TuneGroup, Work
 
     KEPT = ("float4_256", "grid_stride_512", "cupy_ufuncs")
     FULL = {name: fn for name, fn in saxpy.CUPY.items() if name in KEPT}
@@ -65,11 +80,110 @@ TEST_MODULE = textwrap.dedent(
         return saxpy.inputs(1 << 26, cp)
 
 
-    @pytest.mark.autotune(candidates=CANDIDATES, work=lambda inputs: saxpy.work(*inputs), rtol=1e-3)
+    PLAN = [
+        (TuneGroup("vector", lambda key: 2), {"float4_256": 1, "grid_stride_512": 1}),
+        (TuneGroup("fallback", lambda key: 1), {"cupy_ufuncs": 1}),
+    ]
+    GROUPS = PLAN if os.environ.get("GATE_GROUPS") else None
+
+
+    @pytest.mark.autotune(
+        candidates=CANDIDATES, work=lambda inputs: saxpy.work(*inputs), rtol=1e-3, groups=GROUPS
+    )
     def test_saxpy(candidate, inputs):
         return candidate(*inputs)
+
+
+    HISTOGRAM = r"""
+    extern "C" __global__ void shared256(const unsigned char* d, long long n, unsigned int* bins) {
+        __shared__ unsigned int local[256];
+        local[threadIdx.x] = 0;
+        __syncthreads();
+        for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+             i += (long long)gridDim.x * blockDim.x)
+            atomicAdd(&local[d[i]], 1u);
+        __syncthreads();
+        atomicAdd(&bins[threadIdx.x], local[threadIdx.x]);
+    }
+    extern "C" __global__ void global256(const unsigned char* d, long long n, unsigned int* bins) {
+        for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+             i += (long long)gridDim.x * blockDim.x)
+            atomicAdd(&bins[d[i]], 1u);
+    }
+    """
+    MODULE = cp.RawModule(code=HISTOGRAM)
+    SMS = cp.cuda.Device().attributes["MultiProcessorCount"]
+
+
+    def kernel(name):
+        fn = MODULE.get_function(name)
+
+        def histogram(data):
+            bins = cp.zeros(256, dtype=cp.uint32)
+            fn((8 * SMS,), (256,), (data, cp.int64(data.size), bins))
+            s = float(os.environ.get("GATE_SLOWDOWN", "0"))
+            if s:
+                extra = cp.zeros(256, dtype=cp.uint32)
+                k = int(data.size * s)
+                fn((8 * SMS,), (256,), (data[:k], cp.int64(k), extra))
+            return bins
+        return histogram
+
+
+    def bincount(data):
+        out = cp.bincount(data, minlength=256).astype(cp.uint32)
+        s = float(os.environ.get("GATE_SLOWDOWN", "0"))
+        if s:
+            cp.bincount(data[: int(data.size * s)], minlength=256)
+        return out
+
+
+    BYTES = cp.random.randint(0, 256, 1 << 26).astype(cp.uint8)  # made at import
+
+
+    @pytest.mark.autotune(
+        candidates={"shared_atomics": kernel("shared256"), "global_atomics": kernel("global256"),
+                    "bincount": bincount},
+        work=lambda: Work(bytes=1 << 26),
+    )
+    def test_histogram(candidate):
+        return candidate(BYTES)
+    '''
+)
+
+OTHER_MODULE = textwrap.dedent(
+    """
+    # Ordinary GPU tests of the suite, collected first: a layernorm over 256 MiB and
+    # allocations of 1 GiB, so the gated groups run in a process with a history.
+    import cupy as cp
+    import pytest
+
+
+    @pytest.mark.parametrize("rows", [4096, 16384])
+    def test_layernorm(rows):
+        x = cp.random.standard_normal((rows, 4096), dtype=cp.float32)
+        y = (x - x.mean(axis=1, keepdims=True)) / cp.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+        assert abs(float(y.mean())) < 1e-2
+
+
+    def test_big_allocation():
+        blocks = [cp.ones(1 << 26, dtype=cp.float32) for _ in range(4)]
+        assert float(sum(b.sum() for b in blocks)) == 4 * (1 << 26)
     """
 )
+
+CONDITIONS = ("module", "suite", "k", "xdist", "groups")
+
+
+def selection(condition: str, gate: bool) -> list[str]:
+    if condition == "suite" or (condition == "k" and not gate):
+        return []
+    if condition == "k":
+        return ["-k", "test_saxpy or test_histogram"]
+    if condition == "xdist":
+        return ["-n", "2", "test_gate_gpu.py"]
+    return ["test_gate_gpu.py"]
+
 
 DRIVER = textwrap.dedent(
     """
@@ -77,6 +191,7 @@ DRIVER = textwrap.dedent(
     import pytest
 
     runs, slowdown, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    selection = json.loads(sys.argv[4])
     results = []
     for i in range(2 * runs):
         slowed = (i % 2 == 1) if (i // 2) % 2 == 0 else (i % 2 == 0)
@@ -86,7 +201,7 @@ DRIVER = textwrap.dedent(
             os.environ.pop("GATE_SLOWDOWN", None)
         record = f"{out}.{i}.jsonl"
         code = pytest.main(["-q", "-p", "pytest_autotune.plugin", "-p", "no:cacheprovider",
-                            "--autotune", f"--autotune-record={record}", "test_gate_gpu.py"])
+                            "--autotune", f"--autotune-record={record}", *selection])
         results.append({"slowed": slowed, "exit": int(code), "record": record})
     with open(out, "w") as f:
         json.dump(results, f)
@@ -99,14 +214,19 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--slowdown", default="0.10")
+    parser.add_argument("--condition", choices=CONDITIONS, default="module")
     args = parser.parse_args()
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    if args.condition == "groups":
+        env["GATE_GROUPS"] = "1"
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
         (project / "test_gate_gpu.py").write_text(TEST_MODULE)
         (project / "driver.py").write_text(DRIVER)
         (project / "pytest.ini").write_text("[pytest]\n")
+        if args.condition in ("suite", "k"):
+            (project / "test_a_other_gpu.py").write_text(OTHER_MODULE)
         base = subprocess.run(
             [
                 sys.executable,
@@ -118,7 +238,7 @@ def main() -> int:
                 "-p",
                 "no:cacheprovider",
                 "--autotune-update",
-                "test_gate_gpu.py",
+                *selection(args.condition, gate=False),
             ],
             cwd=project,
             env=env,
@@ -135,7 +255,14 @@ def main() -> int:
         # times would load the device and read as noise that CI's runs do not have.
         for w in range(args.workers):
             done = subprocess.run(
-                [sys.executable, "driver.py", str(per_worker), args.slowdown, f"w{w}.json"],
+                [
+                    sys.executable,
+                    "driver.py",
+                    str(per_worker),
+                    args.slowdown,
+                    f"w{w}.json",
+                    json.dumps(selection(args.condition, gate=True)),
+                ],
                 cwd=project,
                 env=env,
                 stdout=subprocess.DEVNULL,
@@ -161,16 +288,30 @@ def main() -> int:
                 results.extend(json.loads(path.read_text()))
         medians = {False: [], True: []}
         failures = {False: 0, True: 0}
+        verdicts: dict[tuple[str, bool], list[str]] = {}
         for r in results:
             failures[r["slowed"]] += r["exit"] != 0
             for line in Path(project / r["record"]).read_text().splitlines():
-                samples = json.loads(line)["extra"]["winner_samples_ns"]
-                if samples:
+                extra = json.loads(line)["extra"]
+                group = extra["group"].split("::")[-1]
+                verdicts.setdefault((group, r["slowed"]), []).append(extra["verdict"])
+                samples = extra["winner_samples_ns"]
+                if samples and group == "test_saxpy":
                     medians[r["slowed"]].append(statistics.median(samples))
     unchanged = sum(not r["slowed"] for r in results)
     slowed = sum(r["slowed"] for r in results)
     logs = [math.log(m) for m in medians[False]]
     spread = statistics.pstdev(logs) if len(logs) > 1 else float("nan")
+    print(f"condition: {args.condition}")
+    for (group, was_slowed), seen in sorted(verdicts.items()):
+        failing = sum(v in ("regression", "floor", "error") for v in seen)
+        caught = sum(v == "regression" for v in seen)
+        noisy = sum(v == "too noisy" for v in seen)
+        what = f"caught {caught}" if was_slowed else f"failed {failing}"
+        print(
+            f"  {group:15} {'slowed' if was_slowed else 'unchanged':9} {what}/{len(seen)},"
+            f" too noisy {noisy}/{len(seen)}"
+        )
     print(f"unchanged runs: {unchanged}, gate failures: {failures[False]} (target 0)")
     print(
         f"slowed by {float(args.slowdown):.0%}: {slowed}, gate failures: {failures[True]}"
