@@ -428,7 +428,7 @@ class AutotuneSession:
         )
         if self.progress is not None:
             self.progress(f"autotune: tuning {request.group} on {device_id}")
-        with _device_lock(client.device_id):
+        with _device_lock(client.device_id, client.fingerprint().get("uuid")):
             decision = tuner.tune(request.key, tunables, request.inputs, client)
             verdict = self._judge(request, tunables, decision, client, work, thresholds)
         history: tuple[BaselineSession, ...] = ()
@@ -1000,10 +1000,12 @@ def _grouped(items: list[Tunable], request: GroupRequest) -> list[Tunable]:
     return [by_name[t.name] for t in items]
 
 
-def _device_lock(device_id: str) -> FileLock:
+def _device_lock(device_id: str, uuid: object = None) -> FileLock:
     """Timing on one device is serialized across processes (pytest-xdist workers): two
-    candidates timed at once on one GPU would each read the other's load as their own."""
-    return shared_lock(f"pytest-autotune-{device_id}")
+    candidates timed at once on one GPU would each read the other's load as their own.
+    A GPU's UUID names it where known, so workers on two GPUs of one model time at once."""
+    name = device_id if not isinstance(uuid, str) else f"{device_id}-{uuid}"
+    return shared_lock(f"pytest-autotune-{name}")
 
 
 def _relative(path: Path, root: Path) -> str:
