@@ -1008,24 +1008,16 @@ def _judge_once(
         return verdict(Verdict.UPDATED, f"{UPDATED_MESSAGE}{would}", False)
     if regression_message is not None:
         return verdict(Verdict.REGRESSION, "\n".join(failures), True)
-    if floor_message is not None:
-        return verdict(Verdict.FLOOR, floor_message, True)
-    if baseline is None:
-        elsewhere = (
-            f"; baselines of this test exist for {', '.join(sorted(baseline_devices))}"
-            " (--autotune-runner names the one to use)"
-            if baseline_devices
-            else ""
-        )
-        return verdict(
-            Verdict.NO_BASELINE,
-            f"no baseline for this key on {device_id}; --autotune-update records one{elsewhere}",
-            strict,
-        )
-    if noisy_message is not None:
-        return verdict(Verdict.TOO_NOISY, noisy_message, strict)
-    if other is not None:
-        return verdict(Verdict.NOT_COMPARABLE, other, False)
+    # The first that applies, in this order: a floor missed fails whatever else is true.
+    outcomes = (
+        (Verdict.FLOOR, floor_message, True),
+        (Verdict.NO_BASELINE, _no_baseline(device_id, baseline_devices, baseline), strict),
+        (Verdict.TOO_NOISY, noisy_message, strict),
+        (Verdict.NOT_COMPARABLE, other, False),
+    )
+    for kind, message, failed in outcomes:
+        if message is not None:
+            return verdict(kind, message, failed)
     return verdict(Verdict.PASS, "", False)
 
 
@@ -1041,6 +1033,22 @@ def _fraction_of_roof(
     binding = calculate_bounds(work, Thresholds(), compute_peak, memory.peak, 0.0, memory.level)
     resource = binding.binding_resource()
     return fraction, memory.level if resource == MEMORY else f"{dtype} {COMPUTE}"
+
+
+def _no_baseline(
+    device_id: str, baseline_devices: Sequence[str], baseline: Baseline | None
+) -> str | None:
+    """The message of a missing baseline, naming the devices that have one; None when there
+    is a baseline."""
+    if baseline is not None:
+        return None
+    elsewhere = (
+        f"; baselines of this test exist for {', '.join(sorted(baseline_devices))}"
+        " (--autotune-runner names the one to use)"
+        if baseline_devices
+        else ""
+    )
+    return f"no baseline for this key on {device_id}; --autotune-update records one{elsewhere}"
 
 
 def _not_comparable(baseline: Baseline | None, device_id: str, checksum: str) -> str | None:

@@ -96,7 +96,7 @@ class XdistBridge:
             return
         visible = self.environ.get("CUDA_VISIBLE_DEVICES")
         count = 0 if visible is not None else self.gpu_count()
-        for spec, gpu in zip(specs, worker_gpus(visible, count, len(specs))):
+        for spec, gpu in zip(specs, worker_gpus(visible, count, len(specs)), strict=True):
             if gpu is not None and getattr(spec, "popen", False):
                 spec.env["CUDA_VISIBLE_DEVICES"] = gpu
 

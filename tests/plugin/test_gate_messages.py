@@ -68,7 +68,8 @@ def test_a_runner_class_names_the_baselines_and_a_device_without_one_names_those
     assert own_device.ret == pytest.ExitCode.TESTS_FAILED
     own_device.stdout.fnmatch_lines(
         [
-            "*no baseline for this key on cpu-fake-1t*baselines of this test exist for cpu-github-x64*"
+            "*no baseline for this key on cpu-fake-1t*"
+            "baselines of this test exist for cpu-github-x64*"
         ]
     )
 
