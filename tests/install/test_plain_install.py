@@ -214,7 +214,6 @@ def test_a_plain_install_checks_tunes_and_gates_a_user_project(
     assert "3 passed" in subset.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9: -n 2 splits a group's candidates")
 def test_a_plain_install_keeps_each_group_on_one_worker_under_xdist(
     plain_env: Env, tmp_path: Path
 ) -> None:
