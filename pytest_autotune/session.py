@@ -341,7 +341,7 @@ class AutotuneSession:
 
     def _baseline_devices(self, request: GroupRequest) -> list[str]:
         """The devices (cache folders) holding a baseline file of this test."""
-        root = self.settings.engine.cache_dir
+        root = self.settings.cache_dir
         if self.settings.engine.disable_cache or not root.is_dir():
             return []
         return sorted(
