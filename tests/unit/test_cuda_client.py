@@ -6,8 +6,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
-
-
 import itertools
 import subprocess
 import sys
