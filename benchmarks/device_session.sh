@@ -1,21 +1,43 @@
 #!/usr/bin/env bash
-# Every GPU check of one session, in two device calls of under 10 minutes each, on a host
-# with two H200s (kind nvidia-h200-x2), from the repository root:
-#   bash benchmarks/device_session.sh check   # suite, examples, costs, roofs, short calls
+# Every GPU check of one session, in device calls of under 10 minutes each, on a host with
+# two H200s (kind nvidia-h200-x2), from the repository root:
+#   bash benchmarks/device_session.sh check   # GPU suite, examples (committed, update, -n 2)
+#   bash benchmarks/device_session.sh costs   # --autotune cost, short calls, placement
 #   bash benchmarks/device_session.sh gate    # gate reliability under the issue-9 conditions
-# Logs and results land under $OUT (default ./device-out); a step that fails or times out
-# does not stop the next, and each step's exit code is in the log.
+# Logs and results land under $OUT (default ./device-out). A step that fails or times out
+# does not stop the next; each step's exit code and wall are in the log, and no step runs
+# past BUDGET seconds (default 570) from the start, so the call ends inside its limit.
 set -u
 OUT="${OUT:-$PWD/device-out}"
 mkdir -p "$OUT"
-export PYTHONPATH=. PYTHONUNBUFFERED=1
 LOG="$OUT/log.txt"
+# The lent machine has no registry: the plugin runs from the tree, its entry points (the
+# pytest11 plugin, the console script) declared by a dist-info beside it, and platformdirs
+# installed from a carried wheel (.whl/) when there is one.
+SITE=/tmp/autotune-site
+mkdir -p "$SITE/pytest_autotune-0.1.0.dist-info"
+printf 'Metadata-Version: 2.1\nName: pytest-autotune\nVersion: 0.1.0\n' \
+  >"$SITE/pytest_autotune-0.1.0.dist-info/METADATA"
+printf '[pytest11]\nautotune = pytest_autotune.plugin\n\n[console_scripts]\npytest-autotune = pytest_autotune.cli:main\n' \
+  >"$SITE/pytest_autotune-0.1.0.dist-info/entry_points.txt"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl
+fi
+export PYTHONPATH=".:$SITE" PYTHONUNBUFFERED=1
+BUDGET="${BUDGET:-570}"
 P="python3 -m pytest -p no:cacheprovider"
 
 step() {  # step SECONDS COMMAND...: its output appended to the log, with its wall and exit code
-  echo "===== ${*:2}" >>"$LOG"
+  local left=$((BUDGET - SECONDS)) limit=$1
+  shift
+  if [ "$left" -lt 20 ]; then
+    echo "===== skipped (budget spent): $*" >>"$LOG"
+    return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  echo "===== $* (limit $limit s)" >>"$LOG"
   local start=$SECONDS
-  timeout "$@" >>"$LOG" 2>&1
+  timeout "$limit" "$@" >>"$LOG" 2>&1
   echo "===== exit code $? in $((SECONDS - start)) s" >>"$LOG"
 }
 
@@ -27,24 +49,33 @@ step() {  # step SECONDS COMMAND...: its output appended to the log, with its wa
 
 case "${1:-check}" in
 check)
-  step 150 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 170 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
   # Against the committed H200 baselines first: the verdicts of unchanged kernels.
-  step 120 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
-  step 200 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
+  step 100 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
   rm -rf .autotune/cuda-*
-  step 120 $P example_kernels --autotune-update -q
+  step 100 $P example_kernels --autotune-update -q
   tar cf "$OUT/caches.tar" .autotune
-  # Two workers, two GPUs: one row per group, each group's GPU in its record.
-  step 150 $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
+  # Two workers, two GPUs: one row per group, each group's GPU uuid in its record.
+  step 100 $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
+  python3 - "$OUT/xdist.jsonl" >>"$LOG" 2>&1 <<'PY'
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+groups = [r["extra"]["group"] for r in records]
+uuids = {r["extra"]["group"]: r["extra"]["device"]["fingerprint"].get("uuid") for r in records}
+print(f"xdist records: {len(records)}, groups: {len(set(groups))}, uuids: {set(uuids.values())}")
+PY
   step 60 python3 benchmarks/gpu_tuning_cost.py
+  step 80 python3 benchmarks/roof_fractions.py --sessions 1
+  ;;
+costs)
+  step 200 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
   step 150 python3 benchmarks/gpu_short_calls.py "$OUT/short"
-  step 100 python3 benchmarks/roof_fractions.py --sessions 2
-  step 90 python3 benchmarks/gpu_placement.py "$OUT/placement"
+  step 170 python3 benchmarks/gpu_placement.py "$OUT/placement" --runs 3
   ;;
 gate)
-  for condition in module suite k xdist groups; do
-    step 110 python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
-      --runs "${GATE_RUNS:-16}" --workers 2
+  for condition in ${CONDITIONS:-module xdist k groups suite}; do
+    step 150 python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
+      --runs "${GATE_RUNS:-12}" --workers 2
   done
   ;;
 esac
