@@ -4,7 +4,9 @@
 #   bash benchmarks/device_session.sh check   # GPU suite, examples (committed, update, -n 2)
 #   bash benchmarks/device_session.sh costs   # --autotune cost, short calls, placement
 #   bash benchmarks/device_session.sh gate    # gate reliability under the issue-9 conditions
-# Logs and results land under $OUT (default ./device-out). A step that fails or times out
+# Logs and results land under $OUT (default ./device-out). The check stage replaces the
+# committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
+# lent machine's copy, not in a checkout you commit from. A step that fails or times out
 # does not stop the next; each step's exit code and wall are in the log, and no step runs
 # past BUDGET seconds (default 570) from the start, so the call ends inside its limit.
 set -u
@@ -68,6 +70,8 @@ PY
   step 80 python3 benchmarks/roof_fractions.py --sessions 1
   ;;
 costs)
+  step 60 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
+  step 60 $P tests/gpu/test_xdist_gpus.py -q -rs
   step 200 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
   step 150 python3 benchmarks/gpu_short_calls.py "$OUT/short"
   step 170 python3 benchmarks/gpu_placement.py "$OUT/placement" --runs 3
