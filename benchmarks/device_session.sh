@@ -4,6 +4,7 @@
 #   bash benchmarks/device_session.sh check   # GPU suite, examples (committed, update, -n 2)
 #   bash benchmarks/device_session.sh costs   # --autotune cost, short calls, placement
 #   bash benchmarks/device_session.sh gate    # gate reliability under the issue-9 conditions
+#   bash benchmarks/device_session.sh final   # after fixes: suite, costs, some reliability
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
 # lent machine's copy, not in a checkout you commit from. A step that fails or times out
@@ -75,6 +76,20 @@ costs)
   step 200 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
   step 150 python3 benchmarks/gpu_short_calls.py "$OUT/short"
   step 170 python3 benchmarks/gpu_placement.py "$OUT/placement" --runs 3
+  ;;
+final)
+  # After the fixes of one session: the suite, the committed baselines, the costs, then as
+  # much of the gate's reliability as the call has time for.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 60 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short"
+  step 150 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
+  step 40 python3 benchmarks/roof_fractions.py --sessions 1
+  step 30 python3 benchmarks/gpu_tuning_cost.py
+  for condition in ${CONDITIONS:-module xdist}; do
+    step 150 python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
+      --runs "${GATE_RUNS:-10}" --workers 2
+  done
   ;;
 gate)
   for condition in ${CONDITIONS:-module xdist k groups suite}; do

@@ -9,7 +9,7 @@
 # cumulative time) and OUT_DIR/autotune.prof.
 OUT="${1:?usage: bash benchmarks/gpu_autotune_cost.sh OUT_DIR}"
 mkdir -p "$OUT"
-export PYTHONPATH=. PYTHONUNBUFFERED=1
+export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 TXT="$OUT/autotune_cost.txt"
 P="-m pytest example_kernels --autotune -p no:cacheprovider -q --durations=25"
 : >"$TXT"

@@ -57,10 +57,10 @@ How one sample is taken, and why:
    (allocation and about 7 us per launch), which a caller calling it eagerly pays: a row
    layernorm of 2048x1024 fp32 replayed in 5.5 us cost 17.3 us per call back to back, and
    a seven-kernel CuPy expression 61 us against 211 us. So with `timing="caller"` (the
-   default) a sample also times, on the host, one eager call of the candidate enqueued
-   behind the held stream before the flush (so it neither shows in the device time nor
-   warms the L2), and a sample reads the larger of the two: a call cannot finish faster
-   than its launches are issued. Once a candidate's device time is over
+   default) a sample also times, before its device sample, `EAGER_CALLS` eager calls of
+   the candidate back to back on the host (per call, synchronized at the end: what a
+   caller's loop pays), and a sample reads the larger of the two: a call cannot finish
+   faster than its launches are issued. Once a candidate's device time is over
    `ENQUEUE_MARGIN` times its enqueue time the host cannot bind it and the eager call is
    left out. `timing="device"` reads the device time alone. Both figures of the latest
    sample are kept per candidate (`call_costs`) for the report.
@@ -122,6 +122,10 @@ memory their pools hold stays bounded."""
 ENQUEUE_MARGIN = 4.0
 """A candidate whose device time exceeds its host enqueue time this many times over is
 device-bound: its later samples skip the eager call that measures the enqueue time."""
+
+EAGER_CALLS = 8
+"""Back-to-back eager calls a caller-timed sample of a short call makes (`_eager_loop_seconds`):
+enough that the last call's device tail weighs an eighth of a call."""
 
 TIMINGS = ("caller", "device")
 """`timing="caller"` scores a sample by the larger of device and host enqueue time,
@@ -207,6 +211,27 @@ extern "C" __global__ void probe_copy(const float4* __restrict__ src, float4* __
         dst[i + 3 * stride] = d;
     }
     for (; i < n4; i += stride) dst[i] = src[i];
+}
+
+// y += x, as saxpy-like kernels move memory: two streams read, one written back. On an
+// H200 this pattern moved 3% more bytes per second than a copy on some machines, so a copy
+// roof put saxpy over 100% of it.
+extern "C" __global__ void probe_add(const float4* __restrict__ src, float4* __restrict__ dst,
+                                     long long n4) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n4; i += 4 * stride) {
+        float4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+        float4 e = dst[i], f = dst[i + stride], g = dst[i + 2 * stride], h = dst[i + 3 * stride];
+        dst[i] = make_float4(e.x + a.x, e.y + a.y, e.z + a.z, e.w + a.w);
+        dst[i + stride] = make_float4(f.x + b.x, f.y + b.y, f.z + b.z, f.w + b.w);
+        dst[i + 2 * stride] = make_float4(g.x + c.x, g.y + c.y, g.z + c.z, g.w + c.w);
+        dst[i + 3 * stride] = make_float4(h.x + d.x, h.y + d.y, h.z + d.z, h.w + d.w);
+    }
+    for (; i < n4; i += stride) {
+        float4 a = src[i], e = dst[i];
+        dst[i] = make_float4(e.x + a.x, e.y + a.y, e.z + a.z, e.w + a.w);
+    }
 }
 
 extern "C" __global__ void probe_read(const float4* __restrict__ src, float* __restrict__ out,
@@ -547,19 +572,20 @@ class CudaClient:
             replay = self._replay_of(fn, inputs)
             call, args = (replay.launch, ()) if replay is not None else (fn, inputs)
             eager = self._eager_call(fn, inputs) if replay is not None and caller else None
+            loop = self._eager_loop_seconds(eager) if eager is not None else None
             hold = self.hold_stream and fn not in self._synchronizing
             seconds = None
             if hold:
                 for _ in range(2):
-                    seconds = self._sample(call, args, hold=True, before=eager)
+                    seconds = self._sample(call, args, hold=True)
                     if not self._timed_out():
                         break
                 else:
                     self._synchronizing.add(fn)
                     hold, seconds = False, None
             if seconds is None:
-                seconds = self._sample(call, args, hold=False, before=eager)
-            enqueue = self._enqueued if eager is not None or replay is None else None
+                seconds = self._sample(call, args, hold=False)
+            enqueue = loop if loop is not None else self._enqueued if replay is None else None
             # What a sample reads beyond the call (the event pair, about 1.3 us on an H200,
             # and a graph's own launch) is the instrument's, not the candidate's.
             device = max(seconds - self._empty_sample(hold, replay is not None), MIN_SAMPLE_S)
@@ -590,6 +616,21 @@ class CudaClient:
             fn(*inputs)
 
         return eager
+
+    def _eager_loop_seconds(self, eager: Callable[[], None]) -> float:
+        """Seconds per call of `EAGER_CALLS` eager calls back to back, as a caller's loop pays
+        them: the host's launches and allocations, or the device's work where it is slower.
+        One warm call first. A single call timed on the host read 2-3 times a loop's cost on
+        an H200 (28-34 us against 10-13 us for a 2048x1024 layernorm: the host path is cold
+        after a synchronize), which ranked the short calls at random (43 of 100 agreed)."""
+        stream = self._cp.cuda.get_current_stream()
+        eager()
+        stream.synchronize()
+        start = self._host_timer()
+        for _ in range(EAGER_CALLS):
+            eager()
+        stream.synchronize()
+        return (self._host_timer() - start) / 1e9 / EAGER_CALLS
 
     def _score(
         self, fn: Callable[..., object], device: float, enqueue: float | None, caller: bool
@@ -729,12 +770,9 @@ class CudaClient:
         fn: Callable[..., object],
         inputs: tuple[Any, ...],
         hold: bool,
-        before: Callable[[], None] | None = None,
     ) -> float:
-        """Device seconds of one call of `fn(*inputs)`. `before`, an eager call of the
-        candidate whose host time is measured (`_enqueued`), is enqueued behind the hold and
-        ahead of the L2 flush, so it neither shows in the timed region nor warms the cache;
-        without `before`, `_enqueued` is the host time of the timed call itself."""
+        """Device seconds of one call of `fn(*inputs)`; `_enqueued` is the host time of the
+        call itself (what a call timed through the stream costs its caller to enqueue)."""
         cp = self._cp
         stream = cp.cuda.get_current_stream()
         if hold:
@@ -744,14 +782,10 @@ class CudaClient:
             timeout_ns = cp.uint64(round(HOLD_TIMEOUT_S * 1e9))
             self._hold_kernel((1,), (1,), (cp.uint64(self._flag_ptr), timeout_ns))
         try:
-            if before is not None:
-                self._enqueued = self._host_seconds(before, ())
             if self._flush is not None:
                 self._flush_kernel((8 * self.sm_count,), (FLUSH_BLOCK,), self._flush_args)
             self._start.record(stream)
-            host = self._host_seconds(fn, inputs)
-            if before is None:
-                self._enqueued = host
+            self._enqueued = self._host_seconds(fn, inputs)
             self._stop.record(stream)
         except BaseException as error:
             if hold:
@@ -801,14 +835,14 @@ def probe_cuda_peaks(client: CudaClient) -> Peaks:
     """Measure the device's memory bandwidth and arithmetic throughput.
 
     Memory: grid-stride kernels over buffers of `probe_buffer_bytes` with 16-byte accesses,
-    for copy (bytes read plus written, as `Work.bytes` counts them), read (a sum that keeps
-    every load) and write. Compute: an unrolled FMA loop with eight independent chains per
-    thread and enough blocks to fill every SM, for fp32 and fp64 (two operations per FMA);
-    `cupy.matmul` of `MATMUL_N` squared matrices on random data for fp16 and tf32 (random
-    because zeros run faster), and cuBLAS `gemmEx` for bf16, which has no CuPy dtype. A
-    compute probe that cannot run here is left out, and the reason kept in `details`.
-    The device-to-device `memcpy` rate is kept in `details` too, as a cross-check of the
-    copy kernel.
+    for copy (bytes read plus written, as `Work.bytes` counts them), add (`y += x`: two
+    read, one written), read (a sum that keeps every load) and write. Compute: an unrolled
+    FMA loop with eight independent chains per thread and enough blocks to fill every SM,
+    for fp32 and fp64 (two operations per FMA); `cupy.matmul` of `MATMUL_N` squared matrices
+    on random data for fp16 and tf32 (random because zeros run faster), and cuBLAS `gemmEx`
+    for bf16, which has no CuPy dtype. A compute probe that cannot run here is left out, and
+    the reason kept in `details`. The device-to-device `memcpy` rate is kept in `details`
+    too, as a cross-check of the copy kernel.
     """
     cp = client._cp
     details: dict[str, Any] = {"probe_reps": PROBE_REPS, "sm_count": client.sm_count}
@@ -860,11 +894,16 @@ def _probe_memory(client: CudaClient, module: Any, details: dict[str, Any]) -> d
     nbytes = client.probe_buffer_bytes()
     n4 = nbytes // 16
     src = cp.random.random(nbytes // 4, dtype=cp.float32)
-    dst = cp.empty_like(src)
+    dst = cp.zeros_like(src)
     out = cp.zeros(1, dtype=cp.float32)
     n, one = cp.int64(n4), cp.float32(1.0)
-    args = {"copy": (src, dst, n), "read": (src, out, n), "write": (dst, n, one)}
-    moved = {"copy": 2 * nbytes, "read": nbytes, "write": nbytes}
+    args = {
+        "copy": (src, dst, n),
+        "add": (src, dst, n),
+        "read": (src, out, n),
+        "write": (dst, n, one),
+    }
+    moved = {"copy": 2 * nbytes, "add": 3 * nbytes, "read": nbytes, "write": nbytes}
     shapes = {
         "grid_stride": _launch_config(client),
         "one_per_thread": ((-(-n4 // FMA_BLOCK),), (FMA_BLOCK,)),

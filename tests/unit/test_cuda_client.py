@@ -17,6 +17,7 @@ import pytest
 
 from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda
 from pytest_autotune.backends.cuda import (
+    EAGER_CALLS,
     PLACEMENTS,
     REPLAY_CACHE_SIZE,
     REPLAY_CALIBRATION_NODES,
@@ -436,8 +437,9 @@ def test_a_call_is_scored_by_its_host_enqueue_time_where_that_exceeds_its_device
     cost = client.call_costs(launch_bound)
     assert cost is not None
     assert cost.device == pytest.approx(NODE + 2e-6) and cost.enqueue == pytest.approx(20e-6)
-    # Each sample replays the graph and times one eager call, enqueued before the timed region.
-    assert len(calls) == 2 + 3
+    # Each sample replays the graph, after a warm eager call and a loop of eager calls timed
+    # on the host (what a caller's loop pays per call).
+    assert len(calls) == 2 + 3 * (1 + EAGER_CALLS)
 
 
 def test_device_timing_reads_the_device_time_and_still_keeps_both_figures(gpu: FakeGpu) -> None:
@@ -465,7 +467,8 @@ def test_a_device_bound_call_stops_paying_for_the_eager_call_that_measures_its_h
     client = CudaClient(cold_l2=False, host_timer=clock)
     times = [client.time(device_bound, ()) for _ in range(4)]
     assert times == pytest.approx([NODE + 100e-6] * 4)
-    assert len(calls) == 2 + 1  # warm-up, capture, then one eager call on the first sample
+    # Warm-up, capture, then the eager loop on the first sample only.
+    assert len(calls) == 2 + 1 + EAGER_CALLS
     cost = client.call_costs(device_bound)
     assert cost is not None and cost.enqueue == pytest.approx(5e-6)
 
