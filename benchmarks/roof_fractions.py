@@ -19,7 +19,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from pytest_autotune.tune.log import read_records
+from pytest_autotune.tune.records import read_records
 
 
 def session(records: Path) -> int:

@@ -29,13 +29,8 @@ from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
 from pytest_autotune.tune.key import AutotuneKey, AutotuneLevel, anchor, set_autotune_level
 from pytest_autotune.tune.local import LocalTuner, local_tuner
-from pytest_autotune.tune.log import (
-    AutotuneLogContext,
-    AutotuneLogEvent,
-    AutotuneRecord,
-    Recorder,
-    read_records,
-)
+from pytest_autotune.tune.log import AutotuneLogContext, AutotuneLogEvent
+from pytest_autotune.tune.records import AutotuneRecord, Recorder, read_records
 from pytest_autotune.tune.tunable import Tunable, TuneFn, TuneGroup
 from pytest_autotune.tune.tunable_set import (
     CloneInputGenerator,

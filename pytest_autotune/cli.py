@@ -29,7 +29,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.gate import format_change
 from pytest_autotune.refresh import significant_changes
 from pytest_autotune.report.compare import (
@@ -42,12 +41,14 @@ from pytest_autotune.report.html import key_text, write_html
 from pytest_autotune.report.svg import format_si
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
 from pytest_autotune.tune.cache import (
-    CacheFileWarning,
     PersistentCache,
     PersistentCacheKey,
     PersistentCacheValue,
 )
-from pytest_autotune.tune.log import AutotuneRecord, RecordError, format_duration, read_records
+from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.log import format_duration
+from pytest_autotune.tune.peaks import Peaks
+from pytest_autotune.tune.records import AutotuneRecord, RecordError, read_records
 from pytest_autotune.tune.run import RunInfo
 
 __all__ = ["main"]

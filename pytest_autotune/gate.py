@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard
 
-from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.calibration import CALIBRATION_KIND, long_enough
 from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats, check_sample
 from pytest_autotune.tune.bounds import (
@@ -38,6 +37,7 @@ from pytest_autotune.tune.cache import PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.errors import AutotuneError
 from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.log import format_duration
+from pytest_autotune.tune.peaks import Peaks
 
 DeviceKind = Literal["gpu", "cpu"]
 

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_autotune.backends.client import Client
     from pytest_autotune.gate import GroupVerdict
     from pytest_autotune.report import GroupSummary
+    from pytest_autotune.tune.client import Client
 
 
 @pytest.hookspec(firstresult=True)

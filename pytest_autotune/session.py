@@ -61,14 +61,15 @@ from pytest_autotune.tune.config import (
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.files import shared_lock
 from pytest_autotune.tune.key import key_to_json, set_autotune_level, stable_key
-from pytest_autotune.tune.log import AutotuneRecord, Recorder, format_duration
+from pytest_autotune.tune.log import format_duration
+from pytest_autotune.tune.records import AutotuneRecord, Recorder
 from pytest_autotune.tune.run import RunInfo
 from pytest_autotune.tune.tunable import Tunable, TuneGroup
 from pytest_autotune.tune.tunable_set import TunableSet, clone_value
 from pytest_autotune.tune.tuner import TuneDecision, Tuner
 
 if TYPE_CHECKING:
-    from pytest_autotune.backends.client import Client
+    from pytest_autotune.tune.client import Client
 
 Candidates = Sequence[tuple[str, Callable[..., Any]]]
 Body = Callable[..., Any]

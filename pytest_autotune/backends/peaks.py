@@ -1,4 +1,8 @@
-"""A device's peak rates, measured by probes on the device, and their per-device cache.
+"""A device's peak rates measured by probes on the device, and their per-device cache.
+
+The value itself (`Peaks`, its levels and JSON form) lives in `pytest_autotune.tune.peaks`,
+below the engine that reads it; it is re-exported here for the code that imports it from
+the clients.
 
 Roofline bounds are only as good as the peaks they divide by, so peaks are measured, never
 taken from a data sheet: a data sheet knows neither the clocks this machine runs at nor the
@@ -8,205 +12,28 @@ process, and in `<cache_dir>/<device_id>/peaks.json` when a cache folder is give
 
 from __future__ import annotations
 
-import math
 import threading
 import warnings
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any
 
-from pytest_autotune.tune.cache import CacheFileWarning
+from pytest_autotune.tune.errors import CacheFileWarning
 from pytest_autotune.tune.files import dumps, read_json, write_atomically
+from pytest_autotune.tune.peaks import ROOF_PATTERNS, MemoryLevel, MemoryRoof, Peaks
+
+__all__ = [
+    "PEAKS_FILE",
+    "ROOF_PATTERNS",
+    "SCHEMA_VERSION",
+    "MemoryLevel",
+    "MemoryRoof",
+    "Peaks",
+    "load_or_probe",
+    "peaks_path",
+]
 
 SCHEMA_VERSION = 1
 PEAKS_FILE = "peaks.json"
-
-
-def _rates(kind: str, rates: Mapping[str, Any]) -> Mapping[str, float]:
-    """A read-only copy, so a frozen `Peaks` stays what was measured."""
-    checked: dict[str, float] = {}
-    for name, rate in rates.items():
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)):
-            raise TypeError(f"{kind} peak {name!r} is {rate!r}, expected a number")
-        if not (rate >= 0 and math.isfinite(rate)):
-            raise ValueError(f"{kind} peak {name!r} is {rate!r}, expected a finite rate >= 0")
-        checked[str(name)] = float(rate)
-    return MappingProxyType(checked)
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryLevel:
-    """One cache level's measured bandwidth: what a problem whose working set fits in
-    `capacity` bytes can stream at, by access pattern (the keys of `Peaks.memory`)."""
-
-    name: str
-    capacity: int
-    rates: Mapping[str, float]
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "rates", _rates(f"{self.name} memory", self.rates))
-        if (
-            isinstance(self.capacity, bool)
-            or not isinstance(self.capacity, int)
-            or self.capacity < 1
-        ):
-            raise TypeError(
-                f"memory level {self.name!r}: capacity is {self.capacity!r}, expected bytes >= 1"
-            )
-
-    @property
-    def peak(self) -> float:
-        """The level's roof, chosen as `Peaks.memory_peak` chooses the outermost one's."""
-        return _roof(self.rates)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "capacity_bytes": self.capacity,
-            "bytes_per_s": dict(sorted(self.rates.items())),
-        }
-
-    @classmethod
-    def from_json(cls, data: Any) -> MemoryLevel:
-        if not isinstance(data, dict) or not isinstance(data.get("bytes_per_s"), dict):
-            raise TypeError(f"memory level {data!r}: expected an object with 'bytes_per_s'")
-        capacity: Any = data.get("capacity_bytes")
-        return cls(str(data.get("name")), capacity, data["bytes_per_s"])
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryRoof:
-    """The memory roof that bounds one working set: the level it fits in and its rate."""
-
-    level: str
-    peak: float
-
-
-ROOF_PATTERNS = ("read", "copy", "add")
-"""The access patterns whose rates set a memory roof: each counts the bytes a kernel's
-`Work` states, and real kernels stream at them (a reduction reads, an elementwise kernel
-copies, an update in place adds). "write" is left out (see `Peaks.memory_peak`)."""
-
-
-def _roof(rates: Mapping[str, float]) -> float:
-    return max((rates[name] for name in ROOF_PATTERNS if name in rates), default=0.0)
-
-
-@dataclass(frozen=True, slots=True)
-class Peaks:
-    """Measured peak rates of one device.
-
-    `memory` holds bytes per second by access pattern: "copy" (bytes read plus bytes
-    written, the way `Work.bytes` counts them), "read" and "write". `compute` holds
-    operations per second by dtype ("fp32", "fp64", "fp16", "bf16", "tf32"). `threads` is
-    the number of threads the probes could use; `details` says how they measured (sizes,
-    repetitions), so two files can be compared knowing what each number means.
-
-    `memory` is the outermost level (`outer_level`: DRAM on a CPU, HBM on a GPU), streamed
-    with buffers far beyond every cache. `levels` are the caches inside it, innermost
-    first, each measured with a working set that fits it: a problem whose working set fits
-    a cache runs from it, and bounding it by the outermost roof would read above 100%.
-    Files written before the levels were measured have none, and bound every problem by
-    the outermost level, as they did.
-    """
-
-    memory: Mapping[str, float]
-    compute: Mapping[str, float]
-    threads: int | None = None
-    details: Mapping[str, Any] = field(default_factory=dict)
-    levels: tuple[MemoryLevel, ...] = ()
-    outer_level: str = "DRAM"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "memory", _rates("memory", self.memory))
-        levels = tuple(sorted(self.levels, key=lambda level: level.capacity))
-        object.__setattr__(self, "levels", levels)
-        object.__setattr__(self, "compute", _rates("compute", self.compute))
-        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
-        if self.threads is not None and (
-            isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1
-        ):
-            raise TypeError(f"threads is {self.threads!r}, expected an integer >= 1 or null")
-
-    @property
-    def memory_peak(self) -> float:
-        """Bytes per second of the memory roof: the largest of the read, copy and add rates
-        (`ROOF_PATTERNS`); 0.0 (no bound) when none was measured.
-
-        All count the bytes a kernel's `Work` states, and real kernels reach them: a
-        reduction streams at the read rate, an elementwise kernel at the copy rate, an
-        update in place (saxpy) at the add rate, where a CPU probe measured one. The
-        write rate is left out: a store-only stream is a special case (streaming stores on
-        a CPU skip the read-for-ownership a mixed kernel pays), and a roof set by it would
-        be one that no kernel reading its inputs can reach.
-        """
-        return _roof(self.memory)
-
-    def memory_roof(self, working_set: float | None = None) -> MemoryRoof:
-        """The roof of a problem whose working set is `working_set` bytes: the innermost
-        measured level that holds it, else the outermost (also for None: unknown).
-
-        A level's rate was measured at the small end of its working sets, where it streams
-        fastest, so a problem anywhere in the level stays under its roof. Its roof is never
-        below an outer level's: an inner level that measured slower (a probe dominated by
-        call overhead, a noisy moment) must not bound a small problem tighter than a large
-        one."""
-        holding = [
-            level
-            for level in self.levels
-            if working_set is not None and working_set <= level.capacity and level.peak > 0
-        ]
-        name = holding[0].name if holding else self.outer_level
-        return MemoryRoof(name, max([self.memory_peak, *(level.peak for level in holding)]))
-
-    def level_peak(self, level: str | None) -> float:
-        """The roof of the memory level named `level`; the outermost for None or a level
-        these peaks did not measure (a baseline from a file without levels)."""
-        for measured in self.levels:
-            if measured.name == level:
-                return measured.peak
-        return self.memory_peak
-
-    def compute_peak(self, dtype: str = "fp32") -> float:
-        """Operations per second for `dtype`; 0.0 (no bound) when it was not measured."""
-        return self.compute.get(dtype, 0.0)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "memory_bytes_per_s": dict(sorted(self.memory.items())),
-            "compute_ops_per_s": dict(sorted(self.compute.items())),
-            "threads": self.threads,
-            "details": dict(self.details),
-            "memory_levels": [level.to_json() for level in self.levels],
-            "outer_memory_level": self.outer_level,
-        }
-
-    @classmethod
-    def from_json(cls, data: Any) -> Peaks:
-        """Peaks written by `to_json`; TypeError or ValueError naming the field that is wrong."""
-        if not isinstance(data, dict):
-            raise TypeError(f"peaks are {data!r}, expected an object")
-        parts: dict[str, Any] = {}
-        for key in ("memory_bytes_per_s", "compute_ops_per_s", "details"):
-            if not isinstance(data.get(key), dict):
-                raise TypeError(f"peaks field {key!r} is {data.get(key)!r}, expected an object")
-            parts[key] = data[key]
-        levels = data.get("memory_levels", [])
-        if not isinstance(levels, list):
-            raise TypeError(f"peaks field 'memory_levels' is {levels!r}, expected a list")
-        outer = data.get("outer_memory_level", "DRAM")
-        if not isinstance(outer, str):
-            raise TypeError(f"peaks field 'outer_memory_level' is {outer!r}, expected a string")
-        return cls(
-            memory=parts["memory_bytes_per_s"],
-            compute=parts["compute_ops_per_s"],
-            threads=data.get("threads"),
-            details=parts["details"],
-            levels=tuple(MemoryLevel.from_json(level) for level in levels),
-            outer_level=outer,
-        )
 
 
 _lock = threading.Lock()

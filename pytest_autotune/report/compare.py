@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.gate import (
     Baseline,
     BaselineError,
@@ -29,8 +28,11 @@ from pytest_autotune.gate import (
 from pytest_autotune.report import decision_name, group_order, key_text, verdict_text
 from pytest_autotune.report.html import measured_name, winner_samples
 from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats
-from pytest_autotune.tune.cache import CacheFileWarning, PersistentCache
-from pytest_autotune.tune.log import AutotuneRecord, format_duration
+from pytest_autotune.tune.cache import PersistentCache
+from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.log import format_duration
+from pytest_autotune.tune.peaks import Peaks
+from pytest_autotune.tune.records import AutotuneRecord
 
 __all__ = ["CompareError", "Compared", "compare_caches", "compare_records", "render_comparison"]
 

@@ -34,7 +34,6 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.gate import (
     Comparison,
     Verdict,
@@ -66,7 +65,9 @@ from pytest_autotune.tune.benchmark import (
 )
 from pytest_autotune.tune.bounds import COMPUTE, MEMORY, Bounds, Work, fraction_of_roof
 from pytest_autotune.tune.checks import CheckResult
-from pytest_autotune.tune.log import AutotuneRecord, RecordError, event_from_json, format_duration
+from pytest_autotune.tune.log import event_from_json, format_duration
+from pytest_autotune.tune.peaks import Peaks
+from pytest_autotune.tune.records import AutotuneRecord, RecordError
 from pytest_autotune.tune.run import RunInfo
 
 __all__ = [

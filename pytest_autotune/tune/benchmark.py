@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 
 if TYPE_CHECKING:
-    from pytest_autotune.backends.client import Client
+    from pytest_autotune.tune.client import Client
 
 NS_PER_S = 1_000_000_000
 

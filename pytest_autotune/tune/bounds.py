@@ -18,8 +18,8 @@ from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.key import Key
 
 if TYPE_CHECKING:
-    from pytest_autotune.backends.client import Client
-    from pytest_autotune.backends.peaks import Peaks
+    from pytest_autotune.tune.client import Client
+    from pytest_autotune.tune.peaks import Peaks
 
 COMPUTE = "compute"
 MEMORY = "memory"

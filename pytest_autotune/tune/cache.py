@@ -21,6 +21,7 @@ from typing import Any
 from filelock import Timeout
 
 from pytest_autotune.tune.benchmark import AutotuneResult, result_from_json, result_to_json
+from pytest_autotune.tune.errors import CacheFileWarning
 from pytest_autotune.tune.files import (
     JsonFileError,
     dumps,
@@ -212,10 +213,6 @@ class CacheFileError(Exception):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
-
-
-class CacheFileWarning(UserWarning):
-    """A cache file that cannot be read: the run goes on as if it were missing."""
 
 
 @dataclass(frozen=True, slots=True)

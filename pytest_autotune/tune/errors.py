@@ -1,4 +1,5 @@
-"""Errors from running autotune (the seed's `AutotuneError`) and the candidate's way to decline."""
+"""Errors from running autotune (the seed's `AutotuneError`), the candidate's way to decline,
+and the warning about a cache file that cannot be read."""
 
 from __future__ import annotations
 
@@ -65,3 +66,7 @@ class AutotuneError(Exception):
     @classmethod
     def from_json(cls, data: dict[str, Any], name: str | None = None) -> AutotuneError:
         return cls(AutotuneErrorKind(data["kind"]), str(data.get("message", "")), name)
+
+
+class CacheFileWarning(UserWarning):
+    """A cache file that cannot be read: the run goes on as if it were missing."""

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.cache import PersistentCache, cache_path
 from pytest_autotune.tune.config import AutotuneConfig
-from pytest_autotune.tune.log import Recorder
+from pytest_autotune.tune.records import Recorder
 from pytest_autotune.tune.shipped import library_cache
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 from pytest_autotune.tune.tuner import Tuner
 
 if TYPE_CHECKING:
-    from pytest_autotune.backends.client import Client
+    from pytest_autotune.tune.client import Client
 
 
 class LocalTuner:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from pytest_autotune.tune.cache import (
     CacheContents,
     CacheFileError,
-    CacheFileWarning,
     PersistentCache,
     PersistentCacheKey,
     PersistentCacheValue,
@@ -29,6 +28,7 @@ from pytest_autotune.tune.cache import (
     parse_cache,
 )
 from pytest_autotune.tune.device_class import device_class, nearest
+from pytest_autotune.tune.errors import CacheFileWarning
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable

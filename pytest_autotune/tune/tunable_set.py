@@ -17,7 +17,7 @@ from pytest_autotune.tune.key import KeyGenerator
 from pytest_autotune.tune.tunable import Tunable, TuneFn
 
 if TYPE_CHECKING:
-    from pytest_autotune.backends.client import Client
+    from pytest_autotune.tune.client import Client
 
 TuneInputs = tuple[Any, ...]
 """The inputs a set's candidates are called with, as `fn(*inputs)`."""

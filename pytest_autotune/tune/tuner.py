@@ -22,20 +22,14 @@ from pytest_autotune.tune.checks import CheckResult, check_candidates
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.key import key_to_json, stable_key
-from pytest_autotune.tune.log import (
-    AutotuneLogContext,
-    AutotuneRecord,
-    ChecksDone,
-    Recorder,
-    TuningStep,
-    log_decision,
-)
+from pytest_autotune.tune.log import AutotuneLogContext, ChecksDone, TuningStep, log_decision
+from pytest_autotune.tune.records import AutotuneRecord, Recorder
 from pytest_autotune.tune.schedule import adaptive_round_robin, fixed_pass
 from pytest_autotune.tune.tunable import tune_plan
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 
 if TYPE_CHECKING:
-    from pytest_autotune.backends.client import Client
+    from pytest_autotune.tune.client import Client
 
 logger = logging.getLogger("pytest_autotune")
 

@@ -16,7 +16,7 @@ import pytest
 
 from pytest_autotune.cli import main
 from pytest_autotune.report.html import render_html, write_html
-from pytest_autotune.tune.log import read_records
+from pytest_autotune.tune.records import read_records
 from tests.plugin.harness import run
 
 SCRIPT_NAME = "<script>alert(1)</script>"

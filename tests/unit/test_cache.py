@@ -16,13 +16,12 @@ from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome
 from pytest_autotune.tune.cache import (
     SCHEMA_VERSION,
     CacheFileError,
-    CacheFileWarning,
     PersistentCache,
     PersistentCacheKey,
     PersistentCacheValue,
     cache_path,
 )
-from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, CacheFileWarning
 from pytest_autotune.tune.files import lock_beside
 from pytest_autotune.tune.key import key_to_json, stable_key
 

@@ -17,7 +17,7 @@ from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.key import stable_key
-from pytest_autotune.tune.log import AutotuneRecord, Recorder
+from pytest_autotune.tune.records import AutotuneRecord, Recorder
 from pytest_autotune.tune.run import RunInfo
 from tests.unit.test_html import SCRIPT_NAME, realistic_records, sum_record
 

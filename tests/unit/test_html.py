@@ -16,7 +16,7 @@ import pytest
 from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.gate import Comparison
 from pytest_autotune.report.html import TERMS, key_text, render_html, run_view, write_html
-from pytest_autotune.tune.log import AutotuneRecord, RecordError
+from pytest_autotune.tune.records import AutotuneRecord, RecordError
 
 GPU = "cuda-nvidia-h200"
 SCRIPT_NAME = "<script>alert(1)</script>"

@@ -14,22 +14,24 @@ import pytest
 from pytest_autotune.tune.checks import CheckResult
 from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.log import (
-    RECORD_SCHEMA_VERSION,
     AutotuneLogContext,
     AutotuneLogLevel,
-    AutotuneRecord,
     CandidateSampled,
     ChecksDone,
     Converged,
     Eliminated,
-    Recorder,
-    RecordError,
     ShortCircuit,
     TuningStep,
     event_from_json,
     format_duration,
     log_decision,
     log_event,
+)
+from pytest_autotune.tune.records import (
+    RECORD_SCHEMA_VERSION,
+    AutotuneRecord,
+    Recorder,
+    RecordError,
     read_records,
 )
 from pytest_autotune.tune.run import RunInfo

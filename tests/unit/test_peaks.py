@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_autotune.backends.peaks import MemoryLevel, MemoryRoof, Peaks, load_or_probe, peaks_path
-from pytest_autotune.tune.cache import CacheFileWarning
+from pytest_autotune.tune.errors import CacheFileWarning
 
 PEAKS = Peaks(
     memory={"copy": 4.28e12, "read": 4.43e12, "write": 4.1e12},

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from pytest_autotune.backends import cpu
-from pytest_autotune.tune.cache import CacheFileWarning, PersistentCache, cache_path
+from pytest_autotune.tune.cache import PersistentCache, cache_path
 from pytest_autotune.tune.config import AutotuneConfig, ConfigError, resolve
 from pytest_autotune.tune.device_class import DeviceClass, device_class, isa_level, nearest
+from pytest_autotune.tune.errors import CacheFileWarning
 from pytest_autotune.tune.local import LocalTuner, local_tuner
 from pytest_autotune.tune.shipped import user_cache_dir
 from pytest_autotune.tune.tunable_set import TunableSet

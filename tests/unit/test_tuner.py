@@ -11,7 +11,7 @@ from pytest_autotune.tune.bounds import Work
 from pytest_autotune.tune.cache import PersistentCache
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
-from pytest_autotune.tune.log import Recorder, read_records
+from pytest_autotune.tune.records import Recorder, read_records
 from pytest_autotune.tune.tunable import Tunable, TuneGroup
 from pytest_autotune.tune.tunable_set import TunableSet
 from pytest_autotune.tune.tuner import Tuner

@@ -1,0 +1,38 @@
+"""What the tuner needs from a device: its identity, a timer for one call, and its peaks.
+
+The engine's own contract, so it lives in `tune/` (the seed keeps its compute client in the
+runtime); the clients in `pytest_autotune.backends` implement it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pytest_autotune.tune.peaks import Peaks
+
+
+@runtime_checkable
+class Client(Protocol):
+    """How to run and time candidates on one device (the seed's `ComputeClient`)."""
+
+    @property
+    def device_id(self) -> str:
+        """The hardware class, e.g. `cuda-nvidia-h200` or `cpu-amd-epyc-7b13-2t`: the name of
+        the cache folder, so machines of one class share a baseline."""
+
+    @property
+    def launch_overhead(self) -> float:
+        """Seconds a call costs beyond its work, added to roofline time limits."""
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Everything that may change a timing (driver, library versions, threads, clocks)."""
+
+    def sync(self) -> None:
+        """Wait until every call issued so far has finished."""
+
+    def time(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> float:
+        """Seconds one call of `fn(*inputs)` takes; raises what `fn` raises."""
+
+    def peaks(self) -> Peaks:
+        """The device's measured peaks (probed once, cached per device)."""

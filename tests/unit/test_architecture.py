@@ -1,0 +1,132 @@
+"""The package's layering, read from the source: no import cycles, an engine with nothing above it.
+
+Every import counts: at module level, inside functions, and under `if TYPE_CHECKING:`. An
+import deferred into a function or hidden from the runtime still ties two modules together:
+neither can be read, tested or moved without the other, which is what a cycle costs. (The
+package has none of any kind, so the strict rule asks nothing that is not already true.)
+Importing `a.b.c` also runs `a/__init__` and `a/b/__init__`; those implicit parent imports
+are not counted, or every module would depend on the package root that re-exports them all.
+`from a.b import c` counts as an import of the module `a.b.c` where that module exists, else
+of `a.b`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Collection, Iterator, Mapping
+from pathlib import Path
+
+import pytest_autotune
+
+PACKAGE = Path(pytest_autotune.__file__).parent
+ENGINE = "pytest_autotune.tune"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(
+    module: str, is_package: bool, source: str, modules: Collection[str]
+) -> Iterator[str]:
+    """The modules among `modules` that `module` imports, wherever the import statement stands."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".")
+                parts = parts[: len(parts) - node.level + (1 if is_package else 0)]
+                base = ".".join([*parts, base] if base else parts)
+            names = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                for alias in node.names
+            ]
+        else:
+            continue
+        yield from (name for name in names if name in modules and name != module)
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """For each module of the package, the package's modules it imports."""
+    paths = {module_name(path): path for path in package.rglob("*.py")}
+    return {
+        module: set(imported_modules(module, path.name == "__init__.py", path.read_text(), paths))
+        for module, path in paths.items()
+    }
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module, each as a closed path."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_import_reader_sees_function_type_checking_and_relative_imports() -> None:
+    source = """
+from typing import TYPE_CHECKING
+from . import b
+from .c import helper
+if TYPE_CHECKING:
+    from pkg.d import Thing
+def later():
+    import pkg.e
+"""
+    modules = {"pkg", "pkg.a", "pkg.b", "pkg.c", "pkg.d", "pkg.e", "pkg.f"}
+
+    seen = set(imported_modules("pkg.a", False, source, modules))
+
+    assert seen == {"pkg.b", "pkg.c", "pkg.d", "pkg.e"}
+
+
+def test_the_package_graph_holds_the_imports_it_is_known_to_make() -> None:
+    graph = import_graph()
+
+    assert "pytest_autotune.tune.cache" in graph["pytest_autotune.tune.tuner"]
+    assert "pytest_autotune.tune.checks" in graph["pytest_autotune.tune.tuner"]
+
+
+def test_no_module_of_the_package_imports_itself_back_through_others() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_the_engine_imports_nothing_of_the_package_from_outside_tune() -> None:
+    outside = {
+        module: sorted(target for target in targets if not _in_engine(target))
+        for module, targets in import_graph().items()
+        if _in_engine(module)
+    }
+
+    assert {module: targets for module, targets in outside.items() if targets} == {}
+
+
+def _in_engine(module: str) -> bool:
+    return module == ENGINE or module.startswith(f"{ENGINE}.")
