@@ -35,6 +35,7 @@ from pytest_autotune.tune.bounds import (
 )
 from pytest_autotune.tune.cache import PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.errors import AutotuneError
+from pytest_autotune.tune.files import json_number
 from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import Peaks
@@ -618,8 +619,8 @@ class Comparison:
         """Plain values for pytest-xdist and records; an unbounded end is a string."""
         return {
             "delta": self.delta,
-            "low": _json_float(self.low),
-            "high": _json_float(self.high),
+            "low": json_number(self.low),
+            "high": json_number(self.high),
             "failed": self.failed,
         }
 
@@ -631,11 +632,6 @@ class Comparison:
             high=float(data["high"]),
             failed=bool(data["failed"]),
         )
-
-
-def _json_float(value: float) -> float | str:
-    """JSON has no infinity; `float()` reads the string back."""
-    return value if math.isfinite(value) else repr(value)
 
 
 def _check_fraction(owner: str, name: str, value: float) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from pytest_autotune.backends.cpu_levels import SYSFS_CACHE, cache_sizes, probe_cache_levels
+from pytest_autotune.backends.device_id import device_id
 from pytest_autotune.backends.peaks import Peaks, load_or_probe
 from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.device_class import isa_level
@@ -88,8 +89,7 @@ def device_id_from(model_name: str, threads: int) -> str:
     every machine of one class. The thread count stays: it changes BLAS and memory peaks.
     """
     cleaned = _VENDOR_NOISE.sub(" ", model_name.lower())
-    slug = re.sub(r"[^a-z0-9]+", "-", cleaned).strip("-")
-    return f"cpu-{slug or 'unknown'}-{threads}t"
+    return device_id("cpu", cleaned, f"-{threads}t")
 
 
 def _thread_env() -> dict[str, str]:

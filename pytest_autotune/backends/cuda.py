@@ -90,7 +90,6 @@ import ctypes
 import functools
 import importlib
 import itertools
-import re
 import statistics
 import threading
 import time
@@ -102,6 +101,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_autotune.backends.device_id import device_id
 from pytest_autotune.backends.peaks import MemoryLevel, Peaks, load_or_probe
 
 EXTRAS_HINT = (
@@ -373,8 +373,7 @@ def device_count() -> int:
 
 def device_id_from(name: str) -> str:
     """The cache folder name of a GPU, e.g. `cuda-nvidia-h200` for "NVIDIA H200"."""
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    return f"cuda-{slug or 'unknown'}"
+    return device_id("cuda", name)
 
 
 def _version(number: int) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pytest_autotune.tune.benchmark import NS_PER_S
+from pytest_autotune.tune.files import json_number
 from pytest_autotune.tune.key import Key
 
 if TYPE_CHECKING:
@@ -112,12 +113,6 @@ class TimeBound(Protocol):
         """Seconds under which a candidate is close enough to the roof; None for no limit."""
 
 
-def _json_number(value: float) -> float | str:
-    """JSON has no NaN or infinity; a bound with an unmeasured peak is written as the
-    string `float()` reads back, so the files stay strict JSON."""
-    return value if math.isfinite(value) else repr(float(value))
-
-
 @dataclass(frozen=True, slots=True)
 class AutotuneBound:
     """A bound for autotuning a throughput kernel: an amount of one resource (operations
@@ -141,9 +136,9 @@ class AutotuneBound:
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "resource": self.resource,
-            "amount": _json_number(self.amount),
-            "threshold": _json_number(self.threshold),
-            "peak": _json_number(self.peak),
+            "amount": json_number(self.amount),
+            "threshold": json_number(self.threshold),
+            "peak": json_number(self.peak),
         }
         if self.level is not None:
             data["level"] = self.level

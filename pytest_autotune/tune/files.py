@@ -186,3 +186,9 @@ def shared_lock(name: str) -> FileLock:
 
 def _user() -> str:
     return str(os.getuid()) if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+
+
+def json_number(value: float) -> float | str:
+    """`value` as strict JSON holds it: JSON has no NaN or infinity, so those are written as
+    the string `float()` reads back (a bound with an unmeasured peak, an open interval)."""
+    return value if math.isfinite(value) else repr(float(value))
