@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from benchmarks.gpu_common import graph_replay_seconds
 from pytest_autotune import AutotuneConfig, AutotuneError, TunableSet, Tuner
 from pytest_autotune.backends import CudaClient, cuda
 from pytest_autotune.backends.cuda import device_id_from
@@ -45,25 +46,6 @@ def spin(cp: Any) -> Callable[[int], Callable[[], None]]:
 def _median_time(client: CudaClient, fn: Callable[..., object], samples: int = 15) -> float:
     client.time(fn, ())
     return statistics.median(client.time(fn, ()) for _ in range(samples))
-
-
-def _graph_replay_time(cp: Any, fn: Callable[[], object], launches: int = 20) -> float:
-    """The average time of `fn` captured `launches` times in a CUDA graph and replayed."""
-    stream = cp.cuda.Stream(non_blocking=True)
-    with stream:
-        fn()
-        stream.begin_capture()
-        for _ in range(launches):
-            fn()
-        graph = stream.end_capture()
-        graph.launch(stream)
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
-        for _ in range(5):
-            graph.launch(stream)
-        stop.record(stream)
-        stop.synchronize()
-    return cp.cuda.get_elapsed_time(start, stop) / 1e3 / (5 * launches)
 
 
 def test_device_id_names_the_gpu_model(client: CudaClient) -> None:
@@ -128,7 +110,7 @@ def test_timing_agrees_with_cuda_graph_replay(
 
     hot = CudaClient(cold_l2=False, timing="device")
     ours = _median_time(hot, call)
-    replay = _graph_replay_time(cp, call)
+    replay = graph_replay_seconds(call, (), ours)
     assert 20e-6 < replay < 500e-6, f"the call took {replay * 1e6:.1f} us"
     assert abs(ours / replay - 1) < 0.03, f"ours {ours * 1e6:.2f} us, graph {replay * 1e6:.2f} us"
 
@@ -147,7 +129,7 @@ def test_a_call_that_cannot_be_captured_is_timed_through_the_stream(
 
     hot = CudaClient(cold_l2=False, timing="device")
     ours = _median_time(hot, on_the_legacy_stream)
-    replay = _graph_replay_time(cp, spin(50_000))
+    replay = graph_replay_seconds(spin(50_000), (), ours)
     assert abs(ours / replay - 1) < 0.05, f"ours {ours * 1e6:.2f} us, graph {replay * 1e6:.2f} us"
 
 
