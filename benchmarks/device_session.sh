@@ -17,16 +17,19 @@ LOG="$OUT/log.txt"
 # The lent machine has no registry: the plugin runs from the tree, its entry points (the
 # pytest11 plugin, the console script) declared by a dist-info beside it, and platformdirs
 # installed from a carried wheel (.whl/) when there is one.
-SITE=/tmp/autotune-site
-mkdir -p "$SITE/pytest_autotune-0.1.0.dist-info"
+# The gate-reliability driver passes `-p pytest_autotune.plugin` itself, so it runs with
+# PYTHONPATH=$PLAIN (no entry point: the plugin would be registered twice).
+SITE=/tmp/autotune-site EP=/tmp/autotune-ep
+mkdir -p "$SITE" "$EP/pytest_autotune-0.1.0.dist-info"
 printf 'Metadata-Version: 2.1\nName: pytest-autotune\nVersion: 0.1.0\n' \
-  >"$SITE/pytest_autotune-0.1.0.dist-info/METADATA"
+  >"$EP/pytest_autotune-0.1.0.dist-info/METADATA"
 printf '[pytest11]\nautotune = pytest_autotune.plugin\n\n[console_scripts]\npytest-autotune = pytest_autotune.cli:main\n' \
-  >"$SITE/pytest_autotune-0.1.0.dist-info/entry_points.txt"
+  >"$EP/pytest_autotune-0.1.0.dist-info/entry_points.txt"
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl
 fi
-export PYTHONPATH=".:$SITE" PYTHONUNBUFFERED=1
+PLAIN=".:$SITE"
+export PYTHONPATH="$PLAIN:$EP" PYTHONUNBUFFERED=1
 BUDGET="${BUDGET:-570}"
 P="python3 -m pytest -p no:cacheprovider"
 
@@ -82,18 +85,19 @@ final)
   # much of the gate's reliability as the call has time for.
   step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
   step 60 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
+  step 60 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed2.jsonl"
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short"
   step 150 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
   step 40 python3 benchmarks/roof_fractions.py --sessions 1
   step 30 python3 benchmarks/gpu_tuning_cost.py
   for condition in ${CONDITIONS:-module xdist}; do
-    step 150 python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
+    step 150 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
       --runs "${GATE_RUNS:-10}" --workers 2
   done
   ;;
 gate)
   for condition in ${CONDITIONS:-module xdist k groups suite}; do
-    step 150 python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
+    step 150 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
       --runs "${GATE_RUNS:-12}" --workers 2
   done
   ;;

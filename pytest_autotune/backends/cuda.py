@@ -571,7 +571,7 @@ class CudaClient:
             replay = self._replay_of(fn, inputs)
             call, args = (replay.launch, ()) if replay is not None else (fn, inputs)
             eager = self._eager_call(fn, inputs) if replay is not None and caller else None
-            loop = self._eager_loop_seconds(eager) if eager is not None else None
+            loop = self._eager_loop(eager) if eager is not None else None
             hold = self.hold_stream and fn not in self._synchronizing
             seconds = None
             if hold:
@@ -584,11 +584,13 @@ class CudaClient:
                     hold, seconds = False, None
             if seconds is None:
                 seconds = self._sample(call, args, hold=False)
-            enqueue = loop if loop is not None else self._enqueued if replay is None else None
+            enqueue, paid = loop if loop is not None else (None, None)
+            if replay is None:  # timed through the stream: its own enqueue time is known
+                enqueue = paid = self._enqueued
             # What a sample reads beyond the call (the event pair, about 1.3 us on an H200,
             # and a graph's own launch) is the instrument's, not the candidate's.
             device = max(seconds - self._empty_sample(hold, replay is not None), MIN_SAMPLE_S)
-            return self._score(fn, device, enqueue, caller)
+            return self._score(fn, device, enqueue, paid, caller)
 
     def call_costs(self, fn: Callable[..., object]) -> CallCost | None:
         """The device and host enqueue seconds of `fn`'s latest sample, None when it was
@@ -616,34 +618,45 @@ class CudaClient:
 
         return eager
 
-    def _eager_loop_seconds(self, eager: Callable[[], None]) -> float:
+    def _eager_loop(self, eager: Callable[[], None]) -> tuple[float, float]:
         """Seconds per call of `EAGER_CALLS` eager calls back to back, as a caller's loop pays
-        them: the host's launches and allocations, or the device's work where it is slower.
-        One warm call first. A single call timed on the host read 2-3 times a loop's cost on
-        an H200 (28-34 us against 10-13 us for a 2048x1024 layernorm: the host path is cold
-        after a synchronize), which ranked the short calls at random (43 of 100 agreed)."""
+        them: first the host's part alone (launches and allocations, read before the final
+        synchronize), then the whole (the host's part, or the device's work where that is
+        slower). One warm call first. A single call timed on the host read 2-3 times a
+        loop's cost on an H200 (28-34 us against 10-13 us for a 2048x1024 layernorm: the
+        host path is cold after a synchronize), which ranked short calls at random (43 of
+        100 tunings agreed with the eager loop)."""
         stream = self._cp.cuda.get_current_stream()
         eager()
         stream.synchronize()
         start = self._host_timer()
         for _ in range(EAGER_CALLS):
             eager()
+        enqueued = self._host_timer()
         stream.synchronize()
-        return (self._host_timer() - start) / 1e9 / EAGER_CALLS
+        done = self._host_timer()
+        return (enqueued - start) / 1e9 / EAGER_CALLS, (done - start) / 1e9 / EAGER_CALLS
 
     def _score(
-        self, fn: Callable[..., object], device: float, enqueue: float | None, caller: bool
+        self,
+        fn: Callable[..., object],
+        device: float,
+        enqueue: float | None,
+        paid: float | None,
+        caller: bool,
     ) -> float:
-        """Keep both figures of the sample; the device time, or for the `caller` the larger
-        of it and the enqueue time (the last one measured where this sample took none: a
-        device-bound candidate)."""
+        """Keep both figures of the sample (device and host enqueue time); the device time,
+        or for the `caller` the larger of it and what a caller's loop paid per call (`paid`,
+        or the last enqueue time measured where this sample took none: a device-bound
+        candidate, whose loop would read its device time again)."""
         previous = self.call_costs(fn)
         if enqueue is None and previous is not None:
             enqueue = previous.enqueue
         with contextlib.suppress(TypeError):
             self._costs[fn] = CallCost(device, enqueue)
-        if caller and enqueue is not None:
-            return max(device, enqueue)
+        paid = paid if paid is not None else enqueue
+        if caller and paid is not None:
+            return max(device, paid)
         return device
 
     def _empty_sample(self, hold: bool, replayed: bool) -> float:
