@@ -95,6 +95,13 @@ final)
       --runs "${GATE_RUNS:-10}" --workers 2
   done
   ;;
+last)
+  step 60 $P example_kernels --autotune -rfx
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short"
+  step 100 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
+  step 30 python3 benchmarks/gpu_tuning_cost.py
+  step 60 $P tests/gpu -q -rs
+  ;;
 gate)
   for condition in ${CONDITIONS:-module xdist k groups suite}; do
     step 150 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \

@@ -6,7 +6,7 @@ from example_kernels import matmul
 from example_kernels.backend import candidates, sizes, xp
 
 
-@pytest.fixture(params=sizes(cpu=[256], cuda=[4096]), ids=lambda n: f"n{n}")
+@pytest.fixture(scope="module", params=sizes(cpu=[256], cuda=[4096]), ids=lambda n: f"n{n}")
 def ab(request):
     return matmul.inputs(request.param, xp())
 

@@ -6,7 +6,9 @@ from example_kernels import saxpy
 from example_kernels.backend import candidates, sizes, xp
 
 
-@pytest.fixture(params=sizes(cpu=[1 << 16, 1 << 22], cuda=[1 << 26]), ids=lambda n: f"n{n}")
+@pytest.fixture(
+    scope="module", params=sizes(cpu=[1 << 16, 1 << 22], cuda=[1 << 26]), ids=lambda n: f"n{n}"
+)
 def inputs(request):
     return saxpy.inputs(request.param, xp())
 

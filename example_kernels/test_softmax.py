@@ -6,7 +6,9 @@ from example_kernels import softmax
 from example_kernels.backend import candidates, sizes, xp
 
 
-@pytest.fixture(params=sizes(cpu=[1024], cuda=[32768]), ids=lambda rows: f"rows{rows}")
+@pytest.fixture(
+    scope="module", params=sizes(cpu=[1024], cuda=[32768]), ids=lambda rows: f"rows{rows}"
+)
 def x(request):
     return softmax.inputs(request.param, xp=xp())[0]
 

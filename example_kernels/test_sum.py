@@ -21,7 +21,7 @@ CANDIDATES = [
 ]
 
 
-@pytest.fixture(params=sizes(cpu=[1 << 22], cuda=[1 << 26]), ids=lambda n: f"n{n}")
+@pytest.fixture(scope="module", params=sizes(cpu=[1 << 22], cuda=[1 << 26]), ids=lambda n: f"n{n}")
 def x(request):
     return sum_family.inputs(request.param, xp())[0]
 

@@ -6,7 +6,7 @@ from example_kernels import transpose
 from example_kernels.backend import candidates, sizes, xp
 
 
-@pytest.fixture(params=sizes(cpu=[1024], cuda=[8192]), ids=lambda n: f"n{n}")
+@pytest.fixture(scope="module", params=sizes(cpu=[1024], cuda=[8192]), ids=lambda n: f"n{n}")
 def x(request):
     return transpose.inputs(request.param, xp())[0]
 
