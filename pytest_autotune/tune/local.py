@@ -38,8 +38,10 @@ class LocalTuner:
         """The package whose `.autotune` folder (package data) holds the shipped caches."""
         self._config = config
         self._tuners: dict[str, Tuner] = {}
-        self._hits: dict[str, dict[Any, int]] = {}
-        """Device id -> its tuner's `hits`, read by `execute`'s hit path."""
+        self._winners: dict[str, dict[Any, Callable[..., Any]]] = {}
+        """Device id -> key -> the winning callable, read by `execute`'s hit path: filled
+        from the tuner's hits after a call that went through it. A hit then costs one
+        lookup of the callable, not of an index and then of the set's callable there."""
         self._sets: dict[Callable[[], TunableSet], TunableSet] = {}
         self._lock = threading.Lock()
 
@@ -80,7 +82,6 @@ class LocalTuner:
                 if tuner is None:
                     tuner = self._new_tuner(device_id, client)
                     self._tuners[device_id] = tuner
-                    self._hits[device_id] = tuner.hits
         return tuner
 
     def _new_tuner(self, device_id: str, client: Client | None) -> Tuner:
@@ -107,8 +108,9 @@ class LocalTuner:
         """Run the fastest candidate of `tunables` on `inputs`, tuning on a new key.
 
         The hit path is `Tuner.execute`'s, inlined, in one expression over the device's
-        hits: against a dispatch that costs about 90 ns (an `lru_cache` lookup), each
-        Python call and lookup saved counts (`benchmarks/dispatch.py`). A call of one input
+        winning callables (`_winners`): against a dispatch that costs about 90 ns (an
+        `lru_cache` lookup), each Python call and lookup saved counts
+        (`benchmarks/dispatch.py`). A call of one input
         calls the key generator and the winner with it directly: unpacking `*inputs` costs
         CPython 3.11 about 30 ns a call, twice per hit, and calling `tunables.key_gen(...)`
         as a method of the set about 10 ns more than through a local. It takes no lock, as
@@ -120,20 +122,33 @@ class LocalTuner:
         if len(inputs) == 1:
             (x,) = inputs
             try:
-                fn = tunables.fns[self._hits[device_id][key_gen(x)]]
+                fn = self._winners[device_id][key_gen(x)]
             except KeyError:
-                return self.tuner(device_id, client).execute(tunables, inputs, client)
+                return self._through_tuner(device_id, client, tunables, inputs)
             return fn(x)
         try:
-            fn = tunables.fns[self._hits[device_id][key_gen(*inputs)]]
+            fn = self._winners[device_id][key_gen(*inputs)]
         except KeyError:
-            return self.tuner(device_id, client).execute(tunables, inputs, client)
+            return self._through_tuner(device_id, client, tunables, inputs)
         return fn(*inputs)
+
+    def _through_tuner(
+        self, device_id: str, client: Client, tunables: TunableSet, inputs: TuneInputs
+    ) -> Any:
+        """Anything but a hit: the tuner runs (and tunes) the call; a key it now holds a hit
+        for serves the next calls from `_winners`."""
+        tuner = self.tuner(device_id, client)
+        out = tuner.execute(tunables, inputs, client)
+        key = tunables.key_gen(*inputs)
+        index = tuner.hits.get(key)
+        if index is not None:
+            self._winners.setdefault(device_id, {})[key] = tunables.fns[index]
+        return out
 
     def clear(self) -> None:
         """Forget every in-memory decision (the files stay)."""
         with self._lock:
-            self._hits.clear()
+            self._winners.clear()
             self._tuners.clear()
 
 
