@@ -106,15 +106,25 @@ def test_second(candidate, n):
 """
 
 
-def test_each_worker_sees_its_own_gpu_from_before_its_test_modules_are_imported(
+@pytest.fixture
+def two_gpus(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> pytest.Pytester:
+    """The import-time test module on a host that reports two GPUs; each worker logs the
+    devices it sees to gpus.txt."""
     autotune_pytester.makepyfile(test_import_time=IMPORT_TIME_TESTS)
     monkeypatch.setenv("RAN_LOG_DIR", str(autotune_pytester.path))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(
         importlib.import_module("pytest_autotune.backends.cuda"), "device_count", lambda: 2
     )
+    return autotune_pytester
+
+
+def test_each_worker_sees_its_own_gpu_from_before_its_test_modules_are_imported(
+    two_gpus: pytest.Pytester,
+) -> None:
+    autotune_pytester = two_gpus
     result = run(autotune_pytester, "-n", "2", "--autotune")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     seen = set((autotune_pytester.path / "gpus.txt").read_text().splitlines())
@@ -122,14 +132,9 @@ def test_each_worker_sees_its_own_gpu_from_before_its_test_modules_are_imported(
 
 
 def test_without_tuning_workers_keep_the_devices_the_controller_sees(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    two_gpus: pytest.Pytester,
 ) -> None:
-    autotune_pytester.makepyfile(test_import_time=IMPORT_TIME_TESTS)
-    monkeypatch.setenv("RAN_LOG_DIR", str(autotune_pytester.path))
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(
-        importlib.import_module("pytest_autotune.backends.cuda"), "device_count", lambda: 2
-    )
+    autotune_pytester = two_gpus
     result = run(autotune_pytester, "-n", "2", "--autotune-device=cpu", "--autotune")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     seen = set((autotune_pytester.path / "gpus.txt").read_text().splitlines())
