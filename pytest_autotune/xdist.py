@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
+
 # Only imported where pytest-xdist is loaded (`plugin.py` asks `hasplugin("xdist")` or
 # finds its `-n` option first), so pytest-xdist stays an optional integration.
 from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
