@@ -5,6 +5,7 @@
 #   bash benchmarks/device_session.sh costs   # --autotune cost, short calls, placement
 #   bash benchmarks/device_session.sh gate    # gate reliability under the issue-9 conditions
 #   bash benchmarks/device_session.sh final   # after fixes: suite, costs, some reliability
+#   bash benchmarks/device_session.sh probe   # before a refactor: suite, dispatch, costs, short calls
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
 # lent machine's copy, not in a checkout you commit from. A step that fails or times out
@@ -101,6 +102,21 @@ last)
   step 100 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
   step 30 python3 benchmarks/gpu_tuning_cost.py
   step 60 $P tests/gpu -q -rs
+  ;;
+probe)
+  # Before a refactor: the suite as it stands; the dispatch on this host's quiet CPU; the
+  # tuning cost of every family; the short calls with their disagreeing tunings' samples;
+  # the committed baselines' verdicts on this machine; then as much gate reliability as fits.
+  step 110 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 40 python3 benchmarks/dispatch.py --thread-time
+  step 40 python3 benchmarks/dispatch.py --thread-time
+  step 100 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 120 python3 benchmarks/gpu_short_calls.py "$OUT/short"
+  step 50 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
+  for condition in ${CONDITIONS:-module}; do
+    step 150 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
+      --runs "${GATE_RUNS:-10}" --workers 2
+  done
   ;;
 gate)
   for condition in ${CONDITIONS:-module xdist k groups suite}; do

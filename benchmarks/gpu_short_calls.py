@@ -30,10 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.gpu_common import cupy, table
-from pytest_autotune import AutotuneConfig, TunableSet, Tuner
+from pytest_autotune import AutotuneConfig, AutotuneOutcome, TunableSet, Tuner
 from pytest_autotune.backends.cuda import CudaClient
 
 AGREE = 1.05
+SAMPLES_KEPT = 10
+"""Disagreeing tunings whose samples the report keeps, per family and timing."""
 EAGER_LOOP_S = 0.03
 EAGER_ROUNDS = 5
 
@@ -254,16 +256,33 @@ def truth(cp: Any, family: ShortFamily) -> dict[str, float]:
     return {name: statistics.median(times) for name, times in rounds.items()}
 
 
-def tunings(family: ShortFamily, client: CudaClient, count: int) -> tuple[list[str], list[float]]:
+def tunings(
+    family: ShortFamily, client: CudaClient, count: int, eager: dict[str, float]
+) -> tuple[list[str], list[float], list[dict[str, Any]]]:
+    """`count` tunings: their winners, walls, and for each that disagrees with the eager
+    loop (the first `SAMPLES_KEPT`), every candidate's samples and score, to see why."""
     tunables = TunableSet.of(lambda *inputs: family.name, family.candidates)
-    winners, walls = [], []
+    winners, walls, misses = [], [], []
+    best = min(eager.values())
     for _ in range(count):
         tuner = Tuner("short-calls", client.device_id, AutotuneConfig(disable_cache=True))
         started = time.perf_counter()
         decision = tuner.tune(family.name, tunables, family.inputs, client)
         walls.append(time.perf_counter() - started)
         winners.append(decision.fastest_name)
-    return winners, walls
+        if eager[decision.fastest_name] > AGREE * best and len(misses) < SAMPLES_KEPT:
+            misses.append(
+                {
+                    "winner": decision.fastest_name,
+                    "results": {
+                        r.name: {"samples_us": [round(x * 1e6, 2) for x in r.samples],
+                                 "dropped_first": r.dropped_first, "score": r.score}
+                        if isinstance(r, AutotuneOutcome) else {"error": str(r)}
+                        for r in decision.results.values()
+                    },
+                }
+            )  # fmt: skip
+    return winners, walls, misses
 
 
 def costs(family: ShortFamily, client: CudaClient) -> dict[str, dict[str, float | None]]:
@@ -336,7 +355,7 @@ def main(argv: list[str]) -> int:
         }
         rows = []
         for timing, client in clients.items():
-            winners, walls = tunings(family, client, args.tunings)
+            winners, walls, misses = tunings(family, client, args.tunings, eager)
             agreeing = sum(eager[w] <= AGREE * best for w in winners)
             ratio = statistics.median(walls) / do_bench_wall
             entry[timing] = {
@@ -350,6 +369,7 @@ def main(argv: list[str]) -> int:
                 },
                 "cost_ratio": ratio,
                 "call_costs": costs(family, client),
+                "disagreeing": misses,
             }
             met = agreeing == len(winners) and ratio <= 0.1
             if timing == "caller":

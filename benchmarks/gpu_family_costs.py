@@ -1,0 +1,160 @@
+"""Tuning cost on every GPU family (issue 14): ours against `triton.testing.do_bench`.
+
+Each example family at the size its benchmark uses (`gpu_common.FAMILIES`), and a 256-bin
+histogram of 2**26 bytes whose candidates span 400x: shared-memory atomics (8 blocks of
+256 threads per SM), global atomics, `cupy.bincount`, and one block of global atomics, the
+hopeless candidate of issue 14 (milliseconds against tens of microseconds). Each family is
+tuned `--runs` times by a fresh `Tuner` with the default settings (the hopeless cut on),
+and every candidate is timed by `do_bench` once, in the same process, after one call of
+each (compilation) and one do_bench call (torch's start) outside the timing.
+
+A family meets the target when the median tuning wall is at most 1/10 of do_bench's wall
+over its candidates, and every tuning's winner is do_bench's, or within `SAME` of it by
+do_bench's own clock (two candidates that close are the same speed to both).
+
+    PYTHONPATH=. python3 benchmarks/gpu_family_costs.py [--runs 3]
+
+Prints a table and writes `$OUT/family_costs.json` when `OUT` is set. Exit code 1 when a
+family misses the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks.gpu_common import FAMILIES, cupy, table, write_json
+from pytest_autotune import AutotuneConfig, AutotuneOutcome, TunableSet, Tuner
+from pytest_autotune.backends import cuda
+
+SAME = 1.03
+TARGET = 0.1
+
+HISTOGRAM = r"""
+extern "C" __global__ void shared256(const unsigned char* d, long long n, unsigned int* bins) {
+    __shared__ unsigned int local[256];
+    local[threadIdx.x] = 0;
+    __syncthreads();
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        atomicAdd(&local[d[i]], 1u);
+    __syncthreads();
+    atomicAdd(&bins[threadIdx.x], local[threadIdx.x]);
+}
+extern "C" __global__ void global256(const unsigned char* d, long long n, unsigned int* bins) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        atomicAdd(&bins[d[i]], 1u);
+}
+"""
+
+
+def histogram_family(cp: Any) -> tuple[dict[str, Callable[..., Any]], tuple[Any, ...]]:
+    module = cp.RawModule(code=HISTOGRAM)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+
+    def launch(name: str, grid: int) -> Callable[[Any], Any]:
+        fn = module.get_function(name)
+
+        def histogram(data: Any) -> Any:
+            bins = cp.zeros(256, dtype=cp.uint32)
+            fn((grid,), (256,), (data, cp.int64(data.size), bins))
+            return bins
+
+        return histogram
+
+    def bincount(data: Any) -> Any:
+        return cp.bincount(data, minlength=256).astype(cp.uint32)
+
+    candidates = {
+        "shared_atomics": launch("shared256", 8 * sms),
+        "global_atomics": launch("global256", 8 * sms),
+        "bincount": bincount,
+        "one_block": launch("global256", 1),
+    }
+    data = cp.random.randint(0, 256, 1 << 26).astype(cp.uint8)
+    return candidates, (data,)
+
+
+def families(cp: Any) -> dict[str, tuple[dict[str, Callable[..., Any]], tuple[Any, ...]]]:
+    out = {f.name: (dict(f.module.CUPY), tuple(f.module.inputs(*f.args, xp=cp))) for f in FAMILIES}
+    out["histogram"] = histogram_family(cp)
+    return out
+
+
+def measure(
+    name: str, candidates: dict[str, Callable[..., Any]], inputs: tuple[Any, ...], runs: int
+) -> dict[str, Any]:
+    import triton.testing  # only the GPU benchmarks need Triton (and torch)
+
+    cp = cupy()
+    client = cuda()
+    for fn in candidates.values():
+        fn(*inputs)
+    cp.cuda.Device().synchronize()
+    tunables = TunableSet.of(lambda *args: name, candidates)
+    walls, winners, samples = [], [], {}
+    for _ in range(runs):
+        tuner = Tuner("family-costs", client.device_id, AutotuneConfig(disable_cache=True))
+        started = time.perf_counter()
+        decision = tuner.tune(name, tunables, inputs, client)
+        walls.append(time.perf_counter() - started)
+        winners.append(decision.fastest_name)
+        samples = {
+            r.name: len(r.samples) if isinstance(r, AutotuneOutcome) else str(r)
+            for r in decision.results.values()
+        }
+    do_bench_ms, started = {}, time.perf_counter()
+    for label, fn in candidates.items():
+        do_bench_ms[label] = triton.testing.do_bench(
+            functools.partial(fn, *inputs), return_mode="median"
+        )
+    do_bench_wall = time.perf_counter() - started
+    best = min(do_bench_ms.values())
+    same = all(do_bench_ms[w] <= SAME * best for w in winners)
+    ratio = statistics.median(walls) / do_bench_wall
+    return {
+        "tuning_walls_s": walls,
+        "winners": winners,
+        "last_tuning_samples": samples,
+        "do_bench_ms": do_bench_ms,
+        "do_bench_wall_s": do_bench_wall,
+        "ratio": ratio,
+        "same_winner": same,
+        "met": same and ratio <= TARGET,
+    }
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args(argv)
+    cp = cupy()
+    import triton.testing
+
+    triton.testing.do_bench(lambda: None, warmup=1, rep=1)  # torch's start, outside
+    report, rows = {}, []
+    for name, (candidates, inputs) in families(cp).items():
+        entry = report[name] = measure(name, candidates, inputs, args.runs)
+        winners = entry["winners"]
+        rows.append(
+            [name, statistics.median(entry["tuning_walls_s"]) * 1e3,
+             entry["do_bench_wall_s"] * 1e3, entry["ratio"], ", ".join(sorted(set(winners))),
+             min(entry["do_bench_ms"], key=entry["do_bench_ms"].__getitem__),
+             "met" if entry["met"] else "MISSED"]
+        )  # fmt: skip
+        print(f"{name}: samples per candidate (last tuning) {entry['last_tuning_samples']}")
+    header = ["family", "tuning ms (median)", "do_bench ms", f"ratio (<= {TARGET:g})",
+              "our winners", "do_bench winner", "verdict"]  # fmt: skip
+    print(table(header, rows))
+    write_json("family_costs.json", report)
+    return 0 if all(e["met"] for e in report.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
