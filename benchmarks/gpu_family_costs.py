@@ -8,9 +8,11 @@ tuned `--runs` times by a fresh `Tuner` with the default settings (the hopeless 
 and every candidate is timed by `do_bench` once, in the same process, after one call of
 each (compilation) and one do_bench call (torch's start) outside the timing.
 
-A family meets the target when the median tuning wall is at most 1/10 of do_bench's wall
-over its candidates, and every tuning's winner is do_bench's, or within `SAME` of it by
-do_bench's own clock (two candidates that close are the same speed to both).
+The first tuning of a family is what a fresh session pays (the client has timed none of
+the candidates; their kernels are compiled), the later ones what a warm client pays. A
+family meets the target when both its first and its median tuning wall are at most 1/10
+of do_bench's wall over its candidates, and every tuning's winner is do_bench's, or
+within `SAME` of it by do_bench's own clock (two candidates that close are the same speed to both).
 
     PYTHONPATH=. python3 benchmarks/gpu_family_costs.py [--runs 3]
 
@@ -119,6 +121,7 @@ def measure(
     same = all(do_bench_ms[w] <= SAME * best for w in winners)
     ratio = statistics.median(walls) / do_bench_wall
     return {
+        "first_ratio": walls[0] / do_bench_wall,
         "tuning_walls_s": walls,
         "winners": winners,
         "last_tuning_samples": samples,
@@ -126,7 +129,7 @@ def measure(
         "do_bench_wall_s": do_bench_wall,
         "ratio": ratio,
         "same_winner": same,
-        "met": same and ratio <= TARGET,
+        "met": same and max(ratio, walls[0] / do_bench_wall) <= TARGET,
     }
 
 
@@ -141,15 +144,16 @@ def main(argv: list[str]) -> int:
     report, rows = {}, []
     for name, (candidates, inputs) in families(cp).items():
         entry = report[name] = measure(name, candidates, inputs, args.runs)
-        winners = entry["winners"]
+        walls = entry["tuning_walls_s"]
         rows.append(
-            [name, statistics.median(entry["tuning_walls_s"]) * 1e3,
-             entry["do_bench_wall_s"] * 1e3, entry["ratio"], ", ".join(sorted(set(winners))),
+            [name, walls[0] * 1e3, statistics.median(walls) * 1e3, entry["do_bench_wall_s"] * 1e3,
+             entry["first_ratio"], entry["ratio"], ", ".join(sorted(set(entry["winners"]))),
              min(entry["do_bench_ms"], key=entry["do_bench_ms"].__getitem__),
              "met" if entry["met"] else "MISSED"]
         )  # fmt: skip
         print(f"{name}: samples per candidate (last tuning) {entry['last_tuning_samples']}")
-    header = ["family", "tuning ms (median)", "do_bench ms", f"ratio (<= {TARGET:g})",
+    header = ["family", "first tuning ms", "tuning ms (median)", "do_bench ms",
+              "first ratio", f"ratio (<= {TARGET:g})",
               "our winners", "do_bench winner", "verdict"]  # fmt: skip
     print(table(header, rows))
     write_json("family_costs.json", report)

@@ -57,13 +57,14 @@ How one sample is taken, and why:
    (allocation and about 7 us per launch), which a caller calling it eagerly pays: a row
    layernorm of 2048x1024 fp32 replayed in 5.5 us cost 17.3 us per call back to back, and
    a seven-kernel CuPy expression 61 us against 211 us. So with `timing="caller"` (the
-   default) a sample also times, before its device sample, `EAGER_CALLS` eager calls of
+   default) a sample also times, after its device sample, `EAGER_CALLS` eager calls of
    the candidate back to back on the host (per call, synchronized at the end: what a
    caller's loop pays), and a sample reads the larger of the two: a call cannot finish
-   faster than its launches are issued. Once a candidate's device time is over
-   `ENQUEUE_MARGIN` times its enqueue time the host cannot bind it and the eager call is
-   left out. `timing="device"` reads the device time alone. Both figures of the latest
-   sample are kept per candidate (`call_costs`) for the report.
+   faster than its launches are issued. Where the device time is over `ENQUEUE_MARGIN`
+   times the last known enqueue time (on the first sample, the capture's warm-up call's)
+   the host cannot bind the call and the loop is left out. `timing="device"` reads the
+   device time alone. Both figures of the latest sample are kept per candidate
+   (`call_costs`) for the report.
 5. **Several placements for the gate.** Where a call's buffers land changes some kernels'
    time by itself. On an H200 a 256-bin shared-memory histogram of 2^26 bytes read
    43.0-43.3 us when timed first in a fresh process and 38.3 us when a layernorm over
@@ -338,6 +339,9 @@ class _Replay:
     """The memory pool the captured call allocated from; no other array gets its blocks."""
     outputs: object
     """What the captured call returned: its arrays stay allocated while the graph lives."""
+    enqueue: float
+    """Host seconds the warm-up call before the capture took to enqueue (cold, so rather
+    more than a caller's loop pays): enough to tell a device-bound call on its first sample."""
 
     def launch(self) -> None:
         self.graph.launch()
@@ -552,6 +556,14 @@ class CudaClient:
             "timing": self.timing,
         }
 
+    @property
+    def warm_first_sample(self) -> bool:
+        """Whether a first timing of a call is already warm (read by the tuner, whose warm-up
+        then judges a hopeless candidate): a capture calls the candidate once, untimed,
+        before the graph is timed, and a held stream keeps the host's work (compilation,
+        allocation) out of the device time."""
+        return self.graph_replay or self.hold_stream
+
     def sync(self) -> None:
         self._device.synchronize()
 
@@ -572,8 +584,6 @@ class CudaClient:
         with self._lock, self._device:
             replay = self._replay_of(fn, inputs)
             call, args = (replay.launch, ()) if replay is not None else (fn, inputs)
-            eager = self._eager_call(fn, inputs) if replay is not None and caller else None
-            loop = self._eager_loop(eager) if eager is not None else None
             hold = self.hold_stream and fn not in self._synchronizing
             seconds = None
             if hold:
@@ -586,12 +596,15 @@ class CudaClient:
                     hold, seconds = False, None
             if seconds is None:
                 seconds = self._sample(call, args, hold=False)
-            enqueue, paid = loop if loop is not None else (None, None)
-            if replay is None:  # timed through the stream: its own enqueue time is known
-                enqueue = paid = self._enqueued
             # What a sample reads beyond the call (the event pair, about 1.3 us on an H200,
             # and a graph's own launch) is the instrument's, not the candidate's.
             device = max(seconds - self._empty_sample(hold, replay is not None), MIN_SAMPLE_S)
+            enqueue: float | None = None
+            paid: float | None = None
+            if replay is None:  # timed through the stream: its own enqueue time is known
+                enqueue = paid = self._enqueued
+            elif caller:
+                enqueue, paid = self._caller_costs(fn, inputs, device, replay)
             return self._score(fn, device, enqueue, paid, caller)
 
     def call_costs(self, fn: Callable[..., object]) -> CallCost | None:
@@ -602,23 +615,25 @@ class CudaClient:
         except TypeError:
             return None
 
-    def _eager_call(
-        self, fn: Callable[..., object], inputs: tuple[Any, ...]
-    ) -> Callable[[], None] | None:
-        """The eager call whose host time a replayed sample measures, None when the
-        candidate is known to be device-bound."""
+    def _caller_costs(
+        self, fn: Callable[..., object], inputs: tuple[Any, ...], device: float, replay: _Replay
+    ) -> tuple[float, float | None]:
+        """The host enqueue time and what a caller's loop pays per call, for a replayed
+        sample of `device` seconds. The eager loop runs only where the host may bind: a
+        call whose device time is over `ENQUEUE_MARGIN` times its last known enqueue time
+        (the previous sample's, or on the first the capture's warm-up call's) is
+        device-bound, and its loop would cost `EAGER_CALLS` calls of device time for a
+        figure the device sample already gives: 24 calls of 0.47 s on the first tuning of a
+        slow sum candidate, where do_bench pays 8."""
         cost = self.call_costs(fn)
-        if (
-            cost is not None
-            and cost.enqueue is not None
-            and cost.device > ENQUEUE_MARGIN * cost.enqueue
-        ):
-            return None
+        known = cost.enqueue if cost is not None and cost.enqueue is not None else replay.enqueue
+        if device > ENQUEUE_MARGIN * known:
+            return known, None
 
         def eager() -> None:
             fn(*inputs)
 
-        return eager
+        return self._eager_loop(eager)
 
     def _eager_loop(self, eager: Callable[[], None]) -> tuple[float, float]:
         """Seconds per call of `EAGER_CALLS` eager calls back to back, as a caller's loop pays
@@ -758,7 +773,7 @@ class CudaClient:
         stream.wait_event(cp.cuda.get_current_stream().record())
         with cp.cuda.using_allocator(pool.malloc), stream:
             try:
-                fn(*inputs)
+                enqueue = self._host_seconds(fn, inputs)
                 stream.synchronize()
             except BaseException as error:
                 if _is_out_of_memory(cp, error):
@@ -774,7 +789,7 @@ class CudaClient:
                     graph = stream.end_capture()
             except Exception:
                 return None
-        return _Replay(key, graph, pool, outputs)
+        return _Replay(key, graph, pool, outputs, enqueue)
 
     def _timed_out(self) -> bool:
         return self._flag is not None and self._flag[1] != 0

@@ -36,3 +36,7 @@ class Client(Protocol):
 
     def peaks(self) -> Peaks:
         """The device's measured peaks (probed once, cached per device)."""
+
+    # Optional, read with getattr: `warm_first_sample: bool`, True where the first `time`
+    # of a call is not inflated by one-time work (compilation, first allocations), so that
+    # the adaptive round robin may drop a hopeless candidate on its warm-up alone.

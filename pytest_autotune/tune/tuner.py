@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -252,7 +253,16 @@ class Tuner:
             results.update(_failed_checks(checks))
         excluded = set(results)
 
-        strategy = adaptive_round_robin if bench.adaptive else fixed_pass
+        # A client may say its first timing of a call is already warm (`warm_first_sample`,
+        # optional: a client without it is assumed cold), so that a warm-up can judge.
+        strategy = (
+            functools.partial(
+                adaptive_round_robin,
+                warm_up_judges=bool(getattr(client, "warm_first_sample", False)),
+            )
+            if bench.adaptive
+            else fixed_pass
+        )
         short_circuit = tunables.short_circuit_for(bench)
         plan = tune_plan(key, tunables.tunables)
         winner: int | None = None

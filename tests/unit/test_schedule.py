@@ -196,6 +196,35 @@ def test_a_slow_warm_up_alone_does_not_make_a_candidate_hopeless():
     assert adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE).winner == 1
 
 
+def test_a_client_whose_warm_up_is_warm_drops_a_hopeless_candidate_after_that_one_call():
+    # On a client that warms a call itself before timing it (a CUDA graph capture), the
+    # 17 ms warm-up is evidence: one timed call, kept as the candidate's one sample.
+    ctx = AutotuneLogContext()
+    script = Script(43e-6, 17e-3, 50e-6)
+    result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE, ctx=ctx, warm_up_judges=True)
+    assert script.calls[1] == 1
+    assert result.winner == 0
+    outcome = result.results[1]
+    assert isinstance(outcome, AutotuneOutcome) and outcome.samples == (17e-3,)
+    (event,) = [e for e in ctx.events if type(e).__name__ == "Eliminated"]
+    assert event.index == 1 and event.reason.startswith("hopeless: warm warm-up")
+
+
+def test_a_warm_warm_up_judges_only_against_a_candidate_already_sampled():
+    # The first candidate has no leader to be judged against; the fast one after it does
+    # not make the slow first one hopeless until the first pass is over.
+    script = Script(17e-3, 43e-6, 50e-6)
+    result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE, warm_up_judges=True)
+    assert script.calls[0] == 2
+    assert result.winner == 1
+
+
+def test_a_warm_up_within_the_margin_is_sampled_on_as_usual():
+    script = Script(43e-6, 300e-6, 50e-6)
+    adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE, warm_up_judges=True)
+    assert script.calls[1] >= 2
+
+
 def test_one_preempted_first_sample_does_not_make_a_candidate_hopeless():
     script = Script(43e-6, [40e-6, 17e-3, 40e-6])
     assert adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE).winner == 1

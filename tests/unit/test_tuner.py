@@ -376,3 +376,17 @@ def test_a_set_whose_plan_skips_every_candidate_has_no_valid_kernel(client):
     ] * 2
     with pytest.raises(AutotuneError, match="no candidate succeeded"):
         tuner.execute(tunables, ([1],), client)
+
+
+@pytest.mark.parametrize(("warm", "slow_calls"), [(False, 2), (True, 1)])
+def test_a_client_that_says_its_first_timing_is_warm_lets_a_hopeless_warm_up_end_a_candidate(
+    warm: bool, slow_calls: int
+) -> None:
+    class Client(FakeClient):
+        warm_first_sample = warm
+
+    client = Client()
+    tunables = make(client.clock, fast=43e-6, hopeless=17e-3, other=50e-6)
+    decision = Tuner("t", client.device_id).tune(1, tunables, ([1],), client)
+    assert decision.fastest_name == "fast"
+    assert client.timed.count("hopeless") == slow_calls
