@@ -138,7 +138,7 @@ def test_a_calibration_the_clock_cannot_see_is_dropped_and_no_longer_read() -> N
 
 def test_a_noisy_calibration_read_keeps_the_measurement_going_until_the_ratio_is_precise() -> None:
     steady = [1e-3]
-    noisy = [1e-4, 3e-4]
+    noisy = [1e-4, 1.5e-4, 2e-4, 2.5e-4, 3e-4]  # a read that scatters by -+50%
     alone = measure_winner(Clock(steady), min_samples=10, time_cap=1e9)
     paired = measure_winner(Clock(steady), calibration=Clock(noisy), min_samples=10, time_cap=1e9)
     assert len(alone.samples) == 10

@@ -10,6 +10,7 @@ can fail is exp(ln(1 + max_regression) + 3.09*sigma) - 1, which with exact media
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ from pytest_autotune.gate import (
     judge,
     measure_precisely,
 )
-from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats
+from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Thresholds, Work, calculate_bounds
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
@@ -52,8 +53,10 @@ def exact(seconds: float, n: int = 10) -> Measurement:
 
 def spread(median: float, rse: float, n: int = 10) -> Measurement:
     """A measurement of `n` (even) samples whose median's relative standard error is `rse`:
-    half at median*(1-e), half at median*(1+e), so the spread is median*e."""
-    e = rse * math.sqrt(n) / 1.2533
+    half at median*(1-e), half at median*(1+e). From ten samples on the error is read off
+    the order statistics around the median (here one of each half, 2*e*median apart, over
+    2*1.96); below, off the standard deviation (median*e)."""
+    e = rse * 1.959963984540054 if n >= 10 else rse * math.sqrt(n) / 1.2533
     return Measurement((median * (1 - e),) * (n // 2) + (median * (1 + e),) * (n // 2))
 
 
@@ -268,22 +271,32 @@ def test_a_steady_winner_is_sampled_only_min_samples_times() -> None:
     assert samples == (1e-3,) * 10
 
 
-ONE_SLOW_THEN_STEADY = [1.5e-3] + [1e-3] * 500
-"""The median's error falls under 5% at 12 samples, under 0.5% at 125."""
+def one_over_n(samples: Sequence[float]) -> float:
+    """An error that falls as 1/n: under 5% from 21 samples, under 0.5% from 201."""
+    return 1 / len(samples)
 
 
 def test_up_to_40_samples_the_error_is_checked_after_every_sample() -> None:
-    clock = Clock(ONE_SLOW_THEN_STEADY)
-    samples = measure_precisely(clock.sample, target_rse=0.05, min_samples=3, time_cap=1e9)
-    assert len(samples) == 12
-    assert SampleStats.of(samples).median_rse < 0.05 <= SampleStats.of(samples[:-1]).median_rse
+    clock = Clock([1e-3])
+    samples = measure_precisely(
+        clock.sample, target_rse=0.05, min_samples=3, time_cap=1e9, error=one_over_n
+    )
+    assert len(samples) == 21
 
 
 def test_past_40_samples_the_error_is_checked_every_5_percent_more_samples() -> None:
-    clock = Clock(ONE_SLOW_THEN_STEADY)
-    samples = measure_precisely(clock.sample, target_rse=0.005, min_samples=3, time_cap=1e9)
-    assert SampleStats.of(ONE_SLOW_THEN_STEADY[:124]).median_rse >= 0.005
-    assert len(samples) == 121 + 121 // 20
+    clock = Clock([1e-3])
+    samples = measure_precisely(
+        clock.sample, target_rse=0.005, min_samples=3, time_cap=1e9, error=one_over_n
+    )
+    # Checks at 40, 42, 44, ..., 182, 191, 200 (1/200 is not under 0.5%), then 210.
+    assert len(samples) == 210
+
+
+def test_one_preempted_sample_does_not_keep_the_measurement_going() -> None:
+    clock = Clock([1.5e-3] + [1e-3] * 500)
+    samples = measure_precisely(clock.sample, target_rse=0.005, min_samples=10, time_cap=1e9)
+    assert len(samples) == 10
 
 
 def test_sampling_stops_at_the_time_cap() -> None:
