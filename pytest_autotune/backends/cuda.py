@@ -125,10 +125,15 @@ ENQUEUE_MARGIN = 4.0
 device-bound: its later samples skip the eager call that measures the enqueue time."""
 
 EAGER_CALLS = 24
-"""Back-to-back eager calls a caller-timed sample of a short call makes (`_eager_loop`). On
-a 16-core H200 host, 8 left a 2048x1024 layernorm's candidates, whose loops differ by 9%
-(18.6 against 20.3 us a call), ranked right in 87 of 100 tunings: the host's own jitter is
-a microsecond or two a call, and averages down with the loop's length."""
+"""The eager calls whose per-call cost a caller-timed sample of a short call reads: the
+difference between a loop of `EAGER_LEAD + EAGER_CALLS` calls and one of `EAGER_LEAD`
+(`_eager_loop`). The host's own jitter is a microsecond or two a call, and averages down
+with the difference's length: on a 16-core H200 host 8 calls ranked a 2048x1024
+layernorm's candidates, 9% apart, right in 87 of 100 tunings."""
+
+EAGER_LEAD = 8
+"""The calls of the shorter of `_eager_loop`'s two loops: what the cold start after a
+synchronize costs, the same in both, cancels in their difference."""
 
 TIMINGS = ("caller", "device")
 """`timing="caller"` scores a sample by the larger of device and host enqueue time,
@@ -636,23 +641,36 @@ class CudaClient:
         return self._eager_loop(eager)
 
     def _eager_loop(self, eager: Callable[[], None]) -> tuple[float, float]:
-        """Seconds per call of `EAGER_CALLS` eager calls back to back, as a caller's loop pays
-        them: first the host's part alone (launches and allocations, read before the final
-        synchronize), then the whole (the host's part, or the device's work where that is
-        slower). One warm call first. A single call timed on the host read 2-3 times a
-        loop's cost on an H200 (28-34 us against 10-13 us for a 2048x1024 layernorm: the
-        host path is cold after a synchronize), which ranked short calls at random (43 of
-        100 tunings agreed with the eager loop)."""
+        """Seconds per call of eager calls back to back in a caller's steady loop: the host's
+        part alone (launches and allocations, read before the synchronize), then the whole
+        (the host's part, or the device's work where that is slower).
+
+        A loop that starts after a synchronize is slow for its first calls (the host path
+        and the launch queue are cold): one call read 28-34 us where a long loop pays
+        10-13 us for a 2048x1024 layernorm, and a loop of 24 calls still 16-19 us, which
+        hid a candidate whose device time (14 us) binds a long loop behind the host time
+        of all of them, and ranked the layernorms by noise (94 of 100 tunings agreed with
+        a long loop). So two loops are timed, `EAGER_LEAD` calls and `EAGER_LEAD +
+        EAGER_CALLS`, each from a synchronize, and the per-call figure is their difference
+        over `EAGER_CALLS`: the cold start, the same in both, cancels."""
         stream = self._cp.cuda.get_current_stream()
         eager()
+        short = self._timed_loop(eager, EAGER_LEAD, stream)
+        long = self._timed_loop(eager, EAGER_LEAD + EAGER_CALLS, stream)
+        enqueue = max(long[0] - short[0], 1) / 1e9 / EAGER_CALLS
+        paid = max(long[1] - short[1], 1) / 1e9 / EAGER_CALLS
+        return enqueue, paid
+
+    def _timed_loop(self, eager: Callable[[], None], calls: int, stream: Any) -> tuple[int, int]:
+        """Host nanoseconds of `calls` eager calls from a synchronize: until the last is
+        enqueued, and until the stream has finished them."""
         stream.synchronize()
         start = self._host_timer()
-        for _ in range(EAGER_CALLS):
+        for _ in range(calls):
             eager()
         enqueued = self._host_timer()
         stream.synchronize()
-        done = self._host_timer()
-        return (enqueued - start) / 1e9 / EAGER_CALLS, (done - start) / 1e9 / EAGER_CALLS
+        return enqueued - start, self._host_timer() - start
 
     def _score(
         self,

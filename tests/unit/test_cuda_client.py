@@ -18,6 +18,7 @@ import pytest
 from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda
 from pytest_autotune.backends.cuda import (
     EAGER_CALLS,
+    EAGER_LEAD,
     PLACEMENTS,
     REPLAY_CACHE_SIZE,
     REPLAY_CALIBRATION_NODES,
@@ -439,7 +440,31 @@ def test_a_call_is_scored_by_its_host_enqueue_time_where_that_exceeds_its_device
     assert cost.device == pytest.approx(NODE + 2e-6) and cost.enqueue == pytest.approx(20e-6)
     # Each sample replays the graph, after a warm eager call and a loop of eager calls timed
     # on the host (what a caller's loop pays per call).
-    assert len(calls) == 2 + 3 * (1 + EAGER_CALLS)
+    assert len(calls) == 2 + 3 * (1 + 2 * EAGER_LEAD + EAGER_CALLS)
+
+
+def test_the_cold_start_of_an_eager_loop_after_a_synchronize_is_not_what_a_caller_pays(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 50 us for each of the first four calls after a synchronize, 10 us after: a long loop
+    # pays 10 us a call, and so must the sample, not an average over the cold start.
+    clock = HostClock()
+    since_sync = [0]
+    synchronize = FakeGpu.synchronize
+
+    def counting(self: FakeGpu, stream: FakeStream) -> None:
+        since_sync[0] = 0
+        synchronize(self, stream)
+
+    monkeypatch.setattr(FakeGpu, "synchronize", counting)
+
+    def cold_then_warm() -> None:
+        clock.ns += 50_000 if since_sync[0] < 4 else 10_000
+        since_sync[0] += 1
+        gpu.launch(2e-6)
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    assert client.time(cold_then_warm, ()) == pytest.approx(10e-6)
 
 
 def test_device_timing_reads_the_device_time_and_still_keeps_both_figures(gpu: FakeGpu) -> None:
