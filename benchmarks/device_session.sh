@@ -6,6 +6,7 @@
 #   bash benchmarks/device_session.sh gate    # gate reliability under the issue-9 conditions
 #   bash benchmarks/device_session.sh final   # after fixes: suite, costs, some reliability
 #   bash benchmarks/device_session.sh probe   # before a refactor: suite, dispatch, costs, short calls
+#   bash benchmarks/device_session.sh verify  # after a CUDA or schedule change: suite, costs
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
 # lent machine's copy, not in a checkout you commit from. A step that fails or times out
@@ -114,6 +115,20 @@ probe)
   step 120 python3 benchmarks/gpu_short_calls.py "$OUT/short"
   step 50 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
   for condition in ${CONDITIONS:-module}; do
+    step 150 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
+      --runs "${GATE_RUNS:-10}" --workers 2
+  done
+  ;;
+verify)
+  # After a change to the CUDA client or the schedule: the suite, the short calls, every
+  # family's tuning cost, the saxpy cost, the examples' gate, then gate reliability.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 120 python3 benchmarks/gpu_short_calls.py "$OUT/short"
+  step 100 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 40 python3 benchmarks/gpu_tuning_cost.py
+  [ -f scratch/dispatch_variants.py ] && step 60 python3 scratch/dispatch_variants.py 21
+  step 60 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
+  for condition in ${CONDITIONS:-xdist}; do
     step 150 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
       --runs "${GATE_RUNS:-10}" --workers 2
   done
