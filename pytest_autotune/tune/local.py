@@ -110,24 +110,24 @@ class LocalTuner:
         The hit path is `Tuner.execute`'s, inlined, in one expression over the device's
         winning callables (`_winners`): against a dispatch that costs about 90 ns (an
         `lru_cache` lookup), each Python call and lookup saved counts
-        (`benchmarks/dispatch.py`). A call of one input
-        calls the key generator and the winner with it directly: unpacking `*inputs` costs
-        CPython 3.11 about 30 ns a call, twice per hit, and calling `tunables.key_gen(...)`
-        as a method of the set about 10 ns more than through a local. It takes no lock, as
-        the tuner's own does not. Anything but a hit, a key error included, goes through
-        the tuner, which raises `AutotuneError` (NoValidKernelFound) when no candidate can
+        (`benchmarks/dispatch.py`). A set whose key generator takes one input
+        (`TunableSet.unary`, read from its signature once) calls the key generator and the
+        winner with it directly: unpacking `*inputs` costs CPython 3.11 about 30 ns a call,
+        twice per hit, and testing `len(inputs)` instead of the set's flag cost 15-25 ns on
+        3.12. A wrong number of inputs, like a key error, goes through the tuner, which
+        raises what the key generator raises. It takes no lock, as the tuner's own does
+        not. The tuner raises `AutotuneError` (NoValidKernelFound) when no candidate can
         run for the key.
         """
-        key_gen = tunables.key_gen
-        if len(inputs) == 1:
-            (x,) = inputs
+        if tunables.unary:
             try:
-                fn = self._winners[device_id][key_gen(x)]
-            except KeyError:
+                (x,) = inputs
+                fn = self._winners[device_id][tunables.key_gen(x)]
+            except (KeyError, ValueError):
                 return self._through_tuner(device_id, client, tunables, inputs)
             return fn(x)
         try:
-            fn = self._winners[device_id][key_gen(*inputs)]
+            fn = self._winners[device_id][tunables.key_gen(*inputs)]
         except KeyError:
             return self._through_tuner(device_id, client, tunables, inputs)
         return fn(*inputs)

@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import functools
 import hashlib
+import inspect
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -96,6 +97,21 @@ def checksum_of(names: tuple[str, ...]) -> str:
     return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
 
 
+def takes_one_input(fn: Callable[..., Any]) -> bool:
+    """Whether `fn` accepts exactly one positional argument and no more: one positional
+    parameter, no `*args`, no other parameter without a default. False where the signature
+    cannot be read (some builtins): such a key generator takes the general path."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind is p.VAR_POSITIONAL for p in parameters) or len(positional) != 1:
+        return False
+    required_keywords = [p for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    return not required_keywords
+
+
 @dataclass(frozen=True, slots=True)
 class TunableSet:
     """A set of candidate functions for one operation, sharing key and input generators."""
@@ -114,6 +130,9 @@ class TunableSet:
     names: tuple[str, ...] = field(init=False)
     fns: tuple[TuneFn, ...] = field(init=False)
     checksum: str = field(init=False)
+    unary: bool = field(init=False, repr=False, compare=False)
+    """Whether the key generator takes exactly one input (`takes_one_input`): the cache
+    hit path of `LocalTuner.execute` then unpacks it without a length test."""
 
     def __post_init__(self) -> None:
         names = tuple(t.name for t in self.tunables)
@@ -123,6 +142,7 @@ class TunableSet:
         object.__setattr__(self, "names", names)
         object.__setattr__(self, "fns", tuple(t.fn for t in self.tunables))
         object.__setattr__(self, "checksum", checksum_of(names))
+        object.__setattr__(self, "unary", takes_one_input(self.key_gen))
 
     def with_(self, tunable: Tunable | tuple[str, TuneFn]) -> TunableSet:
         """This set plus one candidate (a `Tunable`, or a `(name, fn)` pair)."""

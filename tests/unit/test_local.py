@@ -316,3 +316,15 @@ def test_with_the_cache_disabled_a_file_left_by_an_earlier_run_is_not_used(tmp_p
         PYTEST_AUTOTUNE_DISABLE_CACHE="1",
     )
     assert (printed, ran) == ("fast", {"slow", "fast", "mid"})
+
+
+def test_a_hit_with_the_wrong_number_of_inputs_raises_what_the_key_generator_raises() -> None:
+    # The one-input hit path unpacks without a length test; two inputs given to a set whose
+    # key generator takes one must still fail as the key generator fails, not as an unpack.
+    tuner = LocalTuner("wrong-count", AutotuneConfig(disable_cache=True))
+    client = FakeClient()
+    tunables = tuner.init(lambda: TunableSet.of(len, {"a": lambda x: x, "b": lambda x: x}))
+    assert tuner.execute(client.device_id, client, tunables, ([1, 2],)) == [1, 2]
+    assert tuner.execute(client.device_id, client, tunables, ([1, 2],)) == [1, 2]  # a hit
+    with pytest.raises(TypeError, match="len"):
+        tuner.execute(client.device_id, client, tunables, ([1, 2], [3]))

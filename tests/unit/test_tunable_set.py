@@ -282,3 +282,32 @@ def test_a_clone_copies_the_arrays_an_object_holds_and_shares_other_objects() ->
     assert state.buffer.sum() == 0.0
     assert cloned_state is not state and cloned_state.label == "s"
     assert cloned_plain is plain
+
+
+def _one(x):
+    return x
+
+
+def _two(x, y):
+    return x
+
+
+def _defaulted(x, y=1):
+    return x
+
+
+def _star(*xs):
+    return xs
+
+
+def _keyword(x, *, scale):
+    return x
+
+
+@pytest.mark.parametrize(
+    ("key_gen", "unary"),
+    [(_one, True), (_two, False), (_defaulted, False), (_star, False), (_keyword, False),
+     (lambda x: x, True), (len, True), (max, False)],
+)  # fmt: skip
+def test_a_set_knows_whether_its_key_generator_takes_exactly_one_input(key_gen, unary):
+    assert TunableSet.of(key_gen, {"a": _one}).unary is unary
