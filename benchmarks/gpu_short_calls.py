@@ -31,13 +31,14 @@ from typing import Any
 
 from benchmarks.gpu_common import cupy, table
 from pytest_autotune import AutotuneConfig, AutotuneOutcome, TunableSet, Tuner
+from pytest_autotune.backends import cuda as cuda_module
 from pytest_autotune.backends.cuda import CudaClient
 
 AGREE = 1.05
 SAMPLES_KEPT = 10
 """Disagreeing tunings whose samples the report keeps, per family and timing."""
 EAGER_LOOP_S = 0.03
-EAGER_ROUNDS = 5
+EAGER_ROUNDS = 9
 
 _KERNELS = r"""
 __device__ __forceinline__ float warp_sum(float v) {
@@ -319,7 +320,16 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--tunings", type=int, default=100)
+    parser.add_argument(
+        "--eager-lead",
+        type=int,
+        default=None,
+        help="the client's EAGER_LEAD for this run (0: one loop of EAGER_CALLS calls, as before"
+        " the two-loop difference), to compare both on one machine",
+    )
     args = parser.parse_args(argv)
+    if args.eager_lead is not None:
+        cuda_module.EAGER_LEAD = args.eager_lead
     args.out.mkdir(parents=True, exist_ok=True)
     cp = cupy()
     clients = {"caller": CudaClient(timing="caller"), "device": CudaClient(timing="device")}
