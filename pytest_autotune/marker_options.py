@@ -5,14 +5,12 @@ AttributeError or TypeError far from the marker (issue 15)."""
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_autotune.tune.bounds import Thresholds, Work
+from pytest_autotune.tune.parse import DEVICE
 from pytest_autotune.tune.tunable import TuneGroup
-
-_DEVICE = re.compile(r"^[a-z][a-z0-9_-]*(:\d+)?$")
 
 
 def _number(value: Any, *, positive: bool = False) -> bool:
@@ -58,7 +56,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     ),
     "groups": (_groups, "a list of (TuneGroup, {candidate name: int priority}) pairs"),
     "device": (
-        lambda v: isinstance(v, str) and bool(_DEVICE.match(v.strip().lower())),
+        lambda v: isinstance(v, str) and bool(DEVICE.match(v.strip().lower())),
         "a device name: cpu, cuda, cuda:N or a pytest_autotune_client's",
     ),
     "check_output": (lambda v: isinstance(v, bool), "True or False"),

@@ -11,26 +11,26 @@ import inspect
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 
 from pytest_autotune import hookspecs
 from pytest_autotune.backends.cuda import CudaUnavailableError
 from pytest_autotune.marker_options import option_error, work_error
-from pytest_autotune.session import (
-    AutotuneSession,
-    GroupRequest,
-    check_candidate,
+from pytest_autotune.plugin_settings import (
+    PluginSettings,
     is_builtin_device,
     settings_from_sources,
 )
-from pytest_autotune.time_limit import DEFAULT_TIME_LIMIT_S, TimeLimit, TimeLimitExceeded
-from pytest_autotune.tune.config import ConfigError, misspelt_env_names
+from pytest_autotune.session import AutotuneSession, GroupRequest, check_candidate
+from pytest_autotune.time_limit import TimeLimit, TimeLimitExceeded
+from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import AutotuneSkip
 from pytest_autotune.tune.files import dumps
 from pytest_autotune.tune.key import key_to_json
 from pytest_autotune.tune.local import LocalTuner
+from pytest_autotune.tune.settings import DEFAULT_TIME_LIMIT_S, SETTINGS, misspelt_env_names
 from pytest_autotune.tune.tunable_set import TunableSet, clone_value
 
 SESSION = pytest.StashKey["AutotuneSession"]()
@@ -52,82 +52,8 @@ MARKER_OPTIONS = (
     "check_output",
 )
 
-# One help text per option, shared by `addoption` and `addini` (flag, ini name, kind, help).
-OptionKind = Literal["bool", "string"]
-
-OPTIONS: tuple[tuple[str, str, OptionKind, str], ...] = (
-    ("--autotune", "autotune", "bool", "tune every autotune group, validate, and apply the gate"),
-    (
-        "--autotune-update",
-        "autotune_update",
-        "bool",
-        "write refreshed cache files (the baselines to commit); regressions do not fail",
-    ),
-    ("--autotune-cache-dir", "autotune_cache_dir", "string", "cache root (default: .autotune)"),
-    ("--autotune-html", "autotune_html", "string", "write the HTML report to this path"),
-    ("--autotune-record", "autotune_record", "string", "append JSON-lines records to this path"),
-    (
-        "--autotune-config",
-        "autotune_config",
-        "string",
-        "YAML settings file (default: autotune.yaml)",
-    ),
-    ("--autotune-device", "autotune_device", "string", "auto (default), cpu, cuda or cuda:N"),
-    (
-        "--autotune-level",
-        "autotune_level",
-        "string",
-        "minimal, balanced (default), extensive, full",
-    ),
-    (
-        "--autotune-strict",
-        "autotune_strict",
-        "bool",
-        "a group without a baseline, or too noisy to judge, fails the gate",
-    ),
-    (
-        "--autotune-runner",
-        "autotune_runner",
-        "string",
-        (
-            "the runner class whose baselines to use (e.g. github-ubuntu-x64), in place of"
-            " the device's id, which changes with a hosted runner's CPU model"
-        ),
-    ),
-    (
-        "--autotune-time-limit",
-        "autotune_time_limit",
-        "string",
-        (
-            "seconds one call of a candidate may take before it fails by name"
-            f" (default under --autotune: {DEFAULT_TIME_LIMIT_S:g})"
-        ),
-    ),
-    (
-        "--autotune-benchmark-json",
-        "autotune_benchmark_json",
-        "string",
-        "write every candidate in pytest-benchmark's JSON format to this path",
-    ),
-)
-
-
-# Options of the plugin's own behaviour (selection, display), not settings of the engine.
-SELECTION_OPTIONS: tuple[tuple[str, str, str], ...] = (
-    (
-        "--autotune-only",
-        "autotune_only",
-        "run only autotune tests (marker or fixture), and tune them: implies --autotune",
-    ),
-    (
-        "--autotune-candidates",
-        "autotune_candidates",
-        (
-            "show every candidate in the summary: min, median, mean, stddev, rounds,"
-            " relative to the fastest"
-        ),
-    ),
-)
+_OPTIONS = tuple(s for s in SETTINGS if "command line" in s.sources)
+_INI_KEYS = tuple(s for s in SETTINGS if "ini" in s.sources)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -136,21 +62,26 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("autotune", "autotune: tune, check and gate several implementations")
-    for flag, ini, kind, help_text in OPTIONS:
-        if kind == "bool":
-            group.addoption(flag, action="store_true", default=None, help=help_text)
+    for setting in _OPTIONS:
+        if setting.kind == "bool":
+            group.addoption(setting.flag, action="store_true", default=None, help=setting.help)
         else:
-            group.addoption(flag, default=None, metavar="VALUE", help=help_text)
-        parser.addini(ini, help=help_text, type=kind)
-    for flag, ini, help_text in SELECTION_OPTIONS:
-        group.addoption(flag, action="store_true", default=None, help=help_text)
-        parser.addini(ini, help=help_text, type="bool")
+            group.addoption(setting.flag, default=None, metavar="VALUE", help=setting.help)
+    for setting in _INI_KEYS:
+        parser.addini(setting.ini, help=setting.help, type=setting.kind)
 
 
-def _flag(config: pytest.Config, ini: str) -> bool:
-    """A boolean of `SELECTION_OPTIONS`: the command line, else the ini file."""
-    value = config.getoption(ini)
-    return bool(config.getini(ini) if value is None else value)
+def _settings(config: pytest.Config) -> PluginSettings:
+    """The session's settings from every source (`pytest_autotune.plugin_settings`)."""
+    try:
+        return settings_from_sources(
+            command_line={s.ini: config.getoption(s.flag) for s in _OPTIONS},
+            ini={s.ini: _ini_value(config, s.ini) for s in _INI_KEYS},
+            environ=os.environ,
+            rootpath=config.rootpath,
+        )
+    except ConfigError as exc:
+        raise pytest.UsageError(f"pytest-autotune: {exc}") from None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -159,15 +90,14 @@ def pytest_cmdline_main(config: pytest.Config) -> Any:
     default is "load", which would split one group's candidates across workers). A
     wrapper, so that this runs before pytest-xdist's own hook turns "no" into "load"."""
     option = config.option
-    tuning = any(config.getoption(flag) or config.getini(ini) for flag, ini in _TUNE_FLAGS)
+    tuning = False
+    with contextlib.suppress(pytest.UsageError):  # said by pytest_configure, which runs next
+        tuning = _settings(config).tune
     if tuning and getattr(option, "numprocesses", None) and getattr(option, "dist", None) == "no":
         from pytest_autotune.xdist import DIST
 
         option.dist = DIST
     yield
-
-
-_TUNE_FLAGS = (("--autotune", "autotune"), ("--autotune-update", "autotune_update"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -178,16 +108,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "check_output=True): the test body is the timed call of `candidate`; every candidate "
         "is checked, and tuned with --autotune",
     )
-    try:
-        settings = settings_from_sources(
-            command_line={ini: config.getoption(flag) for flag, ini, _, _ in OPTIONS}
-            | ({"autotune": True} if _flag(config, "autotune_only") else {}),
-            ini={ini: _ini_value(config, ini) for _, ini, _, _ in OPTIONS},
-            environ=os.environ,
-            rootpath=config.rootpath,
-        )
-    except ConfigError as exc:
-        raise pytest.UsageError(f"pytest-autotune: {exc}") from None
+    settings = _settings(config)
     worker_input = getattr(config, "workerinput", None)
     session = AutotuneSession(settings, worker=worker_input is not None)
     config.stash[SESSION] = session
@@ -415,7 +336,7 @@ def pytest_collection_modifyitems(
         item.stash[ITEM] = ItemSpec(function, name, group, group_key)
         if xdist:  # one group on one worker (see pytest_autotune.xdist)
             item.add_marker(pytest.mark.xdist_group(name=xdist_group_name(group)))
-    if _flag(config, "autotune_only"):
+    if config.stash[SESSION].settings.only:
         others = [item for item in items if item.get_closest_marker("autotune") is None]
         if others:
             config.hook.pytest_deselected(items=others)
@@ -466,7 +387,7 @@ class _Names:
 def _time_limit(session: AutotuneSession, options: Mapping[str, Any]) -> TimeLimit:
     """The marker's limit, else the settings' (command line, environment, YAML, ini), else
     the default under --autotune; a plain run has none unless one is set."""
-    seconds = options.get("time_limit") or session.settings.engine.time_limit
+    seconds = session.settings.for_marker(options).engine.time_limit
     if seconds is None and session.settings.tune:
         seconds = DEFAULT_TIME_LIMIT_S
     return TimeLimit(seconds)
@@ -505,9 +426,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                     run,
                     inputs,
                     reference=options.get("reference"),
-                    rtol=options.get("rtol"),
-                    atol=options.get("atol"),
-                    config=session.settings.engine,
+                    config=session.settings.for_marker(options).engine,
                     check_output=options.get("check_output") is not False,
                 )
     except AutotuneSkip as exc:
@@ -663,9 +582,7 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
                         run,
                         inputs,
                         reference=reference,
-                        rtol=rtol,
-                        atol=atol,
-                        config=session.settings.engine,
+                        config=session.settings.for_marker(options).engine,
                         check_output=given["check_output"],
                     )
                 )
@@ -719,5 +636,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state is None or not state.settings.tune or state.worker:
         return
     terminalreporter.section("autotune")
-    for line in state.summary_lines(stats=_flag(config, "autotune_candidates")):
+    for line in state.summary_lines(stats=state.settings.candidates):
         terminalreporter.write_line(line)

@@ -8,13 +8,11 @@ file it writes, is decided and written here, so it reads (and is tested) as plai
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import math
 import os
-import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +36,7 @@ from pytest_autotune.gate import (
     measure_winner,
     runner_device_id,
 )
+from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device
 from pytest_autotune.report import CandidateRow, GroupSummary, key_text
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Bounds, Thresholds, Work, roofline
@@ -49,15 +48,7 @@ from pytest_autotune.tune.cache import (
     cache_path,
 )
 from pytest_autotune.tune.checks import NOTHING_TO_COMPARE, compare_outputs
-from pytest_autotune.tune.config import (
-    PROJECT_CACHE_DIR,
-    YAML_FILE,
-    AutotuneConfig,
-    ConfigError,
-    env_values,
-    load_yaml,
-    resolve,
-)
+from pytest_autotune.tune.config import AutotuneConfig, ConfigError
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.files import shared_lock
 from pytest_autotune.tune.key import key_to_json, set_autotune_level, stable_key
@@ -75,114 +66,6 @@ Candidates = Sequence[tuple[str, Callable[..., Any]]]
 Body = Callable[..., Any]
 """`run(candidate, *inputs)`: the test body called with one candidate."""
 
-_DEVICE = re.compile(r"^[a-z][a-z0-9_-]*(:\d+)?$")
-_BUILTIN_DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
-
-
-def is_builtin_device(name: str) -> bool:
-    return bool(_BUILTIN_DEVICE.match(name))
-
-
-# -- settings -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PluginSettings:
-    """The plugin's settings, resolved once per session."""
-
-    tune: bool = False
-    update: bool = False
-    html: Path | None = None
-    benchmark_json: Path | None = None
-    device: str = "auto"
-    engine: AutotuneConfig = field(default_factory=AutotuneConfig)
-    rootpath: Path = Path(".")
-
-    @property
-    def cache_dir(self) -> Path:
-        """The root of the cache files: the engine's, else `.autotune`, in the root dir."""
-        return self.rootpath / (self.engine.cache_dir or PROJECT_CACHE_DIR)
-
-
-def settings_from_sources(
-    command_line: Mapping[str, object],
-    ini: Mapping[str, object],
-    environ: Mapping[str, str],
-    rootpath: Path,
-) -> PluginSettings:
-    """Resolve the settings: command line, then environment, then YAML, then ini, then the
-    defaults (the marker overrides per group). Keys are the ini names (`autotune_level`).
-
-    A bad value raises `ConfigError` naming its source and key.
-    """
-    plugin_keys = (
-        "autotune",
-        "autotune_update",
-        "autotune_html",
-        "autotune_config",
-        "autotune_device",
-        "autotune_benchmark_json",
-    )
-
-    def first(name: str) -> tuple[object, str] | None:
-        for source, values in (("command line", command_line), ("ini", ini)):
-            if values.get(name) is not None:
-                return values[name], source
-        return None
-
-    config_file = first("autotune_config")
-    yaml_path: Path | None = None
-    if config_file is not None:
-        yaml_path = rootpath / str(config_file[0])
-    elif (rootpath / YAML_FILE).is_file():
-        yaml_path = rootpath / YAML_FILE
-    sources: list[tuple[str, Mapping[str, object]]] = [
-        ("command line", {k: v for k, v in command_line.items() if k not in plugin_keys}),
-        ("", env_values(environ)),
-    ]
-    if yaml_path is not None:
-        sources.append((os.fspath(yaml_path), load_yaml(yaml_path)))
-    sources.append(("ini", {k: v for k, v in ini.items() if k not in plugin_keys}))
-    engine = resolve(sources)
-    if isinstance(engine.record, Path) and not engine.record.is_absolute():
-        engine = replace(engine, record=rootpath / engine.record)
-    set_autotune_level(engine.level)
-
-    device = first("autotune_device")
-    device_name = "auto"
-    if device is not None:
-        device_name = str(device[0]).strip().lower()
-        if not _DEVICE.match(device_name):
-            raise ConfigError(
-                f"{device[1]}: autotune_device: expected auto, cpu, cuda, cuda:N or the name"
-                f" of a client from a pytest_autotune_client hook, got {device[0]!r}"
-            )
-
-    def path(name: str) -> Path | None:
-        value = first(name)
-        return None if value is None else rootpath / str(value[0])
-
-    benchmark_json = first("autotune_benchmark_json")
-    if benchmark_json is not None and importlib.util.find_spec("pytest_benchmark") is None:
-        # An optional extra, so that its plugin stays out of runs that do not ask for it;
-        # said at the start, not after the tuning it would have exported.
-        raise ConfigError(
-            f"{benchmark_json[1]}: autotune_benchmark_json: needs pytest-benchmark:"
-            " pip install 'pytest-autotune[benchmark]'"
-        )
-    update = bool(first("autotune_update") and first("autotune_update")[0])  # type: ignore[index]
-    tune = update or bool(first("autotune") and first("autotune")[0])  # type: ignore[index]
-    return PluginSettings(
-        tune=tune,
-        update=update,
-        html=path("autotune_html"),
-        benchmark_json=path("autotune_benchmark_json"),
-        device=device_name,
-        engine=engine,
-        rootpath=rootpath,
-    )
-
-
 # -- check mode -----------------------------------------------------------------------------
 
 
@@ -193,14 +76,13 @@ def check_candidate(
     inputs: tuple[Any, ...],
     *,
     reference: Callable[..., Any] | str | None,
-    rtol: float | None,
-    atol: float | None,
     config: AutotuneConfig,
     check_output: bool = True,
 ) -> str | None:
     """Run one candidate once and compare its output with the reference's; the failure
     message, or None. Each call gets its own copy of the inputs, so a candidate writing into
-    them changes nothing for the next. The candidate's own exception propagates (the test
+    them changes nothing for the next. `config` holds the tolerances, the marker's
+    included (`PluginSettings.for_marker`). The candidate's own exception propagates (the test
     shows its traceback); `AutotuneSkip` propagates too, for the caller to skip the test.
     A reference output of None fails unless `check_output` is False: None equals None, so
     a test body without `return` would pass every candidate, a wrong one included.
@@ -230,12 +112,7 @@ def check_candidate(
         expected = run(fn, *clone_value(inputs))
     if expected is None:
         return f"candidate {name!r} cannot be checked: {NOTHING_TO_COMPARE.format(label)}"
-    diff = compare_outputs(
-        expected,
-        output,
-        config.rtol if rtol is None else rtol,
-        config.atol if atol is None else atol,
-    )
+    diff = compare_outputs(expected, output, config.rtol, config.atol)
     return None if diff is None else f"candidate {name!r} differs from {label}:\n{diff}"
 
 
@@ -271,6 +148,8 @@ class AutotuneSession:
 
     def __init__(self, settings: PluginSettings, worker: bool = False) -> None:
         self.settings = settings
+        # The level is the config's; `anchor` in a key function reads it process-wide.
+        set_autotune_level(settings.engine.level)
         self.worker = worker
         self.client_hook: Callable[[str], Client | None] | None = None
         self.fingerprint_hook: Callable[[dict[str, Any]], object] | None = None
@@ -291,13 +170,20 @@ class AutotuneSession:
         self.records: list[dict[str, Any]] = []
         self.devices: dict[str, dict[str, Any]] = {}
         self.run: RunInfo | None = None
+        self._group_settings: dict[str, PluginSettings] = {}
         self._measured: dict[str, str] = {}
         """The candidate the gate measured, by group, where it is not tuning's pick."""
+
+    def settings_of(self, request: GroupRequest) -> PluginSettings:
+        """The settings of a group: the session's under its marker's."""
+        if request.group not in self._group_settings:
+            self._group_settings[request.group] = self.settings.for_marker(request.options)
+        return self._group_settings[request.group]
 
     # -- clients
 
     def client(self, device: str | None) -> Client:
-        name = (device or self.settings.device).lower()
+        name = device or self.settings.device
         if name not in self._clients:
             self._clients[name] = self._make_client(name)
         return self._clients[name]
@@ -408,15 +294,11 @@ class AutotuneSession:
 
     def _tune(self, request: GroupRequest) -> _Outcome:
         options = request.options
-        client = self.client(options.get("device"))
+        settings = self.settings_of(request)
+        client = self.client(settings.device)
         work: Work | None = options.get("work")
         thresholds: Thresholds | None = options.get("thresholds")
-        engine = replace(
-            self.settings.engine,
-            checks=True,
-            rtol=_option(options, "rtol", self.settings.engine.rtol),
-            atol=_option(options, "atol", self.settings.engine.atol),
-        )
+        engine = replace(settings.engine, checks=True)
         tunables = self._tunable_set(request, work)
         reference = _reference(options.get("reference"), request)
         device_id = self._device_id(client)
@@ -540,9 +422,7 @@ class AutotuneSession:
             peaks=peaks,
             thresholds=thresholds,
             launch_overhead=client.launch_overhead,
-            max_regression=request.options.get(
-                "max_regression", self.settings.engine.max_regression
-            ),
+            max_regression=self.settings_of(request).engine.max_regression,
             remeasure=measure,
             baseline_devices=() if baseline is not None else self._baseline_devices(request),
             **common,
@@ -785,7 +665,7 @@ class AutotuneSession:
         measurement = verdict.measurement
         tolerance = RegressionCheck.for_device(
             device_id,
-            request.options.get("max_regression", self.settings.engine.max_regression),
+            self.settings_of(request).engine.max_regression,
             calibrated=measurement is not None and measurement.calibrated_against(baseline),
         ).max_regression
         changed = comparison.failed or math.log1p(comparison.high) < -math.log1p(tolerance)
@@ -961,11 +841,6 @@ def _by_group(summary: GroupSummary) -> tuple[str, str]:
     return summary.group, summary.key
 
 
-def _option(options: Mapping[str, Any], name: str, default: float) -> float:
-    value = options.get(name)
-    return default if value is None else float(value)
-
-
 def _reference(reference: Any, request: GroupRequest) -> Callable[..., Any] | None:
     """The marker's `reference` as a function of the inputs, called through the body."""
     if reference is None:
@@ -1019,8 +894,5 @@ def _relative(path: Path, root: Path) -> str:
 __all__ = [
     "AutotuneSession",
     "GroupRequest",
-    "PluginSettings",
     "check_candidate",
-    "is_builtin_device",
-    "settings_from_sources",
 ]

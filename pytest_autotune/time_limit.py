@@ -22,10 +22,6 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-DEFAULT_TIME_LIMIT_S = 60.0
-"""Under --autotune, one call of a candidate taking longer than this is hung: tuning calls
-it tens of times, so a candidate this slow would take most of an hour to tune anyway."""
-
 
 class TimeLimitExceeded(Exception):
     """A candidate's call ran past the time limit; the message names the candidate."""

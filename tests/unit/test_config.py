@@ -11,13 +11,12 @@ from pytest_autotune.tune.config import (
     AutotuneConfig,
     BenchConfig,
     ConfigError,
-    env_values,
     load_yaml,
-    misspelt_env_names,
     resolve,
 )
 from pytest_autotune.tune.key import AutotuneLevel
 from pytest_autotune.tune.log import AutotuneLogLevel
+from pytest_autotune.tune.settings import env_values, misspelt_env_names
 
 
 def test_the_defaults_are_the_seeds():

@@ -1,0 +1,164 @@
+"""The value parsers of the settings: each takes a value from a string (a command line, an
+ini file, a variable) or its native type (YAML, code) and returns it checked, or raises a
+`ConfigError` of one line naming where the value came from."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from pytest_autotune.tune.key import AutotuneLevel
+from pytest_autotune.tune.log import STREAMS, AutotuneLogLevel
+
+RecordSink = Path | Literal["stdout", "stderr"]
+"""Where records go: a JSON-lines file, or a standard stream."""
+
+ShippedMatch = Literal["exact", "class"]
+SHIPPED_MATCHES: tuple[ShippedMatch, ...] = ("exact", "class")
+
+
+class ConfigError(ValueError):
+    """A setting a user got wrong; the message names where it came from."""
+
+
+Parser = Callable[[object, str], Any]
+"""`parse(value, where)`: a value from a string or its native type, or a `ConfigError`."""
+
+
+def parse_bool(value: object, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in ("1", "true", "yes", "on"):
+            return True
+        if word in ("0", "false", "no", "off"):
+            return False
+    raise ConfigError(
+        f"{where}: expected a boolean (1/0, true/false, yes/no, on/off), got {value!r}"
+    )
+
+
+def int_at_least(minimum: int) -> Parser:
+    def parse(value: object, where: str) -> int:
+        number: int | None = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                number = int(value.strip())
+        if number is None or number < minimum:
+            raise ConfigError(f"{where}: expected an integer >= {minimum}, got {value!r}")
+        return number
+
+    return parse
+
+
+def number(minimum: float, above: bool) -> Parser:
+    """A finite float >= `minimum`, or > it when `above`."""
+    relation = ">" if above else ">="
+
+    def parse(value: object, where: str) -> float:
+        parsed: float | None = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            parsed = float(value)
+        elif isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                parsed = float(value.strip())
+        if (
+            parsed is None
+            or not math.isfinite(parsed)
+            or parsed < minimum
+            or (above and parsed == minimum)
+        ):
+            raise ConfigError(f"{where}: expected a number {relation} {minimum:g}, got {value!r}")
+        return parsed
+
+    return parse
+
+
+def parse_path(value: object, where: str) -> Path:
+    if isinstance(value, (str, os.PathLike)):
+        path = os.fspath(value)
+        if isinstance(path, str) and path.strip():
+            return Path(path)
+    raise ConfigError(f"{where}: expected a path, got {value!r}")
+
+
+def parse_record(value: object, where: str) -> RecordSink:
+    if value == "stdout":
+        return "stdout"
+    if value == "stderr":
+        return "stderr"
+    try:
+        return parse_path(value, where)
+    except ConfigError:
+        raise ConfigError(
+            f"{where}: expected a file path, {' or '.join(STREAMS)}, got {value!r}"
+        ) from None
+
+
+def _member(kind: type[AutotuneLevel] | type[AutotuneLogLevel]) -> Parser:
+    """A member of an enum with a `parse(text, where)` of its own, or the member itself."""
+
+    def parse(value: object, where: str) -> Any:
+        if isinstance(value, kind):
+            return value
+        try:
+            return kind.parse(str(value), where)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    return parse
+
+
+parse_level = _member(AutotuneLevel)
+parse_log_level = _member(AutotuneLogLevel)
+
+
+def parse_shipped_match(value: object, where: str) -> ShippedMatch:
+    for match in SHIPPED_MATCHES:
+        if value == match:
+            return match
+    raise ConfigError(f"{where}: expected {' or '.join(SHIPPED_MATCHES)}, got {value!r}")
+
+
+def _name(pattern: str, expected: str) -> Parser:
+    """A name matching `pattern` once stripped and lowercased."""
+    compiled = re.compile(pattern)
+
+    def parse(value: object, where: str) -> str:
+        name = str(value).strip().lower()
+        if not compiled.match(name):
+            raise ConfigError(f"{where}: expected {expected}, got {value!r}")
+        return name
+
+    return parse
+
+
+parse_runner = _name(
+    r"^[a-z0-9][a-z0-9._-]*$",
+    "a runner class name of letters, digits, '.', '_' and '-' (a cache folder name)",
+)
+
+DEVICE = re.compile(r"^[a-z][a-z0-9_-]*(:\d+)?$")
+"""A device name: auto, cpu, cuda, cuda:N, or the name of a client a hook provides."""
+
+parse_device = _name(
+    DEVICE.pattern,
+    "auto, cpu, cuda, cuda:N or the name of a client from a pytest_autotune_client hook",
+)
+
+
+def optional(parse: Parser) -> Parser:
+    def parse_optional(value: object, where: str) -> Any:
+        return None if value is None else parse(value, where)
+
+    return parse_optional

@@ -1,0 +1,311 @@
+"""The settings table: every setting once, with its parser, help, default and sources.
+
+The pytest options and ini keys, the `autotune.yaml` keys and the `PYTEST_AUTOTUNE_<NAME>`
+variables are all made from `SETTINGS`, and `choose` is the one rule that merges sources:
+the first source that sets a value wins. The plugin gives the sources in the documented
+order (`PRECEDENCE`); `AutotuneConfig.from_env` gives the two a program has.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pytest_autotune.tune.key import AutotuneLevel
+from pytest_autotune.tune.log import AutotuneLogLevel
+from pytest_autotune.tune.parse import (
+    ConfigError,
+    Parser,
+    int_at_least,
+    number,
+    optional,
+    parse_bool,
+    parse_device,
+    parse_level,
+    parse_log_level,
+    parse_path,
+    parse_record,
+    parse_runner,
+    parse_shipped_match,
+)
+
+ENV_PREFIX = "PYTEST_AUTOTUNE_"
+
+Source = Literal["marker", "command line", "environment", "yaml", "ini"]
+PRECEDENCE: tuple[Source, ...] = ("marker", "command line", "environment", "yaml", "ini")
+"""The documented order, first wins (README, "Options"); the defaults come last."""
+
+Owner = Literal["plugin", "engine", "bench"]
+"""Which value holds the setting: `PluginSettings`, `AutotuneConfig` or `BenchConfig`."""
+
+DEFAULT_TIME_LIMIT_S = 60.0
+"""Under --autotune, one call of a candidate taking longer than this is hung: tuning calls
+it tens of times, so a candidate this slow would take most of an hour to tune anyway."""
+
+_EVERYWHERE: frozenset[Source] = frozenset({"command line", "environment", "yaml", "ini"})
+_FILES_AND_ENV: frozenset[Source] = frozenset({"environment", "yaml"})
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One setting: `name` is its YAML key, its field and its variable's suffix."""
+
+    name: str
+    parse: Parser
+    help: str
+    default: object
+    sources: frozenset[Source]
+    owner: Owner
+    option: str | None = None
+    """The ini key, where it is not `autotune_<name>` (`autotune` for `tune`)."""
+
+    @property
+    def ini(self) -> str:
+        return self.option or f"autotune_{self.name}"
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.ini.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+    @property
+    def kind(self) -> Literal["bool", "string"]:
+        """The type of its pytest option and ini key."""
+        return "bool" if self.parse is parse_bool else "string"
+
+
+def _plugin(name: str, parse: Parser, help: str, default: object = None, **kw: Any) -> Setting:
+    sources = kw.pop("sources", _EVERYWHERE)
+    return Setting(name, parse, help, default, sources, "plugin", **kw)
+
+
+def _engine(name: str, parse: Parser, help: str, default: object, **kw: Any) -> Setting:
+    sources = kw.pop("sources", _EVERYWHERE)
+    return Setting(name, parse, help, default, sources, kw.pop("owner", "engine"), **kw)
+
+
+def _bench(name: str, parse: Parser, help: str, default: object) -> Setting:
+    return Setting(name, parse, help, default, _FILES_AND_ENV, "bench")
+
+
+_MARKER: frozenset[Source] = frozenset({"marker"})
+
+SETTINGS: tuple[Setting, ...] = (
+    _plugin(
+        "tune",
+        parse_bool,
+        "tune every autotune group, validate, and apply the gate",
+        False,
+        option="autotune",
+    ),
+    _plugin(
+        "update",
+        parse_bool,
+        "write refreshed cache files (the baselines to commit); regressions do not fail",
+        False,
+    ),
+    _engine("cache_dir", optional(parse_path), "cache root (default: .autotune)", None),
+    _plugin("html", optional(parse_path), "write the HTML report to this path"),
+    _engine("record", optional(parse_record), "append JSON-lines records to this path", None),
+    _plugin(
+        "config",
+        optional(parse_path),
+        "YAML settings file (default: autotune.yaml)",
+        sources=frozenset({"command line", "ini"}),
+    ),
+    _plugin(
+        "device",
+        parse_device,
+        "auto (default), cpu, cuda or cuda:N",
+        "auto",
+        sources=_EVERYWHERE | _MARKER,
+    ),
+    _engine(
+        "level", parse_level, "minimal, balanced (default), extensive, full", AutotuneLevel.BALANCED
+    ),
+    _engine(
+        "strict",
+        parse_bool,
+        "a group without a baseline, or too noisy to judge, fails the gate",
+        False,
+    ),
+    _engine(
+        "runner",
+        optional(parse_runner),
+        (
+            "the runner class whose baselines to use (e.g. github-ubuntu-x64), in place of"
+            " the device's id, which changes with a hosted runner's CPU model"
+        ),
+        None,
+    ),
+    _engine(
+        "time_limit",
+        optional(number(0.0, above=True)),
+        (
+            "seconds one call of a candidate may take before it fails by name"
+            f" (default under --autotune: {DEFAULT_TIME_LIMIT_S:g})"
+        ),
+        None,
+        sources=_EVERYWHERE | _MARKER,
+    ),
+    _plugin(
+        "benchmark_json",
+        optional(parse_path),
+        "write every candidate in pytest-benchmark's JSON format to this path",
+    ),
+    _plugin(
+        "only",
+        parse_bool,
+        "run only autotune tests (marker or fixture), and tune them: implies --autotune",
+        False,
+    ),
+    _plugin(
+        "candidates",
+        parse_bool,
+        (
+            "show every candidate in the summary: min, median, mean, stddev, rounds,"
+            " relative to the fastest"
+        ),
+        False,
+    ),
+    _engine(
+        "disable_cache",
+        parse_bool,
+        "neither read nor write cache files",
+        False,
+        sources=_FILES_AND_ENV,
+    ),
+    _engine(
+        "checks",
+        parse_bool,
+        "check every candidate against the reference before tuning",
+        False,
+        sources=_FILES_AND_ENV,
+    ),
+    _engine(
+        "rtol",
+        number(0.0, above=False),
+        "relative tolerance of the checks",
+        1e-5,
+        sources=_FILES_AND_ENV | _MARKER,
+    ),
+    _engine(
+        "atol",
+        number(0.0, above=False),
+        "absolute tolerance of the checks",
+        1e-8,
+        sources=_FILES_AND_ENV | _MARKER,
+    ),
+    _engine(
+        "log_level",
+        parse_log_level,
+        "disabled, minimal or full",
+        AutotuneLogLevel.DISABLED,
+        sources=_FILES_AND_ENV,
+    ),
+    _engine(
+        "max_regression",
+        optional(number(0.0, above=False)),
+        "the slowdown the gate tolerates, a fraction (default: the device kind's)",
+        None,
+        sources=_FILES_AND_ENV | _MARKER,
+    ),
+    _engine(
+        "shipped_match",
+        parse_shipped_match,
+        "which shipped caches a LocalTuner may serve: class or exact",
+        "class",
+        sources=_FILES_AND_ENV,
+    ),
+    _bench("adaptive", parse_bool, "the adaptive round robin; off runs the fixed pass", True),
+    _bench("min_samples", int_at_least(1), "samples before a candidate may be dropped", 3),
+    _bench("max_samples", int_at_least(1), "samples of a candidate at most", 10),
+    _bench("short_circuit", parse_bool, "end a batch under the roofline time limit", True),
+    _bench("short_circuit_samples", int_at_least(1), "samples under the limit that end it", 2),
+    _bench("speed_factor", number(1.0, above=True), "slower than the leader by this: out", 1.5),
+    _bench("hopeless_factor", number(1.0, above=True), "far slower after one pass: out", 10.0),
+    _bench("warmups", int_at_least(0), "warm-up calls of the fixed pass", 3),
+)
+
+BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+KNOWN = ", ".join(sorted(BY_NAME))
+_SPELLINGS: dict[str, Setting] = {
+    spelling: s for s in SETTINGS for spelling in (s.name, s.ini, s.env.lower())
+}
+
+
+def setting_named(spelled: str) -> Setting | None:
+    """The setting a source's key names: `--autotune-max-samples`, `autotune_max_samples`
+    (ini), `PYTEST_AUTOTUNE_MAX_SAMPLES` and `max_samples` all name `max_samples`."""
+    return _SPELLINGS.get(spelled.strip().lstrip("-").replace("-", "_").lower())
+
+
+def unknown(where: str, spelled: str, names: Sequence[str]) -> ConfigError:
+    """The error of a key that names no setting, with the nearest name when one is near."""
+    other = setting_named(spelled)  # `autotune_html` in a file that spells it `html`
+    near = [other.name] if other else difflib.get_close_matches(spelled, names, n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    return ConfigError(f"{where}: unknown setting; known settings: {KNOWN}{hint}")
+
+
+Layer = tuple[str, Mapping[str, object]]
+"""`(source name, values)`: the values one source sets, keyed as the source spells them."""
+
+Chosen = dict[str, tuple[Any, str]]
+"""Setting name -> (the parsed value, where it came from: `"<source>: <key>"`)."""
+
+
+def choose(layers: Sequence[Layer]) -> Chosen:
+    """The one precedence rule: for each setting, the value of the first layer that sets
+    it. A None value means "not set here". Every value is parsed, even one an earlier layer
+    overrides: a bad line in a file is a bug in the file whatever the command line says
+    today. A source name of "" (environment variables, whose names say it all) leaves
+    errors as `"<key>: <why>"`, others read `"<source>: <key>: <why>"`."""
+    chosen: Chosen = {}
+    for source, values in layers:
+        for spelled, value in values.items():
+            where = f"{source}: {spelled}" if source else spelled
+            setting = setting_named(spelled)
+            if setting is None:
+                raise unknown(where, spelled, [*BY_NAME, *(s.ini for s in SETTINGS)])
+            if value is None:
+                continue
+            parsed = setting.parse(value, where)
+            chosen.setdefault(setting.name, (parsed, where))
+    return chosen
+
+
+def env_values(environ: Mapping[str, str]) -> dict[str, str]:
+    """The `PYTEST_AUTOTUNE_<NAME>` variables of known settings, by variable name.
+
+    An empty variable counts as unset, as `VAR= cmd` means in a shell; other
+    `PYTEST_AUTOTUNE_*` names are left alone, since they may belong to other tools.
+    """
+    names = (s.env for s in SETTINGS if "environment" in s.sources)
+    return {name: environ[name] for name in names if environ.get(name, "") != ""}
+
+
+def misspelt_env_names(environ: Mapping[str, str]) -> list[str]:
+    """One line for each `PYTEST_AUTOTUNE_*` variable that names no setting, with the
+    nearest known name: a typo would otherwise be ignored without a word."""
+    known = [s.env for s in SETTINGS if "environment" in s.sources]
+    lines = []
+    for name in sorted(environ):
+        if name.startswith(ENV_PREFIX) and name not in known:
+            near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]}?" if near else f"; known: {', '.join(known)}"
+            lines.append(f"pytest-autotune: environment variable {name} names no setting{hint}")
+    return lines
+
+
+def yaml_key_error(where: str, key: object) -> ConfigError | None:
+    """Why a key of a YAML file is not one (a YAML key is a setting's bare name)."""
+    if isinstance(key, str) and key in BY_NAME and "yaml" in BY_NAME[key].sources:
+        return None
+    names = [s.name for s in SETTINGS if "yaml" in s.sources]
+    return unknown(f"{where}: {key}", str(key), names)
