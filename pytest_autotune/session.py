@@ -38,6 +38,7 @@ from pytest_autotune.gate import (
 )
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device
 from pytest_autotune.report import CandidateRow, GroupSummary, key_text
+from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Bounds, Thresholds, Work, roofline
 from pytest_autotune.tune.cache import (
@@ -557,30 +558,28 @@ class AutotuneSession:
             if device_id != client.device_id:
                 self.devices[device_id]["measured_on"] = client.device_id
         work: Work | None = request.options.get("work")
-        extra = {
-            "group": request.group,
-            "verdict": verdict.verdict.value,
-            "failed": verdict.failed,
-            "message": verdict.message,
-            "fraction_of_roof": verdict.fraction_of_roof,
-            "roof": verdict.roof,
-            "call_costs": _call_costs(client, tunables),
-            "comparison": verdict.comparison.to_json() if verdict.comparison else None,
-            # Whose samples these are: tuning's pick, or the baseline's winner when that
-            # measured faster here and the gate judged it instead.
-            "measured": self._measured.get(request.group, decision.fastest_name),
-            "winner_samples_ns": [
+        extra = RecordExtra(
+            group=request.group,
+            verdict=verdict.verdict.value,
+            failed=verdict.failed,
+            message=verdict.message,
+            fraction_of_roof=verdict.fraction_of_roof,
+            roof=verdict.roof,
+            call_costs=_call_costs(client, tunables),
+            comparison=verdict.comparison.to_json() if verdict.comparison else None,
+            measured=self._measured.get(request.group, decision.fastest_name),
+            winner_samples_ns=[
                 round(s * 1e9) for s in (verdict.measurement.samples if verdict.measurement else ())
             ],
-            "calibration": (
+            calibration=(
                 verdict.measurement.calibration.to_json()
                 if verdict.measurement is not None and verdict.measurement.calibration is not None
                 else None
             ),
             # The report re-renders from records alone, so each carries its device and work,
             # and the baseline's samples it draws beside the winner's.
-            "device": self.devices[device_id],
-            "work": (
+            device=self.devices[device_id],
+            work=(
                 {
                     "compute_ops": work.compute_ops,
                     "bytes": work.bytes,
@@ -589,9 +588,9 @@ class AutotuneSession:
                 if work
                 else None
             ),
-            "baseline": _baseline_extra(self._baseline(device_id, request, tunables.checksum)[0]),
-        }
-        self.records.append(dataclasses.replace(record, extra=extra).to_json())
+            baseline=_baseline_extra(self._baseline(device_id, request, tunables.checksum)[0]),
+        )
+        self.records.append(dataclasses.replace(record, extra=extra.to_json()).to_json())
         if not decision.measured or verdict.measurement is None or verdict.verdict is Verdict.ERROR:
             return
         # The baseline to commit holds the winner's precise measurement, not its tuning

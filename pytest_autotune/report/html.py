@@ -42,6 +42,7 @@ from pytest_autotune.gate import (
     format_interval,
 )
 from pytest_autotune.report import decision_name, group_order, key_text, verdict_text
+from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.report.svg import (
     Bar,
     RooflinePoint,
@@ -281,24 +282,15 @@ class RunView:
 
 
 class _Extra:
-    """A record's `extra`, read field by field: a missing (or null) field is None, a field
-    of the wrong type is a `RecordError` naming the record and the field."""
+    """A record's `extra` as the `RecordExtra` it holds (`typed`); a field of the wrong type
+    is a `RecordError` naming the record and the field."""
 
     def __init__(self, extra: Mapping[str, Any], where: str) -> None:
-        self.extra = extra
+        try:
+            self.typed = RecordExtra.from_json(extra)
+        except ValueError as exc:
+            raise RecordError(f"{where}: {exc}") from None
         self.where = where
-
-    def get(self, name: str, kind: type | tuple[type, ...]) -> Any:
-        value = self.extra.get(name)
-        if value is None:
-            return None
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-            raise RecordError(f"{self.where}: extra {name!r} has the wrong type: {value!r}")
-        return value
-
-    def number(self, name: str) -> float | None:
-        value = self.get(name, (int, float))
-        return None if value is None else float(value)
 
     def error(self, name: str, exc: Exception) -> RecordError:
         return RecordError(f"{self.where}: extra {name!r} does not read: {exc}")
@@ -306,7 +298,7 @@ class _Extra:
 
 def _device(extra: _Extra, device_id: str) -> tuple[DeviceView, Peaks | None]:
     """The record's device block (`extra["device"]`): the view, and the peaks to draw roofs."""
-    block = extra.get("device", dict) or {}
+    block = extra.typed.device or {}
     peaks: Peaks | None = None
     if block.get("peaks") is not None:
         try:
@@ -370,7 +362,7 @@ def _bounds(record: AutotuneRecord, where: str) -> Bounds | None:
 def _work(extra: _Extra, bounds: Bounds | None) -> Work | None:
     """The plugin's `extra["work"]`, else the amounts of the record's bounds (which a
     `LocalTuner` with a bounds generator writes too)."""
-    data = extra.get("work", dict)
+    data = extra.typed.work
     if data is not None:
         try:
             working_set = data.get("working_set")
@@ -555,7 +547,7 @@ def _winner_samples(
 ) -> list[float]:
     """The winner's precise measurement (`extra["winner_samples_ns"]`), else its tuning
     samples: the gate judged the former, a `LocalTuner` record has only the latter."""
-    samples_ns = extra.get("winner_samples_ns", list)
+    samples_ns = extra.typed.winner_samples_ns
     if samples_ns:
         return _samples_ns(extra, samples_ns, "winner_samples_ns")
     for index, result in results:
@@ -579,7 +571,7 @@ class _BaselineSeen:
 
 
 def _baseline(extra: _Extra) -> _BaselineSeen | None:
-    block = extra.get("baseline", dict)
+    block = extra.typed.baseline
     if block is None:
         return None
     samples = _samples_ns(extra, block.get("samples_ns"), "baseline")
@@ -593,7 +585,7 @@ def _baseline(extra: _Extra) -> _BaselineSeen | None:
 
 
 def _comparison(extra: _Extra) -> Comparison | None:
-    data = extra.get("comparison", dict)
+    data = extra.typed.comparison
     if data is None:
         return None
     try:
@@ -604,7 +596,7 @@ def _comparison(extra: _Extra) -> Comparison | None:
 
 def _costs_text(extra: _Extra, name: str) -> str:
     """ "device 5.50 us, enqueue 17.3 us" from the record's `call_costs`, "" without them."""
-    costs = extra.get("call_costs", dict) or {}
+    costs = extra.typed.call_costs or {}
     cost = costs.get(name)
     if not isinstance(cost, dict):
         return ""
@@ -638,7 +630,7 @@ def _decision(
     roofline = _Roofline(_work(extra, bounds), *_roofs(peaks, bounds), memory_level=level)
     checks = _checks(record, where)
     results = _results(record, where)
-    group = extra.get("group", str) or record.tuner
+    group = extra.typed.group or record.tuner
     name = decision_name(group, key)
     winner_samples = _winner_samples(extra, results, record.fastest_index, record.fastest_name)
 
@@ -670,13 +662,13 @@ def _decision(
         bars.append(bar)
 
     winner_median = SampleStats.of(winner_samples).median if winner_samples else None
-    fraction = extra.number("fraction_of_roof")
+    fraction = extra.typed.fraction_of_roof
     if fraction is None and winner_median is not None:
         fraction = roofline.fraction(winner_median)
     comparison = _comparison(extra)
     baseline = _baseline(extra)
-    verdict = extra.get("verdict", str)
-    failed = _failed(verdict, extra.get("failed", bool))
+    verdict = extra.typed.verdict
+    failed = _failed(verdict, extra.typed.failed)
     try:
         events = tuple(str(event_from_json(e)) for e in record.events)
     except ValueError as exc:
@@ -748,7 +740,7 @@ def _decision(
         verdict_class=_verdict_class(verdict),
         failed=failed,
         attention=failed or (verdict is not None and verdict not in PASSING_VERDICTS),
-        message=extra.get("message", str) or "",
+        message=extra.typed.message or "",
         work=work,
         roofs=roofs,
         time_limit=format_duration(record.time_limit) if record.time_limit else MISSING,

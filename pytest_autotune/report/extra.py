@@ -1,0 +1,81 @@
+"""What the plugin adds to each record (`AutotuneRecord.extra`): the gate's verdict and what
+the report draws, typed, with its JSON form (DESIGN.md, "Records").
+
+The session writes one per decision; the report reads it back from the records alone. The
+nested blocks (`device`, `work`, `baseline`, `comparison`, `calibration`, `call_costs`) stay
+JSON objects here: each has its own reader where it is drawn. Every field may be missing,
+as in records of older versions or those a `LocalTuner` wrote outside pytest (no extras).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+JsonObject = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordExtra:
+    group: str | None = None
+    """The autotune group (the test id with its parameters but the candidate)."""
+    verdict: str | None = None
+    """The gate's `Verdict` value."""
+    failed: bool | None = None
+    message: str | None = None
+    fraction_of_roof: float | None = None
+    roof: str | None = None
+    call_costs: JsonObject | None = None
+    """Each candidate's device and enqueue seconds, by name (a CUDA client's)."""
+    comparison: JsonObject | None = None
+    measured: str | None = None
+    """Whose samples these are: tuning's pick, or the baseline's winner when that measured
+    faster here and the gate judged it instead."""
+    winner_samples_ns: list[int] | None = None
+    calibration: JsonObject | None = None
+    device: JsonObject | None = None
+    """The device block (id, fingerprint, peaks), so the report needs no other file."""
+    work: JsonObject | None = None
+    baseline: JsonObject | None = None
+    """What the record keeps of the baseline it was judged against."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> RecordExtra:
+        """The extras of a record; a field of the wrong type is a `ValueError` naming it.
+        Keys this version does not know are left out (a newer writer's)."""
+        values: dict[str, Any] = {}
+        for name, kind in _KINDS.items():
+            value = data.get(name)
+            if value is not None and (
+                not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool)
+            ):
+                raise ValueError(f"extra {name!r} has the wrong type: {value!r}")
+            values[name] = value
+        if values["fraction_of_roof"] is not None:
+            values["fraction_of_roof"] = float(values["fraction_of_roof"])
+        return cls(**values)
+
+
+_KINDS: dict[str, type | tuple[type, ...]] = {
+    "group": str,
+    "verdict": str,
+    "failed": bool,
+    "message": str,
+    "fraction_of_roof": (int, float),
+    "roof": str,
+    "call_costs": dict,
+    "comparison": dict,
+    "measured": str,
+    "winner_samples_ns": list,
+    "calibration": dict,
+    "device": dict,
+    "work": dict,
+    "baseline": dict,
+}
+"""The JSON type of each field."""
+
+__all__ = ["RecordExtra"]
