@@ -242,9 +242,9 @@ CONFTEST = textwrap.dedent(
     import json
     import os
 
-    import pytest_autotune.session as session
+    import pytest_autotune.gate_policy as gate_policy
 
-    _judge = session.judge
+    _judge = gate_policy.judge
 
 
     def _ns(measurement):
@@ -284,7 +284,7 @@ CONFTEST = textwrap.dedent(
         return verdict
 
 
-    session.judge = judge
+    gate_policy.judge = judge
     """
 )
 

@@ -1,6 +1,7 @@
 """Hooks of pytest-autotune. Implement them in a `conftest.py` or a plugin.
 
-Each spec has an example; the defaults live in `pytest_autotune.plugin` and `session.py`.
+Each spec has an example; the defaults live in `pytest_autotune.plugin` and `session.py`
+(which takes them as its `SessionHooks`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The pytest glue: options, the `autotune` marker and fixture, and the session hooks.
 
 Everything that decides something lives in modules that never import pytest (`tune/`,
-`session.py`, `gate.py`, `report/`); this file turns pytest's hooks into calls on them.
+`session.py` and the modules it runs over, `gate.py`, `report/`); this file turns pytest's
+hooks into calls on them.
 """
 
 from __future__ import annotations
@@ -11,19 +12,20 @@ import inspect
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_autotune import hookspecs
 from pytest_autotune.backends.cuda import CudaUnavailableError
+from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.marker_options import option_error, work_error
 from pytest_autotune.plugin_settings import (
     PluginSettings,
     is_builtin_device,
     settings_from_sources,
 )
-from pytest_autotune.session import AutotuneSession, GroupRequest, check_candidate
+from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks
 from pytest_autotune.time_limit import TimeLimit, TimeLimitExceeded
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import AutotuneSkip
@@ -32,6 +34,9 @@ from pytest_autotune.tune.key import key_to_json
 from pytest_autotune.tune.local import LocalTuner
 from pytest_autotune.tune.settings import DEFAULT_TIME_LIMIT_S, SETTINGS, misspelt_env_names
 from pytest_autotune.tune.tunable_set import TunableSet, clone_value
+
+if TYPE_CHECKING:
+    from pytest_autotune.tune.client import Client
 
 SESSION = pytest.StashKey["AutotuneSession"]()
 FUNCTIONS = pytest.StashKey[dict[str, "FunctionSpec"]]()
@@ -110,42 +115,56 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     settings = _settings(config)
     worker_input = getattr(config, "workerinput", None)
-    session = AutotuneSession(settings, worker=worker_input is not None)
+    hooks = _hooks(config, settings, worker=worker_input is not None)
+    session = AutotuneSession(settings, worker=worker_input is not None, hooks=hooks)
     config.stash[SESSION] = session
-    if config.option.verbose > 0 and worker_input is None:
-
-        def progress(line: str) -> None:
-            # Looked up when used: the terminal reporter is configured after this plugin.
-            # Tuning runs inside a test, whose output pytest captures: the line goes to the
-            # terminal with capture suspended, so `-v` shows it without `-s`.
-            reporter = config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is None:
-                return
-            capture = config.pluginmanager.get_plugin("capturemanager")
-            with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-                reporter.write_line(line)
-
-        session.progress = progress
-    if settings.tune:
-        session.client_hook = lambda device: config.hook.pytest_autotune_client(
-            config=config, device=device
-        )
-        if not is_builtin_device(settings.device) and session.client_hook(settings.device) is None:
-            raise pytest.UsageError(
-                f"pytest-autotune: --autotune-device={settings.device}: no"
-                " pytest_autotune_client hook provides it (built in: auto, cpu, cuda, cuda:N)"
-            )
-        session.fingerprint_hook = lambda fp: config.hook.pytest_autotune_fingerprint(
-            config=config, fingerprint=fp
-        )
-        session.verdict_hook = lambda summary, verdict: config.hook.pytest_autotune_verdict(
-            config=config, summary=summary, verdict=verdict
-        )
     if config.pluginmanager.hasplugin("xdist") and worker_input is None:
         from pytest_autotune.backends.cuda import device_count
         from pytest_autotune.xdist import XdistBridge
 
         config.pluginmanager.register(XdistBridge(config, session, device_count), "autotune-xdist")
+
+
+def _hooks(config: pytest.Config, settings: PluginSettings, worker: bool) -> SessionHooks:
+    """The session's hooks: other plugins' (when tuning) and `-v`'s progress lines."""
+    progress = _progress(config) if config.option.verbose > 0 and not worker else None
+    if not settings.tune:
+        return SessionHooks(progress=progress)
+
+    def client(device: str) -> Client | None:
+        found: Client | None = config.hook.pytest_autotune_client(config=config, device=device)
+        return found
+
+    if not is_builtin_device(settings.device) and client(settings.device) is None:
+        raise pytest.UsageError(
+            f"pytest-autotune: --autotune-device={settings.device}: no"
+            " pytest_autotune_client hook provides it (built in: auto, cpu, cuda, cuda:N)"
+        )
+    return SessionHooks(
+        client=client,
+        fingerprint=lambda fp: config.hook.pytest_autotune_fingerprint(
+            config=config, fingerprint=fp
+        ),
+        verdict=lambda summary, verdict: config.hook.pytest_autotune_verdict(
+            config=config, summary=summary, verdict=verdict
+        ),
+        progress=progress,
+    )
+
+
+def _progress(config: pytest.Config) -> Callable[[str], None]:
+    def progress(line: str) -> None:
+        # Looked up when used: the terminal reporter is configured after this plugin.
+        # Tuning runs inside a test, whose output pytest captures: the line goes to the
+        # terminal with capture suspended, so `-v` shows it without `-s`.
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            reporter.write_line(line)
+
+    return progress
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -59,6 +59,13 @@ class PluginSettings:
         """The root of the cache files: the engine's, else `.autotune`, in the root dir."""
         return self.rootpath / (self.engine.cache_dir or PROJECT_CACHE_DIR)
 
+    def relative(self, path: Path) -> str:
+        """A path as the summary shows it: from the root dir, when it is below it."""
+        try:
+            return str(path.relative_to(self.rootpath))
+        except ValueError:
+            return str(path)
+
     def for_marker(self, options: Mapping[str, Any]) -> PluginSettings:
         """These settings under a group's marker (or fixture call), which comes first:
         its `device`, `rtol`, `atol`, `max_regression` and `time_limit`."""

@@ -4,7 +4,7 @@ Every `--autotune-update` rewrites the files it touches: the winner's newest sam
 differ. A scheduled refresh that opened a pull request for that would open one every time.
 What is worth committing is what changes a decision or the gate: an entry (key and
 candidate list) that is new or gone, or a baseline that started again, which the update
-does only when the gate would call the change significant (`AutotuneSession._history`): an
+does only when the gate would call the change significant (`gate_policy.history`): an
 unchanged kernel's session joins the earlier ones and keeps them as its history.
 """
 

@@ -1,0 +1,182 @@
+"""The committed baselines of a session: read from the cache files (each file once, never
+written while tests run), and the entries `--autotune-update` writes at the end.
+
+The rule of which earlier sessions an update keeps is the gate's (`gate_policy.history`);
+this module reads, words and writes.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pytest_autotune.gate import (
+    UPDATED_MESSAGE,
+    Baseline,
+    BaselineError,
+    BaselineSession,
+    GroupVerdict,
+    Verdict,
+    format_change,
+    format_interval,
+)
+from pytest_autotune.plugin_settings import PluginSettings
+from pytest_autotune.tune.benchmark import AutotuneOutcome
+from pytest_autotune.tune.cache import (
+    CacheFileError,
+    PersistentCache,
+    PersistentCacheKey,
+    PersistentCacheValue,
+    cache_path,
+)
+from pytest_autotune.tune.key import stable_key
+from pytest_autotune.tune.tuner import TuneDecision
+
+Entries = dict[PersistentCacheKey, PersistentCacheValue]
+
+
+class Baselines:
+    """The baselines the gate compares with, read once per cache file. A file's warnings
+    go to `notes`, for the summary: inside a test, a project's `filterwarnings = error`
+    would turn them into that test's failure."""
+
+    def __init__(self, settings: PluginSettings, notes: list[str]) -> None:
+        self._settings = settings
+        self._notes = notes
+        self._files: dict[Path, tuple[PersistentCache, Entries]] = {}
+
+    def find(
+        self, device_id: str, tuner: str, key: Any, checksum: str
+    ) -> tuple[Baseline | None, str | None]:
+        """The committed baseline of one key, and a warning when its entry does not read."""
+        if self._settings.engine.disable_cache:
+            return None, None
+        path = cache_path(self._settings.cache_dir, device_id, tuner)
+        if path not in self._files:
+            cache = PersistentCache(path)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                entries = cache.load()
+            self._notes.extend(f"warning: {w.message}" for w in caught)
+            self._files[path] = (cache, entries)
+        cache, entries = self._files[path]
+        try:
+            return (
+                Baseline.find(
+                    entries,
+                    stable_key(key),
+                    checksum,
+                    device=cache.device(),
+                    metadata=cache.metadata(),
+                    source=self._settings.relative(path),
+                ),
+                None,
+            )
+        except BaselineError as exc:
+            return None, f"warning: {exc}"
+
+    def devices_with(self, tuner: str) -> list[str]:
+        """The devices (cache folders) holding a baseline file of this test."""
+        root = self._settings.cache_dir
+        if self._settings.engine.disable_cache or not root.is_dir():
+            return []
+        return sorted(
+            folder.name
+            for folder in root.iterdir()
+            if cache_path(root, folder.name, tuner).is_file()
+        )
+
+
+def update_message(
+    baseline: Baseline | None, verdict: GroupVerdict, history: Sequence[BaselineSession]
+) -> str:
+    """What an update did with the baseline: joined it (and how many sessions it now
+    holds) or started a new one (and why), then what the gate would have said."""
+    comparison = verdict.comparison
+    if history:
+        head = f"joined the baseline: {len(history) + 1} sessions"
+        if comparison is not None:
+            head += f" (this one {format_interval(comparison)} against the old)"
+    elif comparison is not None:
+        head = f"new baseline: {format_change(comparison.delta)} against the old one"
+    else:
+        head = (
+            "new baseline: none before for this key"
+            if baseline is None
+            else "new baseline: the old one measured another device or candidate list"
+        )
+    return head + verdict.message.removeprefix(UPDATED_MESSAGE)
+
+
+def update_entry(
+    device_id: str,
+    tuner: str,
+    decision: TuneDecision,
+    verdict: GroupVerdict,
+    history: Sequence[BaselineSession],
+) -> dict[str, Any] | None:
+    """The cache entry an update writes for a group, as JSON; None when nothing was
+    measured. It holds the winner's precise measurement, not its tuning samples: the gate
+    compares precise medians with precise medians."""
+    if not decision.measured or verdict.measurement is None or verdict.verdict is Verdict.ERROR:
+        return None
+    index = decision.fastest_index
+    results = dict(decision.results)
+    results[index] = AutotuneOutcome(decision.fastest_name, index, verdict.measurement.samples)
+    calibration = verdict.measurement.calibration
+    value = replace(
+        decision.to_cache_value(),
+        results=tuple(results[i] for i in sorted(results)),
+        calibration=None if calibration is None else calibration.to_json(),
+        sessions=[s.to_json() for s in history] or None,
+    )
+    return {
+        "device_id": device_id,
+        "tuner": tuner,
+        "key": stable_key(decision.key),
+        "checksum": decision.checksum,
+        "value": value.to_json(),
+    }
+
+
+def write_caches(
+    updates: Sequence[Mapping[str, Any]],
+    devices: Mapping[str, Any],
+    settings: PluginSettings,
+    notes: list[str],
+) -> bool:
+    """Save each cache file; False when one could not be (each named in one line):
+    `--autotune-update` then fails, since its user believes a baseline was saved."""
+    written = True
+    files: dict[tuple[str, str], Entries] = {}
+    for update in updates:
+        entries = files.setdefault((update["device_id"], update["tuner"]), {})
+        pk = PersistentCacheKey(update["key"], update["checksum"])
+        entries[pk] = PersistentCacheValue.from_json(update["value"])
+    for (device_id, tuner), entries in sorted(files.items()):
+        path = cache_path(settings.cache_dir, device_id, tuner)
+        try:
+            PersistentCache(path).save(entries, device=devices.get(device_id))
+        except CacheFileError as exc:
+            notes.append(f"error: {exc}; this file was not updated")
+            written = False
+        else:
+            notes.append(f"updated {settings.relative(path)} ({len(entries)} entries)")
+    return written
+
+
+def baseline_extra(baseline: Baseline | None) -> dict[str, Any] | None:
+    """What a record keeps of the baseline it was judged against, for the report."""
+    if baseline is None:
+        return None
+    return {
+        "fastest_name": baseline.fastest_name,
+        "device_id": baseline.device_id,
+        "source": baseline.source,
+        "samples_ns": [round(s * 1e9) for s in baseline.samples],
+        "calibration": None if baseline.calibration is None else baseline.calibration.to_json(),
+        "sessions": len(baseline.sessions()),
+    }

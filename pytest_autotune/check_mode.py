@@ -1,0 +1,64 @@
+"""Check mode: each candidate run once and compared with the reference (plain pytest)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pytest_autotune.tune.checks import NOTHING_TO_COMPARE, compare_outputs
+from pytest_autotune.tune.config import AutotuneConfig, ConfigError
+from pytest_autotune.tune.tunable_set import clone_value
+
+Candidates = Sequence[tuple[str, Callable[..., Any]]]
+Body = Callable[..., Any]
+"""`run(candidate, *inputs)`: the test body called with one candidate."""
+
+
+def check_candidate(
+    name: str,
+    candidates: Candidates,
+    run: Body,
+    inputs: tuple[Any, ...],
+    *,
+    reference: Callable[..., Any] | str | None,
+    config: AutotuneConfig,
+    check_output: bool = True,
+) -> str | None:
+    """Run one candidate once and compare its output with the reference's; the failure
+    message, or None. Each call gets its own copy of the inputs, so a candidate writing into
+    them changes nothing for the next. `config` holds the tolerances, the marker's
+    included (`PluginSettings.for_marker`). The candidate's own exception propagates (the test
+    shows its traceback); `AutotuneSkip` propagates too, for the caller to skip the test.
+    A reference output of None fails unless `check_output` is False: None equals None, so
+    a test body without `return` would pass every candidate, a wrong one included.
+    """
+    by_name = dict(candidates)
+    output = run(by_name[name], *clone_value(inputs))
+    if not check_output:
+        return None
+    if reference is None:
+        for other, fn in candidates:
+            label = f"the reference candidate {other!r} (the first that succeeds)"
+            if other == name:
+                expected = output
+                break
+            try:
+                expected = run(fn, *clone_value(inputs))
+            except Exception:
+                continue
+            break
+    elif isinstance(reference, str):
+        if reference not in by_name:
+            raise ConfigError(f"reference={reference!r} names no candidate: {sorted(by_name)}")
+        fn, label = by_name[reference], f"the reference candidate {reference!r}"
+        expected = output if reference == name else run(fn, *clone_value(inputs))
+    else:
+        fn, label = reference, "the explicit reference"
+        expected = run(fn, *clone_value(inputs))
+    if expected is None:
+        return f"candidate {name!r} cannot be checked: {NOTHING_TO_COMPARE.format(label)}"
+    diff = compare_outputs(expected, output, config.rtol, config.atol)
+    return None if diff is None else f"candidate {name!r} differs from {label}:\n{diff}"
+
+
+__all__ = ["Body", "Candidates", "check_candidate"]

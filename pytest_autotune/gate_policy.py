@@ -1,0 +1,231 @@
+"""The gate's policy for one group of a session: which candidate it measures and how, what
+it compares with, and which earlier sessions an update keeps.
+
+`gate.py` holds the rules of one comparison (`judge`); this module decides what goes into
+it: the winner's precise measurement (over several placements on a GPU, beside a
+calibration read on a CPU), the baseline's winner when tuning here picked another, and the
+history an update blends into.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from pytest_autotune.baselines import update_message
+from pytest_autotune.calibration import timed_calibration
+from pytest_autotune.gate import (
+    MAX_BASELINE_SESSIONS,
+    Baseline,
+    BaselineSession,
+    GroupVerdict,
+    Measurement,
+    RegressionCheck,
+    device_kind,
+    judge,
+    measure_winner,
+)
+from pytest_autotune.plugin_settings import PluginSettings
+from pytest_autotune.tune.benchmark import AutotuneOutcome
+from pytest_autotune.tune.bounds import Thresholds, Work
+from pytest_autotune.tune.errors import AutotuneError
+from pytest_autotune.tune.log import format_duration
+from pytest_autotune.tune.tunable_set import TunableSet
+from pytest_autotune.tune.tuner import TuneDecision
+
+if TYPE_CHECKING:
+    from pytest_autotune.tune.client import Client
+
+FoundBaseline = tuple[Baseline | None, str | None]
+"""A baseline and the warning of an entry that does not read (`Baselines.find`)."""
+
+
+@dataclass(frozen=True)
+class GroupCase:
+    """What the gate judges of one group: its tuning, its device and its settings."""
+
+    group: str
+    key: Any
+    inputs: tuple[Any, ...]
+    tunables: TunableSet
+    decision: TuneDecision
+    device_id: str
+    settings: PluginSettings
+    """The group's: the session's under its marker."""
+
+
+@dataclass(frozen=True)
+class Judged:
+    verdict: GroupVerdict
+    measured: str | None = None
+    """The candidate the gate measured, where it is not tuning's pick."""
+
+
+def judge_group(
+    case: GroupCase,
+    client: Client,
+    *,
+    work: Work | None,
+    thresholds: Thresholds | None,
+    find_baseline: Callable[[], FoundBaseline],
+    baseline_devices: Callable[[], list[str]],
+    notes: list[str],
+) -> Judged:
+    """Measure the winner precisely and judge it against the committed baseline."""
+    tunables, decision = case.tunables, case.decision
+    common: dict[str, Any] = {
+        "device_id": case.device_id,
+        "checksum": tunables.checksum,
+        "strict": case.settings.engine.strict,
+        "update": case.settings.update,
+    }
+    if not decision.measured:
+        errors = "; ".join(str(r) for r in decision.results.values())
+        return Judged(judge(None, None, error=f"every candidate failed: {errors}", **common))
+    measurer = _measurer(client, tunables, tunables.input_gen(case.key, case.inputs))
+    measure = measurer(decision.fastest_index)
+    try:
+        current = measure()
+    except AutotuneError as exc:
+        return Judged(judge(None, None, error=f"the winner failed while measured: {exc}", **common))
+    peaks = client.peaks()
+    baseline, note = find_baseline()
+    if note:
+        notes.append(note)
+    measured: str | None = None
+    slip = tuning_slip(case, baseline)
+    if slip is not None:
+        # Tuning here picked another candidate than the baseline's, on samples far
+        # fewer than the gate's: if the baseline's winner is still the faster one, the
+        # group's code did not slow down, this run's pick did, and only the committed
+        # cache decides what runs in production. The group is judged on the faster.
+        try:
+            other = measurer(slip)()
+        except AutotuneError:
+            other = None
+        if other is not None and other.median < current.median:
+            measured = tunables.names[slip]
+            notes.append(
+                f"note: {case.group}: tuning picked {decision.fastest_name}"
+                f" ({format_duration(current.median)}), but the baseline's winner"
+                f" {measured} measured faster ({format_duration(other.median)});"
+                f" the gate compared {measured}"
+            )
+            current, measure = other, measurer(slip)
+    verdict = judge(
+        current,
+        baseline,
+        work=work,
+        peaks=peaks,
+        thresholds=thresholds,
+        launch_overhead=client.launch_overhead,
+        max_regression=case.settings.engine.max_regression,
+        remeasure=measure,
+        baseline_devices=() if baseline is not None else baseline_devices(),
+        **common,
+    )
+    return Judged(verdict, measured)
+
+
+def _measurer(
+    client: Client, tunables: TunableSet, inputs: tuple[Any, ...]
+) -> Callable[[int], Callable[[], Measurement]]:
+    """How the gate measures candidate `index`: one warm-up, then its precise samples."""
+    # On a CPU, a read of the same inputs is timed beside each sample, so the gate can
+    # divide out what the machine's state did to both (pytest_autotune.calibration).
+    calibrate = (
+        timed_calibration(inputs, client.time) if device_kind(client.device_id) == "cpu" else None
+    )
+    # A GPU client samples the winner over several placements of its inputs and graph
+    # pool, so that the time does not depend on where this process's history put them
+    # (pytest_autotune.backends.cuda, "Several placements for the gate").
+    placed_sampler = getattr(client, "placed_sampler", None)
+
+    def measurer(index: int) -> Callable[[], Measurement]:
+        fn, name = tunables.fns[index], tunables.names[index]
+
+        def measure() -> Measurement:
+            try:
+                client.time(fn, inputs)  # one warm-up: every sample counts
+                sample = (
+                    placed_sampler(fn, inputs)
+                    if placed_sampler is not None
+                    else lambda: client.time(fn, inputs)
+                )
+                return measure_winner(sample, calibration=calibrate, name=name)
+            except Exception as exc:
+                raise AutotuneError.from_exception(name, exc) from None
+
+        return measure
+
+    return measurer
+
+
+def tuning_slip(case: GroupCase, baseline: Baseline | None) -> int | None:
+    """The index of the baseline's winner when this run's tuning picked another candidate
+    of the same list and the baseline's winner was measured and passed its check here;
+    None otherwise (and always with --autotune-update, which records what it tuned)."""
+    tunables, decision = case.tunables, case.decision
+    if case.settings.update or baseline is None or baseline.checksum != tunables.checksum:
+        return None
+    if baseline.mismatch is not None:
+        return None
+    if baseline.fastest_name == decision.fastest_name:
+        return None
+    if baseline.fastest_name not in tunables.names:
+        return None
+    index = tunables.names.index(baseline.fastest_name)
+    measured = isinstance(decision.results.get(index), AutotuneOutcome)
+    failed_check = any(
+        c.name == baseline.fastest_name and not c.skipped and not c.passed for c in decision.checks
+    )
+    return index if measured and not failed_check else None
+
+
+def settle_update(
+    case: GroupCase, verdict: GroupVerdict, baseline: Baseline | None
+) -> tuple[GroupVerdict, tuple[BaselineSession, ...]]:
+    """An update's verdict, worded with what it did to the baseline, and the earlier
+    sessions the new entry keeps (`history`)."""
+    kept = tuple(history(case, verdict, baseline))
+    return replace(verdict, message=update_message(baseline, verdict, kept)), kept
+
+
+def history(
+    case: GroupCase, verdict: GroupVerdict, baseline: Baseline | None
+) -> Sequence[BaselineSession]:
+    """The earlier sessions an update keeps beside its own: the committed baseline's,
+    when it measured the same candidate list on this device, unless the gate would
+    call this session's change a regression or an improvement (its interval wholly
+    past `max_regression` either way), which starts a new baseline rather than blending
+    into the old one. One slow session on a noisy machine is not such a change: it
+    joins the others and moves their mean by its share, where resetting on it would
+    make it the whole baseline. The winner's name may differ: like the gate, a
+    baseline is the group's best time, whichever of two equal candidates gave it."""
+    comparison = verdict.comparison
+    if baseline is None or comparison is None:
+        return ()
+    same = baseline.device_id == case.device_id and baseline.checksum == case.tunables.checksum
+    measurement = verdict.measurement
+    tolerance = RegressionCheck.for_device(
+        case.device_id,
+        case.settings.engine.max_regression,
+        calibrated=measurement is not None and measurement.calibrated_against(baseline),
+    ).max_regression
+    changed = comparison.failed or math.log1p(comparison.high) < -math.log1p(tolerance)
+    if not same or changed:
+        return ()
+    return baseline.sessions()[-(MAX_BASELINE_SESSIONS - 1) :]
+
+
+__all__ = [
+    "FoundBaseline",
+    "GroupCase",
+    "Judged",
+    "history",
+    "judge_group",
+    "settle_update",
+    "tuning_slip",
+]
