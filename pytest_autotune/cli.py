@@ -29,7 +29,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from pytest_autotune.gate import format_change
 from pytest_autotune.refresh import significant_changes
 from pytest_autotune.report.compare import (
     CompareError,
@@ -37,6 +36,7 @@ from pytest_autotune.report.compare import (
     compare_records,
     render_comparison,
 )
+from pytest_autotune.report.figures import format_change
 from pytest_autotune.report.html import key_text, write_html
 from pytest_autotune.report.svg import format_si
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult

@@ -13,13 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_autotune.gate import (
-    Comparison,
-    GroupVerdict,
-    Verdict,
-    format_fraction,
-    format_interval,
-)
+# The verdicts module, not the gate package: the gate imports `report.figures`, so this
+# package may run while the gate is still loading.
+from pytest_autotune.gate.verdicts import Comparison, GroupVerdict, Verdict
+from pytest_autotune.report.figures import format_fraction, format_interval
 from pytest_autotune.tune.benchmark import SampleStats
 from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.log import format_duration

@@ -22,10 +22,10 @@ from pytest_autotune.gate import (
     Calibration,
     GroupVerdict,
     Measurement,
-    format_interval,
     judge,
 )
 from pytest_autotune.report import decision_name, group_order, key_text, verdict_text
+from pytest_autotune.report.figures import format_interval
 from pytest_autotune.report.html import measured_name, winner_samples
 from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats
 from pytest_autotune.tune.cache import PersistentCache

@@ -34,15 +34,10 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from pytest_autotune.gate import (
-    Comparison,
-    Verdict,
-    format_change,
-    format_fraction,
-    format_interval,
-)
+from pytest_autotune.gate import Comparison, Verdict
 from pytest_autotune.report import decision_name, group_order, key_text, verdict_text
 from pytest_autotune.report.extra import RecordExtra
+from pytest_autotune.report.figures import format_change, format_fraction, format_interval
 from pytest_autotune.report.svg import (
     Bar,
     RooflinePoint,

@@ -1,0 +1,265 @@
+"""The baseline: what the committed cache says one group's winner measured, read out of the
+cache file's entry (`Baseline.from_cache_entry`, `Baseline.find`).
+
+A baseline that cannot be read is a `BaselineError` naming the file and key; one that
+measured something else still reads, so that the gate can call it not comparable.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_autotune.gate.samples import BaselineSession, Calibration, Samples
+from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats
+from pytest_autotune.tune.bounds import MEMORY, Bounds
+from pytest_autotune.tune.cache import PersistentCacheKey, PersistentCacheValue
+from pytest_autotune.tune.key import serialize_key_json
+from pytest_autotune.tune.peaks import Peaks
+
+
+class BaselineError(ValueError):
+    """A cache entry that cannot serve as a baseline; the message names the file and key."""
+
+
+MAX_BASELINE_SESSIONS = 8
+"""How many `--autotune-update` sessions a baseline keeps (the newest): enough that their
+mean is a third of one session's noise, few enough to follow a slow drift."""
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline(Samples):
+    """What the committed cache says about one group: the winner measured then, and how.
+
+    `peak` is the roof the baseline's winner was measured against (the binding bound's
+    peak when the entry was tuned, of `peak_resource`), so a run on a machine that is
+    slower today can be normalised; None when the entry has no bounds.
+    """
+
+    device_id: str
+    checksum: str
+    fastest_name: str
+    samples: tuple[float, ...]
+    peak: float | None = None
+    peak_resource: str | None = None
+    peak_level: str | None = None
+    """The memory level of `peak` (L2, DRAM, ...) where the bound named one."""
+    sigma_between: float | None = None
+    """The between-session noise measured on this device and stored with the cache."""
+    source: str = ""
+    """The cache file, for messages."""
+    calibration: Calibration | None = None
+    """The calibration read measured beside the baseline's winner, when it had one."""
+    history: tuple[BaselineSession, ...] = ()
+    """Earlier update sessions of the same winner, oldest first (the samples above are the
+    newest session's): a baseline of several sessions is not one session's luck."""
+    mismatch: str | None = None
+    """Why the entry's winner index and name disagree (its samples are not the winner's),
+    None when they agree: such a baseline is not comparable."""
+    _stats: SampleStats = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._set_samples("Baseline")
+
+    def sessions(self) -> tuple[BaselineSession, ...]:
+        """Every session the baseline holds, oldest first, the stored samples' last."""
+        read = None if self.calibration is None else self.calibration.median
+        return (*self.history, BaselineSession(self.median, read))
+
+    def level(self, calibrated: bool) -> tuple[float, float]:
+        """ln of the baseline's time (over its calibration read when `calibrated`), and the
+        standard error of that figure.
+
+        One session gives its median's, with the median's error. Several give the mean over
+        them (those with a read, when `calibrated`), with the error of that mean from their
+        spread: that spread holds the between-session noise which the newest session's
+        own error cannot show, and which one session's offset would carry into every
+        comparison against it.
+        """
+        own = self.se_log**2
+        if calibrated and self.calibration is not None:
+            own += self.calibration.se_log**2
+        logs = self._session_logs(calibrated)
+        if len(logs) < 2:
+            return logs[-1], math.sqrt(own)
+        k = len(logs)
+        return statistics.fmean(logs), math.sqrt((statistics.variance(logs) + own) / k)
+
+    def read_follows(self) -> bool:
+        """Whether dividing by the calibration read steadies the winner's time across the
+        baseline's sessions (their spread of ln(time / read) no wider than of ln(time));
+        True with fewer than three sessions with a read, too few to show otherwise."""
+        calibrated, raw = self.spread(calibrated=True), self.spread(calibrated=False)
+        return calibrated is None or raw is None or calibrated[0] <= raw[0]
+
+    def spread(self, calibrated: bool) -> tuple[float, int] | None:
+        """The standard deviation of ln(time) between its sessions, a measured
+        `sigma_between`, and how many sessions it comes from; None with fewer than three,
+        too few to say."""
+        logs = self._session_logs(calibrated)
+        return (statistics.stdev(logs), len(logs)) if len(logs) >= 3 else None
+
+    def typical(self, calibrated: bool = False) -> tuple[float, float | None]:
+        """The winner's time and the calibration read's to show: the geometric means over
+        the sessions (the read's None where no session had one)."""
+        sessions = self.sessions()
+        reads = [s.read for s in sessions if s.read is not None]
+        if calibrated:
+            sessions = tuple(s for s in sessions if s.read is not None)
+        median = math.exp(statistics.fmean(math.log(s.median) for s in sessions))
+        read = math.exp(statistics.fmean(math.log(r) for r in reads)) if reads else None
+        return median, read
+
+    def _session_logs(self, calibrated: bool) -> list[float]:
+        return [
+            math.log(s.median) - (math.log(s.read) if calibrated and s.read else 0.0)
+            for s in self.sessions()
+            if not calibrated or s.read is not None
+        ]
+
+    def peak_ratio(self, peaks: Peaks, dtype: str = "fp32") -> float:
+        """This run's peak over the baseline's, on the baseline's binding resource.
+
+        1.0 (no normalisation) when either side has no usable peak: a missing probe must not
+        turn into a scaling of the kernel's time by 0 or infinity.
+        """
+        if self.peak is None or self.peak_resource is None:
+            return 1.0
+        current = (
+            peaks.level_peak(self.peak_level)
+            if self.peak_resource == MEMORY
+            else peaks.compute_peak(dtype)
+        )
+        usable = current > 0 and math.isfinite(current) and self.peak > 0
+        return current / self.peak if usable and math.isfinite(self.peak) else 1.0
+
+    @classmethod
+    def from_cache_entry(
+        cls,
+        value: PersistentCacheValue,
+        checksum: str,
+        *,
+        device: Mapping[str, Any] | None,
+        metadata: Mapping[str, Any],
+        source: str = "",
+    ) -> Baseline:
+        """The baseline in one entry of a cache file (`PersistentCache.load()`, `.device()`,
+        `.metadata()`, `.path`).
+
+        The samples are the winner's effective samples (`results[fastest_index]`, the warm-up
+        biased first one left out as in tuning). Raises `BaselineError` naming the file and
+        key when the entry cannot serve: no device id, a winner without samples, bounds or a
+        `sigma_between` that do not read.
+        """
+        where = f"{source or 'cache'}: key {serialize_key_json(value.key)}"
+        device_id = device.get("id") if device is not None else None
+        if not isinstance(device_id, str) or not device_id:
+            raise BaselineError(f"{where}: the file's device block has no 'id'")
+        if value.fastest_index >= len(value.results):
+            raise BaselineError(
+                f"{where}: fastest_index {value.fastest_index} is past the"
+                f" {len(value.results)} results"
+            )
+        winner = value.results[value.fastest_index]
+        mismatch = None
+        if value.winner() is None:
+            # Results out of line with the candidates: the samples at the winner's index
+            # are another candidate's, so this baseline cannot be compared with anything.
+            mismatch = (
+                f"the baseline in {source or 'the cache'} is out of line with its candidates:"
+                f" the result at fastest_index {value.fastest_index} is {winner.name!r}, not"
+                f" the winner {value.fastest_name!r}; --autotune-update re-records it"
+            )
+        if not isinstance(winner, AutotuneOutcome):
+            raise BaselineError(f"{where}: the winner {value.fastest_name} has no samples")
+        peak, resource, level = _baseline_peak(value.bounds, where)
+        calibration, history = _calibration_and_history(value, where)
+        return cls(
+            device_id=device_id,
+            checksum=checksum,
+            fastest_name=value.fastest_name,
+            samples=winner.effective_samples,
+            peak=peak,
+            peak_resource=resource,
+            peak_level=level,
+            sigma_between=_sigma_between(metadata, where),
+            source=source,
+            calibration=calibration,
+            history=history,
+            mismatch=mismatch,
+        )
+
+    @classmethod
+    def find(
+        cls,
+        entries: Mapping[PersistentCacheKey, PersistentCacheValue],
+        key: str,
+        checksum: str,
+        *,
+        device: Mapping[str, Any] | None,
+        metadata: Mapping[str, Any],
+        source: str = "",
+    ) -> Baseline | None:
+        """The baseline of `key` (its `stable_key`) in a loaded cache, None when it has none.
+
+        The entry with `checksum` is preferred; an entry with another checksum still comes
+        back, so that `judge` reports it as not comparable instead of as missing.
+        """
+        matches = sorted(
+            (pk for pk in entries if pk.key == key), key=lambda pk: pk.checksum != checksum
+        )
+        if not matches:
+            return None
+        found = matches[0]
+        return cls.from_cache_entry(
+            entries[found], found.checksum, device=device, metadata=metadata, source=source
+        )
+
+
+def _baseline_peak(
+    bounds: dict[str, Any] | None, where: str
+) -> tuple[float | None, str | None, str | None]:
+    """The binding bound's peak, resource and memory level."""
+    if bounds is None:
+        return None, None, None
+    try:
+        parsed = Bounds.from_json(bounds)
+    except (KeyError, TypeError, ValueError) as error:
+        raise BaselineError(f"{where}: bounds do not read: {error!r}") from None
+    resource = parsed.binding_resource()
+    binding = [b for b in parsed.bounds if b.resource == resource]
+    return (binding[0].peak, resource, binding[0].level) if binding else (None, None, None)
+
+
+def _calibration_and_history(
+    value: PersistentCacheValue, where: str
+) -> tuple[Calibration | None, tuple[BaselineSession, ...]]:
+    """The entry's calibration read and earlier sessions, as the gate's values."""
+    calibration = None
+    history: tuple[BaselineSession, ...] = ()
+    try:
+        if value.calibration is not None:
+            calibration = Calibration.from_json(value.calibration)
+    except (TypeError, ValueError) as error:
+        raise BaselineError(f"{where}: calibration does not read: {error}") from None
+    try:
+        history = tuple(BaselineSession.from_json(s) for s in value.sessions or ())
+    except (TypeError, ValueError) as error:
+        raise BaselineError(f"{where}: sessions do not read: {error}") from None
+    return calibration, history
+
+
+def _sigma_between(metadata: Mapping[str, Any], where: str) -> float | None:
+    value = metadata.get("sigma_between")
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and value >= 0)
+    ):
+        raise BaselineError(f"{where}: sigma_between is {value!r}, expected a number >= 0")
+    return float(value)

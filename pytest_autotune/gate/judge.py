@@ -1,0 +1,249 @@
+"""Judging one group: its winner's measurement against its baseline, by the rules, into one
+`GroupVerdict`.
+
+Every rule errs on the side of passing unless the evidence is strong: a baseline that
+measured something else is "not comparable" rather than a failure, an error is never
+reported as a regression, and a suspected failure is measured again before it counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from pytest_autotune.gate.baseline import Baseline
+from pytest_autotune.gate.rules import (
+    NORMALISE_BY_PEAKS,
+    FloorCheck,
+    RegressionCheck,
+    device_kind,
+)
+from pytest_autotune.gate.samples import Measurement
+from pytest_autotune.gate.verdicts import UPDATED_MESSAGE, Comparison, GroupVerdict, Verdict
+from pytest_autotune.report.figures import format_change, format_fraction, format_interval
+from pytest_autotune.tune.bounds import (
+    COMPUTE,
+    MEMORY,
+    Thresholds,
+    Work,
+    calculate_bounds,
+    fraction_of_roof,
+)
+from pytest_autotune.tune.errors import AutotuneError
+from pytest_autotune.tune.peaks import Peaks
+
+
+def judge(
+    current: Measurement | None,
+    baseline: Baseline | None,
+    *,
+    device_id: str,
+    checksum: str,
+    work: Work | None = None,
+    peaks: Peaks | None = None,
+    thresholds: Thresholds | None = None,
+    dtype: str = "fp32",
+    launch_overhead: float = 0.0,
+    max_regression: float | None = None,
+    error: str | None = None,
+    strict: bool = False,
+    update: bool = False,
+    remeasure: Callable[[], Measurement] | None = None,
+    baseline_devices: Sequence[str] = (),
+) -> GroupVerdict:
+    """Judge one group: its winner's `current` measurement against the `baseline`.
+
+    `error` (or no measurement) makes the verdict ERROR whatever the baseline says: a group
+    that measured nothing has no speed to compare. `peaks` are this run's; with `work` they
+    give the fraction of roof, with `thresholds` too the floor, and with the baseline's
+    peak the normalisation of the time. `max_regression` None takes the device kind's
+    default; `sigma_between` comes from the baseline's file, else the kind's default.
+    `baseline_devices` are the devices that have a baseline of this test, which a
+    NO_BASELINE verdict names. A comparison too wide to catch the slowdown the gate is
+    built to catch is TOO_NOISY, a failure only when `strict`, as a missing baseline is.
+
+    A suspected failure (REGRESSION or FLOOR) is measured again with `remeasure` and fails
+    only if the re-measurement fails too. The re-measurement alone decides, rather than its
+    samples pooled with the first: what a confirmation guards against is a transient (a
+    clock dip, another process on the device) that shifted the whole first measurement,
+    and pooling would carry half of that shift into the verdict. An independent second
+    measurement of an unchanged kernel fails with the same small probability as the first,
+    so the pair rarely fails together, while a real slowdown shows in both. A winner that
+    fails while re-measured (`AutotuneError`) gives ERROR, never a regression.
+    """
+    if error is not None or current is None:
+        return GroupVerdict(Verdict.ERROR, error or "nothing was measured", None, None, True)
+
+    def once(measurement: Measurement, remeasured: bool) -> GroupVerdict:
+        return _judge_once(
+            measurement,
+            baseline,
+            device_id=device_id,
+            checksum=checksum,
+            work=work,
+            peaks=peaks,
+            floor=(
+                FloorCheck(thresholds, dtype, launch_overhead) if thresholds is not None else None
+            ),
+            dtype=dtype,
+            max_regression=max_regression,
+            strict=strict,
+            update=update,
+            remeasured=remeasured,
+            baseline_devices=baseline_devices,
+        )
+
+    verdict = once(current, remeasured=False)
+    if remeasure is None or verdict.verdict not in (Verdict.REGRESSION, Verdict.FLOOR):
+        return verdict
+    try:
+        second = remeasure()
+    except AutotuneError as exc:
+        return GroupVerdict(
+            Verdict.ERROR,
+            f"the winner failed while re-measured to confirm a suspected failure: {exc}",
+            None,
+            verdict.fraction_of_roof,
+            True,
+            current,
+        )
+    return once(second, remeasured=True)
+
+
+def _judge_once(
+    current: Measurement,
+    baseline: Baseline | None,
+    *,
+    device_id: str,
+    checksum: str,
+    work: Work | None,
+    peaks: Peaks | None,
+    floor: FloorCheck | None,
+    dtype: str,
+    max_regression: float | None,
+    strict: bool,
+    update: bool,
+    remeasured: bool,
+    baseline_devices: Sequence[str],
+) -> GroupVerdict:
+    fraction: float | None = None
+    floor_message: str | None = None
+    roof: str | None = None
+    if work is not None and peaks is not None:
+        fraction, roof = _fraction_of_roof(work, current.median, peaks, dtype)
+        if floor is not None:
+            floor_message = floor.fails(work, current.median, peaks)
+
+    comparison: Comparison | None = None
+    regression_message: str | None = None
+    noisy_message: str | None = None
+    other = _not_comparable(baseline, device_id, checksum)
+    if baseline is not None and other is None:
+        comparison, regression_message, noisy_message = _compare(
+            current, baseline, device_id, peaks, dtype, max_regression
+        )
+
+    def verdict(kind: Verdict, message: str, failed: bool) -> GroupVerdict:
+        return GroupVerdict(kind, message, comparison, fraction, failed, current, remeasured, roof)
+
+    failures = [m for m in (regression_message, floor_message) if m is not None]
+    if update:
+        would = f"; without --autotune-update: {'; '.join(failures)}" if failures else ""
+        return verdict(Verdict.UPDATED, f"{UPDATED_MESSAGE}{would}", False)
+    if regression_message is not None:
+        return verdict(Verdict.REGRESSION, "\n".join(failures), True)
+    # The first that applies, in this order: a floor missed fails whatever else is true.
+    outcomes = (
+        (Verdict.FLOOR, floor_message, True),
+        (Verdict.NO_BASELINE, _no_baseline(device_id, baseline_devices, baseline), strict),
+        (Verdict.TOO_NOISY, noisy_message, strict),
+        (Verdict.NOT_COMPARABLE, other, False),
+    )
+    for kind, message, failed in outcomes:
+        if message is not None:
+            return verdict(kind, message, failed)
+    return verdict(Verdict.PASS, "", False)
+
+
+def _compare(
+    current: Measurement,
+    baseline: Baseline,
+    device_id: str,
+    peaks: Peaks | None,
+    dtype: str,
+    max_regression: float | None,
+) -> tuple[Comparison, str | None, str | None]:
+    """The comparison with a comparable baseline, the regression message and the too-noisy
+    message (each None when it does not apply; too noisy only without a regression)."""
+    calibrated = current.calibrated_against(baseline)
+    check = RegressionCheck.for_device(
+        device_id,
+        max_regression,
+        baseline.sigma_between,
+        calibrated=calibrated,
+        measured=baseline.spread(calibrated),
+    )
+    normalise = peaks is not None and NORMALISE_BY_PEAKS[device_kind(device_id)]
+    ratio = baseline.peak_ratio(peaks, dtype) if normalise and peaks is not None else 1.0
+    comparison = check.delta(current, baseline, ratio)
+    regression_message = check.fails(current, baseline, ratio)
+    noisy_message: str | None = None
+    if regression_message is None and check.too_noisy(comparison, device_id):
+        noisy_message = (
+            f"too noisy to judge: {format_interval(comparison)}:"
+            f" {check.figures(current, baseline, ratio)}; this comparison would catch"
+            f" only a slowdown past {format_change(check.catches(comparison))}"
+            f" (tolerated {format_fraction(check.max_regression)}); what would help:"
+            " more baseline sessions (run --autotune-update again), a quieter runner,"
+            " or a longer measurement"
+        )
+    return comparison, regression_message, noisy_message
+
+
+def _fraction_of_roof(
+    work: Work, seconds: float, peaks: Peaks, dtype: str
+) -> tuple[float | None, str | None]:
+    """The fraction of the binding roof reached, and which roof that is: the memory level
+    the working set fits in, or the compute unit of `dtype`."""
+    compute_peak, memory = peaks.compute_peak(dtype), peaks.memory_roof(work.footprint)
+    fraction = fraction_of_roof(work, seconds, compute_peak, memory.peak)
+    if fraction is None:
+        return None, None
+    binding = calculate_bounds(work, Thresholds(), compute_peak, memory.peak, 0.0, memory.level)
+    resource = binding.binding_resource()
+    return fraction, memory.level if resource == MEMORY else f"{dtype} {COMPUTE}"
+
+
+def _no_baseline(
+    device_id: str, baseline_devices: Sequence[str], baseline: Baseline | None
+) -> str | None:
+    """The message of a missing baseline, naming the devices that have one; None when there
+    is a baseline."""
+    if baseline is not None:
+        return None
+    elsewhere = (
+        f"; baselines of this test exist for {', '.join(sorted(baseline_devices))}"
+        " (--autotune-runner names the one to use)"
+        if baseline_devices
+        else ""
+    )
+    return f"no baseline for this key on {device_id}; --autotune-update records one{elsewhere}"
+
+
+def _not_comparable(baseline: Baseline | None, device_id: str, checksum: str) -> str | None:
+    """Why the baseline measured something else, None when it is comparable (or missing)."""
+    if baseline is None:
+        return None
+    where = baseline.source or "the cache"
+    if baseline.mismatch is not None:
+        return baseline.mismatch
+    if baseline.device_id != device_id:
+        return (
+            f"the baseline in {where} was measured on {baseline.device_id},"
+            f" this run is on {device_id}"
+        )
+    if baseline.checksum != checksum:
+        return (
+            f"the baseline in {where} was tuned over another candidate list"
+            f" (checksum {baseline.checksum}, now {checksum}); --autotune-update re-records it"
+        )
+    return None

@@ -1,0 +1,42 @@
+"""Figures as people read them, shared by the gate's messages and every report: a change with
+its sign (`+8.0%`), a fraction of a roof, a change with its interval.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+
+class Interval(Protocol):
+    """A change and the interval it was judged by, as fractions (`gate.Comparison`)."""
+
+    @property
+    def delta(self) -> float: ...
+
+    @property
+    def low(self) -> float: ...
+
+    @property
+    def high(self) -> float: ...
+
+
+def format_change(fraction: float) -> str:
+    """A relative change with its sign, `+8.0%`; an unbounded end of an interval is `+inf%`."""
+    if math.isinf(fraction):
+        return "+inf%" if fraction > 0 else "-inf%"
+    percent = round(fraction * 100, 1)
+    return f"{percent + 0.0:+.1f}%"  # + 0.0 turns a rounded -0.0 into 0.0: no "-0.0%"
+
+
+def format_fraction(fraction: float | None) -> str:
+    """A fraction of a roof or a threshold as a percentage, `-` when there is none."""
+    return "-" if fraction is None else f"{fraction * 100:.1f}%"
+
+
+def format_interval(comparison: Interval) -> str:
+    """`+8.0% [+2.1%, +14.2%]`: the change and the interval the gate judged it by."""
+    return (
+        f"{format_change(comparison.delta)}"
+        f" [{format_change(comparison.low)}, {format_change(comparison.high)}]"
+    )
