@@ -16,14 +16,9 @@ from typing import Any
 import pytest
 
 from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda
-from pytest_autotune.backends.cuda import (
-    EAGER_CALLS,
-    EAGER_LEAD,
-    PLACEMENTS,
-    REPLAY_CACHE_SIZE,
-    REPLAY_CALIBRATION_NODES,
-    device_id_from,
-)
+from pytest_autotune.backends.cuda import REPLAY_CALIBRATION_NODES, device_id_from
+from pytest_autotune.backends.cuda_graphs import PLACEMENTS, REPLAY_CACHE_SIZE
+from pytest_autotune.backends.cuda_timing import EAGER_CALLS, EAGER_LEAD
 
 cuda_module = importlib.import_module("pytest_autotune.backends.cuda")
 

@@ -1,0 +1,63 @@
+"""CuPy and the CUDA devices it sees: importing it with one clear error where it is missing,
+counting devices, and naming them as the cache folders and fingerprints do.
+
+CuPy is imported when asked for, never when this module is, so the package imports without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from pytest_autotune.backends.device_id import device_id
+
+EXTRAS_HINT = (
+    "install CuPy through the extra matching your CUDA toolkit: "
+    "pip install 'pytest-autotune[cuda12]' (CUDA 12) or 'pytest-autotune[cuda13]' (CUDA 13)"
+)
+
+
+class CudaUnavailableError(RuntimeError):
+    """`cuda()` cannot give a client here: CuPy is missing or broken, or no CUDA device is
+    visible. The message says which, and what to install."""
+
+
+def import_cupy() -> Any:
+    """CuPy, or one `CudaUnavailableError` that names the extra to install."""
+    try:
+        return importlib.import_module("cupy")
+    except ImportError as error:
+        raise CudaUnavailableError(f"CuPy cannot be imported ({error}); {EXTRAS_HINT}") from error
+
+
+def device_count() -> int:
+    """CUDA devices CuPy sees; 0 where CuPy is missing or finds no driver or device."""
+    try:
+        return int(import_cupy().cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0
+
+
+def device_id_from(name: str) -> str:
+    """The cache folder name of a GPU, e.g. `cuda-nvidia-h200` for "NVIDIA H200"."""
+    return device_id("cuda", name)
+
+
+def cuda_version(number: int) -> str:
+    """CUDA's integer versions (13000, 12040) as "13.0", "12.4"."""
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
+def device_uuid(raw: object) -> str | None:
+    """The device UUID as nvidia-smi prints it (GPU-xxxxxxxx-xxxx-...), None where unknown."""
+    if isinstance(raw, (bytes, bytearray)) and len(raw) == 16:
+        h = bytes(raw).hex()
+        return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return None
+
+
+def is_out_of_memory(cp: Any, error: BaseException) -> bool:
+    if isinstance(error, cp.cuda.memory.OutOfMemoryError):
+        return True
+    # cudaErrorMemoryAllocation, raised by a library that allocates outside the pool.
+    return isinstance(error, cp.cuda.runtime.CUDARuntimeError) and error.status == 2

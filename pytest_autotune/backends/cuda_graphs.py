@@ -1,0 +1,173 @@
+"""The graph replays of a CUDA client: each candidate's call captured once per inputs into a
+CUDA graph with a memory pool of its own, and replayed for every sample. Steps 3, 5 and 6 of
+`backends.cuda`'s docstring say why, and what cannot be captured.
+"""
+
+from __future__ import annotations
+
+import traceback
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_autotune.backends.cuda_device import is_out_of_memory
+
+REPLAY_CACHE_SIZE = 16
+"""Captured calls a client keeps (the most recently timed): more than the candidates of one
+tuning step, which are sampled in turn, so a step captures each once; few enough that the
+memory their pools hold stays bounded."""
+
+PLACEMENTS = 8
+"""Placements of the winner's inputs and graph pool the gate's measurement samples in turn."""
+
+
+CAPTURE_MODE_THREAD_LOCAL = 1
+"""cudaStreamCaptureModeThreadLocal: a call that would synchronize or allocate with
+cudaMalloc during the capture fails it (and is timed on the stream) rather than running
+outside the graph; other threads are left alone."""
+
+
+def inputs_key(
+    inputs: tuple[Any, ...], is_array: Callable[[object], bool]
+) -> tuple[Any, ...] | None:
+    """What a graph captured from a call on `inputs` holds of them: each array's address,
+    shape, strides and dtype, each other input's value. A call on inputs with the same key
+    enqueues the same work, so it may replay that graph. None where an input is neither an
+    array nor hashable (a host array, a list): such a call is not captured."""
+    key: list[Any] = []
+    for value in inputs:
+        if is_array(value):
+            key.append(("array", value.data.ptr, value.shape, value.strides, value.dtype.str))
+            continue
+        try:
+            hash(value)
+        except TypeError:
+            return None
+        key.append((type(value), value))
+    return tuple(key)
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """One call of a candidate captured in a CUDA graph, with the memory its replays use."""
+
+    inputs_key: tuple[Any, ...]
+    graph: Any
+    pool: Any
+    """The memory pool the captured call allocated from; no other array gets its blocks."""
+    outputs: object
+    """What the captured call returned: its arrays stay allocated while the graph lives."""
+    enqueue: float
+    """Host seconds the warm-up call before the capture took to enqueue (cold, so rather
+    more than a caller's loop pays): enough to tell a device-bound call on its first sample."""
+
+    def launch(self) -> None:
+        self.graph.launch()
+
+
+class Candidates:
+    """A set of candidates, weakly held where they can be (see cpu._RepeatCounts)."""
+
+    def __init__(self) -> None:
+        self._weak: weakref.WeakSet[Callable[..., object]] = weakref.WeakSet()
+        self._strong: set[Callable[..., object]] = set()
+
+    def add(self, fn: Callable[..., object]) -> None:
+        try:
+            self._weak.add(fn)
+        except TypeError:
+            self._strong.add(fn)
+
+    def __contains__(self, fn: Callable[..., object]) -> bool:
+        try:
+            return fn in self._weak or fn in self._strong
+        except TypeError:  # unhashable: never added
+            return False
+
+
+class GraphReplays:
+    """The captured calls of one client, the most recently timed kept (`REPLAY_CACHE_SIZE`),
+    and the candidates that cannot be captured. `stream` is the client's capture stream,
+    None without graph replay (every call then goes through the stream); `host_timer`
+    (nanoseconds) times the warm-up call's enqueue."""
+
+    def __init__(self, cp: Any, stream: Any, host_timer: Callable[[], int]) -> None:
+        self._cp = cp
+        self.stream = stream
+        self._host_timer = host_timer
+        self._replays: OrderedDict[tuple[Callable[..., object], tuple[Any, ...]], Replay] = (
+            OrderedDict()
+        )
+        self._uncapturable = Candidates()
+
+    def of(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> Replay | None:
+        """The graph of one call of `fn(*inputs)`, captured on first use; None where the call
+        is timed through the stream (see `backends.cuda`'s docstring). A candidate keeps the graphs
+        of its `PLACEMENTS` most recent inputs; an older one and its memory go before a new
+        capture."""
+        if self.stream is None or fn in self._uncapturable:
+            return None
+        key = inputs_key(inputs, lambda value: isinstance(value, self._cp.ndarray))
+        if key is None:
+            return None
+        try:
+            replay = self._replays.pop((fn, key), None)
+        except TypeError:  # unhashable: nowhere to keep its graph
+            return None
+        if replay is None:
+            own = [k for k in self._replays if k[0] is fn]
+            for old in own[: max(0, len(own) - PLACEMENTS + 1)]:
+                del self._replays[old]
+            replay = self.capture(fn, inputs, key)
+            if replay is None:
+                self._uncapturable.add(fn)
+                return None
+        self._replays[fn, key] = replay
+        while len(self._replays) > REPLAY_CACHE_SIZE:
+            self._replays.popitem(last=False)
+        return replay
+
+    def capture(
+        self, fn: Callable[..., object], inputs: tuple[Any, ...], key: tuple[Any, ...]
+    ) -> Replay | None:
+        """One warm-up call, then one call captured, both on the capture stream and in a
+        pool of their own. An error of the warm-up is the candidate's and is raised; one of
+        the capture means the call cannot be captured, and gives None."""
+        cp = self._cp
+        stream = self.stream
+        assert stream is not None
+        pool = cp.cuda.MemoryPool()
+        # The inputs may still be being written on the caller's stream.
+        stream.wait_event(cp.cuda.get_current_stream().record())
+        with cp.cuda.using_allocator(pool.malloc), stream:
+            try:
+                start = self._host_timer()
+                fn(*inputs)
+                enqueue = (self._host_timer() - start) / 1e9
+                stream.synchronize()
+            except BaseException as error:
+                if is_out_of_memory(cp, error):
+                    traceback.clear_frames(error.__traceback__)
+                    pool.free_all_blocks()
+                    self.free_after_out_of_memory(error, stream)
+                raise
+            try:
+                stream.begin_capture(CAPTURE_MODE_THREAD_LOCAL)
+                try:
+                    outputs = fn(*inputs)
+                finally:
+                    graph = stream.end_capture()
+            except Exception:
+                return None
+        return Replay(key, graph, pool, outputs, enqueue)
+
+    def free_after_out_of_memory(self, error: BaseException, stream: Any) -> None:
+        """Give the device memory a failed candidate held back to the next one: its frames
+        (kept alive by the traceback) hold its arrays, the pool caches their blocks, and the
+        captured graphs' pools hold what their calls allocated."""
+        traceback.clear_frames(error.__traceback__)
+        stream.synchronize()
+        self._replays.clear()
+        self._cp.get_default_memory_pool().free_all_blocks()

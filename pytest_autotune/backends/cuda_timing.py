@@ -1,0 +1,145 @@
+"""What a caller pays for a candidate on a GPU: the eager calls a caller-timed sample makes
+beside its device sample, and each candidate's latest device and enqueue seconds
+(`CallCost`). Step 4 of `backends.cuda`'s docstring says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+ENQUEUE_MARGIN = 4.0
+"""A candidate whose device time exceeds its host enqueue time this many times over is
+device-bound: its later samples skip the eager call that measures the enqueue time."""
+
+EAGER_CALLS = 24
+"""The eager calls whose per-call cost a caller-timed sample of a short call reads: the
+difference between a loop of `EAGER_LEAD + EAGER_CALLS` calls and one of `EAGER_LEAD`
+(`CallerTiming.eager_loop`). The host's own jitter is a microsecond or two a call, and
+averages down with the difference's length: on a 16-core H200 host 8 calls ranked a
+2048x1024 layernorm's candidates, 9% apart, right in 87 of 100 tunings."""
+
+EAGER_LEAD = 8
+"""The calls of the shorter of `CallerTiming.eager_loop`'s two loops: what the cold start
+after a synchronize costs, the same in both, cancels in their difference."""
+
+TIMINGS = ("caller", "device")
+"""`timing="caller"` scores a sample by the larger of device and host enqueue time,
+`"device"` by the device time alone (see `backends.cuda`'s docstring)."""
+
+MIN_SAMPLE_S = 1e-9
+"""The least a sample reads once the empty sample is taken away: a duration must stay
+positive, and a call that enqueues nothing is not free for the host either."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallCost:
+    """What one sample of a candidate cost: seconds of device work, and seconds the host
+    took to enqueue one eager call of it (None where not measured: `timing="device"`)."""
+
+    device: float
+    enqueue: float | None
+
+
+class CallerTiming:
+    """How a client scores its samples (`timing`: "caller" or "device"), the eager loop
+    that measures what a caller pays, and the latest `CallCost` of each candidate."""
+
+    def __init__(self, timing: str, host_timer: Callable[[], int]) -> None:
+        if timing not in TIMINGS:
+            raise ValueError(f"timing must be one of {TIMINGS}, got {timing!r}")
+        self.timing = timing
+        self.host_timer = host_timer
+        self._costs: weakref.WeakKeyDictionary[Callable[..., object], CallCost] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def call_costs(self, fn: Callable[..., object]) -> CallCost | None:
+        """The device and host enqueue seconds of `fn`'s latest sample, None when it was
+        never timed (or cannot be remembered: an unhashable or unreferenceable callable)."""
+        try:
+            return self._costs.get(fn)
+        except TypeError:
+            return None
+
+    def caller_costs(
+        self,
+        fn: Callable[..., object],
+        inputs: tuple[Any, ...],
+        device: float,
+        first_enqueue: float,
+        stream: Any,
+    ) -> tuple[float, float | None]:
+        """The host enqueue time and what a caller's loop pays per call, for a replayed
+        sample of `device` seconds. The eager loop runs only where the host may bind: a
+        call whose device time is over `ENQUEUE_MARGIN` times its last known enqueue time
+        (the previous sample's, or on the first `first_enqueue`, the capture's warm-up
+        call's) is device-bound, and its loop would cost `EAGER_CALLS` calls of device time
+        for a figure the device sample already gives: 24 calls of 0.47 s on the first
+        tuning of a slow sum candidate, where do_bench pays 8. `stream` is the current
+        stream."""
+        cost = self.call_costs(fn)
+        known = cost.enqueue if cost is not None and cost.enqueue is not None else first_enqueue
+        if device > ENQUEUE_MARGIN * known:
+            return known, None
+
+        def eager() -> None:
+            fn(*inputs)
+
+        return self.eager_loop(eager, stream)
+
+    def eager_loop(self, eager: Callable[[], None], stream: Any) -> tuple[float, float]:
+        """Seconds per call of eager calls back to back in a caller's steady loop: the host's
+        part alone (launches and allocations, read before the synchronize), then the whole
+        (the host's part, or the device's work where that is slower).
+
+        A loop that starts after a synchronize is slow for its first calls (the host path
+        and the launch queue are cold): one call read 28-34 us where a long loop pays
+        10-13 us for a 2048x1024 layernorm, and a loop of 24 calls still 16-19 us, which
+        hid a candidate whose device time (14 us) binds a long loop behind the host time
+        of all of them, and ranked the layernorms by noise (94 of 100 tunings agreed with
+        a long loop). So two loops are timed, `EAGER_LEAD` calls and `EAGER_LEAD +
+        EAGER_CALLS`, each from a synchronize of `stream`, and the per-call figure is their
+        difference over `EAGER_CALLS`: the cold start, the same in both, cancels."""
+        eager()
+        short = self._timed_loop(eager, EAGER_LEAD, stream)
+        long = self._timed_loop(eager, EAGER_LEAD + EAGER_CALLS, stream)
+        enqueue = max(long[0] - short[0], 1) / 1e9 / EAGER_CALLS
+        paid = max(long[1] - short[1], 1) / 1e9 / EAGER_CALLS
+        return enqueue, paid
+
+    def _timed_loop(self, eager: Callable[[], None], calls: int, stream: Any) -> tuple[int, int]:
+        """Host nanoseconds of `calls` eager calls from a synchronize: until the last is
+        enqueued, and until the stream has finished them."""
+        stream.synchronize()
+        start = self.host_timer()
+        for _ in range(calls):
+            eager()
+        enqueued = self.host_timer()
+        stream.synchronize()
+        return enqueued - start, self.host_timer() - start
+
+    def score(
+        self,
+        fn: Callable[..., object],
+        device: float,
+        enqueue: float | None,
+        paid: float | None,
+        caller: bool,
+    ) -> float:
+        """Keep both figures of the sample (device and host enqueue time); the device time,
+        or for the `caller` the larger of it and what a caller's loop paid per call (`paid`,
+        or the last enqueue time measured where this sample took none: a device-bound
+        candidate, whose loop would read its device time again)."""
+        previous = self.call_costs(fn)
+        if enqueue is None and previous is not None:
+            enqueue = previous.enqueue
+        with contextlib.suppress(TypeError):
+            self._costs[fn] = CallCost(device, enqueue)
+        paid = paid if paid is not None else enqueue
+        if caller and paid is not None:
+            return max(device, paid)
+        return device
