@@ -1,0 +1,401 @@
+"""One decision's card: a record's group and key, its candidates, the winner against the
+roofline and the baseline, and the charts, as the template shows them (`DecisionView`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from markupsafe import Markup
+
+from pytest_autotune.report import decision_name, group_order, key_text, verdict_text
+from pytest_autotune.report.figures import format_change, format_fraction, format_interval
+from pytest_autotune.report.html.records import (
+    BaselineSeen,
+    Extra,
+    costs_text,
+    measured_name,
+    read_baseline,
+    read_bounds,
+    read_checks,
+    read_comparison,
+    read_device,
+    read_results,
+    read_winner_samples,
+    read_work,
+    winner_samples,
+)
+from pytest_autotune.report.html.views import (
+    MISSING,
+    PASSING_VERDICTS,
+    CandidateView,
+    DecisionView,
+    DeviceView,
+    gate_failed,
+    verdict_class,
+)
+from pytest_autotune.report.svg import (
+    Bar,
+    RooflinePoint,
+    SampleRow,
+    TrendPoint,
+    bar_chart,
+    format_si,
+    fraction_bar,
+    interval_chart,
+    quartiles,
+    strip_chart,
+    trend_chart,
+)
+from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome, AutotuneResult, SampleStats
+from pytest_autotune.tune.bounds import COMPUTE, MEMORY, Bounds, Work, fraction_of_roof
+from pytest_autotune.tune.checks import CheckResult
+from pytest_autotune.tune.log import event_from_json, format_duration
+from pytest_autotune.tune.peaks import Peaks
+from pytest_autotune.tune.records import AutotuneRecord, RecordError
+
+
+def _roofs(peaks: Peaks | None, bounds: Bounds | None) -> tuple[float, float]:
+    """(compute, memory) peaks: the bounds' own peaks where the record has a bound of that
+    resource (they are what the decision was tuned against), else the device's measured
+    peaks (the fp32 compute roof, as the gate uses); 0.0 when unknown."""
+    by_resource = {b.resource: b.peak for b in bounds.bounds} if bounds is not None else {}
+    compute = by_resource.get(COMPUTE, peaks.compute_peak() if peaks else 0.0)
+    memory = by_resource.get(MEMORY, peaks.memory_peak if peaks else 0.0)
+    return (
+        compute if math.isfinite(compute) else 0.0,
+        memory if math.isfinite(memory) else 0.0,
+    )
+
+
+def _spread(samples: Sequence[float]) -> str:
+    """Min to max of the samples: with the handful of samples tuning takes, a quartile
+    would be an interpolation between two of them; the range hides nothing."""
+    return f"{format_duration(min(samples))} \u2013 {format_duration(max(samples))}"
+
+
+def _sort_number(value: float | None, missing: str = "Infinity") -> str:
+    """A sort key for the page's script. A missing value (a failed candidate) sorts as the
+    worst: an infinite median, a roof fraction of minus infinity."""
+    return missing if value is None else repr(value)
+
+
+def _check_cell(check: CheckResult | None) -> tuple[str, str, str]:
+    """(text, CSS class, message) of a candidate's output check."""
+    if check is None:
+        return MISSING, "none", ""
+    if check.skipped:
+        return "skipped", "skipped", check.message
+    if not check.passed:
+        return "FAILED", "failed", check.message
+    if check.message == "reference":
+        return "reference", "passed", ""
+    return "passed", "passed", check.message
+
+
+@dataclass(frozen=True, slots=True)
+class _Roofline:
+    """What a decision's candidates are judged against: its work and the two roofs."""
+
+    work: Work | None
+    compute_peak: float
+    memory_peak: float
+    memory_level: str | None = None
+    """The memory level whose rate `memory_peak` is (L2, DRAM, ...), where the bound said."""
+
+    def fraction(self, seconds: float) -> float | None:
+        if self.work is None:
+            return None
+        return fraction_of_roof(self.work, seconds, self.compute_peak, self.memory_peak)
+
+    def point(self, name: str, seconds: float) -> RooflinePoint | None:
+        work = self.work
+        if work is None or work.compute_ops <= 0 or work.bytes <= 0:
+            return None
+        return RooflinePoint(name, work.compute_ops / work.bytes, work.compute_ops / seconds)
+
+    def describe(self) -> tuple[str, str]:
+        """(work, roofs) as the decision's card shows them."""
+        work = MISSING
+        if self.work is not None:
+            work = f"{format_si(self.work.compute_ops)}op, {format_si(self.work.bytes)}B"
+            if self.work.compute_ops > 0 and self.work.bytes > 0:
+                work += f" ({self.work.compute_ops / self.work.bytes:.3g} op/B)"
+        roofs = []
+        if self.memory_peak > 0:
+            level = f" ({self.memory_level})" if self.memory_level else ""
+            roofs.append(f"memory{level} {format_si(self.memory_peak)}B/s")
+        if self.compute_peak > 0:
+            roofs.append(f"compute {format_si(self.compute_peak)}op/s")
+        return work, ", ".join(roofs) or MISSING
+
+
+def _candidate(
+    index: int,
+    result: AutotuneResult,
+    winner: bool,
+    check: CheckResult | None,
+    roofline: _Roofline,
+    samples: Sequence[float],
+    costs: str = "",
+) -> tuple[CandidateView, Bar]:
+    """A candidate's row and bar; `samples` are what it is shown with (the winner's precise
+    measurement, the others' tuning samples)."""
+    check_text, check_class, check_message = _check_cell(check)
+    if isinstance(result, AutotuneOutcome) and samples:
+        stats = SampleStats.of(samples)
+        fraction = roofline.fraction(stats.median)
+        count = f"{stats.count}" + (" (precise)" if winner else "")
+        view = CandidateView(
+            index=index,
+            name=result.name,
+            winner=winner,
+            median=format_duration(stats.median),
+            median_sort=_sort_number(stats.median),
+            relative="",
+            spread=_spread(samples),
+            samples=count,
+            roof=format_fraction(fraction),
+            roof_sort=_sort_number(fraction, "-Infinity"),
+            check=check_text,
+            check_class=check_class,
+            check_message=check_message,
+            error="",
+            costs=costs,
+        )
+        q1, _, q3 = quartiles(samples)
+        return view, Bar(result.name, stats.median, q1, q3, winner)
+    name = result.name or MISSING
+    kind = result.kind.value if not isinstance(result, AutotuneOutcome) else "unmeasured"
+    message = "" if isinstance(result, AutotuneOutcome) else result.message
+    view = CandidateView(
+        index=index,
+        name=name,
+        winner=winner,
+        median=MISSING,
+        median_sort=_sort_number(None),
+        relative=MISSING,
+        spread=MISSING,
+        samples="0",
+        roof=MISSING,
+        roof_sort=_sort_number(None, "-Infinity"),
+        check=check_text,
+        check_class=check_class,
+        check_message=check_message,
+        error=kind + (f": {message}" if message else ""),
+    )
+    return view, Bar(name, None, note=f"error: {kind}")
+
+
+def _with_relative(candidates: list[CandidateView]) -> list[CandidateView]:
+    """Each measured candidate's median over the fastest one's, as pytest-benchmark shows."""
+    medians = [float(c.median_sort) for c in candidates if c.median != MISSING]
+    fastest = min(medians, default=0.0)
+    return [
+        replace(c, relative=f"{float(c.median_sort) / fastest:.2f}x")
+        if c.median != MISSING and fastest > 0
+        else c
+        for c in candidates
+    ]
+
+
+def _short(group: str, key: str) -> str:
+    """A decision's name without its file: what fits beside a point on a chart."""
+    return decision_name(group, key).rsplit("::", 1)[-1]
+
+
+def decision_view(
+    number: int,
+    record: AutotuneRecord,
+    devices: dict[str, DeviceView],
+    history: Sequence[tuple[str, AutotuneRecord]] = (),
+) -> DecisionView:
+    key = key_text(record.key)
+    where = f"record {number} ({record.tuner}, key {key})"
+    extra = Extra(record.extra, where)
+    device, peaks = read_device(extra, record.device_id)
+    devices.setdefault(device.id, device)
+    bounds = read_bounds(record, where)
+    level = next((b.level for b in bounds.bounds if b.resource == MEMORY), None) if bounds else None
+    roofline = _Roofline(read_work(extra, bounds), *_roofs(peaks, bounds), memory_level=level)
+    checks = read_checks(record, where)
+    results = read_results(record, where)
+    group = extra.typed.group or record.tuner
+    name = decision_name(group, key)
+    winner_samples = read_winner_samples(extra, results, record.fastest_index, record.fastest_name)
+
+    measured = measured_name(record)
+    candidates, bars = _candidates(record, results, checks, roofline, winner_samples, extra)
+
+    winner_median = SampleStats.of(winner_samples).median if winner_samples else None
+    fraction = extra.typed.fraction_of_roof
+    if fraction is None and winner_median is not None:
+        fraction = roofline.fraction(winner_median)
+    comparison = read_comparison(extra)
+    baseline = read_baseline(extra)
+    verdict = extra.typed.verdict
+    failed = gate_failed(verdict, extra.typed.failed)
+    try:
+        events = tuple(str(event_from_json(e)) for e in record.events)
+    except ValueError as exc:
+        raise RecordError(f"{where}: {exc}") from None
+    work, roofs = roofline.describe()
+
+    raw_change, strips = _against_baseline(winner_samples, baseline, measured, name)
+    trend = _trend(history, name)
+    return DecisionView(
+        anchor=f"decision-{number}",
+        name=name,
+        group=group,
+        key=key,
+        tuner=record.tuner,
+        device_id=device.id,
+        source=record.source,
+        winner=measured or MISSING,
+        pick_note=(
+            f"Tuning picked {record.fastest_name} on its few samples; the gate measured"
+            f" {measured}, the baseline's winner, which was faster here."
+            if measured is not None and measured != record.fastest_name
+            else ""
+        ),
+        median=format_duration(winner_median) if winner_median is not None else MISSING,
+        spread=(
+            f"{_spread(winner_samples)} ({len(winner_samples)} samples)"
+            if winner_samples
+            else MISSING
+        ),
+        roof=format_fraction(fraction),
+        roof_bar=(
+            fraction_bar(fraction, title=f"{format_fraction(fraction)} of the roof, {name}")
+            if fraction is not None and math.isfinite(fraction)
+            else None
+        ),
+        delta=format_interval(comparison) if comparison is not None else MISSING,
+        raw_change=raw_change,
+        interval=(
+            interval_chart(
+                comparison.delta,
+                comparison.low,
+                comparison.high,
+                failed=comparison.failed,
+                title=f"change against the baseline, {name}",
+            )
+            if comparison is not None
+            else None
+        ),
+        verdict=verdict or MISSING,
+        verdict_shown=verdict_text(verdict, failed) if verdict else MISSING,
+        verdict_class=verdict_class(verdict),
+        failed=failed,
+        attention=failed or (verdict is not None and verdict not in PASSING_VERDICTS),
+        message=extra.typed.message or "",
+        work=work,
+        roofs=roofs,
+        time_limit=format_duration(record.time_limit) if record.time_limit else MISSING,
+        duration=format_duration(record.duration_ns / NS_PER_S) if record.duration_ns else MISSING,
+        run=record.run.label if record.run is not None else MISSING,
+        candidates=tuple(_with_relative(candidates)),
+        bars=(
+            bar_chart(bars, format_value=format_duration, title=f"candidate medians, {name}")
+            if bars
+            else None
+        ),
+        strips=strips,
+        trend=trend,
+        events=events,
+        search=" ".join(
+            [group, key, record.tuner, verdict or "", *(c.name for c in candidates)]
+        ).lower(),
+        order=group_order(group, key),
+        point=(
+            roofline.point(_short(group, key), winner_median) if winner_median is not None else None
+        ),
+        peaks=(
+            peaks.compute_peak() if peaks else roofline.compute_peak,
+            peaks.memory_peak if peaks else roofline.memory_peak,
+        ),
+    )
+
+
+def _trend_point(number: str, record: AutotuneRecord) -> TrendPoint:
+    samples = winner_samples(record)
+    detail = record.run.label if record.run is not None else ""
+    if not samples:
+        return TrendPoint(number, None, detail=detail)
+    stats = SampleStats.of(samples)
+    q1, _, q3 = quartiles(samples)
+    return TrendPoint(number, stats.median, q1, q3, measured_name(record) or "", detail)
+
+
+def _candidates(
+    record: AutotuneRecord,
+    results: Sequence[tuple[int, AutotuneResult]],
+    checks: dict[str, CheckResult],
+    roofline: _Roofline,
+    winner_samples: Sequence[float],
+    extra: Extra,
+) -> tuple[list[CandidateView], list[Bar]]:
+    """Each candidate's row and bar, the winner's shown with its precise measurement."""
+    measured = measured_name(record)
+    candidates, bars = [], []
+    for index, result in results:
+        # A winner index naming another candidate marks no winner (a record that does not
+        # agree with itself); the gate's measured candidate, when not tuning's, by name.
+        winner = (
+            index == record.fastest_index and result.name == record.fastest_name
+            if measured == record.fastest_name
+            else result.name == measured
+        ) and measured is not None
+        shown: Sequence[float] = (
+            winner_samples
+            if winner
+            else (result.effective_samples if isinstance(result, AutotuneOutcome) else ())
+        )
+        view, bar = _candidate(
+            index,
+            result,
+            winner,
+            checks.get(result.name or ""),
+            roofline,
+            shown,
+            costs_text(extra, result.name or ""),
+        )
+        candidates.append(view)
+        bars.append(bar)
+
+    return candidates, bars
+
+
+def _against_baseline(
+    winner_samples: Sequence[float], baseline: BaselineSeen | None, measured: str | None, name: str
+) -> tuple[str, Markup | None]:
+    """The raw change of the winner's median against the baseline's, and the strip chart of
+    both samples; "-" and None without both."""
+    strips = None
+    raw_change = MISSING
+    if winner_samples and baseline is not None and baseline.samples:
+        base_median = SampleStats.of(baseline.samples).median
+        raw_change = format_change(SampleStats.of(winner_samples).median / base_median - 1)
+        strips = strip_chart(
+            [
+                SampleRow(f"this run: {measured}", tuple(winner_samples), True),
+                SampleRow(f"baseline: {baseline.name}", baseline.samples),
+            ],
+            format_value=format_duration,
+            title=f"samples of the winner and of the baseline, {name}",
+        )
+    return raw_change, strips
+
+
+def _trend(history: Sequence[tuple[str, AutotuneRecord]], name: str) -> Markup | None:
+    """The winner's median across the runs, None with fewer than two."""
+    trend = None
+    if len(history) > 1:
+        trend = trend_chart(
+            [_trend_point(label, past) for label, past in history],
+            format_value=format_duration,
+            title=f"winner median across runs, {name}",
+        )
+    return trend

@@ -1,0 +1,63 @@
+"""Rendering the report's view into one self-contained HTML document, and writing it."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from pytest_autotune.report.html.run import run_view
+from pytest_autotune.report.html.views import TERMS
+from pytest_autotune.tune.records import AutotuneRecord
+
+
+def _environment() -> jinja2.Environment:
+    """Autoescape on for every template, and undefined names fail loudly: a template that
+    names a field the view lacks is our bug, not a blank cell."""
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("pytest_autotune.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def render_html(records: Sequence[AutotuneRecord], *, title: str = "pytest-autotune") -> str:
+    """The report of `records` as one HTML document.
+
+    Raises `RecordError`, naming the record and field, when a record's results, checks,
+    bounds or extras do not read; a missing extra is not an error (it shows as "-").
+    """
+    env = _environment()
+    loader = env.loader
+    assert loader is not None
+    script, _, _ = loader.get_source(env, "report.js")
+    style, _, _ = loader.get_source(env, "report.css")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return env.get_template("report.html.j2").render(
+        run=run_view(records, title=title),
+        script=Markup(script),
+        style=Markup(style),
+        script_hash=f"sha256-{digest}",
+        terms=TERMS,
+    )
+
+
+def write_html(
+    path: str | os.PathLike[str],
+    records: Sequence[AutotuneRecord],
+    *,
+    title: str = "pytest-autotune",
+) -> None:
+    """Write the report to `path`, creating its folder; UTF-8, ending with a newline."""
+    text = render_html(records, title=title)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
