@@ -1,0 +1,74 @@
+"""What every chart shares: numbers as labels (`format_si`), axis ticks, coordinates, labels
+cut to fit, and the `<svg>` element around a chart's body."""
+
+from __future__ import annotations
+
+import math
+
+from markupsafe import Markup, escape
+
+_SI_PREFIXES = ("", "k", "M", "G", "T", "P", "E")
+
+CHAR_WIDTH = 7.0
+"""Rough width of one character of the chart font at 12px: enough to size the label column
+and to keep labels apart, where measuring text would need a browser."""
+
+
+def format_si(value: float) -> str:
+    """Three significant digits and an SI prefix, for rates that span kB/s to PB/s:
+    `4.28 T`, `63.0 G`, `512 `; append the unit (`format_si(x) + "B/s"`). Below 1 the
+    number is plain (`0.25 `), as for arithmetic intensities."""
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g} "
+    if abs(value) < 1:
+        return f"{value:.3g} "
+    exponent = min(int(math.log10(abs(value)) // 3), len(_SI_PREFIXES) - 1)
+    scaled = float(f"{value / 10 ** (3 * exponent):.3g}")
+    if scaled >= 1000 and exponent + 1 < len(_SI_PREFIXES):
+        exponent, scaled = exponent + 1, scaled / 1000
+    decimals = 0 if scaled >= 100 else 1 if scaled >= 10 else 2
+    return f"{scaled:.{decimals}f} {_SI_PREFIXES[exponent]}"
+
+
+def linear_ticks(top: float, count: int = 5) -> list[float]:
+    """Ticks from 0 at a step of 1, 2 or 5 times a power of ten, the last one at or above
+    `top`: the axis ends on a round number a reader can take in at a glance."""
+    if not (math.isfinite(top) and top > 0):
+        return [0.0, 1.0]
+    raw = top / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+    steps = math.ceil(top / step - 1e-9)
+    return [i * step for i in range(steps + 1)]
+
+
+def log_ticks(low: float, high: float) -> list[float]:
+    """The powers of ten from the one at or below `low` to the one at or above `high`."""
+    if not (0 < low <= high and math.isfinite(high)):
+        raise ValueError(f"log ticks need 0 < low <= high, got {low!r}, {high!r}")
+    first = math.floor(math.log10(low) + 1e-9)
+    last = math.ceil(math.log10(high) - 1e-9)
+    last = max(last, first + 1)
+    return [10.0**e for e in range(first, last + 1)]
+
+
+def num(value: float) -> str:
+    """A coordinate: one decimal is finer than a pixel, and keeps the markup short."""
+    return f"{value:.1f}"
+
+
+def fit(label: str, width: float) -> str:
+    """`label` cut with an ellipsis to about `width` pixels; the full text stays in a
+    `<title>`, which browsers show on hover."""
+    most = max(int(width / CHAR_WIDTH), 4)
+    return label if len(label) <= most else label[: most - 1] + "\u2026"
+
+
+def svg(width: float, height: float, title: str, body: list[str], css_class: str) -> Markup:
+    return Markup(
+        f'<svg class="chart {css_class}" xmlns="http://www.w3.org/2000/svg" role="img"'
+        f' width="{num(width)}" height="{num(height)}"'
+        f' viewBox="0 0 {num(width)} {num(height)}"><title>{escape(title)}</title>'
+        + "".join(body)
+        + "</svg>"
+    )
