@@ -1,0 +1,95 @@
+"""Reading cache files for `show`, `diff` and `changed`, and the plain-text table they print."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_autotune.cli.errors import CliError, require_file
+from pytest_autotune.report.html import key_text
+from pytest_autotune.tune.benchmark import AutotuneOutcome
+from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
+from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.log import format_duration
+from pytest_autotune.tune.peaks import Peaks
+
+
+@dataclass(frozen=True, slots=True)
+class Cache:
+    """One cache file as read: its entries by key text, and its device block."""
+
+    path: str
+    entries: dict[str, PersistentCacheValue]
+    device: Mapping[str, Any] | None
+    metadata: Mapping[str, Any]
+
+    @property
+    def device_id(self) -> str:
+        device_id = self.device.get("id") if self.device else None
+        return device_id if isinstance(device_id, str) else "-"
+
+
+LOAD_REMARK = "; autotune goes on as if there were no cache"
+"""What `PersistentCache.load`'s warning adds for a test run, and is not true here."""
+
+
+def load_cache(path: str) -> Cache:
+    """Read a cache file through `PersistentCache` (so `show` accepts exactly what a run
+    accepts); a file it cannot use is a `CliError` with its path and reason."""
+    require_file(path)
+    cache = PersistentCache(Path(path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        entries = cache.load()
+    for warning in caught:
+        if issubclass(warning.category, CacheFileWarning):
+            raise CliError(str(warning.message).split(LOAD_REMARK, 1)[0])
+    return Cache(path, by_key(entries), cache.device(), cache.metadata())
+
+
+def by_key(
+    entries: Mapping[PersistentCacheKey, PersistentCacheValue],
+) -> dict[str, PersistentCacheValue]:
+    """Entries by the key as people read it, sorted. A key with several candidate lists
+    (checksums) in one file gets the checksum added, so none hides another."""
+    counts: dict[str, int] = {}
+    for pk in entries:
+        counts[pk.key] = counts.get(pk.key, 0) + 1
+    named = {}
+    for pk, value in entries.items():
+        name = key_text(value.key)
+        named[f"{name} [{pk.checksum}]" if counts[pk.key] > 1 else name] = value
+    return dict(sorted(named.items()))
+
+
+def winner_median(value: PersistentCacheValue) -> float | None:
+    winner = value.winner()
+    return winner.median if isinstance(winner, AutotuneOutcome) else None
+
+
+def read_peaks(device: Mapping[str, Any] | None) -> Peaks | None:
+    data = device.get("peaks") if device else None
+    if data is None:
+        return None
+    try:
+        return Peaks.from_json(data)
+    except (TypeError, ValueError):
+        return None
+
+
+def table(rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
+    """Rows as aligned columns, two spaces apart; the last column is not padded."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        (
+            indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def duration(seconds: float | None) -> str:
+    return format_duration(seconds) if seconds is not None else "-"

@@ -1,0 +1,54 @@
+"""`pytest-autotune compare A B`: run B judged against run A with the gate's own rule."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TextIO
+
+from pytest_autotune.cli.errors import CliError
+from pytest_autotune.cli.report import labelled_records
+from pytest_autotune.report.compare import (
+    CompareError,
+    compare_caches,
+    compare_records,
+    render_comparison,
+)
+from pytest_autotune.tune.records import RecordError
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    before, after = Path(args.before), Path(args.after)
+    for path in (before, after):
+        if not path.exists():
+            raise CliError(f"{path}: no such file or folder")
+    try:
+        if before.is_dir() and after.is_dir():
+            rows = compare_caches(before, after, max_regression=args.max_regression)
+        elif before.is_file() and after.is_file():
+            rows = compare_records(
+                labelled_records(args.before),
+                labelled_records(args.after),
+                sources=(args.before, args.after),
+                max_regression=args.max_regression,
+            )
+        else:
+            raise CliError(
+                f"{args.before}, {args.after}: compare two record files or two cache folders"
+            )
+    except (CompareError, RecordError) as exc:
+        raise CliError(str(exc)) from None
+    if not any(row.verdict is not None for row in rows):
+        raise CliError(f"{args.before}, {args.after}: no group is in both")
+    out.write(render_comparison(rows, (f"A: {args.before}", f"B: {args.after}")) + "\n")
+    return 1 if any(row.verdict is not None and row.verdict.failed for row in rows) else 0
+
+
+def fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number such as 0.05, got {text!r}") from None
+    if not (0 <= value < 10):
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.05, got {text!r}")
+    return value

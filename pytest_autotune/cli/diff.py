@@ -1,0 +1,109 @@
+"""`pytest-autotune diff OLD NEW`: what a refreshed cache file changes."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import TextIO
+
+from pytest_autotune.cli.caches import Cache, duration, load_cache, read_peaks, table, winner_median
+from pytest_autotune.report.figures import format_change
+from pytest_autotune.report.svg import format_si
+from pytest_autotune.tune.cache import PersistentCacheValue
+from pytest_autotune.tune.peaks import Peaks
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    old, new = load_cache(args.old), load_cache(args.new)
+    lines = [
+        f"old  {old.path} ({old.device_id}, {len(old.entries)} entries)",
+        f"new  {new.path} ({new.device_id}, {len(new.entries)} entries)",
+    ]
+    if old.device_id != new.device_id:
+        lines.append(f"device changed: {old.device_id} -> {new.device_id}")
+    lines.extend(_peak_changes(read_peaks(old.device), read_peaks(new.device)))
+
+    common = [key for key in new.entries if key in old.entries]
+    added = [key for key in new.entries if key not in old.entries]
+    removed = [key for key in old.entries if key not in new.entries]
+    winners_changed = sum(
+        old.entries[k].fastest_name != new.entries[k].fastest_name for k in common
+    )
+    if common:
+        lines.append("")
+        lines.extend(_compared(old, new, common))
+    for label, keys, cache in (("added", added, new), ("removed", removed, old)):
+        if keys:
+            lines.extend(["", f"{label}:"])
+            lines.extend(table([_entry_row(key, cache.entries[key]) for key in keys], "  "))
+    lines.append("")
+    lines.append(
+        f"{len(added)} added, {len(removed)} removed, {winners_changed} winner"
+        f"{'' if winners_changed == 1 else 's'} changed, {len(common)} compared"
+    )
+    out.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _compared(old: Cache, new: Cache, keys: Sequence[str]) -> list[str]:
+    """The table of the keys both files hold, each followed by its candidate changes."""
+    rows: list[tuple[str, ...]] = [("key", "winner", "winner median", "change")]
+    notes: dict[int, list[str]] = {}
+    for key in keys:
+        before, after = old.entries[key], new.entries[key]
+        winner = after.fastest_name
+        if before.fastest_name != after.fastest_name:
+            winner = f"{before.fastest_name} -> {after.fastest_name}"
+        rows.append((key, winner, *_median_change(before, after)))
+        notes[len(rows) - 1] = _candidate_changes(before, after)
+    lines = []
+    for index, line in enumerate(table(rows)):
+        lines.append(line)
+        lines.extend(f"    {note}" for note in notes.get(index, ()))
+    return lines
+
+
+def _entry_row(key: str, value: PersistentCacheValue) -> tuple[str, ...]:
+    return (key, f"winner {value.fastest_name}", f"median {duration(winner_median(value))}")
+
+
+def _median_change(before: PersistentCacheValue, after: PersistentCacheValue) -> tuple[str, str]:
+    """The winner's median before and after, and the change in percent (of whichever
+    candidate won on each side: the question is how fast the key runs now)."""
+    old, new = winner_median(before), winner_median(after)
+    change = format_change(new / old - 1) if old is not None and new is not None else "-"
+    return f"{duration(old)} -> {duration(new)}", change
+
+
+def _candidate_changes(before: PersistentCacheValue, after: PersistentCacheValue) -> list[str]:
+    old_names = [r.name for r in before.results]
+    new_names = [r.name for r in after.results]
+    added = [n or "-" for n in new_names if n not in old_names]
+    removed = [n or "-" for n in old_names if n not in new_names]
+    notes = []
+    if added:
+        notes.append(f"candidates added: {', '.join(added)}")
+    if removed:
+        notes.append(f"candidates removed: {', '.join(removed)}")
+    return notes
+
+
+def _peak_changes(old: Peaks | None, new: Peaks | None) -> list[str]:
+    """One line per peak that changed, with the change in percent: a baseline refreshed on
+    a machine whose memory got slower explains slower kernels."""
+    if old is None or new is None:
+        return []
+    lines = []
+    for kind, unit, before, after in (
+        ("memory", "B/s", old.memory, new.memory),
+        ("compute", "op/s", old.compute, new.compute),
+    ):
+        for name in sorted(before.keys() | after.keys()):
+            a, b = before.get(name), after.get(name)
+            if a == b:
+                continue
+            text_a = f"{format_si(a)}{unit}" if a is not None else "-"
+            text_b = f"{format_si(b)}{unit}" if b is not None else "-"
+            change = f" ({format_change(b / a - 1)})" if a and b is not None else ""
+            lines.append(f"peak {kind} {name}: {text_a} -> {text_b}{change}")
+    return lines

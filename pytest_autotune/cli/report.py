@@ -1,0 +1,40 @@
+"""`pytest-autotune report RECORDS.jsonl... -o report.html`: the HTML report from records."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+from typing import TextIO
+
+from pytest_autotune.cli.errors import CliError, require_file
+from pytest_autotune.report.html import write_html
+from pytest_autotune.tune.records import AutotuneRecord, RecordError, read_records
+from pytest_autotune.tune.run import RunInfo
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    records: list[AutotuneRecord] = []
+    for path in args.records:
+        records.extend(labelled_records(path))
+    try:
+        write_html(args.output, records, title=args.title)
+    except RecordError as exc:
+        raise CliError(f"{', '.join(args.records)}: {exc}") from None
+    except OSError as exc:
+        raise CliError(f"{args.output}: cannot write the report: {exc.strerror or exc}") from None
+    count = len(records)
+    print(f"wrote {args.output} ({count} decision{'' if count == 1 else 's'})", file=out)
+    return 0
+
+
+def labelled_records(path: str) -> list[AutotuneRecord]:
+    """The records of one file; those that carry no run (written before records did) are
+    labelled by the file's name, so the runs of several such files stay apart."""
+    require_file(path)
+    try:
+        records = read_records(path)
+    except RecordError as exc:
+        raise CliError(str(exc)) from None
+    unlabelled = RunInfo(id=Path(path).name, timestamp="")
+    return [r if r.run is not None else replace(r, run=unlabelled) for r in records]

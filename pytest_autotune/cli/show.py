@@ -1,0 +1,67 @@
+"""`pytest-autotune show CACHE.json`: a cache file as a table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, TextIO
+
+from pytest_autotune.cli.caches import duration, load_cache, read_peaks, table, winner_median
+from pytest_autotune.report.svg import format_si
+from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
+from pytest_autotune.tune.log import format_duration
+from pytest_autotune.tune.peaks import Peaks
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    cache = load_cache(args.cache)
+    lines = [f"cache   {cache.path}", f"device  {cache.device_id}"]
+    peaks = read_peaks(cache.device)
+    if cache.device and cache.device.get("peaks") is not None:
+        lines.append(f"peaks   {_peaks_text(peaks) if peaks else 'unreadable'}")
+    fingerprint = cache.device.get("fingerprint") if cache.device else None
+    if isinstance(fingerprint, dict) and fingerprint:
+        lines.append(
+            "fingerprint  " + ", ".join(f"{k}={_plain(v)}" for k, v in sorted(fingerprint.items()))
+        )
+    for name, value in sorted(cache.metadata.items()):
+        lines.append(f"{name}  {_plain(value)}")
+    count = len(cache.entries)
+    lines.append(f"{count} entr{'y' if count == 1 else 'ies'}")
+    for key, value in cache.entries.items():
+        median = winner_median(value)
+        lines.append("")
+        lines.append(f"key {key}: winner {value.fastest_name}, median {duration(median)}")
+        rows = [("", "candidate", "median", "samples", "error")]
+        for index, result in enumerate(value.results):
+            mark = "*" if index == value.fastest_index and result is value.winner() else ""
+            rows.append((mark, result.name or f"#{index}", *_result_cells(result)))
+        lines.extend(table(rows, indent="  "))
+    out.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _plain(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _result_cells(result: AutotuneResult) -> tuple[str, str, str]:
+    """(median, samples, error) of one candidate; the error on one line, since a table row
+    cannot hold a traceback."""
+    if isinstance(result, AutotuneOutcome):
+        return format_duration(result.median), str(len(result.effective_samples)), ""
+    message = " ".join(result.message.split())
+    return "-", "-", result.kind.value + (f": {message}" if message else "")
+
+
+def _peaks_text(peaks: Peaks) -> str:
+    memory = ", ".join(
+        f"{name} {format_si(rate)}B/s" for name, rate in sorted(peaks.memory.items())
+    )
+    compute = ", ".join(
+        f"{name} {format_si(rate)}op/s" for name, rate in sorted(peaks.compute.items())
+    )
+    parts = [f"memory {memory}" if memory else "", f"compute {compute}" if compute else ""]
+    if peaks.threads is not None:
+        parts.append(f"{peaks.threads} thread{'' if peaks.threads == 1 else 's'}")
+    return "; ".join(p for p in parts if p) or "-"
