@@ -82,11 +82,15 @@ How one sample is taken, and why:
    of its traceback are cleared (they hold its arrays), CuPy's pool and the captured
    graphs' pools are emptied so the next candidate finds the memory free, and the error
    is raised for the tuner to record.
+
+This module holds the client and `cuda()`; each step's code, with the constants named
+above, lives beside it: `cuda_sampler` (1, 2: one sample with events, hold and flush),
+`cuda_graphs` (3, 5, 6: the graph replays), `cuda_timing` (4: what the caller pays),
+`cuda_peaks` (the peak probes) and `cuda_device` (importing CuPy, naming devices).
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import itertools
 import statistics
@@ -103,17 +107,12 @@ from pytest_autotune.backends.cuda_device import (
     device_id_from,
     device_uuid,
     import_cupy,
-    is_out_of_memory,
 )
 from pytest_autotune.backends.cuda_graphs import PLACEMENTS, Candidates, GraphReplays
 from pytest_autotune.backends.cuda_peaks import MIN_PROBE_BUFFER, ProbeTarget, probe_peaks
+from pytest_autotune.backends.cuda_sampler import EventSampler
 from pytest_autotune.backends.cuda_timing import MIN_SAMPLE_S, CallCost, CallerTiming
 from pytest_autotune.backends.peaks import Peaks, load_or_probe
-
-HOLD_TIMEOUT_S = 0.2
-"""How long the holding kernel waits for the host. Python enqueues a launch in about 7 us,
-so 0.2 s covers a candidate of thousands of launches; a candidate that synchronizes inside
-its call costs this twice, once per process, before it is timed without the hold."""
 
 PLACEMENT_MEMORY_SHARE = 8
 """The copies of the inputs for the placements take at most this share of device memory
@@ -121,39 +120,6 @@ PLACEMENT_MEMORY_SHARE = 8
 
 REPLAY_CALIBRATION_NODES = (1, 32)
 """Graphs of this many empty kernels measure a replay's fixed cost (`_replay_fixed_cost`)."""
-
-L2_FLUSH_FACTOR = 2
-"""The cold-L2 buffer is this many times the L2 size (see the module docstring)."""
-FLUSH_BLOCK = 256
-
-
-_HOLD_SOURCE = r"""
-extern "C" __global__ void autotune_hold(volatile int* flag, unsigned long long timeout_ns) {
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    while (flag[0] == 0) {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        if (now - start > timeout_ns) {
-            flag[1] = 1;
-            return;
-        }
-    }
-}
-
-extern "C" __global__ void autotune_nothing() {}
-
-// Reads a zeroed buffer of n4 float4 so its lines replace whatever the L2 held; the store
-// never happens, but the compiler cannot know, so every load stays.
-extern "C" __global__ void autotune_flush(float4* buffer, long long n4) {
-    long long stride = (long long)gridDim.x * blockDim.x;
-    float acc = 0.0f;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
-        float4 v = buffer[i];
-        acc += (v.x + v.y) + (v.z + v.w);
-    }
-    if (acc != 0.0f) buffer[0].x = acc;
-}
-"""
 
 
 def _enqueue_nothing() -> None:
@@ -177,8 +143,6 @@ class CudaClient:
         host_timer: Callable[[], int] | None = None,
     ) -> None:
         self._caller = CallerTiming(timing, host_timer or time.perf_counter_ns)
-        self._enqueued = 0.0
-        """Host seconds of the latest sample's call (see `_sample`)."""
         cp = import_cupy()
         try:
             count = cp.cuda.runtime.getDeviceCount()
@@ -204,43 +168,38 @@ class CudaClient:
         self._total_memory = int(props["totalGlobalMem"])
         with self._device:
             self._attributes: dict[str, int] = dict(self._device.attributes)
-            self._start = cp.cuda.Event()
-            self._stop = cp.cuda.Event()
-            module = cp.RawModule(code=_HOLD_SOURCE)
-            self._hold_kernel = module.get_function("autotune_hold")
-            self._nothing_kernel = module.get_function("autotune_nothing")
-            self._flush_kernel = module.get_function("autotune_flush")
             # Blocking, unlike the usual capture stream: work a call sends to the legacy
             # stream during the capture then fails it rather than running outside the graph.
             self._replays = GraphReplays(
                 cp, cp.cuda.Stream() if graph_replay else None, self._caller.host_timer
             )
-            self.l2_bytes = int(self._attributes.get("L2CacheSize", 0))
-            self.cold_l2 = cold_l2 and self.l2_bytes > 0
-            # Outside CuPy's pool: emptying the pool after an out-of-memory failure must
-            # not take the flush buffer with it, nor may the buffer count as pool memory.
-            flush_bytes = L2_FLUSH_FACTOR * self.l2_bytes // 16 * 16
-            self._flush = cp.cuda.Memory(flush_bytes) if self.cold_l2 else None
-            if self._flush is not None:
-                cp.cuda.runtime.memset(self._flush.ptr, 0, flush_bytes)
-            self._flush_args = (
-                cp.uint64(self._flush.ptr if self._flush else 0),
-                cp.int64(flush_bytes // 16),
+            self._sampler = EventSampler(
+                cp,
+                self._attributes,
+                cold_l2=cold_l2,
+                hold_stream=hold_stream,
+                host_timer=self._caller.host_timer,
+                on_out_of_memory=self._replays.free_after_out_of_memory,
             )
-            # With unified addressing (every 64-bit platform CUDA supports) a mapped host
-            # allocation has the same address on the device.
-            self.hold_stream = hold_stream and self._attributes.get("UnifiedAddressing", 1) == 1
-            self._flag_ptr = (
-                cp.cuda.runtime.hostAlloc(8, cp.cuda.runtime.hostAllocMapped)
-                if self.hold_stream
-                else 0
-            )
-        self._flag = (ctypes.c_int32 * 2).from_address(self._flag_ptr) if self._flag_ptr else None
         self._device_id = device_id_from(self._name)
 
     @property
     def timing(self) -> str:
         return self._caller.timing
+
+    @property
+    def l2_bytes(self) -> int:
+        return self._sampler.l2_bytes
+
+    @property
+    def cold_l2(self) -> bool:
+        """Whether samples start with a cold L2 (asked for, and the device has an L2)."""
+        return self._sampler.cold_l2
+
+    @property
+    def hold_stream(self) -> bool:
+        """Whether samples are taken behind a held stream (asked for, and supported)."""
+        return self._sampler.hold_stream
 
     @property
     def device_id(self) -> str:
@@ -263,7 +222,7 @@ class CudaClient:
 
     def _launch_nothing(self, times: int = 1) -> None:
         for _ in range(times):
-            self._nothing_kernel((1,), (1,), ())
+            self._sampler.nothing_kernel((1,), (1,), ())
 
     def fingerprint(self) -> dict[str, Any]:
         runtime = self._cp.cuda.runtime
@@ -319,21 +278,21 @@ class CudaClient:
             seconds = None
             if hold:
                 for _ in range(2):
-                    seconds = self._sample(call, args, hold=True)
-                    if not self._timed_out():
+                    seconds = self._sampler.sample(call, args, hold=True)
+                    if not self._sampler.timed_out():
                         break
                 else:
                     self._synchronizing.add(fn)
                     hold, seconds = False, None
             if seconds is None:
-                seconds = self._sample(call, args, hold=False)
+                seconds = self._sampler.sample(call, args, hold=False)
             # What a sample reads beyond the call (the event pair, about 1.3 us on an H200,
             # and a graph's own launch) is the instrument's, not the candidate's.
             device = max(seconds - self._empty_sample(hold, replay is not None), MIN_SAMPLE_S)
             enqueue: float | None = None
             paid: float | None = None
             if replay is None:  # timed through the stream: its own enqueue time is known
-                enqueue = paid = self._enqueued
+                enqueue = paid = self._sampler.enqueued
             elif caller:
                 stream = self._cp.cuda.get_current_stream()
                 enqueue, paid = self._caller.caller_costs(
@@ -356,7 +315,7 @@ class CudaClient:
                 self._empty[mode] = self._replay_fixed_cost(hold)
             else:
                 self._empty[mode] = statistics.median(
-                    self._sample(_enqueue_nothing, (), hold=hold) for _ in range(9)
+                    self._sampler.sample(_enqueue_nothing, (), hold=hold) for _ in range(9)
                 )
         return self._empty[mode]
 
@@ -374,7 +333,9 @@ class CudaClient:
             if replay is None:
                 raise RuntimeError("a graph of empty kernels could not be captured")
             medians.append(
-                statistics.median(self._sample(replay.launch, (), hold=hold) for _ in range(9))
+                statistics.median(
+                    self._sampler.sample(replay.launch, (), hold=hold) for _ in range(9)
+                )
             )
         return statistics.linear_regression(counts, medians).intercept
 
@@ -401,51 +362,6 @@ class CudaClient:
             return self.time(fn, next(turn))
 
         return sample
-
-    def _timed_out(self) -> bool:
-        return self._flag is not None and self._flag[1] != 0
-
-    def _sample(
-        self,
-        fn: Callable[..., object],
-        inputs: tuple[Any, ...],
-        hold: bool,
-    ) -> float:
-        """Device seconds of one call of `fn(*inputs)`; `_enqueued` is the host time of the
-        call itself (what a call timed through the stream costs its caller to enqueue)."""
-        cp = self._cp
-        stream = cp.cuda.get_current_stream()
-        if hold:
-            assert self._flag is not None
-            self._flag[0] = 0
-            self._flag[1] = 0
-            timeout_ns = cp.uint64(round(HOLD_TIMEOUT_S * 1e9))
-            self._hold_kernel((1,), (1,), (cp.uint64(self._flag_ptr), timeout_ns))
-        try:
-            if self._flush is not None:
-                self._flush_kernel((8 * self.sm_count,), (FLUSH_BLOCK,), self._flush_args)
-            self._start.record(stream)
-            self._enqueued = self._host_seconds(fn, inputs)
-            self._stop.record(stream)
-        except BaseException as error:
-            if hold:
-                self._release()
-            if is_out_of_memory(cp, error):
-                self._replays.free_after_out_of_memory(error, stream)
-            raise
-        if hold:
-            self._release()
-        self._stop.synchronize()
-        return float(cp.cuda.get_elapsed_time(self._start, self._stop)) / 1e3
-
-    def _host_seconds(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> float:
-        start = self._caller.host_timer()
-        fn(*inputs)
-        return (self._caller.host_timer() - start) / 1e9
-
-    def _release(self) -> None:
-        assert self._flag is not None
-        self._flag[0] = 1
 
     def probe_buffer_bytes(self) -> int:
         """Bytes of each memory-probe buffer: 8 times the L2 and at least 1 GiB, so the

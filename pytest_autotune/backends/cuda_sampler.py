@@ -1,0 +1,142 @@
+"""One sample of a call on a GPU: CUDA events around it, behind a held stream, after the L2
+is flushed. Steps 1 and 2 of `backends.cuda`'s docstring say why.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pytest_autotune.backends.cuda_device import is_out_of_memory
+
+HOLD_TIMEOUT_S = 0.2
+"""How long the holding kernel waits for the host. Python enqueues a launch in about 7 us,
+so 0.2 s covers a candidate of thousands of launches; a candidate that synchronizes inside
+its call costs this twice, once per process, before it is timed without the hold."""
+
+L2_FLUSH_FACTOR = 2
+"""The cold-L2 buffer is this many times the L2 size (see the module docstring)."""
+FLUSH_BLOCK = 256
+
+
+_HOLD_SOURCE = r"""
+extern "C" __global__ void autotune_hold(volatile int* flag, unsigned long long timeout_ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    while (flag[0] == 0) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (now - start > timeout_ns) {
+            flag[1] = 1;
+            return;
+        }
+    }
+}
+
+extern "C" __global__ void autotune_nothing() {}
+
+// Reads a zeroed buffer of n4 float4 so its lines replace whatever the L2 held; the store
+// never happens, but the compiler cannot know, so every load stays.
+extern "C" __global__ void autotune_flush(float4* buffer, long long n4) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    float acc = 0.0f;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
+        float4 v = buffer[i];
+        acc += (v.x + v.y) + (v.z + v.w);
+    }
+    if (acc != 0.0f) buffer[0].x = acc;
+}
+"""
+
+
+class EventSampler:
+    """The events, kernels, cold-L2 buffer and host flag one client's samples share; made
+    in the device's context. `on_out_of_memory(error, stream)` gives the memory a failed
+    call held back (`GraphReplays.free_after_out_of_memory`)."""
+
+    def __init__(
+        self,
+        cp: Any,
+        attributes: Mapping[str, int],
+        *,
+        cold_l2: bool,
+        hold_stream: bool,
+        host_timer: Callable[[], int],
+        on_out_of_memory: Callable[[BaseException, Any], None],
+    ) -> None:
+        self._cp = cp
+        self._host_timer = host_timer
+        self._on_out_of_memory = on_out_of_memory
+        self.enqueued = 0.0
+        """Host seconds of the latest sample's call (see `sample`)."""
+        self._start = cp.cuda.Event()
+        self._stop = cp.cuda.Event()
+        module = cp.RawModule(code=_HOLD_SOURCE)
+        self._hold_kernel = module.get_function("autotune_hold")
+        self.nothing_kernel = module.get_function("autotune_nothing")
+        self._flush_kernel = module.get_function("autotune_flush")
+        self._flush_blocks = 8 * int(attributes.get("MultiProcessorCount", 1))
+        self.l2_bytes = int(attributes.get("L2CacheSize", 0))
+        self.cold_l2 = cold_l2 and self.l2_bytes > 0
+        # Outside CuPy's pool: emptying the pool after an out-of-memory failure must
+        # not take the flush buffer with it, nor may the buffer count as pool memory.
+        flush_bytes = L2_FLUSH_FACTOR * self.l2_bytes // 16 * 16
+        self._flush = cp.cuda.Memory(flush_bytes) if self.cold_l2 else None
+        if self._flush is not None:
+            cp.cuda.runtime.memset(self._flush.ptr, 0, flush_bytes)
+        self._flush_args = (
+            cp.uint64(self._flush.ptr if self._flush else 0),
+            cp.int64(flush_bytes // 16),
+        )
+        # With unified addressing (every 64-bit platform CUDA supports) a mapped host
+        # allocation has the same address on the device.
+        self.hold_stream = hold_stream and attributes.get("UnifiedAddressing", 1) == 1
+        self._flag_ptr = (
+            cp.cuda.runtime.hostAlloc(8, cp.cuda.runtime.hostAllocMapped) if self.hold_stream else 0
+        )
+        self._flag = (ctypes.c_int32 * 2).from_address(self._flag_ptr) if self._flag_ptr else None
+
+    def timed_out(self) -> bool:
+        return self._flag is not None and self._flag[1] != 0
+
+    def sample(
+        self,
+        fn: Callable[..., object],
+        inputs: tuple[Any, ...],
+        hold: bool,
+    ) -> float:
+        """Device seconds of one call of `fn(*inputs)`; `enqueued` is the host time of the
+        call itself (what a call timed through the stream costs its caller to enqueue)."""
+        cp = self._cp
+        stream = cp.cuda.get_current_stream()
+        if hold:
+            assert self._flag is not None
+            self._flag[0] = 0
+            self._flag[1] = 0
+            timeout_ns = cp.uint64(round(HOLD_TIMEOUT_S * 1e9))
+            self._hold_kernel((1,), (1,), (cp.uint64(self._flag_ptr), timeout_ns))
+        try:
+            if self._flush is not None:
+                self._flush_kernel((self._flush_blocks,), (FLUSH_BLOCK,), self._flush_args)
+            self._start.record(stream)
+            self.enqueued = self._host_seconds(fn, inputs)
+            self._stop.record(stream)
+        except BaseException as error:
+            if hold:
+                self._release()
+            if is_out_of_memory(cp, error):
+                self._on_out_of_memory(error, stream)
+            raise
+        if hold:
+            self._release()
+        self._stop.synchronize()
+        return float(cp.cuda.get_elapsed_time(self._start, self._stop)) / 1e3
+
+    def _host_seconds(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> float:
+        start = self._host_timer()
+        fn(*inputs)
+        return (self._host_timer() - start) / 1e9
+
+    def _release(self) -> None:
+        assert self._flag is not None
+        self._flag[0] = 1
