@@ -1,7 +1,7 @@
 """The pytest glue: options, the `autotune` marker and fixture, and the session hooks.
 
 Everything that decides something lives in modules that never import pytest (`tune/`,
-`session.py` and the modules it runs over, `gate.py`, `report/`); this file turns pytest's
+`session.py` and the modules it runs over, `gate/`, `report/`); this file turns pytest's
 hooks into calls on them.
 """
 

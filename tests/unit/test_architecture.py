@@ -157,3 +157,20 @@ print("\\n".join(failed))
     )
 
     assert done.stdout.strip() == ""
+
+
+def test_the_gate_takes_only_the_shared_figures_from_the_reports() -> None:
+    """The reports sit above the gate (they show its verdicts); the gate's messages format
+    their numbers as the reports do, through `report.figures` alone, which itself stands on
+    the engine only, so the two layers meet in one module without a circle."""
+    graph = import_graph()
+    from_gate = {
+        target
+        for module, targets in graph.items()
+        if module.startswith("pytest_autotune.gate")
+        for target in targets
+        if target.startswith("pytest_autotune.report")
+    }
+
+    assert from_gate == {"pytest_autotune.report.figures"}
+    assert {t for t in graph["pytest_autotune.report.figures"] if not _in_engine(t)} == set()
