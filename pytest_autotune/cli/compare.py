@@ -17,6 +17,29 @@ from pytest_autotune.report.compare import (
 from pytest_autotune.tune.records import RecordError
 
 
+def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `compare` command to the command line's subcommands."""
+    compare = commands.add_parser(
+        "compare",
+        help="judge run B against run A with the gate's rule",
+        description="Judge B against A as the CI gate judges a run against the committed"
+        " cache: two record files (--autotune-record), or two cache folders (.autotune/)."
+        " Exits 1 when a group would fail the gate, 0 otherwise.",
+    )
+    compare.add_argument(
+        "before", metavar="A", help="the earlier run: records file or cache folder"
+    )
+    compare.add_argument("after", metavar="B", help="the later run, of the same kind as A")
+    compare.add_argument(
+        "--max-regression",
+        type=fraction,
+        default=None,
+        metavar="FRACTION",
+        help="the tolerated slowdown, 0.05 for 5%% (default: the gate's for the device kind)",
+    )
+    compare.set_defaults(command=run)
+
+
 def run(args: argparse.Namespace, out: TextIO) -> int:
     before, after = Path(args.before), Path(args.after)
     for path in (before, after):

@@ -13,6 +13,20 @@ from pytest_autotune.tune.cache import PersistentCacheValue
 from pytest_autotune.tune.peaks import Peaks
 
 
+def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `diff` command to the command line's subcommands."""
+    diff = commands.add_parser(
+        "diff",
+        help="what changed between two cache files",
+        description="Compare two cache files (say, the committed baseline and a refreshed"
+        " one): entries added or removed, winners changed, the winner's median change, and"
+        " candidates added or removed. Always exits 0 when both files read.",
+    )
+    diff.add_argument("old", metavar="OLD", help="the cache file before")
+    diff.add_argument("new", metavar="NEW", help="the cache file after")
+    diff.set_defaults(command=run)
+
+
 def run(args: argparse.Namespace, out: TextIO) -> int:
     old, new = load_cache(args.old), load_cache(args.new)
     lines = [

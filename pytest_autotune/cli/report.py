@@ -12,6 +12,30 @@ from pytest_autotune.report.html import write_html
 from pytest_autotune.tune.records import AutotuneRecord, RecordError, read_records
 from pytest_autotune.tune.run import RunInfo
 
+DEFAULT_REPORT = "autotune-report.html"
+
+
+def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `report` command to the command line's subcommands."""
+    report = commands.add_parser(
+        "report",
+        help="render the HTML report from records (--autotune-record files)",
+        description="Render the HTML report, as --autotune-html writes it, from records"
+        " (JSON lines written by --autotune-record or a Recorder).",
+    )
+    report.add_argument("records", nargs="+", metavar="RECORDS", help="a records file (.jsonl)")
+    report.add_argument(
+        "-o",
+        "--output",
+        default=DEFAULT_REPORT,
+        metavar="PATH",
+        help=f"the HTML file to write (default: {DEFAULT_REPORT})",
+    )
+    report.add_argument(
+        "--title", default="pytest-autotune", help="the report's title (default: %(default)s)"
+    )
+    report.set_defaults(command=run)
+
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     records: list[AutotuneRecord] = []

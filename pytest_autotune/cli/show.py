@@ -13,6 +13,18 @@ from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import Peaks
 
 
+def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `show` command to the command line's subcommands."""
+    show = commands.add_parser(
+        "show",
+        help="print a cache file as a table",
+        description="Print a cache file (<cache_dir>/<device_id>/<tuner>.json): its device,"
+        " and for each key the winner and every candidate's median or error.",
+    )
+    show.add_argument("cache", metavar="CACHE", help="a cache file (.json)")
+    show.set_defaults(command=run)
+
+
 def run(args: argparse.Namespace, out: TextIO) -> int:
     cache = load_cache(args.cache)
     lines = [f"cache   {cache.path}", f"device  {cache.device_id}"]
