@@ -1,7 +1,7 @@
 """The gate's policy for one group of a session: which candidate it measures and how, what
 it compares with, and which earlier sessions an update keeps.
 
-`gate.py` holds the rules of one comparison (`judge`); this module decides what goes into
+`gate/` holds the rules of one comparison (`judge`); this module decides what goes into
 it: the winner's precise measurement (over several placements on a GPU, beside a
 calibration read on a CPU), the baseline's winner when tuning here picked another, and the
 history an update blends into.
