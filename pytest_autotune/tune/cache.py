@@ -335,6 +335,7 @@ class PersistentCache:
         # at 3,000 entries): the file as this object last read or wrote it, recognised by
         # its version, is not parsed again, and each entry's text is rendered once.
         self._version: _Version | None = None
+        self._index: dict[str, set[PersistentCacheKey]] | None = None
         self._fragments: dict[PersistentCacheKey, tuple[PersistentCacheValue, str]] = {}
 
     def exists(self) -> bool:
@@ -352,7 +353,7 @@ class PersistentCache:
             source, read = self._read_own()
             self._check_name(source, read.contents)
         except CacheFileError as error:
-            self._contents = _Contents({}, None, {})
+            self._adopt(_Contents({}, None, {}), None)
             self._unreadable = error.reason
             warnings.warn(
                 CacheFileWarning(
@@ -362,9 +363,8 @@ class PersistentCache:
                 stacklevel=2,
             )
         else:
-            self._contents = read.contents
+            self._adopt(read.contents, read.version if source == self.path else None)
             self._unreadable = None
-            self._version = read.version if source == self.path else None
             for problem in read.problems:
                 warnings.warn(CacheFileWarning(problem), stacklevel=2)
         return dict(self._contents.entries)
@@ -412,28 +412,23 @@ class PersistentCache:
             _ignore_lock_files(self.path.parent)
             lock = lock_beside(self.path, LOCK_TIMEOUT_S)
             with lock:
-                if self.path.exists():
-                    source, (disk, version) = self.path, self._current()
-                else:
-                    source, read = self._read_own()
-                    disk, version = read.contents, _NO_FILE
-                self._check_name(source, disk)
-                replaced = {key.key for key in updates}
-                entries = {k: v for k, v in disk.entries.items() if k.key not in replaced}
-                entries.update(updates)
-                contents = _Contents(
-                    entries,
-                    disk.device if device is None else device,
-                    {**disk.metadata, **metadata},
-                )
+                source = self._refresh()
+                self._check_name(source, self._contents)
+                disk = self._contents
+                new_device = disk.device if device is None else device
+                new_metadata = {**disk.metadata, **metadata}
                 remove_stale_temporaries(self.path)
-                # Both under the lock: another thread saving through this object next must
-                # not see the new version beside the old contents.
-                if source == self.path and self._appends(version, disk, contents, updates):
-                    self._version = self._append(version, updates)
+                # Everything under the lock: another thread saving through this object next
+                # must not see the new version beside the old contents.
+                lines = self._journal_lines(disk, new_device, new_metadata, updates)
+                if source == self.path and lines is not None and self._append(lines):
+                    _merge(disk.entries, self._keys(), updates)
                 else:
-                    self._version = self._write(contents)
-                self._contents = contents
+                    replaced = {key.key for key in updates}
+                    entries = {k: v for k, v in disk.entries.items() if k.key not in replaced}
+                    entries.update(updates)
+                    contents = _Contents(entries, new_device, new_metadata)
+                    self._adopt(contents, self._write(contents))
         except Timeout:
             raise CacheFileError(
                 self.path, f"{lock.lock_file} still locked after {LOCK_TIMEOUT_S:g} s"
@@ -462,62 +457,86 @@ class PersistentCache:
                 f"holds the cache of {stored!r}, not of {self.name!r}: both names map to this file",
             )
 
-    def _current(self) -> tuple[_Contents, _Version]:
-        """The file and its journal as they are now, read only as far as they changed
-        since this object last read or wrote them. Under the lock: no writer is midway."""
-        version, source = self._version, self.path
-        if version is not None and _stamp(source) == version.stamp:
-            status = _journal_status(source)
-            known = version.journal
-            if status is None and known is None:
-                return self._contents, version
-            if status is not None and known is not None and status[:2] == known:
+    def _refresh(self) -> Path:
+        """Bring this object's contents up to the file and journal as they are now, reading
+        only what changed since it last read or wrote them; the path they came from. Under
+        the lock only: no writer is midway."""
+        if not self.path.exists():
+            source, read = self._read_own()
+            self._adopt(read.contents, _NO_FILE)
+            return source
+        version = self._version
+        if version is not None and _stamp(self.path) == version.stamp:
+            status = _journal_status(self.path)
+            if status is None and version.journal is None:
+                return self.path
+            if status is not None and status[:2] == version.journal:
                 if status[2] == version.journal_end:
-                    return self._contents, version
-                tail = _journal_tail(source, version)
+                    return self.path
+                tail = _journal_tail(self.path, version)
                 if tail is not None:
-                    entries = dict(self._contents.entries)
                     with contextlib.suppress(_Malformed):
-                        _apply(entries, tail[0])
-                        return (
-                            replace(self._contents, entries=entries),
-                            replace(version, journal_end=version.journal_end + tail[1]),
-                        )
-        read = _read(source)
-        return read.contents, read.version
+                        for raw in tail[0]:
+                            _merge(
+                                self._contents.entries, self._keys(), dict([_entry_from_json(raw)])
+                            )
+                        self._version = replace(version, journal_end=version.journal_end + tail[1])
+                        return self.path
+        read = _read(self.path)
+        self._adopt(read.contents, read.version)
+        return self.path
 
-    def _appends(
+    def _adopt(self, contents: _Contents, version: _Version | None) -> None:
+        self._contents, self._version, self._index = contents, version, None
+
+    def _keys(self) -> dict[str, set[PersistentCacheKey]]:
+        """The entries of each key string: what a save replaces, found without a scan."""
+        if self._index is None:
+            self._index = _index(self._contents.entries)
+        return self._index
+
+    def _journal_lines(
         self,
-        version: _Version,
         disk: _Contents,
-        contents: _Contents,
+        device: dict[str, Any] | None,
+        metadata: dict[str, Any],
         updates: Mapping[PersistentCacheKey, PersistentCacheValue],
-    ) -> bool:
-        """Whether this save goes to the journal: asked for, only entries change, and the
-        journal stays small beside the file (else the file is rewritten, journal folded)."""
-        if not self.journal or version.stamp is None:
-            return False
-        if contents.device != disk.device or contents.metadata != disk.metadata:
-            return False
-        grown = version.journal_end + sum(len(_line(k, v)) for k, v in updates.items())
-        return grown <= max(journal.MIN_COMPACT_BYTES, version.size // 2)
+    ) -> str | None:
+        """The journal lines of this save, when it goes to the journal: asked for, only
+        entries change, and the journal stays small beside the file (else None: the file
+        is rewritten, the journal folded in)."""
+        version = self._version
+        if not self.journal or version is None or version.stamp is None:
+            return None
+        if device != disk.device or metadata != disk.metadata:
+            return None
+        lines = "".join(_line(key, value) for key, value in sorted(updates.items(), key=_order))
+        if version.journal_end + len(lines) > max(journal.MIN_COMPACT_BYTES, version.size // 2):
+            return None
+        return lines
 
-    def _append(
-        self, version: _Version, updates: Mapping[PersistentCacheKey, PersistentCacheValue]
-    ) -> _Version:
+    def _append(self, lines: str) -> bool:
+        """Append `lines` to the journal (begun, with its header, if there is none for this
+        file); False when this process may not write the journal, another user's: the
+        save then rewrites the file instead, which only needs the folder's permission."""
+        version = self._version
+        assert version is not None
         path = journal.journal_path(self.path)
-        text = "".join(_line(key, value) for key, value in sorted(updates.items(), key=_order))
-        if version.journal is None:
-            text = journal.header(version.digest) + text
-            write_atomically(path, text)
-            end = len(text)
-        else:
-            journal.append(path, version.journal_end, text)
-            end = version.journal_end + len(text)
+        try:
+            if version.journal is None:
+                text = journal.header(version.digest) + lines
+                write_atomically(path, text)
+                end = len(text)
+            else:
+                journal.append(path, version.journal_end, lines)
+                end = version.journal_end + len(lines)
+        except PermissionError:
+            return False
         status = _journal_status(self.path)
         if status is None:
             raise OSError(f"{path} disappeared while this process held its lock")
-        return replace(version, journal=status[:2], journal_end=end)
+        self._version = replace(version, journal=status[:2], journal_end=end)
+        return True
 
     def _write(self, contents: _Contents) -> _Version:
         text = self._render(contents)
@@ -690,7 +709,8 @@ def _with_journal(
         entries = dict(contents.entries)
         _apply(entries, parsed.entries)
     except (JsonFileError, _Malformed) as error:
-        raise CacheFileError(where, str(error)) from None
+        # Named as the cache file's problem: it is the cache a save would refuse to replace.
+        raise CacheFileError(path, f"in its journal {where.name}, {error}") from None
     problems = []
     if parsed.torn:
         problems.append(
@@ -737,15 +757,38 @@ def _stale(where: Path, raw_entries: list[Any], contents: _Contents) -> list[str
 
 
 def _apply(entries: dict[PersistentCacheKey, PersistentCacheValue], raw_entries: list[Any]) -> None:
-    """Apply journal entries in order: each replaces every entry of its key, as a save."""
+    """Apply journal entries in order, each as a save of its own."""
+    index = _index(entries)
     for i, raw in enumerate(raw_entries):
         try:
-            key, value = _entry_from_json(raw)
+            update = _entry_from_json(raw)
         except _Malformed as error:
             raise _Malformed(f"entry {i + 1}: {error}") from None
-        for old in [k for k in entries if k.key == key.key]:
+        _merge(entries, index, dict([update]))
+
+
+def _index(
+    entries: Mapping[PersistentCacheKey, PersistentCacheValue],
+) -> dict[str, set[PersistentCacheKey]]:
+    index: dict[str, set[PersistentCacheKey]] = {}
+    for key in entries:
+        index.setdefault(key.key, set()).add(key)
+    return index
+
+
+def _merge(
+    entries: dict[PersistentCacheKey, PersistentCacheValue],
+    index: dict[str, set[PersistentCacheKey]],
+    updates: Mapping[PersistentCacheKey, PersistentCacheValue],
+) -> None:
+    """`updates` saved into `entries` in place, each replacing every entry of its key
+    whatever the checksum, as `save` does; `index` (entries by key string) kept in step."""
+    for name in {key.key for key in updates}:
+        for old in index.pop(name, ()):
             del entries[old]
+    for key, value in updates.items():
         entries[key] = value
+        index.setdefault(key.key, set()).add(key)
 
 
 def _parse(data: Any) -> _Contents:

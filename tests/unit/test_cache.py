@@ -523,9 +523,7 @@ def test_the_file_of_a_tuner_named_like_a_0_1_name_is_neither_read_nor_touched(
     mine.save(dict([entry("b")]))
 
     assert theirs.path.read_bytes() == before
-    assert {k.key for k in tuner_cache(tmp_path, "d", "tests/a.py::t").load()} == {
-        stable_key("b")
-    }
+    assert {k.key for k in tuner_cache(tmp_path, "d", "tests/a.py::t").load()} == {stable_key("b")}
 
 
 def test_threads_saving_through_one_cache_object_lose_no_entry(tmp_path: Path) -> None:
