@@ -473,7 +473,10 @@ class PersistentCache:
             if status is not None and status[:2] == version.journal:
                 if status[2] == version.journal_end:
                     return self.path
-                tail = _journal_tail(self.path, version)
+                # Only ever longer, unless cut by hand: then it is read again whole.
+                tail = (
+                    _journal_tail(self.path, version) if status[2] > version.journal_end else None
+                )
                 if tail is not None:
                     with contextlib.suppress(_Malformed):
                         for raw in tail[0]:

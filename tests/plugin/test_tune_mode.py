@@ -82,7 +82,7 @@ def test_a_slowdown_of_the_winner_fails_with_how_much_and_against_what(
             "*autotune gate: regression: regression of +25.0% [[]*",
             (
                 "*median 125 us against the baseline median 100 us (fast on cpu-fake-1t,"
-                " .autotune/cpu-fake-1t/test_scale.py__test_scale-bdc7d159eb.json); tolerated 10.0%*"
+                f" {CACHE}); tolerated 10.0%*"
             ),
         ]
     )

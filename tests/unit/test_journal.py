@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -24,8 +22,7 @@ from pytest_autotune.tune.cache import (
 )
 from pytest_autotune.tune.errors import CacheFileWarning
 from pytest_autotune.tune.key import key_to_json, stable_key
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.unit.test_cache import python
 
 
 def entry(key: Any, winner: str = "a") -> tuple[PersistentCacheKey, PersistentCacheValue]:
@@ -237,14 +234,6 @@ JOURNAL_WRITER = textwrap.dedent(
         cache.save({PersistentCacheKey(stable_key((worker, i)), "c"): value}, device={"id": "d"})
     """
 )
-
-
-def python(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-    }
-    return subprocess.Popen([sys.executable, "-c", *args], env=env, text=True, **kwargs)
 
 
 def test_eight_processes_appending_and_folding_at_once_lose_no_entry(tmp_path: Path) -> None:
