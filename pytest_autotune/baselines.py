@@ -31,6 +31,7 @@ from pytest_autotune.tune.cache import (
     PersistentCacheKey,
     PersistentCacheValue,
     cache_path,
+    tuner_cache,
 )
 from pytest_autotune.tune.key import stable_key
 from pytest_autotune.tune.tuner import TuneDecision
@@ -56,7 +57,7 @@ class Baselines:
             return None, None
         path = cache_path(self._settings.cache_dir, device_id, tuner)
         if path not in self._files:
-            cache = PersistentCache(path)
+            cache = tuner_cache(self._settings.cache_dir, device_id, tuner)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 entries = cache.load()
@@ -86,7 +87,7 @@ class Baselines:
         return sorted(
             folder.name
             for folder in root.iterdir()
-            if cache_path(root, folder.name, tuner).is_file()
+            if tuner_cache(root, folder.name, tuner).exists()
         )
 
 
@@ -159,7 +160,9 @@ def write_caches(
     for (device_id, tuner), entries in sorted(files.items()):
         path = cache_path(settings.cache_dir, device_id, tuner)
         try:
-            PersistentCache(path).save(entries, device=devices.get(device_id))
+            tuner_cache(settings.cache_dir, device_id, tuner).save(
+                entries, device=devices.get(device_id)
+            )
         except CacheFileError as exc:
             notes.append(f"error: {exc}; this file was not updated")
             written = False

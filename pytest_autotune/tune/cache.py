@@ -11,23 +11,26 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
+import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from filelock import Timeout
 
+from pytest_autotune.tune import journal
 from pytest_autotune.tune.benchmark import AutotuneResult, result_from_json, result_to_json
 from pytest_autotune.tune.errors import CacheFileWarning
 from pytest_autotune.tune.files import (
     JsonFileError,
+    decode_strict,
     dumps,
     loads_strict,
     lock_beside,
-    read_json,
     remove_stale_temporaries,
     write_atomically,
 )
@@ -41,6 +44,10 @@ instead of tripping over the new fields."""
 LOCK_TIMEOUT_S = 300.0
 """A save holds the lock for one read and one small write; waiting longer than this means
 a process is stuck holding it, which should end as an error rather than a hung test run."""
+
+TUNER_FIELD = "tuner"
+"""The top-level field holding the exact name of the tuner whose cache a file is: what
+tells two names that share a file name apart (files written before it have none)."""
 
 _STRUCTURE = frozenset({"schema_version", "device", "entries"})
 _ENTRY_FIELDS = frozenset(
@@ -57,8 +64,11 @@ _ENTRY_FIELDS = frozenset(
 )
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _SEPARATORS = re.compile(r"[/:\[\]]")
-"""What a node id or a parametrized name is made of; any other replaced character (a
-non-ASCII letter, a space) gets the name a hash, so `test_é` and `test_ü` get two files."""
+_PLAIN = re.compile(r"[a-z0-9_][a-z0-9._-]*")
+_DIGEST = 10
+"""Hex digits of the name's hash a stem ends with: two names must share a stem and these
+40 bits to share a file, and then the name stored inside reports it."""
+_HASHED = re.compile(rf"-[0-9a-f]{{{_DIGEST}}}$")
 _MAX_STEM = 120
 
 
@@ -186,17 +196,38 @@ def cache_file_parts(device_id: str, tuner_name: str) -> tuple[str, str]:
     return _file_stem(device_id), f"{_file_stem(tuner_name)}.json"
 
 
-def _file_stem(name: str) -> str:
-    """A readable file name for `name`: characters outside `[A-Za-z0-9._-]` become `_`.
+def legacy_cache_file_parts(device_id: str, tuner_name: str) -> tuple[str, str]:
+    """The folder and file name pytest-autotune 0.1.0 gave the same cache: read when the
+    injective name has no file yet, never written, so baselines committed under it are
+    still found (the first save writes the injective name; the old file can then go)."""
+    return _legacy_stem(device_id), f"{_legacy_stem(tuner_name)}.json"
 
-    Tuner names are often node ids (`tests/test_a.py::test_sum`) whose slashes must not
-    become folders; a leading dot would hide the file or, as `..`, leave the cache folder.
-    A name too long for a file system keeps its start and gets a hash of the whole name,
-    so two long names sharing a prefix still get two files, and so does a name with any
-    character other than a node id's separators replaced.
+
+def _file_stem(name: str) -> str:
+    """A readable file name for `name`, different for every two names (issue 15).
+
+    A name made only of lower-case letters, digits, `.`, `_` and `-` (not starting with a
+    dot or a dash, not ending the way a hashed stem ends) is its own file name. Any other
+    name (a node id `tests/test_a.py::test_sum`, a name with upper case, which a macOS or
+    Windows file system would not tell from lower case, a non-ASCII or over-long one) keeps
+    a readable start with every other character made `_`, and ends with a hash of the exact
+    name: `tests/a.py::t` and `tests_a.py::t` were one file before and are two now. Files
+    also store the name itself, so a hash collision is reported, never merged.
     """
     if not name:
         raise ValueError("an empty name cannot name a cache file")
+    if _PLAIN.fullmatch(name) and len(name) <= _MAX_STEM and not _HASHED.search(name):
+        return name
+    stem = _UNSAFE.sub("_", name)
+    if stem.startswith("."):
+        stem = "_" + stem[1:]
+    digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
+    return f"{stem[: _MAX_STEM - _DIGEST - 1]}-{digest}"
+
+
+def _legacy_stem(name: str) -> str:
+    """The earlier, not injective, rule: characters outside `[A-Za-z0-9._-]` became `_`
+    (a long name, or one with characters other than a node id's separators, got a hash)."""
     stem = _UNSAFE.sub("_", name)
     if stem.startswith("."):
         stem = "_" + stem[1:]
@@ -223,49 +254,106 @@ class _Contents:
 
 
 @dataclass(frozen=True, slots=True)
+class _Version:
+    """What tells one state of a file and its journal from the next without reading them:
+    every rewrite replaces the file (a new inode and times), a journal only grows."""
+
+    stamp: tuple[int, ...] | None
+    """The file's (None: no file)."""
+    digest: str
+    """Of the file's bytes, which a journal extending it names."""
+    size: int
+    journal: tuple[int, int] | None
+    """The inode and device of the journal applied over the file; None when none was."""
+    journal_end: int
+    """Bytes of that journal applied: its whole lines."""
+
+
+_NO_FILE = _Version(None, journal.digest(b""), 0, None, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    contents: _Contents
+    version: _Version
+    problems: list[str]
+    """What a reader should be told and a writer repairs: a torn line, a stale journal."""
+
+
+@dataclass(frozen=True, slots=True)
 class CacheContents:
-    """A cache file read whole: its entries and its device block."""
+    """A cache file read whole: its entries, its device block and the tuner it names."""
 
     entries: dict[PersistentCacheKey, PersistentCacheValue]
     device: dict[str, Any] | None
+    tuner: str | None = None
 
 
-def parse_cache(text: str, where: str) -> CacheContents:
+def parse_cache(text: str, where: str, journal_data: bytes | None = None) -> CacheContents:
     """The contents of a cache file's text read from elsewhere than a path of its own (a
-    package's data); `CacheFileError` naming `where` if it is not a valid cache file."""
+    package's data), with its journal's bytes if it has one; `CacheFileError` naming
+    `where` if it is not a valid cache file. A journal's problems are warnings."""
     try:
         contents = _parse(loads_strict(text))
     except (JsonFileError, _Malformed) as error:
         raise CacheFileError(Path(where), str(error)) from None
-    return CacheContents(contents.entries, contents.device)
+    if journal_data is not None:
+        data = text.encode("utf-8")
+        version = _Version(None, journal.digest(data), len(data), None, 0)
+        read = _with_journal(contents, version, journal_data, (0, 0), Path(where))
+        contents = read.contents
+        for problem in read.problems:
+            warnings.warn(CacheFileWarning(problem), stacklevel=2)
+    return CacheContents(contents.entries, contents.device, _stored_tuner(contents))
 
 
 class PersistentCache:
-    """The cache file of one tuner on one device; `load` it, then `save` what was tuned."""
+    """The cache file of one tuner on one device; `load` it, then `save` what was tuned.
 
-    def __init__(self, path: Path) -> None:
+    `name` is the tuner's exact name: saves store it in the file, and a file that stores
+    another is a collision of two names on one file, reported and never merged or
+    overwritten. `legacy` is where an earlier version filed the same cache, read while
+    `path` has no file. `journal` makes a save of a few entries into a large file append
+    them to its journal (`tune/journal.py`) instead of rewriting the file.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        name: str | None = None,
+        *,
+        legacy: Path | None = None,
+        journal: bool = False,
+    ) -> None:
         self.path = path
+        self.name = name
+        self.legacy = legacy if legacy != path else None
+        self.journal = journal
         self._contents = _Contents({}, None, {})
         self._unreadable: str | None = None
         # What makes a save cost what changed, not the whole file (issue 15: 0.6 s a key
         # at 3,000 entries): the file as this object last read or wrote it, recognised by
-        # its stamp, is not parsed again, and each entry's text is rendered once.
-        self._stamp: tuple[int, ...] | None = None
+        # its version, is not parsed again, and each entry's text is rendered once.
+        self._version: _Version | None = None
+        self._index: dict[str, set[PersistentCacheKey]] | None = None
         self._fragments: dict[PersistentCacheKey, tuple[PersistentCacheValue, str]] = {}
+
+    def exists(self) -> bool:
+        """Whether the cache has a file, under its name or its legacy one."""
+        return self.path.is_file() or (self.legacy is not None and self.legacy.is_file())
 
     def load(self) -> dict[PersistentCacheKey, PersistentCacheValue]:
         """The file's entries; a missing file is empty, an unreadable one warns and is empty.
 
         An unreadable file is remembered, so that `save` refuses to replace it: it may be a
-        baseline someone committed, and only a person should decide to throw it away.
+        baseline someone committed, and only a person should decide to throw it away. A
+        file of another tuner's name is unreadable for this one.
         """
         try:
-            stamp = _stamp(self.path)
-            self._contents = _read(self.path)
-            self._unreadable = None
-            self._stamp = stamp
+            source, read = self._read_own()
+            self._check_name(source, read.contents)
         except CacheFileError as error:
-            self._contents = _Contents({}, None, {})
+            self._adopt(_Contents({}, None, {}), None)
             self._unreadable = error.reason
             warnings.warn(
                 CacheFileWarning(
@@ -274,6 +362,11 @@ class PersistentCache:
                 ),
                 stacklevel=2,
             )
+        else:
+            self._adopt(read.contents, read.version if source == self.path else None)
+            self._unreadable = None
+            for problem in read.problems:
+                warnings.warn(CacheFileWarning(problem), stacklevel=2)
         return dict(self._contents.entries)
 
     def device(self) -> dict[str, Any] | None:
@@ -297,14 +390,18 @@ class PersistentCache:
         its key whatever the checksum, since a changed candidate list supersedes the old
         decision. `device` replaces the file's block; `metadata` fields replace the file's
         fields of the same name and leave the others. Raises `CacheFileError` if the file
-        is unreadable (now or when loaded) or cannot be written, and writes nothing then.
+        is unreadable (now or when loaded), holds another tuner's name, or cannot be
+        written, and writes nothing then. With `journal`, entries that only add to the
+        file are appended to its journal while the journal is small.
         """
-        metadata = metadata or {}
+        metadata = dict(metadata or {})
         shadowing = _STRUCTURE & metadata.keys()
         if shadowing:
             raise ValueError(
                 f"metadata fields {sorted(shadowing)} would replace the file's structure"
             )
+        if self.name is not None:
+            metadata[TUNER_FIELD] = self.name
         for key, value in updates.items():
             if serialize_key_json(value.key) != key.key:
                 raise ValueError(f"cache key {key.key!r} does not serialize its JSON {value.key!r}")
@@ -315,22 +412,23 @@ class PersistentCache:
             _ignore_lock_files(self.path.parent)
             lock = lock_beside(self.path, LOCK_TIMEOUT_S)
             with lock:
-                stamp = _stamp(self.path)
-                unchanged = stamp is not None and stamp == self._stamp
-                disk = self._contents if unchanged else _read(self.path)
-                replaced = {key.key for key in updates}
-                entries = {k: v for k, v in disk.entries.items() if k.key not in replaced}
-                entries.update(updates)
-                contents = _Contents(
-                    entries,
-                    disk.device if device is None else device,
-                    {**disk.metadata, **metadata},
-                )
+                source = self._refresh()
+                self._check_name(source, self._contents)
+                disk = self._contents
+                new_device = disk.device if device is None else device
+                new_metadata = {**disk.metadata, **metadata}
                 remove_stale_temporaries(self.path)
-                write_atomically(self.path, self._render(contents))
-                # Both under the lock: another thread saving through this object next must
-                # not see the new stamp beside the old contents.
-                self._contents, self._stamp = contents, _stamp(self.path)
+                # Everything under the lock: another thread saving through this object next
+                # must not see the new version beside the old contents.
+                lines = self._journal_lines(disk, new_device, new_metadata, updates)
+                if source == self.path and lines is not None and self._append(lines):
+                    _merge(disk.entries, self._keys(), updates)
+                else:
+                    replaced = {key.key for key in updates}
+                    entries = {k: v for k, v in disk.entries.items() if k.key not in replaced}
+                    entries.update(updates)
+                    contents = _Contents(entries, new_device, new_metadata)
+                    self._adopt(contents, self._write(contents))
         except Timeout:
             raise CacheFileError(
                 self.path, f"{lock.lock_file} still locked after {LOCK_TIMEOUT_S:g} s"
@@ -341,15 +439,125 @@ class PersistentCache:
         except OSError as error:
             raise CacheFileError(self.path, f"cannot be written: {error}") from None
 
+    def _read_own(self) -> tuple[Path, _Read]:
+        """The file to read and what it holds: the cache's own file, or while it has none,
+        the file of its legacy name, unless that one stores another tuner's name (under
+        the legacy names two tuners could share it; under theirs they do not)."""
+        if self.legacy is not None and not self.path.exists() and self.legacy.exists():
+            read = _read(self.legacy)
+            if _stored_tuner(read.contents) in (None, self.name):
+                return self.legacy, read
+        return self.path, _read(self.path)
+
+    def _check_name(self, source: Path, contents: _Contents) -> None:
+        stored = _stored_tuner(contents)
+        if self.name is not None and stored is not None and stored != self.name:
+            raise CacheFileError(
+                source,
+                f"holds the cache of {stored!r}, not of {self.name!r}: both names map to this file",
+            )
+
+    def _refresh(self) -> Path:
+        """Bring this object's contents up to the file and journal as they are now, reading
+        only what changed since it last read or wrote them; the path they came from. Under
+        the lock only: no writer is midway."""
+        if not self.path.exists():
+            source, read = self._read_own()
+            self._adopt(read.contents, _NO_FILE)
+            return source
+        version = self._version
+        if version is not None and _stamp(self.path) == version.stamp:
+            status = _journal_status(self.path)
+            if status is None and version.journal is None:
+                return self.path
+            if status is not None and status[:2] == version.journal:
+                if status[2] == version.journal_end:
+                    return self.path
+                # Only ever longer, unless cut by hand: then it is read again whole.
+                tail = (
+                    _journal_tail(self.path, version) if status[2] > version.journal_end else None
+                )
+                if tail is not None:
+                    with contextlib.suppress(_Malformed):
+                        for raw in tail[0]:
+                            _merge(
+                                self._contents.entries, self._keys(), dict([_entry_from_json(raw)])
+                            )
+                        self._version = replace(version, journal_end=version.journal_end + tail[1])
+                        return self.path
+        read = _read(self.path)
+        self._adopt(read.contents, read.version)
+        return self.path
+
+    def _adopt(self, contents: _Contents, version: _Version | None) -> None:
+        self._contents, self._version, self._index = contents, version, None
+
+    def _keys(self) -> dict[str, set[PersistentCacheKey]]:
+        """The entries of each key string: what a save replaces, found without a scan."""
+        if self._index is None:
+            self._index = _index(self._contents.entries)
+        return self._index
+
+    def _journal_lines(
+        self,
+        disk: _Contents,
+        device: dict[str, Any] | None,
+        metadata: dict[str, Any],
+        updates: Mapping[PersistentCacheKey, PersistentCacheValue],
+    ) -> str | None:
+        """The journal lines of this save, when it goes to the journal: asked for, only
+        entries change, and the journal stays small beside the file (else None: the file
+        is rewritten, the journal folded in)."""
+        version = self._version
+        if not self.journal or version is None or version.stamp is None:
+            return None
+        if device != disk.device or metadata != disk.metadata:
+            return None
+        lines = "".join(_line(key, value) for key, value in sorted(updates.items(), key=_order))
+        if version.journal_end + len(lines) > max(journal.MIN_COMPACT_BYTES, version.size // 2):
+            return None
+        return lines
+
+    def _append(self, lines: str) -> bool:
+        """Append `lines` to the journal (begun, with its header, if there is none for this
+        file); False when this process may not write the journal, another user's: the
+        save then rewrites the file instead, which only needs the folder's permission."""
+        version = self._version
+        assert version is not None
+        path = journal.journal_path(self.path)
+        try:
+            if version.journal is None:
+                text = journal.header(version.digest) + lines
+                write_atomically(path, text)
+                end = len(text)
+            else:
+                journal.append(path, version.journal_end, lines)
+                end = version.journal_end + len(lines)
+        except PermissionError:
+            return False
+        status = _journal_status(self.path)
+        if status is None:
+            raise OSError(f"{path} disappeared while this process held its lock")
+        self._version = replace(version, journal=status[:2], journal_end=end)
+        return True
+
+    def _write(self, contents: _Contents) -> _Version:
+        text = self._render(contents)
+        write_atomically(self.path, text)
+        with contextlib.suppress(FileNotFoundError):
+            journal.journal_path(self.path).unlink()
+        data = text.encode("utf-8")
+        return _Version(_stamp(self.path), journal.digest(data), len(data), None, 0)
+
     def _render(self, contents: _Contents) -> str:
         """`dumps` of the whole document, with each entry's text kept from the last render
         while its value is the same object: byte for byte what one `dumps` would give."""
-        items = sorted(contents.entries.items(), key=lambda item: (item[0].key, item[0].checksum))
+        items = sorted(contents.entries.items(), key=_order)
         fragments = {}
         for key, value in items:
             known = self._fragments.get(key)
             if known is None or known[0] is not value:
-                entry = dumps({**value.to_json(), "checksum": key.checksum}).rstrip("\n")
+                entry = dumps(_entry_to_json(key, value)).rstrip("\n")
                 known = (value, "\n".join("    " + line for line in entry.split("\n")))
             fragments[key] = known
         self._fragments = fragments
@@ -367,6 +575,37 @@ class PersistentCache:
         return f'{head}\n  "entries": [\n{entries}\n  ]{tail}' if entries else dumps(document)
 
 
+def tuner_cache(
+    cache_dir: Path, device_id: str, tuner_name: str, *, journal: bool = False
+) -> PersistentCache:
+    """The cache of `tuner_name` on `device_id` under `cache_dir`: its injective file name,
+    the name it checks the file against, and its 0.1.0 name to read while it has no file."""
+    folder, name = legacy_cache_file_parts(device_id, tuner_name)
+    return PersistentCache(
+        cache_path(cache_dir, device_id, tuner_name),
+        tuner_name,
+        legacy=cache_dir / folder / name,
+        journal=journal,
+    )
+
+
+def _order(item: tuple[PersistentCacheKey, PersistentCacheValue]) -> tuple[str, str]:
+    return item[0].key, item[0].checksum
+
+
+def _entry_to_json(key: PersistentCacheKey, value: PersistentCacheValue) -> dict[str, Any]:
+    return {**value.to_json(), "checksum": key.checksum}
+
+
+def _line(key: PersistentCacheKey, value: PersistentCacheValue) -> str:
+    return journal.entry_line(_entry_to_json(key, value))
+
+
+def _stored_tuner(contents: _Contents) -> str | None:
+    stored = contents.metadata.get(TUNER_FIELD)
+    return stored if isinstance(stored, str) else None
+
+
 def _stamp(path: Path) -> tuple[int, ...] | None:
     """What tells one version of a file from another without reading it: every write
     replaces the file, so its inode and times change (None: no file, or none to stat,
@@ -375,7 +614,20 @@ def _stamp(path: Path) -> tuple[int, ...] | None:
         status = path.stat()
     except OSError:
         return None
+    return _status_stamp(status)
+
+
+def _status_stamp(status: os.stat_result) -> tuple[int, ...]:
     return (status.st_ino, status.st_dev, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def _journal_status(path: Path) -> tuple[int, int, int] | None:
+    """The inode, device and size of `path`'s journal; None when it has none."""
+    try:
+        status = journal.journal_path(path).stat()
+    except FileNotFoundError:
+        return None
+    return status.st_ino, status.st_dev, status.st_size
 
 
 _GITIGNORE = "# pytest-autotune's lock and temporary files\n.*.lock\n.*.tmp\n"
@@ -392,14 +644,154 @@ def _ignore_lock_files(folder: Path) -> None:
         file.write(_GITIGNORE)
 
 
-def _read(path: Path) -> _Contents:
-    """The file's contents, empty if it does not exist; CacheFileError if unreadable."""
+_ATTEMPTS = 5
+"""Reads of a file and its journal that a concurrent rewrite or append may spoil before
+the read settles for what it has (and reports a line still being written as torn)."""
+
+
+def _read(path: Path) -> _Read:
+    """The file and its journal read as one version, empty if there is no file;
+    `CacheFileError` if unreadable.
+
+    Without the lock, as readers that may not write a file (a committed baseline, a package)
+    must read: the file is read first and its journal second, and read again if the file
+    was replaced meanwhile. A rewrite replaces the file before it removes the journal, so a
+    journal found missing, with the same file still there, was missing for that file."""
+    for attempt in range(_ATTEMPTS):
+        try:
+            with open(path, "rb") as file:
+                status: os.stat_result | None = os.fstat(file.fileno())
+                data = file.read()
+        except FileNotFoundError:
+            status, data = None, b""
+        except OSError as error:
+            raise CacheFileError(path, f"cannot be read: {error.strerror or error}") from None
+        journal_data, journal_id = _read_journal(path)
+        settled = status is None or _stamp(path) == _status_stamp(status)
+        torn = journal_data is not None and not journal_data.endswith(b"\n")
+        if settled and (not torn or attempt == _ATTEMPTS - 1):
+            break
+        time.sleep(0.01 * (attempt + 1))
+    if status is None:
+        return _Read(_Contents({}, None, {}), _NO_FILE, [])
     try:
-        return _parse(read_json(path))
-    except FileNotFoundError:
-        return _Contents({}, None, {})
+        contents = _parse(decode_strict(data))
     except (JsonFileError, _Malformed) as error:
         raise CacheFileError(path, str(error)) from None
+    version = _Version(_status_stamp(status), journal.digest(data), len(data), None, 0)
+    if journal_data is None or journal_id is None:
+        return _Read(contents, version, [])
+    return _with_journal(contents, version, journal_data, journal_id, path)
+
+
+def _read_journal(path: Path) -> tuple[bytes | None, tuple[int, int] | None]:
+    where = journal.journal_path(path)
+    try:
+        with open(where, "rb") as file:
+            status = os.fstat(file.fileno())
+            return file.read(), (status.st_ino, status.st_dev)
+    except FileNotFoundError:
+        return None, None
+    except OSError as error:
+        raise CacheFileError(where, f"cannot be read: {error.strerror or error}") from None
+
+
+def _with_journal(
+    contents: _Contents,
+    version: _Version,
+    journal_data: bytes,
+    journal_id: tuple[int, int],
+    path: Path,
+) -> _Read:
+    """`contents` with the journal's entries applied, if it extends the file of `version`."""
+    where = journal.journal_path(path)
+    try:
+        parsed = journal.parse_journal(journal_data)
+        if parsed.base is not None and parsed.base != version.digest:
+            return _Read(contents, version, _stale(where, parsed.entries, contents))
+        entries = dict(contents.entries)
+        _apply(entries, parsed.entries)
+    except (JsonFileError, _Malformed) as error:
+        # Named as the cache file's problem: it is the cache a save would refuse to replace.
+        raise CacheFileError(path, f"in its journal {where.name}, {error}") from None
+    problems = []
+    if parsed.torn:
+        problems.append(
+            f"{where}: its last line is cut short (a writer killed midway, or one still"
+            f" writing) and is ignored; the {len(parsed.entries)} whole entries before it"
+            " are read"
+        )
+    if parsed.base is not None:
+        version = replace(version, journal=journal_id, journal_end=parsed.end)
+    return _Read(replace(contents, entries=entries), version, problems)
+
+
+def _journal_tail(source: Path, version: _Version) -> tuple[list[Any], int] | None:
+    """The entries other processes appended to the journal since this object read it to
+    byte `journal_end`, and their size; None when the journal is not the one known or the
+    tail is damaged (a whole read then gives the reason)."""
+    try:
+        with open(journal.journal_path(source), "rb") as file:
+            status = os.fstat(file.fileno())
+            if (status.st_ino, status.st_dev) != version.journal:
+                return None
+            file.seek(version.journal_end)
+            data = file.read()
+        return journal.parse_lines(data, 0, line_number=0)
+    except (FileNotFoundError, JsonFileError):
+        return None
+
+
+def _stale(where: Path, raw_entries: list[Any], contents: _Contents) -> list[str]:
+    """A journal of another version of its file: ignored, and reported unless the file
+    holds every one of its entries (a writer killed between the file and the journal)."""
+    try:
+        entries: dict[PersistentCacheKey, PersistentCacheValue] = {}
+        _apply(entries, raw_entries)
+    except _Malformed:
+        return [f"{where}: extends another version of its cache file and is ignored"]
+    missing = sum(1 for key, value in entries.items() if contents.entries.get(key) != value)
+    if not missing:
+        return []
+    return [
+        f"{where}: extends another version of its cache file (replaced since, as by a"
+        f" checkout); its {missing} entries the file lacks are ignored"
+    ]
+
+
+def _apply(entries: dict[PersistentCacheKey, PersistentCacheValue], raw_entries: list[Any]) -> None:
+    """Apply journal entries in order, each as a save of its own."""
+    index = _index(entries)
+    for i, raw in enumerate(raw_entries):
+        try:
+            update = _entry_from_json(raw)
+        except _Malformed as error:
+            raise _Malformed(f"entry {i + 1}: {error}") from None
+        _merge(entries, index, dict([update]))
+
+
+def _index(
+    entries: Mapping[PersistentCacheKey, PersistentCacheValue],
+) -> dict[str, set[PersistentCacheKey]]:
+    index: dict[str, set[PersistentCacheKey]] = {}
+    for key in entries:
+        index.setdefault(key.key, set()).add(key)
+    return index
+
+
+def _merge(
+    entries: dict[PersistentCacheKey, PersistentCacheValue],
+    index: dict[str, set[PersistentCacheKey]],
+    updates: Mapping[PersistentCacheKey, PersistentCacheValue],
+) -> None:
+    """`updates` saved into `entries` in place, each replacing every entry of its key
+    whatever the checksum, as `save` does; `index` (entries by key string) kept in step."""
+    for name in {key.key for key in updates}:
+        for old in index.pop(name, ()):
+            del entries[old]
+    for key, value in updates.items():
+        entries[key] = value
+        index.setdefault(key.key, set()).add(key)
 
 
 def _parse(data: Any) -> _Contents:
@@ -417,6 +809,9 @@ def _parse(data: Any) -> _Contents:
     device = data.get("device")
     if device is not None and not isinstance(device, dict):
         raise _Malformed(f"field 'device' is {device!r}, expected an object")
+    tuner = data.get(TUNER_FIELD)
+    if tuner is not None and not isinstance(tuner, str):
+        raise _Malformed(f"field {TUNER_FIELD!r} is {tuner!r}, expected a string")
     entries: dict[PersistentCacheKey, PersistentCacheValue] = {}
     for i, raw in enumerate(_field(data, "entries", list, "a list")):
         try:

@@ -57,6 +57,11 @@ def read_json(path: Path) -> Any:
         raise
     except OSError as error:
         raise JsonFileError(f"cannot be read: {error.strerror or error}") from None
+    return decode_strict(raw)
+
+
+def decode_strict(raw: bytes) -> Any:
+    """`loads_strict` of a file's bytes, which must be UTF-8."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:

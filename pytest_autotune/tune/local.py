@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pytest_autotune.tune.cache import PersistentCache, cache_path
+from pytest_autotune.tune.cache import PersistentCache, tuner_cache
 from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.records import Recorder
 from pytest_autotune.tune.shipped import library_cache
@@ -88,7 +88,8 @@ class LocalTuner:
         config = self.config
         persistent: PersistentCache | None = None
         if config.cache_dir is not None and not config.disable_cache:
-            persistent = PersistentCache(cache_path(config.cache_dir, device_id, self.name))
+            # A program saves each key as it tunes it: appended to the file's journal.
+            persistent = tuner_cache(config.cache_dir, device_id, self.name, journal=True)
         elif not config.disable_cache:
             fingerprint = None
             if client is not None and config.shipped_match == "class":

@@ -24,11 +24,13 @@ from pytest_autotune.tune.cache import (
     PersistentCacheKey,
     PersistentCacheValue,
     cache_file_parts,
-    cache_path,
+    legacy_cache_file_parts,
     parse_cache,
+    tuner_cache,
 )
 from pytest_autotune.tune.device_class import device_class, nearest
 from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.journal import journal_path
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -78,14 +80,18 @@ def shipped_caches(
     if root is None:
         return Shipped()
     folder, name = cache_file_parts(device_id, tuner_name)
-    own = _read(root / folder / name)
+    own = _read_named(
+        root / folder, tuner_name, name, legacy_cache_file_parts(device_id, tuner_name)
+    )
     exact = own.entries if own is not None else {}
     if fingerprint is None:
         return Shipped(exact)
     others: dict[str, CacheContents] = {}
     for sub in root.iterdir():
-        if sub.name != folder and (sub / name).is_file():
-            contents = _read(sub / name)
+        if sub.name != folder and sub.is_dir():
+            contents = _read_named(
+                sub, tuner_name, name, legacy_cache_file_parts(sub.name, tuner_name)
+            )
             if contents is not None and contents.device is not None:
                 others[str(contents.device.get("id", sub.name))] = contents
     if not others:
@@ -120,19 +126,49 @@ def _shipped_root(package: str) -> Traversable | None:
     return root if root.is_dir() else None
 
 
-def _read(resource: Traversable) -> CacheContents | None:
-    """A shipped file's contents; None when it is missing, or unreadable (with a warning:
-    the library still works, it tunes as if nothing were shipped)."""
+def _read_named(
+    folder: Traversable, tuner_name: str, name: str, legacy: tuple[str, str]
+) -> CacheContents | None:
+    """The shipped file of `tuner_name` in a device's folder: under its name, else under the
+    name pytest-autotune 0.1.0 gave it, if that one does not store another tuner's name;
+    one storing another name under its own is a collision, reported and ignored."""
+    own = _read(folder, name)
+    if own is not None:
+        if own.tuner in (None, tuner_name):
+            return own
+        _ignore(
+            f"{folder / name}: holds the cache of {own.tuner!r}, not of {tuner_name!r}:"
+            " both names map to this file"
+        )
+        return None
+    older = _read(folder, legacy[1]) if legacy[1] != name else None
+    return older if older is not None and older.tuner in (None, tuner_name) else None
+
+
+def _read(folder: Traversable, name: str) -> CacheContents | None:
+    """A shipped file's contents, with its journal's entries if it ships one; None when it
+    is missing, or unreadable (with a warning: the library still works, it tunes as if
+    nothing were shipped)."""
+    resource = folder / name
     if not resource.is_file():
         return None
+    journal = folder / journal_path(Path(name)).name
     try:
-        return parse_cache(resource.read_bytes().decode("utf-8"), str(resource))
+        return parse_cache(
+            resource.read_bytes().decode("utf-8"),
+            str(resource),
+            journal.read_bytes() if journal.is_file() else None,
+        )
     except UnicodeDecodeError as error:
         reason = f"{resource}: is not UTF-8 text: {error}"
     except CacheFileError as error:
         reason = str(error)
-    warnings.warn(CacheFileWarning(f"{reason}; this shipped cache is ignored"), stacklevel=3)
+    _ignore(reason)
     return None
+
+
+def _ignore(reason: str) -> None:
+    warnings.warn(CacheFileWarning(f"{reason}; this shipped cache is ignored"), stacklevel=4)
 
 
 class LibraryCache(PersistentCache):
@@ -143,8 +179,8 @@ class LibraryCache(PersistentCache):
     then tuned once more and replaced, where a shipped one would win again in every process.
     """
 
-    def __init__(self, path: Path, shipped: Shipped) -> None:
-        super().__init__(path)
+    def __init__(self, own: PersistentCache, shipped: Shipped) -> None:
+        super().__init__(own.path, own.name, legacy=own.legacy, journal=own.journal)
         self.shipped = shipped
 
     def load(self) -> Entries:
@@ -163,4 +199,5 @@ def library_cache(
 ) -> LibraryCache:
     """The cache of a library's tuner: the user's file over `package`'s shipped files."""
     shipped = shipped_caches(package, device_id, tuner_name, fingerprint) if package else Shipped()
-    return LibraryCache(cache_path(user_cache_dir(), device_id, tuner_name), shipped)
+    own = tuner_cache(user_cache_dir(), device_id, tuner_name, journal=True)
+    return LibraryCache(own, shipped)

@@ -199,7 +199,7 @@ def test_a_plain_install_checks_tunes_and_gates_a_user_project(
 
     update = plain_env.pytest(project, "--autotune-update")
     assert update.returncode == 0, update.stdout + update.stderr
-    (cache,) = (project / ".autotune").glob("cpu-*/test_sum.py__test_sum.json")
+    (cache,) = (project / ".autotune").glob("cpu-*/test_sum.py__test_sum-f49177bfc1.json")
     assert '"fastest_name"' in cache.read_text()
     committed = cache.read_bytes()
 

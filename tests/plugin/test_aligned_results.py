@@ -39,7 +39,7 @@ def test_grouped(candidate, n):
     return candidate(n)
 """
 
-CACHE = Path(".autotune/cpu-fake-1t/test_grouped.py__test_grouped.json")
+CACHE = Path(".autotune/cpu-fake-1t/test_grouped.py__test_grouped-aeb2b54bff.json")
 
 
 @pytest.fixture

@@ -18,16 +18,22 @@ from pathlib import Path
 
 import pytest
 
+from pytest_autotune.tune import journal
 from pytest_autotune.tune.benchmark import AutotuneOutcome
-from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
+from pytest_autotune.tune.cache import (
+    PersistentCache,
+    PersistentCacheKey,
+    PersistentCacheValue,
+    cache_path,
+)
 from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.tunable_set import checksum_of
 from tests.plugin.harness import FAKE_CONFTEST, run
 
 OK, FAILED, INTERRUPTED, USAGE = 0, 1, 2, 4
 DEVICE = Path(".autotune/cpu-fake-1t")
-TARGET = DEVICE / "test_x.py__test_x.json"
-KEEP = DEVICE / "test_keep.py__test_keep.json"
+TARGET = cache_path(Path(".autotune"), "cpu-fake-1t", "test_x.py::test_x")
+KEEP = cache_path(Path(".autotune"), "cpu-fake-1t", "test_keep.py::test_keep")
 RECORD_SEED = '{"kept": "a record from an earlier run"}\n'
 
 PRELUDE = """
@@ -135,8 +141,32 @@ def one_group_per_size(root: Path, output: str) -> None:
     assert sorted(e["key"] for e in data["entries"]) == ["1", "2"]
 
 
+OTHER_TESTS_FILE = cache_text().replace(
+    '"schema_version": 2,', '"schema_version": 2, "tuner": "other.py::test_x",'
+)
+"""A file at test_x's name that stores another test's name: two names on one file."""
+
+
+def torn_journal(root: Path) -> None:
+    base = journal.digest(cache_text().encode())
+    line = journal_line('"2"')
+    (root / DEVICE).mkdir(parents=True, exist_ok=True)
+    (root / f"{TARGET}.journal").write_text(journal.header(base) + line + line[:30])
+
+
+def damaged_journal(root: Path) -> None:
+    base = journal.digest(cache_text().encode())
+    (root / DEVICE).mkdir(parents=True, exist_ok=True)
+    (root / f"{TARGET}.journal").write_text(journal.header(base) + "{not json\n")
+
+
+def journal_line(key: str) -> str:
+    entry = json.loads(cache_text())["entries"][0]
+    return journal.entry_line({**entry, "key": json.loads(key)})
+
+
 def lock_is_a_directory(root: Path) -> None:
-    (root / DEVICE / ".test_x.py__test_x.json.lock").mkdir(parents=True)
+    (root / DEVICE / f".{TARGET.name}.lock").mkdir(parents=True)
 
 
 def target_is_a_directory(root: Path) -> None:
@@ -503,6 +533,40 @@ CASES = [
         check=one_group_per_size,
     ),
     Case(
+        "a cache file holding another test's name",
+        "tune",
+        OK,
+        (TARGET.name, "'other.py::test_x'", "not of 'test_x.py::test_x'"),
+        marker("key=lambda n: str(n)"),
+        target=OTHER_TESTS_FILE,
+    ),
+    Case(
+        "a cache file holding another test's name, update",
+        "update",
+        FAILED,
+        (TARGET.name, "holds the cache of 'other.py::test_x'", "was not updated"),
+        marker("key=lambda n: str(n)"),
+        target=OTHER_TESTS_FILE,
+    ),
+    Case(
+        "a journal's torn last line",
+        "tune",
+        OK,
+        (f"{TARGET.name}.journal", "last line is cut short", "1 whole entries"),
+        marker("key=lambda n: str(n)"),
+        target=cache_text(),
+        setup=torn_journal,
+    ),
+    Case(
+        "a damaged journal line, update",
+        "update",
+        FAILED,
+        (f"{TARGET.name}.journal", "line 2", "was not updated"),
+        marker("key=lambda n: str(n)"),
+        target=cache_text(),
+        setup=damaged_journal,
+    ),
+    Case(
         "non-ASCII test names get two files",
         "update",
         OK,
@@ -729,7 +793,7 @@ CASES = [
         "cache 1e400",
         "tune",
         OK,
-        ("test_x.py__test_x.json", "1e400"),
+        (TARGET.name, "1e400"),
         marker(""),
         target=cache_text("[1e400]"),
     ),
@@ -737,7 +801,7 @@ CASES = [
         "cache 10**400",
         "tune",
         OK,
-        ("test_x.py__test_x.json", "401 digits"),
+        (TARGET.name, "401 digits"),
         marker(""),
         target=cache_text("[1" + "0" * 400 + "]"),
     ),
@@ -745,7 +809,7 @@ CASES = [
         "cache 5000 digits",
         "tune",
         OK,
-        ("test_x.py__test_x.json", "5000 digits"),
+        (TARGET.name, "5000 digits"),
         marker(""),
         target=cache_text("[" + "9" * 5000 + "]"),
     ),
@@ -753,7 +817,7 @@ CASES = [
         "cache nested 100000 deep",
         "tune",
         OK,
-        ("test_x.py__test_x.json", "nested deeper"),
+        (TARGET.name, "nested deeper"),
         marker(""),
         target=cache_text(DEEP),
     ),
@@ -761,7 +825,7 @@ CASES = [
         "cache nested 100000 deep, update",
         "update",
         FAILED,
-        ("test_x.py__test_x.json", "nested deeper", "was not updated"),
+        (TARGET.name, "nested deeper", "was not updated"),
         marker(""),
         target=cache_text(DEEP),
     ),
@@ -769,7 +833,7 @@ CASES = [
         "cache samples 0",
         "tune",
         OK,
-        ("test_x.py__test_x.json", "samples_ns is [0]"),
+        (TARGET.name, "samples_ns is [0]"),
         marker(""),
         target=cache_text("[0]"),
     ),
@@ -777,7 +841,7 @@ CASES = [
         "cache samples string",
         "tune",
         OK,
-        ("test_x.py__test_x.json", "samples_ns is '999'"),
+        (TARGET.name, "samples_ns is '999'"),
         marker(""),
         target=cache_text('"999"'),
     ),
@@ -801,7 +865,7 @@ CASES = [
         "cache NaN",
         "tune",
         OK,
-        ("test_x.py__test_x.json", "NaN is not a JSON number"),
+        (TARGET.name, "NaN is not a JSON number"),
         marker(""),
         target=cache_text("[NaN]"),
     ),
@@ -817,7 +881,7 @@ CASES = [
         "cache not JSON",
         "tune",
         OK,
-        ("test_x.py__test_x.json", "is not valid JSON"),
+        (TARGET.name, "is not valid JSON"),
         marker(""),
         target="{not json\n",
     ),
@@ -825,7 +889,7 @@ CASES = [
         "cache not UTF-8",
         "tune",
         OK,
-        ("test_x.py__test_x.json", "not UTF-8"),
+        (TARGET.name, "not UTF-8"),
         marker(""),
         target=b"\xff\xfe{}",
     ),
@@ -882,7 +946,7 @@ CASES = [
         "cache a directory",
         "tune",
         OK,
-        ("test_x.py__test_x.json", "cannot be read"),
+        (TARGET.name, "cannot be read"),
         marker(""),
         setup=target_is_a_directory,
     ),
@@ -891,7 +955,7 @@ CASES = [
         "update into a directory",
         "update",
         FAILED,
-        ("test_x.py__test_x.json", "was not updated"),
+        (TARGET.name, "was not updated"),
         marker(""),
         setup=target_is_a_directory,
     ),
@@ -899,7 +963,7 @@ CASES = [
         "update with the lock a directory",
         "update",
         FAILED,
-        ("test_x.py__test_x.json", "cannot be written"),
+        (TARGET.name, "cannot be written"),
         marker(""),
         setup=lock_is_a_directory,
     ),
@@ -916,7 +980,7 @@ CASES = [
         "update over an unreadable file",
         "update",
         FAILED,
-        ("test_x.py__test_x.json", "1e400", "was not updated"),
+        (TARGET.name, "1e400", "was not updated"),
         marker(""),
         target=cache_text("[1e400]"),
     ),

@@ -53,7 +53,9 @@ def test_a_runner_class_names_the_baselines_and_a_device_without_one_names_those
 ) -> None:
     updated = run(scale, "--autotune-update", "--autotune-runner=github-x64")
     assert updated.ret == pytest.ExitCode.OK
-    assert (scale.path / ".autotune/cpu-github-x64/test_scale.py__test_scale.json").is_file()
+    assert (
+        scale.path / ".autotune/cpu-github-x64/test_scale.py__test_scale-bdc7d159eb.json"
+    ).is_file()
     assert not (scale.path / ".autotune/cpu-fake-1t").exists()
 
     same_class = run(scale, "--autotune", "--autotune-runner=github-x64", "--autotune-strict")

@@ -58,7 +58,7 @@ def test_a_significant_slowdown_and_a_new_candidate_list_each_ask_for_a_pull_req
     code, lines = changed(capsys, before, after)
 
     assert code == EXIT_CHANGED
-    where = "cpu-fake-1t/test_scale.py__test_scale.json"
+    where = "cpu-fake-1t/test_scale.py__test_scale-bdc7d159eb.json"
     assert lines == [
         f"{where}: key 1: new baseline (fast -> medium): a significant change",
         f"{where}: key 2: new baseline (fast -> medium): a significant change",

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.plugin.harness import run
-from tests.plugin.test_tune_mode import SCALE_TESTS
+from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
 
 
 def test_autotune_yaml_turns_on_tuning_and_writes_the_report_it_names(
@@ -20,7 +20,7 @@ def test_autotune_yaml_turns_on_tuning_and_writes_the_report_it_names(
     result = run(autotune_pytester)
     assert result.ret == pytest.ExitCode.OK
     assert (autotune_pytester.path / "out/report.html").is_file()
-    cache = autotune_pytester.path / ".autotune/cpu-fake-1t/test_scale.py__test_scale.json"
+    cache = autotune_pytester.path / CACHE
     assert json.loads(cache.read_text())["device"]["id"] == "cpu-fake-1t"
     result.stdout.fnmatch_lines(["*report: out*report.html*"])
 

@@ -83,7 +83,7 @@ def test_a_set_of_no_tuner_is_still_named_after_its_test(
     )
     run(autotune_pytester, "--autotune-update").assert_outcomes(passed=1)
     assert (
-        autotune_pytester.path / ".autotune/cpu-fake-1t/test_plain.py__test_plain.json"
+        autotune_pytester.path / ".autotune/cpu-fake-1t/test_plain.py__test_plain-a66ef803eb.json"
     ).is_file()
 
 

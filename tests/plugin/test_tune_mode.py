@@ -35,7 +35,7 @@ def test_scale(candidate, n):
     return candidate(n)
 """
 
-CACHE = Path(".autotune/cpu-fake-1t/test_scale.py__test_scale.json")
+CACHE = Path(".autotune/cpu-fake-1t/test_scale.py__test_scale-bdc7d159eb.json")
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def test_a_slowdown_of_the_winner_fails_with_how_much_and_against_what(
             "*autotune gate: regression: regression of +25.0% [[]*",
             (
                 "*median 125 us against the baseline median 100 us (fast on cpu-fake-1t,"
-                " .autotune/cpu-fake-1t/test_scale.py__test_scale.json); tolerated 10.0%*"
+                f" {CACHE}); tolerated 10.0%*"
             ),
         ]
     )
@@ -218,7 +218,10 @@ def test_a_cpu_baseline_keeps_the_calibration_read_and_a_slower_machine_is_no_re
 ) -> None:
     autotune_pytester.makepyfile(test_calibrated=CALIBRATED_TESTS)
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    path = autotune_pytester.path / ".autotune/cpu-fake-1t/test_calibrated.py__test_sum.json"
+    path = (
+        autotune_pytester.path
+        / ".autotune/cpu-fake-1t/test_calibrated.py__test_sum-9bef36f46f.json"
+    )
     entry = json.loads(path.read_text())["entries"][0]
     winner = entry["results"][entry["fastest_index"]]
     assert entry["calibration"]["kind"] == "read-inputs/1"
@@ -381,7 +384,9 @@ def test_a_bad_yaml_setting_is_a_usage_error_naming_the_file(scale: pytest.Pytes
 def test_settings_come_from_the_yaml_file(scale: pytest.Pytester) -> None:
     (scale.path / "autotune.yaml").write_text("cache_dir: baselines\n")
     run(scale, "--autotune-update")
-    assert (scale.path / "baselines/cpu-fake-1t/test_scale.py__test_scale.json").is_file()
+    assert (
+        scale.path / "baselines/cpu-fake-1t/test_scale.py__test_scale-bdc7d159eb.json"
+    ).is_file()
 
 
 def test_records_are_written_one_per_decision(scale: pytest.Pytester) -> None:
@@ -485,8 +490,8 @@ def test_the_autotune_fixture_tunes_a_production_tunable_set(
         p.name for p in (autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*.json")
     )
     assert files == [
-        "test_the_autotune_fixture_tunes_a_production_tunable_set.py__test_a_wrong_candidate_fails_the_fixture.json",
-        "test_the_autotune_fixture_tunes_a_production_tunable_set.py__test_production_set.json",
+        "test_the_autotune_fixture_tunes_a_production_tunable_set.py__test_a_wrong_candidate_fails_the_fixture-07ca365b89.json",
+        "test_the_autotune_fixture_tunes_a_production_tunable_set.py__test_production_set-002d408f80.json",
     ]
 
 

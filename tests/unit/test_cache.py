@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from pytest_autotune.tune.cache import (
     PersistentCacheKey,
     PersistentCacheValue,
     cache_path,
+    tuner_cache,
 )
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, CacheFileWarning
 from pytest_autotune.tune.files import lock_beside
@@ -364,10 +366,11 @@ def test_a_successful_save_leaves_no_temporary_file(tmp_path: Path) -> None:
     ("tuner_name", "file_name"),
     [
         ("pkg.mod-x", "pkg.mod-x.json"),
-        ("tests/test_a.py::test_sum", "tests_test_a.py__test_sum.json"),
-        ("test_sum[64-float32]", "test_sum_64-float32_.json"),
-        ("..", "_..json"),
-        (".hidden", "_hidden.json"),
+        ("tests/test_a.py::test_sum", "tests_test_a.py__test_sum-3a7a8f8d50.json"),
+        ("test_sum[64-float32]", "test_sum_64-float32_-963b6d5d8a.json"),
+        ("..", "_.-5ec1f7e700.json"),
+        (".hidden", "_hidden-1692419006.json"),
+        ("Test_Sum", "Test_Sum-d5d37aa06b.json"),
     ],
 )
 def test_a_tuner_name_becomes_a_readable_file_inside_the_device_folder(
@@ -429,6 +432,99 @@ def test_a_cache_file_name_is_distinct_for_names_differing_in_non_ascii_letters(
     second = cache_path(tmp_path, "d", "tests/test_u.py::test_ü")
     assert first != second
     assert first.name.startswith("tests_test_u.py__test__-") and first.name.isascii()
+
+
+COLLIDED_BEFORE = [
+    ("tests/a.py::t", "tests_a.py::t"),
+    ("tests/a.py::t", "tests_a.py__t"),
+    ("a/b", "a_b"),
+    ("a::b", "a__b"),
+    ("t[1/2]", "t[1_2]"),
+    ("t[x y]", "t[x_y]"),
+    (".x", "_x"),
+    ("Test_a", "test_a"),
+    ("test_A", "test_a"),
+    ("x-0123456789", "x"),
+]
+"""Pairs that shared a cache file under 0.1.0's names (the last three on a file system
+that does not tell upper from lower case, and a plain name looking like a hashed one)."""
+
+
+@pytest.mark.parametrize(("first", "second"), COLLIDED_BEFORE)
+def test_names_that_shared_a_file_before_get_two_files_on_any_file_system(
+    tmp_path: Path, first: str, second: str
+) -> None:
+    one, two = cache_path(tmp_path, "d", first), cache_path(tmp_path, "d", second)
+    assert str(one).lower() != str(two).lower()
+
+
+def test_device_ids_that_shared_a_folder_before_get_two_folders(tmp_path: Path) -> None:
+    assert cache_path(tmp_path, "cuda:0", "t").parent != cache_path(tmp_path, "cuda_0", "t").parent
+    assert cache_path(tmp_path, "cuda-nvidia-h200", "t").parent.name == "cuda-nvidia-h200"
+
+
+def test_a_file_storing_another_tuners_name_is_reported_with_both_names_and_kept(
+    tmp_path: Path,
+) -> None:
+    path = cache_path(tmp_path, "d", "tests/a.py::t")
+    PersistentCache(path, "tests_a.py::t").save(dict([entry("a")]))
+    before = path.read_bytes()
+    cache = tuner_cache(tmp_path, "d", "tests/a.py::t")
+
+    with pytest.warns(CacheFileWarning) as caught:
+        assert cache.load() == {}
+    (message,) = [str(w.message) for w in caught]
+    assert str(path) in message
+    assert "'tests_a.py::t'" in message and "'tests/a.py::t'" in message
+    assert "\n" not in message
+    with pytest.raises(CacheFileError, match=re.escape("not of 'tests/a.py::t'")):
+        cache.save(dict([entry("b")]))
+    with pytest.raises(CacheFileError, match=re.escape("holds the cache of 'tests_a.py::t'")):
+        tuner_cache(tmp_path, "d", "tests/a.py::t").save(dict([entry("b")]))
+    assert path.read_bytes() == before
+
+
+def test_a_save_stores_the_exact_tuner_name_in_the_file(tmp_path: Path) -> None:
+    cache = tuner_cache(tmp_path, "d", "tests/test_é.py::test_x[1]")
+    cache.save(dict([entry("a")]))
+    assert json.loads(cache.path.read_text())["tuner"] == "tests/test_é.py::test_x[1]"
+
+
+def test_a_file_under_its_0_1_name_is_read_until_a_save_writes_the_new_name(
+    tmp_path: Path,
+) -> None:
+    legacy = tmp_path / "d" / "tests_a.py__t.json"
+    PersistentCache(legacy).save(dict([entry("a")]))
+    old = legacy.read_bytes()
+    cache = tuner_cache(tmp_path, "d", "tests/a.py::t")
+
+    assert {k.key for k in cache.load()} == {stable_key("a")}
+    cache.save(dict([entry("b")]))
+
+    assert cache.path != legacy
+    assert {k.key for k in tuner_cache(tmp_path, "d", "tests/a.py::t").load()} == {
+        stable_key("a"),
+        stable_key("b"),
+    }
+    assert legacy.read_bytes() == old
+
+
+def test_the_file_of_a_tuner_named_like_a_0_1_name_is_neither_read_nor_touched(
+    tmp_path: Path,
+) -> None:
+    """`tests_a.py__t` files its cache where 0.1.0 filed `tests/a.py::t`'s: that one has a
+    file of its own now, and must neither read nor replace the other tuner's."""
+    theirs = tuner_cache(tmp_path, "d", "tests_a.py__t")
+    theirs.save(dict([entry("a")]))
+    before = theirs.path.read_bytes()
+    mine = tuner_cache(tmp_path, "d", "tests/a.py::t")
+    assert mine.legacy == theirs.path
+
+    assert mine.load() == {}
+    mine.save(dict([entry("b")]))
+
+    assert theirs.path.read_bytes() == before
+    assert {k.key for k in tuner_cache(tmp_path, "d", "tests/a.py::t").load()} == {stable_key("b")}
 
 
 def test_threads_saving_through_one_cache_object_lose_no_entry(tmp_path: Path) -> None:

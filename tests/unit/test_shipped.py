@@ -179,6 +179,38 @@ def test_an_unreadable_shipped_cache_warns_and_the_key_is_tuned(user_cache, pack
     assert broken.read_text() == "{not json"
 
 
+def test_a_shipped_file_storing_another_tuners_name_warns_and_is_not_served(
+    user_cache, package
+) -> None:
+    name, folder = package
+    ship(folder, "cpu-lib-2t", AVX2, winner="b")
+    path = folder / ".autotune" / "cpu-lib-2t" / "lib.ops.json"
+    path.write_text(path.read_text().replace('"tuner": "lib.ops"', '"tuner": "other.ops"'))
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    local = LocalTuner("lib.ops", package=name)
+    with pytest.warns(CacheFileWarning, match=r"holds the cache of 'other.ops', not of 'lib.ops'"):
+        assert local.execute(client.device_id, client, tunables, ([1],)) == "a"
+    assert client.timed
+
+
+def test_a_file_shipped_under_its_0_1_name_is_served(user_cache, package) -> None:
+    """`Lib.Ops` was filed as `Lib.Ops.json`; it is `Lib.Ops-<hash>.json` now."""
+    name, folder = package
+    ship(folder, "cpu-lib-2t", AVX2, winner="b")
+    shipped = folder / ".autotune" / "cpu-lib-2t"
+    document = json.loads((shipped / "lib.ops.json").read_text())
+    del document["tuner"]
+    (shipped / "lib.ops.json").unlink()
+    (shipped / "Lib.Ops.json").write_text(json.dumps(document))
+    assert cache_path(folder / ".autotune", "cpu-lib-2t", "Lib.Ops").name != "Lib.Ops.json"
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    local = LocalTuner("Lib.Ops", package=name)
+    assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "b"
+    assert client.timed == []
+
+
 def test_a_tuner_of_a_package_that_ships_nothing_tunes_into_the_user_cache(user_cache) -> None:
     client = Device("cpu-lib-2t")
     tunables, _ = candidates(client, a=1e-3, b=3e-3)

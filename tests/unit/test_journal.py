@@ -1,0 +1,292 @@
+"""The journal beside a cache file: saves that append what changed (issue 15)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_autotune.tune import journal
+from pytest_autotune.tune.benchmark import AutotuneOutcome
+from pytest_autotune.tune.cache import (
+    CacheFileError,
+    PersistentCache,
+    PersistentCacheKey,
+    PersistentCacheValue,
+    parse_cache,
+)
+from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.key import key_to_json, stable_key
+from tests.unit.test_cache import python
+
+
+def entry(key: Any, winner: str = "a") -> tuple[PersistentCacheKey, PersistentCacheValue]:
+    results = (AutotuneOutcome("a", 0, (1e-3, 2e-3)), AutotuneOutcome("b", 1, (3e-3,)))
+    index = 0 if winner == "a" else 1
+    value = PersistentCacheValue(key_to_json(key), index, winner, results)
+    return PersistentCacheKey(stable_key(key), "c"), value
+
+
+def seeded(path: Path, size: int = 200) -> dict[PersistentCacheKey, PersistentCacheValue]:
+    """A file large enough that a few appended entries stay under the fold threshold."""
+    entries = dict(entry(i) for i in range(size))
+    PersistentCache(path).save(entries, device={"id": "d"})
+    return entries
+
+
+def keys(path: Path) -> set[str]:
+    return {k.key for k in PersistentCache(path).load()}
+
+
+def journal_lines(path: Path) -> list[Any]:
+    return [json.loads(line) for line in journal.journal_path(path).read_text().splitlines()]
+
+
+def test_a_journaled_save_appends_one_line_and_leaves_the_file_as_it_was(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    before = path.read_bytes()
+    cache = PersistentCache(path, journal=True)
+    cache.load()
+
+    cache.save(dict([entry("new")]), device={"id": "d"})
+
+    assert path.read_bytes() == before
+    header, line = journal_lines(path)
+    assert header == {"journal_of": journal.digest(before), "journal_version": 1}
+    assert line["key"] == "new" and line["checksum"] == "c"
+    assert keys(path) == {stable_key(i) for i in range(200)} | {stable_key("new")}
+
+
+def test_a_later_line_replaces_every_entry_of_its_key(tmp_path: Path) -> None:
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    cache = PersistentCache(path, journal=True)
+    cache.save(dict([entry(5, winner="b")]), device={"id": "d"})
+    cache.save(dict([entry(5, winner="a")]), device={"id": "d"})
+    cache.save(dict([entry(6, winner="b")]), device={"id": "d"})
+
+    loaded = PersistentCache(path).load()
+    assert loaded[entry(5)[0]].fastest_name == "a"
+    assert loaded[entry(6)[0]].fastest_name == "b"
+    assert len(journal_lines(path)) == 4
+
+
+def test_the_journal_is_folded_into_the_file_once_it_outgrows_half_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(journal, "MIN_COMPACT_BYTES", 0)
+    path = tmp_path / "tuner.json"
+    seeded(path, size=20)
+    cache = PersistentCache(path, journal=True)
+
+    folded_at = None
+    for i in range(100, 130):
+        cache.save(dict([entry(i)]), device={"id": "d"})
+        if folded_at is None and not journal.journal_path(path).exists():
+            folded_at = i
+    assert folded_at is not None and folded_at > 100
+    assert keys(path) == {stable_key(i) for i in (*range(20), *range(100, 130))}
+    folded = json.loads(path.read_text())
+    assert len(folded["entries"]) >= 20 + folded_at - 100
+
+
+def test_a_whole_file_save_folds_the_journal_in_and_removes_it(tmp_path: Path) -> None:
+    """`--autotune-update` saves whole files, so what it leaves to commit is self-contained."""
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "d"})
+
+    PersistentCache(path).save(dict([entry("u")]))
+
+    assert not journal.journal_path(path).exists()
+    entries = {e["key"] for e in json.loads(path.read_text())["entries"]}
+    assert {"j", "u"} <= entries
+
+
+def test_a_save_changing_the_device_block_rewrites_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "other"})
+    assert not journal.journal_path(path).exists()
+    assert json.loads(path.read_text())["device"] == {"id": "other"}
+
+
+def test_a_torn_last_line_is_ignored_with_a_warning_and_cut_off_by_the_next_save(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    PersistentCache(path, journal=True).save(dict([entry("whole")]), device={"id": "d"})
+    where = journal.journal_path(path)
+    with open(where, "a", encoding="ascii") as file:
+        file.write('{"key":"torn","chec')
+
+    cache = PersistentCache(path, journal=True)
+    with pytest.warns(CacheFileWarning, match="last line is cut short") as caught:
+        loaded = cache.load()
+    assert str(where) in str(caught[0].message)
+    assert stable_key("whole") in {k.key for k in loaded} and len(loaded) == 201
+
+    cache.save(dict([entry("after")]), device={"id": "d"})
+    assert [line.get("key") for line in journal_lines(path)] == [None, "whole", "after"]
+    assert {stable_key("whole"), stable_key("after")} <= keys(path)
+
+
+def test_a_journal_of_a_replaced_file_is_ignored_and_said_so_when_it_adds_entries(
+    tmp_path: Path,
+) -> None:
+    """As after a checkout replaced the file: the journal extends a file that is gone."""
+    path, pulled = tmp_path / "tuner.json", tmp_path / "pulled.json"
+    seeded(path)
+    seeded(pulled)
+    PersistentCache(pulled).save(dict([entry("pulled")]))
+    PersistentCache(path, journal=True).save(dict([entry("local")]), device={"id": "d"})
+    path.write_bytes(pulled.read_bytes())
+
+    with pytest.warns(CacheFileWarning, match="its 1 entries the file lacks are ignored"):
+        loaded = PersistentCache(path).load()
+    assert stable_key("pulled") in {k.key for k in loaded}
+
+
+def test_a_journal_left_by_a_writer_killed_before_removing_it_is_ignored_quietly(
+    tmp_path: Path,
+) -> None:
+    """The file was rewritten with the journal folded in; the journal is stale, not lost."""
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "d"})
+    kept = journal.journal_path(path).read_bytes()
+    PersistentCache(path).save({})
+    journal.journal_path(path).write_bytes(kept)
+
+    cache = PersistentCache(path, journal=True)
+    assert stable_key("j") in {k.key for k in cache.load()}  # no warning: filterwarnings=error
+    cache.save(dict([entry("k")]), device={"id": "d"})
+    assert [line.get("key") for line in journal_lines(path)] == [None, "k"]
+
+
+def test_a_damaged_whole_line_makes_the_cache_unreadable_and_it_is_not_overwritten(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "d"})
+    where = journal.journal_path(path)
+    where.write_bytes(where.read_bytes() + b'{"key": 1}\n')
+    before = path.read_bytes(), where.read_bytes()
+
+    cache = PersistentCache(path, journal=True)
+    with pytest.warns(
+        CacheFileWarning,
+        match=r"tuner.json: in its journal tuner.json.journal, entry 2: missing field",
+    ):
+        assert cache.load() == {}
+    with pytest.raises(CacheFileError, match="not overwriting it"):
+        cache.save(dict([entry("x")]))
+    assert (path.read_bytes(), where.read_bytes()) == before
+
+
+def test_a_long_lived_cache_sees_what_another_process_appended_since(tmp_path: Path) -> None:
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    mine = PersistentCache(path, journal=True)
+    mine.load()
+    mine.save(dict([entry("mine-1")]), device={"id": "d"})
+    PersistentCache(path, journal=True).save(dict([entry("theirs")]), device={"id": "d"})
+    mine.save(dict([entry("mine-2")]), device={"id": "d"})
+
+    assert {stable_key(k) for k in ("mine-1", "theirs", "mine-2")} <= keys(path)
+    assert [line.get("key") for line in journal_lines(path)][1:] == ["mine-1", "theirs", "mine-2"]
+
+
+def test_a_shipped_file_read_with_its_journal_serves_the_journals_entries(tmp_path: Path) -> None:
+    path = tmp_path / "tuner.json"
+    seeded(path, size=3)
+    PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "d"})
+    journal_data = journal.journal_path(path).read_bytes()
+
+    contents = parse_cache(path.read_text(), "pkg/.autotune/d/tuner.json", journal_data)
+
+    assert stable_key("j") in {k.key for k in contents.entries}
+
+
+JOURNAL_WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from pytest_autotune.tune.benchmark import AutotuneOutcome
+    from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
+    from pytest_autotune.tune.key import stable_key
+
+    path, worker, saves = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    cache = PersistentCache(path, journal=True)
+    cache.load()
+    for i in range(saves):
+        value = PersistentCacheValue([worker, i], 0, "a", (AutotuneOutcome("a", 0, (1e-3,)),))
+        cache.save({PersistentCacheKey(stable_key((worker, i)), "c"): value}, device={"id": "d"})
+    """
+)
+
+
+def test_eight_processes_appending_and_folding_at_once_lose_no_entry(tmp_path: Path) -> None:
+    path = tmp_path / "tuner.json"
+    seeded(path, size=5)
+    workers = [python(JOURNAL_WRITER, str(path), str(w), "25") for w in range(8)]
+
+    assert [w.wait(timeout=120) for w in workers] == [0] * 8
+
+    found = {k.key for k in PersistentCache(path).load()}
+    assert found >= {stable_key((w, i)) for w in range(8) for i in range(25)}
+    assert len(found) == 5 + 8 * 25
+
+
+KILLED_APPENDER = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    from pytest_autotune.tune.benchmark import AutotuneOutcome
+    from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
+
+    write = os.write
+    def half_a_line_then_stuck(fd, data):
+        write(fd, data[: len(data) // 2])
+        print("stuck", flush=True)
+        time.sleep(600)
+
+    os.write = half_a_line_then_stuck
+    value = PersistentCacheValue("late", 0, "a", (AutotuneOutcome("a", 0, (1e-3,)),))
+    PersistentCache(Path(sys.argv[1]), journal=True).save(
+        {PersistentCacheKey('"late"', "c"): value}, device={"id": "d"}
+    )
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_an_append_killed_midway_loses_only_its_own_entry(tmp_path: Path) -> None:
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    PersistentCache(path, journal=True).save(dict([entry("before")]), device={"id": "d"})
+
+    writer = python(KILLED_APPENDER, str(path), stdout=subprocess.PIPE)
+    assert writer.stdout is not None
+    assert writer.stdout.readline() == "stuck\n"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+    writer.stdout.close()
+
+    with pytest.warns(CacheFileWarning, match="cut short"):
+        assert len(PersistentCache(path).load()) == 201
+    PersistentCache(path, journal=True).save(dict([entry("after")]), device={"id": "d"})
+    assert keys(path) == {stable_key(i) for i in range(200)} | {
+        stable_key("before"),
+        stable_key("after"),
+    }
