@@ -23,6 +23,7 @@ from pytest_autotune.gate import (
     GroupVerdict,
     Measurement,
     RegressionCheck,
+    conditions,
     device_kind,
     judge,
     measure_winner,
@@ -124,6 +125,7 @@ def judge_group(
         max_regression=case.settings.engine.max_regression,
         remeasure=measure,
         baseline_devices=() if baseline is not None else baseline_devices(),
+        machine=_machine(client),
         **common,
     )
     return Judged(verdict, measured)
@@ -135,9 +137,8 @@ def _measurer(
     """How the gate measures candidate `index`: one warm-up, then its precise samples."""
     # On a CPU, a read of the same inputs is timed beside each sample, so the gate can
     # divide out what the machine's state did to both (pytest_autotune.calibration).
-    calibrate = (
-        timed_calibration(inputs, client.time) if device_kind(client.device_id) == "cpu" else None
-    )
+    on_cpu = device_kind(client.device_id) == "cpu"
+    calibrate = timed_calibration(inputs, client.time) if on_cpu else None
     # A GPU client samples the winner over several placements of its inputs and graph
     # pool, so that the time does not depend on where this process's history put them
     # (pytest_autotune.backends.cuda, "Several placements for the gate").
@@ -154,9 +155,12 @@ def _measurer(
                     if placed_sampler is not None
                     else lambda: client.time(fn, inputs)
                 )
-                return measure_winner(sample, calibration=calibrate, name=name)
+                measured = measure_winner(sample, calibration=calibrate, name=name)
             except Exception as exc:
                 raise AutotuneError.from_exception(name, exc) from None
+            # How loaded the CPUs were, read once the samples are taken: the 1-minute
+            # average then covers them (`gate.conditions`).
+            return replace(measured, load=conditions.load_per_cpu()) if on_cpu else measured
 
         return measure
 
@@ -229,3 +233,9 @@ __all__ = [
     "settle_update",
     "tuning_slip",
 ]
+
+
+def _machine(client: Client) -> str | None:
+    """This run's physical device, where the client names one (a GPU's uuid)."""
+    uuid = client.fingerprint().get("uuid")
+    return uuid if isinstance(uuid, str) and uuid else None

@@ -19,3 +19,11 @@ def _user_cache_in_tmp(
     """A `LocalTuner` of no explicit cache_dir writes to the per-user cache directory
     (`platformdirs`, which reads XDG_CACHE_HOME on Linux): never the real one in a test."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "user-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate widens a CPU comparison by the machine's load average
+    (`pytest_autotune.gate.conditions`); a test's verdicts must not depend on what else runs
+    on the machine, so tests read no load unless they set one."""
+    monkeypatch.setattr("pytest_autotune.gate.conditions.load_per_cpu", lambda: None)

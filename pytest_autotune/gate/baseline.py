@@ -59,6 +59,10 @@ class Baseline(Samples):
     mismatch: str | None = None
     """Why the entry's winner index and name disagree (its samples are not the winner's),
     None when they agree: such a baseline is not comparable."""
+    machine: str | None = None
+    """The physical device the file was last updated on (a GPU's uuid, from its device
+    block's fingerprint), None where the device has none: another one widens the noise
+    (`gate.conditions`)."""
     _stats: SampleStats = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -190,6 +194,7 @@ class Baseline(Samples):
             calibration=calibration,
             history=history,
             mismatch=mismatch,
+            machine=_machine(device),
         )
 
     @classmethod
@@ -263,3 +268,9 @@ def _sigma_between(metadata: Mapping[str, Any], where: str) -> float | None:
     ):
         raise BaselineError(f"{where}: sigma_between is {value!r}, expected a number >= 0")
     return float(value)
+
+
+def _machine(device: Mapping[str, Any] | None) -> str | None:
+    fingerprint = device.get("fingerprint") if device is not None else None
+    uuid = fingerprint.get("uuid") if isinstance(fingerprint, Mapping) else None
+    return uuid if isinstance(uuid, str) and uuid else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from pytest_autotune.gate.baseline import Baseline
+from pytest_autotune.gate.conditions import widen
 from pytest_autotune.gate.rules import (
     NORMALISE_BY_PEAKS,
     FloorCheck,
@@ -49,6 +50,7 @@ def judge(
     update: bool = False,
     remeasure: Callable[[], Measurement] | None = None,
     baseline_devices: Sequence[str] = (),
+    machine: str | None = None,
 ) -> GroupVerdict:
     """Judge one group: its winner's `current` measurement against the `baseline`.
 
@@ -58,7 +60,9 @@ def judge(
     peak the normalisation of the time. `max_regression` None takes the device kind's
     default; `sigma_between` comes from the baseline's file, else the kind's default.
     `baseline_devices` are the devices that have a baseline of this test, which a
-    NO_BASELINE verdict names. A comparison too wide to catch the slowdown the gate is
+    NO_BASELINE verdict names. `machine` is this run's physical device (a GPU's uuid): a
+    baseline from another one, or a measurement on oversubscribed CPUs, widens the noise
+    (`gate.conditions`). A comparison too wide to catch the slowdown the gate is
     built to catch is TOO_NOISY, a failure only when `strict`, as a missing baseline is.
 
     A suspected failure (REGRESSION or FLOOR) is measured again with `remeasure` and fails
@@ -90,6 +94,7 @@ def judge(
             update=update,
             remeasured=remeasured,
             baseline_devices=baseline_devices,
+            machine=machine,
         )
 
     verdict = once(current, remeasured=False)
@@ -124,6 +129,7 @@ def _judge_once(
     update: bool,
     remeasured: bool,
     baseline_devices: Sequence[str],
+    machine: str | None = None,
 ) -> GroupVerdict:
     fraction: float | None = None
     floor_message: str | None = None
@@ -139,7 +145,7 @@ def _judge_once(
     other = _not_comparable(baseline, device_id, checksum)
     if baseline is not None and other is None:
         comparison, regression_message, noisy_message = _compare(
-            current, baseline, device_id, peaks, dtype, max_regression
+            current, baseline, device_id, peaks, dtype, max_regression, machine
         )
 
     def verdict(kind: Verdict, message: str, failed: bool) -> GroupVerdict:
@@ -171,16 +177,22 @@ def _compare(
     peaks: Peaks | None,
     dtype: str,
     max_regression: float | None,
+    machine: str | None = None,
 ) -> tuple[Comparison, str | None, str | None]:
     """The comparison with a comparable baseline, the regression message and the too-noisy
     message (each None when it does not apply; too noisy only without a regression)."""
     calibrated = current.calibrated_against(baseline)
-    check = RegressionCheck.for_device(
-        device_id,
-        max_regression,
-        baseline.sigma_between,
-        calibrated=calibrated,
-        measured=baseline.spread(calibrated),
+    check, conditions = widen(
+        RegressionCheck.for_device(
+            device_id,
+            max_regression,
+            baseline.sigma_between,
+            calibrated=calibrated,
+            measured=baseline.spread(calibrated),
+        ),
+        current,
+        baseline,
+        machine,
     )
     normalise = peaks is not None and NORMALISE_BY_PEAKS[device_kind(device_id)]
     ratio = baseline.peak_ratio(peaks, dtype) if normalise and peaks is not None else 1.0
@@ -192,9 +204,14 @@ def _compare(
             f"too noisy to judge: {format_interval(comparison)}:"
             f" {check.figures(current, baseline, ratio)}; this comparison would catch"
             f" only a slowdown past {format_change(check.catches(comparison))}"
-            f" (tolerated {format_fraction(check.max_regression)}); what would help:"
-            " more baseline sessions (run --autotune-update again), a quieter runner,"
-            " or a longer measurement"
+            f" (tolerated {format_fraction(check.max_regression)})"
+            + "".join(f"; {c.reason}" for c in conditions)
+            + "; what would help: "
+            + (
+                "; ".join(c.helps for c in conditions)
+                or "more baseline sessions (run --autotune-update again), a quieter runner,"
+                " or a longer measurement"
+            )
         )
     return comparison, regression_message, noisy_message
 

@@ -97,6 +97,9 @@ class Measurement(Samples):
 
     samples: tuple[float, ...]
     calibration: Calibration | None = None
+    load: float | None = None
+    """Runnable threads per CPU while it was measured (the 1-minute load average), on a
+    CPU; None elsewhere (`gate.conditions`)."""
     _stats: SampleStats = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

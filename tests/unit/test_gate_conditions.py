@@ -1,0 +1,116 @@
+"""What a comparison's conditions add to its noise: oversubscribed CPUs, another GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_autotune.gate import Baseline, Measurement, Verdict, judge
+from pytest_autotune.gate.conditions import load_factor, load_per_cpu
+from pytest_autotune.tune.benchmark import AutotuneOutcome
+from pytest_autotune.tune.cache import PersistentCacheValue
+
+GPU = "cuda-nvidia-h200"
+CPU = "cpu-intel-xeon-2t"
+CHECKSUM = "0123456789abcdef"
+T = 1e-3
+
+
+def measured(seconds: float, load: float | None = None) -> Measurement:
+    return Measurement((seconds,) * 10, load=load)
+
+
+def base(device_id: str, machine: str | None = None) -> Baseline:
+    return Baseline(
+        device_id=device_id,
+        checksum=CHECKSUM,
+        fastest_name="winner",
+        samples=(T,) * 10,
+        source="cache.json",
+        machine=machine,
+    )
+
+
+def test_up_to_one_runnable_thread_per_cpu_the_load_adds_nothing() -> None:
+    assert load_factor(None) == 1.0
+    assert load_factor(0.5) == 1.0
+    assert load_factor(1.0) == 1.0
+    assert load_factor(3.5) == 3.5
+
+
+def test_the_load_per_cpu_is_the_load_average_over_the_cpus_of_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("os.getloadavg", lambda: (6.0, 5.0, 4.0))
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    # The name imported above is the real reader; the suite's conftest patches the module's.
+    assert load_per_cpu() == 3.0
+
+
+def test_a_cpu_slowdown_caught_on_a_quiet_machine_is_too_noisy_on_an_oversubscribed_one() -> None:
+    quiet = judge(measured(T * 1.25), base(CPU), device_id=CPU, checksum=CHECKSUM)
+    assert quiet.verdict is Verdict.REGRESSION
+    loaded = judge(measured(T * 1.25, load=3.0), base(CPU), device_id=CPU, checksum=CHECKSUM)
+    assert loaded.verdict is Verdict.TOO_NOISY and not loaded.failed
+    assert "oversubscribed (3.0 runnable threads per CPU" in loaded.message
+    assert "a runner with free CPUs" in loaded.message
+
+
+def test_a_load_under_one_thread_per_cpu_changes_no_verdict() -> None:
+    verdict = judge(measured(T * 1.25, load=0.9), base(CPU), device_id=CPU, checksum=CHECKSUM)
+    assert verdict.verdict is Verdict.REGRESSION
+
+
+def test_a_huge_slowdown_still_fails_on_an_oversubscribed_cpu() -> None:
+    verdict = judge(measured(T * 3, load=4.0), base(CPU), device_id=CPU, checksum=CHECKSUM)
+    assert verdict.verdict is Verdict.REGRESSION
+
+
+def test_a_baseline_from_another_gpu_makes_a_machine_difference_too_noisy_not_a_regression() -> (
+    None
+):
+    # Unchanged kernels read up to +11.9% on another H200 than the one that recorded them.
+    same = judge(
+        measured(T * 1.10), base(GPU, "GPU-a"), device_id=GPU, checksum=CHECKSUM, machine="GPU-a"
+    )
+    assert same.verdict is Verdict.REGRESSION
+    other = judge(
+        measured(T * 1.10), base(GPU, "GPU-a"), device_id=GPU, checksum=CHECKSUM, machine="GPU-b"
+    )
+    assert other.verdict is Verdict.TOO_NOISY and not other.failed
+    assert "another GPU (GPU-a, this run on GPU-b)" in other.message
+    assert "a baseline recorded on this machine" in other.message
+
+
+def test_a_gpu_slowdown_far_beyond_machine_differences_fails_on_another_gpu() -> None:
+    verdict = judge(
+        measured(T * 1.6), base(GPU, "GPU-a"), device_id=GPU, checksum=CHECKSUM, machine="GPU-b"
+    )
+    assert verdict.verdict is Verdict.REGRESSION
+
+
+@pytest.mark.parametrize(("baseline_machine", "machine"), [(None, "GPU-b"), ("GPU-a", None)])
+def test_an_unknown_machine_on_either_side_adds_nothing(
+    baseline_machine: str | None, machine: str | None
+) -> None:
+    verdict = judge(
+        measured(T * 1.10),
+        base(GPU, baseline_machine),
+        device_id=GPU,
+        checksum=CHECKSUM,
+        machine=machine,
+    )
+    assert verdict.verdict is Verdict.REGRESSION
+
+
+def test_a_baseline_knows_the_gpu_its_file_was_updated_on() -> None:
+    value = PersistentCacheValue(
+        key=1,
+        fastest_index=0,
+        fastest_name="winner",
+        results=[AutotuneOutcome("winner", 0, (1e-6,) * 5)],
+    )
+    device = {"id": GPU, "fingerprint": {"uuid": "GPU-52c81167"}}
+    found = Baseline.from_cache_entry(value, CHECKSUM, device=device, metadata={})
+    assert found.machine == "GPU-52c81167"
+    cpu = Baseline.from_cache_entry(value, CHECKSUM, device={"id": CPU}, metadata={})
+    assert cpu.machine is None
