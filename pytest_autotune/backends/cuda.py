@@ -277,7 +277,12 @@ class CudaClient:
             hold = self.hold_stream and fn not in self._synchronizing
             seconds = None
             if hold:
-                for _ in range(2):
+                # A first call may outlast the hold by its compilation alone, so it gets a
+                # second try; one called already, before a capture that failed, has nothing
+                # left to compile, and a second timeout would only cost HOLD_TIMEOUT_S again
+                # (a synchronizing candidate such as cupy.bincount: 0.4 s a process).
+                tries = 1 if self._replays.warmed_uncaptured(fn) else 2
+                for _ in range(tries):
                     seconds = self._sampler.sample(call, args, hold=True)
                     if not self._sampler.timed_out():
                         break

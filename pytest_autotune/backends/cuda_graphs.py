@@ -102,6 +102,11 @@ class GraphReplays:
         )
         self._uncapturable = Candidates()
 
+    def warmed_uncaptured(self, fn: Callable[..., object]) -> bool:
+        """Whether `fn` was called once (before a capture that failed) and is timed through
+        the stream: its one-time host work, compilation included, is behind it."""
+        return fn in self._uncapturable
+
     def of(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> Replay | None:
         """The graph of one call of `fn(*inputs)`, captured on first use; None where the call
         is timed through the stream (see `backends.cuda`'s docstring). A candidate keeps the graphs

@@ -13,7 +13,8 @@ from pytest_autotune.backends.cuda_device import is_out_of_memory
 HOLD_TIMEOUT_S = 0.2
 """How long the holding kernel waits for the host. Python enqueues a launch in about 7 us,
 so 0.2 s covers a candidate of thousands of launches; a candidate that synchronizes inside
-its call costs this twice, once per process, before it is timed without the hold."""
+its call costs this once per process (twice where no capture warmed it up first) before it
+is timed without the hold."""
 
 L2_FLUSH_FACTOR = 2
 """The cold-L2 buffer is this many times the L2 size (see the module docstring)."""
