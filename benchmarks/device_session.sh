@@ -7,6 +7,7 @@
 #   bash benchmarks/device_session.sh final   # after fixes: suite, costs, some reliability
 #   bash benchmarks/device_session.sh probe   # before a refactor: suite, dispatch, costs, short calls
 #   bash benchmarks/device_session.sh verify  # after a CUDA or schedule change: suite, costs
+#   bash benchmarks/device_session.sh after   # after a refactor, two GPUs: suite, -n 2, costs, gate
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
 # lent machine's copy, not in a checkout you commit from. A step that fails or times out
@@ -129,6 +130,34 @@ verify)
   [ -f scratch/dispatch_variants.py ] && step 60 python3 scratch/dispatch_variants.py 21
   step 60 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
   for condition in ${CONDITIONS:-xdist}; do
+    step 150 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
+      --runs "${GATE_RUNS:-10}" --workers 2
+  done
+  ;;
+after)
+  # After a refactor, on a two-GPU host: the suite (the two-GPU test included), the gate
+  # against the committed baselines (recorded on another H200), an update and -n 2 on two
+  # GPUs, the short calls with both caller timings, the costs, the dispatch, then gate
+  # reliability under the conditions given.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 40 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
+  rm -rf .autotune/cuda-*
+  step 60 $P example_kernels --autotune-update -q
+  step 60 $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
+  python3 - "$OUT/xdist.jsonl" >>"$LOG" 2>&1 <<'PY'
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+groups = [r["extra"]["group"] for r in records]
+uuids = {r["extra"]["group"]: r["extra"]["device"]["fingerprint"].get("uuid") for r in records}
+print(f"xdist records: {len(records)}, groups: {len(set(groups))}, uuids: {set(uuids.values())}")
+PY
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-lead0" --eager-lead 0
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short"
+  step 60 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 30 python3 benchmarks/gpu_tuning_cost.py
+  step 20 python3 benchmarks/dispatch.py --thread-time
+  step 20 python3 benchmarks/dispatch.py --thread-time
+  for condition in ${CONDITIONS:-k groups suite}; do
     step 150 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
       --runs "${GATE_RUNS:-10}" --workers 2
   done

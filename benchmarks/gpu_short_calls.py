@@ -31,7 +31,7 @@ from typing import Any
 
 from benchmarks.gpu_common import cupy, table
 from pytest_autotune import AutotuneConfig, AutotuneOutcome, TunableSet, Tuner
-from pytest_autotune.backends import cuda as cuda_module
+from pytest_autotune.backends import cuda_timing
 from pytest_autotune.backends.cuda import CudaClient
 
 AGREE = 1.05
@@ -329,7 +329,7 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     if args.eager_lead is not None:
-        cuda_module.EAGER_LEAD = args.eager_lead
+        cuda_timing.EAGER_LEAD = args.eager_lead
     args.out.mkdir(parents=True, exist_ok=True)
     cp = cupy()
     clients = {"caller": CudaClient(timing="caller"), "device": CudaClient(timing="device")}
