@@ -18,7 +18,12 @@ import pytest
 from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda
 from pytest_autotune.backends.cuda import REPLAY_CALIBRATION_NODES, device_id_from
 from pytest_autotune.backends.cuda_graphs import PLACEMENTS, REPLAY_CACHE_SIZE
-from pytest_autotune.backends.cuda_timing import EAGER_CALLS, EAGER_LEAD
+from pytest_autotune.backends.cuda_timing import (
+    EAGER_BUDGET_S,
+    EAGER_CALLS,
+    EAGER_LEAD,
+    EAGER_MIN_CALLS,
+)
 
 cuda_module = importlib.import_module("pytest_autotune.backends.cuda")
 
@@ -476,6 +481,24 @@ def test_the_cold_start_of_an_eager_loop_after_a_synchronize_is_not_what_a_calle
 
     client = CudaClient(cold_l2=False, host_timer=clock)
     assert client.time(cold_then_warm, ()) == pytest.approx(10e-6)
+
+
+def test_a_long_host_bound_call_makes_fewer_eager_calls_but_keeps_the_lead(gpu: FakeGpu) -> None:
+    # 100 us for Python to enqueue, 20 us on the device: host-bound, and far from a short
+    # call; its loops' difference holds about EAGER_BUDGET_S of calls, its lead all of them.
+    clock = HostClock()
+    calls = []
+
+    def slow_host() -> None:
+        calls.append(1)
+        clock.ns += 100_000
+        gpu.launch(20e-6)
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    assert client.time(slow_host, ()) == pytest.approx(100e-6)
+    difference = max(EAGER_MIN_CALLS, int(EAGER_BUDGET_S / 100e-6))
+    assert difference < EAGER_CALLS
+    assert len(calls) == 2 + 1 + 2 * EAGER_LEAD + difference
 
 
 def test_device_timing_reads_the_device_time_and_still_keeps_both_figures(gpu: FakeGpu) -> None:
