@@ -8,6 +8,7 @@
 #   bash benchmarks/device_session.sh probe   # before a refactor: suite, dispatch, costs, short calls
 #   bash benchmarks/device_session.sh verify  # after a CUDA or schedule change: suite, costs
 #   bash benchmarks/device_session.sh after   # after a refactor, two GPUs: suite, -n 2, costs, gate
+#   bash benchmarks/device_session.sh closing # the last call: suite, short calls, costs, reliability
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
 # lent machine's copy, not in a checkout you commit from. A step that fails or times out
@@ -161,6 +162,16 @@ PY
     step 150 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
       --runs "${GATE_RUNS:-10}" --workers 2
   done
+  ;;
+closing)
+  # The last call of a session: the suite after the last CUDA change, the short calls, the
+  # families' costs, then the gate's reliability on the GPU and on this host's quiet CPU.
+  step 60 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short"
+  step 50 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 200 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition module \
+    --runs "${GATE_RUNS:-30}" --workers 2
+  step 150 python3 benchmarks/gate_reliability.py --runs "${CPU_RUNS:-12}" --baseline-sessions 3
   ;;
 gate)
   for condition in ${CONDITIONS:-module xdist k groups suite}; do
