@@ -397,7 +397,8 @@ def load_baselines(root: Path) -> tuple[dict[str, Baseline], Peaks]:
         if device is not None:
             peaks = Peaks.from_json(device["peaks"])
         for pk, value in entries.items():
-            group = short_group(path.stem.split("__")[-1])
+            # The file stores its tuner's exact name; its file name may carry a hash.
+            group = short_group(str(cache.metadata().get("tuner") or path.stem))
             baselines[group] = Baseline.from_cache_entry(
                 value,
                 pk.checksum,

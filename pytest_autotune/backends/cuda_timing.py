@@ -123,7 +123,10 @@ class CallerTiming:
         eager()
         short = self._timed_loop(eager, EAGER_LEAD, stream)
         long = self._timed_loop(eager, EAGER_LEAD + calls, stream)
-        enqueue = max(long[0] - short[0], 1) / 1e9 / calls
+        # The host's part is the longer loop's mean, cold start included: a difference of
+        # two host-only figures read zero where one call of the short loop stalled, and
+        # a zero enqueue time would call a host-bound candidate device-bound from then on.
+        enqueue = long[0] / 1e9 / (EAGER_LEAD + calls)
         paid = max(long[1] - short[1], 1) / 1e9 / calls
         return enqueue, paid
 

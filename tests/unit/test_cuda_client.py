@@ -501,6 +501,26 @@ def test_a_long_host_bound_call_makes_fewer_eager_calls_but_keeps_the_lead(gpu: 
     assert len(calls) == 2 + 1 + 2 * EAGER_LEAD + difference
 
 
+def test_one_stalled_call_in_the_short_loop_does_not_make_a_host_bound_call_device_bound(
+    gpu: FakeGpu,
+) -> None:
+    # 10 us to enqueue, 2 us on the device; the fifth call of all (in the first sample's
+    # short loop) stalls for 1 ms. The second sample must still pay the host's 10 us.
+    clock = HostClock()
+    calls = []
+
+    def host_bound() -> None:
+        calls.append(1)
+        clock.ns += 1_000_000 if len(calls) == 5 else 10_000
+        gpu.launch(2e-6)
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    client.time(host_bound, ())
+    cost = client.call_costs(host_bound)
+    assert cost is not None and cost.enqueue is not None and cost.enqueue >= 10e-6
+    assert client.time(host_bound, ()) == pytest.approx(10e-6)
+
+
 def test_device_timing_reads_the_device_time_and_still_keeps_both_figures(gpu: FakeGpu) -> None:
     clock = HostClock()
 
