@@ -173,6 +173,15 @@ closing)
     --runs "${GATE_RUNS:-30}" --workers 2
   step 150 python3 benchmarks/gate_reliability.py --runs "${CPU_RUNS:-12}" --baseline-sessions 3
   ;;
+more)
+  # After a last small CUDA change: the suite and the short calls, then more gate runs.
+  step 60 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short"
+  for condition in ${CONDITIONS:-xdist k}; do
+    step 160 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
+      --runs "${GATE_RUNS:-20}" --workers 2
+  done
+  ;;
 gate)
   for condition in ${CONDITIONS:-module xdist k groups suite}; do
     step 150 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
