@@ -48,6 +48,27 @@ FAMILIES = (
 )
 
 
+HISTOGRAM_KERNELS = r"""
+extern "C" __global__ void shared256(const unsigned char* d, long long n, unsigned int* bins) {
+    __shared__ unsigned int local[256];
+    local[threadIdx.x] = 0;
+    __syncthreads();
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        atomicAdd(&local[d[i]], 1u);
+    __syncthreads();
+    atomicAdd(&bins[threadIdx.x], local[threadIdx.x]);
+}
+extern "C" __global__ void global256(const unsigned char* d, long long n, unsigned int* bins) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        atomicAdd(&bins[d[i]], 1u);
+}
+"""
+"""256-bin histograms of bytes with shared-memory and with global atomics (issue 9's SM-bound
+kernel), for `gpu_family_costs.py` and the project `gpu_gate_reliability.py` writes."""
+
+
 def host_reference(module: ModuleType) -> Callable[..., Any]:
     """The family's NumPy reference, called on device inputs (copied to the host)."""
     cp = cupy()

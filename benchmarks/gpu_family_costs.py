@@ -30,34 +30,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.gpu_common import FAMILIES, cupy, table, write_json
+from benchmarks.gpu_common import FAMILIES, HISTOGRAM_KERNELS, cupy, table, write_json
 from pytest_autotune import AutotuneConfig, AutotuneOutcome, TunableSet, Tuner
 from pytest_autotune.backends import cuda
 
 SAME = 1.03
 TARGET = 0.1
 
-HISTOGRAM = r"""
-extern "C" __global__ void shared256(const unsigned char* d, long long n, unsigned int* bins) {
-    __shared__ unsigned int local[256];
-    local[threadIdx.x] = 0;
-    __syncthreads();
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x)
-        atomicAdd(&local[d[i]], 1u);
-    __syncthreads();
-    atomicAdd(&bins[threadIdx.x], local[threadIdx.x]);
-}
-extern "C" __global__ void global256(const unsigned char* d, long long n, unsigned int* bins) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x)
-        atomicAdd(&bins[d[i]], 1u);
-}
-"""
-
 
 def histogram_family(cp: Any) -> tuple[dict[str, Callable[..., Any]], tuple[Any, ...]]:
-    module = cp.RawModule(code=HISTOGRAM)
+    module = cp.RawModule(code=HISTOGRAM_KERNELS)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
 
     def launch(name: str, grid: int) -> Callable[[Any], Any]:

@@ -44,6 +44,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from benchmarks.gpu_common import HISTOGRAM_KERNELS
+
 REPO = Path(__file__).resolve().parent.parent
 
 TEST_MODULE = textwrap.dedent(
@@ -94,23 +96,7 @@ TEST_MODULE = textwrap.dedent(
         return candidate(*inputs)
 
 
-    HISTOGRAM = r"""
-    extern "C" __global__ void shared256(const unsigned char* d, long long n, unsigned int* bins) {
-        __shared__ unsigned int local[256];
-        local[threadIdx.x] = 0;
-        __syncthreads();
-        for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-             i += (long long)gridDim.x * blockDim.x)
-            atomicAdd(&local[d[i]], 1u);
-        __syncthreads();
-        atomicAdd(&bins[threadIdx.x], local[threadIdx.x]);
-    }
-    extern "C" __global__ void global256(const unsigned char* d, long long n, unsigned int* bins) {
-        for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-             i += (long long)gridDim.x * blockDim.x)
-            atomicAdd(&bins[d[i]], 1u);
-    }
-    """
+    HISTOGRAM = r"""@HISTOGRAM_KERNELS@"""
     MODULE = cp.RawModule(code=HISTOGRAM)
     SMS = cp.cuda.Device().attributes["MultiProcessorCount"]
 
@@ -222,7 +208,9 @@ def main() -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
-        (project / "test_gate_gpu.py").write_text(TEST_MODULE)
+        (project / "test_gate_gpu.py").write_text(
+            TEST_MODULE.replace("@HISTOGRAM_KERNELS@", HISTOGRAM_KERNELS)
+        )
         (project / "driver.py").write_text(DRIVER)
         (project / "pytest.ini").write_text("[pytest]\n")
         if args.condition in ("suite", "k"):
