@@ -10,9 +10,7 @@ is atomic, and a file that cannot be read is reported and left alone, never repl
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import re
 import time
 import warnings
 from collections.abc import Mapping
@@ -23,7 +21,25 @@ from typing import Any
 from filelock import Timeout
 
 from pytest_autotune.tune import journal
-from pytest_autotune.tune.benchmark import AutotuneResult, result_from_json, result_to_json
+from pytest_autotune.tune.cache_format import (
+    SCHEMA_VERSION,
+    STRUCTURE,
+    TUNER_FIELD,
+    Contents,
+    Malformed,
+    PersistentCacheKey,
+    PersistentCacheValue,
+    entry_from_json,
+    entry_order,
+    entry_to_json,
+    parse_contents,
+    stored_tuner,
+)
+from pytest_autotune.tune.cache_names import (
+    cache_file_parts,
+    cache_path,
+    legacy_cache_file_parts,
+)
 from pytest_autotune.tune.errors import CacheFileWarning
 from pytest_autotune.tune.files import (
     JsonFileError,
@@ -36,205 +52,26 @@ from pytest_autotune.tune.files import (
 )
 from pytest_autotune.tune.key import serialize_key_json
 
-SCHEMA_VERSION = 2
-"""2 added an entry's optional `calibration` and `sessions`; version 1 files read as they
-always did. A reader of version 1 refuses a version 2 file by its number, with "upgrade",
-instead of tripping over the new fields."""
+# Re-exported: the file's format and names were read from here before they had modules.
+__all__ = [
+    "SCHEMA_VERSION",
+    "TUNER_FIELD",
+    "CacheContents",
+    "CacheFileError",
+    "PersistentCache",
+    "PersistentCacheKey",
+    "PersistentCacheValue",
+    "cache_file_parts",
+    "cache_path",
+    "legacy_cache_file_parts",
+    "parse_cache",
+    "tuner_cache",
+]
+
 
 LOCK_TIMEOUT_S = 300.0
 """A save holds the lock for one read and one small write; waiting longer than this means
 a process is stuck holding it, which should end as an error rather than a hung test run."""
-
-TUNER_FIELD = "tuner"
-"""The top-level field holding the exact name of the tuner whose cache a file is: what
-tells two names that share a file name apart (files written before it have none)."""
-
-_STRUCTURE = frozenset({"schema_version", "device", "entries"})
-_ENTRY_FIELDS = frozenset(
-    {
-        "key",
-        "checksum",
-        "fastest_index",
-        "fastest_name",
-        "results",
-        "bounds",
-        "calibration",
-        "sessions",
-    }
-)
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-_SEPARATORS = re.compile(r"[/:\[\]]")
-_PLAIN = re.compile(r"[a-z0-9_][a-z0-9._-]*")
-_DIGEST = 10
-"""Hex digits of the name's hash a stem ends with: two names must share a stem and these
-40 bits to share a file, and then the name stored inside reports it."""
-_HASHED = re.compile(rf"-[0-9a-f]{{{_DIGEST}}}$")
-_MAX_STEM = 120
-
-
-class _Malformed(ValueError):
-    """The file's JSON has the wrong shape: a bad file to report, where other errors are bugs."""
-
-
-@dataclass(frozen=True, slots=True)
-class PersistentCacheKey:
-    """What identifies an entry: the key, and the candidate list it was tuned over.
-
-    The checksum belongs to the identity so that a winner's index is never applied to a
-    candidate list that has changed since it was measured.
-    """
-
-    key: str
-    """The key's stable serialized form (`stable_key`), the same in every process."""
-    checksum: str
-    """A checksum of the candidate names, in order."""
-
-
-@dataclass(frozen=True, slots=True)
-class PersistentCacheValue:
-    """What a tuning decided for one key, and every candidate's evidence for it."""
-
-    key: Any
-    """The key's JSON value, kept so people reading the file see what was tuned."""
-    fastest_index: int
-    fastest_name: str
-    results: tuple[AutotuneResult, ...]
-    bounds: dict[str, Any] | None = None
-    """The bounds of the decision, opaque to the cache and stored as given."""
-    calibration: dict[str, Any] | None = None
-    """The gate's calibration read beside the winner's samples (`gate.Calibration`), opaque
-    to the cache; absent from the file when there is none, as in files written before it."""
-    sessions: list[dict[str, Any]] | None = None
-    """Earlier update sessions of the same winner (`gate.BaselineSession`), opaque to the
-    cache; absent when there are none."""
-
-    def winner(self) -> AutotuneResult | None:
-        """The winner's result, resolved by index and name together: None when the index is
-        past the results or the result there is another candidate's (a file whose results
-        are out of line with the candidates, as older versions wrote after a `groups=`
-        plan stopped early), so nobody reads another candidate's samples as the winner's."""
-        if not 0 <= self.fastest_index < len(self.results):
-            return None
-        result = self.results[self.fastest_index]
-        return result if result.name == self.fastest_name else None
-
-    def to_json(self) -> dict[str, Any]:
-        data = {
-            "key": self.key,
-            "fastest_index": self.fastest_index,
-            "fastest_name": self.fastest_name,
-            "results": [result_to_json(r, i) for i, r in enumerate(self.results)],
-            "bounds": self.bounds,
-        }
-        if self.calibration is not None:
-            data["calibration"] = self.calibration
-        if self.sessions:
-            data["sessions"] = self.sessions
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PersistentCacheValue:
-        """Read `to_json`'s form; a missing or mistyped field is a ValueError naming it."""
-        results = []
-        for i, result in enumerate(_field(data, "results", list, "a list")):
-            try:
-                if not isinstance(result, dict):
-                    raise _Malformed(f"{result!r} is not an object")
-                results.append(result_from_json(result))
-            except KeyError as error:
-                raise _Malformed(f"results[{i}]: missing field {error}") from None
-            except (TypeError, ValueError) as error:
-                raise _Malformed(f"results[{i}]: {error}") from None
-        _field(data, "key", object, "any JSON value")
-        index = _field(data, "fastest_index", int, "an integer")
-        if index < 0:
-            raise _Malformed(f"field 'fastest_index' is {index}, expected a non-negative integer")
-        return cls(
-            key=data["key"],
-            fastest_index=index,
-            fastest_name=_field(data, "fastest_name", str, "a string"),
-            results=tuple(results),
-            bounds=_field(data, "bounds", (dict, type(None)), "an object or null"),
-            calibration=_optional_object(data, "calibration"),
-            sessions=_optional_list(data, "sessions"),
-        )
-
-
-def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], what: str) -> Any:
-    if name not in data:
-        raise _Malformed(f"missing field {name!r}")
-    value = data[name]
-    # bool is an int to isinstance, but `true` is never a valid index or version.
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _Malformed(f"field {name!r} is {value!r}, expected {what}")
-    return value
-
-
-def _optional_object(data: Mapping[str, Any], name: str) -> dict[str, Any] | None:
-    value = data.get(name)
-    if value is not None and not isinstance(value, dict):
-        raise _Malformed(f"field {name!r} is {value!r}, expected an object")
-    return value
-
-
-def _optional_list(data: Mapping[str, Any], name: str) -> list[Any] | None:
-    value = data.get(name)
-    if value is not None and not isinstance(value, list):
-        raise _Malformed(f"field {name!r} is {value!r}, expected a list")
-    return value
-
-
-def cache_path(cache_dir: Path, device_id: str, tuner_name: str) -> Path:
-    """Where the cache of `tuner_name` on `device_id` lives."""
-    folder, name = cache_file_parts(device_id, tuner_name)
-    return cache_dir / folder / name
-
-
-def cache_file_parts(device_id: str, tuner_name: str) -> tuple[str, str]:
-    """The folder and file name of a cache under its root, for roots that are not a `Path`
-    (a package's data, read through `importlib.resources`)."""
-    return _file_stem(device_id), f"{_file_stem(tuner_name)}.json"
-
-
-def legacy_cache_file_parts(device_id: str, tuner_name: str) -> tuple[str, str]:
-    """The folder and file name pytest-autotune 0.1.0 gave the same cache: read when the
-    injective name has no file yet, never written, so baselines committed under it are
-    still found (the first save writes the injective name; the old file can then go)."""
-    return _legacy_stem(device_id), f"{_legacy_stem(tuner_name)}.json"
-
-
-def _file_stem(name: str) -> str:
-    """A readable file name for `name`, different for every two names (issue 15).
-
-    A name made only of lower-case letters, digits, `.`, `_` and `-` (not starting with a
-    dot or a dash, not ending the way a hashed stem ends) is its own file name. Any other
-    name (a node id `tests/test_a.py::test_sum`, a name with upper case, which a macOS or
-    Windows file system would not tell from lower case, a non-ASCII or over-long one) keeps
-    a readable start with every other character made `_`, and ends with a hash of the exact
-    name: `tests/a.py::t` and `tests_a.py::t` were one file before and are two now. Files
-    also store the name itself, so a hash collision is reported, never merged.
-    """
-    if not name:
-        raise ValueError("an empty name cannot name a cache file")
-    if _PLAIN.fullmatch(name) and len(name) <= _MAX_STEM and not _HASHED.search(name):
-        return name
-    stem = _UNSAFE.sub("_", name)
-    if stem.startswith("."):
-        stem = "_" + stem[1:]
-    digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
-    return f"{stem[: _MAX_STEM - _DIGEST - 1]}-{digest}"
-
-
-def _legacy_stem(name: str) -> str:
-    """The earlier, not injective, rule: characters outside `[A-Za-z0-9._-]` became `_`
-    (a long name, or one with characters other than a node id's separators, got a hash)."""
-    stem = _UNSAFE.sub("_", name)
-    if stem.startswith("."):
-        stem = "_" + stem[1:]
-    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
-    if _UNSAFE.search(_SEPARATORS.sub("", name)) or len(stem) > _MAX_STEM:
-        stem = f"{stem[: _MAX_STEM - len(digest) - 1]}-{digest}"
-    return stem
 
 
 class CacheFileError(Exception):
@@ -244,13 +81,6 @@ class CacheFileError(Exception):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
-
-
-@dataclass(frozen=True, slots=True)
-class _Contents:
-    entries: dict[PersistentCacheKey, PersistentCacheValue]
-    device: dict[str, Any] | None
-    metadata: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +104,7 @@ _NO_FILE = _Version(None, journal.digest(b""), 0, None, 0)
 
 @dataclass(frozen=True, slots=True)
 class _Read:
-    contents: _Contents
+    contents: Contents
     version: _Version
     problems: list[str]
     """What a reader should be told and a writer repairs: a torn line, a stale journal."""
@@ -294,8 +124,8 @@ def parse_cache(text: str, where: str, journal_data: bytes | None = None) -> Cac
     package's data), with its journal's bytes if it has one; `CacheFileError` naming
     `where` if it is not a valid cache file. A journal's problems are warnings."""
     try:
-        contents = _parse(loads_strict(text))
-    except (JsonFileError, _Malformed) as error:
+        contents = parse_contents(loads_strict(text))
+    except (JsonFileError, Malformed) as error:
         raise CacheFileError(Path(where), str(error)) from None
     if journal_data is not None:
         data = text.encode("utf-8")
@@ -304,7 +134,7 @@ def parse_cache(text: str, where: str, journal_data: bytes | None = None) -> Cac
         contents = read.contents
         for problem in read.problems:
             warnings.warn(CacheFileWarning(problem), stacklevel=2)
-    return CacheContents(contents.entries, contents.device, _stored_tuner(contents))
+    return CacheContents(contents.entries, contents.device, stored_tuner(contents))
 
 
 class PersistentCache:
@@ -329,7 +159,7 @@ class PersistentCache:
         self.name = name
         self.legacy = legacy if legacy != path else None
         self.journal = journal
-        self._contents = _Contents({}, None, {})
+        self._contents = Contents({}, None, {})
         self._unreadable: str | None = None
         # What makes a save cost what changed, not the whole file (issue 15: 0.6 s a key
         # at 3,000 entries): the file as this object last read or wrote it, recognised by
@@ -353,7 +183,7 @@ class PersistentCache:
             source, read = self._read_own()
             self._check_name(source, read.contents)
         except CacheFileError as error:
-            self._adopt(_Contents({}, None, {}), None)
+            self._adopt(Contents({}, None, {}), None)
             self._unreadable = error.reason
             warnings.warn(
                 CacheFileWarning(
@@ -395,7 +225,7 @@ class PersistentCache:
         file are appended to its journal while the journal is small.
         """
         metadata = dict(metadata or {})
-        shadowing = _STRUCTURE & metadata.keys()
+        shadowing = STRUCTURE & metadata.keys()
         if shadowing:
             raise ValueError(
                 f"metadata fields {sorted(shadowing)} would replace the file's structure"
@@ -427,7 +257,7 @@ class PersistentCache:
                     replaced = {key.key for key in updates}
                     entries = {k: v for k, v in disk.entries.items() if k.key not in replaced}
                     entries.update(updates)
-                    contents = _Contents(entries, new_device, new_metadata)
+                    contents = Contents(entries, new_device, new_metadata)
                     self._adopt(contents, self._write(contents))
         except Timeout:
             raise CacheFileError(
@@ -445,12 +275,12 @@ class PersistentCache:
         the legacy names two tuners could share it; under theirs they do not)."""
         if self.legacy is not None and not self.path.exists() and self.legacy.exists():
             read = _read(self.legacy)
-            if _stored_tuner(read.contents) in (None, self.name):
+            if stored_tuner(read.contents) in (None, self.name):
                 return self.legacy, read
         return self.path, _read(self.path)
 
-    def _check_name(self, source: Path, contents: _Contents) -> None:
-        stored = _stored_tuner(contents)
+    def _check_name(self, source: Path, contents: Contents) -> None:
+        stored = stored_tuner(contents)
         if self.name is not None and stored is not None and stored != self.name:
             raise CacheFileError(
                 source,
@@ -478,10 +308,10 @@ class PersistentCache:
                     _journal_tail(self.path, version) if status[2] > version.journal_end else None
                 )
                 if tail is not None:
-                    with contextlib.suppress(_Malformed):
+                    with contextlib.suppress(Malformed):
                         for raw in tail[0]:
                             _merge(
-                                self._contents.entries, self._keys(), dict([_entry_from_json(raw)])
+                                self._contents.entries, self._keys(), dict([entry_from_json(raw)])
                             )
                         self._version = replace(version, journal_end=version.journal_end + tail[1])
                         return self.path
@@ -489,7 +319,7 @@ class PersistentCache:
         self._adopt(read.contents, read.version)
         return self.path
 
-    def _adopt(self, contents: _Contents, version: _Version | None) -> None:
+    def _adopt(self, contents: Contents, version: _Version | None) -> None:
         self._contents, self._version, self._index = contents, version, None
 
     def _keys(self) -> dict[str, set[PersistentCacheKey]]:
@@ -500,7 +330,7 @@ class PersistentCache:
 
     def _journal_lines(
         self,
-        disk: _Contents,
+        disk: Contents,
         device: dict[str, Any] | None,
         metadata: dict[str, Any],
         updates: Mapping[PersistentCacheKey, PersistentCacheValue],
@@ -513,7 +343,9 @@ class PersistentCache:
             return None
         if device != disk.device or metadata != disk.metadata:
             return None
-        lines = "".join(_line(key, value) for key, value in sorted(updates.items(), key=_order))
+        lines = "".join(
+            _line(key, value) for key, value in sorted(updates.items(), key=entry_order)
+        )
         if version.journal_end + len(lines) > max(journal.MIN_COMPACT_BYTES, version.size // 2):
             return None
         return lines
@@ -541,7 +373,7 @@ class PersistentCache:
         self._version = replace(version, journal=status[:2], journal_end=end)
         return True
 
-    def _write(self, contents: _Contents) -> _Version:
+    def _write(self, contents: Contents) -> _Version:
         text = self._render(contents)
         write_atomically(self.path, text)
         with contextlib.suppress(FileNotFoundError):
@@ -549,15 +381,15 @@ class PersistentCache:
         data = text.encode("utf-8")
         return _Version(_stamp(self.path), journal.digest(data), len(data), None, 0)
 
-    def _render(self, contents: _Contents) -> str:
+    def _render(self, contents: Contents) -> str:
         """`dumps` of the whole document, with each entry's text kept from the last render
         while its value is the same object: byte for byte what one `dumps` would give."""
-        items = sorted(contents.entries.items(), key=_order)
+        items = sorted(contents.entries.items(), key=entry_order)
         fragments = {}
         for key, value in items:
             known = self._fragments.get(key)
             if known is None or known[0] is not value:
-                entry = dumps(_entry_to_json(key, value)).rstrip("\n")
+                entry = dumps(entry_to_json(key, value)).rstrip("\n")
                 known = (value, "\n".join("    " + line for line in entry.split("\n")))
             fragments[key] = known
         self._fragments = fragments
@@ -589,21 +421,8 @@ def tuner_cache(
     )
 
 
-def _order(item: tuple[PersistentCacheKey, PersistentCacheValue]) -> tuple[str, str]:
-    return item[0].key, item[0].checksum
-
-
-def _entry_to_json(key: PersistentCacheKey, value: PersistentCacheValue) -> dict[str, Any]:
-    return {**value.to_json(), "checksum": key.checksum}
-
-
 def _line(key: PersistentCacheKey, value: PersistentCacheValue) -> str:
-    return journal.entry_line(_entry_to_json(key, value))
-
-
-def _stored_tuner(contents: _Contents) -> str | None:
-    stored = contents.metadata.get(TUNER_FIELD)
-    return stored if isinstance(stored, str) else None
+    return journal.entry_line(entry_to_json(key, value))
 
 
 def _stamp(path: Path) -> tuple[int, ...] | None:
@@ -673,10 +492,10 @@ def _read(path: Path) -> _Read:
             break
         time.sleep(0.01 * (attempt + 1))
     if status is None:
-        return _Read(_Contents({}, None, {}), _NO_FILE, [])
+        return _Read(Contents({}, None, {}), _NO_FILE, [])
     try:
-        contents = _parse(decode_strict(data))
-    except (JsonFileError, _Malformed) as error:
+        contents = parse_contents(decode_strict(data))
+    except (JsonFileError, Malformed) as error:
         raise CacheFileError(path, str(error)) from None
     version = _Version(_status_stamp(status), journal.digest(data), len(data), None, 0)
     if journal_data is None or journal_id is None:
@@ -697,7 +516,7 @@ def _read_journal(path: Path) -> tuple[bytes | None, tuple[int, int] | None]:
 
 
 def _with_journal(
-    contents: _Contents,
+    contents: Contents,
     version: _Version,
     journal_data: bytes,
     journal_id: tuple[int, int],
@@ -711,7 +530,7 @@ def _with_journal(
             return _Read(contents, version, _stale(where, parsed.entries, contents))
         entries = dict(contents.entries)
         _apply(entries, parsed.entries)
-    except (JsonFileError, _Malformed) as error:
+    except (JsonFileError, Malformed) as error:
         # Named as the cache file's problem: it is the cache a save would refuse to replace.
         raise CacheFileError(path, f"in its journal {where.name}, {error}") from None
     problems = []
@@ -742,13 +561,13 @@ def _journal_tail(source: Path, version: _Version) -> tuple[list[Any], int] | No
         return None
 
 
-def _stale(where: Path, raw_entries: list[Any], contents: _Contents) -> list[str]:
+def _stale(where: Path, raw_entries: list[Any], contents: Contents) -> list[str]:
     """A journal of another version of its file: ignored, and reported unless the file
     holds every one of its entries (a writer killed between the file and the journal)."""
     try:
         entries: dict[PersistentCacheKey, PersistentCacheValue] = {}
         _apply(entries, raw_entries)
-    except _Malformed:
+    except Malformed:
         return [f"{where}: extends another version of its cache file and is ignored"]
     missing = sum(1 for key, value in entries.items() if contents.entries.get(key) != value)
     if not missing:
@@ -764,9 +583,9 @@ def _apply(entries: dict[PersistentCacheKey, PersistentCacheValue], raw_entries:
     index = _index(entries)
     for i, raw in enumerate(raw_entries):
         try:
-            update = _entry_from_json(raw)
-        except _Malformed as error:
-            raise _Malformed(f"entry {i + 1}: {error}") from None
+            update = entry_from_json(raw)
+        except Malformed as error:
+            raise Malformed(f"entry {i + 1}: {error}") from None
         _merge(entries, index, dict([update]))
 
 
@@ -792,51 +611,3 @@ def _merge(
     for key, value in updates.items():
         entries[key] = value
         index.setdefault(key.key, set()).add(key)
-
-
-def _parse(data: Any) -> _Contents:
-    """Validate the whole document, so a bad one is rejected before any of it is used."""
-    if not isinstance(data, dict):
-        raise _Malformed(f"holds a JSON {type(data).__name__}, expected an object")
-    version = _field(data, "schema_version", int, "an integer")
-    if version > SCHEMA_VERSION:
-        raise _Malformed(
-            f"was written by a newer pytest-autotune (schema_version {version},"
-            f" this one reads up to {SCHEMA_VERSION}); upgrade pytest-autotune to use it"
-        )
-    if version < 1:
-        raise _Malformed(f"has an invalid schema_version {version}")
-    device = data.get("device")
-    if device is not None and not isinstance(device, dict):
-        raise _Malformed(f"field 'device' is {device!r}, expected an object")
-    tuner = data.get(TUNER_FIELD)
-    if tuner is not None and not isinstance(tuner, str):
-        raise _Malformed(f"field {TUNER_FIELD!r} is {tuner!r}, expected a string")
-    entries: dict[PersistentCacheKey, PersistentCacheValue] = {}
-    for i, raw in enumerate(_field(data, "entries", list, "a list")):
-        try:
-            key, value = _entry_from_json(raw)
-        except _Malformed as error:
-            where = f" (key {serialize_key_json(raw['key'])})" if _has_key(raw) else ""
-            raise _Malformed(f"entry {i}{where}: {error}") from None
-        if key in entries:
-            raise _Malformed(f"entry {i} repeats key {key.key} with checksum {key.checksum!r}")
-        entries[key] = value
-    metadata = {name: value for name, value in data.items() if name not in _STRUCTURE}
-    return _Contents(entries, device, metadata)
-
-
-def _has_key(raw: Any) -> bool:
-    return isinstance(raw, dict) and "key" in raw
-
-
-def _entry_from_json(raw: Any) -> tuple[PersistentCacheKey, PersistentCacheValue]:
-    if not isinstance(raw, dict):
-        raise _Malformed(f"{raw!r} is not an object")
-    unknown = raw.keys() - _ENTRY_FIELDS
-    if unknown:
-        # Rewriting the file would drop them, so refuse rather than lose them silently.
-        raise _Malformed(f"unknown fields {sorted(unknown)}")
-    checksum = _field(raw, "checksum", str, "a string")
-    value = PersistentCacheValue.from_json(raw)
-    return PersistentCacheKey(serialize_key_json(value.key), checksum), value

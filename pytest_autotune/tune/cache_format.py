@@ -1,0 +1,219 @@
+"""The cache file's format: its entries (`PersistentCacheKey` -> `PersistentCacheValue`),
+their JSON form, and the strict reading of a file's JSON into them. `PersistentCache`
+(`tune/cache.py`) adds the file itself: locking, the journal, atomic writes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_autotune.tune.benchmark import AutotuneResult, result_from_json, result_to_json
+from pytest_autotune.tune.key import serialize_key_json
+
+SCHEMA_VERSION = 2
+"""2 added an entry's optional `calibration` and `sessions`; version 1 files read as they
+always did. A reader of version 1 refuses a version 2 file by its number, with "upgrade",
+instead of tripping over the new fields."""
+
+
+TUNER_FIELD = "tuner"
+"""The top-level field holding the exact name of the tuner whose cache a file is: what
+tells two names that share a file name apart (files written before it have none)."""
+
+
+STRUCTURE = frozenset({"schema_version", "device", "entries"})
+
+
+_ENTRY_FIELDS = frozenset(
+    {
+        "key",
+        "checksum",
+        "fastest_index",
+        "fastest_name",
+        "results",
+        "bounds",
+        "calibration",
+        "sessions",
+    }
+)
+
+
+class Malformed(ValueError):
+    """The file's JSON has the wrong shape: a bad file to report, where other errors are bugs."""
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentCacheKey:
+    """What identifies an entry: the key, and the candidate list it was tuned over.
+
+    The checksum belongs to the identity so that a winner's index is never applied to a
+    candidate list that has changed since it was measured.
+    """
+
+    key: str
+    """The key's stable serialized form (`stable_key`), the same in every process."""
+    checksum: str
+    """A checksum of the candidate names, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentCacheValue:
+    """What a tuning decided for one key, and every candidate's evidence for it."""
+
+    key: Any
+    """The key's JSON value, kept so people reading the file see what was tuned."""
+    fastest_index: int
+    fastest_name: str
+    results: tuple[AutotuneResult, ...]
+    bounds: dict[str, Any] | None = None
+    """The bounds of the decision, opaque to the cache and stored as given."""
+    calibration: dict[str, Any] | None = None
+    """The gate's calibration read beside the winner's samples (`gate.Calibration`), opaque
+    to the cache; absent from the file when there is none, as in files written before it."""
+    sessions: list[dict[str, Any]] | None = None
+    """Earlier update sessions of the same winner (`gate.BaselineSession`), opaque to the
+    cache; absent when there are none."""
+
+    def winner(self) -> AutotuneResult | None:
+        """The winner's result, resolved by index and name together: None when the index is
+        past the results or the result there is another candidate's (a file whose results
+        are out of line with the candidates, as older versions wrote after a `groups=`
+        plan stopped early), so nobody reads another candidate's samples as the winner's."""
+        if not 0 <= self.fastest_index < len(self.results):
+            return None
+        result = self.results[self.fastest_index]
+        return result if result.name == self.fastest_name else None
+
+    def to_json(self) -> dict[str, Any]:
+        data = {
+            "key": self.key,
+            "fastest_index": self.fastest_index,
+            "fastest_name": self.fastest_name,
+            "results": [result_to_json(r, i) for i, r in enumerate(self.results)],
+            "bounds": self.bounds,
+        }
+        if self.calibration is not None:
+            data["calibration"] = self.calibration
+        if self.sessions:
+            data["sessions"] = self.sessions
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PersistentCacheValue:
+        """Read `to_json`'s form; a missing or mistyped field is a ValueError naming it."""
+        results = []
+        for i, result in enumerate(_field(data, "results", list, "a list")):
+            try:
+                if not isinstance(result, dict):
+                    raise Malformed(f"{result!r} is not an object")
+                results.append(result_from_json(result))
+            except KeyError as error:
+                raise Malformed(f"results[{i}]: missing field {error}") from None
+            except (TypeError, ValueError) as error:
+                raise Malformed(f"results[{i}]: {error}") from None
+        _field(data, "key", object, "any JSON value")
+        index = _field(data, "fastest_index", int, "an integer")
+        if index < 0:
+            raise Malformed(f"field 'fastest_index' is {index}, expected a non-negative integer")
+        return cls(
+            key=data["key"],
+            fastest_index=index,
+            fastest_name=_field(data, "fastest_name", str, "a string"),
+            results=tuple(results),
+            bounds=_field(data, "bounds", (dict, type(None)), "an object or null"),
+            calibration=_optional_object(data, "calibration"),
+            sessions=_optional_list(data, "sessions"),
+        )
+
+
+def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], what: str) -> Any:
+    if name not in data:
+        raise Malformed(f"missing field {name!r}")
+    value = data[name]
+    # bool is an int to isinstance, but `true` is never a valid index or version.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise Malformed(f"field {name!r} is {value!r}, expected {what}")
+    return value
+
+
+def _optional_object(data: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    value = data.get(name)
+    if value is not None and not isinstance(value, dict):
+        raise Malformed(f"field {name!r} is {value!r}, expected an object")
+    return value
+
+
+def _optional_list(data: Mapping[str, Any], name: str) -> list[Any] | None:
+    value = data.get(name)
+    if value is not None and not isinstance(value, list):
+        raise Malformed(f"field {name!r} is {value!r}, expected a list")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Contents:
+    entries: dict[PersistentCacheKey, PersistentCacheValue]
+    device: dict[str, Any] | None
+    metadata: dict[str, Any]
+
+
+def entry_order(item: tuple[PersistentCacheKey, PersistentCacheValue]) -> tuple[str, str]:
+    return item[0].key, item[0].checksum
+
+
+def entry_to_json(key: PersistentCacheKey, value: PersistentCacheValue) -> dict[str, Any]:
+    return {**value.to_json(), "checksum": key.checksum}
+
+
+def stored_tuner(contents: Contents) -> str | None:
+    stored = contents.metadata.get(TUNER_FIELD)
+    return stored if isinstance(stored, str) else None
+
+
+def parse_contents(data: Any) -> Contents:
+    """Validate the whole document, so a bad one is rejected before any of it is used."""
+    if not isinstance(data, dict):
+        raise Malformed(f"holds a JSON {type(data).__name__}, expected an object")
+    version = _field(data, "schema_version", int, "an integer")
+    if version > SCHEMA_VERSION:
+        raise Malformed(
+            f"was written by a newer pytest-autotune (schema_version {version},"
+            f" this one reads up to {SCHEMA_VERSION}); upgrade pytest-autotune to use it"
+        )
+    if version < 1:
+        raise Malformed(f"has an invalid schema_version {version}")
+    device = data.get("device")
+    if device is not None and not isinstance(device, dict):
+        raise Malformed(f"field 'device' is {device!r}, expected an object")
+    tuner = data.get(TUNER_FIELD)
+    if tuner is not None and not isinstance(tuner, str):
+        raise Malformed(f"field {TUNER_FIELD!r} is {tuner!r}, expected a string")
+    entries: dict[PersistentCacheKey, PersistentCacheValue] = {}
+    for i, raw in enumerate(_field(data, "entries", list, "a list")):
+        try:
+            key, value = entry_from_json(raw)
+        except Malformed as error:
+            where = f" (key {serialize_key_json(raw['key'])})" if _has_key(raw) else ""
+            raise Malformed(f"entry {i}{where}: {error}") from None
+        if key in entries:
+            raise Malformed(f"entry {i} repeats key {key.key} with checksum {key.checksum!r}")
+        entries[key] = value
+    metadata = {name: value for name, value in data.items() if name not in STRUCTURE}
+    return Contents(entries, device, metadata)
+
+
+def _has_key(raw: Any) -> bool:
+    return isinstance(raw, dict) and "key" in raw
+
+
+def entry_from_json(raw: Any) -> tuple[PersistentCacheKey, PersistentCacheValue]:
+    if not isinstance(raw, dict):
+        raise Malformed(f"{raw!r} is not an object")
+    unknown = raw.keys() - _ENTRY_FIELDS
+    if unknown:
+        # Rewriting the file would drop them, so refuse rather than lose them silently.
+        raise Malformed(f"unknown fields {sorted(unknown)}")
+    checksum = _field(raw, "checksum", str, "a string")
+    value = PersistentCacheValue.from_json(raw)
+    return PersistentCacheKey(serialize_key_json(value.key), checksum), value

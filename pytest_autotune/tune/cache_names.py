@@ -1,0 +1,75 @@
+"""Where a tuner's cache file lives: a folder per device and a file per tuner, both named
+so that two names never share a file (`cache_path`), and the names 0.1.0 gave them, which
+are still read (`legacy_cache_file_parts`)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_SEPARATORS = re.compile(r"[/:\[\]]")
+_PLAIN = re.compile(r"[a-z0-9_][a-z0-9._-]*")
+_DIGEST = 10
+"""Hex digits of the name's hash a stem ends with: two names must share a stem and these
+40 bits to share a file, and then the name stored inside reports it."""
+
+
+_HASHED = re.compile(rf"-[0-9a-f]{{{_DIGEST}}}$")
+
+
+_MAX_STEM = 120
+
+
+def cache_path(cache_dir: Path, device_id: str, tuner_name: str) -> Path:
+    """Where the cache of `tuner_name` on `device_id` lives."""
+    folder, name = cache_file_parts(device_id, tuner_name)
+    return cache_dir / folder / name
+
+
+def cache_file_parts(device_id: str, tuner_name: str) -> tuple[str, str]:
+    """The folder and file name of a cache under its root, for roots that are not a `Path`
+    (a package's data, read through `importlib.resources`)."""
+    return _file_stem(device_id), f"{_file_stem(tuner_name)}.json"
+
+
+def legacy_cache_file_parts(device_id: str, tuner_name: str) -> tuple[str, str]:
+    """The folder and file name pytest-autotune 0.1.0 gave the same cache: read when the
+    injective name has no file yet, never written, so baselines committed under it are
+    still found (the first save writes the injective name; the old file can then go)."""
+    return _legacy_stem(device_id), f"{_legacy_stem(tuner_name)}.json"
+
+
+def _file_stem(name: str) -> str:
+    """A readable file name for `name`, different for every two names (issue 15).
+
+    A name made only of lower-case letters, digits, `.`, `_` and `-` (not starting with a
+    dot or a dash, not ending the way a hashed stem ends) is its own file name. Any other
+    name (a node id `tests/test_a.py::test_sum`, a name with upper case, which a macOS or
+    Windows file system would not tell from lower case, a non-ASCII or over-long one) keeps
+    a readable start with every other character made `_`, and ends with a hash of the exact
+    name: `tests/a.py::t` and `tests_a.py::t` were one file before and are two now. Files
+    also store the name itself, so a hash collision is reported, never merged.
+    """
+    if not name:
+        raise ValueError("an empty name cannot name a cache file")
+    if _PLAIN.fullmatch(name) and len(name) <= _MAX_STEM and not _HASHED.search(name):
+        return name
+    stem = _UNSAFE.sub("_", name)
+    if stem.startswith("."):
+        stem = "_" + stem[1:]
+    digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
+    return f"{stem[: _MAX_STEM - _DIGEST - 1]}-{digest}"
+
+
+def _legacy_stem(name: str) -> str:
+    """The earlier, not injective, rule: characters outside `[A-Za-z0-9._-]` became `_`
+    (a long name, or one with characters other than a node id's separators, got a hash)."""
+    stem = _UNSAFE.sub("_", name)
+    if stem.startswith("."):
+        stem = "_" + stem[1:]
+    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+    if _UNSAFE.search(_SEPARATORS.sub("", name)) or len(stem) > _MAX_STEM:
+        stem = f"{stem[: _MAX_STEM - len(digest) - 1]}-{digest}"
+    return stem
