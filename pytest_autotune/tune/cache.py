@@ -10,8 +10,6 @@ is atomic, and a file that cannot be read is reported and left alone, never repl
 from __future__ import annotations
 
 import contextlib
-import os
-import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -25,6 +23,7 @@ from pytest_autotune.tune.cache_format import (
     SCHEMA_VERSION,
     STRUCTURE,
     TUNER_FIELD,
+    CacheFileError,
     Contents,
     Malformed,
     PersistentCacheKey,
@@ -40,10 +39,21 @@ from pytest_autotune.tune.cache_names import (
     cache_path,
     legacy_cache_file_parts,
 )
+from pytest_autotune.tune.cache_read import (
+    NO_FILE,
+    Read,
+    Version,
+    file_stamp,
+    journal_status,
+    journal_tail,
+    key_index,
+    merge_entries,
+    read_file,
+    with_journal,
+)
 from pytest_autotune.tune.errors import CacheFileWarning
 from pytest_autotune.tune.files import (
     JsonFileError,
-    decode_strict,
     dumps,
     loads_strict,
     lock_beside,
@@ -74,42 +84,6 @@ LOCK_TIMEOUT_S = 300.0
 a process is stuck holding it, which should end as an error rather than a hung test run."""
 
 
-class CacheFileError(Exception):
-    """A cache file that cannot be read or written; the message names the file and why."""
-
-    def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
-
-
-@dataclass(frozen=True, slots=True)
-class _Version:
-    """What tells one state of a file and its journal from the next without reading them:
-    every rewrite replaces the file (a new inode and times), a journal only grows."""
-
-    stamp: tuple[int, ...] | None
-    """The file's (None: no file)."""
-    digest: str
-    """Of the file's bytes, which a journal extending it names."""
-    size: int
-    journal: tuple[int, int] | None
-    """The inode and device of the journal applied over the file; None when none was."""
-    journal_end: int
-    """Bytes of that journal applied: its whole lines."""
-
-
-_NO_FILE = _Version(None, journal.digest(b""), 0, None, 0)
-
-
-@dataclass(frozen=True, slots=True)
-class _Read:
-    contents: Contents
-    version: _Version
-    problems: list[str]
-    """What a reader should be told and a writer repairs: a torn line, a stale journal."""
-
-
 @dataclass(frozen=True, slots=True)
 class CacheContents:
     """A cache file read whole: its entries, its device block and the tuner it names."""
@@ -129,8 +103,8 @@ def parse_cache(text: str, where: str, journal_data: bytes | None = None) -> Cac
         raise CacheFileError(Path(where), str(error)) from None
     if journal_data is not None:
         data = text.encode("utf-8")
-        version = _Version(None, journal.digest(data), len(data), None, 0)
-        read = _with_journal(contents, version, journal_data, (0, 0), Path(where))
+        version = Version(None, journal.digest(data), len(data), None, 0)
+        read = with_journal(contents, version, journal_data, (0, 0), Path(where))
         contents = read.contents
         for problem in read.problems:
             warnings.warn(CacheFileWarning(problem), stacklevel=2)
@@ -164,7 +138,7 @@ class PersistentCache:
         # What makes a save cost what changed, not the whole file (issue 15: 0.6 s a key
         # at 3,000 entries): the file as this object last read or wrote it, recognised by
         # its version, is not parsed again, and each entry's text is rendered once.
-        self._version: _Version | None = None
+        self._version: Version | None = None
         self._index: dict[str, set[PersistentCacheKey]] | None = None
         self._fragments: dict[PersistentCacheKey, tuple[PersistentCacheValue, str]] = {}
 
@@ -252,7 +226,7 @@ class PersistentCache:
                 # must not see the new version beside the old contents.
                 lines = self._journal_lines(disk, new_device, new_metadata, updates)
                 if source == self.path and lines is not None and self._append(lines):
-                    _merge(disk.entries, self._keys(), updates)
+                    merge_entries(disk.entries, self._keys(), updates)
                 else:
                     replaced = {key.key for key in updates}
                     entries = {k: v for k, v in disk.entries.items() if k.key not in replaced}
@@ -269,15 +243,15 @@ class PersistentCache:
         except OSError as error:
             raise CacheFileError(self.path, f"cannot be written: {error}") from None
 
-    def _read_own(self) -> tuple[Path, _Read]:
+    def _read_own(self) -> tuple[Path, Read]:
         """The file to read and what it holds: the cache's own file, or while it has none,
         the file of its legacy name, unless that one stores another tuner's name (under
         the legacy names two tuners could share it; under theirs they do not)."""
         if self.legacy is not None and not self.path.exists() and self.legacy.exists():
-            read = _read(self.legacy)
+            read = read_file(self.legacy)
             if stored_tuner(read.contents) in (None, self.name):
                 return self.legacy, read
-        return self.path, _read(self.path)
+        return self.path, read_file(self.path)
 
     def _check_name(self, source: Path, contents: Contents) -> None:
         stored = stored_tuner(contents)
@@ -293,39 +267,37 @@ class PersistentCache:
         the lock only: no writer is midway."""
         if not self.path.exists():
             source, read = self._read_own()
-            self._adopt(read.contents, _NO_FILE)
+            self._adopt(read.contents, NO_FILE)
             return source
         version = self._version
-        if version is not None and _stamp(self.path) == version.stamp:
-            status = _journal_status(self.path)
+        if version is not None and file_stamp(self.path) == version.stamp:
+            status = journal_status(self.path)
             if status is None and version.journal is None:
                 return self.path
             if status is not None and status[:2] == version.journal:
                 if status[2] == version.journal_end:
                     return self.path
                 # Only ever longer, unless cut by hand: then it is read again whole.
-                tail = (
-                    _journal_tail(self.path, version) if status[2] > version.journal_end else None
-                )
+                tail = journal_tail(self.path, version) if status[2] > version.journal_end else None
                 if tail is not None:
                     with contextlib.suppress(Malformed):
                         for raw in tail[0]:
-                            _merge(
+                            merge_entries(
                                 self._contents.entries, self._keys(), dict([entry_from_json(raw)])
                             )
                         self._version = replace(version, journal_end=version.journal_end + tail[1])
                         return self.path
-        read = _read(self.path)
+        read = read_file(self.path)
         self._adopt(read.contents, read.version)
         return self.path
 
-    def _adopt(self, contents: Contents, version: _Version | None) -> None:
+    def _adopt(self, contents: Contents, version: Version | None) -> None:
         self._contents, self._version, self._index = contents, version, None
 
     def _keys(self) -> dict[str, set[PersistentCacheKey]]:
         """The entries of each key string: what a save replaces, found without a scan."""
         if self._index is None:
-            self._index = _index(self._contents.entries)
+            self._index = key_index(self._contents.entries)
         return self._index
 
     def _journal_lines(
@@ -367,19 +339,19 @@ class PersistentCache:
                 end = version.journal_end + len(lines)
         except PermissionError:
             return False
-        status = _journal_status(self.path)
+        status = journal_status(self.path)
         if status is None:
             raise OSError(f"{path} disappeared while this process held its lock")
         self._version = replace(version, journal=status[:2], journal_end=end)
         return True
 
-    def _write(self, contents: Contents) -> _Version:
+    def _write(self, contents: Contents) -> Version:
         text = self._render(contents)
         write_atomically(self.path, text)
         with contextlib.suppress(FileNotFoundError):
             journal.journal_path(self.path).unlink()
         data = text.encode("utf-8")
-        return _Version(_stamp(self.path), journal.digest(data), len(data), None, 0)
+        return Version(file_stamp(self.path), journal.digest(data), len(data), None, 0)
 
     def _render(self, contents: Contents) -> str:
         """`dumps` of the whole document, with each entry's text kept from the last render
@@ -425,30 +397,6 @@ def _line(key: PersistentCacheKey, value: PersistentCacheValue) -> str:
     return journal.entry_line(entry_to_json(key, value))
 
 
-def _stamp(path: Path) -> tuple[int, ...] | None:
-    """What tells one version of a file from another without reading it: every write
-    replaces the file, so its inode and times change (None: no file, or none to stat,
-    which `_read` then reports)."""
-    try:
-        status = path.stat()
-    except OSError:
-        return None
-    return _status_stamp(status)
-
-
-def _status_stamp(status: os.stat_result) -> tuple[int, ...]:
-    return (status.st_ino, status.st_dev, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
-
-
-def _journal_status(path: Path) -> tuple[int, int, int] | None:
-    """The inode, device and size of `path`'s journal; None when it has none."""
-    try:
-        status = journal.journal_path(path).stat()
-    except FileNotFoundError:
-        return None
-    return status.st_ino, status.st_dev, status.st_size
-
-
 _GITIGNORE = "# pytest-autotune's lock and temporary files\n.*.lock\n.*.tmp\n"
 
 
@@ -461,153 +409,3 @@ def _ignore_lock_files(folder: Path) -> None:
         open(folder / ".gitignore", "x", encoding="utf-8") as file,
     ):
         file.write(_GITIGNORE)
-
-
-_ATTEMPTS = 5
-"""Reads of a file and its journal that a concurrent rewrite or append may spoil before
-the read settles for what it has (and reports a line still being written as torn)."""
-
-
-def _read(path: Path) -> _Read:
-    """The file and its journal read as one version, empty if there is no file;
-    `CacheFileError` if unreadable.
-
-    Without the lock, as readers that may not write a file (a committed baseline, a package)
-    must read: the file is read first and its journal second, and read again if the file
-    was replaced meanwhile. A rewrite replaces the file before it removes the journal, so a
-    journal found missing, with the same file still there, was missing for that file."""
-    for attempt in range(_ATTEMPTS):
-        try:
-            with open(path, "rb") as file:
-                status: os.stat_result | None = os.fstat(file.fileno())
-                data = file.read()
-        except FileNotFoundError:
-            status, data = None, b""
-        except OSError as error:
-            raise CacheFileError(path, f"cannot be read: {error.strerror or error}") from None
-        journal_data, journal_id = _read_journal(path)
-        settled = status is None or _stamp(path) == _status_stamp(status)
-        torn = journal_data is not None and not journal_data.endswith(b"\n")
-        if settled and (not torn or attempt == _ATTEMPTS - 1):
-            break
-        time.sleep(0.01 * (attempt + 1))
-    if status is None:
-        return _Read(Contents({}, None, {}), _NO_FILE, [])
-    try:
-        contents = parse_contents(decode_strict(data))
-    except (JsonFileError, Malformed) as error:
-        raise CacheFileError(path, str(error)) from None
-    version = _Version(_status_stamp(status), journal.digest(data), len(data), None, 0)
-    if journal_data is None or journal_id is None:
-        return _Read(contents, version, [])
-    return _with_journal(contents, version, journal_data, journal_id, path)
-
-
-def _read_journal(path: Path) -> tuple[bytes | None, tuple[int, int] | None]:
-    where = journal.journal_path(path)
-    try:
-        with open(where, "rb") as file:
-            status = os.fstat(file.fileno())
-            return file.read(), (status.st_ino, status.st_dev)
-    except FileNotFoundError:
-        return None, None
-    except OSError as error:
-        raise CacheFileError(where, f"cannot be read: {error.strerror or error}") from None
-
-
-def _with_journal(
-    contents: Contents,
-    version: _Version,
-    journal_data: bytes,
-    journal_id: tuple[int, int],
-    path: Path,
-) -> _Read:
-    """`contents` with the journal's entries applied, if it extends the file of `version`."""
-    where = journal.journal_path(path)
-    try:
-        parsed = journal.parse_journal(journal_data)
-        if parsed.base is not None and parsed.base != version.digest:
-            return _Read(contents, version, _stale(where, parsed.entries, contents))
-        entries = dict(contents.entries)
-        _apply(entries, parsed.entries)
-    except (JsonFileError, Malformed) as error:
-        # Named as the cache file's problem: it is the cache a save would refuse to replace.
-        raise CacheFileError(path, f"in its journal {where.name}, {error}") from None
-    problems = []
-    if parsed.torn:
-        problems.append(
-            f"{where}: its last line is cut short (a writer killed midway, or one still"
-            f" writing) and is ignored; the {len(parsed.entries)} whole entries before it"
-            " are read"
-        )
-    if parsed.base is not None:
-        version = replace(version, journal=journal_id, journal_end=parsed.end)
-    return _Read(replace(contents, entries=entries), version, problems)
-
-
-def _journal_tail(source: Path, version: _Version) -> tuple[list[Any], int] | None:
-    """The entries other processes appended to the journal since this object read it to
-    byte `journal_end`, and their size; None when the journal is not the one known or the
-    tail is damaged (a whole read then gives the reason)."""
-    try:
-        with open(journal.journal_path(source), "rb") as file:
-            status = os.fstat(file.fileno())
-            if (status.st_ino, status.st_dev) != version.journal:
-                return None
-            file.seek(version.journal_end)
-            data = file.read()
-        return journal.parse_lines(data, 0, line_number=0)
-    except (FileNotFoundError, JsonFileError):
-        return None
-
-
-def _stale(where: Path, raw_entries: list[Any], contents: Contents) -> list[str]:
-    """A journal of another version of its file: ignored, and reported unless the file
-    holds every one of its entries (a writer killed between the file and the journal)."""
-    try:
-        entries: dict[PersistentCacheKey, PersistentCacheValue] = {}
-        _apply(entries, raw_entries)
-    except Malformed:
-        return [f"{where}: extends another version of its cache file and is ignored"]
-    missing = sum(1 for key, value in entries.items() if contents.entries.get(key) != value)
-    if not missing:
-        return []
-    return [
-        f"{where}: extends another version of its cache file (replaced since, as by a"
-        f" checkout); its {missing} entries the file lacks are ignored"
-    ]
-
-
-def _apply(entries: dict[PersistentCacheKey, PersistentCacheValue], raw_entries: list[Any]) -> None:
-    """Apply journal entries in order, each as a save of its own."""
-    index = _index(entries)
-    for i, raw in enumerate(raw_entries):
-        try:
-            update = entry_from_json(raw)
-        except Malformed as error:
-            raise Malformed(f"entry {i + 1}: {error}") from None
-        _merge(entries, index, dict([update]))
-
-
-def _index(
-    entries: Mapping[PersistentCacheKey, PersistentCacheValue],
-) -> dict[str, set[PersistentCacheKey]]:
-    index: dict[str, set[PersistentCacheKey]] = {}
-    for key in entries:
-        index.setdefault(key.key, set()).add(key)
-    return index
-
-
-def _merge(
-    entries: dict[PersistentCacheKey, PersistentCacheValue],
-    index: dict[str, set[PersistentCacheKey]],
-    updates: Mapping[PersistentCacheKey, PersistentCacheValue],
-) -> None:
-    """`updates` saved into `entries` in place, each replacing every entry of its key
-    whatever the checksum, as `save` does; `index` (entries by key string) kept in step."""
-    for name in {key.key for key in updates}:
-        for old in index.pop(name, ()):
-            del entries[old]
-    for key, value in updates.items():
-        entries[key] = value
-        index.setdefault(key.key, set()).add(key)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pytest_autotune.tune.benchmark import AutotuneResult, result_from_json, result_to_json
@@ -37,6 +38,15 @@ _ENTRY_FIELDS = frozenset(
         "sessions",
     }
 )
+
+
+class CacheFileError(Exception):
+    """A cache file that cannot be read or written; the message names the file and why."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 class Malformed(ValueError):

@@ -1,0 +1,228 @@
+"""Reading a cache file with its journal: the file's version (what tells one state of the
+file and its journal from the next without reading them), a read retried while a writer
+replaces the file, and the journal's whole lines applied over the file's entries.
+`PersistentCache` (`tune/cache.py`) reads through these under its lock or without it."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pytest_autotune.tune import journal
+from pytest_autotune.tune.cache_format import (
+    CacheFileError,
+    Contents,
+    Malformed,
+    PersistentCacheKey,
+    PersistentCacheValue,
+    entry_from_json,
+    parse_contents,
+)
+from pytest_autotune.tune.files import JsonFileError, decode_strict
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """What tells one state of a file and its journal from the next without reading them:
+    every rewrite replaces the file (a new inode and times), a journal only grows."""
+
+    stamp: tuple[int, ...] | None
+    """The file's (None: no file)."""
+    digest: str
+    """Of the file's bytes, which a journal extending it names."""
+    size: int
+    journal: tuple[int, int] | None
+    """The inode and device of the journal applied over the file; None when none was."""
+    journal_end: int
+    """Bytes of that journal applied: its whole lines."""
+
+
+NO_FILE = Version(None, journal.digest(b""), 0, None, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    contents: Contents
+    version: Version
+    problems: list[str]
+    """What a reader should be told and a writer repairs: a torn line, a stale journal."""
+
+
+def file_stamp(path: Path) -> tuple[int, ...] | None:
+    """What tells one version of a file from another without reading it: every write
+    replaces the file, so its inode and times change (None: no file, or none to stat,
+    which `read_file` then reports)."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status_stamp(status)
+
+
+def status_stamp(status: os.stat_result) -> tuple[int, ...]:
+    return (status.st_ino, status.st_dev, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def journal_status(path: Path) -> tuple[int, int, int] | None:
+    """The inode, device and size of `path`'s journal; None when it has none."""
+    try:
+        status = journal.journal_path(path).stat()
+    except FileNotFoundError:
+        return None
+    return status.st_ino, status.st_dev, status.st_size
+
+
+ATTEMPTS = 5
+"""Reads of a file and its journal that a concurrent rewrite or append may spoil before
+the read settles for what it has (and reports a line still being written as torn)."""
+
+
+def read_file(path: Path) -> Read:
+    """The file and its journal read as one version, empty if there is no file;
+    `CacheFileError` if unreadable.
+
+    Without the lock, as readers that may not write a file (a committed baseline, a package)
+    must read: the file is read first and its journal second, and read again if the file
+    was replaced meanwhile. A rewrite replaces the file before it removes the journal, so a
+    journal found missing, with the same file still there, was missing for that file."""
+    for attempt in range(ATTEMPTS):
+        try:
+            with open(path, "rb") as file:
+                status: os.stat_result | None = os.fstat(file.fileno())
+                data = file.read()
+        except FileNotFoundError:
+            status, data = None, b""
+        except OSError as error:
+            raise CacheFileError(path, f"cannot be read: {error.strerror or error}") from None
+        journal_data, journal_id = read_journal(path)
+        settled = status is None or file_stamp(path) == status_stamp(status)
+        torn = journal_data is not None and not journal_data.endswith(b"\n")
+        if settled and (not torn or attempt == ATTEMPTS - 1):
+            break
+        time.sleep(0.01 * (attempt + 1))
+    if status is None:
+        return Read(Contents({}, None, {}), NO_FILE, [])
+    try:
+        contents = parse_contents(decode_strict(data))
+    except (JsonFileError, Malformed) as error:
+        raise CacheFileError(path, str(error)) from None
+    version = Version(status_stamp(status), journal.digest(data), len(data), None, 0)
+    if journal_data is None or journal_id is None:
+        return Read(contents, version, [])
+    return with_journal(contents, version, journal_data, journal_id, path)
+
+
+def read_journal(path: Path) -> tuple[bytes | None, tuple[int, int] | None]:
+    where = journal.journal_path(path)
+    try:
+        with open(where, "rb") as file:
+            status = os.fstat(file.fileno())
+            return file.read(), (status.st_ino, status.st_dev)
+    except FileNotFoundError:
+        return None, None
+    except OSError as error:
+        raise CacheFileError(where, f"cannot be read: {error.strerror or error}") from None
+
+
+def with_journal(
+    contents: Contents,
+    version: Version,
+    journal_data: bytes,
+    journal_id: tuple[int, int],
+    path: Path,
+) -> Read:
+    """`contents` with the journal's entries applied, if it extends the file of `version`."""
+    where = journal.journal_path(path)
+    try:
+        parsed = journal.parse_journal(journal_data)
+        if parsed.base is not None and parsed.base != version.digest:
+            return Read(contents, version, stale_lines(where, parsed.entries, contents))
+        entries = dict(contents.entries)
+        apply_entries(entries, parsed.entries)
+    except (JsonFileError, Malformed) as error:
+        # Named as the cache file's problem: it is the cache a save would refuse to replace.
+        raise CacheFileError(path, f"in its journal {where.name}, {error}") from None
+    problems = []
+    if parsed.torn:
+        problems.append(
+            f"{where}: its last line is cut short (a writer killed midway, or one still"
+            f" writing) and is ignored; the {len(parsed.entries)} whole entries before it"
+            " are read"
+        )
+    if parsed.base is not None:
+        version = replace(version, journal=journal_id, journal_end=parsed.end)
+    return Read(replace(contents, entries=entries), version, problems)
+
+
+def journal_tail(source: Path, version: Version) -> tuple[list[Any], int] | None:
+    """The entries other processes appended to the journal since this object read it to
+    byte `journal_end`, and their size; None when the journal is not the one known or the
+    tail is damaged (a whole read then gives the reason)."""
+    try:
+        with open(journal.journal_path(source), "rb") as file:
+            status = os.fstat(file.fileno())
+            if (status.st_ino, status.st_dev) != version.journal:
+                return None
+            file.seek(version.journal_end)
+            data = file.read()
+        return journal.parse_lines(data, 0, line_number=0)
+    except (FileNotFoundError, JsonFileError):
+        return None
+
+
+def stale_lines(where: Path, raw_entries: list[Any], contents: Contents) -> list[str]:
+    """A journal of another version of its file: ignored, and reported unless the file
+    holds every one of its entries (a writer killed between the file and the journal)."""
+    try:
+        entries: dict[PersistentCacheKey, PersistentCacheValue] = {}
+        apply_entries(entries, raw_entries)
+    except Malformed:
+        return [f"{where}: extends another version of its cache file and is ignored"]
+    missing = sum(1 for key, value in entries.items() if contents.entries.get(key) != value)
+    if not missing:
+        return []
+    return [
+        f"{where}: extends another version of its cache file (replaced since, as by a"
+        f" checkout); its {missing} entries the file lacks are ignored"
+    ]
+
+
+def apply_entries(
+    entries: dict[PersistentCacheKey, PersistentCacheValue], raw_entries: list[Any]
+) -> None:
+    """Apply journal entries in order, each as a save of its own."""
+    index = key_index(entries)
+    for i, raw in enumerate(raw_entries):
+        try:
+            update = entry_from_json(raw)
+        except Malformed as error:
+            raise Malformed(f"entry {i + 1}: {error}") from None
+        merge_entries(entries, index, dict([update]))
+
+
+def key_index(
+    entries: Mapping[PersistentCacheKey, PersistentCacheValue],
+) -> dict[str, set[PersistentCacheKey]]:
+    index: dict[str, set[PersistentCacheKey]] = {}
+    for key in entries:
+        index.setdefault(key.key, set()).add(key)
+    return index
+
+
+def merge_entries(
+    entries: dict[PersistentCacheKey, PersistentCacheValue],
+    index: dict[str, set[PersistentCacheKey]],
+    updates: Mapping[PersistentCacheKey, PersistentCacheValue],
+) -> None:
+    """`updates` saved into `entries` in place, each replacing every entry of its key
+    whatever the checksum, as `save` does; `index` (entries by key string) kept in step."""
+    for name in {key.key for key in updates}:
+        for old in index.pop(name, ()):
+            del entries[old]
+    for key, value in updates.items():
+        entries[key] = value
+        index.setdefault(key.key, set()).add(key)
