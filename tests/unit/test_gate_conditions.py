@@ -34,7 +34,20 @@ def test_up_to_one_runnable_thread_per_cpu_the_load_adds_nothing() -> None:
     assert load_factor(None) == 1.0
     assert load_factor(0.5) == 1.0
     assert load_factor(1.0) == 1.0
+
+
+def test_a_quarter_thread_too_many_doubles_the_noise_and_more_grows_it_in_proportion() -> None:
+    assert load_factor(1.1) == pytest.approx(1.4)
+    assert load_factor(1.25) == 2.0
+    assert load_factor(1.75) == 2.0
     assert load_factor(3.5) == 3.5
+
+
+def test_a_neighbour_on_one_of_two_cpus_makes_a_25_percent_cpu_slowdown_too_noisy() -> None:
+    # One core kept busy beside a 2-CPU gate: 1.25 runnable threads per CPU. There the
+    # sessions moved by an sd of 5.5% and most 25% slowdowns read under +22%.
+    verdict = judge(measured(T * 1.20, load=1.25), base(CPU), device_id=CPU, checksum=CHECKSUM)
+    assert verdict.verdict is Verdict.TOO_NOISY
 
 
 def test_the_load_per_cpu_is_the_load_average_over_the_cpus_of_this_process(
