@@ -24,15 +24,12 @@ can no longer change which devices it sees).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
-
-# Only imported where pytest-xdist is loaded (`plugin.py` asks `hasplugin("xdist")` or
-# finds its `-n` option first), so pytest-xdist stays an optional integration.
-from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
 from pytest_autotune.session import AutotuneSession
 
@@ -49,11 +46,18 @@ def function_scope(nodeid: str) -> str:
     return nodeid.split("[", 1)[0]
 
 
-class AutotuneScheduling(LoadScopeScheduling):  # type: ignore[misc]
-    """pytest-xdist's scope scheduling with `function_scope` as the scope."""
+@functools.cache
+def autotune_scheduling() -> type:
+    """pytest-xdist's scope scheduling with `function_scope` as the scope. Made on first use:
+    pytest-xdist is an optional integration (the `[xdist]` extra), imported only once
+    pytest-xdist itself asks for a scheduler, so this module imports without it."""
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
-    def _split_scope(self, nodeid: str) -> str:
-        return function_scope(nodeid)
+    class AutotuneScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return function_scope(nodeid)
+
+    return AutotuneScheduling
 
 
 def worker_gpus(visible: str | None, count: int, workers: int) -> list[str | None]:
@@ -91,7 +95,7 @@ class XdistBridge:
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         if config.getoption("dist") != DIST or not self.session.settings.tune:
             return None
-        return AutotuneScheduling(config, log)
+        return autotune_scheduling()(config, log)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Sequence[Any]) -> None:
