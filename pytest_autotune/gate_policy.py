@@ -73,8 +73,10 @@ def judge_group(
     find_baseline: Callable[[], FoundBaseline],
     baseline_devices: Callable[[], list[str]],
     notes: list[str],
+    machine: str | None = None,
 ) -> Judged:
-    """Measure the winner precisely and judge it against the committed baseline."""
+    """Measure the winner precisely and judge it against the committed baseline. `machine`
+    is the client's physical device (a GPU's uuid), where it names one."""
     tunables, decision = case.tunables, case.decision
     common: dict[str, Any] = {
         "device_id": case.device_id,
@@ -125,7 +127,7 @@ def judge_group(
         max_regression=case.settings.engine.max_regression,
         remeasure=measure,
         baseline_devices=() if baseline is not None else baseline_devices(),
-        machine=_machine(client),
+        machine=machine,
         **common,
     )
     return Judged(verdict, measured)
@@ -233,9 +235,3 @@ __all__ = [
     "settle_update",
     "tuning_slip",
 ]
-
-
-def _machine(client: Client) -> str | None:
-    """This run's physical device, where the client names one (a GPU's uuid)."""
-    uuid = client.fingerprint().get("uuid")
-    return uuid if isinstance(uuid, str) and uuid else None

@@ -218,7 +218,8 @@ class AutotuneSession:
         progress = self.hooks.progress
         if progress is not None:
             progress(f"autotune: tuning {request.group} on {device_id}")
-        with _device_lock(client.device_id, client.fingerprint().get("uuid")):
+        machine = client.fingerprint().get("uuid")
+        with _device_lock(client.device_id, machine):
             decision = tuner.tune(request.key, tunables, request.inputs, client)
             case = GroupCase(
                 request.group, request.key, request.inputs, tunables, decision, device_id, settings
@@ -231,6 +232,7 @@ class AutotuneSession:
                 find_baseline=lambda: self._baseline(request, case),
                 baseline_devices=lambda: self.baselines.devices_with(request.tuner_name),
                 notes=self.output.notes,
+                machine=machine if isinstance(machine, str) and machine else None,
             )
         verdict = judged.verdict
         kept: tuple[BaselineSession, ...] = ()

@@ -83,3 +83,31 @@ def test_an_update_writes_the_baseline_that_the_next_session_compares_with(
     gated = session(tmp_path, hooks, autotune="true")
     gated.candidate_outcome(request(clock), "fast")
     assert gated.to_worker_output()["summaries"][0]["verdict"] == Verdict.PASS.value
+
+
+def test_a_baseline_updated_on_another_gpu_makes_the_gate_say_too_noisy_naming_both(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock()
+
+    class Gpu(FakeClient):
+        device_id = "cuda-fake"
+
+        def __init__(self, uuid: str) -> None:
+            super().__init__(clock)
+            self.uuid = uuid
+
+        def fingerprint(self) -> dict[str, Any]:
+            return {"uuid": self.uuid}
+
+    def gate(uuid: str, **ini: object) -> AutotuneSession:
+        gated = session(tmp_path, SessionHooks(client=lambda device: Gpu(uuid)), **ini)
+        gated.candidate_outcome(request(clock), "fast")
+        return gated
+
+    gate("GPU-a", autotune_update="true").finish()
+    same = gate("GPU-a", autotune="true").to_worker_output()["summaries"][0]
+    assert same["verdict"] == Verdict.PASS.value
+    other = gate("GPU-b", autotune="true").to_worker_output()["summaries"][0]
+    assert other["verdict"] == Verdict.TOO_NOISY.value
+    assert "another GPU (GPU-a, this run on GPU-b)" in other["message"]
