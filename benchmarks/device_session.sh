@@ -9,6 +9,7 @@
 #   bash benchmarks/device_session.sh verify  # after a CUDA or schedule change: suite, costs
 #   bash benchmarks/device_session.sh after   # after a refactor, two GPUs: suite, -n 2, costs, gate
 #   bash benchmarks/device_session.sh closing # the last call: suite, short calls, costs, reliability
+#   bash benchmarks/device_session.sh history # issue 9 item 4: what moves a kernel's time, gate runs
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
 # lent machine's copy, not in a checkout you commit from. A step that fails or times out
@@ -179,6 +180,14 @@ more)
   step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short"
   for condition in ${CONDITIONS:-xdist k}; do
     step 160 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
+      --runs "${GATE_RUNS:-20}" --workers 2
+  done
+  ;;
+history)
+  # Issue 9 item 4: what in a process's history moves a kernel's time, then gate runs.
+  step 150 python3 benchmarks/gpu_history.py "$OUT/history" --runs "${HISTORY_RUNS:-3}"
+  for condition in ${CONDITIONS:-module}; do
+    step 200 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
       --runs "${GATE_RUNS:-20}" --workers 2
   done
   ;;

@@ -43,6 +43,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.gpu_common import HISTOGRAM_KERNELS
 
@@ -277,12 +278,15 @@ def main() -> int:
         medians = {False: [], True: []}
         failures = {False: 0, True: 0}
         verdicts: dict[tuple[str, bool], list[str]] = {}
+        comparisons: dict[tuple[str, bool], list[dict[str, Any]]] = {}
         for r in results:
             failures[r["slowed"]] += r["exit"] != 0
             for line in Path(project / r["record"]).read_text().splitlines():
                 extra = json.loads(line)["extra"]
                 group = extra["group"].split("::")[-1]
                 verdicts.setdefault((group, r["slowed"]), []).append(extra["verdict"])
+                if extra.get("comparison"):
+                    comparisons.setdefault((group, r["slowed"]), []).append(extra["comparison"])
                 samples = extra["winner_samples_ns"]
                 if samples and group == "test_saxpy":
                     medians[r["slowed"]].append(statistics.median(samples))
@@ -300,6 +304,17 @@ def main() -> int:
             f"  {group:15} {'slowed' if was_slowed else 'unchanged':9} {what}/{len(seen)},"
             f" too noisy {noisy}/{len(seen)}"
         )
+        # The figures the verdicts used: the spread of the change over unchanged sessions
+        # is the between-session noise the gate's interval should carry on this machine.
+        seen_comparisons = comparisons.get((group, was_slowed), [])
+        if seen_comparisons:
+            deltas = [c["delta"] for c in seen_comparisons]
+            widths = [(float(c["high"]) - float(c["low"])) / 2 for c in seen_comparisons]
+            print(
+                f"  {'':15} change {statistics.median(deltas):+.2%} (sd"
+                f" {statistics.pstdev(deltas):.2%}, {min(deltas):+.2%} to {max(deltas):+.2%}),"
+                f" interval half-width median {statistics.median(widths):.2%}"
+            )
     print(f"unchanged runs: {unchanged}, gate failures: {failures[False]} (target 0)")
     print(
         f"slowed by {float(args.slowdown):.0%}: {slowed}, gate failures: {failures[True]}"
