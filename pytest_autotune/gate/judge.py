@@ -203,7 +203,7 @@ def _compare(
         noisy_message = (
             f"too noisy to judge: {format_interval(comparison)}:"
             f" {check.figures(current, baseline, ratio)}; this comparison would catch"
-            f" only a slowdown past {format_change(check.catches(comparison))}"
+            f" 95 in 100 slowdowns only past {format_change(check.catches(comparison))}"
             f" (tolerated {format_fraction(check.max_regression)})"
             + "".join(f"; {c.reason}" for c in conditions)
             + "; what would help: "

@@ -215,7 +215,7 @@ def test_a_calibrated_cpu_comparison_assumes_less_noise_between_sessions() -> No
         RegressionCheck.for_device(CPU, calibrated=True).sigma_between == CALIBRATED_SIGMA_BETWEEN
     )
     assert RegressionCheck.for_device(CPU).sigma_between == DEFAULT_SIGMA_BETWEEN["cpu"]
-    assert RegressionCheck.for_device(GPU, calibrated=True).sigma_between == 0.015
+    assert RegressionCheck.for_device(GPU, calibrated=True).sigma_between == 0.010
     assert (
         RegressionCheck.for_device(CPU, sigma_between=0.05, calibrated=True).sigma_between == 0.05
     )

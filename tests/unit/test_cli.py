@@ -44,7 +44,7 @@ def write_cache(
         )
     peaks = Peaks(memory={"copy": copy_peak}, compute={"fp32": 63e12})
     device = {"id": GPU, "fingerprint": {"cuda": "12.6"}, "peaks": peaks.to_json()}
-    PersistentCache(path).save(values, device=device, metadata={"sigma_between": 0.015})
+    PersistentCache(path).save(values, device=device, metadata={"sigma_between": 0.01})
     return path
 
 
@@ -215,7 +215,7 @@ def test_compare_judges_two_cache_folders(
     assert [(row[1], row[-1]) for row in rows] == [("[n8]", "pass"), ("[n1024]", "REGRESSION")]
     assert "block256 4.00 us" in out and "block256 5.00 us" in out
     assert (
-        "regression of +25.0% [+19.3%, +30.9%]: median 5.00 us against the baseline median"
+        "regression of +25.0% [+21.2%, +28.9%]: median 5.00 us against the baseline median"
         f" 4.00 us (block256 on {GPU}, {before / GPU / 't.json'})" in out
     )
 
@@ -301,7 +301,7 @@ def test_show_prints_the_device_and_each_entry_with_its_candidates(
         f"device  {GPU}",
         "peaks   memory copy 4.10 TB/s; compute fp32 63.0 Top/s",
         "fingerprint  cuda=12.6",
-        "sigma_between  0.015",
+        "sigma_between  0.01",
         "3 entries",
     ]
     assert "key n4096: winner float4, median 12.0 us" in lines

@@ -78,7 +78,9 @@ def baseline(
     )
 
 
-GPU_CHECK = RegressionCheck.for_device(GPU)
+# The rule's arithmetic below is worked at a GPU noise of 1.5% (the default before
+# 2026-11-30's measurement moved it to 1%), so its figures stay the ones derived by hand.
+GPU_CHECK = RegressionCheck(max_regression=0.03, sigma_between=0.015)
 CPU_CHECK = RegressionCheck.for_device(CPU)
 
 
@@ -93,8 +95,8 @@ def test_a_cuda_device_id_is_a_gpu_and_anything_else_a_cpu() -> None:
 
 def test_the_defaults_are_three_percent_on_a_gpu_and_ten_on_a_cpu() -> None:
     assert DEFAULT_MAX_REGRESSION == {"gpu": 0.03, "cpu": 0.10}
-    assert DEFAULT_SIGMA_BETWEEN == {"gpu": 0.015, "cpu": 0.03}
-    assert RegressionCheck(max_regression=0.03, sigma_between=0.015, z=3.09) == GPU_CHECK
+    assert DEFAULT_SIGMA_BETWEEN == {"gpu": 0.010, "cpu": 0.03}
+    assert RegressionCheck.for_device(GPU) == RegressionCheck(0.03, 0.010, z=3.09)
     assert RegressionCheck(max_regression=0.10, sigma_between=0.03, z=3.09) == CPU_CHECK
 
 
@@ -493,7 +495,9 @@ def test_a_regression_fails_with_its_comparison() -> None:
 
 
 def test_the_max_regression_given_to_the_gate_is_the_tolerance() -> None:
-    assert gate(exact(T * 1.2), baseline(), max_regression=0.15).verdict is Verdict.PASS
+    # The line at 15% and 3.09 sigmas of the GPU's 1%: +18.6%.
+    assert gate(exact(T * 1.18), baseline(), max_regression=0.15).verdict is Verdict.PASS
+    assert gate(exact(T * 1.18), baseline()).verdict is Verdict.REGRESSION
 
 
 def test_the_noise_stored_with_the_baseline_replaces_the_default() -> None:
@@ -718,7 +722,7 @@ def test_an_interval_too_wide_to_catch_the_promised_slowdown_is_too_noisy_not_a_
     verdict = gate(spread(T * 1.05, 0.06), baseline())
     assert verdict.verdict is Verdict.TOO_NOISY and not verdict.failed
     assert verdict.message.startswith("too noisy to judge: +5.0% [")
-    assert "would catch only a slowdown past" in verdict.message
+    assert "would catch 95 in 100 slowdowns only past" in verdict.message
     assert "what would help" in verdict.message
 
 
