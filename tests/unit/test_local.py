@@ -328,3 +328,73 @@ def test_a_hit_with_the_wrong_number_of_inputs_raises_what_the_key_generator_rai
     assert tuner.execute(client.device_id, client, tunables, ([1, 2],)) == [1, 2]  # a hit
     with pytest.raises(TypeError, match="len"):
         tuner.execute(client.device_id, client, tunables, ([1, 2], [3]))
+
+
+# -- bound operations ----------------------------------------------------------------------
+
+
+def test_a_bound_operation_tunes_on_a_new_key_then_calls_only_the_winner(cache_dir):
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    tunables = make_set(client, slow=3e-3, fast=1e-3)
+    op = local.bind(client.device_id, client, tunables)
+    assert op([1]) == "fast"
+    calls = [fn.calls for fn in tunables.fns]
+    assert calls[0] > 0  # the first call tuned: every candidate ran
+    assert op([2]) == "fast"
+    assert [fn.calls for fn in tunables.fns] == [calls[0], calls[1] + 1]
+
+
+def test_a_bound_operation_and_execute_share_their_decisions(cache_dir):
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    tunables = make_set(client, slow=3e-3, fast=1e-3)
+    assert local.execute(client.device_id, client, tunables, ([1],)) == "fast"
+    calls = [fn.calls for fn in tunables.fns]
+    assert local.bind(client.device_id, client, tunables)([1]) == "fast"
+    assert [fn.calls for fn in tunables.fns] == [calls[0], calls[1] + 1]
+
+
+def test_a_bound_operation_of_several_inputs_takes_them_positionally(cache_dir):
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+
+    def add(x, y):
+        client.clock.advance(1e-3)
+        return x + y
+
+    def add_slowly(x, y):
+        client.clock.advance(3e-3)
+        return x + y
+
+    tunables = TunableSet.of(lambda x, y: (len(x), len(y)), {"slow": add_slowly, "add": add})
+    op = local.bind(client.device_id, client, tunables)
+    assert op([1], [2]) == [1, 2]
+    assert op([3], [4]) == [3, 4]  # a hit
+    with pytest.raises(TypeError):
+        op([1])
+
+
+def test_after_clear_a_bound_operation_goes_back_to_the_tuner(cache_dir):
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir, disable_cache=True))
+    tunables = make_set(client, slow=3e-3, fast=1e-3)
+    op = local.bind(client.device_id, client, tunables)
+    op([1])
+    local.clear()
+    calls = [fn.calls for fn in tunables.fns]
+    assert op([1]) == "fast"
+    # With nothing on file, the key is tuned again: both candidates ran.
+    after = [fn.calls for fn in tunables.fns]
+    assert all(a > b for a, b in zip(after, calls, strict=True))
+
+
+def test_a_bound_operations_key_error_reaches_the_caller(cache_dir):
+    def no_key(x):
+        raise KeyError("no key for this input")
+
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    op = local.bind(client.device_id, client, TunableSet.of(no_key, {"a": lambda x: x}))
+    with pytest.raises(KeyError, match="no key for this input"):
+        op([1])
