@@ -9,6 +9,7 @@
 #   bash benchmarks/device_session.sh verify  # after a CUDA or schedule change: suite, costs
 #   bash benchmarks/device_session.sh after   # after a refactor, two GPUs: suite, -n 2, costs, gate
 #   bash benchmarks/device_session.sh closing # the last call: suite, short calls, costs, reliability
+#   bash benchmarks/device_session.sh conditions # gate reliability: -n 2 on two GPUs, -k, groups=, suite
 #   bash benchmarks/device_session.sh history # issue 9 item 4: what moves a kernel's time, gate runs
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -189,6 +190,15 @@ history)
   for condition in ${CONDITIONS:-module}; do
     step 200 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
       --runs "${GATE_RUNS:-20}" --workers 2
+  done
+  ;;
+conditions)
+  # Gate reliability under issue 9's conditions on a two-GPU host, each within its step.
+  step 170 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition xdist \
+    --runs "${XDIST_RUNS:-12}" --workers 2
+  for condition in ${CONDITIONS:-k groups suite}; do
+    step 130 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
+      --runs "${GATE_RUNS:-16}" --workers 2
   done
   ;;
 gate)
