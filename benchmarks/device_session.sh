@@ -201,6 +201,14 @@ conditions)
       --runs "${GATE_RUNS:-16}" --workers 2
   done
   ;;
+sessions)
+  # Gate reliability against a baseline of several update sessions (the README's advice):
+  # their measured spread widens the noise of a group that moves between sessions.
+  for condition in ${CONDITIONS:-module}; do
+    step 250 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
+      --runs "${GATE_RUNS:-20}" --workers 2 --baseline-sessions "${BASELINE_SESSIONS:-5}"
+  done
+  ;;
 gate)
   for condition in ${CONDITIONS:-module xdist k groups suite}; do
     step 150 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
