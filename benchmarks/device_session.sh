@@ -10,6 +10,8 @@
 #   bash benchmarks/device_session.sh after   # after a refactor, two GPUs: suite, -n 2, costs, gate
 #   bash benchmarks/device_session.sh closing # the last call: suite, short calls, costs, reliability
 #   bash benchmarks/device_session.sh conditions # gate reliability: -n 2 on two GPUs, -k, groups=, suite
+#   bash benchmarks/device_session.sh third   # last call: suite, examples -n 2, costs, dispatch, history
+#   bash benchmarks/device_session.sh sessions # gate reliability against a 5-session baseline
 #   bash benchmarks/device_session.sh history # issue 9 item 4: what moves a kernel's time, gate runs
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -200,6 +202,29 @@ conditions)
     step 130 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
       --runs "${GATE_RUNS:-16}" --workers 2
   done
+  ;;
+third)
+  # The third session's last call, on two GPUs: the suite, the examples (committed
+  # baselines, update, -n 2 on two GPUs), every family's cost, the short calls, the saxpy
+  # cost, the dispatch, then what moves a kernel's time on this machine.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 40 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
+  rm -rf .autotune/cuda-*
+  step 60 $P example_kernels --autotune-update -q
+  step 60 $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
+  python3 - "$OUT/xdist.jsonl" >>"$LOG" 2>&1 <<'PY'
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+groups = [r["extra"]["group"] for r in records]
+uuids = {r["extra"]["group"]: r["extra"]["device"]["fingerprint"].get("uuid") for r in records}
+print(f"xdist records: {len(records)}, groups: {len(set(groups))}, uuids: {set(uuids.values())}")
+PY
+  step 70 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short"
+  step 30 python3 benchmarks/gpu_tuning_cost.py
+  step 25 python3 benchmarks/dispatch.py --thread-time
+  step 25 python3 benchmarks/dispatch.py --thread-time
+  step 50 python3 benchmarks/gpu_history.py "$OUT/history" --runs 2
   ;;
 sessions)
   # Gate reliability against a baseline of several update sessions (the README's advice):
