@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,8 @@ from pytest_autotune.gate import (
     format_interval,
 )
 from pytest_autotune.plugin_settings import PluginSettings
-from pytest_autotune.tune.benchmark import AutotuneOutcome
+from pytest_autotune.report.extra import RecordExtra
+from pytest_autotune.tune.benchmark import AutotuneOutcome, result_from_json
 from pytest_autotune.tune.cache import (
     CacheFileError,
     PersistentCache,
@@ -33,8 +34,8 @@ from pytest_autotune.tune.cache import (
     cache_path,
     tuner_cache,
 )
-from pytest_autotune.tune.key import stable_key
-from pytest_autotune.tune.tuner import TuneDecision
+from pytest_autotune.tune.key import serialize_key_json, stable_key
+from pytest_autotune.tune.records import AutotuneRecord
 
 Entries = dict[PersistentCacheKey, PersistentCacheValue]
 
@@ -112,39 +113,49 @@ def update_message(
     return head + verdict.message.removeprefix(UPDATED_MESSAGE)
 
 
-def update_entry(
-    device_id: str,
-    tuner: str,
-    decision: TuneDecision,
-    verdict: GroupVerdict,
-    history: Sequence[BaselineSession],
-) -> dict[str, Any] | None:
-    """The cache entry an update writes for a group, as JSON; None when nothing was
-    measured. It holds the winner's precise measurement, not its tuning samples: the gate
-    compares precise medians with precise medians."""
-    if not decision.measured or verdict.measurement is None or verdict.verdict is Verdict.ERROR:
+@dataclass(frozen=True, slots=True)
+class CacheUpdate:
+    """One entry `--autotune-update` writes: a key of one tuner's cache file of one device."""
+
+    device_id: str
+    tuner: str
+    key: str
+    """The stable key (`stable_key`) the entry is filed under."""
+    checksum: str
+    value: PersistentCacheValue
+
+
+def update_entry(record: AutotuneRecord) -> CacheUpdate | None:
+    """The cache entry an update writes for a group, read from the group's record; None
+    when nothing was measured. It holds the winner's precise measurement, not its tuning
+    samples: the gate compares precise medians with precise medians."""
+    extra = RecordExtra.from_json(record.extra)
+    samples = extra.winner_seconds
+    if record.fastest_index is None or record.fastest_name is None or not samples:
         return None
-    index = decision.fastest_index
-    results = dict(decision.results)
-    results[index] = AutotuneOutcome(decision.fastest_name, index, verdict.measurement.samples)
-    calibration = verdict.measurement.calibration
-    value = replace(
-        decision.to_cache_value(),
-        results=tuple(results[i] for i in sorted(results)),
-        calibration=None if calibration is None else calibration.to_json(),
-        sessions=[s.to_json() for s in history] or None,
+    if extra.verdict == Verdict.ERROR.value:
+        return None
+    winner = AutotuneOutcome(record.fastest_name, record.fastest_index, samples)
+    results = tuple(
+        winner if result["index"] == record.fastest_index else result_from_json(result)
+        for result in record.results
     )
-    return {
-        "device_id": device_id,
-        "tuner": tuner,
-        "key": stable_key(decision.key),
-        "checksum": decision.checksum,
-        "value": value.to_json(),
-    }
+    value = PersistentCacheValue(
+        key=record.key,
+        fastest_index=record.fastest_index,
+        fastest_name=record.fastest_name,
+        results=results,
+        bounds=record.bounds,
+        calibration=None if extra.calibration is None else dict(extra.calibration),
+        sessions=[dict(s) for s in extra.history] if extra.history else None,
+    )
+    return CacheUpdate(
+        record.device_id, record.tuner, serialize_key_json(record.key), record.checksum, value
+    )
 
 
 def write_caches(
-    updates: Sequence[Mapping[str, Any]],
+    updates: Sequence[CacheUpdate],
     devices: Mapping[str, Any],
     settings: PluginSettings,
     notes: list[str],
@@ -154,9 +165,8 @@ def write_caches(
     written = True
     files: dict[tuple[str, str], Entries] = {}
     for update in updates:
-        entries = files.setdefault((update["device_id"], update["tuner"]), {})
-        pk = PersistentCacheKey(update["key"], update["checksum"])
-        entries[pk] = PersistentCacheValue.from_json(update["value"])
+        entries = files.setdefault((update.device_id, update.tuner), {})
+        entries[PersistentCacheKey(update.key, update.checksum)] = update.value
     for (device_id, tuner), entries in sorted(files.items()):
         path = cache_path(settings.cache_dir, device_id, tuner)
         try:

@@ -1,6 +1,7 @@
 """One pytest session of autotuning, without pytest: tuning and judging each group, over
 its settings (`plugin_settings`), the gate's policy (`gate_policy`), the baselines
-(`baselines`) and what the session writes (`outputs`); check mode is `check_mode`.
+(`baselines`), each group's record (`group_record`) and what the session writes
+(`outputs`); check mode is `check_mode`.
 
 `plugin.py` feeds it pytest's items and fixture values and the hooks of other plugins;
 everything it decides is plain Python, read (and tested) without pytest.
@@ -8,26 +9,26 @@ everything it decides is plain Python, read (and tested) without pytest.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 
-from pytest_autotune.baselines import Baselines, baseline_extra, update_entry
+from pytest_autotune.baselines import Baselines, baseline_extra
 from pytest_autotune.check_mode import Body, Candidates
 from pytest_autotune.gate import BaselineSession, GroupVerdict, Verdict, runner_device_id
 from pytest_autotune.gate_policy import FoundBaseline, GroupCase, judge_group, settle_update
-from pytest_autotune.outputs import SessionOutput, call_costs, group_summary, progress_lines
+from pytest_autotune.group_record import call_costs, group_record, group_summary
+from pytest_autotune.outputs import SessionOutput, progress_lines
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device
 from pytest_autotune.report import GroupSummary
-from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.files import shared_lock
 from pytest_autotune.tune.key import set_autotune_level, stable_key
+from pytest_autotune.tune.records import AutotuneRecord
 from pytest_autotune.tune.tunable import Tunable, TuneGroup
 from pytest_autotune.tune.tunable_set import TunableSet, clone_value
 from pytest_autotune.tune.tuner import TuneDecision, Tuner
@@ -93,6 +94,7 @@ class AutotuneSession:
         self._collisions: dict[str, str] = {}
         self._clients: dict[str, Client] = {}
         self._group_settings: dict[str, PluginSettings] = {}
+        self._devices: dict[str, dict[str, Any]] = {}
 
     def settings_of(self, request: GroupRequest) -> PluginSettings:
         """The settings of a group: the session's under its marker's."""
@@ -238,25 +240,27 @@ class AutotuneSession:
         kept: tuple[BaselineSession, ...] = ()
         if verdict.verdict is Verdict.UPDATED:
             verdict, kept = settle_update(case, verdict, self._baseline(request, case)[0])
+        device = self._device(client, device_id)
+        baseline = baseline_extra(self._baseline(request, case)[0])
 
-        def summary(verdict: GroupVerdict) -> GroupSummary:
-            return group_summary(
-                request.group,
-                request.key,
-                tunables,
-                decision,
+        def record(verdict: GroupVerdict) -> AutotuneRecord:
+            return group_record(
+                case,
                 verdict,
-                client,
+                tuner=request.tuner_name,
+                work=work,
+                call_costs=call_costs(client, tunables),
                 measured=judged.measured,
-                device_id=device_id,
+                device=device,
+                baseline=baseline,
+                history=kept,
             )
 
         if self.hooks.verdict is not None:
-            verdict = self.hooks.verdict(summary(verdict), verdict) or verdict
-        self.output.summaries.append(summary(verdict))
-        self._remember(request, case, verdict, client, judged.measured, kept)
+            verdict = self.hooks.verdict(group_summary(record(verdict)), verdict) or verdict
+        summary = self.output.add(record(verdict))
         if progress is not None:
-            for line in progress_lines(self.output.summaries[-1]):
+            for line in progress_lines(summary):
                 progress(line)
         return _Outcome(tunables, decision, _failures(decision, verdict))
 
@@ -265,36 +269,22 @@ class AutotuneSession:
             case.device_id, request.tuner_name, case.key, case.tunables.checksum
         )
 
-    def _remember(
-        self,
-        request: GroupRequest,
-        case: GroupCase,
-        verdict: GroupVerdict,
-        client: Client,
-        measured: str | None,
-        kept: tuple[BaselineSession, ...],
-    ) -> None:
-        """Keep, as plain JSON values, what the end of the session writes."""
-        decision, device_id = case.decision, case.device_id
-        devices = self.output.devices
-        if device_id not in devices:
+    def _device(self, client: Client, device_id: str) -> dict[str, Any]:
+        """The device block a group's record carries (id, fingerprint, peaks), made once
+        per device: other plugins add to its fingerprint (`pytest_autotune_fingerprint`)."""
+        if device_id not in self._devices:
             fingerprint = dict(client.fingerprint())
             if self.hooks.fingerprint is not None:
                 self.hooks.fingerprint(fingerprint)
-            devices[device_id] = {
+            device = {
                 "id": device_id,
                 "fingerprint": fingerprint,
                 "peaks": client.peaks().to_json(),
             }
             if device_id != client.device_id:
-                devices[device_id]["measured_on"] = client.device_id
-        extra = _record_extra(request, case, verdict, client, measured, devices[device_id])
-        extra = replace(extra, baseline=baseline_extra(self._baseline(request, case)[0]))
-        record = decision.to_record(request.tuner_name, device_id)
-        self.output.records.append(dataclasses.replace(record, extra=extra.to_json()).to_json())
-        update = update_entry(device_id, request.tuner_name, decision, verdict, kept)
-        if update is not None:
-            self.output.updates.append(update)
+                device["measured_on"] = client.device_id
+            self._devices[device_id] = device
+        return self._devices[device_id]
 
     # -- the end of the session
 
@@ -312,43 +302,6 @@ class AutotuneSession:
     def summary_lines(self, stats: bool = False) -> list[str]:
         """The terminal summary; `stats` adds every candidate's statistics table."""
         return self.output.summary_lines(stats, candidates=self.hooks.progress is not None)
-
-
-def _record_extra(
-    request: GroupRequest,
-    case: GroupCase,
-    verdict: GroupVerdict,
-    client: Client,
-    measured: str | None,
-    device: dict[str, Any],
-) -> RecordExtra:
-    """The plugin's extras of a group's record (the baseline's filled in by the caller)."""
-    work: Work | None = request.options.get("work")
-    measurement = verdict.measurement
-    return RecordExtra(
-        group=request.group,
-        verdict=verdict.verdict.value,
-        failed=verdict.failed,
-        message=verdict.message,
-        fraction_of_roof=verdict.fraction_of_roof,
-        roof=verdict.roof,
-        call_costs=call_costs(client, case.tunables),
-        comparison=verdict.comparison.to_json() if verdict.comparison else None,
-        measured=measured or case.decision.fastest_name,
-        winner_samples_ns=[round(s * 1e9) for s in (measurement.samples if measurement else ())],
-        calibration=(
-            measurement.calibration.to_json()
-            if measurement is not None and measurement.calibration is not None
-            else None
-        ),
-        # The report re-renders from records alone, so each carries its device and work.
-        device=device,
-        work=(
-            {"compute_ops": work.compute_ops, "bytes": work.bytes, "working_set": work.footprint}
-            if work
-            else None
-        ),
-    )
 
 
 def _failures(decision: TuneDecision, verdict: GroupVerdict) -> dict[str, str]:

@@ -1,8 +1,10 @@
 """pytest-xdist: each group tuned by one worker, each worker on a GPU of its own, and the
 controller alone merging and writing.
 
-Workers put plain dicts in `config.workeroutput` at the end of their session; the
-controller reads them in `pytest_testnodedown`, as pytest-xdist's own plugins do.
+Workers put their groups' records (one JSON object per group, `group_record`) and their
+notes in `config.workeroutput` at the end of their session; the controller reads them in
+`pytest_testnodedown`, as pytest-xdist's own plugins do, and reads each group's summary
+and cache update from its record as a session without workers does.
 
 Why the plugin schedules rather than leaving it to `--dist loadgroup` and the
 `xdist_group` mark: that mark reaches the scheduler as an `@name` suffix the worker adds

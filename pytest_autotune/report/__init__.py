@@ -2,20 +2,20 @@
 
 The terminal summary, the GitHub step summary and the pytest-benchmark file all read the
 same summaries, and the two tables the same cells (`summary_row`), so they can never
-disagree about a number. Summaries travel from pytest-xdist workers as plain dicts
-(`to_json` / `from_json`).
+disagree about a number. A session reads each summary from its group's record
+(`pytest_autotune.group_record`), which is what travels from pytest-xdist workers.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 # The verdicts module, not the gate package: the gate imports `report.figures`, so this
 # package may run while the gate is still loading.
-from pytest_autotune.gate.verdicts import Comparison, GroupVerdict, Verdict
+from pytest_autotune.gate.verdicts import Comparison, Verdict
 from pytest_autotune.report.figures import format_fraction, format_interval
 from pytest_autotune.tune.benchmark import SampleStats
 from pytest_autotune.tune.key import serialize_key_json
@@ -75,29 +75,6 @@ class CandidateRow:
     def __post_init__(self) -> None:
         object.__setattr__(self, "samples", tuple(self.samples))
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "median": self.median,
-            "error": self.error,
-            "check_passed": self.check_passed,
-            "samples": list(self.samples),
-            "device": self.device,
-            "enqueue": self.enqueue,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CandidateRow:
-        return cls(
-            name=str(data["name"]),
-            median=None if data["median"] is None else float(data["median"]),
-            error=None if data["error"] is None else str(data["error"]),
-            check_passed=None if data["check_passed"] is None else bool(data["check_passed"]),
-            samples=tuple(float(s) for s in data.get("samples", ())),
-            device=None if data.get("device") is None else float(data["device"]),
-            enqueue=None if data.get("enqueue") is None else float(data["enqueue"]),
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class GroupSummary:
@@ -140,67 +117,6 @@ class GroupSummary:
         if candidate.name == self.winner and self.samples:
             return self.samples
         return candidate.samples
-
-    @classmethod
-    def of(
-        cls,
-        group: str,
-        key: str,
-        winner: str | None,
-        verdict: GroupVerdict,
-        candidates: Iterable[CandidateRow] = (),
-        device_id: str = "",
-    ) -> GroupSummary:
-        """The summary of a group the gate judged."""
-        return cls(
-            group=group,
-            key=key,
-            winner=winner,
-            verdict=verdict.verdict,
-            failed=verdict.failed,
-            message=verdict.message,
-            samples=verdict.measurement.samples if verdict.measurement is not None else (),
-            fraction_of_roof=verdict.fraction_of_roof,
-            comparison=verdict.comparison,
-            candidates=tuple(candidates),
-            device_id=device_id,
-            roof=verdict.roof,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "key": self.key,
-            "winner": self.winner,
-            "verdict": self.verdict.value,
-            "failed": self.failed,
-            "message": self.message,
-            "samples": list(self.samples),
-            "fraction_of_roof": self.fraction_of_roof,
-            "comparison": self.comparison.to_json() if self.comparison is not None else None,
-            "candidates": [c.to_json() for c in self.candidates],
-            "device_id": self.device_id,
-            "roof": self.roof,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> GroupSummary:
-        comparison = data["comparison"]
-        fraction = data["fraction_of_roof"]
-        return cls(
-            group=str(data["group"]),
-            key=str(data["key"]),
-            winner=None if data["winner"] is None else str(data["winner"]),
-            verdict=Verdict(data["verdict"]),
-            failed=bool(data["failed"]),
-            message=str(data["message"]),
-            samples=tuple(float(s) for s in data["samples"]),
-            fraction_of_roof=None if fraction is None else float(fraction),
-            comparison=None if comparison is None else Comparison.from_json(comparison),
-            candidates=tuple(CandidateRow.from_json(c) for c in data["candidates"]),
-            device_id=str(data["device_id"]),
-            roof=None if data.get("roof") is None else str(data["roof"]),
-        )
 
 
 COLUMNS = ("group", "key", "winner", "median", "roof", "delta vs baseline", "verdict")

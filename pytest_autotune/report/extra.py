@@ -1,10 +1,11 @@
 """What the plugin adds to each record (`AutotuneRecord.extra`): the gate's verdict and what
 the report draws, typed, with its JSON form (DESIGN.md, "Records").
 
-The session writes one per decision; the report reads it back from the records alone. The
-nested blocks (`device`, `work`, `baseline`, `comparison`, `calibration`, `call_costs`) stay
-JSON objects here: each has its own reader where it is drawn. Every field may be missing,
-as in records of older versions or those a `LocalTuner` wrote outside pytest (no extras).
+The session writes one per decision and reads each group's summary and cache update back
+from it (`group_record`); the report reads it back from the records alone. The nested
+blocks (`device`, `work`, `baseline`, `comparison`, `calibration`, `call_costs`, `history`)
+stay JSON objects here: each has its own reader where it is used. Every field may be
+missing, as in records of older versions or those a `LocalTuner` wrote outside pytest.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
+
+from pytest_autotune.tune.benchmark import NS_PER_S
 
 JsonObject = Mapping[str, Any]
 
@@ -39,6 +42,17 @@ class RecordExtra:
     work: JsonObject | None = None
     baseline: JsonObject | None = None
     """What the record keeps of the baseline it was judged against."""
+    candidates: list[str] | None = None
+    """Every candidate's name, in the set's order, tuned or not: the summary's rows."""
+    history: list[JsonObject] | None = None
+    """The earlier sessions an update keeps beside this one (`gate.BaselineSession`), as
+    the cache entry it writes holds them; None when it keeps none."""
+
+    @property
+    def winner_seconds(self) -> tuple[float, ...]:
+        """`winner_samples_ns` in seconds: the winner's precise measurement the verdict
+        rests on; empty when nothing was measured."""
+        return tuple(s / NS_PER_S for s in self.winner_samples_ns or ())
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -75,6 +89,8 @@ _KINDS: dict[str, type | tuple[type, ...]] = {
     "device": dict,
     "work": dict,
     "baseline": dict,
+    "candidates": list,
+    "history": list,
 }
 """The JSON type of each field."""
 

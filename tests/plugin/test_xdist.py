@@ -139,3 +139,41 @@ def test_without_tuning_workers_keep_the_devices_the_controller_sees(
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     seen = set((autotune_pytester.path / "gpus.txt").read_text().splitlines())
     assert seen == {"gw0 None", "gw1 None"}
+
+
+def test_under_xdist_the_summary_records_caches_and_step_summary_are_those_of_one_process(
+    groups: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written = {}
+    for name, workers in (("alone", ()), ("workers", ("-n", "2"))):
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(groups.path / f"{name}.md"))
+        result = run(
+            groups,
+            *workers,
+            "--autotune-update",
+            f"--autotune-cache-dir={name}",
+            f"--autotune-record={name}.jsonl",
+        )
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+        caches = sorted((groups.path / name).rglob("*.json"))
+        records = [
+            json.loads(line) for line in (groups.path / f"{name}.jsonl").read_text().splitlines()
+        ]
+        lines = result.stdout.lines
+        section = lines[lines.index(next(x for x in lines if " autotune " in x)) + 1 : -1]
+        # Wall-clock durations (of the tuning, of its steps) and the run are each run's own.
+        written[name] = {
+            "summary": [x.replace(name, "DIR") for x in section if x],
+            "caches": [(p.relative_to(groups.path / name), p.read_text()) for p in caches],
+            "step summary": (groups.path / f"{name}.md").read_text(),
+            "records": sorted(
+                (
+                    {k: v for k, v in r.items() if k not in ("run", "duration_ns", "events")}
+                    for r in records
+                ),
+                key=lambda r: r["extra"]["group"],
+            ),
+        }
+    assert len(written["alone"]["summary"]) == 2 + 4 + 1 + 4 + 1, written["alone"]["summary"]
+    assert len(written["alone"]["caches"]) == 1
+    assert written["workers"] == written["alone"]

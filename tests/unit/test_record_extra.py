@@ -9,7 +9,7 @@ import pytest
 
 from pytest_autotune.report.extra import RecordExtra
 
-# An `extra` as the plugin wrote it before it was typed (every key, in the written order).
+# An `extra` as the plugin writes it (every key, in the written order).
 WRITTEN = {
     "group": "test_scale.py::test_scale[1]",
     "verdict": "pass",
@@ -25,6 +25,8 @@ WRITTEN = {
     "device": {"id": "cpu-fake-1t", "fingerprint": {"fake": True}, "peaks": {}},
     "work": {"compute_ops": 0.0, "bytes": 100000.0, "working_set": 100000.0},
     "baseline": None,
+    "candidates": ["fast", "slow"],
+    "history": None,
 }
 
 

@@ -8,12 +8,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_autotune.gate import GroupVerdict, Verdict
+from pytest_autotune.gate import Comparison, GroupVerdict, Verdict
+from pytest_autotune.group_record import group_summary
 from pytest_autotune.plugin_settings import settings_from_sources
 from pytest_autotune.report import GroupSummary
+from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks
+from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.cache import cache_path
-from tests.fakes import FakeClient, FakeClock, candidate
+from pytest_autotune.tune.records import AutotuneRecord
+from tests.fakes import FakeClient, FakeClock, candidate, failing
 
 
 def session(root: Path, hooks: SessionHooks, **ini: object) -> AutotuneSession:
@@ -55,10 +59,9 @@ def test_the_hooks_given_at_construction_pick_the_client_and_may_replace_the_ver
     assert seen[0] == "autotune: tuning test_x.py::test_x on fake-device"
     assert ("test_x.py::test_x", Verdict.NO_BASELINE) in seen
     assert "autotune:   fast: 100 us" in seen
-    output = tuned.to_worker_output()
-    assert output["summaries"][0]["message"] == "said by the hook"
-    assert output["devices"]["fake-device"]["fingerprint"] == {"fake": True, "rack": 7}
-    extra = output["records"][0]["extra"]
+    assert tuned.output.summaries()[0].message == "said by the hook"
+    assert tuned.output.devices()["fake-device"]["fingerprint"] == {"fake": True, "rack": 7}
+    extra = tuned.to_worker_output()["records"][0]["extra"]
     assert (extra["group"], extra["measured"], extra["baseline"]) == (
         "test_x.py::test_x",
         "fast",
@@ -82,7 +85,7 @@ def test_an_update_writes_the_baseline_that_the_next_session_compares_with(
 
     gated = session(tmp_path, hooks, autotune="true")
     gated.candidate_outcome(request(clock), "fast")
-    assert gated.to_worker_output()["summaries"][0]["verdict"] == Verdict.PASS.value
+    assert gated.output.summaries()[0].verdict is Verdict.PASS
 
 
 def test_a_baseline_updated_on_another_gpu_makes_the_gate_say_too_noisy_naming_both(
@@ -106,8 +109,109 @@ def test_a_baseline_updated_on_another_gpu_makes_the_gate_say_too_noisy_naming_b
         return gated
 
     gate("GPU-a", autotune_update="true").finish()
-    same = gate("GPU-a", autotune="true").to_worker_output()["summaries"][0]
-    assert same["verdict"] == Verdict.PASS.value
-    other = gate("GPU-b", autotune="true").to_worker_output()["summaries"][0]
-    assert other["verdict"] == Verdict.TOO_NOISY.value
-    assert "another GPU (GPU-a, this run on GPU-b)" in other["message"]
+    same = gate("GPU-a", autotune="true").output.summaries()[0]
+    assert same.verdict is Verdict.PASS
+    other = gate("GPU-b", autotune="true").output.summaries()[0]
+    assert other.verdict is Verdict.TOO_NOISY
+    assert "another GPU (GPU-a, this run on GPU-b)" in other.message
+
+
+def groups(clock: FakeClock) -> list[GroupRequest]:
+    """Two groups of one test: one whose candidates both run, one with a key of several
+    parts whose second candidate fails."""
+    fast = candidate(clock, 1e-4, "fast", 1)
+    first = replace(request(clock), group="test_x.py::test_x[a]", key="a")
+    second = replace(
+        first,
+        group="test_x.py::test_x[b]",
+        key=("b", 2),
+        candidates=(("fast", fast), ("boom", failing("boom"))),
+    )
+    return [first, second]
+
+
+def tuned(root: Path, worker: bool = False, **ini: object) -> AutotuneSession:
+    clock = FakeClock()
+    settings = settings_from_sources({}, {"autotune_device": "fake", **ini}, {}, root)
+    tuning = AutotuneSession(
+        settings, worker=worker, hooks=SessionHooks(client=lambda device: FakeClient(clock))
+    )
+    for group in groups(clock):
+        tuning.candidate_outcome(group, "fast")
+    return tuning
+
+
+def test_a_worker_sends_one_record_per_group_and_its_notes_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    payload = tuned(tmp_path, worker=True, autotune_update="true").to_worker_output()
+    assert sorted(payload) == ["notes", "records"]
+    assert [r["extra"]["group"] for r in payload["records"]] == [
+        "test_x.py::test_x[a]",
+        "test_x.py::test_x[b]",
+    ]
+
+
+def test_the_controller_reads_from_workers_records_what_a_session_without_workers_makes(
+    tmp_path: Path,
+) -> None:
+    alone = tuned(tmp_path / "alone", autotune_update="true")
+    worker = tuned(tmp_path / "worker", worker=True, autotune_update="true")
+    controller = session(tmp_path / "controller", SessionHooks(), autotune_update="true")
+    controller.merge_worker_output(json.loads(json.dumps(worker.to_worker_output())))
+
+    assert controller.output.summaries() == alone.output.summaries()
+    assert controller.output.updates() == alone.output.updates()
+    assert controller.output.devices() == alone.output.devices()
+    assert controller.summary_lines() == alone.summary_lines()
+    summary = alone.output.summaries()[1]
+    assert (summary.key, summary.winner, [c.name for c in summary.candidates]) == (
+        '["b",2]',
+        "fast",
+        ["fast", "boom"],
+    )
+    assert summary.candidates[1].error == "failed its check: RuntimeError: boom exploded"
+    assert [u.key for u in alone.output.updates()] == ['"a"', '["b",2]']
+
+    assert alone.finish() is controller.finish() is False
+    alone_file, controller_file = (
+        cache_path(root / ".autotune", "fake-device", "test_x.py::test_x").read_text()
+        for root in (tmp_path / "alone", tmp_path / "controller")
+    )
+    assert controller_file == alone_file
+    assert len(json.loads(alone_file)["entries"]) == 2
+
+
+def test_an_update_writes_the_samples_its_summary_shows(tmp_path: Path) -> None:
+    updating = tuned(tmp_path, autotune_update="true")
+    summaries, updates = updating.output.summaries(), updating.output.updates()
+    for summary, update in zip(summaries, updates, strict=True):
+        winner = update.value.winner()
+        assert isinstance(winner, AutotuneOutcome)
+        assert (winner.name, winner.samples) == (summary.winner, summary.samples)
+
+
+def test_an_unbounded_interval_reads_back_from_the_record_as_infinity() -> None:
+    extra = RecordExtra(
+        group="t::f",
+        verdict="pass",
+        failed=False,
+        comparison=Comparison(0.5, -1.0, float("inf"), False).to_json(),
+        measured="a",
+        winner_samples_ns=[1000],
+        candidates=["a"],
+    )
+    record = AutotuneRecord(
+        tuner="t::f",
+        device_id="fake-device",
+        key="k",
+        checksum="c",
+        fastest_index=0,
+        fastest_name="a",
+        results=({"name": "a", "index": 0, "samples_ns": [1000], "dropped_first": False},),
+        extra=extra.to_json(),
+    )
+    line = json.dumps(record.to_json(), allow_nan=False)
+    summary = group_summary(AutotuneRecord.from_json(json.loads(line)))
+    assert summary.comparison == Comparison(0.5, -1.0, float("inf"), False)
+    assert (summary.winner, summary.samples, summary.candidates[0].median) == ("a", (1e-6,), 1e-6)

@@ -1,0 +1,134 @@
+"""A tuned group's record: the one value a session keeps of each group, and the summary line
+read back from it.
+
+The record (an `AutotuneRecord` whose `extra` is the plugin's `RecordExtra`) holds the
+decision, the gate's verdict and what the report draws. A pytest-xdist worker sends its
+groups' records and nothing else of them; the controller, like a session without workers,
+reads each group's summary line (`group_summary`), cache update (`baselines.update_entry`)
+and device from that one value, so the summary, the records file and the cache files
+cannot disagree, whichever process tuned the group. Durations are integer nanoseconds in
+it, as in every file we write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pytest_autotune.gate import BaselineSession, Comparison, GroupVerdict, Verdict
+from pytest_autotune.gate_policy import GroupCase
+from pytest_autotune.report import CandidateRow, GroupSummary, key_text
+from pytest_autotune.report.extra import RecordExtra
+from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome, result_from_json
+from pytest_autotune.tune.bounds import Work
+from pytest_autotune.tune.checks import CheckResult
+from pytest_autotune.tune.errors import AutotuneError
+from pytest_autotune.tune.records import AutotuneRecord
+from pytest_autotune.tune.tunable_set import TunableSet
+
+if TYPE_CHECKING:
+    from pytest_autotune.tune.client import Client
+
+
+def group_record(
+    case: GroupCase,
+    verdict: GroupVerdict,
+    *,
+    tuner: str,
+    work: Work | None,
+    call_costs: Mapping[str, Mapping[str, float | None]],
+    measured: str | None,
+    device: Mapping[str, Any],
+    baseline: Mapping[str, Any] | None,
+    history: tuple[BaselineSession, ...] = (),
+) -> AutotuneRecord:
+    """The record of a judged group: the decision's, with the plugin's extras. `measured`
+    is the candidate the gate measured where it is not tuning's pick, `baseline` what the
+    record keeps of the baseline (`baselines.baseline_extra`), `history` the earlier
+    sessions an update keeps."""
+    decision, measurement = case.decision, verdict.measurement
+    extra = RecordExtra(
+        group=case.group,
+        verdict=verdict.verdict.value,
+        failed=verdict.failed,
+        message=verdict.message,
+        fraction_of_roof=verdict.fraction_of_roof,
+        roof=verdict.roof,
+        call_costs=call_costs,
+        comparison=verdict.comparison.to_json() if verdict.comparison else None,
+        measured=measured or decision.fastest_name,
+        winner_samples_ns=[
+            round(s * NS_PER_S) for s in (measurement.samples if measurement else ())
+        ],
+        calibration=(
+            measurement.calibration.to_json()
+            if measurement is not None and measurement.calibration is not None
+            else None
+        ),
+        # The report re-renders from records alone, so each carries its device and work.
+        device=device,
+        work=(
+            {"compute_ops": work.compute_ops, "bytes": work.bytes, "working_set": work.footprint}
+            if work
+            else None
+        ),
+        baseline=baseline,
+        candidates=list(case.tunables.names),
+        history=[s.to_json() for s in history] or None,
+    )
+    record = decision.to_record(tuner, case.device_id)
+    return dataclasses.replace(record, extra=extra.to_json())
+
+
+def group_summary(record: AutotuneRecord) -> GroupSummary:
+    """The summary line of a group, with a row per candidate, read from its record."""
+    extra = RecordExtra.from_json(record.extra)
+    results = {int(r["index"]): result_from_json(r) for r in record.results}
+    checks = {c.name: c for c in map(CheckResult.from_json, record.checks)}
+    costs = extra.call_costs or {}
+    rows = []
+    for index, name in enumerate(extra.candidates or ()):
+        result, check, cost = results.get(index), checks.get(name), costs.get(name, {})
+        rows.append(
+            CandidateRow(
+                name=name,
+                median=result.median if isinstance(result, AutotuneOutcome) else None,
+                error=result.message if isinstance(result, AutotuneError) else None,
+                check_passed=None if check is None or check.skipped else check.passed,
+                samples=result.effective_samples if isinstance(result, AutotuneOutcome) else (),
+                device=cost.get("device_s"),
+                enqueue=cost.get("enqueue_s"),
+            )
+        )
+    return GroupSummary(
+        group=str(extra.group),
+        key=key_text(record.key),
+        winner=extra.measured if record.fastest_name is not None else None,
+        verdict=Verdict(extra.verdict),
+        failed=bool(extra.failed),
+        message=extra.message or "",
+        samples=extra.winner_seconds,
+        fraction_of_roof=extra.fraction_of_roof,
+        comparison=None if extra.comparison is None else Comparison.from_json(extra.comparison),
+        candidates=tuple(rows),
+        device_id=record.device_id,
+        roof=extra.roof,
+    )
+
+
+def call_costs(client: Client, tunables: TunableSet) -> dict[str, dict[str, float | None]]:
+    """Each candidate's device and host enqueue seconds of its latest sample, by name,
+    where the client tells them apart (a CUDA client; empty for others)."""
+    costs_of = getattr(client, "call_costs", None)
+    if costs_of is None:
+        return {}
+    costs = {}
+    for name, fn in zip(tunables.names, tunables.fns, strict=True):
+        cost = costs_of(fn)
+        if cost is not None:
+            costs[name] = {"device_s": cost.device, "enqueue_s": cost.enqueue}
+    return costs
+
+
+__all__ = ["call_costs", "group_record", "group_summary"]
