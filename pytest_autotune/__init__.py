@@ -27,7 +27,14 @@ from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, Pers
 from pytest_autotune.tune.checks import AutotuneOutput, CheckResult, compare_outputs
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
-from pytest_autotune.tune.key import AutotuneKey, AutotuneLevel, anchor, set_autotune_level
+from pytest_autotune.tune.key import (
+    AutotuneKey,
+    AutotuneLevel,
+    anchor,
+    autotune_level,
+    autotune_level_scope,
+    set_autotune_level,
+)
 from pytest_autotune.tune.local import LocalTuner, local_tuner
 from pytest_autotune.tune.log import AutotuneLogContext, AutotuneLogEvent
 from pytest_autotune.tune.records import AutotuneRecord, Recorder, read_records
@@ -79,6 +86,8 @@ __all__ = [
     "Tuner",
     "Work",
     "anchor",
+    "autotune_level",
+    "autotune_level_scope",
     "calculate_bounds",
     "compare_outputs",
     "local_tuner",

@@ -27,6 +27,7 @@ MARKER_OPTIONS = (
     "groups",
     "device",
     "time_limit",
+    "level",
     "check_output",
 )
 

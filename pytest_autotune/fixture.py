@@ -102,7 +102,7 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
         def run(candidate: Callable[..., Any], *values: Any) -> Any:
             return limit.call(names(candidate), candidate, *values)
 
-        with limit.armed():
+        with limit.armed(), session.level_scope({}):
             try:
                 return _run_set(
                     tunables, candidates, run, inputs, work, given, reference, max_regression

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_autotune.tune.bounds import Thresholds, Work
+from pytest_autotune.tune.key import AutotuneLevel
 from pytest_autotune.tune.parse import DEVICE
 from pytest_autotune.tune.tunable import TuneGroup
 
@@ -60,6 +61,10 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
         "a device name: cpu, cuda, cuda:N or a pytest_autotune_client's",
     ),
     "check_output": (lambda v: isinstance(v, bool), "True or False"),
+    "level": (
+        lambda v: isinstance(v, AutotuneLevel) or v in {level.value for level in AutotuneLevel},
+        "an AutotuneLevel or minimal, balanced, extensive or full",
+    ),
 }
 
 

@@ -99,8 +99,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "autotune(candidates=None, key=None, work=None, thresholds=None, reference=None, "
         "rtol=None, atol=None, max_regression=None, groups=None, device=None, time_limit=None, "
-        "check_output=True): the test body is the timed call of `candidate`; every candidate "
-        "is checked, and tuned with --autotune",
+        "level=None, check_output=True): the test body is the timed call of `candidate`; every "
+        "candidate is checked, and tuned with --autotune",
     )
     settings = _settings(config)
     worker_input = getattr(config, "workerinput", None)
@@ -252,7 +252,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     limit = time_limit(session, options)
     run = _body(pyfuncitem, arguments, limit, Names(spec.function.candidates))
     try:
-        with limit.armed():
+        with limit.armed(), session.level_scope(options):
             if session.settings.tune:
                 request = GroupRequest(
                     group=spec.group,

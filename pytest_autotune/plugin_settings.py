@@ -68,7 +68,7 @@ class PluginSettings:
 
     def for_marker(self, options: Mapping[str, Any]) -> PluginSettings:
         """These settings under a group's marker (or fixture call), which comes first:
-        its `device`, `rtol`, `atol`, `max_regression` and `time_limit`."""
+        its `device`, `level`, `rtol`, `atol`, `max_regression` and `time_limit`."""
         given = {
             name: value
             for name, value in options.items()

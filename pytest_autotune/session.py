@@ -10,6 +10,7 @@ everything it decides is plain Python, read (and tested) without pytest.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.files import shared_lock
-from pytest_autotune.tune.key import set_autotune_level, stable_key
+from pytest_autotune.tune.key import autotune_level_scope, stable_key
 from pytest_autotune.tune.records import AutotuneRecord
 from pytest_autotune.tune.tunable import Tunable, TuneGroup
 from pytest_autotune.tune.tunable_set import TunableSet, clone_value
@@ -80,8 +81,6 @@ class AutotuneSession:
         self, settings: PluginSettings, worker: bool = False, hooks: SessionHooks | None = None
     ) -> None:
         self.settings = settings
-        # The level is the config's; `anchor` in a key function reads it process-wide.
-        set_autotune_level(settings.engine.level)
         self.worker = worker
         self.hooks = hooks or SessionHooks()
         notes: list[str] = []
@@ -95,6 +94,11 @@ class AutotuneSession:
         self._clients: dict[str, Client] = {}
         self._group_settings: dict[str, PluginSettings] = {}
         self._devices: dict[str, dict[str, Any]] = {}
+
+    def level_scope(self, options: Mapping[str, Any]) -> AbstractContextManager[None]:
+        """Where a group's key is made and its test runs: `anchor` there uses the group's
+        level (its marker's `level=`, else the session's), and the process's outside."""
+        return autotune_level_scope(self.settings.for_marker(options).engine.level)
 
     def settings_of(self, request: GroupRequest) -> PluginSettings:
         """The settings of a group: the session's under its marker's."""
@@ -221,7 +225,7 @@ class AutotuneSession:
         if progress is not None:
             progress(f"autotune: tuning {request.group} on {device_id}")
         machine = client.fingerprint().get("uuid")
-        with _device_lock(client.device_id, machine):
+        with _device_lock(client.device_id, machine), autotune_level_scope(settings.engine.level):
             decision = tuner.tune(request.key, tunables, request.inputs, client)
             case = GroupCase(
                 request.group, request.key, request.inputs, tunables, decision, device_id, settings

@@ -77,6 +77,8 @@ class AutotuneConfig:
     disable_cache: bool = False
     """Neither read nor write cache files: every key is tuned in each process."""
     level: AutotuneLevel = AutotuneLevel.BALANCED
+    """The level the plugin makes and tunes a group's keys under (`autotune_level_scope`).
+    A `LocalTuner` makes its keys under its caller's level (`autotune_level`)."""
     checks: bool = False
     """Run every candidate once and compare its output with the reference before tuning."""
     rtol: float = 1e-5

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar, Union
 
 KeyT = TypeVar("KeyT", bound="AutotuneKey")
@@ -88,23 +90,48 @@ class AutotuneLevel(enum.Enum):
 
 
 _level: AutotuneLevel | None = None
+"""The process's level (`set_autotune_level`, else the environment's, read on first use)."""
+
+_scoped: ContextVar[AutotuneLevel | None] = ContextVar("autotune_level", default=None)
+"""The level of the innermost `autotune_level_scope` of this thread or task, None outside."""
 
 
 def autotune_level() -> AutotuneLevel:
-    """The process-wide level: `set_autotune_level`, else `PYTEST_AUTOTUNE_LEVEL`, else balanced."""
+    """The level `anchor` uses: the innermost `autotune_level_scope`'s, else the process's
+    (`set_autotune_level`, else `PYTEST_AUTOTUNE_LEVEL`, else balanced)."""
+    return _scoped.get() or _level or _environment_level()
+
+
+def _environment_level() -> AutotuneLevel:
     global _level  # noqa: PLW0603 - a process-wide setting, like the seed's global level
-    if _level is None:
-        raw = os.environ.get("PYTEST_AUTOTUNE_LEVEL")
-        _level = (
-            AutotuneLevel.parse(raw, "PYTEST_AUTOTUNE_LEVEL") if raw else AutotuneLevel.BALANCED
-        )
+    raw = os.environ.get("PYTEST_AUTOTUNE_LEVEL")
+    _level = AutotuneLevel.parse(raw, "PYTEST_AUTOTUNE_LEVEL") if raw else AutotuneLevel.BALANCED
     return _level
 
 
 def set_autotune_level(level: AutotuneLevel | None) -> None:
-    """Set the level for this process; None goes back to the environment's."""
+    """Set the level of this process; None goes back to the environment's. A scope
+    (`autotune_level_scope`) still wins inside it."""
     global _level  # noqa: PLW0603 - a process-wide setting, like the seed's global level
     _level = level
+
+
+@contextlib.contextmanager
+def autotune_level_scope(level: AutotuneLevel | None) -> Iterator[None]:
+    """`anchor` uses `level` inside the block, in this thread or task only, and whatever it
+    used before after it; None leaves the level as it is.
+
+    The plugin makes each group's keys and tunes it under the group's level (its marker's,
+    else the session's), so one group's `level=` reaches its key function and nothing
+    outside it. A library's `LocalTuner` makes its key on every call, where a scope would
+    cost its hot path, so it sets none: its keys use the process's level, or the scope
+    its caller opens.
+    """
+    token = _scoped.set(level or _scoped.get())
+    try:
+        yield
+    finally:
+        _scoped.reset(token)
 
 
 _LEVEL_BASE_FACTOR = {
@@ -123,11 +150,12 @@ def anchor(
 ) -> int:
     """Anchor a number to a power of the base (2 by default), rounding up.
 
-    Nearby shapes then share a key, so one tuning serves them all. The level scales the
-    base: minimal anchors coarser (1.25x base), extensive finer (0.75x base), full not at
-    all. The result is clamped to `[min, max]`.
+    Nearby shapes then share a key, so one tuning serves them all. The level (`level`,
+    else `autotune_level()`) scales the base: minimal anchors coarser (1.25x base),
+    extensive finer (0.75x base), full not at all. The result is clamped to `[min, max]`.
     """
-    level = level or autotune_level()
+    # `autotune_level()` inlined: a key generator may call this on every dispatch.
+    level = level or _scoped.get() or _level or _environment_level()
     if level is AutotuneLevel.FULL:
         result = x
     else:

@@ -126,7 +126,11 @@ SETTINGS: tuple[Setting, ...] = (
         sources=_EVERYWHERE | _MARKER,
     ),
     _engine(
-        "level", parse_level, "minimal, balanced (default), extensive, full", AutotuneLevel.BALANCED
+        "level",
+        parse_level,
+        "minimal, balanced (default), extensive, full: how finely anchor groups sizes",
+        AutotuneLevel.BALANCED,
+        sources=_EVERYWHERE | _MARKER,
     ),
     _engine(
         "strict",

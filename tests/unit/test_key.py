@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from pytest_autotune.tune.key import (
     AutotuneLevel,
     anchor,
     autotune_level,
+    autotune_level_scope,
     key_to_json,
     set_autotune_level,
     stable_key,
@@ -175,6 +177,42 @@ def test_a_bad_level_in_the_environment_names_the_variable(process_level, monkey
     set_autotune_level(None)
     with pytest.raises(ValueError, match=r"^PYTEST_AUTOTUNE_LEVEL: autotune level must be one of"):
         autotune_level()
+
+
+def test_a_scope_sets_the_level_inside_it_and_restores_the_one_before_after_it(process_level):
+    set_autotune_level(MINIMAL)
+    with autotune_level_scope(FULL):
+        assert (autotune_level(), anchor(1000)) == (FULL, 1000)
+        with autotune_level_scope(EXTENSIVE):
+            assert autotune_level() is EXTENSIVE
+        with autotune_level_scope(None):
+            assert autotune_level() is FULL
+        assert autotune_level() is FULL
+    assert autotune_level() is MINIMAL
+
+
+def test_a_scope_left_by_an_exception_restores_the_level(process_level):
+    set_autotune_level(BALANCED)
+    with pytest.raises(RuntimeError), autotune_level_scope(FULL):
+        raise RuntimeError
+    assert autotune_level() is BALANCED
+
+
+def test_a_scope_wins_over_the_process_level_set_inside_it(process_level):
+    with autotune_level_scope(FULL):
+        set_autotune_level(MINIMAL)
+        assert autotune_level() is FULL
+    assert autotune_level() is MINIMAL
+
+
+def test_a_scope_is_its_own_threads_and_another_thread_sees_the_process_level(process_level):
+    set_autotune_level(MINIMAL)
+    seen = []
+    with autotune_level_scope(FULL):
+        thread = threading.Thread(target=lambda: seen.append(autotune_level()))
+        thread.start()
+        thread.join()
+    assert seen == [MINIMAL]
 
 
 def test_parsing_a_level_ignores_case_and_spaces():
