@@ -4,6 +4,7 @@ limit itself, the check that a key can be cached)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -62,115 +63,113 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
     tuner is named after the test. `check_output=False` for candidates that return nothing
     to compare.
     """
-    session = request.config.stash[SESSION]
-    nodeid = request.node.nodeid
+    return functools.partial(_run_set, request.config.stash[SESSION], request.node.nodeid)
 
-    def run_set(
-        tunables: TunableSet,
-        *inputs: Any,
-        work: Any = None,
-        thresholds: Any = None,
-        reference: Callable[..., Any] | None = None,
-        rtol: float | None = None,
-        atol: float | None = None,
-        max_regression: float | None = None,
-        tuner: LocalTuner | str | None = None,
-        check_output: bool = True,
-    ) -> Any:
-        if not isinstance(tunables, TunableSet):
-            pytest.fail(
-                f"{nodeid}: the autotune fixture takes a TunableSet first, got {tunables!r};"
-                " build one with TunableSet(key_gen, tunables=[Tunable(name, fn), ...])",
-                pytrace=False,
-            )
-        candidates = tuple(zip(tunables.names, tunables.fns, strict=True))
-        given = {
-            "thresholds": thresholds,
-            "rtol": rtol,
-            "atol": atol,
-            "tuner": tuner,
-            "check_output": check_output,
-        }
-        error = option_error({**given, "max_regression": max_regression, "work": work})
-        if error is not None:
-            pytest.fail(
-                f"{nodeid}: {error.replace('@pytest.mark.autotune', 'autotune')}", pytrace=False
-            )
-        names = Names(candidates)
-        limit = time_limit(session, {})
 
-        def run(candidate: Callable[..., Any], *values: Any) -> Any:
-            return limit.call(names(candidate), candidate, *values)
-
-        with limit.armed(), session.level_scope({}):
-            try:
-                return _run_set(
-                    tunables, candidates, run, inputs, work, given, reference, max_regression
-                )
-            except TimeLimitExceeded as exc:
-                pytest.fail(f"{nodeid}: candidate {exc.name!r} {exc}", pytrace=False)
-
-    def _run_set(
-        tunables: TunableSet,
-        candidates: tuple[tuple[str, Callable[..., Any]], ...],
-        run: Callable[..., Any],
-        inputs: tuple[Any, ...],
-        work: Any,
-        given: dict[str, Any],
-        reference: Callable[..., Any] | None,
-        max_regression: float | None,
-    ) -> Any:
-        thresholds, rtol, atol = given["thresholds"], given["rtol"], given["atol"]
-        work = work(*inputs) if callable(work) else work
-        error = work_error(work)
-        if error is not None:
-            pytest.fail(
-                f"{nodeid}: {error.replace('@pytest.mark.autotune', 'autotune')}", pytrace=False
-            )
-        options = {
-            "work": work,
-            "thresholds": thresholds,
-            "reference": reference,
-            "rtol": rtol,
-            "atol": atol,
-            "max_regression": max_regression,
-            "check_output": given["check_output"],
-        }
-        if not session.settings.tune:
-            failures = [
-                f
-                for name, _ in candidates
-                if (
-                    f := check_candidate(
-                        name,
-                        candidates,
-                        run,
-                        inputs,
-                        reference=reference,
-                        config=session.settings.for_marker(options).engine,
-                        check_output=given["check_output"],
-                    )
-                )
-            ]
-            if failures:
-                pytest.fail("\n\n".join(failures), pytrace=False)
-            return run(reference or candidates[0][1], *clone_value(inputs))
-        group = GroupRequest(
-            group=nodeid,
-            tuner_name=fixture_tuner_name(tunables, given["tuner"], nodeid),
-            key=checked_key(tunables.key_gen(*inputs), f"{nodeid}: the set's key_gen"),
-            candidates=candidates,
-            run=run,
-            inputs=inputs,
-            options=options,
-            tunables=tunables,
+def _run_set(
+    session: AutotuneSession,
+    nodeid: str,
+    tunables: TunableSet,
+    *inputs: Any,
+    work: Any = None,
+    thresholds: Any = None,
+    reference: Callable[..., Any] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    max_regression: float | None = None,
+    tuner: LocalTuner | str | None = None,
+    check_output: bool = True,
+) -> Any:
+    """One call of the fixture: its arguments checked, then the set checked or tuned."""
+    if not isinstance(tunables, TunableSet):
+        pytest.fail(
+            f"{nodeid}: the autotune fixture takes a TunableSet first, got {tunables!r};"
+            " build one with TunableSet(key_gen, tunables=[Tunable(name, fn), ...])",
+            pytrace=False,
         )
-        failures = [f for name, _ in candidates if (f := session.candidate_outcome(group, name))]
-        if failures:
-            pytest.fail("\n\n".join(failures), pytrace=False)
-        return session.run_winner(group)
+    options = {
+        "work": work,
+        "thresholds": thresholds,
+        "reference": reference,
+        "rtol": rtol,
+        "atol": atol,
+        "max_regression": max_regression,
+        "check_output": check_output,
+    }
+    checked = ("thresholds", "rtol", "atol", "check_output", "max_regression", "work")
+    _fail_on(nodeid, option_error({"tuner": tuner, **{name: options[name] for name in checked}}))
+    candidates = tuple(zip(tunables.names, tunables.fns, strict=True))
+    names = Names(candidates)
+    limit = time_limit(session, {})
 
-    return run_set
+    def run(candidate: Callable[..., Any], *values: Any) -> Any:
+        return limit.call(names(candidate), candidate, *values)
+
+    with limit.armed(), session.level_scope({}):
+        try:
+            options["work"] = work(*inputs) if callable(work) else work
+            _fail_on(nodeid, work_error(options["work"]))
+            if not session.settings.tune:
+                return _check_set(session, candidates, run, inputs, options)
+            group = GroupRequest(
+                group=nodeid,
+                tuner_name=fixture_tuner_name(tunables, tuner, nodeid),
+                key=checked_key(tunables.key_gen(*inputs), f"{nodeid}: the set's key_gen"),
+                candidates=candidates,
+                run=run,
+                inputs=inputs,
+                options=options,
+                tunables=tunables,
+            )
+            return _tune_set(session, group)
+        except TimeLimitExceeded as exc:
+            pytest.fail(f"{nodeid}: candidate {exc.name!r} {exc}", pytrace=False)
+
+
+def _tune_set(session: AutotuneSession, group: GroupRequest) -> Any:
+    """Tune mode: the group tuned and judged; the winner's output."""
+    failures = [f for name, _ in group.candidates if (f := session.candidate_outcome(group, name))]
+    if failures:
+        pytest.fail("\n\n".join(failures), pytrace=False)
+    return session.run_winner(group)
+
+
+def _check_set(
+    session: AutotuneSession,
+    candidates: tuple[tuple[str, Callable[..., Any]], ...],
+    run: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    options: Mapping[str, Any],
+) -> Any:
+    """Check mode: every candidate against the reference; the reference's output (else the
+    first candidate's)."""
+    reference = options["reference"]
+    failures = [
+        f
+        for name, _ in candidates
+        if (
+            f := check_candidate(
+                name,
+                candidates,
+                run,
+                inputs,
+                reference=reference,
+                config=session.settings.for_marker(options).engine,
+                check_output=options["check_output"],
+            )
+        )
+    ]
+    if failures:
+        pytest.fail("\n\n".join(failures), pytrace=False)
+    return run(reference or candidates[0][1], *clone_value(inputs))
+
+
+def _fail_on(nodeid: str, error: str | None) -> None:
+    """A fixture argument's error, in the fixture's words."""
+    if error is not None:
+        pytest.fail(
+            f"{nodeid}: {error.replace('@pytest.mark.autotune', 'autotune')}", pytrace=False
+        )
 
 
 def fixture_tuner_name(tunables: TunableSet, tuner: LocalTuner | str | None, nodeid: str) -> str:

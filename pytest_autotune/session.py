@@ -19,7 +19,13 @@ from filelock import FileLock
 from pytest_autotune.baselines import Baselines, baseline_extra
 from pytest_autotune.check_mode import Body, Candidates
 from pytest_autotune.gate import BaselineSession, GroupVerdict, Verdict, runner_device_id
-from pytest_autotune.gate_policy import FoundBaseline, GroupCase, judge_group, settle_update
+from pytest_autotune.gate_policy import (
+    FoundBaseline,
+    GroupCase,
+    Judged,
+    judge_group,
+    settle_update,
+)
 from pytest_autotune.group_record import call_costs, group_record, group_summary
 from pytest_autotune.outputs import SessionOutput, progress_lines
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device
@@ -240,11 +246,24 @@ class AutotuneSession:
                 notes=self.output.notes,
                 machine=machine if isinstance(machine, str) and machine else None,
             )
+        verdict = self._keep(request, case, judged, client, work)
+        return _Outcome(tunables, decision, _failures(decision, verdict))
+
+    def _keep(
+        self,
+        request: GroupRequest,
+        case: GroupCase,
+        judged: Judged,
+        client: Client,
+        work: Work | None,
+    ) -> GroupVerdict:
+        """Keep a judged group as its record, with the verdict an update settles and the
+        verdict hook may replace; that verdict."""
         verdict = judged.verdict
         kept: tuple[BaselineSession, ...] = ()
         if verdict.verdict is Verdict.UPDATED:
             verdict, kept = settle_update(case, verdict, self._baseline(request, case)[0])
-        device = self._device(client, device_id)
+        device = self._device(client, case.device_id)
         baseline = baseline_extra(self._baseline(request, case)[0])
 
         def record(verdict: GroupVerdict) -> AutotuneRecord:
@@ -253,7 +272,7 @@ class AutotuneSession:
                 verdict,
                 tuner=request.tuner_name,
                 work=work,
-                call_costs=call_costs(client, tunables),
+                call_costs=call_costs(client, case.tunables),
                 measured=judged.measured,
                 device=device,
                 baseline=baseline,
@@ -263,10 +282,10 @@ class AutotuneSession:
         if self.hooks.verdict is not None:
             verdict = self.hooks.verdict(group_summary(record(verdict)), verdict) or verdict
         summary = self.output.add(record(verdict))
-        if progress is not None:
+        if self.hooks.progress is not None:
             for line in progress_lines(summary):
-                progress(line)
-        return _Outcome(tunables, decision, _failures(decision, verdict))
+                self.hooks.progress(line)
+        return verdict
 
     def _baseline(self, request: GroupRequest, case: GroupCase) -> FoundBaseline:
         return self.baselines.find(

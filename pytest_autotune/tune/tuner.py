@@ -234,16 +234,6 @@ class Tuner:
             ctx.bounds = bounds.to_json()
             ctx.time_limit = bounds.time_limit()
 
-        clones: dict[int, TuneInputs] = {}
-
-        def inputs_for(index: int) -> TuneInputs:
-            if index not in clones:
-                clones[index] = tunables.input_gen(key, inputs)
-            return clones[index]
-
-        def sample(index: int) -> float:
-            return client.time(tunables.fns[index], inputs_for(index))
-
         results: dict[int, AutotuneResult] = {}
         checks: tuple[CheckResult, ...] = ()
         if self.config.checks and len(tunables) > 1:
@@ -251,39 +241,8 @@ class Tuner:
             ctx.checks.extend(checks)
             ctx.event(ChecksDone(checks))
             results.update(_failed_checks(checks))
-        excluded = set(results)
-
-        # A client may say its first timing of a call is already warm (`warm_first_sample`,
-        # optional: a client without it is assumed cold), so that a warm-up can judge.
-        strategy = (
-            functools.partial(
-                adaptive_round_robin,
-                warm_up_judges=bool(getattr(client, "warm_first_sample", False)),
-            )
-            if bench.adaptive
-            else fixed_pass
-        )
-        short_circuit = tunables.short_circuit_for(bench)
         plan = tune_plan(key, tunables.tunables)
-        winner: int | None = None
-        for number, batch in enumerate(plan):
-            indices = [i for i in batch if i not in excluded]
-            if not indices:
-                continue
-            step_started = time.perf_counter()
-            measured = strategy(
-                indices, tunables.names, sample, bench, ctx.time_limit, short_circuit, ctx
-            )
-            clones.clear()
-            results.update(measured.results)
-            ctx.event(TuningStep(number, tuple(indices), time.perf_counter() - step_started))
-            if measured.winner is not None:
-                winner = measured.winner
-                why = f"not reached: batch {number} found a winner first"
-                break
-        else:
-            why = "not reached: no group prioritized for this key holds it"
-        _skip_unreached(results, tunables.names, why)
+        winner = _run_plan(plan, key, tunables, inputs, client, bench, ctx, results)
 
         fallback = winner if winner is not None else _fallback(plan, results)
         error = None
@@ -373,6 +332,64 @@ def _first_planned(plan: list[tuple[int, ...]]) -> int:
     """The first candidate the plan tries (the first of the set when the plan skips them
     all): what a candidate calling back into its own tuner while tuned runs."""
     return plan[0][0] if plan else 0
+
+
+def _run_plan(
+    plan: list[tuple[int, ...]],
+    key: Any,
+    tunables: TunableSet,
+    inputs: TuneInputs,
+    client: Client,
+    bench: BenchConfig,
+    ctx: AutotuneLogContext,
+    results: dict[int, AutotuneResult],
+) -> int | None:
+    """Time the plan's batches in order until one finds a winner (the seed's loop over
+    priority groups), adding every candidate's result to `results`; those already there
+    (failed checks) are left out, those never reached are skipped with the reason. The
+    winner's index, None when no batch found one."""
+    clones: dict[int, TuneInputs] = {}
+
+    def inputs_for(index: int) -> TuneInputs:
+        if index not in clones:
+            clones[index] = tunables.input_gen(key, inputs)
+        return clones[index]
+
+    def sample(index: int) -> float:
+        return client.time(tunables.fns[index], inputs_for(index))
+
+    excluded = set(results)
+    # A client may say its first timing of a call is already warm (`warm_first_sample`,
+    # optional: a client without it is assumed cold), so that a warm-up can judge.
+    strategy = (
+        functools.partial(
+            adaptive_round_robin,
+            warm_up_judges=bool(getattr(client, "warm_first_sample", False)),
+        )
+        if bench.adaptive
+        else fixed_pass
+    )
+    short_circuit = tunables.short_circuit_for(bench)
+    winner: int | None = None
+    for number, batch in enumerate(plan):
+        indices = [i for i in batch if i not in excluded]
+        if not indices:
+            continue
+        step_started = time.perf_counter()
+        measured = strategy(
+            indices, tunables.names, sample, bench, ctx.time_limit, short_circuit, ctx
+        )
+        clones.clear()
+        results.update(measured.results)
+        ctx.event(TuningStep(number, tuple(indices), time.perf_counter() - step_started))
+        if measured.winner is not None:
+            winner = measured.winner
+            why = f"not reached: batch {number} found a winner first"
+            break
+    else:
+        why = "not reached: no group prioritized for this key holds it"
+    _skip_unreached(results, tunables.names, why)
+    return winner
 
 
 def _skip_unreached(results: dict[int, AutotuneResult], names: tuple[str, ...], why: str) -> None:

@@ -13,6 +13,7 @@ of `a.b`.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Collection, Iterator, Mapping
@@ -174,3 +175,12 @@ def test_the_gate_takes_only_the_shared_figures_from_the_reports() -> None:
 
     assert from_gate == {"pytest_autotune.report.figures"}
     assert {t for t in graph["pytest_autotune.report.figures"] if not _in_engine(t)} == set()
+
+
+def test_the_readmes_layout_names_every_module_of_the_package() -> None:
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    layout = readme.split("\n## Layout\n", 1)[1].split("\n```\n", 2)[1]
+    named = set(re.findall(r"\w+", layout))
+    modules = {path.stem for path in PACKAGE.rglob("*.py") if path.stem != "__init__"}
+
+    assert sorted(modules - named) == []

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from markupsafe import Markup
 
+from pytest_autotune.gate.verdicts import Comparison
 from pytest_autotune.report import decision_name, group_order, key_text, verdict_text
 from pytest_autotune.report.figures import format_change, format_fraction, format_interval
 from pytest_autotune.report.html.records import (
@@ -212,14 +213,15 @@ def decision_view(
     devices: dict[str, DeviceView],
     history: Sequence[tuple[str, AutotuneRecord]] = (),
 ) -> DecisionView:
+    """Record `number`'s card; its device's view is added to `devices`, and `history` (the
+    same decision in earlier runs, with their labels) draws its trend."""
     key = key_text(record.key)
     where = f"record {number} ({record.tuner}, key {key})"
     extra = Extra(record.extra, where)
     device, peaks = read_device(extra, record.device_id)
     devices.setdefault(device.id, device)
     bounds = read_bounds(record, where)
-    level = next((b.level for b in bounds.bounds if b.resource == MEMORY), None) if bounds else None
-    roofline = _Roofline(read_work(extra, bounds), *_roofs(peaks, bounds), memory_level=level)
+    roofline = _roofline(extra, bounds, peaks)
     checks = read_checks(record, where)
     results = read_results(record, where)
     group = extra.typed.group or record.tuner
@@ -237,10 +239,6 @@ def decision_view(
     baseline = read_baseline(extra)
     verdict = extra.typed.verdict
     failed = gate_failed(verdict, extra.typed.failed)
-    try:
-        events = tuple(str(event_from_json(e)) for e in record.events)
-    except ValueError as exc:
-        raise RecordError(f"{where}: {exc}") from None
     work, roofs = roofline.describe()
 
     raw_change, strips = _against_baseline(winner_samples, baseline, measured, name)
@@ -254,12 +252,7 @@ def decision_view(
         device_id=device.id,
         source=record.source,
         winner=measured or MISSING,
-        pick_note=(
-            f"Tuning picked {record.fastest_name} on its few samples; the gate measured"
-            f" {measured}, the baseline's winner, which was faster here."
-            if measured is not None and measured != record.fastest_name
-            else ""
-        ),
+        pick_note=_pick_note(record, measured),
         median=format_duration(winner_median) if winner_median is not None else MISSING,
         spread=(
             f"{_spread(winner_samples)} ({len(winner_samples)} samples)"
@@ -267,24 +260,10 @@ def decision_view(
             else MISSING
         ),
         roof=format_fraction(fraction),
-        roof_bar=(
-            fraction_bar(fraction, title=f"{format_fraction(fraction)} of the roof, {name}")
-            if fraction is not None and math.isfinite(fraction)
-            else None
-        ),
+        roof_bar=_roof_bar(fraction, name),
         delta=format_interval(comparison) if comparison is not None else MISSING,
         raw_change=raw_change,
-        interval=(
-            interval_chart(
-                comparison.delta,
-                comparison.low,
-                comparison.high,
-                failed=comparison.failed,
-                title=f"change against the baseline, {name}",
-            )
-            if comparison is not None
-            else None
-        ),
+        interval=_interval(comparison, name),
         verdict=verdict or MISSING,
         verdict_shown=verdict_text(verdict, failed) if verdict else MISSING,
         verdict_class=verdict_class(verdict),
@@ -304,7 +283,7 @@ def decision_view(
         ),
         strips=strips,
         trend=trend,
-        events=events,
+        events=_events(record, where),
         search=" ".join(
             [group, key, record.tuner, verdict or "", *(c.name for c in candidates)]
         ).lower(),
@@ -317,6 +296,48 @@ def decision_view(
             peaks.memory_peak if peaks else roofline.memory_peak,
         ),
     )
+
+
+def _roofline(extra: Extra, bounds: Bounds | None, peaks: Peaks | None) -> _Roofline:
+    """The roofline a decision is drawn against: its work under its device's roofs."""
+    level = next((b.level for b in bounds.bounds if b.resource == MEMORY), None) if bounds else None
+    return _Roofline(read_work(extra, bounds), *_roofs(peaks, bounds), memory_level=level)
+
+
+def _pick_note(record: AutotuneRecord, measured: str | None) -> str:
+    """Why the winner shown is not tuning's pick, where it is not."""
+    if measured is None or measured == record.fastest_name:
+        return ""
+    return (
+        f"Tuning picked {record.fastest_name} on its few samples; the gate measured"
+        f" {measured}, the baseline's winner, which was faster here."
+    )
+
+
+def _roof_bar(fraction: float | None, name: str) -> Markup | None:
+    if fraction is None or not math.isfinite(fraction):
+        return None
+    return fraction_bar(fraction, title=f"{format_fraction(fraction)} of the roof, {name}")
+
+
+def _interval(comparison: Comparison | None, name: str) -> Markup | None:
+    if comparison is None:
+        return None
+    return interval_chart(
+        comparison.delta,
+        comparison.low,
+        comparison.high,
+        failed=comparison.failed,
+        title=f"change against the baseline, {name}",
+    )
+
+
+def _events(record: AutotuneRecord, where: str) -> tuple[str, ...]:
+    """The tuning's steps, as the log writes them."""
+    try:
+        return tuple(str(event_from_json(e)) for e in record.events)
+    except ValueError as exc:
+        raise RecordError(f"{where}: {exc}") from None
 
 
 def _trend_point(number: str, record: AutotuneRecord) -> TrendPoint:
