@@ -33,6 +33,11 @@ YAML_FILE = "autotune.yaml"
 PROJECT_CACHE_DIR = Path(".autotune")
 """The cache root of a project under pytest when `cache_dir` is not set: in its root dir."""
 
+HOPELESS_FACTOR = 10.0
+"""The hopeless factor of a client whose first timing of a call may be cold (a CPU's first
+sample can be preempted: up to 77x on a loaded 2-core VM, BENCHMARKS.md), and which has
+said nothing of its own."""
+
 
 @dataclass(frozen=True, slots=True)
 class BenchConfig:
@@ -52,15 +57,22 @@ class BenchConfig:
     """Samples under the roofline time limit that end a batch early."""
     speed_factor: float = 1.5
     """A candidate whose best time exceeds this times the leader's is eliminated."""
-    hopeless_factor: float = 10.0
+    hopeless_factor: float | None = None
     """After the first pass, a candidate whose warm-up and first sample both exceed this
-    times the leader's best takes no more samples (not in the seed; see BENCHMARKS.md)."""
+    times the leader's best takes no more samples (not in the seed; see BENCHMARKS.md).
+    None (not set) is the client's own where its first timing of a call is warm (its
+    `hopeless_factor`: 4 on CUDA), else `HOPELESS_FACTOR`; the tuner fills it in."""
     warmups: int = 3
     """Warm-up calls per candidate before the fixed pass samples it."""
 
     def __post_init__(self) -> None:
         _normalize(self)
         _check_sample_range(self.min_samples, self.max_samples)
+
+    @property
+    def hopeless(self) -> float:
+        """The hopeless factor in force: the one set, else `HOPELESS_FACTOR`."""
+        return HOPELESS_FACTOR if self.hopeless_factor is None else self.hopeless_factor
 
 
 @dataclass(frozen=True, slots=True)

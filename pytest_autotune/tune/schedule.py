@@ -38,7 +38,8 @@ class _Trial:
     """Whether the first sample is warm-up biased (see `effective`)."""
     samples: list[float] = field(default_factory=list)
     warm_up: float | None = None
-    """The time of the warm-up call before the first sample, kept only to judge hopeless."""
+    """The time of the warm-up call before the first sample: kept to judge hopeless, and as
+    the first sample where it is one (`long_call` in `adaptive_round_robin`)."""
     error: AutotuneError | None = None
     eliminated: bool = False
     converged: bool = False
@@ -110,6 +111,14 @@ class _Batch:
         if not keep:
             trial.warm_up = seconds
             return
+        self._keep(trial, seconds)
+
+    def keep_warm_up(self, trial: _Trial) -> None:
+        """Count `trial`'s warm-up as its first sample (see `adaptive_round_robin`)."""
+        assert trial.warm_up is not None
+        self._keep(trial, trial.warm_up)
+
+    def _keep(self, trial: _Trial, seconds: float) -> None:
         trial.samples.append(seconds)
         if self.under_limit(seconds):
             trial.under_limit += 1
@@ -201,6 +210,7 @@ def adaptive_round_robin(
     ctx: AutotuneLogContext | None = None,
     *,
     warm_up_judges: bool = False,
+    long_call: float | None = None,
 ) -> BatchResult:
     """The seed's adaptive sampling: a first pass, then rounds of one sample per candidate.
 
@@ -213,7 +223,11 @@ def adaptive_round_robin(
     own, or leaves host work out), a warm-up beyond that margin of an earlier candidate's
     best drops the candidate at once, its warm-up kept as its one sample: a hopeless
     candidate then costs one timed call, not two (a 0.47 s sum candidate, whose do_bench
-    takes 8 calls).
+    takes 8 calls). Where a warm-up of at least `long_call` seconds is itself a sample (a
+    client that times a long call's first call in full, and whose later calls would read
+    the same: see `Client`), it is kept as the first sample and no other is taken in the
+    first pass: a long candidate costs one call there, hopeless or not, the first one
+    included, which has no leader to be judged against until the pass is over.
 
     Rounds: one sample per live candidate, interleaved so a slow phase of the machine
     lands on all of them. Once three samples exist the first, warm-up biased one is
@@ -232,7 +246,10 @@ def adaptive_round_robin(
         if warm_up_judges and _hopeless_at_warm_up(trial, batch.trials, config, ctx):
             continue
         if trial.error is None:
-            batch.take(trial)
+            if long_call is not None and trial.warm_up is not None and trial.warm_up >= long_call:
+                batch.keep_warm_up(trial)
+            else:
+                batch.take(trial)
         if batch.confirm(trial, config):
             return batch.finish()
     _drop_hopeless(batch.trials, config, ctx)
@@ -286,7 +303,7 @@ def _hopeless_at_warm_up(
     if trial.error is not None or trial.warm_up is None or not earlier:
         return False
     leader = min(earlier)
-    if trial.warm_up <= config.hopeless_factor * leader:
+    if trial.warm_up <= config.hopeless * leader:
         return False
     trial.samples.append(trial.warm_up)
     trial.eliminated = True
@@ -295,7 +312,7 @@ def _hopeless_at_warm_up(
         Eliminated(
             trial.name,
             trial.index,
-            f"hopeless: warm warm-up {trial.warm_up:.3e} s over {config.hopeless_factor:g} x"
+            f"hopeless: warm warm-up {trial.warm_up:.3e} s over {config.hopeless:g} x"
             f" leader {leader:.3e} s",
         ),
     )
@@ -310,7 +327,7 @@ def _drop_hopeless(
         return
     first = min(survivors, key=lambda t: t.best)
     leader = first.best
-    margin = config.hopeless_factor * leader
+    margin = config.hopeless * leader
     for trial in survivors:
         if trial is first:
             continue
@@ -324,7 +341,7 @@ def _drop_hopeless(
                 Eliminated(
                     trial.name,
                     trial.index,
-                    f"hopeless: warm-up and first sample over {config.hopeless_factor:g} x"
+                    f"hopeless: warm-up and first sample over {config.hopeless:g} x"
                     f" leader {leader:.3e} s (first {trial.samples[0]:.3e} s)",
                 ),
             )

@@ -228,7 +228,12 @@ SETTINGS: tuple[Setting, ...] = (
     _bench("short_circuit", parse_bool, "end a batch under the roofline time limit", True),
     _bench("short_circuit_samples", int_at_least(1), "samples under the limit that end it", 2),
     _bench("speed_factor", number(1.0, above=True), "slower than the leader by this: out", 1.5),
-    _bench("hopeless_factor", number(1.0, above=True), "far slower after one pass: out", 10.0),
+    _bench(
+        "hopeless_factor",
+        optional(number(1.0, above=True)),
+        "far slower after one pass: out (default: the client's, 4 on CUDA, else 10)",
+        None,
+    ),
     _bench("warmups", int_at_least(0), "warm-up calls of the fixed pass", 3),
 )
 
