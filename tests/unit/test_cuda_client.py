@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from pytest_autotune import AutotuneOutcome, TunableSet, Tuner
 from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda
 from pytest_autotune.backends.cuda import REPLAY_CALIBRATION_NODES, device_id_from
 from pytest_autotune.backends.cuda_graphs import PLACEMENTS, REPLAY_CACHE_SIZE
@@ -24,6 +25,8 @@ from pytest_autotune.backends.cuda_timing import (
     EAGER_LEAD,
     EAGER_MIN_CALLS,
 )
+from pytest_autotune.tune.log import Eliminated
+from pytest_autotune.tune.tuner import TuneDecision
 
 cuda_module = importlib.import_module("pytest_autotune.backends.cuda")
 
@@ -121,6 +124,8 @@ class FakeGraph:
         self.gpu, self.nodes = gpu, nodes
 
     def launch(self, stream: object = None) -> None:
+        self.gpu.replays += 1
+        self.gpu.ran.extend(self.nodes)
         self.gpu.clock += GRAPH_LAUNCH + sum(NODE + seconds for seconds in self.nodes)
 
 
@@ -165,6 +170,8 @@ class FakeGpu:
     def __init__(self) -> None:
         self.clock = 0.0
         self.captures = 0
+        self.replays = 0
+        self.ran: list[float] = []  # the seconds of each kernel run, eagerly or replayed
         self.holds = 0
         self.free_bytes = 1 << 30
         self.legacy = FakeStream(self)
@@ -223,6 +230,7 @@ class FakeGpu:
         if stream.nodes is not None:
             stream.nodes.append(seconds)
         else:
+            self.ran.append(seconds)
             self.clock += STREAM_LAUNCH + seconds
 
     def synchronize(self, stream: FakeStream) -> None:
@@ -593,3 +601,89 @@ def test_inputs_too_large_to_copy_are_measured_on_fewer_placements(gpu: FakeGpu)
     for _ in range(PLACEMENTS):
         sample()
     assert len(seen) == 3
+
+
+def test_a_long_calls_first_timing_is_its_captures_warm_up_one_run_on_the_device(
+    gpu: FakeGpu,
+) -> None:
+    long_call = kernels(gpu, 5e-3)
+    client = CudaClient(cold_l2=False)
+    assert client.time(long_call, ()) == pytest.approx(STREAM_LAUNCH + 5e-3)
+    assert gpu.ran.count(5e-3) == 1 and gpu.captures == 1  # captured, not replayed
+    assert client.time(long_call, ()) == pytest.approx(NODE + 5e-3)  # replays from then on
+    assert gpu.ran.count(5e-3) == 2
+    cost = client.call_costs(long_call)
+    assert cost is not None and cost.device == pytest.approx(NODE + 5e-3)
+
+
+def test_a_short_calls_first_timing_is_a_replay_after_its_warm_up(gpu: FakeGpu) -> None:
+    client = CudaClient(cold_l2=False)
+    assert client.time(kernels(gpu, 1e-3), ()) == pytest.approx(NODE + 1e-3)
+    assert gpu.ran.count(1e-3) == 2
+
+
+def test_a_long_call_whose_host_took_over_a_hundredth_of_it_to_enqueue_gets_a_replay(
+    gpu: FakeGpu,
+) -> None:
+    # Its warm-up's events may have read host gaps of up to 60 us: not a sample.
+    clock = HostClock()
+
+    def slow_host() -> None:
+        clock.ns += 60_000
+        gpu.launch(5e-3)
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    assert client.time(slow_host, ()) == pytest.approx(NODE + 5e-3)
+    assert gpu.ran.count(5e-3) == 2
+
+
+def test_a_long_call_that_cannot_be_captured_also_keeps_its_timed_warm_up(gpu: FakeGpu) -> None:
+    def on_the_legacy_stream() -> None:
+        gpu.launch(5e-3, stream=gpu.legacy)
+
+    client = CudaClient(cold_l2=False)
+    assert client.time(on_the_legacy_stream, ()) == pytest.approx(STREAM_LAUNCH + 5e-3)
+    assert gpu.ran.count(5e-3) == 1 and gpu.captures == 1  # its warm-up ran; its capture failed
+    assert client.time(on_the_legacy_stream, ()) == pytest.approx(STREAM_LAUNCH + 5e-3)
+
+
+def tune(client: CudaClient, gpu: FakeGpu, seconds: dict[str, float]) -> TuneDecision:
+    """One tuning of candidates of one kernel each, of the given seconds."""
+    fns = {name: kernels(gpu, s) for name, s in seconds.items()}
+    return Tuner("t", client.device_id).tune("k", TunableSet.of(lambda: "k", fns), (), client)
+
+
+def test_a_hopeless_long_candidate_tuned_first_runs_once_on_the_device(gpu: FakeGpu) -> None:
+    # The sum family: atomic_naive (0.47 s a call) before faster candidates. It has no
+    # leader to be judged against until the first pass is over; then it is cut, one run.
+    client = CudaClient(cold_l2=False)
+    decision = tune(client, gpu, {"atomic_naive": 0.47, "tree": 0.32e-3, "float4": 0.25e-3})
+    assert decision.fastest_name == "float4"
+    assert gpu.ran.count(0.47) == 1
+    outcome = decision.results[0]
+    assert isinstance(outcome, AutotuneOutcome)
+    assert outcome.samples == pytest.approx((STREAM_LAUNCH + 0.47,))
+    assert any(
+        isinstance(e, Eliminated) and e.name == "atomic_naive" and e.reason.startswith("hopeless")
+        for e in decision.context.events
+    )
+
+
+@pytest.mark.parametrize(
+    ("warm", "samples", "runs"),
+    [(True, 1, 2), (False, 3, 4)],
+    ids=["warm-first-sample", "cold-first-sample"],
+)
+def test_the_cuda_clients_hopeless_margin_is_its_own_only_where_its_first_sample_is_warm(
+    gpu: FakeGpu, warm: bool, samples: int, runs: int
+) -> None:
+    # 6x the leader: cut by the GPU's margin of 4 on its warm-up (the capture's warm-up
+    # call and a replay); a client whose first sample is not warm (no hold, no graph) keeps
+    # the margin of 10 and samples it until elimination (a warm-up and three samples).
+    client = CudaClient(cold_l2=False, hold_stream=warm, graph_replay=warm)
+    assert client.warm_first_sample is warm
+    decision = tune(client, gpu, {"fast": 100e-6, "close": 105e-6, "slow": 600e-6})
+    assert decision.fastest_name == "fast"
+    slow = decision.results[2]
+    assert isinstance(slow, AutotuneOutcome) and len(slow.samples) == samples
+    assert gpu.ran.count(600e-6) == runs
