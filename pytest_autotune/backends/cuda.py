@@ -44,12 +44,12 @@ How one sample is taken, and why:
    The capture follows one warm-up call, both on a stream of the client's, with the
    call's allocations in a memory pool of its own that lives as long as the graph: the
    replays write where the captured call's arrays were, what it returned included, and
-   from CuPy's pool those blocks would go to other arrays. The warm-up call is timed
-   between events, without the hold (a call that synchronizes would wait on it until it
-   gave up); where it read `LONG_CALL_S` or more and the host enqueued it in a hundredth of
-   that, its figure is the call's first sample and no replay is timed with it: a long
-   call's first timing costs one call, not two, and the tuner keeps it as the candidate's
-   first sample (`long_call`). A call that cannot be captured
+   from CuPy's pool those blocks would go to other arrays. The warm-up call is timed as a
+   sample is, behind a hold of its own that gives up sooner (`WARM_UP_HOLD_S`: a call that
+   synchronizes waits on it until then); where it read `LONG_CALL_S` or more, device-bound,
+   its figure is the call's first sample and no replay is timed with it: a long call's
+   first timing costs one call, not two, and the tuner keeps it as the candidate's first
+   sample (`long_call`). A call that cannot be captured
    is timed through the stream as in 2, from then on: cuBLAS under CuPy, a call that
    synchronizes, work sent to the legacy stream (the capture stream is a blocking one, so
    such work fails the capture instead of running outside the graph), inputs other than
@@ -115,8 +115,13 @@ from pytest_autotune.backends.cuda_device import (
 )
 from pytest_autotune.backends.cuda_graphs import PLACEMENTS, Candidates, GraphReplays, WarmUp
 from pytest_autotune.backends.cuda_peaks import MIN_PROBE_BUFFER, ProbeTarget, probe_peaks
-from pytest_autotune.backends.cuda_sampler import EventSampler
-from pytest_autotune.backends.cuda_timing import MIN_SAMPLE_S, CallCost, CallerTiming
+from pytest_autotune.backends.cuda_sampler import WARM_UP_HOLD_S, EventSampler
+from pytest_autotune.backends.cuda_timing import (
+    ENQUEUE_MARGIN,
+    MIN_SAMPLE_S,
+    CallCost,
+    CallerTiming,
+)
 from pytest_autotune.backends.peaks import Peaks, load_or_probe
 
 PLACEMENT_MEMORY_SHARE = 8
@@ -130,10 +135,6 @@ LONG_CALL_S = 2e-3
 """A call whose first timing reads at least this long is sampled no more in the tuner's first
 pass (`long_call`, `CudaClient._long_first_call`): against 2 ms, what a warm-up absorbs and
 what a graph replay saves are below the GPU's noise."""
-
-FIRST_CALL_SHARE = 100
-"""A capture's warm-up call stands as a sample where its host enqueue time is at most this
-share of its device time (`CudaClient._long_first_call`)."""
 
 HOPELESS_FACTOR = 4.0
 """The hopeless cut's margin on a GPU, where a first sample is warm (`warm_first_sample`).
@@ -310,7 +311,7 @@ class CudaClient:
             replay, warm_up = self._replays.of(fn, inputs)
             first = self._long_first_call(warm_up) if warm_up is not None else None
             if warm_up is not None and first is not None:
-                # The host cannot bind it: its enqueue time is a hundredth of it at most.
+                # Device-bound: what a caller's loop pays per call is its device time.
                 return self._caller.score(fn, first, warm_up.enqueue, None, caller)
             call, args = (replay.launch, ()) if replay is not None else (fn, inputs)
             hold = self.hold_stream and fn not in self._synchronizing
@@ -346,24 +347,27 @@ class CudaClient:
 
     def _time_warm_up(
         self, fn: Callable[..., object], inputs: tuple[Any, ...]
-    ) -> tuple[float, float]:
-        """The capture's warm-up call, timed on the capture stream (`WarmUpTimer`)."""
-        seconds = self._sampler.sample(fn, inputs, hold=False)
-        return seconds, self._sampler.enqueued
+    ) -> tuple[float | None, float]:
+        """The capture's warm-up call, timed on the capture stream behind a short hold
+        (`WARM_UP_HOLD_S`), as a `WarmUpTimer`."""
+        seconds = self._sampler.sample(fn, inputs, hold=self.hold_stream, timeout=WARM_UP_HOLD_S)
+        held = self.hold_stream and not self._sampler.timed_out()
+        return seconds if held else None, self._sampler.enqueued
 
     def _long_first_call(self, warm_up: WarmUp) -> float | None:
         """The device seconds of a capture's warm-up call where they stand as the call's
-        first sample, None where they do not. They do for a call of at least `LONG_CALL_S`
-        that its host enqueued in at most `1 / FIRST_CALL_SHARE` of that: its events read
-        the host's gaps too (the call is not held: `WarmUp`), but these cannot exceed its
-        enqueue time, so the figure is within 1% of the device's work, inside the noise of
-        the GPU's samples (1-2%); and a graph replay would save it less than that (0.75 us
-        per launch, a few launches where the host took so little). A slow candidate then
-        costs one call for its warm-up and its first sample, not three (its warm-up, a timed
-        replay the tuner discards, and the sample): 1.4 s for the 0.47 s candidate of the
-        sum family, against do_bench's 4.1 s for the whole family."""
-        device = warm_up.seconds - self._empty_sample(False, False)
-        if device >= LONG_CALL_S and warm_up.enqueue * FIRST_CALL_SHARE <= device:
+        first sample, None where they do not. They do for a call held until it was all
+        enqueued, of at least `LONG_CALL_S`, and device-bound (over `ENQUEUE_MARGIN` times
+        its enqueue time, so that a caller's loop would pay its device time): a graph replay
+        would save it less than the GPU's noise (0.75 us per launch), and what a warm-up
+        absorbs (a compilation, first allocations) is host work, which the hold kept out.
+        A slow candidate then costs one call for its warm-up and its first sample, not three
+        (its warm-up, a timed replay the tuner discards, and the sample): 1.4 s for the
+        0.47 s candidate of the sum family, against do_bench's 4.1 s for the whole family."""
+        if warm_up.seconds is None:
+            return None
+        device = warm_up.seconds - self._empty_sample(True, False)
+        if device >= LONG_CALL_S and device > ENQUEUE_MARGIN * warm_up.enqueue:
             return device
         return None
 

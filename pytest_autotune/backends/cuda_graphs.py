@@ -49,20 +49,17 @@ def inputs_key(
     return tuple(key)
 
 
-WarmUpTimer = Callable[[Callable[..., object], tuple[Any, ...]], tuple[float, float]]
-"""`time(fn, inputs) -> (seconds, enqueue)`: one call on the current stream, between events
-and without a hold: the seconds the events read and the host seconds of the call."""
+WarmUpTimer = Callable[[Callable[..., object], tuple[Any, ...]], tuple[float | None, float]]
+"""`time(fn, inputs) -> (seconds, enqueue)`: one call on the current stream, timed as a
+sample, and the host seconds of the call; seconds None where the timing holds host time."""
 
 
 @dataclass(frozen=True, slots=True)
 class WarmUp:
-    """The call a capture makes first, timed (`WarmUpTimer`): the seconds its events read,
-    which hold the host's gaps as well as the device's work, and its host enqueue seconds.
-    Without a hold, because a call that synchronizes would wait on one until it gave up:
-    0.2 s per process for `cupy.bincount`. A call enqueued in a small share of its events'
-    seconds cannot have left the device idle for more than that share."""
+    """The call a capture makes first, timed (`WarmUpTimer`): device seconds, None where they
+    may hold the host's (the hold gave up, or there is none), and host enqueue seconds."""
 
-    seconds: float
+    seconds: float | None
     enqueue: float
 
 
