@@ -328,7 +328,7 @@ def test_a_long_calls_first_timing_is_one_run_as_fast_as_its_replays(
 
 def test_a_hopeless_long_candidate_tuned_first_runs_once(cp: Any, spin: Any) -> None:
     """The sum family's shape: a ~5 ms candidate first, with no leader yet, then two of
-    ~50 us. It runs once (its held warm-up is its sample) and is cut after the first pass."""
+    50-60 us. It runs once (its held warm-up is its sample) and is cut after the first pass."""
     slow, runs = counted_spin(cp, LONG_SPIN, allocates=False)
     fast, close = spin(25_000), spin(30_000)
     for fn in (fast, close):
