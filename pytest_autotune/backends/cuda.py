@@ -140,10 +140,11 @@ HOPELESS_FACTOR = 4.0
 """The hopeless cut's margin on a GPU, where a first sample is warm (`warm_first_sample`).
 On a CPU it is 10, against preemptions that inflated one sample up to 77x; a GPU's samples
 are device times that repeat within 1-2%, and its first one follows a warm call of the
-candidate (a capture's warm-up, or the warm-up call timed itself). A candidate 4 times the
-leader can only win if its first sample read more than 4 times its own speed, an
-inflation 100 times the noise; one it spares between 1.5 and 4 times the leader is still
-eliminated after `min_samples` samples (`speed_factor`). At 10, matmul's naive and tiled
+candidate (a capture's warm-up), or is that call itself, held until all of it was
+enqueued. A candidate cut at 4 times the leader could only have won if its first sample
+read it over 4 times slower than it is: 300% of inflation against 1-2% of noise. One
+spared between 1.5 and 4 times the leader is still eliminated after `min_samples`
+samples (`speed_factor`). At 10, matmul's naive and tiled
 candidates (6-9x the leader, 25 and 17 ms a call) took three samples each plus warm-ups;
 `benchmarks/gpu_family_costs.py` prints the largest first-sample inflation of every family."""
 
