@@ -14,8 +14,8 @@ family meets the target when both its first and its median tuning wall are at mo
 of do_bench's wall over its candidates, and every tuning's winner is do_bench's, or
 within `SAME` of it by do_bench's own clock (two candidates that close are the same speed to both).
 
-The hopeless cut's margin on the GPU (`cuda.HOPELESS_FACTOR`, 4) is safe where no first
-sample reads that far over its candidate's speed. So after the timed tunings each family is
+The hopeless cut's margin on the GPU for calls of 2 ms or more (`cuda.HOPELESS_FACTOR`, 4)
+is safe where no first sample reads that far over its candidate's speed. So after the timed tunings each family is
 tuned once more with the cut off (`hopeless_factor=1e9`, not timed), where every candidate
 takes at least `min_samples` samples, and the script prints the first-sample inflation:
 the largest ratio of a candidate's first sample over its final best, over that tuning and
@@ -191,7 +191,8 @@ def main(argv: list[str]) -> int:
     print(table(header, rows))
     worst = max(e["first_sample_inflation"] for e in report.values())
     print(
-        f"hopeless margin on this GPU: {cuda().hopeless_factor:g}x;"
+        f"hopeless margin on this GPU: {cuda().hopeless_factor:g}x for calls of"
+        f" {cuda().long_call * 1e3:g} ms or more (10x below);"
         f" largest first-sample inflation over all families: {worst:.3f}x"
     )
     write_json("family_costs.json", report)

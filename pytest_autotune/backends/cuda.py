@@ -134,11 +134,14 @@ REPLAY_CALIBRATION_NODES = (1, 32)
 LONG_CALL_S = 2e-3
 """A call whose first timing reads at least this long is sampled no more in the tuner's first
 pass (`long_call`, `CudaClient._long_first_call`): against 2 ms, what a warm-up absorbs and
-what a graph replay saves are below the GPU's noise."""
+what a graph replay saves are below the GPU's noise; and it is judged hopeless by
+`HOPELESS_FACTOR`."""
 
 HOPELESS_FACTOR = 4.0
-"""The hopeless cut's margin on a GPU, where a first sample is warm (`warm_first_sample`).
-On a CPU it is 10, against preemptions that inflated one sample up to 77x; a GPU's samples
+"""The hopeless cut's margin for a call of `LONG_CALL_S` or more on a GPU, where a first
+sample is warm (`warm_first_sample`); a shorter call keeps the default of 10, since its
+figure may be what a caller's eager loop paid, timed on the host, whose stalls are a CPU's
+noise. On a CPU preemptions inflated one sample up to 77x; a long call's figures on a GPU
 are device times that repeat within 1-2%, and its first one follows a warm call of the
 candidate (a capture's warm-up), or is that call itself, held until all of it was
 enqueued. A candidate cut at 4 times the leader could only have won if its first sample
@@ -282,13 +285,13 @@ class CudaClient:
         return self.graph_replay or self.hold_stream
 
     hopeless_factor = HOPELESS_FACTOR
-    """The default margin of the hopeless cut on this client (read where its first sample
-    is warm; a `hopeless_factor` in the config wins): see `HOPELESS_FACTOR`."""
+    """The hopeless cut's margin for a call of `long_call` or more (read where the first
+    sample is warm; a `hopeless_factor` in the config wins): see `HOPELESS_FACTOR`."""
 
     @property
     def long_call(self) -> float:
-        """Seconds from which a call's first timing is kept as its first sample (read by the
-        tuner where its first sample is warm): `LONG_CALL_S`."""
+        """Seconds from which a call's first timing is kept as its first sample and judged by
+        `hopeless_factor` (read by the tuner where its first sample is warm): `LONG_CALL_S`."""
         return LONG_CALL_S
 
     def sync(self) -> None:

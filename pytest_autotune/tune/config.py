@@ -34,9 +34,9 @@ PROJECT_CACHE_DIR = Path(".autotune")
 """The cache root of a project under pytest when `cache_dir` is not set: in its root dir."""
 
 HOPELESS_FACTOR = 10.0
-"""The hopeless factor of a client whose first timing of a call may be cold (a CPU's first
-sample can be preempted: up to 77x on a loaded 2-core VM, BENCHMARKS.md), and which has
-said nothing of its own."""
+"""The hopeless factor where neither the config nor the client sets one: a figure may be
+inflated by the host (a CPU's first sample was preempted up to 77x on a loaded 2-core VM,
+BENCHMARKS.md; a GPU's short call may be timed by an eager loop on the host)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +60,9 @@ class BenchConfig:
     hopeless_factor: float | None = None
     """After the first pass, a candidate whose warm-up and first sample both exceed this
     times the leader's best takes no more samples (not in the seed; see BENCHMARKS.md).
-    None (not set) is the client's own where its first timing of a call is warm (its
-    `hopeless_factor`: 4 on CUDA), else `HOPELESS_FACTOR`; the tuner fills it in."""
+    None (not set) is `HOPELESS_FACTOR`, and for a long call on a client that says its
+    figures of long calls are warm device times, the client's `hopeless_factor` (4 on
+    CUDA, for calls of 2 ms or more: `schedule.LongCalls`)."""
     warmups: int = 3
     """Warm-up calls per candidate before the fixed pass samples it."""
 

@@ -231,7 +231,7 @@ SETTINGS: tuple[Setting, ...] = (
     _bench(
         "hopeless_factor",
         optional(number(1.0, above=True)),
-        "far slower after one pass: out (default: the client's, 4 on CUDA, else 10)",
+        "far slower after one pass: out (default 10; on CUDA 4 for calls of 2 ms or more)",
         None,
     ),
     _bench("warmups", int_at_least(0), "warm-up calls of the fixed pass", 3),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import threading
@@ -26,7 +25,12 @@ from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.log import AutotuneLogContext, ChecksDone, TuningStep, log_decision
 from pytest_autotune.tune.records import AutotuneRecord, Recorder
-from pytest_autotune.tune.schedule import BatchResult, adaptive_round_robin, fixed_pass
+from pytest_autotune.tune.schedule import (
+    BatchResult,
+    LongCalls,
+    adaptive_round_robin,
+    fixed_pass,
+)
 from pytest_autotune.tune.tunable import tune_plan
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 
@@ -256,7 +260,7 @@ class Tuner:
             results.update(_failed_checks(checks))
         excluded = set(results)
 
-        bench, strategy = _schedule_for(bench, client)
+        strategy = _schedule_for(bench, client)
         short_circuit = tunables.short_circuit_for(bench)
         plan = tune_plan(key, tunables.tunables)
         winner: int | None = None
@@ -352,22 +356,20 @@ class Tuner:
                 warnings.warn(f"{exc}; the decision is kept in memory only", stacklevel=3)
 
 
-def _schedule_for(bench: BenchConfig, client: Client) -> tuple[BenchConfig, Strategy]:
-    """The sampling strategy and settings for `client`. A client may say its first timing
-    of a call is already warm (`warm_first_sample`, optional: a client without it is assumed
-    cold); then a warm-up can judge a hopeless candidate, a warm-up of at least its
-    `long_call` seconds is kept as the first sample, and its `hopeless_factor` is the
-    default margin of the hopeless cut (a factor set in the config wins)."""
+def _schedule_for(bench: BenchConfig, client: Client) -> Strategy:
+    """The sampling strategy for `client`. A client may say its first timing of a call is
+    already warm (`warm_first_sample`, optional: a client without it is assumed cold); then
+    a warm-up can judge a hopeless candidate, and where it names its long calls
+    (`long_call`), a long warm-up is kept as the first sample and a long candidate is
+    judged hopeless by the client's `hopeless_factor`, unless the config sets one."""
     if not bench.adaptive:
-        return bench, fixed_pass
+        return fixed_pass
     if not getattr(client, "warm_first_sample", False):
-        return bench, adaptive_round_robin
-    factor = getattr(client, "hopeless_factor", None)
-    if bench.hopeless_factor is None and factor is not None:
-        bench = dataclasses.replace(bench, hopeless_factor=factor)
-    return bench, functools.partial(
-        adaptive_round_robin, warm_up_judges=True, long_call=getattr(client, "long_call", None)
-    )
+        return adaptive_round_robin
+    seconds = getattr(client, "long_call", None)
+    factor = getattr(client, "hopeless_factor", None) if bench.hopeless_factor is None else None
+    long_calls = LongCalls(seconds, factor) if seconds is not None else None
+    return functools.partial(adaptive_round_robin, warm_up_judges=True, long_calls=long_calls)
 
 
 def _failed_checks(checks: tuple[CheckResult, ...]) -> dict[int, AutotuneResult]:

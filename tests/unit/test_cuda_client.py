@@ -686,19 +686,29 @@ def test_a_hopeless_long_candidate_tuned_first_runs_once_on_the_device(gpu: Fake
 
 @pytest.mark.parametrize(
     ("warm", "samples", "runs"),
-    [(True, 1, 2), (False, 3, 4)],
+    [(True, 1, 1), (False, 3, 4)],
     ids=["warm-first-sample", "cold-first-sample"],
 )
 def test_the_cuda_clients_hopeless_margin_is_its_own_only_where_its_first_sample_is_warm(
     gpu: FakeGpu, warm: bool, samples: int, runs: int
 ) -> None:
-    # 6x the leader: cut by the GPU's margin of 4 on its warm-up (the capture's warm-up
-    # call and a replay); a client whose first sample is not warm (no hold, no graph) keeps
-    # the margin of 10 and samples it until elimination (a warm-up and three samples).
+    # 6x the leader, 15 ms a call: cut by the GPU's margin of 4 on its warm-up, the held
+    # capture's warm-up call; a client whose first sample is not warm (no hold, no graph)
+    # keeps the margin of 10 and samples it until elimination (a warm-up, three samples).
     client = CudaClient(cold_l2=False, hold_stream=warm, graph_replay=warm)
     assert client.warm_first_sample is warm
-    decision = tune(client, gpu, {"fast": 100e-6, "close": 105e-6, "slow": 600e-6})
+    decision = tune(client, gpu, {"fast": 2.5e-3, "close": 2.6e-3, "slow": 15e-3})
     assert decision.fastest_name == "fast"
     slow = decision.results[2]
     assert isinstance(slow, AutotuneOutcome) and len(slow.samples) == samples
-    assert gpu.ran.count(600e-6) == runs
+    assert gpu.ran.count(15e-3) == runs
+
+
+def test_a_short_call_keeps_the_default_hopeless_margin_on_the_cuda_client(gpu: FakeGpu) -> None:
+    # 6x the leader at 600 us: its figure could be a caller's loop timed on the host, so
+    # the margin of 4 does not judge it; it is eliminated after min_samples instead.
+    client = CudaClient(cold_l2=False)
+    decision = tune(client, gpu, {"fast": 100e-6, "close": 105e-6, "slow": 600e-6})
+    assert decision.fastest_name == "fast"
+    slow = decision.results[2]
+    assert isinstance(slow, AutotuneOutcome) and len(slow.samples) == 3
