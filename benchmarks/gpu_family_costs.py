@@ -15,12 +15,13 @@ of do_bench's wall over its candidates, and every tuning's winner is do_bench's,
 within `SAME` of it by do_bench's own clock (two candidates that close are the same speed to both).
 
 The hopeless cut's margin on the GPU for calls of 2 ms or more (`cuda.HOPELESS_FACTOR`, 4)
-is safe where no first sample reads that far over its candidate's speed. So after the timed tunings each family is
-tuned once more with the cut off (`hopeless_factor=1e9`, not timed), where every candidate
-takes at least `min_samples` samples, and the script prints the first-sample inflation:
-the largest ratio of a candidate's first sample over its final best, over that tuning and
-the timed ones (candidates of two samples or more). It also prints how far the candidates
-the cut dropped were from do_bench's fastest, by do_bench's clock (the cut must never drop
+is safe where no first sample reads that far over its candidate's speed. So after the
+timed tunings each family is tuned once more with the cut off (`hopeless_factor=1e9`, not
+timed) by a fresh client, so that every candidate's first sample is its first call and at
+least `min_samples` samples follow, and the script prints the first-sample inflation: the
+largest ratio of a candidate's first sample over its final best, over that tuning and the
+timed ones (candidates of two samples or more). It also prints how far the candidates the
+cut dropped were from do_bench's fastest, by do_bench's clock (the cut must never drop
 one within `speed_factor`).
 
     PYTHONPATH=. python3 benchmarks/gpu_family_costs.py [--runs 3]
@@ -41,7 +42,7 @@ from typing import Any
 
 from benchmarks.gpu_common import FAMILIES, HISTOGRAM_KERNELS, cupy, table, write_json
 from pytest_autotune import AutotuneConfig, AutotuneOutcome, BenchConfig, TunableSet, Tuner
-from pytest_autotune.backends import cuda
+from pytest_autotune.backends import CudaClient, cuda
 from pytest_autotune.tune.log import Eliminated
 from pytest_autotune.tune.tuner import TuneDecision
 
@@ -129,9 +130,11 @@ def measure(
             r.name: len(r.samples) if isinstance(r, AutotuneOutcome) else str(r)
             for r in decision.results.values()
         }
+    # A client of its own, so that every candidate's first timing is its first call, as in
+    # a first tuning (the cut ones included, whose one sample there is that call).
     uncut = Tuner("family-costs", client.device_id, AutotuneConfig(disable_cache=True))
     inflation, inflated = first_sample_inflation(
-        [*decisions, uncut.tune(name, tunables, inputs, client, NO_CUT)]
+        [*decisions, uncut.tune(name, tunables, inputs, CudaClient(), NO_CUT)]
     )
     cut = hopeless_cuts(decisions)
     do_bench_ms, started = {}, time.perf_counter()
