@@ -66,8 +66,9 @@ How one sample is taken, and why:
    the candidate back to back on the host (per call, synchronized at the end: what a
    caller's loop pays), and a sample reads the larger of the two: a call cannot finish
    faster than its launches are issued. Where the device time is over `ENQUEUE_MARGIN`
-   times the last known enqueue time (on the first sample, the capture's warm-up call's)
-   the host cannot bind the call and the loop is left out. `timing="device"` reads the
+   times the last known enqueue time (on the first sample, the capture's warm-up call's,
+   else that of a second of two eager calls, since the warm-up's held its first
+   allocations) the host cannot bind the call and the loop is left out. `timing="device"` reads the
    device time alone. Both figures of the latest sample are kept per candidate
    (`call_costs`) for the report.
 5. **Several placements for the gate.** Where a call's buffers land changes some kernels'

@@ -467,8 +467,9 @@ def test_a_call_is_scored_by_its_host_enqueue_time_where_that_exceeds_its_device
     assert cost is not None
     assert cost.device == pytest.approx(NODE + 2e-6) and cost.enqueue == pytest.approx(20e-6)
     # Each sample replays the graph, after a warm eager call and a loop of eager calls timed
-    # on the host (what a caller's loop pays per call).
-    assert len(calls) == 2 + 3 * (1 + 2 * EAGER_LEAD + EAGER_CALLS)
+    # on the host (what a caller's loop pays per call); the first also times two eager calls
+    # (its warm-up's enqueue time was cold).
+    assert len(calls) == 2 + 2 + 3 * (1 + 2 * EAGER_LEAD + EAGER_CALLS)
 
 
 def test_the_cold_start_of_an_eager_loop_after_a_synchronize_is_not_what_a_caller_pays(
@@ -510,20 +511,21 @@ def test_a_long_host_bound_call_makes_fewer_eager_calls_but_keeps_the_lead(gpu: 
     assert client.time(slow_host, ()) == pytest.approx(100e-6)
     difference = max(EAGER_MIN_CALLS, int(EAGER_BUDGET_S / 100e-6))
     assert difference < EAGER_CALLS
-    assert len(calls) == 2 + 1 + 2 * EAGER_LEAD + difference
+    assert len(calls) == 2 + 2 + 1 + 2 * EAGER_LEAD + difference
 
 
 def test_one_stalled_call_in_the_short_loop_does_not_make_a_host_bound_call_device_bound(
     gpu: FakeGpu,
 ) -> None:
-    # 10 us to enqueue, 2 us on the device; the fifth call of all (in the first sample's
-    # short loop) stalls for 1 ms. The second sample must still pay the host's 10 us.
+    # 10 us to enqueue, 2 us on the device; the seventh call of all (in the first sample's
+    # short loop, after the warm-up, the capture, two warm eager calls and the loop's own
+    # first) stalls for 1 ms. The second sample must still pay the host's 10 us.
     clock = HostClock()
     calls = []
 
     def host_bound() -> None:
         calls.append(1)
-        clock.ns += 1_000_000 if len(calls) == 5 else 10_000
+        clock.ns += 1_000_000 if len(calls) == 7 else 10_000
         gpu.launch(2e-6)
 
     client = CudaClient(cold_l2=False, host_timer=clock)
@@ -563,6 +565,26 @@ def test_a_device_bound_call_never_pays_for_the_eager_loop_not_even_on_its_first
     assert len(calls) == 2
     cost = client.call_costs(device_bound)
     assert cost is not None and cost.enqueue == pytest.approx(5e-6)
+
+
+def test_a_device_bound_call_whose_warm_up_allocated_pays_no_loop_on_its_first_sample(
+    gpu: FakeGpu,
+) -> None:
+    # 300 us on the device, 10 us to enqueue, but 1 ms for the first call of all (its
+    # allocations in the capture's fresh pool): two warm eager calls show it device-bound.
+    clock = HostClock()
+    calls = []
+
+    def first_allocates() -> None:
+        clock.ns += 1_000_000 if not calls else 10_000
+        calls.append(1)
+        gpu.launch(300e-6)
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    assert client.time(first_allocates, ()) == pytest.approx(NODE + 300e-6)
+    assert len(calls) == 2 + 2  # warm-up, capture, two eager calls: no loop
+    cost = client.call_costs(first_allocates)
+    assert cost is not None and cost.enqueue == pytest.approx(10e-6)
 
 
 def test_an_unknown_timing_is_refused() -> None:
