@@ -14,6 +14,16 @@ family meets the target when both its first and its median tuning wall are at mo
 of do_bench's wall over its candidates, and every tuning's winner is do_bench's, or
 within `SAME` of it by do_bench's own clock (two candidates that close are the same speed to both).
 
+The hopeless cut's margin on the GPU for calls of 2 ms or more (`cuda.HOPELESS_FACTOR`, 4)
+is safe where no first sample reads that far over its candidate's speed. So after the
+timed tunings each family is tuned once more with the cut off (`hopeless_factor=1e9`, not
+timed) by a fresh client, so that every candidate's first sample is its first call and at
+least `min_samples` samples follow, and the script prints the first-sample inflation: the
+largest ratio of a candidate's first sample over its final best, over that tuning and the
+timed ones (candidates of two samples or more). It also prints how far the candidates the
+cut dropped were from do_bench's fastest, by do_bench's clock (the cut must never drop
+one within `speed_factor`).
+
     PYTHONPATH=. python3 benchmarks/gpu_family_costs.py [--runs 3]
 
 Prints a table and writes `$OUT/family_costs.json` when `OUT` is set. Exit code 1 when a
@@ -31,8 +41,10 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks.gpu_common import FAMILIES, HISTOGRAM_KERNELS, cupy, table, write_json
-from pytest_autotune import AutotuneConfig, AutotuneOutcome, TunableSet, Tuner
-from pytest_autotune.backends import cuda
+from pytest_autotune import AutotuneConfig, AutotuneOutcome, BenchConfig, TunableSet, Tuner
+from pytest_autotune.backends import CudaClient, cuda
+from pytest_autotune.tune.log import Eliminated
+from pytest_autotune.tune.tuner import TuneDecision
 
 SAME = 1.03
 TARGET = 0.1
@@ -71,6 +83,30 @@ def families(cp: Any) -> dict[str, tuple[dict[str, Callable[..., Any]], tuple[An
     return out
 
 
+NO_CUT = BenchConfig(hopeless_factor=1e9)
+
+
+def first_sample_inflation(decisions: list[TuneDecision]) -> tuple[float, str]:
+    """The largest first sample over final best of any candidate with two samples or more,
+    and which candidate it was."""
+    ratios = [
+        (r.samples[0] / r.best, r.name)
+        for d in decisions
+        for r in d.results.values()
+        if isinstance(r, AutotuneOutcome) and len(r.samples) >= 2
+    ]
+    return max(ratios) if ratios else (1.0, "-")
+
+
+def hopeless_cuts(decisions: list[TuneDecision]) -> set[str]:
+    return {
+        e.name
+        for d in decisions
+        for e in d.context.events
+        if isinstance(e, Eliminated) and e.reason.startswith("hopeless")
+    }
+
+
 def measure(
     name: str, candidates: dict[str, Callable[..., Any]], inputs: tuple[Any, ...], runs: int
 ) -> dict[str, Any]:
@@ -82,17 +118,25 @@ def measure(
         fn(*inputs)
     cp.cuda.Device().synchronize()
     tunables = TunableSet.of(lambda *args: name, candidates)
-    walls, winners, samples = [], [], {}
+    walls, winners, samples, decisions = [], [], {}, []
     for _ in range(runs):
         tuner = Tuner("family-costs", client.device_id, AutotuneConfig(disable_cache=True))
         started = time.perf_counter()
         decision = tuner.tune(name, tunables, inputs, client)
         walls.append(time.perf_counter() - started)
         winners.append(decision.fastest_name)
+        decisions.append(decision)
         samples = {
             r.name: len(r.samples) if isinstance(r, AutotuneOutcome) else str(r)
             for r in decision.results.values()
         }
+    # A client of its own, so that every candidate's first timing is its first call, as in
+    # a first tuning (the cut ones included, whose one sample there is that call).
+    uncut = Tuner("family-costs", client.device_id, AutotuneConfig(disable_cache=True))
+    inflation, inflated = first_sample_inflation(
+        [*decisions, uncut.tune(name, tunables, inputs, CudaClient(), NO_CUT)]
+    )
+    cut = hopeless_cuts(decisions)
     do_bench_ms, started = {}, time.perf_counter()
     for label, fn in candidates.items():
         do_bench_ms[label] = triton.testing.do_bench(
@@ -103,6 +147,10 @@ def measure(
     same = all(do_bench_ms[w] <= SAME * best for w in winners)
     ratio = statistics.median(walls) / do_bench_wall
     return {
+        "first_sample_inflation": inflation,
+        "most_inflated": inflated,
+        "hopeless_cuts": sorted(cut),
+        "nearest_cut_by_do_bench": min((do_bench_ms[c] / best for c in cut), default=None),
         "first_ratio": walls[0] / do_bench_wall,
         "tuning_walls_s": walls,
         "winners": winners,
@@ -134,10 +182,22 @@ def main(argv: list[str]) -> int:
              "met" if entry["met"] else "MISSED"]
         )  # fmt: skip
         print(f"{name}: samples per candidate (last tuning) {entry['last_tuning_samples']}")
+        nearest = entry["nearest_cut_by_do_bench"]
+        print(
+            f"{name}: first-sample inflation {entry['first_sample_inflation']:.3f}x"
+            f" ({entry['most_inflated']}); hopeless cuts {entry['hopeless_cuts'] or 'none'}"
+            + (f", the nearest {nearest:.2f}x do_bench's fastest" if nearest else "")
+        )
     header = ["family", "first tuning ms", "tuning ms (median)", "do_bench ms",
               "first ratio", f"ratio (<= {TARGET:g})",
               "our winners", "do_bench winner", "verdict"]  # fmt: skip
     print(table(header, rows))
+    worst = max(e["first_sample_inflation"] for e in report.values())
+    print(
+        f"hopeless margin on this GPU: {cuda().hopeless_factor:g}x for calls of"
+        f" {cuda().long_call * 1e3:g} ms or more (10x below);"
+        f" largest first-sample inflation over all families: {worst:.3f}x"
+    )
     write_json("family_costs.json", report)
     return 0 if all(e["met"] for e in report.values()) else 1
 

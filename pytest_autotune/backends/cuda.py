@@ -44,7 +44,12 @@ How one sample is taken, and why:
    The capture follows one warm-up call, both on a stream of the client's, with the
    call's allocations in a memory pool of its own that lives as long as the graph: the
    replays write where the captured call's arrays were, what it returned included, and
-   from CuPy's pool those blocks would go to other arrays. A call that cannot be captured
+   from CuPy's pool those blocks would go to other arrays. The warm-up call is timed as a
+   sample is, behind a hold of its own that gives up sooner (`WARM_UP_HOLD_S`: a call that
+   synchronizes waits on it until then); where it read `LONG_CALL_S` or more, device-bound,
+   its figure is the call's first sample and no replay is timed with it: a long call's
+   first timing costs one call, not two, and the tuner keeps it as the candidate's first
+   sample (`long_call`). A call that cannot be captured
    is timed through the stream as in 2, from then on: cuBLAS under CuPy, a call that
    synchronizes, work sent to the legacy stream (the capture stream is a blocking one, so
    such work fails the capture instead of running outside the graph), inputs other than
@@ -61,8 +66,9 @@ How one sample is taken, and why:
    the candidate back to back on the host (per call, synchronized at the end: what a
    caller's loop pays), and a sample reads the larger of the two: a call cannot finish
    faster than its launches are issued. Where the device time is over `ENQUEUE_MARGIN`
-   times the last known enqueue time (on the first sample, the capture's warm-up call's)
-   the host cannot bind the call and the loop is left out. `timing="device"` reads the
+   times the last known enqueue time (on the first sample, the capture's warm-up call's,
+   else that of a second of two eager calls, since the warm-up's held its first
+   allocations) the host cannot bind the call and the loop is left out. `timing="device"` reads the
    device time alone. Both figures of the latest sample are kept per candidate
    (`call_costs`) for the report.
 5. **Several placements for the gate.** Where a call's buffers land changes some kernels'
@@ -108,10 +114,15 @@ from pytest_autotune.backends.cuda_device import (
     device_uuid,
     import_cupy,
 )
-from pytest_autotune.backends.cuda_graphs import PLACEMENTS, Candidates, GraphReplays
+from pytest_autotune.backends.cuda_graphs import PLACEMENTS, Candidates, GraphReplays, WarmUp
 from pytest_autotune.backends.cuda_peaks import MIN_PROBE_BUFFER, ProbeTarget, probe_peaks
-from pytest_autotune.backends.cuda_sampler import EventSampler
-from pytest_autotune.backends.cuda_timing import MIN_SAMPLE_S, CallCost, CallerTiming
+from pytest_autotune.backends.cuda_sampler import WARM_UP_HOLD_S, EventSampler
+from pytest_autotune.backends.cuda_timing import (
+    ENQUEUE_MARGIN,
+    MIN_SAMPLE_S,
+    CallCost,
+    CallerTiming,
+)
 from pytest_autotune.backends.peaks import Peaks, load_or_probe
 
 PLACEMENT_MEMORY_SHARE = 8
@@ -120,6 +131,26 @@ PLACEMENT_MEMORY_SHARE = 8
 
 REPLAY_CALIBRATION_NODES = (1, 32)
 """Graphs of this many empty kernels measure a replay's fixed cost (`_replay_fixed_cost`)."""
+
+LONG_CALL_S = 2e-3
+"""A call whose first timing reads at least this long is sampled no more in the tuner's first
+pass (`long_call`, `CudaClient._long_first_call`): against 2 ms, what a warm-up absorbs and
+what a graph replay saves are below the GPU's noise; and it is judged hopeless by
+`HOPELESS_FACTOR`."""
+
+HOPELESS_FACTOR = 4.0
+"""The hopeless cut's margin for a call of `LONG_CALL_S` or more on a GPU, where a first
+sample is warm (`warm_first_sample`); a shorter call keeps the default of 10, since its
+figure may be what a caller's eager loop paid, timed on the host, whose stalls are a CPU's
+noise. On a CPU preemptions inflated one sample up to 77x; a long call's figures on a GPU
+are device times that repeat within 1-2%, and its first one follows a warm call of the
+candidate (a capture's warm-up), or is that call itself, held until all of it was
+enqueued. A candidate cut at 4 times the leader could only have won if its first sample
+read it over 4 times slower than it is: 300% of inflation against 1-2% of noise. One
+spared between 1.5 and 4 times the leader is still eliminated after `min_samples`
+samples (`speed_factor`). At 10, matmul's naive and tiled
+candidates (6-9x the leader, 25 and 17 ms a call) took three samples each plus warm-ups;
+`benchmarks/gpu_family_costs.py` prints the largest first-sample inflation of every family."""
 
 
 def _enqueue_nothing() -> None:
@@ -168,18 +199,18 @@ class CudaClient:
         self._total_memory = int(props["totalGlobalMem"])
         with self._device:
             self._attributes: dict[str, int] = dict(self._device.attributes)
-            # Blocking, unlike the usual capture stream: work a call sends to the legacy
-            # stream during the capture then fails it rather than running outside the graph.
-            self._replays = GraphReplays(
-                cp, cp.cuda.Stream() if graph_replay else None, self._caller.host_timer
-            )
             self._sampler = EventSampler(
                 cp,
                 self._attributes,
                 cold_l2=cold_l2,
                 hold_stream=hold_stream,
                 host_timer=self._caller.host_timer,
-                on_out_of_memory=self._replays.free_after_out_of_memory,
+                on_out_of_memory=self._free_after_out_of_memory,
+            )
+            # Blocking, unlike the usual capture stream: work a call sends to the legacy
+            # stream during the capture then fails it rather than running outside the graph.
+            self._replays = GraphReplays(
+                cp, cp.cuda.Stream() if graph_replay else None, self._time_warm_up
             )
         self._device_id = device_id_from(self._name)
 
@@ -254,6 +285,16 @@ class CudaClient:
         allocation) out of the device time."""
         return self.graph_replay or self.hold_stream
 
+    hopeless_factor = HOPELESS_FACTOR
+    """The hopeless cut's margin for a call of `long_call` or more (read where the first
+    sample is warm; a `hopeless_factor` in the config wins): see `HOPELESS_FACTOR`."""
+
+    @property
+    def long_call(self) -> float:
+        """Seconds from which a call's first timing is kept as its first sample and judged by
+        `hopeless_factor` (read by the tuner where its first sample is warm): `LONG_CALL_S`."""
+        return LONG_CALL_S
+
     def sync(self) -> None:
         self._device.synchronize()
 
@@ -272,7 +313,11 @@ class CudaClient:
         """`time`, scored by what the caller pays (`caller`) or by device time alone (the
         probes and the launch overhead, whose host cost is the instrument's)."""
         with self._lock, self._device:
-            replay = self._replays.of(fn, inputs)
+            replay, warm_up = self._replays.of(fn, inputs)
+            first = self._long_first_call(warm_up) if warm_up is not None else None
+            if warm_up is not None and first is not None:
+                # Device-bound: what a caller's loop pays per call is its device time.
+                return self._caller.score(fn, first, warm_up.enqueue, None, caller)
             call, args = (replay.launch, ()) if replay is not None else (fn, inputs)
             hold = self.hold_stream and fn not in self._synchronizing
             seconds = None
@@ -305,6 +350,35 @@ class CudaClient:
                 )
             return self._caller.score(fn, device, enqueue, paid, caller)
 
+    def _time_warm_up(
+        self, fn: Callable[..., object], inputs: tuple[Any, ...]
+    ) -> tuple[float | None, float]:
+        """The capture's warm-up call, timed on the capture stream behind a short hold
+        (`WARM_UP_HOLD_S`), as a `WarmUpTimer`."""
+        seconds = self._sampler.sample(fn, inputs, hold=self.hold_stream, timeout=WARM_UP_HOLD_S)
+        held = self.hold_stream and not self._sampler.timed_out()
+        return seconds if held else None, self._sampler.enqueued
+
+    def _long_first_call(self, warm_up: WarmUp) -> float | None:
+        """The device seconds of a capture's warm-up call where they stand as the call's
+        first sample, None where they do not. They do for a call held until it was all
+        enqueued, of at least `LONG_CALL_S`, and device-bound (over `ENQUEUE_MARGIN` times
+        its enqueue time, so that a caller's loop would pay its device time): a graph replay
+        would save it less than the GPU's noise (0.75 us per launch), and what a warm-up
+        absorbs (a compilation, first allocations) is host work, which the hold kept out.
+        A slow candidate then costs one call for its warm-up and its first sample, not three
+        (its warm-up, a timed replay the tuner discards, and the sample): 1.4 s for the
+        0.47 s candidate of the sum family, against do_bench's 4.1 s for the whole family."""
+        if warm_up.seconds is None:
+            return None
+        device = warm_up.seconds - self._empty_sample(True, False)
+        if device >= LONG_CALL_S and device > ENQUEUE_MARGIN * warm_up.enqueue:
+            return device
+        return None
+
+    def _free_after_out_of_memory(self, error: BaseException, stream: Any) -> None:
+        self._replays.free_after_out_of_memory(error, stream)
+
     def call_costs(self, fn: Callable[..., object]) -> CallCost | None:
         """The device and host enqueue seconds of `fn`'s latest sample, None when it was
         never timed (or cannot be remembered: an unhashable or unreferenceable callable)."""
@@ -334,7 +408,9 @@ class CudaClient:
         counts = REPLAY_CALIBRATION_NODES
         medians = []
         for count in counts:
-            replay = self._replays.capture(functools.partial(self._launch_nothing, count), (), ())
+            replay, _ = self._replays.capture(
+                functools.partial(self._launch_nothing, count), (), ()
+            )
             if replay is None:
                 raise RuntimeError("a graph of empty kernels could not be captured")
             medians.append(

@@ -49,6 +49,20 @@ def inputs_key(
     return tuple(key)
 
 
+WarmUpTimer = Callable[[Callable[..., object], tuple[Any, ...]], tuple[float | None, float]]
+"""`time(fn, inputs) -> (seconds, enqueue)`: one call on the current stream, timed as a
+sample, and the host seconds of the call; seconds None where the timing holds host time."""
+
+
+@dataclass(frozen=True, slots=True)
+class WarmUp:
+    """The call a capture makes first, timed (`WarmUpTimer`): device seconds, None where they
+    may hold the host's (the hold gave up, or there is none), and host enqueue seconds."""
+
+    seconds: float | None
+    enqueue: float
+
+
 @dataclass(frozen=True, slots=True)
 class Replay:
     """One call of a candidate captured in a CUDA graph, with the memory its replays use."""
@@ -90,13 +104,13 @@ class Candidates:
 class GraphReplays:
     """The captured calls of one client, the most recently timed kept (`REPLAY_CACHE_SIZE`),
     and the candidates that cannot be captured. `stream` is the client's capture stream,
-    None without graph replay (every call then goes through the stream); `host_timer`
-    (nanoseconds) times the warm-up call's enqueue."""
+    None without graph replay (every call then goes through the stream); `time_warm_up`
+    times the call before a capture (`WarmUpTimer`)."""
 
-    def __init__(self, cp: Any, stream: Any, host_timer: Callable[[], int]) -> None:
+    def __init__(self, cp: Any, stream: Any, time_warm_up: WarmUpTimer) -> None:
         self._cp = cp
         self.stream = stream
-        self._host_timer = host_timer
+        self._time_warm_up = time_warm_up
         self._replays: OrderedDict[tuple[Callable[..., object], tuple[Any, ...]], Replay] = (
             OrderedDict()
         )
@@ -107,39 +121,43 @@ class GraphReplays:
         the stream: its one-time host work, compilation included, is behind it."""
         return fn in self._uncapturable
 
-    def of(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> Replay | None:
-        """The graph of one call of `fn(*inputs)`, captured on first use; None where the call
-        is timed through the stream (see `backends.cuda`'s docstring). A candidate keeps the graphs
-        of its `PLACEMENTS` most recent inputs; an older one and its memory go before a new
+    def of(
+        self, fn: Callable[..., object], inputs: tuple[Any, ...]
+    ) -> tuple[Replay | None, WarmUp | None]:
+        """The graph of one call of `fn(*inputs)`, captured on first use, None where the call
+        is timed through the stream (see `backends.cuda`'s docstring); and the warm-up call
+        a capture tried now made, None where none was tried. A candidate keeps the graphs of
+        its `PLACEMENTS` most recent inputs; an older one and its memory go before a new
         capture."""
         if self.stream is None or fn in self._uncapturable:
-            return None
+            return None, None
         key = inputs_key(inputs, lambda value: isinstance(value, self._cp.ndarray))
         if key is None:
-            return None
+            return None, None
         try:
             replay = self._replays.pop((fn, key), None)
         except TypeError:  # unhashable: nowhere to keep its graph
-            return None
+            return None, None
+        warm_up = None
         if replay is None:
             own = [k for k in self._replays if k[0] is fn]
             for old in own[: max(0, len(own) - PLACEMENTS + 1)]:
                 del self._replays[old]
-            replay = self.capture(fn, inputs, key)
+            replay, warm_up = self.capture(fn, inputs, key)
             if replay is None:
                 self._uncapturable.add(fn)
-                return None
+                return None, warm_up
         self._replays[fn, key] = replay
         while len(self._replays) > REPLAY_CACHE_SIZE:
             self._replays.popitem(last=False)
-        return replay
+        return replay, warm_up
 
     def capture(
         self, fn: Callable[..., object], inputs: tuple[Any, ...], key: tuple[Any, ...]
-    ) -> Replay | None:
-        """One warm-up call, then one call captured, both on the capture stream and in a
-        pool of their own. An error of the warm-up is the candidate's and is raised; one of
-        the capture means the call cannot be captured, and gives None."""
+    ) -> tuple[Replay | None, WarmUp]:
+        """One warm-up call, timed, then one call captured, both on the capture stream and
+        in a pool of their own. An error of the warm-up is the candidate's and is raised;
+        one of the capture means the call cannot be captured, and gives no replay."""
         cp = self._cp
         stream = self.stream
         assert stream is not None
@@ -148,15 +166,13 @@ class GraphReplays:
         stream.wait_event(cp.cuda.get_current_stream().record())
         with cp.cuda.using_allocator(pool.malloc), stream:
             try:
-                start = self._host_timer()
-                fn(*inputs)
-                enqueue = (self._host_timer() - start) / 1e9
-                stream.synchronize()
+                # The timer gives the memory of an out-of-memory failure back
+                # (`free_after_out_of_memory`); this pool's blocks are left to this frame.
+                warm_up = WarmUp(*self._time_warm_up(fn, inputs))
             except BaseException as error:
                 if is_out_of_memory(cp, error):
                     traceback.clear_frames(error.__traceback__)
                     pool.free_all_blocks()
-                    self.free_after_out_of_memory(error, stream)
                 raise
             try:
                 stream.begin_capture(CAPTURE_MODE_THREAD_LOCAL)
@@ -165,8 +181,8 @@ class GraphReplays:
                 finally:
                     graph = stream.end_capture()
             except Exception:
-                return None
-        return Replay(key, graph, pool, outputs, enqueue)
+                return None, warm_up
+        return Replay(key, graph, pool, outputs, warm_up.enqueue), warm_up
 
     def free_after_out_of_memory(self, error: BaseException, stream: Any) -> None:
         """Give the device memory a failed candidate held back to the next one: its frames

@@ -16,6 +16,14 @@ so 0.2 s covers a candidate of thousands of launches; a candidate that synchroni
 its call costs this once per process (twice where no capture warmed it up first) before it
 is timed without the hold."""
 
+WARM_UP_HOLD_S = 10e-3
+"""How long the holding kernel waits for the host in a capture's warm-up call, the first
+call of a candidate on its inputs, timed so that a long call's first timing can stand as its
+first sample (`CudaClient._long_first_call`). Short, because a candidate that synchronizes
+waits on the hold until it gives up, and it is the warm-up that tells: 10 ms per such
+candidate per process. Longer host work before the launches (a compilation, a first cuBLAS
+call) outlasts it, and the call is then timed by a replay as any other."""
+
 L2_FLUSH_FACTOR = 2
 """The cold-L2 buffer is this many times the L2 size (see the module docstring)."""
 FLUSH_BLOCK = 256
@@ -105,16 +113,18 @@ class EventSampler:
         fn: Callable[..., object],
         inputs: tuple[Any, ...],
         hold: bool,
+        timeout: float = HOLD_TIMEOUT_S,
     ) -> float:
-        """Device seconds of one call of `fn(*inputs)`; `enqueued` is the host time of the
-        call itself (what a call timed through the stream costs its caller to enqueue)."""
+        """Device seconds of one call of `fn(*inputs)`, held for at most `timeout` seconds;
+        `enqueued` is the host time of the call itself (what a call timed through the stream
+        costs its caller to enqueue)."""
         cp = self._cp
         stream = cp.cuda.get_current_stream()
         if hold:
             assert self._flag is not None
             self._flag[0] = 0
             self._flag[1] = 0
-            timeout_ns = cp.uint64(round(HOLD_TIMEOUT_S * 1e9))
+            timeout_ns = cp.uint64(round(timeout * 1e9))
             self._hold_kernel((1,), (1,), (cp.uint64(self._flag_ptr), timeout_ns))
         try:
             if self._flush is not None:

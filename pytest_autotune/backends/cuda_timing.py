@@ -91,7 +91,14 @@ class CallerTiming:
         call's) is device-bound, and its loop would cost `EAGER_CALLS` calls of device time
         for a figure the device sample already gives: 24 calls of 0.47 s on the first
         tuning of a slow sum candidate, where do_bench pays 8. `stream` is the current
-        stream."""
+        stream.
+
+        The warm-up call was cold: its enqueue time holds the first allocations in the
+        capture's fresh pool (cudaMalloc) and any compilation. Where that alone keeps the
+        first sample from calling the call device-bound, two eager calls are made and the
+        second's enqueue time decides instead (`warm_enqueue`): a 300 us transpose whose
+        warm-up allocated 256 MiB no longer pays a loop of 23 calls in its first tuning,
+        which a warm client never paid."""
         cost = self.call_costs(fn)
         known = cost.enqueue if cost is not None and cost.enqueue is not None else first_enqueue
         if device > ENQUEUE_MARGIN * known:
@@ -100,8 +107,22 @@ class CallerTiming:
         def eager() -> None:
             fn(*inputs)
 
+        if cost is None:
+            known = self.warm_enqueue(eager)
+            if device > ENQUEUE_MARGIN * known:
+                return known, None
         calls = max(EAGER_MIN_CALLS, min(EAGER_CALLS, int(EAGER_BUDGET_S / max(known, 1e-9))))
         return self.eager_loop(eager, stream, calls)
+
+    def warm_enqueue(self, eager: Callable[[], None]) -> float:
+        """Host seconds to enqueue one eager call after another, whose first allocations
+        (from CuPy's pool, not the capture's) are behind it. One call read more than a
+        loop's per-call cost on an H200 (see `eager_loop`), never less: a call it shows
+        device-bound is."""
+        eager()
+        start = self.host_timer()
+        eager()
+        return (self.host_timer() - start) / 1e9
 
     def eager_loop(
         self, eager: Callable[[], None], stream: Any, calls: int = EAGER_CALLS

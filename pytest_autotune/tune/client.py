@@ -39,4 +39,9 @@ class Client(Protocol):
 
     # Optional, read with getattr: `warm_first_sample: bool`, True where the first `time`
     # of a call is not inflated by one-time work (compilation, first allocations), so that
-    # the adaptive round robin may drop a hopeless candidate on its warm-up alone.
+    # the adaptive round robin may drop a hopeless candidate on its warm-up alone. Read only
+    # where it is True: `long_call: float | None`, the seconds from which a timing of a call,
+    # its first one included, is as good a sample as any later one and a device time held
+    # to the device's noise (the first pass then keeps a long candidate's warm-up as its
+    # sample: one call, not two); and `hopeless_factor: float | None`, the margin of the
+    # hopeless cut for such calls, where the config sets none (`schedule.LongCalls`).

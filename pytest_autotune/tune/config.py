@@ -33,6 +33,11 @@ YAML_FILE = "autotune.yaml"
 PROJECT_CACHE_DIR = Path(".autotune")
 """The cache root of a project under pytest when `cache_dir` is not set: in its root dir."""
 
+HOPELESS_FACTOR = 10.0
+"""The hopeless factor where neither the config nor the client sets one: a figure may be
+inflated by the host (a CPU's first sample was preempted up to 77x on a loaded 2-core VM,
+BENCHMARKS.md; a GPU's short call may be timed by an eager loop on the host)."""
+
 
 @dataclass(frozen=True, slots=True)
 class BenchConfig:
@@ -52,15 +57,23 @@ class BenchConfig:
     """Samples under the roofline time limit that end a batch early."""
     speed_factor: float = 1.5
     """A candidate whose best time exceeds this times the leader's is eliminated."""
-    hopeless_factor: float = 10.0
+    hopeless_factor: float | None = None
     """After the first pass, a candidate whose warm-up and first sample both exceed this
-    times the leader's best takes no more samples (not in the seed; see BENCHMARKS.md)."""
+    times the leader's best takes no more samples (not in the seed; see BENCHMARKS.md).
+    None (not set) is `HOPELESS_FACTOR`, and for a long call on a client that says its
+    figures of long calls are warm device times, the client's `hopeless_factor` (4 on
+    CUDA, for calls of 2 ms or more: `schedule.LongCalls`)."""
     warmups: int = 3
     """Warm-up calls per candidate before the fixed pass samples it."""
 
     def __post_init__(self) -> None:
         _normalize(self)
         _check_sample_range(self.min_samples, self.max_samples)
+
+    @property
+    def hopeless(self) -> float:
+        """The hopeless factor in force: the one set, else `HOPELESS_FACTOR`."""
+        return HOPELESS_FACTOR if self.hopeless_factor is None else self.hopeless_factor
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,24 @@ IMPROVEMENT = 0.02
 STALLS_TO_CONVERGE = 2
 
 
+@dataclass(frozen=True, slots=True)
+class LongCalls:
+    """What a client whose first timing of a call is warm says of its calls of at least
+    `seconds`: their first timing is as good a sample as any later one, and their figures
+    are device times held to the device's noise, so `hopeless_factor` (None: the config's)
+    is margin enough to cut them. A shorter call's figure may be a caller's loop timed on
+    the host, whose stalls are a CPU's noise: it keeps the config's margin."""
+
+    seconds: float
+    hopeless_factor: float | None = None
+
+    def margin(self, figure: float, config: BenchConfig) -> float:
+        """The hopeless factor that judges a candidate on `figure`."""
+        if self.hopeless_factor is not None and figure >= self.seconds:
+            return self.hopeless_factor
+        return config.hopeless
+
+
 @dataclass(slots=True)
 class _Trial:
     """The running state of one candidate in a batch."""
@@ -38,7 +56,8 @@ class _Trial:
     """Whether the first sample is warm-up biased (see `effective`)."""
     samples: list[float] = field(default_factory=list)
     warm_up: float | None = None
-    """The time of the warm-up call before the first sample, kept only to judge hopeless."""
+    """The time of the warm-up call before the first sample: kept to judge hopeless, and as
+    the first sample where it is one (`LongCalls`)."""
     error: AutotuneError | None = None
     eliminated: bool = False
     converged: bool = False
@@ -110,6 +129,14 @@ class _Batch:
         if not keep:
             trial.warm_up = seconds
             return
+        self._keep(trial, seconds)
+
+    def keep_warm_up(self, trial: _Trial) -> None:
+        """Count `trial`'s warm-up as its first sample (see `adaptive_round_robin`)."""
+        assert trial.warm_up is not None
+        self._keep(trial, trial.warm_up)
+
+    def _keep(self, trial: _Trial, seconds: float) -> None:
         trial.samples.append(seconds)
         if self.under_limit(seconds):
             trial.under_limit += 1
@@ -201,6 +228,7 @@ def adaptive_round_robin(
     ctx: AutotuneLogContext | None = None,
     *,
     warm_up_judges: bool = False,
+    long_calls: LongCalls | None = None,
 ) -> BatchResult:
     """The seed's adaptive sampling: a first pass, then rounds of one sample per candidate.
 
@@ -213,7 +241,11 @@ def adaptive_round_robin(
     own, or leaves host work out), a warm-up beyond that margin of an earlier candidate's
     best drops the candidate at once, its warm-up kept as its one sample: a hopeless
     candidate then costs one timed call, not two (a 0.47 s sum candidate, whose do_bench
-    takes 8 calls).
+    takes 8 calls). Where the client says its long calls' first timings are samples
+    (`long_calls`), a warm-up that long is kept as the first sample and no other is taken
+    in the first pass: a long candidate costs one call there, hopeless or not, the first
+    one included, which has no leader to be judged against until the pass is over; and a
+    candidate judged on a figure that long is judged by the client's margin.
 
     Rounds: one sample per live candidate, interleaved so a slow phase of the machine
     lands on all of them. Once three samples exist the first, warm-up biased one is
@@ -229,13 +261,16 @@ def adaptive_round_robin(
     batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx, True)
     for trial in batch.trials:
         batch.take(trial, keep=False)
-        if warm_up_judges and _hopeless_at_warm_up(trial, batch.trials, config, ctx):
+        if warm_up_judges and _hopeless_at_warm_up(trial, batch.trials, config, long_calls, ctx):
             continue
         if trial.error is None:
-            batch.take(trial)
+            if long_calls and trial.warm_up is not None and trial.warm_up >= long_calls.seconds:
+                batch.keep_warm_up(trial)
+            else:
+                batch.take(trial)
         if batch.confirm(trial, config):
             return batch.finish()
-    _drop_hopeless(batch.trials, config, ctx)
+    _drop_hopeless(batch.trials, config, long_calls, ctx)
 
     while True:
         active = [t for t in batch.trials if t.alive and len(t.samples) < config.max_samples]
@@ -278,15 +313,20 @@ def _note_progress(
 
 
 def _hopeless_at_warm_up(
-    trial: _Trial, trials: list[_Trial], config: BenchConfig, ctx: AutotuneLogContext | None
+    trial: _Trial,
+    trials: list[_Trial],
+    config: BenchConfig,
+    long_calls: LongCalls | None,
+    ctx: AutotuneLogContext | None,
 ) -> bool:
-    """Drop `trial` on its warm warm-up alone when that is over `hopeless_factor` times the
+    """Drop `trial` on its warm warm-up alone when that is over the hopeless factor times the
     best of the candidates sampled before it."""
     earlier = [t.best for t in trials if t is not trial and t.alive and t.samples]
     if trial.error is not None or trial.warm_up is None or not earlier:
         return False
     leader = min(earlier)
-    if trial.warm_up <= config.hopeless_factor * leader:
+    factor = _factor(trial.warm_up, config, long_calls)
+    if trial.warm_up <= factor * leader:
         return False
     trial.samples.append(trial.warm_up)
     trial.eliminated = True
@@ -295,39 +335,45 @@ def _hopeless_at_warm_up(
         Eliminated(
             trial.name,
             trial.index,
-            f"hopeless: warm warm-up {trial.warm_up:.3e} s over {config.hopeless_factor:g} x"
-            f" leader {leader:.3e} s",
+            f"hopeless: warm warm-up {trial.warm_up:.3e} s over {factor:g} x leader {leader:.3e} s",
         ),
     )
     return True
 
 
 def _drop_hopeless(
-    trials: list[_Trial], config: BenchConfig, ctx: AutotuneLogContext | None
+    trials: list[_Trial],
+    config: BenchConfig,
+    long_calls: LongCalls | None,
+    ctx: AutotuneLogContext | None,
 ) -> None:
     survivors = [t for t in trials if t.alive and t.samples]
     if len(survivors) < 2:
         return
     first = min(survivors, key=lambda t: t.best)
     leader = first.best
-    margin = config.hopeless_factor * leader
     for trial in survivors:
         if trial is first:
             continue
         seen = min(
             trial.samples[0], trial.warm_up if trial.warm_up is not None else trial.samples[0]
         )
-        if seen > margin:
+        factor = _factor(seen, config, long_calls)
+        if seen > factor * leader:
             trial.eliminated = True
             log_event(
                 ctx,
                 Eliminated(
                     trial.name,
                     trial.index,
-                    f"hopeless: warm-up and first sample over {config.hopeless_factor:g} x"
+                    f"hopeless: warm-up and first sample over {factor:g} x"
                     f" leader {leader:.3e} s (first {trial.samples[0]:.3e} s)",
                 ),
             )
+
+
+def _factor(figure: float, config: BenchConfig, long_calls: LongCalls | None) -> float:
+    return long_calls.margin(figure, config) if long_calls else config.hopeless
 
 
 def _eliminate(trials: list[_Trial], config: BenchConfig, ctx: AutotuneLogContext | None) -> None:

@@ -232,7 +232,12 @@ SETTINGS: tuple[Setting, ...] = (
     _bench("short_circuit", parse_bool, "end a batch under the roofline time limit", True),
     _bench("short_circuit_samples", int_at_least(1), "samples under the limit that end it", 2),
     _bench("speed_factor", number(1.0, above=True), "slower than the leader by this: out", 1.5),
-    _bench("hopeless_factor", number(1.0, above=True), "far slower after one pass: out", 10.0),
+    _bench(
+        "hopeless_factor",
+        optional(number(1.0, above=True)),
+        "far slower after one pass: out (default 10; on CUDA 4 for calls of 2 ms or more)",
+        None,
+    ),
     _bench("warmups", int_at_least(0), "warm-up calls of the fixed pass", 3),
 )
 

@@ -25,7 +25,12 @@ from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.log import AutotuneLogContext, ChecksDone, TuningStep, log_decision
 from pytest_autotune.tune.records import AutotuneRecord, Recorder
-from pytest_autotune.tune.schedule import adaptive_round_robin, fixed_pass
+from pytest_autotune.tune.schedule import (
+    BatchResult,
+    LongCalls,
+    adaptive_round_robin,
+    fixed_pass,
+)
 from pytest_autotune.tune.tunable import tune_plan
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 
@@ -35,6 +40,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("pytest_autotune")
 
 Reference = Callable[..., Any]
+Strategy = Callable[..., BatchResult]
+"""`fixed_pass` or `adaptive_round_robin`, with the client's options bound."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +324,22 @@ class Tuner:
                 warnings.warn(f"{exc}; the decision is kept in memory only", stacklevel=3)
 
 
+def _schedule_for(bench: BenchConfig, client: Client) -> Strategy:
+    """The sampling strategy for `client`. A client may say its first timing of a call is
+    already warm (`warm_first_sample`, optional: a client without it is assumed cold); then
+    a warm-up can judge a hopeless candidate, and where it names its long calls
+    (`long_call`), a long warm-up is kept as the first sample and a long candidate is
+    judged hopeless by the client's `hopeless_factor`, unless the config sets one."""
+    if not bench.adaptive:
+        return fixed_pass
+    if not getattr(client, "warm_first_sample", False):
+        return adaptive_round_robin
+    seconds = getattr(client, "long_call", None)
+    factor = getattr(client, "hopeless_factor", None) if bench.hopeless_factor is None else None
+    long_calls = LongCalls(seconds, factor) if seconds is not None else None
+    return functools.partial(adaptive_round_robin, warm_up_judges=True, long_calls=long_calls)
+
+
 def _failed_checks(checks: tuple[CheckResult, ...]) -> dict[int, AutotuneResult]:
     """The error result of each candidate that failed its check: it is never timed."""
     return {
@@ -359,16 +382,7 @@ def _run_plan(
         return client.time(tunables.fns[index], inputs_for(index))
 
     excluded = set(results)
-    # A client may say its first timing of a call is already warm (`warm_first_sample`,
-    # optional: a client without it is assumed cold), so that a warm-up can judge.
-    strategy = (
-        functools.partial(
-            adaptive_round_robin,
-            warm_up_judges=bool(getattr(client, "warm_first_sample", False)),
-        )
-        if bench.adaptive
-        else fixed_pass
-    )
+    strategy = _schedule_for(bench, client)
     short_circuit = tunables.short_circuit_for(bench)
     winner: int | None = None
     for number, batch in enumerate(plan):

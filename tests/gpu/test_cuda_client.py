@@ -15,7 +15,7 @@ import pytest
 from benchmarks.gpu_common import graph_replay_seconds
 from pytest_autotune import AutotuneConfig, AutotuneError, TunableSet, Tuner
 from pytest_autotune.backends import CudaClient, cuda
-from pytest_autotune.backends.cuda import device_id_from
+from pytest_autotune.backends.cuda import LONG_CALL_S, device_id_from
 
 SPIN_SOURCE = r"""
 extern "C" __global__ void spin(float* out, int iters) {
@@ -24,6 +24,19 @@ extern "C" __global__ void spin(float* out, int iters) {
     if (a == -1.0f) out[0] = a;
 }
 """
+
+
+COUNTED_SOURCE = r"""
+extern "C" __global__ void spin_counted(float* out, int iters, unsigned int* runs) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(runs, 1u);
+    float a = threadIdx.x * 1e-3f;
+    for (int i = 0; i < iters; ++i) a = fmaf(a, 0.999f, 1e-3f);
+    if (a == -1.0f) out[0] = a;
+}
+"""
+
+LONG_SPIN = 2_500_000
+"""Iterations of a spin of about 5 ms on an H200 (25,000 take about 50 us)."""
 
 
 @pytest.fixture(scope="module")
@@ -275,3 +288,55 @@ def test_the_peaks_hold_an_l2_level_faster_than_hbm(client: CudaClient) -> None:
     assert peaks.levels[0].peak > peaks.memory_peak
     assert peaks.memory_roof(client.l2_bytes // 2).level == "L2"
     assert peaks.memory_roof(4 * client.l2_bytes).level == "HBM"
+
+
+def counted_spin(cp: Any, iters: int, allocates: bool) -> tuple[Callable[[], Any], Any]:
+    """A spin of `iters` that counts its runs on the device in the array it returns beside
+    it; one that `allocates` makes a new 64 MiB output each call. Compiled and run once
+    here, its count then reset."""
+    kernel = cp.RawKernel(COUNTED_SOURCE, "spin_counted")
+    runs = cp.zeros(1, dtype=cp.uint32)
+    kept = cp.zeros(1, dtype=cp.float32)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+
+    def call() -> Any:
+        out = cp.empty(1 << 24, dtype=cp.float32) if allocates else kept
+        kernel((sms,), (128,), (out, np.int32(iters), runs))
+        return out
+
+    call()
+    cp.cuda.Device().synchronize()
+    runs.fill(0)
+    return call, runs
+
+
+@pytest.mark.parametrize("allocates", [False, True], ids=["in-place", "allocating"])
+def test_a_long_calls_first_timing_is_one_run_as_fast_as_its_replays(
+    cp: Any, allocates: bool
+) -> None:
+    """A ~5 ms call: its first timing is the capture's warm-up itself, held, so the device
+    ran it once, and it reads as its replays do. One that allocates its output in the
+    capture's fresh pool (a cudaMalloc while the warm-up's hold spins) is no different."""
+    call, runs = counted_spin(cp, LONG_SPIN, allocates)
+    hot = CudaClient(cold_l2=False, timing="device")
+    first = hot.time(call, ())
+    assert int(runs.get()[0]) == 1
+    later = statistics.median(hot.time(call, ()) for _ in range(5))
+    assert later >= LONG_CALL_S, f"the call took {later * 1e3:.2f} ms"
+    assert abs(first / later - 1) < 0.05, f"first {first * 1e3:.3f} ms, later {later * 1e3:.3f} ms"
+
+
+def test_a_hopeless_long_candidate_tuned_first_runs_once(cp: Any, spin: Any) -> None:
+    """The sum family's shape: a ~5 ms candidate first, with no leader yet, then two of
+    50-60 us. It runs once (its held warm-up is its sample) and is cut after the first pass."""
+    slow, runs = counted_spin(cp, LONG_SPIN, allocates=False)
+    fast, close = spin(25_000), spin(30_000)
+    for fn in (fast, close):
+        fn()
+    cp.cuda.Device().synchronize()
+    tunables = TunableSet.of(lambda: "k", {"slow": slow, "fast": fast, "close": close})
+    client = CudaClient(cold_l2=False)
+    tuner = Tuner("gpu-hopeless", client.device_id, AutotuneConfig(disable_cache=True))
+    decision = tuner.tune("k", tunables, (), client)
+    assert decision.fastest_name == "fast"
+    assert int(runs.get()[0]) == 1

@@ -15,15 +15,19 @@ from typing import Any
 
 import pytest
 
+from pytest_autotune import AutotuneOutcome, TunableSet, Tuner
 from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda
 from pytest_autotune.backends.cuda import REPLAY_CALIBRATION_NODES, device_id_from
 from pytest_autotune.backends.cuda_graphs import PLACEMENTS, REPLAY_CACHE_SIZE
+from pytest_autotune.backends.cuda_sampler import HOLD_TIMEOUT_S, WARM_UP_HOLD_S
 from pytest_autotune.backends.cuda_timing import (
     EAGER_BUDGET_S,
     EAGER_CALLS,
     EAGER_LEAD,
     EAGER_MIN_CALLS,
 )
+from pytest_autotune.tune.log import Eliminated
+from pytest_autotune.tune.tuner import TuneDecision
 
 cuda_module = importlib.import_module("pytest_autotune.backends.cuda")
 
@@ -121,6 +125,8 @@ class FakeGraph:
         self.gpu, self.nodes = gpu, nodes
 
     def launch(self, stream: object = None) -> None:
+        self.gpu.replays += 1
+        self.gpu.ran.extend(self.nodes)
         self.gpu.clock += GRAPH_LAUNCH + sum(NODE + seconds for seconds in self.nodes)
 
 
@@ -165,7 +171,10 @@ class FakeGpu:
     def __init__(self) -> None:
         self.clock = 0.0
         self.captures = 0
+        self.replays = 0
+        self.ran: list[float] = []  # the seconds of each kernel run, eagerly or replayed
         self.holds = 0
+        self.hold_timeouts: list[float] = []  # the seconds each hold waits at most
         self.free_bytes = 1 << 30
         self.legacy = FakeStream(self)
         self.current = [self.legacy]
@@ -206,6 +215,7 @@ class FakeGpu:
         def launch(grid: object, block: object, args: tuple[Any, ...]) -> None:
             if name == "autotune_hold":
                 self.holds += 1
+                self.hold_timeouts.append(args[1] / 1e9)
                 self.held_flag = (ctypes.c_int32 * 2).from_address(args[0])
             else:
                 self.launch(0.0)
@@ -223,6 +233,7 @@ class FakeGpu:
         if stream.nodes is not None:
             stream.nodes.append(seconds)
         else:
+            self.ran.append(seconds)
             self.clock += STREAM_LAUNCH + seconds
 
     def synchronize(self, stream: FakeStream) -> None:
@@ -394,8 +405,9 @@ def test_a_candidate_that_synchronizes_is_timed_without_the_hold_after_one_timeo
 
     client = CudaClient(cold_l2=False)
     first = client.time(synchronizing, ())
+    # The capture's warm-up is held briefly (and gives up), the timed call once in full.
+    assert gpu.hold_timeouts == [WARM_UP_HOLD_S, HOLD_TIMEOUT_S]
     holds = gpu.holds
-    assert holds == 1
     second = client.time(synchronizing, ())
     assert gpu.holds == holds  # no hold any more
     assert gpu.captures == 1  # the capture failed once, and was not tried again
@@ -455,8 +467,9 @@ def test_a_call_is_scored_by_its_host_enqueue_time_where_that_exceeds_its_device
     assert cost is not None
     assert cost.device == pytest.approx(NODE + 2e-6) and cost.enqueue == pytest.approx(20e-6)
     # Each sample replays the graph, after a warm eager call and a loop of eager calls timed
-    # on the host (what a caller's loop pays per call).
-    assert len(calls) == 2 + 3 * (1 + 2 * EAGER_LEAD + EAGER_CALLS)
+    # on the host (what a caller's loop pays per call); the first also times two eager calls
+    # (its warm-up's enqueue time was cold).
+    assert len(calls) == 2 + 2 + 3 * (1 + 2 * EAGER_LEAD + EAGER_CALLS)
 
 
 def test_the_cold_start_of_an_eager_loop_after_a_synchronize_is_not_what_a_caller_pays(
@@ -498,20 +511,21 @@ def test_a_long_host_bound_call_makes_fewer_eager_calls_but_keeps_the_lead(gpu: 
     assert client.time(slow_host, ()) == pytest.approx(100e-6)
     difference = max(EAGER_MIN_CALLS, int(EAGER_BUDGET_S / 100e-6))
     assert difference < EAGER_CALLS
-    assert len(calls) == 2 + 1 + 2 * EAGER_LEAD + difference
+    assert len(calls) == 2 + 2 + 1 + 2 * EAGER_LEAD + difference
 
 
 def test_one_stalled_call_in_the_short_loop_does_not_make_a_host_bound_call_device_bound(
     gpu: FakeGpu,
 ) -> None:
-    # 10 us to enqueue, 2 us on the device; the fifth call of all (in the first sample's
-    # short loop) stalls for 1 ms. The second sample must still pay the host's 10 us.
+    # 10 us to enqueue, 2 us on the device; the seventh call of all (in the first sample's
+    # short loop, after the warm-up, the capture, two warm eager calls and the loop's own
+    # first) stalls for 1 ms. The second sample must still pay the host's 10 us.
     clock = HostClock()
     calls = []
 
     def host_bound() -> None:
         calls.append(1)
-        clock.ns += 1_000_000 if len(calls) == 5 else 10_000
+        clock.ns += 1_000_000 if len(calls) == 7 else 10_000
         gpu.launch(2e-6)
 
     client = CudaClient(cold_l2=False, host_timer=clock)
@@ -551,6 +565,26 @@ def test_a_device_bound_call_never_pays_for_the_eager_loop_not_even_on_its_first
     assert len(calls) == 2
     cost = client.call_costs(device_bound)
     assert cost is not None and cost.enqueue == pytest.approx(5e-6)
+
+
+def test_a_device_bound_call_whose_warm_up_allocated_pays_no_loop_on_its_first_sample(
+    gpu: FakeGpu,
+) -> None:
+    # 300 us on the device, 10 us to enqueue, but 1 ms for the first call of all (its
+    # allocations in the capture's fresh pool): two warm eager calls show it device-bound.
+    clock = HostClock()
+    calls = []
+
+    def first_allocates() -> None:
+        clock.ns += 1_000_000 if not calls else 10_000
+        calls.append(1)
+        gpu.launch(300e-6)
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    assert client.time(first_allocates, ()) == pytest.approx(NODE + 300e-6)
+    assert len(calls) == 2 + 2  # warm-up, capture, two eager calls: no loop
+    cost = client.call_costs(first_allocates)
+    assert cost is not None and cost.enqueue == pytest.approx(10e-6)
 
 
 def test_an_unknown_timing_is_refused() -> None:
@@ -593,3 +627,110 @@ def test_inputs_too_large_to_copy_are_measured_on_fewer_placements(gpu: FakeGpu)
     for _ in range(PLACEMENTS):
         sample()
     assert len(seen) == 3
+
+
+def test_a_long_calls_first_timing_is_its_captures_warm_up_one_run_on_the_device(
+    gpu: FakeGpu,
+) -> None:
+    long_call = kernels(gpu, 5e-3)
+    client = CudaClient(cold_l2=False)
+    assert client.time(long_call, ()) == pytest.approx(STREAM_LAUNCH + 5e-3)
+    assert gpu.ran.count(5e-3) == 1 and gpu.captures == 1  # captured, not replayed
+    assert client.time(long_call, ()) == pytest.approx(NODE + 5e-3)  # replays from then on
+    assert gpu.ran.count(5e-3) == 2
+    cost = client.call_costs(long_call)
+    assert cost is not None and cost.device == pytest.approx(NODE + 5e-3)
+
+
+def test_a_short_calls_first_timing_is_a_replay_after_its_warm_up(gpu: FakeGpu) -> None:
+    client = CudaClient(cold_l2=False)
+    assert client.time(kernels(gpu, 1e-3), ()) == pytest.approx(NODE + 1e-3)
+    assert gpu.ran.count(1e-3) == 2
+
+
+def test_a_long_call_the_host_may_bind_gets_a_replay_on_its_first_timing(gpu: FakeGpu) -> None:
+    # 5 ms on the device, 2 ms for the host to enqueue: not device-bound by ENQUEUE_MARGIN.
+    clock = HostClock()
+
+    def host_heavy() -> None:
+        clock.ns += 2_000_000
+        gpu.launch(5e-3)
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    assert client.time(host_heavy, ()) == pytest.approx(NODE + 5e-3)
+    assert gpu.replays > 0
+
+
+def test_a_long_call_whose_warm_up_outlasted_its_hold_gets_a_replay(gpu: FakeGpu) -> None:
+    # Its first call compiled for longer than the warm-up's hold: the device went on
+    # without waiting, so its events read the host's time too.
+    def compiling_first() -> None:
+        if gpu.ran.count(5e-3) == 0:
+            gpu.held_flag[1] = 1
+        gpu.launch(5e-3)
+
+    client = CudaClient(cold_l2=False)
+    assert client.time(compiling_first, ()) == pytest.approx(NODE + 5e-3)
+    assert gpu.ran.count(5e-3) == 2
+
+
+def test_a_long_call_that_cannot_be_captured_also_keeps_its_timed_warm_up(gpu: FakeGpu) -> None:
+    def on_the_legacy_stream() -> None:
+        gpu.launch(5e-3, stream=gpu.legacy)
+
+    client = CudaClient(cold_l2=False)
+    assert client.time(on_the_legacy_stream, ()) == pytest.approx(STREAM_LAUNCH + 5e-3)
+    assert gpu.ran.count(5e-3) == 1 and gpu.captures == 1  # its warm-up ran; its capture failed
+    assert client.time(on_the_legacy_stream, ()) == pytest.approx(STREAM_LAUNCH + 5e-3)
+
+
+def tune(client: CudaClient, gpu: FakeGpu, seconds: dict[str, float]) -> TuneDecision:
+    """One tuning of candidates of one kernel each, of the given seconds."""
+    fns = {name: kernels(gpu, s) for name, s in seconds.items()}
+    return Tuner("t", client.device_id).tune("k", TunableSet.of(lambda: "k", fns), (), client)
+
+
+def test_a_hopeless_long_candidate_tuned_first_runs_once_on_the_device(gpu: FakeGpu) -> None:
+    # The sum family: atomic_naive (0.47 s a call) before faster candidates. It has no
+    # leader to be judged against until the first pass is over; then it is cut, one run.
+    client = CudaClient(cold_l2=False)
+    decision = tune(client, gpu, {"atomic_naive": 0.47, "tree": 0.32e-3, "float4": 0.25e-3})
+    assert decision.fastest_name == "float4"
+    assert gpu.ran.count(0.47) == 1
+    outcome = decision.results[0]
+    assert isinstance(outcome, AutotuneOutcome)
+    assert outcome.samples == pytest.approx((STREAM_LAUNCH + 0.47,))
+    assert any(
+        isinstance(e, Eliminated) and e.name == "atomic_naive" and e.reason.startswith("hopeless")
+        for e in decision.context.events
+    )
+
+
+@pytest.mark.parametrize(
+    ("warm", "samples", "runs"),
+    [(True, 1, 1), (False, 3, 4)],
+    ids=["warm-first-sample", "cold-first-sample"],
+)
+def test_the_cuda_clients_hopeless_margin_is_its_own_only_where_its_first_sample_is_warm(
+    gpu: FakeGpu, warm: bool, samples: int, runs: int
+) -> None:
+    # 6x the leader, 15 ms a call: cut by the GPU's margin of 4 on its warm-up, the held
+    # capture's warm-up call; a client whose first sample is not warm (no hold, no graph)
+    # keeps the margin of 10 and samples it until elimination (a warm-up, three samples).
+    client = CudaClient(cold_l2=False, hold_stream=warm, graph_replay=warm)
+    assert client.warm_first_sample is warm
+    decision = tune(client, gpu, {"fast": 2.5e-3, "close": 2.6e-3, "slow": 15e-3})
+    assert decision.fastest_name == "fast"
+    slow = decision.results[2]
+    assert isinstance(slow, AutotuneOutcome) and len(slow.samples) == samples
+    assert gpu.ran.count(15e-3) == runs
+
+
+def test_a_short_call_keeps_the_default_hopeless_margin_on_the_cuda_client(gpu: FakeGpu) -> None:
+    # 6x the leader at 600 us: its figure could be a caller's loop timed on the host, so
+    # the margin of 4 does not judge it; it is eliminated after min_samples instead.
+    client = CudaClient(cold_l2=False)
+    decision = tune(client, gpu, {"fast": 100e-6, "close": 105e-6, "slow": 600e-6})
+    assert decision.fastest_name == "fast"
+    slow = decision.results[2]
+    assert isinstance(slow, AutotuneOutcome) and len(slow.samples) == 3

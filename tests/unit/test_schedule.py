@@ -8,7 +8,7 @@ from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.log import AutotuneLogContext
-from pytest_autotune.tune.schedule import adaptive_round_robin, fixed_pass
+from pytest_autotune.tune.schedule import LongCalls, adaptive_round_robin, fixed_pass
 
 
 class Script:
@@ -217,6 +217,63 @@ def test_a_warm_warm_up_judges_only_against_a_candidate_already_sampled():
     result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE, warm_up_judges=True)
     assert script.calls[0] == 2
     assert result.winner == 1
+
+
+def test_a_long_warm_up_is_the_first_sample_so_a_hopeless_first_candidate_costs_one_call():
+    # The 0.47 s sum candidate comes first, with no leader to judge it: its warm-up, a call
+    # the client timed in full, is its sample, and the fast ones after it cut it.
+    ctx = AutotuneLogContext()
+    script = Script(0.47, 0.25e-3, 0.32e-3)
+    result = adaptive_round_robin(
+        [0, 1, 2], NAMES, script, ADAPTIVE, ctx=ctx, warm_up_judges=True, long_calls=LongCalls(2e-3)
+    )
+    assert script.calls[0] == 1
+    assert result.results[0].samples == (0.47,)
+    assert result.winner == 1
+    (event,) = [e for e in ctx.events if type(e).__name__ == "Eliminated"]
+    assert event.index == 0 and event.reason.startswith("hopeless")
+
+
+def test_a_long_candidate_kept_on_is_never_called_for_a_sample_it_does_not_keep():
+    # Two long candidates close to each other: every call of each is one of its samples.
+    script = Script(5.8e-3, 5.5e-3, 17e-3)
+    result = adaptive_round_robin(
+        [0, 1, 2], NAMES, script, ADAPTIVE, warm_up_judges=True, long_calls=LongCalls(2e-3)
+    )
+    assert result.winner == 1
+    assert [len(result.results[i].samples) for i in range(3)] == script.calls
+    assert script.calls[2] == 3  # 3x the leader: eliminated at min_samples, no call wasted
+
+
+def test_the_hopeless_factor_set_is_the_margin_of_the_cut():
+    # matmul's naive candidate, 9.4x cuBLAS: sampled on under the default 10, cut under 4.
+    for factor, calls in ((None, 3), (4.0, 1)):
+        script = Script(2.7e-3, 2.9e-3, 25.5e-3)
+        config = BenchConfig(hopeless_factor=factor)
+        adaptive_round_robin(
+            [0, 1, 2], NAMES, script, config, warm_up_judges=True, long_calls=LongCalls(2e-3)
+        )
+        assert script.calls[2] == calls, factor
+
+
+def test_a_clients_margin_for_long_calls_judges_long_figures_only():
+    # The client's margin of 4 cuts a 25.5 ms candidate against 2.7 ms; a 600 us one
+    # against 100 us, as far behind but short, keeps the config's 10 and is sampled on.
+    long_calls = LongCalls(2e-3, hopeless_factor=4.0)
+    for times, calls in (((2.7e-3, 2.9e-3, 25.5e-3), 1), ((100e-6, 105e-6, 600e-6), 4)):
+        script = Script(*times)
+        adaptive_round_robin(
+            [0, 1, 2], NAMES, script, ADAPTIVE, warm_up_judges=True, long_calls=long_calls
+        )
+        assert script.calls[2] == calls, times
+
+
+def test_a_warm_up_shorter_than_a_long_call_is_followed_by_a_first_sample():
+    script = Script(1e-3, 0.25e-3, 0.3e-3)
+    result = adaptive_round_robin(
+        [0, 1, 2], NAMES, script, ADAPTIVE, warm_up_judges=True, long_calls=LongCalls(2e-3)
+    )
+    assert script.calls == [len(result.results[i].samples) + 1 for i in range(3)]
 
 
 def test_a_warm_up_within_the_margin_is_sampled_on_as_usual():

@@ -390,3 +390,52 @@ def test_a_client_that_says_its_first_timing_is_warm_lets_a_hopeless_warm_up_end
     decision = Tuner("t", client.device_id).tune(1, tunables, ([1],), client)
     assert decision.fastest_name == "fast"
     assert client.timed.count("hopeless") == slow_calls
+
+
+class WarmClient(FakeClient):
+    """A client whose first timing of a call is warm, with a hopeless margin of its own and
+    its first timing of a call of 2 ms or more kept as a sample (as the CUDA client)."""
+
+    warm_first_sample = True
+    hopeless_factor = 4.0
+    long_call = 2e-3
+
+
+@pytest.mark.parametrize(
+    ("client_type", "config", "naive_calls"),
+    [
+        (WarmClient, AutotuneConfig(), 1),
+        (FakeClient, AutotuneConfig(), 4),
+        (WarmClient, AutotuneConfig(bench=BenchConfig(hopeless_factor=10)), 3),
+        (WarmClient, AutotuneConfig.from_env({"PYTEST_AUTOTUNE_HOPELESS_FACTOR": "10"}), 3),
+    ],
+    ids=["warm-client-default", "cold-client", "set-in-code", "set-in-environment"],
+)
+def test_the_clients_hopeless_factor_applies_where_its_first_sample_is_warm_unless_one_is_set(
+    client_type: type[FakeClient], config: AutotuneConfig, naive_calls: int
+) -> None:
+    # matmul: cuBLAS 2.7 ms, naive 25.5 ms (9.4x). The client's margin of 4 cuts naive on
+    # its first call; the default margin of 10, or one set, samples it until elimination
+    # (a warm client keeping its long warm-up as its first sample: one call fewer).
+    client = client_type()
+    tunables = make(client.clock, cublas=2.7e-3, reg4x4=5.8e-3, naive=25.5e-3)
+    decision = Tuner("t", client.device_id, config).tune(1, tunables, ([1],), client)
+    assert decision.fastest_name == "cublas"
+    assert client.timed.count("naive") == naive_calls
+
+
+class WarmClientOfNoLongCall(WarmClient):
+    long_call = None
+
+
+@pytest.mark.parametrize(("client_type", "calls"), [(WarmClient, 1), (WarmClientOfNoLongCall, 2)])
+def test_a_long_first_candidate_costs_one_call_on_a_client_that_keeps_long_first_timings(
+    client_type: type[FakeClient], calls: int
+) -> None:
+    # The sum family's atomic_naive (0.47 s) first: no leader yet, yet one call, where a
+    # client without `long_call` pays its warm-up and a first sample.
+    client = client_type()
+    tunables = make(client.clock, atomic_naive=0.47, float4=0.25e-3, tree=0.32e-3)
+    decision = Tuner("t", client.device_id).tune(1, tunables, ([1],), client)
+    assert decision.fastest_name == "float4"
+    assert client.timed.count("atomic_naive") == calls
