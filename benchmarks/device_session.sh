@@ -236,7 +236,7 @@ sessions)
   ;;
 gate)
   for condition in ${CONDITIONS:-module xdist k groups suite}; do
-    step 150 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
+    step "${STEP_LIMIT:-150}" env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
       --runs "${GATE_RUNS:-12}" --workers 2
   done
   ;;
