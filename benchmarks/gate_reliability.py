@@ -359,8 +359,8 @@ def make_project(root: Path, condition: str) -> None:
     module = TEST_MODULE.lstrip()
     if condition == "groups":
         module = GROUPS_PLAN.lstrip() + module.replace(
-            "        rtol=1e-3,\n    )\n    def test_sum",
-            "        rtol=1e-3,\n        groups=PLAN,\n    )\n    def test_sum",
+            "    rtol=1e-3,\n)\ndef test_sum",
+            "    rtol=1e-3,\n    groups=PLAN,\n)\ndef test_sum",
         )
         assert "groups=PLAN" in module
     (root / MODULE).write_text(module)
