@@ -61,16 +61,14 @@ step() {  # step SECONDS COMMAND...: its output appended to the log, with its wa
   python3 -c "import sys, numpy, cupy; print(sys.version, numpy.__version__, cupy.__version__)"
 } >"$LOG" 2>&1
 
-case "${1:-check}" in
-check)
-  step 170 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
-  # Against the committed H200 baselines first: the verdicts of unchanged kernels.
-  step 100 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
+examples() {  # examples LIMIT [tar]: the example kernels against the committed baselines,
+  # an update on this host (its caches kept in $OUT/caches.tar with `tar`), then -n 2 (two
+  # GPUs on a two-GPU host): one record per group, each group's GPU uuid in its record.
+  step "$1" $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
   rm -rf .autotune/cuda-*
-  step 100 $P example_kernels --autotune-update -q
-  tar cf "$OUT/caches.tar" .autotune
-  # Two workers, two GPUs: one row per group, each group's GPU uuid in its record.
-  step 100 $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
+  step "$1" $P example_kernels --autotune-update -q
+  [ "${2:-}" = tar ] && tar cf "$OUT/caches.tar" .autotune
+  step "$1" $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
   python3 - "$OUT/xdist.jsonl" >>"$LOG" 2>&1 <<'PY'
 import json, sys
 records = [json.loads(line) for line in open(sys.argv[1])]
@@ -78,6 +76,12 @@ groups = [r["extra"]["group"] for r in records]
 uuids = {r["extra"]["group"]: r["extra"]["device"]["fingerprint"].get("uuid") for r in records}
 print(f"xdist records: {len(records)}, groups: {len(set(groups))}, uuids: {set(uuids.values())}")
 PY
+}
+
+case "${1:-check}" in
+check)
+  step 170 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  examples 100 tar
   step 60 python3 benchmarks/gpu_tuning_cost.py
   step 80 python3 benchmarks/roof_fractions.py --sessions 1
   ;;
@@ -145,17 +149,7 @@ after)
   # GPUs, the short calls with both caller timings, the costs, the dispatch, then gate
   # reliability under the conditions given.
   step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
-  step 40 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
-  rm -rf .autotune/cuda-*
-  step 60 $P example_kernels --autotune-update -q
-  step 60 $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
-  python3 - "$OUT/xdist.jsonl" >>"$LOG" 2>&1 <<'PY'
-import json, sys
-records = [json.loads(line) for line in open(sys.argv[1])]
-groups = [r["extra"]["group"] for r in records]
-uuids = {r["extra"]["group"]: r["extra"]["device"]["fingerprint"].get("uuid") for r in records}
-print(f"xdist records: {len(records)}, groups: {len(set(groups))}, uuids: {set(uuids.values())}")
-PY
+  examples 60
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-lead0" --eager-lead 0
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short"
   step 60 python3 benchmarks/gpu_family_costs.py --runs 3
@@ -208,17 +202,7 @@ third)
   # baselines, update, -n 2 on two GPUs), every family's cost, the short calls, the saxpy
   # cost, the dispatch, then what moves a kernel's time on this machine.
   step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
-  step 40 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
-  rm -rf .autotune/cuda-*
-  step 60 $P example_kernels --autotune-update -q
-  step 60 $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
-  python3 - "$OUT/xdist.jsonl" >>"$LOG" 2>&1 <<'PY'
-import json, sys
-records = [json.loads(line) for line in open(sys.argv[1])]
-groups = [r["extra"]["group"] for r in records]
-uuids = {r["extra"]["group"]: r["extra"]["device"]["fingerprint"].get("uuid") for r in records}
-print(f"xdist records: {len(records)}, groups: {len(set(groups))}, uuids: {set(uuids.values())}")
-PY
+  examples 60
   step 70 python3 benchmarks/gpu_family_costs.py --runs 3
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short"
   step 30 python3 benchmarks/gpu_tuning_cost.py

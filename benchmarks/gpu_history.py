@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_placement import BYTES, HISTOGRAM, LAYERNORM_BYTES
+from gpu_placement import BYTES, LAYERNORM_BYTES, histogram_of, time_layernorms
 
 SPIN = r"""
 extern "C" __global__ void spin(long long cycles, int* sink) {
@@ -69,13 +69,7 @@ def one_process(thing: str) -> dict[str, Any]:
 
     data = cp.random.randint(0, 256, BYTES).astype(cp.uint8)
     client = cuda()
-    kernel = cp.RawModule(code=HISTOGRAM).get_function("histogram256")
-    grid = (8 * client.sm_count,)
-
-    def histogram(x: Any) -> Any:
-        bins = cp.zeros(256, dtype=cp.uint32)
-        kernel(grid, (256,), (x, cp.int64(x.size), bins))
-        return bins
+    histogram = histogram_of(cp, client)
 
     inputs = (data,)
 
@@ -98,24 +92,7 @@ def one_process(thing: str) -> dict[str, Any]:
         cp.cuda.Device().synchronize()
         del block
     elif thing == "layernorm":
-        rows = cp.random.standard_normal((LAYERNORM_BYTES // 4 // 4096, 4096), dtype=cp.float32)
-
-        def two_pass(x: Any) -> Any:
-            mean = x.mean(axis=1, keepdims=True)
-            return (x - mean) / cp.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + 1e-5)
-
-        def with_var(x: Any) -> Any:
-            return (x - x.mean(axis=1, keepdims=True)) / cp.sqrt(
-                x.var(axis=1, keepdims=True) + 1e-5
-            )
-
-        def with_std(x: Any) -> Any:
-            return (x - x.mean(axis=1, keepdims=True)) / (x.std(axis=1, keepdims=True) + 1e-5)
-
-        for candidate in (two_pass, with_var, with_std):
-            for _ in range(10):
-                client.time(candidate, (rows,))
-        del rows
+        time_layernorms(cp, client)
     elif thing == "idle":
         time.sleep(2.0)
     between_s = time.perf_counter() - start

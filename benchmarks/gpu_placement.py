@@ -22,6 +22,7 @@ import json
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +45,8 @@ BYTES = 1 << 26
 LAYERNORM_BYTES = 256 << 20
 
 
-def one_process(order: str, method: str) -> dict[str, Any]:
-    import cupy as cp
-
-    from pytest_autotune.backends import cuda
-    from pytest_autotune.gate import measure_winner
-
-    data = cp.random.randint(0, 256, BYTES).astype(cp.uint8)  # made first, as at import
-    client = cuda()
+def histogram_of(cp: Any, client: Any) -> Callable[[Any], Any]:
+    """The issue's histogram: 8 blocks of 256 threads per SM, a fresh output per call."""
     kernel = cp.RawModule(code=HISTOGRAM).get_function("histogram256")
     grid = (8 * client.sm_count,)
 
@@ -60,25 +55,41 @@ def one_process(order: str, method: str) -> dict[str, Any]:
         kernel(grid, (256,), (x, cp.int64(x.size), bins))
         return bins
 
+    return histogram
+
+
+def time_layernorms(cp: Any, client: Any) -> None:
+    """The issue's history: three layernorm candidates timed ten times each over 256 MiB,
+    their inputs freed after."""
+    rows = cp.random.standard_normal((LAYERNORM_BYTES // 4 // 4096, 4096), dtype=cp.float32)
+
+    def two_pass(x: Any) -> Any:
+        mean = x.mean(axis=1, keepdims=True)
+        return (x - mean) / cp.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + 1e-5)
+
+    def with_var(x: Any) -> Any:
+        return (x - x.mean(axis=1, keepdims=True)) / cp.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+
+    def with_std(x: Any) -> Any:
+        return (x - x.mean(axis=1, keepdims=True)) / (x.std(axis=1, keepdims=True) + 1e-5)
+
+    for candidate in (two_pass, with_var, with_std):
+        for _ in range(10):
+            client.time(candidate, (rows,))
+    del rows
+
+
+def one_process(order: str, method: str) -> dict[str, Any]:
+    import cupy as cp
+
+    from pytest_autotune.backends import cuda
+    from pytest_autotune.gate import measure_winner
+
+    data = cp.random.randint(0, 256, BYTES).astype(cp.uint8)  # made first, as at import
+    client = cuda()
+    histogram = histogram_of(cp, client)
     if order == "after":
-        rows = cp.random.standard_normal((LAYERNORM_BYTES // 4 // 4096, 4096), dtype=cp.float32)
-
-        def layernorm_two_pass(x: Any) -> Any:
-            mean = x.mean(axis=1, keepdims=True)
-            return (x - mean) / cp.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + 1e-5)
-
-        def layernorm_var(x: Any) -> Any:
-            return (x - x.mean(axis=1, keepdims=True)) / cp.sqrt(
-                x.var(axis=1, keepdims=True) + 1e-5
-            )
-
-        def layernorm_std(x: Any) -> Any:
-            return (x - x.mean(axis=1, keepdims=True)) / (x.std(axis=1, keepdims=True) + 1e-5)
-
-        for candidate in (layernorm_two_pass, layernorm_var, layernorm_std):
-            for _ in range(10):
-                client.time(candidate, (rows,))
-        del rows
+        time_layernorms(cp, client)
     inputs = (data,)
     client.time(histogram, inputs)  # the gate's warm-up
     sample = (
