@@ -13,6 +13,7 @@
 #   bash benchmarks/device_session.sh third   # last call: suite, examples -n 2, costs, dispatch, history
 #   bash benchmarks/device_session.sh sessions # gate reliability against a 5-session baseline
 #   bash benchmarks/device_session.sh history # issue 9 item 4: what moves a kernel's time, gate runs
+#   bash benchmarks/device_session.sh capture # issue 9 item 4: which part of a capture the history moves
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
 # lent machine's copy, not in a checkout you commit from. A step that fails or times out
@@ -217,6 +218,14 @@ sessions)
     step 250 env PYTHONPATH="$PLAIN" python3 benchmarks/gpu_gate_reliability.py --condition "$condition" \
       --runs "${GATE_RUNS:-20}" --workers 2 --baseline-sessions "${BASELINE_SESSIONS:-5}"
   done
+  ;;
+capture)
+  # Issue 9 item 4: does the history act at capture time, through the output's or the
+  # input's placement? Then the suite and the families' costs after the shorter retry hold.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 120 python3 benchmarks/gpu_capture_history.py "$OUT/capture" --runs 2
+  step 100 python3 benchmarks/gpu_placement.py "$OUT/placement" --runs 2
+  step 90 python3 benchmarks/gpu_family_costs.py --runs 3
   ;;
 gate)
   for condition in ${CONDITIONS:-module xdist k groups suite}; do

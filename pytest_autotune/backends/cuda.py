@@ -116,7 +116,12 @@ from pytest_autotune.backends.cuda_device import (
 )
 from pytest_autotune.backends.cuda_graphs import PLACEMENTS, Candidates, GraphReplays, WarmUp
 from pytest_autotune.backends.cuda_peaks import MIN_PROBE_BUFFER, ProbeTarget, probe_peaks
-from pytest_autotune.backends.cuda_sampler import WARM_UP_HOLD_S, EventSampler
+from pytest_autotune.backends.cuda_sampler import (
+    HOLD_TIMEOUT_S,
+    RETRY_HOLD_S,
+    WARM_UP_HOLD_S,
+    EventSampler,
+)
 from pytest_autotune.backends.cuda_timing import (
     ENQUEUE_MARGIN,
     MIN_SAMPLE_S,
@@ -325,10 +330,14 @@ class CudaClient:
                 # A first call may outlast the hold by its compilation alone, so it gets a
                 # second try; one called already, before a capture that failed, has nothing
                 # left to compile, and a second timeout would only cost HOLD_TIMEOUT_S again
-                # (a synchronizing candidate such as cupy.bincount: 0.4 s a process).
+                # (a synchronizing candidate such as cupy.bincount: 0.4 s a process). Where
+                # that warm-up's own hold gave up too, the call most likely synchronizes,
+                # and it is held no longer than `RETRY_HOLD_S`.
                 tries = 1 if self._replays.warmed_uncaptured(fn) else 2
+                gave_up = warm_up is not None and warm_up.seconds is None
+                timeout = RETRY_HOLD_S if gave_up and replay is None else HOLD_TIMEOUT_S
                 for _ in range(tries):
-                    seconds = self._sampler.sample(call, args, hold=True)
+                    seconds = self._sampler.sample(call, args, hold=True, timeout=timeout)
                     if not self._sampler.timed_out():
                         break
                 else:

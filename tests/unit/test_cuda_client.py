@@ -19,7 +19,7 @@ from pytest_autotune import AutotuneOutcome, TunableSet, Tuner
 from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda
 from pytest_autotune.backends.cuda import REPLAY_CALIBRATION_NODES, device_id_from
 from pytest_autotune.backends.cuda_graphs import PLACEMENTS, REPLAY_CACHE_SIZE
-from pytest_autotune.backends.cuda_sampler import HOLD_TIMEOUT_S, WARM_UP_HOLD_S
+from pytest_autotune.backends.cuda_sampler import HOLD_TIMEOUT_S, RETRY_HOLD_S, WARM_UP_HOLD_S
 from pytest_autotune.backends.cuda_timing import (
     EAGER_BUDGET_S,
     EAGER_CALLS,
@@ -405,14 +405,39 @@ def test_a_candidate_that_synchronizes_is_timed_without_the_hold_after_one_timeo
 
     client = CudaClient(cold_l2=False)
     first = client.time(synchronizing, ())
-    # The capture's warm-up is held briefly (and gives up), the timed call once in full.
-    assert gpu.hold_timeouts == [WARM_UP_HOLD_S, HOLD_TIMEOUT_S]
+    # The capture's warm-up is held briefly and gives up; the timed call, after a capture
+    # that failed, briefly too: together 20 ms of holds, not 210.
+    assert gpu.hold_timeouts == [WARM_UP_HOLD_S, RETRY_HOLD_S]
     holds = gpu.holds
     second = client.time(synchronizing, ())
     assert gpu.holds == holds  # no hold any more
     assert gpu.captures == 1  # the capture failed once, and was not tried again
     assert first == pytest.approx(STREAM_LAUNCH + 5e-6)
     assert second == pytest.approx(STREAM_LAUNCH + 5e-6)
+
+
+def test_a_call_whose_first_call_outlasted_the_warm_up_hold_is_held_again(
+    gpu: FakeGpu,
+) -> None:
+    # It cannot be captured (it launches on the legacy stream), and its first call's host
+    # work (a compilation) outlasted the warm-up's hold; its second call enqueues at once,
+    # so it is not taken for a synchronizing call and stays held.
+    calls = []
+
+    def compiles_once() -> None:
+        if not calls:
+            gpu.held_flag[1] = 1  # the hold gave up while the host compiled
+        calls.append(1)
+        gpu.launch(5e-6, gpu.legacy)
+
+    client = CudaClient(cold_l2=False)
+    client.time(compiles_once, ())
+    # (Then the held samples of nothing that measure the fixed cost.)
+    assert gpu.hold_timeouts[:2] == [WARM_UP_HOLD_S, RETRY_HOLD_S]
+    holds = gpu.holds
+    client.time(compiles_once, ())
+    assert gpu.holds == holds + 1
+    assert gpu.hold_timeouts[-1] == HOLD_TIMEOUT_S
 
 
 def test_without_graph_replay_a_synchronizing_candidate_gets_a_second_hold(
