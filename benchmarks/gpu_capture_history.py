@@ -32,6 +32,7 @@ Writes OUT_DIR/gpu_capture_history.json and prints each process's figures.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import subprocess
@@ -193,7 +194,25 @@ FLIPS: dict[str, Callable[[Any, Any], None]] = {
         lambda x: x.mean(axis=1), (_rows(cp),)
     ),
     "captured reduction": lambda cp, client: _captured(cp, lambda x: x.mean(axis=1), _rows(cp)),
+    **{
+        f"timed sum of {mib} MiB": functools.partial(_timed_sum, mib=mib)
+        for mib in (1, 8, 32, 64, 128)
+    },
 }
+
+
+def _timed_sum(cp: Any, client: Any, mib: int) -> None:
+    client.time(lambda x: x.sum(), (cp.ones((mib << 20) // 4, dtype=cp.float32),))
+
+
+def settled(cp: Any, client: Any, data: Any) -> dict[str, float]:
+    """After a timed sum of 256 MiB (which flips the process), does the layernorms' history
+    still move a later capture?"""
+    FLIPS["timed sum"](cp, client)
+    out = {"A after a timed sum": median_us(client, histogram_of(cp, client), (data,))}
+    time_layernorms(cp, client)
+    out["B after the layernorms too"] = median_us(client, histogram_of(cp, client), (data,))
+    return out
 
 
 def _device_client(cp: Any) -> Any:
@@ -225,6 +244,7 @@ def flip(cp: Any, client: Any, data: Any, name: str = "nothing") -> dict[str, fl
 
 KINDS = {
     "flip": flip,
+    "settled": settled,
     "parts": parts,
     "allocated": allocated,
     "recapture": recapture,
