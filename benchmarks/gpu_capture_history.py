@@ -172,6 +172,10 @@ def _rows(cp: Any) -> Any:
     return cp.ones((LAYERNORM_BYTES // 4 // 4096, 4096), dtype=cp.float32)
 
 
+def _timed_sum(cp: Any, client: Any, mib: int) -> None:
+    client.time(lambda x: x.sum(), (cp.ones((mib << 20) // 4, dtype=cp.float32),))
+
+
 FLIPS: dict[str, Callable[[Any, Any], None]] = {
     "nothing": lambda cp, client: None,
     "layernorms": time_layernorms,
@@ -199,10 +203,6 @@ FLIPS: dict[str, Callable[[Any, Any], None]] = {
         for mib in (1, 8, 32, 64, 128)
     },
 }
-
-
-def _timed_sum(cp: Any, client: Any, mib: int) -> None:
-    client.time(lambda x: x.sum(), (cp.ones((mib << 20) // 4, dtype=cp.float32),))
 
 
 def settled(cp: Any, client: Any, data: Any) -> dict[str, float]:
