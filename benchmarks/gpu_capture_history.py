@@ -242,7 +242,38 @@ def flip(cp: Any, client: Any, data: Any, name: str = "nothing") -> dict[str, fl
     return {f"after {name}": median_us(client, histogram_of(cp, client), (data,))}
 
 
+def memset_offsets(cp: Any, client: Any, data: Any) -> dict[str, float]:
+    """The call with its memset, into bins at offsets of one buffer from 0 to 16 KiB in
+    512-byte steps: is the memset's destination what decides?"""
+    kernel = into(cp, client)
+    buffer = cp.zeros((64 << 10) // 4, dtype=cp.uint32)
+
+    def zeroed(x: Any, bins: Any) -> None:
+        bins.data.memset_async(0, bins.nbytes)
+        kernel(x, bins)
+
+    out = {}
+    for offset in range(0, 16 << 10, 512):
+        bins = buffer[offset // 4 : offset // 4 + 256]
+        out[f"memset and kernel, bins at +{offset} B"] = median_us(client, zeroed, (data, bins))
+    return out
+
+
+def pools(cp: Any, client: Any, data: Any) -> dict[str, float]:
+    """The call (its bins from its capture's pool) captured 16 times in a row, each capture
+    a new function and so a new pool, with the address its bins got."""
+    out = {}
+    for i in range(16):
+        fn = histogram_of(cp, client)
+        value = median_us(client, fn, (data,))
+        replay = next(r for (f, _), r in client._replays._replays.items() if f is fn)
+        out[f"capture {i}, bins at {replay.outputs.data.ptr:#x}"] = value
+    return out
+
+
 KINDS = {
+    "memset_offsets": memset_offsets,
+    "pools": pools,
     "flip": flip,
     "settled": settled,
     "parts": parts,
