@@ -14,6 +14,7 @@
 #   bash benchmarks/device_session.sh sessions # gate reliability against a 5-session baseline
 #   bash benchmarks/device_session.sh history # issue 9 item 4: what moves a kernel's time, gate runs
 #   bash benchmarks/device_session.sh capture # issue 9 item 4: which part of a capture the history moves
+#   bash benchmarks/device_session.sh fourth  # after the placements at offsets: suite, placement, costs, examples, gate on both GPUs
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
 # lent machine's copy, not in a checkout you commit from. A step that fails or times out
@@ -226,6 +227,28 @@ capture)
   step 120 python3 benchmarks/gpu_capture_history.py "$OUT/capture" --runs 2
   step 100 python3 benchmarks/gpu_placement.py "$OUT/placement" --runs 2
   step 90 python3 benchmarks/gpu_family_costs.py --runs 3
+  ;;
+fourth)
+  # After the placements at offsets (issue 9 item 4) and the shorter retry hold (issue 14),
+  # on two GPUs: the suite, the placement check, every family's cost, the examples, the
+  # short calls, then gate reliability with one driver per GPU side by side.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 60 python3 benchmarks/gpu_placement.py "$OUT/placement" --runs 3
+  step 60 python3 benchmarks/gpu_family_costs.py --runs 3
+  examples 60
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short"
+  gpu_gate() {  # gpu_gate GPU CONDITION SECONDS: one driver on one GPU, its log apart
+    CUDA_VISIBLE_DEVICES=$1 PYTHONPATH="$PLAIN" timeout "$3" python3 \
+      benchmarks/gpu_gate_reliability.py --condition "$2" --runs "${GATE_RUNS:-20}" --workers 2 \
+      >"$OUT/gate-$2.txt" 2>&1
+    echo "gate $2 on GPU $1: exit code $?" >>"$LOG"
+  }
+  left=$((BUDGET - SECONDS - 10))
+  if [ "$left" -gt 60 ]; then
+    gpu_gate 0 "${GATE0:-groups}" "$left" &
+    gpu_gate 1 "${GATE1:-module}" "$left" &
+    wait
+  fi
   ;;
 gate)
   for condition in ${CONDITIONS:-module xdist k groups suite}; do

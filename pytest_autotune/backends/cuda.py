@@ -71,18 +71,22 @@ How one sample is taken, and why:
    allocations) the host cannot bind the call and the loop is left out. `timing="device"` reads the
    device time alone. Both figures of the latest sample are kept per candidate
    (`call_costs`) for the report.
-5. **Several placements for the gate.** Where a call's buffers land changes some kernels'
-   time by itself. On an H200 a 256-bin shared-memory histogram of 2^26 bytes read
-   43.0-43.3 us when timed first in a fresh process and 38.3 us when a layernorm over
-   256 MiB had been timed before it, on the same input, the fixed cost moving 0.2-0.4 us:
-   the history of the process decided where the captured call's pool (its output, whose
-   256 bins every block updates with global atomics) was placed, and so which of two
-   speeds it ran at. A baseline recorded by one test selection then failed or flattered
-   another. Tuning ranks candidates on one placement each; the gate's precise measurement
-   samples the winner over `PLACEMENTS` placements in turn (`placed_sampler`): fresh
-   copies of its array inputs, all alive at once so that none reuses another's memory,
-   each with a graph and pool captured for it. The mixture is what any process's
-   history draws from, so a median over it no longer depends on which tests ran; what
+5. **Several placements for the gate.** Where a call's arrays land changes some kernels'
+   time by itself. On an H200 a 256-bin shared-memory histogram of 2^26 bytes read 4%
+   slower with its 1 KiB output (the bins every block updates with global atomics) at a
+   multiple of 1 KiB than 512 bytes past one (the issue's variant of it 12%): the L2
+   interleaves addresses over its slices, so the bins' atomics were served by one slice
+   or by two. CuPy's pool hands out blocks at multiples of 512 bytes, and which one a
+   capture's output got depended on the small allocations alive before it, so a
+   process's history (timing a reduction, which keeps a 512-byte output alive in its
+   graph's pool, moved every later capture; `benchmarks/gpu_capture_history.py`) decided
+   the speed: a baseline recorded by one test selection failed or flattered another.
+   Tuning ranks candidates on one placement each; the gate's precise measurement samples
+   the winner over `PLACEMENTS` placements in turn (`placed_sampler`), each with copies
+   of its array inputs and a graph and pool of its own, and every array of the
+   placement, copied or allocated by the call, at an offset of its own modulo
+   `PLACEMENT_PERIOD` (0, 256, ..., 1792 bytes: `cuda_graphs.Placement`). The mixture is
+   the same in every process, so its median no longer depends on which tests ran; what
    the placements still differ by widens the measurement's error, which the gate carries.
 6. **Out of memory.** A candidate that runs out of device memory fails alone: the frames
    of its traceback are cleared (they hold its arrays), CuPy's pool and the captured
@@ -114,7 +118,14 @@ from pytest_autotune.backends.cuda_device import (
     device_uuid,
     import_cupy,
 )
-from pytest_autotune.backends.cuda_graphs import PLACEMENTS, Candidates, GraphReplays, WarmUp
+from pytest_autotune.backends.cuda_graphs import (
+    PLACEMENTS,
+    Candidates,
+    GraphReplays,
+    Placement,
+    WarmUp,
+    placements,
+)
 from pytest_autotune.backends.cuda_peaks import MIN_PROBE_BUFFER, ProbeTarget, probe_peaks
 from pytest_autotune.backends.cuda_sampler import (
     HOLD_TIMEOUT_S,
@@ -314,11 +325,18 @@ class CudaClient:
         """
         return self._time(fn, inputs, caller=self.timing == "caller")
 
-    def _time(self, fn: Callable[..., object], inputs: tuple[Any, ...], caller: bool) -> float:
+    def _time(
+        self,
+        fn: Callable[..., object],
+        inputs: tuple[Any, ...],
+        caller: bool,
+        placement: Placement | None = None,
+    ) -> float:
         """`time`, scored by what the caller pays (`caller`) or by device time alone (the
-        probes and the launch overhead, whose host cost is the instrument's)."""
+        probes and the launch overhead, whose host cost is the instrument's); at
+        `placement`, where one is given (`placed_sampler`)."""
         with self._lock, self._device:
-            replay, warm_up = self._replays.of(fn, inputs)
+            replay, warm_up = self._replays.of(fn, inputs, placement)
             first = self._long_first_call(warm_up) if warm_up is not None else None
             if warm_up is not None and first is not None:
                 # Device-bound: what a caller's loop pays per call is its device time.
@@ -432,24 +450,35 @@ class CudaClient:
     def placed_sampler(
         self, fn: Callable[..., object], inputs: tuple[Any, ...], count: int = PLACEMENTS
     ) -> Callable[[], float]:
-        """A sampler of `fn` over up to `count` placements of its inputs in turn: `inputs`
-        and fresh copies of their CuPy arrays, each replayed from a graph and pool of its
-        own (see the module docstring). Each placement is warmed up (and captured) here."""
-        arrays = [v for v in inputs if isinstance(v, self._cp.ndarray)]
+        """A sampler of `fn` over `count` placements in turn (`cuda_graphs.Placement`): each a
+        copy of the call's CuPy array inputs and a graph and pool of its own, every array
+        at the placement's offset. Inputs too large to copy `count` times (over
+        `PLACEMENT_MEMORY_SHARE` of the memory) are copied fewer times, and the placements
+        beyond share the caller's; the call's own allocations are placed all the same.
+        Each placement is warmed up (and captured) here."""
+        cp = self._cp
+        arrays = [v for v in inputs if isinstance(v, cp.ndarray)]
         size = sum(int(a.nbytes) for a in arrays)
         fits = self._total_memory // PLACEMENT_MEMORY_SHARE // size if size else count
-        placements = [inputs]
+        placed: list[tuple[Placement, tuple[Any, ...]]] = []
         with self._device:
-            for _ in range(min(count, fits) - 1 if arrays else 0):
-                placements.append(
-                    tuple(v.copy() if isinstance(v, self._cp.ndarray) else v for v in inputs)
-                )
-        for placed in placements[1:]:
-            self.time(fn, placed)
-        turn = itertools.cycle(placements)
+            for i, placement in enumerate(placements(count)):
+                if i >= fits:
+                    placed.append((placement, inputs))
+                    continue
+                with cp.cuda.using_allocator(
+                    placement.allocator(cp.get_default_memory_pool().malloc)
+                ):
+                    copies = tuple(v.copy() if isinstance(v, cp.ndarray) else v for v in inputs)
+                placed.append((placement, copies))
+        caller = self.timing == "caller"
+        for placement, args in placed:
+            self._time(fn, args, caller, placement)
+        turn = itertools.cycle(placed)
 
         def sample() -> float:
-            return self.time(fn, next(turn))
+            placement, args = next(turn)
+            return self._time(fn, args, caller, placement)
 
         return sample
 

@@ -22,6 +22,19 @@ memory their pools hold stays bounded."""
 PLACEMENTS = 8
 """Placements of the winner's inputs and graph pool the gate's measurement samples in turn."""
 
+PLACEMENT_PERIOD = 2048
+"""The placements put every array a call allocates, and the copies of its inputs, at each
+multiple of `PLACEMENT_STEP` modulo this many bytes (`Placement`). On an H200 a 1 KiB
+output that every block updates with global atomics (a 256-bin histogram) ran 4% slower
+at an address that is a multiple of 1 KiB than at one 512 bytes past it: the L2 spreads
+memory over its slices in lines of about that size, so the bins were served by one slice
+or by two. CuPy's pool hands out blocks at multiples of 512 bytes, so which one a call got
+depended on the allocations alive before it: the process's history (issue 9, item 4)."""
+
+PLACEMENT_STEP = 256
+"""What the placements' offsets step by: the alignment `cudaMalloc` promises, which kernels
+and libraries may rely on (vector loads, cuBLAS)."""
+
 
 CAPTURE_MODE_THREAD_LOCAL = 1
 """cudaStreamCaptureModeThreadLocal: a call that would synchronize or allocate with
@@ -47,6 +60,36 @@ def inputs_key(
             return None
         key.append((type(value), value))
     return tuple(key)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a captured call's arrays lie: each allocation of the call, made while it is
+    captured (`GraphReplays.of`) or copied for it (`place`), starts `offset` bytes past a
+    multiple of `PLACEMENT_PERIOD`. The gate samples the placements of `placements`, so the
+    time it measures mixes every offset in equal parts, whatever the process did before."""
+
+    offset: int
+
+    def allocator(self, malloc: Callable[[int], Any]) -> Callable[[int], Any]:
+        """`malloc`, its blocks moved to this placement's offset (a block larger by up to
+        two periods holds the moved one, and keeps it alive)."""
+
+        def placed(size: int) -> Any:
+            if size == 0:
+                return malloc(size)
+            block = malloc(size + 2 * PLACEMENT_PERIOD)
+            start = -block.ptr % PLACEMENT_PERIOD + self.offset
+            return block + start
+
+        return placed
+
+
+def placements(count: int) -> list[Placement]:
+    """`count` placements whose offsets spread evenly over the period, in steps of
+    `PLACEMENT_STEP`: all eight offsets for `PLACEMENTS`, fewer where fewer fit."""
+    steps = PLACEMENT_PERIOD // PLACEMENT_STEP
+    return [Placement(i * steps // count * PLACEMENT_STEP) for i in range(count)]
 
 
 WarmUpTimer = Callable[[Callable[..., object], tuple[Any, ...]], tuple[float | None, float]]
@@ -122,18 +165,23 @@ class GraphReplays:
         return fn in self._uncapturable
 
     def of(
-        self, fn: Callable[..., object], inputs: tuple[Any, ...]
+        self,
+        fn: Callable[..., object],
+        inputs: tuple[Any, ...],
+        placement: Placement | None = None,
     ) -> tuple[Replay | None, WarmUp | None]:
         """The graph of one call of `fn(*inputs)`, captured on first use, None where the call
         is timed through the stream (see `backends.cuda`'s docstring); and the warm-up call
         a capture tried now made, None where none was tried. A candidate keeps the graphs of
         its `PLACEMENTS` most recent inputs; an older one and its memory go before a new
-        capture."""
+        capture. With a `placement`, the call allocates at its offset (a graph of its own)."""
         if self.stream is None or fn in self._uncapturable:
             return None, None
         key = inputs_key(inputs, lambda value: isinstance(value, self._cp.ndarray))
         if key is None:
             return None, None
+        if placement is not None:
+            key = (*key, placement)
         try:
             replay = self._replays.pop((fn, key), None)
         except TypeError:  # unhashable: nowhere to keep its graph
@@ -143,7 +191,7 @@ class GraphReplays:
             own = [k for k in self._replays if k[0] is fn]
             for old in own[: max(0, len(own) - PLACEMENTS + 1)]:
                 del self._replays[old]
-            replay, warm_up = self.capture(fn, inputs, key)
+            replay, warm_up = self.capture(fn, inputs, key, placement)
             if replay is None:
                 self._uncapturable.add(fn)
                 return None, warm_up
@@ -153,18 +201,24 @@ class GraphReplays:
         return replay, warm_up
 
     def capture(
-        self, fn: Callable[..., object], inputs: tuple[Any, ...], key: tuple[Any, ...]
+        self,
+        fn: Callable[..., object],
+        inputs: tuple[Any, ...],
+        key: tuple[Any, ...],
+        placement: Placement | None = None,
     ) -> tuple[Replay | None, WarmUp]:
         """One warm-up call, timed, then one call captured, both on the capture stream and
-        in a pool of their own. An error of the warm-up is the candidate's and is raised;
-        one of the capture means the call cannot be captured, and gives no replay."""
+        in a pool of their own (at `placement`'s offset). An error of the warm-up is the
+        candidate's and is raised; one of the capture means the call cannot be captured,
+        and gives no replay."""
         cp = self._cp
         stream = self.stream
         assert stream is not None
         pool = cp.cuda.MemoryPool()
+        malloc = placement.allocator(pool.malloc) if placement else pool.malloc
         # The inputs may still be being written on the caller's stream.
         stream.wait_event(cp.cuda.get_current_stream().record())
-        with cp.cuda.using_allocator(pool.malloc), stream:
+        with cp.cuda.using_allocator(malloc), stream:
             try:
                 # The timer gives the memory of an out-of-memory failure back
                 # (`free_after_out_of_memory`); this pool's blocks are left to this frame.

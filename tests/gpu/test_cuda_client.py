@@ -16,6 +16,7 @@ from benchmarks.gpu_common import graph_replay_seconds
 from pytest_autotune import AutotuneConfig, AutotuneError, TunableSet, Tuner
 from pytest_autotune.backends import CudaClient, cuda
 from pytest_autotune.backends.cuda import LONG_CALL_S, device_id_from
+from pytest_autotune.backends.cuda_graphs import PLACEMENT_PERIOD, PLACEMENT_STEP
 
 SPIN_SOURCE = r"""
 extern "C" __global__ void spin(float* out, int iters) {
@@ -340,3 +341,27 @@ def test_a_hopeless_long_candidate_tuned_first_runs_once(cp: Any, spin: Any) -> 
     decision = tuner.tune("k", tunables, (), client)
     assert decision.fastest_name == "fast"
     assert int(runs.get()[0]) == 1
+
+
+def test_the_gates_placements_put_the_inputs_and_the_calls_outputs_at_every_offset(
+    cp: Any,
+) -> None:
+    """On real CuPy memory: each placement's input copy and every array its call allocates
+    lie at the placement's offset modulo `PLACEMENT_PERIOD`, the eight offsets once each,
+    whatever the pool's blocks were (a 512-byte block kept alive shifts them)."""
+    keep = cp.empty(128, dtype=cp.float32)  # a history: the pool's next block moves by 512 B
+    x = cp.arange(1000, dtype=cp.float32)
+    seen: list[tuple[int, int]] = []
+
+    def call(v: Any) -> Any:
+        out = v * 2
+        seen.append((v.data.ptr % PLACEMENT_PERIOD, out.data.ptr % PLACEMENT_PERIOD))
+        return out
+
+    client = CudaClient(timing="device")
+    sample = client.placed_sampler(call, (x,))
+    offsets = list(range(0, PLACEMENT_PERIOD, PLACEMENT_STEP))
+    # Each placement's warm-up, then its capture (what the replays write to).
+    assert seen[::2] == [(o, o) for o in offsets]
+    assert seen[1::2] == [(o, o) for o in offsets]
+    assert math.isfinite(sample()) and keep.size == 128

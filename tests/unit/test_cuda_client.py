@@ -18,7 +18,12 @@ import pytest
 from pytest_autotune import AutotuneOutcome, TunableSet, Tuner
 from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda
 from pytest_autotune.backends.cuda import REPLAY_CALIBRATION_NODES, device_id_from
-from pytest_autotune.backends.cuda_graphs import PLACEMENTS, REPLAY_CACHE_SIZE
+from pytest_autotune.backends.cuda_graphs import (
+    PLACEMENT_PERIOD,
+    PLACEMENT_STEP,
+    PLACEMENTS,
+    REPLAY_CACHE_SIZE,
+)
 from pytest_autotune.backends.cuda_sampler import HOLD_TIMEOUT_S, RETRY_HOLD_S, WARM_UP_HOLD_S
 from pytest_autotune.backends.cuda_timing import (
     EAGER_BUDGET_S,
@@ -80,28 +85,46 @@ class FakeOutOfMemoryError(MemoryError):
     pass
 
 
+class FakeBlock:
+    """Device memory from a pool: its address, and the pool it came from."""
+
+    def __init__(self, pool: FakePool, ptr: int) -> None:
+        self.pool, self.ptr = pool, ptr
+
+    def __add__(self, offset: int) -> FakeBlock:
+        return FakeBlock(self.pool, self.ptr + offset)
+
+
 class FakePool:
     def __init__(self, gpu: FakeGpu) -> None:
         self.gpu = gpu
         self.emptied = 0
+        self.blocks: dict[int, FakeBlock] = {}  # one block per size, reused as CuPy's pool does
 
-    def malloc(self, nbytes: int) -> FakePool:
+    def malloc(self, nbytes: int) -> FakeBlock:
         if nbytes > self.gpu.free_bytes:
             raise FakeOutOfMemoryError(f"out of memory allocating {nbytes} bytes")
-        return self
+        if nbytes not in self.blocks:
+            # Blocks at multiples of 512 bytes, as CuPy's pool hands them out, not of 2 KiB.
+            self.blocks[nbytes] = FakeBlock(self, (1 << 20) * next(_COPIES) + 512)
+        return self.blocks[nbytes]
 
     def free_all_blocks(self) -> None:
         self.emptied += 1
 
 
 class FakeArray:
-    def __init__(self, ptr: int, shape: tuple[int, ...] = (4,)) -> None:
+    def __init__(self, ptr: int, shape: tuple[int, ...] = (4,), gpu: FakeGpu | None = None) -> None:
         self.data = SimpleNamespace(ptr=ptr)
         self.shape, self.strides, self.dtype = shape, (4,), SimpleNamespace(str="<f4")
         self.nbytes = 4 * shape[0]
+        self.gpu = gpu
 
     def copy(self) -> FakeArray:
-        """A copy at an address no other array of the test has."""
+        """A copy from the current allocator where the array knows its GPU, else at an
+        address no other array of the test has."""
+        if self.gpu is not None:
+            return FakeArray(self.gpu.allocate(self.nbytes).ptr, self.shape, self.gpu)
         return FakeArray(self.data.ptr + (1 << 20) * next(_COPIES), self.shape)
 
 
@@ -179,7 +202,7 @@ class FakeGpu:
         self.legacy = FakeStream(self)
         self.current = [self.legacy]
         self.default_pool = FakePool(self)
-        self.allocators: list[Callable[[int], FakePool]] = []
+        self.allocators: list[Callable[[int], FakeBlock]] = []
         self.flag_memory = (ctypes.c_int32 * 2)()
         self.held_flag: Any = None
         runtime = SimpleNamespace(
@@ -243,13 +266,13 @@ class FakeGpu:
         if self.held_flag is not None and self.held_flag[0] == 0:
             self.held_flag[1] = 1  # the host waited on the held stream until the hold gave up
 
-    def allocate(self, nbytes: int) -> FakePool:
-        """An allocation of a candidate: the pool it came from."""
+    def allocate(self, nbytes: int) -> FakeBlock:
+        """An allocation of a candidate, from the current allocator."""
         malloc = self.allocators[-1] if self.allocators else self.default_pool.malloc
         return malloc(nbytes)
 
     @contextlib.contextmanager
-    def using_allocator(self, malloc: Callable[[int], FakePool]) -> Iterator[None]:
+    def using_allocator(self, malloc: Callable[[int], FakeBlock]) -> Iterator[None]:
         self.allocators.append(malloc)
         try:
             yield
@@ -365,7 +388,7 @@ def test_a_captured_call_allocates_from_a_pool_of_its_own(gpu: FakeGpu) -> None:
     pools: list[FakePool] = []
 
     def allocating() -> FakePool:
-        pools.append(gpu.allocate(1024))
+        pools.append(gpu.allocate(1024).pool)
         gpu.launch(5e-6)
         return pools[-1]
 
@@ -627,19 +650,48 @@ def test_the_gates_sampler_visits_each_placement_of_the_inputs_in_turn_each_with
         gpu.launch(5e-6)
 
     client = CudaClient(cold_l2=False, timing="device")
-    x = FakeArray(ptr=4096)
+    x = FakeArray(ptr=4096, gpu=gpu)
     client.time(one_kernel, (x, 2.0))
+    captures = gpu.captures
     sample = client.placed_sampler(one_kernel, (x, 2.0))
     # With device timing the call runs in Python only when warmed up and captured: once
-    # per placement.
-    assert len(set(seen)) == PLACEMENTS and seen[0] == x.data.ptr
-    captures = gpu.captures
+    # per placement, each on a copy of its own (the tuning's graph is not one of them).
+    copies = seen[2:]
+    assert len(set(copies)) == PLACEMENTS and x.data.ptr not in copies
+    assert gpu.captures == captures + PLACEMENTS
     samples = [sample() for _ in range(2 * PLACEMENTS)]
-    assert gpu.captures == captures  # every placement keeps its graph while sampled
+    assert gpu.captures == captures + PLACEMENTS  # every placement keeps its graph
     assert samples == pytest.approx([5e-6 + NODE] * len(samples))
 
 
-def test_inputs_too_large_to_copy_are_measured_on_fewer_placements(gpu: FakeGpu) -> None:
+def test_each_placement_puts_the_copies_and_the_calls_arrays_at_its_own_offset(
+    gpu: FakeGpu,
+) -> None:
+    # Every offset in steps of 256 bytes modulo 2 KiB, once each, whatever the addresses
+    # the pools hand out (multiples of 512 bytes here): the measurement then mixes the
+    # offsets in equal parts, wherever this process's history left free memory.
+    inputs: list[int] = []
+    outputs: list[int] = []
+
+    def allocating(x: FakeArray) -> FakeBlock:
+        inputs.append(x.data.ptr % PLACEMENT_PERIOD)
+        outputs.append(gpu.allocate(1024).ptr % PLACEMENT_PERIOD)
+        gpu.launch(5e-6)
+        return FakeBlock(gpu.default_pool, outputs[-1])
+
+    client = CudaClient(cold_l2=False, timing="device")
+    x = FakeArray(ptr=4096 + 512, gpu=gpu)
+    client.time(allocating, (x,))
+    del inputs[:], outputs[:]
+    client.placed_sampler(allocating, (x,))
+    offsets = list(range(0, PLACEMENT_PERIOD, PLACEMENT_STEP))
+    assert len(offsets) == PLACEMENTS
+    # Each placement's warm-up and capture, in turn.
+    assert inputs[::2] == offsets and outputs[::2] == offsets
+    assert inputs[1::2] == offsets and outputs[1::2] == offsets
+
+
+def test_inputs_too_large_to_copy_are_copied_fewer_times(gpu: FakeGpu) -> None:
     seen: set[int] = set()
 
     def one_kernel(x: FakeArray) -> None:
@@ -651,7 +703,8 @@ def test_inputs_too_large_to_copy_are_measured_on_fewer_placements(gpu: FakeGpu)
     sample = client.placed_sampler(one_kernel, (big,))
     for _ in range(PLACEMENTS):
         sample()
-    assert len(seen) == 3
+    # Three copies fit in the share; the other placements place only the call's own arrays.
+    assert len(seen) == 4 and big.data.ptr in seen
 
 
 def test_a_long_calls_first_timing_is_its_captures_warm_up_one_run_on_the_device(
