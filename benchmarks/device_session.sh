@@ -15,6 +15,7 @@
 #   bash benchmarks/device_session.sh history # issue 9 item 4: what moves a kernel's time, gate runs
 #   bash benchmarks/device_session.sh capture # issue 9 item 4: which part of a capture the history moves
 #   bash benchmarks/device_session.sh fourth  # after the placements at offsets: suite, placement, costs, examples, gate on both GPUs
+#   bash benchmarks/device_session.sh rounds  # after rounds of placements: suite, placement, examples, gate on both GPUs
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
 # lent machine's copy, not in a checkout you commit from. A step that fails or times out
@@ -78,6 +79,21 @@ groups = [r["extra"]["group"] for r in records]
 uuids = {r["extra"]["group"]: r["extra"]["device"]["fingerprint"].get("uuid") for r in records}
 print(f"xdist records: {len(records)}, groups: {len(set(groups))}, uuids: {set(uuids.values())}")
 PY
+}
+
+gpu_gate() {  # gpu_gate GPU CONDITION SECONDS: one driver on one GPU, its log apart
+  CUDA_VISIBLE_DEVICES=$1 PYTHONPATH="$PLAIN" timeout "$3" python3 \
+    benchmarks/gpu_gate_reliability.py --condition "$2" --runs "${GATE_RUNS:-20}" --workers 2 \
+    >"$OUT/gate-$2.txt" 2>&1
+  echo "gate $2 on GPU $1: exit code $?" >>"$LOG"
+}
+side_by_side() {  # two gate drivers, one per GPU, for what is left of the budget
+  local left=$((BUDGET - SECONDS - 10))
+  if [ "$left" -gt 60 ]; then
+    gpu_gate 0 "${GATE0:-groups}" "$left" &
+    gpu_gate 1 "${GATE1:-module}" "$left" &
+    wait
+  fi
 }
 
 case "${1:-check}" in
@@ -237,18 +253,15 @@ fourth)
   step 60 python3 benchmarks/gpu_family_costs.py --runs 3
   examples 60
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short"
-  gpu_gate() {  # gpu_gate GPU CONDITION SECONDS: one driver on one GPU, its log apart
-    CUDA_VISIBLE_DEVICES=$1 PYTHONPATH="$PLAIN" timeout "$3" python3 \
-      benchmarks/gpu_gate_reliability.py --condition "$2" --runs "${GATE_RUNS:-20}" --workers 2 \
-      >"$OUT/gate-$2.txt" 2>&1
-    echo "gate $2 on GPU $1: exit code $?" >>"$LOG"
-  }
-  left=$((BUDGET - SECONDS - 10))
-  if [ "$left" -gt 60 ]; then
-    gpu_gate 0 "${GATE0:-groups}" "$left" &
-    gpu_gate 1 "${GATE1:-module}" "$left" &
-    wait
-  fi
+  side_by_side
+  ;;
+rounds)
+  # After the gate's samples became rounds of every placement: the suite, the placement
+  # check, the examples' gate, then gate reliability with one driver per GPU.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 60 python3 benchmarks/gpu_placement.py "$OUT/placement" --runs 2
+  examples 60
+  side_by_side
   ;;
 gate)
   for condition in ${CONDITIONS:-module xdist k groups suite}; do

@@ -82,7 +82,8 @@ How one sample is taken, and why:
    graph's pool, moved every later capture; `benchmarks/gpu_capture_history.py`) decided
    the speed: a baseline recorded by one test selection failed or flattered another.
    Tuning ranks candidates on one placement each; the gate's precise measurement samples
-   the winner over `PLACEMENTS` placements in turn (`placed_sampler`), each with copies
+   the winner over `PLACEMENTS` placements (`placed_sampler`; for a short call each sample
+   is the mean of one call at each, `ROUND_OF_PLACEMENTS_S`), each with copies
    of its array inputs and a graph and pool of its own, and every array of the
    placement, copied or allocated by the call, at an offset of its own modulo
    `PLACEMENT_PERIOD` (0, 256, ..., 1792 bytes: `cuda_graphs.Placement`). The mixture is
@@ -144,6 +145,13 @@ from pytest_autotune.backends.peaks import Peaks, load_or_probe
 PLACEMENT_MEMORY_SHARE = 8
 """The copies of the inputs for the placements take at most this share of device memory
 (1/8): a call on inputs near the memory's size is measured on fewer placements, or one."""
+
+ROUND_OF_PLACEMENTS_S = 20e-3
+"""A sample of the gate's measurement (`placed_sampler`) is one call at each placement, their
+mean, where such a round takes at most this long; a longer call's samples visit one
+placement each, in turn. An output's placement moves a call by a few microseconds (4 us
+of a 100 us histogram on an H200): within one long call's noise, but as a sample's spread
+it widens a short call's interval by more than the change the gate must catch."""
 
 REPLAY_CALIBRATION_NODES = (1, 32)
 """Graphs of this many empty kernels measure a replay's fixed cost (`_replay_fixed_cost`)."""
@@ -450,9 +458,10 @@ class CudaClient:
     def placed_sampler(
         self, fn: Callable[..., object], inputs: tuple[Any, ...], count: int = PLACEMENTS
     ) -> Callable[[], float]:
-        """A sampler of `fn` over `count` placements in turn (`cuda_graphs.Placement`): each a
-        copy of the call's CuPy array inputs and a graph and pool of its own, every array
-        at the placement's offset. Inputs too large to copy `count` times (over
+        """A sampler of `fn` over `count` placements (`cuda_graphs.Placement`), a round of them
+        per sample or one in turn (`ROUND_OF_PLACEMENTS_S`): each placement a copy of the
+        call's CuPy array inputs and a graph and pool of its own, every array at the
+        placement's offset. Inputs too large to copy `count` times (over
         `PLACEMENT_MEMORY_SHARE` of the memory) are copied fewer times, and the placements
         beyond share the caller's; the call's own allocations are placed all the same.
         Each placement is warmed up (and captured) here."""
@@ -472,15 +481,22 @@ class CudaClient:
                     copies = tuple(v.copy() if isinstance(v, cp.ndarray) else v for v in inputs)
                 placed.append((placement, copies))
         caller = self.timing == "caller"
-        for placement, args in placed:
-            self._time(fn, args, caller, placement)
+        first = [self._time(fn, args, caller, placement) for placement, args in placed]
+        if len(placed) * statistics.median(first) <= ROUND_OF_PLACEMENTS_S:
+            # A sample is the mean of one call at each placement: their mixture is the same
+            # in every sample, so the samples spread by the calls' noise alone, not by the
+            # placements' difference (two speeds 4% apart read as noise that wide).
+            def round_of_placements() -> float:
+                return statistics.fmean(self._time(fn, a, caller, p) for p, a in placed)
+
+            return round_of_placements
         turn = itertools.cycle(placed)
 
-        def sample() -> float:
+        def one_placement_in_turn() -> float:
             placement, args = next(turn)
             return self._time(fn, args, caller, placement)
 
-        return sample
+        return one_placement_in_turn
 
     def probe_buffer_bytes(self) -> int:
         """Bytes of each memory-probe buffer: 8 times the L2 and at least 1 GiB, so the

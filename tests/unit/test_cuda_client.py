@@ -691,6 +691,25 @@ def test_each_placement_puts_the_copies_and_the_calls_arrays_at_its_own_offset(
     assert inputs[1::2] == offsets and outputs[1::2] == offsets
 
 
+def test_a_short_calls_gate_sample_is_a_round_of_every_placement(gpu: FakeGpu) -> None:
+    client = CudaClient(cold_l2=False, timing="device")
+    x = FakeArray(ptr=4096, gpu=gpu)
+    sample = client.placed_sampler(lambda x: kernels(gpu, 5e-6)(), (x,))
+    ran = gpu.ran.count(5e-6)
+    assert sample() == pytest.approx(5e-6 + NODE)
+    assert gpu.ran.count(5e-6) == ran + PLACEMENTS  # one replay at each placement
+
+
+def test_a_long_calls_gate_sample_visits_one_placement(gpu: FakeGpu) -> None:
+    # Eight calls of 5 ms would outlast ROUND_OF_PLACEMENTS_S: one placement per sample.
+    client = CudaClient(cold_l2=False, timing="device")
+    x = FakeArray(ptr=4096, gpu=gpu)
+    sample = client.placed_sampler(lambda x: kernels(gpu, 5e-3)(), (x,))
+    ran = gpu.ran.count(5e-3)
+    sample()
+    assert gpu.ran.count(5e-3) == ran + 1
+
+
 def test_inputs_too_large_to_copy_are_copied_fewer_times(gpu: FakeGpu) -> None:
     seen: set[int] = set()
 
