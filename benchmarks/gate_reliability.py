@@ -44,7 +44,15 @@ baseline recorded as a project would record it:
 - `groups`: `test_sum` tuned with a `groups=` plan whose first batch (two of the three
   candidates) succeeds, so tuning stops before the third;
 - `neighbour`: a process spinning on one core beside every gated session (not the
-  baseline's), as on a shared runner.
+  baseline's), as on a shared runner;
+- `bursty`: beside every gated session, bursts of two processes spinning (both cores
+  busy) for 1-6 s, then 1-6 s idle (durations drawn at random), as other jobs' test
+  suites starting and stopping on a shared runner: the load the 1-minute average lags.
+
+Each measurement the gate judged carries the share of its wall time during which runnable
+threads waited for a CPU (`Measurement.pressure`, Linux's pressure-stall counters over its
+samples), and the report gives the spread of the change d by that share: the data
+`gate.conditions.pressure_factor` is fitted to.
 
 `--pin CPU` runs every session (the baseline too) on one CPU only, as `taskset -c CPU`
 would, to see how much of the between-session spread comes from which CPU a session gets.
@@ -61,6 +69,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib.metadata
+import itertools
 import json
 import math
 import os
@@ -102,7 +111,39 @@ BUSY_LOAD = 1.5
 """A 1-minute load average from which this 2-core machine counts as busy with other work
 when a session starts (one core's worth of it besides ours)."""
 
-CONDITIONS = ("module", "suite", "k", "xdist", "groups", "neighbour")
+CONDITIONS = ("module", "suite", "k", "xdist", "groups", "neighbour", "bursty")
+
+BURSTS = textwrap.dedent(
+    """
+    # Bursts of load beside the gate (--condition bursty): two processes spinning for
+    # 1-6 s, then 1-6 s idle, for ever; seeded, so a run's bursts can be drawn again.
+    import multiprocessing
+    import random
+    import sys
+    import time
+
+
+    def spin(until):
+        while time.monotonic() < until:
+            pass
+
+
+    if __name__ == "__main__":
+        rng = random.Random(int(sys.argv[1]))
+        while True:
+            until = time.monotonic() + rng.uniform(1.0, 6.0)
+            workers = [multiprocessing.Process(target=spin, args=(until,)) for _ in range(2)]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+            time.sleep(rng.uniform(1.0, 6.0))
+    """
+)
+
+PRESSURE_BUCKETS = (0.0, 0.02, 0.1, 0.25, 0.5, 0.75, 1.0)
+"""Edges of the shares of a measurement during which threads waited for a CPU, by which
+the report groups the changes d."""
 
 OTHER_MODULE = textwrap.dedent(
     """
@@ -252,6 +293,8 @@ CONFTEST = textwrap.dedent(
         return {
             "samples_ns": [round(s * 1e9) for s in measurement.samples],
             "calibration": None if calibration is None else calibration.to_json(),
+            "load": measurement.load,
+            "pressure": getattr(measurement, "pressure", None),
         }
 
 
@@ -416,7 +459,29 @@ def measurement(data: dict[str, Any]) -> Measurement:
     return Measurement(
         tuple(s / 1e9 for s in data["samples_ns"]),
         None if calibration is None else Calibration.from_json(calibration),
+        load=data.get("load"),
+        pressure=data.get("pressure"),
     )
+
+
+def background(condition: str) -> subprocess.Popen[bytes] | None:
+    """The load beside the gated sessions under `condition` (its own process group, so
+    that stopping it stops the spinning children too), None where there is none."""
+    if condition == "neighbour":
+        code = "while True: pass"
+    elif condition == "bursty":
+        code = BURSTS
+    else:
+        return None
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(time.time_ns())], start_new_session=True
+    )
+
+
+def stop(process: subprocess.Popen[bytes] | None) -> None:
+    if process is not None:
+        os.killpg(process.pid, 9)
+        process.wait()
 
 
 def run_session(
@@ -675,6 +740,71 @@ def describe_run(session: Session) -> str:
     return "  ".join(cells)
 
 
+def show_share(run: GroupRun) -> str:
+    share = run.first.pressure
+    return "-" if share is None else f"{share:.0%}"
+
+
+def bucket_of(share: float) -> int:
+    """The index of the pressure bucket `share` falls in (`PRESSURE_BUCKETS`)."""
+    for i, edge in enumerate(PRESSURE_BUCKETS[1:-1]):
+        if share < edge:
+            return i
+    return len(PRESSURE_BUCKETS) - 2
+
+
+def pressure_table(
+    unchanged: Sequence[Session],
+    slowed: Sequence[Session],
+    baselines: dict[str, Baseline],
+    slowdown: float,
+) -> None:
+    """The spread of d (the calibrated change, ln) by the share of its measurement during
+    which threads waited for a CPU: every measurement of every group in the unchanged
+    runs, and of the unchanged groups in the slowed ones, with the slowed group's d less
+    ln(1 + slowdown); the re-measurements too. `rms` is about the quiet bucket's mean,
+    the shift a verdict sees against a baseline recorded quiet."""
+    points: list[tuple[float, float, float]] = []
+    for session in (*unchanged, *slowed):
+        for group, run in session.groups.items():
+            base = baselines[group]
+            shift = (
+                math.log1p(slowdown) if session.kind == "slowed" and group == SLOWED_GROUP else 0
+            )
+            for which in (FIRST, SECOND):
+                m = which(run)
+                if m is None or m.pressure is None:
+                    continue
+                d = log_change(run, base, which, "calibrated") - shift
+                points.append((m.pressure, d, se_of(run, base, which, "calibrated")))
+    if not points:
+        print("no measurement carries a pressure share (no PSI here)")
+        return
+    quiet = [d for share, d, _ in points if bucket_of(share) == 0]
+    centre = statistics.fmean(quiet) if quiet else 0.0
+    print()
+    print(
+        "the change d (calibrated, ln, the slowdown taken out) by the share of its measurement"
+        " during which runnable threads waited for a CPU (pressure), every group and"
+        f" measurement; rms about the quietest bucket's mean {pct(centre)}:"
+    )
+    print(
+        f"  {'pressure':>11} {'n':>4} {'mean d':>7} {'sd d':>6} {'rms':>6} {'rms se':>6}"
+        f" {'max |d|':>7}"
+    )
+    for i, (low, high) in enumerate(itertools.pairwise(PRESSURE_BUCKETS)):
+        cell = [(d, se) for share, d, se in points if bucket_of(share) == i]
+        if not cell:
+            continue
+        ds = [d for d, _ in cell]
+        print(
+            f"  {low:4.0%}-{high:4.0%} {len(ds):>5} {pct(statistics.fmean(ds)):>7}"
+            f" {std(ds) * 100:5.2f}% {rms([d - centre for d in ds]) * 100:5.2f}%"
+            f" {rms([se for _, se in cell]) * 100:5.2f}%"
+            f" {max(abs(d - centre) for d in ds) * 100:6.2f}%"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100, help="runs of each kind")
@@ -748,11 +878,7 @@ def main(argv: list[str] | None = None) -> int:
             " '*' = the gate re-measured"
         )
         sessions: dict[str, list[Session]] = {"unchanged": [], "slowed": []}
-        neighbour = (
-            subprocess.Popen([sys.executable, "-c", "while True: pass"])
-            if args.condition == "neighbour"
-            else None
-        )
+        neighbour = background(args.condition)
         try:
             for index in range(args.runs):
                 order = [("unchanged", 0.0), ("slowed", args.slowdown)]
@@ -769,9 +895,7 @@ def main(argv: list[str] | None = None) -> int:
                         flush=True,
                     )
         finally:
-            if neighbour is not None:
-                neighbour.kill()
-                neighbour.wait()
+            stop(neighbour)
         wall = time.perf_counter() - started
         return report(sessions, baselines, base_peaks, args, wall)
 
@@ -821,6 +945,15 @@ def report(
         f" slowed runs where {SLOWED_GROUP} was too noisy {len(noisy_slowed)}/{len(slowed)}"
         f" (neither caught nor passed)"
     )
+    silent = [s for s in slowed if s.groups[SLOWED_GROUP].verdict == "pass"]
+    print(
+        f"slowed runs where {SLOWED_GROUP} passed silently: {len(silent)}/{len(slowed)}"
+        + "".join(
+            f"; run {s.index} {describe_run(s)} (pressure {show_share(s.groups[SLOWED_GROUP])})"
+            for s in silent
+        )
+    )
+    pressure_table(unchanged, slowed, baselines, args.slowdown)
 
     print()
     print(

@@ -157,12 +157,22 @@ def _measurer(
                     if placed_sampler is not None
                     else lambda: client.time(fn, inputs)
                 )
+                # The CPUs' stall counter read on both sides of the samples, so their
+                # difference covers the measurement exactly (`gate.conditions`).
+                before = conditions.stall_reading() if on_cpu else None
                 measured = measure_winner(sample, calibration=calibrate, name=name)
+                after = conditions.stall_reading() if on_cpu else None
             except Exception as exc:
                 raise AutotuneError.from_exception(name, exc) from None
+            if not on_cpu:
+                return measured
             # How loaded the CPUs were, read once the samples are taken: the 1-minute
-            # average then covers them (`gate.conditions`).
-            return replace(measured, load=conditions.load_per_cpu()) if on_cpu else measured
+            # average then covers them, and how long runnable threads waited during them.
+            return replace(
+                measured,
+                load=conditions.load_per_cpu(),
+                pressure=conditions.pressure_share(before, after),
+            )
 
         return measure
 

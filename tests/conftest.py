@@ -23,7 +23,9 @@ def _user_cache_in_tmp(
 
 @pytest.fixture(autouse=True)
 def _no_machine_load(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The gate widens a CPU comparison by the machine's load average
-    (`pytest_autotune.gate.conditions`); a test's verdicts must not depend on what else runs
-    on the machine, so tests read no load unless they set one."""
+    """The gate widens a CPU comparison by the machine's load average and by how long
+    runnable threads waited for a CPU during its samples (`pytest_autotune.gate.conditions`);
+    a test's verdicts must not depend on what else runs on the machine, so tests read
+    neither unless they set one."""
     monkeypatch.setattr("pytest_autotune.gate.conditions.load_per_cpu", lambda: None)
+    monkeypatch.setattr("pytest_autotune.gate.conditions.stall_reading", lambda: None)

@@ -1,5 +1,6 @@
 """What the conditions of a comparison add to its noise: a CPU shared with more runnable
-threads than it has, and a baseline measured on another GPU than this run's.
+threads than it has, or whose runnable threads waited for it during the measurement, and a
+baseline measured on another GPU than this run's.
 
 Neither shows in one session's samples, which are steady in themselves; each moves the
 whole session. So each widens the between-session noise of the comparison
@@ -12,6 +13,16 @@ slowdown the gate promises says "too noisy", with the reason, rather than guessi
   passed silently (benchmarks/gate_reliability.py, BENCHMARKS.md). The load average per
   CPU shows that state, so a CPU's between-session noise grows beyond one runnable thread
   per CPU (`load_factor`).
+- **CPUs contended during the samples.** The 1-minute load average lags a burst of a few
+  seconds (another job's test suite starting), so a session measured inside one was judged
+  with the quiet noise: under such bursts 2 of 40 unchanged runs failed and 4 of 40 25%
+  slowdowns passed silently. Linux's pressure-stall counters (`/proc/pressure/cpu`, or the
+  process's cgroup's `cpu.pressure`) count the wall time during which runnable threads
+  waited for a CPU; differenced over the winner's samples they give the share of the
+  measurement so contended (`pressure_share`), which widens the noise too
+  (`pressure_factor`). The larger of the two factors applies: a steady neighbour shows in
+  the load while a 2-core machine with 2 runnable threads stalls little. Where the
+  counters are absent (macOS, Windows, kernels without PSI) the load alone counts.
 - **Another GPU of the same model.** The committed H200 baselines, recorded on one lent
   machine, read up to +11.9% slower on three of five others for unchanged memory-bound
   kernels (softmax, sum), with the peak probe moving 0-2%: machines of one model differ
@@ -23,7 +34,10 @@ from __future__ import annotations
 
 import math
 import os
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -34,6 +48,9 @@ if TYPE_CHECKING:
 SIGMA_BETWEEN_MACHINES = 0.04
 """The spread of ln(time) between GPUs of one model for one kernel (see the module
 docstring): the +11.9% seen is three of it."""
+
+PRESSURE_QUIET = 0.05
+PRESSURE_SLOPE = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +88,91 @@ def load_factor(load: float | None) -> float:
     return max(load, 1.0 + min(1.0, 4.0 * (load - 1.0)))
 
 
+@dataclass(frozen=True, slots=True)
+class StallReading:
+    """One read of a pressure-stall file: which file, the wall time its runnable threads
+    had spent waiting for a CPU (its `some` total, in seconds) and when it was read
+    (`time.monotonic` seconds)."""
+
+    source: Path
+    stalled: float
+    at: float
+
+
+def stall_files(
+    proc: Path = Path("/proc"), cgroup_root: Path = Path("/sys/fs/cgroup")
+) -> tuple[Path, ...]:
+    """The pressure-stall files that may count this process's waits for a CPU, its own
+    cgroup's first (cgroup v2, mounted at `cgroup_root` or, on a hybrid host, under its
+    `unified`), then the whole system's."""
+    files = []
+    try:
+        lines = (proc / "self" / "cgroup").read_text().splitlines()
+    except (OSError, ValueError):
+        lines = []
+    for line in lines:
+        if line.startswith("0::"):
+            group = line[3:].strip().lstrip("/")
+            files += [cgroup_root / group / "cpu.pressure"]
+            files += [cgroup_root / "unified" / group / "cpu.pressure"]
+    return (*files, proc / "pressure" / "cpu")
+
+
+def _some_total(path: Path) -> float | None:
+    """The `total=` of the file's `some` line in seconds; None where the file is missing,
+    unreadable or not in the kernel's form."""
+    try:
+        text = path.read_text()
+    except (OSError, ValueError):
+        return None
+    for line in text.splitlines():
+        kind, *fields = line.split()
+        if kind != "some":
+            continue
+        totals = [f[len("total=") :] for f in fields if f.startswith("total=")]
+        if len(totals) == 1 and totals[0].isdigit():
+            return int(totals[0]) / 1e6
+        return None
+    return None
+
+
+def read_stall(
+    files: Sequence[Path], now: Callable[[], float] = time.monotonic
+) -> StallReading | None:
+    """The first of `files` that reads, None where none does (no PSI: another platform,
+    an older kernel, or PSI turned off)."""
+    for path in files:
+        stalled = _some_total(path)
+        if stalled is not None:
+            return StallReading(path, stalled, now())
+    return None
+
+
+def stall_reading() -> StallReading | None:
+    """This machine's pressure-stall counter now (`stall_files`, `read_stall`)."""
+    return read_stall(stall_files())
+
+
+def pressure_share(before: StallReading | None, after: StallReading | None) -> float | None:
+    """The share of the wall time between two reads during which runnable threads waited
+    for a CPU, from 0 to 1; None when either read is missing, the two read different
+    files, the window is empty or the counter went backwards (a wrap or a reset)."""
+    if before is None or after is None or before.source != after.source:
+        return None
+    window, stalled = after.at - before.at, after.stalled - before.stalled
+    if not window > 0 or stalled < 0:
+        return None
+    return min(1.0, stalled / window)
+
+
+def pressure_factor(share: float | None) -> float:
+    """By how much the between-session noise of a CPU timing grows when runnable threads
+    waited for a CPU `share` of its measurement (`pressure_share`). PLACEHOLDER."""
+    if share is None or not math.isfinite(share) or share <= PRESSURE_QUIET:
+        return 1.0
+    return 1.0 + PRESSURE_SLOPE * (share - PRESSURE_QUIET)
+
+
 def widen(
     check: RegressionCheck,
     current: Measurement,
@@ -80,16 +182,11 @@ def widen(
     """`check` with its between-session noise widened for this comparison's conditions,
     and the conditions that widened it (none: `check` itself)."""
     sigma, conditions = check.sigma_between, []
-    factor = load_factor(current.load)
-    if factor > 1.0:
+    cpu = _cpu_condition(current)
+    if cpu is not None:
+        factor, condition = cpu
         sigma *= factor
-        conditions.append(
-            Condition(
-                f"the CPUs were oversubscribed ({current.load:.1f} runnable threads per CPU,"
-                f" so the between-session noise counts {factor:.1f} times)",
-                "a runner with free CPUs (fewer jobs beside the gate, or fewer -n workers)",
-            )
-        )
+        conditions.append(condition)
     if machine and baseline.machine and machine != baseline.machine:
         sigma = math.hypot(sigma, SIGMA_BETWEEN_MACHINES)
         conditions.append(
@@ -101,3 +198,27 @@ def widen(
             )
         )
     return (replace(check, sigma_between=sigma) if conditions else check), tuple(conditions)
+
+
+def _cpu_condition(current: Measurement) -> tuple[float, Condition] | None:
+    """How much the CPUs' state widens the noise, the larger of the load's and the stalls'
+    factors, and the condition naming each state that widened it; None when neither did."""
+    load, pressure = load_factor(current.load), pressure_factor(current.pressure)
+    reasons = []
+    if pressure > 1.0:
+        assert current.pressure is not None
+        reasons.append(
+            "the CPUs were contended (runnable threads waited for a CPU"
+            f" {current.pressure:.0%} of the measurement)"
+        )
+    if load > 1.0:
+        reasons.append(
+            f"the CPUs were oversubscribed ({current.load:.1f} runnable threads per CPU)"
+        )
+    if not reasons:
+        return None
+    factor = max(load, pressure)
+    return factor, Condition(
+        f"{' and '.join(reasons)}, so the between-session noise counts {factor:.1f} times",
+        "a runner with free CPUs (fewer jobs beside the gate, or fewer -n workers)",
+    )

@@ -100,6 +100,10 @@ class Measurement(Samples):
     load: float | None = None
     """Runnable threads per CPU while it was measured (the 1-minute load average), on a
     CPU; None elsewhere (`gate.conditions`)."""
+    pressure: float | None = None
+    """The share of the measurement's wall time during which runnable threads waited for a
+    CPU (Linux's pressure-stall counters over the samples), on a CPU where the kernel
+    counts it; None elsewhere (`gate.conditions.pressure_share`)."""
     _stats: SampleStats = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
