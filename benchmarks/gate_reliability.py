@@ -96,6 +96,7 @@ from pytest_autotune.gate import (
     Comparison,
     Measurement,
     RegressionCheck,
+    conditions,
     format_interval,
 )
 from pytest_autotune.tune.cache import PersistentCache
@@ -288,6 +289,16 @@ CONFTEST = textwrap.dedent(
     _judge = gate_policy.judge
 
 
+    def _avg10():
+        # The kernel's own 10-second average of the CPU stall share, now (`some avg10`).
+        try:
+            with open("/proc/pressure/cpu", encoding="utf-8") as psi:
+                line = psi.readline().split()
+            return float(line[1].split("=")[1]) / 100
+        except (OSError, IndexError, ValueError):
+            return None
+
+
     def _ns(measurement):
         calibration = measurement.calibration
         return {
@@ -304,9 +315,11 @@ CONFTEST = textwrap.dedent(
         if diag is None or current is None or remeasure is None:
             return _judge(current, baseline, **options)
         taken = []
+        recent = [_avg10()]
 
         def again():
             taken.append(remeasure())
+            recent.append(_avg10())
             return taken[-1]
 
         options["remeasure"] = again
@@ -322,6 +335,7 @@ CONFTEST = textwrap.dedent(
                 "checksum": options["checksum"],
                 "gate_remeasured": asked,
                 "measurements": [_ns(m) for m in (current, *taken)],
+                "avg10": recent,
             }
             out.write(json.dumps(line) + "\\n")
         return verdict
@@ -363,6 +377,9 @@ class Session:
     peaks: Peaks
     """What the session's peak probe measured."""
     groups: dict[str, GroupRun]
+    pressure: float | None = None
+    """The share of the whole session's wall time during which runnable threads waited
+    for a CPU (None without PSI, or for a kept run)."""
 
 
 def plugin_args() -> list[str]:
@@ -497,6 +514,7 @@ def run_session(
     diag = root / "runs" / f"{index:03d}-{kind}.diag.jsonl"
     record.parent.mkdir(exist_ok=True)
     load = os.getloadavg()[0]
+    stalls = conditions.stall_reading()
     start = time.perf_counter()
     done = subprocess.run(
         pytest_command(
@@ -510,11 +528,16 @@ def run_session(
         preexec_fn=pinned(pin),
     )
     wall = time.perf_counter() - start
+    share = conditions.pressure_share(stalls, conditions.stall_reading())
     if done.returncode not in (0, 1) or not record.exists():
         raise SystemExit(
             f"run {index} ({kind}): pytest exited {done.returncode}\n{done.stdout}\n{done.stderr}"
         )
-    return read_session(root, kind, index, baselines, done.returncode, wall, load)
+    (root / "runs" / f"{index:03d}-{kind}.session.json").write_text(
+        json.dumps({"load": load, "wall": wall, "pressure": share})
+    )
+    session = read_session(root, kind, index, baselines, done.returncode, wall, load)
+    return dataclasses.replace(session, pressure=share)
 
 
 def read_session(
@@ -740,9 +763,12 @@ def describe_run(session: Session) -> str:
     return "  ".join(cells)
 
 
-def show_share(run: GroupRun) -> str:
-    share = run.first.pressure
+def show(share: float | None) -> str:
     return "-" if share is None else f"{share:.0%}"
+
+
+def show_share(run: GroupRun) -> str:
+    return show(run.first.pressure)
 
 
 def bucket_of(share: float) -> int:
@@ -890,7 +916,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"[{index + 1:3d}/{args.runs}] {kind:9} rc={session.returncode}"
                         f"  {describe_run(session)}  ({session.wall:.1f} s,"
-                        f" load {session.load:.1f},"
+                        f" load {session.load:.1f}, stalled {show(session.pressure)},"
                         f" {(time.perf_counter() - started) / 60:.1f} min)",
                         flush=True,
                     )

@@ -66,6 +66,12 @@ def group_record(
             if measurement is not None and measurement.calibration is not None
             else None
         ),
+        contention=(
+            {"load": measurement.load, "pressure": measurement.pressure}
+            if measurement is not None
+            and (measurement.load is not None or measurement.pressure is not None)
+            else None
+        ),
         # The report re-renders from records alone, so each carries its device and work.
         device=device,
         work=(

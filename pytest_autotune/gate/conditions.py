@@ -126,10 +126,10 @@ def _some_total(path: Path) -> float | None:
     except (OSError, ValueError):
         return None
     for line in text.splitlines():
-        kind, *fields = line.split()
-        if kind != "some":
+        fields = line.split()
+        if fields[:1] != ["some"]:
             continue
-        totals = [f[len("total=") :] for f in fields if f.startswith("total=")]
+        totals = [f[len("total=") :] for f in fields[1:] if f.startswith("total=")]
         if len(totals) == 1 and totals[0].isdigit():
             return int(totals[0]) / 1e6
         return None

@@ -3,9 +3,10 @@ the report draws, typed, with its JSON form (DESIGN.md, "Records").
 
 The session writes one per decision and reads each group's summary and cache update back
 from it (`group_record`); the report reads it back from the records alone. The nested
-blocks (`device`, `work`, `baseline`, `comparison`, `calibration`, `call_costs`, `history`)
-stay JSON objects here: each has its own reader where it is used. Every field may be
-missing, as in records of older versions or those a `LocalTuner` wrote outside pytest.
+blocks (`device`, `work`, `baseline`, `comparison`, `calibration`, `contention`,
+`call_costs`, `history`) stay JSON objects here: each has its own reader where it is used.
+Every field may be missing, as in records of older versions or those a `LocalTuner` wrote
+outside pytest.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ class RecordExtra:
     faster here and the gate judged it instead."""
     winner_samples_ns: list[int] | None = None
     calibration: JsonObject | None = None
+    contention: JsonObject | None = None
+    """How contended the CPUs were while the winner was measured (a CPU's): `load`, the
+    1-minute load average per CPU, and `pressure`, the share of the measurement during
+    which runnable threads waited for a CPU; each None where the platform does not tell
+    (`gate.conditions`)."""
     device: JsonObject | None = None
     """The device block (id, fingerprint, peaks), so the report needs no other file."""
     work: JsonObject | None = None
@@ -86,6 +92,7 @@ _KINDS: dict[str, type | tuple[type, ...]] = {
     "measured": str,
     "winner_samples_ns": list,
     "calibration": dict,
+    "contention": dict,
     "device": dict,
     "work": dict,
     "baseline": dict,

@@ -3,7 +3,13 @@ judge, and baselines of another device or runner class (issue 9, items 5 to 7)."
 
 from __future__ import annotations
 
+import itertools
+import json
+from pathlib import Path
+
 import pytest
+
+from pytest_autotune.gate.conditions import StallReading
 
 from tests.plugin.harness import run
 from tests.plugin.test_tune_mode import SCALE_TESTS
@@ -82,3 +88,36 @@ def test_a_runner_class_that_cannot_name_a_folder_is_one_line_naming_the_option(
     result = run(scale, "--autotune", "--autotune-runner=../up")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*autotune_runner*expected a runner class name*"])
+
+
+def test_a_cpu_slowdown_measured_while_threads_waited_for_a_cpu_is_too_noisy_and_recorded(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("SLOWDOWN_FAST", "1.25")
+    quiet = run(scale, "--autotune")
+    assert quiet.ret == pytest.ExitCode.TESTS_FAILED
+    quiet.stdout.fnmatch_lines(["verdicts: 2 REGRESSION"])
+    # The stall counter runs at 90% of the wall clock between any two reads: runnable
+    # threads waited for a CPU 90% of every measurement, as inside another job's burst.
+    reads = itertools.count()
+
+    def stalled() -> StallReading:
+        at = float(next(reads))
+        return StallReading(Path("/proc/pressure/cpu"), 0.9 * at, at)
+
+    monkeypatch.setattr("pytest_autotune.gate.conditions.stall_reading", stalled)
+    contended = run(scale, "--autotune", "--autotune-record=records.jsonl")
+    assert contended.ret == pytest.ExitCode.OK
+    contended.stdout.fnmatch_lines(["verdicts: 2 too noisy"])
+    strict = run(scale, "--autotune", "--autotune-strict")
+    strict.stdout.fnmatch_lines(
+        [
+            "*too noisy to judge: *the CPUs were contended (runnable threads waited for a CPU"
+            " 90% of the measurement), so the between-session noise counts * times;"
+            " what would help: a runner with free CPUs*"
+        ]
+    )
+    records = (scale.path / "records.jsonl").read_text().splitlines()
+    contention = [json.loads(line)["extra"]["contention"] for line in records]
+    assert contention == [{"load": None, "pressure": pytest.approx(0.9)}] * 2
