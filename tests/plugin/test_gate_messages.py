@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from pytest_autotune.gate.conditions import StallReading
-
 from tests.plugin.harness import run
 from tests.plugin.test_tune_mode import SCALE_TESTS
 

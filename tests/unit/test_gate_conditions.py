@@ -1,11 +1,12 @@
-"""What a comparison's conditions add to its noise: oversubscribed CPUs, another GPU."""
+"""What a comparison's conditions add to its noise: oversubscribed or contended CPUs,
+another GPU."""
 
 from __future__ import annotations
 
 import pytest
 
 from pytest_autotune.gate import Baseline, Measurement, Verdict, judge
-from pytest_autotune.gate.conditions import load_factor, load_per_cpu
+from pytest_autotune.gate.conditions import load_factor, load_per_cpu, pressure_factor
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.cache import PersistentCacheValue
 
@@ -15,8 +16,10 @@ CHECKSUM = "0123456789abcdef"
 T = 1e-3
 
 
-def measured(seconds: float, load: float | None = None) -> Measurement:
-    return Measurement((seconds,) * 10, load=load)
+def measured(
+    seconds: float, load: float | None = None, pressure: float | None = None
+) -> Measurement:
+    return Measurement((seconds,) * 10, load=load, pressure=pressure)
 
 
 def base(device_id: str, machine: str | None = None) -> Baseline:
@@ -76,6 +79,43 @@ def test_a_load_under_one_thread_per_cpu_changes_no_verdict() -> None:
 def test_a_huge_slowdown_still_fails_on_an_oversubscribed_cpu() -> None:
     verdict = judge(measured(T * 3, load=4.0), base(CPU), device_id=CPU, checksum=CHECKSUM)
     assert verdict.verdict is Verdict.REGRESSION
+
+
+def test_a_stall_share_up_to_what_was_measured_adds_nothing_and_beyond_it_doubles_the_noise() -> (
+    None
+):
+    # Beside bursts on two CPUs, measurements stalled 30-60% moved no more than others.
+    assert pressure_factor(None) == 1.0
+    assert pressure_factor(float("nan")) == 1.0
+    assert pressure_factor(0.0) == 1.0
+    assert pressure_factor(0.6) == 1.0
+    assert pressure_factor(0.61) == 2.0
+    assert pressure_factor(1.0) == 2.0
+
+
+def test_a_cpu_slowdown_whose_samples_mostly_waited_for_a_cpu_is_too_noisy_naming_the_stalls() -> (
+    None
+):
+    half = judge(measured(T * 1.25, pressure=0.5), base(CPU), device_id=CPU, checksum=CHECKSUM)
+    assert half.verdict is Verdict.REGRESSION
+    most = judge(measured(T * 1.25, pressure=0.9), base(CPU), device_id=CPU, checksum=CHECKSUM)
+    assert most.verdict is Verdict.TOO_NOISY and not most.failed
+    assert (
+        "the CPUs were contended (runnable threads waited for a CPU 90% of the measurement),"
+        " so the between-session noise counts 2.0 times" in most.message
+    )
+    assert "what would help: a runner with free CPUs" in most.message
+
+
+def test_the_larger_of_the_load_and_stall_factors_widens_the_noise_and_both_are_named() -> None:
+    verdict = judge(
+        measured(T * 1.25, load=3.0, pressure=0.9), base(CPU), device_id=CPU, checksum=CHECKSUM
+    )
+    assert verdict.verdict is Verdict.TOO_NOISY
+    assert (
+        "waited for a CPU 90% of the measurement) and the CPUs were oversubscribed"
+        " (3.0 runnable threads per CPU), so the between-session noise counts 3.0 times"
+    ) in verdict.message
 
 
 def test_a_baseline_from_another_gpu_makes_a_machine_difference_too_noisy_not_a_regression() -> (
