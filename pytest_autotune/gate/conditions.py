@@ -2,7 +2,7 @@
 threads than it has, or whose runnable threads waited for it during the measurement, and a
 baseline measured on another GPU than this run's.
 
-Neither shows in one session's samples, which are steady in themselves; each moves the
+None shows in one session's samples, which are steady in themselves; each moves the
 whole session. So each widens the between-session noise of the comparison
 (`RegressionCheck.sigma_between`), and a comparison that can then no longer catch the
 slowdown the gate promises says "too noisy", with the reason, rather than guessing.
@@ -14,15 +14,18 @@ slowdown the gate promises says "too noisy", with the reason, rather than guessi
   CPU shows that state, so a CPU's between-session noise grows beyond one runnable thread
   per CPU (`load_factor`).
 - **CPUs contended during the samples.** The 1-minute load average lags a burst of a few
-  seconds (another job's test suite starting), so a session measured inside one was judged
-  with the quiet noise: under such bursts 2 of 40 unchanged runs failed and 4 of 40 25%
-  slowdowns passed silently. Linux's pressure-stall counters (`/proc/pressure/cpu`, or the
-  process's cgroup's `cpu.pressure`) count the wall time during which runnable threads
-  waited for a CPU; differenced over the winner's samples they give the share of the
-  measurement so contended (`pressure_share`), which widens the noise too
-  (`pressure_factor`). The larger of the two factors applies: a steady neighbour shows in
-  the load while a 2-core machine with 2 runnable threads stalls little. Where the
-  counters are absent (macOS, Windows, kernels without PSI) the load alone counts.
+  seconds (another job's test suite starting), so a session measured inside one is judged
+  with the quiet noise. Linux's pressure-stall counters (the process's cgroup's
+  `cpu.pressure`, else `/proc/pressure/cpu`) count the wall time during which runnable
+  threads waited for a CPU; read on both sides of the winner's samples they give the share
+  of the measurement so contended (`pressure_share`, `Measurement.pressure`, and the
+  records' `contention`). Beside bursts of two spinning processes on the 2-core VM,
+  measurements stalled 30-60% moved no more than unstalled ones (the calibration read,
+  timed after each sample, shares the time-slicing and divides it out), so the share
+  widens the noise only past what was measured (`pressure_factor`). The larger of the
+  load's and the stalls' factors applies: a steady neighbour shows in the load while two
+  CPUs with two runnable threads stall little. Where the counters are absent (macOS,
+  Windows, kernels without PSI or with it off) the load alone counts.
 - **Another GPU of the same model.** The committed H200 baselines, recorded on one lent
   machine, read up to +11.9% slower on three of five others for unchanged memory-bound
   kernels (softmax, sum), with the peak probe moving 0-2%: machines of one model differ
