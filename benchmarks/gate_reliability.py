@@ -52,7 +52,10 @@ baseline recorded as a project would record it:
 Each measurement the gate judged carries the share of its wall time during which runnable
 threads waited for a CPU (`Measurement.pressure`, Linux's pressure-stall counters over its
 samples), and the report gives the spread of the change d by that share: the data
-`gate.conditions.pressure_factor` is fitted to.
+`gate.conditions.pressure_factor` is fitted to. The probe also keeps the kernel's own
+10-second average (`some avg10`) when each measurement was judged, and each session's
+stall share over its whole run (`runs/NNN-KIND.session.json`, and "stalled" in the
+progress lines), to see whether a longer window says more than the samples' own.
 
 `--pin CPU` runs every session (the baseline too) on one CPU only, as `taskset -c CPU`
 would, to see how much of the between-session spread comes from which CPU a session gets.
