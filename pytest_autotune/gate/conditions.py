@@ -20,9 +20,10 @@ slowdown the gate promises says "too noisy", with the reason, rather than guessi
   threads waited for a CPU; read on both sides of the winner's samples they give the share
   of the measurement so contended (`pressure_share`, `Measurement.pressure`, and the
   records' `contention`). Beside bursts of two spinning processes on the 2-core VM,
-  measurements stalled 30-60% moved no more than unstalled ones (the calibration read,
-  timed after each sample, shares the time-slicing and divides it out), so the share
-  widens the noise only past what was measured (`pressure_factor`). The larger of the
+  measurements stalled 30-60% moved no more than unstalled ones (the gate compares the
+  median of many short samples: a time slice lost to another thread makes the samples it
+  hits outliers, not the median), so the share widens the noise only past what was
+  measured (`pressure_factor`). The larger of the
   load's and the stalls' factors applies: a steady neighbour shows in the load while two
   CPUs with two runnable threads stall little. Where the counters are absent (macOS,
   Windows, kernels without PSI or with it off) the load alone counts.
@@ -180,11 +181,13 @@ def pressure_factor(share: float | None) -> float:
     (sum), 2.4% (transpose) and 5.3% (matmul) about their group's mean, those stalled
     under 2% by 3.2%, 1.8% and 6.0%, and those of a run without bursts by 3.6%, 4.3% and
     6.9%; an earlier, noisier bursty run showed the same (stalled 6.4% for sum, unstalled
-    8.0%). The calibration read, timed right after each sample, shares the time-slicing
-    and divides it out; what moves a session's change comes from elsewhere, and no stall
-    counter sees it. Past 0.6 (more than one thread too many on two CPUs for the whole
-    measurement) too few measurements were taken to tell (10 of 780), so the noise counts
-    twice there, as it does from a quarter thread too many by the load (`load_factor`)."""
+    8.0%), whether the calibration read scaled them or not. The gate compares the median
+    of many short samples (under a millisecond here), and a time slice lost to another
+    thread makes the samples it hits outliers, not the median; what moves a session's
+    change comes from elsewhere, and no stall counter sees it. Past 0.6 (more than one
+    thread too many on two CPUs for the whole measurement) too few measurements were
+    taken to tell (10 of 780), so the noise counts twice there, as it does from a quarter
+    thread too many by the load (`load_factor`)."""
     if share is None or not math.isfinite(share) or share <= PRESSURE_MEASURED:
         return 1.0
     return 2.0
