@@ -180,7 +180,7 @@ def pressure_factor(share: float | None) -> float:
     measurements stalled over 30% of their samples (51 of 300) moved by an rms of 2.7%
     (sum), 2.4% (transpose) and 5.3% (matmul) about their group's mean, those stalled
     under 2% by 3.2%, 1.8% and 6.0%, and those of a run without bursts by 3.6%, 4.3% and
-    6.9%; an earlier, noisier bursty run showed the same (stalled 6.4% for sum, unstalled
+    6.9%; an earlier, noisier bursty run showed the same (stalled 6.2% for sum, unstalled
     8.0%), whether the calibration read scaled them or not. The gate compares the median
     of many short samples (under a millisecond here), and a time slice lost to another
     thread makes the samples it hits outliers, not the median; what moves a session's
