@@ -469,17 +469,11 @@ class CudaClient:
         arrays = [v for v in inputs if isinstance(v, cp.ndarray)]
         size = sum(int(a.nbytes) for a in arrays)
         fits = self._total_memory // PLACEMENT_MEMORY_SHARE // size if size else count
-        placed: list[tuple[Placement, tuple[Any, ...]]] = []
         with self._device:
-            for i, placement in enumerate(placements(count)):
-                if i >= fits:
-                    placed.append((placement, inputs))
-                    continue
-                with cp.cuda.using_allocator(
-                    placement.allocator(cp.get_default_memory_pool().malloc)
-                ):
-                    copies = tuple(v.copy() if isinstance(v, cp.ndarray) else v for v in inputs)
-                placed.append((placement, copies))
+            placed = [
+                (placement, placement.copies(cp, inputs) if i < fits else inputs)
+                for i, placement in enumerate(placements(count))
+            ]
         caller = self.timing == "caller"
         first = [self._time(fn, args, caller, placement) for placement, args in placed]
         if len(placed) * statistics.median(first) <= ROUND_OF_PLACEMENTS_S:

@@ -65,7 +65,7 @@ def inputs_key(
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where a captured call's arrays lie: each allocation of the call, made while it is
-    captured (`GraphReplays.of`) or copied for it (`place`), starts `offset` bytes past a
+    captured (`GraphReplays.of`) or copied for it (`copies`), starts `offset` bytes past a
     multiple of `PLACEMENT_PERIOD`. The gate samples the placements of `placements`, so the
     time it measures mixes every offset in equal parts, whatever the process did before."""
 
@@ -83,6 +83,12 @@ class Placement:
             return block + start
 
         return placed
+
+    def copies(self, cp: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+        """`inputs` with each CuPy array copied to this placement's offset (from CuPy's pool:
+        the copies live as long as whoever holds them)."""
+        with cp.cuda.using_allocator(self.allocator(cp.get_default_memory_pool().malloc)):
+            return tuple(v.copy() if isinstance(v, cp.ndarray) else v for v in inputs)
 
 
 def placements(count: int) -> list[Placement]:
