@@ -223,6 +223,13 @@ def main() -> int:
     parser.add_argument("--slowdown", default="0.10")
     parser.add_argument("--condition", choices=CONDITIONS, default="module")
     parser.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="seconds: start no further worker once the last one's duration would pass it,"
+        " and report the runs done (a device call's time limit)",
+    )
+    parser.add_argument(
         "--baseline-sessions",
         type=int,
         default=1,
@@ -270,7 +277,12 @@ def main() -> int:
         per_worker = max(1, args.runs // args.workers)
         # One process after another: a process creating its inputs while another one
         # times would load the device and read as noise that CI's runs do not have.
+        last = 0.0
         for w in range(args.workers):
+            if args.budget is not None and time.perf_counter() - started + last > args.budget:
+                print(f"budget of {args.budget:.0f} s reached: {w} workers of {args.workers} ran")
+                break
+            began = time.perf_counter()
             done = subprocess.run(
                 [
                     sys.executable,
@@ -287,6 +299,7 @@ def main() -> int:
                 text=True,
                 check=False,
             )
+            last = time.perf_counter() - began
             if done.returncode:
                 print(done.stderr[-2000:])
             path = project / f"w{w}.json"
