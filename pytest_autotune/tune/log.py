@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -131,6 +131,33 @@ class Eliminated:
 
 
 @dataclass(frozen=True, slots=True)
+class Held:
+    """The adaptive round robin stopped sampling a candidate too slow to win that the floor
+    of two survivors keeps as the winner's rival: its samples so far stand."""
+
+    EVENT: ClassVar[str] = "held"
+    name: str
+    index: int
+    samples: int
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": self.EVENT,
+            "name": self.name,
+            "index": self.index,
+            "samples": self.samples,
+            "reason": self.reason,
+        }
+
+    def __str__(self) -> str:
+        return (
+            f"{self.name} [#{self.index}] held as the rival after {self.samples} samples:"
+            f" {self.reason}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ShortCircuit:
     """A candidate landed under the roofline time limit often enough to end its batch:
     it is close enough to the hardware's limit that tuning further cannot pay."""
@@ -197,9 +224,10 @@ class ChecksDone:
 
 
 AutotuneLogEvent = (
-    TuningStep | CandidateSampled | Eliminated | ShortCircuit | Converged | ChecksDone
+    TuningStep | CandidateSampled | Eliminated | Held | ShortCircuit | Converged | ChecksDone
 )
-"""Events that occurred during autotuning (the seed's enum), each tagged "event" in JSON."""
+"""Events that occurred during autotuning (the seed's enum, and `Held`), each tagged "event"
+in JSON."""
 
 
 def event_from_json(data: Mapping[str, Any]) -> AutotuneLogEvent:
@@ -210,30 +238,35 @@ def event_from_json(data: Mapping[str, Any]) -> AutotuneLogEvent:
         raise ValueError(f"malformed autotune log event {dict(data)!r}: {exc!r}") from None
 
 
+_READERS: Mapping[str, Callable[[Mapping[str, Any]], AutotuneLogEvent]] = {
+    TuningStep.EVENT: lambda d: TuningStep(
+        int(d["batch"]), tuple(int(i) for i in d["indices"]), _seconds(d["duration_ns"])
+    ),
+    CandidateSampled.EVENT: lambda d: CandidateSampled(
+        str(d["name"]), int(d["index"]), _seconds(d["sample_ns"])
+    ),
+    Eliminated.EVENT: lambda d: Eliminated(str(d["name"]), int(d["index"]), str(d["reason"])),
+    Held.EVENT: lambda d: Held(
+        str(d["name"]), int(d["index"]), int(d["samples"]), str(d["reason"])
+    ),
+    ShortCircuit.EVENT: lambda d: ShortCircuit(
+        str(d["name"]),
+        int(d["index"]),
+        int(d["samples_under_limit"]),
+        _seconds(d["time_limit_ns"]),
+    ),
+    Converged.EVENT: lambda d: Converged(str(d["name"]), int(d["index"]), int(d["samples"])),
+    ChecksDone.EVENT: lambda d: ChecksDone(tuple(CheckResult.from_json(r) for r in d["results"])),
+}
+"""How each event's JSON reads back, by its "event" tag."""
+
+
 def _event_from_json(data: Mapping[str, Any]) -> AutotuneLogEvent:
     tag = data["event"]
-    if tag == TuningStep.EVENT:
-        return TuningStep(
-            int(data["batch"]),
-            tuple(int(i) for i in data["indices"]),
-            _seconds(data["duration_ns"]),
-        )
-    if tag == CandidateSampled.EVENT:
-        return CandidateSampled(str(data["name"]), int(data["index"]), _seconds(data["sample_ns"]))
-    if tag == Eliminated.EVENT:
-        return Eliminated(str(data["name"]), int(data["index"]), str(data["reason"]))
-    if tag == ShortCircuit.EVENT:
-        return ShortCircuit(
-            str(data["name"]),
-            int(data["index"]),
-            int(data["samples_under_limit"]),
-            _seconds(data["time_limit_ns"]),
-        )
-    if tag == Converged.EVENT:
-        return Converged(str(data["name"]), int(data["index"]), int(data["samples"]))
-    if tag == ChecksDone.EVENT:
-        return ChecksDone(tuple(CheckResult.from_json(r) for r in data["results"]))
-    raise ValueError(f"unknown autotune log event {tag!r}")
+    reader = _READERS.get(tag)
+    if reader is None:
+        raise ValueError(f"unknown autotune log event {tag!r}")
+    return reader(data)
 
 
 @dataclass(slots=True)

@@ -16,6 +16,7 @@ from pytest_autotune.tune.log import (
     AutotuneLogContext,
     Converged,
     Eliminated,
+    Held,
     ShortCircuit,
     log_event,
 )
@@ -60,6 +61,9 @@ class _Trial:
     the first sample where it is one (`LongCalls`)."""
     error: AutotuneError | None = None
     eliminated: bool = False
+    held: bool = False
+    """Outclassed but kept as the winner's rival by the floor of two survivors: it takes no
+    more samples (`_eliminate`)."""
     converged: bool = False
     stalls: int = 0
     under_limit: int = 0
@@ -256,7 +260,8 @@ def adaptive_round_robin(
     When a round is complete, a candidate with `short_circuit_samples` under the time
     limit ends the batch; then, once a candidate has `min_samples` raw samples, it is
     eliminated if its best exceeds `speed_factor` times the leader's (never below two
-    survivors, so the winner is always chosen against a rival).
+    survivors, so the winner is always chosen against a rival); one the floor keeps is held
+    as that rival and takes no more samples (`_eliminate` says why).
     """
     batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx, True)
     for trial in batch.trials:
@@ -273,7 +278,11 @@ def adaptive_round_robin(
     _drop_hopeless(batch.trials, config, long_calls, ctx)
 
     while True:
-        active = [t for t in batch.trials if t.alive and len(t.samples) < config.max_samples]
+        active = [
+            t
+            for t in batch.trials
+            if t.alive and not t.held and len(t.samples) < config.max_samples
+        ]
         if all(t.converged for t in active):
             break
         for trial in active:
@@ -377,22 +386,31 @@ def _factor(figure: float, config: BenchConfig, long_calls: LongCalls | None) ->
 
 
 def _eliminate(trials: list[_Trial], config: BenchConfig, ctx: AutotuneLogContext | None) -> None:
+    """Drop the candidates whose best, after `min_samples`, exceeds `speed_factor` times the
+    leader's, the slowest first, never below two survivors; an outclassed candidate the
+    floor keeps is held: it stays the winner's rival with the samples it has and takes no
+    more.
+
+    Why hold rather than sample on (the seed samples every survivor to convergence): a
+    held candidate is one the same test would have eliminated but for the floor, so its
+    further samples could only matter if its best fell below the leader's, the very risk
+    elimination already takes; meanwhile they cost the most of any (it is the slowest
+    survivor). On the H200's matmul family the rival at 2.15 times the leader took five
+    samples to converge beside the leader's, which kept the family's tuning at 0.116-0.119
+    times `do_bench`'s cost (BENCHMARKS.md, issue 14)."""
     survivors = [t for t in trials if t.alive]
-    if len(survivors) <= 2:
+    if len(survivors) < 2:
         return
     leader = min(t.best for t in survivors)
     # The slowest go first, so if the floor of two stops the cut, the closest rivals stay.
     for trial in sorted(survivors, key=lambda t: t.best, reverse=True):
-        if len(survivors) <= 2:
-            break
-        if len(trial.samples) >= config.min_samples and trial.best > config.speed_factor * leader:
+        if len(trial.samples) < config.min_samples or trial.best <= config.speed_factor * leader:
+            continue
+        reason = f"best {trial.best:.3e} s > {config.speed_factor} x leader {leader:.3e} s"
+        if len(survivors) > 2:
             trial.eliminated = True
             survivors.remove(trial)
-            log_event(
-                ctx,
-                Eliminated(
-                    trial.name,
-                    trial.index,
-                    f"best {trial.best:.3e} s > {config.speed_factor} x leader {leader:.3e} s",
-                ),
-            )
+            log_event(ctx, Eliminated(trial.name, trial.index, reason))
+        elif not trial.held:
+            trial.held = True
+            log_event(ctx, Held(trial.name, trial.index, len(trial.samples), reason))

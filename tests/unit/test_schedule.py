@@ -294,6 +294,40 @@ def test_two_candidates_are_never_eliminated():
     assert not [e for e in ctx.events if type(e).__name__ == "Eliminated"]
 
 
+def test_an_outclassed_rival_the_floor_keeps_is_held_at_min_samples():
+    # "b" is five times slower: elimination would drop it but for the floor of two, so it
+    # stays the winner's rival with its three samples and takes no more, while "a" samples
+    # on to convergence.
+    script = Script(1e-3, 5e-3)
+    ctx = AutotuneLogContext()
+    result = adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE, ctx=ctx)
+    assert script.calls == [6, 4]
+    assert [len(result.results[i].samples) for i in range(2)] == [5, 3]
+    assert isinstance(result.results[1], AutotuneOutcome)
+    assert result.winner == 0
+    held = [e for e in ctx.events if type(e).__name__ == "Held"]
+    assert [(e.name, e.samples) for e in held] == [("b", 3)]
+    assert "5.000e-03 s > 1.5 x leader 1.000e-03 s" in str(held[0])
+
+
+def test_the_floor_holds_the_closer_of_two_outclassed_candidates():
+    # Five and eight times slower: outclassed, yet not hopeless (that takes ten).
+    script = Script(1e-3, 5e-3, 8e-3)
+    ctx = AutotuneLogContext()
+    result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE, ctx=ctx)
+    kinds = [(type(e).__name__, e.index) for e in ctx.events if type(e).__name__ != "Converged"]
+    assert kinds == [("Eliminated", 2), ("Held", 1)]
+    assert [len(result.results[i].samples) for i in range(3)] == [5, 3, 3]
+
+
+def test_a_rival_within_speed_factor_is_sampled_to_convergence():
+    script = Script(1e-3, 1.4e-3)
+    ctx = AutotuneLogContext()
+    result = adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE, ctx=ctx)
+    assert [len(result.results[i].samples) for i in range(2)] == [5, 5]
+    assert not [e for e in ctx.events if type(e).__name__ == "Held"]
+
+
 def test_a_candidate_that_fails_once_is_disqualified_even_if_other_samples_were_good():
     script = Script([1e-4, 1e-4, 1e-4, RuntimeError("flaky")], 1e-3)
     result = adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE)
