@@ -37,6 +37,7 @@ from pytest_autotune.plugin_settings import (
     is_builtin_device,
     settings_from_sources,
 )
+from pytest_autotune.quiet import Quiet, run_folder
 from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks
 from pytest_autotune.time_limit import TimeLimit, TimeLimitExceeded
 from pytest_autotune.tune.config import ConfigError
@@ -107,11 +108,28 @@ def pytest_configure(config: pytest.Config) -> None:
     hooks = _hooks(config, settings, worker=worker_input is not None)
     session = AutotuneSession(settings, worker=worker_input is not None, hooks=hooks)
     config.stash[SESSION] = session
+    quiet_folder = run_folder(config) if settings.tune else None
+    if quiet_folder is not None:
+        session.quiet = Quiet(quiet_folder)
     if config.pluginmanager.hasplugin("xdist") and worker_input is None:
         from pytest_autotune.backends.cuda import device_count
         from pytest_autotune.xdist import XdistBridge
 
         config.pluginmanager.register(XdistBridge(config, session, device_count), "autotune-xdist")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Any:
+    """On a pytest-xdist worker that tunes, an ordinary test (setup, call and teardown)
+    holds its shared locks, so that it never runs beside another worker's measurement
+    (`pytest_autotune.quiet`). A test that tunes waits for the device lock instead."""
+    state = item.config.stash.get(SESSION, None)
+    quiet = state.quiet if state is not None else None
+    if quiet is None or item.get_closest_marker("autotune") is not None:
+        yield
+        return
+    with quiet.testing():
+        yield
 
 
 def _hooks(config: pytest.Config, settings: PluginSettings, worker: bool) -> SessionHooks:

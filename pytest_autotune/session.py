@@ -10,7 +10,7 @@ everything it decides is plain Python, read (and tested) without pytest.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,13 @@ from filelock import FileLock
 
 from pytest_autotune.baselines import Baselines, baseline_extra
 from pytest_autotune.check_mode import Body, Candidates
-from pytest_autotune.gate import BaselineSession, GroupVerdict, Verdict, runner_device_id
+from pytest_autotune.gate import (
+    BaselineSession,
+    GroupVerdict,
+    Verdict,
+    device_kind,
+    runner_device_id,
+)
 from pytest_autotune.gate_policy import (
     FoundBaseline,
     GroupCase,
@@ -29,6 +35,7 @@ from pytest_autotune.gate_policy import (
 from pytest_autotune.group_record import call_costs, group_record, group_summary
 from pytest_autotune.outputs import SessionOutput, progress_lines
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device
+from pytest_autotune.quiet import WAIT_S, Quiet
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.config import ConfigError
@@ -100,6 +107,9 @@ class AutotuneSession:
         self._clients: dict[str, Client] = {}
         self._group_settings: dict[str, PluginSettings] = {}
         self._devices: dict[str, dict[str, Any]] = {}
+        self.quiet: Quiet | None = None
+        """Under pytest-xdist, the locks that pause the other workers' tests while this
+        worker tunes and measures a group (`pytest_autotune.quiet`); None elsewhere."""
 
     def level_scope(self, options: Mapping[str, Any]) -> AbstractContextManager[None]:
         """Where a group's key is made and its test runs: `anchor` there uses the group's
@@ -231,7 +241,13 @@ class AutotuneSession:
         if progress is not None:
             progress(f"autotune: tuning {request.group} on {device_id}")
         machine = client.fingerprint().get("uuid")
-        with _device_lock(client.device_id, machine), autotune_level_scope(settings.engine.level):
+        on_gpu = device_kind(client.device_id) == "gpu"
+        quiet = self.quiet.measuring(gpu=on_gpu) if self.quiet else nullcontext(True)
+        with (
+            _device_lock(client.device_id, machine),
+            quiet as paused,
+            autotune_level_scope(settings.engine.level),
+        ):
             decision = tuner.tune(request.key, tunables, request.inputs, client)
             case = GroupCase(
                 request.group, request.key, request.inputs, tunables, decision, device_id, settings
@@ -245,6 +261,11 @@ class AutotuneSession:
                 baseline_devices=lambda: self.baselines.devices_with(request.tuner_name),
                 notes=self.output.notes,
                 machine=machine if isinstance(machine, str) and machine else None,
+            )
+        if not paused:
+            self.output.notes.append(
+                f"{request.group}: measured while other pytest-xdist workers ran tests (they"
+                f" did not pause within {WAIT_S:.0f} s)"
             )
         verdict = self._keep(request, case, judged, client, work)
         return _Outcome(tunables, decision, _failures(decision, verdict))

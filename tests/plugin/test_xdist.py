@@ -179,3 +179,60 @@ def test_under_xdist_the_summary_records_caches_and_step_summary_are_those_of_on
     assert len(written["alone"]["summary"]) == 2 + 4 + 1 + 4 + 1, written["alone"]["summary"]
     assert len(written["alone"]["caches"]) == 1
     assert written["workers"] == written["alone"]
+
+
+QUIET_TESTS = """
+import json, os, time
+import pytest
+from conftest import spin
+
+def window(kind, seconds):
+    started = time.monotonic()
+    time.sleep(seconds)
+    with open(os.path.join(os.environ["RAN_LOG_DIR"], "windows.jsonl"), "a") as out:
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        out.write(json.dumps([kind, worker, started, time.monotonic()]) + "\\n")
+
+def make(name, cost):
+    def candidate(n):
+        window("measured", 0.004)
+        spin(cost)
+        return n * 2
+    candidate.__name__ = name
+    return candidate
+
+@pytest.mark.autotune(candidates={"a": make("a", 100e-6), "b": make("b", 200e-6)})
+def test_group(candidate):
+    return candidate(1)
+
+@pytest.mark.parametrize("i", range(12))
+def test_ordinary_one(i):
+    window("ordinary", 0.03)
+
+@pytest.mark.parametrize("i", range(12))
+def test_ordinary_two(i):
+    window("ordinary", 0.03)
+
+@pytest.mark.parametrize("i", range(12))
+def test_ordinary_three(i):
+    window("ordinary", 0.03)
+"""
+
+
+def test_under_xdist_no_other_workers_test_runs_while_a_group_is_measured(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    autotune_pytester.makepyfile(test_quiet=QUIET_TESTS)
+    monkeypatch.setenv("RAN_LOG_DIR", str(autotune_pytester.path))
+    result = run(autotune_pytester, "-n", "2", "--autotune")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    lines = (autotune_pytester.path / "windows.jsonl").read_text().splitlines()
+    windows = [json.loads(line) for line in lines]
+    measured = [(start, end) for kind, _, start, end in windows if kind == "measured"]
+    (tuner,) = {worker for kind, worker, _, _ in windows if kind == "measured"}
+    others = [(start, end) for kind, worker, start, end in windows if worker != tuner]
+    # The other worker ran ordinary tests, before and after the group, never during it.
+    assert others, "every ordinary test ran on the worker that tuned: nothing was shown"
+    first, last = min(s for s, _ in measured), max(e for _, e in measured)
+    overlapping = [(s, e) for s, e in others if s < last and e > first]
+    assert not overlapping, (first, last, overlapping)

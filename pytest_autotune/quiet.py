@@ -1,0 +1,123 @@
+"""Under pytest-xdist, the other workers' tests pause while a device is measured.
+
+pytest-benchmark turns itself off under xdist: workers time their code while the others
+run theirs, on the same CPUs, caches and memory bus. The device lock
+(`session._device_lock`) keeps two workers from timing one device at once, but not a
+worker's ordinary tests from running beside another's measurement: on a 2-core runner
+with `-n 2`, the suite's NumPy tests then share the machine with every timed sample.
+
+So each ordinary test of a worker holds a shared lock on the machine's CPUs and on its
+worker's GPU (the `CUDA_VISIBLE_DEVICES` the plugin gave it, or every GPU the worker sees),
+and a worker that tunes a group holds its device's lock exclusively for the tuning and the
+gate's measurement: the other workers finish the test they are in, wait at the start of
+the next one, and go on once the group is measured. A GPU's lock is its own, so workers on
+two GPUs of one host keep running beside each other's measurements; a CPU measurement
+pauses every worker. Tests that tune (the marker's, and those using the `autotune`
+fixture) take no shared lock: they wait for the device lock instead.
+
+The locks are filelock's `ReadWriteLock` (SQLite transactions in a file under the run's
+base temporary folder): a waiting measurement keeps new tests from starting (SQLite's
+pending lock), so a worker running many short tests cannot starve it (two workers looping
+over 1 ms tests held one back for 2.5 ms). Both waits end after `WAIT_S` at the latest,
+the run going on unpaused, so a test that runs for an hour, or a lock that cannot be made,
+delays or disturbs a measurement and never hangs a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+WAIT_S = 300.0
+"""The longest a measurement waits for the other workers' tests, or a test for a
+measurement, before it goes on regardless."""
+
+CPU = "cpu"
+"""The key of the machine's CPUs, which every worker's tests share."""
+
+
+def gpu_key(environ: Mapping[str, str] = os.environ) -> str:
+    """The key of this worker's GPU: the `CUDA_VISIBLE_DEVICES` it was started with (the
+    plugin gives each worker its own on a host of several GPUs), or every GPU it sees."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    return f"gpu-{visible.strip() or 'none'}" if visible is not None else "gpu-all"
+
+
+@dataclass
+class Quiet:
+    """The locks of one pytest-xdist run, in `folder`, as one worker holds them."""
+
+    folder: Path
+    gpu: str = field(default_factory=gpu_key)
+    timeout: float = WAIT_S
+    _locks: dict[str, Any] = field(default_factory=dict)
+    _testing: bool = False
+
+    def lock(self, key: str) -> Any:
+        """The read-write lock of `key`, made on first use."""
+        if key not in self._locks:
+            from filelock import ReadWriteLock
+
+            self.folder.mkdir(parents=True, exist_ok=True)
+            # One instance per key and process (not the path's singleton): its read and
+            # write holds are this worker's alone.
+            self._locks[key] = ReadWriteLock(
+                self.folder / f"{key}.db", timeout=self.timeout, is_singleton=False
+            )
+        return self._locks[key]
+
+    @contextlib.contextmanager
+    def testing(self) -> Iterator[None]:
+        """Around an ordinary test: shared holds on the CPUs and this worker's GPU."""
+        with contextlib.ExitStack() as stack:
+            for key in (CPU, self.gpu):
+                _hold(stack, self, key, "read")
+            self._testing = True
+            try:
+                yield
+            finally:
+                self._testing = False
+
+    @contextlib.contextmanager
+    def measuring(self, gpu: bool) -> Iterator[bool]:
+        """Around a group's tuning and measurement on a GPU (`gpu`) or the CPU: an exclusive
+        hold on that device's key. Yields whether the other workers are paused: not inside
+        an ordinary test of this worker (one that tunes from a fixture it does not mark),
+        whose own shared hold would wait for itself, nor after `timeout`."""
+        if self._testing:
+            yield False
+            return
+        with contextlib.ExitStack() as stack:
+            yield _hold(stack, self, self.gpu if gpu else CPU, "write")
+
+
+def _hold(stack: contextlib.ExitStack, quiet: Quiet, key: str, mode: str) -> bool:
+    """Enter `key`'s hold in `mode` on `stack`; False, holding nothing, where the lock
+    could not be made or taken within the timeout."""
+    from filelock import Timeout
+
+    try:
+        lock = quiet.lock(key)
+        stack.enter_context(lock.read_lock() if mode == "read" else lock.write_lock())
+    except (Timeout, OSError, RuntimeError, ValueError, ImportError):
+        return False
+    return True
+
+
+def run_folder(config: Any) -> Path | None:
+    """Where a pytest-xdist worker's run keeps its locks: the controller's base temporary
+    folder (each worker's `--basetemp` is a folder of it, as pytest-xdist sets it), which
+    pytest cleans with its other runs; None outside a worker, or where the worker has no
+    base temporary folder of its controller's."""
+    worker_input = getattr(config, "workerinput", None)
+    basetemp = getattr(config.option, "basetemp", None)
+    if worker_input is None or not basetemp:
+        return None
+    return Path(basetemp).parent / "autotune-quiet"
+
+
+__all__ = ["CPU", "WAIT_S", "Quiet", "gpu_key", "run_folder"]
