@@ -3,10 +3,14 @@ in their own modules, no pytest in between."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from pytest_autotune.gate import Comparison, GroupVerdict, Verdict
 from pytest_autotune.group_record import group_summary
@@ -215,3 +219,41 @@ def test_an_unbounded_interval_reads_back_from_the_record_as_infinity() -> None:
     summary = group_summary(AutotuneRecord.from_json(json.loads(line)))
     assert summary.comparison == Comparison(0.5, -1.0, float("inf"), False)
     assert (summary.winner, summary.samples, summary.candidates[0].median) == ("a", (1e-6,), 1e-6)
+
+
+class _Quiet:
+    """A stand-in for `pytest_autotune.quiet.Quiet`: says whether the others paused, and
+    records that the group was tuned inside its hold."""
+
+    def __init__(self, pauses: bool) -> None:
+        self.pauses, self.holds = pauses, []
+
+    @contextlib.contextmanager
+    def measuring(self, gpu: bool) -> Iterator[bool]:
+        self.holds.append(("in", gpu))
+        yield self.pauses
+        self.holds.append(("out", gpu))
+
+
+@pytest.mark.parametrize("pauses", [True, False])
+def test_a_worker_tunes_inside_its_quiet_hold_and_notes_when_the_others_ran_on(
+    tmp_path: Path, pauses: bool
+) -> None:
+    clock = FakeClock()
+    tuned = session(
+        tmp_path, SessionHooks(client=lambda device: FakeClient(clock)), autotune="true"
+    )
+    quiet = _Quiet(pauses)
+    tuned.quiet = quiet  # type: ignore[assignment]
+    tuned.candidate_outcome(request(clock), "fast")
+    # The fake device is a CPU: the hold is the CPU's, entered once around the tuning.
+    assert quiet.holds == [("in", False), ("out", False)]
+    notes = [n for n in tuned.output.notes if "did not pause" in n]
+    assert notes == (
+        []
+        if pauses
+        else [
+            "test_x.py::test_x: measured while other pytest-xdist workers ran tests (they did"
+            " not pause within 300 s)"
+        ]
+    )
