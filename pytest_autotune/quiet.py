@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from filelock import Timeout
+
 WAIT_S = 300.0
 """The longest a measurement waits for the other workers' tests, or a test for a
 measurement, before it goes on regardless."""
@@ -55,12 +57,14 @@ class Quiet:
     folder: Path
     gpu: str = field(default_factory=gpu_key)
     timeout: float = WAIT_S
-    _locks: dict[str, Any] = field(default_factory=dict)
-    _testing: bool = False
+    _locks: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    _testing: bool = field(default=False, init=False, repr=False)
 
     def lock(self, key: str) -> Any:
         """The read-write lock of `key`, made on first use."""
         if key not in self._locks:
+            # Imported here: it needs Python's sqlite3, which a few builds lack; without it
+            # `_hold` gives up and the run goes on unpaused.
             from filelock import ReadWriteLock
 
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -76,7 +80,7 @@ class Quiet:
         """Around an ordinary test: shared holds on the CPUs and this worker's GPU."""
         with contextlib.ExitStack() as stack:
             for key in (CPU, self.gpu):
-                _hold(stack, self, key, "read")
+                self._hold(stack, key, "read")
             self._testing = True
             try:
                 yield
@@ -93,20 +97,17 @@ class Quiet:
             yield False
             return
         with contextlib.ExitStack() as stack:
-            yield _hold(stack, self, self.gpu if gpu else CPU, "write")
+            yield self._hold(stack, self.gpu if gpu else CPU, "write")
 
-
-def _hold(stack: contextlib.ExitStack, quiet: Quiet, key: str, mode: str) -> bool:
-    """Enter `key`'s hold in `mode` on `stack`; False, holding nothing, where the lock
-    could not be made or taken within the timeout."""
-    from filelock import Timeout
-
-    try:
-        lock = quiet.lock(key)
-        stack.enter_context(lock.read_lock() if mode == "read" else lock.write_lock())
-    except (Timeout, OSError, RuntimeError, ValueError, ImportError):
-        return False
-    return True
+    def _hold(self, stack: contextlib.ExitStack, key: str, mode: str) -> bool:
+        """Enter `key`'s hold in `mode` on `stack`; False, holding nothing, where the lock
+        could not be made or taken within the timeout."""
+        try:
+            lock = self.lock(key)
+            stack.enter_context(lock.read_lock() if mode == "read" else lock.write_lock())
+        except (Timeout, OSError, RuntimeError, ValueError, ImportError):
+            return False
+        return True
 
 
 def run_folder(config: Any) -> Path | None:
