@@ -16,6 +16,9 @@
 #   bash benchmarks/device_session.sh capture # issue 9 item 4: which part of a capture the history moves
 #   bash benchmarks/device_session.sh fourth  # after the placements at offsets: suite, placement, costs, examples, gate on both GPUs
 #   bash benchmarks/device_session.sh rounds  # after rounds of placements: suite, placement, examples, gate on both GPUs
+#   bash benchmarks/device_session.sh sixth   # the final tree on one GPU: suite, examples, costs, short calls (every sample), then the gate
+#   bash benchmarks/device_session.sh seventh # after the caller timing change: suite, short calls, costs, examples, gate
+#   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
 # lent machine's copy, not in a checkout you commit from. A step that fails or times out
@@ -93,6 +96,18 @@ side_by_side() {  # two gate drivers, one per GPU, for what is left of the budge
     gpu_gate 0 "${GATE0:-groups}" "$left" &
     gpu_gate 1 "${GATE1:-module}" "$left" &
     wait
+  fi
+}
+
+gate_rest() {  # gate_rest CONDITION: 100 runs a side against 5 baseline sessions, for the rest
+  # of the budget (the driver's --budget stops it between driver processes, with its summary)
+  local left=$((BUDGET - SECONDS - 15))
+  if [ "$left" -gt 60 ]; then
+    echo "===== gate $1 for $left s" >>"$LOG"
+    PYTHONPATH="$PLAIN" timeout "$((left + 10))" python3 benchmarks/gpu_gate_reliability.py \
+      --condition "$1" --runs 100 --workers "${GATE_WORKERS:-10}" --baseline-sessions 5 \
+      --budget "$left" >"$OUT/gate-$1.txt" 2>&1
+    echo "===== gate $1: exit code $? at $SECONDS s" >>"$LOG"
   fi
 }
 
@@ -262,6 +277,28 @@ rounds)
   step 60 python3 benchmarks/gpu_placement.py "$OUT/placement" --runs 2
   examples 60
   side_by_side
+  ;;
+sixth)
+  # The sixth session's first call, one GPU: the suite on the final tree, the examples
+  # (committed baselines, update, -n 2), every family's cost (the held rival), the short
+  # calls with every tuning's samples kept, then the gate for the rest of the call.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  examples 60
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 110 python3 benchmarks/gpu_short_calls.py "$OUT/short" --keep-all
+  gate_rest "${CONDITION:-suite}"
+  ;;
+seventh)
+  # After the caller timing became the host's enqueue time beside the device's: the suite,
+  # the short calls (every sample), the families' costs, then the gate for the rest.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 110 python3 benchmarks/gpu_short_calls.py "$OUT/short" --keep-all
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 60 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
+  gate_rest "${CONDITION:-groups}"
+  ;;
+top)
+  gate_rest "${CONDITION:-groups}"
   ;;
 gate)
   for condition in ${CONDITIONS:-module xdist k groups suite}; do

@@ -248,20 +248,26 @@ def eager_seconds(cp: Any, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> f
     return (time.perf_counter() - started) / count
 
 
-def truth(cp: Any, family: ShortFamily) -> dict[str, float]:
-    """The median over EAGER_ROUNDS rounds (candidates in turn) of each eager loop."""
+def truth(cp: Any, family: ShortFamily) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """The median over EAGER_ROUNDS rounds (candidates in turn) of each eager loop, and the
+    rounds themselves (how sure the truth is)."""
     rounds: dict[str, list[float]] = {name: [] for name in family.candidates}
     for _ in range(EAGER_ROUNDS):
         for name, fn in family.candidates.items():
             rounds[name].append(eager_seconds(cp, fn, family.inputs))
-    return {name: statistics.median(times) for name, times in rounds.items()}
+    return {name: statistics.median(times) for name, times in rounds.items()}, rounds
 
 
 def tunings(
-    family: ShortFamily, client: CudaClient, count: int, eager: dict[str, float]
+    family: ShortFamily,
+    client: CudaClient,
+    count: int,
+    eager: dict[str, float],
+    keep_all: bool = False,
 ) -> tuple[list[str], list[float], list[dict[str, Any]]]:
     """`count` tunings: their winners, walls, and for each that disagrees with the eager
-    loop (the first `SAMPLES_KEPT`), every candidate's samples and score, to see why."""
+    loop (the first `SAMPLES_KEPT`; every tuning with `keep_all`, to try another rule of
+    choice on the same samples), every candidate's samples and score, to see why."""
     tunables = TunableSet.of(lambda *inputs: family.name, family.candidates)
     winners, walls, misses = [], [], []
     best = min(eager.values())
@@ -271,10 +277,12 @@ def tunings(
         decision = tuner.tune(family.name, tunables, family.inputs, client)
         walls.append(time.perf_counter() - started)
         winners.append(decision.fastest_name)
-        if eager[decision.fastest_name] > AGREE * best and len(misses) < SAMPLES_KEPT:
+        missed = eager[decision.fastest_name] > AGREE * best
+        if keep_all or (missed and len(misses) < SAMPLES_KEPT):
             misses.append(
                 {
                     "winner": decision.fastest_name,
+                    "agrees": not missed,
                     "results": {
                         r.name: {"samples_us": [round(x * 1e6, 2) for x in r.samples],
                                  "dropped_first": r.dropped_first, "score": r.score}
@@ -324,8 +332,14 @@ def main(argv: list[str]) -> int:
         "--eager-lead",
         type=int,
         default=None,
-        help="the client's EAGER_LEAD for this run (0: one loop of EAGER_CALLS calls, as before"
-        " the two-loop difference), to compare both on one machine",
+        help="the client's EAGER_LEAD for this run (0: no lead, the cold start after a"
+        " synchronize counted), to compare both on one machine",
+    )
+    parser.add_argument(
+        "--keep-all",
+        action="store_true",
+        help="keep every tuning's samples in the JSON (under 'disagreeing', each marked"
+        " with 'agrees'), not only the first disagreeing ones",
     )
     args = parser.parse_args(argv)
     if args.eager_lead is not None:
@@ -346,7 +360,7 @@ def main(argv: list[str]) -> int:
         for fn in family.candidates.values():
             fn(*family.inputs)
         cp.cuda.Device().synchronize()
-        eager = truth(cp, family)
+        eager, eager_rounds = truth(cp, family)
         best = min(eager.values())
         if first:  # torch's CUDA context and do_bench's flush buffer: once, outside the timing
             triton.testing.do_bench(lambda: None, warmup=1, rep=1)
@@ -359,13 +373,14 @@ def main(argv: list[str]) -> int:
         do_bench_wall = time.perf_counter() - started
         entry: dict[str, Any] = {
             "eager_s": eager,
+            "eager_rounds_s": eager_rounds,
             "do_bench_ms": do_bench_ms,
             "do_bench_wall_s": do_bench_wall,
             "do_bench_winner": min(do_bench_ms, key=do_bench_ms.__getitem__),
         }
         rows = []
         for timing, client in clients.items():
-            winners, walls, misses = tunings(family, client, args.tunings, eager)
+            winners, walls, misses = tunings(family, client, args.tunings, eager, args.keep_all)
             agreeing = sum(eager[w] <= AGREE * best for w in winners)
             ratio = statistics.median(walls) / do_bench_wall
             entry[timing] = {

@@ -62,10 +62,12 @@ How one sample is taken, and why:
    (allocation and about 7 us per launch), which a caller calling it eagerly pays: a row
    layernorm of 2048x1024 fp32 replayed in 5.5 us cost 17.3 us per call back to back, and
    a seven-kernel CuPy expression 61 us against 211 us. So with `timing="caller"` (the
-   default) a sample also times, after its device sample, `EAGER_CALLS` eager calls of
-   the candidate back to back on the host (per call, synchronized at the end: what a
-   caller's loop pays), and a sample reads the larger of the two: a call cannot finish
-   faster than its launches are issued. Where the device time is over `ENQUEUE_MARGIN`
+   default) a sample also times, after its device sample, the host's part of `EAGER_CALLS`
+   eager calls of the candidate back to back (per call, after a lead of `EAGER_LEAD` calls
+   from a synchronize, whose cold start is left out), and a sample reads the larger of the
+   two: a call cannot finish faster than its launches are issued, and a caller's steady
+   loop pays no more (`CallerTiming.eager_loop` says why not the loop's time to its
+   synchronize). Where the device time is over `ENQUEUE_MARGIN`
    times the last known enqueue time (on the first sample, the capture's warm-up call's,
    else that of a second of two eager calls, since the warm-up's held its first
    allocations) the host cannot bind the call and the loop is left out. `timing="device"` reads the
@@ -348,7 +350,7 @@ class CudaClient:
             first = self._long_first_call(warm_up) if warm_up is not None else None
             if warm_up is not None and first is not None:
                 # Device-bound: what a caller's loop pays per call is its device time.
-                return self._caller.score(fn, first, warm_up.enqueue, None, caller)
+                return self._caller.score(fn, first, warm_up.enqueue, caller)
             call, args = (replay.launch, ()) if replay is not None else (fn, inputs)
             hold = self.hold_stream and fn not in self._synchronizing
             seconds = None
@@ -375,15 +377,12 @@ class CudaClient:
             # and a graph's own launch) is the instrument's, not the candidate's.
             device = max(seconds - self._empty_sample(hold, replay is not None), MIN_SAMPLE_S)
             enqueue: float | None = None
-            paid: float | None = None
             if replay is None:  # timed through the stream: its own enqueue time is known
-                enqueue = paid = self._sampler.enqueued
+                enqueue = self._sampler.enqueued
             elif caller:
                 stream = self._cp.cuda.get_current_stream()
-                enqueue, paid = self._caller.caller_costs(
-                    fn, inputs, device, replay.enqueue, stream
-                )
-            return self._caller.score(fn, device, enqueue, paid, caller)
+                enqueue = self._caller.caller_costs(fn, inputs, device, replay.enqueue, stream)
+            return self._caller.score(fn, device, enqueue, caller)
 
     def _time_warm_up(
         self, fn: Callable[..., object], inputs: tuple[Any, ...]

@@ -16,19 +16,20 @@ ENQUEUE_MARGIN = 4.0
 device-bound: its later samples skip the eager call that measures the enqueue time."""
 
 EAGER_CALLS = 24
-"""The eager calls whose per-call cost a caller-timed sample of a short call reads: the
-difference between a loop of `EAGER_LEAD + EAGER_CALLS` calls and one of `EAGER_LEAD`
-(`CallerTiming.eager_loop`). The host's own jitter is a microsecond or two a call, and
-averages down with the difference's length: on a 16-core H200 host 8 calls ranked a
-2048x1024 layernorm's candidates, 9% apart, right in 87 of 100 tunings."""
+"""The eager calls whose host enqueue time a caller-timed sample of a short call averages,
+after `EAGER_LEAD` calls whose time is left out (`CallerTiming.eager_loop`). The host's own
+jitter is a microsecond or two a call, and averages down with the count: on a 16-core H200
+host 8 calls ranked a 2048x1024 layernorm's candidates, 9% apart, right in 87 of 100
+tunings."""
 
 EAGER_LEAD = 8
-"""The calls of the shorter of `CallerTiming.eager_loop`'s two loops: what the cold start
-after a synchronize costs, the same in both, cancels in their difference."""
+"""The first calls of `CallerTiming.eager_loop`, made and not counted: after a synchronize
+the host path is cold for a few calls (one call read 28-34 us where a long loop pays 10-13
+us for a 2048x1024 layernorm on an H200)."""
 
 EAGER_BUDGET_S = 500e-6
-"""About how long the difference of a sample's eager loops may take: a candidate whose
-calls cost more than `EAGER_BUDGET_S / EAGER_CALLS` (about 20 us) gets fewer calls in it,
+"""About how long the counted calls of a sample's eager loop may take: a candidate whose
+calls cost more than `EAGER_BUDGET_S / EAGER_CALLS` (about 20 us) gets fewer counted calls,
 down to `EAGER_MIN_CALLS` (its lead stays `EAGER_LEAD`, which the cold start needs). The
 host's jitter is a smaller share of a longer call, and such a candidate is rarely close to
 a leader of short calls: a 60 us CuPy softmax beside a 12 us kernel made 41 calls a sample
@@ -83,9 +84,9 @@ class CallerTiming:
         device: float,
         first_enqueue: float,
         stream: Any,
-    ) -> tuple[float, float | None]:
-        """The host enqueue time and what a caller's loop pays per call, for a replayed
-        sample of `device` seconds. The eager loop runs only where the host may bind: a
+    ) -> float:
+        """The host enqueue time of one call in a caller's loop, for a replayed sample of
+        `device` seconds. The eager loop runs only where the host may bind: a
         call whose device time is over `ENQUEUE_MARGIN` times its last known enqueue time
         (the previous sample's, or on the first `first_enqueue`, the capture's warm-up
         call's) is device-bound, and its loop would cost `EAGER_CALLS` calls of device time
@@ -102,7 +103,7 @@ class CallerTiming:
         cost = self.call_costs(fn)
         known = cost.enqueue if cost is not None and cost.enqueue is not None else first_enqueue
         if device > ENQUEUE_MARGIN * known:
-            return known, None
+            return known
 
         def eager() -> None:
             fn(*inputs)
@@ -110,7 +111,7 @@ class CallerTiming:
         if cost is None:
             known = self.warm_enqueue(eager)
             if device > ENQUEUE_MARGIN * known:
-                return known, None
+                return known
         calls = max(EAGER_MIN_CALLS, min(EAGER_CALLS, int(EAGER_BUDGET_S / max(known, 1e-9))))
         return self.eager_loop(eager, stream, calls)
 
@@ -124,62 +125,48 @@ class CallerTiming:
         eager()
         return (self.host_timer() - start) / 1e9
 
-    def eager_loop(
-        self, eager: Callable[[], None], stream: Any, calls: int = EAGER_CALLS
-    ) -> tuple[float, float]:
-        """Seconds per call of eager calls back to back in a caller's steady loop: the host's
-        part alone (launches and allocations, read before the synchronize), then the whole
-        (the host's part, or the device's work where that is slower).
+    def eager_loop(self, eager: Callable[[], None], stream: Any, calls: int = EAGER_CALLS) -> float:
+        """Host seconds to enqueue one eager call in a caller's steady loop: `calls` calls
+        timed back to back on the host, after a lead of `EAGER_LEAD` calls made from a
+        synchronize of `stream` (the current stream) and left out.
 
-        A loop that starts after a synchronize is slow for its first calls (the host path
-        and the launch queue are cold): one call read 28-34 us where a long loop pays
-        10-13 us for a 2048x1024 layernorm, and a loop of 24 calls still 16-19 us, which
-        hid a candidate whose device time (14 us) binds a long loop behind the host time
-        of all of them, and ranked the layernorms by noise (94 of 100 tunings agreed with
-        a long loop). So two loops are timed, a lead of `EAGER_LEAD` calls and the lead plus
-        `calls`, each from a synchronize of `stream`, and the per-call figure is their
-        difference over `calls`: the cold start, the same in both, cancels. On one two-GPU
-        host the one loop of 24 agreed with a long loop in 91 of 100 layernorm tunings, the
-        two loops in 100 of 100."""
-        eager()
-        short = self._timed_loop(eager, EAGER_LEAD, stream)
-        long = self._timed_loop(eager, EAGER_LEAD + calls, stream)
-        # The host's part is the longer loop's mean, cold start included: a difference of
-        # two host-only figures read zero where one call of the short loop stalled, and
-        # a zero enqueue time would call a host-bound candidate device-bound from then on.
-        enqueue = long[0] / 1e9 / (EAGER_LEAD + calls)
-        paid = max(long[1] - short[1], 1) / 1e9 / calls
-        return enqueue, paid
-
-    def _timed_loop(self, eager: Callable[[], None], calls: int, stream: Any) -> tuple[int, int]:
-        """Host nanoseconds of `calls` eager calls from a synchronize: until the last is
-        enqueued, and until the stream has finished them."""
+        Why the host's part alone, and not the loop's time to its synchronize: on one H200
+        host a 2048x1024 layernorm's candidates were enqueued in 9.7-10.7 us a call and
+        replayed in 7.7-14.8 us of device time, and a long loop (30 ms back to back) paid
+        10.1-12.8 us a call, the larger of the two, as the issue's model says; but loops of
+        tens of calls, even the difference of a loop of 8 and one of 32, took 15-17 us a
+        call to their synchronize, for every candidate alike (the device was slow to run
+        short bursts of launches; the long loop's own first 0.5 s read 15 us as well). The
+        loop's whole time then hid the candidate whose device time (14.8 us) binds a long
+        loop behind the others' 16 us, and 8 of 100 tunings picked it, 27% slower in the
+        long loop. The device's part is the replayed sample's; the host's, timed after the
+        lead, holds no cold start."""
         stream.synchronize()
+        for _ in range(EAGER_LEAD):
+            eager()
         start = self.host_timer()
         for _ in range(calls):
             eager()
         enqueued = self.host_timer()
         stream.synchronize()
-        return enqueued - start, self.host_timer() - start
+        return max(enqueued - start, 1) / 1e9 / calls
 
     def score(
         self,
         fn: Callable[..., object],
         device: float,
         enqueue: float | None,
-        paid: float | None,
         caller: bool,
     ) -> float:
         """Keep both figures of the sample (device and host enqueue time); the device time,
-        or for the `caller` the larger of it and what a caller's loop paid per call (`paid`,
-        or the last enqueue time measured where this sample took none: a device-bound
-        candidate, whose loop would read its device time again)."""
+        or for the `caller` the larger of it and the host enqueue time (where this sample
+        took none, the last one measured): a call cannot finish faster than its launches
+        are issued, and in a caller's steady loop it costs no more than the larger."""
         previous = self.call_costs(fn)
         if enqueue is None and previous is not None:
             enqueue = previous.enqueue
         with contextlib.suppress(TypeError):
             self._costs[fn] = CallCost(device, enqueue)
-        paid = paid if paid is not None else enqueue
-        if caller and paid is not None:
-            return max(device, paid)
+        if caller and enqueue is not None:
+            return max(device, enqueue)
         return device
