@@ -514,10 +514,28 @@ def test_a_call_is_scored_by_its_host_enqueue_time_where_that_exceeds_its_device
     cost = client.call_costs(launch_bound)
     assert cost is not None
     assert cost.device == pytest.approx(NODE + 2e-6) and cost.enqueue == pytest.approx(20e-6)
-    # Each sample replays the graph, after a warm eager call and a loop of eager calls timed
-    # on the host (what a caller's loop pays per call); the first also times two eager calls
-    # (its warm-up's enqueue time was cold).
+    # Each sample replays the graph, then makes a lead of eager calls and a loop of them
+    # timed on the host (what a caller's loop pays per call); the first also times two
+    # eager calls (its warm-up's enqueue time was cold).
     assert len(calls) == 2 + 2 + 3 * (EAGER_LEAD + EAGER_CALLS)
+
+
+def calls_since_synchronize(
+    monkeypatch: pytest.MonkeyPatch, on_synchronize: Callable[[int], None] = lambda calls: None
+) -> list[int]:
+    """A counter of the calls since the fake device's last synchronize: a candidate adds its
+    calls to `counter[0]`; each synchronize shows the count to `on_synchronize`, then resets
+    it."""
+    counter = [0]
+    synchronize = FakeGpu.synchronize
+
+    def counting(self: FakeGpu, stream: FakeStream) -> None:
+        on_synchronize(counter[0])
+        counter[0] = 0
+        synchronize(self, stream)
+
+    monkeypatch.setattr(FakeGpu, "synchronize", counting)
+    return counter
 
 
 def test_the_cold_start_of_an_eager_loop_after_a_synchronize_is_not_what_a_caller_pays(
@@ -526,14 +544,7 @@ def test_the_cold_start_of_an_eager_loop_after_a_synchronize_is_not_what_a_calle
     # 50 us for each of the first four calls after a synchronize, 10 us after: a long loop
     # pays 10 us a call, and so must the sample, not an average over the cold start.
     clock = HostClock()
-    since_sync = [0]
-    synchronize = FakeGpu.synchronize
-
-    def counting(self: FakeGpu, stream: FakeStream) -> None:
-        since_sync[0] = 0
-        synchronize(self, stream)
-
-    monkeypatch.setattr(FakeGpu, "synchronize", counting)
+    since_sync = calls_since_synchronize(monkeypatch)
 
     def cold_then_warm() -> None:
         clock.ns += 50_000 if since_sync[0] < 4 else 10_000
@@ -593,15 +604,11 @@ def test_a_loop_slow_to_finish_short_bursts_reads_its_steady_cost_not_its_burst_
     # candidates, enqueued in 10 us: one of 8 us on the device, one of 14 us (which binds a
     # long loop). The sample must read their steady costs, 10 and 14 us, not 16 and 16.
     clock = HostClock()
-    pending = [0]
-    synchronize = FakeGpu.synchronize
 
-    def slow_finish(self: FakeGpu, stream: FakeStream) -> None:
-        clock.ns += 6_000 * pending[0]
-        pending[0] = 0
-        synchronize(self, stream)
+    def slow_finish(pending: int) -> None:
+        clock.ns += 6_000 * pending
 
-    monkeypatch.setattr(FakeGpu, "synchronize", slow_finish)
+    pending = calls_since_synchronize(monkeypatch, slow_finish)
 
     def kernel_of(seconds: float) -> Callable[[], None]:
         def call() -> None:
