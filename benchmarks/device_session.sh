@@ -18,6 +18,7 @@
 #   bash benchmarks/device_session.sh rounds  # after rounds of placements: suite, placement, examples, gate on both GPUs
 #   bash benchmarks/device_session.sh sixth   # the final tree on one GPU: suite, examples, costs, short calls (every sample), then the gate
 #   bash benchmarks/device_session.sh seventh # after the caller timing change: suite, short calls, costs, examples, gate
+#   bash benchmarks/device_session.sh first   # where a first tuning's time goes (fresh processes), then the gate
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -296,6 +297,15 @@ seventh)
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   step 60 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl"
   gate_rest "${CONDITION:-groups}"
+  ;;
+first)
+  # Where a fresh process's first tuning spends its time (the histogram's 0.17-0.19x of
+  # do_bench against 0.09-0.10x later; matmul's 0.101), each family in three fresh
+  # processes, then the gate for the rest of the call.
+  for family in histogram histogram histogram matmul matmul; do
+    step 40 python3 benchmarks/gpu_first_tuning.py "$family"
+  done
+  gate_rest "${CONDITION:-xdist}"
   ;;
 top)
   gate_rest "${CONDITION:-groups}"
