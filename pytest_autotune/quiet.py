@@ -88,26 +88,32 @@ class Quiet:
                 self._testing = False
 
     @contextlib.contextmanager
-    def measuring(self, gpu: bool) -> Iterator[bool]:
+    def measuring(self, gpu: bool) -> Iterator[str | None]:
         """Around a group's tuning and measurement on a GPU (`gpu`) or the CPU: an exclusive
-        hold on that device's key. Yields whether the other workers are paused: not inside
-        an ordinary test of this worker (one that tunes from a fixture it does not mark),
-        whose own shared hold would wait for itself, nor after `timeout`."""
+        hold on that device's key. Yields None where the other workers are paused, else why
+        they are not: the group is tuned inside an ordinary test of this worker (one that
+        tunes from a fixture it does not mark), whose own shared hold would wait for itself;
+        the others' tests outlasted `timeout`; or the lock could not be made."""
         if self._testing:
-            yield False
+            yield (
+                "it was tuned inside an ordinary test of this worker, whose own hold on the"
+                " device a pause would wait for"
+            )
             return
         with contextlib.ExitStack() as stack:
             yield self._hold(stack, self.gpu if gpu else CPU, "write")
 
-    def _hold(self, stack: contextlib.ExitStack, key: str, mode: str) -> bool:
-        """Enter `key`'s hold in `mode` on `stack`; False, holding nothing, where the lock
-        could not be made or taken within the timeout."""
+    def _hold(self, stack: contextlib.ExitStack, key: str, mode: str) -> str | None:
+        """Enter `key`'s hold in `mode` on `stack`; None once held, else why nothing is held:
+        the lock could not be taken within the timeout, or could not be made."""
         try:
             lock = self.lock(key)
             stack.enter_context(lock.read_lock() if mode == "read" else lock.write_lock())
-        except (Timeout, OSError, RuntimeError, ValueError, ImportError):
-            return False
-        return True
+        except Timeout:
+            return f"they did not pause within {self.timeout:g} s"
+        except (OSError, RuntimeError, ValueError, ImportError) as error:
+            return f"the lock in {self.folder} could not be made: {error}"
+        return None
 
 
 def run_folder(config: Any) -> Path | None:

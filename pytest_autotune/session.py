@@ -35,7 +35,7 @@ from pytest_autotune.gate_policy import (
 from pytest_autotune.group_record import call_costs, group_record, group_summary
 from pytest_autotune.outputs import SessionOutput, progress_lines
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device
-from pytest_autotune.quiet import WAIT_S, Quiet
+from pytest_autotune.quiet import Quiet
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.config import ConfigError
@@ -242,10 +242,10 @@ class AutotuneSession:
             progress(f"autotune: tuning {request.group} on {device_id}")
         machine = client.fingerprint().get("uuid")
         on_gpu = device_kind(client.device_id) == "gpu"
-        quiet = self.quiet.measuring(gpu=on_gpu) if self.quiet else nullcontext(True)
+        quiet = self.quiet.measuring(gpu=on_gpu) if self.quiet else nullcontext(None)
         with (
             _device_lock(client.device_id, machine),
-            quiet as paused,
+            quiet as unpaused,
             autotune_level_scope(settings.engine.level),
         ):
             decision = tuner.tune(request.key, tunables, request.inputs, client)
@@ -262,10 +262,9 @@ class AutotuneSession:
                 notes=self.output.notes,
                 machine=machine if isinstance(machine, str) and machine else None,
             )
-        if not paused:
+        if unpaused is not None:
             self.output.notes.append(
-                f"{request.group}: measured while other pytest-xdist workers ran tests (they"
-                f" did not pause within {WAIT_S:.0f} s)"
+                f"{request.group}: measured while other pytest-xdist workers ran tests ({unpaused})"
             )
         verdict = self._keep(request, case, judged, client, work)
         return _Outcome(tunables, decision, _failures(decision, verdict))

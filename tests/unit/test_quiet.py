@@ -43,10 +43,10 @@ def test_a_cpu_measurement_starts_only_once_the_other_workers_test_has_ended(
 ) -> None:
     process, release, ended, _ = _start_test(tmp_path, "gpu-1")
     _release_after(release, 0.3)
-    with Quiet(tmp_path, gpu="gpu-0").measuring(gpu=False) as paused:
+    with Quiet(tmp_path, gpu="gpu-0").measuring(gpu=False) as unpaused:
         started = time.monotonic()
     process.join(30)  # type: ignore[attr-defined]
-    assert paused
+    assert unpaused is None
     assert started >= ended.value > 0  # type: ignore[attr-defined]
 
 
@@ -54,13 +54,13 @@ def test_a_gpu_measurement_waits_for_tests_on_its_gpu_only(tmp_path: Path) -> No
     other, release_other, ended_other, _ = _start_test(tmp_path, "gpu-1")
     same, release_same, ended_same, _ = _start_test(tmp_path, "gpu-0")
     _release_after(release_same, 0.3)
-    with Quiet(tmp_path, gpu="gpu-0").measuring(gpu=True) as paused:
+    with Quiet(tmp_path, gpu="gpu-0").measuring(gpu=True) as unpaused:
         started = time.monotonic()
         still_running = ended_other.value == 0  # type: ignore[attr-defined]
     release_other.set()  # type: ignore[attr-defined]
     for process in (other, same):
         process.join(30)  # type: ignore[attr-defined]
-    assert paused
+    assert unpaused is None
     assert started >= ended_same.value > 0  # type: ignore[attr-defined]
     # The test on the other GPU ran on through the measurement.
     assert still_running
@@ -86,8 +86,8 @@ def test_a_test_waits_while_a_measurement_holds_its_device(tmp_path: Path) -> No
 def test_a_measurement_the_others_do_not_make_room_for_goes_on_unpaused(tmp_path: Path) -> None:
     process, release, _, _ = _start_test(tmp_path, "gpu-0")
     try:
-        with Quiet(tmp_path, gpu="gpu-0", timeout=0.2).measuring(gpu=False) as paused:
-            assert not paused
+        with Quiet(tmp_path, gpu="gpu-0", timeout=0.2).measuring(gpu=False) as unpaused:
+            assert unpaused == "they did not pause within 0.2 s"
     finally:
         release.set()  # type: ignore[attr-defined]
         process.join(30)  # type: ignore[attr-defined]
@@ -97,13 +97,13 @@ def test_a_measurement_inside_this_workers_own_test_does_not_wait_for_itself(
     tmp_path: Path,
 ) -> None:
     quiet = Quiet(tmp_path, gpu="gpu-0", timeout=5)
-    with quiet.testing(), quiet.measuring(gpu=False) as paused:
-        assert not paused
+    with quiet.testing(), quiet.measuring(gpu=False) as unpaused:
+        assert unpaused is not None and "inside an ordinary test of this worker" in unpaused
     # And the locks are free again for the next test and measurement.
     with quiet.testing():
         pass
-    with quiet.measuring(gpu=False) as paused:
-        assert paused
+    with quiet.measuring(gpu=False) as unpaused:
+        assert unpaused is None
 
 
 def test_a_folder_that_cannot_be_made_leaves_tests_and_measurements_unpaused(
@@ -114,8 +114,11 @@ def test_a_folder_that_cannot_be_made_leaves_tests_and_measurements_unpaused(
     quiet = Quiet(blocked / "locks", gpu="gpu-0", timeout=1)
     with quiet.testing():
         pass
-    with quiet.measuring(gpu=True) as paused:
-        assert not paused
+    with quiet.measuring(gpu=True) as unpaused:
+        # Said as what it is, not as workers that did not pause.
+        assert unpaused is not None and unpaused.startswith(
+            f"the lock in {blocked / 'locks'} could not be made: "
+        )
 
 
 @pytest.mark.parametrize(

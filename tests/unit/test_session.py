@@ -222,16 +222,16 @@ def test_an_unbounded_interval_reads_back_from_the_record_as_infinity() -> None:
 
 
 class _Quiet:
-    """A stand-in for `pytest_autotune.quiet.Quiet`: says whether the others paused, and
-    records that the group was tuned inside its hold."""
+    """A stand-in for `pytest_autotune.quiet.Quiet`: says why the others did not pause (None
+    when they did), and records that the group was tuned inside its hold."""
 
     def __init__(self, pauses: bool) -> None:
         self.pauses, self.holds = pauses, []
 
     @contextlib.contextmanager
-    def measuring(self, gpu: bool) -> Iterator[bool]:
+    def measuring(self, gpu: bool) -> Iterator[str | None]:
         self.holds.append(("in", gpu))
-        yield self.pauses
+        yield None if self.pauses else "they did not pause within 300 s"
         self.holds.append(("out", gpu))
 
 
