@@ -19,6 +19,7 @@
 #   bash benchmarks/device_session.sh sixth   # the final tree on one GPU: suite, examples, costs, short calls (every sample), then the gate
 #   bash benchmarks/device_session.sh seventh # after the caller timing change: suite, short calls, costs, examples, gate
 #   bash benchmarks/device_session.sh first   # where a first tuning's time goes (fresh processes), then the gate
+#   bash benchmarks/device_session.sh eighth  # the final tree: suite, short calls (truth through the tunings), examples, costs, gate
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -305,6 +306,16 @@ first)
   for family in histogram histogram histogram matmul matmul; do
     step 40 python3 benchmarks/gpu_first_tuning.py "$family"
   done
+  gate_rest "${CONDITION:-xdist}"
+  ;;
+eighth)
+  # The seventh session's last call: the suite on the final tree, the short calls with the
+  # truth's rounds through the tunings, the examples (committed, update, -n 2), the
+  # families' costs, then the gate for the rest.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 130 python3 benchmarks/gpu_short_calls.py "$OUT/short" --keep-all
+  examples 60
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   gate_rest "${CONDITION:-xdist}"
   ;;
 top)
