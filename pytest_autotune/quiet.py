@@ -96,8 +96,8 @@ class Quiet:
         the others' tests outlasted `timeout`; or the lock could not be made."""
         if self._testing:
             yield (
-                "it was tuned inside an ordinary test of this worker, whose own hold on the"
-                " device a pause would wait for"
+                "tuned from inside an ordinary test of this worker: pausing the others would"
+                " wait on that test's own hold"
             )
             return
         with contextlib.ExitStack() as stack:

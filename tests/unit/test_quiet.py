@@ -98,7 +98,7 @@ def test_a_measurement_inside_this_workers_own_test_does_not_wait_for_itself(
 ) -> None:
     quiet = Quiet(tmp_path, gpu="gpu-0", timeout=5)
     with quiet.testing(), quiet.measuring(gpu=False) as unpaused:
-        assert unpaused is not None and "inside an ordinary test of this worker" in unpaused
+        assert unpaused is not None and "from inside an ordinary test of this worker" in unpaused
     # And the locks are free again for the next test and measurement.
     with quiet.testing():
         pass
