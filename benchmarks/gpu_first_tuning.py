@@ -3,9 +3,10 @@
 `gpu_family_costs.py` finds the histogram's first tuning at 0.17-0.19x do_bench's wall on
 some H200 hosts, against 0.09-0.10x for its later tunings. This script tunes one family
 in a fresh process (its candidates called once beforehand, as there: compilation is not
-the tuner's), then again, each under the wall clock of every `CudaClient` method the tuner
-reaches (the time spent inside each, summed by method, outermost calls only), and prints
-both tunings side by side with each candidate's samples, then do_bench's wall.
+the tuner's), then again, each under the wall clock of the `CudaClient` methods in `WATCHED`
+and of its parts' in `PARTS` (the time spent inside each, summed by method: a method that
+calls another counts in both), and prints both tunings side by side with each candidate's
+samples and the decision's events, then do_bench's wall.
 
     PYTHONPATH=. python3 benchmarks/gpu_first_tuning.py histogram [--repeat 2]
 
