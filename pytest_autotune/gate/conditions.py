@@ -27,6 +27,13 @@ slowdown the gate promises says "too noisy", with the reason, rather than guessi
   load's and the stalls' factors applies: a steady neighbour shows in the load while two
   CPUs with two runnable threads stall little. Where the counters are absent (macOS,
   Windows, kernels without PSI or with it off) the load alone counts.
+- **A calibration read that moved far.** Dividing by the read takes the machine's state
+  out only as far as the read follows the winner, and it follows in part: over the 475
+  sessions of three 100-run conditions on the 2-core VM, where the read moved by r the
+  sum moved by 0.4-0.8 r, and in the one session whose read moved +62% the 25% slower
+  winner moved +29%, so its calibrated change read -0.9% and the slowdown passed
+  silently. The correction's own error, `READ_TRACKING` of it, joins the noise once the
+  read moved by `READ_MOVE` or more.
 - **Another GPU of the same model.** The committed H200 baselines, recorded on one lent
   machine, read up to +11.9% slower on three of five others for unchanged memory-bound
   kernels (softmax, sum), with the peak probe moving 0-2%: machines of one model differ
@@ -52,6 +59,16 @@ if TYPE_CHECKING:
 SIGMA_BETWEEN_MACHINES = 0.04
 """The spread of ln(time) between GPUs of one model for one kernel (see the module
 docstring): the +11.9% seen is three of it."""
+
+READ_TRACKING = 0.5
+"""The share of the calibration read's move against the baseline's that a calibrated
+change may carry as error: the read moved 0.4-0.8 times as far as the winner on the 2-core
+VM, and half as far in its largest move (see the module docstring)."""
+
+READ_MOVE = 0.02
+"""The move of the calibration read (on the log scale) past which its error widens the
+noise: below, `READ_TRACKING` of it is under a third of the 3% calibrated noise and would
+only add a line to every message."""
 
 PRESSURE_MEASURED = 0.6
 """The largest share of a measurement stalled for a CPU at which the noise was measured
@@ -207,6 +224,11 @@ def widen(
         factor, condition = cpu
         sigma *= factor
         conditions.append(condition)
+    read = _read_condition(current, baseline)
+    if read is not None:
+        error, condition = read
+        sigma = math.hypot(sigma, error)
+        conditions.append(condition)
     if machine and baseline.machine and machine != baseline.machine:
         sigma = math.hypot(sigma, SIGMA_BETWEEN_MACHINES)
         conditions.append(
@@ -218,6 +240,27 @@ def widen(
             )
         )
     return (replace(check, sigma_between=sigma) if conditions else check), tuple(conditions)
+
+
+def _read_condition(current: Measurement, baseline: Baseline) -> tuple[float, Condition] | None:
+    """The error a calibrated change carries from its correction, and the condition naming
+    the read's move; None when the time is not scaled by the read or the read moved less
+    than `READ_MOVE`."""
+    if current.calibration is None or not current.calibrated_against(baseline):
+        return None
+    _, then = baseline.typical(calibrated=True)
+    if then is None:
+        return None
+    move = math.log(current.calibration.median / then)
+    if abs(move) < READ_MOVE:
+        return None
+    return READ_TRACKING * abs(move), Condition(
+        f"the calibration read of the inputs moved {math.expm1(move):+.0%} against the"
+        f" baseline's, and a read follows the kernel only in part, so"
+        f" {READ_TRACKING:.0%} of that move counts as noise",
+        "a run when the machine is as fast as when the baseline was recorded (a quieter"
+        " runner, or a rerun)",
+    )
 
 
 def _cpu_condition(current: Measurement) -> tuple[float, Condition] | None:

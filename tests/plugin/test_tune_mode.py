@@ -227,11 +227,18 @@ def test_a_cpu_baseline_keeps_the_calibration_read_and_a_slower_machine_is_no_re
     assert entry["calibration"]["kind"] == "read-inputs/1"
     assert entry["calibration"]["samples_ns"] == [400_000] * len(winner["samples_ns"])
 
-    # The kernel and the read both 30% slower: the machine, not the kernel.
-    monkeypatch.setenv("MACHINE", "1.3")
+    # The kernel and the read both 1.5% slower: the machine, not the kernel.
+    monkeypatch.setenv("MACHINE", "1.015")
     passed = run(autotune_pytester, "--autotune")
     assert passed.ret == pytest.ExitCode.OK
-    passed.stdout.fnmatch_lines(["*test_sum*fast*130 us*+0.0%*pass*"])
+    passed.stdout.fnmatch_lines(["*test_sum*fast*102 us*+0.0%*pass*"])
+
+    # Both 30% slower: never a regression, but a move that large is divided out only as
+    # far as the read follows the kernel, so the gate says it cannot tell.
+    monkeypatch.setenv("MACHINE", "1.3")
+    moved = run(autotune_pytester, "--autotune")
+    assert moved.ret == pytest.ExitCode.OK
+    moved.stdout.fnmatch_lines(["*test_sum*fast*130 us*+0.0%*too noisy*"])
 
     # The kernel alone 30% slower: a regression, and the message says the read was used.
     monkeypatch.setenv("READ_FROZEN", "1")

@@ -229,6 +229,30 @@ def test_the_gate_judges_with_the_calibrated_noise_when_both_sides_carry_the_rea
     assert raw.verdict is Verdict.PASS
 
 
+def test_a_slowdown_that_a_far_moved_read_divides_away_is_too_noisy_not_a_pass() -> None:
+    # As on the 2-core VM (suite condition, run 23): the machine's state made the read 62%
+    # slower and the winner only 29%, so the 25% slowdown read -0.9% once divided, and
+    # passed silently.
+    slowed = measured(T * 1.25 * 1.29, R * 1.62)
+    verdict = judge(slowed, cpu_baseline(), device_id=CPU, checksum="c")
+    assert verdict.verdict is Verdict.TOO_NOISY
+    assert verdict.comparison is not None and verdict.comparison.delta < 0
+    assert "the calibration read of the inputs moved +62% against the baseline's" in (
+        verdict.message
+    )
+    assert "50% of that move counts as noise" in verdict.message
+
+
+@pytest.mark.parametrize("move", [1.0, 1.015, 0.985])
+def test_a_read_that_barely_moved_leaves_the_verdict_and_message_as_they_were(
+    move: float,
+) -> None:
+    slowed = judge(measured(T * 1.25, R * move), cpu_baseline(), device_id=CPU, checksum="c")
+    unchanged = judge(measured(T * move, R * move), cpu_baseline(), device_id=CPU, checksum="c")
+    assert (slowed.verdict, unchanged.verdict) == (Verdict.REGRESSION, Verdict.PASS)
+    assert "calibration read of the inputs moved" not in slowed.message
+
+
 # -- kept in the cache file ---------------------------------------------------------------
 
 
