@@ -62,8 +62,8 @@ docstring): the +11.9% seen is three of it."""
 
 READ_TRACKING = 0.5
 """The share of the calibration read's move against the baseline's that a calibrated
-change may carry as error: the read moved 0.4-0.8 times as far as the winner on the 2-core
-VM, and half as far in its largest move (see the module docstring)."""
+change may carry as error: on the 2-core VM the winner moved 0.4-0.8 times as far as the
+read, and about half as far in the read's largest move (see the module docstring)."""
 
 READ_MOVE = 0.02
 """The move of the calibration read (on the log scale) past which its error widens the
