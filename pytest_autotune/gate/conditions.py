@@ -215,16 +215,18 @@ def widen(
     current: Measurement,
     baseline: Baseline,
     machine: str | None,
+    calibrated: bool = False,
 ) -> tuple[RegressionCheck, tuple[Condition, ...]]:
     """`check` with its between-session noise widened for this comparison's conditions,
-    and the conditions that widened it (none: `check` itself)."""
+    and the conditions that widened it (none: `check` itself). `calibrated`: the time is
+    scaled by the calibration read (`Measurement.calibrated_against`, as the caller found)."""
     sigma, conditions = check.sigma_between, []
     cpu = _cpu_condition(current)
     if cpu is not None:
         factor, condition = cpu
         sigma *= factor
         conditions.append(condition)
-    read = _read_condition(current, baseline)
+    read = _read_condition(current, baseline) if calibrated else None
     if read is not None:
         error, condition = read
         sigma = math.hypot(sigma, error)
@@ -243,10 +245,9 @@ def widen(
 
 
 def _read_condition(current: Measurement, baseline: Baseline) -> tuple[float, Condition] | None:
-    """The error a calibrated change carries from its correction, and the condition naming
-    the read's move; None when the time is not scaled by the read or the read moved less
-    than `READ_MOVE`."""
-    if current.calibration is None or not current.calibrated_against(baseline):
+    """The error a change scaled by the calibration read carries from its correction, and
+    the condition naming the read's move; None when the read moved less than `READ_MOVE`."""
+    if current.calibration is None:
         return None
     _, then = baseline.typical(calibrated=True)
     if then is None:

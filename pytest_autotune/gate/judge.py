@@ -193,6 +193,7 @@ def _compare(
         current,
         baseline,
         machine,
+        calibrated,
     )
     normalise = peaks is not None and NORMALISE_BY_PEAKS[device_kind(device_id)]
     ratio = baseline.peak_ratio(peaks, dtype) if normalise and peaks is not None else 1.0
