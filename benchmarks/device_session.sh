@@ -20,6 +20,7 @@
 #   bash benchmarks/device_session.sh seventh # after the caller timing change: suite, short calls, costs, examples, gate
 #   bash benchmarks/device_session.sh first   # where a first tuning's time goes (fresh processes), then the gate
 #   bash benchmarks/device_session.sh eighth  # the final tree: suite, short calls (truth through the tunings), examples, costs, gate
+#   bash benchmarks/device_session.sh ninth   # suite, examples, family costs by order and client, short calls, gate
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -317,6 +318,18 @@ eighth)
   examples 60
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   gate_rest "${CONDITION:-xdist}"
+  ;;
+ninth)
+  # The eighth session's call: the suite on its tree, the examples (committed, update,
+  # -n 2), whether the histogram's first tuning pays for the families tuned before it in
+  # one process (the order and a client per family), the short calls, then the gate.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  examples 60
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3 --first histogram
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3 --client-per-family
+  step 130 python3 benchmarks/gpu_short_calls.py "$OUT/short" --keep-all
+  gate_rest "${CONDITION:-k}"
   ;;
 top)
   gate_rest "${CONDITION:-groups}"

@@ -127,13 +127,14 @@ class CacheUpdate:
 
 def update_entry(record: AutotuneRecord) -> CacheUpdate | None:
     """The cache entry an update writes for a group, read from the group's record; None
-    when nothing was measured. It holds the winner's precise measurement, not its tuning
-    samples: the gate compares precise medians with precise medians."""
+    when nothing was measured or the update keeps the committed baseline. It holds the
+    winner's precise measurement, not its tuning samples: the gate compares precise
+    medians with precise medians."""
     extra = RecordExtra.from_json(record.extra)
     samples = extra.winner_seconds
     if record.fastest_index is None or record.fastest_name is None or not samples:
         return None
-    if extra.verdict == Verdict.ERROR.value:
+    if extra.verdict == Verdict.ERROR.value or extra.kept_baseline:
         return None
     winner = AutotuneOutcome(record.fastest_name, record.fastest_index, samples)
     results = tuple(

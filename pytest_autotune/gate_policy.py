@@ -18,6 +18,7 @@ from pytest_autotune.baselines import update_message
 from pytest_autotune.calibration import timed_calibration
 from pytest_autotune.gate import (
     MAX_BASELINE_SESSIONS,
+    UPDATED_MESSAGE,
     Baseline,
     BaselineSession,
     GroupVerdict,
@@ -158,7 +159,11 @@ def _measurer(
                     else lambda: client.time(fn, inputs)
                 )
                 # The CPUs' stall counter read on both sides of the samples, so their
-                # difference covers the measurement exactly (`gate.conditions`).
+                # difference covers the measurement exactly, and the CPU time of the
+                # process's other threads over the samples alone (`gate.conditions`).
+                helpers = conditions.HelperClock()
+                if on_cpu:
+                    sample = helpers.wrap(sample)
                 before = conditions.stall_reading() if on_cpu else None
                 measured = measure_winner(sample, calibration=calibrate, name=name)
                 after = conditions.stall_reading() if on_cpu else None
@@ -172,6 +177,7 @@ def _measurer(
                 measured,
                 load=conditions.load_per_cpu(),
                 pressure=conditions.pressure_share(before, after),
+                helpers=helpers.share(),
             )
 
         return measure
@@ -200,13 +206,55 @@ def tuning_slip(case: GroupCase, baseline: Baseline | None) -> int | None:
     return index if measured and not failed_check else None
 
 
-def settle_update(
-    case: GroupCase, verdict: GroupVerdict, baseline: Baseline | None
-) -> tuple[GroupVerdict, tuple[BaselineSession, ...]]:
-    """An update's verdict, worded with what it did to the baseline, and the earlier
-    sessions the new entry keeps (`history`)."""
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What an update does with one group: its verdict, worded with what it did to the
+    baseline, the earlier sessions the new entry keeps, and whether it writes one."""
+
+    verdict: GroupVerdict
+    history: tuple[BaselineSession, ...]
+    recorded: bool = True
+    """False when the committed baseline stays as it is (`settle_update`)."""
+
+
+def settle_update(case: GroupCase, verdict: GroupVerdict, baseline: Baseline | None) -> Settled:
+    """What an update does with the group's baseline: the new entry and the earlier
+    sessions it keeps (`history`), or, for a session measured on contended CPUs
+    (`gate.conditions.contended`) beside a baseline of the same device and candidates,
+    nothing: the committed baseline stays and the message says why. A baseline recorded
+    under load misleads every later comparison (on the 2-core VM a matmul recorded beside
+    a test suite failed a quiet run at +73.6%), and an update that leaves the old one
+    loses nothing; with no such baseline the session is recorded, with the warning."""
+    measurement = verdict.measurement
+    states = conditions.contended(measurement) if measurement is not None else ()
+    reasons = "; ".join(c.reason for c in states)
+    helps = "; ".join(c.helps for c in states)
+    if states and baseline is not None and _same_baseline(case, baseline):
+        count = len(baseline.sessions())
+        head = (
+            f"kept the baseline ({count} session{'s' if count != 1 else ''}): this session"
+            f" is not recorded, as {reasons}; what would help: {helps}"
+        )
+        message = head + verdict.message.removeprefix(UPDATED_MESSAGE)
+        return Settled(replace(verdict, message=message), (), recorded=False)
     kept = tuple(history(case, verdict, baseline))
-    return replace(verdict, message=update_message(baseline, verdict, kept)), kept
+    message = update_message(baseline, verdict, kept)
+    if states:
+        message += (
+            f"; recorded although {reasons}, so comparisons against it may mislead: record"
+            f" it again when the CPUs are free ({helps})"
+        )
+    return Settled(replace(verdict, message=message), kept)
+
+
+def _same_baseline(case: GroupCase, baseline: Baseline) -> bool:
+    """Whether the baseline measured this group's candidates on this device, so that
+    this run's session could join it or replace it."""
+    return (
+        baseline.device_id == case.device_id
+        and baseline.checksum == case.tunables.checksum
+        and baseline.mismatch is None
+    )
 
 
 def history(
@@ -223,7 +271,7 @@ def history(
     comparison = verdict.comparison
     if baseline is None or comparison is None:
         return ()
-    same = baseline.device_id == case.device_id and baseline.checksum == case.tunables.checksum
+    same = _same_baseline(case, baseline)
     measurement = verdict.measurement
     tolerance = RegressionCheck.for_device(
         case.device_id,
@@ -240,6 +288,7 @@ __all__ = [
     "FoundBaseline",
     "GroupCase",
     "Judged",
+    "Settled",
     "history",
     "judge_group",
     "settle_update",

@@ -42,11 +42,13 @@ def group_record(
     device: Mapping[str, Any],
     baseline: Mapping[str, Any] | None,
     history: tuple[BaselineSession, ...] = (),
+    recorded: bool = True,
 ) -> AutotuneRecord:
     """The record of a judged group: the decision's, with the plugin's extras. `measured`
     is the candidate the gate measured where it is not tuning's pick, `baseline` what the
     record keeps of the baseline (`baselines.baseline_extra`), `history` the earlier
-    sessions an update keeps."""
+    sessions an update keeps, `recorded` False where an update keeps the committed
+    baseline instead of writing this session (`gate_policy.settle_update`)."""
     decision, measurement = case.decision, verdict.measurement
     extra = RecordExtra(
         group=case.group,
@@ -67,9 +69,15 @@ def group_record(
             else None
         ),
         contention=(
-            {"load": measurement.load, "pressure": measurement.pressure}
+            {
+                "load": measurement.load,
+                "pressure": measurement.pressure,
+                "helpers": measurement.helpers,
+            }
             if measurement is not None
-            and (measurement.load is not None or measurement.pressure is not None)
+            and any(
+                v is not None for v in (measurement.load, measurement.pressure, measurement.helpers)
+            )
             else None
         ),
         # The report re-renders from records alone, so each carries its device and work.
@@ -82,6 +90,7 @@ def group_record(
         baseline=baseline,
         candidates=list(case.tunables.names),
         history=[s.to_json() for s in history] or None,
+        kept_baseline=None if recorded else True,
     )
     record = decision.to_record(tuner, case.device_id)
     return dataclasses.replace(record, extra=extra.to_json())

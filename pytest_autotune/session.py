@@ -281,8 +281,10 @@ class AutotuneSession:
         verdict hook may replace; that verdict."""
         verdict = judged.verdict
         kept: tuple[BaselineSession, ...] = ()
+        recorded = True
         if verdict.verdict is Verdict.UPDATED:
-            verdict, kept = settle_update(case, verdict, self._baseline(request, case)[0])
+            settled = settle_update(case, verdict, self._baseline(request, case)[0])
+            verdict, kept, recorded = settled.verdict, settled.history, settled.recorded
         device = self._device(client, case.device_id)
         baseline = baseline_extra(self._baseline(request, case)[0])
 
@@ -297,6 +299,7 @@ class AutotuneSession:
                 device=device,
                 baseline=baseline,
                 history=kept,
+                recorded=recorded,
             )
 
         if self.hooks.verdict is not None:

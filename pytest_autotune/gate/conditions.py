@@ -27,6 +27,16 @@ slowdown the gate promises says "too noisy", with the reason, rather than guessi
   load's and the stalls' factors applies: a steady neighbour shows in the load while two
   CPUs with two runnable threads stall little. Where the counters are absent (macOS,
   Windows, kernels without PSI or with it off) the load alone counts.
+- **A multithreaded winner on contended CPUs.** A call that splits its work over several
+  threads (a BLAS matmul past a few hundred kilobytes) waits for the slowest of them, and
+  any thread of another process that holds one of its CPUs holds the whole call: on the
+  2-core VM a 256x256 `dot` on two OpenBLAS threads, 0.55 ms alone, read 0.6-0.9 ms beside
+  one to three spinning processes and 12, 24 and 48 ms in three other processes, and in a
+  user's `-n 2 --autotune` beside a test suite a 256x256 matmul read +891% against its
+  baseline, while the one-thread calibration read moved 5%. No factor of the quiet noise
+  describes that, so such a measurement (`Measurement.helpers`, the CPU time of the
+  process's other threads over the samples' wall time) is given `CONTENDED_THREADS_SIGMA`
+  of noise once the CPUs were contended at all.
 - **A calibration read that moved far.** Dividing by the read takes the machine's state
   out only as far as the read follows the winner, and it follows in part: over the 475
   sessions of three 100-run conditions on the 2-core VM, where the read moved by r the
@@ -69,6 +79,23 @@ READ_MOVE = 0.02
 """The move of the calibration read (on the log scale) past which its error widens the
 noise: below, `READ_TRACKING` of it is under a third of the 3% calibrated noise and would
 only add a line to every message."""
+
+HELPERS_SHARE = 0.1
+"""The CPU time of the process's other threads, over the winner's samples' wall time, from
+which the winner counts as multithreaded: a one-thread NumPy call reads 0.00, a 256x256
+`dot` on two OpenBLAS threads 0.6 alone and 0.16-0.5 beside one to three spinning
+processes (its helper thread still runs its share of the work, only later), on the 2-core
+VM."""
+
+THREADS_PRESSURE = 0.1
+"""The share of a multithreaded winner's measurement stalled for a CPU from which its CPUs
+count as contended (`Measurement.pressure`): alone on the 2-core VM the two-thread `dot`
+read 0.005-0.011, beside one spinning process 0.5."""
+
+CONTENDED_THREADS_SIGMA = 1.5
+"""The between-session noise of ln(time) of a multithreaded winner on contended CPUs: an
+unchanged 256x256 `dot` read up to 87 times its quiet time there (ln 87 = 4.5, three of
+this), so the comparison says "too noisy" and fails only a slowdown past a hundredfold."""
 
 PRESSURE_MEASURED = 0.6
 """The largest share of a measurement stalled for a CPU at which the noise was measured
@@ -187,6 +214,34 @@ def pressure_share(before: StallReading | None, after: StallReading | None) -> f
     return min(1.0, stalled / window)
 
 
+@dataclass(slots=True)
+class HelperClock:
+    """The CPU time this process's other threads used during the calls it wraps, against
+    those calls' wall time (`Measurement.helpers`): a call that hands work to a thread
+    pool (BLAS, OpenMP) reads about the pool's threads beyond the caller's, a one-thread
+    call about 0. It also counts threads that only spin (a BLAS pool waiting for work for a
+    while after a multithreaded call), which hold a CPU as much as working ones."""
+
+    busy: float = 0.0
+    wall: float = 0.0
+
+    def wrap(self, call: Callable[[], float]) -> Callable[[], float]:
+        """`call`, counted."""
+
+        def counted() -> float:
+            thread, process, wall = time.thread_time(), time.process_time(), time.perf_counter()
+            seconds = call()
+            self.wall += time.perf_counter() - wall
+            self.busy += (time.process_time() - process) - (time.thread_time() - thread)
+            return seconds
+
+        return counted
+
+    def share(self) -> float | None:
+        """The other threads' CPU time over the wall time; None before any call."""
+        return max(0.0, self.busy / self.wall) if self.wall > 0 else None
+
+
 def pressure_factor(share: float | None) -> float:
     """By how much the between-session noise of a CPU timing grows when runnable threads
     waited for a CPU `share` of its measurement (`pressure_share`): not at all up to
@@ -226,11 +281,14 @@ def widen(
         factor, condition = cpu
         sigma *= factor
         conditions.append(condition)
-    read = _read_condition(current, baseline) if calibrated else None
-    if read is not None:
-        error, condition = read
-        sigma = math.hypot(sigma, error)
-        conditions.append(condition)
+    for added in (
+        _threads_condition(current),
+        _read_condition(current, baseline) if calibrated else None,
+    ):
+        if added is not None:
+            error, condition = added
+            sigma = math.hypot(sigma, error)
+            conditions.append(condition)
     if machine and baseline.machine and machine != baseline.machine:
         sigma = math.hypot(sigma, SIGMA_BETWEEN_MACHINES)
         conditions.append(
@@ -242,6 +300,40 @@ def widen(
             )
         )
     return (replace(check, sigma_between=sigma) if conditions else check), tuple(conditions)
+
+
+def contended(current: Measurement) -> tuple[Condition, ...]:
+    """The states of the CPUs that widen the noise of any comparison of `current`, whatever
+    its baseline (oversubscribed or contended CPUs, a multithreaded winner on contended
+    CPUs); empty when there were none, and always on a GPU. An update measured so is
+    not a baseline to keep (`gate_policy.settle_update`)."""
+    found = (_cpu_condition(current), _threads_condition(current))
+    return tuple(state[1] for state in found if state is not None)
+
+
+def _threads_condition(current: Measurement) -> tuple[float, Condition] | None:
+    """The noise of a multithreaded winner measured on contended CPUs, and the condition
+    naming both; None when the winner ran on one thread or its CPUs were free (a
+    stall share under `THREADS_PRESSURE`, or without stall counters a load up to one
+    runnable thread per CPU)."""
+    helpers = current.helpers
+    if helpers is None or not math.isfinite(helpers) or helpers < HELPERS_SHARE:
+        return None
+    if current.pressure is not None:
+        if not current.pressure >= THREADS_PRESSURE:
+            return None
+        state = f"runnable threads waited for a CPU {current.pressure:.0%} of the measurement"
+    elif current.load is not None and current.load > 1.0:
+        state = f"{current.load:.1f} runnable threads per CPU"
+    else:
+        return None
+    return CONTENDED_THREADS_SIGMA, Condition(
+        f"the winner runs on several threads (its process's other threads were busy"
+        f" {helpers:.0%} of its samples' time) on contended CPUs ({state}), and a"
+        f" multithreaded call waits for whichever of its threads another process holds up",
+        "a runner with free CPUs for the gate (no jobs beside it), or the kernel's thread"
+        " count fixed below the CPUs it has (OMP_NUM_THREADS, threadpoolctl)",
+    )
 
 
 def _read_condition(current: Measurement, baseline: Baseline) -> tuple[float, Condition] | None:

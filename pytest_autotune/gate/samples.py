@@ -104,6 +104,10 @@ class Measurement(Samples):
     """The share of the measurement's wall time during which runnable threads waited for a
     CPU (Linux's pressure-stall counters over the samples), on a CPU where the kernel
     counts it; None elsewhere (`gate.conditions.pressure_share`)."""
+    helpers: float | None = None
+    """The CPU time the process's other threads used during the samples, over their wall
+    time: about 1 for a call on two BLAS threads, 0 for a one-thread call; on a CPU, None
+    elsewhere (`gate.conditions.HelperClock`)."""
     _stats: SampleStats = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -41,7 +41,8 @@ class RecordExtra:
     contention: JsonObject | None = None
     """How contended the CPUs were while the winner was measured (a CPU's): `load`, the
     1-minute load average per CPU, and `pressure`, the share of the measurement during
-    which runnable threads waited for a CPU; each None where the platform does not tell
+    which runnable threads waited for a CPU, and `helpers`, the CPU time of the process's
+    other threads over the samples' wall time; each None where the platform does not tell
     (`gate.conditions`)."""
     device: JsonObject | None = None
     """The device block (id, fingerprint, peaks), so the report needs no other file."""
@@ -53,6 +54,9 @@ class RecordExtra:
     history: list[JsonObject] | None = None
     """The earlier sessions an update keeps beside this one (`gate.BaselineSession`), as
     the cache entry it writes holds them; None when it keeps none."""
+    kept_baseline: bool | None = None
+    """True where an update did not record this session and the committed baseline stays
+    (it was measured on contended CPUs, `gate_policy.settle_update`); None otherwise."""
 
     @property
     def winner_seconds(self) -> tuple[float, ...]:
@@ -98,6 +102,7 @@ _KINDS: dict[str, type | tuple[type, ...]] = {
     "baseline": dict,
     "candidates": list,
     "history": list,
+    "kept_baseline": bool,
 }
 """The JSON type of each field."""
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from pytest_autotune.gate.conditions import StallReading
 from tests.plugin.harness import run
-from tests.plugin.test_tune_mode import SCALE_TESTS
+from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
 
 
 @pytest.fixture
@@ -119,4 +120,70 @@ def test_a_cpu_slowdown_measured_while_threads_waited_for_a_cpu_is_too_noisy_and
     )
     records = (scale.path / "records.jsonl").read_text().splitlines()
     contention = [json.loads(line)["extra"]["contention"] for line in records]
-    assert contention == [{"load": None, "pressure": pytest.approx(0.9)}] * 2
+    assert [(c["load"], c["pressure"]) for c in contention] == [(None, pytest.approx(0.9))] * 2
+    # The fake candidates run on the caller's thread: no other thread was busy.
+    assert all(c["helpers"] < 0.1 for c in contention)
+
+
+def stalled_at(share: float) -> Callable[[], StallReading]:
+    """A stall counter running at `share` of the wall clock between any two reads."""
+    reads = itertools.count()
+
+    def reading() -> StallReading:
+        at = float(next(reads))
+        return StallReading(Path("/proc/pressure/cpu"), share * at, at)
+
+    return reading
+
+
+def test_a_multithreaded_winner_on_contended_cpus_is_too_noisy_and_no_update_records_it(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    cache = scale.path / CACHE
+    committed = cache.read_bytes()
+    # As a BLAS matmul beside a test suite: its process's other threads busy 60% of its
+    # samples' time, a third of each measurement stalled for a CPU, the call ten times
+    # slower (a 256x256 matmul read +891% so on the 2-core VM).
+    monkeypatch.setattr("pytest_autotune.gate.conditions.stall_reading", stalled_at(0.3))
+    monkeypatch.setattr("pytest_autotune.gate.conditions.HelperClock.share", lambda self: 0.6)
+    monkeypatch.setenv("SLOWDOWN_FAST", "10")
+    gated = run(scale, "--autotune", "--autotune-record=records.jsonl")
+    assert gated.ret == pytest.ExitCode.OK
+    gated.stdout.fnmatch_lines(["verdicts: 2 too noisy"])
+    records = (scale.path / "records.jsonl").read_text().splitlines()
+    contention = [json.loads(line)["extra"]["contention"] for line in records]
+    assert contention == [{"load": None, "pressure": pytest.approx(0.3), "helpers": 0.6}] * 2
+
+    updated = run(scale, "--autotune-update")
+    assert updated.ret == pytest.ExitCode.OK
+    updated.stdout.fnmatch_lines(
+        [
+            "*test_scale[[]1[]] [[]1[]]: kept the baseline (1 session): this session is not"
+            " recorded, as the winner runs on several threads*what would help: a runner with"
+            " free CPUs*"
+        ]
+    )
+    assert cache.read_bytes() == committed
+
+    # The same slowdown on one thread is caught on the same CPUs, against the kept baseline.
+    monkeypatch.setattr("pytest_autotune.gate.conditions.HelperClock.share", lambda self: 0.0)
+    one_thread = run(scale, "--autotune")
+    assert one_thread.ret == pytest.ExitCode.TESTS_FAILED
+    one_thread.stdout.fnmatch_lines(["verdicts: 2 REGRESSION"])
+
+
+def test_a_first_baseline_measured_on_contended_cpus_is_recorded_with_a_warning(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pytest_autotune.gate.conditions.stall_reading", stalled_at(0.9))
+    updated = run(scale, "--autotune-update")
+    assert updated.ret == pytest.ExitCode.OK
+    updated.stdout.fnmatch_lines(
+        [
+            "*test_scale[[]1[]] [[]1[]]: new baseline: none before for this key; recorded"
+            " although the CPUs were contended (runnable threads waited for a CPU 90% of the"
+            " measurement)*record it again when the CPUs are free*"
+        ]
+    )
+    assert (scale.path / CACHE).is_file()

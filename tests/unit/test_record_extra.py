@@ -22,12 +22,13 @@ WRITTEN = {
     "measured": "fast",
     "winner_samples_ns": [100000, 100000],
     "calibration": None,
-    "contention": {"load": 0.5, "pressure": 0.25},
+    "contention": {"load": 0.5, "pressure": 0.25, "helpers": 0.0},
     "device": {"id": "cpu-fake-1t", "fingerprint": {"fake": True}, "peaks": {}},
     "work": {"compute_ops": 0.0, "bytes": 100000.0, "working_set": 100000.0},
     "baseline": None,
     "candidates": ["fast", "slow"],
     "history": None,
+    "kept_baseline": None,
 }
 
 
