@@ -29,3 +29,11 @@ def _no_machine_load(monkeypatch: pytest.MonkeyPatch) -> None:
     neither unless they set one."""
     monkeypatch.setattr("pytest_autotune.gate.conditions.load_per_cpu", lambda: None)
     monkeypatch.setattr("pytest_autotune.gate.conditions.stall_reading", lambda: None)
+
+
+@pytest.fixture(autouse=True)
+def _no_confirmation_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a CPU the gate pauses before each re-measurement of a suspected failure, so that
+    an episode of a shared machine passes (`gate_policy.CONFIRM_GAP_S`); the tests' clients
+    are fakes or their slowdowns are the code's, and the pause would only add seconds."""
+    monkeypatch.setattr("pytest_autotune.gate_policy.CONFIRM_GAP_S", 0.0)

@@ -49,6 +49,7 @@ def judge(
     strict: bool = False,
     update: bool = False,
     remeasure: Callable[[], Measurement] | None = None,
+    confirmations: int = 1,
     baseline_devices: Sequence[str] = (),
     machine: str | None = None,
 ) -> GroupVerdict:
@@ -65,14 +66,15 @@ def judge(
     (`gate.conditions`). A comparison too wide to catch the slowdown the gate is
     built to catch is TOO_NOISY, a failure only when `strict`, as a missing baseline is.
 
-    A suspected failure (REGRESSION or FLOOR) is measured again with `remeasure` and fails
-    only if the re-measurement fails too. The re-measurement alone decides, rather than its
-    samples pooled with the first: what a confirmation guards against is a transient (a
-    clock dip, another process on the device) that shifted the whole first measurement,
-    and pooling would carry half of that shift into the verdict. An independent second
-    measurement of an unchanged kernel fails with the same small probability as the first,
-    so the pair rarely fails together, while a real slowdown shows in both. A winner that
-    fails while re-measured (`AutotuneError`) gives ERROR, never a regression.
+    A suspected failure (REGRESSION or FLOOR) is measured again with `remeasure`, up to
+    `confirmations` times, and fails only if every re-measurement fails too: the first that
+    does not decides. A re-measurement alone decides, rather than its samples pooled with
+    the first: what a confirmation guards against is a transient (a clock dip, another
+    process on the device) that shifted the whole first measurement, and pooling would
+    carry half of that shift into the verdict. An independent second measurement of an
+    unchanged kernel fails with the same small probability as the first, so the pair
+    rarely fails together, while a real slowdown shows in both. A winner that fails while
+    re-measured (`AutotuneError`) gives ERROR, never a regression.
     """
     if error is not None or current is None:
         return GroupVerdict(Verdict.ERROR, error or "nothing was measured", None, None, True)
@@ -98,20 +100,23 @@ def judge(
         )
 
     verdict = once(current, remeasured=False)
-    if remeasure is None or verdict.verdict not in (Verdict.REGRESSION, Verdict.FLOOR):
-        return verdict
-    try:
-        second = remeasure()
-    except AutotuneError as exc:
-        return GroupVerdict(
-            Verdict.ERROR,
-            f"the winner failed while re-measured to confirm a suspected failure: {exc}",
-            None,
-            verdict.fraction_of_roof,
-            True,
-            current,
-        )
-    return once(second, remeasured=True)
+    for _ in range(confirmations if remeasure is not None else 0):
+        if verdict.verdict not in (Verdict.REGRESSION, Verdict.FLOOR):
+            break
+        assert remeasure is not None
+        try:
+            again = remeasure()
+        except AutotuneError as exc:
+            return GroupVerdict(
+                Verdict.ERROR,
+                f"the winner failed while re-measured to confirm a suspected failure: {exc}",
+                None,
+                verdict.fraction_of_roof,
+                True,
+                current,
+            )
+        verdict = once(again, remeasured=True)
+    return verdict
 
 
 def _judge_once(

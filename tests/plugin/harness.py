@@ -45,6 +45,19 @@ FAKE_CONFTEST = textwrap.dedent(
 
     def pytest_autotune_client(config, device):
         return FakeClient() if device in ("auto", "fake") else None
+
+    def pytest_configure(config):
+        # A worker of this run is a process of its own, which the suite's conftest does
+        # not patch: it reads neither the machine's load nor its stall counters, nor
+        # pauses before a re-measurement, so that its verdicts and messages are those of
+        # a run without workers whatever else the machine runs (tests/conftest.py).
+        if hasattr(config, "workerinput"):
+            import pytest_autotune.gate.conditions
+            import pytest_autotune.gate_policy
+
+            pytest_autotune.gate.conditions.load_per_cpu = lambda: None
+            pytest_autotune.gate.conditions.stall_reading = lambda: None
+            pytest_autotune.gate_policy.CONFIRM_GAP_S = 0.0
     '''
 )
 

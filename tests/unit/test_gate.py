@@ -615,6 +615,32 @@ def test_a_regression_fails_only_when_the_re_measurement_confirms_it() -> None:
     assert verdict.message.startswith("regression of +25.0%")
 
 
+def test_with_two_confirmations_a_regression_fails_only_if_both_re_measurements_fail() -> None:
+    # A slow episode of a shared CPU lasts through the first re-measurement; a regression of
+    # the code lasts through every one.
+    episode = iter([exact(T * 1.31), exact(T * 1.0)])
+    cleared = gate(exact(T * 1.31), baseline(), remeasure=lambda: next(episode), confirmations=2)
+    assert (cleared.verdict, cleared.failed, cleared.remeasured) == (Verdict.PASS, False, True)
+    assert cleared.measurement == exact(T * 1.0)
+
+    regressed = iter([exact(T * 1.3), exact(T * 1.28), exact(T * 1.0)])
+    verdict = gate(exact(T * 1.3), baseline(), remeasure=lambda: next(regressed), confirmations=2)
+    assert (verdict.verdict, verdict.failed) == (Verdict.REGRESSION, True)
+    assert verdict.message.startswith("regression of +28.0%")
+    assert next(regressed) == exact(T * 1.0)  # a third was never taken
+
+
+def test_the_first_re_measurement_that_clears_a_suspected_failure_ends_the_confirmations() -> None:
+    taken: list[int] = []
+
+    def remeasure() -> Measurement:
+        taken.append(1)
+        return exact(T)
+
+    verdict = gate(exact(T * 1.3), baseline(), remeasure=remeasure, confirmations=3)
+    assert verdict.verdict is Verdict.PASS and taken == [1]
+
+
 def test_a_floor_failure_is_re_measured_too() -> None:
     verdict = gate(
         exact(2e-3),

@@ -120,6 +120,46 @@ def test_a_baseline_updated_on_another_gpu_makes_the_gate_say_too_noisy_naming_b
     assert "another GPU (GPU-a, this run on GPU-b)" in other.message
 
 
+def test_on_a_cpu_a_suspected_regression_is_measured_again_after_pauses_and_a_gpu_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A slow episode of a shared machine: every call 30% slower until the gate pauses.
+    clock, episode, pauses = FakeClock(), [False], []
+    monkeypatch.setattr("pytest_autotune.gate_policy.CONFIRM_GAP_S", 2.0)
+
+    def pause(seconds: float) -> None:
+        pauses.append(seconds)
+        episode[0] = False
+
+    monkeypatch.setattr("pytest_autotune.gate_policy.time.sleep", pause)
+
+    def fast(*inputs: Any) -> int:
+        clock.advance(1.3e-4 if episode[0] else 1e-4)
+        return 1
+
+    def gpu_client(device: str) -> FakeClient:
+        client = FakeClient(clock)
+        client.device_id = "cuda-fake"
+        return client
+
+    for client in (lambda device: FakeClient(clock), gpu_client):
+        hooks = SessionHooks(client=client)
+        one = replace(request(clock), candidates=(("fast", fast),))
+        updating = session(tmp_path, hooks, autotune_update="true")
+        updating.candidate_outcome(one, "fast")
+        updating.finish()
+        episode[0] = True
+        gated = session(tmp_path, hooks, autotune="true")
+        gated.candidate_outcome(one, "fast")
+        summary = gated.output.summaries()[0]
+        if client is gpu_client:
+            # No pause on a GPU: its one re-measurement follows at once and confirms.
+            assert (summary.verdict, pauses) == (Verdict.REGRESSION, [2.0])
+        else:
+            assert (summary.verdict, pauses) == (Verdict.PASS, [2.0])
+        episode[0] = False
+
+
 def groups(clock: FakeClock) -> list[GroupRequest]:
     """Two groups of one test: one whose candidates both run, one with a key of several
     parts whose second candidate fails."""
