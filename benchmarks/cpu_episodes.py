@@ -8,11 +8,12 @@ its re-measurement) and a 256x256 transpose:
 - `--windows SECONDS`: one process times both kernels in alternating windows of 0.1 s
   for SECONDS, and prints which windows read 8% or more over the 25th percentile of
   their kernel's windows (S) and the lengths of those slow episodes.
-- `--processes N`: N fresh processes, each timing the `dot` twice (median of 4,000 calls),
-  `--gap` seconds apart; a slow state that belongs to the process reads slow both times,
-  an episode of the machine changes between the two.
+- `--processes N`: N fresh processes, each timing the `dot` `--reads` times (median of
+  4,000 calls each), `--gap` seconds apart; a slow state that belongs to the process reads
+  slow every time, an episode of the machine comes and goes between them.
 
     PYTHONPATH=. python3 benchmarks/cpu_episodes.py --windows 60 --processes 40 [--gap 1.5]
+        [--reads 2]
 """
 
 from __future__ import annotations
@@ -83,28 +84,42 @@ def median():
         times.append(time.perf_counter_ns() - start)
     times.sort()
     return times[2000] / 1e3
-first = median()
-time.sleep(float(sys.argv[1]))
-print(f"{first:.2f} {median():.2f}")
+reads = []
+for _ in range(int(sys.argv[2])):
+    if reads:
+        time.sleep(float(sys.argv[1]))
+    reads.append(median())
+print(" ".join(f"{read:.2f}" for read in reads))
 """
 
 
-def processes(count: int, gap: float) -> None:
-    pairs = []
+def processes(count: int, gap: float, reads: int) -> None:
+    runs = []
     for _ in range(count):
         out = subprocess.run(
-            [sys.executable, "-c", PROBE, str(gap)], capture_output=True, text=True, check=True
+            [sys.executable, "-c", PROBE, str(gap), str(reads)],
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.split()
-        pairs.append((float(out[0]), float(out[1])))
-    usual = sorted(v for pair in pairs for v in pair)[len(pairs) // 2]
-    slow = [(a > usual * SLOW, b > usual * SLOW) for a, b in pairs]
-    print(f"{count} processes, dot 64x64 twice {gap:g} s apart (us):")
-    print("  " + "; ".join(f"{a:.2f} {b:.2f}" for a, b in pairs))
+        runs.append([float(v) for v in out])
+    every = sorted(v for run in runs for v in run)
+    usual = every[len(every) // 4]
+    marks = ["".join("S" if v > usual * SLOW else "." for v in run) for run in runs]
+    print(f"{count} processes, dot 64x64 {reads} times {gap:g} s apart (us):")
+    for run, mark in zip(runs, marks, strict=True):
+        print(f"  {' '.join(f'{v:.2f}' for v in run)}  {mark}")
+    changed = sum(1 for mark in marks if "S" in mark and "." in mark)
+    always = sum(1 for mark in marks if "." not in mark)
     print(
-        f"  usual {usual:.2f} us; slow both times {slow.count((True, True))},"
-        f" first only {slow.count((True, False))}, second only {slow.count((False, True))},"
-        f" neither {slow.count((False, False))}"
+        f"  usual {usual:.2f} us (25th percentile); slow (S, >= {SLOW:g}x) in"
+        f" {sum(m.count('S') for m in marks)} of {count * reads} reads; processes slow every"
+        f" time {always}, slow and not {changed}, never slow {count - always - changed}"
     )
+    if reads >= 2:
+        after = [m[i + 1] for m in marks for i in range(reads - 1) if m[i] == "S"]
+        stayed = after.count("S")
+        print(f"  a slow read followed by a slow one {gap:g} s later: {stayed} of {len(after)}")
 
 
 def main(argv: list[str]) -> int:
@@ -112,11 +127,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--windows", type=float, default=60.0)
     parser.add_argument("--processes", type=int, default=40)
     parser.add_argument("--gap", type=float, default=1.5)
+    parser.add_argument("--reads", type=int, default=2)
     args = parser.parse_args(argv)
     if args.windows > 0:
         windows(args.windows)
     if args.processes > 0:
-        processes(args.processes, args.gap)
+        processes(args.processes, args.gap, args.reads)
     return 0
 
 
