@@ -21,6 +21,7 @@
 #   bash benchmarks/device_session.sh first   # where a first tuning's time goes (fresh processes), then the gate
 #   bash benchmarks/device_session.sh eighth  # the final tree: suite, short calls (truth through the tunings), examples, costs, gate
 #   bash benchmarks/device_session.sh ninth   # suite, examples, family costs by order and client, short calls, gate
+#   bash benchmarks/device_session.sh tenth   # suite, family costs with room for every graph, examples -n 2, gate
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -330,6 +331,16 @@ ninth)
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3 --client-per-family
   step 130 python3 benchmarks/gpu_short_calls.py "$OUT/short" --keep-all
   gate_rest "${CONDITION:-k}"
+  ;;
+tenth)
+  # The eighth session's second call: the suite on its final tree, whether the
+  # histogram's first tuning after the other families pays for evicting their graphs
+  # (room for every graph against the default 16), then the gate.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3 --replay-cache 64
+  step 60 $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
+  gate_rest "${CONDITION:-xdist}"
   ;;
 top)
   gate_rest "${CONDITION:-groups}"

@@ -29,10 +29,12 @@ last); `--client-per-family` gives each family a fresh `CudaClient` instead of t
 process's shared one, so that no family's tuning meets another's graphs, pools and
 replay cache: together they tell whether a family's first tuning pays for the families
 tuned before it in the same process (the histogram's first tuning read 0.186x after the
-others, against 0.12x in a fresh process that tunes it alone).
+others, against 0.12x in a fresh process that tunes it alone). `--replay-cache N` keeps N
+captured calls per client instead of `cuda_graphs.REPLAY_CACHE_SIZE`: with room for every
+family's graphs, no capture evicts (and frees the memory pool of) an older one.
 
     PYTHONPATH=. python3 benchmarks/gpu_family_costs.py [--runs 3] [--first histogram]
-        [--client-per-family]
+        [--client-per-family] [--replay-cache 64]
 
 Prints a table and writes `$OUT/family_costs.json` when `OUT` is set (the options named in
 its file name). Exit code 1 when a family misses the target.
@@ -50,7 +52,7 @@ from typing import Any
 
 from benchmarks.gpu_common import FAMILIES, HISTOGRAM_KERNELS, cupy, table, write_json
 from pytest_autotune import AutotuneConfig, AutotuneOutcome, BenchConfig, TunableSet, Tuner
-from pytest_autotune.backends import CudaClient, cuda
+from pytest_autotune.backends import CudaClient, cuda, cuda_graphs
 from pytest_autotune.tune.log import Eliminated
 from pytest_autotune.tune.tuner import TuneDecision
 
@@ -179,7 +181,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--first", help="the family to tune before the others")
     parser.add_argument("--client-per-family", action="store_true")
+    parser.add_argument("--replay-cache", type=int)
     args = parser.parse_args(argv)
+    if args.replay_cache is not None:
+        cuda_graphs.REPLAY_CACHE_SIZE = args.replay_cache
     cp = cupy()
     import triton.testing
 
@@ -217,8 +222,10 @@ def main(argv: list[str]) -> int:
         f" {cuda().long_call * 1e3:g} ms or more (10x below);"
         f" largest first-sample inflation over all families: {worst:.3f}x"
     )
-    suffix = (f"-first-{args.first}" if args.first else "") + (
-        "-client-per-family" if args.client_per_family else ""
+    suffix = (
+        (f"-first-{args.first}" if args.first else "")
+        + ("-client-per-family" if args.client_per_family else "")
+        + (f"-replay-cache-{args.replay_cache}" if args.replay_cache is not None else "")
     )
     write_json(f"family_costs{suffix}.json", report)
     return 0 if all(e["met"] for e in report.values()) else 1
