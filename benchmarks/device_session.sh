@@ -22,6 +22,7 @@
 #   bash benchmarks/device_session.sh eighth  # the final tree: suite, short calls (truth through the tunings), examples, costs, gate
 #   bash benchmarks/device_session.sh ninth   # suite, examples, family costs by order and client, short calls, gate
 #   bash benchmarks/device_session.sh tenth   # suite, family costs with room for every graph, examples -n 2, gate
+#   bash benchmarks/device_session.sh eleventh # suite, family costs at 128 graphs and at 16, examples -n 2
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -341,6 +342,15 @@ tenth)
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3 --replay-cache 64
   step 60 $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
   gate_rest "${CONDITION:-xdist}"
+  ;;
+eleventh)
+  # After the replay cache's memory bound (128 graphs, an eighth of the device's memory):
+  # the suite, every family's cost with the new default and with the old 16 graphs side
+  # by side, the examples under -n 2.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3 --replay-cache 16
+  step 60 $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
   ;;
 top)
   gate_rest "${CONDITION:-groups}"
