@@ -344,9 +344,8 @@ tenth)
   gate_rest "${CONDITION:-xdist}"
   ;;
 eleventh)
-  # After the replay cache's memory bound (128 graphs, an eighth of the device's memory):
-  # the suite, every family's cost with the new default and with the old 16 graphs side
-  # by side, the examples under -n 2.
+  # The suite, every family's cost with the replay cache's default and with 16 graphs
+  # (the same before 32f5de3 and after its revert), the examples under -n 2.
   step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3 --replay-cache 16

@@ -217,8 +217,6 @@ def main(argv: list[str]) -> int:
               "our winners", "do_bench winner", "verdict"]  # fmt: skip
     print(table(header, rows))
     worst = max(e["first_sample_inflation"] for e in report.values())
-    if not args.client_per_family:
-        print(f"the client's graph pools hold {cuda().replay_bytes / 2**30:.2f} GiB at the end")
     print(
         f"hopeless margin on this GPU: {cuda().hopeless_factor:g}x for calls of"
         f" {cuda().long_call * 1e3:g} ms or more (10x below);"

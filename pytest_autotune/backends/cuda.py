@@ -123,7 +123,6 @@ from pytest_autotune.backends.cuda_device import (
 )
 from pytest_autotune.backends.cuda_graphs import (
     PLACEMENTS,
-    REPLAY_CACHE_SHARE,
     Candidates,
     GraphReplays,
     Placement,
@@ -237,10 +236,7 @@ class CudaClient:
             # Blocking, unlike the usual capture stream: work a call sends to the legacy
             # stream during the capture then fails it rather than running outside the graph.
             self._replays = GraphReplays(
-                cp,
-                cp.cuda.Stream() if graph_replay else None,
-                self._time_warm_up,
-                memory_budget=int(REPLAY_CACHE_SHARE * self._total_memory),
+                cp, cp.cuda.Stream() if graph_replay else None, self._time_warm_up
             )
         self._device_id = device_id_from(self._name)
 
@@ -251,12 +247,6 @@ class CudaClient:
     @property
     def l2_bytes(self) -> int:
         return self._sampler.l2_bytes
-
-    @property
-    def replay_bytes(self) -> int:
-        """The device memory the captured calls' graph pools hold now (at most
-        `cuda_graphs.REPLAY_CACHE_SHARE` of the device's, beyond the newest graph)."""
-        return self._replays.held_bytes()
 
     @property
     def cold_l2(self) -> bool:

@@ -14,18 +14,10 @@ from typing import Any
 
 from pytest_autotune.backends.cuda_device import is_out_of_memory
 
-REPLAY_CACHE_SIZE = 128
-"""The most captured calls a client keeps (the most recently timed); the memory their pools
-hold is bounded by `REPLAY_CACHE_SHARE` first. Every one evicted costs its graph and the
-`cudaFree` of its pool: at 16 graphs, a 256-bin histogram tuned after the other example
-families in one process spent about 90 ms of its first tuning (0.18x do_bench, against
-0.11-0.12x with room for 64 graphs, a client of its own, or a fresh process) evicting
-theirs (benchmarks/gpu_family_costs.py --replay-cache, BENCHMARKS.md)."""
-
-REPLAY_CACHE_SHARE = 0.125
-"""The share of the device's memory the captured calls' pools may hold before the least
-recently timed goes: a bound on what graph replay costs a process in memory, which the
-count alone does not give (one graph of a 256 MiB output holds 256 MiB)."""
+REPLAY_CACHE_SIZE = 16
+"""Captured calls a client keeps (the most recently timed): more than the candidates of one
+tuning step, which are sampled in turn, so a step captures each once; few enough that the
+memory their pools hold stays bounded."""
 
 PLACEMENTS = 8
 """Placements of the winner's inputs and graph pool the gate's measurement samples in turn."""
@@ -164,15 +156,10 @@ class GraphReplays:
     None without graph replay (every call then goes through the stream); `time_warm_up`
     times the call before a capture (`WarmUpTimer`)."""
 
-    def __init__(
-        self, cp: Any, stream: Any, time_warm_up: WarmUpTimer, memory_budget: int | None = None
-    ) -> None:
+    def __init__(self, cp: Any, stream: Any, time_warm_up: WarmUpTimer) -> None:
         self._cp = cp
         self.stream = stream
         self._time_warm_up = time_warm_up
-        self._memory_budget = memory_budget
-        """The bytes the kept graphs' pools may hold (`REPLAY_CACHE_SHARE` of the device's);
-        None: only their count is bounded."""
         self._replays: OrderedDict[tuple[Callable[..., object], tuple[Any, ...]], Replay] = (
             OrderedDict()
         )
@@ -215,19 +202,9 @@ class GraphReplays:
                 self._uncapturable.add(fn)
                 return None, warm_up
         self._replays[fn, key] = replay
-        while len(self._replays) > REPLAY_CACHE_SIZE or (
-            len(self._replays) > 1 and self._over_budget()
-        ):
+        while len(self._replays) > REPLAY_CACHE_SIZE:
             self._replays.popitem(last=False)
         return replay, warm_up
-
-    def held_bytes(self) -> int:
-        """The device memory the kept graphs' pools hold."""
-        return sum(replay.pool.total_bytes() for replay in self._replays.values())
-
-    def _over_budget(self) -> bool:
-        """Whether the kept graphs' pools hold more than the memory budget."""
-        return self._memory_budget is not None and self.held_bytes() > self._memory_budget
 
     def capture(
         self,
