@@ -47,13 +47,15 @@ CPU_CONFIRMATIONS = 2
 
 CONFIRM_GAP_S = 2.0
 """The pause before each re-measurement on a CPU. On the shared 2-core VM a small kernel
-slows in episodes that come and go within seconds: a 64x64 `dot` timed in windows of
-0.2 s over a minute in one process read 8% or more over its usual time in 15% of the
-windows, in episodes of 0.2-1 s (and 14 of 40 processes read it 5.4 then 6.2 us, or the
-reverse, 1.5 s apart; benchmarks/cpu_episodes.py, BENCHMARKS.md). A re-measurement right
-after the first stays in the same episode: beside a busy core, 3 of 100 unchanged
-sessions failed on a 7 us matmul read +31% to +37% twice in a row. A regression of the
-code is there every time; an episode of the machine is gone two seconds later."""
+slows in episodes that come and go within seconds: a 64x64 `dot` timed in 0.1 s windows
+every 0.2 s for a minute in one process read 8% or more over its usual time in 6% of the
+windows, in episodes of one to four windows; in 40 fresh processes that timed it twice
+1.5 s apart, 12 read it slow once and fast once, 11 slow both times
+(benchmarks/cpu_episodes.py, BENCHMARKS.md). A re-measurement right after the first
+stays in the same episode: beside a busy core, 3 of 100 unchanged sessions failed on a
+7 us matmul read +31% to +37% twice in a row (the two reads' correlation over all
+sessions +0.92). A regression of the code is there every time; an episode of the machine
+is often gone two seconds later, and two such pauses cover most of them."""
 
 FoundBaseline = tuple[Baseline | None, str | None]
 """A baseline and the warning of an entry that does not read (`Baselines.find`)."""
