@@ -259,7 +259,7 @@ def test_the_helper_clock_counts_other_threads_cpu_time_and_not_the_callers() ->
     assert threaded.share() is None
     threaded.wrap(handed_off)()
     alone.wrap(own_thread)()
-    assert threaded.busy >= 0.02
+    assert threaded.busy >= 0.019  # its 20 ms, less the clocks' rounding
     assert alone.busy < 0.002
     share = threaded.share()
     assert share is not None and share > 0.0
