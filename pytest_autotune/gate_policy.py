@@ -47,15 +47,16 @@ CPU_CONFIRMATIONS = 2
 
 CONFIRM_GAP_S = 2.0
 """The pause before each re-measurement on a CPU. On the shared 2-core VM a small kernel
-slows in episodes that come and go within seconds: a 64x64 `dot` timed in 0.1 s windows
-every 0.2 s for a minute in one process read 8% or more over its usual time in 6% of the
-windows, in episodes of one to four windows; in 40 fresh processes that timed it twice
-1.5 s apart, 12 read it slow once and fast once, 11 slow both times
-(benchmarks/cpu_episodes.py, BENCHMARKS.md). A re-measurement right after the first
-stays in the same episode: beside a busy core, 3 of 100 unchanged sessions failed on a
-7 us matmul read +31% to +37% twice in a row (the two reads' correlation over all
-sessions +0.92). A regression of the code is there every time; an episode of the machine
-is often gone two seconds later, and two such pauses cover most of them."""
+slows in episodes of a fraction of a second to a few seconds: a 64x64 `dot` timed in
+0.1 s windows every 0.2 s for a minute read 8% or more over its usual time in 6-26% of
+the windows, in episodes of 1 to 11 windows; in 20 fresh processes that timed it six
+times each, a slow read was followed by a slow one in 27 of 35 cases read back to back
+and in 10 of 32 two seconds apart, about the share of slow reads overall (39 of 120):
+after two seconds the episode no longer predicts the read (benchmarks/cpu_episodes.py,
+BENCHMARKS.md). A re-measurement right after the first stays in the episode: beside a
+busy core, 3 of 100 unchanged sessions failed on a 7 us matmul read +31% to +37% twice in
+a row (the two reads' correlation over all sessions +0.92). A regression of the code is
+there every time."""
 
 FoundBaseline = tuple[Baseline | None, str | None]
 """A baseline and the warning of an entry that does not read (`Baselines.find`)."""

@@ -30,10 +30,12 @@ slowdown the gate promises says "too noisy", with the reason, rather than guessi
 - **A multithreaded winner on contended CPUs.** A call that splits its work over several
   threads (a BLAS matmul past a few hundred kilobytes) waits for the slowest of them, and
   any thread of another process that holds one of its CPUs holds the whole call: on the
-  2-core VM a 256x256 `dot` on two OpenBLAS threads, 0.55 ms alone, read 0.6-0.9 ms beside
-  one to three spinning processes and 12, 24 and 48 ms in three other processes, and in a
-  user's `-n 2 --autotune` beside a test suite a 256x256 matmul read +891% against its
-  baseline, while the one-thread calibration read moved 5%. No factor of the quiet noise
+  2-core VM a 256x256 `dot` on two OpenBLAS threads read 1.02-1.32 times its time alone
+  beside one spinning process and 1.54-1.66 times beside three, while a one-thread sum did
+  not move (benchmarks/cpu_threads_contention.py); in three processes of an earlier probe
+  beside the gate benchmark's load it read 12-48 ms against 0.55 ms, and in a user's `-n 2
+  --autotune` beside a test suite a 256x256 matmul read +891% against its baseline, while
+  the one-thread calibration read moved 5%. No factor of the quiet noise
   describes that, so such a measurement (`Measurement.helpers`, the CPU time of the
   process's other threads over the samples' wall time) is given `CONTENDED_THREADS_SIGMA`
   of noise once the CPUs were contended at all.
@@ -82,20 +84,22 @@ only add a line to every message."""
 
 HELPERS_SHARE = 0.1
 """The CPU time of the process's other threads, over the winner's samples' wall time, from
-which the winner counts as multithreaded: a one-thread NumPy call reads 0.00, a 256x256
-`dot` on two OpenBLAS threads 0.6 alone and 0.16-0.5 beside one to three spinning
-processes (its helper thread still runs its share of the work, only later), on the 2-core
-VM."""
+which the winner counts as multithreaded: on the 2-core VM a one-thread NumPy sum reads
+0.00, a 256x256 `dot` on two OpenBLAS threads 0.99 alone, 0.47-0.52 beside one spinning
+process and 0.28-0.30 beside three (its helper thread still runs its share of the work,
+only later; benchmarks/cpu_threads_contention.py)."""
 
 THREADS_PRESSURE = 0.1
 """The share of a multithreaded winner's measurement stalled for a CPU from which its CPUs
-count as contended (`Measurement.pressure`): alone on the 2-core VM the two-thread `dot`
-read 0.005-0.011, beside one spinning process 0.5."""
+count as contended (`Measurement.pressure`): on the 2-core VM the two-thread `dot` read
+0.01 alone, 0.50 beside one spinning process and 1.00 beside three."""
 
 CONTENDED_THREADS_SIGMA = 1.5
 """The between-session noise of ln(time) of a multithreaded winner on contended CPUs: an
-unchanged 256x256 `dot` read up to 87 times its quiet time there (ln 87 = 4.5, three of
-this), so the comparison says "too noisy" and fails only a slowdown past a hundredfold."""
+unchanged two-thread 256x256 `dot` read from 1.02 to 87 times its time alone there (see
+the module docstring), a tail no sd of the quiet kind describes; 1.5 puts the 87 times
+(ln 87 = 4.5) at three sigmas, so such a comparison says "too noisy" and fails only a
+slowdown past a hundredfold."""
 
 PRESSURE_MEASURED = 0.6
 """The largest share of a measurement stalled for a CPU at which the noise was measured
