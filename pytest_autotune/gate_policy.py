@@ -9,14 +9,17 @@ history an update blends into.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from pytest_autotune.backends.cpu import cpu
 from pytest_autotune.baselines import update_message
 from pytest_autotune.calibration import timed_calibration
+from pytest_autotune.fresh_process import measure_fresh
 from pytest_autotune.gate import (
     MAX_BASELINE_SESSIONS,
     UPDATED_MESSAGE,
@@ -106,8 +109,10 @@ def judge_group(
     if not decision.measured:
         errors = "; ".join(str(r) for r in decision.results.values())
         return Judged(judge(None, None, error=f"every candidate failed: {errors}", **common))
-    measurer = _measurer(client, tunables, tunables.input_gen(case.key, case.inputs))
-    measure = measurer(decision.fastest_index)
+    inputs = tunables.input_gen(case.key, case.inputs)
+    measurer = _measurer(client, tunables, inputs)
+    index = decision.fastest_index
+    measure = measurer(index)
     try:
         current = measure()
     except AutotuneError as exc:
@@ -135,7 +140,7 @@ def judge_group(
                 f" {measured} measured faster ({format_duration(other.median)});"
                 f" the gate compared {measured}"
             )
-            current, measure = other, measurer(slip)
+            current, index, measure = other, slip, measurer(slip)
     verdict = judge(
         current,
         baseline,
@@ -144,7 +149,7 @@ def judge_group(
         thresholds=thresholds,
         launch_overhead=client.launch_overhead,
         max_regression=case.settings.engine.max_regression,
-        **_confirming(client, measure),
+        **_confirming(client, measure, (tunables.fns[index], tunables.names[index], inputs)),
         baseline_devices=() if baseline is not None else baseline_devices(),
         machine=machine,
         **common,
@@ -152,16 +157,24 @@ def judge_group(
     return Judged(verdict, measured)
 
 
-def _confirming(client: Client, measure: Callable[[], Measurement]) -> dict[str, Any]:
+def _confirming(
+    client: Client,
+    measure: Callable[[], Measurement],
+    candidate: tuple[Callable[..., Any], str, tuple[Any, ...]],
+) -> dict[str, Any]:
     """How `judge` confirms a suspected failure: on a CPU up to `CPU_CONFIRMATIONS`
     re-measurements, each after `CONFIRM_GAP_S` (the machine's episodes pass, the code's
-    regression stays); on a GPU, whose time does not come in such episodes, one right away."""
+    regression stays) and, on the built-in CPU client, each in a fresh process
+    (`fresh_process`: what one process keeps does not follow); on a GPU, whose time does
+    not come in such episodes, one right away."""
     if device_kind(client.device_id) != "cpu":
         return {"remeasure": measure, "confirmations": 1}
+    fn, name, inputs = candidate
 
     def after_a_pause() -> Measurement:
         time.sleep(CONFIRM_GAP_S)
-        return measure()
+        fresh = measure_fresh(fn, inputs, name, measure_candidate) if client is cpu() else None
+        return fresh if fresh is not None else measure()
 
     return {"remeasure": after_a_pause, "confirmations": CPU_CONFIRMATIONS}
 
@@ -169,7 +182,20 @@ def _confirming(client: Client, measure: Callable[[], Measurement]) -> dict[str,
 def _measurer(
     client: Client, tunables: TunableSet, inputs: tuple[Any, ...]
 ) -> Callable[[int], Callable[[], Measurement]]:
-    """How the gate measures candidate `index`: one warm-up, then its precise samples."""
+    """How the gate measures candidate `index` (`candidate_measurer`)."""
+    measure = candidate_measurer(client, inputs)
+
+    def measurer(index: int) -> Callable[[], Measurement]:
+        return functools.partial(measure, tunables.fns[index], tunables.names[index])
+
+    return measurer
+
+
+def candidate_measurer(
+    client: Client, inputs: tuple[Any, ...]
+) -> Callable[[Callable[..., Any], str], Measurement]:
+    """How the gate measures a candidate `(fn, name)` on `inputs`: one warm-up, then its
+    precise samples, and on a CPU the state of the CPUs during them."""
     # On a CPU, a read of the same inputs is timed beside each sample, so the gate can
     # divide out what the machine's state did to both (pytest_autotune.calibration).
     on_cpu = device_kind(client.device_id) == "cpu"
@@ -179,42 +205,45 @@ def _measurer(
     # (pytest_autotune.backends.cuda, "Several placements for the gate").
     placed_sampler = getattr(client, "placed_sampler", None)
 
-    def measurer(index: int) -> Callable[[], Measurement]:
-        fn, name = tunables.fns[index], tunables.names[index]
-
-        def measure() -> Measurement:
-            try:
-                client.time(fn, inputs)  # one warm-up: every sample counts
-                sample = (
-                    placed_sampler(fn, inputs)
-                    if placed_sampler is not None
-                    else lambda: client.time(fn, inputs)
-                )
-                # The CPUs' stall counter read on both sides of the samples, so their
-                # difference covers the measurement exactly, and the CPU time of the
-                # process's other threads over the samples alone (`gate.conditions`).
-                helpers = conditions.HelperClock()
-                if on_cpu:
-                    sample = helpers.wrap(sample)
-                before = conditions.stall_reading() if on_cpu else None
-                measured = measure_winner(sample, calibration=calibrate, name=name)
-                after = conditions.stall_reading() if on_cpu else None
-            except Exception as exc:
-                raise AutotuneError.from_exception(name, exc) from None
-            if not on_cpu:
-                return measured
-            # How loaded the CPUs were, read once the samples are taken: the 1-minute
-            # average then covers them, and how long runnable threads waited during them.
-            return replace(
-                measured,
-                load=conditions.load_per_cpu(),
-                pressure=conditions.pressure_share(before, after),
-                helpers=helpers.share(),
+    def measure(fn: Callable[..., Any], name: str) -> Measurement:
+        try:
+            client.time(fn, inputs)  # one warm-up: every sample counts
+            sample = (
+                placed_sampler(fn, inputs)
+                if placed_sampler is not None
+                else lambda: client.time(fn, inputs)
             )
+            # The CPUs' stall counter read on both sides of the samples, so their
+            # difference covers the measurement exactly, and the CPU time of the
+            # process's other threads over the samples alone (`gate.conditions`).
+            helpers = conditions.HelperClock()
+            if on_cpu:
+                sample = helpers.wrap(sample)
+            before = conditions.stall_reading() if on_cpu else None
+            measured = measure_winner(sample, calibration=calibrate, name=name)
+            after = conditions.stall_reading() if on_cpu else None
+        except Exception as exc:
+            raise AutotuneError.from_exception(name, exc) from None
+        if not on_cpu:
+            return measured
+        # How loaded the CPUs were, read once the samples are taken: the 1-minute
+        # average then covers them, and how long runnable threads waited during them.
+        return replace(
+            measured,
+            load=conditions.load_per_cpu(),
+            pressure=conditions.pressure_share(before, after),
+            helpers=helpers.share(),
+        )
 
-        return measure
+    return measure
 
-    return measurer
+
+def measure_candidate(
+    client: Client, fn: Callable[..., Any], name: str, inputs: tuple[Any, ...]
+) -> Measurement:
+    """One measurement of a candidate as the gate takes it (`candidate_measurer`): what a
+    fresh process runs to confirm a suspected failure (`fresh_process.measure_fresh`)."""
+    return candidate_measurer(client, inputs)(fn, name)
 
 
 def tuning_slip(case: GroupCase, baseline: Baseline | None) -> int | None:

@@ -11,6 +11,7 @@ import contextlib
 import inspect
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -242,18 +243,36 @@ def _test_arguments(item: pytest.Function) -> dict[str, Any]:
 
 def _body(
     item: pytest.Function, arguments: Mapping[str, Any], limit: TimeLimit, names: Names
-) -> Callable[..., Any]:
+) -> CandidateRun:
     """`run(candidate, *values)`: the test body with `candidate` and the other arguments,
     stopped by name if it runs past the time limit."""
-    others = [n for n in arguments if n != "candidate"]
+    return CandidateRun(item.obj, tuple(n for n in arguments if n != "candidate"), limit, names)
 
-    def run(candidate: Callable[..., Any], *values: Any) -> Any:
+
+@dataclass(frozen=True)
+class CandidateRun:
+    """`run(candidate, *values)`: the test function called with `candidate` and the other
+    arguments (`others`, in order), stopped by name past the time limit.
+
+    It pickles as the test function's name and the argument names, without the limit: a
+    fresh process that measures a CPU winner again (`fresh_process`) runs the body there,
+    under the process's own timeout."""
+
+    test: Callable[..., Any]
+    others: tuple[str, ...]
+    limit: TimeLimit | None = None
+    names: Names | None = None
+
+    def __call__(self, candidate: Callable[..., Any], *values: Any) -> Any:
         def body() -> Any:
-            return item.obj(candidate=candidate, **dict(zip(others, values, strict=True)))
+            return self.test(candidate=candidate, **dict(zip(self.others, values, strict=True)))
 
-        return limit.call(names(candidate), body)
+        if self.limit is None or self.names is None:
+            return body()
+        return self.limit.call(self.names(candidate), body)
 
-    return run
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (CandidateRun, (self.test, self.others))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -9,6 +9,7 @@ everything it decides is plain Python, read (and tested) without pytest.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
@@ -205,10 +206,9 @@ class AutotuneSession:
 
     def _tunable_set(self, request: GroupRequest, work: Work | None) -> TunableSet:
         def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-            def call(*values: Any) -> Any:
-                return request.run(fn, *values)
-
-            return call
+            # A partial, not a closure: it pickles where the body and the candidate do,
+            # so a fresh process can measure it again (`fresh_process`).
+            return functools.partial(request.run, fn)
 
         tunables = request.tunables
         if tunables is None:

@@ -1,0 +1,76 @@
+"""On the built-in CPU client a suspected failure is measured again in a fresh process: a
+slowness that belongs to the pytest process does not fail the gate, a slower kernel does
+(`pytest_autotune.fresh_process`). The only plugin tests on the real CPU client: the
+slowdowns are sleeps of milliseconds against a kernel of tens of microseconds."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plugin.harness import run
+
+CONFTEST = """
+import os
+
+SLOW_HERE = [False]
+
+
+def pytest_configure(config):
+    # A state of the pytest process alone: a process spawned to measure again imports
+    # this module anew, and runs no hook.
+    SLOW_HERE[0] = os.environ.get("SLOW_PROCESS") == "1"
+"""
+
+TESTS = """
+import os
+import time
+
+import numpy as np
+import pytest
+from conftest import SLOW_HERE
+
+
+def kernel(x):
+    if SLOW_HERE[0] or os.environ.get("SLOW_CODE") == "1":
+        time.sleep(2e-3)
+    return x * 2.0
+
+
+def other(x):
+    time.sleep(5e-3)
+    return x * 2.0
+
+
+@pytest.fixture
+def x():
+    return np.arange(1 << 16, dtype=np.float64)
+
+
+@pytest.mark.autotune(candidates={"kernel": kernel, "other": other})
+def test_fresh(candidate, x):
+    return candidate(x)
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_fresh=TESTS)
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    return pytester
+
+
+def test_a_slowness_of_the_pytest_process_passes_and_a_slower_kernel_fails(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(project, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("SLOW_PROCESS", "1")
+    slow_process = run(project, "--autotune")
+    # Measured again in a process of its own, where the kernel is as fast as it was.
+    assert slow_process.ret == pytest.ExitCode.OK, slow_process.stdout.str()
+    assert "REGRESSION" not in slow_process.stdout.str()
+    monkeypatch.delenv("SLOW_PROCESS")
+    monkeypatch.setenv("SLOW_CODE", "1")
+    slow_code = run(project, "--autotune")
+    assert slow_code.ret == pytest.ExitCode.TESTS_FAILED
+    slow_code.stdout.fnmatch_lines(["verdicts: 1 REGRESSION"])
