@@ -25,6 +25,11 @@ TIMEOUT_S = 120.0
 """The longest a fresh process may take to start, import the candidate's module and
 measure it; past it the process is killed and the caller measures here."""
 
+MAX_INPUT_BYTES = 256 << 20
+"""The most bytes of input arrays sent to a fresh process: pickling copies them, and a
+kernel whose inputs are that large runs long enough that what one process keeps (where a
+few small arrays landed) does not move its time."""
+
 Measure = Callable[[Any, Callable[..., Any], str, tuple[Any, ...]], Measurement]
 """How a process measures a candidate: `(client, fn, name, inputs) -> Measurement`."""
 
@@ -33,7 +38,10 @@ def measure_fresh(
     fn: Callable[..., Any], inputs: tuple[Any, ...], name: str, measure: Measure
 ) -> Measurement | None:
     """`measure(cpu(), fn, name, inputs)` run in a fresh process, with the built-in CPU
-    client there; None where it cannot run there (see the module docstring) or fails."""
+    client there; None where it cannot run there (see the module docstring), its input
+    arrays pass `MAX_INPUT_BYTES`, or it fails."""
+    if _array_bytes(inputs) > MAX_INPUT_BYTES:
+        return None
     try:
         payload = pickle.dumps((fn, inputs, measure))
     except Exception:  # a lambda, a closure, an input that does not pickle
@@ -83,6 +91,20 @@ def _measure_here(sender: Any, payload: bytes, name: str) -> None:
         sender.close()
 
 
+def _array_bytes(value: object, depth: int = 0) -> int:
+    """The bytes of the arrays in `value` (in tuples, lists and dicts, a few levels deep)."""
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    if depth >= 4:
+        return 0
+    if isinstance(value, dict):
+        value = tuple(value.values())
+    if isinstance(value, (tuple, list)):
+        return sum(_array_bytes(item, depth + 1) for item in value)
+    return 0
+
+
 def _measurement(result: object) -> Measurement | None:
     if not isinstance(result, dict):
         return None
@@ -96,4 +118,4 @@ def _measurement(result: object) -> Measurement | None:
     )
 
 
-__all__ = ["TIMEOUT_S", "measure_fresh"]
+__all__ = ["MAX_INPUT_BYTES", "TIMEOUT_S", "measure_fresh"]

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 import numpy as np
+import pytest
 
 from pytest_autotune.fresh_process import measure_fresh
 from pytest_autotune.gate_policy import measure_candidate
@@ -42,3 +43,13 @@ def test_a_candidate_that_does_not_pickle_or_fails_there_gives_none() -> None:
     x = np.arange(16, dtype=np.float64)
     assert measure_fresh(lambda x: x.sum(), (x,), "lambda", measure_candidate) is None
     assert measure_fresh(failing, (x,), "failing", measure_candidate) is None
+
+
+def test_inputs_past_the_size_limit_stay_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_spawn(method: str) -> None:
+        raise AssertionError("started a process for inputs past the limit")
+
+    monkeypatch.setattr("pytest_autotune.fresh_process.multiprocessing.get_context", no_spawn)
+    monkeypatch.setattr("pytest_autotune.fresh_process.MAX_INPUT_BYTES", 1024)
+    nested = ([np.zeros(100)], {"b": np.zeros(100)})  # 1,600 bytes of arrays
+    assert measure_fresh(candidate, nested, "candidate", measure_candidate) is None
