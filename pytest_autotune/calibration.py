@@ -56,7 +56,7 @@ def calibration_read(inputs: tuple[Any, ...]) -> Callable[[], None] | None:
     """The calibration read of `inputs`: every NumPy array in them (also inside tuples, lists
     and dict values) read once; None when they hold no non-empty numeric array, since then
     there is nothing of the kernel's to read."""
-    arrays = list({id(a): a for a in _arrays(inputs, 0)}.values())
+    arrays = input_arrays(inputs)
     if not arrays:
         return None
     ordered = [a for a in arrays if a.dtype.kind in _ORDERED_KINDS]
@@ -87,6 +87,13 @@ def timed_calibration(
 
 
 _PROBES = 5
+
+
+def input_arrays(inputs: tuple[Any, ...]) -> list[np.ndarray[Any, Any]]:
+    """The numeric NumPy arrays in `inputs` (in tuples, lists and mappings, a few levels
+    deep), each once: what a calibration read reads, and what a fresh process is sent
+    (`fresh_process`)."""
+    return list({id(a): a for a in _arrays(inputs, 0)}.values())
 
 
 def _arrays(value: Any, depth: int) -> Iterator[np.ndarray[Any, Any]]:

@@ -19,6 +19,7 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
+from pytest_autotune.calibration import input_arrays
 from pytest_autotune.gate import Calibration, Measurement
 
 TIMEOUT_S = 120.0
@@ -40,7 +41,7 @@ def measure_fresh(
     """`measure(cpu(), fn, name, inputs)` run in a fresh process, with the built-in CPU
     client there; None where it cannot run there (see the module docstring), its input
     arrays pass `MAX_INPUT_BYTES`, or it fails."""
-    if _array_bytes(inputs) > MAX_INPUT_BYTES:
+    if sum(array.nbytes for array in input_arrays(inputs)) > MAX_INPUT_BYTES:
         return None
     try:
         payload = pickle.dumps((fn, inputs, measure))
@@ -89,20 +90,6 @@ def _measure_here(sender: Any, payload: bytes, name: str) -> None:
         sender.send(repr(exc))
     finally:
         sender.close()
-
-
-def _array_bytes(value: object, depth: int = 0) -> int:
-    """The bytes of the arrays in `value` (in tuples, lists and dicts, a few levels deep)."""
-    nbytes = getattr(value, "nbytes", None)
-    if isinstance(nbytes, int):
-        return nbytes
-    if depth >= 4:
-        return 0
-    if isinstance(value, dict):
-        value = tuple(value.values())
-    if isinstance(value, (tuple, list)):
-        return sum(_array_bytes(item, depth + 1) for item in value)
-    return 0
 
 
 def _measurement(result: object) -> Measurement | None:
