@@ -116,6 +116,14 @@ gate_rest() {  # gate_rest CONDITION: 100 runs a side against 5 baseline session
   fi
 }
 
+replay_cache() {  # replay_cache N: the suite, every family's cost with the replay cache's
+  # default and with N graphs, one after the other, then the examples under -n 2
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3 --replay-cache "$1"
+  step 60 $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
+}
+
 case "${1:-check}" in
 check)
   step 170 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
@@ -337,19 +345,12 @@ tenth)
   # The eighth session's second call: the suite on its final tree, whether the
   # histogram's first tuning after the other families pays for evicting their graphs
   # (room for every graph against the default 16), then the gate.
-  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
-  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
-  step 80 python3 benchmarks/gpu_family_costs.py --runs 3 --replay-cache 64
-  step 60 $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
+  replay_cache 64
   gate_rest "${CONDITION:-xdist}"
   ;;
 eleventh)
-  # The suite, every family's cost with the replay cache's default and with 16 graphs
-  # (the same before 32f5de3 and after its revert), the examples under -n 2.
-  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
-  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
-  step 80 python3 benchmarks/gpu_family_costs.py --runs 3 --replay-cache 16
-  step 60 $P example_kernels -n 2 --autotune -rfx --autotune-record="$OUT/xdist.jsonl"
+  # The same with 16 graphs (the default before 32f5de3 and after its revert).
+  replay_cache 16
   ;;
 top)
   gate_rest "${CONDITION:-groups}"
