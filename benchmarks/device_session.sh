@@ -23,7 +23,7 @@
 #   bash benchmarks/device_session.sh ninth   # suite, examples, family costs by order and client, short calls, gate
 #   bash benchmarks/device_session.sh tenth   # suite, family costs with room for every graph, examples -n 2, gate
 #   bash benchmarks/device_session.sh eleventh # suite, family costs at 128 graphs and at 16, examples -n 2
-#   bash benchmarks/device_session.sh twelfth # after the host-speed probe: suite, short calls twice, eager anatomy, costs, examples, gate
+#   bash benchmarks/device_session.sh twelfth # suite, short calls twice, eager anatomy, costs, examples, gate
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -354,9 +354,10 @@ eleventh)
   replay_cache 16
   ;;
 twelfth)
-  # The ninth session's call, after the caller timing's host-speed probe: the suite, the
-  # short calls in two processes (the truth paired, in a random order each round), where
-  # an eager call's time goes, every family's cost, the examples, then the gate.
+  # The ninth session's call (with a host-speed probe in the caller timing, since
+  # reverted): the suite, the short calls in two processes (the truth paired, in a random
+  # order each round), where an eager call's time goes, every family's cost, the
+  # examples, then the gate.
   step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
   step 130 python3 benchmarks/gpu_short_calls.py "$OUT/short" --keep-all
   step 130 python3 benchmarks/gpu_short_calls.py "$OUT/short2" --keep-all

@@ -14,7 +14,11 @@ new random order each round, so no candidate always follows the same one), it re
   device's part of an eager loop, with the stream's launches and a warm L2, without the
   host's gaps;
 - `replay_cold`, `replay_warm`, `enqueue`: what the default client (`cuda()`: graph replay,
-  cold L2) and a `cold_l2=False` client read, and the enqueue time of the caller timing.
+  cold L2) and a `cold_l2=False` client read, and the enqueue time of the caller timing;
+- `host_nogc`: the long loop's host part with Python's garbage collector off;
+- `eagerN` for each N of `--eager-calls`: the caller timing's eager loop of N counted calls
+  alone (`CallerTiming.eager_loop`), to see how many calls it takes to read the long loop's
+  host part.
 
     PYTHONPATH=. python3 benchmarks/gpu_eager_anatomy.py OUT_DIR [--rounds N] [--per-cpu]
 
@@ -32,6 +36,8 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
+import gc
 import json
 import os
 import random
@@ -116,6 +122,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--per-cpu", action="store_true", help="the loops on each CPU in turn")
+    parser.add_argument("--eager-calls", type=int, nargs="*", default=[24, 96, 384])
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     cp = cupy()
@@ -138,6 +145,17 @@ def main(argv: list[str]) -> int:
                 q = queued(fn, family.inputs)
                 c = client_figures(cold, fn, family.inputs)
                 w = client_figures(warm, fn, family.inputs)
+                gc.disable()
+                try:
+                    host_nogc = loop(cp, fn, family.inputs)[1]
+                finally:
+                    gc.enable()
+                for calls in args.eager_calls:
+                    eager = functools.partial(fn, *family.inputs)
+                    stream = cp.cuda.get_current_stream()
+                    seconds = cold._caller.eager_loop(eager, stream, calls)
+                    figures.setdefault(f"eager{calls}", []).append(seconds)
+                figures.setdefault("host_nogc", []).append(host_nogc)
                 for key, value in (
                     ("loop", total), ("loop_host", host), ("queued", q),
                     ("replay_cold", c["device"]), ("enqueue", c["enqueue"]),
@@ -155,8 +173,8 @@ def main(argv: list[str]) -> int:
             for n in rounds
         }
         report[family.name] = {"rounds": rounds, "loop_paired": paired}
-        keys = ["loop", "loop_host", "queued", "replay_cold", "replay_warm", "enqueue"]
-        keys.append("score_cold")
+        keys = ["loop", "loop_host", "host_nogc", "queued", "replay_cold", "replay_warm"]
+        keys += ["enqueue", "score_cold", *(f"eager{calls}" for calls in args.eager_calls)]
         rows = [
             [n, paired[n]] + [statistics.median(rounds[n][k]) * 1e6 for k in keys] for n in rounds
         ]

@@ -393,6 +393,12 @@ def main(argv: list[str]) -> int:
         " synchronize counted), to compare both on one machine",
     )
     parser.add_argument(
+        "--eager-calls",
+        type=int,
+        default=None,
+        help="the client's EAGER_CALLS for this run, its EAGER_BUDGET_S scaled with it",
+    )
+    parser.add_argument(
         "--keep-all",
         action="store_true",
         help="keep every tuning's samples in the JSON (under 'disagreeing', each marked"
@@ -401,6 +407,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.eager_lead is not None:
         cuda_timing.EAGER_LEAD = args.eager_lead
+    if args.eager_calls is not None:
+        cuda_timing.EAGER_BUDGET_S *= args.eager_calls / cuda_timing.EAGER_CALLS
+        cuda_timing.EAGER_CALLS = args.eager_calls
     args.out.mkdir(parents=True, exist_ok=True)
     cp = cupy()
     clients = {"caller": CudaClient(timing="caller"), "device": CudaClient(timing="device")}

@@ -70,12 +70,8 @@ How one sample is taken, and why:
    synchronize). Where the device time is over `ENQUEUE_MARGIN`
    times the last known enqueue time (on the first sample, the capture's warm-up call's,
    else that of a second of two eager calls, since the warm-up's held its first
-   allocations) the host cannot bind the call and the loop is left out. The host's speed
-   is probed beside each loop (empty launches before and after it): in a slow spell of the
-   host, which the H200 hosts here have for tens of milliseconds to seconds at 1.4-1.5
-   times the usual launch time, the loop's figure is brought back to the usual speed
-   (`HostSpeed`), or a tuning inside a spell ranks a device-bound candidate first that is
-   14% slower outside it. `timing="device"` reads the device time alone. Both figures of the latest sample are kept per candidate
+   allocations) the host cannot bind the call and the loop is left out. `timing="device"` reads the
+   device time alone. Both figures of the latest sample are kept per candidate
    (`call_costs`) for the report.
 5. **Several placements for the gate.** Where a call's arrays land changes some kernels'
    time by itself. On an H200 a 256-bin shared-memory histogram of 2^26 bytes read 4%
@@ -203,8 +199,7 @@ class CudaClient:
         timing: str = "caller",
         host_timer: Callable[[], int] | None = None,
     ) -> None:
-        host_timer = host_timer or time.perf_counter_ns
-        self._caller = CallerTiming(timing, host_timer, self._launch_nothing)
+        self._caller = CallerTiming(timing, host_timer or time.perf_counter_ns)
         cp = import_cupy()
         try:
             count = cp.cuda.runtime.getDeviceCount()

@@ -5,9 +5,7 @@ beside its device sample, and each candidate's latest device and enqueue seconds
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import statistics
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,22 +38,6 @@ and put the family's tuning at 0.13x do_bench."""
 EAGER_MIN_CALLS = 6
 """The fewest calls of an eager loop's difference."""
 
-PROBE_LAUNCHES = 8
-"""Empty launches whose host times are read before and after each eager loop: how fast the
-host's launch path is at that moment (`HostSpeed`)."""
-
-SPELL = 1.25
-"""A probe whose median launch takes this many times the host's usual launch marks a slow
-spell. H200 hosts here (virtual machines of 16 CPUs) run a Python launch loop 1.4-1.5 times
-slower for spells of tens of milliseconds to seconds, on any CPU (pinned to each in turn,
-a CPU was fast in one process and slow in the next): every host-bound candidate of a
-2048x1024 layernorm read 16-17 us a call in a spell against 11-12 us outside, where the
-device-bound one read its 14.6 us of device time in both, and 5 of 6 wrong picks in 100
-tunings were tunings inside a spell (`benchmarks/gpu_eager_anatomy.py`)."""
-
-USUAL_LAUNCHES_KEPT = 64
-"""The latest probes outside spells whose median is the host's usual launch time."""
-
 TIMINGS = ("caller", "device")
 """`timing="caller"` scores a sample by the larger of device and host enqueue time,
 `"device"` by the device time alone (see `backends.cuda`'s docstring)."""
@@ -74,60 +56,15 @@ class CallCost:
     enqueue: float | None
 
 
-class HostSpeed:
-    """How much slower the host launches right now than usual, from probes of
-    `PROBE_LAUNCHES` empty launches taken before and after an eager loop.
-
-    In a slow spell of the host every host-bound candidate reads about 1.5 times its usual
-    enqueue time while a device-bound one keeps its device time, so a tuning that falls in
-    a spell ranks a device-bound candidate first that a caller outside the spell finds 14%
-    slower; in the spell the host binds them all and they are about equal. The enqueue time
-    of a loop in a spell is therefore brought back to the host's usual speed: the ranking
-    outside spells is then the one chosen, and it loses nothing inside them.
-
-    Only a spell on both sides of the loop counts (a stall that hit one probe did not
-    necessarily hit the loop), and each probe is the median of its launches, so that one
-    preempted launch is not a spell: a spurious correction would make a candidate look
-    faster than it is, and a candidate's best sample weighs most in its score."""
-
-    def __init__(self) -> None:
-        self._usual: collections.deque[float] = collections.deque(maxlen=USUAL_LAUNCHES_KEPT)
-        self._fastest: float | None = None
-
-    def factor(self, before: float, after: float) -> float:
-        """What to multiply the loop's enqueue time by (1 outside a spell), given the median
-        seconds of a probe's launches before and after the loop (0: not measured)."""
-        if before <= 0 or after <= 0:
-            return 1.0
-        if self._fastest is None or min(before, after) < self._fastest:
-            self._fastest = min(before, after)
-        spell = SPELL * self._fastest
-        if max(before, after) <= spell:  # no spell: the usual speed
-            self._usual.extend((before, after))
-            return 1.0
-        usual = [t for t in self._usual if t <= spell]
-        if min(before, after) <= spell or not usual:  # a spell on one side only, or no usual
-            return 1.0
-        return statistics.median(usual) / ((before + after) / 2)
-
-
 class CallerTiming:
     """How a client scores its samples (`timing`: "caller" or "device"), the eager loop
-    that measures what a caller pays, and the latest `CallCost` of each candidate.
-    `launch_nothing` enqueues one empty kernel: the probe of the host's speed."""
+    that measures what a caller pays, and the latest `CallCost` of each candidate."""
 
-    def __init__(
-        self,
-        timing: str,
-        host_timer: Callable[[], int],
-        launch_nothing: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, timing: str, host_timer: Callable[[], int]) -> None:
         if timing not in TIMINGS:
             raise ValueError(f"timing must be one of {TIMINGS}, got {timing!r}")
         self.timing = timing
         self.host_timer = host_timer
-        self._launch_nothing = launch_nothing
-        self._speed = HostSpeed()
         self._costs: weakref.WeakKeyDictionary[Callable[..., object], CallCost] = (
             weakref.WeakKeyDictionary()
         )
@@ -207,27 +144,12 @@ class CallerTiming:
         stream.synchronize()
         for _ in range(EAGER_LEAD):
             eager()
-        before = self._probe()
         start = self.host_timer()
         for _ in range(calls):
             eager()
         enqueued = self.host_timer()
-        after = self._probe()
         stream.synchronize()
-        per_call = max(enqueued - start, 1) / 1e9 / calls
-        return per_call * self._speed.factor(before, after)
-
-    def _probe(self) -> float:
-        """The median host seconds of `PROBE_LAUNCHES` empty launches, each timed alone (0
-        without a launcher)."""
-        if self._launch_nothing is None:
-            return 0.0
-        times = []
-        for _ in range(PROBE_LAUNCHES):
-            start = self.host_timer()
-            self._launch_nothing()
-            times.append(self.host_timer() - start)
-        return statistics.median(times) / 1e9
+        return max(enqueued - start, 1) / 1e9 / calls
 
     def score(
         self,

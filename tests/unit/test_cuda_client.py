@@ -30,9 +30,6 @@ from pytest_autotune.backends.cuda_timing import (
     EAGER_CALLS,
     EAGER_LEAD,
     EAGER_MIN_CALLS,
-    PROBE_LAUNCHES,
-    SPELL,
-    HostSpeed,
 )
 from pytest_autotune.tune.log import Eliminated
 from pytest_autotune.tune.tuner import TuneDecision
@@ -625,110 +622,6 @@ def test_a_loop_slow_to_finish_short_bursts_reads_its_steady_cost_not_its_burst_
     short, long = kernel_of(8e-6 - NODE), kernel_of(14e-6 - NODE)
     assert client.time(short, ()) == pytest.approx(10e-6)
     assert client.time(long, ()) == pytest.approx(14e-6)
-
-
-class SpellyHost:
-    """A host clock whose launches (a candidate's and the speed probe's empty ones) take
-    `slowness` times their usual time: 1 outside a slow spell of the host."""
-
-    def __init__(self, gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch, probe_ns: int) -> None:
-        self.clock = HostClock()
-        self.slowness = 1.0
-        self.probe_launches = 0
-        kernel = gpu.kernel
-
-        def timed_kernel(name: str) -> Callable[..., None]:
-            launch = kernel(name)
-
-            def timed(*args: Any, **kwargs: Any) -> None:
-                if name == "autotune_nothing":
-                    self.probe_launches += 1
-                    self.spend(probe_ns)
-                launch(*args, **kwargs)
-
-            return timed
-
-        monkeypatch.setattr(gpu, "kernel", timed_kernel)
-
-    def spend(self, ns: float) -> None:
-        self.clock.ns += round(ns * self.slowness)
-
-
-def test_a_tuning_in_a_slow_spell_of_the_host_ranks_the_candidates_as_outside_it(
-    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Outside a spell: `host_bound` enqueues in 10 us (2 us on the device), `device_bound`
-    # runs 13 us on the device (9 us to enqueue), so a caller pays 10 and 13 us. In a spell
-    # the host takes 1.5 times as long for everything: 15 and 13.5 us, the wrong order.
-    host = SpellyHost(gpu, monkeypatch, probe_ns=3_000)
-
-    def of(host_ns: int, device: float) -> Callable[[], None]:
-        def call() -> None:
-            host.spend(host_ns)
-            gpu.launch(device)
-
-        return call
-
-    host_bound, device_bound = of(10_000, 2e-6), of(9_000, 13e-6 - NODE)
-    client = CudaClient(cold_l2=False, host_timer=host.clock)
-    assert client.time(host_bound, ()) == pytest.approx(10e-6)
-    launches = host.probe_launches  # with the empty samples that measure the fixed cost
-    assert client.time(host_bound, ()) == pytest.approx(10e-6)
-    assert host.probe_launches - launches == 2 * PROBE_LAUNCHES  # before and after the loop
-    assert client.time(device_bound, ()) == pytest.approx(13e-6)
-    host.slowness = 1.5
-    assert client.time(host_bound, ()) == pytest.approx(10e-6)
-    assert client.time(device_bound, ()) == pytest.approx(13e-6)
-    cost = client.call_costs(host_bound)
-    assert cost is not None and cost.enqueue == pytest.approx(10e-6)
-
-
-def test_a_host_slower_than_usual_by_less_than_a_spell_is_taken_as_it_is(
-    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    host = SpellyHost(gpu, monkeypatch, probe_ns=3_000)
-
-    def host_bound() -> None:
-        host.spend(10_000)
-        gpu.launch(2e-6)
-
-    client = CudaClient(cold_l2=False, host_timer=host.clock)
-    client.time(host_bound, ())
-    host.slowness = SPELL * 0.96
-    assert client.time(host_bound, ()) == pytest.approx(10e-6 * SPELL * 0.96)
-
-
-def test_a_process_that_starts_in_a_spell_takes_the_host_as_it_is_until_it_sees_otherwise() -> None:
-    speed = HostSpeed()
-    assert speed.factor(4.5e-6, 4.6e-6) == 1.0  # no usual speed known: nothing to bring back
-    assert speed.factor(3e-6, 3e-6) == 1.0
-    assert speed.factor(4.5e-6, 4.5e-6) == pytest.approx(3 / 4.5)
-
-
-def test_one_stalled_launch_of_a_probe_or_a_spell_on_one_side_of_the_loop_is_no_spell(
-    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    speed = HostSpeed()
-    assert speed.factor(3e-6, 3.1e-6) == 1.0
-    assert speed.factor(3e-6, 6e-6) == 1.0  # the loop may well have run at the usual speed
-    assert speed.factor(6e-6, 3e-6) == 1.0
-    assert speed.factor(0.0, 0.0) == 1.0  # not measured
-    # Through the client: one launch of each probe stalls 1 ms; the median launch does not.
-    host = SpellyHost(gpu, monkeypatch, probe_ns=3_000)
-    probe_launch = host.spend
-
-    def stalling(ns: float) -> None:
-        stalled = ns == 3_000 and host.probe_launches % PROBE_LAUNCHES == 1
-        probe_launch(1_000_000 if stalled else ns)
-
-    monkeypatch.setattr(host, "spend", stalling)
-
-    def host_bound() -> None:
-        host.spend(10_000)
-        gpu.launch(2e-6)
-
-    client = CudaClient(cold_l2=False, host_timer=host.clock)
-    assert [client.time(host_bound, ()) for _ in range(3)] == pytest.approx([10e-6] * 3)
 
 
 def test_device_timing_reads_the_device_time_and_still_keeps_both_figures(gpu: FakeGpu) -> None:
