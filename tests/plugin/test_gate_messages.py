@@ -90,6 +90,17 @@ def test_a_runner_class_that_cannot_name_a_folder_is_one_line_naming_the_option(
     result.stderr.fnmatch_lines(["*autotune_runner*expected a runner class name*"])
 
 
+def stalled_at(share: float) -> Callable[[], StallReading]:
+    """A stall counter running at `share` of the wall clock between any two reads."""
+    reads = itertools.count()
+
+    def reading() -> StallReading:
+        at = float(next(reads))
+        return StallReading(Path("/proc/pressure/cpu"), share * at, at)
+
+    return reading
+
+
 def test_a_cpu_slowdown_measured_while_threads_waited_for_a_cpu_is_too_noisy_and_recorded(
     scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -98,15 +109,9 @@ def test_a_cpu_slowdown_measured_while_threads_waited_for_a_cpu_is_too_noisy_and
     quiet = run(scale, "--autotune")
     assert quiet.ret == pytest.ExitCode.TESTS_FAILED
     quiet.stdout.fnmatch_lines(["verdicts: 2 REGRESSION"])
-    # The stall counter runs at 90% of the wall clock between any two reads: runnable
-    # threads waited for a CPU 90% of every measurement, as inside another job's burst.
-    reads = itertools.count()
-
-    def stalled() -> StallReading:
-        at = float(next(reads))
-        return StallReading(Path("/proc/pressure/cpu"), 0.9 * at, at)
-
-    monkeypatch.setattr("pytest_autotune.gate.conditions.stall_reading", stalled)
+    # Runnable threads waited for a CPU 90% of every measurement, as inside another job's
+    # burst.
+    monkeypatch.setattr("pytest_autotune.gate.conditions.stall_reading", stalled_at(0.9))
     contended = run(scale, "--autotune", "--autotune-record=records.jsonl")
     assert contended.ret == pytest.ExitCode.OK
     contended.stdout.fnmatch_lines(["verdicts: 2 too noisy"])
@@ -123,17 +128,6 @@ def test_a_cpu_slowdown_measured_while_threads_waited_for_a_cpu_is_too_noisy_and
     assert [(c["load"], c["pressure"]) for c in contention] == [(None, pytest.approx(0.9))] * 2
     # The fake candidates run on the caller's thread: no other thread was busy.
     assert all(c["helpers"] < 0.1 for c in contention)
-
-
-def stalled_at(share: float) -> Callable[[], StallReading]:
-    """A stall counter running at `share` of the wall clock between any two reads."""
-    reads = itertools.count()
-
-    def reading() -> StallReading:
-        at = float(next(reads))
-        return StallReading(Path("/proc/pressure/cpu"), share * at, at)
-
-    return reading
 
 
 def test_a_multithreaded_winner_on_contended_cpus_is_too_noisy_and_no_update_records_it(
