@@ -1,0 +1,78 @@
+"""Re-judge the layernorm tunings kept by `gpu_short_calls.py --keep-all` by other rules.
+
+Each kept tuning has every candidate's samples as the caller timing scored them (the larger
+of device and host enqueue time). This picks each tuning's winner again by the tuner's
+score (`tune.benchmark.score`: mostly the best sample), by the median, the mean and the
+best of the samples (the first one left out where the tuner left it out), and counts the
+tunings whose winner is within 5% of the fastest by the run's paired truth
+(`gpu_short_calls.medians`). The tuner stopped sampling by its own score, so this says
+which rule the same samples favour, not what a tuner built on another rule would do.
+
+    python benchmarks/rejudge_short_calls.py RUN/short_calls.json [...]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pytest_autotune.tune.benchmark import score
+
+FAMILY = "layernorm 2048x1024"
+AGREE = 1.05
+
+RULES: dict[str, Callable[[Sequence[float]], float]] = {
+    "score": score,
+    "median": statistics.median,
+    "mean": statistics.mean,
+    "best": min,
+}
+
+
+def paired(rounds: dict[str, list[float]]) -> dict[str, float]:
+    """Each candidate's median over the rounds of its loop over the round's fastest."""
+    count = min(len(times) for times in rounds.values())
+    fastest = [min(times[i] for times in rounds.values()) for i in range(count)]
+    return {
+        name: statistics.median(times[i] / fastest[i] for i in range(count))
+        for name, times in rounds.items()
+    }
+
+
+def rejudge(path: Path) -> dict[str, tuple[int, int]]:
+    family = json.loads(path.read_text())[FAMILY]
+    truth = paired(family["eager_rounds_s"])
+    best = min(truth.values())
+    counts = {}
+    for rule_name, rule in RULES.items():
+        agree = total = 0
+        for tuning in family["caller"]["disagreeing"]:  # every tuning, with --keep-all
+            samples = {
+                name: [s * 1e-6 for s in result["samples_us"]][
+                    1 if result["dropped_first"] else 0 :
+                ]
+                for name, result in tuning["results"].items()
+                if "samples_us" in result
+            }
+            winner = min(samples, key=lambda name: rule(samples[name]))
+            total += 1
+            agree += truth[winner] <= AGREE * best
+        counts[rule_name] = (agree, total)
+    return counts
+
+
+def main(argv: list[str]) -> int:
+    totals = dict.fromkeys(RULES, (0, 0))
+    for arg in argv:
+        counts = rejudge(Path(arg))
+        print(arg, "  ".join(f"{rule} {a}/{n}" for rule, (a, n) in counts.items()))
+        totals = {r: (totals[r][0] + a, totals[r][1] + n) for r, (a, n) in counts.items()}
+    print("all", "  ".join(f"{rule} {a}/{n}" for rule, (a, n) in totals.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
