@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from benchmarks.gpu_short_calls import medians as paired
 from pytest_autotune.tune.benchmark import score
 
 FAMILY = "layernorm 2048x1024"
@@ -30,16 +31,6 @@ RULES: dict[str, Callable[[Sequence[float]], float]] = {
     "mean": statistics.mean,
     "best": min,
 }
-
-
-def paired(rounds: dict[str, list[float]]) -> dict[str, float]:
-    """Each candidate's median over the rounds of its loop over the round's fastest."""
-    count = min(len(times) for times in rounds.values())
-    fastest = [min(times[i] for times in rounds.values()) for i in range(count)]
-    return {
-        name: statistics.median(times[i] / fastest[i] for i in range(count))
-        for name, times in rounds.items()
-    }
 
 
 def rejudge(path: Path) -> dict[str, tuple[int, int]]:
