@@ -6,16 +6,26 @@ process: in one session of 100 of `benchmarks/gate_reliability.py --condition k`
 two re-measurements each taken after a 2 s pause, against 7.0-7.1 us in the other
 processes (BENCHMARKS.md). A pause lets an episode of the machine pass; nothing in the
 process changes what the process keeps (where its arrays and its BLAS buffers landed).
-So on the built-in CPU client a re-measurement runs in a process of its own, started
-with `spawn` so that nothing of this one comes along but the candidate and its inputs,
-which travel by pickle: a candidate that does not pickle (a lambda, a closure) or a
-module the new process cannot import gives None, and the caller measures here instead.
+So on the built-in CPU client a re-measurement runs in a process of its own: a new
+interpreter (`sys.executable -c`) to which nothing of this one comes along but this
+process's `sys.path` and, by pickle, the candidate and its inputs. A candidate that does
+not pickle (a lambda, a closure) or a module the new process cannot import gives None, and
+the caller measures here instead.
+
+Not multiprocessing's `spawn`: it runs the parent's main script again in the child, and
+a user's script that calls `pytest.main()` without an `if __name__ == "__main__":` guard
+would then run a whole second test session there (with `--autotune-update`, writing the
+cache files) before the candidate was measured. What the new process's imports print goes
+to its stderr; its one line of stdout is the figures, as JSON.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import json
+import os
 import pickle
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -44,52 +54,62 @@ def measure_fresh(
     if sum(array.nbytes for array in input_arrays(inputs)) > MAX_INPUT_BYTES:
         return None
     try:
-        payload = pickle.dumps((fn, inputs, measure))
+        call = pickle.dumps((fn, inputs, measure))
     except Exception:  # a lambda, a closure, an input that does not pickle
         return None
-    context = multiprocessing.get_context("spawn")
-    receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_measure_here, args=(sender, payload, name), daemon=True)
+    # The path first, in a pickle of plain values: the call's modules load only once the
+    # new process searches where this one does.
+    payload = pickle.dumps((list(sys.path), name, call))
     try:
-        process.start()
-    except Exception:
+        child = subprocess.run(
+            [sys.executable, "-c", _CHILD],
+            input=payload,
+            capture_output=True,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):  # cannot start, or killed past TIMEOUT_S
         return None
-    sender.close()
+    if child.returncode != 0:
+        return None
     try:
-        result = receiver.recv() if receiver.poll(TIMEOUT_S) else None
-    except (EOFError, OSError):
-        result = None
-    finally:
-        receiver.close()
-        process.join(5.0)
-        if process.is_alive():
-            process.kill()
-            process.join()
+        result = json.loads(child.stdout.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError, UnicodeDecodeError):
+        return None
     return _measurement(result)
 
 
-def _measure_here(sender: Any, payload: bytes, name: str) -> None:
-    """The fresh process's work: measure the candidate and send back its figures (plain
-    values: a frozen dataclass with slots does not unpickle on Python 3.10)."""
+_CHILD = (
+    "import pickle, sys; path, name, call = pickle.load(sys.stdin.buffer); sys.path[:] = path;"
+    " from pytest_autotune.fresh_process import measure_here; measure_here(name, call)"
+)
+"""The new process's program: this process's `sys.path`, then `measure_here`."""
+
+
+def measure_here(name: str, call: bytes) -> None:
+    """The fresh process's work: measure the candidate and write its figures to stdout as
+    one line of JSON (an error's repr where it failed: the caller measures there)."""
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # what imports print stays out of it
+    sys.stdout = sys.stderr
+    result: object
     try:
         from pytest_autotune.backends.cpu import cpu
 
-        fn, inputs, measure = pickle.loads(payload)
+        fn, inputs, measure = pickle.loads(call)
         measured = measure(cpu(), fn, name, inputs)
         calibration = measured.calibration
-        sender.send(
-            {
-                "samples": measured.samples,
-                "calibration": None if calibration is None else calibration.samples,
-                "load": measured.load,
-                "pressure": measured.pressure,
-                "helpers": measured.helpers,
-            }
-        )
+        result = {
+            "samples": list(measured.samples),
+            "calibration": None if calibration is None else list(calibration.samples),
+            "load": measured.load,
+            "pressure": measured.pressure,
+            "helpers": measured.helpers,
+        }
     except BaseException as exc:  # the caller measures here instead
-        sender.send(repr(exc))
-    finally:
-        sender.close()
+        result = repr(exc)
+    with out:
+        out.write(json.dumps(result) + "\n")
 
 
 def _measurement(result: object) -> Measurement | None:
@@ -105,4 +125,4 @@ def _measurement(result: object) -> Measurement | None:
     )
 
 
-__all__ = ["MAX_INPUT_BYTES", "TIMEOUT_S", "measure_fresh"]
+__all__ = ["MAX_INPUT_BYTES", "TIMEOUT_S", "measure_fresh", "measure_here"]

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import os
+import subprocess
+import sys
+import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+import pytest_autotune
 from pytest_autotune.fresh_process import measure_fresh
 from pytest_autotune.gate_policy import measure_candidate
 
@@ -46,10 +55,110 @@ def test_a_candidate_that_does_not_pickle_or_fails_there_gives_none() -> None:
 
 
 def test_inputs_past_the_size_limit_stay_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_spawn(method: str) -> None:
+    def no_process(*args: object, **kwargs: object) -> None:
         raise AssertionError("started a process for inputs past the limit")
 
-    monkeypatch.setattr("pytest_autotune.fresh_process.multiprocessing.get_context", no_spawn)
+    monkeypatch.setattr("pytest_autotune.fresh_process.subprocess.run", no_process)
     monkeypatch.setattr("pytest_autotune.fresh_process.MAX_INPUT_BYTES", 1024)
     nested = ([np.zeros(100)], {"b": np.zeros(100)})  # 1,600 bytes of arrays
     assert measure_fresh(candidate, nested, "candidate", measure_candidate) is None
+
+
+UNGUARDED = """
+import numpy as np
+
+from pytest_autotune.fresh_process import measure_fresh
+from pytest_autotune.gate_policy import measure_candidate
+
+with open("runs.txt", "a") as runs:  # once per run of this script's body
+    runs.write("ran\\n")
+print("noise on stdout at import")
+x = np.arange(1024, dtype=np.float64)
+fresh = measure_fresh(np.sum, (x,), "np_sum", measure_candidate)
+print("samples:", None if fresh is None else len(fresh.samples))
+"""
+
+
+def test_a_main_script_without_a_main_guard_is_not_run_again_by_the_fresh_process(
+    tmp_path: Path,
+) -> None:
+    # As a user's script calling pytest.main() at its top level: multiprocessing's spawn
+    # would run it again in the child, a second test session inside the first.
+    script = tmp_path / "run_checks.py"
+    script.write_text(UNGUARDED)
+    package_root = Path(pytest_autotune.__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(package_root)}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "runs.txt").read_text().splitlines() == ["ran"]
+    samples = [line for line in done.stdout.splitlines() if line.startswith("samples:")]
+    assert len(samples) == 1 and samples[0] != "samples: None"
+
+
+def test_what_the_candidates_module_prints_does_not_spoil_the_figures(tmp_path: Path) -> None:
+    module = tmp_path / "noisy_module.py"
+    module.write_text(
+        "import sys\nprint('{not json')\nsys.stdout.write('more\\n')\n"
+        "def kernel(x):\n    return x.sum()\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import noisy_module  # type: ignore[import-not-found]
+
+        x = np.arange(64, dtype=np.float64)
+        fresh = measure_fresh(noisy_module.kernel, (x,), "kernel", measure_candidate)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("noisy_module", None)
+    assert fresh is not None and len(fresh.samples) >= 10
+
+
+def in_a_thread(call: Callable[[], object], seconds: float = 60.0) -> list[object]:
+    """`call`'s result, asserting that it came within `seconds`."""
+    result: list[object] = []
+    worker = threading.Thread(target=lambda: result.append(call()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), "hung"
+    return result
+
+
+def test_a_candidate_the_fresh_process_cannot_import_with_large_inputs_gives_none_promptly(
+    tmp_path: Path,
+) -> None:
+    # As pytest's --import-mode=importlib imports a test module: under a name no path
+    # leads to, so the new process cannot load the candidate.
+    source = tmp_path / "test_kernels.py"
+    source.write_text("def kernel(x):\n    return x.sum()\n")
+    spec = importlib.util.spec_from_file_location("unreachable_name.test_kernels", source)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        x = np.zeros(1 << 17, dtype=np.float64)  # 1 MiB, far past a pipe's buffer
+        call = functools.partial(measure_fresh, module.kernel, (x,), "kernel", measure_candidate)
+        assert in_a_thread(call) == [None]
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+def test_a_fresh_process_that_dies_before_reading_its_input_gives_none_promptly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As a new process that cannot import this package (another version of it, a broken
+    # environment). With multiprocessing's spawn, a child that failed so before reading
+    # the pickled call left the parent blocked for ever writing the rest of it into the
+    # child's pipe (whose read end the parent still held), with the machine's device lock
+    # held: seen on this VM with 4 MiB of inputs.
+    monkeypatch.setattr("pytest_autotune.fresh_process._CHILD", "import sys; sys.exit(3)")
+    x = np.zeros(1 << 19, dtype=np.float64)  # 4 MiB, far past a pipe's buffer
+    call = functools.partial(measure_fresh, candidate, (x,), "candidate", measure_candidate)
+    assert in_a_thread(call) == [None]
