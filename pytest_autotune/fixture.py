@@ -14,6 +14,7 @@ from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.marker_options import option_error, work_error
 from pytest_autotune.session import AutotuneSession, GroupRequest
 from pytest_autotune.time_limit import TimeLimit, TimeLimitExceeded
+from pytest_autotune.tune.errors import AutotuneSkip
 from pytest_autotune.tune.files import dumps
 from pytest_autotune.tune.key import key_to_json
 from pytest_autotune.tune.local import LocalTuner
@@ -142,13 +143,15 @@ def _check_set(
     options: Mapping[str, Any],
 ) -> Any:
     """Check mode: every candidate against the reference; the reference's output (else the
-    first candidate's)."""
+    first candidate's that does not decline). A candidate that raises `AutotuneSkip` declines
+    these inputs and is left out, as tuning leaves it out; the test is skipped when every
+    candidate declines."""
     reference = options["reference"]
-    failures = [
-        f
-        for name, _ in candidates
-        if (
-            f := check_candidate(
+    failures: list[str] = []
+    declined: dict[str, str] = {}  # name: why
+    for name, _ in candidates:
+        try:
+            failure = check_candidate(
                 name,
                 candidates,
                 run,
@@ -157,11 +160,20 @@ def _check_set(
                 config=session.settings.for_marker(options).engine,
                 check_output=options["check_output"],
             )
-        )
-    ]
+        except AutotuneSkip as exc:
+            declined[name] = str(exc)
+            continue
+        if failure:
+            failures.append(failure)
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
-    return run(reference or candidates[0][1], *clone_value(inputs))
+    if len(declined) == len(candidates):
+        said = ", ".join(f"{name!r} ({why})" for name, why in declined.items())
+        pytest.skip(f"every candidate declined: {said}")
+    if reference is not None:
+        return run(reference, *clone_value(inputs))
+    first = next(fn for name, fn in candidates if name not in declined)
+    return run(first, *clone_value(inputs))
 
 
 def _fail_on(nodeid: str, error: str | None) -> None:

@@ -179,3 +179,30 @@ def test_a_marker_with_an_unknown_option_is_a_usage_error(
     assert result.ret != pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*unknown option(s) [[]'tolerance'[]]; known: candidates*"])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_a_candidate_of_the_fixture_may_decline_with_autotune_skip(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        from pytest_autotune import AutotuneSkip, TunableSet
+
+        def decline(x):
+            raise AutotuneSkip("only for big arrays")
+
+        def total(x):
+            return np.sum(x)
+
+        def test_one_declines(autotune):
+            tunables = TunableSet.of(lambda x: x.size, {"decline": decline, "ok": total})
+            assert autotune(tunables, np.ones(100)) == 100
+
+        def test_every_candidate_declines(autotune):
+            autotune(TunableSet.of(lambda x: x.size, {"decline": decline}), np.ones(100))
+        """
+    )
+    result = run(autotune_pytester, "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*every candidate declined: 'decline' (only for big arrays)*"])
