@@ -110,12 +110,15 @@ def _run_set(
         try:
             options["work"] = work(*inputs) if callable(work) else work
             _fail_on(nodeid, work_error(options["work"]))
+            # Called in check mode too: a key_gen that fails or returns what cannot be
+            # cached fails the plain run, not only --autotune (or the library's callers).
+            key = checked_key(tunables.key_gen(*inputs), f"{nodeid}: the set's key_gen")
             if not session.settings.tune:
                 return _check_set(session, candidates, run, inputs, options)
             group = GroupRequest(
                 group=nodeid,
                 tuner_name=fixture_tuner_name(tunables, tuner, nodeid),
-                key=checked_key(tunables.key_gen(*inputs), f"{nodeid}: the set's key_gen"),
+                key=key,
                 candidates=candidates,
                 run=run,
                 inputs=inputs,

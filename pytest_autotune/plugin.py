@@ -302,6 +302,10 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                 )
                 failure = session.candidate_outcome(request, spec.candidate)
             else:
+                # What tuning would call first is called here too, so that a bad `work=`
+                # or `key=` fails the plain run every CI job makes, not only --autotune.
+                _evaluated_options(options, arguments, spec.function.nodeid)
+                _group_key(spec, arguments)
                 failure = check_candidate(
                     spec.candidate,
                     spec.function.candidates,

@@ -398,6 +398,28 @@ CASES = [
         ("work=", "asks for ['m']"),
         marker("work=lambda m: Work(bytes=m)"),
     ),
+    # What tuning would evaluate first fails plain pytest too (the run every CI job makes).
+    Case(
+        "work asking for a missing fixture, check",
+        "check",
+        FAILED,
+        ("work=", "asks for ['m']"),
+        marker("work=lambda m: Work(bytes=m)"),
+    ),
+    Case(
+        "work returning 42, check",
+        "check",
+        FAILED,
+        ("work=...) returned 42",),
+        marker("work=lambda n: 42"),
+    ),
+    Case(
+        "key NaN, check",
+        "check",
+        FAILED,
+        ("key= returned an unusable key nan",),
+        marker("key=lambda n: math.nan"),
+    ),
     Case("groups [1]", "tune", FAILED, ("groups=[1]", "TuneGroup"), marker("groups=[1]")),
     Case(
         "groups priority string",

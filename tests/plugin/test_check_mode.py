@@ -206,3 +206,19 @@ def test_a_candidate_of_the_fixture_may_decline_with_autotune_skip(
     result = run(autotune_pytester, "-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*every candidate declined: 'decline' (only for big arrays)*"])
+
+
+def test_a_fixture_sets_unusable_key_fails_plain_pytest(autotune_pytester: pytest.Pytester) -> None:
+    autotune_pytester.makepyfile(
+        """
+        import math
+        import numpy as np
+        from pytest_autotune import TunableSet
+
+        def test_nan_key(autotune):
+            autotune(TunableSet.of(lambda x: math.nan, {"sum": np.sum}), np.ones(4))
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the set's key_gen returned an unusable key nan*"])
