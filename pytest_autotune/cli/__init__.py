@@ -27,11 +27,9 @@ from typing import TextIO
 
 from pytest_autotune.cli import changed, compare, diff, report, show
 from pytest_autotune.cli.changed import EXIT_CHANGED
-from pytest_autotune.cli.errors import CliError
+from pytest_autotune.cli.errors import PROG, CliError
 
 __all__ = ["EXIT_CHANGED", "main"]
-
-PROG = "pytest-autotune"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

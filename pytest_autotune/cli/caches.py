@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pytest_autotune.cli.errors import CliError, require_file
+from pytest_autotune.cli.errors import CliError, require_file, warn
 from pytest_autotune.report.html import key_text
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
-from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import Peaks
 
@@ -41,13 +41,26 @@ def load_cache(path: str) -> Cache:
     accepts); a file it cannot use is a `CliError` with its path and reason."""
     require_file(path)
     cache = PersistentCache(Path(path))
+    entries = read_caches(cache.load)
+    return Cache(path, by_key(entries), cache.device(), cache.metadata())
+
+
+T = TypeVar("T")
+
+
+def read_caches(read: Callable[[], T]) -> T:
+    """What `read` returns from the cache files it reads, with their warnings turned into
+    what a command says: a file that cannot be read is a `CliError` with its path and
+    reason; a journal line ignored is a warning, and what was read stands, as in a run."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        entries = cache.load()
+        result = read()
     for warning in caught:
-        if issubclass(warning.category, CacheFileWarning):
+        if issubclass(warning.category, CacheJournalWarning):
+            warn(str(warning.message))
+        elif issubclass(warning.category, CacheFileWarning):
             raise CliError(str(warning.message).split(LOAD_REMARK, 1)[0])
-    return Cache(path, by_key(entries), cache.device(), cache.metadata())
+    return result
 
 
 def by_key(

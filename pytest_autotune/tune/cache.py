@@ -51,7 +51,7 @@ from pytest_autotune.tune.cache_read import (
     read_file,
     with_journal,
 )
-from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning
 from pytest_autotune.tune.files import (
     JsonFileError,
     dumps,
@@ -107,7 +107,7 @@ def parse_cache(text: str, where: str, journal_data: bytes | None = None) -> Cac
         read = with_journal(contents, version, journal_data, (0, 0), Path(where))
         contents = read.contents
         for problem in read.problems:
-            warnings.warn(CacheFileWarning(problem), stacklevel=2)
+            warnings.warn(CacheJournalWarning(problem), stacklevel=2)
     return CacheContents(contents.entries, contents.device, stored_tuner(contents))
 
 
@@ -170,7 +170,7 @@ class PersistentCache:
             self._adopt(read.contents, read.version if source == self.path else None)
             self._unreadable = None
             for problem in read.problems:
-                warnings.warn(CacheFileWarning(problem), stacklevel=2)
+                warnings.warn(CacheJournalWarning(problem), stacklevel=2)
         return dict(self._contents.entries)
 
     def device(self) -> dict[str, Any] | None:

@@ -70,3 +70,9 @@ class AutotuneError(Exception):
 
 class CacheFileWarning(UserWarning):
     """A cache file that cannot be read: the run goes on as if it were missing."""
+
+
+class CacheJournalWarning(CacheFileWarning):
+    """A cache file read without part of its journal (a last line cut short by a killed
+    writer, or a journal of another version of the file): the file and the journal's whole
+    entries are used, so a reader that refuses an unreadable file still reads this one."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -11,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from pytest_autotune.backends.peaks import Peaks
-from pytest_autotune.cli import main
+from pytest_autotune.cli import EXIT_CHANGED, main
 from pytest_autotune.gate import Baseline, Measurement, judge
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.journal import journal_path
 from pytest_autotune.tune.key import stable_key
 from pytest_autotune.tune.records import AutotuneRecord, Recorder
 from pytest_autotune.tune.run import RunInfo
@@ -402,6 +404,68 @@ def test_diff_names_the_file_that_does_not_read(
     code, out, err = run(capsys, "diff", str(baseline), str(bad))
     assert (code, out) == (1, "")
     assert err.startswith(f"pytest-autotune: error: {bad}: is not valid JSON")
+    assert err.count("\n") == 1
+
+
+# -- a journal beside a cache file ---------------------------------------------------------
+
+
+def with_torn_journal(path: Path) -> Path:
+    """`path` with an entry saved to its journal and, after it, a line cut short: what a
+    writer killed midway leaves."""
+    cache = PersistentCache(path, journal=True)
+    cache.load()
+    value = PersistentCacheValue("journaled", 0, "block32", (outcome("block32", 0, 3),))
+    cache.save({PersistentCacheKey(stable_key("journaled"), "block32"): value}, cache.device())
+    with open(journal_path(path), "a", encoding="ascii") as file:
+        file.write('{"key":"torn","chec')
+    return path
+
+
+def cache_folder(root: Path, cache: Path) -> Path:
+    """A cache folder (`<device>/<tuner>.json`) holding `cache` and its journal."""
+    (root / GPU).mkdir(parents=True)
+    for source in (cache, journal_path(cache)):
+        if source.exists():
+            shutil.copy(source, root / GPU / source.name)
+    return root
+
+
+@pytest.mark.parametrize("command", ["show", "diff", "changed"])
+def test_a_journals_torn_last_line_is_a_warning_and_its_whole_entries_are_read(
+    command: str,
+    baseline: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    torn = with_torn_journal(write_cache(tmp_path / "torn" / "old.json", {}))
+    argv = {
+        "show": [str(torn)],
+        "diff": [str(baseline), str(torn)],
+        "changed": [
+            str(cache_folder(tmp_path / "before", baseline)),
+            str(cache_folder(tmp_path / "after", torn)),
+        ],
+    }[command]
+
+    code, out, err = run(capsys, command, *argv)
+
+    assert code == {"show": 0, "diff": 0, "changed": EXIT_CHANGED}[command]
+    assert err.startswith("pytest-autotune: warning: ") and err.count("\n") == 1
+    assert f"{journal_path(torn).name}: its last line is cut short" in err
+    assert "journaled" in out  # the whole entry before the torn line
+
+
+def test_a_damaged_journal_line_before_the_last_is_still_an_error(
+    baseline: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with open(journal_path(with_torn_journal(baseline)), "a", encoding="ascii") as file:
+        file.write("\n")  # the torn line is now a whole one, and not JSON
+
+    code, out, err = run(capsys, "show", str(baseline))
+
+    assert (code, out) == (1, "")
+    assert err.startswith(f"pytest-autotune: error: {baseline}: in its journal")
     assert err.count("\n") == 1
 
 
