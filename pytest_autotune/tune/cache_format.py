@@ -4,6 +4,7 @@ their JSON form, and the strict reading of a file's JSON into them. `PersistentC
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,7 +117,7 @@ class PersistentCacheValue:
         for i, result in enumerate(_field(data, "results", list, "a list")):
             try:
                 if not isinstance(result, dict):
-                    raise Malformed(f"{result!r} is not an object")
+                    raise Malformed(f"is {json_kind(result)}, not a JSON object")
                 results.append(result_from_json(result))
             except KeyError as error:
                 raise Malformed(f"results[{i}]: missing field {error}") from None
@@ -143,21 +144,39 @@ def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], wh
     value = data[name]
     # bool is an int to isinstance, but `true` is never a valid index or version.
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise Malformed(f"field {name!r} is {value!r}, expected {what}")
+        raise Malformed(f"field {name!r} is {json_text(value)}, expected {what}")
     return value
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words: a reader of the file wrote `null` or `[...]`,
+    not Python's None or list."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return f"the number {json_text(value)}"
+    if isinstance(value, str):
+        return "a JSON string"
+    return "a JSON array" if isinstance(value, list) else "a JSON object"
+
+
+def json_text(value: Any) -> str:
+    """A value as JSON text, shortened to fit in a message."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _optional_object(data: Mapping[str, Any], name: str) -> dict[str, Any] | None:
     value = data.get(name)
     if value is not None and not isinstance(value, dict):
-        raise Malformed(f"field {name!r} is {value!r}, expected an object")
+        raise Malformed(f"field {name!r} is {json_text(value)}, expected an object")
     return value
 
 
 def _optional_list(data: Mapping[str, Any], name: str) -> list[Any] | None:
     value = data.get(name)
     if value is not None and not isinstance(value, list):
-        raise Malformed(f"field {name!r} is {value!r}, expected a list")
+        raise Malformed(f"field {name!r} is {json_text(value)}, expected a list")
     return value
 
 
@@ -184,7 +203,7 @@ def stored_tuner(contents: Contents) -> str | None:
 def parse_contents(data: Any) -> Contents:
     """Validate the whole document, so a bad one is rejected before any of it is used."""
     if not isinstance(data, dict):
-        raise Malformed(f"holds a JSON {type(data).__name__}, expected an object")
+        raise Malformed(f"holds {json_kind(data)}, not a JSON object")
     version = _field(data, "schema_version", int, "an integer")
     if version > SCHEMA_VERSION:
         raise Malformed(
@@ -195,10 +214,10 @@ def parse_contents(data: Any) -> Contents:
         raise Malformed(f"has an invalid schema_version {version}")
     device = data.get("device")
     if device is not None and not isinstance(device, dict):
-        raise Malformed(f"field 'device' is {device!r}, expected an object")
+        raise Malformed(f"field 'device' is {json_text(device)}, expected an object")
     tuner = data.get(TUNER_FIELD)
     if tuner is not None and not isinstance(tuner, str):
-        raise Malformed(f"field {TUNER_FIELD!r} is {tuner!r}, expected a string")
+        raise Malformed(f"field {TUNER_FIELD!r} is {json_text(tuner)}, expected a string")
     entries: dict[PersistentCacheKey, PersistentCacheValue] = {}
     for i, raw in enumerate(_field(data, "entries", list, "a list")):
         try:
@@ -219,7 +238,7 @@ def _has_key(raw: Any) -> bool:
 
 def entry_from_json(raw: Any) -> tuple[PersistentCacheKey, PersistentCacheValue]:
     if not isinstance(raw, dict):
-        raise Malformed(f"{raw!r} is not an object")
+        raise Malformed(f"is {json_kind(raw)}, not a JSON object")
     unknown = raw.keys() - _ENTRY_FIELDS
     if unknown:
         # Rewriting the file would drop them, so refuse rather than lose them silently.

@@ -155,7 +155,12 @@ UNREADABLE = {
     "merge conflict": (b"<<<<<<< HEAD\n{}\n", "is not valid JSON"),
     "pickle": (b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00K\x01.", "is not UTF-8"),
     "NaN": (b'{"schema_version": 1, "entries": [], "x": NaN}', "NaN is not a JSON number"),
-    "a list": (b"[]", "holds a JSON list, expected an object"),
+    "a list": (b"[]", "holds a JSON array, not a JSON object"),
+    "null": (b"null", "holds null, not a JSON object"),
+    "a string": (b'"{}"', "holds a JSON string, not a JSON object"),
+    "a number": (b"2", "holds the number 2, not a JSON object"),
+    "a boolean": (b"true", "holds true, not a JSON object"),
+    "a null entry": (b'{"schema_version": 1, "entries": [null]}', "entry 0: is null, not a JSON"),
     "no version": (b'{"entries": []}', "missing field 'schema_version'"),
     "newer version": (
         json.dumps({**valid_document(), "schema_version": SCHEMA_VERSION + 1}).encode(),
@@ -164,7 +169,7 @@ UNREADABLE = {
     "entries not a list": (b'{"schema_version": 1, "entries": {}}', "field 'entries' is {}"),
     "device not an object": (
         b'{"schema_version": 1, "entries": [], "device": "gpu"}',
-        "field 'device' is 'gpu'",
+        "field 'device' is \"gpu\", expected an object",
     ),
     "entry without checksum": (
         json.dumps(without("checksum")).encode(),
@@ -184,7 +189,7 @@ UNREADABLE = {
                 "entries": [{**valid_document()["entries"][0], "fastest_index": True}],
             }
         ).encode(),
-        "field 'fastest_index' is True, expected an integer",
+        "field 'fastest_index' is true, expected an integer",
     ),
     "entry with an unknown field": (
         json.dumps(

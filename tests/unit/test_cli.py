@@ -328,7 +328,8 @@ def test_show_of_an_empty_cache(tmp_path: Path, capsys: pytest.CaptureFixture[st
     ("content", "reason"),
     [
         ("{bad", "is not valid JSON"),
-        ("[]", "holds a JSON list, expected an object"),
+        ("[]", "holds a JSON array, not a JSON object"),
+        ("null", "holds null, not a JSON object"),
         ('{"schema_version": 99, "entries": []}', "written by a newer pytest-autotune"),
         ('{"schema_version": 1, "entries": [{"key": "a"}]}', 'entry 0 (key "a")'),
         (b"\xff\xfe", "is not UTF-8 text"),
