@@ -4,6 +4,10 @@ The sources, first wins (README, "Options"): the marker (per group), the command
 `PYTEST_AUTOTUNE_<NAME>` variables, `autotune.yaml`, the ini file, then the defaults. The
 plugin's own settings and the engine's come from the same table and the same sources, so
 whatever the ini file can set, `autotune.yaml` and a variable can set too.
+
+A relative path is taken as pytest takes its own: one typed for this run (the command line,
+a variable) from the directory pytest was run in, as `--junitxml` is; one committed with
+the project (the ini file, `autotune.yaml`) from the root dir, as the ini's `cache_dir` is.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import importlib.util
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +28,15 @@ from pytest_autotune.tune.config import (
     config_from,
     load_yaml,
 )
-from pytest_autotune.tune.settings import BY_NAME, SETTINGS, Chosen, Layer, choose, env_values
+from pytest_autotune.tune.settings import (
+    BY_NAME,
+    SETTINGS,
+    Chosen,
+    Layer,
+    choose,
+    env_values,
+    setting_named,
+)
 
 _BUILTIN_DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 
@@ -51,6 +63,8 @@ class PluginSettings:
     """Show every candidate's statistics after the summary."""
     engine: AutotuneConfig = field(default_factory=AutotuneConfig)
     rootpath: Path = Path(".")
+    invocation_dir: Path = Path(".")
+    """The directory pytest was run in, which the paths of messages are shown from."""
     layers: tuple[Layer, ...] = field(default=(), compare=False, repr=False)
     """The sources these settings were resolved from, first wins, for `for_marker`."""
 
@@ -60,9 +74,10 @@ class PluginSettings:
         return self.rootpath / (self.engine.cache_dir or PROJECT_CACHE_DIR)
 
     def relative(self, path: Path) -> str:
-        """A path as the summary shows it: from the root dir, when it is below it."""
+        """A path as the summary shows it, so that it opens from where pytest was run: from
+        that directory when it is below it, else whole."""
         try:
-            return str(path.relative_to(self.rootpath))
+            return str(path.relative_to(self.invocation_dir))
         except ValueError:
             return str(path)
 
@@ -76,7 +91,8 @@ class PluginSettings:
         }
         if not given:
             return self
-        return settings_from_layers(((MARKER, given), *self.layers), self.rootpath)
+        layers = ((MARKER, given), *self.layers)
+        return settings_from_layers(layers, self.rootpath, self.invocation_dir)
 
 
 def settings_from_sources(
@@ -84,15 +100,22 @@ def settings_from_sources(
     ini: Mapping[str, object],
     environ: Mapping[str, str],
     rootpath: Path,
+    invocation_dir: Path | None = None,
 ) -> PluginSettings:
     """Resolve the settings: command line, then environment, then YAML, then ini, then the
     defaults (the marker overrides per group: `PluginSettings.for_marker`). Keys are
     spelled as each source spells them (`autotune_level`, `PYTEST_AUTOTUNE_LEVEL`).
+    Relative paths of the command line and the environment are taken from
+    `invocation_dir` (None: `rootpath`, as for a run started there), the others from
+    `rootpath`.
 
     A bad value raises `ConfigError` naming its source and key.
     """
-    layers: list[Layer] = [("command line", command_line), ("", env_values(environ))]
-    config_file = choose([("command line", command_line), ("ini", ini)]).get("config")
+    if invocation_dir is None:
+        invocation_dir = rootpath
+    given = _from_dir(("command line", command_line), invocation_dir)
+    layers: list[Layer] = [given, _from_dir(("", env_values(environ)), invocation_dir)]
+    config_file = choose([given, ("ini", ini)]).get("config")
     yaml_path: Path | None = None
     if config_file is not None:
         yaml_path = rootpath / config_file[0]
@@ -101,15 +124,31 @@ def settings_from_sources(
     if yaml_path is not None:
         layers.append((os.fspath(yaml_path), load_yaml(yaml_path)))
     layers.append(("ini", ini))
-    return settings_from_layers(tuple(layers), rootpath)
+    return settings_from_layers(tuple(layers), rootpath, invocation_dir)
 
 
-def settings_from_layers(layers: tuple[Layer, ...], rootpath: Path) -> PluginSettings:
-    """The settings of `layers`, first wins (`choose`), paths taken from `rootpath`."""
-    chosen = choose(layers)
+def _from_dir(layer: Layer, base: Path) -> Layer:
+    """`layer` with each of its relative paths taken from `base`, keyed as it was."""
+    source, values = layer
+    paths = {name: value for name, (value, _) in choose([layer]).items() if isinstance(value, Path)}
+    anchored = dict(values)
+    for key in values:
+        setting = setting_named(key)
+        if setting is not None and setting.name in paths:
+            anchored[key] = base / paths[setting.name]
+    return source, anchored
+
+
+def settings_from_layers(
+    layers: tuple[Layer, ...], rootpath: Path, invocation_dir: Path
+) -> PluginSettings:
+    """The settings of `layers`, first wins (`choose`), relative paths taken from
+    `rootpath` (`settings_from_sources` has made those of this run's own sources whole)."""
+    chosen = {
+        name: (rootpath / value if isinstance(value, Path) else value, where)
+        for name, (value, where) in choose(layers).items()
+    }
     engine = config_from(chosen)
-    if isinstance(engine.record, Path) and not engine.record.is_absolute():
-        engine = replace(engine, record=rootpath / engine.record)
     if "benchmark_json" in chosen and importlib.util.find_spec("pytest_benchmark") is None:
         # An optional extra, so that its plugin stays out of runs that do not ask for it;
         # said at the start, not after the tuning it would have exported.
@@ -118,9 +157,6 @@ def settings_from_layers(layers: tuple[Layer, ...], rootpath: Path) -> PluginSet
             " pip install 'pytest-autotune[benchmark]'"
         )
     values = _plugin_values(chosen)
-    for name in ("html", "benchmark_json"):
-        if values[name] is not None:
-            values[name] = rootpath / values[name]
     update = bool(values["update"])
     return PluginSettings(
         tune=update or bool(values["tune"]) or bool(values["only"]),
@@ -132,6 +168,7 @@ def settings_from_layers(layers: tuple[Layer, ...], rootpath: Path) -> PluginSet
         candidates=bool(values["candidates"]),
         engine=engine,
         rootpath=rootpath,
+        invocation_dir=invocation_dir,
         layers=layers,
     )
 

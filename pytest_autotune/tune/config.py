@@ -86,7 +86,8 @@ class AutotuneConfig:
     `LocalTuner` the caches its package ships (read only) over a per-user cache directory
     (written), so a library never writes into site-packages or its user's working
     directory unless told to. A relative path is taken from the working directory (the
-    plugin anchors it at the project root first)."""
+    plugin makes it whole first: from the root dir, or from where pytest was run when it
+    was typed for the run)."""
     disable_cache: bool = False
     """Neither read nor write cache files: every key is tuned in each process."""
     level: AutotuneLevel = AutotuneLevel.BALANCED

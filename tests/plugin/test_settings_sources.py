@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +46,73 @@ def test_a_misspelt_plugin_key_in_autotune_yaml_stops_the_run_with_the_nearest_n
     result.stderr.fnmatch_lines(
         ["*autotune.yaml: autotune_html: unknown setting; known settings: *did you mean html?"]
     )
+
+
+# Every path setting, as the command line and the environment spell it.
+PATHS = {
+    "html": "r.html",
+    "record": "r.jsonl",
+    "benchmark_json": "b.json",
+    "cache_dir": "mycache",
+}
+
+
+@pytest.fixture
+def below(autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project whose tests are in tests/sub, run from tests/sub (`cd tests/sub; pytest`)."""
+    sub = autotune_pytester.mkdir("tests") / "sub"
+    sub.mkdir()
+    (sub / "test_scale.py").write_text(SCALE_TESTS)
+    monkeypatch.chdir(sub)
+    return sub
+
+
+@pytest.mark.parametrize("source", ["command line", "environment"])
+def test_a_relative_path_from_the_command_line_or_the_environment_is_from_where_pytest_ran(
+    autotune_pytester: pytest.Pytester,
+    below: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+) -> None:
+    pytest.importorskip("pytest_benchmark")  # for benchmark_json
+    args = ["--autotune-update"]
+    for name, path in PATHS.items():
+        if source == "command line":
+            args.append(f"--autotune-{name.replace('_', '-')}={path}")
+        else:
+            monkeypatch.setenv(f"PYTEST_AUTOTUNE_{name.upper()}", path)
+    result = run(autotune_pytester, *args, "--junitxml=j.xml")
+    assert result.ret == pytest.ExitCode.OK
+    assert sorted(p.name for p in below.iterdir() if p.name != "__pycache__") == sorted(
+        ["b.json", "j.xml", "mycache", "r.html", "r.jsonl", "test_scale.py"]
+    )
+    assert list((below / "mycache").glob("*/*.json"))
+    result.stdout.fnmatch_lines(["updated mycache*test_scale*.json*", "report: r.html"])
+
+
+def test_a_relative_path_from_the_ini_file_or_autotune_yaml_is_from_the_root_dir(
+    autotune_pytester: pytest.Pytester, below: Path
+) -> None:
+    root = autotune_pytester.path
+    autotune_pytester.makeini(
+        "[pytest]\nfilterwarnings = error\nautotune_html = out/r.html\n"
+        "autotune_config = conf/settings.yaml\n"
+    )
+    (root / "conf").mkdir()
+    (root / "conf/settings.yaml").write_text("update: true\nrecord: out/r.jsonl\n")
+    result = run(autotune_pytester)
+    assert result.ret == pytest.ExitCode.OK
+    assert (root / "out/r.html").is_file()
+    assert (root / "out/r.jsonl").is_file()
+    assert list((root / ".autotune").glob("*/*.json"))
+    # From tests/sub, the report is not below: shown whole, so that it opens from there.
+    result.stdout.fnmatch_lines([f"report: {root / 'out/r.html'}"])
+
+
+def test_the_config_file_named_on_the_command_line_is_from_where_pytest_ran(
+    autotune_pytester: pytest.Pytester, below: Path
+) -> None:
+    (below / "here.yaml").write_text("update: true\n")
+    result = run(autotune_pytester, "--autotune-config=here.yaml")
+    assert result.ret == pytest.ExitCode.OK
+    assert list((autotune_pytester.path / ".autotune").glob("*/*.json"))

@@ -37,10 +37,13 @@ def resolved(
     ini: dict[str, object] | None = None,
     environ: dict[str, str] | None = None,
     yaml: str | None = None,
+    invocation_dir: Path | None = None,
 ) -> PluginSettings:
     if yaml is not None:
         (root / "autotune.yaml").write_text(yaml, encoding="utf-8")
-    return settings_from_sources(command_line or {}, ini or {}, environ or {}, root)
+    return settings_from_sources(
+        command_line or {}, ini or {}, environ or {}, root, invocation_dir or root
+    )
 
 
 def test_the_ini_file_and_autotune_yaml_set_the_same_settings() -> None:
@@ -104,6 +107,33 @@ def test_the_marker_comes_first_for_the_settings_it_names(tmp_path: Path) -> Non
     assert group.engine.max_regression == 0.2  # None: the marker does not set it
     assert (settings.engine.rtol, settings.engine.time_limit) == (0.01, 5.0)
     assert settings.for_marker({"key": len}) is settings
+
+
+def test_a_relative_path_typed_for_the_run_is_from_where_pytest_ran(tmp_path: Path) -> None:
+    here = tmp_path / "tests/sub"
+    pytest.importorskip("pytest_benchmark")  # for benchmark_json
+    settings = resolved(
+        tmp_path,
+        command_line={"autotune_html": "r.html", "autotune_cache_dir": "mycache"},
+        environ={"PYTEST_AUTOTUNE_RECORD": "r.jsonl", "PYTEST_AUTOTUNE_BENCHMARK_JSON": "b.json"},
+        invocation_dir=here,
+    )
+    paths = (settings.html, settings.cache_dir, settings.engine.record, settings.benchmark_json)
+    assert paths == (here / "r.html", here / "mycache", here / "r.jsonl", here / "b.json")
+    assert settings.for_marker({"rtol": 0.5}).html == here / "r.html"
+    assert settings.relative(here / "r.html") == "r.html"
+    assert settings.relative(tmp_path / "r.html") == str(tmp_path / "r.html")
+
+
+def test_a_relative_path_of_the_project_s_files_is_from_the_root_dir(tmp_path: Path) -> None:
+    settings = resolved(
+        tmp_path,
+        ini={"autotune_html": "r.html", "autotune_cache_dir": "mycache"},
+        yaml="record: r.jsonl\n",
+        invocation_dir=tmp_path / "tests/sub",
+    )
+    paths = (settings.html, settings.cache_dir, settings.engine.record)
+    assert paths == (tmp_path / "r.html", tmp_path / "mycache", tmp_path / "r.jsonl")
 
 
 def test_the_level_is_carried_in_the_config(tmp_path: Path) -> None:
