@@ -232,6 +232,21 @@ def pytest_collection_modifyitems(
             items[:] = [item for item in items if item.get_closest_marker("autotune") is not None]
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Which candidates of each group were selected, after every deselection (`-k`, `-m`,
+    `--autotune-only`, node ids): the session reports a group's gate failure on one of
+    them (`AutotuneSession.selected`)."""
+    state = session.config.stash.get(SESSION, None)
+    if state is None:
+        return
+    selected: dict[str, list[str]] = {}
+    for item in session.items:
+        spec = item.stash.get(ITEM, None)
+        if spec is not None:
+            selected.setdefault(spec.group, []).append(spec.candidate)
+    state.selected = {group: tuple(names) for group, names in selected.items()}
+
+
 # -- running --------------------------------------------------------------------------------
 
 

@@ -111,6 +111,11 @@ class AutotuneSession:
         self.quiet: Quiet | None = None
         """Under pytest-xdist, the locks that pause the other workers' tests while this
         worker tunes and measures a group (`pytest_autotune.quiet`); None elsewhere."""
+        self.selected: dict[str, tuple[str, ...]] = {}
+        """The candidates of each marked group whose items were selected (after `-k`,
+        `-m`, node ids), in collection order: a group is tuned whole, and the gate's
+        failure of a winner whose own item was not selected is reported on the first that
+        was (`_failures`)."""
 
     def level_scope(self, options: Mapping[str, Any]) -> AbstractContextManager[None]:
         """Where a group's key is made and its test runs: `anchor` there uses the group's
@@ -267,7 +272,9 @@ class AutotuneSession:
                 f"{request.group}: measured while other pytest-xdist workers ran tests ({unpaused})"
             )
         verdict = self._keep(request, case, judged, client, work)
-        return _Outcome(tunables, decision, _failures(decision, verdict))
+        return _Outcome(
+            tunables, decision, _failures(decision, verdict, self.selected.get(request.group))
+        )
 
     def _keep(
         self,
@@ -350,7 +357,13 @@ class AutotuneSession:
         return self.output.summary_lines(stats, candidates=self.hooks.progress is not None)
 
 
-def _failures(decision: TuneDecision, verdict: GroupVerdict) -> dict[str, str]:
+def _failures(
+    decision: TuneDecision, verdict: GroupVerdict, selected: tuple[str, ...] | None = None
+) -> dict[str, str]:
+    """What fails for each candidate of a tuned group, by name: its own error, and for the
+    winner the gate's failure. Where the winner's item was not selected (`selected`: the
+    selected candidates, None where every one is), the gate's failure goes to the first
+    selected candidate instead: the run fails on a failing test, not on the summary alone."""
     failures = {
         result.name or "": f"candidate {result.name!r} {result.message}"
         for result in decision.results.values()
@@ -359,6 +372,9 @@ def _failures(decision: TuneDecision, verdict: GroupVerdict) -> dict[str, str]:
     if verdict.failed:
         name = decision.fastest_name
         gate = f"autotune gate: {verdict.verdict.value}: {verdict.message}"
+        if selected and name not in selected:
+            gate = f"{gate}\n(the winner {name!r} was not selected; its group's gate fails here)"
+            name = selected[0]
         failures[name] = f"{failures[name]}\n{gate}" if name in failures else gate
     return failures
 

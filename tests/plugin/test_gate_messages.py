@@ -181,3 +181,25 @@ def test_a_first_baseline_measured_on_contended_cpus_is_recorded_with_a_warning(
         ]
     )
     assert (scale.path / CACHE).is_file()
+
+
+def test_a_regression_of_a_winner_left_out_by_k_fails_a_selected_test_of_its_group(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A group is tuned whole; with -k selecting only `slow`, the winner `fast` has no
+    # item of its own, and a run that fails must still show a failing test.
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("SLOWDOWN_FAST", "1.25")
+    result = run(scale, "--autotune", "-k", "slow")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(failed=2, deselected=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*autotune gate: regression: regression of +25.0%*",
+            "*(the winner 'fast' was not selected; its group's gate fails here)*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["FAILED test_scale.py::test_scale[[]slow-1[]]*"])
+    selected = run(scale, "--autotune", "-k", "fast")
+    selected.assert_outcomes(failed=2, deselected=4)
+    assert "was not selected" not in selected.stdout.str()
