@@ -75,6 +75,7 @@ def _settings(config: pytest.Config) -> PluginSettings:
             ini={s.ini: _ini_value(config, s.ini) for s in _INI_KEYS},
             environ=os.environ,
             rootpath=config.rootpath,
+            invocation_dir=config.invocation_params.dir,
         )
     except ConfigError as exc:
         raise pytest.UsageError(f"pytest-autotune: {exc}") from None
