@@ -258,7 +258,11 @@ def unknown(where: str, spelled: str, names: Sequence[str]) -> ConfigError:
     """The error of a key that names no setting, with the nearest name when one is near."""
     other = setting_named(spelled)  # `autotune_html` in a file that spells it `html`
     near = [other.name] if other else difflib.get_close_matches(spelled, names, n=1, cutoff=0.6)
-    hint = f"; did you mean {near[0]}?" if near else ""
+    return _unknown(where, near[0] if near else "")
+
+
+def _unknown(where: str, near: str) -> ConfigError:
+    hint = f"; did you mean {near}?" if near else ""
     return ConfigError(f"{where}: unknown setting; known settings: {KNOWN}{hint}")
 
 
@@ -289,27 +293,44 @@ def choose(layers: Sequence[Layer]) -> Chosen:
     return chosen
 
 
-def env_values(environ: Mapping[str, str]) -> dict[str, str]:
-    """The `PYTEST_AUTOTUNE_<NAME>` variables of known settings, by variable name.
+_VARIABLES: dict[str, Setting] = {s.env: s for s in SETTINGS if "environment" in s.sources}
 
-    An empty variable counts as unset, as `VAR= cmd` means in a shell; other
-    `PYTEST_AUTOTUNE_*` names are left alone, since they may belong to other tools.
+
+def env_values(environ: Mapping[str, str]) -> dict[str, str]:
+    """The `PYTEST_AUTOTUNE_<NAME>` variables, by variable name; an empty one counts as
+    unset, as `VAR= cmd` means in a shell.
+
+    Any other variable of the prefix raises `ConfigError` with the nearest name, as a key
+    of `autotune.yaml` does: the prefix is this package's, and a typo would otherwise be
+    ignored without a word. No other tool of the project reads a variable of the prefix.
     """
-    names = (s.env for s in SETTINGS if "environment" in s.sources)
-    return {name: environ[name] for name in names if environ.get(name, "") != ""}
+    unknown_names = _unknown_variables(environ)
+    if unknown_names:
+        raise _unknown_variable(unknown_names[0])
+    return {name: environ[name] for name in _VARIABLES if environ.get(name, "") != ""}
+
+
+def _unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    return sorted(n for n in environ if n.startswith(ENV_PREFIX) and n not in _VARIABLES)
+
+
+def _unknown_variable(name: str) -> ConfigError:
+    """The error of a `PYTEST_AUTOTUNE_*` variable that names no setting. The nearest name
+    is looked for without the prefix, which would make every two names near."""
+    other = setting_named(name.removeprefix(ENV_PREFIX))  # `..._AUTOTUNE_HTML`, `..._CONFIG`
+    if other is not None:
+        near = other.env if other.env in _VARIABLES else other.flag
+    else:
+        suffixes = {s.name.upper(): env for env, s in _VARIABLES.items()}
+        close = difflib.get_close_matches(name.removeprefix(ENV_PREFIX), suffixes, n=1)
+        near = suffixes[close[0]] if close else ""
+    return _unknown(name, near)
 
 
 def misspelt_env_names(environ: Mapping[str, str]) -> list[str]:
-    """One line for each `PYTEST_AUTOTUNE_*` variable that names no setting, with the
-    nearest known name: a typo would otherwise be ignored without a word."""
-    known = [s.env for s in SETTINGS if "environment" in s.sources]
-    lines = []
-    for name in sorted(environ):
-        if name.startswith(ENV_PREFIX) and name not in known:
-            near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-            hint = f"; did you mean {near[0]}?" if near else f"; known: {', '.join(known)}"
-            lines.append(f"pytest-autotune: environment variable {name} names no setting{hint}")
-    return lines
+    """One line for each `PYTEST_AUTOTUNE_*` variable that names no setting (what
+    `env_values` refuses), with the nearest known name."""
+    return [f"pytest-autotune: {_unknown_variable(n)}" for n in _unknown_variables(environ)]
 
 
 def yaml_key_error(where: str, key: object) -> ConfigError | None:

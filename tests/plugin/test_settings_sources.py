@@ -48,6 +48,21 @@ def test_a_misspelt_plugin_key_in_autotune_yaml_stops_the_run_with_the_nearest_n
     )
 
 
+def test_a_misspelt_variable_stops_the_run_with_the_nearest_name(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    monkeypatch.setenv("PYTEST_AUTOTUNE_LEVL", "full")
+    result = run(autotune_pytester, "-q")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*pytest-autotune: PYTEST_AUTOTUNE_LEVL: unknown setting; known settings: *"
+            "did you mean PYTEST_AUTOTUNE_LEVEL?"
+        ]
+    )
+
+
 # Every path setting, as the command line and the environment spell it.
 PATHS = {
     "html": "r.html",

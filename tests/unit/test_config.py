@@ -16,7 +16,7 @@ from pytest_autotune.tune.config import (
 )
 from pytest_autotune.tune.key import AutotuneLevel
 from pytest_autotune.tune.log import AutotuneLogLevel
-from pytest_autotune.tune.settings import env_values, misspelt_env_names
+from pytest_autotune.tune.settings import KNOWN, env_values, misspelt_env_names
 
 
 def test_the_defaults_are_the_seeds():
@@ -191,14 +191,29 @@ def test_a_non_finite_number_is_refused():
         resolve([("", {"speed_factor": "inf"})])
 
 
-def test_the_environment_reads_only_known_non_empty_variables():
+def test_the_environment_reads_only_non_empty_variables_of_its_prefix():
     environ = {
         "PYTEST_AUTOTUNE_CACHE_DIR": "/tmp/cache",
         "PYTEST_AUTOTUNE_RECORD": "",
-        "PYTEST_AUTOTUNE_SOMETHING_ELSE": "x",
         "HOME": "/root",
     }
     assert env_values(environ) == {"PYTEST_AUTOTUNE_CACHE_DIR": "/tmp/cache"}
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("PYTEST_AUTOTUNE_LEVL", "; did you mean PYTEST_AUTOTUNE_LEVEL?"),
+        ("PYTEST_AUTOTUNE_AUTOTUNE_HTML", "; did you mean PYTEST_AUTOTUNE_HTML?"),
+        ("PYTEST_AUTOTUNE_CONFIG", "; did you mean --autotune-config?"),
+        # The prefix alone would make every name near: nothing is near this one.
+        ("PYTEST_AUTOTUNE_SOMETHING_ELSE", ""),
+    ],
+)
+def test_a_variable_of_the_prefix_that_names_no_setting_is_refused(name, hint):
+    with pytest.raises(ConfigError) as info:
+        env_values({name: "full", "PYTEST_AUTOTUNE_LEVEL": "full"})
+    assert str(info.value) == f"{name}: unknown setting; known settings: {KNOWN}{hint}"
 
 
 def test_yaml_settings_are_loaded_with_their_native_types(tmp_path):
@@ -286,8 +301,8 @@ def test_a_misspelt_variable_is_named_with_the_nearest_setting() -> None:
     )
     assert lines == [
         (
-            "pytest-autotune: environment variable PYTEST_AUTOTUNE_MAX_SAMPLE names no setting;"
-            " did you mean PYTEST_AUTOTUNE_MAX_SAMPLES?"
+            f"pytest-autotune: PYTEST_AUTOTUNE_MAX_SAMPLE: unknown setting; known settings:"
+            f" {KNOWN}; did you mean PYTEST_AUTOTUNE_MAX_SAMPLES?"
         )
     ]
 
