@@ -56,15 +56,7 @@ class Baselines:
         """The committed baseline of one key, and a warning when its entry does not read."""
         if self._settings.engine.disable_cache:
             return None, None
-        path = cache_path(self._settings.cache_dir, device_id, tuner)
-        if path not in self._files:
-            cache = tuner_cache(self._settings.cache_dir, device_id, tuner)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                entries = cache.load()
-            self._notes.extend(f"warning: {w.message}" for w in caught)
-            self._files[path] = (cache, entries)
-        cache, entries = self._files[path]
+        path, cache, entries = self._load(device_id, tuner)
         try:
             return (
                 Baseline.find(
@@ -80,6 +72,28 @@ class Baselines:
         except BaselineError as exc:
             return None, f"warning: {exc}"
 
+    def unreadable(self, device_id: str, tuner: str) -> str | None:
+        """Which baseline file of this test could not be read, and why; None when it was
+        read, or there is none. An update leaves such a file as it is."""
+        if self._settings.engine.disable_cache:
+            return None
+        error = self._load(device_id, tuner)[1].unreadable()
+        if error is None:
+            return None
+        return f"{self._settings.relative(error.path)} could not be read ({error.reason})"
+
+    def _load(self, device_id: str, tuner: str) -> tuple[Path, PersistentCache, Entries]:
+        """A baseline file, read the first time it is asked for."""
+        path = cache_path(self._settings.cache_dir, device_id, tuner)
+        if path not in self._files:
+            cache = tuner_cache(self._settings.cache_dir, device_id, tuner)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                entries = cache.load()
+            self._notes.extend(f"warning: {w.message}" for w in caught)
+            self._files[path] = (cache, entries)
+        return (path, *self._files[path])
+
     def devices_with(self, tuner: str) -> list[str]:
         """The devices (cache folders) holding a baseline file of this test."""
         root = self._settings.cache_dir
@@ -93,12 +107,19 @@ class Baselines:
 
 
 def update_message(
-    baseline: Baseline | None, verdict: GroupVerdict, history: Sequence[BaselineSession]
+    baseline: Baseline | None,
+    verdict: GroupVerdict,
+    history: Sequence[BaselineSession],
+    unreadable: str | None = None,
 ) -> str:
     """What an update did with the baseline: joined it (and how many sessions it now
-    holds) or started a new one (and why), then what the gate would have said."""
+    holds), started a new one (and why), or, when its file could not be read (`unreadable`,
+    `Baselines.unreadable`), nothing, since that file is never overwritten; then what the
+    gate would have said."""
     comparison = verdict.comparison
-    if history:
+    if unreadable is not None:
+        head = f"not recorded: {unreadable}, and is left as it is"
+    elif history:
         head = f"joined the baseline: {len(history) + 1} sessions"
         if comparison is not None:
             head += f" (this one {format_interval(comparison)} against the old)"

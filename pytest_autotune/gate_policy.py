@@ -278,14 +278,21 @@ class Settled:
     """False when the committed baseline stays as it is (`settle_update`)."""
 
 
-def settle_update(case: GroupCase, verdict: GroupVerdict, baseline: Baseline | None) -> Settled:
+def settle_update(
+    case: GroupCase,
+    verdict: GroupVerdict,
+    baseline: Baseline | None,
+    unreadable: str | None = None,
+) -> Settled:
     """What an update does with the group's baseline: the new entry and the earlier
     sessions it keeps (`history`), or, for a session measured on contended CPUs
     (`gate.conditions.contended`) beside a baseline of the same device and candidates,
     nothing: the committed baseline stays and the message says why. A baseline recorded
     under load misleads every later comparison (on the 2-core VM a matmul recorded beside
     a test suite failed a quiet run at +73.6%), and an update that leaves the old one
-    loses nothing; with no such baseline the session is recorded, with the warning."""
+    loses nothing; with no such baseline the session is recorded, with the warning.
+    `unreadable` names the group's baseline file that could not be read: the save will
+    refuse it, so the message says so rather than "new baseline"."""
     measurement = verdict.measurement
     states = conditions.contended(measurement) if measurement is not None else ()
     reasons = "; ".join(c.reason for c in states)
@@ -299,7 +306,7 @@ def settle_update(case: GroupCase, verdict: GroupVerdict, baseline: Baseline | N
         message = head + verdict.message.removeprefix(UPDATED_MESSAGE)
         return Settled(replace(verdict, message=message), (), recorded=False)
     kept = tuple(history(case, verdict, baseline))
-    message = update_message(baseline, verdict, kept)
+    message = update_message(baseline, verdict, kept, unreadable)
     if states:
         message += (
             f"; recorded although {reasons}, so comparisons against it may mislead: record"

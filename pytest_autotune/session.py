@@ -290,7 +290,8 @@ class AutotuneSession:
         kept: tuple[BaselineSession, ...] = ()
         recorded = True
         if verdict.verdict is Verdict.UPDATED:
-            settled = settle_update(case, verdict, self._baseline(request, case)[0])
+            unreadable = self.baselines.unreadable(case.device_id, request.tuner_name)
+            settled = settle_update(case, verdict, self._baseline(request, case)[0], unreadable)
             verdict, kept, recorded = settled.verdict, settled.history, settled.recorded
         device = self._device(client, case.device_id)
         baseline = baseline_extra(self._baseline(request, case)[0])

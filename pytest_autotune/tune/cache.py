@@ -134,7 +134,7 @@ class PersistentCache:
         self.legacy = legacy if legacy != path else None
         self.journal = journal
         self._contents = Contents({}, None, {})
-        self._unreadable: str | None = None
+        self._unreadable: CacheFileError | None = None
         # What makes a save cost what changed, not the whole file (issue 15: 0.6 s a key
         # at 3,000 entries): the file as this object last read or wrote it, recognised by
         # its version, is not parsed again, and each entry's text is rendered once.
@@ -158,7 +158,7 @@ class PersistentCache:
             self._check_name(source, read.contents)
         except CacheFileError as error:
             self._adopt(Contents({}, None, {}), None)
-            self._unreadable = error.reason
+            self._unreadable = error
             warnings.warn(
                 CacheFileWarning(
                     f"{error}; autotune goes on as if there were no cache"
@@ -172,6 +172,11 @@ class PersistentCache:
             for problem in read.problems:
                 warnings.warn(CacheJournalWarning(problem), stacklevel=2)
         return dict(self._contents.entries)
+
+    def unreadable(self) -> CacheFileError | None:
+        """Why the file could not be read when last loaded, naming it; None when it could.
+        `save` refuses to replace such a file."""
+        return self._unreadable
 
     def device(self) -> dict[str, Any] | None:
         """The file's device block (id, fingerprint, peaks), None if it has none."""
@@ -210,7 +215,8 @@ class PersistentCache:
             if serialize_key_json(value.key) != key.key:
                 raise ValueError(f"cache key {key.key!r} does not serialize its JSON {value.key!r}")
         if self._unreadable is not None:
-            raise CacheFileError(self.path, f"{self._unreadable} (when loaded); not overwriting it")
+            reason = self._unreadable.reason
+            raise CacheFileError(self.path, f"{reason} (when loaded); not overwriting it")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             _ignore_lock_files(self.path.parent)

@@ -150,7 +150,15 @@ def test_a_corrupt_cache_file_is_named_in_a_warning_and_left_untouched(
     result.stdout.fnmatch_lines([f"*warning: *{CACHE}*"])
     assert path.read_text() == "{ this is not json"
     updated = run(scale, "--autotune-update")
-    updated.stdout.fnmatch_lines([f"*error: *{CACHE}*this file was not updated*"])
+    assert updated.ret == pytest.ExitCode.TESTS_FAILED
+    updated.stdout.fnmatch_lines(
+        [
+            f"test_scale.py::test_scale[[]1[]] [[]1[]]: not recorded: {CACHE} could not be read"
+            " (is not valid JSON: *), and is left as it is",
+            f"*error: *{CACHE}*this file was not updated*",
+        ]
+    )
+    assert "new baseline" not in updated.stdout.str()
     assert path.read_text() == "{ this is not json"
 
 
