@@ -281,7 +281,7 @@ CASES = [
     Case(
         "two lambdas",
         "check",
-        INTERRUPTED,
+        FAILED,
         ("both named '<lambda>'", "candidates 0"),
         textwrap.dedent(
             """
@@ -295,7 +295,7 @@ CASES = [
     Case(
         "two functions named alike",
         "check",
-        INTERRUPTED,
+        FAILED,
         ("both named 'good'", "wrong"),
         "wrong.__name__ = 'good'\n"
         + textwrap.dedent(
@@ -310,7 +310,7 @@ CASES = [
     Case(
         "dict names 1 and '1'",
         "check",
-        INTERRUPTED,
+        FAILED,
         ("both named '1'",),
         textwrap.dedent(
             """
@@ -463,12 +463,25 @@ CASES = [
         marker("check_output='no'"),
     ),
     Case(
-        "unknown option", "check", INTERRUPTED, ("unknown option(s) ['rtoll']",), marker("rtoll=1")
+        "unknown option", "check", FAILED, ("unknown option(s) ['rtoll']",), marker("rtoll=1")
+    ),
+    Case(
+        "candidates as a list",
+        "check",
+        FAILED,
+        ("must be a non-empty dict of name -> callable, got list",),
+        textwrap.dedent(
+            """
+             @pytest.mark.autotune(candidates=[good, other])
+             def test_x(candidate):
+                 return candidate(1)
+            """
+        ),
     ),
     Case(
         "positional argument",
         "check",
-        INTERRUPTED,
+        FAILED,
         ("keyword options only",),
         textwrap.dedent(
             """

@@ -222,3 +222,39 @@ def test_a_fixture_sets_unusable_key_fails_plain_pytest(autotune_pytester: pytes
     result = run(autotune_pytester)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*the set's key_gen returned an unusable key nan*"])
+
+
+def test_a_bad_marker_fails_its_test_and_the_modules_other_tests_still_run(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        @pytest.mark.autotune(candidates=[np.sum, np.add.reduce])
+        def test_list(candidate):
+            return candidate(np.ones(4))
+
+        @pytest.mark.autotune(candidates={"sum": np.sum}, tolerance=3)
+        def test_unknown_option(candidate):
+            return candidate(np.ones(4))
+
+        @pytest.mark.autotune()
+        def test_no_candidates(candidate):
+            return candidate(np.ones(4))
+
+        def test_other():
+            pass
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(failed=3, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_list: autotune(candidates=...) must be a non-empty dict of name -> callable,"
+            " got list*",
+            "*give the candidates with @pytest.mark.autotune(candidates={...})*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
