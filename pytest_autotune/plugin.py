@@ -43,7 +43,7 @@ from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks
 from pytest_autotune.time_limit import TimeLimit, TimeLimitExceeded
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import AutotuneSkip
-from pytest_autotune.tune.settings import SETTINGS, misspelt_env_names
+from pytest_autotune.tune.settings import SETTINGS
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client
@@ -174,12 +174,6 @@ def _progress(config: pytest.Config) -> Callable[[str], None]:
             reporter.write_line(line)
 
     return progress
-
-
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    """A misspelt PYTEST_AUTOTUNE_* variable, said in the header: a warning at configure
-    time would be an INTERNALERROR under a project's `filterwarnings = error`."""
-    return misspelt_env_names(os.environ)
 
 
 def _ini_value(config: pytest.Config, name: str) -> object:

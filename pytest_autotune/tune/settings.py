@@ -327,12 +327,6 @@ def _unknown_variable(name: str) -> ConfigError:
     return _unknown(name, near)
 
 
-def misspelt_env_names(environ: Mapping[str, str]) -> list[str]:
-    """One line for each `PYTEST_AUTOTUNE_*` variable that names no setting (what
-    `env_values` refuses), with the nearest known name."""
-    return [f"pytest-autotune: {_unknown_variable(n)}" for n in _unknown_variables(environ)]
-
-
 def yaml_key_error(where: str, key: object) -> ConfigError | None:
     """Why a key of a YAML file is not one (a YAML key is a setting's bare name)."""
     if isinstance(key, str) and key in BY_NAME and "yaml" in BY_NAME[key].sources:
