@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
+from pytest_autotune.cli.caches import read_caches
 from pytest_autotune.cli.errors import CliError
 from pytest_autotune.cli.report import labelled_records
 from pytest_autotune.report.compare import (
@@ -47,7 +48,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             raise CliError(f"{path}: no such file or folder")
     try:
         if before.is_dir() and after.is_dir():
-            rows = compare_caches(before, after, max_regression=args.max_regression)
+            rows = read_caches(
+                lambda: compare_caches(before, after, max_regression=args.max_regression)
+            )
         elif before.is_file() and after.is_file():
             rows = compare_records(
                 labelled_records(args.before),

@@ -29,7 +29,7 @@ from pytest_autotune.report.figures import format_interval
 from pytest_autotune.report.html import measured_name, winner_samples
 from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats
 from pytest_autotune.tune.cache import PersistentCache
-from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import Peaks
 from pytest_autotune.tune.records import AutotuneRecord
@@ -111,7 +111,10 @@ def _cache_sides(folder: Path) -> dict[tuple[str, str, str], _Side]:
             warnings.simplefilter("always")
             entries = cache.load()
         for warning in caught:
-            if issubclass(warning.category, CacheFileWarning):
+            if issubclass(warning.category, CacheJournalWarning):
+                # A torn last line of the journal: what was read stands, as in a run.
+                warnings.warn(warning.message, warning.category, stacklevel=2)
+            elif issubclass(warning.category, CacheFileWarning):
                 raise CompareError(str(warning.message).split("; autotune goes on", 1)[0])
         device = cache.device()
         peaks = None

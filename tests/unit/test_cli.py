@@ -457,6 +457,20 @@ def test_a_journals_torn_last_line_is_a_warning_and_its_whole_entries_are_read(
     assert "journaled" in out  # the whole entry before the torn line
 
 
+def test_compare_reads_cache_folders_whose_journals_end_in_a_torn_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    torn = with_torn_journal(write_cache(tmp_path / "torn" / "old.json", {}))
+    before, after = cache_folder(tmp_path / "a", torn), cache_folder(tmp_path / "b", torn)
+
+    code, out, err = run(capsys, "compare", str(before), str(after))
+
+    assert code == 0
+    lines = err.splitlines()
+    assert len(lines) == 2 and all(line.startswith("pytest-autotune: warning: ") for line in lines)
+    assert "journaled" in out
+
+
 def test_a_damaged_journal_line_before_the_last_is_still_an_error(
     baseline: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
