@@ -9,13 +9,15 @@ everything it decides is plain Python, read (and tested) without pytest.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from pytest_autotune.baselines import Baselines, baseline_extra
 from pytest_autotune.check_mode import Body, Candidates
@@ -43,6 +45,7 @@ from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.files import shared_lock
 from pytest_autotune.tune.key import autotune_level_scope, stable_key
+from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.records import AutotuneRecord
 from pytest_autotune.tune.tunable import Tunable, TuneGroup
 from pytest_autotune.tune.tunable_set import TunableSet, clone_value
@@ -249,7 +252,7 @@ class AutotuneSession:
         on_gpu = device_kind(client.device_id) == "gpu"
         quiet = self.quiet.measuring(gpu=on_gpu) if self.quiet else nullcontext(None)
         with (
-            _device_lock(client.device_id, machine),
+            self._device_held(client.device_id, machine),
             quiet as unpaused,
             autotune_level_scope(settings.engine.level),
         ):
@@ -340,6 +343,33 @@ class AutotuneSession:
             self._devices[device_id] = device
         return self._devices[device_id]
 
+    @contextlib.contextmanager
+    def _device_held(self, device_id: str, uuid: object) -> Iterator[None]:
+        """The machine-wide lock on timing this device, held for the block; waited for at
+        most `DEVICE_WAIT_S`, a longer wait said in the summary."""
+        lock = _device_lock(device_id, uuid)
+        started = time.monotonic()
+        try:
+            lock.acquire(timeout=DEVICE_WAIT_S)
+        except Timeout:
+            self.output.notes.append(
+                f"warning: timed {device_id} without its lock ({lock.lock_file}): another"
+                f" process held it for {DEVICE_WAIT_S / 60:.0f} minutes, and both timings"
+                " may have overlapped"
+            )
+            yield
+            return
+        waited = time.monotonic() - started
+        if waited > NOTED_WAIT_S:
+            self.output.notes.append(
+                f"waited {format_duration(waited)} for another process's timing of"
+                f" {device_id} ({lock.lock_file})"
+            )
+        try:
+            yield
+        finally:
+            lock.release()
+
     # -- the end of the session
 
     def to_worker_output(self) -> dict[str, Any]:
@@ -413,6 +443,16 @@ def _grouped(items: list[Tunable], request: GroupRequest) -> list[Tunable]:
             fn = priority if callable(priority) else (lambda key, p=int(priority): p)
             by_name[name] = by_name[name].group(group, fn)
     return [by_name[t.name] for t in items]
+
+
+DEVICE_WAIT_S = 1800.0
+"""The longest a group waits for another process's timing of its device: a run waits out
+another run's tuning, however long, but not a process that hung holding the lock (a
+fresh process that never returned once held it for good). Past it the group is timed
+anyway, and the summary says so."""
+
+NOTED_WAIT_S = 10.0
+"""A wait for the device lock longer than this is said in the summary."""
 
 
 def _device_lock(device_id: str, uuid: object = None) -> FileLock:

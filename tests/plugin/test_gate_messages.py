@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from pytest_autotune.gate.conditions import StallReading
+from pytest_autotune.tune.files import shared_lock
 from tests.plugin.harness import run
 from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
 
@@ -203,3 +206,36 @@ def test_a_regression_of_a_winner_left_out_by_k_fails_a_selected_test_of_its_gro
     selected = run(scale, "--autotune", "-k", "fast")
     selected.assert_outcomes(failed=2, deselected=4)
     assert "was not selected" not in selected.stdout.str()
+
+
+def test_a_device_lock_held_by_a_hung_process_delays_the_run_and_does_not_stop_it(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As a process that hung holding the machine's lock on timing the device: the run
+    # waits at most DEVICE_WAIT_S, then times anyway and says so.
+    monkeypatch.setattr("pytest_autotune.session.DEVICE_WAIT_S", 0.2)
+    held = shared_lock("pytest-autotune-cpu-fake-1t")
+    with held:
+        result = run(scale, "--autotune")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        ["warning: timed cpu-fake-1t without its lock (*): another process held it*"]
+    )
+
+
+def test_a_long_wait_for_another_runs_timing_is_said(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pytest_autotune.session.NOTED_WAIT_S", 0.1)
+    # Released by a timer's thread: a lock that is not the thread's own.
+    held = FileLock(shared_lock("pytest-autotune-cpu-fake-1t").lock_file, thread_local=False)
+    held.acquire()
+    releaser = threading.Timer(0.5, held.release)
+    releaser.start()
+    try:
+        result = run(scale, "--autotune")
+    finally:
+        releaser.join()
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["waited * for another process's timing of cpu-fake-1t (*)"])
+    assert "without its lock" not in result.stdout.str()
