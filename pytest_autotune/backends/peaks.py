@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pytest_autotune.tune.errors import CacheFileWarning
-from pytest_autotune.tune.files import dumps, read_json, write_atomically
+from pytest_autotune.tune.files import dumps, json_kind, read_json, write_atomically
 from pytest_autotune.tune.peaks import ROOF_PATTERNS, MemoryLevel, MemoryRoof, Peaks
 
 __all__ = [
@@ -99,7 +99,7 @@ def _load_or_probe_file(path: Path, device_id: str, probe: Callable[[], Peaks]) 
 def _read(path: Path, device_id: str) -> Peaks:
     data = read_json(path)
     if not isinstance(data, dict):
-        raise TypeError(f"holds a JSON {type(data).__name__}, expected an object")
+        raise TypeError(f"holds {json_kind(data)}, expected a JSON object")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(
             f"schema_version is {data.get('schema_version')!r}, this version reads {SCHEMA_VERSION}"

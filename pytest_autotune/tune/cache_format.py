@@ -4,13 +4,13 @@ their JSON form, and the strict reading of a file's JSON into them. `PersistentC
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_autotune.tune.benchmark import AutotuneResult, result_from_json, result_to_json
+from pytest_autotune.tune.files import json_kind, json_text
 from pytest_autotune.tune.key import serialize_key_json
 
 SCHEMA_VERSION = 2
@@ -146,24 +146,6 @@ def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], wh
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise Malformed(f"field {name!r} is {json_text(value)}, expected {what}")
     return value
-
-
-def json_kind(value: Any) -> str:
-    """What a JSON value is, in JSON's words: a reader of the file wrote `null` or `[...]`,
-    not Python's None or list."""
-    if value is None or isinstance(value, bool):
-        return json.dumps(value)
-    if isinstance(value, int | float):
-        return f"the number {json_text(value)}"
-    if isinstance(value, str):
-        return "a JSON string"
-    return "a JSON array" if isinstance(value, list) else "a JSON object"
-
-
-def json_text(value: Any) -> str:
-    """A value as JSON text, shortened to fit in a message."""
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _optional_object(data: Mapping[str, Any], name: str) -> dict[str, Any] | None:

@@ -193,6 +193,24 @@ def _user() -> str:
     return str(os.getuid()) if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
 
 
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words: a reader of the file wrote `null` or `[...]`,
+    not Python's None or list."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return f"the number {json_text(value)}"
+    if isinstance(value, str):
+        return "a JSON string"
+    return "a JSON array" if isinstance(value, list) else "a JSON object"
+
+
+def json_text(value: Any) -> str:
+    """A value as JSON text, shortened to fit in a message."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def json_number(value: float) -> float | str:
     """`value` as strict JSON holds it: JSON has no NaN or infinity, so those are written as
     the string `float()` reads back (a bound with an unmeasured peak, an open interval)."""

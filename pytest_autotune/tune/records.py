@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.benchmark import NS_PER_S
+from pytest_autotune.tune.files import json_kind
 from pytest_autotune.tune.log import STREAMS
 from pytest_autotune.tune.run import RunInfo
 
@@ -229,7 +230,7 @@ def read_records(path: str | os.PathLike[str]) -> list[AutotuneRecord]:
         except json.JSONDecodeError as exc:
             raise RecordError(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})") from None
         if not isinstance(data, dict):
-            raise RecordError(f"{where}: expected a JSON object, got {type(data).__name__}")
+            raise RecordError(f"{where}: expected a JSON object, got {json_kind(data)}")
         try:
             records.append(AutotuneRecord.from_json(data))
         except RecordError as exc:

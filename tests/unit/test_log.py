@@ -325,7 +325,7 @@ def test_a_bad_line_names_the_file_and_line_number(tmp_path):
     path.write_text(f"{good}\n[1, 2]\n", encoding="utf-8")
     with pytest.raises(RecordError) as info:
         read_records(path)
-    assert str(info.value) == f"{path}:2: expected a JSON object, got list"
+    assert str(info.value) == f"{path}:2: expected a JSON object, got a JSON array"
     newer = json.dumps(make_record().to_json() | {"schema_version": 9})
     path.write_text(f"{newer}\n", encoding="utf-8")
     with pytest.raises(

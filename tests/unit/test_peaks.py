@@ -120,7 +120,7 @@ def test_a_corrupt_peaks_file_is_warned_about_by_name_and_left_as_it_is(tmp_path
         ({"schema_version": 2, "device_id": "{device}", "peaks": {}}, "schema_version is 2"),
         ({"schema_version": 1, "device_id": "other", "peaks": {}}, "peaks of 'other'"),
         ({"schema_version": 1, "device_id": "{device}", "peaks": {}}, "memory_bytes_per_s"),
-        ([], "holds a JSON list"),
+        ([], "holds a JSON array, expected a JSON object"),
     ],
 )
 def test_a_peaks_file_that_is_not_this_devices_is_refused_with_the_reason(
