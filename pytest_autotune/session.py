@@ -9,11 +9,10 @@ everything it decides is plain Python, read (and tested) without pytest.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -343,7 +342,7 @@ class AutotuneSession:
             self._devices[device_id] = device
         return self._devices[device_id]
 
-    @contextlib.contextmanager
+    @contextmanager
     def _device_held(self, device_id: str, uuid: object) -> Iterator[None]:
         """The machine-wide lock on timing this device, held for the block; waited for at
         most `DEVICE_WAIT_S`, a longer wait said in the summary."""
