@@ -24,6 +24,10 @@
 #   bash benchmarks/device_session.sh tenth   # suite, family costs with room for every graph, examples -n 2, gate
 #   bash benchmarks/device_session.sh eleventh # suite, family costs at 128 graphs and at 16, examples -n 2
 #   bash benchmarks/device_session.sh twelfth # suite, short calls twice, eager anatomy, costs, examples, gate
+#   bash benchmarks/device_session.sh closing10 # suite, examples (-n 2, -k), costs, short calls, gate
+#   bash benchmarks/device_session.sh thirteenth # suite, examples (committed, update, -n 2 and -k under -W error, plain), --autotune cost, roofs
+#   bash benchmarks/device_session.sh merged13 # after the CUDA review's merge: suite, examples, costs, short calls
+#   bash benchmarks/device_session.sh fifteenth # the CUDA review's four doubts, then merged13's suite, examples, costs, short calls
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -353,6 +357,24 @@ eleventh)
   # The same with 16 graphs (the default before 32f5de3 and after its revert).
   replay_cache 16
   ;;
+closing10)
+  # The tenth session's last call: the suite, the examples (committed, update, -n 2, a -k
+  # subset), every family's cost, the short calls with the median rule, then the gate.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  examples 60
+  step 60 $P example_kernels -k "saxpy or sum" --autotune -rfx
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short" --keep-all
+  gate_rest "${CONDITION:-k}"
+  ;;
+closing11)
+  # The eleventh session's one short call (about 130 s of device time left after the
+  # start): the GPU suite, then the examples (committed, update, -n 2, a -k subset, plain).
+  step 60 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  examples 30
+  step 30 $P example_kernels -k "saxpy or sum" --autotune -rfx
+  step 30 $P example_kernels -q
+  ;;
 twelfth)
   # The ninth session's call (with a host-speed probe in the caller timing, since
   # reverted): the suite, the short calls in two processes (the truth paired, in a random
@@ -365,6 +387,53 @@ twelfth)
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   examples 60
   gate_rest "${CONDITION:-k}"
+  ;;
+thirteenth)
+  # The thirteenth session's first call, the first GPU run of sessions 11-12's code: the
+  # suite, the examples (against the committed baselines with the report, an update, then
+  # -n 2 and a -k subset with warnings as errors, and plain), the cost of --autotune, and
+  # every example's fraction of its roof over six fresh sessions.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 60 $P example_kernels --autotune -rfx --autotune-record="$OUT/committed.jsonl" \
+    --autotune-html="$OUT/report-committed.html"
+  rm -rf .autotune/cuda-*
+  step 60 $P example_kernels --autotune-update -q
+  tar cf "$OUT/caches.tar" .autotune
+  step 60 $P example_kernels -n 2 --autotune -rfx -W error --autotune-record="$OUT/xdist.jsonl" \
+    --autotune-html="$OUT/report.html"
+  python3 - "$OUT/xdist.jsonl" >>"$LOG" 2>&1 <<'PY'
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+groups = [r["extra"]["group"] for r in records]
+uuids = {r["extra"]["group"]: r["extra"]["device"]["fingerprint"].get("uuid") for r in records}
+print(f"xdist records: {len(records)}, groups: {len(set(groups))}, uuids: {set(uuids.values())}")
+PY
+  step 40 $P example_kernels -k "saxpy or sum" --autotune -rfx -W error
+  step 40 $P example_kernels -q -W error
+  step 120 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
+  step 100 python3 benchmarks/roof_fractions.py --sessions 6 --out "$OUT/roofs"
+  ;;
+merged13)
+  # The thirteenth session's second stage, after the CUDA review's merge (graphs' pools
+  # emptied as they go, a second try out of memory, the device's context for copies): the
+  # suite, the examples, every family's cost and the short calls, to see that the pools'
+  # release costs the tuning nothing it did not before.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  examples 60
+  step 40 $P example_kernels -k "saxpy or sum" --autotune -rfx -W error
+  step 100 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 60 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
+  step 140 python3 benchmarks/gpu_short_calls.py "$OUT/short" --keep-all
+  ;;
+fifteenth)
+  # The fifteenth session's CUDA changes were checked against fakes only: the review's
+  # four open questions first (benchmarks/gpu_doubts.py), then merged13's checks.
+  step 60 python3 benchmarks/gpu_doubts.py
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  examples 60
+  step 40 $P example_kernels -k "saxpy or sum" --autotune -rfx -W error
+  step 100 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 140 python3 benchmarks/gpu_short_calls.py "$OUT/short" --keep-all
   ;;
 top)
   gate_rest "${CONDITION:-groups}"

@@ -24,9 +24,9 @@ timeout 240 python3 -m cProfile -o "$OUT/autotune.prof" $P >"$OUT/run3_profiled.
 echo "run 3 (cProfile): exit code $?" | tee -a "$TXT"
 for run in 1 2; do
   echo "===== run $run" >>"$TXT"
+  # From the summary to the end: the tables, then the slowest phases (printed after them).
   sed -n '/= autotune =/,$p' "$OUT/run$run.txt" >>"$TXT"
-  sed -n '/slowest/,/^$/p' "$OUT/run$run.txt" >>"$TXT"
 done
 python3 -c "import pstats; pstats.Stats('$OUT/autotune.prof').sort_stats('cumulative').print_stats(40)" \
   >>"$TXT" 2>&1
-grep -E "^run" "$TXT"
+grep -E "^run [0-9]" "$TXT"

@@ -24,6 +24,7 @@ Tuning cost: the wall time of one tuning against `triton.testing.do_bench` over 
 candidate (what Triton's autotuner does), same process.
 
     PYTHONPATH=. python3 benchmarks/gpu_short_calls.py OUT_DIR [--tunings N]
+        [--statistic score] [--keep-all]
 
 Writes OUT_DIR/short_calls.json and OUT_DIR/short_calls.txt (the printed tables). Exit
 code 0 when every family meets the targets with the default timing: 100 of 100 tunings
@@ -340,7 +341,8 @@ def tunings(
                     "agrees": not missed,
                     "results": {
                         r.name: {"samples_us": [round(x * 1e6, 2) for x in r.samples],
-                                 "dropped_first": r.dropped_first, "score": r.score}
+                                 "dropped_first": r.dropped_first, "score": r.score,
+                                 "statistic": r.statistic}
                         if isinstance(r, AutotuneOutcome) else {"error": str(r)}
                         for r in decision.results.values()
                     },
@@ -399,6 +401,14 @@ def main(argv: list[str]) -> int:
         help="the client's EAGER_CALLS for this run, its EAGER_BUDGET_S scaled with it",
     )
     parser.add_argument(
+        "--statistic",
+        choices=("client", "score"),
+        default="client",
+        help="'score' scores every sample by the seed's score, as before host-bound samples"
+        " were scored by their median ('client', the product's rule), to compare both on one"
+        " machine",
+    )
+    parser.add_argument(
         "--keep-all",
         action="store_true",
         help="keep every tuning's samples in the JSON (under 'disagreeing', each marked"
@@ -413,6 +423,9 @@ def main(argv: list[str]) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     cp = cupy()
     clients = {"caller": CudaClient(timing="caller"), "device": CudaClient(timing="device")}
+    if args.statistic == "score":
+        for client in clients.values():
+            client.sample_statistic = lambda fn: "score"  # type: ignore[method-assign]
     for client in clients.values():
         client.launch_overhead  # noqa: B018 - measured once, outside the timed tunings
 

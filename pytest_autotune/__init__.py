@@ -30,13 +30,14 @@ from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, Autotu
 from pytest_autotune.tune.key import (
     AutotuneKey,
     AutotuneLevel,
+    KeyGenerator,
     anchor,
     autotune_level,
     autotune_level_scope,
     set_autotune_level,
 )
 from pytest_autotune.tune.local import LocalTuner, local_tuner
-from pytest_autotune.tune.log import AutotuneLogContext, AutotuneLogEvent
+from pytest_autotune.tune.log import AutotuneLogContext, AutotuneLogEvent, log_event
 from pytest_autotune.tune.records import AutotuneRecord, Recorder, read_records
 from pytest_autotune.tune.tunable import Tunable, TuneFn, TuneGroup
 from pytest_autotune.tune.tunable_set import (
@@ -68,6 +69,7 @@ __all__ = [
     "CloneInputGenerator",
     "ConfigError",
     "InputGenerator",
+    "KeyGenerator",
     "LocalTuner",
     "PersistentCache",
     "PersistentCacheKey",
@@ -91,6 +93,7 @@ __all__ = [
     "calculate_bounds",
     "compare_outputs",
     "local_tuner",
+    "log_event",
     "read_records",
     "roofline",
     "score",

@@ -7,6 +7,7 @@ this module reads, words and writes.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,8 +24,10 @@ from pytest_autotune.gate import (
     format_change,
     format_interval,
 )
+from pytest_autotune.gate.judge import candidate_change
 from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report.extra import RecordExtra
+from pytest_autotune.report.figures import counted
 from pytest_autotune.tune.benchmark import AutotuneOutcome, result_from_json
 from pytest_autotune.tune.cache import (
     CacheFileError,
@@ -34,10 +37,24 @@ from pytest_autotune.tune.cache import (
     cache_path,
     tuner_cache,
 )
+from pytest_autotune.tune.cache_format import advice
 from pytest_autotune.tune.key import serialize_key_json, stable_key
 from pytest_autotune.tune.records import AutotuneRecord
 
 Entries = dict[PersistentCacheKey, PersistentCacheValue]
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableFile:
+    """A baseline file of a test that could not be read (`Baselines.unreadable`)."""
+
+    what: str
+    """`<path> could not be read (<why>)`."""
+    error: CacheFileError
+
+    def advice(self, remove: str) -> str:
+        """What to do with it: repair it, or `remove` it; a newer version's file is kept."""
+        return advice(self.error, remove)
 
 
 class Baselines:
@@ -72,7 +89,7 @@ class Baselines:
         except BaselineError as exc:
             return None, f"warning: {exc}"
 
-    def unreadable(self, device_id: str, tuner: str) -> str | None:
+    def unreadable(self, device_id: str, tuner: str) -> UnreadableFile | None:
         """Which baseline file of this test could not be read, and why; None when it was
         read, or there is none. An update leaves such a file as it is."""
         if self._settings.engine.disable_cache:
@@ -80,7 +97,8 @@ class Baselines:
         error = self._load(device_id, tuner)[1].unreadable()
         if error is None:
             return None
-        return f"{self._settings.relative(error.path)} could not be read ({error.reason})"
+        what = f"{self._settings.relative(error.path)} could not be read ({error.reason})"
+        return UnreadableFile(what, error)
 
     def _load(self, device_id: str, tuner: str) -> tuple[Path, PersistentCache, Entries]:
         """A baseline file, read the first time it is asked for."""
@@ -90,7 +108,11 @@ class Baselines:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 entries = cache.load()
-            self._notes.extend(f"warning: {w.message}" for w in caught)
+            # The engine's message names the file whole; the summary shows it from where
+            # pytest was run, as every path it shows.
+            self._notes.extend(
+                f"warning: {shown_paths(str(w.message), self._settings)}" for w in caught
+            )
             self._files[path] = (cache, entries)
         return (path, *self._files[path])
 
@@ -110,15 +132,27 @@ def update_message(
     baseline: Baseline | None,
     verdict: GroupVerdict,
     history: Sequence[BaselineSession],
-    unreadable: str | None = None,
+    unreadable: UnreadableFile | None = None,
+    device_id: str | None = None,
+    candidates: Sequence[str] = (),
+    replaced: str | None = None,
 ) -> str:
     """What an update did with the baseline: joined it (and how many sessions it now
-    holds), started a new one (and why), or, when its file could not be read (`unreadable`,
+    holds), started a new one (and why: with this run's `candidates`, what changed in the
+    list, as the gate says it; `replaced`, the baseline's winner skipped here, which this
+    run's winner takes the place of), or, when its file could not be read (`unreadable`,
     `Baselines.unreadable`), nothing, since that file is never overwritten; then what the
     gate would have said."""
     comparison = verdict.comparison
     if unreadable is not None:
-        head = f"not recorded: {unreadable}, and is left as it is"
+        head = (
+            f"not recorded: {unreadable.what}, and is left as it is:"
+            f" {unreadable.advice('remove it and update again')}"
+        )
+    elif replaced is not None:
+        head = f"new baseline: {replaced}"
+        if comparison is not None:
+            head += f" ({format_change(comparison.delta)} against its time)"
     elif history:
         head = f"joined the baseline: {len(history) + 1} sessions"
         if comparison is not None:
@@ -129,9 +163,22 @@ def update_message(
         head = (
             "new baseline: none before for this key"
             if baseline is None
+            else f"new baseline: the old one was measured on {baseline.device_id}"
+            if device_id is not None and baseline.device_id != device_id
+            else "new baseline: the old one was out of line with its candidates"
+            if baseline.mismatch is not None
+            else "new baseline: the old one was tuned over another candidate list"
+            + _changed(baseline.candidates, candidates)
+            if device_id is not None
             else "new baseline: the old one measured another device or candidate list"
         )
     return head + verdict.message.removeprefix(UPDATED_MESSAGE)
+
+
+def _changed(before: Sequence[str], now: Sequence[str]) -> str:
+    """What changed between two candidate lists, in brackets; nothing where unknown."""
+    change = candidate_change(before, now)
+    return f" ({change})" if change else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,10 +228,11 @@ def write_caches(
     devices: Mapping[str, Any],
     settings: PluginSettings,
     notes: list[str],
-) -> bool:
-    """Save each cache file; False when one could not be (each named in one line):
-    `--autotune-update` then fails, since its user believes a baseline was saved."""
-    written = True
+) -> dict[tuple[str, str], str]:
+    """Save each cache file; the files that could not be, by device id and tuner, with why
+    (each also named in one line of `notes`): `--autotune-update` then fails, since its
+    user believes a baseline was saved, and their groups are not "updated"."""
+    failed: dict[tuple[str, str], str] = {}
     files: dict[tuple[str, str], Entries] = {}
     for update in updates:
         entries = files.setdefault((update.device_id, update.tuner), {})
@@ -192,15 +240,78 @@ def write_caches(
     for (device_id, tuner), entries in sorted(files.items()):
         path = cache_path(settings.cache_dir, device_id, tuner)
         try:
-            tuner_cache(settings.cache_dir, device_id, tuner).save(
-                entries, device=devices.get(device_id)
-            )
+            cache = tuner_cache(settings.cache_dir, device_id, tuner)
+            cache.save(entries, device=settled_device(cache, devices.get(device_id)))
         except CacheFileError as exc:
-            notes.append(f"error: {exc}; this file was not updated")
-            written = False
+            failed[device_id, tuner] = shown_paths(str(exc), settings)
+            notes.append(f"error: {failed[device_id, tuner]}; this file was not updated")
         else:
-            notes.append(f"updated {settings.relative(path)} ({len(entries)} entries)")
-    return written
+            notes.append(
+                f"updated {settings.relative(path)} ({counted(len(entries), 'entry', 'entries')})"
+            )
+    return failed
+
+
+PEAKS_KEPT_WITHIN = 0.02
+"""How far each figure of a device's peaks may move (relative) before an update writes the
+new ones into a cache file: a GPU's probes repeat to about 1%, and peaks rewritten to their
+last digit by every update made two branches that each refreshed another key of one test
+conflict in git on the device block alone (their entries merged cleanly)."""
+
+
+def settled_device(cache: PersistentCache, device: Any) -> Any:
+    """The device block to write to `cache`: `device`, with the file's own peaks where the
+    file already holds this device's and none of their figures moved past
+    `PEAKS_KEPT_WITHIN`."""
+    if not isinstance(device, Mapping) or "peaks" not in device or not cache.path.is_file():
+        return device
+    with warnings.catch_warnings():
+        # A file that does not read is the save's to refuse, by name.
+        warnings.simplefilter("ignore")
+        on_disk = PersistentCache(cache.path)
+        on_disk.load()
+    held = on_disk.device()
+    if (
+        isinstance(held, Mapping)
+        and held.get("id") == device.get("id")
+        and held.get("fingerprint") == device.get("fingerprint")
+        and _agree(held.get("peaks"), device["peaks"])
+    ):
+        return {**device, "peaks": held["peaks"]}
+    return device
+
+
+def _agree(held: Any, new: Any) -> bool:
+    """Whether two JSON values have one shape, equal strings and numbers within
+    `PEAKS_KEPT_WITHIN` of each other."""
+    if isinstance(new, Mapping):
+        return (
+            isinstance(held, Mapping)
+            and held.keys() == new.keys()
+            and all(_agree(held[k], new[k]) for k in new)
+        )
+    if isinstance(new, list):
+        return (
+            isinstance(held, list)
+            and len(held) == len(new)
+            and all(_agree(a, b) for a, b in zip(held, new, strict=True))
+        )
+    numbers = (int, float)
+    if isinstance(new, numbers) and isinstance(held, numbers):
+        if isinstance(new, bool) or isinstance(held, bool):
+            return held == new
+        return abs(new - held) <= PEAKS_KEPT_WITHIN * max(abs(new), abs(held))
+    return bool(held == new)
+
+
+def shown_paths(message: str, settings: PluginSettings) -> str:
+    """`message` with the paths of cache files in it (all under the cache root) as the
+    summary shows paths: from the directory pytest was run in when below it."""
+    root = settings.cache_dir
+    shown = settings.relative(root)
+    if shown == str(root):
+        return message
+    return message.replace(f"{root}{os.sep}", f"{shown}{os.sep}")
 
 
 def baseline_extra(baseline: Baseline | None) -> dict[str, Any] | None:

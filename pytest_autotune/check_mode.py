@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from pytest_autotune.tune.checks import NOTHING_TO_COMPARE, compare_outputs
 from pytest_autotune.tune.config import AutotuneConfig, ConfigError
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
 from pytest_autotune.tune.tunable_set import clone_value
 
 Candidates = Sequence[tuple[str, Callable[..., Any]]]
@@ -23,21 +24,39 @@ def check_candidate(
     reference: Callable[..., Any] | str | None,
     config: AutotuneConfig,
     check_output: bool = True,
+    not_run: Collection[str] = (),
+    expected_to_fail: Collection[str] = (),
 ) -> str | None:
     """Run one candidate once and compare its output with the reference's; the failure
     message, or None. Each call gets its own copy of the inputs, so a candidate writing into
     them changes nothing for the next. `config` holds the tolerances, the marker's
     included (`PluginSettings.for_marker`). The candidate's own exception propagates (the test
-    shows its traceback); `AutotuneSkip` propagates too, for the caller to skip the test.
+    shows its traceback); `AutotuneSkip` propagates too, for the caller to skip the test, as
+    an `AutotuneError` of kind SKIP does, made one.
     A reference output of None fails unless `check_output` is False: None equals None, so
     a test body without `return` would pass every candidate, a wrong one included.
+    The candidates in `not_run` (their tests marked not to run) are never the default
+    reference, and those in `expected_to_fail` (marked `xfail`) only where no other
+    succeeds: an imprecise one listed first failed every correct one.
     """
+    __tracebackhide__ = True  # the candidate's traceback shows the user's frames alone
     by_name = dict(candidates)
-    output = run(by_name[name], *clone_value(inputs))
+    try:
+        output = run(by_name[name], *clone_value(inputs))
+    except AutotuneError as exc:
+        # The seed's `AutotuneError::Skip`, raised, declines as `AutotuneSkip` does (and as
+        # it does when the candidate is timed).
+        if exc.kind is AutotuneErrorKind.SKIP:
+            raise AutotuneSkip(exc.message) from None
+        raise
     if not check_output:
         return None
     if reference is None:
-        for other, fn in candidates:
+        ordered = [c for c in candidates if c[0] not in expected_to_fail]
+        ordered += [c for c in candidates if c[0] in expected_to_fail]
+        for other, fn in ordered:
+            if other in not_run:
+                continue
             label = f"the reference candidate {other!r} (the first that succeeds)"
             if other == name:
                 expected = output

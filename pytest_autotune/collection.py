@@ -4,8 +4,11 @@ candidate and group each collected item is (`ItemSpec`), and the names pytest gi
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import os
+import platform
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -14,6 +17,18 @@ from pytest_autotune.marker_options import option_error
 
 FUNCTIONS = pytest.StashKey[dict[str, "FunctionSpec"]]()
 ITEM = pytest.StashKey["ItemSpec"]()
+GROUP_ITEMS = pytest.StashKey[dict[str, list[pytest.Item]]]()
+"""Every collected item of each group, deselected ones included (a group is tuned whole)."""
+COLLECTED = pytest.StashKey[list[pytest.Item]]()
+"""Every item an update's collection made, before any plugin's `pytest_collection_modifyitems`
+(one `tryfirst`, registered after this plugin, runs before its own): what its stale entries
+are judged by (`pytest_autotune.stale`)."""
+UNREQUESTED = pytest.StashKey[dict[str, tuple["Unrequested", ...]]]()
+"""The parametrizations of names each autotune test function (marked, or of the `autotune`
+fixture) does not ask for (`Unrequested`), by the function's node id."""
+NOT_RUN = pytest.StashKey[dict[str, dict[str, str]]]()
+"""The candidates of each group whose items are marked not to run, and why (`not_run`),
+once read."""
 
 MARKER_OPTIONS = (
     "candidates",
@@ -42,6 +57,79 @@ class FunctionSpec:
     error: str | None = None
     """A bad marker value, failing each of the function's tests with this line (the rest of
     the session runs, and writes its files)."""
+    marks: Mapping[str, tuple[pytest.Mark, ...]] = field(default_factory=dict)
+    """The marks of each candidate's own `pytest.param`, by name: what keeps a candidate
+    out of its group where its item is not collected (`not_run`)."""
+
+
+@dataclass(frozen=True)
+class Unrequested:
+    """The parametrization of a name that the test function asks for neither as an argument
+    nor through its fixtures: a plugin added it to the test's fixtures to run the test
+    several times (pytest-repeat's `__pytest_repeat_step_number`, ids "1-2", "2-2"). It
+    says which run of the test an item is, not which problem, so it is no part of the
+    item's group nor of the group's key: each repetition is a test of the same group, and
+    the group is tuned once, at the key its baseline is recorded under."""
+
+    name: str
+    ids: Any
+
+    def component(self, callspec: Any) -> str | None:
+        """Its part of an item's id, as pytest writes it (an `ids=` list's or function's,
+        else pytest's own id of a plain value); None where it cannot be told."""
+        index = callspec.indices.get(self.name)
+        if index is None:
+            return None
+        value = callspec.params.get(self.name)
+        given: object = None
+        if callable(self.ids):
+            given = _id_of(self.ids, value)
+        elif isinstance(self.ids, (list, tuple)) and index < len(self.ids):
+            given = self.ids[index]
+        if given is None:
+            plain = value is None or isinstance(value, (str, int, float, complex))
+            given = value if plain else f"{self.name}{index}"
+        return _escaped(str(given))
+
+
+class UnrequestedParameters:
+    """Finds the `Unrequested` parametrizations of each marked test function, and of each
+    test of the `autotune` fixture (whose repetitions tune one set at one key): a wrapper of
+    `pytest_generate_tests`, so that it sees the parametrizations every plugin makes,
+    those of `trylast` hooks (pytest-repeat's) included, and which names the test asked for
+    before any was added."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> Iterator[None]:
+        marked = metafunc.definition.get_closest_marker("autotune") is not None
+        if not marked and "autotune" not in metafunc.fixturenames:
+            yield
+            return
+        requested = frozenset(metafunc.fixturenames)
+        found: list[Unrequested] = []
+        parametrize = metafunc.parametrize
+
+        def recorded(argnames: Any, argvalues: Any, *args: Any, **kwargs: Any) -> None:
+            names = _argnames(argnames)
+            if len(names) == 1 and names[0] not in requested:
+                ids = kwargs.get("ids", args[1] if len(args) > 1 else None)
+                found.append(Unrequested(names[0], ids))
+            parametrize(argnames, argvalues, *args, **kwargs)
+
+        # Metafunc has no hook of its own for a parametrization: its method is watched for
+        # the call of this hook alone.
+        setattr(metafunc, "parametrize", recorded)  # noqa: B010 - a method, not a field
+        try:
+            yield
+        finally:
+            delattr(metafunc, "parametrize")
+        if found:
+            unrequested = metafunc.config.stash.setdefault(UNREQUESTED, {})
+            unrequested[function_nodeid(metafunc.definition)] = tuple(found)
+
+
+def _argnames(names: Any) -> list[str]:
+    return [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
 
 
 @dataclass(frozen=True)
@@ -56,17 +144,29 @@ class ItemSpec:
 
 def marker_options(definition: Any) -> tuple[dict[str, Any], str | None]:
     """The marker's options, and what is wrong with their form (positional arguments, an
-    unknown option), if anything."""
-    marker = definition.get_closest_marker("autotune")
-    if marker.args:
+    unknown option), if anything.
+
+    Every `autotune` mark of the test counts, the closest value of each option winning: a
+    module's `pytestmark` or a class's marker sets what its tests share (`rtol`, the
+    candidates), which the closest marker alone would drop without a word."""
+    markers = list(definition.iter_markers("autotune"))
+    kwargs: dict[str, Any] = {}
+    for marker in reversed(markers):
+        kwargs.update(marker.kwargs)
+    if any(marker.args for marker in markers):
         error = f"@pytest.mark.autotune takes keyword options only ({', '.join(MARKER_OPTIONS)})"
-        return {k: v for k, v in marker.kwargs.items() if k in MARKER_OPTIONS}, error
-    unknown = sorted(set(marker.kwargs) - set(MARKER_OPTIONS))
+        return {k: v for k, v in kwargs.items() if k in MARKER_OPTIONS}, error
+    unknown = sorted(set(kwargs) - set(MARKER_OPTIONS))
     if unknown:
         known = ", ".join(MARKER_OPTIONS)
         error = f"@pytest.mark.autotune: unknown option(s) {unknown}; known: {known}"
-        return {k: v for k, v in marker.kwargs.items() if k in MARKER_OPTIONS}, error
-    return dict(marker.kwargs), None
+        return {k: v for k, v in kwargs.items() if k in MARKER_OPTIONS}, error
+    return kwargs, None
+
+
+def _own_option(definition: Any, name: str) -> bool:
+    """Whether the test's own `autotune` marker (not its class's or module's) sets `name`."""
+    return any(m.name == "autotune" and name in m.kwargs for m in definition.own_markers)
 
 
 def function_nodeid(definition: Any) -> str:
@@ -89,35 +189,53 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     if "candidate" not in metafunc.fixturenames:
         pytest.fail(f"{nodeid}: an autotune test takes a `candidate` argument", pytrace=False)
     candidates = options.pop("candidates", None)
+    # A module's or class's candidates are shared, and the test's own parametrize of
+    # `candidate` is closer: both would parametrize it twice.
+    inherited = candidates is not None and not _own_option(metafunc.definition, "candidates")
+    if inherited and parametrized_candidates(metafunc) is not None:
+        candidates = None
     pairs: tuple[tuple[str, Callable[..., Any]], ...] = ()
     parametrized = None
-    if candidates is not None and (not isinstance(candidates, Mapping) or not candidates):
+    marks: dict[str, tuple[pytest.Mark, ...]] = {}
+    if _callables(candidates):
+        # A list of functions, named as a parametrize over them is: by `__name__`.
+        pairs = tuple(
+            (printable(str(getattr(f, "__name__", f"candidate{i}"))), f)
+            for i, f in enumerate(candidates)
+        )
+        duplicate = duplicate_error(
+            pairs, hint="; name them with autotune(candidates={name: function, ...})"
+        )
+        error = error or duplicate
+    elif candidates is not None and (not isinstance(candidates, Mapping) or not candidates):
         error = error or (
-            "autotune(candidates=...) must be a non-empty dict of name -> callable,"
-            f" got {type(candidates).__name__} {_shown(candidates)}"
+            "autotune(candidates=...) must be a non-empty dict of name -> callable"
+            f" (or a list of functions), got {type(candidates).__name__} {_shown(candidates)}"
         )
     elif candidates is not None:
         pairs = tuple((printable(str(n)), f) for n, f in candidates.items())
     else:
         parametrized = parametrized_candidates(metafunc)
+        marks = candidate_marks(metafunc)
         if parametrized is None:
             error = error or (
                 "give the candidates with @pytest.mark.autotune(candidates={...})"
                 " or @pytest.mark.parametrize('candidate', [...])"
             )
         pairs = parametrized or ()
-    error = error or duplicate_error(pairs)
+    error = error or _empty_name_error(pairs) or duplicate_error(pairs)
     if pairs and candidates is not None:
         metafunc.parametrize("candidate", [f for _, f in pairs], ids=[n for n, _ in pairs])
     elif not pairs and (candidates is not None or parametrized is None):
         metafunc.parametrize("candidate", [None], ids=[INVALID])  # one item, to fail with why
-    error = error or option_error(options)
+    error = error or option_error(options) or groups_error(options.get("groups"), pairs)
     if inspect.iscoroutinefunction(metafunc.function):
         error = (
             "an autotune test cannot be `async def`: the body is called as the timed call"
             " of each candidate; call async code with asyncio.run() in a plain def"
         )
-    return FunctionSpec(nodeid, pairs, options, None if error is None else f"{nodeid}: {error}")
+    error = None if error is None else f"{nodeid}: {error}"
+    return FunctionSpec(nodeid, pairs, options, error, marks)
 
 
 def _shown(value: Any) -> str:
@@ -131,7 +249,10 @@ def printable(name: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
 
 
-def duplicate_error(pairs: tuple[tuple[str, Callable[..., Any]], ...]) -> str | None:
+def duplicate_error(
+    pairs: tuple[tuple[str, Callable[..., Any]], ...],
+    hint: str = "; give each its own id (pytest.param(fn, id=...) or ids=[...])",
+) -> str | None:
     """Two candidates of one name would be one in every lookup by name, and the check of
     the second against "itself" would pass a wrong implementation."""
     seen: dict[str, int] = {}
@@ -140,11 +261,41 @@ def duplicate_error(pairs: tuple[tuple[str, Callable[..., Any]], ...]) -> str | 
             first = pairs[seen[name]][1]
             return (
                 f"candidates {seen[name]} ({_describe(first)}) and {index}"
-                f" ({_describe(fn)}) are both named {name!r}; give each its own id"
-                " (pytest.param(fn, id=...) or ids=[...])"
+                f" ({_describe(fn)}) are both named {name!r}{hint}"
             )
         seen[name] = index
     return None
+
+
+def _empty_name_error(pairs: tuple[tuple[str, Callable[..., Any]], ...]) -> str | None:
+    """A candidate of the name "" passed a plain run and was refused when tuning began, with
+    a traceback: a name is what the files, records and report show."""
+    for index, (name, fn) in enumerate(pairs):
+        if not name:
+            return f"candidate {index} ({_describe(fn)}) has an empty name; give it a name"
+    return None
+
+
+def groups_error(groups: Any, pairs: tuple[tuple[str, Callable[..., Any]], ...]) -> str | None:
+    """A `groups=` member that names no candidate: said at collection, so a plain run fails
+    it too, not only the tuning that applies the groups."""
+    names = [name for name, _ in pairs]
+    if not pairs or not isinstance(groups, (list, tuple)):
+        return None
+    for _, members in groups:
+        for name in members:
+            if name not in names:
+                return f"groups= names no candidate {name!r}: {sorted(names)}"
+    return None
+
+
+def _callables(candidates: Any) -> bool:
+    """`candidates=[f, g]`: a non-empty list or tuple of callables."""
+    return (
+        isinstance(candidates, (list, tuple))
+        and bool(candidates)
+        and all(callable(f) for f in candidates)
+    )
 
 
 def _describe(fn: Any) -> str:
@@ -157,23 +308,111 @@ def parametrized_candidates(
     metafunc: pytest.Metafunc,
 ) -> tuple[tuple[str, Callable[..., Any]], ...] | None:
     """The candidates of a plain `@pytest.mark.parametrize("candidate", [...])`, named as
-    pytest names their ids: an explicit id, else the function's `__name__`; None where
-    there is no such parametrize."""
+    pytest names their ids: an explicit id (`pytest.param(id=)`, an `ids=` list, or what an
+    `ids=` function returns for it), else the function's `__name__`; None where there is
+    no such parametrize."""
+    found = _parametrized(metafunc)
+    return None if found is None else tuple((name, fn) for name, fn, _ in found)
+
+
+def candidate_marks(metafunc: pytest.Metafunc) -> dict[str, tuple[pytest.Mark, ...]]:
+    """The marks of each candidate's `pytest.param` in a plain parametrize, by name."""
+    return {name: marks for name, _, marks in _parametrized(metafunc) or () if marks}
+
+
+def _parametrized(
+    metafunc: pytest.Metafunc,
+) -> list[tuple[str, Callable[..., Any], tuple[pytest.Mark, ...]]] | None:
+    """`parametrized_candidates`, each with the marks of its `pytest.param`."""
     for marker in metafunc.definition.iter_markers("parametrize"):
-        names = marker.args[0]
-        argnames = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
-        if argnames != ["candidate"]:
+        if _argnames(marker.args[0]) != ["candidate"]:
             continue
         ids = marker.kwargs.get("ids")
-        pairs = []
+        found = []
         for i, value in enumerate(marker.args[1]):
             given = getattr(value, "id", None) if hasattr(value, "values") else None
             fn = value.values[0] if hasattr(value, "values") else value
             if given is None and isinstance(ids, (list, tuple)) and i < len(ids):
                 given = ids[i]
-            pairs.append((printable(str(given or getattr(fn, "__name__", f"candidate{i}"))), fn))
-        return tuple(pairs)
+            elif given is None and callable(ids):
+                given = _id_of(ids, fn)
+            name = printable(str(given or getattr(fn, "__name__", f"candidate{i}")))
+            marks = tuple(getattr(m, "mark", m) for m in getattr(value, "marks", ()))
+            found.append((name, fn, marks))
+        return found
     return None
+
+
+def item_group(
+    functions: Mapping[str, FunctionSpec], item: pytest.Item
+) -> tuple[FunctionSpec, str, str, str] | None:
+    """The marked function of an item, its candidate's name, its group and the group's key
+    (its id without the candidate); None for an item of no marked function."""
+    function = functions.get(item.nodeid.split("[", 1)[0])
+    callspec = getattr(item, "callspec", None)
+    if function is None or callspec is None:
+        return None
+    name, component = candidate_of(function.candidates, callspec.params["candidate"], callspec.id)
+    group_key = _without_unrequested(item, without_component(callspec.id, component))
+    group = f"{function.nodeid}[{group_key}]" if group_key else function.nodeid
+    return function, name, group, group_key
+
+
+def candidate_of(
+    candidates: tuple[tuple[str, Callable[..., Any]], ...], value: Any, callspec_id: str
+) -> tuple[str, str]:
+    """The name of the candidate an item runs, and that name as it stands in the item's id.
+
+    The id decides between candidates of one value: one function under two names
+    (`{"fast": f, "fast_again": f}`) is two candidates, and the first name for both would
+    run and report the first twice and file the other's items as a group of their own."""
+    names = [n for n, f in candidates if f is value] or [n for n, f in candidates if f == value]
+    names = names or [repr(value)]
+    found = [
+        (name, component)
+        for name in names
+        # pytest writes non-ASCII ids escaped (`\\xe9`): find the name as pytest wrote it.
+        for component in dict.fromkeys((name, _escaped(name)))
+        if has_component(callspec_id, component)
+    ]
+    # The longest: of "fast" and "fast-2", an id "fast-2-n16" holds both.
+    if found:
+        return max(found, key=lambda pair: len(pair[1]))
+    return names[0], _escaped(names[0])
+
+
+def repeated_nodeid(item: pytest.Item) -> str:
+    """The item's node id without the ids of the parameters its test does not ask for
+    (`Unrequested`): the id that its repetitions share."""
+    name, bracket, ids = item.nodeid.partition("[")
+    rest = _without_unrequested(item, ids.removesuffix("]")) if bracket else ""
+    return f"{name}[{rest}]" if rest else name
+
+
+def _without_unrequested(item: pytest.Item, callspec_id: str) -> str:
+    """`callspec_id`, an id of the item's parameters, without those of the parameters its
+    test does not ask for (`Unrequested`)."""
+    callspec = getattr(item, "callspec", None)
+    parameters = item.config.stash.get(UNREQUESTED, {}).get(item.nodeid.split("[", 1)[0], ())
+    for parameter in parameters if callspec is not None else ():
+        part = parameter.component(callspec)
+        if part is not None and has_component(callspec_id, part):
+            callspec_id = without_component(callspec_id, part)
+    return callspec_id
+
+
+def _escaped(name: str) -> str:
+    """`name` as pytest writes it in an id: non-ASCII characters escaped (`\\xe9`)."""
+    return name.encode("unicode_escape").decode("ascii")
+
+
+def _id_of(ids: Callable[[Any], object], value: Any) -> object:
+    """What an `ids=` function names a value, as pytest calls it: None (pytest's own id)
+    where it returns None or raises (pytest then reports the error on collection)."""
+    try:
+        return ids(value)
+    except Exception:
+        return None
 
 
 def without_component(callspec_id: str, component: str) -> str:
@@ -189,6 +428,115 @@ def without_component(callspec_id: str, component: str) -> str:
 
 def has_component(callspec_id: str, component: str) -> bool:
     return f"-{component}-" in f"-{callspec_id}-"
+
+
+def candidate_nodeids(config: pytest.Config, group: str) -> dict[str, str]:
+    """The node id of each candidate's test item in `group`, by candidate name: where the
+    candidate's id stands among the others' depends on the order of the parametrizations,
+    so it is read from the items, not rebuilt from the group's name."""
+    items = config.stash.get(GROUP_ITEMS, {}).get(group, [])
+    return {item.stash[ITEM].candidate: item.nodeid for item in items}
+
+
+def warning_marks(config: pytest.Config, group: str) -> dict[str, tuple[str, ...]]:
+    """The filters of each candidate's test's `filterwarnings` marks in `group`, by
+    candidate name, in the order pytest applies them to the test (`warning_marks.py`)."""
+    items = config.stash.get(GROUP_ITEMS, {}).get(group, [])
+    return {
+        item.stash[ITEM].candidate: tuple(
+            arg for mark in item.iter_markers("filterwarnings") for arg in mark.args
+        )
+        for item in items
+    }
+
+
+def expected_to_fail(config: pytest.Config, group: str) -> frozenset[str]:
+    """The candidates of `group` whose tests are marked `xfail` here (a true condition, run):
+    their failed checks are what the project expects, which the report does not raise."""
+    if config.getoption("runxfail"):
+        return frozenset()
+    items = config.stash.get(GROUP_ITEMS, {}).get(group, [])
+    return frozenset(
+        item.stash[ITEM].candidate
+        for item in items
+        if any(_condition_holds(item, mark) for mark in item.iter_markers("xfail"))
+    )
+
+
+def not_run(config: pytest.Config, group: str) -> Mapping[str, str]:
+    """The candidates of `group` whose items are marked not to run here, each with the
+    mark's reason: a `skip`, a true `skipif`, an `xfail(run=False)`, on the candidate's
+    `pytest.param` or added by a conftest. They are never tuned nor the default reference,
+    as pytest leaves their tests out: a candidate skipped as wrong or as crashing on this
+    machine was otherwise the reference the others were checked against, or the winner.
+
+    A candidate whose item was not collected (a node id or `--lf` names only some of the
+    group's tests) is judged by its `pytest.param`'s marks: its skip mark is no less true.
+
+    Read when the group first runs, once every hook has added its marks."""
+    known = config.stash.setdefault(NOT_RUN, {})
+    if group not in known:
+        items = config.stash.get(GROUP_ITEMS, {}).get(group, [])
+        out: dict[str, str] = {}
+        for item in items:
+            why = _marked_out(item, item.iter_markers())
+            if why is not None:
+                out.setdefault(item.stash[ITEM].candidate, why)
+        if items:
+            collected = {item.stash[ITEM].candidate for item in items}
+            marks = items[0].stash[ITEM].function.marks
+            for name, own in marks.items():
+                why = None if name in collected else _marked_out(items[0], own)
+                if why is not None:
+                    out[name] = why
+        known[group] = out
+    return known[group]
+
+
+def _marked_out(item: pytest.Item, marks: Iterable[pytest.Mark]) -> str | None:
+    """Why pytest skips a test of these marks, or does not run it (`xfail(run=False)`),
+    as its reason says; None where it runs. `item` is a test of the function, whose
+    namespace a string condition is read in."""
+    runxfail = item.config.getoption("runxfail")
+    for mark in marks:
+        if mark.name == "skip":
+            return _reason(mark, "unconditional skip")
+        if mark.name == "skipif" and _condition_holds(item, mark):
+            return _reason(mark, "skipif")
+        xfail_not_run = mark.name == "xfail" and mark.kwargs.get("run", True) is False
+        if xfail_not_run and not runxfail and _condition_holds(item, mark):
+            return _reason(mark, "xfail(run=False)")
+    return None
+
+
+def _reason(mark: pytest.Mark, default: str) -> str:
+    """A skip mark's reason, as pytest shows it: `reason=`, a `skip`'s positional one, or
+    a condition given as a string."""
+    reason = mark.kwargs.get("reason")
+    if reason is None and mark.name == "skip" and mark.args:
+        reason = mark.args[0]
+    if reason is None:
+        conditions = (mark.kwargs["condition"],) if "condition" in mark.kwargs else mark.args
+        strings = [c for c in conditions if isinstance(c, str)]
+        reason = f"condition: {strings[0]}" if strings else default
+    return str(reason)
+
+
+def _condition_holds(item: pytest.Item, mark: pytest.Mark) -> bool:
+    """A `skipif` or `xfail` mark's condition as pytest reads it: none is true, a string is
+    evaluated in the test module's namespace. One pytest cannot read either reads as
+    false: pytest reports it on that test."""
+    conditions = (mark.kwargs["condition"],) if "condition" in mark.kwargs else mark.args
+    if not conditions:
+        return True
+    namespace: dict[str, Any] = {"os": os, "sys": sys, "platform": platform, "config": item.config}
+    for extra in reversed(item.ihook.pytest_markeval_namespace(config=item.config)):
+        namespace.update(extra)
+    namespace.update(getattr(getattr(item, "obj", None), "__globals__", {}))
+    try:
+        return any(bool(eval(c, namespace)) if isinstance(c, str) else bool(c) for c in conditions)
+    except Exception:
+        return False
 
 
 def xdist_group_name(group: str) -> str:

@@ -5,23 +5,38 @@ limit itself, the check that a key can be cached)."""
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import replace
+from typing import Any, NoReturn
 
 import pytest
 
+from pytest_autotune.backends.cuda import CudaUnavailableError
 from pytest_autotune.check_mode import check_candidate
+from pytest_autotune.collection import repeated_nodeid
 from pytest_autotune.marker_options import option_error, work_error
 from pytest_autotune.session import AutotuneSession, GroupRequest
-from pytest_autotune.time_limit import TimeLimit, TimeLimitExceeded
+from pytest_autotune.time_limit import Limited, TimeLimit, TimeLimitExceeded, crashed
+from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import AutotuneSkip
 from pytest_autotune.tune.files import dumps
-from pytest_autotune.tune.key import key_to_json
+from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.local import LocalTuner
 from pytest_autotune.tune.settings import DEFAULT_TIME_LIMIT_S
+from pytest_autotune.tune.tunable import PriorityError, tune_plan
 from pytest_autotune.tune.tunable_set import TunableSet, clone_value
+from pytest_autotune.tune.wording import counted
 
 SESSION = pytest.StashKey[AutotuneSession]()
+CALL_GROUPS = pytest.StashKey[dict[tuple[str, str, str], str]]()
+"""The groups a test's `autotune` fixture calls tuned, by tuner, stable key and checksum
+(`call_group`); read back for what pytest says of the test (an expected failure,
+`plugin.pytest_runtest_makereport`)."""
+RAISED_NAMES = pytest.StashKey[dict[str, set[str]]]()
+"""The candidates of each fixture call's group that raised while it was tuned, by name
+(`_tune_set`): kept for the session, as the group is tuned once, and each test that
+calls it again (a repetition under pytest-repeat) shows the traceback too."""
 
 
 class Names:
@@ -34,7 +49,15 @@ class Names:
         return self._by_id.get(id(fn), "the reference")
 
 
-def time_limit(session: AutotuneSession, options: Mapping[str, Any]) -> TimeLimit:
+FIXTURE_OPTIONS = (
+    *("work", "thresholds", "reference", "rtol", "atol", "max_regression", "tuner"),
+    *("check_output", "time_limit", "level"),
+)
+"""The keyword options of a call of the `autotune` fixture: the marker's that apply to a
+set built elsewhere (not its candidates, key, groups or device)."""
+
+
+def call_time_limit(session: AutotuneSession, options: Mapping[str, Any]) -> TimeLimit:
     """The marker's limit, else the settings' (command line, environment, YAML, ini), else
     the default under --autotune; a plain run has none unless one is set."""
     seconds = session.settings.for_marker(options).engine.time_limit
@@ -43,13 +66,20 @@ def time_limit(session: AutotuneSession, options: Mapping[str, Any]) -> TimeLimi
     return TimeLimit(seconds)
 
 
+def fail(message: str) -> NoReturn:
+    """Fail the test with `message` alone, also from inside an `except` block: there pytest
+    would print the error being handled first, then "During handling of the above exception,
+    another exception occurred:", and the one line would read as three."""
+    raise pytest.fail.Exception(message, pytrace=False) from None
+
+
 def checked_key(value: Any, what: str) -> Any:
     """A key the cache can hold: hashable, JSON, and finite (JSON has no NaN or inf)."""
     try:
         hash(value)
         dumps(key_to_json(value))
     except (TypeError, ValueError) as exc:
-        pytest.fail(f"{what} returned an unusable key {value!r}: {exc}", pytrace=False)
+        fail(f"{what} returned an unusable key {value!r}: {exc}")
     return value
 
 
@@ -64,24 +94,35 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
     tuner is named after the test. `check_output=False` for candidates that return nothing
     to compare.
     """
-    return functools.partial(_run_set, request.config.stash[SESSION], request.node.nodeid)
+    return functools.partial(_run_set, request.config.stash[SESSION], request.node)
 
 
 def _run_set(
     session: AutotuneSession,
-    nodeid: str,
+    node: pytest.Item,
     tunables: TunableSet,
     *inputs: Any,
     work: Any = None,
     thresholds: Any = None,
-    reference: Callable[..., Any] | None = None,
+    reference: Callable[..., Any] | str | None = None,
     rtol: float | None = None,
     atol: float | None = None,
     max_regression: float | None = None,
     tuner: LocalTuner | str | None = None,
     check_output: bool = True,
+    time_limit: float | None = None,
+    level: Any = None,
+    **unknown: Any,
 ) -> Any:
     """One call of the fixture: its arguments checked, then the set checked or tuned."""
+    __tracebackhide__ = True  # a candidate's traceback shows the user's frames alone
+    nodeid = node.nodeid
+    if unknown:
+        # As the marker says it: a misspelt option named "_run_set()", a function of ours.
+        fail(
+            f"{nodeid}: autotune: unknown option(s) {sorted(unknown)};"
+            f" known: {', '.join(FIXTURE_OPTIONS)}"
+        )
     if not isinstance(tunables, TunableSet):
         pytest.fail(
             f"{nodeid}: the autotune fixture takes a TunableSet first, got {tunables!r};"
@@ -96,45 +137,129 @@ def _run_set(
         "atol": atol,
         "max_regression": max_regression,
         "check_output": check_output,
+        "time_limit": time_limit,
+        "level": level,
     }
-    checked = ("thresholds", "rtol", "atol", "check_output", "max_regression", "work")
+    checked = (
+        *("thresholds", "rtol", "atol", "check_output", "max_regression", "work", "reference"),
+        *("time_limit", "level"),
+    )
     _fail_on(nodeid, option_error({"tuner": tuner, **{name: options[name] for name in checked}}))
+    _fail_on(nodeid, _inputs_error(tunables, inputs))
     candidates = tuple(zip(tunables.names, tunables.fns, strict=True))
     names = Names(candidates)
-    limit = time_limit(session, {})
+    limit = call_time_limit(session, options)
 
     def run(candidate: Callable[..., Any], *values: Any) -> Any:
+        __tracebackhide__ = True
         return limit.call(names(candidate), candidate, *values)
 
-    with limit.armed(), session.level_scope({}):
+    with limit.armed(), session.level_scope(options):
         try:
             options["work"] = work(*inputs) if callable(work) else work
             _fail_on(nodeid, work_error(options["work"]))
             # Called in check mode too: a key_gen that fails or returns what cannot be
-            # cached fails the plain run, not only --autotune (or the library's callers).
+            # cached, or a group priority that fails for the key, fails the plain run, not
+            # only --autotune (or the library's callers).
             key = checked_key(tunables.key_gen(*inputs), f"{nodeid}: the set's key_gen")
             if not session.settings.tune:
+                tune_plan(key, tunables.tunables)  # its groups' priorities, as tuning asks
                 return _check_set(session, candidates, run, inputs, options)
+            tuner_name = fixture_tuner_name(tunables, tuner, nodeid)
+            limited = tunables
+            group_name = call_group(node, tuner_name, key, tunables.checksum)
+            raised = node.config.stash.setdefault(RAISED_NAMES, {}).setdefault(group_name, set())
+            if limit.seconds is not None:
+                # The tuner calls the set's own functions: each under the limit, as the
+                # marker's candidates are called through its test body. The gate measures
+                # the bare winner (`unlimited`), what the library runs.
+                limited = replace(
+                    tunables,
+                    tunables=tuple(
+                        replace(t, fn=Limited(t.fn, limit, t.name, raised))
+                        for t in tunables.tunables
+                    ),
+                )
             group = GroupRequest(
-                group=nodeid,
-                tuner_name=fixture_tuner_name(tunables, tuner, nodeid),
+                group=group_name,
+                tuner_name=tuner_name,
                 key=key,
                 candidates=candidates,
                 run=run,
                 inputs=inputs,
                 options=options,
-                tunables=tunables,
+                tunables=limited,
             )
-            return _tune_set(session, group)
+            return _tune_set(session, group, raised)
+        # A bad `reference=` or device, or a group's priority that returned no number.
+        except (ConfigError, CudaUnavailableError, PriorityError) as exc:
+            fail(f"{nodeid}: {exc}")
         except TimeLimitExceeded as exc:
-            pytest.fail(f"{nodeid}: candidate {exc.name!r} {exc}", pytrace=False)
+            fail(f"{nodeid}: candidate {exc.name!r} {exc}")
 
 
-def _tune_set(session: AutotuneSession, group: GroupRequest) -> Any:
-    """Tune mode: the group tuned and judged; the winner's output."""
+def _inputs_error(tunables: TunableSet, inputs: tuple[Any, ...]) -> str | None:
+    """Why the set's key generator cannot take the inputs the fixture was given, if it
+    cannot: `autotune(make_set())`, its inputs forgotten, raised a TypeError from a
+    traceback through this module. A key generator whose signature cannot be read is
+    left to its call."""
+    try:
+        signature = inspect.signature(tunables.key_gen)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*inputs)
+    except TypeError as exc:
+        return (
+            f"the set's key_gen cannot be called with the {counted(len(inputs), 'input')}"
+            f" given ({exc}): autotune(tunable_set, *inputs) calls key_gen(*inputs), and"
+            " each candidate as fn(*inputs)"
+        )
+    return None
+
+
+def _skip_if_all_declined(declined: Mapping[str, str], count: int) -> None:
+    """Skip the test when each of its `count` candidates declined these inputs, saying why."""
+    if len(declined) == count:
+        said = ", ".join(f"{name!r} ({why})" for name, why in declined.items())
+        pytest.skip(f"every candidate declined: {said}")
+
+
+def call_group(node: pytest.Item, tuner: str, key: Any, checksum: str) -> str:
+    """The group of one fixture call: the test's node id for its first set and key, and the
+    id with the call's number for each other one. A test may tune two sets, or one set at
+    two sizes, and each is a cache entry and a verdict of its own: named after the test
+    alone, the second call was served the first call's winner (another set's candidate, on
+    the second call's inputs) and never tuned. A call that repeats an earlier one (the same
+    tuner, key and candidates) is that group again."""
+    groups = node.stash.setdefault(CALL_GROUPS, {})
+    identity = (tuner, stable_key(key), checksum)
+    if identity not in groups:
+        number = len(groups) + 1
+        # Its repetitions (pytest-repeat's `--count`) share it: named by each node id, the
+        # second's call was refused as a key collision with the first's.
+        nodeid = repeated_nodeid(node)
+        groups[identity] = nodeid if number == 1 else f"{nodeid} (call {number})"
+    return groups[identity]
+
+
+def _tune_set(session: AutotuneSession, group: GroupRequest, raised: set[str]) -> Any:
+    """Tune mode: the group tuned and judged; the winner's output. Where candidates
+    raised (`raised`, their names), the first shows its traceback (`raise_again`)."""
+    __tracebackhide__ = True  # a candidate's traceback shows the user's frames alone
     failures = [f for name, _ in group.candidates if (f := session.candidate_outcome(group, name))]
     if failures:
-        pytest.fail("\n\n".join(failures), pytrace=False)
+        # Once each: what fails the whole group (a key collision) is every candidate's.
+        failure = "\n\n".join(dict.fromkeys(failures))
+        for name, fn in group.candidates:
+            if name in raised:
+                raise_again(functools.partial(group.run, fn, *clone_value(group.inputs)), failure)
+                break
+        pytest.fail(failure, pytrace=False)
+    declined = {
+        name: why for name, _ in group.candidates if (why := session.declined(group.group, name))
+    }
+    _skip_if_all_declined(declined, len(group.candidates))  # as in check mode
     return session.run_winner(group)
 
 
@@ -149,6 +274,7 @@ def _check_set(
     first candidate's that does not decline). A candidate that raises `AutotuneSkip` declines
     these inputs and is left out, as tuning leaves it out; the test is skipped when every
     candidate declines."""
+    __tracebackhide__ = True  # a candidate's traceback shows the user's frames alone
     reference = options["reference"]
     failures: list[str] = []
     declined: dict[str, str] = {}  # name: why
@@ -170,13 +296,37 @@ def _check_set(
             failures.append(failure)
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
-    if len(declined) == len(candidates):
-        said = ", ".join(f"{name!r} ({why})" for name, why in declined.items())
-        pytest.skip(f"every candidate declined: {said}")
+    _skip_if_all_declined(declined, len(candidates))
+    if isinstance(reference, str):  # a candidate's name, as the marker takes it
+        reference = dict(candidates)[reference]  # the checks above found it
     if reference is not None:
         return run(reference, *clone_value(inputs))
     first = next(fn for name, fn in candidates if name not in declined)
     return run(first, *clone_value(inputs))
+
+
+def raise_again(call: Callable[[], object], failure: str) -> None:
+    """Call a candidate whose call raised while its group was tuned once more, in its own
+    test, and raise what it raises with the failure's message as a note, so that pytest
+    shows its traceback (by `--tb`) as a plain run does: the tuning keeps only the
+    exception's text (and, for a marker's group, ran inside another test). Where this call
+    does not raise (the candidate failed only after many timed calls) or declines, it
+    returns, for the message alone to be shown. Python 3.10 keeps no notes: the exception
+    is raised without it (the message is the exception's own text), so that its traceback,
+    and an `xfail(raises=...)` mark that matches it, work there too."""
+    __tracebackhide__ = True  # a candidate's traceback shows the user's frames alone
+    try:
+        call()
+    except (Exception, pytest.fail.Exception) as exc:
+        if not crashed(exc):
+            return
+        error: BaseException = exc
+    else:
+        return
+    add_note = getattr(error, "add_note", None)
+    if add_note is not None:
+        add_note(f"under --autotune: {failure}")
+    raise error
 
 
 def _fail_on(nodeid: str, error: str | None) -> None:

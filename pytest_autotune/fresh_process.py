@@ -26,8 +26,9 @@ import os
 import pickle
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from pytest_autotune.calibration import input_arrays
 from pytest_autotune.gate import Calibration, Measurement
@@ -54,7 +55,7 @@ def measure_fresh(
     if sum(array.nbytes for array in input_arrays(inputs)) > MAX_INPUT_BYTES:
         return None
     try:
-        call = pickle.dumps((fn, inputs, measure))
+        call = pickle.dumps((fn, inputs, measure, _warning_filters()))
     except Exception:  # a lambda, a closure, an input that does not pickle
         return None
     # The path first, in a pickle of plain values: the call's modules load only once the
@@ -96,8 +97,10 @@ def measure_here(name: str, call: bytes) -> None:
     try:
         from pytest_autotune.backends.cpu import cpu
 
-        fn, inputs, measure = pickle.loads(call)
-        measured = measure(cpu(), fn, name, inputs)
+        fn, inputs, measure, filters = pickle.loads(call)
+        with warnings.catch_warnings():
+            _apply(filters)
+            measured = measure(cpu(), fn, name, inputs)
         calibration = measured.calibration
         result = {
             "samples": list(measured.samples),
@@ -110,6 +113,23 @@ def measure_here(name: str, call: bytes) -> None:
         result = repr(exc)
     with out:
         out.write(json.dumps(result) + "\n")
+
+
+def _warning_filters() -> list[object]:
+    """The warning filters in force here (pytest's for the running test: the ini's
+    `filterwarnings`, `-W`, its marks), as `warnings` keeps them, first first. The new
+    process starts with Python's defaults: a warning that the candidate's test ignores
+    here was printed there on every call that varied its message, and one it makes an
+    error here passed there, a confirmation of another run than the one it confirms."""
+    return list(warnings.filters)
+
+
+def _apply(filters: list[object]) -> None:
+    """`_warning_filters` of the measuring process, in force in place of this one's: as
+    they are kept, since `warnings` matches a pattern kept as a string exactly, and one
+    added again through `filterwarnings` would be a regular expression."""
+    warnings.resetwarnings()  # and what this process's modules were shown is forgotten
+    cast("list[object]", warnings.filters)[:] = filters  # a list; typeshed says Sequence
 
 
 def _measurement(result: object) -> Measurement | None:

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pytest_autotune.backends.cpu import cpu
-from pytest_autotune.baselines import update_message
+from pytest_autotune.backends.cpu import cpu, settle_allocator
+from pytest_autotune.baselines import UnreadableFile, update_message
 from pytest_autotune.calibration import timed_calibration
 from pytest_autotune.fresh_process import measure_fresh
 from pytest_autotune.gate import (
@@ -28,16 +28,23 @@ from pytest_autotune.gate import (
     GroupVerdict,
     Measurement,
     RegressionCheck,
+    Verdict,
     conditions,
     device_kind,
     judge,
     measure_winner,
 )
+from pytest_autotune.gate.judge import fraction_and_roof, not_judged_message, winner_out
 from pytest_autotune.plugin_settings import PluginSettings
+from pytest_autotune.report.figures import counted, format_fraction
+from pytest_autotune.time_limit import unlimited
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Thresholds, Work
+from pytest_autotune.tune.call_scope import call_scope
+from pytest_autotune.tune.client import client_context
 from pytest_autotune.tune.errors import AutotuneError
 from pytest_autotune.tune.log import format_duration
+from pytest_autotune.tune.peaks import Peaks
 from pytest_autotune.tune.tunable_set import TunableSet
 from pytest_autotune.tune.tuner import TuneDecision
 
@@ -96,20 +103,24 @@ def judge_group(
     baseline_devices: Callable[[], list[str]],
     notes: list[str],
     machine: str | None = None,
+    unreadable_file: Callable[[], UnreadableFile | None] = lambda: None,
 ) -> Judged:
     """Measure the winner precisely and judge it against the committed baseline. `machine`
-    is the client's physical device (a GPU's uuid), where it names one."""
+    is the client's physical device (a GPU's uuid), where it names one; `unreadable_file`
+    says which baseline file of the test could not be read (`Baselines.unreadable`)."""
     tunables, decision = case.tunables, case.decision
     common: dict[str, Any] = {
         "device_id": case.device_id,
         "checksum": tunables.checksum,
+        "candidates": tunables.names,
         "strict": case.settings.engine.strict,
         "update": case.settings.update,
     }
     if not decision.measured:
         errors = "; ".join(str(r) for r in decision.results.values())
         return Judged(judge(None, None, error=f"every candidate failed: {errors}", **common))
-    inputs = tunables.input_gen(case.key, case.inputs)
+    with client_context(client):  # on the client's device
+        inputs = tunables.generate_inputs(case.key, case.inputs)
     measurer = _measurer(client, tunables, inputs)
     index = decision.fastest_index
     measure = measurer(index)
@@ -122,25 +133,37 @@ def judge_group(
     if note:
         notes.append(note)
     measured: str | None = None
+    baseline_winner: Measurement | None = None
+    slip_note: str | None = None
     slip = tuning_slip(case, baseline)
     if slip is not None:
         # Tuning here picked another candidate than the baseline's, on samples far
         # fewer than the gate's: if the baseline's winner is still the faster one, the
         # group's code did not slow down, this run's pick did, and only the committed
         # cache decides what runs in production. The group is judged on the faster.
+        # A note says which was compared either way: a failure of tuning's pick against
+        # the time of the baseline's winner would otherwise read as a slip of tuning.
+        picked = f"tuning picked {decision.fastest_name} ({format_duration(current.median)})"
+        name = tunables.names[slip]
         try:
             other = measurer(slip)()
-        except AutotuneError:
-            other = None
-        if other is not None and other.median < current.median:
-            measured = tunables.names[slip]
-            notes.append(
-                f"note: {case.group}: tuning picked {decision.fastest_name}"
-                f" ({format_duration(current.median)}), but the baseline's winner"
-                f" {measured} measured faster ({format_duration(other.median)});"
-                f" the gate compared {measured}"
-            )
-            current, index, measure = other, slip, measurer(slip)
+        except AutotuneError as exc:
+            found = f"; the baseline's winner failed when measured here ({exc})"
+        else:
+            took = format_duration(other.median)
+            if other.median < current.median:
+                found = f", but the baseline's winner {name} measured faster ({took})"
+                current, index, measure, measured = other, slip, measurer(slip), name
+            else:
+                found = f", and the baseline's winner {name} measured no faster here ({took})"
+                # What slowed it here (several threads on contended CPUs) is then the
+                # comparison's noise too (`gate.conditions.widen`).
+                baseline_winner = other
+        slip_note = (
+            f"note: {case.group}: {picked}{found}; the gate compared {tunables.names[index]}"
+        )
+    if work is not None:
+        peaks = _peaks_under(client, peaks, work, current, case.group, notes)
     verdict = judge(
         current,
         baseline,
@@ -152,9 +175,74 @@ def judge_group(
         **_confirming(client, measure, (tunables.fns[index], tunables.names[index], inputs)),
         baseline_devices=() if baseline is not None else baseline_devices(),
         machine=machine,
+        failed_here=winner_failed_here(case, baseline, tunables.names[index]),
+        unreadable=None if baseline is not None else _unreadable(unreadable_file(), note),
+        baseline_winner=baseline_winner,
         **common,
     )
+    if slip_note is not None:
+        # The row and the message show the confirming measurement, which may differ from
+        # the first one the two candidates were weighed by: say so, or the row's time
+        # beside "measured no faster here (400 us)" reads as a contradiction.
+        again = verdict.measurement
+        confirmed = format_duration(again.median) if again is not None else None
+        first = format_duration(current.median)
+        if verdict.remeasured and confirmed is not None and confirmed != first:
+            slip_note += f", {confirmed} when measured again to confirm"
+        notes.append(slip_note)
     return Judged(verdict, measured)
+
+
+def _unreadable(file: UnreadableFile | None, entry: str | None) -> str | None:
+    """What a missing baseline says where it is there and does not read: "--autotune-update
+    records one" would send the user to an update that refuses to overwrite an unreadable
+    file (a merge left its markers, a hand edit), or to replace an entry whose only fault
+    may be one hand edit; and the summary's warning names them only at the terminal's end,
+    not in the step summary, the records or the report."""
+    if file is not None:
+        remove = "remove it and --autotune-update records a new one"
+        return f"no baseline: {file.what}; {file.advice(remove)}"
+    if entry:
+        return (
+            f"the baseline entry does not read: {entry.removeprefix('warning: ')};"
+            " repair it, or --autotune-update replaces it"
+        )
+    return None
+
+
+ABOVE_ROOF = 1.0
+"""The fraction of its roof past which a winner's time shows that the probe read low."""
+
+
+def _peaks_under(
+    client: Client,
+    peaks: Peaks,
+    work: Work,
+    current: Measurement,
+    group: str,
+    notes: list[str],
+) -> Peaks:
+    """The peaks to judge a winner with: a winner above its roof (the probe measured a rate
+    slower than the kernel reached) has the device probed again where its client can
+    (`CpuClient.probe_peaks_again`: a CPU's probe may have run beside a busy neighbour).
+    One still above is said in a note: the probe read low again, or the `Work` counts more
+    than the kernel does."""
+    fraction, roof = fraction_and_roof(work, current.median, peaks, work.unit)
+    if fraction is None or fraction <= ABOVE_ROOF:
+        return peaks
+    probe_again = getattr(client, "probe_peaks_again", None)
+    if probe_again is not None:
+        peaks = probe_again()
+        again, roof = fraction_and_roof(work, current.median, peaks, work.unit)
+        if again is None or again <= ABOVE_ROOF:
+            return peaks
+        fraction = again
+    notes.append(
+        f"note: {group}: the winner reached {format_fraction(fraction)} of its {roof} roof:"
+        " the peak probe read low (on CPUs, a neighbour process busy while it ran), or"
+        " the work= counts more operations or bytes than the kernel moves"
+    )
+    return peaks
 
 
 def _confirming(
@@ -186,7 +274,10 @@ def _measurer(
     measure = candidate_measurer(client, inputs)
 
     def measurer(index: int) -> Callable[[], Measurement]:
-        return functools.partial(measure, tunables.fns[index], tunables.names[index])
+        # A production set's candidate is measured bare, as its baselines were: tuning
+        # called it under the time limit (`time_limit.Limited`).
+        fn = unlimited(tunables.fns[index])
+        return functools.partial(measure, fn, tunables.names[index])
 
     return measurer
 
@@ -199,6 +290,10 @@ def candidate_measurer(
     # On a CPU, a read of the same inputs is timed beside each sample, so the gate can
     # divide out what the machine's state did to both (pytest_autotune.calibration).
     on_cpu = device_kind(client.device_id) == "cpu"
+    if on_cpu:
+        # Where the process's history would otherwise put malloc's thresholds: the
+        # baseline's process, this one and a fresh one then time the same kernel.
+        settle_allocator()
     calibrate = timed_calibration(inputs, client.time) if on_cpu else None
     # A GPU client samples the winner over several placements of its inputs and graph
     # pool, so that the time does not depend on where this process's history put them
@@ -206,6 +301,12 @@ def candidate_measurer(
     placed_sampler = getattr(client, "placed_sampler", None)
 
     def measure(fn: Callable[..., Any], name: str) -> Measurement:
+        # The candidate's own scope (its test's warning filters) once around all its
+        # samples, not inside each timed call (`tune.call_scope`).
+        with call_scope(fn):
+            return measured_in_scope(fn, name)
+
+    def measured_in_scope(fn: Callable[..., Any], name: str) -> Measurement:
         try:
             client.time(fn, inputs)  # one warm-up: every sample counts
             sample = (
@@ -218,6 +319,9 @@ def candidate_measurer(
             # process's other threads over the samples alone (`gate.conditions`).
             helpers = conditions.HelperClock()
             if on_cpu:
+                # A thread pool an earlier call left spinning (the peak probe's BLAS
+                # matmul, a losing candidate's) is not the winner's: it falls quiet first.
+                conditions.settle_helpers()
                 sample = helpers.wrap(sample)
             before = conditions.stall_reading() if on_cpu else None
             measured = measure_winner(sample, calibration=calibrate, name=name)
@@ -244,6 +348,37 @@ def measure_candidate(
     """One measurement of a candidate as the gate takes it (`candidate_measurer`): what a
     fresh process runs to confirm a suspected failure (`fresh_process.measure_fresh`)."""
     return candidate_measurer(client, inputs)(fn, name)
+
+
+def winner_failed_here(case: GroupCase, baseline: Baseline | None, judged: str) -> str | None:
+    """Why the group is not judged against its baseline where the baseline's winner, a
+    candidate of the same list, failed or was skipped in this run (`baseline_winner_out`):
+    None otherwise.
+
+    The baseline's time is that winner's; what tuning picked instead is another kernel,
+    slower because the faster one is broken or does not run here. Judged against it, a
+    candidate that raised turned into a "regression" of the candidate next in line, a
+    second failure that fixing the broken one clears, and errors are never reported as
+    regressions; a candidate skipped on this machine (a `skipif` on its cores, a
+    platform) failed the others as a regression of the code."""
+    out = baseline_winner_out(case, baseline, judged)
+    return None if out is None else not_judged_message(out, judged)
+
+
+def baseline_winner_out(
+    case: GroupCase, baseline: Baseline | None, judged: str
+) -> tuple[str, bool] | None:
+    """`gate.judge.winner_out` of the baseline's winner where it is another candidate of
+    the same list than `judged`, on this device; None otherwise."""
+    tunables, decision = case.tunables, case.decision
+    if baseline is None or baseline.mismatch is not None:
+        return None
+    if baseline.checksum != tunables.checksum or baseline.device_id != case.device_id:
+        return None
+    name = baseline.fastest_name
+    if name == judged or name not in tunables.names:
+        return None
+    return winner_out(name, decision.results.get(tunables.names.index(name)))
 
 
 def tuning_slip(case: GroupCase, baseline: Baseline | None) -> int | None:
@@ -282,7 +417,7 @@ def settle_update(
     case: GroupCase,
     verdict: GroupVerdict,
     baseline: Baseline | None,
-    unreadable: str | None = None,
+    unreadable: UnreadableFile | None = None,
 ) -> Settled:
     """What an update does with the group's baseline: the new entry and the earlier
     sessions it keeps (`history`), or, for a session measured on contended CPUs
@@ -290,29 +425,56 @@ def settle_update(
     nothing: the committed baseline stays and the message says why. A baseline recorded
     under load misleads every later comparison (on the 2-core VM a matmul recorded beside
     a test suite failed a quiet run at +73.6%), and an update that leaves the old one
-    loses nothing; with no such baseline the session is recorded, with the warning.
+    loses nothing; with no such baseline, or a change the contention does not explain
+    (`_clear`), the session is recorded, with the warning.
     `unreadable` names the group's baseline file that could not be read: the save will
-    refuse it, so the message says so rather than "new baseline"."""
+    refuse it, so the message says so rather than "new baseline". Either way a session not
+    recorded is NOT_RECORDED, not UPDATED: the table must not say the file was refreshed."""
     measurement = verdict.measurement
     states = conditions.contended(measurement) if measurement is not None else ()
     reasons = "; ".join(c.reason for c in states)
     helps = "; ".join(c.helps for c in states)
-    if states and baseline is not None and _same_baseline(case, baseline):
+    if states and baseline is not None and _same_baseline(case, baseline) and not _clear(verdict):
         count = len(baseline.sessions())
         head = (
-            f"kept the baseline ({count} session{'s' if count != 1 else ''}): this session"
+            f"kept the baseline ({counted(count, 'session')}): this session"
             f" is not recorded, as {reasons}; what would help: {helps}"
         )
         message = head + verdict.message.removeprefix(UPDATED_MESSAGE)
-        return Settled(replace(verdict, message=message), (), recorded=False)
+        return Settled(_not_recorded(verdict, message), (), recorded=False)
     kept = tuple(history(case, verdict, baseline))
-    message = update_message(baseline, verdict, kept, unreadable)
+    judged = case.decision.fastest_name
+    out = baseline_winner_out(case, baseline, judged)
+    # A baseline's winner skipped here is still the faster kernel where it runs: the
+    # update says that it records another in its place, not a slowdown of the code.
+    replaced = f"{out[0]}, and {judged} is recorded in its place" if out and out[1] else None
+    message = update_message(
+        baseline, verdict, kept, unreadable, case.device_id, case.tunables.names, replaced
+    )
+    if unreadable is not None:
+        # Still offered to the save, which refuses the file with an error that fails the
+        # run: an update that could not record what it was asked to must not pass.
+        return Settled(_not_recorded(verdict, message), kept)
     if states:
         message += (
             f"; recorded although {reasons}, so comparisons against it may mislead: record"
-            f" it again when the CPUs are free ({helps})"
+            f" it again when the CPUs are free; what would help: {helps}"
         )
     return Settled(replace(verdict, message=message), kept)
+
+
+def _clear(verdict: GroupVerdict) -> bool:
+    """Whether the change is one the contention does not explain: the gate, its noise
+    widened by the contention, would fail it (or its whole interval is faster). An update
+    that keeps the baseline then would refuse a change the user made on purpose (a kernel
+    rewritten three times slower, +206% [+154%, +271%] on a busy machine) until the CPUs
+    are free; it is recorded, with the warning."""
+    comparison = verdict.comparison
+    return comparison is not None and (comparison.failed or comparison.high < 0)
+
+
+def _not_recorded(verdict: GroupVerdict, message: str) -> GroupVerdict:
+    return replace(verdict, verdict=Verdict.NOT_RECORDED, message=message)
 
 
 def _same_baseline(case: GroupCase, baseline: Baseline) -> bool:
@@ -347,7 +509,10 @@ def history(
         calibrated=measurement is not None and measurement.calibrated_against(baseline),
     ).max_regression
     changed = comparison.failed or math.log1p(comparison.high) < -math.log1p(tolerance)
-    if not same or changed:
+    # The sessions of a baseline's winner that failed or was skipped here are of another
+    # kernel than this session's: however close the two times, they do not blend.
+    replaced = baseline_winner_out(case, baseline, case.decision.fastest_name) is not None
+    if not same or changed or replaced:
         return ()
     return baseline.sessions()[-(MAX_BASELINE_SESSIONS - 1) :]
 
@@ -361,4 +526,5 @@ __all__ = [
     "judge_group",
     "settle_update",
     "tuning_slip",
+    "winner_failed_here",
 ]

@@ -23,7 +23,7 @@ from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome, result_from_json
 from pytest_autotune.tune.bounds import Work
 from pytest_autotune.tune.checks import CheckResult
-from pytest_autotune.tune.errors import AutotuneError
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.records import AutotuneRecord
 from pytest_autotune.tune.tunable_set import TunableSet
 
@@ -43,12 +43,17 @@ def group_record(
     baseline: Mapping[str, Any] | None,
     history: tuple[BaselineSession, ...] = (),
     recorded: bool = True,
+    test_ids: Mapping[str, str] | None = None,
+    expected_to_fail: frozenset[str] = frozenset(),
+    selected: tuple[str, ...] | None = None,
 ) -> AutotuneRecord:
     """The record of a judged group: the decision's, with the plugin's extras. `measured`
     is the candidate the gate measured where it is not tuning's pick, `baseline` what the
     record keeps of the baseline (`baselines.baseline_extra`), `history` the earlier
     sessions an update keeps, `recorded` False where an update keeps the committed
-    baseline instead of writing this session (`gate_policy.settle_update`)."""
+    baseline instead of writing this session (`gate_policy.settle_update`), `test_ids` each
+    candidate's test item by name, `expected_to_fail` the candidates whose tests are
+    marked xfail, `selected` those whose tests this run selected (None: every one)."""
     decision, measurement = case.decision, verdict.measurement
     extra = RecordExtra(
         group=case.group,
@@ -59,7 +64,9 @@ def group_record(
         roof=verdict.roof,
         call_costs=call_costs,
         comparison=verdict.comparison.to_json() if verdict.comparison else None,
-        measured=measured or decision.fastest_name,
+        # Nothing measured names no candidate: the decision's fastest is then only the
+        # candidate tuning fell back to, and the record's own winner is None.
+        measured=(measured or decision.fastest_name) if decision.measured else None,
         winner_samples_ns=[
             round(s * NS_PER_S) for s in (measurement.samples if measurement else ())
         ],
@@ -83,7 +90,13 @@ def group_record(
         # The report re-renders from records alone, so each carries its device and work.
         device=device,
         work=(
-            {"compute_ops": work.compute_ops, "bytes": work.bytes, "working_set": work.footprint}
+            {
+                "compute_ops": work.compute_ops,
+                "bytes": work.bytes,
+                "working_set": work.footprint,
+                # Only where not fp32: records of fp32 work read as they did before.
+                **({"dtype": work.unit} if work.unit != "fp32" else {}),
+            }
             if work
             else None
         ),
@@ -91,6 +104,14 @@ def group_record(
         candidates=list(case.tunables.names),
         history=[s.to_json() for s in history] or None,
         kept_baseline=None if recorded else True,
+        test_ids=dict(test_ids) if test_ids else None,
+        expected_failures=sorted(expected_to_fail),
+        not_selected=(
+            sorted(set(case.tunables.names) - set(selected)) or None
+            if selected is not None
+            else None
+        ),
+        max_regression=case.settings.engine.max_regression,
     )
     record = decision.to_record(tuner, case.device_id)
     return dataclasses.replace(record, extra=extra.to_json())
@@ -114,6 +135,9 @@ def group_summary(record: AutotuneRecord) -> GroupSummary:
                 samples=result.effective_samples if isinstance(result, AutotuneOutcome) else (),
                 device=cost.get("device_s"),
                 enqueue=cost.get("enqueue_s"),
+                test_id=(extra.test_ids or {}).get(name),
+                expected_to_fail=name in (extra.expected_failures or ()),
+                skipped=isinstance(result, AutotuneError) and result.kind is AutotuneErrorKind.SKIP,
             )
         )
     return GroupSummary(

@@ -4,20 +4,22 @@ AttributeError or TypeError far from the marker (issue 15)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_autotune.tune.bounds import Thresholds, Work
 from pytest_autotune.tune.key import AutotuneLevel
+from pytest_autotune.tune.local import LocalTuner
 from pytest_autotune.tune.parse import DEVICE
+from pytest_autotune.tune.plain_numbers import finite, real_number
 from pytest_autotune.tune.tunable import TuneGroup
 
 
 def _number(value: Any, *, positive: bool = False) -> bool:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    plain = real_number(value)  # `np.finfo(np.float32).eps` is a number too
+    if plain is None:
         return False
-    return math.isfinite(value) and (value > 0 if positive else value >= 0)
+    return finite(plain) and (plain > 0 if positive else plain >= 0)
 
 
 def _groups(value: Any) -> bool:
@@ -29,8 +31,7 @@ def _groups(value: Any) -> bool:
         and isinstance(entry[0], TuneGroup)
         and isinstance(entry[1], Mapping)
         and all(
-            isinstance(name, str)
-            and (callable(p) or (isinstance(p, int) and not isinstance(p, bool)))
+            isinstance(name, str) and (callable(p) or real_number(p) is not None)
             for name, p in entry[1].items()
         )
         for entry in value
@@ -40,7 +41,10 @@ def _groups(value: Any) -> bool:
 _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "rtol": (_number, "a finite number >= 0 (a tolerance that cannot fail checks nothing)"),
     "atol": (_number, "a finite number >= 0 (a tolerance that cannot fail checks nothing)"),
-    "max_regression": (_number, "a finite number >= 0, a fraction such as 0.1"),
+    "max_regression": (
+        lambda v: _number(v) and v <= 1,
+        "a fraction from 0 to 1, such as 0.1 for 10%",
+    ),
     "time_limit": (
         lambda v: _number(v, positive=True),
         "a finite number of seconds > 0",
@@ -61,22 +65,40 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
         "a device name: cpu, cuda, cuda:N or a pytest_autotune_client's",
     ),
     "check_output": (lambda v: isinstance(v, bool), "True or False"),
+    "tuner": (
+        lambda v: isinstance(v, (str, LocalTuner)),
+        "a LocalTuner or a tuner's name",
+    ),
     "level": (
-        lambda v: isinstance(v, AutotuneLevel) or v in {level.value for level in AutotuneLevel},
+        lambda v: (
+            isinstance(v, AutotuneLevel)
+            or (isinstance(v, str) and v in {level.value for level in AutotuneLevel})
+        ),
         "an AutotuneLevel or minimal, balanced, extensive or full",
     ),
 }
 
 
 def option_error(options: Mapping[str, Any]) -> str | None:
-    """The first option whose value is of the wrong kind, as one line; None if all are
-    fine. None means "not set" for every option."""
+    """The first option of a marker or an `autotune` fixture call whose value is of the
+    wrong kind, or that needs another option it lacks (`thresholds=` without `work=`), as
+    one line; None if all are fine. None means "not set" for every option."""
     for name, value in options.items():
         if value is None or name not in _CHECKS:
             continue
         check, expected = _CHECKS[name]
         if not check(value):
             return f"@pytest.mark.autotune({name}={_short(value)}): expected {expected}"
+    thresholds = options.get("thresholds")
+    if thresholds is not None and options.get("work") is None:
+        # The floor is a fraction of the roofline time of the test's work: without a work
+        # the gate had nothing to judge it on, and passed the group without a word.
+        return (
+            f"@pytest.mark.autotune(thresholds={_short(thresholds)}) without work=: the"
+            " floor is a fraction of the roofline of the test's work, so no floor would be"
+            " checked; give work=Work(compute_ops=..., bytes=...) or a function of the"
+            " fixtures returning one"
+        )
     return None
 
 

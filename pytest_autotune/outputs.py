@@ -16,11 +16,27 @@ from pytest_autotune.baselines import CacheUpdate, update_entry, write_caches
 from pytest_autotune.gate import Verdict
 from pytest_autotune.group_record import group_summary
 from pytest_autotune.plugin_settings import PluginSettings
-from pytest_autotune.report import GroupSummary
+from pytest_autotune.report import GroupSummary, decision_name, ordered
 from pytest_autotune.report.extra import RecordExtra
+from pytest_autotune.stale import Collected, review
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.records import AutotuneRecord, Recorder
 from pytest_autotune.tune.run import RunInfo
+
+_UPDATE_VERDICTS = frozenset({Verdict.UPDATED, Verdict.NOT_RECORDED})
+"""The verdicts of an update, whose messages (what it did with each baseline) follow the
+table."""
+
+
+def _unsaved(record: AutotuneRecord, unsaved: Mapping[tuple[str, str], str]) -> AutotuneRecord:
+    """An updated group's record whose cache file could not be written: "not recorded",
+    as the table must not say a file was refreshed that was not."""
+    error = unsaved.get((record.device_id, record.tuner))
+    if error is None or record.extra.get("verdict") != Verdict.UPDATED.value:
+        return record
+    extra = {**record.extra, "verdict": Verdict.NOT_RECORDED.value}
+    extra["message"] = f"not recorded: {error}"
+    return dataclasses.replace(record, extra=extra)
 
 
 class SessionOutput:
@@ -37,6 +53,15 @@ class SessionOutput:
         self.records: list[AutotuneRecord] = []
         """One per group, in the order the groups were tuned (or their workers' came)."""
         self.run: RunInfo | None = None
+        self.expected_failures: set[str] = set()
+        """Groups with a test that failed as its `xfail` mark expected: pytest's outcome of
+        that test, not the gate's verdict, decides whether the run fails on them, unless
+        another of their tests failed outright (`failed_tests`)."""
+        self.failed_tests: set[str] = set()
+        """Groups with a test that failed outright (not as an `xfail` mark expected)."""
+        self.collected: Collected | None = None
+        """What an update's session collected, for its stale entries (`stale`); None where
+        nothing was collected here (a pytest-xdist controller, until its workers report)."""
 
     def add(self, record: AutotuneRecord) -> GroupSummary:
         """Keep a group's record; its summary line."""
@@ -60,26 +85,53 @@ class SessionOutput:
         return devices
 
     def to_worker_output(self) -> dict[str, Any]:
-        """A pytest-xdist worker's output: one record per group, and the notes."""
-        return {"records": [r.to_json() for r in self.records], "notes": self.notes}
+        """A pytest-xdist worker's output: one record per group, the notes, and which groups'
+        tests failed, as expected or not (pytest's outcomes, which no record holds)."""
+        output = {
+            "records": [r.to_json() for r in self.records],
+            "notes": self.notes,
+            "expected_failures": sorted(self.expected_failures),
+            "failed_tests": sorted(self.failed_tests),
+        }
+        if self.collected is not None:  # an update's: what its stale entries are judged by
+            output["collected"] = self.collected.to_json()
+        return output
 
     def merge_worker_output(self, output: Mapping[str, Any]) -> None:
         for record in output["records"]:
             self.add(AutotuneRecord.from_json(record))
-        self.notes.extend(output["notes"])
+        # Each worker notes what it meets, a GPU that `auto` could not use among them: the
+        # summary says it once.
+        self.notes.extend(note for note in output["notes"] if note not in self.notes)
+        self.expected_failures.update(output.get("expected_failures", ()))
+        self.failed_tests.update(output.get("failed_tests", ()))
+        if output.get("collected") is not None:
+            self.collected = (self.collected or Collected()).joined(output["collected"])
+
+    def expected(self, summary: GroupSummary) -> bool:
+        """Whether a group's gate failure is one its tests' `xfail` marks expected."""
+        return summary.group in self.expected_failures and summary.group not in self.failed_tests
 
     def finish(self) -> bool:
-        """Write what the session produced; True when a group failed the gate or an output
+        """Write what the session produced; True when a group failed the gate (but for one
+        whose tests failed only as their `xfail` marks expected, `expected`) or an output
         could not be written (each such output is named in one line of the summary)."""
         settings = self.settings
-        summaries = self.summaries()
-        caches_written = (
+        unsaved = (
             write_caches(self.updates(), self.devices(), settings, self.notes)
             if settings.update
-            else True
+            else {}
         )
+        if unsaved:
+            self.records = [_unsaved(record, unsaved) for record in self.records]
+        pruned = True
+        if settings.update and self.collected is not None:
+            lines, pruned = review(self.records, self.collected, settings)
+            self.notes.extend(lines)
+        summaries = self.summaries()
         written = [
-            caches_written,
+            not unsaved,
+            pruned,
             self._write("records", settings.engine.record, self._write_records),
             self._write("report", settings.html, self._write_html),
             self._write("benchmark JSON", settings.benchmark_json, self._write_benchmark_json),
@@ -87,7 +139,7 @@ class SessionOutput:
                 "step summary", os.environ.get("GITHUB_STEP_SUMMARY"), self._write_step_summary
             ),
         ]
-        return any(s.failed for s in summaries) or not all(written)
+        return any(s.failed and not self.expected(s) for s in summaries) or not all(written)
 
     def _write(self, what: str, target: Any, write: Callable[[Any], None]) -> bool:
         """Write one output; a path the user gave that cannot be written is one line, not a
@@ -133,7 +185,13 @@ class SessionOutput:
         from pytest_autotune.report.markdown import render_markdown
 
         with open(path, "a", encoding="utf-8") as out:
-            out.write(render_markdown(summaries))
+            out.write(
+                render_markdown(
+                    summaries,
+                    expected=self.expected,
+                    tests_failed=lambda summary: summary.group in self.failed_tests,
+                )
+            )
 
     def summary_lines(self, stats: bool = False, candidates: bool = False) -> list[str]:
         """The terminal summary; `stats` adds every candidate's statistics table,
@@ -141,6 +199,7 @@ class SessionOutput:
         from pytest_autotune.report.terminal import (
             render_candidates,
             render_failures,
+            render_reported,
             render_summary,
         )
 
@@ -151,17 +210,25 @@ class SessionOutput:
             if stats:
                 lines.append("")
                 lines.extend(render_candidates(summaries).splitlines())
-            updated = [s for s in summaries if s.verdict is Verdict.UPDATED]
+            updated = [s for s in summaries if s.verdict in _UPDATE_VERDICTS]
             if updated:
                 lines.append("")
                 lines.extend(
-                    f"{s.group} [{s.key}]: {s.message}" for s in sorted(updated, key=_by_group)
+                    f"{decision_name(s.group, s.key)}: {s.message}" for s in ordered(updated)
                 )
+            notes = render_reported(summaries)
+            if notes:
+                lines.extend(["", "reported, not failing:", *notes.splitlines()])
             failed = render_failures(summaries)
             if failed:
                 lines.append("")
                 lines.append("gate failures:")
                 lines.extend(failed.splitlines())
+                lines.extend(
+                    f"{s.group}: expected to fail (xfail): the run does not fail on it"
+                    for s in summaries
+                    if s.failed and self.expected(s)
+                )
         lines.extend(self.notes)
         return lines
 
@@ -177,10 +244,6 @@ def progress_lines(summary: GroupSummary) -> list[str]:
             )
         lines.append(f"autotune:   {row.name}: {what}")
     return lines
-
-
-def _by_group(summary: GroupSummary) -> tuple[str, str]:
-    return summary.group, summary.key
 
 
 __all__ = ["SessionOutput", "progress_lines"]

@@ -10,45 +10,81 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+import pickle
+import unittest
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_autotune import hookspecs
 from pytest_autotune.backends.cuda import CudaUnavailableError
+from pytest_autotune.benchmark_fixture import (
+    OwnBenchmark,
+    nothing_to_save,
+    real_fixtures,
+    stand_in,
+)
 from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.collection import (
+    COLLECTED,
     FUNCTIONS,
+    GROUP_ITEMS,
     ITEM,
     ItemSpec,
+    UnrequestedParameters,
+    candidate_nodeids,
+    expected_to_fail,
     function_spec,
-    has_component,
-    without_component,
+    item_group,
+    not_run,
+    warning_marks,
     xdist_group_name,
 )
-from pytest_autotune.fixture import SESSION, Names, checked_key, time_limit
+from pytest_autotune.fixture import (
+    CALL_GROUPS,
+    SESSION,
+    Names,
+    call_time_limit,
+    checked_key,
+    fail,
+    raise_again,
+)
 
 # pytest finds a plugin's fixtures among the plugin module's names.
 from pytest_autotune.fixture import autotune as autotune
 from pytest_autotune.marker_options import work_error
+from pytest_autotune.own_request import OWN, OwnFixtures
 from pytest_autotune.plugin_settings import (
     PluginSettings,
+    ignored_options,
     is_builtin_device,
     settings_from_sources,
 )
 from pytest_autotune.quiet import Quiet, run_folder
-from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks
-from pytest_autotune.time_limit import TimeLimit, TimeLimitExceeded
+from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks, check_groups
+from pytest_autotune.stale import Collected, defined_names
+from pytest_autotune.time_limit import TimeLimit, TimeLimitExceeded, crashed
+from pytest_autotune.tune import call_scope
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import AutotuneSkip
-from pytest_autotune.tune.settings import SETTINGS
+from pytest_autotune.tune.settings import SETTINGS, Setting
+from pytest_autotune.tune.tunable import PriorityError
+from pytest_autotune.tune.tunable_set import clone_value
+from pytest_autotune.warning_marks import MarkFilters, parse_filters, project_filters
+from pytest_autotune.xdist import WORKER_GPU
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client
 
 _OPTIONS = tuple(s for s in SETTINGS if "command line" in s.sources)
+RAISED = pytest.StashKey[dict[str, set[int]]]()
+"""The candidates of each group whose test body raised while the group was tuned, as the
+`id` of their function: one function under two names raised for both (`Names` knows it by
+one of them), and the group's spec keeps each function alive."""
 _INI_KEYS = tuple(s for s in SETTINGS if "ini" in s.sources)
 
 
@@ -64,18 +100,54 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         else:
             group.addoption(setting.flag, default=None, metavar="VALUE", help=setting.help)
     for setting in _INI_KEYS:
-        parser.addini(setting.ini, help=setting.help, type=setting.kind)
+        _add_ini(parser, setting)
+
+
+def _add_ini(parser: pytest.Parser, setting: Setting) -> None:
+    """Register an ini key. A number is `float | str` where pytest takes a union (9.2):
+    a native `[tool.pytest]` table's `autotune_time_limit = 5` is an int, which a string
+    key refuses, and `"5"`, as older pytest needed it, stays a string; our parser reads
+    both. Older pytest takes strings only (quote numbers in a native table there)."""
+    if setting.numeric and pytest.version_tuple >= (9, 2):
+        with contextlib.suppress(AssertionError, TypeError, ValueError):
+            parser.addini(setting.ini, help=setting.help, type=float | str, default=None)
+            return
+    # The unset value given, as pytest 8 gives it: pytest 7 returns [] for an unset bool.
+    default = False if setting.kind == "bool" else ""
+    parser.addini(setting.ini, help=setting.help, type=setting.kind, default=default)
+
+
+def _command_line(config: pytest.Config, *, typed_only: bool = False) -> dict[str, object]:
+    """The options of the command line, by ini key; None where not given. `typed_only`:
+    those typed for this run, without the ini file's `addopts` and `PYTEST_ADDOPTS`, which
+    a project sets for every run, plain ones included."""
+    typed = [str(arg) for arg in config.invocation_params.args]
+
+    def given(flag: str) -> bool:
+        return not typed_only or any(a == flag or a.startswith(f"{flag}=") for a in typed)
+
+    return {s.ini: config.getoption(s.flag) for s in _OPTIONS if given(s.flag)}
+
+
+def _written_by_others(config: pytest.Config) -> dict[str, Path]:
+    """The files other plugins write at the end of the run: pytest-benchmark's JSON, a
+    path taken from the directory pytest was run in."""
+    benchmark_json = config.getoption("benchmark_json", None)
+    if benchmark_json is None:
+        return {}
+    return {"--benchmark-json": config.invocation_params.dir / benchmark_json}
 
 
 def _settings(config: pytest.Config) -> PluginSettings:
     """The session's settings from every source (`pytest_autotune.plugin_settings`)."""
     try:
         return settings_from_sources(
-            command_line={s.ini: config.getoption(s.flag) for s in _OPTIONS},
+            command_line=_command_line(config),
             ini={s.ini: _ini_value(config, s.ini) for s in _INI_KEYS},
             environ=os.environ,
             rootpath=config.rootpath,
             invocation_dir=config.invocation_params.dir,
+            written_by_others=_written_by_others(config),
         )
     except ConfigError as exc:
         raise pytest.UsageError(f"pytest-autotune: {exc}") from None
@@ -83,14 +155,25 @@ def _settings(config: pytest.Config) -> PluginSettings:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_cmdline_main(config: pytest.Config) -> Any:
-    """With `-n N`, no `--dist` and tuning asked for, distribute by group (pytest-xdist's
-    default is "load", which would split one group's candidates across workers). A
-    wrapper, so that this runs before pytest-xdist's own hook turns "no" into "load"."""
+    """With `-n N` and tuning asked for, distribute by group where the `--dist` mode would
+    hand a group's candidates to several workers (none given, which pytest-xdist makes
+    "load"; "load"; "worksteal"): each worker would tune the group again, with a row and a
+    verdict of its own. By group is still a load balance, by test function. A wrapper, so
+    that this runs before pytest-xdist's own hook turns "no" into "load"."""
     option = config.option
     tuning = False
     with contextlib.suppress(pytest.UsageError):  # said by pytest_configure, which runs next
         tuning = _settings(config).tune
-    if tuning and getattr(option, "numprocesses", None) and getattr(option, "dist", None) == "no":
+    dist = getattr(option, "dist", None)
+    workers = getattr(option, "numprocesses", None)
+    by_test = dist in ("load", "worksteal") or (dist == "no" and workers)
+    if tuning and dist == "each":
+        raise pytest.UsageError(
+            "pytest-autotune: --dist each runs every test on every worker, so each worker"
+            " would tune every group again (a row and a verdict each, and two writers of"
+            " one baseline): leave --dist out under -n (each group then goes to one worker)"
+        )
+    if tuning and by_test:
         from pytest_autotune.xdist import DIST
 
         option.dist = DIST
@@ -105,11 +188,21 @@ def pytest_configure(config: pytest.Config) -> None:
         "level=None, check_output=True): the test body is the timed call of `candidate`; every "
         "candidate is checked, and tuned with --autotune",
     )
+    if config.option.help:
+        # The help is where a user looks up the option a bad setting needs: pytest shows
+        # it whatever else the command line holds, and a bad setting must not hide it.
+        return
     settings = _settings(config)
     worker_input = getattr(config, "workerinput", None)
     hooks = _hooks(config, settings, worker=worker_input is not None)
-    session = AutotuneSession(settings, worker=worker_input is not None, hooks=hooks)
+    session = AutotuneSession(
+        settings,
+        worker=worker_input is not None,
+        hooks=hooks,
+        worker_gpu=(worker_input or {}).get(WORKER_GPU),
+    )
     config.stash[SESSION] = session
+    config.pluginmanager.register(UnrequestedParameters(), "autotune-unrequested")
     quiet_folder = run_folder(config) if settings.tune else None
     if quiet_folder is not None:
         session.quiet = Quiet(quiet_folder)
@@ -134,6 +227,66 @@ def pytest_runtest_protocol(item: pytest.Item) -> Any:
         yield
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """A unittest.TestCase method marked `autotune` (by its own marker, its class's or its
+    module's) fails saying why, as a test of a bad marker does: pytest parametrizes no
+    such method with `candidate`, so it would run once as a plain test, checking and
+    tuning nothing, and pass."""
+    cls = getattr(item, "cls", None)
+    if not (isinstance(cls, type) and issubclass(cls, unittest.TestCase)):
+        return
+    if item.get_closest_marker("autotune") is None or ITEM in item.stash:
+        return
+    fail(
+        f"{item.nodeid}: a unittest.TestCase method cannot be an autotune test: pytest gives"
+        " it no `candidate` to check and tune; write it as a test function or a method of a"
+        " plain class, taking `candidate` (`def test_x(self, candidate)`)"
+    )
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Which tests that tune failed, and whether as their `xfail` mark expected (an
+    `xfail` on a parameter, or on the whole test): a group whose tests failed only as
+    expected has its gate failure, such as every candidate failing, expected too, and the
+    run fails on it no more than pytest does. Outermost (`tryfirst`), so that pytest's own
+    xfail handling has run."""
+    if call.when == "call" and ITEM in item.stash:
+        _distinct_properties(item)
+    outcome = yield
+    report = outcome.get_result()
+    _skip_shown_at_the_test(item, report)
+    state = item.config.stash.get(SESSION, None)
+    if state is None or not state.settings.tune or report.when != "call":
+        return
+    xfailed = report.skipped and hasattr(report, "wasxfail")
+    if not (xfailed or report.failed):
+        return
+    spec = item.stash.get(ITEM, None)
+    groups = [spec.group] if spec is not None else list(item.stash.get(CALL_GROUPS, {}).values())
+    for group in groups:
+        state.note_test_failure(group, expected=xfailed)
+
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _skip_shown_at_the_test(item: pytest.Item, report: pytest.TestReport) -> None:
+    """A skip this plugin raised for a test (a candidate that declined, by `AutotuneSkip` or
+    the body's `pytest.skip()`) is reported at the test, as a skip mark's is: pytest names
+    where the skip was raised, a line of this package in site-packages that tells the user
+    nothing."""
+    if not (report.skipped and isinstance(report.longrepr, tuple)):
+        return
+    path, _, reason = report.longrepr
+    if not Path(path).resolve().is_relative_to(_PACKAGE_DIR):
+        return
+    test_path, line, _ = item.reportinfo()
+    if line is not None:
+        report.longrepr = (os.fspath(test_path), line + 1, reason)
+
+
 def _hooks(config: pytest.Config, settings: PluginSettings, worker: bool) -> SessionHooks:
     """The session's hooks: other plugins' (when tuning) and `-v`'s progress lines."""
     progress = _progress(config) if config.option.verbose > 0 and not worker else None
@@ -146,7 +299,7 @@ def _hooks(config: pytest.Config, settings: PluginSettings, worker: bool) -> Ses
 
     if not is_builtin_device(settings.device) and client(settings.device) is None:
         raise pytest.UsageError(
-            f"pytest-autotune: --autotune-device={settings.device}: no"
+            f"pytest-autotune: {settings.origin('device')}: {settings.device!r}: no"
             " pytest_autotune_client hook provides it (built in: auto, cpu, cuda, cuda:N)"
         )
     return SessionHooks(
@@ -177,13 +330,26 @@ def _progress(config: pytest.Config) -> Callable[[str], None]:
 
 
 def _ini_value(config: pytest.Config, name: str) -> object:
-    value = config.getini(name)
-    # An unset string ini is "", an unset bool False: both mean "not set here".
-    return value or None
+    try:
+        value = config.getini(name)
+    except (ValueError, pytest.UsageError) as exc:
+        # pytest parses a bool key itself and says only "invalid truth value 'maybe'"
+        # (pytest 7 with a traceback through this plugin): name the key, as for any other.
+        # A native TOML table's type errors name it already.
+        if name in str(exc):
+            raise
+        raise ConfigError(f"ini: {name}: {exc}") from None
+    # An unset string ini is "", an unset bool False: both mean "not set here". A number
+    # is None when unset, and 0 is a value (one the parser refuses by name).
+    return None if value is False or value == "" else value
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.definition.get_closest_marker("autotune") is None:
+        return
+    if "autotune" in metafunc.fixturenames and "candidate" not in metafunc.fixturenames:
+        # A test of the `autotune` fixture, which this plugin marks itself (`-m autotune`):
+        # marked by hand too, or by its module's `pytestmark`, it tunes the sets it is given.
         return
     spec = function_spec(metafunc)
     metafunc.config.stash.setdefault(FUNCTIONS, {})[spec.nodeid] = spec
@@ -205,39 +371,62 @@ def pytest_collection_modifyitems(
             and item.get_closest_marker("autotune") is None
         ):
             item.add_marker(pytest.mark.autotune)
-        function = functions.get(item.nodeid.split("[", 1)[0])
-        if function is None or not hasattr(item, "callspec"):
+        found = item_group(functions, item)
+        if found is None:
             continue
-        value = item.callspec.params["candidate"]
-        name = next((n for n, f in function.candidates if f is value), None)
-        if name is None:
-            name = next((n for n, f in function.candidates if f == value), repr(value))
-        # pytest writes non-ASCII ids escaped (`\\xe9`): strip the id as pytest wrote it.
-        escaped = name.encode("unicode_escape").decode("ascii")
-        component = name if has_component(item.callspec.id, name) else escaped
-        group_key = without_component(item.callspec.id, component)
-        group = f"{function.nodeid}[{group_key}]" if group_key else function.nodeid
+        function, name, group, group_key = found
         item.stash[ITEM] = ItemSpec(function, name, group, group_key)
+        config.stash.setdefault(GROUP_ITEMS, {}).setdefault(group, []).append(item)
         if xdist:  # one group on one worker (see pytest_autotune.xdist)
             item.add_marker(pytest.mark.xdist_group(name=xdist_group_name(group)))
-    if config.stash[SESSION].settings.only:
+    state = config.stash[SESSION]
+    if state.settings.update:
+        state.output.collected = _collected(config, config.stash.get(COLLECTED, items))
+    if state.settings.only:
         others = [item for item in items if item.get_closest_marker("autotune") is None]
         if others:
             config.hook.pytest_deselected(items=others)
             items[:] = [item for item in items if item.get_closest_marker("autotune") is not None]
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    state = item.config.stash.get(SESSION, None)
+    if state is not None and state.settings.update:
+        item.config.stash.setdefault(COLLECTED, []).append(item)
+
+
+def _collected(config: pytest.Config, items: list[pytest.Item]) -> Collected:
+    """What an update's stale entries are judged by (`pytest_autotune.stale`): the names
+    each collected module defines, and every group of each marked test where collection
+    chose no items by itself (`items`: every item collected, before any deselection)."""
+    defined: dict[str, frozenset[str]] = {}
+    rooted = True
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        if module not in defined and isinstance(item, pytest.Function):
+            defined[module] = defined_names(item.module)
+            rooted = rooted and item.path == config.rootpath / module
+    chosen = config.getoption("lf", False) or any("[" in str(arg) for arg in config.args)
+    groups: dict[str, frozenset[str]] = {}
+    functions = config.stash.get(FUNCTIONS, {})
+    for found in () if chosen else (item_group(functions, item) for item in items):
+        if found is not None:
+            test, group = found[0].nodeid, found[2]
+            groups[test] = groups.get(test, frozenset()) | {group}
+    return Collected(defined, groups, rooted)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Which candidates of each group were selected, after every deselection (`-k`, `-m`,
     `--autotune-only`, node ids): the session reports a group's gate failure on one of
-    them (`AutotuneSession.selected`)."""
+    them (`AutotuneSession.selected`), never on one marked not to run."""
     state = session.config.stash.get(SESSION, None)
     if state is None:
         return
     selected: dict[str, list[str]] = {}
     for item in session.items:
         spec = item.stash.get(ITEM, None)
-        if spec is not None:
+        if spec is not None and spec.candidate not in not_run(session.config, spec.group):
             selected.setdefault(spec.group, []).append(spec.candidate)
     state.selected = {group: tuple(names) for group, names in selected.items()}
 
@@ -251,12 +440,87 @@ def _test_arguments(item: pytest.Function) -> dict[str, Any]:
     return {name: item.funcargs[name] for name in names if name in item.funcargs}
 
 
+def _input_names(arguments: Mapping[str, Any]) -> tuple[str, ...]:
+    """The arguments whose values the tuner copies for each candidate and passes to the
+    body: all but `candidate` and those of the test's own item (`own_request.OWN`), which
+    the body gets as its candidate's (`CandidateRun.own`)."""
+    return tuple(n for n in arguments if n != "candidate" and n not in OWN)
+
+
+def _inputs(arguments: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The values of `_input_names`, in order."""
+    return tuple(arguments[n] for n in _input_names(arguments))
+
+
 def _body(
-    item: pytest.Function, arguments: Mapping[str, Any], limit: TimeLimit, names: Names
+    item: pytest.Function,
+    spec: ItemSpec,
+    arguments: Mapping[str, Any],
+    limit: TimeLimit,
+    tuning: bool,
 ) -> CandidateRun:
     """`run(candidate, *values)`: the test body with `candidate` and the other arguments,
-    stopped by name if it runs past the time limit."""
-    return CandidateRun(item.obj, tuple(n for n in arguments if n != "candidate"), limit, names)
+    stopped by name if it runs past the time limit, and each other candidate under its own
+    test's warning filters (its marks' in place of this test's). Each candidate's body gets
+    its own test's `request` (`own_request`): tuning runs them all in one test, and a plain
+    run the reference in each."""
+    marks = warning_marks(item.config, spec.group)
+    own = marks.get(spec.candidate, ())
+    differ = {name: parse_filters(args) for name, args in marks.items() if args != own}
+    filters = None
+    # None where every candidate's marks are this test's (most groups): each timed call
+    # then pays nothing for them, not even the lookup of a scope it does not need.
+    if differ:
+        config = item.config
+        project = project_filters(
+            config.getini("filterwarnings"), config.getoption("pythonwarnings", None) or ()
+        )
+        running = tuple(f for f in parse_filters(own) if f not in project)
+        filters = MarkFilters(running, differ)
+    others = _input_names(arguments)
+    fixtures = None
+    if any(name in arguments for name in OWN):
+        fixtures = OwnFixtures(item, arguments, _candidate_items(item, spec))
+    names = Names(spec.function.candidates)
+    raised = item.config.stash.setdefault(RAISED, {}).setdefault(spec.group, set())
+    benchmark = None
+    real = real_fixtures(_test_arguments(item))
+    if real and not tuning:
+        benchmark = OwnBenchmark(real, dict(spec.function.candidates)[spec.candidate])
+    return CandidateRun(
+        item.obj,
+        others,
+        limit,
+        names,
+        filters,
+        fixtures,
+        raised if tuning else None,
+        benchmark,
+    )
+
+
+def _candidate_items(item: pytest.Function, spec: ItemSpec) -> dict[str, pytest.Item]:
+    """Each candidate's own test item in the run of the group that `item` is: `item` for
+    its candidate, and for another the item of the same parameters (pytest-repeat's
+    repetition number among them: a group holds every repetition), else the first
+    collected. By candidate name alone, the last repetition's item stood for each, and the
+    first repetition's body read and wrote the second's."""
+    run = _other_indices(item)
+    found: dict[str, pytest.Item] = {}
+    for other in item.config.stash.get(GROUP_ITEMS, {}).get(spec.group, []):
+        name = other.stash[ITEM].candidate
+        if name not in found or _other_indices(other) == run:
+            found[name] = other
+    found[spec.candidate] = item
+    return found
+
+
+def _other_indices(item: pytest.Item) -> dict[str, int]:
+    """Which value of each parameter but `candidate` the item has (indices compare where
+    the values, arrays among them, may not)."""
+    callspec = getattr(item, "callspec", None)  # every item of a group has one
+    indices: Mapping[str, int] = callspec.indices if callspec is not None else {}
+    return {name: i for name, i in indices.items() if name != "candidate"}
 
 
 @dataclass(frozen=True)
@@ -264,25 +528,149 @@ class CandidateRun:
     """`run(candidate, *values)`: the test function called with `candidate` and the other
     arguments (`others`, in order), stopped by name past the time limit.
 
-    It pickles as the test function's name and the argument names, without the limit: a
-    fresh process that measures a CPU winner again (`fresh_process`) runs the body there,
-    under the process's own timeout."""
+    It pickles as the test function's name, the argument names and the warning filters,
+    without the limit: a fresh process that measures a CPU winner again (`fresh_process`)
+    runs the body there, under the process's own timeout and the candidate's own marks."""
 
     test: Callable[..., Any]
     others: tuple[str, ...]
     limit: TimeLimit | None = None
     names: Names | None = None
+    filters: MarkFilters | None = None
+    """The warning filters of each candidate's test's marks (`warning_marks.py`); None where
+    every candidate's are the running test's."""
+    own: OwnFixtures | None = None
+    """The fixtures of each candidate's own test item (`request`), given to its body beside
+    the values; None where the test takes none."""
+    raised: set[int] | None = None
+    """Tuning, where the candidates whose body raised are kept (`RAISED`), so
+    that each one's own test can show its traceback (`fixture.raise_again`)."""
+    benchmark: OwnBenchmark | None = None
+    """A plain run's pytest-benchmark fixture, given in place of the `CallOnce` among the
+    values to the first call of the test's own candidate (`benchmark_fixture`)."""
+
+    def scope_of(self, name: str) -> CandidateScope | None:
+        """What makes candidate `name`'s warning scope, for the tuner to enter around its
+        timed calls (`tune.call_scope`); None where it needs none."""
+        if self.filters is None or name not in self.filters.others:
+            return None
+        return CandidateScope(self, name)
 
     def __call__(self, candidate: Callable[..., Any], *values: Any) -> Any:
         def body() -> Any:
-            return self.test(candidate=candidate, **dict(zip(self.others, values, strict=True)))
+            # pytest's outcomes raised in the body are not `Exception`s: each went through
+            # the check of another candidate's test, and through tuning, and gave its
+            # outcome to the group's every test, those of candidates that ran included,
+            # leaving the group untuned. Here they are the candidate's own: `pytest.skip()`
+            # declines it (or the inputs), as `AutotuneSkip` does; `pytest.xfail()` declines
+            # it as expected to fail; `pytest.fail()` and `sys.exit()` are its failure.
+            arguments = self._arguments(candidate, values)
+            problem: str | None
+            # Entered by the tuner around a timed call, outside its timer (`call_scope`).
+            scope = (
+                self.filters.scope(self.names(candidate))
+                if self.filters and self.names and not call_scope.entered()
+                else None
+            )
+            try:
+                if scope is not None:
+                    with scope:
+                        output = self.test(candidate=candidate, **arguments)
+                else:
+                    output = self.test(candidate=candidate, **arguments)
+            except pytest.skip.Exception as exc:
+                raise AutotuneSkip(exc.msg) from None
+            except pytest.xfail.Exception as exc:
+                raise AutotuneSkip(f"{EXPECTED_TO_FAIL}{exc.msg}") from None
+            except pytest.fail.Exception as exc:
+                raise Failed(exc) from None
+            except SystemExit as exc:  # not an `Exception` either: it failed the whole group
+                problem = f"raised SystemExit({exc.code!r}), as sys.exit() does, which ends"
+                problem += " a program: a candidate that fails raises an Exception"
+            else:
+                problem = _unrun(output)
+                if problem is None:
+                    return output
+            who = f"candidate {self.names(candidate)!r}" if self.names else "the candidate"
+            raise Failed(pytest.fail.Exception(f"{who} {problem}", pytrace=False))
 
-        if self.limit is None or self.names is None:
-            return body()
-        return self.limit.call(self.names(candidate), body)
+        try:
+            if self.limit is None or self.names is None:
+                return body()
+            return self.limit.call(self.names(candidate), body)
+        except Exception as exc:
+            self._note_raised(candidate, exc)
+            raise
+
+    def _arguments(self, candidate: Callable[..., Any], values: tuple[Any, ...]) -> dict[str, Any]:
+        """The body's arguments but `candidate`: the values, and the fixtures that belong
+        to the candidate's own test where it takes them."""
+        arguments = dict(zip(self.others, values, strict=True))
+        if self.own is not None:
+            arguments.update(self.own(self.names(candidate) if self.names else ""))
+        if self.benchmark is not None:
+            arguments.update(self.benchmark(candidate))
+        return arguments
+
+    def _note_raised(self, candidate: Callable[..., Any], exc: BaseException) -> None:
+        """Keep a candidate whose body raised: not a decline, nor a stop at
+        the time limit, which its test says in a line of its own."""
+        if self.raised is not None and crashed(exc):
+            self.raised.add(id(candidate))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (CandidateRun, (self.test, self.others))
+        if self.own is not None:
+            # A test's own `request` exists in this process only: measured here instead.
+            raise TypeError("a test body that takes its test's own fixtures does not pickle")
+        return (CandidateRun, (self.test, self.others, None, None, self.filters))
+
+
+@dataclass(frozen=True)
+class CandidateScope:
+    """`autotune_scope` of a candidate whose test's warning marks differ from the running
+    test's (`CandidateRun.scope_of`). It pickles with its `CandidateRun` and its filters:
+    a fresh process that measures the winner again enters it as the gate does here."""
+
+    run: CandidateRun
+    name: str
+
+    def __call__(self) -> AbstractContextManager[None]:
+        scope = self.run.filters.scope(self.name) if self.run.filters is not None else None
+        return scope if scope is not None else contextlib.nullcontext()
+
+
+def _unrun(output: object) -> str | None:
+    """Why a test body's output is a call not yet run, if it is: an `async def` candidate
+    returns a coroutine and a generator function a generator, and neither runs a line
+    until awaited or iterated. As the reference, every candidate that computed the answer
+    differed from it, and the group fell back to it; timed, it was all but free. The
+    coroutine is closed, else its "never awaited" warning, raised when it is collected,
+    failed whichever test of a strict project ran then."""
+    if inspect.iscoroutine(output):
+        output.close()
+        return (
+            "returned a coroutine, which runs nothing until awaited: an `async def`"
+            " candidate is run by the test body, as in `return asyncio.run(candidate(x))`"
+        )
+    if inspect.isgenerator(output) or inspect.isasyncgen(output):
+        return (
+            "returned a generator, which runs nothing until iterated: return its values"
+            " from the test body, as in `return list(candidate(x))`"
+        )
+    return None
+
+
+EXPECTED_TO_FAIL = "expected to fail: "
+"""How a candidate's decline by `pytest.xfail()` in the test body begins."""
+
+
+class Failed(Exception):
+    """`pytest.fail()` in the test body, as the candidate's failure (named as pytest's own,
+    which the messages show); the candidate's own test raises pytest's again."""
+
+    def __init__(self, outcome: BaseException) -> None:
+        super().__init__(str(outcome))
+        self.outcome = outcome
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -292,12 +680,13 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         return None
     if spec.function.error is not None:
         pytest.fail(spec.function.error, pytrace=False)
+    _fail_if_the_fixture_changed_the_candidate(pyfuncitem, spec)
     session = pyfuncitem.config.stash[SESSION]
-    arguments = _test_arguments(pyfuncitem)
-    inputs = tuple(value for name, value in arguments.items() if name != "candidate")
+    arguments = stand_in(_test_arguments(pyfuncitem), tuning=session.settings.tune)
+    inputs = _inputs(arguments)
     options = spec.function.options
-    limit = time_limit(session, options)
-    run = _body(pyfuncitem, arguments, limit, Names(spec.function.candidates))
+    limit = call_time_limit(session, options)
+    run = _body(pyfuncitem, spec, arguments, limit, session.settings.tune)
     try:
         with limit.armed(), session.level_scope(options):
             if session.settings.tune:
@@ -309,13 +698,28 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                     run=run,
                     inputs=inputs,
                     options=_evaluated_options(options, arguments, spec.function.nodeid),
+                    not_run=not_run(pyfuncitem.config, spec.group),
+                    test_ids=candidate_nodeids(pyfuncitem.config, spec.group),
+                    expected_to_fail=expected_to_fail(pyfuncitem.config, spec.group),
                 )
                 failure = session.candidate_outcome(request, spec.candidate)
+                fn = dict(spec.function.candidates)[spec.candidate]
+                if failure and id(fn) in pyfuncitem.config.stash[RAISED][spec.group]:
+                    raise_again(_called_again(run, spec, inputs), failure)
+                declined = None if failure else session.declined(spec.group, spec.candidate)
+                if declined is not None:
+                    raise AutotuneSkip(declined)
             else:
-                # What tuning would call first is called here too, so that a bad `work=`
-                # or `key=` fails the plain run every CI job makes, not only --autotune.
+                # What tuning would call first is called here too, so that a bad `work=`,
+                # `key=` or group priority fails the plain run every CI job makes, not only
+                # --autotune.
                 _evaluated_options(options, arguments, spec.function.nodeid)
-                _group_key(spec, arguments)
+                check_groups(
+                    spec.function.candidates,
+                    options.get("groups"),
+                    not_run(pyfuncitem.config, spec.group),
+                    _group_key(spec, arguments),
+                )
                 failure = check_candidate(
                     spec.candidate,
                     spec.function.candidates,
@@ -324,16 +728,81 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                     reference=options.get("reference"),
                     config=session.settings.for_marker(options).engine,
                     check_output=options.get("check_output") is not False,
+                    not_run=not_run(pyfuncitem.config, spec.group),
+                    expected_to_fail=expected_to_fail(pyfuncitem.config, spec.group),
                 )
     except AutotuneSkip as exc:
+        if str(exc).startswith(EXPECTED_TO_FAIL):
+            pytest.xfail(str(exc).removeprefix(EXPECTED_TO_FAIL))
         pytest.skip(f"candidate {spec.candidate!r} declined: {exc}")
-    except (ConfigError, CudaUnavailableError) as exc:
-        pytest.fail(f"{spec.function.nodeid}: {exc}", pytrace=False)
+    except Failed as exc:
+        raise exc.outcome from None
+    except (ConfigError, CudaUnavailableError, PriorityError) as exc:
+        fail(f"{spec.function.nodeid}: {exc}")
     except TimeLimitExceeded as exc:
-        pytest.fail(f"{spec.function.nodeid}: candidate {exc.name!r} {exc}", pytrace=False)
+        fail(f"{spec.function.nodeid}: candidate {exc.name!r} {exc}")
     if failure:
         pytest.fail(failure, pytrace=False)
     return True
+
+
+def _distinct_properties(item: pytest.Item) -> None:
+    """Each property the test's body recorded once, in the order first recorded: under
+    --autotune its body is the timed call, made thousands of times (8317 copies of one
+    `record_property` reached the JUnit XML of a plain one-property test), and a plain run
+    calls the reference's body in the other candidates' tests too.
+
+    A value that does not hash (a list, a NumPy array, whose `==` is elementwise) is known
+    by its pickle: comparing each with every one kept took time quadratic in the calls,
+    for a list that differs at each. One that neither hashes nor pickles is kept."""
+    distinct: list[tuple[str, object]] = []
+    seen: set[object] = set()
+    for prop in item.user_properties:
+        known: object = prop
+        try:
+            hash(prop)
+        except TypeError:
+            try:
+                known = pickle.dumps(prop)
+            except Exception:
+                distinct.append(prop)
+                continue
+        if known not in seen:
+            seen.add(known)
+            distinct.append(prop)
+    item.user_properties[:] = distinct
+
+
+def _called_again(
+    run: CandidateRun, spec: ItemSpec, inputs: tuple[Any, ...]
+) -> Callable[[], object]:
+    """The test's candidate called once more through its body (`fixture.raise_again`),
+    `pytest.fail()` in the body raised as pytest's own."""
+
+    def call() -> object:
+        try:
+            return run(dict(spec.function.candidates)[spec.candidate], *clone_value(inputs))
+        except Failed as exc:
+            raise exc.outcome from None
+
+    return call
+
+
+def _fail_if_the_fixture_changed_the_candidate(item: pytest.Function, spec: ItemSpec) -> None:
+    """A `candidate` parametrized indirectly reaches the test through a fixture of the
+    user's, which may turn it into another callable (a kernel compiled, an axis bound).
+    The group's candidates are checked and tuned at its first test, before the others'
+    fixtures are set up, so the plugin calls the parametrized values themselves: one the
+    fixture changed would be checked and timed as a function the test never runs."""
+    given = item.funcargs.get("candidate")
+    if given is item.callspec.params.get("candidate"):
+        return
+    fail(
+        f"{spec.function.nodeid}: the `candidate` fixture turned candidate"
+        f" {spec.candidate!r} into {given!r}; the plugin checks and times the parametrized"
+        " callables themselves, so parametrize `candidate` directly with the callables to"
+        " run (prepare them, a kernel compiled, before the parametrize)"
+    )
 
 
 def _group_key(spec: ItemSpec, arguments: Mapping[str, Any]) -> Any:
@@ -375,10 +844,22 @@ def _call_with_fixtures(fn: Callable[..., Any], arguments: Mapping[str, Any], wh
 # -- the end of the session -----------------------------------------------------------------
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Any:
+    """After the tests of a tuning run, before any plugin's end of the session: a
+    pytest-benchmark with nothing to save stays quiet (`benchmark_fixture.nothing_to_save`)."""
+    yield
+    state = session.config.stash.get(SESSION, None)
+    if state is not None and state.settings.tune:
+        nothing_to_save(session.config)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(SESSION, None)
-    if state is None or not state.settings.tune:
+    if state is None or not state.settings.tune or session.config.option.collectonly:
+        # --collect-only runs no test: no report, records or cache files to write (an empty
+        # report replaced the last run's).
         return
     if state.worker:
         session.config.workeroutput["autotune"] = state.to_worker_output()  # type: ignore[attr-defined]
@@ -390,8 +871,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(SESSION, None)
-    if state is None or not state.settings.tune or state.worker:
+    if state is None or state.worker or config.option.collectonly:
+        return
+    if not state.settings.tune:
+        ignored = ignored_options(_command_line(config, typed_only=True), state.settings)
+        if ignored is not None:
+            terminalreporter.write_line(ignored)
+        return
+    lines = state.summary_lines(stats=state.settings.candidates)
+    if not lines:  # nothing tuned nor noted (--collect-only, every test deselected)
         return
     terminalreporter.section("autotune")
-    for line in state.summary_lines(stats=state.settings.candidates):
+    for line in lines:
         terminalreporter.write_line(line)

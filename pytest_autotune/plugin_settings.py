@@ -13,7 +13,6 @@ the project (the ini file, `autotune.yaml`) from the root dir, as the ini's `cac
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -54,6 +53,8 @@ class PluginSettings:
 
     tune: bool = False
     update: bool = False
+    prune: bool = False
+    """Drop the stale cache entries an update names (`pytest_autotune.stale`)."""
     html: Path | None = None
     benchmark_json: Path | None = None
     device: str = "auto"
@@ -74,12 +75,14 @@ class PluginSettings:
         return self.rootpath / (self.engine.cache_dir or PROJECT_CACHE_DIR)
 
     def relative(self, path: Path) -> str:
-        """A path as the summary shows it, so that it opens from where pytest was run: from
-        that directory when it is below it, else whole."""
-        try:
-            return str(path.relative_to(self.invocation_dir))
-        except ValueError:
-            return str(path)
+        """A path as the summary shows it (`shown_from`)."""
+        return shown_from(path, self.invocation_dir)
+
+    def origin(self, name: str) -> str:
+        """Where a setting's value came from, as a bad value's message names it
+        (`"autotune.yaml: device"`, `"PYTEST_AUTOTUNE_DEVICE"`), or "the default"."""
+        chosen = choose(self.layers).get(name)
+        return chosen[1] if chosen is not None else "the default"
 
     def for_marker(self, options: Mapping[str, Any]) -> PluginSettings:
         """These settings under a group's marker (or fixture call), which comes first:
@@ -101,13 +104,16 @@ def settings_from_sources(
     environ: Mapping[str, str],
     rootpath: Path,
     invocation_dir: Path | None = None,
+    written_by_others: Mapping[str, Path] | None = None,
 ) -> PluginSettings:
     """Resolve the settings: command line, then environment, then YAML, then ini, then the
     defaults (the marker overrides per group: `PluginSettings.for_marker`). Keys are
     spelled as each source spells them (`autotune_level`, `PYTEST_AUTOTUNE_LEVEL`).
     Relative paths of the command line and the environment are taken from
     `invocation_dir` (None: `rootpath`, as for a run started there), the others from
-    `rootpath`.
+    `rootpath`. `written_by_others`: the files other plugins write at the end of the run,
+    by the option that names them (pytest-benchmark's `--benchmark-json`), which no output
+    of ours may share.
 
     A bad value raises `ConfigError` naming its source and key.
     """
@@ -122,9 +128,54 @@ def settings_from_sources(
     elif (rootpath / YAML_FILE).is_file():
         yaml_path = rootpath / YAML_FILE
     if yaml_path is not None:
-        layers.append((os.fspath(yaml_path), load_yaml(yaml_path)))
+        where = shown_from(yaml_path, invocation_dir)
+        layers.append((where, load_yaml(yaml_path, where)))
     layers.append(("ini", ini))
-    return settings_from_layers(tuple(layers), rootpath, invocation_dir)
+    settings = settings_from_layers(tuple(layers), rootpath, invocation_dir)
+    # Said at the start, once (a marker sets none of them): each is written at the end.
+    written = {where: path.resolve() for where, path in (written_by_others or {}).items()}
+    for name, (value, where) in choose(tuple(layers)).items():
+        if name not in OUTPUT_FILES or not isinstance(value, Path):
+            continue
+        if (rootpath / value).is_dir():
+            raise ConfigError(f"{where}: {rootpath / value} is a folder; give the path of a file")
+        path = (rootpath / value).resolve()
+        for other, other_path in written.items():
+            if other_path == path and settings.tune:
+                # Written at the end one after the other, the last silently replaced the
+                # first: the plain benchmarks of a CI's `--benchmark-json` went missing.
+                # A plain run writes none of ours.
+                raise ConfigError(
+                    f"{where} and {other} both name {shown_from(path, invocation_dir)}: one"
+                    " would replace the other at the end of the run; give each its own file"
+                )
+        written[where] = path
+    return settings
+
+
+def ignored_options(command_line: Mapping[str, object], settings: PluginSettings) -> str | None:
+    """The line that ends a plain run whose command line gave options only tuning reads
+    (`--autotune-html` without `--autotune`), which would otherwise do nothing without a
+    word; None when there are none. Not a warning: a project's `filterwarnings = error`
+    would fail the run on it. The same settings from the ini file, `autotune.yaml` or the
+    environment stay silent: a project sets them once for the runs that tune."""
+    if settings.tune:
+        return None
+    flags = [s.flag for s in SETTINGS if s.tuning_only and command_line.get(s.ini) is not None]
+    if not flags:
+        return None
+    named = flags[0] if len(flags) == 1 else f"{', '.join(flags[:-1])} and {flags[-1]}"
+    verb = "has" if len(flags) == 1 else "have"
+    return f"autotune: {named} {verb} no effect without --autotune or --autotune-update"
+
+
+def shown_from(path: Path, invocation_dir: Path) -> str:
+    """A path as messages show it, so that it opens from where pytest was run: from that
+    directory when it is below it, else whole."""
+    try:
+        return str(path.relative_to(invocation_dir))
+    except ValueError:
+        return str(path)
 
 
 def _from_dir(layer: Layer, base: Path) -> Layer:
@@ -137,6 +188,10 @@ def _from_dir(layer: Layer, base: Path) -> Layer:
         if setting is not None and setting.name in paths:
             anchored[key] = base / paths[setting.name]
     return source, anchored
+
+
+OUTPUT_FILES = ("html", "record", "benchmark_json")
+"""The settings that name a file the run writes at its end."""
 
 
 def settings_from_layers(
@@ -157,10 +212,19 @@ def settings_from_layers(
             " pip install 'pytest-autotune[benchmark]'"
         )
     values = _plugin_values(chosen)
-    update = bool(values["update"])
+    update = bool(values["update"]) or bool(values["prune"])
+    if update and engine.disable_cache:
+        # Written anyway, the update replaced each entry without reading it: the baseline's
+        # earlier sessions went, and a file said to be neither read nor written changed.
+        asked = "--autotune-prune" if values["prune"] else "--autotune-update"
+        raise ConfigError(
+            f"{asked} writes the cache files, and {chosen['disable_cache'][1]} says to"
+            " read and write none: drop one of the two"
+        )
     return PluginSettings(
         tune=update or bool(values["tune"]) or bool(values["only"]),
         update=update,
+        prune=bool(values["prune"]),
         html=values["html"],
         benchmark_json=values["benchmark_json"],
         device=values["device"],
@@ -182,4 +246,4 @@ def _plugin_values(chosen: Chosen) -> dict[str, Any]:
     }
 
 
-__all__ = ["PluginSettings", "is_builtin_device", "settings_from_sources"]
+__all__ = ["PluginSettings", "ignored_options", "is_builtin_device", "settings_from_sources"]

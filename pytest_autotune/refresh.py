@@ -5,7 +5,8 @@ differ. A scheduled refresh that opened a pull request for that would open one e
 What is worth committing is what changes a decision or the gate: an entry (key and
 candidate list) that is new or gone, or a baseline that started again, which the update
 does only when the gate would call the change significant (`gate_policy.history`): an
-unchanged kernel's session joins the earlier ones and keeps them as its history.
+unchanged kernel's session joins the earlier ones and keeps them as its history, and an
+entry the update did not rewrite changes nothing.
 """
 
 from __future__ import annotations
@@ -13,34 +14,59 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from pytest_autotune.gate import BaselineSession
+from pytest_autotune.report import natural_key
 from pytest_autotune.report.html import key_text
+from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
+from pytest_autotune.tune.cache_names import cache_files
 
 __all__ = ["significant_changes"]
 
 
 def significant_changes(before: Path, after: Path) -> list[str]:
-    """One line per change worth a pull request between two cache folders, in a stable
-    order; empty when the refresh only added a session to each baseline."""
+    """One line per change worth a pull request between two cache folders, by file, then
+    by key with numbers read as numbers; empty when the refresh only added a session to
+    each baseline."""
     changes = []
     for name in sorted(_files(before) | _files(after)):
         old, new = _entries(before, name), _entries(after, name)
-        for pk in sorted(old.keys() | new.keys(), key=lambda pk: (pk.key, pk.checksum)):
+        for pk in sorted(
+            old.keys() | new.keys(), key=lambda pk: (natural_key(pk.key), pk.checksum)
+        ):
             value = new.get(pk) or old[pk]
             where = f"{name}: key {key_text(value.key)}"
             if pk not in old:
                 changes.append(f"{where}: new entry (a new key or candidate list)")
             elif pk not in new:
                 changes.append(f"{where}: entry removed")
-            elif not new[pk].sessions:
+            elif new[pk] != old[pk] and not _continues(new[pk], old[pk]):
+                # A baseline of one session has no `sessions` either way; only a rewritten
+                # one started again. One left as it was (kept, as an update does on
+                # contended CPUs, or its test not run) is no change.
                 old_winner, new_winner = old[pk].fastest_name, new[pk].fastest_name
                 winner = f"{old_winner} -> {new_winner}" if old_winner != new_winner else new_winner
                 changes.append(f"{where}: new baseline ({winner}): a significant change")
     return changes
 
 
+def _continues(new: PersistentCacheValue, old: PersistentCacheValue) -> bool:
+    """Whether the rewritten entry `new` kept `old` in its history: its sessions hold the
+    session `old`'s samples are. Not only whether it has sessions: a refresh that ran the
+    update several times (as a shared CPU machine should) restarted the baseline in one
+    run and joined that new one in the next. A history past `MAX_BASELINE_SESSIONS` joins
+    has let `old`'s session go, and reads as a restart: a pull request too many."""
+    winner = old.results[old.fastest_index] if old.fastest_index < len(old.results) else None
+    if not new.sessions or not isinstance(winner, AutotuneOutcome):
+        return False
+    newest = BaselineSession(SampleStats.of(winner.effective_samples).median).to_json()
+    return any(
+        isinstance(s, Mapping) and s.get("median_ns") == newest["median_ns"] for s in new.sessions
+    )
+
+
 def _files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*.json")}
+    return {str(p.relative_to(root)) for p in cache_files(root)}
 
 
 def _entries(root: Path, name: str) -> Mapping[PersistentCacheKey, PersistentCacheValue]:

@@ -10,14 +10,16 @@ everything it decides is plain Python, read (and tested) without pytest.
 from __future__ import annotations
 
 import functools
+import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
+from pytest_autotune.backends.cpu import settle_allocator
 from pytest_autotune.baselines import Baselines, baseline_extra
 from pytest_autotune.check_mode import Body, Candidates
 from pytest_autotune.gate import (
@@ -40,14 +42,21 @@ from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device
 from pytest_autotune.quiet import Quiet
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
+from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
 from pytest_autotune.tune.config import ConfigError
-from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.errors import (
+    NOT_REACHED,
+    AutotuneError,
+    AutotuneErrorKind,
+    AutotuneSkip,
+)
 from pytest_autotune.tune.files import shared_lock
 from pytest_autotune.tune.key import autotune_level_scope, stable_key
 from pytest_autotune.tune.log import format_duration
+from pytest_autotune.tune.plain_numbers import real_number
 from pytest_autotune.tune.records import AutotuneRecord
-from pytest_autotune.tune.tunable import Tunable, TuneGroup
-from pytest_autotune.tune.tunable_set import TunableSet, clone_value
+from pytest_autotune.tune.tunable import Tunable, TuneGroup, tune_plan
+from pytest_autotune.tune.tunable_set import TunableSet, checksum_of, clone_value
 from pytest_autotune.tune.tuner import TuneDecision, Tuner
 
 if TYPE_CHECKING:
@@ -81,6 +90,17 @@ class GroupRequest:
     options: Mapping[str, Any]
     tunables: TunableSet | None = None
     """A production set (the `autotune` fixture); None builds one from `candidates`."""
+    not_run: Mapping[str, str] = field(default_factory=dict)
+    """The candidates whose tests are marked not to run, with why (`collection.not_run`):
+    in the set built from `candidates`, declining the key there, so that its candidate list
+    (and the checksum its baseline is found by) is the one a machine that runs them
+    tunes; still a reference where the marker names one."""
+    test_ids: Mapping[str, str] = field(default_factory=dict)
+    """Each candidate's own test item by name, as its node id (`collection.candidate_nodeids`): the
+    pytest-benchmark file names a candidate's figures as pytest names its test."""
+    expected_to_fail: frozenset[str] = frozenset()
+    """The candidates whose tests are marked `xfail` (`collection.expected_to_fail`): the
+    report does not raise their failed checks."""
 
 
 @dataclass(frozen=True)
@@ -94,19 +114,31 @@ class AutotuneSession:
     """The state of one session: groups tuned so far and what the end of it writes."""
 
     def __init__(
-        self, settings: PluginSettings, worker: bool = False, hooks: SessionHooks | None = None
+        self,
+        settings: PluginSettings,
+        worker: bool = False,
+        hooks: SessionHooks | None = None,
+        worker_gpu: str | None = None,
     ) -> None:
         self.settings = settings
         self.worker = worker
+        self.worker_gpu = worker_gpu
+        """The `CUDA_VISIBLE_DEVICES` pytest_autotune.xdist gave this worker, None where it
+        gave it none: one GPU or none, or a `--tx` spec that sets the variable itself (the
+        worker then sees the devices the controller or the user chose)."""
         self.hooks = hooks or SessionHooks()
         notes: list[str] = []
         self.output = SessionOutput(settings, notes)
         """What travels to the controller and gets written at the end."""
         self.baselines = Baselines(settings, notes)
         self._outcomes: dict[str, _Outcome] = {}
-        self._key_owners: dict[tuple[str, str], str] = {}
-        """(tuner, stable key) -> the group that has it: one entry of a cache file each."""
+        self._key_owners: dict[tuple[str, str, str], str] = {}
+        """(tuner, stable key, checksum) -> the group that has it: one entry of a cache file
+        each."""
         self._collisions: dict[str, str] = {}
+        self._stopped: dict[str, str] = {}
+        """Why each group whose tuning an exception of no candidate's stopped (pytest-timeout's
+        alarm, an internal error) is not tuned again by its other tests."""
         self._clients: dict[str, Client] = {}
         self._group_settings: dict[str, PluginSettings] = {}
         self._devices: dict[str, dict[str, Any]] = {}
@@ -151,7 +183,8 @@ class AutotuneSession:
         if name == "auto":
             try:
                 return cuda(self._gpu_index(None))
-            except CudaUnavailableError:
+            except CudaUnavailableError as error:
+                self._note_cpu_fallback(error)
                 return cpu()
         if not is_builtin_device(name):
             raise ConfigError(
@@ -161,9 +194,32 @@ class AutotuneSession:
         index = int(name.split(":", 1)[1]) if ":" in name else None
         return cuda(self._gpu_index(index))
 
+    def _note_cpu_fallback(self, error: Exception) -> None:
+        """Say why `auto` tuned on the CPU, where a GPU was meant: CuPy is installed, or
+        `CUDA_VISIBLE_DEVICES` is set. A bad `CUDA_VISIBLE_DEVICES` ("7" on a host of one
+        GPU) otherwise moved every baseline to the CPU's folder without a word. Without
+        CuPy and the variable, the CPU is what the machine has, and nothing is said."""
+        without_cupy = isinstance(error.__cause__, ImportError)
+        if without_cupy and "CUDA_VISIBLE_DEVICES" not in os.environ:
+            return
+        self.output.notes.append(f"warning: device auto: tuned on the CPU, as {error}")
+
     def _gpu_index(self, explicit: int | None) -> int:
         """The GPU of `cuda`/`auto`: device 0, which under pytest-xdist is the worker's own
-        (pytest_autotune.xdist sets each worker's CUDA_VISIBLE_DEVICES before it starts)."""
+        (pytest_autotune.xdist sets each worker's CUDA_VISIBLE_DEVICES before it starts).
+
+        An index is refused in a worker given one GPU: there `cuda:N` would name the worker's
+        N-th device, not the host's, and a group goes to whichever worker is free, so the
+        group would run on another GPU than it names, or fail, from run to run."""
+        if explicit is not None and self.worker_gpu is not None:
+            raise ConfigError(
+                f"device cuda:{explicit}: this pytest-xdist worker sees one GPU alone"
+                f" (CUDA_VISIBLE_DEVICES={self.worker_gpu}: pytest-autotune gives each worker"
+                " a GPU of its own under the default --autotune-device, and a group goes to"
+                " whichever worker is free); name a device for the whole run"
+                f" (--autotune-device=cuda:{explicit}: every worker then sees every GPU), or"
+                " leave the group's device to the worker (device='cuda')"
+            )
         return 0 if explicit is None else explicit
 
     def uses_default_gpu(self) -> bool:
@@ -183,25 +239,47 @@ class AutotuneSession:
         collision = self._collision(request)
         if collision is not None:
             return collision
+        stopped = self._stopped.get(request.group)
+        if stopped is not None:
+            return stopped
         outcome = self._outcomes.get(request.group)
         if outcome is None:
-            outcome = self._outcomes[request.group] = self._tune(request)
+            try:
+                outcome = self._outcomes[request.group] = self._tune(request)
+            except BaseException as exc:  # pytest-timeout's alarm is pytest's `fail`
+                if not isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                    self._stopped[request.group] = _stopped(request.group, name, exc)
+                raise
         return outcome.failures.get(name)
+
+    def declined(self, group: str, name: str) -> str | None:
+        """Why candidate `name` of a tuned group declined its key (`AutotuneSkip`, or
+        `pytest.skip()` in the test body), or None where it did not: its test is skipped,
+        as plain pytest skips it."""
+        outcome = self._outcomes.get(group)
+        return None if outcome is None else _declined(outcome.decision).get(name)
 
     def _collision(self, request: GroupRequest) -> str | None:
         """Two groups of one test with one key would share one cache entry, each baseline
         replacing the other's (and the gate comparing one size with another's time)."""
         if request.group in self._collisions or request.group in self._outcomes:
             return self._collisions.get(request.group)
+        # The checksum too: two sets of one tuner (two `autotune` fixture calls) are two
+        # entries of its file at one key, as their candidate lists differ.
+        names = tuple(name for name, _ in request.candidates)
         owner = self._key_owners.setdefault(
-            (request.tuner_name, stable_key(request.key)), request.group
+            (request.tuner_name, stable_key(request.key), checksum_of(names)), request.group
         )
         if owner == request.group:
             return None
+        # A marker's key comes from its `key=`; an `autotune` fixture call's from its set.
+        if request.tunables is None:
+            source, remedy = "key=", "so give each group its own key"
+        else:
+            source, remedy = "the set's key_gen", "so tune this set at this key in one test"
         message = (
-            f"{request.group}: key= gives the key {stable_key(request.key)}, as it does for"
-            f" {owner}; one cache entry cannot hold the baselines of both, so give each"
-            " group its own key"
+            f"{request.group}: {source} gives the key {stable_key(request.key)}, as it does"
+            f" for {owner}; one cache entry cannot hold the baselines of both, {remedy}"
         )
         self._collisions[request.group] = message
         return message
@@ -212,15 +290,28 @@ class AutotuneSession:
         return fn(*clone_value(request.inputs))
 
     def _tunable_set(self, request: GroupRequest, work: Work | None) -> TunableSet:
-        def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             # A partial, not a closure: it pickles where the body and the candidate do,
             # so a fresh process can measure it again (`fresh_process`).
-            return functools.partial(request.run, fn)
+            wrapped = functools.partial(request.run, fn)
+            scope_of = getattr(request.run, "scope_of", None)  # `plugin.CandidateRun`'s
+            scope = scope_of(name) if scope_of is not None else None
+            if scope is not None:
+                # Its test's warning filters, entered around each timed call by the tuner
+                # and outside its timer (`tune.call_scope`).
+                setattr(wrapped, SCOPE_ATTRIBUTE, scope)
+            return wrapped
 
         tunables = request.tunables
         if tunables is None:
-            items = [Tunable(name, wrap(fn)) for name, fn in request.candidates]
-            tunables = TunableSet(lambda *_: request.key, tunables=tuple(_grouped(items, request)))
+            items = [
+                Tunable(name, _skipped_here(request.not_run[name]))
+                if name in request.not_run
+                else Tunable(name, wrap(name, fn))
+                for name, fn in request.candidates
+            ]
+            grouped = _grouped(items, request.options.get("groups"), request.not_run)
+            tunables = TunableSet(lambda *_: request.key, tunables=tuple(grouped))
         if work is not None and tunables.bounds_gen is None:
             # The roofline itself (default thresholds) drives the short circuit; the
             # marker's thresholds are the gate's floor, not a reason to stop tuning.
@@ -243,6 +334,7 @@ class AutotuneSession:
             replace(settings.engine, checks=True),
             reference=_reference(options.get("reference"), request),
             require_output=options.get("check_output") is not False,
+            reference_last=request.expected_to_fail,
         )
         progress = self.hooks.progress
         if progress is not None:
@@ -255,7 +347,15 @@ class AutotuneSession:
             quiet as unpaused,
             autotune_level_scope(settings.engine.level),
         ):
+            if not on_gpu:
+                # malloc's thresholds where the gate's measurer puts them (`settle_allocator`),
+                # so that tuning ranks a kernel of large temporaries as the gate times it.
+                settle_allocator()
             decision = tuner.tune(request.key, tunables, request.inputs, client)
+            if not decision.measured and len(_declined(decision)) == len(decision.results):
+                # Nothing takes the key: skipped, as plain pytest skips each test, with
+                # nothing to judge nor record (a failure the key is not).
+                return _Outcome(tunables, decision, {})
             case = GroupCase(
                 request.group, request.key, request.inputs, tunables, decision, device_id, settings
             )
@@ -268,15 +368,17 @@ class AutotuneSession:
                 baseline_devices=lambda: self.baselines.devices_with(request.tuner_name),
                 notes=self.output.notes,
                 machine=machine if isinstance(machine, str) and machine else None,
+                unreadable_file=lambda: self.baselines.unreadable(
+                    case.device_id, request.tuner_name
+                ),
             )
         if unpaused is not None:
             self.output.notes.append(
                 f"{request.group}: measured while other pytest-xdist workers ran tests ({unpaused})"
             )
         verdict = self._keep(request, case, judged, client, work)
-        return _Outcome(
-            tunables, decision, _failures(decision, verdict, self.selected.get(request.group))
-        )
+        failures = _failures(decision, verdict, self.selected.get(request.group), judged.measured)
+        return _Outcome(tunables, decision, failures)
 
     def _keep(
         self,
@@ -310,6 +412,9 @@ class AutotuneSession:
                 baseline=baseline,
                 history=kept,
                 recorded=recorded,
+                test_ids=request.test_ids,
+                expected_to_fail=request.expected_to_fail,
+                selected=self.selected.get(request.group),
             )
 
         if self.hooks.verdict is not None:
@@ -326,21 +431,20 @@ class AutotuneSession:
         )
 
     def _device(self, client: Client, device_id: str) -> dict[str, Any]:
-        """The device block a group's record carries (id, fingerprint, peaks), made once
-        per device: other plugins add to its fingerprint (`pytest_autotune_fingerprint`)."""
+        """The device block a group's record carries (id, fingerprint, peaks), its
+        fingerprint made once per device: other plugins add to it
+        (`pytest_autotune_fingerprint`)."""
         if device_id not in self._devices:
             fingerprint = dict(client.fingerprint())
             if self.hooks.fingerprint is not None:
                 self.hooks.fingerprint(fingerprint)
-            device = {
-                "id": device_id,
-                "fingerprint": fingerprint,
-                "peaks": client.peaks().to_json(),
-            }
+            device = {"id": device_id, "fingerprint": fingerprint}
             if device_id != client.device_id:
                 device["measured_on"] = client.device_id
             self._devices[device_id] = device
-        return self._devices[device_id]
+        # The peaks as they stand now: a winner above its roof has them probed again
+        # (`gate_policy`), and the record's fraction of roof is of these.
+        return {**self._devices[device_id], "peaks": client.peaks().to_json()}
 
     @contextmanager
     def _device_held(self, device_id: str, uuid: object) -> Iterator[None]:
@@ -377,9 +481,20 @@ class AutotuneSession:
     def merge_worker_output(self, output: Mapping[str, Any]) -> None:
         self.output.merge_worker_output(output)
 
+    def note(self, line: str) -> None:
+        """A line for the end of the summary."""
+        self.output.notes.append(line)
+
+    def note_test_failure(self, group: str, expected: bool) -> None:
+        """A test of `group` failed, as its `xfail` mark expected or not. When its tests
+        failed only as expected, the gate's failure of the group (every candidate failing)
+        is the one expected too, and the run does not fail on it; the summary says so."""
+        (self.output.expected_failures if expected else self.output.failed_tests).add(group)
+
     def finish(self) -> bool:
-        """Write what the session produced; True when a group failed the gate or an output
-        could not be written."""
+        """Write what the session produced; True when a group failed the gate (but for one
+        whose tests failed only as their `xfail` marks expected) or an output could not be
+        written."""
         return self.output.finish()
 
     def summary_lines(self, stats: bool = False) -> list[str]:
@@ -388,25 +503,46 @@ class AutotuneSession:
 
 
 def _failures(
-    decision: TuneDecision, verdict: GroupVerdict, selected: tuple[str, ...] | None = None
+    decision: TuneDecision,
+    verdict: GroupVerdict,
+    selected: tuple[str, ...] | None = None,
+    measured: str | None = None,
 ) -> dict[str, str]:
     """What fails for each candidate of a tuned group, by name: its own error, and for the
-    winner the gate's failure. Where the winner's item was not selected (`selected`: the
-    selected candidates, None where every one is), the gate's failure goes to the first
-    selected candidate instead: the run fails on a failing test, not on the summary alone."""
+    winner the gate's failure. The winner is the candidate the gate judged: `measured`, the
+    baseline's winner where tuning here slipped onto another (`gate_policy.judge_group`),
+    since the failure is that candidate's time, and the summary names it. Where the
+    winner's item was not selected (`selected`: the selected candidates, None where every
+    one is), the gate's failure goes to the first selected candidate instead: the run fails
+    on a failing test, not on the summary alone."""
     failures = {
         result.name or "": f"candidate {result.name!r} {result.message}"
         for result in decision.results.values()
         if isinstance(result, AutotuneError) and result.kind is not AutotuneErrorKind.SKIP
     }
     if verdict.failed:
-        name = decision.fastest_name
-        gate = f"autotune gate: {verdict.verdict.value}: {verdict.message}"
+        name = measured or decision.fastest_name
+        # "regression of ...", "no baseline for ...": a message that names its verdict is
+        # not prefixed with it again ("regression: regression of").
+        kind = verdict.verdict.value
+        gate = f"autotune gate: {'' if verdict.message.startswith(kind) else kind + ': '}"
+        gate += verdict.message
         if selected and name not in selected:
             gate = f"{gate}\n(the winner {name!r} was not selected; its group's gate fails here)"
             name = selected[0]
         failures[name] = f"{failures[name]}\n{gate}" if name in failures else gate
     return failures
+
+
+def _declined(decision: TuneDecision) -> dict[str, str]:
+    """The candidates of a decision that declined its key, by name: why."""
+    return {
+        result.name or "": result.message
+        for result in decision.results.values()
+        if isinstance(result, AutotuneError)
+        and result.kind is AutotuneErrorKind.SKIP
+        and not result.message.startswith(NOT_REACHED)
+    }
 
 
 def _reference(reference: Any, request: GroupRequest) -> Callable[..., Any] | None:
@@ -416,7 +552,7 @@ def _reference(reference: Any, request: GroupRequest) -> Callable[..., Any] | No
     if isinstance(reference, str):
         by_name = dict(request.candidates)
         if reference not in by_name:
-            raise ConfigError(f"{request.group}: reference={reference!r} names no candidate")
+            raise ConfigError(f"reference={reference!r} names no candidate: {sorted(by_name)}")
         reference = by_name[reference]
     fn = reference
 
@@ -426,22 +562,54 @@ def _reference(reference: Any, request: GroupRequest) -> Callable[..., Any] | No
     return call
 
 
-def _grouped(items: list[Tunable], request: GroupRequest) -> list[Tunable]:
+def check_groups(candidates: Candidates, groups: Any, not_run: Collection[str], key: Any) -> None:
+    """Evaluate the marker's `groups=` on `key` as tuning does, for the plain run: a
+    priority function that raises or returns no number for the key then fails the plain
+    run every CI job makes, not only --autotune's."""
+    if groups:
+        items = [Tunable(name, _planned_only) for name, _ in candidates if name not in not_run]
+        tune_plan(key, _grouped(items, groups, not_run))
+
+
+def _skipped_here(reason: str) -> Callable[..., Any]:
+    """The function of a candidate marked not to run here: it declines every key, with its
+    mark's reason, and never calls the candidate (which may crash on this machine). Left
+    out of the set instead, it changed the set's candidate list: the baseline of a machine
+    that runs it read as of "another candidate list (removed ...)", and an update replaced
+    that baseline as if the candidate had been deleted from the code."""
+
+    def skipped(*inputs: Any) -> Any:
+        raise AutotuneSkip(reason)
+
+    return skipped
+
+
+def _planned_only(*inputs: Any) -> None:
+    """The function of a candidate that is only planned (`check_groups`), never called."""
+
+
+def _grouped(items: list[Tunable], groups: Any, not_run: Collection[str]) -> list[Tunable]:
     """Apply the marker's `groups=[(TuneGroup, {candidate: priority}), ...]`."""
-    groups = request.options.get("groups") or ()
     by_name = {t.name: t for t in items}
-    for entry in groups:
+    for entry in groups or ():
         group, members = entry
         if not isinstance(group, TuneGroup) or not isinstance(members, Mapping):
-            raise ConfigError(
-                f"{request.group}: groups= takes (TuneGroup, {{candidate name: priority}}) pairs"
-            )
+            raise ConfigError("groups= takes (TuneGroup, {candidate name: priority}) pairs")
         for name, priority in members.items():
+            if name in not_run:
+                continue
             if name not in by_name:
-                raise ConfigError(f"{request.group}: groups= names no candidate {name!r}")
-            fn = priority if callable(priority) else (lambda key, p=int(priority): p)
+                raise ConfigError(f"groups= names no candidate {name!r}: {sorted(by_name)}")
+            fn = priority if callable(priority) else _fixed_priority(priority)
             by_name[name] = by_name[name].group(group, fn)
     return [by_name[t.name] for t in items]
+
+
+def _fixed_priority(priority: object) -> Callable[[Any], Any]:
+    """A priority given as a number, as the number it is, as a priority function may
+    return one: int() made -0.5 a 0 that no longer skips, and 1.5 share a batch with 1."""
+    number = real_number(priority)
+    return lambda key: number
 
 
 DEVICE_WAIT_S = 1800.0
@@ -462,4 +630,16 @@ def _device_lock(device_id: str, uuid: object = None) -> FileLock:
     return shared_lock(f"pytest-autotune-{name}")
 
 
-__all__ = ["AutotuneSession", "GroupRequest", "SessionHooks"]
+__all__ = ["AutotuneSession", "GroupRequest", "SessionHooks", "check_groups"]
+
+
+def _stopped(group: str, name: str, error: BaseException) -> str:
+    """What the other tests of a group say where its tuning was stopped in `name`'s test:
+    each tuned it again from the start, and each was stopped the same way (a test timeout
+    shorter than the group's tuning failed every candidate's test, one timeout each)."""
+    why = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return (
+        f"the tuning of {group} was stopped in {name}'s test ({why}) and is not started"
+        " again: a test timeout (pytest-timeout) must leave room for the tuning of a whole"
+        " group, which runs inside the first of its tests"
+    )

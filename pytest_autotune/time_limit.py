@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip
+
 
 class TimeLimitExceeded(Exception):
     """A candidate's call ran past the time limit; the message names the candidate."""
@@ -30,6 +32,52 @@ class TimeLimitExceeded(Exception):
         super().__init__(f"ran past its time limit of {seconds:g} s and was stopped")
         self.name = name
         self.seconds = seconds
+
+
+def crashed(exc: BaseException) -> bool:
+    """Whether `exc`, raised by a candidate's call, is its crash, whose traceback its test
+    shows (`fixture.raise_again`): not a decline (`AutotuneSkip`, an `AutotuneError`), nor
+    the stop at the time limit, which its test says in a line of its own."""
+    return not isinstance(exc, (AutotuneSkip, AutotuneError, TimeLimitExceeded))
+
+
+class Limited:
+    """`fn` called under `limit` as the candidate `name`: a production set's candidate
+    (the `autotune` fixture's), which the tuner calls without a test body around it.
+
+    It costs a few hundred nanoseconds a call, which a small kernel's baseline must not
+    carry: the gate measures the function itself (`unlimited`). It pickles as `fn` alone,
+    since a fresh process that measures a CPU winner again (`fresh_process`) runs it
+    under that process's own timeout."""
+
+    __slots__ = ("__weakref__", "fn", "limit", "name", "raised")
+
+    def __init__(
+        self, fn: Callable[..., Any], limit: TimeLimit, name: str, raised: set[str] | None = None
+    ) -> None:
+        self.fn, self.limit, self.name, self.raised = fn, limit, name, raised
+
+    def __call__(self, *values: Any) -> Any:
+        try:
+            return self.limit.call(self.name, self.fn, *values)
+        except Exception as exc:
+            # Its name kept (`raised`), for its test to show the traceback: the tuner
+            # keeps only the exception's text. A decline is no crash: kept, it was the
+            # one called again, and the crash of another candidate showed no traceback.
+            if self.raised is not None and crashed(exc):
+                self.raised.add(self.name)
+            raise
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (unlimited, (self.fn,))
+
+    def __repr__(self) -> str:
+        return f"Limited({self.fn!r}, {self.limit.seconds} s)"
+
+
+def unlimited(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The function a `Limited` calls; any other function as it is."""
+    return fn.fn if isinstance(fn, Limited) else fn
 
 
 class TimeLimit:
@@ -45,6 +93,7 @@ class TimeLimit:
 
     def call(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
         """`fn(*args)`, stopped with `TimeLimitExceeded` if it runs past the limit."""
+        __tracebackhide__ = True  # a candidate's traceback shows the user's frames alone
         self._calls += 1
         self._running = name
         try:

@@ -35,8 +35,14 @@ import pytest
 
 from pytest_autotune.session import AutotuneSession
 
+WORKER_GPU = "autotune_gpu"
+"""The `workerinput` key of the `CUDA_VISIBLE_DEVICES` the plugin gave a worker, absent where
+it gave none: the worker's session then refuses a device index (`AutotuneSession`), which
+would name another GPU in the worker than on the host."""
+
 DIST = "loadgroup"
-"""The `--dist` mode the plugin selects when `-n` is given without one, and schedules."""
+"""The `--dist` mode the plugin selects when `-n` is given without one (or with one that
+hands out single tests), and schedules."""
 
 
 def function_scope(nodeid: str) -> str:
@@ -58,6 +64,19 @@ def autotune_scheduling() -> type:
     class AutotuneScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             return function_scope(nodeid)
+
+        def _reschedule(self, node: Any) -> None:
+            """pytest-xdist's, then more work until the worker holds two tests, or told to
+            stop once nothing is left: a worker runs its last test only when it has the
+            next or is told to stop. The scope scheduling ensures that at the start, but a
+            worker that replaced a crashed one (a candidate that killed its process) was
+            given a single test this way and never ran it, and the run hung for good."""
+            super()._reschedule(node)
+            while not node.shutting_down and self._pending_of(self.assigned_work[node]) < 2:
+                if not self.workqueue:
+                    node.shutdown()
+                    return
+                self._assign_work_unit(node)
 
     return AutotuneScheduling
 
@@ -92,6 +111,10 @@ class XdistBridge:
         self.session = session
         self.gpu_count = gpu_count
         self.environ = environ
+        self.given: dict[int, tuple[Any, str]] = {}
+        """The `CUDA_VISIBLE_DEVICES` given to each worker's spec, by the spec's identity
+        (kept with it): a worker that crashed is replaced on the same spec under a new id
+        (gw2 for gw1), with the same environment, so the same GPU."""
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
@@ -106,11 +129,31 @@ class XdistBridge:
         visible = self.environ.get("CUDA_VISIBLE_DEVICES")
         count = 0 if visible is not None else self.gpu_count()
         for spec, gpu in zip(specs, worker_gpus(visible, count, len(specs)), strict=True):
-            if gpu is not None and getattr(spec, "popen", False):
+            # A worker whose --tx spec sets its devices (popen//env:CUDA_VISIBLE_DEVICES=2)
+            # keeps what the user chose.
+            chosen = "CUDA_VISIBLE_DEVICES" in spec.env
+            if gpu is not None and getattr(spec, "popen", False) and not chosen:
                 spec.env["CUDA_VISIBLE_DEVICES"] = gpu
+                self.given[id(spec)] = (spec, gpu)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        given = self.given.get(id(node.gateway.spec))
+        if given is not None:
+            node.workerinput[WORKER_GPU] = given[1]
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         output = getattr(node, "workeroutput", {}).get("autotune")
         if output is not None:
             self.session.merge_worker_output(output)
+        elif error is not None:
+            # A worker hands its groups back at the end of its session: one that crashed
+            # (a candidate that segfaults or exits) takes them with it, and the summary,
+            # the records and an update would lack them with no word of why.
+            worker = getattr(getattr(node, "gateway", None), "id", "a worker")
+            self.session.note(
+                f"warning: pytest-xdist worker {worker} stopped before handing back what it"
+                " tuned: its groups are missing from this summary, the records, the report"
+                " and any --autotune-update; fix the crash and run again"
+            )

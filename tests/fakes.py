@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import os
+import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from filelock import FileLock
 
 from pytest_autotune.backends.peaks import Peaks
 
@@ -73,3 +78,19 @@ def failing(name: str = "boom", exc: Exception | None = None) -> Callable[..., A
 
     fn.__name__ = name
     return fn
+
+
+@functools.cache
+def _released_lock_file_remains() -> bool:
+    with tempfile.TemporaryDirectory() as folder:
+        lock = os.path.join(folder, "probe.lock")
+        with FileLock(lock):
+            pass
+        return os.path.exists(lock)
+
+
+def released_lock(name: str) -> list[str]:
+    """`[name]`, a released lock's file, where filelock leaves it (4.x); [] where it removes
+    the file on release (3.x, which pyproject.toml allows): what a folder lists after a
+    write is otherwise the same."""
+    return [name] if _released_lock_file_remains() else []

@@ -94,7 +94,9 @@ How one sample is taken, and why:
 6. **Out of memory.** A candidate that runs out of device memory fails alone: the frames
    of its traceback are cleared (they hold its arrays), CuPy's pool and the captured
    graphs' pools are emptied so the next candidate finds the memory free, and the error
-   is raised for the tuner to record.
+   is raised for the tuner to record; where graphs of earlier calls were kept, the call
+   is first timed once more without them, since what they held may be what it needed.
+   (A CuPy pool that is let go keeps its blocks, so each graph's is emptied as it goes.)
 
 This module holds the client and `cuda()`; each step's code, with the constants named
 above, lives beside it: `cuda_sampler` (1, 2: one sample with events, hold and flush),
@@ -104,12 +106,15 @@ above, lives beside it: `cuda_sampler` (1, 2: one sample with events, hold and f
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import itertools
 import statistics
 import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +125,8 @@ from pytest_autotune.backends.cuda_device import (
     device_id_from,
     device_uuid,
     import_cupy,
+    is_out_of_memory,
+    visible_devices_hint,
 )
 from pytest_autotune.backends.cuda_graphs import (
     PLACEMENTS,
@@ -128,6 +135,7 @@ from pytest_autotune.backends.cuda_graphs import (
     Placement,
     WarmUp,
     placements,
+    release_graphs,
 )
 from pytest_autotune.backends.cuda_peaks import MIN_PROBE_BUFFER, ProbeTarget, probe_peaks
 from pytest_autotune.backends.cuda_sampler import (
@@ -183,6 +191,32 @@ def _enqueue_nothing() -> None:
     """A candidate with no device work: what its sample reads is the instrument's cost."""
 
 
+def _launch_empty(kernel: Any, times: int) -> None:
+    """`times` launches of an empty kernel. Not a method: a graph's key holds its call, and
+    one that held the client would keep it, and its graphs, alive (`release_graphs`)."""
+    for _ in range(times):
+        kernel((1,), (1,), ())
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off (not an explicit `gc.collect()`) while a
+    call is timed. A client is in reference cycles (its probe and its graphs' warm-up timer
+    refer back to it), as a candidate's objects may be, and the collector runs their
+    finalizers at whatever allocation triggers it: cudaFree (a pool's blocks, a CuPy
+    `Memory`) and cudaFreeHost (a client's hold flag) synchronize, so inside a capture
+    (thread-local mode) they fail and fail the capture, and the candidate was timed through
+    the stream from then on; behind the hold they wait until it gives up. They run after
+    the call instead. Process-wide: another thread's collections wait as well."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class CudaClient:
     """Runs candidates on one CUDA device through CuPy and times them with CUDA events on
     the current stream (see the module docstring for how a sample is taken)."""
@@ -204,10 +238,12 @@ class CudaClient:
         try:
             count = cp.cuda.runtime.getDeviceCount()
         except cp.cuda.runtime.CUDARuntimeError as error:
-            raise CudaUnavailableError(f"no CUDA device found: {error}") from error
+            hint = visible_devices_hint()
+            raise CudaUnavailableError(f"no CUDA device found: {error}{hint}") from error
         if not 0 <= device < count:
             found = f"{count} device{'s' if count != 1 else ''}"
-            raise CudaUnavailableError(f"no CUDA device {device}: CuPy finds {found}")
+            hint = visible_devices_hint()
+            raise CudaUnavailableError(f"no CUDA device {device}: CuPy finds {found}{hint}")
         self._cp = cp
         self.device = device
         self._device = cp.cuda.Device(device)
@@ -231,13 +267,17 @@ class CudaClient:
                 cold_l2=cold_l2,
                 hold_stream=hold_stream,
                 host_timer=self._caller.host_timer,
-                on_out_of_memory=self._free_after_out_of_memory,
             )
             # Blocking, unlike the usual capture stream: work a call sends to the legacy
             # stream during the capture then fails it rather than running outside the graph.
             self._replays = GraphReplays(
                 cp, cp.cuda.Stream() if graph_replay else None, self._time_warm_up
             )
+        self._launch_nothing = functools.partial(_launch_empty, self._sampler.nothing_kernel, 1)
+        # A pool that is let go keeps its blocks (`GraphReplays._drop`): the graphs of a
+        # client that is collected (one made with other arguments than `cuda()`'s own, or
+        # a test's) give theirs back then, and not at exit, when CUDA may be gone.
+        weakref.finalize(self, release_graphs, self._device, self._replays.graphs).atexit = False
         self._device_id = device_id_from(self._name)
 
     @property
@@ -277,9 +317,13 @@ class CudaClient:
             )
         return self._launch_overhead
 
-    def _launch_nothing(self, times: int = 1) -> None:
-        for _ in range(times):
-            self._sampler.nothing_kernel((1,), (1,), ())
+    @property
+    def context(self) -> Any:
+        """The device, entered where the tuner copies inputs and makes calls of its own
+        (`tune.client.client_context`): CuPy copies an array to the current device, and a
+        candidate timed here on copies of another device's would read them over the
+        interconnect, or be refused (`_on_device`)."""
+        return self._device
 
     def fingerprint(self) -> dict[str, Any]:
         runtime = self._cp.cuda.runtime
@@ -332,8 +376,26 @@ class CudaClient:
 
         One sample at a time per client: the events, the flush buffer and the flag are
         shared, and two samples interleaved on one GPU would time each other anyway.
+
+        Raises `ValueError` where an input is a CuPy array of another device (`_on_device`).
         """
+        self._on_device(inputs)
         return self._time(fn, inputs, caller=self.timing == "caller")
+
+    def _on_device(self, inputs: tuple[Any, ...]) -> None:
+        """Refuse CuPy array inputs of another device than the client's: the call would run
+        on this device and read them over the interconnect (CuPy enables peer access where
+        it can), and its time would be neither device's; where it cannot, CuPy's error does
+        not say that the client's device is not the inputs' (`cuda(device=1)` on arrays
+        made on the current device, 0)."""
+        for i, value in enumerate(inputs):
+            if isinstance(value, self._cp.ndarray) and value.device.id != self.device:
+                raise ValueError(
+                    f"input {i} is a CuPy array on device {value.device.id}, and this client"
+                    f" times on device {self.device}: make the inputs there"
+                    f" (with cupy.cuda.Device({self.device}): ...) or time them with"
+                    f" cuda(device={value.device.id})"
+                )
 
     def _time(
         self,
@@ -344,45 +406,83 @@ class CudaClient:
     ) -> float:
         """`time`, scored by what the caller pays (`caller`) or by device time alone (the
         probes and the launch overhead, whose host cost is the instrument's); at
-        `placement`, where one is given (`placed_sampler`)."""
-        with self._lock, self._device:
-            replay, warm_up = self._replays.of(fn, inputs, placement)
-            first = self._long_first_call(warm_up) if warm_up is not None else None
-            if warm_up is not None and first is not None:
-                # Device-bound: what a caller's loop pays per call is its device time.
-                return self._caller.score(fn, first, warm_up.enqueue, caller)
-            call, args = (replay.launch, ()) if replay is not None else (fn, inputs)
-            hold = self.hold_stream and fn not in self._synchronizing
-            seconds = None
-            if hold:
-                # A first call may outlast the hold by its compilation alone, so it gets a
-                # second try; one called already, before a capture that failed, has nothing
-                # left to compile, and a second timeout would only cost HOLD_TIMEOUT_S again
-                # (a synchronizing candidate such as cupy.bincount: 0.4 s a process). Where
-                # that warm-up's own hold gave up too, the call most likely synchronizes,
-                # and it is held no longer than `RETRY_HOLD_S`.
-                tries = 1 if self._replays.warmed_uncaptured(fn) else 2
-                gave_up = warm_up is not None and warm_up.seconds is None
-                timeout = RETRY_HOLD_S if gave_up and replay is None else HOLD_TIMEOUT_S
-                for _ in range(tries):
-                    seconds = self._sampler.sample(call, args, hold=True, timeout=timeout)
-                    if not self._sampler.timed_out():
-                        break
-                else:
-                    self._synchronizing.add(fn)
-                    hold, seconds = False, None
-            if seconds is None:
-                seconds = self._sampler.sample(call, args, hold=False)
-            # What a sample reads beyond the call (the event pair, about 1.3 us on an H200,
-            # and a graph's own launch) is the instrument's, not the candidate's.
-            device = max(seconds - self._empty_sample(hold, replay is not None), MIN_SAMPLE_S)
-            enqueue: float | None = None
-            if replay is None:  # timed through the stream: its own enqueue time is known
-                enqueue = self._sampler.enqueued
-            elif caller:
-                stream = self._cp.cuda.get_current_stream()
-                enqueue = self._caller.caller_costs(fn, inputs, device, replay.enqueue, stream)
-            return self._caller.score(fn, device, enqueue, caller)
+        `placement`, where one is given (`placed_sampler`).
+
+        A call that runs out of memory while graphs of earlier calls are kept is timed once
+        more, after they are let go (step 6): what they held (their calls' allocations and
+        outputs, up to `REPLAY_CACHE_SIZE` of them, from earlier groups too) may be what it
+        needed, and it would otherwise fail for the memory of the calls timed before it."""
+        with self._lock, self._device, collector_paused():
+            kept = len(self._replays)
+            try:
+                return self._sample_or_free(fn, inputs, caller, placement)
+            except BaseException as error:
+                if not kept or not is_out_of_memory(self._cp, error):
+                    raise
+            return self._sample_or_free(fn, inputs, caller, placement)
+
+    def _sample_or_free(
+        self,
+        fn: Callable[..., object],
+        inputs: tuple[Any, ...],
+        caller: bool,
+        placement: Placement | None,
+    ) -> float:
+        """One sample (`_sample`); where the call ran out of device memory, in its warm-up,
+        its sample or its eager calls, the memory it held back is given back first
+        (`GraphReplays.free_after_out_of_memory`)."""
+        try:
+            return self._sample(fn, inputs, caller, placement)
+        except BaseException as error:
+            if is_out_of_memory(self._cp, error):
+                self._replays.free_after_out_of_memory(error, self._device)
+            raise
+
+    def _sample(
+        self,
+        fn: Callable[..., object],
+        inputs: tuple[Any, ...],
+        caller: bool,
+        placement: Placement | None,
+    ) -> float:
+        """One sample of `_time`, in the device's context and under the client's lock."""
+        replay, warm_up = self._replays.of(fn, inputs, placement)
+        first = self._long_first_call(warm_up) if warm_up is not None else None
+        if warm_up is not None and first is not None:
+            # Device-bound: what a caller's loop pays per call is its device time.
+            return self._caller.score(fn, first, warm_up.enqueue, caller)
+        call, args = (replay.launch, ()) if replay is not None else (fn, inputs)
+        hold = self.hold_stream and fn not in self._synchronizing
+        seconds = None
+        if hold:
+            # A first call may outlast the hold by its compilation alone, so it gets a
+            # second try; one called already, before a capture that failed, has nothing
+            # left to compile, and a second timeout would only cost HOLD_TIMEOUT_S again
+            # (a synchronizing candidate such as cupy.bincount: 0.4 s a process). Where
+            # that warm-up's own hold gave up too, the call most likely synchronizes,
+            # and it is held no longer than `RETRY_HOLD_S`.
+            tries = 1 if self._replays.warmed_uncaptured(fn) else 2
+            gave_up = warm_up is not None and warm_up.seconds is None
+            timeout = RETRY_HOLD_S if gave_up and replay is None else HOLD_TIMEOUT_S
+            for _ in range(tries):
+                seconds = self._sampler.sample(call, args, hold=True, timeout=timeout)
+                if not self._sampler.timed_out():
+                    break
+            else:
+                self._synchronizing.add(fn)
+                hold, seconds = False, None
+        if seconds is None:
+            seconds = self._sampler.sample(call, args, hold=False)
+        # What a sample reads beyond the call (the event pair, about 1.3 us on an H200,
+        # and a graph's own launch) is the instrument's, not the candidate's.
+        device = max(seconds - self._empty_sample(hold, replay is not None), MIN_SAMPLE_S)
+        enqueue: float | None = None
+        if replay is None:  # timed through the stream: its own enqueue time is known
+            enqueue = self._sampler.enqueued
+        elif caller:
+            stream = self._cp.cuda.get_current_stream()
+            enqueue = self._caller.caller_costs(fn, inputs, device, replay.enqueue, stream)
+        return self._caller.score(fn, device, enqueue, caller)
 
     def _time_warm_up(
         self, fn: Callable[..., object], inputs: tuple[Any, ...]
@@ -410,13 +510,15 @@ class CudaClient:
             return device
         return None
 
-    def _free_after_out_of_memory(self, error: BaseException, stream: Any) -> None:
-        self._replays.free_after_out_of_memory(error, stream)
-
     def call_costs(self, fn: Callable[..., object]) -> CallCost | None:
         """The device and host enqueue seconds of `fn`'s latest sample, None when it was
         never timed (or cannot be remembered: an unhashable or unreferenceable callable)."""
         return self._caller.call_costs(fn)
+
+    def sample_statistic(self, fn: Callable[..., object]) -> str:
+        """The rule that scores `fn`'s samples, read by the tuner once a batch is over:
+        "median" for a host-bound call's caller-timed samples (`CallerTiming`)."""
+        return self._caller.sample_statistic(fn)
 
     def _empty_sample(self, hold: bool, replayed: bool) -> float:
         """What a sample reads beyond the call's own work, measured once per mode: the median
@@ -443,7 +545,7 @@ class CudaClient:
         medians = []
         for count in counts:
             replay, _ = self._replays.capture(
-                functools.partial(self._launch_nothing, count), (), ()
+                functools.partial(_launch_empty, self._sampler.nothing_kernel, count), (), ()
             )
             if replay is None:
                 raise RuntimeError("a graph of empty kernels could not be captured")
@@ -465,6 +567,7 @@ class CudaClient:
         beyond share the caller's; the call's own allocations are placed all the same.
         Each placement is warmed up (and captured) here."""
         cp = self._cp
+        self._on_device(inputs)
         arrays = [v for v in inputs if isinstance(v, cp.ndarray)]
         size = sum(int(a.nbytes) for a in arrays)
         fits = self._total_memory // PLACEMENT_MEMORY_SHARE // size if size else count
@@ -501,17 +604,21 @@ class CudaClient:
 
 def probe_cuda_peaks(client: CudaClient) -> Peaks:
     """Measure the device's memory bandwidth and arithmetic throughput
-    (`cuda_peaks.probe_peaks`, which says how)."""
-    return probe_peaks(
-        ProbeTarget(
-            cp=client._cp,
-            context=client._device,
-            sm_count=client.sm_count,
-            l2_bytes=client.l2_bytes,
-            buffer_bytes=client.probe_buffer_bytes(),
-            seconds=lambda fn: client._time(fn, (), caller=False),
+    (`cuda_peaks.probe_peaks`, which says how). The probes' graphs go when they are done:
+    each holds its probe's buffers (`GraphReplays.let_go`)."""
+    # Under the client's lock (reentrant: each probe's `_time` takes it again): another
+    # thread timing on the same client would change the graphs `let_go` drops.
+    with client._lock, client._device, client._replays.let_go():
+        return probe_peaks(
+            ProbeTarget(
+                cp=client._cp,
+                context=client._device,
+                sm_count=client.sm_count,
+                l2_bytes=client.l2_bytes,
+                buffer_bytes=client.probe_buffer_bytes(),
+                seconds=lambda fn: client._time(fn, (), caller=False),
+            )
         )
-    )
 
 
 _clients: dict[int, CudaClient] = {}

@@ -7,6 +7,8 @@ CuPy is imported when asked for, never when this module is, so the package impor
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import Any
 
 from pytest_autotune.backends.device_id import device_id
@@ -28,6 +30,20 @@ def import_cupy() -> Any:
         return importlib.import_module("cupy")
     except ImportError as error:
         raise CudaUnavailableError(f"CuPy cannot be imported ({error}); {EXTRAS_HINT}") from error
+
+
+def visible_devices_hint() -> str:
+    """What `CUDA_VISIBLE_DEVICES` has to do with CUDA finding no device, where it is set:
+    CUDA sees only the GPUs it names and stops at the first entry that names none, so "7"
+    on a host of one GPU, a mistyped UUID or an empty value hide every GPU, and CUDA says
+    only that it found no device."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return ""
+    return (
+        f"; CUDA_VISIBLE_DEVICES is {visible!r}, and CUDA sees only the GPUs it names (an"
+        " index past the host's GPUs, an unknown UUID or an empty value hides them)"
+    )
 
 
 def device_count() -> int:
@@ -56,8 +72,29 @@ def device_uuid(raw: object) -> str | None:
     return None
 
 
+LIBRARY_OUT_OF_MEMORY = (
+    ("cupy_backends.cuda.api.driver", "CUDADriverError", "status", 2),  # CUDA_ERROR_OUT_OF_MEMORY
+    ("cupy_backends.cuda.libs.cublas", "CUBLASError", "status", 3),  # CUBLAS_STATUS_ALLOC_FAILED
+    ("cupy_backends.cuda.libs.cusolver", "CUSOLVERError", "status", 2),  # ..._ALLOC_FAILED
+    ("cupy.cuda.cufft", "CuFFTError", "result", 2),  # CUFFT_ALLOC_FAILED
+)
+"""What CuPy raises where the driver or a CUDA library ran out of device memory outside
+CuPy's pool: (module, error class, attribute, value). cuBLAS takes its workspace with
+cudaMalloc (CuPy sets none), so a `cupy.matmul` that finds the memory held by an earlier
+candidate's arrays or graphs fails with CUBLASError, not CuPy's OutOfMemoryError
+(cupy_backends/cuda/libs/cublas.pyx, cupy/cuda/cufft.pyx, cupy_backends/cuda/api/driver.pyx).
+Looked up in `sys.modules`: a library that was never imported raised nothing, and importing
+it here would load it."""
+
+
 def is_out_of_memory(cp: Any, error: BaseException) -> bool:
     if isinstance(error, cp.cuda.memory.OutOfMemoryError):
         return True
-    # cudaErrorMemoryAllocation, raised by a library that allocates outside the pool.
-    return isinstance(error, cp.cuda.runtime.CUDARuntimeError) and error.status == 2
+    # cudaErrorMemoryAllocation, raised by a call that allocates outside the pool.
+    if isinstance(error, cp.cuda.runtime.CUDARuntimeError) and error.status == 2:
+        return True
+    for module, name, attribute, value in LIBRARY_OUT_OF_MEMORY:
+        kind = getattr(sys.modules.get(module), name, None)
+        if isinstance(kind, type) and isinstance(error, kind):
+            return getattr(error, attribute, None) == value
+    return False

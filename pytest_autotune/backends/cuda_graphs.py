@@ -5,10 +5,12 @@ CUDA graph with a memory pool of its own, and replayed for every sample. Steps 3
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import traceback
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,9 +88,21 @@ class Placement:
 
     def copies(self, cp: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
         """`inputs` with each CuPy array copied to this placement's offset (from CuPy's pool:
-        the copies live as long as whoever holds them)."""
+        the copies live as long as whoever holds them); one array given twice (`op(x, x)`)
+        is copied once and given twice, as the caller's call would alias it."""
+        copied: dict[int, Any] = {}
+
+        def copy(v: Any) -> Any:
+            if not isinstance(v, cp.ndarray):
+                return v
+            if id(v) not in copied:
+                # In its own layout: a C-ordered copy of a Fortran-ordered input timed a
+                # layout the caller never passes (as `tunable_set.clone_value` keeps it).
+                copied[id(v)] = v.copy(order="K")
+            return copied[id(v)]
+
         with cp.cuda.using_allocator(self.allocator(cp.get_default_memory_pool().malloc)):
-            return tuple(v.copy() if isinstance(v, cp.ndarray) else v for v in inputs)
+            return tuple(copy(v) for v in inputs)
 
 
 def placements(count: int) -> list[Placement]:
@@ -130,6 +144,26 @@ class Replay:
         self.graph.launch()
 
 
+Graphs = OrderedDict[tuple[Callable[..., object], tuple[Any, ...]], Replay]
+"""A client's captured calls, by call and inputs key (`GraphReplays`)."""
+
+
+def _empty(pools: list[Any]) -> None:
+    """Give the blocks of pools whose graphs are gone back to the device (`GraphReplays._drop`
+    says why); in the current device's context, where a CuPy pool frees."""
+    for pool in pools:
+        pool.free_all_blocks()
+
+
+def release_graphs(device: Any, graphs: Graphs) -> None:
+    """Let every graph go and give its pool's blocks back on `device`: for a client that is
+    collected, whose dropped pools would keep them (`GraphReplays._drop`)."""
+    pools = [replay.pool for replay in graphs.values()]
+    graphs.clear()
+    with device:
+        _empty(pools)
+
+
 class Candidates:
     """A set of candidates, weakly held where they can be (see cpu._RepeatCounts)."""
 
@@ -160,10 +194,17 @@ class GraphReplays:
         self._cp = cp
         self.stream = stream
         self._time_warm_up = time_warm_up
-        self._replays: OrderedDict[tuple[Callable[..., object], tuple[Any, ...]], Replay] = (
-            OrderedDict()
-        )
+        self._replays: Graphs = OrderedDict()
         self._uncapturable = Candidates()
+
+    def __len__(self) -> int:
+        """The captured calls kept."""
+        return len(self._replays)
+
+    @property
+    def graphs(self) -> Graphs:
+        """The captured calls kept, by call and inputs key, the least recently timed first."""
+        return self._replays
 
     def warmed_uncaptured(self, fn: Callable[..., object]) -> bool:
         """Whether `fn` was called once (before a capture that failed) and is timed through
@@ -195,16 +236,21 @@ class GraphReplays:
         warm_up = None
         if replay is None:
             own = [k for k in self._replays if k[0] is fn]
-            for old in own[: max(0, len(own) - PLACEMENTS + 1)]:
-                del self._replays[old]
+            self._drop(own[: max(0, len(own) - PLACEMENTS + 1)])
             replay, warm_up = self.capture(fn, inputs, key, placement)
             if replay is None:
                 self._uncapturable.add(fn)
                 return None, warm_up
         self._replays[fn, key] = replay
-        while len(self._replays) > REPLAY_CACHE_SIZE:
-            self._replays.popitem(last=False)
+        self._drop(list(self._replays)[: max(0, len(self._replays) - REPLAY_CACHE_SIZE)])
         return replay, warm_up
+
+    def _drop(self, keys: list[tuple[Callable[..., object], tuple[Any, ...]]]) -> None:
+        """Let these graphs go, and give what their pools hold back to the device: a CuPy
+        pool that is let go keeps its blocks for the rest of the process (on an H200, the
+        10 GiB of a dropped pool, and the 56 GiB output of a dropped graph, stayed allocated),
+        so each is emptied once its graph and the outputs it kept are gone."""
+        _empty([self._replays.pop(key).pool for key in keys])
 
     def capture(
         self,
@@ -226,13 +272,13 @@ class GraphReplays:
         stream.wait_event(cp.cuda.get_current_stream().record())
         with cp.cuda.using_allocator(malloc), stream:
             try:
-                # The timer gives the memory of an out-of-memory failure back
+                # The client gives the memory of an out-of-memory failure back
                 # (`free_after_out_of_memory`); this pool's blocks are left to this frame.
                 warm_up = WarmUp(*self._time_warm_up(fn, inputs))
             except BaseException as error:
                 if is_out_of_memory(cp, error):
                     traceback.clear_frames(error.__traceback__)
-                    pool.free_all_blocks()
+                pool.free_all_blocks()  # else they stay allocated (`_drop`)
                 raise
             try:
                 stream.begin_capture(CAPTURE_MODE_THREAD_LOCAL)
@@ -241,14 +287,35 @@ class GraphReplays:
                 finally:
                     graph = stream.end_capture()
             except Exception:
+                outputs = None  # what the call returned goes back to the pool, emptied here
+                pool.free_all_blocks()
                 return None, warm_up
         return Replay(key, graph, pool, outputs, warm_up.enqueue), warm_up
 
-    def free_after_out_of_memory(self, error: BaseException, stream: Any) -> None:
+    @contextlib.contextmanager
+    def let_go(self) -> Iterator[None]:
+        """Around calls timed once and never again (the peak probes): the graphs captured
+        inside are dropped at the end, with what they hold. A graph's key holds its call,
+        and with it the call's arguments: the probes' buffers of a GiB or more each stayed
+        allocated until 16 later captures pushed them out (2 GiB on an H200)."""
+        before = set(self._replays)
+        try:
+            yield
+        finally:
+            self._drop([k for k in self._replays if k not in before])
+
+    def free_after_out_of_memory(self, error: BaseException, device: Any) -> None:
         """Give the device memory a failed candidate held back to the next one: its frames
         (kept alive by the traceback) hold its arrays, the pool caches their blocks, and the
-        captured graphs' pools hold what their calls allocated."""
+        captured graphs' pools hold what their calls allocated. The `device` is synchronized
+        first: the call's work may still run on the capture stream or the caller's.
+
+        Garbage is collected before the pool is emptied: arrays in reference cycles (a
+        closure that refers to itself, an exception kept with its frames by an earlier
+        candidate) keep their blocks in use until the collector runs, and a pool frees only
+        blocks no array holds. Its cost (milliseconds) is paid only after a failure."""
         traceback.clear_frames(error.__traceback__)
-        stream.synchronize()
-        self._replays.clear()
+        device.synchronize()
+        self._drop(list(self._replays))
+        gc.collect()
         self._cp.get_default_memory_pool().free_all_blocks()

@@ -5,10 +5,11 @@ is flushed. Steps 1 and 2 of `backends.cuda`'s docstring say why.
 from __future__ import annotations
 
 import ctypes
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pytest_autotune.backends.cuda_device import is_out_of_memory
+from pytest_autotune.backends.cuda_device import EXTRAS_HINT, CudaUnavailableError
 
 HOLD_TIMEOUT_S = 0.2
 """How long the holding kernel waits for the host. Python enqueues a launch in about 7 us,
@@ -69,8 +70,7 @@ extern "C" __global__ void autotune_flush(float4* buffer, long long n4) {
 
 class EventSampler:
     """The events, kernels, cold-L2 buffer and host flag one client's samples share; made
-    in the device's context. `on_out_of_memory(error, stream)` gives the memory a failed
-    call held back (`GraphReplays.free_after_out_of_memory`)."""
+    in the device's context."""
 
     def __init__(
         self,
@@ -80,19 +80,26 @@ class EventSampler:
         cold_l2: bool,
         hold_stream: bool,
         host_timer: Callable[[], int],
-        on_out_of_memory: Callable[[BaseException, Any], None],
     ) -> None:
         self._cp = cp
         self._host_timer = host_timer
-        self._on_out_of_memory = on_out_of_memory
         self.enqueued = 0.0
         """Host seconds of the latest sample's call (see `sample`)."""
         self._start = cp.cuda.Event()
         self._stop = cp.cuda.Event()
-        module = cp.RawModule(code=_HOLD_SOURCE)
-        self._hold_kernel = module.get_function("autotune_hold")
-        self.nothing_kernel = module.get_function("autotune_nothing")
-        self._flush_kernel = module.get_function("autotune_flush")
+        try:  # compiled here (NVRTC), the first kernels of the process most likely
+            module = cp.RawModule(code=_HOLD_SOURCE)
+            self._hold_kernel = module.get_function("autotune_hold")
+            self.nothing_kernel = module.get_function("autotune_nothing")
+            self._flush_kernel = module.get_function("autotune_flush")
+        except Exception as error:
+            # CuPy imported and found the device, but cannot build a kernel: NVRTC missing
+            # or of another CUDA than CuPy's, or a driver older than the toolkit. No kernel
+            # of the user's would run either; `auto` then falls back to the CPU.
+            raise CudaUnavailableError(
+                f"CuPy cannot compile CUDA kernels here ({type(error).__name__}: {error});"
+                f" {EXTRAS_HINT}, with a driver as recent as that CUDA"
+            ) from error
         self._flush_blocks = 8 * int(attributes.get("MultiProcessorCount", 1))
         self.l2_bytes = int(attributes.get("L2CacheSize", 0))
         self.cold_l2 = cold_l2 and self.l2_bytes > 0
@@ -113,6 +120,11 @@ class EventSampler:
             cp.cuda.runtime.hostAlloc(8, cp.cuda.runtime.hostAllocMapped) if self.hold_stream else 0
         )
         self._flag = (ctypes.c_int32 * 2).from_address(self._flag_ptr) if self._flag_ptr else None
+        if self._flag_ptr:
+            # A page of pinned host memory per client: a client made with other arguments
+            # than `cuda()`'s own (a test's, a script's) gives it back when collected, and
+            # not at exit, when CUDA may be gone (the process's end frees it anyway).
+            weakref.finalize(self, cp.cuda.runtime.freeHost, self._flag_ptr).atexit = False
 
     def timed_out(self) -> bool:
         return self._flag is not None and self._flag[1] != 0
@@ -141,11 +153,9 @@ class EventSampler:
             self._start.record(stream)
             self.enqueued = self._host_seconds(fn, inputs)
             self._stop.record(stream)
-        except BaseException as error:
+        except BaseException:
             if hold:
                 self._release()
-            if is_out_of_memory(cp, error):
-                self._on_out_of_memory(error, stream)
             raise
         if hold:
             self._release()

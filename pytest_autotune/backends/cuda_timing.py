@@ -77,6 +77,20 @@ class CallerTiming:
         except TypeError:
             return None
 
+    def sample_statistic(self, fn: Callable[..., object]) -> str:
+        """How `fn`'s samples are scored (`benchmark.STATISTICS`): by their median where the
+        latest read the host's enqueue time of a caller's loop (the caller timing, a
+        host-bound call), whose noise runs both ways; else by the seed's score."""
+        cost = self.call_costs(fn)
+        if (
+            self.timing == "caller"
+            and cost is not None
+            and cost.enqueue is not None
+            and cost.enqueue > cost.device
+        ):
+            return "median"
+        return "score"
+
     def caller_costs(
         self,
         fn: Callable[..., object],

@@ -14,26 +14,28 @@ without running a test.
   status 3) or only added a session to each baseline (0): the scheduled refresh asks it.
 
 Errors a user can cause (a missing file, bad JSON, a record or cache that does not read) end
-as one line on stderr naming the file, with exit code 1; usage errors exit with 2, as
-argparse does. Nothing here runs code from the files it reads.
+as one line on stderr naming the file, with exit code 2, as usage errors do (argparse):
+never 1, which is `compare`'s regression. Nothing here runs code from the files it reads.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from pytest_autotune.cli import changed, compare, diff, report, show
 from pytest_autotune.cli.changed import EXIT_CHANGED
-from pytest_autotune.cli.errors import PROG, CliError
+from pytest_autotune.cli.errors import EXIT_ERROR, PROG, CliError
 
-__all__ = ["EXIT_CHANGED", "main"]
+__all__ = ["EXIT_CHANGED", "EXIT_ERROR", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; the exit code (0 done, 1 a file that cannot be used).
+    """Run the command line; the exit code (0 done, 1 `compare` found a regression, 2 a
+    file that cannot be used, 3 `changed` found a change).
 
     Usage errors and `--help` exit through argparse's `SystemExit` (2 and 0).
     """
@@ -43,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return command(args, sys.stdout)
     except CliError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,7 +54,16 @@ def _parser() -> argparse.ArgumentParser:
         description="Render the autotune report from records, compare two runs with the"
         " gate's rule, and show or diff cache files.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for command in (report, compare, show, diff, changed):
         command.add_to(commands)
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version; a tree run without installing it has none."""
+    try:
+        return importlib.metadata.version("pytest-autotune")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_autotune.cli.errors import CliError, require_file, warn
+from pytest_autotune.cli.errors import CliError, json_kind_of, require_file, warn
+from pytest_autotune.report import natural_key
 from pytest_autotune.report.html import key_text
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning
 from pytest_autotune.tune.log import format_duration
-from pytest_autotune.tune.peaks import Peaks
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +31,13 @@ class Cache:
         device_id = self.device.get("id") if self.device else None
         return device_id if isinstance(device_id, str) else "-"
 
+    @property
+    def measured_on(self) -> str | None:
+        """The device the latest update measured, where the file is filed under a runner
+        class (`--autotune-runner`): a hosted runner's CPU model changes between runs."""
+        machine = self.device.get("measured_on") if self.device else None
+        return machine if isinstance(machine, str) else None
+
 
 LOAD_REMARK = "; autotune goes on as if there were no cache"
 """What `PersistentCache.load`'s warning adds for a test run, and is not true here."""
@@ -41,7 +48,15 @@ def load_cache(path: str) -> Cache:
     accepts); a file it cannot use is a `CliError` with its path and reason."""
     require_file(path)
     cache = PersistentCache(Path(path))
-    entries = read_caches(cache.load)
+    try:
+        entries = read_caches(cache.load)
+    except CliError:
+        if json_kind_of(path) == "records":
+            raise CliError(
+                f"{path}: records (the JSON lines --autotune-record writes), not a cache file:"
+                " report renders them, compare judges two of them"
+            ) from None
+        raise
     return Cache(path, by_key(entries), cache.device(), cache.metadata())
 
 
@@ -66,8 +81,9 @@ def read_caches(read: Callable[[], T]) -> T:
 def by_key(
     entries: Mapping[PersistentCacheKey, PersistentCacheValue],
 ) -> dict[str, PersistentCacheValue]:
-    """Entries by the key as people read it, sorted. A key with several candidate lists
-    (checksums) in one file gets the checksum added, so none hides another."""
+    """Entries by the key as people read it, in the summary's order (numbers read as
+    numbers: `n8` before `n1024`). A key with several candidate lists (checksums) in one
+    file gets the checksum added, so none hides another."""
     counts: dict[str, int] = {}
     for pk in entries:
         counts[pk.key] = counts.get(pk.key, 0) + 1
@@ -75,22 +91,12 @@ def by_key(
     for pk, value in entries.items():
         name = key_text(value.key)
         named[f"{name} [{pk.checksum}]" if counts[pk.key] > 1 else name] = value
-    return dict(sorted(named.items()))
+    return dict(sorted(named.items(), key=lambda item: natural_key(item[0])))
 
 
 def winner_median(value: PersistentCacheValue) -> float | None:
     winner = value.winner()
     return winner.median if isinstance(winner, AutotuneOutcome) else None
-
-
-def read_peaks(device: Mapping[str, Any] | None) -> Peaks | None:
-    data = device.get("peaks") if device else None
-    if data is None:
-        return None
-    try:
-        return Peaks.from_json(data)
-    except (TypeError, ValueError):
-        return None
 
 
 def table(rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:

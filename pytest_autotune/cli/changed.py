@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import TextIO
 
 from pytest_autotune.cli.caches import read_caches
-from pytest_autotune.cli.errors import CliError
+from pytest_autotune.cli.errors import EXIT_ERROR, CliError
 from pytest_autotune.refresh import significant_changes
+from pytest_autotune.tune.cache_names import cache_files
 
 EXIT_CHANGED = 3
-"""`changed`'s status for a change worth a pull request (1 and 2 are errors, as elsewhere)."""
+"""`changed`'s status for a change worth a pull request (2 is an unreadable file, as elsewhere)."""
 
 
 def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,7 +24,8 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         " deserves a pull request: an entry (key and candidate list) new or removed, or a"
         " baseline that started again because the gate called its change significant. Exit"
         f" status {EXIT_CHANGED} when there is such a change, 0 when the refresh only added a"
-        " session to each baseline, 1 when a file cannot be read.",
+        f" session to each baseline, {EXIT_ERROR} when a file cannot be read or AFTER holds no"
+        " cache file.",
     )
     changed.add_argument("before", metavar="BEFORE", help="the cache folder before")
     changed.add_argument("after", metavar="AFTER", help="the cache folder after")
@@ -34,6 +36,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     for folder in (args.before, args.after):
         if not Path(folder).is_dir():
             raise CliError(f"{folder}: not a folder (give the cache folders, e.g. .autotune)")
+    if not cache_files(Path(args.after)):
+        # A refresh writes its folder: an empty one is the wrong folder (another cache_dir),
+        # and "no significant change" would end every scheduled refresh green, unheard.
+        raise CliError(
+            f"{args.after}: holds no cache file: give the folder --autotune-update writes"
+            " (the cache_dir setting, .autotune by default)"
+        )
     changes = read_caches(lambda: significant_changes(Path(args.before), Path(args.after)))
     out.write("\n".join(changes or ["no significant change: every baseline kept its history"]))
     out.write("\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -10,11 +11,13 @@ from pytest_autotune.cli.caches import read_caches
 from pytest_autotune.cli.errors import CliError
 from pytest_autotune.cli.report import labelled_records
 from pytest_autotune.report.compare import (
+    Compared,
     CompareError,
     compare_caches,
     compare_records,
     render_comparison,
 )
+from pytest_autotune.tune.parse import ConfigError, parse_fraction
 from pytest_autotune.tune.records import RecordError
 
 
@@ -24,8 +27,10 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "compare",
         help="judge run B against run A with the gate's rule",
         description="Judge B against A as the CI gate judges a run against the committed"
-        " cache: two record files (--autotune-record), or two cache folders (.autotune/)."
-        " Exits 1 when a group would fail the gate, 0 otherwise.",
+        " cache: two record files (--autotune-record), or two cache folders (.autotune/, or"
+        " one device's folder in it)."
+        " Exits 1 when a group would fail the gate, 2 when a file cannot be used, 0"
+        " otherwise.",
     )
     compare.add_argument(
         "before", metavar="A", help="the earlier run: records file or cache folder"
@@ -36,7 +41,10 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         type=fraction,
         default=None,
         metavar="FRACTION",
-        help="the tolerated slowdown, 0.05 for 5%% (default: the gate's for the device kind)",
+        help="the tolerated slowdown, 0.05 for 5%% (default: for record files, the one the"
+        " gate judged each group of B with, its marker's or the run's; cache files do not"
+        " store it, so two cache folders are judged with the gate's default for the device"
+        " kind: pass the max_regression your markers or settings give)",
     )
     compare.set_defaults(command=run)
 
@@ -65,16 +73,43 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     except (CompareError, RecordError) as exc:
         raise CliError(str(exc)) from None
     if not any(row.verdict is not None for row in rows):
-        raise CliError(f"{args.before}, {args.after}: no group is in both")
-    out.write(render_comparison(rows, (f"A: {args.before}", f"B: {args.after}")) + "\n")
+        raise CliError(f"{args.before}, {args.after}: no group is in both{_apart(rows)}")
+    note = CACHES_TOLERANCE if before.is_dir() and args.max_regression is None else None
+    out.write(render_comparison(rows, (f"A: {args.before}", f"B: {args.after}"), note) + "\n")
     return 1 if any(row.verdict is not None and row.verdict.failed for row in rows) else 0
 
 
+CACHES_TOLERANCE = (
+    "note: cache files do not store a marker's or the run's max_regression, so each group"
+    " was judged with the gate's default for its device kind; where yours differ, pass"
+    " --max-regression, or compare the runs' record files (--autotune-record), which hold them"
+)
+"""Said under a comparison of cache folders: a group whose marker tolerates 50% was judged
+a regression at +20% with no word of why CI passed it."""
+
+
+def _apart(rows: Sequence[Compared]) -> str:
+    """Why groups that A and B both hold have no verdict when only their devices differ
+    (two machines, or a run under a runner class beside one without): a bare "no group is
+    in both" reads as if the groups themselves were missing."""
+    only_a = [row for row in rows if row.note == "only in A"]
+    only_b = [row for row in rows if row.note == "only in B"]
+    both = {row.order for row in only_a} & {row.order for row in only_b}
+    if not both:
+        return ""
+    devices_a = sorted({row.device_id for row in only_a if row.order in both})
+    devices_b = sorted({row.device_id for row in only_b if row.order in both})
+    return (
+        f" on one device: A's groups were measured on {', '.join(devices_a)}, B's on"
+        f" {', '.join(devices_b)}, and a run is judged only against a baseline of its own"
+        " device (or of the runner class --autotune-runner names)"
+    )
+
+
 def fraction(text: str) -> float:
+    """The marker's and the settings' own parser: `--max-regression 10` (meant as 10%) is
+    refused here as it is there, not read as a 1000% tolerance."""
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number such as 0.05, got {text!r}") from None
-    if not (0 <= value < 10):
-        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.05, got {text!r}")
-    return value
+        return parse_fraction(text, "--max-regression")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--max-regression: ")) from None

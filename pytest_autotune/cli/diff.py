@@ -6,11 +6,11 @@ import argparse
 from collections.abc import Sequence
 from typing import TextIO
 
-from pytest_autotune.cli.caches import Cache, duration, load_cache, read_peaks, table, winner_median
-from pytest_autotune.report.figures import format_change
+from pytest_autotune.cli.caches import Cache, duration, load_cache, table, winner_median
+from pytest_autotune.report.figures import counted, format_change
 from pytest_autotune.report.svg import format_si
 from pytest_autotune.tune.cache import PersistentCacheValue
-from pytest_autotune.tune.peaks import Peaks
+from pytest_autotune.tune.peaks import Peaks, device_peaks
 
 
 def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,12 +30,14 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 def run(args: argparse.Namespace, out: TextIO) -> int:
     old, new = load_cache(args.old), load_cache(args.new)
     lines = [
-        f"old  {old.path} ({old.device_id}, {len(old.entries)} entries)",
-        f"new  {new.path} ({new.device_id}, {len(new.entries)} entries)",
+        f"old  {old.path} ({old.device_id}, {counted(len(old.entries), 'entry', 'entries')})",
+        f"new  {new.path} ({new.device_id}, {counted(len(new.entries), 'entry', 'entries')})",
     ]
     if old.device_id != new.device_id:
         lines.append(f"device changed: {old.device_id} -> {new.device_id}")
-    lines.extend(_peak_changes(read_peaks(old.device), read_peaks(new.device)))
+    if old.measured_on != new.measured_on:
+        lines.append(f"measured on changed: {old.measured_on or '-'} -> {new.measured_on or '-'}")
+    lines.extend(_peak_changes(device_peaks(old.device), device_peaks(new.device)))
 
     common = [key for key in new.entries if key in old.entries]
     added = [key for key in new.entries if key not in old.entries]

@@ -1,16 +1,24 @@
-"""The one error a user of the command line can cause, a file that cannot be used, and
-the warnings about a file that can, printed as one line each."""
+"""The one error a user of the command line can cause, a file that cannot be used, the
+warnings about a file that can, printed as one line each, and which of our files a file
+that did not read holds."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import Literal
 
 PROG = "pytest-autotune"
 
+EXIT_ERROR = 2
+"""A file that cannot be used: 2, as argparse's usage errors, `diff` and `grep` say trouble.
+Exit status 1 is `compare`'s "the gate would fail": a CI step that reads it must never take
+an unreadable file for a regression (nor, by testing for 1 only, a regression for nothing)."""
+
 
 class CliError(Exception):
-    """A problem with the user's input: printed as one line, exit code 1."""
+    """A problem with the user's input: printed as one line, exit code `EXIT_ERROR`."""
 
 
 def require_file(path: str) -> None:
@@ -25,3 +33,28 @@ def warn(message: str) -> None:
     """A problem the command works around (a journal's torn last line): one line on stderr,
     and the command goes on."""
     print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def json_kind_of(path: str) -> Literal["cache", "records"] | None:
+    """Which of our files `path` holds, for a file that did not read as the kind a command
+    takes: both are JSON, and read as the other kind each fails at a line and column that
+    says nothing of the mix-up. A cache file is one object with `entries`; records are
+    objects, one a line, each naming its device and checksum."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict) and "entries" in whole:
+        return "cache"
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return None
+    if isinstance(record, dict) and {"device_id", "checksum"} <= record.keys():
+        return "records"
+    return None

@@ -7,7 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from pytest_autotune.cli.errors import CliError, require_file
+from pytest_autotune.cli.errors import CliError, json_kind_of, require_file, warn
+from pytest_autotune.report.figures import counted
 from pytest_autotune.report.html import write_html
 from pytest_autotune.tune.records import AutotuneRecord, RecordError, read_records
 from pytest_autotune.tune.run import RunInfo
@@ -38,17 +39,30 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    output = Path(args.output)
+    if output.exists() and any(
+        output.samefile(path) for path in args.records if Path(path).exists()
+    ):
+        # Records are the only copy of a run's measurements; the page can be made again.
+        raise CliError(
+            f"{args.output}: is one of the records files to render; give the report another"
+            " path (-o)"
+        )
     records: list[AutotuneRecord] = []
     for path in args.records:
         records.extend(labelled_records(path))
     try:
-        write_html(args.output, records, title=args.title)
+        view = write_html(args.output, records, title=args.title)
     except RecordError as exc:
         raise CliError(f"{', '.join(args.records)}: {exc}") from None
     except OSError as exc:
         raise CliError(f"{args.output}: cannot write the report: {exc.strerror or exc}") from None
-    count = len(records)
-    print(f"wrote {args.output} ({count} decision{'' if count == 1 else 's'})", file=out)
+    # The decisions the page's tally counts (a group and key's latest), then what they
+    # were read from where that is more: the records of several runs.
+    written = f"wrote {args.output} ({counted(len(view.decisions), 'decision')})"
+    if len(view.runs) > 1:
+        written += f" from {counted(len(records), 'record')} of {len(view.runs)} runs"
+    print(written, file=out)
     return 0
 
 
@@ -57,8 +71,13 @@ def labelled_records(path: str) -> list[AutotuneRecord]:
     labelled by the file's name, so the runs of several such files stay apart."""
     require_file(path)
     try:
-        records = read_records(path)
+        records = read_records(path, on_torn=warn)
     except RecordError as exc:
+        if json_kind_of(path) == "cache":
+            raise CliError(
+                f"{path}: a cache file, not records (the JSON lines --autotune-record writes):"
+                " show and diff read cache files, compare their folders"
+            ) from None
         raise CliError(str(exc)) from None
     unlabelled = RunInfo(id=Path(path).name, timestamp="")
     return [r if r.run is not None else replace(r, run=unlabelled) for r in records]

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from typing import Any, TextIO
 
-from pytest_autotune.cli.caches import duration, load_cache, read_peaks, table, winner_median
+from pytest_autotune.cli.caches import duration, load_cache, table, winner_median
+from pytest_autotune.gate.samples import BaselineSession
 from pytest_autotune.report.svg import format_si
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
+from pytest_autotune.tune.cache import PersistentCacheValue
 from pytest_autotune.tune.log import format_duration
-from pytest_autotune.tune.peaks import Peaks
+from pytest_autotune.tune.peaks import Peaks, device_peaks
 
 
 def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,8 +30,11 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     cache = load_cache(args.cache)
-    lines = [f"cache   {cache.path}", f"device  {cache.device_id}"]
-    peaks = read_peaks(cache.device)
+    device = cache.device_id
+    if cache.measured_on is not None:
+        device += f" (measured on {cache.measured_on})"
+    lines = [f"cache   {cache.path}", f"device  {device}"]
+    peaks = device_peaks(cache.device)
     if cache.device and cache.device.get("peaks") is not None:
         lines.append(f"peaks   {_peaks_text(peaks) if peaks else 'unreadable'}")
     fingerprint = cache.device.get("fingerprint") if cache.device else None
@@ -43,7 +49,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     for key, value in cache.entries.items():
         median = winner_median(value)
         lines.append("")
-        lines.append(f"key {key}: winner {value.fastest_name}, median {duration(median)}")
+        lines.append(
+            f"key {key}: winner {value.fastest_name}, median {duration(median)}"
+            + _sessions_text(value, median)
+        )
+        if value.winner() is None:
+            # Said, not left as "median -": a file whose results are out of line with its
+            # winner (an older version's after a `groups=` plan), or one edited by hand.
+            lines.append(
+                f"  (fastest_index {value.fastest_index} does not hold"
+                f" {value.fastest_name!r}: the winner's samples are not in this entry)"
+            )
         rows = [("", "candidate", "median", "samples", "error")]
         for index, result in enumerate(value.results):
             mark = "*" if index == value.fastest_index and result is value.winner() else ""
@@ -51,6 +67,20 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         lines.extend(table(rows, indent="  "))
     out.write("\n".join(lines) + "\n")
     return 0
+
+
+def _sessions_text(value: PersistentCacheValue, median: float | None) -> str:
+    """The baseline the gate compares with where the entry holds earlier update sessions:
+    their mean with the newest (`Baseline.typical`), not the newest median alone."""
+    if median is None or not value.sessions:
+        return ""
+    try:
+        sessions = [BaselineSession.from_json(s) for s in value.sessions]
+    except TypeError:
+        return ""  # the gate names such an entry; here it is shown as it stands
+    medians = [s.median for s in sessions if s.median > 0] + [median]
+    mean = statistics.geometric_mean(medians)
+    return f"; baseline {format_duration(mean)}, the mean of {len(medians)} sessions"
 
 
 def _plain(value: Any) -> str:

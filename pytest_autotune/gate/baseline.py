@@ -17,8 +17,10 @@ from pytest_autotune.gate.samples import BaselineSession, Calibration, Samples
 from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats
 from pytest_autotune.tune.bounds import MEMORY, Bounds
 from pytest_autotune.tune.cache import PersistentCacheKey, PersistentCacheValue
+from pytest_autotune.tune.files import json_text
 from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.peaks import Peaks
+from pytest_autotune.tune.tunable_set import checksum_of
 
 
 class BaselineError(ValueError):
@@ -68,6 +70,9 @@ class Baseline(Samples):
     mismatch: str | None = None
     """Why the entry's winner index and name disagree (its samples are not the winner's),
     None when they agree: such a baseline is not comparable."""
+    candidates: tuple[str, ...] = ()
+    """The names of the candidates the entry was tuned over, in order; empty where its
+    results do not list them all (an entry written before results were kept aligned)."""
     machine: str | None = None
     """The physical device the file was last updated on (a GPU's uuid, from its device
     block's fingerprint), None where the device has none: another one widens the noise
@@ -135,8 +140,8 @@ class Baseline(Samples):
         reads = [s.read for s in sessions if s.read is not None]
         if calibrated:
             sessions = tuple(s for s in sessions if s.read is not None)
-        median = math.exp(statistics.fmean(math.log(s.median) for s in sessions))
-        read = math.exp(statistics.fmean(math.log(r) for r in reads)) if reads else None
+        median = statistics.geometric_mean(s.median for s in sessions)
+        read = statistics.geometric_mean(reads) if reads else None
         return median, read
 
     def _session_logs(self, calibrated: bool) -> list[float]:
@@ -146,8 +151,10 @@ class Baseline(Samples):
             if not calibrated or s.read is not None
         ]
 
-    def peak_ratio(self, peaks: Peaks, dtype: str = "fp32") -> float:
-        """This run's peak over the baseline's, on the baseline's binding resource.
+    def peak_ratio(self, peaks: Peaks) -> float:
+        """This run's peak over the baseline's, on the baseline's binding resource: the
+        memory level, or the compute unit, its bound names (`peak_level`; a compute bound
+        without one is fp32's, as every bound was before units were named).
 
         1.0 (no normalisation) when either side has no usable peak: a missing probe must not
         turn into a scaling of the kernel's time by 0 or infinity.
@@ -157,7 +164,7 @@ class Baseline(Samples):
         current = (
             peaks.level_peak(self.peak_level)
             if self.peak_resource == MEMORY
-            else peaks.compute_peak(dtype)
+            else peaks.compute_peak(self.peak_level or "fp32")
         )
         usable = current > 0 and math.isfinite(current) and self.peak > 0
         return current / self.peak if usable and math.isfinite(self.peak) else 1.0
@@ -181,9 +188,14 @@ class Baseline(Samples):
         `sigma_between` that do not read.
         """
         where = f"{source or 'cache'}: key {serialize_key_json(value.key)}"
-        device_id = device.get("id") if device is not None else None
-        if not isinstance(device_id, str) or not device_id:
+        if device is None or "id" not in device:
             raise BaselineError(f"{where}: the file's device block has no 'id'")
+        device_id = device["id"]
+        if not isinstance(device_id, str) or not device_id:
+            raise BaselineError(
+                f"{where}: the file's device block's 'id' is {json_text(device_id)},"
+                " expected a device id"
+            )
         if value.fastest_index >= len(value.results):
             raise BaselineError(
                 f"{where}: fastest_index {value.fastest_index} is past the"
@@ -201,7 +213,7 @@ class Baseline(Samples):
             )
         if not isinstance(winner, AutotuneOutcome):
             raise BaselineError(f"{where}: the winner {value.fastest_name} has no samples")
-        peak, resource, level = _baseline_peak(value.bounds, where)
+        peak, resource, level = binding_peak(value.bounds, where)
         calibration, history = _calibration_and_history(value, where)
         return cls(
             device_id=device_id,
@@ -216,7 +228,10 @@ class Baseline(Samples):
             calibration=calibration,
             history=history,
             mismatch=mismatch,
-            machine=_machine(device),
+            candidates=names
+            if checksum_of(names := tuple(r.name or "" for r in value.results)) == checksum
+            else (),
+            machine=device_machine(device),
         )
 
     @classmethod
@@ -246,10 +261,11 @@ class Baseline(Samples):
         )
 
 
-def _baseline_peak(
+def binding_peak(
     bounds: dict[str, Any] | None, where: str
 ) -> tuple[float | None, str | None, str | None]:
-    """The binding bound's peak, resource and memory level."""
+    """The binding bound's peak, resource and memory level, from a cache entry's or a
+    record's bounds: what a GPU's time is scaled by (`Baseline.peak_ratio`)."""
     if bounds is None:
         return None, None, None
     try:
@@ -292,7 +308,9 @@ def _sigma_between(metadata: Mapping[str, Any], where: str) -> float | None:
     return float(value)
 
 
-def _machine(device: Mapping[str, Any] | None) -> str | None:
+def device_machine(device: Mapping[str, Any] | None) -> str | None:
+    """The GPU a device block (a cache file's, a record's) names by its uuid: two GPUs of
+    one model differ, which the gate counts as noise (`gate.conditions`)."""
     fingerprint = device.get("fingerprint") if device is not None else None
     uuid = fingerprint.get("uuid") if isinstance(fingerprint, Mapping) else None
     return uuid if isinstance(uuid, str) and uuid else None

@@ -89,6 +89,17 @@ which the winner counts as multithreaded: on the 2-core VM a one-thread NumPy su
 process and 0.28-0.30 beside three (its helper thread still runs its share of the work,
 only later; benchmarks/cpu_threads_contention.py)."""
 
+SETTLE_WINDOW_S = 0.01
+"""The window over which `settle_helpers` reads whether the other threads fell quiet: a
+tenth of OpenBLAS's busy wait after a call (about 0.1 s), so the wait ends soon after it."""
+
+SETTLE_WINDOWS = 3
+"""How many quiet windows in a row `settle_helpers` waits for."""
+
+SETTLE_LIMIT_S = 0.5
+"""How long `settle_helpers` waits at most: five times OpenBLAS's busy wait, a small part
+of the winner's measurement (up to 2 s), for a thread that never falls quiet."""
+
 THREADS_PRESSURE = 0.1
 """The share of a multithreaded winner's measurement stalled for a CPU from which its CPUs
 count as contended (`Measurement.pressure`): on the 2-core VM the two-thread `dot` read
@@ -246,6 +257,29 @@ class HelperClock:
         return max(0.0, self.busy / self.wall) if self.wall > 0 else None
 
 
+def settle_helpers(limit: float = SETTLE_LIMIT_S) -> None:
+    """Wait, at most `limit` seconds, until this process's other threads have used under
+    `HELPERS_SHARE` of `SETTLE_WINDOWS` windows in a row, so that a `HelperClock` started
+    next counts the helpers of the calls it wraps and not those of an earlier call:
+    OpenBLAS's threads wait for work busily for about 0.1 s after a matmul, and after the
+    CPU peak probe (or a losing BLAS candidate) a one-thread NumPy sum measured next read
+    0.2-1.3 of its samples' time as its own helpers on the 2-core VM, which on contended
+    CPUs made its comparison "too noisy" at [-99%, +6771%]. Several windows, since a
+    spinning thread another process preempts reads quiet for a while. A pool that never
+    falls quiet is waited for `limit`, and then counted as before."""
+    deadline, quiet = time.perf_counter() + limit, 0
+    while quiet < SETTLE_WINDOWS and time.perf_counter() < deadline:
+        window = HelperClock()
+        window.wrap(_quiet_window)()
+        share = window.share()
+        quiet = quiet + 1 if share is None or share < HELPERS_SHARE else 0
+
+
+def _quiet_window() -> float:
+    time.sleep(SETTLE_WINDOW_S)
+    return 0.0
+
+
 def pressure_factor(share: float | None) -> float:
     """By how much the between-session noise of a CPU timing grows when runnable threads
     waited for a CPU `share` of its measurement (`pressure_share`): not at all up to
@@ -275,20 +309,24 @@ def widen(
     baseline: Baseline,
     machine: str | None,
     calibrated: bool = False,
+    baseline_winner: Measurement | None = None,
 ) -> tuple[RegressionCheck, tuple[Condition, ...]]:
     """`check` with its between-session noise widened for this comparison's conditions,
     and the conditions that widened it (none: `check` itself). `calibrated`: the time is
-    scaled by the calibration read (`Measurement.calibrated_against`, as the caller found)."""
+    scaled by the calibration read (`Measurement.calibrated_against`, as the caller found).
+    `baseline_winner` is the baseline's winner measured in this run, where tuning picked
+    another candidate that measured faster (`gate_policy`): the comparison then stands for
+    the baseline's winner too, and its conditions are the comparison's."""
     sigma, conditions = check.sigma_between, []
     cpu = _cpu_condition(current)
     if cpu is not None:
         factor, condition = cpu
         sigma *= factor
         conditions.append(condition)
-    for added in (
-        _threads_condition(current),
-        _read_condition(current, baseline) if calibrated else None,
-    ):
+    threads = _threads_condition(current)
+    if threads is None and baseline_winner is not None:
+        threads = _threads_condition(baseline_winner, BASELINE_WINNER)
+    for added in (threads, _read_condition(current, baseline) if calibrated else None):
         if added is not None:
             error, condition = added
             sigma = math.hypot(sigma, error)
@@ -315,11 +353,22 @@ def contended(current: Measurement) -> tuple[Condition, ...]:
     return tuple(state[1] for state in found if state is not None)
 
 
-def _threads_condition(current: Measurement) -> tuple[float, Condition] | None:
+BASELINE_WINNER = (
+    "the baseline's winner, which measured slower in this run than the candidate compared,"
+)
+"""Who a threads condition names where it is the baseline's winner's (`widen`): a winner
+on two threads, crippled by a busy neighbour, leaves the pick of a one-thread candidate,
+which then reads as the group's regression (a 256x256 matmul, 215 us in the baseline:
+its BLAS winner 15.6 ms here, the `einsum` picked 1.9 ms, "+1107%" on unchanged code)."""
+
+
+def _threads_condition(
+    current: Measurement, whose: str = "the winner"
+) -> tuple[float, Condition] | None:
     """The noise of a multithreaded winner measured on contended CPUs, and the condition
     naming both; None when the winner ran on one thread or its CPUs were free (a
     stall share under `THREADS_PRESSURE`, or without stall counters a load up to one
-    runnable thread per CPU)."""
+    runnable thread per CPU). `whose` names the call measured (`BASELINE_WINNER`)."""
     helpers = current.helpers
     if helpers is None or not math.isfinite(helpers) or helpers < HELPERS_SHARE:
         return None
@@ -328,11 +377,11 @@ def _threads_condition(current: Measurement) -> tuple[float, Condition] | None:
             return None
         state = f"runnable threads waited for a CPU {current.pressure:.0%} of the measurement"
     elif current.load is not None and current.load > 1.0:
-        state = f"{current.load:.1f} runnable threads per CPU"
+        state = f"{_times(current.load)} runnable threads per CPU"
     else:
         return None
     return CONTENDED_THREADS_SIGMA, Condition(
-        f"the winner runs on several threads (its process's other threads were busy"
+        f"{whose} runs on several threads (its process's other threads were busy"
         f" {helpers:.0%} of its samples' time) on contended CPUs ({state}), and a"
         f" multithreaded call waits for whichever of its threads another process holds up",
         "a runner with free CPUs for the gate (no jobs beside it), or the kernel's thread"
@@ -372,13 +421,24 @@ def _cpu_condition(current: Measurement) -> tuple[float, Condition] | None:
             f" {current.pressure:.0%} of the measurement)"
         )
     if load > 1.0:
+        assert current.load is not None  # a factor past one is a load's
         reasons.append(
-            f"the CPUs were oversubscribed ({current.load:.1f} runnable threads per CPU)"
+            f"the CPUs were oversubscribed ({_times(current.load)} runnable threads per CPU)"
         )
     if not reasons:
         return None
     factor = max(load, pressure)
     return factor, Condition(
-        f"{' and '.join(reasons)}, so the between-session noise counts {factor:.1f} times",
-        "a runner with free CPUs (fewer jobs beside the gate, or fewer -n workers)",
+        f"{' and '.join(reasons)}, so the between-session noise counts {_times(factor)} times",
+        "a runner with free CPUs: fewer jobs beside the gate, or fewer -n workers",
     )
+
+
+def _times(value: float) -> str:
+    """A load or a factor past one, to one decimal, or more where one would read 1.0: "1.0
+    runnable threads per CPU, so the noise counts 1.0 times" said that nothing happened, of
+    a session an update then refused."""
+    for decimals in (1, 2, 3):
+        if round(value, decimals) != 1.0:
+            break
+    return f"{value:.{decimals}f}"

@@ -29,7 +29,7 @@ from pytest_autotune.tune.bounds import (
     calculate_bounds,
     fraction_of_roof,
 )
-from pytest_autotune.tune.errors import AutotuneError
+from pytest_autotune.tune.errors import NOT_REACHED, AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.peaks import Peaks
 
 
@@ -42,7 +42,7 @@ def judge(
     work: Work | None = None,
     peaks: Peaks | None = None,
     thresholds: Thresholds | None = None,
-    dtype: str = "fp32",
+    dtype: str | None = None,
     launch_overhead: float = 0.0,
     max_regression: float | None = None,
     error: str | None = None,
@@ -52,6 +52,10 @@ def judge(
     confirmations: int = 1,
     baseline_devices: Sequence[str] = (),
     machine: str | None = None,
+    candidates: Sequence[str] = (),
+    unreadable: str | None = None,
+    baseline_winner: Measurement | None = None,
+    failed_here: str | None = None,
 ) -> GroupVerdict:
     """Judge one group: its winner's `current` measurement against the `baseline`.
 
@@ -61,10 +65,17 @@ def judge(
     peak the normalisation of the time. `max_regression` None takes the device kind's
     default; `sigma_between` comes from the baseline's file, else the kind's default.
     `baseline_devices` are the devices that have a baseline of this test, which a
-    NO_BASELINE verdict names. `machine` is this run's physical device (a GPU's uuid): a
-    baseline from another one, or a measurement on oversubscribed CPUs, widens the noise
-    (`gate.conditions`). A comparison too wide to catch the slowdown the gate is
-    built to catch is TOO_NOISY, a failure only when `strict`, as a missing baseline is.
+    NO_BASELINE verdict names; `candidates` this run's names, with which a baseline tuned
+    over another list says what changed; `unreadable` what a NO_BASELINE verdict says
+    instead where the baseline is there and does not read (and what to do); `failed_here`
+    why the baseline's winner, which failed in this run, leaves the group NOT_COMPARABLE
+    (`gate_policy.winner_failed_here`). `machine` is
+    this run's physical device (a GPU's uuid): a baseline from another one, or a
+    measurement on oversubscribed CPUs, widens the noise (`gate.conditions`), as does a
+    `baseline_winner` (the baseline's winner measured here, slower than the `current`
+    candidate tuning picked) that ran on several threads on contended CPUs. A
+    comparison too wide to catch the slowdown the gate is built to catch is TOO_NOISY, a
+    failure only when `strict`, as a missing baseline is.
 
     A suspected failure (REGRESSION or FLOOR) is measured again with `remeasure`, up to
     `confirmations` times, and fails only if every re-measurement fails too: the first that
@@ -78,6 +89,8 @@ def judge(
     """
     if error is not None or current is None:
         return GroupVerdict(Verdict.ERROR, error or "nothing was measured", None, None, True)
+    # The compute roof of the work's own arithmetic (`Work.dtype`), fp32 without one.
+    unit = dtype if dtype is not None else work.unit if work is not None else "fp32"
 
     def once(measurement: Measurement, remeasured: bool) -> GroupVerdict:
         return _judge_once(
@@ -88,15 +101,19 @@ def judge(
             work=work,
             peaks=peaks,
             floor=(
-                FloorCheck(thresholds, dtype, launch_overhead) if thresholds is not None else None
+                FloorCheck(thresholds, unit, launch_overhead) if thresholds is not None else None
             ),
-            dtype=dtype,
+            dtype=unit,
             max_regression=max_regression,
             strict=strict,
             update=update,
             remeasured=remeasured,
             baseline_devices=baseline_devices,
             machine=machine,
+            candidates=candidates,
+            unreadable=unreadable,
+            baseline_winner=baseline_winner,
+            failed_here=failed_here,
         )
 
     verdict = once(current, remeasured=False)
@@ -135,23 +152,31 @@ def _judge_once(
     remeasured: bool,
     baseline_devices: Sequence[str],
     machine: str | None = None,
+    candidates: Sequence[str] = (),
+    unreadable: str | None = None,
+    baseline_winner: Measurement | None = None,
+    failed_here: str | None = None,
 ) -> GroupVerdict:
     fraction: float | None = None
     floor_message: str | None = None
     roof: str | None = None
     if work is not None and peaks is not None:
-        fraction, roof = _fraction_of_roof(work, current.median, peaks, dtype)
+        fraction, roof = fraction_and_roof(work, current.median, peaks, dtype)
         if floor is not None:
             floor_message = floor.fails(work, current.median, peaks)
 
     comparison: Comparison | None = None
     regression_message: str | None = None
     noisy_message: str | None = None
-    other = _not_comparable(baseline, device_id, checksum)
+    other = _not_comparable(baseline, device_id, checksum, candidates)
     if baseline is not None and other is None:
         comparison, regression_message, noisy_message = _compare(
-            current, baseline, device_id, peaks, dtype, max_regression, machine
+            current, baseline, device_id, peaks, max_regression, machine, baseline_winner
         )
+        if failed_here is not None:
+            # The change against the broken winner's time is shown (and an update says
+            # it), but judges nothing: the two times are of two kernels.
+            other, regression_message, noisy_message = failed_here, None, None
 
     def verdict(kind: Verdict, message: str, failed: bool) -> GroupVerdict:
         return GroupVerdict(kind, message, comparison, fraction, failed, current, remeasured, roof)
@@ -165,7 +190,11 @@ def _judge_once(
     # The first that applies, in this order: a floor missed fails whatever else is true.
     outcomes = (
         (Verdict.FLOOR, floor_message, True),
-        (Verdict.NO_BASELINE, _no_baseline(device_id, baseline_devices, baseline), strict),
+        (
+            Verdict.NO_BASELINE,
+            _no_baseline(device_id, baseline_devices, baseline, unreadable),
+            strict,
+        ),
         (Verdict.TOO_NOISY, noisy_message, strict),
         (Verdict.NOT_COMPARABLE, other, False),
     )
@@ -180,9 +209,9 @@ def _compare(
     baseline: Baseline,
     device_id: str,
     peaks: Peaks | None,
-    dtype: str,
     max_regression: float | None,
     machine: str | None = None,
+    baseline_winner: Measurement | None = None,
 ) -> tuple[Comparison, str | None, str | None]:
     """The comparison with a comparable baseline, the regression message and the too-noisy
     message (each None when it does not apply; too noisy only without a regression)."""
@@ -199,17 +228,20 @@ def _compare(
         baseline,
         machine,
         calibrated,
+        baseline_winner,
     )
     normalise = peaks is not None and NORMALISE_BY_PEAKS[device_kind(device_id)]
-    ratio = baseline.peak_ratio(peaks, dtype) if normalise and peaks is not None else 1.0
+    ratio = baseline.peak_ratio(peaks) if normalise and peaks is not None else 1.0
     comparison = check.delta(current, baseline, ratio)
     regression_message = check.fails(current, baseline, ratio)
     noisy_message: str | None = None
-    if regression_message is None and check.too_noisy(comparison, device_id):
+    # An interval wholly under the tolerance already says "not slower": a clear speedup
+    # (-38% [-60%, -5%]) is a pass, not "too noisy" (which fails under --autotune-strict).
+    unsure = comparison.high >= check.max_regression
+    if regression_message is None and unsure and check.too_noisy(comparison, device_id):
         noisy_message = (
             f"too noisy to judge: {format_interval(comparison)}:"
-            f" {check.figures(current, baseline, ratio)}; this comparison would catch"
-            f" 95 in 100 slowdowns only past {format_change(check.catches(comparison))}"
+            f" {check.figures(current, baseline, ratio)}; {_reach(check.catches(comparison))}"
             f" (tolerated {format_fraction(check.max_regression)})"
             + "".join(f"; {c.reason}" for c in conditions)
             + "; what would help: "
@@ -222,7 +254,21 @@ def _compare(
     return comparison, regression_message, noisy_message
 
 
-def _fraction_of_roof(
+FAR_REACH = 9.0
+"""A slowdown (as a fraction: 9.0 is a tenfold time) past which "would catch only past
++125254%" stops meaning anything to a reader: say that not even this one is caught."""
+
+
+def _reach(catches: float) -> str:
+    """What the smallest slowdown a comparison catches 95 times in 100 says to a reader."""
+    if catches > FAR_REACH:
+        return (
+            f"this comparison would not catch even a {FAR_REACH + 1:.0f}x slowdown 95 times in 100"
+        )
+    return f"this comparison would catch 95 in 100 slowdowns only past {format_change(catches)}"
+
+
+def fraction_and_roof(
     work: Work, seconds: float, peaks: Peaks, dtype: str
 ) -> tuple[float | None, str | None]:
     """The fraction of the binding roof reached, and which roof that is: the memory level
@@ -237,22 +283,36 @@ def _fraction_of_roof(
 
 
 def _no_baseline(
-    device_id: str, baseline_devices: Sequence[str], baseline: Baseline | None
+    device_id: str,
+    baseline_devices: Sequence[str],
+    baseline: Baseline | None,
+    unreadable: str | None = None,
 ) -> str | None:
-    """The message of a missing baseline, naming the devices that have one; None when there
-    is a baseline."""
+    """The message of a missing baseline, naming the other devices that have one, or
+    `unreadable` where the baseline is there and does not read; None when there is a
+    baseline. `--autotune-runner` is offered only for a device of this one's
+    kind: it files baselines under `cpu-<runner>` or `cuda-<runner>` by this device's kind,
+    so a GPU's baseline is out of a CPU's reach."""
     if baseline is not None:
         return None
-    elsewhere = (
-        f"; baselines of this test exist for {', '.join(sorted(baseline_devices))}"
-        " (--autotune-runner names the one to use)"
-        if baseline_devices
-        else ""
+    if unreadable is not None:
+        return unreadable
+    others = sorted(set(baseline_devices) - {device_id})
+    same_kind = [d for d in others if device_kind(d) == device_kind(device_id)]
+    runner = (
+        ""
+        if not same_kind
+        else " (--autotune-runner names the one to use)"
+        if same_kind == others
+        else f" (--autotune-runner names the one to use of {', '.join(same_kind)})"
     )
+    elsewhere = f"; baselines of this test exist for {', '.join(others)}{runner}" if others else ""
     return f"no baseline for this key on {device_id}; --autotune-update records one{elsewhere}"
 
 
-def _not_comparable(baseline: Baseline | None, device_id: str, checksum: str) -> str | None:
+def _not_comparable(
+    baseline: Baseline | None, device_id: str, checksum: str, candidates: Sequence[str] = ()
+) -> str | None:
     """Why the baseline measured something else, None when it is comparable (or missing)."""
     if baseline is None:
         return None
@@ -265,8 +325,55 @@ def _not_comparable(baseline: Baseline | None, device_id: str, checksum: str) ->
             f" this run is on {device_id}"
         )
     if baseline.checksum != checksum:
+        change = candidate_change(baseline.candidates, candidates)
         return (
             f"the baseline in {where} was tuned over another candidate list"
-            f" (checksum {baseline.checksum}, now {checksum}); --autotune-update re-records it"
+            f" ({change or f'checksum {baseline.checksum}, now {checksum}'});"
+            " --autotune-update re-records it"
         )
     return None
+
+
+def candidate_change(before: Sequence[str], now: Sequence[str]) -> str | None:
+    """What changed between two candidate lists, as a user would say it ("added 'c';
+    removed 'a'", "reordered: now 'b', 'a'"); None where either list is unknown."""
+    if not before or not now:
+        return None
+    added = [name for name in now if name not in before]
+    removed = [name for name in before if name not in now]
+    said = [
+        f"{verb} {', '.join(map(repr, names))}"
+        for verb, names in (("added", added), ("removed", removed))
+        if names
+    ]
+    if not said:
+        said = [f"reordered: now {', '.join(map(repr, now))}"]
+    return "; ".join(said)
+
+
+def winner_out(name: str, result: object) -> tuple[str, bool] | None:
+    """What happened to the baseline's winner `name` in a run whose result for it is
+    `result`, where that run did not measure it: it failed (raised, hung, or failed its
+    check) or was skipped (declined the key, or its test is marked not to run there; not
+    one a batch never reached). That says ("the baseline's winner fast is skipped here
+    (needs 4 cores)"), and whether it was skipped; None otherwise."""
+    if not isinstance(result, AutotuneError):
+        return None
+    if result.kind is AutotuneErrorKind.SKIP:
+        if result.message.startswith(NOT_REACHED):
+            return None
+        return f"the baseline's winner {name} is skipped here ({result.message})", True
+    return f"the baseline's winner {name} failed here ({result.message})", False
+
+
+def not_judged_message(out: tuple[str, bool], judged: str) -> str:
+    """Why `judged` is not judged against the baseline whose winner `winner_out` says
+    what happened to: its time is of another kernel, slower because the faster one is
+    broken or does not run here, and an error (or a skip) is never a regression."""
+    why, skipped = out
+    advice = "" if skipped else "fix it, or "
+    return (
+        f"{why}, and {judged} is not judged against its time;"
+        f" {advice}--autotune-update{' here' if skipped else ''} records {judged}"
+        " as the baseline"
+    )

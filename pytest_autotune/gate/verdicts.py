@@ -63,6 +63,11 @@ class Verdict(enum.Enum):
     test, never reported as a regression."""
     UPDATED = "updated"
     """`--autotune-update`: the measurement becomes the baseline; never a failure."""
+    NOT_RECORDED = "not recorded"
+    """`--autotune-update` measured the group and left its committed baseline as it is: the
+    session ran on contended CPUs beside a baseline it would mislead, or the baseline's file
+    could not be read (the message says which); never a failure. Shown apart from "updated"
+    so that a reader of the table does not take the file for refreshed."""
     TOO_NOISY = "too noisy"
     """The interval is too wide to catch the slowdown the gate is built to catch: reported
     with what would help; a failure only in strict mode."""

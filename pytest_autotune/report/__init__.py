@@ -9,7 +9,7 @@ disagree about a number. A session reads each summary from its group's record
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,10 @@ __all__ = [
     "CandidateRow",
     "GroupSummary",
     "decision_name",
+    "failed_checks",
+    "failed_checks_text",
     "failures",
+    "format_roof",
     "group_order",
     "key_text",
     "natural_key",
@@ -71,6 +74,13 @@ class CandidateRow:
     """Seconds of device work of its latest sample, where the client tells it apart (CUDA)."""
     enqueue: float | None = None
     """Seconds the host took to enqueue one eager call of it, where measured (CUDA)."""
+    test_id: str | None = None
+    """The node id of its own test item, where it has one (`test_saxpy[n1024-float4]`)."""
+    expected_to_fail: bool = False
+    """Its test is marked `xfail`: a failed check there is what the mark expects."""
+    skipped: bool = False
+    """It declined the key, or its test is marked not to run here: `error` says why, and
+    no error it is."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "samples", tuple(self.samples))
@@ -143,6 +153,12 @@ def group_order(group: str, key: str) -> tuple[Any, ...]:
     return (natural_key(test), natural_key(parameters), natural_key(key))
 
 
+def format_roof(fraction: float | None, roof: str | None) -> str:
+    """The fraction of the roof reached and which roof binds (`90.1% fp32 compute`,
+    `13.9% L3`), as every view shows the winner's."""
+    return format_fraction(fraction) + (f" {roof}" if roof and fraction is not None else "")
+
+
 def summary_row(summary: GroupSummary) -> tuple[str, ...]:
     """The cells of one group's row of the summary table, under `COLUMNS`.
 
@@ -154,8 +170,7 @@ def summary_row(summary: GroupSummary) -> tuple[str, ...]:
         summary.key,
         summary.winner or "-",
         format_duration(summary.median) if summary.median is not None else "-",
-        format_fraction(summary.fraction_of_roof)
-        + (f" {summary.roof}" if summary.roof and summary.fraction_of_roof is not None else ""),
+        format_roof(summary.fraction_of_roof, summary.roof),
         format_interval(summary.comparison) if summary.comparison is not None else "-",
         verdict_text(summary.verdict.value, summary.failed),
     )
@@ -184,3 +199,41 @@ def verdict_counts(summaries: Iterable[GroupSummary]) -> str:
 def failures(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:
     """The groups that fail the gate, in the table's order."""
     return [s for s in ordered(summaries) if s.failed]
+
+
+def failed_checks(summary: GroupSummary) -> list[str]:
+    """The candidates of a group that failed their checks, but for those whose `xfail`
+    marks expect it: each fails its own test, whatever the gate said of the winner."""
+    return [
+        c.name for c in summary.candidates if c.check_passed is False and not c.expected_to_fail
+    ]
+
+
+def failed_checks_text(names: Sequence[str]) -> str:
+    """What a report says of candidates that failed their checks: their tests fail."""
+    if len(names) == 1:
+        return f"candidate {names[0]} failed its check: its test fails"
+    if names:
+        return f"{len(names)} candidates failed their checks: their tests fail ({', '.join(names)})"
+    return ""
+
+
+REPORTED = frozenset(
+    {
+        Verdict.NO_BASELINE,
+        Verdict.NOT_COMPARABLE,
+        Verdict.TOO_NOISY,
+        Verdict.REGRESSION,
+        Verdict.FLOOR,
+    }
+)
+"""The verdicts the gate reports without failing: the first three outside strict mode, and
+a regression or a missed floor that a `pytest_autotune_verdict` hook let pass (its example
+"reports the regressions of a kernel known to be unstable without failing the run")."""
+
+
+def reported(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:
+    """The groups the gate reported without failing, in the table's order: the table's
+    word ("no baseline") names neither why (the devices that have one, the interval that
+    is too wide) nor what helps, which their messages do."""
+    return [s for s in ordered(summaries) if s.verdict in REPORTED and not s.failed and s.message]

@@ -110,10 +110,14 @@ def _git(root: Path, *args: str) -> str:
     ).stdout.strip()
 
 
-def benchmark_id(summary: GroupSummary, candidate: str) -> tuple[str, str]:
-    """(name, fullname) of one candidate, read like the node id of its test item:
-    `test_saxpy[float4-n67108864]`, with the group's parameters (or the key, for a group
-    without any) once, never twice."""
+def benchmark_id(
+    summary: GroupSummary, candidate: str, test_id: str | None = None
+) -> tuple[str, str]:
+    """(name, fullname) of one candidate: its test item's node id where it has one
+    (`test_id`), else read like one: `test_saxpy[float4-n67108864]`, with the group's
+    parameters (or the key, for a group without any) once, never twice."""
+    if test_id:
+        return test_id.rsplit("::", 1)[-1], test_id
     test, _, rest = summary.group.partition("[")
     parameters = rest[:-1] if rest.endswith("]") else ""
     if not parameters and summary.key != "default":
@@ -132,7 +136,7 @@ def benchmark_entry(summary: GroupSummary, candidate: CandidateRow) -> dict[str,
     if not samples:
         return None
     winner = candidate.name == summary.winner
-    name, fullname = benchmark_id(summary, candidate.name)
+    name, fullname = benchmark_id(summary, candidate.name, candidate.test_id)
     return {
         "group": decision_name(summary.group, summary.key),
         "name": name,

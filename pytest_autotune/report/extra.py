@@ -57,6 +57,21 @@ class RecordExtra:
     kept_baseline: bool | None = None
     """True where an update did not record this session and the committed baseline stays
     (it was measured on contended CPUs, `gate_policy.settle_update`); None otherwise."""
+    test_ids: dict[str, str] | None = None
+    """Each candidate's test item by name, as its node id (the marker's groups); None where
+    the candidates are not tests of their own (the `autotune` fixture's)."""
+    expected_failures: list[str] | None = None
+    """The candidates whose tests are marked xfail: their failed checks are expected, and
+    the report does not raise them. None where the record does not say (one written
+    before it did, a `LocalTuner`'s): the report then raises no failed check."""
+    max_regression: float | None = None
+    """The slowdown the group's settings tolerate (its marker, `autotune.yaml`, the
+    environment), None for the device kind's default: `compare` judges with it, as the
+    gate did."""
+    not_selected: list[str] | None = None
+    """The candidates whose tests this run did not select (`-k`, `-m`, node ids): the group
+    is checked whole, and such a candidate's failed check fails no test of this run. None
+    where every candidate's test was selected, or the record does not say."""
 
     @property
     def winner_seconds(self) -> tuple[float, ...]:
@@ -103,6 +118,10 @@ _KINDS: dict[str, type | tuple[type, ...]] = {
     "candidates": list,
     "history": list,
     "kept_baseline": bool,
+    "test_ids": dict,
+    "expected_failures": list,
+    "max_regression": (int, float),
+    "not_selected": list,
 }
 """The JSON type of each field."""
 

@@ -1,11 +1,14 @@
 """Figures as people read them, shared by the gate's messages and every report: a change with
-its sign (`+8.0%`), a fraction of a roof, a change with its interval.
+its sign (`+8.0%`), a fraction of a roof, a change with its interval, a count of things.
 """
 
 from __future__ import annotations
 
 import math
 from typing import Protocol
+
+# Defined with the engine's messages, which count too; every report reads it from here.
+from pytest_autotune.tune.wording import counted as counted
 
 
 class Interval(Protocol):
@@ -26,6 +29,8 @@ def format_change(fraction: float) -> str:
     if math.isinf(fraction):
         return "+inf%" if fraction > 0 else "-inf%"
     percent = round(fraction * 100, 1)
+    if abs(percent) >= 1000:  # an interval's far end: "+9895%", its tenths say nothing
+        return f"{percent:+.0f}%"
     return f"{percent + 0.0:+.1f}%"  # + 0.0 turns a rounded -0.0 into 0.0: no "-0.0%"
 
 

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from pytest_autotune.gate.verdicts import Verdict
 from pytest_autotune.report import (
     COLUMNS,
     GroupSummary,
     decision_name,
+    failed_checks,
+    failed_checks_text,
     failures,
     ordered,
+    reported,
     summary_row,
     verdict_counts,
 )
@@ -34,9 +38,25 @@ def escape(text: str) -> str:
     return "<br>".join(escaped.splitlines())
 
 
-def render_markdown(summaries: Sequence[GroupSummary], *, title: str = "pytest-autotune") -> str:
-    """A heading, the summary table, and the failures as a list; ends with a newline, so
-    appending it to the step summary file leaves the next section on its own line."""
+def render_markdown(
+    summaries: Sequence[GroupSummary],
+    *,
+    title: str = "pytest-autotune",
+    expected: Callable[[GroupSummary], bool] = lambda summary: False,
+    tests_failed: Callable[[GroupSummary], bool] = lambda summary: True,
+) -> str:
+    """A heading, the summary table, then the failures (those `expected` by the tests'
+    `xfail` marks said so), the candidates that failed their checks, the groups reported
+    without failing and those an update recorded or did not record as lists, each with its
+    message; ends with a newline, so appending it to the step summary file leaves the next
+    section on its own line. A refresh job's summary must say what it did with each
+    baseline (joined, started again, recorded on busy CPUs and worth recording again) and
+    why one was left as it was, as the terminal does. A wrong candidate fails its own test
+    whatever the group's verdict: the terminal's failures and the report name it, and a
+    summary that did not would read as a passing run on the page of a failed job. They are
+    listed for the groups `tests_failed` says a test of failed (pytest's outcomes): under
+    `-k` a group is checked whole, and a wrong candidate whose test did not run failed
+    nothing."""
     lines = [f"### {escape(title)}", ""]
     lines.append(_row(COLUMNS))
     lines.append(
@@ -44,15 +64,40 @@ def render_markdown(summaries: Sequence[GroupSummary], *, title: str = "pytest-a
     )
     lines.extend(_row(summary_row(summary)) for summary in ordered(summaries))
     lines.extend(["", f"Verdicts: {escape(verdict_counts(summaries))}"])
-    failed = failures(summaries)
-    if failed:
-        lines.extend(["", "**Failed:**", ""])
-        for summary in failed:
-            lines.append(
-                f"- {escape(decision_name(summary.group, summary.key))}:"
-                f" **{escape(summary.verdict.value)}**: {escape(summary.message)}"
-            )
+    updated = [s for s in ordered(summaries) if s.verdict is Verdict.UPDATED]
+    not_recorded = [s for s in ordered(summaries) if s.verdict is Verdict.NOT_RECORDED]
+    for heading, items in (
+        ("Failed", [_item(s, expected(s)) for s in failures(summaries)]),
+        ("Failed checks", _failed_checks([s for s in summaries if tests_failed(s)])),
+        ("Reported, not failing", [_item(s, expected(s)) for s in reported(summaries)]),
+        ("Updated", [_item(s, expected(s)) for s in updated]),
+        ("Not recorded", [_item(s, expected(s)) for s in not_recorded]),
+    ):
+        if items:
+            lines.extend(["", f"**{heading}:**", "", *items])
     return "\n".join(lines) + "\n"
+
+
+def _failed_checks(summaries: Sequence[GroupSummary]) -> list[str]:
+    """One item per group with candidates that failed their checks."""
+    return [
+        f"- {escape(decision_name(s.group, s.key))}: {escape(failed_checks_text(wrong))}"
+        for s in ordered(summaries)
+        if (wrong := failed_checks(s))
+    ]
+
+
+def _item(summary: GroupSummary, expected: bool) -> str:
+    """One group of a list: its name, verdict and message (the verdict once, where the
+    message already starts with it: "not recorded: ..."), and for a failure its tests'
+    `xfail` marks expected, that the run does not fail on it."""
+    verdict = summary.verdict.value
+    winner = f" (winner {summary.winner})" if summary.winner else ""  # as the terminal names it
+    head = f"- {escape(decision_name(summary.group, summary.key) + winner)}:"
+    if not summary.message.startswith(f"{verdict}:"):
+        head += f" **{escape(verdict)}**:"
+    xfail = " (expected to fail (xfail): the run does not fail on it)"
+    return f"{head} {escape(summary.message)}{xfail if summary.failed and expected else ''}"
 
 
 def _row(cells: Sequence[str]) -> str:

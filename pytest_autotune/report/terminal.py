@@ -14,6 +14,7 @@ from pytest_autotune.report import (
     decision_name,
     failures,
     ordered,
+    reported,
     summary_row,
     verdict_counts,
 )
@@ -58,7 +59,9 @@ def _candidate_lines(summary: GroupSummary) -> list[str]:
         value = SampleStats.of(samples).median if samples else candidate.median
         median = format_duration(value) if value is not None else "-"
         check = {None: "", True: "check passed", False: "CHECK FAILED"}[candidate.check_passed]
-        error = f"error: {candidate.error}" if candidate.error is not None else ""
+        # A candidate skipped here (its skipif, `AutotuneSkip`) is no error of the code.
+        said = "skipped" if candidate.skipped else "error"
+        error = f"{said}: {candidate.error}" if candidate.error is not None else ""
         cells = [c for c in (check, error) if c]
         lines.append(
             f"    {mark} {candidate.name.ljust(name_width)}  {median.rjust(9)}"
@@ -135,8 +138,18 @@ def render_failures(summaries: Sequence[GroupSummary]) -> str:
     One entry per failed group: its name and key, the verdict, then the gate's message,
     whose every line is indented under it.
     """
+    return _details(failures(summaries))
+
+
+def render_reported(summaries: Sequence[GroupSummary]) -> str:
+    """The groups reported without failing (no baseline, not comparable, too noisy), each
+    as a failure is shown: why, and what would help; empty when there are none."""
+    return _details(reported(summaries))
+
+
+def _details(groups: Sequence[GroupSummary]) -> str:
     entries = []
-    for summary in failures(summaries):
+    for summary in groups:
         winner = f" (winner {summary.winner})" if summary.winner else ""
         head = f"{decision_name(summary.group, summary.key)}{winner}: {summary.verdict.value}"
         body = [f"    {line}" for line in summary.message.splitlines()]

@@ -10,15 +10,18 @@ above it misses the floor the CI gate checks.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pytest_autotune.tune.benchmark import NS_PER_S
-from pytest_autotune.tune.files import json_number
-from pytest_autotune.tune.key import Key
+from pytest_autotune.tune.files import json_kind, json_number
+from pytest_autotune.tune.peaks import COMPUTE_UNITS, compute_unit
+from pytest_autotune.tune.plain_numbers import finite, real_number
 
 if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
     from pytest_autotune.tune.client import Client
     from pytest_autotune.tune.peaks import Peaks
 
@@ -33,18 +36,36 @@ def _gives_limit(value: float) -> bool:
     return value > 0 and math.isfinite(value)
 
 
-def _check_number(owner: str, name: str, value: object) -> None:
-    """A field given a string or another type is named, not left to fail a comparison."""
+def _plain_number(owner: Any, name: str) -> float:
+    """A field's value as a plain Python number, set back on the frozen `owner` (a NumPy
+    scalar, such as `np.prod(shape)`, is one, and the records write it as JSON); a field
+    given a string or another type is named, not left to fail a comparison."""
     __tracebackhide__ = True  # pytest shows the user's line that built it, not this one
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{owner}: {name} must be a number, got {value!r}")
+    value = getattr(owner, name)
+    plain = real_number(value)
+    if plain is None:
+        raise TypeError(f"{type(owner).__name__}: {name} must be a number, got {value!r}")
+    object.__setattr__(owner, name, plain)
+    return plain
 
 
-def _check_amount(owner: str, name: str, value: float) -> None:
+def _check_amount(owner: Any, name: str) -> None:
     __tracebackhide__ = True
-    _check_number(owner, name, value)
-    if not (value >= 0 and math.isfinite(value)):
-        raise ValueError(f"{owner}: {name} must be a finite number >= 0, got {value!r}")
+    value = _plain_number(owner, name)
+    if not (value >= 0 and finite(value)):
+        kind = type(owner).__name__
+        raise ValueError(f"{kind}: {name} must be a finite number >= 0, got {value!r}")
+
+
+def _numpy_dtype(value: object) -> bool:
+    """Whether NumPy reads `value` as a dtype (`x.dtype`, `np.int32`, "int32")."""
+    import numpy as np
+
+    try:
+        np.dtype(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,18 +79,43 @@ class Work:
     counted once, where `bytes` counts an array read and written twice): it decides which
     memory level the problem runs from, and so which roof bounds it. None takes `bytes`,
     which is never smaller, so an unstated working set never picks too fast a level.
+
+    `dtype` is the arithmetic `compute_ops` run in, whose measured peak bounds them: a NumPy
+    dtype (`x.dtype`, `np.float64`, "float64") or the peaks' name ("fp64", "fp16"); None is
+    fp32. NumPy computes in float64 by default, at half fp32's rate or less, so a float64
+    kernel judged against the fp32 roof would read half as close to it as it is. It is
+    typed as what it accepts (`Work(dtype=x.dtype)` type-checks in a user's code); it holds
+    the peaks' name, or None, once built (`unit` reads it as a str).
     """
 
     compute_ops: float = 0
     bytes: float = 0
     working_set: float | None = None
+    dtype: DTypeLike | None = None
 
     def __post_init__(self) -> None:
         __tracebackhide__ = True
-        _check_amount("Work", "compute_ops", self.compute_ops)
-        _check_amount("Work", "bytes", self.bytes)
+        _check_amount(self, "compute_ops")
+        _check_amount(self, "bytes")
         if self.working_set is not None:
-            _check_amount("Work", "working_set", self.working_set)
+            _check_amount(self, "working_set")
+        if self.dtype is not None:
+            unit = compute_unit(self.dtype)
+            if unit not in COMPUTE_UNITS and not _numpy_dtype(self.dtype):
+                # A name that is neither (a typo, "fp46") has no peak: the compute bound,
+                # the short circuit and the floor would be switched off without a word.
+                # A NumPy dtype no probe measures (an integer kernel's `x.dtype`) is kept:
+                # its work is bounded by memory alone, as the README says.
+                raise ValueError(
+                    f"Work: dtype {self.dtype!r} is neither a NumPy dtype nor a unit the peaks"
+                    f" measure ({', '.join(COMPUTE_UNITS)})"
+                )
+            object.__setattr__(self, "dtype", unit)
+
+    @property
+    def unit(self) -> str:
+        """The peaks' name of the compute unit that bounds `compute_ops` ("fp32" unless set)."""
+        return compute_unit(self.dtype) if self.dtype is not None else "fp32"
 
     @property
     def footprint(self) -> float:
@@ -94,8 +140,7 @@ class Thresholds:
         # fraction is a typo that would otherwise silently switch it off too.
         __tracebackhide__ = True
         for name in (COMPUTE, MEMORY):
-            value = getattr(self, name)
-            _check_number("Thresholds", name, value)
+            value = _plain_number(self, name)
             if value < 0:
                 raise ValueError(f"Thresholds: {name} must be >= 0, got {value!r}")
 
@@ -118,13 +163,21 @@ class AutotuneBound:
     """A bound for autotuning a throughput kernel: an amount of one resource (operations
     for "compute", bytes for "memory"), the device's peak rate of it per second, and the
     fraction of that peak the user calls good enough. A memory bound names the `level`
-    whose rate it used (L1, L2, L3, DRAM, HBM), where the peaks said."""
+    whose rate it used (L1, L2, L3, DRAM, HBM), where the peaks said; a compute bound names
+    its unit there (fp64, fp16, ...) where it is not fp32."""
 
     resource: str
     amount: float
     threshold: float
     peak: float
     level: str | None = None
+
+    def __post_init__(self) -> None:
+        # A bounds generator computes with NumPy: its numbers go into records and cache
+        # files, which hold Python numbers only. Zero, NaN and infinity stay: no limit.
+        __tracebackhide__ = True
+        for name in ("amount", "threshold", "peak"):
+            _plain_number(self, name)
 
     def time_limit(self) -> float | None:
         """`amount / peak / threshold` seconds, or None when the peak or the threshold is
@@ -146,6 +199,10 @@ class AutotuneBound:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> AutotuneBound:
+        """Read `to_json`'s form; a value of the wrong shape (a hand-edited cache file) is a
+        KeyError, TypeError or ValueError, which the readers report with the file's name."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a bound is {json_kind(data)}, not a JSON object")
         level = data.get("level")
         return cls(
             resource=str(data["resource"]),
@@ -166,12 +223,13 @@ class Bounds:
     would otherwise get a limit no candidate can reach.
     """
 
-    bounds: tuple[AutotuneBound, ...]
+    bounds: Sequence[AutotuneBound]
+    """Given as any sequence (the seed's `Vec`, ported as a list), held as a tuple."""
     launch_overhead: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "bounds", tuple(self.bounds))
-        _check_amount("Bounds", "launch_overhead", self.launch_overhead)
+        _check_amount(self, "launch_overhead")
 
     def _binding(self) -> tuple[AutotuneBound, float] | None:
         limits = [(b, limit) for b in self.bounds if (limit := b.time_limit()) is not None]
@@ -189,8 +247,8 @@ class Bounds:
         return binding[0].resource if binding is not None else None
 
     def binding_level(self) -> str | None:
-        """The memory level of the binding bound, None when it is not a memory bound that
-        names one."""
+        """The memory level of the binding bound (or a compute bound's unit where it is not
+        fp32), None when it names none."""
         binding = self._binding()
         return binding[0].level if binding is not None else None
 
@@ -203,16 +261,23 @@ class Bounds:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Bounds:
+        """Read `to_json`'s form; a wrong shape raises as `AutotuneBound.from_json` does."""
+        bounds = data["bounds"]
+        if not isinstance(bounds, list):
+            raise TypeError(f"'bounds' is {json_kind(bounds)}, not a JSON array")
         return cls(
-            bounds=tuple(AutotuneBound.from_json(b) for b in data["bounds"]),
+            bounds=tuple(AutotuneBound.from_json(b) for b in bounds),
             launch_overhead=int(data["launch_overhead_ns"]) / NS_PER_S,
         )
 
 
-BoundsGenerator = Callable[[Key, tuple[Any, ...], "Client"], "Bounds | None"]
+BoundsGenerator = Callable[[Any, tuple[Any, ...], "Client"], "Bounds | None"]
 """`bounds_gen(key, inputs, client) -> Bounds | None`: produces the bounds for a key and its
 reference inputs on the client's device, whose peaks the roofline needs (None: this key has
-no useful roofline, tune without a short circuit)."""
+no useful roofline, tune without a short circuit). The key is typed `Any`, as the input
+generator's and a priority function's are: a set's generators get the keys of its own key
+generator, so a typed one names that type (`def bounds(key: SumKey, ...)`), which a
+parameter typed as every kind of key would refuse under `mypy --strict`."""
 
 
 def calculate_bounds(
@@ -222,15 +287,28 @@ def calculate_bounds(
     memory_peak: float,
     launch_overhead: float = 0.0,
     memory_level: str | None = None,
+    compute_unit: str | None = None,
 ) -> Bounds:
     """Standardizes the creation of compute and memory bounds.
 
     A resource the work does not use (amount 0) gets no bound: its limit of 0 s would say
-    nothing, and it must not be named the binding resource.
+    nothing, and it must not be named the binding resource. The compute bound names its
+    unit (`compute_unit`, else the work's `dtype`) where it is not fp32, in the bound's
+    `level`: a gate scaling a time by today's peak over the baseline's must read today's
+    peak of the same unit (`Baseline.peak_ratio`).
     """
     bounds: list[AutotuneBound] = []
     if work.compute_ops > 0:
-        bounds.append(AutotuneBound(COMPUTE, work.compute_ops, thresholds.compute, compute_peak))
+        unit = compute_unit if compute_unit is not None else work.unit
+        bounds.append(
+            AutotuneBound(
+                COMPUTE,
+                work.compute_ops,
+                thresholds.compute,
+                compute_peak,
+                None if unit == "fp32" else unit,
+            )
+        )
     if work.bytes > 0:
         bounds.append(
             AutotuneBound(MEMORY, work.bytes, thresholds.memory, memory_peak, memory_level)
@@ -244,20 +322,24 @@ def roofline(
     thresholds: Thresholds | None = None,
     *,
     launch_overhead: float = 0.0,
-    dtype: str = "fp32",
+    dtype: object = None,
 ) -> Bounds:
     """The bounds of `work` on a device with measured `peaks`: `calculate_bounds` with the
-    compute peak of `dtype` and the roof of the memory level the work's working set fits
-    in, for a generator that has a client at hand
-    (`roofline(work, client.peaks(), launch_overhead=client.launch_overhead)`)."""
+    compute peak of `dtype` (the peaks' name, "fp32", or a NumPy dtype: `x.dtype`; None
+    takes the work's own, `Work.unit`) and the roof of the memory level the work's working
+    set fits in, for a generator that has a client at hand
+    (`roofline(work, client.peaks(), launch_overhead=client.launch_overhead)`).
+    """
     memory = peaks.memory_roof(work.footprint)
+    unit = work.unit if dtype is None else compute_unit(dtype)
     return calculate_bounds(
         work,
         thresholds if thresholds is not None else Thresholds(),
-        peaks.compute_peak(dtype),
+        peaks.compute_peak(unit),
         memory.peak,
         launch_overhead,
         memory.level,
+        unit,
     )
 
 

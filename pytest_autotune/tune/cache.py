@@ -10,8 +10,9 @@ is atomic, and a file that cannot be read is reported and left alone, never repl
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,15 @@ from pytest_autotune.tune.cache_format import (
     TUNER_FIELD,
     CacheFileError,
     Contents,
+    DamagedCacheFile,
     Malformed,
     PersistentCacheKey,
     PersistentCacheValue,
+    advice,
     entry_from_json,
     entry_order,
     entry_to_json,
+    other_tuner,
     parse_contents,
     stored_tuner,
 )
@@ -119,20 +123,29 @@ class PersistentCache:
     overwritten. `legacy` is where an earlier version filed the same cache, read while
     `path` has no file. `journal` makes a save of a few entries into a large file append
     them to its journal (`tune/journal.py`) instead of rewriting the file.
+
+    `set_aside_damaged` is for a file no person keeps: a library's cache in the user's
+    cache folder, which only tuning writes. One whose bytes are damaged (a disk error, a
+    hand edit) is renamed `<name>.damaged-<n>` and tuning starts afresh; otherwise every
+    process on that machine would retune every key and never save one. A file of a newer
+    pytest-autotune, one that cannot be opened or of another tuner's name is left alone.
     """
 
     def __init__(
         self,
-        path: Path,
+        path: str | os.PathLike[str],
         name: str | None = None,
         *,
-        legacy: Path | None = None,
+        legacy: str | os.PathLike[str] | None = None,
         journal: bool = False,
+        set_aside_damaged: bool = False,
     ) -> None:
-        self.path = path
+        # A program names its file with a str: taken as the Path every helper expects.
+        self.path = path = Path(path)
         self.name = name
-        self.legacy = legacy if legacy != path else None
+        self.legacy = Path(legacy) if legacy is not None and Path(legacy) != path else None
         self.journal = journal
+        self.set_aside_damaged = set_aside_damaged
         self._contents = Contents({}, None, {})
         self._unreadable: CacheFileError | None = None
         # What makes a save cost what changed, not the whole file (issue 15: 0.6 s a key
@@ -141,6 +154,10 @@ class PersistentCache:
         self._version: Version | None = None
         self._index: dict[str, set[PersistentCacheKey]] | None = None
         self._fragments: dict[PersistentCacheKey, tuple[PersistentCacheValue, str]] = {}
+
+    def __repr__(self) -> str:
+        name = f", {self.name!r}" if self.name is not None else ""
+        return f"{type(self).__name__}({str(self.path)!r}{name})"
 
     def exists(self) -> bool:
         """Whether the cache has a file, under its name or its legacy one."""
@@ -154,15 +171,31 @@ class PersistentCache:
         file of another tuner's name is unreadable for this one.
         """
         try:
-            source, read = self._read_own()
+            try:
+                source, read = self._read_own()
+            except DamagedCacheFile as error:
+                aside = self._set_aside(error)
+                if aside is not None:
+                    warnings.warn(
+                        CacheFileWarning(
+                            f"{error}; as this machine's own cache of {self.name!r}, it was"
+                            f" set aside as {aside.name} and tuning starts afresh (delete"
+                            " that file once nobody needs it)"
+                        ),
+                        stacklevel=2,
+                    )
+                # Read again: another process (an xdist worker beside this one) may have set
+                # it aside, or saved a new one, under the lock first; still damaged, it
+                # raises as before.
+                source, read = self._read_own()
             self._check_name(source, read.contents)
         except CacheFileError as error:
             self._adopt(Contents({}, None, {}), None)
             self._unreadable = error
             warnings.warn(
                 CacheFileWarning(
-                    f"{error}; autotune goes on as if there were no cache"
-                    " and will not overwrite the file"
+                    f"{error}; autotune goes on as if there were no cache and will not"
+                    f" overwrite the file: {advice(error, 'remove it to start anew')}"
                 ),
                 stacklevel=2,
             )
@@ -172,6 +205,31 @@ class PersistentCache:
             for problem in read.problems:
                 warnings.warn(CacheJournalWarning(problem), stacklevel=2)
         return dict(self._contents.entries)
+
+    def _set_aside(self, error: DamagedCacheFile) -> Path | None:
+        """Rename this cache's damaged file and its journal out of the way, when this cache
+        may (`set_aside_damaged`); the new name of the file, None when it was not moved.
+        Under the lock, and only if the file is still damaged: another process may have set
+        it aside and saved a new one meanwhile."""
+        if not self.set_aside_damaged or error.path != self.path:
+            return None
+        try:
+            with lock_beside(self.path, LOCK_TIMEOUT_S):
+                try:
+                    read_file(self.path)
+                except DamagedCacheFile:
+                    pass
+                else:
+                    return None
+                number = 1
+                while (aside := self.path.with_name(f"{self.path.name}.damaged-{number}")).exists():
+                    number += 1
+                self.path.rename(aside)
+                with contextlib.suppress(FileNotFoundError):
+                    journal.journal_path(self.path).rename(journal.journal_path(aside))
+                return aside
+        except (Timeout, OSError):
+            return None
 
     def unreadable(self) -> CacheFileError | None:
         """Why the file could not be read when last loaded, naming it; None when it could.
@@ -191,6 +249,7 @@ class PersistentCache:
         updates: Mapping[PersistentCacheKey, PersistentCacheValue],
         device: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
+        remove: Collection[str] = (),
     ) -> None:
         """Merge `updates` into the file as it is on disk now, and write it atomically.
 
@@ -201,7 +260,8 @@ class PersistentCache:
         fields of the same name and leave the others. Raises `CacheFileError` if the file
         is unreadable (now or when loaded), holds another tuner's name, or cannot be
         written, and writes nothing then. With `journal`, entries that only add to the
-        file are appended to its journal while the journal is small.
+        file are appended to its journal while the journal is small. `remove`: the stable
+        keys whose entries go (`--autotune-prune`), which rewrites the whole file.
         """
         metadata = dict(metadata or {})
         shadowing = STRUCTURE & metadata.keys()
@@ -231,10 +291,12 @@ class PersistentCache:
                 # Everything under the lock: another thread saving through this object next
                 # must not see the new version beside the old contents.
                 lines = self._journal_lines(disk, new_device, new_metadata, updates)
+                if remove:
+                    lines = None
                 if source == self.path and lines is not None and self._append(lines):
                     merge_entries(disk.entries, self._keys(), updates)
                 else:
-                    replaced = {key.key for key in updates}
+                    replaced = {key.key for key in updates} | set(remove)
                     entries = {k: v for k, v in disk.entries.items() if k.key not in replaced}
                     entries.update(updates)
                     contents = Contents(entries, new_device, new_metadata)
@@ -262,10 +324,7 @@ class PersistentCache:
     def _check_name(self, source: Path, contents: Contents) -> None:
         stored = stored_tuner(contents)
         if self.name is not None and stored is not None and stored != self.name:
-            raise CacheFileError(
-                source,
-                f"holds the cache of {stored!r}, not of {self.name!r}: both names map to this file",
-            )
+            raise CacheFileError(source, other_tuner(stored, self.name))
 
     def _refresh(self) -> Path:
         """Bring this object's contents up to the file and journal as they are now, reading
@@ -386,7 +445,12 @@ class PersistentCache:
 
 
 def tuner_cache(
-    cache_dir: Path, device_id: str, tuner_name: str, *, journal: bool = False
+    cache_dir: Path,
+    device_id: str,
+    tuner_name: str,
+    *,
+    journal: bool = False,
+    set_aside_damaged: bool = False,
 ) -> PersistentCache:
     """The cache of `tuner_name` on `device_id` under `cache_dir`: its injective file name,
     the name it checks the file against, and its 0.1.0 name to read while it has no file."""
@@ -396,6 +460,7 @@ def tuner_cache(
         tuner_name,
         legacy=cache_dir / folder / name,
         journal=journal,
+        set_aside_damaged=set_aside_damaged,
     )
 
 

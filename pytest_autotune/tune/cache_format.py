@@ -4,6 +4,7 @@ their JSON form, and the strict reading of a file's JSON into them. `PersistentC
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,8 +51,34 @@ class CacheFileError(Exception):
         self.reason = reason
 
 
+class DamagedCacheFile(CacheFileError):
+    """A cache file (or its journal) whose bytes are not a cache: not JSON, or JSON of the
+    wrong shape. Not a file of a newer pytest-autotune, one that cannot be opened, nor one of
+    another tuner's name: those are whole files some other reader may still want."""
+
+
+class NewerCacheFile(CacheFileError):
+    """A cache file of a newer pytest-autotune: whole, only not for this version to read.
+    What to do is upgrade, never remove it (`advice`)."""
+
+
+KEEP_NEWER = "keep it, as removing it would drop what the newer version recorded"
+
+
+def advice(error: CacheFileError, remove: str) -> str:
+    """What to do with a cache file that could not be read: repair it, or `remove` it
+    ("remove it to start anew"); but a newer version's file, whose message already says to
+    upgrade, is kept: removing it would drop every entry the newer version recorded, a
+    teammate's or a CI job's that runs that version."""
+    return KEEP_NEWER if isinstance(error, NewerCacheFile) else f"repair it, or {remove}"
+
+
 class Malformed(ValueError):
     """The file's JSON has the wrong shape: a bad file to report, where other errors are bugs."""
+
+
+class NewerSchema(Malformed):
+    """A file of a newer pytest-autotune: whole, only not for this version to read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,13 +209,24 @@ def stored_tuner(contents: Contents) -> str | None:
     return stored if isinstance(stored, str) else None
 
 
+def other_tuner(stored: str, name: str) -> str:
+    """Why a file of `name` that stores the tuner name `stored` is not read. Each name has
+    a file of its own (`cache_names`), so the file was renamed or copied by hand, as after
+    a test's rename: its `TUNER_FIELD` is what keeps its entries for the new name, written
+    whole as JSON, however long, so that it can be pasted into the file."""
+    return (
+        f"holds the cache of {stored!r}, not of {name!r}: a file renamed or copied by hand?"
+        f' set its "{TUNER_FIELD}" to {json.dumps(name, ensure_ascii=False)} to keep its entries'
+    )
+
+
 def parse_contents(data: Any) -> Contents:
     """Validate the whole document, so a bad one is rejected before any of it is used."""
     if not isinstance(data, dict):
         raise Malformed(f"holds {json_kind(data)}, not a JSON object")
     version = _field(data, "schema_version", int, "an integer")
     if version > SCHEMA_VERSION:
-        raise Malformed(
+        raise NewerSchema(
             f"was written by a newer pytest-autotune (schema_version {version},"
             f" this one reads up to {SCHEMA_VERSION}); upgrade pytest-autotune to use it"
         )
@@ -207,11 +245,18 @@ def parse_contents(data: Any) -> Contents:
         except Malformed as error:
             where = f" (key {serialize_key_json(raw['key'])})" if _has_key(raw) else ""
             raise Malformed(f"entry {i}{where}: {error}") from None
-        if key in entries:
+        if key in entries and _written_alike(entries[key].key, value.key):
             raise Malformed(f"entry {i} repeats key {key.key} with checksum {key.checksum!r}")
+        # Keys written differently but equal (`1.0` and `1`, which versions before their
+        # stable forms agreed filed apart) are one key tuned twice: the later entry stands,
+        # as a later journal line does, rather than the whole file being refused.
         entries[key] = value
     metadata = {name: value for name, value in data.items() if name not in STRUCTURE}
     return Contents(entries, device, metadata)
+
+
+def _written_alike(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def _has_key(raw: Any) -> bool:

@@ -1,6 +1,6 @@
 """Where a tuner's cache file lives: a folder per device and a file per tuner, both named
 so that two names never share a file (`cache_path`), and the names 0.1.0 gave them, which
-are still read (`legacy_cache_file_parts`)."""
+are still read (`legacy_cache_file_parts`); the cache files under a folder (`cache_files`)."""
 
 from __future__ import annotations
 
@@ -31,14 +31,34 @@ def cache_path(cache_dir: Path, device_id: str, tuner_name: str) -> Path:
 def cache_file_parts(device_id: str, tuner_name: str) -> tuple[str, str]:
     """The folder and file name of a cache under its root, for roots that are not a `Path`
     (a package's data, read through `importlib.resources`)."""
-    return _file_stem(device_id), f"{_file_stem(tuner_name)}.json"
+    return _file_stem(device_id), _tuner_file(tuner_name, _file_stem(tuner_name))
+
+
+PEAKS_FILE = "peaks.json"
+"""A device's probed peaks, kept beside its tuner caches when a client is given the cache
+folder (`backends.peaks`): in the device's folder, and not a cache file."""
+
+
+def _tuner_file(tuner_name: str, stem: str) -> str:
+    """`stem`'s file, but for a tuner named as the peaks file is (`peaks`, a script
+    `peaks.py`'s tuner), which takes the hashed form: the two would share a file, and the
+    commands that skip the peaks file would skip its cache."""
+    name = f"{stem}.json"
+    return f"{_hashed_stem(tuner_name)}.json" if name == PEAKS_FILE else name
+
+
+def cache_files(folder: Path) -> list[Path]:
+    """The cache files under `folder`, sorted: a cache root (`<device>/<tuner>.json`) or one
+    device's folder, so that commands comparing two folders take either, as long as both
+    are of one kind (the files are matched by their path below each)."""
+    return sorted(p for p in folder.rglob("*.json") if p.name != PEAKS_FILE)
 
 
 def legacy_cache_file_parts(device_id: str, tuner_name: str) -> tuple[str, str]:
     """The folder and file name pytest-autotune 0.1.0 gave the same cache: read when the
     injective name has no file yet, never written, so baselines committed under it are
     still found (the first save writes the injective name; the old file can then go)."""
-    return _legacy_stem(device_id), f"{_legacy_stem(tuner_name)}.json"
+    return _legacy_stem(device_id), _tuner_file(tuner_name, _legacy_stem(tuner_name))
 
 
 def _file_stem(name: str) -> str:
@@ -56,6 +76,11 @@ def _file_stem(name: str) -> str:
         raise ValueError("an empty name cannot name a cache file")
     if _PLAIN.fullmatch(name) and len(name) <= _MAX_STEM and not _HASHED.search(name):
         return name
+    return _hashed_stem(name)
+
+
+def _hashed_stem(name: str) -> str:
+    """A readable start of `name` and a hash of all of it (see `_file_stem`)."""
     stem = _UNSAFE.sub("_", name)
     if stem.startswith("."):
         stem = "_" + stem[1:]

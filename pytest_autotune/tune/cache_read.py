@@ -16,13 +16,17 @@ from pytest_autotune.tune import journal
 from pytest_autotune.tune.cache_format import (
     CacheFileError,
     Contents,
+    DamagedCacheFile,
     Malformed,
+    NewerCacheFile,
+    NewerSchema,
     PersistentCacheKey,
     PersistentCacheValue,
     entry_from_json,
     parse_contents,
 )
 from pytest_autotune.tune.files import JsonFileError, decode_strict
+from pytest_autotune.tune.wording import counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,8 @@ def read_file(path: Path) -> Read:
                 data = file.read()
         except FileNotFoundError:
             status, data = None, b""
+        except NotADirectoryError:
+            raise CacheFileError(path, f"cannot be read: {_file_above(path)}") from None
         except OSError as error:
             raise CacheFileError(path, f"cannot be read: {error.strerror or error}") from None
         journal_data, journal_id = read_journal(path)
@@ -108,12 +114,22 @@ def read_file(path: Path) -> Read:
         return Read(Contents({}, None, {}), NO_FILE, [])
     try:
         contents = parse_contents(decode_strict(data))
+    except NewerSchema as error:
+        raise NewerCacheFile(path, str(error)) from None
     except (JsonFileError, Malformed) as error:
-        raise CacheFileError(path, str(error)) from None
+        raise DamagedCacheFile(path, str(error)) from None
     version = Version(status_stamp(status), journal.digest(data), len(data), None, 0)
     if journal_data is None or journal_id is None:
         return Read(contents, version, [])
     return with_journal(contents, version, journal_data, journal_id, path)
+
+
+def _file_above(path: Path) -> str:
+    """Which folder of `path` is a file: "Not a directory" names none."""
+    for folder in reversed(path.parents):
+        if folder.is_file():
+            return f"{folder} is a file, where a folder of caches belongs"
+    return "a folder on its path is a file"
 
 
 def read_journal(path: Path) -> tuple[bytes | None, tuple[int, int] | None]:
@@ -143,15 +159,19 @@ def with_journal(
             return Read(contents, version, stale_lines(where, parsed.entries, contents))
         entries = dict(contents.entries)
         apply_entries(entries, parsed.entries)
+    except journal.NewerJournal as error:
+        # Whole, as a file of a newer schema_version is: not set aside, never replaced.
+        raise CacheFileError(path, f"in its journal {where.name}, {error}") from None
     except (JsonFileError, Malformed) as error:
         # Named as the cache file's problem: it is the cache a save would refuse to replace.
-        raise CacheFileError(path, f"in its journal {where.name}, {error}") from None
+        raise DamagedCacheFile(path, f"in its journal {where.name}, {error}") from None
     problems = []
     if parsed.torn:
+        whole = len(parsed.entries)
         problems.append(
             f"{where}: its last line is cut short (a writer killed midway, or one still"
-            f" writing) and is ignored; the {len(parsed.entries)} whole entries before it"
-            " are read"
+            f" writing) and is ignored; the {counted(whole, 'whole entry', 'whole entries')}"
+            f" before it {'is' if whole == 1 else 'are'} read"
         )
     if parsed.base is not None:
         version = replace(version, journal=journal_id, journal_end=parsed.end)

@@ -8,8 +8,9 @@ exact equality meaningless (`rtol`/`atol` on inexact values).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -17,10 +18,15 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_autotune.tune.device_compare import agree_on_device
-from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.wording import counted
 
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-8
+
+SKIPPED = "skipped: "
+"""How the message of a candidate that declined the key in its check begins; the reason
+follows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +75,11 @@ class AutotuneOutput(Protocol):
         """None when `other` equals `self` within the tolerances, else why it does not."""
 
 
+LISTED_DIFFERENCES = 10
+"""Differences listed in full; the rest are counted. A list or dict of numbers has one per
+element that differs: a `tolist()` output wrong everywhere made a message of megabytes."""
+
+
 def compare_outputs(
     reference: object,
     actual: object,
@@ -76,10 +87,12 @@ def compare_outputs(
     atol: float = DEFAULT_ATOL,
     equal_nan: bool = True,
 ) -> str | None:
-    """None when `actual` equals `reference`, else a readable account of every difference.
+    """None when `actual` equals `reference`, else a readable account of the differences
+    (the first `LISTED_DIFFERENCES` in full, the rest counted).
 
     Understands NumPy and CuPy arrays, NumPy scalars, Python numbers, bool, None, tuples,
-    lists and dicts of them, and `AutotuneOutput` types (the reference's method decides).
+    lists, dicts and dataclasses of them (field by field), and `AutotuneOutput` types (the
+    reference's method decides).
     Floating point values compare with `|actual - reference| <= atol + rtol*|reference|`;
     integers and booleans compare exactly; NaN must sit at the same positions
     (`equal_nan=False` makes any NaN a difference). Arrays must agree in dtype and shape.
@@ -88,6 +101,9 @@ def compare_outputs(
     implementation can serve as the reference of CuPy kernels.
     """
     problems = _compare(reference, actual, "output", rtol, atol, equal_nan)
+    if len(problems) > LISTED_DIFFERENCES:
+        more = counted(len(problems) - LISTED_DIFFERENCES, "more difference")
+        problems = [*problems[:LISTED_DIFFERENCES], f"... and {more}"]
     return "\n".join(problems) if problems else None
 
 
@@ -107,12 +123,14 @@ def check_candidates(
     atol: float = DEFAULT_ATOL,
     equal_nan: bool = True,
     require_output: bool = False,
+    last: Collection[int] = (),
 ) -> list[CheckResult]:
     """Run every candidate once and compare its output with the reference's.
 
     `run(i)` calls candidate `i` on fresh inputs and returns its output. The reference is
     the output of `reference()` when it is a callable, of candidate `reference` when it is
-    an index, else of the first candidate that succeeds. Candidates run one at a time and
+    an index, else of the first candidate that succeeds, those in `last` (expected to be
+    wrong: their tests are marked `xfail`) tried after every other. Candidates run one at a time and
     each output is compared as soon as it exists, so only the reference's output is kept
     alive (GPU memory holds two outputs, not one per candidate). A candidate that raises
     fails with the exception's text and is never compared; one that raises `AutotuneSkip`
@@ -120,7 +138,10 @@ def check_candidates(
     ran fails with that reason: none of them can be shown correct. Results come in the
     order of `names`. With `require_output`, a reference output of None is such a case.
     """
-    order = list(range(len(names)))
+    # An imprecise candidate listed first was the reference: it passed, and every
+    # correct one failed as differing from it.
+    order = [i for i in range(len(names)) if i not in last]
+    order += [i for i in range(len(names)) if i in last]
     ref_output: object = None
     ref_label = ""
     no_reference: str | None = None
@@ -142,13 +163,13 @@ def check_candidates(
         name = names[index]
         try:
             output = run(index)
-        except AutotuneSkip as exc:
-            reason = AutotuneError.from_exception(name, exc).message
-            results[index] = CheckResult(name, True, f"skipped: {reason}", skipped=True)
         except Exception as exc:
-            results[index] = CheckResult(
-                name, False, AutotuneError.from_exception(name, exc).message
-            )
+            # `AutotuneSkip`, or the seed's `AutotuneError::Skip` raised, declines the key,
+            # as it does when the candidate is timed.
+            error = AutotuneError.from_exception(name, exc)
+            declined = error.kind is AutotuneErrorKind.SKIP
+            message = f"{SKIPPED}{error.message}" if declined else error.message
+            results[index] = CheckResult(name, declined, message, skipped=declined)
         else:
             if have_reference:
                 diff = compare_outputs(ref_output, output, rtol, atol, equal_nan)
@@ -192,7 +213,14 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
 ) -> list[str]:
     """Every difference between two outputs, each message naming its position."""
     if isinstance(reference, AutotuneOutput):
-        message = reference.autotune_compare(actual, rtol, atol)
+        try:
+            message = reference.autotune_compare(actual, rtol, atol)
+        except Exception as exc:
+            # The user's method meeting an output of another type (`other.low` of a float):
+            # that output is not the reference's, a difference to name. Raised, it ended the
+            # checks, and a tuning with checks on, for every candidate.
+            raised = AutotuneError.from_exception("", exc).message
+            message = f"{type(reference).__name__}.autotune_compare raised {raised}"
         return [] if message is None else [f"{where}: {message}"]
     if reference is None or actual is None:
         return [] if reference is actual else [_mismatch(where, reference, actual)]
@@ -222,7 +250,7 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
         if not isinstance(actual, tuple if isinstance(reference, tuple) else list):
             return [_mismatch(where, reference, actual)]
         if len(reference) != len(actual):
-            return [f"{where}: expected {len(reference)} items, got {len(actual)}"]
+            return [f"{where}: expected {counted(len(reference), 'item')}, got {len(actual)}"]
         problems: list[str] = []
         for i, (ref_item, act_item) in enumerate(zip(reference, actual, strict=True)):
             problems += _compare(ref_item, act_item, f"{where}[{i}]", rtol, atol, equal_nan)
@@ -230,6 +258,18 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
 
     if type(reference) is not type(actual):
         return [_mismatch(where, reference, actual)]
+    if dataclasses.is_dataclass(reference):
+        # Its generated `==` compares array fields with `==`, whose truth NumPy refuses; field
+        # by field, each is compared as an output of its own, tolerances included. A field
+        # declared `compare=False` is left out, as its `==` leaves it out.
+        problems = []
+        for field in dataclasses.fields(reference):
+            if field.compare:
+                ref_value, act_value = getattr(reference, field.name), getattr(actual, field.name)
+                problems += _compare(
+                    ref_value, act_value, f"{where}.{field.name}", rtol, atol, equal_nan
+                )
+        return problems
     equal = reference == actual
     if not isinstance(equal, bool):
         name = type(reference).__name__
@@ -292,6 +332,12 @@ def _is_single(array: npt.NDArray[Any]) -> bool:
     return array.shape == () and array.dtype.kind in "biufc"
 
 
+BLOCK_ELEMENTS = 1 << 16
+"""Elements compared at once. `np.isclose` makes several temporaries of its operands' size:
+over a whole 1 GiB output that was GiBs beyond the outputs themselves, over a block it is a
+few MiB, and a block is large enough that the loop costs nothing beside the comparison."""
+
+
 def _compare_arrays(
     reference: npt.NDArray[Any],
     actual: npt.NDArray[Any],
@@ -304,59 +350,145 @@ def _compare_arrays(
     if reference.shape != actual.shape:
         return [f"{where}: shape differs: expected {reference.shape}, got {actual.shape}"]
     inexact = reference.dtype.kind in "fc" or actual.dtype.kind in "fc"
+    bad_count = moved = 0
+    first: tuple[int, Any, Any] | None = None
+    max_errors: tuple[float, float] | None = None
+    for ref_block, act_block, offset in _blocks(reference, actual, 0):
+        bad, nan_moved = _differing(ref_block, act_block, inexact, rtol, atol, equal_nan)
+        moved += int(np.count_nonzero(nan_moved))
+        count = int(np.count_nonzero(bad))
+        if count == 0:
+            continue
+        bad_count += count
+        if first is None:
+            i = int(np.flatnonzero(bad)[0])
+            first = offset + i, ref_block.reshape(-1)[i], act_block.reshape(-1)[i]
+        errors = _errors(ref_block, act_block, bad)
+        if errors is not None and max_errors is not None:
+            errors = max(errors[0], max_errors[0]), max(errors[1], max_errors[1])
+        max_errors = max_errors if errors is None else errors
+    if first is None:
+        return []
+    flat_index, expected, got = first
+
+    errors_text = ""
+    if max_errors is not None:
+        errors_text = f", max abs error {max_errors[0]:.6g}, max rel error {max_errors[1]:.6g}"
+    tolerance = f" (rtol={rtol:g}, atol={atol:g})" if inexact else ""
+    if reference.shape == ():
+        return [f"{where}: expected {expected}, got {got}{errors_text}{tolerance}"]
+    index = ", ".join(str(int(i)) for i in np.unravel_index(flat_index, reference.shape))
+    message = (
+        f"{where}: {bad_count} of {reference.size} elements differ{tolerance}{errors_text}; "
+        f"first at [{index}]: expected {expected}, got {got}"
+    )
+    if moved:
+        missing = "NaT" if reference.dtype.kind in "mM" else "NaN"
+        message += f"; {missing} positions differ at {counted(moved, 'element')}"
+    return [message]
+
+
+def _blocks(
+    reference: npt.NDArray[Any], actual: npt.NDArray[Any], offset: int
+) -> Iterator[tuple[npt.NDArray[Any], npt.NDArray[Any], int]]:
+    """Views of both arrays of at most `BLOCK_ELEMENTS` (or one row of the last axis), each
+    with the flat C-order index of its first element. Slices along the leading axis are views
+    in any memory order, so a Fortran-ordered or strided output is never copied whole."""
+    if reference.ndim == 0 or reference.size <= BLOCK_ELEMENTS:
+        yield reference, actual, offset
+        return
+    row = reference.size // reference.shape[0]
+    if row > BLOCK_ELEMENTS:
+        for i in range(reference.shape[0]):
+            yield from _blocks(reference[i], actual[i], offset + i * row)
+        return
+    step = BLOCK_ELEMENTS // row
+    for start in range(0, reference.shape[0], step):
+        stop = start + step
+        yield reference[start:stop], actual[start:stop], offset + start * row
+
+
+def _differing(
+    reference: npt.NDArray[Any],
+    actual: npt.NDArray[Any],
+    inexact: bool,
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Which elements differ, and where only one side is NaN (or NaT)."""
     with np.errstate(all="ignore"):
         if inexact:
             close = np.isclose(actual, reference, rtol=rtol, atol=atol, equal_nan=equal_nan)
             nan_moved = np.isnan(reference) != np.isnan(actual)
         else:
-            close = np.asarray(reference == actual, dtype=bool)
+            close = _equal_elements(reference, actual, rtol, atol, equal_nan)
             nan_moved = np.zeros(reference.shape, dtype=bool)
-        bad = ~np.asarray(close, dtype=bool)
-        bad_count = int(np.count_nonzero(bad))
-        if bad_count == 0:
-            return []
-        first = int(np.flatnonzero(bad)[0])
-        expected, got = reference.reshape(-1)[first], actual.reshape(-1)[first]
-        errors = _errors(reference, actual, bad) if reference.dtype.kind != "b" else ""
+            if reference.dtype.kind in "mM":
+                # NaT != NaT as NaN != NaN: a missing time at the same place is the same answer.
+                ref_nat, act_nat = np.isnat(reference), np.isnat(actual)
+                nan_moved = ref_nat != act_nat
+                if equal_nan:
+                    close = close | (ref_nat & act_nat)
+    return ~np.asarray(close, dtype=bool), np.asarray(nan_moved, dtype=bool)
 
-    tolerance = f" (rtol={rtol:g}, atol={atol:g})" if inexact else ""
-    if reference.shape == ():
-        return [f"{where}: expected {expected}, got {got}{errors}{tolerance}"]
-    index = ", ".join(str(int(i)) for i in np.unravel_index(first, reference.shape))
-    message = (
-        f"{where}: {bad_count} of {reference.size} elements differ{tolerance}{errors}; "
-        f"first at [{index}]: expected {expected}, got {got}"
-    )
-    moved = int(np.count_nonzero(nan_moved))
-    if moved:
-        message += f"; NaN positions differ at {moved} elements"
-    return [message]
+
+def _equal_elements(
+    reference: npt.NDArray[Any],
+    actual: npt.NDArray[Any],
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+) -> npt.NDArray[np.bool_]:
+    """Which elements of two exact arrays are equal. The elements of an object array that
+    are arrays themselves (a ragged array) are compared one by one as outputs of their own,
+    tolerances included: `==` on two of them gives an array, whose truth NumPy refuses.
+    The elements of an object array that `==` finds unequal are compared so too: floats
+    among them are equal within the tolerances, and NaN to NaN, as in a list."""
+    try:
+        equal = np.asarray(reference == actual, dtype=bool)
+    except ValueError:
+        pairs = zip(reference.flat, actual.flat, strict=True)
+        each = [not _compare(r, a, "", rtol, atol, equal_nan) for r, a in pairs]
+        return np.array(each, dtype=bool).reshape(reference.shape)
+    if reference.dtype.kind == "O":
+        flat = equal.reshape(-1)  # a view: `equal` is a new array of its own
+        for i in np.flatnonzero(~flat):
+            ref_item, act_item = reference.flat[i], actual.flat[i]
+            flat[i] = not _compare(ref_item, act_item, "", rtol, atol, equal_nan)
+    return equal
 
 
 def _errors(
     reference: npt.NDArray[Any], actual: npt.NDArray[Any], bad: npt.NDArray[np.bool_]
-) -> str:
+) -> tuple[float, float] | None:
     """Largest absolute and relative errors among the elements that differ, where both are
     finite: the figures that tell a rounding slip from a wrong algorithm."""
     if reference.dtype.kind not in "iufc" or actual.dtype.kind not in "iufc":
-        return ""
+        return None
     common = np.result_type(reference.dtype, actual.dtype, np.float64)
-    ref, act = reference.astype(common), actual.astype(common)
-    finite = bad & np.isfinite(ref) & np.isfinite(act)
+    # Only the differing elements are converted: all of them would be two more copies.
+    ref, act = reference[bad].astype(common), actual[bad].astype(common)
+    finite = np.isfinite(ref) & np.isfinite(act)
     if not finite.any():
-        return ""
-    abs_error = np.abs(act[finite] - ref[finite])
-    magnitude = np.abs(ref[finite])
-    rel_error = np.divide(
-        abs_error, magnitude, out=np.full_like(abs_error, np.inf), where=magnitude != 0
-    )
-    return (
-        f", max abs error {float(abs_error.max()):.6g}, max rel error {float(rel_error.max()):.6g}"
-    )
+        return None
+    if not finite.all():
+        ref, act = ref[finite], act[finite]
+    with np.errstate(all="ignore"):
+        abs_error = np.abs(act - ref)
+        magnitude = np.abs(ref)
+        rel_error = np.divide(
+            abs_error, magnitude, out=np.full_like(abs_error, np.inf), where=magnitude != 0
+        )
+    return float(abs_error.max()), float(rel_error.max())
 
 
 def _host_array(value: object) -> npt.NDArray[Any] | None:
     """A NumPy view of an array or NumPy scalar (CuPy arrays copied to the host), else None."""
+    if isinstance(value, np.matrix):
+        # Its rows stay 2-d when indexed (a scipy.sparse `.todense()` is one): as a plain
+        # array, its elements can be counted and the first bad one named.
+        return np.asarray(value)
     if isinstance(value, np.ndarray):
         return value
     if isinstance(value, np.generic):
@@ -382,5 +514,5 @@ def _describe(value: object) -> str:
     if value is None or isinstance(value, _PYTHON_NUMBERS):
         return repr(value)
     if isinstance(value, (tuple, list)):
-        return f"{type(value).__name__} of {len(value)} items"
+        return f"{type(value).__name__} of {counted(len(value), 'item')}"
     return type(value).__name__

@@ -5,7 +5,9 @@ runtime); the clients in `pytest_autotune.backends` implement it."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -45,3 +47,16 @@ class Client(Protocol):
     # to the device's noise (the first pass then keeps a long candidate's warm-up as its
     # sample: one call, not two); and `hopeless_factor: float | None`, the margin of the
     # hopeless cut for such calls, where the config sets none (`schedule.LongCalls`).
+    # `sample_statistic(fn) -> str`, the rule that scores `fn`'s samples once a batch is
+    # over: "median" where their noise runs both ways (a host loop's time), else "score"
+    # (`benchmark.STATISTICS`); without it, every candidate gets the seed's score.
+    # `context`, a context manager entered where the tuner copies a candidate's inputs and
+    # makes calls of its own (the checks): CUDA's device, since CuPy copies an array to the
+    # current device, and the copies must be where `time` runs the candidates
+    # (`client_context`).
+
+
+def client_context(client: object) -> AbstractContextManager[Any]:
+    """The optional `context` of a client (see `Client`), or one that does nothing."""
+    context = getattr(client, "context", None)
+    return contextlib.nullcontext() if context is None else context

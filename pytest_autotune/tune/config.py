@@ -80,8 +80,10 @@ class BenchConfig:
 class AutotuneConfig:
     """Everything the tuner, the recorder and the plugin's gate read from the user."""
 
-    cache_dir: Path | None = None
+    cache_dir: str | os.PathLike[str] | None = None
     """Root of the cache files, `<cache_dir>/<device_id>/<tuner>.json`, read and written.
+    Given as a str or a path (`AutotuneConfig(cache_dir="mylib/.autotune")` type-checks in
+    a user's code), it is held as a `Path`, `~` and `$VARIABLE`s expanded.
     None is the default place: `.autotune` in the project root under pytest, and for a
     `LocalTuner` the caches its package ships (read only) over a per-user cache directory
     (written), so a library never writes into site-packages or its user's working
@@ -90,15 +92,21 @@ class AutotuneConfig:
     was typed for the run)."""
     disable_cache: bool = False
     """Neither read nor write cache files: every key is tuned in each process."""
-    level: AutotuneLevel = AutotuneLevel.BALANCED
+    level: AutotuneLevel | str = AutotuneLevel.BALANCED
     """The level the plugin makes and tunes a group's keys under (`autotune_level_scope`).
-    A `LocalTuner` makes its keys under its caller's level (`autotune_level`)."""
+    A `LocalTuner` makes its keys under its caller's level (`autotune_level`). Given as an
+    `AutotuneLevel` or its name ("full"), as `set_autotune_level` takes it; held as the
+    `AutotuneLevel`."""
     checks: bool = False
     """Run every candidate once and compare its output with the reference before tuning."""
     rtol: float = 1e-5
     atol: float = 1e-8
-    record: RecordSink | None = None
-    log_level: AutotuneLogLevel = AutotuneLogLevel.DISABLED
+    record: str | os.PathLike[str] | None = None
+    """Where the records go: "stdout", "stderr", or a JSON-lines file, given as a str or a
+    path (held as a `Path`, as `cache_dir` is)."""
+    log_level: AutotuneLogLevel | str = AutotuneLogLevel.DISABLED
+    """How much of each tuning goes to the `logging` logger: an `AutotuneLogLevel` or its
+    name ("disabled", "minimal", "full"), held as the `AutotuneLogLevel`."""
     max_regression: float | None = None
     """Slowdown the gate tolerates, as a fraction; None leaves it to the device kind."""
     strict: bool = False
@@ -129,17 +137,20 @@ class AutotuneConfig:
         cls,
         environ: Mapping[str, str] = os.environ,
         yaml_path: str | os.PathLike[str] | None = None,
+        *,
+        project_file: bool = True,
     ) -> AutotuneConfig:
         """The config of a program outside pytest: `PYTEST_AUTOTUNE_*` variables over a YAML file.
 
         The file is `yaml_path`, which must exist, else `autotune.yaml` in the working
-        directory when there is one. The environment wins because it is the more specific
-        decision: the file is committed for the whole project, a variable is set for one
-        run, just as pytest's command line overrides its ini file.
+        directory when there is one and `project_file` is true. The environment wins
+        because it is the more specific decision: the file is committed for the whole
+        project, a variable is set for one run, just as pytest's command line overrides its
+        ini file.
         """
         sources: list[Layer] = [("", env_values(environ))]
         path = Path(yaml_path) if yaml_path is not None else Path(YAML_FILE)
-        if yaml_path is not None or path.is_file():
+        if yaml_path is not None or (project_file and path.is_file()):
             sources.append((os.fspath(path), load_yaml(path)))
         return resolve(sources)
 
@@ -191,13 +202,13 @@ def config_from(chosen: Chosen) -> AutotuneConfig:
     return AutotuneConfig(bench=bench, **{k: v for k, v in values.items() if owner[k] == "engine"})
 
 
-def load_yaml(path: str | os.PathLike[str]) -> dict[str, object]:
+def load_yaml(path: str | os.PathLike[str], where: str | None = None) -> dict[str, object]:
     """The settings of a YAML file (`yaml.safe_load`: reading a config runs no code).
 
     A file given explicitly must exist; its top level must be a mapping of known settings.
-    An empty file is an empty mapping.
+    An empty file is an empty mapping. Errors name the file as `where` (default: `path`).
     """
-    where = os.fspath(path)
+    where = os.fspath(path) if where is None else where
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -206,7 +217,22 @@ def load_yaml(path: str | os.PathLike[str]) -> dict[str, object]:
         raise ConfigError(f"{where}: cannot read: {exc}") from None
     try:
         data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        # PyYAML's own text runs over several lines and places the error in "<unicode
+        # string>": one line, placed in the file, as every other config error is.
+        mark = exc.problem_mark or exc.context_mark
+        at = "" if mark is None else f"line {mark.line + 1}, column {mark.column + 1}: "
+        context = f" ({exc.context})" if exc.context and exc.problem else ""
+        raise ConfigError(
+            f"{where}: invalid YAML: {at}{exc.problem or exc.context}{context}"
+        ) from None
     except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: invalid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: invalid YAML: nested too deeply to read") from None
+    except ValueError as exc:
+        # A value PyYAML parsed but Python cannot build: an integer of more than 4300
+        # digits, a date of month 13. PyYAML lets these through as they are.
         raise ConfigError(f"{where}: invalid YAML: {exc}") from None
     if data is None:
         return {}

@@ -6,6 +6,8 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+from pytest_autotune.tune.files import json_text
+
 
 class AutotuneErrorKind(enum.Enum):
     """Why a candidate, or a whole tuning, produced no measurement."""
@@ -18,6 +20,11 @@ class AutotuneErrorKind(enum.Enum):
     """Every candidate of every batch failed or declined."""
     SKIP = "skip"
     """The candidate raised `AutotuneSkip`: it does not handle this key."""
+
+
+NOT_REACHED = "not reached"
+"""How the `SKIP` result of a candidate that never ran begins (a batch ended before it, or
+no group holds it for the key), which tells it from one that declined."""
 
 
 class AutotuneSkip(Exception):
@@ -40,6 +47,13 @@ class AutotuneError(Exception):
         if isinstance(exc, AutotuneSkip):
             return cls(AutotuneErrorKind.SKIP, str(exc) or "declined the key", name)
         return cls(AutotuneErrorKind.UNKNOWN, f"{type(exc).__name__}: {exc}", name)
+
+    def fresh(self) -> AutotuneError:
+        """A new error of the same kind, message and name, to raise where this one is kept
+        (a key's NoValidKernelFound, raised at each call): raising the kept one again would
+        chain each call's traceback onto the last, and keep the first call's frames, and
+        the input arrays they hold, alive as long as the tuner."""
+        return AutotuneError(self.kind, self.message, self.name)
 
     def __str__(self) -> str:
         who = f"{self.name}: " if self.name else ""
@@ -65,7 +79,21 @@ class AutotuneError(Exception):
 
     @classmethod
     def from_json(cls, data: dict[str, Any], name: str | None = None) -> AutotuneError:
-        return cls(AutotuneErrorKind(data["kind"]), str(data.get("message", "")), name)
+        """Read `to_json`'s form; a missing kind is a KeyError, anything else that is not
+        what `to_json` writes a ValueError saying why."""
+        unknown = data.keys() - {"kind", "message"}
+        if unknown:
+            raise ValueError(f"error: unknown fields {sorted(unknown)}")
+        message = data.get("message", "")
+        if not isinstance(message, str):
+            raise ValueError(f"error: message is {json_text(message)}, expected a string")
+        kinds = ", ".join(kind.value for kind in AutotuneErrorKind)
+        try:
+            kind = AutotuneErrorKind(data["kind"])
+        except ValueError:
+            kind_text = json_text(data["kind"])
+            raise ValueError(f"error: kind is {kind_text}, expected one of {kinds}") from None
+        return cls(kind, message, name)
 
 
 class CacheFileWarning(UserWarning):

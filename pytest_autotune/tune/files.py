@@ -35,17 +35,52 @@ class JsonFileError(ValueError):
 
 def loads_strict(text: str) -> Any:
     """Parse strict JSON: no NaN or Infinity (nor `1e400`, which would read as one), no
-    integer longer than `MAX_INT_DIGITS`, no nesting deeper than `MAX_DEPTH`."""
+    integer longer than `MAX_INT_DIGITS`, no nesting deeper than `MAX_DEPTH`.
+
+    A leading byte order mark, which some Windows editors add on save, is skipped, as JSON
+    allows a reader to: a baseline saved so read as invalid JSON, the run went on without
+    it, and the next update refused to write the file."""
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise JsonFileError("is empty")
     try:
         data = json.loads(
             text, parse_constant=_reject_constant, parse_float=_finite, parse_int=_bounded_int
         )
     except json.JSONDecodeError as error:
+        conflict = _conflict_marker(text)
+        if conflict is not None:
+            raise JsonFileError(conflict) from None
         raise JsonFileError(f"is not valid JSON: {error}") from None
     except RecursionError:
         raise JsonFileError(f"is nested deeper than {MAX_DEPTH} levels") from None
     _check_depth(data)
     return data
+
+
+_CONFLICT_MARKER = re.compile(r"^(<<<<<<<|>>>>>>>)( .*)?$", re.MULTILINE)
+
+
+def _conflict_marker(text: str) -> str | None:
+    """Why a file git left in a merge conflict does not read, naming its first marker: the
+    JSON parser's "Expecting ',' delimiter: line 134" does not say that two refreshes of
+    one cache file met in a merge, nor what to do about it.
+
+    Two branches that refreshed different keys of one file conflict only where both
+    changed it, as in the device block's peaks, which every update measures; git merged
+    the rest, entries of both. Taking one branch's whole file would silently drop the
+    entries only the other branch refreshed, so the advice is conflict by conflict, one
+    side throughout an entry (a mix of two sessions' samples would read as one)."""
+    found = _CONFLICT_MARKER.search(text)
+    if found is None:
+        return None
+    line = text.count("\n", 0, found.start()) + 1
+    return (
+        f"holds unresolved merge conflict markers (line {line}: {found.group(0).strip()}):"
+        " keep one side of each conflict (one side throughout an entry); taking one"
+        " branch's whole file (git checkout --ours or --theirs) drops the entries only the"
+        " other branch changed"
+    )
 
 
 def read_json(path: Path) -> Any:

@@ -33,6 +33,11 @@ MIN_COMPACT_BYTES = 64 * 1024
 a small file is cheap to rewrite, and a journal never costs readers more than the file."""
 
 
+class NewerJournal(JsonFileError):
+    """A journal of a newer pytest-autotune (another environment on the machine): whole,
+    only not for this version to read, so its file is not damaged either."""
+
+
 def journal_path(path: Path) -> Path:
     """The journal of the cache file `path`: `<name>.journal` beside it, not hidden, since
     until it is folded in it holds entries the file does not."""
@@ -73,6 +78,12 @@ def parse_journal(data: bytes) -> Journal:
     if first < 0:
         return Journal(None, [], 0, bool(data))
     head = _line(data[:first], 1)
+    version = head.get("journal_version") if isinstance(head, dict) else None
+    if type(version) is int and version > JOURNAL_VERSION:
+        raise NewerJournal(
+            f"was written by a newer pytest-autotune (journal_version {version}, this one"
+            f" reads up to {JOURNAL_VERSION}); upgrade pytest-autotune to use it"
+        )
     if (
         not isinstance(head, dict)
         or head.get("journal_version") != JOURNAL_VERSION

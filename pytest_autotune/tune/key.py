@@ -10,12 +10,11 @@ import math
 import os
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import Any, ClassVar, TypeVar, Union
+from typing import Any, ClassVar, TypeVar
+
+from pytest_autotune.tune.plain_numbers import real_number
 
 KeyT = TypeVar("KeyT", bound="AutotuneKey")
-
-Key = Union["AutotuneKey", str, int, tuple[Any, ...]]
-"""What a key generator may return: an `AutotuneKey` dataclass, or a str, int or tuple of them."""
 
 KeyGenerator = Callable[..., Any]
 """`key_gen(*inputs) -> key`: produces an autotune key from the tuning inputs."""
@@ -26,39 +25,123 @@ class AutotuneKey:
 
     A frozen dataclass is hashable and compares by value, which is what the in-memory
     cache needs; this base adds the JSON round trip and the stable serialized form the
-    persistent cache is keyed by. Field values must be str, int, float, bool or None.
+    persistent cache is keyed by. Field values must be str, int, float, bool or None, or
+    tuples of them: a NumPy number (`np.prod(shape)`) is taken as the Python number it
+    equals, and anything else (a dtype) is refused by name: convert it (`str(x.dtype)`).
     """
 
     __dataclass_fields__: ClassVar[dict[str, Any]]
 
     def __str__(self) -> str:
-        fields = ", ".join(f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self))
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)}" for f in _key_fields(type(self)))
         return f"{type(self).__name__}({fields})"
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """The fields as `json.dumps` takes them, as the cache file holds the key: a NumPy
+        number is the Python number it equals (returned as it was, `json.dumps` refused
+        the key of `np.prod(shape)` that the tuner had taken and written)."""
+        return {
+            f.name: _field(self, f.name, getattr(self, f.name)) for f in _key_fields(type(self))
+        }
 
     @classmethod
     def from_json(cls: type[KeyT], data: dict[str, Any]) -> KeyT:
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = {f.name for f in _key_fields(cls)}
         unknown = set(data) - names
         if unknown:
             raise ValueError(f"{cls.__name__}: unknown fields {sorted(unknown)}")
-        return cls(**data)
+        # JSON has no tuple: a tuple field comes back a list, which is neither equal to
+        # the key written nor hashable.
+        return cls(**{name: _tuples(value) for name, value in data.items()})
 
 
-def key_to_json(key: Any) -> Any:
-    """The JSON value of a key: a dataclass key becomes an object, a tuple a list."""
+def _key_fields(cls: type[AutotuneKey]) -> tuple[dataclasses.Field[Any], ...]:
+    """The fields of a key class, which must be a dataclass: a class written without the
+    decorator (as the seed's `#[derive(AutotuneKey)]` might suggest) otherwise failed at its
+    first lookup in `dataclasses.fields`, naming neither the key nor the fix."""
+    __tracebackhide__ = True
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(
+            f"autotune key class {cls.__name__} is not a dataclass: decorate it with"
+            " @dataclass(frozen=True)"
+        )
+    return dataclasses.fields(cls)
+
+
+def _tuples(value: Any) -> Any:
+    """`value` with every list, at any depth, made the tuple it was written from."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def key_to_json(key: Any, _whole: Any = None) -> Any:
+    """The JSON value of a key: a dataclass key becomes an object, a tuple a list. (`_whole`
+    is the key a part belongs to, for messages.)"""
+    whole = key if _whole is None else _whole
     if isinstance(key, AutotuneKey):
-        return key.to_json()
+        return {name: _field(key, name, value) for name, value in key.to_json().items()}
     if isinstance(key, tuple):
-        return [key_to_json(k) for k in key]
-    if isinstance(key, (str, int, float, bool)) or key is None:
+        return [key_to_json(k, whole) for k in key]
+    if isinstance(key, (str, int, bool)) or key is None:
         return key
+    if isinstance(key, float):
+        return _finite(whole, key)
+    # A NumPy number (`np.prod(x.shape)`) is written as the Python number it equals and
+    # hashes as, so the file's key read back finds the same entry.
+    plain = _plain_scalar(key)
+    if plain is not None:
+        return _finite(whole, plain)
     raise TypeError(
         f"autotune key {key!r} of type {type(key).__name__}"
         " is not an AutotuneKey, str, int or tuple"
     )
+
+
+_FIELD_TYPES = (str, int, float, bool, type(None))
+
+
+def _field(key: AutotuneKey, name: str, value: Any) -> Any:
+    """A field's JSON value: a NumPy number as the Python number it is (as a bare key's),
+    also inside a tuple or list. Anything else (a dtype, `x.dtype`, is the usual one) would
+    fail deep in `json.dumps` with no word of the key: it is named here with the
+    conversion that fixes it."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(_field(key, name, item) for item in value)
+    if isinstance(value, _FIELD_TYPES):
+        return _finite(key, value) if isinstance(value, float) else value
+    plain = _plain_scalar(value)
+    if plain is None:
+        raise TypeError(
+            f"autotune key {key}: field {name!r} holds {value!r} of type"
+            f" {type(value).__name__}; a key field must be a str, int, float, bool or"
+            " None (or a tuple of them): convert it, as str(dtype)"
+        )
+    return _finite(key, plain)
+
+
+def _plain_scalar(value: Any) -> int | float | bool | None:
+    """A NumPy scalar as the Python number or bool it equals and hashes as, else None.
+    `np.all(x > 0)` is an `np.bool_`, no `bool`: it was refused as a key "of type bool"
+    that is no bool, a message that contradicts itself."""
+    dtype = getattr(value, "dtype", None)
+    if getattr(dtype, "kind", None) == "b" and getattr(value, "ndim", None) == 0:
+        return bool(value)
+    return real_number(value)
+
+
+def _finite(key: Any, value: Any) -> Any:
+    """`value`, a number of `key`, where it is finite. NaN equals nothing, itself included,
+    so a NaN key is never found again and was tuned at every call; neither it nor an
+    infinity can be written to a cache file (strict JSON), where the decision was lost with
+    a message about float values that named no key."""
+    if isinstance(value, float) and not math.isfinite(value):
+        what = "is" if isinstance(key, float) else f"holds {value!r}, which is"
+        raise ValueError(
+            f"autotune key {key!r} {what} not finite, and a key must be: NaN equals"
+            " nothing, itself included, so it is never found again, and no cache file"
+            " holds NaN or an infinity; make the key of what the inputs are, such as their"
+            " shape or size"
+        )
+    return value
 
 
 def stable_key(key: Any) -> str:
@@ -67,7 +150,27 @@ def stable_key(key: Any) -> str:
 
 
 def serialize_key_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    """The stable form of a key's JSON value (`key_to_json`'s, or a cache file's)."""
+    return json.dumps(_whole_numbers(value), sort_keys=True, separators=(",", ":"))
+
+
+def _whole_numbers(value: Any) -> Any:
+    """`value` with every float that is a whole number, at any depth, made the int it equals.
+
+    `1.0` and `np.float32(1.0)` equal and hash as `1` in Python, so the in-memory cache
+    already serves one tuning to all three; their stored forms (`1.0`, `1`) differed, and a
+    file written with one was a miss, tuned again, for the other. The seed prints a key's
+    numbers the same way (`1.0_f32` displays as `1`). A bool stays a bool: the seed's `true`
+    is no number, and JSON keeps the two apart. Applied to a file's keys as well, so an
+    entry written as `1.0` before is found by `1`.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, (list, tuple)):
+        return [_whole_numbers(item) for item in value]
+    if isinstance(value, dict):
+        return {name: _whole_numbers(item) for name, item in value.items()}
+    return value
 
 
 class AutotuneLevel(enum.Enum):
@@ -109,17 +212,25 @@ def _environment_level() -> AutotuneLevel:
     return _level
 
 
-def set_autotune_level(level: AutotuneLevel | None) -> None:
-    """Set the level of this process; None goes back to the environment's. A scope
-    (`autotune_level_scope`) still wins inside it."""
+def _named_level(level: AutotuneLevel | str | None, where: str) -> AutotuneLevel | None:
+    """A level or its name ("full"), as the marker and `PYTEST_AUTOTUNE_LEVEL` take it,
+    parsed where it is given: a name kept as it was failed in a later `anchor`, as a
+    KeyError far from the call that set it."""
+    return AutotuneLevel.parse(level, where) if isinstance(level, str) else level
+
+
+def set_autotune_level(level: AutotuneLevel | str | None) -> None:
+    """Set the level of this process (an `AutotuneLevel` or its name); None goes back to
+    the environment's. A scope (`autotune_level_scope`) still wins inside it."""
     global _level  # noqa: PLW0603 - a process-wide setting, like the seed's global level
-    _level = level
+    _level = _named_level(level, "set_autotune_level")
 
 
 @contextlib.contextmanager
-def autotune_level_scope(level: AutotuneLevel | None) -> Iterator[None]:
-    """`anchor` uses `level` inside the block, in this thread or task only, and whatever it
-    used before after it; None leaves the level as it is.
+def autotune_level_scope(level: AutotuneLevel | str | None) -> Iterator[None]:
+    """`anchor` uses `level` (an `AutotuneLevel` or its name) inside the block, in this
+    thread or task only, and whatever it used before after it; None leaves the level as it
+    is.
 
     The plugin makes each group's keys and tunes it under the group's level (its marker's,
     else the session's), so one group's `level=` reaches its key function and nothing
@@ -127,12 +238,16 @@ def autotune_level_scope(level: AutotuneLevel | None) -> Iterator[None]:
     cost its hot path, so it sets none: its keys use the process's level, or the scope
     its caller opens.
     """
-    token = _scoped.set(level or _scoped.get())
+    token = _scoped.set(_named_level(level, "autotune_level_scope") or _scoped.get())
     try:
         yield
     finally:
         _scoped.reset(token)
 
+
+_MIN_BASE = 1.1
+"""The seed's floor of a scaled base: extensive scales a base of 1.3 to 0.975, which has no
+powers above 1 to round to; the level is a setting of the process, not of the caller."""
 
 _LEVEL_BASE_FACTOR = {
     AutotuneLevel.MINIMAL: 1.25,
@@ -146,24 +261,35 @@ def anchor(
     max: int | None = None,
     min: int | None = None,
     base: float | None = None,
-    level: AutotuneLevel | None = None,
+    level: AutotuneLevel | str | None = None,
 ) -> int:
     """Anchor a number to a power of the base (2 by default), rounding up.
 
-    Nearby shapes then share a key, so one tuning serves them all. The level (`level`,
-    else `autotune_level()`) scales the base: minimal anchors coarser (1.25x base),
-    extensive finer (0.75x base), full not at all. The result is clamped to `[min, max]`.
+    Nearby shapes then share a key, so one tuning serves them all. The level (`level`, an
+    `AutotuneLevel` or its name, else `autotune_level()`) scales the base: minimal
+    anchors coarser (1.25x base), extensive finer (0.75x base), full not at all; a scaled
+    base is never below 1.1, as in the seed, so a base that works at one level works at
+    all of them. Zero stays zero (an empty dimension keeps a key of its own, as in the
+    seed). The result is clamped to `[min, max]`.
     """
     # `autotune_level()` inlined: a key generator may call this on every dispatch.
+    if isinstance(level, str):  # a name, as `set_autotune_level` takes one
+        level = AutotuneLevel.parse(level, "anchor")
     level = level or _scoped.get() or _level or _environment_level()
+    if base is not None and not base > 1:
+        raise ValueError(f"anchor base must be above 1, got {base!r}")
     if level is AutotuneLevel.FULL:
-        result = x
+        result = math.ceil(x)  # a float size rounds up, as at every level: never below x
     else:
         b = (2.0 if base is None else float(base)) * _LEVEL_BASE_FACTOR[level]
-        if b <= 1.0:
-            raise ValueError(f"anchor base must be above 1 after the level's scaling, got {b}")
+        if b < _MIN_BASE:  # noqa: PLR1730 - `max` is the parameter here, not the builtin
+            b = _MIN_BASE
         if x <= 1:
-            result = 1
+            result = 0 if x <= 0 else 1
+        elif b == 2.0 and isinstance(x, int):  # the default base: a bit length, 60 ns
+            result = 1 << (x - 1).bit_length()
+        elif b.is_integer():
+            result = _whole_power_at_least(x, int(b))
         else:
             exponent = math.ceil(math.log(x, b) - 1e-12)
             result = math.ceil(b**exponent - 1e-9)
@@ -176,3 +302,15 @@ def anchor(
     if min is not None and result < min:
         result = min
     return int(result)
+
+
+def _whole_power_at_least(x: float, base: int) -> int:
+    """The least power of a whole `base` not below `x`, in integers: a float power is not a
+    power of the base past 2**53 (3**35 anchored to 1.5e17, above 3**36), and past 1e308
+    it overflows. The logarithm only gives the first guess."""
+    result: int = base ** max(0, math.ceil(math.log(x, base) - 1e-12))
+    while result < x:
+        result *= base
+    while result // base >= x:
+        result //= base
+    return result

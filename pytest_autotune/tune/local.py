@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
+import os
+import sys
 import threading
-from collections.abc import Callable
+import types
+import weakref
+from collections.abc import Callable, Hashable
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.cache import PersistentCache, tuner_cache
@@ -38,38 +44,85 @@ class LocalTuner:
         """The package whose `.autotune` folder (package data) holds the shipped caches."""
         self._config = config
         self._tuners: dict[str, Tuner] = {}
-        self._winners: dict[str, dict[Any, Callable[..., Any]]] = {}
-        """Device id -> key -> the winning callable, read by `execute`'s hit path: filled
-        from the tuner's hits after a call that went through it. A hit then costs one
-        lookup of the callable, not of an index and then of the set's callable there."""
-        self._sets: dict[Callable[[], TunableSet], TunableSet] = {}
+        self._winners: dict[str, dict[Any, int]] = {}
+        """Device id -> key -> the index of the winner, read by `execute`'s hit path: filled
+        from the tuner's hits after a call that went through it. An index, resolved in the
+        set the call passes, as the seed's `fastest(index)`: a callable would be the set's
+        that was tuned, and a second set of this tuner meeting the same key would run the
+        first set's function on its inputs (the sum for a max)."""
+        self._bound: weakref.WeakSet[Callable[..., Any]] = weakref.WeakSet()
+        """The bound operations (`bind`) alive, for `clear`: each holds its own winning
+        callables by key (`winners`), of its own set, so its hit costs one lookup, as
+        `_winners` cannot (its indices serve any set of this tuner)."""
+        self._sets: dict[Hashable, TunableSet] = {}
+        """Init function -> its set; one defined in a function under its site (`_site`)."""
+        self._codes: list[types.CodeType] = []
+        """The code of each site in `_sets`, kept alive so that its id stays its own."""
         self._lock = threading.Lock()
+        _LOCAL_TUNERS.add(self)
+
+    def __repr__(self) -> str:
+        package = f", package={self.package!r}" if self.package is not None else ""
+        return f"LocalTuner({self.name!r}{package})"
 
     @property
     def config(self) -> AutotuneConfig:
-        """The explicit config, else the environment's (`PYTEST_AUTOTUNE_*`), read once."""
+        """The explicit config, else the environment's (`PYTEST_AUTOTUNE_*`), read once.
+
+        Not the working directory's `autotune.yaml`: that is the pytest configuration of
+        whichever project the program runs in, and an installed library's tuner must not
+        write into that project's cache folder, nor fail on a setting meant for its tests.
+        A program that wants the file passes `AutotuneConfig.from_env()`."""
         if self._config is None:
-            self._config = AutotuneConfig.from_env()
+            self._config = AutotuneConfig.from_env(project_file=False)
         return self._config
 
     def init(self, factory: Callable[[], TunableSet]) -> TunableSet:
         """The tunable set of `factory`, built on its first call only (thread-safe).
 
         One set per init function, as in the seed: `init(make_b)` after `init(make_a)`
-        builds and returns B's set, never A's. The sets share the tuner of each device, as
-        in the seed, so their keys must differ (a key tuned for A is a hit for B). Each set
-        carries this tuner's name (`TunableSet.tuner`), so the `autotune` fixture given it
-        writes the cache file this tuner reads.
+        builds and returns B's set, never A's. A lambda written in the tuned function, as
+        the seed writes its closure (`TUNER.init(lambda: TunableSet(...))`), is a new
+        function at each call, and one set still serves them all (`_site`) where what it
+        captures can be hashed; one capturing an array builds (and keeps) a set per call,
+        so such a lambda is better made once, at module level. The sets share
+        the tuner of each device, as in the seed, so their keys must differ (a key tuned
+        for A is a hit for B), also in their fields: two key dataclasses with the same
+        fields are one key to the cache file, and the tuner refuses the second
+        (`Tuner._check_key_type`). Each set carries this tuner's name (`TunableSet.tuner`),
+        so the `autotune` fixture given it writes the cache file this tuner reads.
         """
         tunables = self._sets.get(factory)
         if tunables is None:
+            if isinstance(factory, TunableSet) or not callable(factory):
+                raise TypeError(
+                    f"LocalTuner {self.name!r}: init takes the function that builds the set,"
+                    f" init(make_set), got a {type(factory).__name__}"
+                )
+            site = _site(factory)
+            tunables = self._sets.get(site)
+            if tunables is not None:
+                return tunables
             with self._lock:
-                tunables = self._sets.get(factory)
+                tunables = self._sets.get(site)
                 if tunables is None:
-                    tunables = self._sets[factory] = self._named(factory())
+                    tunables = self._sets[site] = self._build(factory)
+                    if site is not factory:
+                        self._codes.append(factory.__code__)
         return tunables
 
-    def _named(self, tunables: TunableSet) -> TunableSet:
+    def _build(self, factory: Callable[[], TunableSet]) -> TunableSet:
+        """`factory`'s set, carrying this tuner's name."""
+        tunables = factory()
+        if not isinstance(tunables, TunableSet):
+            # A make_set that builds its set and forgets to return it is the usual one;
+            # `replace` would only say it wants a dataclass.
+            name = getattr(factory, "__name__", repr(factory))
+            got = "None" if tunables is None else f"a {type(tunables).__name__}"
+            raise TypeError(
+                f"LocalTuner {self.name!r}: init({name}): {name}() must return a TunableSet,"
+                f" got {got}"
+            )
         return replace(tunables, tuner=self.name)
 
     def tuner(self, device_id: str, client: Client | None = None) -> Tuner:
@@ -85,11 +138,22 @@ class LocalTuner:
         return tuner
 
     def _new_tuner(self, device_id: str, client: Client | None) -> Tuner:
+        if not isinstance(device_id, str):
+            # The client and its id swapped: the id would name a cache folder, and the
+            # client's fingerprint would be asked of a str.
+            raise TypeError(
+                f"LocalTuner {self.name!r}: the device id must be a str, got a"
+                f" {type(device_id).__name__}; call"
+                " execute(client.device_id, client, tunables, inputs)"
+            )
         config = self.config
         persistent: PersistentCache | None = None
         if config.cache_dir is not None and not config.disable_cache:
-            # A program saves each key as it tunes it: appended to the file's journal.
-            persistent = tuner_cache(config.cache_dir, device_id, self.name, journal=True)
+            # A program saves each key as it tunes it: appended to the file's journal. A
+            # relative folder is taken from where the program is now, once: after an
+            # os.chdir its later keys would be saved under another folder.
+            folder = Path(config.cache_dir).absolute()
+            persistent = tuner_cache(folder, device_id, self.name, journal=True)
         elif not config.disable_cache:
             fingerprint = None
             if client is not None and config.shipped_match == "class":
@@ -109,41 +173,61 @@ class LocalTuner:
         """Run the fastest candidate of `tunables` on `inputs`, tuning on a new key.
 
         The hit path is `Tuner.execute`'s, inlined, in one expression over the device's
-        winning callables (`_winners`): against a dispatch that costs about 90 ns (an
+        winners (`_winners`): against a dispatch that costs about 90 ns (an
         `lru_cache` lookup), each Python call and lookup saved counts
         (`benchmarks/dispatch.py`). A set whose key generator takes one input
         (`TunableSet.unary`, read from its signature once) calls the key generator and the
         winner with it directly: unpacking `*inputs` costs CPython 3.11 about 30 ns a call,
         twice per hit, and testing `len(inputs)` instead of the set's flag cost 15-25 ns on
-        3.12. A wrong number of inputs, like a key error, goes through the tuner, which
-        raises what the key generator raises. It takes no lock, as the tuner's own does
+        3.12. A wrong number of inputs, inputs that are not a tuple, a key that cannot be
+        hashed and a key error go through the tuner, which says what is wrong or raises
+        what the key generator raises. It takes no lock, as the tuner's own does
         not. The tuner raises `AutotuneError` (NoValidKernelFound) when no candidate can
         run for the key.
         """
-        if tunables.unary:
+        try:
+            unary = tunables.unary
+        except AttributeError:
+            raise self._not_a_set(tunables) from None
+        if unary:
             try:
                 (x,) = inputs
-                fn = self._winners[device_id][tunables.key_gen(x)]
-            except (KeyError, ValueError):
+                fn = tunables.fns[self._winners[device_id][tunables.key_gen(x)]]
+            except (KeyError, ValueError, TypeError, IndexError):
                 return self._through_tuner(device_id, client, tunables, inputs)
             return fn(x)
         try:
-            fn = self._winners[device_id][tunables.key_gen(*inputs)]
-        except KeyError:
+            fn = tunables.fns[self._winners[device_id][tunables.key_gen(*inputs)]]
+        except (KeyError, TypeError, IndexError):
             return self._through_tuner(device_id, client, tunables, inputs)
         return fn(*inputs)
 
+    def _not_a_set(self, tunables: object, method: str = "execute") -> TypeError:
+        # `execute(client.device_id, client, make_set, inputs)` read `make_set.unary`.
+        return TypeError(
+            f"LocalTuner {self.name!r}: {method} takes a TunableSet, got a"
+            f" {type(tunables).__name__}; pass the set, tunables = TUNER.init(make_set)"
+        )
+
     def _through_tuner(
-        self, device_id: str, client: Client, tunables: TunableSet, inputs: TuneInputs
+        self,
+        device_id: str,
+        client: Client,
+        tunables: TunableSet,
+        inputs: TuneInputs,
+        bound: dict[Any, Callable[..., Any]] | None = None,
     ) -> Any:
         """Anything but a hit: the tuner runs (and tunes) the call; a key it now holds a hit
-        for serves the next calls from `_winners`."""
+        for serves the next calls from `_winners`, and from `bound`'s callables (a bound
+        operation's, of this set) when given."""
         tuner = self.tuner(device_id, client)
         out = tuner.execute(tunables, inputs, client)
         key = tunables.key_gen(*inputs)
         index = tuner.hits.get(key)
         if index is not None:
-            self._winners.setdefault(device_id, {})[key] = tunables.fns[index]
+            self._winners.setdefault(device_id, {})[key] = index
+            if bound is not None:
+                bound[key] = tunables.fns[index]
         return out
 
     def bind(self, device_id: str, client: Client, tunables: TunableSet) -> Callable[..., Any]:
@@ -158,35 +242,91 @@ class LocalTuner:
         A set whose key generator takes one input (`TunableSet.unary`) gives a function of
         one argument; otherwise it takes the inputs positionally.
         """
-        winners = self._winners.setdefault(device_id, {})
+        # This operation's own winners, callables of its set: a hit is one lookup.
+        winners: dict[Any, Callable[..., Any]] = {}
+        if not isinstance(tunables, TunableSet):
+            raise self._not_a_set(tunables, "bind")
         key_gen, through = tunables.key_gen, self._through_tuner
         if tunables.unary:
 
             def call_one(x: Any) -> Any:
                 try:
                     fn = winners[key_gen(x)]
-                except KeyError:
-                    return through(device_id, client, tunables, (x,))
+                except (KeyError, TypeError):
+                    return through(device_id, client, tunables, (x,), winners)
                 return fn(x)
 
-            return call_one
+            return self._bind(call_one, winners)
 
         def call(*inputs: Any) -> Any:
             try:
                 fn = winners[key_gen(*inputs)]
-            except KeyError:
-                return through(device_id, client, tunables, inputs)
+            except (KeyError, TypeError):
+                return through(device_id, client, tunables, inputs, winners)
             return fn(*inputs)
 
-        return call
+        return self._bind(call, winners)
+
+    def _bind(
+        self, operation: Callable[..., Any], winners: dict[Any, Callable[..., Any]]
+    ) -> Callable[..., Any]:
+        operation.winners = winners  # type: ignore[attr-defined]  # for `clear`
+        with self._lock:
+            self._bound.add(operation)
+        return operation
 
     def clear(self) -> None:
-        """Forget every in-memory decision (the files stay). Bound operations (`bind`)
-        share the per-device tables, so they are emptied in place."""
+        """Forget every in-memory decision (the files stay), bound operations' (`bind`)
+        included: their tables are emptied in place."""
         with self._lock:
             for winners in self._winners.values():
                 winners.clear()
+            for operation in self._bound:
+                operation.winners.clear()  # type: ignore[attr-defined]
             self._tuners.clear()
+
+
+def _site(factory: Callable[[], TunableSet]) -> Hashable:
+    """What identifies an init function: the seed's `init(|| ...)` has one closure type per
+    site, and its port `TUNER.init(lambda: ...)` in the tuned function is a new lambda at
+    each call, which would build a set at each call and keep them all. A function defined
+    in another function is its code with the values it captures (closure cells, defaults):
+    two of one site that capture the same values build the same set, and two that capture
+    others are kept apart, as their sets may differ. The code goes by its id (hashing a
+    code object hashes its bytecode, microseconds a call), kept alive by the tuner
+    (`_codes`) so that the id is never another's. One capturing a value that cannot be
+    hashed (an array) stays itself, as does any other callable, and a module's function:
+    it is made once."""
+    if not isinstance(factory, types.FunctionType) or "<locals>" not in factory.__qualname__:
+        return factory
+    closure, keywords = factory.__closure__, factory.__kwdefaults__
+    try:
+        site = (
+            id(factory.__code__),
+            tuple([cell.cell_contents for cell in closure]) if closure else (),
+            factory.__defaults__,
+            tuple(sorted(keywords.items())) if keywords else (),
+        )
+        hash(site)
+    except (TypeError, ValueError):  # an unhashable value, an empty cell
+        return factory
+    return site
+
+
+_LOCAL_TUNERS: weakref.WeakSet[LocalTuner] = weakref.WeakSet()
+"""Every local tuner alive, for `_after_fork_in_child`."""
+
+
+def _after_fork_in_child() -> None:
+    """A process forked while another thread held a tuner's lock (building a set in `init`,
+    loading a cache file in a first call) has no thread to release it: its first call
+    would wait for ever. The child's lock is a new one (the tuners' own: `tuner.py`)."""
+    for local in list(_LOCAL_TUNERS):
+        local._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX: multiprocessing's fork, os.fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def local_tuner(
@@ -199,7 +339,59 @@ def local_tuner(
     """
     frame = inspect.currentframe()
     caller = frame.f_back if frame is not None else None
-    module = caller.f_globals.get("__name__", "__main__") if caller is not None else "__main__"
-    if package is None and module != "__main__":
-        package = module.partition(".")[0]
+    names = caller.f_globals if caller is not None else {}
+    module = names.get("__name__", "__main__")
+    in_package = True
+    if module in ("__main__", "__mp_main__"):
+        # The program's main module, or the same run again in a worker multiprocessing
+        # spawned (its default on macOS and Windows): one tuner, whose file both share.
+        # Run with `python -m mylib.ops`, it is the module its spec names, whose package
+        # ships caches and whose tests wrote them under that name. A script is named as
+        # `import` would name it, after its file (`train.py` -> `train`), so two scripts
+        # keep two files rather than replacing each other's entries in one `__main__`;
+        # only an interactive session, with no file, is `__main__`. Neither a script nor a
+        # top-level module run with -m has a package (importlib cannot read one from a
+        # script, and would import, and so run, such a module a second time to look).
+        spec = names.get("__spec__")
+        script = names.get("__file__")
+        in_package = spec is not None and bool(spec.parent)
+        if spec is not None:
+            module = spec.name
+        elif isinstance(script, str) and script:
+            module = Path(script).stem
+        else:
+            module = "__main__"
+    if package is None and in_package:
+        derived = _top_level_package(module)
+        # A module under a name that imports nothing (a test file pytest imported with
+        # --import-mode=importlib) ships nothing: no package, rather than the warning an
+        # explicit `package=` that does not import gets (`shipped._shipped_root`).
+        package = derived if _importable(derived) else None
     return LocalTuner(f"{module}-{name}" if name else module, config, package=package)
+
+
+def _importable(package: str) -> bool:
+    if package in sys.modules:
+        return True
+    try:  # a top-level name's spec is found without importing anything
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _top_level_package(module: str) -> str:
+    """The top-level package of `module`, or below a namespace package the first regular one:
+    `acme.mylib` for `acme.mylib.ops` when `acme` is a namespace that several distributions
+    share (no `__init__.py`, no file); it holds no data of its own, `acme.mylib` is the
+    library, whose wheel ships its `.autotune` folder. `module` itself is that package when
+    the library builds its tuner in its `__init__.py` (`acme.mylib`), never when it is a
+    plain module (`acme.tool`), which holds no data."""
+    parts = module.split(".")
+    for end in range(1, len(parts) + 1):
+        name = ".".join(parts[:end])
+        parent = sys.modules.get(name)
+        if end == len(parts) and not hasattr(parent, "__path__"):
+            break
+        if parent is None or getattr(parent, "__file__", None) is not None:
+            return name
+    return parts[0]

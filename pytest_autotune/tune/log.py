@@ -57,13 +57,16 @@ _UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
 def format_duration(seconds: float) -> str:
     """Three significant digits in the unit that keeps the number at 1 or more: `189 us`.
 
-    The unit is chosen after rounding, so 999.96 us reads `1.00 ms`, never `1000 us`.
+    The unit is chosen after rounding, so 999.96 us reads `1.00 ms`, never `1000 us`. The
+    value is first rounded to 12 digits: a median that went through ln and exp (the gate's
+    mean of sessions) comes back a few ulps off, and 2865 ns as 2.86499... read `2.86 us`
+    in a message beside the same median's `2.87 us` in the table.
     """
     if not (math.isfinite(seconds) and seconds >= 0):
         return f"{seconds} s"
     value, unit = 0.0, "ns"
     for name, scale in _UNITS:
-        value, unit = float(f"{seconds / scale:.3g}"), name
+        value, unit = float(f"{float(f'{seconds / scale:.12g}'):.3g}"), name
         if value >= 1:
             break
     decimals = 0 if value >= 100 else 1 if value >= 10 else 2
@@ -283,7 +286,14 @@ class AutotuneLogContext:
     """Seconds under which a sample counts towards the short circuit."""
     events: list[AutotuneLogEvent] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
-    level: AutotuneLogLevel = AutotuneLogLevel.DISABLED
+    level: AutotuneLogLevel | str = AutotuneLogLevel.DISABLED
+    """An `AutotuneLogLevel` or its name ("full"), as the config takes it; held as the member."""
+
+    def __post_init__(self) -> None:
+        # A name kept as it was matched no member: the context logged nothing and dropped
+        # every sample, without a word.
+        if isinstance(self.level, str):
+            self.level = AutotuneLogLevel.parse(self.level, "AutotuneLogContext: level")
 
     def event(self, event: AutotuneLogEvent) -> None:
         """Keep an event, and log it at the full level (samples only exist at that level)."""
@@ -301,6 +311,13 @@ def log_event(ctx: AutotuneLogContext | None, event: AutotuneLogEvent) -> None:
     """
     if ctx is not None:
         ctx.event(event)
+
+
+def log_failure(ctx: AutotuneLogContext | None, name: str, index: int, error: object) -> None:
+    """A candidate that failed, logged as it happens at the full level ("every event"). Not
+    an event of the record: its result there already holds the error."""
+    if ctx is not None and ctx.level is AutotuneLogLevel.FULL:
+        logger.info("%s [#%d] failed: %s", name, index, error)
 
 
 def log_decision(tuner: str, fastest_name: str, key: Any, ctx: AutotuneLogContext) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pytest_autotune.tune.key import AutotuneLevel
 from pytest_autotune.tune.log import STREAMS, AutotuneLogLevel
+from pytest_autotune.tune.plain_numbers import real_number
 
 RecordSink = Path | Literal["stdout", "stderr"]
 """Where records go: a JSON-lines file, or a standard stream."""
@@ -48,10 +49,9 @@ def parse_bool(value: object, where: str) -> bool:
 
 def int_at_least(minimum: int) -> Parser:
     def parse(value: object, where: str) -> int:
-        number: int | None = None
-        if isinstance(value, int) and not isinstance(value, bool):
-            number = value
-        elif isinstance(value, str):
+        plain = real_number(value)
+        number = plain if isinstance(plain, int) else None
+        if isinstance(value, str):
             with contextlib.suppress(ValueError):
                 number = int(value.strip())
         if number is None or number < minimum:
@@ -66,12 +66,11 @@ def number(minimum: float, above: bool) -> Parser:
     relation = ">" if above else ">="
 
     def parse(value: object, where: str) -> float:
+        plain = value.strip() if isinstance(value, str) else real_number(value)
         parsed: float | None = None
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            parsed = float(value)
-        elif isinstance(value, str):
-            with contextlib.suppress(ValueError):
-                parsed = float(value.strip())
+        if plain is not None:
+            with contextlib.suppress(ValueError, OverflowError):  # "abc"; 10**400
+                parsed = float(plain)
         if (
             parsed is None
             or not math.isfinite(parsed)
@@ -84,11 +83,27 @@ def number(minimum: float, above: bool) -> Parser:
     return parse
 
 
+def parse_fraction(value: object, where: str) -> float:
+    """A fraction from 0 to 1, such as a tolerated slowdown: `max_regression: 10`, meant as
+    10%, read as 1000% and turned the gate off without a word."""
+    error = ConfigError(f"{where}: expected a fraction from 0 to 1 (0.1 for 10%), got {value!r}")
+    if isinstance(value, str) and value.strip().endswith("%"):
+        raise error  # not "expected a number", which then refused "10" as no fraction
+    parsed = float(number(0.0, above=False)(value, where))
+    if parsed > 1.0:
+        raise error
+    return parsed
+
+
 def parse_path(value: object, where: str) -> Path:
+    """A path with `~` and `$VARIABLE`s expanded, as pytest expands `--junitxml` and the
+    ini's `cache_dir`: a shell leaves `--autotune-html=~/r.html` alone (the `~` is not at
+    a word's start), and no shell reads an ini file, `autotune.yaml` or a CI's `env:`
+    block, so without it each would write into a folder named `~` or `$HOME`."""
     if isinstance(value, (str, os.PathLike)):
         path = os.fspath(value)
         if isinstance(path, str) and path.strip():
-            return Path(path)
+            return Path(os.path.expandvars(os.path.expanduser(path)))
     raise ConfigError(f"{where}: expected a path, got {value!r}")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -23,6 +23,26 @@ def _rates(kind: str, rates: Mapping[str, Any]) -> Mapping[str, float]:
             raise ValueError(f"{kind} peak {name!r} is {rate!r}, expected a finite rate >= 0")
         checked[str(name)] = float(rate)
     return MappingProxyType(checked)
+
+
+NUMPY_DTYPES = {
+    "float64": "fp64",
+    "float32": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+}
+"""The peaks' names of NumPy's (and CuPy's) floating dtypes: a work model has `x.dtype`."""
+
+COMPUTE_UNITS = ("fp64", "fp32", "fp16", "bf16", "tf32")
+"""The compute units the probes measure (fp32 and fp64 everywhere, the rest on a GPU)."""
+
+
+def compute_unit(dtype: object) -> str:
+    """The peaks' name of a compute unit given as one ("fp64") or as a NumPy dtype, type or
+    name (`x.dtype`, `np.float64`, "float64")."""
+    # A type (`np.float32`), a dtype (`x.dtype`, also byte-swapped: its `name`), a name.
+    name = getattr(dtype, "__name__", None) or getattr(dtype, "name", None) or str(dtype)
+    return NUMPY_DTYPES.get(name, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +97,10 @@ ROOF_PATTERNS = ("read", "copy", "add")
 """The access patterns whose rates set a memory roof: each counts the bytes a kernel's
 `Work` states, and real kernels stream at them (a reduction reads, an elementwise kernel
 copies, an update in place adds). "write" is left out (see `Peaks.memory_peak`)."""
+
+
+def _larger(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
+    return {name: max(a.get(name, 0.0), b.get(name, 0.0)) for name in {**a, **b}}
 
 
 def _roof(rates: Mapping[str, float]) -> float:
@@ -158,9 +182,27 @@ class Peaks:
                 return measured.peak
         return self.memory_peak
 
-    def compute_peak(self, dtype: str = "fp32") -> float:
-        """Operations per second for `dtype`; 0.0 (no bound) when it was not measured."""
-        return self.compute.get(dtype, 0.0)
+    def compute_peak(self, dtype: object = "fp32") -> float:
+        """Operations per second for `dtype` ("fp32", or a NumPy dtype, type or name:
+        `x.dtype`, `np.float32`, "float32"); 0.0 (no bound) when it was not measured."""
+        return self.compute.get(compute_unit(dtype), 0.0)
+
+    def at_least(self, other: Peaks) -> Peaks:
+        """Each rate the larger of these peaks' and `other`'s, measured the same way: a
+        probe is a best-of run, so a slower second read of one roof is the moment's, not
+        the device's. Levels are matched by name; one only `other` measured is kept."""
+        levels = {level.name: level for level in self.levels}
+        for level in other.levels:
+            mine = levels.get(level.name)
+            levels[level.name] = (
+                level if mine is None else replace(mine, rates=_larger(mine.rates, level.rates))
+            )
+        return replace(
+            self,
+            memory=_larger(self.memory, other.memory),
+            compute=_larger(self.compute, other.compute),
+            levels=tuple(levels.values()),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -196,3 +238,15 @@ class Peaks:
             levels=tuple(MemoryLevel.from_json(level) for level in levels),
             outer_level=outer,
         )
+
+
+def device_peaks(device: Mapping[str, Any] | None) -> Peaks | None:
+    """The peaks a device block holds (a cache file's or a record's `device`), None where
+    it holds none that read: a comparison then goes without scaling rather than fail."""
+    data = device.get("peaks") if device else None
+    if data is None:
+        return None
+    try:
+        return Peaks.from_json(data)
+    except (TypeError, ValueError):
+        return None

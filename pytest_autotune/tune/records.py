@@ -11,7 +11,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,13 +20,20 @@ from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.files import json_kind
 from pytest_autotune.tune.log import STREAMS
 from pytest_autotune.tune.run import RunInfo
+from pytest_autotune.tune.wording import counted
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.config import AutotuneConfig
 
+if sys.platform != "win32":
+    import fcntl
+
 RECORD_SCHEMA_VERSION = 2
 """Bumped on any change a reader of version N could misread; readers refuse newer ones.
-Version 2 added `run` (id, time, commit); version 1 records read with `run` None."""
+Version 2 added `run` (id, time, commit); version 1 records read with `run` None. A work's
+`dtype` (`extra.work`) and a compute bound's unit (its `level`) came without a bump: both
+are written only where not fp32, for a work no earlier version could state, so every
+record of what an earlier version could tune reads as it did."""
 
 
 class RecordError(ValueError):
@@ -62,6 +69,12 @@ class AutotuneRecord:
     extra: dict[str, Any] = field(default_factory=dict)
     run: RunInfo | None = None
     """The run that made the decision; a `Recorder` stamps its own on a record without one."""
+
+    @property
+    def duration(self) -> float:
+        """Seconds the tuning took, as `TuneDecision.duration`: the API's durations are
+        seconds, and `duration_ns` is the file's integer kept as it was read."""
+        return self.duration_ns / NS_PER_S
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -165,9 +178,11 @@ def _objects(data: Mapping[str, Any], name: str) -> tuple[dict[str, Any], ...]:
 class Recorder:
     """Writes one `AutotuneRecord` per line to a file, stdout or stderr.
 
-    A file is opened in append mode for each record and written with one `write` call,
-    so records from several recorders or processes never interleave inside a line, and a
-    record is on disk as soon as `record` returns, even if the process then dies. The file
+    A file is opened in append mode for each record and written with one `write` call
+    under a lock on the file (`_lock_for_append`), so records from several recorders or
+    processes never interleave inside a line nor cut each other off, and a
+    record is on disk as soon as `record` returns, even if the process then dies; a last
+    line an earlier writer left cut short is cut off first (`_after_last_line`). The file
     and its folders are created at once, so a bad path fails before any tuning is done.
     """
 
@@ -177,9 +192,13 @@ class Recorder:
         self._lock = threading.Lock()
         self._path: Path | None = None
         if not (isinstance(sink, str) and sink in STREAMS):
-            self._path = Path(sink)
+            # The file made here is the one every record goes to, after an os.chdir too.
+            self._path = Path(sink).absolute()
             self._path.parent.mkdir(parents=True, exist_ok=True)
             os.close(os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+
+    def __repr__(self) -> str:
+        return f"Recorder({os.fspath(self.sink)!r})"
 
     @classmethod
     def from_config(cls, config: AutotuneConfig) -> Recorder | None:
@@ -205,8 +224,10 @@ class Recorder:
                 stream.flush()
                 return
             data = line.encode("utf-8")
-            fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
+                _lock_for_append(fd)
+                data = _after_last_line(fd) + data
                 written = 0
                 while written < len(data):
                     written += os.write(fd, data[written:])
@@ -214,20 +235,82 @@ class Recorder:
                 os.close(fd)
 
 
-def read_records(path: str | os.PathLike[str]) -> list[AutotuneRecord]:
-    """Every record of a JSON-lines file; blank lines are allowed, bad ones name their line."""
+TAIL_CHUNK = 1 << 16
+RECORD_START = b'{"schema_version": '
+"""How every record's line begins (`AutotuneRecord.to_json`'s first field)."""
+
+
+def _lock_for_append(fd: int) -> None:
+    """Hold the records file against every other recorder until `fd` is closed: one that
+    reads the tail while another's record is half written takes it for a record cut short
+    by a killed run and cuts it off (`_after_last_line`). Every tuner of a program has a
+    recorder of its own, and every process of a pool its tuners: 6 processes writing
+    9,000 records lost 2,186. A lock on the file itself, so no lock file is left beside
+    a records file the user named; Windows has no `flock`, and there it is not taken."""
+    if sys.platform != "win32":
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _after_last_line(fd: int) -> bytes:
+    """What a record appended to the file `fd` must start with so that it begins a line of
+    its own: nothing after a newline, a newline after a whole record that lacks one.
+
+    A record cut short (a run killed while it wrote, which `read_records` ignores as the
+    file's last line) is cut off the file, as the cache journal's next save does: appended
+    to, it became the start of the new record's line, which then read as invalid JSON with
+    every record after it. A last line of anything else only gets its newline."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return b""
+    start = size
+    while start > 0:
+        chunk = os.pread(fd, min(TAIL_CHUNK, start), max(0, start - TAIL_CHUNK))
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            start = start - len(chunk) + newline + 1
+            break
+        start -= len(chunk)
+    tail = os.pread(fd, size - start, start)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        json.loads(tail)
+    except ValueError:
+        # Only the start of a record of ours: a file given by mistake keeps its last line.
+        if tail.startswith(RECORD_START):
+            os.ftruncate(fd, start)
+            return b""
+    return b"\n"
+
+
+def read_records(
+    path: str | os.PathLike[str], *, on_torn: Callable[[str], None] | None = None
+) -> list[AutotuneRecord]:
+    """Every record of a JSON-lines file; blank lines are allowed, bad ones name their line.
+
+    A last line that is not JSON and ends without a newline is a record whose writing was
+    cut short (a CI job killed while its run wrote): with `on_torn`, it is told the reason
+    and the whole records before it are read, so a report can still be rebuilt from them;
+    without, it is an error like any other bad line."""
+    try:
+        # utf-8-sig: a byte order mark an editor saved is skipped, as with our JSON files.
+        text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordError(f"{os.fspath(path)}: cannot read records: {exc}") from None
     records: list[AutotuneRecord] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         where = f"{os.fspath(path)}:{number}"
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
+            if on_torn is not None and number == len(lines) and not text.endswith("\n"):
+                on_torn(
+                    f"{where}: the last record was cut short while it was written (invalid"
+                    f" JSON: {exc.msg}) and is ignored; the {counted(len(records), 'record')}"
+                    f" before it {'is' if len(records) == 1 else 'are'} read"
+                )
+                break
             raise RecordError(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})") from None
         if not isinstance(data, dict):
             raise RecordError(f"{where}: expected a JSON object, got {json_kind(data)}")

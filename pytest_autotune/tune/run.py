@@ -77,15 +77,19 @@ class RunInfo:
         return cls(data["id"], data["timestamp"], data.get("commit"), data.get("branch"))
 
 
-def git_head(root: Path) -> tuple[str | None, str | None]:
+def git_head(root: Path, environ: Mapping[str, str] = os.environ) -> tuple[str | None, str | None]:
     """(commit, branch) of the checkout holding `root`; (None, None) outside one or without
-    git, and branch None on a detached head."""
+    git. On a detached head the branch is None, except in a GitHub Actions job of a pull
+    request, which checks out a merge commit detached: its branch is then the pull request's
+    (`GITHUB_HEAD_REF`), the one a reader of the records looks for."""
     try:
         commit = _git(root, "rev-parse", "HEAD")
         branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
     except (OSError, subprocess.SubprocessError):
         return None, None
-    return commit or None, None if branch in ("", "HEAD") else branch
+    if branch in ("", "HEAD"):
+        branch = environ.get("GITHUB_HEAD_REF", "")
+    return commit or None, branch or None
 
 
 def _git(root: Path, *args: str) -> str:

@@ -11,18 +11,24 @@ from dataclasses import dataclass, field
 
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult, check_sample
 from pytest_autotune.tune.config import BenchConfig
-from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.errors import NOT_REACHED, AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.log import (
     AutotuneLogContext,
+    CandidateSampled,
     Converged,
     Eliminated,
     Held,
     ShortCircuit,
     log_event,
+    log_failure,
 )
 
 Sampler = Callable[[int], float]
 """`sample(index) -> seconds`: time one call of candidate `index`; raises what it raises."""
+
+Statistic = Callable[[int], str]
+"""`statistic(index) -> name`: the rule (`benchmark.STATISTICS`) that scores candidate
+`index`'s samples, asked once its batch is over; without one, the seed's `score`."""
 
 IMPROVEMENT = 0.02
 """A round that improves a candidate's best time by less than this is a stall."""
@@ -87,11 +93,15 @@ class _Trial:
     def alive(self) -> bool:
         return self.error is None and not self.eliminated
 
-    def result(self) -> AutotuneResult:
+    def result(self, statistic: str = "score") -> AutotuneResult:
         if self.error is not None:
             return self.error
         return AutotuneOutcome(
-            self.name, self.index, tuple(self.samples), dropped_first=self.dropping_first
+            self.name,
+            self.index,
+            tuple(self.samples),
+            dropped_first=self.dropping_first,
+            statistic=statistic,
         )
 
 
@@ -115,8 +125,10 @@ class _Batch:
         short_circuit_samples: int | None,
         ctx: AutotuneLogContext | None,
         drop_first: bool,
+        statistic: Statistic | None = None,
     ) -> None:
         self.trials = [_Trial(i, names[i], drop_first) for i in indices]
+        self._statistic = statistic
         self._sample = sample
         self._limit = time_limit
         self._short_circuit = short_circuit_samples if time_limit is not None else None
@@ -129,6 +141,7 @@ class _Batch:
             seconds = check_sample(trial.name, self._sample(trial.index))
         except Exception as exc:
             trial.error = AutotuneError.from_exception(trial.name, exc)
+            log_failure(self._ctx, trial.name, trial.index, trial.error.message)
             return
         if not keep:
             trial.warm_up = seconds
@@ -142,6 +155,8 @@ class _Batch:
 
     def _keep(self, trial: _Trial, seconds: float) -> None:
         trial.samples.append(seconds)
+        # Kept and logged by a context at the full level only ("samples included").
+        log_event(self._ctx, CandidateSampled(trial.name, trial.index, seconds))
         if self.under_limit(seconds):
             trial.under_limit += 1
 
@@ -181,15 +196,17 @@ class _Batch:
         results: dict[int, AutotuneResult] = {}
         for t in self.trials:
             if t.samples or t.error:
-                results[t.index] = t.result()
+                results[t.index] = t.result(
+                    self._statistic(t.index) if self._statistic and t.alive else "score"
+                )
             else:
                 by = self.short_circuited
                 why = f"{by.name} short-circuited the batch" if by else "the batch ended"
                 results[t.index] = AutotuneError(
-                    AutotuneErrorKind.SKIP, f"not reached: {why}", t.name
+                    AutotuneErrorKind.SKIP, f"{NOT_REACHED}: {why}", t.name
                 )
         alive = [t for t in self.trials if t.alive and t.samples]
-        winner = min(alive, key=lambda t: t.result().score).index if alive else None  # type: ignore[union-attr]
+        winner = min(alive, key=lambda t: results[t.index].score).index if alive else None  # type: ignore[union-attr]
         return BatchResult(results, winner, self.short_circuited is not None)
 
 
@@ -201,14 +218,17 @@ def fixed_pass(
     time_limit: float | None = None,
     short_circuit_samples: int | None = None,
     ctx: AutotuneLogContext | None = None,
+    *,
+    statistic: Statistic | None = None,
 ) -> BatchResult:
     """Each candidate in turn: `config.warmups` warm-ups, then `config.max_samples` samples.
 
     Every sample counts: the warm-ups before the first have absorbed the allocation and
     clock ramp costs that make the adaptive round robin drop its first. A candidate with
     `short_circuit_samples` samples under the time limit ends the batch at once.
+    `statistic` names the rule that scores each candidate's samples (`Statistic`).
     """
-    batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx, False)
+    batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx, False, statistic)
     for trial in batch.trials:
         for _ in range(config.warmups):
             if trial.error is None:
@@ -233,6 +253,7 @@ def adaptive_round_robin(
     *,
     warm_up_judges: bool = False,
     long_calls: LongCalls | None = None,
+    statistic: Statistic | None = None,
 ) -> BatchResult:
     """The seed's adaptive sampling: a first pass, then rounds of one sample per candidate.
 
@@ -262,8 +283,12 @@ def adaptive_round_robin(
     eliminated if its best exceeds `speed_factor` times the leader's (never below two
     survivors, so the winner is always chosen against a rival); one the floor keeps is held
     as that rival and takes no more samples (`_eliminate` says why).
+
+    The winner is the live candidate of the lowest score, by the rule `statistic` names for
+    each (`Statistic`); convergence, elimination and the cuts go by the best sample, which
+    decides how long to sample, not which candidate wins.
     """
-    batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx, True)
+    batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx, True, statistic)
     for trial in batch.trials:
         batch.take(trial, keep=False)
         if warm_up_judges and _hopeless_at_warm_up(trial, batch.trials, config, long_calls, ctx):
@@ -338,6 +363,8 @@ def _hopeless_at_warm_up(
     if trial.warm_up <= factor * leader:
         return False
     trial.samples.append(trial.warm_up)
+    # Its one sample, logged as every kept sample is at the full level.
+    log_event(ctx, CandidateSampled(trial.name, trial.index, trial.warm_up))
     trial.eliminated = True
     log_event(
         ctx,

@@ -23,6 +23,7 @@ from pytest_autotune.tune.parse import (
     optional,
     parse_bool,
     parse_device,
+    parse_fraction,
     parse_level,
     parse_log_level,
     parse_path,
@@ -60,6 +61,9 @@ class Setting:
     owner: Owner
     option: str | None = None
     """The ini key, where it is not `autotune_<name>` (`autotune` for `tune`)."""
+    tuning_only: bool = False
+    """Read only when tuning: a plain run (no `--autotune`, `--autotune-update` or
+    `--autotune-only`) ignores it, and says so when it was typed on the command line."""
 
     @property
     def ini(self) -> str:
@@ -72,6 +76,9 @@ class Setting:
     @property
     def env(self) -> str:
         return ENV_PREFIX + self.name.upper()
+
+    numeric: bool = False
+    """A number: a native TOML table (pytest 9) may give it unquoted."""
 
     @property
     def kind(self) -> Literal["bool", "string"]:
@@ -109,9 +116,30 @@ SETTINGS: tuple[Setting, ...] = (
         "write refreshed cache files (the baselines to commit); regressions do not fail",
         False,
     ),
-    _engine("cache_dir", optional(parse_path), "cache root (default: .autotune)", None),
-    _plugin("html", optional(parse_path), "write the HTML report to this path"),
-    _engine("record", optional(parse_record), "append JSON-lines records to this path", None),
+    _plugin(
+        "prune",
+        parse_bool,
+        (
+            "--autotune-update that also drops the cache entries it names as stale: of a"
+            " test renamed or deleted, of a key no group of a test makes now"
+        ),
+        False,
+    ),
+    _engine(
+        "cache_dir",
+        optional(parse_path),
+        "cache root (default: .autotune)",
+        None,
+        tuning_only=True,
+    ),
+    _plugin("html", optional(parse_path), "write the HTML report to this path", tuning_only=True),
+    _engine(
+        "record",
+        optional(parse_record),
+        "append JSON-lines records to this path",
+        None,
+        tuning_only=True,
+    ),
     _plugin(
         "config",
         optional(parse_path),
@@ -124,6 +152,7 @@ SETTINGS: tuple[Setting, ...] = (
         "auto (default), cpu, cuda or cuda:N",
         "auto",
         sources=_EVERYWHERE | _MARKER,
+        tuning_only=True,
     ),
     _engine(
         "level",
@@ -137,6 +166,7 @@ SETTINGS: tuple[Setting, ...] = (
         parse_bool,
         "a group without a baseline, or too noisy to judge, fails the gate",
         False,
+        tuning_only=True,
     ),
     _engine(
         "runner",
@@ -146,6 +176,7 @@ SETTINGS: tuple[Setting, ...] = (
             " the device's id, which changes with a hosted runner's CPU model"
         ),
         None,
+        tuning_only=True,
     ),
     _engine(
         "time_limit",
@@ -156,11 +187,13 @@ SETTINGS: tuple[Setting, ...] = (
         ),
         None,
         sources=_EVERYWHERE | _MARKER,
+        numeric=True,
     ),
     _plugin(
         "benchmark_json",
         optional(parse_path),
         "write every candidate in pytest-benchmark's JSON format to this path",
+        tuning_only=True,
     ),
     _plugin(
         "only",
@@ -176,6 +209,7 @@ SETTINGS: tuple[Setting, ...] = (
             " relative to the fastest"
         ),
         False,
+        tuning_only=True,
     ),
     _engine(
         "disable_cache",
@@ -214,7 +248,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _engine(
         "max_regression",
-        optional(number(0.0, above=False)),
+        optional(parse_fraction),
         "the slowdown the gate tolerates, a fraction (default: the device kind's)",
         None,
         sources=_FILES_AND_ENV | _MARKER,
@@ -255,15 +289,21 @@ def setting_named(spelled: str) -> Setting | None:
 
 
 def unknown(where: str, spelled: str, names: Sequence[str]) -> ConfigError:
-    """The error of a key that names no setting, with the nearest name when one is near."""
+    """The error of a key that names none of `names` (the source's own), with the nearest
+    name when one is near, and the option where the key names a setting the source does
+    not take: `config` in the YAML file it would name points at `--autotune-config`, as
+    its variable does, not at itself."""
     other = setting_named(spelled)  # `autotune_html` in a file that spells it `html`
-    near = [other.name] if other else difflib.get_close_matches(spelled, names, n=1, cutoff=0.6)
-    return _unknown(where, near[0] if near else "")
+    if other is not None:
+        near = [other.name if other.name in names else other.flag]
+    else:
+        near = difflib.get_close_matches(spelled, names, n=1, cutoff=0.6)
+    return _unknown(where, near[0] if near else "", ", ".join(sorted(set(names) & set(BY_NAME))))
 
 
-def _unknown(where: str, near: str) -> ConfigError:
+def _unknown(where: str, near: str, known: str = KNOWN) -> ConfigError:
     hint = f"; did you mean {near}?" if near else ""
-    return ConfigError(f"{where}: unknown setting; known settings: {KNOWN}{hint}")
+    return ConfigError(f"{where}: unknown setting; known settings: {known}{hint}")
 
 
 Layer = tuple[str, Mapping[str, object]]
@@ -294,6 +334,9 @@ def choose(layers: Sequence[Layer]) -> Chosen:
 
 
 _VARIABLES: dict[str, Setting] = {s.env: s for s in SETTINGS if "environment" in s.sources}
+KNOWN_VARIABLES = ", ".join(sorted(s.name for s in _VARIABLES.values()))
+"""The settings a variable sets, as a refused variable lists them: not `config`, which only
+`--autotune-config` names."""
 
 
 def env_values(environ: Mapping[str, str]) -> dict[str, str]:
@@ -324,7 +367,7 @@ def _unknown_variable(name: str) -> ConfigError:
         suffixes = {s.name.upper(): env for env, s in _VARIABLES.items()}
         close = difflib.get_close_matches(name.removeprefix(ENV_PREFIX), suffixes, n=1)
         near = suffixes[close[0]] if close else ""
-    return _unknown(name, near)
+    return _unknown(name, near, KNOWN_VARIABLES)
 
 
 def yaml_key_error(where: str, key: object) -> ConfigError | None:

@@ -28,6 +28,7 @@ from pytest_autotune.tune.cache import (
     parse_cache,
     tuner_cache,
 )
+from pytest_autotune.tune.cache_format import other_tuner
 from pytest_autotune.tune.device_class import device_class, nearest
 from pytest_autotune.tune.errors import CacheFileWarning
 from pytest_autotune.tune.journal import journal_path
@@ -121,7 +122,18 @@ def shipped_caches(
 def _shipped_root(package: str) -> Traversable | None:
     try:
         root = resources.files(package) / SHIPPED_FOLDER
-    except (ModuleNotFoundError, TypeError):
+    except ModuleNotFoundError:
+        # `local_tuner(package="mylib")` with a typo would never serve a shipped winner,
+        # and every user would pay for tuning, with nothing to say why.
+        warnings.warn(
+            CacheFileWarning(
+                f"package {package!r} of a LocalTuner cannot be imported: no shipped cache"
+                " is read from it (is the name spelled as the package imports?)"
+            ),
+            stacklevel=4,
+        )
+        return None
+    except TypeError:  # a module that is no package ships no folder
         return None
     return root if root.is_dir() else None
 
@@ -136,10 +148,7 @@ def _read_named(
     if own is not None:
         if own.tuner in (None, tuner_name):
             return own
-        _ignore(
-            f"{folder / name}: holds the cache of {own.tuner!r}, not of {tuner_name!r}:"
-            " both names map to this file"
-        )
+        _ignore(f"{folder / name}: {other_tuner(own.tuner, tuner_name)}")
         return None
     older = _read(folder, legacy[1]) if legacy[1] != name else None
     return older if older is not None and older.tuner in (None, tuner_name) else None
@@ -174,21 +183,29 @@ def _ignore(reason: str) -> None:
 class LibraryCache(PersistentCache):
     """The user's cache file of one tuner on one device, read over what its package ships.
 
-    Decisions are saved to the user's file only. For a key both hold, the user's entry wins:
-    it was measured on this very machine, and an entry tuned for an older candidate list is
-    then tuned once more and replaced, where a shipped one would win again in every process.
+    Decisions are saved to the user's file only. For a key and candidate list both hold, the
+    user's entry wins: it was measured on this very machine. Entries of one key for other
+    candidate lists are all kept, and the tuner serves the one of its set's list: after an
+    upgrade, a user's entry for the old list must not hide the winner the new version ships
+    (it would be tuned again at once), nor a stale shipped entry hide one the user tuned.
     """
 
     def __init__(self, own: PersistentCache, shipped: Shipped) -> None:
-        super().__init__(own.path, own.name, legacy=own.legacy, journal=own.journal)
+        super().__init__(
+            own.path,
+            own.name,
+            legacy=own.legacy,
+            journal=own.journal,
+            set_aside_damaged=own.set_aside_damaged,
+        )
         self.shipped = shipped
 
     def load(self) -> Entries:
         own = super().load()
-        chosen: dict[str, tuple[PersistentCacheKey, PersistentCacheValue]] = {}
+        chosen: Entries = {}
         for layer in (self.shipped.nearby, self.shipped.exact, own):
-            chosen.update((key.key, (key, value)) for key, value in layer.items())
-        return dict(chosen.values())
+            chosen.update(layer)
+        return chosen
 
 
 def library_cache(
@@ -199,5 +216,6 @@ def library_cache(
 ) -> LibraryCache:
     """The cache of a library's tuner: the user's file over `package`'s shipped files."""
     shipped = shipped_caches(package, device_id, tuner_name, fingerprint) if package else Shipped()
-    own = tuner_cache(user_cache_dir(), device_id, tuner_name, journal=True)
+    # Only tuning writes the user's file: a damaged one is set aside, not kept forever.
+    own = tuner_cache(user_cache_dir(), device_id, tuner_name, journal=True, set_aside_damaged=True)
     return LibraryCache(own, shipped)

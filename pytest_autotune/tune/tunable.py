@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
+import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from pytest_autotune.tune.plain_numbers import real_number
 
 TuneFn = Callable[..., Any]
 """A candidate: a plain callable called as `fn(*inputs)`."""
@@ -24,6 +28,11 @@ class TuneGroup:
     name: str
     priority: PriorityFn
 
+    def __post_init__(self) -> None:
+        __tracebackhide__ = True  # pytest shows the user's line that built it, not this one
+        check_name("TuneGroup", self.name)
+        check_callable(f"TuneGroup {self.name!r}: priority", self.priority)
+
 
 @dataclass(frozen=True, slots=True)
 class Tunable:
@@ -36,9 +45,77 @@ class Tunable:
     fn: TuneFn
     groups: tuple[tuple[TuneGroup, PriorityFn], ...] = field(default=())
 
+    def __post_init__(self) -> None:
+        # A candidate that is not callable would only fail when timed, where the tuner
+        # records it as a failed candidate and picks another: the mistake would pass unseen.
+        __tracebackhide__ = True
+        check_name("Tunable", self.name)
+        check_callable(f"Tunable {self.name!r}", self.fn)
+        _check_runs_when_called(f"Tunable {self.name!r}", self.fn)
+
     def group(self, group: TuneGroup, priority: PriorityFn) -> Tunable:
         """This candidate, also in `group` at the intra-group `priority(key)`."""
+        __tracebackhide__ = True
+        if not isinstance(group, TuneGroup):
+            raise TypeError(
+                f"Tunable {self.name!r}: group() takes a TuneGroup, got {type(group).__name__}"
+            )
+        check_callable(f"Tunable {self.name!r}: priority in group {group.name!r}", priority)
         return Tunable(self.name, self.fn, (*self.groups, (group, priority)))
+
+
+def check_name(owner: str, name: object) -> None:
+    """A name is what files, records and reports show: a non-empty string."""
+    __tracebackhide__ = True
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{owner}: the name must be a non-empty str, got {name!r}")
+
+
+def check_callable(what: str, value: object) -> None:
+    __tracebackhide__ = True
+    if not callable(value):
+        raise TypeError(
+            f"{what}: expected a callable, got {type(value).__name__} {reprlib.repr(value)}"
+        )
+
+
+def _check_runs_when_called(what: str, fn: object) -> None:
+    """The tuner calls a candidate as `fn(*inputs)` and never awaits or iterates what it
+    returns: an `async def` function or a generator function would run nothing, be timed
+    as all but free, and as the reference fail every candidate that computed the answer."""
+    __tracebackhide__ = True
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(
+            f"{what}: an `async def` function runs nothing until awaited, and the tuner calls"
+            " it as fn(*inputs); give a plain function that runs it, such as"
+            " `lambda *inputs: asyncio.run(fn(*inputs))`"
+        )
+    if inspect.isgeneratorfunction(fn):
+        raise TypeError(
+            f"{what}: a generator function runs nothing until iterated, and the tuner calls"
+            " it as fn(*inputs); give a plain function returning its values, such as"
+            " `lambda *inputs: list(fn(*inputs))`"
+        )
+
+
+def _priority(priority: PriorityFn, key: Any, owner: str) -> int | float:
+    """`priority(key)`, which must be a number: a priority function whose branches do not
+    all return (None) would otherwise fail inside the plan's comparisons, naming neither
+    the group nor the candidate. A NumPy number (`np.log2(key.n)`) is the number it is."""
+    __tracebackhide__ = True
+    value = priority(key)
+    number = real_number(value)
+    if number is None:
+        raise PriorityError(
+            f"{owner}: priority({key!r}) returned {value!r}; it must return a number"
+            " (higher goes first, negative skips)"
+        )
+    return number
+
+
+class PriorityError(TypeError):
+    """A priority function returned no number: the user's mistake, which the plugin shows
+    as the test's one line rather than as a traceback through the tuner."""
 
 
 def tune_plan(key: Any, tunables: Sequence[Tunable]) -> list[tuple[int, ...]]:
@@ -50,18 +127,24 @@ def tune_plan(key: Any, tunables: Sequence[Tunable]) -> list[tuple[int, ...]]:
     candidate inside it, skips. A candidate in several groups is tried once, through the
     first batch that holds it (its highest group), and a batch left empty by that is
     passed over. The tuner stops at the first batch in which any candidate succeeds.
+
+    The ungrouped candidates join the batch of the highest group's highest level, as the
+    seed's plan has them: when every candidate of that level skips the key, they form the
+    first batch alone, and the next groups are tried only if they all fail.
     """
-    buckets: dict[int, dict[int, list[int]]] = {}
+    buckets: dict[float, dict[float, list[int]]] = {}
     ungrouped: list[int] = []
+    top_group: float | None = None
     for index, tunable in enumerate(tunables):
         if not tunable.groups:
             ungrouped.append(index)
             continue
         for group, intra in tunable.groups:
-            group_priority = group.priority(key)
+            group_priority = _priority(group.priority, key, f"TuneGroup {group.name!r}")
+            top_group = group_priority if top_group is None else max(top_group, group_priority)
             if group_priority < 0:
                 continue
-            level = intra(key)
+            level = _priority(intra, key, f"Tunable {tunable.name!r} in group {group.name!r}")
             if level < 0:
                 continue
             buckets.setdefault(group_priority, {}).setdefault(level, []).append(index)
@@ -69,6 +152,12 @@ def tune_plan(key: Any, tunables: Sequence[Tunable]) -> list[tuple[int, ...]]:
     batches: list[tuple[int, ...]] = []
     tried: set[int] = set()
     pending_ungrouped = ungrouped
+    if ungrouped and top_group is not None and top_group >= 0 and top_group not in buckets:
+        # The highest group skips the key at its every level: the ungrouped candidates are
+        # the seed's whole first batch then, and a lower group is only their fallback.
+        batches.append(tuple(ungrouped))
+        tried.update(ungrouped)
+        pending_ungrouped = []
     for group_priority in sorted(buckets, reverse=True):
         levels = buckets[group_priority]
         for level in sorted(levels, reverse=True):

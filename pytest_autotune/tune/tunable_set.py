@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pytest_autotune.tune.bounds import Bounds, BoundsGenerator, Thresholds, Work, roofline
 from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.key import KeyGenerator
-from pytest_autotune.tune.tunable import Tunable, TuneFn
+from pytest_autotune.tune.tunable import Tunable, TuneFn, check_callable
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client
@@ -30,22 +30,53 @@ class InputGenerator(Protocol):
     def __call__(self, key: Any, inputs: TuneInputs) -> TuneInputs: ...
 
 
-def clone_value(value: Any, _depth: int = 0) -> Any:
+def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None) -> Any:
     """A copy of an array (NumPy, CuPy, anything with `__array__` and `copy`), recursing into
     tuples, lists and dicts, and into the attributes of an object that holds an array (a
     shallow copy of the object with its arrays copied): a candidate writing into
-    `state.buffer` must not change the fixture for later tests. Other values are shared."""
+    `state.buffer` must not change the fixture for later tests. Other values are shared.
+
+    One value met twice is copied once, as `copy.deepcopy` does: `op(x, x)` gets one copy
+    twice, so an in-place candidate writing its second argument changes its first, as it
+    would on the caller's arrays, and the copies take no more memory than the inputs."""
+    memo: dict[int, Any] = {} if _memo is None else _memo
+    key = id(value)
+    if key in memo:
+        return memo[key][1]
+    cloned = _clone(value, _depth, memo)
+    if cloned is not value:
+        # Only what was copied: an object met first below the depth limit is shared there,
+        # and met again nearer the top it is still copied, as it was before the memo.
+        # The original is kept beside its copy: an id is unique only while its object lives.
+        memo[key] = (value, cloned)
+    return cloned
+
+
+def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     if isinstance(value, tuple):
-        return tuple(clone_value(v, _depth) for v in value)
+        return tuple(clone_value(v, depth, memo) for v in value)
     if isinstance(value, list):
-        return [clone_value(v, _depth) for v in value]
+        return [clone_value(v, depth, memo) for v in value]
     if isinstance(value, dict):
-        return {k: clone_value(v, _depth) for k, v in value.items()}
-    if hasattr(value, "__array__") and hasattr(value, "copy") and hasattr(value, "shape"):
-        return value.copy()
-    if _depth < _MAX_OBJECT_DEPTH:
-        return _clone_object(value, _depth + 1)
+        return {k: clone_value(v, depth, memo) for k, v in value.items()}
+    # A class (`np.float32` given as a dtype) has these attributes too, unbound.
+    is_array = hasattr(value, "__array__") and hasattr(value, "copy") and hasattr(value, "shape")
+    if is_array and not isinstance(value, type):
+        return _copy_array(value)
+    if depth < _MAX_OBJECT_DEPTH:
+        return _clone_object(value, depth + 1, memo)
     return value
+
+
+def _copy_array(value: Any) -> Any:
+    """A copy in the memory order of `value`: NumPy's and CuPy's `copy()` make C order, so a
+    Fortran-ordered input was timed, and checked, in a layout the caller never passes (a
+    column-wise kernel winning a tuning it loses in use). An array type whose `copy` takes
+    no order keeps its own."""
+    try:
+        return value.copy(order="K")
+    except TypeError:
+        return value.copy()
 
 
 _MAX_OBJECT_DEPTH = 3
@@ -62,13 +93,13 @@ _NEVER_COPIED = (
 )
 
 
-def _clone_object(value: Any, depth: int) -> Any:
+def _clone_object(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     if isinstance(value, _NEVER_COPIED):
         return value
     attributes = dict(getattr(value, "__dict__", None) or {})
     if dataclasses.is_dataclass(value):
         attributes.update((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
-    cloned = {name: clone_value(v, depth) for name, v in attributes.items()}
+    cloned = {name: clone_value(v, depth, memo) for name, v in attributes.items()}
     if all(cloned[name] is attributes[name] for name in attributes):
         return value  # holds no array: shared, as before
     try:
@@ -88,7 +119,11 @@ class CloneInputGenerator:
     """
 
     def __call__(self, key: Any, inputs: TuneInputs) -> TuneInputs:
-        return tuple(clone_value(v) for v in inputs)
+        cloned: tuple[Any, ...] = clone_value(tuple(inputs))
+        return cloned
+
+    def __repr__(self) -> str:
+        return "CloneInputGenerator()"
 
 
 def checksum_of(names: tuple[str, ...]) -> str:
@@ -110,6 +145,35 @@ def takes_one_input(fn: Callable[..., Any]) -> bool:
         return False
     required_keywords = [p for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
     return not required_keywords
+
+
+def _check_arity(generator: Callable[..., Any], what: str, call: str, arity: int) -> None:
+    """Refuse a generator that cannot be called as `call`: an input generator written as
+    `lambda inputs: ...` failed at every candidate's first call instead, each recorded as
+    that candidate's error, and the key remembered as one no candidate can run; a bounds
+    generator ported from the seed without the client failed inside the tuner. A signature
+    that cannot be read (some builtins) is taken on trust."""
+    __tracebackhide__ = True
+    try:
+        signature = inspect.signature(generator)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*([None] * arity))
+    except TypeError as exc:
+        raise TypeError(
+            f"TunableSet: the {what} is called as {call}, the inputs a tuple;"
+            f" the function given cannot be ({exc})"
+        ) from None
+
+
+def _check_tunable(tunable: object) -> None:
+    __tracebackhide__ = True
+    if not isinstance(tunable, Tunable):
+        raise TypeError(
+            "TunableSet: a candidate must be a Tunable(name, fn) or a (name, fn) pair,"
+            f" got {type(tunable).__name__}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +199,17 @@ class TunableSet:
     hit path of `LocalTuner.execute` then unpacks it without a length test."""
 
     def __post_init__(self) -> None:
+        __tracebackhide__ = True  # pytest shows the user's line that built it, not this one
+        check_callable("TunableSet: key generator", self.key_gen)
+        check_callable("TunableSet: input generator", self.input_gen)
+        _check_arity(self.input_gen, "input generator", "input_gen(key, inputs)", 2)
+        if self.bounds_gen is not None:
+            check_callable("TunableSet: bounds generator", self.bounds_gen)
+            _check_arity(self.bounds_gen, "bounds generator", "bounds_gen(key, inputs, client)", 3)
+        # A list is taken as the tuple it means: the set stays immutable and hashable.
+        object.__setattr__(self, "tunables", tuple(self.tunables))
+        for tunable in self.tunables:
+            _check_tunable(tunable)
         names = tuple(t.name for t in self.tunables)
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -146,8 +221,10 @@ class TunableSet:
 
     def with_(self, tunable: Tunable | tuple[str, TuneFn]) -> TunableSet:
         """This set plus one candidate (a `Tunable`, or a `(name, fn)` pair)."""
-        if not isinstance(tunable, Tunable):
+        __tracebackhide__ = True
+        if isinstance(tunable, tuple) and len(tunable) == 2:
             tunable = Tunable(*tunable)
+        _check_tunable(tunable)
         return replace(self, tunables=(*self.tunables, tunable))
 
     def with_bounds(self, bounds_gen: BoundsGenerator) -> TunableSet:
@@ -161,8 +238,16 @@ class TunableSet:
         the peaks the client measured on its device (the common case of `with_bounds`)."""
 
         def bounds_gen(key: Any, inputs: TuneInputs, client: Client) -> Bounds:
+            needed = work(*inputs)
+            if not isinstance(needed, Work):
+                # A model returning `(ops, bytes)` failed inside the roofline, on an
+                # attribute of a tuple, naming neither the work model nor the key.
+                raise TypeError(
+                    f"the work model of key {key!r} returned {type(needed).__name__}"
+                    f" {needed!r}, not a Work(compute_ops, bytes)"
+                )
             return roofline(
-                work(*inputs), client.peaks(), thresholds, launch_overhead=client.launch_overhead
+                needed, client.peaks(), thresholds, launch_overhead=client.launch_overhead
             )
 
         return replace(self, bounds_gen=bounds_gen)
@@ -183,17 +268,50 @@ class TunableSet:
         return replace(self, short_circuit=True, short_circuit_samples=enabled)
 
     def short_circuit_for(self, bench: BenchConfig) -> int | None:
-        """The samples under the time limit that end a batch, None when it never ends early."""
-        enabled = bench.short_circuit if self.short_circuit is None else self.short_circuit
+        """The samples under the time limit that end a batch, None when it never ends early.
+
+        The config's `short_circuit: false` wins over the set, as the seed's
+        `disable_short_circuit` does: it is how a run asks for every candidate measured,
+        whatever the library's sets say; the set can only turn it off for itself."""
+        enabled = bench.short_circuit and self.short_circuit is not False
         return (self.short_circuit_samples or bench.short_circuit_samples) if enabled else None
 
     @classmethod
     def of(cls, key_gen: KeyGenerator, candidates: Mapping[str, TuneFn]) -> TunableSet:
         """A set of ungrouped candidates from a name -> function mapping, in its order."""
+        __tracebackhide__ = True
+        if not isinstance(candidates, Mapping):
+            raise TypeError(
+                "TunableSet.of: candidates must be a mapping of name -> function,"
+                f" got {type(candidates).__name__}"
+            )
         return cls(key_gen, tunables=tuple(Tunable(n, f) for n, f in candidates.items()))
 
+    def generate_inputs(self, key: Any, inputs: TuneInputs) -> TuneInputs:
+        """The inputs a candidate is called with: `input_gen(key, inputs)`, which must
+        return a tuple (or list) of arguments. An input generator ported as returning its
+        one input bare would have every candidate called with the array's rows as arguments,
+        each failing with its own unrelated message."""
+        generated = self.input_gen(key, inputs)
+        if not isinstance(generated, (tuple, list)):
+            raise TypeError(
+                f"the input generator returned {type(generated).__name__}, not a tuple of the"
+                " candidates' arguments; return (x,) for one input"
+            )
+        return tuple(generated)
+
     def bounds(self, key: Any, inputs: TuneInputs, client: Client) -> Bounds | None:
-        return self.bounds_gen(key, inputs, client) if self.bounds_gen is not None else None
+        """The bounds of `key` on its inputs, None without a bounds generator (or where it
+        gives none). What is neither failed in the tuner, on an attribute of its own."""
+        if self.bounds_gen is None:
+            return None
+        bounds = self.bounds_gen(key, inputs, client)
+        if bounds is not None and not isinstance(bounds, Bounds):
+            raise TypeError(
+                f"the bounds generator of key {key!r} returned {type(bounds).__name__}"
+                f" {bounds!r}, not Bounds or None (calculate_bounds or roofline builds them)"
+            )
+        return bounds
 
     def __len__(self) -> int:
         return len(self.tunables)

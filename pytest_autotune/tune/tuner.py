@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 import time
 import warnings
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,15 +21,23 @@ from pytest_autotune.tune.cache import (
     PersistentCacheKey,
     PersistentCacheValue,
 )
-from pytest_autotune.tune.checks import CheckResult, check_candidates
+from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE, call_scope
+from pytest_autotune.tune.checks import SKIPPED, CheckResult, check_candidates
+from pytest_autotune.tune.client import client_context
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
-from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.errors import (
+    NOT_REACHED,
+    AutotuneError,
+    AutotuneErrorKind,
+    CacheFileWarning,
+)
 from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.log import AutotuneLogContext, ChecksDone, TuningStep, log_decision
 from pytest_autotune.tune.records import AutotuneRecord, Recorder
 from pytest_autotune.tune.schedule import (
     BatchResult,
     LongCalls,
+    Statistic,
     adaptive_round_robin,
     fixed_pass,
 )
@@ -122,6 +132,7 @@ class Tuner:
         recorder: Recorder | None = None,
         reference: Reference | None = None,
         require_output: bool = False,
+        reference_last: Collection[str] = (),
     ) -> None:
         self.name = name
         self.device_id = device_id
@@ -132,6 +143,9 @@ class Tuner:
         self.reference = reference
         self.require_output = require_output
         """A reference output of None fails the checks (the plugin's default)."""
+        self.reference_last = frozenset(reference_last)
+        """The candidates, by name, tried as the default reference (the first that
+        succeeds) only after every other: the plugin's whose tests are marked `xfail`."""
         self.hits: dict[Any, int] = {}
         """Key -> index of the winner, for every key decided in this process. Read it, never
         write it: `LocalTuner.execute` reads it directly on its hot path."""
@@ -140,9 +154,31 @@ class Tuner:
         self._failed: dict[Any, AutotuneError] = {}
         """Key -> why no candidate can run it: raised again without tuning again."""
         self._lock = threading.Lock()
-        self._stored: dict[str, tuple[PersistentCacheKey, PersistentCacheValue]] = {}
+        self._stored: dict[str, dict[str, tuple[PersistentCacheKey, PersistentCacheValue]]] = {}
+        """Stored form -> checksum -> the persisted entry. A library's tuner reads its user's
+        cache over the shipped ones, which may hold one key for several candidate lists (the
+        user tuned it before an upgrade that ships it): only the entry of the set's own list
+        is served, wherever it comes from."""
+        self._key_types: dict[str, str] = {}
+        """Stored form -> the type of the first key looked up or decided under it in this
+        process: a key of another type with the same stored form is refused
+        (`_check_key_type`)."""
         if persistent is not None:
-            self._stored = {pk.key: (pk, v) for pk, v in persistent.load().items()}
+            for pk, v in persistent.load().items():
+                self._stored.setdefault(pk.key, {})[pk.checksum] = (pk, v)
+        _TUNERS.add(self)
+
+    def __repr__(self) -> str:
+        return f"Tuner({self.name!r}, {self.device_id!r}, keys={len(self.hits)})"
+
+    def _forget_other_threads(self) -> None:
+        """In a forked child, which has only the thread that forked: a tuning another thread
+        had under way never ends there, and a lock it held is never released, so the
+        child's first call to meet such a key tunes it instead of waiting forever. The
+        forking thread's own tuning stays (a candidate that forks is still being tuned)."""
+        me = threading.get_ident()
+        self._lock = threading.Lock()
+        self._pending = {key: pending for key, pending in self._pending.items() if pending[1] == me}
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -165,11 +201,33 @@ class Tuner:
 
     def execute(self, tunables: TunableSet, inputs: TuneInputs, client: Client) -> Any:
         """Run the fastest candidate for these inputs, tuning first on a new key."""
+        if not isinstance(inputs, (tuple, list)):
+            # `execute(..., x)` for `execute(..., (x,))` would call `key_gen(*x)`: the rows
+            # of an array as arguments, and a message about the key generator's arity.
+            raise TypeError(
+                f"{self.name}: inputs must be a tuple of the candidates' arguments,"
+                f" got {type(inputs).__name__}; pass (x,) for one input"
+            )
         key = tunables.key_gen(*inputs)
-        index = self.hits.get(key)
+        try:
+            index = self.hits.get(key)
+        except TypeError as exc:
+            raise TypeError(
+                f"{self.name}: autotune key {key!r} is not hashable ({exc}); make it an"
+                " AutotuneKey @dataclass(frozen=True), a str, an int or a tuple of them"
+            ) from None
         if index is None:
             index = self._resolve(key, tunables, inputs, client)
-        return tunables.fns[index](*inputs)
+        try:
+            fn = tunables.fns[index]
+        except IndexError:
+            raise IndexError(
+                f"{self.name}: the key {key!r} was decided for a set with a candidate at"
+                f" index {index}, and this set has {len(tunables)}: sets that share a tuner"
+                " share its keys (as in the seed), so give this set its own LocalTuner or"
+                " keys of its own"
+            ) from None
+        return fn(*inputs)
 
     def _resolve(self, key: Any, tunables: TunableSet, inputs: TuneInputs, client: Client) -> int:
         me = threading.get_ident()
@@ -180,7 +238,7 @@ class Tuner:
                     return index
                 failed = self._failed.get(key)
                 if failed is not None:
-                    raise failed
+                    raise failed.fresh()
                 index = self._from_persistent(key, tunables)
                 if index is not None:
                     return index
@@ -202,25 +260,45 @@ class Tuner:
                 del self._pending[key]
             done.set()
         if decision.error is not None:
-            raise decision.error
+            raise decision.error.fresh()
         return decision.fastest_index
 
     def _from_persistent(self, key: Any, tunables: TunableSet) -> int | None:
         """Promote a persisted entry to a hit when it was tuned for this candidate list."""
+        stable = stable_key(key)  # refuses a key no file can hold, one candidate or not
         if len(tunables) == 1:
             self.hits[key] = 0
             return 0
-        stored = self._stored.get(stable_key(key))
+        self._check_key_type(key, stable)
+        stored = self._stored.get(stable)
         if stored is None:
             return None
-        pk, value = stored
-        if pk.checksum != tunables.checksum or not 0 <= value.fastest_index < len(tunables):
+        entry = stored.get(tunables.checksum)
+        if entry is None or not 0 <= entry[1].fastest_index < len(tunables):
             logger.info(
                 "%s: cached entry for %s was tuned for other candidates; re-tuning", self.name, key
             )
             return None
-        self.hits[key] = value.fastest_index
-        return value.fastest_index
+        index = entry[1].fastest_index
+        self.hits[key] = index
+        return index
+
+    def _check_key_type(self, key: Any, stable: str) -> None:
+        """Refuse a key whose stored form a key of another type already holds: two key
+        dataclasses with the same fields (`SumKey(n=8)`, `MaxKey(n=8)`) differ in Python
+        but not in the cache file, whose stored form is the fields alone, as the seed's
+        serialized key is; the second set would be served the first one's winner. The seed
+        rules it out by giving a tuner one key type; here it is said at the second key. The
+        first is taken at its lookup, not at its decision: a key served from the cache file
+        is never tuned in this process, and the second set would run its winner."""
+        known = self._key_types.setdefault(stable, _type_name(key))
+        if known != _type_name(key):
+            raise TypeError(
+                f"{self.name}: the key {key!r} has the stored form {stable}, as a {known} key"
+                " this tuner looked up before it does: the cache cannot tell them apart, and"
+                " one set would run the other's winner. Give each TunableSet its own"
+                " LocalTuner (the seed's tuner has one key type), or a key field that differs"
+            )
 
     def tune(
         self,
@@ -231,15 +309,28 @@ class Tuner:
         bench: BenchConfig | None = None,
     ) -> TuneDecision:
         """Benchmark the candidates for `key` (whatever the caches hold) and store the winner."""
+        if not callable(getattr(client, "time", None)):
+            # Else every candidate fails on `client.time`, and the key is remembered as one
+            # no candidate can run: the caller's mistake blamed on the candidates.
+            raise TypeError(
+                f"{self.name}: the client must be a Client that times calls"
+                " (pytest_autotune.backends.cpu() or cuda()), got"
+                f" {type(client).__name__} {client!r}"
+            )
         if len(tunables) == 0:
-            raise ValueError(f"{self.name}: the TunableSet has no candidates")
-        started = time.perf_counter()
+            raise ValueError(
+                f"{self.name}: the TunableSet has no candidates (with_() returns a new set,"
+                " leaving the one it is called on as it was: tunables = tunables.with_(...))"
+            )
         bench = bench or self.config.bench
         ctx = AutotuneLogContext(level=self.config.log_level)
         bounds = tunables.bounds(key, inputs, client)
         if bounds is not None:
             ctx.bounds = bounds.to_json()
             ctx.time_limit = bounds.time_limit()
+        # Timed from here: the first bounds of a process make the client probe its peaks
+        # (seconds on a CPU, once per device), which would read as this key's tuning time.
+        started = time.perf_counter()
 
         results: dict[int, AutotuneResult] = {}
         checks: tuple[CheckResult, ...] = ()
@@ -247,7 +338,7 @@ class Tuner:
             checks = self._check(key, tunables, inputs, client)
             ctx.checks.extend(checks)
             ctx.event(ChecksDone(checks))
-            results.update(_failed_checks(checks))
+            results.update(_settled_by_checks(checks))
         plan = tune_plan(key, tunables.tunables)
         winner = _run_plan(plan, key, tunables, inputs, client, bench, ctx, results)
 
@@ -271,14 +362,14 @@ class Tuner:
             checks=checks,
             error=error if fallback is None else None,
         )
-        self._store(decision)
+        self._store(decision, client)
         return decision
 
     def _check(
         self, key: Any, tunables: TunableSet, inputs: TuneInputs, client: Client
     ) -> tuple[CheckResult, ...]:
         def run(index: int) -> object:
-            out = tunables.fns[index](*tunables.input_gen(key, inputs))
+            out = tunables.fns[index](*tunables.generate_inputs(key, inputs))
             client.sync()
             return out
 
@@ -287,21 +378,23 @@ class Tuner:
             ref = self.reference
 
             def reference_output() -> object:
-                return ref(*tunables.input_gen(key, inputs))
+                return ref(*tunables.generate_inputs(key, inputs))
 
             reference = reference_output
-        return tuple(
-            check_candidates(
-                tunables.names,
-                run,
-                reference,
-                rtol=self.config.rtol,
-                atol=self.config.atol,
-                require_output=self.require_output,
+        with client_context(client):  # the copies, the calls and the comparisons
+            return tuple(
+                check_candidates(
+                    tunables.names,
+                    run,
+                    reference,
+                    rtol=self.config.rtol,
+                    atol=self.config.atol,
+                    require_output=self.require_output,
+                    last=[i for i, n in enumerate(tunables.names) if n in self.reference_last],
+                )
             )
-        )
 
-    def _store(self, decision: TuneDecision) -> None:
+    def _store(self, decision: TuneDecision, client: Client) -> None:
         with self._lock:
             self._decisions[decision.key] = decision
             if decision.error is None:
@@ -315,13 +408,36 @@ class Tuner:
             return
         pk = PersistentCacheKey(stable_key(decision.key), decision.checksum)
         value = decision.to_cache_value()
-        self._stored[pk.key] = (pk, value)
+        self._stored[pk.key] = {pk.checksum: (pk, value)}
+        self._key_types.setdefault(pk.key, _type_name(decision.key))
         if self.persist and self.persistent is not None:
             try:
                 device = {**(self.persistent.device() or {}), "id": self.device_id}
+                if "fingerprint" not in device:
+                    # What a file's device is, as the plugin's files say: a shipped file
+                    # serves users of the same class only where its fingerprint names it
+                    # (`tune.device_class`). One already there is kept, though a driver
+                    # may have changed since: it may be an update's, with what plugins
+                    # added to it (`pytest_autotune_fingerprint`), which an update renews.
+                    device["fingerprint"] = dict(client.fingerprint())
                 self.persistent.save({pk: value}, device=device)
             except CacheFileError as exc:
-                warnings.warn(f"{exc}; the decision is kept in memory only", stacklevel=3)
+                warnings.warn(
+                    CacheFileWarning(f"{exc}; the decision is kept in memory only"), stacklevel=3
+                )
+
+
+_TUNERS: weakref.WeakSet[Tuner] = weakref.WeakSet()
+"""Every tuner alive, for `_after_fork_in_child`."""
+
+
+def _after_fork_in_child() -> None:
+    for tuner in list(_TUNERS):
+        tuner._forget_other_threads()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX: multiprocessing's fork, os.fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _schedule_for(bench: BenchConfig, client: Client) -> Strategy:
@@ -340,14 +456,36 @@ def _schedule_for(bench: BenchConfig, client: Client) -> Strategy:
     return functools.partial(adaptive_round_robin, warm_up_judges=True, long_calls=long_calls)
 
 
-def _failed_checks(checks: tuple[CheckResult, ...]) -> dict[int, AutotuneResult]:
-    """The error result of each candidate that failed its check: it is never timed."""
+def _type_name(key: Any) -> str:
+    kind = type(key)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _statistic_for(client: Client, tunables: TunableSet) -> Statistic | None:
+    """How each candidate's samples are scored, where the client says (its optional
+    `sample_statistic(fn)`: "median" for samples whose noise runs both ways, such as a host's
+    time to enqueue eager calls); None, the seed's score for all, where it does not."""
+    rule = getattr(client, "sample_statistic", None)
+    if rule is None:
+        return None
+    return lambda index: str(rule(tunables.fns[index]))
+
+
+def _settled_by_checks(checks: tuple[CheckResult, ...]) -> dict[int, AutotuneResult]:
+    """The result of each candidate its check settled, which is never timed: one that
+    failed its check, and one that declined the key there. A decliner would only decline
+    again when timed, and where the plan never reached it, its result said "not reached":
+    the plugin then passed its test under --autotune while plain pytest skipped it."""
     return {
         index: AutotuneError(
+            AutotuneErrorKind.SKIP, check.message.removeprefix(SKIPPED), check.name
+        )
+        if check.skipped
+        else AutotuneError(
             AutotuneErrorKind.UNKNOWN, f"failed its check: {check.message}", check.name
         )
         for index, check in enumerate(checks)
-        if not check.passed
+        if check.skipped or not check.passed
     }
 
 
@@ -369,20 +507,26 @@ def _run_plan(
 ) -> int | None:
     """Time the plan's batches in order until one finds a winner (the seed's loop over
     priority groups), adding every candidate's result to `results`; those already there
-    (failed checks) are left out, those never reached are skipped with the reason. The
+    (settled by the checks) are left out, those never reached are skipped with the reason. The
     winner's index, None when no batch found one."""
     clones: dict[int, TuneInputs] = {}
 
     def inputs_for(index: int) -> TuneInputs:
         if index not in clones:
-            clones[index] = tunables.input_gen(key, inputs)
+            with client_context(client):  # on the client's device
+                clones[index] = tunables.generate_inputs(key, inputs)
         return clones[index]
 
     def sample(index: int) -> float:
-        return client.time(tunables.fns[index], inputs_for(index))
+        fn = tunables.fns[index]
+        if hasattr(fn, SCOPE_ATTRIBUTE):  # its scope outside the timed call (`call_scope`)
+            with call_scope(fn):
+                return client.time(fn, inputs_for(index))
+        return client.time(fn, inputs_for(index))
 
     excluded = set(results)
     strategy = _schedule_for(bench, client)
+    statistic = _statistic_for(client, tunables)
     short_circuit = tunables.short_circuit_for(bench)
     winner: int | None = None
     for number, batch in enumerate(plan):
@@ -391,17 +535,24 @@ def _run_plan(
             continue
         step_started = time.perf_counter()
         measured = strategy(
-            indices, tunables.names, sample, bench, ctx.time_limit, short_circuit, ctx
+            indices,
+            tunables.names,
+            sample,
+            bench,
+            ctx.time_limit,
+            short_circuit,
+            ctx,
+            statistic=statistic,
         )
         clones.clear()
         results.update(measured.results)
         ctx.event(TuningStep(number, tuple(indices), time.perf_counter() - step_started))
         if measured.winner is not None:
             winner = measured.winner
-            why = f"not reached: batch {number} found a winner first"
+            why = f"{NOT_REACHED}: batch {number} found a winner first"
             break
     else:
-        why = "not reached: no group prioritized for this key holds it"
+        why = f"{NOT_REACHED}: no group prioritized for this key holds it"
     _skip_unreached(results, tunables.names, why)
     return winner
 

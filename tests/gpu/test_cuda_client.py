@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 import statistics
@@ -15,8 +16,12 @@ import pytest
 from benchmarks.gpu_common import graph_replay_seconds
 from pytest_autotune import AutotuneConfig, AutotuneError, TunableSet, Tuner
 from pytest_autotune.backends import CudaClient, cuda
-from pytest_autotune.backends.cuda import LONG_CALL_S, device_id_from
-from pytest_autotune.backends.cuda_graphs import PLACEMENT_PERIOD, PLACEMENT_STEP
+from pytest_autotune.backends.cuda import LONG_CALL_S, device_id_from, probe_cuda_peaks
+from pytest_autotune.backends.cuda_graphs import (
+    PLACEMENT_PERIOD,
+    PLACEMENT_STEP,
+    REPLAY_CACHE_SIZE,
+)
 
 SPIN_SOURCE = r"""
 extern "C" __global__ void spin(float* out, int iters) {
@@ -102,6 +107,51 @@ def test_peaks_are_measured_on_the_device(client: CudaClient) -> None:
         assert peaks.compute["fp16"] > peaks.compute["fp32"]
     assert peaks.details["buffer_bytes"] >= 4 * client.l2_bytes
     assert client.peaks() is peaks
+
+
+def test_probing_the_peaks_leaves_none_of_the_probes_memory_held(cp: Any) -> None:
+    # The probes' graphs held their buffers (2 GiB on an H200) for the rest of the process.
+    client = CudaClient(cold_l2=False)
+    pool = cp.get_default_memory_pool()
+    gc.collect()
+    used = pool.used_bytes()
+    probe_cuda_peaks(client)
+    gc.collect()
+    assert pool.used_bytes() - used < client.probe_buffer_bytes()
+    pool.free_all_blocks()  # the probes' freed buffers, cached: not for the next tests to see
+
+
+def test_inputs_on_another_gpu_than_the_clients_are_refused_by_name(cp: Any) -> None:
+    if cp.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs")
+    with cp.cuda.Device(0):
+        x = cp.ones(1 << 20, dtype=cp.float32)
+    with pytest.raises(ValueError, match=r"input 0 is a CuPy array on device 0, .* device 1"):
+        cuda(device=1).time(lambda x: x * 2, (x,))
+
+
+def test_a_client_of_another_gpu_tunes_and_checks_on_copies_on_its_own_gpu(cp: Any) -> None:
+    # CuPy copies an array to the current device: the tuner's copies of inputs made on
+    # device 0 landed there, and cuda(device=1) then timed them from device 1.
+    if cp.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs")
+    with cp.cuda.Device(0):
+        x = cp.ones(1 << 20, dtype=cp.float32)
+    seen: set[int] = set()
+
+    def twice(x: Any) -> Any:
+        seen.add(x.device.id)
+        return x * 2
+
+    def doubled(x: Any) -> Any:
+        seen.add(x.device.id)
+        return x + x
+
+    tunables = TunableSet.of(lambda x: x.size, {"twice": twice, "doubled": doubled})
+    tuner = Tuner("gpu-other-device", "d", AutotuneConfig(disable_cache=True, checks=True))
+    decision = tuner.tune(x.size, tunables, (x,), cuda(device=1))
+    assert decision.measured and all(check.passed for check in decision.checks)
+    assert seen == {1}
 
 
 def test_launch_overhead_is_microseconds(client: CudaClient) -> None:
@@ -232,6 +282,8 @@ def test_a_candidate_out_of_memory_fails_alone_and_frees_the_pool(
 ) -> None:
     total = client.fingerprint()["memory_bytes"]
     pool = cp.get_default_memory_pool()
+    gc.collect()  # what earlier tests let go is not this candidate's to free
+    pool.free_all_blocks()
 
     def hog(x: Any) -> Any:
         held = cp.empty(1 << 30, dtype=cp.uint8)  # alive in this frame when the next fails
@@ -249,6 +301,50 @@ def test_a_candidate_out_of_memory_fails_alone_and_frees_the_pool(
     failure = decision.results[0]
     assert isinstance(failure, AutotuneError) and "OutOfMemoryError" in failure.message
     assert pool.total_bytes() < 1 << 30
+
+
+def test_a_call_that_needs_the_memory_of_graphs_kept_before_it_is_timed(cp: Any) -> None:
+    # The graphs kept for earlier calls hold what those calls returned: a call that needs
+    # that memory failed as out of memory, as if it could not fit on the device.
+    free = cp.cuda.runtime.memGetInfo()[0]
+    client = CudaClient(cold_l2=False, timing="device")
+
+    def earlier() -> Any:
+        return cp.empty(int(0.4 * free), dtype=cp.uint8)
+
+    def big() -> Any:
+        return cp.empty(int(0.7 * free), dtype=cp.uint8)
+
+    try:
+        client.time(earlier, ())
+        assert client.time(big, ()) > 0
+    finally:
+        del client
+        gc.collect()
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+def test_a_graph_pushed_out_of_the_cache_gives_its_memory_back_to_the_device(cp: Any) -> None:
+    # A dropped CuPy pool keeps its blocks: each graph let go leaked what its call returned.
+    client = CudaClient(cold_l2=False, timing="device")
+    size = 4 << 30
+    free = cp.cuda.runtime.memGetInfo()[0]
+    client.time(lambda: cp.empty(size, dtype=cp.uint8), ())
+    assert cp.cuda.runtime.memGetInfo()[0] < free - size // 2  # kept with its graph
+    x = cp.zeros(1, dtype=cp.float32)
+    for _ in range(REPLAY_CACHE_SIZE):
+        client.time(lambda: x.fill(1.0), ())
+    assert cp.cuda.runtime.memGetInfo()[0] > free - size // 2
+
+
+def test_a_client_let_go_gives_its_graphs_memory_back_to_the_device(cp: Any) -> None:
+    free = cp.cuda.runtime.memGetInfo()[0]
+    client = CudaClient(cold_l2=False, timing="device")
+    client.time(lambda: cp.empty(4 << 30, dtype=cp.uint8), ())
+    assert cp.cuda.runtime.memGetInfo()[0] < free - (2 << 30)  # kept with its graph
+    del client
+    gc.collect()
+    assert cp.cuda.runtime.memGetInfo()[0] > free - (2 << 30)
 
 
 def test_caller_timing_reads_what_a_back_to_back_eager_loop_pays(cp: Any) -> None:

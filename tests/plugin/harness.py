@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import sys
 import textwrap
 
 import pytest
@@ -76,3 +77,9 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     # pytest-benchmark (the [benchmark] extra, in dev) warns under xdist from its own
     # plugin, which filterwarnings = error turns into INTERNALERROR; our runs do not need it.
     return pytester.runpytest(*PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", *args)
+
+
+def noted(*lines: str) -> list[str]:
+    """`lines`, which match an exception's notes, where Python keeps them (3.11 on): on 3.10
+    a candidate's exception is shown without the tuning's note (`fixture.raise_again`)."""
+    return list(lines) if sys.version_info >= (3, 11) else []

@@ -4,6 +4,7 @@ files of 0.1.0's names still read, and entries in a journal read by the gate."""
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from pytest_autotune.tune import journal
 from pytest_autotune.tune.cache import cache_path, legacy_cache_file_parts
 from pytest_autotune.tune.files import dumps
-from tests.plugin.harness import run
+from tests.plugin.harness import FAKE_CONFTEST, run
 from tests.plugin.test_tune_mode import SCALE_TESTS
 
 ROOT = Path(".autotune")
@@ -91,3 +92,117 @@ def test_a_baseline_entry_in_a_journal_is_the_gates_baseline(
 
     gated = run(project, "--autotune", "--autotune-strict")
     assert gated.ret == pytest.ExitCode.OK, gated.outlines
+
+
+def test_an_update_names_the_stale_entries_and_prune_drops_them_but_not_a_deselected_tests(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # An update never removed an entry and never said which ones nothing makes now: a test
+    # renamed or deleted, a parameter dropped. Those of a test `-k` left out are kept.
+    project = autotune_pytester
+    marked = SCALE_TESTS[SCALE_TESTS.index("@pytest.mark.autotune") :]
+    two_tests = SCALE_TESTS + "\n" + marked.replace("def test_scale", "def test_other")
+    project.makepyfile(test_ops=two_tests, test_gone=SCALE_TESTS)
+    assert run(project, "--autotune-update").ret == pytest.ExitCode.OK
+    scale = cache_path(ROOT, DEVICE, "test_ops.py::test_scale")
+    other = cache_path(ROOT, DEVICE, "test_ops.py::test_other")
+    gone = cache_path(ROOT, DEVICE, "test_gone.py::test_scale")
+    for path in (scale, other, gone):
+        assert keys(project.path / path) == ["1", "2"]
+
+    (project.path / "test_gone.py").unlink()
+    project.makepyfile(
+        test_ops=SCALE_TESTS.replace("[1, 2]", "[1]")
+        + "\n"
+        + marked.replace("def test_scale", "def test_renamed")
+    )
+    named = run(project, "--autotune-update", "-k", "test_scale")
+    assert named.ret == pytest.ExitCode.OK
+    named.stdout.fnmatch_lines(
+        [
+            f"stale: {gone}: test_gone.py is gone; delete the file*",
+            f"stale: {other}: test_ops.py defines no test test_other now (renamed or deleted)*",
+            f'stale: {scale}: 1 entry (key "2"): no group of test_ops.py::test_scale makes'
+            " this key now; --autotune-prune*",
+        ]
+    )
+    assert (project.path / gone).exists() and (project.path / other).exists()
+    assert keys(project.path / scale) == ["1", "2"]
+
+    pruned = run(project, "--autotune-prune", "-k", "test_scale")
+    assert pruned.ret == pytest.ExitCode.OK
+    pruned.stdout.fnmatch_lines([f'pruned {scale}: 1 entry (key "2")*'])
+    assert not (project.path / gone).exists() and not (project.path / other).exists()
+    assert keys(project.path / scale) == ["1"]
+    # `test_renamed`, which `-k` left out, was never tuned: nothing of it was judged.
+    assert not (project.path / cache_path(ROOT, DEVICE, "test_ops.py::test_renamed")).exists()
+
+
+def test_prune_keeps_the_file_of_a_test_named_from_outside_the_root_dir(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A test outside the root dir (`--rootdir`, `--pyargs` of an installed package) has a
+    # node id from the folder it was collected from, not from the root dir: the file an
+    # update had just written for it was called "gone", and pruned.
+    project = autotune_pytester
+    project.mkdir("root")
+    project.mkdir("tests")
+    (project.path / "tests" / "test_ops.py").write_text(SCALE_TESTS)
+    path = project.path / "root" / cache_path(ROOT, DEVICE, "test_ops.py::test_scale")
+
+    pruned = run(project, "--rootdir=root", "tests", "--autotune-prune")
+    assert pruned.ret == pytest.ExitCode.OK, pruned.outlines
+    assert keys(path) == ["1", "2"]
+    assert not [line for line in pruned.outlines if "gone" in line]
+
+
+def test_prune_keeps_the_entries_of_groups_a_plugin_deselected_before_this_one_saw_them(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A conftest's (or another plugin's) `tryfirst` hook that deselects items runs before
+    # this plugin's: the groups it took were unseen, so their keys read as made by no group
+    # of the test, and were pruned.
+    project = autotune_pytester
+    project.makepyfile(test_ops=SCALE_TESTS)
+    assert run(project, "--autotune-update").ret == pytest.ExitCode.OK
+    path = project.path / cache_path(ROOT, DEVICE, "test_ops.py::test_scale")
+    project.makeconftest(
+        FAKE_CONFTEST
+        + textwrap.dedent(
+            """
+            import pytest as _pytest
+
+            @_pytest.hookimpl(tryfirst=True)
+            def pytest_collection_modifyitems(config, items):
+                taken = [item for item in items if item.nodeid.endswith("-2]")]
+                config.hook.pytest_deselected(items=taken)
+                items[:] = [item for item in items if item not in taken]
+            """
+        )
+    )
+    pruned = run(project, "--autotune-prune")
+    assert pruned.ret == pytest.ExitCode.OK, pruned.outlines
+    assert keys(path) == ["1", "2"]
+    assert not [line for line in pruned.outlines if "pruned" in line]
+
+
+def test_prune_keeps_a_renamed_tests_file_moved_to_its_new_name_before_its_tuner_is_set(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Halfway through keeping a renamed test's baselines (the file moved to the new name,
+    # its "tuner" not yet set), the update said both "set its tuner to keep its entries"
+    # and "stale: delete the file, or run --autotune-prune", and the prune deleted it.
+    project = autotune_pytester
+    project.makepyfile(test_ops=SCALE_TESTS)
+    assert run(project, "--autotune-update").ret == pytest.ExitCode.OK
+    old = project.path / cache_path(ROOT, DEVICE, "test_ops.py::test_scale")
+    new = project.path / cache_path(ROOT, DEVICE, "test_ops.py::test_renamed")
+    project.makepyfile(test_ops=SCALE_TESTS.replace("def test_scale", "def test_renamed"))
+    old.rename(new)
+    moved = new.read_bytes()
+
+    pruned = run(project, "--autotune-prune")
+    assert pruned.ret == pytest.ExitCode.TESTS_FAILED  # the file it cannot read, named
+    pruned.stdout.fnmatch_lines(['*set its "tuner" to "test_ops.py::test_renamed"*'])
+    assert not [line for line in pruned.outlines if line.startswith(("stale:", "pruned"))]
+    assert new.read_bytes() == moved

@@ -163,6 +163,148 @@ def test_a_candidate_may_decline_with_autotune_skip(autotune_pytester: pytest.Py
     result.stdout.fnmatch_lines(["*declined: odd sizes are not supported*"])
 
 
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+def test_a_candidate_may_decline_with_an_autotune_error_of_kind_skip(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # The seed's Err(AutotuneError::Skip), raised: the tuner takes it as a decline when it
+    # times the candidate, and the test failed with its traceback in either mode.
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+        from conftest import spin
+        from pytest_autotune import AutotuneError, AutotuneErrorKind, TunableSet
+
+        def general(n):
+            spin(100e-6)
+            return n * 2
+
+        def even_only(n):
+            if n % 2:
+                raise AutotuneError(AutotuneErrorKind.SKIP, "odd sizes are not supported")
+            return n * 2
+
+        @pytest.mark.autotune(candidates={"general": general, "even_only": even_only})
+        @pytest.mark.parametrize("n", [3])
+        def test_double(candidate, n):
+            return candidate(n)
+
+        def test_fixture(autotune):
+            autotune(TunableSet.of(lambda n: n, {"general": general, "even_only": even_only}), 3)
+        """
+    )
+    result = run(autotune_pytester, "-rs", *mode)
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(["*declined: odd sizes are not supported*"])
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+def test_a_declined_candidate_is_reported_at_its_test_not_inside_the_plugin(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # `-rs` named pytest_autotune/plugin.py:433 (in site-packages, once installed) for a
+    # user's own `pytest.skip()`, where a skip mark's report names the test.
+    autotune_pytester.makepyfile(
+        test_decline="""
+        import pytest
+        from conftest import spin
+        from pytest_autotune import AutotuneSkip
+
+        def general(n):
+            spin(100e-6)
+            return n * 2
+
+        def never(n):
+            raise AutotuneSkip("never here")
+
+        @pytest.mark.autotune(candidates={"general": general, "never": never, "other": general})
+        @pytest.mark.parametrize("n", [3])
+        def test_double(candidate, n):
+            return candidate(n)
+
+        def by_size(n):
+            return n
+
+        def test_fixture(autotune):
+            from pytest_autotune import TunableSet
+
+            autotune(TunableSet.of(by_size, {"never": never}), 3)
+        """
+    )
+    result = run(autotune_pytester, "-rs", *mode)
+    result.assert_outcomes(passed=2, skipped=2)
+    skips = [line for line in result.outlines if line.startswith("SKIPPED")]
+    assert len(skips) == 2 and all("test_decline.py:" in line for line in skips), skips
+
+
+def test_options_of_a_module_or_class_marker_join_those_of_the_tests_own(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest keeps every mark of a test; only the closest was read, so a module's
+    # `pytestmark = pytest.mark.autotune(rtol=...)` (or a class's candidates) was dropped
+    # without a word once the test had a marker of its own. The closest value wins.
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        pytestmark = pytest.mark.autotune(rtol=0.5, atol=0.0)
+
+        def one():
+            return np.ones(3)
+
+        def near():
+            return np.ones(3) * 1.1
+
+        @pytest.mark.autotune(candidates={"one": one, "near": near})
+        def test_module_tolerance(candidate):
+            return candidate()
+
+        @pytest.mark.autotune(candidates={"one": one, "near": near})
+        class TestClass:
+            def test_class_candidates(self, candidate):
+                return candidate()
+
+            @pytest.mark.autotune(rtol=1e-5)
+            def test_closest_wins(self, candidate):
+                return candidate()
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(["FAILED *TestClass::test_closest_wins[[]near[]]*"])
+
+
+def test_a_tests_own_parametrize_of_candidate_wins_over_a_module_markers_candidates(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The module's candidates were parametrized over the test's own, and collection
+    # stopped at "duplicate parametrization of 'candidate'".
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        pytestmark = pytest.mark.autotune(candidates={"np": np.cumsum, "acc": np.add.accumulate})
+
+        def test_module_candidates(candidate):
+            return candidate(np.arange(10.0))
+
+        @pytest.mark.parametrize("candidate", [np.sort, sorted])
+        def test_own_candidates(candidate):
+            return np.asarray(candidate(np.arange(10.0)[::-1]))
+
+        @pytest.mark.autotune(rtol=1e-3)
+        @pytest.mark.parametrize("candidate", [np.sort, sorted])
+        def test_own_candidates_and_marker(candidate):
+            return np.asarray(candidate(np.arange(10.0)[::-1]))
+        """
+    )
+    result = run(autotune_pytester, "-v")
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["*test_own_candidates[[]sorted[]] PASSED*"])
+
+
 def test_a_marker_with_an_unknown_option_is_a_usage_error(
     autotune_pytester: pytest.Pytester,
 ) -> None:
@@ -208,6 +350,107 @@ def test_a_candidate_of_the_fixture_may_decline_with_autotune_skip(
     result.stdout.fnmatch_lines(["*every candidate declined: 'decline' (only for big arrays)*"])
 
 
+def test_a_test_of_the_fixture_may_carry_the_marker_itself_or_its_modules(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The plugin marks a test of the fixture `autotune` itself (for -m autotune); one marked
+    # by hand, or by its module's pytestmark beside marker tests, failed the collection of
+    # its whole module as "an autotune test takes a `candidate` argument".
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+        from pytest_autotune import TunableSet
+
+        pytestmark = pytest.mark.autotune(rtol=1e-3)
+
+        def make_set():
+            return TunableSet.of(lambda x: x.size, {"sum": np.sum, "reduce": np.add.reduce})
+
+        @pytest.mark.autotune
+        def test_marked(autotune):
+            assert autotune(make_set(), np.ones(100)) == 100
+
+        def test_module_marked(autotune):
+            assert autotune(make_set(), np.ones(200)) == 200
+
+        @pytest.mark.autotune(candidates={"sum": np.sum, "reduce": np.add.reduce})
+        def test_candidates(candidate):
+            return candidate(np.ones(300))
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(passed=4)
+
+
+def test_a_candidate_parametrized_indirectly_is_run_as_its_fixture_gives_it_or_fails_why(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The plugin calls the parametrized callables themselves: a `candidate` fixture that
+    # turned them into others (a kernel compiled, an axis bound) was bypassed, and a test
+    # that passes without the plugin failed, or passed, on functions it never ran.
+    autotune_pytester.makepyfile(
+        """
+        import functools
+        import numpy as np
+        import pytest
+
+        @pytest.fixture
+        def candidate(request):
+            return request.param
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize("candidate", [np.sum, np.add.reduce], indirect=["candidate"])
+        def test_unchanged(candidate):
+            return candidate(np.ones(4))
+
+        class TestBound:
+            @pytest.fixture
+            def candidate(self, request):
+                return functools.partial(request.param, axis=0)
+
+            @pytest.mark.autotune
+            @pytest.mark.parametrize("candidate", [np.sum, np.add.reduce], indirect=True)
+            def test_bound(self, candidate):
+                return candidate(np.ones((4, 3)))
+        """
+    )
+    result = run(autotune_pytester, "-rf")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        ["*test_bound*the `candidate` fixture turned candidate 'sum' into functools.partial*"]
+    )
+
+
+def test_a_marked_unittest_method_fails_saying_why_and_the_others_run_as_ever(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest parametrizes no unittest.TestCase method, so a marked one was run once as a
+    # plain test, checking and tuning nothing, and passed.
+    autotune_pytester.makepyfile(
+        """
+        import unittest
+        import numpy as np
+        import pytest
+
+        class TestCase(unittest.TestCase):
+            def test_plain(self):
+                self.assertEqual(np.sum(np.ones(3)), 3)
+
+            @pytest.mark.autotune(candidates={"sum": np.sum, "reduce": np.add.reduce})
+            def test_marked(self):
+                self.assertEqual(np.sum(np.ones(3)), 3)
+
+        @pytest.mark.autotune(candidates={"sum": np.sum, "reduce": np.add.reduce})
+        def test_function(candidate):
+            return candidate(np.ones(3))
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*TestCase::test_marked: a unittest.TestCase method cannot*"])
+
+
 def test_a_fixture_sets_unusable_key_fails_plain_pytest(autotune_pytester: pytest.Pytester) -> None:
     autotune_pytester.makepyfile(
         """
@@ -224,6 +467,41 @@ def test_a_fixture_sets_unusable_key_fails_plain_pytest(autotune_pytester: pytes
     result.stdout.fnmatch_lines(["*the set's key_gen returned an unusable key nan*"])
 
 
+def test_candidates_as_a_list_of_functions_are_named_by_their_names(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # As a parametrize over them would name them; two of one name fail by name, with how
+    # to name them.
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        def wrong(x):
+            return np.sum(x) + 1
+
+        @pytest.mark.autotune(candidates=[np.sum, np.add.reduce, wrong])
+        def test_sum(candidate):
+            return candidate(np.ones(4))
+
+        @pytest.mark.autotune(candidates=[lambda x: x, lambda x: x + 0])
+        def test_lambdas(candidate):
+            return candidate(np.ones(4))
+        """
+    )
+    result = run(autotune_pytester, "-v")
+    result.assert_outcomes(passed=2, failed=3)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*test_sum[[]sum[]] PASSED*",
+            "*test_sum[[]reduce[]] PASSED*",
+            "*test_sum[[]wrong[]] FAILED*",
+            "*test_lambdas: candidates 0 (*) and 1 (*) are both named '<lambda>'; name them"
+            " with autotune(candidates={name: function, ...})*",
+        ]
+    )
+
+
 def test_a_bad_marker_fails_its_test_and_the_modules_other_tests_still_run(
     autotune_pytester: pytest.Pytester,
 ) -> None:
@@ -232,7 +510,7 @@ def test_a_bad_marker_fails_its_test_and_the_modules_other_tests_still_run(
         import numpy as np
         import pytest
 
-        @pytest.mark.autotune(candidates=[np.sum, np.add.reduce])
+        @pytest.mark.autotune(candidates=["sum", "reduce"])
         def test_list(candidate):
             return candidate(np.ones(4))
 
@@ -252,9 +530,186 @@ def test_a_bad_marker_fails_its_test_and_the_modules_other_tests_still_run(
     result.assert_outcomes(failed=3, passed=1)
     result.stdout.fnmatch_lines(
         [
-            "*test_list: autotune(candidates=...) must be a non-empty dict of name -> callable,"
-            " got list*",
+            "*test_list: autotune(candidates=...) must be a non-empty dict of name -> callable"
+            " (or a list of functions), got list*",
             "*give the candidates with @pytest.mark.autotune(candidates={...})*",
         ]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+def test_the_fixture_takes_a_candidates_name_as_its_reference(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    """As the marker does: `reference="exact"` is checked against, and its output returned."""
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        from pytest_autotune import TunableSet
+
+        def exact(x):
+            return x.sum()
+
+        def rough(x):
+            return x.sum() * (1 + 1e-4)
+
+        def test_strict(autotune):
+            tunables = TunableSet.of(lambda x: x.size, {"rough": rough, "exact": exact})
+            autotune(tunables, np.ones(100), reference="exact")
+
+        def test_loose(autotune):
+            tunables = TunableSet.of(lambda x: x.size, {"rough": rough, "exact": exact})
+            assert autotune(tunables, np.ones(100), reference="exact", rtol=1e-3) == 100
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*_ test_strict _*", "*candidate 'rough'*exact*"])
+
+
+def test_a_candidate_marked_to_skip_is_never_the_reference(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+
+        def off_here(n):
+            return n * 2 + 1
+
+        def double(n):
+            return n * 2
+
+        def twice(n):
+            return n + n
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize(
+            "candidate",
+            [
+                pytest.param(off_here, marks=pytest.mark.skip(reason="wrong on this platform")),
+                pytest.param(off_here, id="off_if", marks=pytest.mark.skipif(True, reason="no")),
+                pytest.param(off_here, id="off_str", marks=pytest.mark.skipif("sys.maxsize > 0")),
+                pytest.param(off_here, id="not_run", marks=pytest.mark.xfail(run=False)),
+                double,
+                twice,
+            ],
+        )
+        def test_double(candidate):
+            return candidate(3)
+        """
+    )
+    result = run(autotune_pytester, "-rsx")
+    result.assert_outcomes(passed=2, skipped=3, xfailed=1)
+
+
+def test_a_candidate_marked_to_skip_is_never_the_reference_when_another_is_run_by_node_id(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A node id (or --lf) collects only the items it names: the skipped candidate's item
+    # is never collected, and its mark must still keep it out of the group.
+    autotune_pytester.makepyfile(
+        test_double="""
+        import pytest
+        from conftest import spin
+
+        def off_here(n):
+            return n * 2 + 1
+
+        def double(n):
+            spin(100e-6)
+            return n * 2
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize(
+            "candidate",
+            [
+                pytest.param(off_here, marks=pytest.mark.skip(reason="wrong on this platform")),
+                pytest.param(off_here, id="off_if", marks=pytest.mark.skipif(True, reason="no")),
+                pytest.param(off_here, id="not_run", marks=pytest.mark.xfail(run=False)),
+                double,
+            ],
+        )
+        def test_double(candidate):
+            return candidate(3)
+        """
+    )
+    result = run(autotune_pytester, "test_double.py::test_double[double]")
+    result.assert_outcomes(passed=1)
+    result = run(autotune_pytester, "--autotune", "test_double.py::test_double[double]")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_double.py::test_double*double*"])
+
+
+def test_the_options_of_a_class_marker_and_of_stacked_markers_apply_too(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    """The marker closest to the function used to be read alone: a class's
+    `@pytest.mark.autotune(rtol=...)` was dropped without a word, and of two stacked
+    markers the one without candidates asked for the candidates."""
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+
+        def exact(n):
+            return n * 2.0
+
+        def close(n):
+            return n * 2.0 + 1e-3
+
+        @pytest.mark.autotune(rtol=1e-2)
+        class TestLoose:
+            @pytest.mark.autotune(candidates={"exact": exact, "close": close})
+            def test_class(self, candidate):
+                return candidate(3)
+
+            @pytest.mark.autotune(candidates={"exact": exact, "close": close}, rtol=1e-6)
+            def test_own_rtol_wins(self, candidate):
+                return candidate(3)
+
+        @pytest.mark.autotune(candidates={"exact": exact, "close": close})
+        @pytest.mark.autotune(rtol=1e-2)
+        def test_stacked(candidate):
+            return candidate(3)
+        """
+    )
+    result = run(autotune_pytester, "-rf")
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(["FAILED *test_own_rtol_wins[[]close[]]*"])
+
+
+def test_the_reference_runs_under_its_own_filterwarnings_mark_in_another_candidates_check(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The reference's warning, which its own mark allows, was an error in `wrong`'s check:
+    # the reference was passed over in silence and `wrong` checked against itself.
+    autotune_pytester.makepyfile(
+        test_marked="""
+        import warnings
+
+        import pytest
+
+        def reference(n):
+            warnings.warn("reference() is going away", DeprecationWarning)
+            return n * 2
+
+        def wrong(n):
+            return n * 3
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize(
+            "candidate",
+            [
+                pytest.param(
+                    reference, marks=pytest.mark.filterwarnings("ignore::DeprecationWarning")
+                ),
+                wrong,
+            ],
+        )
+        def test_marked(candidate):
+            return candidate(3)
+        """
+    )
+    result = run(autotune_pytester, "-k", "wrong")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*candidate 'wrong' differs from the reference candidate*"])

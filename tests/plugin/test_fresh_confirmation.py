@@ -46,7 +46,11 @@ def x():
     return np.arange(1 << 16, dtype=np.float64)
 
 
-@pytest.mark.autotune(candidates={"kernel": kernel, "other": other})
+# A 20 us kernel that allocates its output reads up to 40% apart in two processes on a
+# shared 2-core VM (27.6 us fresh against 19.6 us in the updating process, one run in
+# five): the tolerance leaves that to the gate's noise, and judges the 100-fold slowdowns
+# this test is about.
+@pytest.mark.autotune(candidates={"kernel": kernel, "other": other}, max_regression=1.0)
 def test_fresh(candidate, x):
     return candidate(x)
 """

@@ -18,6 +18,7 @@ from pytest_autotune.cli import main
 from pytest_autotune.report.html import render_html, write_html
 from pytest_autotune.tune.records import read_records
 from tests.plugin.harness import run
+from tests.plugin.test_tune_mode import SCALE_TESTS
 
 SCRIPT_NAME = "<script>alert(1)</script>"
 
@@ -237,3 +238,16 @@ def test_at_desktop_and_phone_width_nothing_overflows_and_only_failures_are_open
     states = [(failed, is_open) for failed, is_open, _ in found["cards"]]
     assert states == [("true", True), ("false", False), ("false", False)]
     assert all(height < 180 for _, _, height in found["cards"][1:]), found["cards"]
+
+
+def test_the_report_names_the_roof_a_winner_reached_as_the_terminal_does(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    result = run(autotune_pytester, "--autotune", "--autotune-html=r.html")
+    rows = [line for line in result.outlines if line.startswith("test_scale.py::")]
+    terminal = [row.split()[5:7] for row in rows if "(winner" not in row]
+    html = (autotune_pytester.path / "r.html").read_text(encoding="utf-8")
+    cells = re.findall(r'<span class="cell roof">.*?</svg> ([^<]*)</span>', html)
+    assert [cell.split() for cell in cells] == terminal
+    assert all(roof == "DRAM" for _, roof in terminal)

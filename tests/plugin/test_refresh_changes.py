@@ -72,10 +72,10 @@ def test_a_significant_slowdown_and_a_new_candidate_list_each_ask_for_a_pull_req
     assert "key 1: new entry (a new key or candidate list)" in lines[0]
 
 
-def test_a_folder_that_is_not_there_is_one_line_and_status_1(
+def test_a_folder_that_is_not_there_is_one_line_and_status_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["changed", str(tmp_path / "missing"), str(tmp_path)]) == 1
+    assert main(["changed", str(tmp_path / "missing"), str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err == (
         f"pytest-autotune: error: {tmp_path / 'missing'}: not a folder"

@@ -120,3 +120,162 @@ def test_when_the_gate_measures_the_baselines_winner_every_view_names_it(
         "100 us",
     )
     assert "Tuning picked medium" in decision.pick_note
+
+
+@pytest.mark.parametrize("args", [("--collect-only",), ("-k", "nothing_matches")])
+def test_a_tuning_run_that_tunes_nothing_shows_no_empty_autotune_section(
+    both: pytest.Pytester, args: tuple[str, ...]
+) -> None:
+    result = run(both, "--autotune", *args)
+    assert "= autotune =" not in result.stdout.str()
+
+
+def test_collect_only_writes_no_report_and_no_records(both: pytest.Pytester) -> None:
+    # An empty report replaced the last run's, and an empty records file was made.
+    result = run(both, "--autotune", "--co", "--autotune-html=r.html", "--autotune-record=r.jsonl")
+    assert result.ret == pytest.ExitCode.OK
+    assert not (both.path / "r.html").exists() and not (both.path / "r.jsonl").exists()
+    assert "= autotune =" not in result.stdout.str()
+
+
+FLOAT64_TESTS = """
+import numpy as np
+import pytest
+import conftest
+from conftest import spin
+from pytest_autotune import Work
+from pytest_autotune.backends.peaks import Peaks
+
+# A device whose fp64 rate is half its fp32 rate, as on most CPUs and GPUs.
+conftest.FakeClient.peaks = lambda self: Peaks(
+    memory={"copy": 1e12, "read": 1e12}, compute={"fp32": 2e9, "fp64": 1e9}, threads=1
+)
+
+def fast(x):
+    spin(2e-3)
+    return x
+
+def slow(x):
+    spin(4e-3)
+    return x
+
+@pytest.fixture
+def x():
+    return np.zeros(1)
+
+@pytest.mark.autotune(
+    candidates={"fast": fast, "slow": slow},
+    work=lambda x: Work(compute_ops=1e6, bytes=8, dtype=x.dtype),
+)
+def test_matmul(candidate, x):
+    return candidate(x)
+
+@pytest.mark.autotune(
+    candidates={"fast": fast, "slow": slow},
+    work=lambda x: Work(compute_ops=1e6, bytes=8, dtype=np.float32),
+)
+def test_single(candidate, x):
+    return candidate(x)
+"""
+
+
+def test_a_float64_works_roof_is_the_fp64_peak_in_the_summary_and_the_records(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # NumPy's default dtype: a float64 kernel read its fraction against the fp32 roof (25%
+    # here, where it reaches half of its own).
+    autotune_pytester.makepyfile(test_float64=FLOAT64_TESTS)
+    result = run(autotune_pytester, "--autotune", "--autotune-record=r.jsonl")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(["*test_matmul*fast*50.0% fp64 compute*"])
+    from pytest_autotune import read_records
+
+    records = {
+        r.extra["group"].split("::")[-1]: r
+        for r in read_records(autotune_pytester.path / "r.jsonl")
+    }
+    assert records["test_matmul"].extra["work"]["dtype"] == "fp64"
+    assert records["test_matmul"].extra["fraction_of_roof"] == pytest.approx(0.5)
+    # A float32 work is written as every work was before dtypes: without one.
+    assert "dtype" not in records["test_single"].extra["work"]
+    assert records["test_single"].extra["fraction_of_roof"] == pytest.approx(0.25)
+
+
+WRONG_TESTS = """
+import pytest
+from conftest import spin
+
+def fast(n):
+    spin(100e-6)
+    return n * 2
+
+def off_by_one(n):
+    spin(300e-6)
+    return n * 2 + 1
+
+def known_bad(n):
+    spin(400e-6)
+    return n * 3
+
+@pytest.mark.autotune()
+@pytest.mark.parametrize(
+    "candidate",
+    [fast, off_by_one, pytest.param(known_bad, marks=pytest.mark.xfail(strict=True))],
+    ids=["fast", "off_by_one", "known_bad"],
+)
+def test_double(candidate):
+    return candidate(21)
+"""
+
+
+def test_the_step_summary_names_a_candidate_that_failed_its_check_as_the_run_does(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The group's verdict ("no baseline") is the winner's; a wrong candidate fails its own
+    # test, which the terminal's failures and the report name. The step summary said only
+    # "no baseline" of a run that failed, so a reader of the job's page saw nothing wrong.
+    autotune_pytester.makepyfile(test_wrong=WRONG_TESTS)
+    summary = autotune_pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["FAILED test_wrong.py::test_double[[]off_by_one[]]*"])
+    text = summary.read_text()
+    assert "**Failed checks:**" in text
+    assert (
+        "- test\\_wrong.py::test\\_double \\[default\\]: candidate off\\_by\\_one failed its"
+        " check: its test fails" in text
+    )
+    assert "known\\_bad" not in text  # its xfail mark expects it to fail
+
+
+def test_the_step_summary_names_no_failed_check_whose_test_was_deselected(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under -k the group is still tuned and checked whole, but a wrong candidate's test
+    # that did not run failed nothing: a passing run must not list it as failed.
+    autotune_pytester.makepyfile(test_wrong=WRONG_TESTS)
+    summary = autotune_pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run(autotune_pytester, "--autotune", "-k", "fast")
+    assert result.ret == pytest.ExitCode.OK
+    assert "Failed checks" not in summary.read_text()
+
+
+def test_the_html_report_counts_no_failed_check_whose_test_was_deselected(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The report re-renders from records: each says which candidates' tests this run did
+    # not select, so the card and the tally do not fail a run that passed.
+    autotune_pytester.makepyfile(test_wrong=WRONG_TESTS)
+    result = run(autotune_pytester, "--autotune", "-k", "fast", "--autotune-html=r.html")
+    assert result.ret == pytest.ExitCode.OK
+    page = (autotune_pytester.path / "r.html").read_text()
+    assert "failed checks" not in page.lower()
+    assert "its test fails" not in page
+    everything = run(autotune_pytester, "--autotune", "--autotune-html=all.html")
+    assert everything.ret == pytest.ExitCode.TESTS_FAILED
+    assert (
+        "off_by_one failed its check: its test fails"
+        in (autotune_pytester.path / "all.html").read_text()
+    )

@@ -131,3 +131,144 @@ def test_the_config_file_named_on_the_command_line_is_from_where_pytest_ran(
     result = run(autotune_pytester, "--autotune-config=here.yaml")
     assert result.ret == pytest.ExitCode.OK
     assert list((autotune_pytester.path / ".autotune").glob("*/*.json"))
+
+
+def test_a_bad_boolean_in_the_ini_file_stops_the_run_naming_its_key(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest parses a bool ini key itself, and its error names neither key nor file.
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    autotune_pytester.makeini("[pytest]\nfilterwarnings = error\nautotune_strict = maybe\n")
+    result = run(autotune_pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: pytest-autotune: ini: autotune_strict: invalid truth value 'maybe'"]
+    )
+
+
+def test_ini_keys_left_unset_read_as_unset_on_every_supported_pytest(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest 7 gives an unset bool key of no default as [], which stopped every run of a
+    # project that sets none of them ("ini: autotune: expected a boolean ..., got []").
+    config = autotune_pytester.parseconfigure()
+    assert config.getini("autotune") is False
+    assert config.getini("autotune_html") == ""
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    assert run(autotune_pytester).ret == pytest.ExitCode.OK
+
+
+def test_the_help_shows_the_options_even_with_a_bad_setting(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where the user looks to fix the setting; pytest shows its help whatever else is wrong.
+    monkeypatch.setenv("PYTEST_AUTOTUNE_LEVEL", "finest")
+    (autotune_pytester.path / "autotune.yaml").write_text("levl: full\n")
+    result = run(autotune_pytester, "--help")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["autotune: tune, check and gate*", "*--autotune-level=*"])
+    assert "pytest-autotune:" not in result.stderr.str()
+
+
+@pytest.mark.parametrize(
+    ("where", "named"),
+    [
+        ("command line", "command line: autotune_device: 'tpu'"),
+        ("environment", "PYTEST_AUTOTUNE_DEVICE: 'tpu'"),
+        ("yaml", "autotune.yaml: device: 'tpu'"),
+        ("ini", "ini: autotune_device: 'tpu'"),
+    ],
+)
+def test_a_device_no_hook_provides_is_named_with_the_source_that_set_it(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str, named: str
+) -> None:
+    # It read "--autotune-device=tpu" whichever source had set it.
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    args = ["--autotune"]
+    if where == "command line":
+        args.append("--autotune-device=tpu")
+    elif where == "environment":
+        monkeypatch.setenv("PYTEST_AUTOTUNE_DEVICE", "tpu")
+    elif where == "yaml":
+        (autotune_pytester.path / "autotune.yaml").write_text("device: tpu\n")
+    else:
+        autotune_pytester.makeini("[pytest]\nfilterwarnings = error\nautotune_device = tpu\n")
+    result = run(autotune_pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: pytest-autotune: {named}: no pytest_autotune_client*"])
+
+
+NO_EFFECT = "autotune: {} no effect without --autotune or --autotune-update"
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["alone", "xdist"])
+def test_a_tuning_option_typed_for_a_plain_run_says_once_that_it_did_nothing(
+    autotune_pytester: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    result = run(autotune_pytester, *workers, "--autotune-html=r.html", "--autotune-strict")
+    assert result.ret == pytest.ExitCode.OK
+    assert not (autotune_pytester.path / "r.html").exists()
+    said = [line for line in result.outlines if "no effect" in line]
+    assert said == [NO_EFFECT.format("--autotune-html and --autotune-strict have")]
+    one = run(autotune_pytester, *workers, "--autotune-record=r.jsonl")
+    assert [line for line in one.outlines if "no effect" in line] == [
+        NO_EFFECT.format("--autotune-record has")
+    ]
+
+
+def test_tuning_settings_a_project_keeps_in_its_files_or_environment_stay_silent_in_a_plain_run(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    autotune_pytester.makeini("[pytest]\nfilterwarnings = error\nautotune_html = r.html\n")
+    (autotune_pytester.path / "autotune.yaml").write_text("strict: true\n")
+    monkeypatch.setenv("PYTEST_AUTOTUNE_RECORD", "r.jsonl")
+    result = run(autotune_pytester, "--autotune-level=full", "--autotune-time-limit=5")
+    assert result.ret == pytest.ExitCode.OK
+    assert "no effect" not in result.stdout.str()
+    # Nor do options a project puts in addopts or PYTEST_ADDOPTS for every run.
+    autotune_pytester.makeini(
+        "[pytest]\nfilterwarnings = error\naddopts = --autotune-html=r.html\n"
+    )
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--autotune-strict")
+    result = run(autotune_pytester)
+    assert result.ret == pytest.ExitCode.OK
+    assert "no effect" not in result.stdout.str()
+
+
+NATIVE_TOML = pytest.mark.skipif(
+    pytest.version_tuple < (9, 2), reason="a native [tool.pytest] number needs pytest 9.2"
+)
+
+
+@NATIVE_TOML
+@pytest.mark.parametrize("value", ["5", "2.5", '"5"'])
+def test_a_native_toml_table_gives_the_time_limit_as_a_number_or_a_string(
+    autotune_pytester: pytest.Pytester, value: str
+) -> None:
+    # `[tool.pytest]` (pytest 9) keeps TOML's types: an unquoted 5 was refused as "expects
+    # a string", and a quoted one, which older pytest needed, must still read.
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    (autotune_pytester.path / "tox.ini").unlink()  # the fixture's ini, found after this one
+    autotune_pytester.makepyprojecttoml(
+        f'[tool.pytest]\nfilterwarnings = ["error"]\nautotune_time_limit = {value}\n'
+    )
+    result = run(autotune_pytester)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+
+
+@NATIVE_TOML
+def test_a_native_toml_time_limit_of_zero_is_refused_by_name(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    (autotune_pytester.path / "tox.ini").unlink()  # the fixture's ini, found after this one
+    autotune_pytester.makepyprojecttoml(
+        '[tool.pytest]\nfilterwarnings = ["error"]\nautotune_time_limit = 0\n'
+    )
+    result = run(autotune_pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: pytest-autotune: ini: autotune_time_limit: expected a number > 0, got 0"]
+    )

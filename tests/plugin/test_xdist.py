@@ -68,9 +68,68 @@ def test_under_xdist_each_group_is_tuned_by_one_worker_with_one_row_and_one_verd
     ]
     per_group = Counter(r["extra"]["group"] for r in records)
     assert sorted(per_group.values()) == [1, 1, 1, 1], per_group
-    rows = [line for line in result.stdout.lines if line.startswith("test_groups.py::test_group[")]
+    lines = result.stdout.lines
+    table = lines[: lines.index("verdicts: 4 no baseline")]
+    rows = [line for line in table if line.startswith("test_groups.py::test_group[")]
     assert len(rows) == 4 and all(row.endswith("no baseline") for row in rows), rows
+
+
+@pytest.mark.parametrize("dist", ["load", "worksteal"])
+def test_a_dist_mode_that_hands_out_single_tests_still_keeps_each_group_on_one_worker(
+    groups: pytest.Pytester, dist: str
+) -> None:
+    result = run(groups, "-n", "2", "--dist", dist, "--autotune")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    workers = _workers_per_group(groups.path)
+    assert all(len(w) == 1 for w in workers.values()), workers
     result.stdout.fnmatch_lines(["verdicts: 4 no baseline"])
+
+
+def test_dist_each_under_tuning_is_refused_with_what_to_do(groups: pytest.Pytester) -> None:
+    # Every worker would tune every group again: a row and a verdict each.
+    result = run(groups, "-n", "2", "--dist", "each", "--autotune")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-autotune: --dist each runs every test *"])
+    assert run(groups, "-n", "2", "--dist", "each").ret == pytest.ExitCode.OK
+
+
+CRASHING_TESTS = """
+import os
+import pytest
+from conftest import spin
+
+def fast(n):
+    spin(100e-6)
+    return n
+
+def crash(n):
+    os._exit(3)
+
+@pytest.mark.autotune(candidates={"fast": fast})
+def test_first(candidate):
+    return candidate(1)
+
+@pytest.mark.autotune(candidates={"fast": fast, "crash": crash})
+def test_second(candidate):
+    return candidate(2)
+"""
+
+
+def test_a_candidate_that_kills_its_worker_fails_and_the_run_ends(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A worker that died was replaced and given the rest of its work one test at a time: a
+    # worker runs its last test only once it has the next or is told to stop, and neither
+    # came, so the run hung for good (a segfaulting kernel hung CI).
+    autotune_pytester.makepyfile(test_crashing=CRASHING_TESTS)
+    result = autotune_pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:benchmark", "-n", "1", "--autotune",
+        timeout=60,
+    )  # fmt: skip
+    result.stdout.fnmatch_lines(["*worker 'gw0' crashed while running*test_second*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # test_first's group, tuned by the worker that died, went with it: said, not silent.
+    result.stdout.fnmatch_lines(["*worker gw0 stopped before handing back what it tuned*"])
 
 
 IMPORT_TIME_TESTS = """
@@ -139,6 +198,41 @@ def test_without_tuning_workers_keep_the_devices_the_controller_sees(
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     seen = set((autotune_pytester.path / "gpus.txt").read_text().splitlines())
     assert seen == {"gw0 None", "gw1 None"}
+
+
+PINNED_TESTS = """
+import pytest
+from conftest import spin
+
+def fast(n):
+    spin(100e-6)
+    return n
+
+def slow(n):
+    spin(200e-6)
+    return n
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow}, device="cuda:1")
+def test_pinned(candidate):
+    return candidate(1)
+"""
+
+
+def test_a_group_that_names_a_gpu_index_is_refused_in_a_worker_given_one_gpu(
+    two_gpus: pytest.Pytester,
+) -> None:
+    # In a worker that sees one GPU, cuda:1 is no GPU at all, and cuda:0 the worker's own
+    # whichever GPU of the host that is: the group would run elsewhere than it names, or
+    # fail, depending on which worker took it.
+    two_gpus.makepyfile(test_pinned=PINNED_TESTS)
+    result = run(two_gpus, "-n", "2", "--autotune", "test_pinned.py")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*device cuda:1: this pytest-xdist worker sees one GPU alone"
+            " (CUDA_VISIBLE_DEVICES=[01]: *--autotune-device=cuda:1*"
+        ]
+    )
 
 
 def test_under_xdist_the_summary_records_caches_and_step_summary_are_those_of_one_process(

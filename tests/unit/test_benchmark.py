@@ -4,6 +4,7 @@ import json
 import math
 import statistics
 
+import numpy as np
 import pytest
 
 from pytest_autotune.tune.benchmark import (
@@ -231,6 +232,26 @@ def test_an_outcome_survives_a_json_round_trip(dropped_first):
     assert back.score == outcome.score
 
 
+def test_an_outcome_scored_by_its_median_says_so_in_json_and_reads_back_the_same():
+    outcome = AutotuneOutcome("warp", 0, ns(9000, 12_000, 8300, 10_500, 10_200), True, "median")
+    # The median of the effective samples, in nanoseconds as the seed's score is.
+    assert outcome.score == pytest.approx(10_350)
+    assert AutotuneOutcome("warp", 0, outcome.samples, True).score < outcome.score
+    data = result_to_json(outcome, 0)
+    assert data["statistic"] == "median"
+    back = result_from_json(json.loads(json.dumps(data)))
+    assert back == outcome and back.score == outcome.score
+    # The seed's score is the default and is not written: files stay as they were.
+    assert "statistic" not in result_to_json(AutotuneOutcome("a", 0, ns(1, 2)), 0)
+
+
+def test_an_outcome_with_an_unknown_statistic_is_refused_naming_the_known_ones():
+    with pytest.raises(ValueError, match="statistic is 'mean', expected one of score, median"):
+        AutotuneOutcome("a", 0, ns(1, 2), statistic="mean")
+    with pytest.raises(ValueError, match="statistic is 'mean'"):
+        result_from_json({"name": "a", "index": 0, "samples_ns": [1, 2], "statistic": "mean"})
+
+
 def test_an_outcome_read_from_json_rounds_sub_nanosecond_times_to_the_nanosecond():
     outcome = AutotuneOutcome("a", 0, (1.4e-9, 2.6e-9))
     assert result_from_json(result_to_json(outcome, 0)).samples == ns(1, 3)
@@ -290,6 +311,16 @@ def test_tune_benchmark_calls_the_candidate_with_the_inputs_unpacked():
 
     tune_benchmark(client, add, (1, 2), samples=2)
     assert seen == [(1, 2), (1, 2)]
+
+
+def test_tune_benchmark_given_a_bare_input_says_to_pass_a_tuple():
+    # `tune_benchmark(client, np.sum, x, 3)` called np.sum with x's elements as arguments:
+    # "sum() takes from 1 to 7 positional arguments but 10 were given".
+    client = FakeClient()
+    fn = candidate(client.clock, 1e-3, "sum")
+    with pytest.raises(TypeError, match=r"got ndarray; pass \(x,\) for one input"):
+        tune_benchmark(client, fn, np.ones(10), samples=3)  # type: ignore[arg-type]
+    assert fn.calls == 0
 
 
 def test_tune_benchmark_of_no_samples_runs_only_the_warmups():

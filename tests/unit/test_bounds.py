@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from pytest_autotune.backends.peaks import MemoryLevel, MemoryRoof, Peaks
 from pytest_autotune.tune.bounds import (
+    COMPUTE,
     AutotuneBound,
     Bounds,
     Thresholds,
@@ -97,6 +99,53 @@ def test_a_negative_threshold_or_amount_is_refused_with_its_name() -> None:
         Bounds((), launch_overhead=math.inf)
 
 
+def test_numpy_numbers_are_numbers_to_work_and_thresholds() -> None:
+    # A work model counts with NumPy (`2 * np.prod(x.shape) * k`, an np.int64): it was
+    # refused as "compute_ops must be a number, got np.int64(524288)".
+    x = np.ones((64, 64), np.float32)
+    work = Work(2 * np.prod(x.shape) * 64, np.int64(3 * x.nbytes), working_set=np.float64(8))
+    assert work == Work(524288, 3 * x.nbytes, working_set=8.0)
+    assert type(work.compute_ops) is int
+    assert Thresholds(np.float32(0.5), memory=np.int64(1)) == Thresholds(0.5, 1)
+    json.dumps(calculate_bounds(work, Thresholds.uniform(np.float64(0.5)), 1e12, 1e11).to_json())
+    with pytest.raises(TypeError, match="compute_ops must be a number"):
+        Work(compute_ops=np.bool_(True))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="bytes must be a finite number >= 0"):
+        Work(bytes=np.float64(-1.0))
+
+
+def test_a_bound_made_of_numpy_numbers_is_written_as_json() -> None:
+    # A bounds generator's `np.prod(shape) * 4` (np.int64) passed into the decision, whose
+    # record then failed in json.dumps: "Object of type int64 is not JSON serializable",
+    # raised from `execute` after the key was tuned.
+    bound = AutotuneBound("memory", np.int64(4096), np.float32(0.5), np.float64(1e10))
+    bounds = Bounds((bound,), launch_overhead=np.float32(0.0))
+    assert json.loads(json.dumps(bounds.to_json()))["bounds"][0]["amount"] == 4096
+    assert bounds.time_limit() == pytest.approx(4096 / 1e10 / 0.5)
+    with pytest.raises(TypeError, match="AutotuneBound: amount must be a number, got '4096'"):
+        AutotuneBound("memory", "4096", 1.0, 1e10)  # type: ignore[arg-type]
+
+
+def test_numpy_scalars_are_numbers_and_stored_as_python_numbers() -> None:
+    # `np.prod(x.shape)` is an np.int64 and `np.finfo(np.float32).eps` an np.float32: both
+    # were refused as "must be a number", and a NumPy scalar kept would not write as JSON.
+    work = Work(compute_ops=2 * np.prod((64, 64)), bytes=np.float32(1024.0))
+    assert work == Work(compute_ops=8192, bytes=1024.0)
+    assert type(work.compute_ops) is int
+    assert type(work.bytes) is float
+    json.dumps([work.compute_ops, work.bytes])
+    thresholds = Thresholds.uniform(np.float32(0.5))
+    assert thresholds == Thresholds(compute=0.5, memory=0.5)
+    assert type(thresholds.memory) is float
+    with pytest.raises(TypeError, match="compute must be a number"):
+        Thresholds(compute=np.bool_(True))  # type: ignore[arg-type]
+
+
+def test_an_integer_past_a_floats_range_is_refused_as_not_finite() -> None:
+    with pytest.raises(ValueError, match="bytes must be a finite number"):
+        Work(bytes=10**400)
+
+
 def test_bounds_and_a_single_bound_are_time_bounds() -> None:
     assert isinstance(Bounds(()), TimeBound)
     assert isinstance(AutotuneBound("memory", 1, 1, 1), TimeBound)
@@ -160,7 +209,47 @@ def test_the_roofline_of_a_device_uses_its_memory_roof_and_the_dtype_compute_pea
         memory={"read": 2e12, "copy": 3e12, "write": 9e12}, compute={"fp32": 5e13, "fp16": 7e14}
     )
     bounds = roofline(Work(compute_ops=1e12, bytes=3e9), peaks, dtype="fp16", launch_overhead=1e-6)
-    assert bounds == calculate_bounds(Work(1e12, 3e9), Thresholds(), 7e14, 3e12, 1e-6, "DRAM")
+    assert bounds == calculate_bounds(
+        Work(1e12, 3e9), Thresholds(), 7e14, 3e12, 1e-6, "DRAM", compute_unit="fp16"
+    )
+    # The compute bound names its unit, for a gate that scales by today's peak of it.
+    assert bounds.bounds[0].level == "fp16"
+
+
+def test_a_works_dtype_picks_its_compute_roof_wherever_it_is_bounded() -> None:
+    # NumPy computes in float64: a float64 matmul was bounded, and its fraction of roof
+    # read, against the fp32 peak, twice its own on most hardware.
+    peaks = Peaks(memory={"copy": 3e12}, compute={"fp32": 6e13, "fp64": 3e13})
+    for dtype in (np.float64, np.dtype("float64"), "float64", "fp64"):
+        work = Work(compute_ops=6e12, bytes=1e9, dtype=dtype)
+        assert work.dtype == work.unit == "fp64"
+        assert _compute_peak(roofline(work, peaks)) == 3e13
+    assert Work(1.0).unit == "fp32" and Work(1.0).dtype is None
+    assert _compute_peak(roofline(Work(6e12, 1e9), peaks)) == 6e13
+    # An explicit dtype still wins over the work's own.
+    work = Work(compute_ops=6e12, bytes=1e9, dtype="fp64")
+    assert _compute_peak(roofline(work, peaks, dtype="fp32")) == 6e13
+
+
+@pytest.mark.parametrize("dtype", ["fp46", "float99", object()])
+def test_a_work_dtype_that_names_nothing_is_refused_by_name(dtype: object) -> None:
+    # Its peak was 0: the compute bound, the short circuit and the floor went off silently.
+    with pytest.raises(ValueError, match=r"neither a NumPy dtype nor a unit.*fp64, fp32"):
+        Work(compute_ops=1.0, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", ["int32", np.int64, np.dtype("uint8")])
+def test_an_integer_works_compute_has_no_roof_and_its_memory_has(dtype: object) -> None:
+    # An integer kernel's `Work(dtype=x.dtype)` failed its test; no probe measures integer
+    # arithmetic, so its compute has no roof and the memory roof bounds it.
+    peaks = Peaks(memory={"copy": 1e10}, compute={"fp32": 1e11})
+    bounds = roofline(Work(compute_ops=1e6, bytes=1e6, dtype=dtype), peaks)
+    assert _compute_peak(bounds) == 0.0
+    assert bounds.binding_resource() == "memory"
+
+
+def _compute_peak(bounds: Bounds) -> float:
+    return next(b.peak for b in bounds.bounds if b.resource == COMPUTE)
 
 
 LEVELS = Peaks(

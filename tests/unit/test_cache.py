@@ -26,6 +26,7 @@ from pytest_autotune.tune.cache import (
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, CacheFileWarning
 from pytest_autotune.tune.files import lock_beside
 from pytest_autotune.tune.key import key_to_json, stable_key
+from tests.fakes import released_lock
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,6 +64,18 @@ def test_entries_with_outcomes_and_errors_survive_a_round_trip(tmp_path: Path) -
     assert cache.load() == updates
     assert cache.device() == device
     assert cache.metadata() == {"sigma_between": 0.02}
+
+
+def test_a_cache_made_with_a_str_path_saves_and_loads(tmp_path: Path) -> None:
+    # `PersistentCache("cache.json")`, as a program names a file: it failed at the first
+    # load with "'str' object has no attribute 'with_name'".
+    updates = dict([entry((64, "f32"))])
+    path = str(tmp_path / "tuner.json")
+    assert PersistentCache(path).load() == {}
+    PersistentCache(path).save(updates)
+    cache = PersistentCache(path)
+    assert cache.load() == updates
+    assert cache.path == Path(path)
 
 
 def test_the_file_is_sorted_indented_in_nanoseconds_and_ends_with_a_newline(
@@ -136,12 +149,47 @@ def test_a_new_checksum_for_a_key_replaces_every_old_entry_of_that_key(tmp_path:
     }
 
 
+def test_a_file_holding_one_key_written_as_1_and_as_1_0_reads_with_the_later_entry(tmp_path):
+    # Versions whose stored forms of 1 and 1.0 differed filed such a key twice; both are
+    # now one key, and the file must still read, not be refused for repeating it.
+    first, second = entry(1.0, fastest=0)[1], entry(1, fastest=1)[1]
+    path = tmp_path / "t.json"
+    path.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "entries": [
+                    {**first.to_json(), "checksum": "c1"},
+                    {**second.to_json(), "checksum": "c1"},
+                ],
+            }
+        )
+    )
+    loaded = PersistentCache(path).load()
+    assert [value.fastest_index for value in loaded.values()] == [1]
+    assert list(loaded) == [PersistentCacheKey("1", "c1")]
+
+
 def valid_document() -> dict[str, Any]:
     key, value = entry("a")
     return {
         "schema_version": 1,
         "entries": [{**value.to_json(), "checksum": key.checksum}],
     }
+
+
+def with_result(**fields: Any) -> dict[str, Any]:
+    """The valid document with `fields` set in its first result."""
+    document = valid_document()
+    document["entries"][0]["results"][0].update(fields)
+    return document
+
+
+def with_error(error: Any) -> dict[str, Any]:
+    """The valid document with its first result failed with `error`."""
+    document = valid_document()
+    document["entries"][0]["results"][0] = {"name": "tiled", "index": 0, "error": error}
+    return document
 
 
 def without(name: str) -> dict[str, Any]:
@@ -152,7 +200,7 @@ def without(name: str) -> dict[str, Any]:
 
 UNREADABLE = {
     "invalid JSON": (b'{"schema_version": 1, "entries": [', "is not valid JSON"),
-    "merge conflict": (b"<<<<<<< HEAD\n{}\n", "is not valid JSON"),
+    "merge conflict": (b"<<<<<<< HEAD\n{}\n", "merge conflict markers (line 1: <<<<<<< HEAD)"),
     "pickle": (b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00K\x01.", "is not UTF-8"),
     "NaN": (b'{"schema_version": 1, "entries": [], "x": NaN}', "NaN is not a JSON number"),
     "a list": (b"[]", "holds a JSON array, not a JSON object"),
@@ -212,7 +260,13 @@ UNREADABLE = {
     "nesting 100,000 deep": (b"[" * 100_000 + b"]" * 100_000, "nested deeper than 64 levels"),
     "a sample of 0": (
         json.dumps(valid_document()).replace('"samples_ns": [', '"samples_ns": [0, ', 1).encode(),
-        "expected a list of positive integers",
+        "samples_ns[0] is 0, expected a positive integer",
+    ),
+    "one bad sample among hundreds": (
+        json.dumps(valid_document())
+        .replace('"samples_ns": [', '"samples_ns": [' + "1000, " * 300 + "-1, ", 1)
+        .encode(),
+        "results[0]: samples_ns[300] is -1, expected a positive integer (nanoseconds)",
     ),
     "samples as a string": (
         json.dumps(
@@ -226,11 +280,36 @@ UNREADABLE = {
                 ],
             }
         ).encode(),
-        "samples_ns is '999'",
+        'samples_ns is "999", expected a list of positive integers',
     ),
     "repeated entry": (
         json.dumps({**valid_document(), "entries": valid_document()["entries"] * 2}).encode(),
         "entry 1 repeats key",
+    ),
+    # A rewrite writes back what was read: read loosely, these came back changed.
+    "a result with an unknown field": (
+        json.dumps(with_result(note="tuned by hand")).encode(),
+        "results[0]: unknown fields ['note']",
+    ),
+    'dropped_first "false"': (
+        json.dumps(with_result(dropped_first="false")).encode(),
+        'results[0]: dropped_first is "false", expected true or false',
+    ),
+    "a null name": (
+        json.dumps(with_result(name=None)).encode(),
+        "results[0]: name is null, expected a string",
+    ),
+    "an index as a string": (
+        json.dumps(with_result(index="0")).encode(),
+        'results[0]: index is "0", expected a non-negative integer',
+    ),
+    "an error as a string": (
+        json.dumps(with_error("boom")).encode(),
+        'results[0]: error is "boom", expected an object',
+    ),
+    "an error of an unknown kind": (
+        json.dumps(with_error({"kind": "oom"})).encode(),
+        'results[0]: error: kind is "oom", expected one of unknown,',
     ),
 }
 
@@ -352,7 +431,11 @@ def test_a_write_killed_midway_leaves_the_previous_file_and_no_lock_behind(
     assert PersistentCache(path).load() == before
     PersistentCache(path).save(dict([entry("c")]))
     assert set(PersistentCache(path).load()) == {entry(k)[0] for k in "abc"}
-    assert sorted(os.listdir(tmp_path)) == [".gitignore", ".tuner.json.lock", "tuner.json"]
+    assert sorted(os.listdir(tmp_path)) == [
+        ".gitignore",
+        *released_lock(".tuner.json.lock"),
+        "tuner.json",
+    ]
 
 
 def test_a_successful_save_leaves_no_temporary_file(tmp_path: Path) -> None:
@@ -362,7 +445,7 @@ def test_a_successful_save_leaves_no_temporary_file(tmp_path: Path) -> None:
 
     assert sorted(os.listdir(path.parent)) == [
         ".gitignore",
-        ".pkg.mod-x.json.lock",
+        *released_lock(".pkg.mod-x.json.lock"),
         "pkg.mod-x.json",
     ]
 
@@ -384,6 +467,19 @@ def test_a_tuner_name_becomes_a_readable_file_inside_the_device_folder(
     assert cache_path(tmp_path, "cuda-nvidia-h200", tuner_name) == (
         tmp_path / "cuda-nvidia-h200" / file_name
     )
+
+
+def test_a_tuner_named_peaks_does_not_share_the_devices_peaks_file(tmp_path: Path) -> None:
+    # A script `peaks.py` names its tuner `peaks`: its cache was `<device>/peaks.json`, the
+    # file of the device's probed peaks, which `compare` and `changed` skip.
+    from pytest_autotune.tune.cache_names import PEAKS_FILE, cache_files
+
+    path = cache_path(tmp_path, "cpu-x", "peaks")
+    assert path.name != PEAKS_FILE and path.name.startswith("peaks-")
+    path.parent.mkdir(parents=True)
+    path.write_text("{}")
+    (path.parent / PEAKS_FILE).write_text("{}")
+    assert cache_files(tmp_path) == [path]
 
 
 def test_long_tuner_names_sharing_a_prefix_get_distinct_files_of_safe_length(
@@ -548,3 +644,11 @@ def test_threads_saving_through_one_cache_object_lose_no_entry(tmp_path: Path) -
     for thread in threads:
         thread.join()
     assert len(PersistentCache(tmp_path / "tuner.json").load()) == 60
+
+
+def test_a_device_folder_that_is_a_file_is_named_as_such(tmp_path: Path) -> None:
+    # "Not a directory" named neither the file in the way nor what belongs there.
+    (tmp_path / "cpu-x").write_text("")
+    cache = PersistentCache(tmp_path / "cpu-x" / "t.json")
+    with pytest.warns(CacheFileWarning, match=r"cpu-x is a file, where a folder of caches belongs"):
+        assert cache.load() == {}

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import tracemalloc
 import types
 
 import numpy as np
 import pytest
 
 from pytest_autotune.tune.checks import CheckResult, check_candidates, compare_outputs
-from pytest_autotune.tune.errors import AutotuneSkip
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
 
 
 def test_equal_arrays_compare_equal():
@@ -58,11 +60,58 @@ def test_without_equal_nan_any_nan_is_a_difference():
     )
 
 
+def test_not_a_time_compares_as_nan_does():
+    # NaT != NaT, as NaN != NaN: the same missing timestamps failed a correct candidate with
+    # "expected NaT, got NaT".
+    ref = np.array(["2024-01-01", "NaT", "2024-01-03"], dtype="datetime64[D]")
+    assert compare_outputs(ref, ref.copy()) is None
+    assert compare_outputs(ref.astype("timedelta64[D]"), ref.astype("timedelta64[D]")) is None
+    moved = np.array(["2024-01-01", "2024-01-02", "NaT"], dtype="datetime64[D]")
+    assert compare_outputs(ref, moved) == (
+        "output: 2 of 3 elements differ; first at [1]: expected NaT, got 2024-01-02;"
+        " NaT positions differ at 2 elements"
+    )
+    assert compare_outputs(ref, ref.copy(), equal_nan=False) == (
+        "output: 1 of 3 elements differ; first at [1]: expected NaT, got NaT"
+    )
+
+
 def test_infinities_must_match_in_sign():
     assert compare_outputs(np.array([np.inf]), np.array([np.inf])) is None
     assert compare_outputs(np.array([np.inf]), np.array([-np.inf])) == (
         "output: 1 of 1 elements differ (rtol=1e-05, atol=1e-08);"
         " first at [0]: expected inf, got -inf"
+    )
+
+
+def test_large_arrays_are_compared_without_full_size_temporaries():
+    # np.isclose over the whole output made several temporaries of its size (three for two
+    # equal float32 arrays, five with a difference): a check of a 1 GiB output needed GiBs
+    # more than the outputs themselves. Compared in blocks, it needs a block's worth.
+    ref = np.random.default_rng(0).random(1 << 22, dtype=np.float32)
+    for act in (ref.copy(), ref + np.float32(1.0)):
+        tracemalloc.start()
+        try:
+            compare_outputs(ref, act)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < ref.nbytes // 2
+
+
+def test_differences_in_far_apart_blocks_are_all_counted_and_measured():
+    ref = np.zeros((4, 1 << 19))
+    act = ref.copy()
+    act[0, 7] = 1.0
+    act[3, 5] = -4.0
+    act[3, 6] = np.nan
+    assert compare_outputs(ref, act) == (
+        "output: 3 of 2097152 elements differ (rtol=1e-05, atol=1e-08), max abs error 4,"
+        " max rel error inf; first at [0, 7]: expected 0.0, got 1.0;"
+        " NaN positions differ at 1 element"
+    )
+    assert compare_outputs(np.asfortranarray(ref), np.asfortranarray(act)) == (
+        compare_outputs(ref, act)
     )
 
 
@@ -89,6 +138,46 @@ def test_a_dtype_mismatch_is_a_failure_even_with_equal_values():
 def test_a_shape_mismatch_is_a_failure():
     message = compare_outputs(np.ones((2, 3)), np.ones((3, 2)))
     assert message == "output: shape differs: expected (2, 3), got (3, 2)"
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_a_matrix_is_compared_as_its_array_and_names_its_first_bad_element():
+    # A scipy.sparse `.todense()` is an np.matrix, whose rows stay 2-d when indexed: the
+    # first bad element's lookup raised IndexError from inside the check.
+    reference = np.matrix([[1.0, 2.0, 3.0]])
+    wrong = np.matrix([[1.0, 5.0, 3.0]])
+    assert compare_outputs(reference, reference.copy()) is None
+    message = compare_outputs(reference, wrong)
+    assert message is not None
+    assert "1 of 3 elements differ" in message
+    assert "first at [0, 1]: expected 2.0, got 5.0" in message
+
+
+def test_a_ragged_object_array_is_compared_element_by_element():
+    # Its elements are arrays, and `==` on two object arrays of arrays raised "the truth
+    # value of an array is ambiguous" from inside the check.
+    def ragged(*rows):
+        out = np.empty(len(rows), dtype=object)
+        out[:] = [np.asarray(row, dtype=float) for row in rows]
+        return out
+
+    reference = ragged([1.0, 2.0], [3.0, 4.0, 5.0])
+    assert compare_outputs(reference, ragged([1.0, 2.0], [3.0, 4.0, 5.0 + 1e-9])) is None
+    message = compare_outputs(reference, ragged([1.0, 2.0], [3.0, 0.0, 5.0]))
+    assert message is not None
+    assert "1 of 2 elements differ; first at [1]" in message
+
+
+def test_the_numbers_of_an_object_array_compare_as_numbers_do():
+    # An object array of floats (mixed with None, as a column with missing values is) was
+    # compared with `==`: NaN failed against NaN, and the tolerances were ignored, as a
+    # list of the same floats would not be.
+    reference = np.array([1.0, np.nan, None, "label"], dtype=object)
+    close = np.array([1.0 + 1e-12, np.nan, None, "label"], dtype=object)
+    assert compare_outputs(reference, close) is None
+    assert compare_outputs(reference, np.array([2.0, np.nan, None, "label"], object)) == (
+        "output: 1 of 4 elements differ; first at [0]: expected 1.0, got 2.0"
+    )
 
 
 def test_a_numpy_scalar_and_a_python_float_compare_by_value():
@@ -155,8 +244,30 @@ def test_tuples_compare_item_by_item_and_name_the_position():
     )
 
 
+def test_a_long_list_that_differs_everywhere_lists_its_first_differences_and_counts_the_rest():
+    # A candidate returning `x.tolist()` wrong at every element made one line per element:
+    # megabytes of failure message for a list of 100 000 floats.
+    ref = [float(i) for i in range(1000)]
+    message = compare_outputs(ref, [v + 1 for v in ref])
+    assert message is not None
+    lines = message.splitlines()
+    assert lines[0] == (
+        "output[0]: expected 0.0, got 1.0, max abs error 1, max rel error inf"
+        " (rtol=1e-05, atol=1e-08)"
+    )
+    assert lines[9].startswith("output[9]: expected 9.0, got 10.0")
+    assert lines[10:] == ["... and 990 more differences"]
+
+
 def test_sequences_of_different_length_differ():
     assert compare_outputs((1, 2, 3), (1, 2)) == "output: expected 3 items, got 2"
+
+
+def test_counts_of_one_read_in_the_singular():
+    assert compare_outputs((1,), ()) == "output: expected 1 item, got 0"
+    assert compare_outputs((1,), [1]) == "output: expected tuple of 1 item, got list of 1 item"
+    message = compare_outputs(np.array([np.nan, 1.0]), np.array([1.0, 1.0]))
+    assert message is not None and message.endswith("NaN positions differ at 1 element")
 
 
 def test_a_tuple_is_not_a_list():
@@ -176,6 +287,28 @@ def test_dicts_need_the_same_keys_and_equal_values():
     )
 
 
+def test_dataclasses_compare_field_by_field_and_name_the_field():
+    # A result dataclass holding arrays is how numeric code returns several outputs; its
+    # generated `==` compares the arrays with `==`, whose truth NumPy refuses: the check
+    # raised ValueError from inside the comparison, for a correct candidate too.
+    @dataclasses.dataclass
+    class Result:
+        values: np.ndarray
+        count: int
+        note: str = dataclasses.field(default="", compare=False)
+
+    ref = Result(np.array([1.0, 2.0]), 2, "reference")
+    assert compare_outputs(ref, Result(np.array([1.0, 2.0 + 1e-9]), 2, "fast")) is None
+    assert compare_outputs(ref, Result(np.array([1.0, 3.0]), 3)) == (
+        "output.values: 1 of 2 elements differ (rtol=1e-05, atol=1e-08), max abs error 1, "
+        "max rel error 0.5; first at [1]: expected 2.0, got 3.0\n"
+        "output.count: expected 2, got 3"
+    )
+    assert compare_outputs(ref, (np.array([1.0, 2.0]), 2)) == (
+        "output: expected Result, got tuple of 2 items"
+    )
+
+
 def test_a_type_with_autotune_compare_decides_for_itself():
     class Interval:
         def __init__(self, low: float, high: float) -> None:
@@ -187,6 +320,32 @@ def test_a_type_with_autotune_compare_decides_for_itself():
 
     assert compare_outputs(Interval(0, 10), Interval(2, 3)) is None
     assert compare_outputs((Interval(0, 10),), (Interval(-1, 3),)) == "output[0]: outside"
+
+
+def test_an_output_the_references_autotune_compare_raises_on_fails_that_candidate_alone():
+    # Written as users write it, assuming its own type: a candidate returning another type
+    # made it raise, which ended the checks (and a tuning with checks on) for every one.
+    class Interval:
+        def __init__(self, low: float, high: float) -> None:
+            self.low, self.high = low, high
+
+        def autotune_compare(self, other: object, rtol: float, atol: float) -> str | None:
+            low, high = other.low, other.high  # type: ignore[attr-defined]
+            return None if low >= self.low and high <= self.high else "outside"
+
+    results = check_candidates(
+        ["first", "scalar", "same"], outputs(Interval(0, 10), 3.0, Interval(1, 2))
+    )
+    assert results == [
+        CheckResult("first", True, "reference"),
+        CheckResult(
+            "scalar",
+            False,
+            "differs from the reference 'first': output: Interval.autotune_compare raised"
+            " AttributeError: 'float' object has no attribute 'low'",
+        ),
+        CheckResult("same", True),
+    ]
 
 
 def test_an_uncomparable_type_asks_for_autotune_compare():
@@ -258,6 +417,15 @@ def test_a_skip_is_not_a_failure():
     assert results[1] == CheckResult("works", True, "reference")
 
 
+def test_an_autotune_error_of_kind_skip_declines_as_autotune_skip_does():
+    # The seed's candidate declines with Err(AutotuneError::Skip); raised here, it declined
+    # when timed but failed its check ("not my shape"), so a run with checks failed it.
+    skip = AutotuneError(AutotuneErrorKind.SKIP, "not my shape")
+    results = check_candidates(["declines", "works"], outputs(skip, np.ones(2)))
+    assert results[0] == CheckResult("declines", True, "skipped: not my shape", skipped=True)
+    assert results[1] == CheckResult("works", True, "reference")
+
+
 def test_an_explicit_reference_judges_every_candidate():
     results = check_candidates(
         ["a", "b"], outputs(np.ones(2), np.zeros(2)), reference=lambda: np.zeros(2)
@@ -323,3 +491,19 @@ def test_a_reference_output_of_none_fails_every_candidate_when_an_output_is_requ
 def test_an_explicit_reference_returning_none_fails_every_candidate_too() -> None:
     results = check_candidates(["a"], lambda i: 3, reference=lambda: None, require_output=True)
     assert not results[0].passed and "returned None" in results[0].message
+
+
+def test_a_candidate_expected_to_be_wrong_is_the_reference_only_where_no_other_succeeds():
+    outputs = [3.0, 2.0, 2.0]
+    checks = check_candidates(["imprecise", "a", "b"], outputs.__getitem__, last=[0])
+    assert [(c.passed, c.message) for c in checks] == [
+        (
+            False,
+            "differs from the reference 'a': output: expected 2.0, got 3.0, max abs error"
+            " 1, max rel error 0.5 (rtol=1e-05, atol=1e-08)",
+        ),
+        (True, "reference"),
+        (True, ""),
+    ]
+    alone = check_candidates(["imprecise"], outputs.__getitem__, last=[0])
+    assert [(c.passed, c.message) for c in alone] == [(True, "reference")]

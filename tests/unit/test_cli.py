@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import shutil
 import subprocess
@@ -13,9 +14,15 @@ import pytest
 
 from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.cli import EXIT_CHANGED, main
+from pytest_autotune.cli.compare import CACHES_TOLERANCE
 from pytest_autotune.gate import Baseline, Measurement, judge
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
-from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
+from pytest_autotune.tune.cache import (
+    PersistentCache,
+    PersistentCacheKey,
+    PersistentCacheValue,
+    cache_path,
+)
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.journal import journal_path
 from pytest_autotune.tune.key import stable_key
@@ -90,13 +97,17 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 # -- report --------------------------------------------------------------------------------
 
 
+def realistic_records_file(path: Path) -> Path:
+    recorder = Recorder(path)
+    for record in realistic_records():
+        recorder.record(record)
+    return path
+
+
 def test_report_renders_the_html_report_from_records(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    records = tmp_path / "records.jsonl"
-    recorder = Recorder(records)
-    for record in realistic_records():
-        recorder.record(record)
+    records = realistic_records_file(tmp_path / "records.jsonl")
     output = tmp_path / "site" / "report.html"
     code, out, err = run(capsys, "report", str(records), "-o", str(output), "--title", "nightly")
     assert (code, err) == (0, "")
@@ -105,6 +116,28 @@ def test_report_renders_the_html_report_from_records(
     assert "<title>nightly</title>" in html
     assert html.count('class="card decision') == 3
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_records_files_torn_last_line_is_a_warning_and_the_report_is_still_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A CI job killed while its run wrote its records: the whole records before the cut
+    # still make a report; a bad line with its newline (not a cut) stays an error.
+    records = realistic_records_file(tmp_path / "records.jsonl")
+    with records.open("a", encoding="utf-8") as file:
+        file.write('{"schema_version": 2, "tuner": "cut')
+    output = tmp_path / "report.html"
+    code, out, err = run(capsys, "report", str(records), "-o", str(output))
+    assert (code, out) == (0, f"wrote {output} (3 decisions)\n")
+    assert err == (
+        f"pytest-autotune: warning: {records}:4: the last record was cut short while it was"
+        " written (invalid JSON: Unterminated string starting at) and is ignored; the 3"
+        " records before it are read\n"
+    )
+    with records.open("a", encoding="utf-8") as file:
+        file.write("\n")
+    code, out, err = run(capsys, "report", str(records), "-o", str(output))
+    assert code == 2 and f"{records}:4: invalid JSON" in err
 
 
 def test_report_joins_several_records_files(
@@ -144,6 +177,21 @@ def test_report_over_several_runs_labels_them_and_draws_each_groups_trend(
     assert html.count('class="card decision') == 1  # one group, not one row per file
     assert "2026-11-01 10:00:00 11111111" in html and "2026-11-02 10:00:00 22222222" in html
     assert html.count('<svg class="chart trend"') == 1
+
+
+def test_report_counts_the_decisions_the_page_shows_of_several_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two runs of one group are one card (its latest decision): the line that says what
+    # was written counts what the page's tally counts, not the records read.
+    records = tmp_path / "r.jsonl"
+    Recorder(records).record(sum_run(RUN_1, 5.0))
+    Recorder(records).record(sum_run(RUN_2, 6.0))
+    output = tmp_path / "r.html"
+    code, out, _ = run(capsys, "report", str(records), "-o", str(output))
+    assert code == 0
+    assert output.read_text(encoding="utf-8").count('class="card decision') == 1
+    assert out == f"wrote {output} (1 decision) from 2 records of 2 runs\n"
 
 
 def test_records_without_a_run_are_labelled_by_their_file(
@@ -186,6 +234,67 @@ def test_compare_judges_run_b_against_run_a_with_the_gates_rule(
     assert lines[-1] == "1 of 1 compared groups fail the gate"
 
 
+def test_compare_names_the_device_of_a_group_measured_on_several(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Records of two machines in one file: one group's rows must say which is which.
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(sum_run(RUN_1, 5.0))
+    Recorder(b).record(sum_run(RUN_2, 5.0))
+    Recorder(b).record(replace(sum_run(RUN_2, 9.0), device_id="cuda-nvidia-h100"))
+    code, out, _ = run(capsys, "compare", str(a), str(b))
+    rows = out.splitlines()[2:4]
+    assert code == 0
+    assert rows[0].startswith(
+        "example_kernels/test_sum.py::test_sum [n4194304] on cuda-nvidia-h100"
+    )
+    assert rows[0].endswith("only in B")
+    assert rows[1].startswith(f"example_kernels/test_sum.py::test_sum [n4194304] on {GPU}")
+    assert rows[1].endswith("pass")
+
+
+def test_compare_of_runs_on_two_devices_says_the_groups_are_there_on_other_devices(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A run under --autotune-runner beside one without it, or two machines: the same
+    # groups, filed under two device ids. "no group is in both" alone read as if the
+    # files held different tests.
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(replace(sum_run(RUN_1, 5.0), device_id="cpu-amd-epyc-2t"))
+    Recorder(b).record(replace(sum_run(RUN_2, 5.0), device_id="cpu-github-ubuntu-x64"))
+    code, out, err = run(capsys, "compare", str(a), str(b))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"pytest-autotune: error: {a}, {b}: no group is in both on one device: A's groups"
+        " were measured on cpu-amd-epyc-2t, B's on cpu-github-ubuntu-x64, and a run is judged"
+        " only against a baseline of its own device (or of the runner class --autotune-runner"
+        " names)\n"
+    )
+
+
+def test_compare_says_a_group_whose_every_candidate_failed_in_a_was_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Run A tuned the group and nothing could be measured (its verdict: error): the group
+    # is not new in B, as "only in B" said.
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    error = sum_run(RUN_1, 5.0)
+    extra = {**error.extra, "verdict": "error", "failed": True, "winner_samples_ns": []}
+    failed = ({"name": "pairwise", "index": 0, "error": {"kind": "unknown", "message": "x"}},)
+    Recorder(a).record(
+        replace(error, fastest_index=None, fastest_name=None, results=failed, extra=extra)
+    )
+    Recorder(b).record(sum_run(RUN_2, 5.0))
+    code, out, err = run(capsys, "compare", str(a), str(b))
+    assert code == 2 and "no group is in both" in err  # nothing to judge
+    Recorder(a).record(replace(sum_run(RUN_1, 5.0), key="n8"))
+    Recorder(b).record(replace(sum_run(RUN_2, 5.0), key="n8"))
+    code, out, _ = run(capsys, "compare", str(a), str(b))
+    row = next(line for line in out.splitlines() if "[n4194304]" in line)
+    assert code == 0
+    assert row.split()[2:4] == ["no", "winner"] and row.endswith("nothing measured in A")
+
+
 def test_compare_passes_an_unchanged_run_and_honours_max_regression(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -196,6 +305,188 @@ def test_compare_passes_an_unchanged_run_and_honours_max_regression(
     assert code == 0 and out.splitlines()[2].endswith("pass")
     Recorder(b).record(sum_run(RUN_2, 6.0))  # the file's latest run is the one compared
     assert run(capsys, "compare", str(a), str(b), "--max-regression", "0.5")[0] == 0
+
+
+@pytest.mark.parametrize("value", ["10", "10%", "1.5"])
+def test_compare_refuses_a_max_regression_the_marker_refuses(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--max-regression 10`, meant as 10%, read as a 1000% tolerance passed every group;
+    # the marker and the settings refuse it as no fraction from 0 to 1.
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(sum_run(RUN_1, 5.0))
+    Recorder(b).record(sum_run(RUN_2, 5.0))
+    with pytest.raises(SystemExit) as exited:
+        main(["compare", str(a), str(b), "--max-regression", value])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"expected a fraction from 0 to 1 (0.1 for 10%), got '{value}'" in err
+
+
+def test_compare_counts_the_contention_run_b_was_measured_under_as_the_gate_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The gate widened B's noise for the loaded CPUs its record names, and called it too
+    # noisy; compare judges the same samples, so it must not call them a regression.
+    cpu = "cpu-amd-epyc-2t"
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(replace(sum_run(RUN_1, 5.0), device_id=cpu))
+    slower = replace(sum_run(RUN_2, 7.0), device_id=cpu)
+    contention = {"load": 8.0, "pressure": 0.9, "helpers": 0.0}
+    Recorder(b).record(replace(slower, extra={**slower.extra, "contention": contention}))
+    samples = tuple((7000 + k) / 1e9 for k in range(40))
+    baseline = Baseline(cpu, "c2", "pairwise", tuple((5000 + k) / 1e9 for k in range(40)))
+    quiet = judge(Measurement(samples), baseline, device_id=cpu, checksum="c2")
+    loaded = judge(
+        Measurement(samples, load=8.0, pressure=0.9, helpers=0.0),
+        baseline,
+        device_id=cpu,
+        checksum="c2",
+    )
+    assert quiet.failed and not loaded.failed
+
+    code, out, err = run(capsys, "compare", str(a), str(b))
+
+    assert (code, err) == (0, "")
+    assert out.splitlines()[2].endswith("too noisy")
+
+
+def test_compare_says_why_a_group_it_reports_without_failing_has_no_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The gate's summary gives the message of each group "reported, not failing" (its
+    # interval, what would help; the candidate that changed); compare printed "too noisy"
+    # and "not comparable" in the table with no word of why.
+    cpu = "cpu-amd-epyc-2t"
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(replace(sum_run(RUN_1, 5.0), device_id=cpu))
+    slower = replace(sum_run(RUN_2, 7.0), device_id=cpu)
+    contention = {"load": 8.0, "pressure": 0.9, "helpers": 0.0}
+    Recorder(b).record(replace(slower, extra={**slower.extra, "contention": contention}))
+    Recorder(a).record(replace(sum_run(RUN_1, 5.0), key="n8"))
+    Recorder(b).record(replace(sum_run(RUN_2, 5.0), key="n8", checksum="c3"))
+    noisy = judge(
+        Measurement(tuple((7000 + k) / 1e9 for k in range(40)), load=8.0, pressure=0.9),
+        Baseline(cpu, "c2", "pairwise", tuple((5000 + k) / 1e9 for k in range(40)), source=str(a)),
+        device_id=cpu,
+        checksum="c2",
+    )
+
+    code, out, err = run(capsys, "compare", str(a), str(b))
+
+    assert (code, err) == (0, "")
+    assert noisy.message.startswith("too noisy to judge")
+    reported = out.split("\nreported, not failing:\n", 1)[1]
+    assert f"test_sum [n4194304] (winner pairwise): too noisy\n    {noisy.message}" in reported
+    assert "test_sum [n8] (winner pairwise): not comparable\n" in reported
+    assert "was tuned over another candidate list" in reported
+
+
+def on_gpu(record: AutotuneRecord, uuid: str) -> AutotuneRecord:
+    """`record` as measured on the GPU of `uuid` (its device block's fingerprint)."""
+    device = {**record.extra["device"]}
+    device["fingerprint"] = {**device["fingerprint"], "uuid": uuid}
+    return replace(record, extra={**record.extra, "device": device})
+
+
+def test_compare_counts_the_noise_between_two_gpus_of_one_model_as_the_gate_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two runs on two H200s (the records' device blocks name each GPU): the gate adds the
+    # between-machine noise and says "too noisy"; compare judges the same samples, so it
+    # must not call them a regression.
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(on_gpu(sum_run(RUN_1, 5.0), "GPU-aaaa"))
+    Recorder(b).record(on_gpu(sum_run(RUN_2, 5.5), "GPU-bbbb"))
+    samples = tuple((5500 + k) / 1e9 for k in range(40))
+    base = tuple((5000 + k) / 1e9 for k in range(40))
+    one_gpu = judge(
+        Measurement(samples), Baseline(GPU, "c2", "pairwise", base), device_id=GPU, checksum="c2"
+    )
+    two_gpus = judge(
+        Measurement(samples),
+        Baseline(GPU, "c2", "pairwise", base, machine="GPU-aaaa"),
+        device_id=GPU,
+        checksum="c2",
+        machine="GPU-bbbb",
+    )
+    assert one_gpu.failed and not two_gpus.failed
+
+    code, out, err = run(capsys, "compare", str(a), str(b))
+
+    assert (code, err) == (0, "")
+    assert out.splitlines()[2].endswith(two_gpus.verdict.value)
+
+
+def test_compare_of_gpu_records_scales_by_the_peak_probes_as_the_gate_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # On a GPU the gate scales this run's time by its peak probe over the baseline's, so a
+    # device running 10% slower (clocks, heat) does not read as a 10% slower kernel. The
+    # records carry both probes and the binding roof; compare judged the raw times.
+    bounds = {
+        "bounds": [{"resource": "memory", "amount": 4 << 22, "threshold": 1.0, "peak": 4.28e12}],
+        "launch_overhead_ns": 0,
+    }
+    slow = Peaks(memory={"copy": 4.28e12 / 1.1}, compute={"fp32": 63e12})
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(replace(sum_run(RUN_1, 5.0), bounds=bounds))
+    later = replace(sum_run(RUN_2, 5.5), bounds=bounds)
+    device = {**later.extra["device"], "peaks": slow.to_json()}
+    Recorder(b).record(replace(later, extra={**later.extra, "device": device}))
+    samples = tuple((5500 + k) / 1e9 for k in range(40))
+    base = tuple((5000 + k) / 1e9 for k in range(40))
+    raw = judge(
+        Measurement(samples), Baseline(GPU, "c2", "pairwise", base), device_id=GPU, checksum="c2"
+    )
+    scaled = judge(
+        Measurement(samples),
+        Baseline(GPU, "c2", "pairwise", base, peak=4.28e12, peak_resource="memory"),
+        device_id=GPU,
+        checksum="c2",
+        peaks=slow,
+    )
+    assert raw.failed and not scaled.failed
+
+    code, out, err = run(capsys, "compare", str(a), str(b))
+
+    assert (code, err) == (0, "")
+    assert out.splitlines()[2].endswith(scaled.verdict.value)
+
+
+def test_compare_of_a_record_whose_contention_does_not_read_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(sum_run(RUN_1, 5.0))
+    record = sum_run(RUN_2, 6.0)
+    Recorder(b).record(replace(record, extra={**record.extra, "contention": {"load": "high"}}))
+
+    code, out, err = run(capsys, "compare", str(a), str(b))
+
+    assert (code, out) == (2, "")
+    assert err == (
+        f"pytest-autotune: error: {b}: example_kernels/test_sum.py::test_sum [n4194304]:"
+        ' contention: load is "high", expected a number or null\n'
+    )
+
+
+def test_compare_of_a_record_whose_extras_do_not_read_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `report` of the same file names it; compare said only the group and the field.
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(sum_run(RUN_1, 5.0))
+    record = sum_run(RUN_2, 6.0)
+    Recorder(b).record(replace(record, extra={**record.extra, "device": "gpu"}))
+
+    code, out, err = run(capsys, "compare", str(a), str(b))
+
+    assert (code, out) == (2, "")
+    assert err == (
+        f"pytest-autotune: error: {b}: example_kernels/test_sum.py::test_sum, key n4194304:"
+        " extra 'device' has the wrong type: 'gpu'\n"
+    )
 
 
 def test_compare_judges_two_cache_folders(
@@ -222,13 +513,169 @@ def test_compare_judges_two_cache_folders(
     )
 
 
+def test_compare_of_cache_folders_scales_an_entry_by_the_peaks_it_was_measured_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The gate scales a GPU run's time by that run's peak probe, which the entry's bounds
+    # hold. The file's device block holds the peaks of its latest update, which may not
+    # have refreshed this entry (`-k`), and keeps older figures within 2% on purpose: an
+    # entry alike in A and B read +10.0% REGRESSION, scaled by the block's newer probe.
+    bounds = {
+        "bounds": [{"resource": "memory", "amount": 4 << 22, "threshold": 1.0, "peak": 4.28e12}],
+        "launch_overhead_ns": 0,
+    }
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder, copy_peak in ((before, 4.28e12), (after, 4.28e12 * 1.1)):
+        (folder / GPU).mkdir(parents=True)
+        path = write_cache(
+            folder / GPU / "t.json",
+            {"n1024": ("block256", (outcome("block32", 0, 10), outcome("block256", 1, 4)))},
+            copy_peak=copy_peak,
+        )
+        data = json.loads(path.read_text())
+        data["entries"][0]["bounds"] = bounds
+        path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+    code, out, err = run(capsys, "compare", str(before), str(after))
+
+    row = out.splitlines()[2]
+    assert (code, err) == (0, "")
+    assert " +0.0% [" in row and row.endswith("pass")
+
+
+def test_compare_judges_a_baseline_filed_under_its_0_1_0_name_as_the_gate_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A project that committed its baselines with pytest-autotune 0.1.0 (no hash in the
+    # name, no "tuner" field): the gate reads that file while the new name has none, and an
+    # update writes the new name beside it. compare said "no group is in both" of the
+    # committed folder and the refreshed one, or judged the old file against itself.
+    tuner = "tests/test_a.py::test_sum"
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder, us in ((before, 4), (after, 5)):
+        values = {
+            PersistentCacheKey(stable_key("n1024"), "c"): PersistentCacheValue(
+                "n1024", 1, "block256", (outcome("block32", 0, 10), outcome("block256", 1, us))
+            )
+        }
+        device = {"id": GPU, "fingerprint": {}, "peaks": None}
+        for name in (tuner, "mylib"):  # mylib.json: a name that is its own file name
+            PersistentCache(cache_path(folder, GPU, name), name).save(values, device=device)
+    legacy = before / GPU / "tests_test_a.py__test_sum.json"
+    data = json.loads(cache_path(before, GPU, tuner).read_text())
+    del data["tuner"]
+    legacy.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    shutil.copy(legacy, after / GPU / legacy.name)  # the update leaves it, as it is
+    cache_path(before, GPU, tuner).unlink()
+
+    code, out, err = run(capsys, "compare", str(before), str(after))
+
+    rows = out.splitlines()[2:]
+    assert (code, err) == (1, "")
+    assert rows[0].startswith(f"{GPU}/mylib.json [n1024]")
+    assert rows[1].startswith(f"{GPU}/tests_test_a.py__test_sum-3a7a8f8d50.json [n1024]")
+    assert rows[0].endswith("REGRESSION") and rows[1].endswith("REGRESSION")
+    assert rows[2] == ""
+
+
+def test_compare_of_cache_folders_says_a_markers_max_regression_is_not_in_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A group whose marker tolerates 50% read REGRESSION at +25% here, while CI passed it,
+    # and nothing said that the tolerance was the device kind's default.
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder, us in ((before, 4), (after, 5)):
+        (folder / GPU).mkdir(parents=True)
+        write_cache(
+            folder / GPU / "t.json",
+            {"n8": ("block256", (outcome("block32", 0, 10), outcome("block256", 1, us)))},
+        )
+    code, out, _ = run(capsys, "compare", str(before), str(after))
+    assert code == 1
+    assert out.splitlines()[-2:] == [CACHES_TOLERANCE, "1 of 1 compared groups fail the gate"]
+    code, out, _ = run(capsys, "compare", str(before), str(after), "--max-regression", "0.5")
+    assert code == 0
+    assert CACHES_TOLERANCE not in out
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    assert "cache files do not store it" in " ".join(capsys.readouterr().out.split())
+
+
+def test_compare_judges_two_device_folders_as_changed_reads_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `changed` takes a device's folder (`.autotune/<device_id>`) as well as the root;
+    # `compare` said "no group is in both" of two such folders holding the same entries.
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder, us in ((before, 4), (after, 5)):
+        (folder / GPU).mkdir(parents=True)
+        write_cache(
+            folder / GPU / "t.json",
+            {"n1024": ("block256", (outcome("block32", 0, 10), outcome("block256", 1, us)))},
+        )
+    code, out, err = run(capsys, "compare", str(before / GPU), str(after / GPU))
+    assert (code, err) == (1, "")
+    assert out.splitlines()[2].split()[:2] == ["t.json", "[n1024]"]
+    assert out.splitlines()[2].endswith("REGRESSION")
+
+
+def test_compare_and_changed_pass_over_the_peaks_file_beside_the_caches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A client given the cache folder keeps its probed peaks in <device>/peaks.json, beside
+    # the tuner caches: not a cache file, and no reason for either command to stop.
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder in (before, after):
+        (folder / GPU).mkdir(parents=True)
+        write_cache(
+            folder / GPU / "t.json",
+            {"n1024": ("block256", (outcome("block32", 0, 10), outcome("block256", 1, 4)))},
+        )
+        peaks = Peaks(memory={"copy": 4.28e12}, compute={"fp32": 63e12})
+        (folder / GPU / "peaks.json").write_text(
+            json.dumps({"device_id": GPU, "peaks": peaks.to_json(), "schema_version": 1})
+        )
+    code, out, err = run(capsys, "compare", str(before), str(after))
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-1] == "0 of 1 compared groups fail the gate"
+    assert main(["changed", str(before), str(after)]) == 0
+
+
+def test_compare_shows_a_baseline_of_several_sessions_as_the_time_it_judges_against(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The gate compares with the mean of the baseline's sessions; a column showing the
+    # newest session alone read "4.00 us -> 5.00 us: -21.3%".
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder, us in ((before, 4), (after, 5)):
+        (folder / GPU).mkdir(parents=True)
+        write_cache(
+            folder / GPU / "t.json",
+            {"n1024": ("block256", (outcome("block32", 0, 10), outcome("block256", 1, us)))},
+        )
+    path = before / GPU / "t.json"
+    data = json.loads(path.read_text())
+    data["entries"][0]["sessions"] = [{"median_ns": 8000, "read_ns": None}] * 2
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    # B's sessions are not what is judged: its newest session is this run's measurement.
+    path = after / GPU / "t.json"
+    data = json.loads(path.read_text())
+    data["entries"][0]["sessions"] = [{"median_ns": 9000, "read_ns": None}]
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    code, out, _ = run(capsys, "compare", str(before), str(after))
+    row = out.splitlines()[2]
+    assert code == 0
+    assert "block256 6.35 us (mean of 3 sessions)" in row and "block256 5.00 us" in row
+    assert "-21.3%" in row
+
+
 def test_compare_of_a_file_and_a_folder_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     a = tmp_path / "a.jsonl"
     Recorder(a).record(sum_run(RUN_1, 5.0))
     code, out, err = run(capsys, "compare", str(a), str(tmp_path))
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert err == (
         f"pytest-autotune: error: {a}, {tmp_path}: compare two record files or two cache folders\n"
     )
@@ -239,7 +686,7 @@ def test_report_of_a_missing_file_is_one_line_naming_it(
 ) -> None:
     missing = tmp_path / "nope.jsonl"
     code, out, err = run(capsys, "report", str(missing), "-o", str(tmp_path / "r.html"))
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert err == f"pytest-autotune: error: {missing}: no such file\n"
     assert not (tmp_path / "r.html").exists()
 
@@ -258,7 +705,7 @@ def test_report_of_bad_records_is_one_line_naming_the_file_and_line(
     records = tmp_path / "records.jsonl"
     records.write_text("\n" + line + "\n")
     code, _, err = run(capsys, "report", str(records))
-    assert code == 1
+    assert code == 2
     assert err.startswith(f"pytest-autotune: error: {records}:2: ")
     assert reason in err and err.count("\n") == 1
 
@@ -271,7 +718,7 @@ def test_report_of_a_record_whose_extras_do_not_read_names_the_file(
     data["extra"]["verdict"] = 7
     records.write_text(json.dumps(data) + "\n")
     code, _, err = run(capsys, "report", str(records), "-o", str(tmp_path / "r.html"))
-    assert code == 1
+    assert code == 2
     assert err.startswith(f"pytest-autotune: error: {records}: record 1 (")
     assert "extra 'verdict' has the wrong type" in err and err.count("\n") == 1
 
@@ -284,9 +731,26 @@ def test_report_that_cannot_be_written_is_one_line(
     blocker = tmp_path / "file"
     blocker.write_text("")
     code, _, err = run(capsys, "report", str(records), "-o", str(blocker / "r.html"))
-    assert code == 1
+    assert code == 2
     assert err.startswith(f"pytest-autotune: error: {blocker / 'r.html'}: cannot write the report")
     assert err.count("\n") == 1
+
+
+def test_report_never_writes_over_the_records_it_renders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `report mon.jsonl tue.jsonl -o tue.jsonl`: the page replaced a day of records.
+    records = realistic_records_file(tmp_path / "records.jsonl")
+    before = records.read_bytes()
+    code, out, err = run(
+        capsys, "report", str(records), "-o", str(tmp_path / "." / "records.jsonl")
+    )
+    assert (code, out) == (2, "")
+    assert err == (
+        f"pytest-autotune: error: {tmp_path / '.' / 'records.jsonl'}: is one of the records"
+        " files to render; give the report another path (-o)\n"
+    )
+    assert records.read_bytes() == before
 
 
 # -- show ----------------------------------------------------------------------------------
@@ -314,6 +778,96 @@ def test_show_prints_the_device_and_each_entry_with_its_candidates(
         f"     {SCRIPT_NAME}  -       -        unknown: RuntimeError: boom at line 3",
     ]
     assert out.endswith("\n") and not out.endswith("\n\n")
+
+
+def test_show_diff_and_changed_list_keys_with_numbers_read_as_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As the summary, the Markdown and the HTML list them: n8 before n1024 before n65536.
+    entries = {
+        key: ("block32", (outcome("block32", 0, us),))
+        for key, us in (("n65536", 9), ("n8", 1), ("n1024", 3))
+    }
+    path = write_cache(tmp_path / "t.json", entries)
+    folder = cache_folder(tmp_path / "after", path)
+    (tmp_path / "empty").mkdir()
+
+    def order(out: str) -> list[str]:
+        return [word for word in out.split() if word.strip(":") in entries]
+
+    shown = run(capsys, "show", str(path))[1]
+    diffed = run(capsys, "diff", str(path), str(path))[1]
+    listed = run(capsys, "changed", str(tmp_path / "empty"), str(folder))[1]
+    assert order(shown) == ["n8:", "n1024:", "n65536:"]
+    assert order(diffed) == ["n8", "n1024", "n65536"]
+    assert order(listed) == ["n8:", "n1024:", "n65536:"]
+
+
+def test_show_gives_the_mean_of_a_baseline_of_several_sessions(
+    refreshed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The gate compares with the mean of an entry's update sessions: a reviewer reading
+    # only the newest session's median would not recognise the gate's baseline median.
+    data = json.loads(refreshed.read_text())
+    entry = next(e for e in data["entries"] if e["key"] == "n4096")
+    entry["sessions"] = [{"median_ns": 24000, "read_ns": None}] * 2
+    refreshed.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    code, out, _ = run(capsys, "show", str(refreshed))
+    assert code == 0
+    assert (
+        "key n4096: winner float4, median 12.0 us; baseline 19.0 us, the mean of 3 sessions"
+        in out.splitlines()
+    )
+    assert "key n65536: winner block256, median 100 us" in out.splitlines()
+
+
+def measured_on(path: Path, device_id: str, machine: str) -> Path:
+    """`path` made a runner class's file (`--autotune-runner`): filed under `device_id`, its
+    latest update measured on `machine`."""
+    data = json.loads(path.read_text())
+    data["device"].update(id=device_id, measured_on=machine)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def test_show_and_diff_name_the_machine_a_runner_classs_baseline_was_measured_on(
+    baseline: Path, refreshed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A hosted runner's CPU model changes between runs; its class's file keeps the one each
+    # update measured, which explains a refresh's changed times.
+    runner = "cpu-github-ubuntu-x64"
+    measured_on(baseline, runner, "cpu-amd-epyc-7b13-2t")
+    measured_on(refreshed, runner, "cpu-intel-xeon-8370c-2t")
+    code, out, _ = run(capsys, "show", str(baseline))
+    assert code == 0
+    assert out.splitlines()[1] == f"device  {runner} (measured on cpu-amd-epyc-7b13-2t)"
+    code, out, _ = run(capsys, "diff", str(baseline), str(refreshed))
+    assert code == 0
+    assert out.splitlines()[2] == (
+        "measured on changed: cpu-amd-epyc-7b13-2t -> cpu-intel-xeon-8370c-2t"
+    )
+
+
+def test_a_cache_file_given_for_records_and_records_for_a_cache_file_say_which_they_are(
+    baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Both are JSON; read as the other kind, each was "invalid JSON" at a line and column
+    # of a file that any JSON tool reads.
+    records = realistic_records_file(tmp_path / "records.jsonl")
+    for argv in (["report", str(baseline)], ["compare", str(baseline), str(baseline)]):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "")
+        assert err == (
+            f"pytest-autotune: error: {baseline}: a cache file, not records (the JSON lines"
+            " --autotune-record writes): show and diff read cache files, compare their folders\n"
+        )
+    for argv in (["show", str(records)], ["diff", str(records), str(baseline)]):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "")
+        assert err == (
+            f"pytest-autotune: error: {records}: records (the JSON lines --autotune-record"
+            " writes), not a cache file: report renders them, compare judges two of them\n"
+        )
 
 
 def test_show_of_an_empty_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -344,7 +898,7 @@ def test_show_of_a_bad_cache_is_one_line_naming_the_file_and_the_reason(
     else:
         path.write_text(content)
     code, out, err = run(capsys, "show", str(path))
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert err.startswith(f"pytest-autotune: error: {path}: ")
     assert reason in err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -355,9 +909,9 @@ def test_show_of_a_missing_file_or_a_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = run(capsys, "show", str(tmp_path / "nope.json"))
-    assert code == 1 and err.endswith("nope.json: no such file\n")
+    assert code == 2 and err.endswith("nope.json: no such file\n")
     code, _, err = run(capsys, "show", str(tmp_path))
-    assert code == 1 and err == f"pytest-autotune: error: {tmp_path}: is a directory, not a file\n"
+    assert code == 2 and err == f"pytest-autotune: error: {tmp_path}: is a directory, not a file\n"
 
 
 # -- diff ----------------------------------------------------------------------------------
@@ -403,7 +957,7 @@ def test_diff_names_the_file_that_does_not_read(
     bad = tmp_path / "bad.json"
     bad.write_text("nope")
     code, out, err = run(capsys, "diff", str(baseline), str(bad))
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert err.startswith(f"pytest-autotune: error: {bad}: is not valid JSON")
     assert err.count("\n") == 1
 
@@ -479,12 +1033,74 @@ def test_a_damaged_journal_line_before_the_last_is_still_an_error(
 
     code, out, err = run(capsys, "show", str(baseline))
 
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert err.startswith(f"pytest-autotune: error: {baseline}: in its journal")
     assert err.count("\n") == 1
 
 
 # -- usage ---------------------------------------------------------------------------------
+
+
+def test_changed_of_a_folder_the_refresh_did_not_rewrite_is_no_pull_request(
+    baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A baseline of one session, left as it was: the refresh kept it (measured on
+    # contended CPUs) or did not run its test. Nothing started again.
+    before = cache_folder(tmp_path / "before", baseline)
+    after = cache_folder(tmp_path / "after", baseline)
+
+    code, out, err = run(capsys, "changed", str(before), str(after))
+
+    assert (code, out, err) == (0, "no significant change: every baseline kept its history\n", "")
+
+
+def test_changed_sees_a_baseline_that_started_again_and_was_then_joined(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The README has a shared CPU machine run the update three to five times: the first
+    # run restarted the baseline (+30%, a significant change), the next joined it, so the
+    # refreshed entry has sessions again, and "no significant change" dropped the restart
+    # with the refreshed folder.
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder, us in ((before, 4), (after, 5.2)):
+        (folder / GPU).mkdir(parents=True)
+        write_cache(
+            folder / GPU / "t.json",
+            {"n1024": ("block256", (outcome("block32", 0, 10), outcome("block256", 1, us)))},
+        )
+
+    def refreshed_after(sessions_ns: list[int]) -> None:
+        path = after / GPU / "t.json"
+        data = json.loads(path.read_text())
+        data["entries"][0]["sessions"] = [{"median_ns": s, "read_ns": None} for s in sessions_ns]
+        path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+    refreshed_after([5200])  # restarted at 5.2 us, then joined by a second 5.2 us session
+    code, out, _ = run(capsys, "changed", str(before), str(after))
+    assert code == EXIT_CHANGED
+    assert out == f"{GPU}/t.json: key n1024: new baseline (block256): a significant change\n"
+
+    refreshed_after([4000, 5200])  # joined the committed 4 us session twice: no restart
+    assert run(capsys, "changed", str(before), str(after))[0] == 0
+
+
+def test_changed_of_a_refreshed_folder_with_no_cache_file_is_an_error_not_no_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A project whose autotune_cache_dir is not the folder its refresh job compares: the
+    # update wrote elsewhere, both folders are empty, and "no significant change" would
+    # let every weekly refresh end green without ever opening a pull request.
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.mkdir()
+    after.mkdir()
+
+    code, out, err = run(capsys, "changed", str(before), str(after))
+
+    assert (code, out) == (2, "")
+    assert err == (
+        f"pytest-autotune: error: {after}: holds no cache file: give the folder"
+        " --autotune-update writes (the cache_dir setting, .autotune by default)\n"
+    )
 
 
 @pytest.mark.parametrize("command", [[], ["report"], ["show"], ["diff"]])
@@ -494,6 +1110,33 @@ def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixtur
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: pytest-autotune {' '.join(command)}".rstrip())
+
+
+def test_the_help_of_changed_gives_the_status_it_exits_with_on_an_unreadable_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A CI step is written from the help: it must test for the status `changed` gives.
+    for folder in ("before", "after"):
+        (tmp_path / folder / GPU).mkdir(parents=True)
+    (tmp_path / "after" / GPU / "t.json").write_text("not json")
+    code, _, err = run(capsys, "changed", str(tmp_path / "before"), str(tmp_path / "after"))
+    assert code == 2 and "t.json" in err
+
+    with pytest.raises(SystemExit):
+        main(["changed", "--help"])
+    assert f"{code} when a file cannot be read" in " ".join(capsys.readouterr().out.split())
+
+
+def test_version_prints_the_installed_version_without_a_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert (
+        capsys.readouterr().out
+        == f"pytest-autotune {importlib.metadata.version('pytest-autotune')}\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -522,7 +1165,7 @@ def test_python_dash_m_runs_the_same_command_line(baseline: Path) -> None:
         check=False,
     )
     assert (missing.returncode, missing.stderr) == (
-        1,
+        2,
         "pytest-autotune: error: nope.json: no such file\n",
     )
 
@@ -540,4 +1183,19 @@ def test_show_never_gives_another_candidates_median_as_the_winners(
     code, out, _ = run(capsys, "show", str(path))
     assert code == 0
     assert "key n8: winner block256, median -" in out.splitlines()
+    assert (
+        "  (fastest_index 0 does not hold 'block256': the winner's samples are not in this"
+        " entry)" in out.splitlines()
+    )
     assert "  *" not in out
+
+
+def test_a_torn_records_file_counts_one_whole_record_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = realistic_records_file(tmp_path / "records.jsonl")
+    first = records.read_text(encoding="utf-8").splitlines()[0]
+    records.write_text(first + '\n{"schema_version": 2, "tuner": "cut', encoding="utf-8")
+    code, _, err = run(capsys, "report", str(records), "-o", str(tmp_path / "report.html"))
+    assert code == 0
+    assert err.endswith("is ignored; the 1 record before it is read\n")

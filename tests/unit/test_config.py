@@ -16,7 +16,7 @@ from pytest_autotune.tune.config import (
 )
 from pytest_autotune.tune.key import AutotuneLevel
 from pytest_autotune.tune.log import AutotuneLogLevel
-from pytest_autotune.tune.settings import KNOWN, env_values
+from pytest_autotune.tune.settings import KNOWN_VARIABLES, env_values
 
 
 def test_the_defaults_are_the_seeds():
@@ -178,6 +178,16 @@ def test_the_record_sink_is_a_path_or_a_standard_stream():
     )
 
 
+def test_a_path_starting_with_a_tilde_is_in_the_home_directory(monkeypatch, tmp_path):
+    """`~` comes unexpanded from a Dockerfile's ENV, a systemd unit or a YAML file: taken
+    literally it made a folder named `~` in the working directory of the user's program."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    config = resolve(
+        [("", {"PYTEST_AUTOTUNE_CACHE_DIR": "~/tuned", "PYTEST_AUTOTUNE_RECORD": "~/r.jsonl"})]
+    )
+    assert (config.cache_dir, config.record) == (tmp_path / "tuned", tmp_path / "r.jsonl")
+
+
 def test_max_regression_is_a_non_negative_fraction():
     assert resolve([("ini", {"autotune_max_regression": "0.05"})]).max_regression == 0.05
     with pytest.raises(
@@ -213,7 +223,7 @@ def test_the_environment_reads_only_non_empty_variables_of_its_prefix():
 def test_a_variable_of_the_prefix_that_names_no_setting_is_refused(name, hint):
     with pytest.raises(ConfigError) as info:
         env_values({name: "full", "PYTEST_AUTOTUNE_LEVEL": "full"})
-    assert str(info.value) == f"{name}: unknown setting; known settings: {KNOWN}{hint}"
+    assert str(info.value) == f"{name}: unknown setting; known settings: {KNOWN_VARIABLES}{hint}"
 
 
 def test_yaml_settings_are_loaded_with_their_native_types(tmp_path):
@@ -240,6 +250,18 @@ def test_bad_yaml_names_the_file(tmp_path):
     path.write_text("min_samples: [1,\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}: invalid YAML: "):
         load_yaml(path)
+
+
+def test_bad_yaml_is_one_line_with_the_line_and_column_in_the_file(tmp_path):
+    # PyYAML's own text ran over six lines and named the place `in "<unicode string>"`.
+    path = tmp_path / "autotune.yaml"
+    path.write_text("level: full\nmin_samples: [1,\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_yaml(path)
+    assert str(info.value) == (
+        f"{path}: invalid YAML: line 3, column 1: expected the node content, but found"
+        " '<stream end>' (while parsing a flow node)"
+    )
 
 
 def test_yaml_that_is_not_a_mapping_is_refused(tmp_path):
@@ -295,13 +317,23 @@ def test_a_bad_yaml_value_read_through_from_env_names_the_file(tmp_path):
     assert str(info.value) == f"{path}: speed_factor: expected a number > 1, got 0.5"
 
 
+def test_a_refused_variable_lists_only_the_settings_a_variable_sets() -> None:
+    # The list named `config`, so PYTEST_AUTOTUNE_CONFIG read "unknown setting; known
+    # settings: ..., config, ...": only --autotune-config names the YAML file.
+    with pytest.raises(ConfigError) as info:
+        env_values({"PYTEST_AUTOTUNE_CONFIG": "other.yaml"})
+    known = str(info.value).split("known settings: ", 1)[1].split(";")[0].split(", ")
+    assert "config" not in known
+    assert "level" in known and "tune" in known
+
+
 def test_a_misspelt_variable_is_named_with_the_nearest_setting() -> None:
     environ = {"PYTEST_AUTOTUNE_MAX_SAMPLE": "3", "PYTEST_AUTOTUNE_RTOL": "1e-3", "HOME": "/root"}
     with pytest.raises(ConfigError) as info:
         env_values(environ)
     assert str(info.value) == (
         f"PYTEST_AUTOTUNE_MAX_SAMPLE: unknown setting; known settings:"
-        f" {KNOWN}; did you mean PYTEST_AUTOTUNE_MAX_SAMPLES?"
+        f" {KNOWN_VARIABLES}; did you mean PYTEST_AUTOTUNE_MAX_SAMPLES?"
     )
 
 

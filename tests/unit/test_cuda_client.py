@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
+import gc
 import importlib
 import itertools
 import subprocess
 import sys
+import weakref
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -17,7 +20,11 @@ import pytest
 
 from pytest_autotune import AutotuneOutcome, TunableSet, Tuner
 from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda
-from pytest_autotune.backends.cuda import REPLAY_CALIBRATION_NODES, device_id_from
+from pytest_autotune.backends.cuda import (
+    REPLAY_CALIBRATION_NODES,
+    device_id_from,
+    probe_cuda_peaks,
+)
 from pytest_autotune.backends.cuda_graphs import (
     PLACEMENT_PERIOD,
     PLACEMENT_STEP,
@@ -31,6 +38,7 @@ from pytest_autotune.backends.cuda_timing import (
     EAGER_LEAD,
     EAGER_MIN_CALLS,
 )
+from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.tune.log import Eliminated
 from pytest_autotune.tune.tuner import TuneDecision
 
@@ -51,6 +59,18 @@ def test_cuda_without_cupy_names_the_extra_to_install(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "cupy", None)  # makes `import cupy` raise ImportError
     with pytest.raises(CudaUnavailableError, match=r"pytest-autotune\[cuda12\].*\[cuda13\]"):
         cuda(cold_l2=False)
+
+
+def test_cupy_that_cannot_compile_a_kernel_is_cuda_unavailable(gpu: FakeGpu) -> None:
+    # CuPy imported and found the GPU, but NVRTC was missing (or the driver older than the
+    # toolkit): the client's own kernels failed with a traceback of CuPy's compiler, where
+    # `auto` falls back to the CPU on CudaUnavailableError and the user is told why.
+    def no_nvrtc(name: str) -> None:
+        raise RuntimeError("CuPy failed to load libnvrtc.so.13")
+
+    gpu.module.RawModule = lambda code: SimpleNamespace(get_function=no_nvrtc)
+    with pytest.raises(CudaUnavailableError, match=r"cannot compile.*libnvrtc.*cuda13"):
+        CudaClient(cold_l2=False)
 
 
 @pytest.mark.parametrize(
@@ -114,15 +134,21 @@ class FakePool:
 
 
 class FakeArray:
-    def __init__(self, ptr: int, shape: tuple[int, ...] = (4,), gpu: FakeGpu | None = None) -> None:
+    def __init__(
+        self, ptr: int, shape: tuple[int, ...] = (4,), gpu: FakeGpu | None = None, device: int = 0
+    ) -> None:
         self.data = SimpleNamespace(ptr=ptr)
+        self.device = SimpleNamespace(id=device)
         self.shape, self.strides, self.dtype = shape, (4,), SimpleNamespace(str="<f4")
         self.nbytes = 4 * shape[0]
         self.gpu = gpu
+        self.orders: list[str] = []
 
-    def copy(self) -> FakeArray:
+    def copy(self, order: str = "C") -> FakeArray:
         """A copy from the current allocator where the array knows its GPU, else at an
-        address no other array of the test has."""
+        address no other array of the test has; `orders` keeps each copy's `order`, as
+        CuPy's `ndarray.copy(order="C")` takes it."""
+        self.orders.append(order)
         if self.gpu is not None:
             return FakeArray(self.gpu.allocate(self.nbytes).ptr, self.shape, self.gpu)
         return FakeArray(self.data.ptr + (1 << 20) * next(_COPIES), self.shape)
@@ -205,11 +231,13 @@ class FakeGpu:
         self.allocators: list[Callable[[int], FakeBlock]] = []
         self.flag_memory = (ctypes.c_int32 * 2)()
         self.held_flag: Any = None
+        self.freed_host: list[int] = []  # the pinned host allocations given back
         runtime = SimpleNamespace(
             CUDARuntimeError=FakeRuntimeError,
             getDeviceCount=lambda: 1,
             getDeviceProperties=lambda device: {"name": b"Fake GPU", "totalGlobalMem": 1 << 34},
             hostAlloc=lambda nbytes, flags: ctypes.addressof(self.flag_memory),
+            freeHost=self.free_host,
             hostAllocMapped=2,
         )
         self.module = SimpleNamespace(
@@ -265,6 +293,13 @@ class FakeGpu:
             raise FakeRuntimeError(CAPTURE_UNSUPPORTED)
         if self.held_flag is not None and self.held_flag[0] == 0:
             self.held_flag[1] = 1  # the host waited on the held stream until the hold gave up
+
+    def free_host(self, ptr: int) -> None:
+        """cudaFreeHost, which synchronizes the device: in a capture of this thread it
+        fails, and fails the capture (cudaErrorStreamCaptureUnsupported); behind a hold it
+        waits until the hold gives up."""
+        self.synchronize(self.stream())
+        self.freed_host.append(ptr)
 
     def allocate(self, nbytes: int) -> FakeBlock:
         """An allocation of a candidate, from the current allocator."""
@@ -384,6 +419,20 @@ def test_inputs_a_graph_cannot_hold_are_timed_through_the_stream(gpu: FakeGpu) -
     assert gpu.captures == 0
 
 
+def test_inputs_on_another_device_than_the_clients_are_refused_by_name(gpu: FakeGpu) -> None:
+    # cuda(device=1) on arrays made on device 0: the call ran on device 1 and read them over
+    # the interconnect, a time of neither device, or failed with CuPy's peer-access error.
+    gpu.module.cuda.runtime.getDeviceCount = lambda: 2
+    client = CudaClient(device=1, cold_l2=False)
+    x = FakeArray(ptr=4096, device=0)
+    with pytest.raises(ValueError, match=r"input 1 is a CuPy array on device 0, .* device 1"):
+        client.time(lambda s, x: gpu.launch(5e-6), (2.0, x))
+    with pytest.raises(ValueError, match="on device 0"):
+        client.placed_sampler(lambda x: gpu.launch(5e-6), (x,))
+    assert gpu.captures == 0
+    assert client.time(lambda x: gpu.launch(5e-6), (FakeArray(ptr=4096, device=1),)) > 0
+
+
 def test_a_captured_call_allocates_from_a_pool_of_its_own(gpu: FakeGpu) -> None:
     pools: list[FakePool] = []
 
@@ -412,9 +461,93 @@ def test_out_of_memory_in_the_warm_up_is_raised_and_empties_every_pool(gpu: Fake
     captures = gpu.captures
     with pytest.raises(FakeOutOfMemoryError):
         client.time(hog, ())
-    assert gpu.default_pool.emptied == 1
+    # Once per try: the first let the kept graphs go, whose memory it might have needed.
+    assert gpu.default_pool.emptied == 2
     client.time(small, ())
     assert gpu.captures == captures + 1  # its graph and pool were let go: captured again
+
+
+def test_a_call_out_of_memory_for_the_graphs_kept_before_it_is_timed_again_without_them(
+    gpu: FakeGpu,
+) -> None:
+    # The graphs of the calls timed before (16 of them, earlier groups' too) keep what
+    # their calls allocated; a call that needs that memory failed, as if it could not fit.
+    kept: list[weakref.ref[FakePool]] = []
+
+    def earlier() -> None:
+        kept.append(weakref.ref(gpu.allocate(1024).pool))
+        gpu.launch(5e-6)
+
+    def big() -> None:
+        gc.collect()
+        if any(pool() is not None for pool in kept):
+            raise FakeOutOfMemoryError("out of memory while the earlier graph holds its pool")
+        gpu.launch(50e-6)
+
+    client = CudaClient(cold_l2=False, timing="device")
+    client.time(earlier, ())
+    assert client.time(big, ()) == pytest.approx(50e-6 + NODE)
+
+
+class FakeCublasError(RuntimeError):
+    """CuPy's `cupy_backends.cuda.libs.cublas.CUBLASError`: the cuBLAS status in `status`."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"CUBLAS_STATUS {status}")
+        self.status = status
+
+
+def test_a_cublas_call_out_of_memory_for_the_graphs_kept_before_it_is_timed_again_without_them(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # cuBLAS takes its workspace with cudaMalloc, outside CuPy's pool: where the earlier
+    # graphs' pools hold the memory, `cupy.matmul` fails with CUBLAS_STATUS_ALLOC_FAILED (3),
+    # not with CuPy's OutOfMemoryError.
+    cublas = SimpleNamespace(CUBLASError=FakeCublasError)
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs.cublas", cublas)
+    kept: list[weakref.ref[FakePool]] = []
+
+    def earlier() -> None:
+        kept.append(weakref.ref(gpu.allocate(1024).pool))
+        gpu.launch(5e-6)
+
+    def matmul() -> None:
+        gc.collect()
+        if any(pool() is not None for pool in kept):
+            raise FakeCublasError(3)
+        gpu.launch(50e-6)
+
+    client = CudaClient(cold_l2=False, timing="device")
+    client.time(earlier, ())
+    assert client.time(matmul, ()) == pytest.approx(50e-6 + NODE)
+
+    def invalid_value() -> None:
+        raise FakeCublasError(7)  # CUBLAS_STATUS_INVALID_VALUE: the candidate's, not memory
+
+    emptied = gpu.default_pool.emptied
+    with pytest.raises(FakeCublasError):
+        client.time(invalid_value, ())
+    assert gpu.default_pool.emptied == emptied
+
+
+def test_out_of_memory_in_a_callers_eager_calls_gives_the_memory_back(gpu: FakeGpu) -> None:
+    # Its warm-up and capture fit; the eager calls that time what a caller pays do not.
+    clock = HostClock()
+    calls = []
+
+    def host_bound() -> None:
+        calls.append(1)
+        clock.ns += 20_000
+        if len(calls) > 2:
+            raise FakeOutOfMemoryError("out of memory")
+        gpu.launch(2e-6)
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    with pytest.raises(FakeOutOfMemoryError):
+        client.time(host_bound, ())
+    # Given back once: no graph was kept before this first call, so it has no second try.
+    assert gpu.default_pool.emptied == 1
+    assert len(client._replays) == 0  # its graph, and the calibration's, let go
 
 
 def test_a_candidate_that_synchronizes_is_timed_without_the_hold_after_one_timeout(
@@ -488,6 +621,107 @@ def test_the_least_recently_timed_graph_goes_beyond_the_cache_size(gpu: FakeGpu)
     assert gpu.captures == captures + 1
 
 
+def test_every_graph_let_go_gives_its_pools_memory_back_to_the_device(gpu: FakeGpu) -> None:
+    # A CuPy pool that is let go keeps its blocks for the rest of the process: each graph
+    # pushed out of the cache, and each call whose capture failed, leaked what it allocated.
+    pools: list[FakePool] = []
+
+    def allocating() -> None:
+        pools.append(gpu.allocate(1024).pool)
+        gpu.launch(5e-6)
+
+    def uncapturable() -> None:
+        pools.append(gpu.allocate(1024).pool)
+        gpu.launch(5e-6, stream=gpu.legacy)
+
+    client = CudaClient(cold_l2=False, timing="device")
+    client.time(uncapturable, ())
+    assert pools[0].emptied == 1  # its capture failed: its warm-up's pool is let go
+    client.time(allocating, ())
+    assert pools[-1].emptied == 0  # kept with its graph
+    for call in [kernels(gpu, 1e-6) for _ in range(REPLAY_CACHE_SIZE)]:
+        client.time(call, ())
+    assert pools[-1].emptied == 1  # pushed out of the cache
+
+
+def test_the_graphs_of_a_client_let_go_give_their_pools_memory_back(gpu: FakeGpu) -> None:
+    # A client of its own (`cuda()` with other arguments, a test's) is collected with its
+    # graphs, whose dropped pools kept their blocks for the rest of the process.
+    pools: list[FakePool] = []
+
+    def allocating() -> None:
+        pools.append(gpu.allocate(1024).pool)
+        gpu.launch(5e-6)
+
+    client = CudaClient(cold_l2=False)
+    client.time(allocating, ())
+    assert client.launch_overhead > 0
+    collected = weakref.ref(client)
+    del client
+    gc.collect()
+    assert collected() is None
+    assert pools[-1].emptied == 1
+    # And the pinned page its hold flag lives in (`cuda_sampler.EventSampler`).
+    assert gpu.freed_host == [ctypes.addressof(gpu.flag_memory)]
+
+
+def test_garbage_collected_while_a_call_is_captured_frees_its_cuda_memory_after_the_capture(
+    gpu: FakeGpu,
+) -> None:
+    # A client is in reference cycles (its probe and its graphs' warm-up timer refer back
+    # to it), as a candidate's own objects may be, so the cyclic collector alone runs their
+    # finalizers, at whatever allocation triggers a collection: inside a capture too, where
+    # cudaFreeHost (a client's hold flag) or cudaFree (its pools, its flush buffer) fails
+    # and fails the capture. Here pinned memory in a cycle, dropped in the capture.
+    class Pinned:
+        def __init__(self) -> None:
+            self.cycle = self
+            weakref.finalize(self, gpu.module.cuda.runtime.freeHost, 1)
+
+    calls = []
+
+    def allocating() -> None:
+        calls.append(1)
+        if len(calls) == 2:  # the capture, after its warm-up
+            Pinned()
+            for _ in range(10 * gc.get_threshold()[0]):  # enough for the collector to run
+                cycle: list[Any] = []
+                cycle.append(cycle)
+        gpu.launch(5e-6)
+
+    client = CudaClient(cold_l2=False, timing="device")
+    seconds = client.time(allocating, ())
+    assert seconds == pytest.approx(5e-6 + NODE)  # captured, and timed by its replay
+    gc.collect()
+    assert gpu.freed_host == [1]  # given back once the capture was over
+
+
+def test_the_peak_probes_leave_no_graph_holding_their_buffers(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A graph's key holds its call, and the call its arguments: the probes' graphs kept
+    # their GiB buffers allocated (2 GiB on an H200) until later captures pushed them out.
+    buffers: list[weakref.ref[FakeArray]] = []
+
+    def probe_peaks(target: Any) -> Peaks:
+        buffer = FakeArray(ptr=1 << 30, shape=(1 << 28,))
+        buffers.append(weakref.ref(buffer))
+        target.seconds(functools.partial(lambda x: gpu.launch(100e-6), buffer))
+        return Peaks(memory={"copy": 1e12}, compute={"fp32": 1e12})
+
+    monkeypatch.setattr(cuda_module, "probe_peaks", probe_peaks)
+    client = CudaClient(cold_l2=False)
+    candidate = kernels(gpu, 5e-6)
+    client.time(candidate, ())
+    captures = gpu.captures
+    probe_cuda_peaks(client)
+    assert gpu.captures == captures + 1
+    gc.collect()
+    assert buffers[0]() is None
+    client.time(candidate, ())
+    assert gpu.captures == captures + 1  # a candidate's graph stays
+
+
 class HostClock:
     """A host clock that moves only when a candidate's host code says so."""
 
@@ -518,6 +752,33 @@ def test_a_call_is_scored_by_its_host_enqueue_time_where_that_exceeds_its_device
     # timed on the host (what a caller's loop pays per call); the first also times two
     # eager calls (its warm-up's enqueue time was cold).
     assert len(calls) == 2 + 2 + 3 * (EAGER_LEAD + EAGER_CALLS)
+
+
+def test_a_host_bound_calls_caller_timed_samples_are_scored_by_their_median(
+    gpu: FakeGpu,
+) -> None:
+    # A host loop's time has fast spells as well as slow ones: its best sample says less
+    # than a device time's does. A device-bound call, and any call under device timing,
+    # keeps the seed's score.
+    clock = HostClock()
+
+    def launch_bound() -> None:
+        clock.ns += 20_000
+        gpu.launch(2e-6)
+
+    def device_bound() -> None:  # 200 us on the device, 10 us to enqueue
+        clock.ns += 10_000
+        gpu.launch(200e-6)
+
+    caller = CudaClient(cold_l2=False, host_timer=clock)
+    device = CudaClient(cold_l2=False, host_timer=clock, timing="device")
+    assert caller.sample_statistic(launch_bound) == "score"  # never timed: nothing known
+    for client in (caller, device):
+        client.time(launch_bound, ())
+        client.time(device_bound, ())
+    assert caller.sample_statistic(launch_bound) == "median"
+    assert caller.sample_statistic(device_bound) == "score"
+    assert device.sample_statistic(launch_bound) == "score"
 
 
 def calls_since_synchronize(
@@ -732,6 +993,33 @@ def test_each_placement_puts_the_copies_and_the_calls_arrays_at_its_own_offset(
     assert inputs[1::2] == offsets and outputs[1::2] == offsets
 
 
+def test_a_placement_copies_an_array_given_twice_once(gpu: FakeGpu) -> None:
+    # `op(x, x)`: the placement's copies alias as the caller's arguments do (one copy, given
+    # twice), so an in-place call reads what it writes, and the copies cost one array.
+    pairs: list[tuple[FakeArray, FakeArray]] = []
+
+    def call(a: FakeArray, b: FakeArray) -> None:
+        pairs.append((a, b))
+        gpu.launch(5e-6)
+
+    client = CudaClient(cold_l2=False, timing="device")
+    x = FakeArray(ptr=4096, gpu=gpu)
+    client.time(call, (x, x))
+    del pairs[:]
+    client.placed_sampler(call, (x, x))
+    assert pairs and all(a is b and a is not x for a, b in pairs)
+
+
+def test_a_placement_copies_an_array_in_its_own_memory_order(gpu: FakeGpu) -> None:
+    # `copy()` is C order: a Fortran-ordered or transposed input was timed in a layout the
+    # caller never passes, as the CPU's inputs were (`tunable_set.clone_value`).
+    client = CudaClient(cold_l2=False, timing="device")
+    x = FakeArray(ptr=4096, gpu=gpu)
+    client.time(lambda a: gpu.launch(5e-6), (x,))
+    client.placed_sampler(lambda a: gpu.launch(5e-6), (x,))
+    assert x.orders and set(x.orders) == {"K"}
+
+
 def test_a_short_calls_gate_sample_is_a_round_of_every_placement(gpu: FakeGpu) -> None:
     client = CudaClient(cold_l2=False, timing="device")
     x = FakeArray(ptr=4096, gpu=gpu)
@@ -872,3 +1160,52 @@ def test_a_short_call_keeps_the_default_hopeless_margin_on_the_cuda_client(gpu: 
     assert decision.fastest_name == "fast"
     slow = decision.results[2]
     assert isinstance(slow, AutotuneOutcome) and len(slow.samples) == 3
+
+
+def test_out_of_memory_collects_the_garbage_cycles_that_hold_device_memory_first(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An array in a reference cycle (here a self-referring holder an earlier call left)
+    # keeps its block in use until the collector runs; the pool frees only unused blocks.
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.self = holder  # type: ignore[attr-defined]
+    alive = weakref.ref(holder)
+    del holder
+    seen: list[bool] = []
+    empty = FakePool.free_all_blocks
+
+    def free_all_blocks(pool: FakePool) -> None:
+        seen.append(alive() is None)
+        empty(pool)
+
+    monkeypatch.setattr(FakePool, "free_all_blocks", free_all_blocks)
+
+    def hog() -> None:
+        gpu.allocate(2 * gpu.free_bytes)
+
+    gc.disable()  # the cycle stays until someone collects it
+    try:
+        with pytest.raises(FakeOutOfMemoryError):
+            CudaClient(cold_l2=False).time(hog, ())
+    finally:
+        gc.enable()
+    assert seen and seen[-1], seen
+
+
+def test_no_device_behind_cuda_visible_devices_names_the_variable(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_device() -> int:
+        raise FakeRuntimeError(100)
+
+    gpu.module.cuda.runtime.getDeviceCount = no_device
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
+    with pytest.raises(CudaUnavailableError, match="CUDA_VISIBLE_DEVICES is '7', and CUDA sees"):
+        CudaClient(cold_l2=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    with pytest.raises(CudaUnavailableError) as error:
+        CudaClient(cold_l2=False)
+    assert "CUDA_VISIBLE_DEVICES" not in str(error.value)

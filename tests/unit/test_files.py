@@ -9,12 +9,14 @@ import pytest
 
 from pytest_autotune.tune.files import (
     JsonFileError,
+    decode_strict,
     loads_strict,
     lock_beside,
     remove_stale_temporaries,
     shared_lock,
     write_atomically,
 )
+from tests.fakes import released_lock
 
 
 @pytest.mark.parametrize(
@@ -29,12 +31,41 @@ from pytest_autotune.tune.files import (
         ("[NaN]", "NaN is not a JSON number"),
         ("[-Infinity]", "-Infinity is not a JSON number"),
         ("{", "is not valid JSON"),
+        (
+            '{\n<<<<<<< HEAD\n  "a": 1\n=======\n  "a": 2\n>>>>>>> refresh\n}\n',
+            "holds unresolved merge conflict markers (line 2: <<<<<<< HEAD)",
+        ),
     ],
 )
 def test_strict_reading_names_why_a_document_is_refused(text: str, reason: str) -> None:
     with pytest.raises(JsonFileError, match=None) as error:
         loads_strict(text)
     assert reason in str(error.value)
+
+
+def test_a_merge_conflict_is_resolved_conflict_by_conflict_not_by_taking_one_file() -> None:
+    # Two branches that refreshed different keys of one test's file conflict only where
+    # both changed it (the device block's peaks, which every update measures). The advice
+    # was "git checkout --ours or --theirs", which keeps one branch's whole file and
+    # silently drops the entries only the other branch refreshed.
+    text = '{\n<<<<<<< HEAD\n  "a": 1\n=======\n  "a": 2\n>>>>>>> refresh\n}\n'
+    with pytest.raises(JsonFileError) as error:
+        loads_strict(text)
+    assert str(error.value) == (
+        "holds unresolved merge conflict markers (line 2: <<<<<<< HEAD): keep one side of"
+        " each conflict (one side throughout an entry); taking one branch's whole file"
+        " (git checkout --ours or --theirs) drops the entries only the other branch changed"
+    )
+
+
+def test_an_empty_file_is_said_to_be_empty() -> None:
+    with pytest.raises(JsonFileError, match=r"^is empty$"):
+        decode_strict(b" \n")
+
+
+def test_a_byte_order_mark_an_editor_saved_is_skipped() -> None:
+    assert decode_strict(b'\xef\xbb\xbf{"a": 1}\r\n') == {"a": 1}
+    assert loads_strict('\ufeff{"a": 1}') == {"a": 1}
 
 
 def test_strict_reading_keeps_what_we_write() -> None:
@@ -65,7 +96,11 @@ def test_temporary_files_have_unique_names_and_stale_ones_are_removed_under_the_
     with lock_beside(path, timeout=1):
         remove_stale_temporaries(path)
         write_atomically(path, "x")
-    assert sorted(os.listdir(tmp_path)) == [".f.json.lock", ".g.json.abc123.tmp", "f.json"]
+    assert sorted(os.listdir(tmp_path)) == [
+        *released_lock(".f.json.lock"),
+        ".g.json.abc123.tmp",
+        "f.json",
+    ]
 
 
 def test_a_lock_lives_beside_the_file_whatever_the_temp_folder(

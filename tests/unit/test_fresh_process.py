@@ -5,10 +5,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import platform
 import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,9 @@ import pytest
 import pytest_autotune
 from pytest_autotune.fresh_process import measure_fresh
 from pytest_autotune.gate_policy import measure_candidate
+from pytest_autotune.plugin import CandidateRun
+from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
+from pytest_autotune.warning_marks import MarkFilters, parse_filters
 
 SLOW_HERE = [False]
 """A state of this process only: a fresh process imports this module anew, with False."""
@@ -48,6 +53,42 @@ def test_a_fresh_process_measures_the_candidate_without_what_this_process_keeps(
     assert fresh.helpers is not None and fresh.helpers < 0.1
 
 
+def warns(x: np.ndarray[Any, Any]) -> Any:
+    warnings.warn("clipped 3 values", UserWarning, stacklevel=1)
+    return x.sum()
+
+
+def body(candidate: Callable[..., Any], x: np.ndarray[Any, Any]) -> Any:
+    """A test body, as `CandidateRun` calls it."""
+    return candidate(x)
+
+
+def test_a_fresh_process_measures_under_the_warning_filters_of_this_one() -> None:
+    # The new process started with Python's default filters: a warning that the running
+    # test's filters refuse (filterwarnings = error) or ignore was printed there instead,
+    # on every call that varied its message, a cost of the confirmation alone.
+    x = np.arange(16, dtype=np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert measure_fresh(warns, (x,), "warns", measure_candidate) is None
+        warnings.filterwarnings("ignore", "clipped")
+        assert measure_fresh(warns, (x,), "warns", measure_candidate) is not None
+
+
+def test_a_fresh_process_measures_a_candidate_under_its_own_warning_marks() -> None:
+    # The winner of another candidate's test, whose own mark ignores its warning: its
+    # scope pickled without its filters, and the fresh process measured it without them.
+    x = np.arange(16, dtype=np.float64)
+    run = CandidateRun(
+        body, ("x",), filters=MarkFilters((), {"warns": parse_filters(("ignore:clipped",))})
+    )
+    fn = functools.partial(run, warns)
+    setattr(fn, SCOPE_ATTRIBUTE, run.scope_of("warns"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert measure_fresh(fn, (x,), "warns", measure_candidate) is not None
+
+
 def test_a_candidate_that_does_not_pickle_or_fails_there_gives_none() -> None:
     x = np.arange(16, dtype=np.float64)
     assert measure_fresh(lambda x: x.sum(), (x,), "lambda", measure_candidate) is None
@@ -69,6 +110,9 @@ import numpy as np
 
 from pytest_autotune.fresh_process import measure_fresh
 from pytest_autotune.gate_policy import measure_candidate
+from pytest_autotune.plugin import CandidateRun
+from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
+from pytest_autotune.warning_marks import MarkFilters, parse_filters
 
 with open("runs.txt", "a") as runs:  # once per run of this script's body
     runs.write("ran\\n")
@@ -162,3 +206,44 @@ def test_a_fresh_process_that_dies_before_reading_its_input_gives_none_promptly(
     x = np.zeros(1 << 19, dtype=np.float64)  # 4 MiB, far past a pipe's buffer
     call = functools.partial(measure_fresh, candidate, (x,), "candidate", measure_candidate)
     assert in_a_thread(call) == [None]
+
+
+FAULTS_PER_CALL = """
+import resource
+
+import numpy as np
+
+from pytest_autotune.backends.cpu import cpu
+from pytest_autotune.gate_policy import candidate_measurer
+
+
+def softmax(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+x = np.random.default_rng(0).random(1 << 18, dtype=np.float32)
+candidate_measurer(cpu(), (x,))
+softmax(x)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(20):
+    softmax(x)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 20)
+"""
+
+
+@pytest.mark.skipif(
+    sys.platform != "linux" or platform.libc_ver()[0] != "glibc",
+    reason="glibc's malloc thresholds",
+)
+def test_a_fresh_process_times_a_kernel_of_temporaries_as_a_long_lived_process_does() -> None:
+    # A softmax of 1 MiB makes three 1 MiB temporaries a call. In a new process glibc gives
+    # each its own pages and returns them on free, so every call faults ~470 pages in again
+    # and runs 4-6x slower than in a pytest process that freed a large array before: the
+    # gate's confirmations then read an unchanged kernel as a regression, and a baseline
+    # recorded in one process misleads the gate of the next. The gate's measurer settles
+    # the allocator first, in every process alike.
+    child = subprocess.run(
+        [sys.executable, "-c", FAULTS_PER_CALL], capture_output=True, text=True, check=True
+    )
+    assert float(child.stdout.strip()) < 10, child.stdout

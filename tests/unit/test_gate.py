@@ -9,6 +9,7 @@ can fail is exp(ln(1 + max_regression) + 3.09*sigma) - 1, which with exact media
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ from pytest_autotune.gate import (
     judge,
     measure_precisely,
 )
+from pytest_autotune.report.figures import counted
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Thresholds, Work, calculate_bounds
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
@@ -388,13 +390,57 @@ def test_a_baseline_without_bounds_or_noise_has_neither() -> None:
     assert (found.peak, found.peak_resource, found.sigma_between) == (None, None, None)
 
 
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        {"bounds": "x", "launch_overhead_ns": 0},
+        {"bounds": [1], "launch_overhead_ns": 0},
+        {"bounds": [None], "launch_overhead_ns": 0},
+        {"bounds": {"peak": 1}, "launch_overhead_ns": 0},
+    ],
+)
+def test_hand_edited_bounds_of_wrong_types_are_a_baseline_error_naming_the_key(
+    bounds: dict[str, object],
+) -> None:
+    # A bound that is no JSON object failed every test of the group with an
+    # AttributeError from our internals, instead of the message of a baseline that does
+    # not read.
+    with pytest.raises(BaselineError, match=r"^cache\.json: key \"n1024\": bounds do not read"):
+        Baseline.from_cache_entry(
+            cache_value(bounds=bounds),
+            CHECKSUM,
+            device={"id": GPU},
+            metadata={},
+            source="cache.json",
+        )
+
+
 def test_the_peak_ratio_is_this_runs_peak_over_the_baselines_on_its_resource() -> None:
     memory = baseline(peak=4e12, peak_resource="memory")
     compute = baseline(peak=1e13, peak_resource="compute")
     today = Peaks(memory={"read": 3.6e12}, compute={"fp32": 1.1e13, "fp16": 5e14})
     assert memory.peak_ratio(today) == pytest.approx(0.9)
     assert compute.peak_ratio(today) == pytest.approx(1.1)
-    assert compute.peak_ratio(today, dtype="fp16") == pytest.approx(50.0)
+    # A compute baseline names its unit: today's peak of that unit, whoever asks.
+    fp16 = baseline(peak=1e13, peak_resource="compute", peak_level="fp16")
+    assert fp16.peak_ratio(today) == pytest.approx(50.0)
+
+
+def test_a_float64_baseline_is_scaled_by_the_fp64_peak_whoever_judges_it() -> None:
+    # The baseline's bound came from a Work(dtype=float64): judged without the work (as
+    # `compare` judges two runs' records), the fp32 peak over the fp64 one read a false
+    # +100% regression on an unchanged kernel.
+    from pytest_autotune.gate.baseline import binding_peak
+    from pytest_autotune.tune.bounds import roofline
+
+    peaks = Peaks(memory={"read": 1e15, "copy": 1e15}, compute={"fp32": 6e13, "fp64": 3e13})
+    bounds = roofline(Work(compute_ops=3e10, bytes=8, dtype="float64"), peaks)
+    peak, resource, unit = binding_peak(bounds.to_json(), "r.jsonl")
+    assert (peak, resource, unit) == (3e13, "compute", "fp64")
+    then = baseline(peak=peak, peak_resource=resource, peak_level=unit)
+    assert then.peak_ratio(peaks) == pytest.approx(1.0)
+    verdict = judge(spread(T, 0.002), then, device_id=GPU, checksum=CHECKSUM, peaks=peaks)
+    assert verdict.verdict is Verdict.PASS, verdict.message
 
 
 def test_without_a_peak_on_either_side_the_time_is_not_normalised() -> None:
@@ -461,6 +507,18 @@ def test_a_file_without_a_device_id_cannot_give_a_baseline() -> None:
         Baseline.from_cache_entry(cache_value(), CHECKSUM, device=None, metadata={})
 
 
+@pytest.mark.parametrize("device_id", [5, "", None])
+def test_a_device_id_edited_to_a_wrong_type_is_said_to_be_wrong_not_missing(
+    device_id: object,
+) -> None:
+    # The message said "has no 'id'" of a device block whose id was there: 5.
+    with pytest.raises(BaselineError) as raised:
+        Baseline.from_cache_entry(cache_value(), CHECKSUM, device={"id": device_id}, metadata={})
+    assert str(raised.value).endswith(
+        f"the file's device block's 'id' is {json.dumps(device_id)}, expected a device id"
+    )
+
+
 @pytest.mark.parametrize("sigma", [-0.1, "1%", True])
 def test_a_sigma_between_that_is_not_a_number_is_a_baseline_error(sigma: object) -> None:
     with pytest.raises(BaselineError, match="sigma_between"):
@@ -505,6 +563,17 @@ def test_the_noise_stored_with_the_baseline_replaces_the_default() -> None:
     # With 5% between sessions the interval could not catch even a 10% slowdown.
     noisy = gate(exact(T * 1.08), baseline(sigma_between=0.05))
     assert noisy.verdict is Verdict.TOO_NOISY and not noisy.failed
+
+
+def test_a_wide_interval_wholly_under_the_tolerance_is_a_pass_not_too_noisy() -> None:
+    # With 5% between sessions: a 38% speedup's interval rules out any slowdown past the
+    # tolerance, though it could not catch one of twice the tolerance.
+    faster = gate(exact(T * 0.62), baseline(sigma_between=0.05))
+    assert faster.comparison is not None and faster.comparison.high < 0.1
+    assert (faster.verdict, faster.failed) == (Verdict.PASS, False)
+    assert gate(exact(T * 0.62), baseline(sigma_between=0.05), strict=True).verdict is Verdict.PASS
+    # Unchanged, its interval reaches past the tolerance: still too noisy.
+    assert gate(exact(T), baseline(sigma_between=0.05)).verdict is Verdict.TOO_NOISY
 
 
 def test_the_gate_normalises_by_the_peaks_of_this_run() -> None:
@@ -714,6 +783,20 @@ def test_changes_carry_their_sign_and_an_unbounded_end_reads_inf() -> None:
         "-3.1%",
         "+inf%",
     )
+    # A too-noisy interval's far end reads in whole percent.
+    assert (format_change(98.94881), format_change(9.994), format_change(-0.99)) == (
+        "+9895%",
+        "+999.4%",
+        "-99.0%",
+    )
+
+
+def test_a_count_takes_its_nouns_number() -> None:
+    assert (counted(1, "entry", "entries"), counted(3, "entry", "entries")) == (
+        "1 entry",
+        "3 entries",
+    )
+    assert (counted(1, "session"), counted(0, "session")) == ("1 session", "0 sessions")
 
 
 def test_an_entry_whose_winner_index_and_name_disagree_is_not_comparable() -> None:
@@ -765,13 +848,32 @@ def test_a_clear_regression_fails_even_when_the_interval_is_wide() -> None:
 
 
 def test_no_baseline_names_the_devices_that_have_one() -> None:
-    verdict = gate(exact(T), None, baseline_devices=("cpu-amd-epyc-4t", "cpu-intel-xeon-2t"))
+    verdict = gate(exact(T), None, baseline_devices=("cuda-nvidia-h100", "cuda-nvidia-a100"))
     assert verdict.verdict is Verdict.NO_BASELINE
     assert verdict.message == (
         f"no baseline for this key on {GPU}; --autotune-update records one; baselines of this"
-        " test exist for cpu-amd-epyc-4t, cpu-intel-xeon-2t (--autotune-runner names the one"
+        " test exist for cuda-nvidia-a100, cuda-nvidia-h100 (--autotune-runner names the one"
         " to use)"
     )
+
+
+def test_no_baseline_offers_the_runner_option_only_for_a_device_of_this_kind() -> None:
+    # --autotune-runner files a GPU's baselines under cuda-<runner>: a CPU's are not reachable.
+    cpus = gate(exact(T), None, baseline_devices=("cpu-amd-epyc-4t", "cpu-intel-xeon-2t"))
+    assert cpus.message == (
+        f"no baseline for this key on {GPU}; --autotune-update records one; baselines of this"
+        " test exist for cpu-amd-epyc-4t, cpu-intel-xeon-2t"
+    )
+    mixed = gate(exact(T), None, baseline_devices=("cpu-amd-epyc-4t", "cuda-nvidia-h100"))
+    assert mixed.message.endswith(
+        "exist for cpu-amd-epyc-4t, cuda-nvidia-h100"
+        " (--autotune-runner names the one to use of cuda-nvidia-h100)"
+    )
+
+
+def test_no_baseline_does_not_name_this_device_for_another_key_of_its_file() -> None:
+    verdict = gate(exact(T), None, baseline_devices=(GPU,))
+    assert verdict.message == f"no baseline for this key on {GPU}; --autotune-update records one"
 
 
 def test_a_runner_class_names_the_baselines_under_the_devices_kind() -> None:
@@ -781,3 +883,30 @@ def test_a_runner_class_names_the_baselines_under_the_devices_kind() -> None:
     assert runner_device_id("cpu-intel-xeon-2t", "github-x64") == "cpu-github-x64"
     assert runner_device_id("cuda-nvidia-h200", "h200-pool") == "cuda-h200-pool"
     assert runner_device_id("cpu-amd-epyc-4t", "cpu-hosted") == "cpu-hosted"
+
+
+@pytest.mark.parametrize(
+    ("before", "now", "said"),
+    [
+        (("a", "b"), ("a", "b", "c"), "added 'c'"),
+        (("a", "b", "c"), ("a", "c"), "removed 'b'"),
+        (("a", "b"), ("a", "z"), "added 'z'; removed 'b'"),
+        (("a", "b"), ("b", "a"), "reordered: now 'b', 'a'"),
+        ((), ("a",), None),
+    ],
+)
+def test_a_changed_candidate_list_is_said_as_the_user_changed_it(
+    before: tuple[str, ...], now: tuple[str, ...], said: str | None
+) -> None:
+    from pytest_autotune.gate.judge import candidate_change
+
+    assert candidate_change(before, now) == said
+
+
+def test_an_interval_too_wide_to_catch_a_tenfold_slowdown_says_so_in_words() -> None:
+    # "would catch 95 in 100 slowdowns only past +125254%" (a contended multithreaded
+    # matmul, seen by a user) reads as a figure when it means nothing can be caught.
+    verdict = gate(Measurement((T / 20,) * 5 + (T,) + (T * 20,) * 5), baseline())
+    assert verdict.verdict is Verdict.TOO_NOISY
+    assert "this comparison would not catch even a 10x slowdown 95 times in 100" in verdict.message
+    assert "only past" not in verdict.message

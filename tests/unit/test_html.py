@@ -280,6 +280,16 @@ def test_groups_are_ordered_by_group_and_key_and_counted() -> None:
     assert (counts["passed"], counts["failed"], counts["regression"]) == (1, 1, 1)
 
 
+def test_only_groups_that_passed_the_gate_are_counted_as_passed() -> None:
+    # The gate says "too noisy" rather than passing, and an update judges nothing: the
+    # tally must not call them passed, as the terminal's "verdicts:" line does not.
+    noisy = saxpy_record(verdict="too noisy", failed=False)
+    updated = saxpy_record(verdict="updated", failed=False, comparison=None, group="t::u")
+    counts = {label: n for label, n, _ in run_view([noisy, updated], title="t").counts}
+    assert (counts["passed"], counts["failed"]) == (0, 0)
+    assert (counts["too noisy"], counts["updated"]) == (1, 1)
+
+
 def test_an_explicit_failed_flag_wins_over_the_verdict() -> None:
     strict = saxpy_record(verdict="no baseline", comparison=None, failed=True)
     (decision,) = run_view([strict], title="t").decisions
@@ -322,6 +332,16 @@ def test_a_result_that_does_not_read_names_the_record() -> None:
 def test_an_empty_run_renders() -> None:
     page = parse(render_html([], title="nothing <tuned>"))
     assert "nothing <tuned>" in page.text
+
+
+def test_an_empty_run_says_nothing_was_tuned_and_shows_no_empty_devices_section() -> None:
+    # A gate whose -k matched no autotune test wrote a page of zeros under a "Devices"
+    # heading with nothing below it, which read as a broken page, not as an empty run.
+    page = parse(render_html([], title="t"))
+    text = " ".join(page.text)
+    assert "No group was tuned" in text
+    assert "Devices" not in text
+    assert "Devices" in " ".join(parse(render_html(realistic_records())).text)
 
 
 def test_write_html_creates_the_folder_and_ends_with_a_newline(tmp_path: Path) -> None:
@@ -487,3 +507,188 @@ def test_the_roofs_name_the_memory_level_that_bound_the_problem() -> None:
     ]
     (decision,) = run_view([dataclasses.replace(record, bounds=bounds)], title="t").decisions
     assert decision.roofs == "memory (L2) 4.43 TB/s, compute 63.0 Top/s"
+
+
+def test_a_group_whose_every_candidate_failed_names_no_winner() -> None:
+    # The plugin's record of an error verdict: nothing measured, so no fastest candidate,
+    # though its `measured` extra names the candidate tuning fell back to.
+    record = dataclasses.replace(
+        saxpy_record(
+            verdict="error",
+            failed=True,
+            message="every candidate failed",
+            comparison=None,
+            fraction_of_roof=None,
+            winner_samples_ns=[],
+            measured="block32",
+        ),
+        fastest_index=None,
+        fastest_name=None,
+        results=(failed("block32", 0, "ValueError: nope"), failed("float4", 1, "KeyError")),
+    )
+    (decision,) = run_view([record], title="t").decisions
+    assert decision.winner == "-"
+    assert decision.pick_note == ""
+    assert not any(c.winner for c in decision.candidates)
+
+
+def test_only_a_precise_measurement_is_labelled_precise() -> None:
+    # A LocalTuner's record has the winner's tuning samples alone: they stand in for the
+    # median, but are no precise measurement, which the plugin's records carry.
+    (local,) = run_view([local_record()], title="t").decisions
+    (plugin,) = run_view([sum_record()], title="t").decisions
+    assert [c.samples for c in local.candidates if c.winner] == ["3"]
+    assert [c.samples for c in plugin.candidates if c.winner] == ["40 (precise)"]
+
+
+def test_a_winner_bound_by_a_cache_level_is_drawn_under_that_levels_roof() -> None:
+    # Judged against L2 (10 TB/s), a winner streaming 8.4 TB/s would stand above the
+    # device's HBM roof (4.43 TB/s), the only memory roof the chart drew.
+    from pytest_autotune.tune.peaks import MemoryLevel
+
+    peaks = replace(
+        PEAKS, levels=(MemoryLevel("L2", 50 << 20, {"read": 10e12}),), outer_level="HBM"
+    )
+    record = sum_record()
+    record = replace(
+        record,
+        bounds={
+            "bounds": [
+                {
+                    "resource": "memory",
+                    "amount": 4 << 22,
+                    "threshold": 1.0,
+                    "peak": 10e12,
+                    "level": "L2",
+                }
+            ],
+            "launch_overhead_ns": 0,
+        },
+        extra={
+            **record.extra,
+            "device": {**DEVICE, "peaks": peaks.to_json()},
+            "winner_samples_ns": [2000 + k for k in range(40)],
+            "fraction_of_roof": 0.84,
+            "roof": "L2",
+        },
+    )
+    (device,) = run_view([record], title="t").devices
+    chart = parse(str(device.roofline))
+    roofs = [
+        a.get("class")
+        for tag, a in chart.tags
+        if tag == "line" and "roof" in (a.get("class") or "")
+    ]
+    assert roofs == ["roof memory", "roof level", "roof compute"]
+    assert "memory 4.43 TB/s" in chart.text and "L2 10.0 TB/s" in chart.text
+
+
+def test_a_group_on_several_devices_names_its_device_in_each_cards_title() -> None:
+    other = replace(sum_record(), device_id="cuda-nvidia-h100")
+    other = replace(other, extra={**other.extra, "device": {**DEVICE, "id": "cuda-nvidia-h100"}})
+    view = run_view([sum_record(), other, saxpy_record()], title="t")
+    shown = {(d.name, d.device_named) for d in view.decisions}
+    assert shown == {
+        ("example_kernels/test_sum.py::test_sum [n4194304]", True),
+        ("example_kernels/test_saxpy.py::test_saxpy [n67108864]", False),
+    }
+    titles = [
+        " ".join(t.split())
+        for t in re.findall(
+            r'<span class="title">(.*?)</span></span>', render_html([sum_record(), other])
+        )
+    ]
+    assert [re.sub(r"<[^>]+>", "", t) for t in titles] == [
+        "example_kernels/test_sum.py::test_sum [n4194304] on cuda-nvidia-h100",
+        f"example_kernels/test_sum.py::test_sum [n4194304] on {GPU}",
+    ]
+
+
+def test_the_samples_and_spread_columns_sort_by_their_numbers() -> None:
+    # "40 (precise)" sorts below "8" as text, and "962 ns" above "2.67 us": the page's
+    # script sorts by each cell's data-sort, which must be the number shown.
+    page = render_html([sum_record()])
+    rows = re.findall(r'<tr class="winner">(.*?)</tr>', page, re.S)
+    cells = re.findall(r"<td([^>]*)>([^<]*)", rows[0])
+    shown = {text.strip(): attrs for attrs, text in cells}
+    assert 'data-sort="40"' in shown["40 (precise)"]
+    spread = next(attrs for text, attrs in shown.items() if "\u2013" in text)
+    assert f'data-sort="{5050 / 1e9!r}"' in spread
+
+
+@pytest.mark.parametrize(("ops", "roof"), [(1 << 30, "compute"), (1, "L1")])
+def test_a_local_tuners_record_names_the_roof_its_fraction_is_of(ops: int, roof: str) -> None:
+    # No plugin extras: the fraction is computed from the bounds, and must say which roof
+    # bound it, as the plugin's records do ("1.3%" beside "memory (L1)" read as L1's).
+    record = replace(
+        local_record(),
+        bounds={
+            "bounds": [
+                {"resource": "compute", "amount": ops, "threshold": 1.0, "peak": 1e12},
+                {
+                    "resource": "memory",
+                    "amount": 4096,
+                    "threshold": 1.0,
+                    "peak": 1e11,
+                    "level": "L1",
+                },
+            ],
+            "launch_overhead_ns": 0,
+        },
+    )
+    (decision,) = run_view([record], title="t").decisions
+    assert decision.roof.endswith(f"% {roof}")
+
+
+def test_the_tally_of_one_decision_says_decision() -> None:
+    counts = run_view([sum_record()], title="t").counts
+    assert counts[0] == ("decision", 1, "total")
+    assert run_view([sum_record(), saxpy_record()], title="t").counts[0] == (
+        "decisions",
+        2,
+        "total",
+    )
+
+
+def test_the_latest_run_is_the_latest_in_time_whatever_order_the_files_come_in() -> None:
+    # `pytest-autotune report *.jsonl` lists files by name: a card must still show the
+    # newest run (here the one that failed), and the trend go oldest first.
+    from pytest_autotune.tune.run import RunInfo
+
+    older = RunInfo("aaaaaaaaaaaa", "2026-11-01T10:00:00+00:00")
+    newer = RunInfo("bbbbbbbbbbbb", "2026-11-02T10:00:00+00:00")
+    failed = {**sum_record().extra, "verdict": "regression", "failed": True}
+    records = [replace(sum_record(), run=newer, extra=failed), replace(sum_record(), run=older)]
+    view = run_view(records, title="t")
+    assert [(r.number, r.id) for r in view.runs] == [("#1", older.id), ("#2", newer.id)]
+    (decision,) = view.decisions
+    assert decision.failed and decision.run == newer.label
+    trend = parse(str(decision.trend))
+    assert [t for t in trend.text if t.startswith("#")] == ["#1", "#2"]
+    assert any(t.startswith(f"run #1, {older.label}") for t in trend.text)
+
+
+def test_a_passing_group_whose_candidate_failed_its_check_is_to_look_at_unless_xfail() -> None:
+    # The gate passed the winner, but a candidate's check failed, so its test failed: the
+    # card sat under "Passing" beside a red CI run. Marked xfail, the failure is expected.
+    passing = {"verdict": "pass", "comparison": None, "message": ""}
+    view = run_view([saxpy_record(**passing, expected_failures=[])], title="t")
+    (decision,) = view.decisions
+    assert decision.attention and not decision.failed
+    assert decision.message == "candidate cupy_ops failed its check: its test fails"
+    assert [s.id for s in view.sections] == ["reported"]
+    for quiet in (saxpy_record(**passing, expected_failures=["cupy_ops"]), saxpy_record(**passing)):
+        # Marked xfail; or a record from before the field, which cannot say.
+        (decision,) = run_view([quiet], title="t").decisions
+        assert not decision.attention
+        assert decision.message == ""
+
+
+def test_the_tally_counts_the_candidates_that_failed_their_checks() -> None:
+    # The page of a run that failed on a wrong candidate read "0 failed" at its top.
+    passing = {"verdict": "pass", "comparison": None, "message": ""}
+    view = run_view([saxpy_record(**passing, expected_failures=[])], title="t")
+    counts = {label: n for label, n, _ in view.counts}
+    assert (counts["passed"], counts["failed"], counts["failed checks"]) == (1, 0, 1)
+    expected = run_view([saxpy_record(**passing, expected_failures=["cupy_ops"])], title="t")
+    assert "failed checks" not in {label for label, _, _ in expected.counts}

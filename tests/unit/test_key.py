@@ -1,6 +1,7 @@
 """Keys: `anchor`, the autotune level, and the forms a key may take in memory and in files."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pytest_autotune.tune.key import (
@@ -75,13 +77,27 @@ def test_anchor_is_never_below_its_input():
                 assert anchor(x, base=base, level=level) >= x, (level, base, x)
 
 
+def test_anchor_of_a_huge_size_in_a_whole_base_is_an_exact_power_of_it():
+    # Float powers are not powers of the base past 2**53 (3**35 anchored to 1.5e17, above
+    # 3**36), and past 1e308 they overflowed.
+    for base, k in ((3, 35), (3, 40), (10, 23), (7, 30), (2, 1100)):
+        assert anchor(base**k, base=base, level=BALANCED) == base**k
+        assert anchor(base**k + 1, base=base, level=BALANCED) == base ** (k + 1)
+    assert anchor(2**1100 - 1, level=BALANCED) == 2**1100
+    assert anchor(2**1100 - 1, base=4, level=MINIMAL) == 5**474  # 5**473 < 2**1100
+
+
 def test_nearby_sizes_share_one_anchor():
     assert {anchor(x, level=BALANCED) for x in range(513, 1025)} == {1024}
 
 
-def test_anchor_of_zero_or_one_is_one():
-    assert anchor(0, level=BALANCED) == 1
-    assert anchor(1, level=BALANCED) == 1
+def test_anchor_of_one_is_one_and_of_zero_is_zero_as_in_the_seed():
+    # An empty dimension keeps a key of its own: a winner tuned for one element is not
+    # served to an empty input that it may not handle.
+    for level in (MINIMAL, BALANCED, EXTENSIVE, FULL):
+        assert anchor(1, level=level) == 1
+        assert anchor(0, level=level) == 0
+    assert anchor(0, min=16, level=BALANCED) == 16
 
 
 def test_anchor_clamps_to_max():
@@ -125,9 +141,24 @@ def test_the_full_level_does_not_anchor():
     assert [anchor(x, level=FULL) for x in (1, 3, 5, 1000, 1025)] == [1, 3, 5, 1000, 1025]
 
 
+def test_at_the_full_level_a_float_size_rounds_up_as_at_every_level():
+    # 5.5 gave 5, below the size, where every other level rounds up.
+    assert anchor(5.5, level=FULL) == 6
+    assert anchor(5.0, level=FULL) == 5
+    assert anchor(5.5, level="balanced") == 8
+
+
 def test_the_full_level_still_clamps():
     assert anchor(1000, max=512, level=FULL) == 512
     assert anchor(3, min=8, level=FULL) == 8
+
+
+def test_anchor_takes_a_level_by_name_as_set_autotune_level_does():
+    # `anchor(n, level="full")` raised KeyError: 'full', far from saying what was wrong.
+    assert anchor(1000, level="full") == 1000
+    assert anchor(1000, level="Balanced") == 1024
+    with pytest.raises(ValueError, match=r"anchor: autotune level must be one of .*'fast'"):
+        anchor(1000, level="fast")
 
 
 def test_coarser_levels_give_fewer_distinct_keys():
@@ -137,11 +168,19 @@ def test_coarser_levels_give_fewer_distinct_keys():
     assert keys(MINIMAL) < keys(BALANCED) < keys(EXTENSIVE) < keys(FULL)
 
 
-def test_a_base_that_the_level_scales_to_one_or_below_is_refused():
-    with pytest.raises(ValueError, match="anchor base must be above 1"):
-        anchor(10, base=1.2, level=EXTENSIVE)
-    with pytest.raises(ValueError, match="anchor base must be above 1"):
-        anchor(10, base=1, level=BALANCED)
+def test_a_base_of_one_or_below_is_refused_at_every_level():
+    for level in (MINIMAL, BALANCED, EXTENSIVE, FULL):
+        with pytest.raises(ValueError, match="anchor base must be above 1, got 1"):
+            anchor(10, base=1, level=level)
+
+
+def test_a_base_the_level_scales_below_one_point_one_anchors_to_powers_of_one_point_one():
+    # The seed's floor: a key generator written with base=1.2 works at every level the
+    # process may be set to, extensive (0.9) included, rather than raising there only.
+    for base in (1.2, 1.4):
+        assert anchor(2, base=base, level=EXTENSIVE) == 3  # ceil(1.1**8) = ceil(2.14)
+        assert anchor(10, base=base, level=EXTENSIVE) == 11  # ceil(1.1**25) = ceil(10.83)
+    assert anchor(10, base=1.05, level=BALANCED) == 11
 
 
 def test_anchor_follows_the_process_level_when_none_is_given(process_level):
@@ -215,6 +254,26 @@ def test_a_scope_is_its_own_threads_and_another_thread_sees_the_process_level(pr
     assert seen == [MINIMAL]
 
 
+def test_a_level_may_be_set_by_its_name_as_the_marker_and_the_environment_take_it(
+    process_level,
+):
+    set_autotune_level("full")
+    assert (autotune_level(), anchor(1000)) == (FULL, 1000)
+    with autotune_level_scope(" Minimal "):
+        assert autotune_level() is MINIMAL
+    assert autotune_level() is FULL
+
+
+def test_a_bad_level_name_fails_where_it_is_set_not_in_a_later_anchor(process_level):
+    set_autotune_level(BALANCED)
+    with pytest.raises(ValueError, match=r"^set_autotune_level: .* got 'turbo'$"):
+        set_autotune_level("turbo")
+    scope = autotune_level_scope("turbo")
+    with pytest.raises(ValueError, match=r"^autotune_level_scope: .* got 'turbo'$"):
+        scope.__enter__()
+    assert (autotune_level(), anchor(1000)) == (BALANCED, 1024)
+
+
 def test_parsing_a_level_ignores_case_and_spaces():
     assert AutotuneLevel.parse("  FULL\n", "here") is FULL
 
@@ -250,6 +309,46 @@ def test_a_dataclass_key_survives_a_json_round_trip():
         assert type(key).from_json(json.loads(text)) == key
 
 
+@dataclass(frozen=True)
+class TiledKey(AutotuneKey):
+    shape: tuple[int, ...]
+    tiles: tuple[tuple[int, int], ...] = ()
+
+
+def test_a_dataclass_key_with_tuple_fields_survives_a_json_round_trip_hashable():
+    # JSON has no tuple: the fields came back as lists, a key unequal to the one written
+    # and unhashable ("unhashable type: 'list'" at its first lookup).
+    key = TiledKey((64, 128), ((8, 8), (16, 4)))
+    read = TiledKey.from_json(json.loads(json.dumps(key.to_json())))
+    assert read == key
+    assert {read: 1}[key] == 1
+
+
+class UndecoratedKey(AutotuneKey):
+    """A key written without @dataclass, as the seed's `#[derive(AutotuneKey)]` suggests."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __hash__(self):
+        return hash(self.n)
+
+    def __eq__(self, other):
+        return isinstance(other, UndecoratedKey) and self.n == other.n
+
+
+def test_a_key_class_without_dataclass_is_named_with_the_decorator_it_lacks():
+    # Its first lookup failed in dataclasses.fields: "must be called with a dataclass type
+    # or instance", naming neither the key nor what to do.
+    message = r"autotune key class UndecoratedKey is not a dataclass: decorate it with @data"
+    with pytest.raises(TypeError, match=message):
+        stable_key(UndecoratedKey(8))
+    with pytest.raises(TypeError, match=message):
+        str(UndecoratedKey(8))
+    with pytest.raises(TypeError, match=message):
+        UndecoratedKey.from_json({"n": 8})
+
+
 def test_a_dataclass_key_is_a_json_object_of_its_fields():
     assert SumKey(8, "int8").to_json() == {"n": 8, "dtype": "int8"}
 
@@ -257,6 +356,27 @@ def test_a_dataclass_key_is_a_json_object_of_its_fields():
 def test_reading_a_key_with_an_unknown_field_names_the_class_and_the_field():
     with pytest.raises(ValueError, match=r"SumKey: unknown fields \['size'\]"):
         SumKey.from_json({"n": 8, "dtype": "int8", "size": 3})
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        # Float32DType from NumPy 1.25, dtype[float32] before (pyproject.toml allows 1.24).
+        (np.dtype("float32"), type(np.dtype("float32")).__name__),
+        ((2, np.dtype("int32")), type(np.dtype("int32")).__name__),
+    ],
+)
+def test_a_key_field_json_cannot_hold_is_named_with_the_key_and_its_type(value, kind):
+    key = SumKey(value, "float32")
+    with pytest.raises(TypeError) as error:
+        stable_key(key)
+    message = str(error.value)
+    assert message.startswith(f"autotune key {key}: field 'n' holds ")
+    assert f"of type {kind}; a key field must be a str, int, float, bool or None" in message
+
+
+def test_a_key_field_may_be_a_tuple_of_plain_values():
+    assert stable_key(SumKey((2, 3), "float32")) == '{"dtype":"float32","n":[2,3]}'
 
 
 # -- stable_key -----------------------------------------------------------------------------
@@ -282,6 +402,27 @@ def test_different_keys_have_different_stable_forms():
         )
     }
     assert len(forms) == 9
+
+
+def test_numbers_python_holds_equal_have_one_stable_form():
+    # They equal and hash alike, so the in-memory cache serves one tuning to them all; the
+    # file must too, or a key written as 1.0 is tuned again by the next process as 1.
+    assert stable_key(1.0) == stable_key(1) == stable_key(np.float32(1.0)) == "1"
+    assert stable_key(SumKey(np.float64(8.0), "f4")) == stable_key(SumKey(8, "f4"))
+    assert stable_key((2.0, (3.0, "a"))) == stable_key((2, (3, "a")))
+    assert stable_key(0.5) == "0.5"
+    assert stable_key(-0.0) == stable_key(0)
+
+
+def test_a_bool_keeps_a_stable_form_of_its_own_as_the_seeds_true_does():
+    assert stable_key(True) == "true"
+    assert stable_key(SumKey(True, "f4")) != stable_key(SumKey(1, "f4"))
+
+
+def test_a_numpy_bool_is_the_bool_it_equals_as_a_key_and_in_a_field():
+    assert key_to_json(np.bool_(True)) is True
+    assert stable_key((np.bool_(False), 2)) == stable_key((False, 2))
+    assert key_to_json(SumKey(np.bool_(True), "f4")) == {"n": True, "dtype": "f4"}
 
 
 def test_the_stable_form_is_compact_sorted_json():
@@ -351,3 +492,53 @@ def test_a_key_of_another_type_is_a_type_error_naming_the_key_and_its_type(bad):
     assert repr(inner) in message
     assert type(inner).__name__ in message
     assert "is not an AutotuneKey, str, int or tuple" in message
+
+
+def test_a_numpy_integer_key_is_the_int_it_equals() -> None:
+    # `key=lambda a: np.prod(a.shape)` gives an np.int64: it was refused as "not an
+    # AutotuneKey, str, int or tuple". It equals and hashes as its int, so the entry a
+    # file holds for 64 is the entry of np.int64(64).
+    import numpy as np
+
+    assert key_to_json(np.int64(64)) == 64
+    assert type(key_to_json(np.uint8(3))) is int
+    assert stable_key((np.int32(2), "f4")) == stable_key((2, "f4"))
+    assert {64: "hit"}[np.int64(64)] == "hit"
+
+
+def test_a_key_field_holding_numpy_numbers_is_written_as_the_python_numbers_it_equals() -> None:
+    # `SumKey(np.prod(shape), ...)` was refused, where a bare np.int64 key was taken: both
+    # are the numbers they equal and hash as, so the key read back finds the same entry.
+    key = SumKey(np.int64(1024), "float32")
+    assert key_to_json(key) == {"n": 1024, "dtype": "float32"}
+    assert type(key_to_json(key)["n"]) is int
+    assert stable_key(key) == stable_key(SumKey(1024, "float32"))
+    assert SumKey.from_json(key_to_json(key)) == key
+    assert hash(SumKey.from_json(key_to_json(key))) == hash(key)
+    assert key_to_json(SumKey((2, np.int32(3)), "f4"))["n"] == (2, 3)
+    assert key_to_json(np.float32(0.5)) == 0.5
+
+
+def test_a_key_holding_numpy_numbers_round_trips_through_json_by_its_own_to_json() -> None:
+    # The tuner took and wrote such a key, but its public `to_json` returned the np.int64
+    # as it was, which `json.dumps` refused: the documented JSON round trip failed.
+    key = SumKey(np.int64(1024), "float32")
+    text = json.dumps(key.to_json())
+    assert text == '{"n": 1024, "dtype": "float32"}'
+    assert SumKey.from_json(json.loads(text)) == key
+
+
+@pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf])
+def test_a_key_that_is_not_finite_is_refused_by_name(number: float) -> None:
+    # A NaN key equals nothing, itself included: it was tuned again at every call, and
+    # neither it nor an infinity could be saved ("Out of range float values", no key named).
+    @dataclass(frozen=True)
+    class Size(AutotuneKey):
+        n: float
+
+    for key in (number, np.float64(number), Size(number), ("op", number)):
+        with pytest.raises(ValueError, match="not finite"):
+            stable_key(key)
+    # A part of a key is named with the whole key it belongs to.
+    with pytest.raises(ValueError, match=r"key \('op', -?(nan|inf)\) holds"):
+        stable_key(("op", number))

@@ -7,17 +7,40 @@ import sys
 import textwrap
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from pytest_autotune.tune.cache import cache_path
 from pytest_autotune.tune.config import AutotuneConfig
+from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.key import AutotuneKey
 from pytest_autotune.tune.local import LocalTuner, local_tuner
+from pytest_autotune.tune.tunable import Tunable
 from pytest_autotune.tune.tunable_set import TunableSet
 from tests.fakes import FakeClient, candidate
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def run_python(
+    args: list[str], cwd: Path, environ: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """A Python process run to its end in `cwd`, which must succeed (its stderr shown if not)."""
+    done = subprocess.run(
+        [sys.executable, *args], check=False, env=environ, cwd=cwd, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@dataclass
+class UnfrozenKey(AutotuneKey):
+    """A key class declared without frozen=True: equal by value, but not hashable."""
+
+    n: int
+
 
 TIMES = {"slow": 3e-3, "fast": 1e-3, "renamed": 1e-3, "mid": 2e-3, "quick": 0.5e-3}
 """Seconds per call on the fake clock, by candidate name, here and in the script below."""
@@ -61,15 +84,7 @@ def run_program(tmp_path, names, **env):
     environ.update(PYTHONPATH=str(REPO), **env)
     work = tmp_path / "cwd"  # no autotune.yaml there: the variables alone configure it
     work.mkdir(exist_ok=True)
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(ran_log), ",".join(names)],
-        check=False,
-        env=environ,
-        cwd=work,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_python(["-c", SCRIPT, str(ran_log), ",".join(names)], work, environ)
     return done.stdout.strip(), set(ran_log.read_text().split())
 
 
@@ -89,6 +104,43 @@ def cache_dir(tmp_path):
 
 def test_a_local_tuner_is_named_after_the_calling_module():
     assert local_tuner().name == __name__ == "tests.unit.test_local"
+
+
+def test_a_module_run_with_python_m_names_its_tuner_after_itself(tmp_path):
+    """`python -m mylib.ops` runs the module as `__main__`: its tuner is still the one its
+    tests tuned (`mylib.ops`), reading the caches its package ships."""
+    library = tmp_path / "mylib_run_as_main"
+    library.mkdir()
+    (library / "__init__.py").write_text("")
+    (library / "ops.py").write_text(
+        "from pytest_autotune import local_tuner\n"
+        "TUNER = local_tuner()\n"
+        "print(TUNER.name, TUNER.package)\n"
+    )
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)])}
+    done = run_python(["-m", "mylib_run_as_main.ops"], tmp_path, environ)
+    assert done.stdout.split() == ["mylib_run_as_main.ops", "mylib_run_as_main"]
+
+
+def test_a_top_level_module_run_with_python_m_is_run_once(tmp_path):
+    """`python -m tool` of a module in no package: no package ships its caches, and looking
+    for one by its name would import it, and run it, a second time."""
+    (tmp_path / "tool_run_as_main.py").write_text(
+        "print('run as', __name__)\n"
+        "from pytest_autotune import TunableSet, local_tuner\n"
+        "from tests.fakes import FakeClient\n"
+        "TUNER = local_tuner()\n"
+        "client = FakeClient()\n"
+        "TUNER.execute(client.device_id, client, TunableSet.of(len, {'a': len}), ([1],))\n"
+        "print(TUNER.name, TUNER.package)\n"
+    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_AUTOTUNE_")}
+    environ.update(
+        PYTHONPATH=os.pathsep.join([str(REPO), str(tmp_path)]),
+        XDG_CACHE_HOME=str(tmp_path / "xdg"),
+    )
+    done = run_python(["-m", "tool_run_as_main"], tmp_path, environ)
+    assert done.stdout.splitlines() == ["run as __main__", "tool_run_as_main None"]
 
 
 def test_a_named_local_tuner_adds_its_name_to_the_module():
@@ -112,6 +164,42 @@ def test_without_a_config_the_environment_configures_the_tuner(tmp_path, monkeyp
     assert config.bench.max_samples == 4
 
 
+def test_the_projects_autotune_yaml_does_not_configure_a_librarys_tuner(tmp_path, monkeypatch):
+    # `autotune.yaml` is the pytest configuration of the project in the working directory;
+    # an installed library's tuner read it too, so a project's `cache_dir: .autotune` made
+    # the library write into the working directory and ignore the winners it ships, and a
+    # setting the library's tuner refuses failed the library's first call.
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("PYTEST_AUTOTUNE_")]:
+        monkeypatch.delenv(name)
+    (tmp_path / "autotune.yaml").write_text("cache_dir: .autotune\nmax_samples: 4\n")
+    config = LocalTuner("t").config
+    assert config.cache_dir is None
+    assert config.bench.max_samples != 4
+
+
+def test_a_relative_cache_dir_stays_where_it_was_when_the_program_changes_directory(
+    tmp_path, monkeypatch
+):
+    # `PYTEST_AUTOTUNE_CACHE_DIR=.autotune`, then an os.chdir: the keys tuned after it were
+    # saved under the new directory, and the next run, started where the first was, tuned
+    # them again.
+    start, later = tmp_path / "start", tmp_path / "later"
+    start.mkdir()
+    later.mkdir()
+    monkeypatch.chdir(start)
+    monkeypatch.setenv("PYTEST_AUTOTUNE_CACHE_DIR", ".autotune")
+    client = FakeClient()
+    local = LocalTuner("t")
+    tunables = make_set(client, slow=3e-3, fast=1e-3)
+    local.execute(client.device_id, client, tunables, ([1],))
+    monkeypatch.chdir(later)
+    local.execute(client.device_id, client, tunables, ([1, 2],))
+    assert not (later / ".autotune").exists()
+    again = LocalTuner("t", AutotuneConfig(cache_dir=start / ".autotune"))
+    assert [again.tuner(client.device_id).fastest(n).kind for n in (1, 2)] == ["unchecked"] * 2
+
+
 # -- init -----------------------------------------------------------------------------------
 
 
@@ -126,6 +214,58 @@ def test_init_builds_the_set_on_the_first_call_only():
     first = tuner.init(factory)
     assert tuner.init(factory) is first
     assert built == [1]
+
+
+def test_init_of_a_function_that_returns_no_set_names_it_and_what_it_returned():
+    tuner = LocalTuner("t")
+
+    def make_set():  # the set is built, but the `return` was forgotten
+        TunableSet(len, tunables=[Tunable("a", len)])
+
+    with pytest.raises(TypeError) as info:
+        tuner.init(make_set)
+    assert str(info.value) == (
+        "LocalTuner 't': init(make_set): make_set() must return a TunableSet, got None"
+    )
+
+
+def test_init_given_a_set_instead_of_the_function_that_builds_it_says_so():
+    tuner = LocalTuner("t")
+    with pytest.raises(TypeError) as info:
+        tuner.init(TunableSet(len, tunables=[Tunable("a", len)]))
+    assert str(info.value) == (
+        "LocalTuner 't': init takes the function that builds the set, init(make_set),"
+        " got a TunableSet"
+    )
+
+
+def test_init_builds_a_lambda_written_in_the_tuned_function_once():
+    # The seed's own example, ported: `TUNER.init(lambda: TunableSet(...))` in the body of
+    # the tuned function makes a new lambda at each call, where the seed's closure has one
+    # type per site. Built at every call, the sets piled up in the tuner for ever.
+    tuner = LocalTuner("t")
+    built = []
+
+    def make(name):
+        built.append(1)
+        return TunableSet(len, tunables=[Tunable(name, len)])
+
+    def tuned():
+        return tuner.init(lambda: make("a"))
+
+    first = tuned()
+    assert all(tuned() is first for _ in range(3))
+    assert built == [1]
+
+
+def test_init_keeps_lambdas_of_one_site_apart_where_they_capture_other_values():
+    tuner = LocalTuner("t")
+
+    def tuned(n):
+        return tuner.init(lambda: TunableSet(len, tunables=[Tunable(f"c{n}", len)]))
+
+    assert tuned(1).names == ("c1",)
+    assert tuned(2).names == ("c2",)
 
 
 def test_init_builds_the_set_once_when_threads_call_it_together():
@@ -177,6 +317,48 @@ def test_the_winner_is_written_to_the_cache_dir_under_device_and_name(cache_dir)
     assert (entry["key"], entry["fastest_index"], entry["fastest_name"]) == (3, 1, "fast")
     assert entry["checksum"] == tunables.checksum
     assert document["device"]["id"] == "fake-device"
+    # The device as the plugin's files describe it: a file a library ships serves users of
+    # the same class of device only where its fingerprint says which class it is.
+    assert document["device"]["fingerprint"] == {"fake": True}
+
+
+def test_a_nan_key_is_refused_for_a_set_of_one_candidate_too(cache_dir):
+    # One candidate skipped the key's stored form: a NaN key (never equal to itself) was
+    # kept as a new hit at every call, and the tuner's memory grew with every call.
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    tunables = TunableSet.of(lambda x: float("nan"), {"only": len})
+    with pytest.raises(ValueError, match="not finite"):
+        local.execute(client.device_id, client, tunables, ([1],))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="a POSIX fork")
+@pytest.mark.filterwarnings("ignore:.*multi-threaded.*fork:DeprecationWarning")
+def test_a_process_forked_while_a_thread_builds_a_set_builds_its_own(cache_dir):
+    """`init` builds a set under the tuner's lock; a process forked meanwhile (a fork pool of
+    a program whose other thread makes its first call) had no thread to release it."""
+    from tests.forking import run_forked
+
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_make() -> TunableSet:
+        entered.set()
+        release.wait()
+        return TunableSet.of(len, {"a": len})
+
+    def other_make() -> TunableSet:
+        return TunableSet.of(len, {"b": len})
+
+    thread = threading.Thread(target=local.init, args=(slow_make,))
+    thread.start()
+    entered.wait()
+    try:
+        became = run_forked(lambda: local.init(other_make).names == ("b",))
+    finally:
+        release.set()
+        thread.join()
+    assert became == "ok"
 
 
 def test_a_hit_calls_only_the_winner(cache_dir):
@@ -231,6 +413,19 @@ def test_after_clear_the_winner_comes_back_from_the_file_without_tuning(cache_di
     fresh = make_set(client, slow=3e-3, fast=1e-3)
     assert local.execute(client.device_id, client, fresh, ([1],)) == "fast"
     assert [fn.calls for fn in fresh.fns] == [0, 1]
+
+
+def test_a_cache_that_cannot_be_written_warns_as_a_cache_file_problem_only(tmp_path):
+    """A program that silences `CacheFileWarning` (its user's cache folder is read only)
+    must not meet another category for the same file when the decision is not saved."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=blocked))
+    with pytest.warns(Warning) as caught:
+        assert local.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1],))
+    assert {type(w.message) for w in caught} == {CacheFileWarning}
+    assert "kept in memory only" in str(caught[-1].message)
 
 
 def test_with_the_cache_disabled_nothing_is_written(tmp_path):
@@ -318,6 +513,78 @@ def test_with_the_cache_disabled_a_file_left_by_an_earlier_run_is_not_used(tmp_p
     assert (printed, ran) == ("fast", {"slow", "fast", "mid"})
 
 
+POOL_PROGRAM = textwrap.dedent(
+    """
+    # A program whose main script builds its tuner and hands work to a pool of spawned
+    # processes (multiprocessing's default on macOS and Windows), which import the script
+    # again as `__mp_main__`.
+    import multiprocessing
+
+    from pytest_autotune import TunableSet, local_tuner
+    from tests.fakes import FakeClient
+
+    TUNER = local_tuner()
+    CLIENT = FakeClient()
+
+    def a(x):
+        CLIENT.clock.advance(2e-3)
+
+    def b(x):
+        CLIENT.clock.advance(1e-3)
+
+    SET = TunableSet.of(len, {"a": a, "b": b})
+
+    def work(n):
+        TUNER.execute(CLIENT.device_id, CLIENT, SET, ([0] * n,))
+        return TUNER.name, TUNER.package
+
+    if __name__ == "__main__":
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            print([work(1), *pool.map(work, [2])])
+    """
+)
+
+
+def test_a_main_scripts_tuner_is_the_same_tuner_in_a_spawned_worker(tmp_path):
+    script = tmp_path / "program.py"
+    script.write_text(POOL_PROGRAM)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_AUTOTUNE_")}
+    environ.update(PYTHONPATH=str(REPO), XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    done = run_python([str(script)], tmp_path, environ)
+    assert done.stdout.strip() == str([("program", None)] * 2)
+    files = sorted(p.name for p in (tmp_path / "xdg").rglob("*.json"))
+    assert files == ["program.json"]
+
+
+def test_two_scripts_keep_two_files(tmp_path):
+    # Every script's tuner was `__main__`: two scripts whose keys read alike (`x.size`)
+    # and whose candidates differ replaced each other's entries in one file, and each run
+    # tuned again. A script's tuner is named as importing it would name it.
+    program = (
+        "from pytest_autotune import TunableSet, local_tuner\n"
+        "from tests.fakes import FakeClient\n"
+        "TUNER = local_tuner()\n"
+        "client = FakeClient()\n"
+        "def slow(x):\n"
+        "    client.clock.advance(2e-3)\n"
+        "def fast(x):\n"
+        "    client.clock.advance(1e-3)\n"
+        "TUNER.execute(client.device_id, client, TunableSet.of(len, {NAMES}), ([1],))\n"
+        "print(TUNER.name)\n"
+    )
+    (tmp_path / "train.py").write_text(program.replace("{NAMES}", "{'a': slow, 'b': fast}"))
+    (tmp_path / "bench.py").write_text(program.replace("{NAMES}", "{'c': fast, 'd': slow}"))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_AUTOTUNE_")}
+    environ.update(PYTHONPATH=str(REPO), XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    names = []
+    for script in ("train.py", "bench.py"):
+        done = run_python([script], tmp_path, environ)
+        names.append(done.stdout.strip())
+    assert names == ["train", "bench"]
+    files = sorted(p.name for p in (tmp_path / "xdg").rglob("*.json"))
+    assert files == ["bench.json", "train.json"]
+
+
 def test_a_hit_with_the_wrong_number_of_inputs_raises_what_the_key_generator_raises() -> None:
     # The one-input hit path unpacks without a length test; two inputs given to a set whose
     # key generator takes one must still fail as the key generator fails, not as an unpack.
@@ -328,6 +595,66 @@ def test_a_hit_with_the_wrong_number_of_inputs_raises_what_the_key_generator_rai
     assert tuner.execute(client.device_id, client, tunables, ([1, 2],)) == [1, 2]  # a hit
     with pytest.raises(TypeError, match="len"):
         tuner.execute(client.device_id, client, tunables, ([1, 2], [3]))
+
+
+def test_inputs_that_are_not_a_tuple_are_refused_with_how_to_pass_them() -> None:
+    # `execute(..., x)` for `execute(..., (x,))` would call the key generator with the
+    # array's rows as arguments and fail with a message about its arity.
+    tuner = LocalTuner("not-a-tuple", AutotuneConfig(disable_cache=True))
+    client = FakeClient()
+    tunables = tuner.init(lambda: TunableSet.of(len, {"a": lambda x: x, "b": lambda x: x}))
+    for _ in range(2):  # a miss, then on a device that already holds a hit
+        with pytest.raises(TypeError, match=r"inputs must be a tuple .* got str; pass \(x,\)"):
+            tuner.execute(client.device_id, client, tunables, "abc")
+        tuner.execute(client.device_id, client, tunables, ([1, 2],))
+
+
+def test_the_init_function_given_for_its_set_is_refused_with_how_to_pass_the_set() -> None:
+    tuner = LocalTuner("not-a-set", AutotuneConfig(disable_cache=True))
+    client = FakeClient()
+
+    def make_set():
+        return TunableSet.of(len, {"a": lambda x: x, "b": lambda x: x})
+
+    with pytest.raises(TypeError) as info:
+        tuner.execute(client.device_id, client, make_set, ([1, 2],))
+    assert str(info.value) == (
+        "LocalTuner 'not-a-set': execute takes a TunableSet, got a function;"
+        " pass the set, tunables = TUNER.init(make_set)"
+    )
+    with pytest.raises(TypeError, match=r"^LocalTuner 'not-a-set': bind takes a TunableSet, got a"):
+        tuner.bind(client.device_id, client, make_set)
+
+
+def test_the_client_and_its_device_id_swapped_are_refused_with_the_order() -> None:
+    tuner = LocalTuner("swapped", AutotuneConfig(disable_cache=True))
+    client = FakeClient()
+    tunables = tuner.init(lambda: TunableSet.of(len, {"a": lambda x: x, "b": lambda x: x}))
+    with pytest.raises(TypeError) as info:
+        tuner.execute(client, client.device_id, tunables, ([1, 2],))
+    assert str(info.value) == (
+        "LocalTuner 'swapped': the device id must be a str, got a FakeClient;"
+        " call execute(client.device_id, client, tunables, inputs)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key_gen", "shown"), [(lambda x: [len(x)], r"\[2\]"), (lambda x: UnfrozenKey(len(x)), "n=2")]
+)
+def test_a_key_that_cannot_be_hashed_is_named_with_what_to_make_it(key_gen, shown) -> None:
+    tuner = LocalTuner("unhashable", AutotuneConfig(disable_cache=True))
+    client = FakeClient()
+    plain = TunableSet.of(len, {"a": lambda x: x, "b": lambda x: x})
+    tuner.execute(client.device_id, client, plain, ([1],))  # the device now holds a hit
+    tunables = TunableSet.of(key_gen, {"a": lambda x: x, "b": lambda x: x})
+    op = tuner.bind(client.device_id, client, tunables)
+    for call in (
+        lambda: tuner.execute(client.device_id, client, tunables, ([1, 2],)),
+        lambda: op([1, 2]),
+    ):
+        with pytest.raises(TypeError, match=f"autotune key .*{shown}.* is not hashable") as error:
+            call()
+        assert "AutotuneKey @dataclass(frozen=True), a str, an int or a tuple" in str(error.value)
 
 
 # -- bound operations ----------------------------------------------------------------------

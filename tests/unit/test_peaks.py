@@ -6,14 +6,23 @@ import json
 import math
 import os
 import re
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from pytest_autotune.backends.peaks import MemoryLevel, MemoryRoof, Peaks, load_or_probe, peaks_path
+from pytest_autotune.backends.peaks import (
+    MemoryLevel,
+    MemoryRoof,
+    Peaks,
+    load_or_probe,
+    peaks_path,
+    probe_again,
+)
 from pytest_autotune.tune.errors import CacheFileWarning
+from tests.forking import run_forked
 
 PEAKS = Peaks(
     memory={"copy": 4.28e12, "read": 4.43e12, "write": 4.1e12},
@@ -53,6 +62,15 @@ def test_unmeasured_peaks_are_zero_so_they_give_no_bound() -> None:
     assert peaks.compute_peak() == 1e12
 
 
+def test_a_compute_peak_is_found_by_the_numpy_name_or_dtype_of_its_type() -> None:
+    # `roofline(work, peaks, dtype=str(x.dtype))` asked for "float32", found no peak and
+    # silently left the compute bound out.
+    np = pytest.importorskip("numpy")
+    assert PEAKS.compute_peak("float32") == PEAKS.compute_peak(np.float32) == 6.3e13
+    assert PEAKS.compute_peak(np.dtype("float16")) == 7.79e14
+    assert PEAKS.compute_peak("float64") == 0.0  # not measured: no bound
+
+
 def test_peaks_do_not_change_when_the_mapping_they_were_made_from_does() -> None:
     memory = {"read": 1e9}
     peaks = Peaks(memory=memory, compute={})
@@ -80,6 +98,30 @@ def test_without_a_cache_folder_a_device_is_probed_once_per_process() -> None:
     assert load_or_probe(device, probe) == PEAKS
     assert load_or_probe(device, probe) == PEAKS
     assert probe.calls == 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="a POSIX fork")
+@pytest.mark.filterwarnings("ignore:.*multi-threaded.*fork:DeprecationWarning")
+def test_a_process_forked_while_a_thread_probes_probes_for_itself() -> None:
+    """A probe takes seconds under the peaks lock; a process forked meanwhile (a pool of a
+    program whose other thread tunes a set with roofline bounds) has no thread to release
+    it, and its first tuning with bounds waited for ever."""
+    entered, release = threading.Event(), threading.Event()
+
+    def held_probe() -> Peaks:
+        entered.set()
+        release.wait()
+        return PEAKS
+
+    thread = threading.Thread(target=load_or_probe, args=(unique_device(), held_probe))
+    thread.start()
+    entered.wait()
+    try:
+        became = run_forked(lambda: load_or_probe(unique_device(), counting_probe()) == PEAKS)
+    finally:
+        release.set()
+        thread.join()
+    assert became == "ok"
 
 
 def test_a_probed_device_gets_a_readable_peaks_file(tmp_path: Path) -> None:
@@ -178,3 +220,66 @@ def test_a_level_without_a_positive_capacity_is_refused() -> None:
 
 def test_an_update_in_place_rate_raises_the_memory_roof_where_it_is_the_fastest() -> None:
     assert Peaks(memory={"copy": 2.0, "read": 1.0, "add": 3.0}, compute={}).memory_peak == 3.0
+
+
+def test_at_least_keeps_the_larger_read_of_each_rate_and_level() -> None:
+    low = Peaks(
+        memory={"copy": 1e9, "read": 3e9},
+        compute={"fp32": 1e10},
+        levels=(MemoryLevel("L1", 32768, {"read": 5e9}),),
+        threads=2,
+    )
+    high = Peaks(
+        memory={"copy": 2e9, "read": 2e9, "add": 4e9},
+        compute={"fp32": 3e10, "fp64": 1e10},
+        levels=(MemoryLevel("L1", 32768, {"read": 4e9}), MemoryLevel("L2", 1 << 20, {"read": 6e9})),
+        threads=2,
+    )
+    merged = low.at_least(high)
+    assert dict(merged.memory) == {"copy": 2e9, "read": 3e9, "add": 4e9}
+    assert dict(merged.compute) == {"fp32": 3e10, "fp64": 1e10}
+    assert [(lv.name, dict(lv.rates)) for lv in merged.levels] == [
+        ("L1", {"read": 5e9}),
+        ("L2", {"read": 6e9}),
+    ]
+    assert merged.threads == 2
+
+
+def test_probe_again_keeps_each_larger_rate_and_probes_once_per_process() -> None:
+    device = unique_device()
+    probes = []
+
+    def probe() -> Peaks:
+        probes.append(1)
+        return Peaks(memory={"read": 2e9}, compute={"fp32": 1e9})
+
+    low = Peaks(memory={"read": 5e8}, compute={"fp32": 2e9})
+    assert load_or_probe(device, lambda: low) is low
+    again = probe_again(device, probe)
+    assert (again.memory["read"], again.compute["fp32"]) == (2e9, 2e9)
+    # A probe costs seconds: a second group above its roof gets the same peaks.
+    assert probe_again(device, probe) is again
+    assert len(probes) == 1
+    assert load_or_probe(device, probe) is again
+
+
+def test_the_cpu_client_probes_again_unless_its_peaks_come_from_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_autotune.backends import cpu
+
+    # This process's probes of the real CPU are not touched.
+    monkeypatch.setattr("pytest_autotune.backends.peaks._measured", {})
+    monkeypatch.setattr("pytest_autotune.backends.peaks._probed_again", set())
+    reads = iter([1e9, 3e9, 5e9])
+
+    def probe() -> Peaks:
+        return Peaks(memory={"read": next(reads)}, compute={"fp32": 1e9})
+
+    client = cpu(probe=probe)
+    assert client.peaks().memory["read"] == 1e9
+    assert client.probe_peaks_again().memory["read"] == 3e9
+    assert client.peaks().memory["read"] == 3e9
+    filed = cpu(probe=probe, peaks_cache_dir=tmp_path)
+    written = filed.peaks()
+    assert filed.probe_peaks_again() is written

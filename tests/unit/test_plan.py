@@ -1,5 +1,8 @@
 """The order candidates are tried in (the seed's tune plan)."""
 
+import numpy as np
+import pytest
+
 from pytest_autotune.tune.tunable import Tunable, TuneGroup, tune_plan
 
 
@@ -70,13 +73,26 @@ def test_an_all_negative_group_passes_to_the_next_group():
     assert tune_plan(0, tunables) == [(2,)]
 
 
-def test_ungrouped_candidates_still_come_first_when_the_top_group_is_all_negative():
+def test_ungrouped_candidates_are_the_first_batch_alone_when_the_top_group_is_all_negative():
+    # The seed's plan takes one level of the highest group with the ungrouped candidates;
+    # that level skips the key, so they form the first batch alone and the lower group is
+    # only their fallback: it does not compete with them.
     first = TuneGroup("first", lambda key: 9)
     second = TuneGroup("second", lambda key: 1)
     tunables = [
         plain("u"),
         plain("a").group(first, lambda k: -1),
         plain("c").group(second, lambda k: 0),
+    ]
+    assert tune_plan(0, tunables) == [(0,), (2,)]
+
+
+def test_ungrouped_candidates_join_the_top_groups_first_level_that_does_not_skip():
+    first = TuneGroup("first", lambda key: 9)
+    tunables = [
+        plain("u"),
+        plain("a").group(first, lambda k: -1),
+        plain("b").group(first, lambda k: 0),
     ]
     assert tune_plan(0, tunables) == [(0, 2)]
 
@@ -113,3 +129,133 @@ def test_groups_of_equal_priority_share_their_levels():
 def test_a_set_whose_every_candidate_is_skipped_has_no_batch():
     g = TuneGroup("g", lambda key: -1)
     assert tune_plan(0, [plain("a").group(g, lambda k: 0)]) == []
+
+
+def test_a_priority_that_returns_no_number_is_named_with_its_group_and_key():
+    def big_only(key):
+        if key >= 100:
+            return 1
+
+    g = TuneGroup("big", big_only)
+    with pytest.raises(TypeError, match=r"TuneGroup 'big': priority\(3\) returned None; it must"):
+        tune_plan(3, [plain("a").group(g, lambda k: 0)])
+    ok = TuneGroup("ok", lambda key: 0)
+    with pytest.raises(TypeError, match=r"Tunable 'a' in group 'ok': priority\(3\) returned '1'"):
+        tune_plan(3, [plain("a").group(ok, lambda k: "1")])
+
+
+def test_a_priority_computed_with_numpy_is_a_number():
+    # `lambda key: np.log2(key)` or an np.int64 from an array was refused as returning
+    # no int, though it orders the groups as its value does.
+    big = TuneGroup("big", lambda key: np.int64(2) if key >= 100 else np.int64(0))
+    small = TuneGroup("small", lambda key: np.float32(1))
+    tunables = [plain("b").group(big, lambda k: np.int64(0)), plain("s").group(small, lambda k: 0)]
+    assert tune_plan(100, tunables) == [(0,), (1,)]
+    assert tune_plan(3, tunables) == [(1,), (0,)]
+    with pytest.raises(TypeError, match=r"priority\(3\) returned np.True_"):
+        tune_plan(3, [plain("a").group(TuneGroup("g", lambda k: np.bool_(True)), lambda k: 0)])
+
+
+# The seed's own tests of its plan (`TunePlan` in the seed's tune module), one for one.
+
+
+def seed_fake(*memberships):
+    tunable = plain("fake")
+    for group, priority in memberships:
+        tunable = tunable.group(group, lambda k, p=priority: p)
+    return tunable
+
+
+def test_plan_order():
+    group0 = TuneGroup("group0", lambda key: 2)
+    group1 = TuneGroup("group1", lambda key: 1)
+    tunables = [seed_fake(), seed_fake((group0, 1)), seed_fake((group0, 2)), seed_fake((group1, 2))]
+    assert tune_plan(0, tunables) == [(0, 2), (1,), (3,)]
+
+
+def test_plan_order_multi_groups_same_priority():
+    group0 = TuneGroup("group0", lambda key: 2)
+    group1 = TuneGroup("group1", lambda key: 1)
+    group2 = TuneGroup("group2", lambda key: 1)
+    tunables = [
+        seed_fake(),
+        seed_fake((group0, 1)),
+        seed_fake((group0, 2)),
+        seed_fake((group1, 2)),
+        seed_fake((group2, 2)),
+    ]
+    assert tune_plan(0, tunables) == [(0, 2), (1,), (3, 4)]
+
+
+def test_plan_order_tunable_multiple_groups():
+    group0 = TuneGroup("group0", lambda key: 1)
+    group1 = TuneGroup("group1", lambda key: 2)
+    tunables = [
+        seed_fake(),
+        seed_fake((group0, 1), (group1, 2)),
+        seed_fake((group0, 2)),
+        seed_fake((group1, 3)),
+    ]
+    assert tune_plan(0, tunables) == [(0, 3), (1,), (2,)]
+
+
+def test_plan_negative_priority():
+    group0 = TuneGroup("group0", lambda key: 2)
+    group1 = TuneGroup("group1", lambda key: 1)
+    tunables = [
+        seed_fake(),
+        seed_fake((group0, -1)),
+        seed_fake((group0, 2)),
+        seed_fake((group1, 2)),
+    ]
+    assert tune_plan(0, tunables) == [(0, 2), (3,)]
+
+
+def test_plan_no_group():
+    assert tune_plan(0, [seed_fake(), seed_fake()]) == [(0, 1)]
+
+
+def test_plan_falls_through_when_all_group_tunables_fail():
+    group0 = TuneGroup("group0", lambda key: 2)
+    group1 = TuneGroup("group1", lambda key: 1)
+    tunables = [
+        seed_fake((group0, 1)),
+        seed_fake((group0, 2)),
+        seed_fake((group1, 1)),
+        seed_fake((group1, 2)),
+    ]
+    assert [i for batch in tune_plan(0, tunables) for i in batch] == [1, 0, 3, 2]
+
+
+def test_plan_single_group_exhausts_all_intra_priorities():
+    group0 = TuneGroup("group0", lambda key: 0)
+    tunables = [seed_fake((group0, 1)), seed_fake((group0, 2)), seed_fake((group0, 3))]
+    assert tune_plan(0, tunables) == [(2,), (1,), (0,)]
+
+
+def test_plan_all_negative_group_advances_to_next_group():
+    group0 = TuneGroup("group0", lambda key: 2)
+    group1 = TuneGroup("group1", lambda key: 1)
+    tunables = [seed_fake((group0, -1)), seed_fake((group0, -2)), seed_fake((group1, 1))]
+    assert tune_plan(0, tunables) == [(2,)]
+
+
+def test_plan_no_group_tunables_only_emitted_once_even_on_failures():
+    group0 = TuneGroup("group0", lambda key: 2)
+    group1 = TuneGroup("group1", lambda key: 1)
+    tunables = [seed_fake(), seed_fake((group0, 1)), seed_fake((group1, 1))]
+    assert tune_plan(0, tunables) == [(0, 1), (2,)]
+
+
+def test_plan_multi_group_tunable_not_duplicated_across_failed_groups():
+    group0 = TuneGroup("group0", lambda key: 1)
+    group1 = TuneGroup("group1", lambda key: 2)
+    tunables = [seed_fake((group0, 1), (group1, 1)), seed_fake((group0, 2))]
+    assert [i for batch in tune_plan(0, tunables) for i in batch] == [0, 1]
+
+
+def test_plan_recurses_when_batch_is_fully_already_returned():
+    group_hi = TuneGroup("hi", lambda key: 2)
+    group_lo = TuneGroup("lo", lambda key: 1)
+    tunables = [seed_fake((group_hi, 1), (group_lo, 2)), seed_fake((group_lo, 1))]
+    assert tune_plan(0, tunables) == [(0,), (1,)]

@@ -29,6 +29,10 @@ WRITTEN = {
     "candidates": ["fast", "slow"],
     "history": None,
     "kept_baseline": None,
+    "test_ids": {"fast": "t.py::test_t[fast-1]", "slow": "t.py::test_t[slow-1]"},
+    "expected_failures": ["slow"],
+    "max_regression": 0.05,
+    "not_selected": ["slow"],
 }
 
 

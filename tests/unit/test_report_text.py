@@ -5,9 +5,14 @@ from __future__ import annotations
 import re
 
 from pytest_autotune.gate import Baseline, Comparison, Measurement, Verdict, judge
-from pytest_autotune.report import CandidateRow, GroupSummary, failures, ordered
+from pytest_autotune.report import CandidateRow, GroupSummary, failures, ordered, reported
 from pytest_autotune.report.markdown import escape, render_markdown
-from pytest_autotune.report.terminal import render_candidates, render_failures, render_summary
+from pytest_autotune.report.terminal import (
+    render_candidates,
+    render_failures,
+    render_reported,
+    render_summary,
+)
 
 GPU = "cuda-nvidia-h200"
 SUM_CACHE = ".autotune/cuda-nvidia-h200/test_sum.json"
@@ -31,6 +36,7 @@ def regressed_sum() -> GroupSummary:
             CandidateRow("pairwise", 1.19e-3, check_passed=True),
             CandidateRow("dot", error="RuntimeError: boom"),
             CandidateRow("add_reduce", 1.5e-3, check_passed=False),
+            CandidateRow("threaded", error="needs 4 cores", skipped=True),
         ),
         device_id=GPU,
     )
@@ -105,6 +111,7 @@ def test_with_candidates_each_group_lists_them_under_it_the_winner_starred() -> 
         "    * pairwise      1.20 ms  check passed",
         "      dot                 -  error: RuntimeError: boom",
         "      add_reduce    1.50 ms  CHECK FAILED",
+        "      threaded            -  skipped: needs 4 cores",
         "verdicts: 1 REGRESSION",
     ]
 
@@ -186,6 +193,38 @@ def test_every_line_of_a_multi_line_message_is_indented_under_its_group() -> Non
     ]
 
 
+NEW_KEY = GroupSummary(
+    "tests/test_sum.py::test_sum",
+    "n4096",
+    "pairwise",
+    Verdict.NO_BASELINE,
+    False,
+    "no baseline for this key on cpu-x-2t; --autotune-update records one",
+    samples=(1e-3,),
+)
+
+
+def test_a_reported_verdict_says_why_and_what_to_do_though_it_does_not_fail() -> None:
+    # The table's "no baseline" alone names neither the device nor the command that helps.
+    strict = GroupSummary("t::f", "k", "a", Verdict.NO_BASELINE, True, "no baseline on x")
+    assert reported([SAXPY, NEW_KEY, BROKEN, strict]) == [NEW_KEY]
+    assert render_reported([SAXPY, NEW_KEY, BROKEN, strict]).splitlines() == [
+        "tests/test_sum.py::test_sum [n4096] (winner pairwise): no baseline",
+        "    no baseline for this key on cpu-x-2t; --autotune-update records one",
+    ]
+    assert render_reported([SAXPY, BROKEN]) == ""
+
+
+def test_the_markdown_lists_the_reported_verdicts_after_the_table() -> None:
+    text = render_markdown([SAXPY, NEW_KEY])
+    assert text.endswith(
+        "\n**Reported, not failing:**\n\n"
+        "- tests/test\\_sum.py::test\\_sum \\[n4096\\] (winner pairwise): **no baseline**: no"
+        " baseline for this"
+        " key on cpu-x-2t; --autotune-update records one\n"
+    )
+
+
 def test_the_markdown_table_has_the_same_cells_with_numbers_right_aligned() -> None:
     assert render_markdown([SAXPY]).split("\n") == (
         [
@@ -226,6 +265,49 @@ def test_the_markdown_lists_the_failures_after_the_table() -> None:
     )
 
 
+def test_the_markdown_says_why_an_update_left_a_baseline_and_which_failures_xfail_expected() -> (
+    None
+):
+    # A refresh job's step summary: the terminal gives the reason, so must the summary.
+    kept = GroupSummary(
+        group="tests/test_sum.py::test_sum",
+        key="n1024",
+        winner="pairwise",
+        verdict=Verdict.NOT_RECORDED,
+        failed=False,
+        message="not recorded: .autotune/cpu/x.json could not be read (is not valid JSON)",
+    )
+    # Both groups' tests had an xfail mark; only a failure is said to be expected.
+    text = render_markdown([kept, BROKEN], expected=lambda summary: True)
+    assert (
+        "\n**Not recorded:**\n\n- tests/test\\_sum.py::test\\_sum \\[n1024\\] (winner pairwise):"
+        " not recorded:"
+        " .autotune/cpu/x.json could not be read (is not valid JSON)\n"
+    ) in text
+    assert "**error**: every candidate failed (expected to fail (xfail): the run does not" in text
+
+
+def test_the_markdown_of_an_update_says_what_it_did_with_each_baseline_as_the_terminal_does() -> (
+    None
+):
+    # A refresh job's step summary said "updated" alone where the terminal said the
+    # baseline started again (+32%) or was recorded on busy CPUs and should be recorded
+    # again: the reader of the job's summary is the one who must act on it.
+    restarted = GroupSummary(
+        group="tests/test_sum.py::test_sum",
+        key="n1024",
+        winner="pairwise",
+        verdict=Verdict.UPDATED,
+        failed=False,
+        message="new baseline: +32.0% against the old one",
+    )
+    text = render_markdown([restarted])
+    assert text.endswith(
+        "\n**Updated:**\n\n- tests/test\\_sum.py::test\\_sum \\[n1024\\] (winner pairwise):"
+        " **updated**: new baseline: +32.0% against the old one\n"
+    )
+
+
 def test_a_summary_of_a_judged_group_carries_the_measurement_the_verdict_rests_on() -> None:
     summary = regressed_sum()
     assert summary.samples == (1.2e-3,) * 10
@@ -246,6 +328,29 @@ def test_a_failing_group_whose_parameters_are_its_key_is_named_once() -> None:
     assert render_failures([summary]).splitlines()[0] == (
         "k/test_conv.py::test_conv1d[n131072] (winner fft): regression"
     )
-    assert "- k/test\\_conv.py::test\\_conv1d\\[n131072\\]: **regression**: slower" in (
-        render_markdown([summary])
+    assert (
+        "- k/test\\_conv.py::test\\_conv1d\\[n131072\\] (winner fft): **regression**: slower"
+        in (render_markdown([summary]))
     )
+
+
+def test_the_markdown_names_each_failed_check_but_not_an_expected_one() -> None:
+    summary = GroupSummary(
+        "tests/test_sum.py::test_sum",
+        "n65536",
+        "pairwise",
+        Verdict.NO_BASELINE,
+        False,
+        candidates=(
+            CandidateRow("pairwise", 1e-3, check_passed=True),
+            CandidateRow("add_reduce|2", 2e-3, check_passed=False),
+            CandidateRow("dot", 3e-3, check_passed=False, expected_to_fail=True),
+        ),
+    )
+    text = render_markdown([summary, SAXPY])
+    assert text.split("**Failed checks:**\n\n")[1].splitlines()[0] == (
+        "- tests/test\\_sum.py::test\\_sum \\[n65536\\]: candidate add\\_reduce\\|2 failed its"
+        " check: its test fails"
+    )
+    assert "dot" not in text
+    assert "Failed checks" not in render_markdown([SAXPY])

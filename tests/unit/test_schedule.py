@@ -7,7 +7,7 @@ import pytest
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
-from pytest_autotune.tune.log import AutotuneLogContext
+from pytest_autotune.tune.log import AutotuneLogContext, AutotuneLogLevel, CandidateSampled
 from pytest_autotune.tune.schedule import LongCalls, adaptive_round_robin, fixed_pass
 
 
@@ -433,3 +433,94 @@ def test_the_fixed_pass_short_circuits_too():
     assert result.short_circuited
     assert script.calls == [5, 0]
     assert result.results[1].kind is AutotuneErrorKind.SKIP
+
+
+@pytest.mark.parametrize("strategy", [adaptive_round_robin, fixed_pass])
+def test_a_candidate_scored_by_its_median_loses_its_lucky_sample(strategy):
+    # "a" is 5% slower in all but one sample, a fast spell of the host: the seed's score,
+    # leaning on the best sample, picks it; scored by the median, "b" wins.
+    # (After the fixed pass's three warm-ups, and past the round robin's dropped first one.)
+    lucky = [1.05e-3] * 5 + [0.8e-3] + [1.05e-3] * 12
+    config = BenchConfig(adaptive=strategy is adaptive_round_robin, max_samples=10)
+    assert strategy([0, 1], NAMES, Script(lucky, 1e-3), config).winner == 0
+    result = strategy([0, 1], NAMES, Script(lucky, 1e-3), config, statistic=lambda i: "median")
+    assert result.winner == 1
+    assert {r.statistic for r in result.results.values()} == {"median"}
+
+
+def test_the_statistic_is_asked_per_candidate_and_not_of_a_failed_one():
+    asked = []
+
+    def statistic(index):
+        asked.append(index)
+        return "median" if index == 1 else "score"
+
+    script = Script(1e-3, 2e-3, RuntimeError("boom"))
+    result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE, statistic=statistic)
+    assert [r.statistic for r in (result.results[0], result.results[1])] == ["score", "median"]
+    assert isinstance(result.results[2], AutotuneError)
+    assert 2 not in asked
+
+
+# The seed's own tests of its schedule and sampler, where test names above do not already
+# carry them (elimination and sampler internals are checked through a whole batch).
+
+
+def test_keeps_a_candidate_within_the_speed_factor():
+    ctx = AutotuneLogContext()
+    script = Script(100e-6, 105e-6, 140e-6)
+    result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE, ctx=ctx)
+    assert not [e for e in ctx.events if type(e).__name__ in ("Eliminated", "Held")]
+    assert all(isinstance(r, AutotuneOutcome) for r in result.results.values())
+    assert result.winner == 0
+
+
+def test_an_eliminated_candidate_never_wins_on_its_shorter_sample_set():
+    # "c" is dropped at three tight samples while "a" and "b" sample on and pick up spread,
+    # so "c" scores better on the arithmetic alone; elimination decided it is not eligible.
+    a = [1.0e-3, 1.0e-3, 9e-3, 1.0e-3, 8e-3, 9e-3]
+    b = [1.2e-3, 1.2e-3, 8e-3, 1.2e-3, 9e-3, 8e-3]
+    ctx = AutotuneLogContext()
+    result = adaptive_round_robin([0, 1, 2], NAMES, Script(a, b, 1.6e-3), ADAPTIVE, ctx=ctx)
+    eliminated = [e.index for e in ctx.events if type(e).__name__ == "Eliminated"]
+    assert eliminated == [2]
+    assert result.results[2].score < min(result.results[i].score for i in (0, 1))
+    assert result.winner == 0
+
+
+def test_keeps_every_sample_below_the_discard_threshold():
+    result = adaptive_round_robin(
+        [0, 1], NAMES, Script(10e-3, 20e-3), BenchConfig(min_samples=2, max_samples=2)
+    )
+    outcome = result.results[0]
+    assert (outcome.samples, outcome.dropped_first) == ((10e-3, 10e-3), False)
+
+
+def test_computation_is_built_from_the_reliable_samples_only():
+    outcome = AutotuneOutcome("k", 1, (1e-3, 20e-3, 30e-3), dropped_first=True)
+    assert (outcome.stats.min, outcome.stats.median, outcome.stats.count) == (20e-3, 25e-3, 2)
+    assert max(outcome.effective_samples) == 30e-3
+
+
+def test_a_candidate_that_failed_late_is_disqualified_despite_good_samples():
+    script = Script([1e-3, 1e-3, 1e-3, RuntimeError("late")], 2e-3)
+    result = adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE)
+    assert isinstance(result.results[0], AutotuneError)
+    assert "late" in str(result.results[0])
+    assert result.winner == 1
+
+
+@pytest.mark.parametrize("strategy", [fixed_pass, adaptive_round_robin])
+def test_the_full_log_level_gets_every_kept_sample_as_it_is_taken(strategy):
+    # The full level is "every event as it happens, samples included", and records made at
+    # it keep the samples as events; no strategy ever emitted one.
+    ctx = AutotuneLogContext(level=AutotuneLogLevel.FULL)
+    result = strategy([0, 1], NAMES, Script(1e-3, 2e-3), ADAPTIVE, ctx=ctx)
+    sampled = [e for e in ctx.events if isinstance(e, CandidateSampled)]
+    for index in (0, 1):
+        samples = [e.seconds for e in sampled if e.index == index]
+        assert samples == list(result.results[index].samples)
+    assert {e.name for e in sampled} == {"a", "b"}
+    quiet = AutotuneLogContext(level=AutotuneLogLevel.MINIMAL)
+    strategy([0, 1], NAMES, Script(1e-3, 2e-3), ADAPTIVE, ctx=quiet)
+    assert not [e for e in quiet.events if isinstance(e, CandidateSampled)]

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,8 +22,12 @@ from pytest_autotune.report import GroupSummary
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks
 from pytest_autotune.tune.benchmark import AutotuneOutcome
+from pytest_autotune.tune.bounds import Work
 from pytest_autotune.tune.cache import cache_path
+from pytest_autotune.tune.config import ConfigError
+from pytest_autotune.tune.peaks import Peaks
 from pytest_autotune.tune.records import AutotuneRecord
+from pytest_autotune.tune.tunable_set import TunableSet
 from tests.fakes import FakeClient, FakeClock, candidate, failing
 
 
@@ -127,7 +134,12 @@ def test_on_a_cpu_a_suspected_regression_is_measured_again_after_pauses_and_a_gp
     clock, episode, pauses = FakeClock(), [False], []
     monkeypatch.setattr("pytest_autotune.gate_policy.CONFIRM_GAP_S", 2.0)
 
+    real_sleep = time.sleep
+
     def pause(seconds: float) -> None:
+        if seconds != 2.0:  # the windows in which the gate waits for idle threads
+            real_sleep(seconds)
+            return
         pauses.append(seconds)
         episode[0] = False
 
@@ -188,8 +200,11 @@ def tuned(root: Path, worker: bool = False, **ini: object) -> AutotuneSession:
 def test_a_worker_sends_one_record_per_group_and_its_notes_and_nothing_else(
     tmp_path: Path,
 ) -> None:
+    # Beside them only which groups' tests failed, as expected or not (xfail): pytest's
+    # outcomes, which no record holds, and which decide whether a failed group fails the run.
     payload = tuned(tmp_path, worker=True, autotune_update="true").to_worker_output()
-    assert sorted(payload) == ["notes", "records"]
+    assert sorted(payload) == ["expected_failures", "failed_tests", "notes", "records"]
+    assert payload["expected_failures"] == payload["failed_tests"] == []
     assert [r["extra"]["group"] for r in payload["records"]] == [
         "test_x.py::test_x[a]",
         "test_x.py::test_x[b]",
@@ -297,3 +312,146 @@ def test_a_worker_tunes_inside_its_quiet_hold_and_notes_when_the_others_ran_on(
             " not pause within 300 s)"
         ]
     )
+
+
+class _LowProbe(FakeClient):
+    """A client whose first peak probe read low, as a CPU's beside a busy neighbour: its
+    second reads the device's real rates, where `again` gives them."""
+
+    def __init__(self, clock: FakeClock, again: Peaks | None) -> None:
+        super().__init__(clock, Peaks(memory={"read": 1e9}, compute={"fp32": 1e9}, threads=1))
+        self.again, self.probes = again, 1
+
+    def probe_peaks_again(self) -> Peaks:
+        self.probes += 1
+        if self.again is not None:
+            self._peaks = self._peaks.at_least(self.again)
+        return self._peaks
+
+
+def _bounded(clock: FakeClock) -> GroupRequest:
+    # 1e6 bytes in 100 us: 1e10 bytes/s, ten times the low probe's memory roof.
+    return replace(request(clock), options={"work": Work(bytes=1e6)})
+
+
+def test_a_winner_above_its_roof_has_the_peaks_probed_again_and_judged_by_the_new_read(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock()
+    client = _LowProbe(clock, Peaks(memory={"read": 4e10}, compute={"fp32": 1e9}, threads=1))
+    gated = session(tmp_path, SessionHooks(client=lambda device: client), autotune="true")
+    gated.candidate_outcome(_bounded(clock), "fast")
+    summary = gated.output.summaries()[0]
+    assert client.probes == 2
+    assert summary.fraction_of_roof == pytest.approx(0.25)
+    assert not any("roof" in note for note in gated.output.notes)
+    # The record's device block carries the peaks the fraction is of.
+    record = gated.to_worker_output()["records"][0]
+    assert record["extra"]["device"]["peaks"]["memory_bytes_per_s"]["read"] == 4e10
+
+
+def test_a_winner_still_above_its_roof_after_a_second_probe_is_said_so(tmp_path: Path) -> None:
+    clock = FakeClock()
+    client = _LowProbe(clock, None)
+    gated = session(tmp_path, SessionHooks(client=lambda device: client), autotune="true")
+    gated.candidate_outcome(_bounded(clock), "fast")
+    assert client.probes == 2
+    assert gated.output.summaries()[0].fraction_of_roof == pytest.approx(10.0)
+    (note,) = [note for note in gated.output.notes if "roof" in note]
+    assert note.startswith("note: test_x.py::test_x: the winner reached 1000.0% of its DRAM roof")
+    assert "work= counts more" in note
+
+
+def test_a_winner_under_its_roof_leaves_the_peaks_as_probed(tmp_path: Path) -> None:
+    clock = FakeClock()
+    client = _LowProbe(clock, None)
+    gated = session(tmp_path, SessionHooks(client=lambda device: client), autotune="true")
+    gated.candidate_outcome(replace(request(clock), options={"work": Work(bytes=5e4)}), "fast")
+    assert client.probes == 1
+    assert gated.output.summaries()[0].fraction_of_roof == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("device", ["cuda:0", "cuda:1"])
+def test_a_worker_given_one_gpu_refuses_a_device_index_before_touching_cuda(
+    tmp_path: Path, device: str
+) -> None:
+    # Its cuda:0 is the GPU it was given, whichever of the host's that is, and its cuda:1 none.
+    settings = settings_from_sources({}, {}, {}, tmp_path)
+    worker = AutotuneSession(settings, worker=True, worker_gpu="1")
+    with pytest.raises(ConfigError, match=rf"device {device}: .*CUDA_VISIBLE_DEVICES=1\b"):
+        worker.client(device)
+
+
+def test_the_gate_copies_the_winners_inputs_in_the_clients_context(tmp_path: Path) -> None:
+    # CuPy copies an array to the current device: under device="cuda:1" the copies the gate
+    # measures the winner on must be made on device 1, where the client times it.
+    clock = FakeClock()
+    entered: list[bool] = []
+
+    class Device:
+        def __enter__(self) -> None:
+            entered.append(True)
+
+        def __exit__(self, *exc: object) -> None:
+            entered.pop()
+
+    client: Any = FakeClient(clock)
+    client.context = Device()
+    copied: list[bool] = []
+
+    def copies(key: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+        copied.append(bool(entered))
+        return tuple(list(x) for x in inputs)
+
+    fast, slow = candidate(clock, 1e-4, "fast", 1), candidate(clock, 3e-4, "slow", 1)
+    tunables = replace(TunableSet.of(lambda x: "k", {"fast": fast, "slow": slow}), input_gen=copies)
+    hooks = SessionHooks(client=lambda device: client if device == "fake" else None)
+    tuned = session(tmp_path, hooks, autotune="true")
+    group = replace(request(clock), inputs=([1, 2],), tunables=tunables)
+    assert tuned.candidate_outcome(group, "fast") is None
+    assert len(copied) > 4 and all(copied)  # the checks', each candidate's, the gate's
+
+
+class _NoDevice(RuntimeError):
+    """CuPy's `CUDARuntimeError`, as `getDeviceCount` raises it where CUDA sees no GPU."""
+
+
+def _cupy_without_devices() -> Any:
+    def no_device() -> int:
+        raise _NoDevice("cudaErrorNoDevice: no CUDA-capable device is detected")
+
+    runtime = SimpleNamespace(CUDARuntimeError=_NoDevice, getDeviceCount=no_device)
+    return SimpleNamespace(cuda=SimpleNamespace(runtime=runtime))
+
+
+@pytest.mark.parametrize("visible", ["7", "GPU-bogus", ""])
+def test_auto_on_the_cpu_because_cuda_visible_devices_hides_the_gpu_says_so_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, visible: str
+) -> None:
+    # CUDA hides every GPU behind a CUDA_VISIBLE_DEVICES that names none: `auto` fell back
+    # to the CPU without a word, and the baselines went to the CPU's folder.
+    monkeypatch.setitem(sys.modules, "cupy", _cupy_without_devices())
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    tuning = session(tmp_path, SessionHooks(), autotune_device="auto")
+    assert tuning.client(None).device_id.startswith("cpu-")
+    tuning.client(None)
+    (note,) = tuning.output.notes
+    assert note.startswith("warning: device auto: tuned on the CPU, as no CUDA device found:")
+    assert f"CUDA_VISIBLE_DEVICES is {visible!r}" in note
+
+
+def test_auto_on_the_cpu_of_a_machine_without_cupy_says_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    tuning = session(tmp_path, SessionHooks(), autotune_device="auto")
+    assert tuning.client(None).device_id.startswith("cpu-")
+    assert tuning.output.notes == []
+
+
+def test_a_note_two_workers_send_is_said_once(tmp_path: Path) -> None:
+    controller = session(tmp_path, SessionHooks())
+    for _ in range(2):
+        controller.merge_worker_output({"records": [], "notes": ["warning: device auto: ..."]})
+    assert controller.output.notes == ["warning: device auto: ..."]

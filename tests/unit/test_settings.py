@@ -5,17 +5,20 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pytest_autotune.plugin_settings import PluginSettings, settings_from_sources
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError, load_yaml
 from pytest_autotune.tune.key import AutotuneLevel
+from pytest_autotune.tune.parse import parse_fraction
 from pytest_autotune.tune.settings import BY_NAME, PRECEDENCE, SETTINGS, env_values
 
 # A value for each ini key, as an ini file spells it, unlike the setting's default.
 INI_VALUES = {
     "tune": "true",
     "update": "true",
+    "prune": "true",
     "cache_dir": "baselines",
     "html": "out/report.html",
     "record": "out/records.jsonl",
@@ -136,6 +139,30 @@ def test_a_relative_path_of_the_project_s_files_is_from_the_root_dir(tmp_path: P
     assert paths == (tmp_path / "r.html", tmp_path / "mycache", tmp_path / "r.jsonl")
 
 
+def test_a_home_or_a_variable_in_a_path_is_expanded_from_every_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As pytest expands `--junitxml=~/x.xml` and the ini's `cache_dir = $HOME/x`: no shell
+    # expands a `~` after `=`, nor anything in an ini file, autotune.yaml or a CI's `env:`.
+    home = tmp_path / "home"
+    (tmp_path / "project").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("QA_OUT", str(tmp_path / "out"))
+    settings = resolved(
+        tmp_path / "project",
+        command_line={"autotune_html": "~/r.html"},
+        environ={"PYTEST_AUTOTUNE_RECORD": "$QA_OUT/r.jsonl"},
+        ini={"autotune_cache_dir": "~/cache"},
+        invocation_dir=tmp_path / "project/tests",
+        yaml="",
+    )
+    assert settings.html == home / "r.html"
+    assert settings.engine.record == tmp_path / "out/r.jsonl"
+    assert settings.cache_dir == home / "cache"
+    yaml_set = resolved(tmp_path / "project", yaml="cache_dir: ${QA_OUT}/cache\n")
+    assert yaml_set.cache_dir == tmp_path / "out/cache"
+
+
 def test_the_level_is_carried_in_the_config(tmp_path: Path) -> None:
     settings = resolved(tmp_path, environ={"PYTEST_AUTOTUNE_LEVEL": "minimal"})
     assert settings.engine.level is AutotuneLevel.MINIMAL
@@ -155,6 +182,35 @@ def test_an_ini_spelling_in_autotune_yaml_is_pointed_at_its_yaml_name(tmp_path: 
         ConfigError, match=r": autotune_html: unknown setting; .*did you mean html\?$"
     ):
         load_yaml(path)
+
+
+@pytest.mark.parametrize("key", ["config", "autotune_config"])
+def test_the_config_key_in_autotune_yaml_is_pointed_at_the_option_that_names_the_file(
+    tmp_path: Path, key: str
+) -> None:
+    # The file cannot name itself; "did you mean config?" named the key just written, and
+    # the list of known settings had it too.
+    path = tmp_path / "autotune.yaml"
+    path.write_text(f"{key}: other.yaml\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_yaml(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: {key}: unknown setting; known settings: ")
+    assert message.endswith("; did you mean --autotune-config?")
+    assert "config" not in message.split("known settings: ")[1].split(";")[0].split(", ")
+
+
+def test_a_bad_value_in_autotune_yaml_names_the_file_from_where_pytest_ran(
+    tmp_path: Path,
+) -> None:
+    # As the README's example reads, and as every other path in a message is shown.
+    with pytest.raises(ConfigError, match=r"^autotune.yaml: max_samples: expected an"):
+        resolved(tmp_path, yaml="max_samples: 0\n")
+    with pytest.raises(ConfigError, match=r"^autotune.yaml: levl: unknown setting; "):
+        resolved(tmp_path, yaml="levl: full\n")
+    with pytest.raises(ConfigError) as info:  # from below the root dir: whole
+        resolved(tmp_path, invocation_dir=tmp_path / "tests", yaml="levl: full\n")
+    assert str(info.value).startswith(f"{tmp_path / 'autotune.yaml'}: levl: unknown setting")
 
 
 def test_a_bad_plugin_value_in_autotune_yaml_names_the_file_and_key(tmp_path: Path) -> None:
@@ -185,3 +241,99 @@ def test_the_environment_names_come_from_the_table() -> None:
 
 def _fields(value: object) -> dict[str, object]:
     return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+
+
+@pytest.mark.parametrize("value", ["10", 10, 1.5])
+def test_a_max_regression_past_one_is_refused_as_not_a_fraction(value: object) -> None:
+    # 10, meant as 10%, read as 1000% and turned the gate off without a word.
+    with pytest.raises(ConfigError, match=r"expected a fraction from 0 to 1 \(0.1 for 10%\)"):
+        parse_fraction(value, "autotune.yaml: max_regression")
+    assert parse_fraction("1", "x") == 1.0
+    assert parse_fraction(0.05, "x") == 0.05
+
+
+def test_a_numpy_scalar_is_a_number_for_every_numeric_setting(tmp_path: Path) -> None:
+    # `rtol=np.finfo(np.float32).eps * 8` is an np.float32: it was refused as not a number.
+    settings = resolved(tmp_path).for_marker(
+        {"rtol": np.float32(0.5), "atol": np.float64(1e-6), "time_limit": np.int64(3)}
+    )
+    assert settings.engine.rtol == 0.5
+    assert type(settings.engine.rtol) is float
+    assert settings.engine.atol == 1e-6
+    assert settings.engine.time_limit == 3.0
+    assert parse_fraction(np.float32(0.25), "x") == 0.25
+
+
+@pytest.mark.parametrize("value", ["10%", "2.5 %"])
+def test_a_max_regression_in_percent_is_asked_for_as_a_fraction(value: str) -> None:
+    # "10%" got "expected a number >= 0"; then "10" got the fraction's message: two tries.
+    with pytest.raises(ConfigError, match=r"expected a fraction from 0 to 1 \(0.1 for 10%\)"):
+        parse_fraction(value, "PYTEST_AUTOTUNE_MAX_REGRESSION")
+
+
+@pytest.mark.parametrize(
+    ("command_line", "ini", "where"),
+    [
+        ({"autotune_record": "out"}, {}, "command line: autotune_record"),
+        ({}, {"autotune_html": "out"}, "ini: autotune_html"),
+    ],
+)
+def test_an_output_file_that_is_a_folder_stops_the_run_at_its_start(
+    tmp_path: Path, command_line: dict[str, str], ini: dict[str, str], where: str
+) -> None:
+    # Written at the end of the run: a folder was found only after all the tuning.
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ConfigError, match=f"^{where}: .*out is a folder; give the path of a file"):
+        settings_from_sources(command_line, ini, {}, tmp_path, tmp_path)
+    settings_from_sources({"autotune_record": "out/r.jsonl"}, {}, {}, tmp_path, tmp_path)
+
+
+def test_two_outputs_naming_one_file_stop_a_tuning_run_at_its_start(tmp_path: Path) -> None:
+    # Written at the end one after the other, the last replaced the first without a word.
+    with pytest.raises(
+        ConfigError,
+        match=r"^ini: autotune_html and command line: autotune_record both name out\.txt: one"
+        r" would replace the other",
+    ):
+        settings_from_sources(
+            {"autotune": True, "autotune_record": "out.txt"},
+            {"autotune_html": "out.txt"},
+            {},
+            tmp_path,
+            tmp_path,
+        )
+    with pytest.raises(
+        ConfigError,
+        match=r"^command line: autotune_benchmark_json and --benchmark-json both name b\.json",
+    ):
+        settings_from_sources(
+            {"autotune": True, "autotune_benchmark_json": "b.json"},
+            {},
+            {},
+            tmp_path,
+            tmp_path,
+            written_by_others={"--benchmark-json": tmp_path / "b.json"},
+        )
+    # A plain run writes none of ours: a project's ini may name them for its tuning runs.
+    settings_from_sources(
+        {"autotune_record": "out.txt"}, {"autotune_html": "out.txt"}, {}, tmp_path, tmp_path
+    )
+
+
+@pytest.mark.parametrize("flag", ["autotune_update", "autotune_prune"])
+def test_an_update_with_the_cache_disabled_stops_the_run_at_its_start(
+    tmp_path: Path, flag: str
+) -> None:
+    # Written anyway, the update replaced each entry without reading it (its earlier
+    # sessions gone) in a file said to be neither read nor written.
+    spelled = "--" + flag.replace("_", "-")
+    with pytest.raises(
+        ConfigError,
+        match=f"^{spelled} writes the cache files, and PYTEST_AUTOTUNE_DISABLE_CACHE says",
+    ):
+        resolved(
+            tmp_path,
+            command_line={flag: True},
+            environ={"PYTEST_AUTOTUNE_DISABLE_CACHE": "1"},
+        )
+    assert resolved(tmp_path, environ={"PYTEST_AUTOTUNE_DISABLE_CACHE": "1"}).engine.disable_cache

@@ -3,9 +3,12 @@ nearest shipped device class standing in for a device nothing was tuned on."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import itertools
 import json
 import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from pytest_autotune.tune.cache import PersistentCache, cache_path
 from pytest_autotune.tune.config import AutotuneConfig, ConfigError, resolve
 from pytest_autotune.tune.device_class import DeviceClass, device_class, isa_level, nearest
 from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.journal import journal_path
 from pytest_autotune.tune.local import LocalTuner, local_tuner
 from pytest_autotune.tune.shipped import user_cache_dir
 from pytest_autotune.tune.tunable_set import TunableSet
@@ -53,7 +57,10 @@ def user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
-    """An importable package of its own name (imports are cached per process)."""
+    """An importable package of its own name (imports are cached per process). Its import
+    writes no bytecode beside it: the tests look for files the tuner wrote there, and
+    Python's own __pycache__ is not one (a run without PYTHONDONTWRITEBYTECODE found it)."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
     name = f"shipping_lib_{next(_packages)}"
     folder = tmp_path / "site" / name
     folder.mkdir(parents=True)
@@ -95,6 +102,48 @@ def test_the_user_cache_directory_follows_the_platform_convention(user_cache: Pa
 def test_a_local_tuner_reads_the_shipped_cache_of_its_top_level_package() -> None:
     assert local_tuner().package == "tests"
     assert local_tuner(package="sigkit").package == "sigkit"
+
+
+def test_a_module_whose_name_imports_nothing_has_no_package_and_no_warning() -> None:
+    # pytest's --import-mode=importlib names a test file's module after its path, a name
+    # that imports nothing: its tuner ships nothing, and no typo is to be reported.
+    names = {"__name__": "ghost_package_not_installed.test_ops"}
+    exec("from pytest_autotune import local_tuner\nTUNER = local_tuner()", names)
+    assert names["TUNER"].package is None
+    assert names["TUNER"].name == "ghost_package_not_installed.test_ops"
+
+
+def test_below_a_namespace_package_the_shipped_caches_are_the_first_regular_packages(
+    tmp_path, monkeypatch
+) -> None:
+    """`acme` is a namespace several distributions share (no `__init__.py`); the library is
+    `acme.mylib`, whose `.autotune` its tests write and its wheel ships."""
+    namespace = f"shipping_ns_{next(_packages)}"
+    library = tmp_path / "site" / namespace / "mylib"
+    library.mkdir(parents=True)
+    (library / "__init__.py").write_text("")
+    (library / "ops.py").write_text(
+        "from pytest_autotune import local_tuner\nTUNER = local_tuner()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    ops = importlib.import_module(f"{namespace}.mylib.ops")
+    assert ops.TUNER.package == f"{namespace}.mylib"
+
+
+def test_a_tuner_built_in_a_namespaced_librarys_init_reads_that_librarys_caches(
+    tmp_path, monkeypatch
+) -> None:
+    """`TUNER = local_tuner()` in `acme/mylib/__init__.py`: the calling module is the
+    library itself, not a module below it, and the namespace above it holds no data."""
+    namespace = f"shipping_ns_{next(_packages)}"
+    library = tmp_path / "site" / namespace / "mylib"
+    library.mkdir(parents=True)
+    (library / "__init__.py").write_text(
+        "from pytest_autotune import local_tuner\nTUNER = local_tuner()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    mylib = importlib.import_module(f"{namespace}.mylib")
+    assert mylib.TUNER.package == f"{namespace}.mylib"
 
 
 def test_a_shipped_winner_is_served_without_benchmarking(user_cache, package) -> None:
@@ -149,6 +198,44 @@ def test_a_users_own_entry_wins_over_the_shipped_one(user_cache, package) -> Non
     tunables, _fns = candidates(client, a=1e-3, b=3e-3, c=2e-3)
     local = LocalTuner("lib.ops", package=name)
     assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "a"
+    assert client.timed == []
+
+
+def test_a_shipped_winner_for_the_current_candidates_beats_the_users_entry_for_older_ones(
+    user_cache, package
+) -> None:
+    """The library was upgraded: the user tuned a key for its old candidate list, and the new
+    version ships a winner for that key tuned over its new list. The shipped one is served."""
+    name, folder = package
+    ship(folder, "cpu-lib-2t", AVX2, winner="b")
+    client = Device("cpu-lib-2t")
+    older, _ = candidates(client, a=1e-3, b=3e-3)
+    user = LocalTuner("lib.ops", AutotuneConfig(cache_dir=user_cache))
+    user.tuner(client.device_id).tune(3, older, ([1, 2, 3],), client)
+
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    local = LocalTuner("lib.ops", package=name)
+    assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "b"
+    assert client.timed == []
+
+
+def test_a_near_devices_winner_for_the_current_candidates_beats_a_stale_shipped_one(
+    user_cache, package
+) -> None:
+    """This device's shipped file was tuned for an older candidate list, the near device's
+    for the current one: the near device's winner is served, not a tuning."""
+    name, folder = package
+    ship(folder, "cpu-amd-epyc-7b13-2t", AVX2, winner="c")
+    stale = Device("cpu-amd-epyc-7b13-8t")
+    older, _ = candidates(stale, a=1e-3, b=3e-3)
+    config = AutotuneConfig(cache_dir=folder / ".autotune")
+    LocalTuner("lib.ops", config).execute(stale.device_id, stale, older, ([0] * 3,))
+
+    client = Device("cpu-amd-epyc-7b13-8t", {**AVX2, "threads": 8})
+    tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    local = LocalTuner("lib.ops", package=name)
+    assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "c"
     assert client.timed == []
 
 
@@ -214,9 +301,123 @@ def test_a_file_shipped_under_its_0_1_name_is_served(user_cache, package) -> Non
 def test_a_tuner_of_a_package_that_ships_nothing_tunes_into_the_user_cache(user_cache) -> None:
     client = Device("cpu-lib-2t")
     tunables, _ = candidates(client, a=1e-3, b=3e-3)
-    local = LocalTuner("lib.ops", package="no_such_package_here")
-    assert local.execute(client.device_id, client, tunables, ([1],)) == "a"
+    local = LocalTuner("lib.ops", package="json")  # a package, with no .autotune folder
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert local.execute(client.device_id, client, tunables, ([1],)) == "a"
     assert (user_cache / "cpu-lib-2t" / "lib.ops.json").is_file()
+
+
+def test_a_package_that_cannot_be_imported_is_named_and_the_key_is_tuned(user_cache) -> None:
+    # `package="mylib"` misspelt served no shipped winner, and said nothing.
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    local = LocalTuner("lib.ops", package="no_such_package_here")
+    with pytest.warns(CacheFileWarning, match="package 'no_such_package_here' of a LocalTuner"):
+        assert local.execute(client.device_id, client, tunables, ([1],)) == "a"
+    assert (user_cache / "cpu-lib-2t" / "lib.ops.json").is_file()
+
+
+def test_a_damaged_user_cache_is_set_aside_and_the_next_process_is_served(user_cache) -> None:
+    # A user's cache is written by tuning alone: kept as it was, a damaged one would make
+    # every process on this machine retune every key and never save one.
+    user_file = user_cache / "cpu-lib-2t" / "lib.ops.json"
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text('{"schema_version": 2, "entries": [')
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    local = LocalTuner("lib.ops", package="json")
+    with pytest.warns(CacheFileWarning, match=r"set aside as lib\.ops\.json\.damaged-1"):
+        assert local.execute(client.device_id, client, tunables, ([1],)) == "a"
+    assert (user_file.parent / "lib.ops.json.damaged-1").read_text() == (
+        '{"schema_version": 2, "entries": ['
+    )
+    assert [e["key"] for e in json.loads(user_file.read_text())["entries"]] == [1]
+
+    again = Device("cpu-lib-2t")
+    tunables, _ = candidates(again, a=1e-3, b=3e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fresh = LocalTuner("lib.ops", package="json")
+        assert fresh.execute(again.device_id, again, tunables, ([1],)) == "a"
+    assert again.timed == []
+
+
+def test_a_damaged_journal_sets_aside_its_file_too_and_keeps_earlier_damaged_copies(
+    user_cache,
+) -> None:
+    folder = user_cache / "cpu-lib-2t"
+    folder.mkdir(parents=True)
+    (folder / "lib.ops.json.damaged-1").write_text("older")
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    LocalTuner("lib.ops", package="json").execute(client.device_id, client, tunables, ([1],))
+    whole = (folder / "lib.ops.json").read_text()
+    (folder / "lib.ops.json.journal").write_text("not a journal line\n")
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    with pytest.warns(CacheFileWarning, match=r"journal.*set aside as lib\.ops\.json\.damaged-2"):
+        LocalTuner("lib.ops", package="json").execute(client.device_id, client, tunables, ([1],))
+    assert (folder / "lib.ops.json.damaged-1").read_text() == "older"
+    assert (folder / "lib.ops.json.damaged-2").read_text() == whole
+    assert (folder / "lib.ops.json.damaged-2.journal").read_text() == "not a journal line\n"
+
+
+def test_a_user_cache_of_a_newer_pytest_autotune_is_left_for_it(user_cache) -> None:
+    # Two environments on one machine, the other with a newer version: its file is whole.
+    user_file = user_cache / "cpu-lib-2t" / "lib.ops.json"
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text('{"schema_version": 99, "entries": []}')
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    local = LocalTuner("lib.ops", package="json")
+    with pytest.warns(CacheFileWarning, match="newer pytest-autotune") as caught:
+        assert local.execute(client.device_id, client, tunables, ([1],)) == "a"
+    assert not any("set aside" in str(w.message) for w in caught)
+    assert user_file.read_text() == '{"schema_version": 99, "entries": []}'
+    assert sorted(p.name for p in user_file.parent.iterdir() if "damaged" in p.name) == []
+
+
+def test_a_user_cache_whose_journal_a_newer_pytest_autotune_wrote_is_left_for_it(
+    user_cache,
+) -> None:
+    # The other environment's version appends journal lines of a format this one does not
+    # know: its file and journal are whole, and must not be set aside as damaged.
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    LocalTuner("lib.ops", package="json").execute(client.device_id, client, tunables, ([1],))
+    user_file = user_cache / "cpu-lib-2t" / "lib.ops.json"
+    newer = journal_path(user_file)
+    digest = hashlib.sha256(user_file.read_bytes()).hexdigest()
+    newer.write_text(json.dumps({"journal_of": digest, "journal_version": 2}) + "\n{}\n")
+    before = user_file.read_bytes(), newer.read_bytes()
+    with pytest.warns(CacheFileWarning, match="newer pytest-autotune") as caught:
+        assert (
+            LocalTuner("lib.ops", package="json").execute(
+                client.device_id, client, tunables, ([1, 2],)
+            )
+            == "a"
+        )
+    assert not any("set aside" in str(w.message) for w in caught)
+    assert (user_file.read_bytes(), newer.read_bytes()) == before
+    assert sorted(p.name for p in user_file.parent.iterdir() if "damaged" in p.name) == []
+
+
+def test_a_damaged_cache_in_an_explicit_cache_dir_is_left_alone(user_cache, tmp_path) -> None:
+    # A folder the user named may be committed: only a person throws its files away.
+    folder = tmp_path / "named"
+    broken = cache_path(folder, "cpu-lib-2t", "lib.ops")
+    broken.parent.mkdir(parents=True)
+    broken.write_text("{not json")
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    local = LocalTuner("lib.ops", AutotuneConfig(cache_dir=folder))
+    with pytest.warns(CacheFileWarning) as caught:
+        assert local.execute(client.device_id, client, tunables, ([1],)) == "a"
+    assert "will not overwrite the file" in str(caught[0].message)
+    assert not any("set aside" in str(w.message) for w in caught)
+    assert broken.read_text() == "{not json"
+    assert [p.name for p in broken.parent.iterdir() if not p.name.startswith(".")] == [broken.name]
 
 
 # -- a device nothing was shipped for ---------------------------------------------------------
@@ -261,7 +462,8 @@ def test_with_shipped_match_exact_a_near_device_tunes_its_own_winners(user_cache
     local = LocalTuner("lib.ops", AutotuneConfig(shipped_match="exact"), package=name)
     assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "a"
     assert client.timed
-    assert client.fingerprints == 0
+    # Once, for the device block of the user's cache file; the shipped lookup took none.
+    assert client.fingerprints == 1
 
 
 def test_the_fingerprint_is_not_taken_when_only_this_device_is_shipped(user_cache, package) -> None:
@@ -270,7 +472,8 @@ def test_the_fingerprint_is_not_taken_when_only_this_device_is_shipped(user_cach
     client = Device("cpu-lib-2t", AVX2)
     tunables, _ = candidates(client, a=1e-3, b=3e-3)
     LocalTuner("lib.ops", package=name).execute(client.device_id, client, tunables, ([1],))
-    assert client.fingerprints == 0
+    # Once, for the device block of the user's cache file; the shipped lookup took none.
+    assert client.fingerprints == 1
 
 
 def test_shipped_match_accepts_exact_or_class_only() -> None:
@@ -365,3 +568,25 @@ def test_a_key_this_devices_shipped_file_lacks_takes_the_near_devices_winner(
     assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "b"
     assert local.execute(client.device_id, client, tunables, ([1] * 50,)) == "c"
     assert client.timed == []
+
+
+def test_a_damaged_user_cache_another_process_set_aside_first_is_read_again(
+    user_cache, monkeypatch
+) -> None:
+    # Two workers of one machine load the damaged file at once: the second finds, under the
+    # lock, that the first moved it and saved a new one; it reads that, and saves too.
+    user_file = user_cache / "cpu-lib-2t" / "lib.ops.json"
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text("{not json")
+
+    def first_worker_did_it(self, error):
+        user_file.rename(user_file.with_name("lib.ops.json.damaged-1"))
+
+    monkeypatch.setattr(PersistentCache, "_set_aside", first_worker_did_it)
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        local = LocalTuner("lib.ops", package="json")
+        assert local.execute(client.device_id, client, tunables, ([1],)) == "a"
+    assert [e["key"] for e in json.loads(user_file.read_text())["entries"]] == [1]

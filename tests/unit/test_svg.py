@@ -24,6 +24,7 @@ from pytest_autotune.report.svg import (
     strip_chart,
     trend_chart,
 )
+from pytest_autotune.report.svg.draw import CHAR_WIDTH
 from pytest_autotune.tune.log import format_duration
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -109,6 +110,23 @@ def test_a_bar_chart_escapes_every_label_and_cuts_long_ones_keeping_the_full_tit
     assert cut and cut[0].endswith("\u2026") and len(cut[0]) < len(long_name)
     titles = ["".join(t.itertext()) for t in root.iter(f"{SVG}title")]
     assert any(t.startswith(long_name) for t in titles)
+
+
+@pytest.mark.parametrize("name", ["add_reduce", "grid_stride_block_1024_" * 3])
+def test_a_winners_bold_label_has_the_room_its_bold_text_takes(name: str) -> None:
+    # The winner's label is bold (report.css), about a tenth wider than the plain width
+    # the label column was sized by: "add_reduce" lost its first letter to the edge.
+    root = parse(
+        str(
+            bar_chart(
+                [Bar("dot", 2e-6), Bar(name, 1e-6, highlight=True)],
+                format_value=format_duration,
+                title="t",
+            )
+        )
+    )
+    (label,) = [t for t in root.iter(f"{SVG}text") if t.get("class") == "label" and t.text != "dot"]
+    assert float(label.get("x", "nan")) >= len(label.text or "") * CHAR_WIDTH * 1.1
 
 
 def point_centres(root: ET.Element) -> dict[str, tuple[float, float]]:

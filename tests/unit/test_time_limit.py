@@ -51,3 +51,22 @@ def test_another_handlers_alarm_is_passed_on() -> None:
         assert fired == [signal.SIGALRM]
     finally:
         signal.signal(signal.SIGALRM, previous)
+
+
+def _double(x: int) -> int:
+    return 2 * x
+
+
+def test_a_limited_function_runs_under_its_limit_and_pickles_and_measures_bare() -> None:
+    import pickle
+
+    from pytest_autotune.time_limit import Limited, unlimited
+
+    limit = TimeLimit(5.0)
+    limited = Limited(_double, limit, "double")
+    with limit.armed():
+        assert limited(21) == 42
+    # A fresh process gets the function itself; the gate measures it bare.
+    assert pickle.loads(pickle.dumps(limited)) is _double
+    assert unlimited(limited) is _double
+    assert unlimited(_double) is _double

@@ -1,6 +1,8 @@
 """`TunableSet`: the builder, the checksum of its candidate list, and the default input copies."""
 
+import functools
 import hashlib
+import re
 
 import numpy as np
 import pytest
@@ -142,6 +144,123 @@ def test_a_short_circuit_of_fewer_than_one_sample_is_refused(samples):
         TunableSet(by_size).with_short_circuit(samples)
 
 
+# -- misuse of the builders ----------------------------------------------------------------
+
+
+def test_a_candidate_that_is_not_callable_is_refused_when_built_and_named():
+    with pytest.raises(TypeError, match=r"Tunable 'a': expected a callable, got int 5"):
+        Tunable("a", 5)
+    with pytest.raises(TypeError, match=r"Tunable 'a': expected a callable, got int 5"):
+        TunableSet.of(by_size, {"a": 5, "b": first})
+    with pytest.raises(TypeError, match=r"Tunable 'a': expected a callable"):
+        TunableSet(by_size).with_(("a", "not a function"))
+
+
+async def _sum_later(x):
+    return sum(x)
+
+
+def _sums(x):
+    yield sum(x)
+
+
+@pytest.mark.parametrize(
+    ("fn", "what"),
+    [
+        (_sum_later, "an `async def` function"),
+        (functools.partial(_sum_later), "an `async def` function"),
+        (_sums, "a generator function"),
+    ],
+)
+def test_a_candidate_whose_call_runs_nothing_is_refused_when_built_and_named(fn, what):
+    # Called as fn(*inputs) and never awaited or iterated, it ran nothing: timed, it was
+    # all but free and won; checked, it was a coroutine every other candidate "differed" from.
+    with pytest.raises(TypeError, match=rf"Tunable 'later': {re.escape(what)}"):
+        Tunable("later", fn)
+
+
+@pytest.mark.parametrize("name", ["", 3, None])
+def test_a_candidate_name_must_be_a_non_empty_string(name):
+    with pytest.raises(TypeError, match="Tunable: the name must be a non-empty str"):
+        Tunable(name, first)
+
+
+def test_with_refuses_what_is_neither_a_tunable_nor_a_pair():
+    with pytest.raises(TypeError, match=r"a candidate must be a Tunable.* got function"):
+        TunableSet(by_size).with_(first)
+
+
+def test_a_set_refuses_candidates_that_are_not_tunables():
+    with pytest.raises(TypeError, match=r"a candidate must be a Tunable.* got function"):
+        TunableSet(by_size, tunables=(first,))
+
+
+def test_a_set_given_a_list_of_candidates_holds_them_as_a_tuple():
+    tunables = TunableSet(by_size, tunables=[Tunable("a", first)])
+    assert tunables.tunables == (Tunable("a", first),)
+    assert tunables.with_(("b", second)).names == ("a", "b")
+
+
+def test_of_refuses_candidates_that_are_not_a_mapping():
+    with pytest.raises(TypeError, match="candidates must be a mapping of name -> function"):
+        TunableSet.of(by_size, [first, second])
+
+
+def test_generators_that_are_not_callable_are_refused():
+    with pytest.raises(TypeError, match="TunableSet: key generator: expected a callable"):
+        TunableSet(5)
+    with pytest.raises(TypeError, match="TunableSet: input generator: expected a callable"):
+        TunableSet(by_size, input_gen=None)
+
+
+def test_an_input_generator_that_cannot_take_the_key_and_the_inputs_is_refused_by_name():
+    # It is called as input_gen(key, inputs): one written as `lambda inputs: ...` failed at
+    # every candidate's first call, each recorded as that candidate's TypeError, and the key
+    # was remembered as one no candidate can run.
+    with pytest.raises(TypeError, match=r"TunableSet: the input generator is called as"):
+        TunableSet(by_size, lambda inputs: inputs)
+    with pytest.raises(TypeError, match=r"input_gen\(key, inputs\)"):
+        TunableSet(by_size, input_gen=lambda key, inputs, extra: inputs)
+    # What can take two arguments stays accepted, a signature that cannot be read too.
+    TunableSet(by_size, lambda key, inputs, extra=None: inputs)
+    TunableSet(by_size, lambda *args: args[1])
+    TunableSet(by_size, CloneInputGenerator())
+    TunableSet(by_size, max)
+
+
+def test_a_bounds_generator_without_the_client_is_refused_by_name():
+    # The seed's bounds generator takes the key and the inputs; ours also the client whose
+    # peaks the roofline needs. One ported as `lambda key, inputs: ...` raised "takes 2
+    # positional arguments but 3 were given" from inside the tuner at the first new key.
+    with pytest.raises(TypeError, match=r"bounds_gen\(key, inputs, client\)"):
+        TunableSet(by_size).with_bounds(lambda key, inputs: None)
+    with pytest.raises(TypeError, match=r"bounds_gen\(key, inputs, client\)"):
+        TunableSet(by_size, bounds_gen=lambda key, inputs: None)
+    TunableSet(by_size).with_bounds(lambda key, inputs, client: None)
+
+
+def test_bounds_or_a_work_model_of_the_wrong_type_are_named_with_their_key():
+    # They failed in the tuner, on `.to_json` of an int or `.footprint` of a tuple, naming
+    # neither the generator nor the key.
+    client = FakeClient()
+    wrong = TunableSet(by_size).with_bounds(lambda key, inputs, client: 5)
+    with pytest.raises(TypeError, match=r"bounds generator of key 2 returned int 5, not Bounds"):
+        wrong.bounds(2, ([1, 2],), client)
+    pair = TunableSet(by_size).with_work(lambda x: (len(x), 4 * len(x)))
+    with pytest.raises(TypeError, match=r"work model of key 2 returned tuple \(2, 8\), not a Work"):
+        pair.bounds(2, ([1, 2],), client)
+
+
+def test_group_priorities_that_are_not_callable_are_refused_and_named():
+    with pytest.raises(TypeError, match="TuneGroup 'big': priority: expected a callable"):
+        TuneGroup("big", 2)
+    big = TuneGroup("big", lambda key: 2)
+    with pytest.raises(TypeError, match="Tunable 'a': priority in group 'big': expected a"):
+        Tunable("a", first).group(big, 1)
+    with pytest.raises(TypeError, match=r"group\(\) takes a TuneGroup, got str"):
+        Tunable("a", first).group("big", lambda key: 1)
+
+
 # -- names and checksum ---------------------------------------------------------------------
 
 
@@ -210,6 +329,19 @@ def test_cloned_arrays_are_copies_with_the_same_values():
     assert copy.dtype == x.dtype
 
 
+def test_a_copy_keeps_the_memory_layout_of_the_callers_array():
+    # A Fortran-ordered input was copied in C order: candidates were timed (and checked) on a
+    # layout the caller never passes, so a column-wise kernel could win a tuning it loses in
+    # use, and one that needs Fortran order (a BLAS or LAPACK call) failed only in its test.
+    x = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    transposed = np.arange(12.0).reshape(3, 4).T
+    copy, copy_of_view = CloneInputGenerator()(None, (x, transposed))
+    assert copy.flags.f_contiguous
+    assert copy.strides == x.strides
+    assert copy_of_view.strides == transposed.strides
+    np.testing.assert_array_equal(copy, x)
+
+
 def test_a_candidate_writing_into_its_copy_leaves_the_callers_array_alone():
     x = np.ones(4)
     (copy,) = CloneInputGenerator()(None, (x,))
@@ -254,6 +386,15 @@ def test_scalars_and_other_objects_are_shared_not_copied():
     assert cloned[-1] == scalar
 
 
+def test_an_array_type_given_as_an_input_is_shared_not_copied():
+    # `parametrize("dtype", [np.float32, np.float64])` hands the class itself: it has
+    # `__array__`, `copy` and `shape` as unbound attributes, and calling `np.float32.copy()`
+    # failed every candidate with "unbound method generic.copy() needs an argument".
+    inputs = (np.float32, np.float64, np.ndarray, np.dtype("float32"))
+    cloned = CloneInputGenerator()(None, inputs)
+    assert all(c is o for c, o in zip(cloned, inputs, strict=True))
+
+
 def test_the_clone_is_a_tuple_of_as_many_inputs():
     cloned = CloneInputGenerator()("key", (np.zeros(1), 2))
     assert type(cloned) is tuple
@@ -282,6 +423,38 @@ def test_a_clone_copies_the_arrays_an_object_holds_and_shares_other_objects() ->
     assert state.buffer.sum() == 0.0
     assert cloned_state is not state and cloned_state.label == "s"
     assert cloned_plain is plain
+
+
+def test_an_array_given_twice_is_copied_once_and_stays_one_array() -> None:
+    # `op(x, x)` (an in-place candidate whose output is its input, `np.add(x, y, out=y)`)
+    # was given two unrelated copies: its write no longer reached its other argument, and
+    # every call held twice the memory of its inputs.
+    import numpy as np
+
+    x = np.arange(4.0)
+
+    class State:
+        def __init__(self) -> None:
+            self.buffer = x
+
+    a, b, state = CloneInputGenerator()(None, (x, x, State()))
+    assert a is b and a is not x
+    assert state.buffer is a
+    np.add(a, b, out=b)
+    assert a.tolist() == [0.0, 2.0, 4.0, 6.0] and x.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_an_object_met_first_below_the_depth_limit_is_still_copied_nearer_the_top() -> None:
+    import numpy as np
+
+    class Holder:
+        def __init__(self, inner: object) -> None:
+            self.inner = inner
+
+    b = Holder(np.zeros(3))
+    a = Holder(Holder(Holder(b)))
+    _, cloned_b = clone_value((a, b))
+    assert cloned_b is not b and cloned_b.inner is not b.inner
 
 
 def _one(x):

@@ -3,6 +3,7 @@ refresh loop, no write permission or GPU runner for code nobody reviewed."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,24 @@ def test_the_cpu_workflow_runs_the_suite_on_python_3_10_to_3_13_and_the_oldest_p
     assert ci["permissions"] == {"contents": "read"}
 
 
+def test_the_oldest_pytest_job_installs_the_oldest_pytest_benchmark_beside_it() -> None:
+    # pytest-benchmark 5 needs pytest 8.1: beside pytest 7.4 its compare command fails, so
+    # the job pins both to the floors that pyproject.toml declares. The other dependencies
+    # and pytest-xdist at their floors too: NumPy 1.24 names a dtype's type otherwise, and
+    # filelock 3.x removes a released lock's file, which no other job would run into.
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    runtime = pyproject.split("dependencies = [", 1)[1].split("]", 1)[0]
+    floors = re.findall(r'"([a-z0-9-]+)>=([0-9.]+)"', runtime)
+    floors += re.findall(r'"(pytest-benchmark|pytest-xdist)>=([0-9.]+)"', pyproject)
+    assert {"pytest", "numpy", "filelock", "pytest-benchmark", "pytest-xdist"} <= {
+        name for name, _ in floors
+    }
+    test = load("ci.yml")["jobs"]["test"]
+    oldest = next(line for line in steps_run(test).splitlines() if "matrix.pytest" in line)
+    for name, version in floors:
+        assert f"'{name}=={version}.*'" in oldest, (name, oldest)
+
+
 def test_the_refresh_runs_on_a_schedule_or_on_demand_never_on_a_push() -> None:
     autotune = load("autotune.yml")
     assert "push" not in autotune["on"]
@@ -121,3 +140,39 @@ def test_the_gpu_jobs_install_into_a_virtual_environment() -> None:
         run = steps_run(job)
         assert "python3 -m venv .venv" in run
         assert "pip install" not in run.replace(".venv/bin/python -m pip install", "")
+
+
+def run_step(job: dict[str, Any], name: str, checkout: Path, runner_temp: Path) -> int:
+    """Run one step's script as GitHub's runner does (`bash -e`) in `checkout`."""
+    step = next(s for s in job["steps"] if s.get("name") == name)
+    done = subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        cwd=checkout,
+        env={"PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(runner_temp)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="the runner's shell, bash, is not here")
+def test_the_first_refresh_of_a_project_without_committed_baselines_keeps_an_empty_folder(
+    tmp_path: Path,
+) -> None:
+    # A project that copies the workflow has no .autotune/ until its first refresh: that
+    # refresh must go on, and every entry it writes is new to `changed`.
+    refresh = load("autotune.yml")["jobs"]["refresh"]
+    checkout, runner_temp = tmp_path / "checkout", tmp_path / "temp"
+    checkout.mkdir()
+    runner_temp.mkdir()
+
+    assert run_step(refresh, "Keep the committed baselines", checkout, runner_temp) == 0
+    assert list((runner_temp / "committed").iterdir()) == []
+
+    (checkout / ".autotune" / "cpu-x").mkdir(parents=True, exist_ok=True)
+    (checkout / ".autotune" / "cpu-x" / "t.json").write_text("{}\n")
+    runner_temp = tmp_path / "temp2"
+    runner_temp.mkdir()
+    assert run_step(refresh, "Keep the committed baselines", checkout, runner_temp) == 0
+    assert (runner_temp / "committed" / "cpu-x" / "t.json").read_text() == "{}\n"

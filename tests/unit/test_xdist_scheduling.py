@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 import pytest
 
 pytest.importorskip("xdist")
 
 from pytest_autotune.plugin import xdist_group_name
-from pytest_autotune.xdist import function_scope, worker_gpus
+from pytest_autotune.xdist import WORKER_GPU, XdistBridge, function_scope, worker_gpus
 
 
 def test_all_parametrizations_of_a_test_function_share_one_work_unit() -> None:
@@ -36,3 +39,34 @@ def test_with_one_gpu_or_none_workers_keep_what_the_controller_sees() -> None:
     assert worker_gpus(None, 1, 2) == [None, None]
     assert worker_gpus(None, 0, 2) == [None, None]
     assert worker_gpus("1", 4, 2) == [None, None]
+
+
+def test_a_worker_whose_tx_spec_sets_its_devices_keeps_them() -> None:
+    # `--tx 2*popen//env:CUDA_VISIBLE_DEVICES=2`: both workers on the GPU the user chose.
+    session: Any = SimpleNamespace(
+        settings=SimpleNamespace(tune=True), uses_default_gpu=lambda: True
+    )
+    config: Any = SimpleNamespace()
+    bridge = XdistBridge(config, session, gpu_count=lambda: 4, environ={})
+    specs = [
+        SimpleNamespace(id="gw0", popen=True, env={"CUDA_VISIBLE_DEVICES": "2"}),
+        SimpleNamespace(id="gw1", popen=True, env={}),
+    ]
+    bridge.pytest_xdist_setupnodes(config, specs)
+    assert [spec.env for spec in specs] == [
+        {"CUDA_VISIBLE_DEVICES": "2"},
+        {"CUDA_VISIBLE_DEVICES": "1"},
+    ]
+    # Only the GPU the plugin gave reaches the worker as its own.
+    inputs = []
+    for spec in specs:
+        node = SimpleNamespace(gateway=SimpleNamespace(id=spec.id, spec=spec), workerinput={})
+        bridge.pytest_configure_node(node)
+        inputs.append(node.workerinput)
+    assert inputs == [{}, {WORKER_GPU: "1"}]
+    # A worker that crashed is replaced on the same spec under a new id (xdist's
+    # `_clone_node`): the new worker has the same GPU, and must know it is its own.
+    specs[1].id = "gw2"
+    node = SimpleNamespace(gateway=SimpleNamespace(id="gw2", spec=specs[1]), workerinput={})
+    bridge.pytest_configure_node(node)
+    assert node.workerinput == {WORKER_GPU: "1"}

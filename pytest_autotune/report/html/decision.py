@@ -11,7 +11,14 @@ from dataclasses import dataclass, replace
 from markupsafe import Markup
 
 from pytest_autotune.gate.verdicts import Comparison
-from pytest_autotune.report import decision_name, group_order, key_text, verdict_text
+from pytest_autotune.report import (
+    decision_name,
+    failed_checks_text,
+    format_roof,
+    group_order,
+    key_text,
+    verdict_text,
+)
 from pytest_autotune.report.figures import format_change, format_fraction, format_interval
 from pytest_autotune.report.html.records import (
     BaselineSeen,
@@ -51,19 +58,27 @@ from pytest_autotune.report.svg import (
     trend_chart,
 )
 from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome, AutotuneResult, SampleStats
-from pytest_autotune.tune.bounds import COMPUTE, MEMORY, Bounds, Work, fraction_of_roof
+from pytest_autotune.tune.bounds import (
+    COMPUTE,
+    MEMORY,
+    Bounds,
+    Thresholds,
+    Work,
+    calculate_bounds,
+    fraction_of_roof,
+)
 from pytest_autotune.tune.checks import CheckResult
 from pytest_autotune.tune.log import event_from_json, format_duration
 from pytest_autotune.tune.peaks import Peaks
 from pytest_autotune.tune.records import AutotuneRecord, RecordError
 
 
-def _roofs(peaks: Peaks | None, bounds: Bounds | None) -> tuple[float, float]:
+def _roofs(peaks: Peaks | None, bounds: Bounds | None, unit: str = "fp32") -> tuple[float, float]:
     """(compute, memory) peaks: the bounds' own peaks where the record has a bound of that
     resource (they are what the decision was tuned against), else the device's measured
-    peaks (the fp32 compute roof, as the gate uses); 0.0 when unknown."""
+    peaks (the compute roof of the work's `unit`, as the gate uses); 0.0 when unknown."""
     by_resource = {b.resource: b.peak for b in bounds.bounds} if bounds is not None else {}
-    compute = by_resource.get(COMPUTE, peaks.compute_peak() if peaks else 0.0)
+    compute = by_resource.get(COMPUTE, peaks.compute_peak(unit) if peaks else 0.0)
     memory = by_resource.get(MEMORY, peaks.memory_peak if peaks else 0.0)
     return (
         compute if math.isfinite(compute) else 0.0,
@@ -111,6 +126,19 @@ class _Roofline:
             return None
         return fraction_of_roof(self.work, seconds, self.compute_peak, self.memory_peak)
 
+    def binding(self) -> str | None:
+        """Which roof `fraction` is of: the binding resource of its bounds, the memory one
+        named by its level where the bound said; None without work."""
+        if self.work is None:
+            return None
+        bounds = calculate_bounds(
+            self.work, Thresholds(), self.compute_peak, self.memory_peak, 0.0, self.memory_level
+        )
+        resource = bounds.binding_resource()
+        if resource == MEMORY:
+            return self.memory_level or MEMORY
+        return resource
+
     def point(self, name: str, seconds: float) -> RooflinePoint | None:
         work = self.work
         if work is None or work.compute_ops <= 0 or work.bytes <= 0:
@@ -141,14 +169,16 @@ def _candidate(
     roofline: _Roofline,
     samples: Sequence[float],
     costs: str = "",
+    *,
+    precise: bool = False,
 ) -> tuple[CandidateView, Bar]:
     """A candidate's row and bar; `samples` are what it is shown with (the winner's precise
-    measurement, the others' tuning samples)."""
+    measurement where `precise`, else tuning samples)."""
     check_text, check_class, check_message = _check_cell(check)
     if isinstance(result, AutotuneOutcome) and samples:
         stats = SampleStats.of(samples)
         fraction = roofline.fraction(stats.median)
-        count = f"{stats.count}" + (" (precise)" if winner else "")
+        count = f"{stats.count}" + (" (precise)" if precise else "")
         view = CandidateView(
             index=index,
             name=result.name,
@@ -157,7 +187,9 @@ def _candidate(
             median_sort=_sort_number(stats.median),
             relative="",
             spread=_spread(samples),
+            spread_sort=_sort_number(min(samples)),
             samples=count,
+            samples_sort=str(stats.count),
             roof=format_fraction(fraction),
             roof_sort=_sort_number(fraction, "-Infinity"),
             check=check_text,
@@ -179,7 +211,9 @@ def _candidate(
         median_sort=_sort_number(None),
         relative=MISSING,
         spread=MISSING,
+        spread_sort=_sort_number(None),
         samples="0",
+        samples_sort="0",
         roof=MISSING,
         roof_sort=_sort_number(None, "-Infinity"),
         check=check_text,
@@ -232,13 +266,29 @@ def decision_view(
     candidates, bars = _candidates(record, results, checks, roofline, winner_samples, extra)
 
     winner_median = SampleStats.of(winner_samples).median if winner_samples else None
-    fraction = extra.typed.fraction_of_roof
+    fraction, roof = extra.typed.fraction_of_roof, extra.typed.roof
     if fraction is None and winner_median is not None:
-        fraction = roofline.fraction(winner_median)
+        # A record without the plugin's extras (a LocalTuner's): from its bounds, naming
+        # the roof as the plugin does, or "1.3%" beside "memory (L1)" reads as L1's.
+        fraction, roof = roofline.fraction(winner_median), roofline.binding()
     comparison = read_comparison(extra)
     baseline = read_baseline(extra)
     verdict = extra.typed.verdict
     failed = gate_failed(verdict, extra.typed.failed)
+    # A candidate that failed its check fails its own test, whatever the gate said of the
+    # winner: the card is not "passing", unless the test is marked to fail (xfail). A
+    # record that does not say which are marked (an older one) raises none.
+    # Nor does one whose test this run did not select (`-k`): the group is checked whole.
+    expected = extra.typed.expected_failures
+    unselected = extra.typed.not_selected or ()
+    wrong = [
+        c.name
+        for c in checks.values()
+        if expected is not None
+        and not c.passed
+        and c.name not in expected
+        and c.name not in unselected
+    ]
     work, roofs = roofline.describe()
 
     raw_change, strips = _against_baseline(winner_samples, baseline, measured, name)
@@ -259,7 +309,7 @@ def decision_view(
             if winner_samples
             else MISSING
         ),
-        roof=format_fraction(fraction),
+        roof=format_roof(fraction, roof),
         roof_bar=_roof_bar(fraction, name),
         delta=format_interval(comparison) if comparison is not None else MISSING,
         raw_change=raw_change,
@@ -268,8 +318,11 @@ def decision_view(
         verdict_shown=verdict_text(verdict, failed) if verdict else MISSING,
         verdict_class=verdict_class(verdict),
         failed=failed,
-        attention=failed or (verdict is not None and verdict not in PASSING_VERDICTS),
-        message=extra.typed.message or "",
+        attention=failed
+        or bool(wrong)
+        or (verdict is not None and verdict not in PASSING_VERDICTS),
+        message="; ".join(filter(None, (extra.typed.message, failed_checks_text(wrong)))),
+        failed_checks=len(wrong),
         work=work,
         roofs=roofs,
         time_limit=format_duration(record.time_limit) if record.time_limit else MISSING,
@@ -295,13 +348,22 @@ def decision_view(
             peaks.compute_peak() if peaks else roofline.compute_peak,
             peaks.memory_peak if peaks else roofline.memory_peak,
         ),
+        level_roof=(
+            (roofline.memory_level, roofline.memory_peak)
+            if peaks is not None
+            and roofline.memory_level is not None
+            and roofline.memory_level != peaks.outer_level
+            else None
+        ),
     )
 
 
 def _roofline(extra: Extra, bounds: Bounds | None, peaks: Peaks | None) -> _Roofline:
     """The roofline a decision is drawn against: its work under its device's roofs."""
     level = next((b.level for b in bounds.bounds if b.resource == MEMORY), None) if bounds else None
-    return _Roofline(read_work(extra, bounds), *_roofs(peaks, bounds), memory_level=level)
+    work = read_work(extra, bounds)
+    roofs = _roofs(peaks, bounds, work.unit if work is not None else "fp32")
+    return _Roofline(work, *roofs, memory_level=level)
 
 
 def _pick_note(record: AutotuneRecord, measured: str | None) -> str:
@@ -360,6 +422,8 @@ def _candidates(
 ) -> tuple[list[CandidateView], list[Bar]]:
     """Each candidate's row and bar, the winner's shown with its precise measurement."""
     measured = measured_name(record)
+    # A LocalTuner's record has no precise measurement: its winner's tuning samples stand in.
+    precise = bool(extra.typed.winner_samples_ns)
     candidates, bars = [], []
     for index, result in results:
         # A winner index naming another candidate marks no winner (a record that does not
@@ -382,6 +446,7 @@ def _candidates(
             roofline,
             shown,
             costs_text(extra, result.name or ""),
+            precise=winner and precise,
         )
         candidates.append(view)
         bars.append(bar)

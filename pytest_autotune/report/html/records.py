@@ -112,11 +112,12 @@ def read_work(extra: Extra, bounds: Bounds | None) -> Work | None:
     data = extra.typed.work
     if data is not None:
         try:
-            working_set = data.get("working_set")
+            working_set, dtype = data.get("working_set"), data.get("dtype")
             return Work(
                 compute_ops=float(data["compute_ops"]),
                 bytes=float(data["bytes"]),
                 working_set=None if working_set is None else float(working_set),
+                dtype=None if dtype is None else str(dtype),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise extra.error("work", exc) from None
@@ -137,7 +138,11 @@ def _samples_ns(extra: Extra, data: Any, name: str) -> list[float]:
 def measured_name(record: AutotuneRecord) -> str | None:
     """The candidate whose samples the record's winner samples are: the one the gate
     measured (`extra["measured"]`), which is tuning's pick unless the baseline's winner
-    measured faster; tuning's pick for records that do not say."""
+    measured faster; tuning's pick for records that do not say. None where nothing was
+    measured (every candidate failed): such a record names no fastest candidate, and its
+    `measured`, written by earlier versions, is only the candidate tuning fell back to."""
+    if record.fastest_name is None:
+        return None
     measured = record.extra.get("measured")
     return measured if isinstance(measured, str) else record.fastest_name
 

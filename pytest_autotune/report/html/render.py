@@ -12,7 +12,7 @@ import jinja2
 from markupsafe import Markup
 
 from pytest_autotune.report.html.run import run_view
-from pytest_autotune.report.html.views import TERMS
+from pytest_autotune.report.html.views import TERMS, RunView
 from pytest_autotune.tune.records import AutotuneRecord
 
 
@@ -35,6 +35,10 @@ def render_html(records: Sequence[AutotuneRecord], *, title: str = "pytest-autot
     Raises `RecordError`, naming the record and field, when a record's results, checks,
     bounds or extras do not read; a missing extra is not an error (it shows as "-").
     """
+    return _render(run_view(records, title=title))
+
+
+def _render(view: RunView) -> str:
     env = _environment()
     loader = env.loader
     assert loader is not None
@@ -42,7 +46,7 @@ def render_html(records: Sequence[AutotuneRecord], *, title: str = "pytest-autot
     style, _, _ = loader.get_source(env, "report.css")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     return env.get_template("report.html.j2").render(
-        run=run_view(records, title=title),
+        run=view,
         script=Markup(script),
         style=Markup(style),
         script_hash=f"sha256-{digest}",
@@ -55,9 +59,12 @@ def write_html(
     records: Sequence[AutotuneRecord],
     *,
     title: str = "pytest-autotune",
-) -> None:
-    """Write the report to `path`, creating its folder; UTF-8, ending with a newline."""
-    text = render_html(records, title=title)
+) -> RunView:
+    """Write the report to `path`, creating its folder; UTF-8, ending with a newline.
+    Returns the view it shows, so a caller can say what was written as the page counts it."""
+    view = run_view(records, title=title)
+    text = _render(view)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    return view

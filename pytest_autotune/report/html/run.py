@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime, timezone
 
 from pytest_autotune.gate.verdicts import Verdict
 from pytest_autotune.report import key_text
@@ -28,15 +29,25 @@ from pytest_autotune.tune.run import RunInfo
 
 
 def _counts(decisions: Sequence[DecisionView]) -> tuple[tuple[str, int, str], ...]:
-    """The run's tally: decisions, passed, failed, then how many of each other verdict,
-    whatever its name (a verdict added after this was written is counted too)."""
+    """The run's tally: decisions, passed, failed, the candidates that failed their checks
+    where any did, then how many of each other verdict, whatever its name (a verdict added
+    after this was written is counted too).
+
+    Passed is the gate's `pass` alone: "too noisy" is the gate saying it cannot tell rather
+    than passing, and an update judges nothing, so neither is counted as passed. A failed
+    check fails its candidate's test, not the gate: counted apart, so that the top of the
+    page of a run that failed on a wrong candidate does not read "0 failed" alone."""
     judged = [d for d in decisions if d.verdict != MISSING]
     failed = sum(d.failed for d in judged)
+    passed = sum(d.verdict == Verdict.PASS.value and not d.failed for d in judged)
     counts = [
-        ("decisions", len(decisions), "total"),
-        ("passed", len(judged) - failed, "pass"),
+        ("decision" if len(decisions) == 1 else "decisions", len(decisions), "total"),
+        ("passed", passed, "pass"),
         ("failed", failed, "error" if failed else "pass"),
     ]
+    wrong = sum(d.failed_checks for d in decisions)
+    if wrong:
+        counts.append(("failed checks", wrong, "error"))
     seen: dict[str, int] = {}
     for d in judged:
         if d.verdict != Verdict.PASS.value:
@@ -62,22 +73,52 @@ def _device_roofline(device: DeviceView, decisions: Sequence[DecisionView]) -> D
         )
     if not points or (compute <= 0 and memory <= 0):
         return replace(device, roofline=None, roofline_note=note or "No winner to place.")
+    # The cache levels that bound a winner on the chart: under the outer roof alone, a
+    # winner judged against L2's rate could stand above every roof drawn.
+    # Levels of one rate (an inner level's roof is never below an outer one's) share a line.
+    levels: dict[float, list[str]] = {}
+    for d in on_device:
+        if d.point is not None and d.level_roof is not None:
+            name, peak = d.level_roof
+            names = levels.setdefault(peak, [])
+            names.extend([name] if name not in names else [])
     chart = roofline_chart(
         points,
         memory_peak=memory,
         compute_peak=compute,
         title=f"roofline of {device.id}: each group's winner",
+        levels=[(", ".join(sorted(names)), peak) for peak, names in sorted(levels.items())],
     )
     return replace(device, roofline=chart, roofline_note=note)
 
 
 def _runs(records: Sequence[AutotuneRecord]) -> list[RunInfo | None]:
-    """The runs in the order they first appear (None for records that carry no run)."""
+    """The runs, oldest first (None for records that carry no run).
+
+    By their time where every run has one: `pytest-autotune report *.jsonl` lists files by
+    name, and "the latest run" each card shows, and the trend's order, must be the latest
+    in time. Else in the order they first appear, which is all that can be told."""
     runs: list[RunInfo | None] = []
     for record in records:
         if record.run not in runs:
             runs.append(record.run)
+    times = [_time(run) for run in runs]
+    if all(times):
+        order = sorted(range(len(runs)), key=lambda i: times[i] or _NO_TIME)
+        runs = [runs[i] for i in order]
     return runs
+
+
+_NO_TIME = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def _time(run: RunInfo | None) -> datetime | None:
+    """A run's time, timezone-aware, None where it has none that reads as one."""
+    try:
+        moment = datetime.fromisoformat(run.timestamp) if run is not None else None
+    except ValueError:
+        return None
+    return moment if moment is not None and moment.tzinfo is not None else None
 
 
 def run_view(records: Sequence[AutotuneRecord], *, title: str) -> RunView:
@@ -93,7 +134,10 @@ def run_view(records: Sequence[AutotuneRecord], *, title: str) -> RunView:
     numbers = {run: f"#{n}" for n, run in enumerate(runs, start=1)}
     latest: dict[tuple[str, str, str], tuple[int, AutotuneRecord]] = {}
     history: dict[tuple[str, str, str], list[tuple[str, AutotuneRecord]]] = {}
-    for number, record in enumerate(records, start=1):
+    # Records in their runs' order (a stable sort keeps a run's own order), so that each
+    # trend reads oldest first whatever order the files were given in.
+    in_order = sorted(enumerate(records, start=1), key=lambda item: runs.index(item[1].run))
+    for number, record in in_order:
         group = record.extra.get("group") if isinstance(record.extra.get("group"), str) else None
         identity = (group or record.tuner, key_text(record.key), record.device_id)
         history.setdefault(identity, []).append((numbers[record.run], record))
@@ -105,8 +149,12 @@ def run_view(records: Sequence[AutotuneRecord], *, title: str) -> RunView:
             decision_view(number, record, devices, history[identity] if len(runs) > 1 else ())
             for identity, (number, record) in latest.items()
         ),
-        key=lambda d: d.order,
+        key=lambda d: (d.order, d.device_id),
     )
+    cards: dict[tuple[str, str], int] = {}
+    for d in decisions:
+        cards[d.group, d.key] = cards.get((d.group, d.key), 0) + 1
+    decisions = [replace(d, device_named=cards[d.group, d.key] > 1) for d in decisions]
     failing = tuple(d for d in decisions if d.failed)
     reported = tuple(d for d in decisions if d.attention and not d.failed)
     passing = tuple(d for d in decisions if not d.attention)
@@ -115,8 +163,9 @@ def run_view(records: Sequence[AutotuneRecord], *, title: str) -> RunView:
         SectionView(
             "reported",
             "To look at",
-            "Reported, not failing: no baseline to compare with, a baseline of another device"
-            " or candidate list, or too noisy to judge.",
+            "Reported, not failing the gate: no baseline to compare with, a baseline of another"
+            " device or candidate list, too noisy to judge, or a candidate that failed its"
+            " check (its own test fails).",
             reported,
         ),
         SectionView("passing", "Passing", "Collapsed: open a line for its details.", passing),

@@ -20,7 +20,9 @@ FAILING_VERDICTS = frozenset({Verdict.REGRESSION.value, Verdict.FLOOR.value, Ver
 """Verdicts that fail the gate, for records whose extras do not carry `failed` (a missing
 baseline fails only in strict mode, which the verdict alone does not say)."""
 
-PASSING_VERDICTS = frozenset({Verdict.PASS.value, Verdict.UPDATED.value})
+PASSING_VERDICTS = frozenset(
+    {Verdict.PASS.value, Verdict.UPDATED.value, Verdict.NOT_RECORDED.value}
+)
 """Verdicts that need no reader's attention; any other one that does not fail (no
 baseline, not comparable, too noisy, or one this version does not know) is reported."""
 
@@ -115,7 +117,9 @@ class CandidateView:
     median_sort: str
     relative: str
     spread: str
+    spread_sort: str
     samples: str
+    samples_sort: str
     roof: str
     roof_sort: str
     check: str
@@ -170,6 +174,15 @@ class DecisionView:
     """The winner on its device's roofline, None without work or measurement."""
     peaks: tuple[float, float]
     """(compute, memory) roofs of its device, for the device's roofline."""
+    device_named: bool = False
+    """True where the same group and key has a card of another device too: its title
+    names its device, or the two would read alike."""
+    level_roof: tuple[str, float] | None = None
+    """The cache level (name, bytes per second) whose roof bound the winner, where that is
+    not its device's outermost: drawn on the device's roofline beside the outer roof."""
+    failed_checks: int = 0
+    """Its candidates that failed their checks (but for those their `xfail` marks expect):
+    each fails its own test, whatever the gate's verdict."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,7 @@ def roofline_chart(
     memory_peak: float | None,
     compute_peak: float | None,
     title: str,
+    levels: Sequence[tuple[str, float]] = (),
     width: float = 640,
     height: float = 380,
 ) -> Markup:
@@ -57,18 +58,27 @@ def roofline_chart(
     A roof whose peak was not measured is not drawn. Labels sit right of their points and
     are pushed apart vertically, since the candidates of one problem share its intensity
     and so stand in one column.
+
+    `levels` are the roofs of the cache levels (name, bytes per second) that bound some
+    point's problem, drawn beside the outer memory roof: a winner whose working set fits
+    in L2 is judged against L2's rate, and under the outer roof alone it could stand above
+    every roof drawn.
     """
     usable = [p for p in points if _usable(p.intensity) and _usable(p.rate)]
     memory = memory_peak if _usable(memory_peak) else None
     compute = compute_peak if _usable(compute_peak) else None
-    ridge = compute / memory if compute is not None and memory is not None else None
-    xs = [p.intensity for p in usable] + ([ridge] if ridge is not None else [])
+    inner = [(name, peak) for name, peak in levels if _usable(peak) and peak != memory]
+    diagonals = [("memory", "memory", memory)] if memory is not None else []
+    diagonals += [("level", name, peak) for name, peak in inner]
+    ridges = [compute / peak for _, _, peak in diagonals] if compute is not None else []
+    xs = [p.intensity for p in usable] + ridges
     if not xs:
         xs = [1.0]
     x_ticks = log_ticks(min(xs) / 5, max(xs) * 5)
     ys = [p.rate for p in usable] + ([compute] if compute is not None else [])
-    if memory is not None:
-        ys += [memory * x for x in (min(xs), min(max(xs), ridge or max(xs)))]
+    for _, _, peak in diagonals:
+        end = min(max(xs), compute / peak) if compute is not None else max(xs)
+        ys += [peak * x for x in (min(xs), end)]
     if not ys:
         ys = [1.0]
     y_ticks = log_ticks(min(ys) / 3, max(ys) * 1.5)
@@ -104,9 +114,9 @@ def roofline_chart(
             y_scale,
             x_ticks,
             y_ticks,
-            memory,
+            diagonals,
             compute,
-            ridge,
+            min(ridges, default=None),
             [x_scale(p.intensity) for p in usable],
         )
     )
@@ -119,18 +129,21 @@ def _roofs(
     y_scale: _LogScale,
     x_ticks: list[float],
     y_ticks: list[float],
-    memory: float | None,
+    diagonals: list[tuple[str, str, float]],
     compute: float | None,
     ridge: float | None,
     point_xs: list[float],
 ) -> list[str]:
+    """The memory roofs (`diagonals`: CSS class, label and bytes per second, each ending
+    where it meets the compute roof), then the compute roof from the leftmost `ridge`."""
     x_low, x_high = x_ticks[0], x_ticks[-1]
     y_low, y_high = y_ticks[0], y_ticks[-1]
     body: list[str] = []
-    if memory is not None:
+    for css, name, memory in diagonals:
         # The diagonal enters the plot where it crosses the bottom or the left edge.
         start = max(x_low, y_low / memory)
-        end = min(ridge if ridge is not None else x_high, y_high / memory, x_high)
+        own_ridge = compute / memory if compute is not None else None
+        end = min(own_ridge if own_ridge is not None else x_high, y_high / memory, x_high)
         if start < end:
             x1, y1 = x_scale(start), y_scale(memory * start)
             x2, y2 = x_scale(end), y_scale(memory * end)
@@ -141,10 +154,10 @@ def _roofs(
                 key=lambda f: min((abs(x1 + (x2 - x1) * f - px) for px in point_xs), default=0.0),
             )
             body.append(
-                f'<line class="roof memory" x1="{num(x1)}" y1="{num(y1)}" x2="{num(x2)}"'
+                f'<line class="roof {css}" x1="{num(x1)}" y1="{num(y1)}" x2="{num(x2)}"'
                 f' y2="{num(y2)}"/><text class="roof-label" transform="translate('
                 f"{num(x1 + (x2 - x1) * t)} {num(y1 + (y2 - y1) * t - 6)})"
-                f' rotate({angle:.1f})">{escape("memory " + format_si(memory) + "B/s")}</text>'
+                f' rotate({angle:.1f})">{escape(name + " " + format_si(memory) + "B/s")}</text>'
             )
     if compute is not None:
         start = ridge if ridge is not None else x_low

@@ -1,0 +1,130 @@
+"""pytest-benchmark's `benchmark` fixture in an autotune test's body: who times the call.
+
+A team that uses pytest-benchmark writes `return benchmark(candidate, x)`. Its fixture times
+one call, once per test: the tuner, which calls the body thousands of times in the group's
+first test, met `FixtureAlreadyUsed` from the second call on (every candidate failed), and
+a plain run, which calls the reference's body in each other candidate's test, gave
+pytest-benchmark the reference's figures under that test's name while the test's own
+fixture, handed to the body as a copied input, was "not used at all" (an error under
+`filterwarnings = error`). So the real fixture is never an input: a candidate's own call in its
+own plain test gets the real one, which times it as pytest-benchmark does; every other call
+(a reference, a timed call of the tuner) gets `CallOnce`, which calls the function once, as
+`--benchmark-disable` does; and under --autotune each test's real fixture is used as
+`--benchmark-disable` uses it, since the tuner, not pytest-benchmark, timed the body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def is_benchmark_fixture(value: object) -> bool:
+    """Whether `value` is pytest-benchmark's fixture, not a fixture of the user's that is
+    also named `benchmark` (told by its class, so that pytest-benchmark is never imported)."""
+    cls = type(value)
+    return cls.__name__ == "BenchmarkFixture" and cls.__module__.startswith("pytest_benchmark")
+
+
+class CallOnce:
+    """pytest-benchmark's fixture where it does not time: each call runs its function once
+    and returns its result (`pedantic` with its `setup` and `teardown`), as under
+    `--benchmark-disable`; `extra_info` and `group` may be set and go nowhere."""
+
+    enabled = False
+    disabled = True
+
+    def __init__(self) -> None:
+        self.extra_info: dict[str, Any] = {}
+        self.group: str | None = None
+
+    def __call__(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    def pedantic(
+        self,
+        target: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        setup: Callable[[], Any] | None = None,
+        teardown: Callable[..., Any] | None = None,
+        rounds: int = 1,
+        warmup_rounds: int = 0,
+        iterations: int = 1,
+    ) -> Any:
+        kwargs = dict(kwargs or {})
+        if setup is not None:
+            made = setup()
+            if made:  # pytest-benchmark's rule: `setup` may return `(args, kwargs)`
+                args, kwargs = made
+        result = target(*args, **kwargs)
+        if teardown is not None:
+            teardown(*args, **kwargs)
+        return result
+
+
+class OwnBenchmark:
+    """The real fixture for the first call of the test's own candidate in a plain run,
+    `CallOnce` for every other call (`CandidateRun`). `fixtures`: the test's arguments
+    that are pytest-benchmark's fixture, by name (`real_fixtures`)."""
+
+    def __init__(self, fixtures: Mapping[str, object], candidate: Callable[..., Any]) -> None:
+        self._fixtures = dict(fixtures)
+        self._candidate = candidate
+
+    def __call__(self, candidate: Callable[..., Any]) -> dict[str, object]:
+        if candidate is not self._candidate:
+            return {}
+        fixtures, self._fixtures = self._fixtures, {}
+        return fixtures
+
+
+def real_fixtures(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments that are pytest-benchmark's fixture, by name: `benchmark` itself, or a
+    fixture of the user's that returns it (`def bench(benchmark)`)."""
+    return {name: value for name, value in arguments.items() if is_benchmark_fixture(value)}
+
+
+def stand_in(arguments: dict[str, Any], *, tuning: bool) -> dict[str, Any]:
+    """`arguments` (a test's fixture values, by name) with `CallOnce` in place of
+    pytest-benchmark's fixture. Under --autotune the real one is used as
+    `--benchmark-disable` uses it, timing nothing and reporting no figures: left unused,
+    its teardown warned that the test never used it."""
+    real = real_fixtures(arguments)
+    if not real:
+        return arguments
+    if tuning:
+        # One fixture may come under two names (`benchmark` and the user's `bench`); it
+        # can be used once.
+        for fixture in {id(f): f for f in real.values()}.values():
+            fixture.disabled = True
+            fixture(_nothing)
+    call_once = CallOnce()
+    return {**arguments, **dict.fromkeys(real, call_once)}
+
+
+def _nothing() -> None:
+    return None
+
+
+def nothing_to_save(config: Any) -> None:
+    """After a tuning run's tests: where pytest-benchmark holds no figures (the tuner, not
+    pytest-benchmark, timed the autotune tests, and no other test was selected), it is
+    marked disabled, so that its end of the session saves nothing and says nothing, as
+    under `--benchmark-disable`. It warned "Not saving anything, no benchmarks have been
+    run!" where `--benchmark-json` or `--benchmark-autosave` was set (a project's
+    `addopts`); under `filterwarnings = error` that warning, raised at the session's end
+    before this plugin's, lost the run's cache files, records and report."""
+    session = getattr(config, "_benchmarksession", None)
+    if session is not None and not session.benchmarks:
+        session.disabled = True
+
+
+__all__ = [
+    "CallOnce",
+    "OwnBenchmark",
+    "is_benchmark_fixture",
+    "nothing_to_save",
+    "real_fixtures",
+    "stand_in",
+]

@@ -1,0 +1,87 @@
+"""The `request` a candidate's test body is given: its own test's, wherever the body runs.
+
+Under --autotune a group is tuned inside its first test, which calls every candidate's
+body, and a plain run calls the reference's body in each other candidate's test; a body
+that reads `request.node` (its name, its marks, `callspec.params`, `user_properties`)
+read the running test's item, not its own. It is also never an input:
+the inputs are copied for each candidate, and a copy of `request` (it reaches the test's
+arrays through its item) held a copy of the item, whose `user_properties` the test's
+report never saw.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+
+class OwnRequest:
+    """The running test's `request`, but for the item of another candidate's test: what
+    belongs to the item (`node`, `keywords`, `applymarker`) is that item's, the rest
+    (fixture values, `config`, `getfixturevalue`) the running test's, as the inputs are."""
+
+    def __init__(self, running: pytest.FixtureRequest, item: pytest.Item) -> None:
+        self._running = running
+        self._item = item
+
+    @property
+    def node(self) -> pytest.Item:
+        return self._item
+
+    @property
+    def keywords(self) -> Any:
+        return self._item.keywords
+
+    def applymarker(self, marker: str | pytest.MarkDecorator) -> None:
+        self._item.add_marker(marker)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._running, name)
+
+    def __repr__(self) -> str:
+        return f"<FixtureRequest for {self._item!r}>"
+
+
+OWN = ("request", "record_property")
+"""The fixtures of a test that belong to its item: a candidate's body gets its own test's."""
+
+
+class OwnFixtures:
+    """The fixtures of its own test (`OWN`, those the test takes) that each candidate's
+    body is given, by candidate name: its own test's where that test is another item of
+    the running group (`items`), else the running test's (`arguments`: its own candidate,
+    or an explicit reference)."""
+
+    def __init__(
+        self,
+        item: pytest.Item,
+        arguments: Mapping[str, Any],
+        items: Mapping[str, pytest.Item] | None = None,
+    ) -> None:
+        self._running: dict[str, Any] = {n: arguments[n] for n in OWN if n in arguments}
+        self._own: dict[str, dict[str, Any]] = {
+            name: _own_fixtures(arguments, other)
+            for name, other in (items or {}).items()
+            if other is not item
+        }
+
+    def __call__(self, name: str) -> Mapping[str, Any]:
+        own = self._own.get(name)
+        return self._running if own is None else own
+
+
+def _own_fixtures(arguments: Mapping[str, Any], item: pytest.Item) -> dict[str, Any]:
+    fixtures: dict[str, Any] = {}
+    if "request" in arguments:
+        fixtures["request"] = OwnRequest(arguments["request"], item)
+    if "record_property" in arguments:
+        fixtures["record_property"] = functools.partial(_record_property, item)
+    return fixtures
+
+
+def _record_property(item: pytest.Item, name: str, value: object) -> None:
+    """`record_property` of `item`, as pytest's fixture records it."""
+    item.user_properties.append((name, value))

@@ -1,0 +1,216 @@
+"""Cache entries no test makes now: named after `--autotune-update`, dropped by
+`--autotune-prune`.
+
+An update adds and replaces entries and never removes one, so a test renamed or deleted
+leaves its file, and a parameter dropped from a test leaves the entry of its old key,
+which nothing reads again but a package still ships. Only what the session can tell is
+called stale: the file of a test that is gone from a module the session collected (or
+whose module is gone), and the keys of a marked test every group of which the session
+tuned. A test that `-k`, `-m` or the paths given left out keeps every entry: the session
+collected its module, or its groups, without tuning them all.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_autotune.plugin_settings import PluginSettings
+from pytest_autotune.tune.cache import CacheFileError, PersistentCache
+from pytest_autotune.tune.cache_format import TUNER_FIELD
+from pytest_autotune.tune.cache_names import cache_file_parts, cache_files, cache_path
+from pytest_autotune.tune.journal import journal_path
+from pytest_autotune.tune.key import serialize_key_json
+from pytest_autotune.tune.records import AutotuneRecord
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What the session collected: plain data, so that each pytest-xdist worker sends its
+    own and the controller joins them."""
+
+    defined: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """The names each collected module defines (`test_sum`, `TestSum::test_sum`), by the
+    module's node id (`tests/test_a.py`): read from the module itself, so a test that `-k`,
+    a node id or `--lf` left out of the session is still known to exist."""
+    groups: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Every group of each marked test (its node id, which its cache file is named after),
+    `-k` and `-m` deselections included; empty where the items were chosen in collection
+    (a node id with parameters, `--lf`), which can leave groups out unseen."""
+    rooted: bool = True
+    """Whether every collected module's node id is its path from the root dir, which alone
+    tells that a module is gone: a test outside the root dir (`--rootdir`, `--pyargs` of an
+    installed package) is named from the folder it was collected from, and the file an
+    update had just written for it was called gone, and pruned."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "defined": {module: sorted(names) for module, names in sorted(self.defined.items())},
+            "groups": {test: sorted(groups) for test, groups in sorted(self.groups.items())},
+            "rooted": self.rooted,
+        }
+
+    def joined(self, data: Mapping[str, Any]) -> Collected:
+        """These and a worker's (`to_json`)."""
+        return Collected(
+            _union(self.defined, data["defined"]),
+            _union(self.groups, data["groups"]),
+            self.rooted and bool(data["rooted"]),
+        )
+
+
+def _union(
+    mine: Mapping[str, frozenset[str]], theirs: Mapping[str, Iterable[str]]
+) -> dict[str, frozenset[str]]:
+    joined = dict(mine)
+    for name, values in theirs.items():
+        joined[name] = joined.get(name, frozenset()) | frozenset(values)
+    return joined
+
+
+def defined_names(module: object) -> frozenset[str]:
+    """The names a test module defines, and those of its classes as `Class::name`: the
+    last part of its tests' node ids."""
+    names = set()
+    for name in dir(module):
+        names.add(name)
+        value = getattr(module, name, None)
+        if isinstance(value, type):
+            names.update(f"{name}::{attribute}" for attribute in dir(value))
+    return frozenset(names)
+
+
+@dataclass(frozen=True)
+class Stale:
+    """A cache file no test writes now (`keys` None), or the entries of it no test makes."""
+
+    path: Path
+    tuner: str
+    keys: tuple[str, ...] | None
+    """The stable keys of the stale entries; None when the whole file is."""
+    reason: str
+
+
+def find_stale(
+    cache_dir: Path,
+    device_ids: Iterable[str],
+    collected: Collected,
+    tuned: Mapping[str, Mapping[str, str]],
+    rootpath: Path,
+) -> list[Stale]:
+    """The stale files and entries in the folders of `device_ids`; `tuned`: the groups this
+    session tuned, by tuner, each with its stable key."""
+    found = []
+    folders = {cache_path(cache_dir, device_id, "-").parent for device_id in device_ids}
+    for path in sorted(p for folder in folders if folder.is_dir() for p in cache_files(folder)):
+        cache = PersistentCache(path)
+        with warnings.catch_warnings():
+            # An unreadable file is none of this: the run that reads it says so.
+            warnings.simplefilter("ignore")
+            keys = sorted({key.key for key in cache.load()})
+        tuner = cache.metadata().get(TUNER_FIELD)
+        if not isinstance(tuner, str) or "::" not in tuner or not keys:
+            continue  # a library's tuner (`mylib.ops`), or a file of no test named in it
+        if not _filed_under_its_name(path, tuner):
+            # Moved or copied by hand (a renamed test's file, its "tuner" not yet set): the
+            # run reading it under its name says how to keep its entries, and never writes
+            # it; deleting it as the stale file of the test it names would lose them.
+            continue
+        stale = _stale(tuner, keys, collected, tuned, rootpath)
+        if stale is not None:
+            found.append(Stale(path, tuner, *stale))
+    return found
+
+
+def _filed_under_its_name(path: Path, tuner: str) -> bool:
+    """Whether `path` has the name `tuner`'s cache takes (0.1.0's names stored no tuner)."""
+    return path.name == cache_file_parts(path.parent.name, tuner)[1]
+
+
+def _stale(
+    tuner: str,
+    keys: list[str],
+    collected: Collected,
+    tuned: Mapping[str, Mapping[str, str]],
+    rootpath: Path,
+) -> tuple[tuple[str, ...] | None, str] | None:
+    module, _, name = tuner.partition("::")
+    path = rootpath / module
+    # Gone only from a folder that is still there: a cache directory shared by several
+    # projects (`autotune_cache_dir = ../.autotune` in a monorepo) holds the files of
+    # tests under other roots, whose folders are no paths here.
+    if collected.rooted and not path.exists() and path.parent.is_dir():
+        return None, f"{module} is gone"
+    defined = collected.defined.get(module)
+    if defined is not None and name.count("::") <= 1 and name not in defined:
+        return None, f"{module} defines no test {name} now (renamed or deleted)"
+    groups = collected.groups.get(tuner)
+    made = tuned.get(tuner, {})
+    if not groups or not groups <= made.keys():
+        # A group of it was not tuned here (left out by `-k`, skipped): its keys are
+        # unknown, so none of the file's entries is called stale.
+        return None
+    old = tuple(key for key in keys if key not in set(made.values()))
+    if not old:
+        return None
+    return old, f"no group of {tuner} makes {'this key' if len(old) == 1 else 'these keys'} now"
+
+
+def review(
+    records: Iterable[AutotuneRecord],
+    collected: Collected,
+    settings: PluginSettings,
+) -> tuple[list[str], bool]:
+    """After an update: a line for the summary per stale file, naming the stale entries
+    and how to drop them, or, with `--autotune-prune`, per file pruned; and whether every
+    prune was written (a file that cannot be is named, and the run fails)."""
+    tuned: dict[str, dict[str, str]] = {}
+    devices = set()
+    for record in records:
+        devices.add(record.device_id)
+        group = record.extra.get("group")
+        if isinstance(group, str):
+            tuned.setdefault(record.tuner, {})[group] = serialize_key_json(record.key)
+    found = find_stale(settings.cache_dir, devices, collected, tuned, settings.rootpath)
+    lines, written = [], True
+    for item in found:
+        path = settings.relative(item.path)
+        if not settings.prune:
+            lines.append(f"stale: {path}: {_what(item)}; {_how(item)}")
+            continue
+        try:
+            _prune(item)
+        except (CacheFileError, OSError) as error:
+            lines.append(f"error: {path}: not pruned: {error}")
+            written = False
+        else:
+            lines.append(f"pruned {path}: {_what(item)}")
+    return lines, written
+
+
+def _what(item: Stale) -> str:
+    if item.keys is None:
+        return item.reason
+    keys = ", ".join(item.keys)
+    entries = "1 entry" if len(item.keys) == 1 else f"{len(item.keys)} entries"
+    return f"{entries} (key {keys}): {item.reason}"
+
+
+def _how(item: Stale) -> str:
+    if item.keys is None:
+        return "delete the file, or run --autotune-prune, which does"
+    return "--autotune-prune (an update that drops them) leaves the other entries as they are"
+
+
+def _prune(item: Stale) -> None:
+    if item.keys is None:
+        item.path.unlink(missing_ok=True)
+        journal_path(item.path).unlink(missing_ok=True)
+    else:
+        PersistentCache(item.path, item.tuner).save({}, remove=item.keys)
+
+
+__all__ = ["Collected", "Stale", "defined_names", "find_stale", "review"]

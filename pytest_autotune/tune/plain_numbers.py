@@ -1,0 +1,29 @@
+"""Numbers as the files, records and checks take them: a NumPy scalar as the Python
+number it is, and a finiteness test that a huge integer cannot crash."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+
+def real_number(value: object) -> int | float | None:
+    """`value` as a plain Python number where it is a real number, NumPy's scalars
+    included: `np.prod(shape)` is an `np.int64` and `np.finfo(np.float32).eps` an
+    `np.float32`, and neither is an `int` or a `float` (nor would it write as JSON). None
+    for anything else, a bool among them: `True` given for a number is a slip, not 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
+
+
+def finite(value: float) -> bool:
+    """`math.isfinite`, where an integer past a float's range (`10**400`) is infinite
+    rather than an OverflowError raised from inside a check."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+__all__ = ["finite", "real_number"]

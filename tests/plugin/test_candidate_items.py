@@ -1,0 +1,499 @@
+"""What a candidate's test body sees of its own test under --autotune, where the group's
+first test tunes every candidate, and what its test shows when it fails."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plugin.harness import run
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_a_candidates_body_reads_and_writes_its_own_test_item(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # The group is tuned inside its first test (a's): b's body read a's item, its
+    # parameters, marks and properties, though pytest had given it b's; in a plain run,
+    # a's body, run as the reference in b's test, read b's. And `request` was copied
+    # with the inputs, as it reaches the test's array: what the body added to
+    # `request.node.user_properties` never reached the report.
+    autotune_pytester.makepyfile(
+        test_own="""
+        import numpy as np
+        import pytest
+        from conftest import spin
+
+        def a(x):
+            spin(1e-4)
+            return x
+
+        def b(x):
+            spin(2e-4)
+            return x
+
+        @pytest.fixture
+        def x():
+            return np.ones(4)
+
+        @pytest.mark.autotune(candidates={"a": a, "b": b})
+        def test_own(candidate, x, request, record_property):
+            request.node.user_properties.append(("ran", candidate.__name__))
+            record_property("recorded", candidate.__name__)
+            own = request.node.callspec.params["candidate"] is candidate
+            return candidate(x) if own else f"ran in {request.node.name}"
+        """
+    )
+    autotune_pytester.makeconftest(
+        autotune_pytester.path.joinpath("conftest.py").read_text()
+        + "\n\ndef pytest_runtest_logreport(report):\n"
+        + "    if report.when == 'call':\n"
+        + "        print('PROPS', report.nodeid, sorted(set(report.user_properties)))\n"
+    )
+    result = run(autotune_pytester, "-s", *mode)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*PROPS test_own.py::test_own[[]a[]] [[]('ran', 'a'), ('recorded', 'a')[]]",
+            "*PROPS test_own.py::test_own[[]b[]] [[]('ran', 'b'), ('recorded', 'b')[]]",
+        ]
+    )
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_a_property_the_body_records_reaches_the_report_once(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # Under --autotune the body is the timed call, made thousands of times: each call's
+    # `record_property` reached the report (8317 copies of one property in the JUnit XML),
+    # where a plain run, one call, records it once. A list value does not hash, and an
+    # array's `==` has no one truth: each call's copy of it reached the report.
+    autotune_pytester.makepyfile(
+        test_props="""
+        import numpy as np
+        import pytest
+        from conftest import spin
+
+        def a(x):
+            spin(1e-4)
+            return x
+
+        def b(x):
+            spin(2e-4)
+            return x
+
+        @pytest.mark.autotune(candidates={"a": a, "b": b})
+        def test_props(candidate, record_property):
+            record_property("candidate", candidate.__name__)
+            record_property("shape", [4])
+            record_property("ones", np.ones(2))
+            return candidate(np.ones(4))
+        """
+    )
+    autotune_pytester.makeconftest(
+        autotune_pytester.path.joinpath("conftest.py").read_text()
+        + "\n\ndef pytest_runtest_logreport(report):\n"
+        + "    if report.when == 'call':\n"
+        + "        print('PROPS', report.nodeid, report.user_properties)\n"
+    )
+    result = run(autotune_pytester, "-s", "-p", "no:randomly", *mode)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*PROPS test_props.py::test_props[[]a[]] [[]('candidate', 'a'), ('shape', [[]4[]]),"
+            " ('ones', array([[]1., 1.[]]))[]]",
+            "*PROPS test_props.py::test_props[[]b[]] [[]('candidate', 'b'), ('shape', [[]4[]]),"
+            " ('ones', array([[]1., 1.[]]))[]]",
+        ]
+    )
+
+
+def test_a_body_marking_its_own_candidate_xfail_makes_that_test_an_expected_failure(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `request.applymarker` reached a copy of the item (copied with the inputs), and under
+    # --autotune the group's first test: `off`'s test failed its check in either run.
+    autotune_pytester.makepyfile(
+        test_marking="""
+        import numpy as np
+        import pytest
+        from conftest import spin
+
+        def exact(x):
+            spin(1e-4)
+            return x.sum()
+
+        def off(x):
+            spin(2e-4)
+            return x.sum() + 1
+
+        @pytest.fixture
+        def x():
+            return np.ones(4)
+
+        @pytest.mark.autotune(candidates={"exact": exact, "off": off})
+        def test_marking(candidate, x, request):
+            if candidate is off:
+                request.applymarker(pytest.mark.xfail(reason="off by one", strict=True))
+            return candidate(x)
+        """
+    )
+    for mode in ((), ("--autotune",)):
+        run(autotune_pytester, *mode).assert_outcomes(passed=1, xfailed=1)
+
+
+CRASHING = """
+import pytest
+from conftest import spin
+
+def deep(n):
+    return [n][n]
+
+def crashing(n):
+    spin(1e-4)
+    return deep(n) + 1
+
+def fast(n):
+    spin(2e-4)
+    return n
+
+def slow(n):
+    spin(3e-4)
+    return n
+
+@pytest.mark.autotune(candidates={"fast": fast, "crashing": crashing, "slow": slow})
+def test_crash(candidate):
+    return candidate(3)
+"""
+
+
+def test_a_crashing_candidate_shows_its_traceback_as_in_a_plain_run(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Its test said "candidate 'crashing' failed its check: IndexError: ..." alone: no
+    # line of the user's code, where a plain run shows the traceback to `deep`.
+    autotune_pytester.makepyfile(test_crash=CRASHING)
+    result = run(autotune_pytester, "--autotune")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_crash[[]crashing[]] _*",
+            ">*return candidate(3)",
+            "test_crash.py:*: in crashing",
+            "*return deep(n) + 1",
+            ">*return [[]n[]][[]n[]]",
+            "E*IndexError: list index out of range",
+            "test_crash.py:5: IndexError",
+        ]
+    )
+    # The others are still tuned: fast wins.
+    result.stdout.fnmatch_lines(["*test_crash.py::test_crash*fast*200 us*"])
+    # --tb is pytest's, as in a plain run.
+    short = run(autotune_pytester, "--autotune", "--tb=line")
+    short.stdout.fnmatch_lines(["*test_crash.py:5: IndexError: list index out of range"])
+
+
+def test_a_candidate_expected_to_raise_its_exception_is_an_expected_failure_when_tuned(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Its test failed with pytest's Failed, the tuning's message, which is no IndexError:
+    # `xfail(raises=IndexError, strict=True)` then failed it under --autotune alone.
+    autotune_pytester.makepyfile(
+        test_expected="""
+        import pytest
+        from conftest import spin
+
+        def fast(n):
+            spin(1e-4)
+            return n
+
+        EXPECTED = pytest.mark.xfail(raises=IndexError, strict=True)
+
+        def unwritten(n):
+            return [n][n]
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize(
+            "candidate",
+            [fast, pytest.param(unwritten, marks=EXPECTED)],
+        )
+        def test_expected(candidate):
+            return candidate(3)
+        """
+    )
+    for mode in ((), ("--autotune",)):
+        run(autotune_pytester, *mode).assert_outcomes(passed=1, xfailed=1)
+
+
+# pytest-repeat's way of running a test `--count` times, as its plugin does it: a name the
+# test does not ask for, added to its fixtures and parametrized with ids "1-2", "2-2".
+REPEAT_CONFTEST = """
+
+import pytest
+
+@pytest.fixture
+def __repeat_step(request):
+    return request.param
+
+@pytest.hookimpl(trylast=True)
+def pytest_generate_tests(metafunc):
+    metafunc.fixturenames.append("__repeat_step")
+    metafunc.parametrize(
+        "__repeat_step", range(2), indirect=True, ids=lambda i: f"{i + 1}-2"
+    )
+"""
+
+
+def test_a_repeated_test_is_one_group_at_the_key_of_its_own_parameters(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Each repetition was a group of its own, at the key "1-1-2" then "1-2-2": no
+    # baseline of the plain run's key "1" was ever found, nor one written for it.
+    autotune_pytester.makepyfile(
+        test_rep="""
+        import pytest
+        from conftest import spin
+
+        def a(n):
+            spin(1e-4)
+            return n
+
+        def b(n):
+            spin(2e-4)
+            return n
+
+        @pytest.mark.autotune(candidates={"a": a, "b": b})
+        @pytest.mark.parametrize("n", [1])
+        def test_rep(candidate, n):
+            return candidate(n)
+        """
+    )
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + REPEAT_CONFTEST)
+    result = run(autotune_pytester, "--autotune", "-v")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        ["*test_rep[[]a-1-1-2[]] PASSED*", "*test_rep[[]b-1-2-2[]] PASSED*"]
+    )
+    result.stdout.fnmatch_lines(["test_rep.py::test_rep[[]1[]]  1  *a*100 us*+0.0%*pass*"])
+    assert "1-2" not in result.stdout.str().split("= autotune =")[1]
+
+
+def test_a_crashing_candidate_of_a_production_set_shows_its_traceback_when_tuned(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The `autotune` fixture's test said "candidate 'crashing' failed its check:
+    # IndexError: ..." alone under --autotune, where a plain run shows the traceback.
+    autotune_pytester.makepyfile(
+        test_set="""
+        from conftest import spin
+        from pytest_autotune import Tunable, TunableSet
+
+        def deep(n):
+            return [n][n]
+
+        def crashing(n):
+            return deep(n) + 1
+
+        def fast(n):
+            spin(1e-4)
+            return n
+
+        def make_set():
+            return TunableSet(lambda n: n).with_(Tunable("fast", fast)).with_(
+                Tunable("crashing", crashing)
+            )
+
+        def test_set(autotune):
+            autotune(make_set(), 3)
+        """
+    )
+    for mode in ((), ("--autotune",)):
+        result = run(autotune_pytester, *mode)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(
+            ["test_set.py:*: in crashing", ">*return [[]n[]][[]n[]]", "E*IndexError: list*"]
+        )
+        # From the test's line to the candidate's: no frame of the plugin between them.
+        assert "pytest_autotune/" not in result.stdout.str().split("= FAILURES =")[1]
+
+
+def test_a_crash_of_a_production_set_shows_its_traceback_beside_a_candidate_that_declines(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A decline (`AutotuneSkip`) was kept as a candidate that raised: listed before the
+    # crashing one, it was the one called again, declined again, and the crash showed
+    # "candidate 'crashing' failed its check: IndexError: ..." alone under --autotune.
+    autotune_pytester.makepyfile(
+        test_set="""
+        from conftest import spin
+        from pytest_autotune import AutotuneSkip, Tunable, TunableSet
+
+        def declines(n):
+            raise AutotuneSkip("not this key")
+
+        def crashing(n):
+            return [n][n]
+
+        def fast(n):
+            spin(1e-4)
+            return n
+
+        def make_set():
+            return (
+                TunableSet(lambda n: n)
+                .with_(Tunable("declines", declines))
+                .with_(Tunable("fast", fast))
+                .with_(Tunable("crashing", crashing))
+            )
+
+        def test_set(autotune):
+            autotune(make_set(), 3)
+        """
+    )
+    for mode in ((), ("--autotune",)):
+        result = run(autotune_pytester, *mode)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(
+            [">*return [[]n[]][[]n[]]", "E*IndexError: list*", "test_set.py:*: IndexError"]
+        )
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_a_repeated_tests_body_reads_and_writes_its_own_repetitions_item(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # The repetitions are tests of one group, and each candidate's body was given the
+    # item its group listed last: the first repetition of a read the second's
+    # `request.node` (its name, its callspec) and wrote its properties to that report.
+    autotune_pytester.makepyfile(
+        test_rep="""
+        import pytest
+        from conftest import spin
+
+        def a(n):
+            spin(1e-4)
+            return n
+
+        def b(n):
+            spin(2e-4)
+            return n
+
+        @pytest.mark.autotune(candidates={"a": a, "b": b})
+        def test_rep(candidate, request, record_property):
+            record_property("node", request.node.name)
+            return candidate(1)
+        """
+    )
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + REPEAT_CONFTEST
+        + "\n\ndef pytest_runtest_logreport(report):\n"
+        + "    if report.when == 'call':\n"
+        + "        print('PROPS', report.nodeid, report.user_properties)\n"
+    )
+    result = run(autotune_pytester, "-s", "-p", "no:randomly", *mode)
+    result.assert_outcomes(passed=4)
+    # Tuning runs every body in the group's first test, the first repetition's.
+    repetitions = ("1-2", "2-2") if not mode else ("1-2",)
+    result.stdout.fnmatch_lines(
+        [
+            f"*PROPS test_rep.py::test_rep[[]{c}-{r}[]] [[]('node', 'test_rep[[]{c}-{r}[]]')[]]"
+            for c in "ab"
+            for r in repetitions
+        ],
+        consecutive=False,
+    )
+    if mode:
+        result.stdout.fnmatch_lines(["*PROPS test_rep.py::test_rep[[]a-2-2[]] [[][]]"])
+
+
+def test_a_repeated_test_of_the_autotune_fixture_is_one_group(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Each repetition's call was a group named by its node id ("test_set[1-2]"), and the
+    # second failed: "the set's key_gen gives the key 3, as it does for test_set[1-2]".
+    autotune_pytester.makepyfile(
+        test_set="""
+        from conftest import spin
+        from pytest_autotune import Tunable, TunableSet
+
+        def fast(n):
+            spin(1e-4)
+            return n
+
+        def slow(n):
+            spin(2e-4)
+            return n
+
+        def make_set():
+            return TunableSet(lambda n: n).with_(Tunable("fast", fast)).with_(Tunable("slow", slow))
+
+        def test_set(autotune):
+            assert autotune(make_set(), 3) == 3
+        """
+    )
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + REPEAT_CONFTEST)
+    result = run(autotune_pytester, "--autotune")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["test_set.py::test_set  3  *fast*100 us*+0.0%*pass*"])
+    assert "1-2" not in result.stdout.str().split("= autotune =")[1]
+
+
+def test_each_repetition_of_a_production_sets_test_shows_its_crashing_candidates_traceback(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The group is tuned in the first repetition, which kept the names of the candidates
+    # that raised for itself: the second said "candidate 'crashing' failed its check:
+    # IndexError: ..." alone, where the first showed the traceback.
+    autotune_pytester.makepyfile(
+        test_set="""
+        from conftest import spin
+        from pytest_autotune import Tunable, TunableSet
+
+        def crashing(n):
+            return [n][n]
+
+        def fast(n):
+            spin(1e-4)
+            return n
+
+        def make_set():
+            return TunableSet(lambda n: n).with_(Tunable("fast", fast)).with_(
+                Tunable("crashing", crashing)
+            )
+
+        def test_set(autotune):
+            autotune(make_set(), 3)
+        """
+    )
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + REPEAT_CONFTEST)
+    result = run(autotune_pytester, "--autotune", "-p", "no:randomly")
+    result.assert_outcomes(failed=2)
+    failures = result.stdout.str().split("= FAILURES =")[1].split("= autotune =")[0]
+    assert failures.count("E       IndexError: list index out of range") == 2, failures
+
+
+def test_the_properties_kept_are_each_distinct_one_once_in_their_first_order() -> None:
+    # Called on every autotune test's report: values that do not hash are known by their
+    # pickle (a list that differs at each timed call is kept whole, an array recorded at
+    # each call once), and one that neither hashes nor pickles is kept as it is.
+    import threading
+    import types
+
+    import numpy as np
+
+    from pytest_autotune.plugin import _distinct_properties
+
+    lock = threading.Lock()  # in a list: neither hashes nor pickles
+    props = [("n", 1), ("times", [1.0]), ("a", np.arange(3)), ("n", 1), ("times", [2.0])]
+    props += [("a", np.arange(3)), ("lock", [lock]), ("lock", [lock]), ("times", [1.0])]
+    item = types.SimpleNamespace(user_properties=list(props))
+    _distinct_properties(item)  # type: ignore[arg-type]
+    kept = item.user_properties
+    assert [name for name, _ in kept] == ["n", "times", "a", "times", "lock", "lock"]
+    assert kept[1][1] == [1.0] and kept[3][1] == [2.0]

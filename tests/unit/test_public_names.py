@@ -1,0 +1,73 @@
+"""Every public name of the seed's module has a home in `pytest_autotune`, as the README's
+table "The seed's names in Python" promises: a user porting code imports them from there."""
+
+import pytest
+
+import pytest_autotune
+
+SEED_NAMES = {
+    # The seed's macro, structs, enums, traits and functions, and their Python names.
+    "local_tuner": "local_tuner",
+    "AutotuneBound": "AutotuneBound",
+    "AutotuneLogContext": "AutotuneLogContext",
+    "AutotuneOutcome": "AutotuneOutcome",
+    "AutotuneRecord": "AutotuneRecord",
+    "AutotuneResult": "AutotuneResult",
+    "Bounds": "Bounds",
+    "CheckResult": "CheckResult",
+    "CloneInputGenerator": "CloneInputGenerator",
+    "LocalTuner": "LocalTuner",
+    "PersistentCacheKey": "PersistentCacheKey",
+    "PersistentCacheValue": "PersistentCacheValue",
+    "Thresholds": "Thresholds",
+    "Tunable": "Tunable",
+    "TunableSet": "TunableSet",
+    "TuneFn": "TuneFn",
+    "TuneGroup": "TuneGroup",
+    "Tuner": "Tuner",
+    "Work": "Work",
+    "AutotuneError": "AutotuneError",
+    "AutotuneLogEvent": "AutotuneLogEvent",
+    "TuneCacheResult": "TuneCacheResult",
+    "AutotuneKey": "AutotuneKey",
+    "AutotuneLoggerExt": "log_event",
+    "AutotuneOutput": "AutotuneOutput",
+    "BoundsGenerator": "BoundsGenerator",
+    "InputGenerator": "InputGenerator",
+    "KeyGenerator": "KeyGenerator",
+    "TimeBound": "TimeBound",
+    "TuneInputs": "TuneInputs",
+    "anchor": "anchor",
+    "calculate_bounds": "calculate_bounds",
+    "tune_benchmark": "tune_benchmark",
+}
+
+
+@pytest.mark.parametrize(("seed", "python"), sorted(SEED_NAMES.items()))
+def test_each_seed_name_is_exported_from_the_package(seed, python):
+    assert python in pytest_autotune.__all__, f"the seed's {seed} is not in __all__"
+    assert getattr(pytest_autotune, python, None) is not None
+
+
+def _instances(tmp_path):
+    from pytest_autotune.tune.cache import PersistentCache
+    from pytest_autotune.tune.records import Recorder
+
+    return {
+        "LocalTuner": pytest_autotune.LocalTuner("mylib-sum"),
+        "Tuner": pytest_autotune.Tuner("mylib-sum", "cpu-test"),
+        "PersistentCache": PersistentCache(tmp_path / "mylib-sum.json", "mylib-sum"),
+        "Recorder": Recorder(tmp_path / "records.jsonl"),
+        "CloneInputGenerator": pytest_autotune.CloneInputGenerator(),
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["LocalTuner", "Tuner", "PersistentCache", "Recorder", "CloneInputGenerator"]
+)
+def test_a_public_object_shows_what_it_is_in_its_repr(name, tmp_path):
+    # A tuner in a debugger or a log line read `<...LocalTuner object at 0x7f...>`: which
+    # tuner, device or file it was could not be told.
+    shown = repr(_instances(tmp_path)[name])
+    assert shown.startswith(f"{name}(")
+    assert " object at 0x" not in shown

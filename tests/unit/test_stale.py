@@ -1,0 +1,81 @@
+"""Which cache entries an update calls stale: only what the session can tell."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pytest_autotune.stale import Collected, defined_names, find_stale
+from pytest_autotune.tune.cache import PersistentCache, cache_path
+from tests.unit.test_cache import entry
+
+DEVICE = "cpu-fake-1t"
+
+
+def write(root: Path, tuner: str, *keys: object) -> Path:
+    path = cache_path(root / ".autotune", DEVICE, tuner)
+    PersistentCache(path, tuner).save(dict(entry(key) for key in keys))
+    return path
+
+
+class Suite:
+    def test_sum(self) -> None: ...
+
+
+def test_a_test_of_a_collected_module_is_judged_by_the_names_the_module_defines(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "test_a.py").write_text("")
+    kept = write(tmp_path, "test_a.py::Suite::test_sum", 1)
+    gone = write(tmp_path, "test_a.py::test_old", 1)
+    nested = write(tmp_path, "test_a.py::Suite::Inner::test_x", 1)
+    library = write(tmp_path, "mylib.ops", 1)
+    collected = Collected({"test_a.py": defined_names(sys.modules[__name__])})
+    found = find_stale(tmp_path / ".autotune", [DEVICE], collected, {}, tmp_path)
+    assert [(s.path, s.keys) for s in found] == [(gone, None)]
+    assert {kept, nested, library}.isdisjoint(s.path for s in found)
+
+
+def test_the_keys_of_a_test_are_judged_only_when_every_group_of_it_was_tuned(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "test_a.py").write_text("")
+    write(tmp_path, "test_a.py::test_sum", 1, 2, 3)
+    groups = {"test_a.py::test_sum": frozenset({"test_a.py::test_sum[1]", "g2"})}
+    collected = Collected({}, groups)
+    some = {"test_a.py::test_sum": {"test_a.py::test_sum[1]": "1"}}
+    assert find_stale(tmp_path / ".autotune", [DEVICE], collected, some, tmp_path) == []
+    every = {"test_a.py::test_sum": {"test_a.py::test_sum[1]": "1", "g2": "2"}}
+    (stale,) = find_stale(tmp_path / ".autotune", [DEVICE], collected, every, tmp_path)
+    assert stale.keys == ("3",)
+
+
+def test_what_two_workers_collected_is_joined() -> None:
+    one = Collected({"a.py": frozenset({"t"})}, {"a.py::t": frozenset({"g1"})})
+    two = Collected({"b.py": frozenset({"u"})}, {"a.py::t": frozenset({"g2"})})
+    joined = one.joined(two.to_json())
+    assert joined.defined == {"a.py": {"t"}, "b.py": {"u"}}
+    assert joined.groups == {"a.py::t": {"g1", "g2"}}
+
+
+def test_no_module_is_called_gone_where_node_ids_are_not_from_the_root_dir(
+    tmp_path: Path,
+) -> None:
+    # Tests collected from outside the root dir are named from their own folder: their
+    # modules are not below the root dir, gone or not.
+    write(tmp_path, "test_a.py::test_sum", 1)
+    outside = Collected({"test_a.py": frozenset({"test_sum"})}, rooted=False)
+    assert find_stale(tmp_path / ".autotune", [DEVICE], outside, {}, tmp_path) == []
+    joined = Collected().joined(outside.to_json())
+    assert not joined.rooted
+    assert find_stale(tmp_path / ".autotune", [DEVICE], joined, {}, tmp_path) == []
+
+
+def test_a_module_of_a_folder_this_root_lacks_is_not_called_gone(tmp_path: Path) -> None:
+    # One cache directory for several projects (a monorepo's `../.autotune`): another
+    # root's files name folders that are no paths here, and were pruned as gone.
+    (tmp_path / "tests").mkdir()
+    deleted = write(tmp_path, "tests/test_old.py::test_sum", 1)
+    write(tmp_path, "other_project/tests/test_b.py::test_sum", 1)
+    found = find_stale(tmp_path / ".autotune", [DEVICE], Collected(), {}, tmp_path)
+    assert [(s.path, s.reason) for s in found] == [(deleted, "tests/test_old.py is gone")]

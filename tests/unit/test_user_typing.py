@@ -1,0 +1,116 @@
+"""A user's code that calls the API as the README and DESIGN.md write it type-checks with
+`mypy --strict` against the package, which ships `py.typed`: an annotation narrower than
+what the API accepts fails a correct program in its user's CI, though it runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+USER_MODULE = """
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_autotune import (
+    AutotuneBound,
+    AutotuneConfig,
+    AutotuneKey,
+    Bounds,
+    LocalTuner,
+    Thresholds,
+    Tunable,
+    TunableSet,
+    TuneGroup,
+    Work,
+    anchor,
+    calculate_bounds,
+    local_tuner,
+)
+from pytest_autotune.backends import Client, cpu
+
+
+@dataclass(frozen=True)
+class SumKey(AutotuneKey):
+    n: int
+    dtype: str
+
+
+TUNER: LocalTuner = local_tuner()
+SHIPPED = local_tuner("sum", AutotuneConfig(cache_dir="mylib/.autotune"))
+LOGGED = local_tuner("logged", AutotuneConfig(record="tuning.jsonl", log_level="minimal"))
+COARSE = AutotuneConfig(level="minimal", record="stderr")
+
+
+def sum_pairwise(x: npt.NDArray[np.float32]) -> Any:
+    return np.sum(x)
+
+
+def sum_blocked(x: npt.NDArray[np.float32]) -> Any:
+    return np.add.reduce(x)
+
+
+def work(x: npt.NDArray[np.float32]) -> Work:
+    return Work(compute_ops=x.size, bytes=x.nbytes, dtype=x.dtype)
+
+
+def bounds(key: SumKey, inputs: tuple[npt.NDArray[np.float32]], client: Client) -> Bounds:
+    peaks = client.peaks()
+    return calculate_bounds(
+        Work(key.n, 4 * key.n), Thresholds(), peaks.compute_peak("fp32"), 1e11
+    )
+
+
+def memory_bound(key: SumKey, inputs: tuple[npt.NDArray[np.float32]], client: Client) -> Bounds:
+    return Bounds([AutotuneBound("memory", 4.0 * key.n, 1.0, 1e11)], launch_overhead=5e-6)
+
+
+def make_set() -> TunableSet:
+    big = TuneGroup("big", lambda key: 2 if key.n >= 1 << 20 else 0)
+    return (
+        TunableSet(lambda x: SumKey(anchor(x.size), str(x.dtype)))
+        .with_(Tunable("pairwise", sum_pairwise))
+        .with_(Tunable("blocked", sum_blocked).group(big, lambda key: 1))
+        .with_work(work, Thresholds(memory=0.3))
+    )
+
+
+def make_bounded_set() -> TunableSet:
+    return make_set().with_bounds(bounds)
+
+
+def tuned_sum(x: npt.NDArray[np.float32]) -> Any:
+    tunables = TUNER.init(make_set)
+    client = cpu()
+    return TUNER.execute(client.device_id, client, tunables, (x,))
+
+
+FP64_WORK = Work(compute_ops=1e9, bytes=8e6, dtype=np.float64)
+"""
+
+
+def test_documented_user_code_type_checks_under_mypy_strict(tmp_path: Path) -> None:
+    pytest.importorskip("mypy")
+    (tmp_path / "userlib.py").write_text(textwrap.dedent(USER_MODULE), encoding="utf-8")
+    env = {**os.environ, "MYPYPATH": str(ROOT)}
+    command = [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "userlib.py"]
+    done = subprocess.run(
+        [*command, "--cache-dir", str(tmp_path / "cache")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
