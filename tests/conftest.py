@@ -21,6 +21,21 @@ def _user_cache_in_tmp(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "user-cache"))
 
 
+# Variables of a CI service that change what an inner pytest run prints or writes: pytest
+# prints whole short-summary lines when `CI` or `BUILD_NUMBER` is set (cut to the terminal's
+# width elsewhere), and the plugin appends to GitHub's step summary and reads the branch.
+CI_VARIABLES = ("CI", "BUILD_NUMBER", "GITHUB_STEP_SUMMARY", "GITHUB_HEAD_REF", "RUNNER_IMAGE")
+
+
+@pytest.fixture(autouse=True)
+def _not_on_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test's inner pytest run sees the environment of a developer's machine wherever the
+    suite runs: the suite failed only on CI, where a message a test counts once stood a
+    second time, whole, in pytest's short summary. Tests of those variables set them."""
+    for name in CI_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(autouse=True)
 def _no_machine_load(monkeypatch: pytest.MonkeyPatch) -> None:
     """The gate widens a CPU comparison by the machine's load average and by how long
