@@ -28,6 +28,7 @@
 #   bash benchmarks/device_session.sh thirteenth # suite, examples (committed, update, -n 2 and -k under -W error, plain), --autotune cost, roofs
 #   bash benchmarks/device_session.sh merged13 # after the CUDA review's merge: suite, examples, costs, short calls
 #   bash benchmarks/device_session.sh fifteenth # the CUDA review's four doubts, then merged13's suite, examples, costs, short calls
+#   bash benchmarks/device_session.sh sixteenth # --autotune cost, then the gate under each condition for $GATE_S s each
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -434,6 +435,18 @@ fifteenth)
   step 40 $P example_kernels -k "saxpy or sum" --autotune -rfx -W error
   step 100 python3 benchmarks/gpu_family_costs.py --runs 3
   step 140 python3 benchmarks/gpu_short_calls.py "$OUT/short" --keep-all
+  ;;
+sixteenth)
+  # The sixteenth session's second call, on the tree that lands sessions ten to fifteen:
+  # the cost of --autotune, then every issue-9 condition against 5 baseline sessions for
+  # GATE_S seconds each (the driver's --budget stops it between processes, with its summary).
+  step 60 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
+  for condition in ${CONDITIONS:-module k groups suite xdist}; do
+    PYTHONPATH="$PLAIN" timeout "$((${GATE_S:-90} + 30))" python3 benchmarks/gpu_gate_reliability.py \
+      --condition "$condition" --runs 100 --workers "${GATE_WORKERS:-10}" --baseline-sessions 5 \
+      --budget "${GATE_S:-90}" >"$OUT/gate-$condition.txt" 2>&1
+    echo "===== gate $condition: exit code $? at $SECONDS s" >>"$LOG"
+  done
   ;;
 top)
   gate_rest "${CONDITION:-groups}"

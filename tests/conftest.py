@@ -9,6 +9,14 @@ import pytest
 with contextlib.suppress(Exception):
     import cupy  # noqa: F401
 
+# Hypothesis's pytest plugin imports the package in every session's terminal summary, and
+# pytester takes modules imported by an inner run out again when it ends: each of the
+# suite's hundreds of inner runs imported all of Hypothesis anew, its modules rewritten by
+# pytest's assertions and, where PYTHONDONTWRITEBYTECODE is set (as on CI), never cached
+# (1.2-1.7 s a run on the 2-core VM). Imported here, it stays for them all.
+with contextlib.suppress(ImportError):
+    import hypothesis.internal.observability  # noqa: F401
+
 pytest_plugins = ["pytester"]
 
 
