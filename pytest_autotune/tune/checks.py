@@ -276,7 +276,53 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
         return [
             f"{where}: cannot compare values of type {name}; give it an autotune_compare method"
         ]
-    return [] if equal else [f"{where}: expected {reference!r}, got {actual!r}"]
+    if equal:
+        return []
+    if isinstance(reference, (str, bytes, bytearray)) and type(reference) is type(actual):
+        return [_text_difference(where, reference, actual)]  # type: ignore[arg-type]
+    return [f"{where}: expected {_short_repr(reference)}, got {_short_repr(actual)}"]
+
+
+LONG_REPR = 200
+"""Characters of a value's repr shown in a message. A 1 MB string (or a set of 100 000
+numbers) that differed was printed whole, twice: it flooded the terminal and the JUnit XML,
+and the difference could not be found in it."""
+
+EXCERPT = 30
+"""Characters shown on each side of the first difference of two long strings."""
+
+
+def _short_repr(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= LONG_REPR else f"{text[:LONG_REPR]}... ({len(text)} characters)"
+
+
+def _text_difference(where: str, reference: str | bytes, actual: str | bytes) -> str:
+    """Two long strings (or bytes) that differ: where the first difference is, the length of
+    each, and an excerpt of each around it; two short ones whole, as they read best."""
+    if len(repr(reference)) + len(repr(actual)) <= 2 * EXCERPT + 20:
+        return f"{where}: expected {reference!r}, got {actual!r}"
+    # The common prefix, by halving: slices compare in C, where a loop over a 1 MB string's
+    # characters takes a good part of a second.
+    low, high = 0, min(len(reference), len(actual))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if reference[:middle] == actual[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    unit = "characters" if isinstance(reference, str) else "bytes"
+
+    def excerpt(text: str | bytes) -> str:
+        start, stop = max(0, low - EXCERPT), low + EXCERPT + 1
+        before, after = ("..." if start > 0 else ""), ("..." if stop < len(text) else "")
+        return f"{before}{text[start:stop]!r}{after}"
+
+    return (
+        f"{where}: {type(reference).__name__} differs at index {low} (expected"
+        f" {len(reference)} {unit}, got {len(actual)}): expected {excerpt(reference)},"
+        f" got {excerpt(actual)}"
+    )
 
 
 def _compare_mappings(

@@ -507,3 +507,33 @@ def test_a_candidate_expected_to_be_wrong_is_the_reference_only_where_no_other_s
     ]
     alone = check_candidates(["imprecise"], outputs.__getitem__, last=[0])
     assert [(c.passed, c.message) for c in alone] == [(True, "reference")]
+
+
+def test_a_long_string_that_differs_shows_an_excerpt_around_the_first_difference():
+    # A 1 MB string output was printed whole, twice, in the failure message: it flooded the
+    # terminal and the JUnit XML, and the difference could not be found in it.
+    ref = "a" * 500_000 + "b" + "z" * 500_000
+    act = "a" * 500_000 + "c" + "z" * 400_000
+    message = compare_outputs(ref, act)
+    assert message is not None
+    assert len(message) < 400
+    assert message.startswith(
+        "output: str differs at index 500000 (expected 1000001 characters, got 900001): "
+    )
+    assert "aaaaaaaaaabzzzzzzzzzz" in message and "aaaaaaaaaaczzzzzzzzzz" in message
+    assert compare_outputs(b"x" * 10_000 + b"1", b"x" * 10_000 + b"2") == (
+        "output: bytes differs at index 10000 (expected 10001 bytes, got 10001): "
+        "expected ...b'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx1', got ...b'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx2'"
+    )
+    # One a prefix of the other: the difference is where the shorter one ends.
+    message = compare_outputs("q" * 1000, "q" * 2000)
+    assert message is not None and len(message) < 400
+    assert message.startswith("output: str differs at index 1000 (expected 1000 characters")
+    # Short strings read as before.
+    assert compare_outputs("ab", "ac") == "output: expected 'ab', got 'ac'"
+
+
+def test_any_other_long_value_that_differs_is_cut_short():
+    message = compare_outputs(set(range(100_000)), set(range(1, 100_001)))
+    assert message is not None and len(message) < 600
+    assert message.startswith("output: expected {0, 1, 2,")
