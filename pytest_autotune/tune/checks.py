@@ -251,8 +251,16 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
             return [_mismatch(where, reference, actual)]
         if len(reference) != len(actual):
             return [f"{where}: expected {counted(len(reference), 'item')}, got {len(actual)}"]
+        differing = _differing_numbers(reference, actual, rtol, atol, equal_nan)
+        indices = range(len(reference)) if differing is None else differing
         problems: list[str] = []
-        for i, (ref_item, act_item) in enumerate(zip(reference, actual, strict=True)):
+        for i in indices:
+            if differing is not None and len(problems) > LISTED_DIFFERENCES:
+                # A number known to differ, only counted past here (`compare_outputs`): a
+                # placeholder stands for it, and the slow element-wise wording is skipped.
+                problems.append(f"{where}[{i}]: differs")
+                continue
+            ref_item, act_item = reference[i], actual[i]
             problems += _compare(ref_item, act_item, f"{where}[{i}]", rtol, atol, equal_nan)
         return problems
 
@@ -323,6 +331,48 @@ def _text_difference(where: str, reference: str | bytes, actual: str | bytes) ->
         f" {len(reference)} {unit}, got {len(actual)}): expected {excerpt(reference)},"
         f" got {excerpt(actual)}"
     )
+
+
+EXACT_FLOAT_INTEGERS = 2**53
+"""Integers up to this size are exact as float64: a list holding none larger compares as
+an array."""
+
+
+def _differing_numbers(
+    reference: Sequence[Any],
+    actual: Sequence[Any],
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+) -> list[int] | None:
+    """The positions where two lists (or tuples) of one length that hold only Python floats
+    and ints differ, compared as arrays; None where they hold anything else, to be compared
+    element by element. Element by element, each took some 40 us: a pure-Python candidate's
+    list of 100 000 floats took seconds. The results are those of the element-wise rules:
+    floats within the tolerances, NaN to NaN (with `equal_nan`), an int and a float by
+    value, two ints exactly."""
+    types = {type(v) for v in reference} | {type(v) for v in actual}
+    if not types <= {float, int}:
+        return None  # bool, NumPy scalars, complex, arrays...: each has rules of its own
+    if int in types and any(
+        type(v) is int and not -EXACT_FLOAT_INTEGERS <= v <= EXACT_FLOAT_INTEGERS
+        for v in (*reference, *actual)
+    ):
+        return None  # as float64 it would round; element-wise, two ints compare exactly
+    ref, act = np.array(reference, dtype=np.float64), np.array(actual, dtype=np.float64)
+    bad = np.zeros(len(ref), dtype=bool)
+    for start in range(0, len(ref), BLOCK_ELEMENTS):
+        block = slice(start, start + BLOCK_ELEMENTS)
+        bad[block], _ = _differing(ref[block], act[block], True, rtol, atol, equal_nan)
+    if int in types:
+        # Two ints compare exactly, not within the tolerances.
+        ints = np.fromiter(
+            (type(r) is int and type(a) is int for r, a in zip(reference, actual, strict=True)),
+            dtype=bool,
+            count=len(ref),
+        )
+        bad[ints] = ref[ints] != act[ints]
+    return [int(i) for i in np.flatnonzero(bad)]
 
 
 def _compare_mappings(

@@ -537,3 +537,59 @@ def test_any_other_long_value_that_differs_is_cut_short():
     message = compare_outputs(set(range(100_000)), set(range(1, 100_001)))
     assert message is not None and len(message) < 600
     assert message.startswith("output: expected {0, 1, 2,")
+
+
+def test_a_long_list_of_numbers_is_compared_at_once_with_the_same_results(monkeypatch):
+    # A pure-Python candidate's list of floats was compared element by element, some 40 us
+    # each: a list of 100 000 floats took seconds per candidate. It is compared as arrays
+    # now; the element-wise comparison runs only for the few differences the message lists.
+    from pytest_autotune.tune import checks
+
+    calls = 0
+    compare = checks._compare
+
+    def counting(*args: object, **kwargs: object) -> list[str]:
+        nonlocal calls
+        calls += 1
+        return compare(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(checks, "_compare", counting)
+    nan = float("nan")
+    ref = [float(i) for i in range(100_000)] + [nan, 2**52, 7]
+    assert compare_outputs(ref, [v * (1 + 1e-9) for v in ref[:-2]] + [2**52, 7.0]) is None
+    assert calls < 100
+    wrong = [*ref]
+    wrong[3] = 4.0
+    wrong[-3] = 0.0  # NaN moved
+    wrong[-1] = 8  # an integer compares exactly, whatever the tolerance
+    assert compare_outputs(ref, wrong) == (
+        "output[3]: expected 3.0, got 4.0, max abs error 1, max rel error 0.333333"
+        " (rtol=1e-05, atol=1e-08)\n"
+        "output[100000]: expected nan, got 0.0 (rtol=1e-05, atol=1e-08)\n"
+        "output[100002]: expected 7, got 8"
+    )
+    assert compare_outputs((1.0, nan), (1.0, nan), equal_nan=False) is not None
+    everywhere = compare_outputs(ref, [v + 1 for v in ref])
+    assert everywhere is not None and everywhere.endswith("... and 99992 more differences")
+    assert calls < 200
+
+
+def test_lists_that_are_not_all_plain_numbers_keep_their_element_wise_rules():
+    assert compare_outputs([1, 2], [True, 2]) == "output[0]: expected 1, got True"
+    assert compare_outputs([2**60 + 1], [float(2**60)]) is None  # as 2**60 + 1 vs 2.0**60
+    assert compare_outputs([2**60 + 1], [2**60]) == (
+        f"output[0]: expected {2**60 + 1}, got {2**60}"
+    )
+    assert compare_outputs([1.0, np.float32(2.0)], [1.0, 2.0]) is None
+    # Past the listed differences, a list of other values still counts only what differs.
+    mixed = [1.0, True] * 20
+    assert compare_outputs(mixed, [2.0, True] * 20) == "\n".join(
+        [
+            *[
+                f"output[{i}]: expected 1.0, got 2.0, max abs error 1, max rel error 1"
+                " (rtol=1e-05, atol=1e-08)"
+                for i in range(0, 20, 2)
+            ],
+            "... and 10 more differences",
+        ]
+    )
