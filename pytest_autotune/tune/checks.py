@@ -98,7 +98,8 @@ def compare_outputs(
     (`equal_nan=False` makes any NaN a difference). Arrays must agree in dtype and shape.
     A Python number carries no dtype, so against a NumPy scalar or a 0-d array it compares
     by value. NumPy and CuPy arrays compare with each other by value, so a NumPy
-    implementation can serve as the reference of CuPy kernels.
+    implementation can serve as the reference of CuPy kernels. A masked array's mask must
+    equal the other's (a plain array masks nothing); the values under a mask are ignored.
     """
     problems = _compare(reference, actual, "output", rtol, atol, equal_nan)
     if len(problems) > LISTED_DIFFERENCES:
@@ -231,6 +232,8 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
     if ref_array is not None and act_array is not None:
         if ref_array.dtype != act_array.dtype:
             return [f"{where}: dtype differs: expected {ref_array.dtype}, got {act_array.dtype}"]
+        if isinstance(ref_array, np.ma.MaskedArray) or isinstance(act_array, np.ma.MaskedArray):
+            return _compare_masked(ref_array, act_array, where, rtol, atol, equal_nan)
         return _compare_arrays(ref_array, act_array, where, rtol, atol, equal_nan)
     # A Python number carries no dtype: against a single typed value it compares by value.
     if ref_array is not None and isinstance(actual, _PYTHON_NUMBERS) and _is_single(ref_array):
@@ -482,6 +485,40 @@ def _compare_arrays(
         missing = "NaT" if reference.dtype.kind in "mM" else "NaN"
         message += f"; {missing} positions differ at {counted(moved, 'element')}"
     return [message]
+
+
+def _compare_masked(
+    reference: npt.NDArray[Any],
+    actual: npt.NDArray[Any],
+    where: str,
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+) -> list[str]:
+    """Two arrays, one masked at least: a masked element is no value, so the masks must
+    agree and the values under a mask are never compared (a plain array masks nothing).
+    Compared as plain arrays, a mask read as NaN positions ("expected --, got 2.0; NaN
+    positions differ"), a wording about values no candidate computed."""
+    if reference.shape != actual.shape:
+        return [f"{where}: shape differs: expected {reference.shape}, got {actual.shape}"]
+    ref_mask, act_mask = np.ma.getmaskarray(reference), np.ma.getmaskarray(actual)
+    ref_data, act_data = np.ma.getdata(reference), np.ma.getdata(actual)
+    problems: list[str] = []
+    moved = np.flatnonzero(ref_mask != act_mask)
+    if moved.size:
+        i = int(moved[0])
+        index = ", ".join(str(int(n)) for n in np.unravel_index(i, reference.shape))
+        expected = "masked" if ref_mask.flat[i] else ref_data.flat[i]
+        got = "masked" if act_mask.flat[i] else act_data.flat[i]
+        problems.append(
+            f"{where}: the masks differ at {moved.size} of {reference.size} elements (masked"
+            " positions must agree; the values under a mask are ignored); first at"
+            f" [{index}]: expected {expected}, got {got}"
+        )
+    # Where either side is masked, the reference's value on both: only values compare.
+    hidden = ref_mask | act_mask
+    shown = np.where(hidden, ref_data, act_data) if hidden.any() else act_data
+    return problems + _compare_arrays(ref_data, shown, where, rtol, atol, equal_nan)
 
 
 def _blocks(

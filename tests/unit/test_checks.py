@@ -593,3 +593,25 @@ def test_lists_that_are_not_all_plain_numbers_keep_their_element_wise_rules():
             "... and 10 more differences",
         ]
     )
+
+
+def test_masked_arrays_must_agree_on_the_mask_and_ignore_the_values_it_hides():
+    # The mask was read as NaN positions ("expected --, got 2.0; NaN positions differ"), a
+    # wording about values no candidate computed. A masked element is no value: masks must
+    # agree, and what lies beneath a mask is never compared.
+    ref = np.ma.array([1.0, 2.0, 3.0, 4.0], mask=[0, 1, 0, 0])
+    assert compare_outputs(ref, np.ma.array([1.0, 99.0, 3.0, 4.0], mask=[0, 1, 0, 0])) is None
+    assert compare_outputs(ref, np.ma.array([1.0, 2.0, 3.0, 4.0], mask=[0, 0, 0, 1])) == (
+        "output: the masks differ at 2 of 4 elements (masked positions must agree; the values"
+        " under a mask are ignored); first at [1]: expected masked, got 2.0"
+    )
+    assert compare_outputs(ref, np.ma.array([1.0, 2.0, 3.5, 4.0], mask=[0, 1, 0, 0])) == (
+        "output: 1 of 4 elements differ (rtol=1e-05, atol=1e-08), max abs error 0.5,"
+        " max rel error 0.166667; first at [2]: expected 3.0, got 3.5"
+    )
+    # A plain array masks nothing: it equals a masked array with nothing masked.
+    assert compare_outputs(np.arange(3.0), np.ma.array(np.arange(3.0))) is None
+    assert compare_outputs(np.arange(3.0), np.ma.array(np.arange(3.0), mask=[0, 0, 1])) == (
+        "output: the masks differ at 1 of 3 elements (masked positions must agree; the values"
+        " under a mask are ignored); first at [2]: expected 2.0, got masked"
+    )
