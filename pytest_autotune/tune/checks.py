@@ -234,6 +234,16 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
             return [f"{where}: dtype differs: expected {ref_array.dtype}, got {act_array.dtype}"]
         if isinstance(ref_array, np.ma.MaskedArray) or isinstance(act_array, np.ma.MaskedArray):
             return _compare_masked(ref_array, act_array, where, rtol, atol, equal_nan)
+        if ref_array.dtype.names and ref_array.shape == act_array.shape:
+            # A record array compared with `==` failed a correct candidate on a NaN in a
+            # float field, and on any rounding: each field compares as an array of its own.
+            return [
+                problem
+                for name in ref_array.dtype.names
+                for problem in _compare(
+                    ref_array[name], act_array[name], f"{where}[{name!r}]", rtol, atol, equal_nan
+                )
+            ]
         return _compare_arrays(ref_array, act_array, where, rtol, atol, equal_nan)
     # A Python number carries no dtype: against a single typed value it compares by value.
     if ref_array is not None and isinstance(actual, _PYTHON_NUMBERS) and _is_single(ref_array):

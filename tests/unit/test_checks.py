@@ -615,3 +615,22 @@ def test_masked_arrays_must_agree_on_the_mask_and_ignore_the_values_it_hides():
         "output: the masks differ at 1 of 3 elements (masked positions must agree; the values"
         " under a mask are ignored); first at [2]: expected 2.0, got masked"
     )
+
+
+def test_structured_arrays_compare_field_by_field_with_the_tolerances():
+    # A record was compared with `==`: NaN in a float field failed a correct candidate
+    # ("expected (nan, 1), got (nan, 1)"), and a rounding difference failed it too.
+    record = np.dtype([("x", "f8"), ("n", "i4"), ("v", "f4", (2,))])
+    ref = np.array([(1.0, 1, (0.5, 0.5)), (np.nan, 2, (1.0, 2.0))], dtype=record)
+    close = ref.copy()
+    close["x"][0] += 1e-12
+    assert compare_outputs(ref, close) is None
+    wrong = ref.copy()
+    wrong["n"][1] = 3
+    wrong["v"][1, 1] = 2.5
+    assert compare_outputs(ref, wrong) == (
+        "output['n']: 1 of 2 elements differ, max abs error 1, max rel error 0.5;"
+        " first at [1]: expected 2, got 3\n"
+        "output['v']: 1 of 4 elements differ (rtol=1e-05, atol=1e-08), max abs error 0.5,"
+        " max rel error 0.25; first at [1, 1]: expected 2.0, got 2.5"
+    )
