@@ -253,6 +253,14 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
     if isinstance(reference, _PYTHON_NUMBERS) and isinstance(actual, _PYTHON_NUMBERS):
         return _compare_numbers(reference, actual, where, rtol, atol, equal_nan)
 
+    for side, value in (("expected", reference), ("got", actual)):
+        if isinstance(value, Iterator):
+            # A generator or `map` returned by mistake: compared by identity, two of them
+            # read "expected <generator object at 0x...>, got <generator object at 0x...>".
+            return [
+                f"{where}: {side} a {type(value).__name__}, an iterator that yields its values"
+                " once and cannot be compared: return them in a list (list(...))"
+            ]
     if isinstance(reference, Mapping):
         if not isinstance(actual, Mapping):
             return [_mismatch(where, reference, actual)]

@@ -634,3 +634,27 @@ def test_structured_arrays_compare_field_by_field_with_the_tolerances():
         "output['v']: 1 of 4 elements differ (rtol=1e-05, atol=1e-08), max abs error 0.5,"
         " max rel error 0.25; first at [1, 1]: expected 2.0, got 2.5"
     )
+
+
+def test_an_iterator_returned_by_mistake_is_named_not_compared():
+    # Two generators compared by identity read "expected <generator object <genexpr> at
+    # 0x7f...>, got <generator object ...>": a failure that did not say what was wrong.
+    def squares(n: int) -> object:
+        return (i * i for i in range(n))
+
+    results = check_candidates(["a", "b"], lambda i: squares(3))
+    assert results[1] == CheckResult(
+        "b",
+        False,
+        "differs from the reference 'a': output: expected a generator, an iterator that"
+        " yields its values once and cannot be compared: return them in a list (list(...))",
+    )
+    assert compare_outputs([0, 1, 4], map(int, "014")) == (
+        "output: got a map, an iterator that yields its values once and cannot be compared:"
+        " return them in a list (list(...))"
+    )
+    assert compare_outputs({"a": iter([1])}, {"a": iter([1])}) == (
+        "output['a']: expected a list_iterator, an iterator that yields its values once and"
+        " cannot be compared: return them in a list (list(...))"
+    )
+    assert compare_outputs(range(3), range(3)) is None  # a range is a sequence, not an iterator
