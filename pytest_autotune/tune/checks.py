@@ -572,6 +572,22 @@ def _differing(
         if inexact:
             close = np.isclose(actual, reference, rtol=rtol, atol=atol, equal_nan=equal_nan)
             nan_moved = np.isnan(reference) != np.isnan(actual)
+            if reference.dtype.kind == "c" or actual.dtype.kind == "c":
+                # `isclose` takes a complex with NaN in either part for NaN: nan+1j equalled
+                # nan+2j and 1+nanj, and a wrong candidate passed. Where NaN is, each part
+                # must agree: NaN where the other's is, within the tolerances elsewhere.
+                ref_parts, act_parts = (reference.real, reference.imag), (actual.real, actual.imag)
+                nan_moved = np.zeros(reference.shape, dtype=bool)
+                for ref_part, act_part in zip(ref_parts, act_parts, strict=True):
+                    nan_moved |= np.isnan(ref_part) != np.isnan(act_part)
+                some_nan = np.isnan(reference) | np.isnan(actual)
+                if some_nan.any():
+                    parts_close = np.ones(reference.shape, dtype=bool)
+                    for ref_part, act_part in zip(ref_parts, act_parts, strict=True):
+                        parts_close &= np.isclose(
+                            act_part, ref_part, rtol=rtol, atol=atol, equal_nan=equal_nan
+                        )
+                    close = np.where(some_nan, parts_close, close)
         else:
             close = _equal_elements(reference, actual, rtol, atol, equal_nan)
             nan_moved = np.zeros(reference.shape, dtype=bool)

@@ -658,3 +658,20 @@ def test_an_iterator_returned_by_mistake_is_named_not_compared():
         " cannot be compared: return them in a list (list(...))"
     )
     assert compare_outputs(range(3), range(3)) is None  # a range is a sequence, not an iterator
+
+
+def test_a_complex_number_with_a_nan_part_must_agree_on_the_other_part():
+    # NumPy's isclose takes a complex with NaN in either part for NaN, so nan+1j equalled
+    # nan+2j, and 1+nanj: a wrong candidate passed.
+    nan = float("nan")
+    assert compare_outputs(complex(nan, 1), complex(nan, 1)) is None
+    assert compare_outputs(complex(nan, 1), complex(nan, 1 + 1e-9)) is None
+    assert compare_outputs(complex(nan, 1), complex(nan, 2)) is not None
+    ref = np.array([1 + 1j, complex(nan, 1)])
+    assert compare_outputs(ref, np.array([1 + 1j, complex(1, nan)])) == (
+        "output: 1 of 2 elements differ (rtol=1e-05, atol=1e-08); first at [1]:"
+        " expected (nan+1j), got (1+nanj); NaN positions differ at 1 element"
+    )
+    message = compare_outputs(ref, np.array([1 + 1j, complex(nan, 3)]))
+    assert message is not None and message.startswith("output: 1 of 2 elements differ")
+    assert "NaN positions" not in message
