@@ -658,7 +658,9 @@ def _host_array(value: object) -> npt.NDArray[Any] | None:
         return np.asarray(value)
     if isinstance(value, np.ndarray):
         return value
-    if isinstance(value, np.generic):
+    if isinstance(value, (np.generic, memoryview)):
+        # A memoryview compared with `==` needed floats exactly equal, and a difference read
+        # "expected <memory at 0x...>": as the array it views, it has a dtype and a shape.
         return np.asarray(value)
     if type(value).__module__.startswith("cupy"):
         # Imported only here: CuPy is optional, and only a CuPy value can get this far.

@@ -675,3 +675,18 @@ def test_a_complex_number_with_a_nan_part_must_agree_on_the_other_part():
     message = compare_outputs(ref, np.array([1 + 1j, complex(nan, 3)]))
     assert message is not None and message.startswith("output: 1 of 2 elements differ")
     assert "NaN positions" not in message
+
+
+def test_a_memoryview_compares_as_the_array_it_views():
+    # It compared with `==`: floats needed exact equality, and a difference read
+    # "expected <memory at 0x7f...>, got <memory at 0x7f...>".
+    ref = np.array([1.0, 2.0, 3.0])
+    assert compare_outputs(memoryview(ref), memoryview(ref * (1 + 1e-9))) is None
+    assert compare_outputs(memoryview(ref), memoryview(ref + np.array([0, 0, 1]))) == (
+        "output: 1 of 3 elements differ (rtol=1e-05, atol=1e-08), max abs error 1,"
+        " max rel error 0.333333; first at [2]: expected 3.0, got 4.0"
+    )
+    assert compare_outputs(memoryview(b"ab"), memoryview(b"ab")) is None
+    assert compare_outputs(memoryview(ref), memoryview(ref.astype(np.float32))) == (
+        "output: dtype differs: expected float64, got float32"
+    )
