@@ -690,3 +690,25 @@ def test_a_memoryview_compares_as_the_array_it_views():
     assert compare_outputs(memoryview(ref), memoryview(ref.astype(np.float32))) == (
         "output: dtype differs: expected float64, got float32"
     )
+
+
+def test_a_candidate_writing_into_the_reference_output_is_still_compared_with_the_reference():
+    # An input generator that gives every call the same arrays (`lambda key, inputs:
+    # inputs`) and an in-place reference returning its argument: the reference's output was
+    # the input itself, the next candidate wrote over it and was compared with itself, and
+    # a wrong candidate passed.
+    x = np.ones(3)
+
+    def twice(x: np.ndarray) -> np.ndarray:
+        x *= 2
+        return x
+
+    def thrice(x: np.ndarray) -> np.ndarray:
+        x *= 3
+        return x
+
+    results = check_candidates(["twice", "thrice"], lambda i: (twice, thrice)[i](x))
+    assert results[1].passed is False
+    assert results[1].message.startswith(
+        "differs from the reference 'twice': output: 3 of 3 elements differ"
+    )
