@@ -54,7 +54,10 @@ def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None
 
 def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     if isinstance(value, tuple):
-        return tuple(clone_value(v, depth, memo) for v in value)
+        items = tuple(clone_value(v, depth, memo) for v in value)
+        # A NamedTuple is kept one: as a plain tuple, `params.scale` raised AttributeError
+        # in the candidate, and a reference output lost its own `autotune_compare`.
+        return type(value)(*items) if hasattr(value, "_fields") else items
     if isinstance(value, list):
         return [clone_value(v, depth, memo) for v in value]
     if isinstance(value, dict):

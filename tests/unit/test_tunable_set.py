@@ -484,3 +484,21 @@ def _keyword(x, *, scale):
 )  # fmt: skip
 def test_a_set_knows_whether_its_key_generator_takes_exactly_one_input(key_gen, unary):
     assert TunableSet.of(key_gen, {"a": _one}).unary is unary
+
+
+def test_a_named_tuple_is_cloned_as_itself():
+    # It was cloned as a plain tuple: a candidate reading `params.scale` of a fixture that
+    # returns a NamedTuple raised AttributeError, and a NamedTuple output with its own
+    # `autotune_compare`, kept as the reference's, lost the method.
+    from typing import NamedTuple
+
+    class Params(NamedTuple):
+        values: np.ndarray
+        scale: float
+
+    params = Params(np.ones(2), 2.0)
+    cloned = clone_value(params)
+    assert type(cloned) is Params
+    assert cloned.scale == 2.0
+    assert cloned.values is not params.values
+    assert (cloned.values == params.values).all()
