@@ -218,7 +218,9 @@ def _kept(output: object) -> object:
     from pytest_autotune.tune.tunable_set import clone_value
 
     kept: object = clone_value(output)
-    return kept
+    # A dict or tuple subclass of the user's is copied as a plain one, which would lose its
+    # own `autotune_compare`: such a value is kept as it is.
+    return kept if type(kept) is type(output) else output
 
 
 _PYTHON_NUMBERS = (bool, int, float, complex)
