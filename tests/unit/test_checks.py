@@ -723,3 +723,25 @@ def test_a_reference_output_of_a_container_type_of_its_own_keeps_its_autotune_co
 
     results = check_candidates(["a", "b"], lambda i: Loose(x=np.full(2, float(i))))
     assert [r.passed for r in results] == [True, True]
+
+
+def test_bfloat16_and_other_extension_floats_compare_as_floats():
+    # ml_dtypes' bfloat16 (JAX's, and PyTorch's through .numpy() of a view) has NumPy kind
+    # "V": it compared exactly, as bytes, so a rounding difference failed with no error
+    # figures and the tolerances ignored, and NaN never equalled NaN.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf16 = ml_dtypes.bfloat16
+    ref = np.array([1.0, 2.0, 3.0, np.nan], dtype=bf16)
+    assert compare_outputs(ref, ref.copy()) is None
+    rounded = np.array([1.0, 2.0, 3.015625, np.nan], dtype=bf16)
+    assert compare_outputs(ref, rounded, rtol=1e-2) is None
+    assert compare_outputs(ref, rounded) == (
+        "output: 1 of 4 elements differ (rtol=1e-05, atol=1e-08), max abs error 0.015625,"
+        " max rel error 0.00520833; first at [2]: expected 3.0, got 3.015625"
+    )
+    # Its int4 compares exactly, as integers do.
+    small = np.array([1, 2], dtype=ml_dtypes.int4)
+    assert compare_outputs(small, np.array([1, 3], dtype=ml_dtypes.int4)) == (
+        "output: 1 of 2 elements differ, max abs error 1, max rel error 0.5;"
+        " first at [1]: expected 2, got 3"
+    )
