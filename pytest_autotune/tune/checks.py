@@ -384,14 +384,15 @@ def _differing_numbers(
     equal_nan: bool,
 ) -> list[int] | None:
     """The positions where two lists (or tuples) of one length that hold only Python floats
-    and ints differ, compared as arrays; None where they hold anything else, to be compared
-    element by element. Element by element, each took some 40 us: a pure-Python candidate's
-    list of 100 000 floats took seconds. The results are those of the element-wise rules:
-    floats within the tolerances, NaN to NaN (with `equal_nan`), an int and a float by
-    value, two ints exactly."""
+    and ints (np.float64 counting as a float) differ, compared as arrays; None where they
+    hold anything else, to be compared element by element. Element by element, each took
+    some 40 us: a pure-Python candidate's list of 100 000 floats took seconds. The results
+    are those of the element-wise rules: floats within the tolerances, NaN to NaN (with
+    `equal_nan`), an int and a float by value, two ints exactly."""
     types = {type(v) for v in reference} | {type(v) for v in actual}
-    if not types <= {float, int}:
-        return None  # bool, NumPy scalars, complex, arrays...: each has rules of its own
+    # A np.float64 (of `list(array)`) follows a Python float's every rule here.
+    if not types <= {float, int, np.float64}:
+        return None  # bool, other NumPy scalars, complex, arrays...: rules of their own
     if int in types and any(
         type(v) is int and not -EXACT_FLOAT_INTEGERS <= v <= EXACT_FLOAT_INTEGERS
         for v in (*reference, *actual)

@@ -745,3 +745,30 @@ def test_bfloat16_and_other_extension_floats_compare_as_floats():
         "output: 1 of 2 elements differ, max abs error 1, max rel error 0.5;"
         " first at [1]: expected 2, got 3"
     )
+
+
+def test_a_list_of_numpy_float64_scalars_is_compared_at_once_too(monkeypatch):
+    # `list(array)` and `[f(v) for v in array]` give np.float64 scalars, which equal Python
+    # floats in every rule: they took the element-wise path, some 50 us each.
+    from pytest_autotune.tune import checks
+
+    calls = 0
+    compare = checks._compare
+
+    def counting(*args: object, **kwargs: object) -> list[str]:
+        nonlocal calls
+        calls += 1
+        return compare(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(checks, "_compare", counting)
+    ref = list(np.arange(1000.0))
+    assert compare_outputs(ref, [float(v) * (1 + 1e-9) for v in ref]) is None
+    assert calls < 10
+    assert compare_outputs([np.float64(1.0), 2], [1.0, np.float64(2.5)]) == (
+        "output[1]: expected 2.0, got 2.5, max abs error 0.5, max rel error 0.25"
+        " (rtol=1e-05, atol=1e-08)"
+    )
+    # Another NumPy type keeps its rule: a float32 is not a float64.
+    assert compare_outputs([np.float64(1.0)], [np.float32(1.0)]) == (
+        "output[0]: dtype differs: expected float64, got float32"
+    )
