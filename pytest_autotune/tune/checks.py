@@ -326,6 +326,14 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
         return []
     if isinstance(reference, (str, bytes, bytearray)) and type(reference) is type(actual):
         return [_text_difference(where, reference, actual)]  # type: ignore[arg-type]
+    if isinstance(reference, (set, frozenset)) and isinstance(actual, (set, frozenset)):
+        # Both printed whole, the one element of 1000 that differed could not be found.
+        # Elements are found by hash: no tolerance can apply, which the message says.
+        missing, unexpected = reference - actual, actual - reference
+        parts = [f"missing {_short_repr(missing)}"] if missing else []
+        parts += [f"unexpected {_short_repr(unexpected)}"] if unexpected else []
+        name = type(reference).__name__
+        return [f"{where}: {name} differs (elements compare exactly): {', '.join(parts)}"]
     return [f"{where}: expected {_short_repr(reference)}, got {_short_repr(actual)}"]
 
 
