@@ -522,7 +522,8 @@ def _compare_arrays(
         errors_text = f", max abs error {max_errors[0]:.6g}, max rel error {max_errors[1]:.6g}"
     tolerance = f" (rtol={rtol:g}, atol={atol:g})" if inexact else ""
     if reference.shape == ():
-        return [f"{where}: expected {expected}, got {got}{errors_text}{tolerance}"]
+        note = _too_fine(reference.dtype, rtol)
+        return [f"{where}: expected {expected}, got {got}{errors_text}{tolerance}{note}"]
     index = ", ".join(str(int(i)) for i in np.unravel_index(flat_index, reference.shape))
     message = (
         f"{where}: {bad_count} of {reference.size} elements differ{tolerance}{errors_text}; "
@@ -531,7 +532,28 @@ def _compare_arrays(
     if moved:
         missing = "NaT" if reference.dtype.kind in "mM" else "NaN"
         message += f"; {missing} positions differ at {counted(moved, 'element')}"
-    return [message]
+    return [message + _too_fine(reference.dtype, rtol)]
+
+
+def _too_fine(dtype: np.dtype[Any], rtol: float) -> str:
+    """A note where `rtol` is below the resolution of a float dtype (float16 and the
+    default 1e-5): only bit-equal values pass, and a correct half-precision kernel that
+    rounds once otherwise failed with no word why."""
+    if dtype.kind not in "fcV":
+        return ""
+    try:
+        eps = float(np.finfo(dtype).eps)
+    except (TypeError, ValueError):
+        try:  # ml_dtypes' bfloat16 and float8 types have a finfo of their own
+            eps = float(importlib.import_module("ml_dtypes").finfo(dtype).eps)
+        except Exception:
+            return ""
+    if rtol >= eps:
+        return ""
+    return (
+        f"; rtol={rtol:g} is finer than {dtype} can hold (its eps is {eps:.3g}), so only"
+        " bit-equal values pass: set rtol for this dtype"
+    )
 
 
 def _compare_masked(

@@ -739,7 +739,9 @@ def test_bfloat16_and_other_extension_floats_compare_as_floats():
     assert compare_outputs(ref, rounded, rtol=1e-2) is None
     assert compare_outputs(ref, rounded) == (
         "output: 1 of 4 elements differ (rtol=1e-05, atol=1e-08), max abs error 0.015625,"
-        " max rel error 0.00520833; first at [2]: expected 3.0, got 3.015625"
+        " max rel error 0.00520833; first at [2]: expected 3.0, got 3.015625; rtol=1e-05 is"
+        " finer than bfloat16 can hold (its eps is 0.00781), so only bit-equal values pass:"
+        " set rtol for this dtype"
     )
     # Its int4 compares exactly, as integers do.
     small = np.array([1, 2], dtype=ml_dtypes.int4)
@@ -786,3 +788,22 @@ def test_a_set_that_differs_names_the_missing_and_the_unexpected_elements():
         "output: frozenset differs (elements compare exactly): unexpected frozenset({2.0})"
     )
     assert compare_outputs({1, 2}, {2, 1}) is None
+
+
+def test_a_tolerance_finer_than_the_dtype_can_hold_is_named():
+    # float16 holds about 3 digits: with the default rtol=1e-5 only bit-equal values pass,
+    # and a correct half-precision kernel rounding once otherwise failed with no word why.
+    ref = np.array([1.0, 2.0], dtype=np.float16)
+    act = np.array([1.0, 2.001953125], dtype=np.float16)  # one step of float16 away
+    message = compare_outputs(ref, act)
+    assert message is not None
+    assert message.endswith(
+        "; rtol=1e-05 is finer than float16 can hold (its eps is 0.000977), so only"
+        " bit-equal values pass: set rtol for this dtype"
+    )
+    assert compare_outputs(ref, act, rtol=2e-3) is None
+    one = compare_outputs(np.float16(2.0), np.float16(2.001953125))
+    assert one is not None and one.endswith("set rtol for this dtype")
+    # float32 holds what rtol=1e-5 asks: no such note.
+    wide = compare_outputs(np.ones(2, np.float32), np.full(2, 2, np.float32))
+    assert wide is not None and "finer than" not in wide
