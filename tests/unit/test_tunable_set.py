@@ -3,6 +3,7 @@
 import functools
 import hashlib
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -502,3 +503,28 @@ def test_a_named_tuple_is_cloned_as_itself():
     assert cloned.scale == 2.0
     assert cloned.values is not params.values
     assert (cloned.values == params.values).all()
+
+
+def test_a_list_of_plain_numbers_is_copied_without_visiting_each_number(monkeypatch) -> None:
+    # Each number went through the copy's every rule, some 3.5 us: a 100 000-float list,
+    # as an input, or as the reference's output kept for the checks, took 0.35 s a copy.
+    from pytest_autotune.tune import tunable_set
+
+    visits = 0
+    clone = tunable_set._clone
+
+    def counting(*args: Any) -> Any:
+        nonlocal visits
+        visits += 1
+        return clone(*args)
+
+    monkeypatch.setattr(tunable_set, "_clone", counting)
+    values = [0.5 * i for i in range(1000)] + [1, "a", None, True]
+    cloned = clone_value(values)
+    assert cloned == values and cloned is not values  # a new list: appending to it is safe
+    numbers = tuple(values)
+    assert clone_value(numbers) == numbers
+    assert visits < 10
+    # A list holding an array still has the array copied.
+    holder = [1.0, np.zeros(2)]
+    assert clone_value(holder)[1] is not holder[1]
