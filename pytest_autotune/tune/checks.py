@@ -283,24 +283,7 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
             return [_mismatch(where, reference, actual)]
         return _compare_mappings(reference, actual, where, rtol, atol, equal_nan)
     if isinstance(reference, (tuple, list)):
-        # A tuple and a list are different results: a caller may index or unpack them alike,
-        # but one may also hash the tuple or append to the list.
-        if not isinstance(actual, tuple if isinstance(reference, tuple) else list):
-            return [_mismatch(where, reference, actual)]
-        if len(reference) != len(actual):
-            return [f"{where}: expected {counted(len(reference), 'item')}, got {len(actual)}"]
-        differing = _differing_numbers(reference, actual, rtol, atol, equal_nan)
-        indices = range(len(reference)) if differing is None else differing
-        problems: list[str] = []
-        for i in indices:
-            if differing is not None and len(problems) > LISTED_DIFFERENCES:
-                # A number known to differ, only counted past here (`compare_outputs`): a
-                # placeholder stands for it, and the slow element-wise wording is skipped.
-                problems.append(f"{where}[{i}]: differs")
-                continue
-            ref_item, act_item = reference[i], actual[i]
-            problems += _compare(ref_item, act_item, f"{where}[{i}]", rtol, atol, equal_nan)
-        return problems
+        return _compare_sequences(reference, actual, where, rtol, atol, equal_nan)
 
     if type(reference) is not type(actual):
         return [_mismatch(where, reference, actual)]
@@ -420,6 +403,39 @@ def _differing_numbers(
         )
         bad[ints] = ref[ints] != act[ints]
     return [int(i) for i in np.flatnonzero(bad)]
+
+
+def _compare_sequences(
+    reference: tuple[Any, ...] | list[Any],
+    actual: object,
+    where: str,
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+) -> list[str]:
+    """A tuple or list reference against any output: item by item, named by position."""
+    # A tuple and a list are different results: a caller may index or unpack them alike,
+    # but one may also hash the tuple or append to the list.
+    if not isinstance(actual, tuple if isinstance(reference, tuple) else list):
+        return [_mismatch(where, reference, actual)]
+    named = hasattr(reference, "_fields") or hasattr(actual, "_fields")
+    if named and type(reference) is not type(actual):
+        # A NamedTuple's caller reads `result.mean`, which a plain tuple lacks.
+        return [_mismatch(where, reference, actual)]
+    if len(reference) != len(actual):
+        return [f"{where}: expected {counted(len(reference), 'item')}, got {len(actual)}"]
+    differing = _differing_numbers(reference, actual, rtol, atol, equal_nan)
+    indices = range(len(reference)) if differing is None else differing
+    problems: list[str] = []
+    for i in indices:
+        if differing is not None and len(problems) > LISTED_DIFFERENCES:
+            # A number known to differ, only counted past here (`compare_outputs`): a
+            # placeholder stands for it, and the slow element-wise wording is skipped.
+            problems.append(f"{where}[{i}]: differs")
+            continue
+        ref_item, act_item = reference[i], actual[i]
+        problems += _compare(ref_item, act_item, f"{where}[{i}]", rtol, atol, equal_nan)
+    return problems
 
 
 def _compare_mappings(

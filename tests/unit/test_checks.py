@@ -807,3 +807,22 @@ def test_a_tolerance_finer_than_the_dtype_can_hold_is_named():
     # float32 holds what rtol=1e-5 asks: no such note.
     wide = compare_outputs(np.ones(2, np.float32), np.full(2, 2, np.float32))
     assert wide is not None and "finer than" not in wide
+
+
+def test_a_named_tuple_is_not_a_plain_tuple():
+    # A candidate returning a plain tuple where the reference returns a NamedTuple passed,
+    # and its caller's `result.mean` raised AttributeError: as a tuple is not a list.
+    from typing import NamedTuple
+
+    class Stats(NamedTuple):
+        mean: float
+        count: int
+
+    assert compare_outputs(Stats(1.0, 2), Stats(1.0, 2)) is None
+    assert compare_outputs(Stats(1.0, 2), (1.0, 2)) == (
+        "output: expected Stats of 2 items, got tuple of 2 items"
+    )
+    assert compare_outputs(Stats(1.0, 2), Stats(1.5, 2)) == (
+        "output[0]: expected 1.0, got 1.5, max abs error 0.5, max rel error 0.5"
+        " (rtol=1e-05, atol=1e-08)"
+    )
