@@ -83,3 +83,14 @@ def test_integers_that_agree_are_settled_on_the_device_without_isclose(
 def test_without_cupy_nothing_is_a_device_array(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "cupy", raising=False)
     assert agree_on_device(on_device([1.0]), on_device([1.0]), 0, 0, True) is False
+
+
+def test_a_complex_nan_on_the_device_is_left_to_the_host(fake_cupy: SimpleNamespace) -> None:
+    # CuPy's isclose, as NumPy's, takes a complex with NaN in either part for NaN: nan+1j
+    # agreed with nan+2j on the device, and the host's stricter rule never ran.
+    fake_cupy.isnan = np.isnan
+    reference = on_device([1 + 1j, complex(np.nan, 1)], dtype=np.complex64)
+    wrong = on_device([1 + 1j, complex(np.nan, 2)], dtype=np.complex64)
+    assert compare_outputs(reference, wrong) is not None
+    assert compare_outputs(reference, reference.copy()) is None
+    assert agree_on_device(reference, reference.copy(), 1e-5, 0.0, equal_nan=True) is False
