@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -330,7 +331,14 @@ EXCERPT = 30
 
 
 def _short_repr(value: object) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:
+        if not isinstance(value, int):
+            raise
+        # Python prints no int of more than 4300 digits (`sys.set_int_max_str_digits`):
+        # the message raised from inside the check, in place of naming a wrong bigint.
+        return f"an int of about {int(value.bit_length() * math.log10(2)) + 1} digits"
     return text if len(text) <= LONG_REPR else f"{text[:LONG_REPR]}... ({len(text)} characters)"
 
 
@@ -471,7 +479,12 @@ def _compare_numbers(
         return [_mismatch(where, reference, actual)]
     if isinstance(reference, int) and isinstance(actual, int):
         # Exact, and in Python's unbounded integers: a NumPy conversion could overflow.
-        return [] if reference == actual else [f"{where}: expected {reference!r}, got {actual!r}"]
+        if reference == actual:
+            return []
+        expected, got = _short_repr(reference), _short_repr(actual)
+        # Two long ints read alike once cut short: their difference tells them apart.
+        gap = f" (got - expected = {_short_repr(actual - reference)})" if expected == got else ""
+        return [f"{where}: expected {expected}, got {got}{gap}"]
     dtype = (
         np.complex128
         if isinstance(reference, complex) or isinstance(actual, complex)

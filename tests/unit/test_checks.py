@@ -826,3 +826,18 @@ def test_a_named_tuple_is_not_a_plain_tuple():
         "output[0]: expected 1.0, got 1.5, max abs error 0.5, max rel error 0.5"
         " (rtol=1e-05, atol=1e-08)"
     )
+
+
+def test_a_huge_integer_that_differs_is_described_not_raised_on():
+    # Python refuses to print an int of more than 4300 digits: the message raised
+    # ValueError from inside the check, in place of saying that a bigint candidate was wrong.
+    big = 7**6000  # 5071 digits
+    assert compare_outputs(big, big) is None
+    message = compare_outputs(big, big + 1)
+    assert message is not None
+    assert message == (
+        "output: expected an int of about 5071 digits, got an int of about 5071 digits"
+        " (got - expected = 1)"
+    )
+    message = compare_outputs(10**1000, 10**1000 + 1)
+    assert message is not None and len(message) < 600
