@@ -330,6 +330,10 @@ EXCERPT = 30
 """Characters shown on each side of the first difference of two long strings."""
 
 
+def _cut(text: str) -> str:
+    return text if len(text) <= LONG_REPR else f"{text[:LONG_REPR]}... ({len(text)} characters)"
+
+
 def _short_repr(value: object) -> str:
     try:
         text = repr(value)
@@ -339,7 +343,7 @@ def _short_repr(value: object) -> str:
         # Python prints no int of more than 4300 digits (`sys.set_int_max_str_digits`):
         # the message raised from inside the check, in place of naming a wrong bigint.
         return f"an int of about {int(value.bit_length() * math.log10(2)) + 1} digits"
-    return text if len(text) <= LONG_REPR else f"{text[:LONG_REPR]}... ({len(text)} characters)"
+    return _cut(text)
 
 
 def _text_difference(where: str, reference: str | bytes, actual: str | bytes) -> str:
@@ -545,6 +549,7 @@ def _compare_arrays(
     if first is None:
         return []
     flat_index, expected, got = first
+    expected, got = _cut(str(expected)), _cut(str(got))  # one element may be a 1 MB string
 
     errors_text = ""
     if max_errors is not None:
@@ -606,8 +611,8 @@ def _compare_masked(
     if moved.size:
         i = int(moved[0])
         index = ", ".join(str(int(n)) for n in np.unravel_index(i, reference.shape))
-        expected = "masked" if ref_mask.flat[i] else ref_data.flat[i]
-        got = "masked" if act_mask.flat[i] else act_data.flat[i]
+        expected = "masked" if ref_mask.flat[i] else _cut(str(ref_data.flat[i]))
+        got = "masked" if act_mask.flat[i] else _cut(str(act_data.flat[i]))
         problems.append(
             f"{where}: the masks differ at {moved.size} of {reference.size} elements (masked"
             " positions must agree; the values under a mask are ignored); first at"

@@ -841,3 +841,14 @@ def test_a_huge_integer_that_differs_is_described_not_raised_on():
     )
     message = compare_outputs(10**1000, 10**1000 + 1)
     assert message is not None and len(message) < 600
+
+
+def test_a_long_element_of_an_array_that_differs_is_cut_short():
+    # The first bad element was printed whole: a string or object array holding a 1 MB
+    # value flooded the message as a long str output did.
+    ref = np.array(["a" * 100_000, "b"])
+    act = np.array(["a" * 99_999 + "c", "b"])
+    message = compare_outputs(ref, act)
+    assert message is not None and len(message) < 600
+    assert message.startswith("output: 1 of 2 elements differ; first at [0]: expected aaaa")
+    assert "... (100000 characters)" in message
