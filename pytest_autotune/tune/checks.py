@@ -461,10 +461,13 @@ def _compare_mappings(
     missing = [k for k in reference if k not in actual]
     unexpected = [k for k in actual if k not in reference]
     problems: list[str] = []
+    # Each list cut short, its length said: 100 000 keys of the wrong type flooded it.
     if missing:
-        problems.append(f"{where}: missing keys {missing!r}")
+        many = f"{len(missing)} " if len(repr(missing)) > LONG_REPR else ""
+        problems.append(f"{where}: missing {many}keys {_short_repr(missing)}")
     if unexpected:
-        problems.append(f"{where}: unexpected keys {unexpected!r}")
+        many = f"{len(unexpected)} " if len(repr(unexpected)) > LONG_REPR else ""
+        problems.append(f"{where}: unexpected {many}keys {_short_repr(unexpected)}")
     for k in reference:
         if k in actual:
             problems += _compare(reference[k], actual[k], f"{where}[{k!r}]", rtol, atol, equal_nan)

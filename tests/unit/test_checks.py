@@ -852,3 +852,13 @@ def test_a_long_element_of_an_array_that_differs_is_cut_short():
     assert message is not None and len(message) < 600
     assert message.startswith("output: 1 of 2 elements differ; first at [0]: expected aaaa")
     assert "... (100000 characters)" in message
+
+
+def test_many_missing_or_unexpected_keys_are_counted_not_all_printed():
+    # A dict output keyed by 100 000 ids with the wrong key type listed every key, twice.
+    ref = {i: 1.0 for i in range(100_000)}
+    message = compare_outputs(ref, {str(i): 1.0 for i in range(100_000)})
+    assert message is not None and len(message) < 800
+    assert message.startswith("output: missing 100000 keys [0, 1, 2,")
+    assert "\noutput: unexpected 100000 keys ['0', '1', '2'," in message
+    assert compare_outputs({"a": 1}, {}) == "output: missing keys ['a']"
