@@ -101,6 +101,11 @@ def compare_outputs(
     by value. NumPy and CuPy arrays compare with each other by value, so a NumPy
     implementation can serve as the reference of CuPy kernels. A masked array's mask must
     equal the other's (a plain array masks nothing); the values under a mask are ignored.
+    A structured array compares field by field; ml_dtypes' bfloat16 and float8 as floats; a
+    memoryview as the array it views; a complex NaN part by part. A NamedTuple is not a
+    plain tuple; sets compare exactly, naming what is missing and unexpected; an iterator
+    (a generator, a `map`) is a difference: it cannot be compared, only consumed. Long
+    values are shown as excerpts (a string around its first difference).
     """
     problems = _compare(reference, actual, "output", rtol, atol, equal_nan)
     if len(problems) > LISTED_DIFFERENCES:
