@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from pytest_autotune.tune.checks import NOTHING_TO_COMPARE, compare_outputs
+from pytest_autotune.tune.checks import NOTHING_TO_COMPARE, compare_outputs, copy_output
 from pytest_autotune.tune.config import AutotuneConfig, ConfigError
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
 from pytest_autotune.tune.tunable_set import clone_value
@@ -51,6 +51,9 @@ def check_candidate(
         raise
     if not check_output:
         return None
+    # A copy: the reference runs next, and where both write into one module-level buffer
+    # and return it, it overwrote this output, and a wrong candidate equalled the reference.
+    output = copy_output(output)
     if reference is None:
         ordered = [c for c in candidates if c[0] not in expected_to_fail]
         ordered += [c for c in candidates if c[0] in expected_to_fail]

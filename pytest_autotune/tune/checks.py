@@ -191,7 +191,7 @@ def check_candidates(
                 no_reference = NOTHING_TO_COMPARE.format(f"the reference {name!r}")
                 results[index] = CheckResult(name, False, no_reference)
             else:
-                ref_output, have_reference = _kept(output), True
+                ref_output, have_reference = copy_output(output), True
                 ref_label = f"the reference {name!r}"
                 results[index] = CheckResult(name, True, "reference")
         if isinstance(reference, int) and index == reference and not have_reference:
@@ -210,15 +210,16 @@ def _explicit_reference(
         return None, f"the reference raised {AutotuneError.from_exception('', exc).message}"
     if require_output and output is None:
         return None, NOTHING_TO_COMPARE.format("the explicit reference")
-    return _kept(output), None
+    return copy_output(output), None
 
 
-def _kept(output: object) -> object:
-    """The reference's output as kept for the comparisons: a copy of its arrays. An in-place
+def copy_output(output: object) -> object:
+    """An output as kept while another candidate runs: a copy of its arrays. An in-place
     reference returns its input, and where the input generator gives every call the same
     arrays (`lambda key, inputs: inputs`), the next in-place candidate wrote over it and was
-    compared with its own output: a wrong one passed. One copy, made once, while the
-    original is dropped: memory still holds two outputs, the reference's and one other."""
+    compared with its own output: a wrong one passed (so too with a module-level workspace
+    every candidate writes into and returns). One copy, made once, while the original is
+    dropped: memory still holds two outputs, the kept one and one other."""
     # Imported here: `tunable_set` imports `config`, which imports `log`, which imports this
     # module for `CheckResult`.
     from pytest_autotune.tune.tunable_set import clone_value

@@ -713,3 +713,34 @@ def test_the_reference_runs_under_its_own_filterwarnings_mark_in_another_candida
     result = run(autotune_pytester, "-k", "wrong")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*candidate 'wrong' differs from the reference candidate*"])
+
+
+def test_a_candidate_returning_a_shared_buffer_is_compared_before_the_reference_reuses_it(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Kernels writing into one module-level workspace and returning it: the candidate's
+    # output was the buffer, the reference then wrote its own answer into the same buffer,
+    # and the two compared equal, so the wrong candidate passed.
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        WORKSPACE = np.empty(4)
+
+        def twice(x):
+            np.multiply(x, 2, out=WORKSPACE)
+            return WORKSPACE
+
+        def thrice(x):
+            np.multiply(x, 3, out=WORKSPACE)
+            return WORKSPACE
+
+        @pytest.mark.autotune(candidates={"twice": twice, "thrice": thrice})
+        def test_scale(candidate):
+            return candidate(np.ones(4))
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*candidate 'thrice' differs from the reference candidate*"])
