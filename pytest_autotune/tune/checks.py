@@ -474,9 +474,19 @@ def _compare_mappings(
     if unexpected:
         many = f"{len(unexpected)} " if len(repr(unexpected)) > LONG_REPR else ""
         problems.append(f"{where}: unexpected {many}keys {_short_repr(unexpected)}")
-    for k in reference:
-        if k in actual:
-            problems += _compare(reference[k], actual[k], f"{where}[{k!r}]", rtol, atol, equal_nan)
+    keys = [k for k in reference if k in actual]
+    # Numbers compare as arrays, as a list's do: 100 000 of them took some 4 s one by one.
+    values = [reference[k] for k in keys], [actual[k] for k in keys]
+    differing = _differing_numbers(*values, rtol, atol, equal_nan)
+    listed = 0
+    for i in range(len(keys)) if differing is None else differing:
+        k = keys[i]
+        if differing is not None and listed > LISTED_DIFFERENCES:
+            problems.append(f"{where}[{k!r}]: differs")  # only counted (`compare_outputs`)
+            continue
+        found = _compare(reference[k], actual[k], f"{where}[{k!r}]", rtol, atol, equal_nan)
+        listed += len(found)
+        problems += found
     return problems
 
 

@@ -862,3 +862,32 @@ def test_many_missing_or_unexpected_keys_are_counted_not_all_printed():
     assert message.startswith("output: missing 100000 keys [0, 1, 2,")
     assert "\noutput: unexpected 100000 keys ['0', '1', '2'," in message
     assert compare_outputs({"a": 1}, {}) == "output: missing keys ['a']"
+
+
+def test_a_dict_of_many_numbers_is_compared_at_once(monkeypatch):
+    # A dict of 100 000 floats (a histogram, scores by id) took some 4 s, one element-wise
+    # comparison per key; its values now compare as arrays, as a list's do.
+    from pytest_autotune.tune import checks
+
+    calls = 0
+    compare = checks._compare
+
+    def counting(*args: object, **kwargs: object) -> list[str]:
+        nonlocal calls
+        calls += 1
+        return compare(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(checks, "_compare", counting)
+    ref = {f"id{i}": i * 0.5 for i in range(1000)}
+    assert compare_outputs(ref, {k: v * (1 + 1e-9) for k, v in ref.items()}) is None
+    assert calls < 10
+    wrong = {**ref, "id3": 9.0, "id500": 1}
+    assert compare_outputs(ref, wrong) == (
+        "output['id3']: expected 1.5, got 9.0, max abs error 7.5, max rel error 5"
+        " (rtol=1e-05, atol=1e-08)\n"
+        "output['id500']: expected 250.0, got 1.0, max abs error 249, max rel error 0.996"
+        " (rtol=1e-05, atol=1e-08)"
+    )
+    everywhere = compare_outputs(ref, {k: v + 1 for k, v in ref.items()})
+    assert everywhere is not None and everywhere.endswith("... and 990 more differences")
+    assert calls < 100
