@@ -601,8 +601,8 @@ def _too_fine(dtype: np.dtype[Any], rtol: float) -> str:
             eps = float(importlib.import_module("ml_dtypes").finfo(dtype).eps)
         except Exception:
             return ""
-    if rtol >= eps:
-        return ""
+    if not 0 < rtol < eps:
+        return ""  # rtol=0 asks for no relative tolerance at all (atol alone, or exactness)
     return (
         f"; rtol={rtol:g} is finer than {dtype} can hold (its eps is {eps:.3g}), so only"
         " bit-equal values pass: set rtol for this dtype"

@@ -807,6 +807,9 @@ def test_a_tolerance_finer_than_the_dtype_can_hold_is_named():
     # float32 holds what rtol=1e-5 asks: no such note.
     wide = compare_outputs(np.ones(2, np.float32), np.full(2, 2, np.float32))
     assert wide is not None and "finer than" not in wide
+    # rtol=0 asks for no relative tolerance (atol alone, or exactness): no note either.
+    exact = compare_outputs(ref, act, rtol=0.0, atol=0.0)
+    assert exact is not None and "finer than" not in exact
 
 
 def test_a_named_tuple_is_not_a_plain_tuple():
