@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -13,6 +14,16 @@ from pytest_autotune.tune.tunable_set import clone_value
 Candidates = Sequence[tuple[str, Callable[..., Any]]]
 Body = Callable[..., Any]
 """`run(candidate, *inputs)`: the test body called with one candidate."""
+
+
+def candidate_call(run: Body, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`run`'s call of candidate `name` (its function `fn`), taking the inputs. One
+    function under two names (two configurations sharing it) is two candidates, each with
+    a test of its own, which the function alone cannot tell apart: a body that knows its
+    candidates by name (`plugin.CandidateRun.named`) is called by name. A partial, so
+    that it pickles where the body and the candidate do (`fresh_process`)."""
+    named = getattr(run, "named", None)
+    return named(name, fn) if named is not None else functools.partial(run, fn)
 
 
 def check_candidate(
@@ -42,7 +53,7 @@ def check_candidate(
     __tracebackhide__ = True  # the candidate's traceback shows the user's frames alone
     by_name = dict(candidates)
     try:
-        output = run(by_name[name], *clone_value(inputs))
+        output = candidate_call(run, name, by_name[name])(*clone_value(inputs))
     except AutotuneError as exc:
         # The seed's `AutotuneError::Skip`, raised, declines as `AutotuneSkip` does (and as
         # it does when the candidate is timed).
@@ -55,9 +66,9 @@ def check_candidate(
     # and return it, it overwrote this output, and a wrong candidate equalled the reference.
     output = copy_output(output)
     if reference is None:
-        ordered = [c for c in candidates if c[0] not in expected_to_fail]
-        ordered += [c for c in candidates if c[0] in expected_to_fail]
-        for other, fn in ordered:
+        # Stable: the expected failures last, each kind in the candidates' order.
+        ordered = sorted(by_name, key=lambda other: other in expected_to_fail)
+        for other in ordered:
             if other in not_run:
                 continue
             label = f"the reference candidate {other!r} (the first that succeeds)"
@@ -65,22 +76,23 @@ def check_candidate(
                 expected = output
                 break
             try:
-                expected = run(fn, *clone_value(inputs))
+                expected = candidate_call(run, other, by_name[other])(*clone_value(inputs))
             except Exception:
                 continue
             break
     elif isinstance(reference, str):
         if reference not in by_name:
             raise ConfigError(f"reference={reference!r} names no candidate: {sorted(by_name)}")
-        fn, label = by_name[reference], f"the reference candidate {reference!r}"
-        expected = output if reference == name else run(fn, *clone_value(inputs))
+        label = f"the reference candidate {reference!r}"
+        call = candidate_call(run, reference, by_name[reference])
+        expected = output if reference == name else call(*clone_value(inputs))
     else:
-        fn, label = reference, "the explicit reference"
-        expected = run(fn, *clone_value(inputs))
+        label = "the explicit reference"
+        expected = run(reference, *clone_value(inputs))
     if expected is None:
         return f"candidate {name!r} cannot be checked: {NOTHING_TO_COMPARE.format(label)}"
     diff = compare_outputs(expected, output, config.rtol, config.atol)
     return None if diff is None else f"candidate {name!r} differs from {label}:\n{diff}"
 
 
-__all__ = ["Body", "Candidates", "check_candidate"]
+__all__ = ["Body", "Candidates", "candidate_call", "check_candidate"]

@@ -8,6 +8,7 @@ hooks into calls on them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import os
 import pickle
@@ -557,6 +558,27 @@ class CandidateRun:
         return CandidateScope(self, name)
 
     def __call__(self, candidate: Callable[..., Any], *values: Any) -> Any:
+        """The body of a candidate known by its function alone (an explicit reference)."""
+        name = self.names(candidate) if self.names is not None else None
+        return self._call(name, candidate, self._own_fixtures(name), *values)
+
+    def named(self, name: str, candidate: Callable[..., Any]) -> functools.partial[Any]:
+        """The body of candidate `name`, taking the values: by its name, not its function,
+        which two names may share (each is a candidate with a test of its own, whose
+        fixtures its body gets); those fixtures looked up once, not on each timed call."""
+        return functools.partial(self._call, name, candidate, self._own_fixtures(name))
+
+    def _own_fixtures(self, name: str | None) -> Mapping[str, Any]:
+        """The fixtures of candidate `name`'s own test that its body takes (`own`)."""
+        return {} if self.own is None else self.own(name or "")
+
+    def _call(
+        self,
+        name: str | None,
+        candidate: Callable[..., Any],
+        own: Mapping[str, Any],
+        *values: Any,
+    ) -> Any:
         def body() -> Any:
             # pytest's outcomes raised in the body are not `Exception`s: each went through
             # the check of another candidate's test, and through tuning, and gave its
@@ -564,12 +586,15 @@ class CandidateRun:
             # leaving the group untuned. Here they are the candidate's own: `pytest.skip()`
             # declines it (or the inputs), as `AutotuneSkip` does; `pytest.xfail()` declines
             # it as expected to fail; `pytest.fail()` and `sys.exit()` are its failure.
-            arguments = self._arguments(candidate, values)
+            arguments = dict(zip(self.others, values, strict=True))
+            arguments.update(own)
+            if self.benchmark is not None:
+                arguments.update(self.benchmark(candidate))
             problem: str | None
             # Entered by the tuner around a timed call, outside its timer (`call_scope`).
             scope = (
-                self.filters.scope(self.names(candidate))
-                if self.filters and self.names and not call_scope.entered()
+                self.filters.scope(name)
+                if self.filters and name is not None and not call_scope.entered()
                 else None
             )
             try:
@@ -591,26 +616,16 @@ class CandidateRun:
                 problem = _unrun(output)
                 if problem is None:
                     return output
-            who = f"candidate {self.names(candidate)!r}" if self.names else "the candidate"
+            who = f"candidate {name!r}" if name is not None else "the candidate"
             raise Failed(pytest.fail.Exception(f"{who} {problem}", pytrace=False))
 
         try:
-            if self.limit is None or self.names is None:
+            if self.limit is None or name is None:
                 return body()
-            return self.limit.call(self.names(candidate), body)
+            return self.limit.call(name, body)
         except Exception as exc:
             self._note_raised(candidate, exc)
             raise
-
-    def _arguments(self, candidate: Callable[..., Any], values: tuple[Any, ...]) -> dict[str, Any]:
-        """The body's arguments but `candidate`: the values, and the fixtures that belong
-        to the candidate's own test where it takes them."""
-        arguments = dict(zip(self.others, values, strict=True))
-        if self.own is not None:
-            arguments.update(self.own(self.names(candidate) if self.names else ""))
-        if self.benchmark is not None:
-            arguments.update(self.benchmark(candidate))
-        return arguments
 
     def _note_raised(self, candidate: Callable[..., Any], exc: BaseException) -> None:
         """Keep a candidate whose body raised: not a decline, nor a stop at
@@ -781,7 +796,8 @@ def _called_again(
 
     def call() -> object:
         try:
-            return run(dict(spec.function.candidates)[spec.candidate], *clone_value(inputs))
+            fn = dict(spec.function.candidates)[spec.candidate]
+            return run.named(spec.candidate, fn)(*clone_value(inputs))
         except Failed as exc:
             raise exc.outcome from None
 

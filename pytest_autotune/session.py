@@ -21,7 +21,7 @@ from filelock import FileLock, Timeout
 
 from pytest_autotune.backends.cpu import settle_allocator
 from pytest_autotune.baselines import Baselines, baseline_extra
-from pytest_autotune.check_mode import Body, Candidates
+from pytest_autotune.check_mode import Body, Candidates, candidate_call
 from pytest_autotune.gate import (
     BaselineSession,
     GroupVerdict,
@@ -293,7 +293,7 @@ class AutotuneSession:
         def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             # A partial, not a closure: it pickles where the body and the candidate do,
             # so a fresh process can measure it again (`fresh_process`).
-            wrapped = functools.partial(request.run, fn)
+            wrapped = candidate_call(request.run, name, fn)
             scope_of = getattr(request.run, "scope_of", None)  # `plugin.CandidateRun`'s
             scope = scope_of(name) if scope_of is not None else None
             if scope is not None:
@@ -553,13 +553,8 @@ def _reference(reference: Any, request: GroupRequest) -> Callable[..., Any] | No
         by_name = dict(request.candidates)
         if reference not in by_name:
             raise ConfigError(f"reference={reference!r} names no candidate: {sorted(by_name)}")
-        reference = by_name[reference]
-    fn = reference
-
-    def call(*values: Any) -> Any:
-        return request.run(fn, *values)
-
-    return call
+        return candidate_call(request.run, reference, by_name[reference])
+    return functools.partial(request.run, reference)
 
 
 def check_groups(candidates: Candidates, groups: Any, not_run: Collection[str], key: Any) -> None:

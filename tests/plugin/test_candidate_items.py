@@ -497,3 +497,42 @@ def test_the_properties_kept_are_each_distinct_one_once_in_their_first_order() -
     kept = item.user_properties
     assert [name for name, _ in kept] == ["n", "times", "a", "times", "lock", "lock"]
     assert kept[1][1] == [1.0] and kept[3][1] == [2.0]
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_one_function_under_two_names_records_to_each_names_own_test(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # Two configurations that share one function (`{"a": f, "b": f}`) are two candidates,
+    # but each body was given its own test's fixtures by the function, which names the
+    # last of them: a's body read and wrote b's item, in either run.
+    autotune_pytester.makepyfile(
+        test_shared="""
+        import pytest
+        from conftest import spin
+
+        def f(n):
+            spin(1e-4)
+            return n
+
+        @pytest.mark.autotune(candidates={"a": f, "b": f})
+        def test_shared(candidate, request, record_property):
+            record_property("node", request.node.name)
+            return candidate(1)
+        """
+    )
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + "\n\ndef pytest_runtest_logreport(report):\n"
+        + "    if report.when == 'call':\n"
+        + "        print('PROPS', report.nodeid, report.user_properties)\n"
+    )
+    result = run(autotune_pytester, "-s", "-p", "no:randomly", *mode)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*PROPS test_shared.py::test_shared[[]a[]] [[]('node', 'test_shared[[]a[]]')[]]",
+            "*PROPS test_shared.py::test_shared[[]b[]] [[]('node', 'test_shared[[]b[]]')[]]",
+        ]
+    )
