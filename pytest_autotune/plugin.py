@@ -457,6 +457,7 @@ def _body(
     item: pytest.Function,
     spec: ItemSpec,
     arguments: Mapping[str, Any],
+    real: Mapping[str, Any],
     limit: TimeLimit,
     tuning: bool,
 ) -> CandidateRun:
@@ -464,7 +465,9 @@ def _body(
     stopped by name if it runs past the time limit, and each other candidate under its own
     test's warning filters (its marks' in place of this test's). Each candidate's body gets
     its own test's `request` (`own_request`): tuning runs them all in one test, and a plain
-    run the reference in each."""
+    run the reference in each. `arguments`: the test's, pytest-benchmark's fixture among
+    them stood in for (`stand_in`); `real`: that fixture itself, by name, read once from
+    the test's arguments by the caller."""
     marks = warning_marks(item.config, spec.group)
     own = marks.get(spec.candidate, ())
     differ = {name: parse_filters(args) for name, args in marks.items() if args != own}
@@ -485,7 +488,6 @@ def _body(
     names = Names(spec.function.candidates)
     raised = item.config.stash.setdefault(RAISED, {}).setdefault(spec.group, set())
     benchmark = None
-    real = real_fixtures(_test_arguments(item))
     if real and not tuning:
         benchmark = OwnBenchmark(real, dict(spec.function.candidates)[spec.candidate])
     return CandidateRun(
@@ -697,11 +699,12 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         pytest.fail(spec.function.error, pytrace=False)
     _fail_if_the_fixture_changed_the_candidate(pyfuncitem, spec)
     session = pyfuncitem.config.stash[SESSION]
-    arguments = stand_in(_test_arguments(pyfuncitem), tuning=session.settings.tune)
+    given = _test_arguments(pyfuncitem)
+    arguments = stand_in(given, tuning=session.settings.tune)
     inputs = _inputs(arguments)
     options = spec.function.options
     limit = call_time_limit(session, options)
-    run = _body(pyfuncitem, spec, arguments, limit, session.settings.tune)
+    run = _body(pyfuncitem, spec, arguments, real_fixtures(given), limit, session.settings.tune)
     try:
         with limit.armed(), session.level_scope(options):
             if session.settings.tune:
