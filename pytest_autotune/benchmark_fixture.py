@@ -79,6 +79,33 @@ class OwnBenchmark:
         return fixtures
 
 
+class FixtureValues:
+    """pytest-benchmark's fixture as `request.getfixturevalue` gives it to a candidate's
+    body, by the rule of the body's argument (`stand_in`, `OwnBenchmark`): the real one for
+    the test's own candidate in a plain run, once; `CallOnce` for every other call. Asked
+    of pytest, the real one went to every call: under --autotune the tuner's second timed
+    call met `FixtureAlreadyUsed` (every candidate failed), and in a plain run the
+    reference's call in another test used that test's fixture up, and pytest-benchmark
+    left the test out of its figures. One per test: `used`, the fixtures of its arguments
+    that `stand_in` used up."""
+
+    def __init__(self, *, tuning: bool, used: Mapping[str, object]) -> None:
+        self._tuning = tuning
+        self._used = {id(f) for f in used.values()} if tuning else set()
+
+    def value(self, value: Any, *, own: bool) -> Any:
+        """What the body of the test's own candidate (`own`), or of another, gets for
+        `value`, what pytest gave for a fixture name."""
+        if not is_benchmark_fixture(value):
+            return value
+        if id(value) not in self._used and (own or self._tuning):
+            self._used.add(id(value))
+            if not self._tuning:
+                return value
+            _use_up(value)
+        return CallOnce()
+
+
 def real_fixtures(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments that are pytest-benchmark's fixture, by name: `benchmark` itself, or a
     fixture of the user's that returns it (`def bench(benchmark)`)."""
@@ -97,10 +124,16 @@ def stand_in(arguments: dict[str, Any], *, tuning: bool) -> dict[str, Any]:
         # One fixture may come under two names (`benchmark` and the user's `bench`); it
         # can be used once.
         for fixture in {id(f): f for f in real.values()}.values():
-            fixture.disabled = True
-            fixture(_nothing)
+            _use_up(fixture)
     call_once = CallOnce()
     return {**arguments, **dict.fromkeys(real, call_once)}
+
+
+def _use_up(fixture: Any) -> None:
+    """Use the real fixture as `--benchmark-disable` does: it times nothing, reports no
+    figures, and its teardown does not warn that the test never used it."""
+    fixture.disabled = True
+    fixture(_nothing)
 
 
 def _nothing() -> None:
@@ -122,6 +155,7 @@ def nothing_to_save(config: Any) -> None:
 
 __all__ = [
     "CallOnce",
+    "FixtureValues",
     "OwnBenchmark",
     "is_benchmark_fixture",
     "nothing_to_save",

@@ -12,20 +12,36 @@ report never saw.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
+
+from pytest_autotune.benchmark_fixture import FixtureValues
 
 
 class OwnRequest:
     """The running test's `request`, but for the item of another candidate's test: what
     belongs to the item (`node`, `keywords`, `applymarker`) is that item's, the rest
-    (fixture values, `config`, `getfixturevalue`) the running test's, as the inputs are."""
+    (fixture values, `config`, `getfixturevalue`) the running test's, as the inputs are.
+    With pytest-benchmark loaded, the running candidate's own `request` is one too, for
+    `getfixturevalue` to give its fixture as the body's argument would be (`value`)."""
 
-    def __init__(self, running: pytest.FixtureRequest, item: pytest.Item) -> None:
+    def __init__(
+        self,
+        running: pytest.FixtureRequest,
+        item: pytest.Item,
+        value: Callable[[Any], Any] | None = None,
+    ) -> None:
         self._running = running
         self._item = item
+        self._value = value
+
+    def getfixturevalue(self, argname: str) -> Any:
+        """The running test's fixture value, as `value` gives it to this body (pytest-
+        benchmark's fixture: `benchmark_fixture.FixtureValues`)."""
+        got = self._running.getfixturevalue(argname)
+        return got if self._value is None else self._value(got)
 
     @property
     def node(self) -> pytest.Item:
@@ -60,10 +76,16 @@ class OwnFixtures:
         item: pytest.Item,
         arguments: Mapping[str, Any],
         items: Mapping[str, pytest.Item] | None = None,
+        values: FixtureValues | None = None,
     ) -> None:
         self._running: dict[str, Any] = {n: arguments[n] for n in OWN if n in arguments}
+        if values is not None and "request" in arguments:
+            # Where pytest-benchmark's fixture may be asked for by name, the running
+            # candidate's `request` gives it as the body's argument would be, too.
+            own_value = functools.partial(values.value, own=True)
+            self._running["request"] = OwnRequest(arguments["request"], item, own_value)
         self._own: dict[str, dict[str, Any]] = {
-            name: _own_fixtures(arguments, other)
+            name: _own_fixtures(arguments, other, values)
             for name, other in (items or {}).items()
             if other is not item
         }
@@ -73,10 +95,13 @@ class OwnFixtures:
         return self._running if own is None else own
 
 
-def _own_fixtures(arguments: Mapping[str, Any], item: pytest.Item) -> dict[str, Any]:
+def _own_fixtures(
+    arguments: Mapping[str, Any], item: pytest.Item, values: FixtureValues | None
+) -> dict[str, Any]:
     fixtures: dict[str, Any] = {}
     if "request" in arguments:
-        fixtures["request"] = OwnRequest(arguments["request"], item)
+        value = None if values is None else functools.partial(values.value, own=False)
+        fixtures["request"] = OwnRequest(arguments["request"], item, value)
     if "record_property" in arguments:
         fixtures["record_property"] = functools.partial(_record_property, item)
     return fixtures

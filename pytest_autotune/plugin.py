@@ -24,6 +24,7 @@ import pytest
 from pytest_autotune import hookspecs
 from pytest_autotune.backends.cuda import CudaUnavailableError
 from pytest_autotune.benchmark_fixture import (
+    FixtureValues,
     OwnBenchmark,
     nothing_to_save,
     real_fixtures,
@@ -484,7 +485,11 @@ def _body(
     others = _input_names(arguments)
     fixtures = None
     if any(name in arguments for name in OWN):
-        fixtures = OwnFixtures(item, arguments, _candidate_items(item, spec))
+        # With pytest-benchmark loaded, `request.getfixturevalue` may reach its fixture.
+        values = None
+        if item.config.pluginmanager.hasplugin("benchmark"):
+            values = FixtureValues(tuning=tuning, used=real)
+        fixtures = OwnFixtures(item, arguments, _candidate_items(item, spec), values)
     names = Names(spec.function.candidates)
     raised = item.config.stash.setdefault(RAISED, {}).setdefault(spec.group, set())
     benchmark = None

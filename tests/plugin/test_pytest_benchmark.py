@@ -185,3 +185,38 @@ def test_a_tuning_run_with_nothing_for_pytest_benchmark_to_save_keeps_its_files(
     # A plain run of the same tests benchmarks them, and saves.
     assert run_beside_benchmark(autotune_pytester, "-k", "not wrong").ret == pytest.ExitCode.OK
     assert benchmarked(autotune_pytester)
+
+
+def test_a_body_that_asks_its_request_for_the_benchmark_fixture_works_alike(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `request.getfixturevalue("benchmark")` gave the body pytest-benchmark's own fixture,
+    # which a tuning run had used up: each timed call met FixtureAlreadyUsed and every
+    # candidate failed; in a plain run the reference's body, called in the other test,
+    # used up that test's fixture, and its own call failed.
+    autotune_pytester.makepyfile(
+        test_bench="""
+        import pytest
+        from conftest import spin
+
+        def slow(n):
+            spin(300e-6)
+            return n * 2
+
+        def fast(n):
+            spin(100e-6)
+            return n * 2
+
+        @pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+        def test_scale(candidate, request):
+            return request.getfixturevalue("benchmark")(candidate, 2)
+        """
+    )
+
+    result = run_beside_benchmark(autotune_pytester)
+    result.assert_outcomes(passed=2)
+    assert benchmarked(autotune_pytester) == ["test_scale[fast]", "test_scale[slow]"]
+
+    result = run_beside_benchmark(autotune_pytester, "--autotune")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_bench.py::test_scale*fast*100 us*"])
