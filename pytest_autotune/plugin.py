@@ -15,7 +15,7 @@ import pickle
 import unittest
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from pytest_autotune.benchmark_fixture import (
     real_fixtures,
     stand_in,
 )
+from pytest_autotune.call_fixtures import kept_fixtures
 from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.collection import (
     COLLECTED,
@@ -444,9 +445,11 @@ def _test_arguments(item: pytest.Function) -> dict[str, Any]:
 
 def _input_names(arguments: Mapping[str, Any]) -> tuple[str, ...]:
     """The arguments whose values the tuner copies for each candidate and passes to the
-    body: all but `candidate` and those of the test's own item (`own_request.OWN`), which
-    the body gets as its candidate's (`CandidateRun.own`)."""
-    return tuple(n for n in arguments if n != "candidate" and n not in OWN)
+    body: all but `candidate`, those of the test's own item (`own_request.OWN`), which
+    the body gets as its candidate's (`CandidateRun.own`), and pytest's fixtures that hold
+    the test's state (`call_fixtures.KEPT`), which it gets as they are (`CandidateRun.kept`)."""
+    kept = kept_fixtures(arguments)
+    return tuple(n for n in arguments if n != "candidate" and n not in OWN and n not in kept)
 
 
 def _inputs(arguments: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -504,6 +507,7 @@ def _body(
         fixtures,
         raised if tuning else None,
         benchmark,
+        kept_fixtures(arguments),
     )
 
 
@@ -556,6 +560,9 @@ class CandidateRun:
     benchmark: OwnBenchmark | None = None
     """A plain run's pytest-benchmark fixture, given in place of the `CallOnce` among the
     values to the first call of the test's own candidate (`benchmark_fixture`)."""
+    kept: Mapping[str, Any] = field(default_factory=dict)
+    """pytest's fixtures that hold the test's state, by name, given to each call as they
+    are (`call_fixtures`)."""
 
     def scope_of(self, name: str) -> CandidateScope | None:
         """What makes candidate `name`'s warning scope, for the tuner to enter around its
@@ -576,8 +583,11 @@ class CandidateRun:
         return functools.partial(self._call, name, candidate, self._own_fixtures(name))
 
     def _own_fixtures(self, name: str | None) -> Mapping[str, Any]:
-        """The fixtures of candidate `name`'s own test that its body takes (`own`)."""
-        return {} if self.own is None else self.own(name or "")
+        """The fixtures candidate `name`'s body takes as they are: pytest's that hold the
+        test's state (`kept`), and those of its own test (`own`)."""
+        if self.own is None:
+            return self.kept
+        return {**self.kept, **self.own(name or "")}
 
     def _call(
         self,
@@ -641,8 +651,9 @@ class CandidateRun:
             self.raised.add(id(candidate))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        if self.own is not None:
-            # A test's own `request` exists in this process only: measured here instead.
+        if self.own is not None or self.kept:
+            # A test's own `request` and `monkeypatch` exist in this process only:
+            # measured here instead.
             raise TypeError("a test body that takes its test's own fixtures does not pickle")
         return (CandidateRun, (self.test, self.others, None, None, self.filters))
 

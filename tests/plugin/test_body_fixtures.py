@@ -1,0 +1,53 @@
+"""What pytest's own fixtures give a candidate's test body: each call of the body sees
+them as the single call of a plain test does, though the body is called for each
+candidate (the reference in every other candidate's test) and thousands of times when
+tuned."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plugin.harness import run
+
+CANDIDATES = """
+import logging
+import os
+import warnings
+
+import pytest
+from conftest import spin
+
+def a(n):
+    spin(1e-4)
+    return n
+
+def b(n):
+    spin(2e-4)
+    return n
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_pytests_fixtures_in_the_body_are_the_tests_own_and_undone_at_its_teardown(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # They were copied with the inputs (each holds a list): the body's `monkeypatch` was a
+    # copy whose patch the teardown never undid, so the variable stayed set for every later
+    # test; `caplog.set_level` left the logger at DEBUG; `recwarn` recorded nothing.
+    autotune_pytester.makepyfile(
+        test_own=CANDIDATES
+        + """
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_own(candidate, monkeypatch, caplog, recwarn):
+    monkeypatch.setenv("WHO", candidate.__name__)
+    caplog.set_level(logging.DEBUG, logger="kernels")
+    warnings.warn("seen", UserWarning)
+    assert "seen" in [str(w.message) for w in recwarn]
+    return candidate(1)
+
+def test_after():
+    assert "WHO" not in os.environ
+    assert logging.getLogger("kernels").level == logging.NOTSET
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=3)
