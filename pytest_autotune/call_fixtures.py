@@ -6,11 +6,20 @@ The inputs are copied for each call, and an object holding a list is copied with
 body's `monkeypatch` was a copy whose patches the test's teardown never undid (a variable
 set in the body stayed set for the rest of the session), `caplog.set_level` left the
 logger's level changed, and `recwarn` recorded nothing.
+
+And each call has them as the single call of a plain test does (`EachCall`): a patch is
+undone, and the log records and warnings cleared, before the next call. The body is
+called for each candidate (the reference in every other candidate's test) and thousands
+of times when tuned: the next candidate's body saw the last one's patch, and under
+--autotune `caplog.records` held every timed call's records.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -32,4 +41,40 @@ def kept_fixtures(arguments: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in arguments.items() if isinstance(value, KEPT)}
 
 
-__all__ = ["KEPT", "kept_fixtures"]
+@dataclass(frozen=True)
+class EachCall:
+    """The test function, each call of it with a `monkeypatch` of its own (undone when the
+    call ends; what fixtures patched before the test stays) and `caplog` and `recwarn`
+    cleared: `patches` and `cleared` name those arguments. Where it takes `recwarn`
+    (`warned`), each call also has warning filters of its own: `recwarn` records a
+    warning once where it is raised (the "default" action), and from the second call on
+    the body's warning went unrecorded. It pickles where the test function does."""
+
+    test: Callable[..., Any]
+    patches: tuple[str, ...]
+    cleared: tuple[str, ...]
+    warned: bool
+
+    def __call__(self, **arguments: Any) -> Any:
+        for name in self.cleared:
+            arguments[name].clear()
+        with contextlib.ExitStack() as stack:
+            if self.warned:
+                # Entered, it makes Python forget which warnings it has shown.
+                stack.enter_context(warnings.catch_warnings())
+            for name in self.patches:
+                arguments[name] = stack.enter_context(arguments[name].context())
+            return self.test(**arguments)
+
+
+def each_call(test: Callable[..., Any], kept: Mapping[str, Any]) -> Callable[..., Any]:
+    """`test` as `EachCall` where it takes a fixture each call needs fresh, else itself
+    (most tests: their calls pay nothing)."""
+    patches = tuple(n for n, v in kept.items() if isinstance(v, pytest.MonkeyPatch))
+    records = (pytest.LogCaptureFixture, pytest.WarningsRecorder)
+    cleared = tuple(n for n, v in kept.items() if isinstance(v, records))
+    warned = any(isinstance(v, pytest.WarningsRecorder) for v in kept.values())
+    return EachCall(test, patches, cleared, warned) if patches or cleared else test
+
+
+__all__ = ["KEPT", "EachCall", "each_call", "kept_fixtures"]

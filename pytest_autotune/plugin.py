@@ -30,7 +30,7 @@ from pytest_autotune.benchmark_fixture import (
     real_fixtures,
     stand_in,
 )
-from pytest_autotune.call_fixtures import kept_fixtures
+from pytest_autotune.call_fixtures import each_call, kept_fixtures
 from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.collection import (
     COLLECTED,
@@ -498,8 +498,9 @@ def _body(
     benchmark = None
     if real and not tuning:
         benchmark = OwnBenchmark(real, dict(spec.function.candidates)[spec.candidate])
+    kept = kept_fixtures(arguments)
     return CandidateRun(
-        item.obj,
+        each_call(item.obj, kept),
         others,
         limit,
         names,
@@ -507,7 +508,7 @@ def _body(
         fixtures,
         raised if tuning else None,
         benchmark,
-        kept_fixtures(arguments),
+        kept,
     )
 
 

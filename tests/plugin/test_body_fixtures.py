@@ -51,3 +51,47 @@ def test_after():
 """
     )
     run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=3)
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_a_monkeypatch_set_in_one_call_of_the_body_is_undone_before_the_next(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # The body's `monkeypatch` was its test's, undone only at the test's teardown: b's
+    # body, run after a's in b's test, saw a's variable, and under --autotune each timed
+    # call saw the one before it.
+    autotune_pytester.makepyfile(
+        test_patch=CANDIDATES
+        + """
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_patch(candidate, monkeypatch):
+    assert "WHO" not in os.environ, os.environ["WHO"]
+    monkeypatch.setenv("WHO", candidate.__name__)
+    return candidate(1)
+
+def test_after():
+    assert "WHO" not in os.environ
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=3)
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_caplog_and_recwarn_hold_the_records_of_the_bodys_own_call(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # Under --autotune `caplog.records` and `recwarn` held every timed call's records: a
+    # body that checks what its call logged or warned failed for each candidate.
+    autotune_pytester.makepyfile(
+        test_log=CANDIDATES
+        + """
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_log(candidate, caplog, recwarn):
+    logging.getLogger("kernels").warning("ran %s", candidate.__name__)
+    warnings.warn(f"ran {candidate.__name__}", UserWarning)
+    assert [r.getMessage() for r in caplog.records] == [f"ran {candidate.__name__}"]
+    assert [str(w.message) for w in recwarn] == [f"ran {candidate.__name__}"]
+    return candidate(1)
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
