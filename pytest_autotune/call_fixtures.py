@@ -16,7 +16,6 @@ of times when tuned: the next candidate's body saw the last one's patch, and und
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -56,15 +55,23 @@ class EachCall:
     warned: bool
 
     def __call__(self, **arguments: Any) -> Any:
+        # Inside the timed call: a plain MonkeyPatch and try/finally cost about 2 us a
+        # call on the 2-core VM, `monkeypatch.context()` in an ExitStack 4.7 us.
         for name in self.cleared:
             arguments[name].clear()
-        with contextlib.ExitStack() as stack:
+        patches = []
+        for name in self.patches:
+            arguments[name] = patch = pytest.MonkeyPatch()
+            patches.append(patch)
+        try:
             if self.warned:
                 # Entered, it makes Python forget which warnings it has shown.
-                stack.enter_context(warnings.catch_warnings())
-            for name in self.patches:
-                arguments[name] = stack.enter_context(arguments[name].context())
+                with warnings.catch_warnings():
+                    return self.test(**arguments)
             return self.test(**arguments)
+        finally:
+            for patch in patches:
+                patch.undo()
 
 
 def each_call(test: Callable[..., Any], kept: Mapping[str, Any]) -> Callable[..., Any]:
