@@ -61,8 +61,13 @@ class OwnRequest:
         return f"<FixtureRequest for {self._item!r}>"
 
 
-OWN = ("request", "record_property")
+OWN = ("request", "record_property", "record_xml_attribute")
 """The fixtures of a test that belong to its item: a candidate's body gets its own test's."""
+
+XML_ATTRIBUTES = pytest.StashKey[dict[str, object]]()
+"""The `record_xml_attribute` calls of an item's body made while another test ran it, by
+attribute name, for its own test to record (`record_xml_attributes`): pytest writes an
+item's <testcase> attributes through a function of its test alone."""
 
 
 class OwnFixtures:
@@ -104,9 +109,27 @@ def _own_fixtures(
         fixtures["request"] = OwnRequest(arguments["request"], item, value)
     if "record_property" in arguments:
         fixtures["record_property"] = functools.partial(_record_property, item)
+    if "record_xml_attribute" in arguments:
+        fixtures["record_xml_attribute"] = functools.partial(_record_xml_attribute, item)
     return fixtures
 
 
 def _record_property(item: pytest.Item, name: str, value: object) -> None:
     """`record_property` of `item`, as pytest's fixture records it."""
     item.user_properties.append((name, value))
+
+
+def _record_xml_attribute(item: pytest.Item, name: str, value: object) -> None:
+    """`record_xml_attribute` of `item`, kept for its own test (the last value of a name,
+    as pytest keeps it): the body is called thousands of times when tuned."""
+    item.stash.setdefault(XML_ATTRIBUTES, {})[name] = value
+
+
+def record_xml_attributes(item: pytest.Item, arguments: Mapping[str, Any]) -> None:
+    """Record, through the test's own `record_xml_attribute`, the attributes its body
+    recorded while another test ran it (under --autotune, the group's first test)."""
+    record = arguments.get("record_xml_attribute")
+    if record is None:
+        return
+    for name, value in item.stash.get(XML_ATTRIBUTES, {}).items():
+        record(name, value)

@@ -60,7 +60,7 @@ from pytest_autotune.fixture import (
 # pytest finds a plugin's fixtures among the plugin module's names.
 from pytest_autotune.fixture import autotune as autotune
 from pytest_autotune.marker_options import work_error
-from pytest_autotune.own_request import OWN, OwnFixtures
+from pytest_autotune.own_request import OWN, OwnFixtures, record_xml_attributes
 from pytest_autotune.plugin_settings import (
     PluginSettings,
     ignored_options,
@@ -718,6 +718,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     session = pyfuncitem.config.stash[SESSION]
     given = _test_arguments(pyfuncitem)
     arguments = stand_in(given, tuning=session.settings.tune)
+    record_xml_attributes(pyfuncitem, given)
     inputs = _inputs(arguments)
     options = spec.function.options
     limit = call_time_limit(session, options)

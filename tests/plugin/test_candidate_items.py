@@ -536,3 +536,42 @@ def test_one_function_under_two_names_records_to_each_names_own_test(
             "*PROPS test_shared.py::test_shared[[]b[]] [[]('node', 'test_shared[[]b[]]')[]]",
         ]
     )
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_an_xml_attribute_the_body_records_reaches_its_own_tests_testcase(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # `record_xml_attribute` wrote to the running test's <testcase>: in a plain run the
+    # reference's body, run last in b's test, gave it impl="a"; under --autotune b's body
+    # wrote to a's, and b's had none.
+    autotune_pytester.makepyfile(
+        test_xml="""
+        import pytest
+        from conftest import spin
+
+        def a(n):
+            spin(1e-4)
+            return n
+
+        def b(n):
+            spin(2e-4)
+            return n
+
+        @pytest.mark.autotune(candidates={"a": a, "b": b})
+        def test_xml(candidate, record_xml_attribute):
+            record_xml_attribute("impl", candidate.__name__)
+            return candidate(1)
+        """
+    )
+    autotune_pytester.makeini(
+        "[pytest]\nfilterwarnings =\n    error\n"
+        "    ignore::pytest.PytestExperimentalApiWarning\njunit_family = xunit1\n"
+    )
+    result = run(autotune_pytester, "-p", "no:randomly", "--junitxml=out.xml", *mode)
+    result.assert_outcomes(passed=2)
+    xml = (autotune_pytester.path / "out.xml").read_text()
+    assert 'name="test_xml[a]"' in xml
+    for name in "ab":
+        (testcase,) = [t for t in xml.split("<testcase")[1:] if f'name="test_xml[{name}]"' in t]
+        assert f'impl="{name}"' in testcase.split(">", 1)[0]
