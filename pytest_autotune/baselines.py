@@ -7,14 +7,16 @@ this module reads, words and writes.
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pytest_autotune.gate import (
+    MAX_BASELINE_SESSIONS,
     UPDATED_MESSAGE,
     Baseline,
     BaselineError,
@@ -191,6 +193,9 @@ class CacheUpdate:
     """The stable key (`stable_key`) the entry is filed under."""
     checksum: str
     value: PersistentCacheValue
+    joined: BaselineSession | None = None
+    """The newest session of the baseline this session joined (the last it keeps), None
+    when it started a new one: how the save recognises that baseline in the file."""
 
 
 def update_entry(record: AutotuneRecord) -> CacheUpdate | None:
@@ -218,8 +223,14 @@ def update_entry(record: AutotuneRecord) -> CacheUpdate | None:
         calibration=None if extra.calibration is None else dict(extra.calibration),
         sessions=[dict(s) for s in extra.history] if extra.history else None,
     )
+    joined = BaselineSession.from_json(extra.history[-1]) if extra.history else None
     return CacheUpdate(
-        record.device_id, record.tuner, serialize_key_json(record.key), record.checksum, value
+        record.device_id,
+        record.tuner,
+        serialize_key_json(record.key),
+        record.checksum,
+        value,
+        joined,
     )
 
 
@@ -233,23 +244,80 @@ def write_caches(
     (each also named in one line of `notes`): `--autotune-update` then fails, since its
     user believes a baseline was saved, and their groups are not "updated"."""
     failed: dict[tuple[str, str], str] = {}
-    files: dict[tuple[str, str], Entries] = {}
+    files: dict[tuple[str, str], dict[PersistentCacheKey, CacheUpdate]] = {}
     for update in updates:
-        entries = files.setdefault((update.device_id, update.tuner), {})
-        entries[PersistentCacheKey(update.key, update.checksum)] = update.value
-    for (device_id, tuner), entries in sorted(files.items()):
+        by_key = files.setdefault((update.device_id, update.tuner), {})
+        by_key[PersistentCacheKey(update.key, update.checksum)] = update
+    for (device_id, tuner), by_key in sorted(files.items()):
         path = cache_path(settings.cache_dir, device_id, tuner)
+        where = settings.relative(path)
+        rejoined: list[str] = []
         try:
             cache = tuner_cache(settings.cache_dir, device_id, tuner)
-            cache.save(entries, device=settled_device(cache, devices.get(device_id)))
+            cache.save(
+                {pk: update.value for pk, update in by_key.items()},
+                device=settled_device(cache, devices.get(device_id)),
+                rebase=functools.partial(_rebase, by_key, where=where, rejoined=rejoined),
+            )
         except CacheFileError as exc:
             failed[device_id, tuner] = shown_paths(str(exc), settings)
             notes.append(f"error: {failed[device_id, tuner]}; this file was not updated")
         else:
+            notes.extend(rejoined)
             notes.append(
-                f"updated {settings.relative(path)} ({counted(len(entries), 'entry', 'entries')})"
+                f"updated {settings.relative(path)} ({counted(len(by_key), 'entry', 'entries')})"
             )
     return failed
+
+
+def _rebase(
+    by_key: Mapping[PersistentCacheKey, CacheUpdate],
+    disk: Mapping[PersistentCacheKey, PersistentCacheValue],
+    *,
+    where: str,
+    rejoined: list[str],
+) -> Entries:
+    """The entries to write into a file whose entries are `disk`, read under its lock; a
+    line in `rejoined` for each that joined another session's (`_rejoined`). Decided
+    here, not on the file read when the session began: another `--autotune-update` (a
+    second CI job on the same checkout) may have joined the same baseline since, and
+    writing this session's entry as decided then would lose that session."""
+    rejoined.clear()
+    entries = {pk: update.value for pk, update in by_key.items()}
+    for pk, update in by_key.items():
+        value = _rejoined(update, disk.get(pk))
+        if value is not None and value.sessions is not None:
+            entries[pk] = value
+            rejoined.append(
+                f"{where}: key {update.key}: another update wrote this baseline while this"
+                f" one ran; this session joined it as well ({len(value.sessions) + 1} sessions)"
+            )
+    return entries
+
+
+def _rejoined(
+    update: CacheUpdate, held: PersistentCacheValue | None
+) -> PersistentCacheValue | None:
+    """`update`'s entry joined to `held`, the file's entry of its key and checksum now,
+    where another session joined the baseline this one joined since this one read it;
+    None where the file still holds that baseline, or a baseline this one did not join
+    (another session found a significant change and started anew: this one's decision,
+    taken on the baseline it was judged against, stands)."""
+    if update.joined is None or held is None:
+        return None
+    try:
+        sessions = Baseline.from_cache_entry(
+            held, update.checksum, device={"id": update.device_id}, metadata={}
+        ).sessions()
+    except BaselineError:
+        return None
+    # Compared as the file writes them, in whole nanoseconds: the newest session's median
+    # is read from its samples, the others' from their rounded figures.
+    joined, held_sessions = update.joined.to_json(), [s.to_json() for s in sessions]
+    if held_sessions[-1] == joined or joined not in held_sessions[:-1]:
+        return None
+    kept = sessions[-(MAX_BASELINE_SESSIONS - 1) :]
+    return replace(update.value, sessions=[s.to_json() for s in kept])
 
 
 PEAKS_KEPT_WITHIN = 0.02

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -250,6 +250,11 @@ class PersistentCache:
         device: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
         remove: Collection[str] = (),
+        rebase: Callable[
+            [Mapping[PersistentCacheKey, PersistentCacheValue]],
+            Mapping[PersistentCacheKey, PersistentCacheValue],
+        ]
+        | None = None,
     ) -> None:
         """Merge `updates` into the file as it is on disk now, and write it atomically.
 
@@ -262,6 +267,10 @@ class PersistentCache:
         written, and writes nothing then. With `journal`, entries that only add to the
         file are appended to its journal while the journal is small. `remove`: the stable
         keys whose entries go (`--autotune-prune`), which rewrites the whole file.
+        `rebase`, given the file's entries as read under the lock, returns the updates to
+        write in place of `updates` (the same keys): what an update decided from the file
+        read earlier is decided again on the file as it is now, which another process may
+        have written meanwhile.
         """
         metadata = dict(metadata or {})
         shadowing = STRUCTURE & metadata.keys()
@@ -285,6 +294,10 @@ class PersistentCache:
                 source = self._refresh()
                 self._check_name(source, self._contents)
                 disk = self._contents
+                if rebase is not None:
+                    # Decided on this read, under the lock: a decision taken on an earlier
+                    # read would overwrite what another process wrote since.
+                    updates = rebase(disk.entries)
                 new_device = disk.device if device is None else device
                 new_metadata = {**disk.metadata, **metadata}
                 remove_stale_temporaries(self.path)

@@ -1,0 +1,89 @@
+"""Two `pytest --autotune-update` processes on one checkout at once (two CI jobs, or a
+developer beside a scheduled refresh): each session must end up in the baseline file."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.plugin.harness import FAKE_CONFTEST, PLUGIN_ARGS, run
+from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
+
+BARRIER_CONFTEST = (
+    FAKE_CONFTEST
+    + """
+import pathlib
+import time
+
+import pytest
+
+import pytest_autotune.gate.conditions
+import pytest_autotune.gate_policy
+
+# Not a pytester run in this process: the suite's conftest patches nothing here.
+pytest_autotune.gate.conditions.load_per_cpu = lambda: None
+pytest_autotune.gate.conditions.stall_reading = lambda: None
+pytest_autotune.gate_policy.CONFIRM_GAP_S = 0.0
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    # Both processes have read the committed baseline and judged against it before either
+    # writes (the plugin's own sessionfinish): they meet here.
+    folder = pathlib.Path(os.environ["BARRIER_DIR"])
+    (folder / str(os.getpid())).touch()
+    deadline = time.monotonic() + 60
+    while len(list(folder.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+"""
+)
+
+
+def _sessions(path: Path, key: str) -> list[int]:
+    """The medians (ns) of every session the baseline of `key` holds, oldest first."""
+    (entry,) = (e for e in json.loads(path.read_text())["entries"] if e["key"] == key)
+    newest = statistics.median(entry["results"][entry["fastest_index"]]["samples_ns"])
+    return [s["median_ns"] for s in entry.get("sessions") or []] + [newest]
+
+
+def test_two_updates_at_once_both_join_the_baseline(
+    autotune_pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    autotune_pytester.makeconftest(BARRIER_CONFTEST)
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}
+    env |= {"BARRIER_DIR": str(barrier), "PYTHONPATH": str(autotune_pytester.path)}
+    command = [sys.executable, "-m", "pytest", *PLUGIN_ARGS, "-p", "no:cacheprovider"]
+    command += ["-p", "no:benchmark", "-p", "no:randomly", "--autotune-update"]
+    # Two sessions of one kernel, 4% apart: each joins the committed baseline.
+    processes = [
+        subprocess.Popen(
+            command,
+            cwd=autotune_pytester.path,
+            env=env | {"SLOWDOWN_FAST": factor},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for factor in ("1.02", "0.98")
+    ]
+    outputs = [p.communicate(timeout=300)[0] for p in processes]
+    for process, output in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, output
+        assert "joined the baseline: 2 sessions" in output, output
+    assert len(list(barrier.iterdir())) == 2
+    # The second to write says that it found the other's session and joined it too.
+    assert any("this session joined it as well (3 sessions)" in o for o in outputs), outputs
+    medians = _sessions(autotune_pytester.path / CACHE, "1")
+    # The committed session (100 us) and both new ones, whichever wrote first.
+    assert len(medians) == 3
+    assert medians[0] == 100_000
+    assert sorted(medians[1:]) == [98_000, 102_000]
