@@ -155,15 +155,21 @@ def serialize_key_json(value: Any) -> str:
 
 
 def _whole_numbers(value: Any) -> Any:
-    """`value` with every float that is a whole number, at any depth, made the int it equals.
+    """`value` with every float that is a whole number, and every bool, at any depth, made
+    the int it equals.
 
     `1.0` and `np.float32(1.0)` equal and hash as `1` in Python, so the in-memory cache
     already serves one tuning to all three; their stored forms (`1.0`, `1`) differed, and a
     file written with one was a miss, tuned again, for the other. The seed prints a key's
-    numbers the same way (`1.0_f32` displays as `1`). A bool stays a bool: the seed's `true`
-    is no number, and JSON keeps the two apart. Applied to a file's keys as well, so an
-    entry written as `1.0` before is found by `1`.
+    numbers the same way (`1.0_f32` displays as `1`). A bool is the same case: `True == 1`
+    with one hash, so memory serves a key of `x.flags.c_contiguous` and one of `int(...)`
+    one tuning, and the file must too (it found `true` only for `True`, and the next
+    process tuned `1` again). Only the identity changes: the file still writes the key
+    as given, `true` as in the seed. Applied to a file's keys as well, so an entry written
+    as `1.0` or `true` before is found by `1`.
     """
+    if isinstance(value, bool):
+        return int(value)
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, (list, tuple)):

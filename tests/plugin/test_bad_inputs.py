@@ -719,6 +719,21 @@ CASES = [
         ),
     ),
     Case(
+        # True == 1 in Python: one key in memory, and so one entry in the file.
+        "key collision of a flag and the number it equals",
+        "update",
+        FAILED,
+        ("gives the key 1, as it does for", "test_x[True]"),
+        textwrap.dedent(
+            """
+             @pytest.mark.autotune(candidates={"good": good, "other": other}, key=lambda n: n)
+             @pytest.mark.parametrize("n", [True, 1])
+             def test_x(candidate, n):
+                 return candidate(n)
+             """
+        ),
+    ),
+    Case(
         "key collision, update",
         "update",
         FAILED,

@@ -461,6 +461,35 @@ def test_a_new_process_uses_a_winner_persisted_by_this_one(tmp_path):
     assert (printed, ran) == ("mid", {"mid"})
 
 
+def test_a_flag_key_is_served_to_the_number_it_equals_by_a_new_process(tmp_path):
+    # One key_gen gives `x.flags.c_contiguous`, another `int(...)` of it: True == 1, one
+    # tuning in memory; a new process read the file's `true` and tuned `1` again.
+    client = FakeClient()
+    config = AutotuneConfig(cache_dir=tmp_path / "cache")
+    flagged = TunableSet.of(
+        lambda x: (len(x), True),
+        {
+            "slow": candidate(client.clock, 3e-3, "slow", "slow"),
+            "fast": candidate(client.clock, 1e-3, "fast", "fast"),
+        },
+    )
+    first = LocalTuner("demo.flags", config)
+    assert first.execute(client.device_id, client, first.init(lambda: flagged), ([1, 2],)) == "fast"
+    path = cache_path(tmp_path / "cache", client.device_id, "demo.flags")
+    assert [e["key"] for e in json.loads(path.read_text())["entries"]] == [[2, True]]
+
+    counted = TunableSet.of(
+        lambda x: (len(x), 1),
+        {
+            "slow": candidate(client.clock, 3e-3, "slow", "slow"),
+            "fast": candidate(client.clock, 1e-3, "fast", "fast"),
+        },
+    )
+    again = LocalTuner("demo.flags", config)
+    assert again.execute(client.device_id, client, again.init(lambda: counted), ([1, 2],)) == "fast"
+    assert [fn.calls for fn in counted.fns] == [0, 1]
+
+
 @pytest.mark.parametrize(
     ("changed", "winner"),
     [

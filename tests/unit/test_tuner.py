@@ -284,16 +284,29 @@ def test_a_key_equal_to_the_one_a_file_holds_is_served_from_it(client, tmp_path,
     assert [fn.calls for fn in again.fns] == [0, 1]
 
 
-def test_a_bool_key_is_not_the_number_one_in_a_file_as_in_the_seed(client, tmp_path):
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [(True, 1), (1, True), (np.bool_(True), 1.0), ((4, False), (4, np.int64(0)))],
+)
+def test_a_flag_and_the_number_python_holds_it_equal_to_are_one_key_in_memory_and_on_disk(
+    client, tmp_path, written, read
+):
+    # A key_gen returning `x.flags.c_contiguous` where another returns `int(...)`: the
+    # in-memory cache serves the one tuning to both (True == 1); the file read by the next
+    # process did not (`true` is not `1`), and that process tuned the key again.
     path = tmp_path / "t.json"
-    Tuner("t", client.device_id, persistent=PersistentCache(path)).execute(
-        TunableSet.of(lambda x: 1, {"slow": lambda x: "slow", "fast": lambda x: "fast"}),
-        ([1],),
-        client,
-    )
-    assert Tuner("t", client.device_id, persistent=PersistentCache(path)).fastest(True).kind == (
-        "miss"
-    )
+    first = replace(make(client.clock, slow=3e-3, fast=1e-3), key_gen=lambda x: written)
+    tuner = Tuner("t", client.device_id, persistent=PersistentCache(path))
+    tuner.execute(first, ([1],), client)
+    same = replace(make(client.clock, slow=3e-3, fast=1e-3), key_gen=lambda x: read)
+    assert tuner.execute(same, ([1],), client) == "fast"
+    assert [fn.calls for fn in same.fns] == [0, 1]  # served from memory
+
+    again = replace(make(client.clock, slow=3e-3, fast=1e-3), key_gen=lambda x: read)
+    tuner = Tuner("t", client.device_id, persistent=PersistentCache(path))
+    assert tuner.fastest(read).kind == "unchecked"
+    assert tuner.execute(again, ([1],), client) == "fast"
+    assert [fn.calls for fn in again.fns] == [0, 1]  # served from the file
 
 
 def test_a_changed_candidate_list_re_tunes(client, tmp_path):
