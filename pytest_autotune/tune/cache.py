@@ -247,7 +247,7 @@ class PersistentCache:
     def save(
         self,
         updates: Mapping[PersistentCacheKey, PersistentCacheValue],
-        device: dict[str, Any] | None = None,
+        device: dict[str, Any] | Callable[[dict[str, Any] | None], dict[str, Any]] | None = None,
         metadata: dict[str, Any] | None = None,
         remove: Collection[str] = (),
         rebase: Callable[
@@ -261,7 +261,8 @@ class PersistentCache:
         Other processes (pytest-xdist workers) save to the same file, so the file is read
         again under the lock and their entries are kept; an update replaces every entry of
         its key whatever the checksum, since a changed candidate list supersedes the old
-        decision. `device` replaces the file's block; `metadata` fields replace the file's
+        decision. `device` replaces the file's block (a function of the file's block, read
+        under the lock, gives the one to write); `metadata` fields replace the file's
         fields of the same name and leave the others. Raises `CacheFileError` if the file
         is unreadable (now or when loaded), holds another tuner's name, or cannot be
         written, and writes nothing then. With `journal`, entries that only add to the
@@ -298,7 +299,13 @@ class PersistentCache:
                     # Decided on this read, under the lock: a decision taken on an earlier
                     # read would overwrite what another process wrote since.
                     updates = rebase(disk.entries)
-                new_device = disk.device if device is None else device
+                new_device = (
+                    disk.device
+                    if device is None
+                    else device(disk.device)
+                    if callable(device)
+                    else device
+                )
                 new_metadata = {**disk.metadata, **metadata}
                 remove_stale_temporaries(self.path)
                 # Everything under the lock: another thread saving through this object next

@@ -411,15 +411,22 @@ class Tuner:
         self._stored[pk.key] = {pk.checksum: (pk, value)}
         self._key_types.setdefault(pk.key, _type_name(decision.key))
         if self.persist and self.persistent is not None:
-            try:
-                device = {**(self.persistent.device() or {}), "id": self.device_id}
-                if "fingerprint" not in device:
+
+            def device(held: dict[str, Any] | None) -> dict[str, Any]:
+                # The file's block as it is under the lock, not as this tuner read it: an
+                # update may have written its peaks and fingerprint since, which a block
+                # decided on the earlier read would have overwritten.
+                block = {**(held or {}), "id": self.device_id}
+                if "fingerprint" not in block:
                     # What a file's device is, as the plugin's files say: a shipped file
                     # serves users of the same class only where its fingerprint names it
                     # (`tune.device_class`). One already there is kept, though a driver
                     # may have changed since: it may be an update's, with what plugins
                     # added to it (`pytest_autotune_fingerprint`), which an update renews.
-                    device["fingerprint"] = dict(client.fingerprint())
+                    block["fingerprint"] = dict(client.fingerprint())
+                return block
+
+            try:
                 self.persistent.save({pk: value}, device=device)
             except CacheFileError as exc:
                 warnings.warn(

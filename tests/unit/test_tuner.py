@@ -1,6 +1,7 @@
 """The Tuner: cache lookups, the plan's batches, checks, persistence and threads."""
 
 import contextlib
+import json
 import os
 import threading
 import time
@@ -307,6 +308,26 @@ def test_a_flag_and_the_number_python_holds_it_equal_to_are_one_key_in_memory_an
     assert tuner.fastest(read).kind == "unchecked"
     assert tuner.execute(again, ([1],), client) == "fast"
     assert [fn.calls for fn in again.fns] == [0, 1]  # served from the file
+
+
+def test_a_key_saved_after_another_process_rewrote_the_device_block_keeps_its_block(
+    client, tmp_path
+):
+    # A long-running program's tuner read the file; an `--autotune-update` beside it then
+    # wrote the device's peaks and its plugins' fingerprint. The program's next key was
+    # saved with the block it had read: the peaks and the fingerprint were gone.
+    path = tmp_path / "t.json"
+    tuner = Tuner("t", client.device_id, persistent=PersistentCache(path))
+    tuner.execute(make(client.clock, slow=3e-3, fast=1e-3), ([1],), client)
+    other = PersistentCache(path)
+    other.load()
+    block = {"id": client.device_id, "fingerprint": {"fake": True, "driver": "9"}, "peaks": {}}
+    other.save({}, device=block)
+
+    tuner.execute(make(client.clock, slow=3e-3, fast=1e-3), ([1, 2],), client)
+    written = json.loads(path.read_text())
+    assert written["device"] == block
+    assert [e["key"] for e in written["entries"]] == [1, 2]
 
 
 def test_a_changed_candidate_list_re_tunes(client, tmp_path):
