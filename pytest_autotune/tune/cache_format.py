@@ -62,7 +62,13 @@ class NewerCacheFile(CacheFileError):
     What to do is upgrade, never remove it (`advice`)."""
 
 
+class MergedCacheFile(DamagedCacheFile):
+    """A cache file two branches' updates met in (git's conflict markers, or one entry
+    twice): every other entry is whole, so the repair is by hand, never its removal."""
+
+
 KEEP_NEWER = "keep it, as removing it would drop what the newer version recorded"
+REPAIR_MERGED = "repair it by hand, as removing it would drop every baseline it holds"
 
 
 def advice(error: CacheFileError, remove: str) -> str:
@@ -70,7 +76,11 @@ def advice(error: CacheFileError, remove: str) -> str:
     ("remove it to start anew"); but a newer version's file, whose message already says to
     upgrade, is kept: removing it would drop every entry the newer version recorded, a
     teammate's or a CI job's that runs that version."""
-    return KEEP_NEWER if isinstance(error, NewerCacheFile) else f"repair it, or {remove}"
+    if isinstance(error, NewerCacheFile):
+        return KEEP_NEWER
+    if isinstance(error, MergedCacheFile):
+        return REPAIR_MERGED
+    return f"repair it, or {remove}"
 
 
 class Malformed(ValueError):
@@ -79,6 +89,11 @@ class Malformed(ValueError):
 
 class NewerSchema(Malformed):
     """A file of a newer pytest-autotune: whole, only not for this version to read."""
+
+
+class RepeatedEntry(Malformed):
+    """One key and checksum in two entries: what git leaves when two branches refreshed
+    that key and merged without a conflict."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +254,7 @@ def parse_contents(data: Any) -> Contents:
     if tuner is not None and not isinstance(tuner, str):
         raise Malformed(f"field {TUNER_FIELD!r} is {json_text(tuner)}, expected a string")
     entries: dict[PersistentCacheKey, PersistentCacheValue] = {}
+    positions: dict[PersistentCacheKey, int] = {}
     for i, raw in enumerate(_field(data, "entries", list, "a list")):
         try:
             key, value = entry_from_json(raw)
@@ -246,7 +262,14 @@ def parse_contents(data: Any) -> Contents:
             where = f" (key {serialize_key_json(raw['key'])})" if _has_key(raw) else ""
             raise Malformed(f"entry {i}{where}: {error}") from None
         if key in entries and _written_alike(entries[key].key, value.key):
-            raise Malformed(f"entry {i} repeats key {key.key} with checksum {key.checksum!r}")
+            # Which of two branches' sessions to keep is a person's choice; they are told
+            # which two entries, and that deleting one is the whole repair.
+            raise RepeatedEntry(
+                f"entries {positions[key]} and {i} both hold key {key.key} with checksum"
+                f" {key.checksum!r}, as a merge of two branches' updates of that key leaves"
+                " them: delete the one not to keep"
+            )
+        positions[key] = i
         # Keys written differently but equal (`1.0` and `1`, which versions before their
         # stable forms agreed filed apart) are one key tuned twice: the later entry stands,
         # as a later journal line does, rather than the whole file being refused.

@@ -18,14 +18,16 @@ from pytest_autotune.tune.cache_format import (
     Contents,
     DamagedCacheFile,
     Malformed,
+    MergedCacheFile,
     NewerCacheFile,
     NewerSchema,
     PersistentCacheKey,
     PersistentCacheValue,
+    RepeatedEntry,
     entry_from_json,
     parse_contents,
 )
-from pytest_autotune.tune.files import JsonFileError, decode_strict
+from pytest_autotune.tune.files import ConflictMarkers, JsonFileError, decode_strict
 from pytest_autotune.tune.wording import counted
 
 
@@ -116,6 +118,8 @@ def read_file(path: Path) -> Read:
         contents = parse_contents(decode_strict(data))
     except NewerSchema as error:
         raise NewerCacheFile(path, str(error)) from None
+    except (ConflictMarkers, RepeatedEntry) as error:
+        raise MergedCacheFile(path, str(error)) from None
     except (JsonFileError, Malformed) as error:
         raise DamagedCacheFile(path, str(error)) from None
     version = Version(status_stamp(status), journal.digest(data), len(data), None, 0)

@@ -33,6 +33,10 @@ class JsonFileError(ValueError):
     """A file that is not the strict JSON we write; the message says why, not where."""
 
 
+class ConflictMarkers(JsonFileError):
+    """A file git left in a merge conflict: only a person can choose between its sides."""
+
+
 def loads_strict(text: str) -> Any:
     """Parse strict JSON: no NaN or Infinity (nor `1e400`, which would read as one), no
     integer longer than `MAX_INT_DIGITS`, no nesting deeper than `MAX_DEPTH`.
@@ -50,7 +54,7 @@ def loads_strict(text: str) -> Any:
     except json.JSONDecodeError as error:
         conflict = _conflict_marker(text)
         if conflict is not None:
-            raise JsonFileError(conflict) from None
+            raise ConflictMarkers(conflict) from None
         raise JsonFileError(f"is not valid JSON: {error}") from None
     except RecursionError:
         raise JsonFileError(f"is nested deeper than {MAX_DEPTH} levels") from None

@@ -209,8 +209,8 @@ def test_a_gate_over_a_baseline_file_that_does_not_read_names_it_in_each_group(
     assert result.ret == pytest.ExitCode.OK
     message = (
         f"no baseline: {CACHE} could not be read (holds unresolved merge conflict markers"
-        " (line 1: <<<<<<< HEAD): *); repair it, or remove it and --autotune-update"
-        " records a new one"
+        " (line 1: <<<<<<< HEAD): *); repair it by hand, as removing it would drop every"
+        " baseline it holds"
     )
     result.stdout.fnmatch_lines(["reported, not failing:", "*: no baseline", f"    {message}"])
     assert "records one" not in result.stdout.str()
@@ -222,6 +222,36 @@ def test_a_gate_over_a_baseline_file_that_does_not_read_names_it_in_each_group(
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
     strict.stdout.fnmatch_lines([f"autotune gate: {message}"])
     assert path.read_text().startswith("<<<<<<< HEAD")
+
+
+def test_a_key_twice_in_a_baseline_file_after_a_merge_says_which_to_keep_and_loses_nothing(
+    scale: pytest.Pytester,
+) -> None:
+    # Two branches each refreshed key 1, and git merged both entries in without a
+    # conflict: the message named one entry's index, and said "remove it", which drops
+    # every key's baseline and history, where deleting one of the two entries is the fix.
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    path = cache_file(scale)
+    data = json.loads(path.read_text())
+    other_branch = json.loads(json.dumps(data["entries"][0]))
+    other_branch["results"][1]["samples_ns"][0] += 1000
+    data["entries"].insert(1, other_branch)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    merged = path.read_text()
+
+    gated = run(scale, "--autotune")
+    message = (
+        f'no baseline: {CACHE} could not be read (entries 0 and 1 both hold key "1" with'
+        " checksum '*', as a merge of two branches' updates of that key leaves them:"
+        " delete the one not to keep); repair it by hand, as removing it would drop"
+        " every baseline it holds"
+    )
+    gated.stdout.fnmatch_lines([f"    {message}"])
+    assert "remove it" not in gated.stdout.str()
+    updated = run(scale, "--autotune-update")
+    assert updated.ret == pytest.ExitCode.TESTS_FAILED
+    assert "remove it" not in updated.stdout.str()
+    assert path.read_text() == merged
 
 
 def test_a_baseline_file_of_a_newer_version_is_to_be_kept_not_removed(

@@ -284,7 +284,7 @@ UNREADABLE = {
     ),
     "repeated entry": (
         json.dumps({**valid_document(), "entries": valid_document()["entries"] * 2}).encode(),
-        "entry 1 repeats key",
+        "entries 0 and 1 both hold key",
     ),
     # A rewrite writes back what was read: read loosely, these came back changed.
     "a result with an unknown field": (
