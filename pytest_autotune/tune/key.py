@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar
 
+from pytest_autotune.tune.files import MAX_INT_DIGITS
 from pytest_autotune.tune.plain_numbers import real_number
 
 KeyT = TypeVar("KeyT", bound="AutotuneKey")
@@ -81,7 +82,9 @@ def key_to_json(key: Any, _whole: Any = None) -> Any:
         return {name: _field(key, name, value) for name, value in key.to_json().items()}
     if isinstance(key, tuple):
         return [key_to_json(k, whole) for k in key]
-    if isinstance(key, (str, int, bool)) or key is None:
+    if isinstance(key, int):
+        return _storable(whole, key)
+    if isinstance(key, str) or key is None:
         return key
     if isinstance(key, float):
         return _finite(whole, key)
@@ -106,6 +109,8 @@ def _field(key: AutotuneKey, name: str, value: Any) -> Any:
     conversion that fixes it."""
     if isinstance(value, (tuple, list)):
         return type(value)(_field(key, name, item) for item in value)
+    if isinstance(value, int):
+        return _storable(key, value)
     if isinstance(value, _FIELD_TYPES):
         return _finite(key, value) if isinstance(value, float) else value
     plain = _plain_scalar(value)
@@ -142,6 +147,25 @@ def _finite(key: Any, value: Any) -> Any:
             " shape or size"
         )
     return value
+
+
+def _storable(key: Any, value: int) -> int:
+    """`value`, an int of `key`, where a cache file can hold it: a reader takes integers of
+    at most `MAX_INT_DIGITS` digits (more is a damaged file). A key of a digest as an int
+    (SHA-1: 48 digits) was written, and every later process then read the file as damaged,
+    went on without a cache, and never saved to it again."""
+    if abs(value) >= _INT_LIMIT:
+        digits = len(str(abs(value)))
+        what = "is" if key is value else "holds"
+        raise ValueError(
+            f"autotune key {key!r} {what} an integer of {digits} digits, and a cache file"
+            f" holds at most {MAX_INT_DIGITS}: make that part of the key a str, str() of it"
+            " or a hex digest"
+        )
+    return value
+
+
+_INT_LIMIT = 10**MAX_INT_DIGITS
 
 
 def stable_key(key: Any) -> str:

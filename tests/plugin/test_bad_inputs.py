@@ -702,6 +702,15 @@ CASES = [
         check=no_file(TARGET),
     ),
     Case(
+        # Written, it made the file unreadable to every later run (over 40 digits).
+        "key of a digest as an int, update",
+        "update",
+        FAILED,
+        ("an integer of 49 digits",),
+        marker("key=lambda n: int('f' * 40, 16)"),
+        check=no_file(TARGET),
+    ),
+    Case(
         "key unhashable", "tune", FAILED, ("unusable key [1, 2]",), marker("key=lambda n: [1, 2]")
     ),
     Case(

@@ -332,6 +332,28 @@ def test_a_nan_key_is_refused_for_a_set_of_one_candidate_too(cache_dir):
         local.execute(client.device_id, client, tunables, ([1],))
 
 
+def test_a_key_too_long_for_a_cache_file_is_refused_before_it_poisons_the_file(cache_dir):
+    # A key of a SHA-1 digest as an int (48 digits) was written, but no reader takes an
+    # integer of over 40 digits: every later process read the file as damaged, went on
+    # without a cache and never saved another key to it.
+    import hashlib
+
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    local.execute(client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1],))
+    digest = int(hashlib.sha1(b"weights").hexdigest(), 16)
+    tunables = TunableSet.of(
+        lambda x: ("op", digest), {"slow": candidate(client.clock, 3e-3), "fast": len}
+    )
+    with pytest.raises(ValueError, match=r"holds an integer of 48 digits.*str\(\)"):
+        local.execute(client.device_id, client, tunables, ([1],))
+    again = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    assert (
+        again.execute(client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1],))
+        == "fast"
+    )
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="a POSIX fork")
 @pytest.mark.filterwarnings("ignore:.*multi-threaded.*fork:DeprecationWarning")
 def test_a_process_forked_while_a_thread_builds_a_set_builds_its_own(cache_dir):
