@@ -196,6 +196,9 @@ class CacheUpdate:
     joined: BaselineSession | None = None
     """The newest session of the baseline this session joined (the last it keeps), None
     when it started a new one: how the save recognises that baseline in the file."""
+    judged: tuple[int, ...] | None = None
+    """The samples (ns) of the baseline's winner this session was judged against, None
+    when it had none: how the save sees that another update wrote the entry since."""
 
 
 def update_entry(record: AutotuneRecord) -> CacheUpdate | None:
@@ -224,6 +227,7 @@ def update_entry(record: AutotuneRecord) -> CacheUpdate | None:
         sessions=[dict(s) for s in extra.history] if extra.history else None,
     )
     joined = BaselineSession.from_json(extra.history[-1]) if extra.history else None
+    judged = None if extra.baseline is None else extra.baseline.get("samples_ns")
     return CacheUpdate(
         record.device_id,
         record.tuner,
@@ -231,6 +235,7 @@ def update_entry(record: AutotuneRecord) -> CacheUpdate | None:
         record.checksum,
         value,
         joined,
+        None if judged is None else tuple(judged),
     )
 
 
@@ -278,21 +283,42 @@ def _rebase(
     rejoined: list[str],
 ) -> Entries:
     """The entries to write into a file whose entries are `disk`, read under its lock; a
-    line in `rejoined` for each that joined another session's (`_rejoined`). Decided
-    here, not on the file read when the session began: another `--autotune-update` (a
-    second CI job on the same checkout) may have joined the same baseline since, and
-    writing this session's entry as decided then would lose that session."""
+    line in `rejoined` for each that another update wrote since this session read it.
+    Decided here, not on the file read when the session began: another
+    `--autotune-update` (a second CI job on the same checkout) may have joined the same
+    baseline since, and writing this session's entry as decided then would lose that
+    session; this one joins it as well (`_rejoined`). Where it cannot (no baseline was
+    joined: whether two new sessions agree is the gate's judgement, which neither made),
+    this session's entry stands, and the line says that it replaced the other's."""
     rejoined.clear()
     entries = {pk: update.value for pk, update in by_key.items()}
     for pk, update in by_key.items():
-        value = _rejoined(update, disk.get(pk))
+        held = disk.get(pk)
+        value = _rejoined(update, held)
         if value is not None and value.sessions is not None:
             entries[pk] = value
             rejoined.append(
                 f"{where}: key {update.key}: another update wrote this baseline while this"
                 f" one ran; this session joined it as well ({len(value.sessions) + 1} sessions)"
             )
+        elif held is not None and _winner_ns(update, held) not in (None, update.judged):
+            rejoined.append(
+                f"{where}: key {update.key}: another update wrote this entry while this one"
+                " ran; this session's entry replaced it"
+            )
     return entries
+
+
+def _winner_ns(update: CacheUpdate, held: PersistentCacheValue) -> tuple[int, ...] | None:
+    """The samples (ns) of `held`'s winner, as a record keeps its baseline's
+    (`baseline_extra`); None where the entry does not read as a baseline."""
+    try:
+        baseline = Baseline.from_cache_entry(
+            held, update.checksum, device={"id": update.device_id}, metadata={}
+        )
+    except BaselineError:
+        return None
+    return tuple(round(s * 1e9) for s in baseline.samples)
 
 
 def _rejoined(
