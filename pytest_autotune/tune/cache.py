@@ -331,6 +331,21 @@ class PersistentCache:
         except OSError as error:
             raise CacheFileError(self.path, f"cannot be written: {error}") from None
 
+    def saved_since(self, key: str) -> dict[PersistentCacheKey, PersistentCacheValue]:
+        """The file's entries of the stable key `key` as they are now: another process may
+        have saved one since this object read the file. Read under the lock, and only what
+        changed since this object last read or wrote the file; empty where the file is not
+        there, did not read, or its lock cannot be taken (a read-only folder)."""
+        if self._unreadable is not None or not self.path.is_file():
+            return {}
+        try:
+            with lock_beside(self.path, LOCK_TIMEOUT_S):
+                self._check_name(self._refresh(), self._contents)
+        except (Timeout, OSError, CacheFileError):
+            # The save after tuning says what is wrong with the file, if it still is.
+            return {}
+        return {pk: self._contents.entries[pk] for pk in self._keys().get(key, ())}
+
     def _read_own(self) -> tuple[Path, Read]:
         """The file to read and what it holds: the cache's own file, or while it has none,
         the file of its legacy name, unless that one stores another tuner's name (under

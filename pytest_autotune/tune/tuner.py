@@ -271,6 +271,13 @@ class Tuner:
             return 0
         self._check_key_type(key, stable)
         stored = self._stored.get(stable)
+        if (stored is None or tunables.checksum not in stored) and self.persistent is not None:
+            # Not in the file as this tuner read it: another process (a server's other
+            # worker) may have tuned and saved it since. Tuning it again would cost the
+            # tuning and overwrite that process's entry.
+            for pk, value in self.persistent.saved_since(stable).items():
+                self._stored.setdefault(pk.key, {})[pk.checksum] = (pk, value)
+            stored = self._stored.get(stable)
         if stored is None:
             return None
         entry = stored.get(tunables.checksum)

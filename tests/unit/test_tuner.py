@@ -330,6 +330,23 @@ def test_a_key_saved_after_another_process_rewrote_the_device_block_keeps_its_bl
     assert [e["key"] for e in written["entries"]] == [1, 2]
 
 
+def test_a_key_another_process_saved_since_this_one_read_the_file_is_not_tuned_again(
+    client, tmp_path
+):
+    # Two worker processes of one server, each with its tuner: the first to meet a shape
+    # tuned and saved it, and the other, which had read the file at its start, tuned the
+    # same key again (and overwrote the first's entry) instead of reading it.
+    path = tmp_path / "t.json"
+    early = Tuner("t", client.device_id, persistent=PersistentCache(path))
+    early.execute(make(client.clock, slow=3e-3, fast=1e-3), ([1],), client)
+    other = Tuner("t", client.device_id, persistent=PersistentCache(path))
+    other.execute(make(client.clock, slow=3e-3, fast=1e-3), ([1, 2],), client)
+
+    again = make(client.clock, slow=3e-3, fast=1e-3)
+    assert early.execute(again, ([1, 2],), client) == "fast"
+    assert [fn.calls for fn in again.fns] == [0, 1]
+
+
 def test_a_changed_candidate_list_re_tunes(client, tmp_path):
     path = tmp_path / "t.json"
     Tuner("t", client.device_id, persistent=PersistentCache(path)).execute(
