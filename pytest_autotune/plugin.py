@@ -15,7 +15,7 @@ import pickle
 import unittest
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,7 @@ from pytest_autotune.collection import (
     FUNCTIONS,
     GROUP_ITEMS,
     ITEM,
+    FunctionSpec,
     ItemSpec,
     UnrequestedParameters,
     candidate_nodeids,
@@ -66,6 +67,7 @@ from pytest_autotune.plugin_settings import (
     ignored_options,
     is_builtin_device,
     settings_from_sources,
+    shown_from,
 )
 from pytest_autotune.quiet import Quiet, run_folder
 from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks, check_groups
@@ -84,6 +86,8 @@ if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client
 
 _OPTIONS = tuple(s for s in SETTINGS if "command line" in s.sources)
+FUNCTION_PATHS = pytest.StashKey[dict[str, Path]]()
+"""The file of each marked function, by node id: where two files' tests share one."""
 RAISED = pytest.StashKey[dict[str, set[int]]]()
 """The candidates of each group whose test body raised while the group was tuned, as the
 `id` of their function: one function under two names raised for both (`Names` knows it by
@@ -355,7 +359,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         # marked by hand too, or by its module's `pytestmark`, it tunes the sets it is given.
         return
     spec = function_spec(metafunc)
+    # A test outside the root dir is named from the folder given on the command line, so
+    # `--rootdir=src tests/a tests/b` names `tests/a/test_x.py` and `tests/b/test_x.py`
+    # both `test_x.py`. Everything here is keyed by node id (the groups, the cache file):
+    # the second spec replaced the first, whose candidates then failed with a KeyError, and
+    # an update filed both tests' keys in one file. Both fail by name instead.
+    path = metafunc.definition.path
+    first = metafunc.config.stash.setdefault(FUNCTION_PATHS, {}).setdefault(spec.nodeid, path)
+    if first != path:
+        spec = replace(spec, error=_shared_nodeid(metafunc.config, spec, first, path))
     metafunc.config.stash.setdefault(FUNCTIONS, {})[spec.nodeid] = spec
+
+
+def _shared_nodeid(config: pytest.Config, spec: FunctionSpec, first: Path, path: Path) -> str:
+    here = config.invocation_params.dir
+    return (
+        f"{spec.nodeid}: the node id of both {shown_from(first, here)} and"
+        f" {shown_from(path, here)}: pytest names a test outside the root dir"
+        f" {config.rootpath} from the folder given on the command line, and the two would"
+        " share one cache file: give a --rootdir above both"
+    )
 
 
 @pytest.hookimpl(tryfirst=True)

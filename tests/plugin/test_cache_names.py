@@ -156,6 +156,38 @@ def test_prune_keeps_the_file_of_a_test_named_from_outside_the_root_dir(
     assert not [line for line in pruned.outlines if "gone" in line]
 
 
+def test_two_tests_of_one_node_id_outside_the_root_dir_fail_by_name(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest names a test outside the root dir from the folder given on the command line:
+    # `--rootdir=root a b` names both `a/test_ops.py` and `b/test_ops.py` `test_ops.py`. The
+    # second marker replaced the first, so the first's candidates failed with a KeyError of
+    # the plugin's, in a plain run too, and an update filed both tests' keys in one file.
+    project = autotune_pytester
+    project.mkdir("root")
+    for folder in ("a", "b"):
+        project.mkdir(folder)
+        (project.path / folder / "__init__.py").write_text("")
+    (project.path / "a" / "test_ops.py").write_text(SCALE_TESTS)
+    (project.path / "b" / "test_ops.py").write_text(SCALE_TESTS.replace('"medium"', '"other"'))
+    message = (
+        "*test_ops.py::test_scale: the node id of both a?test_ops.py and b?test_ops.py: pytest"
+        " names a test outside the root dir *root from the folder given on the command line,"
+        " and the two would share one cache file: give a --rootdir above both"
+    )
+
+    plain = run(project, "--rootdir=root", "a", "b")
+    assert plain.ret == pytest.ExitCode.TESTS_FAILED
+    plain.stdout.fnmatch_lines([message])
+    plain.stdout.no_fnmatch_line("*KeyError*")
+    assert plain.parseoutcomes()["failed"] == 12
+
+    update = run(project, "--rootdir=root", "a", "b", "--autotune-update")
+    assert update.ret == pytest.ExitCode.TESTS_FAILED
+    update.stdout.fnmatch_lines([message])
+    assert not (project.path / "root" / ROOT).exists()
+
+
 def test_prune_keeps_the_entries_of_groups_a_plugin_deselected_before_this_one_saw_them(
     autotune_pytester: pytest.Pytester,
 ) -> None:
