@@ -187,7 +187,10 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     options, error = marker_options(metafunc.definition)
     nodeid = function_nodeid(metafunc.definition)
     if "candidate" not in metafunc.fixturenames:
-        pytest.fail(f"{nodeid}: an autotune test takes a `candidate` argument", pytrace=False)
+        pytest.fail(
+            f"{nodeid}: an autotune test takes a `candidate` argument{_marked_by(metafunc)}",
+            pytrace=False,
+        )
     candidates = options.pop("candidates", None)
     # A module's or class's candidates are shared, and the test's own parametrize of
     # `candidate` is closer: both would parametrize it twice.
@@ -236,6 +239,23 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
         )
     error = None if error is None else f"{nodeid}: {error}"
     return FunctionSpec(nodeid, pairs, options, error, marks)
+
+
+def _marked_by(metafunc: pytest.Metafunc) -> str:
+    """Where an inherited `autotune` mark comes from: a plain test beside tests that share a
+    module's `pytestmark` or a class's marker is marked too, which its author never did."""
+    node = next(metafunc.definition.iter_markers_with_node("autotune"))[0]
+    if isinstance(node, pytest.Class):
+        return (
+            "; this one is marked by its class's marker, which marks every test of the class:"
+            " move it out of the class"
+        )
+    if isinstance(node, pytest.Module):
+        return (
+            "; this one is marked by its module's `pytestmark`, which marks every test of the"
+            " module: move it to a module of its own"
+        )
+    return ""
 
 
 def _shown(value: Any) -> str:

@@ -383,6 +383,48 @@ def test_a_test_of_the_fixture_may_carry_the_marker_itself_or_its_modules(
     result.assert_outcomes(passed=4)
 
 
+def test_a_plain_test_under_a_module_or_class_marker_fails_saying_where_the_mark_is(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A plain test beside tests sharing a module's `pytestmark` (or a class's marker) failed
+    # as "an autotune test takes a `candidate` argument": a test its author never marked.
+    autotune_pytester.makepyfile(
+        test_module="""
+        import numpy as np
+        import pytest
+
+        pytestmark = pytest.mark.autotune(candidates={"sum": np.sum, "reduce": np.add.reduce})
+
+        def test_sum(candidate):
+            return candidate(np.ones(10))
+
+        def test_plain():
+            assert True
+        """,
+        test_class="""
+        import numpy as np
+        import pytest
+
+        @pytest.mark.autotune(candidates={"sum": np.sum, "reduce": np.add.reduce})
+        class TestSum:
+            def test_plain(self):
+                assert True
+        """,
+    )
+    result = run(autotune_pytester)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines_random(
+        [
+            "test_module.py::test_plain: an autotune test takes a `candidate` argument; this"
+            " one is marked by its module's `pytestmark`, which marks every test of the"
+            " module: move it to a module of its own",
+            "test_class.py::TestSum::test_plain: an autotune test takes a `candidate` argument;"
+            " this one is marked by its class's marker, which marks every test of the class:"
+            " move it out of the class",
+        ]
+    )
+
+
 def test_a_candidate_parametrized_indirectly_is_run_as_its_fixture_gives_it_or_fails_why(
     autotune_pytester: pytest.Pytester,
 ) -> None:
