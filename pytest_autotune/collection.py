@@ -9,11 +9,13 @@ import platform
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_autotune.marker_options import option_error
+from pytest_autotune.plugin_settings import shown_from
 
 FUNCTIONS = pytest.StashKey[dict[str, "FunctionSpec"]]()
 ITEM = pytest.StashKey["ItemSpec"]()
@@ -23,6 +25,11 @@ COLLECTED = pytest.StashKey[list[pytest.Item]]()
 """Every item an update's collection made, before any plugin's `pytest_collection_modifyitems`
 (one `tryfirst`, registered after this plugin, runs before its own): what its stale entries
 are judged by (`pytest_autotune.stale`)."""
+FUNCTION_PATHS = pytest.StashKey[dict[str, Path]]()
+"""The file of each autotune test function (marked, or of the `autotune` fixture), by its
+node id: where two files' tests share one (`shared_nodeid_error`)."""
+SHARED_NODEID = pytest.StashKey[str]()
+"""On a test of the `autotune` fixture, why it fails: its node id is another file's too."""
 UNREQUESTED = pytest.StashKey[dict[str, tuple["Unrequested", ...]]]()
 """The parametrizations of names each autotune test function (marked, or of the `autotune`
 fixture) does not ask for (`Unrequested`), by the function's node id."""
@@ -239,6 +246,20 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
         )
     error = None if error is None else f"{nodeid}: {error}"
     return FunctionSpec(nodeid, pairs, options, error, marks)
+
+
+def shared_nodeid_error(config: pytest.Config, nodeid: str, first: Path, path: Path) -> str:
+    """Why the tests of two files that pytest gives one node id fail. A test outside the root
+    dir is named from the folder given on the command line, so `--rootdir=src tests/a
+    tests/b` names `tests/a/test_x.py` and `tests/b/test_x.py` both `test_x.py`; their
+    groups and cache file, named after the node id, would be one."""
+    here = config.invocation_params.dir
+    return (
+        f"{nodeid}: the node id of both {shown_from(first, here)} and"
+        f" {shown_from(path, here)}: pytest names a test outside the root dir"
+        f" {config.rootpath} from the folder given on the command line, and the two would"
+        " share one cache file: give a --rootdir above both"
+    )
 
 
 def _marked_by(metafunc: pytest.Metafunc) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_autotune.backends.cuda import CudaUnavailableError
 from pytest_autotune.check_mode import check_candidate
-from pytest_autotune.collection import repeated_nodeid
+from pytest_autotune.collection import SHARED_NODEID, repeated_nodeid
 from pytest_autotune.marker_options import option_error, work_error
 from pytest_autotune.session import AutotuneSession, GroupRequest
 from pytest_autotune.time_limit import Limited, TimeLimit, TimeLimitExceeded, crashed
@@ -117,6 +117,9 @@ def _run_set(
     """One call of the fixture: its arguments checked, then the set checked or tuned."""
     __tracebackhide__ = True  # a candidate's traceback shows the user's frames alone
     nodeid = node.nodeid
+    shared = node.stash.get(SHARED_NODEID, None)
+    if shared is not None:  # another file's test has this node id, and would share its groups
+        pytest.fail(shared, pytrace=False)
     if unknown:
         # As the marker says it: a misspelt option named "_run_set()", a function of ours.
         fail(

@@ -34,10 +34,11 @@ from pytest_autotune.call_fixtures import each_call, kept_fixtures
 from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.collection import (
     COLLECTED,
+    FUNCTION_PATHS,
     FUNCTIONS,
     GROUP_ITEMS,
     ITEM,
-    FunctionSpec,
+    SHARED_NODEID,
     ItemSpec,
     UnrequestedParameters,
     candidate_nodeids,
@@ -45,6 +46,7 @@ from pytest_autotune.collection import (
     function_spec,
     item_group,
     not_run,
+    shared_nodeid_error,
     warning_marks,
     xdist_group_name,
 )
@@ -67,7 +69,6 @@ from pytest_autotune.plugin_settings import (
     ignored_options,
     is_builtin_device,
     settings_from_sources,
-    shown_from,
 )
 from pytest_autotune.quiet import Quiet, run_folder
 from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks, check_groups
@@ -86,8 +87,6 @@ if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client
 
 _OPTIONS = tuple(s for s in SETTINGS if "command line" in s.sources)
-FUNCTION_PATHS = pytest.StashKey[dict[str, Path]]()
-"""The file of each marked function, by node id: where two files' tests share one."""
 RAISED = pytest.StashKey[dict[str, set[int]]]()
 """The candidates of each group whose test body raised while the group was tuned, as the
 `id` of their function: one function under two names raised for both (`Names` knows it by
@@ -367,18 +366,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     path = metafunc.definition.path
     first = metafunc.config.stash.setdefault(FUNCTION_PATHS, {}).setdefault(spec.nodeid, path)
     if first != path:
-        spec = replace(spec, error=_shared_nodeid(metafunc.config, spec, first, path))
+        spec = replace(spec, error=shared_nodeid_error(metafunc.config, spec.nodeid, first, path))
     metafunc.config.stash.setdefault(FUNCTIONS, {})[spec.nodeid] = spec
-
-
-def _shared_nodeid(config: pytest.Config, spec: FunctionSpec, first: Path, path: Path) -> str:
-    here = config.invocation_params.dir
-    return (
-        f"{spec.nodeid}: the node id of both {shown_from(first, here)} and"
-        f" {shown_from(path, here)}: pytest names a test outside the root dir"
-        f" {config.rootpath} from the folder given on the command line, and the two would"
-        " share one cache file: give a --rootdir above both"
-    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -389,6 +378,7 @@ def pytest_collection_modifyitems(
     `-m autotune` (which runs after this hook) selects them too; with `--autotune-only`,
     deselect every other test."""
     functions = config.stash.get(FUNCTIONS, {})
+    _mark_shared_nodeids(config, items)
     # Only where pytest-xdist registers its marker: `--strict-markers` fails an unknown one.
     xdist = config.pluginmanager.hasplugin("xdist")
     for item in items:
@@ -413,6 +403,21 @@ def pytest_collection_modifyitems(
         if others:
             config.hook.pytest_deselected(items=others)
             items[:] = [item for item in items if item.get_closest_marker("autotune") is not None]
+
+
+def _mark_shared_nodeids(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test of the `autotune` fixture whose node id another file's test has too (see
+    `shared_nodeid_error`): a set of no tuner is filed after the node id, so the second
+    test's set was served the first's winner, never tuned nor judged."""
+    users = [item for item in items if "autotune" in getattr(item, "fixturenames", ())]
+    files: dict[str, set[Path]] = {}
+    for item in users:
+        files.setdefault(item.nodeid.split("[", 1)[0], set()).add(item.path)
+    for item in users:
+        nodeid = item.nodeid.split("[", 1)[0]
+        if len(files[nodeid]) > 1:
+            first, second, *_ = sorted(files[nodeid])
+            item.stash[SHARED_NODEID] = shared_nodeid_error(config, nodeid, first, second)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

@@ -188,6 +188,48 @@ def test_two_tests_of_one_node_id_outside_the_root_dir_fail_by_name(
     assert not (project.path / "root" / ROOT).exists()
 
 
+def test_two_tests_of_the_fixture_of_one_node_id_outside_the_root_dir_fail_by_name(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A set of no tuner is filed after its test's node id: the second test's set, named as
+    # the first's, was served the first's winner, never tuned nor judged, and the update
+    # filed one test's entries for both.
+    project = autotune_pytester
+    project.mkdir("root")
+    for folder, names in (("a", '"one": one, "two": two'), ("b", '"two": two, "three": one')):
+        project.mkdir(folder)
+        (project.path / folder / "__init__.py").write_text("")
+        (project.path / folder / "test_lib.py").write_text(
+            textwrap.dedent(
+                f"""
+                from conftest import spin
+                from pytest_autotune import TunableSet
+
+                def one(n):
+                    spin(100e-6)
+                    return n
+
+                def two(n):
+                    spin(200e-6)
+                    return n
+
+                def test_lib(autotune):
+                    assert autotune(TunableSet.of(lambda n: n, {{{names}}}), 3) == 3
+                """
+            )
+        )
+    message = "*test_lib.py::test_lib: the node id of both a?test_lib.py and b?test_lib.py: *"
+
+    plain = run(project, "--rootdir=root", "a", "b")
+    plain.assert_outcomes(failed=2)
+    plain.stdout.fnmatch_lines([message])
+
+    update = run(project, "--rootdir=root", "a", "b", "--autotune-update")
+    update.assert_outcomes(failed=2)
+    update.stdout.fnmatch_lines([message])
+    assert not (project.path / "root" / ROOT).exists()
+
+
 def test_prune_keeps_the_entries_of_groups_a_plugin_deselected_before_this_one_saw_them(
     autotune_pytester: pytest.Pytester,
 ) -> None:
