@@ -177,7 +177,15 @@ def _own_option(definition: Any, name: str) -> bool:
 
 
 def function_nodeid(definition: Any) -> str:
-    return str(definition.nodeid).split("[", 1)[0]
+    return str(definition.nodeid)
+
+
+def item_function_nodeid(item: pytest.Item) -> str:
+    """The node id of an item's test function, without its parameters' ids. Not the node
+    id cut at its first `[`: a folder's name may hold one (`tests[v2]/test_a.py`), and every
+    test under it was named `tests`, one function and one cache file to the plugin."""
+    name = getattr(item, "originalname", None)
+    return f"{item.parent.nodeid}::{name}" if item.parent is not None and name else item.nodeid
 
 
 INVALID = "invalid-candidates"
@@ -389,7 +397,7 @@ def item_group(
 ) -> tuple[FunctionSpec, str, str, str] | None:
     """The marked function of an item, its candidate's name, its group and the group's key
     (its id without the candidate); None for an item of no marked function."""
-    function = functions.get(item.nodeid.split("[", 1)[0])
+    function = functions.get(item_function_nodeid(item))
     callspec = getattr(item, "callspec", None)
     if function is None or callspec is None:
         return None
@@ -425,8 +433,9 @@ def candidate_of(
 def repeated_nodeid(item: pytest.Item) -> str:
     """The item's node id without the ids of the parameters its test does not ask for
     (`Unrequested`): the id that its repetitions share."""
-    name, bracket, ids = item.nodeid.partition("[")
-    rest = _without_unrequested(item, ids.removesuffix("]")) if bracket else ""
+    name = item_function_nodeid(item)
+    ids = item.nodeid.removeprefix(name)
+    rest = _without_unrequested(item, ids[1:-1]) if ids.startswith("[") else ""
     return f"{name}[{rest}]" if rest else name
 
 
@@ -434,7 +443,7 @@ def _without_unrequested(item: pytest.Item, callspec_id: str) -> str:
     """`callspec_id`, an id of the item's parameters, without those of the parameters its
     test does not ask for (`Unrequested`)."""
     callspec = getattr(item, "callspec", None)
-    parameters = item.config.stash.get(UNREQUESTED, {}).get(item.nodeid.split("[", 1)[0], ())
+    parameters = item.config.stash.get(UNREQUESTED, {}).get(item_function_nodeid(item), ())
     for parameter in parameters if callspec is not None else ():
         part = parameter.component(callspec)
         if part is not None and has_component(callspec_id, part):

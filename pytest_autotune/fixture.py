@@ -14,7 +14,7 @@ import pytest
 
 from pytest_autotune.backends.cuda import CudaUnavailableError
 from pytest_autotune.check_mode import check_candidate
-from pytest_autotune.collection import SHARED_NODEID, repeated_nodeid
+from pytest_autotune.collection import SHARED_NODEID, item_function_nodeid, repeated_nodeid
 from pytest_autotune.marker_options import option_error, work_error
 from pytest_autotune.session import AutotuneSession, GroupRequest
 from pytest_autotune.time_limit import Limited, TimeLimit, TimeLimitExceeded, crashed
@@ -168,7 +168,7 @@ def _run_set(
             if not session.settings.tune:
                 tune_plan(key, tunables.tunables)  # its groups' priorities, as tuning asks
                 return _check_set(session, candidates, run, inputs, options)
-            tuner_name = fixture_tuner_name(tunables, tuner, nodeid)
+            tuner_name = fixture_tuner_name(tunables, tuner, item_function_nodeid(node))
             limited = tunables
             group_name = call_group(node, tuner_name, key, tunables.checksum)
             raised = node.config.stash.setdefault(RAISED_NAMES, {}).setdefault(group_name, set())
@@ -344,4 +344,4 @@ def fixture_tuner_name(tunables: TunableSet, tuner: LocalTuner | str | None, nod
     """The tuner a fixture call tunes for: `tuner=`, else the set's own, else the test's."""
     if isinstance(tuner, LocalTuner):
         return tuner.name
-    return tuner or tunables.tuner or nodeid.split("[", 1)[0]
+    return tuner or tunables.tuner or nodeid

@@ -44,6 +44,7 @@ from pytest_autotune.collection import (
     candidate_nodeids,
     expected_to_fail,
     function_spec,
+    item_function_nodeid,
     item_group,
     not_run,
     shared_nodeid_error,
@@ -412,9 +413,9 @@ def _mark_shared_nodeids(config: pytest.Config, items: list[pytest.Item]) -> Non
     users = [item for item in items if "autotune" in getattr(item, "fixturenames", ())]
     files: dict[str, set[Path]] = {}
     for item in users:
-        files.setdefault(item.nodeid.split("[", 1)[0], set()).add(item.path)
+        files.setdefault(item_function_nodeid(item), set()).add(item.path)
     for item in users:
-        nodeid = item.nodeid.split("[", 1)[0]
+        nodeid = item_function_nodeid(item)
         if len(files[nodeid]) > 1:
             first, second, *_ = sorted(files[nodeid])
             item.stash[SHARED_NODEID] = shared_nodeid_error(config, nodeid, first, second)

@@ -230,6 +230,25 @@ def test_two_tests_of_the_fixture_of_one_node_id_outside_the_root_dir_fail_by_na
     assert not (project.path / "root" / ROOT).exists()
 
 
+def test_tests_in_a_folder_whose_name_holds_a_bracket_keep_their_own_names(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A test's node id was cut at its first `[`, taken for its parameters' start: every
+    # test under `tests[v2]/` was named `tests`, so two files' tests were one function to
+    # the plugin (the first's candidates failed with a KeyError) and one cache file.
+    project = autotune_pytester
+    folder = project.mkdir("tests[v2]")
+    (folder / "test_a.py").write_text(SCALE_TESTS)
+    (folder / "test_b.py").write_text(SCALE_TESTS.replace('"medium"', '"other"'))
+
+    update = run(project, "--autotune-update")
+    assert update.ret == pytest.ExitCode.OK, update.outlines
+    for name in ("test_a", "test_b"):
+        path = project.path / cache_path(ROOT, DEVICE, f"tests[v2]/{name}.py::test_scale")
+        assert keys(path) == ["1", "2"]
+    assert not (project.path / cache_path(ROOT, DEVICE, "tests")).exists()
+
+
 def test_prune_keeps_the_entries_of_groups_a_plugin_deselected_before_this_one_saw_them(
     autotune_pytester: pytest.Pytester,
 ) -> None:
