@@ -102,6 +102,16 @@ class Baselines:
         what = f"{self._settings.relative(error.path)} could not be read ({error.reason})"
         return UnreadableFile(what, error)
 
+    def missing(self, device_id: str, tuner: str) -> str | None:
+        """The baseline file of this test on this device, as messages show it, where there
+        is none: what a missing baseline names, so that a test named or filed otherwise
+        than at its update (another root dir, cache dir or runner) shows where it looked."""
+        if self._settings.engine.disable_cache:
+            return None
+        if tuner_cache(self._settings.cache_dir, device_id, tuner).exists():
+            return None
+        return self._settings.relative(cache_path(self._settings.cache_dir, device_id, tuner))
+
     def _load(self, device_id: str, tuner: str) -> tuple[Path, PersistentCache, Entries]:
         """A baseline file, read the first time it is asked for."""
         path = cache_path(self._settings.cache_dir, device_id, tuner)

@@ -104,10 +104,12 @@ def judge_group(
     notes: list[str],
     machine: str | None = None,
     unreadable_file: Callable[[], UnreadableFile | None] = lambda: None,
+    missing_file: Callable[[], str | None] = lambda: None,
 ) -> Judged:
     """Measure the winner precisely and judge it against the committed baseline. `machine`
     is the client's physical device (a GPU's uuid), where it names one; `unreadable_file`
-    says which baseline file of the test could not be read (`Baselines.unreadable`)."""
+    says which baseline file of the test could not be read (`Baselines.unreadable`);
+    `missing_file` which it looked in, where there is none (`Baselines.missing`)."""
     tunables, decision = case.tunables, case.decision
     common: dict[str, Any] = {
         "device_id": case.device_id,
@@ -178,6 +180,7 @@ def judge_group(
         failed_here=winner_failed_here(case, baseline, tunables.names[index]),
         unreadable=None if baseline is not None else _unreadable(unreadable_file(), note),
         baseline_winner=baseline_winner,
+        missing_file=None if baseline is not None else missing_file(),
         **common,
     )
     if slip_note is not None:

@@ -371,6 +371,7 @@ class AutotuneSession:
                 unreadable_file=lambda: self.baselines.unreadable(
                     case.device_id, request.tuner_name
                 ),
+                missing_file=lambda: self.baselines.missing(case.device_id, request.tuner_name),
             )
         if unpaused is not None:
             self.output.notes.append(

@@ -56,6 +56,7 @@ def judge(
     unreadable: str | None = None,
     baseline_winner: Measurement | None = None,
     failed_here: str | None = None,
+    missing_file: str | None = None,
 ) -> GroupVerdict:
     """Judge one group: its winner's `current` measurement against the `baseline`.
 
@@ -67,10 +68,11 @@ def judge(
     `baseline_devices` are the devices that have a baseline of this test, which a
     NO_BASELINE verdict names; `candidates` this run's names, with which a baseline tuned
     over another list says what changed; `unreadable` what a NO_BASELINE verdict says
-    instead where the baseline is there and does not read (and what to do); `failed_here`
-    why the baseline's winner, which failed in this run, leaves the group NOT_COMPARABLE
-    (`gate_policy.winner_failed_here`). `machine` is
-    this run's physical device (a GPU's uuid): a baseline from another one, or a
+    instead where the baseline is there and does not read (and what to do); `missing_file`
+    the cache file looked in, where there is none; `failed_here` why the baseline's
+    winner, which failed in this run, leaves the group NOT_COMPARABLE
+    (`gate_policy.winner_failed_here`). `machine` is this run's physical device (a GPU's
+    uuid): a baseline from another one, or a
     measurement on oversubscribed CPUs, widens the noise (`gate.conditions`), as does a
     `baseline_winner` (the baseline's winner measured here, slower than the `current`
     candidate tuning picked) that ran on several threads on contended CPUs. A
@@ -114,6 +116,7 @@ def judge(
             unreadable=unreadable,
             baseline_winner=baseline_winner,
             failed_here=failed_here,
+            missing_file=missing_file,
         )
 
     verdict = once(current, remeasured=False)
@@ -156,6 +159,7 @@ def _judge_once(
     unreadable: str | None = None,
     baseline_winner: Measurement | None = None,
     failed_here: str | None = None,
+    missing_file: str | None = None,
 ) -> GroupVerdict:
     fraction: float | None = None
     floor_message: str | None = None
@@ -192,7 +196,7 @@ def _judge_once(
         (Verdict.FLOOR, floor_message, True),
         (
             Verdict.NO_BASELINE,
-            _no_baseline(device_id, baseline_devices, baseline, unreadable),
+            _no_baseline(device_id, baseline_devices, baseline, unreadable, missing_file),
             strict,
         ),
         (Verdict.TOO_NOISY, noisy_message, strict),
@@ -287,12 +291,15 @@ def _no_baseline(
     baseline_devices: Sequence[str],
     baseline: Baseline | None,
     unreadable: str | None = None,
+    missing_file: str | None = None,
 ) -> str | None:
     """The message of a missing baseline, naming the other devices that have one, or
     `unreadable` where the baseline is there and does not read; None when there is a
-    baseline. `--autotune-runner` is offered only for a device of this one's
-    kind: it files baselines under `cpu-<runner>` or `cuda-<runner>` by this device's kind,
-    so a GPU's baseline is out of a CPU's reach."""
+    baseline. `missing_file` is the cache file looked in, where there is none: a test run
+    under another root dir than its update's has another name and cache folder, and "no
+    baseline" alone did not say where it was looked for. `--autotune-runner` is offered
+    only for a device of this one's kind: it files baselines under `cpu-<runner>` or
+    `cuda-<runner>` by this device's kind, so a GPU's baseline is out of a CPU's reach."""
     if baseline is not None:
         return None
     if unreadable is not None:
@@ -307,7 +314,10 @@ def _no_baseline(
         else f" (--autotune-runner names the one to use of {', '.join(same_kind)})"
     )
     elsewhere = f"; baselines of this test exist for {', '.join(others)}{runner}" if others else ""
-    return f"no baseline for this key on {device_id}; --autotune-update records one{elsewhere}"
+    looked = f" (no file {missing_file})" if missing_file is not None else ""
+    return (
+        f"no baseline for this key on {device_id}{looked}; --autotune-update records one{elsewhere}"
+    )
 
 
 def _not_comparable(

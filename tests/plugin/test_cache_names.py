@@ -249,6 +249,35 @@ def test_tests_in_a_folder_whose_name_holds_a_bracket_keep_their_own_names(
     assert not (project.path / cache_path(ROOT, DEVICE, "tests")).exists()
 
 
+def test_no_baseline_names_the_file_it_looked_for_where_there_is_none(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Run under another root dir than the update (`--rootdir`, pytest run from a folder of
+    # no config file), a test has another name and another cache folder: every group read
+    # "no baseline for this key", which did not say where the baseline was looked for.
+    project = autotune_pytester
+    project.mkdir("tests")
+    (project.path / "tests" / "test_ops.py").write_text(SCALE_TESTS)
+    assert run(project, "--autotune-update").ret == pytest.ExitCode.OK
+
+    moved = run(project, "--autotune", "--rootdir=tests", "tests")
+    assert moved.ret == pytest.ExitCode.OK
+    looked = Path("tests") / cache_path(ROOT, DEVICE, "test_ops.py::test_scale")
+    moved.stdout.fnmatch_lines(
+        [
+            f"    no baseline for this key on {DEVICE} (no file {looked});"
+            " --autotune-update records one"
+        ]
+    )
+
+    # Where the file is there and lacks the key, the line is as it was.
+    project.path.joinpath("tests", "test_ops.py").write_text(SCALE_TESTS.replace("[1, 2]", "[3]"))
+    new_key = run(project, "--autotune")
+    new_key.stdout.fnmatch_lines(
+        [f"    no baseline for this key on {DEVICE}; --autotune-update records one"]
+    )
+
+
 def test_prune_keeps_the_entries_of_groups_a_plugin_deselected_before_this_one_saw_them(
     autotune_pytester: pytest.Pytester,
 ) -> None:

@@ -338,7 +338,8 @@ def test_strict_mode_fails_a_group_without_a_baseline(scale: pytest.Pytester) ->
             "",
             "reported, not failing:",
             "test_scale.py::test_scale[[]1[]] (winner *): no baseline",
-            "    no baseline for this key on cpu-fake-1t; --autotune-update records one",
+            f"    no baseline for this key on cpu-fake-1t (no file {CACHE});"
+            " --autotune-update records one",
         ]
     )
 
