@@ -7,9 +7,9 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from pytest_autotune.tune.checks import NOTHING_TO_COMPARE, compare_outputs, copy_output
+from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import AutotuneConfig, ConfigError
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
-from pytest_autotune.tune.tunable_set import clone_value
 
 Candidates = Sequence[tuple[str, Callable[..., Any]]]
 Body = Callable[..., Any]

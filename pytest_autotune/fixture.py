@@ -18,6 +18,7 @@ from pytest_autotune.collection import SHARED_NODEID, item_function_nodeid, repe
 from pytest_autotune.marker_options import option_error, work_error
 from pytest_autotune.session import AutotuneSession, GroupRequest
 from pytest_autotune.time_limit import Limited, TimeLimit, TimeLimitExceeded, crashed
+from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import AutotuneSkip
 from pytest_autotune.tune.files import dumps
@@ -25,7 +26,7 @@ from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.local import LocalTuner
 from pytest_autotune.tune.settings import DEFAULT_TIME_LIMIT_S
 from pytest_autotune.tune.tunable import PriorityError, tune_plan
-from pytest_autotune.tune.tunable_set import TunableSet, clone_value
+from pytest_autotune.tune.tunable_set import TunableSet
 from pytest_autotune.tune.wording import counted
 
 SESSION = pytest.StashKey[AutotuneSession]()

@@ -76,11 +76,11 @@ from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks,
 from pytest_autotune.stale import Collected, defined_names
 from pytest_autotune.time_limit import TimeLimit, TimeLimitExceeded, crashed
 from pytest_autotune.tune import call_scope
+from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import AutotuneSkip
 from pytest_autotune.tune.settings import SETTINGS, Setting
 from pytest_autotune.tune.tunable import PriorityError
-from pytest_autotune.tune.tunable_set import clone_value
 from pytest_autotune.warning_marks import MarkFilters, parse_filters, project_filters
 from pytest_autotune.xdist import WORKER_GPU
 

@@ -43,6 +43,7 @@ from pytest_autotune.quiet import Quiet
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
+from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import (
     NOT_REACHED,
@@ -56,7 +57,7 @@ from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.plain_numbers import real_number
 from pytest_autotune.tune.records import AutotuneRecord
 from pytest_autotune.tune.tunable import Tunable, TuneGroup, tune_plan
-from pytest_autotune.tune.tunable_set import TunableSet, checksum_of, clone_value
+from pytest_autotune.tune.tunable_set import TunableSet, checksum_of
 from pytest_autotune.tune.tuner import TuneDecision, Tuner
 
 if TYPE_CHECKING:

@@ -97,7 +97,7 @@ class Placement:
                 return v
             if id(v) not in copied:
                 # In its own layout: a C-ordered copy of a Fortran-ordered input timed a
-                # layout the caller never passes (as `tunable_set.clone_value` keeps it).
+                # layout the caller never passes (as `clone.clone_value` keeps it).
                 copied[id(v)] = v.copy(order="K")
             return copied[id(v)]
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.device_compare import agree_on_device
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.wording import counted
@@ -220,10 +221,6 @@ def copy_output(output: object) -> object:
     compared with its own output: a wrong one passed (so too with a module-level workspace
     every candidate writes into and returns). One copy, made once, while the original is
     dropped: memory still holds two outputs, the kept one and one other."""
-    # Imported here: `tunable_set` imports `config`, which imports `log`, which imports this
-    # module for `CheckResult`.
-    from pytest_autotune.tune.tunable_set import clone_value
-
     kept: object = clone_value(output)
     # A dict or tuple subclass of the user's is copied as a plain one, which would lose its
     # own `autotune_compare`: such a value is kept as it is.

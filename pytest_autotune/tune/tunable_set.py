@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import functools
 import hashlib
 import inspect
-import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_autotune.tune.bounds import Bounds, BoundsGenerator, Thresholds, Work, roofline
+from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.key import KeyGenerator
 from pytest_autotune.tune.tunable import Tunable, TuneFn, check_callable
@@ -28,101 +25,6 @@ class InputGenerator(Protocol):
     """Produces the benchmark inputs for a given key and reference inputs."""
 
     def __call__(self, key: Any, inputs: TuneInputs) -> TuneInputs: ...
-
-
-def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None) -> Any:
-    """A copy of an array (NumPy, CuPy, anything with `__array__` and `copy`), recursing into
-    tuples, lists and dicts, and into the attributes of an object that holds an array (a
-    shallow copy of the object with its arrays copied): a candidate writing into
-    `state.buffer` must not change the fixture for later tests. Other values are shared.
-
-    One value met twice is copied once, as `copy.deepcopy` does: `op(x, x)` gets one copy
-    twice, so an in-place candidate writing its second argument changes its first, as it
-    would on the caller's arrays, and the copies take no more memory than the inputs."""
-    memo: dict[int, Any] = {} if _memo is None else _memo
-    key = id(value)
-    if key in memo:
-        return memo[key][1]
-    cloned = _clone(value, _depth, memo)
-    if cloned is not value:
-        # Only what was copied: an object met first below the depth limit is shared there,
-        # and met again nearer the top it is still copied, as it was before the memo.
-        # The original is kept beside its copy: an id is unique only while its object lives.
-        memo[key] = (value, cloned)
-    return cloned
-
-
-_ATOMS = frozenset({int, float, complex, bool, str, bytes, type(None)})
-"""Types of values nothing can write into: a list of them needs a new list, not a visit to
-each item (some 3.5 us each: a 100 000-float list took 0.35 s a copy)."""
-
-
-def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
-    if isinstance(value, (tuple, list)):
-        return _clone_sequence(value, depth, memo)
-    if isinstance(value, dict):
-        return {k: clone_value(v, depth, memo) for k, v in value.items()}
-    # A class (`np.float32` given as a dtype) has these attributes too, unbound.
-    is_array = hasattr(value, "__array__") and hasattr(value, "copy") and hasattr(value, "shape")
-    if is_array and not isinstance(value, type):
-        return _copy_array(value)
-    if depth < _MAX_OBJECT_DEPTH:
-        return _clone_object(value, depth + 1, memo)
-    return value
-
-
-def _clone_sequence(value: tuple[Any, ...] | list[Any], depth: int, memo: dict[int, Any]) -> Any:
-    if type(value) in (list, tuple) and all(type(v) in _ATOMS for v in value):
-        return list(value) if type(value) is list else value
-    if isinstance(value, list):
-        return [clone_value(v, depth, memo) for v in value]
-    items = tuple(clone_value(v, depth, memo) for v in value)
-    # A NamedTuple is kept one: as a plain tuple, `params.scale` raised AttributeError in
-    # the candidate, and a reference output lost its own `autotune_compare`.
-    return type(value)(*items) if hasattr(value, "_fields") else items
-
-
-def _copy_array(value: Any) -> Any:
-    """A copy in the memory order of `value`: NumPy's and CuPy's `copy()` make C order, so a
-    Fortran-ordered input was timed, and checked, in a layout the caller never passes (a
-    column-wise kernel winning a tuning it loses in use). An array type whose `copy` takes
-    no order keeps its own."""
-    try:
-        return value.copy(order="K")
-    except TypeError:
-        return value.copy()
-
-
-_MAX_OBJECT_DEPTH = 3
-"""Objects inside objects inside objects: deep enough for a state holding a buffer, shallow
-enough that a cyclic object graph ends and the cost per call stays small."""
-
-_NEVER_COPIED = (
-    type,
-    types.ModuleType,
-    types.FunctionType,
-    types.BuiltinFunctionType,
-    types.MethodType,
-    functools.partial,
-)
-
-
-def _clone_object(value: Any, depth: int, memo: dict[int, Any]) -> Any:
-    if isinstance(value, _NEVER_COPIED):
-        return value
-    attributes = dict(getattr(value, "__dict__", None) or {})
-    if dataclasses.is_dataclass(value):
-        attributes.update((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
-    cloned = {name: clone_value(v, depth, memo) for name, v in attributes.items()}
-    if all(cloned[name] is attributes[name] for name in attributes):
-        return value  # holds no array: shared, as before
-    try:
-        copied = copy.copy(value)
-        for name, v in cloned.items():
-            object.__setattr__(copied, name, v)
-    except Exception:
-        return value
-    return copied
 
 
 class CloneInputGenerator:

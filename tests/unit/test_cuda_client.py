@@ -1012,7 +1012,7 @@ def test_a_placement_copies_an_array_given_twice_once(gpu: FakeGpu) -> None:
 
 def test_a_placement_copies_an_array_in_its_own_memory_order(gpu: FakeGpu) -> None:
     # `copy()` is C order: a Fortran-ordered or transposed input was timed in a layout the
-    # caller never passes, as the CPU's inputs were (`tunable_set.clone_value`).
+    # caller never passes, as the CPU's inputs were (`clone.clone_value`).
     client = CudaClient(cold_l2=False, timing="device")
     x = FakeArray(ptr=4096, gpu=gpu)
     client.time(lambda a: gpu.launch(5e-6), (x,))

@@ -508,17 +508,17 @@ def test_a_named_tuple_is_cloned_as_itself():
 def test_a_list_of_plain_numbers_is_copied_without_visiting_each_number(monkeypatch) -> None:
     # Each number went through the copy's every rule, some 3.5 us: a 100 000-float list,
     # as an input, or as the reference's output kept for the checks, took 0.35 s a copy.
-    from pytest_autotune.tune import tunable_set
+    from pytest_autotune.tune import clone as clone_module
 
     visits = 0
-    clone = tunable_set._clone
+    clone = clone_module._clone
 
     def counting(*args: Any) -> Any:
         nonlocal visits
         visits += 1
         return clone(*args)
 
-    monkeypatch.setattr(tunable_set, "_clone", counting)
+    monkeypatch.setattr(clone_module, "_clone", counting)
     values = [0.5 * i for i in range(1000)] + [1, "a", None, True]
     cloned = clone_value(values)
     assert cloned == values and cloned is not values  # a new list: appending to it is safe
