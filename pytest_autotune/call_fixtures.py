@@ -16,9 +16,12 @@ of times when tuned: the next candidate's body saw the last one's patch, and und
 
 from __future__ import annotations
 
+import os
+import shutil
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,22 +44,63 @@ def kept_fixtures(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class SetUpFolder:
+    """The test's `tmp_path` as its fixtures left it: the names in each of its folders.
+
+    Every call of the body had the one folder of the group's first test (and a plain run
+    the running test's for the reference too), so a body that makes `tmp_path / "out"` or
+    opens a file with mode "x" passed a plain run and failed its second call under
+    --autotune. `restore` takes away what earlier calls added, so each call starts from
+    the folder as set up; the fixtures' own files stay for the body to read. A file the
+    body changed in place stays changed, as an in-place candidate's input would."""
+
+    entries: Mapping[str, frozenset[str]]
+
+    @classmethod
+    def of(cls, root: Path) -> SetUpFolder:
+        entries = {
+            folder: frozenset(dirnames + filenames) for folder, dirnames, filenames in os.walk(root)
+        }
+        return cls(entries)
+
+    def restore(self) -> None:
+        """Remove what is new in the folders of the set-up tree. Inside the timed call: a
+        look into a folder of a few entries costs a few microseconds; what a call wrote is
+        removed by the next, whose time counts it, as it counts the writing."""
+        for folder, names in self.entries.items():
+            try:
+                with os.scandir(folder) as found:
+                    added = [entry for entry in found if entry.name not in names]
+            except FileNotFoundError:  # the body removed a folder of its fixtures
+                continue
+            for entry in added:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+
+
+@dataclass(frozen=True)
 class EachCall:
     """The test function, each call of it with a `monkeypatch` of its own (undone when the
     call ends; what fixtures patched before the test stays) and `caplog` and `recwarn`
     cleared: `patches` and `cleared` name those arguments. Where it takes `recwarn`
     (`warned`), each call also has warning filters of its own: `recwarn` records a
     warning once where it is raised (the "default" action), and from the second call on
-    the body's warning went unrecorded. It pickles where the test function does."""
+    the body's warning went unrecorded. Where the test has a `tmp_path` (`folder`), each
+    call starts from it as set up. It pickles where the test function does."""
 
     test: Callable[..., Any]
     patches: tuple[str, ...]
     cleared: tuple[str, ...]
     warned: bool
+    folder: SetUpFolder | None = None
 
     def __call__(self, **arguments: Any) -> Any:
         # Inside the timed call: a plain MonkeyPatch and try/finally cost about 2 us a
         # call on the 2-core VM, `monkeypatch.context()` in an ExitStack 4.7 us.
+        if self.folder is not None:
+            self.folder.restore()
         for name in self.cleared:
             arguments[name].clear()
         patches = []
@@ -74,14 +118,20 @@ class EachCall:
                 patch.undo()
 
 
-def each_call(test: Callable[..., Any], kept: Mapping[str, Any]) -> Callable[..., Any]:
-    """`test` as `EachCall` where it takes a fixture each call needs fresh, else itself
-    (most tests: their calls pay nothing)."""
+def each_call(
+    test: Callable[..., Any], kept: Mapping[str, Any], tmp_path: Path | None = None
+) -> Callable[..., Any]:
+    """`test` as `EachCall` where it takes a fixture each call needs fresh, or has a
+    `tmp_path` (taken by the test or by one of its fixtures: the path may reach the body
+    inside another value), else itself (most tests: their calls pay nothing)."""
     patches = tuple(n for n, v in kept.items() if isinstance(v, pytest.MonkeyPatch))
     records = (pytest.LogCaptureFixture, pytest.WarningsRecorder)
     cleared = tuple(n for n, v in kept.items() if isinstance(v, records))
     warned = any(isinstance(v, pytest.WarningsRecorder) for v in kept.values())
-    return EachCall(test, patches, cleared, warned) if patches or cleared else test
+    folder = SetUpFolder.of(tmp_path) if tmp_path is not None else None
+    if patches or cleared or folder is not None:
+        return EachCall(test, patches, cleared, warned, folder)
+    return test
 
 
-__all__ = ["KEPT", "EachCall", "each_call", "kept_fixtures"]
+__all__ = ["KEPT", "EachCall", "SetUpFolder", "each_call", "kept_fixtures"]

@@ -528,8 +528,10 @@ def _body(
     if real and not tuning:
         benchmark = OwnBenchmark(real, dict(spec.function.candidates)[spec.candidate])
     kept = kept_fixtures(arguments)
+    # Every fixture of the test is set up by now: its `tmp_path` holds what they wrote.
+    tmp_path = item.funcargs.get("tmp_path")
     return CandidateRun(
-        each_call(item.obj, kept),
+        each_call(item.obj, kept, tmp_path if isinstance(tmp_path, Path) else None),
         others,
         limit,
         names,

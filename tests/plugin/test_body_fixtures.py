@@ -95,3 +95,31 @@ def test_log(candidate, caplog, recwarn):
 """
     )
     run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_each_call_of_the_body_starts_from_tmp_path_as_its_fixtures_left_it(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # Every call shared the first test's folder: under --autotune a body that makes
+    # `tmp_path / "out"` or opens a file with "x" failed from its second call on.
+    autotune_pytester.makepyfile(
+        test_files=CANDIDATES
+        + """
+@pytest.fixture
+def given(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "n.txt").write_text("1")
+    return tmp_path / "data" / "n.txt"
+
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_files(candidate, given, tmp_path):
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["data", "n.txt"]
+    (tmp_path / "out").mkdir()
+    with open(tmp_path / "out" / "result.txt", "x") as f:
+        f.write(candidate.__name__)
+    (tmp_path / "data" / "seen.txt").write_text("")
+    return candidate(int(given.read_text()))
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
