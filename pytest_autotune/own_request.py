@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from pytest_autotune.benchmark_fixture import FixtureValues
+from pytest_autotune.benchmark_fixture import FixtureValues, is_benchmark_fixture
+from pytest_autotune.call_fixtures import KEPT
+from pytest_autotune.tune.tunable_set import clone_value
 
 
 class OwnRequest:
@@ -59,6 +61,84 @@ class OwnRequest:
 
     def __repr__(self) -> str:
         return f"<FixtureRequest for {self._item!r}>"
+
+
+class BodyRequest:
+    """The `request` one candidate's body is given (its test's, or an `OwnRequest`), made
+    for each call (`for_call`) as the single call of a plain test has it: the finalizers
+    that call adds run when it ends, and `getfixturevalue` gives the call's own values.
+
+    Under --autotune a finalizer the body added ran at the first test's teardown once per
+    timed call (its error reported thousands of times), and in a plain run the reference's
+    ran at the teardown of another candidate's test. `getfixturevalue("x")` gave the
+    fixture's own value where the argument `x` is a copy: an in-place candidate changed it
+    for the next candidate's body. A fixture the body does not take as an argument is
+    copied once for this candidate, as the arguments are (a copy in each timed call would
+    be timed)."""
+
+    def __init__(self, request: Any) -> None:
+        self._request = request
+        self._copies: dict[str, Any] = {}
+
+    def for_call(self, arguments: Mapping[str, Any]) -> CallRequest:
+        return CallRequest(self, arguments)
+
+    def value(self, argname: str) -> Any:
+        """The fixture `argname` as this candidate's calls share it."""
+        if argname in self._copies:
+            return self._copies[argname]
+        got = self._request.getfixturevalue(argname)
+        # pytest's fixtures that hold the test's state, and the request, are never copied
+        # (`call_fixtures.KEPT`: a copied `monkeypatch` is never undone), nor
+        # pytest-benchmark's, which a copy would leave unused.
+        if isinstance(got, (*KEPT, pytest.FixtureRequest, OwnRequest)) or is_benchmark_fixture(got):
+            return got
+        copied = clone_value(got)
+        # Only a copy is kept: a value nothing can write into is asked for again at each
+        # call, as pytest-benchmark's fixture must be (`FixtureValues` gives it once).
+        if copied is not got:
+            self._copies[argname] = copied
+        return copied
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._request, name)
+
+
+class CallRequest:
+    """One call's `request` (`BodyRequest.for_call`)."""
+
+    def __init__(self, body: BodyRequest, arguments: Mapping[str, Any]) -> None:
+        self._body = body
+        self._arguments = arguments
+        self._finalizers: list[Callable[[], object]] = []
+
+    def addfinalizer(self, finalizer: Callable[[], object]) -> None:
+        self._finalizers.append(finalizer)
+
+    def getfixturevalue(self, argname: str) -> Any:
+        """The call's argument of that name (its copy of the input, its `candidate`), else
+        the fixture as this candidate's calls share it."""
+        if argname in self._arguments and argname != "request":
+            return self._arguments[argname]
+        return self._body.value(argname)
+
+    def finish(self) -> None:
+        """Run the call's finalizers, the last added first, as pytest does at a teardown;
+        raise the first error once all have run."""
+        error: BaseException | None = None
+        while self._finalizers:
+            try:
+                self._finalizers.pop()()
+            except BaseException as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._body, name)
+
+    def __repr__(self) -> str:
+        return repr(self._body._request)
 
 
 OWN = ("request", "record_property", "record_xml_attribute")

@@ -64,7 +64,7 @@ from pytest_autotune.fixture import (
 # pytest finds a plugin's fixtures among the plugin module's names.
 from pytest_autotune.fixture import autotune as autotune
 from pytest_autotune.marker_options import work_error
-from pytest_autotune.own_request import OWN, OwnFixtures, record_xml_attributes
+from pytest_autotune.own_request import OWN, BodyRequest, OwnFixtures, record_xml_attributes
 from pytest_autotune.plugin_settings import (
     PluginSettings,
     ignored_options,
@@ -531,7 +531,12 @@ def _body(
     # Every fixture of the test is set up by now: its `tmp_path` holds what they wrote.
     tmp_path = item.funcargs.get("tmp_path")
     return CandidateRun(
-        each_call(item.obj, kept, tmp_path if isinstance(tmp_path, Path) else None),
+        each_call(
+            item.obj,
+            kept,
+            tmp_path if isinstance(tmp_path, Path) else None,
+            request="request" in arguments,
+        ),
         others,
         limit,
         names,
@@ -619,7 +624,12 @@ class CandidateRun:
         test's state (`kept`), and those of its own test (`own`)."""
         if self.own is None:
             return self.kept
-        return {**self.kept, **self.own(name or "")}
+        fixtures = {**self.kept, **self.own(name or "")}
+        if "request" in fixtures:
+            # Made for each call by `call_fixtures.EachCall`; its copies are this
+            # candidate's (`named` is called once for its timed calls).
+            fixtures["request"] = BodyRequest(fixtures["request"])
+        return fixtures
 
     def _call(
         self,

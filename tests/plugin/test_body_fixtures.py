@@ -123,3 +123,71 @@ def test_files(candidate, given, tmp_path):
 """
     )
     run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_a_finalizer_the_body_adds_runs_when_its_call_ends(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # It ran at the teardown of the test that made the call: under --autotune once per
+    # timed call at the first test's teardown, so each call found the last one's resource
+    # still open, and a plain run closed the reference's at another candidate's teardown.
+    autotune_pytester.makepyfile(
+        test_finalizer=CANDIDATES
+        + """
+OPEN = []
+
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_finalizer(candidate, request):
+    assert OPEN == [], OPEN
+    OPEN.append(candidate.__name__)
+    request.addfinalizer(OPEN.clear)
+    return candidate(1)
+
+def test_after():
+    assert OPEN == []
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=3)
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_getfixturevalue_in_the_body_gives_the_values_the_candidate_may_write_into(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # It gave the fixture's own array, where the argument is a copy: an in-place
+    # candidate wrote into it, and the next candidate's body computed from its output.
+    autotune_pytester.makepyfile(
+        test_fixture_value="""
+import numpy as np
+import pytest
+from conftest import spin
+
+def a(x, y):
+    spin(1e-4)
+    x += y
+    return x
+
+def b(x, y):
+    spin(2e-4)
+    np.add(x, y, out=x)
+    return x
+
+@pytest.fixture
+def x():
+    return np.zeros(3)
+
+@pytest.fixture
+def y():
+    return np.ones(3)
+
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_fixture_value(candidate, x, request):
+    assert request.getfixturevalue("x") is x
+    y = request.getfixturevalue("y")
+    out = candidate(x, y).copy()
+    y += 1
+    return out
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
