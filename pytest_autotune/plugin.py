@@ -8,6 +8,7 @@ hooks into calls on them.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import inspect
 import os
@@ -530,9 +531,10 @@ def _body(
     kept = kept_fixtures(arguments)
     # Every fixture of the test is set up by now: its `tmp_path` holds what they wrote.
     tmp_path = item.funcargs.get("tmp_path")
+    test, instance = _test_and_instance(item, spec)
     return CandidateRun(
         each_call(
-            item.obj,
+            test,
             kept,
             tmp_path if isinstance(tmp_path, Path) else None,
             request="request" in arguments,
@@ -545,7 +547,37 @@ def _body(
         raised if tuning else None,
         benchmark,
         kept,
+        instance,
     )
+
+
+@dataclass(frozen=True)
+class Instance:
+    """The instance of a test class that a method's body runs on (`parameter`, its first
+    argument's name): `running`'s own, the running test's, and a copy for each other
+    candidate. Tuned, every candidate's body ran on the first test's instance, and a plain
+    run the reference's on the running test's: what one candidate's body kept on `self`
+    (a plan, a buffer, a flag) the next one found there. A shallow copy keeps what the
+    class's fixtures and `setup_method` set up, which the other tests' instances do not
+    have yet (their setup comes later)."""
+
+    parameter: str
+    instance: object
+    running: str
+
+    def of(self, name: str | None) -> object:
+        return self.instance if name == self.running else copy.copy(self.instance)
+
+
+def _test_and_instance(item: pytest.Function, spec: ItemSpec) -> tuple[Any, Instance | None]:
+    """The test function, and its instance where it is a method (passed to it by name)."""
+    method = item.obj
+    if not inspect.ismethod(method):
+        return method, None
+    first = next(iter(inspect.signature(method.__func__).parameters.values()), None)
+    if first is None or first.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
+        return method, None  # a wrapper taking `*args`: left bound, as it was
+    return method.__func__, Instance(first.name, method.__self__, spec.candidate)
 
 
 def _candidate_items(item: pytest.Function, spec: ItemSpec) -> dict[str, pytest.Item]:
@@ -600,6 +632,9 @@ class CandidateRun:
     kept: Mapping[str, Any] = field(default_factory=dict)
     """pytest's fixtures that hold the test's state, by name, given to each call as they
     are (`call_fixtures`)."""
+    instance: Instance | None = None
+    """A method's instance, given to each candidate's body as its own (`Instance`); None
+    for a test function, which `test` is then."""
 
     def scope_of(self, name: str) -> CandidateScope | None:
         """What makes candidate `name`'s warning scope, for the tuner to enter around its
@@ -622,6 +657,13 @@ class CandidateRun:
     def _own_fixtures(self, name: str | None) -> Mapping[str, Any]:
         """The fixtures candidate `name`'s body takes as they are: pytest's that hold the
         test's state (`kept`), and those of its own test (`own`)."""
+        if self.instance is not None:
+            # A copy for each `named` (once for a candidate's timed calls).
+            instance = {self.instance.parameter: self.instance.of(name)}
+            return {**self._test_fixtures(name), **instance}
+        return self._test_fixtures(name)
+
+    def _test_fixtures(self, name: str | None) -> Mapping[str, Any]:
         if self.own is None:
             return self.kept
         fixtures = {**self.kept, **self.own(name or "")}
@@ -697,7 +739,10 @@ class CandidateRun:
             # A test's own `request` and `monkeypatch` exist in this process only:
             # measured here instead.
             raise TypeError("a test body that takes its test's own fixtures does not pickle")
-        return (CandidateRun, (self.test, self.others, None, None, self.filters))
+        return (
+            CandidateRun,
+            (self.test, self.others, None, None, self.filters, None, None, None, {}, self.instance),
+        )
 
 
 @dataclass(frozen=True)

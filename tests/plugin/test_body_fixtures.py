@@ -191,3 +191,28 @@ def test_fixture_value(candidate, x, request):
 """
     )
     run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_a_method_body_keeps_state_on_self_for_its_own_candidate_alone(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # Every candidate's body ran on the first test's instance when tuned (and the
+    # reference's on the running test's in a plain run): what a's body kept on `self`,
+    # b's body found there. What `setup_method` set up stays for each.
+    autotune_pytester.makepyfile(
+        test_method=CANDIDATES
+        + """
+class TestKernels:
+    def setup_method(self):
+        self.n = 1
+
+    @pytest.mark.autotune(candidates={"a": a, "b": b})
+    def test_method(self, candidate):
+        if not hasattr(self, "who"):
+            self.who = candidate.__name__
+        assert self.who == candidate.__name__, self.who
+        return candidate(self.n)
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
