@@ -14,7 +14,7 @@ import inspect
 import os
 import pickle
 import unittest
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -637,11 +637,22 @@ class CandidateRun:
     for a test function, which `test` is then."""
 
     def scope_of(self, name: str) -> CandidateScope | None:
-        """What makes candidate `name`'s warning scope, for the tuner to enter around its
-        timed calls (`tune.call_scope`); None where it needs none."""
-        if self.filters is None or name not in self.filters.others:
+        """What makes candidate `name`'s scope, for the tuner to enter around its timed
+        calls (`tune.call_scope`): its warning filters, and its printed output silenced;
+        None where it needs neither."""
+        filtered = self.filters is not None and name in self.filters.others
+        if not (filtered or self.silenced):
             return None
         return CandidateScope(self, name)
+
+    @property
+    def silenced(self) -> bool:
+        """Whether the timed calls' printed output is discarded: the body's every timed
+        call printed into the running test's capture (thousands of lines in its failure
+        report, and on the terminal with `-s`), where a plain run prints once per
+        candidate; the calls that check the candidates still print. Not where the body
+        reads its own output (`capsys`, `capfd`), which it would find empty."""
+        return not any(isinstance(v, pytest.CaptureFixture) for v in self.kept.values())
 
     def __call__(self, candidate: Callable[..., Any], *values: Any) -> Any:
         """The body of a candidate known by its function alone (an explicit reference)."""
@@ -747,16 +758,27 @@ class CandidateRun:
 
 @dataclass(frozen=True)
 class CandidateScope:
-    """`autotune_scope` of a candidate whose test's warning marks differ from the running
-    test's (`CandidateRun.scope_of`). It pickles with its `CandidateRun` and its filters:
-    a fresh process that measures the winner again enters it as the gate does here."""
+    """`autotune_scope` of a candidate's timed calls (`CandidateRun.scope_of`): its test's
+    warning marks where they differ from the running test's, and `sys.stdout` and
+    `sys.stderr` discarded (`CandidateRun.silenced`; what a C extension or a subprocess
+    writes to the file descriptors is not). It pickles with its `CandidateRun` and its
+    filters: a fresh process that measures the winner again enters it as the gate does
+    here."""
 
     run: CandidateRun
     name: str
 
-    def __call__(self) -> AbstractContextManager[None]:
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
         scope = self.run.filters.scope(self.name) if self.run.filters is not None else None
-        return scope if scope is not None else contextlib.nullcontext()
+        with contextlib.ExitStack() as stack:
+            if scope is not None:
+                stack.enter_context(scope)
+            if self.run.silenced:
+                discarded = stack.enter_context(open(os.devnull, "w"))
+                stack.enter_context(contextlib.redirect_stdout(discarded))
+                stack.enter_context(contextlib.redirect_stderr(discarded))
+            yield
 
 
 def _unrun(output: object) -> str | None:

@@ -216,3 +216,43 @@ class TestKernels:
 """
     )
     run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
+
+
+def test_the_timed_calls_of_a_body_print_nothing_its_checks_print_once(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Every timed call printed into the first test's capture: thousands of lines on the
+    # terminal with -s, and in the test's failure report.
+    autotune_pytester.makepyfile(
+        test_print=CANDIDATES
+        + """
+import sys
+
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_print(candidate):
+    print("printed by", candidate.__name__)
+    print("warned by", candidate.__name__, file=sys.stderr)
+    return candidate(1)
+"""
+    )
+    result = run(autotune_pytester, "-p", "no:randomly", "-s", "--autotune")
+    result.assert_outcomes(passed=2)
+    for name in ("a", "b"):
+        assert result.stdout.str().count(f"printed by {name}") == 1
+        assert result.stderr.str().count(f"warned by {name}") == 1
+
+
+def test_a_body_that_reads_its_own_output_reads_it_in_every_timed_call(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(
+        test_capsys=CANDIDATES
+        + """
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_capsys(candidate, capsys):
+    print("printed by", candidate.__name__)
+    assert capsys.readouterr().out == f"printed by {candidate.__name__}\\n"
+    return candidate(1)
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", "--autotune").assert_outcomes(passed=2)
