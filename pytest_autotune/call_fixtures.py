@@ -16,10 +16,12 @@ of times when tuned: the next candidate's body saw the last one's patch, and und
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import shutil
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,4 +148,33 @@ def each_call(
     return test
 
 
-__all__ = ["KEPT", "EachCall", "SetUpFolder", "each_call", "kept_fixtures"]
+def _dropped(record: logging.LogRecord) -> bool:
+    return False
+
+
+@contextlib.contextmanager
+def timed_calls_quiet(kept: Mapping[str, Any]) -> Iterator[None]:
+    """Around a candidate's timed calls (outside the timer): what they print
+    (`sys.stdout`, `sys.stderr`) discarded, and what they log kept from the handlers of
+    the root logger, pytest's own among them. Each timed call printed and logged into the
+    running test's capture: thousands of lines on the terminal with `-s`, and in the
+    test's failure report, where a plain run shows each candidate's once (its check, which
+    still prints and logs). The record is still made, in the timed call; only the
+    handlers pass it over. Not where the body reads its own output (`capsys`, `capfd`)
+    or records (`caplog`), which it would find empty. What a C extension or a subprocess
+    writes to the file descriptors is not discarded."""
+    reads_output = any(isinstance(v, pytest.CaptureFixture) for v in kept.values())
+    reads_records = any(isinstance(v, pytest.LogCaptureFixture) for v in kept.values())
+    with contextlib.ExitStack() as stack:
+        if not reads_output:
+            discarded = stack.enter_context(open(os.devnull, "w"))
+            stack.enter_context(contextlib.redirect_stdout(discarded))
+            stack.enter_context(contextlib.redirect_stderr(discarded))
+        if not reads_records:
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(_dropped)
+                stack.callback(handler.removeFilter, _dropped)
+        yield
+
+
+__all__ = ["KEPT", "EachCall", "SetUpFolder", "each_call", "kept_fixtures", "timed_calls_quiet"]

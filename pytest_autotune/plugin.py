@@ -31,7 +31,7 @@ from pytest_autotune.benchmark_fixture import (
     real_fixtures,
     stand_in,
 )
-from pytest_autotune.call_fixtures import each_call, kept_fixtures
+from pytest_autotune.call_fixtures import each_call, kept_fixtures, timed_calls_quiet
 from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.collection import (
     COLLECTED,
@@ -636,23 +636,11 @@ class CandidateRun:
     """A method's instance, given to each candidate's body as its own (`Instance`); None
     for a test function, which `test` is then."""
 
-    def scope_of(self, name: str) -> CandidateScope | None:
+    def scope_of(self, name: str) -> CandidateScope:
         """What makes candidate `name`'s scope, for the tuner to enter around its timed
-        calls (`tune.call_scope`): its warning filters, and its printed output silenced;
-        None where it needs neither."""
-        filtered = self.filters is not None and name in self.filters.others
-        if not (filtered or self.silenced):
-            return None
+        calls (`tune.call_scope`): its warning filters where they differ from the running
+        test's, and its output kept quiet (`call_fixtures.timed_calls_quiet`)."""
         return CandidateScope(self, name)
-
-    @property
-    def silenced(self) -> bool:
-        """Whether the timed calls' printed output is discarded: the body's every timed
-        call printed into the running test's capture (thousands of lines in its failure
-        report, and on the terminal with `-s`), where a plain run prints once per
-        candidate; the calls that check the candidates still print. Not where the body
-        reads its own output (`capsys`, `capfd`), which it would find empty."""
-        return not any(isinstance(v, pytest.CaptureFixture) for v in self.kept.values())
 
     def __call__(self, candidate: Callable[..., Any], *values: Any) -> Any:
         """The body of a candidate known by its function alone (an explicit reference)."""
@@ -759,11 +747,10 @@ class CandidateRun:
 @dataclass(frozen=True)
 class CandidateScope:
     """`autotune_scope` of a candidate's timed calls (`CandidateRun.scope_of`): its test's
-    warning marks where they differ from the running test's, and `sys.stdout` and
-    `sys.stderr` discarded (`CandidateRun.silenced`; what a C extension or a subprocess
-    writes to the file descriptors is not). It pickles with its `CandidateRun` and its
-    filters: a fresh process that measures the winner again enters it as the gate does
-    here."""
+    warning marks where they differ from the running test's, and its printed output and
+    log records kept from the running test's capture (`call_fixtures.timed_calls_quiet`).
+    It pickles with its `CandidateRun` and its filters: a fresh process that measures the
+    winner again enters it as the gate does here."""
 
     run: CandidateRun
     name: str
@@ -771,13 +758,7 @@ class CandidateScope:
     @contextlib.contextmanager
     def __call__(self) -> Iterator[None]:
         scope = self.run.filters.scope(self.name) if self.run.filters is not None else None
-        with contextlib.ExitStack() as stack:
-            if scope is not None:
-                stack.enter_context(scope)
-            if self.run.silenced:
-                discarded = stack.enter_context(open(os.devnull, "w"))
-                stack.enter_context(contextlib.redirect_stdout(discarded))
-                stack.enter_context(contextlib.redirect_stderr(discarded))
+        with timed_calls_quiet(self.run.kept), scope or contextlib.nullcontext():
             yield
 
 

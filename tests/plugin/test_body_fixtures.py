@@ -218,11 +218,11 @@ class TestKernels:
     run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
 
 
-def test_the_timed_calls_of_a_body_print_nothing_its_checks_print_once(
+def test_the_timed_calls_of_a_body_print_and_log_nothing_its_checks_once(
     autotune_pytester: pytest.Pytester,
 ) -> None:
-    # Every timed call printed into the first test's capture: thousands of lines on the
-    # terminal with -s, and in the test's failure report.
+    # Every timed call printed and logged into the first test's capture: thousands of
+    # lines on the terminal with -s (or live logging), and in the test's failure report.
     autotune_pytester.makepyfile(
         test_print=CANDIDATES
         + """
@@ -232,14 +232,17 @@ import sys
 def test_print(candidate):
     print("printed by", candidate.__name__)
     print("warned by", candidate.__name__, file=sys.stderr)
+    logging.getLogger("kernels").warning("logged by %s", candidate.__name__)
     return candidate(1)
 """
     )
-    result = run(autotune_pytester, "-p", "no:randomly", "-s", "--autotune")
+    live = ("-o", "log_cli=true", "-o", "log_cli_level=WARNING")
+    result = run(autotune_pytester, "-p", "no:randomly", "-s", *live, "--autotune")
     result.assert_outcomes(passed=2)
     for name in ("a", "b"):
         assert result.stdout.str().count(f"printed by {name}") == 1
         assert result.stderr.str().count(f"warned by {name}") == 1
+        assert result.stdout.str().count(f"logged by {name}") == 1
 
 
 def test_a_body_that_reads_its_own_output_reads_it_in_every_timed_call(
