@@ -31,7 +31,12 @@ from pytest_autotune.benchmark_fixture import (
     real_fixtures,
     stand_in,
 )
-from pytest_autotune.call_fixtures import each_call, kept_fixtures, timed_calls_quiet
+from pytest_autotune.call_fixtures import (
+    each_call,
+    folder_given,
+    kept_fixtures,
+    timed_calls_quiet,
+)
 from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.collection import (
     COLLECTED,
@@ -530,13 +535,13 @@ def _body(
         benchmark = OwnBenchmark(real, dict(spec.function.candidates)[spec.candidate])
     kept = kept_fixtures(arguments)
     # Every fixture of the test is set up by now: its `tmp_path` holds what they wrote.
-    tmp_path = item.funcargs.get("tmp_path")
+    folder = folder_given(arguments, item.funcargs.get("tmp_path"))
     test, instance = _test_and_instance(item, spec)
     return CandidateRun(
         each_call(
             test,
             kept,
-            tmp_path if isinstance(tmp_path, Path) else None,
+            folder,
             request="request" in arguments,
         ),
         others,

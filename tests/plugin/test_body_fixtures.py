@@ -259,3 +259,23 @@ def test_capsys(candidate, capsys):
 """
     )
     run(autotune_pytester, "-p", "no:randomly", "--autotune").assert_outcomes(passed=2)
+
+
+def test_each_call_of_the_body_starts_from_a_folder_its_fixture_made_in_tmp_path(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(
+        test_out_dir=CANDIDATES
+        + """
+@pytest.fixture
+def out_dir(tmpdir):
+    return tmpdir.mkdir("out")
+
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_out_dir(candidate, out_dir):
+    with open(out_dir / "result.txt", "x") as f:
+        f.write(candidate.__name__)
+    return candidate(1)
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", "--autotune").assert_outcomes(passed=2)
