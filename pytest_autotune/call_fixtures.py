@@ -97,9 +97,6 @@ class EachCall:
     cleared: tuple[str, ...]
     warned: bool
     folder: SetUpFolder | None = None
-    request: bool = False
-    """Whether the body takes `request` (an `own_request.BodyRequest`): each call has one
-    of its own, whose finalizers run when the call ends."""
 
     def __call__(self, **arguments: Any) -> Any:
         # Inside the timed call: a plain MonkeyPatch and try/finally cost about 2 us a
@@ -112,9 +109,6 @@ class EachCall:
         for name in self.patches:
             arguments[name] = patch = pytest.MonkeyPatch()
             patches.append(patch)
-        request = arguments["request"].for_call(arguments) if self.request else None
-        if request is not None:
-            arguments["request"] = request
         try:
             if self.warned:
                 # Entered, it makes Python forget which warnings it has shown.
@@ -124,8 +118,6 @@ class EachCall:
         finally:
             for patch in patches:
                 patch.undo()
-            if request is not None:
-                request.finish()
 
 
 def folder_given(arguments: Mapping[str, Any], tmp_path: object) -> Path | None:
@@ -148,18 +140,17 @@ def each_call(
     test: Callable[..., Any],
     kept: Mapping[str, Any],
     tmp_path: Path | None = None,
-    request: bool = False,
 ) -> Callable[..., Any]:
-    """`test` as `EachCall` where it takes a fixture each call needs fresh (`request`
-    among them), or a folder that each call starts from as set up (`tmp_path`, from
-    `folder_given`), else itself (most tests: their calls pay nothing)."""
+    """`test` as `EachCall` where it takes a fixture each call needs fresh, or a folder
+    that each call starts from as set up (`tmp_path`, from `folder_given`), else itself
+    (most tests: their calls pay nothing)."""
     patches = tuple(n for n, v in kept.items() if isinstance(v, pytest.MonkeyPatch))
     records = (pytest.LogCaptureFixture, pytest.WarningsRecorder)
     cleared = tuple(n for n, v in kept.items() if isinstance(v, records))
     warned = any(isinstance(v, pytest.WarningsRecorder) for v in kept.values())
     folder = SetUpFolder.of(tmp_path) if tmp_path is not None else None
-    if patches or cleared or folder is not None or request:
-        return EachCall(test, patches, cleared, warned, folder, request)
+    if patches or cleared or folder is not None:
+        return EachCall(test, patches, cleared, warned, folder)
     return test
 
 

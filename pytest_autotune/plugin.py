@@ -542,7 +542,6 @@ def _body(
             test,
             kept,
             folder,
-            request="request" in arguments,
         ),
         others,
         limit,
@@ -672,8 +671,8 @@ class CandidateRun:
             return self.kept
         fixtures = {**self.kept, **self.own(name or "")}
         if "request" in fixtures:
-            # Made for each call by `call_fixtures.EachCall`; its copies are this
-            # candidate's (`named` is called once for its timed calls).
+            # This candidate's, for its calls (`named` is called once for its timed
+            # calls); `_call` gives it each call's arguments and runs its finalizers.
             fixtures["request"] = BodyRequest(fixtures["request"])
         return fixtures
 
@@ -693,6 +692,11 @@ class CandidateRun:
             # it as expected to fail; `pytest.fail()` and `sys.exit()` are its failure.
             arguments = dict(zip(self.others, values, strict=True))
             arguments.update(own)
+            request = own.get("request")
+            if isinstance(request, BodyRequest):
+                request.arguments = arguments
+            else:
+                request = None
             if self.benchmark is not None:
                 arguments.update(self.benchmark(candidate))
             problem: str | None
@@ -703,11 +707,7 @@ class CandidateRun:
                 else None
             )
             try:
-                if scope is not None:
-                    with scope:
-                        output = self.test(candidate=candidate, **arguments)
-                else:
-                    output = self.test(candidate=candidate, **arguments)
+                output = self._test(candidate, arguments, scope, request)
             except pytest.skip.Exception as exc:
                 raise AutotuneSkip(exc.msg) from None
             except pytest.xfail.Exception as exc:
@@ -731,6 +731,24 @@ class CandidateRun:
         except Exception as exc:
             self._note_raised(candidate, exc)
             raise
+
+    def _test(
+        self,
+        candidate: Callable[..., Any],
+        arguments: Mapping[str, Any],
+        scope: AbstractContextManager[None] | None,
+        request: BodyRequest | None,
+    ) -> Any:
+        """The test function's call, in `scope`; the finalizers it added to `request` run
+        when it ends (`BodyRequest`)."""
+        try:
+            if scope is not None:
+                with scope:
+                    return self.test(candidate=candidate, **arguments)
+            return self.test(candidate=candidate, **arguments)
+        finally:
+            if request is not None and request.finalizers:
+                request.finish()
 
     def _note_raised(self, candidate: Callable[..., Any], exc: BaseException) -> None:
         """Keep a candidate whose body raised: not a decline, nor a stop at
