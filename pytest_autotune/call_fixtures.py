@@ -89,8 +89,9 @@ class EachCall:
     cleared: `patches` and `cleared` name those arguments. Where it takes `recwarn`
     (`warned`), each call also has warning filters of its own: `recwarn` records a
     warning once where it is raised (the "default" action), and from the second call on
-    the body's warning went unrecorded. Where the test has a `tmp_path` (`folder`), each
-    call starts from it as set up. It pickles where the test function does."""
+    the body's warning went unrecorded. Where the body is given a path in its test's
+    `tmp_path` (`folder`), each call starts from that folder as set up. It pickles where
+    the test function does."""
 
     test: Callable[..., Any]
     patches: tuple[str, ...]

@@ -538,11 +538,7 @@ def _body(
     folder = folder_given(arguments, item.funcargs.get("tmp_path"))
     test, instance = _test_and_instance(item, spec)
     return CandidateRun(
-        each_call(
-            test,
-            kept,
-            folder,
-        ),
+        each_call(test, kept, folder),
         others,
         limit,
         names,
@@ -570,6 +566,7 @@ class Instance:
     running: str
 
     def of(self, name: str | None) -> object:
+        """The instance candidate `name`'s body runs on."""
         return self.instance if name == self.running else copy.copy(self.instance)
 
 
@@ -613,9 +610,10 @@ class CandidateRun:
     """`run(candidate, *values)`: the test function called with `candidate` and the other
     arguments (`others`, in order), stopped by name past the time limit.
 
-    It pickles as the test function's name, the argument names and the warning filters,
-    without the limit: a fresh process that measures a CPU winner again (`fresh_process`)
-    runs the body there, under the process's own timeout and the candidate's own marks."""
+    It pickles as the test function's name, the argument names, the warning filters and
+    a method's instance, without the limit: a fresh process that measures a CPU winner
+    again (`fresh_process`) runs the body there, under the process's own timeout and the
+    candidate's own marks."""
 
     test: Callable[..., Any]
     others: tuple[str, ...]
@@ -659,7 +657,7 @@ class CandidateRun:
 
     def _own_fixtures(self, name: str | None) -> Mapping[str, Any]:
         """The fixtures candidate `name`'s body takes as they are: pytest's that hold the
-        test's state (`kept`), and those of its own test (`own`)."""
+        test's state (`kept`), those of its own test (`own`), and a method's instance."""
         if self.instance is not None:
             # A copy for each `named` (once for a candidate's timed calls).
             instance = {self.instance.parameter: self.instance.of(name)}
