@@ -19,7 +19,7 @@ import pytest
 
 from pytest_autotune.benchmark_fixture import FixtureValues, is_benchmark_fixture
 from pytest_autotune.call_fixtures import KEPT
-from pytest_autotune.tune.tunable_set import clone_value
+from pytest_autotune.tune.clone import clone_value
 
 
 class OwnRequest:
