@@ -33,6 +33,7 @@ __all__ = [
     "group_order",
     "key_text",
     "natural_key",
+    "node_name",
     "ordered",
     "summary_row",
     "verdict_counts",
@@ -138,6 +139,15 @@ def decision_name(group: str, key: str) -> str:
     are the key (`test_saxpy[n1024]`, key `n1024`), else the group and the key, so a name
     never repeats itself and two keys of one test are never one name."""
     return group if group.endswith(f"[{key}]") else f"{group} [{key}]"
+
+
+def node_name(node_id: str) -> str:
+    """A node id's last name with its parameters, as pytest's `item.name` is
+    (`test_sum[a::b]` of `tests/t.py::TestX::test_sum[a::b]`): the ids in the brackets are
+    the user's and may hold `::` themselves, so only the part before them is split."""
+    _, colons, rest = node_id.partition("::")
+    names, bracket, parameters = (rest if colons else node_id).partition("[")
+    return names.rsplit("::", 1)[-1] + bracket + parameters
 
 
 def ordered(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:

@@ -23,7 +23,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytest_autotune.report import CandidateRow, GroupSummary, decision_name, ordered
+from pytest_autotune.report import (
+    CandidateRow,
+    GroupSummary,
+    decision_name,
+    node_name,
+    ordered,
+)
 
 INSTALL_HINT = "it needs pytest-benchmark: pip install 'pytest-autotune[benchmark]'"
 
@@ -117,7 +123,7 @@ def benchmark_id(
     (`test_id`), else read like one: `test_saxpy[float4-n67108864]`, with the group's
     parameters (or the key, for a group without any) once, never twice."""
     if test_id:
-        return test_id.rsplit("::", 1)[-1], test_id
+        return node_name(test_id), test_id
     test, _, rest = summary.group.partition("[")
     parameters = rest[:-1] if rest.endswith("]") else ""
     if not parameters and summary.key != "default":

@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 
 from pytest_autotune.gate import Baseline, Comparison, Measurement, Verdict, judge
-from pytest_autotune.report import CandidateRow, GroupSummary, failures, ordered, reported
+from pytest_autotune.report import (
+    CandidateRow,
+    GroupSummary,
+    failures,
+    node_name,
+    ordered,
+    reported,
+)
 from pytest_autotune.report.markdown import escape, render_markdown
 from pytest_autotune.report.terminal import (
     render_candidates,
@@ -354,3 +361,12 @@ def test_the_markdown_names_each_failed_check_but_not_an_expected_one() -> None:
     )
     assert "dot" not in text
     assert "Failed checks" not in render_markdown([SAXPY])
+
+
+def test_a_short_name_cuts_the_node_id_before_the_parameters_not_inside_them() -> None:
+    # The HTML report's chart labels and the benchmark JSON's names were cut at the last
+    # `::`, which a parameter's id may hold: `test_scale[a::b]` was shown as `b]`.
+    assert node_name("tests/t.py::TestX::test_sum[a::b]") == "test_sum[a::b]"
+    assert node_name("tests/t.py::test_sum [x::y]") == "test_sum [x::y]"
+    assert node_name("tests/t.py::test_sum") == "test_sum"
+    assert node_name("mylib.ops") == "mylib.ops"

@@ -17,6 +17,7 @@ from pytest_autotune.report import (
     format_roof,
     group_order,
     key_text,
+    node_name,
     verdict_text,
 )
 from pytest_autotune.report.figures import format_change, format_fraction, format_interval
@@ -238,7 +239,7 @@ def _with_relative(candidates: list[CandidateView]) -> list[CandidateView]:
 
 def _short(group: str, key: str) -> str:
     """A decision's name without its file: what fits beside a point on a chart."""
-    return decision_name(group, key).rsplit("::", 1)[-1]
+    return node_name(decision_name(group, key))
 
 
 def decision_view(

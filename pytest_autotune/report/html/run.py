@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from pytest_autotune.gate.verdicts import Verdict
-from pytest_autotune.report import key_text
+from pytest_autotune.report import key_text, node_name
 from pytest_autotune.report.html.decision import decision_view
 from pytest_autotune.report.html.views import (
     MISSING,
@@ -62,7 +62,7 @@ def _device_roofline(device: DeviceView, decisions: Sequence[DecisionView]) -> D
     """The device's one roofline: every group's winner at its own arithmetic intensity."""
     on_device = [d for d in decisions if d.device_id == device.id]
     points = [d.point for d in on_device if d.point is not None]
-    left_out = [d.name.rsplit("::", 1)[-1] for d in on_device if d.point is None]
+    left_out = [node_name(d.name) for d in on_device if d.point is None]
     compute = max((d.peaks[0] for d in on_device), default=0.0)
     memory = max((d.peaks[1] for d in on_device), default=0.0)
     note = ""

@@ -1,0 +1,31 @@
+"""Names users give tests, parameters and candidates (`::`, `[`, `/`, Unicode, markup) and
+where they end up: the outputs of a tuning run, which must neither break nor mangle them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.plugin.harness import run
+from tests.plugin.test_tune_mode import SCALE_TESTS
+
+ODD_IDS = SCALE_TESTS.replace(
+    '@pytest.mark.parametrize("n", [1, 2])',
+    '@pytest.mark.parametrize("n", [1, 2], ids=["a::b", "c[d]"])',
+)
+
+
+def test_benchmark_json_names_a_candidate_whose_parameter_id_holds_a_double_colon(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # An id with `::` (`a::b`) ended the run in an INTERNALERROR `substring not found`:
+    # the item's name was cut at the id's `::`, not at the test's.
+    autotune_pytester.makepyfile(test_scale=ODD_IDS)
+    result = run(autotune_pytester, "--autotune", "--autotune-benchmark-json=bench.json")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    data = json.loads((autotune_pytester.path / "bench.json").read_text())
+    by_name = {b["name"]: b for b in data["benchmarks"]}
+    assert {"test_scale[fast-a::b]", "test_scale[fast-c[d]]"} <= set(by_name)
+    assert by_name["test_scale[fast-a::b]"]["fullname"] == "test_scale.py::test_scale[fast-a::b]"
+    assert by_name["test_scale[fast-a::b]"]["param"] == "fast-a::b"
