@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import json
 import math
 import os
@@ -206,6 +207,10 @@ def _check_depth(data: Any) -> None:
             stack.extend((v, depth + 1) for v in value)
 
 
+_MAX_LOCK_STEM = 120
+"""The longest stem of a shared lock's file, with room for `-<user>.lock` under 255."""
+
+
 def shared_lock(name: str) -> FileLock:
     """A machine-wide lock with no file to protect (the timing of one device): a file in
     the temp folder named by `name` made safe (`../` cannot leave the folder).
@@ -216,6 +221,11 @@ def shared_lock(name: str) -> FileLock:
     their timing may overlap.
     """
     stem = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+    if len(stem) > _MAX_LOCK_STEM:
+        # A device id is a client hook's to choose and may be long: a file name past 255
+        # bytes fails every test with `File name too long`. Cut, with a hash of the whole.
+        digest = hashlib.sha256(name.encode()).hexdigest()[:10]
+        stem = f"{stem[: _MAX_LOCK_STEM - len(digest) - 1]}-{digest}"
     path = Path(tempfile.gettempdir()) / f"{stem}.lock"
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)

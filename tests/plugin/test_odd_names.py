@@ -4,11 +4,15 @@ where they end up: the outputs of a tuning run, which must neither break nor man
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from pytest_autotune.tune.cache_names import cache_path
 from tests.plugin.harness import run
 from tests.plugin.test_tune_mode import SCALE_TESTS
+
+ROOT = Path(".autotune")
 
 ODD_IDS = SCALE_TESTS.replace(
     '@pytest.mark.parametrize("n", [1, 2])',
@@ -29,3 +33,21 @@ def test_benchmark_json_names_a_candidate_whose_parameter_id_holds_a_double_colo
     assert {"test_scale[fast-a::b]", "test_scale[fast-c[d]]"} <= set(by_name)
     assert by_name["test_scale[fast-a::b]"]["fullname"] == "test_scale.py::test_scale[fast-a::b]"
     assert by_name["test_scale[fast-a::b]"]["param"] == "fast-a::b"
+
+
+def test_a_client_with_a_long_odd_device_id_tunes_and_files_its_baselines(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A client hook's device id of 300 characters failed every test with `OSError: File
+    # name too long` from the device's timing lock in the temp folder.
+    device_id = "My DSP/v2 ü " + "x" * 300
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text().replace('device_id = "cpu-fake-1t"', f"device_id = {device_id!r}")
+    )
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    result = run(autotune_pytester, "--autotune-update")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    path = autotune_pytester.path / cache_path(ROOT, device_id, "test_scale.py::test_scale")
+    assert json.loads(path.read_text())["device"]["id"] == device_id
+    assert len(path.parent.name) <= 120
