@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, NoReturn
@@ -75,13 +76,30 @@ def fail(message: str) -> NoReturn:
 
 
 def checked_key(value: Any, what: str) -> Any:
-    """A key the cache can hold: hashable, JSON, and finite (JSON has no NaN or inf)."""
+    """A key the cache can hold: hashable, JSON, and finite (JSON has no NaN or inf), and
+    the same in the next process (`fail_if_unstable`)."""
     try:
         hash(value)
-        dumps(key_to_json(value))
+        text = dumps(key_to_json(value))
     except (TypeError, ValueError) as exc:
         fail(f"{what} returned an unusable key {value!r}: {exc}")
+    fail_if_unstable(text, f"{what} returned the key {value!r}, which")
     return value
+
+
+_MEMORY_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+"""Python's default repr of an object, `<Shape object at 0x7f3a...>`, in a key's text."""
+
+
+def fail_if_unstable(key_text: str, subject: str, advice: str = "") -> None:
+    """Fail where a key holds an object's default repr: its address is new in every
+    process, so each update would add an entry that no later run reads, and each gate
+    would say "no baseline" without saying why."""
+    if _MEMORY_ADDRESS.search(key_text):
+        fail(
+            f"{subject} holds a memory address, which changes with every process: no later"
+            f" run would find its baseline; {advice or 'build the key from values (sizes, dtypes)'}"
+        )
 
 
 @pytest.fixture

@@ -64,6 +64,7 @@ from pytest_autotune.fixture import (
     call_time_limit,
     checked_key,
     fail,
+    fail_if_unstable,
     raise_again,
 )
 
@@ -955,6 +956,11 @@ def _fail_if_the_fixture_changed_the_candidate(item: pytest.Function, spec: Item
 def _group_key(spec: ItemSpec, arguments: Mapping[str, Any]) -> Any:
     key = spec.function.options.get("key")
     if key is None:
+        fail_if_unstable(
+            spec.group_key,
+            f"{spec.function.nodeid}: the key {spec.group_key!r} (the parameters' ids)",
+            "give the parameters ids= or the marker a key=",
+        )
         return spec.group_key or "default"
     value = _call_with_fixtures(key, arguments, f"{spec.function.nodeid}: key=")
     return checked_key(value, f"{spec.function.nodeid}: key=")

@@ -13,6 +13,7 @@ from tests.plugin.harness import run
 from tests.plugin.test_tune_mode import SCALE_TESTS
 
 ROOT = Path(".autotune")
+DEVICE = "cpu-fake-1t"
 
 ODD_IDS = SCALE_TESTS.replace(
     '@pytest.mark.parametrize("n", [1, 2])',
@@ -51,3 +52,61 @@ def test_a_client_with_a_long_odd_device_id_tunes_and_files_its_baselines(
     path = autotune_pytester.path / cache_path(ROOT, device_id, "test_scale.py::test_scale")
     assert json.loads(path.read_text())["device"]["id"] == device_id
     assert len(path.parent.name) <= 120
+
+
+OBJECT_KEYS = """
+import pytest
+from conftest import spin
+
+class Shape:
+    def __init__(self, n):
+        self.n = n
+
+def slow(s):
+    spin(300e-6)
+    return s.n
+
+def fast(s):
+    spin(100e-6)
+    return s.n
+
+@pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+@pytest.mark.parametrize("s", [Shape(1)], ids=repr)
+def test_ids(candidate, s):
+    return candidate(s)
+
+@pytest.mark.autotune(candidates={"slow": slow, "fast": fast}, key=lambda s: str(s))
+@pytest.mark.parametrize("s", [Shape(1)])
+def test_key(candidate, s):
+    return candidate(s)
+
+@pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+@pytest.mark.parametrize("s", [Shape(1)])
+def test_stable(candidate, s):
+    return candidate(s)
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune-update",)], ids=["check", "update"])
+def test_a_key_holding_an_objects_memory_address_fails_by_name(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # A key made of an object's default repr (`ids=repr`, `key=lambda s: str(s)`) holds its
+    # address, new in every process: each update added an entry nothing would read again,
+    # and each gate said "no baseline", with no word of why.
+    autotune_pytester.makepyfile(test_obj=OBJECT_KEYS)
+    result = run(autotune_pytester, *mode)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=2, failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "test_obj.py::test_ids: the key '<test_obj.Shape object at 0x*>' (the parameters'"
+            " ids) holds a memory address, which changes with every process: no later run"
+            " would find its baseline; give the parameters ids= or the marker a key=",
+            "test_obj.py::test_key: key= returned the key '<test_obj.Shape object at 0x*>',"
+            " which holds a memory address*",
+        ]
+    )
+    root = autotune_pytester.path / ROOT
+    for test in ("test_ids", "test_key"):
+        assert not cache_path(root, DEVICE, f"test_obj.py::{test}").exists()
