@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from pytest_autotune.cli.errors import CliError, json_kind_of, require_file, warn
 from pytest_autotune.report import natural_key
+from pytest_autotune.report.columns import ljust, width
 from pytest_autotune.report.html import key_text
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
@@ -101,13 +102,8 @@ def winner_median(value: PersistentCacheValue) -> float | None:
 
 def table(rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
     """Rows as aligned columns, two spaces apart; the last column is not padded."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        (
-            indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        ).rstrip()
-        for row in rows
-    ]
+    widths = [max(width(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [(indent + "  ".join(map(ljust, row, widths))).rstrip() for row in rows]
 
 
 def duration(seconds: float | None) -> str:

@@ -29,6 +29,7 @@ from pytest_autotune.gate import (
 from pytest_autotune.gate.baseline import binding_peak, device_machine
 from pytest_autotune.gate.judge import not_judged_message, winner_out
 from pytest_autotune.report import REPORTED, decision_name, group_order, key_text, verdict_text
+from pytest_autotune.report.columns import ljust, width
 from pytest_autotune.report.figures import format_interval
 from pytest_autotune.report.html import measured_name, winner_samples
 from pytest_autotune.tune.benchmark import (
@@ -420,8 +421,8 @@ def render_comparison(
             change = format_interval(comparison) if comparison is not None else "-"
             verdict = verdict_text(row.verdict.verdict.value, row.verdict.failed)
         table.append((row.name, row.before, row.after, change, verdict))
-    widths = [max(len(r[i]) for r in table) for i in range(5)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
+    widths = [max(width(r[i]) for r in table) for i in range(5)]
+    lines = ["  ".join(ljust(c, w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
     lines.insert(1, "  ".join("-" * w for w in widths))
     failed = [r for r in rows if r.verdict is not None and r.verdict.failed]
     counted = [r for r in rows if r.verdict is not None]

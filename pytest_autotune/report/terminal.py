@@ -18,6 +18,7 @@ from pytest_autotune.report import (
     summary_row,
     verdict_counts,
 )
+from pytest_autotune.report.columns import ljust, rjust, width
 from pytest_autotune.tune.benchmark import SampleStats
 from pytest_autotune.tune.log import format_duration
 
@@ -30,16 +31,16 @@ def render_summary(summaries: Sequence[GroupSummary], *, candidates: bool = Fals
     follow it, indented, the winner marked `*` (what `-v` shows)."""
     groups = ordered(summaries)
     rows = [summary_row(s) for s in groups]
-    widths = [max(len(cell) for cell in column) for column in zip(COLUMNS, *rows, strict=True)]
+    widths = [max(map(width, column)) for column in zip(COLUMNS, *rows, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
         padded = (
-            cell.rjust(width) if name in _RIGHT_ALIGNED else cell.ljust(width)
-            for name, cell, width in zip(COLUMNS, cells, widths, strict=True)
+            rjust(cell, columns) if name in _RIGHT_ALIGNED else ljust(cell, columns)
+            for name, cell, columns in zip(COLUMNS, cells, widths, strict=True)
         )
         return "  ".join(padded).rstrip()
 
-    lines = [line(COLUMNS), "  ".join("-" * width for width in widths)]
+    lines = [line(COLUMNS), "  ".join("-" * columns for columns in widths)]
     for summary, row in zip(groups, rows, strict=True):
         lines.append(line(row))
         if candidates:
@@ -51,7 +52,7 @@ def render_summary(summaries: Sequence[GroupSummary], *, candidates: bool = Fals
 def _candidate_lines(summary: GroupSummary) -> list[str]:
     if not summary.candidates:
         return []
-    name_width = max(len(c.name) for c in summary.candidates)
+    name_width = max(width(c.name) for c in summary.candidates)
     lines = []
     for candidate in summary.candidates:
         mark = "*" if candidate.name == summary.winner else " "
@@ -64,7 +65,7 @@ def _candidate_lines(summary: GroupSummary) -> list[str]:
         error = f"{said}: {candidate.error}" if candidate.error is not None else ""
         cells = [c for c in (check, error) if c]
         lines.append(
-            f"    {mark} {candidate.name.ljust(name_width)}  {median.rjust(9)}"
+            f"    {mark} {ljust(candidate.name, name_width)}  {median.rjust(9)}"
             f"  {'  '.join(cells)}".rstrip()
         )
     return lines
@@ -109,16 +110,16 @@ def render_candidates(summaries: Sequence[GroupSummary]) -> str:
         for candidate in failed:
             reason = _reason(candidate.error)
             rows.append(("  " + candidate.name, "-", "-", "-", "-", "0", reason))
-        widths = [max(len(row[i]) for row in rows) for i in range(len(CANDIDATE_COLUMNS))]
+        widths = [max(width(row[i]) for row in rows) for i in range(len(CANDIDATE_COLUMNS))]
         lines = [decision_name(summary.group, summary.key)]
         for number, row in enumerate(rows):
             cells = [
-                cell.ljust(width) if i == 0 else cell.rjust(width)
-                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+                ljust(cell, columns) if i == 0 else rjust(cell, columns)
+                for i, (cell, columns) in enumerate(zip(row, widths, strict=True))
             ]
             lines.append("  " + "  ".join(cells).rstrip())
             if number == 0:
-                lines.append("  " + "  ".join("-" * width for width in widths))
+                lines.append("  " + "  ".join("-" * columns for columns in widths))
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 

@@ -370,3 +370,40 @@ def test_a_short_name_cuts_the_node_id_before_the_parameters_not_inside_them() -
     assert node_name("tests/t.py::test_sum [x::y]") == "test_sum [x::y]"
     assert node_name("tests/t.py::test_sum") == "test_sum"
     assert node_name("mylib.ops") == "mylib.ops"
+
+
+def test_wide_characters_in_names_keep_the_columns_of_every_table_aligned() -> None:
+    # A CJK or emoji name takes two columns in a terminal but counted one: every cell
+    # after it, and the rows under it, were shifted by one column per character.
+    wide = GroupSummary(
+        group="t.py::test_sum",
+        key="n1",
+        winner="累加",
+        verdict=Verdict.NO_BASELINE,
+        failed=False,
+        samples=(1e-4,) * 3,
+        candidates=(
+            CandidateRow("累加", 1e-4, samples=(1e-4,)),
+            CandidateRow("naive🚀", 3e-4, samples=(3e-4,)),
+        ),
+    )
+    narrow = GroupSummary(
+        group="t.py::test_sum",
+        key="n2",
+        winner="naive",
+        verdict=Verdict.NO_BASELINE,
+        failed=False,
+        samples=(1e-4,) * 3,
+    )
+
+    summary = render_summary([wide, narrow], candidates=True).splitlines()
+    assert summary[2:6] == [
+        "t.py::test_sum  n1   累加    100 us     -  -                  no baseline",
+        "    * 累加        100 us",
+        "      naive🚀     300 us",
+        "t.py::test_sum  n2   naive   100 us     -  -                  no baseline",
+    ]
+    assert render_candidates([wide]).splitlines()[3:] == [
+        "  * 累加     100 us  100 us  100 us  0.00 ns       3     1.00x",
+        "    naive🚀  300 us  300 us  300 us  0.00 ns       1     3.00x",
+    ]
