@@ -39,6 +39,13 @@ class LocalTuner:
     def __init__(
         self, name: str, config: AutotuneConfig | None = None, *, package: str | None = None
     ) -> None:
+        if not isinstance(name, str) or not name:
+            # Refused here, not at the first `execute` that reads the cache it names, which
+            # may run far from this line (or never in the tests).
+            raise ValueError(
+                f"LocalTuner: the name names its cache file, so it must be a non-empty"
+                f" string, got {name!r}"
+            )
         self.name = name
         self.package = package
         """The package whose `.autotune` folder (package data) holds the shipped caches."""

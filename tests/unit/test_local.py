@@ -106,6 +106,14 @@ def test_a_local_tuner_is_named_after_the_calling_module():
     assert local_tuner().name == __name__ == "tests.unit.test_local"
 
 
+@pytest.mark.parametrize("name", ["", 3, None])
+def test_a_local_tuner_without_a_name_is_refused_where_it_is_made(name):
+    # `LocalTuner("")` was made, and its first `execute` failed deep in the cache with
+    # "an empty name cannot name a cache file", far from the line that made it.
+    with pytest.raises(ValueError, match=r"^LocalTuner: the name names its cache file"):
+        LocalTuner(name)
+
+
 def test_a_module_run_with_python_m_names_its_tuner_after_itself(tmp_path):
     """`python -m mylib.ops` runs the module as `__main__`: its tuner is still the one its
     tests tuned (`mylib.ops`), reading the caches its package ships."""
