@@ -112,7 +112,7 @@ def find_stale(
             warnings.simplefilter("ignore")
             keys = sorted({key.key for key in cache.load()})
         tuner = cache.metadata().get(TUNER_FIELD)
-        if not isinstance(tuner, str) or "::" not in tuner or not keys:
+        if not isinstance(tuner, str) or not _names_a_test(tuner) or not keys:
             continue  # a library's tuner (`mylib.ops`), or a file of no test named in it
         if not _filed_under_its_name(path, tuner):
             # Moved or copied by hand (a renamed test's file, its "tuner" not yet set): the
@@ -123,6 +123,14 @@ def find_stale(
         if stale is not None:
             found.append(Stale(path, tuner, *stale))
     return found
+
+
+def _names_a_test(tuner: str) -> bool:
+    """Whether `tuner` is a test's node id (`tests/test_ops.py::test_sum`), whose file and
+    keys the session can judge: a library's tuner may hold `::` too (`tuner="mylib::sum"`),
+    and was called "gone" because no file `mylib` exists, and pruned."""
+    module, colons, _ = tuner.partition("::")
+    return bool(colons) and module.endswith(".py")
 
 
 def _filed_under_its_name(path: Path, tuner: str) -> bool:

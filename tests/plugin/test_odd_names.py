@@ -110,3 +110,36 @@ def test_a_key_holding_an_objects_memory_address_fails_by_name(
     root = autotune_pytester.path / ROOT
     for test in ("test_ids", "test_key"):
         assert not cache_path(root, DEVICE, f"test_obj.py::{test}").exists()
+
+
+NAMED_TUNER = """
+from conftest import spin
+from pytest_autotune import TunableSet, Tunable
+
+def slow(n):
+    spin(300e-6)
+    return n * 2
+
+def fast(n):
+    spin(100e-6)
+    return n * 2
+
+def make():
+    return TunableSet(lambda n: str(n)).with_(Tunable("slow", slow)).with_(Tunable("fast", fast))
+
+def test_lib(autotune):
+    assert autotune(make(), 3, tuner="mylib::sum") == 6
+"""
+
+
+def test_prune_keeps_the_file_of_a_tuner_named_with_a_double_colon(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `tuner="mylib::sum"` was read as the node id of a test in a file `mylib`: the update
+    # called the file it had just written "stale: mylib is gone", and the prune deleted it.
+    autotune_pytester.makepyfile(test_lib=NAMED_TUNER)
+    result = run(autotune_pytester, "--autotune-prune")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    path = cache_path(autotune_pytester.path / ROOT, DEVICE, "mylib::sum")
+    assert json.loads(path.read_text())["tuner"] == "mylib::sum"
+    assert not [line for line in result.outlines if line.startswith(("stale:", "pruned"))]
