@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from pytest_autotune.report import without_parameters
 from pytest_autotune.session import AutotuneSession
 
 WORKER_GPU = "autotune_gpu"
@@ -51,7 +52,7 @@ def function_scope(nodeid: str) -> str:
     without its parameters, so that all of a function's candidates stay on one worker."""
     if nodeid.rfind("@") > nodeid.rfind("]"):
         return nodeid.rsplit("@", 1)[1]
-    return nodeid.split("[", 1)[0]
+    return without_parameters(nodeid)
 
 
 @functools.cache

@@ -38,6 +38,7 @@ __all__ = [
     "summary_row",
     "verdict_counts",
     "verdict_text",
+    "without_parameters",
 ]
 
 
@@ -150,6 +151,15 @@ def node_name(node_id: str) -> str:
     return names.rsplit("::", 1)[-1] + bracket + parameters
 
 
+def without_parameters(node_id: str) -> str:
+    """A node id without its parameters' ids: the test function's
+    (`tests/[gpu]/t.py::test_sum` of `tests/[gpu]/t.py::test_sum[n1-fast]`). They begin at
+    the first `[` after the path, which may hold `[` itself (a folder `[gpu]`): cut at the
+    path's, every test under it was one tuner, one cache file, their keys merged."""
+    path, colons, names = node_id.partition("::")
+    return path + colons + names.split("[", 1)[0] if colons else node_id
+
+
 def ordered(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:
     """By test, then by parameters and key, numbers read as numbers: the order pytest-xdist
     workers finish in must not show, and `n16384` comes before `n131072`."""
@@ -159,7 +169,8 @@ def ordered(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:
 def group_order(group: str, key: str) -> tuple[Any, ...]:
     """The sort key of a group and key: the test's node id, then its parameters and the key,
     compared naturally."""
-    test, _, parameters = group.partition("[")
+    test = without_parameters(group)
+    parameters = group[len(test) + 1 :]
     return (natural_key(test), natural_key(parameters), natural_key(key))
 
 

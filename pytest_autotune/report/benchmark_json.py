@@ -29,6 +29,7 @@ from pytest_autotune.report import (
     decision_name,
     node_name,
     ordered,
+    without_parameters,
 )
 
 INSTALL_HINT = "it needs pytest-benchmark: pip install 'pytest-autotune[benchmark]'"
@@ -124,7 +125,8 @@ def benchmark_id(
     parameters (or the key, for a group without any) once, never twice."""
     if test_id:
         return node_name(test_id), test_id
-    test, _, rest = summary.group.partition("[")
+    test = without_parameters(summary.group)
+    rest = summary.group[len(test) + 1 :]
     parameters = rest[:-1] if rest.endswith("]") else ""
     if not parameters and summary.key != "default":
         parameters = summary.key

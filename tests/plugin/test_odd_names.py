@@ -143,3 +143,24 @@ def test_prune_keeps_the_file_of_a_tuner_named_with_a_double_colon(
     path = cache_path(autotune_pytester.path / ROOT, DEVICE, "mylib::sum")
     assert json.loads(path.read_text())["tuner"] == "mylib::sum"
     assert not [line for line in result.outlines if line.startswith(("stale:", "pruned"))]
+
+
+def test_tests_under_a_folder_with_brackets_keep_a_baseline_each(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A path with `[` (`tests/[gpu]/test_a.py`) was cut there as if the test's parameters
+    # began: every test under it was the tuner `tests/`, one file, and their keys merged.
+    project = autotune_pytester
+    folder = project.mkdir("[gpu]")
+    (folder / "test_a.py").write_text(SCALE_TESTS)
+    (folder / "test_b.py").write_text(SCALE_TESTS.replace("[1, 2]", "[1, 3]"))
+    result = run(project, "--autotune-update")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    for test, keys in (("test_a", ["1", "2"]), ("test_b", ["1", "3"])):
+        path = cache_path(project.path / ROOT, DEVICE, f"[gpu]/{test}.py::test_scale")
+        document = json.loads(path.read_text())
+        assert document["tuner"] == f"[gpu]/{test}.py::test_scale"
+        assert sorted(e["key"] for e in document["entries"]) == keys
+    result.stdout.fnmatch_lines(["[[]gpu]/test_a.py::test_scale[[]1]  1 *"])
+    gated = run(project, "--autotune", "--autotune-strict", "--autotune-benchmark-json=b.json")
+    assert gated.ret == pytest.ExitCode.OK, gated.outlines
