@@ -137,9 +137,16 @@ def settings_from_sources(
     for name, (value, where) in choose(tuple(layers)).items():
         if name not in OUTPUT_FILES or not isinstance(value, Path):
             continue
-        if (rootpath / value).is_dir():
+        try:
+            is_dir = (rootpath / value).is_dir()
+            path = (rootpath / value).resolve()
+        except OSError as error:
+            # A name past the file system's limit (`File name too long`) would fail at the
+            # end of the run, after every group was tuned; said now, in one line.
+            shown = shown_from(rootpath / value, invocation_dir)
+            raise ConfigError(f"{where}: {error.strerror}: {shown}") from None
+        if is_dir:
             raise ConfigError(f"{where}: {rootpath / value} is a folder; give the path of a file")
-        path = (rootpath / value).resolve()
         for other, other_path in written.items():
             if other_path == path and settings.tune:
                 # Written at the end one after the other, the last silently replaced the

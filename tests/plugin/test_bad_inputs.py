@@ -1365,6 +1365,15 @@ CASES = [
         args=("--autotune-record=records",),
         setup=record_is_a_directory,
     ),
+    Case(
+        "a report's file name past the file system's limit",
+        "tune",
+        USAGE,
+        # Was a traceback from the check that the path is no folder.
+        ("command line: autotune_html:", "File name too long", "r" * 20),
+        marker(""),
+        args=(f"--autotune-html={'r' * 300}.html",),
+    ),
 ]
 
 
