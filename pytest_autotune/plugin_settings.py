@@ -135,16 +135,19 @@ def settings_from_sources(
     # Said at the start, once (a marker sets none of them): each is written at the end.
     written = {where: path.resolve() for where, path in (written_by_others or {}).items()}
     for name, (value, where) in choose(tuple(layers)).items():
-        if name not in OUTPUT_FILES or not isinstance(value, Path):
+        if name not in (*OUTPUT_FILES, "cache_dir") or not isinstance(value, Path):
             continue
         try:
             is_dir = (rootpath / value).is_dir()
             path = (rootpath / value).resolve()
         except OSError as error:
             # A name past the file system's limit (`File name too long`) would fail at the
-            # end of the run, after every group was tuned; said now, in one line.
+            # end of the run, after every group was tuned, or in each tuned test (the cache
+            # folder) with a traceback; said now, in one line.
             shown = shown_from(rootpath / value, invocation_dir)
             raise ConfigError(f"{where}: {error.strerror}: {shown}") from None
+        if name == "cache_dir":
+            continue  # a folder, read and written all along the run
         if is_dir:
             raise ConfigError(f"{where}: {rootpath / value} is a folder; give the path of a file")
         for other, other_path in written.items():

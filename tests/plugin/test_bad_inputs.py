@@ -1374,6 +1374,15 @@ CASES = [
         marker(""),
         args=(f"--autotune-html={'r' * 300}.html",),
     ),
+    Case(
+        "a cache folder's name past the file system's limit",
+        "update",
+        USAGE,
+        # Was an OSError traceback in every tuned test.
+        ("command line: autotune_cache_dir:", "File name too long", "c" * 20),
+        marker(""),
+        args=(f"--autotune-cache-dir={'c' * 300}",),
+    ),
 ]
 
 
