@@ -65,10 +65,20 @@ class Tunable:
 
 
 def check_name(owner: str, name: object) -> None:
-    """A name is what files, records and reports show: a non-empty string."""
+    """A name is what files, records and reports show: a non-empty string of one line.
+
+    Not a line break: a set's checksum joins its names with them, so `["a\\nb", "c"]` and
+    `["a", "b\\nc"]` were one candidate list to the cache, whose winner's index then
+    called the other set's function. Nor a tab or another character that does not print,
+    which breaks the tables the name is shown in."""
     __tracebackhide__ = True
     if not isinstance(name, str) or not name:
         raise TypeError(f"{owner}: the name must be a non-empty str, got {name!r}")
+    if not name.isprintable():
+        raise ValueError(
+            f"{owner}: the name {name!r} holds a control character (a line break, a tab):"
+            " a name is one line in every table, record and cache file"
+        )
 
 
 def check_callable(what: str, value: object) -> None:

@@ -186,6 +186,15 @@ def test_a_candidate_name_must_be_a_non_empty_string(name):
         Tunable(name, first)
 
 
+def test_a_candidate_name_with_a_line_break_is_refused_as_its_checksum_would_be_anothers():
+    # The checksum joins the names with line breaks: ["a\nb", "c"] and ["a", "b\nc"] were
+    # one candidate list to the cache, and a winner's index was served to the other set.
+    with pytest.raises(ValueError, match=r"^Tunable: the name 'a\\nb' holds a control character"):
+        Tunable("a\nb", first)
+    with pytest.raises(ValueError, match=r"^TuneGroup: the name 'x\\ty' holds a control character"):
+        TuneGroup("x\ty", lambda key: 0)
+
+
 def test_with_refuses_what_is_neither_a_tunable_nor_a_pair():
     with pytest.raises(TypeError, match=r"a candidate must be a Tunable.* got function"):
         TunableSet(by_size).with_(first)
