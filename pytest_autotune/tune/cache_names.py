@@ -50,8 +50,9 @@ def _tuner_file(tuner_name: str, stem: str) -> str:
 def cache_files(folder: Path) -> list[Path]:
     """The cache files under `folder`, sorted: a cache root (`<device>/<tuner>.json`) or one
     device's folder, so that commands comparing two folders take either, as long as both
-    are of one kind (the files are matched by their path below each)."""
-    return sorted(p for p in folder.rglob("*.json") if p.name != PEAKS_FILE)
+    are of one kind (the files are matched by their path below each). Files only: a
+    device's folder may end in `.json` itself (`--autotune-runner=gh.json`)."""
+    return sorted(p for p in folder.rglob("*.json") if p.name != PEAKS_FILE and p.is_file())
 
 
 def legacy_cache_file_parts(device_id: str, tuner_name: str) -> tuple[str, str]:

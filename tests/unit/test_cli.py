@@ -513,6 +513,24 @@ def test_compare_judges_two_cache_folders(
     )
 
 
+def test_cache_folders_of_a_runner_named_like_a_json_file_are_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--autotune-runner=gh.json` files its caches under `cpu-gh.json/`, which compare and
+    # changed took for a cache file: "cannot be read: Is a directory".
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder in (before, after):
+        (folder / "cpu-gh.json").mkdir(parents=True)
+        write_cache(
+            folder / "cpu-gh.json" / "t.json",
+            {"n8": ("block32", (outcome("block32", 0, 1), outcome("block256", 1, 2)))},
+        )
+    code, out, err = run(capsys, "compare", str(before), str(after))
+    assert (code, err) == (0, "")
+    assert "cpu-gh.json/t.json [n8]" in out
+    assert run(capsys, "changed", str(before), str(after))[0] == 0
+
+
 def test_compare_of_cache_folders_scales_an_entry_by_the_peaks_it_was_measured_with(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
