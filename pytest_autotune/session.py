@@ -174,6 +174,15 @@ class AutotuneSession:
     def _make_client(self, name: str) -> Client:
         client = self.hooks.client(name) if self.hooks.client is not None else None
         if client is not None:
+            device_id = getattr(client, "device_id", None)
+            if not isinstance(device_id, str) or not device_id:
+                # Said here once, not as a traceback from the cache's file names (or the
+                # gate's rules) in every test that tunes on it.
+                raise ConfigError(
+                    f"device {name!r}: the client of a pytest_autotune_client hook has the"
+                    f" device id {device_id!r}: it names the folder of its baselines, so it"
+                    " must be a non-empty str"
+                )
             return client
         from pytest_autotune.backends import cpu
 
@@ -248,7 +257,10 @@ class AutotuneSession:
             try:
                 outcome = self._outcomes[request.group] = self._tune(request)
             except BaseException as exc:  # pytest-timeout's alarm is pytest's `fail`
-                if not isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                # A setting refused (a client's device id) is no stopped tuning: each test
+                # of the group meets it again and says it in its one line, not as a hint
+                # about pytest-timeout.
+                if not isinstance(exc, (KeyboardInterrupt, SystemExit, ConfigError)):
                     self._stopped[request.group] = _stopped(request.group, name, exc)
                 raise
         return outcome.failures.get(name)

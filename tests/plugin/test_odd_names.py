@@ -164,3 +164,30 @@ def test_tests_under_a_folder_with_brackets_keep_a_baseline_each(
     result.stdout.fnmatch_lines(["[[]gpu]/test_a.py::test_scale[[]1]  1 *"])
     gated = run(project, "--autotune", "--autotune-strict", "--autotune-benchmark-json=b.json")
     assert gated.ret == pytest.ExitCode.OK, gated.outlines
+
+
+@pytest.mark.parametrize("device_id", ["", None, 3])
+def test_a_client_whose_device_id_is_no_name_fails_by_name(
+    autotune_pytester: pytest.Pytester, device_id: object
+) -> None:
+    # A hook's client with an empty device id failed each test with a traceback from the
+    # cache's file names ("an empty name cannot name a cache file"), None with an
+    # AttributeError from the gate's rules.
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text().replace('device_id = "cpu-fake-1t"', f"device_id = {device_id!r}")
+    )
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    result = run(autotune_pytester, "--autotune-update")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "test_scale.py::test_scale: device 'auto': the client of a pytest_autotune_client"
+            f" hook has the device id"
+            f" {device_id!r}: it names the folder of its baselines, so it must be a non-empty"
+            " str",
+        ]
+    )
+    output = result.stdout.str()
+    assert "Traceback" not in output and "Error:" not in output
+    assert "pytest-timeout" not in output  # not said to be a tuning stopped by a timeout
