@@ -46,8 +46,12 @@ def key_text(key: Any) -> str:
     """A key's JSON value as people read it: a string as itself, anything else as JSON.
 
     The one form of a key everywhere it is shown (terminal, Markdown, HTML, CLI), so the key
-    a reader finds in the log is the key they search for in the report."""
-    return key if isinstance(key, str) else serialize_key_json(key)
+    a reader finds in the log is the key they search for in the report. A string with a
+    line break or a tab (`key=` returns what it likes) is shown as JSON too, escaped: as
+    itself it broke the terminal's table in two."""
+    if isinstance(key, str) and key.isprintable():
+        return key
+    return serialize_key_json(key)
 
 
 _DIGITS = re.compile(r"(\d+)")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from pytest_autotune.gate import Baseline, Comparison, Measurement, Verdict, judge
 from pytest_autotune.report import (
     CandidateRow,
     GroupSummary,
     failures,
+    key_text,
     node_name,
     ordered,
     reported,
@@ -407,3 +409,12 @@ def test_wide_characters_in_names_keep_the_columns_of_every_table_aligned() -> N
         "  * 累加     100 us  100 us  100 us  0.00 ns       3     1.00x",
         "    naive🚀  300 us  300 us  300 us  0.00 ns       1     3.00x",
     ]
+
+
+def test_a_key_with_a_line_break_is_shown_escaped_on_one_line() -> None:
+    # `key=lambda n: f"line\nbreak{n}"` printed its key as itself: the summary table's row
+    # was cut in two, and the rest of it shifted.
+    assert key_text("line\nbreak1\t|x") == '"line\\nbreak1\\t|x"'
+    assert key_text("n1024 ü") == "n1024 ü"
+    summary = replace(SAXPY, key=key_text("line\nbreak"))
+    assert len(render_summary([summary]).splitlines()) == 4
