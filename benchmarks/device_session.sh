@@ -29,6 +29,7 @@
 #   bash benchmarks/device_session.sh merged13 # after the CUDA review's merge: suite, examples, costs, short calls
 #   bash benchmarks/device_session.sh fifteenth # the CUDA review's four doubts, then merged13's suite, examples, costs, short calls
 #   bash benchmarks/device_session.sh sixteenth # --autotune cost, then the gate under each condition for $GATE_S s each
+#   bash benchmarks/device_session.sh merged16 # after the sixteenth session's QA merges: suite, examples (plain, -n 2, -k under -W error), --autotune cost
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -447,6 +448,16 @@ sixteenth)
       --budget "${GATE_S:-90}" >"$OUT/gate-$condition.txt" 2>&1
     echo "===== gate $condition: exit code $? at $SECONDS s" >>"$LOG"
   done
+  ;;
+merged16)
+  # The sixteenth session's QA merges change the output checks (the reference's output
+  # kept as a copy, complex NaN parts) and the test body's calls (fixtures, prints, logs
+  # quiet in timed calls): the GPU suite, the examples in both modes, the --autotune cost.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 40 $P example_kernels -q -W error
+  examples 60
+  step 40 $P example_kernels -k "saxpy or sum" --autotune -rfx -W error
+  step 60 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
   ;;
 top)
   gate_rest "${CONDITION:-groups}"
