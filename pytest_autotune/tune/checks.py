@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
+import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -727,8 +728,16 @@ def _equal_elements(
     The elements of an object array that `==` finds unequal are compared so too: floats
     among them are equal within the tolerances, and NaN to NaN, as in a list."""
     try:
-        equal = np.asarray(reference == actual, dtype=bool)
-    except ValueError:
+        # NumPy before 1.25 did not raise here: it warned ("elementwise comparison failed",
+        # a DeprecationWarning, or a FutureWarning where it gave up) and returned one False
+        # for the whole array, so only the first element was compared again and a wrong
+        # ragged output passed; in a project with `filterwarnings = error`, the warning
+        # failed the check instead. As errors, they take the path of NumPy's later ValueError.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            warnings.simplefilter("error", FutureWarning)
+            equal = np.asarray(reference == actual, dtype=bool)
+    except (ValueError, DeprecationWarning, FutureWarning):
         pairs = zip(reference.flat, actual.flat, strict=True)
         each = [not _compare(r, a, "", rtol, atol, equal_nan) for r, a in pairs]
         return np.array(each, dtype=bool).reshape(reference.shape)

@@ -168,6 +168,22 @@ def test_a_ragged_object_array_is_compared_element_by_element():
     assert "1 of 2 elements differ; first at [1]" in message
 
 
+@pytest.mark.filterwarnings("ignore")
+def test_a_wrong_ragged_output_is_found_where_warnings_are_not_errors():
+    # NumPy before 1.25 did not raise on `==` of two object arrays of arrays: it warned and
+    # returned one False for the whole array. Only the first element was then compared
+    # again, and in a project that does not turn warnings into errors a wrong second row
+    # passed the check.
+    def ragged(*rows):
+        out = np.empty(len(rows), dtype=object)
+        out[:] = [np.asarray(row, dtype=float) for row in rows]
+        return out
+
+    message = compare_outputs(ragged([1.0, 2.0], [3.0, 4.0]), ragged([1.0, 2.0], [3.0, 9.0]))
+    assert message is not None
+    assert "1 of 2 elements differ; first at [1]" in message
+
+
 def test_the_numbers_of_an_object_array_compare_as_numbers_do():
     # An object array of floats (mixed with None, as a column with missing values is) was
     # compared with `==`: NaN failed against NaN, and the tolerances were ignored, as a
