@@ -149,6 +149,11 @@ def _written_by_others(config: pytest.Config) -> dict[str, Path]:
     benchmark_json = config.getoption("benchmark_json", None)
     if benchmark_json is None:
         return {}
+    # pytest-benchmark before 5.0 opens the file as it parses the option (argparse's
+    # FileType): an open file, whose `name` is the path as given. (A Path's `name` is
+    # only its last part: a path is taken as it is.)
+    if not isinstance(benchmark_json, (str, os.PathLike)):
+        benchmark_json = benchmark_json.name
     return {"--benchmark-json": config.invocation_params.dir / benchmark_json}
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import types
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from pytest_autotune.plugin import _written_by_others
 from pytest_autotune.plugin_settings import PluginSettings, settings_from_sources
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError, load_yaml
 from pytest_autotune.tune.key import AutotuneLevel
@@ -318,6 +321,25 @@ def test_two_outputs_naming_one_file_stop_a_tuning_run_at_its_start(tmp_path: Pa
     settings_from_sources(
         {"autotune_record": "out.txt"}, {"autotune_html": "out.txt"}, {}, tmp_path, tmp_path
     )
+
+
+def test_pytest_benchmarks_json_is_read_as_a_path_or_as_the_open_file_of_its_older_releases(
+    tmp_path: Path,
+) -> None:
+    # pytest-benchmark before 5.0 gives `--benchmark-json` as a file it opened (argparse's
+    # FileType); dividing a Path by it stopped every run that set the option with an
+    # INTERNALERROR. Since 5.0 it is a Path, whose `name` would be its last part only.
+    def config(value: object) -> Any:
+        return types.SimpleNamespace(
+            getoption=lambda name, default=None: value,
+            invocation_params=types.SimpleNamespace(dir=tmp_path),
+        )
+
+    with (tmp_path / "old.json").open("wb") as opened:
+        assert _written_by_others(config(opened)) == {"--benchmark-json": tmp_path / "old.json"}
+    nested = Path("out", "new.json")
+    assert _written_by_others(config(nested)) == {"--benchmark-json": tmp_path / nested}
+    assert _written_by_others(config(None)) == {}
 
 
 @pytest.mark.parametrize("flag", ["autotune_update", "autotune_prune"])
