@@ -66,8 +66,9 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     ),
     "check_output": (lambda v: isinstance(v, bool), "True or False"),
     "tuner": (
-        lambda v: isinstance(v, (str, LocalTuner)),
-        "a LocalTuner or a tuner's name",
+        # An empty name fell back to the test's name without a word, as `None` does.
+        lambda v: isinstance(v, LocalTuner) or (isinstance(v, str) and v.strip() != ""),
+        "a LocalTuner or a tuner's name (a non-empty str)",
     ),
     "level": (
         lambda v: (

@@ -935,6 +935,15 @@ CASES = [
         FIXTURE.format(call="make(), 3, tuner=5"),
     ),
     Case(
+        # An empty name fell back to the test's name without a word: the user who named
+        # the tuner found the library's cache file missing.
+        "fixture tuner an empty name, tuned",
+        "tune",
+        FAILED,
+        ("test_x.py::test_x: autotune(tuner=''): expected a LocalTuner or a tuner's name",),
+        FIXTURE.format(call="make(), 3, tuner=''"),
+    ),
+    Case(
         "fixture thresholds float",
         "tune",
         FAILED,
