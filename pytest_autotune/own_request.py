@@ -81,7 +81,7 @@ class BodyRequest:
     def __init__(self, request: Any) -> None:
         self._request = request
         self._copies: dict[str, Any] = {}
-        self.arguments: Mapping[str, Any] = {}
+        self.arguments: dict[str, Any] = {}
         self.finalizers: list[Callable[[], object]] = []
 
     def addfinalizer(self, finalizer: Callable[[], object]) -> None:
@@ -95,6 +95,13 @@ class BodyRequest:
         if argname in self._copies:
             return self._copies[argname]
         got = self._request.getfixturevalue(argname)
+        if isinstance(got, pytest.MonkeyPatch):
+            # The test's own would keep this call's patches for the next call and the next
+            # candidate: one of the call's own, undone when it ends, as the argument's is
+            # (`call_fixtures.EachCall.fresh_patches`), and the same all through the call.
+            patch = self.arguments[argname] = pytest.MonkeyPatch()
+            self.finalizers.append(patch.undo)
+            return patch
         # pytest's fixtures that hold the test's state, and the request, are never copied
         # (`call_fixtures.KEPT`: a copied `monkeypatch` is never undone), nor
         # pytest-benchmark's, which a copy would leave unused.

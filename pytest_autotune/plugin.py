@@ -14,7 +14,7 @@ import inspect
 import os
 import pickle
 import unittest
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,6 +32,7 @@ from pytest_autotune.benchmark_fixture import (
     stand_in,
 )
 from pytest_autotune.call_fixtures import (
+    EachCall,
     each_call,
     folder_given,
     kept_fixtures,
@@ -696,6 +697,9 @@ class CandidateRun:
             # it as expected to fail; `pytest.fail()` and `sys.exit()` are its failure.
             arguments = dict(zip(self.others, values, strict=True))
             arguments.update(own)
+            # Before the request is given them: its `getfixturevalue` reads this dict.
+            test = self.test
+            patches = test.fresh_patches(arguments) if isinstance(test, EachCall) else ()
             request = own.get("request")
             if isinstance(request, BodyRequest):
                 request.arguments = arguments
@@ -711,7 +715,7 @@ class CandidateRun:
                 else None
             )
             try:
-                output = self._test(candidate, arguments, scope, request)
+                output = self._test(candidate, arguments, scope, request, patches)
             except pytest.skip.Exception as exc:
                 raise AutotuneSkip(exc.msg) from None
             except pytest.xfail.Exception as exc:
@@ -742,15 +746,18 @@ class CandidateRun:
         arguments: Mapping[str, Any],
         scope: AbstractContextManager[None] | None,
         request: BodyRequest | None,
+        patches: Sequence[pytest.MonkeyPatch],
     ) -> Any:
         """The test function's call, in `scope`; the finalizers it added to `request` run
-        when it ends (`BodyRequest`)."""
+        when it ends (`BodyRequest`), and its own `patches` are undone."""
         try:
             if scope is not None:
                 with scope:
                     return self.test(candidate=candidate, **arguments)
             return self.test(candidate=candidate, **arguments)
         finally:
+            for patch in patches:
+                patch.undo()
             if request is not None and request.finalizers:
                 request.finish()
 

@@ -77,6 +77,32 @@ def test_after():
 
 
 @pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+@pytest.mark.parametrize("arguments", ["request", "request, monkeypatch"])
+def test_a_monkeypatch_the_body_asks_its_request_for_is_its_calls_own(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...], arguments: str
+) -> None:
+    # `request.getfixturevalue("monkeypatch")` gave the test's own: the call's patch
+    # stayed for the next call and the next candidate (the reference's call ran first in
+    # b's test, and b's body found its variable).
+    autotune_pytester.makepyfile(
+        test_asked=CANDIDATES
+        + f"""
+@pytest.mark.autotune(candidates={{"a": a, "b": b}}, reference="a")
+def test_asked(candidate, {arguments}):
+    patch = request.getfixturevalue("monkeypatch")
+    assert patch is request.getfixturevalue("monkeypatch")
+    assert "WHO" not in os.environ, "leaked from an earlier call: " + os.environ["WHO"]
+    patch.setenv("WHO", candidate.__name__)
+    return candidate(1)
+
+def test_after():
+    assert "WHO" not in os.environ
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=3)
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
 def test_caplog_and_recwarn_hold_the_records_of_the_bodys_own_call(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
