@@ -155,10 +155,14 @@ def _storable(key: Any, value: int) -> int:
     (SHA-1: 48 digits) was written, and every later process then read the file as damaged,
     went on without a cache, and never saved to it again."""
     if abs(value) >= _INT_LIMIT:
-        digits = len(str(abs(value)))
+        # Past 4300 digits Python prints no int (`sys.set_int_max_str_digits`): the digits
+        # are counted from the bits, and such a key is not printed.
+        digits = len(str(abs(value))) if value.bit_length() < 14000 else None
         what = "is" if key is value else "holds"
+        shown = f" {key!r}" if digits is not None else ""
+        size = f"of {digits} digits" if digits is not None else "of over 4000 digits"
         raise ValueError(
-            f"autotune key {key!r} {what} an integer of {digits} digits, and a cache file"
+            f"autotune key{shown} {what} an integer {size}, and a cache file"
             f" holds at most {MAX_INT_DIGITS}: make that part of the key a str, str() of it"
             " or a hex digest"
         )

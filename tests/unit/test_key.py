@@ -549,3 +549,10 @@ def test_a_key_that_is_not_finite_is_refused_by_name(number: float) -> None:
     # A part of a key is named with the whole key it belongs to.
     with pytest.raises(ValueError, match=r"key \('op', -?(nan|inf)\) holds"):
         stable_key(("op", number))
+
+
+def test_a_key_of_an_int_too_long_to_print_is_refused_by_our_message() -> None:
+    # Python prints no int past 4300 digits: the message itself raised Python's
+    # "Exceeds the limit (4300 digits) for integer string conversion".
+    with pytest.raises(ValueError, match="an integer of over 4000 digits, and a cache file"):
+        stable_key(10**5000)
