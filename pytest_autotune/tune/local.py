@@ -65,7 +65,9 @@ class LocalTuner:
         """Init function -> its set; one defined in a function under its site (`_site`)."""
         self._codes: list[types.CodeType] = []
         """The code of each site in `_sets`, kept alive so that its id stays its own."""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        """Reentrant: a set's init function may init another set of this tuner (a set
+        composed of another), in the thread that holds it."""
         _LOCAL_TUNERS.add(self)
 
     def __repr__(self) -> str:
@@ -329,7 +331,7 @@ def _after_fork_in_child() -> None:
     loading a cache file in a first call) has no thread to release it: its first call
     would wait for ever. The child's lock is a new one (the tuners' own: `tuner.py`)."""
     for local in list(_LOCAL_TUNERS):
-        local._lock = threading.Lock()
+        local._lock = threading.RLock()
 
 
 if hasattr(os, "register_at_fork"):  # POSIX: multiprocessing's fork, os.fork

@@ -302,6 +302,29 @@ def test_init_builds_the_set_once_when_threads_call_it_together():
     assert all(s is got[0] for s in got)
 
 
+def test_a_set_whose_init_function_inits_another_set_of_the_same_tuner_is_built():
+    """A set composed of another set of its tuner (its candidate dispatches to the inner
+    operation) inits that set while its own is built: the second init waited for ever on
+    the lock the first held."""
+    tuner = LocalTuner("t")
+
+    def make_inner() -> TunableSet:
+        return TunableSet.of(len, {"inner": len})
+
+    def make_outer() -> TunableSet:
+        inner = tuner.init(make_inner)
+        return TunableSet.of(len, {"outer": inner.fns[0]})
+
+    got = []
+    # A daemon thread, so a deadlock fails this test rather than hanging the suite.
+    thread = threading.Thread(target=lambda: got.append(tuner.init(make_outer)), daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "init of a set that inits another set never returned"
+    assert got[0].names == ("outer",)
+    assert tuner.init(make_inner).names == ("inner",)
+
+
 def test_one_tuner_serves_each_device(cache_dir):
     local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
     assert local.tuner("a") is local.tuner("a")
