@@ -1,5 +1,6 @@
 """`LocalTuner`: its name, the set built once, and the winner persisted for the next process."""
 
+import io
 import json
 import os
 import subprocess
@@ -455,6 +456,58 @@ def test_a_key_generator_that_raises_reaches_the_caller(cache_dir):
     tunables = TunableSet.of(no_key, {"a": candidate(client.clock, 1e-3, "a")})
     with pytest.raises(KeyError, match="no key for this input"):
         local.execute(client.device_id, client, tunables, ([1],))
+
+
+def summing(clock, seconds, name):
+    """A candidate that sums what it is given, taking `seconds` on the fake clock."""
+
+    def fn(items):
+        clock.advance(seconds)
+        return sum(items)
+
+    fn.__name__ = name
+    return fn
+
+
+def test_a_generator_given_for_a_new_key_is_refused_before_any_candidate_uses_it(cache_dir):
+    """Tuning calls every candidate on the inputs, and a generator cannot be copied: the
+    first call used it up, and the call that returned got it empty, a wrong answer (0 for
+    the sum of 0..9) with no word."""
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    tunables = TunableSet.of(
+        lambda items: "sum",
+        {"a": summing(client.clock, 2e-3, "a"), "b": summing(client.clock, 1e-3, "b")},
+    )
+    items = (i for i in range(10))
+    with pytest.raises(TypeError) as info:
+        local.execute(client.device_id, client, tunables, (items,))
+    assert str(info.value) == (
+        "t: input 0 is an iterator (generator), which tuning would use up: every candidate"
+        " is called on it, and the first would leave it empty for the others and for the"
+        " call that returns; pass a list or a tuple (list(it))"
+    )
+    assert next(items) == 0  # untouched
+    assert local.execute(client.device_id, client, tunables, (list(range(10)),)) == 45
+    # Once the key is decided, an iterator is called with as it is: one call uses it.
+    assert local.execute(client.device_id, client, tunables, (iter(range(10)),)) == 45
+
+
+def test_a_stream_its_candidates_rewind_is_tuned_on(cache_dir):
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+
+    def reading(seconds, name):
+        def fn(stream):
+            client.clock.advance(seconds)
+            stream.seek(0)
+            return stream.read()
+
+        fn.__name__ = name
+        return fn
+
+    tunables = TunableSet.of(lambda s: "read", {"a": reading(2e-3, "a"), "b": reading(1e-3, "b")})
+    assert local.execute(client.device_id, client, tunables, (io.BytesIO(b"abc"),)) == b"abc"
 
 
 def test_after_clear_the_winner_comes_back_from_the_file_without_tuning(cache_dir):
