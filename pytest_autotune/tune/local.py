@@ -50,6 +50,8 @@ class LocalTuner:
         self.package = package
         """The package whose `.autotune` folder (package data) holds the shipped caches."""
         self._config = config
+        self._given = config
+        """The config given, None for the environment's: what a pickled tuner carries."""
         self._tuners: dict[str, Tuner] = {}
         self._winners: dict[str, dict[Any, int]] = {}
         """Device id -> key -> the index of the winner, read by `execute`'s hit path: filled
@@ -73,6 +75,12 @@ class LocalTuner:
     def __repr__(self) -> str:
         package = f", package={self.package!r}" if self.package is not None else ""
         return f"LocalTuner({self.name!r}{package})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its name, config and package, never its lock, sets and decisions: a
+        pool sends an object holding a tuner (or a `partial` of `execute`) to its workers,
+        which load it as their own tuner of that name (`_tuner_named`)."""
+        return (_tuner_named, (self.name, self._given, self.package))
 
     @property
     def config(self) -> AutotuneConfig:
@@ -323,7 +331,24 @@ def _site(factory: Callable[[], TunableSet]) -> Hashable:
 
 
 _LOCAL_TUNERS: weakref.WeakSet[LocalTuner] = weakref.WeakSet()
-"""Every local tuner alive, for `_after_fork_in_child`."""
+"""Every local tuner alive, for `_after_fork_in_child` and `_tuner_named`."""
+
+_UNPICKLED: dict[tuple[str, AutotuneConfig | None, str | None], LocalTuner] = {}
+"""The tuners `_tuner_named` made, kept: a pool loads one with each task, and a tuner made
+again for each would read its caches again (tune again, with the cache disabled)."""
+
+
+def _tuner_named(name: str, config: AutotuneConfig | None, package: str | None) -> LocalTuner:
+    """A pickled tuner loaded: this process's tuner of that name, config and package (the
+    module global of a forked worker, or of a spawned one that imported its module), else
+    one made once for it."""
+    for local in list(_LOCAL_TUNERS):
+        if (local.name, local._given, local.package) == (name, config, package):
+            return local
+    made = _UNPICKLED.get((name, config, package))
+    if made is None:
+        made = _UNPICKLED[name, config, package] = LocalTuner(name, config, package=package)
+    return made
 
 
 def _after_fork_in_child() -> None:

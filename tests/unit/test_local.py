@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -413,6 +414,42 @@ def test_a_process_forked_while_a_thread_builds_a_set_builds_its_own(cache_dir):
         release.set()
         thread.join()
     assert became == "ok"
+
+
+def test_a_pickled_local_tuner_loads_as_the_tuner_of_its_name(cache_dir, tmp_path):
+    """A pool pickles what it sends to its workers, and an object holding a tuner (or a
+    `partial` of `TUNER.execute`) failed on the tuner's lock, "cannot pickle
+    '_thread.RLock' object". It is sent as its name, config and package: the process that
+    loads it uses its own tuner of that name, or makes one."""
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    assert pickle.loads(pickle.dumps(local)) is local
+    sent = tmp_path / "tuner.pickle"
+    sent.write_bytes(pickle.dumps(local))
+    program = textwrap.dedent(
+        """
+        import pickle, sys
+
+        from pytest_autotune import TunableSet
+        from tests.fakes import FakeClient, candidate
+
+        with open(sys.argv[1], "rb") as file:
+            local = pickle.load(file)
+        again = pickle.loads(pickle.dumps(local))
+        client = FakeClient()
+        tunables = TunableSet.of(
+            len,
+            {
+                "a": candidate(client.clock, 2e-3, "a", result="a"),
+                "b": candidate(client.clock, 1e-3, "b", result="b"),
+            },
+        )
+        out = local.execute(client.device_id, client, tunables, ([1, 2],))
+        print(local.name, again is local, out)
+        """
+    )
+    done = run_python(["-c", program, str(sent)], tmp_path, {**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.split() == ["t", "True", "b"]
+    assert cache_path(cache_dir, FakeClient.device_id, "t").is_file()  # its config came along
 
 
 def test_a_hit_calls_only_the_winner(cache_dir):
