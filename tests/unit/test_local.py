@@ -1,5 +1,7 @@
 """`LocalTuner`: its name, the set built once, and the winner persisted for the next process."""
 
+import array
+import collections
 import io
 import json
 import os
@@ -545,6 +547,55 @@ def test_a_stream_its_candidates_rewind_is_tuned_on(cache_dir):
 
     tunables = TunableSet.of(lambda s: "read", {"a": reading(2e-3, "a"), "b": reading(1e-3, "b")})
     assert local.execute(client.device_id, client, tunables, (io.BytesIO(b"abc"),)) == b"abc"
+
+
+def append_zero(b):
+    b.append(0)
+    return list(b)
+
+
+def add_size(s):
+    s.add(len(s))
+    return len(s)
+
+
+def count_new(d):
+    d["new"] += 1
+    return dict(d)
+
+
+@pytest.mark.parametrize(
+    ("value", "write", "out", "after"),
+    [
+        (bytearray(b"ab"), append_zero, [97, 98, 0], bytearray(b"ab\0")),
+        (array.array("i", [1, 2]), append_zero, [1, 2, 0], array.array("i", [1, 2, 0])),
+        (collections.deque([1, 2]), append_zero, [1, 2, 0], collections.deque([1, 2, 0])),
+        ({0}, add_size, 2, {0, 1}),
+        (collections.defaultdict(int), count_new, {"new": 1}, {"new": 1}),
+    ],
+    ids=["bytearray", "array", "deque", "set", "defaultdict"],
+)
+def test_a_candidate_writing_into_a_container_writes_the_callers_once(
+    cache_dir, value, write, out, after
+):
+    """Tuning calls every candidate many times, each on its own copy of the inputs; these
+    containers were shared, so each call of the tuning wrote into the caller's (a set or a
+    buffer grew by one element a call), and a defaultdict
+    was copied as a plain dict, where its candidates failed with a KeyError."""
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+
+    def timed(seconds, name):
+        def fn(v):
+            client.clock.advance(seconds)
+            return write(v)
+
+        fn.__name__ = name
+        return fn
+
+    tunables = TunableSet.of(lambda v: "op", {"a": timed(2e-3, "a"), "b": timed(1e-3, "b")})
+    assert local.execute(client.device_id, client, tunables, (value,)) == out
+    assert value == after
 
 
 def test_after_clear_the_winner_comes_back_from_the_file_without_tuning(cache_dir):
