@@ -129,6 +129,10 @@ def _clone_object(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     attributes = dict(getattr(value, "__dict__", None) or {})
     if dataclasses.is_dataclass(value):
         attributes.update((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+    else:
+        # A class declared with __slots__ keeps its attributes there, not in a __dict__:
+        # it was shared, and a candidate's writes into its buffer reached the caller's.
+        attributes.update(_slot_values(value))
     cloned = {name: clone_value(v, depth, memo) for name, v in attributes.items()}
     if all(cloned[name] is attributes[name] for name in attributes):
         return value  # holds no array: shared, as before
@@ -139,6 +143,27 @@ def _clone_object(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     except Exception:
         return value
     return copied
+
+
+def _slot_values(value: Any) -> dict[str, Any]:
+    """The attributes `value` holds in the `__slots__` of its class and its bases (those
+    set: a slot never assigned has no value to copy)."""
+    values: dict[str, Any] = {}
+    for cls in type(value).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot in ("__dict__", "__weakref__"):
+                continue
+            name = slot
+            if slot.startswith("__") and not slot.endswith("__"):
+                name = f"_{cls.__name__.lstrip('_')}{slot}"  # a private slot, mangled
+            if name in values:
+                continue
+            try:
+                values[name] = getattr(value, name)
+            except AttributeError:
+                continue
+    return values
 
 
 __all__ = ["clone_value"]
