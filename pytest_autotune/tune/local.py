@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 import types
+import warnings
 import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import replace
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.cache import PersistentCache, tuner_cache
 from pytest_autotune.tune.config import AutotuneConfig
-from pytest_autotune.tune.records import Recorder
+from pytest_autotune.tune.records import Recorder, records_unwritable
 from pytest_autotune.tune.shipped import library_cache
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 from pytest_autotune.tune.tuner import Tuner
@@ -181,8 +182,18 @@ class LocalTuner:
             device_id,
             config,
             persistent=persistent,
-            recorder=Recorder.from_config(config),
+            recorder=self._recorder(config),
         )
+
+    def _recorder(self, config: AutotuneConfig) -> Recorder | None:
+        """The config's recorder; None, with a warning, where its file cannot be made: the
+        records are a diagnosis, and the program calling a tuned function must not fail
+        on them (the OSError came out of its first call)."""
+        try:
+            return Recorder.from_config(config)
+        except OSError as error:
+            warnings.warn(records_unwritable(self.name, config.record, error), stacklevel=5)
+            return None
 
     def execute(
         self, device_id: str, client: Client, tunables: TunableSet, inputs: TuneInputs

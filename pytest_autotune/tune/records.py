@@ -235,6 +235,16 @@ class Recorder:
                 os.close(fd)
 
 
+def records_unwritable(tuner: str, sink: object, error: OSError) -> str:
+    """The warning of a tuner whose records cannot be written (it goes on without them)."""
+    path = os.fspath(sink) if isinstance(sink, (str, os.PathLike)) else sink
+    why = error.strerror or error
+    return (
+        f"{tuner}: the records cannot be written to {path} ({why}); tuning goes on without"
+        " them (the record setting, PYTEST_AUTOTUNE_RECORD)"
+    )
+
+
 TAIL_CHUNK = 1 << 16
 RECORD_START = b'{"schema_version": '
 """How every record's line begins (`AutotuneRecord.to_json`'s first field)."""

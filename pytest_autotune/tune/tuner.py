@@ -34,7 +34,7 @@ from pytest_autotune.tune.errors import (
 )
 from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.log import AutotuneLogContext, ChecksDone, TuningStep, log_decision
-from pytest_autotune.tune.records import AutotuneRecord, Recorder
+from pytest_autotune.tune.records import AutotuneRecord, Recorder, records_unwritable
 from pytest_autotune.tune.schedule import (
     BatchResult,
     LongCalls,
@@ -413,7 +413,12 @@ class Tuner:
                 self._failed[decision.key] = decision.error
         log_decision(self.name, decision.fastest_name, decision.key, decision.context)
         if self.recorder is not None:
-            self.recorder.record(decision.to_record(self.name, self.device_id))
+            try:
+                self.recorder.record(decision.to_record(self.name, self.device_id))
+            except OSError as error:
+                # Raised out of the tuning, it lost the winner's save below.
+                sink = self.recorder.sink
+                warnings.warn(records_unwritable(self.name, sink, error), stacklevel=3)
         if not decision.measured:
             return
         pk = PersistentCacheKey(stable_key(decision.key), decision.checksum)

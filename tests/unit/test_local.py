@@ -11,12 +11,12 @@ import sys
 import textwrap
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
-from pytest_autotune.tune.cache import cache_path
+from pytest_autotune.tune.cache import PersistentCache, cache_path
 from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.errors import CacheFileWarning
 from pytest_autotune.tune.key import AutotuneKey
@@ -620,6 +620,34 @@ def test_a_cache_that_cannot_be_written_warns_as_a_cache_file_problem_only(tmp_p
         assert local.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1],))
     assert {type(w.message) for w in caught} == {CacheFileWarning}
     assert "kept in memory only" in str(caught[-1].message)
+
+
+def test_a_records_file_that_cannot_be_written_warns_and_the_winner_is_still_saved(tmp_path):
+    """`PYTEST_AUTOTUNE_RECORD` (or `record=`) naming a file that cannot be written raised
+    the OSError out of the program's first call of a tuned function; one that could no
+    longer be written later raised it out of a tuning, before its winner was saved."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    client = FakeClient()
+    config = AutotuneConfig(cache_dir=tmp_path / "cache", record=blocked / "records.jsonl")
+    local = LocalTuner("t", config)
+    with pytest.warns(UserWarning, match=r"^t: the records cannot be written to .*records\.jsonl"):
+        out = local.execute(
+            client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1],)
+        )
+    assert out == "fast"
+    assert cache_path(tmp_path / "cache", client.device_id, "t").is_file()
+
+    records = tmp_path / "records.jsonl"
+    later = LocalTuner("u", replace(config, record=records))
+    assert later.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1],)) == "b"
+    records.unlink()
+    records.mkdir()  # where the records were, a folder now
+    with pytest.warns(UserWarning, match=r"^u: the records cannot be written to .*records\.jsonl"):
+        out = later.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1, 2],))
+    assert out == "b"
+    saved = PersistentCache(cache_path(tmp_path / "cache", client.device_id, "u"), journal=True)
+    assert sorted(k.key for k in saved.load()) == ["1", "2"]
 
 
 def test_with_the_cache_disabled_nothing_is_written(tmp_path):
