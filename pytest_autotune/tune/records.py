@@ -200,6 +200,11 @@ class Recorder:
     def __repr__(self) -> str:
         return f"Recorder({os.fspath(self.sink)!r})"
 
+    def after_fork(self) -> None:
+        """In a forked child, which has only the thread that forked: a lock another thread
+        held while it wrote is never released there, so the child takes a new one."""
+        self._lock = threading.Lock()
+
     @classmethod
     def from_config(cls, config: AutotuneConfig) -> Recorder | None:
         """The recorder of `config.record`, or None when no sink is configured."""

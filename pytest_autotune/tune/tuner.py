@@ -180,6 +180,9 @@ class Tuner:
         me = threading.get_ident()
         self._lock = threading.Lock()
         self._pending = {key: pending for key, pending in self._pending.items() if pending[1] == me}
+        if self.recorder is not None:
+            # Held by a thread writing a record: the child's first record waited for ever.
+            self.recorder.after_fork()
 
     # -- lookups -------------------------------------------------------------------------
 
