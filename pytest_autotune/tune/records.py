@@ -237,6 +237,7 @@ class Recorder:
                 while written < len(data):
                     written += os.write(fd, data[written:])
             finally:
+                _unlock(fd)
                 os.close(fd)
 
 
@@ -256,7 +257,7 @@ RECORD_START = b'{"schema_version": '
 
 
 def _lock_for_append(fd: int) -> None:
-    """Hold the records file against every other recorder until `fd` is closed: one that
+    """Hold the records file against every other recorder until `_unlock`: one that
     reads the tail while another's record is half written takes it for a record cut short
     by a killed run and cuts it off (`_after_last_line`). Every tuner of a program has a
     recorder of its own, and every process of a pool its tuners: 6 processes writing
@@ -264,6 +265,14 @@ def _lock_for_append(fd: int) -> None:
     a records file the user named; Windows has no `flock`, and there it is not taken."""
     if sys.platform != "win32":
         fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _unlock(fd: int) -> None:
+    """Release `_lock_for_append`'s lock before `fd` is closed: a process forked while it
+    was held (a pool another thread starts) shares the open file, and closing ours alone
+    left the file locked while that child lived, every later record waiting for it."""
+    if sys.platform != "win32":
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _after_last_line(fd: int) -> bytes:
