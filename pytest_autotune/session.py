@@ -647,6 +647,11 @@ def _stopped(group: str, name: str, error: BaseException) -> str:
     each tuned it again from the start, and each was stopped the same way (a test timeout
     shorter than the group's tuning failed every candidate's test, one timeout each)."""
     why = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if isinstance(error, Exception):
+        # Raised by the tuning itself, which refused its inputs, client or bounds before
+        # any candidate ran (a candidate's own error is its failure, caught inside): no
+        # timeout stopped it, and the hint about one misled.
+        return f"the tuning of {group} failed in {name}'s test ({why}) and is not started again"
     return (
         f"the tuning of {group} was stopped in {name}'s test ({why}) and is not started"
         " again: a test timeout (pytest-timeout) must leave room for the tuning of a whole"

@@ -317,6 +317,13 @@ class CpuClient:
         self._repeats = _RepeatCounts()
         self._launch_overhead: float | None = None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its settings (a pool sends a client to its workers): the shared client
+        loads as the loading process's own (`cpu()`), which calibrates its own repeat
+        counts, as their weak keys, the candidates, do not pickle."""
+        min_sample_time = self._min_sample_ns / NS_PER_S
+        return (_cpu_again, (self._timer, min_sample_time, self._peaks_cache_dir, self._probe))
+
     @property
     def device_id(self) -> str:
         return self._device_id
@@ -392,6 +399,16 @@ class CpuClient:
 
 def _nothing() -> None:
     """An empty call: what timing a candidate costs when the candidate does nothing."""
+
+
+def _cpu_again(
+    timer: Callable[[], int],
+    min_sample_time: float,
+    peaks_cache_dir: Path | None,
+    probe: Callable[[], Peaks],
+) -> CpuClient:
+    """A pickled client loaded (`CpuClient.__reduce__`)."""
+    return cpu(timer, min_sample_time=min_sample_time, peaks_cache_dir=peaks_cache_dir, probe=probe)
 
 
 @functools.cache

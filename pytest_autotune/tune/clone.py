@@ -5,6 +5,8 @@ tunable sets (`tunable_set`) copy the inputs of each call."""
 
 from __future__ import annotations
 
+import array
+import collections
 import copy
 import dataclasses
 import functools
@@ -14,9 +16,10 @@ from typing import Any
 
 def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None) -> Any:
     """A copy of an array (NumPy, CuPy, anything with `__array__` and `copy`), recursing into
-    tuples, lists and dicts, and into the attributes of an object that holds an array (a
-    shallow copy of the object with its arrays copied): a candidate writing into
-    `state.buffer` must not change the fixture for later tests. Other values are shared.
+    tuples, lists and dicts (a dict of its own type), and into the attributes of an object
+    that holds an array (a shallow copy of the object with its arrays copied): a candidate
+    writing into `state.buffer` must not change the fixture for later tests. A set,
+    bytearray, `array.array` or deque is copied too. Other values are shared.
 
     One value met twice is copied once, as `copy.deepcopy` does: `op(x, x)` gets one copy
     twice, so an in-place candidate writing its second argument changes its first, as it
@@ -43,11 +46,15 @@ def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     if isinstance(value, (tuple, list)):
         return _clone_sequence(value, depth, memo)
     if isinstance(value, dict):
-        return {k: clone_value(v, depth, memo) for k, v in value.items()}
+        return _clone_dict(value, depth, memo)
     # A class (`np.float32` given as a dtype) has these attributes too, unbound.
     is_array = hasattr(value, "__array__") and hasattr(value, "copy") and hasattr(value, "shape")
     if is_array and not isinstance(value, type):
         return _copy_array(value)
+    if isinstance(value, _WRITABLE_CONTAINERS):
+        # Shared as other objects are (they hold no `__dict__`), a candidate's writes
+        # reached the caller's at each call of a tuning: a set grew by an element a call.
+        return _clone_container(value, depth, memo)
     if depth < _MAX_OBJECT_DEPTH:
         return _clone_object(value, depth + 1, memo)
     return value
@@ -62,6 +69,33 @@ def _clone_sequence(value: tuple[Any, ...] | list[Any], depth: int, memo: dict[i
     # A NamedTuple is kept one: as a plain tuple, `params.scale` raised AttributeError in
     # the candidate, and a reference output lost its own `autotune_compare`.
     return type(value)(*items) if hasattr(value, "_fields") else items
+
+
+_WRITABLE_CONTAINERS = (set, bytearray, array.array, collections.deque)
+"""The standard library's other containers a candidate may write into."""
+
+
+def _clone_container(value: Any, depth: int, memo: dict[int, Any]) -> Any:
+    if isinstance(value, collections.deque):
+        items = (clone_value(v, depth, memo) for v in value)
+        return type(value)(items, maxlen=value.maxlen)
+    # A set holds hashable values, a bytearray and an array numbers: a shallow copy.
+    return copy.copy(value)
+
+
+def _clone_dict(value: dict[Any, Any], depth: int, memo: dict[int, Any]) -> dict[Any, Any]:
+    """A dict with its values cloned, of its own type: a `defaultdict` copied as a plain
+    dict failed its candidates with a KeyError where the caller's would have made the key;
+    an `OrderedDict` or `Counter` lost its methods."""
+    if type(value) is dict:
+        return {k: clone_value(v, depth, memo) for k, v in value.items()}
+    try:
+        copied = copy.copy(value)  # a defaultdict keeps its default factory
+    except Exception:
+        return {k: clone_value(v, depth, memo) for k, v in value.items()}
+    for k, v in value.items():
+        dict.__setitem__(copied, k, clone_value(v, depth, memo))
+    return copied
 
 
 def _copy_array(value: Any) -> Any:
@@ -95,6 +129,10 @@ def _clone_object(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     attributes = dict(getattr(value, "__dict__", None) or {})
     if dataclasses.is_dataclass(value):
         attributes.update((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+    else:
+        # A class declared with __slots__ keeps its attributes there, not in a __dict__:
+        # it was shared, and a candidate's writes into its buffer reached the caller's.
+        attributes.update(_slot_values(value))
     cloned = {name: clone_value(v, depth, memo) for name, v in attributes.items()}
     if all(cloned[name] is attributes[name] for name in attributes):
         return value  # holds no array: shared, as before
@@ -105,6 +143,27 @@ def _clone_object(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     except Exception:
         return value
     return copied
+
+
+def _slot_values(value: Any) -> dict[str, Any]:
+    """The attributes `value` holds in the `__slots__` of its class and its bases (those
+    set: a slot never assigned has no value to copy)."""
+    values: dict[str, Any] = {}
+    for cls in type(value).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot in ("__dict__", "__weakref__"):
+                continue
+            name = slot
+            if slot.startswith("__") and not slot.endswith("__"):
+                name = f"_{cls.__name__.lstrip('_')}{slot}"  # a private slot, mangled
+            if name in values:
+                continue
+            try:
+                values[name] = getattr(value, name)
+            except AttributeError:
+                continue
+    return values
 
 
 __all__ = ["clone_value"]

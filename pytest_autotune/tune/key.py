@@ -93,9 +93,16 @@ def key_to_json(key: Any, _whole: Any = None) -> Any:
     plain = _plain_scalar(key)
     if plain is not None:
         return _finite(whole, plain)
+    if whole is key:
+        raise TypeError(
+            f"autotune key {key!r} of type {type(key).__name__}"
+            " is not an AutotuneKey, str, int or tuple"
+        )
+    # A part of a tuple key (`(x.shape, x.dtype)`): the key the user wrote is named, as the
+    # part alone read as the whole key, and the usual conversions with it.
     raise TypeError(
-        f"autotune key {key!r} of type {type(key).__name__}"
-        " is not an AutotuneKey, str, int or tuple"
+        f"autotune key {whole!r} holds {key!r} of type {type(key).__name__}, which is not"
+        " an AutotuneKey, str, int or tuple; convert it, as str(x.dtype) or tuple(x.shape) do"
     )
 
 

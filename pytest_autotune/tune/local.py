@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 import types
+import warnings
 import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import replace
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.cache import PersistentCache, tuner_cache
 from pytest_autotune.tune.config import AutotuneConfig
-from pytest_autotune.tune.records import Recorder
+from pytest_autotune.tune.records import Recorder, records_unwritable
 from pytest_autotune.tune.shipped import library_cache
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 from pytest_autotune.tune.tuner import Tuner
@@ -50,6 +51,8 @@ class LocalTuner:
         self.package = package
         """The package whose `.autotune` folder (package data) holds the shipped caches."""
         self._config = config
+        self._given = config
+        """The config given, None for the environment's: what a pickled tuner carries."""
         self._tuners: dict[str, Tuner] = {}
         self._winners: dict[str, dict[Any, int]] = {}
         """Device id -> key -> the index of the winner, read by `execute`'s hit path: filled
@@ -65,12 +68,20 @@ class LocalTuner:
         """Init function -> its set; one defined in a function under its site (`_site`)."""
         self._codes: list[types.CodeType] = []
         """The code of each site in `_sets`, kept alive so that its id stays its own."""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        """Reentrant: a set's init function may init another set of this tuner (a set
+        composed of another), in the thread that holds it."""
         _LOCAL_TUNERS.add(self)
 
     def __repr__(self) -> str:
         package = f", package={self.package!r}" if self.package is not None else ""
         return f"LocalTuner({self.name!r}{package})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its name, config and package, never its lock, sets and decisions: a
+        pool sends an object holding a tuner (or a `partial` of `execute`) to its workers,
+        which load it as their own tuner of that name (`_tuner_named`)."""
+        return (_tuner_named, (self.name, self._given, self.package))
 
     @property
     def config(self) -> AutotuneConfig:
@@ -171,8 +182,18 @@ class LocalTuner:
             device_id,
             config,
             persistent=persistent,
-            recorder=Recorder.from_config(config),
+            recorder=self._recorder(config),
         )
+
+    def _recorder(self, config: AutotuneConfig) -> Recorder | None:
+        """The config's recorder; None, with a warning, where its file cannot be made: the
+        records are a diagnosis, and the program calling a tuned function must not fail
+        on them (the OSError came out of its first call)."""
+        try:
+            return Recorder.from_config(config)
+        except OSError as error:
+            warnings.warn(records_unwritable(self.name, config.record, error), stacklevel=5)
+            return None
 
     def execute(
         self, device_id: str, client: Client, tunables: TunableSet, inputs: TuneInputs
@@ -321,7 +342,24 @@ def _site(factory: Callable[[], TunableSet]) -> Hashable:
 
 
 _LOCAL_TUNERS: weakref.WeakSet[LocalTuner] = weakref.WeakSet()
-"""Every local tuner alive, for `_after_fork_in_child`."""
+"""Every local tuner alive, for `_after_fork_in_child` and `_tuner_named`."""
+
+_UNPICKLED: dict[tuple[str, AutotuneConfig | None, str | None], LocalTuner] = {}
+"""The tuners `_tuner_named` made, kept: a pool loads one with each task, and a tuner made
+again for each would read its caches again (tune again, with the cache disabled)."""
+
+
+def _tuner_named(name: str, config: AutotuneConfig | None, package: str | None) -> LocalTuner:
+    """A pickled tuner loaded: this process's tuner of that name, config and package (the
+    module global of a forked worker, or of a spawned one that imported its module), else
+    one made once for it."""
+    for local in list(_LOCAL_TUNERS):
+        if (local.name, local._given, local.package) == (name, config, package):
+            return local
+    made = _UNPICKLED.get((name, config, package))
+    if made is None:
+        made = _UNPICKLED[name, config, package] = LocalTuner(name, config, package=package)
+    return made
 
 
 def _after_fork_in_child() -> None:
@@ -329,7 +367,7 @@ def _after_fork_in_child() -> None:
     loading a cache file in a first call) has no thread to release it: its first call
     would wait for ever. The child's lock is a new one (the tuners' own: `tuner.py`)."""
     for local in list(_LOCAL_TUNERS):
-        local._lock = threading.Lock()
+        local._lock = threading.RLock()
 
 
 if hasattr(os, "register_at_fork"):  # POSIX: multiprocessing's fork, os.fork

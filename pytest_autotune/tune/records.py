@@ -200,6 +200,11 @@ class Recorder:
     def __repr__(self) -> str:
         return f"Recorder({os.fspath(self.sink)!r})"
 
+    def after_fork(self) -> None:
+        """In a forked child, which has only the thread that forked: a lock another thread
+        held while it wrote is never released there, so the child takes a new one."""
+        self._lock = threading.Lock()
+
     @classmethod
     def from_config(cls, config: AutotuneConfig) -> Recorder | None:
         """The recorder of `config.record`, or None when no sink is configured."""
@@ -232,7 +237,18 @@ class Recorder:
                 while written < len(data):
                     written += os.write(fd, data[written:])
             finally:
+                _unlock(fd)
                 os.close(fd)
+
+
+def records_unwritable(tuner: str, sink: object, error: OSError) -> str:
+    """The warning of a tuner whose records cannot be written (it goes on without them)."""
+    path = os.fspath(sink) if isinstance(sink, (str, os.PathLike)) else sink
+    why = error.strerror or error
+    return (
+        f"{tuner}: the records cannot be written to {path} ({why}); tuning goes on without"
+        " them (the record setting, PYTEST_AUTOTUNE_RECORD)"
+    )
 
 
 TAIL_CHUNK = 1 << 16
@@ -241,7 +257,7 @@ RECORD_START = b'{"schema_version": '
 
 
 def _lock_for_append(fd: int) -> None:
-    """Hold the records file against every other recorder until `fd` is closed: one that
+    """Hold the records file against every other recorder until `_unlock`: one that
     reads the tail while another's record is half written takes it for a record cut short
     by a killed run and cuts it off (`_after_last_line`). Every tuner of a program has a
     recorder of its own, and every process of a pool its tuners: 6 processes writing
@@ -249,6 +265,14 @@ def _lock_for_append(fd: int) -> None:
     a records file the user named; Windows has no `flock`, and there it is not taken."""
     if sys.platform != "win32":
         fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _unlock(fd: int) -> None:
+    """Release `_lock_for_append`'s lock before `fd` is closed: a process forked while it
+    was held (a pool another thread starts) shares the open file, and closing ours alone
+    left the file locked while that child lived, every later record waiting for it."""
+    if sys.platform != "win32":
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _after_last_line(fd: int) -> bytes:

@@ -10,6 +10,7 @@ A key they do not serve is tuned once and written to the user's own cache direct
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -213,9 +214,40 @@ def library_cache(
     device_id: str,
     tuner_name: str,
     fingerprint: Callable[[], Mapping[str, Any]] | None,
-) -> LibraryCache:
+) -> PersistentCache:
     """The cache of a library's tuner: the user's file over `package`'s shipped files."""
     shipped = shipped_caches(package, device_id, tuner_name, fingerprint) if package else Shipped()
+    try:
+        root = user_cache_dir()
+    except RuntimeError as error:
+        # platformdirs finds no home: HOME unset under a user id with no passwd entry (a
+        # container run as an arbitrary uid). It raised out of the library's first call.
+        warnings.warn(
+            CacheFileWarning(
+                f"no per-user cache folder ({error}): keys the shipped caches lack are tuned"
+                " in each process, and kept in memory only"
+            ),
+            stacklevel=3,
+        )
+        return ShippedOnly(shipped, tuner_name)
     # Only tuning writes the user's file: a damaged one is set aside, not kept forever.
-    own = tuner_cache(user_cache_dir(), device_id, tuner_name, journal=True, set_aside_damaged=True)
+    own = tuner_cache(root, device_id, tuner_name, journal=True, set_aside_damaged=True)
     return LibraryCache(own, shipped)
+
+
+class ShippedOnly(PersistentCache):
+    """What a package ships for one tuner on one device, where the user has no cache folder:
+    no file is read but the shipped ones, and none is written."""
+
+    def __init__(self, shipped: Shipped, tuner_name: str) -> None:
+        super().__init__(os.devnull, tuner_name)  # a path no method below reads or writes
+        self.shipped = shipped
+
+    def load(self) -> Entries:
+        return {**self.shipped.nearby, **self.shipped.exact}
+
+    def saved_since(self, key: str) -> Entries:
+        return {}
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing: there is nowhere to save to (`library_cache` said so once)."""

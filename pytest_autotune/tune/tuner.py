@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
+import io
 import logging
 import os
 import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,7 +34,7 @@ from pytest_autotune.tune.errors import (
 )
 from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.log import AutotuneLogContext, ChecksDone, TuningStep, log_decision
-from pytest_autotune.tune.records import AutotuneRecord, Recorder
+from pytest_autotune.tune.records import AutotuneRecord, Recorder, records_unwritable
 from pytest_autotune.tune.schedule import (
     BatchResult,
     LongCalls,
@@ -42,7 +43,7 @@ from pytest_autotune.tune.schedule import (
     fixed_pass,
 )
 from pytest_autotune.tune.tunable import tune_plan
-from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
+from pytest_autotune.tune.tunable_set import CloneInputGenerator, TunableSet, TuneInputs
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client
@@ -179,6 +180,9 @@ class Tuner:
         me = threading.get_ident()
         self._lock = threading.Lock()
         self._pending = {key: pending for key, pending in self._pending.items() if pending[1] == me}
+        if self.recorder is not None:
+            # Held by a thread writing a record: the child's first record waited for ever.
+            self.recorder.after_fork()
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -329,6 +333,8 @@ class Tuner:
                 f"{self.name}: the TunableSet has no candidates (with_() returns a new set,"
                 " leaving the one it is called on as it was: tunables = tunables.with_(...))"
             )
+        if isinstance(tunables.input_gen, CloneInputGenerator):
+            _refuse_iterators(self.name, inputs)
         bench = bench or self.config.bench
         ctx = AutotuneLogContext(level=self.config.log_level)
         bounds = tunables.bounds(key, inputs, client)
@@ -410,7 +416,12 @@ class Tuner:
                 self._failed[decision.key] = decision.error
         log_decision(self.name, decision.fastest_name, decision.key, decision.context)
         if self.recorder is not None:
-            self.recorder.record(decision.to_record(self.name, self.device_id))
+            try:
+                self.recorder.record(decision.to_record(self.name, self.device_id))
+            except OSError as error:
+                # Raised out of the tuning, it lost the winner's save below.
+                sink = self.recorder.sink
+                warnings.warn(records_unwritable(self.name, sink, error), stacklevel=3)
         if not decision.measured:
             return
         pk = PersistentCacheKey(stable_key(decision.key), decision.checksum)
@@ -468,6 +479,23 @@ def _schedule_for(bench: BenchConfig, client: Client) -> Strategy:
     factor = getattr(client, "hopeless_factor", None) if bench.hopeless_factor is None else None
     long_calls = LongCalls(seconds, factor) if seconds is not None else None
     return functools.partial(adaptive_round_robin, warm_up_judges=True, long_calls=long_calls)
+
+
+def _refuse_iterators(name: str, inputs: TuneInputs) -> None:
+    """Refuse an input that one call uses up (a generator, `iter(...)`, a `map`): the
+    default input generator cannot copy it, so the first candidate tuned emptied it for
+    the others and for the call whose result is returned, a wrong answer with no word.
+    Refused before anything runs on it; a key already decided calls the winner once, so
+    an iterator is fine there. A file or stream is let through: a candidate may rewind it
+    (`seek(0)`), as one reading it in each test does."""
+    for index, value in enumerate(inputs):
+        if isinstance(value, Iterator) and not isinstance(value, io.IOBase):
+            raise TypeError(
+                f"{name}: input {index} is an iterator ({type(value).__name__}), which tuning"
+                " would use up: every candidate is called on it, and the first would leave"
+                " it empty for the others and for the call that returns; pass a list or a"
+                " tuple (list(it))"
+            )
 
 
 def _type_name(key: Any) -> str:

@@ -2047,6 +2047,46 @@ def test_a_group_whose_tuning_was_stopped_is_not_tuned_again_by_its_other_tests(
     ) in text.replace("\n", " ")
 
 
+GENERATOR_TESTS = """
+import pytest
+
+
+def by_sum(items):
+    return sum(items)
+
+
+def by_list(items):
+    return sum(list(items))
+
+
+@pytest.fixture
+def items():
+    return (i for i in range(10))
+
+
+@pytest.mark.autotune(candidates={"by_sum": by_sum, "by_list": by_list})
+def test_refused(candidate, items):
+    return candidate(items)
+"""
+
+
+def test_a_tuning_refused_at_its_start_is_named_in_the_other_tests_without_a_timeout_hint(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The other candidates' tests said the tuning "was stopped" by a test timeout that
+    # "must leave room for the tuning of a whole group": here nothing timed out, the tuner
+    # refused the inputs (a generator it cannot copy for each candidate).
+    autotune_pytester.makepyfile(test_refused=GENERATOR_TESTS)
+    result = run(autotune_pytester, "--autotune", "-p", "no:randomly")
+    result.assert_outcomes(failed=2)
+    text = result.stdout.str().replace("\n", " ")
+    assert (
+        "the tuning of test_refused.py::test_refused failed in by_sum's test"
+        " (test_refused.py::test_refused: input 0 is an iterator (generator)"
+    ) in text
+    assert "pytest-timeout" not in text
+
+
 def test_tuning_on_a_cpu_settles_the_allocator_as_the_gates_measurer_does(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,6 +6,7 @@ import gc
 import importlib
 import json
 import math
+import pickle
 import re
 import weakref
 from pathlib import Path
@@ -172,6 +173,18 @@ def test_cpu_with_the_defaults_is_one_client_per_process() -> None:
     assert cpu() is cpu()
     assert cpu(timer=FakeClock()) is not cpu()
     assert isinstance(cpu(), Client)
+
+
+def test_a_pickled_cpu_client_loads_as_a_client_with_the_same_settings() -> None:
+    """A pool pickles what it sends to its workers; the client's calibrated repeat counts,
+    weakly keyed, refused ("Can't pickle local object 'WeakKeyDictionary...'"). The shared
+    client loads as the loading process's own, another as a client of its settings."""
+    assert pickle.loads(pickle.dumps(cpu())) is cpu()
+    own = cpu(min_sample_time=2e-3)
+    again = pickle.loads(pickle.dumps(own))
+    assert again is not cpu()
+    assert again.device_id == own.device_id
+    assert again._min_sample_ns == own._min_sample_ns
 
 
 @pytest.mark.parametrize(

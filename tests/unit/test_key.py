@@ -501,6 +501,21 @@ def test_a_key_of_another_type_is_a_type_error_naming_the_key_and_its_type(bad):
     assert "is not an AutotuneKey, str, int or tuple" in message
 
 
+def test_a_tuple_key_holding_a_dtype_names_the_key_and_how_to_convert_it() -> None:
+    # `lambda x: (x.shape, x.dtype)`, the first key many write: the message named the
+    # dtype alone as the key, "not an AutotuneKey, str, int or tuple", of a key that is a
+    # tuple, and said nothing of the conversion.
+    import numpy as np
+
+    with pytest.raises(TypeError) as error:
+        stable_key(((4,), np.dtype("float64")))
+    assert str(error.value) == (
+        "autotune key ((4,), dtype('float64')) holds dtype('float64') of type Float64DType,"
+        " which is not an AutotuneKey, str, int or tuple; convert it, as str(x.dtype) or"
+        " tuple(x.shape) do"
+    )
+
+
 def test_a_numpy_integer_key_is_the_int_it_equals() -> None:
     # `key=lambda a: np.prod(a.shape)` gives an np.int64: it was refused as "not an
     # AutotuneKey, str, int or tuple". It equals and hashes as its int, so the entry a

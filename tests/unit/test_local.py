@@ -1,18 +1,22 @@
 """`LocalTuner`: its name, the set built once, and the winner persisted for the next process."""
 
+import array
+import collections
+import io
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
-from pytest_autotune.tune.cache import cache_path
+from pytest_autotune.tune.cache import PersistentCache, cache_path
 from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.errors import CacheFileWarning
 from pytest_autotune.tune.key import AutotuneKey
@@ -302,6 +306,29 @@ def test_init_builds_the_set_once_when_threads_call_it_together():
     assert all(s is got[0] for s in got)
 
 
+def test_a_set_whose_init_function_inits_another_set_of_the_same_tuner_is_built():
+    """A set composed of another set of its tuner (its candidate dispatches to the inner
+    operation) inits that set while its own is built: the second init waited for ever on
+    the lock the first held."""
+    tuner = LocalTuner("t")
+
+    def make_inner() -> TunableSet:
+        return TunableSet.of(len, {"inner": len})
+
+    def make_outer() -> TunableSet:
+        inner = tuner.init(make_inner)
+        return TunableSet.of(len, {"outer": inner.fns[0]})
+
+    got = []
+    # A daemon thread, so a deadlock fails this test rather than hanging the suite.
+    thread = threading.Thread(target=lambda: got.append(tuner.init(make_outer)), daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "init of a set that inits another set never returned"
+    assert got[0].names == ("outer",)
+    assert tuner.init(make_inner).names == ("inner",)
+
+
 def test_one_tuner_serves_each_device(cache_dir):
     local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
     assert local.tuner("a") is local.tuner("a")
@@ -391,6 +418,42 @@ def test_a_process_forked_while_a_thread_builds_a_set_builds_its_own(cache_dir):
     assert became == "ok"
 
 
+def test_a_pickled_local_tuner_loads_as_the_tuner_of_its_name(cache_dir, tmp_path):
+    """A pool pickles what it sends to its workers, and an object holding a tuner (or a
+    `partial` of `TUNER.execute`) failed on the tuner's lock, "cannot pickle
+    '_thread.RLock' object". It is sent as its name, config and package: the process that
+    loads it uses its own tuner of that name, or makes one."""
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    assert pickle.loads(pickle.dumps(local)) is local
+    sent = tmp_path / "tuner.pickle"
+    sent.write_bytes(pickle.dumps(local))
+    program = textwrap.dedent(
+        """
+        import pickle, sys
+
+        from pytest_autotune import TunableSet
+        from tests.fakes import FakeClient, candidate
+
+        with open(sys.argv[1], "rb") as file:
+            local = pickle.load(file)
+        again = pickle.loads(pickle.dumps(local))
+        client = FakeClient()
+        tunables = TunableSet.of(
+            len,
+            {
+                "a": candidate(client.clock, 2e-3, "a", result="a"),
+                "b": candidate(client.clock, 1e-3, "b", result="b"),
+            },
+        )
+        out = local.execute(client.device_id, client, tunables, ([1, 2],))
+        print(local.name, again is local, out)
+        """
+    )
+    done = run_python(["-c", program, str(sent)], tmp_path, {**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.split() == ["t", "True", "b"]
+    assert cache_path(cache_dir, FakeClient.device_id, "t").is_file()  # its config came along
+
+
 def test_a_hit_calls_only_the_winner(cache_dir):
     client = FakeClient()
     local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
@@ -434,6 +497,107 @@ def test_a_key_generator_that_raises_reaches_the_caller(cache_dir):
         local.execute(client.device_id, client, tunables, ([1],))
 
 
+def summing(clock, seconds, name):
+    """A candidate that sums what it is given, taking `seconds` on the fake clock."""
+
+    def fn(items):
+        clock.advance(seconds)
+        return sum(items)
+
+    fn.__name__ = name
+    return fn
+
+
+def test_a_generator_given_for_a_new_key_is_refused_before_any_candidate_uses_it(cache_dir):
+    """Tuning calls every candidate on the inputs, and a generator cannot be copied: the
+    first call used it up, and the call that returned got it empty, a wrong answer (0 for
+    the sum of 0..9) with no word."""
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    tunables = TunableSet.of(
+        lambda items: "sum",
+        {"a": summing(client.clock, 2e-3, "a"), "b": summing(client.clock, 1e-3, "b")},
+    )
+    items = (i for i in range(10))
+    with pytest.raises(TypeError) as info:
+        local.execute(client.device_id, client, tunables, (items,))
+    assert str(info.value) == (
+        "t: input 0 is an iterator (generator), which tuning would use up: every candidate"
+        " is called on it, and the first would leave it empty for the others and for the"
+        " call that returns; pass a list or a tuple (list(it))"
+    )
+    assert next(items) == 0  # untouched
+    assert local.execute(client.device_id, client, tunables, (list(range(10)),)) == 45
+    # Once the key is decided, an iterator is called with as it is: one call uses it.
+    assert local.execute(client.device_id, client, tunables, (iter(range(10)),)) == 45
+
+
+def test_a_stream_its_candidates_rewind_is_tuned_on(cache_dir):
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+
+    def reading(seconds, name):
+        def fn(stream):
+            client.clock.advance(seconds)
+            stream.seek(0)
+            return stream.read()
+
+        fn.__name__ = name
+        return fn
+
+    tunables = TunableSet.of(lambda s: "read", {"a": reading(2e-3, "a"), "b": reading(1e-3, "b")})
+    assert local.execute(client.device_id, client, tunables, (io.BytesIO(b"abc"),)) == b"abc"
+
+
+def append_zero(b):
+    b.append(0)
+    return list(b)
+
+
+def add_size(s):
+    s.add(len(s))
+    return len(s)
+
+
+def count_new(d):
+    d["new"] += 1
+    return dict(d)
+
+
+@pytest.mark.parametrize(
+    ("value", "write", "out", "after"),
+    [
+        (bytearray(b"ab"), append_zero, [97, 98, 0], bytearray(b"ab\0")),
+        (array.array("i", [1, 2]), append_zero, [1, 2, 0], array.array("i", [1, 2, 0])),
+        (collections.deque([1, 2]), append_zero, [1, 2, 0], collections.deque([1, 2, 0])),
+        ({0}, add_size, 2, {0, 1}),
+        (collections.defaultdict(int), count_new, {"new": 1}, {"new": 1}),
+    ],
+    ids=["bytearray", "array", "deque", "set", "defaultdict"],
+)
+def test_a_candidate_writing_into_a_container_writes_the_callers_once(
+    cache_dir, value, write, out, after
+):
+    """Tuning calls every candidate many times, each on its own copy of the inputs; these
+    containers were shared, so each call of the tuning wrote into the caller's (a set or a
+    buffer grew by one element a call), and a defaultdict
+    was copied as a plain dict, where its candidates failed with a KeyError."""
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+
+    def timed(seconds, name):
+        def fn(v):
+            client.clock.advance(seconds)
+            return write(v)
+
+        fn.__name__ = name
+        return fn
+
+    tunables = TunableSet.of(lambda v: "op", {"a": timed(2e-3, "a"), "b": timed(1e-3, "b")})
+    assert local.execute(client.device_id, client, tunables, (value,)) == out
+    assert value == after
+
+
 def test_after_clear_the_winner_comes_back_from_the_file_without_tuning(cache_dir):
     client = FakeClient()
     local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
@@ -456,6 +620,34 @@ def test_a_cache_that_cannot_be_written_warns_as_a_cache_file_problem_only(tmp_p
         assert local.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1],))
     assert {type(w.message) for w in caught} == {CacheFileWarning}
     assert "kept in memory only" in str(caught[-1].message)
+
+
+def test_a_records_file_that_cannot_be_written_warns_and_the_winner_is_still_saved(tmp_path):
+    """`PYTEST_AUTOTUNE_RECORD` (or `record=`) naming a file that cannot be written raised
+    the OSError out of the program's first call of a tuned function; one that could no
+    longer be written later raised it out of a tuning, before its winner was saved."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    client = FakeClient()
+    config = AutotuneConfig(cache_dir=tmp_path / "cache", record=blocked / "records.jsonl")
+    local = LocalTuner("t", config)
+    with pytest.warns(UserWarning, match=r"^t: the records cannot be written to .*records\.jsonl"):
+        out = local.execute(
+            client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1],)
+        )
+    assert out == "fast"
+    assert cache_path(tmp_path / "cache", client.device_id, "t").is_file()
+
+    records = tmp_path / "records.jsonl"
+    later = LocalTuner("u", replace(config, record=records))
+    assert later.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1],)) == "b"
+    records.unlink()
+    records.mkdir()  # where the records were, a folder now
+    with pytest.warns(UserWarning, match=r"^u: the records cannot be written to .*records\.jsonl"):
+        out = later.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1, 2],))
+    assert out == "b"
+    saved = PersistentCache(cache_path(tmp_path / "cache", client.device_id, "u"), journal=True)
+    assert sorted(k.key for k in saved.load()) == ["1", "2"]
 
 
 def test_with_the_cache_disabled_nothing_is_written(tmp_path):

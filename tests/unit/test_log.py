@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 import subprocess
 import threading
@@ -434,6 +435,44 @@ def test_records_from_many_threads_stay_whole_lines(tmp_path):
         thread.join()
     keys = sorted(tuple(r.key) for r in read_records(path))
     assert keys == [(w, i) for w in range(8) for i in range(20)]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="a POSIX fork")
+@pytest.mark.filterwarnings("ignore:.*multi-threaded.*fork:DeprecationWarning")
+def test_a_process_forked_while_a_record_is_written_holds_no_lock_on_the_file(
+    tmp_path, monkeypatch
+):
+    """The file is locked while a record is written; a process forked meanwhile (a pool
+    started by another thread) inherits the descriptor, and closing it in the parent left
+    the file locked for as long as the child lived: every later record of the program
+    waited for the pool's workers to end."""
+    from pytest_autotune.tune import records
+
+    path = tmp_path / "records.jsonl"
+    parent, children = os.getpid(), []
+    ready, go = os.pipe()
+    written = records._after_last_line
+
+    def fork_meanwhile(fd: int) -> bytes:
+        if os.getpid() == parent and not children:
+            pid = os.fork()
+            if pid == 0:  # a pool's worker: alive until the test lets it go
+                os.read(ready, 1)
+                os._exit(0)
+            children.append(pid)
+        return written(fd)
+
+    monkeypatch.setattr(records, "_after_last_line", fork_meanwhile)
+    Recorder(path).record(make_record(key=[1]))
+    later = threading.Thread(target=Recorder(path).record, args=(make_record(key=[2]),))
+    later.start()
+    later.join(timeout=60)  # a guard against the hang, not a timing
+    still_waiting = later.is_alive()
+    os.write(go, b"x")
+    os.waitpid(children[0], 0)
+    later.join()
+    assert not still_waiting, "a record waited for the lock a forked child held"
+    assert sorted(tuple(r.key) for r in read_records(path)) == [(1,), (2,)]
 
 
 def test_records_of_several_recorders_on_one_file_are_all_kept(tmp_path):

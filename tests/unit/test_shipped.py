@@ -186,6 +186,37 @@ def test_a_new_key_is_tuned_into_the_user_cache_and_nowhere_else(
     assert again.timed == []
 
 
+def test_without_a_home_directory_the_shipped_winner_is_served_and_new_keys_tuned_in_memory(
+    user_cache, package, monkeypatch, tmp_path
+) -> None:
+    """A process with neither HOME nor XDG_CACHE_HOME set, under a user id with no passwd
+    entry (a container run as an arbitrary uid), has no per-user cache folder: platformdirs
+    raised "could not determine the home directory" out of the library's first call, a
+    shipped key's too."""
+    name, folder = package
+    ship(folder, "cpu-lib-2t", AVX2, winner="b")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # no passwd entry either
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    local = LocalTuner("lib.ops", package=name)
+    with pytest.warns(CacheFileWarning) as caught:
+        assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "b"
+    assert [str(w.message) for w in caught] == [
+        "no per-user cache folder (could not determine the home directory for '~/.cache',"
+        " set an absolute HOME or XDG variable): keys the shipped caches lack are tuned in"
+        " each process, and kept in memory only"
+    ]
+    assert client.timed == []
+    assert local.execute(client.device_id, client, tunables, ([1] * 50,)) == "a"
+    assert local.execute(client.device_id, client, tunables, ([1] * 50,)) == "a"
+    assert list(work.iterdir()) == []
+
+
 def test_a_users_own_entry_wins_over_the_shipped_one(user_cache, package) -> None:
     name, folder = package
     ship(folder, "cpu-lib-2t", AVX2, winner="b")

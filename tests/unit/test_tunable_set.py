@@ -435,6 +435,30 @@ def test_a_clone_copies_the_arrays_an_object_holds_and_shares_other_objects() ->
     assert cloned_plain is plain
 
 
+def test_a_clone_copies_the_arrays_an_object_with_slots_holds() -> None:
+    # A state class declared with __slots__ (to keep it small) has no __dict__: it was
+    # shared, and a candidate writing into its buffer wrote into the caller's, and into
+    # every later candidate's input, at each call of a tuning.
+    import numpy as np
+
+    class Base:
+        __slots__ = ("buffer",)
+
+    class State(Base):
+        __slots__ = ("label", "unset")
+
+        def __init__(self) -> None:
+            self.buffer = np.zeros(3)
+            self.label = "s"
+
+    state = State()
+    (cloned,) = CloneInputGenerator()(None, (state,))
+    cloned.buffer[:] = 1.0
+    assert state.buffer.sum() == 0.0
+    assert type(cloned) is State and cloned.label == "s"
+    assert not hasattr(cloned, "unset")
+
+
 def test_an_array_given_twice_is_copied_once_and_stays_one_array() -> None:
     # `op(x, x)` (an in-place candidate whose output is its input, `np.add(x, y, out=y)`)
     # was given two unrelated copies: its write no longer reached its other argument, and

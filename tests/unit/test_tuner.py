@@ -582,6 +582,38 @@ def test_a_process_forked_while_a_thread_tunes_a_key_tunes_that_key_itself(clien
     assert became == "ok"
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="a POSIX fork")
+@pytest.mark.filterwarnings("ignore:.*multi-threaded.*fork:DeprecationWarning")
+def test_a_process_forked_while_a_thread_writes_a_record_records_its_own(client, monkeypatch):
+    """A program with records on forks (a multiprocessing pool) while one of its threads
+    writes a record under the recorder's lock: the child has no such thread to release
+    it, and its first tuning waited for it for ever."""
+    parent = os.getpid()
+    entered, release = threading.Event(), threading.Event()
+
+    class Stream:
+        def write(self, text: str) -> None:
+            if os.getpid() == parent and not release.is_set():
+                entered.set()
+                release.wait()
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr("sys.stdout", Stream())
+    tuner = Tuner("t", client.device_id, recorder=Recorder("stdout"))
+    tunables = make(client.clock, a=1e-3, b=2e-3)
+    thread = threading.Thread(target=tuner.execute, args=(tunables, ([1],), client))
+    thread.start()
+    entered.wait()
+    try:
+        became = run_forked(lambda: tuner.execute(tunables, ([1, 2],), client) == "a")
+    finally:
+        release.set()
+        thread.join()
+    assert became == "ok"
+
+
 def test_concurrent_tuners_on_one_file_lose_no_entry(client, tmp_path):
     path = tmp_path / "t.json"
 
