@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plugin.harness import PLUGIN_ARGS
+from tests.plugin.harness import PLUGIN_ARGS, run
+from tests.plugin.test_tune_mode import SCALE_TESTS
 
 pytest.importorskip("pytest_cov")
 
@@ -138,3 +139,44 @@ def test_a_tuning_run_under_pytest_cov_times_untraced_and_covers_every_line(
         ]
     )
     assert "Warning" not in result.stdout.str() + result.stderr.str()
+
+
+PROFILED = """
+import cProfile
+
+PROFILER = cProfile.Profile()
+
+
+def pytest_configure(config):
+    PROFILER.enable()
+
+
+def pytest_unconfigure(config):
+    PROFILER.disable()
+"""
+
+
+def test_a_tuning_run_under_cprofile_says_its_times_carry_the_profilers_cost(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `python -m cProfile -m pytest --autotune`: cProfile's profiler is installed from C
+    # (Python 3.11) or through `sys.monitoring` (3.12 on), where no trace function can
+    # put it aside and back, and it read a 3 us NumPy call as 10 us: said, not silent.
+    autotune_pytester.makepyfile(profiled=PROFILED, test_scale=SCALE_TESTS)
+    autotune_pytester.syspathinsert()
+    result = run(autotune_pytester, "-p", "profiled", "--autotune")
+    result.stdout.fnmatch_lines(
+        [
+            "warning: timed under a profiler that cannot be put aside (cProfile*): every"
+            " time carries its cost, so winners and verdicts may not hold",
+        ]
+    )
+    assert result.ret == 0
+
+
+def test_a_tuning_run_without_a_profiler_says_nothing_of_one(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    result = run(autotune_pytester, "--autotune")
+    assert "cannot be put aside" not in result.stdout.str()
