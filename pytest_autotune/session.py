@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from pytest_autotune.backends.cpu import settle_allocator
+from pytest_autotune.backends.tracing import unsuspended
 from pytest_autotune.baselines import Baselines, baseline_extra
 from pytest_autotune.check_mode import Body, Candidates, candidate_call
 from pytest_autotune.gate import (
@@ -214,6 +215,19 @@ class AutotuneSession:
             return
         self.output.notes.append(f"warning: device auto: tuned on the CPU, as {error}")
 
+    def _note_profiler(self) -> None:
+        """Say once that the times carry a profiler's cost, where one that the timed loops
+        cannot put aside runs (`backends.tracing`): `python -m cProfile -m pytest`."""
+        profiler = unsuspended()
+        if profiler is None:
+            return
+        line = (
+            f"warning: timed under a profiler that cannot be put aside ({profiler}): every"
+            " time carries its cost, so winners and verdicts may not hold"
+        )
+        if line not in self.output.notes:
+            self.output.notes.append(line)
+
     def _gpu_index(self, explicit: int | None) -> int:
         """The GPU of `cuda`/`auto`: device 0, which under pytest-xdist is the worker's own
         (pytest_autotune.xdist sets each worker's CUDA_VISIBLE_DEVICES before it starts).
@@ -352,6 +366,7 @@ class AutotuneSession:
         progress = self.hooks.progress
         if progress is not None:
             progress(f"autotune: tuning {request.group} on {device_id}")
+        self._note_profiler()
         machine = client.fingerprint().get("uuid")
         on_gpu = device_kind(client.device_id) == "gpu"
         quiet = self.quiet.measuring(gpu=on_gpu) if self.quiet else nullcontext(None)

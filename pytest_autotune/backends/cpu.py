@@ -20,6 +20,7 @@ import numpy as np
 from pytest_autotune.backends.cpu_levels import SYSFS_CACHE, cache_sizes, probe_cache_levels
 from pytest_autotune.backends.device_id import device_id
 from pytest_autotune.backends.peaks import Peaks, load_or_probe, probe_again
+from pytest_autotune.backends.tracing import tracing, untraced
 from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.device_class import isa_level
 
@@ -357,6 +358,11 @@ class CpuClient:
         shape = _input_shape(inputs)
         repeats = counts.get(shape) if counts is not None else None
         if repeats is None:
+            if tracing():
+                # The timed loops run untraced (`_loop`): one call here, untimed, is what
+                # coverage.py sees of a candidate that is only ever timed (a losing one of
+                # a `LocalTuner` tuned inside a test), as it saw every timed call before.
+                fn(*inputs)
             repeats, elapsed_ns = self._calibrate(fn, inputs)
             if counts is not None:
                 counts[shape] = repeats
@@ -375,11 +381,8 @@ class CpuClient:
         return probe_again(self._device_id, self._probe)
 
     def _loop(self, fn: Callable[..., object], inputs: tuple[Any, ...], repeats: int) -> int:
-        timer = self._timer
-        start = timer()
-        for _ in range(repeats):
-            fn(*inputs)
-        return timer() - start
+        # A tracer (`pytest --cov`, a debugger) slows Python code several times: put aside.
+        return untraced(_timed_loop, self._timer, fn, inputs, repeats)
 
     def _calibrate(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> tuple[int, int]:
         """The repeat count that makes a sample last `min_sample_time`, and that sample.
@@ -395,6 +398,15 @@ class CpuClient:
                 return repeats, elapsed
             aimed = math.ceil(repeats * self._min_sample_ns / elapsed) if elapsed > 0 else 0
             repeats = min(MAX_REPEATS, max(2 * repeats, aimed))
+
+
+def _timed_loop(
+    timer: Callable[[], int], fn: Callable[..., object], inputs: tuple[Any, ...], repeats: int
+) -> int:
+    start = timer()
+    for _ in range(repeats):
+        fn(*inputs)
+    return timer() - start
 
 
 def _nothing() -> None:

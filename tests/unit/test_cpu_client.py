@@ -8,7 +8,10 @@ import json
 import math
 import pickle
 import re
+import sys
+import threading
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ import pytest
 
 from pytest_autotune.backends import Client, CpuClient, cpu
 from pytest_autotune.backends.peaks import Peaks, peaks_path
-from tests.fakes import FakeClock, candidate
+from tests.fakes import FakeClock, candidate, failing
 
 # `pytest_autotune.backends.cpu` the attribute is the `cpu()` function, as the design's
 # `from pytest_autotune.backends import cpu` wants; the module is reached by its name.
@@ -29,6 +32,23 @@ MAX_REPEATS = cpu_module.MAX_REPEATS
 
 def calls(fn: Any) -> int:
     return int(fn.calls)
+
+
+@pytest.fixture(autouse=True)
+def _untraced() -> Iterator[None]:
+    """The call counts here are a process's without a tracer: under one (this suite run with
+    `--cov`) the client makes one more call, traced, before each calibration. Put aside and
+    back in this one generator frame, which keeps coverage.py's stack of frames whole
+    (`backends.tracing.untraced`)."""
+    hooks = ((sys.settrace, sys.gettrace()), (sys.setprofile, sys.getprofile()))
+    put_aside = [(put, hook) for put, hook in hooks if callable(hook)]  # as the client does
+    for put, _ in put_aside:
+        put(None)
+    try:
+        yield
+    finally:
+        for put, hook in put_aside:
+            put(hook)
 
 
 def test_a_short_call_is_repeated_until_a_sample_is_well_above_the_timer_resolution() -> None:
@@ -306,3 +326,77 @@ def test_a_quick_real_probe_measures_every_cache_level_it_is_given() -> None:
     for level in levels:
         assert set(level.rates) == {"copy", "read", "write", "add"}
         assert all(rate > 0 and math.isfinite(rate) for rate in level.rates.values())
+
+
+class CallTracer:
+    """A trace or profile function, as coverage.py, a debugger or `profile` installs: it
+    counts the calls of `code` it sees."""
+
+    def __init__(self, code: Any) -> None:
+        self.code = code
+        self.calls = 0
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> CallTracer:
+        if event == "call" and frame.f_code is self.code:
+            self.calls += 1
+        return self
+
+
+@pytest.mark.parametrize("hook", ["trace", "profile"])
+def test_a_tracer_sees_a_candidate_once_and_none_of_its_timed_calls(hook: str) -> None:
+    # Under `pytest --cov` coverage's tracer slowed a 3 us pure-Python candidate 2-4 times,
+    # so the gate read a false +78% regression and tuning picked another winner. The timed
+    # loops run with the tracer put aside; one untimed call, traced, keeps its lines covered.
+    clock = FakeClock()
+    fn = candidate(clock, 1e-6)
+    tracer = CallTracer(fn.__code__)
+    get, put = (sys.gettrace, sys.settrace) if hook == "trace" else (sys.getprofile, sys.setprofile)
+    outer = get()  # this suite's own tracer, where it runs under coverage
+    client = cpu(timer=clock)
+    put(tracer)
+    try:
+        assert [client.time(fn, ()) for _ in range(3)] == [1e-6] * 3
+        restored = get()
+    finally:
+        put(outer)
+    assert restored is tracer
+    assert calls(fn) == 1 + 101 + 2 * 100  # the traced call, the calibration, two samples
+    assert tracer.calls == 1
+
+
+def test_a_tracer_is_put_back_when_a_timed_call_raises() -> None:
+    tracer = CallTracer(None)
+    outer = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        with pytest.raises(RuntimeError, match="boom exploded"):
+            cpu(timer=FakeClock()).time(failing(), ())
+        restored = sys.gettrace()
+    finally:
+        sys.settrace(outer)
+    assert restored is tracer
+
+
+def test_a_thread_a_timed_call_starts_is_not_traced() -> None:
+    # coverage.py traces new threads through `threading.settrace`.
+    seen: list[object] = []
+    clock = FakeClock()
+
+    def starts_a_thread() -> None:
+        clock.advance(1e-3)  # one call a sample
+        thread = threading.Thread(target=lambda: seen.append(sys.gettrace()))
+        thread.start()
+        thread.join()
+
+    outer, hook = sys.gettrace(), threading.gettrace()
+    tracer = CallTracer(None)
+    sys.settrace(tracer)
+    threading.settrace(tracer)
+    try:
+        cpu(timer=clock).time(starts_a_thread, ())
+        restored = threading.gettrace()
+    finally:
+        sys.settrace(outer)
+        threading.settrace(hook)
+    assert seen == [tracer, None]  # the traced call's thread, the timed call's
+    assert restored is tracer

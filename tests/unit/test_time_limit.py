@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import signal
+import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -51,6 +53,28 @@ def test_another_handlers_alarm_is_passed_on() -> None:
         assert fired == [signal.SIGALRM]
     finally:
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_the_watchdog_thread_runs_untraced_under_coverage() -> None:
+    # coverage.py traces each new thread (`threading.settrace`). On Python 3.12+ one traced
+    # thread alive keeps line events on for every thread, so the watchdog, traced, made the
+    # calls timed with the tracer put aside (`backends.tracing`) read 2-8 times their time.
+    calls: list[str] = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and threading.current_thread() is not threading.main_thread():
+            calls.append(frame.f_code.co_name)
+
+    hook = threading.gettrace()
+    threading.settrace(tracer)
+    try:
+        limit = TimeLimit(5.0)
+        with limit.armed():
+            limit.call("quick", time.sleep, 0.01)
+    finally:
+        threading.settrace(hook)
+    assert "_watch" in calls  # the tracer did reach the thread
+    assert calls[-1] == "_watch"  # and saw nothing it called
 
 
 def _double(x: int) -> int:
