@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_autotune.backends.tracing import untraced
+
 ENQUEUE_MARGIN = 4.0
 """A candidate whose device time exceeds its host enqueue time this many times over is
 device-bound: its later samples skip the eager call that measures the enqueue time."""
@@ -135,9 +137,7 @@ class CallerTiming:
         loop's per-call cost on an H200 (see `eager_loop`), never less: a call it shows
         device-bound is."""
         eager()
-        start = self.host_timer()
-        eager()
-        return (self.host_timer() - start) / 1e9
+        return untraced(_enqueue_seconds, self.host_timer, eager, 1)
 
     def eager_loop(self, eager: Callable[[], None], stream: Any, calls: int = EAGER_CALLS) -> float:
         """Host seconds to enqueue one eager call in a caller's steady loop: `calls` calls
@@ -158,12 +158,9 @@ class CallerTiming:
         stream.synchronize()
         for _ in range(EAGER_LEAD):
             eager()
-        start = self.host_timer()
-        for _ in range(calls):
-            eager()
-        enqueued = self.host_timer()
+        seconds = untraced(_enqueue_seconds, self.host_timer, eager, calls)
         stream.synchronize()
-        return max(enqueued - start, 1) / 1e9 / calls
+        return seconds / calls
 
     def score(
         self,
@@ -184,3 +181,13 @@ class CallerTiming:
         if caller and enqueue is not None:
             return max(device, enqueue)
         return device
+
+
+def _enqueue_seconds(host_timer: Callable[[], int], eager: Callable[[], None], calls: int) -> float:
+    """Host seconds to enqueue `calls` eager calls back to back (at least a nanosecond).
+    Run through `untraced`: a tracer (`pytest --cov`, a debugger) slows the Python that
+    launches the kernels several times, and a caller's loop does not pay for it."""
+    start = host_timer()
+    for _ in range(calls):
+        eager()
+    return max(host_timer() - start, 1) / 1e9

@@ -1209,3 +1209,30 @@ def test_no_device_behind_cuda_visible_devices_names_the_variable(
     with pytest.raises(CudaUnavailableError) as error:
         CudaClient(cold_l2=False)
     assert "CUDA_VISIBLE_DEVICES" not in str(error.value)
+
+
+def test_a_tracer_slows_no_host_time_the_caller_timing_reads(gpu: FakeGpu) -> None:
+    # Under `pytest --cov`, coverage's tracer made the Python that enqueues a kernel several
+    # times slower: a host-bound call read its traced enqueue time, so caller timing could
+    # rank a one-launch candidate behind one of more device work, and a gate under --cov
+    # read a regression against baselines recorded without it. Here a traced call costs
+    # the host 30 us, an untraced one 10 us (2 us on the device): the sample reads 10 us.
+    clock = HostClock()
+
+    def host_bound() -> None:
+        clock.ns += 10_000 if sys.gettrace() is None else 30_000
+        gpu.launch(2e-6)
+
+    def tracer(*_: object) -> Any:
+        return tracer
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    outer = sys.gettrace()  # the suite's own tracer, where it runs under coverage
+    sys.settrace(tracer)
+    try:
+        seconds = [client.time(host_bound, ()) for _ in range(2)]
+        restored = sys.gettrace()
+    finally:
+        sys.settrace(outer)
+    assert restored is tracer
+    assert seconds == [pytest.approx(10e-6)] * 2
