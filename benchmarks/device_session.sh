@@ -30,6 +30,7 @@
 #   bash benchmarks/device_session.sh fifteenth # the CUDA review's four doubts, then merged13's suite, examples, costs, short calls
 #   bash benchmarks/device_session.sh sixteenth # --autotune cost, then the gate under each condition for $GATE_S s each
 #   bash benchmarks/device_session.sh merged16 # after the sixteenth session's QA merges: suite, examples (plain, -n 2, -k under -W error), --autotune cost
+#   bash benchmarks/device_session.sh seventeenth # the seventeenth session's merges: suite, examples (plain, -n 2, -k, under --cov), --autotune cost, then the module gate
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -458,6 +459,20 @@ merged16)
   examples 60
   step 40 $P example_kernels -k "saxpy or sum" --autotune -rfx -W error
   step 60 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
+  ;;
+seventeenth)
+  # The seventeenth session's QA merges (tracers put aside in timed calls, copies of more
+  # input types, the report's and the gate's messages): the GPU suite, the examples in
+  # every mode, then under pytest-cov (carried as wheels) against the baselines just
+  # updated, where a traced enqueue time read a false regression before; the --autotune
+  # cost; the module condition of the gate for what is left.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 40 $P example_kernels -q -W error
+  examples 60
+  step 40 $P example_kernels -k "saxpy or sum" --autotune -rfx -W error
+  step 60 $P example_kernels --autotune --cov=example_kernels --cov-report=term -rfx
+  step 60 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
+  gate_rest module
   ;;
 top)
   gate_rest "${CONDITION:-groups}"
