@@ -368,6 +368,19 @@ class CudaClient:
     def sync(self) -> None:
         self._device.synchronize()
 
+    def out_of_memory(self, error: BaseException) -> bool:
+        """Whether `error` is this device running out of memory, in any of the kinds CuPy
+        and its libraries raise (read by the tuner, `tune.client.out_of_memory`)."""
+        return is_out_of_memory(self._cp, error)
+
+    def release_memory(self) -> None:
+        """Give CuPy's pool's cached blocks back to the device (called by the tuner after it
+        dropped copies of inputs, `tune.client.release_memory`): a library that allocates
+        outside the pool (cuBLAS's workspace) finds none of what the pool keeps."""
+        with self._lock, self._device:
+            self._device.synchronize()
+            self._cp.get_default_memory_pool().free_all_blocks()
+
     def peaks(self) -> Peaks:
         return load_or_probe(self._device_id, self._probe, self._peaks_cache_dir)
 

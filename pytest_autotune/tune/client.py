@@ -6,6 +6,7 @@ runtime); the clients in `pytest_autotune.backends` implement it."""
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -54,9 +55,29 @@ class Client(Protocol):
     # makes calls of its own (the checks): CUDA's device, since CuPy copies an array to the
     # current device, and the copies must be where `time` runs the candidates
     # (`client_context`).
+    # `out_of_memory(error) -> bool`, whether `error` is the device running out of memory
+    # (CuPy raises several kinds; without it, `MemoryError`), and `release_memory()`, which
+    # gives back what the client caches of freed memory (CuPy's pool keeps freed blocks
+    # from what cuBLAS allocates outside it): the tuner drops the other candidates' copies
+    # of the inputs and retries a candidate that ran out of memory (`out_of_memory`).
 
 
 def client_context(client: object) -> AbstractContextManager[Any]:
     """The optional `context` of a client (see `Client`), or one that does nothing."""
     context = getattr(client, "context", None)
     return contextlib.nullcontext() if context is None else context
+
+
+def out_of_memory(client: object, error: BaseException) -> bool:
+    """Whether `error` is `client`'s device running out of memory (see `Client`)."""
+    check = getattr(client, "out_of_memory", None)
+    return bool(check(error)) if check is not None else isinstance(error, MemoryError)
+
+
+def release_memory(client: object) -> None:
+    """Give back the memory the process holds for nothing: garbage in reference cycles, and
+    the freed blocks `client` caches (`release_memory`, see `Client`)."""
+    gc.collect()
+    release = getattr(client, "release_memory", None)
+    if release is not None:
+        release()

@@ -8,6 +8,7 @@ import logging
 import os
 import threading
 import time
+import traceback
 import warnings
 import weakref
 from collections.abc import Callable, Collection, Iterator
@@ -24,7 +25,7 @@ from pytest_autotune.tune.cache import (
 )
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE, call_scope
 from pytest_autotune.tune.checks import SKIPPED, CheckResult, check_candidates
-from pytest_autotune.tune.client import client_context
+from pytest_autotune.tune.client import client_context, out_of_memory, release_memory
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
 from pytest_autotune.tune.errors import (
     NOT_REACHED,
@@ -537,6 +538,67 @@ def _first_planned(plan: list[tuple[int, ...]]) -> int:
     return plan[0][0] if plan else 0
 
 
+class _Samples:
+    """Samples of a batch's candidates, each timed on its own copy of the inputs, kept for
+    the batch (an in-place candidate meets its own output again, as in a caller's loop).
+
+    Where a candidate runs out of memory, in its call or its copy, while other candidates'
+    copies are held, those are dropped, their memory given back, and it is tried once more:
+    a plain run of one candidate never holds them (ten candidates over a 2 GiB input held
+    20 GiB), and a candidate that fits beside its own inputs failed for the others' copies.
+    A dropped copy is made again, from the caller's inputs, at its candidate's next sample.
+    """
+
+    def __init__(self, tunables: TunableSet, key: Any, inputs: TuneInputs, client: Client):
+        self._tunables, self._key, self._inputs, self._client = tunables, key, inputs, client
+        self._copies: dict[int, TuneInputs] = {}
+
+    def __call__(self, index: int) -> float:
+        try:
+            return self._timed(index)
+        except BaseException as error:
+            if not self._drop_others(index, error):
+                raise
+        return self._timed(index)
+
+    def clear(self) -> None:
+        self._copies.clear()
+
+    def _timed(self, index: int) -> float:
+        fn = self._tunables.fns[index]
+        if hasattr(fn, SCOPE_ATTRIBUTE):  # its scope outside the timed call (`call_scope`)
+            with call_scope(fn):
+                return self._client.time(fn, self._copy(index))
+        return self._client.time(fn, self._copy(index))
+
+    def _copy(self, index: int) -> TuneInputs:
+        if index not in self._copies:
+            try:
+                self._copies[index] = self._new_copy()
+            except BaseException as error:
+                if not self._drop_others(index, error):
+                    raise
+            if index not in self._copies:
+                self._copies[index] = self._new_copy()
+        return self._copies[index]
+
+    def _new_copy(self) -> TuneInputs:
+        with client_context(self._client):  # on the client's device
+            return self._tunables.generate_inputs(self._key, self._inputs)
+
+    def _drop_others(self, index: int, error: BaseException) -> bool:
+        """Drop the other candidates' copies where `error` is the device out of memory:
+        True when there were some, and the caller should try once more."""
+        others = [i for i in self._copies if i != index]
+        if not others or not out_of_memory(self._client, error):
+            return False
+        for i in others:
+            del self._copies[i]
+        traceback.clear_frames(error.__traceback__)  # the failed call's frames hold arrays
+        release_memory(self._client)
+        return True
+
+
 def _run_plan(
     plan: list[tuple[int, ...]],
     key: Any,
@@ -551,21 +613,7 @@ def _run_plan(
     priority groups), adding every candidate's result to `results`; those already there
     (settled by the checks) are left out, those never reached are skipped with the reason. The
     winner's index, None when no batch found one."""
-    clones: dict[int, TuneInputs] = {}
-
-    def inputs_for(index: int) -> TuneInputs:
-        if index not in clones:
-            with client_context(client):  # on the client's device
-                clones[index] = tunables.generate_inputs(key, inputs)
-        return clones[index]
-
-    def sample(index: int) -> float:
-        fn = tunables.fns[index]
-        if hasattr(fn, SCOPE_ATTRIBUTE):  # its scope outside the timed call (`call_scope`)
-            with call_scope(fn):
-                return client.time(fn, inputs_for(index))
-        return client.time(fn, inputs_for(index))
-
+    sample = _Samples(tunables, key, inputs, client)
     excluded = set(results)
     strategy = _schedule_for(bench, client)
     statistic = _statistic_for(client, tunables)
@@ -586,7 +634,7 @@ def _run_plan(
             ctx,
             statistic=statistic,
         )
-        clones.clear()
+        sample.clear()
         results.update(measured.results)
         ctx.event(TuningStep(number, tuple(indices), time.perf_counter() - step_started))
         if measured.winner is not None:

@@ -1236,3 +1236,19 @@ def test_a_tracer_slows_no_host_time_the_caller_timing_reads(gpu: FakeGpu) -> No
         sys.settrace(outer)
     assert restored is tracer
     assert seconds == [pytest.approx(10e-6)] * 2
+
+
+def test_the_tuner_reads_the_devices_out_of_memory_and_empties_the_pool_after_dropping_copies(
+    gpu: FakeGpu,
+) -> None:
+    # The tuner drops other candidates' copies of the inputs where one ran out of memory:
+    # it must know CuPy's kinds of out-of-memory error, and the freed copies' blocks must
+    # leave CuPy's pool, where cuBLAS (which allocates outside it) could not use them.
+    client = CudaClient(cold_l2=False)
+    assert client.out_of_memory(FakeOutOfMemoryError("out of memory allocating 2 GiB"))
+    assert client.out_of_memory(FakeRuntimeError(2))  # cudaErrorMemoryAllocation
+    assert not client.out_of_memory(FakeRuntimeError(700))  # an illegal address is no such
+    assert not client.out_of_memory(ValueError("bad shape"))
+    emptied = gpu.default_pool.emptied
+    client.release_memory()
+    assert gpu.default_pool.emptied == emptied + 1

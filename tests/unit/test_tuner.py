@@ -6,6 +6,7 @@ import os
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -870,3 +871,43 @@ def test_a_candidates_scope_is_entered_around_each_timed_call_outside_the_timer(
     assert calls and set(calls) == {"call entered=True"}
     assert seen[:3] == ["enter", "call entered=True", "exit"]
     assert not call_scope.entered()
+
+
+def test_a_candidate_out_of_memory_for_the_others_copies_is_timed_once_they_are_dropped(client):
+    # The round robin keeps a copy of the inputs for every candidate of the batch: a device
+    # with room for two copies beside the caller's made the third and fourth candidates fail
+    # "out of memory", and the fastest of them could never win, though each one runs alone.
+    clock = client.clock
+    alive: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+    failures: list[str] = []
+
+    def needing_room(name: str, seconds: float):
+        def fn(x):
+            alive[id(x)] = x
+            if len(alive) > 2:
+                failures.append(name)
+                raise MemoryError(f"{name}: out of memory ({len(alive)} copies held)")
+            clock.advance(seconds)
+            return name
+
+        fn.__name__ = name
+        return fn
+
+    times = {"a": 4e-3, "b": 3e-3, "c": 2e-3, "d": 1e-3}
+    tunables = TunableSet.of(by_size, {n: needing_room(n, t) for n, t in times.items()})
+    decision = Tuner("t", client.device_id).tune(4, tunables, (np.zeros(4),), client)
+    assert decision.fastest_name == "d"
+    assert all(isinstance(r, AutotuneOutcome) for r in decision.results.values())
+    assert failures  # the copies did run out, and each was retried after the others' dropped
+
+
+def test_a_candidate_out_of_memory_on_its_own_fails_as_ever(client):
+    def greedy(x):
+        raise MemoryError("greedy: out of memory")
+
+    tunables = TunableSet.of(
+        by_size, {"greedy": greedy, "fine": candidate(client.clock, 1e-3, "fine", result=1)}
+    )
+    decision = Tuner("t", client.device_id).tune(1, tunables, (np.zeros(1),), client)
+    assert decision.fastest_name == "fine"
+    assert "greedy: out of memory" in str(decision.results[0])
