@@ -269,9 +269,10 @@ def write_caches(
         rejoined: list[str] = []
         try:
             cache = tuner_cache(settings.cache_dir, device_id, tuner)
+            device = devices.get(device_id)
             cache.save(
                 {pk: update.value for pk, update in by_key.items()},
-                device=settled_device(cache, devices.get(device_id)),
+                device=None if device is None else functools.partial(settled_device, device),
                 rebase=functools.partial(_rebase, by_key, where=where, rejoined=rejoined),
             )
         except CacheFileError as exc:
@@ -363,20 +364,15 @@ last digit by every update made two branches that each refreshed another key of 
 conflict in git on the device block alone (their entries merged cleanly)."""
 
 
-def settled_device(cache: PersistentCache, device: Any) -> Any:
-    """The device block to write to `cache`: `device`, with the file's own peaks where the
-    file already holds this device's and none of their figures moved past
-    `PEAKS_KEPT_WITHIN`."""
-    if not isinstance(device, Mapping) or "peaks" not in device or not cache.path.is_file():
-        return device
-    with warnings.catch_warnings():
-        # A file that does not read is the save's to refuse, by name.
-        warnings.simplefilter("ignore")
-        on_disk = PersistentCache(cache.path)
-        on_disk.load()
-    held = on_disk.device()
+def settled_device(device: Any, held: Any) -> Any:
+    """The device block to write over `held`, the file's own (read under its lock by
+    `PersistentCache.save`, so another update's peaks, written since this session read the
+    file, are the ones compared): `device`, with the file's peaks where the file holds this
+    device's and none of their figures moved past `PEAKS_KEPT_WITHIN`."""
     if (
-        isinstance(held, Mapping)
+        isinstance(device, Mapping)
+        and "peaks" in device
+        and isinstance(held, Mapping)
         and held.get("id") == device.get("id")
         and held.get("fingerprint") == device.get("fingerprint")
         and _agree(held.get("peaks"), device["peaks"])
