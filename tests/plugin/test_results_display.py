@@ -130,9 +130,16 @@ def test_a_tuning_run_that_tunes_nothing_shows_no_empty_autotune_section(
     assert "= autotune =" not in result.stdout.str()
 
 
-def test_collect_only_writes_no_report_and_no_records(both: pytest.Pytester) -> None:
-    # An empty report replaced the last run's, and an empty records file was made.
-    result = run(both, "--autotune", "--co", "--autotune-html=r.html", "--autotune-record=r.jsonl")
+@pytest.mark.parametrize("calls_none", ["--co", "--setup-only", "--setup-plan"])
+def test_a_run_that_calls_no_test_writes_no_report_and_no_records(
+    both: pytest.Pytester, calls_none: str
+) -> None:
+    # An empty report replaced the last run's, and an empty records file was made: pytest
+    # collects under --co, and sets up and tears down each test's fixtures, never calling
+    # the test, under --setup-only and --setup-plan.
+    result = run(
+        both, "--autotune", calls_none, "--autotune-html=r.html", "--autotune-record=r.jsonl"
+    )
     assert result.ret == pytest.ExitCode.OK
     assert not (both.path / "r.html").exists() and not (both.path / "r.jsonl").exists()
     assert "= autotune =" not in result.stdout.str()
