@@ -36,8 +36,11 @@ def both(autotune_pytester: pytest.Pytester) -> pytest.Pytester:
 def test_verbose_progress_reaches_the_terminal_through_output_capture(
     both: pytest.Pytester,
 ) -> None:
-    # A subprocess, so pytest captures at the file descriptor as in a real run.
-    result = both.runpytest_subprocess(*PLUGIN_ARGS, "-p", "no:cacheprovider", "--autotune", "-v")
+    # A subprocess, so pytest captures at the file descriptor as in a real run; in the
+    # file's order (pytest-randomly, where installed, would tune another group first).
+    result = both.runpytest_subprocess(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:randomly", "--autotune", "-v"
+    )
     result.stdout.fnmatch_lines(
         [
             "*test_scale.py::test_scale[[]slow-1[]]*",
