@@ -309,7 +309,10 @@ def _skip_shown_at_the_test(item: pytest.Item, report: pytest.TestReport) -> Non
 
 def _hooks(config: pytest.Config, settings: PluginSettings, worker: bool) -> SessionHooks:
     """The session's hooks: other plugins' (when tuning) and `-v`'s progress lines."""
-    progress = _progress(config) if config.option.verbose > 0 and not worker else None
+    # `-v` is the terminal plugin's option: under `-p no:terminal` there is none, nor
+    # anything to show the progress on.
+    verbose = config.getoption("verbose", 0)
+    progress = _progress(config) if verbose > 0 and not worker else None
     if not settings.tune:
         return SessionHooks(progress=progress)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.plugin.harness import PLUGIN_ARGS, run
-from tests.plugin.test_tune_mode import SCALE_TESTS
+from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
 
 FIXTURE_TESTS = """
 from conftest import spin
@@ -289,3 +289,16 @@ def test_the_html_report_counts_no_failed_check_whose_test_was_deselected(
         "off_by_one failed its check: its test fails"
         in (autotune_pytester.path / "all.html").read_text()
     )
+
+
+def test_a_run_without_pytests_terminal_plugin_runs_tunes_and_gates(
+    both: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `-p no:terminal` (a tool's quiet machine run) takes away pytest's `-v` option with
+    # its reporter: the plugin read `config.option.verbose` and every run, tuning or not,
+    # ended in an INTERNALERROR, with exit code 3 where the tests passed.
+    assert run(both, "-p", "no:terminal").ret == pytest.ExitCode.OK
+    assert run(both, "-p", "no:terminal", "--autotune-update").ret == pytest.ExitCode.OK
+    assert (both.path / CACHE).is_file()
+    monkeypatch.setenv("SLOWDOWN_FAST", "1.25")
+    assert run(both, "-p", "no:terminal", "--autotune").ret == pytest.ExitCode.TESTS_FAILED
