@@ -39,7 +39,7 @@ from pytest_autotune.gate_policy import (
 from pytest_autotune.group_record import call_costs, group_record, group_summary
 from pytest_autotune.outputs import SessionOutput, progress_lines
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device
-from pytest_autotune.quiet import Quiet
+from pytest_autotune.quiet import Quiet, crashed_tests
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
@@ -256,6 +256,11 @@ class AutotuneSession:
         if stopped is not None:
             return stopped
         outcome = self._outcomes.get(request.group)
+        if outcome is None and self.quiet is not None:
+            crashed = crashed_tests(self.quiet.folder) & set(request.test_ids.values())
+            if crashed:
+                stopped = self._stopped[request.group] = _crashed(request.group, min(crashed))
+                return stopped
         if outcome is None:
             try:
                 outcome = self._outcomes[request.group] = self._tune(request)
@@ -668,6 +673,16 @@ def _stopped(group: str, name: str, error: BaseException, waiting: str | None = 
     return (
         f"the tuning of {group} was stopped in {name}'s test{where} ({why}) and is not started"
         f" again: {_ROOM}"
+    )
+
+
+def _crashed(group: str, nodeid: str) -> str:
+    """What a group's other tests say where a pytest-xdist worker crashed in `nodeid`."""
+    return (
+        f"the tuning of {group} is not started again: a pytest-xdist worker crashed in"
+        f" {nodeid}, a test of this group (a candidate that ends its process: a segfault,"
+        " os._exit, pytest-timeout's thread method), and tuning the group again would crash"
+        " another; fix or skip that candidate"
     )
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from pytest_autotune.quiet import controller_run_folder, note_crashed
 from pytest_autotune.report import without_parameters
 from pytest_autotune.session import AutotuneSession
 
@@ -83,6 +84,12 @@ def autotune_scheduling() -> type:
             for unit in workload.values():
                 if crashed in unit:
                     unit[crashed] = True
+            # Said before the rest goes to other workers: the test tuned its group, and
+            # the group's other tests would tune it again, each crashing another worker
+            # (`AutotuneSession.candidate_outcome` reads it).
+            folder = controller_run_folder(self.config)
+            if folder is not None:
+                note_crashed(folder, crashed)
             super().remove_node(node)  # queues the rest; None where nothing else is left
             return crashed
 
