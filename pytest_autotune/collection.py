@@ -503,7 +503,7 @@ def warning_marks(config: pytest.Config, group: str) -> dict[str, tuple[str, ...
 def expected_to_fail(config: pytest.Config, group: str) -> frozenset[str]:
     """The candidates of `group` whose tests are marked `xfail` here (a true condition, run):
     their failed checks are what the project expects, which the report does not raise."""
-    if config.getoption("runxfail"):
+    if not _marks_skip(config) or config.getoption("runxfail"):
         return frozenset()
     items = config.stash.get(GROUP_ITEMS, {}).get(group, [])
     return frozenset(
@@ -525,6 +525,8 @@ def not_run(config: pytest.Config, group: str) -> Mapping[str, str]:
 
     Read when the group first runs, once every hook has added its marks."""
     known = config.stash.setdefault(NOT_RUN, {})
+    if not _marks_skip(config):
+        return {}
     if group not in known:
         items = config.stash.get(GROUP_ITEMS, {}).get(group, [])
         out: dict[str, str] = {}
@@ -541,6 +543,13 @@ def not_run(config: pytest.Config, group: str) -> Mapping[str, str]:
                     out[name] = why
         known[group] = out
     return known[group]
+
+
+def _marks_skip(config: pytest.Config) -> bool:
+    """Whether pytest acts on `skip`, `skipif` and `xfail` marks: under `-p no:skipping` it
+    runs every test whatever its marks, and has no --runxfail option (reading it ended the
+    run in an INTERNALERROR); so does the group then."""
+    return bool(config.pluginmanager.hasplugin("skipping"))
 
 
 def _marked_out(item: pytest.Item, marks: Iterable[pytest.Mark]) -> str | None:

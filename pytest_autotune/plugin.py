@@ -309,7 +309,10 @@ def _skip_shown_at_the_test(item: pytest.Item, report: pytest.TestReport) -> Non
 
 def _hooks(config: pytest.Config, settings: PluginSettings, worker: bool) -> SessionHooks:
     """The session's hooks: other plugins' (when tuning) and `-v`'s progress lines."""
-    progress = _progress(config) if config.option.verbose > 0 and not worker else None
+    # `-v` is the terminal plugin's option: under `-p no:terminal` there is none, nor
+    # anything to show the progress on.
+    verbose = config.getoption("verbose", 0)
+    progress = _progress(config) if verbose > 0 and not worker else None
     if not settings.tune:
         return SessionHooks(progress=progress)
 
@@ -1019,12 +1022,17 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
         nothing_to_save(session.config)
 
 
+def _calls_no_test(config: pytest.Config) -> bool:
+    """--collect-only, --setup-only and --setup-plan (which sets `setuponly`) call no test:
+    nothing is tuned, so there is no report, records or cache files to write (an empty
+    report replaced the last run's, and an empty records file was made)."""
+    return bool(config.option.collectonly or getattr(config.option, "setuponly", False))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(SESSION, None)
-    if state is None or not state.settings.tune or session.config.option.collectonly:
-        # --collect-only runs no test: no report, records or cache files to write (an empty
-        # report replaced the last run's).
+    if state is None or not state.settings.tune or _calls_no_test(session.config):
         return
     if state.worker:
         session.config.workeroutput["autotune"] = state.to_worker_output()  # type: ignore[attr-defined]
@@ -1036,7 +1044,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(SESSION, None)
-    if state is None or state.worker or config.option.collectonly:
+    if state is None or state.worker or _calls_no_test(config):
         return
     if not state.settings.tune:
         ignored = ignored_options(_command_line(config, typed_only=True), state.settings)

@@ -22,6 +22,9 @@ over 1 ms tests held one back for 2.5 ms). Both waits end after `WAIT_S` at the 
 the run going on unpaused, so a test that runs for an hour, or a lock that cannot be made,
 delays or disturbs a measurement and never hangs a run. The shared holds cost a test about
 0.6 ms (two SQLite transactions, on the 2-core VM), only under `--autotune` with workers.
+
+The run folder also holds the file of the tests a worker crashed in (`note_crashed`),
+which the controller writes and the workers read before tuning a group.
 """
 
 from __future__ import annotations
@@ -116,6 +119,38 @@ class Quiet:
         return None
 
 
+CRASHED = "crashed-tests"
+"""The file in the run folder that names, a line each, the tests a worker crashed in."""
+
+
+def note_crashed(folder: Path, nodeid: str) -> None:
+    """Name `nodeid` as a test a worker crashed in (the controller's scheduler, before it
+    hands the rest of that worker's tests to others)."""
+    with contextlib.suppress(OSError):  # without it, the group is tuned again, as before
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / CRASHED).open("a", encoding="utf-8") as file:
+            file.write(nodeid + "\n")
+
+
+def crashed_tests(folder: Path) -> frozenset[str]:
+    """The tests a worker of this run crashed in so far."""
+    try:
+        return frozenset((folder / CRASHED).read_text(encoding="utf-8").splitlines())
+    except OSError:
+        return frozenset()
+
+
+def controller_run_folder(config: Any) -> Path | None:
+    """`run_folder` as the controller finds it: its own base temporary folder, whose
+    folders pytest-xdist makes its workers' (`--basetemp=<it>/popen-gw0`)."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is None:
+        return None
+    with contextlib.suppress(OSError):
+        return Path(factory.getbasetemp()) / "autotune-quiet"
+    return None
+
+
 def run_folder(config: Any) -> Path | None:
     """Where a pytest-xdist worker's run keeps its locks: the controller's base temporary
     folder (each worker's `--basetemp` is a folder of it, as pytest-xdist sets it), which
@@ -128,4 +163,14 @@ def run_folder(config: Any) -> Path | None:
     return Path(basetemp).parent / "autotune-quiet"
 
 
-__all__ = ["CPU", "WAIT_S", "Quiet", "gpu_key", "run_folder"]
+__all__ = [
+    "CPU",
+    "CRASHED",
+    "WAIT_S",
+    "Quiet",
+    "controller_run_folder",
+    "crashed_tests",
+    "gpu_key",
+    "note_crashed",
+    "run_folder",
+]

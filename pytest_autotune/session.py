@@ -40,7 +40,7 @@ from pytest_autotune.gate_policy import (
 from pytest_autotune.group_record import call_costs, group_record, group_summary
 from pytest_autotune.outputs import SessionOutput, progress_lines
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device
-from pytest_autotune.quiet import Quiet
+from pytest_autotune.quiet import Quiet, crashed_tests
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
@@ -141,6 +141,9 @@ class AutotuneSession:
         self._stopped: dict[str, str] = {}
         """Why each group whose tuning an exception of no candidate's stopped (pytest-timeout's
         alarm, an internal error) is not tuned again by its other tests."""
+        self._waiting_for: str | None = None
+        """The lock a tuning waits for now (another process's timing of its device), said
+        where a test timeout stops the tuning there: its traceback shows only a sleep."""
         self._clients: dict[str, Client] = {}
         self._group_settings: dict[str, PluginSettings] = {}
         self._devices: dict[str, dict[str, Any]] = {}
@@ -267,6 +270,11 @@ class AutotuneSession:
         if stopped is not None:
             return stopped
         outcome = self._outcomes.get(request.group)
+        if outcome is None and self.quiet is not None:
+            crashed = crashed_tests(self.quiet.folder) & set(request.test_ids.values())
+            if crashed:
+                stopped = self._stopped[request.group] = _crashed(request.group, min(crashed))
+                return stopped
         if outcome is None:
             try:
                 outcome = self._outcomes[request.group] = self._tune(request)
@@ -274,8 +282,13 @@ class AutotuneSession:
                 # A setting refused (a client's device id) is no stopped tuning: each test
                 # of the group meets it again and says it in its one line, not as a hint
                 # about pytest-timeout.
+                waiting, self._waiting_for = self._waiting_for, None
                 if not isinstance(exc, (KeyboardInterrupt, SystemExit, ConfigError)):
-                    self._stopped[request.group] = _stopped(request.group, name, exc)
+                    self._stopped[request.group] = _stopped(request.group, name, exc, waiting)
+                    if not isinstance(exc, Exception):
+                        # pytest's outcomes (pytest-timeout's alarm is its `fail`) are no
+                        # `Exception`; an error of ours or a client's is its own message.
+                        _note_stopped_here(exc, request.group, waiting)
                 raise
         return outcome.failures.get(name)
 
@@ -481,9 +494,12 @@ class AutotuneSession:
         most `DEVICE_WAIT_S`, a longer wait said in the summary."""
         lock = _device_lock(device_id, uuid)
         started = time.monotonic()
+        self._waiting_for = f"another process's timing of {device_id} ({lock.lock_file})"
         try:
             lock.acquire(timeout=DEVICE_WAIT_S)
+            self._waiting_for = None
         except Timeout:
+            self._waiting_for = None
             self.output.notes.append(
                 f"warning: timed {device_id} without its lock ({lock.lock_file}): another"
                 f" process held it for {DEVICE_WAIT_S / 60:.0f} minutes, and both timings"
@@ -657,7 +673,13 @@ def _device_lock(device_id: str, uuid: object = None) -> FileLock:
 __all__ = ["AutotuneSession", "GroupRequest", "SessionHooks", "check_groups"]
 
 
-def _stopped(group: str, name: str, error: BaseException) -> str:
+_ROOM = (
+    "a test timeout (pytest-timeout) must leave room for the tuning of a whole group, which"
+    " runs inside the first of its tests"
+)
+
+
+def _stopped(group: str, name: str, error: BaseException, waiting: str | None = None) -> str:
     """What the other tests of a group say where its tuning was stopped in `name`'s test:
     each tuned it again from the start, and each was stopped the same way (a test timeout
     shorter than the group's tuning failed every candidate's test, one timeout each)."""
@@ -667,8 +689,28 @@ def _stopped(group: str, name: str, error: BaseException) -> str:
         # any candidate ran (a candidate's own error is its failure, caught inside): no
         # timeout stopped it, and the hint about one misled.
         return f"the tuning of {group} failed in {name}'s test ({why}) and is not started again"
+    where = f" while waiting for {waiting}" if waiting else ""
     return (
-        f"the tuning of {group} was stopped in {name}'s test ({why}) and is not started"
-        " again: a test timeout (pytest-timeout) must leave room for the tuning of a whole"
-        " group, which runs inside the first of its tests"
+        f"the tuning of {group} was stopped in {name}'s test{where} ({why}) and is not started"
+        f" again: {_ROOM}"
     )
+
+
+def _crashed(group: str, nodeid: str) -> str:
+    """What a group's other tests say where a pytest-xdist worker crashed in `nodeid`."""
+    return (
+        f"the tuning of {group} is not started again: a pytest-xdist worker crashed in"
+        f" {nodeid}, a test of this group (a candidate that ends its process: a segfault,"
+        " os._exit, pytest-timeout's thread method), and tuning the group again would crash"
+        " another; fix or skip that candidate"
+    )
+
+
+def _note_stopped_here(error: BaseException, group: str, waiting: str | None) -> None:
+    """The test whose tuning was stopped says what it was doing: pytest-timeout's message
+    and a traceback through this package (or a lock's sleep) name neither the group nor
+    why a test of a fast candidate ran out of time (Python 3.11 on, which keeps notes)."""
+    add_note = getattr(error, "add_note", None)
+    if add_note is not None:
+        where = f"waiting for {waiting}" if waiting else "tuning it"
+        add_note(f"under --autotune: this test tunes {group}, and was stopped {where}: {_ROOM}")

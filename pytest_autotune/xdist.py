@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from pytest_autotune.quiet import controller_run_folder, note_crashed
 from pytest_autotune.report import without_parameters
 from pytest_autotune.session import AutotuneSession
 
@@ -65,6 +66,32 @@ def autotune_scheduling() -> type:
     class AutotuneScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             return function_scope(nodeid)
+
+        def remove_node(self, node: Any) -> str | None:
+            """pytest-xdist's, but the test the worker crashed in is not queued again.
+            Scope scheduling puts the crashed worker's whole work unit back, that test
+            included: each replacement worker ran it again (a candidate that kills its
+            process, tuned again, killed it again) until pytest-xdist's limit on restarts
+            ended the run, reporting it once a crash and the group's other tests never.
+            Plain `-n` (its load scheduling) reports it once, as this now does."""
+            workload = self.assigned_work.get(node, {})
+            crashed: str | None = next(
+                (test for unit in workload.values() for test, done in unit.items() if not done),
+                None,
+            )
+            if crashed is None:
+                return super().remove_node(node)  # type: ignore[no-any-return]
+            for unit in workload.values():
+                if crashed in unit:
+                    unit[crashed] = True
+            # Said before the rest goes to other workers: the test tuned its group, and
+            # the group's other tests would tune it again, each crashing another worker
+            # (`AutotuneSession.candidate_outcome` reads it).
+            folder = controller_run_folder(self.config)
+            if folder is not None:
+                note_crashed(folder, crashed)
+            super().remove_node(node)  # queues the rest; None where nothing else is left
+            return crashed
 
         def _reschedule(self, node: Any) -> None:
             """pytest-xdist's, then more work until the worker holds two tests, or told to

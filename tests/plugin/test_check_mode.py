@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.plugin.harness import run
+from tests.plugin.test_tune_mode import SCALE_TESTS
 
 DOUBLE_TESTS = """
 import numpy as np
@@ -50,6 +51,20 @@ def test_a_right_candidate_passes_and_a_wrong_or_crashing_one_fails_by_name(
     assert "test_double[twice]" not in "\n".join(
         line for line in result.stdout.lines if line.startswith("FAILED")
     )
+
+
+def test_a_run_with_pytests_skipping_plugin_blocked_checks_and_tunes_as_ever(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `-p no:skipping` takes away pytest's --runxfail option, which the plugin read to see
+    # which candidates their marks leave out: every autotune test ended in an INTERNALERROR.
+    autotune_pytester.makepyfile(test_ops=DOUBLE_TESTS, test_scale=SCALE_TESTS)
+    result = run(autotune_pytester, "-p", "no:skipping")
+    result.assert_outcomes(passed=7, failed=2)
+    result.stdout.fnmatch_lines(["*candidate 'off_by_one' differs from the reference*"])
+    tuned = run(autotune_pytester, "-p", "no:skipping", "--autotune-update", "test_scale.py")
+    tuned.assert_outcomes(passed=6)
+    tuned.stdout.fnmatch_lines(["updated *test_scale.py__test_scale-*.json (2 entries)"])
 
 
 def test_an_in_place_candidate_does_not_change_what_the_others_see(

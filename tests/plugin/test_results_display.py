@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.plugin.harness import PLUGIN_ARGS, run
-from tests.plugin.test_tune_mode import SCALE_TESTS
+from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
 
 FIXTURE_TESTS = """
 from conftest import spin
@@ -36,8 +36,11 @@ def both(autotune_pytester: pytest.Pytester) -> pytest.Pytester:
 def test_verbose_progress_reaches_the_terminal_through_output_capture(
     both: pytest.Pytester,
 ) -> None:
-    # A subprocess, so pytest captures at the file descriptor as in a real run.
-    result = both.runpytest_subprocess(*PLUGIN_ARGS, "-p", "no:cacheprovider", "--autotune", "-v")
+    # A subprocess, so pytest captures at the file descriptor as in a real run; in the
+    # file's order (pytest-randomly, where installed, would tune another group first).
+    result = both.runpytest_subprocess(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:randomly", "--autotune", "-v"
+    )
     result.stdout.fnmatch_lines(
         [
             "*test_scale.py::test_scale[[]slow-1[]]*",
@@ -130,9 +133,16 @@ def test_a_tuning_run_that_tunes_nothing_shows_no_empty_autotune_section(
     assert "= autotune =" not in result.stdout.str()
 
 
-def test_collect_only_writes_no_report_and_no_records(both: pytest.Pytester) -> None:
-    # An empty report replaced the last run's, and an empty records file was made.
-    result = run(both, "--autotune", "--co", "--autotune-html=r.html", "--autotune-record=r.jsonl")
+@pytest.mark.parametrize("calls_none", ["--co", "--setup-only", "--setup-plan"])
+def test_a_run_that_calls_no_test_writes_no_report_and_no_records(
+    both: pytest.Pytester, calls_none: str
+) -> None:
+    # An empty report replaced the last run's, and an empty records file was made: pytest
+    # collects under --co, and sets up and tears down each test's fixtures, never calling
+    # the test, under --setup-only and --setup-plan.
+    result = run(
+        both, "--autotune", calls_none, "--autotune-html=r.html", "--autotune-record=r.jsonl"
+    )
     assert result.ret == pytest.ExitCode.OK
     assert not (both.path / "r.html").exists() and not (both.path / "r.jsonl").exists()
     assert "= autotune =" not in result.stdout.str()
@@ -279,3 +289,16 @@ def test_the_html_report_counts_no_failed_check_whose_test_was_deselected(
         "off_by_one failed its check: its test fails"
         in (autotune_pytester.path / "all.html").read_text()
     )
+
+
+def test_a_run_without_pytests_terminal_plugin_runs_tunes_and_gates(
+    both: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `-p no:terminal` (a tool's quiet machine run) takes away pytest's `-v` option with
+    # its reporter: the plugin read `config.option.verbose` and every run, tuning or not,
+    # ended in an INTERNALERROR, with exit code 3 where the tests passed.
+    assert run(both, "-p", "no:terminal").ret == pytest.ExitCode.OK
+    assert run(both, "-p", "no:terminal", "--autotune-update").ret == pytest.ExitCode.OK
+    assert (both.path / CACHE).is_file()
+    monkeypatch.setenv("SLOWDOWN_FAST", "1.25")
+    assert run(both, "-p", "no:terminal", "--autotune").ret == pytest.ExitCode.TESTS_FAILED

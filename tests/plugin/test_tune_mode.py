@@ -14,6 +14,7 @@ from pytest_autotune import gate_policy
 from pytest_autotune.cli import main
 from pytest_autotune.gate import Measurement
 from pytest_autotune.tune.cache_names import cache_path
+from pytest_autotune.tune.files import shared_lock
 from tests.plugin.harness import noted, run
 
 SCALE_TESTS = """
@@ -2085,6 +2086,32 @@ def test_a_tuning_refused_at_its_start_is_named_in_the_other_tests_without_a_tim
         " (test_refused.py::test_refused: input 0 is an iterator (generator)"
     ) in text
     assert "pytest-timeout" not in text
+
+
+def test_a_test_timeout_while_waiting_for_another_runs_timing_says_so_at_the_test(
+    scale: pytest.Pytester,
+) -> None:
+    # Another process (a pytest-xdist worker, another job) times the device: this run's
+    # first test of a group waits for its lock, and pytest-timeout's alarm fires there.
+    # The test failed with "Timeout (>1.0s)" and a traceback ending in filelock's sleep,
+    # naming neither the group it tunes nor the wait; its group's other tests, not the wait.
+    pytest.importorskip("pytest_timeout")
+    with shared_lock("pytest-autotune-cpu-fake-1t"):
+        result = run(scale, "--autotune", "-p", "no:randomly", "-p", "timeout", "--timeout=1")
+    result.assert_outcomes(failed=6)
+    waiting = "waiting for another process's timing of cpu-fake-1t (*pytest-autotune-cpu-fake-1t*)"
+    result.stdout.fnmatch_lines(
+        noted(
+            f"*under --autotune: this test tunes test_scale.py::test_scale[[]1[]], and was"
+            f" stopped {waiting}: a test timeout (pytest-timeout) must leave room*"
+        )
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*the tuning of test_scale.py::test_scale[[]1[]] was stopped in slow's test"
+            f" while {waiting}*"
+        ]
+    )
 
 
 def test_tuning_on_a_cpu_settles_the_allocator_as_the_gates_measurer_does(

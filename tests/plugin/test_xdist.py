@@ -132,6 +132,31 @@ def test_a_candidate_that_kills_its_worker_fails_and_the_run_ends(
     result.stdout.fnmatch_lines(["*worker gw0 stopped before handing back what it tuned*"])
 
 
+def test_the_test_a_worker_crashed_in_is_not_run_again_and_its_groups_other_tests_fail_why(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest-xdist's scope scheduling, which the plugin's is, queued the test a worker
+    # crashed in again with the rest of its work: each replacement worker ran it again and
+    # crashed, until xdist's limit on restarts (four a worker) ended the run, and
+    # test_second[crash] was never run nor reported. Plain `-n` reports each test once.
+    autotune_pytester.makepyfile(test_crashing=CRASHING_TESTS)
+    result = autotune_pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:benchmark", "-n", "1", "--autotune",
+        timeout=60,
+    )  # fmt: skip
+    result.assert_outcomes(passed=1, failed=2)
+    assert "maximum crashed workers reached" not in result.stdout.str()
+    # Nor does the group's next test tune it again, to crash the worker that replaced the
+    # first: it fails saying why.
+    assert "replacing crashed worker gw1" not in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*the tuning of test_crashing.py::test_second is not started again: a pytest-xdist"
+            " worker crashed in test_crashing.py::test_second[[]fast[]], a test of this group*"
+        ]
+    )
+
+
 IMPORT_TIME_TESTS = """
 import os
 import pytest
