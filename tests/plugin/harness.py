@@ -76,7 +76,11 @@ PLUGIN_ARGS = () if _plugin_is_installed() else ("-p", "pytest_autotune.plugin")
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     # pytest-benchmark (the [benchmark] extra, in dev) warns under xdist from its own
     # plugin, which filterwarnings = error turns into INTERNALERROR; our runs do not need it.
-    return pytester.runpytest(*PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", *args)
+    # pytest-randomly, where a developer has it installed, would reorder the inner runs'
+    # tests, whose outputs some tests read in order (pytester clears PYTEST_ADDOPTS).
+    return pytester.runpytest(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly", *args
+    )
 
 
 def noted(*lines: str) -> list[str]:
