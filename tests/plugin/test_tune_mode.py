@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -368,6 +369,65 @@ def test_a_baseline_of_another_candidate_list_is_not_comparable_and_never_fails(
     updated.stdout.fnmatch_lines(
         ["*test_scale[[]1[]]: new baseline: *candidate list (added 'middle'; removed 'medium')*"]
     )
+
+
+def test_a_baseline_of_other_work_under_the_same_key_is_not_comparable_and_never_fails(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A team grows its test's inputs eightfold and keeps the key (the parameter ids): the
+    # committed baseline times another problem. Its entry's bounds hold the work it was
+    # measured for, so the gate says so rather than failing an eight times longer run as
+    # a regression of +700%.
+    run(scale, "--autotune-update")
+    scale.makepyfile(test_scale=SCALE_TESTS.replace("Work(bytes=1e5)", "Work(bytes=8e5)"))
+    monkeypatch.setenv("SLOWDOWN_FAST", "8.0")
+    monkeypatch.setenv("SLOWDOWN_MEDIUM", "8.0")
+    monkeypatch.setenv("SLOWDOWN_SLOW", "8.0")
+    result = run(scale, "--autotune")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "*test_scale[[]1[]]*fast*800 us*not comparable*",
+            "reported, not failing:",
+            (
+                f"*the baseline in {CACHE} was measured for other work (100 kB, now 800 kB):"
+                " the inputs changed under the same key, or the work= model did;"
+                " --autotune-update re-records it*"
+            ),
+        ]
+    )
+    assert "REGRESSION" not in result.stdout.str()
+    # The update starts a new baseline, saying why, rather than joining the old one.
+    updated = run(scale, "--autotune-update")
+    updated.stdout.fnmatch_lines(
+        ["*test_scale[[]1[]]: new baseline: the old one was measured for other work*"]
+    )
+    assert "sessions" not in json.loads(cache_file(scale).read_text())["entries"][0]
+    assert run(scale, "--autotune").ret == pytest.ExitCode.OK
+
+
+@pytest.mark.parametrize("sides", ["records", "caches"])
+def test_compare_of_two_runs_of_other_work_under_one_key_is_not_comparable(
+    scale: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    sides: str,
+) -> None:
+    # `pytest-autotune compare` of the runs before and after the inputs grew eightfold
+    # judges as the gate does: another problem, not a regression of +700%.
+    run(scale, "--autotune-update", "--autotune-record=a.jsonl")
+    shutil.copytree(scale.path / ".autotune", scale.path / "before")
+    scale.makepyfile(test_scale=SCALE_TESTS.replace("Work(bytes=1e5)", "Work(bytes=8e5)"))
+    for name in ("FAST", "MEDIUM", "SLOW"):
+        monkeypatch.setenv(f"SLOWDOWN_{name}", "8.0")
+    run(scale, "--autotune-update", "--autotune-record=b.jsonl")
+    capsys.readouterr()
+    pair = ["a.jsonl", "b.jsonl"] if sides == "records" else ["before", ".autotune"]
+    code = main(["compare", *pair])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "was measured for other work (100 kB, now 800 kB)" in out
+    assert out.splitlines()[-1] == "0 of 2 compared groups fail the gate"
 
 
 CALIBRATED_TESTS = """
