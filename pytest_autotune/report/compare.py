@@ -48,6 +48,7 @@ from pytest_autotune.tune.files import json_text
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import MemoryLevel, Peaks, device_peaks
 from pytest_autotune.tune.records import AutotuneRecord, RecordError
+from pytest_autotune.tune.tunable_set import checksum_of
 
 __all__ = ["CompareError", "Compared", "compare_caches", "compare_records", "render_comparison"]
 
@@ -86,6 +87,12 @@ class _Side:
     """Every candidate's result by name: where the other side's winner failed or was
     skipped on this side, the two winners are not judged against each other, as the gate
     does not judge them (`gate.judge.winner_out`)."""
+
+    def names(self) -> tuple[str, ...]:
+        """The candidates' names in order, empty where its results do not list them all
+        (their checksum is not the side's)."""
+        names = tuple(self.results)
+        return names if checksum_of(names) == self.checksum else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +314,7 @@ def _compare(
                 peak_resource=old.binding[1],
                 peak_level=old.binding[2],
                 work=None if old.bounds is None else work_amounts(old.bounds),
+                candidates=old.names(),
             )
             verdict = judge(
                 new.measurement,
@@ -319,6 +327,8 @@ def _compare(
                 machine=new.machine,
                 failed_here=_winner_out(old, new),
                 bounds=new.bounds,
+                # What changed in a candidate list is said by name, as the gate says it.
+                candidates=new.names(),
             )
         shown = decision_name(name, key)
         if len(devices[name, key]) > 1:

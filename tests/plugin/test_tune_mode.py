@@ -430,6 +430,24 @@ def test_compare_of_two_runs_of_other_work_under_one_key_is_not_comparable(
     assert out.splitlines()[-1] == "0 of 2 compared groups fail the gate"
 
 
+@pytest.mark.parametrize("sides", ["records", "caches"])
+def test_compare_across_a_changed_candidate_list_names_what_changed_as_the_gate_does(
+    scale: pytest.Pytester, capsys: pytest.CaptureFixture[str], sides: str
+) -> None:
+    # The gate says "(added 'middle'; removed 'medium')"; compare said "(checksum
+    # 4f0c..., now 9a1e...)", which tells a reader nothing.
+    run(scale, "--autotune-update", "--autotune-record=a.jsonl")
+    shutil.copytree(scale.path / ".autotune", scale.path / "before")
+    scale.makepyfile(test_scale=SCALE_TESTS.replace('"medium": medium', '"middle": medium'))
+    run(scale, "--autotune-update", "--autotune-record=b.jsonl")
+    capsys.readouterr()
+    pair = ["a.jsonl", "b.jsonl"] if sides == "records" else ["before", ".autotune"]
+    assert main(["compare", *pair]) == 0
+    out = capsys.readouterr().out
+    assert "was tuned over another candidate list (added 'middle'; removed 'medium')" in out
+    assert "checksum" not in out
+
+
 CALIBRATED_TESTS = """
 import os
 
