@@ -18,7 +18,7 @@ from pytest_autotune.group_record import group_summary
 from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report import GroupSummary, decision_name, ordered
 from pytest_autotune.report.extra import RecordExtra
-from pytest_autotune.stale import Collected, review
+from pytest_autotune.stale import Collected, moved_baselines, review
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.records import AutotuneRecord, Recorder
 from pytest_autotune.tune.run import RunInfo
@@ -128,6 +128,8 @@ class SessionOutput:
         if settings.update and self.collected is not None:
             lines, pruned = review(self.records, self.collected, settings)
             self.notes.extend(lines)
+        if self.collected is not None:
+            self.notes.extend(moved_baselines(self.records, self.collected, settings))
         summaries = self.summaries()
         written = [
             not unsaved,

@@ -1944,6 +1944,40 @@ def test_a_cache_file_renamed_after_its_test_says_how_to_keep_its_baselines(
     kept.stdout.fnmatch_lines(["verdicts: 2 pass"])
 
 
+@pytest.mark.parametrize("mode", ["--autotune", "--autotune-update"])
+def test_a_renamed_test_without_a_baseline_is_told_where_its_old_baselines_are(
+    scale: pytest.Pytester, mode: str
+) -> None:
+    # A team renames a test and commits nothing else: the gate said "no baseline ...;
+    # --autotune-update records one" and the update "stale: ...: delete the file", so
+    # following both threw the test's baselines (and their sessions) away.
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    source = scale.path / "test_scale.py"
+    source.write_text(source.read_text().replace("def test_scale(", "def test_resized("))
+    renamed = cache_path(scale.path / ".autotune", "cpu-fake-1t", "test_scale.py::test_resized")
+    result = run(scale, mode)
+    assert result.ret == pytest.ExitCode.OK
+    replacing = " (in place of the one this update wrote)" if mode != "--autotune" else ""
+    result.stdout.fnmatch_lines(
+        [
+            f"note: test_scale.py::test_resized: no baseline under its name, but {CACHE} holds"
+            " its keys and candidate list for test_scale.py::test_scale (test_scale.py"
+            " defines no test test_scale now (renamed or deleted)): if test_resized is that"
+            f" test renamed or moved, move the file to {renamed.relative_to(scale.path)}"
+            f'{replacing} and set its "tuner" to "test_scale.py::test_resized" to keep its'
+            " baselines"
+        ]
+    )
+    # Doing so keeps them.
+    cache_file(scale).replace(renamed)
+    data = json.loads(renamed.read_text())
+    data["tuner"] = "test_scale.py::test_resized"
+    renamed.write_text(json.dumps(data))
+    kept = run(scale, "--autotune")
+    kept.stdout.fnmatch_lines(["verdicts: 2 pass"])
+    assert "note: test_scale.py::test_resized" not in kept.stdout.str()
+
+
 WARNING_MARK_TESTS = """
 import warnings
 
