@@ -283,9 +283,13 @@ def write_caches(
             notes.append(f"error: {failed[device_id, tuner]}; this file was not updated")
         else:
             notes.extend(rejoined)
-            notes.append(
-                f"updated {settings.relative(path)} ({counted(len(by_key), 'entry', 'entries')})"
-            )
+            # What the file holds besides (keys of other runs, or that no test makes now)
+            # is said too: "(2 entries)" beside a diff of a file of three read as the whole.
+            written, held = len(by_key), len(cache.load())
+            count = counted(written, "entry", "entries")
+            if held != written:
+                count += f" written; the file holds {held}"
+            notes.append(f"updated {settings.relative(path)} ({count})")
     return failed
 
 

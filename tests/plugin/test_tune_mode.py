@@ -71,6 +71,25 @@ def test_update_writes_the_baselines_and_the_gate_then_passes(scale: pytest.Pyte
     gated.stdout.fnmatch_lines(["*test_scale.py::test_scale[[]1[]]*fast*100 us*100.0%*+0.0%*pass*"])
 
 
+def test_an_update_says_how_many_entries_it_wrote_and_how_many_the_file_holds(
+    scale: pytest.Pytester,
+) -> None:
+    # A parameter value replaced ([1, 2] become [1, 3]): the update writes keys 1 and 3
+    # and keeps 2, so the file holds three. "updated FILE (2 entries)" read as the whole
+    # file, beside a diff of three.
+    run(scale, "--autotune-update")
+    scale.makepyfile(
+        test_scale=SCALE_TESTS.replace('parametrize("n", [1, 2])', 'parametrize("n", [1, 3])')
+    )
+    result = run(scale, "--autotune-update")
+    result.stdout.fnmatch_lines([f"updated {CACHE} (2 entries written; the file holds 3)"])
+    assert len(json.loads(cache_file(scale).read_text())["entries"]) == 3
+    # Where the update wrote every entry of the file, the count says it all.
+    scale.makepyfile(test_scale=SCALE_TESTS)
+    (scale.path / CACHE).unlink()
+    run(scale, "--autotune-update").stdout.fnmatch_lines([f"updated {CACHE} (2 entries)"])
+
+
 def test_without_update_the_cache_files_are_only_read(scale: pytest.Pytester) -> None:
     run(scale, "--autotune-update")
     before = cache_file(scale).read_bytes()
