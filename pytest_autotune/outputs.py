@@ -60,8 +60,9 @@ class SessionOutput:
         self.failed_tests: set[str] = set()
         """Groups with a test that failed outright (not as an `xfail` mark expected)."""
         self.collected: Collected | None = None
-        """What an update's session collected, for its stale entries (`stale`); None where
-        nothing was collected here (a pytest-xdist controller, until its workers report)."""
+        """What a tuning session collected, for an update's stale entries and the baselines
+        of a test renamed or moved (`stale`); None where nothing was collected here (a
+        pytest-xdist controller, until its workers report)."""
 
     def add(self, record: AutotuneRecord) -> GroupSummary:
         """Keep a group's record; its summary line."""
@@ -93,7 +94,7 @@ class SessionOutput:
             "expected_failures": sorted(self.expected_failures),
             "failed_tests": sorted(self.failed_tests),
         }
-        if self.collected is not None:  # an update's: what its stale entries are judged by
+        if self.collected is not None:  # what stale entries and moved baselines are judged by
             output["collected"] = self.collected.to_json()
         return output
 
