@@ -449,6 +449,24 @@ def test_compare_of_two_runs_of_other_work_under_one_key_is_not_comparable(
     assert out.splitlines()[-1] == "0 of 2 compared groups fail the gate"
 
 
+def test_diff_of_a_cache_file_refreshed_for_other_work_says_what_the_work_was(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The diff showed "+700.0%" against each key and nothing of why; the gate says the
+    # baseline was measured for other work, and so does the diff now.
+    run(scale, "--autotune-update")
+    before = scale.path / "before.json"
+    shutil.copy(cache_file(scale), before)
+    scale.makepyfile(test_scale=SCALE_TESTS.replace("Work(bytes=1e5)", "Work(bytes=8e5)"))
+    for name in ("FAST", "MEDIUM", "SLOW"):
+        monkeypatch.setenv(f"SLOWDOWN_{name}", "8.0")
+    run(scale, "--autotune-update")
+    capsys.readouterr()
+    assert main(["diff", str(before), str(cache_file(scale))]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines.count("    work: memory 100 kB -> 800 kB") == 2, lines
+
+
 @pytest.mark.parametrize("sides", ["records", "caches"])
 def test_compare_across_a_changed_candidate_list_names_what_changed_as_the_gate_does(
     scale: pytest.Pytester, capsys: pytest.CaptureFixture[str], sides: str
