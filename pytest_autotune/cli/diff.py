@@ -130,7 +130,7 @@ def _work(value: PersistentCacheValue) -> dict[str, float] | None:
     if value.bounds is None:
         return None
     try:
-        return work_amounts(Bounds.from_json(value.bounds))
+        return dict(work_amounts(Bounds.from_json(value.bounds)))
     except (KeyError, TypeError, ValueError):
         return None
 

@@ -78,9 +78,10 @@ class Baseline(Samples):
     """The physical device the file was last updated on (a GPU's uuid, from its device
     block's fingerprint), None where the device has none: another one widens the noise
     (`gate.conditions`)."""
-    work: Mapping[str, float] | None = None
-    """The work its entry's bounds were made of, by resource (operations for "compute",
-    bytes for "memory"), None where the entry has no bounds (`other_work`)."""
+    work: tuple[tuple[str, float], ...] | None = None
+    """The work its entry's bounds were made of, (resource, amount) pairs (operations for
+    "compute", bytes for "memory"; `work_amounts`), None where the entry has no bounds
+    (`other_work`)."""
     _stats: SampleStats = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -167,10 +168,10 @@ class Baseline(Samples):
         operations changes the model, not the problem."""
         if self.work is None or bounds is None:
             return None
-        now = work_amounts(bounds)
+        now = dict(work_amounts(bounds))
         changed = [
             f"{_amount(resource, before)}, now {_amount(resource, now[resource])}"
-            for resource, before in sorted(self.work.items())
+            for resource, before in self.work
             if resource in now and not math.isclose(before, now[resource], rel_tol=1e-6)
         ]
         return "; ".join(changed) or None
@@ -304,10 +305,16 @@ def binding_peak(
     return (binding[0].peak, resource, binding[0].level) if binding else (None, None, None)
 
 
-def work_amounts(bounds: Bounds) -> dict[str, float]:
-    """The work a set of bounds was made of, by resource: what no candidate avoids
-    (`Baseline.work`)."""
-    return {b.resource: b.amount for b in bounds.bounds if math.isfinite(b.amount) and b.amount > 0}
+def work_amounts(bounds: Bounds) -> tuple[tuple[str, float], ...]:
+    """The work a set of bounds was made of, what no candidate avoids: (resource, amount)
+    pairs in the resources' order, a tuple so that a `Baseline` stays hashable."""
+    return tuple(
+        sorted(
+            (b.resource, b.amount)
+            for b in bounds.bounds
+            if math.isfinite(b.amount) and b.amount > 0
+        )
+    )
 
 
 def _amount(resource: str, amount: float) -> str:

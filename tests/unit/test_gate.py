@@ -382,7 +382,7 @@ def test_a_baseline_is_the_winners_effective_samples_with_its_binding_peak_and_n
         peak_resource="memory",
         sigma_between=0.012,
         source=SOURCE,
-        work={"compute": 1e6, "memory": 1e9},
+        work=(("compute", 1e6), ("memory", 1e9)),
     )
 
 
