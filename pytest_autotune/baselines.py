@@ -148,13 +148,15 @@ def update_message(
     device_id: str | None = None,
     candidates: Sequence[str] = (),
     replaced: str | None = None,
+    other_work: str | None = None,
 ) -> str:
     """What an update did with the baseline: joined it (and how many sessions it now
     holds), started a new one (and why: with this run's `candidates`, what changed in the
     list, as the gate says it; `replaced`, the baseline's winner skipped here, which this
-    run's winner takes the place of), or, when its file could not be read (`unreadable`,
-    `Baselines.unreadable`), nothing, since that file is never overwritten; then what the
-    gate would have said."""
+    run's winner takes the place of; `other_work`, how the work the old one measured
+    differs from this run's, for the same candidates: `Baseline.other_work`), or, when its
+    file could not be read (`unreadable`, `Baselines.unreadable`), nothing, since that file
+    is never overwritten; then what the gate would have said."""
     comparison = verdict.comparison
     if unreadable is not None:
         head = (
@@ -179,6 +181,8 @@ def update_message(
             if device_id is not None and baseline.device_id != device_id
             else "new baseline: the old one was out of line with its candidates"
             if baseline.mismatch is not None
+            else f"new baseline: the old one was measured for other work ({other_work})"
+            if other_work is not None
             else "new baseline: the old one was tuned over another candidate list"
             + _changed(baseline.candidates, candidates)
             if device_id is not None
@@ -280,9 +284,13 @@ def write_caches(
             notes.append(f"error: {failed[device_id, tuner]}; this file was not updated")
         else:
             notes.extend(rejoined)
-            notes.append(
-                f"updated {settings.relative(path)} ({counted(len(by_key), 'entry', 'entries')})"
-            )
+            # What the file holds besides (keys of other runs, or that no test makes now)
+            # is said too: "(2 entries)" beside a diff of a file of three read as the whole.
+            written, held = len(by_key), len(cache.load())
+            count = counted(written, "entry", "entries")
+            if held != written:
+                count += f" written; the file holds {held}"
+            notes.append(f"updated {settings.relative(path)} ({count})")
     return failed
 
 

@@ -181,6 +181,7 @@ def judge_group(
         unreadable=None if baseline is not None else _unreadable(unreadable_file(), note),
         baseline_winner=baseline_winner,
         missing_file=None if baseline is not None else missing_file(),
+        bounds=decision.bounds,
         **common,
     )
     if slip_note is not None:
@@ -452,7 +453,19 @@ def settle_update(
     # update says that it records another in its place, not a slowdown of the code.
     replaced = f"{out[0]}, and {judged} is recorded in its place" if out and out[1] else None
     message = update_message(
-        baseline, verdict, kept, unreadable, case.device_id, case.tunables.names, replaced
+        baseline,
+        verdict,
+        kept,
+        unreadable,
+        case.device_id,
+        case.tunables.names,
+        replaced,
+        # Said where the candidates are the same, as the gate checks the list first.
+        other_work=(
+            baseline.other_work(case.decision.bounds)
+            if baseline is not None and baseline.checksum == case.tunables.checksum
+            else None
+        ),
     )
     if unreadable is not None:
         # Still offered to the save, which refuses the file with an error that fails the
@@ -481,12 +494,13 @@ def _not_recorded(verdict: GroupVerdict, message: str) -> GroupVerdict:
 
 
 def _same_baseline(case: GroupCase, baseline: Baseline) -> bool:
-    """Whether the baseline measured this group's candidates on this device, so that
-    this run's session could join it or replace it."""
+    """Whether the baseline measured this group's candidates on this device, for the
+    work this run measured, so that this run's session could join it or replace it."""
     return (
         baseline.device_id == case.device_id
         and baseline.checksum == case.tunables.checksum
         and baseline.mismatch is None
+        and baseline.other_work(case.decision.bounds) is None
     )
 
 

@@ -18,7 +18,7 @@ from pytest_autotune.group_record import group_summary
 from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report import GroupSummary, decision_name, ordered
 from pytest_autotune.report.extra import RecordExtra
-from pytest_autotune.stale import Collected, review
+from pytest_autotune.stale import Collected, moved_baselines, review
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.records import AutotuneRecord, Recorder
 from pytest_autotune.tune.run import RunInfo
@@ -60,8 +60,9 @@ class SessionOutput:
         self.failed_tests: set[str] = set()
         """Groups with a test that failed outright (not as an `xfail` mark expected)."""
         self.collected: Collected | None = None
-        """What an update's session collected, for its stale entries (`stale`); None where
-        nothing was collected here (a pytest-xdist controller, until its workers report)."""
+        """What a tuning session collected, for an update's stale entries and the baselines
+        of a test renamed or moved (`stale`); None where nothing was collected here (a
+        pytest-xdist controller, until its workers report)."""
 
     def add(self, record: AutotuneRecord) -> GroupSummary:
         """Keep a group's record; its summary line."""
@@ -93,7 +94,7 @@ class SessionOutput:
             "expected_failures": sorted(self.expected_failures),
             "failed_tests": sorted(self.failed_tests),
         }
-        if self.collected is not None:  # an update's: what its stale entries are judged by
+        if self.collected is not None:  # what stale entries and moved baselines are judged by
             output["collected"] = self.collected.to_json()
         return output
 
@@ -128,6 +129,8 @@ class SessionOutput:
         if settings.update and self.collected is not None:
             lines, pruned = review(self.records, self.collected, settings)
             self.notes.extend(lines)
+        if self.collected is not None:
+            self.notes.extend(moved_baselines(self.records, self.collected, settings))
         summaries = self.summaries()
         written = [
             not unsaved,

@@ -413,7 +413,7 @@ def pytest_collection_modifyitems(
         if xdist:  # one group on one worker (see pytest_autotune.xdist)
             item.add_marker(pytest.mark.xdist_group(name=xdist_group_name(group)))
     state = config.stash[SESSION]
-    if state.settings.update:
+    if state.settings.tune:  # an update's stale entries, a gate's moved baselines (`stale`)
         state.output.collected = _collected(config, config.stash.get(COLLECTED, items))
     if state.settings.only:
         others = [item for item in items if item.get_closest_marker("autotune") is None]
@@ -439,7 +439,7 @@ def _mark_shared_nodeids(config: pytest.Config, items: list[pytest.Item]) -> Non
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     state = item.config.stash.get(SESSION, None)
-    if state is not None and state.settings.update:
+    if state is not None and state.settings.tune:
         item.config.stash.setdefault(COLLECTED, []).append(item)
 
 

@@ -3,10 +3,11 @@
 Every `--autotune-update` rewrites the files it touches: the winner's newest samples always
 differ. A scheduled refresh that opened a pull request for that would open one every time.
 What is worth committing is what changes a decision or the gate: an entry (key and
-candidate list) that is new or gone, or a baseline that started again, which the update
-does only when the gate would call the change significant (`gate_policy.history`): an
-unchanged kernel's session joins the earlier ones and keeps them as its history, and an
-entry the update did not rewrite changes nothing.
+candidate list) that is new or gone (a key whose candidates changed, one line saying how),
+or a baseline that started again, which the update does only when the gate would call the
+change significant (`gate_policy.history`): an unchanged kernel's session joins the
+earlier ones and keeps them as its history, and an entry the update did not rewrite
+changes nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pytest_autotune.gate import BaselineSession
+from pytest_autotune.gate.judge import candidate_change
 from pytest_autotune.report import natural_key
 from pytest_autotune.report.html import key_text
 from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats
@@ -36,10 +38,19 @@ def significant_changes(before: Path, after: Path) -> list[str]:
         ):
             value = new.get(pk) or old[pk]
             where = f"{name}: key {key_text(value.key)}"
+            # A key whose candidates changed is filed under a new checksum, its old entry
+            # replaced: one line says so, where "new entry" beside "entry removed" for one
+            # key read as though the refresh had lost a baseline.
             if pk not in old:
-                changes.append(f"{where}: new entry (a new key or candidate list)")
+                earlier = _replaced(pk, old, new)
+                if earlier is None:
+                    changes.append(f"{where}: new entry (a new key)")
+                else:
+                    change = candidate_change(_names(earlier), _names(new[pk]))
+                    changes.append(f"{where}: new candidate list ({change or 'renamed'})")
             elif pk not in new:
-                changes.append(f"{where}: entry removed")
+                if _replaced(pk, new, old) is None:
+                    changes.append(f"{where}: entry removed")
             elif new[pk] != old[pk] and not _continues(new[pk], old[pk]):
                 # A baseline of one session has no `sessions` either way; only a rewritten
                 # one started again. One left as it was (kept, as an update does on
@@ -48,6 +59,24 @@ def significant_changes(before: Path, after: Path) -> list[str]:
                 winner = f"{old_winner} -> {new_winner}" if old_winner != new_winner else new_winner
                 changes.append(f"{where}: new baseline ({winner}): a significant change")
     return changes
+
+
+def _replaced(
+    pk: PersistentCacheKey,
+    other: Mapping[PersistentCacheKey, PersistentCacheValue],
+    mine: Mapping[PersistentCacheKey, PersistentCacheValue],
+) -> PersistentCacheValue | None:
+    """The entry of `pk`'s key under another checksum in `other` that `mine` lacks: the
+    one a new candidate list replaced (or, read the other way, replaced it); None where
+    the key is new, or gone."""
+    for held, value in other.items():
+        if held.key == pk.key and held.checksum != pk.checksum and held not in mine:
+            return value
+    return None
+
+
+def _names(value: PersistentCacheValue) -> tuple[str, ...]:
+    return tuple(result.name or "" for result in value.results)
 
 
 def _continues(new: PersistentCacheValue, old: PersistentCacheValue) -> bool:

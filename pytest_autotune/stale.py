@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_autotune.plugin_settings import PluginSettings
+from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.tune.cache import CacheFileError, PersistentCache
 from pytest_autotune.tune.cache_format import TUNER_FIELD
 from pytest_autotune.tune.cache_names import cache_file_parts, cache_files, cache_path
@@ -199,6 +200,66 @@ def review(
     return lines, written
 
 
+def moved_baselines(
+    records: Iterable[AutotuneRecord],
+    collected: Collected,
+    settings: PluginSettings,
+) -> list[str]:
+    """A note for each test that had no baseline where the whole stale file of a test
+    gone holds its keys and candidate list: the same test renamed or moved, most likely.
+    The gate said "no baseline ...; --autotune-update records one" and the update "stale:
+    ...: delete the file", so a user who did both threw the test's baselines and their
+    sessions away, where moving the file and setting its "tuner" keeps them (README,
+    "Files"). Under `--autotune-prune` the file is gone already: nothing to say."""
+    # Only tests without a baseline ask: a gate whose every group has one reads no file.
+    records = [
+        record
+        for record in records
+        if _names_a_test(record.tuner) and RecordExtra.from_json(record.extra).baseline is None
+    ]
+    if settings.prune or not records:
+        return []
+    devices = {record.device_id for record in records}
+    gone = [
+        item
+        for item in find_stale(settings.cache_dir, devices, collected, {}, settings.rootpath)
+        if item.keys is None
+    ]
+    if not gone:
+        return []
+    held = {item.path: _pairs(item.path) for item in gone}
+    lines = []
+    said: set[str] = set()
+    # By test, as the summary lists groups, whichever order (or worker) tuned them.
+    for record in sorted(records, key=lambda r: r.tuner):
+        if record.tuner in said:
+            continue
+        path = cache_path(settings.cache_dir, record.device_id, record.tuner)
+        pair = (serialize_key_json(record.key), record.checksum)
+        here = (i for i in gone if i.path.parent == path.parent and pair in held[i.path])
+        item = next(here, None)
+        if item is None:
+            continue
+        said.add(record.tuner)
+        name = record.tuner.partition("::")[2]
+        replacing = " (in place of the one this update wrote)" if settings.update else ""
+        lines.append(
+            f"note: {record.tuner}: no baseline under its name, but"
+            f" {settings.relative(item.path)} holds its keys and candidate list for"
+            f" {item.tuner} ({item.reason}): if {name} is that test renamed or moved, move"
+            f" the file to {settings.relative(path)}{replacing} and set its"
+            f' "tuner" to "{record.tuner}" to keep its baselines'
+        )
+    return lines
+
+
+def _pairs(path: Path) -> set[tuple[str, str]]:
+    """The (stable key, checksum) of every entry of a cache file."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # read already by `find_stale`
+        return {(pk.key, pk.checksum) for pk in PersistentCache(path).load()}
+
+
 def _what(item: Stale) -> str:
     if item.keys is None:
         return item.reason
@@ -221,4 +282,4 @@ def _prune(item: Stale) -> None:
         PersistentCache(item.path, item.tuner).save({}, remove=item.keys)
 
 
-__all__ = ["Collected", "Stale", "defined_names", "find_stale", "review"]
+__all__ = ["Collected", "Stale", "defined_names", "find_stale", "moved_baselines", "review"]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 from typing import TextIO
 
 from pytest_autotune.cli.caches import Cache, duration, load_cache, table, winner_median
+from pytest_autotune.gate.baseline import work_amounts
 from pytest_autotune.report.figures import counted, format_change
 from pytest_autotune.report.svg import format_si
+from pytest_autotune.tune.bounds import Bounds
 from pytest_autotune.tune.cache import PersistentCacheValue
 from pytest_autotune.tune.peaks import Peaks, device_peaks
 
@@ -19,8 +22,9 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "diff",
         help="what changed between two cache files",
         description="Compare two cache files (say, the committed baseline and a refreshed"
-        " one): entries added or removed, winners changed, the winner's median change, and"
-        " candidates added or removed. Always exits 0 when both files read.",
+        " one): entries added or removed, winners changed, the winner's median change,"
+        " candidates added or removed, and the work a key's bounds hold where it changed."
+        " Always exits 0 when both files read.",
     )
     diff.add_argument("old", metavar="OLD", help="the cache file before")
     diff.add_argument("new", metavar="NEW", help="the cache file after")
@@ -71,7 +75,7 @@ def _compared(old: Cache, new: Cache, keys: Sequence[str]) -> list[str]:
         if before.fastest_name != after.fastest_name:
             winner = f"{before.fastest_name} -> {after.fastest_name}"
         rows.append((key, winner, *_median_change(before, after)))
-        notes[len(rows) - 1] = _candidate_changes(before, after)
+        notes[len(rows) - 1] = _candidate_changes(before, after) + _work_changes(before, after)
     lines = []
     for index, line in enumerate(table(rows)):
         lines.append(line)
@@ -102,6 +106,33 @@ def _candidate_changes(before: PersistentCacheValue, after: PersistentCacheValue
     if removed:
         notes.append(f"candidates removed: {', '.join(removed)}")
     return notes
+
+
+def _work_changes(before: PersistentCacheValue, after: PersistentCacheValue) -> list[str]:
+    """A line per resource whose amount the two entries' bounds differ in: a winner eight
+    times slower for inputs eight times larger is another problem, as the gate says
+    (`Baseline.other_work`), not a slowdown."""
+    old, new = _work(before), _work(after)
+    if old is None or new is None:
+        return []
+    return [
+        f"work: {resource} {format_si(old[resource])}{unit} -> {format_si(new[resource])}{unit}"
+        for resource, unit in (("compute", "op"), ("memory", "B"))
+        if resource in old
+        and resource in new
+        and not math.isclose(old[resource], new[resource], rel_tol=1e-6)
+    ]
+
+
+def _work(value: PersistentCacheValue) -> dict[str, float] | None:
+    """The work an entry's bounds were made of; None without bounds, or with bounds that
+    do not read (`show` names what is wrong with them)."""
+    if value.bounds is None:
+        return None
+    try:
+        return dict(work_amounts(Bounds.from_json(value.bounds)))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _peak_changes(old: Peaks | None, new: Peaks | None) -> list[str]:

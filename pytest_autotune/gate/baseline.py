@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_autotune.gate.samples import BaselineSession, Calibration, Samples
+from pytest_autotune.report.figures import format_si
 from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats
-from pytest_autotune.tune.bounds import MEMORY, Bounds
+from pytest_autotune.tune.bounds import COMPUTE, MEMORY, Bounds
 from pytest_autotune.tune.cache import PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.files import json_text
 from pytest_autotune.tune.key import serialize_key_json
@@ -77,6 +78,10 @@ class Baseline(Samples):
     """The physical device the file was last updated on (a GPU's uuid, from its device
     block's fingerprint), None where the device has none: another one widens the noise
     (`gate.conditions`)."""
+    work: tuple[tuple[str, float], ...] | None = None
+    """The work its entry's bounds were made of, (resource, amount) pairs (operations for
+    "compute", bytes for "memory"; `work_amounts`), None where the entry has no bounds
+    (`other_work`)."""
     _stats: SampleStats = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -151,6 +156,26 @@ class Baseline(Samples):
             if not calibrated or s.read is not None
         ]
 
+    def other_work(self, bounds: Bounds | None) -> str | None:
+        """What differs between the work the baseline was measured for and the work of this
+        run's `bounds` ("100 kB, now 800 kB"), None where they agree or either is unknown.
+
+        A key is the problem's name, and the inputs behind it can change without it (a
+        fixture's arrays grown eightfold under the same parameter ids): the baseline then
+        times another problem, and an eight times longer run read as a regression of +700%.
+        The bounds' amounts are the `work=` of the inputs each side measured. Only a
+        resource both sides bound is compared: a `work=` that now also counts
+        operations changes the model, not the problem."""
+        if self.work is None or bounds is None:
+            return None
+        now = dict(work_amounts(bounds))
+        changed = [
+            f"{_amount(resource, before)}, now {_amount(resource, now[resource])}"
+            for resource, before in self.work
+            if resource in now and not math.isclose(before, now[resource], rel_tol=1e-6)
+        ]
+        return "; ".join(changed) or None
+
     def peak_ratio(self, peaks: Peaks) -> float:
         """This run's peak over the baseline's, on the baseline's binding resource: the
         memory level, or the compute unit, its bound names (`peak_level`; a compute bound
@@ -214,6 +239,8 @@ class Baseline(Samples):
         if not isinstance(winner, AutotuneOutcome):
             raise BaselineError(f"{where}: the winner {value.fastest_name} has no samples")
         peak, resource, level = binding_peak(value.bounds, where)
+        # `binding_peak` has read the bounds, or raised naming the entry.
+        work = None if value.bounds is None else work_amounts(Bounds.from_json(value.bounds))
         calibration, history = _calibration_and_history(value, where)
         return cls(
             device_id=device_id,
@@ -232,6 +259,7 @@ class Baseline(Samples):
             if checksum_of(names := tuple(r.name or "" for r in value.results)) == checksum
             else (),
             machine=device_machine(device),
+            work=work,
         )
 
     @classmethod
@@ -275,6 +303,23 @@ def binding_peak(
     resource = parsed.binding_resource()
     binding = [b for b in parsed.bounds if b.resource == resource]
     return (binding[0].peak, resource, binding[0].level) if binding else (None, None, None)
+
+
+def work_amounts(bounds: Bounds) -> tuple[tuple[str, float], ...]:
+    """The work a set of bounds was made of, what no candidate avoids: (resource, amount)
+    pairs in the resources' order, a tuple so that a `Baseline` stays hashable."""
+    return tuple(
+        sorted(
+            (b.resource, b.amount)
+            for b in bounds.bounds
+            if math.isfinite(b.amount) and b.amount > 0
+        )
+    )
+
+
+def _amount(resource: str, amount: float) -> str:
+    unit = {COMPUTE: "op", MEMORY: "B"}.get(resource, f" {resource}")
+    return f"{format_si(amount)}{unit}"
 
 
 def _calibration_and_history(

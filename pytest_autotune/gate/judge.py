@@ -24,6 +24,7 @@ from pytest_autotune.report.figures import format_change, format_fraction, forma
 from pytest_autotune.tune.bounds import (
     COMPUTE,
     MEMORY,
+    Bounds,
     Thresholds,
     Work,
     calculate_bounds,
@@ -57,6 +58,7 @@ def judge(
     baseline_winner: Measurement | None = None,
     failed_here: str | None = None,
     missing_file: str | None = None,
+    bounds: Bounds | None = None,
 ) -> GroupVerdict:
     """Judge one group: its winner's `current` measurement against the `baseline`.
 
@@ -71,9 +73,10 @@ def judge(
     instead where the baseline is there and does not read (and what to do); `missing_file`
     the cache file looked in, where there is none; `failed_here` why the baseline's
     winner, which failed in this run, leaves the group NOT_COMPARABLE
-    (`gate_policy.winner_failed_here`). `machine` is this run's physical device (a GPU's
-    uuid): a baseline from another one, or a
-    measurement on oversubscribed CPUs, widens the noise (`gate.conditions`), as does a
+    (`gate_policy.winner_failed_here`); `bounds` this run's, which say what work it
+    measured: a baseline of other work is NOT_COMPARABLE (`Baseline.other_work`).
+    `machine` is this run's physical device (a GPU's uuid): a baseline from another one, or
+    a measurement on oversubscribed CPUs, widens the noise (`gate.conditions`), as does a
     `baseline_winner` (the baseline's winner measured here, slower than the `current`
     candidate tuning picked) that ran on several threads on contended CPUs. A
     comparison too wide to catch the slowdown the gate is built to catch is TOO_NOISY, a
@@ -117,6 +120,7 @@ def judge(
             baseline_winner=baseline_winner,
             failed_here=failed_here,
             missing_file=missing_file,
+            bounds=bounds,
         )
 
     verdict = once(current, remeasured=False)
@@ -160,6 +164,7 @@ def _judge_once(
     baseline_winner: Measurement | None = None,
     failed_here: str | None = None,
     missing_file: str | None = None,
+    bounds: Bounds | None = None,
 ) -> GroupVerdict:
     fraction: float | None = None
     floor_message: str | None = None
@@ -172,7 +177,7 @@ def _judge_once(
     comparison: Comparison | None = None
     regression_message: str | None = None
     noisy_message: str | None = None
-    other = _not_comparable(baseline, device_id, checksum, candidates)
+    other = _not_comparable(baseline, device_id, checksum, candidates, bounds)
     if baseline is not None and other is None:
         comparison, regression_message, noisy_message = _compare(
             current, baseline, device_id, peaks, max_regression, machine, baseline_winner
@@ -321,7 +326,11 @@ def _no_baseline(
 
 
 def _not_comparable(
-    baseline: Baseline | None, device_id: str, checksum: str, candidates: Sequence[str] = ()
+    baseline: Baseline | None,
+    device_id: str,
+    checksum: str,
+    candidates: Sequence[str] = (),
+    bounds: Bounds | None = None,
 ) -> str | None:
     """Why the baseline measured something else, None when it is comparable (or missing)."""
     if baseline is None:
@@ -340,6 +349,12 @@ def _not_comparable(
             f"the baseline in {where} was tuned over another candidate list"
             f" ({change or f'checksum {baseline.checksum}, now {checksum}'});"
             " --autotune-update re-records it"
+        )
+    if (work := baseline.other_work(bounds)) is not None:
+        return (
+            f"the baseline in {where} was measured for other work ({work}): the inputs"
+            " changed under the same key, or the work= model did; --autotune-update"
+            " re-records it"
         )
     return None
 

@@ -26,7 +26,7 @@ from pytest_autotune.gate import (
     Measurement,
     judge,
 )
-from pytest_autotune.gate.baseline import binding_peak, device_machine
+from pytest_autotune.gate.baseline import binding_peak, device_machine, work_amounts
 from pytest_autotune.gate.judge import not_judged_message, winner_out
 from pytest_autotune.report import REPORTED, decision_name, group_order, key_text, verdict_text
 from pytest_autotune.report.columns import ljust, width
@@ -38,7 +38,7 @@ from pytest_autotune.tune.benchmark import (
     SampleStats,
     result_from_json,
 )
-from pytest_autotune.tune.bounds import MEMORY
+from pytest_autotune.tune.bounds import MEMORY, Bounds
 from pytest_autotune.tune.cache import CacheFileError, PersistentCache
 from pytest_autotune.tune.cache_format import stored_tuner
 from pytest_autotune.tune.cache_names import cache_files, legacy_cache_file_parts
@@ -48,6 +48,7 @@ from pytest_autotune.tune.files import json_text
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import MemoryLevel, Peaks, device_peaks
 from pytest_autotune.tune.records import AutotuneRecord, RecordError
+from pytest_autotune.tune.tunable_set import checksum_of
 
 __all__ = ["CompareError", "Compared", "compare_caches", "compare_records", "render_comparison"]
 
@@ -79,10 +80,19 @@ class _Side:
     binding: tuple[float | None, str | None, str | None] = (None, None, None)
     """A record's binding roof (peak, resource, memory level), which a GPU baseline's time
     is scaled by against the other side's `peaks`, as the gate scales it."""
+    bounds: Bounds | None = None
+    """The bounds the side's winner was tuned under: the work it measured, which the gate
+    finds another problem's where it differs (`Baseline.other_work`)."""
     results: Mapping[str, AutotuneResult] = field(default_factory=dict)
     """Every candidate's result by name: where the other side's winner failed or was
     skipped on this side, the two winners are not judged against each other, as the gate
     does not judge them (`gate.judge.winner_out`)."""
+
+    def names(self) -> tuple[str, ...]:
+        """The candidates' names in order, empty where its results do not list them all
+        (their checksum is not the side's)."""
+        names = tuple(self.results)
+        return names if checksum_of(names) == self.checksum else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +195,8 @@ def _record_sides(
             peaks=device_peaks(device),
             machine=device_machine(device),
             binding=binding,
+            # `binding_peak` has read the bounds, or raised naming the record.
+            bounds=None if record.bounds is None else Bounds.from_json(record.bounds),
             results=_results(record.results),
         )
     return sides
@@ -249,6 +261,7 @@ def _cache_sides(folder: Path, renamed: Mapping[str, str]) -> dict[tuple[str, st
                 baseline=baseline,
                 peaks=_measured_with(baseline, device),
                 machine=baseline.machine,
+                bounds=None if value.bounds is None else Bounds.from_json(value.bounds),
                 results={r.name: r for r in value.results if r.name is not None},
             )
     return sides
@@ -300,6 +313,8 @@ def _compare(
                 peak=old.binding[0],
                 peak_resource=old.binding[1],
                 peak_level=old.binding[2],
+                work=None if old.bounds is None else work_amounts(old.bounds),
+                candidates=old.names(),
             )
             verdict = judge(
                 new.measurement,
@@ -311,6 +326,9 @@ def _compare(
                 max_regression=new.max_regression if max_regression is None else max_regression,
                 machine=new.machine,
                 failed_here=_winner_out(old, new),
+                bounds=new.bounds,
+                # What changed in a candidate list is said by name, as the gate says it.
+                candidates=new.names(),
             )
         shown = decision_name(name, key)
         if len(devices[name, key]) > 1:

@@ -1,5 +1,6 @@
 """Figures as people read them, shared by the gate's messages and every report: a change with
-its sign (`+8.0%`), a fraction of a roof, a change with its interval, a count of things.
+its sign (`+8.0%`), a fraction of a roof, a change with its interval, a count of things, an
+amount with an SI prefix (`format_si`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,24 @@ from typing import Protocol
 
 # Defined with the engine's messages, which count too; every report reads it from here.
 from pytest_autotune.tune.wording import counted as counted
+
+_SI_PREFIXES = ("", "k", "M", "G", "T", "P", "E")
+
+
+def format_si(value: float) -> str:
+    """Three significant digits and an SI prefix, for rates that span kB/s to PB/s:
+    `4.28 T`, `63.0 G`, `512 `; append the unit (`format_si(x) + "B/s"`). Below 1 the
+    number is plain (`0.25 `), as for arithmetic intensities."""
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g} "
+    if abs(value) < 1:
+        return f"{value:.3g} "
+    exponent = min(int(math.log10(abs(value)) // 3), len(_SI_PREFIXES) - 1)
+    scaled = float(f"{value / 10 ** (3 * exponent):.3g}")
+    if scaled >= 1000 and exponent + 1 < len(_SI_PREFIXES):
+        exponent, scaled = exponent + 1, scaled / 1000
+    decimals = 0 if scaled >= 100 else 1 if scaled >= 10 else 2
+    return f"{scaled:.{decimals}f} {_SI_PREFIXES[exponent]}"
 
 
 class Interval(Protocol):

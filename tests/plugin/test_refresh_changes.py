@@ -69,7 +69,28 @@ def test_a_significant_slowdown_and_a_new_candidate_list_each_ask_for_a_pull_req
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     code, lines = changed(capsys, before, after)
     assert code == EXIT_CHANGED
-    assert "key 1: new entry (a new key or candidate list)" in lines[0]
+    # One line a key, saying what changed in its list: not "new entry" beside "entry
+    # removed" for one key, which read as though the refresh had lost a baseline.
+    assert lines == [
+        f"{where}: key 1: new candidate list (removed 'medium')",
+        f"{where}: key 2: new candidate list (removed 'medium')",
+    ]
+
+
+def test_a_new_key_and_a_key_no_longer_made_are_each_said(
+    autotune_pytester: pytest.Pytester,
+    refreshed: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    before, after = refreshed
+    autotune_pytester.makepyfile(
+        test_scale=SCALE_TESTS.replace('parametrize("n", [1, 2])', 'parametrize("n", [1, 3])')
+    )
+    assert run(autotune_pytester, "--autotune-prune").ret == pytest.ExitCode.OK
+    code, lines = changed(capsys, before, after)
+    assert code == EXIT_CHANGED
+    where = "cpu-fake-1t/test_scale.py__test_scale-bdc7d159eb.json"
+    assert lines == [f"{where}: key 2: entry removed", f"{where}: key 3: new entry (a new key)"]
 
 
 def test_a_folder_that_is_not_there_is_one_line_and_status_2(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -69,6 +70,25 @@ def test_update_writes_the_baselines_and_the_gate_then_passes(scale: pytest.Pyte
     gated = run(scale, "--autotune")
     assert gated.ret == pytest.ExitCode.OK
     gated.stdout.fnmatch_lines(["*test_scale.py::test_scale[[]1[]]*fast*100 us*100.0%*+0.0%*pass*"])
+
+
+def test_an_update_says_how_many_entries_it_wrote_and_how_many_the_file_holds(
+    scale: pytest.Pytester,
+) -> None:
+    # A parameter value replaced ([1, 2] become [1, 3]): the update writes keys 1 and 3
+    # and keeps 2, so the file holds three. "updated FILE (2 entries)" read as the whole
+    # file, beside a diff of three.
+    run(scale, "--autotune-update")
+    scale.makepyfile(
+        test_scale=SCALE_TESTS.replace('parametrize("n", [1, 2])', 'parametrize("n", [1, 3])')
+    )
+    result = run(scale, "--autotune-update")
+    result.stdout.fnmatch_lines([f"updated {CACHE} (2 entries written; the file holds 3)"])
+    assert len(json.loads(cache_file(scale).read_text())["entries"]) == 3
+    # Where the update wrote every entry of the file, the count says it all.
+    scale.makepyfile(test_scale=SCALE_TESTS)
+    (scale.path / CACHE).unlink()
+    run(scale, "--autotune-update").stdout.fnmatch_lines([f"updated {CACHE} (2 entries)"])
 
 
 def test_without_update_the_cache_files_are_only_read(scale: pytest.Pytester) -> None:
@@ -369,6 +389,101 @@ def test_a_baseline_of_another_candidate_list_is_not_comparable_and_never_fails(
     updated.stdout.fnmatch_lines(
         ["*test_scale[[]1[]]: new baseline: *candidate list (added 'middle'; removed 'medium')*"]
     )
+
+
+def test_a_baseline_of_other_work_under_the_same_key_is_not_comparable_and_never_fails(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A team grows its test's inputs eightfold and keeps the key (the parameter ids): the
+    # committed baseline times another problem. Its entry's bounds hold the work it was
+    # measured for, so the gate says so rather than failing an eight times longer run as
+    # a regression of +700%.
+    run(scale, "--autotune-update")
+    scale.makepyfile(test_scale=SCALE_TESTS.replace("Work(bytes=1e5)", "Work(bytes=8e5)"))
+    monkeypatch.setenv("SLOWDOWN_FAST", "8.0")
+    monkeypatch.setenv("SLOWDOWN_MEDIUM", "8.0")
+    monkeypatch.setenv("SLOWDOWN_SLOW", "8.0")
+    result = run(scale, "--autotune")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "*test_scale[[]1[]]*fast*800 us*not comparable*",
+            "reported, not failing:",
+            (
+                f"*the baseline in {CACHE} was measured for other work (100 kB, now 800 kB):"
+                " the inputs changed under the same key, or the work= model did;"
+                " --autotune-update re-records it*"
+            ),
+        ]
+    )
+    assert "REGRESSION" not in result.stdout.str()
+    # The update starts a new baseline, saying why, rather than joining the old one.
+    updated = run(scale, "--autotune-update")
+    updated.stdout.fnmatch_lines(
+        ["*test_scale[[]1[]]: new baseline: the old one was measured for other work*"]
+    )
+    assert "sessions" not in json.loads(cache_file(scale).read_text())["entries"][0]
+    assert run(scale, "--autotune").ret == pytest.ExitCode.OK
+
+
+@pytest.mark.parametrize("sides", ["records", "caches"])
+def test_compare_of_two_runs_of_other_work_under_one_key_is_not_comparable(
+    scale: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    sides: str,
+) -> None:
+    # `pytest-autotune compare` of the runs before and after the inputs grew eightfold
+    # judges as the gate does: another problem, not a regression of +700%.
+    run(scale, "--autotune-update", "--autotune-record=a.jsonl")
+    shutil.copytree(scale.path / ".autotune", scale.path / "before")
+    scale.makepyfile(test_scale=SCALE_TESTS.replace("Work(bytes=1e5)", "Work(bytes=8e5)"))
+    for name in ("FAST", "MEDIUM", "SLOW"):
+        monkeypatch.setenv(f"SLOWDOWN_{name}", "8.0")
+    run(scale, "--autotune-update", "--autotune-record=b.jsonl")
+    capsys.readouterr()
+    pair = ["a.jsonl", "b.jsonl"] if sides == "records" else ["before", ".autotune"]
+    code = main(["compare", *pair])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "was measured for other work (100 kB, now 800 kB)" in out
+    assert out.splitlines()[-1] == "0 of 2 compared groups fail the gate"
+
+
+def test_diff_of_a_cache_file_refreshed_for_other_work_says_what_the_work_was(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The diff showed "+700.0%" against each key and nothing of why; the gate says the
+    # baseline was measured for other work, and so does the diff now.
+    run(scale, "--autotune-update")
+    before = scale.path / "before.json"
+    shutil.copy(cache_file(scale), before)
+    scale.makepyfile(test_scale=SCALE_TESTS.replace("Work(bytes=1e5)", "Work(bytes=8e5)"))
+    for name in ("FAST", "MEDIUM", "SLOW"):
+        monkeypatch.setenv(f"SLOWDOWN_{name}", "8.0")
+    run(scale, "--autotune-update")
+    capsys.readouterr()
+    assert main(["diff", str(before), str(cache_file(scale))]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines.count("    work: memory 100 kB -> 800 kB") == 2, lines
+
+
+@pytest.mark.parametrize("sides", ["records", "caches"])
+def test_compare_across_a_changed_candidate_list_names_what_changed_as_the_gate_does(
+    scale: pytest.Pytester, capsys: pytest.CaptureFixture[str], sides: str
+) -> None:
+    # The gate says "(added 'middle'; removed 'medium')"; compare said "(checksum
+    # 4f0c..., now 9a1e...)", which tells a reader nothing.
+    run(scale, "--autotune-update", "--autotune-record=a.jsonl")
+    shutil.copytree(scale.path / ".autotune", scale.path / "before")
+    scale.makepyfile(test_scale=SCALE_TESTS.replace('"medium": medium', '"middle": medium'))
+    run(scale, "--autotune-update", "--autotune-record=b.jsonl")
+    capsys.readouterr()
+    pair = ["a.jsonl", "b.jsonl"] if sides == "records" else ["before", ".autotune"]
+    assert main(["compare", *pair]) == 0
+    out = capsys.readouterr().out
+    assert "was tuned over another candidate list (added 'middle'; removed 'medium')" in out
+    assert "checksum" not in out
 
 
 CALIBRATED_TESTS = """
@@ -1865,6 +1980,40 @@ def test_a_cache_file_renamed_after_its_test_says_how_to_keep_its_baselines(
     kept = run(scale, "--autotune")
     assert kept.ret == pytest.ExitCode.OK
     kept.stdout.fnmatch_lines(["verdicts: 2 pass"])
+
+
+@pytest.mark.parametrize("mode", ["--autotune", "--autotune-update"])
+def test_a_renamed_test_without_a_baseline_is_told_where_its_old_baselines_are(
+    scale: pytest.Pytester, mode: str
+) -> None:
+    # A team renames a test and commits nothing else: the gate said "no baseline ...;
+    # --autotune-update records one" and the update "stale: ...: delete the file", so
+    # following both threw the test's baselines (and their sessions) away.
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    source = scale.path / "test_scale.py"
+    source.write_text(source.read_text().replace("def test_scale(", "def test_resized("))
+    renamed = cache_path(scale.path / ".autotune", "cpu-fake-1t", "test_scale.py::test_resized")
+    result = run(scale, mode)
+    assert result.ret == pytest.ExitCode.OK
+    replacing = " (in place of the one this update wrote)" if mode != "--autotune" else ""
+    result.stdout.fnmatch_lines(
+        [
+            f"note: test_scale.py::test_resized: no baseline under its name, but {CACHE} holds"
+            " its keys and candidate list for test_scale.py::test_scale (test_scale.py"
+            " defines no test test_scale now (renamed or deleted)): if test_resized is that"
+            f" test renamed or moved, move the file to {renamed.relative_to(scale.path)}"
+            f'{replacing} and set its "tuner" to "test_scale.py::test_resized" to keep its'
+            " baselines"
+        ]
+    )
+    # Doing so keeps them.
+    cache_file(scale).replace(renamed)
+    data = json.loads(renamed.read_text())
+    data["tuner"] = "test_scale.py::test_resized"
+    renamed.write_text(json.dumps(data))
+    kept = run(scale, "--autotune")
+    kept.stdout.fnmatch_lines(["verdicts: 2 pass"])
+    assert "note: test_scale.py::test_resized" not in kept.stdout.str()
 
 
 WARNING_MARK_TESTS = """

@@ -382,12 +382,14 @@ def test_a_baseline_is_the_winners_effective_samples_with_its_binding_peak_and_n
         peak_resource="memory",
         sigma_between=0.012,
         source=SOURCE,
+        work=(("compute", 1e6), ("memory", 1e9)),
     )
 
 
 def test_a_baseline_without_bounds_or_noise_has_neither() -> None:
     found = Baseline.from_cache_entry(cache_value(), CHECKSUM, device={"id": GPU}, metadata={})
     assert (found.peak, found.peak_resource, found.sigma_between) == (None, None, None)
+    assert found.work is None
 
 
 @pytest.mark.parametrize(

@@ -7,27 +7,12 @@ import math
 
 from markupsafe import Markup, escape
 
-_SI_PREFIXES = ("", "k", "M", "G", "T", "P", "E")
+# Defined with the figures the gate's messages share; every chart reads it from here.
+from pytest_autotune.report.figures import format_si as format_si
 
 CHAR_WIDTH = 7.0
 """Rough width of one character of the chart font at 12px: enough to size the label column
 and to keep labels apart, where measuring text would need a browser."""
-
-
-def format_si(value: float) -> str:
-    """Three significant digits and an SI prefix, for rates that span kB/s to PB/s:
-    `4.28 T`, `63.0 G`, `512 `; append the unit (`format_si(x) + "B/s"`). Below 1 the
-    number is plain (`0.25 `), as for arithmetic intensities."""
-    if not math.isfinite(value) or value == 0:
-        return f"{value:g} "
-    if abs(value) < 1:
-        return f"{value:.3g} "
-    exponent = min(int(math.log10(abs(value)) // 3), len(_SI_PREFIXES) - 1)
-    scaled = float(f"{value / 10 ** (3 * exponent):.3g}")
-    if scaled >= 1000 and exponent + 1 < len(_SI_PREFIXES):
-        exponent, scaled = exponent + 1, scaled / 1000
-    decimals = 0 if scaled >= 100 else 1 if scaled >= 10 else 2
-    return f"{scaled:.{decimals}f} {_SI_PREFIXES[exponent]}"
 
 
 def linear_ticks(top: float, count: int = 5) -> list[float]:
