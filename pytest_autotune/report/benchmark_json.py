@@ -31,6 +31,7 @@ from pytest_autotune.report import (
     ordered,
     without_parameters,
 )
+from pytest_autotune.tune.files import replace_text
 
 INSTALL_HINT = "it needs pytest-benchmark: pip install 'pytest-autotune[benchmark]'"
 
@@ -206,7 +207,8 @@ def write_benchmark_json(
     commit: Mapping[str, Any] | None = None,
     now: datetime | None = None,
 ) -> None:
-    """Write the file at `path`, creating its folder: indented, ASCII, a final newline.
+    """Write the file at `path`, creating its folder, replacing any file there whole
+    (`replace_text`): indented, ASCII, a final newline.
 
     `machine` defaults to `machine_info()`, `commit` to `commit_info(root)` (the working
     directory when `root` is None), `now` to the current UTC time.
@@ -217,6 +219,5 @@ def write_benchmark_json(
         commit=commit_info(root or Path.cwd()) if commit is None else commit,
         now=now or datetime.now(timezone.utc),
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(document, indent=4, ensure_ascii=True, allow_nan=False) + "\n"
-    path.write_text(text, encoding="utf-8")
+    replace_text(path, text)

@@ -136,6 +136,24 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def replace_text(path: Path, text: str) -> None:
+    """Write a file that people read while a run may be writing it (the HTML report, the
+    pytest-benchmark file), creating its folder: replaced whole (`write_atomically`), as
+    written in place it was empty or cut short to a reader meanwhile (a browser, an
+    artifact upload) and two runs writing one path left a mix of both.
+
+    A link's target is replaced, not the link; a path that is no regular file (`/dev/null`,
+    a named pipe) is written in place: replacing it would put a file where the device was.
+    """
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_file():
+        with open(target, "w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(target, text)
+
+
 def remove_stale_temporaries(path: Path) -> None:
     """Remove the temporary files a writer of `path` killed midway left behind. Call it only
     while holding `lock_beside(path)`: every writer that holds it is then done."""
