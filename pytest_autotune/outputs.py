@@ -16,7 +16,7 @@ from pytest_autotune.baselines import CacheUpdate, update_entry, write_caches
 from pytest_autotune.gate import Verdict
 from pytest_autotune.group_record import group_summary
 from pytest_autotune.plugin_settings import PluginSettings
-from pytest_autotune.report import GroupSummary, decision_name, ordered
+from pytest_autotune.report import GroupSummary, decision_name, ordered, stopped_text
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.stale import Collected, review
 from pytest_autotune.tune.log import format_duration
@@ -62,6 +62,9 @@ class SessionOutput:
         self.collected: Collected | None = None
         """What an update's session collected, for its stale entries (`stale`); None where
         nothing was collected here (a pytest-xdist controller, until its workers report)."""
+        self.stopped: str | None = None
+        """Why the session stopped before every test ran (`RunInfo.stopped`), set before
+        `finish`: every output then says its groups are not the whole run."""
 
     def add(self, record: AutotuneRecord) -> GroupSummary:
         """Keep a group's record; its summary line."""
@@ -129,6 +132,8 @@ class SessionOutput:
             lines, pruned = review(self.records, self.collected, settings)
             self.notes.extend(lines)
         summaries = self.summaries()
+        if self.stopped is not None and summaries:
+            self.notes.append(stopped_text(self.stopped))
         written = [
             not unsaved,
             pruned,
@@ -159,7 +164,9 @@ class SessionOutput:
         """The session's records, each carrying this run (one id, time and commit for all
         workers' records: the controller stamps them)."""
         if self.run is None:
-            self.run = RunInfo.current(self.settings.rootpath)
+            self.run = dataclasses.replace(
+                RunInfo.current(self.settings.rootpath), stopped=self.stopped
+            )
         return [dataclasses.replace(r, run=self.run) for r in self.records]
 
     def _write_records(self, sink: Any) -> None:
@@ -190,6 +197,7 @@ class SessionOutput:
                     summaries,
                     expected=self.expected,
                     tests_failed=lambda summary: summary.group in self.failed_tests,
+                    stopped=self.stopped,
                 )
             )
 

@@ -35,6 +35,7 @@ __all__ = [
     "natural_key",
     "node_name",
     "ordered",
+    "stopped_text",
     "summary_row",
     "verdict_counts",
     "verdict_text",
@@ -219,6 +220,12 @@ def verdict_counts(summaries: Iterable[GroupSummary]) -> str:
         f"{n} {verdict_text(verdict.value, failed)}"
         for (verdict, failed), n in sorted(counts.items(), key=lambda c: (order[c[0][0]], c[0][1]))
     )
+
+
+def stopped_text(reason: str) -> str:
+    """What every view says of a run that stopped before every test ran (`RunInfo.stopped`):
+    the groups it shows are not the whole run."""
+    return f"stopped early ({reason}): the groups tuned before it are shown, no others"
 
 
 def failures(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:

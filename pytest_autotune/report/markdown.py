@@ -21,6 +21,7 @@ from pytest_autotune.report import (
     failures,
     ordered,
     reported,
+    stopped_text,
     summary_row,
     verdict_counts,
 )
@@ -44,6 +45,7 @@ def render_markdown(
     title: str = "pytest-autotune",
     expected: Callable[[GroupSummary], bool] = lambda summary: False,
     tests_failed: Callable[[GroupSummary], bool] = lambda summary: True,
+    stopped: str | None = None,
 ) -> str:
     """A heading, the summary table, then the failures (those `expected` by the tests'
     `xfail` marks said so), the candidates that failed their checks, the groups reported
@@ -56,8 +58,11 @@ def render_markdown(
     summary that did not would read as a passing run on the page of a failed job. They are
     listed for the groups `tests_failed` says a test of failed (pytest's outcomes): under
     `-k` a group is checked whole, and a wrong candidate whose test did not run failed
-    nothing."""
+    nothing. A run that `stopped` early (Ctrl-C, a cancelled job, `-x`) says so above the
+    table, which is not the whole run."""
     lines = [f"### {escape(title)}", ""]
+    if stopped is not None:
+        lines.extend([escape(stopped_text(stopped)), ""])
     lines.append(_row(COLUMNS))
     lines.append(
         "|" + "|".join("---:" if name in _RIGHT_ALIGNED else "---" for name in COLUMNS) + "|"

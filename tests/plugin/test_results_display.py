@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_autotune.cli import main
 from tests.plugin.harness import PLUGIN_ARGS, run
 from tests.plugin.test_tune_mode import SCALE_TESTS
 
@@ -279,3 +280,76 @@ def test_the_html_report_counts_no_failed_check_whose_test_was_deselected(
         "off_by_one failed its check: its test fails"
         in (autotune_pytester.path / "all.html").read_text()
     )
+
+
+INTERRUPTED_TESTS = """
+import pytest
+from conftest import spin
+
+def fast(n):
+    spin(100e-6)
+    return n + 1
+
+def slow(n):
+    spin(300e-6)
+    return n + 1
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow})
+@pytest.mark.parametrize("n", [1, 2])
+def test_a(candidate, n):
+    return candidate(n)
+
+def test_b_ctrl_c():
+    raise KeyboardInterrupt
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow})
+def test_c(candidate):
+    return candidate(3)
+"""
+
+
+def test_a_run_stopped_early_says_so_in_the_step_summary_and_the_report(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C (or a cancelled CI job) after the first test's groups: the step summary and
+    # the report showed those two groups as the whole run, with nothing to say that
+    # test_c was never tuned.
+    autotune_pytester.makepyfile(test_stop=INTERRUPTED_TESTS)
+    summary = autotune_pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    # A subprocess: in-process, pytester raises the run's KeyboardInterrupt again.
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS,
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "--autotune",
+        "--autotune-html=r.html",
+        "--autotune-record=r.jsonl",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    said = "stopped early (interrupted): the groups tuned before it are shown, no others"
+    result.stdout.fnmatch_lines([f"*{said}*"])
+    markdown = summary.read_text()
+    assert markdown.count("| test\\_stop.py::") == 2 and said in markdown
+    report = (autotune_pytester.path / "r.html").read_text(encoding="utf-8")
+    assert said in report
+    # Rendered again from its records, the report still says so.
+    again = autotune_pytester.path / "again.html"
+    assert main(["report", str(autotune_pytester.path / "r.jsonl"), "-o", str(again)]) == 0
+    assert said in again.read_text(encoding="utf-8")
+
+
+def test_a_run_that_ran_to_its_end_says_nothing_of_stopping(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    autotune_pytester.makepyfile(
+        test_stop=INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
+    )
+    summary = autotune_pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run(autotune_pytester, "--autotune", "--autotune-html=r.html")
+    assert result.ret == pytest.ExitCode.OK
+    assert "stopped early" not in result.stdout.str() + summary.read_text()
+    assert "stopped early" not in (autotune_pytester.path / "r.html").read_text(encoding="utf-8")

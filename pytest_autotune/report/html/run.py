@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from pytest_autotune.gate.verdicts import Verdict
-from pytest_autotune.report import key_text, node_name
+from pytest_autotune.report import key_text, node_name, stopped_text
 from pytest_autotune.report.html.decision import decision_view
 from pytest_autotune.report.html.views import (
     MISSING,
@@ -193,4 +193,11 @@ def run_view(records: Sequence[AutotuneRecord], *, title: str) -> RunView:
             for run in runs
         ),
         terms=tuple(TERMS.items()),
+        stopped=tuple(
+            stopped_text(run.stopped)
+            if len(runs) == 1
+            else f"run {numbers[run]}: {stopped_text(run.stopped)}"
+            for run in runs
+            if run is not None and run.stopped is not None
+        ),
     )
