@@ -39,6 +39,17 @@ def _unsaved(record: AutotuneRecord, unsaved: Mapping[tuple[str, str], str]) -> 
     return dataclasses.replace(record, extra=extra)
 
 
+def _why(error: OSError, target: str | os.PathLike[str]) -> str:
+    """Why a path could not be written: a file where one of its folders should be, named,
+    as mkdir's own word for it was "File exists", which read as the target existing."""
+    for parent in Path(target).parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{parent} is a file, not a folder"
+            break
+    return error.strerror or str(error)
+
+
 class SessionOutput:
     """What the session's groups produced, and its writing at the end.
 
@@ -155,7 +166,7 @@ class SessionOutput:
             write(target)
         except OSError as exc:
             self.notes.append(
-                f"error: the {what} could not be written to {target}: {exc.strerror or exc}"
+                f"error: the {what} could not be written to {target}: {_why(exc, target)}"
             )
             return False
         return True

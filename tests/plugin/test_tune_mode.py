@@ -1080,6 +1080,10 @@ def test_an_output_path_that_cannot_be_written_fails_the_run_in_one_line(
     result.stdout.fnmatch_lines(
         ["*error: the report could not be written to *not_a_folder/report.html*"]
     )
+    # mkdir's own word for it was "File exists", which read as the report existing.
+    result.stdout.fnmatch_lines(
+        ["*not_a_folder/report.html: *not_a_folder is a file, not a folder"]
+    )
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
     assert (scale.path / "bench.json").is_file()
 
