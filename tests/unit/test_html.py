@@ -711,3 +711,22 @@ def test_a_reader_of_the_report_while_a_run_replaces_it_finds_one_whole_report(
     writes = [functools.partial(write_html, target, (three, one)[i % 2]) for i in range(20)]
     cut = [text[-40:] for text in texts_read_while_written(target, writes) - whole]
     assert cut == []
+
+
+def test_a_candidate_without_a_bar_says_why_in_a_word_as_the_terminal_does() -> None:
+    # The chart's note in place of a bar gave the error's kind: "error: unknown" of a
+    # candidate whose RuntimeError the page showed, and "error: skip" of one that declined
+    # the key, which is no error (the terminal says "skipped").
+    declined = {"name": "tiled", "index": 2, "error": {"kind": "skip", "message": "n < 4096"}}
+    record = dataclasses.replace(
+        sum_record(),
+        results=(
+            samples("pairwise", 0, 5.1),
+            failed("dot", 1, "RuntimeError: boom\n  at line 3"),
+            declined,
+        ),
+    )
+    (decision,) = run_view([record], title="t").decisions
+    assert decision.bars is not None
+    notes = re.findall(r'<text class="note"[^>]*>([^<]*)</text>', str(decision.bars))
+    assert notes == ["error: RuntimeError", "skipped: n &lt; 4096"]
