@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import platform
+import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -126,13 +127,23 @@ def benchmark_id(
     parameters (or the key, for a group without any) once, never twice."""
     if test_id:
         return node_name(test_id), test_id
-    test = without_parameters(summary.group)
-    rest = summary.group[len(test) + 1 :]
+    # The `autotune` fixture's later calls in a test are groups of their own, named
+    # `test_sizes[float32] (call 2)`: the call's number follows the name, as it follows the
+    # test's id there. Read as parameters, it cost the name the test's parameters and call.
+    group, call = summary.group, ""
+    if (found := _CALL.search(group)) is not None:
+        group, call = group[: found.start()], found.group()
+    test = without_parameters(group)
+    rest = group[len(test) + 1 :]
     parameters = rest[:-1] if rest.endswith("]") else ""
     if not parameters and summary.key != "default":
         parameters = summary.key
     inner = f"{candidate}-{parameters}" if parameters else candidate
-    return f"{test.rsplit('::', 1)[-1]}[{inner}]", f"{test}[{inner}]"
+    return f"{test.rsplit('::', 1)[-1]}[{inner}]{call}", f"{test}[{inner}]{call}"
+
+
+_CALL = re.compile(r" \(call \d+\)$")
+"""How `fixture.call_group` numbers a test's second and later fixture calls."""
 
 
 def benchmark_entry(summary: GroupSummary, candidate: CandidateRow) -> dict[str, Any] | None:
@@ -151,7 +162,7 @@ def benchmark_entry(summary: GroupSummary, candidate: CandidateRow) -> dict[str,
         "name": name,
         "fullname": fullname,
         "params": {"candidate": candidate.name, "key": summary.key},
-        "param": name[name.index("[") + 1 : -1],
+        "param": name[name.index("[") + 1 : name.rindex("]")],
         "extra_info": {
             "autotune_group": summary.group,
             "key": summary.key,

@@ -150,6 +150,33 @@ def test_a_name_carries_the_groups_parameters_once() -> None:
     ]
 
 
+def test_a_fixture_calls_name_keeps_its_tests_parameters_and_its_calls_number() -> None:
+    # The `autotune` fixture's second call in `test_sizes[float32]` is the group
+    # `...::test_sizes[float32] (call 2)`: its benchmarks were named `test_sizes[fft-n4096]`,
+    # the test's parameters and the call lost, as if from another test.
+    def call(group: str, key: str) -> GroupSummary:
+        fft = CandidateRow("fft", samples=(1e-3,))
+        return GroupSummary(
+            group, key, "fft", Verdict.PASS, False, samples=(1e-3,), candidates=(fft,)
+        )
+
+    document = benchmark_document(
+        [
+            call("k/t.py::test_sizes[float32]", "n1024"),
+            call("k/t.py::test_sizes[float32] (call 2)", "n4096"),
+            call("k/t.py::test_plain (call 2)", "n4096"),
+        ],
+        machine=MACHINE,
+        commit=COMMIT,
+        now=NOW,
+    )
+    assert [(b["fullname"], b["param"]) for b in document["benchmarks"]] == [
+        ("k/t.py::test_plain[fft-n4096] (call 2)", "fft-n4096"),
+        ("k/t.py::test_sizes[fft-float32]", "fft-float32"),
+        ("k/t.py::test_sizes[fft-float32] (call 2)", "fft-float32"),
+    ]
+
+
 def test_pytest_benchmark_is_imported_only_when_its_file_is_asked_for() -> None:
     code = (
         "import sys; sys.modules['pytest_benchmark'] = None\n"
