@@ -188,7 +188,7 @@ class SessionOutput:
     def _write_html(self, path: Path) -> None:
         from pytest_autotune.report.html import write_html
 
-        write_html(path, self._stamped_records())
+        write_html(path, self._stamped_records(), stopped=self.stopped)
         self.notes.append(f"report: {self.settings.relative(path)}")
 
     def _write_benchmark_json(self, path: Path) -> None:

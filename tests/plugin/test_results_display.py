@@ -353,3 +353,26 @@ def test_a_run_that_ran_to_its_end_says_nothing_of_stopping(
     assert result.ret == pytest.ExitCode.OK
     assert "stopped early" not in result.stdout.str() + summary.read_text()
     assert "stopped early" not in (autotune_pytester.path / "r.html").read_text(encoding="utf-8")
+
+
+def test_a_run_stopped_before_any_group_does_not_say_it_has_no_autotune_test(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Ctrl-C in the first test: the report said "no test marked autotune ... was recorded"
+    # of a project that has them, as if the gate had nothing to run.
+    first = "def test_0_ctrl_c():\n    raise KeyboardInterrupt\n"
+    tests = first + INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
+    autotune_pytester.makepyfile(test_stop=tests)
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS,
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "--autotune",
+        "--autotune-html=r.html",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    report = (autotune_pytester.path / "r.html").read_text(encoding="utf-8")
+    assert "No group was tuned before the run stopped early (interrupted)." in report
+    assert "no test marked" not in report

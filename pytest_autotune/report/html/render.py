@@ -60,11 +60,13 @@ def write_html(
     records: Sequence[AutotuneRecord],
     *,
     title: str = "pytest-autotune",
+    stopped: str | None = None,
 ) -> RunView:
     """Write the report to `path`, creating its folder, replacing any file there whole
     (`replace_text`); UTF-8, ending with a newline.
+    `stopped`: why the run stopped early, which the records say where there are any.
     Returns the view it shows, so a caller can say what was written as the page counts it."""
-    view = run_view(records, title=title)
+    view = run_view(records, title=title, stopped=stopped)
     text = _render(view)
     replace_text(Path(path), text if text.endswith("\n") else text + "\n")
     return view

@@ -121,8 +121,11 @@ def _time(run: RunInfo | None) -> datetime | None:
     return moment if moment is not None and moment.tzinfo is not None else None
 
 
-def run_view(records: Sequence[AutotuneRecord], *, title: str) -> RunView:
-    """What the template shows, from the records.
+def run_view(
+    records: Sequence[AutotuneRecord], *, title: str, stopped: str | None = None
+) -> RunView:
+    """What the template shows, from the records; `stopped` says why the run stopped
+    early where it did and tuned no group, which no record then says.
 
     Records of several runs (told apart by their `run`) give one card per group and key
     and device: the latest run's decision, with the trend across every run. Cards are in
@@ -193,6 +196,7 @@ def run_view(records: Sequence[AutotuneRecord], *, title: str) -> RunView:
             for run in runs
         ),
         terms=tuple(TERMS.items()),
+        stopped_empty=(stopped or "") if not records else "",
         stopped=tuple(
             stopped_text(run.stopped)
             if len(runs) == 1
