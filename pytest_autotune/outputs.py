@@ -200,8 +200,10 @@ class SessionOutput:
         summaries = self.summaries()
         if not summaries:
             return
-        from pytest_autotune.report.markdown import render_markdown
+        from pytest_autotune.report.markdown import STEP_SUMMARY_LIMIT, render_markdown
 
+        # GitHub's limit is of the whole file, which the step's other commands may write to.
+        used = os.path.getsize(path) if os.path.isfile(path) else 0
         with open(path, "a", encoding="utf-8") as out:
             out.write(
                 render_markdown(
@@ -209,6 +211,7 @@ class SessionOutput:
                     expected=self.expected,
                     tests_failed=lambda summary: summary.group in self.failed_tests,
                     stopped=self.stopped,
+                    limit=max(STEP_SUMMARY_LIMIT - used, 0),
                 )
             )
 
