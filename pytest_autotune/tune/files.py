@@ -17,6 +17,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -142,16 +143,20 @@ def replace_text(path: Path, text: str) -> None:
     written in place it was empty or cut short to a reader meanwhile (a browser, an
     artifact upload) and two runs writing one path left a mix of both.
 
-    A link's target is replaced, not the link; a path that is no regular file (`/dev/null`,
-    a named pipe) is written in place: replacing it would put a file where the device was.
+    Anything but a plain file of one name is written in place, as before: replaced, a
+    link (`/dev/stdout`, a report linked into a served folder) or a second hard link would
+    be cut from what it names, and a device (`/dev/null`) or a pipe would become a file.
     """
-    target = Path(os.path.realpath(path))
-    if target.exists() and not target.is_file():
-        with open(target, "w", encoding="utf-8", newline="\n") as file:
+    try:
+        status = path.lstat()
+    except FileNotFoundError:
+        status = None
+    if status is not None and (not stat.S_ISREG(status.st_mode) or status.st_nlink > 1):
+        with open(path, "w", encoding="utf-8", newline="\n") as file:
             file.write(text)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(target, text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, text)
 
 
 def remove_stale_temporaries(path: Path) -> None:

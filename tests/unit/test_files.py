@@ -149,3 +149,20 @@ def test_a_replaced_file_behind_a_link_keeps_the_link_and_a_pipe_stays_a_pipe(
     replace_text(pipe, "through\n")
     reader.join()
     assert got == ["through\n"] and stat.S_ISFIFO(pipe.stat().st_mode)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="Linux's /proc/self/fd")
+def test_a_path_linked_to_an_open_pipe_as_dev_stdout_is_written_through(
+    tmp_path: Path,
+) -> None:
+    # --autotune-benchmark-json=/dev/stdout in a pipeline: the link, resolved, names no
+    # file ("pipe:[1234]"), and writing beside it failed with "No such file or directory".
+    read, write = os.pipe()
+    try:
+        stdout = tmp_path / "stdout"
+        stdout.symlink_to(f"/proc/self/fd/{write}")
+        replace_text(stdout, "through\n")
+        assert os.read(read, 100) == b"through\n"
+    finally:
+        os.close(read)
+        os.close(write)
