@@ -211,6 +211,7 @@ class SessionOutput:
                     expected=self.expected,
                     tests_failed=lambda summary: summary.group in self.failed_tests,
                     stopped=self.stopped,
+                    problems=[n for n in self.notes if n.startswith(("error:", "warning:"))],
                     limit=max(STEP_SUMMARY_LIMIT - used, 0),
                 )
             )

@@ -56,6 +56,7 @@ def render_markdown(
     expected: Callable[[GroupSummary], bool] = lambda summary: False,
     tests_failed: Callable[[GroupSummary], bool] = lambda summary: True,
     stopped: str | None = None,
+    problems: Sequence[str] = (),
     limit: int = STEP_SUMMARY_LIMIT,
 ) -> str:
     """A heading, the summary table, then the failures (those `expected` by the tests'
@@ -70,9 +71,11 @@ def render_markdown(
     listed for the groups `tests_failed` says a test of failed (pytest's outcomes): under
     `-k` a group is checked whole, and a wrong candidate whose test did not run failed
     nothing. A run that `stopped` early (Ctrl-C, a cancelled job, `-x`) says so above the
-    table, which is not the whole run. At most `limit` bytes (UTF-8), as GitHub drops a
-    larger summary whole: the passing groups' rows are left out first, then the end is
-    cut, each saying so."""
+    table, which is not the whole run. The run's `problems` (the terminal's "error:" and
+    "warning:" lines: an output not written, a pytest-xdist worker lost) end it: they can
+    fail a run whose groups all passed, or leave groups out. At most `limit` bytes
+    (UTF-8), as GitHub drops a larger summary whole: the passing groups' rows are left out
+    first, then the end is cut, each saying so."""
     head = [f"### {escape(title)}", ""]
     if stopped is not None:
         head.extend([escape(stopped_text(stopped)), ""])
@@ -90,6 +93,7 @@ def render_markdown(
         ("Reported, not failing", [_item(s, expected(s)) for s in reported(summaries)]),
         ("Updated", [_item(s, expected(s)) for s in updated]),
         ("Not recorded", [_item(s, expected(s)) for s in not_recorded]),
+        ("Errors and warnings", [f"- {escape(line)}" for line in problems]),
     ):
         if items:
             tail.extend(["", f"**{heading}:**", "", *items])

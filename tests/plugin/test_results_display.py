@@ -376,3 +376,22 @@ def test_a_run_stopped_before_any_group_does_not_say_it_has_no_autotune_test(
     report = (autotune_pytester.path / "r.html").read_text(encoding="utf-8")
     assert "No group was tuned before the run stopped early (interrupted)." in report
     assert "no test marked" not in report
+
+
+def test_the_step_summary_says_why_a_run_whose_groups_all_passed_failed(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The records could not be written, so the run fails: the job's page showed a table of
+    # passing groups and no word of why the job was red.
+    autotune_pytester.makepyfile(
+        test_stop=INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
+    )
+    (autotune_pytester.path / "notes.txt").write_text("a file where a folder should be")
+    summary = autotune_pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run(autotune_pytester, "--autotune", "--autotune-record=notes.txt/r.jsonl")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    markdown = summary.read_text()
+    assert "**Errors and warnings:**" in markdown
+    assert "- error: the records could not be written to " in markdown
+    assert "notes.txt is a file, not a folder" in markdown
