@@ -198,7 +198,8 @@ class SessionOutput:
 
     def _write_step_summary(self, path: str) -> None:
         summaries = self.summaries()
-        if not summaries:
+        problems = [n for n in self.notes if n.startswith(("error:", "warning:"))]
+        if not summaries and not problems:
             return
         from pytest_autotune.report.markdown import STEP_SUMMARY_LIMIT, render_markdown
 
@@ -211,7 +212,7 @@ class SessionOutput:
                     expected=self.expected,
                     tests_failed=lambda summary: summary.group in self.failed_tests,
                     stopped=self.stopped,
-                    problems=[n for n in self.notes if n.startswith(("error:", "warning:"))],
+                    problems=problems,
                     limit=max(STEP_SUMMARY_LIMIT - used, 0),
                 )
             )

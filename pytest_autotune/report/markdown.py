@@ -79,12 +79,15 @@ def render_markdown(
     head = [f"### {escape(title)}", ""]
     if stopped is not None:
         head.extend([escape(stopped_text(stopped)), ""])
-    head.append(_row(COLUMNS))
-    head.append(
-        "|" + "|".join("---:" if name in _RIGHT_ALIGNED else "---" for name in COLUMNS) + "|"
-    )
     rows = ordered(summaries)
-    tail = ["", f"Verdicts: {escape(verdict_counts(summaries))}"]
+    if rows:
+        head.append(_row(COLUMNS))
+        head.append(
+            "|" + "|".join("---:" if name in _RIGHT_ALIGNED else "---" for name in COLUMNS) + "|"
+        )
+        tail = ["", f"Verdicts: {escape(verdict_counts(summaries))}"]
+    else:  # nothing to tabulate, but its `problems` (a crashed worker took its groups)
+        tail = ["No group to show."]
     updated = [s for s in rows if s.verdict is Verdict.UPDATED]
     not_recorded = [s for s in rows if s.verdict is Verdict.NOT_RECORDED]
     for heading, items in (

@@ -395,3 +395,25 @@ def test_the_step_summary_says_why_a_run_whose_groups_all_passed_failed(
     assert "**Errors and warnings:**" in markdown
     assert "- error: the records could not be written to " in markdown
     assert "notes.txt is a file, not a folder" in markdown
+
+
+def test_the_step_summary_of_a_run_that_tuned_nothing_still_says_what_went_wrong(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No group reached the end (every one deselected here; under pytest-xdist, workers that
+    # crashed take theirs with them): the run failed on a file it could not write, and its
+    # step summary, with no table to show, was not written at all.
+    autotune_pytester.makepyfile(
+        test_stop=INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
+    )
+    (autotune_pytester.path / "notes.txt").write_text("a file where a folder should be")
+    summary = autotune_pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run(
+        autotune_pytester, "--autotune", "-k", "test_b", "--autotune-record=notes.txt/r.jsonl"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    markdown = summary.read_text()
+    assert markdown.startswith("### pytest-autotune\n\nNo group to show.\n")
+    assert "| group |" not in markdown
+    assert "- error: the records could not be written to " in markdown
