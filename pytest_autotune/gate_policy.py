@@ -42,7 +42,7 @@ from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Thresholds, Work
 from pytest_autotune.tune.call_scope import call_scope
 from pytest_autotune.tune.client import client_context
-from pytest_autotune.tune.errors import AutotuneError
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import Peaks
 from pytest_autotune.tune.tunable_set import TunableSet
@@ -93,6 +93,19 @@ class Judged:
     """The candidate the gate measured, where it is not tuning's pick."""
 
 
+def _failure_text(result: object) -> str:
+    """One candidate's failure as the gate's message names it, in the words its own test
+    fails with: the message of an error it raised, not its kind first ("unknown: failed
+    its check: ..."), and a candidate that declined the key as skipped, no error."""
+    if not isinstance(result, AutotuneError):
+        return str(result)
+    if result.kind is AutotuneErrorKind.UNKNOWN and result.message:
+        return f"{result.name}: {result.message}"
+    if result.kind is AutotuneErrorKind.SKIP:
+        return f"{result.name}: skipped: {result.message or 'declined the key'}"
+    return str(result)
+
+
 def judge_group(
     case: GroupCase,
     client: Client,
@@ -119,7 +132,7 @@ def judge_group(
         "update": case.settings.update,
     }
     if not decision.measured:
-        errors = "; ".join(str(r) for r in decision.results.values())
+        errors = "; ".join(map(_failure_text, decision.results.values()))
         return Judged(judge(None, None, error=f"every candidate failed: {errors}", **common))
     with client_context(client):  # on the client's device
         inputs = tunables.generate_inputs(case.key, case.inputs)

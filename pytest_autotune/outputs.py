@@ -16,7 +16,7 @@ from pytest_autotune.baselines import CacheUpdate, update_entry, write_caches
 from pytest_autotune.gate import Verdict
 from pytest_autotune.group_record import group_summary
 from pytest_autotune.plugin_settings import PluginSettings
-from pytest_autotune.report import GroupSummary, decision_name, ordered
+from pytest_autotune.report import GroupSummary, decision_name, ordered, stopped_text
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.stale import Collected, moved_baselines, review
 from pytest_autotune.tune.log import format_duration
@@ -37,6 +37,17 @@ def _unsaved(record: AutotuneRecord, unsaved: Mapping[tuple[str, str], str]) -> 
     extra = {**record.extra, "verdict": Verdict.NOT_RECORDED.value}
     extra["message"] = f"not recorded: {error}"
     return dataclasses.replace(record, extra=extra)
+
+
+def _why(error: OSError, target: str | os.PathLike[str]) -> str:
+    """Why a path could not be written: a file where one of its folders should be, named,
+    as mkdir's own word for it was "File exists", which read as the target existing."""
+    for parent in Path(target).parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{parent} is a file, not a folder"
+            break
+    return error.strerror or str(error)
 
 
 class SessionOutput:
@@ -63,6 +74,9 @@ class SessionOutput:
         """What a tuning session collected, for an update's stale entries and the baselines
         of a test renamed or moved (`stale`); None where nothing was collected here (a
         pytest-xdist controller, until its workers report)."""
+        self.stopped: str | None = None
+        """Why the session stopped before every test ran (`RunInfo.stopped`), set before
+        `finish`: every output then says its groups are not the whole run."""
 
     def add(self, record: AutotuneRecord) -> GroupSummary:
         """Keep a group's record; its summary line."""
@@ -132,6 +146,8 @@ class SessionOutput:
         if self.collected is not None:
             self.notes.extend(moved_baselines(self.records, self.collected, settings))
         summaries = self.summaries()
+        if self.stopped is not None and summaries:
+            self.notes.append(stopped_text(self.stopped))
         written = [
             not unsaved,
             pruned,
@@ -153,7 +169,7 @@ class SessionOutput:
             write(target)
         except OSError as exc:
             self.notes.append(
-                f"error: the {what} could not be written to {target}: {exc.strerror or exc}"
+                f"error: the {what} could not be written to {target}: {_why(exc, target)}"
             )
             return False
         return True
@@ -162,7 +178,9 @@ class SessionOutput:
         """The session's records, each carrying this run (one id, time and commit for all
         workers' records: the controller stamps them)."""
         if self.run is None:
-            self.run = RunInfo.current(self.settings.rootpath)
+            self.run = dataclasses.replace(
+                RunInfo.current(self.settings.rootpath), stopped=self.stopped
+            )
         return [dataclasses.replace(r, run=self.run) for r in self.records]
 
     def _write_records(self, sink: Any) -> None:
@@ -173,7 +191,7 @@ class SessionOutput:
     def _write_html(self, path: Path) -> None:
         from pytest_autotune.report.html import write_html
 
-        write_html(path, self._stamped_records())
+        write_html(path, self._stamped_records(), stopped=self.stopped)
         self.notes.append(f"report: {self.settings.relative(path)}")
 
     def _write_benchmark_json(self, path: Path) -> None:
@@ -183,16 +201,22 @@ class SessionOutput:
 
     def _write_step_summary(self, path: str) -> None:
         summaries = self.summaries()
-        if not summaries:
+        problems = [n for n in self.notes if n.startswith(("error:", "warning:"))]
+        if not summaries and not problems:
             return
-        from pytest_autotune.report.markdown import render_markdown
+        from pytest_autotune.report.markdown import STEP_SUMMARY_LIMIT, render_markdown
 
+        # GitHub's limit is of the whole file, which the step's other commands may write to.
+        used = os.path.getsize(path) if os.path.isfile(path) else 0
         with open(path, "a", encoding="utf-8") as out:
             out.write(
                 render_markdown(
                     summaries,
                     expected=self.expected,
                     tests_failed=lambda summary: summary.group in self.failed_tests,
+                    stopped=self.stopped,
+                    problems=problems,
+                    limit=max(STEP_SUMMARY_LIMIT - used, 0),
                 )
             )
 

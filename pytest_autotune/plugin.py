@@ -1037,9 +1037,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state.worker:
         session.config.workeroutput["autotune"] = state.to_worker_output()  # type: ignore[attr-defined]
         return
-    failed = state.finish()
+    failed = state.finish(stopped=_stopped_early(session, exitstatus))
     if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _stopped_early(session: pytest.Session, exitstatus: int) -> str | None:
+    """Why the session stopped before every test ran, None when it ran to its end: Ctrl-C
+    or a cancelled CI job (interrupted), `-x` or `--maxfail` (pytest's own words)."""
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        return "interrupted"
+    reason = session.shouldstop or session.shouldfail
+    if not reason:
+        return None
+    return reason if isinstance(reason, str) else "stopped"
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -536,10 +536,11 @@ class AutotuneSession:
         is the one expected too, and the run does not fail on it; the summary says so."""
         (self.output.expected_failures if expected else self.output.failed_tests).add(group)
 
-    def finish(self) -> bool:
-        """Write what the session produced; True when a group failed the gate (but for one
-        whose tests failed only as their `xfail` marks expected) or an output could not be
-        written."""
+    def finish(self, stopped: str | None = None) -> bool:
+        """Write what the session produced, saying why it `stopped` early where it did;
+        True when a group failed the gate (but for one whose tests failed only as their
+        `xfail` marks expected) or an output could not be written."""
+        self.output.stopped = stopped
         return self.output.finish()
 
     def summary_lines(self, stats: bool = False) -> list[str]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
@@ -94,3 +96,25 @@ def released_lock(name: str) -> list[str]:
     the file on release (3.x, which pyproject.toml allows): what a folder lists after a
     write is otherwise the same."""
     return [name] if _released_lock_file_remains() else []
+
+
+def texts_read_while_written(path: Path, writes: Sequence[Callable[[], object]]) -> set[str]:
+    """Every text a reader found at `path` while another thread ran `writes`, one
+    after another: what a browser, an artifact upload or a second run meets when it reads
+    a report that a run is writing."""
+    done = threading.Event()
+
+    def write_all() -> None:
+        try:
+            for write in writes:
+                write()
+        finally:
+            done.set()
+
+    writer = threading.Thread(target=write_all)
+    writer.start()
+    seen = set()
+    while not done.is_set():
+        seen.add(path.read_text(encoding="utf-8"))
+    writer.join()
+    return seen

@@ -10,6 +10,7 @@ from typing import TextIO
 from pytest_autotune.cli.caches import read_caches
 from pytest_autotune.cli.errors import CliError
 from pytest_autotune.cli.report import labelled_records
+from pytest_autotune.report import stopped_text
 from pytest_autotune.report.compare import (
     Compared,
     CompareError,
@@ -18,7 +19,7 @@ from pytest_autotune.report.compare import (
     render_comparison,
 )
 from pytest_autotune.tune.parse import ConfigError, parse_fraction
-from pytest_autotune.tune.records import RecordError
+from pytest_autotune.tune.records import AutotuneRecord, RecordError
 
 
 def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,18 +55,22 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     for path in (before, after):
         if not path.exists():
             raise CliError(f"{path}: no such file or folder")
+    stopped: list[str] = []
     try:
         if before.is_dir() and after.is_dir():
             rows = read_caches(
                 lambda: compare_caches(before, after, max_regression=args.max_regression)
             )
         elif before.is_file() and after.is_file():
+            records = labelled_records(args.before), labelled_records(args.after)
             rows = compare_records(
-                labelled_records(args.before),
-                labelled_records(args.after),
-                sources=(args.before, args.after),
-                max_regression=args.max_regression,
+                *records, sources=(args.before, args.after), max_regression=args.max_regression
             )
+            stopped = [
+                f"{side}'s run {stopped_text(reason)}"
+                for side, run_records in zip("AB", records, strict=True)
+                if (reason := _stopped(run_records)) is not None
+            ]
         else:
             raise CliError(
                 f"{args.before}, {args.after}: compare two record files or two cache folders"
@@ -74,9 +79,19 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise CliError(str(exc)) from None
     if not any(row.verdict is not None for row in rows):
         raise CliError(f"{args.before}, {args.after}: no group is in both{_apart(rows)}")
-    note = CACHES_TOLERANCE if before.is_dir() and args.max_regression is None else None
+    notes = [*stopped]
+    if before.is_dir() and args.max_regression is None:
+        notes.append(CACHES_TOLERANCE)
+    note = "\n".join(notes) or None
     out.write(render_comparison(rows, (f"A: {args.before}", f"B: {args.after}"), note) + "\n")
     return 1 if any(row.verdict is not None and row.verdict.failed for row in rows) else 0
+
+
+def _stopped(records: Sequence[AutotuneRecord]) -> str | None:
+    """Why the file's latest run (its last record's, as compared) stopped early, if it did:
+    its groups not reached read "only in A", as if the change had removed them."""
+    run = records[-1].run if records else None
+    return run.stopped if run is not None else None
 
 
 CACHES_TOLERANCE = (

@@ -35,6 +35,8 @@ __all__ = [
     "natural_key",
     "node_name",
     "ordered",
+    "reason_in_a_word",
+    "stopped_text",
     "summary_row",
     "verdict_counts",
     "verdict_text",
@@ -219,6 +221,22 @@ def verdict_counts(summaries: Iterable[GroupSummary]) -> str:
         f"{n} {verdict_text(verdict.value, failed)}"
         for (verdict, failed), n in sorted(counts.items(), key=lambda c: (order[c[0][0]], c[0][1]))
     )
+
+
+def stopped_text(reason: str) -> str:
+    """What every view says of a run that stopped before every test ran (`RunInfo.stopped`):
+    the groups it shows are not the whole run."""
+    return f"stopped early ({reason}): the groups tuned before it are shown, no others"
+
+
+def reason_in_a_word(error: str | None) -> str:
+    """Why a candidate has no numbers, in a word or two, where a table or a chart has no
+    room for its whole error: the head of its error when short (`not reached`, `hopeless`,
+    `RuntimeError`), else `error`."""
+    if error is None:
+        return "not measured"
+    head = error.split(":", 1)[0].strip()
+    return head if head and len(head) <= 24 else "error"
 
 
 def failures(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:

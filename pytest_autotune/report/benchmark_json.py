@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import platform
+import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -31,6 +32,7 @@ from pytest_autotune.report import (
     ordered,
     without_parameters,
 )
+from pytest_autotune.tune.files import replace_text
 
 INSTALL_HINT = "it needs pytest-benchmark: pip install 'pytest-autotune[benchmark]'"
 
@@ -125,13 +127,23 @@ def benchmark_id(
     parameters (or the key, for a group without any) once, never twice."""
     if test_id:
         return node_name(test_id), test_id
-    test = without_parameters(summary.group)
-    rest = summary.group[len(test) + 1 :]
+    # The `autotune` fixture's later calls in a test are groups of their own, named
+    # `test_sizes[float32] (call 2)`: the call's number follows the name, as it follows the
+    # test's id there. Read as parameters, it cost the name the test's parameters and call.
+    group, call = summary.group, ""
+    if (found := _CALL.search(group)) is not None:
+        group, call = group[: found.start()], found.group()
+    test = without_parameters(group)
+    rest = group[len(test) + 1 :]
     parameters = rest[:-1] if rest.endswith("]") else ""
     if not parameters and summary.key != "default":
         parameters = summary.key
     inner = f"{candidate}-{parameters}" if parameters else candidate
-    return f"{test.rsplit('::', 1)[-1]}[{inner}]", f"{test}[{inner}]"
+    return f"{test.rsplit('::', 1)[-1]}[{inner}]{call}", f"{test}[{inner}]{call}"
+
+
+_CALL = re.compile(r" \(call \d+\)$")
+"""How `fixture.call_group` numbers a test's second and later fixture calls."""
 
 
 def benchmark_entry(summary: GroupSummary, candidate: CandidateRow) -> dict[str, Any] | None:
@@ -150,7 +162,7 @@ def benchmark_entry(summary: GroupSummary, candidate: CandidateRow) -> dict[str,
         "name": name,
         "fullname": fullname,
         "params": {"candidate": candidate.name, "key": summary.key},
-        "param": name[name.index("[") + 1 : -1],
+        "param": name[name.index("[") + 1 : name.rindex("]")],
         "extra_info": {
             "autotune_group": summary.group,
             "key": summary.key,
@@ -206,7 +218,8 @@ def write_benchmark_json(
     commit: Mapping[str, Any] | None = None,
     now: datetime | None = None,
 ) -> None:
-    """Write the file at `path`, creating its folder: indented, ASCII, a final newline.
+    """Write the file at `path`, creating its folder, replacing any file there whole
+    (`replace_text`): indented, ASCII, a final newline.
 
     `machine` defaults to `machine_info()`, `commit` to `commit_info(root)` (the working
     directory when `root` is None), `now` to the current UTC time.
@@ -217,6 +230,5 @@ def write_benchmark_json(
         commit=commit_info(root or Path.cwd()) if commit is None else commit,
         now=now or datetime.now(timezone.utc),
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(document, indent=4, ensure_ascii=True, allow_nan=False) + "\n"
-    path.write_text(text, encoding="utf-8")
+    replace_text(path, text)

@@ -21,6 +21,7 @@ from pytest_autotune.report import (
     failures,
     ordered,
     reported,
+    stopped_text,
     summary_row,
     verdict_counts,
 )
@@ -29,6 +30,16 @@ _RIGHT_ALIGNED = frozenset({"median", "roof"})
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]|~])")
 """Characters Markdown (or a GFM table, for `|`) would read as syntax; a backslash makes
 each a literal, as CommonMark allows for any ASCII punctuation."""
+
+
+STEP_SUMMARY_LIMIT = 1024 * 1024
+"""The bytes of step summary GitHub takes from one step: a larger one is dropped whole,
+an error annotation in its place."""
+
+_WHERE_THE_REST_IS = (
+    "GitHub takes 1 MiB of step summary a step; the terminal summary and the HTML report"
+    " show every group."
+)
 
 
 def escape(text: str) -> str:
@@ -44,6 +55,9 @@ def render_markdown(
     title: str = "pytest-autotune",
     expected: Callable[[GroupSummary], bool] = lambda summary: False,
     tests_failed: Callable[[GroupSummary], bool] = lambda summary: True,
+    stopped: str | None = None,
+    problems: Sequence[str] = (),
+    limit: int = STEP_SUMMARY_LIMIT,
 ) -> str:
     """A heading, the summary table, then the failures (those `expected` by the tests'
     `xfail` marks said so), the candidates that failed their checks, the groups reported
@@ -56,26 +70,59 @@ def render_markdown(
     summary that did not would read as a passing run on the page of a failed job. They are
     listed for the groups `tests_failed` says a test of failed (pytest's outcomes): under
     `-k` a group is checked whole, and a wrong candidate whose test did not run failed
-    nothing."""
-    lines = [f"### {escape(title)}", ""]
-    lines.append(_row(COLUMNS))
-    lines.append(
-        "|" + "|".join("---:" if name in _RIGHT_ALIGNED else "---" for name in COLUMNS) + "|"
-    )
-    lines.extend(_row(summary_row(summary)) for summary in ordered(summaries))
-    lines.extend(["", f"Verdicts: {escape(verdict_counts(summaries))}"])
-    updated = [s for s in ordered(summaries) if s.verdict is Verdict.UPDATED]
-    not_recorded = [s for s in ordered(summaries) if s.verdict is Verdict.NOT_RECORDED]
+    nothing. A run that `stopped` early (Ctrl-C, a cancelled job, `-x`) says so above the
+    table, which is not the whole run. The run's `problems` (the terminal's "error:" and
+    "warning:" lines: an output not written, a pytest-xdist worker lost) end it: they can
+    fail a run whose groups all passed, or leave groups out. At most `limit` bytes
+    (UTF-8), as GitHub drops a larger summary whole: the passing groups' rows are left out
+    first, then the end is cut, each saying so."""
+    head = [f"### {escape(title)}", ""]
+    if stopped is not None:
+        head.extend([escape(stopped_text(stopped)), ""])
+    rows = ordered(summaries)
+    if rows:
+        head.append(_row(COLUMNS))
+        head.append(
+            "|" + "|".join("---:" if name in _RIGHT_ALIGNED else "---" for name in COLUMNS) + "|"
+        )
+        tail = ["", f"Verdicts: {escape(verdict_counts(summaries))}"]
+    else:  # nothing to tabulate, but its `problems` (a crashed worker took its groups)
+        tail = ["No group to show."]
+    updated = [s for s in rows if s.verdict is Verdict.UPDATED]
+    not_recorded = [s for s in rows if s.verdict is Verdict.NOT_RECORDED]
     for heading, items in (
         ("Failed", [_item(s, expected(s)) for s in failures(summaries)]),
         ("Failed checks", _failed_checks([s for s in summaries if tests_failed(s)])),
         ("Reported, not failing", [_item(s, expected(s)) for s in reported(summaries)]),
         ("Updated", [_item(s, expected(s)) for s in updated]),
         ("Not recorded", [_item(s, expected(s)) for s in not_recorded]),
+        ("Errors and warnings", [f"- {escape(line)}" for line in problems]),
     ):
         if items:
-            lines.extend(["", f"**{heading}:**", "", *items])
-    return "\n".join(lines) + "\n"
+            tail.extend(["", f"**{heading}:**", "", *items])
+    text = _joined(head, [_row(summary_row(s)) for s in rows], tail)
+    if len(text.encode("utf-8")) <= limit:
+        return text
+    # Too large for GitHub, which would show none of it: the passing groups' rows go
+    # first (the lists below the table name every group that is not passing).
+    kept = [s for s in rows if s.failed or s.verdict is not Verdict.PASS]
+    left = len(rows) - len(kept)
+    note = (
+        f"{left} passing group{'s are' if left != 1 else ' is'} left out of the table: "
+        f"{_WHERE_THE_REST_IS}"
+    )
+    text = _joined(head, [_row(summary_row(s)) for s in kept], ["", escape(note), *tail])
+    if len(text.encode("utf-8")) <= limit:
+        return text
+    # Still too large: cut at a line, and say so.
+    cut = f"... cut here: {_WHERE_THE_REST_IS}\n"
+    room = limit - len(cut.encode("utf-8"))
+    kept_text = text.encode("utf-8")[: max(room, 0)].decode("utf-8", errors="ignore")
+    return kept_text[: kept_text.rfind("\n") + 1] + cut
+
+
+def _joined(head: list[str], rows: list[str], tail: list[str]) -> str:
+    return "\n".join([*head, *rows, *tail]) + "\n"
 
 
 def _failed_checks(summaries: Sequence[GroupSummary]) -> list[str]:

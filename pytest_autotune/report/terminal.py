@@ -14,6 +14,7 @@ from pytest_autotune.report import (
     decision_name,
     failures,
     ordered,
+    reason_in_a_word,
     reported,
     summary_row,
     verdict_counts,
@@ -108,7 +109,7 @@ def render_candidates(summaries: Sequence[GroupSummary]) -> str:
                 )
             )
         for candidate in failed:
-            reason = _reason(candidate.error)
+            reason = reason_in_a_word(candidate.error)
             rows.append(("  " + candidate.name, "-", "-", "-", "-", "0", reason))
         widths = [max(width(row[i]) for row in rows) for i in range(len(CANDIDATE_COLUMNS))]
         lines = [decision_name(summary.group, summary.key)]
@@ -122,15 +123,6 @@ def render_candidates(summaries: Sequence[GroupSummary]) -> str:
                 lines.append("  " + "  ".join("-" * columns for columns in widths))
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
-
-
-def _reason(error: str | None) -> str:
-    """Why a candidate has no numbers, in a word or two: the head of its error when short
-    (`not reached`, `hopeless`, `RuntimeError`), else `error`."""
-    if error is None:
-        return "not measured"
-    head = error.split(":", 1)[0].strip()
-    return head if head and len(head) <= 24 else "error"
 
 
 def render_failures(summaries: Sequence[GroupSummary]) -> str:

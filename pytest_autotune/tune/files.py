@@ -17,6 +17,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,28 @@ def write_atomically(path: Path, text: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write a file that people read while a run may be writing it (the HTML report, the
+    pytest-benchmark file), creating its folder: replaced whole (`write_atomically`), as
+    written in place it was empty or cut short to a reader meanwhile (a browser, an
+    artifact upload) and two runs writing one path left a mix of both.
+
+    Anything but a plain file of one name is written in place, as before: replaced, a
+    link (`/dev/stdout`, a report linked into a served folder) or a second hard link would
+    be cut from what it names, and a device (`/dev/null`) or a pipe would become a file.
+    """
+    try:
+        status = path.lstat()
+    except FileNotFoundError:
+        status = None
+    if status is not None and (not stat.S_ISREG(status.st_mode) or status.st_nlink > 1):
+        with open(path, "w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, text)
 
 
 def remove_stale_temporaries(path: Path) -> None:

@@ -30,6 +30,10 @@ class RunInfo:
     timestamp: str
     commit: str | None = None
     branch: str | None = None
+    stopped: str | None = None
+    """Why the run stopped before every test ran (`interrupted`, pytest's `stopping after 1
+    failures`), None when it ran to its end: its records are then not the whole run, and
+    a report that did not say so read as if the groups never reached did not exist."""
 
     @classmethod
     def current(
@@ -55,12 +59,15 @@ class RunInfo:
         return f"{when} {self.commit[:8]}" if self.commit else f"{when} {self.id}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "id": self.id,
             "timestamp": self.timestamp,
             "commit": self.commit,
             "branch": self.branch,
         }
+        if self.stopped is not None:  # only then: a run to its end writes what it always did
+            data["stopped"] = self.stopped
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunInfo:
@@ -70,11 +77,18 @@ class RunInfo:
             ("timestamp", False),
             ("commit", True),
             ("branch", True),
+            ("stopped", True),
         ):
             value = data.get(name)
             if not (isinstance(value, str) or (optional and value is None)):
                 raise ValueError(f"run field {name!r} has the wrong type: {value!r}")
-        return cls(data["id"], data["timestamp"], data.get("commit"), data.get("branch"))
+        return cls(
+            data["id"],
+            data["timestamp"],
+            data.get("commit"),
+            data.get("branch"),
+            data.get("stopped"),
+        )
 
 
 def git_head(root: Path, environ: Mapping[str, str] = os.environ) -> tuple[str | None, str | None]:

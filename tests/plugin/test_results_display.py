@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_autotune.cli import main
 from tests.plugin.harness import PLUGIN_ARGS, run
 from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
 
@@ -302,3 +303,140 @@ def test_a_run_without_pytests_terminal_plugin_runs_tunes_and_gates(
     assert (both.path / CACHE).is_file()
     monkeypatch.setenv("SLOWDOWN_FAST", "1.25")
     assert run(both, "-p", "no:terminal", "--autotune").ret == pytest.ExitCode.TESTS_FAILED
+
+
+INTERRUPTED_TESTS = """
+import pytest
+from conftest import spin
+
+def fast(n):
+    spin(100e-6)
+    return n + 1
+
+def slow(n):
+    spin(300e-6)
+    return n + 1
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow})
+@pytest.mark.parametrize("n", [1, 2])
+def test_a(candidate, n):
+    return candidate(n)
+
+def test_b_ctrl_c():
+    raise KeyboardInterrupt
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow})
+def test_c(candidate):
+    return candidate(3)
+"""
+
+
+def test_a_run_stopped_early_says_so_in_the_step_summary_and_the_report(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C (or a cancelled CI job) after the first test's groups: the step summary and
+    # the report showed those two groups as the whole run, with nothing to say that
+    # test_c was never tuned.
+    autotune_pytester.makepyfile(test_stop=INTERRUPTED_TESTS)
+    summary = autotune_pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    # A subprocess: in-process, pytester raises the run's KeyboardInterrupt again.
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS,
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "--autotune",
+        "--autotune-html=r.html",
+        "--autotune-record=r.jsonl",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    said = "stopped early (interrupted): the groups tuned before it are shown, no others"
+    result.stdout.fnmatch_lines([f"*{said}*"])
+    markdown = summary.read_text()
+    assert markdown.count("| test\\_stop.py::") == 2 and said in markdown
+    report = (autotune_pytester.path / "r.html").read_text(encoding="utf-8")
+    assert said in report
+    # Rendered again from its records, the report still says so.
+    again = autotune_pytester.path / "again.html"
+    assert main(["report", str(autotune_pytester.path / "r.jsonl"), "-o", str(again)]) == 0
+    assert said in again.read_text(encoding="utf-8")
+
+
+def test_a_run_that_ran_to_its_end_says_nothing_of_stopping(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    autotune_pytester.makepyfile(
+        test_stop=INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
+    )
+    summary = autotune_pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run(autotune_pytester, "--autotune", "--autotune-html=r.html")
+    assert result.ret == pytest.ExitCode.OK
+    assert "stopped early" not in result.stdout.str() + summary.read_text()
+    assert "stopped early" not in (autotune_pytester.path / "r.html").read_text(encoding="utf-8")
+
+
+def test_a_run_stopped_before_any_group_does_not_say_it_has_no_autotune_test(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Ctrl-C in the first test: the report said "no test marked autotune ... was recorded"
+    # of a project that has them, as if the gate had nothing to run.
+    first = "def test_0_ctrl_c():\n    raise KeyboardInterrupt\n"
+    tests = first + INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
+    autotune_pytester.makepyfile(test_stop=tests)
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS,
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "--autotune",
+        "--autotune-html=r.html",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    report = (autotune_pytester.path / "r.html").read_text(encoding="utf-8")
+    assert "No group was tuned before the run stopped early (interrupted)." in report
+    assert "no test marked" not in report
+
+
+def test_the_step_summary_says_why_a_run_whose_groups_all_passed_failed(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The records could not be written, so the run fails: the job's page showed a table of
+    # passing groups and no word of why the job was red.
+    autotune_pytester.makepyfile(
+        test_stop=INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
+    )
+    (autotune_pytester.path / "notes.txt").write_text("a file where a folder should be")
+    summary = autotune_pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run(autotune_pytester, "--autotune", "--autotune-record=notes.txt/r.jsonl")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    markdown = summary.read_text()
+    assert "**Errors and warnings:**" in markdown
+    assert "- error: the records could not be written to " in markdown
+    assert "notes.txt is a file, not a folder" in markdown
+
+
+def test_the_step_summary_of_a_run_that_tuned_nothing_still_says_what_went_wrong(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No group reached the end (every one deselected here; under pytest-xdist, workers that
+    # crashed take theirs with them): the run failed on a file it could not write, and its
+    # step summary, with no table to show, was not written at all.
+    autotune_pytester.makepyfile(
+        test_stop=INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
+    )
+    (autotune_pytester.path / "notes.txt").write_text("a file where a folder should be")
+    summary = autotune_pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run(
+        autotune_pytester, "--autotune", "-k", "test_b", "--autotune-record=notes.txt/r.jsonl"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    markdown = summary.read_text()
+    assert markdown.startswith("### pytest-autotune\n\nNo group to show.\n")
+    assert "| group |" not in markdown
+    assert "- error: the records could not be written to " in markdown

@@ -816,6 +816,35 @@ def test_errors_are_never_reported_as_regressions(autotune_pytester: pytest.Pyte
     assert "REGRESSION" not in output
 
 
+def test_a_group_whose_every_candidate_failed_gives_each_ones_error_in_its_own_words(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The gate's message gave each error's kind first: "broken: unknown: failed its
+    # check: ValueError: no", where the test's own failure says "candidate 'broken'
+    # failed its check: ValueError: no"; and "skip" of a candidate that declined the key.
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+        from pytest_autotune import AutotuneSkip
+
+        def broken(n):
+            raise ValueError("no")
+
+        def declines(n):
+            raise AutotuneSkip("n < 4096")
+
+        @pytest.mark.autotune(candidates={"broken": broken, "declines": declines})
+        def test_all_fail(candidate):
+            return candidate(1)
+        """
+    )
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    said = "every candidate failed: broken: failed its check: ValueError: no; declines: skipped"
+    result.stdout.fnmatch_lines([f"E       autotune gate: error: {said}: n < 4096"])  # the test's
+    result.stdout.fnmatch_lines([f"    {said}: n < 4096"])  # the summary's
+
+
 def test_the_record_of_a_group_whose_every_candidate_failed_names_no_winner(
     autotune_pytester: pytest.Pytester,
 ) -> None:
@@ -1195,6 +1224,10 @@ def test_an_output_path_that_cannot_be_written_fails_the_run_in_one_line(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         ["*error: the report could not be written to *not_a_folder/report.html*"]
+    )
+    # mkdir's own word for it was "File exists", which read as the report existing.
+    result.stdout.fnmatch_lines(
+        ["*not_a_folder/report.html: *not_a_folder is a file, not a folder"]
     )
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
     assert (scale.path / "bench.json").is_file()

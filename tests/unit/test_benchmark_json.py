@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
 import re
@@ -23,6 +24,7 @@ from pytest_autotune.report.benchmark_json import (
     machine_info,
     write_benchmark_json,
 )
+from tests.fakes import texts_read_while_written
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 COMMIT = {
@@ -148,6 +150,33 @@ def test_a_name_carries_the_groups_parameters_once() -> None:
     ]
 
 
+def test_a_fixture_calls_name_keeps_its_tests_parameters_and_its_calls_number() -> None:
+    # The `autotune` fixture's second call in `test_sizes[float32]` is the group
+    # `...::test_sizes[float32] (call 2)`: its benchmarks were named `test_sizes[fft-n4096]`,
+    # the test's parameters and the call lost, as if from another test.
+    def call(group: str, key: str) -> GroupSummary:
+        fft = CandidateRow("fft", samples=(1e-3,))
+        return GroupSummary(
+            group, key, "fft", Verdict.PASS, False, samples=(1e-3,), candidates=(fft,)
+        )
+
+    document = benchmark_document(
+        [
+            call("k/t.py::test_sizes[float32]", "n1024"),
+            call("k/t.py::test_sizes[float32] (call 2)", "n4096"),
+            call("k/t.py::test_plain (call 2)", "n4096"),
+        ],
+        machine=MACHINE,
+        commit=COMMIT,
+        now=NOW,
+    )
+    assert [(b["fullname"], b["param"]) for b in document["benchmarks"]] == [
+        ("k/t.py::test_plain[fft-n4096] (call 2)", "fft-n4096"),
+        ("k/t.py::test_sizes[fft-float32]", "fft-float32"),
+        ("k/t.py::test_sizes[fft-float32] (call 2)", "fft-float32"),
+    ]
+
+
 def test_pytest_benchmark_is_imported_only_when_its_file_is_asked_for() -> None:
     code = (
         "import sys; sys.modules['pytest_benchmark'] = None\n"
@@ -261,3 +290,24 @@ def test_pytest_benchmark_compare_sets_two_of_our_runs_side_by_side(tmp_path: Pa
     # pytest-benchmark names each row's source by a shortened path of its file.
     assert re.search(r"test_saxpy\[float4-n67108864\] \(\S*0001_before\) +189\.0000", shown.stdout)
     assert re.search(r"test_saxpy\[float4-n67108864\] \(\S*0002_after\) +250\.0000", shown.stdout)
+
+
+def test_a_reader_of_the_file_while_a_run_replaces_it_finds_one_whole_file(
+    tmp_path: Path,
+) -> None:
+    # Written in place, the file was empty or cut short to a reader meanwhile (a
+    # `pytest-benchmark compare` of the folder, an artifact upload): not JSON at all.
+    target = tmp_path / "autotune.json"
+    runs = ([SAXPY], [SAXPY, SUM, BROKEN])
+    whole = set()
+    for summaries in runs:
+        write_benchmark_json(target, summaries, machine=MACHINE, commit=COMMIT, now=NOW)
+        whole.add(target.read_text(encoding="utf-8"))
+    writes = [
+        functools.partial(
+            write_benchmark_json, target, runs[i % 2], machine=MACHINE, commit=COMMIT, now=NOW
+        )
+        for i in range(100)
+    ]
+    cut = [text[-40:] for text in texts_read_while_written(target, writes) - whole]
+    assert cut == []

@@ -307,6 +307,21 @@ def test_compare_passes_an_unchanged_run_and_honours_max_regression(
     assert run(capsys, "compare", str(a), str(b), "--max-regression", "0.5")[0] == 0
 
 
+def test_compare_says_when_a_run_stopped_early(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Run B was cancelled after the first group: its other groups read "only in A", as if
+    # the change had removed them.
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(sum_run(RUN_1, 5.0))
+    Recorder(b).record(sum_run(replace(RUN_2, stopped="interrupted"), 5.0))
+    code, out, _ = run(capsys, "compare", str(a), str(b))
+    assert code == 0
+    said = "stopped early (interrupted): the groups tuned before it are shown, no others"
+    assert f"B's run {said}" in out.splitlines()
+    assert "A's run" not in out
+
+
 @pytest.mark.parametrize("value", ["10", "10%", "1.5"])
 def test_compare_refuses_a_max_regression_the_marker_refuses(
     value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

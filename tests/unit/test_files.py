@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from pytest_autotune.tune.files import (
     loads_strict,
     lock_beside,
     remove_stale_temporaries,
+    replace_text,
     shared_lock,
     write_atomically,
 )
@@ -123,3 +126,43 @@ def test_a_shared_lock_name_cannot_leave_the_temp_folder(
     assert Path(lock.lock_file).parent == tmp_path
     assert Path(lock.lock_file).name == "pytest-autotune-______etc_x.lock"
     assert Path(lock.lock_file).stat().st_mode & 0o777 == 0o666
+
+
+def test_a_replaced_file_behind_a_link_keeps_the_link_and_a_pipe_stays_a_pipe(
+    tmp_path: Path,
+) -> None:
+    # A report path linked into a served folder, or a pipe (as /dev/null is no regular
+    # file), must not become a regular file where the link or the device was.
+    served = tmp_path / "served" / "report.html"
+    served.parent.mkdir()
+    served.write_text("old")
+    link = tmp_path / "report.html"
+    link.symlink_to(served)
+    replace_text(link, "new\n")
+    assert link.is_symlink() and served.read_text() == "new\n"
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(pipe.read_text()))
+    reader.start()
+    replace_text(pipe, "through\n")
+    reader.join()
+    assert got == ["through\n"] and stat.S_ISFIFO(pipe.stat().st_mode)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="Linux's /proc/self/fd")
+def test_a_path_linked_to_an_open_pipe_as_dev_stdout_is_written_through(
+    tmp_path: Path,
+) -> None:
+    # --autotune-benchmark-json=/dev/stdout in a pipeline: the link, resolved, names no
+    # file ("pipe:[1234]"), and writing beside it failed with "No such file or directory".
+    read, write = os.pipe()
+    try:
+        stdout = tmp_path / "stdout"
+        stdout.symlink_to(f"/proc/self/fd/{write}")
+        replace_text(stdout, "through\n")
+        assert os.read(read, 100) == b"through\n"
+    finally:
+        os.close(read)
+        os.close(write)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import hashlib
 import re
 from dataclasses import replace
@@ -17,6 +18,7 @@ from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.gate import Comparison
 from pytest_autotune.report.html import TERMS, key_text, render_html, run_view, write_html
 from pytest_autotune.tune.records import AutotuneRecord, RecordError
+from tests.fakes import texts_read_while_written
 
 GPU = "cuda-nvidia-h200"
 SCRIPT_NAME = "<script>alert(1)</script>"
@@ -692,3 +694,39 @@ def test_the_tally_counts_the_candidates_that_failed_their_checks() -> None:
     assert (counts["passed"], counts["failed"], counts["failed checks"]) == (1, 0, 1)
     expected = run_view([saxpy_record(**passing, expected_failures=["cupy_ops"])], title="t")
     assert "failed checks" not in {label for label, _, _ in expected.counts}
+
+
+def test_a_reader_of_the_report_while_a_run_replaces_it_finds_one_whole_report(
+    tmp_path: Path,
+) -> None:
+    # A report written in place was empty, or half of one, to a browser or an artifact
+    # upload that read it meanwhile, and two runs writing one path left a mix of both.
+    target = tmp_path / "report.html"
+    one, three = realistic_records()[:1], realistic_records()
+    write_html(target, one)
+    whole = set()
+    for records in (one, three):
+        write_html(tmp_path / "alone.html", records)
+        whole.add((tmp_path / "alone.html").read_text(encoding="utf-8"))
+    writes = [functools.partial(write_html, target, (three, one)[i % 2]) for i in range(20)]
+    cut = [text[-40:] for text in texts_read_while_written(target, writes) - whole]
+    assert cut == []
+
+
+def test_a_candidate_without_a_bar_says_why_in_a_word_as_the_terminal_does() -> None:
+    # The chart's note in place of a bar gave the error's kind: "error: unknown" of a
+    # candidate whose RuntimeError the page showed, and "error: skip" of one that declined
+    # the key, which is no error (the terminal says "skipped").
+    declined = {"name": "tiled", "index": 2, "error": {"kind": "skip", "message": "n < 4096"}}
+    record = dataclasses.replace(
+        sum_record(),
+        results=(
+            samples("pairwise", 0, 5.1),
+            failed("dot", 1, "RuntimeError: boom\n  at line 3"),
+            declined,
+        ),
+    )
+    (decision,) = run_view([record], title="t").decisions
+    assert decision.bars is not None
+    notes = re.findall(r'<text class="note"[^>]*>([^<]*)</text>', str(decision.bars))
+    assert notes == ["error: RuntimeError", "skipped: n &lt; 4096"]

@@ -418,3 +418,43 @@ def test_a_key_with_a_line_break_is_shown_escaped_on_one_line() -> None:
     assert key_text("n1024 ü") == "n1024 ü"
     summary = replace(SAXPY, key=key_text("line\nbreak"))
     assert len(render_summary([summary]).splitlines()) == 4
+
+
+def test_a_step_summary_too_large_for_github_keeps_its_failures_and_says_what_it_left_out() -> None:
+    # GitHub takes 1 MiB of step summary a step and drops the whole of a larger one (an
+    # error annotation in its place): a sweep of 8000 groups lost its summary, failures and
+    # all. The passing rows go first, and the summary says where they are.
+    sweep = [
+        GroupSummary(
+            f"kernels/tests/test_convolution.py::test_conv2d_nchw_implicit_gemm[{dtype}-c{c}-k{k}]",
+            f"{dtype}-c{c}-k{k}",
+            "im2col_tiled_64x64",
+            Verdict.PASS,
+            False,
+            samples=(1e-3,),
+        )
+        for dtype in ("float16", "bfloat16", "float32", "float64")
+        for c in range(100)
+        for k in range(20)
+    ]
+    text = render_markdown([*sweep, regressed_sum()])
+    assert len(text.encode("utf-8")) <= 1024 * 1024
+    assert "**Failed:**" in text and "test\\_sum.py::test\\_sum" in text
+    assert (
+        "8000 passing groups are left out of the table: GitHub takes 1 MiB of step summary"
+        " a step; the terminal summary and the HTML report show every group." in text
+    )
+
+
+def test_a_step_summary_still_too_large_is_cut_at_a_line_saying_so() -> None:
+    # What is left, every group reported (no baseline yet), may still be too large.
+    new = [
+        GroupSummary(f"t.py::test_a[n{n}]", f"n{n}", "a", Verdict.NO_BASELINE, False, "no baseline")
+        for n in range(100)
+    ]
+    text = render_markdown(new, limit=2000)
+    assert len(text.encode("utf-8")) <= 2000
+    assert text.startswith("### pytest-autotune\n") and text.endswith(
+        "\n... cut here: GitHub takes 1 MiB of step summary a step; the terminal summary and"
+        " the HTML report show every group.\n"
+    )

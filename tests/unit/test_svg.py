@@ -93,6 +93,20 @@ def test_a_bar_chart_draws_one_bar_per_measured_candidate_and_a_note_for_a_faile
     assert "1.70 ms" in labels and "189 us" in labels
 
 
+def test_a_bar_chart_of_a_group_that_measured_nothing_draws_no_scale() -> None:
+    # Every candidate failed: the chart drew an axis from 0 to "1.00 s", a time that no
+    # candidate took and that no record holds.
+    root = parse(
+        bar_chart(
+            [Bar("a", None, note="error: RuntimeError"), Bar("b", None, note="error: ValueError")],
+            format_value=format_duration,
+            title="medians",
+        )
+    )
+    assert texts(root) == ["a", "error: RuntimeError", "b", "error: ValueError"]
+    assert not [line for line in root.iter(f"{SVG}line") if line.get("class") == "grid"]
+
+
 def test_a_bar_chart_escapes_every_label_and_cuts_long_ones_keeping_the_full_title() -> None:
     long_name = "grid_stride_block_1024_with_four_blocks_per_sm_" * 3
     markup = str(

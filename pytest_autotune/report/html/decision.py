@@ -18,6 +18,7 @@ from pytest_autotune.report import (
     group_order,
     key_text,
     node_name,
+    reason_in_a_word,
     verdict_text,
 )
 from pytest_autotune.report.figures import format_change, format_fraction, format_interval
@@ -69,6 +70,7 @@ from pytest_autotune.tune.bounds import (
     fraction_of_roof,
 )
 from pytest_autotune.tune.checks import CheckResult
+from pytest_autotune.tune.errors import AutotuneErrorKind
 from pytest_autotune.tune.log import event_from_json, format_duration
 from pytest_autotune.tune.peaks import Peaks
 from pytest_autotune.tune.records import AutotuneRecord, RecordError
@@ -222,7 +224,10 @@ def _candidate(
         check_message=check_message,
         error=kind + (f": {message}" if message else ""),
     )
-    return view, Bar(name, None, note=f"error: {kind}")
+    # What the terminal says of it: a candidate that declined the key is skipped, no error,
+    # and the kind of an error ("unknown" for one the candidate raised) says nothing.
+    said = "skipped" if kind == AutotuneErrorKind.SKIP.value else "error"
+    return view, Bar(name, None, note=f"{said}: {reason_in_a_word(message) if message else kind}")
 
 
 def _with_relative(candidates: list[CandidateView]) -> list[CandidateView]:

@@ -13,6 +13,7 @@ from markupsafe import Markup
 
 from pytest_autotune.report.html.run import run_view
 from pytest_autotune.report.html.views import TERMS, RunView
+from pytest_autotune.tune.files import replace_text
 from pytest_autotune.tune.records import AutotuneRecord
 
 
@@ -59,12 +60,13 @@ def write_html(
     records: Sequence[AutotuneRecord],
     *,
     title: str = "pytest-autotune",
+    stopped: str | None = None,
 ) -> RunView:
-    """Write the report to `path`, creating its folder; UTF-8, ending with a newline.
+    """Write the report to `path`, creating its folder, replacing any file there whole
+    (`replace_text`); UTF-8, ending with a newline.
+    `stopped`: why the run stopped early, which the records say where there are any.
     Returns the view it shows, so a caller can say what was written as the page counts it."""
-    view = run_view(records, title=title)
+    view = run_view(records, title=title, stopped=stopped)
     text = _render(view)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    replace_text(Path(path), text if text.endswith("\n") else text + "\n")
     return view

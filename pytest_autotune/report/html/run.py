@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from pytest_autotune.gate.verdicts import Verdict
-from pytest_autotune.report import key_text, node_name
+from pytest_autotune.report import key_text, node_name, stopped_text
 from pytest_autotune.report.html.decision import decision_view
 from pytest_autotune.report.html.views import (
     MISSING,
@@ -121,8 +121,11 @@ def _time(run: RunInfo | None) -> datetime | None:
     return moment if moment is not None and moment.tzinfo is not None else None
 
 
-def run_view(records: Sequence[AutotuneRecord], *, title: str) -> RunView:
-    """What the template shows, from the records.
+def run_view(
+    records: Sequence[AutotuneRecord], *, title: str, stopped: str | None = None
+) -> RunView:
+    """What the template shows, from the records; `stopped` says why the run stopped
+    early where it did and tuned no group, which no record then says.
 
     Records of several runs (told apart by their `run`) give one card per group and key
     and device: the latest run's decision, with the trend across every run. Cards are in
@@ -193,4 +196,12 @@ def run_view(records: Sequence[AutotuneRecord], *, title: str) -> RunView:
             for run in runs
         ),
         terms=tuple(TERMS.items()),
+        stopped_empty=(stopped or "") if not records else "",
+        stopped=tuple(
+            stopped_text(run.stopped)
+            if len(runs) == 1
+            else f"run {numbers[run]}: {stopped_text(run.stopped)}"
+            for run in runs
+            if run is not None and run.stopped is not None
+        ),
     )

@@ -218,3 +218,9 @@ class RunView:
     """(label, count, CSS class) of the run's tally: decisions, passed, failed, verdicts."""
     runs: tuple[RunLabel, ...]
     terms: tuple[tuple[str, str], ...]
+    stopped: tuple[str, ...] = ()
+    """A line for each run that stopped before every test ran: its groups are not the
+    whole run, which the page says at its top."""
+    stopped_empty: str = ""
+    """Why a run that tuned no group stopped early (no record can say it): its page says
+    so, not that the project has no autotune test."""

@@ -52,7 +52,9 @@ def bar_chart(
     scale = plot_width / ticks[-1]
     height = top + len(bars) * (row + gap) + axis
     body: list[str] = []
-    for tick in ticks:
+    # Where nothing was measured (every candidate failed) there is no scale to draw: an
+    # axis to "1.00 s" showed a time no candidate took.
+    for tick in ticks if values else ():
         x = plot_x + tick * scale
         body.append(
             f'<line class="grid" x1="{num(x)}" y1="{num(top)}" x2="{num(x)}"'
