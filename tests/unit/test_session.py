@@ -278,10 +278,11 @@ def test_an_unbounded_interval_reads_back_from_the_record_as_infinity() -> None:
 
 class _Quiet:
     """A stand-in for `pytest_autotune.quiet.Quiet`: says why the others did not pause (None
-    when they did), and records that the group was tuned inside its hold."""
+    when they did), and records that the group was tuned inside its hold. Its run folder
+    holds no crashed test."""
 
-    def __init__(self, pauses: bool) -> None:
-        self.pauses, self.holds = pauses, []
+    def __init__(self, pauses: bool, folder: Path) -> None:
+        self.pauses, self.holds, self.folder = pauses, [], folder
 
     @contextlib.contextmanager
     def measuring(self, gpu: bool) -> Iterator[str | None]:
@@ -298,7 +299,7 @@ def test_a_worker_tunes_inside_its_quiet_hold_and_notes_when_the_others_ran_on(
     tuned = session(
         tmp_path, SessionHooks(client=lambda device: FakeClient(clock)), autotune="true"
     )
-    quiet = _Quiet(pauses)
+    quiet = _Quiet(pauses, tmp_path / "run")
     tuned.quiet = quiet  # type: ignore[assignment]
     tuned.candidate_outcome(request(clock), "fast")
     # The fake device is a CPU: the hold is the CPU's, entered once around the tuning.
