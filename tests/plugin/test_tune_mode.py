@@ -7,6 +7,7 @@ import shutil
 import textwrap
 from dataclasses import replace
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -635,6 +636,32 @@ def test_a_slower_candidate_picked_when_the_baselines_winner_is_slower_too_is_ju
     )
 
 
+def four_times_slower(
+    monkeypatch: pytest.MonkeyPatch, slowed: str, when: Callable[[int], bool]
+) -> None:
+    """The gate's measurements of candidate `slowed` read four times their time in the
+    calls (counted from 1) that `when` picks: a candidate slow in one process, not the
+    next."""
+    measurer = gate_policy.candidate_measurer
+
+    def scaled(client: Any, inputs: tuple[Any, ...]) -> Any:
+        measure = measurer(client, inputs)
+        calls = {slowed: 0}
+
+        def measured(fn: Any, name: str) -> Measurement:
+            got = measure(fn, name)
+            if name != slowed:
+                return got
+            calls[slowed] += 1
+            if not when(calls[slowed]):
+                return got
+            return replace(got, samples=tuple(4 * s for s in got.samples))
+
+        return measured
+
+    monkeypatch.setattr(gate_policy, "candidate_measurer", scaled)
+
+
 def test_a_pick_measured_again_to_confirm_says_the_time_the_row_shows(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -645,24 +672,7 @@ def test_a_pick_measured_again_to_confirm_says_the_time_the_row_shows(
     autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("HICCUP", "1000")
-    measurer = gate_policy.candidate_measurer
-
-    def medium_slower_later(client: Any, inputs: tuple[Any, ...]) -> Any:
-        measure = measurer(client, inputs)
-        calls = {"medium": 0}
-
-        def measured(fn: Any, name: str) -> Measurement:
-            got = measure(fn, name)
-            if name != "medium":
-                return got
-            calls["medium"] += 1
-            if calls["medium"] == 1:
-                return got
-            return replace(got, samples=tuple(4 * s for s in got.samples))
-
-        return measured
-
-    monkeypatch.setattr(gate_policy, "candidate_measurer", medium_slower_later)
+    four_times_slower(monkeypatch, "medium", lambda call: call > 1)
     result = run(autotune_pytester, "--autotune")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
@@ -690,24 +700,7 @@ def test_a_baselines_winner_slow_in_one_measurement_is_measured_again_beside_the
     autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("HICCUP", "6")  # the check and the tuning samples of fast
-    measurer = gate_policy.candidate_measurer
-
-    def fast_slow_at_first(client: Any, inputs: tuple[Any, ...]) -> Any:
-        measure = measurer(client, inputs)
-        calls = {"fast": 0}
-
-        def measured(fn: Any, name: str) -> Measurement:
-            got = measure(fn, name)
-            if name != "fast":
-                return got
-            calls["fast"] += 1
-            if calls["fast"] > 1:
-                return got
-            return replace(got, samples=tuple(4 * s for s in got.samples))
-
-        return measured
-
-    monkeypatch.setattr(gate_policy, "candidate_measurer", fast_slow_at_first)
+    four_times_slower(monkeypatch, "fast", lambda call: call == 1)
     result = run(autotune_pytester, "--autotune")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
