@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import shutil
 import textwrap
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import pytest
