@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugin.harness import run
+from tests.plugin.harness import PLUGIN_ARGS, run
 
 pytest.importorskip("xdist")
 
@@ -355,3 +355,52 @@ def test_under_xdist_no_other_workers_test_runs_while_a_group_is_measured(
     first, last = min(s for s, _ in measured), max(e for _, e in measured)
     overlapping = [(s, e) for s, e in others if s < last and e > first]
     assert not overlapping, (first, last, overlapping)
+
+
+def test_under_xdist_a_run_stopped_by_x_says_why_as_a_single_process_does(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `-n 2 -x`: pytest-xdist ends the run by raising its `Interrupted`, with pytest's
+    # reason as the message. The report said "stopped early (interrupted)", which reads as
+    # Ctrl-C or a cancelled job, where a single process says pytest's own words.
+    autotune_pytester.makepyfile(
+        test_stop="""
+import pytest
+from conftest import spin
+
+def fast(n):
+    spin(100e-6)
+    return n + 1
+
+def slow(n):
+    spin(300e-6)
+    return n + 1
+
+def test_0_fails():
+    assert False
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow})
+@pytest.mark.parametrize("n", [1, 2])
+def test_a(candidate, n):
+    return candidate(n)
+"""
+    )
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS,
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "-p",
+        "no:randomly",
+        "-n",
+        "2",
+        "-x",
+        "--autotune",
+        "--autotune-html=r.html",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    report = (autotune_pytester.path / "r.html").read_text(encoding="utf-8")
+    # Said whether or not a worker tuned a group before the run stopped.
+    assert "stopped early (stopping after 1 failures)" in report
+    assert "(interrupted)" not in report
