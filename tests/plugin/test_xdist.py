@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.plugin.harness import PLUGIN_ARGS, run
+from tests.plugin.test_results_display import INTERRUPTED_TESTS
 
 pytest.importorskip("xdist")
 
@@ -363,28 +364,9 @@ def test_under_xdist_a_run_stopped_by_x_says_why_as_a_single_process_does(
     # `-n 2 -x`: pytest-xdist ends the run by raising its `Interrupted`, with pytest's
     # reason as the message. The report said "stopped early (interrupted)", which reads as
     # Ctrl-C or a cancelled job, where a single process says pytest's own words.
-    autotune_pytester.makepyfile(
-        test_stop="""
-import pytest
-from conftest import spin
-
-def fast(n):
-    spin(100e-6)
-    return n + 1
-
-def slow(n):
-    spin(300e-6)
-    return n + 1
-
-def test_0_fails():
-    assert False
-
-@pytest.mark.autotune(candidates={"fast": fast, "slow": slow})
-@pytest.mark.parametrize("n", [1, 2])
-def test_a(candidate, n):
-    return candidate(n)
-"""
-    )
+    failing = INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "assert False")
+    assert failing != INTERRUPTED_TESTS
+    autotune_pytester.makepyfile(test_stop=failing)
     result = autotune_pytester.runpytest_subprocess(
         *PLUGIN_ARGS,
         "-p",
