@@ -90,7 +90,7 @@ from pytest_autotune.tune.errors import AutotuneSkip
 from pytest_autotune.tune.settings import SETTINGS, Setting
 from pytest_autotune.tune.tunable import PriorityError
 from pytest_autotune.warning_marks import MarkFilters, parse_filters, project_filters
-from pytest_autotune.xdist import WORKER_GPU
+from pytest_autotune.xdist import INTERRUPTED_BY, WORKER_GPU
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client
@@ -1044,9 +1044,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _stopped_early(session: pytest.Session, exitstatus: int) -> str | None:
     """Why the session stopped before every test ran, None when it ran to its end: Ctrl-C
-    or a cancelled CI job (interrupted), `-x` or `--maxfail` (pytest's own words)."""
+    or a cancelled CI job (interrupted), `-x` or `--maxfail` (pytest's own words, which
+    pytest-xdist gives as its interruption's)."""
     if exitstatus == pytest.ExitCode.INTERRUPTED:
-        return "interrupted"
+        return session.config.stash.get(INTERRUPTED_BY, "interrupted")
     reason = session.shouldstop or session.shouldfail
     if not reason:
         return None

@@ -125,6 +125,10 @@ def worker_gpus(visible: str | None, count: int, workers: int) -> list[str | Non
     return [devices[i % len(devices)] for i in range(workers)]
 
 
+INTERRUPTED_BY = pytest.StashKey[str]()
+"""Why pytest-xdist interrupted the run (`XdistBridge.pytest_keyboard_interrupt`)."""
+
+
 class XdistBridge:
     """The controller's side: the scheduler, each worker's GPU, and the workers' output."""
 
@@ -143,6 +147,14 @@ class XdistBridge:
         """The `CUDA_VISIBLE_DEVICES` given to each worker's spec, by the spec's identity
         (kept with it): a worker that crashed is replaced on the same spec under a new id
         (gw2 for gw1), with the same environment, so the same GPU."""
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        # pytest-xdist ends a run under `-x` or `--maxfail` by raising its `Interrupted`
+        # (a KeyboardInterrupt), pytest's reason its message ("stopping after 1
+        # failures"): read as Ctrl-C, the outputs said "interrupted". Ctrl-C has none.
+        reason = str(excinfo.value).strip()
+        if reason:
+            self.config.stash[INTERRUPTED_BY] = reason
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:

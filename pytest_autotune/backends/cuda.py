@@ -370,8 +370,10 @@ class CudaClient:
 
     def out_of_memory(self, error: BaseException) -> bool:
         """Whether `error` is this device running out of memory, in any of the kinds CuPy
-        and its libraries raise (read by the tuner, `tune.client.out_of_memory`)."""
-        return is_out_of_memory(self._cp, error)
+        and its libraries raise, or the host's (`MemoryError`, as the CPU client reads it:
+        a group's NumPy input is copied for each candidate too); read by the tuner
+        (`tune.client.out_of_memory`)."""
+        return isinstance(error, MemoryError) or is_out_of_memory(self._cp, error)
 
     def release_memory(self) -> None:
         """Give CuPy's pool's cached blocks back to the device (called by the tuner after it

@@ -22,6 +22,7 @@ a 3 us NumPy call as 10 us).
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -75,15 +76,13 @@ def untraced(call: Callable[..., T], *args: Any) -> T:
     # just this (`sys.settrace(sys.gettrace())`), cProfile's profiler is not.
     trace = trace if callable(trace) else None
     profile = profile if callable(profile) else None
-    hooks = threading.gettrace(), threading.getprofile()  # plain attributes: always put back
-    if trace is None and profile is None and hooks == (None, None):
+    if trace is None and profile is None and _THREAD_HOOKS.unset():
         return call(*args)
     if trace is not None:
         sys.settrace(None)
     if profile is not None:
         sys.setprofile(None)
-    threading.settrace(None)
-    threading.setprofile(None)
+    _THREAD_HOOKS.put_aside()
     try:
         return call(*args)
     finally:
@@ -91,8 +90,58 @@ def untraced(call: Callable[..., T], *args: Any) -> T:
             sys.settrace(trace)
         if profile is not None:
             sys.setprofile(profile)
-        threading.settrace(hooks[0])
-        threading.setprofile(hooks[1])
+        _THREAD_HOOKS.put_back()
+
+
+class _ThreadHooks:
+    """The trace and profile functions `threading` gives the threads started from now on:
+    one pair for the whole process, so put aside by the first of the threads timing at
+    once and put back by the last. Each putting back what it read, the first to finish put
+    them back under the others, and the last put back the None it had read meanwhile: the
+    threads started after it went untraced for the rest of the run (coverage lost)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._timing = 0
+        self._held: tuple[Any, Any] = (None, None)
+
+    def unset(self) -> bool:
+        """Whether no hook is set, nor put aside by a thread timing now."""
+        with self._lock:
+            hooks = threading.gettrace(), threading.getprofile()
+            return self._timing == 0 and hooks == (None, None)
+
+    def put_aside(self) -> None:
+        with self._lock:
+            if self._timing == 0:
+                self._held = threading.gettrace(), threading.getprofile()
+                threading.settrace(None)
+                threading.setprofile(None)
+            self._timing += 1
+
+    def put_back(self) -> None:
+        with self._lock:
+            if self._timing == 0:  # a child forked while it timed: `after_fork` put them back
+                return
+            self._timing -= 1
+            if self._timing == 0:
+                threading.settrace(self._held[0])
+                threading.setprofile(self._held[1])
+                self._held = (None, None)
+
+    def after_fork(self) -> None:
+        """In a forked child, which has only the thread that forked: the threads timing in
+        the parent are not there to put the hooks back, nor to release the lock."""
+        self._lock = threading.Lock()
+        if self._timing:
+            threading.settrace(self._held[0])
+            threading.setprofile(self._held[1])
+        self._timing, self._held = 0, (None, None)
+
+
+_THREAD_HOOKS = _ThreadHooks()
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_THREAD_HOOKS.after_fork)
 
 
 __all__ = ["tracing", "unsuspended", "untraced"]

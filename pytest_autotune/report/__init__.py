@@ -229,14 +229,15 @@ def stopped_text(reason: str) -> str:
     return f"stopped early ({reason}): the groups tuned before it are shown, no others"
 
 
-def reason_in_a_word(error: str | None) -> str:
+def reason_in_a_word(error: str | None, skipped: bool = False) -> str:
     """Why a candidate has no numbers, in a word or two, where a table or a chart has no
     room for its whole error: the head of its error when short (`not reached`, `hopeless`,
-    `RuntimeError`), else `error`."""
+    `RuntimeError`), else `error`, or `skipped` for a candidate that declined the key
+    (`AutotuneSkip`), which is no error."""
     if error is None:
         return "not measured"
     head = error.split(":", 1)[0].strip()
-    return head if head and len(head) <= 24 else "error"
+    return head if head and len(head) <= 24 else "skipped" if skipped else "error"
 
 
 def failures(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:

@@ -109,7 +109,7 @@ def render_candidates(summaries: Sequence[GroupSummary]) -> str:
                 )
             )
         for candidate in failed:
-            reason = reason_in_a_word(candidate.error)
+            reason = reason_in_a_word(candidate.error, candidate.skipped)
             rows.append(("  " + candidate.name, "-", "-", "-", "-", "0", reason))
         widths = [max(width(row[i]) for row in rows) for i in range(len(CANDIDATE_COLUMNS))]
         lines = [decision_name(summary.group, summary.key)]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugin.harness import run
+from tests.plugin.harness import PLUGIN_ARGS, run
+from tests.plugin.test_results_display import INTERRUPTED_TESTS
 
 pytest.importorskip("xdist")
 
@@ -355,3 +356,33 @@ def test_under_xdist_no_other_workers_test_runs_while_a_group_is_measured(
     first, last = min(s for s, _ in measured), max(e for _, e in measured)
     overlapping = [(s, e) for s, e in others if s < last and e > first]
     assert not overlapping, (first, last, overlapping)
+
+
+def test_under_xdist_a_run_stopped_by_x_says_why_as_a_single_process_does(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `-n 2 -x`: pytest-xdist ends the run by raising its `Interrupted`, with pytest's
+    # reason as the message. The report said "stopped early (interrupted)", which reads as
+    # Ctrl-C or a cancelled job, where a single process says pytest's own words.
+    failing = INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "assert False")
+    assert failing != INTERRUPTED_TESTS
+    autotune_pytester.makepyfile(test_stop=failing)
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS,
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "-p",
+        "no:randomly",
+        "-n",
+        "2",
+        "-x",
+        "--autotune",
+        "--autotune-html=r.html",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    report = (autotune_pytester.path / "r.html").read_text(encoding="utf-8")
+    # Said whether or not a worker tuned a group before the run stopped.
+    assert "stopped early (stopping after 1 failures)" in report
+    assert "(interrupted)" not in report

@@ -1249,6 +1249,9 @@ def test_the_tuner_reads_the_devices_out_of_memory_and_empties_the_pool_after_dr
     assert client.out_of_memory(FakeRuntimeError(2))  # cudaErrorMemoryAllocation
     assert not client.out_of_memory(FakeRuntimeError(700))  # an illegal address is no such
     assert not client.out_of_memory(ValueError("bad shape"))
+    # The host's, as the CPU client reads it: a group's NumPy input (a host buffer a
+    # candidate copies to the device) is copied for each candidate too.
+    assert client.out_of_memory(MemoryError("Unable to allocate 2.00 GiB"))
     emptied = gpu.default_pool.emptied
     client.release_memory()
     assert gpu.default_pool.emptied == emptied + 1

@@ -730,3 +730,25 @@ def test_a_candidate_without_a_bar_says_why_in_a_word_as_the_terminal_does() -> 
     assert decision.bars is not None
     notes = re.findall(r'<text class="note"[^>]*>([^<]*)</text>', str(decision.bars))
     assert notes == ["error: RuntimeError", "skipped: n &lt; 4096"]
+
+
+def test_a_candidate_without_a_bar_whose_reason_is_long_is_not_called_an_error_twice() -> None:
+    # A reason too long for the chart's note read "skipped: error" of a candidate that
+    # declined the key, which is no error, and "error: error" of one that raised.
+    declined = {
+        "name": "tiled",
+        "index": 2,
+        "error": {"kind": "skip", "message": "needs n to be a multiple of 4096"},
+    }
+    record = dataclasses.replace(
+        sum_record(),
+        results=(
+            samples("pairwise", 0, 5.1),
+            failed("dot", 1, "the buffer was too small for it"),
+            declined,
+        ),
+    )
+    (decision,) = run_view([record], title="t").decisions
+    assert decision.bars is not None
+    notes = re.findall(r'<text class="note"[^>]*>([^<]*)</text>', str(decision.bars))
+    assert notes == ["error", "skipped"]

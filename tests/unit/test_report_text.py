@@ -167,6 +167,26 @@ def test_every_candidate_is_shown_with_its_statistics_relative_to_the_fastest() 
     ]
 
 
+def test_a_candidate_that_declined_the_key_at_length_is_skipped_in_the_table_not_an_error() -> None:
+    # `AutotuneSkip` with a reason too long for the column read "error", where the lines
+    # under the summary say "skipped: ..." of the same candidate.
+    summary = GroupSummary(
+        "t.py::test_sum[n4]",
+        "n4",
+        "fast",
+        Verdict.PASS,
+        False,
+        samples=(1e-3,),
+        candidates=(
+            CandidateRow("fast", 1e-3, samples=(1e-3,)),
+            CandidateRow("tiled", error="needs n to be a multiple of 4096", skipped=True),
+            CandidateRow("broken", error="the buffer was too small for it"),
+        ),
+    )
+    rows = render_candidates([summary]).splitlines()[4:]
+    assert [row.split()[-1] for row in rows] == ["skipped", "error"]
+
+
 def test_a_failed_verdict_is_in_capitals_and_a_reported_one_is_not() -> None:
     strict = GroupSummary("t::f", "k", "a", Verdict.NO_BASELINE, True, samples=(1e-3,))
     relaxed = GroupSummary("t::f", "k", "a", Verdict.NO_BASELINE, False, samples=(1e-3,))

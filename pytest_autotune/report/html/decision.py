@@ -227,7 +227,9 @@ def _candidate(
     # What the terminal says of it: a candidate that declined the key is skipped, no error,
     # and the kind of an error ("unknown" for one the candidate raised) says nothing.
     said = "skipped" if kind == AutotuneErrorKind.SKIP.value else "error"
-    return view, Bar(name, None, note=f"{said}: {reason_in_a_word(message) if message else kind}")
+    word = reason_in_a_word(message, skipped=said == "skipped") if message else kind
+    # A reason too long for the note is that word alone, not "error: error".
+    return view, Bar(name, None, note=said if word == said else f"{said}: {word}")
 
 
 def _with_relative(candidates: list[CandidateView]) -> list[CandidateView]:
