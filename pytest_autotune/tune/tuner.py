@@ -416,15 +416,21 @@ class Tuner:
             else:
                 self._failed[decision.key] = decision.error
         log_decision(self.name, decision.fastest_name, decision.key, decision.context)
+        unwritable: str | None = None
         if self.recorder is not None:
             try:
                 self.recorder.record(decision.to_record(self.name, self.device_id))
             except OSError as error:
-                # Raised out of the tuning, it lost the winner's save below.
-                sink = self.recorder.sink
-                warnings.warn(records_unwritable(self.name, sink, error), stacklevel=3)
-        if not decision.measured:
-            return
+                # Raised out of the tuning, it lost the winner's save below; so is its
+                # warning, where warnings are errors: it is given once the winner is saved.
+                unwritable = records_unwritable(self.name, self.recorder.sink, error)
+        if decision.measured:
+            self._save(decision, client)
+        if unwritable is not None:
+            warnings.warn(unwritable, stacklevel=3)
+
+    def _save(self, decision: TuneDecision, client: Client) -> None:
+        """Keep a measured decision in memory, and in the persistent cache where there is one."""
         pk = PersistentCacheKey(stable_key(decision.key), decision.checksum)
         value = decision.to_cache_value()
         self._stored[pk.key] = {pk.checksum: (pk, value)}
@@ -449,7 +455,7 @@ class Tuner:
                 self.persistent.save({pk: value}, device=device)
             except CacheFileError as exc:
                 warnings.warn(
-                    CacheFileWarning(f"{exc}; the decision is kept in memory only"), stacklevel=3
+                    CacheFileWarning(f"{exc}; the decision is kept in memory only"), stacklevel=4
                 )
 
 

@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -976,3 +977,21 @@ def test_a_bound_operations_key_error_reaches_the_caller(cache_dir):
     op = local.bind(client.device_id, client, TunableSet.of(no_key, {"a": lambda x: x}))
     with pytest.raises(KeyError, match="no key for this input"):
         op([1])
+
+
+def test_a_records_file_lost_mid_run_under_warnings_as_errors_still_saves_the_winner(tmp_path):
+    # A project's `filterwarnings = error` turned the records warning into an exception
+    # raised before the winner's save: the warning's own guard lost the save it was for.
+    records = tmp_path / "records.jsonl"
+    client = FakeClient()
+    config = AutotuneConfig(cache_dir=tmp_path / "cache", record=records)
+    local = LocalTuner("t", config)
+    assert local.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1],)) == "b"
+    records.unlink()
+    records.mkdir()  # where the records were, a folder now
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match=r"^t: the records cannot be written to "):
+            local.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1, 2],))
+    saved = PersistentCache(cache_path(tmp_path / "cache", client.device_id, "t"), journal=True)
+    assert sorted(k.key for k in saved.load()) == ["1", "2"]
