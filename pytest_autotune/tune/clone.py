@@ -77,8 +77,13 @@ _WRITABLE_CONTAINERS = (set, bytearray, array.array, collections.deque)
 
 def _clone_container(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     if isinstance(value, collections.deque):
-        items = (clone_value(v, depth, memo) for v in value)
-        return type(value)(items, maxlen=value.maxlen)
+        items = [clone_value(v, depth, memo) for v in value]
+        try:
+            return type(value)(items, maxlen=value.maxlen)
+        except TypeError:
+            # A subclass whose constructor takes other arguments (deque's own copy makes
+            # one the same way): shared, as any object this cannot copy.
+            return value
     # A set holds hashable values, a bytearray and an array numbers: a shallow copy.
     return copy.copy(value)
 

@@ -1,5 +1,6 @@
 """`TunableSet`: the builder, the checksum of its candidate list, and the default input copies."""
 
+import collections
 import functools
 import hashlib
 import re
@@ -561,3 +562,19 @@ def test_a_list_of_plain_numbers_is_copied_without_visiting_each_number(monkeypa
     # A list holding an array still has the array copied.
     holder = [1.0, np.zeros(2)]
     assert clone_value(holder)[1] is not holder[1]
+
+
+def test_a_deque_subclass_with_a_constructor_of_its_own_is_shared_not_refused() -> None:
+    # Copied as `type(d)(items, maxlen=...)`, a subclass whose constructor takes other
+    # arguments failed every tuning of its set with a TypeError; before deques were
+    # copied it was shared, as any object the copy cannot make.
+    class Window(collections.deque):  # type: ignore[type-arg]
+        def __init__(self, size: int) -> None:
+            super().__init__(maxlen=size)
+
+    window = Window(3)
+    window.extend([1, 2])
+    assert CloneInputGenerator()(None, (window,))[0] is window
+    plain = collections.deque([1, 2], maxlen=3)
+    copied = CloneInputGenerator()(None, (plain,))[0]
+    assert copied == plain and copied is not plain and copied.maxlen == 3
