@@ -358,7 +358,11 @@ def _tuner_named(name: str, config: AutotuneConfig | None, package: str | None) 
             return local
     made = _UNPICKLED.get((name, config, package))
     if made is None:
-        made = _UNPICKLED[name, config, package] = LocalTuner(name, config, package=package)
+        # Two threads of a pool may load it at once: the first one kept serves both (a
+        # lock here could be held by a thread a fork leaves behind).
+        made = _UNPICKLED.setdefault(
+            (name, config, package), LocalTuner(name, config, package=package)
+        )
     return made
 
 
