@@ -52,10 +52,20 @@ def user_cache_dir() -> Path:
     """The per-user cache root (`platformdirs`; `$XDG_CACHE_HOME/pytest-autotune` on Linux).
 
     Imported here: only a library's tuner of no explicit `cache_dir` needs it, and pytest
-    runs and programs that name their cache folder start without it."""
+    runs and programs that name their cache folder start without it. RuntimeError where
+    the process has no home directory."""
     import platformdirs
 
-    return platformdirs.user_cache_path(APP_NAME, appauthor=False)
+    root = platformdirs.user_cache_path(APP_NAME, appauthor=False)
+    if not root.is_absolute():
+        # Where it finds no home, platformdirs before 4 (3.0 is our floor) gives the path
+        # unexpanded, "~/.cache/pytest-autotune", which tuning made in the working
+        # directory; newer ones raise this, which `library_cache` turns into a warning.
+        raise RuntimeError(
+            f"could not determine the home directory for {str(root)!r},"
+            " set an absolute HOME or XDG variable"
+        )
+    return root
 
 
 @dataclass(frozen=True, slots=True)

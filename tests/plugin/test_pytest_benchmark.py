@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
 import json
-import warnings
 
 import pytest
 
@@ -44,23 +42,36 @@ def test_plain(benchmark):
 def run_beside_benchmark(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     """A run with pytest-benchmark's plugin loaded, as a project using it runs; its loop
     kept short, and its figures in `bench.json`."""
-    result = pytester.runpytest(
-        *PLUGIN_ARGS,
-        "-p",
-        "no:cacheprovider",
-        "--benchmark-max-time=0.001",
-        "--benchmark-min-rounds=1",
-        "--benchmark-json=bench.json",
-        *args,
-    )
-    # pytest-benchmark before 5.0 opens `--benchmark-json`'s file as it parses the option
-    # and closes it only where it saves: after a run that stopped at a usage error, or had
-    # nothing to save, the garbage collector closes it, and its ResourceWarning failed
-    # whichever later test that happened in. (A run of its own closes it as it exits.)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        gc.collect()
+    with pytest.MonkeyPatch.context() as patch:
+        # Where this suite runs under `-n`: pytest-benchmark 5 takes PYTEST_XDIST_WORKER,
+        # which the run inherits, for its own run's, and benchmarks nothing.
+        patch.delenv("PYTEST_XDIST_WORKER", raising=False)
+        result = pytester.runpytest(
+            *PLUGIN_ARGS,
+            "-p",
+            "no:cacheprovider",
+            "--benchmark-max-time=0.001",
+            "--benchmark-min-rounds=1",
+            "--benchmark-json=bench.json",
+            *args,
+            plugins=[_BenchmarkJsonClosed()],
+        )
     return result
+
+
+class _BenchmarkJsonClosed:
+    """pytest-benchmark before 5.0 opens `--benchmark-json`'s file as pytest parses the
+    options (argparse's FileType), once for each of pytest's two parses, and never closes
+    them: the in-process run's options outlive it, and the garbage collector closed them
+    in some later test, whose ResourceWarning failed it. Closed as the run ends (what it
+    wrote is flushed on close)."""
+
+    @staticmethod
+    def pytest_unconfigure(config: pytest.Config) -> None:
+        for options in (config.known_args_namespace, config.option):
+            opened = getattr(options, "benchmark_json", None)
+            if hasattr(opened, "close"):
+                opened.close()
 
 
 def benchmarked(pytester: pytest.Pytester) -> list[str]:

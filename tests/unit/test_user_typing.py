@@ -104,7 +104,12 @@ def test_documented_user_code_type_checks_under_mypy_strict(tmp_path: Path) -> N
     pytest.importorskip("mypy")
     (tmp_path / "userlib.py").write_text(textwrap.dedent(USER_MODULE), encoding="utf-8")
     env = {**os.environ, "MYPYPATH": str(ROOT)}
-    command = [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "userlib.py"]
+    # The package's own errors silenced, as mypy silences an installed package's: found
+    # through MYPYPATH, its sources read as the user's own, checked against whatever NumPy
+    # is installed, and NumPy 1.24's stubs (our floor) failed lines that run there and that
+    # the project's own mypy, on the newest NumPy, passes. The user's module is still checked.
+    command = [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent"]
+    command += ["--no-error-summary", "userlib.py"]
     done = subprocess.run(
         [*command, "--cache-dir", str(tmp_path / "cache")],
         cwd=tmp_path,
