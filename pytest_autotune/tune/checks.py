@@ -118,10 +118,12 @@ def compare_outputs(
 
 NOTHING_TO_COMPARE = (
     "{} returned None, so there is nothing to compare (return the output from the test"
-    " body, or pass check_output=False to the marker)"
+    " body or the set's functions, or pass check_output=False to the marker or the"
+    " autotune(...) call)"
 )
 """Why a reference output of None fails: None equals None, so a test body without `return`
-would pass every candidate, a wrong one included."""
+would pass every candidate, a wrong one included. It names both places the option goes: a
+test of the `autotune` fixture has no marker, and was told to pass it "to the marker"."""
 
 
 def check_candidates(

@@ -801,3 +801,34 @@ def test_a_candidate_returning_a_shared_buffer_is_compared_before_the_reference_
     result = run(autotune_pytester)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*candidate 'thrice' differs from the reference candidate*"])
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+def test_a_fixture_set_returning_none_says_where_check_output_goes(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # A production set of kernels that write into an `out` argument: the failure told the
+    # fixture's user to "pass check_output=False to the marker", but such a test has no
+    # marker; the option is a keyword of the `autotune(...)` call.
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        from pytest_autotune import TunableSet
+
+        def a(x, out):
+            out[0] = np.sum(x)
+
+        def b(x, out):
+            out[0] = np.cumsum(x)[-1]
+
+        def test_into(autotune):
+            into = TunableSet.of(lambda x, out: x.size, {"a": a, "b": b})
+            autotune(into, np.ones(64), np.zeros(1))
+        """
+    )
+    result = run(autotune_pytester, *mode)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*returned None*check_output=False to the marker or the autotune(...) call*"]
+    )
+    result.stdout.no_fnmatch_line("*check_output=False to the marker)*")
