@@ -141,9 +141,12 @@ def _run_set(
         pytest.fail(shared, pytrace=False)
     if unknown:
         # As the marker says it: a misspelt option named "_run_set()", a function of ours.
+        # An input passed by keyword (`x=arr`, as the key_gen names it) lands here too,
+        # and the list of options alone did not say how to pass it.
         fail(
             f"{nodeid}: autotune: unknown option(s) {sorted(unknown)};"
-            f" known: {', '.join(FIXTURE_OPTIONS)}"
+            f" known: {', '.join(FIXTURE_OPTIONS)}; inputs go by position:"
+            " autotune(tunable_set, *inputs)"
         )
     if not isinstance(tunables, TunableSet):
         pytest.fail(

@@ -913,6 +913,15 @@ CASES = [
         ("test_x.py::test_x: autotune: unknown option(s) ['rtl']; known: work,", "rtol"),
         FIXTURE.format(call="make(), 3, rtl=1e-3"),
     ),
+    # An input passed by keyword, as its key_gen names it, was only "unknown option(s)
+    # ['n']": nothing said that inputs go by position.
+    Case(
+        "fixture input by keyword",
+        "check",
+        FAILED,
+        ("unknown option(s) ['n']", "inputs go by position: autotune(tunable_set, *inputs)"),
+        FIXTURE.format(call="make(), n=3"),
+    ),
     Case(
         "fixture without inputs",
         "check",
