@@ -608,6 +608,22 @@ CASES = [
         ),
     ),
     Case(
+        # Pytest stopped the whole collection at "duplicate parametrization of
+        # 'candidate'", which named neither option, and no other test ran.
+        "candidates and a parametrize of candidate on one test",
+        "check",
+        FAILED,
+        ("autotune(candidates=...)", "parametrize('candidate'", "keep one"),
+        textwrap.dedent(
+            """
+             @pytest.mark.autotune(candidates={"good": good, "other": other})
+             @pytest.mark.parametrize("candidate", [good, other])
+             def test_x(candidate):
+                 return candidate(1)
+            """
+        ),
+    ),
+    Case(
         "positional argument",
         "check",
         FAILED,
