@@ -801,3 +801,35 @@ def test_a_candidate_returning_a_shared_buffer_is_compared_before_the_reference_
     result = run(autotune_pytester)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*candidate 'thrice' differs from the reference candidate*"])
+
+
+def test_integer_outputs_within_the_markers_rtol_fail_saying_integers_compare_exactly(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # rtol=0.5 and two ints 5% apart failed with "expected 20, got 21" (an array: "max rel
+    # error 0.05"), with no word that the tolerances the marker set apply to floats only.
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        def exact(n):
+            return n * 2
+
+        def off_by_one(n):
+            return n * 2 + 1
+
+        @pytest.mark.autotune(candidates={"exact": exact, "off": off_by_one}, rtol=0.5)
+        def test_int(candidate):
+            return candidate(10)
+
+        @pytest.mark.autotune(candidates={"exact": exact, "off": off_by_one}, rtol=0.5)
+        def test_array(candidate):
+            return candidate(np.arange(10, 13))
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(passed=2, failed=2)
+    note = "integers compare exactly: rtol and atol apply to floating point values"
+    result.stdout.fnmatch_lines([f"*expected 20, got 21*{note}*"])
+    result.stdout.fnmatch_lines([f"*elements differ*{note}*"])
