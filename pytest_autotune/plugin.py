@@ -1006,7 +1006,16 @@ def _call_with_fixtures(fn: Callable[..., Any], arguments: Mapping[str, Any], wh
             f"available: {sorted(arguments)}",
             pytrace=False,
         )
-    return fn(**{n: arguments[n] for n in wanted if n in arguments})
+    try:
+        return fn(**{n: arguments[n] for n in wanted if n in arguments})
+    except Exception as error:
+        # The user's own error, with its traceback; but a `work=` or `key=` callable is
+        # called by the plugin, and the failure (a ZeroDivisionError, say) named neither.
+        add_note = getattr(error, "add_note", None)  # Python 3.11 on
+        if add_note is not None:
+            nodeid, option = what.rsplit(": ", 1)
+            add_note(f"{nodeid}: raised by its {option} callable")
+        raise
 
 
 # -- the end of the session -----------------------------------------------------------------
