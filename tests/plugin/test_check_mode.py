@@ -833,3 +833,41 @@ def test_integer_outputs_within_the_markers_rtol_fail_saying_integers_compare_ex
     note = "integers compare exactly: rtol and atol apply to floating point values"
     result.stdout.fnmatch_lines([f"*expected 20, got 21*{note}*"])
     result.stdout.fnmatch_lines([f"*elements differ*{note}*"])
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)])
+def test_a_reference_named_by_the_marker_but_skipped_here_is_never_called(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # reference="gpu", skipped on a CPU runner, was called all the same as the reference:
+    # its RuntimeError failed every other candidate ("cannot be checked: the reference
+    # raised"), where a skipped candidate is otherwise never the reference.
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+        from conftest import spin
+
+        def gpu(n):
+            raise RuntimeError("no CUDA device")
+
+        def right(n):
+            spin(100e-6)
+            return n * 2
+
+        def wrong(n):
+            spin(50e-6)
+            return n * 3
+
+        @pytest.mark.autotune(reference="gpu")
+        @pytest.mark.parametrize(
+            "candidate",
+            [right, wrong, pytest.param(gpu, marks=pytest.mark.skipif(True, reason="no GPU"))],
+        )
+        def test_x(candidate):
+            return candidate(1)
+        """
+    )
+    result = run(autotune_pytester, *mode)
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*candidate 'wrong'*differs from the reference*'right'*"])
+    assert "no CUDA device" not in result.stdout.str()
