@@ -212,6 +212,15 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     inherited = candidates is not None and not _own_option(metafunc.definition, "candidates")
     if inherited and parametrized_candidates(metafunc) is not None:
         candidates = None
+    elif candidates is not None and parametrized_candidates(metafunc) is not None:
+        # Both on the test itself: neither is closer. Parametrizing `candidate` twice
+        # stopped the whole collection at pytest's "duplicate parametrization", which
+        # named neither; the parametrize's items run and fail by name instead.
+        candidates = None
+        error = error or (
+            "autotune(candidates=...) and @pytest.mark.parametrize('candidate', ...) both"
+            " give this test's candidates; keep one"
+        )
     pairs: tuple[tuple[str, Callable[..., Any]], ...] = ()
     parametrized = None
     marks: dict[str, tuple[pytest.Mark, ...]] = {}

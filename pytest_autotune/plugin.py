@@ -846,7 +846,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     arguments = stand_in(given, tuning=session.settings.tune)
     record_xml_attributes(pyfuncitem, given)
     inputs = _inputs(arguments)
-    options = spec.function.options
+    options = _options_here(pyfuncitem.config, spec)
     limit = call_time_limit(session, options)
     run = _body(pyfuncitem, spec, arguments, real_fixtures(given), limit, session.settings.tune)
     try:
@@ -968,6 +968,18 @@ def _fail_if_the_fixture_changed_the_candidate(item: pytest.Function, spec: Item
     )
 
 
+def _options_here(config: pytest.Config, spec: ItemSpec) -> Mapping[str, Any]:
+    """The marker's options for a run on this machine. `reference="gpu"` with the gpu
+    candidate skipped on this runner: it was called all the same, and its error failed
+    every other candidate. A skipped candidate is never called, so the others are checked
+    as without a reference: against the first that succeeds."""
+    options = spec.function.options
+    reference = options.get("reference")
+    if isinstance(reference, str) and reference in not_run(config, spec.group):
+        return {**options, "reference": None}
+    return options
+
+
 def _group_key(spec: ItemSpec, arguments: Mapping[str, Any]) -> Any:
     key = spec.function.options.get("key")
     if key is None:
@@ -1006,7 +1018,16 @@ def _call_with_fixtures(fn: Callable[..., Any], arguments: Mapping[str, Any], wh
             f"available: {sorted(arguments)}",
             pytrace=False,
         )
-    return fn(**{n: arguments[n] for n in wanted if n in arguments})
+    try:
+        return fn(**{n: arguments[n] for n in wanted if n in arguments})
+    except Exception as error:
+        # The user's own error, with its traceback; but a `work=` or `key=` callable is
+        # called by the plugin, and the failure (a ZeroDivisionError, say) named neither.
+        add_note = getattr(error, "add_note", None)  # Python 3.11 on
+        if add_note is not None:
+            nodeid, option = what.rsplit(": ", 1)
+            add_note(f"{nodeid}: raised by its {option} callable")
+        raise
 
 
 # -- the end of the session -----------------------------------------------------------------

@@ -345,6 +345,11 @@ def _not_comparable(
         )
     if baseline.checksum != checksum:
         change = candidate_change(baseline.candidates, candidates)
+        if change is not None and change.startswith("reordered"):
+            # A dict built over a set (or a list from one) takes its order from
+            # PYTHONHASHSEED, drawn anew by each process: re-recording alone never helped,
+            # and the test was never gated.
+            change += "; a list built from a set changes order from run to run: sort it"
         return (
             f"the baseline in {where} was tuned over another candidate list"
             f" ({change or f'checksum {baseline.checksum}, now {checksum}'});"

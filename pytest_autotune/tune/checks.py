@@ -507,7 +507,14 @@ def _compare_numbers(
         expected, got = _short_repr(reference), _short_repr(actual)
         # Two long ints read alike once cut short: their difference tells them apart.
         gap = f" (got - expected = {_short_repr(actual - reference)})" if expected == got else ""
-        return [f"{where}: expected {expected}, got {got}{gap}"]
+        # Past a float's exact integers the tolerance is no question a user asks (and
+        # `rtol * abs(reference)` of a huge int overflows).
+        within = (
+            not isinstance(reference, bool)
+            and abs(reference) <= EXACT_FLOAT_INTEGERS
+            and abs(actual - reference) <= atol + rtol * abs(reference)
+        )
+        return [f"{where}: expected {expected}, got {got}{gap}{_exact_note(within)}"]
     dtype = (
         np.complex128
         if isinstance(reference, complex) or isinstance(actual, complex)
@@ -574,8 +581,11 @@ def _compare_arrays(
     if max_errors is not None:
         errors_text = f", max abs error {max_errors[0]:.6g}, max rel error {max_errors[1]:.6g}"
     tolerance = f" (rtol={rtol:g}, atol={atol:g})" if inexact else ""
+    exact = ""
+    if not inexact and max_errors is not None:
+        exact = _exact_note(max_errors[0] <= atol or max_errors[1] <= rtol)
     if reference.shape == ():
-        note = _too_fine(reference.dtype, rtol)
+        note = exact + _too_fine(reference.dtype, rtol)
         return [f"{where}: expected {expected}, got {got}{errors_text}{tolerance}{note}"]
     index = ", ".join(str(int(i)) for i in np.unravel_index(flat_index, reference.shape))
     message = (
@@ -585,7 +595,16 @@ def _compare_arrays(
     if moved:
         missing = "NaT" if reference.dtype.kind in "mM" else "NaN"
         message += f"; {missing} positions differ at {counted(moved, 'element')}"
-    return [message + _too_fine(reference.dtype, rtol)]
+    return [message + exact + _too_fine(reference.dtype, rtol)]
+
+
+def _exact_note(within: bool) -> str:
+    """A note where integers that differ lie within the tolerances: `rtol=0.5` and two
+    ints 5% apart failed with "expected 20, got 21", and no word that the marker's
+    tolerances apply to floating point values only."""
+    if not within:
+        return ""
+    return "; integers compare exactly: rtol and atol apply to floating point values"
 
 
 def _too_fine(dtype: np.dtype[Any], rtol: float) -> str:

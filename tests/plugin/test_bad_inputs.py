@@ -28,7 +28,7 @@ from pytest_autotune.tune.cache import (
 )
 from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.tunable_set import checksum_of
-from tests.plugin.harness import FAKE_CONFTEST, run
+from tests.plugin.harness import FAKE_CONFTEST, noted, run
 
 OK, FAILED, INTERRUPTED, USAGE = 0, 1, 2, 4
 DEVICE = Path(".autotune/cpu-fake-1t")
@@ -602,6 +602,22 @@ CASES = [
         textwrap.dedent(
             """
              @pytest.mark.autotune(candidates=["good", "other"])
+             def test_x(candidate):
+                 return candidate(1)
+            """
+        ),
+    ),
+    Case(
+        # Pytest stopped the whole collection at "duplicate parametrization of
+        # 'candidate'", which named neither option, and no other test ran.
+        "candidates and a parametrize of candidate on one test",
+        "check",
+        FAILED,
+        ("autotune(candidates=...)", "parametrize('candidate'", "keep one"),
+        textwrap.dedent(
+            """
+             @pytest.mark.autotune(candidates={"good": good, "other": other})
+             @pytest.mark.parametrize("candidate", [good, other])
              def test_x(candidate):
                  return candidate(1)
             """
@@ -1500,3 +1516,29 @@ def test_pytest_timeouts_alarm_still_fires_inside_our_limit(project: pytest.Pyte
     result = run(project, "--autotune", "-p", "timeout", "--timeout=1")
     assert result.ret == FAILED
     result.stdout.fnmatch_lines(["*Failed: Timeout*1.0*s*"])
+
+
+def test_a_work_function_that_raises_is_named_as_the_marker_option(
+    project: pytest.Pytester,
+) -> None:
+    # work= raising failed with "ZeroDivisionError: division by zero" and a traceback into
+    # the user's function, with no word that the plugin had called it as work=.
+    project.makepyfile(
+        test_x=PRELUDE
+        + textwrap.dedent(
+            """
+            def work_of(n):
+                return Work(n / 0, 8 * n)
+
+            @pytest.mark.autotune(candidates={"good": good, "other": other}, work=work_of)
+            @pytest.mark.parametrize("n", [1])
+            def test_x(candidate, n):
+                return candidate(n)
+            """
+        )
+    )
+    for mode in ((), ("--autotune",)):
+        result = run(project, "test_x.py", *mode)
+        result.assert_outcomes(failed=2)
+        result.stdout.fnmatch_lines(["*ZeroDivisionError*"])
+        result.stdout.fnmatch_lines(noted("*test_x.py::test_x: raised by its work= callable*"))

@@ -832,3 +832,73 @@ def test_a_fixture_set_returning_none_says_where_check_output_goes(
         ["*returned None*check_output=False to the marker or the autotune(...) call*"]
     )
     result.stdout.no_fnmatch_line("*check_output=False to the marker)*")
+
+
+def test_integer_outputs_within_the_markers_rtol_fail_saying_integers_compare_exactly(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # rtol=0.5 and two ints 5% apart failed with "expected 20, got 21" (an array: "max rel
+    # error 0.05"), with no word that the tolerances the marker set apply to floats only.
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        def exact(n):
+            return n * 2
+
+        def off_by_one(n):
+            return n * 2 + 1
+
+        @pytest.mark.autotune(candidates={"exact": exact, "off": off_by_one}, rtol=0.5)
+        def test_int(candidate):
+            return candidate(10)
+
+        @pytest.mark.autotune(candidates={"exact": exact, "off": off_by_one}, rtol=0.5)
+        def test_array(candidate):
+            return candidate(np.arange(10, 13))
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(passed=2, failed=2)
+    note = "integers compare exactly: rtol and atol apply to floating point values"
+    result.stdout.fnmatch_lines([f"*expected 20, got 21*{note}*"])
+    result.stdout.fnmatch_lines([f"*elements differ*{note}*"])
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)])
+def test_a_reference_named_by_the_marker_but_skipped_here_is_never_called(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # reference="gpu", skipped on a CPU runner, was called all the same as the reference:
+    # its RuntimeError failed every other candidate ("cannot be checked: the reference
+    # raised"), where a skipped candidate is otherwise never the reference.
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+        from conftest import spin
+
+        def gpu(n):
+            raise RuntimeError("no CUDA device")
+
+        def right(n):
+            spin(100e-6)
+            return n * 2
+
+        def wrong(n):
+            spin(50e-6)
+            return n * 3
+
+        @pytest.mark.autotune(reference="gpu")
+        @pytest.mark.parametrize(
+            "candidate",
+            [right, wrong, pytest.param(gpu, marks=pytest.mark.skipif(True, reason="no GPU"))],
+        )
+        def test_x(candidate):
+            return candidate(1)
+        """
+    )
+    result = run(autotune_pytester, *mode)
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*candidate 'wrong'*differs from the reference*'right'*"])
+    assert "no CUDA device" not in result.stdout.str()

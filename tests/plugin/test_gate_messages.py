@@ -15,7 +15,7 @@ from filelock import FileLock
 import pytest_autotune.session as session_module
 from pytest_autotune.gate.conditions import StallReading
 from pytest_autotune.tune.files import shared_lock
-from tests.plugin.harness import run
+from tests.plugin.harness import PLUGIN_ARGS, run
 from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
 
 
@@ -334,3 +334,40 @@ def pytest_autotune_verdict(config, summary, verdict):
             "    regression of +50.0% *against the baseline median*",
         ]
     )
+
+
+def test_a_candidate_list_in_hash_order_is_named_as_the_reason_it_never_compares(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A dict built over a set takes its order from PYTHONHASHSEED, which each process
+    # draws anew: every gate found the baseline "reordered" and told the user to
+    # re-record it, which the next process reordered again, so the test was never gated.
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+        from conftest import spin
+
+        def make(name):
+            def kernel(n):
+                spin(100e-6)
+                return n * 2
+            return kernel
+
+        @pytest.mark.autotune(candidates={name: make(name) for name in {"x1", "y2", "z3"}})
+        def test_x(candidate):
+            return candidate(1)
+        """
+    )
+    args = (*PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly")
+    monkeypatch.setenv("PYTHONHASHSEED", "0")
+    assert autotune_pytester.runpytest_subprocess(*args, "--autotune-update").ret == 0
+    # Seeds are tried until one reorders the set: which do is up to Python's hashing.
+    for seed in range(1, 20):
+        monkeypatch.setenv("PYTHONHASHSEED", str(seed))
+        result = autotune_pytester.runpytest_subprocess(*args, "--autotune")
+        if "reordered" in result.stdout.str():
+            break
+    else:
+        pytest.fail("no seed reordered the candidates")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*reordered: now *a set*changes order*sort*"])

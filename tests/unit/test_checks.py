@@ -120,7 +120,8 @@ def test_integers_compare_exactly_whatever_the_tolerance():
     act = np.array([10, 21, 30], dtype=np.int32)
     assert compare_outputs(ref, act, rtol=0.5, atol=5) == (
         "output: 1 of 3 elements differ, max abs error 1, max rel error 0.05; "
-        "first at [1]: expected 20, got 21"
+        "first at [1]: expected 20, got 21; integers compare exactly: rtol and atol apply to"
+        " floating point values"
     )
 
 
