@@ -550,7 +550,7 @@ def _compare_arrays(
 ) -> list[str]:
     """Values of two host arrays; their dtypes were checked, or one side is a Python number."""
     if reference.shape != actual.shape:
-        return [f"{where}: shape differs: expected {reference.shape}, got {actual.shape}"]
+        return [_shape_differs(where, reference, actual)]
     wider = _wider_type(reference.dtype)
     inexact = reference.dtype.kind in "fc" or actual.dtype.kind in "fc" or wider is np.float32
     bad_count = moved = 0
@@ -587,7 +587,7 @@ def _compare_arrays(
     if reference.shape == ():
         note = exact + _too_fine(reference.dtype, rtol)
         return [f"{where}: expected {expected}, got {got}{errors_text}{tolerance}{note}"]
-    index = ", ".join(str(int(i)) for i in np.unravel_index(flat_index, reference.shape))
+    index = _index_text(flat_index, reference.shape)
     message = (
         f"{where}: {bad_count} of {reference.size} elements differ{tolerance}{errors_text}; "
         f"first at [{index}]: expected {expected}, got {got}"
@@ -605,6 +605,15 @@ def _exact_note(within: bool) -> str:
     if not within:
         return ""
     return "; integers compare exactly: rtol and atol apply to floating point values"
+
+
+def _shape_differs(where: str, reference: npt.NDArray[Any], actual: npt.NDArray[Any]) -> str:
+    return f"{where}: shape differs: expected {reference.shape}, got {actual.shape}"
+
+
+def _index_text(flat_index: int, shape: tuple[int, ...]) -> str:
+    """An element's index in `shape` as the messages write it: `3, 1` for [3, 1]."""
+    return ", ".join(str(int(i)) for i in np.unravel_index(flat_index, shape))
 
 
 def _too_fine(dtype: np.dtype[Any], rtol: float) -> str:
@@ -641,14 +650,14 @@ def _compare_masked(
     Compared as plain arrays, a mask read as NaN positions ("expected --, got 2.0; NaN
     positions differ"), a wording about values no candidate computed."""
     if reference.shape != actual.shape:
-        return [f"{where}: shape differs: expected {reference.shape}, got {actual.shape}"]
+        return [_shape_differs(where, reference, actual)]
     ref_mask, act_mask = np.ma.getmaskarray(reference), np.ma.getmaskarray(actual)
     ref_data, act_data = np.ma.getdata(reference), np.ma.getdata(actual)
     problems: list[str] = []
     moved = np.flatnonzero(ref_mask != act_mask)
     if moved.size:
         i = int(moved[0])
-        index = ", ".join(str(int(n)) for n in np.unravel_index(i, reference.shape))
+        index = _index_text(i, reference.shape)
         expected = "masked" if ref_mask.flat[i] else _cut(str(ref_data.flat[i]))
         got = "masked" if act_mask.flat[i] else _cut(str(act_data.flat[i]))
         problems.append(
