@@ -31,6 +31,7 @@
 #   bash benchmarks/device_session.sh sixteenth # --autotune cost, then the gate under each condition for $GATE_S s each
 #   bash benchmarks/device_session.sh merged16 # after the sixteenth session's QA merges: suite, examples (plain, -n 2, -k under -W error), --autotune cost
 #   bash benchmarks/device_session.sh seventeenth # the seventeenth session's merges: suite, examples (plain, -n 2, -k, under --cov), --autotune cost, then the module gate
+#   bash benchmarks/device_session.sh eighteenth # the commits since the seventeenth's GPU run: suite, examples (every mode, --cov), costs, then the -k gate
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -473,6 +474,21 @@ seventeenth)
   step 60 $P example_kernels --autotune --cov=example_kernels --cov-report=term -rfx
   step 60 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
   gate_rest module
+  ;;
+eighteenth)
+  # Commits after the seventeenth session's GPU run (the gate's rival re-measured beside
+  # the pick, CUDA MemoryError as out of memory, tracers put aside on two threads) and
+  # long calls judged by speed_factor on their first sample: the GPU suite, the examples
+  # in every mode and under pytest-cov, the --autotune cost, every family's tuning cost,
+  # then the gate's -k condition for what is left.
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 40 $P example_kernels -q -W error
+  examples 60
+  step 40 $P example_kernels -k "saxpy or sum" --autotune -rfx -W error
+  step 60 $P example_kernels --autotune --cov=example_kernels --cov-report=term -rfx
+  step 60 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
+  step 110 python3 benchmarks/gpu_family_costs.py --runs 3
+  gate_rest "${CONDITION:-k}"
   ;;
 top)
   gate_rest "${CONDITION:-groups}"

@@ -21,6 +21,7 @@ from pytest_autotune.tune.cache import PersistentCache
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
 from pytest_autotune.tune.key import AutotuneKey
+from pytest_autotune.tune.log import Eliminated
 from pytest_autotune.tune.records import Recorder, read_records
 from pytest_autotune.tune.tunable import Tunable, TuneGroup
 from pytest_autotune.tune.tunable_set import TunableSet
@@ -691,26 +692,29 @@ class WarmClient(FakeClient):
 
 
 @pytest.mark.parametrize(
-    ("client_type", "config", "naive_calls"),
+    ("client_type", "config", "naive_calls", "reason"),
     [
-        (WarmClient, AutotuneConfig(), 1),
-        (FakeClient, AutotuneConfig(), 4),
-        (WarmClient, AutotuneConfig(bench=BenchConfig(hopeless_factor=10)), 3),
-        (WarmClient, AutotuneConfig.from_env({"PYTEST_AUTOTUNE_HOPELESS_FACTOR": "10"}), 3),
+        (WarmClient, AutotuneConfig(), 1, "hopeless"),
+        (FakeClient, AutotuneConfig(), 4, "best"),
+        (WarmClient, AutotuneConfig(bench=BenchConfig(hopeless_factor=10)), 1, "best"),
+        (WarmClient, AutotuneConfig.from_env({"PYTEST_AUTOTUNE_HOPELESS_FACTOR": "10"}), 1, "best"),
     ],
     ids=["warm-client-default", "cold-client", "set-in-code", "set-in-environment"],
 )
 def test_the_clients_hopeless_factor_applies_where_its_first_sample_is_warm_unless_one_is_set(
-    client_type: type[FakeClient], config: AutotuneConfig, naive_calls: int
+    client_type: type[FakeClient], config: AutotuneConfig, naive_calls: int, reason: str
 ) -> None:
-    # matmul: cuBLAS 2.7 ms, naive 25.5 ms (9.4x). The client's margin of 4 cuts naive on
-    # its first call; the default margin of 10, or one set, samples it until elimination
-    # (a warm client keeping its long warm-up as its first sample: one call fewer).
+    # matmul: cuBLAS 2.7 ms, naive 25.5 ms (9.4x). The client's margin of 4 cuts naive as
+    # hopeless on its first call; under the default margin of 10, or one set, it is only
+    # outclassed (`speed_factor`): a warm client judges a long call so on its first sample,
+    # a cold one after min_samples and a warm-up.
     client = client_type()
     tunables = make(client.clock, cublas=2.7e-3, reg4x4=5.8e-3, naive=25.5e-3)
     decision = Tuner("t", client.device_id, config).tune(1, tunables, ([1],), client)
     assert decision.fastest_name == "cublas"
     assert client.timed.count("naive") == naive_calls
+    (cut,) = [e for e in decision.context.events if isinstance(e, Eliminated) and e.name == "naive"]
+    assert cut.reason.startswith(reason)
 
 
 class WarmClientOfNoLongCall(WarmClient):
