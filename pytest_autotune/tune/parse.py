@@ -51,6 +51,8 @@ def int_at_least(minimum: int) -> Parser:
     def parse(value: object, where: str) -> int:
         plain = real_number(value)
         number = plain if isinstance(plain, int) else None
+        if isinstance(plain, float) and plain.is_integer():
+            number = int(plain)  # pytest 9.2 reads an ini file's number key as a float
         if isinstance(value, str):
             with contextlib.suppress(ValueError):
                 number = int(value.strip())

@@ -46,7 +46,9 @@ DEFAULT_TIME_LIMIT_S = 60.0
 it tens of times, so a candidate this slow would take most of an hour to tune anyway."""
 
 _EVERYWHERE: frozenset[Source] = frozenset({"command line", "environment", "yaml", "ini"})
-_FILES_AND_ENV: frozenset[Source] = frozenset({"environment", "yaml"})
+_FILES_AND_ENV: frozenset[Source] = frozenset({"environment", "yaml", "ini"})
+"""The settings a run's command line does not take: a project sets them once, in its ini
+file (`autotune_<name>`), `autotune.yaml` or the environment."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +99,8 @@ def _engine(name: str, parse: Parser, help: str, default: object, **kw: Any) -> 
 
 
 def _bench(name: str, parse: Parser, help: str, default: object) -> Setting:
-    return Setting(name, parse, help, default, _FILES_AND_ENV, "bench")
+    numeric = parse is not parse_bool
+    return Setting(name, parse, help, default, _FILES_AND_ENV, "bench", numeric=numeric)
 
 
 _MARKER: frozenset[Source] = frozenset({"marker"})
@@ -231,6 +234,7 @@ SETTINGS: tuple[Setting, ...] = (
         "relative tolerance of the checks",
         1e-5,
         sources=_FILES_AND_ENV | _MARKER,
+        numeric=True,
     ),
     _engine(
         "atol",
@@ -238,6 +242,7 @@ SETTINGS: tuple[Setting, ...] = (
         "absolute tolerance of the checks",
         1e-8,
         sources=_FILES_AND_ENV | _MARKER,
+        numeric=True,
     ),
     _engine(
         "log_level",
@@ -252,6 +257,7 @@ SETTINGS: tuple[Setting, ...] = (
         "the slowdown the gate tolerates, a fraction (default: the device kind's)",
         None,
         sources=_FILES_AND_ENV | _MARKER,
+        numeric=True,
     ),
     _engine(
         "shipped_match",

@@ -272,3 +272,56 @@ def test_a_native_toml_time_limit_of_zero_is_refused_by_name(
     result.stderr.fnmatch_lines(
         ["ERROR: pytest-autotune: ini: autotune_time_limit: expected a number > 0, got 0"]
     )
+
+
+TIGHT_TEST = """
+import pytest
+from conftest import spin, slowdown
+
+def fast(n):
+    spin(100e-6 * slowdown("fast"))
+
+def slow(n):
+    spin(300e-6)
+
+@pytest.mark.autotune(candidates=[fast, slow], check_output=False)
+@pytest.mark.parametrize("n", [1])
+def test_tight(candidate, n):
+    candidate(n)
+"""
+
+
+@pytest.mark.parametrize(
+    "ini",
+    [
+        pytest.param(("pytest.ini", "[pytest]\nautotune_max_regression = 0.05\n"), id="ini"),
+        pytest.param(
+            ("pyproject.toml", "[tool.pytest]\nautotune_max_regression = 0.05\n"),
+            id="native-toml",
+            marks=NATIVE_TOML,
+        ),
+        pytest.param(
+            ("pyproject.toml", '[tool.pytest.ini_options]\nautotune_max_regression = "0.05"\n'),
+            id="ini-options",
+        ),
+    ],
+)
+def test_the_gates_tolerance_set_in_the_ini_file_judges_every_group(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, ini: tuple[str, str]
+) -> None:
+    # A project that keeps its pytest settings in one file sets the tolerance there, as it
+    # sets `autotune_strict`: the key was unknown (a warning, an error under
+    # `filterwarnings = error`) and the 20% slowdown passed against the default 10%.
+    name, text = ini
+    (autotune_pytester.path / "tox.ini").unlink()  # the fixture's ini, found after this one
+    filterwarnings = (
+        'filterwarnings = ["error"]\n' if "toml" in name else "filterwarnings = error\n"
+    )
+    header, rest = text.split("\n", 1)
+    (autotune_pytester.path / name).write_text(f"{header}\n{filterwarnings}{rest}")
+    autotune_pytester.makepyfile(test_tight=TIGHT_TEST)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("SLOWDOWN_FAST", "1.2")
+    gated = run(autotune_pytester, "--autotune")
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED, gated.stdout.str() + gated.stderr.str()
+    gated.stdout.fnmatch_lines(["*regression of +2*tolerated 5.0%"])

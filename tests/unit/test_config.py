@@ -45,6 +45,7 @@ def test_the_defaults_are_the_seeds():
         ({"max_samples": 2}, "max_samples (2) is below min_samples (3)"),
         ({"speed_factor": 1.0}, "speed_factor: expected a number > 1, got 1.0"),
         ({"warmups": -1}, "warmups: expected an integer >= 0, got -1"),
+        ({"min_samples": 4.5}, "min_samples: expected an integer >= 1, got 4.5"),
         (
             {"short_circuit_samples": True},
             "short_circuit_samples: expected an integer >= 1, got True",
@@ -55,6 +56,10 @@ def test_a_bench_config_built_in_code_is_validated(settings, message):
     with pytest.raises(ConfigError) as info:
         BenchConfig(**settings)
     assert str(info.value) == message
+
+
+def test_a_whole_float_is_an_integer_as_pytest_9_2_reads_an_ini_files_number():
+    assert BenchConfig(min_samples=4.0).min_samples == 4  # type: ignore[arg-type]
 
 
 def test_an_autotune_config_built_in_code_is_validated_and_normalised():

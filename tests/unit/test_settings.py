@@ -33,6 +33,21 @@ INI_VALUES = {
     "benchmark_json": "out/bench.json",
     "only": "true",
     "candidates": "true",
+    "disable_cache": "true",
+    "checks": "true",
+    "rtol": "1e-3",
+    "atol": "1e-6",
+    "log_level": "full",
+    "max_regression": "0.1",
+    "shipped_match": "exact",
+    "adaptive": "false",
+    "min_samples": "5",
+    "max_samples": "20",
+    "short_circuit": "false",
+    "short_circuit_samples": "4",
+    "speed_factor": "2",
+    "hopeless_factor": "6",
+    "warmups": "1",
 }
 
 
