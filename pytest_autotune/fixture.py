@@ -35,6 +35,10 @@ CALL_GROUPS = pytest.StashKey[dict[tuple[str, str, str], str]]()
 """The groups a test's `autotune` fixture calls tuned, by tuner, stable key and checksum
 (`call_group`); read back for what pytest says of the test (an expected failure,
 `plugin.pytest_runtest_makereport`)."""
+GATE_FAILURES = pytest.StashKey[list[str]]()
+"""The gate's failures of a test's `autotune` fixture calls so far, each with its group:
+the test fails with all of them once its body has run (`fail_on_gate_failures`), so that
+a regression at one size does not leave the sizes after it untuned and unjudged."""
 RAISED_NAMES = pytest.StashKey[dict[str, set[str]]]()
 """The candidates of each fixture call's group that raised while it was tuned, by name
 (`_tune_set`): kept for the session, as the group is tuned once, and each test that
@@ -215,7 +219,7 @@ def _run_set(
                 options=options,
                 tunables=limited,
             )
-            return _tune_set(session, group, raised)
+            return _tune_set(session, node, group, raised)
         # A bad `reference=` or device, or a group's priority that returned no number.
         except (ConfigError, CudaUnavailableError, PriorityError) as exc:
             fail(f"{nodeid}: {exc}")
@@ -268,11 +272,19 @@ def call_group(node: pytest.Item, tuner: str, key: Any, checksum: str) -> str:
     return groups[identity]
 
 
-def _tune_set(session: AutotuneSession, group: GroupRequest, raised: set[str]) -> Any:
+def _tune_set(
+    session: AutotuneSession, node: pytest.Item, group: GroupRequest, raised: set[str]
+) -> Any:
     """Tune mode: the group tuned and judged; the winner's output. Where candidates
     raised (`raised`, their names), the first shows its traceback (`raise_again`)."""
     __tracebackhide__ = True  # a candidate's traceback shows the user's frames alone
     failures = [f for name, _ in group.candidates if (f := session.candidate_outcome(group, name))]
+    gate = session.gate_failure(group)
+    if gate is not None and failures == [gate]:
+        # Every candidate ran right and the winner's output is sound: the test goes on to
+        # its later calls and fails at its end with every group's verdict.
+        node.stash.setdefault(GATE_FAILURES, []).append(f"{group.group}: {gate}")
+        failures = []
     if failures:
         # Once each: what fails the whole group (a key collision) is every candidate's.
         failure = "\n\n".join(dict.fromkeys(failures))
@@ -286,6 +298,15 @@ def _tune_set(session: AutotuneSession, group: GroupRequest, raised: set[str]) -
     }
     _skip_if_all_declined(declined, len(group.candidates))  # as in check mode
     return session.run_winner(group)
+
+
+def fail_on_gate_failures(item: pytest.Item) -> None:
+    """After a test's body: fail it with the gate's failures of its fixture calls, if any
+    (`GATE_FAILURES`)."""
+    failures = item.stash.get(GATE_FAILURES, None)
+    if failures:
+        del item.stash[GATE_FAILURES]
+        fail("\n\n".join(failures))
 
 
 def _check_set(

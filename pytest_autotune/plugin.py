@@ -66,6 +66,7 @@ from pytest_autotune.fixture import (
     checked_key,
     fail,
     fail_if_unstable,
+    fail_on_gate_failures,
     raise_again,
 )
 
@@ -223,6 +224,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[SESSION] = session
     config.pluginmanager.register(UnrequestedParameters(), "autotune-unrequested")
+    config.pluginmanager.register(_AfterTheBody(), "autotune-after-the-body")
     quiet_folder = run_folder(config) if settings.tune else None
     if quiet_folder is not None:
         session.quiet = Quiet(quiet_folder)
@@ -245,6 +247,18 @@ def pytest_runtest_protocol(item: pytest.Item) -> Any:
         return
     with quiet.testing():
         yield
+
+
+class _AfterTheBody:
+    """The hooks that run after a test's body, registered apart (`pytest_configure`): a
+    module has one `pytest_runtest_call`, and ours there runs before the body."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        """The body returned: the gate's failures of its `autotune` fixture calls fail the
+        test, every one of them (`fixture.GATE_FAILURES`); a body that raised keeps its
+        own error (the groups' verdicts stay in the summary)."""
+        fail_on_gate_failures(item)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -110,6 +110,9 @@ class _Outcome:
     tunables: TunableSet
     decision: TuneDecision
     failures: dict[str, str]
+    gate: str | None = None
+    """The gate's failure alone, where it failed (also in `failures`, on the candidate it
+    judged): a fixture call goes on past it (`fixture._tune_set`)."""
 
 
 class AutotuneSession:
@@ -292,6 +295,12 @@ class AutotuneSession:
                 raise
         return outcome.failures.get(name)
 
+    def gate_failure(self, request: GroupRequest) -> str | None:
+        """The gate's failure of a tuned group, where the gate failed it: the one failure
+        of a group whose candidates all ran right."""
+        outcome = self._outcomes.get(request.group)
+        return None if outcome is None else outcome.gate
+
     def declined(self, group: str, name: str) -> str | None:
         """Why candidate `name` of a tuned group declined its key (`AutotuneSkip`, or
         `pytest.skip()` in the test body), or None where it did not: its test is skipped,
@@ -420,7 +429,7 @@ class AutotuneSession:
             )
         verdict = self._keep(request, case, judged, client, work)
         failures = _failures(decision, verdict, self.selected.get(request.group), judged.measured)
-        return _Outcome(tunables, decision, failures)
+        return _Outcome(tunables, decision, failures, _gate_failure(verdict))
 
     def _keep(
         self,
@@ -566,18 +575,26 @@ def _failures(
         for result in decision.results.values()
         if isinstance(result, AutotuneError) and result.kind is not AutotuneErrorKind.SKIP
     }
-    if verdict.failed:
+    gate = _gate_failure(verdict)
+    if gate is not None:
         name = measured or decision.fastest_name
-        # "regression of ...", "no baseline for ...": a message that names its verdict is
-        # not prefixed with it again ("regression: regression of").
-        kind = verdict.verdict.value
-        gate = f"autotune gate: {'' if verdict.message.startswith(kind) else kind + ': '}"
-        gate += verdict.message
         if selected and name not in selected:
             gate = f"{gate}\n(the winner {name!r} was not selected; its group's gate fails here)"
             name = selected[0]
         failures[name] = f"{failures[name]}\n{gate}" if name in failures else gate
     return failures
+
+
+def _gate_failure(verdict: GroupVerdict) -> str | None:
+    """The line a failed gate fails its test with; None where it did not fail."""
+    if not verdict.failed:
+        return None
+    # "regression of ...", "no baseline for ...": a message that names its verdict is not
+    # prefixed with it again ("regression: regression of").
+    kind = verdict.verdict.value
+    return f"autotune gate: {'' if verdict.message.startswith(kind) else kind + ': '}" + (
+        verdict.message
+    )
 
 
 def _declined(decision: TuneDecision) -> dict[str, str]:

@@ -2347,3 +2347,67 @@ def test_tuning_on_a_cpu_settles_the_allocator_as_the_gates_measurer_does(
     autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
     assert run(autotune_pytester, "--autotune").ret == pytest.ExitCode.OK
     assert settled == ["settled"]  # once, for the one group
+
+
+def test_a_fixture_call_that_fails_the_gate_leaves_the_later_calls_tuned_and_judged(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A test tuning one set at three sizes: the first size's winner slowed failed the test
+    # at that call, so the two sizes after it were neither tuned nor judged (nor in the
+    # summary), and a slowdown there too went unseen until the first was fixed.
+    autotune_pytester.makepyfile(
+        test_sizes="""
+        from conftest import spin, slowdown
+        from pytest_autotune import TunableSet
+
+        def fast(n):
+            spin(1e-4 * slowdown(f"fast{n}"))
+            return n + 1
+
+        def slow(n):
+            spin(4e-4)
+            return n + 1
+
+        def test_sizes(autotune):
+            plus = TunableSet.of(lambda n: n, {"fast": fast, "slow": slow})
+            assert [autotune(plus, n) for n in (1, 2, 3)] == [2, 3, 4]
+        """
+    )
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("SLOWDOWN_FAST1", "1.6")
+    monkeypatch.setenv("SLOWDOWN_FAST3", "1.6")
+    result = run(autotune_pytester, "--autotune", "-rf")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    # Every call tuned and judged: the middle one passes, both slowed ones fail, by group.
+    result.stdout.fnmatch_lines(["*::test_sizes (call 2) *pass*"])
+    assert "test_sizes.py::test_sizes: autotune gate: regression of +" in out
+    assert "test_sizes.py::test_sizes (call 3): autotune gate: regression of +" in out
+    assert "(call 2): autotune gate" not in out
+
+
+def test_a_fixture_call_whose_candidate_is_wrong_still_fails_at_that_call(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Only the gate's verdict waits for the body's end: a candidate that fails its check
+    # stops the test where it was called, as a failed assertion does.
+    autotune_pytester.makepyfile(
+        test_wrong="""
+        from pytest_autotune import TunableSet
+
+        def right(n):
+            return n + 1
+
+        def wrong(n):
+            return n + 2
+
+        def test_wrong(autotune):
+            plus = TunableSet.of(lambda n: n, {"right": right, "wrong": wrong})
+            autotune(plus, 1, reference="right")
+            raise AssertionError("never reached")
+        """
+    )
+    result = run(autotune_pytester, "--autotune-update")
+    result.assert_outcomes(failed=1)
+    assert "never reached" not in result.stdout.str()
