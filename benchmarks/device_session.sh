@@ -32,6 +32,7 @@
 #   bash benchmarks/device_session.sh merged16 # after the sixteenth session's QA merges: suite, examples (plain, -n 2, -k under -W error), --autotune cost
 #   bash benchmarks/device_session.sh seventeenth # the seventeenth session's merges: suite, examples (plain, -n 2, -k, under --cov), --autotune cost, then the module gate
 #   bash benchmarks/device_session.sh eighteenth # the commits since the seventeenth's GPU run: suite, examples (every mode, --cov), costs, then the -k gate
+#   bash benchmarks/device_session.sh gates18 # the gate's module condition for MODULE_S s, then -n 2 for the rest
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -489,6 +490,15 @@ eighteenth)
   step 60 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
   step 110 python3 benchmarks/gpu_family_costs.py --runs 3
   gate_rest "${CONDITION:-k}"
+  ;;
+gates18)
+  # The conditions short of 100 runs a side on the current gate code: module (80), then
+  # -n 2 (20, both workers on the one GPU: no two-GPU host is lent) for the rest.
+  PYTHONPATH="$PLAIN" timeout "$((${MODULE_S:-100} + 40))" python3 benchmarks/gpu_gate_reliability.py \
+    --condition module --runs 100 --workers 10 --baseline-sessions 5 --budget "${MODULE_S:-100}" \
+    >"$OUT/gate-module.txt" 2>&1
+  echo "===== gate module: exit code $? at $SECONDS s" >>"$LOG"
+  gate_rest xdist
   ;;
 top)
   gate_rest "${CONDITION:-groups}"
