@@ -33,6 +33,7 @@
 #   bash benchmarks/device_session.sh seventeenth # the seventeenth session's merges: suite, examples (plain, -n 2, -k, under --cov), --autotune cost, then the module gate
 #   bash benchmarks/device_session.sh eighteenth # the commits since the seventeenth's GPU run: suite, examples (every mode, --cov), costs, then the -k gate
 #   bash benchmarks/device_session.sh gates18 # the gate's module condition for MODULE_S s, then -n 2 for the rest
+#   bash benchmarks/device_session.sh final18 # the session's last tree: suite, examples (every mode), family costs, then -n 2
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -498,6 +499,14 @@ gates18)
     --condition module --runs 100 --workers 10 --baseline-sessions 5 --budget "${MODULE_S:-100}" \
     >"$OUT/gate-module.txt" 2>&1
   echo "===== gate module: exit code $? at $SECONDS s" >>"$LOG"
+  gate_rest xdist
+  ;;
+final18)
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 40 $P example_kernels -q -W error
+  examples 60
+  step 40 $P example_kernels -k "saxpy or sum" --autotune -rfx -W error
+  step 110 python3 benchmarks/gpu_family_costs.py --runs 3
   gate_rest xdist
   ;;
 top)

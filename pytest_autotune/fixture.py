@@ -35,10 +35,15 @@ CALL_GROUPS = pytest.StashKey[dict[tuple[str, str, str], str]]()
 """The groups a test's `autotune` fixture calls tuned, by tuner, stable key and checksum
 (`call_group`); read back for what pytest says of the test (an expected failure,
 `plugin.pytest_runtest_makereport`)."""
-GATE_FAILURES = pytest.StashKey[list[str]]()
-"""The gate's failures of a test's `autotune` fixture calls so far, each with its group:
-the test fails with all of them once its body has run (`fail_on_gate_failures`), so that
-a regression at one size does not leave the sizes after it untuned and unjudged."""
+GATE_FAILURES = pytest.StashKey[dict[str, None]]()
+"""The gate's failures of a test's `autotune` fixture calls in its body so far, each with
+its group, once each (a call repeated finds its group's failure again): the test fails
+with all of them once its body has run (`fail_on_gate_failures`; a body that raised,
+skipped or xfailed, `gate_failures_of`), so that a regression at one size does not leave
+the sizes after it untuned and unjudged."""
+IN_BODY = pytest.StashKey[bool]()
+"""Set while the test's body runs (the call phase): a fixture call outside it (in a
+fixture's setup or teardown) fails at once, as there is no body's end to wait for."""
 RAISED_NAMES = pytest.StashKey[dict[str, set[str]]]()
 """The candidates of each fixture call's group that raised while it was tuned, by name
 (`_tune_set`): kept for the session, as the group is tuned once, and each test that
@@ -280,10 +285,10 @@ def _tune_set(
     __tracebackhide__ = True  # a candidate's traceback shows the user's frames alone
     failures = [f for name, _ in group.candidates if (f := session.candidate_outcome(group, name))]
     gate = session.gate_failure(group)
-    if gate is not None and failures == [gate]:
+    if gate is not None and failures == [gate] and node.stash.get(IN_BODY, False):
         # Every candidate ran right and the winner's output is sound: the test goes on to
         # its later calls and fails at its end with every group's verdict.
-        node.stash.setdefault(GATE_FAILURES, []).append(f"{group.group}: {gate}")
+        node.stash.setdefault(GATE_FAILURES, {})[f"{group.group}: {gate}"] = None
         failures = []
     if failures:
         # Once each: what fails the whole group (a key collision) is every candidate's.
@@ -301,12 +306,22 @@ def _tune_set(
 
 
 def fail_on_gate_failures(item: pytest.Item) -> None:
-    """After a test's body: fail it with the gate's failures of its fixture calls, if any
-    (`GATE_FAILURES`)."""
+    """After a test's body returned: fail it with the gate's failures of its fixture calls,
+    if any (`GATE_FAILURES`)."""
+    failures = gate_failures_of(item)
+    if failures is not None:
+        fail(failures)
+
+
+def gate_failures_of(item: pytest.Item) -> str | None:
+    """The gate's failures of the test's fixture calls not yet failed on, taken: None where
+    there are none. Also ends the body (`IN_BODY`)."""
+    item.stash[IN_BODY] = False
     failures = item.stash.get(GATE_FAILURES, None)
-    if failures:
-        del item.stash[GATE_FAILURES]
-        fail("\n\n".join(failures))
+    if not failures:
+        return None
+    del item.stash[GATE_FAILURES]
+    return "\n\n".join(failures)
 
 
 def _check_set(

@@ -60,6 +60,7 @@ from pytest_autotune.collection import (
 )
 from pytest_autotune.fixture import (
     CALL_GROUPS,
+    IN_BODY,
     SESSION,
     Names,
     call_time_limit,
@@ -67,6 +68,7 @@ from pytest_autotune.fixture import (
     fail,
     fail_if_unstable,
     fail_on_gate_failures,
+    gate_failures_of,
     raise_again,
 )
 
@@ -128,8 +130,9 @@ def _add_ini(parser: pytest.Parser, setting: Setting) -> None:
         with contextlib.suppress(AssertionError, TypeError, ValueError):
             parser.addini(setting.ini, help=setting.help, type=float | str, default=None)
             return
-    # The unset value given, as pytest 8 gives it: pytest 7 returns [] for an unset bool.
-    default = False if setting.kind == "bool" else ""
+    # An unset bool is None, not False: `autotune_adaptive = false` must read as set, since
+    # its default is True (pytest 7 gives [] for it, read as unset too).
+    default = None if setting.kind == "bool" else ""
     parser.addini(setting.ini, help=setting.help, type=setting.kind, default=default)
 
 
@@ -253,11 +256,16 @@ class _AfterTheBody:
     """The hooks that run after a test's body, registered apart (`pytest_configure`): a
     module has one `pytest_runtest_call`, and ours there runs before the body."""
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        # A rerun (pytest-rerunfailures) starts afresh: what its last try left is said.
+        gate_failures_of(item)
+
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
         """The body returned: the gate's failures of its `autotune` fixture calls fail the
-        test, every one of them (`fixture.GATE_FAILURES`); a body that raised keeps its
-        own error (the groups' verdicts stay in the summary)."""
+        test, every one of them (`fixture.GATE_FAILURES`); a body that raised, skipped or
+        xfailed meets them in its report (`_gate_failures_in`)."""
         fail_on_gate_failures(item)
 
 
@@ -266,7 +274,8 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     """A unittest.TestCase method marked `autotune` (by its own marker, its class's or its
     module's) fails saying why, as a test of a bad marker does: pytest parametrizes no
     such method with `candidate`, so it would run once as a plain test, checking and
-    tuning nothing, and pass."""
+    tuning nothing, and pass. Marks the body as running (`fixture.IN_BODY`)."""
+    item.stash[IN_BODY] = True
     cls = getattr(item, "cls", None)
     if not (isinstance(cls, type) and issubclass(cls, unittest.TestCase)):
         return
@@ -288,9 +297,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     xfail handling has run."""
     if call.when == "call" and ITEM in item.stash:
         _distinct_properties(item)
+    if call.when == "call":
+        item.stash[IN_BODY] = False
     outcome = yield
     report = outcome.get_result()
     _skip_shown_at_the_test(item, report)
+    if report.when == "call":
+        _gate_failures_in(item, report)
     state = item.config.stash.get(SESSION, None)
     if state is None or not state.settings.tune or report.when != "call":
         return
@@ -301,6 +314,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     groups = [spec.group] if spec is not None else list(item.stash.get(CALL_GROUPS, {}).values())
     for group in groups:
         state.note_test_failure(group, expected=xfailed)
+
+
+def _gate_failures_in(item: pytest.Item, report: pytest.TestReport) -> None:
+    """The gate's failures of fixture calls in a body that did not return (`GATE_FAILURES`):
+    a body that raised fails with its own error, the gate's said beside it; one that skipped
+    or xfailed after them fails on them, since neither its skip nor its `xfail` was about
+    the time of a group it tuned (before them, a gate failure stopped the body at its
+    call, and the test failed)."""
+    failures = gate_failures_of(item)
+    if failures is None:
+        return
+    if report.failed:
+        report.sections.append(("autotune gate", failures))
+        return
+    report.outcome = "failed"
+    report.longrepr = failures
+    if hasattr(report, "wasxfail"):
+        del report.wasxfail
 
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -376,9 +407,10 @@ def _ini_value(config: pytest.Config, name: str) -> object:
         if name in str(exc):
             raise
         raise ConfigError(f"ini: {name}: {exc}") from None
-    # An unset string ini is "", an unset bool False: both mean "not set here". A number
-    # is None when unset, and 0 is a value (one the parser refuses by name).
-    return None if value is False or value == "" else value
+    # An unset string ini is "", an unset bool or number None (pytest 7: an unset bool
+    # []): each means "not set here". False and 0 are values (0 one the parser may refuse
+    # by name).
+    return None if value is None or value in ("", []) else value
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -282,9 +282,8 @@ def adaptive_round_robin(
     limit ends the batch; then, once a candidate has `min_samples` raw samples, it is
     eliminated if its best exceeds `speed_factor` times the leader's (never below two
     survivors, so the winner is always chosen against a rival); one the floor keeps is held
-    as that rival and takes no more samples (`_eliminate` says why). A candidate whose figure
-    is a long call (`long_calls`) is judged so from its first sample on, right after the
-    first pass: that figure is a warm device time, as good as `min_samples` of them.
+    as that rival and takes no more samples (`_eliminate` says why). A candidate whose figures
+    are long calls (`long_calls`) is judged so from its second sample on.
 
     The winner is the live candidate of the lowest score, by the rule `statistic` names for
     each (`Statistic`); convergence, elimination and the cuts go by the best sample, which
@@ -303,8 +302,6 @@ def adaptive_round_robin(
         if batch.confirm(trial, config):
             return batch.finish()
     _drop_hopeless(batch.trials, config, long_calls, ctx)
-    if long_calls:
-        _eliminate(batch.trials, config, ctx, long_calls, first_pass=True)
 
     while True:
         active = [
@@ -421,8 +418,6 @@ def _eliminate(
     config: BenchConfig,
     ctx: AutotuneLogContext | None,
     long_calls: LongCalls | None = None,
-    *,
-    first_pass: bool = False,
 ) -> None:
     """Drop the candidates whose best, after `min_samples`, exceeds `speed_factor` times the
     leader's, the slowest first, never below two survivors; an outclassed candidate the
@@ -439,18 +434,22 @@ def _eliminate(
 
     A candidate whose best is a long call (`long_calls`: a client whose long figures are
     warm device times, repeating within 1-2%, the largest first-sample inflation measured
-    on the H200 3.1%) is judged from its first sample (`first_pass`: only those are judged
-    then): waiting for `min_samples` of them cost matmul's rival at 2.15 times cuBLAS two
-    more calls of 5 ms each, 0.01x of `do_bench`'s cost, and could change nothing but a
-    candidate 1.5 times slower than the leader, which no 3% reading turns into the winner."""
+    on the H200 3.1%) is judged from its second sample: waiting for `min_samples` of them
+    cost matmul's rival at 2.15 times cuBLAS a third call of 5 ms, and could change nothing
+    but a candidate 1.5 times slower than the leader in two calls running. Not on its
+    first: a long figure may also be a host-bound call's caller timing, one stall of which
+    reads it half as slow again (its next sample shows it).
+    """
     survivors = [t for t in trials if t.alive]
     if len(survivors) < 2:
         return
     leader = min(t.best for t in survivors)
 
     def judged(trial: _Trial) -> bool:
+        if len(trial.samples) >= config.min_samples:
+            return True
         long = long_calls is not None and trial.best >= long_calls.seconds
-        return long if first_pass else long or len(trial.samples) >= config.min_samples
+        return long and len(trial.samples) >= 2
 
     # The slowest go first, so if the floor of two stops the cut, the closest rivals stay.
     for trial in sorted(survivors, key=lambda t: t.best, reverse=True):

@@ -151,8 +151,14 @@ def test_ini_keys_left_unset_read_as_unset_on_every_supported_pytest(
 ) -> None:
     # pytest 7 gives an unset bool key of no default as [], which stopped every run of a
     # project that sets none of them ("ini: autotune: expected a boolean ..., got []").
+    # An unset bool is None (pytest 8 and later) or [] (pytest 7), not False, which an
+    # `autotune_adaptive = false` must be read as.
+    from pytest_autotune.plugin import _ini_value
+
     config = autotune_pytester.parseconfigure()
-    assert config.getini("autotune") is False
+    assert config.getini("autotune") in (None, [])
+    assert _ini_value(config, "autotune") is None
+    assert _ini_value(config, "autotune_adaptive") is None
     assert config.getini("autotune_html") == ""
     autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
     assert run(autotune_pytester).ret == pytest.ExitCode.OK
@@ -325,3 +331,54 @@ def test_the_gates_tolerance_set_in_the_ini_file_judges_every_group(
     gated = run(autotune_pytester, "--autotune")
     assert gated.ret == pytest.ExitCode.TESTS_FAILED, gated.stdout.str() + gated.stderr.str()
     gated.stdout.fnmatch_lines(["*regression of +2*tolerated 5.0%"])
+
+
+SHOW_BENCH = """
+from pytest_autotune.fixture import SESSION
+
+def pytest_sessionstart(session):
+    s = session.config.stash[SESSION].settings
+    bench = s.engine.bench
+    print("BENCH", bench.adaptive, bench.short_circuit, bench.min_samples, s.engine.max_regression)
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        pytest.param(
+            "pytest.ini",
+            "[pytest]\nautotune_adaptive = false\nautotune_short_circuit = false\n"
+            "autotune_min_samples = 4\nautotune_max_regression = 0.05\n",
+            id="ini",
+        ),
+        pytest.param(
+            "pyproject.toml",
+            '[tool.pytest.ini_options]\nautotune_adaptive = "false"\n'
+            'autotune_short_circuit = "false"\nautotune_min_samples = "4"\n'
+            'autotune_max_regression = "0.05"\n',
+            id="ini-options",
+        ),
+        pytest.param(
+            "pyproject.toml",
+            "[tool.pytest]\nautotune_adaptive = false\nautotune_short_circuit = false\n"
+            "autotune_min_samples = 4\nautotune_max_regression = 0.05\n",
+            id="native-toml",
+            marks=NATIVE_TOML,
+        ),
+    ],
+)
+def test_a_setting_whose_default_is_true_is_turned_off_in_the_ini_file(
+    autotune_pytester: pytest.Pytester, name: str, text: str
+) -> None:
+    # An unset bool key read as False, and False as unset: `autotune_adaptive = false`
+    # left the adaptive schedule on.
+    (autotune_pytester.path / "tox.ini").unlink()  # the fixture's ini, found after this one
+    (autotune_pytester.path / name).write_text(text)
+    (autotune_pytester.path / "conftest.py").write_text(
+        (autotune_pytester.path / "conftest.py").read_text() + SHOW_BENCH
+    )
+    autotune_pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = run(autotune_pytester, "-s", "-W", "error")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["BENCH False False 4 0.05"])

@@ -2411,3 +2411,78 @@ def test_a_fixture_call_whose_candidate_is_wrong_still_fails_at_that_call(
     result = run(autotune_pytester, "--autotune-update")
     result.assert_outcomes(failed=1)
     assert "never reached" not in result.stdout.str()
+
+
+SIZES_SET = """
+import pytest
+from conftest import spin, slowdown
+from pytest_autotune import TunableSet
+
+def fast(n):
+    spin(1e-4 * slowdown(f"fast{n}"))
+    return n + 1
+
+def slow(n):
+    spin(4e-4)
+    return n + 1
+
+PLUS = TunableSet.of(lambda n: n, {"fast": fast, "slow": slow})
+"""
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(
+            "def test_sizes(autotune):\n    autotune(PLUS, 1)\n    pytest.skip('size 2 no')\n",
+            id="skip-after",
+        ),
+        pytest.param(
+            "@pytest.mark.xfail(raises=ZeroDivisionError)\n"
+            "def test_sizes(autotune):\n    autotune(PLUS, 1)\n    1 / 0\n",
+            id="xfail-raises-after",
+        ),
+        pytest.param(
+            "def test_sizes(autotune):\n    autotune(PLUS, 1)\n    pytest.xfail('later')\n",
+            id="imperative-xfail-after",
+        ),
+        pytest.param(
+            "def test_sizes(autotune):\n    autotune(PLUS, 1)\n"
+            "    assert 'SLOWDOWN_FAST1' not in __import__('os').environ, 'own error'\n",
+            id="raises-after",
+        ),
+        pytest.param(
+            "@pytest.fixture\ndef tuned(autotune):\n    yield\n    autotune(PLUS, 1)\n\n"
+            "def test_sizes(tuned):\n    pass\n",
+            id="fixture-teardown",
+        ),
+        pytest.param(
+            "def test_sizes(autotune):\n    for _ in range(3):\n        autotune(PLUS, 1)\n",
+            id="same-call-thrice",
+        ),
+    ],
+)
+def test_a_deferred_gate_failure_fails_the_test_whatever_the_body_does_after_it(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, body: str
+) -> None:
+    # A skip or an xfail after a failing call was about something else: it hid the
+    # regression (the run exited 0 with an xfail, or 1 with no failing test); a call in a
+    # fixture's teardown, after the body's end, failed nothing; a repeated call said its
+    # verdict once per call.
+    autotune_pytester.makepyfile(test_sizes=SIZES_SET + "\n" + body)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("SLOWDOWN_FAST1", "1.6")
+    result = run(autotune_pytester, "--autotune", "-rfE")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    outcomes = result.parseoutcomes()
+    if "teardown" in body.partition("\n")[0] or "yield" in body:
+        # As any fixture's teardown that fails: the test passed, its teardown errs.
+        assert outcomes.get("errors") == 1, outcomes
+    else:
+        assert outcomes == {"failed": 1}, outcomes
+    out = result.stdout.str()
+    assert "autotune gate: regression of +" in out
+    if "own error" in body:
+        assert "own error" in out
+    if "range(3)" in body:
+        assert out.count("test_sizes.py::test_sizes: autotune gate: regression") == 1

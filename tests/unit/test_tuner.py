@@ -696,8 +696,8 @@ class WarmClient(FakeClient):
     [
         (WarmClient, AutotuneConfig(), 1, "hopeless"),
         (FakeClient, AutotuneConfig(), 4, "best"),
-        (WarmClient, AutotuneConfig(bench=BenchConfig(hopeless_factor=10)), 1, "best"),
-        (WarmClient, AutotuneConfig.from_env({"PYTEST_AUTOTUNE_HOPELESS_FACTOR": "10"}), 1, "best"),
+        (WarmClient, AutotuneConfig(bench=BenchConfig(hopeless_factor=10)), 2, "best"),
+        (WarmClient, AutotuneConfig.from_env({"PYTEST_AUTOTUNE_HOPELESS_FACTOR": "10"}), 2, "best"),
     ],
     ids=["warm-client-default", "cold-client", "set-in-code", "set-in-environment"],
 )
@@ -706,8 +706,8 @@ def test_the_clients_hopeless_factor_applies_where_its_first_sample_is_warm_unle
 ) -> None:
     # matmul: cuBLAS 2.7 ms, naive 25.5 ms (9.4x). The client's margin of 4 cuts naive as
     # hopeless on its first call; under the default margin of 10, or one set, it is only
-    # outclassed (`speed_factor`): a warm client judges a long call so on its first sample,
-    # a cold one after min_samples and a warm-up.
+    # outclassed (`speed_factor`): a warm client judges a long call so on its second sample
+    # (its long warm-up the first), a cold one after min_samples and a warm-up.
     client = client_type()
     tunables = make(client.clock, cublas=2.7e-3, reg4x4=5.8e-3, naive=25.5e-3)
     decision = Tuner("t", client.device_id, config).tune(1, tunables, ([1],), client)
