@@ -10,8 +10,11 @@ import collections
 import copy
 import dataclasses
 import functools
+import random
 import types
 from typing import Any
+
+import numpy as np
 
 
 def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None) -> Any:
@@ -19,7 +22,8 @@ def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None
     tuples, lists and dicts (a dict of its own type), and into the attributes of an object
     that holds an array (a shallow copy of the object with its arrays copied): a candidate
     writing into `state.buffer` must not change the fixture for later tests. A set,
-    bytearray, `array.array` or deque is copied too. Other values are shared.
+    bytearray, `array.array` or deque is copied too, and a random generator (the standard
+    library's, NumPy's). Other values are shared.
 
     One value met twice is copied once, as `copy.deepcopy` does: `op(x, x)` gets one copy
     twice, so an in-place candidate writing its second argument changes its first, as it
@@ -71,11 +75,20 @@ def _clone_sequence(value: tuple[Any, ...] | list[Any], depth: int, memo: dict[i
     return type(value)(*items) if hasattr(value, "_fields") else items
 
 
-_WRITABLE_CONTAINERS = (set, bytearray, array.array, collections.deque)
-"""The standard library's other containers a candidate may write into."""
+_RANDOM_STATES = (random.Random, np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+"""Random generators, whose state each draw moves: copied whole."""
+
+_WRITABLE_CONTAINERS = (set, bytearray, array.array, collections.deque, *_RANDOM_STATES)
+"""The standard library's other containers a candidate may write into, and the random
+generators a body draws its inputs from."""
 
 
 def _clone_container(value: Any, depth: int, memo: dict[int, Any]) -> Any:
+    if isinstance(value, _RANDOM_STATES):
+        # A seeded generator given to the body (an `rng` fixture): shared, the reference's
+        # draws moved the state the candidate's call then drew from, and every correct
+        # candidate differed from the reference. Copied, each call draws what the first did.
+        return copy.deepcopy(value)
     if isinstance(value, collections.deque):
         items = [clone_value(v, depth, memo) for v in value]
         try:

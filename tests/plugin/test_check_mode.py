@@ -902,3 +902,39 @@ def test_a_reference_named_by_the_marker_but_skipped_here_is_never_called(
     result.assert_outcomes(passed=1, failed=1, skipped=1)
     result.stdout.fnmatch_lines(["*candidate 'wrong'*differs from the reference*'right'*"])
     assert "no CUDA device" not in result.stdout.str()
+
+
+def test_a_body_that_draws_its_inputs_from_a_seeded_rng_fixture_checks_right(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The reference's call and the candidate's shared one generator: the reference's draw
+    # moved it, the candidate got other numbers, and every correct candidate "differed".
+    autotune_pytester.makeconftest(
+        (autotune_pytester.path / "conftest.py").read_text()
+        + "\n\nimport random\nimport numpy\nimport pytest\n\n"
+        "@pytest.fixture\ndef rng():\n    return numpy.random.default_rng(0)\n\n"
+        "@pytest.fixture\ndef pyrng():\n    return random.Random(0)\n"
+    )
+    autotune_pytester.makepyfile(
+        test_draws="""
+        import numpy as np
+        import pytest
+
+        def a(x):
+            return np.cumsum(x)
+
+        def b(x):
+            return np.add.accumulate(x)
+
+        @pytest.mark.autotune(candidates={"a": a, "b": b})
+        def test_numpy_rng(candidate, rng):
+            return candidate(rng.random(5))
+
+        @pytest.mark.autotune(candidates={"a": a, "b": b})
+        def test_stdlib_rng(candidate, pyrng):
+            return candidate(np.array([pyrng.random() for _ in range(5)]))
+        """
+    )
+    result = run(autotune_pytester)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.assert_outcomes(passed=4)
