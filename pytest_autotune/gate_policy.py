@@ -168,7 +168,9 @@ def judge_group(
         else:
             took = format_duration(other.median)
             if other.median < current.median:
-                found = f", but the baseline's winner {name} measured faster ({took})"
+                # How much faster, said: two medians a hair apart print the same ("964 us").
+                less = f"{(1 - other.median / current.median) * 100:.2g}% less"
+                found = f", but the baseline's winner {name} measured faster ({took}, {less})"
                 current, index, measure, measured = other, slip, measurer(slip), name
             else:
                 found = f", and the baseline's winner {name} measured no faster here ({took})"

@@ -610,7 +610,7 @@ def test_a_tuning_slip_onto_a_slower_candidate_is_not_a_regression(
             "*test_slip*fast*100 us*+0.0%*pass*",  # the row names whose time it shows
             (
                 "*note: *test_slip*: tuning picked medium (150 us), but the baseline's winner"
-                " fast measured faster (100 us); the gate compared fast"
+                " fast measured faster (100 us, 33% less); the gate compared fast"
             ),
         ]
     )
