@@ -127,6 +127,13 @@ gate_rest() {  # gate_rest CONDITION: 100 runs a side against 5 baseline session
   fi
 }
 
+tree_checks() {  # the GPU suite, then the examples plain, in every mode and under -k
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  step 40 $P example_kernels -q -W error
+  examples 60
+  step 40 $P example_kernels -k "saxpy or sum" --autotune -rfx -W error
+}
+
 replay_cache() {  # replay_cache N: the suite, every family's cost with the replay cache's
   # default and with N graphs, one after the other, then the examples under -n 2
   step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
@@ -483,10 +490,7 @@ eighteenth)
   # long calls judged by speed_factor on their first sample: the GPU suite, the examples
   # in every mode and under pytest-cov, the --autotune cost, every family's tuning cost,
   # then the gate's -k condition for what is left.
-  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
-  step 40 $P example_kernels -q -W error
-  examples 60
-  step 40 $P example_kernels -k "saxpy or sum" --autotune -rfx -W error
+  tree_checks
   step 60 $P example_kernels --autotune --cov=example_kernels --cov-report=term -rfx
   step 60 bash benchmarks/gpu_autotune_cost.sh "$OUT/cost"
   step 110 python3 benchmarks/gpu_family_costs.py --runs 3
@@ -502,10 +506,7 @@ gates18)
   gate_rest xdist
   ;;
 final18)
-  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
-  step 40 $P example_kernels -q -W error
-  examples 60
-  step 40 $P example_kernels -k "saxpy or sum" --autotune -rfx -W error
+  tree_checks
   step 110 python3 benchmarks/gpu_family_costs.py --runs 3
   gate_rest xdist
   ;;

@@ -297,8 +297,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     xfail handling has run."""
     if call.when == "call" and ITEM in item.stash:
         _distinct_properties(item)
-    if call.when == "call":
-        item.stash[IN_BODY] = False
     outcome = yield
     report = outcome.get_result()
     _skip_shown_at_the_test(item, report)

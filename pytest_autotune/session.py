@@ -592,9 +592,8 @@ def _gate_failure(verdict: GroupVerdict) -> str | None:
     # "regression of ...", "no baseline for ...": a message that names its verdict is not
     # prefixed with it again ("regression: regression of").
     kind = verdict.verdict.value
-    return f"autotune gate: {'' if verdict.message.startswith(kind) else kind + ': '}" + (
-        verdict.message
-    )
+    named = "" if verdict.message.startswith(kind) else f"{kind}: "
+    return f"autotune gate: {named}{verdict.message}"
 
 
 def _declined(decision: TuneDecision) -> dict[str, str]:

@@ -46,7 +46,7 @@ DEFAULT_TIME_LIMIT_S = 60.0
 it tens of times, so a candidate this slow would take most of an hour to tune anyway."""
 
 _EVERYWHERE: frozenset[Source] = frozenset({"command line", "environment", "yaml", "ini"})
-_FILES_AND_ENV: frozenset[Source] = frozenset({"environment", "yaml", "ini"})
+_NO_OPTION: frozenset[Source] = frozenset({"environment", "yaml", "ini"})
 """The settings a run's command line does not take: a project sets them once, in its ini
 file (`autotune_<name>`), `autotune.yaml` or the environment."""
 
@@ -100,7 +100,7 @@ def _engine(name: str, parse: Parser, help: str, default: object, **kw: Any) -> 
 
 def _bench(name: str, parse: Parser, help: str, default: object) -> Setting:
     numeric = parse is not parse_bool
-    return Setting(name, parse, help, default, _FILES_AND_ENV, "bench", numeric=numeric)
+    return Setting(name, parse, help, default, _NO_OPTION, "bench", numeric=numeric)
 
 
 _MARKER: frozenset[Source] = frozenset({"marker"})
@@ -219,21 +219,21 @@ SETTINGS: tuple[Setting, ...] = (
         parse_bool,
         "neither read nor write cache files",
         False,
-        sources=_FILES_AND_ENV,
+        sources=_NO_OPTION,
     ),
     _engine(
         "checks",
         parse_bool,
         "check every candidate against the reference before tuning",
         False,
-        sources=_FILES_AND_ENV,
+        sources=_NO_OPTION,
     ),
     _engine(
         "rtol",
         number(0.0, above=False),
         "relative tolerance of the checks",
         1e-5,
-        sources=_FILES_AND_ENV | _MARKER,
+        sources=_NO_OPTION | _MARKER,
         numeric=True,
     ),
     _engine(
@@ -241,7 +241,7 @@ SETTINGS: tuple[Setting, ...] = (
         number(0.0, above=False),
         "absolute tolerance of the checks",
         1e-8,
-        sources=_FILES_AND_ENV | _MARKER,
+        sources=_NO_OPTION | _MARKER,
         numeric=True,
     ),
     _engine(
@@ -249,14 +249,14 @@ SETTINGS: tuple[Setting, ...] = (
         parse_log_level,
         "disabled, minimal or full",
         AutotuneLogLevel.DISABLED,
-        sources=_FILES_AND_ENV,
+        sources=_NO_OPTION,
     ),
     _engine(
         "max_regression",
         optional(parse_fraction),
         "the slowdown the gate tolerates, a fraction (default: the device kind's)",
         None,
-        sources=_FILES_AND_ENV | _MARKER,
+        sources=_NO_OPTION | _MARKER,
         numeric=True,
     ),
     _engine(
@@ -264,7 +264,7 @@ SETTINGS: tuple[Setting, ...] = (
         parse_shipped_match,
         "which shipped caches a LocalTuner may serve: class or exact",
         "class",
-        sources=_FILES_AND_ENV,
+        sources=_NO_OPTION,
     ),
     _bench("adaptive", parse_bool, "the adaptive round robin; off runs the fixed pass", True),
     _bench("min_samples", int_at_least(1), "samples before a candidate may be dropped", 3),

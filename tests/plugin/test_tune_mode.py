@@ -2349,6 +2349,23 @@ def test_tuning_on_a_cpu_settles_the_allocator_as_the_gates_measurer_does(
     assert settled == ["settled"]  # once, for the one group
 
 
+SIZES_SET = """
+import pytest
+from conftest import spin, slowdown
+from pytest_autotune import TunableSet
+
+def fast(n):
+    spin(1e-4 * slowdown(f"fast{n}"))
+    return n + 1
+
+def slow(n):
+    spin(4e-4)
+    return n + 1
+
+PLUS = TunableSet.of(lambda n: n, {"fast": fast, "slow": slow})
+"""
+
+
 def test_a_fixture_call_that_fails_the_gate_leaves_the_later_calls_tuned_and_judged(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -2356,22 +2373,9 @@ def test_a_fixture_call_that_fails_the_gate_leaves_the_later_calls_tuned_and_jud
     # at that call, so the two sizes after it were neither tuned nor judged (nor in the
     # summary), and a slowdown there too went unseen until the first was fixed.
     autotune_pytester.makepyfile(
-        test_sizes="""
-        from conftest import spin, slowdown
-        from pytest_autotune import TunableSet
-
-        def fast(n):
-            spin(1e-4 * slowdown(f"fast{n}"))
-            return n + 1
-
-        def slow(n):
-            spin(4e-4)
-            return n + 1
-
-        def test_sizes(autotune):
-            plus = TunableSet.of(lambda n: n, {"fast": fast, "slow": slow})
-            assert [autotune(plus, n) for n in (1, 2, 3)] == [2, 3, 4]
-        """
+        test_sizes=SIZES_SET
+        + "\ndef test_sizes(autotune):\n"
+        + "    assert [autotune(PLUS, n) for n in (1, 2, 3)] == [2, 3, 4]\n"
     )
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("SLOWDOWN_FAST1", "1.6")
@@ -2411,23 +2415,6 @@ def test_a_fixture_call_whose_candidate_is_wrong_still_fails_at_that_call(
     result = run(autotune_pytester, "--autotune-update")
     result.assert_outcomes(failed=1)
     assert "never reached" not in result.stdout.str()
-
-
-SIZES_SET = """
-import pytest
-from conftest import spin, slowdown
-from pytest_autotune import TunableSet
-
-def fast(n):
-    spin(1e-4 * slowdown(f"fast{n}"))
-    return n + 1
-
-def slow(n):
-    spin(4e-4)
-    return n + 1
-
-PLUS = TunableSet.of(lambda n: n, {"fast": fast, "slow": slow})
-"""
 
 
 @pytest.mark.parametrize(
