@@ -34,6 +34,7 @@
 #   bash benchmarks/device_session.sh eighteenth # the commits since the seventeenth's GPU run: suite, examples (every mode, --cov), costs, then the -k gate
 #   bash benchmarks/device_session.sh gates18 # the gate's module condition for MODULE_S s, then -n 2 for the rest
 #   bash benchmarks/device_session.sh final18 # the session's last tree: suite, examples (every mode), family costs, then -n 2
+#   bash benchmarks/device_session.sh nineteenth # suite, examples (every mode), the module gate for MODULE_S s, then -n 2
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -508,6 +509,17 @@ gates18)
 final18)
   tree_checks
   step 110 python3 benchmarks/gpu_family_costs.py --runs 3
+  gate_rest xdist
+  ;;
+nineteenth)
+  # The eighteenth session's last commits (the gate note's wording, the review's refactor)
+  # on the GPU: the suite and the examples in every mode, then the gate's module condition
+  # for MODULE_S s and -n 2 for the rest (both short of 100 runs a side).
+  tree_checks
+  PYTHONPATH="$PLAIN" timeout "$((${MODULE_S:-60} + 40))" python3 benchmarks/gpu_gate_reliability.py \
+    --condition module --runs 100 --workers 10 --baseline-sessions 5 --budget "${MODULE_S:-60}" \
+    >"$OUT/gate-module.txt" 2>&1
+  echo "===== gate module: exit code $? at $SECONDS s" >>"$LOG"
   gate_rest xdist
   ;;
 top)
