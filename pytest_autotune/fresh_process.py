@@ -8,9 +8,12 @@ processes (BENCHMARKS.md). A pause lets an episode of the machine pass; nothing 
 process changes what the process keeps (where its arrays and its BLAS buffers landed).
 So on the built-in CPU client a re-measurement runs in a process of its own: a new
 interpreter (`sys.executable -c`) to which nothing of this one comes along but this
-process's `sys.path` and, by pickle, the candidate and its inputs. A candidate that does
-not pickle (a lambda, a closure) or a module the new process cannot import gives None, and
-the caller measures here instead.
+process's `sys.path` and, by pickle, the candidate and its inputs. A module of theirs that
+the new process cannot import by its name (a test module under pytest's
+`--import-mode=importlib`, named from the rootdir, which is not on `sys.path`) is loaded
+there from its file, as pytest loaded it here. A candidate that does not pickle (a lambda,
+a closure) or a module that does not load there gives `NotFresh`, saying why, and the
+caller measures here instead.
 
 Not multiprocessing's `spawn`: it runs the parent's main script again in the child, and
 a user's script that calls `pytest.main()` without an `if __name__ == "__main__":` guard
@@ -21,17 +24,22 @@ to its stderr; its one line of stdout is the figures, as JSON.
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import json
 import os
 import pickle
 import subprocess
 import sys
+import types
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
 from pytest_autotune.calibration import input_arrays
 from pytest_autotune.gate import Calibration, Measurement
+from pytest_autotune.tune.errors import AutotuneError
 
 TIMEOUT_S = 120.0
 """The longest a fresh process may take to start, import the candidate's module and
@@ -46,21 +54,30 @@ Measure = Callable[[Any, Callable[..., Any], str, tuple[Any, ...]], Measurement]
 """How a process measures a candidate: `(client, fn, name, inputs) -> Measurement`."""
 
 
+@dataclass(frozen=True, slots=True)
+class NotFresh:
+    """Why a candidate could not be measured in a fresh process: the gate says it where the
+    confirmation it then took here fails the group."""
+
+    why: str
+
+
 def measure_fresh(
     fn: Callable[..., Any], inputs: tuple[Any, ...], name: str, measure: Measure
-) -> Measurement | None:
+) -> Measurement | NotFresh:
     """`measure(cpu(), fn, name, inputs)` run in a fresh process, with the built-in CPU
-    client there; None where it cannot run there (see the module docstring), its input
-    arrays pass `MAX_INPUT_BYTES`, or it fails."""
+    client there; `NotFresh` where it cannot run there (see the module docstring), its
+    input arrays pass `MAX_INPUT_BYTES`, or it fails."""
     if sum(array.nbytes for array in input_arrays(inputs)) > MAX_INPUT_BYTES:
-        return None
+        return NotFresh(f"its inputs pass {MAX_INPUT_BYTES >> 20} MiB")
+    pickler = _NotingPickler()
     try:
-        call = pickle.dumps((fn, inputs, measure, _warning_filters()))
-    except Exception:  # a lambda, a closure, an input that does not pickle
-        return None
+        call = pickler.dumps((fn, inputs, measure, _warning_filters()))
+    except Exception as error:  # a lambda, a closure, an input that does not pickle
+        return NotFresh(f"the candidate or its inputs do not pickle ({_said(error)})")
     # The path first, in a pickle of plain values: the call's modules load only once the
     # new process searches where this one does.
-    payload = pickle.dumps((list(sys.path), name, call))
+    payload = pickle.dumps((list(sys.path), name, pickler.files(), call))
     try:
         child = subprocess.run(
             [sys.executable, "-c", _CHILD],
@@ -69,27 +86,119 @@ def measure_fresh(
             timeout=TIMEOUT_S,
             check=False,
         )
-    except (OSError, subprocess.SubprocessError):  # cannot start, or killed past TIMEOUT_S
-        return None
-    if child.returncode != 0:
-        return None
+    except subprocess.TimeoutExpired:
+        return NotFresh(f"the fresh process took more than {TIMEOUT_S:.0f} s")
+    except (OSError, subprocess.SubprocessError) as error:
+        return NotFresh(f"the fresh process did not start ({_said(error)})")
+    return _result(child)
+
+
+def _result(child: subprocess.CompletedProcess[bytes]) -> Measurement | NotFresh:
+    """What the fresh process measured, from its last line of stdout; why not, where it
+    failed (its error) or ended without that line (its exit code and last line of stderr)."""
+    lines = child.stdout.decode(errors="replace").strip().splitlines()
     try:
-        result = json.loads(child.stdout.decode().strip().splitlines()[-1])
-    except (ValueError, IndexError, UnicodeDecodeError):
-        return None
+        result = json.loads(lines[-1])
+    except (ValueError, IndexError):
+        stderr = child.stderr.decode(errors="replace").strip().splitlines()
+        return NotFresh(
+            f"the fresh process ended with exit code {child.returncode}"
+            + (f" ({stderr[-1]})" if stderr else "")
+        )
+    if not isinstance(result, dict):
+        return NotFresh(f"it failed in the fresh process ({result})")
     return _measurement(result)
 
 
+def _said(error: BaseException) -> str:
+    """An error as a note says it: a candidate's, as it raised it (the measurement wraps it
+    in an `AutotuneError` that names the candidate, which the note names already)."""
+    if isinstance(error, AutotuneError) and error.message:
+        return error.message
+    return f"{type(error).__name__}: {error}"
+
+
+class _NotingPickler(pickle.Pickler):
+    """A pickler that notes the file of every module whose functions or classes it
+    pickles by reference, for `_LoadingUnpickler` in the new process."""
+
+    def __init__(self) -> None:
+        self._buffer = io.BytesIO()
+        super().__init__(self._buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        self._modules: set[str] = set()
+
+    def dumps(self, value: object) -> bytes:
+        self.dump(value)
+        return self._buffer.getvalue()
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, (type, types.FunctionType)):
+            self._modules.add(getattr(obj, "__module__", None) or "")
+        return NotImplemented  # pickled as pickle does
+
+    def files(self) -> dict[str, str]:
+        """The source files of the noted modules that have one."""
+        found = {}
+        for name in self._modules:
+            file = getattr(sys.modules.get(name), "__file__", None)
+            if isinstance(file, str) and file.endswith(".py") and os.path.isfile(file):
+                found[name] = file
+        return found
+
+
+class _LoadingUnpickler(pickle.Unpickler):
+    """An unpickler that loads a module its name does not find from the file it was loaded
+    from in the measuring process, under the same name, as pytest's importlib import mode
+    loads a test module (`importlib.util.spec_from_file_location`)."""
+
+    def __init__(self, data: bytes, files: dict[str, str]) -> None:
+        super().__init__(io.BytesIO(data))
+        self._files = files
+        self._loaded: dict[str, types.ModuleType] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        # Pickle's own lookup imports the module's top package first, which is not there
+        # for one loaded from its file: such a module is looked in directly.
+        if module not in self._loaded:
+            try:
+                return super().find_class(module, name)
+            except ModuleNotFoundError:
+                if module not in self._files or module in sys.modules:
+                    raise
+            self._loaded[module] = _load(module, self._files[module])
+        found: Any = self._loaded[module]
+        for part in name.split("."):  # a nested class's qualified name
+            found = getattr(found, part)
+        return found
+
+
+def _load(module: str, file: str) -> types.ModuleType:
+    """The module `module` executed from `file` and kept in `sys.modules` under its name."""
+    spec = importlib.util.spec_from_file_location(module, file)
+    if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has one
+        raise ModuleNotFoundError(f"no module named {module!r}", name=module)
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[module] = loaded
+    try:
+        spec.loader.exec_module(loaded)
+    except BaseException:
+        del sys.modules[module]
+        raise
+    return loaded
+
+
 _CHILD = (
-    "import pickle, sys; path, name, call = pickle.load(sys.stdin.buffer); sys.path[:] = path;"
-    " from pytest_autotune.fresh_process import measure_here; measure_here(name, call)"
+    "import pickle, sys; path, name, files, call = pickle.load(sys.stdin.buffer);"
+    " sys.path[:] = path; from pytest_autotune.fresh_process import measure_here;"
+    " measure_here(name, call, files)"
 )
 """The new process's program: this process's `sys.path`, then `measure_here`."""
 
 
-def measure_here(name: str, call: bytes) -> None:
+def measure_here(name: str, call: bytes, files: dict[str, str] | None = None) -> None:
     """The fresh process's work: measure the candidate and write its figures to stdout as
-    one line of JSON (an error's repr where it failed: the caller measures there)."""
+    one line of JSON (what failed, where it did: the caller measures there). `files` are
+    the source files of the call's modules, for those that do not import by name here."""
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # what imports print stays out of it
     sys.stdout = sys.stderr
@@ -97,7 +206,7 @@ def measure_here(name: str, call: bytes) -> None:
     try:
         from pytest_autotune.backends.cpu import cpu
 
-        fn, inputs, measure, filters = pickle.loads(call)
+        fn, inputs, measure, filters = _LoadingUnpickler(call, files or {}).load()
         with warnings.catch_warnings():
             _apply(filters)
             measured = measure(cpu(), fn, name, inputs)
@@ -110,7 +219,7 @@ def measure_here(name: str, call: bytes) -> None:
             "helpers": measured.helpers,
         }
     except BaseException as exc:  # the caller measures here instead
-        result = repr(exc)
+        result = _said(exc)
     with out:
         out.write(json.dumps(result) + "\n")
 
@@ -132,9 +241,7 @@ def _apply(filters: list[object]) -> None:
     cast("list[object]", warnings.filters)[:] = filters  # a list; typeshed says Sequence
 
 
-def _measurement(result: object) -> Measurement | None:
-    if not isinstance(result, dict):
-        return None
+def _measurement(result: dict[str, Any]) -> Measurement:
     calibration = result["calibration"]
     return Measurement(
         tuple(result["samples"]),
@@ -145,4 +252,4 @@ def _measurement(result: object) -> Measurement | None:
     )
 
 
-__all__ = ["MAX_INPUT_BYTES", "TIMEOUT_S", "measure_fresh", "measure_here"]
+__all__ = ["MAX_INPUT_BYTES", "TIMEOUT_S", "NotFresh", "measure_fresh", "measure_here"]

@@ -13,13 +13,13 @@ import functools
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.backends.cpu import cpu, settle_allocator
 from pytest_autotune.baselines import UnreadableFile, update_message
 from pytest_autotune.calibration import timed_calibration
-from pytest_autotune.fresh_process import measure_fresh
+from pytest_autotune.fresh_process import NotFresh, measure_fresh
 from pytest_autotune.gate import (
     MAX_BASELINE_SESSIONS,
     UPDATED_MESSAGE,
@@ -184,7 +184,7 @@ def judge_group(
         )
     if work is not None:
         peaks = _peaks_under(client, peaks, work, current, case.group, notes)
-    confirmed_by: list[str] = []
+    confirmations = _Confirmations()
     verdict = judge(
         current,
         baseline,
@@ -198,7 +198,7 @@ def judge_group(
             inputs,
             (tunables.fns[index], tunables.names[index], measure),
             rival,
-            confirmed_by,
+            confirmations,
         ),
         baseline_devices=() if baseline is not None else baseline_devices(),
         machine=machine,
@@ -209,10 +209,12 @@ def judge_group(
         bounds=decision.bounds,
         **common,
     )
+    confirmed_by = confirmations.judged
     if slip_note is not None:
         notes.append(
             _confirmed_note(slip_note, verdict, current, tunables.names[index], confirmed_by)
         )
+    notes.extend(confirmations.not_fresh_note(case.group, verdict))
     if verdict.remeasured and confirmed_by and confirmed_by[-1] != tunables.names[index]:
         measured = confirmed_by[-1]  # the row names whose time it shows
     return Judged(verdict, measured)
@@ -295,12 +297,30 @@ Candidate = tuple[Callable[..., Any], str, Callable[[], Measurement]]
 """A candidate as the gate measures it: its function, its name, and its measurement here."""
 
 
+@dataclass(slots=True)
+class _Confirmations:
+    """What the confirmations of a suspected failure did (`_confirming`)."""
+
+    judged: list[str] = field(default_factory=list)
+    """The name of the candidate each re-measurement judged, in order."""
+    not_fresh: dict[str, str] = field(default_factory=dict)
+    """Why a candidate was measured in the test process rather than a fresh one, by name."""
+
+    def not_fresh_note(self, group: str, verdict: GroupVerdict) -> list[str]:
+        """The README promises the confirmations in fresh processes: a failure confirmed
+        without them says so, and why, so that the user can weigh it (and mend it)."""
+        if not (verdict.failed and self.not_fresh):
+            return []
+        said = "; ".join(f"{name}: {why}" for name, why in self.not_fresh.items())
+        return [f"note: {group}: confirmed in the test process, not in a fresh one ({said})"]
+
+
 def _confirming(
     client: Client,
     inputs: tuple[Any, ...],
     judged: Candidate,
     rival: Candidate | None,
-    confirmed_by: list[str],
+    confirmations: _Confirmations,
 ) -> dict[str, Any]:
     """How `judge` confirms a suspected failure: on a CPU up to `CPU_CONFIRMATIONS`
     re-measurements, each after `CONFIRM_GAP_S` (the machine's episodes pass, the code's
@@ -310,7 +330,7 @@ def _confirming(
 
     `rival` is the baseline's winner where tuning picked another and it measured no faster
     here: each re-measurement measures it too, and the faster of the two is judged (its
-    name appended to `confirmed_by`). On the 2-core VM a tiled transpose ran at 36 us in
+    name appended to `confirmations.judged`). On the 2-core VM a tiled transpose ran at 36 us in
     most processes and at 67 us in one in six, as fast as the plain copy there; in such a
     process tuning picked the copy, the baseline's winner measured no faster, and the
     confirmations measured the copy alone, whose 63 us never moves: an unchanged group
@@ -319,8 +339,13 @@ def _confirming(
 
     def again(candidate: Candidate) -> Measurement:
         fn, name, measure = candidate
-        fresh = measure_fresh(fn, inputs, name, measure_candidate) if client is cpu() else None
-        return fresh if fresh is not None else measure()
+        if client is not cpu():
+            return measure()
+        fresh = measure_fresh(fn, inputs, name, measure_candidate)
+        if isinstance(fresh, NotFresh):
+            confirmations.not_fresh.setdefault(name, fresh.why)
+            return measure()
+        return fresh
 
     def remeasure() -> Measurement:
         if on_cpu:
@@ -335,7 +360,7 @@ def _confirming(
             else:
                 if other.median < measured.median:
                     measured, name = other, rival[1]
-        confirmed_by.append(name)
+        confirmations.judged.append(name)
         return measured
 
     return {"remeasure": remeasure, "confirmations": CPU_CONFIRMATIONS if on_cpu else 1}

@@ -78,3 +78,81 @@ def test_a_slowness_of_the_pytest_process_passes_and_a_slower_kernel_fails(
     slow_code = run(project, "--autotune")
     assert slow_code.ret == pytest.ExitCode.TESTS_FAILED
     slow_code.stdout.fnmatch_lines(["verdicts: 1 REGRESSION"])
+
+
+# The same tests with the pytest process's slowness decided in the test module itself: a
+# conftest.py does not import by name under importlib mode. True in the pytest process
+# alone: the fresh process is `python -c`, and it loads this module anew from its file.
+IMPORTLIB_TESTS = TESTS.replace(
+    "from conftest import SLOW_HERE\n",
+    "import sys\n\n"
+    'SLOW_HERE = [os.environ.get("SLOW_PROCESS") == "1" and sys.argv[:1] != ["-c"]]\n',
+)
+
+
+def test_under_importlib_mode_the_confirmations_still_run_in_fresh_processes(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pytest's importlib mode names the module tests.test_fresh from the rootdir, which is
+    # not on sys.path: the fresh process could not import it, and every confirmation ran
+    # in the slow pytest process, silently.
+    assert "conftest" not in IMPORTLIB_TESTS
+    pytester.makeini("[pytest]\nfilterwarnings = error\naddopts = --import-mode=importlib\n")
+    pytester.mkdir("tests")
+    (pytester.path / "tests" / "test_fresh.py").write_text(IMPORTLIB_TESTS)
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("SLOW_PROCESS", "1")
+    slow_process = run(pytester, "--autotune")
+    assert slow_process.ret == pytest.ExitCode.OK, slow_process.stdout.str()
+    assert "not in a fresh one" not in slow_process.stdout.str()
+    monkeypatch.delenv("SLOW_PROCESS")
+    monkeypatch.setenv("SLOW_CODE", "1")
+    slow_code = run(pytester, "--autotune")
+    assert slow_code.ret == pytest.ExitCode.TESTS_FAILED
+    slow_code.stdout.fnmatch_lines(["verdicts: 1 REGRESSION"])
+    assert "not in a fresh one" not in slow_code.stdout.str()
+
+
+CLOSURE_TESTS = """
+import os
+import time
+
+import numpy as np
+import pytest
+
+
+def make_kernel():
+    def kernel(x):
+        if os.environ.get("SLOW_CODE") == "1":
+            time.sleep(2e-3)
+        return x * 2.0
+
+    return kernel
+
+
+def other(x):
+    time.sleep(5e-3)
+    return x * 2.0
+
+
+@pytest.mark.autotune(candidates={"kernel": make_kernel(), "other": other})
+def test_closure(candidate):
+    return candidate(np.full(1 << 12, 1.0))
+"""
+
+
+def test_a_failure_confirmed_in_the_test_process_says_why_not_in_a_fresh_one(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_closure=CLOSURE_TESTS)
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("SLOW_CODE", "1")
+    slow_code = run(pytester, "--autotune")
+    assert slow_code.ret == pytest.ExitCode.TESTS_FAILED
+    slow_code.stdout.fnmatch_lines(
+        [
+            "note: test_closure.py::test_closure: confirmed in the test process, not in a"
+            " fresh one (kernel: the candidate or its inputs do not pickle (*))"
+        ]
+    )

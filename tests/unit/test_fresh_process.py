@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 import pytest_autotune
-from pytest_autotune.fresh_process import measure_fresh
+from pytest_autotune.fresh_process import NotFresh, measure_fresh
 from pytest_autotune.gate_policy import measure_candidate
 from pytest_autotune.plugin import CandidateRun
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
@@ -46,7 +47,7 @@ def test_a_fresh_process_measures_the_candidate_without_what_this_process_keeps(
         fresh = measure_fresh(candidate, (x,), "candidate", measure_candidate)
     finally:
         SLOW_HERE[0] = False
-    assert fresh is not None
+    assert not isinstance(fresh, NotFresh), fresh
     # Here every call sleeps 2 ms; there the module was imported anew and none does.
     assert fresh.median < 1e-3
     assert len(fresh.samples) >= 10
@@ -70,9 +71,11 @@ def test_a_fresh_process_measures_under_the_warning_filters_of_this_one() -> Non
     x = np.arange(16, dtype=np.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert measure_fresh(warns, (x,), "warns", measure_candidate) is None
+        refused = measure_fresh(warns, (x,), "warns", measure_candidate)
+        assert isinstance(refused, NotFresh)
+        assert refused.why == "it failed in the fresh process (UserWarning: clipped 3 values)"
         warnings.filterwarnings("ignore", "clipped")
-        assert measure_fresh(warns, (x,), "warns", measure_candidate) is not None
+        assert not isinstance(measure_fresh(warns, (x,), "warns", measure_candidate), NotFresh)
 
 
 def test_a_fresh_process_measures_a_candidate_under_its_own_warning_marks() -> None:
@@ -86,13 +89,17 @@ def test_a_fresh_process_measures_a_candidate_under_its_own_warning_marks() -> N
     setattr(fn, SCOPE_ATTRIBUTE, run.scope_of("warns"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert measure_fresh(fn, (x,), "warns", measure_candidate) is not None
+        assert not isinstance(measure_fresh(fn, (x,), "warns", measure_candidate), NotFresh)
 
 
-def test_a_candidate_that_does_not_pickle_or_fails_there_gives_none() -> None:
+def test_a_candidate_that_does_not_pickle_or_fails_there_says_why() -> None:
     x = np.arange(16, dtype=np.float64)
-    assert measure_fresh(lambda x: x.sum(), (x,), "lambda", measure_candidate) is None
-    assert measure_fresh(failing, (x,), "failing", measure_candidate) is None
+    unpickled = measure_fresh(lambda x: x.sum(), (x,), "lambda", measure_candidate)
+    assert isinstance(unpickled, NotFresh)
+    assert unpickled.why.startswith("the candidate or its inputs do not pickle (")
+    assert measure_fresh(failing, (x,), "failing", measure_candidate) == NotFresh(
+        "it failed in the fresh process (ValueError: boom)"
+    )
 
 
 def test_inputs_past_the_size_limit_stay_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -102,13 +109,15 @@ def test_inputs_past_the_size_limit_stay_in_this_process(monkeypatch: pytest.Mon
     monkeypatch.setattr("pytest_autotune.fresh_process.subprocess.run", no_process)
     monkeypatch.setattr("pytest_autotune.fresh_process.MAX_INPUT_BYTES", 1024)
     nested = ([np.zeros(100)], {"b": np.zeros(100)})  # 1,600 bytes of arrays
-    assert measure_fresh(candidate, nested, "candidate", measure_candidate) is None
+    assert measure_fresh(candidate, nested, "candidate", measure_candidate) == NotFresh(
+        "its inputs pass 0 MiB"
+    )
 
 
 UNGUARDED = """
 import numpy as np
 
-from pytest_autotune.fresh_process import measure_fresh
+from pytest_autotune.fresh_process import NotFresh, measure_fresh
 from pytest_autotune.gate_policy import measure_candidate
 from pytest_autotune.plugin import CandidateRun
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
@@ -119,7 +128,7 @@ with open("runs.txt", "a") as runs:  # once per run of this script's body
 print("noise on stdout at import")
 x = np.arange(1024, dtype=np.float64)
 fresh = measure_fresh(np.sum, (x,), "np_sum", measure_candidate)
-print("samples:", None if fresh is None else len(fresh.samples))
+print("samples:", len(fresh.samples) if hasattr(fresh, "samples") else fresh)
 """
 
 
@@ -143,7 +152,7 @@ def test_a_main_script_without_a_main_guard_is_not_run_again_by_the_fresh_proces
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "runs.txt").read_text().splitlines() == ["ran"]
     samples = [line for line in done.stdout.splitlines() if line.startswith("samples:")]
-    assert len(samples) == 1 and samples[0] != "samples: None"
+    assert len(samples) == 1 and samples[0].removeprefix("samples: ").isdigit(), samples
 
 
 def test_what_the_candidates_module_prints_does_not_spoil_the_figures(tmp_path: Path) -> None:
@@ -161,7 +170,8 @@ def test_what_the_candidates_module_prints_does_not_spoil_the_figures(tmp_path: 
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("noisy_module", None)
-    assert fresh is not None and len(fresh.samples) >= 10
+    assert not isinstance(fresh, NotFresh), fresh
+    assert len(fresh.samples) >= 10
 
 
 def in_a_thread(call: Callable[[], object], seconds: float = 60.0) -> list[object]:
@@ -174,27 +184,79 @@ def in_a_thread(call: Callable[[], object], seconds: float = 60.0) -> list[objec
     return result
 
 
-def test_a_candidate_the_fresh_process_cannot_import_with_large_inputs_gives_none_promptly(
-    tmp_path: Path,
-) -> None:
-    # As pytest's --import-mode=importlib imports a test module: under a name no path
-    # leads to, so the new process cannot load the candidate.
-    source = tmp_path / "test_kernels.py"
-    source.write_text("def kernel(x):\n    return x.sum()\n")
-    spec = importlib.util.spec_from_file_location("unreachable_name.test_kernels", source)
+def load_as_importlib_mode(source: Path, name: str) -> Any:
+    """`source` loaded as pytest's --import-mode=importlib loads a test module: under a
+    name (from the rootdir) that no entry of `sys.path` leads to, its parent an empty
+    module (`_pytest.pathlib.insert_missing_modules`)."""
+    parent = name.rpartition(".")[0]
+    sys.modules.setdefault(parent, types.ModuleType(parent))
+    spec = importlib.util.spec_from_file_location(name, source)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+SLOW_KERNELS = """
+import time
+
+SLOW = [False]
+
+
+class Scale:
+    factor = 2.0
+
+
+def kernel(x, scale):
+    if SLOW[0]:
+        time.sleep(2e-3)
+    return x * scale.factor
+"""
+
+
+def test_a_candidate_of_a_module_imported_by_importlib_mode_is_measured_fresh(
+    tmp_path: Path,
+) -> None:
+    # The module loads in the new process from its file, under its name: there it is
+    # imported anew, and its kernel is not slow. Its class, an input, comes from it too.
+    source = tmp_path / "test_kernels.py"
+    source.write_text(SLOW_KERNELS)
+    name = "unreachable_name.test_kernels"
     try:
-        spec.loader.exec_module(module)
+        module = load_as_importlib_mode(source, name)
+        module.SLOW[0] = True
+        x = np.arange(1024, dtype=np.float64)
+        fresh = measure_fresh(module.kernel, (x, module.Scale), "kernel", measure_candidate)
+    finally:
+        sys.modules.pop(name, None)
+        sys.modules.pop("unreachable_name", None)
+    assert not isinstance(fresh, NotFresh), fresh
+    assert fresh.median < 1e-3
+
+
+def test_a_candidate_the_fresh_process_cannot_load_with_large_inputs_says_so_promptly(
+    tmp_path: Path,
+) -> None:
+    # Its file gone since it was imported (a module made in memory, a file moved): no name
+    # and no file leads to it there.
+    source = tmp_path / "test_gone.py"
+    source.write_text("def kernel(x):\n    return x.sum()\n")
+    name = "unreachable_name.test_gone"
+    try:
+        module = load_as_importlib_mode(source, name)
+        source.unlink()
         x = np.zeros(1 << 17, dtype=np.float64)  # 1 MiB, far past a pipe's buffer
         call = functools.partial(measure_fresh, module.kernel, (x,), "kernel", measure_candidate)
-        assert in_a_thread(call) == [None]
+        [result] = in_a_thread(call)
     finally:
-        sys.modules.pop(spec.name, None)
+        sys.modules.pop(name, None)
+        sys.modules.pop("unreachable_name", None)
+    assert isinstance(result, NotFresh)
+    assert result.why.startswith("it failed in the fresh process (ModuleNotFoundError: ")
 
 
-def test_a_fresh_process_that_dies_before_reading_its_input_gives_none_promptly(
+def test_a_fresh_process_that_dies_before_reading_its_input_says_so_promptly(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # As a new process that cannot import this package (another version of it, a broken
@@ -205,7 +267,7 @@ def test_a_fresh_process_that_dies_before_reading_its_input_gives_none_promptly(
     monkeypatch.setattr("pytest_autotune.fresh_process._CHILD", "import sys; sys.exit(3)")
     x = np.zeros(1 << 19, dtype=np.float64)  # 4 MiB, far past a pipe's buffer
     call = functools.partial(measure_fresh, candidate, (x,), "candidate", measure_candidate)
-    assert in_a_thread(call) == [None]
+    assert in_a_thread(call) == [NotFresh("the fresh process ended with exit code 3")]
 
 
 FAULTS_PER_CALL = """
