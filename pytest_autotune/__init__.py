@@ -38,6 +38,7 @@ from pytest_autotune.tune.key import (
 )
 from pytest_autotune.tune.local import LocalTuner, local_tuner
 from pytest_autotune.tune.log import AutotuneLogContext, AutotuneLogEvent, log_event
+from pytest_autotune.tune.parse import ConfigWarning
 from pytest_autotune.tune.records import AutotuneRecord, Recorder, read_records
 from pytest_autotune.tune.tunable import Tunable, TuneFn, TuneGroup
 from pytest_autotune.tune.tunable_set import (
@@ -68,6 +69,7 @@ __all__ = [
     "CheckResult",
     "CloneInputGenerator",
     "ConfigError",
+    "ConfigWarning",
     "InputGenerator",
     "KeyGenerator",
     "LocalTuner",

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pytest_autotune.tune.cache_names import PEAKS_FILE
-from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.errors import CacheFileWarning, caller_level
 from pytest_autotune.tune.files import dumps, json_kind, read_json, write_atomically
 from pytest_autotune.tune.peaks import ROOF_PATTERNS, MemoryLevel, MemoryRoof, Peaks
 
@@ -129,7 +129,7 @@ def _load_or_probe_file(path: Path, device_id: str, probe: Callable[[], Peaks]) 
                 f"{path}: cannot be read: {reason}; the peaks are probed again for this"
                 " process and the file is left as it is"
             ),
-            stacklevel=4,
+            stacklevel=caller_level(),
         )
         return _probe_once(device_id, probe)
 
@@ -161,5 +161,5 @@ def _write(path: Path, device_id: str, peaks: Peaks) -> None:
                 f"{path}: cannot be written: {error.strerror or error}; the probed peaks"
                 " serve this process only"
             ),
-            stacklevel=5,
+            stacklevel=caller_level(),
         )

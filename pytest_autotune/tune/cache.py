@@ -55,7 +55,7 @@ from pytest_autotune.tune.cache_read import (
     read_file,
     with_journal,
 )
-from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning
+from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning, caller_level
 from pytest_autotune.tune.files import (
     JsonFileError,
     dumps,
@@ -111,7 +111,7 @@ def parse_cache(text: str, where: str, journal_data: bytes | None = None) -> Cac
         read = with_journal(contents, version, journal_data, (0, 0), Path(where))
         contents = read.contents
         for problem in read.problems:
-            warnings.warn(CacheJournalWarning(problem), stacklevel=2)
+            warnings.warn(CacheJournalWarning(problem), stacklevel=caller_level())
     return CacheContents(contents.entries, contents.device, stored_tuner(contents))
 
 
@@ -182,7 +182,7 @@ class PersistentCache:
                             f" set aside as {aside.name} and tuning starts afresh (delete"
                             " that file once nobody needs it)"
                         ),
-                        stacklevel=2,
+                        stacklevel=caller_level(),
                     )
                 # Read again: another process (an xdist worker beside this one) may have set
                 # it aside, or saved a new one, under the lock first; still damaged, it
@@ -197,13 +197,13 @@ class PersistentCache:
                     f"{error}; autotune goes on as if there were no cache and will not"
                     f" overwrite the file: {advice(error, 'remove it to start anew')}"
                 ),
-                stacklevel=2,
+                stacklevel=caller_level(),
             )
         else:
             self._adopt(read.contents, read.version if source == self.path else None)
             self._unreadable = None
             for problem in read.problems:
-                warnings.warn(CacheJournalWarning(problem), stacklevel=2)
+                warnings.warn(CacheJournalWarning(problem), stacklevel=caller_level())
         return dict(self._contents.entries)
 
     def _set_aside(self, error: DamagedCacheFile) -> Path | None:

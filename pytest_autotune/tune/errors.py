@@ -4,6 +4,9 @@ and the warning about a cache file that cannot be read."""
 from __future__ import annotations
 
 import enum
+import os
+import sys
+import types
 from typing import Any
 
 from pytest_autotune.tune.files import json_text
@@ -94,6 +97,21 @@ class AutotuneError(Exception):
             kind_text = json_text(data["kind"])
             raise ValueError(f"error: kind is {kind_text}, expected one of {kinds}") from None
         return cls(kind, message, name)
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def caller_level() -> int:
+    """The `stacklevel` that makes a warning name the first frame outside this package: a
+    library's call of its tuner, not the tuner's line that noticed a damaged file. Called
+    in the function that warns (`warnings.warn(..., stacklevel=caller_level())`): the
+    depth from there varies with the path that led to it."""
+    frame: types.FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class CacheFileWarning(UserWarning):

@@ -17,7 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.cache import PersistentCache, tuner_cache
 from pytest_autotune.tune.config import AutotuneConfig
+from pytest_autotune.tune.errors import caller_level
+from pytest_autotune.tune.parse import ConfigError, ConfigWarning
 from pytest_autotune.tune.records import Recorder, records_unwritable
+from pytest_autotune.tune.settings import ENV_PREFIX
 from pytest_autotune.tune.shipped import library_cache
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 from pytest_autotune.tune.tuner import Tuner
@@ -90,9 +93,13 @@ class LocalTuner:
         Not the working directory's `autotune.yaml`: that is the pytest configuration of
         whichever project the program runs in, and an installed library's tuner must not
         write into that project's cache folder, nor fail on a setting meant for its tests.
-        A program that wants the file passes `AutotuneConfig.from_env()`."""
+        A program that wants the file passes `AutotuneConfig.from_env()`.
+
+        A variable that does not read (a typo of a name, a value out of range) is left out,
+        with a `ConfigWarning` naming it: the environment is the user's of a library, who
+        may not know this package, and every call of the library failed on it."""
         if self._config is None:
-            self._config = AutotuneConfig.from_env(project_file=False)
+            self._config = _environment_config(self.name)
         return self._config
 
     def init(self, factory: Callable[[], TunableSet]) -> TunableSet:
@@ -192,7 +199,9 @@ class LocalTuner:
         try:
             return Recorder.from_config(config)
         except OSError as error:
-            warnings.warn(records_unwritable(self.name, config.record, error), stacklevel=5)
+            warnings.warn(
+                records_unwritable(self.name, config.record, error), stacklevel=caller_level()
+            )
             return None
 
     def execute(
@@ -217,18 +226,24 @@ class LocalTuner:
             unary = tunables.unary
         except AttributeError:
             raise self._not_a_set(tunables) from None
+        # The tuner is called outside the `except` blocks: an error of its own (a setting,
+        # every candidate failing) would otherwise show the miss's KeyError as its cause.
         if unary:
             try:
                 (x,) = inputs
                 fn = tunables.fns[self._winners[device_id][tunables.key_gen(x)]]
             except (KeyError, ValueError, TypeError, IndexError):
-                return self._through_tuner(device_id, client, tunables, inputs)
-            return fn(x)
+                pass
+            else:
+                return fn(x)
+            return self._through_tuner(device_id, client, tunables, inputs)
         try:
             fn = tunables.fns[self._winners[device_id][tunables.key_gen(*inputs)]]
         except (KeyError, TypeError, IndexError):
-            return self._through_tuner(device_id, client, tunables, inputs)
-        return fn(*inputs)
+            pass
+        else:
+            return fn(*inputs)
+        return self._through_tuner(device_id, client, tunables, inputs)
 
     def _not_a_set(self, tunables: object, method: str = "execute") -> TypeError:
         # `execute(client.device_id, client, make_set, inputs)` read `make_set.unary`.
@@ -347,6 +362,38 @@ _LOCAL_TUNERS: weakref.WeakSet[LocalTuner] = weakref.WeakSet()
 _UNPICKLED: dict[tuple[str, AutotuneConfig | None, str | None], LocalTuner] = {}
 """The tuners `_tuner_named` made, kept: a pool loads one with each task, and a tuner made
 again for each would read its caches again (tune again, with the cache disabled)."""
+
+
+def _environment_config(tuner: str) -> AutotuneConfig:
+    """The config of the `PYTEST_AUTOTUNE_*` variables, without those that do not read,
+    each left out with a `ConfigWarning` (`LocalTuner.config`)."""
+    try:
+        return AutotuneConfig.from_env(project_file=False)
+    except ConfigError:
+        pass
+    kept: dict[str, str] = {}
+    refused: list[str] = []
+    for name, value in sorted(os.environ.items()):
+        if name.startswith(ENV_PREFIX):
+            try:
+                AutotuneConfig.from_env({name: value}, project_file=False)
+            except ConfigError as error:
+                refused.append(str(error))
+            else:
+                kept[name] = value
+    try:
+        config = AutotuneConfig.from_env(kept, project_file=False)
+    except ConfigError as error:  # variables that read alone and not together (min > max)
+        refused.append(str(error))
+        config, kept = AutotuneConfig(), {}
+    used = f"the others ({', '.join(kept)})" if kept else "its defaults"
+    warnings.warn(
+        ConfigWarning(
+            f"LocalTuner {tuner!r}: {'; '.join(refused)}; left out, the tuner runs with {used}"
+        ),
+        stacklevel=caller_level(),
+    )
+    return config
 
 
 def _tuner_named(name: str, config: AutotuneConfig | None, package: str | None) -> LocalTuner:

@@ -31,7 +31,7 @@ from pytest_autotune.tune.cache import (
 )
 from pytest_autotune.tune.cache_format import other_tuner
 from pytest_autotune.tune.device_class import device_class, nearest
-from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.errors import CacheFileWarning, caller_level
 from pytest_autotune.tune.journal import journal_path
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ def _shipped_root(package: str) -> Traversable | None:
                 f"package {package!r} of a LocalTuner cannot be imported: no shipped cache"
                 " is read from it (is the name spelled as the package imports?)"
             ),
-            stacklevel=4,
+            stacklevel=caller_level(),
         )
         return None
     except TypeError:  # a module that is no package ships no folder
@@ -188,7 +188,9 @@ def _read(folder: Traversable, name: str) -> CacheContents | None:
 
 
 def _ignore(reason: str) -> None:
-    warnings.warn(CacheFileWarning(f"{reason}; this shipped cache is ignored"), stacklevel=4)
+    warnings.warn(
+        CacheFileWarning(f"{reason}; this shipped cache is ignored"), stacklevel=caller_level()
+    )
 
 
 class LibraryCache(PersistentCache):
@@ -237,7 +239,7 @@ def library_cache(
                 f"no per-user cache folder ({error}): keys the shipped caches lack are tuned"
                 " in each process, and kept in memory only"
             ),
-            stacklevel=3,
+            stacklevel=caller_level(),
         )
         return ShippedOnly(shipped, tuner_name)
     # Only tuning writes the user's file: a damaged one is set aside, not kept forever.

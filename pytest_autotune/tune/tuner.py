@@ -32,6 +32,7 @@ from pytest_autotune.tune.errors import (
     AutotuneError,
     AutotuneErrorKind,
     CacheFileWarning,
+    caller_level,
 )
 from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.log import AutotuneLogContext, ChecksDone, TuningStep, log_decision
@@ -427,7 +428,7 @@ class Tuner:
         if decision.measured:
             self._save(decision, client)
         if unwritable is not None:
-            warnings.warn(unwritable, stacklevel=3)
+            warnings.warn(unwritable, stacklevel=caller_level())
 
     def _save(self, decision: TuneDecision, client: Client) -> None:
         """Keep a measured decision in memory, and in the persistent cache where there is one."""
@@ -455,7 +456,8 @@ class Tuner:
                 self.persistent.save({pk: value}, device=device)
             except CacheFileError as exc:
                 warnings.warn(
-                    CacheFileWarning(f"{exc}; the decision is kept in memory only"), stacklevel=4
+                    CacheFileWarning(f"{exc}; the decision is kept in memory only"),
+                    stacklevel=caller_level(),
                 )
 
 

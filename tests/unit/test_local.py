@@ -22,6 +22,7 @@ from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.errors import CacheFileWarning
 from pytest_autotune.tune.key import AutotuneKey
 from pytest_autotune.tune.local import LocalTuner, local_tuner
+from pytest_autotune.tune.parse import ConfigWarning
 from pytest_autotune.tune.tunable import Tunable
 from pytest_autotune.tune.tunable_set import TunableSet
 from tests.fakes import FakeClient, candidate
@@ -175,6 +176,56 @@ def test_without_a_config_the_environment_configures_the_tuner(tmp_path, monkeyp
     config = LocalTuner("t").config
     assert config.cache_dir == tmp_path / "elsewhere"
     assert config.bench.max_samples == 4
+
+
+def test_a_variable_that_does_not_read_is_left_out_with_a_warning_naming_it(tmp_path, monkeypatch):
+    # The environment of a library's user, who may not know this package: a typo of a
+    # name, or a value out of range, failed every call of the library, the miss's KeyError
+    # shown as the cause.
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("PYTEST_AUTOTUNE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PYTEST_AUTOTUNE_LEVL", "full")
+    monkeypatch.setenv("PYTEST_AUTOTUNE_SHIPPED_MATCH", "exactly")
+    monkeypatch.setenv("PYTEST_AUTOTUNE_MAX_SAMPLES", "4")
+    monkeypatch.setenv("PYTEST_AUTOTUNE_DISABLE_CACHE", "1")
+    client = FakeClient()
+    local = LocalTuner("t")
+    with pytest.warns(ConfigWarning) as caught:
+        assert (
+            local.execute(client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1],))
+            == "fast"
+        )
+    [warning] = caught
+    said = str(warning.message)
+    assert said.startswith("LocalTuner 't': PYTEST_AUTOTUNE_LEVL: unknown setting; ")
+    assert "did you mean PYTEST_AUTOTUNE_LEVEL?" in said
+    assert "PYTEST_AUTOTUNE_SHIPPED_MATCH: expected exact or class, got 'exactly'" in said
+    assert said.endswith(
+        "left out, the tuner runs with the others"
+        " (PYTEST_AUTOTUNE_DISABLE_CACHE, PYTEST_AUTOTUNE_MAX_SAMPLES)"
+    )
+    assert warning.filename == __file__  # the library's call, not this package's line
+    assert local.config.bench.max_samples == 4 and local.config.disable_cache
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # read once: said once
+        local.execute(client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1, 2],))
+
+
+def test_variables_that_read_alone_and_not_together_leave_the_defaults(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("PYTEST_AUTOTUNE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PYTEST_AUTOTUNE_MIN_SAMPLES", "8")
+    monkeypatch.setenv("PYTEST_AUTOTUNE_MAX_SAMPLES", "5")
+    with pytest.warns(
+        ConfigWarning,
+        match=r"max_samples \(5, from PYTEST_AUTOTUNE_MAX_SAMPLES\)"
+        r" is below min_samples \(8, from PYTEST_AUTOTUNE_MIN_SAMPLES\); left out,"
+        r" the tuner runs with its defaults$",
+    ):
+        config = LocalTuner("t").config
+    assert config == AutotuneConfig()
 
 
 def test_the_projects_autotune_yaml_does_not_configure_a_librarys_tuner(tmp_path, monkeypatch):

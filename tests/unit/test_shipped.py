@@ -297,9 +297,13 @@ def test_an_unreadable_shipped_cache_warns_and_the_key_is_tuned(user_cache, pack
     client = Device("cpu-lib-2t")
     tunables, _ = candidates(client, a=1e-3, b=3e-3)
     local = LocalTuner("lib.ops", package=name)
-    with pytest.warns(CacheFileWarning, match=r"lib\.ops\.json.*this shipped cache is ignored"):
+    with pytest.warns(
+        CacheFileWarning, match=r"lib\.ops\.json.*this shipped cache is ignored"
+    ) as caught:
         assert local.execute(client.device_id, client, tunables, ([1],)) == "a"
     assert broken.read_text() == "{not json"
+    # Said at the library's call, not at the line of this package that found it.
+    assert {warning.filename for warning in caught} == {__file__}
 
 
 def test_a_shipped_file_storing_another_tuners_name_warns_and_is_not_served(
