@@ -190,6 +190,8 @@ def _run_set(
 
     with limit.armed(), session.level_scope(options):
         try:
+            if work is None:  # the set's own model, where `with_work` gave it one
+                work = tunables.work
             options["work"] = work(*inputs) if callable(work) else work
             _fail_on(nodeid, work_error(options["work"]))
             # Called in check mode too: a key_gen that fails or returns what cannot be

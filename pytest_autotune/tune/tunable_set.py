@@ -107,6 +107,9 @@ class TunableSet:
     """The name of the `LocalTuner` that serves this set (`LocalTuner.init` sets it): the
     `autotune` fixture writes its cache file under this name, so the winners a library's
     tests tune are the ones its tuner reads at run time."""
+    work: Callable[..., Work] | None = field(default=None, compare=False, repr=False)
+    """The work model `with_work` built the bounds from, None otherwise: the `autotune`
+    fixture's roof column reads it where the test gives no `work=`."""
     names: tuple[str, ...] = field(init=False)
     fns: tuple[TuneFn, ...] = field(init=False)
     checksum: str = field(init=False)
@@ -145,7 +148,7 @@ class TunableSet:
 
     def with_bounds(self, bounds_gen: BoundsGenerator) -> TunableSet:
         """This set with a bounds generator: `bounds_gen(key, inputs, client) -> Bounds`."""
-        return replace(self, bounds_gen=bounds_gen)
+        return replace(self, bounds_gen=bounds_gen, work=None)
 
     def with_work(
         self, work: Callable[..., Work], thresholds: Thresholds | None = None
@@ -166,7 +169,7 @@ class TunableSet:
                 needed, client.peaks(), thresholds, launch_overhead=client.launch_overhead
             )
 
-        return replace(self, bounds_gen=bounds_gen)
+        return replace(self, bounds_gen=bounds_gen, work=work)
 
     def with_short_circuit(self, enabled: bool | int) -> TunableSet:
         """Turn the short circuit on or off (the seed's `with_short_circuit(bool)`), or give

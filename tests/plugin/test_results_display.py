@@ -212,6 +212,46 @@ def test_a_float64_works_roof_is_the_fp64_peak_in_the_summary_and_the_records(
     assert records["test_single"].extra["fraction_of_roof"] == pytest.approx(0.25)
 
 
+SET_WORK_TESTS = (
+    FLOAT64_TESTS.split("def fast(x):")[0]
+    + """
+from pytest_autotune import TunableSet
+
+def fast(x):
+    spin(2e-3)
+    return x
+
+def slow(x):
+    spin(4e-3)
+    return x
+
+def make_set():
+    return TunableSet.of(lambda x: x.size, {"fast": fast, "slow": slow}).with_work(
+        lambda x: Work(compute_ops=1e6, bytes=8, dtype=np.float32)
+    )
+
+def test_set_work(autotune):
+    autotune(make_set(), np.zeros(1))
+
+def test_given_work(autotune):
+    autotune(make_set(), np.zeros(1), work=lambda x: Work(compute_ops=2e6, bytes=8))
+"""
+)
+
+
+def test_the_fixture_reads_the_roof_of_a_sets_own_work_model(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A set with `with_work` showed "-" in the roof column: an author gave the model twice.
+    autotune_pytester.makepyfile(test_set_work=SET_WORK_TESTS)
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["*test_given_work*fast*50.0% fp32 compute*", "*test_set_work*fast*25.0% fp32 compute*"],
+        consecutive=False,
+    )
+
+
 WRONG_TESTS = """
 import pytest
 from conftest import spin
