@@ -287,12 +287,23 @@ class Tuner:
         if stored is None:
             return None
         entry = stored.get(tunables.checksum)
-        if entry is None or not 0 <= entry[1].fastest_index < len(tunables):
+        if entry is None:
             logger.info(
                 "%s: cached entry for %s was tuned for other candidates; re-tuning", self.name, key
             )
             return None
         index = entry[1].fastest_index
+        if not 0 <= index < len(tunables):
+            # The same candidate list, yet a winner past its end: a hand edit, or a merge.
+            warnings.warn(
+                CacheFileWarning(
+                    f"{self.name}: the cached entry of key {key} names candidate {index}"
+                    f" as the winner, of {len(tunables)} candidates ({', '.join(tunables.names)});"
+                    " the entry is not used, and the key is tuned again"
+                ),
+                stacklevel=caller_level(),
+            )
+            return None
         self.hits[key] = index
         return index
 

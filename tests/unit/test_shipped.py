@@ -321,6 +321,29 @@ def test_a_shipped_file_storing_another_tuners_name_warns_and_is_not_served(
     assert client.timed
 
 
+def test_a_shipped_winner_past_the_end_of_its_candidate_list_warns_and_is_tuned_again(
+    user_cache, package
+) -> None:
+    # A hand edit (or a bad merge) of the index: the entry was quietly tuned again.
+    name, folder = package
+    ship(folder, "cpu-lib-2t", AVX2, winner="b")
+    path = folder / ".autotune" / "cpu-lib-2t" / "lib.ops.json"
+    document = json.loads(path.read_text())
+    [entry] = document["entries"]
+    entry["fastest_index"] = 7
+    path.write_text(json.dumps(document))
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    local = LocalTuner("lib.ops", package=name)
+    with pytest.warns(
+        CacheFileWarning,
+        match=r"^lib\.ops: the cached entry of key .* names candidate 7 as the winner, of 3"
+        r" candidates \(a, b, c\); the entry is not used, and the key is tuned again$",
+    ):
+        assert local.execute(client.device_id, client, tunables, ([0] * 3,)) == "a"
+    assert client.timed
+
+
 def test_a_file_shipped_under_its_0_1_name_is_served(user_cache, package) -> None:
     """`Lib.Ops` was filed as `Lib.Ops.json`; it is `Lib.Ops-<hash>.json` now."""
     name, folder = package
