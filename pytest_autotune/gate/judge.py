@@ -9,6 +9,7 @@ reported as a regression, and a suspected failure is measured again before it co
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from pytest_autotune.gate.baseline import Baseline
 from pytest_autotune.gate.conditions import widen
@@ -124,6 +125,7 @@ def judge(
         )
 
     verdict = once(current, remeasured=False)
+    reads = [verdict]
     for _ in range(confirmations if remeasure is not None else 0):
         if verdict.verdict not in (Verdict.REGRESSION, Verdict.FLOOR):
             break
@@ -140,7 +142,19 @@ def judge(
                 current,
             )
         verdict = once(again, remeasured=True)
-    return verdict
+        reads.append(verdict)
+    return _confirmed(verdict, reads)
+
+
+def _confirmed(verdict: GroupVerdict, reads: Sequence[GroupVerdict]) -> GroupVerdict:
+    """A failure confirmed by re-measurements, with what each measurement read: the
+    message shows the last one's figures, and a user weighing a failure of a small kernel
+    on a shared machine wants to see that every read failed, and by how much."""
+    changes = [read.comparison.delta for read in reads if read.comparison is not None]
+    if not verdict.failed or len(reads) < 2 or len(changes) != len(reads):
+        return verdict
+    said = ", ".join(map(format_change, changes))
+    return replace(verdict, message=f"{verdict.message}; measured {len(reads)} times: {said}")
 
 
 def _judge_once(

@@ -693,11 +693,14 @@ def test_with_two_confirmations_a_regression_fails_only_if_both_re_measurements_
     cleared = gate(exact(T * 1.31), baseline(), remeasure=lambda: next(episode), confirmations=2)
     assert (cleared.verdict, cleared.failed, cleared.remeasured) == (Verdict.PASS, False, True)
     assert cleared.measurement == exact(T * 1.0)
+    assert "measured 3 times" not in cleared.message  # a pass says no reads
 
     regressed = iter([exact(T * 1.3), exact(T * 1.28), exact(T * 1.0)])
     verdict = gate(exact(T * 1.3), baseline(), remeasure=lambda: next(regressed), confirmations=2)
     assert (verdict.verdict, verdict.failed) == (Verdict.REGRESSION, True)
     assert verdict.message.startswith("regression of +28.0%")
+    # Every read that failed is said: the message's figures are the last one's.
+    assert verdict.message.endswith("; measured 3 times: +30.0%, +30.0%, +28.0%")
     assert next(regressed) == exact(T * 1.0)  # a third was never taken
 
 
