@@ -35,6 +35,7 @@
 #   bash benchmarks/device_session.sh gates18 # the gate's module condition for MODULE_S s, then -n 2 for the rest
 #   bash benchmarks/device_session.sh final18 # the session's last tree: suite, examples (every mode), family costs, then -n 2
 #   bash benchmarks/device_session.sh nineteenth # suite, examples (every mode), the module gate for MODULE_S s, then -n 2
+#   bash benchmarks/device_session.sh final19 # suite, examples (every mode), then the examples' roofs over RUNS runs of -n 2 and of one process
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -521,6 +522,17 @@ nineteenth)
     >"$OUT/gate-module.txt" 2>&1
   echo "===== gate module: exit code $? at $SECONDS s" >>"$LOG"
   gate_rest xdist
+  ;;
+final19)
+  # The session's last tree: the suite and the examples in every mode, then how often a
+  # winner reads above its HBM roof (seen once, under -n 2: sum and softmax at 100.4% and
+  # 100.5%, 56.4 us against 62.4 us), in RUNS runs of -n 2 and RUNS of one process.
+  tree_checks
+  for i in $(seq "${RUNS:-4}"); do
+    step 40 $P example_kernels -n 2 --autotune -q -p no:randomly
+    step 40 $P example_kernels --autotune -q
+  done
+  grep -hE "test_(sum|softmax|saxpy).*HBM|reached .* of its" "$LOG" >"$OUT/roofs.txt"
   ;;
 top)
   gate_rest "${CONDITION:-groups}"
