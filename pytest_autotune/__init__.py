@@ -26,7 +26,12 @@ from pytest_autotune.tune.bounds import (
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.checks import AutotuneOutput, CheckResult, compare_outputs
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError
-from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
+from pytest_autotune.tune.errors import (
+    AutotuneError,
+    AutotuneErrorKind,
+    AutotuneSkip,
+    ConfigWarning,
+)
 from pytest_autotune.tune.key import (
     AutotuneKey,
     AutotuneLevel,
@@ -38,7 +43,6 @@ from pytest_autotune.tune.key import (
 )
 from pytest_autotune.tune.local import LocalTuner, local_tuner
 from pytest_autotune.tune.log import AutotuneLogContext, AutotuneLogEvent, log_event
-from pytest_autotune.tune.parse import ConfigWarning
 from pytest_autotune.tune.records import AutotuneRecord, Recorder, read_records
 from pytest_autotune.tune.tunable import Tunable, TuneFn, TuneGroup
 from pytest_autotune.tune.tunable_set import (

@@ -190,10 +190,14 @@ def _run_set(
 
     with limit.armed(), session.level_scope(options):
         try:
-            if work is None:  # the set's own model, where `with_work` gave it one
-                work = tunables.work
-            options["work"] = work(*inputs) if callable(work) else work
-            _fail_on(nodeid, work_error(options["work"]))
+            if work is None and tunables.work is not None and session.settings.tune:
+                # The set's own model (`with_work`), for the roof column of a tuning run;
+                # a plain run never ran it, and tuning checks what it returns.
+                options["work"] = tunables.work(*inputs)
+                _fail_on(nodeid, work_error(options["work"], "the set's with_work model"))
+            else:
+                options["work"] = work(*inputs) if callable(work) else work
+                _fail_on(nodeid, work_error(options["work"]))
             # Called in check mode too: a key_gen that fails or returns what cannot be
             # cached, or a group priority that fails for the key, fails the plain run, not
             # only --autotune (or the library's callers).

@@ -77,7 +77,7 @@ def measure_fresh(
         return NotFresh(f"the candidate or its inputs do not pickle ({_said(error)})")
     # The path first, in a pickle of plain values: the call's modules load only once the
     # new process searches where this one does.
-    payload = pickle.dumps((list(sys.path), name, pickler.files(), call))
+    payload = pickle.dumps((list(sys.path), name, pickler.sources(), call))
     try:
         child = subprocess.run(
             [sys.executable, "-c", _CHILD],
@@ -118,9 +118,14 @@ def _said(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+Source = tuple[str | None, list[str] | None]
+"""Where a module was loaded from in the measuring process: its file (None for a package
+of no `__init__.py`) and, for a package, where its submodules are looked for."""
+
+
 class _NotingPickler(pickle.Pickler):
-    """A pickler that notes the file of every module whose functions or classes it
-    pickles by reference, for `_LoadingUnpickler` in the new process."""
+    """A pickler that notes every module whose functions or classes it pickles by
+    reference, for `_LoadingUnpickler` in the new process."""
 
     def __init__(self) -> None:
         self._buffer = io.BytesIO()
@@ -136,24 +141,36 @@ class _NotingPickler(pickle.Pickler):
             self._modules.add(getattr(obj, "__module__", None) or "")
         return NotImplemented  # pickled as pickle does
 
-    def files(self) -> dict[str, str]:
-        """The source files of the noted modules that have one."""
-        found = {}
+    def sources(self) -> dict[str, Source]:
+        """Where the noted modules that have a source file, and their packages, were
+        loaded from: a test module's relative import needs its package there too."""
+        found: dict[str, Source] = {}
         for name in self._modules:
             file = getattr(sys.modules.get(name), "__file__", None)
-            if isinstance(file, str) and file.endswith(".py") and os.path.isfile(file):
-                found[name] = file
+            if not (isinstance(file, str) and file.endswith(".py") and os.path.isfile(file)):
+                continue
+            found[name] = (file, None)
+            package = name.rpartition(".")[0]
+            while package and package not in found and package in sys.modules:
+                module = sys.modules[package]
+                init = getattr(module, "__file__", None)
+                path = getattr(module, "__path__", None)
+                found[package] = (
+                    init if isinstance(init, str) and os.path.isfile(init) else None,
+                    [str(entry) for entry in path] if path is not None else None,
+                )
+                package = package.rpartition(".")[0]
         return found
 
 
 class _LoadingUnpickler(pickle.Unpickler):
     """An unpickler that loads a module its name does not find from the file it was loaded
-    from in the measuring process, under the same name, as pytest's importlib import mode
-    loads a test module (`importlib.util.spec_from_file_location`)."""
+    from in the measuring process, under the same name, its packages first, as pytest's
+    importlib import mode loads a test module (`importlib.util.spec_from_file_location`)."""
 
-    def __init__(self, data: bytes, files: dict[str, str]) -> None:
+    def __init__(self, data: bytes, sources: dict[str, Source]) -> None:
         super().__init__(io.BytesIO(data))
-        self._files = files
+        self._sources = sources
         self._loaded: dict[str, types.ModuleType] = {}
 
     def find_class(self, module: str, name: str) -> Any:
@@ -163,42 +180,55 @@ class _LoadingUnpickler(pickle.Unpickler):
             try:
                 return super().find_class(module, name)
             except ModuleNotFoundError:
-                if module not in self._files or module in sys.modules:
+                if self._sources.get(module, (None,))[0] is None or module in sys.modules:
                     raise
-            self._loaded[module] = _load(module, self._files[module])
+            self._loaded[module] = _load(module, self._sources)
         found: Any = self._loaded[module]
         for part in name.split("."):  # a nested class's qualified name
             found = getattr(found, part)
         return found
 
 
-def _load(module: str, file: str) -> types.ModuleType:
-    """The module `module` executed from `file` and kept in `sys.modules` under its name."""
-    spec = importlib.util.spec_from_file_location(module, file)
+def _load(name: str, sources: dict[str, Source]) -> types.ModuleType:
+    """The module `name` as the measuring process loaded it (`sources`), its packages
+    first, each kept in `sys.modules`; one already there is used as it is."""
+    if name in sys.modules:
+        return sys.modules[name]
+    package = name.rpartition(".")[0]
+    if package:
+        _load(package, sources)
+    file, path = sources.get(name, (None, None))
+    if file is None:  # a package of no __init__.py (a namespace, pytest's stand-in)
+        module = types.ModuleType(name)
+        module.__path__ = path or []
+        sys.modules[name] = module
+        return module
+    spec = importlib.util.spec_from_file_location(name, file, submodule_search_locations=path)
     if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has one
-        raise ModuleNotFoundError(f"no module named {module!r}", name=module)
-    loaded = importlib.util.module_from_spec(spec)
-    sys.modules[module] = loaded
+        raise ModuleNotFoundError(f"no module named {name!r}", name=name)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     try:
-        spec.loader.exec_module(loaded)
+        spec.loader.exec_module(module)
     except BaseException:
-        del sys.modules[module]
+        del sys.modules[name]
         raise
-    return loaded
+    return module
 
 
 _CHILD = (
-    "import pickle, sys; path, name, files, call = pickle.load(sys.stdin.buffer);"
+    "import pickle, sys; path, name, sources, call = pickle.load(sys.stdin.buffer);"
     " sys.path[:] = path; from pytest_autotune.fresh_process import measure_here;"
-    " measure_here(name, call, files)"
+    " measure_here(name, call, sources)"
 )
 """The new process's program: this process's `sys.path`, then `measure_here`."""
 
 
-def measure_here(name: str, call: bytes, files: dict[str, str] | None = None) -> None:
+def measure_here(name: str, call: bytes, sources: dict[str, Source] | None = None) -> None:
     """The fresh process's work: measure the candidate and write its figures to stdout as
-    one line of JSON (what failed, where it did: the caller measures there). `files` are
-    the source files of the call's modules, for those that do not import by name here."""
+    one line of JSON (what failed, where it did: the caller measures there). `sources` say
+    where the call's modules and their packages were loaded from, for those that do not
+    import by name here (`_NotingPickler.sources`)."""
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # what imports print stays out of it
     sys.stdout = sys.stderr
@@ -206,7 +236,7 @@ def measure_here(name: str, call: bytes, files: dict[str, str] | None = None) ->
     try:
         from pytest_autotune.backends.cpu import cpu
 
-        fn, inputs, measure, filters = _LoadingUnpickler(call, files or {}).load()
+        fn, inputs, measure, filters = _LoadingUnpickler(call, sources or {}).load()
         with warnings.catch_warnings():
             _apply(filters)
             measured = measure(cpu(), fn, name, inputs)

@@ -312,7 +312,7 @@ class _Confirmations:
         if not (verdict.failed and self.not_fresh):
             return []
         said = "; ".join(f"{name}: {why}" for name, why in self.not_fresh.items())
-        return [f"note: {group}: confirmed in the test process, not in a fresh one ({said})"]
+        return [f"note: {group}: measured again in the test process, not in a fresh one: {said}"]
 
 
 def _confirming(

@@ -103,11 +103,11 @@ def option_error(options: Mapping[str, Any]) -> str | None:
     return None
 
 
-def work_error(value: Any) -> str | None:
-    """What a `work=` function returned, when it is not a `Work`."""
+def work_error(value: Any, what: str = "@pytest.mark.autotune(work=...)") -> str | None:
+    """What a `work=` function (or `what`) returned, when it is not a `Work`."""
     if isinstance(value, Work) or value is None:
         return None
-    return f"@pytest.mark.autotune(work=...) returned {_short(value)}, expected a Work(...)"
+    return f"{what} returned {_short(value)}, expected a Work(...)"
 
 
 def _short(value: Any) -> str:

@@ -147,14 +147,18 @@ def judge(
 
 
 def _confirmed(verdict: GroupVerdict, reads: Sequence[GroupVerdict]) -> GroupVerdict:
-    """A failure confirmed by re-measurements, with what each measurement read: the
-    message shows the last one's figures, and a user weighing a failure of a small kernel
-    on a shared machine wants to see that every read failed, and by how much."""
+    """A regression confirmed by re-measurements, with the change each measurement read,
+    on the regression's line (a floor missed too is the next line): the message shows the
+    last one's figures, and a user weighing a failure of a small kernel on a shared machine
+    wants to see that every read failed, and by how much. Not a floor's failure: what its
+    reads missed is the roof, which the change against the baseline does not say."""
     changes = [read.comparison.delta for read in reads if read.comparison is not None]
-    if not verdict.failed or len(reads) < 2 or len(changes) != len(reads):
+    if verdict.verdict is not Verdict.REGRESSION or len(reads) < 2 or len(changes) != len(reads):
         return verdict
     said = ", ".join(map(format_change, changes))
-    return replace(verdict, message=f"{verdict.message}; measured {len(reads)} times: {said}")
+    first, *rest = verdict.message.split("\n")
+    message = "\n".join([f"{first}; measured {len(reads)} times: {said}", *rest])
+    return replace(verdict, message=message)
 
 
 def _judge_once(

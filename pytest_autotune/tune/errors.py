@@ -114,6 +114,11 @@ def caller_level() -> int:
     return level
 
 
+class ConfigWarning(UserWarning):
+    """A setting a library's tuner could not read and runs without (`LocalTuner.config`,
+    `anchor`'s level): the message names it and says why."""
+
+
 class CacheFileWarning(UserWarning):
     """A cache file that cannot be read: the run goes on as if it were missing."""
 

@@ -8,10 +8,12 @@ import enum
 import json
 import math
 import os
+import warnings
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar
 
+from pytest_autotune.tune.errors import ConfigWarning, caller_level
 from pytest_autotune.tune.files import MAX_INT_DIGITS
 from pytest_autotune.tune.plain_numbers import real_number
 
@@ -247,9 +249,21 @@ def autotune_level() -> AutotuneLevel:
 
 
 def _environment_level() -> AutotuneLevel:
+    """`PYTEST_AUTOTUNE_LEVEL`'s level, else balanced; a value that names no level is left
+    out with a `ConfigWarning`, once, as a library's tuner leaves out a variable it cannot
+    read (`LocalTuner.config`): every `anchor` of every call of the library failed on it.
+    (A pytest run refuses it at its start.)"""
     global _level  # noqa: PLW0603 - a process-wide setting, like the seed's global level
     raw = os.environ.get("PYTEST_AUTOTUNE_LEVEL")
-    _level = AutotuneLevel.parse(raw, "PYTEST_AUTOTUNE_LEVEL") if raw else AutotuneLevel.BALANCED
+    try:
+        level = AutotuneLevel.parse(raw, "PYTEST_AUTOTUNE_LEVEL") if raw else None
+    except ValueError as error:
+        warnings.warn(
+            ConfigWarning(f"{error}; left out, keys are anchored at the balanced level"),
+            stacklevel=caller_level(),
+        )
+        level = None
+    _level = level or AutotuneLevel.BALANCED
     return _level
 
 

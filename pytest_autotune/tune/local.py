@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.cache import PersistentCache, tuner_cache
 from pytest_autotune.tune.config import AutotuneConfig
-from pytest_autotune.tune.errors import caller_level
-from pytest_autotune.tune.parse import ConfigError, ConfigWarning
+from pytest_autotune.tune.errors import ConfigWarning, caller_level
+from pytest_autotune.tune.parse import ConfigError
 from pytest_autotune.tune.records import Recorder, records_unwritable
 from pytest_autotune.tune.settings import ENV_PREFIX
 from pytest_autotune.tune.shipped import library_cache
@@ -374,7 +374,7 @@ def _environment_config(tuner: str) -> AutotuneConfig:
     kept: dict[str, str] = {}
     refused: list[str] = []
     for name, value in sorted(os.environ.items()):
-        if name.startswith(ENV_PREFIX):
+        if name.startswith(ENV_PREFIX) and value != "":  # an empty one is unset
             try:
                 AutotuneConfig.from_env({name: value}, project_file=False)
             except ConfigError as error:

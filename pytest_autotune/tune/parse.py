@@ -27,11 +27,6 @@ class ConfigError(ValueError):
     """A setting a user got wrong; the message names where it came from."""
 
 
-class ConfigWarning(UserWarning):
-    """A setting a library's tuner could not read and runs without (`LocalTuner.config`):
-    the message names it and says why."""
-
-
 Parser = Callable[[object, str], Any]
 """`parse(value, where)`: a value from a string or its native type, or a `ConfigError`."""
 

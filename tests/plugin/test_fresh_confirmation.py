@@ -90,16 +90,26 @@ IMPORTLIB_TESTS = TESTS.replace(
 )
 
 
+@pytest.mark.parametrize("layout", ["folder", "package"])
 def test_under_importlib_mode_the_confirmations_still_run_in_fresh_processes(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, layout: str
 ) -> None:
-    # pytest's importlib mode names the module tests.test_fresh from the rootdir, which is
-    # not on sys.path: the fresh process could not import it, and every confirmation ran
-    # in the slow pytest process, silently.
+    # pytest's importlib mode names the module checks.test_fresh from the rootdir, which
+    # is not on sys.path: the fresh process could not import it, and every confirmation
+    # ran in the slow pytest process, silently. In a package, the module's relative import
+    # needs its package there too.
     assert "conftest" not in IMPORTLIB_TESTS
     pytester.makeini("[pytest]\nfilterwarnings = error\naddopts = --import-mode=importlib\n")
-    pytester.mkdir("tests")
-    (pytester.path / "tests" / "test_fresh.py").write_text(IMPORTLIB_TESTS)
+    folder = pytester.mkdir("checks")
+    source = IMPORTLIB_TESTS
+    if layout == "package":
+        (folder / "__init__.py").write_text("")
+        (folder / "helpers.py").write_text("FACTOR = 2.0\n")
+        source = source.replace("return x * 2.0", "return x * FACTOR").replace(
+            "import pytest\n", "import pytest\n\nfrom .helpers import FACTOR\n", 1
+        )
+        assert source.count("FACTOR") == 3
+    (folder / "test_fresh.py").write_text(source)
     assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("SLOW_PROCESS", "1")
     slow_process = run(pytester, "--autotune")
@@ -152,7 +162,7 @@ def test_a_failure_confirmed_in_the_test_process_says_why_not_in_a_fresh_one(
     assert slow_code.ret == pytest.ExitCode.TESTS_FAILED
     slow_code.stdout.fnmatch_lines(
         [
-            "note: test_closure.py::test_closure: confirmed in the test process, not in a"
-            " fresh one (kernel: the candidate or its inputs do not pickle (*))"
+            "note: test_closure.py::test_closure: measured again in the test process, not in"
+            " a fresh one: kernel: the candidate or its inputs do not pickle (*)"
         ]
     )

@@ -252,6 +252,24 @@ def test_the_fixture_reads_the_roof_of_a_sets_own_work_model(
     )
 
 
+def test_a_sets_work_model_runs_only_when_tuning_and_is_named_when_it_is_wrong(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Run in plain runs too, a model that returns (ops, bytes) failed a test that never
+    # passed work=, blaming "autotune(work=...)".
+    autotune_pytester.makepyfile(
+        test_bad_model=SET_WORK_TESTS.replace(
+            "lambda x: Work(compute_ops=1e6, bytes=8, dtype=np.float32)", "lambda x: (1e6, 8)"
+        ).split("def test_given_work")[0]
+    )
+    assert run(autotune_pytester).ret == pytest.ExitCode.OK
+    tuned = run(autotune_pytester, "--autotune")
+    assert tuned.ret == pytest.ExitCode.TESTS_FAILED
+    tuned.stdout.fnmatch_lines(
+        ["*test_set_work: the set's with_work model returned (1000000.0, 8), expected a Work(...)"]
+    )
+
+
 WRONG_TESTS = """
 import pytest
 from conftest import spin

@@ -2015,7 +2015,9 @@ def test_compare_of_two_gate_runs_judges_with_the_groups_own_max_regression(
     monkeypatch.setenv("SLOWDOWN_FAST", "1.2")
     gated = run(autotune_pytester, "--autotune", "--autotune-record=b.jsonl")
     assert gated.ret == pytest.ExitCode.TESTS_FAILED
-    gated.stdout.fnmatch_lines(["*regression of +20.0%*tolerated 5.0%; measured 3 times: +20.0%, +20.0%, +20.0%"])
+    gated.stdout.fnmatch_lines(
+        ["*regression of +20.0%*tolerated 5.0%; measured 3 times: +20.0%, +20.0%, +20.0%"]
+    )
     capsys.readouterr()
     code = main(["compare", "a.jsonl", "b.jsonl"])
     out = capsys.readouterr().out

@@ -726,6 +726,19 @@ def test_a_floor_failure_is_re_measured_too() -> None:
     assert (verdict.verdict, verdict.remeasured) == (Verdict.NO_BASELINE, True)
 
 
+def test_the_reads_are_said_on_a_regressions_line_and_not_for_a_floor_alone() -> None:
+    # 1e9 bytes at 1e12 B/s: 1 ms is the roof; 2 ms is 50% of it, under a floor of 80%.
+    floor = {"work": Work(bytes=1e9), "peaks": PEAKS, "thresholds": Thresholds(memory=0.8)}
+    alone = gate(exact(2e-3), baseline(2e-3), remeasure=lambda: exact(2e-3), **floor)
+    assert (alone.verdict, alone.remeasured) == (Verdict.FLOOR, True)
+    assert "times:" not in alone.message  # its reads' change against the baseline: 0%
+    both = gate(exact(2.4e-3), baseline(2e-3), remeasure=lambda: exact(2.4e-3), **floor)
+    assert both.verdict is Verdict.REGRESSION
+    regression, floor_line = both.message.split("\n")
+    assert regression.endswith("; measured 2 times: +20.0%, +20.0%")
+    assert "times:" not in floor_line
+
+
 def test_a_passing_group_is_not_re_measured() -> None:
     def remeasure() -> Measurement:
         raise AssertionError("re-measured a passing group")

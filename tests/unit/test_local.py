@@ -19,10 +19,9 @@ import pytest
 
 from pytest_autotune.tune.cache import PersistentCache, cache_path
 from pytest_autotune.tune.config import AutotuneConfig
-from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.errors import CacheFileWarning, ConfigWarning
 from pytest_autotune.tune.key import AutotuneKey
 from pytest_autotune.tune.local import LocalTuner, local_tuner
-from pytest_autotune.tune.parse import ConfigWarning
 from pytest_autotune.tune.tunable import Tunable
 from pytest_autotune.tune.tunable_set import TunableSet
 from tests.fakes import FakeClient, candidate
