@@ -126,8 +126,11 @@ def judge(
 
     verdict = once(current, remeasured=False)
     reads = [verdict]
-    for _ in range(confirmations if remeasure is not None else 0):
-        if verdict.verdict not in (Verdict.REGRESSION, Verdict.FLOOR):
+    # An update whose baseline's winner failed or is skipped here starts a new baseline
+    # whatever a re-measurement reads: its change is against another kernel's time.
+    confirm = remeasure is not None and not (update and failed_here is not None)
+    for _ in range(confirmations if confirm else 0):
+        if not _suspected(verdict):
             break
         assert remeasure is not None
         try:
@@ -146,6 +149,21 @@ def judge(
     return _confirmed(verdict, reads)
 
 
+def _suspected(verdict: GroupVerdict) -> bool:
+    """Whether a verdict is measured again before it stands: a failure, and an update's
+    slowdown past the tolerance, which would start a new baseline from this session alone.
+    On a VM in a slow phase an update read +131% of unchanged code, and that session became
+    the baseline that every later comparison, a real slowdown's too, was measured against
+    (BENCHMARKS.md, 2026-12-02); confirmed like a failure, a slow phase passes and the
+    session joins the baseline with the re-measurement, while a change of the code is
+    there every time and starts its new baseline as before."""
+    if verdict.verdict in (Verdict.REGRESSION, Verdict.FLOOR):
+        return True
+    return verdict.verdict is Verdict.UPDATED and bool(
+        verdict.comparison and verdict.comparison.failed
+    )
+
+
 def _confirmed(verdict: GroupVerdict, reads: Sequence[GroupVerdict]) -> GroupVerdict:
     """A regression confirmed by re-measurements, with the change each measurement read,
     on the regression's line (a floor missed too is the next line): the message shows the
@@ -153,7 +171,10 @@ def _confirmed(verdict: GroupVerdict, reads: Sequence[GroupVerdict]) -> GroupVer
     wants to see that every read failed, and by how much. Not a floor's failure: what its
     reads missed is the roof, which the change against the baseline does not say."""
     changes = [read.comparison.delta for read in reads if read.comparison is not None]
-    if verdict.verdict is not Verdict.REGRESSION or len(reads) < 2 or len(changes) != len(reads):
+    slower = verdict.verdict is Verdict.REGRESSION or (
+        verdict.verdict is Verdict.UPDATED and _suspected(verdict)
+    )
+    if not slower or len(reads) < 2 or len(changes) != len(reads):
         return verdict
     said = ", ".join(map(format_change, changes))
     first, *rest = verdict.message.split("\n")

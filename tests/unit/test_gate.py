@@ -760,12 +760,26 @@ def test_an_update_never_fails_but_says_what_would_have() -> None:
     assert (verdict.verdict, verdict.failed, verdict.remeasured) == (
         Verdict.UPDATED,
         False,
-        False,
+        True,
     )
     assert verdict.comparison is not None and verdict.comparison.failed
     assert verdict.message.startswith(
-        "recorded as the new baseline; without --autotune-update: regression of +20.0%"
+        "recorded as the new baseline; without --autotune-update: regression of +30.0%"
     )
+    assert verdict.message.endswith("; measured 2 times: +20.0%, +30.0%")
+
+
+def test_an_updates_slowdown_is_measured_again_before_it_starts_a_new_baseline() -> None:
+    # A VM's slow phase read unchanged code +131% in an update, and that one session
+    # became the baseline. Measured again, it joins the old one (`gate_policy.history`
+    # starts a new baseline only from a comparison that fails) with the second read.
+    cleared = gate(exact(T * 2.31), baseline(), update=True, remeasure=lambda: exact(T * 1.01))
+    assert (cleared.verdict, cleared.remeasured) == (Verdict.UPDATED, True)
+    assert cleared.measurement == exact(T * 1.01)
+    assert cleared.comparison is not None and not cleared.comparison.failed
+    assert cleared.message == "recorded as the new baseline"
+    unchanged = gate(exact(T * 1.0), baseline(), update=True, remeasure=lambda: exact(T * 2))
+    assert unchanged.remeasured is False and unchanged.measurement == exact(T)
 
 
 def test_an_update_without_a_baseline_records_one() -> None:
