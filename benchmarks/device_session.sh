@@ -36,6 +36,7 @@
 #   bash benchmarks/device_session.sh final18 # the session's last tree: suite, examples (every mode), family costs, then -n 2
 #   bash benchmarks/device_session.sh nineteenth # suite, examples (every mode), the module gate for MODULE_S s, then -n 2
 #   bash benchmarks/device_session.sh final19 # suite, examples (every mode), then the examples' roofs over RUNS runs of -n 2 and of one process
+#   bash benchmarks/device_session.sh twentieth # suite, examples (every mode), an update on an update, -n 2 roofs
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -532,6 +533,18 @@ final19)
     step 40 $P example_kernels -n 2 --autotune -q -p no:randomly
     step 40 $P example_kernels --autotune -q
   done
+  grep -hE "test_(sum|softmax|saxpy).*HBM|reached .* of its" "$LOG" >"$OUT/roofs.txt"
+  ;;
+twentieth)
+  # The suite and the examples in every mode, then an update of unchanged code on top of
+  # the examples' update (each group should join its baseline, measured again where its
+  # first read was slower), and RUNS runs of -n 2 for the roofs.
+  tree_checks
+  step 40 $P example_kernels --autotune-update -q -rA
+  for i in $(seq "${RUNS:-2}"); do
+    step 40 $P example_kernels -n 2 --autotune -q -p no:randomly
+  done
+  grep -hE "joined the baseline|new baseline|kept the baseline|measured [0-9] times" "$LOG" >"$OUT/updates.txt"
   grep -hE "test_(sum|softmax|saxpy).*HBM|reached .* of its" "$LOG" >"$OUT/roofs.txt"
   ;;
 top)
