@@ -83,9 +83,9 @@ def judge(
     comparison too wide to catch the slowdown the gate is built to catch is TOO_NOISY, a
     failure only when `strict`, as a missing baseline is.
 
-    A suspected failure (REGRESSION or FLOOR) is measured again with `remeasure`, up to
-    `confirmations` times, and fails only if every re-measurement fails too: the first that
-    does not decides. A re-measurement alone decides, rather than its samples pooled with
+    A suspected failure (REGRESSION or FLOOR, or an update's slowdown past the tolerance:
+    `_suspected`) is measured again with `remeasure`, up to `confirmations` times, and
+    stands only if every re-measurement reads it too: the first that does not decides. A re-measurement alone decides, rather than its samples pooled with
     the first: what a confirmation guards against is a transient (a clock dip, another
     process on the device) that shifted the whole first measurement, and pooling would
     carry half of that shift into the verdict. An independent second measurement of an
