@@ -46,14 +46,14 @@ def json_kind_of(path: str) -> Literal["cache", "records"] | None:
         return None
     try:
         whole = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a file of deep brackets is neither kind
         whole = None
     if isinstance(whole, dict) and "entries" in whole:
         return "cache"
     first = next((line for line in text.splitlines() if line.strip()), "")
     try:
         record = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if isinstance(record, dict) and {"device_id", "checksum"} <= record.keys():
         return "records"

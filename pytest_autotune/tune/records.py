@@ -336,6 +336,10 @@ def read_records(
                 )
                 break
             raise RecordError(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            # A line of a few hundred thousand brackets: Python's parser gives out, and the
+            # caller (the CLI's exit code 2) expects a RecordError, not a traceback.
+            raise RecordError(f"{where}: nested deeper than Python can parse") from None
         if not isinstance(data, dict):
             raise RecordError(f"{where}: expected a JSON object, got {json_kind(data)}")
         try:

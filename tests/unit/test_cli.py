@@ -730,7 +730,9 @@ def test_report_of_a_missing_file_is_one_line_naming_it(
         ("{not json", "invalid JSON"),
         ("[1, 2]", "expected a JSON object"),
         ('{"schema_version": 99}', "newer than this pytest-autotune reads"),
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than Python can parse"),
     ],
+    ids=["invalid", "array", "newer", "deep"],
 )
 def test_report_of_bad_records_is_one_line_naming_the_file_and_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, reason: str
@@ -741,6 +743,18 @@ def test_report_of_bad_records_is_one_line_naming_the_file_and_line(
     assert code == 2
     assert err.startswith(f"pytest-autotune: error: {records}:2: ")
     assert reason in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["show", "diff", "compare"])
+def test_a_cache_file_nested_too_deep_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    code, _, err = run(capsys, command, *[str(deep)] * (1 if command == "show" else 2))
+    assert code == 2
+    assert err.startswith(f"pytest-autotune: error: {deep}") and err.count("\n") == 1
+    assert "nested deeper" in err
 
 
 def test_report_of_a_record_whose_extras_do_not_read_names_the_file(
