@@ -86,9 +86,10 @@ def judge(
     A suspected failure (REGRESSION or FLOOR, or an update's slowdown past the tolerance:
     `_suspected`) is measured again with `remeasure`, up to `confirmations` times, and
     stands only if every re-measurement reads it too: the first that does not decides. A
-    re-measurement alone decides, rather than its samples pooled with the first: what a confirmation guards against is a transient (a clock dip, another
-    process on the device) that shifted the whole first measurement, and pooling would
-    carry half of that shift into the verdict. An independent second measurement of an
+    re-measurement alone decides, rather than its samples pooled with the first: what a
+    confirmation guards against is a transient (a clock dip, another process on the
+    device) that shifted the whole first measurement, and pooling would carry half of
+    that shift into the verdict. An independent second measurement of an
     unchanged kernel fails with the same small probability as the first, so the pair
     rarely fails together, while a real slowdown shows in both. A winner that fails while
     re-measured (`AutotuneError`) gives ERROR, never a regression.
