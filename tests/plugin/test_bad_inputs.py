@@ -104,9 +104,12 @@ def marker(options: str, body: str = "return candidate(n)") -> str:
     )
 
 
-def cache_text(samples: str = "[100000, 100000]", index: str = "0", version: str = "2") -> str:
+def cache_text(
+    samples: str = "[100000, 100000]", index: str = "0", version: str = "2", top: str = ""
+) -> str:
+    """A cache file of one entry; `top`, more top-level fields, each followed by a comma."""
     return (
-        f'{{"schema_version": {version}, "entries": [{{"key": "1", "checksum": "0",'
+        f'{{"schema_version": {version}, {top}"entries": [{{"key": "1", "checksum": "0",'
         f' "fastest_index": {index}, "fastest_name": "good", "bounds": null,'
         f' "results": [{{"name": "good", "index": 0, "samples_ns": {samples}}}]}}]}}\n'
     )
@@ -1233,6 +1236,32 @@ CASES = [
         (TARGET.name, "nested deeper", "was not updated"),
         marker(""),
         target=cache_text(DEEP),
+    ),
+    # A file's own noise, which the README says to set by hand: a typo made every entry
+    # no baseline, the gate passed them all, and each update replaced them.
+    Case(
+        "cache sigma_between 3%",
+        "tune",
+        OK,
+        (TARGET.name, "field 'sigma_between' is \"3%\", expected a number >= 0"),
+        marker(""),
+        target=cache_text(top='"sigma_between": "3%", '),
+    ),
+    Case(
+        "cache sigma_between 3%, update",
+        "update",
+        FAILED,
+        (TARGET.name, "sigma_between", "was not updated"),
+        marker(""),
+        target=cache_text(top='"sigma_between": "3%", '),
+    ),
+    Case(
+        "cache device without id, update",
+        "update",
+        FAILED,
+        (TARGET.name, "the device block's 'id' is null", "was not updated"),
+        marker(""),
+        target=cache_text(top='"device": {"fingerprint": {}}, '),
     ),
     Case(
         "cache samples 0",
