@@ -150,17 +150,39 @@ def settings_from_sources(
             continue  # a folder, read and written all along the run
         if is_dir:
             raise ConfigError(f"{where}: {rootpath / value} is a folder; give the path of a file")
-        for other, other_path in written.items():
-            if other_path == path and settings.tune:
-                # Written at the end one after the other, the last silently replaced the
-                # first: the plain benchmarks of a CI's `--benchmark-json` went missing.
-                # A plain run writes none of ours.
-                raise ConfigError(
-                    f"{where} and {other} both name {shown_from(path, invocation_dir)}: one"
-                    " would replace the other at the end of the run; give each its own file"
-                )
+        _check_output(where, path, settings, written, invocation_dir)
         written[where] = path
     return settings
+
+
+def _check_output(
+    where: str,
+    path: Path,
+    settings: PluginSettings,
+    written: Mapping[str, Path],
+    invocation_dir: Path,
+) -> None:
+    """Refuse an output file (resolved `path`, named by `where`) that the end of the run
+    would write over something it must not: a baseline, or another output."""
+    cache = settings.cache_dir.resolve()
+    if path.parent != cache and path.is_relative_to(cache):
+        # Written at the end of the run, over a committed baseline (an HTML page where a
+        # cache file was, records appended to one), or beside them where every reader of
+        # the folder meets it.
+        raise ConfigError(
+            f"{where}: {shown_from(path, invocation_dir)} is in a device folder of the"
+            f" cache folder {shown_from(cache, invocation_dir)}, which holds the baselines;"
+            " give a path outside it"
+        )
+    for other, other_path in written.items():
+        if other_path == path and settings.tune:
+            # Written at the end one after the other, the last silently replaced the
+            # first: the plain benchmarks of a CI's `--benchmark-json` went missing. A
+            # plain run writes none of ours.
+            raise ConfigError(
+                f"{where} and {other} both name {shown_from(path, invocation_dir)}: one"
+                " would replace the other at the end of the run; give each its own file"
+            )
 
 
 def ignored_options(command_line: Mapping[str, object], settings: PluginSettings) -> str | None:

@@ -306,6 +306,26 @@ def test_an_output_file_that_is_a_folder_stops_the_run_at_its_start(
     settings_from_sources({"autotune_record": "out/r.jsonl"}, {}, {}, tmp_path, tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("command_line", "ini", "where"),
+    [
+        ({"autotune_html": ".autotune/cpu-x-2t/t.json"}, {}, "command line: autotune_html"),
+        ({}, {"autotune_record": "caches/cpu-x-2t/r.jsonl"}, "ini: autotune_record"),
+    ],
+)
+def test_an_output_file_among_the_baselines_stops_the_run_at_its_start(
+    tmp_path: Path, command_line: dict[str, str], ini: dict[str, str], where: str
+) -> None:
+    # Written at the end of the run over a committed cache file: the HTML report replaced
+    # a baseline, the records were appended to one, and the next gate had none.
+    folder = "caches" if ini else ".autotune"
+    ini = {**ini, "autotune_cache_dir": "caches"} if ini else ini
+    with pytest.raises(ConfigError, match=f"^{where}: .* is in a device folder of the cache"):
+        settings_from_sources(command_line, ini, {}, tmp_path, tmp_path)
+    # Beside the device folders, or anywhere else, it is written as asked.
+    settings_from_sources({"autotune_record": f"{folder}/r.jsonl"}, ini, {}, tmp_path, tmp_path)
+
+
 def test_two_outputs_naming_one_file_stop_a_tuning_run_at_its_start(tmp_path: Path) -> None:
     # Written at the end one after the other, the last replaced the first without a word.
     with pytest.raises(
