@@ -179,6 +179,13 @@ def _run_set(
         *("time_limit", "level"),
     )
     _fail_on(nodeid, option_error({"tuner": tuner, **{name: options[name] for name in checked}}))
+    if len(tunables) == 0:
+        # Every candidate of none "declined": the test was skipped, and CI stayed green.
+        pytest.fail(
+            f"{nodeid}: the TunableSet has no candidates (with_() returns a new set, leaving"
+            " the one it is called on as it was: tunables = tunables.with_(...))",
+            pytrace=False,
+        )
     _fail_on(nodeid, _inputs_error(tunables, inputs))
     candidates = tuple(zip(tunables.names, tunables.fns, strict=True))
     names = Names(candidates)

@@ -7,6 +7,7 @@ import dataclasses
 import enum
 import json
 import math
+import numbers
 import os
 import warnings
 from collections.abc import Callable, Iterator
@@ -271,7 +272,15 @@ def _named_level(level: AutotuneLevel | str | None, where: str) -> AutotuneLevel
     """A level or its name ("full"), as the marker and `PYTEST_AUTOTUNE_LEVEL` take it,
     parsed where it is given: a name kept as it was failed in a later `anchor`, as a
     KeyError far from the call that set it."""
-    return AutotuneLevel.parse(level, where) if isinstance(level, str) else level
+    if isinstance(level, str):
+        return AutotuneLevel.parse(level, where)
+    if level is not None and not isinstance(level, AutotuneLevel):
+        # A number (5) was kept, and failed as `KeyError: 5` in a later `anchor`.
+        choices = ", ".join(repr(choice.value) for choice in AutotuneLevel)
+        raise TypeError(
+            f"{where}: expected an AutotuneLevel or its name ({choices}), got {level!r}"
+        )
+    return level
 
 
 def set_autotune_level(level: AutotuneLevel | str | None) -> None:
@@ -327,36 +336,54 @@ def anchor(
     all of them. Zero stays zero (an empty dimension keeps a key of its own, as in the
     seed). The result is clamped to `[min, max]`.
     """
+    if type(x) is not int or x < 0:  # one check on the hot path: the int a shape gives
+        _check_size(x)
     # `autotune_level()` inlined: a key generator may call this on every dispatch.
-    if isinstance(level, str):  # a name, as `set_autotune_level` takes one
-        level = AutotuneLevel.parse(level, "anchor")
+    if level is not None and type(level) is not AutotuneLevel:  # a name, as elsewhere
+        level = _named_level(level, "anchor")
     level = level or _scoped.get() or _level or _environment_level()
-    if base is not None and not base > 1:
-        raise ValueError(f"anchor base must be above 1, got {base!r}")
-    if level is AutotuneLevel.FULL:
+    b = _scaled_base(base, level)
+    if b is None:
         result = math.ceil(x)  # a float size rounds up, as at every level: never below x
+    elif x <= 1:
+        result = 0 if x <= 0 else 1
+    elif b == 2.0 and isinstance(x, int):  # the default base: a bit length, 60 ns
+        result = 1 << (x - 1).bit_length()
+    elif b.is_integer():
+        result = _whole_power_at_least(x, int(b))
     else:
-        b = (2.0 if base is None else float(base)) * _LEVEL_BASE_FACTOR[level]
-        if b < _MIN_BASE:  # noqa: PLR1730 - `max` is the parameter here, not the builtin
-            b = _MIN_BASE
-        if x <= 1:
-            result = 0 if x <= 0 else 1
-        elif b == 2.0 and isinstance(x, int):  # the default base: a bit length, 60 ns
-            result = 1 << (x - 1).bit_length()
-        elif b.is_integer():
-            result = _whole_power_at_least(x, int(b))
-        else:
-            exponent = math.ceil(math.log(x, b) - 1e-12)
+        exponent = math.ceil(math.log(x, b) - 1e-12)
+        result = math.ceil(b**exponent - 1e-9)
+        # Guard float rounding: the anchor is never below x.
+        while result < x:
+            exponent += 1
             result = math.ceil(b**exponent - 1e-9)
-            # Guard float rounding: the anchor is never below x.
-            while result < x:
-                exponent += 1
-                result = math.ceil(b**exponent - 1e-9)
     if max is not None and result > max:
         result = max
     if min is not None and result < min:
         result = min
     return int(result)
+
+
+def _scaled_base(base: float | None, level: AutotuneLevel) -> float | None:
+    """The base `anchor` rounds to at `level`, never below `_MIN_BASE`; None at FULL,
+    which does not anchor."""
+    if base is not None and not base > 1:
+        raise ValueError(f"anchor base must be above 1, got {base!r}")
+    if level is AutotuneLevel.FULL:
+        return None
+    b = (2.0 if base is None else float(base)) * _LEVEL_BASE_FACTOR[level]
+    return b if b >= _MIN_BASE else _MIN_BASE
+
+
+def _check_size(x: object) -> None:
+    """Refuse what `anchor` cannot anchor, in one line: NaN, infinity, a negative size or
+    a string failed deep in the arithmetic (`cannot convert float NaN to integer`), and a
+    negative size anchored to 0 without a word. A NumPy integer or float is a size."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"anchor: expected a size (a number >= 0), got {x!r}")
+    if not (math.isfinite(x) and float(x) >= 0):
+        raise ValueError(f"anchor: expected a finite size >= 0, got {x!r}")
 
 
 def _whole_power_at_least(x: float, base: int) -> int:

@@ -119,6 +119,11 @@ class TunableSet:
 
     def __post_init__(self) -> None:
         __tracebackhide__ = True  # pytest shows the user's line that built it, not this one
+        # Set before anything can raise: pytest shows `self` in the traceback of a set that
+        # failed its checks, and its repr read `names` ("<[AttributeError(...) raised in
+        # repr()] TunableSet object>").
+        for name, empty in (("names", ()), ("fns", ()), ("checksum", ""), ("unary", False)):
+            object.__setattr__(self, name, empty)
         check_callable("TunableSet: key generator", self.key_gen)
         check_callable("TunableSet: input generator", self.input_gen)
         _check_arity(self.input_gen, "input generator", "input_gen(key, inputs)", 2)

@@ -883,6 +883,18 @@ CASES = [
         ("takes a TunableSet first", "function good"),
         FIXTURE.format(call="good, 3"),
     ),
+    # A set built with with_() whose result was dropped: skipped as "every candidate
+    # declined:" (of none), CI stayed green.
+    *(
+        Case(
+            f"fixture given an empty set, {mode}",
+            mode,
+            FAILED,
+            ("the TunableSet has no candidates", "tunables = tunables.with_(...)"),
+            FIXTURE.format(call="TunableSet(lambda n: n), 3"),
+        )
+        for mode in ("check", "tune")
+    ),
     Case(
         "fixture rtol string",
         "check",

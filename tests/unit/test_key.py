@@ -170,6 +170,31 @@ def test_coarser_levels_give_fewer_distinct_keys():
     assert keys(MINIMAL) < keys(BALANCED) < keys(EXTENSIVE) < keys(FULL)
 
 
+@pytest.mark.parametrize(
+    ("size", "error", "said"),
+    [
+        (float("nan"), ValueError, "expected a finite size >= 0, got nan"),
+        (float("inf"), ValueError, "expected a finite size >= 0, got inf"),
+        (-5, ValueError, "expected a finite size >= 0, got -5"),
+        ("100", TypeError, "expected a size (a number >= 0), got '100'"),
+        (None, TypeError, "expected a size (a number >= 0), got None"),
+    ],
+)
+def test_what_is_not_a_size_is_refused_in_one_line(size, error, said):
+    # NaN raised "cannot convert float NaN to integer" from inside the arithmetic, a string
+    # "'<=' not supported", and a negative size anchored to 0 without a word.
+    for level in (MINIMAL, FULL):
+        with pytest.raises(error) as info:
+            anchor(size, level=level)
+        assert str(info.value) == f"anchor: {said}"
+
+
+def test_numpy_sizes_anchor_as_python_numbers():
+    assert anchor(np.int64(100)) == anchor(100) == 128
+    assert anchor(np.float32(3.5)) == anchor(3.5) == 4
+    assert anchor(np.int32(0)) == 0
+
+
 def test_a_base_of_one_or_below_is_refused_at_every_level():
     for level in (MINIMAL, BALANCED, EXTENSIVE, FULL):
         with pytest.raises(ValueError, match="anchor base must be above 1, got 1"):
@@ -285,6 +310,20 @@ def test_a_bad_level_name_fails_where_it_is_set_not_in_a_later_anchor(process_le
     scope = autotune_level_scope("turbo")
     with pytest.raises(ValueError, match=r"^autotune_level_scope: .* got 'turbo'$"):
         scope.__enter__()
+    assert (autotune_level(), anchor(1000)) == (BALANCED, 1024)
+
+
+@pytest.mark.parametrize("level", [5, 1.0, object()])
+def test_a_level_that_is_no_level_fails_where_it_is_set(process_level, level):
+    # Kept as given, 5 failed as `KeyError: 5` in a later anchor.
+    set_autotune_level(BALANCED)
+    said = r" expected an AutotuneLevel or its name \('minimal', .*\), got "
+    with pytest.raises(TypeError, match=r"^set_autotune_level:" + said):
+        set_autotune_level(level)
+    with pytest.raises(TypeError, match=r"^autotune_level_scope:" + said):
+        autotune_level_scope(level).__enter__()
+    with pytest.raises(TypeError, match=r"^anchor:" + said):
+        anchor(100, level=level)
     assert (autotune_level(), anchor(1000)) == (BALANCED, 1024)
 
 

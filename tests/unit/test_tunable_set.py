@@ -280,6 +280,20 @@ def test_duplicate_candidate_names_are_refused_and_named():
         TunableSet(by_size).with_(("a", first)).with_(("b", second)).with_(("a", third))
 
 
+def test_a_set_that_fails_its_checks_still_shows_in_a_traceback():
+    # pytest shows `self` in the frame that raised: the set's repr read `names`, not set
+    # yet, and printed "<[AttributeError(...) raised in repr()] TunableSet object>".
+    with pytest.raises(ValueError) as info:
+        TunableSet(by_size).with_(("a", first)).with_(("a", third))
+    half_built = [
+        entry.frame.f_locals["self"]
+        for entry in info.traceback
+        if isinstance(entry.frame.f_locals.get("self"), TunableSet)
+    ]
+    # The innermost is the set being built (the outer ones, the set `with_` was called on).
+    assert half_built and "names=()" in repr(half_built[-1])
+
+
 def test_every_repeated_name_is_listed_once_in_order():
     with pytest.raises(ValueError, match=r"repeated: \['a', 'b'\]"):
         TunableSet(
