@@ -83,16 +83,16 @@ def judge(
     comparison too wide to catch the slowdown the gate is built to catch is TOO_NOISY, a
     failure only when `strict`, as a missing baseline is.
 
-    A suspected failure (REGRESSION or FLOOR, or an update's slowdown past the tolerance:
-    `_suspected`) is measured again with `remeasure`, up to `confirmations` times, and
-    stands only if every re-measurement reads it too: the first that does not decides. A
+    A suspected failure (REGRESSION or FLOOR, or an update's change that would start a new
+    baseline: `_suspected`) is measured again with `remeasure`, up to `confirmations` times,
+    and stands only if every re-measurement reads it too: the first that does not decides. A
     re-measurement alone decides, rather than its samples pooled with the first: what a
-    confirmation guards against is a transient (a clock dip, another process on the
-    device) that shifted the whole first measurement, and pooling would carry half of
-    that shift into the verdict. An independent second measurement of an
-    unchanged kernel fails with the same small probability as the first, so the pair
-    rarely fails together, while a real slowdown shows in both. A winner that fails while
-    re-measured (`AutotuneError`) gives ERROR, never a regression.
+    confirmation guards against is a transient (a clock dip, another process on the device)
+    that shifted the whole first measurement, and pooling would carry half of that shift
+    into the verdict. An independent second measurement of an unchanged kernel fails with
+    the same small probability as the first, so the pair rarely fails together, while a real
+    slowdown shows in both. A winner that fails while re-measured (`AutotuneError`) gives
+    ERROR, never a regression.
     """
     if error is not None or current is None:
         return GroupVerdict(Verdict.ERROR, error or "nothing was measured", None, None, True)
@@ -152,30 +152,35 @@ def judge(
 
 def _suspected(verdict: GroupVerdict) -> bool:
     """Whether a verdict is measured again before it stands: a failure, and an update's
-    slowdown past the tolerance, which would start a new baseline from this session alone.
-    On a VM in a slow phase an update read +131% of unchanged code, and that session became
-    the baseline that every later comparison, a real slowdown's too, was measured against
-    (BENCHMARKS.md, 2026-12-02); confirmed like a failure, a slow phase passes and the
-    session joins the baseline with the re-measurement, while a change of the code is
-    there every time and starts its new baseline as before."""
+    change that would start a new baseline from this session alone, a slowdown past the
+    tolerance or a speedup (its whole interval faster). On a VM in a slow phase an update
+    read +131% of unchanged code, and that session became the baseline that every later
+    comparison, a real slowdown's too, was measured against (BENCHMARKS.md, 2026-12-02);
+    in a fast spell another read -43%, and unchanged code then failed at +110% in nine of
+    eleven runs. Confirmed like a failure, a spell passes and the session joins the
+    baseline with the re-measurement, while a change of the code is there every time and
+    starts its new baseline as before."""
     if verdict.verdict in (Verdict.REGRESSION, Verdict.FLOOR):
         return True
-    return verdict.verdict is Verdict.UPDATED and bool(
-        verdict.comparison and verdict.comparison.failed
+    comparison = verdict.comparison
+    return (
+        verdict.verdict is Verdict.UPDATED
+        and comparison is not None
+        and (comparison.failed or comparison.high < 0)
     )
 
 
 def _confirmed(verdict: GroupVerdict, reads: Sequence[GroupVerdict]) -> GroupVerdict:
-    """A regression confirmed by re-measurements, with the change each measurement read,
-    on the regression's line (a floor missed too is the next line): the message shows the
-    last one's figures, and a user weighing a failure of a small kernel on a shared machine
-    wants to see that every read failed, and by how much. Not a floor's failure: what its
-    reads missed is the roof, which the change against the baseline does not say."""
+    """A regression (or an update's change) confirmed by re-measurements, with the change each
+    measurement read, on the regression's line (a floor missed too is the next line): the
+    message shows the last one's figures, and a user weighing a failure of a small kernel on a
+    shared machine wants to see that every read failed, and by how much. Not a floor's failure:
+    what its reads missed is the roof, which the change against the baseline does not say."""
     changes = [read.comparison.delta for read in reads if read.comparison is not None]
-    slower = verdict.verdict is Verdict.REGRESSION or (
+    changed = verdict.verdict is Verdict.REGRESSION or (
         verdict.verdict is Verdict.UPDATED and _suspected(verdict)
     )
-    if not slower or len(reads) < 2 or len(changes) != len(reads):
+    if not changed or len(reads) < 2 or len(changes) != len(reads):
         return verdict
     said = ", ".join(map(format_change, changes))
     first, *rest = verdict.message.split("\n")

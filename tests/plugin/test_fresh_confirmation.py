@@ -13,12 +13,14 @@ CONFTEST = """
 import os
 
 SLOW_HERE = [False]
+FAST_HERE = [False]
 
 
 def pytest_configure(config):
     # A state of the pytest process alone: a process spawned to measure again imports
     # this module anew, and runs no hook.
     SLOW_HERE[0] = os.environ.get("SLOW_PROCESS") == "1"
+    FAST_HERE[0] = os.environ.get("FAST_PROCESS") == "1"
 """
 
 TESTS = """
@@ -27,11 +29,11 @@ import time
 
 import numpy as np
 import pytest
-from conftest import SLOW_HERE
+from conftest import FAST_HERE, SLOW_HERE
 
 
 def kernel(x):
-    if SLOW_HERE[0] or os.environ.get("SLOW_CODE") == "1":
+    if SLOW_HERE[0] or (os.environ.get("SLOW_CODE") == "1" and not FAST_HERE[0]):
         time.sleep(2e-3)
     return x * 2.0
 
@@ -84,9 +86,10 @@ def test_a_slowness_of_the_pytest_process_passes_and_a_slower_kernel_fails(
 # conftest.py does not import by name under importlib mode. True in the pytest process
 # alone: the fresh process is `python -c`, and it loads this module anew from its file.
 IMPORTLIB_TESTS = TESTS.replace(
-    "from conftest import SLOW_HERE\n",
+    "from conftest import FAST_HERE, SLOW_HERE\n",
     "import sys\n\n"
-    'SLOW_HERE = [os.environ.get("SLOW_PROCESS") == "1" and sys.argv[:1] != ["-c"]]\n',
+    'SLOW_HERE = [os.environ.get("SLOW_PROCESS") == "1" and sys.argv[:1] != ["-c"]]\n'
+    "FAST_HERE = [False]\n",
 )
 
 
@@ -193,3 +196,21 @@ def test_an_update_in_a_slow_process_joins_the_baseline_and_a_slower_kernel_star
     slow_code.stdout.fnmatch_lines(
         ["*test_fresh* new baseline: +*% against the old one*; measured 3 times: +*, +*, +*"]
     )
+
+
+def test_an_update_in_a_fast_process_joins_the_baseline(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fast spell of a VM read unchanged code -43% in an update, which became the
+    # baseline; unchanged code then failed at +110%. A speedup is measured again too.
+    monkeypatch.setenv("SLOW_CODE", "1")
+    assert run(project, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("FAST_PROCESS", "1")
+    fast_process = run(project, "--autotune-update", "-rA")
+    assert fast_process.ret == pytest.ExitCode.OK
+    output = fast_process.stdout.str()
+    assert (
+        "test_fresh.py::test_fresh [default]: joined the baseline: 2 sessions" in output
+        or "test_fresh.py::test_fresh [default]: kept the baseline (1 session)" in output
+    ), output
+    assert "new baseline" not in output

@@ -176,12 +176,15 @@ def test_a_baseline_entry_that_does_not_read_is_said_so_not_offered_a_new_one(
     assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
     path = cache_file(scale)
     data = json.loads(path.read_text())
-    data["sigma_between"] = "1%"
+    data["entries"][0]["calibration"] = {"median_s": "fast"}
     path.write_text(json.dumps(data))
     result = run(scale, "--autotune")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
-        ["*the baseline entry does not read: *sigma_between*; repair it, or --autotune-update*"]
+        [
+            "*the baseline entry does not read: *calibration does not read*; repair it, or"
+            " --autotune-update*"
+        ]
     )
     assert "records one" not in result.stdout.str()
 

@@ -782,6 +782,20 @@ def test_an_updates_slowdown_is_measured_again_before_it_starts_a_new_baseline()
     assert unchanged.remeasured is False and unchanged.measurement == exact(T)
 
 
+def test_an_updates_speedup_is_measured_again_before_it_starts_a_new_baseline() -> None:
+    # In a fast spell of a VM an update read unchanged code -43% and became the baseline;
+    # unchanged code then failed at +110%. Measured again, the spell passes and the session
+    # joins the old baseline with the second read; a kernel made faster stays faster.
+    cleared = gate(exact(T * 0.57), baseline(), update=True, remeasure=lambda: exact(T * 0.99))
+    assert (cleared.verdict, cleared.remeasured) == (Verdict.UPDATED, True)
+    assert cleared.measurement == exact(T * 0.99)
+    assert cleared.comparison is not None and cleared.comparison.high > 0
+    assert cleared.message == "recorded as the new baseline"
+    faster = gate(exact(T * 0.57), baseline(), update=True, remeasure=lambda: exact(T * 0.58))
+    assert faster.comparison is not None and faster.comparison.high < 0
+    assert faster.message.endswith("; measured 2 times: -43.0%, -42.0%")  # once on a GPU
+
+
 def test_an_update_without_a_baseline_records_one() -> None:
     verdict = gate(exact(T), update=True, strict=True)
     assert (verdict.verdict, verdict.failed, verdict.message) == (
