@@ -618,10 +618,30 @@ class Instance:
     parameter: str
     instance: object
     running: str
+    _pristine: Callable[[], object] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Copied now, before the running test's body: copied when another candidate was
+        # called, it had what that body set on `self` (a counter at 2 where plain pytest's
+        # fresh instance has 1), and a plain run failed the check of unchanged code.
+        try:
+            pristine = copy.copy(self.instance)
+        except Exception as error:  # an instance that does not copy fails where it is used
+            failed = error
+
+            def pristine_copy() -> object:
+                raise failed
+
+        else:
+
+            def pristine_copy() -> object:
+                return copy.copy(pristine)
+
+        object.__setattr__(self, "_pristine", pristine_copy)
 
     def of(self, name: str | None) -> object:
         """The instance candidate `name`'s body runs on."""
-        return self.instance if name == self.running else copy.copy(self.instance)
+        return self.instance if name == self.running else self._pristine()
 
 
 def _test_and_instance(item: pytest.Function, spec: ItemSpec) -> tuple[Any, Instance | None]:

@@ -244,6 +244,26 @@ class TestKernels:
     run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
 
 
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_the_reference_runs_on_the_instance_as_the_test_found_it(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # The reference's copy of `self` was taken after the running test's body had counted
+    # on it: the reference read 2 where plain pytest's fresh instance reads 1, and a
+    # plain run failed unchanged code ("expected 2.0, got 1.0").
+    autotune_pytester.makepyfile(
+        test_counter=CANDIDATES
+        + """
+class TestSelf:
+    @pytest.mark.autotune(candidates={"a": a, "b": b})
+    def test_counter(self, candidate):
+        self.calls = getattr(self, "calls", 0) + 1
+        return candidate(self.calls)
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
+
+
 def test_the_timed_calls_of_a_body_print_and_log_nothing_its_checks_once(
     autotune_pytester: pytest.Pytester,
 ) -> None:
