@@ -251,10 +251,7 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
             )
         pairs = parametrized or ()
     error = error or _empty_name_error(pairs) or duplicate_error(pairs)
-    if pairs and candidates is not None:
-        metafunc.parametrize("candidate", [f for _, f in pairs], ids=[n for n, _ in pairs])
-    elif not pairs and (candidates is not None or parametrized is None):
-        metafunc.parametrize("candidate", [None], ids=[INVALID])  # one item, to fail with why
+    error = _parametrize(metafunc, pairs, candidates, parametrized) or error
     error = error or option_error(options) or groups_error(options.get("groups"), pairs)
     if inspect.iscoroutinefunction(metafunc.function):
         error = (
@@ -263,6 +260,33 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
         )
     error = None if error is None else f"{nodeid}: {error}"
     return FunctionSpec(nodeid, pairs, options, error, marks)
+
+
+def _parametrize(
+    metafunc: pytest.Metafunc,
+    pairs: tuple[tuple[str, Callable[..., Any]], ...],
+    candidates: object,
+    parametrized: object,
+) -> str | None:
+    """Parametrize `candidate` over the marker's candidates (or one item that fails with
+    why); the error where a fixture of that name with `params` (a conftest's) has already
+    done so: pytest's "duplicate parametrization of 'candidate'" stopped the collection of
+    every test of the session, naming neither. Its items are left as the fixture makes
+    them, and each fails with the error. (pytest keeps a test's fixture definitions in
+    `Metafunc._arg2fixturedefs`, read as pytest's own fixture parametrization reads it.)"""
+    definitions = getattr(metafunc, "_arg2fixturedefs", {}).get("candidate") or ()
+    if parametrized is None and definitions and definitions[-1].params is not None:
+        return (
+            "`candidate` is a fixture with params here (a conftest's?), which pytest"
+            " parametrizes the test over: an autotune test's candidates are its marker's"
+            " or its own @pytest.mark.parametrize('candidate', [...]), which overrides the"
+            " fixture; rename the fixture, or give its functions to the test's parametrize"
+        )
+    if pairs and candidates is not None:
+        metafunc.parametrize("candidate", [f for _, f in pairs], ids=[n for n, _ in pairs])
+    elif not pairs and (candidates is not None or parametrized is None):
+        metafunc.parametrize("candidate", [None], ids=[INVALID])  # one item, to fail with why
+    return None
 
 
 def shared_nodeid_error(config: pytest.Config, nodeid: str, first: Path, path: Path) -> str:

@@ -1583,3 +1583,47 @@ def test_a_work_function_that_raises_is_named_as_the_marker_option(
         result.assert_outcomes(failed=2)
         result.stdout.fnmatch_lines(["*ZeroDivisionError*"])
         result.stdout.fnmatch_lines(noted("*test_x.py::test_x: raised by its work= callable*"))
+
+
+def test_a_candidate_fixture_with_params_fails_its_test_not_the_session(
+    project: pytest.Pytester,
+) -> None:
+    # A conftest's `candidate` fixture over params, and a bare marker (or one with
+    # candidates): pytest's "duplicate parametrization of 'candidate'" stopped the
+    # collection of every test, naming neither. The test's own parametrize overrides it.
+    project.makepyfile(
+        test_x=PRELUDE
+        + textwrap.dedent(
+            """
+            @pytest.fixture(params=[good, other], ids=["good", "other"])
+            def candidate(request):
+                return request.param
+
+            @pytest.mark.autotune
+            def test_bare(candidate):
+                return candidate(1)
+
+            @pytest.mark.autotune(candidates={"good": good, "other": other})
+            def test_given(candidate):
+                return candidate(1)
+
+            @pytest.mark.autotune
+            @pytest.mark.parametrize("candidate", [good, other])
+            def test_own(candidate):
+                return candidate(1)
+
+            def test_unrelated():
+                pass
+            """
+        )
+    )
+    for mode in ((), ("--autotune",)):
+        result = run(project, "test_x.py", *mode)
+        result.assert_outcomes(failed=4, passed=3)
+        result.stdout.fnmatch_lines(
+            [
+                "*test_x.py::test_bare: `candidate` is a fixture with params here*",
+                "*test_x.py::test_given: `candidate` is a fixture with params here*",
+            ],
+            consecutive=False,
+        )
