@@ -137,12 +137,18 @@ class Thresholds:
 
     def __post_init__(self) -> None:
         # Zero, NaN and infinity are accepted: each switches its bound off. A negative
-        # fraction is a typo that would otherwise silently switch it off too.
+        # fraction is a typo that would otherwise silently switch it off too, and one past
+        # 1 (80 for 80%) a floor above the roof that no kernel reaches: every gate fails.
         __tracebackhide__ = True
         for name in (COMPUTE, MEMORY):
             value = _plain_number(self, name)
             if value < 0:
                 raise ValueError(f"Thresholds: {name} must be >= 0, got {value!r}")
+            if 1 < value < math.inf:
+                raise ValueError(
+                    f"Thresholds: {name} is a fraction of the roof, from 0 to 1 (0.8 for"
+                    f" 80%), got {value!r}"
+                )
 
     @classmethod
     def uniform(cls, fraction: float) -> Thresholds:

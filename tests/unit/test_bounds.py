@@ -88,6 +88,17 @@ def test_uniform_thresholds_set_every_resource_to_the_same_fraction() -> None:
     assert Thresholds() == Thresholds.uniform(1.0)
 
 
+@pytest.mark.parametrize("value", [80, 1.5])
+def test_a_threshold_past_the_roof_is_refused_as_a_percentage_would_be(value: float) -> None:
+    # 80 for 80%: a floor no kernel reaches, and every gate of the group failed.
+    with pytest.raises(ValueError) as info:
+        Thresholds(memory=value)
+    assert str(info.value) == (
+        f"Thresholds: memory is a fraction of the roof, from 0 to 1 (0.8 for 80%), got {value!r}"
+    )
+    assert Thresholds(memory=1.0, compute=math.inf).compute == math.inf  # inf: no bound
+
+
 def test_a_negative_threshold_or_amount_is_refused_with_its_name() -> None:
     with pytest.raises(ValueError, match="memory"):
         Thresholds(memory=-0.3)
