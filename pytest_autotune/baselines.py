@@ -149,12 +149,14 @@ def update_message(
     candidates: Sequence[str] = (),
     replaced: str | None = None,
     other_work: str | None = None,
+    unusable: str | None = None,
 ) -> str:
     """What an update did with the baseline: joined it (and how many sessions it now
     holds), started a new one (and why: with this run's `candidates`, what changed in the
     list, as the gate says it; `replaced`, the baseline's winner skipped here, which this
     run's winner takes the place of; `other_work`, how the work the old one measured
-    differs from this run's, for the same candidates: `Baseline.other_work`), or, when its
+    differs from this run's, for the same candidates: `Baseline.other_work`; `unusable`,
+    why the key's entry could not serve as one: `Baselines.find`), or, when its
     file could not be read (`unreadable`, `Baselines.unreadable`), nothing, since that file
     is never overwritten; then what the gate would have said."""
     comparison = verdict.comparison
@@ -175,7 +177,9 @@ def update_message(
         head = f"new baseline: {format_change(comparison.delta)} against the old one"
     else:
         head = (
-            "new baseline: none before for this key"
+            f"new baseline: the old entry could not serve as one ({unusable})"
+            if baseline is None and unusable is not None
+            else "new baseline: none before for this key"
             if baseline is None
             else f"new baseline: the old one was measured on {baseline.device_id}"
             if device_id is not None and baseline.device_id != device_id

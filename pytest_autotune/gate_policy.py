@@ -517,6 +517,7 @@ def settle_update(
     verdict: GroupVerdict,
     baseline: Baseline | None,
     unreadable: UnreadableFile | None = None,
+    unusable: str | None = None,
 ) -> Settled:
     """What an update does with the group's baseline: the new entry and the earlier
     sessions it keeps (`history`), or, for a session measured on contended CPUs
@@ -526,6 +527,8 @@ def settle_update(
     a test suite failed a quiet run at +73.6%), and an update that leaves the old one
     loses nothing; with no such baseline, or a change the contention does not explain
     (`_clear`), the session is recorded, with the warning.
+    `unusable` says why the key's entry could not serve as a baseline (`Baselines.find`'s
+    warning), which the update replaces.
     `unreadable` names the group's baseline file that could not be read: the save will
     refuse it, so the message says so rather than "new baseline". Either way a session not
     recorded is NOT_RECORDED, not UPDATED: the table must not say the file was refreshed."""
@@ -555,6 +558,7 @@ def settle_update(
         case.device_id,
         case.tunables.names,
         replaced,
+        unusable=unusable,
         # Said where the candidates are the same, as the gate checks the list first.
         other_work=(
             baseline.other_work(case.decision.bounds)

@@ -446,7 +446,11 @@ class AutotuneSession:
         recorded = True
         if verdict.verdict is Verdict.UPDATED:
             unreadable = self.baselines.unreadable(case.device_id, request.tuner_name)
-            settled = settle_update(case, verdict, self._baseline(request, case)[0], unreadable)
+            found, unusable = self._baseline(request, case)
+            # The entry's own fault, as `Baselines.find` warned of it (the file's path and
+            # the key are on the update's line already).
+            why = unusable.removeprefix("warning: ") if unusable else None
+            settled = settle_update(case, verdict, found, unreadable, why)
             verdict, kept, recorded = settled.verdict, settled.history, settled.recorded
         device = self._device(client, case.device_id)
         baseline = baseline_extra(self._baseline(request, case)[0])

@@ -187,6 +187,18 @@ def test_a_baseline_entry_that_does_not_read_is_said_so_not_offered_a_new_one(
         ]
     )
     assert "records one" not in result.stdout.str()
+    # An update replaces it, saying why: "none before for this key" and "another update
+    # wrote this entry while this one ran" were both untrue.
+    updated = run(scale, "--autotune-update")
+    assert updated.ret == pytest.ExitCode.OK
+    updated.stdout.fnmatch_lines(
+        [
+            "*[[]1[]]: new baseline: the old entry could not serve as one"
+            " (*calibration does not read*)"
+        ]
+    )
+    assert "none before" not in updated.stdout.str()
+    assert "another update" not in updated.stdout.str()
 
 
 def test_a_corrupt_cache_file_is_named_in_a_warning_and_left_untouched(
