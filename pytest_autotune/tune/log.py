@@ -18,6 +18,11 @@ from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.checks import CheckResult
 
 logger = logging.getLogger("pytest_autotune")
+# A library's logger with no handler of its own prints its warnings to stderr through
+# Python's last resort, in programs that configured no logging: an AutotuneError the
+# caller caught was printed too. Quiet unless the program asks (logging.basicConfig, or
+# pytest's log capture); what the tuner decided is in the records and the exceptions.
+logger.addHandler(logging.NullHandler())
 
 STREAMS = ("stdout", "stderr")
 """Sink names that mean a standard stream rather than a file."""
