@@ -37,6 +37,7 @@
 #   bash benchmarks/device_session.sh nineteenth # suite, examples (every mode), the module gate for MODULE_S s, then -n 2
 #   bash benchmarks/device_session.sh final19 # suite, examples (every mode), then the examples' roofs over RUNS runs of -n 2 and of one process
 #   bash benchmarks/device_session.sh twentieth # suite, examples (every mode), an update on an update, -n 2 roofs
+#   bash benchmarks/device_session.sh roofs   # an update, then RUNS runs each of -n 2 and one process: every winner's fraction of its roof
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -546,6 +547,17 @@ twentieth)
   done
   grep -hE "joined the baseline|new baseline|kept the baseline|measured [0-9] times" "$LOG" >"$OUT/updates.txt"
   grep -hE "test_(sum|softmax|saxpy).*HBM|reached .* of its" "$LOG" >"$OUT/roofs.txt"
+  ;;
+roofs)
+  # How often a winner reads above its roof (issue 14): an update, then RUNS runs of -n 2
+  # and RUNS of one process, alternating, each winner's fraction of its roof kept.
+  step 40 $P example_kernels --autotune-update -q
+  for i in $(seq "${RUNS:-10}"); do
+    step 40 $P example_kernels -n 2 --autotune -q -p no:randomly
+    step 40 $P example_kernels --autotune -q
+  done
+  grep -hE "^example_kernels/.*% (HBM|L2|DRAM)" "$LOG" >"$OUT/roofs.txt"
+  grep -hE "reached .* of its" "$LOG" >"$OUT/roof_notes.txt" || true
   ;;
 top)
   gate_rest "${CONDITION:-groups}"
