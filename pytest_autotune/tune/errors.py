@@ -116,7 +116,8 @@ def caller_level() -> int:
 
 class ConfigWarning(UserWarning):
     """A setting a library's tuner could not read and runs without (`LocalTuner.config`,
-    `anchor`'s level): the message names it and says why."""
+    `anchor`'s level), or a records file it could not write and goes on without: the
+    message names it and says why."""
 
 
 class CacheFileWarning(UserWarning):

@@ -200,7 +200,8 @@ class LocalTuner:
             return Recorder.from_config(config)
         except OSError as error:
             warnings.warn(
-                records_unwritable(self.name, config.record, error), stacklevel=caller_level()
+                ConfigWarning(records_unwritable(self.name, config.record, error)),
+                stacklevel=caller_level(),
             )
             return None
 

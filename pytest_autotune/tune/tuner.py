@@ -32,6 +32,7 @@ from pytest_autotune.tune.errors import (
     AutotuneError,
     AutotuneErrorKind,
     CacheFileWarning,
+    ConfigWarning,
     caller_level,
 )
 from pytest_autotune.tune.key import key_to_json, stable_key
@@ -439,7 +440,7 @@ class Tuner:
         if decision.measured:
             self._save(decision, client)
         if unwritable is not None:
-            warnings.warn(unwritable, stacklevel=caller_level())
+            warnings.warn(ConfigWarning(unwritable), stacklevel=caller_level())
 
     def _save(self, decision: TuneDecision, client: Client) -> None:
         """Keep a measured decision in memory, and in the persistent cache where there is one."""

@@ -682,7 +682,9 @@ def test_a_records_file_that_cannot_be_written_warns_and_the_winner_is_still_sav
     client = FakeClient()
     config = AutotuneConfig(cache_dir=tmp_path / "cache", record=blocked / "records.jsonl")
     local = LocalTuner("t", config)
-    with pytest.warns(UserWarning, match=r"^t: the records cannot be written to .*records\.jsonl"):
+    with pytest.warns(
+        ConfigWarning, match=r"^t: the records cannot be written to .*records\.jsonl"
+    ):
         out = local.execute(
             client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1],)
         )
@@ -694,7 +696,9 @@ def test_a_records_file_that_cannot_be_written_warns_and_the_winner_is_still_sav
     assert later.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1],)) == "b"
     records.unlink()
     records.mkdir()  # where the records were, a folder now
-    with pytest.warns(UserWarning, match=r"^u: the records cannot be written to .*records\.jsonl"):
+    with pytest.warns(
+        ConfigWarning, match=r"^u: the records cannot be written to .*records\.jsonl"
+    ):
         out = later.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1, 2],))
     assert out == "b"
     saved = PersistentCache(cache_path(tmp_path / "cache", client.device_id, "u"), journal=True)
@@ -1041,7 +1045,7 @@ def test_a_records_file_lost_mid_run_under_warnings_as_errors_still_saves_the_wi
     records.mkdir()  # where the records were, a folder now
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(UserWarning, match=r"^t: the records cannot be written to "):
+        with pytest.raises(ConfigWarning, match=r"^t: the records cannot be written to "):
             local.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1, 2],))
     saved = PersistentCache(cache_path(tmp_path / "cache", client.device_id, "t"), journal=True)
     assert sorted(k.key for k in saved.load()) == ["1", "2"]
