@@ -618,30 +618,34 @@ class Instance:
     parameter: str
     instance: object
     running: str
-    _pristine: Callable[[], object] = field(init=False, repr=False, compare=False)
+    _pristine: object = field(init=False, repr=False, compare=False)
+    """A copy of `instance` as the test found it, or the error copying it raised. Plain
+    values, not a closure: the fresh process of a confirmation gets the body pickled."""
 
     def __post_init__(self) -> None:
         # Copied now, before the running test's body: copied when another candidate was
         # called, it had what that body set on `self` (a counter at 2 where plain pytest's
         # fresh instance has 1), and a plain run failed the check of unchanged code.
         try:
-            pristine = copy.copy(self.instance)
+            pristine: object = copy.copy(self.instance)
         except Exception as error:  # an instance that does not copy fails where it is used
-            failed = error
-
-            def pristine_copy() -> object:
-                raise failed
-
-        else:
-
-            def pristine_copy() -> object:
-                return copy.copy(pristine)
-
-        object.__setattr__(self, "_pristine", pristine_copy)
+            pristine = _NotCopied(error)
+        object.__setattr__(self, "_pristine", pristine)
 
     def of(self, name: str | None) -> object:
         """The instance candidate `name`'s body runs on."""
-        return self.instance if name == self.running else self._pristine()
+        if name == self.running:
+            return self.instance
+        if isinstance(self._pristine, _NotCopied):
+            raise self._pristine.error
+        return copy.copy(self._pristine)
+
+
+@dataclass(frozen=True)
+class _NotCopied:
+    """Why a test's instance could not be copied (`Instance`)."""
+
+    error: Exception
 
 
 def _test_and_instance(item: pytest.Function, spec: ItemSpec) -> tuple[Any, Instance | None]:

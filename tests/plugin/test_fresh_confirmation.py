@@ -211,3 +211,25 @@ def assert_no_new_baseline(update: pytest.RunResult) -> None:
         or "test_fresh.py::test_fresh [default]: kept the baseline (1 session)" in output
     ), output
     assert "new baseline" not in output
+
+
+def test_a_test_methods_confirmations_run_in_fresh_processes(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The body of a method carries its instance, kept as the test found it: a closure
+    # kept there did not pickle, and every confirmation of a class's test ran in the slow
+    # pytest process ("Can't pickle local object 'Instance.__post_init__.<locals>...'").
+    pytester.makeconftest(CONFTEST)
+    # The marker above the class marks its method.
+    method = TESTS.replace(
+        "def test_fresh(candidate, x):\n    return candidate(x)",
+        "class TestFresh:\n    def test_fresh(self, candidate, x):\n        return candidate(x)",
+    )
+    assert "class TestFresh" in method
+    pytester.makepyfile(test_fresh=method)
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("SLOW_PROCESS", "1")
+    slow_process = run(pytester, "--autotune")
+    assert slow_process.ret == pytest.ExitCode.OK, slow_process.stdout.str()
+    assert "not in a fresh one" not in slow_process.stdout.str()
