@@ -181,7 +181,7 @@ def _settings(config: pytest.Config) -> PluginSettings:
 def pytest_cmdline_main(config: pytest.Config) -> Any:
     """With `-n N` and tuning asked for, distribute by group where the `--dist` mode would
     hand a group's candidates to several workers (none given, which pytest-xdist makes
-    "load"; "load"; "worksteal"): each worker would tune the group again, with a row and a
+    "load"; "load", or its `-d`; "worksteal"): each worker would tune the group again, with a row and a
     verdict of its own. By group is still a load balance, by test function. A wrapper, so
     that this runs before pytest-xdist's own hook turns "no" into "load"."""
     option = config.option
@@ -190,7 +190,10 @@ def pytest_cmdline_main(config: pytest.Config) -> Any:
         tuning = _settings(config).tune
     dist = getattr(option, "dist", None)
     workers = getattr(option, "numprocesses", None)
-    by_test = dist in ("load", "worksteal") or (dist == "no" and workers)
+    # `-d` is pytest-xdist's `--dist load`, which its hook sets after this one: left as it
+    # was, it undid the switch, and every group split over the workers was tuned twice.
+    distload = bool(getattr(option, "distload", False))
+    by_test = dist in ("load", "worksteal") or (dist == "no" and (workers or distload))
     if tuning and dist == "each":
         raise pytest.UsageError(
             "pytest-autotune: --dist each runs every test on every worker, so each worker"
@@ -201,6 +204,7 @@ def pytest_cmdline_main(config: pytest.Config) -> Any:
         from pytest_autotune.xdist import DIST
 
         option.dist = DIST
+        option.distload = False
     yield
 
 

@@ -75,11 +75,18 @@ def test_under_xdist_each_group_is_tuned_by_one_worker_with_one_row_and_one_verd
     assert len(rows) == 4 and all(row.endswith("no baseline") for row in rows), rows
 
 
-@pytest.mark.parametrize("dist", ["load", "worksteal"])
+@pytest.mark.parametrize(
+    "dist",
+    [("--dist", "load"), ("--dist", "worksteal"), ("-d",), ("--tx", "2*popen", "-d")],
+    ids=["load", "worksteal", "-d", "tx -d"],
+)
 def test_a_dist_mode_that_hands_out_single_tests_still_keeps_each_group_on_one_worker(
-    groups: pytest.Pytester, dist: str
+    groups: pytest.Pytester, dist: tuple[str, ...]
 ) -> None:
-    result = run(groups, "-n", "2", "--dist", dist, "--autotune")
+    # `-d`, pytest-xdist's `--dist load` set after the plugin's switch, undid it: groups
+    # split over the workers were tuned twice, with two rows and two verdicts.
+    workers = () if "--tx" in dist else ("-n", "2")
+    result = run(groups, *workers, *dist, "--autotune")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     workers = _workers_per_group(groups.path)
     assert all(len(w) == 1 for w in workers.values()), workers
