@@ -181,9 +181,10 @@ def _settings(config: pytest.Config) -> PluginSettings:
 def pytest_cmdline_main(config: pytest.Config) -> Any:
     """With `-n N` and tuning asked for, distribute by group where the `--dist` mode would
     hand a group's candidates to several workers (none given, which pytest-xdist makes
-    "load"; "load", or its `-d`; "worksteal"): each worker would tune the group again, with a row and a
-    verdict of its own. By group is still a load balance, by test function. A wrapper, so
-    that this runs before pytest-xdist's own hook turns "no" into "load"."""
+    "load"; "load", or its `-d`; "worksteal"): each worker would tune the group again,
+    with a row and a verdict of its own. By group is still a load balance, by test
+    function. A wrapper, so that this runs before pytest-xdist's own hook turns "no" into
+    "load"."""
     option = config.option
     tuning = False
     with contextlib.suppress(pytest.UsageError):  # said by pytest_configure, which runs next
