@@ -288,6 +288,11 @@ def _compare(
     ratio = baseline.peak_ratio(peaks) if normalise and peaks is not None else 1.0
     comparison = check.delta(current, baseline, ratio)
     regression_message = check.fails(current, baseline, ratio)
+    if regression_message is not None and conditions:
+        # Failed with its noise widened: said, so that a user weighing a failure on a busy
+        # runner sees that the gate counted the load it saw (a record held the load, and
+        # the message said nothing of it).
+        regression_message += "".join(f"; counted in its noise: {c.reason}" for c in conditions)
     noisy_message: str | None = None
     # An interval wholly under the tolerance already says "not slower": a clear speedup
     # (-38% [-60%, -5%]) is a pass, not "too noisy" (which fails under --autotune-strict).

@@ -93,6 +93,13 @@ def test_a_load_under_one_thread_per_cpu_changes_no_verdict() -> None:
 def test_a_huge_slowdown_still_fails_on_an_oversubscribed_cpu() -> None:
     verdict = judge(measured(T * 3, load=4.0), base(CPU), device_id=CPU, checksum=CHECKSUM)
     assert verdict.verdict is Verdict.REGRESSION
+    # Saying what it counted in its noise: a record held the load, the message nothing.
+    assert verdict.message.endswith(
+        "; counted in its noise: the CPUs were oversubscribed (4.0 runnable threads per CPU),"
+        " so the between-session noise counts 4.0 times"
+    )
+    quiet = judge(measured(T * 3, load=0.9), base(CPU), device_id=CPU, checksum=CHECKSUM)
+    assert "counted in its noise" not in quiet.message
 
 
 def test_a_stall_share_up_to_what_was_measured_adds_nothing_and_beyond_it_doubles_the_noise() -> (
