@@ -257,6 +257,33 @@ def pytest_runtest_protocol(item: pytest.Item) -> Any:
         yield
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Any:
+    """A test that tunes holds the shared locks for its set-up, as an ordinary test does
+    for all of it: its fixtures (inputs made on the GPU, 256 MiB of random numbers) ran
+    beside another worker's measurement, which its body alone waits for."""
+    with _set_up_or_torn_down(item):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Any:
+    """A test that tunes holds the shared locks for its teardown (`pytest_runtest_setup`)."""
+    with _set_up_or_torn_down(item):
+        yield
+
+
+@contextlib.contextmanager
+def _set_up_or_torn_down(item: pytest.Item) -> Iterator[None]:
+    state = item.config.stash.get(SESSION, None)
+    quiet = state.quiet if state is not None else None
+    if quiet is None or item.get_closest_marker("autotune") is None:
+        yield  # an ordinary test holds them already, for its whole protocol
+        return
+    with quiet.testing():
+        yield
+
+
 class _AfterTheBody:
     """The hooks that run after a test's body, registered apart (`pytest_configure`): a
     module has one `pytest_runtest_call`, and ours there runs before the body."""

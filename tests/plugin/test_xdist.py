@@ -393,3 +393,39 @@ def test_under_xdist_a_run_stopped_by_x_says_why_as_a_single_process_does(
     # Said whether or not a worker tuned a group before the run stopped.
     assert "stopped early (stopping after 1 failures)" in report
     assert "(interrupted)" not in report
+
+
+SET_UP_TESTS = (
+    QUIET_TESTS.split("@pytest.mark.parametrize")[0]
+    + """
+@pytest.fixture
+def made(request):
+    window("set up", 0.15)
+    return 1
+
+@pytest.mark.parametrize("key", range(4))
+@pytest.mark.autotune(candidates={"c": make("c", 100e-6), "d": make("d", 200e-6)})
+def test_keyed(candidate, made, key):
+    return candidate(made)
+"""
+)
+
+
+def test_under_xdist_a_tuned_tests_set_up_never_runs_while_another_worker_measures(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A test that tunes took no shared hold: its fixtures (inputs made on the GPU) ran
+    # beside the other worker's measurement, which only its body waited for.
+    autotune_pytester.makepyfile(test_quiet=SET_UP_TESTS)
+    monkeypatch.setenv("RAN_LOG_DIR", str(autotune_pytester.path))
+    result = run(autotune_pytester, "-n", "2", "--autotune")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    lines = (autotune_pytester.path / "windows.jsonl").read_text().splitlines()
+    windows = [json.loads(line) for line in lines]
+    assert {worker for kind, worker, _, _ in windows if kind == "measured"} == {"gw0", "gw1"}
+    set_up = [(w, s, e) for kind, w, s, e in windows if kind == "set up"]
+    measured = [(w, s, e) for kind, w, s, e in windows if kind == "measured"]
+    overlapping = [
+        (a, b) for a in set_up for b in measured if a[0] != b[0] and a[1] < b[2] and a[2] > b[1]
+    ]
+    assert not overlapping, overlapping[:3]
