@@ -26,6 +26,7 @@ from pytest_autotune.gate import (
     format_change,
     format_interval,
 )
+from pytest_autotune.gate.baseline import sigma_between_of
 from pytest_autotune.gate.judge import candidate_change
 from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report.extra import RecordExtra
@@ -76,6 +77,9 @@ class Baselines:
         if self._settings.engine.disable_cache:
             return None, None
         path, cache, entries = self._load(device_id, tuner)
+        bad = gate_fields_error(path, cache.metadata())
+        if bad is not None:
+            return None, f"warning: {shown_paths(str(bad), self._settings)}"
         try:
             return (
                 Baseline.find(
@@ -96,7 +100,8 @@ class Baselines:
         read, or there is none. An update leaves such a file as it is."""
         if self._settings.engine.disable_cache:
             return None
-        error = self._load(device_id, tuner)[1].unreadable()
+        path, cache, _ = self._load(device_id, tuner)
+        error = cache.unreadable() or gate_fields_error(path, cache.metadata())
         if error is None:
             return None
         what = f"{self._settings.relative(error.path)} could not be read ({error.reason})"
@@ -257,6 +262,20 @@ def update_entry(record: AutotuneRecord) -> CacheUpdate | None:
     )
 
 
+def gate_fields_error(path: Path, metadata: Mapping[str, Any]) -> CacheFileError | None:
+    """Why a cache file's top-level fields that only the gate reads do not read: its
+    `sigma_between` (README: set by hand, a fraction). The whole file then serves the gate
+    as an unreadable one, named, and an update never overwrites it: read per key, a typo
+    ("3%") made every entry "no baseline", the gate passed them all, and each update
+    replaced them, losing their sessions. A library's runtime reader of the same file (a
+    shipped cache) does not read the field, and keeps its winners."""
+    try:
+        sigma_between_of(metadata)
+    except ValueError as error:
+        return CacheFileError(path, str(error))
+    return None
+
+
 def write_caches(
     updates: Sequence[CacheUpdate],
     devices: Mapping[str, Any],
@@ -276,6 +295,16 @@ def write_caches(
         where = settings.relative(path)
         rejoined: list[str] = []
         try:
+            # A file the gate cannot use (its own fields, which the library's reader of the
+            # file does not read) is never overwritten: a person repairs it. Read apart:
+            # the save reads the file for itself, and says what it finds.
+            before = tuner_cache(settings.cache_dir, device_id, tuner)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the file's own warnings are said already
+                before.load()
+            bad = gate_fields_error(path, before.metadata())
+            if bad is not None:
+                raise bad
             cache = tuner_cache(settings.cache_dir, device_id, tuner)
             device = devices.get(device_id)
             cache.save(

@@ -341,6 +341,15 @@ def _calibration_and_history(
 
 
 def _sigma_between(metadata: Mapping[str, Any], where: str) -> float | None:
+    try:
+        return sigma_between_of(metadata)
+    except ValueError as error:
+        raise BaselineError(f"{where}: {error}") from None
+
+
+def sigma_between_of(metadata: Mapping[str, Any]) -> float | None:
+    """A cache file's own between-session noise (its top-level `sigma_between`), None where
+    it sets none; ValueError, saying what is wrong, where it does not read."""
     value = metadata.get("sigma_between")
     if value is None:
         return None
@@ -349,7 +358,10 @@ def _sigma_between(metadata: Mapping[str, Any], where: str) -> float | None:
         or not isinstance(value, (int, float))
         or not (math.isfinite(value) and value >= 0)
     ):
-        raise BaselineError(f"{where}: sigma_between is {value!r}, expected a number >= 0")
+        raise ValueError(
+            f"field 'sigma_between' is {json_text(value)}, expected a number >= 0 (the"
+            " between-session noise as a fraction of the time: 0.03 for 3%)"
+        )
     return float(value)
 
 

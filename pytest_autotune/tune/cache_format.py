@@ -256,7 +256,6 @@ def parse_contents(data: Any) -> Contents:
         raise Malformed(
             f"the device block's 'id' is {json_text(device.get('id'))}, expected a device id"
         )
-    _check_sigma_between(data.get("sigma_between"))
     tuner = data.get(TUNER_FIELD)
     if tuner is not None and not isinstance(tuner, str):
         raise Malformed(f"field {TUNER_FIELD!r} is {json_text(tuner)}, expected a string")
@@ -283,19 +282,6 @@ def parse_contents(data: Any) -> Contents:
         entries[key] = value
     metadata = {name: value for name, value in data.items() if name not in STRUCTURE}
     return Contents(entries, device, metadata)
-
-
-def _check_sigma_between(value: Any) -> None:
-    """A file's own between-session noise (README: "set a top-level sigma_between"), a
-    fraction. Checked with the file, not with each key: read per key, a typo ("3%") made
-    every entry no baseline, the gate passed them all, and each update replaced them."""
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise Malformed(
-            f"field 'sigma_between' is {json_text(value)}, expected a number >= 0 (the"
-            " between-session noise as a fraction of the time: 0.03 for 3%)"
-        )
 
 
 def _written_alike(a: Any, b: Any) -> bool:

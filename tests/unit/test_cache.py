@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,21 @@ def entry(
         bounds={"time_limit_ns": 3_000_000, "binding_resource": "memory"},
     )
     return PersistentCacheKey(stable_key(key), checksum), value
+
+
+def test_a_gate_only_field_that_does_not_read_leaves_the_entries_to_the_library(
+    tmp_path: Path,
+) -> None:
+    # `sigma_between` is the gate's (set by hand, README): a typo in it must not make a
+    # library's runtime reader of the same file (a shipped cache) drop every winner. The
+    # plugin refuses the file for the gate (`baselines.gate_fields_error`).
+    path = tmp_path / "dev" / "tuner.json"
+    PersistentCache(path).save(dict([entry((64, "f32"))]), metadata={"sigma_between": "3%"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reread = PersistentCache(path)
+        assert len(reread.load()) == 1 and reread.unreadable() is None
+    assert reread.metadata()["sigma_between"] == "3%"
 
 
 def test_entries_with_outcomes_and_errors_survive_a_round_trip(tmp_path: Path) -> None:
