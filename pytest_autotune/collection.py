@@ -274,8 +274,7 @@ def _parametrize(
     every test of the session, naming neither. Its items are left as the fixture makes
     them, and each fails with the error. (pytest keeps a test's fixture definitions in
     `Metafunc._arg2fixturedefs`, read as pytest's own fixture parametrization reads it.)"""
-    definitions = getattr(metafunc, "_arg2fixturedefs", {}).get("candidate") or ()
-    if parametrized is None and definitions and definitions[-1].params is not None:
+    if parametrized is None and _fixture_params(metafunc):
         return (
             "`candidate` is a fixture with params here (a conftest's?), which pytest"
             " parametrizes the test over: an autotune test's candidates are its marker's"
@@ -287,6 +286,19 @@ def _parametrize(
     elif not pairs and (candidates is not None or parametrized is None):
         metafunc.parametrize("candidate", [None], ids=[INVALID])  # one item, to fail with why
     return None
+
+
+def _fixture_params(metafunc: pytest.Metafunc) -> bool:
+    """Whether a `candidate` fixture with params parametrizes the test, as pytest finds
+    one: from the closest definition outwards, the first with params, through overrides
+    that request the fixture they override (`def candidate(candidate)`)."""
+    definitions = getattr(metafunc, "_arg2fixturedefs", {}).get("candidate") or ()
+    for definition in reversed(definitions):
+        if definition.params is not None:
+            return True
+        if "candidate" not in definition.argnames:
+            return False
+    return False
 
 
 def shared_nodeid_error(config: pytest.Config, nodeid: str, first: Path, path: Path) -> str:

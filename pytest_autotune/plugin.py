@@ -193,9 +193,10 @@ def pytest_cmdline_main(config: pytest.Config) -> Any:
     workers = getattr(option, "numprocesses", None)
     # `-d` is pytest-xdist's `--dist load`, which its hook sets after this one: left as it
     # was, it undid the switch, and every group split over the workers was tuned twice.
+    # It wins over any --dist (loadscope, loadfile and each included).
     distload = bool(getattr(option, "distload", False))
-    by_test = dist in ("load", "worksteal") or (dist == "no" and (workers or distload))
-    if tuning and dist == "each":
+    by_test = distload or dist in ("load", "worksteal") or (dist == "no" and workers)
+    if tuning and dist == "each" and not distload:
         raise pytest.UsageError(
             "pytest-autotune: --dist each runs every test on every worker, so each worker"
             " would tune every group again (a row and a verdict each, and two writers of"

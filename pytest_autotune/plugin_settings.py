@@ -165,13 +165,13 @@ def _check_output(
     """Refuse an output file (resolved `path`, named by `where`) that the end of the run
     would write over something it must not: a baseline, or another output."""
     cache = settings.cache_dir.resolve()
-    if path.parent != cache and path.is_relative_to(cache):
+    if settings.tune and path.parent != cache and path.is_relative_to(cache):
         # Written at the end of the run, over a committed baseline (an HTML page where a
         # cache file was, records appended to one), or beside them where every reader of
-        # the folder meets it.
+        # the folder meets it. A plain run writes none of ours.
         raise ConfigError(
-            f"{where}: {shown_from(path, invocation_dir)} is in a device folder of the"
-            f" cache folder {shown_from(cache, invocation_dir)}, which holds the baselines;"
+            f"{where}: {shown_from(path, invocation_dir)} is in a folder of the cache"
+            f" folder {shown_from(cache, invocation_dir)}, where the baselines are kept;"
             " give a path outside it"
         )
     for other, other_path in written.items():

@@ -8,6 +8,7 @@ reported as a regression, and a suspected failure is measured again before it co
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -130,8 +131,17 @@ def judge(
     # An update whose baseline's winner failed or is skipped here starts a new baseline
     # whatever a re-measurement reads: its change is against another kernel's time.
     confirm = remeasure is not None and not (update and failed_here is not None)
+    # The tolerance an update's speedup must pass to start a new baseline, as
+    # `gate_policy.history` decides it: a smaller one joins the old baseline anyway.
+    tolerance = (
+        RegressionCheck.for_device(
+            device_id, max_regression, calibrated=current.calibrated_against(baseline)
+        ).max_regression
+        if baseline is not None
+        else 0.0
+    )
     for _ in range(confirmations if confirm else 0):
-        if not _suspected(verdict):
+        if not _suspected(verdict, tolerance):
             break
         assert remeasure is not None
         try:
@@ -147,13 +157,14 @@ def judge(
             )
         verdict = once(again, remeasured=True)
         reads.append(verdict)
-    return _confirmed(verdict, reads)
+    return _confirmed(verdict, reads, tolerance)
 
 
-def _suspected(verdict: GroupVerdict) -> bool:
+def _suspected(verdict: GroupVerdict, tolerance: float) -> bool:
     """Whether a verdict is measured again before it stands: a failure, and an update's
-    change that would start a new baseline from this session alone, a slowdown past the
-    tolerance or a speedup (its whole interval faster). On a VM in a slow phase an update
+    change that would start a new baseline from this session alone (`gate_policy.history`),
+    a slowdown past the tolerance or a speedup (its whole interval faster by more than
+    `tolerance`). On a VM in a slow phase an update
     read +131% of unchanged code, and that session became the baseline that every later
     comparison, a real slowdown's too, was measured against (BENCHMARKS.md, 2026-12-02);
     in a fast spell another read -43%, and unchanged code then failed at +110% in nine of
@@ -166,11 +177,13 @@ def _suspected(verdict: GroupVerdict) -> bool:
     return (
         verdict.verdict is Verdict.UPDATED
         and comparison is not None
-        and (comparison.failed or comparison.high < 0)
+        and (comparison.failed or math.log1p(comparison.high) < -math.log1p(tolerance))
     )
 
 
-def _confirmed(verdict: GroupVerdict, reads: Sequence[GroupVerdict]) -> GroupVerdict:
+def _confirmed(
+    verdict: GroupVerdict, reads: Sequence[GroupVerdict], tolerance: float
+) -> GroupVerdict:
     """A regression (or an update's change) confirmed by re-measurements, with the change each
     measurement read, on the regression's line (a floor missed too is the next line): the
     message shows the last one's figures, and a user weighing a failure of a small kernel on a
@@ -178,7 +191,7 @@ def _confirmed(verdict: GroupVerdict, reads: Sequence[GroupVerdict]) -> GroupVer
     what its reads missed is the roof, which the change against the baseline does not say."""
     changes = [read.comparison.delta for read in reads if read.comparison is not None]
     changed = verdict.verdict is Verdict.REGRESSION or (
-        verdict.verdict is Verdict.UPDATED and _suspected(verdict)
+        verdict.verdict is Verdict.UPDATED and _suspected(verdict, tolerance)
     )
     if not changed or len(reads) < 2 or len(changes) != len(reads):
         return verdict

@@ -336,7 +336,10 @@ def anchor(
     all of them. Zero stays zero (an empty dimension keeps a key of its own, as in the
     seed). The result is clamped to `[min, max]`.
     """
-    if type(x) is not int or x < 0:  # one check on the hot path: the int a shape gives
+    if type(x) is int:  # the hot path: the int a shape gives
+        if x < 0:
+            _check_size(x)
+    elif type(x) is not float or not 0 <= x < math.inf:  # NaN fails the comparison
         _check_size(x)
     # `autotune_level()` inlined: a key generator may call this on every dispatch.
     if level is not None and type(level) is not AutotuneLevel:  # a name, as elsewhere
@@ -380,9 +383,9 @@ def _check_size(x: object) -> None:
     """Refuse what `anchor` cannot anchor, in one line: NaN, infinity, a negative size or
     a string failed deep in the arithmetic (`cannot convert float NaN to integer`), and a
     negative size anchored to 0 without a word. A NumPy integer or float is a size."""
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+    if type(x) is not float and (isinstance(x, bool) or not isinstance(x, numbers.Real)):
         raise TypeError(f"anchor: expected a size (a number >= 0), got {x!r}")
-    if not (math.isfinite(x) and float(x) >= 0):
+    if x < 0 or not math.isfinite(x):  # NaN is not below 0; a huge int is finite
         raise ValueError(f"anchor: expected a finite size >= 0, got {x!r}")
 
 

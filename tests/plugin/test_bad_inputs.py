@@ -1599,6 +1599,16 @@ def test_a_candidate_fixture_with_params_fails_its_test_not_the_session(
             def candidate(request):
                 return request.param
 
+            class TestOverridden:
+                # An override that requests the fixture it overrides keeps its params.
+                @pytest.fixture
+                def candidate(self, candidate):
+                    return candidate
+
+                @pytest.mark.autotune
+                def test_overridden(self, candidate):
+                    return candidate(1)
+
             @pytest.mark.autotune
             def test_bare(candidate):
                 return candidate(1)
@@ -1619,9 +1629,10 @@ def test_a_candidate_fixture_with_params_fails_its_test_not_the_session(
     )
     for mode in ((), ("--autotune",)):
         result = run(project, "test_x.py", *mode)
-        result.assert_outcomes(failed=4, passed=3)
+        result.assert_outcomes(failed=6, passed=3)
         result.stdout.fnmatch_lines(
             [
+                "*test_x.py::TestOverridden::test_overridden: `candidate` is a fixture with*",
                 "*test_x.py::test_bare: `candidate` is a fixture with params here*",
                 "*test_x.py::test_given: `candidate` is a fixture with params here*",
             ],

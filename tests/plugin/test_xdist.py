@@ -77,8 +77,14 @@ def test_under_xdist_each_group_is_tuned_by_one_worker_with_one_row_and_one_verd
 
 @pytest.mark.parametrize(
     "dist",
-    [("--dist", "load"), ("--dist", "worksteal"), ("-d",), ("--tx", "2*popen", "-d")],
-    ids=["load", "worksteal", "-d", "tx -d"],
+    [
+        ("--dist", "load"),
+        ("--dist", "worksteal"),
+        ("-d",),
+        ("--tx", "2*popen", "-d"),
+        ("-d", "--dist", "loadscope"),
+    ],
+    ids=["load", "worksteal", "-d", "tx -d", "-d loadscope"],
 )
 def test_a_dist_mode_that_hands_out_single_tests_still_keeps_each_group_on_one_worker(
     groups: pytest.Pytester, dist: tuple[str, ...]

@@ -796,6 +796,18 @@ def test_an_updates_speedup_is_measured_again_before_it_starts_a_new_baseline() 
     assert faster.message.endswith("; measured 2 times: -43.0%, -42.0%")  # once on a GPU
 
 
+def test_an_updates_speedup_within_the_tolerance_joins_without_being_measured_again() -> None:
+    # `gate_policy.history` starts a new baseline only past the tolerance: a smaller
+    # speedup joins the old baseline anyway, and measuring it again only cost time.
+    def remeasure() -> Measurement:
+        raise AssertionError("measured again")
+
+    verdict = gate(exact(T * 0.96), baseline(), update=True, remeasure=remeasure)
+    assert (verdict.verdict, verdict.remeasured) == (Verdict.UPDATED, False)
+    assert verdict.comparison is not None and verdict.comparison.high < 0
+    assert verdict.message == "recorded as the new baseline"
+
+
 def test_an_update_without_a_baseline_records_one() -> None:
     verdict = gate(exact(T), update=True, strict=True)
     assert (verdict.verdict, verdict.failed, verdict.message) == (

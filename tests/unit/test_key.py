@@ -189,6 +189,11 @@ def test_what_is_not_a_size_is_refused_in_one_line(size, error, said):
         assert str(info.value) == f"anchor: {said}"
 
 
+def test_a_negative_int_too_large_for_a_float_is_refused_as_a_size():
+    with pytest.raises(ValueError, match=r"^anchor: expected a finite size >= 0, got -1000"):
+        anchor(-(10**400))
+
+
 def test_numpy_sizes_anchor_as_python_numbers():
     assert anchor(np.int64(100)) == anchor(100) == 128
     assert anchor(np.float32(3.5)) == anchor(3.5) == 4

@@ -320,10 +320,15 @@ def test_an_output_file_among_the_baselines_stops_the_run_at_its_start(
     # a baseline, the records were appended to one, and the next gate had none.
     folder = "caches" if ini else ".autotune"
     ini = {**ini, "autotune_cache_dir": "caches"} if ini else ini
-    with pytest.raises(ConfigError, match=f"^{where}: .* is in a device folder of the cache"):
-        settings_from_sources(command_line, ini, {}, tmp_path, tmp_path)
-    # Beside the device folders, or anywhere else, it is written as asked.
-    settings_from_sources({"autotune_record": f"{folder}/r.jsonl"}, ini, {}, tmp_path, tmp_path)
+    tuning = {**command_line, "autotune": True}
+    with pytest.raises(ConfigError, match=f"^{where}: .* is in a folder of the cache folder"):
+        settings_from_sources(tuning, ini, {}, tmp_path, tmp_path)
+    # Beside the device folders, or anywhere else, it is written as asked; and a plain run,
+    # which writes none of ours, is not stopped.
+    settings_from_sources(
+        {"autotune": True, "autotune_record": f"{folder}/r.jsonl"}, ini, {}, tmp_path, tmp_path
+    )
+    settings_from_sources(command_line, ini, {}, tmp_path, tmp_path)
 
 
 def test_two_outputs_naming_one_file_stop_a_tuning_run_at_its_start(tmp_path: Path) -> None:
