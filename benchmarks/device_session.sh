@@ -38,6 +38,7 @@
 #   bash benchmarks/device_session.sh final19 # suite, examples (every mode), then the examples' roofs over RUNS runs of -n 2 and of one process
 #   bash benchmarks/device_session.sh twentieth # suite, examples (every mode), an update on an update, -n 2 roofs
 #   bash benchmarks/device_session.sh roofs   # an update, then RUNS runs each of -n 2 and one process: every winner's fraction of its roof
+#   bash benchmarks/device_session.sh twentyfirst # suite, examples, what the fixed cost depends on, RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -558,6 +559,18 @@ roofs)
   done
   grep -hE "^example_kernels/.*% (HBM|L2|DRAM)" "$LOG" >"$OUT/roofs.txt"
   grep -hE "reached .* of its" "$LOG" >"$OUT/roof_notes.txt" || true
+  ;;
+twentyfirst)
+  # The suite and the examples in every mode; what the replay fixed cost depends on
+  # (gpu_fixed_cost_idle.py); then an update and RUNS runs of -n 2, each group's winner
+  # median, fraction of its roof and the fixed cost its worker took off, from the records.
+  tree_checks
+  step 60 python3 benchmarks/gpu_fixed_cost_idle.py --rounds "${ROUNDS:-4}"
+  step 40 $P example_kernels --autotune-update -q
+  for i in $(seq "${RUNS:-2}"); do
+    step 40 $P example_kernels -n 2 --autotune -q -p no:randomly --autotune-record="$OUT/n2-$i.jsonl"
+  done
+  python3 benchmarks/records_instrument.py "$OUT"/n2-*.jsonl >"$OUT/instrument.txt" 2>&1
   ;;
 top)
   gate_rest "${CONDITION:-groups}"

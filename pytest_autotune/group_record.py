@@ -38,6 +38,7 @@ def group_record(
     tuner: str,
     work: Work | None,
     call_costs: Mapping[str, Mapping[str, float | None]],
+    instrument: Mapping[str, int] | None = None,
     measured: str | None,
     device: Mapping[str, Any],
     baseline: Mapping[str, Any] | None,
@@ -48,12 +49,13 @@ def group_record(
     selected: tuple[str, ...] | None = None,
 ) -> AutotuneRecord:
     """The record of a judged group: the decision's, with the plugin's extras. `measured`
-    is the candidate the gate measured where it is not tuning's pick, `baseline` what the
-    record keeps of the baseline (`baselines.baseline_extra`), `history` the earlier
-    sessions an update keeps, `recorded` False where an update keeps the committed
-    baseline instead of writing this session (`gate_policy.settle_update`), `test_ids` each
-    candidate's test item by name, `expected_to_fail` the candidates whose tests are
-    marked xfail, `selected` those whose tests this run selected (None: every one)."""
+    is the candidate the gate measured where it is not tuning's pick, `instrument` what the
+    client took off each sample (`instrument`), `baseline` what the record keeps of the
+    baseline (`baselines.baseline_extra`), `history` the earlier sessions an update keeps,
+    `recorded` False where an update keeps the committed baseline instead of writing this
+    session (`gate_policy.settle_update`), `test_ids` each candidate's test item by name,
+    `expected_to_fail` the candidates whose tests are marked xfail, `selected` those whose
+    tests this run selected (None: every one)."""
     decision, measurement = case.decision, verdict.measurement
     extra = RecordExtra(
         group=case.group,
@@ -87,6 +89,7 @@ def group_record(
             )
             else None
         ),
+        instrument=dict(instrument) if instrument else None,
         # The report re-renders from records alone, so each carries its device and work.
         device=device,
         work=(
@@ -170,4 +173,11 @@ def call_costs(client: Client, tunables: TunableSet) -> dict[str, dict[str, floa
     return costs
 
 
-__all__ = ["call_costs", "group_record", "group_summary"]
+def instrument(client: Client) -> dict[str, int]:
+    """What the client takes off each sample as its instrument's own, integer nanoseconds by
+    mode, where it says (a CUDA client; empty for others)."""
+    said = getattr(client, "instrument", None)
+    return dict(said()) if said is not None else {}
+
+
+__all__ = ["call_costs", "group_record", "group_summary", "instrument"]

@@ -37,7 +37,7 @@ from pytest_autotune.gate_policy import (
     judge_group,
     settle_update,
 )
-from pytest_autotune.group_record import call_costs, group_record, group_summary
+from pytest_autotune.group_record import call_costs, group_record, group_summary, instrument
 from pytest_autotune.outputs import SessionOutput, progress_lines
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device
 from pytest_autotune.quiet import Quiet, crashed_tests
@@ -462,6 +462,7 @@ class AutotuneSession:
                 tuner=request.tuner_name,
                 work=work,
                 call_costs=call_costs(client, case.tunables),
+                instrument=instrument(client),
                 measured=judged.measured,
                 device=device,
                 baseline=baseline,

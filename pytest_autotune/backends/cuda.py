@@ -535,6 +535,18 @@ class CudaClient:
         "median" for a host-bound call's caller-timed samples (`CallerTiming`)."""
         return self._caller.sample_statistic(fn)
 
+    def instrument(self) -> dict[str, int]:
+        """What this client takes off its samples as the instrument's own, in integer
+        nanoseconds, by mode, as measured in this process so far (`_empty_sample`): a
+        record keeps it, so that a time read too fast or too slow by a constant can be
+        traced to it."""
+        return {
+            f"{'held' if hold else 'unheld'}_{'replay' if replayed else 'stream'}_ns": round(
+                seconds * 1e9
+            )
+            for (hold, replayed), seconds in sorted(self._empty.items())
+        }
+
     def _empty_sample(self, hold: bool, replayed: bool) -> float:
         """What a sample reads beyond the call's own work, measured once per mode: the median
         of samples of a call that enqueues nothing or, for a replayed call, the replay's

@@ -4,9 +4,9 @@ the report draws, typed, with its JSON form (DESIGN.md, "Records").
 The session writes one per decision and reads each group's summary and cache update back
 from it (`group_record`); the report reads it back from the records alone. The nested
 blocks (`device`, `work`, `baseline`, `comparison`, `calibration`, `contention`,
-`call_costs`, `history`) stay JSON objects here: each has its own reader where it is used.
-Every field may be missing, as in records of older versions or those a `LocalTuner` wrote
-outside pytest.
+`instrument`, `call_costs`, `history`) stay JSON objects here: each has its own reader where
+it is used. Every field may be missing, as in records of older versions or those a
+`LocalTuner` wrote outside pytest.
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ class RecordExtra:
     which runnable threads waited for a CPU, and `helpers`, the CPU time of the process's
     other threads over the samples' wall time; each None where the platform does not tell
     (`gate.conditions`)."""
+    instrument: JsonObject | None = None
+    """What the client took off each sample as its instrument's own, integer nanoseconds by
+    mode (a CUDA client's replay fixed cost, `CudaClient.instrument`)."""
     device: JsonObject | None = None
     """The device block (id, fingerprint, peaks), so the report needs no other file."""
     work: JsonObject | None = None
@@ -112,6 +115,7 @@ _KINDS: dict[str, type | tuple[type, ...]] = {
     "winner_samples_ns": list,
     "calibration": dict,
     "contention": dict,
+    "instrument": dict,
     "device": dict,
     "work": dict,
     "baseline": dict,

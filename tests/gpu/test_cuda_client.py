@@ -158,6 +158,17 @@ def test_launch_overhead_is_microseconds(client: CudaClient) -> None:
     assert 0 < client.launch_overhead < 1e-3
 
 
+def test_the_instrument_says_the_fixed_cost_it_takes_off_each_sample(spin: Any) -> None:
+    """A fresh client has taken nothing off yet; once it timed a call by a held replay it
+    says the replay's fixed cost, microseconds (1.9-2.1 us on an H200), not tens."""
+    fresh = CudaClient(cold_l2=False, timing="device")
+    assert fresh.instrument() == {}
+    fresh.time(spin(50), ())
+    said = fresh.instrument()
+    assert "held_replay_ns" in said, said
+    assert all(0 < ns < 20_000 for ns in said.values()), said
+
+
 @pytest.mark.parametrize("launches", [1, 2], ids=["one_launch", "two_launches"])
 def test_timing_agrees_with_cuda_graph_replay(
     cp: Any, client: CudaClient, spin: Any, launches: int

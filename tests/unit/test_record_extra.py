@@ -23,6 +23,7 @@ WRITTEN = {
     "winner_samples_ns": [100000, 100000],
     "calibration": None,
     "contention": {"load": 0.5, "pressure": 0.25, "helpers": 0.0},
+    "instrument": {"held_replay_ns": 2010},
     "device": {"id": "cpu-fake-1t", "fingerprint": {"fake": True}, "peaks": {}},
     "work": {"compute_ops": 0.0, "bytes": 100000.0, "working_set": 100000.0},
     "baseline": None,
