@@ -45,6 +45,9 @@ baseline recorded as a project would record it:
   candidates) succeeds, so tuning stops before the third;
 - `neighbour`: a process spinning on one core beside every gated session (not the
   baseline's), as on a shared runner;
+- `small`: the module with `test_sum` over 2**15 floats (128 KiB) instead of 2**20: a
+  kernel whose input stays in the caches, calibrated by a read repeated to cover 2 MiB
+  (`calibration.read_repeats`);
 - `bursty`: beside every gated session, bursts of two processes spinning (both cores
   busy) for 1-6 s, then 1-6 s idle (durations drawn at random), as other jobs' test
   suites starting and stopping on a shared runner: the load the 1-minute average lags.
@@ -115,7 +118,7 @@ BUSY_LOAD = 1.5
 """A 1-minute load average from which this 2-core machine counts as busy with other work
 when a session starts (one core's worth of it besides ours)."""
 
-CONDITIONS = ("module", "suite", "k", "xdist", "groups", "neighbour", "bursty")
+CONDITIONS = ("module", "suite", "k", "xdist", "groups", "neighbour", "bursty", "small")
 
 BURSTS = textwrap.dedent(
     """
@@ -426,6 +429,9 @@ def make_project(root: Path, condition: str) -> None:
             "    rtol=1e-3,\n    groups=PLAN,\n)\ndef test_sum",
         )
         assert "groups=PLAN" in module
+    if condition == "small":
+        module = module.replace("random(1 << 20, dtype", "random(1 << 15, dtype")
+        assert "1 << 15" in module
     (root / MODULE).write_text(module)
     if condition in ("suite", "k"):
         (root / OTHER).write_text(OTHER_MODULE.lstrip())

@@ -16,6 +16,19 @@ than one: each has its own session-to-session quirks. In 40 short sessions the p
 the 4 MiB sum kernel better than either alone (a spread of 1.6% against 2.6% and 2.8%) and
 the transpose between the two (2.3% against 1.4% and 3.8%).
 
+A small input is read several times in a row, as many as make `READ_BYTES` (2 MiB), so
+that a cache-resident kernel's read is long enough to follow the machine. On the 2-core VM
+an `np.sort` of 32K floats (128 KiB, about 250 us) moved by 14.8% (sd of ln) over 112
+fresh processes in six quiet minutes, and by 19.6% over 50 beside a test suite running on
+both CPUs, where it ran 32% faster (the VM's CPUs are quicker when busy); divided by one
+read of its input (38 us) the spread was 4.6% and 6.4%, by 16 reads 2.1% and 4.1%, and the
+quiet-to-loaded move of the ratio +2.6% (benchmarks/cpu_read_repeats.py, BENCHMARKS.md,
+2026-12-03). A read of more than
+`MAX_REPEATS` repeats would be mostly calls, not memory: inputs under 32 KiB are read once.
+The repeat count depends on the inputs' sizes alone, and is part of the read's kind
+(`calibration_kind`), so a baseline divided by one read is never compared with a run
+divided by sixteen.
+
 The read is used only where it is long enough to time. A read of a few hundred bytes takes
 a few microseconds, nearly all of it the interpreter's calls into NumPy: its changes from
 one session to the next are the timer's and the interpreter's, not the machine's, and
@@ -28,7 +41,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -41,6 +54,15 @@ _ORDERED_KINDS = frozenset("biuf")
 
 _MAX_DEPTH = 4
 
+READ_BYTES = 2 << 20
+"""The bytes a calibration read covers at least, its inputs read as many times in a row as
+that takes (`read_repeats`): see the module docstring."""
+
+MAX_REPEATS = 64
+"""The most times the read reads its inputs: inputs under `READ_BYTES / MAX_REPEATS` (32 KiB)
+are read once, as a read of so few bytes is mostly the calls into NumPy, not the machine's
+memory (issue 9's 2 ms kernel over 64-element arrays)."""
+
 MIN_READ_SECONDS = 50e-6
 """The shortest calibration read the gate divides by: 25 times the ~2 us the read's own
 calls into NumPy cost, so that their jitter (a microsecond or two between sessions) moves
@@ -52,27 +74,55 @@ def long_enough(seconds: float) -> bool:
     return seconds >= MIN_READ_SECONDS
 
 
+def read_repeats(inputs: tuple[Any, ...]) -> int:
+    """How many times in a row the calibration read reads `inputs`: as many as cover
+    `READ_BYTES`, where that takes at most `MAX_REPEATS`; else once. A function of the
+    inputs' sizes alone, so a baseline and a run of the same inputs read the same."""
+    nbytes = sum(int(a.nbytes) for a in input_arrays(inputs))
+    if not nbytes:
+        return 1
+    repeats = -(-READ_BYTES // nbytes)
+    return repeats if repeats <= MAX_REPEATS else 1
+
+
+def calibration_kind(inputs: tuple[Any, ...]) -> str:
+    """The kind of `inputs`' calibration read, as the cache files name it: `CALIBRATION_KIND`
+    for one read of them, with `x<repeats>` after it for that many (`read_repeats`)."""
+    repeats = read_repeats(inputs)
+    return CALIBRATION_KIND if repeats == 1 else f"{CALIBRATION_KIND}x{repeats}"
+
+
 def calibration_read(inputs: tuple[Any, ...]) -> Callable[[], None] | None:
     """The calibration read of `inputs`: every NumPy array in them (also inside tuples, lists
-    and dict values) read once; None when they hold no non-empty numeric array, since then
-    there is nothing of the kernel's to read."""
+    and dict values) read `read_repeats` times; None when they hold no non-empty numeric
+    array, since then there is nothing of the kernel's to read."""
     arrays = input_arrays(inputs)
     if not arrays:
         return None
     ordered = [a for a in arrays if a.dtype.kind in _ORDERED_KINDS]
+    repeats = range(read_repeats(inputs))
 
     def read() -> None:
-        for array in arrays:
-            np.count_nonzero(array)
-        for array in ordered:
-            np.maximum.reduce(array, axis=None)
+        for _ in repeats:
+            for array in arrays:
+                np.count_nonzero(array)
+            for array in ordered:
+                np.maximum.reduce(array, axis=None)
 
     return read
 
 
+class TimedRead(NamedTuple):
+    """A calibration read as the gate times it beside the winner: one sample of it
+    (seconds), and its kind (`calibration_kind`)."""
+
+    sample: Callable[[], float]
+    kind: str
+
+
 def timed_calibration(
     inputs: tuple[Any, ...], time: Callable[[Callable[[], None], tuple[()]], float]
-) -> Callable[[], float] | None:
+) -> TimedRead | None:
     """The calibration read of `inputs` as a timed sample (`time(read, ())`, seconds), or
     None where there is no read or it is too short to time (the median of `_PROBES` reads,
     the first of which also warms it up)."""
@@ -83,7 +133,9 @@ def timed_calibration(
     def sample() -> float:
         return time(read, ())
 
-    return sample if long_enough(statistics.median(sample() for _ in range(_PROBES))) else None
+    if not long_enough(statistics.median(sample() for _ in range(_PROBES))):
+        return None
+    return TimedRead(sample, calibration_kind(inputs))
 
 
 _PROBES = 5

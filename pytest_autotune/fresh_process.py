@@ -244,6 +244,7 @@ def measure_here(name: str, call: bytes, sources: dict[str, Source] | None = Non
         result = {
             "samples": list(measured.samples),
             "calibration": None if calibration is None else list(calibration.samples),
+            "calibration_kind": None if calibration is None else calibration.kind,
             "load": measured.load,
             "pressure": measured.pressure,
             "helpers": measured.helpers,
@@ -272,10 +273,10 @@ def _apply(filters: list[object]) -> None:
 
 
 def _measurement(result: dict[str, Any]) -> Measurement:
-    calibration = result["calibration"]
+    reads, kind = result["calibration"], result["calibration_kind"]
     return Measurement(
         tuple(result["samples"]),
-        None if calibration is None else Calibration(tuple(calibration)),
+        None if reads is None else Calibration(tuple(reads), kind),
         load=result["load"],
         pressure=result["pressure"],
         helpers=result["helpers"],

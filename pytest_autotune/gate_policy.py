@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.backends.cpu import cpu, settle_allocator
 from pytest_autotune.baselines import UnreadableFile, update_message
-from pytest_autotune.calibration import timed_calibration
+from pytest_autotune.calibration import CALIBRATION_KIND, timed_calibration
 from pytest_autotune.fresh_process import NotFresh, measure_fresh
 from pytest_autotune.gate import (
     MAX_BASELINE_SESSIONS,
@@ -423,7 +423,12 @@ def candidate_measurer(
                 conditions.settle_helpers()
                 sample = helpers.wrap(sample)
             before = conditions.stall_reading() if on_cpu else None
-            measured = measure_winner(sample, calibration=calibrate, name=name)
+            measured = measure_winner(
+                sample,
+                calibration=calibrate.sample if calibrate else None,
+                calibration_kind=calibrate.kind if calibrate else CALIBRATION_KIND,
+                name=name,
+            )
             after = conditions.stall_reading() if on_cpu else None
         except Exception as exc:
             raise AutotuneError.from_exception(name, exc) from None
@@ -630,7 +635,20 @@ def history(
     replaced = baseline_winner_out(case, baseline, case.decision.fastest_name) is not None
     if not same or changed or replaced:
         return ()
-    return baseline.sessions()[-(MAX_BASELINE_SESSIONS - 1) :]
+    kept = baseline.sessions()[-(MAX_BASELINE_SESSIONS - 1) :]
+    if not _same_read(measurement, baseline):
+        # The earlier sessions' reads are of another read than this session's (one of
+        # another repeat count, `calibration.read_repeats`, or none now): their times
+        # still join, their reads would divide this session's winner by another workload.
+        kept = tuple(replace(s, read=None) for s in kept)
+    return kept
+
+
+def _same_read(measurement: Measurement | None, baseline: Baseline) -> bool:
+    """Whether this session's calibration read is of the kind the baseline's sessions read."""
+    mine = measurement.calibration if measurement is not None else None
+    theirs = baseline.calibration
+    return mine is not None and theirs is not None and mine.kind == theirs.kind
 
 
 __all__ = [

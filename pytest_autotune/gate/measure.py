@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pytest_autotune.calibration import CALIBRATION_KIND
 from pytest_autotune.gate.samples import Calibration, Measurement
 from pytest_autotune.tune.benchmark import SampleStats, check_sample
 
@@ -77,12 +78,13 @@ def measure_winner(
     sample: Callable[[], float],
     *,
     calibration: Callable[[], float] | None = None,
+    calibration_kind: str = CALIBRATION_KIND,
     name: str | None = None,
     **limits: Any,
 ) -> Measurement:
     """The winner's precise measurement (`measure_precisely`, with its `limits`), and with
-    `calibration` (seconds of one calibration read) a calibration sample right after each of
-    the winner's, so both meet the machine in the same state.
+    `calibration` (seconds of one calibration read, of `calibration_kind`) a calibration
+    sample right after each of the winner's, so both meet the machine in the same state.
 
     The measurement stops when the error of the ratio the gate compares (the winner's and
     the read's errors together) reaches the target. A calibration read the clock cannot see
@@ -109,4 +111,4 @@ def measure_winner(
         return math.hypot(_median_rse(samples), _median_rse(reads))
 
     samples = measure_precisely(paired, name=name, error=ratio_rse, **limits)
-    return Measurement(samples, Calibration(tuple(reads)) if usable else None)
+    return Measurement(samples, Calibration(tuple(reads), calibration_kind) if usable else None)

@@ -582,6 +582,39 @@ def test_a_cpu_baseline_keeps_the_calibration_read_and_a_slower_machine_is_no_re
     )
 
 
+def test_an_update_whose_read_is_of_another_kind_keeps_the_sessions_without_their_reads(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The earlier sessions' reads were of another read (another repeat count, as after an
+    upgrade that reads small inputs several times): their times join the baseline, their
+    reads do not, or this session's winner would be divided by another workload's time."""
+    tests = CALIBRATED_TESTS.replace(
+        "def fast(x):",
+        "@pytest.fixture(autouse=True)\n"
+        "def read_kind(monkeypatch):\n"
+        "    kind = os.environ.get('READ_KIND', 'read-inputs/1')\n"
+        "    monkeypatch.setattr('pytest_autotune.calibration.calibration_kind', lambda i: kind)\n"
+        "\n\ndef fast(x):",
+    )
+    autotune_pytester.makepyfile(test_calibrated=tests)
+    path = (
+        autotune_pytester.path
+        / ".autotune/cpu-fake-1t/test_calibrated.py__test_sum-9bef36f46f.json"
+    )
+
+    def entry() -> dict[str, Any]:
+        return json.loads(path.read_text())["entries"][0]
+
+    for _ in range(2):
+        assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    assert [s["read_ns"] for s in entry()["sessions"]] == [400_000]
+    monkeypatch.setenv("READ_KIND", "read-inputs/1x16")  # the kernel as fast as before
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    updated = entry()
+    assert updated["calibration"]["kind"] == "read-inputs/1x16"
+    assert [s["read_ns"] for s in updated["sessions"]] == [None, None]
+
+
 SLIP_TESTS = """
 import os
 

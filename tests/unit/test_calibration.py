@@ -15,7 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_autotune.calibration import CALIBRATION_KIND, calibration_read
+from pytest_autotune.calibration import (
+    CALIBRATION_KIND,
+    calibration_kind,
+    calibration_read,
+    read_repeats,
+)
 from pytest_autotune.gate import (
     CALIBRATED_SIGMA_BETWEEN,
     DEFAULT_SIGMA_BETWEEN,
@@ -50,8 +55,8 @@ def exact(seconds: float, n: int = 10) -> tuple[float, ...]:
     return (seconds,) * n
 
 
-def measured(seconds: float, read: float | None) -> Measurement:
-    return Measurement(exact(seconds), None if read is None else Calibration(exact(read)))
+def measured(seconds: float, read: float | None, kind: str = CALIBRATION_KIND) -> Measurement:
+    return Measurement(exact(seconds), None if read is None else Calibration(exact(read), kind))
 
 
 def cpu_baseline(read: float | None = R, kind: str = CALIBRATION_KIND) -> Baseline:
@@ -460,9 +465,58 @@ def test_the_read_is_timed_only_where_it_is_long_enough() -> None:
 
     inputs = (np.ones(64, dtype=np.float32),)
     assert timed_calibration(inputs, lambda read, args: 3e-6) is None
-    sample = timed_calibration(inputs, lambda read, args: MIN_READ_SECONDS * 2)
-    assert sample is not None and sample() == MIN_READ_SECONDS * 2
+    timed = timed_calibration(inputs, lambda read, args: MIN_READ_SECONDS * 2)
+    assert timed is not None and timed.sample() == MIN_READ_SECONDS * 2
+    assert timed.kind == CALIBRATION_KIND
     assert timed_calibration(("no arrays",), lambda read, args: 1.0) is None
+
+
+@pytest.mark.parametrize(
+    ("floats", "repeats"),
+    [
+        (1 << 19, 1),  # 2 MiB: read once, as before
+        (1 << 20, 1),
+        (1 << 15, 16),  # 128 KiB, a cache-resident kernel's: 16 reads make 2 MiB
+        (3 << 13, 22),  # 96 KiB: rounded up
+        (1 << 13, 64),  # 32 KiB: the most
+        ((1 << 13) - 1, 1),  # under 32 KiB: the calls would dominate, read once
+        (64, 1),
+    ],
+)
+def test_a_small_input_is_read_as_many_times_as_cover_two_mebibytes(
+    monkeypatch: pytest.MonkeyPatch, floats: int, repeats: int
+) -> None:
+    x = np.ones(floats, np.float32)
+    assert read_repeats((x,)) == repeats
+    assert calibration_kind((x,)) == (
+        CALIBRATION_KIND if repeats == 1 else f"{CALIBRATION_KIND}x{repeats}"
+    )
+    assert read_arrays(monkeypatch, (x,)) == [id(x)] * repeats
+
+
+def test_the_repeats_count_every_array_of_the_inputs_once() -> None:
+    x, y = np.ones(1 << 14, np.float32), np.ones(1 << 14, np.float32)  # 64 KiB each
+    assert read_repeats((x, y, [x])) == 16
+    assert calibration_kind((x, y)) == f"{CALIBRATION_KIND}x16"
+
+
+def test_a_repeated_read_is_timed_with_its_kind_and_measured_with_it() -> None:
+    from pytest_autotune.calibration import timed_calibration
+
+    inputs = (np.ones(1 << 15, np.float32),)
+    timed = timed_calibration(inputs, lambda read, args: 400e-6)
+    assert timed is not None and timed.kind == f"{CALIBRATION_KIND}x16"
+    m = measure_winner(
+        Clock([1e-3]), calibration=timed.sample, calibration_kind=timed.kind, min_samples=10
+    )
+    assert m.calibration is not None and m.calibration.kind == f"{CALIBRATION_KIND}x16"
+    assert Calibration.from_json(m.calibration.to_json()) == m.calibration
+
+
+def test_a_read_of_another_repeat_count_does_not_scale_the_time() -> None:
+    base = cpu_baseline(kind=f"{CALIBRATION_KIND}x16")
+    assert not measured(T, R).calibrated_against(base)
+    assert measured(T, R, kind=f"{CALIBRATION_KIND}x16").calibrated_against(base)
 
 
 def test_a_calibrated_message_shows_the_scaled_times_whose_ratio_is_the_change() -> None:

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import pytest_autotune
+from pytest_autotune.calibration import calibration_kind
 from pytest_autotune.fresh_process import NotFresh, measure_fresh
 from pytest_autotune.gate_policy import measure_candidate
 from pytest_autotune.plugin import CandidateRun
@@ -52,6 +53,16 @@ def test_a_fresh_process_measures_the_candidate_without_what_this_process_keeps(
     assert fresh.median < 1e-3
     assert len(fresh.samples) >= 10
     assert fresh.helpers is not None and fresh.helpers < 0.1
+
+
+def test_a_fresh_process_keeps_the_kind_of_a_repeated_calibration_read() -> None:
+    """A 128 KiB input is read 16 times beside each sample: the figure that comes back is of
+    that read, and says so, or it would be divided by a baseline's read of another length."""
+    x = np.ones(1 << 15, dtype=np.float32)
+    fresh = measure_fresh(np.sum, (x,), "np_sum", measure_candidate)
+    assert not isinstance(fresh, NotFresh), fresh
+    assert fresh.calibration is not None
+    assert fresh.calibration.kind == calibration_kind((x,)) == "read-inputs/1x16"
 
 
 def warns(x: np.ndarray[Any, Any]) -> Any:
