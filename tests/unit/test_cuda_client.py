@@ -335,7 +335,11 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> FakeGpu:
     fake = FakeGpu()
     monkeypatch.setitem(sys.modules, "cupy", fake.module)
     # The host takes no time to enqueue unless a test's clock says so: samples stay exact.
-    monkeypatch.setattr(cuda_module, "time", SimpleNamespace(perf_counter_ns=lambda: 0))
+    # Nor does the monotonic clock move: the fixed cost is measured once, unless a test's
+    # clock moves it (`FIXED_COST_REFRESH_S`).
+    monkeypatch.setattr(
+        cuda_module, "time", SimpleNamespace(perf_counter_ns=lambda: 0, monotonic=lambda: 0.0)
+    )
     return fake
 
 
@@ -360,6 +364,41 @@ def test_a_call_that_can_be_captured_is_timed_by_one_replay_of_its_graph(gpu: Fa
     assert times == pytest.approx([2 * NODE + 12e-6] * 5)
     assert len(calls) == 2  # one warm-up, one captured; the samples replay the graph
     assert gpu.captures == 1 + len(REPLAY_CALIBRATION_NODES)
+
+
+def test_the_fixed_cost_is_measured_again_once_stale_and_the_least_is_taken_off(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every `FIXED_COST_REFRESH_S` a sample measures the fixed cost again, on the empty
+    graphs captured the first time; a measurement read high (here: the event pair 5 us
+    slower while it was taken) is replaced by a lower one and never taken off again."""
+    now = [0.0]
+    monkeypatch.setattr(
+        cuda_module, "time", SimpleNamespace(perf_counter_ns=lambda: 0, monotonic=lambda: now[0])
+    )
+    client = CudaClient(cold_l2=False, timing="device")
+    call = kernels(gpu, 10e-6)
+    client.time(call, ())
+    right = client.instrument()
+    assert right["held_replay_measurements"] == 1
+    captures = gpu.captures
+
+    real_sample = client._sampler.sample
+
+    def slow_events(*args: Any, **kwargs: Any) -> float:
+        return real_sample(*args, **kwargs) + 5e-6
+
+    monkeypatch.setattr(client._sampler, "sample", slow_events)
+    now[0] = cuda_module.FIXED_COST_REFRESH_S
+    client.time(call, ())  # measured again, 5 us high: the earlier, lower one stays
+    monkeypatch.setattr(client._sampler, "sample", real_sample)
+    now[0] += 1.0
+    assert client.time(call, ()) == pytest.approx(NODE + 10e-6)  # not stale yet: no measuring
+    said = client.instrument()
+    assert said["held_replay_ns"] == right["held_replay_ns"]
+    assert said["held_replay_highest_ns"] == pytest.approx(right["held_replay_ns"] + 5000, abs=1)
+    assert said["held_replay_measurements"] == 2
+    assert gpu.captures == captures  # the empty graphs were captured once
 
 
 def test_without_graph_replay_each_launch_costs_what_a_stream_launch_costs(gpu: FakeGpu) -> None:
