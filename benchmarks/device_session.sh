@@ -39,6 +39,7 @@
 #   bash benchmarks/device_session.sh twentieth # suite, examples (every mode), an update on an update, -n 2 roofs
 #   bash benchmarks/device_session.sh roofs   # an update, then RUNS runs each of -n 2 and one process: every winner's fraction of its roof
 #   bash benchmarks/device_session.sh twentyfirst # suite, examples, what the fixed cost depends on, RUNS runs of -n 2 with their records
+#   bash benchmarks/device_session.sh n2runs # an update, then RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -566,6 +567,14 @@ twentyfirst)
   # median, fraction of its roof and the fixed cost its worker took off, from the records.
   tree_checks
   step 60 python3 benchmarks/gpu_fixed_cost_idle.py --rounds "${ROUNDS:-4}"
+  step 40 $P example_kernels --autotune-update -q
+  for i in $(seq "${RUNS:-2}"); do
+    step 40 $P example_kernels -n 2 --autotune -q -p no:randomly --autotune-record="$OUT/n2-$i.jsonl"
+  done
+  python3 benchmarks/records_instrument.py "$OUT"/n2-*.jsonl >"$OUT/instrument.txt" 2>&1
+  ;;
+n2runs)
+  # An update, then RUNS runs of -n 2 with their records (the second half of twentyfirst).
   step 40 $P example_kernels --autotune-update -q
   for i in $(seq "${RUNS:-2}"); do
     step 40 $P example_kernels -n 2 --autotune -q -p no:randomly --autotune-record="$OUT/n2-$i.jsonl"

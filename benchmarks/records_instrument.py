@@ -23,7 +23,10 @@ def main(paths: list[str]) -> int:
             samples = extra.winner_seconds
             median = statistics.median(samples) * 1e6 if samples else float("nan")
             roof = extra.fraction_of_roof
-            fixed = {k: v / 1e3 for k, v in (extra.instrument or {}).items()}
+            fixed = {
+                k.removesuffix("_ns"): v / 1e3 if k.endswith("_ns") else v
+                for k, v in (extra.instrument or {}).items()
+            }
             print(
                 f"  {(extra.group or '?').split('::')[-1]:40s} {extra.measured or '-':22s}"
                 f" {median:8.2f} us  {roof * 100 if roof is not None else float('nan'):6.1f}%"
