@@ -637,9 +637,10 @@ def history(
         return ()
     kept = baseline.sessions()[-(MAX_BASELINE_SESSIONS - 1) :]
     if not _same_read(measurement, baseline):
-        # The earlier sessions' reads are of another read than this session's (one of
-        # another repeat count, `calibration.read_repeats`, or none now): their times
-        # still join, their reads would divide this session's winner by another workload.
+        # The earlier sessions' reads are of another read than this session's (of another
+        # repeat count, `calibration.read_repeats`): their times still join, their reads
+        # would divide this session's winner by another workload. Where this session has
+        # no read, the entry it writes names no kind, and reads of no known kind go too.
         kept = tuple(replace(s, read=None) for s in kept)
     return kept
 

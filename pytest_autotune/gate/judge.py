@@ -301,6 +301,9 @@ def _compare(
     ratio = baseline.peak_ratio(peaks) if normalise and peaks is not None else 1.0
     comparison = check.delta(current, baseline, ratio)
     regression_message = check.fails(current, baseline, ratio)
+    other_read = _other_read(current, baseline)
+    if regression_message is not None and other_read:
+        regression_message += f"; {other_read}"
     if regression_message is not None and conditions:
         # Failed with its noise widened: said, so that a user weighing a failure on a busy
         # runner sees that the gate counted the load it saw (a record held the load, and
@@ -316,6 +319,7 @@ def _compare(
             f" {check.figures(current, baseline, ratio)}; {_reach(check.catches(comparison))}"
             f" (tolerated {format_fraction(check.max_regression)})"
             + "".join(f"; {c.reason}" for c in conditions)
+            + (f"; {other_read}" if other_read else "")
             + "; what would help: "
             + (
                 "; ".join(c.helps for c in conditions)
@@ -324,6 +328,19 @@ def _compare(
             )
         )
     return comparison, regression_message, noisy_message
+
+
+def _other_read(current: Measurement, baseline: Baseline) -> str | None:
+    """Why a time was compared raw though both sides carry a calibration read: the reads are
+    of two kinds (the inputs read another number of times, as by a version that read small
+    inputs once), and dividing by them would divide by two workloads. None otherwise."""
+    mine, theirs = current.calibration, baseline.calibration
+    if mine is None or theirs is None or mine.kind == theirs.kind:
+        return None
+    return (
+        f"compared raw: the baseline's calibration read is of another kind ({theirs.kind};"
+        f" this run's {mine.kind}), and an --autotune-update records one of this run's"
+    )
 
 
 FAR_REACH = 9.0

@@ -615,6 +615,35 @@ def test_an_update_whose_read_is_of_another_kind_keeps_the_sessions_without_thei
     assert [s["read_ns"] for s in updated["sessions"]] == [None, None]
 
 
+def test_a_baseline_read_of_another_kind_is_compared_raw_and_the_regression_says_why(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A baseline whose calibration read is of another kind (recorded by a version that read
+    small inputs once) is not divided by this run's: the times are compared raw, and a
+    regression says so and what records a baseline of this run's kind."""
+    tests = CALIBRATED_TESTS.replace(
+        "def fast(x):",
+        "@pytest.fixture(autouse=True)\n"
+        "def read_kind(monkeypatch):\n"
+        "    kind = os.environ.get('READ_KIND', 'read-inputs/1')\n"
+        "    monkeypatch.setattr('pytest_autotune.calibration.calibration_kind', lambda i: kind)\n"
+        "\n\ndef fast(x):",
+    )
+    autotune_pytester.makepyfile(test_calibrated=tests)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("READ_KIND", "read-inputs/1x16")
+    monkeypatch.setenv("MACHINE", "1.5")  # kernel and read alike: scaled, it would pass
+    failed = run(autotune_pytester, "--autotune")
+    assert failed.ret == pytest.ExitCode.TESTS_FAILED
+    failed.stdout.fnmatch_lines(
+        [
+            "*regression of +50.0%*compared raw: the baseline's calibration read is of another"
+            " kind (read-inputs/1; this run's read-inputs/1x16), and an --autotune-update"
+            " records one of this run's*"
+        ]
+    )
+
+
 SLIP_TESTS = """
 import os
 
