@@ -582,21 +582,25 @@ def test_a_cpu_baseline_keeps_the_calibration_read_and_a_slower_machine_is_no_re
     )
 
 
+READ_KIND_TESTS = CALIBRATED_TESTS.replace(
+    "def fast(x):",
+    "@pytest.fixture(autouse=True)\n"
+    "def read_kind(monkeypatch):\n"
+    "    kind = os.environ.get('READ_KIND', 'read-inputs/1')\n"
+    "    monkeypatch.setattr('pytest_autotune.calibration.calibration_kind', lambda i: kind)\n"
+    "\n\ndef fast(x):",
+)
+"""CALIBRATED_TESTS with the calibration read's kind from READ_KIND (default one read): a
+read of another repeat count, as another version or another input size gives."""
+
+
 def test_an_update_whose_read_is_of_another_kind_keeps_the_sessions_without_their_reads(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The earlier sessions' reads were of another read (another repeat count, as after an
     upgrade that reads small inputs several times): their times join the baseline, their
     reads do not, or this session's winner would be divided by another workload's time."""
-    tests = CALIBRATED_TESTS.replace(
-        "def fast(x):",
-        "@pytest.fixture(autouse=True)\n"
-        "def read_kind(monkeypatch):\n"
-        "    kind = os.environ.get('READ_KIND', 'read-inputs/1')\n"
-        "    monkeypatch.setattr('pytest_autotune.calibration.calibration_kind', lambda i: kind)\n"
-        "\n\ndef fast(x):",
-    )
-    autotune_pytester.makepyfile(test_calibrated=tests)
+    autotune_pytester.makepyfile(test_calibrated=READ_KIND_TESTS)
     path = (
         autotune_pytester.path
         / ".autotune/cpu-fake-1t/test_calibrated.py__test_sum-9bef36f46f.json"
@@ -621,15 +625,7 @@ def test_a_baseline_read_of_another_kind_is_compared_raw_and_the_regression_says
     """A baseline whose calibration read is of another kind (recorded by a version that read
     small inputs once) is not divided by this run's: the times are compared raw, and a
     regression says so and what records a baseline of this run's kind."""
-    tests = CALIBRATED_TESTS.replace(
-        "def fast(x):",
-        "@pytest.fixture(autouse=True)\n"
-        "def read_kind(monkeypatch):\n"
-        "    kind = os.environ.get('READ_KIND', 'read-inputs/1')\n"
-        "    monkeypatch.setattr('pytest_autotune.calibration.calibration_kind', lambda i: kind)\n"
-        "\n\ndef fast(x):",
-    )
-    autotune_pytester.makepyfile(test_calibrated=tests)
+    autotune_pytester.makepyfile(test_calibrated=READ_KIND_TESTS)
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("READ_KIND", "read-inputs/1x16")
     monkeypatch.setenv("MACHINE", "1.5")  # kernel and read alike: scaled, it would pass
