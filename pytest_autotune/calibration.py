@@ -23,11 +23,10 @@ fresh processes in six quiet minutes, and by 19.6% over 50 beside a test suite r
 both CPUs, where it ran 32% faster (the VM's CPUs are quicker when busy); divided by one
 read of its input (38 us) the spread was 4.6% and 6.4%, by 16 reads 2.1% and 4.1%, and the
 quiet-to-loaded move of the ratio +2.6% (benchmarks/cpu_read_repeats.py, BENCHMARKS.md,
-2026-12-03). A read of more than
-`MAX_REPEATS` repeats would be mostly calls, not memory: inputs under 32 KiB are read once.
-The repeat count depends on the inputs' sizes alone, and is part of the read's kind
-(`calibration_kind`), so a baseline divided by one read is never compared with a run
-divided by sixteen.
+2026-12-03). Inputs under 32 KiB are read once still: more than `MAX_REPEATS` reads of so
+few bytes would time the calls into NumPy, not the machine's memory. The repeat count
+depends on the inputs' sizes alone, and is part of the read's kind (`calibration_kind`),
+so a baseline divided by one read is never compared with a run divided by sixteen.
 
 The read is used only where it is long enough to time. A read of a few hundred bytes takes
 a few microseconds, nearly all of it the interpreter's calls into NumPy: its changes from
