@@ -84,25 +84,39 @@ def read_repeats(inputs: tuple[Any, ...]) -> int:
     return repeats if repeats <= MAX_REPEATS else 1
 
 
-def calibration_kind(inputs: tuple[Any, ...]) -> str:
+def calibration_kind(inputs: tuple[Any, ...], repeats: int | None = None) -> str:
     """The kind of `inputs`' calibration read, as the cache files name it: `CALIBRATION_KIND`
-    for one read of them, with `x<repeats>` after it for that many (`read_repeats`)."""
-    repeats = read_repeats(inputs)
+    for one read of them, with `x<repeats>` after it for that many (`read_repeats` unless
+    given)."""
+    repeats = read_repeats(inputs) if repeats is None else repeats
     return CALIBRATION_KIND if repeats == 1 else f"{CALIBRATION_KIND}x{repeats}"
 
 
-def calibration_read(inputs: tuple[Any, ...]) -> Callable[[], None] | None:
+def kind_repeats(kind: str) -> int | None:
+    """How many times a read of `kind` reads its inputs; None for a kind this version does
+    not make (another workload, or a newer version's)."""
+    if kind == CALIBRATION_KIND:
+        return 1
+    head, x, count = kind.rpartition("x")
+    if head == CALIBRATION_KIND and x and count.isdigit() and 1 < int(count) <= MAX_REPEATS:
+        return int(count)
+    return None
+
+
+def calibration_read(
+    inputs: tuple[Any, ...], repeats: int | None = None
+) -> Callable[[], None] | None:
     """The calibration read of `inputs`: every NumPy array in them (also inside tuples, lists
-    and dict values) read `read_repeats` times; None when they hold no non-empty numeric
-    array, since then there is nothing of the kernel's to read."""
+    and dict values) read `repeats` times (`read_repeats` unless given); None when they hold
+    no non-empty numeric array, since then there is nothing of the kernel's to read."""
     arrays = input_arrays(inputs)
     if not arrays:
         return None
     ordered = [a for a in arrays if a.dtype.kind in _ORDERED_KINDS]
-    repeats = range(read_repeats(inputs))
+    times = range(read_repeats(inputs) if repeats is None else repeats)
 
     def read() -> None:
-        for _ in repeats:
+        for _ in times:
             for array in arrays:
                 np.count_nonzero(array)
             for array in ordered:
@@ -120,12 +134,18 @@ class TimedRead(NamedTuple):
 
 
 def timed_calibration(
-    inputs: tuple[Any, ...], time: Callable[[Callable[[], None], tuple[()]], float]
+    inputs: tuple[Any, ...],
+    time: Callable[[Callable[[], None], tuple[()]], float],
+    kind: str | None = None,
 ) -> TimedRead | None:
     """The calibration read of `inputs` as a timed sample (`time(read, ())`, seconds), or
     None where there is no read or it is too short to time (the median of `_PROBES` reads,
-    the first of which also warms it up)."""
-    read = calibration_read(inputs)
+    the first of which also warms it up). With `kind` (a baseline's, where this version
+    makes reads of that kind), the read is of that kind: a gate divides by the read its
+    baseline divided by, and a baseline recorded before small inputs were read repeatedly
+    is compared as it was then, rather than raw."""
+    repeats = None if kind is None else kind_repeats(kind)
+    read = calibration_read(inputs, repeats)
     if read is None:
         return None
 
@@ -134,7 +154,7 @@ def timed_calibration(
 
     if not long_enough(statistics.median(sample() for _ in range(_PROBES))):
         return None
-    return TimedRead(sample, calibration_kind(inputs))
+    return TimedRead(sample, calibration_kind(inputs, repeats))
 
 
 _PROBES = 5

@@ -136,7 +136,8 @@ def judge_group(
         return Judged(judge(None, None, error=f"every candidate failed: {errors}", **common))
     with client_context(client):  # on the client's device
         inputs = tunables.generate_inputs(case.key, case.inputs)
-    measurer = _measurer(client, tunables, inputs)
+    baseline, note = find_baseline()
+    measurer = _measurer(client, tunables, inputs, _read_kind(case, baseline))
     index = decision.fastest_index
     measure = measurer(index)
     try:
@@ -144,7 +145,6 @@ def judge_group(
     except AutotuneError as exc:
         return Judged(judge(None, None, error=f"the winner failed while measured: {exc}", **common))
     peaks = client.peaks()
-    baseline, note = find_baseline()
     if note:
         notes.append(note)
     measured: str | None = None
@@ -199,6 +199,7 @@ def judge_group(
             (tunables.fns[index], tunables.names[index], measure),
             rival,
             confirmations,
+            _read_kind(case, baseline),
         ),
         baseline_devices=() if baseline is not None else baseline_devices(),
         machine=machine,
@@ -218,6 +219,15 @@ def judge_group(
     if verdict.remeasured and confirmed_by and confirmed_by[-1] != tunables.names[index]:
         measured = confirmed_by[-1]  # the row names whose time it shows
     return Judged(verdict, measured)
+
+
+def _read_kind(case: GroupCase, baseline: Baseline | None) -> str | None:
+    """The calibration read the gate measures with: its baseline's kind, so that it divides
+    by the read its baseline divided by (`calibration.timed_calibration`); None, this
+    version's own read, for an update, whose baseline is then of today's read."""
+    if case.settings.update or baseline is None or baseline.calibration is None:
+        return None
+    return baseline.calibration.kind
 
 
 def _confirmed_note(
@@ -321,6 +331,7 @@ def _confirming(
     judged: Candidate,
     rival: Candidate | None,
     confirmations: _Confirmations,
+    read_kind: str | None = None,
 ) -> dict[str, Any]:
     """How `judge` confirms a suspected failure: on a CPU up to `CPU_CONFIRMATIONS`
     re-measurements, each after `CONFIRM_GAP_S` (the machine's episodes pass, the code's
@@ -341,7 +352,9 @@ def _confirming(
         fn, name, measure = candidate
         if client is not cpu():
             return measure()
-        fresh = measure_fresh(fn, inputs, name, measure_candidate)
+        fresh = measure_fresh(
+            fn, inputs, name, functools.partial(measure_candidate, read_kind=read_kind)
+        )
         if isinstance(fresh, NotFresh):
             confirmations.not_fresh.setdefault(name, fresh.why)
             return measure()
@@ -367,10 +380,10 @@ def _confirming(
 
 
 def _measurer(
-    client: Client, tunables: TunableSet, inputs: tuple[Any, ...]
+    client: Client, tunables: TunableSet, inputs: tuple[Any, ...], read_kind: str | None = None
 ) -> Callable[[int], Callable[[], Measurement]]:
     """How the gate measures candidate `index` (`candidate_measurer`)."""
-    measure = candidate_measurer(client, inputs)
+    measure = candidate_measurer(client, inputs, read_kind)
 
     def measurer(index: int) -> Callable[[], Measurement]:
         # A production set's candidate is measured bare, as its baselines were: tuning
@@ -382,10 +395,11 @@ def _measurer(
 
 
 def candidate_measurer(
-    client: Client, inputs: tuple[Any, ...]
+    client: Client, inputs: tuple[Any, ...], read_kind: str | None = None
 ) -> Callable[[Callable[..., Any], str], Measurement]:
     """How the gate measures a candidate `(fn, name)` on `inputs`: one warm-up, then its
-    precise samples, and on a CPU the state of the CPUs during them."""
+    precise samples, and on a CPU the state of the CPUs during them, with a calibration
+    read of `read_kind` where this version makes that kind (else of its own)."""
     # On a CPU, a read of the same inputs is timed beside each sample, so the gate can
     # divide out what the machine's state did to both (pytest_autotune.calibration).
     on_cpu = device_kind(client.device_id) == "cpu"
@@ -393,7 +407,7 @@ def candidate_measurer(
         # Where the process's history would otherwise put malloc's thresholds: the
         # baseline's process, this one and a fresh one then time the same kernel.
         settle_allocator()
-    calibrate = timed_calibration(inputs, client.time) if on_cpu else None
+    calibrate = timed_calibration(inputs, client.time, read_kind) if on_cpu else None
     # A GPU client samples the winner over several placements of its inputs and graph
     # pool, so that the time does not depend on where this process's history put them
     # (pytest_autotune.backends.cuda, "Several placements for the gate").
@@ -447,11 +461,15 @@ def candidate_measurer(
 
 
 def measure_candidate(
-    client: Client, fn: Callable[..., Any], name: str, inputs: tuple[Any, ...]
+    client: Client,
+    fn: Callable[..., Any],
+    name: str,
+    inputs: tuple[Any, ...],
+    read_kind: str | None = None,
 ) -> Measurement:
     """One measurement of a candidate as the gate takes it (`candidate_measurer`): what a
     fresh process runs to confirm a suspected failure (`fresh_process.measure_fresh`)."""
-    return candidate_measurer(client, inputs)(fn, name)
+    return candidate_measurer(client, inputs, read_kind)(fn, name)
 
 
 def winner_failed_here(case: GroupCase, baseline: Baseline | None, judged: str) -> str | None:

@@ -518,7 +518,8 @@ def fake_read(monkeypatch):
     # The calibration read on the fake clock: 400 us, slowed by the machine unless READ_FROZEN.
     read_s = 400e-6 * (1 if os.environ.get("READ_FROZEN") else MACHINE)
     monkeypatch.setattr(
-        "pytest_autotune.calibration.calibration_read", lambda inputs: lambda: spin(read_s)
+        "pytest_autotune.calibration.calibration_read",
+        lambda inputs, repeats=None: lambda: spin(read_s),
     )
 
 
@@ -587,7 +588,7 @@ READ_KIND_TESTS = CALIBRATED_TESTS.replace(
     "@pytest.fixture(autouse=True)\n"
     "def read_kind(monkeypatch):\n"
     "    kind = os.environ.get('READ_KIND', 'read-inputs/1')\n"
-    "    monkeypatch.setattr('pytest_autotune.calibration.calibration_kind', lambda i: kind)\n"
+    "    monkeypatch.setattr('pytest_autotune.calibration.calibration_kind', lambda *_: kind)\n"
     "\n\ndef fast(x):",
 )
 """CALIBRATED_TESTS with the calibration read's kind from READ_KIND (default one read): a
@@ -619,25 +620,73 @@ def test_an_update_whose_read_is_of_another_kind_keeps_the_sessions_without_thei
     assert [s["read_ns"] for s in updated["sessions"]] == [None, None]
 
 
-def test_a_baseline_read_of_another_kind_is_compared_raw_and_the_regression_says_why(
+def test_a_baseline_read_of_a_kind_this_version_cannot_make_is_compared_raw_saying_why(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A baseline whose calibration read is of another kind (recorded by a version that read
-    small inputs once) is not divided by this run's: the times are compared raw, and a
+    """A baseline whose calibration read is of a kind this version does not make (a newer
+    version's) is not divided by this run's read: the times are compared raw, and a
     regression says so and what records a baseline of this run's kind."""
     autotune_pytester.makepyfile(test_calibrated=READ_KIND_TESTS)
+    monkeypatch.setenv("READ_KIND", "read-inputs/2")
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setenv("READ_KIND", "read-inputs/1x16")
+    monkeypatch.delenv("READ_KIND")
     monkeypatch.setenv("MACHINE", "1.5")  # kernel and read alike: scaled, it would pass
     failed = run(autotune_pytester, "--autotune")
     assert failed.ret == pytest.ExitCode.TESTS_FAILED
     failed.stdout.fnmatch_lines(
         [
             "*regression of +50.0%*compared raw: the baseline's calibration read is of another"
-            " kind (read-inputs/1; this run's read-inputs/1x16), and an --autotune-update"
+            " kind (read-inputs/2; this run's read-inputs/1), and an --autotune-update"
             " records one of this run's*"
         ]
     )
+
+
+REAL_READ_TESTS = """
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def x():
+    return np.random.default_rng(0).random(1 << 18, dtype=np.float32)  # 1 MiB
+
+
+@pytest.mark.autotune(candidates={"sum": np.sum, "add_reduce": np.add.reduce}, rtol=1e-3)
+def test_sort(candidate, x):
+    return candidate(x)
+"""
+
+
+def test_the_gate_reads_as_its_baseline_read_and_an_update_as_this_version_does(
+    pytester: pytest.Pytester,
+) -> None:
+    """A baseline recorded by a version that read a 1 MiB input once (a read long enough to
+    time) is divided by one read here too, not compared raw; an update reads it twice, as
+    this version does. On the real CPU client: the fake one reads nothing."""
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    pytester.makepyfile(test_sort=REAL_READ_TESTS)
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    (path,) = (pytester.path / ".autotune").glob("*/test_sort.py__test_sort-*.json")
+    data = json.loads(path.read_text())
+    entry = data["entries"][0]
+    assert entry["calibration"]["kind"] == "read-inputs/1x2"
+    # As an older version wrote it: one read, half the time.
+    entry["calibration"] = {
+        "kind": "read-inputs/1",
+        "samples_ns": [s // 2 for s in entry["calibration"]["samples_ns"]],
+    }
+    path.write_text(json.dumps(data))
+
+    def kind_of_run(*args: str) -> str:
+        records = pytester.path / "records.jsonl"
+        records.unlink(missing_ok=True)
+        run(pytester, *args, f"--autotune-record={records}")
+        (record,) = [json.loads(line) for line in records.read_text().splitlines()]
+        return str(record["extra"]["calibration"]["kind"])
+
+    assert kind_of_run("--autotune") == "read-inputs/1"
+    assert kind_of_run("--autotune-update") == "read-inputs/1x2"
 
 
 SLIP_TESTS = """
@@ -717,8 +766,8 @@ def four_times_slower(
     next."""
     measurer = gate_policy.candidate_measurer
 
-    def scaled(client: Any, inputs: tuple[Any, ...]) -> Any:
-        measure = measurer(client, inputs)
+    def scaled(client: Any, inputs: tuple[Any, ...], read_kind: str | None = None) -> Any:
+        measure = measurer(client, inputs, read_kind)
         calls = {slowed: 0}
 
         def measured(fn: Any, name: str) -> Measurement:
@@ -799,8 +848,8 @@ def test_a_pick_judged_beside_a_multithreaded_baseline_winner_crippled_here_is_t
     monkeypatch.setenv("HICCUP", "1000")
     measurer = gate_policy.candidate_measurer
 
-    def contended_fast(client: Any, inputs: tuple[Any, ...]) -> Any:
-        measure = measurer(client, inputs)
+    def contended_fast(client: Any, inputs: tuple[Any, ...], read_kind: str | None = None) -> Any:
+        measure = measurer(client, inputs, read_kind)
 
         def measured(fn: Any, name: str) -> Measurement:
             got = measure(fn, name)

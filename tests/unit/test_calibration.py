@@ -19,6 +19,7 @@ from pytest_autotune.calibration import (
     CALIBRATION_KIND,
     calibration_kind,
     calibration_read,
+    kind_repeats,
     read_repeats,
 )
 from pytest_autotune.gate import (
@@ -73,8 +74,11 @@ def cpu_baseline(read: float | None = R, kind: str = CALIBRATION_KIND) -> Baseli
 # -- what is read -----------------------------------------------------------------------------
 
 
-def read_arrays(monkeypatch: pytest.MonkeyPatch, inputs: tuple[Any, ...]) -> list[int]:
-    """The ids of the arrays one calibration read counts, in order."""
+def read_arrays(
+    monkeypatch: pytest.MonkeyPatch, inputs: tuple[Any, ...], repeats: int | None = None
+) -> list[int]:
+    """The ids of the arrays one calibration read (of `repeats` reads, unless its own)
+    counts, in order."""
     seen: list[int] = []
     count = np.count_nonzero
 
@@ -83,7 +87,7 @@ def read_arrays(monkeypatch: pytest.MonkeyPatch, inputs: tuple[Any, ...]) -> lis
         return count(a, *args, **kwargs)
 
     monkeypatch.setattr(np, "count_nonzero", spy)
-    read = calibration_read(inputs)
+    read = calibration_read(inputs, repeats)
     assert read is not None
     read()
     return seen
@@ -492,6 +496,38 @@ def test_a_small_input_is_read_as_many_times_as_cover_two_mebibytes(
         CALIBRATION_KIND if repeats == 1 else f"{CALIBRATION_KIND}x{repeats}"
     )
     assert read_arrays(monkeypatch, (x,)) == [id(x)] * repeats
+
+
+@pytest.mark.parametrize(
+    ("kind", "repeats"),
+    [
+        (CALIBRATION_KIND, 1),
+        (f"{CALIBRATION_KIND}x16", 16),
+        (f"{CALIBRATION_KIND}x64", 64),
+        (f"{CALIBRATION_KIND}x65", None),  # past what this version makes
+        (f"{CALIBRATION_KIND}x1", None),  # one read is written without the count
+        (f"{CALIBRATION_KIND}x", None),
+        ("read-inputs/2", None),  # a newer version's
+        ("unknown", None),
+    ],
+)
+def test_a_kind_says_how_many_reads_where_this_version_makes_it(
+    kind: str, repeats: int | None
+) -> None:
+    assert kind_repeats(kind) == repeats
+
+
+def test_a_read_of_a_baselines_kind_reads_as_many_times_as_the_baseline_did(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_autotune.calibration import timed_calibration
+
+    x = np.ones(1 << 15, np.float32)  # 16 reads of its own
+    timed = timed_calibration((x,), lambda read, args: 400e-6, CALIBRATION_KIND)
+    assert timed is not None and timed.kind == CALIBRATION_KIND
+    assert read_arrays(monkeypatch, (x,), repeats=1) == [id(x)]
+    timed = timed_calibration((x,), lambda read, args: 400e-6, "read-inputs/2")
+    assert timed is not None and timed.kind == f"{CALIBRATION_KIND}x16"  # its own kind
 
 
 def test_the_repeats_count_every_array_of_the_inputs_once() -> None:
