@@ -371,3 +371,23 @@ def test_a_candidate_list_in_hash_order_is_named_as_the_reason_it_never_compares
         pytest.fail("no seed reordered the candidates")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*reordered: now *a set*changes order*sort*"])
+
+
+def test_a_record_keeps_what_the_client_took_off_each_sample_where_it_says(
+    scale: pytest.Pytester,
+) -> None:
+    """A client that says what its instrument takes off each sample (a CUDA client's fixed
+    cost) has it in every record, so that a time read too fast by a constant can be traced
+    to it; the fake CPU client says nothing, and its records hold none."""
+    assert run(scale, "--autotune-update", "--autotune-record=plain.jsonl").ret == 0
+    plain = (scale.path / "plain.jsonl").read_text().splitlines()
+    assert [json.loads(line)["extra"]["instrument"] for line in plain] == [None, None]
+    scale.makeconftest(
+        scale.path.joinpath("conftest.py").read_text()
+        + "\nFakeClient.instrument = lambda self: {'held_replay_ns': 2100}\n"
+    )
+    assert run(scale, "--autotune", "--autotune-record=said.jsonl").ret == 0
+    said = (scale.path / "said.jsonl").read_text().splitlines()
+    assert [json.loads(line)["extra"]["instrument"] for line in said] == [
+        {"held_replay_ns": 2100}
+    ] * 2
