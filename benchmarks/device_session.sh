@@ -133,6 +133,15 @@ gate_rest() {  # gate_rest CONDITION: 100 runs a side against 5 baseline session
   fi
 }
 
+n2_runs() {  # an update, then RUNS runs of -n 2, each group's winner, roof and fixed cost
+  # taken off from their records (benchmarks/records_instrument.py)
+  step 40 $P example_kernels --autotune-update -q
+  for i in $(seq "${RUNS:-2}"); do
+    step 40 $P example_kernels -n 2 --autotune -q -p no:randomly --autotune-record="$OUT/n2-$i.jsonl"
+  done
+  python3 benchmarks/records_instrument.py "$OUT"/n2-*.jsonl >"$OUT/instrument.txt" 2>&1
+}
+
 tree_checks() {  # the GPU suite, then the examples plain, in every mode and under -k
   step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
   step 40 $P example_kernels -q -W error
@@ -567,19 +576,10 @@ twentyfirst)
   # median, fraction of its roof and the fixed cost its worker took off, from the records.
   tree_checks
   step 60 python3 benchmarks/gpu_fixed_cost_idle.py --rounds "${ROUNDS:-4}"
-  step 40 $P example_kernels --autotune-update -q
-  for i in $(seq "${RUNS:-2}"); do
-    step 40 $P example_kernels -n 2 --autotune -q -p no:randomly --autotune-record="$OUT/n2-$i.jsonl"
-  done
-  python3 benchmarks/records_instrument.py "$OUT"/n2-*.jsonl >"$OUT/instrument.txt" 2>&1
+  n2_runs
   ;;
 n2runs)
-  # An update, then RUNS runs of -n 2 with their records (the second half of twentyfirst).
-  step 40 $P example_kernels --autotune-update -q
-  for i in $(seq "${RUNS:-2}"); do
-    step 40 $P example_kernels -n 2 --autotune -q -p no:randomly --autotune-record="$OUT/n2-$i.jsonl"
-  done
-  python3 benchmarks/records_instrument.py "$OUT"/n2-*.jsonl >"$OUT/instrument.txt" 2>&1
+  n2_runs
   ;;
 top)
   gate_rest "${CONDITION:-groups}"

@@ -48,6 +48,16 @@ FAMILIES = (
 )
 
 
+SPIN_SOURCE = r"""
+extern "C" __global__ void spin(float* out, int iters) {
+    float a = threadIdx.x * 1e-3f;
+    for (int i = 0; i < iters; ++i) a = fmaf(a, 0.999f, 1e-3f);
+    if (a == -1.0f) out[0] = a;
+}
+"""
+"""A kernel of `iters` dependent FMAs per thread that touches no memory: its time follows the
+SM clock alone (25,000 iterations over one block per SM take about 50 us on an H200)."""
+
 HISTOGRAM_KERNELS = r"""
 extern "C" __global__ void shared256(const unsigned char* d, long long n, unsigned int* bins) {
     __shared__ unsigned int local[256];

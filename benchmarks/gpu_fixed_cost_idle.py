@@ -32,13 +32,7 @@ from typing import Any
 
 import numpy as np
 
-SPIN_SOURCE = r"""
-extern "C" __global__ void spin(float* out, int iters) {
-    float a = threadIdx.x * 1e-3f;
-    for (int i = 0; i < iters; ++i) a = fmaf(a, 0.999f, 1e-3f);
-    if (a == -1.0f) out[0] = a;
-}
-"""
+from benchmarks.gpu_common import SPIN_SOURCE
 
 NEIGHBOUR = r"""
 import cupy as cp

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks.gpu_common import graph_replay_seconds
+from benchmarks.gpu_common import SPIN_SOURCE, graph_replay_seconds
 from pytest_autotune import AutotuneConfig, AutotuneError, TunableSet, Tuner
 from pytest_autotune.backends import CudaClient, cuda
 from pytest_autotune.backends.cuda import LONG_CALL_S, device_id_from, probe_cuda_peaks
@@ -24,15 +24,6 @@ from pytest_autotune.backends.cuda_graphs import (
     PLACEMENT_STEP,
     REPLAY_CACHE_SIZE,
 )
-
-SPIN_SOURCE = r"""
-extern "C" __global__ void spin(float* out, int iters) {
-    float a = threadIdx.x * 1e-3f;
-    for (int i = 0; i < iters; ++i) a = fmaf(a, 0.999f, 1e-3f);
-    if (a == -1.0f) out[0] = a;
-}
-"""
-
 
 COUNTED_SOURCE = r"""
 extern "C" __global__ void spin_counted(float* out, int iters, unsigned int* runs) {
