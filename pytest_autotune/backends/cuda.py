@@ -110,12 +110,12 @@ import contextlib
 import functools
 import gc
 import itertools
-import math
 import statistics
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +200,27 @@ candidates (6-9x the leader, 25 and 17 ms a call) took three samples each plus w
 `benchmarks/gpu_family_costs.py` prints the largest first-sample inflation of every family."""
 
 
+@dataclass(slots=True)
+class FixedCost:
+    """What one sampling mode reads beyond a call (`CudaClient._empty_sample`), as measured in
+    this process: what is taken off its samples, when it was last measured (`time.monotonic`),
+    the highest measurement and how many were taken (`CudaClient.instrument`)."""
+
+    taken: float
+    measured_at: float
+    highest: float
+    count: int = 1
+
+    def measured(self, seconds: float, at: float) -> None:
+        """A new measurement: taken off from now on where it reads `FIXED_COST_MARGIN_S`
+        lower than what is taken off, else only counted."""
+        if seconds < self.taken - FIXED_COST_MARGIN_S:
+            self.taken = seconds
+        self.highest = max(self.highest, seconds)
+        self.count += 1
+        self.measured_at = at
+
+
 def _enqueue_nothing() -> None:
     """A candidate with no device work: what its sample reads is the instrument's cost."""
 
@@ -265,10 +286,7 @@ class CudaClient:
         self._peaks_cache_dir = peaks_cache_dir
         self._probe = probe if probe is not None else functools.partial(probe_cuda_peaks, self)
         self._launch_overhead: float | None = None
-        self._empty: dict[tuple[bool, bool], float] = {}
-        self._empty_measured: dict[tuple[bool, bool], float] = {}
-        self._empty_highest: dict[tuple[bool, bool], float] = {}
-        self._empty_count: dict[tuple[bool, bool], int] = {}
+        self._fixed: dict[tuple[bool, bool], FixedCost] = {}  # by (held, replayed)
         self._empty_graphs: list[Any] = []
         self._synchronizing = Candidates()
         self.graph_replay = graph_replay
@@ -561,12 +579,11 @@ class CudaClient:
         keeps it, so that a time read too fast or too slow by a constant can be traced."""
         said: dict[str, int] = {}
         with self._lock:  # a sample on another thread measures them together
-            for mode, seconds in sorted(self._empty.items()):
-                hold, replayed = mode
+            for (hold, replayed), fixed in sorted(self._fixed.items()):
                 name = f"{'held' if hold else 'unheld'}_{'replay' if replayed else 'stream'}"
-                said[f"{name}_ns"] = round(seconds * 1e9)
-                said[f"{name}_highest_ns"] = round(self._empty_highest[mode] * 1e9)
-                said[f"{name}_measurements"] = self._empty_count[mode]
+                said[f"{name}_ns"] = round(fixed.taken * 1e9)
+                said[f"{name}_highest_ns"] = round(fixed.highest * 1e9)
+                said[f"{name}_measurements"] = fixed.count
         return said
 
     def _empty_sample(self, hold: bool, replayed: bool) -> float:
@@ -584,20 +601,20 @@ class CudaClient:
         2.0-2.5 us (BENCHMARKS.md, 2026-12-03); the records keep the measurements
         (`instrument`) to tell, should it come back."""
         mode = (hold, replayed)
-        now = time.monotonic()
-        if now - self._empty_measured.get(mode, -math.inf) >= FIXED_COST_REFRESH_S:
-            if replayed:
-                measured = self._replay_fixed_cost(hold)
-            else:
-                measured = statistics.median(
-                    self._sampler.sample(_enqueue_nothing, (), hold=hold) for _ in range(9)
-                )
-            if measured < self._empty.get(mode, math.inf) - FIXED_COST_MARGIN_S:
-                self._empty[mode] = measured
-            self._empty_highest[mode] = max(measured, self._empty_highest.get(mode, 0.0))
-            self._empty_count[mode] = self._empty_count.get(mode, 0) + 1
-            self._empty_measured[mode] = time.monotonic()
-        return self._empty[mode]
+        fixed = self._fixed.get(mode)
+        if fixed is not None and time.monotonic() - fixed.measured_at < FIXED_COST_REFRESH_S:
+            return fixed.taken
+        if replayed:
+            measured = self._replay_fixed_cost(hold)
+        else:
+            measured = statistics.median(
+                self._sampler.sample(_enqueue_nothing, (), hold=hold) for _ in range(9)
+            )
+        if fixed is None:
+            self._fixed[mode] = fixed = FixedCost(measured, time.monotonic(), measured)
+        else:
+            fixed.measured(measured, time.monotonic())
+        return fixed.taken
 
     def _replay_fixed_cost(self, hold: bool) -> float:
         """What a sample of a replay reads beyond the graph's nodes: the event pair and the

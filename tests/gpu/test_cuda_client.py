@@ -172,8 +172,7 @@ def test_a_fixed_cost_measured_high_once_is_not_taken_off_for_ever(
     fresh.time(call, ())
     true = fresh.instrument()["held_replay_ns"] / 1e9
     readings = itertools.chain([true + 7e-6], itertools.repeat(true))
-    monkeypatch.setattr(fresh, "_empty", {})
-    monkeypatch.setattr(fresh, "_empty_measured", {})
+    monkeypatch.setattr(fresh, "_fixed", {})
     monkeypatch.setattr(fresh, "_replay_fixed_cost", lambda hold: next(readings))
     # The module, not `backends.cuda`: the package's `cuda` is the function of that name.
     monkeypatch.setattr(importlib.import_module(CudaClient.__module__), "FIXED_COST_REFRESH_S", 0.0)
