@@ -40,6 +40,8 @@
 #   bash benchmarks/device_session.sh roofs   # an update, then RUNS runs each of -n 2 and one process: every winner's fraction of its roof
 #   bash benchmarks/device_session.sh twentyfirst # suite, examples, what the fixed cost depends on, RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh n2runs # an update, then RUNS runs of -n 2 with their records
+#   bash benchmarks/device_session.sh twentysecond # a fresh host: family costs twice, suite, examples
+#   bash benchmarks/device_session.sh shortn2 # the short calls, then RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
 # committed H200 baselines in the tree it runs in (returned as caches.tar): run it on the
@@ -579,6 +581,21 @@ twentyfirst)
   n2_runs
   ;;
 n2runs)
+  n2_runs
+  ;;
+twentysecond)
+  # On a fresh host, its first CUDA process first: every family's cost twice (the
+  # histogram's first tuning in the host's first process and in its second), the GPU's
+  # performance state and persistence mode before; then the suite and the examples.
+  nvidia-smi --query-gpu=pstate,persistence_mode,clocks.sm,clocks.max.sm,power.draw \
+    --format=csv >>"$LOG" 2>&1
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  tree_checks
+  ;;
+shortn2)
+  # The short calls (every tuning's samples kept), then an update and RUNS runs of -n 2.
+  step 130 python3 benchmarks/gpu_short_calls.py "$OUT/short" --keep-all
   n2_runs
   ;;
 top)
