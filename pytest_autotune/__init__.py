@@ -31,6 +31,7 @@ from pytest_autotune.tune.errors import (
     AutotuneErrorKind,
     AutotuneSkip,
     ConfigWarning,
+    InputGeneratorError,
 )
 from pytest_autotune.tune.key import (
     AutotuneKey,
@@ -75,6 +76,7 @@ __all__ = [
     "ConfigError",
     "ConfigWarning",
     "InputGenerator",
+    "InputGeneratorError",
     "KeyGenerator",
     "LocalTuner",
     "PersistentCache",

@@ -34,6 +34,12 @@ class AutotuneSkip(Exception):
     """Raise from a candidate to decline a key; it is recorded, never reported as a failure."""
 
 
+class InputGeneratorError(RuntimeError):
+    """A `TunableSet`'s own input generator raised (or returned no tuple) before any candidate
+    ran: the user's error, raised from it so its traceback shows, not recorded as every
+    candidate's failure."""
+
+
 class AutotuneError(Exception):
     """A candidate's failure, recorded in its result; it never wins and never crashes the tuner."""
 

@@ -33,6 +33,7 @@ from pytest_autotune.tune.errors import (
     AutotuneErrorKind,
     CacheFileWarning,
     ConfigWarning,
+    InputGeneratorError,
     caller_level,
 )
 from pytest_autotune.tune.key import key_to_json, stable_key
@@ -349,6 +350,8 @@ class Tuner:
             )
         if isinstance(tunables.input_gen, CloneInputGenerator):
             _refuse_iterators(self.name, inputs)
+        else:
+            _try_input_generator(self.name, key, tunables, inputs, client)
         bench = bench or self.config.bench
         ctx = AutotuneLogContext(level=self.config.log_level)
         bounds = tunables.bounds(key, inputs, client)
@@ -517,6 +520,24 @@ def _refuse_iterators(name: str, inputs: TuneInputs) -> None:
                 " it empty for the others and for the call that returns; pass a list or a"
                 " tuple (list(it))"
             )
+
+
+def _try_input_generator(
+    name: str, key: Any, tunables: TunableSet, inputs: TuneInputs, client: Client
+) -> None:
+    """Call a set's own input generator once before anything runs, and raise what it raises
+    as `InputGeneratorError`. Raised inside the checks and the timing, its error was
+    recorded as each candidate's ("no candidate succeeded ... a: ValueError ..."), though
+    none had run, its traceback was dropped, and the key was remembered as one no
+    candidate can run."""
+    try:
+        with client_context(client):  # on the client's device, as the candidates' copies
+            tunables.generate_inputs(key, inputs)
+    except Exception as error:
+        raise InputGeneratorError(
+            f"{name}: the input generator of key {key!r} raised"
+            f" {type(error).__name__}: {error}; no candidate was run"
+        ) from error
 
 
 def _type_name(key: Any) -> str:

@@ -19,7 +19,12 @@ from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Work
 from pytest_autotune.tune.cache import PersistentCache
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
-from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
+from pytest_autotune.tune.errors import (
+    AutotuneError,
+    AutotuneErrorKind,
+    AutotuneSkip,
+    InputGeneratorError,
+)
 from pytest_autotune.tune.key import AutotuneKey
 from pytest_autotune.tune.log import Eliminated
 from pytest_autotune.tune.records import Recorder, read_records
@@ -221,7 +226,7 @@ def test_a_key_that_keeps_failing_raises_a_fresh_error_each_call_holding_no_earl
 
 
 @pytest.mark.parametrize("checks", [False, True])
-def test_an_input_generator_returning_a_bare_input_is_named_in_every_candidates_error(
+def test_an_input_generator_returning_a_bare_input_is_one_error_before_any_candidate(
     client, checks
 ):
     # Ported as `lambda key, inputs: inputs[0].copy()`, it would have each candidate called
@@ -229,10 +234,44 @@ def test_an_input_generator_returning_a_bare_input_is_named_in_every_candidates_
     tunables = TunableSet(len, lambda key, inputs: inputs[0].copy()).with_(("a", np.sum))
     tunables = tunables.with_(("b", np.add.reduce))
     tuner = Tuner("t", client.device_id, AutotuneConfig(checks=checks))
-    with pytest.raises(AutotuneError) as raised:
+    with pytest.raises(InputGeneratorError) as raised:
         tuner.execute(tunables, (np.ones((3, 4)),), client)
     why = "the input generator returned ndarray, not a tuple of the candidates' arguments"
-    assert raised.value.message.count(why) == 2
+    assert str(raised.value).count(why) == 1
+
+
+@pytest.mark.parametrize("checks", [False, True])
+def test_an_input_generator_that_raises_is_named_with_its_traceback_and_no_candidate_blamed(
+    client, checks
+):
+    # It was recorded as each candidate's error ("no candidate succeeded for key 3: a:
+    # ValueError ..."), though none ran, with its traceback dropped, and the key was
+    # remembered as one no candidate can run. The key is the length, 6.
+    calls = []
+
+    def reshaped(key, inputs):
+        return (inputs[0].reshape(key + 1, -1),)  # the user's bug: 6 elements into 7 rows
+
+    def counted(name):
+        def call(x):
+            calls.append(name)
+            return x.sum()
+
+        return call
+
+    tunables = TunableSet(len, reshaped).with_(("a", counted("a"))).with_(("b", counted("b")))
+    tuner = Tuner("t", client.device_id, AutotuneConfig(checks=checks))
+    for _ in range(2):  # the key is not remembered as failed: the generator runs again
+        with pytest.raises(InputGeneratorError) as raised:
+            tuner.execute(tunables, (np.ones(6),), client)
+        assert str(raised.value) == (
+            "t: the input generator of key 6 raised ValueError: cannot reshape array of size 6"
+            " into shape (7,newaxis); no candidate was run"
+        )
+        assert isinstance(raised.value.__cause__, ValueError)
+        frames = traceback.extract_tb(raised.value.__cause__.__traceback__)
+        assert frames[-1].name == "reshaped"  # the user's line, where it went wrong
+    assert calls == []
 
 
 def test_an_input_generator_may_return_a_list():
