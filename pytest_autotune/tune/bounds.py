@@ -10,6 +10,7 @@ above it misses the floor the CI gate checks.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -30,10 +31,12 @@ MEMORY = "memory"
 
 
 def _gives_limit(value: float) -> bool:
-    """A peak or threshold that is zero, negative, NaN or infinite was not measured or set
-    in a way that means anything, so it must switch its bound off rather than yield a
-    limit of 0 or infinity that would short-circuit everything or nothing."""
-    return value > 0 and math.isfinite(value)
+    """A peak or threshold that is zero, negative, NaN, infinite or subnormal (the seed's
+    `is_normal`) was not measured or set in a way that means anything, so it must switch
+    its bound off rather than yield a limit of 0 or infinity that would short-circuit
+    everything or nothing (a threshold of 5e-324 gave an infinite limit: the first
+    candidate tried, however slow, won)."""
+    return sys.float_info.min <= value < math.inf
 
 
 def _plain_number(owner: Any, name: str) -> float:
@@ -187,10 +190,11 @@ class AutotuneBound:
 
     def time_limit(self) -> float | None:
         """`amount / peak / threshold` seconds, or None when the peak or the threshold is
-        zero, NaN or infinite."""
+        zero, NaN, infinite or subnormal, or the quotient overflows."""
         if not (_gives_limit(self.peak) and _gives_limit(self.threshold)):
             return None
-        return self.amount / self.peak / self.threshold
+        limit = self.amount / self.peak / self.threshold
+        return limit if math.isfinite(limit) else None  # normal figures can still overflow
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {

@@ -22,7 +22,7 @@ from pytest_autotune.tune.bounds import (
     roofline,
 )
 
-NO_LIMIT = [0.0, math.nan, math.inf]
+NO_LIMIT = [0.0, math.nan, math.inf, 5e-324]  # the last subnormal: not `is_normal` in the seed
 
 
 def test_a_bound_allows_its_amount_over_the_peak_divided_by_the_threshold() -> None:
@@ -37,6 +37,12 @@ def test_a_peak_that_is_zero_nan_or_infinite_gives_no_limit(peak: float) -> None
 @pytest.mark.parametrize("threshold", NO_LIMIT)
 def test_a_threshold_that_is_zero_nan_or_infinite_gives_no_limit(threshold: float) -> None:
     assert AutotuneBound("compute", 1e9, threshold, 1e12).time_limit() is None
+
+
+def test_a_limit_that_overflows_is_no_limit() -> None:
+    # Normal figures whose quotient is infinite: a limit no sample can miss, which would
+    # short-circuit the batch on whichever candidate ran first.
+    assert AutotuneBound("memory", 1e300, 1e-10, 1e-10).time_limit() is None
 
 
 def test_the_binding_resource_is_the_one_with_the_largest_limit() -> None:
