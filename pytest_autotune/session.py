@@ -382,7 +382,9 @@ class AutotuneSession:
             device_id,
             replace(settings.engine, checks=True),
             reference=_reference(options.get("reference"), request),
+            # As plain pytest's check: with nothing to compare, each candidate has to run.
             require_output=options.get("check_output") is not False,
+            compare_outputs=options.get("check_output") is not False,
             reference_last=request.expected_to_fail,
         )
         progress = self.hooks.progress

@@ -135,6 +135,7 @@ def check_candidates(
     equal_nan: bool = True,
     require_output: bool = False,
     last: Collection[int] = (),
+    compare: bool = True,
 ) -> list[CheckResult]:
     """Run every candidate once and compare its output with the reference's.
 
@@ -148,6 +149,8 @@ def check_candidates(
     passes as skipped. When the reference itself produces nothing, every candidate that
     ran fails with that reason: none of them can be shown correct. Results come in the
     order of `names`. With `require_output`, a reference output of None is such a case.
+    Without `compare` (`check_output=False`: nothing to compare), every candidate that runs
+    passes and no reference is called, as in plain pytest's check of each candidate.
     """
     # An imprecise candidate listed first was the reference: it passed, and every
     # correct one failed as differing from it.
@@ -157,6 +160,8 @@ def check_candidates(
     ref_label = ""
     no_reference: str | None = None
     have_reference = False
+    if not compare:
+        return [_ran(names[index], run, index) for index in range(len(names))]
     if callable(reference):
         ref_label = "the explicit reference"
         ref_output, no_reference = _explicit_reference(reference, require_output)
@@ -175,12 +180,7 @@ def check_candidates(
         try:
             output = run(index)
         except Exception as exc:
-            # `AutotuneSkip`, or the seed's `AutotuneError::Skip` raised, declines the key,
-            # as it does when the candidate is timed.
-            error = AutotuneError.from_exception(name, exc)
-            declined = error.kind is AutotuneErrorKind.SKIP
-            message = f"{SKIPPED}{error.message}" if declined else error.message
-            results[index] = CheckResult(name, declined, message, skipped=declined)
+            results[index] = _raised(name, exc)
         else:
             if have_reference:
                 diff = compare_outputs(ref_output, output, rtol, atol, equal_nan)
@@ -202,6 +202,25 @@ def check_candidates(
             what = "skipped" if results[index].skipped else "failed"
             no_reference = f"the reference {name!r} {what}"
     return [results[i] for i in range(len(names))]
+
+
+def _raised(name: str, exc: Exception) -> CheckResult:
+    """The check of a candidate that raised: failed with its error, or skipped where it
+    declined the key (`AutotuneSkip`, or the seed's `AutotuneError::Skip` raised), as it
+    does when the candidate is timed."""
+    error = AutotuneError.from_exception(name, exc)
+    declined = error.kind is AutotuneErrorKind.SKIP
+    message = f"{SKIPPED}{error.message}" if declined else error.message
+    return CheckResult(name, declined, message, skipped=declined)
+
+
+def _ran(name: str, run: Callable[[int], object], index: int) -> CheckResult:
+    """The check of a candidate whose output is not compared: passed where it ran."""
+    try:
+        run(index)
+    except Exception as exc:
+        return _raised(name, exc)
+    return CheckResult(name, True)
 
 
 def _explicit_reference(

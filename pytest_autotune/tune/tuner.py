@@ -138,6 +138,7 @@ class Tuner:
         reference: Reference | None = None,
         require_output: bool = False,
         reference_last: Collection[str] = (),
+        compare_outputs: bool = True,
     ) -> None:
         self.name = name
         self.device_id = device_id
@@ -148,6 +149,9 @@ class Tuner:
         self.reference = reference
         self.require_output = require_output
         """A reference output of None fails the checks (the plugin's default)."""
+        self.compare_outputs = compare_outputs
+        """The checks compare outputs with the reference's; without (the plugin's
+        `check_output=False`) each candidate only has to run."""
         self.reference_last = frozenset(reference_last)
         """The candidates, by name, tried as the default reference (the first that
         succeeds) only after every other: the plugin's whose tests are marked `xfail`."""
@@ -420,6 +424,7 @@ class Tuner:
                     rtol=self.config.rtol,
                     atol=self.config.atol,
                     require_output=self.require_output,
+                    compare=self.compare_outputs,
                     last=[i for i, n in enumerate(tunables.names) if n in self.reference_last],
                 )
             )

@@ -2602,3 +2602,39 @@ def test_a_deferred_gate_failure_fails_the_test_whatever_the_body_does_after_it(
         assert "own error" in out
     if "range(3)" in body:
         assert out.count("test_sizes.py::test_sizes: autotune gate: regression") == 1
+
+
+CHECK_OUTPUT_OFF = """
+import pytest
+from conftest import spin
+from pytest_autotune import Tunable, TunableSet
+
+def double(n):
+    spin(100e-6)
+    return n * 2
+
+def triple(n):
+    spin(200e-6)
+    return n * 3
+
+@pytest.mark.autotune(candidates={"double": double, "triple": triple}, check_output=False)
+def test_marked(candidate):
+    return candidate(5)
+
+def test_fixture(autotune):
+    tunables = TunableSet(lambda n: n).with_(Tunable("double", double))
+    assert autotune(tunables.with_(Tunable("triple", triple)), 5, check_output=False) in (10, 15)
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",), ("--autotune-update",)])
+def test_check_output_false_compares_no_outputs_in_any_mode(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # Outputs that differ, where the test says there is nothing to compare: plain pytest
+    # passed both candidates, and --autotune failed `triple` as differing from `double`.
+    autotune_pytester.makepyfile(test_off=CHECK_OUTPUT_OFF)
+    result = run(autotune_pytester, *mode)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert "differs" not in result.stdout.str()
+    result.assert_outcomes(passed=3)

@@ -911,3 +911,17 @@ def test_a_dict_of_many_numbers_is_compared_at_once(monkeypatch):
     everywhere = compare_outputs(ref, {k: v + 1 for k, v in ref.items()})
     assert everywhere is not None and everywhere.endswith("... and 990 more differences")
     assert calls < 100
+
+
+def test_without_compare_every_candidate_that_runs_passes_and_no_reference_is_called() -> None:
+    def run(index: int) -> object:
+        if index == 2:
+            raise ValueError("broken")
+        return index  # outputs that differ: nothing to compare, as the test says
+
+    def reference() -> object:
+        raise AssertionError("the reference is not called")
+
+    results = check_candidates(["a", "b", "c"], run, reference, compare=False)
+    assert [(r.name, r.passed) for r in results] == [("a", True), ("b", True), ("c", False)]
+    assert "ValueError: broken" in results[2].message
