@@ -91,6 +91,10 @@ class Judged:
     verdict: GroupVerdict
     measured: str | None = None
     """The candidate the gate measured, where it is not tuning's pick."""
+    winner_failed: AutotuneError | None = None
+    """Tuning's pick raised while the gate measured it (a call that fails after many, an
+    in-place candidate whose repeated calls overflow under `filterwarnings = error`): the
+    group is to be judged again on the decision without it (`TuneDecision.without_winner`)."""
 
 
 def _failure_text(result: object) -> str:
@@ -143,7 +147,10 @@ def judge_group(
     try:
         current = measure()
     except AutotuneError as exc:
-        return Judged(judge(None, None, error=f"the winner failed while measured: {exc}", **common))
+        return Judged(
+            judge(None, None, error=f"the winner failed while measured: {exc}", **common),
+            winner_failed=exc,
+        )
     peaks = client.peaks()
     if note:
         notes.append(note)

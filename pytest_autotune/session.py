@@ -411,20 +411,13 @@ class AutotuneSession:
             case = GroupCase(
                 request.group, request.key, request.inputs, tunables, decision, device_id, settings
             )
-            judged = judge_group(
-                case,
-                client,
-                work=work,
-                thresholds=options.get("thresholds"),
-                find_baseline=lambda: self._baseline(request, case),
-                baseline_devices=lambda: self.baselines.devices_with(request.tuner_name),
-                notes=self.output.notes,
-                machine=machine if isinstance(machine, str) and machine else None,
-                unreadable_file=lambda: self.baselines.unreadable(
-                    case.device_id, request.tuner_name
-                ),
-                missing_file=lambda: self.baselines.missing(case.device_id, request.tuner_name),
-            )
+            judged = self._judge(request, case, client, work, machine)
+            while judged.winner_failed is not None:
+                # A candidate that raises fails its own test, and the others are judged:
+                # the group, left with no verdict, got no baseline either.
+                decision = decision.without_winner(judged.winner_failed)
+                case = replace(case, decision=decision)
+                judged = self._judge(request, case, client, work, machine)
         if unpaused is not None:
             self.output.notes.append(
                 f"{request.group}: measured while other pytest-xdist workers ran tests ({unpaused})"
@@ -432,6 +425,28 @@ class AutotuneSession:
         verdict = self._keep(request, case, judged, client, work)
         failures = _failures(decision, verdict, self.selected.get(request.group), judged.measured)
         return _Outcome(tunables, decision, failures, _gate_failure(verdict))
+
+    def _judge(
+        self,
+        request: GroupRequest,
+        case: GroupCase,
+        client: Client,
+        work: Work | None,
+        machine: object,
+    ) -> Judged:
+        """The gate's judgement of one tuned group (`gate_policy.judge_group`)."""
+        return judge_group(
+            case,
+            client,
+            work=work,
+            thresholds=request.options.get("thresholds"),
+            find_baseline=lambda: self._baseline(request, case),
+            baseline_devices=lambda: self.baselines.devices_with(request.tuner_name),
+            notes=self.output.notes,
+            machine=machine if isinstance(machine, str) and machine else None,
+            unreadable_file=lambda: self.baselines.unreadable(case.device_id, request.tuner_name),
+            missing_file=lambda: self.baselines.missing(case.device_id, request.tuner_name),
+        )
 
     def _keep(
         self,

@@ -12,10 +12,10 @@ import traceback
 import warnings
 import weakref
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from pytest_autotune.tune.benchmark import AutotuneResult, result_to_json
+from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult, result_to_json
 from pytest_autotune.tune.bounds import Bounds
 from pytest_autotune.tune.cache import (
     CacheFileError,
@@ -90,6 +90,20 @@ class TuneDecision:
 
     def result_list(self) -> list[dict[str, Any]]:
         return [result_to_json(self.results[i], i) for i in sorted(self.results)]
+
+    def without_winner(self, error: AutotuneError) -> TuneDecision:
+        """This decision with its winner failed by `error` (raised after tuning, while
+        measured again) and the next fastest measured candidate, by its samples' score, as
+        the winner; not measured where none is left."""
+        name = self.fastest_name
+        failed = AutotuneError(error.kind, f"failed while measured: {error.message}", name)
+        results = {**self.results, self.fastest_index: failed}
+        measured = {i: r for i, r in results.items() if isinstance(r, AutotuneOutcome)}
+        if not measured:
+            return replace(self, results=results, measured=False)
+        index = min(measured, key=lambda i: measured[i].score)
+        winner = measured[index].name
+        return replace(self, results=results, fastest_index=index, fastest_name=winner)
 
     def to_cache_value(self) -> PersistentCacheValue:
         return PersistentCacheValue(

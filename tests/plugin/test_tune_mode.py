@@ -2638,3 +2638,50 @@ def test_check_output_false_compares_no_outputs_in_any_mode(
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert "differs" not in result.stdout.str()
     result.assert_outcomes(passed=3)
+
+
+WINNER_FAILS_LATER = """
+import pytest
+from conftest import spin
+
+calls = []
+
+def flaky(n):
+    calls.append(n)
+    # Its check and its tuning call it fewer times with the fake client's timer; the
+    # gate's measurement of the winner makes the eleventh call.
+    if len(calls) > 10:
+        raise RuntimeError("worn out")
+    spin(100e-6)
+    return n * 2
+
+def steady(n):
+    spin(200e-6)
+    return n * 2
+
+@pytest.mark.autotune(candidates={"flaky": flaky, "steady": steady})
+def test_wears(candidate):
+    return candidate(3)
+"""
+
+
+def test_a_winner_that_fails_while_measured_fails_alone_and_the_next_is_recorded(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The group got "ERROR: the winner failed while measured", no verdict and no baseline,
+    # though another candidate ran fine: a raising candidate fails its own test only.
+    autotune_pytester.makepyfile(test_wears=WINNER_FAILS_LATER)
+    result = run(autotune_pytester, "--autotune-update")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*candidate 'flaky' failed while measured: RuntimeError: worn out*",
+            "test_wears.py::test_wears*steady*updated",
+        ]
+    )
+    (path,) = (autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*.json")
+    (entry,) = json.loads(path.read_text())["entries"]
+    assert entry["fastest_name"] == "steady"
+    flaky = next(r for r in entry["results"] if r["name"] == "flaky")
+    assert flaky["error"]["message"] == "failed while measured: RuntimeError: worn out"
