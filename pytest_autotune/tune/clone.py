@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import functools
 import random
+import sys
 import types
 from typing import Any
 
@@ -121,10 +122,31 @@ def _copy_array(value: Any) -> Any:
     Fortran-ordered input was timed, and checked, in a layout the caller never passes (a
     column-wise kernel winning a tuning it loses in use). An array type whose `copy` takes
     no order keeps its own."""
+    copied = _copy_device_memory(value)
+    if copied is not None:
+        return copied
     try:
         return value.copy(order="K")
     except TypeError:
         return value.copy()
+
+
+def _copy_device_memory(value: Any) -> Any:
+    """A contiguous CuPy array copied by one device-to-device memcpy, None for anything
+    else. CuPy's `copy` runs an elementwise kernel compiled per dtype on its first use: on
+    a fresh H200 host its compilation was 80-160 ms of a family's first tuning (saxpy 123
+    against 39 ms, the 256-bin histogram 292 against 127 ms; `benchmarks/
+    gpu_first_compiles.py`), which no later process paid."""
+    cp = sys.modules.get("cupy")
+    if cp is None or not isinstance(value, cp.ndarray):
+        return None
+    if not (value.flags.c_contiguous or value.flags.f_contiguous):
+        return None
+    with value.device:
+        copied = cp.empty_like(value, order="K")
+        if value.nbytes:
+            copied.data.copy_from_device_async(value.data, value.nbytes)
+    return copied
 
 
 _MAX_OBJECT_DEPTH = 3
