@@ -28,6 +28,7 @@ from pytest_autotune.gate import (
 )
 from pytest_autotune.gate.baseline import sigma_between_of
 from pytest_autotune.gate.judge import candidate_change
+from pytest_autotune.gate.rules import device_kind
 from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.report.figures import counted
@@ -295,6 +296,7 @@ def write_caches(
     (each also named in one line of `notes`): `--autotune-update` then fails, since its
     user believes a baseline was saved, and their groups are not "updated"."""
     failed: dict[tuple[str, str], str] = {}
+    few_sessions = 0
     files: dict[tuple[str, str], dict[PersistentCacheKey, CacheUpdate]] = {}
     for update in updates:
         by_key = files.setdefault((update.device_id, update.tuner), {})
@@ -333,7 +335,33 @@ def write_caches(
             if held != written:
                 count += f" written; the file holds {held}"
             notes.append(f"updated {settings.relative(path)} ({count})")
+            if device_kind(device_id) == "cpu":
+                few_sessions += sum(
+                    len(u.value.sessions or ()) + 1 < MEASURED_SESSIONS for u in by_key.values()
+                )
+    if few_sessions:
+        notes.append(few_sessions_note(few_sessions))
     return failed
+
+
+MEASURED_SESSIONS = 3
+"""The update sessions from which a baseline measures its own spread (`Baseline.spread`)."""
+
+
+def few_sessions_note(entries: int) -> str:
+    """The note of an update that leaves CPU baselines of fewer than `MEASURED_SESSIONS`
+    sessions. Against one session, a user's 4-10 us NumPy kernels compared raw failed 3 to
+    5 groups of every unchanged gate run on a shared 2-core VM (+58% to +275%: a kernel
+    this small runs in modes up to 2x apart from one process to the next), and read "too
+    noisy" once three more updates measured the spread: the README's advice, said where it
+    is needed."""
+    which = counted(entries, "CPU baseline rests", "CPU baselines rest")
+    return (
+        f"note: {which} on fewer than {MEASURED_SESSIONS} update sessions: run"
+        " --autotune-update 3 to 5 times in all on this machine, so that the gate measures"
+        " how far it moves each kernel between sessions (a small kernel compared raw moved"
+        " up to 2x on a shared CPU, and one session cannot show it)"
+    )
 
 
 def _rebase(

@@ -2685,3 +2685,22 @@ def test_a_winner_that_fails_while_measured_fails_alone_and_the_next_is_recorded
     assert entry["fastest_name"] == "steady"
     flaky = next(r for r in entry["results"] if r["name"] == "flaky")
     assert flaky["error"]["message"] == "failed while measured: RuntimeError: worn out"
+
+
+def test_an_update_says_when_cpu_baselines_rest_on_fewer_than_three_sessions(
+    scale: pytest.Pytester,
+) -> None:
+    # A new user's one `--autotune-update` of small NumPy kernels, then `--autotune` on
+    # unchanged code: every run failed groups at +58% to +275% on a shared CPU, and the
+    # update had said nothing of the README's advice to record several sessions.
+    note = (
+        "note: 2 CPU baselines rest on fewer than 3 update sessions: run --autotune-update"
+        " 3 to 5 times in all on this machine*"
+    )
+    first = run(scale, "--autotune-update")
+    first.stdout.fnmatch_lines(["updated *", note])
+    assert first.stdout.str().count("fewer than 3 update sessions") == 1  # once a run
+    run(scale, "--autotune-update").stdout.fnmatch_lines([note])
+    third = run(scale, "--autotune-update")
+    third.stdout.fnmatch_lines(["*joined the baseline: 3 sessions*"])
+    assert "fewer than 3 update sessions" not in third.stdout.str()
