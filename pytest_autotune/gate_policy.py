@@ -91,6 +91,9 @@ class Judged:
     verdict: GroupVerdict
     measured: str | None = None
     """The candidate the gate measured, where it is not tuning's pick."""
+    overtaken: str | None = None
+    """The baseline's winner, where tuning here picked another candidate and the baseline's
+    winner measured no faster than it: slowed, where the group regressed."""
     winner_failed: AutotuneError | None = None
     """Tuning's pick raised while the gate measured it (a call that fails after many, an
     in-place candidate whose repeated calls overflow under `filterwarnings = error`): the
@@ -225,7 +228,7 @@ def judge_group(
     notes.extend(confirmations.not_fresh_note(case.group, verdict))
     if verdict.remeasured and confirmed_by and confirmed_by[-1] != tunables.names[index]:
         measured = confirmed_by[-1]  # the row names whose time it shows
-    return Judged(verdict, measured)
+    return Judged(verdict, measured, overtaken=None if rival is None else rival[1])
 
 
 def _read_kind(case: GroupCase, baseline: Baseline | None) -> str | None:

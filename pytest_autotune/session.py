@@ -423,7 +423,9 @@ class AutotuneSession:
                 f"{request.group}: measured while other pytest-xdist workers ran tests ({unpaused})"
             )
         verdict = self._keep(request, case, judged, client, work)
-        failures = _failures(decision, verdict, self.selected.get(request.group), judged.measured)
+        failures = _failures(
+            decision, verdict, self.selected.get(request.group), judged.measured, judged.overtaken
+        )
         return _Outcome(tunables, decision, failures, _gate_failure(verdict))
 
     def _judge(
@@ -584,6 +586,7 @@ def _failures(
     verdict: GroupVerdict,
     selected: tuple[str, ...] | None = None,
     measured: str | None = None,
+    overtaken: str | None = None,
 ) -> dict[str, str]:
     """What fails for each candidate of a tuned group, by name: its own error, and for the
     winner the gate's failure. The winner is the candidate the gate judged: `measured`, the
@@ -591,7 +594,9 @@ def _failures(
     since the failure is that candidate's time, and the summary names it. Where the
     winner's item was not selected (`selected`: the selected candidates, None where every
     one is), the gate's failure goes to the first selected candidate instead: the run fails
-    on a failing test, not on the summary alone."""
+    on a failing test, not on the summary alone. A regression where tuning's pick overtook
+    the baseline's winner (`overtaken`, which measured slower here) fails the baseline's
+    winner: its slowdown lost the group its time, and the pick, unchanged, passed."""
     failures = {
         result.name or "": f"candidate {result.name!r} {result.message}"
         for result in decision.results.values()
@@ -600,6 +605,12 @@ def _failures(
     gate = _gate_failure(verdict)
     if gate is not None:
         name = measured or decision.fastest_name
+        if overtaken is not None and verdict.verdict is Verdict.REGRESSION:
+            gate += (
+                f"\n(tuning here picks {name}; {overtaken}, the baseline's winner, measured"
+                " slower than it)"
+            )
+            name = overtaken
         if selected and name not in selected:
             gate = f"{gate}\n(the winner {name!r} was not selected; its group's gate fails here)"
             name = selected[0]

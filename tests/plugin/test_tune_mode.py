@@ -761,6 +761,17 @@ def test_a_slower_candidate_picked_when_the_baselines_winner_is_slower_too_is_ju
             ),
         ]
     )
+    # The failure is the slowed candidate's, not the unchanged pick's: its test was the
+    # one sent to, though medium did not change.
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED test_slip.py::test_slip[[]fast[]] - *",
+        ]
+    )
+    assert "(tuning here picks medium; fast, the baseline's winner, measured slower than it)" in (
+        result.stdout.str()
+    )
 
 
 def four_times_slower(
