@@ -42,7 +42,6 @@ from pytest_autotune.tune.cache import (
     tuner_cache,
 )
 from pytest_autotune.tune.cache_format import advice
-from pytest_autotune.tune.errors import CacheJournalWarning
 from pytest_autotune.tune.key import serialize_key_json, stable_key
 from pytest_autotune.tune.records import AutotuneRecord
 
@@ -127,18 +126,10 @@ class Baselines:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 entries = cache.load()
-            # A file that does not read at all is named by every group's verdict (no
-            # baseline, not recorded), with what to do: the engine's warning about it would
-            # say it a second time. A journal's problems are said nowhere else.
-            said = [
-                w
-                for w in caught
-                if cache.unreadable() is None or issubclass(w.category, CacheJournalWarning)
-            ]
             # The engine's message names the file whole; the summary shows it from where
             # pytest was run, as every path it shows.
             self._notes.extend(
-                f"warning: {shown_paths(str(w.message), self._settings)}" for w in said
+                f"warning: {shown_paths(str(w.message), self._settings)}" for w in caught
             )
             self._files[path] = (cache, entries)
         return (path, *self._files[path])
