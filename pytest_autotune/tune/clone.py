@@ -142,10 +142,14 @@ def _copy_device_memory(value: Any) -> Any:
         return None
     if not (value.flags.c_contiguous or value.flags.f_contiguous):
         return None
-    with value.device:
-        copied = cp.empty_like(value, order="K")
-        if value.nbytes:
-            copied.data.copy_from_device_async(value.data, value.nbytes)
+    # CuPy's `copy` makes its copy on the current device, which the tuner sets to its
+    # client's (`client_context`): a client of GPU 1 times copies of GPU 0's arrays on GPU
+    # 1. An array of another device keeps that way.
+    if value.device.id != cp.cuda.runtime.getDevice():
+        return None
+    copied = cp.empty_like(value, order="K")
+    if value.nbytes:
+        copied.data.copy_from_device_async(value.data, value.nbytes)
     return copied
 
 

@@ -1,8 +1,13 @@
 """Copies of a call's inputs: what a call may move is copied."""
 
+from __future__ import annotations
+
 import random
+import sys
+import types
 
 import numpy as np
+import pytest
 
 from pytest_autotune.tune.clone import clone_value
 
@@ -19,3 +24,68 @@ def test_a_random_generator_is_copied_so_each_call_draws_what_the_first_did() ->
         assert draw(rng) == first  # the caller's own, unmoved by the copies' draws
         (inside,) = clone_value((rng,))
         assert inside is not rng
+
+
+class _Memory:
+    def __init__(self, owner: _FakeArray) -> None:
+        self.owner = owner
+
+    def copy_from_device_async(self, source: _Memory, nbytes: int) -> None:
+        self.owner.copied_from = (source.owner, nbytes)
+
+
+class _FakeArray:
+    """What `clone` reads of a CuPy array: its device, contiguity, size and memory."""
+
+    def __init__(self, device: int, contiguous: bool = True, nbytes: int = 64) -> None:
+        self.device = types.SimpleNamespace(id=device)
+        self.flags = types.SimpleNamespace(c_contiguous=contiguous, f_contiguous=False)
+        self.nbytes = nbytes
+        self.data = _Memory(self)
+        self.copied_from: tuple[_FakeArray, int] | None = None
+        self.copy_kernel = False
+        self.shape = (nbytes // 4,)
+
+    def __array__(self) -> np.ndarray:
+        raise AssertionError("a CuPy array is never made a NumPy one here")
+
+    def copy(self, order: str = "C") -> _FakeArray:
+        made = _FakeArray(fake_cupy.current)  # on the current device, as CuPy's copy
+        made.copy_kernel = True
+        return made
+
+
+fake_cupy = types.SimpleNamespace(current=0, ndarray=_FakeArray)
+fake_cupy.empty_like = lambda value, order="K": _FakeArray(fake_cupy.current)
+runtime = types.SimpleNamespace(getDevice=lambda: fake_cupy.current)
+fake_cupy.cuda = types.SimpleNamespace(runtime=runtime)
+
+
+@pytest.fixture
+def cupy_module(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    monkeypatch.setattr(fake_cupy, "current", 0)
+    return fake_cupy
+
+
+def test_a_contiguous_cupy_array_of_the_current_device_is_copied_by_one_memcpy(cupy_module):
+    # CuPy's copy kernel is compiled per dtype on first use: 80-160 ms of a fresh host's
+    # first tuning on an H200.
+    x = _FakeArray(0)
+    copied = clone_value(x)
+    assert copied.copied_from == (x, 64) and not copied.copy_kernel
+    empty = clone_value(_FakeArray(0, nbytes=0))
+    assert empty.copied_from is None and not empty.copy_kernel
+
+
+def test_a_cupy_array_of_another_device_is_copied_onto_the_current_one(cupy_module):
+    # A client of GPU 1 tunes on copies on GPU 1 of GPU 0's arrays (README): the memcpy
+    # path copied onto the array's own device, and every candidate then failed.
+    cupy_module.current = 1
+    copied = clone_value(_FakeArray(0))
+    assert copied.copy_kernel and copied.device.id == 1
+
+
+def test_a_strided_cupy_array_keeps_cupys_copy(cupy_module):
+    copied = clone_value(_FakeArray(0, contiguous=False))
+    assert copied.copy_kernel
