@@ -34,8 +34,10 @@ from pytest_autotune.tune.cache_format import (
     entry_from_json,
     entry_order,
     entry_to_json,
+    other_device,
     other_tuner,
     parse_contents,
+    stored_device,
     stored_tuner,
 )
 from pytest_autotune.tune.cache_names import (
@@ -139,10 +141,14 @@ class PersistentCache:
         legacy: str | os.PathLike[str] | None = None,
         journal: bool = False,
         set_aside_damaged: bool = False,
+        device_id: str | None = None,
     ) -> None:
         # A program names its file with a str: taken as the Path every helper expects.
         self.path = path = Path(path)
         self.name = name
+        self.device_id = device_id
+        """The device id whose folder the file is in, where known (`tuner_cache`): a file
+        whose device block names another is not this device's (`other_device`)."""
         self.legacy = Path(legacy) if legacy is not None and Path(legacy) != path else None
         self.journal = journal
         self.set_aside_damaged = set_aside_damaged
@@ -360,6 +366,9 @@ class PersistentCache:
         stored = stored_tuner(contents)
         if self.name is not None and stored is not None and stored != self.name:
             raise CacheFileError(source, other_tuner(stored, self.name))
+        device = stored_device(contents)
+        if self.device_id is not None and device is not None and device != self.device_id:
+            raise CacheFileError(source, other_device(device, self.device_id))
 
     def _refresh(self) -> Path:
         """Bring this object's contents up to the file and journal as they are now, reading
@@ -494,6 +503,7 @@ def tuner_cache(
         cache_path(cache_dir, device_id, tuner_name),
         tuner_name,
         legacy=cache_dir / folder / name,
+        device_id=device_id,
         journal=journal,
         set_aside_damaged=set_aside_damaged,
     )

@@ -235,6 +235,24 @@ def other_tuner(stored: str, name: str) -> str:
     )
 
 
+def stored_device(contents: Contents) -> str | None:
+    """The device id a file's device block names, None where it has none."""
+    stored = (contents.device or {}).get("id")
+    return stored if isinstance(stored, str) else None
+
+
+def other_device(stored: str, device: str) -> str:
+    """Why a file in the folder of `device` whose device block names `stored` is not read:
+    each device id has a folder of its own, so the file was copied or moved by hand, and
+    read as this device's it served another device's winners without a word, and the next
+    save labelled them this device's under the other one's fingerprint."""
+    return (
+        f"holds the cache of device {stored!r}, not of {device!r}, whose folder it is in: a"
+        f" file copied or moved by hand? move it to the folder {stored!r}, or set its device"
+        f' "id" to {json.dumps(device)} to use its entries on this device'
+    )
+
+
 def parse_contents(data: Any) -> Contents:
     """Validate the whole document, so a bad one is rejected before any of it is used."""
     if not isinstance(data, dict):

@@ -601,6 +601,41 @@ def test_a_file_storing_another_tuners_name_is_reported_with_both_names_and_kept
     assert path.read_bytes() == before
 
 
+def test_a_file_of_another_device_in_this_devices_folder_is_reported_and_kept(
+    tmp_path: Path,
+) -> None:
+    # An H200's cache copied by hand into a CPU's folder: its winners were served to the
+    # CPU without a word, and the next save labelled the file the CPU's while keeping the
+    # H200's fingerprint.
+    path = cache_path(tmp_path, "cpu-amd-epyc-2t", "t")
+    h200 = {"id": "cuda-nvidia-h200", "fingerprint": {"gpu": "NVIDIA H200"}}
+    PersistentCache(path, "t").save(dict([entry("a")]), device=h200)
+    before = path.read_bytes()
+    cache = tuner_cache(tmp_path, "cpu-amd-epyc-2t", "t")
+
+    with pytest.warns(CacheFileWarning) as caught:
+        assert cache.load() == {}
+    (message,) = [str(w.message) for w in caught]
+    assert str(path) in message
+    assert (
+        "holds the cache of device 'cuda-nvidia-h200', not of 'cpu-amd-epyc-2t', whose folder"
+        " it is in: a file copied or moved by hand? move it to the folder"
+        ' \'cuda-nvidia-h200\', or set its device "id" to "cpu-amd-epyc-2t" to use its'
+        " entries on this device"
+    ) in message
+    with pytest.raises(CacheFileError, match="not of 'cpu-amd-epyc-2t'"):
+        cache.save(dict([entry("b")]), device={"id": "cpu-amd-epyc-2t"})
+    assert path.read_bytes() == before
+    # In its own device's folder it reads, as it always did.
+    assert tuner_cache(tmp_path, "cuda-nvidia-h200", "t").device_id == "cuda-nvidia-h200"
+    moved = cache_path(tmp_path, "cuda-nvidia-h200", "t")
+    moved.parent.mkdir()
+    path.rename(moved)
+    assert {k.key for k in tuner_cache(tmp_path, "cuda-nvidia-h200", "t").load()} == {
+        stable_key("a")
+    }
+
+
 def test_a_save_stores_the_exact_tuner_name_in_the_file(tmp_path: Path) -> None:
     cache = tuner_cache(tmp_path, "d", "tests/test_é.py::test_x[1]")
     cache.save(dict([entry("a")]))
