@@ -26,7 +26,7 @@ from pytest_autotune.gate import (
     format_change,
     format_interval,
 )
-from pytest_autotune.gate.baseline import sigma_between_of
+from pytest_autotune.gate.baseline import MEASURED_SESSIONS, sigma_between_of
 from pytest_autotune.gate.judge import candidate_change
 from pytest_autotune.gate.rules import device_kind
 from pytest_autotune.plugin_settings import PluginSettings
@@ -333,10 +333,6 @@ def write_caches(
     if few_sessions:
         notes.append(few_sessions_note(few_sessions))
     return failed
-
-
-MEASURED_SESSIONS = 3
-"""The update sessions from which a baseline measures its own spread (`Baseline.spread`)."""
 
 
 def few_sessions_note(entries: int) -> str:

@@ -42,7 +42,7 @@ from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Thresholds, Work
 from pytest_autotune.tune.call_scope import call_scope
 from pytest_autotune.tune.client import client_context
-from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.errors import NOT_REACHED, AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import Peaks
 from pytest_autotune.tune.tunable_set import TunableSet
@@ -113,6 +113,18 @@ def _failure_text(result: object) -> str:
     return str(result)
 
 
+def _nothing_measured(decision: TuneDecision) -> str:
+    """Why a group has no winner: every candidate failed, or, where its winner failed while
+    the gate measured it (`TuneDecision.without_winner`), some were never reached (a batch
+    of a `groups=` plan ended the tuning): "every candidate failed" named those as failed."""
+    errors = "; ".join(map(_failure_text, decision.results.values()))
+    unreached = any(
+        isinstance(r, AutotuneError) and r.message.startswith(NOT_REACHED)
+        for r in decision.results.values()
+    )
+    return f"{'no measured candidate is left' if unreached else 'every candidate failed'}: {errors}"
+
+
 def judge_group(
     case: GroupCase,
     client: Client,
@@ -139,8 +151,7 @@ def judge_group(
         "update": case.settings.update,
     }
     if not decision.measured:
-        errors = "; ".join(map(_failure_text, decision.results.values()))
-        return Judged(judge(None, None, error=f"every candidate failed: {errors}", **common))
+        return Judged(judge(None, None, error=_nothing_measured(decision), **common))
     with client_context(client):  # on the client's device
         inputs = tunables.generate_inputs(case.key, case.inputs)
     baseline, note = find_baseline()

@@ -377,14 +377,15 @@ class AutotuneSession:
         work: Work | None = options.get("work")
         tunables = self._tunable_set(request, work)
         device_id = self._device_id(client)
+        compared = options.get("check_output") is not False
         tuner = Tuner(
             request.tuner_name,
             device_id,
             replace(settings.engine, checks=True),
             reference=_reference(options.get("reference"), request),
             # As plain pytest's check: with nothing to compare, each candidate has to run.
-            require_output=options.get("check_output") is not False,
-            compare_outputs=options.get("check_output") is not False,
+            require_output=compared,
+            compare_outputs=compared,
             reference_last=request.expected_to_fail,
         )
         progress = self.hooks.progress

@@ -42,6 +42,10 @@ FOLLOWS_SLACK = 0.01
 that agree to 1% raw measure the read's effect no better than that."""
 
 
+MEASURED_SESSIONS = 3
+"""The update sessions from which a baseline measures its own spread (`Baseline.spread`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Baseline(Samples):
     """What the committed cache says about one group: the winner measured then, and how.
@@ -133,10 +137,10 @@ class Baseline(Samples):
 
     def spread(self, calibrated: bool) -> tuple[float, int] | None:
         """The standard deviation of ln(time) between its sessions, a measured
-        `sigma_between`, and how many sessions it comes from; None with fewer than three,
-        too few to say."""
+        `sigma_between`, and how many sessions it comes from; None with fewer than
+        `MEASURED_SESSIONS`, too few to say."""
         logs = self._session_logs(calibrated)
-        return (statistics.stdev(logs), len(logs)) if len(logs) >= 3 else None
+        return (statistics.stdev(logs), len(logs)) if len(logs) >= MEASURED_SESSIONS else None
 
     def typical(self, calibrated: bool = False) -> tuple[float, float | None]:
         """The winner's time and the calibration read's to show: the geometric means over

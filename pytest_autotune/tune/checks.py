@@ -152,6 +152,8 @@ def check_candidates(
     Without `compare` (`check_output=False`: nothing to compare), every candidate that runs
     passes and no reference is called, as in plain pytest's check of each candidate.
     """
+    if not compare:
+        return [_ran(names[index], run, index) for index in range(len(names))]
     # An imprecise candidate listed first was the reference: it passed, and every
     # correct one failed as differing from it.
     order = [i for i in range(len(names)) if i not in last]
@@ -160,8 +162,6 @@ def check_candidates(
     ref_label = ""
     no_reference: str | None = None
     have_reference = False
-    if not compare:
-        return [_ran(names[index], run, index) for index in range(len(names))]
     if callable(reference):
         ref_label = "the explicit reference"
         ref_output, no_reference = _explicit_reference(reference, require_output)

@@ -63,6 +63,10 @@ def takes_one_input(fn: Callable[..., Any]) -> bool:
     return not required_keywords
 
 
+class NotATuple(TypeError):
+    """An input generator's return that is not a tuple (or list) of the candidates' arguments."""
+
+
 def _check_arity(generator: Callable[..., Any], what: str, call: str, arity: int) -> None:
     """Refuse a generator that cannot be called as `call`: an input generator written as
     `lambda inputs: ...` failed at every candidate's first call instead, each recorded as
@@ -218,7 +222,7 @@ class TunableSet:
         each failing with its own unrelated message."""
         generated = self.input_gen(key, inputs)
         if not isinstance(generated, (tuple, list)):
-            raise TypeError(
+            raise NotATuple(
                 f"the input generator returned {type(generated).__name__}, not a tuple of the"
                 " candidates' arguments; return (x,) for one input"
             )

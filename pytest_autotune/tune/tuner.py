@@ -47,7 +47,12 @@ from pytest_autotune.tune.schedule import (
     fixed_pass,
 )
 from pytest_autotune.tune.tunable import tune_plan
-from pytest_autotune.tune.tunable_set import CloneInputGenerator, TunableSet, TuneInputs
+from pytest_autotune.tune.tunable_set import (
+    CloneInputGenerator,
+    NotATuple,
+    TunableSet,
+    TuneInputs,
+)
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client
@@ -96,7 +101,9 @@ class TuneDecision:
         measured again) and the next fastest measured candidate, by its samples' score, as
         the winner; not measured where none is left."""
         name = self.fastest_name
-        failed = AutotuneError(error.kind, f"failed while measured: {error.message}", name)
+        declined = error.kind is AutotuneErrorKind.SKIP  # `AutotuneSkip` raised then
+        how = "declined while measured" if declined else "failed while measured"
+        failed = AutotuneError(error.kind, f"{how}: {error.message}", name)
         results = {**self.results, self.fastest_index: failed}
         measured = {i: r for i, r in results.items() if isinstance(r, AutotuneOutcome)}
         if not measured:
@@ -553,9 +560,14 @@ def _try_input_generator(
         with client_context(client):  # on the client's device, as the candidates' copies
             tunables.generate_inputs(key, inputs)
     except Exception as error:
+        # `generate_inputs`' own refusal of a return that is no tuple says what it returned.
+        what = (
+            str(error)
+            if isinstance(error, NotATuple)
+            else f"the input generator raised {type(error).__name__}: {error}"
+        )
         raise InputGeneratorError(
-            f"{name}: the input generator of key {key!r} raised"
-            f" {type(error).__name__}: {error}; no candidate was run"
+            f"{name}: for key {key!r}, {what}; no candidate was run"
         ) from error
 
 

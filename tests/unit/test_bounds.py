@@ -30,12 +30,14 @@ def test_a_bound_allows_its_amount_over_the_peak_divided_by_the_threshold() -> N
 
 
 @pytest.mark.parametrize("peak", [*NO_LIMIT, -1.0])
-def test_a_peak_that_is_zero_nan_or_infinite_gives_no_limit(peak: float) -> None:
+def test_a_peak_that_is_zero_nan_infinite_or_subnormal_gives_no_limit(peak: float) -> None:
     assert AutotuneBound("compute", 1e9, 1.0, peak).time_limit() is None
 
 
 @pytest.mark.parametrize("threshold", NO_LIMIT)
-def test_a_threshold_that_is_zero_nan_or_infinite_gives_no_limit(threshold: float) -> None:
+def test_a_threshold_that_is_zero_nan_infinite_or_subnormal_gives_no_limit(
+    threshold: float,
+) -> None:
     assert AutotuneBound("compute", 1e9, threshold, 1e12).time_limit() is None
 
 

@@ -265,8 +265,8 @@ def test_an_input_generator_that_raises_is_named_with_its_traceback_and_no_candi
         with pytest.raises(InputGeneratorError) as raised:
             tuner.execute(tunables, (np.ones(6),), client)
         assert str(raised.value) == (
-            "t: the input generator of key 6 raised ValueError: cannot reshape array of size 6"
-            " into shape (7,newaxis); no candidate was run"
+            "t: for key 6, the input generator raised ValueError: cannot reshape array of size"
+            " 6 into shape (7,newaxis); no candidate was run"
         )
         assert isinstance(raised.value.__cause__, ValueError)
         frames = traceback.extract_tb(raised.value.__cause__.__traceback__)
@@ -954,3 +954,27 @@ def test_a_candidate_out_of_memory_on_its_own_fails_as_ever(client):
     decision = Tuner("t", client.device_id).tune(1, tunables, (np.zeros(1),), client)
     assert decision.fastest_name == "fine"
     assert "greedy: out of memory" in str(decision.results[0])
+
+
+def test_a_decision_without_its_winner_takes_the_next_fastest_or_none(client):
+    # The gate measured the winner and it raised: the next fastest measured candidate
+    # stands, by its samples' score; with none left the decision is not measured; a
+    # candidate that declined then says so, not "failed".
+    slow = candidate(client.clock, 3e-3, "slow")
+    mid = candidate(client.clock, 2e-3, "mid")
+    fast = candidate(client.clock, 1e-3, "fast")
+    tunables = TunableSet.of(by_size, {"slow": slow, "mid": mid, "fast": fast})
+    decision = Tuner("t", client.device_id).tune(1, tunables, ([1],), client)
+    assert decision.fastest_name == "fast"
+
+    worn = AutotuneError(AutotuneErrorKind.UNKNOWN, "RuntimeError: worn out", "fast")
+    after = decision.without_winner(worn)
+    assert (after.fastest_index, after.fastest_name, after.measured) == (1, "mid", True)
+    assert after.results[2] == AutotuneError(
+        AutotuneErrorKind.UNKNOWN, "failed while measured: RuntimeError: worn out", "fast"
+    )
+    declined = AutotuneError(AutotuneErrorKind.SKIP, "only ten", "mid")
+    last = after.without_winner(declined)
+    assert last.fastest_name == "slow"
+    assert last.results[1].message == "declined while measured: only ten"
+    assert not last.without_winner(worn).measured
