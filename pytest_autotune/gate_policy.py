@@ -239,7 +239,8 @@ def judge_group(
     notes.extend(confirmations.not_fresh_note(case.group, verdict))
     if verdict.remeasured and confirmed_by and confirmed_by[-1] != tunables.names[index]:
         measured = confirmed_by[-1]  # the row names whose time it shows
-    return Judged(verdict, measured, overtaken=None if rival is None else rival[1])
+    overtaken = None if rival is None else rival[1]
+    return Judged(verdict, measured, overtaken=overtaken, winner_failed=verdict.raised)
 
 
 def _read_kind(case: GroupCase, baseline: Baseline | None) -> str | None:

@@ -149,11 +149,18 @@ def judge(
         except AutotuneError as exc:
             return GroupVerdict(
                 Verdict.ERROR,
-                f"the winner failed while re-measured to confirm a suspected failure: {exc}",
+                "the winner failed while re-measured to confirm a suspected failure: "
+                # A raise in its words, as its own test fails with; another kind named.
+                + (
+                    f"{exc.name}: {exc.message}"
+                    if exc.kind is AutotuneErrorKind.UNKNOWN
+                    else str(exc)
+                ),
                 None,
                 verdict.fraction_of_roof,
                 True,
                 current,
+                raised=exc,
             )
         verdict = once(again, remeasured=True)
         reads.append(verdict)

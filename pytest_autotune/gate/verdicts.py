@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_autotune.gate.samples import Measurement
+from pytest_autotune.tune.errors import AutotuneError
 from pytest_autotune.tune.files import json_number
 
 
@@ -93,3 +94,7 @@ class GroupVerdict:
     roof: str | None = None
     """The roof `fraction_of_roof` is of: the memory level that bound the problem (L1, L2,
     L3, DRAM, HBM) or the compute unit ("fp32 compute"); None without work or peaks."""
+    raised: AutotuneError | None = None
+    """What the judged candidate raised when measured again to confirm a suspected failure
+    (the verdict is then ERROR): the group is judged again without it
+    (`gate_policy.Judged.winner_failed`)."""

@@ -97,14 +97,20 @@ class TuneDecision:
         return [result_to_json(self.results[i], i) for i in sorted(self.results)]
 
     def without_winner(self, error: AutotuneError) -> TuneDecision:
-        """This decision with its winner failed by `error` (raised after tuning, while
-        measured again) and the next fastest measured candidate, by its samples' score, as
-        the winner; not measured where none is left."""
-        name = self.fastest_name
+        """This decision with the candidate `error` names (its winner where it names none)
+        failed by it, raised after tuning, while measured again; where that was the
+        winner, the next fastest measured candidate, by its samples' score, wins, and the
+        decision is not measured where none is left."""
+        index = next(
+            (i for i, r in self.results.items() if error.name and r.name == error.name),
+            self.fastest_index,
+        )
         declined = error.kind is AutotuneErrorKind.SKIP  # `AutotuneSkip` raised then
         how = "declined while measured" if declined else "failed while measured"
-        failed = AutotuneError(error.kind, f"{how}: {error.message}", name)
-        results = {**self.results, self.fastest_index: failed}
+        failed = AutotuneError(error.kind, f"{how}: {error.message}", self.results[index].name)
+        results = {**self.results, index: failed}
+        if index != self.fastest_index:
+            return replace(self, results=results)
         measured = {i: r for i, r in results.items() if isinstance(r, AutotuneOutcome)}
         if not measured:
             return replace(self, results=results, measured=False)

@@ -16,6 +16,7 @@ from pytest_autotune import gate_policy
 from pytest_autotune.cli import main
 from pytest_autotune.gate import Measurement
 from pytest_autotune.tune.cache_names import cache_path
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.files import shared_lock
 from tests.plugin.harness import noted, run
 
@@ -2710,3 +2711,46 @@ def test_an_update_says_when_cpu_baselines_rest_on_fewer_than_three_sessions(
     third = run(scale, "--autotune-update")
     third.stdout.fnmatch_lines(["*joined the baseline: 3 sessions*"])
     assert "fewer than 3 update sessions" not in third.stdout.str()
+
+
+def test_a_winner_that_raises_while_confirming_a_failure_fails_alone_and_the_next_is_judged(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fast reads 4x slower in the gate's first measurement, then raises when measured
+    # again to confirm it: the group read "ERROR: the winner failed while re-measured" with
+    # no verdict, as when it raised in the first measurement. It fails its own test, and
+    # the group goes on without it: the baseline's winner failing here, medium is not
+    # judged against fast's time (as for any baseline winner that fails here).
+    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    measurer = gate_policy.candidate_measurer
+
+    def failing(client: Any, inputs: tuple[Any, ...], read_kind: str | None = None) -> Any:
+        measure = measurer(client, inputs, read_kind)
+        calls = {"fast": 0}
+
+        def measured(fn: Any, name: str) -> Measurement:
+            got = measure(fn, name)
+            if name != "fast":
+                return got
+            calls["fast"] += 1
+            if calls["fast"] > 1:
+                raise AutotuneError(AutotuneErrorKind.UNKNOWN, "RuntimeError: worn out", name)
+            return replace(got, samples=tuple(4 * s for s in got.samples))
+
+        return measured
+
+    monkeypatch.setattr(gate_policy, "candidate_measurer", failing)
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "candidate 'fast' failed while measured: RuntimeError: worn out",
+            "test_slip.py::test_slip*medium*not comparable",
+            "*the baseline's winner fast failed here (failed while measured: RuntimeError:"
+            " worn out), and medium is not judged against its time*",
+            "FAILED test_slip.py::test_slip[[]fast[]] - *",
+        ]
+    )
+    assert "ERROR" not in result.stdout.str()

@@ -977,4 +977,12 @@ def test_a_decision_without_its_winner_takes_the_next_fastest_or_none(client):
     last = after.without_winner(declined)
     assert last.fastest_name == "slow"
     assert last.results[1].message == "declined while measured: only ten"
-    assert not last.without_winner(worn).measured
+    slow_worn = AutotuneError(AutotuneErrorKind.UNKNOWN, "RuntimeError: worn out", "slow")
+    assert not last.without_winner(slow_worn).measured
+    # An error of a candidate that is not the winner (the baseline's winner, judged in its
+    # place) fails that one and leaves the winner.
+    other = decision.without_winner(slow_worn)
+    assert (other.fastest_name, other.results[0].message) == (
+        "fast",
+        "failed while measured: RuntimeError: worn out",
+    )
