@@ -947,6 +947,10 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     arguments = stand_in(given, tuning=session.settings.tune)
     record_xml_attributes(pyfuncitem, given)
     inputs = _inputs(arguments)
+    # What `key=` and `work=` may name: any fixture of the test's closure, as pytest's
+    # own `request.getfixturevalue` reaches (a `work=lambda n: ...` where `n` feeds the
+    # test's `x` failed every test with "asks for ['n'], which the test does not take").
+    named = {**pyfuncitem.funcargs, **arguments}
     options = _options_here(pyfuncitem.config, spec)
     limit = call_time_limit(session, options)
     run = _body(pyfuncitem, spec, arguments, real_fixtures(given), limit, session.settings.tune)
@@ -956,11 +960,11 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                 request = GroupRequest(
                     group=spec.group,
                     tuner_name=spec.function.nodeid,
-                    key=_group_key(spec, arguments),
+                    key=_group_key(spec, named),
                     candidates=spec.function.candidates,
                     run=run,
                     inputs=inputs,
-                    options=_evaluated_options(options, arguments, spec.function.nodeid),
+                    options=_evaluated_options(options, named, spec.function.nodeid),
                     not_run=not_run(pyfuncitem.config, spec.group),
                     test_ids=candidate_nodeids(pyfuncitem.config, spec.group),
                     expected_to_fail=expected_to_fail(pyfuncitem.config, spec.group),
@@ -976,12 +980,12 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                 # What tuning would call first is called here too, so that a bad `work=`,
                 # `key=` or group priority fails the plain run every CI job makes, not only
                 # --autotune.
-                _evaluated_options(options, arguments, spec.function.nodeid)
+                _evaluated_options(options, named, spec.function.nodeid)
                 check_groups(
                     spec.function.candidates,
                     options.get("groups"),
                     not_run(pyfuncitem.config, spec.group),
-                    _group_key(spec, arguments),
+                    _group_key(spec, named),
                 )
                 failure = check_candidate(
                     spec.candidate,
@@ -1115,7 +1119,7 @@ def _call_with_fixtures(fn: Callable[..., Any], arguments: Mapping[str, Any], wh
     ]
     if missing:
         pytest.fail(
-            f"{what} asks for {missing}, which the test does not take; "
+            f"{what} asks for {missing}, which is no fixture of the test; "
             f"available: {sorted(arguments)}",
             pytrace=False,
         )

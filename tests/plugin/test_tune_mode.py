@@ -2754,3 +2754,50 @@ def test_a_winner_that_raises_while_confirming_a_failure_fails_alone_and_the_nex
         ]
     )
     assert "ERROR" not in result.stdout.str()
+
+
+CLOSURE_FIXTURES = """
+import pytest
+from conftest import spin
+from pytest_autotune import Work
+
+@pytest.fixture(params=[16, 64])
+def n(request):
+    return request.param
+
+@pytest.fixture
+def x(n):
+    return [1.0] * n
+
+def fast(x):
+    spin(100e-6)
+    return sum(x)
+
+def slow(x):
+    spin(200e-6)
+    return sum(x)
+
+@pytest.mark.autotune(
+    candidates={"fast": fast, "slow": slow},
+    key=lambda n: f"n{n}",
+    work=lambda n: Work(compute_ops=n, bytes=8 * n),
+)
+def test_closure(candidate, x):
+    return candidate(x)
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune-update",)])
+def test_key_and_work_may_name_a_fixture_the_test_takes_through_another(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # `n` feeds `x`, which the test takes: "work= asks for ['n'], which the test does not
+    # take" failed every test, though README says "a callable taking fixtures by name".
+    autotune_pytester.makepyfile(test_closure=CLOSURE_FIXTURES)
+    result = run(autotune_pytester, *mode)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.assert_outcomes(passed=4)
+    if mode:
+        result.stdout.fnmatch_lines(
+            ["*test_closure[[]16[]]*n16*fast*", "*test_closure[[]64[]]*n64*fast*"]
+        )
