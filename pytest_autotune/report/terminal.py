@@ -6,6 +6,7 @@ plugin writes it line by line through pytest's terminal reporter.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 
 from pytest_autotune.report import (
@@ -89,13 +90,13 @@ def render_candidates(summaries: Sequence[GroupSummary]) -> str:
         for candidate in summary.candidates:
             samples = summary.samples_of(candidate)
             if samples:
-                measured.append((candidate, SampleStats.of(samples)))
+                measured.append((candidate, SampleStats.of(samples), samples))
             else:
                 failed.append(candidate)
-        measured.sort(key=lambda pair: pair[1].median)
+        measured.sort(key=lambda row: row[1].median)
         fastest = measured[0][1].median if measured else None
         rows = [CANDIDATE_COLUMNS]
-        for candidate, stats in measured:
+        for candidate, stats, samples in measured:
             mark = "* " if candidate.name == summary.winner else "  "
             rows.append(
                 (
@@ -103,7 +104,9 @@ def render_candidates(summaries: Sequence[GroupSummary]) -> str:
                     format_duration(stats.min),
                     format_duration(stats.median),
                     format_duration(stats.mean),
-                    format_duration(stats.std),
+                    # The sample standard deviation, as pytest-benchmark's `stddev` (and its
+                    # JSON, `--autotune-benchmark-json`): `SampleStats.std` is the population's.
+                    format_duration(statistics.stdev(samples) if len(samples) > 1 else 0.0),
                     str(stats.count),
                     f"{stats.median / fastest:.2f}x" if fastest else "-",
                 )
