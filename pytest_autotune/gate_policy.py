@@ -239,8 +239,12 @@ def judge_group(
     notes.extend(confirmations.not_fresh_note(case.group, verdict))
     if verdict.remeasured and confirmed_by and confirmed_by[-1] != tunables.names[index]:
         measured = confirmed_by[-1]  # the row names whose time it shows
-    overtaken = None if rival is None else rival[1]
-    return Judged(verdict, measured, overtaken=overtaken, winner_failed=verdict.raised)
+    return Judged(
+        verdict,
+        measured,
+        overtaken=None if rival is None or confirmations.rival_raised else rival[1],
+        winner_failed=verdict.raised or confirmations.rival_raised,
+    )
 
 
 def _read_kind(case: GroupCase, baseline: Baseline | None) -> str | None:
@@ -337,6 +341,9 @@ class _Confirmations:
     """The name of the candidate each re-measurement judged, in order."""
     not_fresh: dict[str, str] = field(default_factory=dict)
     """Why a candidate was measured in the test process rather than a fresh one, by name."""
+    rival_raised: AutotuneError | None = None
+    """What the baseline's winner, measured beside tuning's pick (the rival), raised when
+    measured again: a failing candidate, dropped as a winner that raises is."""
 
     def not_fresh_note(self, group: str, verdict: GroupVerdict) -> list[str]:
         """The README promises the confirmations in fresh processes: a failure confirmed
@@ -390,8 +397,10 @@ def _confirming(
         if rival is not None:
             try:
                 other = again(rival)
-            except AutotuneError:
-                pass  # judged as it is: the rival's failure is the rival's
+            except AutotuneError as exc:
+                # The pick is judged as it is; the rival fails its own test, not hidden.
+                if confirmations.rival_raised is None:
+                    confirmations.rival_raised = exc
             else:
                 if other.median < measured.median:
                     measured, name = other, rival[1]

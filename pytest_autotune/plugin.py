@@ -947,10 +947,10 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     arguments = stand_in(given, tuning=session.settings.tune)
     record_xml_attributes(pyfuncitem, given)
     inputs = _inputs(arguments)
-    # What `key=` and `work=` may name: any fixture of the test's closure, as pytest's
-    # own `request.getfixturevalue` reaches (a `work=lambda n: ...` where `n` feeds the
-    # test's `x` failed every test with "asks for ['n'], which the test does not take").
-    named = {**pyfuncitem.funcargs, **arguments}
+    # What `key=` and `work=` may name: the test's arguments, and the fixtures those use
+    # (a `work=lambda n: ...` where `n` feeds the test's `x` failed every test with "asks
+    # for ['n'], which the test does not take").
+    named = Named(arguments, pyfuncitem.funcargs)
     options = _options_here(pyfuncitem.config, spec)
     limit = call_time_limit(session, options)
     run = _body(pyfuncitem, spec, arguments, real_fixtures(given), limit, session.settings.tune)
@@ -1085,7 +1085,28 @@ def _options_here(config: pytest.Config, spec: ItemSpec) -> Mapping[str, Any]:
     return options
 
 
-def _group_key(spec: ItemSpec, arguments: Mapping[str, Any]) -> Any:
+@dataclass(frozen=True)
+class Named:
+    """What a marker's callable (`key=`, `work=`) may ask for by name: the test's own
+    arguments, then the other fixtures set up for it. A parameter with a default takes the
+    test's argument of its name only, as before any other fixture could fill it: a key
+    `lambda size="default": ...` keeps the key its committed baselines are filed under."""
+
+    arguments: Mapping[str, Any]
+    closure: Mapping[str, Any]
+
+    def value(self, name: str, required: bool) -> tuple[bool, Any]:
+        """Whether `name` is given, and its value."""
+        for source in (self.arguments, self.closure) if required else (self.arguments,):
+            if name in source:
+                return True, source[name]
+        return False, None
+
+    def names(self) -> list[str]:
+        return sorted({*self.arguments, *self.closure})
+
+
+def _group_key(spec: ItemSpec, arguments: Named) -> Any:
     key = spec.function.options.get("key")
     if key is None:
         fail_if_unstable(
@@ -1098,9 +1119,7 @@ def _group_key(spec: ItemSpec, arguments: Mapping[str, Any]) -> Any:
     return checked_key(value, f"{spec.function.nodeid}: key=")
 
 
-def _evaluated_options(
-    options: Mapping[str, Any], arguments: Mapping[str, Any], nodeid: str
-) -> dict[str, Any]:
+def _evaluated_options(options: Mapping[str, Any], arguments: Named, nodeid: str) -> dict[str, Any]:
     evaluated = dict(options)
     work = options.get("work")
     if callable(work):
@@ -1111,20 +1130,26 @@ def _evaluated_options(
     return evaluated
 
 
-def _call_with_fixtures(fn: Callable[..., Any], arguments: Mapping[str, Any], what: str) -> Any:
+def _call_with_fixtures(fn: Callable[..., Any], arguments: Named, what: str) -> Any:
     """Call a marker callable with the fixtures it names, as pytest calls a test."""
     wanted = inspect.signature(fn).parameters
-    missing = [
-        n for n in wanted if n not in arguments and wanted[n].default is inspect.Parameter.empty
-    ]
+    given: dict[str, Any] = {}
+    missing = []
+    for name, parameter in wanted.items():
+        required = parameter.default is inspect.Parameter.empty
+        found, value = arguments.value(name, required)
+        if found:
+            given[name] = value
+        elif required:
+            missing.append(name)
     if missing:
         pytest.fail(
             f"{what} asks for {missing}, which is no fixture of the test; "
-            f"available: {sorted(arguments)}",
+            f"available: {arguments.names()}",
             pytrace=False,
         )
     try:
-        return fn(**{n: arguments[n] for n in wanted if n in arguments})
+        return fn(**given)
     except Exception as error:
         # The user's own error, with its traceback; but a `work=` or `key=` callable is
         # called by the plugin, and the failure (a ZeroDivisionError, say) named neither.

@@ -412,13 +412,15 @@ class AutotuneSession:
             case = GroupCase(
                 request.group, request.key, request.inputs, tunables, decision, device_id, settings
             )
-            judged = self._judge(request, case, client, work, machine)
+            judged, notes = self._judge(request, case, client, work, machine)
             while judged.winner_failed is not None:
                 # A candidate that raises fails its own test, and the others are judged:
-                # the group, left with no verdict, got no baseline either.
+                # the group, left with no verdict, got no baseline either. The notes of a
+                # judgement given up ("the gate compared fast") are not the group's.
                 decision = decision.without_winner(judged.winner_failed)
                 case = replace(case, decision=decision)
-                judged = self._judge(request, case, client, work, machine)
+                judged, notes = self._judge(request, case, client, work, machine)
+            self.output.notes.extend(notes)
         if unpaused is not None:
             self.output.notes.append(
                 f"{request.group}: measured while other pytest-xdist workers ran tests ({unpaused})"
@@ -436,20 +438,23 @@ class AutotuneSession:
         client: Client,
         work: Work | None,
         machine: object,
-    ) -> Judged:
-        """The gate's judgement of one tuned group (`gate_policy.judge_group`)."""
-        return judge_group(
+    ) -> tuple[Judged, list[str]]:
+        """The gate's judgement of one tuned group (`gate_policy.judge_group`), and the notes
+        it makes."""
+        notes: list[str] = []
+        judged = judge_group(
             case,
             client,
             work=work,
             thresholds=request.options.get("thresholds"),
             find_baseline=lambda: self._baseline(request, case),
             baseline_devices=lambda: self.baselines.devices_with(request.tuner_name),
-            notes=self.output.notes,
+            notes=notes,
             machine=machine if isinstance(machine, str) and machine else None,
             unreadable_file=lambda: self.baselines.unreadable(case.device_id, request.tuner_name),
             missing_file=lambda: self.baselines.missing(case.device_id, request.tuner_name),
         )
+        return judged, notes
 
     def _keep(
         self,
@@ -605,18 +610,26 @@ def _failures(
     }
     gate = _gate_failure(verdict)
     if gate is not None:
-        name = measured or decision.fastest_name
-        if overtaken is not None and verdict.verdict is Verdict.REGRESSION:
+        judged = measured or decision.fastest_name
+        name = judged
+        regressed = verdict.verdict is Verdict.REGRESSION
+        if regressed and overtaken not in (None, judged) and _chosen(overtaken, selected):
             gate += (
-                f"\n(tuning here picks {name}; {overtaken}, the baseline's winner, measured"
-                " slower than it)"
+                f"\n(tuning here picks {decision.fastest_name}; {overtaken}, the baseline's"
+                " winner, measured slower than it)"
             )
-            name = overtaken
-        if selected and name not in selected:
+            name = str(overtaken)
+        if not _chosen(name, selected):
+            assert selected  # `_chosen` is True without a selection
             gate = f"{gate}\n(the winner {name!r} was not selected; its group's gate fails here)"
             name = selected[0]
         failures[name] = f"{failures[name]}\n{gate}" if name in failures else gate
     return failures
+
+
+def _chosen(name: str | None, selected: tuple[str, ...] | None) -> bool:
+    """Whether the test of candidate `name` runs (`selected`: None where every one does)."""
+    return not selected or name in selected
 
 
 def _gate_failure(verdict: GroupVerdict) -> str | None:

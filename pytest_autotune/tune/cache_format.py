@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_autotune.tune.benchmark import AutotuneResult, result_from_json, result_to_json
+from pytest_autotune.tune.cache_names import device_folder
 from pytest_autotune.tune.files import json_kind, json_text
 from pytest_autotune.tune.key import serialize_key_json
 
@@ -248,8 +249,8 @@ def other_device(stored: str, device: str) -> str:
     save labelled them this device's under the other one's fingerprint."""
     return (
         f"holds the cache of device {stored!r}, not of {device!r}, whose folder it is in: a"
-        f" file copied or moved by hand? move it to the folder {stored!r}, or set its device"
-        f' "id" to {json.dumps(device)} to use its entries on this device'
+        f" file copied or moved by hand? move it to the folder {device_folder(stored)!r}, or"
+        f' set its device "id" to {json.dumps(device)} to use its entries on this device'
     )
 
 

@@ -28,6 +28,11 @@ def cache_path(cache_dir: Path, device_id: str, tuner_name: str) -> Path:
     return cache_dir / folder / name
 
 
+def device_folder(device_id: str) -> str:
+    """The folder of `device_id`'s caches under a cache root (`cuda_0-<hash>` of `cuda:0`)."""
+    return _file_stem(device_id)
+
+
 def cache_file_parts(device_id: str, tuner_name: str) -> tuple[str, str]:
     """The folder and file name of a cache under its root, for roots that are not a `Path`
     (a package's data, read through `importlib.resources`)."""

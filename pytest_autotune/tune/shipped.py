@@ -210,6 +210,7 @@ class LibraryCache(PersistentCache):
             legacy=own.legacy,
             journal=own.journal,
             set_aside_damaged=own.set_aside_damaged,
+            device_id=own.device_id,
         )
         self.shipped = shipped
 

@@ -820,6 +820,9 @@ def test_a_pick_measured_again_to_confirm_says_the_time_the_row_shows(
             ),
         ]
     )
+    # fast is the candidate judged: its test fails with no word of a slower baseline winner.
+    result.stdout.fnmatch_lines(["FAILED test_slip.py::test_slip[[]fast[]] - *"])
+    assert "measured slower than it" not in result.stdout.str()
 
 
 def test_a_baselines_winner_slow_in_one_measurement_is_measured_again_beside_the_pick(
@@ -2801,3 +2804,121 @@ def test_key_and_work_may_name_a_fixture_the_test_takes_through_another(
         result.stdout.fnmatch_lines(
             ["*test_closure[[]16[]]*n16*fast*", "*test_closure[[]64[]]*n64*fast*"]
         )
+
+
+def worn_out_after(monkeypatch: pytest.MonkeyPatch, scale: float = 1.0) -> None:
+    """fast's first gate measurement reads `scale` times its time; each later one raises."""
+    measurer = gate_policy.candidate_measurer
+
+    def failing(client: Any, inputs: tuple[Any, ...], read_kind: str | None = None) -> Any:
+        measure = measurer(client, inputs, read_kind)
+        calls = {"fast": 0}
+
+        def measured(fn: Any, name: str) -> Measurement:
+            got = measure(fn, name)
+            if name != "fast":
+                return got
+            calls["fast"] += 1
+            if calls["fast"] > 1:
+                raise AutotuneError(AutotuneErrorKind.UNKNOWN, "RuntimeError: worn out", name)
+            return replace(got, samples=tuple(scale * s for s in got.samples))
+
+        return measured
+
+    monkeypatch.setattr(gate_policy, "candidate_measurer", failing)
+
+
+def test_a_rival_that_raises_while_confirming_fails_its_own_test_not_blamed_as_slower(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Tuning picks medium; fast, the baseline's winner, measured beside it as the rival,
+    # raises when measured again: its error was swallowed, and the regression was sent to
+    # fast's test as "measured slower than it".
+    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("HICCUP", "1000")
+    worn_out_after(monkeypatch)
+    result = run(autotune_pytester, "--autotune")
+    result.stdout.fnmatch_lines(
+        [
+            "candidate 'fast' failed while measured: RuntimeError: worn out",
+            "FAILED test_slip.py::test_slip[[]fast[]] - *",
+        ]
+    )
+    assert "measured slower than it" not in result.stdout.str()
+
+
+def test_the_notes_of_a_judgement_given_up_are_not_shown(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fast, the baseline's winner, measures faster than tuning's pick and is compared, then
+    # raises when measured again: the group is judged again without it, and the first
+    # judgement's note ("the gate compared fast") contradicted the verdict shown.
+    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("HICCUP", "6")
+    worn_out_after(monkeypatch, scale=1.3)
+    result = run(autotune_pytester, "--autotune")
+    result.stdout.fnmatch_lines(["*the baseline's winner fast failed here*"])
+    assert "the gate compared fast" not in result.stdout.str()
+
+
+THREE_SLIP_TESTS = SLIP_TESTS.replace(
+    '@pytest.mark.autotune(candidates={"fast": fast, "medium": medium})',
+    "def slow(n):\n    spin(300e-6)\n    return n * 2\n\n\n"
+    '@pytest.mark.autotune(candidates={"slow": slow, "fast": fast, "medium": medium})',
+)
+
+
+def test_a_regression_whose_overtaken_winner_is_deselected_fails_the_pick(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fast, the baseline's winner, got 4x slower and tuning picks medium; with fast's test
+    # deselected the failure went to the first selected candidate, slow, which did nothing.
+    autotune_pytester.makepyfile(test_slip=THREE_SLIP_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("HICCUP", "1000")
+    result = run(autotune_pytester, "--autotune", "-k", "not fast")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, failed=1, deselected=1)
+    result.stdout.fnmatch_lines(["FAILED test_slip.py::test_slip[[]medium[]] - *regression*"])
+    assert "tuning here picks" not in result.stdout.str()
+
+
+DEFAULTED_KEY = """
+import pytest
+from conftest import spin
+
+@pytest.fixture
+def size():
+    return 64
+
+@pytest.fixture
+def x(size):
+    return [1.0] * size
+
+def fast(x):
+    spin(100e-6)
+    return sum(x)
+
+def slow(x):
+    spin(200e-6)
+    return sum(x)
+
+@pytest.mark.autotune(
+    candidates={"fast": fast, "slow": slow}, key=lambda size="default": f"k-{size}"
+)
+def test_d(candidate, x):
+    return candidate(x)
+"""
+
+
+def test_a_key_parameter_with_a_default_takes_only_the_tests_own_argument(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `size` is a fixture the test takes through `x`: a parameter with a default keeps its
+    # default, so that a key's committed baselines stay filed under it.
+    autotune_pytester.makepyfile(test_d=DEFAULTED_KEY)
+    result = run(autotune_pytester, "--autotune-update")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*test_d*k-default*fast*updated*"])
