@@ -2726,24 +2726,7 @@ def test_a_winner_that_raises_while_confirming_a_failure_fails_alone_and_the_nex
     # judged against fast's time (as for any baseline winner that fails here).
     autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    measurer = gate_policy.candidate_measurer
-
-    def failing(client: Any, inputs: tuple[Any, ...], read_kind: str | None = None) -> Any:
-        measure = measurer(client, inputs, read_kind)
-        calls = {"fast": 0}
-
-        def measured(fn: Any, name: str) -> Measurement:
-            got = measure(fn, name)
-            if name != "fast":
-                return got
-            calls["fast"] += 1
-            if calls["fast"] > 1:
-                raise AutotuneError(AutotuneErrorKind.UNKNOWN, "RuntimeError: worn out", name)
-            return replace(got, samples=tuple(4 * s for s in got.samples))
-
-        return measured
-
-    monkeypatch.setattr(gate_policy, "candidate_measurer", failing)
+    worn_out_after(monkeypatch, scale=4.0)
     result = run(autotune_pytester, "--autotune")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1, failed=1)
