@@ -420,7 +420,11 @@ class AutotuneSession:
                 decision = decision.without_winner(judged.winner_failed)
                 case = replace(case, decision=decision)
                 judged, notes = self._judge(request, case, client, work, machine)
-            self.output.notes.extend(notes)
+            # A file's warning (a bad `sigma_between`) comes with each of its groups: said once.
+            said = set(self.output.notes)
+            self.output.notes.extend(
+                n for n in notes if not (n.startswith("warning: ") and n in said)
+            )
         if unpaused is not None:
             self.output.notes.append(
                 f"{request.group}: measured while other pytest-xdist workers ran tests ({unpaused})"

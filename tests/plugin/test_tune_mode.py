@@ -2905,3 +2905,20 @@ def test_a_key_parameter_with_a_default_takes_only_the_tests_own_argument(
     result = run(autotune_pytester, "--autotune-update")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*test_d*k-default*fast*updated*"])
+
+
+def test_a_files_bad_sigma_between_is_warned_of_once_not_once_per_group(
+    scale: pytest.Pytester,
+) -> None:
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    path = cache_file(scale)
+    data = json.loads(path.read_text())
+    data["sigma_between"] = "abc"
+    path.write_text(json.dumps(data))
+    result = run(scale, "--autotune")
+    warnings_of = [
+        line
+        for line in result.stdout.lines
+        if line.startswith("warning:") and "sigma_between" in line
+    ]
+    assert len(warnings_of) == 1, result.stdout.str()  # the file's two groups said it twice
