@@ -95,9 +95,11 @@ class Judged:
     """The baseline's winner, where tuning here picked another candidate and the baseline's
     winner measured no faster than it: slowed, where the group regressed."""
     winner_failed: AutotuneError | None = None
-    """Tuning's pick raised while the gate measured it (a call that fails after many, an
-    in-place candidate whose repeated calls overflow under `filterwarnings = error`): the
-    group is to be judged again on the decision without it (`TuneDecision.without_winner`)."""
+    """What a candidate the gate measured raised, measured or measured again to confirm a
+    failure (tuning's pick, the baseline's winner judged in its place, or that winner
+    measured beside the pick; a call that fails after many, an in-place candidate whose
+    repeated calls overflow under `filterwarnings = error`): the group is to be judged again
+    without it, the candidate its `name` says (`TuneDecision.without_winner`)."""
 
 
 def _failure_text(result: object) -> str:
