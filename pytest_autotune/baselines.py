@@ -282,12 +282,15 @@ def write_caches(
     devices: Mapping[str, Any],
     settings: PluginSettings,
     notes: list[str],
+    kept_few: int = 0,
 ) -> dict[tuple[str, str], str]:
     """Save each cache file; the files that could not be, by device id and tuner, with why
     (each also named in one line of `notes`): `--autotune-update` then fails, since its
-    user believes a baseline was saved, and their groups are not "updated"."""
+    user believes a baseline was saved, and their groups are not "updated". `kept_few`
+    counts the CPU baselines of fewer than `MEASURED_SESSIONS` sessions the update kept
+    unrecorded (`kept_few_sessions`), for the note on them all."""
     failed: dict[tuple[str, str], str] = {}
-    few_sessions = 0
+    few_sessions = kept_few
     files: dict[tuple[str, str], dict[PersistentCacheKey, CacheUpdate]] = {}
     for update in updates:
         by_key = files.setdefault((update.device_id, update.tuner), {})
@@ -333,6 +336,18 @@ def write_caches(
     if few_sessions:
         notes.append(few_sessions_note(few_sessions))
     return failed
+
+
+def kept_few_sessions(records: Sequence[AutotuneRecord]) -> int:
+    """How many CPU baselines an update kept without recording this session (a contended
+    CPU, say) while they rest on fewer than `MEASURED_SESSIONS` sessions."""
+    count = 0
+    for record in records:
+        extra = RecordExtra.from_json(record.extra)
+        sessions = (extra.baseline or {}).get("sessions")
+        if extra.kept_baseline and device_kind(record.device_id) == "cpu":
+            count += isinstance(sessions, int) and sessions < MEASURED_SESSIONS
+    return count
 
 
 def few_sessions_note(entries: int) -> str:

@@ -12,7 +12,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_autotune.baselines import CacheUpdate, update_entry, write_caches
+from pytest_autotune.baselines import (
+    CacheUpdate,
+    kept_few_sessions,
+    update_entry,
+    write_caches,
+)
 from pytest_autotune.gate import Verdict
 from pytest_autotune.group_record import group_summary
 from pytest_autotune.plugin_settings import PluginSettings
@@ -133,7 +138,13 @@ class SessionOutput:
         could not be written (each such output is named in one line of the summary)."""
         settings = self.settings
         unsaved = (
-            write_caches(self.updates(), self.devices(), settings, self.notes)
+            write_caches(
+                self.updates(),
+                self.devices(),
+                settings,
+                self.notes,
+                kept_few_sessions(self.records),
+            )
             if settings.update
             else {}
         )

@@ -159,6 +159,10 @@ def test_a_multithreaded_winner_on_contended_cpus_is_too_noisy_and_no_update_rec
             " free CPUs*",
         ]
     )
+    # Kept, both still rest on one session: the note says so, as an update that records.
+    updated.stdout.fnmatch_lines(
+        ["note: 2 CPU baselines rest on fewer than 3 update sessions: run --autotune-update*"]
+    )
     assert cache.read_bytes() == committed
 
     # The same slowdown on one thread is caught on the same CPUs, against the kept baseline.
