@@ -59,7 +59,7 @@ from pytest_autotune.tune.plain_numbers import real_number
 from pytest_autotune.tune.records import AutotuneRecord
 from pytest_autotune.tune.tunable import Tunable, TuneGroup, tune_plan
 from pytest_autotune.tune.tunable_set import TunableSet, checksum_of
-from pytest_autotune.tune.tuner import TuneDecision, Tuner
+from pytest_autotune.tune.tuner import MEASURED_FAILURES, TuneDecision, Tuner
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client
@@ -418,6 +418,15 @@ class AutotuneSession:
                 # the group, left with no verdict, got no baseline either. The notes of a
                 # judgement given up ("the gate compared fast") are not the group's.
                 decision = decision.without_winner(judged.winner_failed)
+                if not decision.measured and _unreached(decision):
+                    # A `groups=` plan stopped at the batch of the one that raised: its
+                    # next batches are tuned, the candidates that raised declining.
+                    decision = _with_failures(
+                        tuner.tune(
+                            request.key, _declining(tunables, decision), request.inputs, client
+                        ),
+                        decision,
+                    )
                 case = replace(case, decision=decision)
                 judged, notes = self._judge(request, case, client, work, machine)
             # A file's warning (a bad `sigma_between`) comes with each of its groups: said once.
@@ -677,6 +686,42 @@ def check_groups(candidates: Candidates, groups: Any, not_run: Collection[str], 
     if groups:
         items = [Tunable(name, _planned_only) for name, _ in candidates if name not in not_run]
         tune_plan(key, _grouped(items, groups, not_run))
+
+
+def _raised_when_measured(decision: TuneDecision) -> dict[int, AutotuneError]:
+    """The candidates of a decision that raised while the gate measured them, by index."""
+    return {
+        i: r
+        for i, r in decision.results.items()
+        if isinstance(r, AutotuneError) and r.message.startswith(MEASURED_FAILURES)
+    }
+
+
+def _unreached(decision: TuneDecision) -> bool:
+    """Whether a decision's plan never reached some of its candidates."""
+    return any(
+        isinstance(r, AutotuneError) and r.message.startswith(NOT_REACHED)
+        for r in decision.results.values()
+    )
+
+
+def _declining(tunables: TunableSet, decision: TuneDecision) -> TunableSet:
+    """`tunables` with each candidate that raised while measured declining every key, so
+    that a plan's next batches are tried. The names, and so the checksum, stay."""
+    raised = _raised_when_measured(decision)
+    return replace(
+        tunables,
+        tunables=tuple(
+            replace(t, fn=_skipped_here("raised when measured")) if i in raised else t
+            for i, t in enumerate(tunables.tunables)
+        ),
+    )
+
+
+def _with_failures(tuned: TuneDecision, before: TuneDecision) -> TuneDecision:
+    """A decision of `_declining`'s set, its declining candidates given back the errors
+    they raised (`before`'s)."""
+    return replace(tuned, results={**tuned.results, **_raised_when_measured(before)})
 
 
 def _skipped_here(reason: str) -> Callable[..., Any]:

@@ -73,6 +73,11 @@ class TuneCacheResult:
     fastest_index: int | None = None
 
 
+MEASURED_FAILURES = ("failed while measured: ", "declined while measured: ")
+"""How the result of a candidate that raised while the gate measured it begins
+(`TuneDecision.without_winner`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TuneDecision:
     """One tuning decision: which candidate won for a key, and everything measured for it."""
@@ -106,8 +111,8 @@ class TuneDecision:
             self.fastest_index,
         )
         declined = error.kind is AutotuneErrorKind.SKIP  # `AutotuneSkip` raised then
-        how = "declined while measured" if declined else "failed while measured"
-        failed = AutotuneError(error.kind, f"{how}: {error.message}", self.results[index].name)
+        how = MEASURED_FAILURES[1] if declined else MEASURED_FAILURES[0]
+        failed = AutotuneError(error.kind, f"{how}{error.message}", self.results[index].name)
         results = {**self.results, index: failed}
         if index != self.fastest_index:
             return replace(self, results=results)

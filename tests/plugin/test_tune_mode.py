@@ -2675,12 +2675,26 @@ def test_wears(candidate):
 """
 
 
+GROUPED_WEARS = WINNER_FAILS_LATER.replace(
+    "from conftest import spin\n",
+    "from conftest import spin\nfrom pytest_autotune import TuneGroup\n",
+).replace(
+    '@pytest.mark.autotune(candidates={"flaky": flaky, "steady": steady})',
+    'FIRST = TuneGroup("first", lambda key: 1)\nTHEN = TuneGroup("then", lambda key: 0)\n\n'
+    '@pytest.mark.autotune(\n    candidates={"flaky": flaky, "steady": steady},\n'
+    '    groups=[(FIRST, {"flaky": 1}), (THEN, {"steady": 1})],\n)',
+)
+
+
+@pytest.mark.parametrize("source", [WINNER_FAILS_LATER, GROUPED_WEARS], ids=["one_batch", "groups"])
 def test_a_winner_that_fails_while_measured_fails_alone_and_the_next_is_recorded(
-    autotune_pytester: pytest.Pytester,
+    autotune_pytester: pytest.Pytester, source: str
 ) -> None:
     # The group got "ERROR: the winner failed while measured", no verdict and no baseline,
-    # though another candidate ran fine: a raising candidate fails its own test only.
-    autotune_pytester.makepyfile(test_wears=WINNER_FAILS_LATER)
+    # though another candidate ran fine: a raising candidate fails its own test only. With
+    # `groups=`, flaky alone in the first batch, steady was never reached and the group
+    # read "no measured candidate is left": the next batch is tuned, flaky declining.
+    autotune_pytester.makepyfile(test_wears=source)
     result = run(autotune_pytester, "--autotune-update")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1, failed=1)
