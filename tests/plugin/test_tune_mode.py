@@ -719,14 +719,20 @@ def test_slip(candidate):
 """
 
 
-def test_a_tuning_slip_onto_a_slower_candidate_is_not_a_regression(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def slip(autotune_pytester: pytest.Pytester) -> pytest.Pytester:
+    """`SLIP_TESTS` with a baseline of one update (fast the winner, at 100 us)."""
     autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    return autotune_pytester
+
+
+def test_a_tuning_slip_onto_a_slower_candidate_is_not_a_regression(
+    slip: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The check and the tuning samples of fast: 6 calls, all slow, so tuning picks medium.
     monkeypatch.setenv("HICCUP", "6")
-    result = run(autotune_pytester, "--autotune")
+    result = run(slip, "--autotune")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
@@ -740,12 +746,10 @@ def test_a_tuning_slip_onto_a_slower_candidate_is_not_a_regression(
 
 
 def test_a_slower_candidate_picked_when_the_baselines_winner_is_slower_too_is_judged(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    slip: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("HICCUP", "1000")  # fast really got 4x slower: medium is the best now
-    result = run(autotune_pytester, "--autotune")
+    result = run(slip, "--autotune")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -797,17 +801,15 @@ def four_times_slower(
 
 
 def test_a_pick_measured_again_to_confirm_says_the_time_the_row_shows(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    slip: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Tuning picks medium (150 us), fast (the baseline's winner) measures 400 us here, and
     # medium, measured again to confirm the suspected regression, reads 600 us, fast 400 us
     # again: the faster of the two is judged, the row and the message show fast's 400 us,
     # and the note must say why, not leave "the gate compared medium" beside it.
-    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("HICCUP", "1000")
     four_times_slower(monkeypatch, "medium", lambda call: call > 1)
-    result = run(autotune_pytester, "--autotune")
+    result = run(slip, "--autotune")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -826,7 +828,7 @@ def test_a_pick_measured_again_to_confirm_says_the_time_the_row_shows(
 
 
 def test_a_baselines_winner_slow_in_one_measurement_is_measured_again_beside_the_pick(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    slip: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # On the 2-core VM a tiled transpose ran at 36 us in most processes and at 67 us in one
     # in six, as slow as the plain copy there. In such a process tuning picked the copy, the
@@ -834,11 +836,9 @@ def test_a_baselines_winner_slow_in_one_measurement_is_measured_again_beside_the
     # an unchanged group failed at +79%, confirmed twice. Here fast (the baseline's winner)
     # is slow in its check, its tuning samples and its first measurement, then itself
     # again: the re-measurement must find it, and the group passes.
-    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("HICCUP", "6")  # the check and the tuning samples of fast
     four_times_slower(monkeypatch, "fast", lambda call: call == 1)
-    result = run(autotune_pytester, "--autotune")
+    result = run(slip, "--autotune")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
@@ -853,13 +853,11 @@ def test_a_baselines_winner_slow_in_one_measurement_is_measured_again_beside_the
 
 
 def test_a_pick_judged_beside_a_multithreaded_baseline_winner_crippled_here_is_too_noisy(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    slip: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The baseline's winner ran on several threads on contended CPUs when measured here
     # (a BLAS matmul beside a busy neighbour): what made it slower than tuning's pick is
     # the neighbour, and the pick's "+50%" against it is not the code's.
-    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("HICCUP", "1000")
     measurer = gate_policy.candidate_measurer
 
@@ -873,7 +871,7 @@ def test_a_pick_judged_beside_a_multithreaded_baseline_winner_crippled_here_is_t
         return measured
 
     monkeypatch.setattr(gate_policy, "candidate_measurer", contended_fast)
-    result = run(autotune_pytester, "--autotune")
+    result = run(slip, "--autotune")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
@@ -885,15 +883,13 @@ def test_a_pick_judged_beside_a_multithreaded_baseline_winner_crippled_here_is_t
 
 
 def test_a_regression_of_the_baselines_winner_fails_its_test_not_tunings_pick(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    slip: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     # Tuning slips onto medium (150 us); the gate measures fast, the baseline's winner, at
     # 130 us: faster than medium, 30% slower than its baseline. The regression is fast's.
     monkeypatch.setenv("HICCUP", "6")
     monkeypatch.setenv("SLOWDOWN_FAST", "1.3")
-    result = run(autotune_pytester, "--autotune")
+    result = run(slip, "--autotune")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -2731,17 +2727,15 @@ def test_an_update_says_when_cpu_baselines_rest_on_fewer_than_three_sessions(
 
 
 def test_a_winner_that_raises_while_confirming_a_failure_fails_alone_and_the_next_is_judged(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    slip: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # fast reads 4x slower in the gate's first measurement, then raises when measured
     # again to confirm it: the group read "ERROR: the winner failed while re-measured" with
     # no verdict, as when it raised in the first measurement. It fails its own test, and
     # the group goes on without it: the baseline's winner failing here, medium is not
     # judged against fast's time (as for any baseline winner that fails here).
-    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     worn_out_after(monkeypatch, scale=4.0)
-    result = run(autotune_pytester, "--autotune")
+    result = run(slip, "--autotune")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
@@ -2826,16 +2820,14 @@ def worn_out_after(monkeypatch: pytest.MonkeyPatch, scale: float = 1.0) -> None:
 
 
 def test_a_rival_that_raises_while_confirming_fails_its_own_test_not_blamed_as_slower(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    slip: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Tuning picks medium; fast, the baseline's winner, measured beside it as the rival,
     # raises when measured again: its error was swallowed, and the regression was sent to
     # fast's test as "measured slower than it".
-    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("HICCUP", "1000")
     worn_out_after(monkeypatch)
-    result = run(autotune_pytester, "--autotune")
+    result = run(slip, "--autotune")
     result.stdout.fnmatch_lines(
         [
             "candidate 'fast' failed while measured: RuntimeError: worn out",
@@ -2846,16 +2838,14 @@ def test_a_rival_that_raises_while_confirming_fails_its_own_test_not_blamed_as_s
 
 
 def test_the_notes_of_a_judgement_given_up_are_not_shown(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    slip: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # fast, the baseline's winner, measures faster than tuning's pick and is compared, then
     # raises when measured again: the group is judged again without it, and the first
     # judgement's note ("the gate compared fast") contradicted the verdict shown.
-    autotune_pytester.makepyfile(test_slip=SLIP_TESTS)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("HICCUP", "6")
     worn_out_after(monkeypatch, scale=1.3)
-    result = run(autotune_pytester, "--autotune")
+    result = run(slip, "--autotune")
     result.stdout.fnmatch_lines(["*the baseline's winner fast failed here*"])
     assert "the gate compared fast" not in result.stdout.str()
 
