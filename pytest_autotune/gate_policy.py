@@ -42,7 +42,7 @@ from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Thresholds, Work
 from pytest_autotune.tune.call_scope import call_scope
 from pytest_autotune.tune.client import client_context
-from pytest_autotune.tune.errors import NOT_REACHED, AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import Peaks
 from pytest_autotune.tune.tunable_set import TunableSet
@@ -120,11 +120,8 @@ def _nothing_measured(decision: TuneDecision) -> str:
     the gate measured it (`TuneDecision.without_winner`), some were never reached (a batch
     of a `groups=` plan ended the tuning): "every candidate failed" named those as failed."""
     errors = "; ".join(map(_failure_text, decision.results.values()))
-    unreached = any(
-        isinstance(r, AutotuneError) and r.message.startswith(NOT_REACHED)
-        for r in decision.results.values()
-    )
-    return f"{'no measured candidate is left' if unreached else 'every candidate failed'}: {errors}"
+    what = "no measured candidate is left" if decision.unreached() else "every candidate failed"
+    return f"{what}: {errors}"
 
 
 def judge_group(

@@ -418,7 +418,7 @@ class AutotuneSession:
                 # the group, left with no verdict, got no baseline either. The notes of a
                 # judgement given up ("the gate compared fast") are not the group's.
                 decision = decision.without_winner(judged.winner_failed)
-                if not decision.measured and _unreached(decision):
+                if not decision.measured and decision.unreached():
                     # A `groups=` plan stopped at the batch of the one that raised: its
                     # next batches are tuned, the candidates that raised declining.
                     decision = _with_failures(
@@ -695,14 +695,6 @@ def _raised_when_measured(decision: TuneDecision) -> dict[int, AutotuneError]:
         for i, r in decision.results.items()
         if isinstance(r, AutotuneError) and r.message.startswith(MEASURED_FAILURES)
     }
-
-
-def _unreached(decision: TuneDecision) -> bool:
-    """Whether a decision's plan never reached some of its candidates."""
-    return any(
-        isinstance(r, AutotuneError) and r.message.startswith(NOT_REACHED)
-        for r in decision.results.values()
-    )
 
 
 def _declining(tunables: TunableSet, decision: TuneDecision) -> TunableSet:

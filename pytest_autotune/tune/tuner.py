@@ -101,6 +101,14 @@ class TuneDecision:
     def result_list(self) -> list[dict[str, Any]]:
         return [result_to_json(self.results[i], i) for i in sorted(self.results)]
 
+    def unreached(self) -> bool:
+        """Whether its plan never reached some of its candidates (a batch of a `groups=`
+        plan found a winner first)."""
+        return any(
+            isinstance(r, AutotuneError) and r.message.startswith(NOT_REACHED)
+            for r in self.results.values()
+        )
+
     def without_winner(self, error: AutotuneError) -> TuneDecision:
         """This decision with the candidate `error` names (its winner where it names none)
         failed by it, raised after tuning, while measured again; where that was the
