@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_autotune.backends.cuda_device import is_out_of_memory
+from pytest_autotune.tune.clone import device_copy
 
 REPLAY_CACHE_SIZE = 16
 """Captured calls a client keeps (the most recently timed): more than the candidates of one
@@ -96,9 +97,11 @@ class Placement:
             if not isinstance(v, cp.ndarray):
                 return v
             if id(v) not in copied:
-                # In its own layout: a C-ordered copy of a Fortran-ordered input timed a
-                # layout the caller never passes (as `clone.clone_value` keeps it).
-                copied[id(v)] = v.copy(order="K")
+                # A memcpy where it can (`clone.device_copy`: no copy kernel to compile on a
+                # fresh host), else in its own layout: a C-ordered copy of a Fortran-ordered
+                # input timed a layout the caller never passes (as `clone.clone_value`).
+                made = device_copy(cp, v)
+                copied[id(v)] = v.copy(order="K") if made is None else made
             return copied[id(v)]
 
         with cp.cuda.using_allocator(self.allocator(cp.get_default_memory_pool().malloc)):

@@ -26,14 +26,15 @@ waits on the hold until it gives up, and it is the warm-up that tells: 10 ms per
 candidate per process. Longer host work before the launches (a compilation, a first cuBLAS
 call) outlasts it, and the call is then timed by a replay as any other."""
 
-RETRY_HOLD_S = WARM_UP_HOLD_S
+RETRY_HOLD_S = 2e-3
 """How long the hold waits in the timed call after a capture's warm-up whose hold gave up and
 whose capture then failed: that call either synchronizes or spent its first call on host
-work (a compilation, a first cuBLAS handle) that a second call does not repeat. A call that
-still enqueues for longer (some 1,400 launches from Python) is timed without the hold from
-then on, which for a call bound by its host is what its caller pays anyway. A synchronizing
-candidate such as `cupy.bincount` then costs 20 ms of holds per process, not 210 ms: the
-histogram family's first tuning on an H200 took 0.40 s against 0.12 s warm (issue 14)."""
+work (a compilation, a first cuBLAS handle) that a second call does not repeat. What a
+second call still enqueues in 2 ms is some 280 launches from Python (about 7 us each); a call
+that takes longer is bound by its host, and is timed without the hold from then on, which is
+what its caller pays anyway. A synchronizing candidate such as `cupy.bincount` then costs
+12 ms of holds per process: 0.21 s with the sampler's own hold, 20 ms at 10 ms (the 256-bin
+histogram family's first tuning on an H200, 0.40 s and 0.12 s against 0.09 s warm, issue 14)."""
 
 L2_FLUSH_FACTOR = 2
 """The cold-L2 buffer is this many times the L2 size (see the module docstring)."""

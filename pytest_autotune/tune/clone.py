@@ -122,7 +122,7 @@ def _copy_array(value: Any) -> Any:
     Fortran-ordered input was timed, and checked, in a layout the caller never passes (a
     column-wise kernel winning a tuning it loses in use). An array type whose `copy` takes
     no order keeps its own."""
-    copied = _copy_device_memory(value)
+    copied = device_copy(sys.modules.get("cupy"), value)
     if copied is not None:
         return copied
     try:
@@ -131,13 +131,15 @@ def _copy_array(value: Any) -> Any:
         return value.copy()
 
 
-def _copy_device_memory(value: Any) -> Any:
-    """A contiguous CuPy array copied by one device-to-device memcpy, None for anything
-    else. CuPy's `copy` runs an elementwise kernel compiled per dtype on its first use: on
-    a fresh H200 host its compilation was 80-160 ms of a family's first tuning (saxpy 123
-    against 39 ms, the 256-bin histogram 292 against 127 ms; `benchmarks/
-    gpu_first_compiles.py`), which no later process paid."""
-    cp = sys.modules.get("cupy")
+def device_copy(cp: Any, value: Any) -> Any:
+    """A contiguous CuPy array (`cp`, the CuPy module, None without it) of the current device
+    copied by one device-to-device memcpy, into an array from the current allocator; None
+    for anything else. CuPy's `copy` runs an elementwise kernel compiled per dtype on its
+    first use: on a fresh H200 host its compilation was 80-160 ms of a family's first tuning
+    (saxpy 123 against 39 ms, the 256-bin histogram 292 against 127 ms; `benchmarks/
+    gpu_first_compiles.py`), which no later process paid. The tuner's copies of each
+    candidate's inputs and the gate's placements (`cuda_graphs.Placement.copies`) both
+    copy this way."""
     if cp is None or not isinstance(value, cp.ndarray):
         return None
     if not (value.flags.c_contiguous or value.flags.f_contiguous):

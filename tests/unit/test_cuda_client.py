@@ -135,23 +135,53 @@ class FakePool:
 
 class FakeArray:
     def __init__(
-        self, ptr: int, shape: tuple[int, ...] = (4,), gpu: FakeGpu | None = None, device: int = 0
+        self,
+        ptr: int,
+        shape: tuple[int, ...] = (4,),
+        gpu: FakeGpu | None = None,
+        device: int = 0,
+        contiguous: bool = True,
     ) -> None:
-        self.data = SimpleNamespace(ptr=ptr)
+        self.data = FakeMemory(self, ptr)
         self.device = SimpleNamespace(id=device)
         self.shape, self.strides, self.dtype = shape, (4,), SimpleNamespace(str="<f4")
+        self.flags = SimpleNamespace(c_contiguous=contiguous, f_contiguous=False)
         self.nbytes = 4 * shape[0]
         self.gpu = gpu
-        self.orders: list[str] = []
+        self.orders: list[str] = []  # the order of each copy made of it, by either way
+        self.copied_by: list[str] = []  # "kernel" (CuPy's copy) or "memcpy", per copy made
+        self.copied_from: FakeArray | None = None
 
     def copy(self, order: str = "C") -> FakeArray:
-        """A copy from the current allocator where the array knows its GPU, else at an
-        address no other array of the test has; `orders` keeps each copy's `order`, as
-        CuPy's `ndarray.copy(order="C")` takes it."""
+        """A copy by CuPy's copy kernel, from the current allocator where the array knows
+        its GPU, else at an address no other array of the test has; `orders` keeps each
+        copy's `order`, as CuPy's `ndarray.copy(order="C")` takes it."""
         self.orders.append(order)
+        self.copied_by.append("kernel")
+        return self._like()
+
+    def _like(self) -> FakeArray:
         if self.gpu is not None:
             return FakeArray(self.gpu.allocate(self.nbytes).ptr, self.shape, self.gpu)
         return FakeArray(self.data.ptr + (1 << 20) * next(_COPIES), self.shape)
+
+
+class FakeMemory:
+    """An array's `data`: its address, and the memcpy CuPy's `MemoryPointer` makes."""
+
+    def __init__(self, owner: FakeArray, ptr: int) -> None:
+        self.owner, self.ptr = owner, ptr
+
+    def copy_from_device_async(self, source: FakeMemory, nbytes: int) -> None:
+        assert nbytes == source.owner.nbytes
+        self.owner.copied_from = source.owner
+        source.owner.copied_by.append("memcpy")
+
+
+def empty_like(value: FakeArray, order: str = "K") -> FakeArray:
+    """`cupy.empty_like`, from the current allocator as `FakeArray.copy`."""
+    value.orders.append(order)
+    return value._like()
 
 
 _COPIES = itertools.count(1)
@@ -235,6 +265,7 @@ class FakeGpu:
         runtime = SimpleNamespace(
             CUDARuntimeError=FakeRuntimeError,
             getDeviceCount=lambda: 1,
+            getDevice=lambda: 0,
             getDeviceProperties=lambda device: {"name": b"Fake GPU", "totalGlobalMem": 1 << 34},
             hostAlloc=lambda nbytes, flags: ctypes.addressof(self.flag_memory),
             freeHost=self.free_host,
@@ -242,6 +273,7 @@ class FakeGpu:
         )
         self.module = SimpleNamespace(
             ndarray=FakeArray,
+            empty_like=empty_like,
             uint64=int,
             int64=int,
             RawModule=lambda code: SimpleNamespace(get_function=self.kernel),
@@ -671,7 +703,7 @@ def test_a_candidate_that_synchronizes_is_timed_without_the_hold_after_one_timeo
     client = CudaClient(cold_l2=False)
     first = client.time(synchronizing, ())
     # The capture's warm-up is held briefly and gives up; the timed call, after a capture
-    # that failed, briefly too: together 20 ms of holds, not 210.
+    # that failed, more briefly still: together 12 ms of holds, not 210.
     assert gpu.hold_timeouts == [WARM_UP_HOLD_S, RETRY_HOLD_S]
     holds = gpu.holds
     second = client.time(synchronizing, ())
@@ -1127,6 +1159,29 @@ def test_a_placement_copies_an_array_in_its_own_memory_order(gpu: FakeGpu) -> No
     client.time(lambda a: gpu.launch(5e-6), (x,))
     client.placed_sampler(lambda a: gpu.launch(5e-6), (x,))
     assert x.orders and set(x.orders) == {"K"}
+
+
+def test_a_placement_copies_a_contiguous_array_by_memcpy_and_a_strided_one_by_kernel(
+    gpu: FakeGpu,
+) -> None:
+    # CuPy's copy kernel is compiled per dtype on its first use (80-160 ms on a fresh H200
+    # host), which the gate's placements paid where the tuner's copies no longer did; a
+    # strided view cannot be copied byte for byte, and an array of another GPU is copied
+    # onto the client's by CuPy.
+    client = CudaClient(cold_l2=False, timing="device")
+    x = FakeArray(ptr=4096, gpu=gpu)
+    strided = FakeArray(ptr=1 << 16, gpu=gpu, contiguous=False)
+    seen: list[tuple[FakeArray, ...]] = []
+
+    def call(*arrays: FakeArray) -> None:
+        seen.append(arrays)
+        gpu.launch(5e-6)
+
+    client.time(call, (x, strided))
+    client.placed_sampler(call, (x, strided))
+    assert x.copied_by == ["memcpy"] * PLACEMENTS
+    assert strided.copied_by == ["kernel"] * PLACEMENTS
+    assert all(s[0].copied_from is x for s in seen[2:])  # each placement's call, on its copy
 
 
 def test_a_short_calls_gate_sample_is_a_round_of_every_placement(gpu: FakeGpu) -> None:
