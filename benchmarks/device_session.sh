@@ -41,6 +41,7 @@
 #   bash benchmarks/device_session.sh twentyfirst # suite, examples, what the fixed cost depends on, RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh n2runs # an update, then RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh twentysecond # a fresh host: family costs twice, suite, examples
+#   bash benchmarks/device_session.sh twentythird # suite, examples, the gate's compiles on an empty kernel cache, first-tuning clocks, costs, short calls
 #   bash benchmarks/device_session.sh shortn2 # the short calls, then RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
@@ -592,6 +593,25 @@ twentysecond)
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   tree_checks
+  ;;
+twentythird)
+  # The commits since the last GPU run (the gate's placements copied by memcpy, the 2 ms
+  # retry hold): the suite and the examples, then what `--autotune` compiles on an empty
+  # kernel cache (no `cupy_copy` kernel may be among the gate's), where the histogram's
+  # first tuning spends its time, every family's cost, and the short calls.
+  tree_checks
+  for mode in plain autotune; do  # each on an empty kernel cache of its own
+    export CUPY_CACHE_DIR=/tmp/empty-kernel-cache-$mode-$$
+    flag=""
+    [ $mode = autotune ] && flag=--autotune
+    step 60 $P example_kernels $flag -q -p no:randomly
+    echo "CuPy kernels compiled by the $mode run on an empty cache:" >>"$LOG"
+    grep -aoh "cupy_[a-z_]*__[a-z0-9_]*" -r "$CUPY_CACHE_DIR" | sort | uniq -c >>"$LOG" 2>&1
+  done
+  unset CUPY_CACHE_DIR
+  step 60 python3 benchmarks/gpu_first_tuning.py histogram --repeat 2
+  step 90 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 150 python3 benchmarks/gpu_short_calls.py "$OUT/short"
   ;;
 shortn2)
   # The short calls (every tuning's samples kept), then an update and RUNS runs of -n 2.

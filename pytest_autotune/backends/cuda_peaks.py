@@ -318,8 +318,10 @@ def _probe_fma(gpu: ProbeTarget, module: Any, details: dict[str, Any]) -> dict[s
 
 def _matmul_rate(gpu: ProbeTarget, dtype: str) -> float:
     cp = gpu.cp
-    a = cp.random.random((MATMUL_N, MATMUL_N), dtype=cp.float32).astype(dtype)
-    b = cp.random.random((MATMUL_N, MATMUL_N), dtype=cp.float32).astype(dtype)
+    # copy=False: fp32 operands need no cast, and the cast's copy kernel is one more NVRTC
+    # compilation on a fresh host's first run.
+    a = cp.random.random((MATMUL_N, MATMUL_N), dtype=cp.float32).astype(dtype, copy=False)
+    b = cp.random.random((MATMUL_N, MATMUL_N), dtype=cp.float32).astype(dtype, copy=False)
     c = cp.empty_like(a)
     return 2.0 * MATMUL_N**3 / _best_seconds(gpu, lambda: cp.matmul(a, b, out=c))
 
