@@ -271,7 +271,9 @@ SETTINGS: tuple[Setting, ...] = (
     _bench("max_samples", int_at_least(1), "samples of a candidate at most", 10),
     _bench("short_circuit", parse_bool, "end a batch under the roofline time limit", True),
     _bench("short_circuit_samples", int_at_least(1), "samples under the limit that end it", 2),
-    _bench("speed_factor", number(1.0, above=True), "slower than the leader by this: out", 1.5),
+    # 1 is allowed, as the seed allows it: after min_samples only the leader and the
+    # nearest rival go on. Below 1 the leader itself would be out.
+    _bench("speed_factor", number(1.0, above=False), "slower than the leader by this: out", 1.5),
     _bench(
         "hopeless_factor",
         optional(number(1.0, above=True)),

@@ -43,7 +43,7 @@ def test_the_defaults_are_the_seeds():
     [
         ({"min_samples": 0}, "min_samples: expected an integer >= 1, got 0"),
         ({"max_samples": 2}, "max_samples (2) is below min_samples (3)"),
-        ({"speed_factor": 1.0}, "speed_factor: expected a number > 1, got 1.0"),
+        ({"speed_factor": 0.99}, "speed_factor: expected a number >= 1, got 0.99"),
         ({"warmups": -1}, "warmups: expected an integer >= 0, got -1"),
         ({"min_samples": 4.5}, "min_samples: expected an integer >= 1, got 4.5"),
         (
@@ -202,7 +202,7 @@ def test_max_regression_is_a_non_negative_fraction():
 
 
 def test_a_non_finite_number_is_refused():
-    with pytest.raises(ConfigError, match=r"^speed_factor: expected a number > 1, got 'inf'$"):
+    with pytest.raises(ConfigError, match=r"^speed_factor: expected a number >= 1, got 'inf'$"):
         resolve([("", {"speed_factor": "inf"})])
 
 
@@ -319,7 +319,7 @@ def test_a_bad_yaml_value_read_through_from_env_names_the_file(tmp_path):
     path.write_text("speed_factor: 0.5\n", encoding="utf-8")
     with pytest.raises(ConfigError) as info:
         AutotuneConfig.from_env({}, yaml_path=path)
-    assert str(info.value) == f"{path}: speed_factor: expected a number > 1, got 0.5"
+    assert str(info.value) == f"{path}: speed_factor: expected a number >= 1, got 0.5"
 
 
 def test_a_refused_variable_lists_only_the_settings_a_variable_sets() -> None:

@@ -169,6 +169,19 @@ def test_never_drops_below_the_survivor_floor():
     assert eliminated == [2]
 
 
+def test_a_speed_factor_of_one_keeps_only_the_leader_and_one_rival():
+    # As the seed allows: anything slower than the leader goes at min_samples, but the
+    # survivor floor keeps the nearest rival on; a tie with the leader is not slower.
+    script = Script(1e-3, 1.01e-3, 1.02e-3, 1e-3)
+    ctx = AutotuneLogContext()
+    result = adaptive_round_robin(
+        [0, 1, 2, 3], NAMES, script, BenchConfig(speed_factor=1.0), ctx=ctx
+    )
+    eliminated = sorted(e.index for e in ctx.events if type(e).__name__ == "Eliminated")
+    assert eliminated == [1, 2]
+    assert result.winner in (0, 3)
+
+
 def test_elimination_opens_at_min_samples_raw_samples_so_it_saves_samples():
     # Seed parity: "c" goes once it has three raw samples, while the survivors take the
     # five they need to converge; eliminated with them, it would have saved nothing.
