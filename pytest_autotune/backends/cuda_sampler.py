@@ -33,8 +33,10 @@ work (a compilation, a first cuBLAS handle) that a second call does not repeat. 
 second call still enqueues in 2 ms is some 280 launches from Python (about 7 us each); a call
 that takes longer is bound by its host, and is timed without the hold from then on, which is
 what its caller pays anyway. A synchronizing candidate such as `cupy.bincount` then costs
-12 ms of holds per process: 0.21 s with the sampler's own hold, 20 ms at 10 ms (the 256-bin
-histogram family's first tuning on an H200, 0.40 s and 0.12 s against 0.09 s warm, issue 14)."""
+12 ms of holds per process, the warm-up's and this one's (20 ms when this one was 10 ms, 210
+ms with the sampler's own hold). On an H200 the 256-bin histogram family's first tuning read
+0.40 s with the sampler's hold, 0.155 s at 10 ms and 0.135-0.151 s at 2 ms, against 0.127 s
+for a later tuning (issue 14, BENCHMARKS.md)."""
 
 L2_FLUSH_FACTOR = 2
 """The cold-L2 buffer is this many times the L2 size (see the module docstring)."""
