@@ -42,6 +42,7 @@
 #   bash benchmarks/device_session.sh n2runs # an update, then RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh twentysecond # a fresh host: family costs twice, suite, examples
 #   bash benchmarks/device_session.sh twentythird # suite, examples, the gate's compiles on an empty kernel cache, first-tuning clocks, costs, short calls
+#   bash benchmarks/device_session.sh final23 # the session's last tree: suite, examples, the gate's compiles on an empty cache, family costs twice, short calls
 #   bash benchmarks/device_session.sh shortn2 # the short calls, then RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
@@ -611,6 +612,20 @@ twentythird)
   unset CUPY_CACHE_DIR
   step 60 python3 benchmarks/gpu_first_tuning.py histogram --repeat 2
   step 90 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 150 python3 benchmarks/gpu_short_calls.py "$OUT/short"
+  ;;
+final23)
+  # The session's last tree: the suite and the examples, what `--autotune` compiles on an
+  # empty kernel cache (the fp32 probe's cast gone), every family's cost in two fresh
+  # processes (the histogram's first tuning twice more), then the short calls.
+  tree_checks
+  export CUPY_CACHE_DIR=/tmp/empty-kernel-cache-final-$$
+  step 60 $P example_kernels --autotune -q -p no:randomly
+  echo "CuPy kernels compiled by the autotune run on an empty cache:" >>"$LOG"
+  grep -aoh "cupy_[a-z_]*__[a-z0-9_]*" -r "$CUPY_CACHE_DIR" | sort | uniq -c >>"$LOG" 2>&1
+  unset CUPY_CACHE_DIR
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   step 150 python3 benchmarks/gpu_short_calls.py "$OUT/short"
   ;;
 shortn2)
