@@ -158,14 +158,9 @@ def check_candidates(
     # correct one failed as differing from it.
     order = [i for i in range(len(names)) if i not in last]
     order += [i for i in range(len(names)) if i in last]
-    ref_output: object = None
-    ref_label = ""
-    no_reference: str | None = None
-    have_reference = False
+    judge = _Judge(names, rtol, atol, equal_nan, require_output)
     if callable(reference):
-        ref_label = "the explicit reference"
-        ref_output, no_reference = _explicit_reference(reference, require_output)
-        have_reference = no_reference is None
+        judge.explicit(reference)
     elif reference is not None:
         if not 0 <= reference < len(names):
             raise IndexError(
@@ -173,35 +168,83 @@ def check_candidates(
             )
         order.remove(reference)
         order.insert(0, reference)
-
-    results: dict[int, CheckResult] = {}
+        # Its None is the reference, as its caller asked, not an output yet to come.
+        judge.none_waits = False
     for index in order:
-        name = names[index]
         try:
             output = run(index)
         except Exception as exc:
-            results[index] = _raised(name, exc)
+            judge.results[index] = _raised(names[index], exc)
         else:
-            if have_reference:
-                diff = compare_outputs(ref_output, output, rtol, atol, equal_nan)
-                results[index] = (
-                    CheckResult(name, True)
-                    if diff is None
-                    else CheckResult(name, False, f"differs from {ref_label}: {diff}")
+            judge.output(index, output)
+        if index == reference and not judge.have_reference:
+            what = "skipped" if judge.results[index].skipped else "failed"
+            judge.no_reference = f"the reference {names[index]!r} {what}"
+    return [judge.results[i] for i in range(len(names))]
+
+
+class _Judge:
+    """`check_candidates`' reference and each candidate's result, as the outputs come."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        rtol: float,
+        atol: float,
+        equal_nan: bool,
+        require_output: bool,
+    ) -> None:
+        self.names = names
+        self.tolerances = (rtol, atol, equal_nan)
+        self.require_output = require_output
+        self.results: dict[int, CheckResult] = {}
+        self.ref_output: object = None
+        self.ref_label = ""
+        self.have_reference = False
+        self.no_reference: str | None = None
+        """Why no candidate can be shown correct (the reference failed or gave nothing)."""
+        self.none_waits = not require_output
+        """Whether a None before any output is no output (an in-place kernel's) rather
+        than the reference: judged once a candidate returns one."""
+        self.returned_none: list[int] = []
+
+    def explicit(self, reference: Callable[[], object]) -> None:
+        self.ref_label = "the explicit reference"
+        self.ref_output, self.no_reference = _explicit_reference(reference, self.require_output)
+        self.have_reference = self.no_reference is None
+
+    def output(self, index: int, output: object) -> None:
+        name = self.names[index]
+        if self.have_reference:
+            diff = compare_outputs(self.ref_output, output, *self.tolerances)
+            self.results[index] = (
+                CheckResult(name, True)
+                if diff is None
+                else CheckResult(name, False, f"differs from {self.ref_label}: {diff}")
+            )
+        elif self.no_reference is not None:
+            self.results[index] = CheckResult(
+                name, False, f"cannot be checked: {self.no_reference}"
+            )
+        elif output is None and self.none_waits:
+            first = not self.returned_none
+            self.results[index] = CheckResult(name, True, "reference" if first else "")
+            self.returned_none.append(index)
+        elif output is None and self.require_output:
+            self.no_reference = NOTHING_TO_COMPARE.format(f"the reference {name!r}")
+            self.results[index] = CheckResult(name, False, self.no_reference)
+        else:
+            self.ref_output, self.have_reference = copy_output(output), True
+            self.ref_label = f"the reference {name!r}"
+            self.results[index] = CheckResult(name, True, "reference")
+            for earlier in self.returned_none:
+                # A candidate that forgot its `return` was the reference where it came
+                # first: it won the tuning, every correct one failing as "expected None".
+                self.results[earlier] = CheckResult(
+                    self.names[earlier],
+                    False,
+                    f"returned None, where {self.ref_label} returned {_describe(output)}",
                 )
-            elif no_reference is not None:
-                results[index] = CheckResult(name, False, f"cannot be checked: {no_reference}")
-            elif require_output and output is None:
-                no_reference = NOTHING_TO_COMPARE.format(f"the reference {name!r}")
-                results[index] = CheckResult(name, False, no_reference)
-            else:
-                ref_output, have_reference = copy_output(output), True
-                ref_label = f"the reference {name!r}"
-                results[index] = CheckResult(name, True, "reference")
-        if isinstance(reference, int) and index == reference and not have_reference:
-            what = "skipped" if results[index].skipped else "failed"
-            no_reference = f"the reference {name!r} {what}"
-    return [results[i] for i in range(len(names))]
 
 
 def _raised(name: str, exc: Exception) -> CheckResult:

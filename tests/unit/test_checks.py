@@ -510,6 +510,29 @@ def test_an_explicit_reference_returning_none_fails_every_candidate_too() -> Non
     assert not results[0].passed and "returned None" in results[0].message
 
 
+def test_a_first_candidate_returning_none_fails_where_a_later_one_returns_an_output() -> None:
+    # A candidate that forgot its `return`, listed first, was the reference: it won the
+    # tuning, and every correct candidate failed as "expected None".
+    outputs = [None, np.arange(4.0), None, np.arange(4.0)]
+    checks = check_candidates(["forgot", "good", "also_forgot", "good2"], outputs.__getitem__)
+    assert [c.passed for c in checks] == [False, True, False, True]
+    assert checks[0].message == (
+        "returned None, where the reference 'good' returned float64 array of shape (4,)"
+    )
+    assert checks[2].message.startswith("differs from the reference 'good'")
+
+
+def test_candidates_that_all_return_none_pass_with_nothing_to_compare() -> None:
+    # In-place kernels writing into an output argument: None is each one's output.
+    checks = check_candidates(["a", "b"], lambda i: None)
+    assert [(c.passed, c.message) for c in checks] == [(True, "reference"), (True, "")]
+
+
+def test_a_reference_named_by_index_that_returns_none_stays_the_reference() -> None:
+    checks = check_candidates(["a", "b"], [np.ones(2), None].__getitem__, reference=1)
+    assert [c.passed for c in checks] == [False, True]
+
+
 def test_a_candidate_expected_to_be_wrong_is_the_reference_only_where_no_other_succeeds():
     outputs = [3.0, 2.0, 2.0]
     checks = check_candidates(["imprecise", "a", "b"], outputs.__getitem__, last=[0])
