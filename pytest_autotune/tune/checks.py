@@ -13,7 +13,7 @@ import importlib
 import math
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -47,6 +47,9 @@ class CheckResult:
     """Why it failed (the readable diff, or the exception), why it was skipped, or
     "reference" for the candidate whose output the others were compared with."""
     skipped: bool = False
+    trace: str = field(default="", compare=False, repr=False)
+    """The traceback of what the candidate raised, as text (`AutotuneError.trace`); not
+    written to files."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -254,7 +257,7 @@ def _raised(name: str, exc: Exception) -> CheckResult:
     error = AutotuneError.from_exception(name, exc)
     declined = error.kind is AutotuneErrorKind.SKIP
     message = f"{SKIPPED}{error.message}" if declined else error.message
-    return CheckResult(name, declined, message, skipped=declined)
+    return CheckResult(name, declined, message, skipped=declined, trace=error.trace)
 
 
 def _ran(name: str, run: Callable[[int], object], index: int) -> CheckResult:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import enum
 import os
 import sys
+import traceback
 import types
-from typing import Any
+from typing import Any, NoReturn
 
 from pytest_autotune.tune.files import json_text
 
@@ -40,29 +41,65 @@ class InputGeneratorError(RuntimeError):
     candidate's failure."""
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _trace(exc: BaseException) -> str:
+    """`exc`'s traceback as text, from its first frame outside this package: the tuner's
+    and the client's frames that called the candidate say nothing to its author."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_PACKAGE):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+
+
+class CandidateTracebacks(Exception):
+    """The tracebacks of what the candidates raised, as text: the cause of a
+    NoValidKernelFound raised to the caller."""
+
+
 class AutotuneError(Exception):
     """A candidate's failure, recorded in its result; it never wins and never crashes the tuner."""
 
-    def __init__(self, kind: AutotuneErrorKind, message: str = "", name: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: AutotuneErrorKind,
+        message: str = "",
+        name: str | None = None,
+        trace: str = "",
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.name = name
+        self.trace = trace
+        """The traceback of what the candidate raised, as text (not its frames, which hold
+        the inputs), or of what every candidate raised for a NoValidKernelFound: raised to
+        the caller as its cause (`raise_fresh`), so that the line at fault shows. Neither
+        compared nor written to files."""
 
     @classmethod
     def from_exception(cls, name: str, exc: BaseException) -> AutotuneError:
         if isinstance(exc, AutotuneError):
-            return cls(exc.kind, exc.message, name)
+            return cls(exc.kind, exc.message, name, exc.trace)
         if isinstance(exc, AutotuneSkip):
             return cls(AutotuneErrorKind.SKIP, str(exc) or "declined the key", name)
-        return cls(AutotuneErrorKind.UNKNOWN, f"{type(exc).__name__}: {exc}", name)
+        return cls(AutotuneErrorKind.UNKNOWN, f"{type(exc).__name__}: {exc}", name, _trace(exc))
 
     def fresh(self) -> AutotuneError:
         """A new error of the same kind, message and name, to raise where this one is kept
         (a key's NoValidKernelFound, raised at each call): raising the kept one again would
         chain each call's traceback onto the last, and keep the first call's frames, and
         the input arrays they hold, alive as long as the tuner."""
-        return AutotuneError(self.kind, self.message, self.name)
+        return AutotuneError(self.kind, self.message, self.name, self.trace)
+
+    def raise_fresh(self) -> NoReturn:
+        """Raise `fresh()`, from what the candidates raised where their tracebacks are kept:
+        a user whose every candidate failed saw only "IndexError: index 999 is out of
+        bounds" and no line of their own code."""
+        if self.trace:
+            raise self.fresh() from CandidateTracebacks(self.trace)
+        raise self.fresh()
 
     def __str__(self) -> str:
         who = f"{self.name}: " if self.name else ""

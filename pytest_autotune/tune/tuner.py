@@ -290,7 +290,7 @@ class Tuner:
                     return index
                 failed = self._failed.get(key)
                 if failed is not None:
-                    raise failed.fresh()
+                    failed.raise_fresh()
                 index = self._from_persistent(key, tunables)
                 if index is not None:
                     return index
@@ -312,7 +312,7 @@ class Tuner:
                 del self._pending[key]
             done.set()
         if decision.error is not None:
-            raise decision.error.fresh()
+            decision.error.raise_fresh()
         return decision.fastest_index
 
     def _from_persistent(self, key: Any, tunables: TunableSet) -> int | None:
@@ -616,7 +616,10 @@ def _settled_by_checks(checks: tuple[CheckResult, ...]) -> dict[int, AutotuneRes
         )
         if check.skipped
         else AutotuneError(
-            AutotuneErrorKind.UNKNOWN, f"failed its check: {check.message}", check.name
+            AutotuneErrorKind.UNKNOWN,
+            f"failed its check: {check.message}",
+            check.name,
+            check.trace,
         )
         for index, check in enumerate(checks)
         if check.skipped or not check.passed
@@ -765,7 +768,13 @@ def _nothing_succeeded(
     """The seed's NoValidKernelFound, naming each candidate's error."""
     errors = "; ".join(str(results[i]) for i in sorted(results))
     then = f"; falling back to {names[fallback]}" if fallback is not None else ""
+    traces = [
+        f"candidate {names[i]!r}:\n{result.trace}"
+        for i, result in sorted(results.items())
+        if isinstance(result, AutotuneError) and result.trace
+    ]
     return AutotuneError(
         AutotuneErrorKind.NO_VALID_KERNEL_FOUND,
         f"no candidate succeeded for key {key!r}: {errors}{then}",
+        trace="\n".join(traces),
     )

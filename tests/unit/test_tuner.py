@@ -226,6 +226,27 @@ def test_a_key_that_keeps_failing_raises_a_fresh_error_each_call_holding_no_earl
 
 
 @pytest.mark.parametrize("checks", [False, True])
+def test_no_valid_kernel_found_is_raised_from_each_candidates_traceback(client, checks):
+    # Every candidate failing said only "IndexError: index 999 is out of bounds": no line
+    # of the user's code, whether the failure came in the checks or in the timing.
+    def out_of_bounds(x):
+        return x[999]
+
+    tunables = TunableSet.of(by_size, {"bad": out_of_bounds, "y": failing("y")})
+    tuner = Tuner("t", client.device_id, AutotuneConfig(checks=checks))
+    for _ in range(2):  # the first call, which tunes, and one that finds the key failed
+        with pytest.raises(AutotuneError) as raised:
+            tuner.execute(tunables, ([1],), client)
+        cause = raised.value.__cause__
+        assert cause is not None and type(cause).__name__ == "CandidateTracebacks"
+        text = str(cause)
+        assert "candidate 'bad':" in text and "return x[999]" in text
+        assert "in out_of_bounds" in text and "IndexError" in text
+        assert "candidate 'y':" in text and "RuntimeError: y exploded" in text
+        assert "pytest_autotune" not in text  # the user's frames, not the tuner's
+
+
+@pytest.mark.parametrize("checks", [False, True])
 def test_an_input_generator_returning_a_bare_input_is_one_error_before_any_candidate(
     client, checks
 ):
