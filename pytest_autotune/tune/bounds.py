@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -234,11 +234,26 @@ class Bounds:
     """
 
     bounds: Sequence[AutotuneBound]
-    """Given as any sequence (the seed's `Vec`, ported as a list), held as a tuple."""
+    """Given as any sequence (the seed's `Vec`, ported as a list), held as a tuple. The
+    `Bounds` that `calculate_bounds` returns is taken too (its bounds), so that the seed's
+    composition `Bounds(calculate_bounds(...), launch_overhead)` runs as written there;
+    `calculate_bounds(..., launch_overhead=...)` is the typed spelling."""
     launch_overhead: float = 0.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "bounds", tuple(self.bounds))
+        given: object = self.bounds
+        if isinstance(given, Bounds):
+            given = given.bounds
+        bounds: tuple[object, ...] = (
+            tuple(given) if isinstance(given, Iterable) else (given,)  # named below
+        )
+        wrong = [b for b in bounds if not isinstance(b, AutotuneBound)]
+        if wrong:
+            raise TypeError(
+                f"Bounds: expected AutotuneBound items (or the Bounds calculate_bounds"
+                f" returns), got {type(wrong[0]).__name__} {wrong[0]!r}"
+            )
+        object.__setattr__(self, "bounds", bounds)
         _check_amount(self, "launch_overhead")
 
     def _binding(self) -> tuple[AutotuneBound, float] | None:

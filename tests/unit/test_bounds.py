@@ -326,3 +326,19 @@ def test_a_bound_keeps_its_level_through_json_and_reads_old_bounds_without_one()
     old = {"resource": "memory", "amount": 1e6, "threshold": 1.0, "peak": 1e11}
     assert AutotuneBound.from_json(old).level is None
     assert "level" not in AutotuneBound("memory", 1e6, 1.0, 1e11).to_json()
+
+
+def test_bounds_compose_as_the_seed_writes_them_from_calculate_bounds() -> None:
+    # DESIGN.md and the seed: calculate_bounds makes the bounds, Bounds(bounds,
+    # launch_overhead) adds the overhead; given its Bounds, the port raised "'Bounds' object
+    # is not iterable" from inside the dataclass.
+    made = calculate_bounds(Work(1e9, 1e9), Thresholds(), 1e12, 1e11)
+    composed = Bounds(made, 1e-6)
+    assert composed.bounds == made.bounds
+    assert composed.time_limit() == pytest.approx(1e9 / 1e11 + 1e-6)
+
+
+@pytest.mark.parametrize("given", [3, [1.0], ["memory"]])
+def test_bounds_of_anything_but_bounds_is_a_type_error_naming_it(given: object) -> None:
+    with pytest.raises(TypeError, match=r"^Bounds: expected AutotuneBound items"):
+        Bounds(given)  # type: ignore[arg-type]
