@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -115,7 +116,8 @@ def _priority(priority: PriorityFn, key: Any, owner: str) -> int | float:
     __tracebackhide__ = True
     value = priority(key)
     number = real_number(value)
-    if number is None:
+    # NaN compares false with everything: not negative, so tried, and ordered nowhere.
+    if number is None or math.isnan(number):
         raise PriorityError(
             f"{owner}: priority({key!r}) returned {value!r}; it must return a number"
             " (higher goes first, negative skips)"

@@ -146,6 +146,13 @@ def test_a_priority_that_returns_no_number_is_named_with_its_group_and_key():
         tune_plan(3, [plain("a").group(ok, lambda k: "1")])
 
 
+def test_a_priority_of_nan_is_no_number():
+    # NaN is not negative (so the candidate was tried) and orders nowhere among the others.
+    g = TuneGroup("logs", lambda key: float("nan"))
+    with pytest.raises(TypeError, match=r"TuneGroup 'logs': priority\(3\) returned nan; it must"):
+        tune_plan(3, [plain("a").group(g, lambda k: 0)])
+
+
 def test_a_priority_computed_with_numpy_is_a_number():
     # `lambda key: np.log2(key)` or an np.int64 from an array was refused as returning
     # no int, though it orders the groups as its value does.
