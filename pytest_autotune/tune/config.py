@@ -238,6 +238,14 @@ def load_yaml(path: str | os.PathLike[str], where: str | None = None) -> dict[st
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping of settings, got {type(data).__name__}")
+    bench = data.get("bench")
+    if isinstance(bench, dict):
+        # `AutotuneConfig(bench=BenchConfig(...))` in code suggests a nested block here.
+        first = next((str(k) for k in bench), "min_samples")
+        raise ConfigError(
+            f"{where}: bench: the sampling settings go at the top level of the file, as"
+            f" every setting does ('{first}: ...', not 'bench:' with '{first}' under it)"
+        )
     for key in data:
         error = yaml_key_error(where, key)
         if error is not None:

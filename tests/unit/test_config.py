@@ -314,6 +314,19 @@ def test_an_explicit_yaml_path_must_exist(tmp_path):
         AutotuneConfig.from_env({}, yaml_path=tmp_path / "missing.yaml")
 
 
+def test_a_nested_bench_block_in_yaml_says_the_settings_go_at_the_top_level(tmp_path):
+    # `AutotuneConfig(bench=BenchConfig(min_samples=4))` in code suggests the block; the
+    # file said only "bench: unknown setting".
+    path = tmp_path / "autotune.yaml"
+    path.write_text("bench:\n  min_samples: 4\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        AutotuneConfig.from_env({}, yaml_path=path)
+    assert str(info.value) == (
+        f"{path}: bench: the sampling settings go at the top level of the file, as every"
+        " setting does ('min_samples: ...', not 'bench:' with 'min_samples' under it)"
+    )
+
+
 def test_a_bad_yaml_value_read_through_from_env_names_the_file(tmp_path):
     path = tmp_path / "autotune.yaml"
     path.write_text("speed_factor: 0.5\n", encoding="utf-8")
