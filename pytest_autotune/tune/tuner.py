@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import io
 import logging
 import os
@@ -260,7 +261,7 @@ class Tuner:
                 f"{self.name}: inputs must be a tuple of the candidates' arguments,"
                 f" got {type(inputs).__name__}; pass (x,) for one input"
             )
-        key = tunables.key_gen(*inputs)
+        key = _key_of(self.name, tunables, inputs)
         try:
             index = self.hits.get(key)
         except TypeError as exc:
@@ -548,6 +549,25 @@ def _schedule_for(bench: BenchConfig, client: Client) -> Strategy:
     factor = getattr(client, "hopeless_factor", None) if bench.hopeless_factor is None else None
     long_calls = LongCalls(seconds, factor) if seconds is not None else None
     return functools.partial(adaptive_round_robin, warm_up_judges=True, long_calls=long_calls)
+
+
+def _key_of(name: str, tunables: TunableSet, inputs: TuneInputs) -> Any:
+    """`key_gen(*inputs)`; where the key generator cannot take these inputs at all, a
+    TypeError that says so by the tuner's name, not only Python's "<lambda>() takes 1
+    positional argument but 2 were given"."""
+    try:
+        return tunables.key_gen(*inputs)
+    except TypeError as exc:
+        try:
+            inspect.signature(tunables.key_gen).bind(*inputs)
+        except TypeError:
+            raise TypeError(
+                f"{name}: the key generator cannot take the {len(inputs)} inputs given"
+                f" ({exc}): it is called as key_gen(*inputs), with the candidates' arguments"
+            ) from exc
+        except ValueError:  # no signature to read (a builtin): Python's error says it
+            pass
+        raise
 
 
 def _refuse_iterators(name: str, inputs: TuneInputs) -> None:

@@ -225,6 +225,26 @@ def test_a_key_that_keeps_failing_raises_a_fresh_error_each_call_holding_no_earl
     assert raised[0] == raised[2]  # the same kind and message, naming each candidate
 
 
+def test_inputs_the_key_generator_cannot_take_are_named_by_the_tuner(client):
+    def size(x):
+        return len(x)
+
+    tunables = TunableSet.of(size, {"a": np.sum, "b": np.add.reduce})
+    tuner = Tuner("t", client.device_id)
+    said = (
+        r"^t: the key generator cannot take the 2 inputs given \(.*takes 1 positional argument"
+        r" but 2 were given\): it is called as key_gen\(\*inputs\)"
+    )
+    with pytest.raises(TypeError, match=said):
+        tuner.execute(tunables, (np.ones(3), 2), client)
+
+    def mistyped(x):
+        return len(x) + "1"  # the key generator's own TypeError stays its own
+
+    with pytest.raises(TypeError, match=r"^unsupported operand"):
+        tuner.execute(TunableSet.of(mistyped, {"a": np.sum, "b": np.add.reduce}), ([1],), client)
+
+
 @pytest.mark.parametrize("checks", [False, True])
 def test_no_valid_kernel_found_is_raised_from_each_candidates_traceback(client, checks):
     # Every candidate failing said only "IndexError: index 999 is out of bounds": no line
