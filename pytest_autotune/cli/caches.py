@@ -14,6 +14,7 @@ from pytest_autotune.report.columns import ljust, width
 from pytest_autotune.report.html import key_text
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
+from pytest_autotune.tune.cache_names import misplaced
 from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning
 from pytest_autotune.tune.log import format_duration
 
@@ -58,7 +59,11 @@ def load_cache(path: str) -> Cache:
                 " report renders them, compare judges two of them"
             ) from None
         raise
-    return Cache(path, by_key(entries), cache.device(), cache.metadata())
+    device = cache.device()
+    why = misplaced(Path(path), device.get("id") if device else None)
+    if why is not None:
+        warn(why)  # `show` and `diff` still show it: the file is whole
+    return Cache(path, by_key(entries), device, cache.metadata())
 
 
 T = TypeVar("T")

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import warnings
 from pathlib import Path
 from typing import TextIO
 
 from pytest_autotune.cli.caches import read_caches
 from pytest_autotune.cli.errors import EXIT_ERROR, CliError
 from pytest_autotune.refresh import significant_changes
-from pytest_autotune.tune.cache_names import cache_files
+from pytest_autotune.tune.cache import PersistentCache
+from pytest_autotune.tune.cache_names import cache_files, misplaced
 
 EXIT_CHANGED = 3
 """`changed`'s status for a change worth a pull request (2 is an unreadable file, as elsewhere)."""
@@ -43,7 +45,23 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             f"{args.after}: holds no cache file: give the folder --autotune-update writes"
             " (the cache_dir setting, .autotune by default)"
         )
+    for folder in (args.before, args.after):
+        _refuse_misplaced(Path(folder))
     changes = read_caches(lambda: significant_changes(Path(args.before), Path(args.after)))
     out.write("\n".join(changes or ["no significant change: every baseline kept its history"]))
     out.write("\n")
     return EXIT_CHANGED if changes else 0
+
+
+def _refuse_misplaced(folder: Path) -> None:
+    """A file in another device's folder, which a run refuses (`misplaced`): its entries
+    would read as kept or changed while no gate reads them."""
+    for path in cache_files(folder):
+        cache = PersistentCache(path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # what does not read, the changes' reading says
+            cache.load()
+        device = cache.device()
+        why = misplaced(path, device.get("id") if device else None)
+        if why is not None:
+            raise CliError(why)

@@ -41,7 +41,7 @@ from pytest_autotune.tune.benchmark import (
 from pytest_autotune.tune.bounds import MEMORY, Bounds
 from pytest_autotune.tune.cache import CacheFileError, PersistentCache
 from pytest_autotune.tune.cache_format import stored_tuner
-from pytest_autotune.tune.cache_names import cache_files, legacy_cache_file_parts
+from pytest_autotune.tune.cache_names import cache_files, legacy_cache_file_parts, misplaced
 from pytest_autotune.tune.cache_read import read_file
 from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning
 from pytest_autotune.tune.files import json_text
@@ -238,20 +238,23 @@ def _cache_sides(folder: Path, renamed: Mapping[str, str]) -> dict[tuple[str, st
             elif issubclass(warning.category, CacheFileWarning):
                 raise CompareError(str(warning.message).split("; autotune goes on", 1)[0])
         device = cache.device()
+        why = misplaced(path, device.get("id") if device else None)
+        if why is not None:
+            raise CompareError(why)  # as a run refuses it
         for pk, value in entries.items():
-            winner = (
-                value.results[value.fastest_index]
-                if value.fastest_index < len(value.results)
-                else None
-            )
-            if not isinstance(winner, AutotuneOutcome):
+            if value.fastest_index < len(value.results) and not isinstance(
+                value.results[value.fastest_index], AutotuneOutcome
+            ):
                 continue
+            # An index past the results is the gate's BaselineError ("repair it"), below.
             try:
                 baseline = Baseline.from_cache_entry(
                     value, pk.checksum, device=device, metadata=cache.metadata(), source=str(path)
                 )
             except BaselineError as exc:
                 raise CompareError(str(exc)) from None
+            winner = value.results[value.fastest_index]
+            assert isinstance(winner, AutotuneOutcome)  # `from_cache_entry` read its samples
             sides[(tuner, key_text(value.key), baseline.device_id)] = _Side(
                 device_id=baseline.device_id,
                 checksum=pk.checksum,

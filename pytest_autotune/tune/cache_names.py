@@ -33,6 +33,29 @@ def device_folder(device_id: str) -> str:
     return _file_stem(device_id)
 
 
+def device_folders(device_id: str) -> tuple[str, str]:
+    """The names of the folders `device_id`'s caches may be in: its own, and 0.1.0's."""
+    return device_folder(device_id), _legacy_stem(device_id)
+
+
+def misplaced(path: Path, device_id: object) -> str | None:
+    """Why the cache file `path` is not read in the device's folder it is in, where its
+    device block names another device (`device_id`; a file copied or moved by hand): a run
+    refuses it (`cache_format.other_device`). None for a file in its device's folder, or in
+    a folder that is no device's (device ids begin with their kind, `cpu-` or `cuda-`),
+    which only the command line reads."""
+    folder = path.parent.name
+    if not isinstance(device_id, str) or not folder.startswith(("cpu-", "cuda-")):
+        return None
+    if folder in device_folders(device_id):
+        return None
+    return (
+        f"{path}: holds the cache of device {device_id!r}, in the folder {folder!r} of"
+        f" another, where a run does not read it (a file copied or moved by hand?): move it"
+        f" to the folder {device_folder(device_id)!r}"
+    )
+
+
 def cache_file_parts(device_id: str, tuner_name: str) -> tuple[str, str]:
     """The folder and file name of a cache under its root, for roots that are not a `Path`
     (a package's data, read through `importlib.resources`)."""

@@ -42,8 +42,9 @@ def write_cache(
     entries: dict[str, tuple[str, tuple[AutotuneResult, ...]]],
     *,
     copy_peak: float = 4.28e12,
+    device_id: str = GPU,
 ) -> Path:
-    """A cache file of `entries`: key -> (winner, results)."""
+    """A cache file of `entries`: key -> (winner, results), of the device `device_id`."""
     values = {}
     for key, (winner, results) in entries.items():
         index = next(i for i, r in enumerate(results) if r.name == winner)
@@ -52,7 +53,7 @@ def write_cache(
             key, index, winner, results
         )
     peaks = Peaks(memory={"copy": copy_peak}, compute={"fp32": 63e12})
-    device = {"id": GPU, "fingerprint": {"cuda": "12.6"}, "peaks": peaks.to_json()}
+    device = {"id": device_id, "fingerprint": {"cuda": "12.6"}, "peaks": peaks.to_json()}
     PersistentCache(path).save(values, device=device, metadata={"sigma_between": 0.01})
     return path
 
@@ -528,6 +529,65 @@ def test_compare_judges_two_cache_folders(
     )
 
 
+def misplaced_folders(tmp_path: Path) -> tuple[Path, Path]:
+    """Two cache roots whose second holds a GPU's file in a CPU's folder (moved by hand)."""
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder, device in ((before, GPU), (after, "cpu-amd-epyc-2t")):
+        (folder / device).mkdir(parents=True)
+        write_cache(
+            folder / device / "t.json",
+            {"n8": ("block32", (outcome("block32", 0, 1), outcome("block256", 1, 2)))},
+        )
+    return before, after
+
+
+def test_a_file_in_another_devices_folder_is_one_error_to_compare_and_changed_a_warning_to_show(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A run refuses it ("holds the cache of device ..., not of ..."); the commands read it as
+    # the folder's: compare listed it as another device's, changed said "no significant
+    # change", show said nothing.
+    before, after = misplaced_folders(tmp_path)
+    moved = after / "cpu-amd-epyc-2t" / "t.json"
+    said = (
+        f"{moved}: holds the cache of device {GPU!r}, in the folder 'cpu-amd-epyc-2t' of"
+        f" another, where a run does not read it (a file copied or moved by hand?): move it"
+        f" to the folder {GPU!r}"
+    )
+    for command in ("compare", "changed"):
+        code, out, err = run(capsys, command, str(before), str(after))
+        assert (code, out, err.strip()) == (2, "", f"pytest-autotune: error: {said}")
+    code, out, err = run(capsys, "show", str(moved))
+    assert code == 0 and "n8" in out
+    assert err.strip() == f"pytest-autotune: warning: {said}"
+    # A file anywhere else (a copy in /tmp, a folder of no device's name) is only shown.
+    elsewhere = tmp_path / "copies" / "t.json"
+    elsewhere.parent.mkdir()
+    shutil.copy(moved, elsewhere)
+    assert run(capsys, "show", str(elsewhere))[2] == ""
+
+
+def test_compare_of_a_winner_index_past_the_results_is_the_gates_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The gate says "fastest_index 42 is past the 2 results"; compare dropped the key as
+    # "only in A".
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder in (before, after):
+        (folder / GPU).mkdir(parents=True)
+        write_cache(
+            folder / GPU / "t.json",
+            {"n8": ("block32", (outcome("block32", 0, 1), outcome("block256", 1, 2)))},
+        )
+    damaged = after / GPU / "t.json"
+    data = json.loads(damaged.read_text())
+    data["entries"][0]["fastest_index"] = 42
+    damaged.write_text(json.dumps(data))
+    code, out, err = run(capsys, "compare", str(before), str(after))
+    assert code == 2 and out == ""
+    assert "fastest_index 42 is past the 2 results" in err
+
+
 def test_cache_folders_of_a_runner_named_like_a_json_file_are_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -539,6 +599,7 @@ def test_cache_folders_of_a_runner_named_like_a_json_file_are_read(
         write_cache(
             folder / "cpu-gh.json" / "t.json",
             {"n8": ("block32", (outcome("block32", 0, 1), outcome("block256", 1, 2)))},
+            device_id="cpu-gh.json",
         )
     code, out, err = run(capsys, "compare", str(before), str(after))
     assert (code, err) == (0, "")
