@@ -12,7 +12,7 @@ changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pytest_autotune.gate import BaselineSession
@@ -23,7 +23,7 @@ from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.cache_names import cache_files
 
-__all__ = ["significant_changes"]
+__all__ = ["same_speed_winners", "significant_changes"]
 
 
 def significant_changes(before: Path, after: Path) -> list[str]:
@@ -33,9 +33,7 @@ def significant_changes(before: Path, after: Path) -> list[str]:
     changes = []
     for name in sorted(_files(before) | _files(after)):
         old, new = _entries(before, name), _entries(after, name)
-        for pk in sorted(
-            old.keys() | new.keys(), key=lambda pk: (natural_key(pk.key), pk.checksum)
-        ):
+        for pk in _in_key_order(old.keys() | new.keys()):
             value = new.get(pk) or old[pk]
             where = f"{name}: key {key_text(value.key)}"
             # A key whose candidates changed is filed under a new checksum, its old entry
@@ -59,6 +57,29 @@ def significant_changes(before: Path, after: Path) -> list[str]:
                 winner = f"{old_winner} -> {new_winner}" if old_winner != new_winner else new_winner
                 changes.append(f"{where}: new baseline ({winner}): a significant change")
     return changes
+
+
+def same_speed_winners(before: Path, after: Path) -> list[str]:
+    """One line per entry whose winner the refresh changed while its session joined the
+    baseline (the gate found the two the same speed): no change worth a pull request, but
+    not "kept" either, and the committed file goes on serving the old winner."""
+    lines = []
+    for name in sorted(_files(before) & _files(after)):
+        old, new = _entries(before, name), _entries(after, name)
+        for pk in _in_key_order(old.keys() & new.keys()):
+            was, now = old[pk].fastest_name, new[pk].fastest_name
+            if was != now and _continues(new[pk], old[pk]):
+                lines.append(
+                    f"{name}: key {key_text(new[pk].key)}: winner {was} -> {now}, the same"
+                    f" speed by the gate (joined the baseline); without a pull request the"
+                    f" committed file goes on serving {was}"
+                )
+    return lines
+
+
+def _in_key_order(pks: Iterable[PersistentCacheKey]) -> list[PersistentCacheKey]:
+    """By key with numbers read as numbers (`n8` before `n1024`), then by checksum."""
+    return sorted(pks, key=lambda pk: (natural_key(pk.key), pk.checksum))
 
 
 def _replaced(

@@ -76,9 +76,12 @@ def read_caches(read: Callable[[], T]) -> T:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = read()
+    said = set()
     for warning in caught:
         if issubclass(warning.category, CacheJournalWarning):
-            warn(str(warning.message))
+            if str(warning.message) not in said:  # a file read twice is said once
+                said.add(str(warning.message))
+                warn(str(warning.message))
         elif issubclass(warning.category, CacheFileWarning):
             raise CliError(str(warning.message).split(LOAD_REMARK, 1)[0])
     return result

@@ -9,7 +9,7 @@ from typing import TextIO
 
 from pytest_autotune.cli.caches import read_caches
 from pytest_autotune.cli.errors import EXIT_ERROR, CliError
-from pytest_autotune.refresh import significant_changes
+from pytest_autotune.refresh import same_speed_winners, significant_changes
 from pytest_autotune.tune.cache import PersistentCache
 from pytest_autotune.tune.cache_names import cache_files, misplaced
 
@@ -47,9 +47,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         )
     for folder in (args.before, args.after):
         _refuse_misplaced(Path(folder))
-    changes = read_caches(lambda: significant_changes(Path(args.before), Path(args.after)))
+    before, after = Path(args.before), Path(args.after)
+    changes, notes = read_caches(
+        lambda: (significant_changes(before, after), same_speed_winners(before, after))
+    )
     out.write("\n".join(changes or ["no significant change: every baseline kept its history"]))
     out.write("\n")
+    for line in notes:
+        out.write(f"note: {line}\n")
     return EXIT_CHANGED if changes else 0
 
 

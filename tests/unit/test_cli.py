@@ -1192,6 +1192,35 @@ def test_changed_sees_a_baseline_that_started_again_and_was_then_joined(
     assert run(capsys, "changed", str(before), str(after))[0] == 0
 
 
+def test_changed_notes_a_winner_that_changed_while_joining_its_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The gate found the two winners the same speed, so the session joined the baseline:
+    # no pull request, but "every baseline kept its history" alone hid that the committed
+    # file goes on serving the old winner.
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder, winner in ((before, "pairwise"), (after, "add_reduce")):
+        (folder / GPU).mkdir(parents=True)
+        write_cache(
+            folder / GPU / "t.json",
+            {"n8": (winner, (outcome("pairwise", 0, 4), outcome("add_reduce", 1, 4)))},
+        )
+    path = after / GPU / "t.json"
+    data = json.loads(path.read_text())
+    data["entries"][0]["sessions"] = [{"median_ns": 4000, "read_ns": None}]  # joined
+    path.write_text(json.dumps(data))
+
+    code, out, _ = run(capsys, "changed", str(before), str(after))
+
+    assert code == 0
+    assert out == (
+        "no significant change: every baseline kept its history\n"
+        f"note: {GPU}/t.json: key n8: winner pairwise -> add_reduce, the same speed by the gate"
+        " (joined the baseline); without a pull request the committed file goes on serving"
+        " pairwise\n"
+    )
+
+
 def test_changed_of_a_refreshed_folder_with_no_cache_file_is_an_error_not_no_change(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
