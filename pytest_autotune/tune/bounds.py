@@ -146,11 +146,13 @@ class Thresholds:
         for name in (COMPUTE, MEMORY):
             value = _plain_number(self, name)
             if value < 0:
-                raise ValueError(f"Thresholds: {name} must be >= 0, got {value!r}")
+                raise ValueError(
+                    f"Thresholds: {name} must be >= 0 (0, NaN or infinity: no limit), got {value!r}"
+                )
             if 1 < value < math.inf:
                 raise ValueError(
                     f"Thresholds: {name} is a fraction of the roof, from 0 to 1 (0.8 for"
-                    f" 80%), got {value!r}"
+                    f" 80%; 0, NaN or infinity: no limit), got {value!r}"
                 )
 
     @classmethod

@@ -102,7 +102,8 @@ def test_a_threshold_past_the_roof_is_refused_as_a_percentage_would_be(value: fl
     with pytest.raises(ValueError) as info:
         Thresholds(memory=value)
     assert str(info.value) == (
-        f"Thresholds: memory is a fraction of the roof, from 0 to 1 (0.8 for 80%), got {value!r}"
+        "Thresholds: memory is a fraction of the roof, from 0 to 1 (0.8 for 80%; 0, NaN or"
+        f" infinity: no limit), got {value!r}"
     )
     assert Thresholds(memory=1.0, compute=math.inf).compute == math.inf  # inf: no bound
 
