@@ -323,7 +323,10 @@ class AutotuneSession:
             return None
         # A marker's key comes from its `key=`; an `autotune` fixture call's from its set.
         if request.tunables is None:
-            source, remedy = "key=", "so give each group its own key"
+            # Without a key=, the parameters' ids, a numbered one by its value
+            # (`collection.plain_text`): one value given twice in a parametrize.
+            source = "key= (or without one, the parameters' ids and values)"
+            remedy = "so give each group its own key"
         else:
             source, remedy = "the set's key_gen", "so tune this set at this key in one test"
         message = (

@@ -191,3 +191,46 @@ def test_a_client_whose_device_id_is_no_name_fails_by_name(
     output = result.stdout.str()
     assert "Traceback" not in output and "Error:" not in output
     assert "pytest-timeout" not in output  # not said to be a tuning stopped by a timeout
+
+
+SHAPES = """
+import pytest
+from conftest import spin
+
+def slow(shape):
+    spin(300e-6 * shape[0])
+    return shape[0]
+
+def fast(shape):
+    spin(100e-6 * shape[0])
+    return shape[0]
+
+@pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+@pytest.mark.parametrize("shape", [(1,), (4,)])
+def test_shapes(candidate, shape):
+    return candidate(shape)
+"""
+
+
+def test_a_key_of_tuple_parameters_is_their_values_so_reordering_them_keeps_each_baseline(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest names a tuple parameter by its position (`shape0`): keyed by it, swapping
+    # the values compared a 1,000-element sum with the 400,000-element one's baseline and
+    # failed unchanged code at +3586%.
+    autotune_pytester.makepyfile(test_shapes=SHAPES)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_shapes.py::test_shapes")
+    keys = [entry["key"] for entry in json.loads(path.read_text())["entries"]]
+    assert sorted(keys) == ["(1,)", "(4,)"]
+
+    autotune_pytester.makepyfile(test_shapes=SHAPES.replace("[(1,), (4,)]", "[(4,), (1,)]"))
+    result = run(autotune_pytester, "--autotune", "-rA")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result.stdout.fnmatch_lines(
+        [
+            "test_shapes.py::test_shapes[[]shape0[]]  *(4,)  *fast *400 us*+0.0%*pass",
+            "test_shapes.py::test_shapes[[]shape1[]]  *(1,)  *fast *100 us*+0.0%*pass",
+        ],
+        consecutive=False,
+    )
