@@ -48,6 +48,7 @@ from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import (
     NOT_REACHED,
+    UNPLANNED,
     AutotuneError,
     AutotuneErrorKind,
     AutotuneSkip,
@@ -408,7 +409,7 @@ class AutotuneSession:
                 # so that tuning ranks a kernel of large temporaries as the gate times it.
                 settle_allocator()
             decision = tuner.tune(request.key, tunables, request.inputs, client)
-            if not decision.measured and len(_declined(decision)) == len(decision.results):
+            if not decision.measured and _nothing_takes(decision):
                 # Nothing takes the key: skipped, as plain pytest skips each test, with
                 # nothing to judge nor record (a failure the key is not).
                 return _Outcome(tunables, decision, {})
@@ -657,6 +658,19 @@ def _gate_failure(verdict: GroupVerdict) -> str | None:
     kind = verdict.verdict.value
     named = "" if verdict.message.startswith(kind) else f"{kind}: "
     return f"autotune gate: {named}{verdict.message}"
+
+
+def _nothing_takes(decision: TuneDecision) -> bool:
+    """Whether no candidate takes the decision's key: every one declined it, or the
+    `groups=` plan tries none for it (every priority negative there). The plan's case
+    failed the group's first test ("no measured candidate is left") and passed the others,
+    where plain pytest, which checks every candidate, passed them all."""
+    return all(
+        isinstance(r, AutotuneError)
+        and r.kind is AutotuneErrorKind.SKIP
+        and (r.message == UNPLANNED or not r.message.startswith(NOT_REACHED))
+        for r in decision.results.values()
+    )
 
 
 def _declined(decision: TuneDecision) -> dict[str, str]:

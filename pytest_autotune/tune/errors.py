@@ -30,6 +30,10 @@ NOT_REACHED = "not reached"
 """How the `SKIP` result of a candidate that never ran begins (a batch ended before it, or
 no group holds it for the key), which tells it from one that declined."""
 
+UNPLANNED = f"{NOT_REACHED}: no group prioritized for this key holds it"
+"""The `SKIP` result of a candidate that no group of the plan tries for the key (its
+groups' priorities are negative there)."""
+
 
 class AutotuneSkip(Exception):
     """Raise from a candidate to decline a key; it is recorded, never reported as a failure."""

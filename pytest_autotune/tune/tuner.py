@@ -30,6 +30,7 @@ from pytest_autotune.tune.client import client_context, out_of_memory, release_m
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
 from pytest_autotune.tune.errors import (
     NOT_REACHED,
+    UNPLANNED,
     AutotuneError,
     AutotuneErrorKind,
     CacheFileWarning,
@@ -756,7 +757,7 @@ def _run_plan(
             why = f"{NOT_REACHED}: batch {number} found a winner first"
             break
     else:
-        why = f"{NOT_REACHED}: no group prioritized for this key holds it"
+        why = UNPLANNED
     _skip_unreached(results, tunables.names, why)
     return winner
 

@@ -72,3 +72,21 @@ def test_a_grouped_winner_slowed_twice_over_fails_the_gate_by_name(
     result.stdout.fnmatch_lines(
         ["*regression of +100.0%*", "*against the baseline median 100 us (fast on cpu-fake-1t*"]
     )
+
+
+def test_a_plan_that_tries_no_candidate_for_the_key_passes_each_test_as_plain_pytest_does(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Every group's priority negative for the key: the plan tries none. The group's first
+    # test failed ("no measured candidate is left") and the others passed, where plain
+    # pytest, which checks every candidate, passed them all.
+    autotune_pytester.makepyfile(
+        test_grouped=GROUPED_TESTS.replace("lambda key: 1", "lambda key: -1").replace(
+            "lambda key: 0", "lambda key: -2"
+        )
+    )
+    for mode in ((), ("--autotune",), ("--autotune-update",)):
+        result = run(autotune_pytester, *mode)
+        assert result.ret == pytest.ExitCode.OK, result.outlines
+        result.assert_outcomes(passed=3)
+    assert not (autotune_pytester.path / ".autotune").exists()  # nothing measured to record
