@@ -20,6 +20,7 @@ from pytest_autotune.report.figures import format_fraction, format_interval
 from pytest_autotune.tune.bounds import (
     COMPUTE,
     MEMORY,
+    AutotuneBound,
     Thresholds,
     Work,
     calculate_bounds,
@@ -299,11 +300,32 @@ class FloorCheck:
         reached = bound.amount / seconds / bound.peak
         unit = "B/s" if resource == MEMORY else "op/s"
         which = f"{memory.level} memory" if resource == MEMORY else f"{self.dtype} {COMPUTE}"
+        others = [
+            self._other(b, seconds, memory.level)
+            for b in bounds.bounds
+            if b is not bound and b.time_limit() is not None
+        ]
+        # The table's roof column is the binding roof before the thresholds (the compute
+        # roof of a matmul): where the floor judged another, the one the column shows is
+        # said too, with its floor, which a field of `Thresholds` left unset makes 100%.
+        either = f"; {'; '.join(others)}: reaching either floor passes" if others else ""
         return (
             f"below the floor: {format_fraction(reached)} of the {which} roof"
             f" ({bound.peak:.3g} {unit} measured in this run) in {format_duration(seconds)},"
-            f" the floor is {format_fraction(bound.threshold)}"
+            f" the floor is {format_fraction(bound.threshold)}{_unset(bound)}{either}"
         )
+
+    def _other(self, bound: AutotuneBound, seconds: float, level: str) -> str:
+        which = f"{level} memory" if bound.resource == MEMORY else f"{self.dtype} {COMPUTE}"
+        return (
+            f"{format_fraction(bound.amount / seconds / bound.peak)} of the {which} roof, whose"
+            f" floor is {format_fraction(bound.threshold)}{_unset(bound)}"
+        )
+
+
+def _unset(bound: AutotuneBound) -> str:
+    """Why a floor reads 100%: a field of `Thresholds` the test did not set."""
+    return " (a Thresholds field left unset is 1.0, the roof)" if bound.threshold == 1 else ""
 
 
 # -- verdicts -----------------------------------------------------------------------------

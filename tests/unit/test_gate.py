@@ -240,6 +240,19 @@ def test_the_floor_is_judged_on_the_binding_resource_of_the_chosen_dtype() -> No
     assert message.startswith("below the floor: 25.0% of the fp32 compute roof (1e+13 op/s")
 
 
+def test_a_floor_failed_on_both_roofs_names_the_other_and_its_unset_floor() -> None:
+    # A matmul with Thresholds(memory=0.05): the table's roof column said "32.5% fp32
+    # compute" and the floor "1.9% of the memory roof", with no word of the compute floor
+    # that an unset field makes 100%: the winner passes by reaching either.
+    floor = FloorCheck(Thresholds(memory=0.05))
+    message = floor.fails(Work(compute_ops=1e12, bytes=1e10), 0.4, PEAKS)
+    assert message == (
+        "below the floor: 2.5% of the DRAM memory roof (1e+12 B/s measured in this run) in"
+        " 400 ms, the floor is 5.0%; 25.0% of the fp32 compute roof, whose floor is 100.0% (a"
+        " Thresholds field left unset is 1.0, the roof): reaching either floor passes"
+    )
+
+
 def test_the_launch_overhead_counts_as_in_the_short_circuit() -> None:
     floor = FloorCheck(Thresholds(memory=0.8), launch_overhead=1e-4)
     assert floor.fails(Work(bytes=1e9), 1.35e-3, PEAKS) is None
