@@ -161,7 +161,7 @@ def check_candidates(
     # correct one failed as differing from it.
     order = [i for i in range(len(names)) if i not in last]
     order += [i for i in range(len(names)) if i in last]
-    judge = _Judge(names, rtol, atol, equal_nan, require_output)
+    judge = _Judge(names, rtol, atol, equal_nan, require_output, last)
     if callable(reference):
         judge.explicit(reference)
     elif reference is not None:
@@ -183,6 +183,7 @@ def check_candidates(
         if index == reference and not judge.have_reference:
             what = "skipped" if judge.results[index].skipped else "failed"
             judge.no_reference = f"the reference {names[index]!r} {what}"
+    judge.name_agreeing()
     return [judge.results[i] for i in range(len(names))]
 
 
@@ -196,8 +197,10 @@ class _Judge:
         atol: float,
         equal_nan: bool,
         require_output: bool,
+        last: Collection[int] = (),
     ) -> None:
         self.names = names
+        self.last = last
         self.tolerances = (rtol, atol, equal_nan)
         self.require_output = require_output
         self.results: dict[int, CheckResult] = {}
@@ -210,6 +213,11 @@ class _Judge:
         """Whether a None before any output is no output (an in-place kernel's) rather
         than the reference: judged once a candidate returns one."""
         self.returned_none: list[int] = []
+        self.differing: tuple[int, object] | None = None
+        """The first candidate that differed from the reference, and its output: one more
+        output kept, only once a check has failed."""
+        self.agreeing: list[int] = []
+        """The candidates that differed from the reference as `differing` did."""
 
     def explicit(self, reference: Callable[[], object]) -> None:
         self.ref_label = "the explicit reference"
@@ -225,6 +233,8 @@ class _Judge:
                 if diff is None
                 else CheckResult(name, False, f"differs from {self.ref_label}: {diff}")
             )
+            if diff is not None and index not in self.last:
+                self._differed(index, output)
         elif self.no_reference is not None:
             self.results[index] = CheckResult(
                 name, False, f"cannot be checked: {self.no_reference}"
@@ -248,6 +258,29 @@ class _Judge:
                     False,
                     f"returned None, where {self.ref_label} returned {_describe(output)}",
                 )
+
+    def _differed(self, index: int, output: object) -> None:
+        if self.differing is None:
+            self.differing = (index, copy_output(output))
+        elif compare_outputs(self.differing[1], output, *self.tolerances) is None:
+            self.agreeing.append(index)
+
+    def name_agreeing(self) -> None:
+        """Candidates that differ from the reference but agree with each other say so: the
+        first candidate, the reference by default, was the wrong one (a QA round's `* 1.01`
+        in it failed both correct candidates, and it won), and nothing said which to
+        suspect. Those that agree may still share a bug: a hint, not a verdict."""
+        if self.differing is None or not self.agreeing:
+            return
+        group = [self.differing[0], *self.agreeing]
+        for index in group:
+            others = ", ".join(repr(self.names[i]) for i in group if i != index)
+            result = self.results[index]
+            self.results[index] = dataclasses.replace(
+                result,
+                message=f"{result.message}; it agrees with {others}: is {self.ref_label} the"
+                " wrong one? (reference= names the candidate the others are checked against)",
+            )
 
 
 def _raised(name: str, exc: Exception) -> CheckResult:

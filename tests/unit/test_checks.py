@@ -522,6 +522,26 @@ def test_a_first_candidate_returning_none_fails_where_a_later_one_returns_an_out
     assert checks[2].message.startswith("differs from the reference 'good'")
 
 
+def test_candidates_that_differ_from_the_reference_but_agree_with_each_other_say_so() -> None:
+    # The reference (first) was off by 1%: both correct candidates failed against it, it
+    # won, and nothing said which to suspect.
+    outputs = [np.arange(4.0) * 1.01, np.arange(4.0), np.arange(4.0), np.arange(4.0) + 5]
+    checks = check_candidates(["pairwise", "reduce", "dot", "off"], outputs.__getitem__)
+    assert [c.passed for c in checks] == [True, False, False, False]
+    hint = "is the reference 'pairwise' the wrong one? (reference= names the candidate"
+    assert checks[1].message.endswith(
+        f"; it agrees with 'dot': {hint} the others are checked against)"
+    )
+    assert "it agrees with 'reduce'" in checks[2].message
+    assert "agrees" not in checks[3].message  # off on its own
+
+
+def test_candidates_expected_to_be_wrong_are_no_evidence_against_the_reference() -> None:
+    outputs = [np.arange(4.0), np.arange(4.0) * 2, np.arange(4.0) * 2]
+    checks = check_candidates(["ref", "imprecise", "also"], outputs.__getitem__, last=[1, 2])
+    assert not any("agrees" in c.message for c in checks)
+
+
 def test_candidates_that_all_return_none_pass_with_nothing_to_compare() -> None:
     # In-place kernels writing into an output argument: None is each one's output.
     checks = check_candidates(["a", "b"], lambda i: None)
