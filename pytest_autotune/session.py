@@ -684,15 +684,16 @@ def _declined(decision: TuneDecision) -> dict[str, str]:
     }
 
 
-def _reference(reference: Any, request: GroupRequest) -> Callable[..., Any] | None:
-    """The marker's `reference` as a function of the inputs, called through the body."""
+def _reference(reference: Any, request: GroupRequest) -> Callable[..., Any] | str | None:
+    """The marker's `reference`: a function of the inputs, called through the body, or the
+    name of a candidate, which the checks then name as plain pytest does."""
     if reference is None:
         return None
     if isinstance(reference, str):
-        by_name = dict(request.candidates)
-        if reference not in by_name:
-            raise ConfigError(f"reference={reference!r} names no candidate: {sorted(by_name)}")
-        return candidate_call(request.run, reference, by_name[reference])
+        if reference not in dict(request.candidates):
+            names = sorted(dict(request.candidates))
+            raise ConfigError(f"reference={reference!r} names no candidate: {names}")
+        return reference
     return functools.partial(request.run, reference)
 
 

@@ -2926,3 +2926,22 @@ def test_a_files_bad_sigma_between_is_warned_of_once_not_once_per_group(
         if line.startswith("warning:") and "sigma_between" in line
     ]
     assert len(warnings_of) == 1, result.stdout.str()  # the file's two groups said it twice
+
+
+def test_a_reference_named_by_the_marker_is_named_in_the_tunings_checks(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Plain pytest said "differs from the reference candidate 'fast'", --autotune "differs
+    # from the explicit reference", naming nothing.
+    wrong_medium = SCALE_TESTS.replace(
+        'spin(150e-6 * slowdown("medium"))\n    return n * 2',
+        'spin(150e-6 * slowdown("medium"))\n    return n * 3',
+    )
+    autotune_pytester.makepyfile(
+        test_scale=wrong_medium.replace("work=lambda n:", 'reference="fast", work=lambda n:')
+    )
+    result = run(autotune_pytester, "--autotune", "-rf")
+    result.assert_outcomes(passed=4, failed=2)
+    result.stdout.fnmatch_lines(
+        ["*candidate 'medium' failed its check: differs from the reference 'fast': *"]
+    )
