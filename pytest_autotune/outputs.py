@@ -29,6 +29,13 @@ from pytest_autotune.tune.records import AutotuneRecord, Recorder
 from pytest_autotune.tune.run import RunInfo
 
 _UPDATE_VERDICTS = frozenset({Verdict.UPDATED, Verdict.NOT_RECORDED})
+
+INTENDED = (
+    "a slowdown that is intended (a trade-off, a kernel made exact): pytest --autotune-update"
+    " records this code's times as the baseline; commit the cache files it names"
+)
+"""Said once under the gate's failures where one is a regression: every other verdict that
+asks for an update says so, and a regression was the one that did not."""
 """The verdicts of an update, whose messages (what it did with each baseline) follow the
 table."""
 
@@ -267,6 +274,8 @@ class SessionOutput:
                     for s in summaries
                     if s.failed and self.expected(s)
                 )
+                if any(s.failed and s.verdict is Verdict.REGRESSION for s in summaries):
+                    lines.append(INTENDED)
         lines.extend(self.notes)
         return lines
 

@@ -15,6 +15,7 @@ import pytest
 from pytest_autotune import gate_policy
 from pytest_autotune.cli import main
 from pytest_autotune.gate import Measurement
+from pytest_autotune.outputs import INTENDED
 from pytest_autotune.tune.cache_names import cache_path
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.files import shared_lock
@@ -118,6 +119,9 @@ def test_a_slowdown_of_the_winner_fails_with_how_much_and_against_what(
     )
     result.stdout.fnmatch_lines(["FAILED test_scale.py::test_scale[[]fast-1[]]*"])
     result.assert_outcomes(passed=4, failed=2)
+    # Once, under the failures: what to do where the slowdown is meant.
+    assert result.stdout.lines.count(INTENDED) == 1
+    result.stdout.fnmatch_lines(["gate failures:", "*", "*", INTENDED])
 
 
 def test_a_slowdown_within_the_noise_allowance_does_not_fail(
