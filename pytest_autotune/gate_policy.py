@@ -234,6 +234,7 @@ def judge_group(
     if slip_note is not None:
         notes.append(
             _confirmed_note(slip_note, verdict, current, tunables.names[index], confirmed_by)
+            + _stale_winner(rival, baseline_winner, baseline, decision.fastest_name, confirmed_by)
         )
     notes.extend(confirmations.not_fresh_note(case.group, verdict))
     if verdict.remeasured and confirmed_by and confirmed_by[-1] != tunables.names[index]:
@@ -243,6 +244,40 @@ def judge_group(
         measured,
         overtaken=None if rival is None or confirmations.rival_raised else rival[1],
         winner_failed=verdict.raised or confirmations.rival_raised,
+    )
+
+
+STALE_WINNER = 1.25
+"""How many times its baseline's median the baseline's winner must measure, where tuning
+picked another, before the note says that the committed cache serves a slowed candidate:
+past any session-to-session noise of the gate's measurements (a few percent on a GPU, up
+to 10-20% raw on a shared CPU)."""
+
+
+def _stale_winner(
+    rival: Candidate | None,
+    measured: Measurement | None,
+    baseline: Baseline | None,
+    pick: str,
+    confirmed_by: list[str],
+) -> str:
+    """What the tuning-slip note adds where the baseline's winner slowed well past its
+    baseline while tuning's pick kept the group's time: the gate passes the group, but
+    code served from the committed cache (a `LocalTuner` shipping it) still calls the
+    slowed one. A QA round slowed `reduce` 2x beside an equally fast `pairwise`: the run
+    passed, and nothing said to refresh the cache."""
+    # Not where it was measured again and found the faster after all (a slow spell of the
+    # machine, not of its code).
+    if rival is None or measured is None or baseline is None or rival[1] in confirmed_by[-1:]:
+        return ""
+    name, then = rival[1], baseline.typical()[0]
+    ratio = measured.median / then
+    if ratio < STALE_WINNER:
+        return ""
+    return (
+        f"; {name} measured {ratio:.2f}x its baseline's {format_duration(then)}, and the"
+        f" committed cache still names it (what code served from it runs):"
+        f" --autotune-update names {pick}"
     )
 
 

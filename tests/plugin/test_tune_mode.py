@@ -758,10 +758,13 @@ def test_a_slower_candidate_picked_when_the_baselines_winner_is_slower_too_is_ju
     result.stdout.fnmatch_lines(
         [
             "*regression of +50.0%*median 150 us*baseline median 100 us*",
-            # Why the picked candidate, not the baseline's winner, is what was judged.
+            # Why the picked candidate, not the baseline's winner, is what was judged, and
+            # that the committed cache still serves the slowed one.
             (
                 "note: *test_slip*: tuning picked medium (150 us), and the baseline's winner"
-                " fast measured no faster here (400 us); the gate compared medium"
+                " fast measured no faster here (400 us); the gate compared medium; fast"
+                " measured 4.00x its baseline's 100 us, and the committed cache still names"
+                " it (what code served from it runs): --autotune-update names medium"
             ),
         ]
     )
@@ -2948,4 +2951,43 @@ def test_a_reference_named_by_the_marker_is_named_in_the_tunings_checks(
     result.assert_outcomes(passed=4, failed=2)
     result.stdout.fnmatch_lines(
         ["*candidate 'medium' failed its check: differs from the reference 'fast': *"]
+    )
+
+
+TWINS = """
+import pytest
+from conftest import slowdown, spin
+
+def twin_a(n):
+    spin(100e-6 * slowdown("a"))
+    return n * 2
+
+def twin_b(n):
+    spin(104e-6)
+    return n * 2
+
+@pytest.mark.autotune(candidates={"twin_a": twin_a, "twin_b": twin_b})
+def test_twins(candidate):
+    return candidate(3)
+"""
+
+
+def test_a_baselines_winner_slowed_beside_an_as_fast_twin_is_said_to_be_what_the_cache_serves(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The group's time held (twin_b is as fast), so the gate passes; but the committed
+    # cache still names twin_a, now 2x slower, and nothing said to refresh it.
+    autotune_pytester.makepyfile(test_twins=TWINS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("SLOWDOWN_A", "2")
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result.stdout.fnmatch_lines(
+        [
+            "*test_twins*twin_b*pass*",
+            "note: *test_twins: tuning picked twin_b (104 us), and the baseline's winner twin_a"
+            " measured no faster here (200 us); the gate compared twin_b; twin_a measured 2.00x"
+            " its baseline's 100 us, and the committed cache still names it (what code served"
+            " from it runs): --autotune-update names twin_b",
+        ]
     )
