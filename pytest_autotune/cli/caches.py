@@ -60,7 +60,7 @@ def load_cache(path: str) -> Cache:
             ) from None
         raise
     device = cache.device()
-    why = misplaced(Path(path), device.get("id") if device else None)
+    why = misplaced(Path(path), device)
     if why is not None:
         warn(why)  # `show` and `diff` still show it: the file is whole
     return Cache(path, by_key(entries), device, cache.metadata())

@@ -66,7 +66,6 @@ def _refuse_misplaced(folder: Path) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # what does not read, the changes' reading says
             cache.load()
-        device = cache.device()
-        why = misplaced(path, device.get("id") if device else None)
+        why = misplaced(path, cache.device())
         if why is not None:
             raise CliError(why)

@@ -238,7 +238,7 @@ def _cache_sides(folder: Path, renamed: Mapping[str, str]) -> dict[tuple[str, st
             elif issubclass(warning.category, CacheFileWarning):
                 raise CompareError(str(warning.message).split("; autotune goes on", 1)[0])
         device = cache.device()
-        why = misplaced(path, device.get("id") if device else None)
+        why = misplaced(path, device)
         if why is not None:
             raise CompareError(why)  # as a run refuses it
         for pk, value in entries.items():

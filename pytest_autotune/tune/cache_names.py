@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _SEPARATORS = re.compile(r"[/:\[\]]")
@@ -38,12 +40,13 @@ def device_folders(device_id: str) -> tuple[str, str]:
     return device_folder(device_id), _legacy_stem(device_id)
 
 
-def misplaced(path: Path, device_id: object) -> str | None:
+def misplaced(path: Path, device: Mapping[str, Any] | None) -> str | None:
     """Why the cache file `path` is not read in the device's folder it is in, where its
-    device block names another device (`device_id`; a file copied or moved by hand): a run
+    device block (`device`) names another device (a file copied or moved by hand): a run
     refuses it (`cache_format.other_device`). None for a file in its device's folder, or in
     a folder that is no device's (device ids begin with their kind, `cpu-` or `cuda-`),
     which only the command line reads."""
+    device_id = device.get("id") if device else None
     folder = path.parent.name
     if not isinstance(device_id, str) or not folder.startswith(("cpu-", "cuda-")):
         return None

@@ -452,11 +452,17 @@ class Tuner:
             return out
 
         reference: int | Callable[[], object] | None = None
-        if isinstance(self.reference, str) and self.reference in tunables.names:
+        if isinstance(self.reference, str):
             # A candidate named as the reference is its own check's reference, named in
-            # every message as plain pytest names it ("the reference 'exact'").
+            # every message as plain pytest names it ("the reference 'exact'"). A name of
+            # none, unsaid, checked against the first that succeeds instead.
+            if self.reference not in tunables.names:
+                raise ValueError(
+                    f"{self.name}: reference {self.reference!r} names no candidate:"
+                    f" {sorted(tunables.names)}"
+                )
             reference = tunables.names.index(self.reference)
-        elif self.reference is not None and not isinstance(self.reference, str):
+        elif self.reference is not None:
             ref = self.reference
 
             def reference_output() -> object:

@@ -529,16 +529,26 @@ def test_compare_judges_two_cache_folders(
     )
 
 
+N8 = {"n8": ("block32", (outcome("block32", 0, 1), outcome("block256", 1, 2)))}
+
+
+def cache_roots(
+    tmp_path: Path,
+    entries: tuple[dict[str, tuple[str, tuple[AutotuneResult, ...]]], ...] = (N8, N8),
+    folders: tuple[str, str] = (GPU, GPU),
+) -> tuple[Path, Path]:
+    """Two cache roots, `before` and `after`, each with one file `t.json` of its `entries`,
+    in the device folder of its `folders` (the file's device block is the GPU's)."""
+    roots = tmp_path / "before", tmp_path / "after"
+    for root, held, folder in zip(roots, entries, folders, strict=True):
+        (root / folder).mkdir(parents=True)
+        write_cache(root / folder / "t.json", held)
+    return roots
+
+
 def misplaced_folders(tmp_path: Path) -> tuple[Path, Path]:
     """Two cache roots whose second holds a GPU's file in a CPU's folder (moved by hand)."""
-    before, after = tmp_path / "before", tmp_path / "after"
-    for folder, device in ((before, GPU), (after, "cpu-amd-epyc-2t")):
-        (folder / device).mkdir(parents=True)
-        write_cache(
-            folder / device / "t.json",
-            {"n8": ("block32", (outcome("block32", 0, 1), outcome("block256", 1, 2)))},
-        )
-    return before, after
+    return cache_roots(tmp_path, folders=(GPU, "cpu-amd-epyc-2t"))
 
 
 def test_a_file_in_another_devices_folder_is_one_error_to_compare_and_changed_a_warning_to_show(
@@ -572,13 +582,7 @@ def test_compare_of_a_winner_index_past_the_results_is_the_gates_error(
 ) -> None:
     # The gate says "fastest_index 42 is past the 2 results"; compare dropped the key as
     # "only in A".
-    before, after = tmp_path / "before", tmp_path / "after"
-    for folder in (before, after):
-        (folder / GPU).mkdir(parents=True)
-        write_cache(
-            folder / GPU / "t.json",
-            {"n8": ("block32", (outcome("block32", 0, 1), outcome("block256", 1, 2)))},
-        )
+    before, after = cache_roots(tmp_path)
     damaged = after / GPU / "t.json"
     data = json.loads(damaged.read_text())
     data["entries"][0]["fastest_index"] = 42
@@ -1198,13 +1202,10 @@ def test_changed_notes_a_winner_that_changed_while_joining_its_baseline(
     # The gate found the two winners the same speed, so the session joined the baseline:
     # no pull request, but "every baseline kept its history" alone hid that the committed
     # file goes on serving the old winner.
-    before, after = tmp_path / "before", tmp_path / "after"
-    for folder, winner in ((before, "pairwise"), (after, "add_reduce")):
-        (folder / GPU).mkdir(parents=True)
-        write_cache(
-            folder / GPU / "t.json",
-            {"n8": (winner, (outcome("pairwise", 0, 4), outcome("add_reduce", 1, 4)))},
-        )
+    twins = (outcome("pairwise", 0, 4), outcome("add_reduce", 1, 4))
+    before, after = cache_roots(
+        tmp_path, ({"n8": ("pairwise", twins)}, {"n8": ("add_reduce", twins)})
+    )
     path = after / GPU / "t.json"
     data = json.loads(path.read_text())
     data["entries"][0]["sessions"] = [{"median_ns": 4000, "read_ns": None}]  # joined

@@ -245,6 +245,24 @@ def test_inputs_the_key_generator_cannot_take_are_named_by_the_tuner(client):
         tuner.execute(TunableSet.of(mistyped, {"a": np.sum, "b": np.add.reduce}), ([1],), client)
 
 
+def test_a_reference_named_by_candidate_is_its_checks_reference_and_a_typo_is_one_error(
+    client,
+):
+    def off(x):
+        return np.sum(x) + 1
+
+    tunables = TunableSet.of(by_size, {"off": off, "exact": np.sum})
+    tuner = Tuner("t", client.device_id, AutotuneConfig(checks=True), reference="exact")
+    decision = tuner.tune(3, tunables, (np.ones(3),), client)
+    assert decision.fastest_name == "exact"
+    assert "differs from the reference 'exact'" in str(decision.results[0])
+    typo = Tuner("t", client.device_id, AutotuneConfig(checks=True), reference="exakt")
+    with pytest.raises(
+        ValueError, match=r"^t: reference 'exakt' names no candidate: \['exact', 'off'\]$"
+    ):
+        typo.tune(3, tunables, (np.ones(3),), client)
+
+
 @pytest.mark.parametrize("checks", [False, True])
 def test_no_valid_kernel_found_is_raised_from_each_candidates_traceback(client, checks):
     # Every candidate failing said only "IndexError: index 999 is out of bounds": no line
