@@ -43,6 +43,8 @@
 #   bash benchmarks/device_session.sh twentysecond # a fresh host: family costs twice, suite, examples
 #   bash benchmarks/device_session.sh twentythird # suite, examples, the gate's compiles on an empty kernel cache, first-tuning clocks, costs, short calls
 #   bash benchmarks/device_session.sh final23 # the session's last tree: suite, examples, the gate's compiles on an empty cache, family costs twice, short calls
+#   bash benchmarks/device_session.sh statistics24 # the short calls under each enqueue statistic of an eager loop
+#   bash benchmarks/device_session.sh probe24 # the short calls with the host-speed probe off and on
 #   bash benchmarks/device_session.sh shortn2 # the short calls, then RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
@@ -627,6 +629,34 @@ final23)
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   step 150 python3 benchmarks/gpu_short_calls.py "$OUT/short"
+  ;;
+statistics24)
+  # How the caller timing reads an eager loop's per-call enqueue times (issue 14's
+  # layernorm): each statistic in turn, ROUNDS rounds, each a fresh process of 100 tunings
+  # with every tuning's samples kept; then every family with each, once.
+  for round in $(seq "${ROUNDS:-3}"); do
+    for stat in mean median trimmed lower_quartile; do
+      step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-$stat-$round" --family layernorm \
+        --caller-only --keep-all --enqueue-statistic $stat
+    done
+  done
+  for stat in mean median trimmed lower_quartile; do
+    step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-$stat" --enqueue-statistic $stat
+  done
+  ;;
+probe24)
+  # The host-speed probe beside each eager loop, off and on, under two enqueue statistics:
+  # ROUNDS rounds, each a fresh process of 100 layernorm tunings per configuration.
+  for round in $(seq "${ROUNDS:-3}"); do
+    for stat in mean trimmed; do
+      for probe in off on; do
+        flag=""
+        [ $probe = on ] && flag=--host-speed-probe
+        step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-$stat-$probe-$round" \
+          --family layernorm --caller-only --keep-all --enqueue-statistic $stat $flag
+      done
+    done
+  done
   ;;
 shortn2)
   # The short calls (every tuning's samples kept), then an update and RUNS runs of -n 2.

@@ -24,7 +24,8 @@ Tuning cost: the wall time of one tuning against `triton.testing.do_bench` over 
 candidate (what Triton's autotuner does), same process.
 
     PYTHONPATH=. python3 benchmarks/gpu_short_calls.py OUT_DIR [--tunings N]
-        [--statistic score] [--keep-all]
+        [--statistic score] [--enqueue-statistic median] [--family layernorm]
+        [--caller-only] [--keep-all]
 
 Writes OUT_DIR/short_calls.json and OUT_DIR/short_calls.txt (the printed tables). Exit
 code 0 when every family meets the targets with the default timing: 100 of 100 tunings
@@ -409,6 +410,29 @@ def main(argv: list[str]) -> int:
         " machine",
     )
     parser.add_argument(
+        "--enqueue-statistic",
+        choices=cuda_timing.ENQUEUE_STATISTICS,
+        default=None,
+        help="how the client reads an eager loop's per-call enqueue times for this run (its"
+        " ENQUEUE_STATISTIC), to compare them on one machine",
+    )
+    parser.add_argument(
+        "--host-speed-probe",
+        action="store_true",
+        help="probe the host's launch speed beside each eager loop and bring a loop in a"
+        " slow spell back to the usual speed (the client's HOST_SPEED_PROBE)",
+    )
+    parser.add_argument(
+        "--family",
+        default=None,
+        help="tune only the families whose name holds this text (e.g. 'layernorm')",
+    )
+    parser.add_argument(
+        "--caller-only",
+        action="store_true",
+        help="tune with the caller timing only (not also timing='device')",
+    )
+    parser.add_argument(
         "--keep-all",
         action="store_true",
         help="keep every tuning's samples in the JSON (under 'disagreeing', each marked"
@@ -420,9 +444,14 @@ def main(argv: list[str]) -> int:
     if args.eager_calls is not None:
         cuda_timing.EAGER_BUDGET_S *= args.eager_calls / cuda_timing.EAGER_CALLS
         cuda_timing.EAGER_CALLS = args.eager_calls
+    cuda_timing.HOST_SPEED_PROBE = args.host_speed_probe
+    if args.enqueue_statistic is not None:
+        cuda_timing.ENQUEUE_STATISTIC = args.enqueue_statistic
     args.out.mkdir(parents=True, exist_ok=True)
     cp = cupy()
-    clients = {"caller": CudaClient(timing="caller"), "device": CudaClient(timing="device")}
+    clients = {"caller": CudaClient(timing="caller")}
+    if not args.caller_only:
+        clients["device"] = CudaClient(timing="device")
     if args.statistic == "score":
         for client in clients.values():
             client.sample_statistic = lambda fn: "score"  # type: ignore[method-assign]
@@ -436,6 +465,8 @@ def main(argv: list[str]) -> int:
     verdicts = []
     first = True
     for family in families(cp):
+        if args.family is not None and args.family not in family.name:
+            continue
         for fn in family.candidates.values():
             fn(*family.inputs)
         cp.cuda.Device().synchronize()

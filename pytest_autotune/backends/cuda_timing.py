@@ -5,7 +5,9 @@ beside its device sample, and each candidate's latest device and enqueue seconds
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import statistics
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +42,19 @@ and put the family's tuning at 0.13x do_bench."""
 EAGER_MIN_CALLS = 6
 """The fewest calls of an eager loop's difference."""
 
+PROBE_LAUNCHES = 8
+"""Empty launches whose host times are read before and after each eager loop: how fast the
+host's launch path is at that moment (`HostSpeed`)."""
+
+SPELL = 1.25
+"""A probe whose median launch takes this many times the host's fastest probe marks a slow
+spell of the host."""
+
+USUAL_LAUNCHES_KEPT = 64
+"""The latest probes outside spells whose median is the host's usual launch time."""
+
+HOST_SPEED_PROBE = False
+
 TIMINGS = ("caller", "device")
 """`timing="caller"` scores a sample by the larger of device and host enqueue time,
 `"device"` by the device time alone (see `backends.cuda`'s docstring)."""
@@ -58,6 +73,32 @@ class CallCost:
     enqueue: float | None
 
 
+class HostSpeed:
+    """How much slower the host launches right now than usual, from probes of
+    `PROBE_LAUNCHES` empty launches taken before and after an eager loop. Only a spell on
+    both sides of the loop counts, and each probe is the median of its launches."""
+
+    def __init__(self) -> None:
+        self._usual: collections.deque[float] = collections.deque(maxlen=USUAL_LAUNCHES_KEPT)
+        self._fastest: float | None = None
+
+    def factor(self, before: float, after: float) -> float:
+        """What to multiply the loop's enqueue time by (1 outside a spell), given the median
+        seconds of a probe's launches before and after the loop (0: not measured)."""
+        if before <= 0 or after <= 0:
+            return 1.0
+        if self._fastest is None or min(before, after) < self._fastest:
+            self._fastest = min(before, after)
+        spell = SPELL * self._fastest
+        if max(before, after) <= spell:
+            self._usual.extend((before, after))
+            return 1.0
+        usual = [t for t in self._usual if t <= spell]
+        if min(before, after) <= spell or not usual:
+            return 1.0
+        return statistics.median(usual) / ((before + after) / 2)
+
+
 class CallerTiming:
     """How a client scores its samples (`timing`: "caller" or "device"), the eager loop
     that measures what a caller pays, and the latest `CallCost` of each candidate."""
@@ -67,6 +108,8 @@ class CallerTiming:
             raise ValueError(f"timing must be one of {TIMINGS}, got {timing!r}")
         self.timing = timing
         self.host_timer = host_timer
+        self.launch_nothing: Callable[[], None] | None = None
+        self._speed = HostSpeed()
         self._costs: weakref.WeakKeyDictionary[Callable[..., object], CallCost] = (
             weakref.WeakKeyDictionary()
         )
@@ -158,9 +201,21 @@ class CallerTiming:
         stream.synchronize()
         for _ in range(EAGER_LEAD):
             eager()
-        seconds = untraced(_enqueue_seconds, self.host_timer, eager, calls)
+        before = self._probe()
+        each = untraced(_enqueue_each, self.host_timer, eager, calls)
+        after = self._probe()
         stream.synchronize()
-        return seconds / calls
+        return loop_seconds(each) * self._speed.factor(before, after)
+
+    def _probe(self) -> float:
+        if not HOST_SPEED_PROBE or self.launch_nothing is None:
+            return 0.0
+        times = []
+        for _ in range(PROBE_LAUNCHES):
+            start = self.host_timer()
+            self.launch_nothing()
+            times.append(self.host_timer() - start)
+        return statistics.median(times) / 1e9
 
     def score(
         self,
@@ -181,6 +236,39 @@ class CallerTiming:
         if caller and enqueue is not None:
             return max(device, enqueue)
         return device
+
+
+ENQUEUE_STATISTICS = ("mean", "median", "trimmed", "lower_quartile")
+ENQUEUE_STATISTIC = "mean"
+
+
+def loop_seconds(each: list[int]) -> float:
+    """Seconds per call of an eager loop whose calls took `each` nanoseconds."""
+    ordered = sorted(each)
+    if ENQUEUE_STATISTIC == "median":
+        figure = statistics.median(ordered)
+    elif ENQUEUE_STATISTIC == "trimmed":
+        kept = ordered[: max(1, len(ordered) - len(ordered) // 4)]
+        figure = sum(kept) / len(kept)
+    elif ENQUEUE_STATISTIC == "lower_quartile":
+        figure = ordered[len(ordered) // 4]
+    else:
+        figure = sum(ordered) / len(ordered)
+    return max(figure, 1) / 1e9
+
+
+def _enqueue_each(
+    host_timer: Callable[[], int], eager: Callable[[], None], calls: int
+) -> list[int]:
+    """Host nanoseconds each of `calls` eager calls back to back took to enqueue."""
+    each = []
+    last = host_timer()
+    for _ in range(calls):
+        eager()
+        now = host_timer()
+        each.append(now - last)
+        last = now
+    return each
 
 
 def _enqueue_seconds(host_timer: Callable[[], int], eager: Callable[[], None], calls: int) -> float:
