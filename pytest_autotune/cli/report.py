@@ -79,5 +79,12 @@ def labelled_records(path: str) -> list[AutotuneRecord]:
                 " show and diff read cache files, compare their folders"
             ) from None
         raise CliError(str(exc)) from None
+    if not records:
+        # An empty page with exit code 0 reads as "nothing regressed"; say where records
+        # come from instead (plain pytest and a run that tuned nothing write none).
+        warn(
+            f"{path}: holds no records (pytest --autotune --autotune-record={path} writes"
+            " one per tuned group)"
+        )
     unlabelled = RunInfo(id=Path(path).name, timestamp="")
     return [r if r.run is not None else replace(r, run=unlabelled) for r in records]

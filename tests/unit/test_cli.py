@@ -789,6 +789,23 @@ def test_report_of_a_missing_file_is_one_line_naming_it(
     assert not (tmp_path / "r.html").exists()
 
 
+def test_report_of_a_file_without_records_says_so_and_where_records_come_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    full = realistic_records_file(tmp_path / "full.jsonl")
+    code, out, err = run(capsys, "report", str(empty), str(full), "-o", str(tmp_path / "r.html"))
+    assert code == 0
+    assert out.startswith(f"wrote {tmp_path / 'r.html'} (")
+    assert err == (
+        f"pytest-autotune: warning: {empty}: holds no records (pytest --autotune"
+        f" --autotune-record={empty} writes one per tuned group)\n"
+    )
+    code, out, err = run(capsys, "report", str(full), "-o", str(tmp_path / "r.html"))
+    assert (code, err) == (0, "")
+
+
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
