@@ -43,8 +43,8 @@
 #   bash benchmarks/device_session.sh twentysecond # a fresh host: family costs twice, suite, examples
 #   bash benchmarks/device_session.sh twentythird # suite, examples, the gate's compiles on an empty kernel cache, first-tuning clocks, costs, short calls
 #   bash benchmarks/device_session.sh final23 # the session's last tree: suite, examples, the gate's compiles on an empty cache, family costs twice, short calls
-#   bash benchmarks/device_session.sh statistics24 # the short calls under each enqueue statistic of an eager loop
-#   bash benchmarks/device_session.sh probe24 # the short calls with the host-speed probe off and on
+#   bash benchmarks/device_session.sh tiebreak24 # the short calls with the caller timing's tie-break off and on, suite, examples, costs
+#   bash benchmarks/device_session.sh final24 # the session's last tree: suite, examples, family costs, short calls twice
 #   bash benchmarks/device_session.sh shortn2 # the short calls, then RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
@@ -630,33 +630,31 @@ final23)
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   step 150 python3 benchmarks/gpu_short_calls.py "$OUT/short"
   ;;
-statistics24)
-  # How the caller timing reads an eager loop's per-call enqueue times (issue 14's
-  # layernorm): each statistic in turn, ROUNDS rounds, each a fresh process of 100 tunings
-  # with every tuning's samples kept; then every family with each, once.
-  for round in $(seq "${ROUNDS:-3}"); do
-    for stat in mean median trimmed lower_quartile; do
-      step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-$stat-$round" --family layernorm \
-        --caller-only --keep-all --enqueue-statistic $stat
+tiebreak24)
+  # The caller timing's tie-break off and on, ROUNDS rounds of a fresh process each
+  # (layernorm), every family once each way, then the suite, the examples and every
+  # family's cost (on, the default). The enqueue statistics and the host-speed probe this
+  # session compared before it: `git show bb52565:benchmarks/device_session.sh`.
+  for round in $(seq "${ROUNDS:-4}"); do
+    for tie in off on; do
+      flag=""
+      [ $tie = off ] && flag=--no-tie-break
+      step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-$tie-$round" \
+        --family layernorm --caller-only --keep-all $flag
     done
   done
-  for stat in mean median trimmed lower_quartile; do
-    step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-$stat" --enqueue-statistic $stat
-  done
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-off" --no-tie-break
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-on"
+  tree_checks
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   ;;
-probe24)
-  # The host-speed probe beside each eager loop, off and on, under two enqueue statistics:
-  # ROUNDS rounds, each a fresh process of 100 layernorm tunings per configuration.
-  for round in $(seq "${ROUNDS:-3}"); do
-    for stat in mean trimmed; do
-      for probe in off on; do
-        flag=""
-        [ $probe = on ] && flag=--host-speed-probe
-        step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-$stat-$probe-$round" \
-          --family layernorm --caller-only --keep-all --enqueue-statistic $stat $flag
-      done
-    done
-  done
+final24)
+  # The session's last tree: the suite and the examples in every mode, every family's cost,
+  # then the short calls twice (every family, the product's defaults).
+  tree_checks
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-1"
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-2"
   ;;
 shortn2)
   # The short calls (every tuning's samples kept), then an update and RUNS runs of -n 2.

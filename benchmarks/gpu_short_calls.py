@@ -24,8 +24,8 @@ Tuning cost: the wall time of one tuning against `triton.testing.do_bench` over 
 candidate (what Triton's autotuner does), same process.
 
     PYTHONPATH=. python3 benchmarks/gpu_short_calls.py OUT_DIR [--tunings N]
-        [--statistic score] [--enqueue-statistic median] [--family layernorm]
-        [--caller-only] [--keep-all]
+        [--statistic score] [--no-tie-break] [--family layernorm] [--caller-only]
+        [--keep-all]
 
 Writes OUT_DIR/short_calls.json and OUT_DIR/short_calls.txt (the printed tables). Exit
 code 0 when every family meets the targets with the default timing: 100 of 100 tunings
@@ -410,17 +410,10 @@ def main(argv: list[str]) -> int:
         " machine",
     )
     parser.add_argument(
-        "--enqueue-statistic",
-        choices=cuda_timing.ENQUEUE_STATISTICS,
-        default=None,
-        help="how the client reads an eager loop's per-call enqueue times for this run (its"
-        " ENQUEUE_STATISTIC), to compare them on one machine",
-    )
-    parser.add_argument(
-        "--host-speed-probe",
+        "--no-tie-break",
         action="store_true",
-        help="probe the host's launch speed beside each eager loop and bring a loop in a"
-        " slow spell back to the usual speed (the client's HOST_SPEED_PROBE)",
+        help="let the lowest score win every tuning (the client's TIE_BREAK off), to compare"
+        " both on one machine",
     )
     parser.add_argument(
         "--family",
@@ -444,9 +437,7 @@ def main(argv: list[str]) -> int:
     if args.eager_calls is not None:
         cuda_timing.EAGER_BUDGET_S *= args.eager_calls / cuda_timing.EAGER_CALLS
         cuda_timing.EAGER_CALLS = args.eager_calls
-    cuda_timing.HOST_SPEED_PROBE = args.host_speed_probe
-    if args.enqueue_statistic is not None:
-        cuda_timing.ENQUEUE_STATISTIC = args.enqueue_statistic
+    cuda_timing.TIE_BREAK = not args.no_tie_break
     args.out.mkdir(parents=True, exist_ok=True)
     cp = cupy()
     clients = {"caller": CudaClient(timing="caller")}

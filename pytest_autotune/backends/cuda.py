@@ -70,9 +70,13 @@ How one sample is taken, and why:
    synchronize). Where the device time is over `ENQUEUE_MARGIN`
    times the last known enqueue time (on the first sample, the capture's warm-up call's,
    else that of a second of two eager calls, since the warm-up's held its first
-   allocations) the host cannot bind the call and the loop is left out. `timing="device"` reads the
-   device time alone. Both figures of the latest sample are kept per candidate
-   (`call_costs`) for the report.
+   allocations) the host cannot bind the call and the loop is left out. The loop's figure
+   leaves its slowest quarter of calls out (`cuda_timing.TRIMMED`: a stall of the host is
+   not the candidate's). Where host-bound candidates tie, the one whose device time leaves
+   the host room to speed it up wins (`CallerTiming.preferred`): a tuning in one of the
+   hosts' slow spells otherwise took a device-bound candidate that the spell had made
+   level. `timing="device"` reads the device time alone. Both figures of the latest sample
+   are kept per candidate (`call_costs`) for the report.
 5. **Several placements for the gate.** Where a call's arrays land changes some kernels'
    time by itself. On an H200 a 256-bin shared-memory histogram of 2^26 bytes read 4%
    slower with its 1 KiB output (the bins every block updates with global atomics) at a
@@ -114,7 +118,7 @@ import statistics
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -309,7 +313,6 @@ class CudaClient:
                 cp, cp.cuda.Stream() if graph_replay else None, self._time_warm_up
             )
         self._launch_nothing = functools.partial(_launch_empty, self._sampler.nothing_kernel, 1)
-        self._caller.launch_nothing = self._launch_nothing
         # A pool that is let go keeps its blocks (`GraphReplays._drop`): the graphs of a
         # client that is collected (one made with other arguments than `cuda()`'s own, or
         # a test's) give theirs back then, and not at exit, when CUDA may be gone.
@@ -572,6 +575,12 @@ class CudaClient:
         """The rule that scores `fn`'s samples, read by the tuner once a batch is over:
         "median" for a host-bound call's caller-timed samples (`CallerTiming`)."""
         return self._caller.sample_statistic(fn)
+
+    def preferred(self, scored: Sequence[tuple[Callable[..., object], float]]) -> int:
+        """Which of a batch's live candidates wins, read by the tuner once a batch is over:
+        the lowest score, or a tied one that a faster host would speed up
+        (`CallerTiming.preferred`)."""
+        return self._caller.preferred(scored)
 
     def instrument(self) -> dict[str, int]:
         """What this client takes off its samples as the instrument's own, by mode, as

@@ -5,11 +5,9 @@ beside its device sample, and each candidate's latest device and enqueue seconds
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import statistics
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,18 +40,33 @@ and put the family's tuning at 0.13x do_bench."""
 EAGER_MIN_CALLS = 6
 """The fewest calls of an eager loop's difference."""
 
-PROBE_LAUNCHES = 8
-"""Empty launches whose host times are read before and after each eager loop: how fast the
-host's launch path is at that moment (`HostSpeed`)."""
+TRIMMED = 0.25
+"""The share of an eager loop's calls, the slowest, that its figure leaves out
+(`loop_seconds`): a stall of the host (an interrupt, another process) lands on a call or
+two of a loop and says nothing of the candidate, while a cost of its own (launches, an
+allocation, Python) lands on every call. On H200 hosts, 100-tuning processes of a
+2048x1024 layernorm picked one of its two candidates that are never faster (block1024,
+device-bound; warp_row, whose host part is 5-8% over block256's) in 49 of 700 tunings
+with the loop's mean and 66 of 1200 with this trimmed mean, most of either in processes
+that a slow spell of the host covered whole, which no figure of a loop tells apart
+(`TIE` and `HOST_SPEEDUP` are for those); side by side in one call, 41 of 400 against 9,
+the median 16 and the lower quartile 9 (BENCHMARKS.md, twenty-fourth session)."""
 
-SPELL = 1.25
-"""A probe whose median launch takes this many times the host's fastest probe marks a slow
-spell of the host."""
+TIE = 1.03
+"""Caller-timed scores within this factor of the best are a tie (`CallerTiming.preferred`):
+about the spread of a host-bound candidate's score between tunings on an H200 host."""
 
-USUAL_LAUNCHES_KEPT = 64
-"""The latest probes outside spells whose median is the host's usual launch time."""
+HOST_SPEEDUP = 1.25
+"""How much faster than during the tuning the host is taken to launch when a tie is broken
+(`CallerTiming.preferred`). The H200 hosts here ran every launch loop 1.4-1.6 times slower
+in spells of tens of milliseconds to whole processes. 1.25 tells the candidate a spell made
+level with host-bound ones (a layernorm's block1024: 13.9 us of device time against 15.5 us
+to launch the others) apart from them, while at the host's usual speed it leaves a
+candidate of less device work and a slower host part (warp_row: 5.5-7.6 us on the device,
+5-8% over block256's 10-11 us to launch) no ties it would not win by its score."""
 
-HOST_SPEED_PROBE = False
+TIE_BREAK = True
+"""Whether `CallerTiming.preferred` breaks ties (a benchmark turns it off to compare)."""
 
 TIMINGS = ("caller", "device")
 """`timing="caller"` scores a sample by the larger of device and host enqueue time,
@@ -73,32 +86,6 @@ class CallCost:
     enqueue: float | None
 
 
-class HostSpeed:
-    """How much slower the host launches right now than usual, from probes of
-    `PROBE_LAUNCHES` empty launches taken before and after an eager loop. Only a spell on
-    both sides of the loop counts, and each probe is the median of its launches."""
-
-    def __init__(self) -> None:
-        self._usual: collections.deque[float] = collections.deque(maxlen=USUAL_LAUNCHES_KEPT)
-        self._fastest: float | None = None
-
-    def factor(self, before: float, after: float) -> float:
-        """What to multiply the loop's enqueue time by (1 outside a spell), given the median
-        seconds of a probe's launches before and after the loop (0: not measured)."""
-        if before <= 0 or after <= 0:
-            return 1.0
-        if self._fastest is None or min(before, after) < self._fastest:
-            self._fastest = min(before, after)
-        spell = SPELL * self._fastest
-        if max(before, after) <= spell:
-            self._usual.extend((before, after))
-            return 1.0
-        usual = [t for t in self._usual if t <= spell]
-        if min(before, after) <= spell or not usual:
-            return 1.0
-        return statistics.median(usual) / ((before + after) / 2)
-
-
 class CallerTiming:
     """How a client scores its samples (`timing`: "caller" or "device"), the eager loop
     that measures what a caller pays, and the latest `CallCost` of each candidate."""
@@ -108,8 +95,6 @@ class CallerTiming:
             raise ValueError(f"timing must be one of {TIMINGS}, got {timing!r}")
         self.timing = timing
         self.host_timer = host_timer
-        self.launch_nothing: Callable[[], None] | None = None
-        self._speed = HostSpeed()
         self._costs: weakref.WeakKeyDictionary[Callable[..., object], CallCost] = (
             weakref.WeakKeyDictionary()
         )
@@ -184,8 +169,9 @@ class CallerTiming:
 
     def eager_loop(self, eager: Callable[[], None], stream: Any, calls: int = EAGER_CALLS) -> float:
         """Host seconds to enqueue one eager call in a caller's steady loop: `calls` calls
-        timed back to back on the host, after a lead of `EAGER_LEAD` calls made from a
-        synchronize of `stream` (the current stream) and left out.
+        back to back, each timed on the host and read by `loop_seconds`, after a lead of
+        `EAGER_LEAD` calls made from a synchronize of `stream` (the current stream) and left
+        out.
 
         Why the host's part alone, and not the loop's time to its synchronize: on one H200
         host a 2048x1024 layernorm's candidates were enqueued in 9.7-10.7 us a call and
@@ -201,21 +187,46 @@ class CallerTiming:
         stream.synchronize()
         for _ in range(EAGER_LEAD):
             eager()
-        before = self._probe()
         each = untraced(_enqueue_each, self.host_timer, eager, calls)
-        after = self._probe()
         stream.synchronize()
-        return loop_seconds(each) * self._speed.factor(before, after)
+        return loop_seconds(each)
 
-    def _probe(self) -> float:
-        if not HOST_SPEED_PROBE or self.launch_nothing is None:
-            return 0.0
-        times = []
-        for _ in range(PROBE_LAUNCHES):
-            start = self.host_timer()
-            self.launch_nothing()
-            times.append(self.host_timer() - start)
-        return statistics.median(times) / 1e9
+    def preferred(self, scored: Sequence[tuple[Callable[..., object], float]]) -> int:
+        """Which of a batch's live candidates (each function with its score) wins: the
+        lowest score; with the caller timing, of the candidates that tie with it (within
+        `TIE`), the one of least regret, now or on a host `HOST_SPEEDUP` times faster.
+
+        A host-bound candidate's score is what the host took to launch it during the
+        tuning, and the H200 hosts here had spells of tens of milliseconds to whole
+        processes in which every launch loop ran 1.4-1.6 times slower. In a spell a
+        2048x1024 layernorm's block1024 (13.9 us of device time) read level with block128
+        and block256 (8 us on the device, 15-16 us to launch in the spell, 10-11 us outside
+        it), and processes that a spell covered picked it in 15-35 of 100 tunings, 17-30%
+        slower for a caller once the spell was over. On a faster host a call costs the
+        larger of its device time and its launch time sped up, so each tied candidate's
+        regret is the larger of its score over the best score and that figure over the
+        best such figure; the least wins (the lower score between equals). The pick costs
+        at most `TIE` at the tuning's own speed and never takes a candidate a faster host
+        would leave behind while a tied one keeps up. A candidate whose device time is not
+        known is taken to have no room: its figure is its score."""
+        best = min(range(len(scored)), key=lambda i: scored[i][1])
+        if self.timing != "caller" or not TIE_BREAK:
+            return best
+        tied = [i for i, (_, score) in enumerate(scored) if score <= TIE * scored[best][1]]
+        if len(tied) < 2:
+            return best
+        faster = {}
+        for i in tied:
+            fn, score = scored[i]
+            cost = self.call_costs(fn)
+            faster[i] = max(cost.device, score / HOST_SPEEDUP) if cost is not None else score
+        least = min(faster.values())
+
+        def regret(i: int) -> tuple[float, float]:
+            score = scored[i][1]
+            return max(score / scored[best][1], faster[i] / least), score
+
+        return min(tied, key=regret)
 
     def score(
         self,
@@ -238,23 +249,11 @@ class CallerTiming:
         return device
 
 
-ENQUEUE_STATISTICS = ("mean", "median", "trimmed", "lower_quartile")
-ENQUEUE_STATISTIC = "mean"
-
-
 def loop_seconds(each: list[int]) -> float:
-    """Seconds per call of an eager loop whose calls took `each` nanoseconds."""
-    ordered = sorted(each)
-    if ENQUEUE_STATISTIC == "median":
-        figure = statistics.median(ordered)
-    elif ENQUEUE_STATISTIC == "trimmed":
-        kept = ordered[: max(1, len(ordered) - len(ordered) // 4)]
-        figure = sum(kept) / len(kept)
-    elif ENQUEUE_STATISTIC == "lower_quartile":
-        figure = ordered[len(ordered) // 4]
-    else:
-        figure = sum(ordered) / len(ordered)
-    return max(figure, 1) / 1e9
+    """Seconds per call of an eager loop whose calls took `each` nanoseconds: the mean of the
+    fastest three quarters (`TRIMMED`)."""
+    kept = sorted(each)[: max(1, len(each) - int(len(each) * TRIMMED))]
+    return max(sum(kept) / len(kept), 1) / 1e9
 
 
 def _enqueue_each(

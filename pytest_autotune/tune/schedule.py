@@ -30,6 +30,10 @@ Statistic = Callable[[int], str]
 """`statistic(index) -> name`: the rule (`benchmark.STATISTICS`) that scores candidate
 `index`'s samples, asked once its batch is over; without one, the seed's `score`."""
 
+Preference = Callable[[dict[int, float]], int]
+"""`prefer(scores) -> index`: which of the live candidates (their scores by index) wins
+the batch; without one, the lowest score."""
+
 IMPROVEMENT = 0.02
 """A round that improves a candidate's best time by less than this is a stall."""
 STALLS_TO_CONVERGE = 2
@@ -126,9 +130,11 @@ class _Batch:
         ctx: AutotuneLogContext | None,
         drop_first: bool,
         statistic: Statistic | None = None,
+        prefer: Preference | None = None,
     ) -> None:
         self.trials = [_Trial(i, names[i], drop_first) for i in indices]
         self._statistic = statistic
+        self._prefer = prefer
         self._sample = sample
         self._limit = time_limit
         self._short_circuit = short_circuit_samples if time_limit is not None else None
@@ -206,7 +212,12 @@ class _Batch:
                     AutotuneErrorKind.SKIP, f"{NOT_REACHED}: {why}", t.name
                 )
         alive = [t for t in self.trials if t.alive and t.samples]
-        winner = min(alive, key=lambda t: results[t.index].score).index if alive else None  # type: ignore[union-attr]
+        scores = {t.index: results[t.index].score for t in alive}  # type: ignore[union-attr]
+        winner = None
+        if scores:
+            winner = min(scores, key=scores.__getitem__)
+            if self._prefer is not None and len(scores) > 1:
+                winner = self._prefer(scores)
         return BatchResult(results, winner, self.short_circuited is not None)
 
 
@@ -220,15 +231,19 @@ def fixed_pass(
     ctx: AutotuneLogContext | None = None,
     *,
     statistic: Statistic | None = None,
+    prefer: Preference | None = None,
 ) -> BatchResult:
     """Each candidate in turn: `config.warmups` warm-ups, then `config.max_samples` samples.
 
     Every sample counts: the warm-ups before the first have absorbed the allocation and
     clock ramp costs that make the adaptive round robin drop its first. A candidate with
     `short_circuit_samples` samples under the time limit ends the batch at once.
-    `statistic` names the rule that scores each candidate's samples (`Statistic`).
+    `statistic` names the rule that scores each candidate's samples (`Statistic`), and
+    `prefer` picks the winner from the scores (`Preference`).
     """
-    batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx, False, statistic)
+    batch = _Batch(
+        indices, names, sample, time_limit, short_circuit_samples, ctx, False, statistic, prefer
+    )
     for trial in batch.trials:
         for _ in range(config.warmups):
             if trial.error is None:
@@ -254,6 +269,7 @@ def adaptive_round_robin(
     warm_up_judges: bool = False,
     long_calls: LongCalls | None = None,
     statistic: Statistic | None = None,
+    prefer: Preference | None = None,
 ) -> BatchResult:
     """The seed's adaptive sampling: a first pass, then rounds of one sample per candidate.
 
@@ -286,10 +302,13 @@ def adaptive_round_robin(
     are long calls (`long_calls`) is judged so from its second sample on.
 
     The winner is the live candidate of the lowest score, by the rule `statistic` names for
-    each (`Statistic`); convergence, elimination and the cuts go by the best sample, which
-    decides how long to sample, not which candidate wins.
+    each (`Statistic`), or the one the client prefers among them (`Preference`);
+    convergence, elimination and the cuts go by the best sample, which decides how long to
+    sample, not which candidate wins.
     """
-    batch = _Batch(indices, names, sample, time_limit, short_circuit_samples, ctx, True, statistic)
+    batch = _Batch(
+        indices, names, sample, time_limit, short_circuit_samples, ctx, True, statistic, prefer
+    )
     for trial in batch.trials:
         batch.take(trial, keep=False)
         if warm_up_judges and _hopeless_at_warm_up(trial, batch.trials, config, long_calls, ctx):

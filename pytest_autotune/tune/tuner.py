@@ -44,6 +44,7 @@ from pytest_autotune.tune.records import AutotuneRecord, Recorder, records_unwri
 from pytest_autotune.tune.schedule import (
     BatchResult,
     LongCalls,
+    Preference,
     Statistic,
     adaptive_round_robin,
     fixed_pass,
@@ -638,6 +639,23 @@ def _statistic_for(client: Client, tunables: TunableSet) -> Statistic | None:
     return lambda index: str(rule(tunables.fns[index]))
 
 
+def _preference_for(client: Client, tunables: TunableSet) -> Preference | None:
+    """Which live candidate wins a batch, where the client says (its optional
+    `preferred(scored)`, given each candidate's function and score in seconds, returns the
+    position of the one to take: `CudaClient` breaks a tie of host-bound calls by what a
+    faster host would pay); None, the lowest score, where it does not."""
+    rule = getattr(client, "preferred", None)
+    if rule is None:
+        return None
+
+    def prefer(scores: dict[int, float]) -> int:
+        order = list(scores)
+        # Scores are in nanoseconds (`benchmark.score`); a client's own figures in seconds.
+        return order[int(rule([(tunables.fns[i], scores[i] / 1e9) for i in order]))]
+
+    return prefer
+
+
 def _settled_by_checks(checks: tuple[CheckResult, ...]) -> dict[int, AutotuneResult]:
     """The result of each candidate its check settled, which is never timed: one that
     failed its check, and one that declined the key there. A decliner would only decline
@@ -744,6 +762,7 @@ def _run_plan(
     excluded = set(results)
     strategy = _schedule_for(bench, client)
     statistic = _statistic_for(client, tunables)
+    prefer = _preference_for(client, tunables)
     short_circuit = tunables.short_circuit_for(bench)
     winner: int | None = None
     for number, batch in enumerate(plan):
@@ -760,6 +779,7 @@ def _run_plan(
             short_circuit,
             ctx,
             statistic=statistic,
+            prefer=prefer,
         )
         sample.clear()
         results.update(measured.results)

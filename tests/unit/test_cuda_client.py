@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_autotune import AutotuneOutcome, TunableSet, Tuner
-from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda
+from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda, cuda_timing
 from pytest_autotune.backends.cuda import (
     REPLAY_CALIBRATION_NODES,
     device_id_from,
@@ -37,6 +37,9 @@ from pytest_autotune.backends.cuda_timing import (
     EAGER_CALLS,
     EAGER_LEAD,
     EAGER_MIN_CALLS,
+    HOST_SPEEDUP,
+    TIE,
+    loop_seconds,
 )
 from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.tune.log import Eliminated
@@ -994,6 +997,122 @@ def test_one_stalled_call_in_the_eager_loop_does_not_make_a_host_bound_call_devi
     cost = client.call_costs(host_bound)
     assert cost is not None and cost.enqueue is not None and cost.enqueue >= 10e-6
     assert client.time(host_bound, ()) == pytest.approx(10e-6)
+
+
+def test_an_eager_loop_reads_what_every_call_pays_and_leaves_a_quarter_of_stalls_out() -> None:
+    steady = [10_000] * 24
+    assert loop_seconds(steady) == pytest.approx(10e-6)
+    # Six of 24 calls hit by the host's stalls: the figure is the calls' own cost.
+    assert loop_seconds([1_000_000] * 6 + [10_000] * 18) == pytest.approx(10e-6)
+    # A cost on every other call is the candidate's: half of it stays in.
+    assert loop_seconds([10_000, 30_000] * 12) == pytest.approx((12 * 10e-6 + 6 * 30e-6) / 18)
+    assert loop_seconds([5]) == pytest.approx(5e-9)
+
+
+def test_a_stall_on_a_few_calls_of_the_eager_loop_does_not_move_a_samples_figure(
+    gpu: FakeGpu,
+) -> None:
+    clock = HostClock()
+    calls = []
+
+    def host_bound() -> None:  # 10 us to enqueue, 2 us on the device; every 8th call stalls
+        calls.append(1)
+        clock.ns += 500_000 if len(calls) % 8 == 0 else 10_000
+        gpu.launch(2e-6)
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    client.time(host_bound, ())
+    assert [client.time(host_bound, ()) for _ in range(3)] == pytest.approx([10e-6] * 3)
+
+
+def spell_candidates(gpu: FakeGpu, clock: HostClock, launch_us: float) -> dict[str, Any]:
+    """A 2048x1024 layernorm's candidates on a host that takes `launch_us` to launch one
+    (10-11 us at its usual speed on an H200 host, about 15.5 in a slow spell): three
+    host-bound ones of 5.5-8 us on the device, and one of 13.9 us."""
+
+    def of(device_us: float, launch: float) -> Callable[[Any], None]:
+        def call(x: Any) -> None:
+            clock.ns += int(launch * 1000)
+            gpu.launch(device_us * 1e-6 - NODE)
+
+        return call
+
+    return {
+        "block256": of(8.0, launch_us),
+        "block1024": of(13.9, launch_us * 0.985),  # level with block256, or just ahead
+        "warp_row": of(5.5, launch_us * 1.06),  # its host part is 5-8% over block256's
+    }
+
+
+def preferred_name(client: CudaClient, fns: dict[str, Any], scores: dict[str, float]) -> str:
+    names = list(scores)
+    return names[client.preferred([(fns[n], scores[n]) for n in names])]
+
+
+def test_a_tie_of_host_bound_candidates_goes_to_one_a_faster_host_would_speed_up(
+    gpu: FakeGpu,
+) -> None:
+    # In a slow spell block1024 (13.9 us of device time) scores level with block256 (8 us
+    # on the device, 15.5 us to launch): block256 is no slower now and faster once the
+    # host launches faster, so it wins the tie; warp_row, 6% behind, is no tie.
+    clock = HostClock()
+    fns = spell_candidates(gpu, clock, 15.5)
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    for fn in fns.values():
+        client.time(fn, (None,))
+    scores = {"block1024": 15.3e-6, "block256": 15.5e-6, "warp_row": 16.4e-6}
+    assert preferred_name(client, fns, scores) == "block256"
+    assert 15.5 / HOST_SPEEDUP < 13.9  # block1024 would be device-bound on that host
+    # Past the tie the lowest score wins, whatever a faster host would do.
+    scores["block1024"] = 15.5e-6 / TIE * 0.99
+    assert preferred_name(client, fns, scores) == "block1024"
+
+
+def test_at_the_hosts_usual_speed_the_lowest_of_tied_scores_wins(gpu: FakeGpu) -> None:
+    # 10.5 us a launch: block256 (8 us on the device) and warp_row (5.5 us) are both
+    # host-bound on a host HOST_SPEEDUP times faster too, so the tie leaves the scores to
+    # decide: warp_row's smaller device time wins it nothing.
+    clock = HostClock()
+    fns = spell_candidates(gpu, clock, 10.5)
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    for fn in fns.values():
+        client.time(fn, (None,))
+    assert 10.5 / HOST_SPEEDUP > 8.0
+    assert preferred_name(client, fns, {"block256": 10.5e-6, "warp_row": 10.6e-6}) == "block256"
+    assert preferred_name(client, fns, {"block256": 10.6e-6, "warp_row": 10.5e-6}) == "warp_row"
+    # A candidate this client never timed (no device time known) is taken to have no room.
+    fns["other"] = spell_candidates(gpu, clock, 15.5)["block256"]
+    assert preferred_name(client, fns, {"block1024": 15.3e-6, "other": 15.4e-6}) == "block1024"
+
+
+def test_device_timing_and_a_turned_off_tie_break_take_the_lowest_score(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = HostClock()
+    fns = spell_candidates(gpu, clock, 15.5)
+    device = CudaClient(cold_l2=False, host_timer=clock, timing="device")
+    caller = CudaClient(cold_l2=False, host_timer=clock)
+    for fn in fns.values():
+        device.time(fn, (None,))
+        caller.time(fn, (None,))
+    scores = {"block1024": 15.3e-6, "block256": 15.5e-6}
+    assert preferred_name(device, fns, scores) == "block1024"
+    monkeypatch.setattr(cuda_timing, "TIE_BREAK", False)
+    assert preferred_name(caller, fns, scores) == "block1024"
+
+
+def test_a_tuning_in_a_slow_spell_of_the_host_picks_the_candidate_that_is_never_slower(
+    gpu: FakeGpu,
+) -> None:
+    # The whole tuning inside a spell: every candidate launches in about 15.5 us, block1024
+    # a little faster; block1024 is device-bound outside it (13.9 us), the others
+    # host-bound everywhere.
+    clock = HostClock()
+    fns = spell_candidates(gpu, clock, 15.5)
+    tunables = TunableSet.of(lambda x: "layernorm", fns)
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    decision = Tuner("t", client.device_id).tune("layernorm", tunables, (None,), client)
+    assert decision.fastest_name == "block256"
 
 
 def test_a_loop_slow_to_finish_short_bursts_reads_its_steady_cost_not_its_burst_cost(

@@ -851,6 +851,29 @@ def test_a_client_that_names_a_candidates_statistic_has_it_scored_so_and_kept_in
     assert [r.statistic for r in value.results] == ["median", "score"]
 
 
+def test_a_client_that_prefers_a_live_candidate_has_it_win_given_each_ones_score_in_seconds(
+    client,
+):
+    clock = client.clock
+    fns = {
+        "fast": candidate(clock, 1.00e-3, "fast", 1),
+        "close": candidate(clock, 1.02e-3, "close", 2),
+        "slow": candidate(clock, 3e-3, "slow", 3),
+    }
+    asked = []
+
+    def preferred(scored):
+        asked.append([(fn, round(score, 6)) for fn, score in scored])
+        return [fn for fn, _ in scored].index(fns["close"])
+
+    client.preferred = preferred
+    decision = Tuner("t", client.device_id).tune(1, TunableSet.of(by_size, fns), ([1],), client)
+    assert decision.fastest_name == "close"
+    # Once, when the batch is over, with the live candidates only ("slow" was eliminated).
+    ((first, second),) = asked
+    assert first == (fns["fast"], 1e-3) and second == (fns["close"], 1.02e-3)
+
+
 @dataclass(frozen=True)
 class SumKey(AutotuneKey):
     n: int
