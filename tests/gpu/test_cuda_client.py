@@ -385,18 +385,26 @@ def test_caller_timing_reads_what_a_back_to_back_eager_loop_pays(cp: Any) -> Non
         var = (centred * centred).mean(axis=1, keepdims=True)
         return centred * cp.reciprocal(cp.sqrt(var + 1e-5))
 
-    caller = _median_time(CudaClient(), layernorm, 15)
-    device = _median_time(CudaClient(timing="device"), layernorm, 15)
-    layernorm()
-    cp.cuda.Device().synchronize()
-    loops = 200
-    started = time.perf_counter()
-    for _ in range(loops):
+    def eager_loop() -> float:
         layernorm()
-    cp.cuda.Device().synchronize()
-    eager = (time.perf_counter() - started) / loops
-    assert device < 0.8 * eager, (device, eager)
-    assert abs(caller / eager - 1) < 0.3, (caller, eager)
+        cp.cuda.Device().synchronize()
+        loops = 200
+        started = time.perf_counter()
+        for _ in range(loops):
+            layernorm()
+        cp.cuda.Device().synchronize()
+        return (time.perf_counter() - started) / loops
+
+    # The H200 hosts have slow spells (every launch loop 1.4-1.6x slower for tens of
+    # milliseconds to seconds): the caller's samples are judged against loops timed just
+    # before and just after them, one of which shares their host's speed.
+    before = eager_loop()
+    caller = _median_time(CudaClient(), layernorm, 15)
+    after = eager_loop()
+    device = _median_time(CudaClient(timing="device"), layernorm, 15)
+    eager = (before, after)
+    assert device < 0.8 * min(eager), (device, eager)
+    assert 0.7 * min(eager) < caller < 1.3 * max(eager), (caller, eager)
 
 
 @pytest.mark.xfail(
