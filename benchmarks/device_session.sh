@@ -44,7 +44,6 @@
 #   bash benchmarks/device_session.sh twentythird # suite, examples, the gate's compiles on an empty kernel cache, first-tuning clocks, costs, short calls
 #   bash benchmarks/device_session.sh final23 # the session's last tree: suite, examples, the gate's compiles on an empty cache, family costs twice, short calls
 #   bash benchmarks/device_session.sh tiebreak24 # the short calls with the caller timing's tie-break off and on, suite, examples, costs
-#   bash benchmarks/device_session.sh quartile24 # host-bound samples scored by median and lower quartile, suite, examples, short calls
 #   bash benchmarks/device_session.sh final24 # the session's last tree: suite, examples, family costs, short calls twice
 #   bash benchmarks/device_session.sh shortn2 # the short calls, then RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
@@ -648,19 +647,6 @@ tiebreak24)
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-on"
   tree_checks
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
-  ;;
-quartile24)
-  # A host-bound candidate's samples scored by their median and by their lower quartile,
-  # ROUNDS rounds of a fresh process each (layernorm, the tie-break on), then the suite and
-  # the examples on the default, and the short calls of every family once.
-  for round in $(seq "${ROUNDS:-4}"); do
-    for stat in median lower_quartile; do
-      step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-$stat-$round" \
-        --family layernorm --caller-only --keep-all --host-statistic $stat
-    done
-  done
-  tree_checks
-  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all"
   ;;
 final24)
   # The session's last tree: the suite and the examples in every mode, every family's cost,

@@ -416,13 +416,6 @@ def main(argv: list[str]) -> int:
         " both on one machine",
     )
     parser.add_argument(
-        "--host-statistic",
-        choices=("median", "lower_quartile"),
-        default=None,
-        help="how a host-bound candidate's caller-timed samples are scored for this run"
-        " (the client's HOST_STATISTIC), to compare on one machine",
-    )
-    parser.add_argument(
         "--family",
         default=None,
         help="tune only the families whose name holds this text (e.g. 'layernorm')",
@@ -445,8 +438,6 @@ def main(argv: list[str]) -> int:
         cuda_timing.EAGER_BUDGET_S *= args.eager_calls / cuda_timing.EAGER_CALLS
         cuda_timing.EAGER_CALLS = args.eager_calls
     cuda_timing.TIE_BREAK = not args.no_tie_break
-    if args.host_statistic is not None:
-        cuda_timing.HOST_STATISTIC = args.host_statistic
     args.out.mkdir(parents=True, exist_ok=True)
     cp = cupy()
     clients = {"caller": CudaClient(timing="caller")}

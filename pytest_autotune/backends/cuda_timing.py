@@ -65,8 +65,6 @@ to launch the others) apart from them, while at the host's usual speed it leaves
 candidate of less device work and a slower host part (warp_row: 5.5-7.6 us on the device,
 5-8% over block256's 10-11 us to launch) no ties it would not win by its score."""
 
-HOST_STATISTIC = "median"
-
 TIE_BREAK = True
 """Whether `CallerTiming.preferred` breaks ties (a benchmark turns it off to compare)."""
 
@@ -120,7 +118,7 @@ class CallerTiming:
             and cost.enqueue is not None
             and cost.enqueue > cost.device
         ):
-            return HOST_STATISTIC
+            return "median"
         return "score"
 
     def caller_costs(

@@ -130,21 +130,16 @@ def median_score(samples: Sequence[float]) -> float:
     1800 and reached 100/100 in 6 processes of 17 against 2 of 18, while the totals stayed
     level (1562/1700 against 1673/1800: in each arm a few processes' truth moved, to
     58-85 of 100): between processes the host's state outweighs the rule, which the
-    re-judging of the same samples leaves out (BENCHMARKS.md)."""
+    re-judging of the same samples leaves out (BENCHMARKS.md). The lower quartile, which
+    re-judging 832 tunings of later hosts favoured (9 picks of the never-faster candidates
+    against 27), picked them 27 times in 400 live tunings against 18 by the median, side
+    by side on one host (twenty-fourth session)."""
     return statistics.median(samples) * NS_PER_S
-
-
-def lower_quartile_score(samples: Sequence[float]) -> float:
-    """The score of samples whose noise runs both ways but mostly adds: their lower
-    quartile (the sample a quarter of the way up, the best of fewer than four), in
-    nanoseconds as `score`'s."""
-    return sorted(samples)[len(samples) // 4] * NS_PER_S
 
 
 STATISTICS: dict[str, Callable[[Sequence[float]], float]] = {
     "score": score,
     "median": median_score,
-    "lower_quartile": lower_quartile_score,
 }
 """How an outcome's samples are scored, by name: `score` (the seed's) where noise only adds
 time, `median` where it runs both ways (a client's `sample_statistic` says which)."""
