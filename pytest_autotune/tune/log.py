@@ -214,6 +214,34 @@ class Converged:
 
 
 @dataclass(frozen=True, slots=True)
+class Preferred:
+    """The client chose a batch's winner other than the candidate of the lowest score: a
+    tie it broke (`CudaClient.preferred`), so that the log says why the winner's score is
+    not the lowest."""
+
+    EVENT: ClassVar[str] = "preferred"
+    name: str
+    index: int
+    over: str
+    over_index: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": self.EVENT,
+            "name": self.name,
+            "index": self.index,
+            "over": self.over,
+            "over_index": self.over_index,
+        }
+
+    def __str__(self) -> str:
+        return (
+            f"{self.name} [#{self.index}] preferred to {self.over} [#{self.over_index}], of a"
+            " lower score: a tie the client broke"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ChecksDone:
     """Every candidate's output was compared with the reference's."""
 
@@ -232,10 +260,17 @@ class ChecksDone:
 
 
 AutotuneLogEvent = (
-    TuningStep | CandidateSampled | Eliminated | Held | ShortCircuit | Converged | ChecksDone
+    TuningStep
+    | CandidateSampled
+    | Eliminated
+    | Held
+    | ShortCircuit
+    | Converged
+    | Preferred
+    | ChecksDone
 )
-"""Events that occurred during autotuning (the seed's enum, and `Held`), each tagged "event"
-in JSON."""
+"""Events that occurred during autotuning (the seed's enum, `Held` and `Preferred`), each
+tagged "event" in JSON."""
 
 
 def event_from_json(data: Mapping[str, Any]) -> AutotuneLogEvent:
@@ -264,6 +299,9 @@ _READERS: Mapping[str, Callable[[Mapping[str, Any]], AutotuneLogEvent]] = {
         _seconds(d["time_limit_ns"]),
     ),
     Converged.EVENT: lambda d: Converged(str(d["name"]), int(d["index"]), int(d["samples"])),
+    Preferred.EVENT: lambda d: Preferred(
+        str(d["name"]), int(d["index"]), str(d["over"]), int(d["over_index"])
+    ),
     ChecksDone.EVENT: lambda d: ChecksDone(tuple(CheckResult.from_json(r) for r in d["results"])),
 }
 """How each event's JSON reads back, by its "event" tag."""

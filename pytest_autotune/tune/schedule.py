@@ -18,6 +18,7 @@ from pytest_autotune.tune.log import (
     Converged,
     Eliminated,
     Held,
+    Preferred,
     ShortCircuit,
     log_event,
     log_failure,
@@ -217,7 +218,10 @@ class _Batch:
         if scores:
             winner = min(scores, key=scores.__getitem__)
             if self._prefer is not None and len(scores) > 1:
-                winner = self._prefer(scores)
+                lowest, winner = winner, self._prefer(scores)
+                if winner != lowest:
+                    names = {t.index: t.name for t in alive}
+                    log_event(self._ctx, Preferred(names[winner], winner, names[lowest], lowest))
         return BatchResult(results, winner, self.short_circuited is not None)
 
 

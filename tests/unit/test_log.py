@@ -23,6 +23,7 @@ from pytest_autotune.tune.log import (
     Converged,
     Eliminated,
     Held,
+    Preferred,
     ShortCircuit,
     TuningStep,
     event_from_json,
@@ -46,6 +47,7 @@ EVENTS = [
     Held("blocked", 3, 3, "best 2e-3 s > 1.5 x leader 1e-3 s"),
     ShortCircuit("tiled", 2, 2, 0.000125),
     Converged("tiled", 2, 5),
+    Preferred("block256", 0, "block1024", 1),
     ChecksDone((CheckResult("tiled", True, "reference"), CheckResult("naive", False, "differs"))),
 ]
 
@@ -82,6 +84,7 @@ def test_every_event_is_tagged_and_reads_back():
         "held",
         "short_circuit",
         "converged",
+        "preferred",
         "checks_done",
     ]
     assert [event_from_json(e.to_json()) for e in EVENTS] == EVENTS
@@ -146,6 +149,7 @@ def test_the_full_level_logs_every_event(caplog):
         "blocked [#3] held as the rival after 3 samples: best 2e-3 s > 1.5 x leader 1e-3 s",
         "tiled [#2] ends the batch: 2 samples under the time limit 125 us",
         "tiled [#2] converged after 5 samples",
+        "block256 [#0] preferred to block1024 [#1], of a lower score: a tie the client broke",
         "checks: 1 of 2 passed; failed: naive",
     ]
 

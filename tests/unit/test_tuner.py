@@ -26,7 +26,7 @@ from pytest_autotune.tune.errors import (
     InputGeneratorError,
 )
 from pytest_autotune.tune.key import AutotuneKey
-from pytest_autotune.tune.log import Eliminated
+from pytest_autotune.tune.log import Eliminated, Preferred
 from pytest_autotune.tune.records import Recorder, read_records
 from pytest_autotune.tune.tunable import Tunable, TuneGroup
 from pytest_autotune.tune.tunable_set import TunableSet
@@ -872,6 +872,10 @@ def test_a_client_that_prefers_a_live_candidate_has_it_win_given_each_ones_score
     # Once, when the batch is over, with the live candidates only ("slow" was eliminated).
     ((first, second),) = asked
     assert first == (fns["fast"], 1e-3) and second == (fns["close"], 1.02e-3)
+    # The log says why the winner's score is not the lowest.
+    preferred = [e for e in decision.context.events if isinstance(e, Preferred)]
+    assert preferred == [Preferred("close", 1, "fast", 0)]
+    assert "close [#1] preferred to fast [#0]" in str(preferred[0])
 
 
 @dataclass(frozen=True)
