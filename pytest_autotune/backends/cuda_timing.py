@@ -54,7 +54,9 @@ the median 16 and the lower quartile 9 (BENCHMARKS.md, twenty-fourth session).""
 
 TIE = 1.03
 """Caller-timed scores within this factor of the best are a tie (`CallerTiming.preferred`):
-about the spread of a host-bound candidate's score between tunings on an H200 host."""
+well under the 5% by which a pick counts as wrong, and a gap that host-bound scores cross
+from one tuning to the next on the H200 hosts (block128 and block256, level by a long eager
+loop, each won 30-70 of every 100 tunings)."""
 
 HOST_SPEEDUP = 1.25
 """How much faster than during the tuning the host is taken to launch when a tie is broken
@@ -206,9 +208,10 @@ class CallerTiming:
         larger of its device time and its launch time sped up, so each tied candidate's
         regret is the larger of its score over the best score and that figure over the
         best such figure; the least wins (the lower score between equals). The pick costs
-        at most `TIE` at the tuning's own speed and never takes a candidate a faster host
-        would leave behind while a tied one keeps up. A candidate whose device time is not
-        known is taken to have no room: its figure is its score."""
+        at most `TIE` at the tuning's own speed, and of the tied it takes one that a faster
+        host does not leave behind. A candidate whose device time is not known is taken to
+        have no room: its figure is its score. The tuner logs a pick other than the lowest
+        score (`Preferred`)."""
         best = min(range(len(scored)), key=lambda i: scored[i][1])
         if self.timing != "caller" or not TIE_BREAK:
             return best
