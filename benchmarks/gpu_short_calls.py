@@ -152,6 +152,10 @@ def blocks(n: int, block: int) -> int:
     return max(1, -(-n // block))
 
 
+FAMILY_NAMES = ("layernorm 2048x1024", "saxpy 2^20", "softmax 4096x512")
+"""The names `families` gives, for `--family` to be checked before CUDA starts."""
+
+
 def families(cp: Any) -> list[ShortFamily]:
     module = cp.RawModule(code=_KERNELS)
     k = {name: module.get_function(name) for name in (
@@ -195,7 +199,7 @@ def families(cp: Any) -> list[ShortFamily]:
         return centred * cp.reciprocal(cp.sqrt(var + eps))
 
     layernorm = ShortFamily(
-        "layernorm 2048x1024",
+        FAMILY_NAMES[0],
         (x,),
         {"block128": ln_block(128), "block256": ln_block(256), "block1024": ln_block(1024),
          "warp_row": ln_warp, "two_launches": ln_two_launches, "cupy_expression": ln_cupy},
@@ -224,7 +228,7 @@ def families(cp: Any) -> list[ShortFamily]:
         return cp.add(cp.multiply(a, x), y, out=y)
 
     saxpy = ShortFamily(
-        "saxpy 2^20",
+        FAMILY_NAMES[1],
         (a, xs, ys),
         {"one_kernel": saxpy_one, "chunks2": saxpy_chunks(2), "chunks4": saxpy_chunks(4),
          "ufuncs": saxpy_ufuncs},
@@ -245,7 +249,7 @@ def families(cp: Any) -> list[ShortFamily]:
         return e / e.sum(axis=1, keepdims=True)
 
     softmax = ShortFamily(
-        "softmax 4096x512", (s,), {"warp_row": softmax_warp, "cupy_composite": softmax_cupy}
+        FAMILY_NAMES[2], (s,), {"warp_row": softmax_warp, "cupy_composite": softmax_cupy}
     )
     return [layernorm, saxpy, softmax]
 
@@ -438,6 +442,8 @@ def main(argv: list[str]) -> int:
         cuda_timing.EAGER_BUDGET_S *= args.eager_calls / cuda_timing.EAGER_CALLS
         cuda_timing.EAGER_CALLS = args.eager_calls
     cuda_timing.TIE_BREAK = not args.no_tie_break
+    if args.family is not None and not any(args.family in name for name in FAMILY_NAMES):
+        parser.error(f"--family {args.family!r} names none of {', '.join(FAMILY_NAMES)}")
     args.out.mkdir(parents=True, exist_ok=True)
     cp = cupy()
     clients = {"caller": CudaClient(timing="caller")}
@@ -526,6 +532,7 @@ def main(argv: list[str]) -> int:
                  statistics.median(walls) * 1e3, do_bench_wall * 1e3, ratio,
                  "met" if met else "MISSED"]
             )  # fmt: skip
+        entry["tie_break"] = cuda_timing.TIE_BREAK
         report[family.name] = entry
         start = len(lines)
         lines.append(f"== {family.name}")

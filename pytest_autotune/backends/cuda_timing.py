@@ -50,7 +50,10 @@ device-bound; warp_row, whose host part is 5-8% over block256's) in 49 of 700 tu
 with the loop's mean and 66 of 1200 with this trimmed mean, most of either in processes
 that a slow spell of the host covered whole, which no figure of a loop tells apart
 (`TIE` and `HOST_SPEEDUP` are for those); side by side in one call, 41 of 400 against 9,
-the median 16 and the lower quartile 9 (BENCHMARKS.md, twenty-fourth session)."""
+the median 16 and the lower quartile 9 (BENCHMARKS.md, twenty-fourth session). What it
+gives up: a candidate whose own cost comes on fewer than a quarter of its calls (a
+periodic flush, say) reads as if it never came, and one that comes on more reads part of
+it; a steady loop of the caller pays all of it."""
 
 TIE = 1.03
 """Caller-timed scores within this factor of the best are a tie (`CallerTiming.preferred`):
@@ -209,9 +212,9 @@ class CallerTiming:
         regret is the larger of its score over the best score and that figure over the
         best such figure; the least wins (the lower score between equals). The pick costs
         at most `TIE` at the tuning's own speed, and of the tied it takes one that a faster
-        host does not leave behind. A candidate whose device time is not known is taken to
-        have no room: its figure is its score. The tuner logs a pick other than the lowest
-        score (`Preferred`)."""
+        host does not leave behind. Where a tied candidate's device time is not known (a
+        callable this client cannot remember), nothing tells the tied apart and the lowest
+        score wins. The tuner logs a pick other than the lowest score (`Preferred`)."""
         best = min(range(len(scored)), key=lambda i: scored[i][1])
         if self.timing != "caller" or not TIE_BREAK:
             return best
@@ -222,7 +225,9 @@ class CallerTiming:
         for i in tied:
             fn, score = scored[i]
             cost = self.call_costs(fn)
-            faster[i] = max(cost.device, score / HOST_SPEEDUP) if cost is not None else score
+            if cost is None:
+                return best
+            faster[i] = max(cost.device, score / HOST_SPEEDUP)
         least = min(faster.values())
 
         def regret(i: int) -> tuple[float, float]:

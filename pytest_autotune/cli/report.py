@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
@@ -83,8 +84,8 @@ def labelled_records(path: str) -> list[AutotuneRecord]:
         # An empty page with exit code 0 reads as "nothing regressed"; say where records
         # come from instead (plain pytest and a run that tuned nothing write none).
         warn(
-            f"{path}: holds no records (pytest --autotune --autotune-record={path} writes"
-            " one per tuned group)"
+            f"{path}: holds no records (pytest --autotune"
+            f" --autotune-record={shlex.quote(path)} writes one per tuned group)"
         )
     unlabelled = RunInfo(id=Path(path).name, timestamp="")
     return [r if r.run is not None else replace(r, run=unlabelled) for r in records]

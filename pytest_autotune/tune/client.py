@@ -51,6 +51,10 @@ class Client(Protocol):
     # `sample_statistic(fn) -> str`, the rule that scores `fn`'s samples once a batch is
     # over: "median" where their noise runs both ways (a host loop's time), else "score"
     # (`benchmark.STATISTICS`); without it, every candidate gets the seed's score.
+    # `preferred(scored) -> int`, given each live candidate's function and score in seconds
+    # once a batch is over, the position of the one that wins it (`tuner._preference_for`:
+    # CUDA's caller timing breaks a tie of host-bound candidates); without it, the lowest
+    # score wins.
     # `context`, a context manager entered where the tuner copies a candidate's inputs and
     # makes calls of its own (the checks): CUDA's device, since CuPy copies an array to the
     # current device, and the copies must be where `time` runs the candidates

@@ -236,8 +236,8 @@ class Preferred:
 
     def __str__(self) -> str:
         return (
-            f"{self.name} [#{self.index}] preferred to {self.over} [#{self.over_index}], of a"
-            " lower score: a tie the client broke"
+            f"{self.name} [#{self.index}] wins over {self.over} [#{self.over_index}], whose"
+            " score is lower: a tie the client broke"
         )
 
 

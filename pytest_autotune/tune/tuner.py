@@ -6,6 +6,7 @@ import functools
 import inspect
 import io
 import logging
+import operator
 import os
 import threading
 import time
@@ -117,8 +118,9 @@ class TuneDecision:
     def without_winner(self, error: AutotuneError) -> TuneDecision:
         """This decision with the candidate `error` names (its winner where it names none)
         failed by it, raised after tuning, while measured again; where that was the
-        winner, the next fastest measured candidate, by its samples' score, wins, and the
-        decision is not measured where none is left."""
+        winner, the next fastest measured candidate, by its samples' score, wins (the
+        client's `preferred` is not asked again), and the decision is not measured where
+        none is left."""
         index = next(
             (i for i, r in self.results.items() if error.name and r.name == error.name),
             self.fastest_index,
@@ -651,7 +653,17 @@ def _preference_for(client: Client, tunables: TunableSet) -> Preference | None:
     def prefer(scores: dict[int, float]) -> int:
         order = list(scores)
         # Scores are in nanoseconds (`benchmark.score`); a client's own figures in seconds.
-        return order[int(rule([(tunables.fns[i], scores[i] / 1e9) for i in order]))]
+        chosen = rule([(tunables.fns[i], scores[i] / 1e9) for i in order])
+        try:
+            position = operator.index(chosen)
+        except TypeError:
+            position = -1
+        if not 0 <= position < len(order):
+            raise TypeError(
+                f"{type(client).__name__}.preferred returned {chosen!r}: expected the"
+                f" position of one of the {len(order)} candidates it was given"
+            )
+        return order[position]
 
     return prefer
 

@@ -149,7 +149,7 @@ def test_the_full_level_logs_every_event(caplog):
         "blocked [#3] held as the rival after 3 samples: best 2e-3 s > 1.5 x leader 1e-3 s",
         "tiled [#2] ends the batch: 2 samples under the time limit 125 us",
         "tiled [#2] converged after 5 samples",
-        "block256 [#0] preferred to block1024 [#1], of a lower score: a tie the client broke",
+        "block256 [#0] wins over block1024 [#1], whose score is lower: a tie the client broke",
         "checks: 1 of 2 passed; failed: naive",
     ]
 

@@ -7,7 +7,12 @@ import pytest
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
-from pytest_autotune.tune.log import AutotuneLogContext, AutotuneLogLevel, CandidateSampled
+from pytest_autotune.tune.log import (
+    AutotuneLogContext,
+    AutotuneLogLevel,
+    CandidateSampled,
+    Preferred,
+)
 from pytest_autotune.tune.schedule import LongCalls, adaptive_round_robin, fixed_pass
 
 
@@ -593,3 +598,33 @@ def test_the_full_log_level_gets_every_kept_sample_as_it_is_taken(strategy):
     quiet = AutotuneLogContext(level=AutotuneLogLevel.MINIMAL)
     strategy([0, 1], NAMES, Script(1e-3, 2e-3), ADAPTIVE, ctx=quiet)
     assert not [e for e in quiet.events if isinstance(e, CandidateSampled)]
+
+
+@pytest.mark.parametrize("strategy", ["fixed", "adaptive"])
+def test_a_preference_picks_the_winner_of_live_candidates_and_is_logged(strategy):
+    # "b" scores lowest; the preference takes "c" and is given the live candidates' scores
+    # by index ("a" failed and is not among them); with one live candidate it is not asked.
+    asked = []
+
+    def prefer(scores):
+        asked.append(sorted(scores))
+        return 2
+
+    def run(script, indices):
+        ctx = AutotuneLogContext(level=AutotuneLogLevel.DISABLED)
+        if strategy == "fixed":
+            config = BenchConfig(adaptive=False, max_samples=4)
+            result = fixed_pass(indices, NAMES, script, config, ctx=ctx, prefer=prefer)
+        else:
+            result = adaptive_round_robin(indices, NAMES, script, ADAPTIVE, ctx=ctx, prefer=prefer)
+        return result, ctx
+
+    result, ctx = run(Script(RuntimeError("boom"), 1.00e-3, 1.01e-3), [0, 1, 2])
+    assert result.winner == 2
+    assert asked == [[1, 2]]
+    assert [str(e) for e in ctx.events if isinstance(e, Preferred)] == [
+        "c [#2] wins over b [#1], whose score is lower: a tie the client broke"
+    ]
+    asked.clear()
+    result, _ = run(Script(RuntimeError("boom"), 1.00e-3), [0, 1])
+    assert result.winner == 1 and asked == []

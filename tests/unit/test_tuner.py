@@ -856,9 +856,9 @@ def test_a_client_that_prefers_a_live_candidate_has_it_win_given_each_ones_score
 ):
     clock = client.clock
     fns = {
+        "slow": candidate(clock, 3e-3, "slow", 0),
         "fast": candidate(clock, 1.00e-3, "fast", 1),
         "close": candidate(clock, 1.02e-3, "close", 2),
-        "slow": candidate(clock, 3e-3, "slow", 3),
     }
     asked = []
 
@@ -868,14 +868,23 @@ def test_a_client_that_prefers_a_live_candidate_has_it_win_given_each_ones_score
 
     client.preferred = preferred
     decision = Tuner("t", client.device_id).tune(1, TunableSet.of(by_size, fns), ([1],), client)
-    assert decision.fastest_name == "close"
-    # Once, when the batch is over, with the live candidates only ("slow" was eliminated).
+    assert decision.fastest_name == "close" and decision.fastest_index == 2
+    # Once, when the batch is over, with the live candidates only ("slow", candidate 0, was
+    # eliminated), by position in what it was given, not by candidate index.
     ((first, second),) = asked
     assert first == (fns["fast"], 1e-3) and second == (fns["close"], 1.02e-3)
     # The log says why the winner's score is not the lowest.
-    preferred = [e for e in decision.context.events if isinstance(e, Preferred)]
-    assert preferred == [Preferred("close", 1, "fast", 0)]
-    assert "close [#1] preferred to fast [#0]" in str(preferred[0])
+    logged = [e for e in decision.context.events if isinstance(e, Preferred)]
+    assert logged == [Preferred("close", 2, "fast", 1)]
+    assert "close [#2] wins over fast [#1], whose score is lower" in str(logged[0])
+
+
+@pytest.mark.parametrize("answer", [2, -1, "fast", None])
+def test_a_preference_that_names_no_candidate_it_was_given_is_a_clear_error(client, answer):
+    client.preferred = lambda scored: answer
+    tunables = make(client.clock, fast=1e-3, close=1.02e-3)
+    with pytest.raises(TypeError, match=r"preferred returned .*: expected the position of one of"):
+        Tuner("t", client.device_id).tune(1, tunables, ([1],), client)
 
 
 @dataclass(frozen=True)
