@@ -1024,6 +1024,26 @@ def test_a_stall_on_a_few_calls_of_the_eager_loop_does_not_move_a_samples_figure
     assert [client.time(host_bound, ()) for _ in range(3)] == pytest.approx([10e-6] * 3)
 
 
+def test_the_eager_loop_takes_its_own_clock_reads_off_each_call(gpu: FakeGpu) -> None:
+    # Each read of this clock costs 150 ns of host time, as a read and the loop's
+    # bookkeeping do on a real host: timing each call alone would add them to every call
+    # of a candidate that a caller's loop pays 10 us for.
+    class CostlyClock(HostClock):
+        def __call__(self) -> int:
+            self.ns += 150
+            return self.ns
+
+    clock = CostlyClock()
+
+    def host_bound() -> None:
+        clock.ns += 10_000
+        gpu.launch(2e-6)
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    client.time(host_bound, ())
+    assert client.time(host_bound, ()) == pytest.approx(10e-6)
+
+
 def spell_candidates(gpu: FakeGpu, clock: HostClock, launch_us: float) -> dict[str, Any]:
     """A 2048x1024 layernorm's candidates on a host that takes `launch_us` to launch one
     (10-11 us at its usual speed on an H200 host, about 15.5 in a slow spell): three
