@@ -307,6 +307,12 @@ _READERS: Mapping[str, Callable[[Mapping[str, Any]], AutotuneLogEvent]] = {
 """How each event's JSON reads back, by its "event" tag."""
 
 
+def known_event(data: Mapping[str, Any]) -> bool:
+    """Whether this version reads the event: a later one may log events of new kinds (as
+    `Preferred` was added), which a reader that only shows them need not refuse."""
+    return data.get("event") in _READERS
+
+
 def _event_from_json(data: Mapping[str, Any]) -> AutotuneLogEvent:
     tag = data["event"]
     reader = _READERS.get(tag)

@@ -752,3 +752,19 @@ def test_a_candidate_without_a_bar_whose_reason_is_long_is_not_called_an_error_t
     assert decision.bars is not None
     notes = re.findall(r'<text class="note"[^>]*>([^<]*)</text>', str(decision.bars))
     assert notes == ["error", "skipped"]
+
+
+def test_an_event_of_a_kind_this_version_does_not_know_is_shown_by_its_tag() -> None:
+    # A later version's records may log events of new kinds: the page shows them by tag
+    # instead of refusing the file; a known event that does not read is still an error.
+    later = replace(
+        saxpy_record(),
+        events=({"event": "teleported", "to": "elsewhere"}, {"event": "tuning_step", "batch": 0,
+                 "indices": [0], "duration_ns": 1_000}),
+    )  # fmt: skip
+    page = render_html([later])
+    assert "teleported: an event this version of pytest-autotune does not read" in page
+    assert "batch 0: candidates [0] in " in page
+    broken = replace(saxpy_record(), events=({"event": "tuning_step", "batch": 0},))
+    with pytest.raises(RecordError, match="malformed autotune log event"):
+        render_html([broken])

@@ -71,7 +71,7 @@ from pytest_autotune.tune.bounds import (
 )
 from pytest_autotune.tune.checks import CheckResult
 from pytest_autotune.tune.errors import AutotuneErrorKind
-from pytest_autotune.tune.log import event_from_json, format_duration
+from pytest_autotune.tune.log import event_from_json, format_duration, known_event
 from pytest_autotune.tune.peaks import Peaks
 from pytest_autotune.tune.records import AutotuneRecord, RecordError
 
@@ -403,9 +403,15 @@ def _interval(comparison: Comparison | None, name: str) -> Markup | None:
 
 
 def _events(record: AutotuneRecord, where: str) -> tuple[str, ...]:
-    """The tuning's steps, as the log writes them."""
+    """The tuning's steps, as the log writes them; an event of a kind this version does not
+    know (a later version's records) by its tag."""
     try:
-        return tuple(str(event_from_json(e)) for e in record.events)
+        return tuple(
+            str(event_from_json(e))
+            if known_event(e)
+            else f"{e.get('event')!s}: an event this version of pytest-autotune does not read"
+            for e in record.events
+        )
     except ValueError as exc:
         raise RecordError(f"{where}: {exc}") from None
 
