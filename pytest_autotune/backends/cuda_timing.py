@@ -101,7 +101,7 @@ class CallerTiming:
             raise ValueError(f"timing must be one of {TIMINGS}, got {timing!r}")
         self.timing = timing
         self.host_timer = host_timer
-        self._timing_ns: float | None = None
+        self._loop_overhead_ns: float | None = None
         self._costs: weakref.WeakKeyDictionary[Callable[..., object], CallCost] = (
             weakref.WeakKeyDictionary()
         )
@@ -196,23 +196,23 @@ class CallerTiming:
             eager()
         each = untraced(_enqueue_each, self.host_timer, eager, calls)
         stream.synchronize()
-        own = self.timing_ns()
+        own = self.loop_overhead_ns()
         return loop_seconds([max(round(ns - own), 1) for ns in each])
 
-    def timing_ns(self) -> float:
+    def loop_overhead_ns(self) -> float:
         """What timing each eager call alone adds to it, in nanoseconds: the loop's own
         reads of the clock, its bookkeeping and the call of the `eager` wrapper, none of
         which a caller pays (200-300 ns a call on the CPU this was written on, 5-7% of
         a 4 us launch). The least median of a few loops of calls that do nothing, measured
         once, as `_empty_sample` measures the device's instrument."""
-        if self._timing_ns is None:
-            self._timing_ns = min(
+        if self._loop_overhead_ns is None:
+            self._loop_overhead_ns = min(
                 statistics.median(
                     untraced(_enqueue_each, self.host_timer, _do_nothing, EAGER_CALLS)
                 )
                 for _ in range(5)
             )
-        return self._timing_ns
+        return self._loop_overhead_ns
 
     def preferred(self, scored: Sequence[tuple[Callable[..., object], float]]) -> int:
         """Which of a batch's live candidates (each function with its score) wins: the
@@ -283,7 +283,7 @@ def loop_seconds(each: list[int]) -> float:
 
 
 def _do_nothing() -> None:
-    """The eager call of `CallerTiming.timing_ns`: what the loop costs around a call."""
+    """The eager call of `CallerTiming.loop_overhead_ns`: what the loop costs around a call."""
 
 
 def _enqueue_each(
