@@ -29,6 +29,8 @@ from pytest_autotune.tune.records import AutotuneRecord, Recorder
 from pytest_autotune.tune.run import RunInfo
 
 _UPDATE_VERDICTS = frozenset({Verdict.UPDATED, Verdict.NOT_RECORDED})
+"""The verdicts of an update, whose messages (what it did with each baseline) follow the
+table."""
 
 INTENDED = (
     "a slowdown that is intended (a trade-off, a kernel made exact): pytest --autotune-update"
@@ -36,8 +38,6 @@ INTENDED = (
 )
 """Said once under the gate's failures where one is a regression: every other verdict that
 asks for an update says so, and a regression was the one that did not."""
-"""The verdicts of an update, whose messages (what it did with each baseline) follow the
-table."""
 
 
 def _unsaved(record: AutotuneRecord, unsaved: Mapping[tuple[str, str], str]) -> AutotuneRecord:

@@ -666,9 +666,7 @@ def _nothing_takes(decision: TuneDecision) -> bool:
     failed the group's first test ("no measured candidate is left") and passed the others,
     where plain pytest, which checks every candidate, passed them all."""
     return all(
-        isinstance(r, AutotuneError)
-        and r.kind is AutotuneErrorKind.SKIP
-        and (r.message == UNPLANNED or not r.message.startswith(NOT_REACHED))
+        _declines(r) or (isinstance(r, AutotuneError) and r.message == UNPLANNED)
         for r in decision.results.values()
     )
 
@@ -678,10 +676,18 @@ def _declined(decision: TuneDecision) -> dict[str, str]:
     return {
         result.name or "": result.message
         for result in decision.results.values()
-        if isinstance(result, AutotuneError)
+        if _declines(result) and isinstance(result, AutotuneError)
+    }
+
+
+def _declines(result: object) -> bool:
+    """Whether a candidate's result is its own refusal of the key (`AutotuneSkip`), not a
+    skip for having never run."""
+    return (
+        isinstance(result, AutotuneError)
         and result.kind is AutotuneErrorKind.SKIP
         and not result.message.startswith(NOT_REACHED)
-    }
+    )
 
 
 def _reference(reference: Any, request: GroupRequest) -> Callable[..., Any] | str | None:

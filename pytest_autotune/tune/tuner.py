@@ -457,8 +457,8 @@ class Tuner:
         reference: int | Callable[[], object] | None = None
         if isinstance(self.reference, str):
             # A candidate named as the reference is its own check's reference, named in
-            # every message as plain pytest names it ("the reference 'exact'"). A name of
-            # none, unsaid, checked against the first that succeeds instead.
+            # every message as plain pytest names it ("the reference 'exact'"); a name of
+            # none is refused rather than checked against the first that succeeds.
             if self.reference not in tunables.names:
                 raise ValueError(
                     f"{self.name}: reference {self.reference!r} names no candidate:"
