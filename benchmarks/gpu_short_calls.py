@@ -24,7 +24,7 @@ Tuning cost: the wall time of one tuning against `triton.testing.do_bench` over 
 candidate (what Triton's autotuner does), same process.
 
     PYTHONPATH=. python3 benchmarks/gpu_short_calls.py OUT_DIR [--tunings N]
-        [--statistic score] [--no-tie-break] [--family layernorm] [--caller-only]
+        [--statistic score] [--no-tie-break] [--no-race] [--family layernorm] [--caller-only]
         [--keep-all]
 
 Writes OUT_DIR/short_calls.json and OUT_DIR/short_calls.txt (the printed tables). Exit
@@ -50,6 +50,7 @@ from benchmarks.gpu_common import cupy, table
 from pytest_autotune import AutotuneConfig, AutotuneOutcome, TunableSet, Tuner
 from pytest_autotune.backends import cuda_timing
 from pytest_autotune.backends.cuda import CudaClient
+from pytest_autotune.tune import schedule
 
 AGREE = 1.05
 SAMPLES_KEPT = 10
@@ -420,6 +421,13 @@ def main(argv: list[str]) -> int:
         " both on one machine",
     )
     parser.add_argument(
+        "--no-race",
+        action="store_true",
+        help="stop sampling once every candidate has converged, as the seed does, even where"
+        " two median scores are within their noise (schedule.RESOLVE_RACES off), to compare"
+        " both on one machine",
+    )
+    parser.add_argument(
         "--family",
         default=None,
         help="tune only the families whose name holds this text (e.g. 'layernorm')",
@@ -442,6 +450,7 @@ def main(argv: list[str]) -> int:
         cuda_timing.EAGER_BUDGET_S *= args.eager_calls / cuda_timing.EAGER_CALLS
         cuda_timing.EAGER_CALLS = args.eager_calls
     cuda_timing.TIE_BREAK = not args.no_tie_break
+    schedule.RESOLVE_RACES = not args.no_race
     if args.family is not None and not any(args.family in name for name in FAMILY_NAMES):
         parser.error(f"--family {args.family!r} names none of {', '.join(FAMILY_NAMES)}")
     args.out.mkdir(parents=True, exist_ok=True)

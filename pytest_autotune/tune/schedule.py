@@ -6,6 +6,7 @@ device timer and under the fake clock of the unit tests.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -38,6 +39,14 @@ the batch; without one, the lowest score."""
 IMPROVEMENT = 0.02
 """A round that improves a candidate's best time by less than this is a stall."""
 STALLS_TO_CONVERGE = 2
+
+RACE_Z = 2.0
+"""How many standard errors of the gap apart two median-scored candidates must be for the
+round robin to stop sampling them (`_open_race`)."""
+
+RESOLVE_RACES = True
+"""Whether the round robin samples an open race on (`_open_race`; a benchmark turns it off
+to compare)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +110,10 @@ class _Trial:
     def result(self, statistic: str = "score") -> AutotuneResult:
         if self.error is not None:
             return self.error
+        return self.outcome(statistic)
+
+    def outcome(self, statistic: str) -> AutotuneOutcome:
+        """The samples so far, scored by `statistic` (a candidate with samples)."""
         return AutotuneOutcome(
             self.name,
             self.index,
@@ -134,7 +147,7 @@ class _Batch:
         prefer: Preference | None = None,
     ) -> None:
         self.trials = [_Trial(i, names[i], drop_first) for i in indices]
-        self._statistic = statistic
+        self.statistic = statistic
         self._prefer = prefer
         self._sample = sample
         self._limit = time_limit
@@ -204,7 +217,7 @@ class _Batch:
         for t in self.trials:
             if t.samples or t.error:
                 results[t.index] = t.result(
-                    self._statistic(t.index) if self._statistic and t.alive else "score"
+                    self.statistic(t.index) if self.statistic and t.alive else "score"
                 )
             else:
                 by = self.short_circuited
@@ -308,7 +321,8 @@ def adaptive_round_robin(
     The winner is the live candidate of the lowest score, by the rule `statistic` names for
     each (`Statistic`), or the one the client prefers among them (`Preference`);
     convergence, elimination and the cuts go by the best sample, which decides how long to
-    sample, not which candidate wins.
+    sample, not which candidate wins. Once all have converged, a race that median scores
+    have not called yet is sampled on, up to `max_samples` (`_open_race`).
     """
     batch = _Batch(
         indices, names, sample, time_limit, short_circuit_samples, ctx, True, statistic, prefer
@@ -333,7 +347,9 @@ def adaptive_round_robin(
             if t.alive and not t.held and len(t.samples) < config.max_samples
         ]
         if all(t.converged for t in active):
-            break
+            active = _open_race(batch.trials, batch.statistic, config) if RESOLVE_RACES else []
+            if not active:
+                break
         for trial in active:
             before, dropped_before = trial.best, trial.dropping_first
             batch.take(trial)
@@ -343,6 +359,41 @@ def adaptive_round_robin(
             break
         _eliminate(batch.trials, config, ctx, long_calls)
     return batch.finish()
+
+
+def _open_race(
+    trials: Sequence[_Trial], statistic: Statistic | None, config: BenchConfig
+) -> list[_Trial]:
+    """The candidates to sample on once every one has converged: the leader by score and
+    each rival whose gap to it is under `RACE_Z` standard errors of the two medians, where
+    either is scored by its median (`statistic`), those of them under `max_samples`, in
+    batch order; none when no race is open.
+
+    Why: convergence is the seed's, a best sample that stopped improving, which is when a
+    best-weighted score stops moving; a median (a host-bound call's caller timing, whose
+    noise runs both ways) moves on until its samples pin it. On the H200 hosts two such
+    candidates 6-8% apart by a long eager loop (a 2048x1024 layernorm's warp_row and
+    block256) stopped at a few samples each and the slower won 2-6 of 100 tunings. A gap
+    the samples resolve stops at once; a tie samples to `max_samples`, and the client's
+    preference (`Preference`) takes it from there. Races of best-weighted scores alone
+    (device times, whose noise only adds) stay the seed's."""
+    if statistic is None:
+        return []
+    live = [t for t in trials if t.alive and not t.held and t.samples]
+    if len(live) < 2:
+        return []
+    outcomes = {t.index: t.outcome(statistic(t.index)) for t in live}
+    lead = min(outcomes.values(), key=lambda o: o.score)
+    racing = {lead.index}
+    for rival in outcomes.values():
+        if rival is lead or "median" not in (lead.statistic, rival.statistic):
+            continue
+        noise = math.hypot(lead.stats.median_rse, rival.stats.median_rse)
+        if rival.score / lead.score - 1.0 < RACE_Z * noise:
+            racing.add(rival.index)
+    if len(racing) < 2:
+        return []
+    return [t for t in live if t.index in racing and len(t.samples) < config.max_samples]
 
 
 def _note_progress(

@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from pytest_autotune.tune import schedule
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
@@ -520,6 +521,56 @@ def test_a_candidate_scored_by_its_median_loses_its_lucky_sample(strategy):
     result = strategy([0, 1], NAMES, Script(lucky, 1e-3), config, statistic=lambda i: "median")
     assert result.winner == 1
     assert {r.statistic for r in result.results.values()} == {"median"}
+
+
+def _ms(*values):
+    """A script's list: a warm-up of 2 ms, then `values` in milliseconds."""
+    return [2e-3] + [v * 1e-3 for v in values]
+
+
+MEDIAN = lambda index: "median"  # noqa: E731 - every candidate scored by its median
+
+
+def test_an_open_race_of_medians_is_sampled_until_the_right_candidate_leads(monkeypatch):
+    # "a" pays 1.00 ms a call and "b" 1.06, but a slow spell met a's first samples and a
+    # fast one b's: both converge at five samples (their bests stall), b ahead by 1.9%
+    # within the noise of the two medians. Sampled on, the race goes to "a".
+    a = _ms(1.0, 1.02, 1.08, 1.05, 1.07, *[0.99, 1.0, 1.01] * 3)
+    b = _ms(1.06, 1.0, 1.06, 1.03, 1.05, *[1.06, 1.07, 1.05] * 3)
+    monkeypatch.setattr(schedule, "RESOLVE_RACES", False)
+    stopped = adaptive_round_robin([0, 1], NAMES, Script(a, b), ADAPTIVE, statistic=MEDIAN)
+    assert stopped.winner == 1
+    assert [len(r.samples) for r in stopped.results.values()] == [5, 5]
+    monkeypatch.setattr(schedule, "RESOLVE_RACES", True)
+    raced = adaptive_round_robin([0, 1], NAMES, Script(a, b), ADAPTIVE, statistic=MEDIAN)
+    assert raced.winner == 0
+    assert raced.results[0].score < 0.97 * raced.results[1].score
+
+
+def test_a_tie_of_medians_samples_to_max_samples_and_a_far_rival_takes_no_more():
+    tie = _ms(1.02, 1.06, 1.03, 1.05, 1.04, 1.06, 1.03, 1.05, 1.04, 1.06)
+    tied = _ms(1.05, 1.03, 1.06, 1.04, 1.05, 1.03, 1.06, 1.04, 1.05, 1.03)
+    script = Script(tie, tied, 1.2e-3)
+    result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE, statistic=MEDIAN)
+    assert [len(result.results[i].samples) for i in range(3)] == [10, 10, 5]
+    assert script.calls == [11, 11, 6]
+
+
+def test_a_race_the_samples_resolve_ends_at_convergence():
+    # 4% apart with no spread: the medians' errors are nothing, and the gap is called.
+    script = Script(_ms(*[1.0] * 10), _ms(*[1.04] * 10))
+    result = adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE, statistic=MEDIAN)
+    assert (result.winner, script.calls) == (0, [6, 6])
+
+
+@pytest.mark.parametrize("statistic", [None, lambda index: "score"])
+def test_races_of_best_weighted_scores_stay_the_seeds(statistic):
+    # Device times, whose noise only adds: the seed's convergence ends the batch.
+    tie = _ms(1.02, 1.06, 1.03, 1.05, 1.04, 1.06, 1.03, 1.05, 1.04, 1.06)
+    tied = _ms(1.05, 1.03, 1.06, 1.04, 1.05, 1.03, 1.06, 1.04, 1.05, 1.03)
+    script = Script(tie, tied)
+    adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE, statistic=statistic)
+    assert script.calls == [6, 6]
 
 
 def test_the_statistic_is_asked_per_candidate_and_not_of_a_failed_one():
