@@ -46,6 +46,8 @@
 #   bash benchmarks/device_session.sh tiebreak24 # the short calls with the caller timing's tie-break off and on, suite, examples, costs
 #   bash benchmarks/device_session.sh final24 # the session's last tree: suite, examples, family costs, short calls twice
 #   bash benchmarks/device_session.sh race25 # the short calls with open races sampled on and not, suite, examples, costs
+#   bash benchmarks/device_session.sh final25 # races' rounds, then the suite, examples, family costs, the short calls once more
+#   bash benchmarks/device_session.sh races  # the short calls with open races sampled on and not, then the GPU suite
 #   bash benchmarks/device_session.sh shortn2 # the short calls, then RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
 # Logs and results land under $OUT (default ./device-out). The check stage replaces the
@@ -657,10 +659,10 @@ final24)
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-1"
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-2"
   ;;
-race25)
+race25|races|final25)
   # Open races of median scores sampled on (the default) and not (`--no-race`), ROUNDS
   # rounds of a fresh process each (layernorm, every tuning kept), every family once each
-  # way, then the suite, the examples and every family's cost.
+  # way, then the GPU suite; race25 adds the examples and every family's cost.
   for round in $(seq "${ROUNDS:-4}"); do
     for race in off on; do
       flag=""
@@ -669,10 +671,18 @@ race25)
         --family layernorm --caller-only --keep-all $flag
     done
   done
-  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-off" --no-race
-  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-on"
-  tree_checks
-  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-off" --no-race --keep-all
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-on" --keep-all
+  if [ "$1" = race25 ]; then
+    tree_checks
+    step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  elif [ "$1" = final25 ]; then
+    tree_checks
+    step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+    step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-1"
+  else
+    step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
+  fi
   ;;
 shortn2)
   # The short calls (every tuning's samples kept), then an update and RUNS runs of -n 2.

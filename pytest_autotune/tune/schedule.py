@@ -42,7 +42,8 @@ STALLS_TO_CONVERGE = 2
 
 RACE_Z = 2.0
 """How many standard errors of the gap apart two median-scored candidates must be for the
-round robin to stop sampling them (`_open_race`)."""
+round robin to stop sampling them (`_open_race`): noise alone opens a gap of two standard
+errors one way about one time in forty, and `max_samples` bounds what a true tie costs."""
 
 RESOLVE_RACES = True
 """Whether the round robin samples an open race on (`_open_race`; a benchmark turns it off
@@ -346,10 +347,10 @@ def adaptive_round_robin(
             for t in batch.trials
             if t.alive and not t.held and len(t.samples) < config.max_samples
         ]
-        if all(t.converged for t in active):
-            active = _open_race(batch.trials, batch.statistic, config) if RESOLVE_RACES else []
-            if not active:
-                break
+        if all(t.converged for t in active) and not (
+            RESOLVE_RACES and _open_race(batch.trials, batch.statistic, config)
+        ):
+            break
         for trial in active:
             before, dropped_before = trial.best, trial.dropping_first
             batch.take(trial)
@@ -361,39 +362,42 @@ def adaptive_round_robin(
     return batch.finish()
 
 
-def _open_race(
-    trials: Sequence[_Trial], statistic: Statistic | None, config: BenchConfig
-) -> list[_Trial]:
-    """The candidates to sample on once every one has converged: the leader by score and
-    each rival whose gap to it is under `RACE_Z` standard errors of the two medians, where
-    either is scored by its median (`statistic`), those of them under `max_samples`, in
-    batch order; none when no race is open.
+def _open_race(trials: Sequence[_Trial], statistic: Statistic | None, config: BenchConfig) -> bool:
+    """Whether a race the samples have not called yet holds the batch open once every
+    candidate has converged: the leader by score and a rival whose gap to it is under
+    `RACE_Z` standard errors of the two medians, either scored by its median
+    (`statistic`), one of them still under `max_samples`. The rounds go on over every
+    live candidate, as the seed's do until all converge: a slow spell of the host then
+    lands on all of them alike, where rounds of the racing pair alone moved their medians
+    against the others'.
 
     Why: convergence is the seed's, a best sample that stopped improving, which is when a
     best-weighted score stops moving; a median (a host-bound call's caller timing, whose
-    noise runs both ways) moves on until its samples pin it. On the H200 hosts two such
-    candidates 6-8% apart by a long eager loop (a 2048x1024 layernorm's warp_row and
-    block256) stopped at a few samples each and the slower won 2-6 of 100 tunings. A gap
-    the samples resolve stops at once; a tie samples to `max_samples`, and the client's
-    preference (`Preference`) takes it from there. Races of best-weighted scores alone
-    (device times, whose noise only adds) stay the seed's."""
+    noise runs both ways) moves on until its samples pin it. On an H200 host 700 tunings
+    of a 2048x1024 layernorm picked warp_row, 6% slower than block256 by a long eager loop
+    and level with it by five samples' noise, 19 times without this and 3 times with it,
+    at 43 samples a tuning against 28 (0.05-0.075x of do_bench's cost against
+    0.04-0.05x; BENCHMARKS.md, twenty-fifth session). A gap the samples resolve ends the
+    batch at once; a tie samples to `max_samples`, and the client's preference
+    (`Preference`) takes it from there. Races of best-weighted scores alone (device times,
+    whose noise only adds) stay the seed's."""
     if statistic is None:
-        return []
+        return False
     live = [t for t in trials if t.alive and not t.held and t.samples]
     if len(live) < 2:
-        return []
+        return False
     outcomes = {t.index: t.outcome(statistic(t.index)) for t in live}
     lead = min(outcomes.values(), key=lambda o: o.score)
-    racing = {lead.index}
-    for rival in outcomes.values():
+    for trial in live:
+        rival = outcomes[trial.index]
         if rival is lead or "median" not in (lead.statistic, rival.statistic):
+            continue
+        if len(rival.samples) >= config.max_samples and len(lead.samples) >= config.max_samples:
             continue
         noise = math.hypot(lead.stats.median_rse, rival.stats.median_rse)
         if rival.score / lead.score - 1.0 < RACE_Z * noise:
-            racing.add(rival.index)
-    if len(racing) < 2:
-        return []
-    return [t for t in live if t.index in racing and len(t.samples) < config.max_samples]
+            return True
+    return False
 
 
 def _note_progress(

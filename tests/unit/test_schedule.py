@@ -547,13 +547,24 @@ def test_an_open_race_of_medians_is_sampled_until_the_right_candidate_leads(monk
     assert raced.results[0].score < 0.97 * raced.results[1].score
 
 
-def test_a_tie_of_medians_samples_to_max_samples_and_a_far_rival_takes_no_more():
+def test_a_tie_of_medians_samples_every_live_candidate_to_max_samples():
+    # The rounds stay the seed's, over every live candidate, "c" too: a slow spell of the
+    # host then lands on all of them alike.
     tie = _ms(1.02, 1.06, 1.03, 1.05, 1.04, 1.06, 1.03, 1.05, 1.04, 1.06)
     tied = _ms(1.05, 1.03, 1.06, 1.04, 1.05, 1.03, 1.06, 1.04, 1.05, 1.03)
     script = Script(tie, tied, 1.2e-3)
     result = adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE, statistic=MEDIAN)
-    assert [len(result.results[i].samples) for i in range(3)] == [10, 10, 5]
-    assert script.calls == [11, 11, 6]
+    assert [len(result.results[i].samples) for i in range(3)] == [10, 10, 10]
+    assert script.calls == [11, 11, 11]
+
+
+def test_a_held_rival_takes_no_race_samples():
+    # "c", outclassed at 2x and held by the floor of two survivors, stays out of the rounds.
+    tie = _ms(1.02, 1.06, 1.03, 1.05, 1.04, 1.06, 1.03, 1.05, 1.04, 1.06)
+    script = Script(tie, 2.1e-3)
+    config = BenchConfig(max_samples=10)
+    adaptive_round_robin([0, 1], NAMES, script, config, statistic=MEDIAN)
+    assert script.calls[1] == 4
 
 
 def test_a_race_the_samples_resolve_ends_at_convergence():
