@@ -47,6 +47,7 @@
 #   bash benchmarks/device_session.sh final24 # the session's last tree: suite, examples, family costs, short calls twice
 #   bash benchmarks/device_session.sh race25 # the short calls with open races sampled on and not, suite, examples, costs
 #   bash benchmarks/device_session.sh final25 # races' rounds, then the suite, examples, family costs, the short calls once more
+#   bash benchmarks/device_session.sh speedup # the short calls with the tie-break's HOST_SPEEDUP at $SPEEDUPS in turn, then the GPU suite
 #   bash benchmarks/device_session.sh races  # the short calls with open races sampled on and not, then the GPU suite
 #   bash benchmarks/device_session.sh shortn2 # the short calls, then RUNS runs of -n 2 with their records
 #   bash benchmarks/device_session.sh top     # gate reliability for the whole budget, one condition ($CONDITION)
@@ -658,6 +659,21 @@ final24)
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-1"
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-2"
+  ;;
+speedup)
+  # The tie-break's HOST_SPEEDUP at each of SPEEDUPS in turn, ROUNDS rounds of a fresh
+  # process each (layernorm, every tuning kept), every family once each, then the suite.
+  for round in $(seq "${ROUNDS:-5}"); do
+    for speedup in ${SPEEDUPS:-1.25 1.5}; do
+      step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-$speedup-$round" \
+        --family layernorm --caller-only --keep-all --host-speedup "$speedup"
+    done
+  done
+  for speedup in ${SPEEDUPS:-1.25 1.5}; do
+    step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-$speedup" --keep-all \
+      --host-speedup "$speedup"
+  done
+  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
   ;;
 race25|races|final25)
   # Open races of median scores sampled on (the default) and not (`--no-race`), ROUNDS

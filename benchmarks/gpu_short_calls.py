@@ -24,7 +24,8 @@ Tuning cost: the wall time of one tuning against `triton.testing.do_bench` over 
 candidate (what Triton's autotuner does), same process.
 
     PYTHONPATH=. python3 benchmarks/gpu_short_calls.py OUT_DIR [--tunings N]
-        [--statistic score] [--no-tie-break] [--no-race] [--family layernorm] [--caller-only]
+        [--statistic score] [--no-tie-break] [--host-speedup 1.5] [--no-race]
+        [--family layernorm] [--caller-only]
         [--keep-all]
 
 Writes OUT_DIR/short_calls.json and OUT_DIR/short_calls.txt (the printed tables). Exit
@@ -421,6 +422,13 @@ def main(argv: list[str]) -> int:
         " both on one machine",
     )
     parser.add_argument(
+        "--host-speedup",
+        type=float,
+        default=None,
+        help="the caller timing's HOST_SPEEDUP for this run (how much faster a host is taken"
+        " to launch when a tie is broken), to compare two on one machine",
+    )
+    parser.add_argument(
         "--no-race",
         action="store_true",
         help="stop sampling once every candidate has converged, as the seed does, even where"
@@ -451,6 +459,8 @@ def main(argv: list[str]) -> int:
         cuda_timing.EAGER_CALLS = args.eager_calls
     cuda_timing.TIE_BREAK = not args.no_tie_break
     schedule.RESOLVE_RACES = not args.no_race
+    if args.host_speedup is not None:
+        cuda_timing.HOST_SPEEDUP = args.host_speedup
     if args.family is not None and not any(args.family in name for name in FAMILY_NAMES):
         parser.error(f"--family {args.family!r} names none of {', '.join(FAMILY_NAMES)}")
     args.out.mkdir(parents=True, exist_ok=True)

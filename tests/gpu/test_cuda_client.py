@@ -395,7 +395,7 @@ def test_caller_timing_reads_what_a_back_to_back_eager_loop_pays(cp: Any) -> Non
         cp.cuda.Device().synchronize()
         return (time.perf_counter() - started) / loops
 
-    # The H200 hosts have slow spells (every launch loop 1.4-1.6x slower for tens of
+    # The H200 hosts have slow spells (every launch loop 1.4-1.7x slower for tens of
     # milliseconds to seconds): the caller's samples are judged against loops timed just
     # before and just after them, one of which shares their host's speed.
     before = eager_loop()

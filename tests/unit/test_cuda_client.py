@@ -1087,22 +1087,40 @@ def test_a_tie_of_host_bound_candidates_goes_to_one_a_faster_host_would_speed_up
     assert preferred_name(client, fns, scores) == "block1024"
 
 
-def test_at_the_hosts_usual_speed_the_lowest_of_tied_scores_wins(gpu: FakeGpu) -> None:
-    # 10.5 us a launch: block256 (8 us on the device) and warp_row (5.5 us) are both
-    # host-bound on a host HOST_SPEEDUP times faster too, so the tie leaves the scores to
-    # decide: warp_row's smaller device time wins it nothing.
+def test_at_the_hosts_usual_speed_a_tie_goes_to_the_smaller_device_time_under_launches(
+    gpu: FakeGpu,
+) -> None:
+    # 10.5 us a launch: block256 (8 us on the device) and warp_row (5.5 us) tie. On a host
+    # HOST_SPEEDUP (1.5) times faster warp_row launches in 7.1 us, under block256's device
+    # time, so the tie goes to warp_row whichever scored lower: the price of telling a
+    # spell's ties apart (`cuda_timing.HOST_SPEEDUP`).
     clock = HostClock()
     fns = spell_candidates(gpu, clock, 10.5)
     client = CudaClient(cold_l2=False, host_timer=clock)
     for fn in fns.values():
         client.time(fn, (None,))
-    assert preferred_name(client, fns, {"block256": 10.5e-6, "warp_row": 10.6e-6}) == "block256"
+    assert preferred_name(client, fns, {"block256": 10.5e-6, "warp_row": 10.6e-6}) == "warp_row"
     assert preferred_name(client, fns, {"block256": 10.6e-6, "warp_row": 10.5e-6}) == "warp_row"
+    # Past the tie the lowest score wins.
+    assert preferred_name(client, fns, {"block256": 10.5e-6, "warp_row": 10.9e-6}) == "block256"
     # A candidate this client never timed (no device time known): nothing tells the tied
     # apart, and the lowest score wins, whichever it is.
     fns["other"] = spell_candidates(gpu, clock, 15.5)["block256"]
     assert preferred_name(client, fns, {"block1024": 15.3e-6, "other": 15.4e-6}) == "block1024"
     assert preferred_name(client, fns, {"block1024": 15.4e-6, "other": 15.3e-6}) == "other"
+
+
+def test_a_slower_spell_still_tells_the_device_bound_candidate_apart(gpu: FakeGpu) -> None:
+    # A spell of 1.7x: every one-kernel candidate launches in about 18.5 us, block1024
+    # (13.9 us on the device) just ahead. At 1.25 its device time hid under the others'
+    # launches sped up (14.8 us); at HOST_SPEEDUP (1.5) they launch in 12.3 us.
+    clock = HostClock()
+    fns = spell_candidates(gpu, clock, 18.5)
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    for fn in fns.values():
+        client.time(fn, (None,))
+    scores = {"block1024": 18.3e-6, "block256": 18.5e-6}
+    assert preferred_name(client, fns, scores) == "block256"
 
 
 def test_device_timing_and_a_turned_off_tie_break_take_the_lowest_score(

@@ -1,0 +1,103 @@
+"""Re-judge the tie-break of the layernorm tunings kept by `gpu_short_calls.py --keep-all`
+at other values of `cuda_timing.HOST_SPEEDUP` (issue 14).
+
+The tie-break runs once a batch is over, on the candidates' final scores: what it picks
+from the same samples at another speed-up is what the tuner would have picked (the
+sampling does not depend on it). Each kept tuning's scores are rebuilt from its samples
+(`AutotuneOutcome`, by the statistic it was scored with), each candidate's device and
+enqueue time are the run's latest (`call_costs`), and the product's own
+`CallerTiming.preferred` picks the winner; a pick agrees when it is within 5% of the
+fastest by the run's paired eager truth (`gpu_short_calls.medians`). The one-kernel
+candidates only: two_launches and the CuPy expression were cut early in every tuning.
+
+    python benchmarks/rejudge_tie_break.py RUN/short_calls.json [...] [--speedups 1.25 1.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.gpu_short_calls import AGREE
+from benchmarks.gpu_short_calls import medians as paired
+from pytest_autotune.backends import cuda_timing
+from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome
+
+FAMILY = "layernorm 2048x1024"
+LEFT_OUT = ("two_launches", "cupy_expression")
+NEVER_FASTER = ("block1024", "warp_row")
+
+
+def _candidate(name: str) -> Any:
+    """A function standing for candidate `name` (the timing remembers costs by function)."""
+
+    def call() -> None:
+        """Never called."""
+
+    call.__name__ = name
+    return call
+
+
+def rejudge(path: Path, speedup: float) -> tuple[int, int, dict[str, int]]:
+    """(agreeing, tunings, picks of each never-faster candidate) at `speedup`."""
+    family = json.loads(path.read_text())[FAMILY]
+    truth = paired(family["eager_rounds_s"])
+    fastest = min(truth.values())
+    timing = cuda_timing.CallerTiming("caller", time.perf_counter_ns)
+    fns = {}
+    for name, cost in family["caller"]["call_costs"].items():
+        fns[name] = _candidate(name)
+        timing.score(fns[name], cost["device_s"], cost["enqueue_s"], caller=True)
+    saved, cuda_timing.HOST_SPEEDUP = cuda_timing.HOST_SPEEDUP, speedup
+    try:
+        agree, picks = 0, dict.fromkeys(NEVER_FASTER, 0)
+        tunings = family["caller"]["disagreeing"]  # every tuning, with --keep-all
+        for tuning in tunings:
+            scored = [
+                (fns[name], _score(name, result))
+                for name, result in tuning["results"].items()
+                if "samples_us" in result and name not in LEFT_OUT
+            ]
+            winner = scored[timing.preferred(scored)][0].__name__
+            agree += truth[winner] <= AGREE * fastest
+            if winner in picks:
+                picks[winner] += 1
+    finally:
+        cuda_timing.HOST_SPEEDUP = saved
+    return agree, len(tunings), picks
+
+
+def _score(name: str, result: dict[str, Any]) -> float:
+    outcome = AutotuneOutcome(
+        name,
+        0,
+        tuple(s * 1e-6 for s in result["samples_us"]),
+        dropped_first=result["dropped_first"],
+        statistic=result["statistic"],
+    )
+    return outcome.score / NS_PER_S
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--speedups", nargs="+", type=float, default=[1.0, 1.25, 1.5, 2.0])
+    args = parser.parse_args(argv)
+    for speedup in args.speedups:
+        agree = total = 0
+        picks = dict.fromkeys(NEVER_FASTER, 0)
+        for run in args.runs:
+            a, n, p = rejudge(run, speedup)
+            agree, total = agree + a, total + n
+            picks = {name: picks[name] + p[name] for name in picks}
+        said = ", ".join(f"{name} {count}" for name, count in picks.items())
+        print(f"HOST_SPEEDUP {speedup:g}: {agree}/{total} agree; picks of {said}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
