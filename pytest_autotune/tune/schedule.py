@@ -373,11 +373,11 @@ def _open_race(trials: Sequence[_Trial], statistic: Statistic | None, config: Be
 
     Why: convergence is the seed's, a best sample that stopped improving, which is when a
     best-weighted score stops moving; a median (a host-bound call's caller timing, whose
-    noise runs both ways) moves on until its samples pin it. On an H200 host 700 tunings
-    of a 2048x1024 layernorm picked warp_row, 6% slower than block256 by a long eager loop
-    and level with it by five samples' noise, 19 times without this and 3 times with it,
-    at 43 samples a tuning against 28 (0.05-0.075x of do_bench's cost against
-    0.04-0.05x; BENCHMARKS.md, twenty-fifth session). A gap the samples resolve ends the
+    noise runs both ways) moves on until its samples pin it. On two H200 hosts 1,300
+    tunings of a 2048x1024 layernorm picked warp_row, 6% slower than block256 by a long
+    eager loop and level with it by five samples' noise, 30 times without this and 6
+    times with it, at 43 samples a tuning against 28 (0.045-0.075x of do_bench's cost
+    against 0.03-0.05x; BENCHMARKS.md, twenty-fifth session). A gap the samples resolve ends the
     batch at once; a tie samples to `max_samples`, and the client's preference
     (`Preference`) takes it from there. Races of best-weighted scores alone (device times,
     whose noise only adds) stay the seed's."""
