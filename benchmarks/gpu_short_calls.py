@@ -552,6 +552,8 @@ def main(argv: list[str]) -> int:
                  "met" if met else "MISSED"]
             )  # fmt: skip
         entry["tie_break"] = cuda_timing.TIE_BREAK
+        entry["host_speedup"] = cuda_timing.HOST_SPEEDUP
+        entry["race"] = schedule.RESOLVE_RACES
         report[family.name] = entry
         start = len(lines)
         lines.append(f"== {family.name}")
