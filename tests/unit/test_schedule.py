@@ -558,13 +558,15 @@ def test_a_tie_of_medians_samples_every_live_candidate_to_max_samples():
     assert script.calls == [11, 11, 11]
 
 
-def test_a_held_rival_takes_no_race_samples():
-    # "c", outclassed at 2x and held by the floor of two survivors, stays out of the rounds.
-    tie = _ms(1.02, 1.06, 1.03, 1.05, 1.04, 1.06, 1.03, 1.05, 1.04, 1.06)
-    script = Script(tie, 2.1e-3)
-    config = BenchConfig(max_samples=10)
-    adaptive_round_robin([0, 1], NAMES, script, config, statistic=MEDIAN)
-    assert script.calls[1] == 4
+def test_a_held_rival_opens_no_race():
+    # "b" is held (its best over 1.5 x a's), though its median is below a's noisy one: a
+    # held candidate takes no more samples, and no race of its holds the batch open either.
+    a = _ms(1.0, 2.6, 1.02, 2.5, 1.01, 2.7, 1.03, 2.4, 1.0, 2.6)
+    script = Script(a, 1.6e-3)
+    ctx = AutotuneLogContext()
+    adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE, statistic=MEDIAN, ctx=ctx)
+    assert [type(e).__name__ for e in ctx.events] == ["Held", "Converged"]
+    assert script.calls == [6, 4]
 
 
 def test_a_race_the_samples_resolve_ends_at_convergence():
