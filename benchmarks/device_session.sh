@@ -678,7 +678,8 @@ speedup)
 race25|races|final25)
   # Open races of median scores sampled on (the default) and not (`--no-race`), ROUNDS
   # rounds of a fresh process each (layernorm, every tuning kept), every family once each
-  # way, then the GPU suite; race25 adds the examples and every family's cost.
+  # way, then the GPU suite; race25 adds the examples and every family's cost, final25
+  # those and one more short-calls run with the product's defaults.
   for round in $(seq "${ROUNDS:-4}"); do
     for race in off on; do
       flag=""

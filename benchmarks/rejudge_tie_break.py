@@ -16,42 +16,26 @@ candidates only: two_launches and the CuPy expression were cut early in every tu
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks.gpu_short_calls import AGREE
 from benchmarks.gpu_short_calls import medians as paired
+from benchmarks.kept_tunings import caller_timing, layernorm_run
 from pytest_autotune.backends import cuda_timing
 from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome
 
-FAMILY = "layernorm 2048x1024"
 LEFT_OUT = ("two_launches", "cupy_expression")
 NEVER_FASTER = ("block1024", "warp_row")
 
 
-def _candidate(name: str) -> Any:
-    """A function standing for candidate `name` (the timing remembers costs by function)."""
-
-    def call() -> None:
-        """Never called."""
-
-    call.__name__ = name
-    return call
-
-
 def rejudge(path: Path, speedup: float) -> tuple[int, int, dict[str, int]]:
     """(agreeing, tunings, picks of each never-faster candidate) at `speedup`."""
-    family = json.loads(path.read_text())[FAMILY]
+    family = layernorm_run(path)
     truth = paired(family["eager_rounds_s"])
     fastest = min(truth.values())
-    timing = cuda_timing.CallerTiming("caller", time.perf_counter_ns)
-    fns = {}
-    for name, cost in family["caller"]["call_costs"].items():
-        fns[name] = _candidate(name)
-        timing.score(fns[name], cost["device_s"], cost["enqueue_s"], caller=True)
+    timing, fns = caller_timing(family["caller"]["call_costs"])
     saved, cuda_timing.HOST_SPEEDUP = cuda_timing.HOST_SPEEDUP, speedup
     try:
         agree, picks = 0, dict.fromkeys(NEVER_FASTER, 0)

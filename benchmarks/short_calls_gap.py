@@ -13,20 +13,18 @@ truth's run after run; noise as a spread around it.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
 
 from benchmarks.gpu_short_calls import medians as paired
+from benchmarks.kept_tunings import layernorm_run
 from pytest_autotune.tune.benchmark import AutotuneOutcome
-
-FAMILY = "layernorm 2048x1024"
 
 
 def gaps(path: Path, slower: str, faster: str) -> tuple[list[float], float]:
     """Each tuning's score ratio `slower` / `faster` (both median-scored), and the truth's."""
-    family = json.loads(path.read_text())[FAMILY]
+    family = layernorm_run(path)
     truth = paired(family["eager_rounds_s"])
     ratios = []
     for tuning in family["caller"]["disagreeing"]:  # every tuning, with --keep-all

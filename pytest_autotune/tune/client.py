@@ -49,7 +49,8 @@ class Client(Protocol):
     # sample: one call, not two); and `hopeless_factor: float | None`, the margin of the
     # hopeless cut for such calls, where the config sets none (`schedule.LongCalls`).
     # `sample_statistic(fn) -> str`, the rule that scores `fn`'s samples once a batch is
-    # over: "median" where their noise runs both ways (a host loop's time), else "score"
+    # over (and after each round once all have converged: `schedule._open_race`): "median"
+    # where their noise runs both ways (a host loop's time), else "score"
     # (`benchmark.STATISTICS`); without it, every candidate gets the seed's score.
     # `preferred(scored) -> int`, given each live candidate's function and score in seconds
     # once a batch is over, the position of the one that wins it (`tuner._preference_for`:

@@ -30,7 +30,8 @@ Sampler = Callable[[int], float]
 
 Statistic = Callable[[int], str]
 """`statistic(index) -> name`: the rule (`benchmark.STATISTICS`) that scores candidate
-`index`'s samples, asked once its batch is over; without one, the seed's `score`."""
+`index`'s samples, asked once its batch is over, and after each round once every candidate
+has converged (`_open_race`); without one, the seed's `score`."""
 
 Preference = Callable[[dict[int, float]], int]
 """`prefer(scores) -> index`: which of the live candidates (their scores by index) wins
@@ -42,8 +43,11 @@ STALLS_TO_CONVERGE = 2
 
 RACE_Z = 2.0
 """How many standard errors of the gap apart two median-scored candidates must be for the
-round robin to stop sampling them (`_open_race`): noise alone opens a gap of two standard
-errors one way about one time in forty, and `max_samples` bounds what a true tie costs."""
+round robin to stop sampling them (`_open_race`). Two is one look's one-in-forty; the race
+looks after every round, with errors estimated from 4-9 samples, so it calls a true tie
+sooner than that (in about one tuning of six before `max_samples`, simulated on normal
+noise), which the client's preference then takes (`Preference`); `max_samples` bounds
+what a tie costs."""
 
 RESOLVE_RACES = True
 """Whether the round robin samples an open race on (`_open_race`; a benchmark turns it off
@@ -323,7 +327,7 @@ def adaptive_round_robin(
     each (`Statistic`), or the one the client prefers among them (`Preference`);
     convergence, elimination and the cuts go by the best sample, which decides how long to
     sample, not which candidate wins. Once all have converged, a race that median scores
-    have not called yet is sampled on, up to `max_samples` (`_open_race`).
+    have not called yet keeps the rounds going, up to `max_samples` (`_open_race`).
     """
     batch = _Batch(
         indices, names, sample, time_limit, short_circuit_samples, ctx, True, statistic, prefer
@@ -347,8 +351,9 @@ def adaptive_round_robin(
             for t in batch.trials
             if t.alive and not t.held and len(t.samples) < config.max_samples
         ]
-        if all(t.converged for t in active) and not (
-            RESOLVE_RACES and _open_race(batch.trials, batch.statistic, config)
+        if not active or (
+            all(t.converged for t in active)
+            and not (RESOLVE_RACES and _open_race(batch.trials, batch.statistic, config))
         ):
             break
         for trial in active:
@@ -364,12 +369,13 @@ def adaptive_round_robin(
 
 def _open_race(trials: Sequence[_Trial], statistic: Statistic | None, config: BenchConfig) -> bool:
     """Whether a race the samples have not called yet holds the batch open once every
-    candidate has converged: the leader by score and a rival whose gap to it is under
-    `RACE_Z` standard errors of the two medians, either scored by its median
-    (`statistic`), one of them still under `max_samples`. The rounds go on over every
-    live candidate, as the seed's do until all converge: a slow spell of the host then
-    lands on all of them alike, where rounds of the racing pair alone moved their medians
-    against the others'.
+    candidate has converged: the leader by score (the winner `finish` would pick before a
+    preference; a held candidate too) and a rival whose gap to it is under `RACE_Z`
+    standard errors of the two medians, either of them scored by its median
+    (`statistic`), one of them still sampled (not held, under `max_samples`). The rounds
+    go on over every candidate still sampled, as the seed's do until all converge: a slow
+    spell of the host then lands on all of them alike, where rounds of the racing pair
+    alone moved their medians against the others'.
 
     Why: convergence is the seed's, a best sample that stopped improving, which is when a
     best-weighted score stops moving; a median (a host-bound call's caller timing, whose
@@ -377,22 +383,32 @@ def _open_race(trials: Sequence[_Trial], statistic: Statistic | None, config: Be
     tunings of a 2048x1024 layernorm picked warp_row, 6% slower than block256 by a long
     eager loop and level with it by five samples' noise, 30 times without this and 6
     times with it, at 43 samples a tuning against 28 (0.045-0.075x of do_bench's cost
-    against 0.03-0.05x; BENCHMARKS.md, twenty-fifth session). A gap the samples resolve ends the
-    batch at once; a tie samples to `max_samples`, and the client's preference
+    against 0.03-0.05x; BENCHMARKS.md, twenty-fifth session). A gap the samples resolve
+    ends the batch at once; a tie samples to `max_samples`, and the client's preference
     (`Preference`) takes it from there. Races of best-weighted scores alone (device times,
-    whose noise only adds) stay the seed's."""
+    whose noise only adds) stay the seed's.
+
+    The errors are the standard deviation's (`benchmark.median_rse` below ten samples), so
+    one stalled sample keeps a race open to `max_samples`: replayed over the same 1,300
+    tunings, errors from the median absolute deviation instead saved 3% of the samples and
+    agreed with the eager truth in 1,286 against 1,289 (`benchmarks/replay_races.py`)."""
     if statistic is None:
         return False
-    live = [t for t in trials if t.alive and not t.held and t.samples]
+    live = [t for t in trials if t.alive and t.samples]
     if len(live) < 2:
         return False
+
+    def sampled(trial: _Trial) -> bool:
+        return not trial.held and len(trial.samples) < config.max_samples
+
     outcomes = {t.index: t.outcome(statistic(t.index)) for t in live}
-    lead = min(outcomes.values(), key=lambda o: o.score)
+    leader = min(live, key=lambda t: outcomes[t.index].score)
+    lead = outcomes[leader.index]
     for trial in live:
         rival = outcomes[trial.index]
-        if rival is lead or "median" not in (lead.statistic, rival.statistic):
+        if trial is leader or "median" not in (lead.statistic, rival.statistic):
             continue
-        if len(rival.samples) >= config.max_samples and len(lead.samples) >= config.max_samples:
+        if not (sampled(leader) or sampled(trial)):
             continue
         noise = math.hypot(lead.stats.median_rse, rival.stats.median_rse)
         if rival.score / lead.score - 1.0 < RACE_Z * noise:

@@ -528,7 +528,9 @@ def _ms(*values):
     return [2e-3] + [v * 1e-3 for v in values]
 
 
-MEDIAN = lambda index: "median"  # noqa: E731 - every candidate scored by its median
+def MEDIAN(index):
+    """Every candidate scored by its median."""
+    return "median"
 
 
 def test_an_open_race_of_medians_is_sampled_until_the_right_candidate_leads(monkeypatch):
@@ -558,20 +560,48 @@ def test_a_tie_of_medians_samples_every_live_candidate_to_max_samples():
     assert script.calls == [11, 11, 11]
 
 
-def test_a_held_rival_opens_no_race():
-    # "b" is held (its best over 1.5 x a's), though its median is below a's noisy one: a
-    # held candidate takes no more samples, and no race of its holds the batch open either.
+def test_a_held_leader_races_its_rival_without_another_sample_of_its_own(monkeypatch):
+    # "b" is held (its best over 1.5 x a's) and leads by its median all the same (1.6 ms
+    # against a's noisy 2.5): the race samples "a" on, "b" takes no more samples.
     a = _ms(1.0, 2.6, 1.02, 2.5, 1.01, 2.7, 1.03, 2.4, 1.0, 2.6)
-    script = Script(a, 1.6e-3)
+    monkeypatch.setattr(schedule, "RESOLVE_RACES", False)
+    seed = Script(a, 1.6e-3)
+    adaptive_round_robin([0, 1], NAMES, seed, ADAPTIVE, statistic=MEDIAN)
+    monkeypatch.setattr(schedule, "RESOLVE_RACES", True)
+    raced = Script(a, 1.6e-3)
     ctx = AutotuneLogContext()
-    adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE, statistic=MEDIAN, ctx=ctx)
+    result = adaptive_round_robin([0, 1], NAMES, raced, ADAPTIVE, statistic=MEDIAN, ctx=ctx)
     assert [type(e).__name__ for e in ctx.events] == ["Held", "Converged"]
-    assert script.calls == [6, 4]
+    assert raced.calls[0] > seed.calls[0] == 6
+    assert raced.calls[1] == seed.calls[1] == 4
+    assert result.winner == 1
+
+
+def test_a_held_leader_and_a_rival_at_max_samples_end_the_batch():
+    # "a" spread over 1.0-2.2 ms to the end, its median never clear of held b's 1.6: it
+    # samples to max_samples and the batch ends there, the race still open and nobody
+    # left to sample (b held after four samples).
+    script = Script(_ms(*[1.0, 1.7, 2.2] * 4), 1.6e-3)
+    adaptive_round_robin([0, 1], NAMES, script, BenchConfig(max_samples=10), statistic=MEDIAN)
+    assert script.calls == [11, 5]
+
+
+def test_a_race_of_a_median_and_a_device_time_is_sampled_on():
+    # "b" is scored by the seed's score (device times), "a" by its median, 0.5% apart
+    # within a's noise: one median in the pair is enough to hold the batch open.
+    tie = _ms(1.02, 1.06, 1.03, 1.05, 1.04, 1.06, 1.03, 1.05, 1.04, 1.06)
+    script = Script(tie, 1.04e-3)
+    adaptive_round_robin(
+        [0, 1], NAMES, script, ADAPTIVE, statistic=lambda i: "median" if i == 0 else "score"
+    )
+    assert script.calls == [11, 11]
 
 
 def test_a_race_the_samples_resolve_ends_at_convergence():
-    # 4% apart with no spread: the medians' errors are nothing, and the gap is called.
-    script = Script(_ms(*[1.0] * 10), _ms(*[1.04] * 10))
+    # 5% apart, each median's error under 1%: a gap of over RACE_Z (2) errors is called.
+    fast = _ms(1.0, 1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0)
+    slow = _ms(1.05, 1.05, 1.07, 1.03, 1.06, 1.04, 1.05, 1.07, 1.03, 1.05)
+    script = Script(fast, slow)
     result = adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE, statistic=MEDIAN)
     assert (result.winner, script.calls) == (0, [6, 6])
 
