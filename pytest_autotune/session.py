@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from filelock import FileLock, Timeout
 
@@ -676,11 +676,11 @@ def _declined(decision: TuneDecision) -> dict[str, str]:
     return {
         result.name or "": result.message
         for result in decision.results.values()
-        if _declines(result) and isinstance(result, AutotuneError)
+        if _declines(result)
     }
 
 
-def _declines(result: object) -> bool:
+def _declines(result: object) -> TypeGuard[AutotuneError]:
     """Whether a candidate's result is its own refusal of the key (`AutotuneSkip`), not a
     skip for having never run."""
     return (

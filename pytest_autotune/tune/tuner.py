@@ -17,7 +17,13 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult, result_to_json
+from pytest_autotune.tune.benchmark import (
+    NS_PER_S,
+    STATISTICS,
+    AutotuneOutcome,
+    AutotuneResult,
+    result_to_json,
+)
 from pytest_autotune.tune.bounds import Bounds
 from pytest_autotune.tune.cache import (
     CacheFileError,
@@ -638,7 +644,19 @@ def _statistic_for(client: Client, tunables: TunableSet) -> Statistic | None:
     rule = getattr(client, "sample_statistic", None)
     if rule is None:
         return None
-    return lambda index: str(rule(tunables.fns[index]))
+
+    def statistic(index: int) -> str:
+        name = rule(tunables.fns[index])
+        # Said here, by the client's name: the outcome that would refuse it later says
+        # only "statistic is ...", from deep inside the round robin.
+        if name not in STATISTICS:
+            raise ValueError(
+                f"{type(client).__name__}.sample_statistic returned {name!r}: expected one"
+                f" of {', '.join(STATISTICS)}"
+            )
+        return str(name)
+
+    return statistic
 
 
 def _preference_for(client: Client, tunables: TunableSet) -> Preference | None:
@@ -653,7 +671,7 @@ def _preference_for(client: Client, tunables: TunableSet) -> Preference | None:
     def prefer(scores: dict[int, float]) -> int:
         order = list(scores)
         # Scores are in nanoseconds (`benchmark.score`); a client's own figures in seconds.
-        chosen = rule([(tunables.fns[i], scores[i] / 1e9) for i in order])
+        chosen = rule([(tunables.fns[i], scores[i] / NS_PER_S) for i in order])
         try:
             position = operator.index(chosen)
         except TypeError:

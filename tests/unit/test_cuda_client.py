@@ -1063,6 +1063,17 @@ def spell_candidates(gpu: FakeGpu, clock: HostClock, launch_us: float) -> dict[s
     }
 
 
+def timed_spell(gpu: FakeGpu, launch_us: float) -> tuple[CudaClient, dict[str, Any]]:
+    """A caller-timed client that has timed each of `spell_candidates(gpu, ..., launch_us)`
+    once (so it knows their device times), and the candidates."""
+    clock = HostClock()
+    fns = spell_candidates(gpu, clock, launch_us)
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    for fn in fns.values():
+        client.time(fn, (None,))
+    return client, fns
+
+
 def preferred_name(client: CudaClient, fns: dict[str, Any], scores: dict[str, float]) -> str:
     names = list(scores)
     return names[client.preferred([(fns[n], scores[n]) for n in names])]
@@ -1074,11 +1085,7 @@ def test_a_tie_of_host_bound_candidates_goes_to_one_a_faster_host_would_speed_up
     # In a slow spell block1024 (13.9 us of device time) scores level with block256 (8 us
     # on the device, 15.5 us to launch): block256 is no slower now and faster once the
     # host launches faster, so it wins the tie; warp_row, 6% behind, is no tie.
-    clock = HostClock()
-    fns = spell_candidates(gpu, clock, 15.5)
-    client = CudaClient(cold_l2=False, host_timer=clock)
-    for fn in fns.values():
-        client.time(fn, (None,))
+    client, fns = timed_spell(gpu, 15.5)
     scores = {"block1024": 15.3e-6, "block256": 15.5e-6, "warp_row": 16.4e-6}
     assert preferred_name(client, fns, scores) == "block256"
     # On a host HOST_SPEEDUP times faster block1024 (13.9 us) would be device-bound.
@@ -1094,18 +1101,14 @@ def test_at_the_hosts_usual_speed_a_tie_goes_to_the_smaller_device_time_under_la
     # HOST_SPEEDUP (1.5) times faster warp_row launches in 7.1 us, under block256's device
     # time, so the tie goes to warp_row whichever scored lower: the price of telling a
     # spell's ties apart (`cuda_timing.HOST_SPEEDUP`).
-    clock = HostClock()
-    fns = spell_candidates(gpu, clock, 10.5)
-    client = CudaClient(cold_l2=False, host_timer=clock)
-    for fn in fns.values():
-        client.time(fn, (None,))
+    client, fns = timed_spell(gpu, 10.5)
     assert preferred_name(client, fns, {"block256": 10.5e-6, "warp_row": 10.6e-6}) == "warp_row"
     assert preferred_name(client, fns, {"block256": 10.6e-6, "warp_row": 10.5e-6}) == "warp_row"
     # Past the tie the lowest score wins.
     assert preferred_name(client, fns, {"block256": 10.5e-6, "warp_row": 10.9e-6}) == "block256"
     # A candidate this client never timed (no device time known): nothing tells the tied
     # apart, and the lowest score wins, whichever it is.
-    fns["other"] = spell_candidates(gpu, clock, 15.5)["block256"]
+    fns["other"] = spell_candidates(gpu, HostClock(), 15.5)["block256"]
     assert preferred_name(client, fns, {"block1024": 15.3e-6, "other": 15.4e-6}) == "block1024"
     assert preferred_name(client, fns, {"block1024": 15.4e-6, "other": 15.3e-6}) == "other"
 
@@ -1114,11 +1117,7 @@ def test_a_slower_spell_still_tells_the_device_bound_candidate_apart(gpu: FakeGp
     # A spell of 1.7x: every one-kernel candidate launches in about 18.5 us, block1024
     # (13.9 us on the device) just ahead. At 1.25 its device time hid under the others'
     # launches sped up (14.8 us); at HOST_SPEEDUP (1.5) they launch in 12.3 us.
-    clock = HostClock()
-    fns = spell_candidates(gpu, clock, 18.5)
-    client = CudaClient(cold_l2=False, host_timer=clock)
-    for fn in fns.values():
-        client.time(fn, (None,))
+    client, fns = timed_spell(gpu, 18.5)
     scores = {"block1024": 18.3e-6, "block256": 18.5e-6}
     assert preferred_name(client, fns, scores) == "block256"
 

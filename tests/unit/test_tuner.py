@@ -851,6 +851,18 @@ def test_a_client_that_names_a_candidates_statistic_has_it_scored_so_and_kept_in
     assert [r.statistic for r in value.results] == ["median", "score"]
 
 
+def test_a_client_naming_a_statistic_there_is_not_is_told_so_by_its_name(client):
+    tunables = TunableSet.of(
+        by_size,
+        {"a": candidate(client.clock, 1e-3, "a", 0), "b": candidate(client.clock, 2e-3, "b", 0)},
+    )
+    client.sample_statistic = lambda fn: "mean"
+    with pytest.raises(
+        ValueError, match=r"FakeClient.sample_statistic returned 'mean': expected one of score,"
+    ):
+        Tuner("t", client.device_id).tune(1, tunables, ([1],), client)
+
+
 def test_a_client_that_prefers_a_live_candidate_has_it_win_given_each_ones_score_in_seconds(
     client,
 ):
