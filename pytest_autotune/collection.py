@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import os
 import platform
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from pytest_autotune.marker_options import option_error
-from pytest_autotune.plugin_settings import shown_from
+from pytest_autotune.plugin_settings import is_builtin_device, shown_from
 
 FUNCTIONS = pytest.StashKey[dict[str, "FunctionSpec"]]()
 ITEM = pytest.StashKey["ItemSpec"]()
@@ -136,6 +137,22 @@ class UnrequestedParameters:
             unrequested[function_nodeid(metafunc.definition)] = tuple(found)
 
 
+def _unprovided_device(config: pytest.Config, device: Any) -> str | None:
+    """Why no client can serve the marker's `device`, where none can: a name that is not
+    built in, with no `pytest_autotune_client` hook registered. Said in plain pytest too,
+    as the marker's other bad values are: a typo (`device="gpu"`) otherwise passed every
+    plain run and failed only the tuning job. Where a hook is registered, only calling it
+    tells, and plain pytest does not make a client (a hook may need its device present)."""
+    if not isinstance(device, str) or is_builtin_device(device):
+        return None
+    if config.pluginmanager.hook.pytest_autotune_client.get_hookimpls():
+        return None
+    return (
+        f"device {device!r}: no pytest_autotune_client hook provides it, and it is not"
+        " auto, cpu, cuda or cuda:N"
+    )
+
+
 def _argnames(names: Any) -> list[str]:
     return [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
 
@@ -148,6 +165,8 @@ class ItemSpec:
     candidate: str
     group: str
     group_key: str
+    positional: tuple[str, ...] = ()
+    """The parameters that `group_key` numbers by place (`positional_parameters`)."""
 
 
 def marker_options(definition: Any) -> tuple[dict[str, Any], str | None]:
@@ -254,6 +273,7 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     error = error or _empty_name_error(pairs) or duplicate_error(pairs)
     error = _parametrize(metafunc, pairs, candidates, parametrized) or error
     error = error or option_error(options) or groups_error(options.get("groups"), pairs)
+    error = error or _unprovided_device(metafunc.config, options.get("device"))
     if inspect.iscoroutinefunction(metafunc.function):
         error = (
             "an autotune test cannot be `async def`: the body is called as the timed call"
@@ -438,11 +458,9 @@ def _parametrized(
     return None
 
 
-def item_group(
-    functions: Mapping[str, FunctionSpec], item: pytest.Item
-) -> tuple[FunctionSpec, str, str, str] | None:
+def item_group(functions: Mapping[str, FunctionSpec], item: pytest.Item) -> ItemSpec | None:
     """The marked function of an item, its candidate's name, its group and the group's key
-    (its id without the candidate); None for an item of no marked function."""
+    (its id without the candidate, `_by_value`); None for an item of no marked function."""
     function = functions.get(item_function_nodeid(item))
     callspec = getattr(item, "callspec", None)
     if function is None or callspec is None:
@@ -450,7 +468,8 @@ def item_group(
     name, component = candidate_of(function.candidates, callspec.params["candidate"], callspec.id)
     group_key = _without_unrequested(item, without_component(callspec.id, component))
     group = f"{function.nodeid}[{group_key}]" if group_key else function.nodeid
-    return function, name, group, _by_value(callspec, group_key)
+    key = _by_value(callspec, group_key)
+    return ItemSpec(function, name, group, key, tuple(positional_parameters(callspec, key)))
 
 
 def _by_value(callspec: Any, key: str) -> str:
@@ -459,15 +478,38 @@ def _by_value(callspec: Any, key: str) -> str:
     where that is plain (`(1000,)`). A key by position compared another value's baseline
     once the values were reordered or one was inserted before it: a 1,000-element sum
     against the 400,000-element one's baseline read +3586%, a REGRESSION of unchanged
-    code. The group's name keeps pytest's id, as its node ids do."""
-    for name, index in callspec.indices.items():
-        component = f"{name}{index}"
-        if name == "candidate" or not has_component(key, component):
+    code. The group's name keeps pytest's id, as its node ids do.
+
+    The numbered id is found in the key by its form, the parameter's name and digits, not
+    by `callspec.indices`: pytest 8 and later renumber a direct parameter's index as the
+    test's place among all its calls (`Metafunc._recompute_direct_params_indices`), which
+    is the value's place in its list only where the test has one parametrization."""
+    for name in callspec.params:
+        if name == "candidate":
             continue
-        text = plain_text(callspec.params.get(name))
-        if text is not None:
+        component = _numbered_component(key, name)
+        text = plain_text(callspec.params[name]) if component is not None else None
+        if component is not None and text is not None:
             key = _replaced_component(key, component, text)
     return key
+
+
+def positional_parameters(callspec: Any, key: str) -> list[str]:
+    """The parameters whose part of a group's key (`_by_value`'s) still numbers their value
+    by its place in its list: a value with no plain text (an array, an object), whose
+    baseline a reordered or inserted value would take over."""
+    return [
+        name
+        for name in callspec.params
+        if name != "candidate" and _numbered_component(key, name) is not None
+    ]
+
+
+def _numbered_component(key: str, name: str) -> str | None:
+    """The id pytest gives a value of parameter `name` that it cannot write (`name` and
+    the value's place, `shape1`), where `key` holds exactly one."""
+    found = set(re.findall(rf"(?<=-){re.escape(name)}\d+(?=-)", f"-{key}-"))
+    return found.pop() if len(found) == 1 else None
 
 
 _MAX_VALUE_TEXT = 60

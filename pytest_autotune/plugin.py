@@ -481,14 +481,13 @@ def pytest_collection_modifyitems(
             and item.get_closest_marker("autotune") is None
         ):
             item.add_marker(pytest.mark.autotune)
-        found = item_group(functions, item)
-        if found is None:
+        spec = item_group(functions, item)
+        if spec is None:
             continue
-        function, name, group, group_key = found
-        item.stash[ITEM] = ItemSpec(function, name, group, group_key)
-        config.stash.setdefault(GROUP_ITEMS, {}).setdefault(group, []).append(item)
+        item.stash[ITEM] = spec
+        config.stash.setdefault(GROUP_ITEMS, {}).setdefault(spec.group, []).append(item)
         if xdist:  # one group on one worker (see pytest_autotune.xdist)
-            item.add_marker(pytest.mark.xdist_group(name=xdist_group_name(group)))
+            item.add_marker(pytest.mark.xdist_group(name=xdist_group_name(spec.group)))
     state = config.stash[SESSION]
     if state.settings.tune:  # an update's stale entries, a gate's moved baselines (`stale`)
         state.output.collected = _collected(config, config.stash.get(COLLECTED, items))
@@ -534,10 +533,10 @@ def _collected(config: pytest.Config, items: list[pytest.Item]) -> Collected:
     chosen = config.getoption("lf", False) or any("[" in str(arg) for arg in config.args)
     groups: dict[str, frozenset[str]] = {}
     functions = config.stash.get(FUNCTIONS, {})
-    for found in () if chosen else (item_group(functions, item) for item in items):
-        if found is not None:
-            test, group = found[0].nodeid, found[2]
-            groups[test] = groups.get(test, frozenset()) | {group}
+    for spec in () if chosen else (item_group(functions, item) for item in items):
+        if spec is not None:
+            test = spec.function.nodeid
+            groups[test] = groups.get(test, frozenset()) | {spec.group}
     return Collected(defined, groups, rooted)
 
 
@@ -957,6 +956,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     try:
         with limit.armed(), session.level_scope(options):
             if session.settings.tune:
+                _note_positional_key(session, spec)
                 request = GroupRequest(
                     group=spec.group,
                     tuner_name=spec.function.nodeid,
@@ -1104,6 +1104,27 @@ class Named:
 
     def names(self) -> list[str]:
         return sorted({*self.arguments, *self.closure})
+
+
+def _note_positional_key(session: AutotuneSession, spec: ItemSpec) -> None:
+    """Say once per test where its groups' keys number a parameter's values by their place
+    in its list (`ItemSpec.positional`): what the value's text would have kept apart, a
+    reordered or inserted value mixes up, each group then judged against another's
+    baseline (an array keyed `x0` read +1863%, a REGRESSION of unchanged code, once the
+    two arrays of its list were swapped)."""
+    if not spec.positional or spec.function.options.get("key") is not None:
+        return
+    first = spec.positional[0]
+    # One line for every group and worker alike (the workers' lines are merged as equal).
+    line = (
+        f"warning: {spec.function.nodeid}: its groups' keys number the values of"
+        f" {', '.join(spec.positional)} by their place in the list ({first}0, {first}1, ...):"
+        " such a value (an array, an object) has no plain text to key by, so reordering the"
+        " values, or inserting one before others, would judge a group against another's"
+        " baseline; give the parameter ids= or the marker a key="
+    )
+    if line not in session.output.notes:
+        session.note(line)
 
 
 def _group_key(spec: ItemSpec, arguments: Named) -> Any:

@@ -234,3 +234,133 @@ def test_a_key_of_tuple_parameters_is_their_values_so_reordering_them_keeps_each
         ],
         consecutive=False,
     )
+
+
+STACKED = """
+import pytest
+from conftest import spin
+
+def slow(shape, scale):
+    spin(300e-6 * shape[0] * scale[0])
+    return shape[0]
+
+def fast(shape, scale):
+    spin(100e-6 * shape[0] * scale[0])
+    return shape[0]
+
+@pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+@pytest.mark.parametrize("shape", [(1,), (4,)])
+@pytest.mark.parametrize("scale", [(1, 2), (3, 4)])
+def test_stacked(candidate, shape, scale):
+    return candidate(shape, scale)
+"""
+
+
+def test_stacked_parametrizations_key_every_group_by_its_values(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest 8 renumbers a direct parameter's `callspec.indices` as the test's place among
+    # all its calls: with two parametrizations, half the keys kept their numbered ids
+    # (`(1, 2)-shape0`), and swapping the shapes failed unchanged code at +3308%.
+    autotune_pytester.makepyfile(test_stacked=STACKED)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_stacked.py::test_stacked")
+    keys = sorted(entry["key"] for entry in json.loads(path.read_text())["entries"])
+    assert keys == ["(1, 2)-(1,)", "(1, 2)-(4,)", "(3, 4)-(1,)", "(3, 4)-(4,)"]
+
+    swapped = STACKED.replace("[(1,), (4,)]", "[(4,), (1,)]").replace(
+        "[(1, 2), (3, 4)]", "[(3, 4), (1, 2)]"
+    )
+    autotune_pytester.makepyfile(test_stacked=swapped)
+    result = run(autotune_pytester, "--autotune", "-rA")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result.stdout.fnmatch_lines(
+        [
+            "test_stacked.py::test_stacked[[]scale0-shape0[]]  *(3, 4)-(4,) *fast *1.20 ms*pass",
+            "test_stacked.py::test_stacked[[]scale1-shape1[]]  *(1, 2)-(1,) *fast *100 us*pass",
+        ],
+        consecutive=False,
+    )
+    assert "warning:" not in result.stdout.str()
+
+
+ARRAYS = """
+import numpy as np
+import pytest
+from conftest import spin
+
+def slow(x):
+    spin(300e-6 * x.size)
+    return x.sum()
+
+def fast(x):
+    spin(100e-6 * x.size)
+    return x.sum()
+
+@pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+@pytest.mark.parametrize("x", [np.ones(1), np.ones(4)]IDS)
+def test_arrays(candidate, x):
+    return candidate(x)
+"""
+
+
+def test_a_key_that_numbers_arrays_by_their_place_is_said_once(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # An array has no text to key by: its key stays `x0`, `x1`, and swapping the two arrays
+    # judged each against the other's baseline (+1863%, a REGRESSION of unchanged code)
+    # without a word about why.
+    autotune_pytester.makepyfile(test_arrays=ARRAYS.replace("IDS", ""))
+    result = run(autotune_pytester, "--autotune-update")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    warning = (
+        "warning: test_arrays.py::test_arrays: its groups' keys number the values of x by"
+        " their place in the list (x0, x1, ...): such a value (an array, an object) has no"
+        " plain text to key by, so reordering the values, or inserting one before others,"
+        " would judge a group against another's baseline; give the parameter ids= or the"
+        " marker a key="
+    )
+    assert result.stdout.str().count(warning) == 1, result.outlines
+    named = ARRAYS.replace("IDS", ', ids=["one", "four"]')
+    autotune_pytester.makepyfile(test_arrays=named)
+    result = run(autotune_pytester, "--autotune-update")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    assert "warning:" not in result.stdout.str()
+    # Nor said in plain pytest, where no key is filed.
+    autotune_pytester.makepyfile(test_arrays=ARRAYS.replace("IDS", ""))
+    result = run(autotune_pytester)
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    assert "warning:" not in result.stdout.str()
+
+
+def test_a_device_no_client_can_serve_fails_plain_pytest(pytester: pytest.Pytester) -> None:
+    # `device="tpu"` (a typo of a hook's name, or of "cuda") passed every plain run and failed
+    # only the tuning job; with no pytest_autotune_client hook registered nothing can serve
+    # it, so the plain run says so as it does for the marker's other bad values.
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    test = """
+import pytest
+
+def one(x):
+    return x + 1
+
+def two(x):
+    return 1 + x
+
+@pytest.mark.autotune(candidates=[one, two], device="tpu")
+def test_device(candidate):
+    return candidate(1)
+"""
+    pytester.makepyfile(test_device=test)
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "test_device.py::test_device: device 'tpu': no pytest_autotune_client hook"
+            " provides it, and it is not auto, cpu, cuda or cuda:N",
+        ]
+        * 2
+    )
+    # A registered hook may serve it: only tuning, which calls the hook, can tell.
+    pytester.makeconftest("def pytest_autotune_client(config, device):\n    return None\n")
+    assert run(pytester).ret == pytest.ExitCode.OK
