@@ -30,6 +30,7 @@ which the controller writes and the workers read before tuning a group.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -132,6 +133,35 @@ def note_crashed(folder: Path, nodeid: str) -> None:
             file.write(nodeid + "\n")
 
 
+@contextlib.contextmanager
+def tuning_noted(folder: Path | None, group: str) -> Iterator[None]:
+    """A file in the run folder that names `group` while this worker tunes it, removed
+    once the tuning returns or raises: one left behind by a worker that crashed says the
+    crash came while the group was tuned, in any of its candidates, and not in the one
+    test's own candidate (`was_tuning`). Without a run folder, nothing is noted."""
+    path = None if folder is None else _tuning_path(folder, group)
+    if path is not None:
+        with contextlib.suppress(OSError):
+            folder.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
+            path.write_text(group, encoding="utf-8")
+    try:
+        yield
+    finally:
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def was_tuning(folder: Path, group: str) -> bool:
+    """Whether a worker's tuning of `group` ended without returning: it crashed in it."""
+    return _tuning_path(folder, group).is_file()
+
+
+def _tuning_path(folder: Path, group: str) -> Path:
+    digest = hashlib.sha256(group.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    return folder / f"tuning-{digest}"
+
+
 def crashed_tests(folder: Path) -> frozenset[str]:
     """The tests a worker of this run crashed in so far."""
     try:
@@ -173,4 +203,6 @@ __all__ = [
     "gpu_key",
     "note_crashed",
     "run_folder",
+    "tuning_noted",
+    "was_tuning",
 ]

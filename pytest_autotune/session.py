@@ -40,7 +40,7 @@ from pytest_autotune.gate_policy import (
 from pytest_autotune.group_record import call_costs, group_record, group_summary, instrument
 from pytest_autotune.outputs import SessionOutput, progress_lines
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device
-from pytest_autotune.quiet import Quiet, crashed_tests
+from pytest_autotune.quiet import Quiet, crashed_tests, tuning_noted, was_tuning
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
@@ -276,12 +276,16 @@ class AutotuneSession:
         outcome = self._outcomes.get(request.group)
         if outcome is None and self.quiet is not None:
             crashed = crashed_tests(self.quiet.folder) & set(request.test_ids.values())
-            if crashed:
-                stopped = self._stopped[request.group] = _crashed(request.group, min(crashed))
+            # Only a crash inside the group's tuning keeps it from being tuned again: one
+            # in a test's own code (a fixture's setup) lost the tuning with the worker, and
+            # the group's next test tunes it anew.
+            if crashed and was_tuning(self.quiet.folder, request.group):
+                stopped = self._stopped[request.group] = _crashed(request, min(crashed))
                 return stopped
         if outcome is None:
             try:
-                outcome = self._outcomes[request.group] = self._tune(request)
+                with tuning_noted(self.quiet.folder if self.quiet else None, request.group):
+                    outcome = self._outcomes[request.group] = self._tune(request)
             except BaseException as exc:  # pytest-timeout's alarm is pytest's `fail`
                 # A setting refused (a client's device id) is no stopped tuning: each test
                 # of the group meets it again and says it in its one line, not as a hint
@@ -444,7 +448,12 @@ class AutotuneSession:
             )
         verdict = self._keep(request, case, judged, client, work)
         failures = _failures(
-            decision, verdict, self.selected.get(request.group), judged.measured, judged.overtaken
+            decision,
+            verdict,
+            self.selected.get(request.group),
+            judged.measured,
+            judged.overtaken,
+            _unexpected_tests(request, self.selected.get(request.group)),
         )
         return _Outcome(tunables, decision, failures, _gate_failure(verdict))
 
@@ -610,6 +619,7 @@ def _failures(
     selected: tuple[str, ...] | None = None,
     measured: str | None = None,
     overtaken: str | None = None,
+    unexpected: tuple[str, ...] = (),
 ) -> dict[str, str]:
     """What fails for each candidate of a tuned group, by name: its own error, and for the
     winner the gate's failure. The winner is the candidate the gate judged: `measured`, the
@@ -619,7 +629,11 @@ def _failures(
     one is), the gate's failure goes to the first selected candidate instead: the run fails
     on a failing test, not on the summary alone. A regression where tuning's pick overtook
     the baseline's winner (`overtaken`, which measured slower here) fails the baseline's
-    winner: its slowdown lost the group its time, and the pick, unchanged, passed."""
+    winner: its slowdown lost the group its time, and the pick, unchanged, passed. Where
+    that test is marked `xfail`, the failure goes to the first of `unexpected` (the group's
+    tests that run and are not marked so): the mark says the candidate's output may be
+    wrong, not that the group may get slower, and it turned a 2.5x slowdown of a winner
+    whose output was right into an expected failure, the run passing."""
     failures = {
         result.name or "": f"candidate {result.name!r} {result.message}"
         for result in decision.results.values()
@@ -640,8 +654,25 @@ def _failures(
             assert selected  # `_chosen` is True without a selection
             gate = f"{gate}\n(the winner {name!r} was not selected; its group's gate fails here)"
             name = selected[0]
+        if unexpected and name not in unexpected:
+            gate = (
+                f"{gate}\n(the test of {name!r} is marked xfail, which would take the group's"
+                " gate failure as expected; it fails here)"
+            )
+            name = unexpected[0]
         failures[name] = f"{failures[name]}\n{gate}" if name in failures else gate
     return failures
+
+
+def _unexpected_tests(request: GroupRequest, selected: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The group's candidates whose tests run and are not marked `xfail`, in order."""
+    return tuple(
+        name
+        for name, _ in request.candidates
+        if _chosen(name, selected)
+        and name not in request.expected_to_fail
+        and name not in request.not_run
+    )
 
 
 def _chosen(name: str | None, selected: tuple[str, ...] | None) -> bool:
@@ -825,13 +856,18 @@ def _stopped(group: str, name: str, error: BaseException, waiting: str | None = 
     )
 
 
-def _crashed(group: str, nodeid: str) -> str:
-    """What a group's other tests say where a pytest-xdist worker crashed in `nodeid`."""
+def _crashed(request: GroupRequest, nodeid: str) -> str:
+    """What a group's other tests say where a pytest-xdist worker crashed in `nodeid`, a
+    test of the group, while it tuned the group. That test calls every candidate of the
+    group: the crash is no sign of its own (one that calls os._exit, tuned in the test of
+    the first, was blamed on the first)."""
+    names = ", ".join(name for name, _ in request.candidates)
     return (
-        f"the tuning of {group} is not started again: a pytest-xdist worker crashed in"
-        f" {nodeid}, a test of this group (a candidate that ends its process: a segfault,"
-        " os._exit, pytest-timeout's thread method), and tuning the group again would crash"
-        " another; fix or skip that candidate"
+        f"the tuning of {request.group} is not started again: a pytest-xdist worker crashed"
+        f" in {nodeid} while that test tuned the group, which calls each of its candidates"
+        f" ({names}): one of them ends its process (a segfault, os._exit, pytest-timeout's"
+        " thread method), and tuning the group again would crash another worker; plain"
+        " pytest (without --autotune) calls each candidate in its own test, and fails the one"
     )
 
 

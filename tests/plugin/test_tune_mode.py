@@ -2991,3 +2991,50 @@ def test_a_baselines_winner_slowed_beside_an_as_fast_twin_is_said_to_be_what_the
             " from it runs): --autotune-update names twin_b",
         ]
     )
+
+
+XFAIL_WINNER_TESTS = """
+import pytest
+from conftest import spin, slowdown
+
+def fast(n):
+    spin(100e-6 * slowdown("fast"))
+    return n * 2
+
+def slow(n):
+    spin(300e-6)
+    return n * 2
+
+@pytest.mark.autotune
+@pytest.mark.parametrize(
+    "candidate",
+    [pytest.param(fast, marks=pytest.mark.xfail(reason="may lose precision")), slow],
+)
+def test_marked_winner(candidate):
+    return candidate(3)
+"""
+
+
+def test_a_regression_of_a_winner_marked_xfail_fails_another_test_of_its_group(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The mark is about the candidate's output; its test took the group's gate failure as
+    # expected, and a 2.5x slower winner passed the run.
+    autotune_pytester.makepyfile(test_xfail_winner=XFAIL_WINNER_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("SLOWDOWN_FAST", "2.5")
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.outlines
+    result.stdout.fnmatch_lines(
+        [
+            "*test_marked_winner*fast*250 us*+150.0%*REGRESSION*",
+            "FAILED test_xfail_winner.py::test_marked_winner[[]slow[]] - Failed: autotune gate*",
+        ],
+        consecutive=False,
+    )
+    assert (
+        "(the test of 'fast' is marked xfail, which would take the group's gate failure as"
+        " expected; it fails here)" in result.stdout.str()
+    )
+    result.assert_outcomes(failed=1, xpassed=1)
+    assert "the run does not fail on it" not in result.stdout.str()

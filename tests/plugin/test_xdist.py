@@ -163,12 +163,68 @@ def test_the_test_a_worker_crashed_in_is_not_run_again_and_its_groups_other_test
     # Nor does the group's next test tune it again, to crash the worker that replaced the
     # first: it fails saying why.
     assert "replacing crashed worker gw1" not in result.stdout.str()
+    # The worker crashed in test_second[fast] while it tuned the group, in `crash`: fast's
+    # own test is not blamed (the message said "fix or skip that candidate" of it).
     result.stdout.fnmatch_lines(
         [
             "*the tuning of test_crashing.py::test_second is not started again: a pytest-xdist"
-            " worker crashed in test_crashing.py::test_second[[]fast[]], a test of this group*"
+            " worker crashed in test_crashing.py::test_second[[]fast[]] while that test tuned"
+            " the group, which calls each of its candidates (fast, crash): one of them ends its"
+            " process*plain pytest (without --autotune) calls each candidate in its own test,"
+            " and fails the one"
         ]
     )
+
+
+CRASHING_IN_ITS_TEST = """
+import os
+import pytest
+from conftest import spin
+
+@pytest.fixture(autouse=True)
+def crash_in_setup(request):
+    # In the setup of one candidate's test, once the group is tuned (in fast's test).
+    if request.node.name == "test_group[slow]":
+        os._exit(3)
+
+def fast(n):
+    spin(100e-6)
+    return n
+
+def slow(n):
+    spin(200e-6)
+    return n
+
+def third(n):
+    spin(300e-6)
+    return n
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow, "third": third})
+def test_group(candidate):
+    return candidate(2)
+"""
+
+
+def test_a_crash_outside_the_tuning_leaves_the_group_to_be_tuned_again(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The worker that tuned the group died in another test's setup, its tuning with it: the
+    # group's next test tunes it again (on the worker that replaced it) and the group is
+    # judged, where it was failed as if a candidate had crashed the tuning.
+    autotune_pytester.makepyfile(test_crashing=CRASHING_IN_ITS_TEST)
+    result = autotune_pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly", "-n", "1",
+        "--autotune", timeout=60,
+    )  # fmt: skip
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*worker 'gw0' crashed while running*test_group[[]slow[]]*",
+            "test_crashing.py::test_group  default  fast  *no baseline",
+        ],
+        consecutive=False,
+    )
+    assert "not started again" not in result.stdout.str()
 
 
 IMPORT_TIME_TESTS = """
