@@ -139,10 +139,11 @@ def tuning_noted(folder: Path | None, group: str) -> Iterator[None]:
     once the tuning returns or raises: one left behind by a worker that crashed says the
     crash came while the group was tuned, in any of its candidates, and not in the one
     test's own candidate (`was_tuning`). Without a run folder, nothing is noted."""
-    path = None if folder is None else _tuning_path(folder, group)
-    if path is not None:
+    path = None
+    if folder is not None:
+        path = _tuning_path(folder, group)
         with contextlib.suppress(OSError):
-            folder.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
+            folder.mkdir(parents=True, exist_ok=True)
             path.write_text(group, encoding="utf-8")
     try:
         yield
