@@ -39,6 +39,18 @@ from typing import Any
 
 from filelock import Timeout
 
+_LOCK_ERRORS: tuple[type[Exception], ...] = (OSError, RuntimeError, ValueError, ImportError)
+"""What making or taking a lock raises where it cannot be had: the run goes on unpaused.
+sqlite3's own errors are no OSError: a database path over SQLite's limit (a base temporary
+folder of some 480 characters) raised "unable to open database file" out of every test of
+`-n 2 --autotune`."""
+try:
+    import sqlite3
+
+    _LOCK_ERRORS += (sqlite3.Error,)
+except ImportError:  # a build without it: the lock's own import fails, an ImportError
+    pass
+
 WAIT_S = 300.0
 """The longest a measurement waits for the other workers' tests, or a test for a
 measurement, before it goes on regardless."""
@@ -115,7 +127,7 @@ class Quiet:
             stack.enter_context(lock.read_lock() if mode == "read" else lock.write_lock())
         except Timeout:
             return f"they did not pause within {self.timeout:g} s"
-        except (OSError, RuntimeError, ValueError, ImportError) as error:
+        except _LOCK_ERRORS as error:
             return f"the lock in {self.folder} could not be made: {error}"
         return None
 

@@ -144,3 +144,18 @@ def test_locks_live_beside_the_workers_base_temporary_folders(tmp_path: Path) ->
     assert (
         run_folder(SimpleNamespace(workerinput={}, option=SimpleNamespace(basetemp=None))) is None
     )
+
+
+def test_a_database_sqlite_cannot_open_leaves_measurements_unpaused(tmp_path: Path) -> None:
+    # SQLite refuses a path over its own limit (a base temporary folder of some 480
+    # characters) with sqlite3.OperationalError, no OSError: it errored every test of
+    # `-n 2 --autotune`.
+    deep = tmp_path
+    for part in ("x" * 200, "y" * 200, "z" * 100):
+        deep = deep / part
+    quiet = Quiet(deep / "autotune-quiet", gpu="gpu-0", timeout=1)
+    with quiet.testing():
+        pass
+    with quiet.measuring(gpu=False) as unpaused:
+        assert unpaused is not None
+        assert unpaused.startswith(f"the lock in {deep / 'autotune-quiet'} could not be made: ")
