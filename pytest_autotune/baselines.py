@@ -41,7 +41,7 @@ from pytest_autotune.tune.cache import (
     cache_path,
     tuner_cache,
 )
-from pytest_autotune.tune.cache_format import advice
+from pytest_autotune.tune.cache_format import PROJECT_ROOT_FIELD, advice
 from pytest_autotune.tune.key import serialize_key_json, stable_key
 from pytest_autotune.tune.records import AutotuneRecord
 
@@ -277,6 +277,25 @@ def gate_fields_error(path: Path, metadata: Mapping[str, Any]) -> CacheFileError
     return None
 
 
+def _other_project(
+    path: Path, metadata: Mapping[str, Any], shared_root: str | None
+) -> CacheFileError | None:
+    """Why an update must not write into a file of a shared cache directory: another
+    project, whose test has this one's path, wrote it (`PROJECT_ROOT_FIELD`). Merged, each
+    project's entries would be judged against the other's and pruned as the other's stale
+    ones. A file that names no project (written before the field) is taken as this one's."""
+    theirs = metadata.get(PROJECT_ROOT_FIELD)
+    if shared_root is None or not isinstance(theirs, str) or theirs == shared_root:
+        return None
+    return CacheFileError(
+        path,
+        f"was written by the project at {theirs} (from the cache directory), whose test has"
+        f" this one's path; this project is at {shared_root}: in a cache directory several"
+        " projects share, their tests need distinct paths (or give each project its own"
+        " cache_dir)",
+    )
+
+
 def write_caches(
     updates: Sequence[CacheUpdate],
     devices: Mapping[str, Any],
@@ -307,14 +326,18 @@ def write_caches(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the file's own warnings are said already
                 before.load()
-            bad = gate_fields_error(path, before.metadata())
+            bad = gate_fields_error(path, before.metadata()) or _other_project(
+                path, before.metadata(), settings.shared_root
+            )
             if bad is not None:
                 raise bad
             cache = tuner_cache(settings.cache_dir, device_id, tuner)
             device = devices.get(device_id)
+            shared = settings.shared_root
             cache.save(
                 {pk: update.value for pk, update in by_key.items()},
                 device=None if device is None else functools.partial(settled_device, device),
+                metadata=None if shared is None else {PROJECT_ROOT_FIELD: shared},
                 rebase=functools.partial(_rebase, by_key, where=where, rejoined=rejoined),
             )
         except CacheFileError as exc:

@@ -13,6 +13,7 @@ the project (the ini file, `autotune.yaml`) from the root dir, as the ini's `cac
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -73,6 +74,17 @@ class PluginSettings:
     def cache_dir(self) -> Path:
         """The root of the cache files: the engine's, else `.autotune`, in the root dir."""
         return self.rootpath / (self.engine.cache_dir or PROJECT_CACHE_DIR)
+
+    @property
+    def shared_root(self) -> str | None:
+        """The root dir as a cache directory outside it sees it (`../pkg_a`), which a file
+        this project writes there records (`PROJECT_ROOT_FIELD`): such a directory may hold
+        other projects' files, under the same test paths. None where the cache directory
+        is in the root dir, the project's own."""
+        cache, root = self.cache_dir.resolve(), self.rootpath.resolve()
+        if cache.is_relative_to(root):
+            return None
+        return Path(os.path.relpath(root, cache)).as_posix()
 
     def relative(self, path: Path) -> str:
         """A path as the summary shows it (`shown_from`)."""

@@ -21,7 +21,7 @@ from typing import Any
 from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.tune.cache import CacheFileError, PersistentCache
-from pytest_autotune.tune.cache_format import TUNER_FIELD
+from pytest_autotune.tune.cache_format import PROJECT_ROOT_FIELD, TUNER_FIELD
 from pytest_autotune.tune.cache_names import cache_file_parts, cache_files, cache_path
 from pytest_autotune.tune.journal import journal_path
 from pytest_autotune.tune.key import serialize_key_json
@@ -101,9 +101,13 @@ def find_stale(
     collected: Collected,
     tuned: Mapping[str, Mapping[str, str]],
     rootpath: Path,
+    shared_root: str | None = None,
 ) -> list[Stale]:
     """The stale files and entries in the folders of `device_ids`; `tuned`: the groups this
-    session tuned, by tuner, each with its stable key."""
+    session tuned, by tuner, each with its stable key. In a cache directory several projects
+    share (`shared_root`: this project's root dir from it), only the files this project
+    wrote (`PROJECT_ROOT_FIELD`) are judged: another project's test of a path that is a
+    folder here too was called gone, and pruned."""
     found = []
     folders = {cache_path(cache_dir, device_id, "-").parent for device_id in device_ids}
     for path in sorted(p for folder in folders if folder.is_dir() for p in cache_files(folder)):
@@ -115,6 +119,8 @@ def find_stale(
         tuner = cache.metadata().get(TUNER_FIELD)
         if not isinstance(tuner, str) or not _names_a_test(tuner) or not keys:
             continue  # a library's tuner (`mylib.ops`), or a file of no test named in it
+        if shared_root is not None and cache.metadata().get(PROJECT_ROOT_FIELD) != shared_root:
+            continue  # another project's, or one's of no project named in it
         if not _filed_under_its_name(path, tuner):
             # Moved or copied by hand (a renamed test's file, its "tuner" not yet set): the
             # run reading it under its name says how to keep its entries, and never writes
@@ -183,7 +189,9 @@ def review(
         group = record.extra.get("group")
         if isinstance(group, str):
             tuned.setdefault(record.tuner, {})[group] = serialize_key_json(record.key)
-    found = find_stale(settings.cache_dir, devices, collected, tuned, settings.rootpath)
+    found = find_stale(
+        settings.cache_dir, devices, collected, tuned, settings.rootpath, settings.shared_root
+    )
     lines, written = [], True
     for item in found:
         path = settings.relative(item.path)
@@ -222,7 +230,9 @@ def moved_baselines(
     devices = {record.device_id for record in records}
     gone = [
         item
-        for item in find_stale(settings.cache_dir, devices, collected, {}, settings.rootpath)
+        for item in find_stale(
+            settings.cache_dir, devices, collected, {}, settings.rootpath, settings.shared_root
+        )
         if item.keys is None
     ]
     if not gone:

@@ -26,6 +26,12 @@ TUNER_FIELD = "tuner"
 tells two names that share a file name apart (files written before it have none)."""
 
 
+PROJECT_ROOT_FIELD = "project_root"
+"""The top-level field that says, in a cache directory outside the project's root dir (one
+several projects share), which project wrote the file: its root dir from the directory
+(`../pkg_a`). Two projects' tests of one path share a file name there; an update refuses a
+file another project wrote, and stale files are judged among this project's own."""
+
 STRUCTURE = frozenset({"schema_version", "device", "entries"})
 
 

@@ -328,3 +328,48 @@ def test_prune_keeps_a_renamed_tests_file_moved_to_its_new_name_before_its_tuner
     pruned.stdout.fnmatch_lines(['*set its "tuner" to "test_ops.py::test_renamed"*'])
     assert not [line for line in pruned.outlines if line.startswith(("stale:", "pruned"))]
     assert new.read_bytes() == moved
+
+
+def _project(pytester: pytest.Pytester, name: str, test: str) -> Path:
+    """A project of its own root dir (an ini file) whose cache directory is `../shared`."""
+    root = pytester.mkdir(name)
+    (root / "tests").mkdir()
+    (root / "conftest.py").write_text(textwrap.dedent(FAKE_CONFTEST))
+    (root / "pytest.ini").write_text(
+        "[pytest]\nfilterwarnings = error\nautotune_cache_dir = ../shared\n"
+    )
+    (root / "tests" / f"{test}.py").write_text(SCALE_TESTS.replace("test_scale", test))
+    return root
+
+
+def test_a_shared_cache_directory_keeps_another_projects_files_and_refuses_their_names(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two projects of one cache directory, both with tests/: the second's update called the
+    # first's file "tests/test_y.py is gone" (tests/ is a folder here too), and its prune
+    # deleted it.
+    px = _project(pytester, "px", "test_x")
+    py = _project(pytester, "py", "test_y")
+    shared = pytester.path / "shared"
+    monkeypatch.chdir(py)
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    theirs = shared / cache_path(Path("."), DEVICE, "tests/test_y.py::test_y")
+    assert json.loads(theirs.read_text())["project_root"] == "../py"
+    monkeypatch.chdir(px)
+    pruned = run(pytester, "--autotune-prune")
+    assert pruned.ret == pytest.ExitCode.OK, pruned.outlines
+    assert keys(theirs) == ["1", "2"]
+    assert not [line for line in pruned.outlines if "stale" in line or "pruned" in line]
+
+    # A test of one path in both projects: the second's update refuses the first's file,
+    # whose entries it would have joined to its own.
+    (px / "tests" / "test_y.py").write_text(SCALE_TESTS.replace("test_scale", "test_y"))
+    refused = run(pytester, "--autotune-update", "tests/test_y.py")
+    assert refused.ret == pytest.ExitCode.TESTS_FAILED
+    refused.stdout.fnmatch_lines(
+        [
+            "error: *test_y.py__test_y*.json: was written by the project at ../py (from the"
+            " cache directory), whose test has this one's path; this project is at ../px*",
+        ]
+    )
+    assert json.loads(theirs.read_text())["project_root"] == "../py"
