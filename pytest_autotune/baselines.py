@@ -41,7 +41,11 @@ from pytest_autotune.tune.cache import (
     cache_path,
     tuner_cache,
 )
-from pytest_autotune.tune.cache_format import PROJECT_ROOT_FIELD, advice
+from pytest_autotune.tune.cache_format import (
+    PROJECT_ROOT_FIELD,
+    OtherProjectsCacheFile,
+    advice,
+)
 from pytest_autotune.tune.key import serialize_key_json, stable_key
 from pytest_autotune.tune.records import AutotuneRecord
 
@@ -78,7 +82,7 @@ class Baselines:
         if self._settings.engine.disable_cache:
             return None, None
         path, cache, entries = self._load(device_id, tuner)
-        bad = gate_fields_error(path, cache.metadata())
+        bad = self._unusable(path, cache)
         if bad is not None:
             return None, f"warning: {shown_paths(str(bad), self._settings)}"
         try:
@@ -102,11 +106,19 @@ class Baselines:
         if self._settings.engine.disable_cache:
             return None
         path, cache, _ = self._load(device_id, tuner)
-        error = cache.unreadable() or gate_fields_error(path, cache.metadata())
+        error = cache.unreadable() or self._unusable(path, cache)
         if error is None:
             return None
         what = f"{self._settings.relative(error.path)} could not be read ({error.reason})"
         return UnreadableFile(what, error)
+
+    def _unusable(self, path: Path, cache: PersistentCache) -> CacheFileError | None:
+        """Why a file that reads is none of the gate's: a field of the gate's own that does
+        not read, or another project's test of this one's path wrote it."""
+        metadata = cache.metadata()
+        return gate_fields_error(path, metadata) or _other_project(
+            path, metadata, self._settings.shared_root
+        )
 
     def missing(self, device_id: str, tuner: str) -> str | None:
         """The baseline file of this test on this device, as messages show it, where there
@@ -279,7 +291,7 @@ def gate_fields_error(path: Path, metadata: Mapping[str, Any]) -> CacheFileError
 
 def _other_project(
     path: Path, metadata: Mapping[str, Any], shared_root: str | None
-) -> CacheFileError | None:
+) -> OtherProjectsCacheFile | None:
     """Why an update must not write into a file of a shared cache directory: another
     project, whose test has this one's path, wrote it (`PROJECT_ROOT_FIELD`). Merged, each
     project's entries would be judged against the other's and pruned as the other's stale
@@ -287,7 +299,7 @@ def _other_project(
     theirs = metadata.get(PROJECT_ROOT_FIELD)
     if shared_root is None or not isinstance(theirs, str) or theirs == shared_root:
         return None
-    return CacheFileError(
+    return OtherProjectsCacheFile(
         path,
         f"was written by the project at {theirs} (from the cache directory), whose test has"
         f" this one's path; this project is at {shared_root}: in a cache directory several"

@@ -74,7 +74,14 @@ class MergedCacheFile(DamagedCacheFile):
     twice): every other entry is whole, so the repair is by hand, never its removal."""
 
 
+class OtherProjectsCacheFile(CacheFileError):
+    """A file of a cache directory several projects share, written by another project whose
+    test has this one's path (`PROJECT_ROOT_FIELD`): whole, only not this project's. What to
+    do is give the tests distinct paths, never remove it (`advice`)."""
+
+
 KEEP_NEWER = "keep it, as removing it would drop what the newer version recorded"
+KEEP_OTHER_PROJECTS = "keep it, as removing it would drop the other project's baselines"
 REPAIR_MERGED = "repair it by hand, as removing it would drop every baseline it holds"
 
 
@@ -87,6 +94,8 @@ def advice(error: CacheFileError, remove: str) -> str:
         return KEEP_NEWER
     if isinstance(error, MergedCacheFile):
         return REPAIR_MERGED
+    if isinstance(error, OtherProjectsCacheFile):
+        return KEEP_OTHER_PROJECTS
     return f"repair it, or {remove}"
 
 

@@ -373,3 +373,12 @@ def test_a_shared_cache_directory_keeps_another_projects_files_and_refuses_their
         ]
     )
     assert json.loads(theirs.read_text())["project_root"] == "../py"
+    # Nor does the gate compare px's test with py's baseline: the file is unreadable to it.
+    gated = run(pytester, "--autotune", "tests/test_y.py")
+    gated.stdout.fnmatch_lines(
+        ["*test_y.py__test_y*.json could not be read (was written by the project at ../py*"]
+    )
+    assert "pass" not in [word for line in gated.outlines for word in line.split()]
+    # Its removal, the advice for a damaged file, would drop the other project's baselines.
+    gated.stdout.fnmatch_lines(["*keep it, as removing it would drop the other project's*"])
+    assert "remove it and" not in gated.stdout.str()
