@@ -41,11 +41,7 @@ from pytest_autotune.tune.cache import (
     cache_path,
     tuner_cache,
 )
-from pytest_autotune.tune.cache_format import (
-    PROJECT_ROOT_FIELD,
-    OtherProjectsCacheFile,
-    advice,
-)
+from pytest_autotune.tune.cache_format import PROJECT_ROOT_FIELD, advice
 from pytest_autotune.tune.key import serialize_key_json, stable_key
 from pytest_autotune.tune.records import AutotuneRecord
 
@@ -82,7 +78,7 @@ class Baselines:
         if self._settings.engine.disable_cache:
             return None, None
         path, cache, entries = self._load(device_id, tuner)
-        bad = self._unusable(path, cache)
+        bad = gate_fields_error(path, cache.metadata())
         if bad is not None:
             return None, f"warning: {shown_paths(str(bad), self._settings)}"
         try:
@@ -106,19 +102,11 @@ class Baselines:
         if self._settings.engine.disable_cache:
             return None
         path, cache, _ = self._load(device_id, tuner)
-        error = cache.unreadable() or self._unusable(path, cache)
+        error = cache.unreadable() or gate_fields_error(path, cache.metadata())
         if error is None:
             return None
         what = f"{self._settings.relative(error.path)} could not be read ({error.reason})"
         return UnreadableFile(what, error)
-
-    def _unusable(self, path: Path, cache: PersistentCache) -> CacheFileError | None:
-        """Why a file that reads is none of the gate's: a field of the gate's own that does
-        not read, or another project's test of this one's path wrote it."""
-        metadata = cache.metadata()
-        return gate_fields_error(path, metadata) or _other_project(
-            path, metadata, self._settings.shared_root
-        )
 
     def missing(self, device_id: str, tuner: str) -> str | None:
         """The baseline file of this test on this device, as messages show it, where there
@@ -289,25 +277,6 @@ def gate_fields_error(path: Path, metadata: Mapping[str, Any]) -> CacheFileError
     return None
 
 
-def _other_project(
-    path: Path, metadata: Mapping[str, Any], shared_root: str | None
-) -> OtherProjectsCacheFile | None:
-    """Why an update must not write into a file of a shared cache directory: another
-    project, whose test has this one's path, wrote it (`PROJECT_ROOT_FIELD`). Merged, each
-    project's entries would be judged against the other's and pruned as the other's stale
-    ones. A file that names no project (written before the field) is taken as this one's."""
-    theirs = metadata.get(PROJECT_ROOT_FIELD)
-    if shared_root is None or not isinstance(theirs, str) or theirs == shared_root:
-        return None
-    return OtherProjectsCacheFile(
-        path,
-        f"was written by the project at {theirs} (from the cache directory), whose test has"
-        f" this one's path; this project is at {shared_root}: in a cache directory several"
-        " projects share, their tests need distinct paths (or give each project its own"
-        " cache_dir)",
-    )
-
-
 def write_caches(
     updates: Sequence[CacheUpdate],
     devices: Mapping[str, Any],
@@ -338,18 +307,18 @@ def write_caches(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the file's own warnings are said already
                 before.load()
-            bad = gate_fields_error(path, before.metadata()) or _other_project(
-                path, before.metadata(), settings.shared_root
-            )
+            bad = gate_fields_error(path, before.metadata())
             if bad is not None:
                 raise bad
             cache = tuner_cache(settings.cache_dir, device_id, tuner)
             device = devices.get(device_id)
-            shared = settings.shared_root
+            # Outside the root dir, the file says whose it is (`stale.find_stale`); the
+            # project's own directory (the default) is all its own, and its files unchanged.
+            root = {PROJECT_ROOT_FIELD: settings.project_root}
             cache.save(
                 {pk: update.value for pk, update in by_key.items()},
                 device=None if device is None else functools.partial(settled_device, device),
-                metadata=None if shared is None else {PROJECT_ROOT_FIELD: shared},
+                metadata=root if settings.shared_cache_dir else None,
                 rebase=functools.partial(_rebase, by_key, where=where, rejoined=rejoined),
             )
         except CacheFileError as exc:

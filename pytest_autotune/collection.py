@@ -137,12 +137,14 @@ class UnrequestedParameters:
             unrequested[function_nodeid(metafunc.definition)] = tuple(found)
 
 
-def _unprovided_device(config: pytest.Config, device: Any) -> str | None:
+def unprovided_device(config: pytest.Config, device: Any) -> str | None:
     """Why no client can serve the marker's `device`, where none can: a name that is not
     built in, with no `pytest_autotune_client` hook registered. Said in plain pytest too,
     as the marker's other bad values are: a typo (`device="gpu"`) otherwise passed every
     plain run and failed only the tuning job. Where a hook is registered, only calling it
-    tells, and plain pytest does not make a client (a hook may need its device present)."""
+    tells, and plain pytest does not make a client (a hook may need its device present).
+    Asked when a test runs, not at its collection: a conftest of a folder collected after
+    the test's own may register the hook."""
     if not isinstance(device, str) or is_builtin_device(device):
         return None
     if config.pluginmanager.hook.pytest_autotune_client.get_hookimpls():
@@ -273,7 +275,6 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     error = error or _empty_name_error(pairs) or duplicate_error(pairs)
     error = _parametrize(metafunc, pairs, candidates, parametrized) or error
     error = error or option_error(options) or groups_error(options.get("groups"), pairs)
-    error = error or _unprovided_device(metafunc.config, options.get("device"))
     if inspect.iscoroutinefunction(metafunc.function):
         error = (
             "an autotune test cannot be `async def`: the body is called as the timed call"
@@ -487,7 +488,7 @@ def _by_value(callspec: Any, key: str) -> str:
     for name in callspec.params:
         if name == "candidate":
             continue
-        component = _numbered_component(key, name)
+        component = _numbered_component(key, name, callspec.params)
         text = plain_text(callspec.params[name]) if component is not None else None
         if component is not None and text is not None:
             key = _replaced_component(key, component, text)
@@ -501,14 +502,22 @@ def positional_parameters(callspec: Any, key: str) -> list[str]:
     return [
         name
         for name in callspec.params
-        if name != "candidate" and _numbered_component(key, name) is not None
+        if name != "candidate" and _numbered_component(key, name, callspec.params) is not None
     ]
 
 
-def _numbered_component(key: str, name: str) -> str | None:
+def _numbered_component(key: str, name: str, names: Iterable[str]) -> str | None:
     """The id pytest gives a value of parameter `name` that it cannot write (`name` and
-    the value's place, `shape1`), where `key` holds exactly one."""
-    found = set(re.findall(rf"(?<=-){re.escape(name)}\d+(?=-)", f"-{key}-"))
+    the value's place, `shape1`), where `key` holds exactly one. An id that also reads as
+    that of another parameter whose name begins with this one (`x20`: x's 21st value, or
+    x2's first) is not this one's: at worst a value of x keeps its number (a key by place,
+    which the summary warns of), where x's value in x2's place gave two groups one key."""
+    longer = [other for other in names if other != name and other.startswith(name)]
+    found = {
+        component
+        for component in re.findall(rf"(?<=-){re.escape(name)}\d+(?=-)", f"-{key}-")
+        if not any(re.fullmatch(rf"{re.escape(other)}\d+", component) for other in longer)
+    }
     return found.pop() if len(found) == 1 else None
 
 

@@ -55,6 +55,7 @@ from pytest_autotune.collection import (
     item_group,
     not_run,
     shared_nodeid_error,
+    unprovided_device,
     warning_marks,
     xdist_group_name,
 )
@@ -977,16 +978,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                 if declined is not None:
                     raise AutotuneSkip(declined)
             else:
-                # What tuning would call first is called here too, so that a bad `work=`,
-                # `key=` or group priority fails the plain run every CI job makes, not only
-                # --autotune.
-                _evaluated_options(options, named, spec.function.nodeid)
-                check_groups(
-                    spec.function.candidates,
-                    options.get("groups"),
-                    not_run(pyfuncitem.config, spec.group),
-                    _group_key(spec, named),
-                )
+                _fail_what_tuning_would(pyfuncitem, spec, options, named)
                 failure = check_candidate(
                     spec.candidate,
                     spec.function.candidates,
@@ -1104,6 +1096,24 @@ class Named:
 
     def names(self) -> list[str]:
         return sorted({*self.arguments, *self.closure})
+
+
+def _fail_what_tuning_would(
+    item: pytest.Function, spec: ItemSpec, options: Mapping[str, Any], named: Named
+) -> None:
+    """What tuning would call or ask first, asked in a plain run too, so that a bad `work=`,
+    `key=`, group priority or `device=` fails the plain run every CI job makes, not only
+    --autotune."""
+    _evaluated_options(options, named, spec.function.nodeid)
+    unprovided = unprovided_device(item.config, options.get("device"))
+    if unprovided is not None:
+        pytest.fail(f"{spec.function.nodeid}: {unprovided}", pytrace=False)
+    check_groups(
+        spec.function.candidates,
+        options.get("groups"),
+        not_run(item.config, spec.group),
+        _group_key(spec, named),
+    )
 
 
 def _note_positional_key(session: AutotuneSession, spec: ItemSpec) -> None:

@@ -76,15 +76,23 @@ class PluginSettings:
         return self.rootpath / (self.engine.cache_dir or PROJECT_CACHE_DIR)
 
     @property
-    def shared_root(self) -> str | None:
-        """The root dir as a cache directory outside it sees it (`../pkg_a`), which a file
-        this project writes there records (`PROJECT_ROOT_FIELD`): such a directory may hold
-        other projects' files, under the same test paths. None where the cache directory
-        is in the root dir, the project's own."""
+    def project_root(self) -> str:
+        """The root dir as seen from the cache directory (`..` for the default `.autotune`,
+        `../pkg_a` for a directory several projects share), which a file written to a
+        directory outside the root dir records (`PROJECT_ROOT_FIELD`), so that an update
+        judges only its own project's files stale there. An absolute path where there is
+        no relative one (another drive)."""
         cache, root = self.cache_dir.resolve(), self.rootpath.resolve()
-        if cache.is_relative_to(root):
-            return None
-        return Path(os.path.relpath(root, cache)).as_posix()
+        try:
+            return Path(os.path.relpath(root, cache)).as_posix()
+        except ValueError:
+            return root.as_posix()
+
+    @property
+    def shared_cache_dir(self) -> bool:
+        """Whether the cache directory is outside the root dir: other projects' files may
+        be there, under the same test paths."""
+        return not self.cache_dir.resolve().is_relative_to(self.rootpath.resolve())
 
     def relative(self, path: Path) -> str:
         """A path as the summary shows it (`shown_from`)."""

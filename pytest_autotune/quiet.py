@@ -146,17 +146,17 @@ def note_crashed(folder: Path, nodeid: str) -> None:
 
 
 @contextlib.contextmanager
-def tuning_noted(folder: Path | None, group: str) -> Iterator[None]:
-    """A file in the run folder that names `group` while this worker tunes it, removed
-    once the tuning returns or raises: one left behind by a worker that crashed says the
-    crash came while the group was tuned, in any of its candidates, and not in the one
-    test's own candidate (`was_tuning`). Without a run folder, nothing is noted."""
+def tuning_noted(folder: Path | None, group: str, nodeid: str) -> Iterator[None]:
+    """A file in the run folder that names the test (`nodeid`) tuning `group` while this
+    worker tunes it, removed once the tuning returns or raises: one left behind by a
+    worker that crashed says the crash came while that test tuned the group, in any of its
+    candidates (`tuning_test`). Without a run folder, nothing is noted."""
     path = None
     if folder is not None:
         path = _tuning_path(folder, group)
         with contextlib.suppress(OSError):
             folder.mkdir(parents=True, exist_ok=True)
-            path.write_text(group, encoding="utf-8")
+            path.write_text(nodeid, encoding="utf-8")
     try:
         yield
     finally:
@@ -165,9 +165,13 @@ def tuning_noted(folder: Path | None, group: str) -> Iterator[None]:
                 path.unlink()
 
 
-def was_tuning(folder: Path, group: str) -> bool:
-    """Whether a worker's tuning of `group` ended without returning: it crashed in it."""
-    return _tuning_path(folder, group).is_file()
+def tuning_test(folder: Path, group: str) -> str | None:
+    """The test in which a worker's tuning of `group` ended without returning (it crashed
+    there), None where none did."""
+    try:
+        return _tuning_path(folder, group).read_text(encoding="utf-8") or None
+    except OSError:
+        return None
 
 
 def _tuning_path(folder: Path, group: str) -> Path:
@@ -217,5 +221,5 @@ __all__ = [
     "note_crashed",
     "run_folder",
     "tuning_noted",
-    "was_tuning",
+    "tuning_test",
 ]

@@ -40,7 +40,7 @@ from pytest_autotune.gate_policy import (
 from pytest_autotune.group_record import call_costs, group_record, group_summary, instrument
 from pytest_autotune.outputs import SessionOutput, progress_lines
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device
-from pytest_autotune.quiet import Quiet, crashed_tests, tuning_noted, was_tuning
+from pytest_autotune.quiet import Quiet, crashed_tests, tuning_noted, tuning_test
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
@@ -279,12 +279,14 @@ class AutotuneSession:
             # Only a crash inside the group's tuning keeps it from being tuned again: one
             # in a test's own code (a fixture's setup) lost the tuning with the worker, and
             # the group's next test tunes it anew.
-            if crashed and was_tuning(self.quiet.folder, request.group):
-                stopped = self._stopped[request.group] = _crashed(request, min(crashed))
+            tuning = tuning_test(self.quiet.folder, request.group) if crashed else None
+            if tuning is not None:
+                stopped = self._stopped[request.group] = _crashed(request, tuning)
                 return stopped
         if outcome is None:
+            folder = self.quiet.folder if self.quiet else None
             try:
-                with tuning_noted(self.quiet.folder if self.quiet else None, request.group):
+                with tuning_noted(folder, request.group, request.test_ids.get(name, name)):
                     outcome = self._outcomes[request.group] = self._tune(request)
             except BaseException as exc:  # pytest-timeout's alarm is pytest's `fail`
                 # A setting refused (a client's device id) is no stopped tuning: each test

@@ -101,13 +101,15 @@ def find_stale(
     collected: Collected,
     tuned: Mapping[str, Mapping[str, str]],
     rootpath: Path,
-    shared_root: str | None = None,
+    project_root: str = "..",
+    shared: bool = False,
 ) -> list[Stale]:
     """The stale files and entries in the folders of `device_ids`; `tuned`: the groups this
-    session tuned, by tuner, each with its stable key. In a cache directory several projects
-    share (`shared_root`: this project's root dir from it), only the files this project
-    wrote (`PROJECT_ROOT_FIELD`) are judged: another project's test of a path that is a
-    folder here too was called gone, and pruned."""
+    session tuned, by tuner, each with its stable key. A file that another project updated
+    (its `PROJECT_ROOT_FIELD` is not `project_root`, this root dir as seen from the cache
+    directory) is never judged: its tests, under paths that are folders here too, were
+    called gone, and pruned. In a directory outside the root dir (`shared`), neither is a
+    file that names no project (written before the field): whose it is cannot be told."""
     found = []
     folders = {cache_path(cache_dir, device_id, "-").parent for device_id in device_ids}
     for path in sorted(p for folder in folders if folder.is_dir() for p in cache_files(folder)):
@@ -119,8 +121,9 @@ def find_stale(
         tuner = cache.metadata().get(TUNER_FIELD)
         if not isinstance(tuner, str) or not _names_a_test(tuner) or not keys:
             continue  # a library's tuner (`mylib.ops`), or a file of no test named in it
-        if shared_root is not None and cache.metadata().get(PROJECT_ROOT_FIELD) != shared_root:
-            continue  # another project's, or one's of no project named in it
+        owner = cache.metadata().get(PROJECT_ROOT_FIELD)
+        if owner != project_root and (owner is not None or shared):
+            continue  # another project's, or in a shared directory of no project named
         if not _filed_under_its_name(path, tuner):
             # Moved or copied by hand (a renamed test's file, its "tuner" not yet set): the
             # run reading it under its name says how to keep its entries, and never writes
@@ -190,7 +193,13 @@ def review(
         if isinstance(group, str):
             tuned.setdefault(record.tuner, {})[group] = serialize_key_json(record.key)
     found = find_stale(
-        settings.cache_dir, devices, collected, tuned, settings.rootpath, settings.shared_root
+        settings.cache_dir,
+        devices,
+        collected,
+        tuned,
+        settings.rootpath,
+        settings.project_root,
+        settings.shared_cache_dir,
     )
     lines, written = [], True
     for item in found:
@@ -231,7 +240,13 @@ def moved_baselines(
     gone = [
         item
         for item in find_stale(
-            settings.cache_dir, devices, collected, {}, settings.rootpath, settings.shared_root
+            settings.cache_dir,
+            devices,
+            collected,
+            {},
+            settings.rootpath,
+            settings.project_root,
+            settings.shared_cache_dir,
         )
         if item.keys is None
     ]

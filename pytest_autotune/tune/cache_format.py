@@ -28,9 +28,9 @@ tells two names that share a file name apart (files written before it have none)
 
 PROJECT_ROOT_FIELD = "project_root"
 """The top-level field that says, in a cache directory outside the project's root dir (one
-several projects share), which project wrote the file: its root dir from the directory
-(`../pkg_a`). Two projects' tests of one path share a file name there; an update refuses a
-file another project wrote, and stale files are judged among this project's own."""
+several projects share), which project last updated the file: its root dir as seen from
+the directory (`../pkg_a`). An update judges only its own project's files stale: another
+project's tests, under paths that are folders here too, were called gone and pruned."""
 
 STRUCTURE = frozenset({"schema_version", "device", "entries"})
 
@@ -74,14 +74,7 @@ class MergedCacheFile(DamagedCacheFile):
     twice): every other entry is whole, so the repair is by hand, never its removal."""
 
 
-class OtherProjectsCacheFile(CacheFileError):
-    """A file of a cache directory several projects share, written by another project whose
-    test has this one's path (`PROJECT_ROOT_FIELD`): whole, only not this project's. What to
-    do is give the tests distinct paths, never remove it (`advice`)."""
-
-
 KEEP_NEWER = "keep it, as removing it would drop what the newer version recorded"
-KEEP_OTHER_PROJECTS = "keep it, as removing it would drop the other project's baselines"
 REPAIR_MERGED = "repair it by hand, as removing it would drop every baseline it holds"
 
 
@@ -94,8 +87,6 @@ def advice(error: CacheFileError, remove: str) -> str:
         return KEEP_NEWER
     if isinstance(error, MergedCacheFile):
         return REPAIR_MERGED
-    if isinstance(error, OtherProjectsCacheFile):
-        return KEEP_OTHER_PROJECTS
     return f"repair it, or {remove}"
 
 

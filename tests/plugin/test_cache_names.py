@@ -330,19 +330,19 @@ def test_prune_keeps_a_renamed_tests_file_moved_to_its_new_name_before_its_tuner
     assert new.read_bytes() == moved
 
 
-def _project(pytester: pytest.Pytester, name: str, test: str) -> Path:
-    """A project of its own root dir (an ini file) whose cache directory is `../shared`."""
-    root = pytester.mkdir(name)
+def _project(pytester: pytest.Pytester, name: str, test: str, cache: str = "../shared") -> Path:
+    """A project of its own root dir (an ini file) whose cache directory is `cache`."""
+    root = pytester.mkdir(name) if not (pytester.path / name).exists() else pytester.path / name
     (root / "tests").mkdir()
     (root / "conftest.py").write_text(textwrap.dedent(FAKE_CONFTEST))
     (root / "pytest.ini").write_text(
-        "[pytest]\nfilterwarnings = error\nautotune_cache_dir = ../shared\n"
+        f"[pytest]\nfilterwarnings = error\nautotune_cache_dir = {cache}\n"
     )
     (root / "tests" / f"{test}.py").write_text(SCALE_TESTS.replace("test_scale", test))
     return root
 
 
-def test_a_shared_cache_directory_keeps_another_projects_files_and_refuses_their_names(
+def test_a_shared_cache_directory_keeps_another_projects_files(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Two projects of one cache directory, both with tests/: the second's update called the
@@ -360,25 +360,54 @@ def test_a_shared_cache_directory_keeps_another_projects_files_and_refuses_their
     assert pruned.ret == pytest.ExitCode.OK, pruned.outlines
     assert keys(theirs) == ["1", "2"]
     assert not [line for line in pruned.outlines if "stale" in line or "pruned" in line]
+    # Its own file, of a test deleted since, is still pruned there.
+    own = shared / cache_path(Path("."), DEVICE, "tests/test_x.py::test_x")
+    assert json.loads(own.read_text())["project_root"] == "../px"
+    (px / "tests" / "test_x.py").unlink()
+    (px / "tests" / "test_z.py").write_text(SCALE_TESTS.replace("test_scale", "test_z"))
+    assert run(pytester, "--autotune-prune").ret == pytest.ExitCode.OK
+    assert not own.exists() and theirs.exists()
 
-    # A test of one path in both projects: the second's update refuses the first's file,
-    # whose entries it would have joined to its own.
-    (px / "tests" / "test_y.py").write_text(SCALE_TESTS.replace("test_scale", "test_y"))
-    refused = run(pytester, "--autotune-update", "tests/test_y.py")
-    assert refused.ret == pytest.ExitCode.TESTS_FAILED
-    refused.stdout.fnmatch_lines(
-        [
-            "error: *test_y.py__test_y*.json: was written by the project at ../py (from the"
-            " cache directory), whose test has this one's path; this project is at ../px*",
-        ]
-    )
-    assert json.loads(theirs.read_text())["project_root"] == "../py"
-    # Nor does the gate compare px's test with py's baseline: the file is unreadable to it.
-    gated = run(pytester, "--autotune", "tests/test_y.py")
-    gated.stdout.fnmatch_lines(
-        ["*test_y.py__test_y*.json could not be read (was written by the project at ../py*"]
-    )
-    assert "pass" not in [word for line in gated.outlines for word in line.split()]
-    # Its removal, the advice for a damaged file, would drop the other project's baselines.
-    gated.stdout.fnmatch_lines(["*keep it, as removing it would drop the other project's*"])
-    assert "remove it and" not in gated.stdout.str()
+
+def test_a_project_whose_root_holds_a_shared_directory_keeps_the_others_files(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A monorepo: mono/ keeps its own tests' baselines in mono/.autotune, which mono/pkg/
+    # shares (`../.autotune`). mono's prune called pkg's file gone (no mono/tests/test_x.py)
+    # and deleted it.
+    mono = pytester.path
+    (mono / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
+    (mono / "conftest.py").write_text(textwrap.dedent(FAKE_CONFTEST))
+    (mono / "test_mono.py").write_text(SCALE_TESTS.replace("test_scale", "test_mono"))
+    pkg = _project(pytester, "pkg", "test_x", cache="../.autotune")
+    monkeypatch.chdir(pkg)
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    theirs = mono / cache_path(ROOT, DEVICE, "tests/test_x.py::test_x")
+    assert json.loads(theirs.read_text())["project_root"] == "../pkg"
+    monkeypatch.chdir(mono)
+    pruned = run(pytester, "--autotune-prune", "test_mono.py")
+    assert pruned.ret == pytest.ExitCode.OK, pruned.outlines
+    assert keys(theirs) == ["1", "2"]
+    # mono's own files, in its own directory, are as they were: no field.
+    mine = mono / cache_path(ROOT, DEVICE, "test_mono.py::test_mono")
+    assert "project_root" not in json.loads(mine.read_text())
+
+
+def test_one_project_in_two_checkouts_gates_against_one_outside_cache_directory(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--autotune-cache-dir=/tmp/baseline` from two checkouts (main/, feature/): the files
+    # the first wrote are the second's baselines, read and updated as its own.
+    for name in ("main", "feature"):
+        _project(pytester, name, "test_x", cache=".autotune")
+    baseline = pytester.path / "baseline"
+    monkeypatch.chdir(pytester.path / "main")
+    assert run(pytester, "--autotune-update", f"--autotune-cache-dir={baseline}").ret == 0
+    monkeypatch.chdir(pytester.path / "feature")
+    gated = run(pytester, "--autotune", f"--autotune-cache-dir={baseline}")
+    assert gated.ret == pytest.ExitCode.OK, gated.outlines
+    gated.stdout.fnmatch_lines(["*test_x[[]1[]]*pass*", "*test_x[[]2[]]*pass*"])
+    updated = run(pytester, "--autotune-update", f"--autotune-cache-dir={baseline}")
+    assert updated.ret == pytest.ExitCode.OK, updated.outlines
+    file = baseline / cache_path(Path("."), DEVICE, "tests/test_x.py::test_x")
+    assert json.loads(file.read_text())["project_root"] == "../feature"

@@ -364,3 +364,62 @@ def test_device(candidate):
     # A registered hook may serve it: only tuning, which calls the hook, can tell.
     pytester.makeconftest("def pytest_autotune_client(config, device):\n    return None\n")
     assert run(pytester).ret == pytest.ExitCode.OK
+
+
+def test_a_hook_in_a_conftest_collected_after_the_test_may_serve_its_device(
+    pytester: pytest.Pytester,
+) -> None:
+    # Asked at collection, the check saw only the conftests collected so far: b/'s hook,
+    # registered after a/test_a.py was collected, was not there, and a plain run failed a
+    # device that tuning, which calls every registered hook, can serve.
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    pytester.mkdir("a")
+    pytester.mkdir("b")
+    (pytester.path / "a" / "test_a.py").write_text(
+        "import pytest\n\n"
+        "def one(x):\n    return x + 1\n\n"
+        "def two(x):\n    return 1 + x\n\n"
+        "@pytest.mark.autotune(candidates=[one, two], device='tpu')\n"
+        "def test_a(candidate):\n    return candidate(1)\n"
+    )
+    (pytester.path / "b" / "conftest.py").write_text(
+        "def pytest_autotune_client(config, device):\n    return None\n"
+    )
+    (pytester.path / "b" / "test_b.py").write_text("def test_b():\n    pass\n")
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+
+
+PREFIXED = """
+import numpy as np
+import pytest
+from conftest import spin
+
+def slow(x, x2):
+    spin(300e-6 * x[0])
+    return x[0]
+
+def fast(x, x2):
+    spin(100e-6 * x[0])
+    return x[0]
+
+@pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+@pytest.mark.parametrize("x", [(1,), (2,)])
+@pytest.mark.parametrize("x2", [np.ones(2), np.ones(3)])
+def test_prefixed(candidate, x, x2):
+    return candidate(x, x2)
+"""
+
+
+def test_a_parameter_whose_name_begins_another_keeps_its_own_id(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `x20` reads as x's 21st value or x2's first: x's value took x2's place, two groups
+    # shared one key, and both failed naming a key= the user never gave.
+    autotune_pytester.makepyfile(test_prefixed=PREFIXED)
+    result = run(autotune_pytester, "--autotune-update")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_prefixed.py::test_prefixed")
+    keys = sorted(entry["key"] for entry in json.loads(path.read_text())["entries"])
+    assert keys == ["x20-(1,)", "x20-(2,)", "x21-(1,)", "x21-(2,)"]
+    result.stdout.fnmatch_lines(["warning: test_prefixed.py::test_prefixed: *values of x2 by*"])

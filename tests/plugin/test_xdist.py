@@ -227,6 +227,53 @@ def test_a_crash_outside_the_tuning_leaves_the_group_to_be_tuned_again(
     assert "not started again" not in result.stdout.str()
 
 
+TWO_CRASHES = """
+import os
+import pytest
+from conftest import spin
+
+@pytest.fixture(autouse=True)
+def crash_in_setup(request):
+    if request.node.name == "test_group[fast]":
+        os._exit(3)  # before any tuning: the group is tuned next, in slow's test
+
+def fast(n):
+    spin(100e-6)
+    return n
+
+def slow(n):
+    spin(200e-6)
+    return n
+
+def third(n):
+    os._exit(3)
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow, "third": third})
+def test_group(candidate):
+    return candidate(2)
+"""
+
+
+def test_a_crash_in_the_tuning_names_the_test_that_tuned_not_an_earlier_crash(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Of the group's tests a worker crashed in, the first by name was said to have tuned it:
+    # fast's, which crashed in its setup, before slow's test tuned the group into `third`.
+    autotune_pytester.makepyfile(test_crashing=TWO_CRASHES)
+    result = autotune_pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly", "-n", "1",
+        "--autotune", timeout=60,
+    )  # fmt: skip
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*a pytest-xdist worker crashed in test_crashing.py::test_group[[]slow[]] while"
+            " that test tuned the group*",
+        ]
+    )
+    assert "crashed in test_crashing.py::test_group[fast] while" not in result.stdout.str()
+
+
 IMPORT_TIME_TESTS = """
 import os
 import pytest
