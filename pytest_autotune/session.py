@@ -658,8 +658,8 @@ def _failures(
             name = selected[0]
         if unexpected and name not in unexpected:
             gate = (
-                f"{gate}\n(the test of {name!r} is marked xfail, which would take the group's"
-                " gate failure as expected; it fails here)"
+                f"{gate}\n(the test of {name!r} is marked xfail, whose reason is its output's,"
+                " not the group's speed: the group's gate fails here)"
             )
             name = unexpected[0]
         failures[name] = f"{failures[name]}\n{gate}" if name in failures else gate

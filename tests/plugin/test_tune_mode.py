@@ -3033,8 +3033,8 @@ def test_a_regression_of_a_winner_marked_xfail_fails_another_test_of_its_group(
         consecutive=False,
     )
     assert (
-        "(the test of 'fast' is marked xfail, which would take the group's gate failure as"
-        " expected; it fails here)" in result.stdout.str()
+        "(the test of 'fast' is marked xfail, whose reason is its output's, not the group's"
+        " speed: the group's gate fails here)" in result.stdout.str()
     )
     result.assert_outcomes(failed=1, xpassed=1)
     assert "the run does not fail on it" not in result.stdout.str()
