@@ -87,7 +87,11 @@ the reference's usual figure over the one just read. On an H200 host the layerno
 block256 read its median enqueue time x1.3 or more in 20-38% of back-to-back loops, its
 spread (coefficient of variation) 0.21-0.22, and over an empty launch 0.09-0.12, the spells
 moving the ratio by 1.05-1.07 where they moved block256 by 1.48 (`benchmarks/host_spells.py`,
-BENCHMARKS.md, twenty-sixth session). Off until the short calls' tunings show it helps."""
+BENCHMARKS.md, twenty-sixth session). Off: side by side on one host, 400 tunings each way,
+the short calls agreed with the eager truth in 390 with it against 395 without (more ties
+of warp_row, 5-7% behind, that the tie-break gives it), for tunings up to 2.4 times as
+costly (softmax 0.089x of do_bench against 0.037x); `TIE` and `HOST_SPEEDUP` were chosen
+on loops as read, and would have to be chosen again with it."""
 
 REFERENCE_LEAD = 4
 """The reference loop's first launches, made and not counted (`CallerTiming.host_speed`)."""
