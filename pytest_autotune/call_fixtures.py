@@ -40,10 +40,21 @@ KEPT = (
 """The types of the fixture values that are the test's own state, never an input."""
 
 
+def is_kept(value: object) -> bool:
+    """Whether `value` is a fixture that holds the test's state (`KEPT`), or pytest-mock's
+    `mocker` (and its class, module, package and session kin), whose patches its teardown
+    undoes as `monkeypatch`'s: copied, its patches were never undone, and the copy walked
+    into `unittest.mock.sentinel`, whose every attribute exists, and failed every candidate
+    calling its `copy` (told by its class, so that pytest-mock is never imported)."""
+    cls = type(value)
+    mocker = cls.__name__ == "MockerFixture" and cls.__module__.startswith("pytest_mock")
+    return mocker or isinstance(value, KEPT)
+
+
 def kept_fixtures(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The arguments that are pytest's stateful fixtures (`KEPT`), by name: `monkeypatch`
+    """The arguments that are pytest's stateful fixtures (`is_kept`), by name: `monkeypatch`
     itself, or a fixture of the user's that returns it."""
-    return {name: value for name, value in arguments.items() if isinstance(value, KEPT)}
+    return {name: value for name, value in arguments.items() if is_kept(value)}
 
 
 @dataclass(frozen=True)
@@ -207,6 +218,7 @@ __all__ = [
     "SetUpFolder",
     "each_call",
     "folder_given",
+    "is_kept",
     "kept_fixtures",
     "timed_calls_quiet",
 ]

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_autotune.benchmark_fixture import FixtureValues, is_benchmark_fixture
-from pytest_autotune.call_fixtures import KEPT
+from pytest_autotune.call_fixtures import is_kept
 from pytest_autotune.tune.clone import clone_value
 
 
@@ -103,9 +103,13 @@ class BodyRequest:
             self.finalizers.append(patch.undo)
             return patch
         # pytest's fixtures that hold the test's state, and the request, are never copied
-        # (`call_fixtures.KEPT`: a copied `monkeypatch` is never undone), nor
+        # (`call_fixtures.is_kept`: a copied `monkeypatch` is never undone), nor
         # pytest-benchmark's, which a copy would leave unused.
-        if isinstance(got, (*KEPT, pytest.FixtureRequest, OwnRequest)) or is_benchmark_fixture(got):
+        if (
+            is_kept(got)
+            or isinstance(got, (pytest.FixtureRequest, OwnRequest))
+            or is_benchmark_fixture(got)
+        ):
             return got
         copied = clone_value(got)
         # Only a copy is kept: a value nothing can write into is asked for again at each

@@ -325,3 +325,54 @@ def test_out_dir(candidate, out_dir):
 """
     )
     run(autotune_pytester, "-p", "no:randomly", "--autotune").assert_outcomes(passed=2)
+
+
+FAKE_PYTEST_MOCK = '''
+import unittest.mock
+
+import pytest
+
+
+class MockerFixture:
+    """pytest-mock's fixture as the copier meets it: it holds `unittest.mock.sentinel`,
+    whose every attribute exists (`copy`, `shape`, `__array__` among them)."""
+
+    def __init__(self):
+        self.sentinel = unittest.mock.sentinel
+        self.patched = []
+
+    def patch_env(self, name, value):
+        self.patched.append(name)
+
+
+@pytest.fixture
+def mocker():
+    return MockerFixture()
+'''
+
+
+def test_pytest_mocks_mocker_is_the_tests_own_never_copied(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The copier walked into pytest-mock's fixture, met `unittest.mock.sentinel` and called
+    # its `copy`: every candidate failed "'_SentinelObject' object is not callable", in
+    # plain pytest and under --autotune.
+    package = autotune_pytester.mkpydir("pytest_mock")
+    (package / "__init__.py").write_text(FAKE_PYTEST_MOCK)
+    autotune_pytester.makeconftest(
+        autotune_pytester.path.joinpath("conftest.py").read_text()
+        + "\npytest_plugins = ['pytest_mock']\n"
+    )
+    autotune_pytester.makepyfile(
+        test_mocked=CANDIDATES
+        + """
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_mocked(candidate, mocker):
+    mocker.patch_env("X", "1")
+    return candidate(3)
+"""
+    )
+    assert run(autotune_pytester).ret == pytest.ExitCode.OK
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    assert "not callable" not in result.stdout.str()
