@@ -98,7 +98,12 @@ def autotune_scheduling() -> type:
             stop once nothing is left: a worker runs its last test only when it has the
             next or is told to stop. The scope scheduling ensures that at the start, but a
             worker that replaced a crashed one (a candidate that killed its process) was
-            given a single test this way and never ran it, and the run hung for good."""
+            given a single test this way and never ran it, and the run hung for good.
+            Nothing for a worker already removed: two workers crashing at once had the
+            scope scheduling reschedule one it had dropped, an INTERNALERROR (KeyError) in
+            3 of 11 runs of `-n 2 --autotune` (plain `--dist loadscope` has the race too)."""
+            if node not in self.assigned_work:
+                return
             super()._reschedule(node)
             while not node.shutting_down and self._pending_of(self.assigned_work[node]) < 2:
                 if not self.workqueue:
