@@ -1,12 +1,81 @@
-"""The plugin's pytest-xdist scheduler (`xdist.autotune_scheduling`) on its own."""
+"""Which work unit a node id belongs to, and which GPU each pytest-xdist worker gets."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 import pytest
 
-from pytest_autotune.xdist import autotune_scheduling
-
 pytest.importorskip("xdist")
+
+from pytest_autotune.plugin import xdist_group_name
+from pytest_autotune.xdist import (
+    WORKER_GPU,
+    XdistBridge,
+    autotune_scheduling,
+    function_scope,
+    worker_gpus,
+)
+
+
+def test_all_parametrizations_of_a_test_function_share_one_work_unit() -> None:
+    assert function_scope("t.py::test_sum[fast-4096]") == "t.py::test_sum"
+    assert function_scope("t.py::test_sum[slow-1024]") == "t.py::test_sum"
+    assert function_scope("t.py::Cls::test_x") == "t.py::Cls::test_x"
+
+
+def test_an_xdist_group_suffix_after_the_parameters_names_the_work_unit() -> None:
+    name = xdist_group_name("t.py::test_sum[4096]")
+    assert function_scope(f"t.py::test_sum[fast-4096]@{name}") == name
+    assert function_scope("t.py::test_mail[a@b]") == "t.py::test_mail"
+
+
+def test_a_group_name_never_ends_in_a_bracket_or_holds_an_at_sign() -> None:
+    name = xdist_group_name("t.py::test_x[user@host-4096]")
+    assert "]" not in name and "@" not in name
+
+
+def test_workers_take_the_gpus_in_turn() -> None:
+    assert worker_gpus(None, 2, 4) == ["0", "1", "0", "1"]
+    assert worker_gpus("3,GPU-abc", 0, 3) == ["3", "GPU-abc", "3"]
+
+
+def test_with_one_gpu_or_none_workers_keep_what_the_controller_sees() -> None:
+    assert worker_gpus(None, 1, 2) == [None, None]
+    assert worker_gpus(None, 0, 2) == [None, None]
+    assert worker_gpus("1", 4, 2) == [None, None]
+
+
+def test_a_worker_whose_tx_spec_sets_its_devices_keeps_them() -> None:
+    # `--tx 2*popen//env:CUDA_VISIBLE_DEVICES=2`: both workers on the GPU the user chose.
+    session: Any = SimpleNamespace(
+        settings=SimpleNamespace(tune=True), uses_default_gpu=lambda: True
+    )
+    config: Any = SimpleNamespace()
+    bridge = XdistBridge(config, session, gpu_count=lambda: 4, environ={})
+    specs = [
+        SimpleNamespace(id="gw0", popen=True, env={"CUDA_VISIBLE_DEVICES": "2"}),
+        SimpleNamespace(id="gw1", popen=True, env={}),
+    ]
+    bridge.pytest_xdist_setupnodes(config, specs)
+    assert [spec.env for spec in specs] == [
+        {"CUDA_VISIBLE_DEVICES": "2"},
+        {"CUDA_VISIBLE_DEVICES": "1"},
+    ]
+    # Only the GPU the plugin gave reaches the worker as its own.
+    inputs = []
+    for spec in specs:
+        node = SimpleNamespace(gateway=SimpleNamespace(id=spec.id, spec=spec), workerinput={})
+        bridge.pytest_configure_node(node)
+        inputs.append(node.workerinput)
+    assert inputs == [{}, {WORKER_GPU: "1"}]
+    # A worker that crashed is replaced on the same spec under a new id (xdist's
+    # `_clone_node`): the new worker has the same GPU, and must know it is its own.
+    specs[1].id = "gw2"
+    node = SimpleNamespace(gateway=SimpleNamespace(id="gw2", spec=specs[1]), workerinput={})
+    bridge.pytest_configure_node(node)
+    assert node.workerinput == {WORKER_GPU: "1"}
 
 
 class Worker:
