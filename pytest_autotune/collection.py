@@ -280,6 +280,14 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
             "an autotune test cannot be `async def`: the body is called as the timed call"
             " of each candidate; call async code with asyncio.run() in a plain def"
         )
+    if getattr(getattr(metafunc.function, "hypothesis", None), "inner_test", None) is not None:
+        # Hypothesis's @given calls the body once per example and wants None back: every
+        # candidate failed its health check ("should return None"), with no word of why.
+        error = (
+            "an autotune test cannot be Hypothesis's @given: the body is called as the timed"
+            " call of each candidate, on one set of inputs that it returns the output of;"
+            " give the inputs with parametrize or fixtures"
+        )
     error = None if error is None else f"{nodeid}: {error}"
     return FunctionSpec(nodeid, pairs, options, error, marks)
 

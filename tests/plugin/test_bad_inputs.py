@@ -652,6 +652,24 @@ CASES = [
              """
         ),
     ),
+    Case(
+        # Each candidate failed Hypothesis's health check ("should return None"), and
+        # under --autotune "every candidate failed", with no word of why.
+        "hypothesis test",
+        "check",
+        FAILED,
+        ("cannot be Hypothesis's @given", "parametrize or fixtures"),
+        textwrap.dedent(
+            """
+             from hypothesis import given, strategies as st
+
+             @pytest.mark.autotune(candidates={"good": good, "other": other})
+             @given(n=st.integers(1, 50))
+             def test_x(candidate, n):
+                 return candidate(n)
+             """
+        ),
+    ),
     # -- candidates that return a call not yet run: it would be timed as free
     Case(
         "async def candidate",
