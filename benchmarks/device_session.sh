@@ -47,7 +47,6 @@
 #   bash benchmarks/device_session.sh final24 # the session's last tree: suite, examples, family costs, short calls twice
 #   bash benchmarks/device_session.sh race25 # the short calls with open races sampled on and not, suite, examples, costs
 #   bash benchmarks/device_session.sh final25 # races' rounds, then the suite, examples, family costs, the short calls once more
-#   bash benchmarks/device_session.sh hostref # the short calls with eager loops at the host's usual speed and as read
 #   bash benchmarks/device_session.sh spells  # does a launch or Python reference follow the host's slow spells?
 #   bash benchmarks/device_session.sh speedup # the short calls with the tie-break's HOST_SPEEDUP at $SPEEDUPS in turn, then the GPU suite
 #   bash benchmarks/device_session.sh races  # the short calls with open races sampled on and not, then the GPU suite
@@ -661,20 +660,6 @@ final24)
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-1"
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-2"
-  ;;
-hostref)
-  # Eager loops at the host's usual speed (`--host-reference on`) against as read (`off`),
-  # ROUNDS rounds of a fresh process each (layernorm, every tuning kept), then every family
-  # once each way.
-  for round in $(seq "${ROUNDS:-3}"); do
-    for ref in off on; do
-      step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-$ref-$round" \
-        --family layernorm --caller-only --keep-all --host-reference $ref
-    done
-  done
-  for ref in off on; do
-    step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-$ref" --keep-all --host-reference $ref
-  done
   ;;
 spells)
   # Whether a reference beside a caller-timed sample follows the host's slow spells: two

@@ -25,7 +25,6 @@ candidate (what Triton's autotuner does), same process.
 
     PYTHONPATH=. python3 benchmarks/gpu_short_calls.py OUT_DIR [--tunings N]
         [--statistic score] [--no-tie-break] [--host-speedup 1.5] [--no-race]
-        [--host-reference on|off]
         [--family layernorm] [--caller-only]
         [--keep-all]
 
@@ -430,12 +429,6 @@ def main(argv: list[str]) -> int:
         " to launch when a tie is broken), to compare two on one machine",
     )
     parser.add_argument(
-        "--host-reference",
-        choices=("on", "off"),
-        help="take each eager loop at the host's usual speed by a reference loop of empty"
-        " launches beside it (cuda_timing.HOST_REFERENCE), or not, for this run",
-    )
-    parser.add_argument(
         "--no-race",
         action="store_true",
         help="stop sampling once every candidate has converged, as the seed does, even where"
@@ -465,8 +458,6 @@ def main(argv: list[str]) -> int:
         cuda_timing.EAGER_BUDGET_S *= args.eager_calls / cuda_timing.EAGER_CALLS
         cuda_timing.EAGER_CALLS = args.eager_calls
     cuda_timing.TIE_BREAK = not args.no_tie_break
-    if args.host_reference is not None:
-        cuda_timing.HOST_REFERENCE = args.host_reference == "on"
     schedule.RESOLVE_RACES = not args.no_race
     if args.host_speedup is not None:
         cuda_timing.HOST_SPEEDUP = args.host_speedup
@@ -561,7 +552,6 @@ def main(argv: list[str]) -> int:
                  "met" if met else "MISSED"]
             )  # fmt: skip
         entry["tie_break"] = cuda_timing.TIE_BREAK
-        entry["host_reference"] = cuda_timing.HOST_REFERENCE
         entry["host_speedup"] = cuda_timing.HOST_SPEEDUP
         entry["race"] = schedule.RESOLVE_RACES
         report[family.name] = entry

@@ -13,7 +13,9 @@ alone). Prints, for each series and for block256 over each reference, the spread
 cycles (coefficient of variation, and the 95th percentile over the median), and, over the
 cycles in which block256 read 1.3 times its median or more (a spell), how far each
 reference moved with it. A reference that follows the spells shows a ratio whose spread
-is well under block256's own.
+is well under block256's own. (An empty launch does; scaling the caller timing's loops by
+it was then measured on the short calls' tunings, agreed less and cost more, and was taken
+out again: BENCHMARKS.md, twenty-sixth session.)
 
     PYTHONPATH=. python3 benchmarks/host_spells.py [--seconds 40]
 

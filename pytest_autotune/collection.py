@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from pytest_autotune.marker_options import option_error
-from pytest_autotune.plugin_settings import is_builtin_device, shown_from
+from pytest_autotune.plugin_settings import is_builtin_device, shown_from, unserved_device
 
 FUNCTIONS = pytest.StashKey[dict[str, "FunctionSpec"]]()
 ITEM = pytest.StashKey["ItemSpec"]()
@@ -149,10 +149,7 @@ def unprovided_device(config: pytest.Config, device: Any) -> str | None:
         return None
     if config.pluginmanager.hook.pytest_autotune_client.get_hookimpls():
         return None
-    return (
-        f"device {device!r}: no pytest_autotune_client hook provides it, and it is not"
-        " auto, cpu, cuda or cuda:N"
-    )
+    return unserved_device(device)
 
 
 def _argnames(names: Any) -> list[str]:

@@ -48,6 +48,15 @@ def is_builtin_device(name: str) -> bool:
     return bool(_BUILTIN_DEVICE.match(name))
 
 
+def unserved_device(name: str) -> str:
+    """What is said of a device name that is not built in and that no
+    `pytest_autotune_client` hook serves, in a plain run and in a tuning alike."""
+    return (
+        f"device {name!r}: no pytest_autotune_client hook provides it, and it is not"
+        " auto, cpu, cuda or cuda:N"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class PluginSettings:
     """The plugin's settings, resolved once per session (and per group, with its marker)."""

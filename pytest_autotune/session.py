@@ -39,7 +39,7 @@ from pytest_autotune.gate_policy import (
 )
 from pytest_autotune.group_record import call_costs, group_record, group_summary, instrument
 from pytest_autotune.outputs import SessionOutput, progress_lines
-from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device
+from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device, unserved_device
 from pytest_autotune.quiet import Quiet, crashed_tests, tuning_noted, tuning_test
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
@@ -205,10 +205,7 @@ class AutotuneSession:
                 self._note_cpu_fallback(error)
                 return cpu()
         if not is_builtin_device(name):
-            raise ConfigError(
-                f"device {name!r}: no pytest_autotune_client hook provides it, and it is not"
-                " auto, cpu, cuda or cuda:N"
-            )
+            raise ConfigError(unserved_device(name))
         index = int(name.split(":", 1)[1]) if ":" in name else None
         return cuda(self._gpu_index(index))
 

@@ -313,7 +313,6 @@ class CudaClient:
                 cp, cp.cuda.Stream() if graph_replay else None, self._time_warm_up
             )
         self._launch_nothing = functools.partial(_launch_empty, self._sampler.nothing_kernel, 1)
-        self._caller.reference = self._launch_nothing
         # A pool that is let go keeps its blocks (`GraphReplays._drop`): the graphs of a
         # client that is collected (one made with other arguments than `cuda()`'s own, or
         # a test's) give theirs back then, and not at exit, when CUDA may be gone.

@@ -80,25 +80,6 @@ steady host in 397 against 398; live, side by side on a third, 596 of 600 agains
 TIE_BREAK = True
 """Whether `CallerTiming.preferred` breaks ties (a benchmark turns it off to compare)."""
 
-HOST_REFERENCE = False
-"""Whether an eager loop's figure is taken at the host's usual speed (`CallerTiming.
-host_speed`): times a reference loop of empty launches right after it, and scales it by
-the reference's usual figure over the one just read. On an H200 host the layernorm's
-block256 read its median enqueue time x1.3 or more in 20-38% of back-to-back loops, its
-spread (coefficient of variation) 0.21-0.22, and over an empty launch 0.09-0.12, the spells
-moving the ratio by 1.05-1.07 where they moved block256 by 1.48 (`benchmarks/host_spells.py`,
-BENCHMARKS.md, twenty-sixth session). Off: side by side on one host, 400 tunings each way,
-the short calls agreed with the eager truth in 390 with it against 395 without (more ties
-of warp_row, 5-7% behind, that the tie-break gives it), for tunings up to 2.4 times as
-costly (softmax 0.089x of do_bench against 0.037x); `TIE` and `HOST_SPEEDUP` were chosen
-on loops as read, and would have to be chosen again with it."""
-
-REFERENCE_LEAD = 4
-"""The reference loop's first launches, made and not counted (`CallerTiming.host_speed`)."""
-
-REFERENCE_CALLS = 16
-"""The reference loop's counted launches: about 70 us of an H200 host's time a sample."""
-
 TIMINGS = ("caller", "device")
 """`timing="caller"` scores a sample by the larger of device and host enqueue time,
 `"device"` by the device time alone (see `backends.cuda`'s docstring)."""
@@ -121,19 +102,11 @@ class CallerTiming:
     """How a client scores its samples (`timing`: "caller" or "device"), the eager loop
     that measures what a caller pays, and the latest `CallCost` of each candidate."""
 
-    def __init__(
-        self,
-        timing: str,
-        host_timer: Callable[[], int],
-        reference: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, timing: str, host_timer: Callable[[], int]) -> None:
         if timing not in TIMINGS:
             raise ValueError(f"timing must be one of {TIMINGS}, got {timing!r}")
         self.timing = timing
         self.host_timer = host_timer
-        self.reference = reference
-        """One launch of an empty kernel, the host's own speed (`host_speed`)."""
-        self._references: list[float] = []
         self._loop_overhead_ns: float | None = None
         self._costs: weakref.WeakKeyDictionary[Callable[..., object], CallCost] = (
             weakref.WeakKeyDictionary()
@@ -228,23 +201,9 @@ class CallerTiming:
         for _ in range(EAGER_LEAD):
             eager()
         each = untraced(_enqueue_each, self.host_timer, eager, calls)
-        own = self.loop_overhead_ns()
-        seconds = loop_seconds([max(round(ns - own), 1) for ns in each])
-        if HOST_REFERENCE and self.reference is not None:
-            seconds *= self.host_speed(self.reference, own)
         stream.synchronize()
-        return seconds
-
-    def host_speed(self, reference: Callable[[], None], own: float) -> float:
-        """How much slower the host launches now than usual, as a factor to take an eager
-        loop just timed back to its usual speed: the median of this client's reference
-        loops so far over the one timed now (`HOST_REFERENCE`)."""
-        for _ in range(REFERENCE_LEAD):
-            reference()
-        each = untraced(_enqueue_each, self.host_timer, reference, REFERENCE_CALLS)
-        now = loop_seconds([max(round(ns - own), 1) for ns in each])
-        self._references.append(now)
-        return statistics.median(self._references) / now
+        own = self.loop_overhead_ns()
+        return loop_seconds([max(round(ns - own), 1) for ns in each])
 
     def loop_overhead_ns(self) -> float:
         """What timing each eager call alone adds to it, in nanoseconds: the loop's own
