@@ -336,6 +336,7 @@ def tunings(
         if done and done % TRUTH_EVERY == 0:
             between()
         tuner = Tuner("short-calls", client.device_id, AutotuneConfig(disable_cache=True))
+        client._caller.last_slowdown = None  # what this tuning's tie-break measures, if any
         started = time.perf_counter()
         decision = tuner.tune(family.name, tunables, family.inputs, client)
         walls.append(time.perf_counter() - started)
@@ -346,6 +347,7 @@ def tunings(
                 {
                     "winner": decision.fastest_name,
                     "agrees": not missed,
+                    "slowdown": client._caller.last_slowdown,
                     "results": {
                         r.name: {"samples_us": [round(x * 1e6, 2) for x in r.samples],
                                  "dropped_first": r.dropped_first, "score": r.score,
@@ -390,6 +392,11 @@ def candidate_table(entry: dict[str, Any]) -> str:
     return table(header, rows)
 
 
+def _speedup(text: str) -> float | str:
+    """A `--host-speedup`: a number, or 'measured'."""
+    return text if text == "measured" else float(text)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
@@ -423,10 +430,11 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--host-speedup",
-        type=float,
+        type=_speedup,
         default=None,
         help="the caller timing's HOST_SPEEDUP for this run (how much faster a host is taken"
-        " to launch when a tie is broken), to compare two on one machine",
+        " to launch when a tie is broken; 'measured': as much as it usually is faster than"
+        " at the tie), to compare two on one machine",
     )
     parser.add_argument(
         "--no-race",
@@ -460,7 +468,7 @@ def main(argv: list[str]) -> int:
     cuda_timing.TIE_BREAK = not args.no_tie_break
     schedule.RESOLVE_RACES = not args.no_race
     if args.host_speedup is not None:
-        cuda_timing.HOST_SPEEDUP = args.host_speedup
+        cuda_timing.HOST_SPEEDUP = None if args.host_speedup == "measured" else args.host_speedup
     if args.family is not None and not any(args.family in name for name in FAMILY_NAMES):
         parser.error(f"--family {args.family!r} names none of {', '.join(FAMILY_NAMES)}")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -30,17 +30,24 @@ LEFT_OUT = ("two_launches", "cupy_expression")
 NEVER_FASTER = ("block1024", "warp_row")
 
 
-def rejudge(path: Path, speedup: float) -> tuple[int, int, dict[str, int]]:
-    """(agreeing, tunings, picks of each never-faster candidate) at `speedup`."""
+def rejudge(path: Path, speedup: float | str) -> tuple[int, int, dict[str, int]]:
+    """(agreeing, tunings, picks of each never-faster candidate) at `speedup`: a number, or
+    "measured", each tuning's own measured slowdown of the host (1 where its tie-break
+    measured none), which a run made with `--host-speedup measured` kept."""
     family = layernorm_run(path)
+    if speedup == "measured" and family["host_speedup"] is not None:
+        raise SystemExit(f"{path}: its tunings measured no slowdown (--host-speedup measured)")
     truth = paired(family["eager_rounds_s"])
     fastest = min(truth.values())
     timing, fns = caller_timing(family["caller"]["call_costs"])
-    saved, cuda_timing.HOST_SPEEDUP = cuda_timing.HOST_SPEEDUP, speedup
+    saved = cuda_timing.HOST_SPEEDUP
     try:
         agree, picks = 0, dict.fromkeys(NEVER_FASTER, 0)
         tunings = family["caller"]["disagreeing"]  # every tuning, with --keep-all
         for tuning in tunings:
+            cuda_timing.HOST_SPEEDUP = (
+                tuning["slowdown"] or 1.0 if speedup == "measured" else float(speedup)
+            )
             scored = [
                 (fns[name], _score(name, result))
                 for name, result in tuning["results"].items()
@@ -69,17 +76,25 @@ def _score(name: str, result: dict[str, Any]) -> float:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
-    parser.add_argument("--speedups", nargs="+", type=float, default=[1.0, 1.25, 1.5, 2.0])
+    parser.add_argument(
+        "--speedups",
+        nargs="+",
+        type=lambda text: text if text == "measured" else float(text),
+        default=[1.0, 1.25, 1.5, 2.0],
+        help="numbers, or 'measured' (each tuning's own measured slowdown)",
+    )
     args = parser.parse_args(argv)
     for speedup in args.speedups:
         agree = total = 0
         picks = dict.fromkeys(NEVER_FASTER, 0)
+        each = []
         for run in args.runs:
             a, n, p = rejudge(run, speedup)
             agree, total = agree + a, total + n
             picks = {name: picks[name] + p[name] for name in picks}
+            each.append(f"{a}/{n}")
         said = ", ".join(f"{name} {count}" for name, count in picks.items())
-        print(f"HOST_SPEEDUP {speedup:g}: {agree}/{total} agree; picks of {said}")
+        print(f"HOST_SPEEDUP {speedup}: {agree}/{total} agree ({' '.join(each)}); picks of {said}")
     return 0
 
 

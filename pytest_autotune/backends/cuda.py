@@ -313,6 +313,7 @@ class CudaClient:
                 cp, cp.cuda.Stream() if graph_replay else None, self._time_warm_up
             )
         self._launch_nothing = functools.partial(_launch_empty, self._sampler.nothing_kernel, 1)
+        self._caller.reference = self._launch_nothing
         # A pool that is let go keeps its blocks (`GraphReplays._drop`): the graphs of a
         # client that is collected (one made with other arguments than `cuda()`'s own, or
         # a test's) give theirs back then, and not at exit, when CUDA may be gone.
@@ -579,8 +580,9 @@ class CudaClient:
     def preferred(self, scored: Sequence[tuple[Callable[..., object], float]]) -> int:
         """Which of a batch's live candidates wins, read by the tuner once a batch is over:
         the lowest score, or a tied one that a faster host would speed up
-        (`CallerTiming.preferred`)."""
-        return self._caller.preferred(scored)
+        (`CallerTiming.preferred`), which may time a loop of empty launches on this device."""
+        with self._lock, self._device:
+            return self._caller.preferred(scored)
 
     def instrument(self) -> dict[str, int]:
         """What this client takes off its samples as the instrument's own, by mode, as

@@ -5,6 +5,7 @@ beside its device sample, and each candidate's latest device and enqueue seconds
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import statistics
 import weakref
@@ -62,20 +63,42 @@ well under the 5% by which a pick counts as wrong, and a gap that host-bound sco
 from one tuning to the next on the H200 hosts (block128 and block256, level by a long eager
 loop, each won 28-70 of every 100 tunings)."""
 
-HOST_SPEEDUP = 1.5
+HOST_SPEEDUP: float | None = 1.5
 """How much faster than during the tuning the host is taken to launch when a tie is broken
-(`CallerTiming.preferred`). The H200 hosts here ran every launch loop 1.4-1.7 times slower
-in spells of tens of milliseconds to whole processes, and a tuning in one is a tie of every
-one-kernel candidate of a 2048x1024 layernorm at 17-20 us, block1024 (13.9-14.2 us of device
-time) among them: at 1.25 block1024's device time hid under the others' launches sped up
-(18.5 us / 1.25 = 14.8 us) and it won such ties. What 1.5 gives up: at the host's usual
-speed a tie of block256 and warp_row (5.5-7.9 us on the device, 5-8% over block256's 10-11
-us to launch) goes to warp_row, which a host 1.5 times faster would launch under block256's
-device time; the race of medians (`schedule.RESOLVE_RACES`) leaves few such ties. Re-judged
-on the same samples, 1,300 tunings of two hosts agreed with the eager truth in 1,288 at 1.5
-against 1,276 at 1.25 (block1024 picked 14 times against 42, warp_row 9 against 6), 400 of a
-steady host in 397 against 398; live, side by side on a third, 596 of 600 against 591
-(BENCHMARKS.md, twenty-fifth session)."""
+(`CallerTiming.preferred`); None: as much faster as it usually is, measured then
+(`CallerTiming.host_slowdown`). The H200 hosts here ran every launch loop 1.4-1.7 times
+slower in spells of tens of milliseconds to whole processes, and a tuning in one is a tie of
+every one-kernel candidate of a 2048x1024 layernorm at 17-20 us, block1024 (13.9-14.2 us of
+device time) among them: at 1.25 block1024's device time hid under the others' launches
+sped up (18.5 us / 1.25 = 14.8 us) and it won such ties. What 1.5 gives up: at the host's
+usual speed a tie of block256 and warp_row (5.5-7.9 us on the device, 5-8% over block256's
+10-11 us to launch) goes to warp_row, which a host 1.5 times faster would launch under
+block256's device time; the race of medians (`schedule.RESOLVE_RACES`) leaves few such
+ties. Re-judged on the same samples, 1,300 tunings of two hosts agreed with the eager truth
+in 1,288 at 1.5 against 1,276 at 1.25 (block1024 picked 14 times against 42, warp_row 9
+against 6), 400 of a steady host in 397 against 398; live, side by side on a third, 596 of
+600 against 591 (BENCHMARKS.md, twenty-fifth session)."""
+
+SLOWDOWN_MAX = 2.0
+"""The most a measured slowdown of the host is taken to be (`CallerTiming.host_slowdown`):
+the spells seen were 1.4-1.7 times slower; a reading past 2 is a stall of the reference
+loop itself, not the host's speed."""
+
+REFERENCE_LEAD = 4
+"""The reference loop's first launches, made and not counted (`CallerTiming.host_slowdown`):
+the host path is cold for a few calls after other work."""
+
+REFERENCE_CALLS = 16
+"""The reference loop's counted launches of an empty kernel: about 70 us of an H200 host's
+time at its usual speed."""
+
+REFERENCE_SEED = 3
+"""The reference loops a client times back to back the first time it needs the host's
+usual speed: with one, the usual speed would be the one reading it is compared with."""
+
+REFERENCES_KEPT = 64
+"""The latest reference loops whose lower quartile is the host's usual speed: a long
+session's host may settle at another speed."""
 
 TIE_BREAK = True
 """Whether `CallerTiming.preferred` breaks ties (a benchmark turns it off to compare)."""
@@ -102,11 +125,22 @@ class CallerTiming:
     """How a client scores its samples (`timing`: "caller" or "device"), the eager loop
     that measures what a caller pays, and the latest `CallCost` of each candidate."""
 
-    def __init__(self, timing: str, host_timer: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        timing: str,
+        host_timer: Callable[[], int],
+        reference: Callable[[], None] | None = None,
+    ) -> None:
         if timing not in TIMINGS:
             raise ValueError(f"timing must be one of {TIMINGS}, got {timing!r}")
         self.timing = timing
         self.host_timer = host_timer
+        self.reference = reference
+        """One launch of an empty kernel: the host's own speed (`host_slowdown`); None where
+        the client has none, and the host is taken at its usual speed."""
+        self.last_slowdown: float | None = None
+        """The latest slowdown `host_slowdown` measured (a benchmark reads it)."""
+        self._references: collections.deque[float] = collections.deque(maxlen=REFERENCES_KEPT)
         self._loop_overhead_ns: float | None = None
         self._costs: weakref.WeakKeyDictionary[Callable[..., object], CallCost] = (
             weakref.WeakKeyDictionary()
@@ -223,7 +257,8 @@ class CallerTiming:
     def preferred(self, scored: Sequence[tuple[Callable[..., object], float]]) -> int:
         """Which of a batch's live candidates (each function with its score) wins: the
         lowest score; with the caller timing, of the candidates that tie with it (within
-        `TIE`), the one of least regret, now or on a host `HOST_SPEEDUP` times faster.
+        `TIE`), the one of least regret, now or on a host `HOST_SPEEDUP` times faster
+        (None: as much faster as the host usually is than now, `host_slowdown`).
 
         A host-bound candidate's score is what the host took to launch it during the
         tuning, and the H200 hosts here had spells of tens of milliseconds to whole
@@ -245,13 +280,19 @@ class CallerTiming:
         tied = [i for i, (_, score) in enumerate(scored) if score <= TIE * scored[best][1]]
         if len(tied) < 2:
             return best
-        faster = {}
+        costs = {}
         for i in tied:
-            fn, score = scored[i]
-            cost = self.call_costs(fn)
+            cost = self.call_costs(scored[i][0])
             if cost is None:
                 return best
-            faster[i] = max(cost.device, score / HOST_SPEEDUP)
+            costs[i] = cost
+        speedup = HOST_SPEEDUP
+        if speedup is None:
+            # Measured only where it can matter: of device-bound calls each scores its
+            # device time whatever the host's speed.
+            host_bound = any(c.enqueue is not None and c.enqueue > c.device for c in costs.values())
+            speedup = self.host_slowdown() if host_bound else 1.0
+        faster = {i: max(costs[i].device, scored[i][1] / speedup) for i in tied}
         least = min(faster.values())
 
         def regret(i: int) -> tuple[float, float]:
@@ -259,6 +300,33 @@ class CallerTiming:
             return max(score / scored[best][1], faster[i] / least), score
 
         return min(tied, key=regret)
+
+    def host_slowdown(self) -> float:
+        """How many times slower than usual the host launches now, between 1 and
+        `SLOWDOWN_MAX`: a reference loop of empty launches timed now, over the lower quartile
+        of this client's latest ones (`REFERENCES_KEPT`; the first time, `REFERENCE_SEED`
+        timed before it). An empty launch's loop moves with the spells that slow a host-bound
+        candidate's (x1.36 where the layernorm's block256 moved x1.48 on an H200 host,
+        `benchmarks/host_spells.py`). 1 where the client has no `reference`."""
+        if self.reference is None:
+            return 1.0
+        if not self._references:
+            self._references.extend(self._reference_loop() for _ in range(REFERENCE_SEED))
+        now = self._reference_loop()
+        self._references.append(now)
+        usual = statistics.quantiles(self._references, n=4, method="inclusive")[0]
+        self.last_slowdown = min(SLOWDOWN_MAX, max(1.0, now / usual))
+        return self.last_slowdown
+
+    def _reference_loop(self) -> float:
+        """Host seconds per launch of `reference` in a loop (`loop_seconds`), after
+        `REFERENCE_LEAD` left out."""
+        assert self.reference is not None
+        for _ in range(REFERENCE_LEAD):
+            self.reference()
+        each = untraced(_enqueue_each, self.host_timer, self.reference, REFERENCE_CALLS)
+        own = self.loop_overhead_ns()
+        return loop_seconds([max(round(ns - own), 1) for ns in each])
 
     def score(
         self,

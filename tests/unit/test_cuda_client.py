@@ -1122,6 +1122,69 @@ def test_a_slower_spell_still_tells_the_device_bound_candidate_apart(gpu: FakeGp
     assert preferred_name(client, fns, scores) == "block256"
 
 
+class EmptyLaunch:
+    """The client's reference (one empty launch) on a `HostClock`: `us` of host time each."""
+
+    def __init__(self, clock: HostClock, us: float) -> None:
+        self.clock, self.us, self.calls = clock, us, 0
+
+    def __call__(self) -> None:
+        self.calls += 1
+        self.clock.ns += int(self.us * 1000)
+
+
+def measuring_spell(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch, launch_us: float
+) -> tuple[CudaClient, dict[str, Any], EmptyLaunch]:
+    """`timed_spell`'s client with the host's speed measured at a tie (HOST_SPEEDUP None),
+    an empty launch taking 4.5 us at the host's usual speed, read once at that speed."""
+    monkeypatch.setattr(cuda_timing, "HOST_SPEEDUP", None)
+    client, fns = timed_spell(gpu, launch_us)
+    reference = EmptyLaunch(HostClock(), 4.5)
+    client._caller.host_timer = reference.clock
+    client._caller.reference = reference
+    assert client._caller.host_slowdown() == 1.0
+    return client, fns, reference
+
+
+def test_measured_at_the_hosts_usual_speed_a_tie_goes_to_the_lowest_score(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The tie of block256 and warp_row at 10.5 us a launch that a fixed HOST_SPEEDUP gives
+    # warp_row whichever scored lower: measured, the host launches at its usual speed, a
+    # faster one is not in sight, and the lower score wins.
+    client, fns, _ = measuring_spell(gpu, monkeypatch, 10.5)
+    assert preferred_name(client, fns, {"block256": 10.5e-6, "warp_row": 10.6e-6}) == "block256"
+    assert preferred_name(client, fns, {"block256": 10.6e-6, "warp_row": 10.5e-6}) == "warp_row"
+    assert client._caller.last_slowdown == 1.0
+
+
+def test_measured_in_a_slow_spell_a_tie_goes_to_one_the_usual_host_speeds_up(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The empty launch now takes 1.4 times its usual 4.5 us: block256 (8 us on the device)
+    # launches in 15.5 / 1.4 = 11.1 us at the usual speed, block1024 stays at its 13.9.
+    client, fns, reference = measuring_spell(gpu, monkeypatch, 15.5)
+    reference.us = 4.5 * 1.4
+    scores = {"block1024": 15.3e-6, "block256": 15.5e-6}
+    assert preferred_name(client, fns, scores) == "block256"
+    assert client._caller.last_slowdown == pytest.approx(1.4, rel=1e-3)
+    # A stall of the reference loop itself is read as the slowest spell taken, no more.
+    reference.us = 4.5 * 5
+    assert client._caller.host_slowdown() == cuda_timing.SLOWDOWN_MAX
+
+
+def test_a_tie_of_device_bound_calls_times_no_reference(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Launched in 2 us, each call is bound by its device time: the host's speed changes
+    # nothing, and no reference loop is timed for it.
+    client, fns, reference = measuring_spell(gpu, monkeypatch, 2.0)
+    calls = reference.calls
+    assert preferred_name(client, fns, {"block256": 8.0e-6, "warp_row": 7.9e-6}) == "warp_row"
+    assert reference.calls == calls
+
+
 def test_device_timing_and_a_turned_off_tie_break_take_the_lowest_score(
     gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
 ) -> None:
