@@ -47,6 +47,7 @@
 #   bash benchmarks/device_session.sh final24 # the session's last tree: suite, examples, family costs, short calls twice
 #   bash benchmarks/device_session.sh race25 # the short calls with open races sampled on and not, suite, examples, costs
 #   bash benchmarks/device_session.sh final25 # races' rounds, then the suite, examples, family costs, the short calls once more
+#   bash benchmarks/device_session.sh paired27 # the short calls' new defaults (round by round, measured slowdown) against the last session's, suite, examples, costs
 #   bash benchmarks/device_session.sh spells  # does a launch or Python reference follow the host's slow spells?
 #   bash benchmarks/device_session.sh speedup # the short calls with the tie-break's HOST_SPEEDUP at $SPEEDUPS in turn, then the GPU suite
 #   bash benchmarks/device_session.sh races  # the short calls with open races sampled on and not, then the GPU suite
@@ -660,6 +661,23 @@ final24)
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-1"
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-2"
+  ;;
+paired27)
+  # The short calls with the new defaults (winners round by round, the host's slowdown
+  # measured at a tie) against the last session's (each candidate's own score, a fixed
+  # HOST_SPEEDUP of 1.5), ROUNDS rounds of a fresh process each (layernorm, every tuning
+  # kept), every family once each way, then the suite, the examples and every family's cost.
+  for round in $(seq "${ROUNDS:-4}"); do
+    step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-new-$round" \
+      --family layernorm --caller-only --keep-all
+    step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-old-$round" \
+      --family layernorm --caller-only --keep-all --no-paired --host-speedup 1.5
+  done
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-new" --keep-all
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-old" --keep-all --no-paired \
+    --host-speedup 1.5
+  tree_checks
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   ;;
 spells)
   # Whether a reference beside a caller-timed sample follows the host's slow spells: two

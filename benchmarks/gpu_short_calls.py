@@ -24,7 +24,8 @@ Tuning cost: the wall time of one tuning against `triton.testing.do_bench` over 
 candidate (what Triton's autotuner does), same process.
 
     PYTHONPATH=. python3 benchmarks/gpu_short_calls.py OUT_DIR [--tunings N]
-        [--statistic score] [--no-tie-break] [--host-speedup 1.5] [--no-race]
+        [--statistic score] [--no-tie-break] [--host-speedup 1.5|measured] [--no-race]
+        [--no-paired]
         [--family layernorm] [--caller-only]
         [--keep-all]
 
@@ -341,13 +342,19 @@ def tunings(
         decision = tuner.tune(family.name, tunables, family.inputs, client)
         walls.append(time.perf_counter() - started)
         winners.append(decision.fastest_name)
+        # The host's slowdown this tuning's tie-break measured; where it measured none, one
+        # measured now, for `rejudge_tie_break.py` to try the rule on every tuning.
+        slowdown, live = client._caller.last_slowdown, True
+        if slowdown is None and keep_all and client.timing == "caller":
+            slowdown, live = client._caller.host_slowdown(), False
         missed = eager[decision.fastest_name] > AGREE * best
         if keep_all or (missed and len(misses) < SAMPLES_KEPT):
             misses.append(
                 {
                     "winner": decision.fastest_name,
                     "agrees": not missed,
-                    "slowdown": client._caller.last_slowdown,
+                    "slowdown": slowdown,
+                    "slowdown_live": live,
                     "results": {
                         r.name: {"samples_us": [round(x * 1e6, 2) for x in r.samples],
                                  "dropped_first": r.dropped_first, "score": r.score,
@@ -437,6 +444,12 @@ def main(argv: list[str]) -> int:
         " at the tie), to compare two on one machine",
     )
     parser.add_argument(
+        "--no-paired",
+        action="store_true",
+        help="pick winners by each candidate's own score, not round by round"
+        " (schedule.PAIRED off), to compare both on one machine",
+    )
+    parser.add_argument(
         "--no-race",
         action="store_true",
         help="stop sampling once every candidate has converged, as the seed does, even where"
@@ -467,6 +480,7 @@ def main(argv: list[str]) -> int:
         cuda_timing.EAGER_CALLS = args.eager_calls
     cuda_timing.TIE_BREAK = not args.no_tie_break
     schedule.RESOLVE_RACES = not args.no_race
+    schedule.PAIRED = not args.no_paired
     if args.host_speedup is not None:
         cuda_timing.HOST_SPEEDUP = None if args.host_speedup == "measured" else args.host_speedup
     if args.family is not None and not any(args.family in name for name in FAMILY_NAMES):
@@ -562,6 +576,7 @@ def main(argv: list[str]) -> int:
         entry["tie_break"] = cuda_timing.TIE_BREAK
         entry["host_speedup"] = cuda_timing.HOST_SPEEDUP
         entry["race"] = schedule.RESOLVE_RACES
+        entry["paired"] = schedule.PAIRED
         report[family.name] = entry
         start = len(lines)
         lines.append(f"== {family.name}")

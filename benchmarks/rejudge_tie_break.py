@@ -9,8 +9,11 @@ enqueue time are the run's latest (`call_costs`), and the product's own
 `CallerTiming.preferred` picks the winner; a pick agrees when it is within 5% of the
 fastest by the run's paired eager truth (`gpu_short_calls.medians`). The one-kernel
 candidates only: two_launches and the CuPy expression were cut early in every tuning.
+With `--paired`, the scores are the product's round-by-round ones (`schedule.paired_scores`)
+as well as each candidate's own, each way in turn.
 
-    python benchmarks/rejudge_tie_break.py RUN/short_calls.json [...] [--speedups 1.25 1.5]
+    python benchmarks/rejudge_tie_break.py RUN/short_calls.json [...]
+        [--speedups 1.25 1.5 measured] [--paired]
 """
 
 from __future__ import annotations
@@ -24,19 +27,27 @@ from benchmarks.gpu_short_calls import AGREE
 from benchmarks.gpu_short_calls import medians as paired
 from benchmarks.kept_tunings import caller_timing, layernorm_run
 from pytest_autotune.backends import cuda_timing
+from pytest_autotune.tune import schedule
 from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome
 
 LEFT_OUT = ("two_launches", "cupy_expression")
 NEVER_FASTER = ("block1024", "warp_row")
 
 
-def rejudge(path: Path, speedup: float | str) -> tuple[int, int, dict[str, int]]:
+def rejudge(
+    path: Path, speedup: float | str, by_rounds: bool = False
+) -> tuple[int, int, dict[str, int]]:
     """(agreeing, tunings, picks of each never-faster candidate) at `speedup`: a number, or
-    "measured", each tuning's own measured slowdown of the host (1 where its tie-break
-    measured none), which a run made with `--host-speedup measured` kept."""
+    "measured", each tuning's own measured slowdown of the host (1 where none was kept: a
+    run with `--host-speedup measured` whose tie-break measured none); `by_rounds`: scored
+    round by round."""
     family = layernorm_run(path)
-    if speedup == "measured" and family["host_speedup"] is not None:
-        raise SystemExit(f"{path}: its tunings measured no slowdown (--host-speedup measured)")
+    if (
+        speedup == "measured"
+        and family["host_speedup"] is not None
+        and not any(t.get("slowdown") for t in family["caller"]["disagreeing"])
+    ):
+        raise SystemExit(f"{path}: its tunings kept no slowdown of the host")
     truth = paired(family["eager_rounds_s"])
     fastest = min(truth.values())
     timing, fns = caller_timing(family["caller"]["call_costs"])
@@ -48,11 +59,15 @@ def rejudge(path: Path, speedup: float | str) -> tuple[int, int, dict[str, int]]
             cuda_timing.HOST_SPEEDUP = (
                 tuning["slowdown"] or 1.0 if speedup == "measured" else float(speedup)
             )
-            scored = [
-                (fns[name], _score(name, result))
+            results = {
+                name: result
                 for name, result in tuning["results"].items()
                 if "samples_us" in result and name not in LEFT_OUT
-            ]
+            }
+            scores = _by_rounds(results) if by_rounds else None
+            if scores is None:
+                scores = {name: _score(name, result) for name, result in results.items()}
+            scored = [(fns[name], score) for name, score in scores.items()]
             winner = scored[timing.preferred(scored)][0].__name__
             agree += truth[winner] <= AGREE * fastest
             if winner in picks:
@@ -60,6 +75,21 @@ def rejudge(path: Path, speedup: float | str) -> tuple[int, int, dict[str, int]]
     finally:
         cuda_timing.HOST_SPEEDUP = saved
     return agree, len(tunings), picks
+
+
+def _by_rounds(results: dict[str, dict[str, Any]]) -> dict[str, float] | None:
+    """The candidates' round-by-round scores in seconds (`schedule.paired_scores`), from
+    their kept samples; None where the product would not pair them."""
+    trials = []
+    for index, (name, result) in enumerate(results.items()):
+        trial = schedule._Trial(index, name, result["dropped_first"])
+        trial.samples = [us * 1e-6 for us in result["samples_us"]]
+        trials.append(trial)
+    statistics = [result["statistic"] for result in results.values()]
+    paired = schedule.paired_scores(trials, statistics.__getitem__)
+    if paired is None:
+        return None
+    return {trial.name: paired[trial.index] for trial in trials}
 
 
 def _score(name: str, result: dict[str, Any]) -> float:
@@ -83,18 +113,28 @@ def main(argv: list[str]) -> int:
         default=[1.0, 1.25, 1.5, 2.0],
         help="numbers, or 'measured' (each tuning's own measured slowdown)",
     )
+    parser.add_argument(
+        "--paired",
+        action="store_true",
+        help="also score round by round (schedule.paired_scores), each way in turn",
+    )
     args = parser.parse_args(argv)
-    for speedup in args.speedups:
-        agree = total = 0
-        picks = dict.fromkeys(NEVER_FASTER, 0)
-        each = []
-        for run in args.runs:
-            a, n, p = rejudge(run, speedup)
-            agree, total = agree + a, total + n
-            picks = {name: picks[name] + p[name] for name in picks}
-            each.append(f"{a}/{n}")
-        said = ", ".join(f"{name} {count}" for name, count in picks.items())
-        print(f"HOST_SPEEDUP {speedup}: {agree}/{total} agree ({' '.join(each)}); picks of {said}")
+    for by_rounds in (False, True) if args.paired else (False,):
+        for speedup in args.speedups:
+            agree = total = 0
+            picks = dict.fromkeys(NEVER_FASTER, 0)
+            each = []
+            for run in args.runs:
+                a, n, p = rejudge(run, speedup, by_rounds)
+                agree, total = agree + a, total + n
+                picks = {name: picks[name] + p[name] for name in picks}
+                each.append(f"{a}/{n}")
+            said = ", ".join(f"{name} {count}" for name, count in picks.items())
+            how = "round by round" if by_rounds else "own scores"
+            print(
+                f"{how}, HOST_SPEEDUP {speedup}: {agree}/{total} agree ({' '.join(each)});"
+                f" picks of {said}"
+            )
     return 0
 
 

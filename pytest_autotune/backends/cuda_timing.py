@@ -63,7 +63,7 @@ well under the 5% by which a pick counts as wrong, and a gap that host-bound sco
 from one tuning to the next on the H200 hosts (block128 and block256, level by a long eager
 loop, each won 28-70 of every 100 tunings)."""
 
-HOST_SPEEDUP: float | None = 1.5
+HOST_SPEEDUP: float | None = None
 """How much faster than during the tuning the host is taken to launch when a tie is broken
 (`CallerTiming.preferred`); None: as much faster as it usually is, measured then
 (`CallerTiming.host_slowdown`). The H200 hosts here ran every launch loop 1.4-1.7 times

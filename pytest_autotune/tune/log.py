@@ -215,15 +215,16 @@ class Converged:
 
 @dataclass(frozen=True, slots=True)
 class Preferred:
-    """The client chose a batch's winner other than the candidate of the lowest score: a
-    tie it broke (`CudaClient.preferred`), so that the log says why the winner's score is
-    not the lowest."""
+    """A batch's winner is not the candidate of the lowest score, so that the log says why:
+    `by` "client", a tie the client broke (`CudaClient.preferred`); "rounds", faster
+    round by round (`schedule.paired_scores`)."""
 
     EVENT: ClassVar[str] = "preferred"
     name: str
     index: int
     over: str
     over_index: int
+    by: str = "client"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -232,12 +233,18 @@ class Preferred:
             "index": self.index,
             "over": self.over,
             "over_index": self.over_index,
+            "by": self.by,
         }
 
     def __str__(self) -> str:
+        why = (
+            "faster than it in most rounds, which met the machine's slow spells alike"
+            if self.by == "rounds"
+            else "a tie the client broke"
+        )
         return (
             f"{self.name} [#{self.index}] wins over {self.over} [#{self.over_index}], whose"
-            " score is lower: a tie the client broke"
+            f" score is lower: {why}"
         )
 
 
@@ -300,7 +307,11 @@ _READERS: Mapping[str, Callable[[Mapping[str, Any]], AutotuneLogEvent]] = {
     ),
     Converged.EVENT: lambda d: Converged(str(d["name"]), int(d["index"]), int(d["samples"])),
     Preferred.EVENT: lambda d: Preferred(
-        str(d["name"]), int(d["index"]), str(d["over"]), int(d["over_index"])
+        str(d["name"]),
+        int(d["index"]),
+        str(d["over"]),
+        int(d["over_index"]),
+        str(d.get("by", "client")),  # records written before `by` was
     ),
     ChecksDone.EVENT: lambda d: ChecksDone(tuple(CheckResult.from_json(r) for r in d["results"])),
 }

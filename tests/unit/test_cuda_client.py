@@ -1079,9 +1079,11 @@ def preferred_name(client: CudaClient, fns: dict[str, Any], scores: dict[str, fl
     return names[client.preferred([(fns[n], scores[n]) for n in names])]
 
 
-def test_a_tie_of_host_bound_candidates_goes_to_one_a_faster_host_would_speed_up(
+def test_fixed_speedup_a_spells_tie_goes_to_one_a_faster_host_speeds_up(
     gpu: FakeGpu,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(cuda_timing, "HOST_SPEEDUP", 1.5)
     # In a slow spell block1024 (13.9 us of device time) scores level with block256 (8 us
     # on the device, 15.5 us to launch): block256 is no slower now and faster once the
     # host launches faster, so it wins the tie; warp_row, 6% behind, is no tie.
@@ -1094,9 +1096,11 @@ def test_a_tie_of_host_bound_candidates_goes_to_one_a_faster_host_would_speed_up
     assert preferred_name(client, fns, scores) == "block1024"
 
 
-def test_at_the_hosts_usual_speed_a_tie_goes_to_the_smaller_device_time_under_launches(
+def test_fixed_speedup_at_usual_speed_a_tie_goes_to_less_device_work(
     gpu: FakeGpu,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(cuda_timing, "HOST_SPEEDUP", 1.5)
     # 10.5 us a launch: block256 (8 us on the device) and warp_row (5.5 us) tie. On a host
     # HOST_SPEEDUP (1.5) times faster warp_row launches in 7.1 us, under block256's device
     # time, so the tie goes to warp_row whichever scored lower: the price of telling a
@@ -1113,7 +1117,10 @@ def test_at_the_hosts_usual_speed_a_tie_goes_to_the_smaller_device_time_under_la
     assert preferred_name(client, fns, {"block1024": 15.4e-6, "other": 15.3e-6}) == "other"
 
 
-def test_a_slower_spell_still_tells_the_device_bound_candidate_apart(gpu: FakeGpu) -> None:
+def test_fixed_speedup_tells_a_slower_spells_device_bound_candidate_apart(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cuda_timing, "HOST_SPEEDUP", 1.5)
     # A spell of 1.7x: every one-kernel candidate launches in about 18.5 us, block1024
     # (13.9 us on the device) just ahead. At 1.25 its device time hid under the others'
     # launches sped up (14.8 us); at HOST_SPEEDUP (1.5) they launch in 12.3 us.

@@ -47,7 +47,7 @@ EVENTS = [
     Held("blocked", 3, 3, "best 2e-3 s > 1.5 x leader 1e-3 s"),
     ShortCircuit("tiled", 2, 2, 0.000125),
     Converged("tiled", 2, 5),
-    Preferred("block256", 0, "block1024", 1),
+    Preferred("block256", 0, "block1024", 1, "rounds"),
     ChecksDone((CheckResult("tiled", True, "reference"), CheckResult("naive", False, "differs"))),
 ]
 
@@ -88,6 +88,12 @@ def test_every_event_is_tagged_and_reads_back():
         "checks_done",
     ]
     assert [event_from_json(e.to_json()) for e in EVENTS] == EVENTS
+
+
+def test_a_preference_logged_before_it_said_by_what_reads_as_the_clients():
+    logged = Preferred("block256", 0, "block1024", 1).to_json()
+    del logged["by"]
+    assert event_from_json(logged) == Preferred("block256", 0, "block1024", 1, "client")
 
 
 def test_event_durations_are_integer_nanoseconds_in_json():
@@ -149,7 +155,8 @@ def test_the_full_level_logs_every_event(caplog):
         "blocked [#3] held as the rival after 3 samples: best 2e-3 s > 1.5 x leader 1e-3 s",
         "tiled [#2] ends the batch: 2 samples under the time limit 125 us",
         "tiled [#2] converged after 5 samples",
-        "block256 [#0] wins over block1024 [#1], whose score is lower: a tie the client broke",
+        "block256 [#0] wins over block1024 [#1], whose score is lower: faster than it in most"
+        " rounds, which met the machine's slow spells alike",
         "checks: 1 of 2 passed; failed: naive",
     ]
 

@@ -722,3 +722,58 @@ def test_a_preference_picks_the_winner_of_live_candidates_and_is_logged(strategy
     asked.clear()
     result, _ = run(Script(RuntimeError("boom"), 1.00e-3), [0, 1])
     assert result.winner == 1 and asked == []
+
+
+# The speed the host ran at while each candidate took its sample of a round, its usual (1)
+# or 1.45 times slower: a spell may end between two samples of one round. The first
+# sample is the one the scores leave out.
+SPEEDS_OF_A = (1, 1, 1.45, 1.45, 1.45, 1, 1.45, 1.45, 1, 1.45)
+SPEEDS_OF_B = (1, 1, 1.45, 1.45, 1, 1, 1, 1.45, 1, 1)
+
+
+def test_median_scored_candidates_are_judged_round_by_round(monkeypatch):
+    # "a" is 7% faster than "b" at one speed, and faster in most rounds, but met more of
+    # the slow phases: by its own median it is the slower. Round by round it wins, and the
+    # log says why.
+    a = _ms(*(1.0 * s for s in SPEEDS_OF_A))
+    b = _ms(*(1.07 * s for s in SPEEDS_OF_B))
+    config = BenchConfig(max_samples=10)
+    ctx = AutotuneLogContext()
+    script = Script(a, b)
+    result = adaptive_round_robin([0, 1], NAMES, script, config, statistic=MEDIAN, ctx=ctx)
+    assert script.calls[0] == script.calls[1] >= 6  # a warm-up, then rounds of both
+    assert result.results[0].score > 1.3 * result.results[1].score  # by their own medians
+    assert result.winner == 0
+    assert [str(e) for e in ctx.events if isinstance(e, Preferred)] == [
+        "a [#0] wins over b [#1], whose score is lower: faster than it in most rounds,"
+        " which met the machine's slow spells alike"
+    ]
+    monkeypatch.setattr(schedule, "PAIRED", False)
+    assert adaptive_round_robin([0, 1], NAMES, Script(a, b), config, statistic=MEDIAN).winner == 1
+
+
+def test_paired_scores_are_each_ones_median_over_the_rounds_fastest_times_their_median():
+    trials = [schedule._Trial(0, "a", True), schedule._Trial(1, "b", True)]
+    trials[0].samples = [9.0, 1.0, 2.0, 1.0, 2.0]  # the first is left out (three or more)
+    trials[1].samples = [9.0, 1.1, 2.2, 1.1, 2.2]
+    paired = schedule.paired_scores(trials, MEDIAN)
+    assert paired == pytest.approx({0: 1.5, 1: 1.65})  # the fastest: 1, 2, 1, 2 (median 1.5)
+    # A candidate held after two samples is compared over the rounds it shared, and a
+    # round only one candidate took (the others' later rounds) says nothing of it.
+    trials.append(schedule._Trial(2, "c", True))
+    trials[2].samples = [9.0, 1.2]  # under three samples: its first stays
+    paired = schedule.paired_scores(trials, MEDIAN)
+    assert paired is not None and paired[2] == pytest.approx(1.5 * 1.2)
+    # Device times alone (the seed's score for every candidate): the seed's rule, unpaired.
+    assert schedule.paired_scores(trials, lambda i: "score") is None
+    assert schedule.paired_scores(trials[:1], MEDIAN) is None
+
+
+def test_the_fixed_pass_is_not_paired():
+    # Each candidate's samples in turn, not in rounds: its samples are not compared by
+    # place, whatever the statistic.
+    config = BenchConfig(adaptive=False, max_samples=4)
+    a = [5e-3] * 3 + [1.0e-3, 1.0e-3, 1.0e-3, 1.45e-3]  # three warm-ups first
+    b = [5e-3] * 3 + [0.95e-3, 0.95e-3, 1.4e-3, 1.4e-3]
+    result = fixed_pass([0, 1], NAMES, Script(a, b), config, statistic=MEDIAN)
+    assert result.winner == 0  # medians 1.0 against 1.175; by place, b leads 3 of 4
