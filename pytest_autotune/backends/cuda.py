@@ -72,10 +72,13 @@ How one sample is taken, and why:
    else that of a second of two eager calls, since the warm-up's held its first
    allocations) the host cannot bind the call and the loop is left out. The loop's figure
    leaves its slowest quarter of calls out (`cuda_timing.TRIMMED`: a stall of the host is
-   not the candidate's). Where host-bound candidates tie, the one whose device time leaves
-   the host room to speed it up wins (`CallerTiming.preferred`): a tuning in one of the
-   hosts' slow spells otherwise took a device-bound candidate that the spell had made
-   level. `timing="device"` reads the device time alone. Both figures of the latest sample
+   not the candidate's). Host-bound samples are scored by their median, and the tuner
+   judges such candidates round by round (`schedule.paired_scores`). Where host-bound
+   candidates tie, the one of least regret at the host's usual speed wins
+   (`CallerTiming.preferred`, the host's slowdown measured then by an empty launch's loop,
+   `CallerTiming.host_slowdown`): a tuning in one of the hosts' slow spells otherwise took
+   a device-bound candidate that the spell had made level. `timing="device"` reads the
+   device time alone. Both figures of the latest sample
    are kept per candidate (`call_costs`) for the report.
 5. **Several placements for the gate.** Where a call's arrays land changes some kernels'
    time by itself. On an H200 a 256-bin shared-memory histogram of 2^26 bytes read 4%
