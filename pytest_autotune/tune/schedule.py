@@ -97,6 +97,13 @@ class _Trial:
     converged: bool = False
     stalls: int = 0
     under_limit: int = 0
+    rounds: list[int] = field(default_factory=list)
+    """The round each sample was taken in (`_Batch.round`): the first pass's confirmations
+    take more than one a round (`paired_scores`)."""
+
+    def round_of(self, k: int) -> int:
+        """The round of sample `k`: its place where the rounds were not kept."""
+        return self.rounds[k] if len(self.rounds) == len(self.samples) else k
 
     @property
     def dropping_first(self) -> bool:
@@ -159,8 +166,8 @@ class _Batch:
     ) -> None:
         self.trials = [_Trial(i, names[i], drop_first) for i in indices]
         self.interleaved = interleaved
-        """Whether sample k of every candidate is taken in the k-th round (the round robin),
-        not each candidate's in turn (`paired_scores`)."""
+        """Whether the candidates are sampled in rounds (the round robin), not each one's
+        samples in turn (`paired_scores`)."""
         self.statistic = statistic
         self._prefer = prefer
         self._sample = sample
@@ -168,6 +175,8 @@ class _Batch:
         self._short_circuit = short_circuit_samples if time_limit is not None else None
         self._ctx = ctx
         self.short_circuited: _Trial | None = None
+        self.round = 0
+        """The round of the round robin now sampled: 0 for the first pass."""
 
     def take(self, trial: _Trial, keep: bool = True) -> None:
         """One sample of `trial`; a failure disqualifies it for good."""
@@ -189,6 +198,7 @@ class _Batch:
 
     def _keep(self, trial: _Trial, seconds: float) -> None:
         trial.samples.append(seconds)
+        trial.rounds.append(self.round)
         # Kept and logged by a context at the full level only ("samples included").
         log_event(self._ctx, CandidateSampled(trial.name, trial.index, seconds))
         if self.under_limit(seconds):
@@ -279,10 +289,10 @@ def paired_scores(trials: Sequence[_Trial], statistic: Statistic | None) -> dict
     round's fastest tell what the rounds saw alike, as the eager truth of
     `benchmarks/gpu_short_calls.py` is itself paired: re-judged on the same samples, 1,200
     tunings agreed with it in 1,198 this way against 1,189 by their own medians
-    (BENCHMARKS.md, twenty-seventh session). Sample k of every candidate is taken in the
-    k-th round (the first pass being the first); a candidate held or cut stops, and its
-    rounds are compared with those the others shared. A first sample a candidate's score
-    leaves out (`_Trial.dropping_first`) is left out here too."""
+    (BENCHMARKS.md, twenty-seventh session). Each sample is compared with those of its
+    round (`_Trial.rounds`, the first pass being the first); a candidate held or cut
+    stops, and its rounds are compared with those the others shared. A first sample a
+    candidate's score leaves out (`_Trial.dropping_first`) is left out here too."""
     live = [t for t in trials if t.alive and t.samples]
     if statistic is None or len(live) < 2:
         return None
@@ -291,7 +301,8 @@ def paired_scores(trials: Sequence[_Trial], statistic: Statistic | None) -> dict
     rounds: dict[int, dict[int, float]] = {}
     for trial in live:
         for k in range(1 if trial.dropping_first else 0, len(trial.samples)):
-            rounds.setdefault(k, {})[trial.index] = trial.samples[k]
+            # Of samples of one round (a first pass's confirmations), the latest.
+            rounds.setdefault(trial.round_of(k), {})[trial.index] = trial.samples[k]
     fastest = {k: min(taken.values()) for k, taken in rounds.items() if len(taken) > 1}
     ratios: dict[int, list[float]] = {t.index: [] for t in live}
     for k, least in fastest.items():
@@ -384,7 +395,8 @@ def adaptive_round_robin(
     are long calls (`long_calls`) is judged so from its second sample on.
 
     The winner is the live candidate of the lowest score, by the rule `statistic` names for
-    each (`Statistic`), or the one the client prefers among them (`Preference`);
+    each (`Statistic`; where one is a median, the scores are taken round by round,
+    `paired_scores`), or the one the client prefers among them (`Preference`);
     convergence, elimination and the cuts go by the best sample, which decides how long to
     sample, not which candidate wins. Once all have converged, a race that median scores
     have not called yet keeps the rounds going, up to `max_samples` (`_open_race`).
@@ -425,6 +437,7 @@ def adaptive_round_robin(
             and not (RESOLVE_RACES and _open_race(batch.trials, batch.statistic, config))
         ):
             break
+        batch.round += 1
         for trial in active:
             before, dropped_before = trial.best, trial.dropping_first
             batch.take(trial)

@@ -727,7 +727,7 @@ def test_a_preference_picks_the_winner_of_live_candidates_and_is_logged(strategy
 # The speed the host ran at while each candidate took its sample of a round, its usual (1)
 # or 1.45 times slower: a spell may end between two samples of one round. The first
 # sample is the one the scores leave out.
-SPEEDS_OF_A = (1, 1, 1.45, 1.45, 1.45, 1, 1.45, 1.45, 1, 1.45)
+SPEEDS_OF_A = (1, 1, 1.45, 1.45, 1.45, 1.45, 1.45, 1.45, 1, 1.45)
 SPEEDS_OF_B = (1, 1, 1.45, 1.45, 1, 1, 1, 1.45, 1, 1)
 
 
@@ -777,3 +777,19 @@ def test_the_fixed_pass_is_not_paired():
     b = [5e-3] * 3 + [0.95e-3, 0.95e-3, 1.4e-3, 1.4e-3]
     result = fixed_pass([0, 1], NAMES, Script(a, b), config, statistic=MEDIAN)
     assert result.winner == 0  # medians 1.0 against 1.175; by place, b leads 3 of 4
+
+
+def test_a_first_pass_confirmation_is_paired_with_its_own_round():
+    # "a" took three samples in the first pass (confirmed under a time limit, the last
+    # over it), so its samples are not in step with b's: each is compared with b's sample
+    # of the same round, where both met the same speed, and "a" is 10% faster in each.
+    a, b = schedule._Trial(0, "a", True), schedule._Trial(1, "b", True)
+    a.samples, a.rounds = [0.9, 0.9, 1.0, 1.0, 1.45, 1.45], [0, 0, 0, 1, 2, 3]
+    b.samples, b.rounds = [1.2, 1.1, 1.6, 1.6, 1.1], [0, 1, 2, 3, 4]
+    paired = schedule.paired_scores([a, b], MEDIAN)
+    assert paired is not None
+    assert paired[1] / paired[0] == pytest.approx(1.1, rel=0.02)
+    # Where a trial's rounds were not kept, sample k stands for round k.
+    a.rounds = []
+    misread = schedule.paired_scores([a, b], MEDIAN)
+    assert misread is not None and misread[1] / misread[0] > 1.3
