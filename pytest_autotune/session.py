@@ -55,7 +55,7 @@ from pytest_autotune.tune.errors import (
 )
 from pytest_autotune.tune.files import shared_lock
 from pytest_autotune.tune.key import autotune_level_scope, stable_key
-from pytest_autotune.tune.log import format_duration
+from pytest_autotune.tune.log import AutotuneLogContext, format_duration
 from pytest_autotune.tune.plain_numbers import real_number
 from pytest_autotune.tune.records import AutotuneRecord
 from pytest_autotune.tune.tunable import Tunable, TuneGroup, tune_plan
@@ -145,6 +145,9 @@ class AutotuneSession:
         self._stopped: dict[str, str] = {}
         """Why each group whose tuning an exception of no candidate's stopped (pytest-timeout's
         alarm, an internal error) is not tuned again by its other tests."""
+        self._unusable: set[str] = set()
+        """The groups whose device could not be used, recorded once each: a `ConfigError`
+        (a device no client serves) is met again by each test of the group."""
         self._waiting_for: str | None = None
         """The lock a tuning waits for now (another process's timing of its device), said
         where a test timeout stops the tuning there: its traceback shows only a sleep."""
@@ -380,9 +383,16 @@ class AutotuneSession:
     def _tune(self, request: GroupRequest) -> _Outcome:
         options = request.options
         settings = self.settings_of(request)
-        client = self.client(settings.device)
         work: Work | None = options.get("work")
         tunables = self._tunable_set(request, work)
+        try:
+            client = self.client(settings.device)
+        except Exception as error:
+            # Its tests fail with the error; the group is kept as an ERROR too, as one
+            # whose every candidate failed is, or the summary, the report and the records
+            # left it out as if it had never been asked for.
+            self._keep_unusable(request, tunables, settings, error)
+            raise
         device_id = self._device_id(client)
         compared = options.get("check_output") is not False
         tuner = Tuner(
@@ -523,13 +533,75 @@ class AutotuneSession:
                 selected=self.selected.get(request.group),
             )
 
-        if self.hooks.verdict is not None:
-            verdict = self.hooks.verdict(group_summary(record(verdict)), verdict) or verdict
-        summary = self.output.add(record(verdict))
+        verdict, summary = self._add(verdict, record)
         if self.hooks.progress is not None:
             for line in progress_lines(summary):
                 self.hooks.progress(line)
         return verdict
+
+    def _keep_unusable(
+        self,
+        request: GroupRequest,
+        tunables: TunableSet,
+        settings: PluginSettings,
+        error: Exception,
+    ) -> None:
+        """Keep a group whose device could not be used as an ERROR record, once: each of
+        its candidates failed by the device's error, nothing measured, no device block
+        but its name."""
+        if request.group in self._unusable:
+            return
+        self._unusable.add(request.group)
+        device = settings.device
+        # A device no client serves names itself already ("device 'tpu': no ..."); a
+        # client hook's error may say nothing but its type.
+        said = str(error).removeprefix(f"device {device!r}: ") or type(error).__name__
+        why = f"device {device!r} cannot be used: {said}"
+        decision = TuneDecision(
+            key=request.key,
+            checksum=tunables.checksum,
+            fastest_index=0,
+            fastest_name=tunables.names[0],
+            results={
+                index: AutotuneError(AutotuneErrorKind.UNKNOWN, why, name)
+                for index, name in enumerate(tunables.names)
+            },
+            bounds=None,
+            context=AutotuneLogContext(),
+            measured=False,
+            source="tuned",
+        )
+        # Without a client there is no device id (nor a runner class's, which takes the
+        # device's kind from it): the record names the device as the settings do.
+        case = GroupCase(
+            request.group, request.key, request.inputs, tunables, decision, device, settings
+        )
+
+        def record(verdict: GroupVerdict) -> AutotuneRecord:
+            return group_record(
+                case,
+                verdict,
+                tuner=request.tuner_name,
+                work=request.options.get("work"),
+                call_costs={},
+                measured=None,
+                device={"id": device},
+                baseline=None,
+                test_ids=request.test_ids,
+                expected_to_fail=request.expected_to_fail,
+                selected=self.selected.get(request.group),
+            )
+
+        self._add(GroupVerdict(Verdict.ERROR, why, None, None, failed=True), record)
+
+    def _add(
+        self, verdict: GroupVerdict, record: Callable[[GroupVerdict], AutotuneRecord]
+    ) -> tuple[GroupVerdict, GroupSummary]:
+        """Keep a group's record, with the verdict the verdict hook may replace; that
+        verdict, and the group's summary."""
+        if self.hooks.verdict is not None:
+            verdict = self.hooks.verdict(group_summary(record(verdict)), verdict) or verdict
+        return verdict, self.output.add(record(verdict))
 
     def _baseline(self, request: GroupRequest, case: GroupCase) -> FoundBaseline:
         return self.baselines.find(
