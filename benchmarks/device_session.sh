@@ -48,6 +48,7 @@
 #   bash benchmarks/device_session.sh race25 # the short calls with open races sampled on and not, suite, examples, costs
 #   bash benchmarks/device_session.sh final25 # races' rounds, then the suite, examples, family costs, the short calls once more
 #   bash benchmarks/device_session.sh paired27 # the short calls' new defaults (round by round, measured slowdown) against the last session's, suite, examples, costs
+#   bash benchmarks/device_session.sh trim27 # the layernorm's eager anatomy (trimmed and mean loops), then the short calls trimmed and not
 #   bash benchmarks/device_session.sh spells  # does a launch or Python reference follow the host's slow spells?
 #   bash benchmarks/device_session.sh speedup # the short calls with the tie-break's HOST_SPEEDUP at $SPEEDUPS in turn, then the GPU suite
 #   bash benchmarks/device_session.sh races  # the short calls with open races sampled on and not, then the GPU suite
@@ -678,6 +679,20 @@ paired27)
     --host-speedup 1.5
   tree_checks
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  ;;
+trim27)
+  # Why a 24-call loop reads less of warp_row's gap than a long loop: the anatomy of the
+  # layernorm's eager calls (trimmed and untrimmed loops, paired), then the short calls
+  # with the slowest quarter left out (the default) and kept (`--trimmed 0`), ROUNDS rounds
+  # of a fresh process each (layernorm, every tuning kept).
+  step 90 python3 benchmarks/gpu_eager_anatomy.py "$OUT/anatomy" --rounds 15 \
+    --eager-calls 24 --family layernorm
+  for round in $(seq "${ROUNDS:-3}"); do
+    step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-trim-$round" \
+      --family layernorm --caller-only --keep-all
+    step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-mean-$round" \
+      --family layernorm --caller-only --keep-all --trimmed 0
+  done
   ;;
 spells)
   # Whether a reference beside a caller-timed sample follows the host's slow spells: two

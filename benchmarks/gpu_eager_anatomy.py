@@ -18,9 +18,11 @@ new random order each round, so no candidate always follows the same one), it re
 - `host_nogc`: the long loop's host part with Python's garbage collector off;
 - `eagerN` for each N of `--eager-calls`: the caller timing's eager loop of N counted calls
   alone (`CallerTiming.eager_loop`), to see how many calls it takes to read the long loop's
-  host part.
+  host part, and `eagerN_mean` the same loop's mean with its slowest quarter kept; a second
+  table gives each figure over its round's fastest, paired.
 
     PYTHONPATH=. python3 benchmarks/gpu_eager_anatomy.py OUT_DIR [--rounds N] [--per-cpu]
+        [--eager-calls 24 96] [--family layernorm]
 
 `--per-cpu` reads instead, with the process pinned to each CPU it may run on in turn, each
 layernorm candidate's long loop (three loops, median): whether a host's slow spells (one
@@ -50,6 +52,7 @@ from typing import Any
 from benchmarks.gpu_common import cupy, table
 from benchmarks.gpu_short_calls import eager_loop as loop
 from benchmarks.gpu_short_calls import families
+from pytest_autotune.backends import cuda_timing
 from pytest_autotune.backends.cuda import CudaClient
 from pytest_autotune.backends.cuda_sampler import _HOLD_SOURCE
 
@@ -123,6 +126,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--per-cpu", action="store_true", help="the loops on each CPU in turn")
     parser.add_argument("--eager-calls", type=int, nargs="*", default=[24, 96, 384])
+    parser.add_argument(
+        "--family", default=None, help="only the families whose name holds this text"
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     cp = cupy()
@@ -134,6 +140,8 @@ def main(argv: list[str]) -> int:
     rng = random.Random(1)
     report: dict[str, Any] = {}
     for family in families(cp):
+        if args.family is not None and args.family not in family.name:
+            continue
         names = list(family.candidates)
         rounds: dict[str, dict[str, list[float]]] = {n: {} for n in names}
         for _ in range(args.rounds):
@@ -155,6 +163,13 @@ def main(argv: list[str]) -> int:
                     stream = cp.cuda.get_current_stream()
                     seconds = cold._caller.eager_loop(eager, stream, calls)
                     figures.setdefault(f"eager{calls}", []).append(seconds)
+                    # The same loop's mean, its slowest quarter kept (`TRIMMED` 0).
+                    trimmed, cuda_timing.TRIMMED = cuda_timing.TRIMMED, 0.0
+                    try:
+                        seconds = cold._caller.eager_loop(eager, stream, calls)
+                    finally:
+                        cuda_timing.TRIMMED = trimmed
+                    figures.setdefault(f"eager{calls}_mean", []).append(seconds)
                 figures.setdefault("host_nogc", []).append(host_nogc)
                 for key, value in (
                     ("loop", total), ("loop_host", host), ("queued", q),
@@ -174,12 +189,30 @@ def main(argv: list[str]) -> int:
         }
         report[family.name] = {"rounds": rounds, "loop_paired": paired}
         keys = ["loop", "loop_host", "host_nogc", "queued", "replay_cold", "replay_warm"]
-        keys += ["enqueue", "score_cold", *(f"eager{calls}" for calls in args.eager_calls)]
+        eagers = [f"eager{calls}{how}" for calls in args.eager_calls for how in ("", "_mean")]
+        keys += ["enqueue", "score_cold", *eagers]
         rows = [
             [n, paired[n]] + [statistics.median(rounds[n][k]) * 1e6 for k in keys] for n in rounds
         ]
         print(f"== {family.name} ({count} rounds; us per call, medians)")
         print(table(["candidate", "loop / fastest (paired)", *keys], rows))
+        # Each figure over its round's fastest: which of the short loops reads the long
+        # loop's gaps between candidates.
+        ratios = ["loop", "loop_host", *eagers]
+        rows = [
+            [n]
+            + [
+                statistics.median(
+                    rounds[n][k][i] / min(rounds[m][k][i] for m in rounds) for i in range(count)
+                )
+                for k in ratios
+            ]
+            for n in rounds
+        ]
+        report[family.name]["paired"] = {
+            row[0]: dict(zip(ratios, row[1:], strict=True)) for row in rows
+        }
+        print(table(["candidate", *(f"{k} / fastest" for k in ratios)], rows))
         print(flush=True)
     (args.out / "eager_anatomy.json").write_text(json.dumps(report, indent=2) + "\n")
     return 0

@@ -25,7 +25,7 @@ candidate (what Triton's autotuner does), same process.
 
     PYTHONPATH=. python3 benchmarks/gpu_short_calls.py OUT_DIR [--tunings N]
         [--statistic score] [--no-tie-break] [--host-speedup 1.5|measured] [--no-race]
-        [--no-paired]
+        [--no-paired] [--trimmed 0]
         [--family layernorm] [--caller-only]
         [--keep-all]
 
@@ -444,6 +444,13 @@ def main(argv: list[str]) -> int:
         " at the tie), to compare two on one machine",
     )
     parser.add_argument(
+        "--trimmed",
+        type=float,
+        default=None,
+        help="the caller timing's TRIMMED for this run (the share of an eager loop's slowest"
+        " calls left out; 0: its mean), to compare two on one machine",
+    )
+    parser.add_argument(
         "--no-paired",
         action="store_true",
         help="pick winners by each candidate's own score, not round by round"
@@ -481,6 +488,8 @@ def main(argv: list[str]) -> int:
     cuda_timing.TIE_BREAK = not args.no_tie_break
     schedule.RESOLVE_RACES = not args.no_race
     schedule.PAIRED = not args.no_paired
+    if args.trimmed is not None:
+        cuda_timing.TRIMMED = args.trimmed
     if args.host_speedup is not None:
         cuda_timing.HOST_SPEEDUP = None if args.host_speedup == "measured" else args.host_speedup
     if args.family is not None and not any(args.family in name for name in FAMILY_NAMES):
@@ -577,6 +586,7 @@ def main(argv: list[str]) -> int:
         entry["host_speedup"] = cuda_timing.HOST_SPEEDUP
         entry["race"] = schedule.RESOLVE_RACES
         entry["paired"] = schedule.PAIRED
+        entry["trimmed"] = cuda_timing.TRIMMED
         report[family.name] = entry
         start = len(lines)
         lines.append(f"== {family.name}")
