@@ -49,7 +49,6 @@
 #   bash benchmarks/device_session.sh final25 # races' rounds, then the suite, examples, family costs, the short calls once more
 #   bash benchmarks/device_session.sh paired27 # the short calls' new defaults (round by round, measured slowdown) against the last session's, suite, examples, costs
 #   bash benchmarks/device_session.sh trim27 # the layernorm's eager anatomy (trimmed and mean loops), then the short calls trimmed and not
-#   bash benchmarks/device_session.sh cuts27 # the short calls cut round by round and by their best, then the GPU suite
 #   bash benchmarks/device_session.sh spells  # does a launch or Python reference follow the host's slow spells?
 #   bash benchmarks/device_session.sh speedup # the short calls with the tie-break's HOST_SPEEDUP at $SPEEDUPS in turn, then the GPU suite
 #   bash benchmarks/device_session.sh races  # the short calls with open races sampled on and not, then the GPU suite
@@ -694,21 +693,6 @@ trim27)
     step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-mean-$round" \
       --family layernorm --caller-only --keep-all --trimmed 0
   done
-  ;;
-cuts27)
-  # Candidates cut round by round (the default) and by their best (`--no-paired-cuts`),
-  # ROUNDS rounds of a fresh process each (layernorm, every tuning kept), every family once
-  # each way, then the GPU suite.
-  for round in $(seq "${ROUNDS:-4}"); do
-    step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-cuts-$round" \
-      --family layernorm --caller-only --keep-all
-    step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-best-$round" \
-      --family layernorm --caller-only --keep-all --no-paired-cuts
-  done
-  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-cuts" --keep-all --caller-only
-  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/all-best" --keep-all --caller-only \
-    --no-paired-cuts
-  step 90 $P tests/gpu tests/unit/test_cuda_client.py -q -rs
   ;;
 spells)
   # Whether a reference beside a caller-timed sample follows the host's slow spells: two

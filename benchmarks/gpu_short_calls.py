@@ -25,7 +25,7 @@ candidate (what Triton's autotuner does), same process.
 
     PYTHONPATH=. python3 benchmarks/gpu_short_calls.py OUT_DIR [--tunings N]
         [--statistic score] [--no-tie-break] [--host-speedup 1.5|measured] [--no-race]
-        [--no-paired] [--no-paired-cuts] [--trimmed 0]
+        [--no-paired] [--trimmed 0]
         [--family layernorm] [--caller-only]
         [--keep-all]
 
@@ -451,12 +451,6 @@ def main(argv: list[str]) -> int:
         " calls left out; 0: its mean), to compare two on one machine",
     )
     parser.add_argument(
-        "--no-paired-cuts",
-        action="store_true",
-        help="cut candidates by their best against the leader's, not round by round"
-        " (schedule.PAIRED_CUTS off), to compare both on one machine",
-    )
-    parser.add_argument(
         "--no-paired",
         action="store_true",
         help="pick winners by each candidate's own score, not round by round"
@@ -494,7 +488,6 @@ def main(argv: list[str]) -> int:
     cuda_timing.TIE_BREAK = not args.no_tie_break
     schedule.RESOLVE_RACES = not args.no_race
     schedule.PAIRED = not args.no_paired
-    schedule.PAIRED_CUTS = not args.no_paired_cuts
     if args.trimmed is not None:
         cuda_timing.TRIMMED = args.trimmed
     if args.host_speedup is not None:
@@ -593,7 +586,6 @@ def main(argv: list[str]) -> int:
         entry["host_speedup"] = cuda_timing.HOST_SPEEDUP
         entry["race"] = schedule.RESOLVE_RACES
         entry["paired"] = schedule.PAIRED
-        entry["paired_cuts"] = schedule.PAIRED_CUTS
         entry["trimmed"] = cuda_timing.TRIMMED
         report[family.name] = entry
         start = len(lines)

@@ -58,10 +58,6 @@ PAIRED = True
 """Whether a batch with median-scored candidates picks its winner by their paired scores
 (`paired_scores`; a benchmark turns it off to compare)."""
 
-PAIRED_CUTS = True
-"""Whether a batch with median-scored candidates cuts one by its samples over the leader's
-of the same rounds (`_eliminate`; a benchmark turns it off to compare)."""
-
 
 @dataclass(frozen=True, slots=True)
 class LongCalls:
@@ -449,7 +445,7 @@ def adaptive_round_robin(
                 _note_progress(trial, before, dropped_before, config, ctx)
         if batch.check_short_circuit(batch.trials):
             break
-        _eliminate(batch.trials, config, ctx, long_calls, _median_scored(batch))
+        _eliminate(batch.trials, config, ctx, long_calls)
     return batch.finish()
 
 
@@ -593,36 +589,11 @@ def _factor(figure: float, config: BenchConfig, long_calls: LongCalls | None) ->
     return long_calls.margin(figure, config) if long_calls else config.hopeless
 
 
-def _median_scored(batch: _Batch) -> bool:
-    """Whether a live candidate of `batch` is scored by its median (a host-bound call's
-    caller timing), so that its cuts go round by round (`PAIRED_CUTS`)."""
-    if not PAIRED_CUTS or batch.statistic is None:
-        return False
-    statistic = batch.statistic
-    return any(statistic(t.index) == "median" for t in batch.trials if t.alive and t.samples)
-
-
-def _behind_in_every_round(trial: _Trial, leader: _Trial) -> float | None:
-    """The least of `trial`'s effective samples over `leader`'s of the same round: how far
-    behind it stayed in the round that favoured it most. None where they share no round."""
-    theirs = {
-        leader.round_of(k): leader.samples[k]
-        for k in range(1 if leader.dropping_first else 0, len(leader.samples))
-    }
-    ratios = [
-        trial.samples[k] / theirs[trial.round_of(k)]
-        for k in range(1 if trial.dropping_first else 0, len(trial.samples))
-        if trial.round_of(k) in theirs
-    ]
-    return min(ratios) if ratios else None
-
-
 def _eliminate(
     trials: list[_Trial],
     config: BenchConfig,
     ctx: AutotuneLogContext | None,
     long_calls: LongCalls | None = None,
-    by_rounds: bool = False,
 ) -> None:
     """Drop the candidates whose best, after `min_samples`, exceeds `speed_factor` times the
     leader's, the slowest first, never below two survivors; an outclassed candidate the
@@ -644,21 +615,11 @@ def _eliminate(
     but a candidate 1.5 times slower than the leader in two calls running. Not on its
     first: a long figure may also be a host-bound call's caller timing, one stall of which
     reads it half as slow again (its next sample shows it).
-
-    `by_rounds` (a batch with a median-scored candidate, a host-bound call's caller
-    timing): a candidate is cut only where it was over `speed_factor` times the leader in
-    each round they shared, not by its best against the leader's best. The H200 hosts here
-    launch 1.4-1.7 times slower in spells of a few milliseconds, and a candidate's two
-    samples after the dropped first can both land in one: a 2048x1024 layernorm's block256,
-    the fastest by a long eager loop, read 10.2 us, then 17.5 and 22.3 us while the leader
-    read 10.1, 15.9 and 11.6 in the same rounds, and was cut at 1.73 times the leader's best
-    (BENCHMARKS.md, twenty-seventh session). A spell lands on a round's samples alike.
     """
     survivors = [t for t in trials if t.alive]
     if len(survivors) < 2:
         return
-    leading = min(survivors, key=lambda t: t.best)
-    leader = leading.best
+    leader = min(t.best for t in survivors)
 
     def judged(trial: _Trial) -> bool:
         if len(trial.samples) >= config.min_samples:
@@ -671,12 +632,6 @@ def _eliminate(
         if not judged(trial) or trial.best <= config.speed_factor * leader:
             continue
         reason = f"best {trial.best:.3e} s > {config.speed_factor} x leader {leader:.3e} s"
-        if by_rounds and trial is not leading:
-            behind = _behind_in_every_round(trial, leading)
-            if behind is not None and behind <= config.speed_factor:
-                continue
-            if behind is not None:
-                reason = f"over {config.speed_factor} x the leader's in every round ({behind:.2f})"
         if len(survivors) > 2:
             trial.eliminated = True
             survivors.remove(trial)
