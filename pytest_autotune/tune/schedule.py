@@ -288,8 +288,9 @@ def paired_scores(trials: Sequence[_Trial], statistic: Statistic | None) -> dict
     fewer slow rounds, and its median (12.6 us against 15.7) won. Its samples over each
     round's fastest tell what the rounds saw alike, as the eager truth of
     `benchmarks/gpu_short_calls.py` is itself paired: re-judged on the same samples, 1,200
-    tunings agreed with it in 1,198 this way against 1,189 by their own medians
-    (BENCHMARKS.md, twenty-seventh session). Each sample is compared with those of its
+    tunings agreed with it in 1,198 this way against 1,189 by their own medians, and 3,200
+    of four hosts in 3,183 (with the client's tie-break, `CallerTiming.preferred`) against
+    3,147 (BENCHMARKS.md, twenty-seventh session). Each sample is compared with those of its
     round (`_Trial.rounds`, the first pass being the first); a candidate held or cut
     stops, and its rounds are compared with those the others shared. A first sample a
     candidate's score leaves out (`_Trial.dropping_first`) is left out here too."""
