@@ -473,9 +473,10 @@ def candidate_measurer(
         # baseline's process, this one and a fresh one then time the same kernel.
         settle_allocator()
     calibrate = timed_calibration(inputs, client.time, read_kind) if on_cpu else None
-    # A GPU client samples the winner over several placements of its inputs and graph
-    # pool, so that the time does not depend on where this process's history put them
-    # (pytest_autotune.backends.cuda, "Several placements for the gate").
+    # A client samples the winner over several placements of its inputs (and on a GPU its
+    # graph pool), so that the time does not depend on where this process's history put
+    # them (pytest_autotune.backends.cuda, "Several placements for the gate";
+    # pytest_autotune.backends.cpu_placements).
     placed_sampler = getattr(client, "placed_sampler", None)
 
     def measure(fn: Callable[..., Any], name: str) -> Measurement:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from pytest_autotune.backends.cpu_levels import SYSFS_CACHE, cache_sizes, probe_cache_levels
+from pytest_autotune.backends.cpu_placements import PLACEMENTS, placed_sampler
 from pytest_autotune.backends.device_id import device_id
 from pytest_autotune.backends.peaks import Peaks, load_or_probe, probe_again
 from pytest_autotune.backends.tracing import tracing, untraced
@@ -351,6 +352,13 @@ class CpuClient:
 
     def sync(self) -> None:
         """Nothing to wait for: NumPy returns when its work is done."""
+
+    def placed_sampler(
+        self, fn: Callable[..., object], inputs: tuple[Any, ...], count: int = PLACEMENTS
+    ) -> Callable[[], float]:
+        """A sampler of `fn` over `count` placements of its NumPy array inputs, for the
+        gate's measurement (`cpu_placements`)."""
+        return placed_sampler(self.time, fn, inputs, count)
 
     def time(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> float:
         """Seconds one call of `fn(*inputs)` takes: one call, or a calibrated loop's average."""
