@@ -146,8 +146,9 @@ class AutotuneSession:
         """Why each group whose tuning an exception of no candidate's stopped (pytest-timeout's
         alarm, an internal error) is not tuned again by its other tests."""
         self._unusable: set[str] = set()
-        """The groups whose device could not be used, recorded once each: a `ConfigError`
-        (a device no client serves) is met again by each test of the group."""
+        """The groups kept (`_add`), so that one that measured nothing (its device could
+        not be used, its tuning was stopped) is kept once: a `ConfigError` (a device no
+        client serves) is met again by each test of the group."""
         self._waiting_for: str | None = None
         """The lock a tuning waits for now (another process's timing of its device), said
         where a test timeout stops the tuning there: its traceback shows only a sleep."""
@@ -295,6 +296,7 @@ class AutotuneSession:
                 waiting, self._waiting_for = self._waiting_for, None
                 if not isinstance(exc, (KeyboardInterrupt, SystemExit, ConfigError)):
                     self._stopped[request.group] = _stopped(request.group, name, exc, waiting)
+                    self._keep_stopped(request, self._stopped[request.group])
                     if not isinstance(exc, Exception):
                         # pytest's outcomes (pytest-timeout's alarm is its `fail`) are no
                         # `Exception`; an error of ours or a client's is its own message.
@@ -549,14 +551,43 @@ class AutotuneSession:
         """Keep a group whose device could not be used as an ERROR record, once: each of
         its candidates failed by the device's error, nothing measured, no device block
         but its name."""
-        if request.group in self._unusable:
-            return
-        self._unusable.add(request.group)
         device = settings.device
         # A device no client serves names itself already ("device 'tpu': no ..."); a
         # client hook's error may say nothing but its type.
         said = str(error).removeprefix(f"device {device!r}: ") or type(error).__name__
         why = f"device {device!r} cannot be used: {said}"
+        # Without a client there is no device id (nor a runner class's, which takes the
+        # device's kind from it): the record names the device as the settings do.
+        self._keep_unmeasured(request, tunables, settings, why, device)
+
+    def _keep_stopped(self, request: GroupRequest, why: str) -> None:
+        """Keep a group whose tuning was stopped by an exception of no candidate's (its
+        inputs or bounds refused, a test timeout's alarm) as an ERROR record, as one whose
+        device could not be used is, or the summary, the report and the records left it
+        out. Best effort: what cannot be rebuilt of the group (the error was in its own
+        settings or candidates) keeps no record, and the test's own error stands."""
+        try:
+            settings = self.settings_of(request)
+            tunables = self._tunable_set(request, request.options.get("work"))
+            client = self._clients.get(settings.device or self.settings.device)
+            device = self._device_id(client) if client is not None else settings.device
+        except Exception:
+            return
+        self._keep_unmeasured(request, tunables, settings, why, device)
+
+    def _keep_unmeasured(
+        self,
+        request: GroupRequest,
+        tunables: TunableSet,
+        settings: PluginSettings,
+        why: str,
+        device: str,
+    ) -> None:
+        """Keep a group that measured nothing as an ERROR record on `device`, once: each of
+        its candidates failed by `why`."""
+        if request.group in self._unusable:
+            return
+        self._unusable.add(request.group)
         decision = TuneDecision(
             key=request.key,
             checksum=tunables.checksum,
@@ -571,8 +602,6 @@ class AutotuneSession:
             measured=False,
             source="tuned",
         )
-        # Without a client there is no device id (nor a runner class's, which takes the
-        # device's kind from it): the record names the device as the settings do.
         case = GroupCase(
             request.group, request.key, request.inputs, tunables, decision, device, settings
         )
@@ -601,7 +630,9 @@ class AutotuneSession:
         verdict, and the group's summary."""
         if self.hooks.verdict is not None:
             verdict = self.hooks.verdict(group_summary(record(verdict)), verdict) or verdict
-        return verdict, self.output.add(record(verdict))
+        summary = self.output.add(record(verdict))
+        self._unusable.add(summary.group)  # kept: a tuning stopped after it adds no other
+        return verdict, summary
 
     def _baseline(self, request: GroupRequest, case: GroupCase) -> FoundBaseline:
         return self.baselines.find(

@@ -2410,6 +2410,29 @@ def test_a_group_whose_tuning_was_stopped_is_not_tuned_again_by_its_other_tests(
     ) in text.replace("\n", " ")
 
 
+def test_a_group_whose_tuning_was_stopped_is_an_error_in_the_summary_and_records(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Its tests fail as above; the group is shown too, as one whose every candidate failed
+    # is, once, with why, and not left out of the table and the records.
+    autotune_pytester.makepyfile(test_stopped=STOPPED_TESTS)
+    result = run(autotune_pytester, "--autotune", "-p", "no:randomly", "--autotune-record=r.jsonl")
+    result.assert_outcomes(failed=3)
+    rows = [
+        line
+        for line in result.outlines
+        if line.startswith("test_stopped.py::test_stopped ") and line.endswith("ERROR")
+    ]
+    assert len(rows) == 1, result.outlines
+    assert "test_stopped.py::test_stopped [default]: error" in result.outlines
+    records = [
+        json.loads(line) for line in (autotune_pytester.path / "r.jsonl").read_text().splitlines()
+    ]
+    assert len(records) == 1
+    assert records[0]["extra"]["verdict"] == "error"
+    assert "was stopped in fast's test" in records[0]["extra"]["message"]
+
+
 GENERATOR_TESTS = """
 import pytest
 
