@@ -145,7 +145,7 @@ class AutotuneSession:
         self._stopped: dict[str, str] = {}
         """Why each group whose tuning an exception of no candidate's stopped (pytest-timeout's
         alarm, an internal error) is not tuned again by its other tests."""
-        self._unusable: set[str] = set()
+        self._kept: set[str] = set()
         """The groups kept (`_add`), so that one that measured nothing (its device could
         not be used, its tuning was stopped) is kept once: a `ConfigError` (a device no
         client serves) is met again by each test of the group."""
@@ -521,7 +521,6 @@ class AutotuneSession:
             return group_record(
                 case,
                 verdict,
-                tuner=request.tuner_name,
                 work=work,
                 call_costs=call_costs(client, case.tunables),
                 instrument=instrument(client),
@@ -530,9 +529,7 @@ class AutotuneSession:
                 baseline=baseline,
                 history=kept,
                 recorded=recorded,
-                test_ids=request.test_ids,
-                expected_to_fail=request.expected_to_fail,
-                selected=self.selected.get(request.group),
+                **self._of_request(request),
             )
 
         verdict, summary = self._add(verdict, record)
@@ -585,9 +582,9 @@ class AutotuneSession:
     ) -> None:
         """Keep a group that measured nothing as an ERROR record on `device`, once: each of
         its candidates failed by `why`."""
-        if request.group in self._unusable:
+        if request.group in self._kept:
             return
-        self._unusable.add(request.group)
+        self._kept.add(request.group)
         decision = TuneDecision(
             key=request.key,
             checksum=tunables.checksum,
@@ -610,18 +607,24 @@ class AutotuneSession:
             return group_record(
                 case,
                 verdict,
-                tuner=request.tuner_name,
                 work=request.options.get("work"),
                 call_costs={},
                 measured=None,
                 device={"id": device},
                 baseline=None,
-                test_ids=request.test_ids,
-                expected_to_fail=request.expected_to_fail,
-                selected=self.selected.get(request.group),
+                **self._of_request(request),
             )
 
         self._add(GroupVerdict(Verdict.ERROR, why, None, None, failed=True), record)
+
+    def _of_request(self, request: GroupRequest) -> dict[str, Any]:
+        """What a group's record says of the request that tuned it, measured or not."""
+        return {
+            "tuner": request.tuner_name,
+            "test_ids": request.test_ids,
+            "expected_to_fail": request.expected_to_fail,
+            "selected": self.selected.get(request.group),
+        }
 
     def _add(
         self, verdict: GroupVerdict, record: Callable[[GroupVerdict], AutotuneRecord]
@@ -631,7 +634,7 @@ class AutotuneSession:
         if self.hooks.verdict is not None:
             verdict = self.hooks.verdict(group_summary(record(verdict)), verdict) or verdict
         summary = self.output.add(record(verdict))
-        self._unusable.add(summary.group)  # kept: a tuning stopped after it adds no other
+        self._kept.add(summary.group)  # kept: a tuning stopped after it adds no other
         return verdict, summary
 
     def _baseline(self, request: GroupRequest, case: GroupCase) -> FoundBaseline:

@@ -18,12 +18,14 @@ read the saxpy 28% slow.
 
 from __future__ import annotations
 
+import functools
 import itertools
-import statistics
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from pytest_autotune.backends.placements import over_placements
 
 PLACEMENTS = 4
 """Placements the gate samples a CPU winner over, each a copy of the inputs: never the
@@ -103,17 +105,5 @@ def placed_sampler(
     be placed (`placeable`) are sampled as they are. Each placement is timed once here."""
     if count < 2 or not placeable(inputs):
         return lambda: time(fn, inputs)
-    placed = [copies(inputs, i) for i in range(count)]
-    first = [time(fn, args) for args in placed]
-    if len(placed) * statistics.median(first) <= ROUND_OF_PLACEMENTS_S:
-
-        def round_of_placements() -> float:
-            return statistics.fmean(time(fn, args) for args in placed)
-
-        return round_of_placements
-    turn = itertools.cycle(placed)
-
-    def one_placement_in_turn() -> float:
-        return time(fn, next(turn))
-
-    return one_placement_in_turn
+    timings = [functools.partial(time, fn, copies(inputs, i)) for i in range(count)]
+    return over_placements(timings, ROUND_OF_PLACEMENTS_S)

@@ -116,7 +116,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import itertools
 import statistics
 import threading
 import time
@@ -159,6 +158,7 @@ from pytest_autotune.backends.cuda_timing import (
     CallerTiming,
 )
 from pytest_autotune.backends.peaks import Peaks, load_or_probe
+from pytest_autotune.backends.placements import over_placements
 
 PLACEMENT_MEMORY_SHARE = 8
 """The copies of the inputs for the placements take at most this share of device memory
@@ -679,22 +679,8 @@ class CudaClient:
                 for i, placement in enumerate(placements(count))
             ]
         caller = self.timing == "caller"
-        first = [self._time(fn, args, caller, placement) for placement, args in placed]
-        if len(placed) * statistics.median(first) <= ROUND_OF_PLACEMENTS_S:
-            # A sample is the mean of one call at each placement: their mixture is the same
-            # in every sample, so the samples spread by the calls' noise alone, not by the
-            # placements' difference (two speeds 4% apart read as noise that wide).
-            def round_of_placements() -> float:
-                return statistics.fmean(self._time(fn, a, caller, p) for p, a in placed)
-
-            return round_of_placements
-        turn = itertools.cycle(placed)
-
-        def one_placement_in_turn() -> float:
-            placement, args = next(turn)
-            return self._time(fn, args, caller, placement)
-
-        return one_placement_in_turn
+        timings = [functools.partial(self._time, fn, a, caller, p) for p, a in placed]
+        return over_placements(timings, ROUND_OF_PLACEMENTS_S)
 
     def probe_buffer_bytes(self) -> int:
         """Bytes of each memory-probe buffer: 8 times the L2 and at least 1 GiB, so the

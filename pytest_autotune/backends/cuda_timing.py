@@ -235,10 +235,16 @@ class CallerTiming:
         long loop. The device's part is the replayed sample's; the host's, timed after the
         lead, holds no cold start."""
         stream.synchronize()
-        for _ in range(EAGER_LEAD):
-            eager()
-        each = untraced(_enqueue_each, self.host_timer, eager, calls)
+        seconds = self._loop(eager, EAGER_LEAD, calls)
         stream.synchronize()
+        return seconds
+
+    def _loop(self, call: Callable[[], None], lead: int, calls: int) -> float:
+        """Host seconds per call of `call` in a loop (`loop_seconds`), each timed alone, the
+        loop's own cost taken off, after `lead` calls made and left out."""
+        for _ in range(lead):
+            call()
+        each = untraced(_enqueue_each, self.host_timer, call, calls)
         own = self.loop_overhead_ns()
         return loop_seconds([max(round(ns - own), 1) for ns in each])
 
@@ -322,14 +328,9 @@ class CallerTiming:
         return self.last_slowdown
 
     def _reference_loop(self) -> float:
-        """Host seconds per launch of `reference` in a loop (`loop_seconds`), after
-        `REFERENCE_LEAD` left out."""
+        """Host seconds per launch of `reference` in a loop (`_loop`)."""
         assert self.reference is not None
-        for _ in range(REFERENCE_LEAD):
-            self.reference()
-        each = untraced(_enqueue_each, self.host_timer, self.reference, REFERENCE_CALLS)
-        own = self.loop_overhead_ns()
-        return loop_seconds([max(round(ns - own), 1) for ns in each])
+        return self._loop(self.reference, REFERENCE_LEAD, REFERENCE_CALLS)
 
     def score(
         self,
