@@ -47,6 +47,7 @@ def group_record(
     test_ids: Mapping[str, str] | None = None,
     expected_to_fail: frozenset[str] = frozenset(),
     selected: tuple[str, ...] | None = None,
+    key_known: bool = True,
 ) -> AutotuneRecord:
     """The record of a judged group: the decision's, with the plugin's extras. `measured`
     is the candidate the gate measured where it is not tuning's pick, `instrument` what the
@@ -55,7 +56,8 @@ def group_record(
     `recorded` False where an update keeps the committed baseline instead of writing this
     session (`gate_policy.settle_update`), `test_ids` each candidate's test item by name,
     `expected_to_fail` the candidates whose tests are marked xfail, `selected` those whose
-    tests this run selected (None: every one)."""
+    tests this run selected (None: every one), `key_known` False where the case's key is
+    not the group's (its `key=` callable failed)."""
     decision, measurement = case.decision, verdict.measurement
     extra = RecordExtra(
         group=case.group,
@@ -115,6 +117,7 @@ def group_record(
             else None
         ),
         max_regression=case.settings.engine.max_regression,
+        key_unknown=None if key_known else True,
     )
     record = decision.to_record(tuner, case.device_id)
     return dataclasses.replace(record, extra=extra.to_json())

@@ -961,15 +961,23 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                 request = GroupRequest(
                     group=spec.group,
                     tuner_name=spec.function.nodeid,
-                    key=_group_key(spec, named),
+                    key=spec.group_key or "default",  # until its key= callable gives it
                     candidates=spec.function.candidates,
                     run=run,
                     inputs=inputs,
-                    options=_evaluated_options(options, named, spec.function.nodeid),
+                    options={k: v for k, v in options.items() if k != "work"},
                     not_run=not_run(pyfuncitem.config, spec.group),
                     test_ids=candidate_nodeids(pyfuncitem.config, spec.group),
                     expected_to_fail=expected_to_fail(pyfuncitem.config, spec.group),
                 )
+                # Each test of the group fails with its `key=` or `work=` callable's error;
+                # the report and the records keep the group too, as an ERROR (its tests'
+                # failures alone left a report that read "2 no baseline" over a failed run).
+                with _kept_if_raising(session, replace(request, key_known=False), "key="):
+                    request = replace(request, key=_group_key(spec, named))
+                with _kept_if_raising(session, request, "work="):
+                    evaluated = _evaluated_options(options, named, spec.function.nodeid)
+                    request = replace(request, options=evaluated)
                 failure = session.candidate_outcome(request, spec.candidate)
                 fn = dict(spec.function.candidates)[spec.candidate]
                 if failure and id(fn) in pyfuncitem.config.stash[RAISED][spec.group]:
@@ -1148,6 +1156,25 @@ def _group_key(spec: ItemSpec, arguments: Named) -> Any:
         return spec.group_key or "default"
     value = _call_with_fixtures(key, arguments, f"{spec.function.nodeid}: key=")
     return checked_key(value, f"{spec.function.nodeid}: key=")
+
+
+@contextlib.contextmanager
+def _kept_if_raising(
+    session: AutotuneSession, request: GroupRequest, option: str
+) -> Iterator[None]:
+    """Keep `request`'s group as untuned where its marker's `option` callable fails: the
+    plugin's message where it failed it (a fixture it asks for is missing, a bad Work),
+    else the callable's own exception."""
+    try:
+        yield
+    except pytest.fail.Exception as failed:
+        session.keep_untuned(request, str(failed.msg))
+        raise
+    except Exception as error:
+        session.keep_untuned(
+            request, f"its {option} callable raised {type(error).__name__}: {error}"
+        )
+        raise
 
 
 def _evaluated_options(options: Mapping[str, Any], arguments: Named, nodeid: str) -> dict[str, Any]:

@@ -104,6 +104,9 @@ class GroupRequest:
     expected_to_fail: frozenset[str] = frozenset()
     """The candidates whose tests are marked `xfail` (`collection.expected_to_fail`): the
     report does not raise their failed checks."""
+    key_known: bool = True
+    """False where `key` is only the parameters' ids, its marker's `key=` callable having
+    failed: the record says so, and an update's stale entries leave the test's alone."""
 
 
 @dataclass(frozen=True)
@@ -296,7 +299,7 @@ class AutotuneSession:
                 waiting, self._waiting_for = self._waiting_for, None
                 if not isinstance(exc, (KeyboardInterrupt, SystemExit, ConfigError)):
                     self._stopped[request.group] = _stopped(request.group, name, exc, waiting)
-                    self._keep_stopped(request, self._stopped[request.group])
+                    self.keep_untuned(request, self._stopped[request.group])
                     if not isinstance(exc, Exception):
                         # pytest's outcomes (pytest-timeout's alarm is its `fail`) are no
                         # `Exception`; an error of ours or a client's is its own message.
@@ -557,19 +560,24 @@ class AutotuneSession:
         # device's kind from it): the record names the device as the settings do.
         self._keep_unmeasured(request, tunables, settings, why, device)
 
-    def _keep_stopped(self, request: GroupRequest, why: str) -> None:
-        """Keep a group whose tuning was stopped by an exception of no candidate's (its
-        inputs or bounds refused, a test timeout's alarm) as an ERROR record, as one whose
-        device could not be used is, or the summary, the report and the records left it
-        out. Best effort: what cannot be rebuilt of the group (the error was in its own
-        settings or candidates) keeps no record, and the test's own error stands."""
+    def keep_untuned(self, request: GroupRequest, why: str) -> None:
+        """Keep a group that could not be tuned (its tuning stopped by an exception of no
+        candidate's: its inputs or bounds refused, a test timeout's alarm; or its marker's
+        `key=` or `work=` failed) as an ERROR record, as one whose device could not be used
+        is, or the summary, the report and the records left it out. Best effort: what
+        cannot be rebuilt of the group (the error was in its own settings or candidates)
+        keeps no record, and the test's own error stands."""
         try:
             settings = self.settings_of(request)
             tunables = self._tunable_set(request, request.options.get("work"))
-            client = self._clients.get(settings.device or self.settings.device)
-            device = self._device_id(client) if client is not None else settings.device
         except Exception:
             return
+        try:
+            # The client its tuning would have used (made here where the group is the
+            # session's first), so that the record is filed under the device's id.
+            device = self._device_id(self.client(settings.device))
+        except Exception:
+            device = settings.device or self.settings.device
         self._keep_unmeasured(request, tunables, settings, why, device)
 
     def _keep_unmeasured(
@@ -624,6 +632,7 @@ class AutotuneSession:
             "test_ids": request.test_ids,
             "expected_to_fail": request.expected_to_fail,
             "selected": self.selected.get(request.group),
+            "key_known": request.key_known,
         }
 
     def _add(

@@ -190,7 +190,9 @@ def review(
     for record in records:
         devices.add(record.device_id)
         group = record.extra.get("group")
-        if isinstance(group, str):
+        # A group whose key= callable failed was not tuned at any key the session knows:
+        # counted as tuned at its parameters' ids, its test's real keys were called stale.
+        if isinstance(group, str) and not record.extra.get("key_unknown"):
             tuned.setdefault(record.tuner, {})[group] = serialize_key_json(record.key)
     found = find_stale(
         settings.cache_dir,

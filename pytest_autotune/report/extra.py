@@ -71,6 +71,10 @@ class RecordExtra:
     """The slowdown the group's settings tolerate (its marker, `autotune.yaml`, the
     environment), None for the device kind's default: `compare` judges with it, as the
     gate did."""
+    key_unknown: bool | None = None
+    """True where the group's `key=` callable failed, so that `key` holds the parameters'
+    ids instead (an ERROR record): an update's stale entries then leave its test's alone.
+    None otherwise."""
     not_selected: list[str] | None = None
     """The candidates whose tests this run did not select (`-k`, `-m`, node ids): the group
     is checked whole, and such a candidate's failed check fails no test of this run. None
@@ -125,6 +129,7 @@ _KINDS: dict[str, type | tuple[type, ...]] = {
     "test_ids": dict,
     "expected_failures": list,
     "max_regression": (int, float),
+    "key_unknown": bool,
     "not_selected": list,
 }
 """The JSON type of each field."""

@@ -185,3 +185,116 @@ def test_under_xdist_a_group_whose_device_cannot_be_used_reaches_the_controller_
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=2, failed=4)
     _shown_as_an_error(autotune_pytester.path, result.stdout.str(), device, why)
+
+
+CALLABLE_TESTS = """
+import pytest
+from conftest import spin
+
+def fast(n):
+    spin(100e-6)
+    return n * 2
+
+def slow(n):
+    spin(300e-6)
+    return n * 2
+
+def key_of(n):
+    if KEY_RAISES:
+        raise LookupError("no key for " + str(n))
+    return ("size", n)
+
+def work_of(n):
+    if WORK_RAISES:
+        raise ArithmeticError("no work for " + str(n))
+    return None
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow}, key=key_of)
+@pytest.mark.parametrize("n", [1, 2])
+def test_keyed(candidate, n):
+    return candidate(n)
+
+@pytest.mark.autotune(
+    candidates={"fast": fast, "slow": slow}, work=work_of, key=lambda n: ("worked", n)
+)
+@pytest.mark.parametrize("n", [3])
+def test_worked(candidate, n):
+    return candidate(n)
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow})
+def test_near(candidate):
+    return candidate(1)
+"""
+
+
+def _callables(key_raises: bool, work_raises: bool) -> str:
+    return CALLABLE_TESTS.replace("KEY_RAISES", str(key_raises)).replace(
+        "WORK_RAISES", str(work_raises)
+    )
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_group_whose_key_or_work_callable_raises_is_an_error_on_the_clients_device(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: tuple[str, ...]
+) -> None:
+    # Their tests failed with the callable's error, and the table, the records and the
+    # report showed the other group alone: a failed run whose report read "1 no baseline".
+    if workers:
+        pytest.importorskip("xdist")
+    autotune_pytester.makepyfile(test_dev=_callables(True, True))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(autotune_pytester.path / "summary.md"))
+    args = ("--autotune", "--autotune-html=r.html", "--autotune-record=r.jsonl", *workers)
+    result = run(autotune_pytester, *args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=2, failed=6)
+    result.stdout.fnmatch_lines(["*LookupError: no key for 1*", "*ArithmeticError: no work*"])
+    rows = [line.split() for line in result.outlines if line.startswith("test_dev.py::")]
+    errors = sorted(row[0] for row in rows if row[-1] == "ERROR")
+    assert errors == [
+        "test_dev.py::test_keyed[1]",
+        "test_dev.py::test_keyed[2]",
+        "test_dev.py::test_worked[3]",
+    ]
+    lines = result.outlines
+    failures = lines[lines.index("gate failures:") :]
+    assert "    its key= callable raised LookupError: no key for 2" in failures
+    assert "    its work= callable raised ArithmeticError: no work for 3" in failures
+    records = _records(autotune_pytester.path / "r.jsonl")
+    assert sorted(records) == [*errors[:2], "test_dev.py::test_near", errors[2]]
+    keyed = records["test_dev.py::test_keyed[1]"]
+    assert (keyed["extra"]["verdict"], keyed["extra"]["failed"]) == ("error", True)
+    # Filed under the device its tuning would have used, not the setting's "auto".
+    assert keyed["device_id"] == keyed["extra"]["device"]["id"] == "cpu-fake-1t"
+    assert [r["error"]["message"] for r in keyed["results"]] == [
+        "its key= callable raised LookupError: no key for 1"
+    ] * 2
+    assert keyed["extra"]["key_unknown"] is True  # the key is the parameters' ids
+    worked = records["test_dev.py::test_worked[3]"]
+    assert worked["key"] == ["worked", 3] and worked["extra"].get("key_unknown") is None
+    html = (autotune_pytester.path / "r.html").read_text(encoding="utf-8")
+    assert "its work= callable raised ArithmeticError: no work for 3" in html
+    assert (
+        "test\\_dev.py::test\\_keyed\\[2\\]" in (autotune_pytester.path / "summary.md").read_text()
+    )
+
+
+def test_an_update_where_a_key_callable_raises_keeps_the_groups_baselines(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(test_dev=_callables(False, False))
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    folder = autotune_pytester.path / ".autotune" / "cpu-fake-1t"
+    before = {p.name: p.read_text() for p in folder.glob("*.json")}
+    assert len(before) == 3
+    autotune_pytester.makepyfile(test_dev=_callables(True, True))
+    result = run(autotune_pytester, "--autotune-update", "--autotune-prune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=2, failed=6)
+    after = {p.name: p.read_text() for p in folder.glob("*.json")}
+    untuned = sorted(name for name in before if not name.startswith("test_dev.py__test_near"))
+    assert len(untuned) == 2
+    assert {name: after[name] for name in untuned} == {name: before[name] for name in untuned}
+    autotune_pytester.makepyfile(test_dev=_callables(False, False))
+    gated = run(autotune_pytester, "--autotune")
+    assert gated.ret == pytest.ExitCode.OK
+    gated.stdout.fnmatch_lines(["test_dev.py::test_keyed[[]1[]] *fast*pass"])

@@ -33,6 +33,7 @@ WRITTEN = {
     "test_ids": {"fast": "t.py::test_t[fast-1]", "slow": "t.py::test_t[slow-1]"},
     "expected_failures": ["slow"],
     "max_regression": 0.05,
+    "key_unknown": True,
     "not_selected": ["slow"],
 }
 
