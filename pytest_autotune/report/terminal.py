@@ -137,10 +137,30 @@ def render_failures(summaries: Sequence[GroupSummary]) -> str:
     return _details(failures(summaries))
 
 
+SAME_REPORT_SHOWN = 3
+"""How many groups reported for one reason are shown each as its own entry, and named
+when more are shown as one: a first `--autotune` of a test over 100 sizes printed its
+one "no baseline" message 100 times."""
+
+
 def render_reported(summaries: Sequence[GroupSummary]) -> str:
     """The groups reported without failing (no baseline, not comparable, too noisy), each
-    as a failure is shown: why, and what would help; empty when there are none."""
-    return _details(reported(summaries))
+    as a failure is shown: why, and what would help; empty when there are none. Groups
+    reported with one verdict and one message, more than `SAME_REPORT_SHOWN`, are shown
+    once, the first `SAME_REPORT_SHOWN` named and the rest counted."""
+    entries = []
+    alike: dict[tuple[str, str], list[GroupSummary]] = {}
+    for summary in reported(summaries):
+        alike.setdefault((summary.verdict.value, summary.message), []).append(summary)
+    for (verdict, message), groups in alike.items():
+        if len(groups) <= SAME_REPORT_SHOWN:
+            entries.append(_details(groups))
+            continue
+        names = [decision_name(s.group, s.key) for s in groups]
+        shown = f"{', '.join(names[:SAME_REPORT_SHOWN])} and {len(names) - SAME_REPORT_SHOWN} more"
+        body = [f"    {line}" for line in message.splitlines()]
+        entries.append("\n".join([f"{len(groups)} groups: {verdict} ({shown})", *body]))
+    return "\n".join(entries)
 
 
 def _details(groups: Sequence[GroupSummary]) -> str:

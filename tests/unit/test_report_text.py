@@ -246,6 +246,26 @@ def test_a_reported_verdict_says_why_and_what_to_do_though_it_does_not_fail() ->
     assert render_reported([SAXPY, BROKEN]) == ""
 
 
+def test_groups_reported_for_one_reason_are_shown_once_with_their_names() -> None:
+    # A first --autotune of a test over 100 sizes printed one message 100 times.
+    missing = "no baseline for this key on cpu-x-2t (no file f.json); --autotune-update records one"
+    sizes = [
+        GroupSummary(f"t.py::test_s[n{n}]", f"n{n}", "a", Verdict.NO_BASELINE, False, missing)
+        for n in range(5)
+    ]
+    assert render_reported([sizes[0], NEW_KEY, *sizes[1:]]).splitlines() == [
+        "5 groups: no baseline (t.py::test_s[n0], t.py::test_s[n1], t.py::test_s[n2] and 2 more)",
+        f"    {missing}",
+        "tests/test_sum.py::test_sum [n4096] (winner pairwise): no baseline",
+        "    no baseline for this key on cpu-x-2t; --autotune-update records one",
+    ]
+    # As many as it would name are shown each with its winner, as a single one is.
+    assert render_reported(sizes[:3]) == render_reported(sizes[:1]) + "\n" + render_reported(
+        sizes[1:3]
+    )
+    assert render_reported(sizes[:3]).count(missing) == 3
+
+
 def test_the_markdown_lists_the_reported_verdicts_after_the_table() -> None:
     text = render_markdown([SAXPY, NEW_KEY])
     assert text.endswith(
