@@ -121,14 +121,22 @@ def _copy_array(value: Any) -> Any:
     """A copy in the memory order of `value`: NumPy's and CuPy's `copy()` make C order, so a
     Fortran-ordered input was timed, and checked, in a layout the caller never passes (a
     column-wise kernel winning a tuning it loses in use). An array type whose `copy` takes
-    no order keeps its own."""
+    no order keeps its own.
+
+    A read-only NumPy array (`np.frombuffer` of bytes, a read-only memmap) gives a read-only
+    copy: a writable one let a candidate that writes into its input (`x.sort()`) run in the
+    tuning and win it, and then raise on the caller's array at every call that followed."""
     copied = device_copy(sys.modules.get("cupy"), value)
     if copied is not None:
         return copied
     try:
-        return value.copy(order="K")
+        copied = value.copy(order="K")
     except TypeError:
-        return value.copy()
+        copied = value.copy()
+    read_only = isinstance(value, np.ndarray) and not value.flags.writeable
+    if read_only and isinstance(copied, np.ndarray):
+        copied.flags.writeable = False
+    return copied
 
 
 def device_copy(cp: Any, value: Any) -> Any:

@@ -89,3 +89,13 @@ def test_a_cupy_array_of_another_device_is_copied_onto_the_current_one(cupy_modu
 def test_a_strided_cupy_array_keeps_cupys_copy(cupy_module):
     copied = clone_value(_FakeArray(0, contiguous=False))
     assert copied.copy_kernel
+
+
+def test_a_read_only_array_is_copied_read_only_and_a_writable_one_writable() -> None:
+    read_only = np.arange(4.0)
+    read_only.flags.writeable = False
+    copied, writable = clone_value((read_only, np.arange(4.0)))
+    assert not copied.flags.writeable
+    assert not np.shares_memory(copied, read_only)
+    np.testing.assert_array_equal(copied, read_only)
+    assert writable.flags.writeable

@@ -649,6 +649,33 @@ def test_a_candidate_writing_into_a_container_writes_the_callers_once(
     assert value == after
 
 
+def test_a_candidate_that_writes_into_a_read_only_input_fails_in_tuning_not_after(cache_dir):
+    """The copies tuning runs on were writable whatever the caller's array was: a candidate
+    sorting its input in place won on them, then raised on the caller's read-only array
+    (`np.frombuffer` of bytes) at every call that followed."""
+    import numpy as np
+
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+
+    def in_place(x):
+        x.sort()
+        client.clock.advance(1e-3)
+        return float(x[0])
+
+    def copying(x):
+        client.clock.advance(2e-3)
+        return float(np.sort(x)[0])
+
+    tunables = TunableSet.of(len, {"in_place": in_place, "copying": copying})
+    x = np.frombuffer(np.array([3.0, 1.0, 2.0]).tobytes())
+    assert local.execute(client.device_id, client, tunables, (x,)) == 1.0
+    decision = local.tuner(client.device_id).decision(3)
+    assert decision is not None
+    assert decision.fastest_name == "copying"
+    assert "read-only" in str(decision.results[0])
+
+
 def test_after_clear_the_winner_comes_back_from_the_file_without_tuning(cache_dir):
     client = FakeClient()
     local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
