@@ -127,15 +127,47 @@ def _copy_array(value: Any) -> Any:
     copy: a writable one let a candidate that writes into its input (`x.sort()`) run in the
     tuning and win it, and then raise on the caller's array at every call that followed."""
     copied = device_copy(sys.modules.get("cupy"), value)
-    if copied is not None:
-        return copied
-    try:
-        copied = value.copy(order="K")
-    except TypeError:
-        copied = value.copy()
+    if copied is None:
+        copied = _strided_copy(value)
+    if copied is None:
+        try:
+            copied = value.copy(order="K")
+        except TypeError:
+            copied = value.copy()
     read_only = isinstance(value, np.ndarray) and not value.flags.writeable
     if read_only and isinstance(copied, np.ndarray):
         copied.flags.writeable = False
+    return copied
+
+
+_WIDEST_SPAN = 8
+"""How many times its elements' bytes a view may span and keep its strides in a copy (every
+other column spans 2 times, every eighth 8); a view spread wider (a column of a large
+matrix) is copied contiguous, as a copy of it would otherwise hold its whole matrix's span."""
+
+_SMALL_SPAN = 16 << 20
+"""A view spanning at most this many bytes keeps its strides however sparse it is."""
+
+
+def _strided_copy(value: Any) -> Any:
+    """A copy of a NumPy view that is neither C- nor Fortran-ordered (every other column, rows
+    reversed, a broadcast) with the view's own strides, in a buffer of the bytes it spans;
+    None for anything else. `copy(order="K")` makes such a view contiguous, so candidates
+    were timed and checked on a layout the caller never passes, and one that needs a
+    contiguous buffer (`hashlib.sha256(x)`, `x.view(np.complex128)`) won the tuning on the
+    copies and raised on the caller's view at every call that followed."""
+    if type(value) is not np.ndarray or value.flags.c_contiguous or value.flags.f_contiguous:
+        return None
+    if value.dtype.hasobject:  # no array of references is made over raw bytes
+        return None
+    extents = [(n - 1) * stride for n, stride in zip(value.shape, value.strides, strict=True)]
+    low = sum(e for e in extents if e < 0)
+    span = sum(e for e in extents if e > 0) - low + value.itemsize
+    if span > max(_WIDEST_SPAN * value.nbytes, _SMALL_SPAN):
+        return None
+    buffer = np.empty(span, dtype=np.uint8)
+    copied = np.ndarray(value.shape, value.dtype, buffer=buffer, offset=-low, strides=value.strides)
+    copied[...] = value
     return copied
 
 

@@ -676,6 +676,34 @@ def test_a_candidate_that_writes_into_a_read_only_input_fails_in_tuning_not_afte
     assert "read-only" in str(decision.results[0])
 
 
+def test_a_candidate_that_needs_a_contiguous_input_fails_in_tuning_on_a_strided_view(cache_dir):
+    """A strided view was copied contiguous for the tuning: a candidate hashing its input's
+    buffer (which must be contiguous) won on the copies, then raised on the caller's view at
+    every call that followed."""
+    import hashlib
+
+    import numpy as np
+
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+
+    def buffer(x):
+        client.clock.advance(1e-3)
+        return hashlib.sha256(x).hexdigest()
+
+    def via_bytes(x):
+        client.clock.advance(2e-3)
+        return hashlib.sha256(x.tobytes()).hexdigest()
+
+    tunables = TunableSet.of(lambda x: x.shape, {"buffer": buffer, "via_bytes": via_bytes})
+    x = np.arange(32.0).reshape(4, 8)[:, ::2]
+    expected = hashlib.sha256(x.tobytes()).hexdigest()
+    assert local.execute(client.device_id, client, tunables, (x,)) == expected
+    decision = local.tuner(client.device_id).decision((4, 4))
+    assert decision is not None
+    assert decision.fastest_name == "via_bytes"
+
+
 def test_after_clear_the_winner_comes_back_from_the_file_without_tuning(cache_dir):
     client = FakeClient()
     local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
