@@ -380,8 +380,10 @@ def log_failure(ctx: AutotuneLogContext | None, name: str, index: int, error: ob
         logger.info("%s [#%d] failed: %s", name, index, error)
 
 
-def log_decision(tuner: str, fastest_name: str, key: Any, ctx: AutotuneLogContext) -> None:
-    """The one line per decision of the minimal level (and the full level's last word)."""
+def log_decision(tuner: str, fastest_name: str | None, key: Any, ctx: AutotuneLogContext) -> None:
+    """The one line per decision of the minimal level (and the full level's last word);
+    `fastest_name` None where no candidate can run for the key, which the line says (it
+    named the first planned candidate, which never runs, as the key's winner)."""
     if ctx.level is AutotuneLogLevel.DISABLED or not logger.isEnabledFor(logging.INFO):
         return
     steps = [e for e in ctx.events if isinstance(e, TuningStep)]
@@ -391,7 +393,7 @@ def log_decision(tuner: str, fastest_name: str, key: Any, ctx: AutotuneLogContex
         "%s: %s -> %s (%d batches in %s%s)",
         tuner,
         key,
-        fastest_name,
+        fastest_name if fastest_name is not None else "no candidate succeeded",
         len(steps),
         format_duration(took),
         limit,

@@ -499,7 +499,8 @@ class Tuner:
                 self.hits[decision.key] = decision.fastest_index
             else:
                 self._failed[decision.key] = decision.error
-        log_decision(self.name, decision.fastest_name, decision.key, decision.context)
+        winner = decision.fastest_name if decision.error is None else None
+        log_decision(self.name, winner, decision.key, decision.context)
         unwritable: str | None = None
         if self.recorder is not None:
             try:

@@ -195,6 +195,25 @@ def test_the_minimal_level_logs_one_line_per_decision(caplog):
     ]
 
 
+def test_the_decision_line_of_a_key_no_candidate_can_run_names_no_winner(caplog):
+    # It named the first planned candidate, which never runs, as the key's winner.
+    from pytest_autotune.tune.tunable_set import TunableSet
+    from pytest_autotune.tune.tuner import Tuner
+    from tests.fakes import FakeClient
+
+    caplog.set_level(logging.INFO, logger="pytest_autotune")
+    client = FakeClient()
+
+    def broken(x):
+        raise ValueError("no such mode")
+
+    tuner = Tuner("t", client.device_id, AutotuneConfig(log_level="minimal", disable_cache=True))
+    tuner.tune(1, TunableSet.of(len, {"broken": broken, "also": broken}), ([1],), client)
+    decided = [m for m in caplog.messages if m.startswith("t: 1 -> ")]
+    assert len(decided) == 1
+    assert decided[0].startswith("t: 1 -> no candidate succeeded (")
+
+
 def test_the_disabled_level_logs_nothing(caplog):
     caplog.set_level(logging.DEBUG, logger="pytest_autotune")
     ctx = AutotuneLogContext()
