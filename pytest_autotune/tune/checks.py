@@ -884,6 +884,10 @@ def _errors(
     finite: the figures that tell a rounding slip from a wrong algorithm."""
     if reference.dtype.kind not in "iufc" or actual.dtype.kind not in "iufc":
         return None
+    if reference.dtype.kind in "iu" and actual.dtype.kind in "iu":
+        exact = _integer_errors(reference[bad], actual[bad])
+        if exact is not None:
+            return exact
     common = np.result_type(reference.dtype, actual.dtype, np.float64)
     # Only the differing elements are converted: all of them would be two more copies.
     ref, act = reference[bad].astype(common), actual[bad].astype(common)
@@ -899,6 +903,27 @@ def _errors(
             abs_error, magnitude, out=np.full_like(abs_error, np.inf), where=magnitude != 0
         )
     return float(abs_error.max()), float(rel_error.max())
+
+
+_EXACT_IN_FLOAT = 1 << 53
+"""Integers of at most this magnitude are exact as float64."""
+
+
+def _integer_errors(
+    reference: npt.NDArray[Any], actual: npt.NDArray[Any]
+) -> tuple[float, float] | None:
+    """The errors of differing integers past float64's exact range, in Python ints; None
+    for those within it, whose float figures are exact. As floats, int64 values past 2**53
+    that differ by a few read "max abs error 0, max rel error 0", though they differ."""
+    ends = [int(end) for a in (reference, actual) if a.size for end in (a.min(), a.max())]
+    if all(abs(end) <= _EXACT_IN_FLOAT for end in ends):
+        return None
+    abs_error, rel_error = 0, 0.0
+    for ref, act in zip(reference.tolist(), actual.tolist(), strict=True):
+        error = abs(act - ref)
+        abs_error = max(abs_error, error)
+        rel_error = max(rel_error, error / abs(ref) if ref else math.inf)
+    return float(abs_error), rel_error
 
 
 def _host_array(value: object) -> npt.NDArray[Any] | None:

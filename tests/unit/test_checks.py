@@ -125,6 +125,21 @@ def test_integers_compare_exactly_whatever_the_tolerance():
     )
 
 
+def test_int64_values_past_float_precision_that_differ_give_their_exact_errors():
+    # As float64, 2**62 and 2**62 + 3 are one number: they read "max abs error 0, max rel
+    # error 0" though they differ.
+    ref = np.array([1 << 62, 5], dtype=np.int64)
+    act = np.array([(1 << 62) + 3, 5], dtype=np.int64)
+    assert compare_outputs(ref, act) == (
+        "output: 1 of 2 elements differ, max abs error 3, max rel error 6.50521e-19;"
+        " first at [0]: expected 4611686018427387904, got 4611686018427387907;"
+        " integers compare exactly: rtol and atol apply to floating point values"
+    )
+    extremes = np.array([np.iinfo(np.int64).min], dtype=np.int64)
+    message = compare_outputs(extremes, np.array([np.iinfo(np.int64).max], dtype=np.int64))
+    assert message is not None and "max abs error 1.84467e+19, max rel error 2;" in message
+
+
 def test_booleans_compare_exactly_without_error_figures():
     assert compare_outputs(np.array([True, False]), np.array([True, True])) == (
         "output: 1 of 2 elements differ; first at [1]: expected False, got True"
