@@ -970,6 +970,26 @@ def test_inputs_that_are_not_a_tuple_are_refused_with_how_to_pass_them() -> None
         tuner.execute(client.device_id, client, tunables, ([1, 2],))
 
 
+def test_inputs_given_bare_are_refused_on_a_hit_too() -> None:
+    # Unpacking takes any iterable: an array of one row given for `(x,)`, or of two rows to
+    # a set of two inputs, unpacked into its rows on the hit path, and where a row's key was
+    # decided the winner ran on the rows and returned their result, with no word.
+    import numpy as np
+
+    tuner = LocalTuner("bare-on-a-hit", AutotuneConfig(disable_cache=True))
+    client = FakeClient()
+    unary = tuner.init(lambda: TunableSet.of(len, {"a": np.sum, "b": np.sum}))
+    binary = tuner.init(
+        lambda: TunableSet(lambda x, y: ("add", len(x))).with_(("a", np.add)).with_(("b", np.add))
+    )
+    assert tuner.execute(client.device_id, client, unary, (np.ones(5),)) == 5.0
+    assert tuner.execute(client.device_id, client, binary, (np.ones(3), np.ones(3))).sum() == 6
+    for tunables, bare in ((unary, np.ones((1, 5))), (binary, np.ones((2, 3)))):
+        with pytest.raises(TypeError, match=r"inputs must be a tuple .* got ndarray"):
+            tuner.execute(client.device_id, client, tunables, bare)
+    assert tuner.execute(client.device_id, client, unary, [np.ones(5)]) == 5.0  # as the tuner
+
+
 def test_the_init_function_given_for_its_set_is_refused_with_how_to_pass_the_set() -> None:
     tuner = LocalTuner("not-a-set", AutotuneConfig(disable_cache=True))
     client = FakeClient()
