@@ -76,9 +76,9 @@ def _sessions_text(value: PersistentCacheValue, median: float | None) -> str:
         return ""
     try:
         sessions = [BaselineSession.from_json(s) for s in value.sessions]
-    except TypeError:
+    except (TypeError, ValueError):  # not integers; a time of zero or below
         return ""  # the gate names such an entry; here it is shown as it stands
-    medians = [s.median for s in sessions if s.median > 0] + [median]
+    medians = [s.median for s in sessions] + [median]
     mean = statistics.geometric_mean(medians)
     return f"; baseline {format_duration(mean)}, the mean of {len(medians)} sessions"
 

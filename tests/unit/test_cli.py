@@ -950,6 +950,21 @@ def test_show_gives_the_mean_of_a_baseline_of_several_sessions(
     assert "key n65536: winner block256, median 100 us" in out.splitlines()
 
 
+@pytest.mark.parametrize("median_ns", [0, -5])
+def test_show_of_an_entry_whose_sessions_do_not_read_shows_the_entry_as_it_stands(
+    refreshed: Path, capsys: pytest.CaptureFixture[str], median_ns: int
+) -> None:
+    # A session of no time (a hand edit, a damaged file) is the gate's "does not read",
+    # named there; `show` is how a reviewer looks into such a file, and must not crash.
+    data = json.loads(refreshed.read_text())
+    entry = next(e for e in data["entries"] if e["key"] == "n4096")
+    entry["sessions"] = [{"median_ns": median_ns, "read_ns": None}]
+    refreshed.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    code, out, err = run(capsys, "show", str(refreshed))
+    assert (code, err) == (0, "")
+    assert "key n4096: winner float4, median 12.0 us" in out.splitlines()
+
+
 def measured_on(path: Path, device_id: str, machine: str) -> Path:
     """`path` made a runner class's file (`--autotune-runner`): filed under `device_id`, its
     latest update measured on `machine`."""
