@@ -14,7 +14,7 @@ from pytest_autotune.report.columns import ljust, width
 from pytest_autotune.report.html import key_text
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
-from pytest_autotune.tune.cache_names import misplaced
+from pytest_autotune.tune.cache_names import cache_files, misplaced
 from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning
 from pytest_autotune.tune.log import format_duration
 
@@ -85,6 +85,23 @@ def read_caches(read: Callable[[], T]) -> T:
         elif issubclass(warning.category, CacheFileWarning):
             raise CliError(str(warning.message).split(LOAD_REMARK, 1)[0])
     return result
+
+
+def same_kind_of_folder(before: Path, after: Path) -> None:
+    """Refuse two cache folders of different kinds, a cache root (`.autotune`, a folder per
+    device) beside one device's folder (`.autotune/<device_id>`): their files are matched by
+    their path below each, so every entry read as removed from one and new in the other,
+    and `changed` asked for a pull request of a refresh that changed nothing."""
+    depths = [{len(p.relative_to(f).parts) for p in cache_files(f)} for f in (before, after)]
+    if not all(depths) or depths[0] & depths[1]:
+        return
+    rooted = max(depths[0]) > max(depths[1])
+    root, device = (before, after) if rooted else (after, before)
+    pair = (root / device.name, device) if rooted else (device, root / device.name)
+    raise CliError(
+        f"{before}, {after}: {root} is a cache root (a folder per device) and {device} one"
+        f" device's folder: give two cache roots, or two device folders ({pair[0]} {pair[1]})"
+    )
 
 
 def by_key(

@@ -7,7 +7,7 @@ import warnings
 from pathlib import Path
 from typing import TextIO
 
-from pytest_autotune.cli.caches import read_caches
+from pytest_autotune.cli.caches import read_caches, same_kind_of_folder
 from pytest_autotune.cli.errors import EXIT_ERROR, CliError
 from pytest_autotune.refresh import same_speed_winners, significant_changes
 from pytest_autotune.tune.cache import PersistentCache
@@ -45,9 +45,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             f"{args.after}: holds no cache file: give the folder --autotune-update writes"
             " (the cache_dir setting, .autotune by default)"
         )
-    for folder in (args.before, args.after):
-        _refuse_misplaced(Path(folder))
     before, after = Path(args.before), Path(args.after)
+    same_kind_of_folder(before, after)
+    for folder in (before, after):
+        _refuse_misplaced(folder)
     changes, notes = read_caches(
         lambda: (significant_changes(before, after), same_speed_winners(before, after))
     )

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from pytest_autotune.cli.caches import read_caches
+from pytest_autotune.cli.caches import read_caches, same_kind_of_folder
 from pytest_autotune.cli.errors import CliError
 from pytest_autotune.cli.report import labelled_records
 from pytest_autotune.report import stopped_text
@@ -58,6 +58,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     stopped: list[str] = []
     try:
         if before.is_dir() and after.is_dir():
+            same_kind_of_folder(before, after)
             rows = read_caches(
                 lambda: compare_caches(before, after, max_regression=args.max_regression)
             )

@@ -717,6 +717,28 @@ def test_compare_judges_two_device_folders_as_changed_reads_them(
     assert out.splitlines()[2].endswith("REGRESSION")
 
 
+@pytest.mark.parametrize("command", ["compare", "changed"])
+def test_a_cache_root_beside_a_device_folder_is_one_error_naming_the_folders_to_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    # Files are matched by their path below each folder: `changed .autotune
+    # .autotune/<device>` read every entry as removed and new (exit 3, a pull request
+    # for a refresh that changed nothing), `compare` said "no group is in both".
+    before, after = cache_roots(tmp_path)
+    pair = f"give two cache roots, or two device folders ({before / GPU} {after / GPU})"
+    for a, b, root, device in (
+        (before, after / GPU, before, after / GPU),
+        (before / GPU, after, after, before / GPU),
+    ):
+        code, out, err = run(capsys, command, str(a), str(b))
+        assert (code, out) == (2, "")
+        assert err == (
+            f"pytest-autotune: error: {a}, {b}: {root} is a cache root (a folder per device)"
+            f" and {device} one device's folder: {pair}\n"
+        )
+    assert run(capsys, command, str(before / GPU), str(after / GPU))[0] == 0
+
+
 def test_compare_and_changed_pass_over_the_peaks_file_beside_the_caches(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
