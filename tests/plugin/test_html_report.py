@@ -251,3 +251,41 @@ def test_the_report_names_the_roof_a_winner_reached_as_the_terminal_does(
     cells = re.findall(r'<span class="cell roof">.*?</svg> ([^<]*)</span>', html)
     assert [cell.split() for cell in cells] == terminal
     assert all(roof == "DRAM" for _, roof in terminal)
+
+
+LABEL_PROBE = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>{css}</style></head>
+<body><main>{charts}</main><script>
+var left = [];
+document.querySelectorAll("svg.chart text.label").forEach(function (label) {{
+  left.push([label.textContent, Math.round(label.getBBox().x * 10) / 10]);
+}});
+document.body.setAttribute("data-probe", JSON.stringify(left));
+</script></body></html>"""
+"""Bar charts in the report's own style, and where each label's drawn text starts."""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium (or chrome) binary on PATH")
+def test_a_candidates_label_starts_inside_its_bar_chart(tmp_path: Path) -> None:
+    # The label column was sized at 7 px a character: "boom2", or a name with an m or a w,
+    # runs wider in the report's font, and its first letter was drawn left of the chart.
+    from importlib.resources import files
+
+    from pytest_autotune.report.svg.bars import Bar, bar_chart
+    from pytest_autotune.tune.log import format_duration
+
+    names = ["boom2", "mmmmmm", "WWMM_wide", "sum_m", "累加", "x" * 80, "m" * 80]
+    charts = "".join(
+        str(bar_chart([Bar(name, 1e-6, highlight=bold)], format_value=format_duration, title=name))
+        for name in names
+        for bold in (False, True)
+    )
+    css = files("pytest_autotune.report").joinpath("templates/report.css").read_text("utf-8")
+    page = tmp_path / "labels.html"
+    page.write_text(LABEL_PROBE.format(css=css, charts=charts), encoding="utf-8")
+    dumped = chromium("--dump-dom", page.resolve().as_uri(), profile=tmp_path / "profile")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    found = re.search(r'data-probe="([^"]*)"', dumped.stdout)
+    assert found is not None, "the probe did not run"
+    starts = json.loads(htmllib.unescape(found.group(1)))
+    assert len(starts) == 2 * len(names)
+    assert [(text, x) for text, x in starts if x < 0] == []

@@ -447,7 +447,7 @@ def test_one_device_roofline_holds_every_groups_winner() -> None:
     chart = parse(str(device.roofline))
     labels = [t for t in chart.text if t.startswith("test_") and ":" not in t]
     # A long name is cut to fit beside its point; its tooltip holds it whole.
-    assert labels == ["test_sum [n4194304]", "test_saxpy [n6710886\u2026"]
+    assert labels == ["test_sum [n4194304]", "test_saxpy [n671088\u2026"]
     assert any(t.startswith("test_saxpy [n67108864]: ") for t in chart.text)
 
 

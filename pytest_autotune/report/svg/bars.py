@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from pytest_autotune.report.svg.draw import CHAR_WIDTH, fit, linear_ticks, num, svg
+from pytest_autotune.report.svg.draw import CHAR_WIDTH, fit, linear_ticks, num, svg, text_width
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ def bar_chart(
     """
     row, gap, top, axis = 22.0, 6.0, 8.0, 26.0
     label_width = min(
-        max((len(b.label) * _char_width(b) for b in bars), default=4 * CHAR_WIDTH) + 12, 220
+        max((text_width(b.label) * _bold(b) for b in bars), default=4 * CHAR_WIDTH) + 12, 220
     )
     value_room = 72.0
     plot_x = label_width
@@ -71,7 +71,7 @@ def bar_chart(
             f"</title>"
             f'<text class="label" x="{num(plot_x - 8)}" y="{num(middle + 4)}"'
             f' text-anchor="end">'
-            f"{escape(fit(bar.label, (label_width - 12) * CHAR_WIDTH / _char_width(bar)))}</text>"
+            f"{escape(fit(bar.label, (label_width - 12) / _bold(bar)))}</text>"
         )
         if bar.value is None or not math.isfinite(bar.value):
             body.append(
@@ -101,11 +101,11 @@ def bar_chart(
 
 BOLD_WIDTH = 1.15
 """How much wider the winner's bold label (`font-weight: 650` in report.css) runs than
-`CHAR_WIDTH`: sized by the plain width, its first letter was cut off at the chart's edge."""
+`text_width`: sized by the plain width, its first letter was cut off at the chart's edge."""
 
 
-def _char_width(bar: Bar) -> float:
-    return CHAR_WIDTH * (BOLD_WIDTH if bar.highlight else 1.0)
+def _bold(bar: Bar) -> float:
+    return BOLD_WIDTH if bar.highlight else 1.0
 
 
 def interval_chart(

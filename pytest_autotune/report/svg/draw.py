@@ -8,11 +8,15 @@ import math
 from markupsafe import Markup, escape
 
 # Defined with the figures the gate's messages share; every chart reads it from here.
+from pytest_autotune.report.columns import width
 from pytest_autotune.report.figures import format_si as format_si
 
 CHAR_WIDTH = 7.0
-"""Rough width of one character of the chart font at 12px: enough to size the label column
-and to keep labels apart, where measuring text would need a browser."""
+"""Rough width of one character of the chart font at 12px: enough to keep labels apart,
+where measuring text would need a browser; `text_width` sizes a label's own room."""
+
+_NARROW = frozenset("fijlrtI.,:;'!|()[]{}- ")
+_WIDE = frozenset("mwMW@%\u2026")
 
 
 def linear_ticks(top: float, count: int = 5) -> list[float]:
@@ -42,11 +46,32 @@ def num(value: float) -> str:
     return f"{value:.1f}"
 
 
+def text_width(text: str) -> float:
+    """About how many pixels `text` takes in the charts' 12px font, by the class of each
+    glyph (narrow, wide, upper case, the rest), from DejaVu Sans, the font `system-ui` is
+    on a Linux runner and wider than Segoe UI or SF: sized at `CHAR_WIDTH` a character,
+    "boom2" and the names with an `m` or a `w` lost their first letter to a chart's edge.
+    A character two terminal columns wide (CJK) takes a whole em, as `m` does."""
+    return sum(12 * _em(c) for c in text)
+
+
+def _em(char: str) -> float:
+    if char in _NARROW:
+        return 0.36
+    if char in _WIDE or width(char) == 2:
+        return 1.0
+    return 0.78 if char.isupper() else 0.64
+
+
 def fit(label: str, width: float) -> str:
-    """`label` cut with an ellipsis to about `width` pixels; the full text stays in a
-    `<title>`, which browsers show on hover."""
-    most = max(int(width / CHAR_WIDTH), 4)
-    return label if len(label) <= most else label[: most - 1] + "\u2026"
+    """`label` cut with an ellipsis to about `width` pixels (`text_width`), never below
+    three characters; the full text stays in a `<title>`, which browsers show on hover."""
+    if text_width(label) <= width:
+        return label
+    kept = len(label) - 1
+    while kept > 3 and text_width(label[:kept] + "\u2026") > width:
+        kept -= 1
+    return label[:kept] + "\u2026"
 
 
 def svg(width: float, height: float, title: str, body: list[str], css_class: str) -> Markup:

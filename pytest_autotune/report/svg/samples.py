@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from pytest_autotune.report.svg.draw import CHAR_WIDTH, fit, num, svg
+from pytest_autotune.report.svg.draw import CHAR_WIDTH, fit, num, svg, text_width
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +71,7 @@ def strip_chart(
     pad = (high - low) * 0.08 or high * 0.05 or 1.0
     low, high = max(low - pad, low * 0.5), high + pad
     row_height, top, axis = 34.0, 6.0, 24.0
-    label_width = min(max((len(r.label) for r in rows), default=4) * CHAR_WIDTH + 12, 200)
+    label_width = min(max((text_width(r.label) for r in rows), default=4 * CHAR_WIDTH) + 12, 200)
     plot_x, plot_width = label_width, max(width - label_width - 16, 80)
     height = top + len(rows) * row_height + axis
 
