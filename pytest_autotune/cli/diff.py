@@ -37,6 +37,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         f"old  {old.path} ({old.device_id}, {counted(len(old.entries), 'entry', 'entries')})",
         f"new  {new.path} ({new.device_id}, {counted(len(new.entries), 'entry', 'entries')})",
     ]
+    tuners = old.metadata.get("tuner"), new.metadata.get("tuner")
+    if tuners[0] != tuners[1] and all(isinstance(t, str) for t in tuners):
+        # Two tests' files (or a test's moved by hand): their keys match by text alone, and
+        # a "winner changed" between unrelated candidates read as a refresh's change.
+        lines.append(f"tuner changed: {tuners[0]} -> {tuners[1]}")
     if old.device_id != new.device_id:
         lines.append(f"device changed: {old.device_id} -> {new.device_id}")
     if old.measured_on != new.measured_on:

@@ -1108,6 +1108,22 @@ def test_diff_says_what_a_refreshed_cache_changes(
     ]
 
 
+def test_diff_of_two_tuners_files_says_so(
+    baseline: Path, refreshed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Keys match by their text alone: two tests' files (both key "n1024") read as a
+    # refresh that changed one test's winner, with nothing to say they are two tests'.
+    for path, tuner in ((baseline, "tests/test_a.py::test_sum"), (refreshed, "mylib.ops")):
+        data = json.loads(path.read_text())
+        data["tuner"] = tuner
+        path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    code, out, err = run(capsys, "diff", str(baseline), str(refreshed))
+    assert (code, err) == (0, "")
+    assert out.splitlines()[2] == "tuner changed: tests/test_a.py::test_sum -> mylib.ops"
+    code, out, _ = run(capsys, "diff", str(baseline), str(baseline))
+    assert not any(line.startswith("tuner changed") for line in out.splitlines())
+
+
 def test_diff_of_a_file_with_itself_changes_nothing(
     baseline: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
