@@ -117,6 +117,10 @@ def render_markdown(
     # Still too large: cut at a line, and say so.
     cut = f"... cut here: {_WHERE_THE_REST_IS}\n"
     room = limit - len(cut.encode("utf-8"))
+    if room < 0:
+        # The step's other commands left no room even for that line: anything written
+        # would take the file past GitHub's limit, which then shows none of it.
+        return ""
     kept_text = text.encode("utf-8")[: max(room, 0)].decode("utf-8", errors="ignore")
     return kept_text[: kept_text.rfind("\n") + 1] + cut
 

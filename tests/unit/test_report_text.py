@@ -496,6 +496,8 @@ def test_a_step_summary_still_too_large_is_cut_at_a_line_saying_so() -> None:
     ]
     text = render_markdown(new, limit=2000)
     assert len(text.encode("utf-8")) <= 2000
+    # A file the step's other commands filled to the limit gets nothing more.
+    assert render_markdown(new, limit=0) == render_markdown(new, limit=40) == ""
     assert text.startswith("### pytest-autotune\n") and text.endswith(
         "\n... cut here: GitHub takes 1 MiB of step summary a step; the terminal summary and"
         " the HTML report show every group.\n"
