@@ -3,6 +3,7 @@ candidate and group each collected item is (`ItemSpec`), and the names pytest gi
 
 from __future__ import annotations
 
+import enum
 import inspect
 import os
 import platform
@@ -430,8 +431,8 @@ def parametrized_candidates(
 ) -> tuple[tuple[str, Callable[..., Any]], ...] | None:
     """The candidates of a plain `@pytest.mark.parametrize("candidate", [...])`, named as
     pytest names their ids: an explicit id (`pytest.param(id=)`, an `ids=` list, or what an
-    `ids=` function returns for it), else the function's `__name__`; None where there is
-    no such parametrize."""
+    `ids=` function returns for it), else the id pytest gives its value (`_value_id`);
+    None where there is no such parametrize."""
     found = _parametrized(metafunc)
     return None if found is None else tuple((name, fn) for name, fn, _ in found)
 
@@ -457,11 +458,27 @@ def _parametrized(
                 given = ids[i]
             elif given is None and callable(ids):
                 given = _id_of(ids, fn)
-            name = printable(str(given or getattr(fn, "__name__", f"candidate{i}")))
+            name = printable(str(given or _value_id(fn, i)))
             marks = tuple(getattr(m, "mark", m) for m in getattr(value, "marks", ()))
             found.append((name, fn, marks))
         return found
     return None
+
+
+def _value_id(value: Any, index: int) -> str:
+    """The id pytest gives a parametrize value without one of its own: a string, number,
+    None, pattern or enum by its text, a function or class by `__name__`, anything else by
+    position (`candidate0`). Every value named by position (`parametrize("candidate",
+    ["quicksort", "stable"])`, a body dispatching on a name) was a name found in no item's
+    id: each item became a group of its own, one candidate `candidate0` tuned alone."""
+    if isinstance(value, bytes):
+        return value.decode("ascii", "backslashreplace")
+    if isinstance(value, (str, int, float, complex, enum.Enum)) or value is None:
+        return str(value)
+    if isinstance(value, re.Pattern):
+        return str(value.pattern)
+    name = getattr(value, "__name__", None)
+    return name if isinstance(name, str) else f"candidate{index}"
 
 
 def item_group(functions: Mapping[str, FunctionSpec], item: pytest.Item) -> ItemSpec | None:

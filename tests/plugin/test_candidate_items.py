@@ -575,3 +575,31 @@ def test_an_xml_attribute_the_body_records_reaches_its_own_tests_testcase(
     for name in "ab":
         (testcase,) = [t for t in xml.split("<testcase")[1:] if f'name="test_xml[{name}]"' in t]
         assert f'impl="{name}"' in testcase.split(">", 1)[0]
+
+
+def test_a_parametrize_of_names_the_body_dispatches_on_is_one_group_of_those_candidates(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A value that is no function was named `candidate0`, a name in no item's id: each
+    # item was a group of its own (`test_kind[quick]`, `test_kind[slow]`), whose one
+    # candidate `candidate0` was tuned alone and never compared with the other.
+    autotune_pytester.makepyfile(
+        test_kind="""
+        import pytest
+        from conftest import spin
+
+        COST = {"quick": 1e-4, "slow": 2e-4, 7: 3e-4}
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize("candidate", ["quick", "slow", 7])
+        def test_kind(candidate):
+            spin(COST[candidate])
+            return 1
+        """
+    )
+    result = run(autotune_pytester, "--autotune", "-v")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        ["autotune: tuning test_kind.py::test_kind on *", "test_kind.py::test_kind * quick *"]
+    )
+    result.stdout.no_fnmatch_line("*candidate0*")
