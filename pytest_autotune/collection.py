@@ -273,6 +273,7 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     error = error or _empty_name_error(pairs) or duplicate_error(pairs)
     error = _parametrize(metafunc, pairs, candidates, parametrized) or error
     error = error or option_error(options) or groups_error(options.get("groups"), pairs)
+    error = error or _candidate_fixture_error(metafunc)
     if inspect.iscoroutinefunction(metafunc.function):
         error = (
             "an autotune test cannot be `async def`: the body is called as the timed call"
@@ -314,6 +315,35 @@ def _parametrize(
     elif not pairs and (candidates is not None or parametrized is None):
         metafunc.parametrize("candidate", [None], ids=[INVALID])  # one item, to fail with why
     return None
+
+
+def _candidate_fixture_error(metafunc: pytest.Metafunc) -> str | None:
+    """Why the test cannot be checked or tuned, where a fixture of it (other than
+    `candidate` itself) requests `candidate`, directly or through another fixture. Such a
+    fixture is set up once, for its test's own candidate, and every candidate's body is
+    called on that test's fixture values (the reference in a plain run, the whole group
+    when tuning): each ran the first one's compiled kernel or plan, so a wrong candidate
+    passed its check and a candidate won on another's time."""
+    definitions = getattr(metafunc, "_arg2fixturedefs", {})
+    memo: dict[str, bool] = {}
+
+    def requests(name: str) -> bool:
+        if name not in memo:
+            memo[name] = False  # a cycle requests nothing more
+            argnames = {a for d in definitions.get(name) or () for a in d.argnames} - {name}
+            memo[name] = "candidate" in argnames or any(requests(a) for a in argnames)
+        return memo[name]
+
+    found = [n for n in metafunc.fixturenames if n != "candidate" and requests(n)]
+    if not found:
+        return None
+    return (
+        f"fixture {found[0]!r} requests `candidate`: a fixture is set up once, for its own"
+        " test's candidate, and every candidate of the group is called on that test's"
+        " fixture values (the reference in a plain run, all of them when tuning), so all"
+        f" would run with one candidate's {found[0]!r}; build what it makes from the"
+        " candidate in the test body, or give the built objects as the candidates"
+    )
 
 
 def _fixture_params(metafunc: pytest.Metafunc) -> bool:

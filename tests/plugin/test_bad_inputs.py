@@ -1656,3 +1656,46 @@ def test_a_candidate_fixture_with_params_fails_its_test_not_the_session(
             ],
             consecutive=False,
         )
+
+
+def test_a_fixture_that_requests_the_candidate_fails_its_tests_by_name(
+    project: pytest.Pytester,
+) -> None:
+    # A fixture set up from `candidate` (a kernel compiled from it) is set up once, for its
+    # test's own candidate, while every candidate's body runs on that test's fixture
+    # values: `wrong` was checked against its own output in its plain test, and tuned as
+    # `good`'s fixture in the group's first test. Both modes passed a wrong candidate.
+    project.makepyfile(
+        test_x=PRELUDE
+        + textwrap.dedent(
+            """
+            @pytest.fixture
+            def compiled(candidate):
+                return candidate
+
+            @pytest.fixture
+            def plan(compiled):
+                return compiled
+
+            @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
+            def test_x(candidate, plan):
+                return plan(1)
+
+            @pytest.mark.autotune
+            @pytest.mark.parametrize("candidate", [good, wrong], indirect=True)
+            def test_indirect(candidate):
+                return candidate(1)
+
+            @pytest.fixture
+            def candidate(request):
+                return request.param
+            """
+        )
+    )
+    for mode in ((), ("--autotune",)):
+        result = run(project, "test_x.py", *mode)
+        result.assert_outcomes(failed=3, passed=1)
+        result.stdout.fnmatch_lines(
+            ["*test_x.py::test_x: fixture 'plan' requests `candidate`: a fixture is set up*"]
+        )
+        result.stdout.fnmatch_lines(["FAILED test_x.py::test_indirect[[]wrong[]] - *"])
