@@ -1103,7 +1103,7 @@ class Named:
         return False, None
 
     def names(self) -> list[str]:
-        return sorted({*self.arguments, *self.closure})
+        return sorted({*self.arguments, *self.closure} - {"candidate"})
 
 
 def _fail_what_tuning_would(
@@ -1191,6 +1191,16 @@ def _evaluated_options(options: Mapping[str, Any], arguments: Named, nodeid: str
 def _call_with_fixtures(fn: Callable[..., Any], arguments: Named, what: str) -> Any:
     """Call a marker callable with the fixtures it names, as pytest calls a test."""
     wanted = inspect.signature(fn).parameters
+    if "candidate" in wanted:
+        # One key and one work for all of a group's candidates, made in the test that tunes
+        # it: they were the first candidate's, and a `-k` run of another candidate's test
+        # made another key, under which no baseline was ever found.
+        pytest.fail(
+            f"{what} asks for `candidate`: it is called once for a whole group, whose"
+            " candidates share one key and one work, so it may not depend on the candidate;"
+            f" ask for the fixtures they are given; available: {arguments.names()}",
+            pytrace=False,
+        )
     given: dict[str, Any] = {}
     missing = []
     for name, parameter in wanted.items():

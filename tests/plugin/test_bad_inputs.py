@@ -504,6 +504,22 @@ CASES = [
         ("work=...) returned 42",),
         marker("work=lambda n: 42"),
     ),
+    # One key and one work for a group's candidates: asking for the candidate made them
+    # the first one's, and a `-k` run of another's test looked under another key.
+    Case(
+        "key asking for the candidate",
+        "check",
+        FAILED,
+        ("key= asks for `candidate`", "may not depend on the candidate"),
+        marker("key=lambda candidate, n: (candidate.__name__, n)"),
+    ),
+    Case(
+        "work asking for the candidate, tuned",
+        "tune",
+        FAILED,
+        ("work= asks for `candidate`", "available: ['n']"),
+        marker("work=lambda candidate, n: Work(n, n)"),
+    ),
     Case(
         "key NaN, check",
         "check",
