@@ -477,11 +477,11 @@ def _parametrized(
 ) -> list[tuple[str, Callable[..., Any], tuple[pytest.Mark, ...]]] | None:
     """`parametrized_candidates`, each with the marks of its `pytest.param`."""
     for marker in metafunc.definition.iter_markers("parametrize"):
-        if _argnames(marker.args[0]) != ["candidate"]:
+        names, values, ids = _parametrize_arguments(marker)
+        if _argnames(names) != ["candidate"]:
             continue
-        ids = marker.kwargs.get("ids")
         found = []
-        for i, value in enumerate(marker.args[1]):
+        for i, value in enumerate(values):
             given = getattr(value, "id", None) if hasattr(value, "values") else None
             fn = value.values[0] if hasattr(value, "values") else value
             if given is None and isinstance(ids, (list, tuple)) and i < len(ids):
@@ -493,6 +493,20 @@ def _parametrized(
             found.append((name, fn, marks))
         return found
     return None
+
+
+def _parametrize_arguments(marker: pytest.Mark) -> tuple[Any, Any, Any]:
+    """A parametrize mark's argument names, values and `ids`, each given by position or by
+    keyword (`parametrize(argnames="candidate", argvalues=[...])`, whose mark has no
+    positional arguments: reading them by position stopped the collection of the whole
+    session with an IndexError from this module). Nothing where they do not bind, as
+    `Metafunc.parametrize` takes them: pytest says why when it parametrizes."""
+    signature = inspect.signature(pytest.Metafunc.parametrize)
+    try:
+        bound = signature.bind_partial(None, *marker.args, **marker.kwargs).arguments
+    except TypeError:
+        return (), (), None
+    return bound.get("argnames", ()), bound.get("argvalues", ()), bound.get("ids")
 
 
 def _value_id(value: Any, index: int) -> str:

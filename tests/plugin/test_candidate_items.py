@@ -603,3 +603,37 @@ def test_a_parametrize_of_names_the_body_dispatches_on_is_one_group_of_those_can
         ["autotune: tuning test_kind.py::test_kind on *", "test_kind.py::test_kind * quick *"]
     )
     result.stdout.no_fnmatch_line("*candidate0*")
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_a_parametrize_of_candidates_given_by_keyword_is_read_as_one_given_by_position(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # `parametrize(argnames=..., argvalues=...)` makes a mark of no positional arguments:
+    # the candidates were read from `args[0]`, and an IndexError from the plugin stopped
+    # the collection of the whole session.
+    autotune_pytester.makepyfile(
+        test_kw="""
+        import pytest
+        from conftest import spin
+
+        def fast(n):
+            spin(1e-4)
+            return n
+
+        def slow(n):
+            spin(2e-4)
+            return n
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize(argnames="candidate", argvalues=[fast, slow], ids=["f", "s"])
+        @pytest.mark.parametrize(argnames="n", argvalues=[1])
+        def test_kw(candidate, n):
+            return candidate(n)
+        """
+    )
+    result = run(autotune_pytester, "-v", *mode)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["test_kw.py::test_kw[[]1-f[]] PASSED*"])
+    if mode:
+        result.stdout.fnmatch_lines(["test_kw.py::test_kw[[]1[]] * f *"])
