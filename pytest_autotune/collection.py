@@ -271,7 +271,12 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
             )
         pairs = parametrized or ()
     error = error or _empty_name_error(pairs) or duplicate_error(pairs)
-    error = _parametrize(metafunc, pairs, candidates, parametrized) or error
+    shared = _shared_parametrize_error(metafunc)
+    if shared is not None:
+        # pytest parametrizes `candidate` already: doing it again stopped the session.
+        error = shared
+    else:
+        error = _parametrize(metafunc, pairs, candidates, parametrized) or error
     error = error or option_error(options) or groups_error(options.get("groups"), pairs)
     error = error or _candidate_fixture_error(metafunc)
     if inspect.iscoroutinefunction(metafunc.function):
@@ -492,6 +497,25 @@ def _parametrized(
             marks = tuple(getattr(m, "mark", m) for m in getattr(value, "marks", ()))
             found.append((name, fn, marks))
         return found
+    return None
+
+
+def _shared_parametrize_error(metafunc: pytest.Metafunc) -> str | None:
+    """Why the candidates cannot be read, where one parametrize gives `candidate` with
+    other names (`parametrize("candidate, n", [(f, 1), (g, 1)])`): a row is a candidate at
+    one size, while a group is every candidate at one size, and its id holds both. The
+    plugin parametrized `candidate` again, and pytest's "duplicate parametrization"
+    stopped the collection of every test of the session."""
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = _argnames(_parametrize_arguments(marker)[0])
+        if "candidate" in names and len(names) > 1:
+            others = ", ".join(n for n in names if n != "candidate")
+            return (
+                f"@pytest.mark.parametrize({', '.join(names)!r}, ...) gives `candidate` with"
+                f" {others}: give the candidates a parametrize of their own"
+                " (@pytest.mark.parametrize('candidate', [...]), or the marker's"
+                f" candidates=) beside one of {others}, so that each group has them all"
+            )
     return None
 
 

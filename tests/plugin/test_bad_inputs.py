@@ -329,6 +329,36 @@ CASES = [
              """
         ),
     ),
+    # A row of candidate and size: the plugin parametrized `candidate` again, and pytest's
+    # "duplicate parametrization" stopped the collection of every test of the session.
+    Case(
+        "candidate parametrized with another name",
+        "check",
+        FAILED,
+        ("parametrize('candidate, n', ...) gives `candidate` with n", "of their own"),
+        textwrap.dedent(
+            """
+             @pytest.mark.autotune()
+             @pytest.mark.parametrize("candidate, n", [(good, 1), (other, 1)])
+             def test_x(candidate, n):
+                 return candidate(n)
+             """
+        ),
+    ),
+    Case(
+        "candidate parametrized with another name, tuned",
+        "tune",
+        FAILED,
+        ("parametrize('n, candidate', ...) gives `candidate` with n", "of their own"),
+        textwrap.dedent(
+            """
+             @pytest.mark.autotune(candidates={"good": good, "other": other})
+             @pytest.mark.parametrize(("n", "candidate"), [(1, good), (1, other)])
+             def test_x(candidate, n):
+                 return candidate(n)
+             """
+        ),
+    ),
     Case(
         "two functions named alike",
         "check",
