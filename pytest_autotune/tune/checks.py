@@ -124,6 +124,13 @@ NOTHING_TO_COMPARE = (
     " body or the set's functions, or pass check_output=False to the marker or the"
     " autotune(...) call)"
 )
+
+ITERATOR_TO_COMPARE = (
+    "{} returned a {}, an iterator that yields its values once and cannot be compared:"
+    " return them in a list (list(...))"
+)
+"""A reference that returns an iterator is none: compared with itself, its candidate
+passed under --autotune and failed in a plain run, where its own test compares it."""
 """Why a reference output of None fails: None equals None, so a test body without `return`
 would pass every candidate, a wrong one included. It names both places the option goes: a
 test of the `autotune` fixture has no marker, and was told to pass it "to the marker"."""
@@ -246,6 +253,11 @@ class _Judge:
         elif output is None and self.require_output:
             self.no_reference = NOTHING_TO_COMPARE.format(f"the reference {name!r}")
             self.results[index] = CheckResult(name, False, self.no_reference)
+        elif isinstance(output, Iterator):
+            self.no_reference = ITERATOR_TO_COMPARE.format(
+                f"the reference {name!r}", type(output).__name__
+            )
+            self.results[index] = CheckResult(name, False, self.no_reference)
         else:
             self.ref_output, self.have_reference = copy_output(output), True
             self.ref_label = f"the reference {name!r}"
@@ -312,6 +324,8 @@ def _explicit_reference(
         return None, f"the reference raised {AutotuneError.from_exception('', exc).message}"
     if require_output and output is None:
         return None, NOTHING_TO_COMPARE.format("the explicit reference")
+    if isinstance(output, Iterator):
+        return None, ITERATOR_TO_COMPARE.format("the explicit reference", type(output).__name__)
     return copy_output(output), None
 
 

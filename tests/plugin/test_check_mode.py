@@ -938,3 +938,40 @@ def test_a_body_that_draws_its_inputs_from_a_seeded_rng_fixture_checks_right(
     result = run(autotune_pytester)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.assert_outcomes(passed=4)
+
+
+ITERATOR_TESTS = """
+import pytest
+
+def first(n):
+    return iter(range(n))
+
+def second(n):
+    return iter(range(n))
+
+@pytest.mark.autotune(candidates={"first": first, "second": second}, REFERENCE)
+@pytest.mark.parametrize("n", [3])
+def test_range(candidate, n):
+    return candidate(n)
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "autotune"])
+@pytest.mark.parametrize("reference", ["", "reference=lambda n: iter(range(n))"])
+def test_a_reference_that_returns_an_iterator_checks_no_candidate_in_either_mode(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...], reference: str
+) -> None:
+    # Compared with its own output, the reference candidate passed under --autotune (and
+    # won), and failed in a plain run as differing from itself.
+    source = ITERATOR_TESTS.replace(", REFERENCE", f", {reference}" if reference else "")
+    autotune_pytester.makepyfile(test_it=source)
+    result = run(autotune_pytester, *mode)
+    result.assert_outcomes(failed=2)
+    label = "the explicit reference" if reference else "the reference*'first'"
+    for name in ("first", "second"):
+        result.stdout.fnmatch_lines(
+            [
+                f"*candidate '{name}'*: {label}* returned a range_iterator,"
+                " an iterator that yields its values once and cannot be compared*"
+            ]
+        )
