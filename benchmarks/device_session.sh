@@ -47,6 +47,7 @@
 #   bash benchmarks/device_session.sh final24 # the session's last tree: suite, examples, family costs, short calls twice
 #   bash benchmarks/device_session.sh race25 # the short calls with open races sampled on and not, suite, examples, costs
 #   bash benchmarks/device_session.sh final25 # races' rounds, then the suite, examples, family costs, the short calls once more
+#   bash benchmarks/device_session.sh final28 # the session's last tree: suite, examples, family costs, short calls, then ROUNDS layernorm rounds
 #   bash benchmarks/device_session.sh paired27 # the short calls' new defaults (round by round, measured slowdown) against the last session's, suite, examples, costs
 #   bash benchmarks/device_session.sh trim27 # the layernorm's eager anatomy (trimmed and mean loops), then the short calls trimmed and not
 #   bash benchmarks/device_session.sh spells  # does a launch or Python reference follow the host's slow spells?
@@ -662,6 +663,18 @@ final24)
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-1"
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-2"
+  ;;
+final28)
+  # The session's last tree: the suite and the examples in every mode, every family's cost,
+  # the short calls once (every family), then ROUNDS more rounds of the layernorm's (a
+  # fresh process each, every tuning kept), the family the live misses were of.
+  tree_checks
+  step 80 python3 benchmarks/gpu_family_costs.py --runs 3
+  step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-all"
+  for round in $(seq "${ROUNDS:-4}"); do
+    step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-ln-$round" \
+      --family layernorm --caller-only --keep-all
+  done
   ;;
 paired27)
   # The short calls with the new defaults (winners round by round, the host's slowdown
