@@ -265,15 +265,17 @@ def settings_from_layers(
         for name, (value, where) in choose(layers).items()
     }
     engine = config_from(chosen)
-    if "benchmark_json" in chosen and importlib.util.find_spec("pytest_benchmark") is None:
+    values = _plugin_values(chosen)
+    update = bool(values["update"]) or bool(values["prune"])
+    tune = update or bool(values["tune"]) or bool(values["only"])
+    if tune and "benchmark_json" in chosen and importlib.util.find_spec("pytest_benchmark") is None:
         # An optional extra, so that its plugin stays out of runs that do not ask for it;
-        # said at the start, not after the tuning it would have exported.
+        # said at the start, not after the tuning it would have exported. A plain run
+        # ignores the setting, so a checkout without the extra still runs its tests.
         raise ConfigError(
             f"{chosen['benchmark_json'][1]}: needs pytest-benchmark:"
             " pip install 'pytest-autotune[benchmark]'"
         )
-    values = _plugin_values(chosen)
-    update = bool(values["update"]) or bool(values["prune"])
     if update and engine.disable_cache:
         # Written anyway, the update replaced each entry without reading it: the baseline's
         # earlier sessions went, and a file said to be neither read nor written changed.
@@ -283,7 +285,7 @@ def settings_from_layers(
             " read and write none: drop one of the two"
         )
     return PluginSettings(
-        tune=update or bool(values["tune"]) or bool(values["only"]),
+        tune=tune,
         update=update,
         prune=bool(values["prune"]),
         html=values["html"],
