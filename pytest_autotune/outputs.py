@@ -51,13 +51,14 @@ def _unsaved(record: AutotuneRecord, unsaved: Mapping[tuple[str, str], str]) -> 
     return dataclasses.replace(record, extra=extra)
 
 
-def _why(error: OSError, target: str | os.PathLike[str]) -> str:
-    """Why a path could not be written: a file where one of its folders should be, named,
-    as mkdir's own word for it was "File exists", which read as the target existing."""
+def _why(error: OSError, target: str | os.PathLike[str], show: Callable[[Path], str]) -> str:
+    """Why a path could not be written: a file where one of its folders should be, named
+    (as `show` shows a path), as mkdir's own word for it was "File exists", which read as
+    the target existing."""
     for parent in Path(target).parents:
         if parent.exists():
             if not parent.is_dir():
-                return f"{parent} is a file, not a folder"
+                return f"{show(parent)} is a file, not a folder"
             break
     return error.strerror or str(error)
 
@@ -186,8 +187,14 @@ class SessionOutput:
         try:
             write(target)
         except OSError as exc:
+            # A path the user gave is shown as the summary's others are; a stream's name,
+            # or the step summary's file, which GitHub names, as it is.
+            show: Callable[[Path], str] = (
+                self.settings.relative if isinstance(target, Path) else str
+            )
             self.notes.append(
-                f"error: the {what} could not be written to {target}: {_why(exc, target)}"
+                f"error: the {what} could not be written to {show(target)}:"
+                f" {_why(exc, target, show)}"
             )
             return False
         return True

@@ -1411,6 +1411,23 @@ def test_an_output_path_that_cannot_be_written_fails_the_run_in_one_line(
     assert (scale.path / "bench.json").is_file()
 
 
+def test_an_output_that_cannot_be_written_is_named_from_the_directory_pytest_ran_in(
+    scale: pytest.Pytester,
+) -> None:
+    # Every other path of the summary is shown from there when below it; this line showed
+    # the whole path, the blocking file's too.
+    (scale.path / "not_a_folder").write_text("a file where a folder should be")
+    result = run(scale, "--autotune", f"--autotune-html={scale.path}/not_a_folder/report.html")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "error: the report could not be written to not_a_folder/report.html:"
+            " not_a_folder is a file, not a folder"
+        ]
+    )
+    assert f"{scale.path}/not_a_folder" not in result.stdout.str()
+
+
 def test_a_key_function_returning_an_unusable_key_fails_in_one_line(
     autotune_pytester: pytest.Pytester,
 ) -> None:
