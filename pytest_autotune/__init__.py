@@ -30,6 +30,7 @@ from pytest_autotune.tune.errors import (
     AutotuneError,
     AutotuneErrorKind,
     AutotuneSkip,
+    CacheFileWarning,
     ConfigWarning,
     InputGeneratorError,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "BenchConfig",
     "Bounds",
     "BoundsGenerator",
+    "CacheFileWarning",
     "CheckResult",
     "CloneInputGenerator",
     "ConfigError",

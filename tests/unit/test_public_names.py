@@ -71,3 +71,15 @@ def test_a_public_object_shows_what_it_is_in_its_repr(name, tmp_path):
     shown = repr(_instances(tmp_path)[name])
     assert shown.startswith(f"{name}(")
     assert " object at 0x" not in shown
+
+
+def test_the_warnings_the_readme_names_are_the_packages_own(tmp_path):
+    # The README names `ConfigWarning` and `CacheFileWarning` as what a library's user
+    # sees; `CacheFileWarning` was importable only from a private module, so a project
+    # could not filter it by category from the package
+    # (`filterwarnings = ignore::pytest_autotune.CacheFileWarning`).
+    (tmp_path / "tuner.json").write_text("{broken")
+    cache = pytest_autotune.PersistentCache(tmp_path / "tuner.json")
+    with pytest.warns(pytest_autotune.CacheFileWarning, match="is not valid JSON"):
+        assert cache.load() == {}
+    assert {"ConfigWarning", "CacheFileWarning"} <= set(pytest_autotune.__all__)
