@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report import GroupSummary, decision_name, ordered, stopped_text
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.stale import Collected, moved_baselines, review
+from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.records import AutotuneRecord, Recorder
 from pytest_autotune.tune.run import RunInfo
@@ -43,12 +44,44 @@ asks for an update says so, and a regression was the one that did not."""
 def _unsaved(record: AutotuneRecord, unsaved: Mapping[tuple[str, str], str]) -> AutotuneRecord:
     """An updated group's record whose cache file could not be written: "not recorded",
     as the table must not say a file was refreshed that was not."""
-    error = unsaved.get((record.device_id, record.tuner))
+    return _not_recorded(record, unsaved.get((record.device_id, record.tuner)))
+
+
+def _not_recorded(record: AutotuneRecord, error: str | None) -> AutotuneRecord:
+    """An updated group's record whose entry was not written, for `error`."""
     if error is None or record.extra.get("verdict") != Verdict.UPDATED.value:
         return record
     extra = {**record.extra, "verdict": Verdict.NOT_RECORDED.value}
     extra["message"] = f"not recorded: {error}"
     return dataclasses.replace(record, extra=extra)
+
+
+def _group(record: AutotuneRecord) -> str | None:
+    return RecordExtra.from_json(record.extra).group
+
+
+def shared_entries(records: Sequence[AutotuneRecord]) -> dict[str, str]:
+    """The groups whose cache entry (device, tuner, key and candidate list) an earlier
+    group holds, with why, as the session refuses the second of two such groups of one
+    process (`Session._collision`). Two tests that tune one tuner's set at one key run on
+    two pytest-xdist workers, where neither saw the other: the run passed, both wrote the
+    one entry, and each later gate compared one test's inputs with the other's time."""
+    owners: dict[tuple[str, str, str, str], str] = {}
+    shared: dict[str, str] = {}
+    # By group, so that which of two workers reported first decides nothing.
+    for record in sorted(records, key=lambda r: _group(r) or ""):
+        group = _group(record)
+        if group is None:
+            continue
+        key = serialize_key_json(record.key)
+        owner = owners.setdefault((record.device_id, record.tuner, key, record.checksum), group)
+        if owner != group:
+            shared[group] = (
+                f"{group}: its key {key} of {record.tuner} is the one {owner} tuned, on"
+                " another pytest-xdist worker; one cache entry cannot hold the baselines of"
+                " both, so tune this set at this key in one test"
+            )
+    return shared
 
 
 def _why(error: OSError, target: str | os.PathLike[str], show: Callable[[Path], str]) -> str:
@@ -99,9 +132,11 @@ class SessionOutput:
     def summaries(self) -> list[GroupSummary]:
         return [group_summary(record) for record in self.records]
 
-    def updates(self) -> list[CacheUpdate]:
-        """The cache entries `--autotune-update` writes: one per group that measured."""
-        return [u for u in map(update_entry, self.records) if u is not None]
+    def updates(self, leaving_out: Mapping[str, str] | None = None) -> list[CacheUpdate]:
+        """The cache entries `--autotune-update` writes: one per group that measured, but
+        for the groups `leaving_out` names (`shared_entries`)."""
+        records = [r for r in self.records if _group(r) not in (leaving_out or {})]
+        return [u for u in map(update_entry, records) if u is not None]
 
     def devices(self) -> dict[str, Mapping[str, Any]]:
         """Each device's block (id, fingerprint, peaks), as the first of its records has it."""
@@ -145,9 +180,11 @@ class SessionOutput:
         whose tests failed only as their `xfail` marks expected, `expected`) or an output
         could not be written (each such output is named in one line of the summary)."""
         settings = self.settings
+        shared = shared_entries(self.records)
+        self.notes.extend(f"error: {message}" for message in shared.values())
         unsaved = (
             write_caches(
-                self.updates(),
+                self.updates(shared),
                 self.devices(),
                 settings,
                 self.notes,
@@ -158,6 +195,8 @@ class SessionOutput:
         )
         if unsaved:
             self.records = [_unsaved(record, unsaved) for record in self.records]
+        if shared:
+            self.records = [_not_recorded(r, shared.get(_group(r) or "")) for r in self.records]
         pruned = True
         if settings.update and self.collected is not None:
             lines, pruned = review(self.records, self.collected, settings)
@@ -168,6 +207,7 @@ class SessionOutput:
         if self.stopped is not None and summaries:
             self.notes.append(stopped_text(self.stopped))
         written = [
+            not shared,
             not unsaved,
             pruned,
             self._write("records", settings.engine.record, self._write_records),

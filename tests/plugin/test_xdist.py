@@ -539,3 +539,45 @@ def test_under_xdist_a_tuned_tests_set_up_never_runs_while_another_worker_measur
         (a, b) for a in set_up for b in measured if a[0] != b[0] and a[1] < b[2] and a[2] > b[1]
     ]
     assert not overlapping, overlapping[:3]
+
+
+SHARED_KEY_TESTS = """
+from conftest import spin
+from pytest_autotune import LocalTuner, TunableSet
+
+TUNER = LocalTuner("lib.ops")
+
+def slow(n):
+    spin(300e-6)
+    return n + 1
+
+def fast(n):
+    spin(100e-6)
+    return n + 1
+
+def make_set():
+    return TunableSet.of(lambda n: n, {"slow": slow, "fast": fast})
+
+def test_first(autotune):
+    assert autotune(TUNER.init(make_set), 1) == 2
+
+def test_second(autotune):
+    assert autotune(TUNER.init(make_set), 1) == 2
+"""
+
+
+def test_two_tests_tuning_one_key_of_a_tuner_fail_under_xdist_as_in_one_process(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # In one process the second test fails: one cache entry cannot hold two tests'
+    # baselines. On two workers neither saw the other: the run passed and both wrote the
+    # entry. On one worker the session refuses it; on two the controller does. Either way
+    # the run fails saying why, and the entry is the first test's alone.
+    autotune_pytester.makepyfile(test_shared=SHARED_KEY_TESTS)
+    result = run(autotune_pytester, "-n", "2", "-p", "no:randomly", "--autotune-update")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    assert "one cache entry cannot hold the baselines of both" in result.stdout.str()
+    entries = json.loads(
+        (autotune_pytester.path / ".autotune" / "cpu-fake-1t" / "lib.ops.json").read_text()
+    )["entries"]
+    assert [e["key"] for e in entries] == [1]
