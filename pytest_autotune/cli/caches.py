@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_autotune.cli.errors import CliError, json_kind_of, require_file, warn
+from pytest_autotune.cli.errors import (
+    CliError,
+    json_kind_of,
+    not_benchmark_json,
+    require_file,
+    warn,
+)
 from pytest_autotune.report import natural_key
 from pytest_autotune.report.columns import ljust, width
 from pytest_autotune.report.html import key_text
@@ -58,6 +64,9 @@ def load_cache(path: str) -> Cache:
                 f"{path}: records (the JSON lines --autotune-record writes), not a cache file:"
                 " report renders them, compare judges two of them"
             ) from None
+        benchmark = not_benchmark_json(path, "a cache file")
+        if benchmark is not None:
+            raise benchmark from None
         raise
     device = cache.device()
     why = misplaced(Path(path), device)

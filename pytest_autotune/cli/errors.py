@@ -35,11 +35,15 @@ def warn(message: str) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
-def json_kind_of(path: str) -> Literal["cache", "records"] | None:
+JsonKind = Literal["cache", "records", "benchmark"]
+
+
+def json_kind_of(path: str) -> JsonKind | None:
     """Which of our files `path` holds, for a file that did not read as the kind a command
-    takes: both are JSON, and read as the other kind each fails at a line and column that
+    takes: all are JSON, and read as another kind each fails at a line and column that
     says nothing of the mix-up. A cache file is one object with `entries`; records are
-    objects, one a line, each naming its device and checksum."""
+    objects, one a line, each naming its device and checksum; `--autotune-benchmark-json`
+    writes one object with pytest-benchmark's `benchmarks` and `machine_info`."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
@@ -50,6 +54,8 @@ def json_kind_of(path: str) -> Literal["cache", "records"] | None:
         whole = None
     if isinstance(whole, dict) and "entries" in whole:
         return "cache"
+    if isinstance(whole, dict) and {"benchmarks", "machine_info"} <= whole.keys():
+        return "benchmark"
     first = next((line for line in text.splitlines() if line.strip()), "")
     try:
         record = json.loads(first)
@@ -58,3 +64,15 @@ def json_kind_of(path: str) -> Literal["cache", "records"] | None:
     if isinstance(record, dict) and {"device_id", "checksum"} <= record.keys():
         return "records"
     return None
+
+
+def not_benchmark_json(path: str, instead: str) -> CliError | None:
+    """The error of pytest-benchmark's JSON given where `instead` belongs, or None where
+    `path` is not that: `--autotune-benchmark-json` writes it for pytest-benchmark's own
+    tools, and this command read it as "invalid JSON" at line 1."""
+    if json_kind_of(path) != "benchmark":
+        return None
+    return CliError(
+        f"{path}: pytest-benchmark's JSON (--autotune-benchmark-json writes it for"
+        f" pytest-benchmark compare), not {instead}"
+    )

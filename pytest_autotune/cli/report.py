@@ -8,7 +8,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from pytest_autotune.cli.errors import CliError, json_kind_of, require_file, warn
+from pytest_autotune.cli.errors import (
+    CliError,
+    json_kind_of,
+    not_benchmark_json,
+    require_file,
+    warn,
+)
 from pytest_autotune.report.figures import counted
 from pytest_autotune.report.html import write_html
 from pytest_autotune.tune.records import AutotuneRecord, RecordError, read_records
@@ -79,7 +85,8 @@ def labelled_records(path: str) -> list[AutotuneRecord]:
                 f"{path}: a cache file, not records (the JSON lines --autotune-record writes):"
                 " show and diff read cache files, compare their folders"
             ) from None
-        raise CliError(str(exc)) from None
+        instead = "records (the JSON lines --autotune-record writes)"
+        raise not_benchmark_json(path, instead) or CliError(str(exc)) from None
     if not records:
         # An empty page with exit code 0 reads as "nothing regressed"; say where records
         # come from instead (plain pytest and a run that tuned nothing write none).

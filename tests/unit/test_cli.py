@@ -1036,6 +1036,31 @@ def test_a_cache_file_given_for_records_and_records_for_a_cache_file_say_which_t
         )
 
 
+def test_pytest_benchmarks_json_given_for_records_or_a_cache_file_says_what_it_is(
+    baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What --autotune-benchmark-json writes, given to `report`, read as "invalid JSON" at
+    # line 1, column 2 of a file that pytest-benchmark's own tools read.
+    bench = tmp_path / "bench.json"
+    document = {"machine_info": {}, "commit_info": {}, "benchmarks": [], "version": "5.1.0"}
+    bench.write_text(json.dumps(document, indent=4) + "\n")
+    for argv in (["report", str(bench)], ["compare", str(bench), str(bench)]):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "")
+        assert err == (
+            f"pytest-autotune: error: {bench}: pytest-benchmark's JSON (--autotune-benchmark-json"
+            " writes it for pytest-benchmark compare), not records (the JSON lines"
+            " --autotune-record writes)\n"
+        )
+    for argv in (["show", str(bench)], ["diff", str(bench), str(baseline)]):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "")
+        assert err == (
+            f"pytest-autotune: error: {bench}: pytest-benchmark's JSON (--autotune-benchmark-json"
+            " writes it for pytest-benchmark compare), not a cache file\n"
+        )
+
+
 def test_show_of_an_empty_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "empty.json"
     path.write_text('{"schema_version": 1, "entries": []}\n')
