@@ -202,8 +202,35 @@ def config_from(chosen: Chosen) -> AutotuneConfig:
     return AutotuneConfig(bench=bench, **{k: v for k, v in values.items() if owner[k] == "engine"})
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """`yaml.safe_load`'s loader, refusing a key given twice in one mapping: PyYAML keeps
+    the last one silently, so a setting written twice (a line added below the old one) took
+    the value further down without a word."""
+
+
+def _unique_mapping(loader: _UniqueKeys, node: yaml.MappingNode) -> dict[Any, Any]:
+    lines: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        try:
+            first = lines.setdefault(key, key_node.start_mark.line + 1)
+        except TypeError:  # an unhashable key: construct_mapping says so
+            continue
+        if first != key_node.start_mark.line + 1:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"{key!r} is given twice (lines {first} and {key_node.start_mark.line + 1})",
+                key_node.start_mark,
+            )
+    return loader.construct_mapping(node)
+
+
+_UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
 def load_yaml(path: str | os.PathLike[str], where: str | None = None) -> dict[str, object]:
-    """The settings of a YAML file (`yaml.safe_load`: reading a config runs no code).
+    """The settings of a YAML file (a `yaml.SafeLoader`: reading a config runs no code).
 
     A file given explicitly must exist; its top level must be a mapping of known settings.
     An empty file is an empty mapping. Errors name the file as `where` (default: `path`).
@@ -216,7 +243,7 @@ def load_yaml(path: str | os.PathLike[str], where: str | None = None) -> dict[st
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{where}: cannot read: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeys)  # a SafeLoader: reading runs no code
     except yaml.MarkedYAMLError as exc:
         # PyYAML's own text runs over several lines and places the error in "<unicode
         # string>": one line, placed in the file, as every other config error is.

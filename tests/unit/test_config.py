@@ -269,6 +269,19 @@ def test_bad_yaml_is_one_line_with_the_line_and_column_in_the_file(tmp_path):
     )
 
 
+def test_a_yaml_key_given_twice_is_refused_with_both_lines(tmp_path):
+    # PyYAML kept the last value silently: a setting written twice took the one below.
+    path = tmp_path / "autotune.yaml"
+    path.write_text("time_limit: 5\nlevel: full\ntime_limit: 60\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_yaml(path)
+    assert str(info.value) == (
+        f"{path}: invalid YAML: line 3, column 1: 'time_limit' is given twice (lines 1 and 3)"
+    )
+    path.write_text("time_limit: 5\nlevel: full\n", encoding="utf-8")
+    assert load_yaml(path) == {"time_limit": 5, "level": "full"}
+
+
 def test_yaml_that_is_not_a_mapping_is_refused(tmp_path):
     path = tmp_path / "autotune.yaml"
     path.write_text("- min_samples\n", encoding="utf-8")
