@@ -519,15 +519,18 @@ def _shared_parametrize_error(metafunc: pytest.Metafunc) -> str | None:
     return None
 
 
+_PARAMETRIZE = inspect.signature(pytest.Metafunc.parametrize)
+"""How pytest binds a parametrize mark's arguments: read once, not per mark and test."""
+
+
 def _parametrize_arguments(marker: pytest.Mark) -> tuple[Any, Any, Any]:
     """A parametrize mark's argument names, values and `ids`, each given by position or by
     keyword (`parametrize(argnames="candidate", argvalues=[...])`, whose mark has no
     positional arguments: reading them by position stopped the collection of the whole
     session with an IndexError from this module). Nothing where they do not bind, as
     `Metafunc.parametrize` takes them: pytest says why when it parametrizes."""
-    signature = inspect.signature(pytest.Metafunc.parametrize)
     try:
-        bound = signature.bind_partial(None, *marker.args, **marker.kwargs).arguments
+        bound = _PARAMETRIZE.bind_partial(None, *marker.args, **marker.kwargs).arguments
     except TypeError:
         return (), (), None
     return bound.get("argnames", ()), bound.get("argvalues", ()), bound.get("ids")

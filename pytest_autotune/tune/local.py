@@ -227,11 +227,14 @@ class LocalTuner:
             unary = tunables.unary
         except AttributeError:
             raise self._not_a_set(tunables) from None
-        # The tuner is called outside the `except` blocks: an error of its own (a setting,
-        # every candidate failing) would otherwise show the miss's KeyError as its cause.
         # Unpacking takes any iterable: inputs given bare (`x` for `(x,)`, an array of one
         # row) unpacked into its rows and, where a row's key was decided, the winner ran on
-        # the first row. The class test costs a tuple (the usual inputs) one comparison.
+        # the first row. Tested once, before the lookup; a tuple (the usual inputs) costs
+        # one comparison. The tuner says what is wrong with anything else.
+        if inputs.__class__ is not tuple and not isinstance(inputs, (tuple, list)):
+            return self._through_tuner(device_id, client, tunables, inputs)
+        # The tuner is called outside the `except` blocks: an error of its own (a setting,
+        # every candidate failing) would otherwise show the miss's KeyError as its cause.
         if unary:
             try:
                 (x,) = inputs
@@ -239,16 +242,14 @@ class LocalTuner:
             except (KeyError, ValueError, TypeError, IndexError):
                 pass
             else:
-                if inputs.__class__ is tuple or isinstance(inputs, (tuple, list)):
-                    return fn(x)
+                return fn(x)
             return self._through_tuner(device_id, client, tunables, inputs)
         try:
             fn = tunables.fns[self._winners[device_id][tunables.key_gen(*inputs)]]
         except (KeyError, TypeError, IndexError):
             pass
         else:
-            if inputs.__class__ is tuple or isinstance(inputs, (tuple, list)):
-                return fn(*inputs)
+            return fn(*inputs)
         return self._through_tuner(device_id, client, tunables, inputs)
 
     def _not_a_set(self, tunables: object, method: str = "execute") -> TypeError:
