@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import fractions
 import json
 import math
 import numbers
@@ -355,17 +356,39 @@ def anchor(
     elif b.is_integer():
         result = _whole_power_at_least(x, int(b))
     else:
+        result = _float_power_at_least(x, b)
+    if max is not None and result > max:
+        result = max
+    if min is not None and result < min:
+        result = min
+    return int(result)
+
+
+def _float_power_at_least(x: float, b: float) -> int:
+    """The least whole number at or above the first power of a fractional base `b` at or
+    above `x`."""
+    try:
         exponent = math.ceil(math.log(x, b) - 1e-12)
         result = math.ceil(b**exponent - 1e-9)
         # Guard float rounding: the anchor is never below x.
         while result < x:
             exponent += 1
             result = math.ceil(b**exponent - 1e-9)
-    if max is not None and result > max:
-        result = max
-    if min is not None and result < min:
-        result = min
-    return int(result)
+    except OverflowError:  # a power past the largest float: exact, and rare
+        return _exact_power_at_least(x, b)
+    return result
+
+
+def _exact_power_at_least(x: float, b: float) -> int:
+    """The least whole number at or above the first power of `b` at or above `x`, in exact
+    arithmetic: the float path's `b**n` overflows past 1.8e308 where a Python int does not
+    (a size of 10**400 still anchors, as it does with an integer base)."""
+    exact = fractions.Fraction(b)
+    exponent = max(1, math.floor(math.log(x, b)) - 1)  # at or below the answer
+    power = exact**exponent
+    while power < x:
+        power *= exact
+    return math.ceil(power)
 
 
 def _scaled_base(base: float | None, level: AutotuneLevel) -> float | None:

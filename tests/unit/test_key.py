@@ -89,6 +89,23 @@ def test_anchor_of_a_huge_size_in_a_whole_base_is_an_exact_power_of_it():
     assert anchor(2**1100 - 1, base=4, level=MINIMAL) == 5**474  # 5**473 < 2**1100
 
 
+def test_anchor_of_a_size_past_the_largest_float_in_a_fractional_base_is_a_power_of_it():
+    # The float power 1.5**n overflowed (OverflowError: Numerical result out of range) for
+    # 10**400 at base 1.5, and at base 2 under MINIMAL (2.5); an integer base already worked.
+    from fractions import Fraction
+
+    scaled_bases = ((1.5, BALANCED, 1.5), (None, MINIMAL, 2.5), (1.5, EXTENSIVE, 1.125))
+    for base, level, scaled in scaled_bases:
+        b = Fraction(scaled)
+        result = anchor(10**400, base=base, level=level)
+        assert result >= 10**400
+        power = b
+        while power < 10**400:  # the first power of the base at or above the size
+            power *= b
+        assert result == math.ceil(power)
+    assert int(1.7e308) <= anchor(1.7e308, base=1.5, level=BALANCED) <= int(1.7e308) * 3 // 2
+
+
 def test_nearby_sizes_share_one_anchor():
     assert {anchor(x, level=BALANCED) for x in range(513, 1025)} == {1024}
 
