@@ -291,8 +291,10 @@ class PersistentCache:
             if serialize_key_json(value.key) != key.key:
                 raise ValueError(f"cache key {key.key!r} does not serialize its JSON {value.key!r}")
         if self._unreadable is not None:
-            reason = self._unreadable.reason
-            raise CacheFileError(self.path, f"{reason} (when loaded); not overwriting it")
+            # Named as it was when loaded: the journal beside the file may be what failed.
+            where, reason = self._unreadable.path, self._unreadable.reason
+            kept = "it" if where == self.path else self.path.name
+            raise CacheFileError(where, f"{reason} (when loaded); not overwriting {kept}")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             _ignore_lock_files(self.path.parent)
@@ -444,8 +446,7 @@ class PersistentCache:
                 write_atomically(path, text)
                 end = len(text)
             else:
-                journal.append(path, version.journal_end, lines)
-                end = version.journal_end + len(lines)
+                end = journal.append(path, version.journal_end, lines)
         except PermissionError:
             return False
         status = journal_status(self.path)

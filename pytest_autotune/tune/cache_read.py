@@ -108,7 +108,7 @@ def read_file(path: Path) -> Read:
             raise CacheFileError(path, f"cannot be read: {error.strerror or error}") from None
         journal_data, journal_id = read_journal(path)
         settled = status is None or file_stamp(path) == status_stamp(status)
-        torn = journal_data is not None and not journal_data.endswith(b"\n")
+        torn = journal_data is not None and journal.torn(journal_data)
         if settled and (not torn or attempt == ATTEMPTS - 1):
             break
         time.sleep(0.01 * (attempt + 1))

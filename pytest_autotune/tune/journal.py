@@ -13,7 +13,10 @@ changes the digest, so a journal is never applied to a file it does not extend: 
 by a writer killed between writing the file and removing the journal (its entries are in
 the file), or one beside a file that `git pull` replaced. A line is written by one
 `write`, so a kill can only tear the last one: it was never acknowledged, readers ignore
-it, and the next writer cuts it off.
+it, and the next writer cuts it off. A last line that lacks only its newline (an editor
+that strips it, a copy that dropped it) is whole: a cut-short line is never a whole JSON
+object, whose closing brace is its last byte, so it is read, and the next writer ends it
+before appending.
 """
 
 from __future__ import annotations
@@ -76,7 +79,9 @@ def parse_journal(data: bytes) -> Journal:
     """Read a whole journal; `JsonFileError` if a whole line is not what we write."""
     first = data.find(b"\n")
     if first < 0:
-        return Journal(None, [], 0, bool(data))
+        if _whole_object(data) is None:
+            return Journal(None, [], 0, bool(data))
+        first = len(data)  # a header without its newline, and nothing after it
     head = _line(data[:first], 1)
     version = head.get("journal_version") if isinstance(head, dict) else None
     if type(version) is int and version > JOURNAL_VERSION:
@@ -90,24 +95,38 @@ def parse_journal(data: bytes) -> Journal:
         or not isinstance(head.get("journal_of"), str)
     ):
         raise JsonFileError(f"line 1 is {_shorten(data[:first])}, not a journal's header")
-    entries, end = parse_lines(data, first + 1, line_number=2)
+    entries, end = parse_lines(data, min(first + 1, len(data)), line_number=2)
     return Journal(head["journal_of"], entries, end, end < len(data))
 
 
 def parse_lines(data: bytes, start: int, line_number: int) -> tuple[list[Any], int]:
-    """The entries of the whole lines of `data` from byte `start`, and where they end."""
+    """The entries of the whole lines of `data` from byte `start`, and where they end: a
+    last line without its newline counts when it is a whole JSON object."""
     end = max(data.rfind(b"\n", start) + 1, start)
     lines = data[start:end].split(b"\n")[:-1]
-    return [_line(line, line_number + i) for i, line in enumerate(lines)], end
+    entries = [_line(line, line_number + i) for i, line in enumerate(lines)]
+    last = _whole_object(data[end:])
+    if last is not None:
+        entries.append(last)
+        end = len(data)
+    return entries, end
 
 
-def append(path: Path, end: int, text: str) -> None:
+def torn(data: bytes) -> bool:
+    """Whether a journal's bytes end in a line cut short (which a writer may be finishing)."""
+    return _whole_object(data[data.rfind(b"\n") + 1 :]) is None and not data.endswith(b"\n")
+
+
+def append(path: Path, end: int, text: str) -> int:
     """Append `text` to the journal at byte `end`, cutting off a torn line past it, in one
-    `write`; durable when it returns. Call it only while holding the file's lock."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    `write`; durable when it returns; the journal's size after it. A whole last line without
+    its newline gets one first. Call it only while holding the file's lock."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND)
     try:
         if os.fstat(fd).st_size != end:
             os.ftruncate(fd, end)
+        if end and os.pread(fd, 1, end - 1) != b"\n":
+            text = "\n" + text
         data = text.encode("ascii")
         written = os.write(fd, data)
         while written < len(data):
@@ -115,6 +134,7 @@ def append(path: Path, end: int, text: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+    return end + len(data)
 
 
 def _line(raw: bytes, number: int) -> Any:
@@ -122,6 +142,18 @@ def _line(raw: bytes, number: int) -> Any:
         return loads_strict(raw.decode("utf-8"))
     except (UnicodeDecodeError, JsonFileError) as error:
         raise JsonFileError(f"line {number}: {error}") from None
+
+
+def _whole_object(raw: bytes) -> Any | None:
+    """`raw` as a JSON object if it is one whole (an entry or a header), else None: empty,
+    cut short, or not an object."""
+    if not raw.rstrip():
+        return None
+    try:
+        value = loads_strict(raw.decode("utf-8"))
+    except (UnicodeDecodeError, JsonFileError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _shorten(raw: bytes) -> str:

@@ -140,6 +140,65 @@ def test_a_torn_last_line_is_ignored_with_a_warning_and_cut_off_by_the_next_save
     assert {stable_key("whole"), stable_key("after")} <= keys(path)
 
 
+def test_a_whole_last_line_without_its_newline_is_read_and_ended_by_the_next_save(
+    tmp_path: Path,
+) -> None:
+    """An editor or a copy that strips the last newline leaves a whole entry: it was read as
+    cut short, with a warning, tuned again and then cut off by the next save."""
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    PersistentCache(path, journal=True).save(dict([entry("first")]), device={"id": "d"})
+    PersistentCache(path, journal=True).save(dict([entry("last")]), device={"id": "d"})
+    where = journal.journal_path(path)
+    where.write_bytes(where.read_bytes().rstrip(b"\n"))
+
+    cache = PersistentCache(path, journal=True)
+    loaded = cache.load()  # no warning: filterwarnings=error
+    assert {stable_key("first"), stable_key("last")} <= {k.key for k in loaded}
+
+    cache.save(dict([entry("after")]), device={"id": "d"})
+    assert [line.get("key") for line in journal_lines(path)] == [None, "first", "last", "after"]
+    assert where.read_bytes().endswith(b"\n")
+    assert {stable_key("first"), stable_key("last"), stable_key("after")} <= keys(path)
+
+
+def test_a_journal_of_a_header_alone_without_its_newline_takes_the_next_entry(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "d"})
+    where = journal.journal_path(path)
+    where.write_bytes(where.read_bytes().splitlines()[0])
+
+    cache = PersistentCache(path, journal=True)
+    assert len(cache.load()) == 200
+    cache.save(dict([entry("k")]), device={"id": "d"})
+    assert [line.get("key") for line in journal_lines(path)] == [None, "k"]
+
+
+def test_a_journal_that_cannot_be_read_is_named_when_loaded_and_when_a_save_refuses(
+    tmp_path: Path,
+) -> None:
+    """A save's refusal named the cache file for what was its journal's fault."""
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    before = path.read_bytes()
+    where = journal.journal_path(path)
+    where.mkdir()
+
+    cache = PersistentCache(path, journal=True)
+    with pytest.warns(CacheFileWarning) as caught:
+        assert cache.load() == {}
+    assert str(caught[0].message).startswith(f"{where}: cannot be read: Is a directory")
+    with pytest.raises(CacheFileError) as raised:
+        cache.save(dict([entry("x")]))
+    assert str(raised.value) == (
+        f"{where}: cannot be read: Is a directory (when loaded); not overwriting tuner.json"
+    )
+    assert path.read_bytes() == before and where.is_dir()
+
+
 def test_a_journal_of_a_replaced_file_is_ignored_and_said_so_when_it_adds_entries(
     tmp_path: Path,
 ) -> None:
