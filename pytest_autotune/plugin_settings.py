@@ -176,12 +176,29 @@ def settings_from_sources(
             shown = shown_from(rootpath / value, invocation_dir)
             raise ConfigError(f"{where}: {error.strerror}: {shown}") from None
         if name == "cache_dir":
-            continue  # a folder, read and written all along the run
+            if settings.tune:  # a folder, read and written all along the run
+                _check_cache_dir(where, rootpath / value, invocation_dir)
+            continue
         if is_dir:
-            raise ConfigError(f"{where}: {rootpath / value} is a folder; give the path of a file")
+            shown = shown_from(rootpath / value, invocation_dir)
+            raise ConfigError(f"{where}: {shown} is a folder; give the path of a file")
         _check_output(where, path, settings, written, invocation_dir)
         written[where] = path
     return settings
+
+
+def _check_cache_dir(where: str, path: Path, invocation_dir: Path) -> None:
+    """Refuse a cache folder that is a file, or lies below one: every group's read said so
+    in a warning of its own, and an update failed at the end, after every group was tuned."""
+    for folder in (path, *path.parents):
+        if folder.exists():
+            if folder.is_dir():
+                return
+            shown = shown_from(folder, invocation_dir)
+            if folder == path:
+                raise ConfigError(f"{where}: {shown} is a file; give the path of a folder")
+            whole = shown_from(path, invocation_dir)
+            raise ConfigError(f"{where}: {shown} is a file, where a folder of {whole} belongs")
 
 
 def _check_output(

@@ -1480,10 +1480,21 @@ CASES = [
     Case(
         "update into a cache dir that is a file",
         "update",
-        FAILED,
-        ("afile", "cannot be written"),
+        USAGE,
+        # Said at the start, in one line: every group's read warned with a full path, then
+        # the update failed at the end, after all the tuning.
+        ("command line: autotune_cache_dir: afile is a file; give the path of a folder",),
         marker(""),
         args=("--autotune-cache-dir=afile",),
+        setup=cache_dir_is_a_file,
+    ),
+    Case(
+        "a gate's cache dir below a file",
+        "tune",
+        USAGE,
+        ("command line: autotune_cache_dir: afile is a file, where a folder of afile/sub",),
+        marker(""),
+        args=("--autotune-cache-dir=afile/sub",),
         setup=cache_dir_is_a_file,
     ),
     Case(

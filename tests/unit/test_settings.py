@@ -301,7 +301,7 @@ def test_an_output_file_that_is_a_folder_stops_the_run_at_its_start(
 ) -> None:
     # Written at the end of the run: a folder was found only after all the tuning.
     (tmp_path / "out").mkdir()
-    with pytest.raises(ConfigError, match=f"^{where}: .*out is a folder; give the path of a file"):
+    with pytest.raises(ConfigError, match=f"^{where}: out is a folder; give the path of a file"):
         settings_from_sources(command_line, ini, {}, tmp_path, tmp_path)
     settings_from_sources({"autotune_record": "out/r.jsonl"}, {}, {}, tmp_path, tmp_path)
 
