@@ -227,6 +227,8 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
             pytrace=False,
         )
     candidates = options.pop("candidates", None)
+    generated, candidates, hook_error = _beside_a_hook(metafunc, candidates)
+    error = error or hook_error
     # A module's or class's candidates are shared, and the test's own parametrize of
     # `candidate` is closer: both would parametrize it twice.
     inherited = candidates is not None and not _own_option(metafunc.definition, "candidates")
@@ -262,7 +264,7 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     elif candidates is not None:
         pairs = tuple((printable(str(n)), f) for n, f in candidates.items())
     else:
-        parametrized = parametrized_candidates(metafunc)
+        parametrized = parametrized_candidates(metafunc) if generated is None else generated
         marks = candidate_marks(metafunc)
         if parametrized is None:
             error = error or (
@@ -349,6 +351,109 @@ def _candidate_fixture_error(metafunc: pytest.Metafunc) -> str | None:
         f" would run with one candidate's {found[0]!r}; build what it makes from the"
         " candidate in the test body, or give the built objects as the candidates"
     )
+
+
+def _beside_a_hook(
+    metafunc: pytest.Metafunc, candidates: object
+) -> tuple[tuple[tuple[str, Callable[..., Any]], ...] | None, object, str | None]:
+    """The candidates a `pytest_generate_tests` hook gave (`_generated_candidates`), the
+    marker's, and the error of the two: where both give them, the marker's are dropped, as
+    the plugin's parametrize of them would stop the session at pytest's "duplicate
+    parametrization of 'candidate'", naming neither."""
+    generated, error = _generated_candidates(metafunc)
+    if generated is not None and candidates is not None:
+        return (
+            generated,
+            None,
+            (
+                "a pytest_generate_tests hook parametrizes `candidate`, and the marker gives"
+                " candidates=; give the candidates in one place"
+            ),
+        )
+    return generated, candidates, error
+
+
+def _generated_candidates(
+    metafunc: pytest.Metafunc,
+) -> tuple[tuple[tuple[str, Callable[..., Any]], ...] | None, str | None]:
+    """The candidates a `pytest_generate_tests` hook (a conftest's, called before this
+    plugin's) gave with `metafunc.parametrize("candidate", ...)`, named by their ids in the
+    items' ids, and why they cannot be used; (None, None) where no hook gave them. (Read
+    as no candidates, they were parametrized again, and pytest's "duplicate
+    parametrization" stopped the collection of every test of the session.)
+
+    pytest keeps each call's parameters and ids in `Metafunc._calls`, one id per parametrize
+    in order (`CallSpec2._idlist`): the candidate's is the one place whose id follows the
+    candidate, a different id for each (a fixture's params vary apart from it)."""
+    calls = [c for c in getattr(metafunc, "_calls", ()) if "candidate" in _params(c)]
+    if not calls or _fixture_params(metafunc):
+        return None, None  # none, or a fixture's params (`_parametrize` says why not)
+    if not _direct(metafunc, calls):
+        return (), (
+            "a pytest_generate_tests hook parametrizes `candidate` indirectly, through a"
+            " fixture: the candidates are the functions the test is given, so parametrize"
+            " them directly (metafunc.parametrize('candidate', [...], ids=[...]))"
+        )
+    ids = [tuple(getattr(c, "_idlist", ())) for c in calls]
+    functions = list({id(f): f for f in (_params(c)["candidate"] for c in calls)}.values())
+    places = [
+        (place, names)
+        for place in range(min(map(len, ids)) if len({len(i) for i in ids}) == 1 else 0)
+        if (names := _ids_by_candidate(calls, [i[place] for i in ids])) is not None
+        and len(set(names.values())) == len(functions)
+    ]
+    if len(places) != 1 or not _one_group_shares_its_parameters(calls, ids, places[0][0]):
+        return (), (
+            "a pytest_generate_tests hook parametrizes `candidate` together with other"
+            " names, whose values then differ within a group (or whose ids cannot be told"
+            " from the candidates'): parametrize `candidate` alone there"
+            " (metafunc.parametrize('candidate', [...], ids=[...])), or give the"
+            " candidates with the marker's candidates="
+        )
+    names = places[0][1]
+    return tuple((printable(names[id(f)]), f) for f in functions), None
+
+
+def _params(call: Any) -> dict[str, Any]:
+    """A call's parameters while the hooks run: pytest 7 keeps the direct ones apart, in
+    `funcargs`, until the items are made."""
+    return {**getattr(call, "funcargs", {}), **call.params}
+
+
+def _direct(metafunc: pytest.Metafunc, calls: list[Any]) -> bool:
+    """Whether `candidate` is parametrized directly (the values are what the test is
+    given), not through a fixture: pytest 7 keeps a direct value in `funcargs`, pytest 8
+    and later make it a fixture of `get_direct_param_fixture_func`."""
+    if any("candidate" in getattr(c, "funcargs", {}) for c in calls):
+        return True
+    definitions = getattr(metafunc, "_arg2fixturedefs", {}).get("candidate") or ()
+    func = getattr(definitions[-1], "func", None) if definitions else None
+    return getattr(func, "__name__", None) == "get_direct_param_fixture_func"
+
+
+def _ids_by_candidate(calls: list[Any], ids: list[str]) -> dict[int, str] | None:
+    """Each candidate's id at one place of the calls' ids; None where one candidate has
+    two there (the place is another parameter's)."""
+    names: dict[int, str] = {}
+    for call, name in zip(calls, ids, strict=True):
+        if names.setdefault(id(_params(call)["candidate"]), name) != name:
+            return None
+    return names
+
+
+def _one_group_shares_its_parameters(
+    calls: list[Any], ids: list[tuple[str, ...]], place: int
+) -> bool:
+    """Whether the calls of each group (the same ids but the candidate's) have the same
+    other parameters: `parametrize(("candidate", "n"), [(f, 10), (g, 20)])` names one id
+    per row, and a group of f at 10 and g at 20 would compare them at two sizes."""
+    groups: dict[tuple[str, ...], dict[str, Any]] = {}
+    for call, row in zip(calls, ids, strict=True):
+        others = {k: v for k, v in _params(call).items() if k != "candidate"}
+        first = groups.setdefault(row[:place] + row[place + 1 :], others)
+        if first.keys() != others.keys() or any(first[k] is not v for k, v in others.items()):
+            return False
+    return True
 
 
 def _fixture_params(metafunc: pytest.Metafunc) -> bool:

@@ -637,3 +637,107 @@ def test_a_parametrize_of_candidates_given_by_keyword_is_read_as_one_given_by_po
     result.stdout.fnmatch_lines(["test_kw.py::test_kw[[]1-f[]] PASSED*"])
     if mode:
         result.stdout.fnmatch_lines(["test_kw.py::test_kw[[]1[]] * f *"])
+
+
+HOOK_CONFTEST = """
+
+def pytest_generate_tests(metafunc):
+    name = metafunc.function.__name__
+    if name in ("test_hooked", "test_both"):
+        metafunc.parametrize("candidate", [fast, slow], ids=["f", "s"])
+    if name == "test_rows":
+        metafunc.parametrize(("candidate", "n"), [(fast, 1), (slow, 2)], ids=["f1", "s2"])
+    if name == "test_indirect":
+        metafunc.parametrize("candidate", [fast, slow], ids=["f", "s"], indirect=True)
+
+
+def fast(n):
+    spin(1e-4)
+    return n
+
+
+def slow(n):
+    spin(2e-4)
+    return n
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_candidates_a_conftests_generate_hook_gives_are_one_group_named_by_their_ids(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # The plugin parametrized `candidate` again (to fail with "give the candidates"), and
+    # pytest's "duplicate parametrization of 'candidate'" stopped the whole session.
+    autotune_pytester.makeconftest(
+        autotune_pytester.path.joinpath("conftest.py").read_text() + HOOK_CONFTEST
+    )
+    autotune_pytester.makepyfile(
+        test_hooked="""
+        import pytest
+
+        @pytest.fixture(params=[1, 2], ids=lambda n: f"n{n}")
+        def n(request):
+            return request.param
+
+        @pytest.mark.autotune
+        def test_hooked(candidate, n):
+            return candidate(n)
+        """
+    )
+    result = run(autotune_pytester, "-v", *mode)
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["test_hooked.py::test_hooked[[]n1-f[]] PASSED*"])
+    if mode:
+        result.stdout.fnmatch_lines(
+            [
+                "test_hooked.py::test_hooked[[]n1[]] * f *",
+                "test_hooked.py::test_hooked[[]n2[]] * f *",
+            ]
+        )
+        result.stdout.fnmatch_lines(["verdicts: 2 no baseline"])
+
+
+def test_a_generate_hook_whose_rows_differ_within_a_group_fails_its_items_not_the_session(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makeconftest(
+        autotune_pytester.path.joinpath("conftest.py").read_text() + HOOK_CONFTEST
+    )
+    autotune_pytester.makepyfile(
+        test_rows="""
+        import pytest
+
+        @pytest.mark.autotune
+        def test_rows(candidate, n):
+            return candidate(n)
+
+        @pytest.mark.autotune(candidates={"g": abs})
+        def test_both(candidate):
+            return candidate(1)
+
+        class TestIndirect:
+            @pytest.fixture
+            def candidate(self, request):
+                return request.param
+
+            @pytest.mark.autotune
+            def test_indirect(self, candidate):
+                return candidate(1)
+
+        def test_plain():
+            pass
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(passed=1, failed=6)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_rows.py::test_rows: a pytest_generate_tests hook parametrizes `candidate`"
+            " together with other names, whose values then differ within a group*",
+            "*test_rows.py::test_both: a pytest_generate_tests hook parametrizes `candidate`,"
+            " and the marker gives candidates=; give the candidates in one place",
+            "*test_rows.py::TestIndirect::test_indirect: a pytest_generate_tests hook"
+            " parametrizes `candidate` indirectly*",
+        ],
+        consecutive=False,
+    )
