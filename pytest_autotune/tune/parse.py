@@ -91,7 +91,12 @@ def parse_fraction(value: object, where: str) -> float:
     error = ConfigError(f"{where}: expected a fraction from 0 to 1 (0.1 for 10%), got {value!r}")
     if isinstance(value, str) and value.strip().endswith("%"):
         raise error  # not "expected a number", which then refused "10" as no fraction
-    parsed = float(number(0.0, above=False)(value, where))
+    try:
+        parsed = float(number(0.0, above=False)(value, where))
+    except ConfigError:
+        # One message for every bad value: "expected a number >= 0" for -0.1 or "abc",
+        # then the fraction's for 5, took two tries to learn what is asked.
+        raise error from None
     if parsed > 1.0:
         raise error
     return parsed

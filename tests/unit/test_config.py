@@ -195,10 +195,13 @@ def test_a_path_starting_with_a_tilde_is_in_the_home_directory(monkeypatch, tmp_
 
 def test_max_regression_is_a_non_negative_fraction():
     assert resolve([("ini", {"autotune_max_regression": "0.05"})]).max_regression == 0.05
-    with pytest.raises(
-        ConfigError, match=r"^ini: max_regression: expected a number >= 0, got -0.1$"
-    ):
-        resolve([("ini", {"max_regression": -0.1})])
+    # One message for every bad value, which says what is asked (a fraction, not a percent).
+    for bad in (-0.1, "abc", 5, "nan"):
+        with pytest.raises(
+            ConfigError,
+            match=rf"^ini: max_regression: expected a fraction from 0 to 1 \(0.1 for 10%\), got {bad!r}$",
+        ):
+            resolve([("ini", {"max_regression": bad})])
 
 
 def test_a_non_finite_number_is_refused():
