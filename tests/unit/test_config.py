@@ -199,7 +199,8 @@ def test_max_regression_is_a_non_negative_fraction():
     for bad in (-0.1, "abc", 5, "nan"):
         with pytest.raises(
             ConfigError,
-            match=rf"^ini: max_regression: expected a fraction from 0 to 1 \(0.1 for 10%\), got {bad!r}$",
+            match=rf"^ini: max_regression: expected a fraction from 0 to 1 \(0.1 for 10%\),"
+            rf" got {bad!r}$",
         ):
             resolve([("ini", {"max_regression": bad})])
 
