@@ -299,7 +299,7 @@ class CudaClient:
         self.graph_replay = graph_replay
         props = cp.cuda.runtime.getDeviceProperties(device)
         self._name = props["name"].decode(errors="replace")
-        self._uuid = device_uuid(props.get("uuid"))
+        self._uuid = device_uuid(props.get("uuid"), device)
         self._total_memory = int(props["totalGlobalMem"])
         with self._device:
             self._attributes: dict[str, int] = dict(self._device.attributes)

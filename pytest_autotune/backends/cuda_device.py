@@ -6,6 +6,7 @@ CuPy is imported when asked for, never when this module is, so the package impor
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
 import sys
@@ -64,12 +65,40 @@ def cuda_version(number: int) -> str:
     return f"{number // 1000}.{number % 1000 // 10}"
 
 
-def device_uuid(raw: object) -> str | None:
-    """The device UUID as nvidia-smi prints it (GPU-xxxxxxxx-xxxx-...), None where unknown."""
+def device_uuid(raw: object, ordinal: int | None = None) -> str | None:
+    """The device UUID as nvidia-smi prints it (GPU-xxxxxxxx-xxxx-...), from the runtime's
+    property `raw`, else from the driver (device `ordinal`); None where unknown."""
     if isinstance(raw, (bytes, bytearray)) and len(raw) == 16:
         h = bytes(raw).hex()
         return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-    return None
+    return None if ordinal is None else device_uuid(_driver_uuid(ordinal))
+
+
+DRIVER_LIBRARIES = ("libcuda.so.1", "libcuda.so", "nvcuda.dll")
+
+
+def _driver_uuid(ordinal: int) -> bytes | None:
+    """The 16 bytes of a device's UUID from the driver API (`cuDeviceGetUuid`). CuPy 14 reads
+    the runtime's `cudaDeviceProp.uuid` as a C string, which ends at the UUID's first zero
+    byte (b'{' for GPU-7b00cec7-be48-...): every record's GPU read as unknown, and two GPUs
+    of one host could not be told apart in them. None where the driver cannot say."""
+    for name in DRIVER_LIBRARIES:
+        try:
+            library = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    else:
+        return None
+    get = getattr(library, "cuDeviceGetUuid_v2", None) or getattr(library, "cuDeviceGetUuid", None)
+    handle = ctypes.c_int()
+    raw = ctypes.create_string_buffer(16)
+    # cuInit is idempotent, and CuPy has called it already where a client exists.
+    if get is None or library.cuInit(0) != 0:
+        return None
+    if library.cuDeviceGet(ctypes.byref(handle), ordinal) != 0 or get(raw, handle) != 0:
+        return None
+    return raw.raw[:16]
 
 
 LIBRARY_OUT_OF_MEMORY = (

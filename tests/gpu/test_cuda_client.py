@@ -8,6 +8,7 @@ import itertools
 import math
 import re
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
@@ -86,7 +87,27 @@ def test_fingerprint_holds_what_changes_timings(client: CudaClient) -> None:
         assert key in fp, key
     assert fp["sm_count"] > 0 and fp["l2_bytes"] > 0 and fp["memory_bytes"] > 0
     assert re.fullmatch(r"\d+\.\d+", fp["driver"]) and re.fullmatch(r"\d+\.\d+", fp["runtime"])
-    assert fp["uuid"] is None or fp["uuid"].startswith("GPU-")
+    # The driver always knows it: CuPy 14's runtime property, cut at its first zero byte,
+    # made every GPU's uuid None, and a test of one GPU per worker compared {None}.
+    assert re.fullmatch(r"GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", fp["uuid"]), fp["uuid"]
+    listed = _nvidia_smi_uuids()
+    if listed is not None:
+        assert fp["uuid"] in listed
+
+
+def _nvidia_smi_uuids() -> list[str] | None:
+    """The uuids nvidia-smi lists, None where it cannot be run."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [line.strip() for line in out.splitlines() if line.strip()]
 
 
 def test_peaks_are_measured_on_the_device(client: CudaClient) -> None:

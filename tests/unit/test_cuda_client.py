@@ -25,6 +25,7 @@ from pytest_autotune.backends.cuda import (
     device_id_from,
     probe_cuda_peaks,
 )
+from pytest_autotune.backends.cuda_device import device_uuid
 from pytest_autotune.backends.cuda_graphs import (
     PLACEMENT_PERIOD,
     PLACEMENT_STEP,
@@ -86,6 +87,41 @@ def test_cupy_that_cannot_compile_a_kernel_is_cuda_unavailable(gpu: FakeGpu) -> 
 )
 def test_device_id_is_the_lowercased_model_name(name: str, device_id: str) -> None:
     assert device_id_from(name) == device_id
+
+
+UUID = bytes.fromhex("7b00cec7be48c44ae7180e21354efbe7")
+
+
+class FakeDriver:
+    """libcuda's three calls `_driver_uuid` makes, for device 0 only."""
+
+    def cuInit(self, flags: int) -> int:
+        return 0
+
+    def cuDeviceGet(self, handle: Any, ordinal: int) -> int:
+        return 0 if ordinal == 0 else 101  # CUDA_ERROR_INVALID_DEVICE
+
+    def cuDeviceGetUuid_v2(self, raw: Any, handle: Any) -> int:
+        ctypes.memmove(raw, UUID, 16)
+        return 0
+
+
+def test_a_uuid_the_runtime_cut_short_is_read_from_the_driver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # CuPy 14 gave the runtime's 16 bytes as a C string, b"{" (cut at the first zero byte):
+    # every GPU's uuid read None, in the records and in the two-GPU test's comparison.
+    assert device_uuid(UUID) == "GPU-7b00cec7-be48-c44a-e718-0e21354efbe7"
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: FakeDriver())
+    assert device_uuid(b"{", 0) == "GPU-7b00cec7-be48-c44a-e718-0e21354efbe7"
+    assert device_uuid(b"{", 1) is None
+    assert device_uuid(b"{") is None
+
+    def missing(name: str) -> None:
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(ctypes, "CDLL", missing)
+    assert device_uuid(b"{", 0) is None
 
 
 # A stand-in for CuPy, enough for a `CudaClient` to time calls on: one device clock that
