@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any, NoReturn
 
@@ -21,12 +21,12 @@ from pytest_autotune.session import AutotuneSession, GroupRequest
 from pytest_autotune.time_limit import Limited, TimeLimit, TimeLimitExceeded, crashed
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import ConfigError
-from pytest_autotune.tune.errors import AutotuneSkip
+from pytest_autotune.tune.errors import UNPLANNED, AutotuneSkip
 from pytest_autotune.tune.files import dumps
 from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.local import LocalTuner
 from pytest_autotune.tune.settings import DEFAULT_TIME_LIMIT_S
-from pytest_autotune.tune.tunable import PriorityError, tune_plan
+from pytest_autotune.tune.tunable import PriorityError, tune_plan, unplanned
 from pytest_autotune.tune.tunable_set import TunableSet
 from pytest_autotune.tune.wording import counted
 
@@ -210,8 +210,10 @@ def _run_set(
             # only --autotune (or the library's callers).
             key = checked_key(tunables.key_gen(*inputs), f"{nodeid}: the set's key_gen")
             if not session.settings.tune:
-                tune_plan(key, tunables.tunables)  # its groups' priorities, as tuning asks
-                return _check_set(session, candidates, run, inputs, options)
+                # Its groups' priorities, as tuning asks them.
+                plan = tune_plan(key, tunables.tunables)
+                skipped = {tunables.names[i] for i in unplanned(plan, len(tunables))}
+                return _check_set(session, candidates, run, inputs, options, skipped)
             tuner_name = fixture_tuner_name(tunables, tuner, item_function_nodeid(node))
             limited = tunables
             group_name = call_group(node, tuner_name, key, tunables.checksum)
@@ -343,16 +345,21 @@ def _check_set(
     run: Callable[..., Any],
     inputs: tuple[Any, ...],
     options: Mapping[str, Any],
+    unplanned: Collection[str] = (),
 ) -> Any:
     """Check mode: every candidate against the reference; the reference's output (else the
     first candidate's that does not decline). A candidate that raises `AutotuneSkip` declines
     these inputs and is left out, as tuning leaves it out; the test is skipped when every
-    candidate declines."""
+    candidate declines. Those the set's groups skip for the key (`unplanned`) decline it
+    unrun, as in tuning (`Tuner._check`): the library never runs them for this key."""
     __tracebackhide__ = True  # a candidate's traceback shows the user's frames alone
     reference = options["reference"]
     failures: list[str] = []
     declined: dict[str, str] = {}  # name: why
     for name, _ in candidates:
+        if name in unplanned:
+            declined[name] = UNPLANNED
+            continue
         try:
             failure = check_candidate(
                 name,
@@ -362,6 +369,7 @@ def _check_set(
                 reference=reference,
                 config=session.settings.for_marker(options).engine,
                 check_output=options["check_output"],
+                not_run=unplanned,
             )
         except AutotuneSkip as exc:
             declined[name] = str(exc)

@@ -90,7 +90,7 @@ from pytest_autotune.time_limit import TimeLimit, TimeLimitExceeded, crashed
 from pytest_autotune.tune import call_scope
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import ConfigError
-from pytest_autotune.tune.errors import AutotuneSkip
+from pytest_autotune.tune.errors import UNPLANNED, AutotuneSkip
 from pytest_autotune.tune.settings import SETTINGS, Setting
 from pytest_autotune.tune.tunable import PriorityError
 from pytest_autotune.warning_marks import MarkFilters, parse_filters, project_filters
@@ -986,7 +986,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                 if declined is not None:
                     raise AutotuneSkip(declined)
             else:
-                _fail_what_tuning_would(pyfuncitem, spec, options, named)
+                unplanned = _fail_what_tuning_would(pyfuncitem, spec, options, named)
                 failure = check_candidate(
                     spec.candidate,
                     spec.function.candidates,
@@ -995,7 +995,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                     reference=options.get("reference"),
                     config=session.settings.for_marker(options).engine,
                     check_output=options.get("check_output") is not False,
-                    not_run=not_run(pyfuncitem.config, spec.group),
+                    not_run={*not_run(pyfuncitem.config, spec.group), *unplanned},
                     expected_to_fail=expected_to_fail(pyfuncitem.config, spec.group),
                 )
     except AutotuneSkip as exc:
@@ -1108,20 +1108,24 @@ class Named:
 
 def _fail_what_tuning_would(
     item: pytest.Function, spec: ItemSpec, options: Mapping[str, Any], named: Named
-) -> None:
+) -> frozenset[str]:
     """What tuning would call or ask first, asked in a plain run too, so that a bad `work=`,
     `key=`, group priority or `device=` fails the plain run every CI job makes, not only
-    --autotune."""
+    --autotune. The candidates `groups=` never tries for the group's key, which decline it
+    as in tuning: this test's own is skipped."""
     _evaluated_options(options, named, spec.function.nodeid)
     unprovided = unprovided_device(item.config, options.get("device"))
     if unprovided is not None:
         pytest.fail(f"{spec.function.nodeid}: {unprovided}", pytrace=False)
-    check_groups(
+    unplanned = check_groups(
         spec.function.candidates,
         options.get("groups"),
         not_run(item.config, spec.group),
         _group_key(spec, named),
     )
+    if spec.candidate in unplanned:
+        raise AutotuneSkip(UNPLANNED)
+    return unplanned
 
 
 def _note_positional_key(session: AutotuneSession, spec: ItemSpec) -> None:

@@ -58,7 +58,7 @@ from pytest_autotune.tune.key import autotune_level_scope, stable_key
 from pytest_autotune.tune.log import AutotuneLogContext, format_duration
 from pytest_autotune.tune.plain_numbers import real_number
 from pytest_autotune.tune.records import AutotuneRecord
-from pytest_autotune.tune.tunable import Tunable, TuneGroup, tune_plan
+from pytest_autotune.tune.tunable import Tunable, TuneGroup, tune_plan, unplanned
 from pytest_autotune.tune.tunable_set import TunableSet, checksum_of
 from pytest_autotune.tune.tuner import MEASURED_FAILURES, TuneDecision, Tuner
 
@@ -809,7 +809,7 @@ def _nothing_takes(decision: TuneDecision) -> bool:
     """Whether no candidate takes the decision's key: every one declined it, or the
     `groups=` plan tries none for it (every priority negative there). The plan's case
     failed the group's first test ("no measured candidate is left") and passed the others,
-    where plain pytest, which checks every candidate, passed them all."""
+    where plain pytest skips them all (`check_groups`)."""
     return all(
         _declines(r) or (isinstance(r, AutotuneError) and r.message == UNPLANNED)
         for r in decision.results.values()
@@ -817,11 +817,12 @@ def _nothing_takes(decision: TuneDecision) -> bool:
 
 
 def _declined(decision: TuneDecision) -> dict[str, str]:
-    """The candidates of a decision that declined its key, by name: why."""
+    """The candidates of a decision that declined its key, by name: why. The `groups=` plan
+    declines a candidate it never tries for the key for it, as plain pytest does."""
     return {
         result.name or "": result.message
         for result in decision.results.values()
-        if _declines(result)
+        if _declines(result) or (isinstance(result, AutotuneError) and result.message == UNPLANNED)
     }
 
 
@@ -848,13 +849,18 @@ def _reference(reference: Any, request: GroupRequest) -> Callable[..., Any] | st
     return functools.partial(request.run, reference)
 
 
-def check_groups(candidates: Candidates, groups: Any, not_run: Collection[str], key: Any) -> None:
+def check_groups(
+    candidates: Candidates, groups: Any, not_run: Collection[str], key: Any
+) -> frozenset[str]:
     """Evaluate the marker's `groups=` on `key` as tuning does, for the plain run: a
     priority function that raises or returns no number for the key then fails the plain
-    run every CI job makes, not only --autotune's."""
-    if groups:
-        items = [Tunable(name, _planned_only) for name, _ in candidates if name not in not_run]
-        tune_plan(key, _grouped(items, groups, not_run))
+    run every CI job makes, not only --autotune's. The candidates the plan never tries for
+    the key, which decline it, as in tuning (`Tuner._check`)."""
+    if not groups:
+        return frozenset()
+    items = [Tunable(name, _planned_only) for name, _ in candidates if name not in not_run]
+    skipped = unplanned(tune_plan(key, _grouped(items, groups, not_run)), len(items))
+    return frozenset(items[i].name for i in skipped)
 
 
 def _raised_when_measured(decision: TuneDecision) -> dict[int, AutotuneError]:

@@ -183,3 +183,10 @@ def tune_plan(key: Any, tunables: Sequence[Tunable]) -> list[tuple[int, ...]]:
     if pending_ungrouped:
         batches.append(tuple(pending_ungrouped))
     return batches
+
+
+def unplanned(plan: list[tuple[int, ...]], count: int) -> frozenset[int]:
+    """The candidates of a set of `count` that no batch of `plan` holds: those its groups
+    skip for the key, which the checks try as the reference only after the others."""
+    planned = {i for batch in plan for i in batch}
+    return frozenset(i for i in range(count) if i not in planned)

@@ -40,6 +40,7 @@ from pytest_autotune.tune.errors import (
     UNPLANNED,
     AutotuneError,
     AutotuneErrorKind,
+    AutotuneSkip,
     CacheFileWarning,
     ConfigWarning,
     InputGeneratorError,
@@ -56,7 +57,7 @@ from pytest_autotune.tune.schedule import (
     adaptive_round_robin,
     fixed_pass,
 )
-from pytest_autotune.tune.tunable import tune_plan
+from pytest_autotune.tune.tunable import tune_plan, unplanned
 from pytest_autotune.tune.tunable_set import (
     CloneInputGenerator,
     NotATuple,
@@ -421,12 +422,12 @@ class Tuner:
 
         results: dict[int, AutotuneResult] = {}
         checks: tuple[CheckResult, ...] = ()
+        plan = tune_plan(key, tunables.tunables)
         if self.config.checks and len(tunables) > 1:
-            checks = self._check(key, tunables, inputs, client)
+            checks = self._check(key, tunables, inputs, client, unplanned(plan, len(tunables)))
             ctx.checks.extend(checks)
             ctx.event(ChecksDone(checks))
             results.update(_settled_by_checks(checks))
-        plan = tune_plan(key, tunables.tunables)
         winner = _run_plan(plan, key, tunables, inputs, client, bench, ctx, results)
 
         fallback = winner if winner is not None else _fallback(plan, results)
@@ -453,9 +454,23 @@ class Tuner:
         return decision
 
     def _check(
-        self, key: Any, tunables: TunableSet, inputs: TuneInputs, client: Client
+        self,
+        key: Any,
+        tunables: TunableSet,
+        inputs: TuneInputs,
+        client: Client,
+        unplanned: Collection[int] = (),
     ) -> tuple[CheckResult, ...]:
+        """Every candidate run once and compared with the reference, but those the plan
+        never tries for `key` (`unplanned`), which decline it unrun: a negative priority
+        says a kernel is not for such keys (sizes it computes something else for), and run
+        as the default reference, the first that succeeds, it failed every right candidate
+        against its answer, leaving no winner, where the seed tunes the planned ones and
+        runs the fastest."""
+
         def run(index: int) -> object:
+            if index in unplanned:
+                raise AutotuneSkip(UNPLANNED)
             out = tunables.fns[index](*tunables.generate_inputs(key, inputs))
             client.sync()
             return out

@@ -74,12 +74,13 @@ def test_a_grouped_winner_slowed_twice_over_fails_the_gate_by_name(
     )
 
 
-def test_a_plan_that_tries_no_candidate_for_the_key_passes_each_test_as_plain_pytest_does(
+def test_a_plan_that_tries_no_candidate_for_the_key_skips_each_test_in_every_mode(
     autotune_pytester: pytest.Pytester,
 ) -> None:
     # Every group's priority negative for the key: the plan tries none. The group's first
-    # test failed ("no measured candidate is left") and the others passed, where plain
-    # pytest, which checks every candidate, passed them all.
+    # test failed ("no measured candidate is left") and the others passed; each candidate
+    # declines the key, as a negative priority says, and its test is skipped, plain
+    # pytest's too (which ran them all, the first as the others' reference).
     autotune_pytester.makepyfile(
         test_grouped=GROUPED_TESTS.replace("lambda key: 1", "lambda key: -1").replace(
             "lambda key: 0", "lambda key: -2"
@@ -88,5 +89,5 @@ def test_a_plan_that_tries_no_candidate_for_the_key_passes_each_test_as_plain_py
     for mode in ((), ("--autotune",), ("--autotune-update",)):
         result = run(autotune_pytester, *mode)
         assert result.ret == pytest.ExitCode.OK, result.outlines
-        result.assert_outcomes(passed=3)
+        result.assert_outcomes(skipped=3)
     assert not (autotune_pytester.path / ".autotune").exists()  # nothing measured to record
