@@ -187,6 +187,6 @@ def tune_plan(key: Any, tunables: Sequence[Tunable]) -> list[tuple[int, ...]]:
 
 def unplanned(plan: list[tuple[int, ...]], count: int) -> frozenset[int]:
     """The candidates of a set of `count` that no batch of `plan` holds: those its groups
-    skip for the key, which the checks try as the reference only after the others."""
+    skip for the key, which decline it: the checks never run them for it."""
     planned = {i for batch in plan for i in batch}
     return frozenset(i for i in range(count) if i not in planned)
