@@ -131,6 +131,9 @@ class Baselines:
             self._notes.extend(
                 f"warning: {shown_paths(str(w.message), self._settings)}" for w in caught
             )
+            theirs = other_project(cache.metadata(), self._settings)
+            if theirs is not None:
+                self._notes.append(other_project_warning(self._settings.relative(path), theirs))
             self._files[path] = (cache, entries)
         return (path, *self._files[path])
 
@@ -277,18 +280,44 @@ def gate_fields_error(path: Path, metadata: Mapping[str, Any]) -> CacheFileError
     return None
 
 
+def other_project(metadata: Mapping[str, Any], settings: PluginSettings) -> str | None:
+    """The root dir (as seen from the cache directory) of the other project that last
+    updated a cache file, by its `PROJECT_ROOT_FIELD`; None where it is this project's, or
+    names none. Files are named after the test's node id alone, so two projects of one
+    cache directory whose tests share a node id share a file: each project's gate compared
+    its test with the other's baseline, and its update called the other's keys stale.
+    Only said, never refused: one project in two checkouts (`--autotune-cache-dir` of one
+    folder from main/ and feature/) is the same case, seen from the directory, and fine."""
+    theirs = metadata.get(PROJECT_ROOT_FIELD)
+    return theirs if isinstance(theirs, str) and theirs != settings.project_root else None
+
+
+def other_project_warning(shown: str, theirs: str) -> str:
+    return (
+        f"warning: {shown} was last updated by the project at {theirs} (as seen from the"
+        " cache directory), not by this one: where that is another project whose test has"
+        " this node id, the two share this file, each compared with the other's baselines;"
+        " give the tests distinct paths, or each project its own cache directory (where it"
+        " is this project in another checkout, nothing is wrong)"
+    )
+
+
 def write_caches(
     updates: Sequence[CacheUpdate],
     devices: Mapping[str, Any],
     settings: PluginSettings,
     notes: list[str],
     kept_few: int = 0,
+    taken_over: set[Path] | None = None,
 ) -> dict[tuple[str, str], str]:
     """Save each cache file; the files that could not be, by device id and tuner, with why
     (each also named in one line of `notes`): `--autotune-update` then fails, since its
     user believes a baseline was saved, and their groups are not "updated". `kept_few`
     counts the CPU baselines of fewer than `MEASURED_SESSIONS` sessions the update kept
-    unrecorded (`kept_few_sessions`), for the note on them all."""
+    unrecorded (`kept_few_sessions`), for the note on them all. `taken_over` gets the
+    files that another project had last updated (`other_project`), which now name this
+    one: their other entries may be that project's, which this session must not call
+    stale."""
     failed: dict[tuple[str, str], str] = {}
     few_sessions = kept_few
     files: dict[tuple[str, str], dict[PersistentCacheKey, CacheUpdate]] = {}
@@ -310,6 +339,8 @@ def write_caches(
             bad = gate_fields_error(path, before.metadata())
             if bad is not None:
                 raise bad
+            if taken_over is not None and other_project(before.metadata(), settings):
+                taken_over.add(path)
             cache = tuner_cache(settings.cache_dir, device_id, tuner)
             device = devices.get(device_id)
             # Outside the root dir, the file says whose it is (`stale.find_stale`); the

@@ -185,6 +185,7 @@ class SessionOutput:
         settings = self.settings
         shared = shared_entries(self.records)
         self.notes.extend(f"error: {message}" for message in shared.values())
+        taken_over: set[Path] = set()
         unsaved = (
             write_caches(
                 self.updates(shared),
@@ -192,6 +193,7 @@ class SessionOutput:
                 settings,
                 self.notes,
                 kept_few_sessions(self.records),
+                taken_over,
             )
             if settings.update
             else {}
@@ -202,7 +204,7 @@ class SessionOutput:
             self.records = [_not_recorded(r, shared.get(_group(r) or "")) for r in self.records]
         pruned = True
         if settings.update and self.collected is not None:
-            lines, pruned = review(self.records, self.collected, settings)
+            lines, pruned = review(self.records, self.collected, settings, taken_over)
             self.notes.extend(lines)
         if self.collected is not None:
             self.notes.extend(moved_baselines(self.records, self.collected, settings))

@@ -13,7 +13,7 @@ collected its module, or its groups, without tuning them all.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,16 +103,22 @@ def find_stale(
     rootpath: Path,
     project_root: str = "..",
     shared: bool = False,
+    taken_over: Collection[Path] = (),
 ) -> list[Stale]:
     """The stale files and entries in the folders of `device_ids`; `tuned`: the groups this
     session tuned, by tuner, each with its stable key. A file that another project updated
     (its `PROJECT_ROOT_FIELD` is not `project_root`, this root dir as seen from the cache
     directory) is never judged: its tests, under paths that are folders here too, were
     called gone, and pruned. In a directory outside the root dir (`shared`), neither is a
-    file that names no project (written before the field): whose it is cannot be told."""
+    file that names no project (written before the field): whose it is cannot be told.
+    Nor is a file `taken_over`, which this session's update took from another project:
+    it names this one now, but its entries of keys this project does not make are most
+    likely the other's."""
     found = []
     folders = {cache_path(cache_dir, device_id, "-").parent for device_id in device_ids}
     for path in sorted(p for folder in folders if folder.is_dir() for p in cache_files(folder)):
+        if path in taken_over:
+            continue
         cache = PersistentCache(path)
         with warnings.catch_warnings():
             # An unreadable file is none of this: the run that reads it says so.
@@ -181,10 +187,12 @@ def review(
     records: Iterable[AutotuneRecord],
     collected: Collected,
     settings: PluginSettings,
+    taken_over: Collection[Path] = (),
 ) -> tuple[list[str], bool]:
     """After an update: a line for the summary per stale file, naming the stale entries
     and how to drop them, or, with `--autotune-prune`, per file pruned; and whether every
-    prune was written (a file that cannot be is named, and the run fails)."""
+    prune was written (a file that cannot be is named, and the run fails). `taken_over`:
+    the files this update took from another project (`find_stale`)."""
     tuned: dict[str, dict[str, str]] = {}
     devices = set()
     for record in records:
@@ -202,6 +210,7 @@ def review(
         settings.rootpath,
         settings.project_root,
         settings.shared_cache_dir,
+        taken_over,
     )
     lines, written = [], True
     for item in found:

@@ -411,3 +411,30 @@ def test_one_project_in_two_checkouts_gates_against_one_outside_cache_directory(
     assert updated.ret == pytest.ExitCode.OK, updated.outlines
     file = baseline / cache_path(Path("."), DEVICE, "tests/test_x.py::test_x")
     assert json.loads(file.read_text())["project_root"] == "../feature"
+
+
+def test_two_projects_whose_tests_share_a_node_id_are_warned_that_they_share_a_file(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pkg_a and pkg_b of one monorepo, both with tests/test_x.py::test_x, share one file of
+    # ../shared: pkg_b's gate compared its test with pkg_a's baselines in silence, and its
+    # update called pkg_a's key "3" stale (--autotune-prune would have dropped it).
+    pkg_a = _project(pytester, "pkg_a", "test_x")
+    pkg_b = _project(pytester, "pkg_b", "test_x")
+    test_x = pkg_a / "tests" / "test_x.py"
+    test_x.write_text(test_x.read_text().replace("[1, 2]", "[1, 3]"))
+    monkeypatch.chdir(pkg_a)
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.chdir(pkg_b)
+    warning = "warning: ../shared/*test_x*.json was last updated by the project at ../pkg_a *"
+    gated = run(pytester, "--autotune")
+    gated.stdout.fnmatch_lines([warning])
+    updated = run(pytester, "--autotune-update")
+    assert updated.ret == pytest.ExitCode.OK, updated.outlines
+    updated.stdout.fnmatch_lines([warning])
+    assert not [line for line in updated.outlines if line.startswith(("stale", "pruned"))]
+    file = pytester.path / "shared" / cache_path(Path("."), DEVICE, "tests/test_x.py::test_x")
+    assert keys(file) == ["1", "2", "3"]
+    # Its own file again, as last updated by itself, it is silent.
+    again = run(pytester, "--autotune")
+    assert "last updated by the project" not in again.stdout.str()
