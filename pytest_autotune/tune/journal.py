@@ -101,20 +101,25 @@ def parse_journal(data: bytes) -> Journal:
 
 def parse_lines(data: bytes, start: int, line_number: int) -> tuple[list[Any], int]:
     """The entries of the whole lines of `data` from byte `start`, and where they end: a
-    last line without its newline counts when it is a whole JSON object."""
+    last line without its newline counts when it is a whole JSON object. A blank line (an
+    editor's second newline at the end) holds no entry and is passed over: read as damage,
+    it made the whole cache unreadable, every key tuned again and none saved."""
     end = max(data.rfind(b"\n", start) + 1, start)
     lines = data[start:end].split(b"\n")[:-1]
-    entries = [_line(line, line_number + i) for i, line in enumerate(lines)]
-    last = _whole_object(data[end:])
+    entries = [_line(line, line_number + i) for i, line in enumerate(lines) if line.strip()]
+    tail = data[end:]
+    last = _whole_object(tail)
     if last is not None:
         entries.append(last)
+    if last is not None or (tail and not tail.strip()):
         end = len(data)
     return entries, end
 
 
 def torn(data: bytes) -> bool:
     """Whether a journal's bytes end in a line cut short (which a writer may be finishing)."""
-    return _whole_object(data[data.rfind(b"\n") + 1 :]) is None and not data.endswith(b"\n")
+    tail = data[data.rfind(b"\n") + 1 :]
+    return bool(tail.strip()) and _whole_object(tail) is None
 
 
 def append(path: Path, end: int, text: str) -> int:

@@ -20,6 +20,7 @@ from pytest_autotune.tune.cache import (
     PersistentCacheValue,
     parse_cache,
 )
+from pytest_autotune.tune.cache_format import entry_to_json
 from pytest_autotune.tune.errors import CacheFileWarning
 from pytest_autotune.tune.key import key_to_json, stable_key
 from tests.unit.test_cache import python
@@ -160,6 +161,32 @@ def test_a_whole_last_line_without_its_newline_is_read_and_ended_by_the_next_sav
     assert [line.get("key") for line in journal_lines(path)] == [None, "first", "last", "after"]
     assert where.read_bytes().endswith(b"\n")
     assert {stable_key("first"), stable_key("last"), stable_key("after")} <= keys(path)
+
+
+def test_blank_lines_in_a_journal_are_passed_over_and_the_next_save_appends_after_them(
+    tmp_path: Path,
+) -> None:
+    """An editor's second newline at the end (or a blank line between entries) made the
+    whole cache unreadable: every key tuned again and none saved, the file never replaced."""
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    PersistentCache(path, journal=True).save(dict([entry("first")]), device={"id": "d"})
+    PersistentCache(path, journal=True).save(dict([entry("last")]), device={"id": "d"})
+    where = journal.journal_path(path)
+    header, first, last = where.read_bytes().splitlines()
+    where.write_bytes(header + b"\n\n" + first + b"\n  \n" + last + b"\n\n")
+
+    cache = PersistentCache(path, journal=True)
+    loaded = cache.load()  # no warning: filterwarnings=error
+    assert cache.unreadable() is None
+    assert {stable_key("first"), stable_key("last")} <= {k.key for k in loaded}
+    cache.save(dict([entry("after")]), device={"id": "d"})
+    assert {stable_key("first"), stable_key("last"), stable_key("after")} <= keys(path)
+    assert journal.journal_path(path).read_bytes().endswith(b"\n\n" + journal_line("after"))
+
+
+def journal_line(key: Any) -> bytes:
+    return journal.entry_line(entry_to_json(*entry(key))).encode()
 
 
 def test_a_journal_of_a_header_alone_without_its_newline_takes_the_next_entry(
