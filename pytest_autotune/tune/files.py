@@ -17,6 +17,7 @@ import json
 import math
 import os
 import re
+import secrets
 import stat
 import tempfile
 from pathlib import Path
@@ -123,7 +124,7 @@ def write_atomically(path: Path, text: str) -> None:
     atomic): a writer that does not hold our lock, or a process killed midway, can never
     truncate another writer's temporary file. A failed write removes its temporary file.
     """
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, temporary = _new_temporary(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
             file.write(text)
@@ -167,16 +168,29 @@ def remove_stale_temporaries(path: Path) -> None:
             temporary.unlink()
 
 
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+"""Binary on Windows, as mkstemp opens its files: the text is written with its own newlines."""
+
+
+def _new_temporary(path: Path) -> tuple[int, str]:
+    """A temporary file of a unique name beside `path`, open for writing, made as any new
+    file is (0666 less the umask): mkstemp's 0600 would leave a new committed cache
+    unreadable to the team, and the umask can only be read by setting it, which let a file
+    another thread made meanwhile (a program's own, beside a `LocalTuner` saving) be
+    writable by every user."""
+    for _ in range(100):
+        temporary = os.path.join(path.parent, f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(temporary, _NEW_FILE, 0o666), temporary
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
+
+
 def _keep_mode(path: Path, temporary: str) -> None:
-    """mkstemp makes a 0600 file; a committed cache must stay readable by the team, so the
-    new file takes the old file's mode, or the umask's default for a new file."""
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    os.chmod(temporary, mode)
+    """An existing file keeps its mode (a committed cache stays as readable as it was)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(temporary, path.stat().st_mode & 0o777)
 
 
 def lock_beside(path: Path, timeout: float) -> FileLock:

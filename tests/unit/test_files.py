@@ -88,6 +88,22 @@ def test_an_atomic_write_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path) 
     assert os.listdir(tmp_path) == ["f.json"]
 
 
+def test_a_new_file_gets_the_umasks_mode_without_the_umask_being_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading the umask means setting it, process-wide: a file another thread made in
+    that moment (a program's own, beside a LocalTuner's save) was writable by everyone."""
+    umask = os.umask(0o027)
+    try:
+        monkeypatch.setattr(os, "umask", lambda mask: pytest.fail("the umask was changed"))
+        write_atomically(tmp_path / "new.json", "new")
+    finally:
+        monkeypatch.undo()
+        os.umask(umask)
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o640
+    assert os.listdir(tmp_path) == ["new.json"]
+
+
 def test_temporary_files_have_unique_names_and_stale_ones_are_removed_under_the_lock(
     tmp_path: Path,
 ) -> None:
