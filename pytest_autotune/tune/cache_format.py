@@ -74,7 +74,16 @@ class MergedCacheFile(DamagedCacheFile):
     twice): every other entry is whole, so the repair is by hand, never its removal."""
 
 
+class FileInPlaceOfFolder(CacheFileError):
+    """A cache file whose folder, or a folder above it, is a file: no cache file is there
+    to repair or remove, and the file in the way is not ours (`advice`)."""
+
+
 KEEP_NEWER = "keep it, as removing it would drop what the newer version recorded"
+MOVE_THE_FILE = (
+    "the file in the folder's place is no cache file: move it aside, or point the cache"
+    " directory (cache_dir, PYTEST_AUTOTUNE_CACHE_DIR) elsewhere"
+)
 REPAIR_MERGED = "repair it by hand, as removing it would drop every baseline it holds"
 
 
@@ -87,6 +96,8 @@ def advice(error: CacheFileError, remove: str) -> str:
         return KEEP_NEWER
     if isinstance(error, MergedCacheFile):
         return REPAIR_MERGED
+    if isinstance(error, FileInPlaceOfFolder):
+        return MOVE_THE_FILE
     return f"repair it, or {remove}"
 
 

@@ -17,6 +17,7 @@ from pytest_autotune.tune.cache_format import (
     CacheFileError,
     Contents,
     DamagedCacheFile,
+    FileInPlaceOfFolder,
     Malformed,
     MergedCacheFile,
     NewerCacheFile,
@@ -103,7 +104,7 @@ def read_file(path: Path) -> Read:
         except FileNotFoundError:
             status, data = None, b""
         except NotADirectoryError:
-            raise CacheFileError(path, f"cannot be read: {_file_above(path)}") from None
+            raise FileInPlaceOfFolder(path, f"cannot be read: {_file_above(path)}") from None
         except OSError as error:
             raise CacheFileError(path, f"cannot be read: {error.strerror or error}") from None
         journal_data, journal_id = read_journal(path)

@@ -701,5 +701,12 @@ def test_a_device_folder_that_is_a_file_is_named_as_such(tmp_path: Path) -> None
     # "Not a directory" named neither the file in the way nor what belongs there.
     (tmp_path / "cpu-x").write_text("")
     cache = PersistentCache(tmp_path / "cpu-x" / "t.json")
-    with pytest.warns(CacheFileWarning, match=r"cpu-x is a file, where a folder of caches belongs"):
+    with pytest.warns(
+        CacheFileWarning, match=r"cpu-x is a file, where a folder of caches belongs"
+    ) as caught:
         assert cache.load() == {}
+    # Nor is the advice to remove "it": no cache file is there, and the file in the way
+    # (a user's own, named by a mistyped cache_dir) is not ours.
+    message = str(caught[0].message)
+    assert "remove it" not in message
+    assert "the file in the folder's place is no cache file" in message
