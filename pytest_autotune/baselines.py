@@ -105,7 +105,11 @@ class Baselines:
         error = cache.unreadable() or gate_fields_error(path, cache.metadata())
         if error is None:
             return None
-        what = f"{self._settings.relative(error.path)} could not be read ({error.reason})"
+        # The reason may name a path too (a folder that is a file): shown as the rest.
+        what = shown_paths(
+            f"{self._settings.relative(error.path)} could not be read ({error.reason})",
+            self._settings,
+        )
         return UnreadableFile(what, error)
 
     def missing(self, device_id: str, tuner: str) -> str | None:

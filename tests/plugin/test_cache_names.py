@@ -4,6 +4,7 @@ files of 0.1.0's names still read, and entries in a journal read by the gate."""
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -438,3 +439,17 @@ def test_two_projects_whose_tests_share_a_node_id_are_warned_that_they_share_a_f
     # Its own file again, as last updated by itself, it is silent.
     again = run(pytester, "--autotune")
     assert "last updated by the project" not in again.stdout.str()
+
+
+def test_a_device_folder_that_is_a_file_is_named_from_where_pytest_ran(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The reason of a "no baseline" named the file in the folder's place by its absolute
+    # path, beside the cache file's path shown from the project.
+    project = autotune_pytester
+    project.makepyfile(test_scale=SCALE_TESTS)
+    (project.path / ROOT).mkdir()
+    (project.path / ROOT / DEVICE).write_text("")
+    gated = run(project, "--autotune")
+    gated.stdout.fnmatch_lines([f"*could not be read (cannot be read: {ROOT / DEVICE} is a file*"])
+    assert not [line for line in gated.outlines if f"{project.path}{os.sep}" in line]
