@@ -36,7 +36,16 @@ class JsonFileError(ValueError):
     """A file that is not the strict JSON we write; the message says why, not where."""
 
 
-class ConflictMarkers(JsonFileError):
+class NotJson(JsonFileError):
+    """Text that does not parse as JSON at all, as against JSON holding what we never write
+    (a NaN): a records file's last line cut short by a killed writer is only the former."""
+
+    def __init__(self, message: str, error: json.JSONDecodeError) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+class ConflictMarkers(NotJson):
     """A file git left in a merge conflict: only a person can choose between its sides."""
 
 
@@ -57,8 +66,8 @@ def loads_strict(text: str) -> Any:
     except json.JSONDecodeError as error:
         conflict = _conflict_marker(text)
         if conflict is not None:
-            raise ConflictMarkers(conflict) from None
-        raise JsonFileError(f"is not valid JSON: {error}") from None
+            raise ConflictMarkers(conflict, error) from None
+        raise NotJson(f"is not valid JSON: {error}", error) from None
     except RecursionError:
         raise JsonFileError(f"is nested deeper than {MAX_DEPTH} levels") from None
     _check_depth(data)

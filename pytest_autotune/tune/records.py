@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.benchmark import NS_PER_S
-from pytest_autotune.tune.files import json_kind
+from pytest_autotune.tune.files import JsonFileError, NotJson, json_kind, loads_strict
 from pytest_autotune.tune.log import STREAMS
 from pytest_autotune.tune.run import RunInfo
 from pytest_autotune.tune.wording import counted
@@ -326,20 +326,23 @@ def read_records(
             continue
         where = f"{os.fspath(path)}:{number}"
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
+            # Strict, as the cache files are read: a hand-edited NaN, Infinity or 1e400,
+            # which a recorder never writes, ended in a traceback from the report's arithmetic.
+            data = loads_strict(line)
+        except NotJson as exc:
             if on_torn is not None and number == len(lines) and not text.endswith("\n"):
                 on_torn(
                     f"{where}: the last record was cut short while it was written (invalid"
-                    f" JSON: {exc.msg}) and is ignored; the {counted(len(records), 'record')}"
-                    f" before it {'is' if len(records) == 1 else 'are'} read"
+                    f" JSON: {exc.error.msg}) and is ignored; the"
+                    f" {counted(len(records), 'record')} before it"
+                    f" {'is' if len(records) == 1 else 'are'} read"
                 )
                 break
-            raise RecordError(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-        except RecursionError:
-            # A line of a few hundred thousand brackets: Python's parser gives out, and the
-            # caller (the CLI's exit code 2) expects a RecordError, not a traceback.
-            raise RecordError(f"{where}: nested deeper than Python can parse") from None
+            raise RecordError(
+                f"{where}: invalid JSON: {exc.error.msg} (column {exc.error.colno})"
+            ) from None
+        except JsonFileError as exc:
+            raise RecordError(f"{where}: {exc}") from None
         if not isinstance(data, dict):
             raise RecordError(f"{where}: expected a JSON object, got {json_kind(data)}")
         try:

@@ -834,7 +834,7 @@ def test_report_of_a_file_without_records_says_so_and_where_records_come_from(
         ("{not json", "invalid JSON"),
         ("[1, 2]", "expected a JSON object"),
         ('{"schema_version": 99}', "newer than this pytest-autotune reads"),
-        ("[" * 100_000 + "]" * 100_000, "nested deeper than Python can parse"),
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
     ],
     ids=["invalid", "array", "newer", "deep"],
 )
@@ -859,6 +859,32 @@ def test_a_cache_file_nested_too_deep_is_one_line(
     assert code == 2
     assert err.startswith(f"pytest-autotune: error: {deep}") and err.count("\n") == 1
     assert "nested deeper" in err
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+@pytest.mark.parametrize("value", ["Infinity", "-Infinity", "NaN", "1e400"])
+def test_a_hand_edited_record_holding_no_json_number_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, value: str
+) -> None:
+    # A recorder never writes these; Python's json reads them as floats, and an infinite
+    # launch overhead or candidate index ended in an OverflowError's traceback.
+    records = tmp_path / "records.jsonl"
+    data = realistic_records()[0].to_json()
+    data["bounds"]["launch_overhead_ns"] = "VALUE"
+    records.write_text(json.dumps(data).replace('"VALUE"', value) + "\n")
+    good = realistic_records_file(tmp_path / "good.jsonl")
+    argv = (
+        [str(records), "-o", str(tmp_path / "r.html")]
+        if command == "report"
+        else [
+            str(good),
+            str(records),
+        ]
+    )
+    code, out, err = run(capsys, command, *argv)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"pytest-autotune: error: {records}:1: ") and err.count("\n") == 1
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_report_of_a_record_whose_extras_do_not_read_names_the_file(
