@@ -320,8 +320,10 @@ _READERS: Mapping[str, Callable[[Mapping[str, Any]], AutotuneLogEvent]] = {
 
 def known_event(data: Mapping[str, Any]) -> bool:
     """Whether this version reads the event: a later one may log events of new kinds (as
-    `Preferred` was added), which a reader that only shows them need not refuse."""
-    return data.get("event") in _READERS
+    `Preferred` was added), which a reader that only shows them need not refuse. A tag
+    that is no string (a hand-edited record's list) is no kind it knows, not a TypeError."""
+    tag = data.get("event")
+    return isinstance(tag, str) and tag in _READERS
 
 
 def _event_from_json(data: Mapping[str, Any]) -> AutotuneLogEvent:

@@ -768,3 +768,11 @@ def test_an_event_of_a_kind_this_version_does_not_know_is_shown_by_its_tag() -> 
     broken = replace(saxpy_record(), events=({"event": "tuning_step", "batch": 0},))
     with pytest.raises(RecordError, match="malformed autotune log event"):
         render_html([broken])
+
+
+def test_an_event_whose_tag_is_no_string_is_shown_as_one_of_an_unknown_kind() -> None:
+    # A hand-edited tag that is a list or an object ended the page in "unhashable type".
+    odd = replace(saxpy_record(), events=({"event": ["tuning_step"]}, {"event": {}}))
+    page = render_html([odd])
+    assert "[&#39;tuning_step&#39;]: an event this version of pytest-autotune" in page
+    assert "{}: an event this version of pytest-autotune does not read" in page
