@@ -18,6 +18,7 @@ from pytest_autotune.report.compare import (
     compare_records,
     render_comparison,
 )
+from pytest_autotune.tune.cache_names import cache_files
 from pytest_autotune.tune.parse import ConfigError, parse_fraction
 from pytest_autotune.tune.records import AutotuneRecord, RecordError
 
@@ -58,6 +59,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     stopped: list[str] = []
     try:
         if before.is_dir() and after.is_dir():
+            for folder in (before, after):
+                if not cache_files(folder):
+                    # The project's folder, or a cache_dir that is not the run's: "no group
+                    # is in both" read as if the two runs had tuned different tests.
+                    raise CliError(
+                        f"{folder}: holds no cache file: give the cache folder (the cache_dir"
+                        " setting, .autotune by default) or one device's folder in it"
+                    )
             same_kind_of_folder(before, after)
             rows = read_caches(
                 lambda: compare_caches(before, after, max_regression=args.max_regression)

@@ -801,6 +801,24 @@ def test_compare_of_a_file_and_a_folder_is_one_line(
     )
 
 
+@pytest.mark.parametrize("empty_side", ["before", "after"])
+def test_compare_of_a_folder_that_holds_no_cache_file_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], empty_side: str
+) -> None:
+    # A folder of no cache file (the wrong cache_dir, a folder not yet fetched) was
+    # "no group is in both", as if the two runs had tuned different tests.
+    full, empty = tmp_path / "full", tmp_path / "empty"
+    (full / GPU).mkdir(parents=True)
+    write_cache(full / GPU / "t.json", {"n8": ("a", (outcome("a", 0, 1),))})
+    (empty / "notes").mkdir(parents=True)
+    (empty / "notes" / "readme.txt").write_text("no caches here\n")
+    sides = (empty, full) if empty_side == "before" else (full, empty)
+    code, out, err = run(capsys, "compare", *map(str, sides))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"pytest-autotune: error: {empty}: holds no cache file: ")
+    assert err.count("\n") == 1
+
+
 def test_report_of_a_missing_file_is_one_line_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
