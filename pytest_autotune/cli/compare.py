@@ -43,10 +43,11 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         type=fraction,
         default=None,
         metavar="FRACTION",
-        help="the tolerated slowdown, 0.05 for 5%% (default: for record files, the one the"
-        " gate judged each group of B with, its marker's or the run's; cache files do not"
-        " store it, so two cache folders are judged with the gate's default for the device"
-        " kind: pass the max_regression your markers or settings give)",
+        help="the tolerated slowdown, a fraction from 0 to 1: 0.05 for 5%% (default: for"
+        " record files, the one the gate judged each group of B with, its marker's or the"
+        " run's; cache files do not store it, so two cache folders are judged with the"
+        " gate's default for the device kind: pass the max_regression your markers or"
+        " settings give)",
     )
     compare.set_defaults(command=run)
 

@@ -339,6 +339,17 @@ def test_compare_refuses_a_max_regression_the_marker_refuses(
     assert f"expected a fraction from 0 to 1 (0.1 for 10%), got '{value}'" in err
 
 
+def test_compare_help_says_max_regression_is_a_fraction_from_0_to_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The help gave an example (0.05 for 5%) but not the range the parser holds it to.
+    with pytest.raises(SystemExit) as exited:
+        main(["compare", "--help"])
+    assert exited.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "the tolerated slowdown, a fraction from 0 to 1: 0.05 for 5%" in help_text
+
+
 def test_compare_counts_the_contention_run_b_was_measured_under_as_the_gate_did(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
