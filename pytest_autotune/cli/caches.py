@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from pytest_autotune.cli.errors import (
     CliError,
     json_kind_of,
-    not_benchmark_json,
+    not_ours_to_read,
     require_file,
     warn,
 )
@@ -64,9 +64,9 @@ def load_cache(path: str) -> Cache:
                 f"{path}: records (the JSON lines --autotune-record writes), not a cache file:"
                 " report renders them, compare judges two of them"
             ) from None
-        benchmark = not_benchmark_json(path, "a cache file")
-        if benchmark is not None:
-            raise benchmark from None
+        other = not_ours_to_read(path, "a cache file")
+        if other is not None:
+            raise other from None
         raise
     device = cache.device()
     why = misplaced(Path(path), device)

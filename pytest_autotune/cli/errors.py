@@ -35,7 +35,7 @@ def warn(message: str) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
-JsonKind = Literal["cache", "records", "benchmark"]
+JsonKind = Literal["cache", "records", "benchmark", "journal"]
 
 
 def json_kind_of(path: str) -> JsonKind | None:
@@ -43,7 +43,8 @@ def json_kind_of(path: str) -> JsonKind | None:
     takes: all are JSON, and read as another kind each fails at a line and column that
     says nothing of the mix-up. A cache file is one object with `entries`; records are
     objects, one a line, each naming its device and checksum; `--autotune-benchmark-json`
-    writes one object with pytest-benchmark's `benchmarks` and `machine_info`."""
+    writes one object with pytest-benchmark's `benchmarks` and `machine_info`; a cache
+    file's journal is lines too, the first naming the file's digest (`journal_of`)."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
@@ -58,21 +59,30 @@ def json_kind_of(path: str) -> JsonKind | None:
         return "benchmark"
     first = next((line for line in text.splitlines() if line.strip()), "")
     try:
-        record = json.loads(first)
+        line = json.loads(first)
     except (ValueError, RecursionError):
         return None
-    if isinstance(record, dict) and {"device_id", "checksum"} <= record.keys():
+    fields = line.keys() if isinstance(line, dict) else set()
+    if {"device_id", "checksum"} <= fields:
         return "records"
+    return "journal" if {"journal_of", "journal_version"} <= fields else None
+
+
+def not_ours_to_read(path: str, instead: str) -> CliError | None:
+    """The error of a file of ours that no command reads given where `instead` belongs, or
+    None where `path` is not one: `--autotune-benchmark-json` writes pytest-benchmark's JSON
+    for pytest-benchmark's own tools, and a cache file's journal is read through the file
+    it names. This command read either as "invalid JSON" or "not an autotune record"."""
+    kind = json_kind_of(path)
+    if kind == "benchmark":
+        return CliError(
+            f"{path}: pytest-benchmark's JSON (--autotune-benchmark-json writes it for"
+            f" pytest-benchmark compare), not {instead}"
+        )
+    if kind == "journal":
+        return CliError(
+            f"{path}: the journal of the cache file {path.removesuffix('.journal')} (the"
+            f" entries a LocalTuner saved since that file was written), not {instead}: show,"
+            " diff and compare read it with that file"
+        )
     return None
-
-
-def not_benchmark_json(path: str, instead: str) -> CliError | None:
-    """The error of pytest-benchmark's JSON given where `instead` belongs, or None where
-    `path` is not that: `--autotune-benchmark-json` writes it for pytest-benchmark's own
-    tools, and this command read it as "invalid JSON" at line 1."""
-    if json_kind_of(path) != "benchmark":
-        return None
-    return CliError(
-        f"{path}: pytest-benchmark's JSON (--autotune-benchmark-json writes it for"
-        f" pytest-benchmark compare), not {instead}"
-    )

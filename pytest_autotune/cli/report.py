@@ -11,7 +11,7 @@ from typing import TextIO
 from pytest_autotune.cli.errors import (
     CliError,
     json_kind_of,
-    not_benchmark_json,
+    not_ours_to_read,
     require_file,
     warn,
 )
@@ -86,7 +86,7 @@ def labelled_records(path: str) -> list[AutotuneRecord]:
                 " show and diff read cache files, compare their folders"
             ) from None
         instead = "records (the JSON lines --autotune-record writes)"
-        raise not_benchmark_json(path, instead) or CliError(str(exc)) from None
+        raise not_ours_to_read(path, instead) or CliError(str(exc)) from None
     if not records:
         # An empty page with exit code 0 reads as "nothing regressed"; say where records
         # come from instead (plain pytest and a run that tuned nothing write none).

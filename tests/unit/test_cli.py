@@ -1239,6 +1239,30 @@ def with_torn_journal(path: Path) -> Path:
     return path
 
 
+def test_a_journal_given_for_a_cache_file_or_records_names_its_cache_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `show mylib.json.journal`, a file a LocalTuner writes beside its cache, read as
+    # "is not valid JSON: Extra data: line 2" (show) or "not an autotune record" (report).
+    cache = write_cache(tmp_path / "mylib.json", {})
+    journal = journal_path(with_torn_journal(cache))
+    journal.write_text(journal.read_text().rsplit("\n", 1)[0] + "\n")  # whole lines only
+    said = (
+        f"pytest-autotune: error: {journal}: the journal of the cache file {cache} (the"
+        " entries a LocalTuner saved since that file was written), not "
+    )
+    for argv in (["show", str(journal)], ["diff", str(cache), str(journal)]):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "")
+        assert err.startswith(said + "a cache file: show, diff and compare read it with")
+        assert err.count("\n") == 1
+    for argv in (["report", str(journal)], ["compare", str(journal), str(journal)]):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "")
+        assert err.startswith(said + "records (the JSON lines --autotune-record writes)")
+        assert err.count("\n") == 1
+
+
 def cache_folder(root: Path, cache: Path) -> Path:
     """A cache folder (`<device>/<tuner>.json`) holding `cache` and its journal."""
     (root / GPU).mkdir(parents=True)
