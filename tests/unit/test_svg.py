@@ -230,6 +230,21 @@ def test_a_roof_whose_peak_was_not_measured_is_not_drawn() -> None:
     assert set(roof_lines(only_compute)) == {"compute"}
 
 
+@pytest.mark.parametrize("absurd", [1e308, 1e-308])
+def test_a_peak_or_point_too_large_or_small_for_log_axes_is_left_out(absurd: float) -> None:
+    # A hand-edited record's peak of 1e308 made a tick of 10**309: an OverflowError.
+    root = parse(
+        roofline_chart(
+            [RooflinePoint("ok", 1.0, 1e9), RooflinePoint("absurd", absurd, absurd)],
+            memory_peak=4e9,
+            compute_peak=absurd,
+            title="r",
+        )
+    )
+    assert set(roof_lines(root)) == {"memory"}
+    assert set(point_centres(root)) == {"ok"}
+
+
 def test_points_that_cannot_sit_on_log_axes_are_left_out() -> None:
     root = parse(
         roofline_chart(

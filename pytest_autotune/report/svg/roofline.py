@@ -36,8 +36,14 @@ class _LogScale:
         return self.start + fraction * (self.end - self.start)
 
 
+LOG_RANGE = 1e-150, 1e150
+"""The values a log axis takes: every rate and intensity a device reaches lies far inside,
+and the axes' margins and ridges (a few factors of them) stay inside a float, where a
+hand-edited peak of 1e308 made the tick 10**309 overflow and the report a traceback."""
+
+
 def _usable(value: float | None) -> bool:
-    return value is not None and value > 0 and math.isfinite(value)
+    return value is not None and LOG_RANGE[0] < value < LOG_RANGE[1]
 
 
 def roofline_chart(
