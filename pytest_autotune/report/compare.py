@@ -132,12 +132,24 @@ def _contention(data: Any, where: str) -> dict[str, float | None]:
     values = {}
     for name in ("load", "pressure", "helpers"):
         value = data.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        # Bounded: a hand-edited load of 1e308 widened the noise past the largest float, and
+        # compare ended in an OverflowError traceback. A measured one is a few at most.
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 <= value <= MAX_CONTENTION
+        ):
             raise CompareError(
-                f"{where}: contention: {name} is {json_text(value)}, expected a number or null"
+                f"{where}: contention: {name} is {json_text(value)}, expected a number from 0"
+                f" to {MAX_CONTENTION:g} or null"
             )
         values[name] = None if value is None else float(value)
     return values
+
+
+MAX_CONTENTION = 1e3
+"""The largest `contention` value a record may hold: a load of a thousand runnable threads
+per CPU is beyond any machine that could run a gate."""
 
 
 def _device_block(value: Any) -> Mapping[str, Any] | None:

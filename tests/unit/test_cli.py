@@ -378,6 +378,26 @@ def test_compare_counts_the_contention_run_b_was_measured_under_as_the_gate_did(
     assert out.splitlines()[2].endswith("too noisy")
 
 
+@pytest.mark.parametrize("load", [1e308, -1.0])
+def test_compare_refuses_a_contention_no_machine_measures_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load: float
+) -> None:
+    # A hand-edited load of 1e308 widened the noise past the largest float: compare ended in
+    # an OverflowError traceback from the gate's arithmetic.
+    cpu = "cpu-amd-epyc-2t"
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(replace(sum_run(RUN_1, 5.0), device_id=cpu))
+    slower = replace(sum_run(RUN_2, 7.0), device_id=cpu)
+    contention = {"load": load, "pressure": 0.9, "helpers": 0.0}
+    Recorder(b).record(replace(slower, extra={**slower.extra, "contention": contention}))
+
+    code, out, err = run(capsys, "compare", str(a), str(b))
+
+    assert code == 2 and out == ""
+    assert f"contention: load is {load!r}, expected a number from 0 to 1000 or null" in err
+    assert "Traceback" not in err
+
+
 def test_compare_says_why_a_group_it_reports_without_failing_has_no_pass(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -494,7 +514,7 @@ def test_compare_of_a_record_whose_contention_does_not_read_names_it(
     assert (code, out) == (2, "")
     assert err == (
         f"pytest-autotune: error: {b}: example_kernels/test_sum.py::test_sum [n4194304]:"
-        ' contention: load is "high", expected a number or null\n'
+        ' contention: load is "high", expected a number from 0 to 1000 or null\n'
     )
 
 
