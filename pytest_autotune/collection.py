@@ -10,7 +10,8 @@ import platform
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,9 @@ SHARED_NODEID = pytest.StashKey[str]()
 UNREQUESTED = pytest.StashKey[dict[str, tuple["Unrequested", ...]]]()
 """The parametrizations of names each autotune test function (marked, or of the `autotune`
 fixture) does not ask for (`Unrequested`), by the function's node id."""
+AWAITING = pytest.StashKey[set[str]]()
+"""The marked test functions whose candidates no hook had given when this plugin's
+`pytest_generate_tests` ran: `CandidatesOfEveryHook` reads them once every hook has."""
 NOT_RUN = pytest.StashKey[dict[str, dict[str, str]]]()
 """The candidates of each group whose items are marked not to run, and why (`not_run`),
 once read."""
@@ -126,16 +130,122 @@ class UnrequestedParameters:
                 found.append(Unrequested(names[0], ids))
             parametrize(argnames, argvalues, *args, **kwargs)
 
-        # Metafunc has no hook of its own for a parametrization: its method is watched for
-        # the call of this hook alone.
-        setattr(metafunc, "parametrize", recorded)  # noqa: B010 - a method, not a field
-        try:
+        with _parametrize_through(metafunc, recorded):
             yield
-        finally:
-            delattr(metafunc, "parametrize")
         if found:
             unrequested = metafunc.config.stash.setdefault(UNREQUESTED, {})
             unrequested[function_nodeid(metafunc.definition)] = tuple(found)
+
+
+class CandidatesOfEveryHook:
+    """Reads a marked test's candidates once every `pytest_generate_tests` hook has run,
+    where a hook called after this plugin's gives them: a trylast hook, or a plugin loaded
+    with `-p` (registered before this one, so called after it). This plugin parametrized
+    `candidate` to fail with "give the candidates", and the hook's own parametrize then
+    stopped the session at pytest's "duplicate parametrization of 'candidate'".
+
+    A second parametrize of `candidate` (such a hook's beside the marker's `candidates=`,
+    or a parametrize mark beside a hook's) is not made: it would stop the session the same
+    way; the test's items fail saying where the candidates come from twice."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> Iterator[None]:
+        marked = metafunc.definition.get_closest_marker("autotune") is not None
+        if not marked or "candidate" not in metafunc.fixturenames:
+            yield
+            return
+        given: list[str] = []
+        refused: list[str] = []
+        parametrize = metafunc.parametrize
+
+        def once(argnames: Any, argvalues: Any, *args: Any, **kwargs: Any) -> None:
+            if "candidate" in _argnames(argnames):
+                source = "hook" if kwargs.get("_param_mark") is None else "mark"
+                if given:
+                    refused.append(source)
+                    return
+                given.append(source)
+            parametrize(argnames, argvalues, *args, **kwargs)
+
+        with _parametrize_through(metafunc, once):
+            yield
+        nodeid = function_nodeid(metafunc.definition)
+        awaiting = metafunc.config.stash.setdefault(AWAITING, set())
+        if nodeid in awaiting:
+            awaiting.discard(nodeid)
+            record_function(metafunc)
+        functions = metafunc.config.stash.get(FUNCTIONS, {})
+        if refused and nodeid in functions:
+            options, _ = marker_options(metafunc.definition)
+            first = "candidates" if "candidates" in options else given[0]
+            spec = functions[nodeid]
+            error = f"{nodeid}: {_sources(first, refused[0])} both parametrize `candidate`,"
+            error += (
+                ' which pytest refuses, stopping the whole session at its "duplicate'
+                ' parametrization"; give the candidates in one place'
+            )
+            functions[nodeid] = replace(spec, error=spec.error or error)
+
+
+_SOURCES = {
+    "candidates": "the marker's candidates=",
+    "hook": "a pytest_generate_tests hook",
+    "mark": "@pytest.mark.parametrize('candidate', ...)",
+}
+
+
+def _sources(first: str, second: str) -> str:
+    """The two places that parametrize `candidate`, in words."""
+    if first == second:
+        return "two pytest_generate_tests hooks" if first == "hook" else "two parametrize marks"
+    return f"{_SOURCES[first]} and {_SOURCES[second]}"
+
+
+@contextmanager
+def _parametrize_through(metafunc: pytest.Metafunc, watch: Callable[..., None]) -> Iterator[None]:
+    """`metafunc.parametrize` replaced by `watch` for the call of one hook: Metafunc has no
+    hook of its own for a parametrization. The method it replaced (another wrapper's
+    watch) is put back after, not dropped."""
+    previous = vars(metafunc).get("parametrize")
+    setattr(metafunc, "parametrize", watch)  # noqa: B010 - a method, not a field
+    try:
+        yield
+    finally:
+        if previous is None:
+            delattr(metafunc, "parametrize")
+        else:
+            setattr(metafunc, "parametrize", previous)  # noqa: B010 - as above
+
+
+def record_function(metafunc: pytest.Metafunc) -> None:
+    """Stores the spec of a marked test function (`function_spec`) by its node id."""
+    spec = function_spec(metafunc)
+    # A test outside the root dir is named from the folder given on the command line, so
+    # `--rootdir=src tests/a tests/b` names `tests/a/test_x.py` and `tests/b/test_x.py`
+    # both `test_x.py`. Everything here is keyed by node id (the groups, the cache file):
+    # the second spec replaced the first, whose candidates then failed with a KeyError, and
+    # an update filed both tests' keys in one file. Both fail by name instead.
+    path = metafunc.definition.path
+    first = metafunc.config.stash.setdefault(FUNCTION_PATHS, {}).setdefault(spec.nodeid, path)
+    if first != path:
+        spec = replace(spec, error=shared_nodeid_error(metafunc.config, spec.nodeid, first, path))
+    metafunc.config.stash.setdefault(FUNCTIONS, {})[spec.nodeid] = spec
+
+
+def awaits_candidates(metafunc: pytest.Metafunc) -> bool:
+    """Whether nothing gives a marked test's candidates yet (the marker, a parametrize
+    mark, a hook called before this plugin's, a fixture with params): a hook called after
+    it still may (`CandidatesOfEveryHook`)."""
+    options, _ = marker_options(metafunc.definition)
+    calls = getattr(metafunc, "_calls", ())
+    return (
+        "candidate" in metafunc.fixturenames
+        and options.get("candidates") is None
+        and _parametrized(metafunc) is None
+        and _shared_parametrize_error(metafunc) is None
+        and not _fixture_params(metafunc)
+        and not any("candidate" in _params(c) for c in calls)
+    )
 
 
 def unprovided_device(config: pytest.Config, device: Any) -> str | None:

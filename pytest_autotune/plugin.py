@@ -40,20 +40,23 @@ from pytest_autotune.call_fixtures import (
 )
 from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.collection import (
+    AWAITING,
     COLLECTED,
-    FUNCTION_PATHS,
     FUNCTIONS,
     GROUP_ITEMS,
     ITEM,
     SHARED_NODEID,
+    CandidatesOfEveryHook,
     ItemSpec,
     UnrequestedParameters,
+    awaits_candidates,
     candidate_nodeids,
     expected_to_fail,
-    function_spec,
+    function_nodeid,
     item_function_nodeid,
     item_group,
     not_run,
+    record_function,
     shared_nodeid_error,
     unprovided_device,
     warning_marks,
@@ -234,6 +237,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[SESSION] = session
     config.pluginmanager.register(UnrequestedParameters(), "autotune-unrequested")
+    config.pluginmanager.register(CandidatesOfEveryHook(), "autotune-candidates")
     config.pluginmanager.register(_AfterTheBody(), "autotune-after-the-body")
     quiet_folder = run_folder(config) if settings.tune else None
     if quiet_folder is not None:
@@ -452,17 +456,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         # A test of the `autotune` fixture, which this plugin marks itself (`-m autotune`):
         # marked by hand too, or by its module's `pytestmark`, it tunes the sets it is given.
         return
-    spec = function_spec(metafunc)
-    # A test outside the root dir is named from the folder given on the command line, so
-    # `--rootdir=src tests/a tests/b` names `tests/a/test_x.py` and `tests/b/test_x.py`
-    # both `test_x.py`. Everything here is keyed by node id (the groups, the cache file):
-    # the second spec replaced the first, whose candidates then failed with a KeyError, and
-    # an update filed both tests' keys in one file. Both fail by name instead.
-    path = metafunc.definition.path
-    first = metafunc.config.stash.setdefault(FUNCTION_PATHS, {}).setdefault(spec.nodeid, path)
-    if first != path:
-        spec = replace(spec, error=shared_nodeid_error(metafunc.config, spec.nodeid, first, path))
-    metafunc.config.stash.setdefault(FUNCTIONS, {})[spec.nodeid] = spec
+    if awaits_candidates(metafunc):
+        # A hook called after this one may give them (`CandidatesOfEveryHook`).
+        metafunc.config.stash.setdefault(AWAITING, set()).add(function_nodeid(metafunc.definition))
+        return
+    record_function(metafunc)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -741,3 +741,95 @@ def test_a_generate_hook_whose_rows_differ_within_a_group_fails_its_items_not_th
         ],
         consecutive=False,
     )
+
+
+LATE_HOOK = """
+
+import pytest
+
+
+def fast(n):
+    spin(1e-4)
+    return n
+
+
+def slow(n):
+    spin(2e-4)
+    return n
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_generate_tests(metafunc):
+    if metafunc.function.__name__ in ("test_registry", "test_marker_too"):
+        metafunc.parametrize("candidate", [fast, slow], ids=["f", "s"])
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_candidates_a_hook_called_after_the_plugins_gives_are_one_group(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # A trylast hook is called after this plugin's (as is a plugin's given with -p, which
+    # is registered before this one): the plugin parametrized `candidate` to fail with
+    # "give the candidates", the hook's parametrize then met pytest's "duplicate
+    # parametrization", and the collection error stopped the session.
+    autotune_pytester.makeconftest(
+        autotune_pytester.path.joinpath("conftest.py").read_text() + LATE_HOOK
+    )
+    autotune_pytester.makepyfile(
+        test_late="""
+        import pytest
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_registry(candidate, n):
+            return candidate(n)
+
+        def test_plain():
+            pass
+        """,
+    )
+    result = run(autotune_pytester, "-v", *mode)
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(["test_late.py::test_registry[[]1-f[]] PASSED*"])
+    if mode:
+        result.stdout.fnmatch_lines(
+            ["test_late.py::test_registry[[]1[]] * f *", "verdicts: 2 no baseline"],
+            consecutive=False,
+        )
+
+
+def test_candidates_parametrized_twice_fail_their_test_not_the_session(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makeconftest(
+        autotune_pytester.path.joinpath("conftest.py").read_text() + LATE_HOOK
+    )
+    autotune_pytester.makepyfile(
+        test_twice="""
+        import pytest
+
+        @pytest.mark.autotune(candidates={"g": abs})
+        def test_marker_too(candidate):
+            return candidate(1)
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize("candidate", [abs])
+        def test_registry(candidate):
+            return candidate(1)
+
+        def test_plain():
+            pass
+        """,
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_twice.py::test_marker_too: the marker's candidates= and a"
+            " pytest_generate_tests hook both parametrize `candidate`, which pytest refuses*",
+            "*test_twice.py::test_registry: @pytest.mark.parametrize('candidate', ...) and a"
+            " pytest_generate_tests hook both parametrize `candidate`*",
+        ],
+        consecutive=False,
+    )
