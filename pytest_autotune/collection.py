@@ -505,7 +505,7 @@ def _generated_candidates(
             " them directly (metafunc.parametrize('candidate', [...], ids=[...]))"
         )
     ids = [tuple(getattr(c, "_idlist", ())) for c in calls]
-    functions = list({id(f): f for f in (_params(c)["candidate"] for c in calls)}.values())
+    functions = {_candidate_value(c): _params(c)["candidate"] for c in calls}
     places = [
         (place, names)
         for place in range(min(map(len, ids)) if len({len(i) for i in ids}) == 1 else 0)
@@ -521,7 +521,16 @@ def _generated_candidates(
             " candidates with the marker's candidates="
         )
     names = places[0][1]
-    return tuple((printable(names[id(f)]), f) for f in functions), None
+    return tuple((printable(names[value]), f) for value, f in functions.items()), None
+
+
+def _candidate_value(call: Any) -> tuple[int, int]:
+    """Which value of the hook's list a call's candidate is: its place there (pytest's
+    `CallSpec2.indices` while the hooks run) and its function. One function listed under
+    two ids (a registry's alias, `{"fast": f, "fast_again": f}`) is two candidates, as in
+    a parametrize mark: known by the function alone, it had two ids, which read as a
+    parameter other than the candidate, and every item failed saying so."""
+    return call.indices.get("candidate", -1), id(_params(call)["candidate"])
 
 
 def _params(call: Any) -> dict[str, Any]:
@@ -541,12 +550,12 @@ def _direct(metafunc: pytest.Metafunc, calls: list[Any]) -> bool:
     return getattr(func, "__name__", None) == "get_direct_param_fixture_func"
 
 
-def _ids_by_candidate(calls: list[Any], ids: list[str]) -> dict[int, str] | None:
+def _ids_by_candidate(calls: list[Any], ids: list[str]) -> dict[tuple[int, int], str] | None:
     """Each candidate's id at one place of the calls' ids; None where one candidate has
     two there (the place is another parameter's)."""
-    names: dict[int, str] = {}
+    names: dict[tuple[int, int], str] = {}
     for call, name in zip(calls, ids, strict=True):
-        if names.setdefault(id(_params(call)["candidate"]), name) != name:
+        if names.setdefault(_candidate_value(call), name) != name:
             return None
     return names
 

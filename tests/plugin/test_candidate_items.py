@@ -833,3 +833,50 @@ def test_candidates_parametrized_twice_fail_their_test_not_the_session(
         ],
         consecutive=False,
     )
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_one_function_a_hook_lists_under_two_ids_is_two_candidates(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # A registry's alias (`{"fast": f, "fast_again": f}`) given through a hook: known by
+    # the function alone, the candidate had two ids, read as another parameter's, and
+    # every item failed with "parametrizes `candidate` together with other names", where
+    # a parametrize mark of the same list tunes three candidates.
+    autotune_pytester.makeconftest(
+        autotune_pytester.path.joinpath("conftest.py").read_text()
+        + """
+
+def fast(n):
+    spin(1e-4)
+    return n
+
+
+def slow(n):
+    spin(2e-4)
+    return n
+
+
+REGISTRY = {"fast": fast, "fast_again": fast, "slow": slow}
+
+
+def pytest_generate_tests(metafunc):
+    if metafunc.function.__name__ == "test_aliased":
+        metafunc.parametrize("candidate", list(REGISTRY.values()), ids=list(REGISTRY))
+"""
+    )
+    autotune_pytester.makepyfile(
+        test_aliased="""
+        import pytest
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_aliased(candidate, n):
+            return candidate(n)
+        """
+    )
+    result = run(autotune_pytester, "-v", *mode)
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["test_aliased.py::test_aliased[[]fast_again-1[]] PASSED*"])
+    if mode:
+        result.stdout.fnmatch_lines(["verdicts: 2 no baseline"])
