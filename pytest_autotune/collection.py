@@ -787,7 +787,29 @@ def item_group(functions: Mapping[str, FunctionSpec], item: pytest.Item) -> Item
     group_key = _without_unrequested(item, without_component(callspec.id, component))
     group = f"{function.nodeid}[{group_key}]" if group_key else function.nodeid
     key = _by_value(callspec, group_key)
-    return ItemSpec(function, name, group, key, tuple(positional_parameters(callspec, key)))
+    positional = [n for n in positional_parameters(callspec, key) if n not in _named(item)]
+    return ItemSpec(function, name, group, key, tuple(positional))
+
+
+def _named(item: pytest.Item) -> frozenset[str]:
+    """The parameters whose parametrize mark names every value itself (an `ids=` list
+    without a None, an `ids=` function, or a `pytest.param(id=...)` each): an id of theirs
+    that reads as pytest's numbered one (`case1` of `ids=["case2", "case1"]`) is the
+    user's, and the summary's warning that their keys number them by place, asking for
+    the `ids=` given, was wrong."""
+    named = set()
+    for marker in item.iter_markers("parametrize"):
+        names, values, ids = _parametrize_arguments(marker)
+        listed = values if isinstance(values, (list, tuple)) else ()
+        own = [v.id if hasattr(v, "values") and hasattr(v, "marks") else None for v in listed]
+        if isinstance(ids, (list, tuple)):
+            own = [
+                given if given is not None else ids[i] if i < len(ids) else None
+                for i, given in enumerate(own)
+            ]
+        if callable(ids) or (own and None not in own):
+            named.update(_argnames(names))
+    return frozenset(named)
 
 
 def _by_value(callspec: Any, key: str) -> str:

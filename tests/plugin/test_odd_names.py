@@ -333,6 +333,29 @@ def test_a_key_that_numbers_arrays_by_their_place_is_said_once(
     assert "warning:" not in result.stdout.str()
 
 
+@pytest.mark.parametrize(
+    "ids",
+    [', ids=["x1", "x0"]', ", ids=lambda x: f'x{x.size}'", ""],
+    ids=["list", "function", "params"],
+)
+def test_ids_of_their_own_that_read_as_numbered_ones_are_not_warned_of(
+    autotune_pytester: pytest.Pytester, ids: str
+) -> None:
+    # The user's own ids `x1` and `x0` (or `x1`, `x4` from an ids function) read as pytest's
+    # numbered ones, and the summary asked for the `ids=` the test gives.
+    test = ARRAYS.replace("IDS", ids)
+    if not ids:
+        test = test.replace(
+            "[np.ones(1), np.ones(4)]",
+            '[pytest.param(np.ones(1), id="x1"), pytest.param(np.ones(4), id="x0")]',
+        )
+    autotune_pytester.makepyfile(test_arrays=test)
+    result = run(autotune_pytester, "-v", "--autotune")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result.stdout.fnmatch_lines(["test_arrays.py::test_arrays[[]x1[]] *"])
+    assert "warning:" not in result.stdout.str(), result.outlines
+
+
 def test_a_device_no_client_can_serve_fails_plain_pytest(pytester: pytest.Pytester) -> None:
     # `device="tpu"` (a typo of a hook's name, or of "cuda") passed every plain run and failed
     # only the tuning job; with no pytest_autotune_client hook registered nothing can serve
