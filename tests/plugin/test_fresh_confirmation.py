@@ -102,6 +102,10 @@ def test_under_importlib_mode_the_confirmations_still_run_in_fresh_processes(
     # ran in the slow pytest process, silently. In a package, the module's relative import
     # needs its package there too.
     assert "conftest" not in IMPORTLIB_TESTS
+    if layout == "package" and pytest.version_tuple < (8, 2):
+        # pytest before 8.2 cannot collect such a module at all (its importlib mode does
+        # not import the package a relative import needs): nothing of ours to check.
+        pytest.skip("pytest < 8.2's importlib mode cannot import a test package's module")
     pytester.makeini("[pytest]\nfilterwarnings = error\naddopts = --import-mode=importlib\n")
     folder = pytester.mkdir("checks")
     source = IMPORTLIB_TESTS
