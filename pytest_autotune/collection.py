@@ -487,7 +487,8 @@ def _generated_candidates(
     metafunc: pytest.Metafunc,
 ) -> tuple[tuple[tuple[str, Callable[..., Any]], ...] | None, str | None]:
     """The candidates a `pytest_generate_tests` hook (a conftest's, called before this
-    plugin's) gave with `metafunc.parametrize("candidate", ...)`, named by their ids in the
+    plugin's, or one after it, read by `CandidatesOfEveryHook` once every hook has run)
+    gave with `metafunc.parametrize("candidate", ...)`, named by their ids in the
     items' ids, and why they cannot be used; (None, None) where no hook gave them. (Read
     as no candidates, they were parametrized again, and pytest's "duplicate
     parametrization" stopped the collection of every test of the session.)
