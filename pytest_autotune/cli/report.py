@@ -46,6 +46,9 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    if not args.output.strip():
+        # Path("") is the current folder: "': cannot write the report: Is a directory".
+        raise CliError("-o/--output is empty; give the path of the HTML file to write")
     output = Path(args.output)
     if output.exists() and any(
         output.samefile(path) for path in args.records if Path(path).exists()

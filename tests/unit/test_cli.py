@@ -962,6 +962,21 @@ def test_report_that_cannot_be_written_is_one_line(
     assert err.count("\n") == 1
 
 
+@pytest.mark.parametrize("output", ["", " "])
+def test_report_to_an_empty_output_path_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], output: str
+) -> None:
+    # Path("") is the current folder: the line read ": cannot write the report: Is a
+    # directory", naming nothing.
+    records = tmp_path / "records.jsonl"
+    Recorder(records).record(realistic_records()[0])
+    code, out, err = run(capsys, "report", str(records), "-o", output)
+    assert (code, out) == (2, "")
+    assert err == (
+        "pytest-autotune: error: -o/--output is empty; give the path of the HTML file to write\n"
+    )
+
+
 def test_report_never_writes_over_the_records_it_renders(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
