@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from pytest_autotune.tune.checks import (
-    ITERATOR_TO_COMPARE,
-    NOTHING_TO_COMPARE,
-    compare_outputs,
-    copy_output,
-)
+from pytest_autotune.tune.checks import compare_outputs, copy_output, unusable_reference
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import AutotuneConfig, ConfigError
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
@@ -94,21 +89,11 @@ def check_candidate(
     else:
         label = "the explicit reference"
         expected = run(reference, *clone_value(inputs))
-    unusable = _unusable_reference(expected, label)
+    unusable = unusable_reference(expected, label)
     if unusable is not None:
         return f"candidate {name!r} cannot be checked: {unusable}"
     diff = compare_outputs(expected, output, config.rtol, config.atol)
     return None if diff is None else f"candidate {name!r} differs from {label}:\n{diff}"
-
-
-def _unusable_reference(expected: object, label: str) -> str | None:
-    """Why the reference's output shows no candidate right, where it does not: None, or an
-    iterator (which the reference candidate's own test compared with itself)."""
-    if expected is None:
-        return NOTHING_TO_COMPARE.format(label)
-    if isinstance(expected, Iterator):
-        return ITERATOR_TO_COMPARE.format(label, type(expected).__name__)
-    return None
 
 
 __all__ = ["Body", "Candidates", "candidate_call", "check_candidate"]

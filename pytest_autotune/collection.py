@@ -711,13 +711,10 @@ def _parametrized(
         if _argnames(names) != ["candidate"]:
             continue
         found = []
-        for i, value in enumerate(values):
-            given = getattr(value, "id", None) if hasattr(value, "values") else None
-            fn = value.values[0] if hasattr(value, "values") else value
-            if given is None and isinstance(ids, (list, tuple)) and i < len(ids):
-                given = ids[i]
-            elif given is None and callable(ids):
-                given = _id_of(ids, fn)
+        values = list(values)
+        for i, (value, own) in enumerate(zip(values, _explicit_ids(values, ids), strict=True)):
+            fn = value.values[0] if _is_param(value) else value
+            given = _id_of(ids, fn) if own is None and callable(ids) else own
             name = printable(str(given or _value_id(fn, i)))
             marks = tuple(getattr(m, "mark", m) for m in getattr(value, "marks", ()))
             found.append((name, fn, marks))
@@ -802,15 +799,27 @@ def _named(item: pytest.Item) -> frozenset[str]:
     for marker in item.iter_markers("parametrize"):
         names, values, ids = _parametrize_arguments(marker)
         listed = values if isinstance(values, (list, tuple)) else ()
-        own = [v.id if hasattr(v, "values") and hasattr(v, "marks") else None for v in listed]
-        if isinstance(ids, (list, tuple)):
-            own = [
-                given if given is not None else ids[i] if i < len(ids) else None
-                for i, given in enumerate(own)
-            ]
+        own = _explicit_ids(listed, ids)
         if callable(ids) or (own and None not in own):
             named.update(_argnames(names))
     return frozenset(named)
+
+
+def _is_param(value: object) -> bool:
+    """Whether a parametrize value is a `pytest.param(...)`."""
+    return hasattr(value, "values") and hasattr(value, "marks")
+
+
+def _explicit_ids(values: Iterable[Any], ids: Any) -> list[str | None]:
+    """The id each value of a parametrize mark is given by the user: its `pytest.param`'s
+    `id=`, else its place in an `ids=` list; None where neither names it (an `ids=`
+    function names it when called, `_id_of`)."""
+    listed = ids if isinstance(ids, (list, tuple)) else ()
+    found: list[str | None] = []
+    for i, value in enumerate(values):
+        own = value.id if _is_param(value) else None
+        found.append(own if own is not None or i >= len(listed) else listed[i])
+    return found
 
 
 def _by_value(callspec: Any, key: str) -> str:

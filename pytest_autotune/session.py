@@ -810,10 +810,7 @@ def _nothing_takes(decision: TuneDecision) -> bool:
     `groups=` plan tries none for it (every priority negative there). The plan's case
     failed the group's first test ("no measured candidate is left") and passed the others,
     where plain pytest skips them all (`check_groups`)."""
-    return all(
-        _declines(r) or (isinstance(r, AutotuneError) and r.message == UNPLANNED)
-        for r in decision.results.values()
-    )
+    return all(_declines(r) or _unplanned(r) for r in decision.results.values())
 
 
 def _declined(decision: TuneDecision) -> dict[str, str]:
@@ -822,8 +819,13 @@ def _declined(decision: TuneDecision) -> dict[str, str]:
     return {
         result.name or "": result.message
         for result in decision.results.values()
-        if _declines(result) or (isinstance(result, AutotuneError) and result.message == UNPLANNED)
+        if _declines(result) or _unplanned(result)
     }
+
+
+def _unplanned(result: object) -> TypeGuard[AutotuneError]:
+    """Whether a candidate's result says the `groups=` plan never tries it for the key."""
+    return isinstance(result, AutotuneError) and result.message == UNPLANNED
 
 
 def _declines(result: object) -> TypeGuard[AutotuneError]:

@@ -124,6 +124,9 @@ NOTHING_TO_COMPARE = (
     " body or the set's functions, or pass check_output=False to the marker or the"
     " autotune(...) call)"
 )
+"""Why a reference output of None fails: None equals None, so a test body without `return`
+would pass every candidate, a wrong one included. It names both places the option goes: a
+test of the `autotune` fixture has no marker, and was told to pass it "to the marker"."""
 
 ITERATOR_TO_COMPARE = (
     "{} returned a {}, an iterator that yields its values once and cannot be compared:"
@@ -131,9 +134,17 @@ ITERATOR_TO_COMPARE = (
 )
 """A reference that returns an iterator is none: compared with itself, its candidate
 passed under --autotune and failed in a plain run, where its own test compares it."""
-"""Why a reference output of None fails: None equals None, so a test body without `return`
-would pass every candidate, a wrong one included. It names both places the option goes: a
-test of the `autotune` fixture has no marker, and was told to pass it "to the marker"."""
+
+
+def unusable_reference(output: object, label: str, require_output: bool = True) -> str | None:
+    """Why a reference's output (`label` names the reference) shows no candidate right, where
+    it does not: None where an output is required, or an iterator. The one rule of the
+    checks in both modes and of an explicit reference."""
+    if output is None and require_output:
+        return NOTHING_TO_COMPARE.format(label)
+    if isinstance(output, Iterator):
+        return ITERATOR_TO_COMPARE.format(label, type(output).__name__)
+    return None
 
 
 def check_candidates(
@@ -250,14 +261,11 @@ class _Judge:
             first = not self.returned_none
             self.results[index] = CheckResult(name, True, "reference" if first else "")
             self.returned_none.append(index)
-        elif output is None and self.require_output:
-            self.no_reference = NOTHING_TO_COMPARE.format(f"the reference {name!r}")
-            self.results[index] = CheckResult(name, False, self.no_reference)
-        elif isinstance(output, Iterator):
-            self.no_reference = ITERATOR_TO_COMPARE.format(
-                f"the reference {name!r}", type(output).__name__
-            )
-            self.results[index] = CheckResult(name, False, self.no_reference)
+        elif (
+            unusable := unusable_reference(output, f"the reference {name!r}", self.require_output)
+        ) is not None:
+            self.no_reference = unusable
+            self.results[index] = CheckResult(name, False, unusable)
         else:
             self.ref_output, self.have_reference = copy_output(output), True
             self.ref_label = f"the reference {name!r}"
@@ -322,10 +330,9 @@ def _explicit_reference(
         output = reference()
     except Exception as exc:
         return None, f"the reference raised {AutotuneError.from_exception('', exc).message}"
-    if require_output and output is None:
-        return None, NOTHING_TO_COMPARE.format("the explicit reference")
-    if isinstance(output, Iterator):
-        return None, ITERATOR_TO_COMPARE.format("the explicit reference", type(output).__name__)
+    unusable = unusable_reference(output, "the explicit reference", require_output)
+    if unusable is not None:
+        return None, unusable
     return copy_output(output), None
 
 
