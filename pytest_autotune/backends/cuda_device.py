@@ -91,12 +91,13 @@ def _driver_uuid(ordinal: int) -> bytes | None:
     else:
         return None
     get = getattr(library, "cuDeviceGetUuid_v2", None) or getattr(library, "cuDeviceGetUuid", None)
+    init, device = getattr(library, "cuInit", None), getattr(library, "cuDeviceGet", None)
+    if get is None or init is None or device is None:
+        return None  # a library of that name that is no CUDA driver: unknown, not a traceback
     handle = ctypes.c_int()
     raw = ctypes.create_string_buffer(16)
     # cuInit is idempotent, and CuPy has called it already where a client exists.
-    if get is None or library.cuInit(0) != 0:
-        return None
-    if library.cuDeviceGet(ctypes.byref(handle), ordinal) != 0 or get(raw, handle) != 0:
+    if init(0) != 0 or device(ctypes.byref(handle), ordinal) != 0 or get(raw, handle) != 0:
         return None
     return raw.raw[:16]
 
