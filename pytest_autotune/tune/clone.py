@@ -13,6 +13,7 @@ import functools
 import random
 import sys
 import types
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -160,13 +161,25 @@ def _strided_copy(value: Any) -> Any:
         return None
     if value.dtype.hasobject:  # no array of references is made over raw bytes
         return None
+    return _keeping_strides(
+        value,
+        lambda span, offset: np.ndarray(
+            value.shape, value.dtype, np.empty(span, np.uint8), offset, value.strides
+        ),
+    )
+
+
+def _keeping_strides(value: Any, view_in_span: Callable[[int, int], Any]) -> Any:
+    """`value` copied into the view `view_in_span(span, offset)` makes over a new buffer of
+    the bytes it spans (its first element at `offset`), so that the copy has its strides;
+    None where the span is too wide to copy whole: over `_WIDEST_SPAN` times its elements'
+    bytes and over `_SMALL_SPAN`."""
     extents = [(n - 1) * stride for n, stride in zip(value.shape, value.strides, strict=True)]
     low = sum(e for e in extents if e < 0)
     span = sum(e for e in extents if e > 0) - low + value.itemsize
     if span > max(_WIDEST_SPAN * value.nbytes, _SMALL_SPAN):
         return None
-    buffer = np.empty(span, dtype=np.uint8)
-    copied = np.ndarray(value.shape, value.dtype, buffer=buffer, offset=-low, strides=value.strides)
+    copied = view_in_span(span, -low)
     copied[...] = value
     return copied
 
@@ -182,17 +195,33 @@ def device_copy(cp: Any, value: Any) -> Any:
     copy this way."""
     if cp is None or not isinstance(value, cp.ndarray):
         return None
-    if not (value.flags.c_contiguous or value.flags.f_contiguous):
-        return None
     # CuPy's `copy` makes its copy on the current device, which the tuner sets to its
     # client's (`client_context`): a client of GPU 1 times copies of GPU 0's arrays on GPU
     # 1. An array of another device keeps that way.
     if value.device.id != cp.cuda.runtime.getDevice():
         return None
+    if not (value.flags.c_contiguous or value.flags.f_contiguous):
+        return _strided_device_copy(cp, value)
     copied = cp.empty_like(value, order="K")
     if value.nbytes:
         copied.data.copy_from_device_async(value.data, value.nbytes)
     return copied
+
+
+def _strided_device_copy(cp: Any, value: Any) -> Any:
+    """A strided CuPy view copied with its own strides, as `_strided_copy` does a NumPy
+    one; None where its span is too wide (CuPy's `copy` then makes it contiguous). Copied
+    contiguous, a kernel reading every other column was timed on coalesced loads it never
+    gets from the caller's view."""
+    return _keeping_strides(
+        value,
+        lambda span, offset: cp.ndarray(
+            value.shape,
+            value.dtype,
+            memptr=cp.empty(span, dtype=cp.uint8).data + offset,
+            strides=value.strides,
+        ),
+    )
 
 
 _MAX_OBJECT_DEPTH = 3

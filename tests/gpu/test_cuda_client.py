@@ -25,6 +25,7 @@ from pytest_autotune.backends.cuda_graphs import (
     PLACEMENT_STEP,
     REPLAY_CACHE_SIZE,
 )
+from pytest_autotune.tune.clone import clone_value, device_copy
 
 COUNTED_SOURCE = r"""
 extern "C" __global__ void spin_counted(float* out, int iters, unsigned int* runs) {
@@ -166,6 +167,28 @@ def test_a_client_of_another_gpu_tunes_and_checks_on_copies_on_its_own_gpu(cp: A
     decision = tuner.tune(x.size, tunables, (x,), cuda(device=1))
     assert decision.measured and all(check.passed for check in decision.checks)
     assert seen == {1}
+
+
+def test_a_strided_view_is_tuned_and_placed_with_its_own_strides(cp: Any) -> None:
+    # CuPy's `copy` makes a strided view contiguous: a kernel reading every other column,
+    # or rows reversed, was timed on loads the caller's view never gives it.
+    matrix = cp.arange(64 * 256, dtype=cp.float32).reshape(64, 256)
+    for view in (matrix[:, ::2], matrix[::-1, ::-3], matrix.T[::2]):
+        for copied in (clone_value(view), device_copy(cp, view)):
+            assert copied.strides == view.strides
+            assert copied.data.ptr != view.data.ptr
+            assert bool((copied == view).all())
+    seen: set[tuple[int, ...]] = set()
+
+    def total(x: Any) -> Any:
+        seen.add(x.strides)
+        return x.sum()
+
+    view = matrix[:, ::2]
+    tunables = TunableSet.of(lambda x: x.size, {"sum": total, "other": cp.sum})
+    tuner = Tuner("gpu-strided", "d", AutotuneConfig(disable_cache=True, checks=True))
+    decision = tuner.tune(view.size, tunables, (view,), cuda())
+    assert decision.measured and seen == {view.strides}
 
 
 def test_launch_overhead_is_microseconds(client: CudaClient) -> None:

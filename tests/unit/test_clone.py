@@ -86,8 +86,50 @@ def test_a_cupy_array_of_another_device_is_copied_onto_the_current_one(cupy_modu
     assert copied.copy_kernel and copied.device.id == 1
 
 
-def test_a_strided_cupy_array_keeps_cupys_copy(cupy_module):
-    copied = clone_value(_FakeArray(0, contiguous=False))
+class _CupyLike(np.ndarray):
+    """A CuPy array as `clone._strided_device_copy` makes one, over NumPy's memory: built from
+    a `memptr` (a buffer and an offset into it) and strides."""
+
+    device = types.SimpleNamespace(id=0)
+
+    def __new__(cls, shape, dtype=float, memptr=None, strides=None):
+        return np.ndarray.__new__(cls, shape, dtype, memptr.buffer, memptr.offset, strides)
+
+    @property
+    def data(self) -> _Pointer:
+        return _Pointer(self, 0)
+
+
+class _Pointer:
+    def __init__(self, buffer: np.ndarray, offset: int) -> None:
+        self.buffer, self.offset = buffer, offset
+
+    def __add__(self, offset: int) -> _Pointer:
+        return _Pointer(self.buffer, self.offset + offset)
+
+
+def test_a_strided_cupy_view_is_copied_with_its_own_strides(monkeypatch: pytest.MonkeyPatch):
+    # Copied contiguous by CuPy's `copy`, a kernel reading every other column was timed on
+    # coalesced loads the caller's view never gives it.
+    cupy_like = types.SimpleNamespace(
+        ndarray=_CupyLike,
+        uint8=np.uint8,
+        empty=lambda n, dtype: np.empty(n, dtype).view(_CupyLike),
+        cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0)),
+    )
+    monkeypatch.setitem(sys.modules, "cupy", cupy_like)
+    matrix = np.arange(48.0).reshape(6, 8).view(_CupyLike)
+    for view in (matrix[:, ::2], matrix[::-1, ::-3]):
+        copied = clone_value(view)
+        assert copied.strides == view.strides
+        assert not np.shares_memory(copied, view)
+        np.testing.assert_array_equal(copied, view)
+
+
+def test_a_cupy_view_spread_wide_keeps_cupys_contiguous_copy(cupy_module):
+    column = _FakeArray(0, contiguous=False)  # 16 elements a row of 8 MiB apart
+    column.strides, column.itemsize = (8 << 20,), 4
+    copied = clone_value(column)
     assert copied.copy_kernel
 
 

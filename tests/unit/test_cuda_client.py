@@ -183,6 +183,7 @@ class FakeArray:
         self.data = FakeMemory(self, ptr)
         self.device = SimpleNamespace(id=device)
         self.shape, self.strides, self.dtype = shape, (4,), SimpleNamespace(str="<f4")
+        self.itemsize = 4
         self.flags = SimpleNamespace(c_contiguous=contiguous, f_contiguous=False)
         self.nbytes = 4 * shape[0]
         self.gpu = gpu
@@ -1429,10 +1430,13 @@ def test_a_placement_copies_a_contiguous_array_by_memcpy_and_a_strided_one_by_ke
     # CuPy's copy kernel is compiled per dtype on its first use (80-160 ms on a fresh H200
     # host), which the gate's placements paid where the tuner's copies no longer did; a
     # strided view cannot be copied byte for byte, and an array of another GPU is copied
-    # onto the client's by CuPy.
+    # onto the client's by CuPy. (A strided view spanning little more than its elements
+    # keeps its strides, `clone._strided_device_copy`, on the GPU in tests/gpu; this one is
+    # spread wide, and CuPy's copy makes it contiguous.)
     client = CudaClient(cold_l2=False, timing="device")
     x = FakeArray(ptr=4096, gpu=gpu)
     strided = FakeArray(ptr=1 << 16, gpu=gpu, contiguous=False)
+    strided.strides = (8 << 20,)
     seen: list[tuple[FakeArray, ...]] = []
 
     def call(*arrays: FakeArray) -> None:
