@@ -163,6 +163,7 @@ class CandidatesOfEveryHook:
                 source = "hook" if kwargs.get("_param_mark") is None else "mark"
                 if given:
                     refused.append(source)
+                    _the_others_of(parametrize, argnames, argvalues, *args, **kwargs)
                     return
                 given.append(source)
             parametrize(argnames, argvalues, *args, **kwargs)
@@ -179,12 +180,30 @@ class CandidatesOfEveryHook:
             options, _ = marker_options(metafunc.definition)
             first = "candidates" if "candidates" in options else given[0]
             spec = functions[nodeid]
-            error = f"{nodeid}: {_sources(first, refused[0])} both parametrize `candidate`,"
-            error += (
-                ' which pytest refuses, stopping the whole session at its "duplicate'
-                ' parametrization"; give the candidates in one place'
-            )
+            error = f"{nodeid}: {_given_twice(first, refused[0])}"
             functions[nodeid] = replace(spec, error=spec.error or error)
+
+
+def _the_others_of(
+    parametrize: Callable[..., None], argnames: Any, argvalues: Any, *args: Any, **kwargs: Any
+) -> None:
+    """The names a refused parametrize of `candidate` gives beside it (`("candidate", "n")`),
+    parametrized with its first row's values: dropped with `candidate`, the test's items
+    failed at set-up with "fixture 'n' not found" and never reached the message saying
+    that the candidates come from two places. One row, as the items only fail."""
+    names = _argnames(argnames)
+    others = [i for i, name in enumerate(names) if name != "candidate"]
+    rows = list(argvalues)
+    if not others or not rows:
+        return
+    first = rows[0].values if _is_param(rows[0]) else rows[0]
+    values = [first[i] for i in others]
+    indirect = kwargs.pop("indirect", args[0] if args else False)
+    if not isinstance(indirect, bool):
+        indirect = [name for name in indirect if name != "candidate"]
+    row = values[0] if len(others) == 1 else tuple(values)
+    scope = {k: v for k, v in kwargs.items() if k in ("scope", "_param_mark")}
+    parametrize(",".join(names[i] for i in others), [row], indirect=indirect, **scope)
 
 
 _SOURCES = {
@@ -194,11 +213,17 @@ _SOURCES = {
 }
 
 
-def _sources(first: str, second: str) -> str:
-    """The two places that parametrize `candidate`, in words."""
+def _given_twice(first: str, second: str) -> str:
+    """Why a test given its candidates by two places (`_SOURCES`) fails, in one wording
+    whichever of them pytest called first."""
     if first == second:
-        return "two pytest_generate_tests hooks" if first == "hook" else "two parametrize marks"
-    return f"{_SOURCES[first]} and {_SOURCES[second]}"
+        both = "two pytest_generate_tests hooks" if first == "hook" else "two parametrize marks"
+    else:
+        both = f"{_SOURCES[first]} and {_SOURCES[second]}"
+    return (
+        f"{both} both parametrize `candidate`, which pytest refuses, stopping the whole"
+        ' session at its "duplicate parametrization"; give the candidates in one place'
+    )
 
 
 @contextmanager
@@ -475,10 +500,7 @@ def _beside_a_hook(
         return (
             generated,
             None,
-            (
-                "a pytest_generate_tests hook parametrizes `candidate`, and the marker gives"
-                " candidates=; give the candidates in one place"
-            ),
+            _given_twice("hook", "candidates"),
         )
     return generated, candidates, error
 

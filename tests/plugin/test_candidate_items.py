@@ -3,6 +3,8 @@ first test tunes every candidate, and what its test shows when it fails."""
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from tests.plugin.harness import run
@@ -734,8 +736,9 @@ def test_a_generate_hook_whose_rows_differ_within_a_group_fails_its_items_not_th
         [
             "*test_rows.py::test_rows: a pytest_generate_tests hook parametrizes `candidate`"
             " together with other names, whose values then differ within a group*",
-            "*test_rows.py::test_both: a pytest_generate_tests hook parametrizes `candidate`,"
-            " and the marker gives candidates=; give the candidates in one place",
+            "*test_rows.py::test_both: a pytest_generate_tests hook and the marker's"
+            " candidates= both parametrize `candidate`, which pytest refuses*; give the"
+            " candidates in one place",
             "*test_rows.py::TestIndirect::test_indirect: a pytest_generate_tests hook"
             " parametrizes `candidate` indirectly*",
         ],
@@ -802,8 +805,35 @@ def test_candidates_a_hook_called_after_the_plugins_gives_are_one_group(
 def test_candidates_parametrized_twice_fail_their_test_not_the_session(
     autotune_pytester: pytest.Pytester,
 ) -> None:
+    # A hook's parametrize of `candidate` together with another name is refused as a
+    # whole: the other name was then given by nothing, and the test's items failed at set-up
+    # with "fixture 'n' not found", never saying why.
     autotune_pytester.makeconftest(
         autotune_pytester.path.joinpath("conftest.py").read_text() + LATE_HOOK
+    )
+    deeper = autotune_pytester.mkpydir("deeper")
+    deeper.joinpath("conftest.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.hookimpl(trylast=True)
+            def pytest_generate_tests(metafunc):
+                if "n" in metafunc.fixturenames:
+                    metafunc.parametrize(("candidate", "n"), [(abs, 1), (abs, 2)])
+            """
+        )
+    )
+    deeper.joinpath("test_with_n.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.autotune(candidates={"g": abs, "h": abs})
+            def test_with_n(candidate, n):
+                return candidate(n)
+            """
+        )
     )
     autotune_pytester.makepyfile(
         test_twice="""
@@ -823,9 +853,11 @@ def test_candidates_parametrized_twice_fail_their_test_not_the_session(
         """,
     )
     result = run(autotune_pytester)
-    result.assert_outcomes(passed=1, failed=2)
+    result.assert_outcomes(passed=1, failed=4)
     result.stdout.fnmatch_lines(
         [
+            "*test_with_n.py::test_with_n: the marker's candidates= and a"
+            " pytest_generate_tests hook both parametrize `candidate`*",
             "*test_twice.py::test_marker_too: the marker's candidates= and a"
             " pytest_generate_tests hook both parametrize `candidate`, which pytest refuses*",
             "*test_twice.py::test_registry: @pytest.mark.parametrize('candidate', ...) and a"
