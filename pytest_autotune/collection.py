@@ -43,6 +43,9 @@ AWAITING = pytest.StashKey[set[str]]()
 NOT_RUN = pytest.StashKey[dict[str, dict[str, str]]]()
 """The candidates of each group whose items are marked not to run, and why (`not_run`),
 once read."""
+SKIPPED_AT_SETUP = pytest.StashKey[dict[str, dict[str, str]]]()
+"""The candidates of each group whose tests a fixture skipped (or xfailed) at their setup,
+and why (`note_skipped_at_setup`), as they are met."""
 
 MARKER_OPTIONS = (
     "candidates",
@@ -1044,7 +1047,28 @@ def not_run(config: pytest.Config, group: str) -> Mapping[str, str]:
     A candidate whose item was not collected (a node id or `--lf` names only some of the
     group's tests) is judged by its `pytest.param`'s marks: its skip mark is no less true.
 
+    So is one whose test a fixture skipped at its setup before now (`SKIPPED_AT_SETUP`): a
+    "needs feature X" fixture's skip of the first candidate left it the reference every
+    other candidate failed its check against, and the winner.
+
     Read when the group first runs, once every hook has added its marks."""
+    skipped = config.stash.get(SKIPPED_AT_SETUP, {}).get(group, {})
+    marked = _marked_not_to_run(config, group)
+    return {**skipped, **marked} if skipped else marked
+
+
+def note_skipped_at_setup(item: pytest.Item, reason: str) -> None:
+    """A candidate's test skipped at its setup, by a fixture (`pytest.skip()`, or
+    `pytest.xfail()`): from now on its group leaves it out, as one marked to skip
+    (`not_run`). A group tuned before cannot: it ran the candidate on its first test's
+    fixtures."""
+    spec = item.stash.get(ITEM, None)
+    if spec is not None:
+        skipped = item.config.stash.setdefault(SKIPPED_AT_SETUP, {})
+        skipped.setdefault(spec.group, {}).setdefault(spec.candidate, reason)
+
+
+def _marked_not_to_run(config: pytest.Config, group: str) -> Mapping[str, str]:
     known = config.stash.setdefault(NOT_RUN, {})
     if not _marks_skip(config):
         return {}

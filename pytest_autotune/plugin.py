@@ -56,6 +56,7 @@ from pytest_autotune.collection import (
     item_function_nodeid,
     item_group,
     not_run,
+    note_skipped_at_setup,
     record_function,
     shared_nodeid_error,
     unprovided_device,
@@ -338,6 +339,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()
     _skip_shown_at_the_test(item, report)
+    if report.when == "setup" and report.skipped and call.excinfo is not None:
+        _skipped_at_setup(item, report, str(getattr(call.excinfo.value, "msg", "") or "skipped"))
     if report.when == "call":
         _gate_failures_in(item, report)
     state = item.config.stash.get(SESSION, None)
@@ -350,6 +353,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     groups = [spec.group] if spec is not None else list(item.stash.get(CALL_GROUPS, {}).values())
     for group in groups:
         state.note_test_failure(group, expected=xfailed)
+
+
+def _skipped_at_setup(item: pytest.Item, report: pytest.TestReport, why: str) -> None:
+    """A candidate's test skipped at its setup, by a fixture or a skip mark: its group
+    leaves it out from now on (`note_skipped_at_setup`). Where the group was tuned before,
+    with it, and the gate's failure was given to its test, the test fails with it, so that
+    the run fails on a test shown (`AutotuneSession.skipped_after_tuning`)."""
+    spec = item.stash.get(ITEM, None)
+    if spec is None:
+        return
+    note_skipped_at_setup(item, why)
+    state = item.config.stash.get(SESSION, None)
+    if state is None or not state.settings.tune:
+        return
+    failure = state.skipped_after_tuning(spec.group, spec.candidate, why)
+    if failure is not None:
+        report.outcome = "failed"
+        report.longrepr = failure
+        if hasattr(report, "wasxfail"):
+            del report.wasxfail
 
 
 def _gate_failures_in(item: pytest.Item, report: pytest.TestReport) -> None:

@@ -117,6 +117,8 @@ class _Outcome:
     gate: str | None = None
     """The gate's failure alone, where it failed (also in `failures`, on the candidate it
     judged): a fixture call goes on past it (`fixture._tune_set`)."""
+    gate_test: str | None = None
+    """The candidate whose test the gate's failure was given to, where it failed."""
 
 
 class AutotuneSession:
@@ -313,6 +315,32 @@ class AutotuneSession:
         outcome = self._outcomes.get(request.group)
         return None if outcome is None else outcome.gate
 
+    def skipped_after_tuning(self, group: str, name: str, why: str) -> str | None:
+        """Candidate `name`'s test was skipped at its setup (a fixture's `pytest.skip()`,
+        `why`) after its group was tuned, which ran it on an earlier test's fixtures (a
+        fixture's skip is known only when that test runs): the gate's failure where it was
+        given to this test, with why, else None, a note said where the group timed it.
+        Without it the run failed on the gate with no test failed."""
+        outcome = self._outcomes.get(group)
+        if outcome is None:
+            return None
+        timed = any(
+            r.name == name and not isinstance(r, AutotuneError)
+            for r in outcome.decision.results.values()
+        )
+        if not timed and outcome.gate_test != name:
+            return None
+        said = (
+            f"candidate {name!r} was tuned with its group {group} before its own test was"
+            f" skipped at its setup ({why}): a fixture's skip keeps a candidate out of its"
+            " group only where its test runs before the one that tunes the group; to keep"
+            " it out, mark its parameter (pytest.param(..., marks=pytest.mark.skipif(...)))"
+        )
+        if outcome.gate_test != name:
+            self.note(f"note: {said}")
+            return None
+        return f"{outcome.failures[name]}\n({said})"
+
     def declined(self, group: str, name: str) -> str | None:
         """Why candidate `name` of a tuned group declined its key (`AutotuneSkip`, or
         `pytest.skip()` in the test body), or None where it did not: its test is skipped,
@@ -461,15 +489,26 @@ class AutotuneSession:
                 f"{request.group}: measured while other pytest-xdist workers ran tests ({unpaused})"
             )
         verdict = self._keep(request, case, judged, client, work)
-        failures = _failures(
+        selected = self._selected(request)
+        failures, gate_test = _failures(
             decision,
             verdict,
-            self.selected.get(request.group),
+            selected,
             judged.measured,
             judged.overtaken,
-            _unexpected_tests(request, self.selected.get(request.group)),
+            _unexpected_tests(request, selected),
         )
-        return _Outcome(tunables, decision, failures, _gate_failure(verdict))
+        return _Outcome(tunables, decision, failures, _gate_failure(verdict), gate_test)
+
+    def _selected(self, request: GroupRequest) -> tuple[str, ...] | None:
+        """The group's selected candidates whose tests may still run: a test a fixture
+        skipped at its setup before the group was tuned (`request.not_run`) has ended, and
+        a gate failure given to it was shown on no test, the run failing all the same."""
+        selected = self.selected.get(request.group)
+        if selected is None:
+            return None
+        # The running test is one of them: what is left is never empty (`_chosen`).
+        return tuple(name for name in selected if name not in request.not_run)
 
     def _judge(
         self,
@@ -734,13 +773,15 @@ def _failures(
     measured: str | None = None,
     overtaken: str | None = None,
     unexpected: tuple[str, ...] = (),
-) -> dict[str, str]:
+) -> tuple[dict[str, str], str | None]:
     """What fails for each candidate of a tuned group, by name: its own error, and for the
-    winner the gate's failure. The winner is the candidate the gate judged: `measured`, the
+    winner the gate's failure; and the candidate whose test the gate's failure goes to,
+    where it failed. The winner is the candidate the gate judged: `measured`, the
     baseline's winner where tuning here slipped onto another (`gate_policy.judge_group`),
     since the failure is that candidate's time, and the summary names it. Where the
-    winner's item was not selected (`selected`: the selected candidates, None where every
-    one is), the gate's failure goes to the first selected candidate instead: the run fails
+    winner's item was not selected (`selected`: the selected candidates whose tests may
+    still run, None where every one is), the gate's failure goes to the first selected
+    candidate instead: the run fails
     on a failing test, not on the summary alone. A regression where tuning's pick overtook
     the baseline's winner (`overtaken`, which measured slower here) fails the baseline's
     winner: its slowdown lost the group its time, and the pick, unchanged, passed. Where
@@ -775,7 +816,8 @@ def _failures(
             )
             name = unexpected[0]
         failures[name] = f"{failures[name]}\n{gate}" if name in failures else gate
-    return failures
+        return failures, name
+    return failures, None
 
 
 def _unexpected_tests(request: GroupRequest, selected: tuple[str, ...] | None) -> tuple[str, ...]:

@@ -1826,6 +1826,90 @@ def test_a_baselines_winner_skipped_on_this_machine_is_no_regression_of_the_othe
     )
 
 
+FIXTURE_SKIP_TESTS = """
+import os
+
+import pytest
+from conftest import spin, slowdown
+
+def vectorized(n):
+    # Needs feature X, which this machine lacks: it may compute garbage here, fast.
+    spin(50e-6 * slowdown("vectorized"))
+    return n * (7 if os.environ.get("GARBAGE") else 2)
+
+def plain(n):
+    spin(100e-6)
+    return n * 2
+
+@pytest.fixture
+def needs_feature(request):
+    if "vectorized" in request.node.callspec.id:
+        pytest.skip("needs feature X")
+
+CANDIDATES = [vectorized, plain]
+if os.environ.get("PLAIN_FIRST"):
+    CANDIDATES.reverse()
+
+@pytest.mark.usefixtures("needs_feature")
+@pytest.mark.autotune
+@pytest.mark.parametrize("candidate", CANDIDATES)
+def test_x(candidate):
+    return candidate(21)
+"""
+
+
+def test_a_candidate_a_fixture_skipped_before_its_group_ran_is_neither_reference_nor_tuned(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fixture skipped vectorized's test, yet it was the reference of plain's check
+    # ("differs from the reference candidate 'vectorized'"), and was tuned.
+    autotune_pytester.makepyfile(test_fx=FIXTURE_SKIP_TESTS)
+    monkeypatch.setenv("GARBAGE", "1")
+    plain = run(autotune_pytester, "-rs")
+    plain.assert_outcomes(passed=1, skipped=1)
+    plain.stdout.fnmatch_lines(["SKIPPED*needs feature X"])
+    updated = run(autotune_pytester, "--autotune-update")
+    updated.assert_outcomes(passed=1, skipped=1)
+    updated.stdout.fnmatch_lines(["*test_fx.py::test_x *plain*100 us*updated*"])
+    (path,) = (autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*.json")
+    (entry,) = json.loads(path.read_text())["entries"]
+    assert entry["fastest_name"] == "plain"
+    assert entry["results"][0] == {
+        "error": {"kind": "skip", "message": "needs feature X"},
+        "index": 0,
+        "name": "vectorized",
+    }
+
+
+def test_a_gate_failure_of_a_candidate_a_fixture_skipped_after_its_group_ran_fails_its_test(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Tuned in plain's test before the fixture skipped vectorized's, vectorized won; its
+    # regression then failed the run (exit status 1) on no test: "1 passed, 1 skipped".
+    autotune_pytester.makepyfile(test_fx=FIXTURE_SKIP_TESTS)
+    monkeypatch.setenv("PLAIN_FIRST", "1")
+    updated = run(autotune_pytester, "--autotune-update")
+    assert updated.ret == pytest.ExitCode.OK
+    updated.stdout.fnmatch_lines(
+        [
+            "note: candidate 'vectorized' was tuned with its group * before its own test was"
+            " skipped at its setup (needs feature X)*"
+        ]
+    )
+    monkeypatch.setenv("SLOWDOWN_VECTORIZED", "2")
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of test_x[[]vectorized[]]*",
+            "autotune gate: regression of +100.0%*",
+            "(candidate 'vectorized' was tuned with its group * before its own test was"
+            " skipped at its setup (needs feature X)*",
+        ]
+    )
+
+
 def test_compare_of_two_runs_does_not_judge_a_pick_against_a_winner_skipped_in_the_later(
     autotune_pytester: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
