@@ -65,6 +65,15 @@ def check_candidate(
     # A copy: the reference runs next, and where both write into one module-level buffer
     # and return it, it overwrote this output, and a wrong candidate equalled the reference.
     output = copy_output(output)
+    if reference is not None:
+        try:
+            label, expected = _explicit(name, output, by_name, run, inputs, reference)
+        except AutotuneSkip:
+            # The reference declined the key: this candidate is checked as without one, as
+            # in tuning. The decline read as this candidate's own: every test of the group
+            # skipped as declining, or xfailed where the reference's body called
+            # `pytest.xfail()`, while tuning failed them all as "cannot be checked".
+            reference = None
     if reference is None:
         # Stable: the expected failures last, each kind in the candidates' order.
         ordered = sorted(by_name, key=lambda other: other in expected_to_fail)
@@ -80,20 +89,36 @@ def check_candidate(
             except Exception:
                 continue
             break
-    elif isinstance(reference, str):
-        if reference not in by_name:
-            raise ConfigError(f"reference={reference!r} names no candidate: {sorted(by_name)}")
-        label = f"the reference candidate {reference!r}"
-        call = candidate_call(run, reference, by_name[reference])
-        expected = output if reference == name else call(*clone_value(inputs))
-    else:
-        label = "the explicit reference"
-        expected = run(reference, *clone_value(inputs))
     unusable = unusable_reference(expected, label)
     if unusable is not None:
         return f"candidate {name!r} cannot be checked: {unusable}"
     diff = compare_outputs(expected, output, config.rtol, config.atol)
     return None if diff is None else f"candidate {name!r} differs from {label}:\n{diff}"
+
+
+def _explicit(
+    name: str,
+    output: Any,
+    by_name: dict[str, Callable[..., Any]],
+    run: Body,
+    inputs: tuple[Any, ...],
+    reference: Callable[..., Any] | str,
+) -> tuple[str, Any]:
+    """The label and output of the reference the marker names (a candidate's name, or a
+    callable); `AutotuneSkip` where it declined the key, as an `AutotuneError` of kind SKIP
+    does, made one."""
+    try:
+        if isinstance(reference, str):
+            if reference not in by_name:
+                raise ConfigError(f"reference={reference!r} names no candidate: {sorted(by_name)}")
+            label = f"the reference candidate {reference!r}"
+            call = candidate_call(run, reference, by_name[reference])
+            return label, output if reference == name else call(*clone_value(inputs))
+        return "the explicit reference", run(reference, *clone_value(inputs))
+    except AutotuneError as exc:
+        if exc.kind is AutotuneErrorKind.SKIP:
+            raise AutotuneSkip(exc.message) from None
+        raise
 
 
 __all__ = ["Body", "Candidates", "candidate_call", "check_candidate"]

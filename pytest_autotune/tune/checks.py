@@ -167,8 +167,10 @@ def check_candidates(
     each output is compared as soon as it exists, so only the reference's output is kept
     alive (GPU memory holds two outputs, not one per candidate). A candidate that raises
     fails with the exception's text and is never compared; one that raises `AutotuneSkip`
-    passes as skipped. When the reference itself produces nothing, every candidate that
-    ran fails with that reason: none of them can be shown correct. Results come in the
+    passes as skipped. A reference that declines the key so leaves the others checked as
+    without one, against the first that succeeds. When the reference itself fails or
+    produces nothing, every candidate that ran fails with that reason: none of them can be
+    shown correct. Results come in the
     order of `names`. With `require_output`, a reference output of None is such a case.
     Without `compare` (`check_output=False`: nothing to compare), every candidate that runs
     passes and no reference is called, as in plain pytest's check of each candidate.
@@ -199,8 +201,13 @@ def check_candidates(
         else:
             judge.output(index, output)
         if index == reference and not judge.have_reference:
-            what = "skipped" if judge.results[index].skipped else "failed"
-            judge.no_reference = f"the reference {names[index]!r} {what}"
+            if judge.results[index].skipped:
+                # It declined the key: the others are checked against the first that
+                # succeeds, as where no reference is named (plain pytest skipped them all as
+                # declining, and tuning failed them all as "cannot be checked").
+                judge.none_waits = not require_output
+            else:
+                judge.no_reference = f"the reference {names[index]!r} failed"
     judge.name_agreeing()
     return [judge.results[i] for i in range(len(names))]
 
@@ -238,8 +245,11 @@ class _Judge:
         """The candidates that differed from the reference as `differing` did."""
 
     def explicit(self, reference: Callable[[], object]) -> None:
+        output, self.no_reference, declined = _explicit_reference(reference, self.require_output)
+        if declined:
+            return  # as without one: the first candidate that succeeds is the reference
         self.ref_label = "the explicit reference"
-        self.ref_output, self.no_reference = _explicit_reference(reference, self.require_output)
+        self.ref_output = output
         self.have_reference = self.no_reference is None
 
     def output(self, index: int, output: object) -> None:
@@ -324,16 +334,20 @@ def _ran(name: str, run: Callable[[int], object], index: int) -> CheckResult:
 
 def _explicit_reference(
     reference: Callable[[], object], require_output: bool
-) -> tuple[object, str | None]:
-    """The output of an explicit reference, or None and why it cannot serve as one."""
+) -> tuple[object, str | None, bool]:
+    """The output of an explicit reference, or None and why it cannot serve as one; and
+    whether it declined the key (`AutotuneSkip`), which leaves the group without one."""
     try:
         output = reference()
     except Exception as exc:
-        return None, f"the reference raised {AutotuneError.from_exception('', exc).message}"
+        error = AutotuneError.from_exception("", exc)
+        if error.kind is AutotuneErrorKind.SKIP:
+            return None, None, True
+        return None, f"the reference raised {error.message}", False
     unusable = unusable_reference(output, "the explicit reference", require_output)
     if unusable is not None:
-        return None, unusable
-    return copy_output(output), None
+        return None, unusable, False
+    return copy_output(output), None, False
 
 
 def copy_output(output: object) -> object:

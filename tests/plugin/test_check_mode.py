@@ -867,6 +867,54 @@ def test_integer_outputs_within_the_markers_rtol_fail_saying_integers_compare_ex
 
 
 @pytest.mark.parametrize("mode", [(), ("--autotune",)])
+def test_a_reference_that_declines_in_the_body_leaves_the_others_checked_as_without_one(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # reference="exact", whose body skips (or xfails) here: plain pytest skipped (or
+    # xfailed) every candidate's test as "candidate 'right' declined: needs mpmath", and
+    # --autotune failed them all, "cannot be checked: the reference 'exact' skipped".
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+        from conftest import spin
+
+        def exact(n):
+            return n * 2
+
+        def right(n):
+            spin(100e-6)
+            return n * 2
+
+        def wrong(n):
+            spin(50e-6)
+            return n * 3
+
+        @pytest.mark.autotune(candidates=[right, wrong, exact], reference="exact")
+        def test_skip(candidate):
+            if candidate is exact:
+                pytest.skip("needs mpmath")
+            return candidate(1)
+
+        @pytest.mark.autotune(candidates=[right, wrong, exact], reference="exact")
+        def test_xfail(candidate):
+            if candidate is exact:
+                pytest.xfail("exact is broken")
+            return candidate(1)
+        """
+    )
+    result = run(autotune_pytester, "-rsx", *mode)
+    result.assert_outcomes(passed=2, failed=2, skipped=1, xfailed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*candidate 'wrong'*differs from the reference*'right'*",
+            "*candidate 'wrong'*differs from the reference*'right'*",
+        ]
+    )
+    assert "cannot be checked" not in result.stdout.str()
+    assert "'right' declined" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)])
 def test_a_reference_named_by_the_marker_but_skipped_here_is_never_called(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:

@@ -498,6 +498,21 @@ def test_without_a_reference_output_no_candidate_can_pass():
     ]
 
 
+def test_a_reference_that_declines_the_key_leaves_the_others_checked_as_without_one():
+    # A named reference that declined (`AutotuneSkip`) failed every other candidate with
+    # "cannot be checked: the reference 'exact' skipped", where plain pytest skipped them.
+    named = check_candidates(
+        ["a", "b", "exact"], outputs(2.0, 3.0, AutotuneSkip("needs mpmath")), reference=2
+    )
+    assert named[0] == CheckResult("a", True, "reference")
+    assert not named[1].passed and "differs from the reference 'a'" in named[1].message
+    assert named[2].skipped
+    explicit = check_candidates(
+        ["a", "b"], outputs(2.0, 2.0), reference=lambda: (_ for _ in ()).throw(AutotuneSkip())
+    )
+    assert explicit == [CheckResult("a", True, "reference"), CheckResult("b", True)]
+
+
 def test_a_reference_index_out_of_range_is_a_programming_error():
     with pytest.raises(IndexError, match="reference index 3 is out of range for 2 candidates"):
         check_candidates(["a", "b"], outputs(1, 1), reference=3)
