@@ -679,11 +679,19 @@ def test_a_passing_group_whose_candidate_failed_its_check_is_to_look_at_unless_x
     assert decision.attention and not decision.failed
     assert decision.message == "candidate cupy_ops failed its check: its test fails"
     assert [s.id for s in view.sections] == ["reported"]
+    (row,) = [c for c in decision.candidates if c.name == "cupy_ops"]
+    assert (row.check, row.check_class) == ("FAILED", "failed")
     for quiet in (saxpy_record(**passing, expected_failures=["cupy_ops"]), saxpy_record(**passing)):
         # Marked xfail; or a record from before the field, which cannot say.
         (decision,) = run_view([quiet], title="t").decisions
         assert not decision.attention
         assert decision.message == ""
+    # Its row says the failure is the one its mark expects, in no alarm's colour.
+    (decision,) = run_view(
+        [saxpy_record(**passing, expected_failures=["cupy_ops"])], title="t"
+    ).decisions
+    (row,) = [c for c in decision.candidates if c.name == "cupy_ops"]
+    assert (row.check, row.check_class) == ("failed (xfail)", "skipped")
 
 
 def test_the_tally_counts_the_candidates_that_failed_their_checks() -> None:

@@ -46,6 +46,7 @@ def regressed_sum() -> GroupSummary:
             CandidateRow("dot", error="RuntimeError: boom"),
             CandidateRow("add_reduce", 1.5e-3, check_passed=False),
             CandidateRow("threaded", error="needs 4 cores", skipped=True),
+            CandidateRow("sequential", 2e-3, check_passed=False, expected_to_fail=True),
         ),
         device_id=GPU,
     )
@@ -121,6 +122,8 @@ def test_with_candidates_each_group_lists_them_under_it_the_winner_starred() -> 
         "      dot                 -  error: RuntimeError: boom",
         "      add_reduce    1.50 ms  CHECK FAILED",
         "      threaded            -  skipped: needs 4 cores",
+        # Its test is marked xfail: the failure is what the mark expects, no alarm.
+        "      sequential    2.00 ms  check failed (xfail)",
         "verdicts: 1 REGRESSION",
     ]
 

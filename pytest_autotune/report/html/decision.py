@@ -101,12 +101,15 @@ def _sort_number(value: float | None, missing: str = "Infinity") -> str:
     return missing if value is None else repr(value)
 
 
-def _check_cell(check: CheckResult | None) -> tuple[str, str, str]:
-    """(text, CSS class, message) of a candidate's output check."""
+def _check_cell(check: CheckResult | None, expected: bool = False) -> tuple[str, str, str]:
+    """(text, CSS class, message) of a candidate's output check; `expected`: its test is
+    marked xfail, so a failed check is what the mark expects, not a failure of the run."""
     if check is None:
         return MISSING, "none", ""
     if check.skipped:
         return "skipped", "skipped", check.message
+    if not check.passed and expected:
+        return "failed (xfail)", "skipped", check.message
     if not check.passed:
         return "FAILED", "failed", check.message
     if check.message == "reference":
@@ -174,10 +177,11 @@ def _candidate(
     costs: str = "",
     *,
     precise: bool = False,
+    expected_to_fail: bool = False,
 ) -> tuple[CandidateView, Bar]:
     """A candidate's row and bar; `samples` are what it is shown with (the winner's precise
     measurement where `precise`, else tuning samples)."""
-    check_text, check_class, check_message = _check_cell(check)
+    check_text, check_class, check_message = _check_cell(check, expected_to_fail)
     if isinstance(result, AutotuneOutcome) and samples:
         stats = SampleStats.of(samples)
         fraction = roofline.fraction(stats.median)
@@ -461,6 +465,7 @@ def _candidates(
             shown,
             costs_text(extra, result.name or ""),
             precise=winner and precise,
+            expected_to_fail=result.name in (extra.typed.expected_failures or ()),
         )
         candidates.append(view)
         bars.append(bar)
