@@ -212,11 +212,9 @@ class Recorder:
 
     @property
     def run(self) -> RunInfo:
-        """The run stamped on records that carry none: the one given, else one made at the
-        first record (this process, now, the working directory's commit)."""
-        if self._run is None:
-            self._run = RunInfo.current()
-        return self._run
+        """The run stamped on records that carry none: the one given, else this process's
+        (`process_run`)."""
+        return self._run if self._run is not None else process_run()
 
     def record(self, record: AutotuneRecord) -> None:
         if record.run is None:
@@ -239,6 +237,24 @@ class Recorder:
             finally:
                 _unlock(fd)
                 os.close(fd)
+
+
+_PROCESS_RUN: dict[str, RunInfo] = {}
+"""This process's run, once made (`process_run`)."""
+
+
+def process_run() -> RunInfo:
+    """The run of this process, made at its first record (now, the working directory's
+    commit): every recorder given no run stamps it. A program holds a recorder per tuner and
+    device (a `LocalTuner` per operation), and one run each split one execution of it into as
+    many runs in `report`'s table of runs. A forked child keeps its parent's run, made before
+    the fork: the same program."""
+    run = _PROCESS_RUN.get("run")
+    if run is None:
+        # Two threads may make one at once: the first kept serves both (a lock here could
+        # be held by a thread a fork leaves behind).
+        run = _PROCESS_RUN.setdefault("run", RunInfo.current())
+    return run
 
 
 def records_unwritable(tuner: str, sink: object, error: OSError) -> str:

@@ -399,7 +399,17 @@ def test_the_recorder_stamps_one_run_on_records_that_carry_none(tmp_path):
     assert first.run is not None and first.run == third.run
     assert re.fullmatch(r"[0-9a-f]{12}", first.run.id)
     assert given.run == RUN
-    assert Recorder(tmp_path / "s.jsonl").run.id != first.run.id
+
+
+def test_every_recorder_of_a_process_stamps_the_one_run_of_that_process(tmp_path):
+    # A program's tuners (one per operation and device) each hold a recorder: one run each
+    # showed a single execution of the program as that many runs in `report`.
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(first).record(make_record(key=1))
+    Recorder(first).record(make_record(key=2))
+    Recorder(second).record(make_record(key=3))
+    runs = {record.run for record in read_records(first) + read_records(second)}
+    assert len(runs) == 1 and None not in runs
 
 
 def test_a_run_outside_a_git_checkout_has_no_commit(tmp_path):
