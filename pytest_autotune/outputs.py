@@ -24,6 +24,7 @@ from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report import GroupSummary, decision_name, ordered, stopped_text
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.stale import Collected, moved_baselines, review
+from pytest_autotune.tune.files import why_unwritable
 from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.records import AutotuneRecord, Recorder
@@ -85,18 +86,6 @@ def shared_entries(records: Sequence[AutotuneRecord]) -> dict[str, str]:
                 " both, so tune this set at this key in one test"
             )
     return shared
-
-
-def _why(error: OSError, target: str | os.PathLike[str], show: Callable[[Path], str]) -> str:
-    """Why a path could not be written: a file where one of its folders should be, named
-    (as `show` shows a path), as mkdir's own word for it was "File exists", which read as
-    the target existing."""
-    for parent in Path(target).parents:
-        if parent.exists():
-            if not parent.is_dir():
-                return f"{show(parent)} is a file, not a folder"
-            break
-    return error.strerror or str(error)
 
 
 class SessionOutput:
@@ -239,7 +228,7 @@ class SessionOutput:
             )
             self.notes.append(
                 f"error: the {what} could not be written to {show(target)}:"
-                f" {_why(exc, target, show)}"
+                f" {why_unwritable(exc, target, show)}"
             )
             return False
         return True

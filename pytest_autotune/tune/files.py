@@ -20,6 +20,7 @@ import re
 import secrets
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +180,20 @@ def remove_stale_temporaries(path: Path) -> None:
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 """Binary on Windows, as mkstemp opens its files: the text is written with its own newlines."""
+
+
+def why_unwritable(
+    error: OSError, target: str | os.PathLike[str], show: Callable[[Path], str] = str
+) -> str:
+    """Why a path could not be written: a file where one of its folders should be, named
+    (as `show` shows a path), as mkdir's own word for it was "File exists", which read as
+    the target existing."""
+    for parent in Path(target).parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{show(parent)} is a file, not a folder"
+            break
+    return error.strerror or str(error)
 
 
 def _new_temporary(path: Path) -> tuple[int, str]:

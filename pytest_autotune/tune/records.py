@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.benchmark import NS_PER_S
-from pytest_autotune.tune.files import JsonFileError, NotJson, json_kind, loads_strict
+from pytest_autotune.tune.files import (
+    JsonFileError,
+    NotJson,
+    json_kind,
+    loads_strict,
+    why_unwritable,
+)
 from pytest_autotune.tune.log import STREAMS
 from pytest_autotune.tune.run import RunInfo
 from pytest_autotune.tune.wording import counted
@@ -259,8 +265,10 @@ def process_run() -> RunInfo:
 
 def records_unwritable(tuner: str, sink: object, error: OSError) -> str:
     """The warning of a tuner whose records cannot be written (it goes on without them)."""
-    path = os.fspath(sink) if isinstance(sink, (str, os.PathLike)) else sink
-    why = error.strerror or error
+    if isinstance(sink, (str, os.PathLike)):
+        path, why = os.fspath(sink), why_unwritable(error, sink)
+    else:
+        path, why = sink, error.strerror or str(error)
     return (
         f"{tuner}: the records cannot be written to {path} ({why}); tuning goes on without"
         " them (the record setting, PYTEST_AUTOTUNE_RECORD)"

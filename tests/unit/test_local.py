@@ -737,8 +737,12 @@ def test_a_records_file_that_cannot_be_written_warns_and_the_winner_is_still_sav
     client = FakeClient()
     config = AutotuneConfig(cache_dir=tmp_path / "cache", record=blocked / "records.jsonl")
     local = LocalTuner("t", config)
+    # The file in the folder's place named: mkdir's own word for it, "File exists", read as
+    # the records file existing.
     with pytest.warns(
-        ConfigWarning, match=r"^t: the records cannot be written to .*records\.jsonl"
+        ConfigWarning,
+        match=r"^t: the records cannot be written to .*records\.jsonl \(.*a-file is a file, not"
+        r" a folder\)",
     ):
         out = local.execute(
             client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1],)
