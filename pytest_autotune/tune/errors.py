@@ -39,6 +39,14 @@ class AutotuneSkip(Exception):
     """Raise from a candidate to decline a key; it is recorded, never reported as a failure."""
 
 
+def declines(exc: BaseException) -> bool:
+    """Whether `exc` is a candidate declining its key: `AutotuneSkip`, or the seed's
+    `AutotuneError::Skip` raised."""
+    return isinstance(exc, AutotuneSkip) or (
+        isinstance(exc, AutotuneError) and exc.kind is AutotuneErrorKind.SKIP
+    )
+
+
 class InputGeneratorError(RuntimeError):
     """A `TunableSet`'s own input generator raised (or returned no tuple) before any candidate
     ran: the user's error, raised from it so its traceback shows, not recorded as every

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.cache import PersistentCache, tuner_cache
 from pytest_autotune.tune.config import AutotuneConfig
-from pytest_autotune.tune.errors import ConfigWarning, caller_level
+from pytest_autotune.tune.errors import (
+    AutotuneError,
+    AutotuneSkip,
+    ConfigWarning,
+    caller_level,
+    declines,
+)
 from pytest_autotune.tune.parse import ConfigError
 from pytest_autotune.tune.records import Recorder, records_unwritable
 from pytest_autotune.tune.settings import ENV_PREFIX
@@ -235,21 +241,30 @@ class LocalTuner:
             return self._through_tuner(device_id, client, tunables, inputs)
         # The tuner is called outside the `except` blocks: an error of its own (a setting,
         # every candidate failing) would otherwise show the miss's KeyError as its cause.
-        if unary:
-            try:
-                (x,) = inputs
-                fn = tunables.fns[self._winners[device_id][tunables.key_gen(x)]]
-            except (KeyError, ValueError, TypeError, IndexError):
-                pass
-            else:
-                return fn(x)
-            return self._through_tuner(device_id, client, tunables, inputs)
+        # `fn` is the winner served where the lookup found one: past these blocks, one that
+        # declined the key when called (`_redecided`).
+        fn: Callable[..., Any] | None = None
         try:
-            fn = tunables.fns[self._winners[device_id][tunables.key_gen(*inputs)]]
-        except (KeyError, TypeError, IndexError):
-            pass
-        else:
-            return fn(*inputs)
+            if unary:
+                try:
+                    (x,) = inputs
+                    fn = tunables.fns[self._winners[device_id][tunables.key_gen(x)]]
+                except (KeyError, ValueError, TypeError, IndexError):
+                    pass
+                else:
+                    return fn(x)
+            else:
+                try:
+                    fn = tunables.fns[self._winners[device_id][tunables.key_gen(*inputs)]]
+                except (KeyError, TypeError, IndexError):
+                    pass
+                else:
+                    return fn(*inputs)
+        except (AutotuneSkip, AutotuneError) as error:
+            if fn is None or not declines(error):
+                raise
+        if fn is not None:
+            return self._redecided(device_id, client, tunables, inputs, fn)
         return self._through_tuner(device_id, client, tunables, inputs)
 
     def _not_a_set(self, tunables: object, method: str = "execute") -> TypeError:
@@ -280,6 +295,24 @@ class LocalTuner:
                 bound[key] = tunables.fns[index]
         return out
 
+    def _redecided(
+        self,
+        device_id: str,
+        client: Client,
+        tunables: TunableSet,
+        inputs: TuneInputs,
+        fn: Callable[..., Any],
+        bound: dict[Any, Callable[..., Any]] | None = None,
+    ) -> Any:
+        """`fn`, the winner served for the inputs' key, declined it when called: the key is
+        tuned again, and its new winner runs the call (`Tuner.declined` says why)."""
+        key = tunables.key_gen(*inputs)
+        self._winners.get(device_id, {}).pop(key, None)
+        if bound is not None:
+            bound.pop(key, None)
+        self.tuner(device_id, client).declined(key, tunables, fn)
+        return self._through_tuner(device_id, client, tunables, inputs, bound)
+
     def bind(self, device_id: str, client: Client, tunables: TunableSet) -> Callable[..., Any]:
         """`execute` for one device, client and set, as a function of the inputs alone.
 
@@ -296,7 +329,7 @@ class LocalTuner:
         winners: dict[Any, Callable[..., Any]] = {}
         if not isinstance(tunables, TunableSet):
             raise self._not_a_set(tunables, "bind")
-        key_gen, through = tunables.key_gen, self._through_tuner
+        key_gen, through, redecided = tunables.key_gen, self._through_tuner, self._redecided
         if tunables.unary:
 
             def call_one(x: Any) -> Any:
@@ -304,7 +337,12 @@ class LocalTuner:
                     fn = winners[key_gen(x)]
                 except (KeyError, TypeError):
                     return through(device_id, client, tunables, (x,), winners)
-                return fn(x)
+                try:
+                    return fn(x)
+                except (AutotuneSkip, AutotuneError) as error:
+                    if not declines(error):
+                        raise
+                return redecided(device_id, client, tunables, (x,), fn, winners)
 
             return self._bind(call_one, winners)
 
@@ -313,7 +351,12 @@ class LocalTuner:
                 fn = winners[key_gen(*inputs)]
             except (KeyError, TypeError):
                 return through(device_id, client, tunables, inputs, winners)
-            return fn(*inputs)
+            try:
+                return fn(*inputs)
+            except (AutotuneSkip, AutotuneError) as error:
+                if not declines(error):
+                    raise
+            return redecided(device_id, client, tunables, inputs, fn, winners)
 
         return self._bind(call, winners)
 

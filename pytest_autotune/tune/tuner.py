@@ -45,6 +45,7 @@ from pytest_autotune.tune.errors import (
     ConfigWarning,
     InputGeneratorError,
     caller_level,
+    declines,
 )
 from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.log import AutotuneLogContext, ChecksDone, TuningStep, log_decision
@@ -222,6 +223,10 @@ class Tuner:
         cache over the shipped ones, which may hold one key for several candidate lists (the
         user tuned it before an upgrade that ships it): only the entry of the set's own list
         is served, wherever it comes from."""
+        self._declined: dict[str, PersistentCacheValue] = {}
+        """Stored form -> the entry whose winner declined the key when called here
+        (`declined`): never served again, though the file still holds it until the key's new
+        decision replaces it."""
         self._key_types: dict[str, str] = {}
         """Stored form -> the type of the first key looked up or decided under it in this
         process: a key of another type with the same stored form is refused
@@ -284,8 +289,18 @@ class Tuner:
             ) from None
         if index is None:
             index = self._resolve(key, tunables, inputs, client)
+        fn = self._winner(key, tunables, index)
         try:
-            fn = tunables.fns[index]
+            return fn(*inputs)
+        except (AutotuneSkip, AutotuneError) as error:
+            if not declines(error):
+                raise
+        self.declined(key, tunables, fn)
+        return self._winner(key, tunables, self._resolve(key, tunables, inputs, client))(*inputs)
+
+    def _winner(self, key: Any, tunables: TunableSet, index: int) -> Callable[..., Any]:
+        try:
+            return tunables.fns[index]
         except IndexError:
             raise IndexError(
                 f"{self.name}: the key {key!r} was decided for a set with a candidate at"
@@ -293,7 +308,25 @@ class Tuner:
                 " share its keys (as in the seed), so give this set its own LocalTuner or"
                 " keys of its own"
             ) from None
-        return fn(*inputs)
+
+    def declined(self, key: Any, tunables: TunableSet, fn: Callable[..., Any]) -> None:
+        """Forget the decision of `key` whose winner, `fn`, declined it when called
+        (`AutotuneSkip`), so that the next call tunes the key again.
+
+        A winner read from a file was measured elsewhere: a library's CI ships it, where an
+        optional dependency of that candidate was installed, and on a user's machine without
+        it the candidate declines every key; served as it was, each call of the library
+        raised its `AutotuneSkip`. Tuned again here, it declines and another candidate wins,
+        saved over the entry. Left as it is where another thread decided the key anew."""
+        with self._lock:
+            index = self.hits.get(key)
+            if index is None or not 0 <= index < len(tunables) or tunables.fns[index] is not fn:
+                return
+            del self.hits[key]
+            stable = stable_key(key)
+            entry = self._stored.get(stable, {}).get(tunables.checksum)
+            if entry is not None:
+                self._declined[stable] = entry[1]
 
     def _resolve(self, key: Any, tunables: TunableSet, inputs: TuneInputs, client: Client) -> int:
         me = threading.get_ident()
@@ -351,6 +384,8 @@ class Tuner:
             logger.info(
                 "%s: cached entry for %s was tuned for other candidates; re-tuning", self.name, key
             )
+            return None
+        if self._declined.get(stable) == entry[1]:
             return None
         index = entry[1].fastest_index
         if not 0 <= index < len(tunables):

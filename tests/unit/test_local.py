@@ -19,7 +19,7 @@ import pytest
 
 from pytest_autotune.tune.cache import PersistentCache, cache_path
 from pytest_autotune.tune.config import AutotuneConfig
-from pytest_autotune.tune.errors import CacheFileWarning, ConfigWarning
+from pytest_autotune.tune.errors import AutotuneSkip, CacheFileWarning, ConfigWarning
 from pytest_autotune.tune.key import AutotuneKey
 from pytest_autotune.tune.local import LocalTuner, local_tuner
 from pytest_autotune.tune.tunable import Tunable
@@ -770,6 +770,41 @@ def test_with_the_cache_disabled_nothing_is_written(tmp_path):
     local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir, disable_cache=True))
     assert local.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1],)) == "b"
     assert not cache_dir.exists()
+
+
+@pytest.mark.parametrize("call", ["execute", "bind"])
+@pytest.mark.parametrize("arity", [1, 2])
+def test_a_winner_that_declines_its_key_when_called_is_replaced_by_tuning_again(
+    cache_dir, call, arity
+):
+    """A candidate may decline a key (`AutotuneSkip`) for some inputs of it only: the winner
+    served from memory raised its `AutotuneSkip` out of the caller's call. The key is tuned
+    again on those inputs, and its new winner serves them and the next calls."""
+    client = FakeClient()
+
+    def b(x, *rest):
+        if x[0] == 4:
+            raise AutotuneSkip("b does not take a 4 first")
+        client.clock.advance(1e-3)
+        return "b"
+
+    fns = {"a": candidate(client.clock, 3e-3, "a", result="a"), "b": b}
+    fns["c"] = candidate(client.clock, 2e-3, "c", result="c")
+    key_gen = len if arity == 1 else (lambda x, y: len(x))
+    tunables = TunableSet.of(key_gen, fns)
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    operation = local.bind(client.device_id, client, tunables)
+
+    def run(x):
+        inputs = (x,) if arity == 1 else (x, 0)
+        if call == "bind":
+            return operation(*inputs)
+        return local.execute(client.device_id, client, tunables, inputs)
+
+    assert [run([1, 2, 3]), run([1, 2, 3])] == ["b", "b"]
+    assert [run([4, 5, 6]), run([4, 5, 6]), run([1, 2, 3])] == ["c", "c", "c"]
+    saved = PersistentCache(cache_path(cache_dir, client.device_id, "t"), journal=True).load()
+    assert [(v.key, v.fastest_name) for v in saved.values()] == [(3, "c")]
 
 
 # -- a new process --------------------------------------------------------------------------

@@ -20,12 +20,12 @@ from pytest_autotune.backends import cpu
 from pytest_autotune.tune.cache import PersistentCache, cache_path
 from pytest_autotune.tune.config import AutotuneConfig, ConfigError, resolve
 from pytest_autotune.tune.device_class import DeviceClass, device_class, isa_level, nearest
-from pytest_autotune.tune.errors import CacheFileWarning
+from pytest_autotune.tune.errors import AutotuneSkip, CacheFileWarning
 from pytest_autotune.tune.journal import journal_path
 from pytest_autotune.tune.local import LocalTuner, local_tuner
 from pytest_autotune.tune.shipped import user_cache_dir
 from pytest_autotune.tune.tunable_set import TunableSet
-from tests.fakes import FakeClient, candidate
+from tests.fakes import FakeClient, candidate, failing
 
 _packages = itertools.count()
 
@@ -235,6 +235,42 @@ def test_a_users_own_entry_wins_over_the_shipped_one(user_cache, package) -> Non
     local = LocalTuner("lib.ops", package=name)
     assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "a"
     assert client.timed == []
+
+
+@pytest.mark.parametrize("call", ["execute", "bind"])
+def test_a_shipped_winner_that_declines_on_the_users_machine_is_tuned_again_there(
+    user_cache, package, call
+) -> None:
+    """The library's CI had the optional dependency of its shipped winner; the user has not,
+    and that candidate declines every key: served as shipped, each call raised its
+    `AutotuneSkip`. The key is tuned here without it, and the next process reads the
+    user's own winner."""
+    name, folder = package
+    ship(folder, "cpu-lib-2t", AVX2, winner="b")
+    client = Device("cpu-lib-2t")
+    fns = {
+        "a": candidate(client.clock, 2e-3, "a", result="a"),
+        "b": failing("b", AutotuneSkip("the accelerator is not installed")),
+        "c": candidate(client.clock, 1e-3, "c", result="c"),
+    }
+    tunables = TunableSet.of(len, fns)
+    local = LocalTuner("lib.ops", package=name)
+    if call == "bind":
+        operation = local.bind(client.device_id, client, tunables)
+        assert [operation([1, 2, 3]), operation([4, 5, 6])] == ["c", "c"]
+    else:
+        run = [local.execute(client.device_id, client, tunables, ([k, 2, 3],)) for k in (1, 4)]
+        assert run == ["c", "c"]
+    assert client.timed
+    user_file = user_cache / "cpu-lib-2t" / "lib.ops.json"
+    saved = PersistentCache(user_file, journal=True).load()
+    assert [(v.key, v.fastest_name) for v in saved.values()] == [(3, "c")]
+
+    again = Device("cpu-lib-2t")
+    tunables = TunableSet.of(len, {**fns, "a": candidate(again.clock, 2e-3, "a", result="a")})
+    fresh = LocalTuner("lib.ops", package=name)
+    assert fresh.execute(again.device_id, again, tunables, ([1, 2, 3],)) == "c"
+    assert again.timed == []
 
 
 def test_a_shipped_winner_for_the_current_candidates_beats_the_users_entry_for_older_ones(
