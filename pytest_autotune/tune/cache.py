@@ -64,6 +64,7 @@ from pytest_autotune.tune.files import (
     loads_strict,
     lock_beside,
     remove_stale_temporaries,
+    why_unwritable,
     write_atomically,
 )
 from pytest_autotune.tune.key import serialize_key_json
@@ -337,7 +338,9 @@ class PersistentCache:
             # A NaN or infinity in an entry (a key, a bound): JSON has no such number.
             raise CacheFileError(self.path, f"cannot be written: {error}") from None
         except OSError as error:
-            raise CacheFileError(self.path, f"cannot be written: {error}") from None
+            raise CacheFileError(
+                self.path, f"cannot be written: {_why_not(error, self.path)}"
+            ) from None
 
     def saved_since(self, key: str) -> dict[PersistentCacheKey, PersistentCacheValue]:
         """The file's entries of the stable key `key` as they are now: another process may
@@ -512,6 +515,19 @@ def tuner_cache(
 
 def _line(key: PersistentCacheKey, value: PersistentCacheValue) -> str:
     return journal.entry_line(entry_to_json(key, value))
+
+
+def _why_not(error: OSError, path: Path) -> str:
+    """Why the cache file `path` could not be written. A save writes beside it first (its
+    folder's `.gitignore`, its lock, a temporary file), so a folder the user may not write
+    to failed naming `.gitignore`, which read as a problem with that file; and mkdir's
+    "File exists" for a file in a folder's place read as the cache file existing."""
+    written = getattr(error, "filename", None)
+    if isinstance(error, PermissionError) and written and Path(written).parent == path.parent:
+        return f"its folder {path.parent} is not writable ({error.strerror})"
+    if isinstance(error, (FileExistsError, NotADirectoryError)):
+        return why_unwritable(error, path)
+    return str(error)
 
 
 _GITIGNORE = "# pytest-autotune's lock and temporary files\n.*.lock\n.*.tmp\n"

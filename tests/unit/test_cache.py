@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from filelock import Timeout
 
+from pytest_autotune.tune import cache as cache_module
 from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome
 from pytest_autotune.tune.cache import (
     SCHEMA_VERSION,
@@ -347,6 +348,34 @@ def test_an_unreadable_file_is_reported_by_path_and_never_overwritten(
     assert str(path) in str(warning.message) and reason in str(warning.message)
     assert str(raised.value).startswith(f"{path}: ") and reason in str(raised.value)
     assert path.read_bytes() == content
+
+
+def test_a_folder_that_cannot_be_written_is_named_as_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A save writes beside the file first: a read-only folder failed naming its
+    # `.gitignore` ("Permission denied: '.../.gitignore'"), a file the user never made.
+    # (Faked: the tests may run as root, whom no permission stops.)
+    folder = tmp_path / "cpu"
+    folder.mkdir()
+
+    def denied(where: Path) -> None:
+        raise PermissionError(13, "Permission denied", str(where / ".gitignore"))
+
+    monkeypatch.setattr(cache_module, "_ignore_lock_files", denied)
+    with pytest.raises(CacheFileError) as raised:
+        PersistentCache(folder / "tuner.json").save(dict([entry("a")]))
+    assert str(raised.value) == (
+        f"{folder / 'tuner.json'}: cannot be written: its folder {folder} is not writable"
+        " (Permission denied)"
+    )
+
+    (tmp_path / "file").write_text("")
+    with pytest.raises(CacheFileError) as raised:
+        PersistentCache(tmp_path / "file" / "tuner.json").save(dict([entry("a")]))
+    assert str(raised.value).endswith(
+        f"cannot be written: {tmp_path / 'file'} is a file, not a folder"
+    )
 
 
 def test_a_file_that_turns_unreadable_after_loading_is_not_overwritten(tmp_path: Path) -> None:
