@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
@@ -58,9 +60,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             f"{args.output}: is one of the records files to render; give the report another"
             " path (-o)"
         )
-    records: list[AutotuneRecord] = []
+    read: list[AutotuneRecord] = []
     for path in args.records:
-        records.extend(labelled_records(path))
+        read.extend(labelled_records(path))
+    records = distinct_records(read)
     try:
         view = write_html(args.output, records, title=args.title)
     except RecordError as exc:
@@ -72,8 +75,28 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     written = f"wrote {args.output} ({counted(len(view.decisions), 'decision')})"
     if len(view.runs) > 1:
         written += f" from {counted(len(records), 'record')} of {len(view.runs)} runs"
+    if len(read) > len(records):
+        copies = counted(len(read) - len(records), "record")
+        written += f"; {copies} left out, copies of others"
+        written += " (a file given twice, a run appended twice)"
     print(written, file=out)
     return 0
+
+
+def distinct_records(records: Sequence[AutotuneRecord]) -> list[AutotuneRecord]:
+    """The records, each once, in their first order: a records file given twice, or one run's
+    records appended to a file twice (a CI step retried, artifacts of one job merged), held
+    each of its records twice, and every run then counted each group twice and drew each
+    point of its trend twice. A record of one run cannot repeat another of it exactly (each
+    holds its own samples), so only a copy is left out."""
+    seen: set[str] = set()
+    kept = []
+    for record in records:
+        text = json.dumps(record.to_json(), sort_keys=True)
+        if text not in seen:
+            seen.add(text)
+            kept.append(record)
+    return kept
 
 
 def labelled_records(path: str) -> list[AutotuneRecord]:

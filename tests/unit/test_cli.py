@@ -195,6 +195,27 @@ def test_report_counts_the_decisions_the_page_shows_of_several_runs(
     assert out == f"wrote {output} (1 decision) from 2 records of 2 runs\n"
 
 
+def test_report_counts_records_given_twice_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One file given twice (or a run's records appended twice) listed each run with twice
+    # its groups and drew every point of the group's trend twice.
+    records = tmp_path / "r.jsonl"
+    Recorder(records).record(sum_run(RUN_1, 5.0))
+    Recorder(records).record(sum_run(RUN_2, 6.0))
+    output = tmp_path / "r.html"
+    code, out, _ = run(capsys, "report", str(records), str(records), "-o", str(output))
+    assert code == 0
+    assert out == (
+        f"wrote {output} (1 decision) from 2 records of 2 runs; 2 records left out, copies of"
+        " others (a file given twice, a run appended twice)\n"
+    )
+    html = output.read_text(encoding="utf-8")
+    assert html.count('<g class="trend-point">') == 2
+    assert html.count('<td class="num">1</td>') == 2  # each run: 1 group
+    assert html.count('<td class="num">2</td>') == 0
+
+
 def test_records_without_a_run_are_labelled_by_their_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
