@@ -321,20 +321,50 @@ def _compare(
     # (-38% [-60%, -5%]) is a pass, not "too noisy" (which fails under --autotune-strict).
     unsure = comparison.high >= check.max_regression
     if regression_message is None and unsure and check.too_noisy(comparison, device_id):
+        single = _single_samples(current, baseline, calibrated)
         noisy_message = (
             f"too noisy to judge: {format_interval(comparison)}:"
-            f" {check.figures(current, baseline, ratio)}; {_reach(check.catches(comparison))}"
+            f" {check.figures(current, baseline, ratio)};"
+            f" {single or _reach(check.catches(comparison))}"
             f" (tolerated {format_fraction(check.max_regression)})"
             + "".join(f"; {c.reason}" for c in conditions)
             + (f"; {other_read}" if other_read else "")
             + "; what would help: "
             + (
-                "; ".join(c.helps for c in conditions)
+                "a measurement of several samples on each side (--autotune and"
+                " --autotune-update measure a winner 10 times or more)"
+                if single
+                else "; ".join(c.helps for c in conditions)
                 or "more baseline sessions (run --autotune-update again), a quieter runner,"
                 " or a longer measurement"
             )
         )
     return comparison, regression_message, noisy_message
+
+
+def _single_samples(current: Measurement, baseline: Baseline, calibrated: bool) -> str | None:
+    """Why a comparison has no interval, where a side of it is a single sample (a cache
+    entry or record a program's tuning wrote can keep one): one sample has no spread to
+    measure its error by. None where every side has several. Said in place of "would not
+    catch even a 10x slowdown", whose advice (more sessions, a quieter runner) would not
+    help."""
+    sides = [
+        name
+        for name, samples in (
+            ("this run's winner", current),
+            ("the baseline's winner", baseline),
+            ("this run's calibration read", current.calibration if calibrated else None),
+            ("the baseline's calibration read", baseline.calibration if calibrated else None),
+        )
+        if samples is not None and len(samples.samples) < 2
+    ]
+    if not sides:
+        return None
+    are = "is a single sample" if len(sides) == 1 else "are single samples"
+    return (
+        f"{' and '.join(sides)} {are}, whose error cannot be measured, so the change has no"
+        " interval"
+    )
 
 
 def _other_read(current: Measurement, baseline: Baseline) -> str | None:

@@ -59,7 +59,13 @@ def format_fraction(fraction: float | None) -> str:
 
 
 def format_interval(comparison: Interval) -> str:
-    """`+8.0% [+2.1%, +14.2%]`: the change and the interval the gate judged it by."""
+    """`+8.0% [+2.1%, +14.2%]`: the change and the interval the gate judged it by.
+
+    An interval without bounds, which a side of a single sample gives (its error cannot be
+    measured, so it is infinite), reads `+8.0% [no interval]`: `[-100.0%, +inf%]` read as
+    a measured range of every change from "takes no time" to "never ends"."""
+    if math.isinf(comparison.high):
+        return f"{format_change(comparison.delta)} [no interval]"
     return (
         f"{format_change(comparison.delta)}"
         f" [{format_change(comparison.low)}, {format_change(comparison.high)}]"

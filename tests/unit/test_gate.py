@@ -30,6 +30,7 @@ from pytest_autotune.gate import (
     Verdict,
     device_kind,
     format_change,
+    format_interval,
     judge,
     measure_precisely,
 )
@@ -904,6 +905,26 @@ def test_an_interval_too_wide_to_catch_the_promised_slowdown_is_too_noisy_not_a_
     assert verdict.message.startswith("too noisy to judge: +5.0% [")
     assert "would catch 95 in 100 slowdowns only past" in verdict.message
     assert "what would help" in verdict.message
+
+
+def test_a_single_sample_side_reads_as_no_interval_and_says_which_side() -> None:
+    # A cache entry a program's tuning wrote can keep one sample of its winner; its error
+    # is infinite, and the message read "+60.0% [-100.0%, +inf%]" and asked for more
+    # sessions or a quieter runner, which would not help.
+    single = Baseline(GPU, CHECKSUM, "float4", (T,), source=SOURCE)
+    verdict = gate(exact(T * 1.6), single)
+    assert verdict.verdict is Verdict.TOO_NOISY and not verdict.failed
+    assert verdict.comparison is not None
+    assert format_interval(verdict.comparison) == "+60.0% [no interval]"
+    assert verdict.message.startswith("too noisy to judge: +60.0% [no interval]: median")
+    assert (
+        "; the baseline's winner is a single sample, whose error cannot be measured, so the"
+        " change has no interval (tolerated 3.0%); what would help: a measurement of several"
+        " samples on each side" in verdict.message
+    )
+    assert "inf%" not in verdict.message and "10x slowdown" not in verdict.message
+    both = gate(Measurement((T * 1.6,)), single).message
+    assert "this run's winner and the baseline's winner are single samples" in both
 
 
 def test_too_noisy_fails_only_in_strict_mode() -> None:
