@@ -636,9 +636,11 @@ def settle_update(
     kept = tuple(history(case, verdict, baseline))
     judged = case.decision.fastest_name
     out = baseline_winner_out(case, baseline, judged)
-    # A baseline's winner skipped here is still the faster kernel where it runs: the
-    # update says that it records another in its place, not a slowdown of the code.
-    replaced = f"{out[0]}, and {judged} is recorded in its place" if out and out[1] else None
+    # A baseline's winner skipped or failed here is not a slowdown of the code: the update
+    # says that it records another in its place. Of a failed one it said only "new
+    # baseline: +200.0% against the old one", which a reviewer of the refreshed file reads
+    # as the code made slower on purpose, not as the faster candidate left broken.
+    replaced = f"{out[0]}, and {judged} is recorded in its place" if out else None
     message = update_message(
         baseline,
         verdict,

@@ -960,10 +960,15 @@ def test_a_baselines_winner_that_fails_here_fails_its_own_test_not_the_others_as
         ]
     )
     assert "regression of" not in result.stdout.str()
-    # An update records slow, saying by how much it is slower than the broken winner was.
+    # An update records slow, saying why and by how much it is slower than the broken
+    # winner was (it said only "new baseline: +200.0% against the old one").
     updated = run(autotune_pytester, "--autotune-update")
     updated.stdout.fnmatch_lines(
-        ["test_pair.py::test_pair [[]default[]]: new baseline: +200.0% against the old one"]
+        [
+            "test_pair.py::test_pair [[]default[]]: new baseline: the baseline's winner fast"
+            f" failed here (failed its check: {why}), and slow is recorded in its place"
+            " (+200.0% against its time)"
+        ]
     )
     assert "candidate list" not in updated.stdout.str()
     assert "regression of" not in updated.stdout.str()
