@@ -42,6 +42,7 @@ from pytest_autotune.tune.cache import (
     tuner_cache,
 )
 from pytest_autotune.tune.cache_format import PROJECT_ROOT_FIELD, advice
+from pytest_autotune.tune.journal import journal_path
 from pytest_autotune.tune.key import serialize_key_json, stable_key
 from pytest_autotune.tune.records import AutotuneRecord
 
@@ -333,16 +334,8 @@ def write_caches(
         where = settings.relative(path)
         rejoined: list[str] = []
         try:
-            # A file the gate cannot use (its own fields, which the library's reader of the
-            # file does not read) is never overwritten: a person repairs it. Read apart:
-            # the save reads the file for itself, and says what it finds.
-            before = tuner_cache(settings.cache_dir, device_id, tuner)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the file's own warnings are said already
-                before.load()
-            bad = gate_fields_error(path, before.metadata())
-            if bad is not None:
-                raise bad
+            # Read apart: the save reads the file for itself, and says what it finds.
+            before = _usable(settings, device_id, tuner)
             if taken_over is not None and other_project(before.metadata(), settings):
                 taken_over.add(path)
             cache = tuner_cache(settings.cache_dir, device_id, tuner)
@@ -374,6 +367,49 @@ def write_caches(
                 )
     if few_sessions:
         notes.append(few_sessions_note(few_sessions))
+    return failed
+
+
+def _usable(settings: PluginSettings, device_id: str, tuner: str) -> PersistentCache:
+    """The cache file of `tuner` on `device_id`, loaded, for an update to save into; a
+    `CacheFileError` where the gate cannot use it (its own fields, which the library's
+    reader of the file does not read): such a file is never overwritten, a person repairs
+    it. Its own warnings are said already, by the session's read of it."""
+    cache = tuner_cache(settings.cache_dir, device_id, tuner)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cache.load()
+    bad = gate_fields_error(cache.path, cache.metadata())
+    if bad is not None:
+        raise bad
+    return cache
+
+
+def fold_journals(
+    records: Sequence[AutotuneRecord],
+    updates: Sequence[CacheUpdate],
+    settings: PluginSettings,
+    notes: list[str],
+) -> dict[tuple[str, str], str]:
+    """Fold into its file the journal of each cache file the session's groups read that the
+    update wrote nothing to (every group of it kept its baseline: a contended CPU, say),
+    as `write_caches`' whole-file saves fold the others': such a journal, which a program's
+    `LocalTuner` appended, stayed beside the file, and an update is to leave plain files
+    to commit (README, "Journal"). The files that could not be folded, with why."""
+    written = {(u.device_id, u.tuner) for u in updates}
+    failed: dict[tuple[str, str], str] = {}
+    for device_id, tuner in sorted({(r.device_id, r.tuner) for r in records} - written):
+        path = cache_path(settings.cache_dir, device_id, tuner)
+        if not journal_path(path).is_file():
+            continue
+        try:
+            _usable(settings, device_id, tuner).save({})
+        except CacheFileError as exc:
+            failed[device_id, tuner] = shown_paths(str(exc), settings)
+            notes.append(f"error: {failed[device_id, tuner]}; its journal was not folded in")
+        else:
+            shown = settings.relative(journal_path(path))
+            notes.append(f"folded {shown} into {settings.relative(path)} (no entry changed)")
     return failed
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_autotune.baselines import (
     CacheUpdate,
+    fold_journals,
     kept_few_sessions,
     update_entry,
     write_caches,
@@ -175,18 +176,19 @@ class SessionOutput:
         shared = shared_entries(self.records)
         self.notes.extend(f"error: {message}" for message in shared.values())
         taken_over: set[Path] = set()
-        unsaved = (
-            write_caches(
-                self.updates(shared),
+        unsaved: dict[tuple[str, str], str] = {}
+        unfolded: dict[tuple[str, str], str] = {}
+        if settings.update:
+            updates = self.updates(shared)
+            unsaved = write_caches(
+                updates,
                 self.devices(),
                 settings,
                 self.notes,
                 kept_few_sessions(self.records),
                 taken_over,
             )
-            if settings.update
-            else {}
-        )
+            unfolded = fold_journals(self.records, updates, settings, self.notes)
         if unsaved:
             self.records = [_unsaved(record, unsaved) for record in self.records]
         if shared:
@@ -203,6 +205,7 @@ class SessionOutput:
         written = [
             not shared,
             not unsaved,
+            not unfolded,
             pruned,
             self._write("records", settings.engine.record, self._write_records),
             self._write("report", settings.html, self._write_html),

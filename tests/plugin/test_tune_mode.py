@@ -16,6 +16,7 @@ from pytest_autotune import gate_policy
 from pytest_autotune.cli import main
 from pytest_autotune.gate import Measurement
 from pytest_autotune.outputs import INTENDED
+from pytest_autotune.tune import journal
 from pytest_autotune.tune.cache_names import cache_path
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.files import shared_lock
@@ -92,6 +93,28 @@ def test_an_update_says_how_many_entries_it_wrote_and_how_many_the_file_holds(
     scale.makepyfile(test_scale=SCALE_TESTS)
     (scale.path / CACHE).unlink()
     run(scale, "--autotune-update").stdout.fnmatch_lines([f"updated {CACHE} (2 entries)"])
+
+
+def test_an_update_that_writes_no_entry_of_a_file_still_folds_its_journal(
+    scale: pytest.Pytester,
+) -> None:
+    # A program's LocalTuner appended a key to the committed file's journal; an update
+    # whose groups recorded nothing there (here every candidate raises) left the journal
+    # beside the file, where README promises plain files to commit.
+    run(scale, "--autotune-update")
+    path = cache_file(scale)
+    (entry,) = [e for e in json.loads(path.read_text())["entries"] if e["key"] == "1"]
+    journal_file = path.with_name(path.name + ".journal")
+    journal_file.write_text(
+        journal.header(journal.digest(path.read_bytes()))
+        + journal.entry_line({**entry, "key": "7"})
+    )
+    scale.makepyfile(test_scale=SCALE_TESTS.replace("    return n * 2", "    raise ValueError(n)"))
+    result = run(scale, "--autotune-update")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # every candidate raised
+    result.stdout.fnmatch_lines([f"folded {CACHE}.journal into {CACHE} (no entry changed)"])
+    assert not journal_file.exists()
+    assert sorted(e["key"] for e in json.loads(path.read_text())["entries"]) == ["1", "2", "7"]
 
 
 def test_without_update_the_cache_files_are_only_read(scale: pytest.Pytester) -> None:
