@@ -26,8 +26,8 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         " deserves a pull request: an entry (key and candidate list) new or removed, or a"
         " baseline that started again because the gate called its change significant. Exit"
         f" status {EXIT_CHANGED} when there is such a change, 0 when the refresh only added a"
-        f" session to each baseline, {EXIT_ERROR} when a file cannot be read or AFTER holds no"
-        " cache file.",
+        f" session to each baseline, {EXIT_ERROR} when a file cannot be read or neither folder"
+        " holds a cache file.",
     )
     changed.add_argument("before", metavar="BEFORE", help="the cache folder before")
     changed.add_argument("after", metavar="AFTER", help="the cache folder after")
@@ -38,14 +38,16 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     for folder in (args.before, args.after):
         if not Path(folder).is_dir():
             raise CliError(f"{folder}: not a folder (give the cache folders, e.g. .autotune)")
-    if not cache_files(Path(args.after)):
-        # A refresh writes its folder: an empty one is the wrong folder (another cache_dir),
-        # and "no significant change" would end every scheduled refresh green, unheard.
+    before, after = Path(args.before), Path(args.after)
+    if not cache_files(after) and not cache_files(before):
+        # A refresh writes its folder: two empty ones are the wrong folders (another
+        # cache_dir), and "no significant change" would end every scheduled refresh green,
+        # unheard. An AFTER emptied of a BEFORE's files is a refresh too: a prune whose
+        # tests no longer tune removed the last file, each entry of which is listed.
         raise CliError(
             f"{args.after}: holds no cache file: give the folder --autotune-update writes"
             " (the cache_dir setting, .autotune by default)"
         )
-    before, after = Path(args.before), Path(args.after)
     same_kind_of_folder(before, after)
     for folder in (before, after):
         _refuse_misplaced(folder)

@@ -1471,6 +1471,22 @@ def test_changed_of_a_refreshed_folder_with_no_cache_file_is_an_error_not_no_cha
     )
 
 
+def test_changed_of_a_folder_a_prune_emptied_lists_every_entry_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The project's last autotune test was removed and `--autotune-prune` deleted its file,
+    # the folder's last: "holds no cache file" failed the refresh job, where the committed
+    # entries are gone, a change for a pull request.
+    before, after = tmp_path / "before", tmp_path / "after"
+    (before / GPU).mkdir(parents=True)
+    after.mkdir()
+    write_cache(before / GPU / "t.json", {"n1024": ("block256", (outcome("block256", 0, 4),))})
+
+    code, out, err = run(capsys, "changed", str(before), str(after))
+
+    assert (code, out, err) == (EXIT_CHANGED, f"{GPU}/t.json: key n1024: entry removed\n", "")
+
+
 @pytest.mark.parametrize("command", [[], ["report"], ["show"], ["diff"]])
 def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
