@@ -193,15 +193,9 @@ def review(
     and how to drop them, or, with `--autotune-prune`, per file pruned; and whether every
     prune was written (a file that cannot be is named, and the run fails). `taken_over`:
     the files this update took from another project (`find_stale`)."""
-    tuned: dict[str, dict[str, str]] = {}
-    devices = set()
-    for record in records:
-        devices.add(record.device_id)
-        group = record.extra.get("group")
-        # A group whose key= callable failed was not tuned at any key the session knows:
-        # counted as tuned at its parameters' ids, its test's real keys were called stale.
-        if isinstance(group, str) and not record.extra.get("key_unknown"):
-            tuned.setdefault(record.tuner, {})[group] = serialize_key_json(record.key)
+    records = list(records)
+    tuned = _tuned(records)
+    devices = {record.device_id for record in records}
     found = find_stale(
         settings.cache_dir,
         devices,
@@ -233,12 +227,16 @@ def moved_baselines(
     collected: Collected,
     settings: PluginSettings,
 ) -> list[str]:
-    """A note for each test that had no baseline where the whole stale file of a test
-    gone holds its keys and candidate list: the same test renamed or moved, most likely.
-    The gate said "no baseline ...; --autotune-update records one" and the update "stale:
-    ...: delete the file", so a user who did both threw the test's baselines and their
-    sessions away, where moving the file and setting its "tuner" keeps them (README,
-    "Files"). Under `--autotune-prune` the file is gone already: nothing to say."""
+    """A note for each test that had no baseline where a stale file or stale entries hold
+    its candidate list: the same test renamed or moved (the whole stale file of a test gone
+    holds its keys), or its keys renamed (its own file holds keys none of its groups makes
+    now: a fixture's ids, a `key=`). The gate said "no baseline ...; --autotune-update
+    records one" and the update "stale: ...", so a user who did both threw the test's
+    baselines and their sessions away, where moving the file and setting its "tuner", or
+    setting the entries' keys, keeps them (README, "Files"). Under `--autotune-prune` the
+    stale files and entries are gone already: nothing to say."""
+    records = list(records)
+    tuned = _tuned(records)
     # Only tests without a baseline ask: a gate whose every group has one reads no file.
     records = [
         record
@@ -248,22 +246,18 @@ def moved_baselines(
     if settings.prune or not records:
         return []
     devices = {record.device_id for record in records}
-    gone = [
-        item
-        for item in find_stale(
-            settings.cache_dir,
-            devices,
-            collected,
-            {},
-            settings.rootpath,
-            settings.project_root,
-            settings.shared_cache_dir,
-        )
-        if item.keys is None
-    ]
-    if not gone:
+    stale = find_stale(
+        settings.cache_dir,
+        devices,
+        collected,
+        tuned,
+        settings.rootpath,
+        settings.project_root,
+        settings.shared_cache_dir,
+    )
+    if not stale:
         return []
-    held = {item.path: _pairs(item.path) for item in gone}
+    held = {item.path: _pairs(item.path) for item in stale}
     lines = []
     said: set[str] = set()
     # By test, as the summary lists groups, whichever order (or worker) tuned them.
@@ -272,21 +266,64 @@ def moved_baselines(
             continue
         path = cache_path(settings.cache_dir, record.device_id, record.tuner)
         pair = (serialize_key_json(record.key), record.checksum)
-        here = (i for i in gone if i.path.parent == path.parent and pair in held[i.path])
-        item = next(here, None)
-        if item is None:
+        gone = (i for i in stale if i.keys is None and i.path.parent == path.parent)
+        item = next((i for i in gone if pair in held[i.path]), None)
+        if item is not None:
+            said.add(record.tuner)
+            lines.append(_moved(record.tuner, item, path, settings))
             continue
-        said.add(record.tuner)
-        name = record.tuner.partition("::")[2]
-        replacing = " (in place of the one this update wrote)" if settings.update else ""
-        lines.append(
-            f"note: {record.tuner}: no baseline under its name, but"
-            f" {settings.relative(item.path)} holds its keys and candidate list for"
-            f" {item.tuner} ({item.reason}): if {name} is that test renamed or moved, move"
-            f" the file to {settings.relative(path)}{replacing} and set its"
-            f' "tuner" to "{record.tuner}" to keep its baselines'
-        )
+        renamed = next((i for i in stale if i.keys is not None and i.path == path), None)
+        if renamed is not None and any(
+            key in (renamed.keys or ()) and checksum == record.checksum
+            for key, checksum in held[path]
+        ):
+            said.add(record.tuner)
+            lines.append(_renamed(record.tuner, renamed, records, settings))
     return lines
+
+
+def _tuned(records: Iterable[AutotuneRecord]) -> dict[str, dict[str, str]]:
+    """The groups the session tuned, by tuner, each with its stable key."""
+    tuned: dict[str, dict[str, str]] = {}
+    for record in records:
+        group = record.extra.get("group")
+        # A group whose key= callable failed was not tuned at any key the session knows:
+        # counted as tuned at its parameters' ids, its test's real keys were called stale.
+        if isinstance(group, str) and not record.extra.get("key_unknown"):
+            tuned.setdefault(record.tuner, {})[group] = serialize_key_json(record.key)
+    return tuned
+
+
+def _moved(tuner: str, item: Stale, path: Path, settings: PluginSettings) -> str:
+    name = tuner.partition("::")[2]
+    replacing = " (in place of the one this update wrote)" if settings.update else ""
+    return (
+        f"note: {tuner}: no baseline under its name, but {settings.relative(item.path)} holds"
+        f" its keys and candidate list for {item.tuner} ({item.reason}): if {name} is that"
+        f" test renamed or moved, move the file to {settings.relative(path)}{replacing} and"
+        f' set its "tuner" to "{tuner}" to keep its baselines'
+    )
+
+
+def _renamed(
+    tuner: str, item: Stale, records: Iterable[AutotuneRecord], settings: PluginSettings
+) -> str:
+    new = sorted({serialize_key_json(r.key) for r in records if r.tuner == tuner})
+    what = "key" if len(new) == 1 else "keys"
+    old = ", ".join(item.keys or ())
+    entries = " (in place of the entry this update wrote)" if settings.update else ""
+    rest = (
+        "this update recorded the new ones, and --autotune-prune drops the old"
+        if settings.update
+        else "--autotune-update records the new ones, and --autotune-prune drops the old"
+    )
+    return (
+        f"note: {tuner}: no baseline for its {what} {', '.join(new)}, but"
+        f" {settings.relative(item.path)} holds baselines of its candidate list at keys no"
+        f" group of it makes now ({old}): if those are its keys renamed (its parameters'"
+        ' ids, its key=), set each old entry\'s "key" in the file to its new key'
+        f"{entries} to keep their baselines; else {rest}"
+    )
 
 
 def _pairs(path: Path) -> set[tuple[str, str]]:

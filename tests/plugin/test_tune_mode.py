@@ -2330,6 +2330,40 @@ def test_a_cache_file_renamed_after_its_test_says_how_to_keep_its_baselines(
 
 
 @pytest.mark.parametrize("mode", ["--autotune", "--autotune-update"])
+def test_a_test_whose_ids_were_renamed_is_told_its_file_holds_the_old_keys(
+    scale: pytest.Pytester, mode: str
+) -> None:
+    # Its fixture's ids renamed (n1 to size1): each group read "no baseline", with nothing
+    # pointing at the file's entries of the old keys, for the same candidates.
+    fixture = """
+@pytest.fixture(params=[1, 2], ids=lambda n: f"n{n}")
+def n(request):
+    return request.param
+"""
+    tests = SCALE_TESTS.replace('@pytest.mark.parametrize("n", [1, 2])\n', "") + fixture
+    scale.makepyfile(test_scale=tests)
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    scale.makepyfile(test_scale=tests.replace('f"n{n}"', 'f"size{n}"'))
+    result = run(scale, mode)
+    assert result.ret == pytest.ExitCode.OK
+    entries = " (in place of the entry this update wrote)" if mode != "--autotune" else ""
+    rest = (
+        "this update recorded the new ones"
+        if mode != "--autotune"
+        else "--autotune-update records the new ones"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            f'note: test_scale.py::test_scale: no baseline for its keys "size1", "size2", but'
+            f" {CACHE} holds baselines of its candidate list at keys no group of it makes now"
+            ' ("1", "2"): if those are its keys renamed (its parameters\' ids, its key=),'
+            f' set each old entry\'s "key" in the file to its new key{entries} to keep their'
+            f" baselines; else {rest}, and --autotune-prune drops the old"
+        ]
+    )
+
+
+@pytest.mark.parametrize("mode", ["--autotune", "--autotune-update"])
 def test_a_renamed_test_without_a_baseline_is_told_where_its_old_baselines_are(
     scale: pytest.Pytester, mode: str
 ) -> None:
