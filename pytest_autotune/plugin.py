@@ -1281,6 +1281,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state.worker:
         session.config.workeroutput["autotune"] = state.to_worker_output()  # type: ignore[attr-defined]
         return
+    bridge = session.config.pluginmanager.get_plugin("autotune-xdist")
+    if bridge is not None:  # after pytest-xdist's own end of the session, which ends its workers
+        bridge.hand_back_unread()
     failed = state.finish(stopped=_stopped_early(session, exitstatus))
     if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -152,6 +152,8 @@ class XdistBridge:
         """The `CUDA_VISIBLE_DEVICES` given to each worker's spec, by the spec's identity
         (kept with it): a worker that crashed is replaced on the same spec under a new id
         (gw2 for gw1), with the same environment, so the same GPU."""
+        self.nodes: list[Any] = []
+        """Every worker started, each until its output is read (`pytest_testnodedown`)."""
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         # pytest-xdist ends a run under `-x` or `--maxfail` by raising its `Interrupted`
@@ -183,12 +185,15 @@ class XdistBridge:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
+        self.nodes.append(node)
         given = self.given.get(id(node.gateway.spec))
         if given is not None:
             node.workerinput[WORKER_GPU] = given[1]
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        if node in self.nodes:
+            self.nodes.remove(node)
         output = getattr(node, "workeroutput", {}).get("autotune")
         if output is not None:
             self.session.merge_worker_output(output)
@@ -202,3 +207,24 @@ class XdistBridge:
                 " tuned: its groups are missing from this summary, the records, the report"
                 " and any --autotune-update; fix the crash and run again"
             )
+
+    def hand_back_unread(self) -> None:
+        """At the end of the session, the output of each worker that pytest-xdist tore
+        down without reading it: on Ctrl-C or a cancelled job the controller stops
+        reading its workers' events, and no `pytest_testnodedown` comes, so the groups
+        the workers had tuned were neither shown nor written, where a run without
+        workers writes them and says it stopped early. A worker interrupted too hands
+        its output back as it ends (pytest-xdist keeps it on the node); one that
+        handed back nothing is named."""
+        for node in self.nodes:
+            output = getattr(node, "workeroutput", {}).get("autotune")
+            if output is not None:
+                self.session.merge_worker_output(output)
+                continue
+            worker = getattr(getattr(node, "gateway", None), "id", "a worker")
+            self.session.note(
+                f"warning: pytest-xdist worker {worker} was stopped before handing back what"
+                " it tuned: its groups are missing from this summary, the records, the"
+                " report and any --autotune-update"
+            )
+        self.nodes.clear()

@@ -505,6 +505,48 @@ def test_under_xdist_a_run_stopped_by_x_says_why_as_a_single_process_does(
     assert "(interrupted)" not in report
 
 
+CANCELLED_TESTS = INTERRUPTED_TESTS.replace(
+    "    raise KeyboardInterrupt",
+    """    # Ctrl-C reaches the controller, then its worker (as a terminal's whole process
+    # group does, or a CI job's cancel): the controller stops reading its workers first.
+    import os, signal, time
+    os.kill(os.getppid(), signal.SIGINT)
+    time.sleep(1)
+    raise KeyboardInterrupt""",
+)
+
+
+def test_under_xdist_a_run_cancelled_by_ctrl_c_writes_what_its_workers_tuned(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest-xdist stops reading its workers' events on Ctrl-C, and the groups a worker had
+    # tuned were neither shown nor written, with no word: a run without workers writes
+    # them and says it stopped early.
+    assert CANCELLED_TESTS != INTERRUPTED_TESTS
+    autotune_pytester.makepyfile(test_stop=CANCELLED_TESTS)
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS,
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "-p",
+        "no:randomly",
+        "-n",
+        "1",
+        "--autotune-update",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "test_stop.py::test_a[[]1[]] *updated",
+            "test_stop.py::test_a[[]2[]] *updated",
+            "updated .autotune/cpu-fake-1t/test_stop.py__test_a-*.json (2 entries)",
+            "stopped early (interrupted): the groups tuned before it are shown, no others",
+        ]
+    )
+
+
 SET_UP_TESTS = (
     QUIET_TESTS.split("@pytest.mark.parametrize")[0]
     + """
