@@ -250,11 +250,14 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(XdistBridge(config, session, device_count), "autotune-xdist")
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Any:
     """On a pytest-xdist worker that tunes, an ordinary test (setup, call and teardown)
     holds its shared locks, so that it never runs beside another worker's measurement
-    (`pytest_autotune.quiet`). A test that tunes waits for the device lock instead."""
+    (`pytest_autotune.quiet`). A test that tunes waits for the device lock instead.
+    Outside every other plugin's wrapper, whichever loaded first: the wait for another
+    worker's measurement is no part of the test, and pytest-timeout's alarm, where its
+    wrapper held this one, fired in it outside any phase of the test, an INTERNALERROR."""
     state = item.config.stash.get(SESSION, None)
     quiet = state.quiet if state is not None else None
     if quiet is None or item.get_closest_marker("autotune") is not None:

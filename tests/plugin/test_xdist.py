@@ -505,6 +505,60 @@ def test_under_xdist_a_run_stopped_by_x_says_why_as_a_single_process_does(
     assert "(interrupted)" not in report
 
 
+TIMED_OUT_TESTS = """
+import time
+import pytest
+from conftest import spin
+
+def fast(n):
+    time.sleep(0.1)
+    spin(100e-6)
+    return n * 2
+
+def slow(n):
+    time.sleep(0.1)
+    spin(300e-6)
+    return n * 2
+
+@pytest.mark.timeout(300)
+@pytest.mark.autotune(candidates=[fast, slow])
+def test_group(candidate):
+    return candidate(1)
+
+@pytest.mark.parametrize("i", range(12))
+def test_ordinary(i):
+    time.sleep(0.05)
+"""
+
+
+def test_under_xdist_a_test_timeout_never_counts_an_ordinary_tests_wait_for_a_measurement(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # An ordinary test waits for the other worker's measurement (seconds) in this plugin's
+    # wrapper of the test's protocol. Where pytest-timeout's wrapper was outside it (a
+    # plugin registered before pytest-timeout: `-p pytest_autotune.plugin`, or an
+    # install whose entry points load in that order), its alarm fired in that wait,
+    # outside any phase of the test: an INTERNALERROR that ended the run.
+    pytest.importorskip("pytest_timeout")
+    autotune_pytester.makepyfile(test_timed=TIMED_OUT_TESTS)
+    early = PLUGIN_ARGS or ("-p", "no:autotune", "-p", "pytest_autotune.plugin")
+    result = autotune_pytester.runpytest(
+        *early,
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "-p",
+        "no:randomly",
+        "-n",
+        "2",
+        "--timeout=1",
+        "--autotune",
+    )
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.assert_outcomes(passed=14)
+
+
 CANCELLED_TESTS = INTERRUPTED_TESTS.replace(
     "    raise KeyboardInterrupt",
     """    # Ctrl-C reaches the controller, then its worker (as a terminal's whole process
