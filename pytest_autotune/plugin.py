@@ -849,7 +849,7 @@ class CandidateRun:
             except pytest.xfail.Exception as exc:
                 raise AutotuneSkip(f"{EXPECTED_TO_FAIL}{exc.msg}") from None
             except pytest.fail.Exception as exc:
-                raise Failed(exc) from None
+                raise _candidates_failure(exc) from None
             except SystemExit as exc:  # not an `Exception` either: it failed the whole group
                 problem = f"raised SystemExit({exc.code!r}), as sys.exit() does, which ends"
                 problem += " a program: a candidate that fails raises an Exception"
@@ -947,6 +947,21 @@ def _unrun(output: object) -> str | None:
 
 EXPECTED_TO_FAIL = "expected to fail: "
 """How a candidate's decline by `pytest.xfail()` in the test body begins."""
+
+
+def _candidates_failure(exc: BaseException) -> BaseException:
+    """`pytest.fail()` in the test body as the candidate's failure (`Failed`), but for
+    pytest-timeout's alarm, its `pytest.fail` raised by its signal handler in whatever call
+    the test was making, which is returned as it is. Taken for the candidate's failure, the
+    alarm disqualified the candidate it happened to stop, and the group was judged, and
+    written by `--autotune-update`, with the next one as its winner; it stops the tuning
+    instead (`AutotuneSession.candidate_outcome`), which names the group."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__") == "pytest_timeout":
+            return exc
+        tb = tb.tb_next
+    return Failed(exc)
 
 
 class Failed(Exception):

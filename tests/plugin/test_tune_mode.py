@@ -2601,6 +2601,56 @@ def test_a_group_whose_tuning_was_stopped_is_an_error_in_the_summary_and_records
     assert "was stopped in fast's test" in records[0]["extra"]["message"]
 
 
+TIMED_OUT_TESTS = """
+import time
+import pytest
+from conftest import spin
+
+CALLS = [0]
+
+
+def fast(n):
+    CALLS[0] += 1
+    if CALLS[0] == 5:  # in its tuning: longer than the test's timeout
+        time.sleep(5)
+    spin(100e-6)
+    return n * 2
+
+
+def slow(n):
+    spin(300e-6)
+    return n * 2
+
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow})
+def test_timed(candidate):
+    return candidate(21)
+"""
+
+
+def test_pytest_timeouts_alarm_in_a_candidates_call_stops_the_tuning_and_writes_nothing(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest-timeout's alarm is its `pytest.fail`, raised in whichever call the test was
+    # making: in a candidate's, it read as that candidate's own failure, which disqualified
+    # it, and the group was judged, and its cache entry written, with the slower candidate
+    # as the winner.
+    pytest.importorskip("pytest_timeout")
+    autotune_pytester.makepyfile(test_timed=TIMED_OUT_TESTS)
+    result = run(
+        autotune_pytester, "--autotune-update", "-p", "no:randomly", "-p", "timeout", "--timeout=1"
+    )
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*the tuning of test_timed.py::test_timed was stopped in fast's test (Timeout"
+            " (>1.0s) from pytest-timeout.) and is not started again*"
+        ]
+    )
+    assert "updated" not in result.stdout.str()
+    assert not (autotune_pytester.path / ".autotune").exists()
+
+
 GENERATOR_TESTS = """
 import pytest
 
