@@ -128,7 +128,7 @@ class EachCall:
         for name in self.cleared:
             arguments[name].clear()
         # The call's own `monkeypatch` is in `arguments` already (`fresh_patches`, by
-        # `plugin.CandidateRun`, the one caller), and undone by it.
+        # `candidate_run.CandidateRun`, the one caller), and undone by it.
         if self.warned:
             # Entered, it makes Python forget which warnings it has shown.
             with warnings.catch_warnings():

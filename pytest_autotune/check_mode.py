@@ -20,7 +20,7 @@ def candidate_call(run: Body, name: str, fn: Callable[..., Any]) -> Callable[...
     """`run`'s call of candidate `name` (its function `fn`), taking the inputs. One
     function under two names (two configurations sharing it) is two candidates, each with
     a test of its own, which the function alone cannot tell apart: a body that knows its
-    candidates by name (`plugin.CandidateRun.named`) is called by name. A partial, so
+    candidates by name (`candidate_run.CandidateRun.named`) is called by name. A partial, so
     that it pickles where the body and the candidate do (`fresh_process`)."""
     named = getattr(run, "named", None)
     return named(name, fn) if named is not None else functools.partial(run, fn)

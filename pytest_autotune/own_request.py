@@ -67,7 +67,7 @@ class BodyRequest:
     """The `request` one candidate's body is given (its test's, or an `OwnRequest`), as
     the single call of a plain test has it: the finalizers a call adds run when it ends
     (`finish`), and `getfixturevalue` gives the call's own values (`arguments`, set by
-    `plugin.CandidateRun` for each call).
+    `candidate_run.CandidateRun` for each call).
 
     Under --autotune a finalizer the body added ran at the first test's teardown once per
     timed call (its error reported thousands of times), and in a plain run the reference's

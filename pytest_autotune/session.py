@@ -386,7 +386,7 @@ class AutotuneSession:
             # A partial, not a closure: it pickles where the body and the candidate do,
             # so a fresh process can measure it again (`fresh_process`).
             wrapped = candidate_call(request.run, name, fn)
-            scope_of = getattr(request.run, "scope_of", None)  # `plugin.CandidateRun`'s
+            scope_of = getattr(request.run, "scope_of", None)  # `candidate_run.CandidateRun`'s
             scope = scope_of(name) if scope_of is not None else None
             if scope is not None:
                 # Its test's warning filters, entered around each timed call by the tuner

@@ -6,7 +6,7 @@ A candidate function may carry `autotune_scope`, a callable that returns a fresh
 manager. Entered inside the timed call it cost about 11 us a call on the 2-core VM, which
 moved the pick of short candidates by which test happened to tune the group; entered here,
 around `client.time`, it costs the sample nothing. While it is entered, `entered()` says
-so, and the candidate does not enter it again itself (`plugin.CandidateRun`).
+so, and the candidate does not enter it again itself (`candidate_run.CandidateRun`).
 """
 
 from __future__ import annotations

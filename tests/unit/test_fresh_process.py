@@ -21,9 +21,9 @@ import pytest
 
 import pytest_autotune
 from pytest_autotune.calibration import calibration_kind
+from pytest_autotune.candidate_run import CandidateRun
 from pytest_autotune.fresh_process import NotFresh, measure_fresh
 from pytest_autotune.gate_policy import measure_candidate
-from pytest_autotune.plugin import CandidateRun
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
 from pytest_autotune.warning_marks import MarkFilters, parse_filters
 
@@ -130,7 +130,7 @@ import numpy as np
 
 from pytest_autotune.fresh_process import NotFresh, measure_fresh
 from pytest_autotune.gate_policy import measure_candidate
-from pytest_autotune.plugin import CandidateRun
+from pytest_autotune.candidate_run import CandidateRun
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
 from pytest_autotune.warning_marks import MarkFilters, parse_filters
 
