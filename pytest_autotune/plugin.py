@@ -11,6 +11,7 @@ import contextlib
 import inspect
 import os
 import pickle
+import time
 import unittest
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -248,7 +249,15 @@ def pytest_runtest_protocol(item: pytest.Item) -> Any:
     wrapper held this one, fired in it outside any phase of the test, an INTERNALERROR."""
     state = item.config.stash.get(SESSION, None)
     quiet = state.quiet if state is not None else None
-    if quiet is None or item.get_closest_marker("autotune") is not None:
+    if quiet is None:
+        yield
+        return
+    if item.get_closest_marker("autotune") is not None:
+        # It holds the shared locks for its set-up (`pytest_runtest_setup`), inside
+        # pytest-timeout's window: waiting there for another worker's measurement failed
+        # the test with a bare "Timeout" naming neither. The wait is made here first.
+        with quiet.testing():
+            pass
         yield
         return
     with quiet.testing():
@@ -278,8 +287,30 @@ def _set_up_or_torn_down(item: pytest.Item) -> Iterator[None]:
     if quiet is None or item.get_closest_marker("autotune") is None:
         yield  # an ordinary test holds them already, for its whole protocol
         return
-    with quiet.testing():
+    # Inside pytest-timeout's window (`TEST_TIMER`): a wait for another worker's measurement
+    # as long as the lock's own failed the test with a bare "Timeout", naming neither. It
+    # waits half what the test has left at most, then goes on unpaused.
+    timer = item.stash.get(TEST_TIMER, None)
+    left = None if timer is None else max(0.0, (timer[1] - (time.monotonic() - timer[0])) / 2)
+    with quiet.testing(left):
         yield
+
+
+TEST_TIMER = pytest.StashKey[tuple[float, float]]()
+"""When pytest-timeout's timer of a test started (`time.monotonic()`) and its seconds, where
+it times the test's set-up and teardown too (not `func_only`)."""
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
+    """pytest-timeout's timer of a test starts (its own hook; it sets the timer itself)."""
+    seconds = getattr(settings, "timeout", None)
+    if (
+        isinstance(seconds, (int, float))
+        and seconds > 0
+        and not getattr(settings, "func_only", False)
+    ):
+        item.stash[TEST_TIMER] = (time.monotonic(), float(seconds))
 
 
 class _AfterTheBody:

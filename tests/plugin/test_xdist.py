@@ -530,20 +530,36 @@ def test_ordinary(i):
     time.sleep(0.05)
 """
 
+SHORT_GROUP = """
 
-def test_under_xdist_a_test_timeout_never_counts_an_ordinary_tests_wait_for_a_measurement(
+def quick(n):
+    spin(100e-6)
+    return n * 2
+
+def quicker(n):
+    spin(50e-6)
+    return n * 2
+
+@pytest.mark.parametrize("n", range(6))
+@pytest.mark.autotune(candidates=[quick, quicker])
+def test_short(candidate, n):
+    return candidate(n)
+"""
+
+
+def test_under_xdist_a_tuned_tests_set_up_never_times_out_waiting_for_a_measurement(
     autotune_pytester: pytest.Pytester,
 ) -> None:
-    # An ordinary test waits for the other worker's measurement (seconds) in this plugin's
-    # wrapper of the test's protocol. Where pytest-timeout's wrapper was outside it (a
-    # plugin registered before pytest-timeout: `-p pytest_autotune.plugin`, or an
-    # install whose entry points load in that order), its alarm fired in that wait,
-    # outside any phase of the test: an INTERNALERROR that ended the run.
+    # A test that tunes holds the shared locks for its set-up and teardown, inside
+    # pytest-timeout's window: where another worker measured a long group, the wait for it
+    # failed the short groups' tests at set-up or teardown with a bare "Timeout", naming
+    # neither. Its body's wait for the device is the README's: its failure names it.
     pytest.importorskip("pytest_timeout")
-    autotune_pytester.makepyfile(test_timed=TIMED_OUT_TESTS)
-    early = PLUGIN_ARGS or ("-p", "no:autotune", "-p", "pytest_autotune.plugin")
+    autotune_pytester.makepyfile(
+        test_timed=TIMED_OUT_TESTS.replace("range(12)", "range(2)") + SHORT_GROUP
+    )
     result = autotune_pytester.runpytest(
-        *early,
+        *PLUGIN_ARGS,
         "-p",
         "no:cacheprovider",
         "-p",
@@ -555,8 +571,14 @@ def test_under_xdist_a_test_timeout_never_counts_an_ordinary_tests_wait_for_a_me
         "--timeout=1",
         "--autotune",
     )
-    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    result.assert_outcomes(passed=14)
+    outcomes = result.parseoutcomes()
+    assert "errors" not in outcomes and "error" not in outcomes, result.stdout.str()
+    for line in result.stdout.lines:
+        if line.startswith("FAILED"):
+            # The first test of a group stopped waiting for the device, or its group's others.
+            assert "Timeout" in line or "the tuning of" in line, line
+    failed = [line for line in result.stdout.lines if line.startswith("the tuning of")]
+    assert all("while waiting for another process's timing" in line for line in failed)
 
 
 CANCELLED_TESTS = INTERRUPTED_TESTS.replace(
