@@ -202,6 +202,11 @@ class SessionOutput:
         summaries = self.summaries()
         if self.stopped is not None and summaries:
             self.notes.append(stopped_text(self.stopped))
+        elif self.stopped is not None and self.collected is not None and self.collected.groups:
+            # Stopped before its first group (`-x` on an ordinary test): no autotune section
+            # at all read as though the run had nothing to tune, an update as though done.
+            written = ", and no cache file was written" if settings.update else ""
+            self.notes.append(f"stopped early ({self.stopped}): no group was tuned{written}")
         written = [
             not shared,
             not unsaved,

@@ -117,6 +117,22 @@ def test_an_update_that_writes_no_entry_of_a_file_still_folds_its_journal(
     assert sorted(e["key"] for e in json.loads(path.read_text())["entries"]) == ["1", "2", "7"]
 
 
+@pytest.mark.parametrize("mode", ["--autotune", "--autotune-update"])
+def test_a_run_stopped_before_its_first_group_says_that_nothing_was_tuned(
+    scale: pytest.Pytester, mode: str
+) -> None:
+    # `-x` on an ordinary test collected first: no autotune section at all, so an update
+    # read as though it had refreshed the caches, or the project had nothing to tune.
+    scale.makepyfile(test_first="def test_broken():\n    assert False\n")
+    result = run(scale, mode, "-x")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    written = ", and no cache file was written" if mode == "--autotune-update" else ""
+    result.stdout.fnmatch_lines(
+        [f"stopped early (stopping after 1 failures): no group was tuned{written}"]
+    )
+    assert not cache_file(scale).exists()
+
+
 def test_without_update_the_cache_files_are_only_read(scale: pytest.Pytester) -> None:
     run(scale, "--autotune-update")
     before = cache_file(scale).read_bytes()
