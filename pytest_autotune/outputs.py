@@ -205,8 +205,8 @@ class SessionOutput:
         elif self.stopped is not None and self.collected is not None and self.collected.groups:
             # Stopped before its first group (`-x` on an ordinary test): no autotune section
             # at all read as though the run had nothing to tune, an update as though done.
-            written = ", and no cache file was written" if settings.update else ""
-            self.notes.append(f"stopped early ({self.stopped}): no group was tuned{written}")
+            unwritten = ", and no cache file was written" if settings.update else ""
+            self.notes.append(f"stopped early ({self.stopped}): no group was tuned{unwritten}")
         written = [
             not shared,
             not unsaved,
