@@ -427,6 +427,13 @@ class Failed(Exception):
         super().__init__(str(outcome))
         self.outcome = outcome
 
+    def pytests(self) -> BaseException:
+        """pytest's own outcome, with what was said of this failure (the reference's, in
+        another candidate's check: `check_mode`) noted on it."""
+        for note in getattr(self, "__notes__", ()):
+            self.outcome.add_note(note)
+        return self.outcome
+
 
 def called_again(
     run: CandidateRun, spec: ItemSpec, inputs: tuple[Any, ...]
@@ -439,6 +446,6 @@ def called_again(
             fn = dict(spec.function.candidates)[spec.candidate]
             return run.named(spec.candidate, fn)(*clone_value(inputs))
         except Failed as exc:
-            raise exc.outcome from None
+            raise exc.pytests() from None
 
     return call

@@ -112,13 +112,32 @@ def _explicit(
             if reference not in by_name:
                 raise ConfigError(f"reference={reference!r} names no candidate: {sorted(by_name)}")
             label = f"the reference candidate {reference!r}"
+            if reference == name:
+                return label, output
             call = candidate_call(run, reference, by_name[reference])
-            return label, output if reference == name else call(*clone_value(inputs))
+            return label, call(*clone_value(inputs))
         return "the explicit reference", run(reference, *clone_value(inputs))
     except AutotuneError as exc:
         if exc.kind is AutotuneErrorKind.SKIP:
             raise AutotuneSkip(exc.message) from None
+        _note_the_reference(exc, name, reference)
         raise
+    except Exception as exc:
+        _note_the_reference(exc, name, reference)
+        raise
+
+
+def _note_the_reference(exc: Exception, name: str, reference: Callable[..., Any] | str) -> None:
+    """Say on the reference's own error, raised in candidate `name`'s test, whose it is:
+    that test showed the reference's traceback alone ("ValueError: ..." under
+    `test_x[plain]`), which read as `plain`'s failure (Python 3.11 on: notes)."""
+    add_note = getattr(exc, "add_note", None)
+    if add_note is not None:
+        which = repr(reference) if isinstance(reference, str) else "the explicit reference"
+        add_note(
+            f"raised by the reference {which}, against which candidate {name!r} is checked:"
+            f" {name!r} cannot be checked"
+        )
 
 
 __all__ = ["Body", "Candidates", "candidate_call", "check_candidate"]

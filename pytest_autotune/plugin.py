@@ -673,7 +673,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
             pytest.xfail(str(exc).removeprefix(EXPECTED_TO_FAIL))
         pytest.skip(f"candidate {spec.candidate!r} declined: {exc}")
     except Failed as exc:
-        raise exc.outcome from None
+        raise exc.pytests() from None
     except (ConfigError, CudaUnavailableError, PriorityError) as exc:
         fail(f"{spec.function.nodeid}: {exc}")
     except TimeLimitExceeded as exc:

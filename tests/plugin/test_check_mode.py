@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from tests.plugin.harness import run
@@ -912,6 +914,45 @@ def test_a_reference_that_declines_in_the_body_leaves_the_others_checked_as_with
     )
     assert "cannot be checked" not in result.stdout.str()
     assert "'right' declined" not in result.stdout.str()
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes: Python 3.11 on")
+def test_a_reference_that_raises_is_named_on_its_error_in_the_others_tests(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Plain pytest: reference="exact" raising showed, under test_raises[right], exact's
+    # traceback alone ("ValueError: no exact value"), which read as right's failure.
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+
+        def exact(n):
+            raise ValueError("no exact value")
+
+        def right(n):
+            return n * 2
+
+        def failing(n):
+            pytest.fail("no exact value either")
+
+        @pytest.mark.autotune(candidates=[right, exact], reference="exact")
+        def test_raises(candidate):
+            return candidate(1)
+
+        @pytest.mark.autotune(candidates=[right, failing], reference="failing")
+        def test_fails(candidate):
+            return candidate(1)
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(failed=4)
+    output = result.stdout.str()
+    for reference in ("exact", "failing"):
+        note = f"raised by the reference '{reference}', against which candidate 'right' is"
+        assert f"{note} checked: 'right' cannot be checked" in output
+    # The reference's own test is its own failure: no note there.
+    assert "against which candidate 'exact'" not in output
+    assert "against which candidate 'failing'" not in output
 
 
 @pytest.mark.parametrize("mode", [(), ("--autotune",)])
