@@ -178,7 +178,12 @@ def _run_set(
         *("thresholds", "rtol", "atol", "check_output", "max_regression", "work", "reference"),
         *("time_limit", "level"),
     )
-    _fail_on(nodeid, option_error({"tuner": tuner, **{name: options[name] for name in checked}}))
+    checked_options = {"tuner": tuner, **{name: options[name] for name in checked}}
+    if work is None:
+        # A set's own `with_work` model is the work a floor of `thresholds=` is judged on,
+        # as `work=` would be: without it, thresholds= read as a floor with nothing to judge.
+        checked_options["work"] = tunables.work
+    _fail_on(nodeid, option_error(checked_options))
     if len(tunables) == 0:
         # Every candidate of none "declined": the test was skipped, and CI stayed green.
         pytest.fail(

@@ -270,6 +270,27 @@ def test_a_sets_work_model_runs_only_when_tuning_and_is_named_when_it_is_wrong(
     )
 
 
+def test_a_sets_work_model_is_the_work_its_thresholds_floor_is_judged_on(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `thresholds=` without `work=` failed "without work=" for a set built with
+    # `with_work`, in plain runs too, though the README says the set's model serves the floor.
+    autotune_pytester.makepyfile(
+        test_set_floor=SET_WORK_TESTS.split("def test_set_work")[0]
+        + """
+from pytest_autotune import Thresholds
+
+def test_set_floor(autotune):
+    autotune(make_set(), np.zeros(1), thresholds=Thresholds(compute=0.5))
+"""
+    )
+    assert run(autotune_pytester).ret == pytest.ExitCode.OK
+    tuned = run(autotune_pytester, "--autotune")
+    assert tuned.ret == pytest.ExitCode.TESTS_FAILED
+    tuned.stdout.fnmatch_lines(["*test_set_floor*fast*25.0% fp32 compute*FLOOR*"])
+    tuned.stdout.no_fnmatch_line("*without work=*")
+
+
 WRONG_TESTS = """
 import pytest
 from conftest import spin
