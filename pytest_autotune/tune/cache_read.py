@@ -212,7 +212,8 @@ def stale_lines(where: Path, raw_entries: list[Any], contents: Contents) -> list
         return []
     return [
         f"{where}: extends another version of its cache file (replaced since, as by a"
-        f" checkout); its {missing} entries the file lacks are ignored"
+        f" checkout); its {counted(missing, 'entry', 'entries')} the file lacks"
+        f" {'is' if missing == 1 else 'are'} ignored"
     ]
 
 

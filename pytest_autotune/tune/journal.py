@@ -21,6 +21,7 @@ before appending.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import os
@@ -48,8 +49,12 @@ def journal_path(path: Path) -> Path:
 
 
 def digest(data: bytes) -> str:
-    """What names the exact file a journal extends."""
-    return hashlib.sha256(data).hexdigest()
+    """What names the exact file a journal extends: the SHA-256 of its bytes read as text,
+    a byte order mark dropped and CRLF read as LF. A committed file and its journal are
+    both converted on a checkout under git's `core.autocrlf` (Git for Windows' default),
+    and the journal then named another file: its entries were ignored, as a stale
+    journal's are. The files we write have neither, so their digest is their bytes'."""
+    return hashlib.sha256(data.removeprefix(codecs.BOM_UTF8).replace(b"\r\n", b"\n")).hexdigest()
 
 
 def header(base: str) -> str:

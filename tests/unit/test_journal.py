@@ -237,9 +237,28 @@ def test_a_journal_of_a_replaced_file_is_ignored_and_said_so_when_it_adds_entrie
     PersistentCache(path, journal=True).save(dict([entry("local")]), device={"id": "d"})
     path.write_bytes(pulled.read_bytes())
 
-    with pytest.warns(CacheFileWarning, match="its 1 entries the file lacks are ignored"):
+    with pytest.warns(CacheFileWarning, match="its 1 entry the file lacks is ignored"):
         loaded = PersistentCache(path).load()
     assert stable_key("pulled") in {k.key for k in loaded}
+
+
+def test_a_file_and_journal_a_checkout_gave_crlf_line_endings_still_read_as_one(
+    tmp_path: Path,
+) -> None:
+    """Git's core.autocrlf (Git for Windows' default) converts both on checkout: the
+    journal still extends the file, and a later journaled save still appends to it."""
+    path = tmp_path / "tuner.json"
+    seeded(path, size=20)
+    PersistentCache(path, journal=True).save(dict([entry("local")]), device={"id": "d"})
+    for converted in (path, journal.journal_path(path)):
+        text = converted.read_bytes().replace(b"\n", b"\r\n")
+        converted.write_bytes(b"\xef\xbb\xbf" + text if converted == path else text)
+
+    cache = PersistentCache(path, journal=True)
+    assert stable_key("local") in {k.key for k in cache.load()}  # no warning: error
+    cache.save(dict([entry("later")]), device={"id": "d"})
+    assert {stable_key("local"), stable_key("later")} <= keys(path)
+    assert [line.get("key") for line in journal_lines(path)] == [None, "local", "later"]
 
 
 def test_a_journal_left_by_a_writer_killed_before_removing_it_is_ignored_quietly(
