@@ -252,6 +252,15 @@ def test_a_record_round_trips_through_json():
     assert AutotuneRecord.from_json(data) == record
 
 
+def test_a_record_with_a_time_limit_of_a_fraction_of_a_nanosecond_equals_its_file_form():
+    # The report of a run, rendered from its records in memory, showed 56.5 ns where the
+    # same report rendered from the records file showed 56.0 ns.
+    record = make_record(time_limit=56.5e-9)
+    assert record.to_json()["time_limit_ns"] == 56
+    assert AutotuneRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
+    assert record.time_limit == 56e-9
+
+
 def test_a_records_durations_read_as_seconds_as_every_duration_of_the_api():
     # DESIGN: durations are float seconds in the API, integer nanoseconds in files. The
     # record had its tuning time in nanoseconds alone, beside a time limit in seconds.
