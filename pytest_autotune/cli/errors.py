@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import KeysView
 from pathlib import Path
 from typing import Literal
 
@@ -35,7 +36,7 @@ def warn(message: str) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
-JsonKind = Literal["cache", "records", "benchmark", "journal"]
+JsonKind = Literal["cache", "records", "benchmark", "journal", "peaks"]
 
 
 def json_kind_of(path: str) -> JsonKind | None:
@@ -43,8 +44,10 @@ def json_kind_of(path: str) -> JsonKind | None:
     takes: all are JSON, and read as another kind each fails at a line and column that
     says nothing of the mix-up. A cache file is one object with `entries`; records are
     objects, one a line, each naming its device and checksum; `--autotune-benchmark-json`
-    writes one object with pytest-benchmark's `benchmarks` and `machine_info`; a cache
-    file's journal is lines too, the first naming the file's digest (`journal_of`)."""
+    writes one object with pytest-benchmark's `benchmarks` and `machine_info`; a device's
+    peaks file (`peaks.json`, which may sit among the cache files of its device's folder)
+    is one object with `device_id` and `peaks`; a cache file's journal is lines too, the
+    first naming the file's digest (`journal_of`)."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
@@ -53,10 +56,9 @@ def json_kind_of(path: str) -> JsonKind | None:
         whole = json.loads(text)
     except (ValueError, RecursionError):  # a file of deep brackets is neither kind
         whole = None
-    if isinstance(whole, dict) and "entries" in whole:
-        return "cache"
-    if isinstance(whole, dict) and {"benchmarks", "machine_info"} <= whole.keys():
-        return "benchmark"
+    kind = _document_kind(whole.keys()) if isinstance(whole, dict) else None
+    if kind is not None:
+        return kind
     first = next((line for line in text.splitlines() if line.strip()), "")
     try:
         line = json.loads(first)
@@ -68,12 +70,27 @@ def json_kind_of(path: str) -> JsonKind | None:
     return "journal" if {"journal_of", "journal_version"} <= fields else None
 
 
+def _document_kind(fields: KeysView[str]) -> JsonKind | None:
+    """Which of our one-object files holds `fields` at its top."""
+    if "entries" in fields:
+        return "cache"
+    if {"benchmarks", "machine_info"} <= fields:
+        return "benchmark"
+    return "peaks" if {"device_id", "peaks"} <= fields else None
+
+
 def not_ours_to_read(path: str, instead: str) -> CliError | None:
     """The error of a file of ours that no command reads given where `instead` belongs, or
     None where `path` is not one: `--autotune-benchmark-json` writes pytest-benchmark's JSON
     for pytest-benchmark's own tools, and a cache file's journal is read through the file
-    it names. This command read either as "invalid JSON" or "not an autotune record"."""
+    it names, and a device's peaks file by the client that probed them. This command read
+    each as "invalid JSON", "not an autotune record" or "missing field 'entries'"."""
     kind = json_kind_of(path)
+    if kind == "peaks":
+        return CliError(
+            f"{path}: a device's measured peaks (the file a client given peaks_cache_dir"
+            f" keeps), not {instead}: show prints a cache file's device block with its peaks"
+        )
     if kind == "benchmark":
         return CliError(
             f"{path}: pytest-benchmark's JSON (--autotune-benchmark-json writes it for"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_autotune.backends.peaks import Peaks
+from pytest_autotune.backends.peaks import Peaks, load_or_probe, peaks_path
 from pytest_autotune.cli import EXIT_CHANGED, main
 from pytest_autotune.cli.compare import CACHES_TOLERANCE
 from pytest_autotune.gate import Baseline, Measurement, judge
@@ -1170,6 +1170,27 @@ def test_pytest_benchmarks_json_given_for_records_or_a_cache_file_says_what_it_i
             f"pytest-autotune: error: {bench}: pytest-benchmark's JSON (--autotune-benchmark-json"
             " writes it for pytest-benchmark compare), not a cache file\n"
         )
+
+
+def test_a_peaks_file_given_for_a_cache_file_or_records_says_what_it_is(
+    baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The peaks file a client given peaks_cache_dir keeps in a device's folder, beside its
+    # cache files, read as "missing field 'entries'" (show, diff) or "invalid JSON" (report).
+    peaks = Peaks(memory={"read": 1e11}, compute={"fp32": 1e12}, threads=2)
+    load_or_probe("cpu-test", lambda: peaks, cache_dir=tmp_path)
+    path = peaks_path(tmp_path, "cpu-test")
+    said = (
+        f"pytest-autotune: error: {path}: a device's measured peaks (the file a client given"
+        " peaks_cache_dir keeps), not "
+    )
+    for argv in (["show", str(path)], ["diff", str(path), str(baseline)]):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "")
+        assert err.startswith(said + "a cache file: ") and err.count("\n") == 1
+    code, out, err = run(capsys, "report", str(path))
+    assert (code, out) == (2, "")
+    assert err.startswith(said + "records (the JSON lines --autotune-record writes)")
 
 
 def test_show_of_an_empty_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
