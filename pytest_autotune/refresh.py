@@ -22,6 +22,7 @@ from pytest_autotune.report.html import key_text
 from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.cache_names import cache_files
+from pytest_autotune.tune.cache_read import legacy_names
 
 __all__ = ["same_speed_winners", "significant_changes"]
 
@@ -31,8 +32,9 @@ def significant_changes(before: Path, after: Path) -> list[str]:
     by key with numbers read as numbers; empty when the refresh only added a session to
     each baseline."""
     changes = []
-    for name in sorted(_files(before) | _files(after)):
-        old, new = _entries(before, name), _entries(after, name)
+    old_files, new_files = _files_of(before, after)
+    for name in sorted(old_files.keys() | new_files.keys()):
+        old, new = _entries(old_files.get(name)), _entries(new_files.get(name))
         for pk in _in_key_order(old.keys() | new.keys()):
             value = new.get(pk) or old[pk]
             where = f"{name}: key {key_text(value.key)}"
@@ -64,8 +66,9 @@ def same_speed_winners(before: Path, after: Path) -> list[str]:
     baseline (the gate found the two the same speed): no change worth a pull request, but
     not "kept" either, and the committed file goes on serving the old winner."""
     lines = []
-    for name in sorted(_files(before) & _files(after)):
-        old, new = _entries(before, name), _entries(after, name)
+    old_files, new_files = _files_of(before, after)
+    for name in sorted(old_files.keys() & new_files.keys()):
+        old, new = _entries(old_files[name]), _entries(new_files[name])
         for pk in _in_key_order(old.keys() & new.keys()):
             was, now = old[pk].fastest_name, new[pk].fastest_name
             if was != now and _continues(new[pk], old[pk]):
@@ -115,10 +118,25 @@ def _continues(new: PersistentCacheValue, old: PersistentCacheValue) -> bool:
     )
 
 
-def _files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in cache_files(root)}
+def _files_of(before: Path, after: Path) -> tuple[dict[str, Path], dict[str, Path]]:
+    """The cache files of each folder by their path below it, a file of a 0.1.0 name by its
+    current one (`legacy_names`, read from either folder's files that store their tuner)
+    where that folder has no file of it, and left out where it has, as the gate reads
+    them: an update of a folder committed by 0.1.0 writes the new name beside the old, and
+    each entry read as removed from one file and new in another."""
+    legacy = {**legacy_names(before), **legacy_names(after)}
+
+    def files(root: Path) -> dict[str, Path]:
+        found = {p.relative_to(root).as_posix(): p for p in cache_files(root)}
+        for old, current in legacy.items():
+            if old in found:
+                # The gate reads the current name's file alone where there is one.
+                file = found.pop(old)
+                found.setdefault(current, file)
+        return found
+
+    return files(before), files(after)
 
 
-def _entries(root: Path, name: str) -> Mapping[PersistentCacheKey, PersistentCacheValue]:
-    path = root / name
-    return PersistentCache(path).load() if path.is_file() else {}
+def _entries(path: Path | None) -> Mapping[PersistentCacheKey, PersistentCacheValue]:
+    return PersistentCache(path).load() if path is not None else {}

@@ -39,10 +39,9 @@ from pytest_autotune.tune.benchmark import (
     result_from_json,
 )
 from pytest_autotune.tune.bounds import MEMORY, Bounds
-from pytest_autotune.tune.cache import CacheFileError, PersistentCache
-from pytest_autotune.tune.cache_format import stored_tuner
-from pytest_autotune.tune.cache_names import cache_files, legacy_cache_file_parts, misplaced
-from pytest_autotune.tune.cache_read import read_file
+from pytest_autotune.tune.cache import PersistentCache
+from pytest_autotune.tune.cache_names import cache_files, misplaced
+from pytest_autotune.tune.cache_read import legacy_names
 from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning
 from pytest_autotune.tune.files import json_text
 from pytest_autotune.tune.log import format_duration
@@ -415,28 +414,8 @@ def compare_caches(
 ) -> list[Compared]:
     """Each entry of two cache folders, B judged against A as the gate judges a run
     against the committed cache (A's sessions, peak and `sigma_between` included)."""
-    renamed = {**_renamed(before), **_renamed(after)}
+    renamed = {**legacy_names(before), **legacy_names(after)}
     return _compare(_cache_sides(before, renamed), _cache_sides(after, renamed), max_regression)
-
-
-def _renamed(folder: Path) -> dict[str, str]:
-    """The 0.1.0 name of each cache file under `folder` that stores its tuner's name, by
-    path below `folder`, to its current name: the gate reads a baseline committed under the
-    old name while the new one has no file, and an update writes the new name beside it,
-    so the two are one tuner's file (a 0.1.0 file stores no name of its own)."""
-    names = {}
-    for path in cache_files(folder):
-        try:
-            stored = stored_tuner(read_file(path).contents)
-        except CacheFileError:
-            continue  # `_cache_sides` names what does not read.
-        if stored is None:
-            continue
-        legacy = legacy_cache_file_parts(path.parent.name, stored)[1]
-        current = path.relative_to(folder)
-        if legacy != current.name:  # A name of plain characters is its own file name.
-            names[current.with_name(legacy).as_posix()] = current.as_posix()
-    return names
 
 
 def render_comparison(

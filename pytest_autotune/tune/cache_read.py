@@ -27,7 +27,9 @@ from pytest_autotune.tune.cache_format import (
     RepeatedEntry,
     entry_from_json,
     parse_contents,
+    stored_tuner,
 )
+from pytest_autotune.tune.cache_names import cache_files, legacy_cache_file_parts
 from pytest_autotune.tune.files import ConflictMarkers, JsonFileError, decode_strict
 from pytest_autotune.tune.wording import counted
 
@@ -252,3 +254,23 @@ def merge_entries(
     for key, value in updates.items():
         entries[key] = value
         index.setdefault(key.key, set()).add(key)
+
+
+def legacy_names(folder: Path) -> dict[str, str]:
+    """The 0.1.0 name of each cache file under `folder` that stores its tuner's name, by
+    path below `folder`, to its current name: the gate reads a baseline committed under the
+    old name while the new one has no file, and an update writes the new name beside it,
+    so the two are one tuner's file (a 0.1.0 file stores no name of its own)."""
+    names = {}
+    for path in cache_files(folder):
+        try:
+            stored = stored_tuner(read_file(path).contents)
+        except CacheFileError:
+            continue  # its readers name what does not read
+        if stored is None:
+            continue
+        legacy = legacy_cache_file_parts(path.parent.name, stored)[1]
+        current = path.relative_to(folder)
+        if legacy != current.name:  # A name of plain characters is its own file name.
+            names[current.with_name(legacy).as_posix()] = current.as_posix()
+    return names

@@ -728,6 +728,35 @@ def test_compare_judges_a_baseline_filed_under_its_0_1_0_name_as_the_gate_reads_
     assert rows[2] == ""
 
 
+def test_changed_reads_a_file_of_its_0_1_0_name_as_the_gate_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The committed folder of pytest-autotune 0.1.0 (no hash in the name, no "tuner"
+    # field) refreshed: the update writes the new name beside the old file, and every
+    # entry read as removed from one and new in the other, a pull request of no change.
+    tuner = "tests/test_a.py::test_sum"
+    before, after = tmp_path / "before", tmp_path / "after"
+    values = {
+        PersistentCacheKey(stable_key("n1024"), "c"): PersistentCacheValue(
+            "n1024", 1, "block256", (outcome("block32", 0, 10), outcome("block256", 1, 4))
+        )
+    }
+    device = {"id": GPU, "fingerprint": {}, "peaks": None}
+    PersistentCache(cache_path(after, GPU, tuner), tuner).save(values, device=device)
+    data = json.loads(cache_path(after, GPU, tuner).read_text())
+    del data["tuner"]
+    (before / GPU).mkdir(parents=True)
+    legacy = before / GPU / "tests_test_a.py__test_sum.json"
+    legacy.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+    assert run(capsys, "changed", str(before), str(after))[:2] == (
+        0,
+        "no significant change: every baseline kept its history\n",
+    )
+    shutil.copy(legacy, after / GPU / legacy.name)  # left beside the new name: not read
+    assert run(capsys, "changed", str(before), str(after))[0] == 0
+
+
 def test_compare_of_cache_folders_says_a_markers_max_regression_is_not_in_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
