@@ -133,9 +133,13 @@ def _note_the_reference(exc: Exception, name: str, reference: Callable[..., Any]
     `test_x[plain]`), which read as `plain`'s failure (Python 3.11 on: notes)."""
     add_note = getattr(exc, "add_note", None)
     if add_note is not None:
-        which = repr(reference) if isinstance(reference, str) else "the explicit reference"
+        which = (
+            f"the reference {reference!r}"
+            if isinstance(reference, str)
+            else "the explicit reference"
+        )
         add_note(
-            f"raised by the reference {which}, against which candidate {name!r} is checked:"
+            f"raised by {which}, against which candidate {name!r} is checked:"
             f" {name!r} cannot be checked"
         )
 

@@ -955,6 +955,41 @@ def test_a_reference_that_raises_is_named_on_its_error_in_the_others_tests(
     assert "against which candidate 'failing'" not in output
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes: Python 3.11 on")
+def test_an_explicit_reference_function_that_raises_is_named_as_the_explicit_reference(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A callable `reference=` is no candidate: its note read "raised by the reference the
+    # explicit reference", the wording of a candidate's name around the callable's label.
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+
+        def exact(n):
+            raise ValueError("no exact value")
+
+        def right(n):
+            return n * 2
+
+        def other(n):
+            return n * 2
+
+        @pytest.mark.autotune(candidates=[right, other], reference=exact)
+        def test_raises(candidate):
+            return candidate(1)
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(failed=2)
+    output = result.stdout.str()
+    for name in ("right", "other"):
+        assert (
+            f"raised by the explicit reference, against which candidate '{name}' is checked:"
+            f" '{name}' cannot be checked" in output
+        )
+    assert "the reference the explicit reference" not in output
+
+
 @pytest.mark.parametrize("mode", [(), ("--autotune",)])
 def test_a_reference_named_by_the_marker_but_skipped_here_is_never_called(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
