@@ -205,7 +205,11 @@ def _the_others_of(
     if not isinstance(indirect, bool):
         indirect = [name for name in indirect if name != "candidate"]
     row = values[0] if len(others) == 1 else tuple(values)
-    scope = {k: v for k, v in kwargs.items() if k in ("scope", "_param_mark")}
+    # Not as the refused mark's (`_param_mark`): pytest keeps the ids it makes for a mark on
+    # the mark, for every test it marks, and this row's one id ended the collection of a
+    # module whose `pytestmark` gives the rows to another test ("2 parameter sets
+    # specified, with different number of ids: 1").
+    scope = {k: v for k, v in kwargs.items() if k == "scope"}
     parametrize(",".join(names[i] for i in others), [row], indirect=indirect, **scope)
 
 

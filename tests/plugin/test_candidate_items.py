@@ -866,6 +866,53 @@ def test_candidates_parametrized_twice_fail_their_test_not_the_session(
         result.stdout.fnmatch_lines([line])
 
 
+def test_a_refused_mark_of_candidate_and_other_names_leaves_the_marks_ids_to_its_other_tests(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A module's `pytestmark` parametrizing `candidate` and `n`, refused in the test a hook
+    # gives candidates: its one row of `n` was parametrized as the mark's, and pytest kept
+    # that row's single id on the mark for the module's other test, whose collection then
+    # failed, stopping the whole session ("2 parameter sets specified, with different
+    # number of ids: 1").
+    autotune_pytester.makeconftest(
+        autotune_pytester.path.joinpath("conftest.py").read_text()
+        + textwrap.dedent(
+            """
+            def pytest_generate_tests(metafunc):
+                if metafunc.function.__name__ == "test_hooked":
+                    metafunc.parametrize("candidate", [abs, round])
+            """
+        )
+    )
+    autotune_pytester.makepyfile(
+        test_marked="""
+        import pytest
+
+        pytestmark = pytest.mark.parametrize(
+            "candidate, n", [(abs, 1), (round, 2)], ids=["abs1", "round2"]
+        )
+
+        @pytest.mark.autotune
+        def test_hooked(candidate, n):
+            return candidate(n)
+
+        def test_plain(candidate, n):
+            assert candidate(n) == n
+        """
+    )
+    result = run(autotune_pytester, "-v")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_marked.py::test_hooked?abs-1? FAILED*",
+            "*test_marked.py::test_hooked?round-1? FAILED*",
+            "*test_marked.py::test_plain?abs1? PASSED*",
+            "*test_marked.py::test_plain?round2? PASSED*",
+        ]
+    )
+    assert "different number of ids" not in result.stdout.str()
+
+
 @pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
 def test_one_function_a_hook_lists_under_two_ids_is_two_candidates(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
