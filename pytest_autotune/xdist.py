@@ -192,11 +192,16 @@ class XdistBridge:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        if node in self.nodes:
+        # Read once: pytest-xdist tells a worker whose session ended on KeyboardInterrupt
+        # down twice (finished, then errored), and its groups were listed, recorded and
+        # counted twice.
+        unread = node in self.nodes
+        if unread:
             self.nodes.remove(node)
         output = getattr(node, "workeroutput", {}).get("autotune")
         if output is not None:
-            self.session.merge_worker_output(output)
+            if unread:
+                self.session.merge_worker_output(output)
         elif error is not None:
             # A worker hands its groups back at the end of its session: one that crashed
             # (a candidate that segfaults or exits) takes them with it, and the summary,

@@ -699,3 +699,35 @@ def test_two_tests_tuning_one_key_of_a_tuner_fail_under_xdist_as_in_one_process(
         (autotune_pytester.path / ".autotune" / "cpu-fake-1t" / "lib.ops.json").read_text()
     )["entries"]
     assert [e["key"] for e in entries] == [1]
+
+
+def test_under_xdist_a_worker_stopped_by_ctrl_c_hands_back_its_groups_once(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A worker whose session ends on KeyboardInterrupt (Ctrl-C in a terminal reaches every
+    # process of its group) is told down twice by pytest-xdist, once as finished and once
+    # as errored: its groups were merged at each, and listed, recorded and counted twice.
+    autotune_pytester.makepyfile(test_stop=INTERRUPTED_TESTS)
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS,
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "-p",
+        "no:randomly",
+        "-n",
+        "1",
+        "--autotune-update",
+        "--autotune-record=r.jsonl",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    records = (autotune_pytester.path / "r.jsonl").read_text().splitlines()
+    groups = Counter(json.loads(line)["extra"]["group"] for line in records)
+    assert {"test_stop.py::test_a[1]", "test_stop.py::test_a[2]"} <= groups.keys()
+    assert set(groups.values()) == {1}, groups
+    output = result.stdout.str()
+    assert output.count("test_stop.py::test_a[1]: new baseline") == 1, output
+    result.stdout.fnmatch_lines(
+        ["updated .autotune/cpu-fake-1t/test_stop.py__test_a-*.json (2 entries)"]
+    )
