@@ -154,6 +154,8 @@ class XdistBridge:
         (gw2 for gw1), with the same environment, so the same GPU."""
         self.nodes: list[Any] = []
         """Every worker started, each until its output is read (`pytest_testnodedown`)."""
+        self.read: set[int] = set()
+        """The workers whose output was read, by identity: each is read once."""
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         # pytest-xdist ends a run under `-x` or `--maxfail` by raising its `Interrupted`
@@ -192,16 +194,11 @@ class XdistBridge:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        # Read once: pytest-xdist tells a worker whose session ended on KeyboardInterrupt
-        # down twice (finished, then errored), and its groups were listed, recorded and
-        # counted twice.
-        unread = node in self.nodes
-        if unread:
+        if node in self.nodes:
             self.nodes.remove(node)
         output = getattr(node, "workeroutput", {}).get("autotune")
         if output is not None:
-            if unread:
-                self.session.merge_worker_output(output)
+            self._merge(node, output)
         elif error is not None:
             # A worker hands its groups back at the end of its session: one that crashed
             # (a candidate that segfaults or exits) takes them with it, and the summary,
@@ -224,7 +221,7 @@ class XdistBridge:
         for node in self.nodes:
             output = getattr(node, "workeroutput", {}).get("autotune")
             if output is not None:
-                self.session.merge_worker_output(output)
+                self._merge(node, output)
                 continue
             worker = getattr(getattr(node, "gateway", None), "id", "a worker")
             self.session.note(
@@ -233,3 +230,11 @@ class XdistBridge:
                 " report and any --autotune-update"
             )
         self.nodes.clear()
+
+    def _merge(self, node: Any, output: Any) -> None:
+        """A worker's output, merged once: pytest-xdist tells a worker whose session ended
+        on KeyboardInterrupt down twice (finished, then errored), and its groups were
+        listed, recorded and counted twice."""
+        if id(node) not in self.read:
+            self.read.add(id(node))
+            self.session.merge_worker_output(output)
