@@ -449,3 +449,17 @@ def called_again(
             raise exc.pytests() from None
 
     return call
+
+
+__all__ = [
+    "EXPECTED_TO_FAIL",
+    "RAISED",
+    "CandidateRun",
+    "CandidateScope",
+    "Failed",
+    "Instance",
+    "arguments_of",
+    "called_again",
+    "candidate_run",
+    "inputs_of",
+]

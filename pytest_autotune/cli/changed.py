@@ -45,8 +45,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         # unheard. An AFTER emptied of a BEFORE's files is a refresh too: a prune whose
         # tests no longer tune removed the last file, each entry of which is listed.
         raise CliError(
-            f"{args.after}: holds no cache file: give the folder --autotune-update writes"
-            " (the cache_dir setting, .autotune by default)"
+            f"{args.before}, {args.after}: hold no cache file: give the folder"
+            " --autotune-update writes (the cache_dir setting, .autotune by default)"
         )
     same_kind_of_folder(before, after)
     for folder in (before, after):

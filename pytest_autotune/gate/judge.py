@@ -331,8 +331,13 @@ def _compare(
             + (f"; {other_read}" if other_read else "")
             + "; what would help: "
             + (
-                "a measurement of several samples on each side (--autotune and"
-                " --autotune-update measure a winner 10 times or more)"
+                "; ".join(
+                    [
+                        "a measurement of several samples on each side (--autotune and"
+                        " --autotune-update measure a winner 10 times or more)",
+                        *(c.helps for c in conditions),
+                    ]
+                )
                 if single
                 else "; ".join(c.helps for c in conditions)
                 or "more baseline sessions (run --autotune-update again), a quieter runner,"

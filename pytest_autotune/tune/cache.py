@@ -524,6 +524,9 @@ def _why_not(error: OSError, path: Path) -> str:
     "File exists" for a file in a folder's place read as the cache file existing."""
     written = getattr(error, "filename", None)
     if isinstance(error, PermissionError) and written and Path(written).parent == path.parent:
+        if Path(written).exists() and Path(written) != path:
+            # Another user's lock file, a read-only file of ours beside it: that file.
+            return f"{Path(written).name} beside it is not writable ({error.strerror})"
         return f"its folder {path.parent} is not writable ({error.strerror})"
     if isinstance(error, (FileExistsError, NotADirectoryError)):
         return why_unwritable(error, path)

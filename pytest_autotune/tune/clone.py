@@ -185,14 +185,15 @@ def _keeping_strides(value: Any, view_in_span: Callable[[int, int], Any]) -> Any
 
 
 def device_copy(cp: Any, value: Any) -> Any:
-    """A contiguous CuPy array (`cp`, the CuPy module, None without it) of the current device
-    copied by one device-to-device memcpy, into an array from the current allocator; None
-    for anything else. CuPy's `copy` runs an elementwise kernel compiled per dtype on its
-    first use: on a fresh H200 host its compilation was 80-160 ms of a family's first tuning
-    (saxpy 123 against 39 ms, the 256-bin histogram 292 against 127 ms; `benchmarks/
-    gpu_first_compiles.py`), which no later process paid. The tuner's copies of each
-    candidate's inputs and the gate's placements (`cuda_graphs.Placement.copies`) both
-    copy this way."""
+    """A CuPy array (`cp`, the CuPy module, None without it) of the current device copied
+    into an array from the current allocator: a contiguous one by one device-to-device
+    memcpy, a strided one with its own strides where its span allows
+    (`_strided_device_copy`); None for anything else. CuPy's `copy` runs an elementwise
+    kernel compiled per dtype on its first use: on a fresh H200 host its compilation was
+    80-160 ms of a family's first tuning (saxpy 123 against 39 ms, the 256-bin histogram
+    292 against 127 ms; `benchmarks/gpu_first_compiles.py`), which no later process paid.
+    The tuner's copies of each candidate's inputs and the gate's placements
+    (`cuda_graphs.Placement.copies`) both copy this way."""
     if cp is None or not isinstance(value, cp.ndarray):
         return None
     # CuPy's `copy` makes its copy on the current device, which the tuner sets to its

@@ -370,6 +370,15 @@ def test_a_folder_that_cannot_be_written_is_named_as_the_reason(
         " (Permission denied)"
     )
 
+    # A file beside it that exists and cannot be written (another user's lock file) is
+    # that file, not the folder.
+    (folder / ".gitignore").write_text("")
+    with pytest.raises(CacheFileError) as raised:
+        PersistentCache(folder / "tuner.json").save(dict([entry("a")]))
+    assert str(raised.value).endswith(
+        "cannot be written: .gitignore beside it is not writable (Permission denied)"
+    )
+
     (tmp_path / "file").write_text("")
     with pytest.raises(CacheFileError) as raised:
         PersistentCache(tmp_path / "file" / "tuner.json").save(dict([entry("a")]))

@@ -1516,7 +1516,7 @@ def test_changed_of_a_refreshed_folder_with_no_cache_file_is_an_error_not_no_cha
 
     assert (code, out) == (2, "")
     assert err == (
-        f"pytest-autotune: error: {after}: holds no cache file: give the folder"
+        f"pytest-autotune: error: {before}, {after}: hold no cache file: give the folder"
         " --autotune-update writes (the cache_dir setting, .autotune by default)\n"
     )
 

@@ -925,6 +925,15 @@ def test_a_single_sample_side_reads_as_no_interval_and_says_which_side() -> None
     assert "inf%" not in verdict.message and "10x slowdown" not in verdict.message
     both = gate(Measurement((T * 1.6,)), single).message
     assert "this run's winner and the baseline's winner are single samples" in both
+    # A condition of the run keeps its own advice beside the samples'.
+    loaded = judge(
+        Measurement((T * 1.6,) * 10, load=3.0),
+        Baseline(CPU, CHECKSUM, "float4", (T,), source=SOURCE),
+        device_id=CPU,
+        checksum=CHECKSUM,
+    ).message
+    assert "what would help: a measurement of several samples on each side" in loaded
+    assert "a runner with free CPUs" in loaded
 
 
 def test_too_noisy_fails_only_in_strict_mode() -> None:
