@@ -92,12 +92,11 @@ class Quiet:
         return self._locks[key]
 
     @contextlib.contextmanager
-    def testing(self, timeout: float | None = None) -> Iterator[None]:
-        """Around an ordinary test: shared holds on the CPUs and this worker's GPU, each
-        waited for `timeout` seconds at most (the lock's own, `WAIT_S`, by default)."""
+    def testing(self) -> Iterator[None]:
+        """Around an ordinary test: shared holds on the CPUs and this worker's GPU."""
         with contextlib.ExitStack() as stack:
             for key in (CPU, self.gpu):
-                self._hold(stack, key, "read", timeout)
+                self._hold(stack, key, "read")
             self._testing = True
             try:
                 yield
@@ -120,17 +119,14 @@ class Quiet:
         with contextlib.ExitStack() as stack:
             yield self._hold(stack, self.gpu if gpu else CPU, "write")
 
-    def _hold(
-        self, stack: contextlib.ExitStack, key: str, mode: str, timeout: float | None = None
-    ) -> str | None:
+    def _hold(self, stack: contextlib.ExitStack, key: str, mode: str) -> str | None:
         """Enter `key`'s hold in `mode` on `stack`; None once held, else why nothing is held:
         the lock could not be taken within the timeout, or could not be made."""
         try:
             lock = self.lock(key)
-            hold = lock.read_lock(timeout) if mode == "read" else lock.write_lock(timeout)
-            stack.enter_context(hold)
+            stack.enter_context(lock.read_lock() if mode == "read" else lock.write_lock())
         except Timeout:
-            return f"they did not pause within {self.timeout if timeout is None else timeout:g} s"
+            return f"they did not pause within {self.timeout:g} s"
         except _LOCK_ERRORS as error:
             return f"the lock in {self.folder} could not be made: {error}"
         return None
