@@ -40,15 +40,43 @@ KEPT = (
 """The types of the fixture values that are the test's own state, never an input."""
 
 
+def is_mocker(value: object) -> bool:
+    """Whether `value` is pytest-mock's `mocker` (or its class, module, package and session
+    kin), told by its class, so that pytest-mock is never imported."""
+    cls = type(value)
+    return cls.__name__ == "MockerFixture" and cls.__module__.startswith("pytest_mock")
+
+
 def is_kept(value: object) -> bool:
     """Whether `value` is a fixture that holds the test's state (`KEPT`), or pytest-mock's
-    `mocker` (and its class, module, package and session kin), whose patches its teardown
-    undoes as `monkeypatch`'s: copied, its patches were never undone, and the copy walked
-    into `unittest.mock.sentinel`, whose every attribute exists, and failed every candidate
-    calling its `copy` (told by its class, so that pytest-mock is never imported)."""
-    cls = type(value)
-    mocker = cls.__name__ == "MockerFixture" and cls.__module__.startswith("pytest_mock")
-    return mocker or isinstance(value, KEPT)
+    `mocker`, whose patches its teardown undoes as `monkeypatch`'s: copied, its patches
+    were never undone, and the copy walked into `unittest.mock.sentinel`, whose every
+    attribute exists, and failed every candidate calling its `copy`."""
+    return is_mocker(value) or isinstance(value, KEPT)
+
+
+def fresh_patcher(value: Any, config: pytest.Config) -> tuple[Any, Callable[[], object]]:
+    """A patcher of one call's own in place of `value`, a `monkeypatch` or a `mocker`
+    (`is_mocker`), and what undoes its patches when the call ends. The test's own kept
+    each call's patches for the next call and the next candidate: under --autotune a
+    body's `mocker.spy(mod, "f")` spied on the last call's spy, and its second call failed
+    "Cannot spec a Mock object", as `mocker.patch` stacked a patch per timed call.
+    pytest-mock makes its fixture as `MockerFixture(pytestconfig)` and undoes it with
+    `stopall()`; this does the same. Its `resetall()` also resets the test's mocks: a body
+    calls it to start each call from fresh counts on a mock its fixture patched, which
+    the call's own `mocker` does not hold."""
+    if isinstance(value, pytest.MonkeyPatch):
+        patch = pytest.MonkeyPatch()
+        return patch, patch.undo
+    mocker = type(value)(config)
+    own_resetall = mocker.resetall
+
+    def resetall(**kwargs: Any) -> None:
+        value.resetall(**kwargs)
+        own_resetall(**kwargs)
+
+    mocker.resetall = resetall
+    return mocker, mocker.stopall
 
 
 def kept_fixtures(arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -96,8 +124,9 @@ class SetUpFolder:
 
 @dataclass(frozen=True)
 class EachCall:
-    """The test function, each call of it with a `monkeypatch` of its own (`fresh_patches`:
-    undone when the call ends; what fixtures patched before the test stays) and `caplog`
+    """The test function, each call of it with a `monkeypatch` and a `mocker` of its own
+    (`fresh_patches`: undone when the call ends; what fixtures patched before the test
+    stays) and `caplog`
     and `recwarn` cleared: `patches` and `cleared` name those arguments. Where it takes `recwarn`
     (`warned`), each call also has warning filters of its own: `recwarn` records a
     warning once where it is raised (the "default" action), and from the second call on
@@ -106,21 +135,26 @@ class EachCall:
     the test function does."""
 
     test: Callable[..., Any]
-    patches: tuple[str, ...]
+    patches: Mapping[str, Any]
+    """The arguments that are patchers (`monkeypatch`, `mocker`), by name, and the test's."""
     cleared: tuple[str, ...]
     warned: bool
+    config: pytest.Config
+    """The test's, which a `mocker` of each call's own is made from (`fresh_patcher`)."""
     folder: SetUpFolder | None = None
 
-    def fresh_patches(self, arguments: dict[str, Any]) -> list[pytest.MonkeyPatch]:
-        """A `monkeypatch` of this call's own in `arguments` for each name of `patches`, for
-        the caller to undo when the call ends. Put in the caller's dict, not in the copy
-        `__call__` gets: the body's `request.getfixturevalue("monkeypatch")` reads that
-        dict (`own_request.BodyRequest`), and gave the test's own, whose patches leaked
-        into the next call. A plain MonkeyPatch and try/finally cost about 2 us a call on
-        the 2-core VM, `monkeypatch.context()` in an ExitStack 4.7 us."""
-        patches = [pytest.MonkeyPatch() for _ in self.patches]
-        arguments.update(zip(self.patches, patches, strict=True))
-        return patches
+    def fresh_patches(self, arguments: dict[str, Any]) -> list[Callable[[], object]]:
+        """A patcher of this call's own in `arguments` for each of `patches`, and what
+        undoes each, for the caller to call when the call ends. Put in the caller's dict,
+        not in the copy `__call__` gets: the body's `request.getfixturevalue("monkeypatch")`
+        reads that dict (`own_request.BodyRequest`), and gave the test's own, whose patches
+        leaked into the next call. A plain MonkeyPatch and try/finally cost about 2 us a
+        call on the 2-core VM, `monkeypatch.context()` in an ExitStack 4.7 us."""
+        undo: list[Callable[[], object]] = []
+        for name, value in self.patches.items():
+            arguments[name], undone = fresh_patcher(value, self.config)
+            undo.append(undone)
+        return undo
 
     def __call__(self, **arguments: Any) -> Any:
         if self.folder is not None:
@@ -155,18 +189,19 @@ def folder_given(arguments: Mapping[str, Any], tmp_path: object) -> Path | None:
 def each_call(
     test: Callable[..., Any],
     kept: Mapping[str, Any],
+    config: pytest.Config,
     tmp_path: Path | None = None,
 ) -> Callable[..., Any]:
     """`test` as `EachCall` where it takes a fixture each call needs fresh, or a folder
     that each call starts from as set up (`tmp_path`, from `folder_given`), else itself
-    (most tests: their calls pay nothing)."""
-    patches = tuple(n for n, v in kept.items() if isinstance(v, pytest.MonkeyPatch))
+    (most tests: their calls pay nothing). `config`: the test's."""
+    patches = {n: v for n, v in kept.items() if isinstance(v, pytest.MonkeyPatch) or is_mocker(v)}
     records = (pytest.LogCaptureFixture, pytest.WarningsRecorder)
     cleared = tuple(n for n, v in kept.items() if isinstance(v, records))
     warned = any(isinstance(v, pytest.WarningsRecorder) for v in kept.values())
     folder = SetUpFolder.of(tmp_path) if tmp_path is not None else None
     if patches or cleared or folder is not None:
-        return EachCall(test, patches, cleared, warned, folder)
+        return EachCall(test, patches, cleared, warned, config, folder)
     return test
 
 
@@ -218,7 +253,9 @@ __all__ = [
     "SetUpFolder",
     "each_call",
     "folder_given",
+    "fresh_patcher",
     "is_kept",
+    "is_mocker",
     "kept_fixtures",
     "timed_calls_quiet",
 ]

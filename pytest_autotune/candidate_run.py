@@ -104,7 +104,7 @@ def candidate_run(
     folder = folder_given(arguments, item.funcargs.get("tmp_path"))
     test, instance = _test_and_instance(item, spec)
     return CandidateRun(
-        each_call(test, kept, folder),
+        each_call(test, kept, item.config, folder),
         others,
         limit,
         names,
@@ -282,7 +282,7 @@ class CandidateRun:
             arguments.update(own)
             # Before the request is given them: its `getfixturevalue` reads this dict.
             test = self.test
-            patches = test.fresh_patches(arguments) if isinstance(test, EachCall) else ()
+            undo = test.fresh_patches(arguments) if isinstance(test, EachCall) else ()
             request = own.get("request")
             if isinstance(request, BodyRequest):
                 request.arguments = arguments
@@ -298,7 +298,7 @@ class CandidateRun:
                 else None
             )
             try:
-                output = self._test(candidate, arguments, scope, request, patches)
+                output = self._test(candidate, arguments, scope, request, undo)
             except pytest.skip.Exception as exc:
                 raise AutotuneSkip(exc.msg) from None
             except pytest.xfail.Exception as exc:
@@ -329,18 +329,18 @@ class CandidateRun:
         arguments: Mapping[str, Any],
         scope: AbstractContextManager[None] | None,
         request: BodyRequest | None,
-        patches: Sequence[pytest.MonkeyPatch],
+        undo: Sequence[Callable[[], object]],
     ) -> Any:
         """The test function's call, in `scope`; the finalizers it added to `request` run
-        when it ends (`BodyRequest`), and its own `patches` are undone."""
+        when it ends (`BodyRequest`), and its own patches are undone (`undo`)."""
         try:
             if scope is not None:
                 with scope:
                     return self.test(candidate=candidate, **arguments)
             return self.test(candidate=candidate, **arguments)
         finally:
-            for patch in patches:
-                patch.undo()
+            for undone in undo:
+                undone()
             if request is not None and request.finalizers:
                 request.finish()
 

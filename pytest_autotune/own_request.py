@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_autotune.benchmark_fixture import FixtureValues, is_benchmark_fixture
-from pytest_autotune.call_fixtures import is_kept
+from pytest_autotune.call_fixtures import fresh_patcher, is_kept, is_mocker
 from pytest_autotune.tune.clone import clone_value
 
 
@@ -95,13 +95,14 @@ class BodyRequest:
         if argname in self._copies:
             return self._copies[argname]
         got = self._request.getfixturevalue(argname)
-        if isinstance(got, pytest.MonkeyPatch):
+        if isinstance(got, pytest.MonkeyPatch) or is_mocker(got):
             # The test's own would keep this call's patches for the next call and the next
             # candidate: one of the call's own, undone when it ends, as the argument's is
             # (`call_fixtures.EachCall.fresh_patches`), and the same all through the call.
-            patch = self.arguments[argname] = pytest.MonkeyPatch()
-            self.finalizers.append(patch.undo)
-            return patch
+            patcher, undo = fresh_patcher(got, self._request.config)
+            self.arguments[argname] = patcher
+            self.finalizers.append(undo)
+            return patcher
         # pytest's fixtures that hold the test's state, and the request, are never copied
         # (`call_fixtures.is_kept`: a copied `monkeypatch` is never undone), nor
         # pytest-benchmark's, which a copy would leave unused.

@@ -328,27 +328,74 @@ def test_out_dir(candidate, out_dir):
 
 
 FAKE_PYTEST_MOCK = '''
+import os
 import unittest.mock
 
 import pytest
 
 
-class MockerFixture:
-    """pytest-mock's fixture as the copier meets it: it holds `unittest.mock.sentinel`,
-    whose every attribute exists (`copy`, `shape`, `__array__` among them)."""
+class Counter:
+    """A mock that counts its calls."""
+
+    __slots__ = ("call_count",)
 
     def __init__(self):
+        self.call_count = 0
+
+    def __call__(self):
+        self.call_count += 1
+
+    def assert_called_once(self):
+        assert self.call_count == 1, f"called {self.call_count} times"
+
+    def reset_mock(self):
+        self.call_count = 0
+
+
+class MockerFixture:
+    """pytest-mock's fixture as the plugin meets it: made from the config, its patches
+    undone by `stopall()` at the test's teardown. It holds `unittest.mock.sentinel`, whose
+    every attribute exists (`copy`, `shape`, `__array__` among them)."""
+
+    def __init__(self, config):
         self.sentinel = unittest.mock.sentinel
-        self.patched = []
+        self.patches = []
+        self.mocks = []
 
     def patch_env(self, name, value):
-        self.patched.append(name)
+        patch = unittest.mock.patch.dict(os.environ, {name: value})
+        patch.start()
+        self.patches.append(patch)
+
+    def stopall(self):
+        while self.patches:
+            self.patches.pop().stop()
+
+    def counter(self):
+        """A mock this fixture holds and `resetall()` resets, as `mocker.patch(...)`'s."""
+        mock = Counter()
+        self.mocks.append(mock)
+        return mock
+
+    def resetall(self, *, return_value=False, side_effect=False):
+        for mock in self.mocks:
+            mock.reset_mock()
 
 
 @pytest.fixture
-def mocker():
-    return MockerFixture()
+def mocker(pytestconfig):
+    result = MockerFixture(pytestconfig)
+    yield result
+    result.stopall()
 '''
+
+
+def with_fake_pytest_mock(pytester: pytest.Pytester) -> None:
+    package = pytester.mkpydir("pytest_mock")
+    (package / "__init__.py").write_text(FAKE_PYTEST_MOCK)
+    pytester.makeconftest(
+        pytester.path.joinpath("conftest.py").read_text() + "\npytest_plugins = ['pytest_mock']\n"
+    )
 
 
 def test_pytest_mocks_mocker_is_the_tests_own_never_copied(
@@ -357,12 +404,7 @@ def test_pytest_mocks_mocker_is_the_tests_own_never_copied(
     # The copier walked into pytest-mock's fixture, met `unittest.mock.sentinel` and called
     # its `copy`: every candidate failed "'_SentinelObject' object is not callable", in
     # plain pytest and under --autotune.
-    package = autotune_pytester.mkpydir("pytest_mock")
-    (package / "__init__.py").write_text(FAKE_PYTEST_MOCK)
-    autotune_pytester.makeconftest(
-        autotune_pytester.path.joinpath("conftest.py").read_text()
-        + "\npytest_plugins = ['pytest_mock']\n"
-    )
+    with_fake_pytest_mock(autotune_pytester)
     autotune_pytester.makepyfile(
         test_mocked=CANDIDATES
         + """
@@ -376,3 +418,58 @@ def test_mocked(candidate, mocker):
     result = run(autotune_pytester, "--autotune")
     assert result.ret == pytest.ExitCode.OK, result.outlines
     assert "not callable" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+@pytest.mark.parametrize(
+    ("arguments", "asked"),
+    [("mocker", "mocker"), ("request", "request.getfixturevalue('mocker')")],
+    ids=["argument", "asked"],
+)
+def test_a_mockers_patch_in_one_call_of_the_body_is_undone_before_the_next(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...], arguments: str, asked: str
+) -> None:
+    # The body's `mocker` was its test's, whose patches only its teardown undid: each call
+    # patched over the last one's, and under --autotune a body's `mocker.spy(mod, "f")`
+    # spied on the last call's spy, failing every candidate "Cannot spec a Mock object".
+    with_fake_pytest_mock(autotune_pytester)
+    autotune_pytester.makepyfile(
+        test_mocked=CANDIDATES
+        + f"""
+@pytest.mark.autotune(candidates={{"a": a, "b": b}})
+def test_mocked(candidate, {arguments}):
+    assert "WHO" not in os.environ, "leaked from an earlier call: " + os.environ["WHO"]
+    {asked}.patch_env("WHO", candidate.__name__)
+    return candidate(1)
+
+def test_after():
+    assert "WHO" not in os.environ
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=3)
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_the_bodys_mocker_resetall_resets_the_mocks_its_fixtures_made(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # Each call has a `mocker` of its own, which does not hold the mock a fixture made
+    # with the test's: a body starting each call with `mocker.resetall()` must still find
+    # that mock's calls cleared, as in a plain test.
+    with_fake_pytest_mock(autotune_pytester)
+    autotune_pytester.makepyfile(
+        test_reset=CANDIDATES
+        + """
+@pytest.fixture
+def fetch(mocker):
+    return mocker.counter()
+
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_reset(candidate, fetch, mocker):
+    mocker.resetall()
+    fetch()
+    fetch.assert_called_once()
+    return candidate(1)
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
