@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+import unittest.mock
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -581,6 +582,30 @@ def test_a_generator_given_for_a_new_key_is_refused_before_any_candidate_uses_it
     assert local.execute(client.device_id, client, tunables, (list(range(10)),)) == 45
     # Once the key is decided, an iterator is called with as it is: one call uses it.
     assert local.execute(client.device_id, client, tunables, (iter(range(10)),)) == 45
+
+
+def test_a_mock_given_as_an_input_is_tuned_on_not_refused_as_an_iterator(cache_dir):
+    """A `MagicMock` has `__iter__` and `__next__`: a fake logger or client that a test's
+    fixture made (pytest-mock's `mocker.MagicMock()`) was refused as an iterator "which
+    tuning would use up", failing the group, where a plain run passed every candidate."""
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+
+    def logging_(seconds, name):
+        def fn(log):
+            client.clock.advance(seconds)
+            log.info(name)
+            return 1
+
+        fn.__name__ = name
+        return fn
+
+    tunables = TunableSet.of(
+        lambda log: "log", {"a": logging_(2e-3, "a"), "b": logging_(1e-3, "b")}
+    )
+    log = unittest.mock.MagicMock()
+    assert local.execute(client.device_id, client, tunables, (log,)) == 1
+    assert log.info.called
 
 
 def test_a_stream_its_candidates_rewind_is_tuned_on(cache_dir):
