@@ -239,8 +239,22 @@ _NEVER_COPIED = (
 )
 
 
+_MOCK_MODULES = ("unittest.mock", "mock")
+
+
+def mock_types() -> tuple[type, ...]:
+    """The base classes of `unittest.mock`'s objects (and the standalone `mock` package's,
+    which pytest-mock can be told to use), where imported; looked up, not imported: a
+    program that never imported them holds none. A mock is never copied: it is the test's
+    record of the calls made, often the one a fixture patched into the code under test
+    (`mocker.patch(...)`), and a copy recorded the body's calls where the body's
+    `assert_called_once()` never looked."""
+    found = (getattr(sys.modules.get(name), "NonCallableMock", None) for name in _MOCK_MODULES)
+    return tuple(base for base in found if isinstance(base, type))
+
+
 def _clone_object(value: Any, depth: int, memo: dict[int, Any]) -> Any:
-    if isinstance(value, _NEVER_COPIED):
+    if isinstance(value, (*_NEVER_COPIED, *mock_types())):
         return value
     attributes = dict(getattr(value, "__dict__", None) or {})
     if dataclasses.is_dataclass(value):
@@ -282,4 +296,4 @@ def _slot_values(value: Any) -> dict[str, Any]:
     return values
 
 
-__all__ = ["clone_value"]
+__all__ = ["clone_value", "mock_types"]

@@ -8,7 +8,6 @@ import io
 import logging
 import operator
 import os
-import sys
 import threading
 import time
 import traceback
@@ -35,6 +34,7 @@ from pytest_autotune.tune.cache import (
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE, call_scope
 from pytest_autotune.tune.checks import SKIPPED, CheckResult, check_candidates
 from pytest_autotune.tune.client import client_context, out_of_memory, release_memory
+from pytest_autotune.tune.clone import mock_types
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
 from pytest_autotune.tune.errors import (
     NOT_REACHED,
@@ -652,26 +652,15 @@ def _refuse_iterators(name: str, inputs: TuneInputs) -> None:
     an iterator is fine there. A file or stream is let through: a candidate may rewind it
     (`seek(0)`), as one reading it in each test does."""
     for index, value in enumerate(inputs):
-        if isinstance(value, Iterator) and not isinstance(value, (io.IOBase, *_mock_types())):
+        # A `MagicMock` has `__iter__` and `__next__`, but it is a fake (a logger, a
+        # client) that no call uses up: refused, the group of a test given one failed.
+        if isinstance(value, Iterator) and not isinstance(value, (io.IOBase, *mock_types())):
             raise TypeError(
                 f"{name}: input {index} is an iterator ({type(value).__name__}), which tuning"
                 " would use up: every candidate is called on it, and the first would leave"
                 " it empty for the others and for the call that returns; pass a list or a"
                 " tuple (list(it))"
             )
-
-
-_MOCK_MODULES = ("unittest.mock", "mock")
-
-
-def _mock_types() -> tuple[type, ...]:
-    """The base classes of `unittest.mock`'s objects (and the standalone `mock` package's,
-    which pytest-mock can be told to use), where imported: a `MagicMock` has `__iter__`
-    and `__next__`, so it reads as an `Iterator`, but it is a fake (a logger, a client)
-    that no call uses up, and a plain run passed every candidate the one a test's
-    fixture made. Looked up, not imported: a program that never imported them has none."""
-    found = (getattr(sys.modules.get(name), "NonCallableMock", None) for name in _MOCK_MODULES)
-    return tuple(base for base in found if isinstance(base, type))
 
 
 def _try_input_generator(

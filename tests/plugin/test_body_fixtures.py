@@ -473,3 +473,33 @@ def test_reset(candidate, fetch, mocker):
 """
     )
     run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_a_mock_a_fixture_patched_in_is_the_one_the_body_asserts_on(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # The body was given a copy of the fixture's mock (as an input holding a dict), while
+    # the code under test called the one patched in: `assert_called_once()` saw no call,
+    # in a plain run too.
+    autotune_pytester.makepyfile(
+        test_wired=CANDIDATES
+        + """
+import unittest.mock
+
+PATCHED = {}
+
+@pytest.fixture
+def fetch():
+    PATCHED["fetch"] = unittest.mock.Mock(return_value=1)
+    return PATCHED["fetch"]
+
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_wired(candidate, fetch):
+    fetch.reset_mock()
+    PATCHED["fetch"]()
+    fetch.assert_called_once()
+    return candidate(1)
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)

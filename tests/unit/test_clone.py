@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import sys
 import types
+import unittest.mock
 
 import numpy as np
 import pytest
@@ -169,3 +170,16 @@ def test_a_view_spread_far_wider_than_its_elements_is_copied_contiguous() -> Non
     copied = clone_value(column)
     assert copied.flags.c_contiguous
     np.testing.assert_array_equal(copied, column)
+
+
+def test_a_mock_is_never_copied_being_the_tests_record_of_its_calls() -> None:
+    """A fixture's `mocker.patch(...)` returned the mock patched into the code under test;
+    the body got a copy (its child mocks are a dict in its `__dict__`), so the calls were
+    recorded on the patched one and the body's `fetch.assert_called_once()` saw none."""
+    for mock in (unittest.mock.MagicMock(), unittest.mock.Mock()):
+        mock.child.method()
+        assert clone_value(mock) is mock
+        x = np.zeros(3)
+        copied = clone_value((x, mock))
+        assert copied[0] is not x
+        assert copied[1] is mock
