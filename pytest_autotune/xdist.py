@@ -162,7 +162,9 @@ class XdistBridge:
         # (a KeyboardInterrupt), pytest's reason its message ("stopping after 1
         # failures"): read as Ctrl-C, the outputs said "interrupted". Ctrl-C has none.
         reason = str(excinfo.value).strip()
-        if reason:
+        # A worker that met Ctrl-C before the controller did is told as its Interrupted's
+        # "<WorkerController gw0> received keyboard-interrupt": a Ctrl-C all the same.
+        if reason and not reason.endswith("received keyboard-interrupt"):
             self.config.stash[INTERRUPTED_BY] = reason
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)

@@ -11,6 +11,7 @@ pytest.importorskip("xdist")
 
 from pytest_autotune.plugin import xdist_group_name
 from pytest_autotune.xdist import (
+    INTERRUPTED_BY,
     WORKER_GPU,
     XdistBridge,
     autotune_scheduling,
@@ -97,3 +98,19 @@ def test_a_worker_already_removed_is_not_rescheduled() -> None:
     gone = Worker()
     scheduling._reschedule(gone)  # no KeyError
     assert scheduling.workqueue == {"test_a.py::test_a": {"test_a.py::test_a[x]": False}}
+
+
+def test_a_ctrl_c_a_worker_met_first_reads_as_interrupted_and_a_stop_as_its_reason() -> None:
+    # pytest-xdist raises its Interrupted (a KeyboardInterrupt) both for `-x` ("stopping
+    # after 1 failures") and for a worker that met Ctrl-C before the controller did, whose
+    # message ("<WorkerController gw0> received keyboard-interrupt") the summary showed as
+    # the reason the run stopped.
+    for message, reason in (
+        ("<WorkerController gw0> received keyboard-interrupt", None),
+        ("stopping after 1 failures", "stopping after 1 failures"),
+        ("", None),
+    ):
+        config: Any = SimpleNamespace(stash=pytest.Stash())
+        bridge = XdistBridge(config, SimpleNamespace(), gpu_count=lambda: 0, environ={})
+        bridge.pytest_keyboard_interrupt(SimpleNamespace(value=KeyboardInterrupt(message)))  # type: ignore[arg-type]
+        assert config.stash.get(INTERRUPTED_BY, None) == reason
