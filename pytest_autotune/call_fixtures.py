@@ -55,7 +55,7 @@ def is_kept(value: object) -> bool:
     return is_mocker(value) or isinstance(value, KEPT)
 
 
-def fresh_patcher(value: Any, config: pytest.Config) -> tuple[Any, Callable[[], object]]:
+def fresh_patcher(value: Any, config: pytest.Config | None) -> tuple[Any, Callable[[], object]]:
     """A patcher of one call's own in place of `value`, a `monkeypatch` or a `mocker`
     (`is_mocker`), and what undoes its patches when the call ends. The test's own kept
     each call's patches for the next call and the next candidate: under --autotune a
@@ -139,8 +139,9 @@ class EachCall:
     """The arguments that are patchers (`monkeypatch`, `mocker`), by name, and the test's."""
     cleared: tuple[str, ...]
     warned: bool
-    config: pytest.Config
-    """The test's, which a `mocker` of each call's own is made from (`fresh_patcher`)."""
+    config: pytest.Config | None
+    """The test's, which a `mocker` of each call's own is made from (`fresh_patcher`); None
+    where the test takes no `mocker`."""
     folder: SetUpFolder | None = None
 
     def fresh_patches(self, arguments: dict[str, Any]) -> list[Callable[[], object]]:
@@ -201,7 +202,10 @@ def each_call(
     warned = any(isinstance(v, pytest.WarningsRecorder) for v in kept.values())
     folder = SetUpFolder.of(tmp_path) if tmp_path is not None else None
     if patches or cleared or folder is not None:
-        return EachCall(test, patches, cleared, warned, config, folder)
+        # The config only where a `mocker` is made from it: it does not pickle, and a body
+        # given `tmp_path` alone pickles to be measured again in a fresh process.
+        needs = any(is_mocker(v) for v in patches.values())
+        return EachCall(test, patches, cleared, warned, config if needs else None, folder)
     return test
 
 
