@@ -194,18 +194,7 @@ def review(
     prune was written (a file that cannot be is named, and the run fails). `taken_over`:
     the files this update took from another project (`find_stale`)."""
     records = list(records)
-    tuned = _tuned(records)
-    devices = {record.device_id for record in records}
-    found = find_stale(
-        settings.cache_dir,
-        devices,
-        collected,
-        tuned,
-        settings.rootpath,
-        settings.project_root,
-        settings.shared_cache_dir,
-        taken_over,
-    )
+    found = _found(settings, records, collected, _tuned(records), taken_over)
     lines, written = [], True
     for item in found:
         path = settings.relative(item.path)
@@ -245,16 +234,7 @@ def moved_baselines(
     ]
     if settings.prune or not records:
         return []
-    devices = {record.device_id for record in records}
-    stale = find_stale(
-        settings.cache_dir,
-        devices,
-        collected,
-        tuned,
-        settings.rootpath,
-        settings.project_root,
-        settings.shared_cache_dir,
-    )
+    stale = _found(settings, records, collected, tuned)
     if not stale:
         return []
     held = {item.path: _pairs(item.path) for item in stale}
@@ -280,6 +260,26 @@ def moved_baselines(
             said.add(record.tuner)
             lines.append(_renamed(record.tuner, renamed, records, settings))
     return lines
+
+
+def _found(
+    settings: PluginSettings,
+    records: Iterable[AutotuneRecord],
+    collected: Collected,
+    tuned: Mapping[str, Mapping[str, str]],
+    taken_over: Collection[Path] = (),
+) -> list[Stale]:
+    """`find_stale` in the device folders of `records`, under the session's settings."""
+    return find_stale(
+        settings.cache_dir,
+        {record.device_id for record in records},
+        collected,
+        tuned,
+        settings.rootpath,
+        settings.project_root,
+        settings.shared_cache_dir,
+        taken_over,
+    )
 
 
 def _tuned(records: Iterable[AutotuneRecord]) -> dict[str, dict[str, str]]:
