@@ -958,3 +958,36 @@ def pytest_generate_tests(metafunc):
     result.stdout.fnmatch_lines(["test_aliased.py::test_aliased[[]fast_again-1[]] PASSED*"])
     if mode:
         result.stdout.fnmatch_lines(["verdicts: 2 no baseline"])
+
+
+def test_a_refused_hook_row_pytest_could_not_read_raises_nothing_of_ours(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A row that is no sequence of the names' values, refused beside `candidates=`: reading
+    # its other names' values raised our TypeError out of the collection.
+    autotune_pytester.makeconftest(
+        autotune_pytester.path.joinpath("conftest.py").read_text()
+        + textwrap.dedent(
+            """
+
+            import pytest
+
+            @pytest.hookimpl(trylast=True)
+            def pytest_generate_tests(metafunc):
+                if "n" in metafunc.fixturenames:
+                    metafunc.parametrize(("candidate", "n"), [abs])
+            """
+        )
+    )
+    autotune_pytester.makepyfile(
+        test_row="""
+        import pytest
+
+        @pytest.mark.autotune(candidates={"g": abs})
+        def test_x(candidate, n):
+            return candidate(n)
+        """
+    )
+    result = run(autotune_pytester)
+    assert "TypeError" not in result.stdout.str()
+    assert result.ret != pytest.ExitCode.INTERNAL_ERROR
