@@ -261,7 +261,7 @@ class LocalTuner:
                 else:
                     return fn(*inputs)
         except (AutotuneSkip, AutotuneError) as error:
-            if fn is None or not declines(error):
+            if fn is None or not declines(error) or len(tunables) == 1:  # see Tuner.execute
                 raise
         if fn is not None:
             return self._redecided(device_id, client, tunables, inputs, fn)
@@ -340,7 +340,7 @@ class LocalTuner:
                 try:
                     return fn(x)
                 except (AutotuneSkip, AutotuneError) as error:
-                    if not declines(error):
+                    if not declines(error) or len(tunables) == 1:  # see Tuner.execute
                         raise
                 return redecided(device_id, client, tunables, (x,), fn, winners)
 
@@ -354,7 +354,7 @@ class LocalTuner:
             try:
                 return fn(*inputs)
             except (AutotuneSkip, AutotuneError) as error:
-                if not declines(error):
+                if not declines(error) or len(tunables) == 1:  # see Tuner.execute
                     raise
             return redecided(device_id, client, tunables, inputs, fn, winners)
 

@@ -294,7 +294,9 @@ class Tuner:
         try:
             return fn(*inputs)
         except (AutotuneSkip, AutotuneError) as error:
-            if not declines(error):
+            # A set's only candidate is never tuned: tuned again, it would be served and
+            # called again, running the call (and its side effects) twice to raise the same.
+            if not declines(error) or len(tunables) == 1:
                 raise
         self.declined(key, tunables, fn)
         return self._winner(key, tunables, self._resolve(key, tunables, inputs, client))(*inputs)

@@ -832,6 +832,42 @@ def test_a_winner_that_declines_its_key_when_called_is_replaced_by_tuning_again(
     assert [(v.key, v.fastest_name) for v in saved.values()] == [(3, "c")]
 
 
+@pytest.mark.parametrize("call", ["execute", "bind"])
+@pytest.mark.parametrize("arity", [1, 2])
+def test_a_sets_only_candidate_that_declines_is_called_once_and_its_skip_raised(
+    cache_dir, call, arity
+):
+    """With one candidate nothing is tuned, so a decline is not tuned away either: the
+    candidate was served, declined, served again and called a second time to raise the same
+    `AutotuneSkip` (twice the call's cost and side effects, on every call of such a key)."""
+    client = FakeClient()
+    calls = []
+
+    def only(x, *rest):
+        calls.append(x[0])
+        if x[0] == 4:
+            raise AutotuneSkip("only does not take a 4 first")
+        return "only"
+
+    key_gen = len if arity == 1 else (lambda x, y: len(x))
+    tunables = TunableSet.of(key_gen, {"only": only})
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    operation = local.bind(client.device_id, client, tunables)
+
+    def run(x):
+        inputs = (x,) if arity == 1 else (x, 0)
+        if call == "bind":
+            return operation(*inputs)
+        return local.execute(client.device_id, client, tunables, inputs)
+
+    assert run([1, 2, 3]) == "only"
+    for _ in range(2):  # a miss of the key's first call, then a hit
+        with pytest.raises(AutotuneSkip, match="does not take a 4"):
+            run([4, 5, 6])
+    assert run([1, 2, 3]) == "only"
+    assert calls == [1, 4, 4, 1]
+
+
 # -- a new process --------------------------------------------------------------------------
 
 
