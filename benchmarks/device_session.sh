@@ -17,6 +17,7 @@
 #   bash benchmarks/device_session.sh fourth  # after the placements at offsets: suite, placement, costs, examples, gate on both GPUs
 #   bash benchmarks/device_session.sh rounds  # after rounds of placements: suite, placement, examples, gate on both GPUs
 #   bash benchmarks/device_session.sh sixth   # the final tree on one GPU: suite, examples, costs, short calls (every sample), then the gate
+#   bash benchmarks/device_session.sh final31 # the last tree: suite, examples, costs, short calls, dispatch
 #   bash benchmarks/device_session.sh seventh # after the caller timing change: suite, short calls, costs, examples, gate
 #   bash benchmarks/device_session.sh first   # where a first tuning's time goes (fresh processes), then the gate
 #   bash benchmarks/device_session.sh eighth  # the final tree: suite, short calls (truth through the tunings), examples, costs, gate
@@ -664,10 +665,12 @@ final24)
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-1"
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-2"
   ;;
-final28)
+final28 | final31)
   # The session's last tree: the suite and the examples in every mode, every family's cost,
   # the short calls once (every family), then ROUNDS more rounds of the layernorm's (a
-  # fresh process each, every tuning kept), the family the live misses were of.
+  # fresh process each, every tuning kept), the family the live misses were of; final31
+  # then times the dispatch on this host's quiet CPU (Python 3.12; DESIGN section 8's 1.5x,
+  # which `execute` misses on the workstation's Python 3.11).
   tree_checks
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-all"
@@ -675,6 +678,10 @@ final28)
     step 40 python3 benchmarks/gpu_short_calls.py "$OUT/short-ln-$round" \
       --family layernorm --caller-only --keep-all
   done
+  if [ "$1" = final31 ]; then
+    step 20 python3 benchmarks/dispatch.py --thread-time
+    step 20 python3 benchmarks/dispatch.py --thread-time
+  fi
   ;;
 paired27)
   # The short calls with the new defaults (winners round by round, the host's slowdown
