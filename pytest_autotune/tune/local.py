@@ -75,8 +75,9 @@ class LocalTuner:
         `_winners` cannot (its indices serve any set of this tuner)."""
         self._sets: dict[Hashable, TunableSet] = {}
         """Init function -> its set; one defined in a function under its site (`_site`)."""
-        self._codes: list[types.CodeType] = []
-        """The code of each site in `_sets`, kept alive so that its id stays its own."""
+        self._codes: dict[int, types.CodeType] = {}
+        """The code of each site in `_sets` (and of the functions it captures), by id, kept
+        alive so that its id stays its own."""
         self._lock = threading.RLock()
         """Reentrant: a set's init function may init another set of this tuner (a set
         composed of another), in the thread that holds it."""
@@ -130,7 +131,8 @@ class LocalTuner:
                     f"LocalTuner {self.name!r}: init takes the function that builds the set,"
                     f" init(make_set), got a {type(factory).__name__}"
                 )
-            site = _site(factory)
+            codes: list[types.CodeType] = []
+            site = _site(factory, codes)
             tunables = self._sets.get(site)
             if tunables is not None:
                 return tunables
@@ -138,8 +140,7 @@ class LocalTuner:
                 tunables = self._sets.get(site)
                 if tunables is None:
                     tunables = self._sets[site] = self._build(factory)
-                    if site is not factory:
-                        self._codes.append(factory.__code__)
+                    self._codes.update((id(code), code) for code in codes)
         return tunables
 
     def _build(self, factory: Callable[[], TunableSet]) -> TunableSet:
@@ -379,30 +380,42 @@ class LocalTuner:
             self._tuners.clear()
 
 
-def _site(factory: Callable[[], TunableSet]) -> Hashable:
+_SITE_DEPTH = 4
+"""How deep `_site` follows functions captured by functions of the tuned function."""
+
+
+def _site(factory: Callable[[], TunableSet], codes: list[types.CodeType], depth: int = 0) -> Any:
     """What identifies an init function: the seed's `init(|| ...)` has one closure type per
     site, and its port `TUNER.init(lambda: ...)` in the tuned function is a new lambda at
     each call, which would build a set at each call and keep them all. A function defined
     in another function is its code with the values it captures (closure cells, defaults):
     two of one site that capture the same values build the same set, and two that capture
-    others are kept apart, as their sets may differ. The code goes by its id (hashing a
-    code object hashes its bytecode, microseconds a call), kept alive by the tuner
-    (`_codes`) so that the id is never another's. One capturing a value that cannot be
-    hashed (an array) stays itself, as does any other callable, and a module's function:
-    it is made once."""
-    if not isinstance(factory, types.FunctionType) or "<locals>" not in factory.__qualname__:
+    others are kept apart, as their sets may differ. A captured function defined in a
+    function (`lambda: make()` beside a `def make()` of the same body, new at each call
+    too) is its own site in turn. The code goes by its id (hashing a code object hashes its
+    bytecode, microseconds a call), added to `codes` for the tuner to keep alive (`_codes`)
+    so that the id is never another's. One capturing a value that cannot be hashed (an
+    array) stays itself, as does any other callable, and a module's function: it is made
+    once."""
+    if (
+        not isinstance(factory, types.FunctionType)
+        or "<locals>" not in factory.__qualname__
+        or depth > _SITE_DEPTH  # a local function that captures itself, say
+    ):
         return factory
     closure, keywords = factory.__closure__, factory.__kwdefaults__
     try:
+        cells = [cell.cell_contents for cell in closure] if closure else []
         site = (
             id(factory.__code__),
-            tuple([cell.cell_contents for cell in closure]) if closure else (),
+            tuple([_site(value, codes, depth + 1) for value in cells]),
             factory.__defaults__,
             tuple(sorted(keywords.items())) if keywords else (),
         )
         hash(site)
     except (TypeError, ValueError):  # an unhashable value, an empty cell
         return factory
+    codes.append(factory.__code__)
     return site
 
 

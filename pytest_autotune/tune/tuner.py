@@ -180,6 +180,11 @@ class Tuner:
     The hit path (`execute` on a known key) is a key generation and a dict lookup, with no
     lock: dict reads are atomic, and entries are only ever added. Misses take the lock,
     so two threads meeting the same new key tune it once; the other waits for the winner.
+
+    It reads and writes the files it is given, `persistent` and `recorder`, and no others:
+    `config.cache_dir` and `config.record` are read by `LocalTuner`, which builds both from
+    them (`LocalTuner.tuner` gives its tuner of a device). The plugin builds its tuners with
+    a config that names the cache folder, and saves their winners itself.
     """
 
     def __init__(

@@ -322,6 +322,27 @@ def test_init_builds_a_lambda_written_in_the_tuned_function_once():
     assert built == [1]
 
 
+def test_init_builds_a_lambda_calling_a_function_of_the_tuned_function_once():
+    # `def make(size)` in the tuned function is new at each call too, and the lambda captures
+    # it: the site differed at every call, and a set was built and kept for each.
+    tuner = LocalTuner("t")
+    built = collections.Counter()
+    log = unittest.mock.NonCallableMock(built=built)  # hashed by identity, as most objects
+
+    def tuned(name):
+        def make(size):
+            log.built[name] += 1
+            return TunableSet(len, tunables=[Tunable(f"{name}{size}", len)])
+
+        return tuner.init(lambda: make(1))
+
+    first = tuned("a")
+    assert all(tuned("a") is first for _ in range(3))
+    assert tuned("b").names == ("b1",)  # what `make` captures still tells sites apart
+    assert built == {"a": 1, "b": 1}
+    assert len(tuner._codes) == 2  # the lambda's code and make's, kept once
+
+
 def test_init_keeps_lambdas_of_one_site_apart_where_they_capture_other_values():
     tuner = LocalTuner("t")
 
