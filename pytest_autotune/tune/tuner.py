@@ -881,15 +881,24 @@ def _run_plan(
             break
     else:
         why = UNPLANNED
-    _skip_unreached(results, tunables.names, why)
+    _skip_unreached(results, tunables.names, why, unplanned(plan, len(tunables)))
     return winner
 
 
-def _skip_unreached(results: dict[int, AutotuneResult], names: tuple[str, ...], why: str) -> None:
-    """Give every candidate without a result a Skip one, so results line up with indices."""
+def _skip_unreached(
+    results: dict[int, AutotuneResult],
+    names: tuple[str, ...],
+    why: str,
+    unplanned: Collection[int],
+) -> None:
+    """Give every candidate without a result a Skip one, so results line up with indices:
+    `why` for those a batch after the last one run would have tried, `UNPLANNED` for those
+    no batch holds. A candidate whose groups skip the key read "batch 0 found a winner
+    first" in the records of a tuning that found one, as though a later batch held it."""
     for index, name in enumerate(names):
         if index not in results:
-            results[index] = AutotuneError(AutotuneErrorKind.SKIP, why, name)
+            reason = UNPLANNED if index in unplanned else why
+            results[index] = AutotuneError(AutotuneErrorKind.SKIP, reason, name)
 
 
 def _fallback(plan: list[tuple[int, ...]], results: dict[int, AutotuneResult]) -> int | None:

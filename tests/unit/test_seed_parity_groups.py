@@ -50,3 +50,17 @@ def test_a_candidate_its_group_skips_for_a_key_is_not_run_by_the_checks():
     assert decision.results[0].message == UNPLANNED
     assert local.execute(client.device_id, client, tunables, (np.arange(8.0),)) == 28.0
     assert local.tuner(client.device_id).decision(8).fastest_name == "vec4"
+
+
+def test_a_candidate_its_group_skips_for_a_key_is_recorded_as_never_planned():
+    # Without the checks (a library's tuner), the skipped kernel read "not reached: batch 0
+    # found a winner first" in the decision and its record, as if a later batch held it.
+    client = FakeClient()
+    local = LocalTuner("sums", AutotuneConfig(disable_cache=True))
+    tunables = vec4_set(client.clock)
+    assert local.execute(client.device_id, client, tunables, (np.arange(5.0),)) == 10.0
+    decision = local.tuner(client.device_id).decision(5)
+    assert decision is not None
+    assert decision.fastest_name == "plain"
+    assert "vec4" not in client.timed
+    assert decision.results[0].message == UNPLANNED
