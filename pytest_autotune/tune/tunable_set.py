@@ -129,6 +129,11 @@ class TunableSet:
         for name, empty in (("names", ()), ("fns", ()), ("checksum", ""), ("unary", False)):
             object.__setattr__(self, name, empty)
         check_callable("TunableSet: key generator", self.key_gen)
+        if isinstance(self.input_gen, type) and issubclass(self.input_gen, CloneInputGenerator):
+            # The seed's `TunableSet::new(key_gen, CloneInputGenerator)` passes the unit
+            # struct, its one value; ported as written, the class itself was refused as an
+            # input generator that "cannot be called as input_gen(key, inputs)".
+            object.__setattr__(self, "input_gen", self.input_gen())
         check_callable("TunableSet: input generator", self.input_gen)
         _check_arity(self.input_gen, "input generator", "input_gen(key, inputs)", 2)
         if self.bounds_gen is not None:

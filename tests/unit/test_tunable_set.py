@@ -239,6 +239,17 @@ def test_an_input_generator_that_cannot_take_the_key_and_the_inputs_is_refused_b
     TunableSet(by_size, max)
 
 
+def test_the_clone_input_generator_given_as_the_seed_writes_it_clones_the_inputs():
+    # The seed's `TunableSet::new(key_gen, CloneInputGenerator)` passes its unit struct;
+    # ported as written, the class was refused as an input generator it cannot call.
+    tunables = TunableSet(by_size, CloneInputGenerator)
+    assert isinstance(tunables.input_gen, CloneInputGenerator)
+    x = np.arange(3.0)
+    (copy,) = tunables.generate_inputs(3, (x,))
+    assert copy is not x
+    assert np.array_equal(copy, x)
+
+
 def test_a_bounds_generator_without_the_client_is_refused_by_name():
     # The seed's bounds generator takes the key and the inputs; ours also the client whose
     # peaks the roofline needs. One ported as `lambda key, inputs: ...` raised "takes 2
