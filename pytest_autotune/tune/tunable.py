@@ -138,7 +138,11 @@ def tune_plan(key: Any, tunables: Sequence[Tunable]) -> list[tuple[int, ...]]:
     level makes one batch, highest first. A negative priority, of a group or of a
     candidate inside it, skips. A candidate in several groups is tried once, through the
     first batch that holds it (its highest group), and a batch left empty by that is
-    passed over. The tuner stops at the first batch in which any candidate succeeds.
+    passed over. Its first place in that order decides, negative or not: one its highest
+    group skips is never tried through a lower one, as the seed's plan removes each level
+    it reaches, a skipped one too, from every later group ("negative priorities ensure
+    the entry is never tuned for this key"). The tuner stops at the first batch in which
+    any candidate succeeds.
 
     The ungrouped candidates join the batch of the highest group's highest level, as the
     seed's plan has them: when every candidate of that level skips the key, they form the
@@ -151,14 +155,22 @@ def tune_plan(key: Any, tunables: Sequence[Tunable]) -> list[tuple[int, ...]]:
         if not tunable.groups:
             ungrouped.append(index)
             continue
+        # The candidate's first place in the plan's order: its highest group, and its
+        # highest level there (a group that skips the key needs no level: no place after
+        # it is tried).
+        first: tuple[float, float] | None = None
         for group, intra in tunable.groups:
             group_priority = _priority(group.priority, key, f"TuneGroup {group.name!r}")
             top_group = group_priority if top_group is None else max(top_group, group_priority)
-            if group_priority < 0:
-                continue
-            level = _priority(intra, key, f"Tunable {tunable.name!r} in group {group.name!r}")
-            if level < 0:
-                continue
+            level = -math.inf
+            if group_priority >= 0:
+                name = f"Tunable {tunable.name!r} in group {group.name!r}"
+                level = _priority(intra, key, name)
+            if first is None or (group_priority, level) > first:
+                first = (group_priority, level)
+        assert first is not None
+        group_priority, level = first
+        if group_priority >= 0 and level >= 0:
             buckets.setdefault(group_priority, {}).setdefault(level, []).append(index)
 
     batches: list[tuple[int, ...]] = []

@@ -110,6 +110,31 @@ def test_a_candidate_in_two_groups_is_tried_once_through_its_highest_group():
     assert tune_plan(0, tunables) == [(1,), (0,), (2,)]
 
 
+def test_a_candidate_its_highest_group_skips_is_never_tried_through_a_lower_one():
+    # The seed's plan removes each level it reaches from every later group, a skipped level
+    # too: "negative priorities ensure the entry is never tuned for this key". The kernel
+    # its highest group rules out for the key was tried through the lower group instead.
+    high = TuneGroup("high", lambda key: 2)
+    low = TuneGroup("low", lambda key: 1)
+    tunables = [
+        plain("h").group(high, lambda k: 1),
+        plain("ruled_out").group(high, lambda k: -1).group(low, lambda k: 3),
+        plain("l").group(low, lambda k: 0),
+    ]
+    assert tune_plan(0, tunables) == [(0,), (2,)]
+
+
+def test_a_candidate_skipped_at_one_level_of_a_group_is_tried_at_its_higher_level():
+    # Its first place decides: the group's level 1 comes before its skipped level.
+    g = TuneGroup("g", lambda key: 1)
+    low = TuneGroup("low", lambda key: 0)
+    tunables = [
+        plain("a").group(g, lambda k: -1).group(g, lambda k: 1),
+        plain("b").group(low, lambda k: 0),
+    ]
+    assert tune_plan(0, tunables) == [(0,), (1,)]
+
+
 def test_a_batch_of_already_tried_candidates_is_passed_over():
     high = TuneGroup("high", lambda key: 2)
     low = TuneGroup("low", lambda key: 1)
