@@ -348,7 +348,7 @@ def anchor(
     level = level or _scoped.get() or _level or _environment_level()
     b = _scaled_base(base, level)
     if b is None:
-        result = math.ceil(x)  # a float size rounds up, as at every level: never below x
+        result = x if type(x) is int else _rounded_up(x)
     elif x <= 1:
         result = 0 if x <= 0 else 1
     elif b == 2.0 and isinstance(x, int):  # the default base: a bit length, 60 ns
@@ -362,6 +362,13 @@ def anchor(
     if min is not None and result < min:
         result = min
     return int(result)
+
+
+def _rounded_up(x: float) -> int:
+    """A size that is not a Python int, rounded up, as at every level: never below it. A
+    NumPy integer is taken whole: `math.ceil` goes through a float, and moved
+    np.int64(2**62 + 1) to 2**62, below it, at the level that anchors nothing."""
+    return int(x) if isinstance(x, numbers.Integral) else math.ceil(x)
 
 
 def _float_power_at_least(x: float, b: float) -> int:

@@ -167,6 +167,15 @@ def test_at_the_full_level_a_float_size_rounds_up_as_at_every_level():
     assert anchor(5.5, level="balanced") == 8
 
 
+def test_at_the_full_level_a_numpy_integer_is_its_own_whole_value():
+    # It went through a float: np.int64(2**62 + 1) came back 2**62, below the size, and
+    # np.uint64(2**64 - 1) came back 2**64.
+    for size in (2**62 + 1, 2**53 + 1):
+        assert anchor(np.int64(size), level=FULL) == size
+    assert anchor(np.uint64(2**64 - 1), level=FULL) == 2**64 - 1
+    assert type(anchor(np.int64(7), level=FULL)) is int
+
+
 def test_the_full_level_still_clamps():
     assert anchor(1000, max=512, level=FULL) == 512
     assert anchor(3, min=8, level=FULL) == 8
