@@ -200,6 +200,10 @@ def check_candidates(
             judge.results[index] = _raised(names[index], exc)
         else:
             judge.output(index, output)
+            # Dropped before the next candidate runs: still bound, it was a third output in
+            # memory (beside the kept reference and the next one), and a candidate that fits
+            # beside the reference ran out of (device) memory beside two.
+            del output
         if index == reference and not judge.have_reference:
             if judge.results[index].skipped:
                 # It declined the key: the others are checked against the first that

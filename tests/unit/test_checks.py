@@ -6,6 +6,7 @@ import dataclasses
 import sys
 import tracemalloc
 import types
+import weakref
 
 import numpy as np
 import pytest
@@ -1010,3 +1011,21 @@ def test_without_compare_every_candidate_that_runs_passes_and_no_reference_is_ca
     results = check_candidates(["a", "b", "c"], run, reference, compare=False)
     assert [(r.name, r.passed) for r in results] == [("a", True), ("b", True), ("c", False)]
     assert "ValueError: broken" in results[2].message
+
+
+def test_no_candidate_runs_beside_the_output_of_the_one_before():
+    # The loop kept the previous candidate's output bound while the next ran: with the
+    # reference's kept copy, three outputs in memory where the checks promise two.
+    made: list[weakref.ref[np.ndarray]] = []
+    alive_at_call: list[int] = []
+
+    def run(index: int) -> object:
+        alive_at_call.append(sum(ref() is not None for ref in made))
+        output = np.full(4, 2.0 if index == 2 else 1.0)
+        made.append(weakref.ref(output))
+        return output
+
+    results = check_candidates(["a", "b", "c", "d"], run)
+
+    assert [r.passed for r in results] == [True, True, False, True]
+    assert alive_at_call == [0, 0, 0, 0]
