@@ -536,6 +536,11 @@ def _differing_numbers(
     are those of the element-wise rules: floats within the tolerances, NaN to NaN (with
     `equal_nan`), an int and a float by value, two ints exactly."""
     types = {type(v) for v in reference} | {type(v) for v in actual}
+    if len(types) == 1 and _one_numpy_type(*types):
+        # `list(x)` of a float32 or int64 array: its scalars, of one dtype on both sides,
+        # compare as arrays of that dtype, by the rules of two such scalars. One by one, a
+        # list of 100 000 took 9 s (and an object array of floats 1e6 apart, 85 s).
+        return _differing_of_one_type(reference, actual, types.pop(), rtol, atol, equal_nan)
     # A np.float64 (of `list(array)`) follows a Python float's every rule here.
     if not types <= {float, int, np.float64}:
         return None  # bool, other NumPy scalars, complex, arrays...: rules of their own
@@ -557,6 +562,32 @@ def _differing_numbers(
             count=len(ref),
         )
         bad[ints] = ref[ints] != act[ints]
+    return [int(i) for i in np.flatnonzero(bad)]
+
+
+def _one_numpy_type(kind: type) -> bool:
+    """Whether values of type `kind` are NumPy numbers or booleans (np.float32, np.int64,
+    np.complex64, np.bool_...), which an array of their dtype holds exactly."""
+    return issubclass(kind, (np.number, np.bool_))
+
+
+def _differing_of_one_type(
+    reference: Sequence[Any],
+    actual: Sequence[Any],
+    kind: type,
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+) -> list[int]:
+    """The positions where two sequences of one length, holding NumPy scalars of the one type
+    `kind`, differ: as two arrays of its dtype, block by block."""
+    dtype = np.dtype(kind)
+    ref, act = np.array(reference, dtype=dtype), np.array(actual, dtype=dtype)
+    inexact = dtype.kind in "fc"
+    bad = np.zeros(len(ref), dtype=bool)
+    for start in range(0, len(ref), BLOCK_ELEMENTS):
+        block = slice(start, start + BLOCK_ELEMENTS)
+        bad[block], _ = _differing(ref[block], act[block], inexact, rtol, atol, equal_nan)
     return [int(i) for i in np.flatnonzero(bad)]
 
 
@@ -910,8 +941,17 @@ def _equal_elements(
         return np.array(each, dtype=bool).reshape(reference.shape)
     if reference.dtype.kind == "O":
         flat = equal.reshape(-1)  # a view: `equal` is a new array of its own
-        for i in np.flatnonzero(~flat):
-            ref_item, act_item = reference.flat[i], actual.flat[i]
+        unequal = np.flatnonzero(~flat)
+        ref_items = [reference.flat[i] for i in unequal]
+        act_items = [actual.flat[i] for i in unequal]
+        # Numbers as a list's are, all at once: one by one, 1e6 floats that differ by a
+        # rounding took 85 s.
+        differing = _differing_numbers(ref_items, act_items, rtol, atol, equal_nan)
+        if differing is not None:
+            flat[unequal] = True
+            flat[unequal[differing]] = False
+            return equal
+        for i, ref_item, act_item in zip(unequal, ref_items, act_items, strict=True):
             flat[i] = not _compare(ref_item, act_item, "", rtol, atol, equal_nan)
     return equal
 
