@@ -116,11 +116,12 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """Tune (with --autotune) or check (plain pytest) a production `TunableSet`.
 
     `out = autotune(TUNER.init(make_set), x, work=..., thresholds=...)` returns the output
-    of the winner (or of the reference, in check mode), with the same checks, records and
-    gate as the marker. The cache file is named after the set's `LocalTuner` (the one whose
-    `init` built it, or `tuner=`), so the library ships what its tests tuned; a set of no
-    tuner is named after the test. `check_output=False` for candidates that return nothing
-    to compare.
+    of the winner (or of the reference, in check mode), called on the inputs given as the
+    library's `execute` calls it (a set that writes into an `out` argument writes into the
+    test's), with the same checks, records and gate as the marker. The cache file is named
+    after the set's `LocalTuner` (the one whose `init` built it, or `tuner=`), so the
+    library ships what its tests tuned; a set of no tuner is named after the test.
+    `check_output=False` for candidates that return nothing to compare.
     """
     return functools.partial(_run_set, request.config.stash[SESSION], request.node)
 
@@ -386,10 +387,11 @@ def _check_set(
     _skip_if_all_declined(declined, len(candidates))
     if isinstance(reference, str):  # a candidate's name, as the marker takes it
         reference = dict(candidates)[reference]  # the checks above found it
+    # On the caller's own inputs, as under --autotune (`AutotuneSession.run_winner`).
     if reference is not None:
-        return run(reference, *clone_value(inputs))
+        return run(reference, *inputs)
     first = next(fn for name, fn in candidates if name not in declined)
-    return run(first, *clone_value(inputs))
+    return run(first, *inputs)
 
 
 def raise_again(call: Callable[[], object], failure: str) -> None:

@@ -44,7 +44,6 @@ from pytest_autotune.quiet import Quiet, crashed_tests, tuning_noted, tuning_tes
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
-from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import (
     NOT_REACHED,
@@ -379,7 +378,10 @@ class AutotuneSession:
     def run_winner(self, request: GroupRequest) -> Any:
         outcome = self._outcomes[request.group]
         fn = outcome.tunables.fns[outcome.decision.fastest_index]
-        return fn(*clone_value(request.inputs))
+        # On the caller's own inputs, as `LocalTuner.execute` calls it: on copies, a set
+        # that writes into an `out` argument left the test's array as it was (and returned
+        # None), so what the winner computed could not be seen at all.
+        return fn(*request.inputs)
 
     def _tunable_set(self, request: GroupRequest, work: Work | None) -> TunableSet:
         def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -99,6 +99,34 @@ def test_an_in_place_candidate_does_not_change_what_the_others_see(
     run(autotune_pytester).assert_outcomes(passed=3)
 
 
+@pytest.mark.parametrize("mode", [(), ("--autotune",)])
+def test_the_fixture_calls_its_output_on_the_inputs_given_as_the_library_does(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # It called the reference (the winner under --autotune) on copies of the inputs: a
+    # set that writes into an `out` argument, as `TUNER.execute(..., (x, out))` fills the
+    # caller's `out`, left the test's array as it was, and a wrong winner went unseen.
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        from conftest import spin
+        from pytest_autotune import TunableSet
+
+        def scale(x, out):
+            spin(1e-3)
+            np.multiply(x, 2, out=out)
+
+        def test_in_place_set(autotune):
+            x, out = np.arange(4.0), np.zeros(4)
+            tunables = TunableSet.of(lambda x, out: x.size, {"scale": scale})
+            assert autotune(tunables, x, out, check_output=False) is None
+            assert out.tolist() == [0.0, 2.0, 4.0, 6.0]
+            assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
+        """
+    )
+    run(autotune_pytester, *mode).assert_outcomes(passed=1)
+
+
 def test_an_explicit_reference_and_tolerances_are_honoured(
     autotune_pytester: pytest.Pytester,
 ) -> None:
