@@ -9,8 +9,10 @@ exact equality meaningless (`rtol`/`atol` on inexact values).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import importlib
 import math
+import types
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,8 +99,10 @@ def compare_outputs(
     (the first `LISTED_DIFFERENCES` in full, the rest counted).
 
     Understands NumPy and CuPy arrays, NumPy scalars, Python numbers, bool, None, tuples,
-    lists, dicts and dataclasses of them (field by field), and `AutotuneOutput` types (the
-    reference's method decides).
+    lists, dicts and dataclasses of them (field by field), SimpleNamespaces and objects of
+    classes that keep `object`'s identity `==` (attribute by attribute), and
+    `AutotuneOutput` types (the reference's method decides); an `==` that raises is a
+    difference that says so.
     Floating point values compare with `|actual - reference| <= atol + rtol*|reference|`;
     integers and booleans compare exactly; NaN must sit at the same positions
     (`equal_nan=False` makes any NaN a difference). Arrays must agree in dtype and shape.
@@ -443,9 +447,21 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
                     ref_value, act_value, f"{where}.{field.name}", rtol, atol, equal_nan
                 )
         return problems
-    equal = reference == actual
+    if _plain_attributes(reference):
+        return _compare_attributes(reference, actual, where, rtol, atol, equal_nan)
+    name = type(reference).__name__
+    try:
+        equal = reference == actual
+    except Exception as exc:
+        # An `==` that meets arrays (a view of a dict's items holding them, a class whose
+        # `__eq__` uses `and` on array fields) raised out of the check: a traceback of ours,
+        # and under --autotune the group's tuning ended, its right candidates failed too.
+        raised = AutotuneError.from_exception("", exc).message
+        return [
+            f"{where}: cannot compare values of type {name} (its == raised {raised});"
+            " give it an autotune_compare method"
+        ]
     if not isinstance(equal, bool):
-        name = type(reference).__name__
         return [
             f"{where}: cannot compare values of type {name}; give it an autotune_compare method"
         ]
@@ -462,6 +478,46 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
         name = type(reference).__name__
         return [f"{where}: {name} differs (elements compare exactly): {', '.join(parts)}"]
     return [f"{where}: expected {_short_repr(reference)}, got {_short_repr(actual)}"]
+
+
+def _plain_attributes(value: object) -> dict[str, Any]:
+    """The attributes `value` compares by: those of a `SimpleNamespace`, or of an object of
+    a class of one's own that keeps `object`'s `==` (identity); empty for any other value.
+    A SimpleNamespace's `==` compares its attributes with `==`, which raised on arrays
+    among them; identity told a right candidate's struct of results from the reference's,
+    always, with two `<... object at 0x...>` for a message. An Enum member, a callable or
+    an object of no attributes keeps its `==`."""
+    kind = type(value)
+    if kind is not types.SimpleNamespace and (
+        kind.__eq__ is not object.__eq__
+        or kind.__module__ == "builtins"
+        or isinstance(value, enum.Enum)
+        or callable(value)
+    ):
+        return {}
+    attributes = getattr(value, "__dict__", None)
+    return attributes if isinstance(attributes, dict) else {}
+
+
+def _compare_attributes(
+    reference: object, actual: object, where: str, rtol: float, atol: float, equal_nan: bool
+) -> list[str]:
+    """Two objects of one type, attribute by attribute (`_plain_attributes`), each compared as
+    an output of its own, tolerances included, and named `output.name`."""
+    ref_vars, act_vars = vars(reference), getattr(actual, "__dict__", {})
+    problems: list[str] = []
+    missing = [name for name in ref_vars if name not in act_vars]
+    unexpected = [name for name in act_vars if name not in ref_vars]
+    if missing:
+        problems.append(f"{where}: missing attributes {_short_repr(missing)}")
+    if unexpected:
+        problems.append(f"{where}: unexpected attributes {_short_repr(unexpected)}")
+    for name, ref_value in ref_vars.items():
+        if name in act_vars:
+            problems += _compare(
+                ref_value, act_vars[name], f"{where}.{name}", rtol, atol, equal_nan
+            )
+    return problems
 
 
 LONG_REPR = 200

@@ -1068,3 +1068,47 @@ def test_lists_of_one_numpy_type_and_object_arrays_of_numbers_are_compared_at_on
     assert compare_outputs(objects, wrong_objects) == (
         "output: 1 of 1000 elements differ; first at [7]: expected 7.0, got 7.5"
     )
+
+
+def test_a_namespace_or_plain_object_of_results_compares_attribute_by_attribute():
+    # A SimpleNamespace's `==` met its arrays and raised out of the check (a traceback of
+    # ours; under --autotune the tuning ended, its right candidates failed); a class of
+    # one's own compared by identity, so a right candidate always failed, with two
+    # `<... object at 0x...>` for a message.
+    class Result:
+        def __init__(self, total: float, parts: np.ndarray) -> None:
+            self.total, self.parts = total, parts
+
+    ref = types.SimpleNamespace(total=6.0, parts=np.arange(4.0))
+    assert compare_outputs(ref, types.SimpleNamespace(total=6.0, parts=np.arange(4.0))) is None
+    assert compare_outputs(Result(6.0, np.arange(4.0)), Result(6.0, np.arange(4.0))) is None
+    assert compare_outputs(ref, types.SimpleNamespace(total=7.0, count=4)) == (
+        "output: missing attributes ['parts']\n"
+        "output: unexpected attributes ['count']\n"
+        "output.total: expected 6.0, got 7.0, max abs error 1, max rel error 0.166667"
+        " (rtol=1e-05, atol=1e-08)"
+    )
+    assert compare_outputs(Result(6.0, np.arange(4.0)), Result(6.0, np.ones(4))) == (
+        "output.parts: 3 of 4 elements differ (rtol=1e-05, atol=1e-08), max abs error 2,"
+        " max rel error inf; first at [0]: expected 0.0, got 1.0"
+    )
+
+
+def test_an_equality_that_raises_is_a_difference_not_a_crash():
+    class Pair:
+        def __init__(self, a: np.ndarray) -> None:
+            self.a = a
+
+        def __eq__(self, other: object) -> bool:
+            return bool(self.a == other.a and True)  # type: ignore[attr-defined]
+
+        __hash__ = None  # type: ignore[assignment]
+
+    message = compare_outputs(Pair(np.ones(2)), Pair(np.ones(2)))
+    assert message is not None
+    assert message.startswith(
+        "output: cannot compare values of type Pair (its == raised ValueError"
+    )
+    assert message.endswith("give it an autotune_compare method")
+    items = compare_outputs({1: np.ones(2)}.items(), {1: np.ones(2)}.items())
+    assert items is not None and "cannot compare values of type dict_items" in items
