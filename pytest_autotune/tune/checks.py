@@ -387,6 +387,13 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
             # checks, and a tuning with checks on, for every candidate.
             raised = AutotuneError.from_exception("", exc).message
             message = f"{type(reference).__name__}.autotune_compare raised {raised}"
+        if message is not None and (not isinstance(message, str) or not message):
+            # `return np.allclose(...)` failed a right candidate with "output: True", and an
+            # empty reason read "output: " alone: say what the method must return.
+            message = (
+                f"{type(reference).__name__}.autotune_compare returned {_short_repr(message)}:"
+                " it must return None where the outputs are equal, else a str saying why not"
+            )
         return [] if message is None else [f"{where}: {message}"]
     if reference is None or actual is None:
         return [] if reference is actual else [_mismatch(where, reference, actual)]

@@ -1112,3 +1112,19 @@ def test_an_equality_that_raises_is_a_difference_not_a_crash():
     assert message.endswith("give it an autotune_compare method")
     items = compare_outputs({1: np.ones(2)}.items(), {1: np.ones(2)}.items())
     assert items is not None and "cannot compare values of type dict_items" in items
+
+
+def test_an_autotune_compare_that_returns_a_bool_or_nothing_says_what_it_must_return():
+    # `return np.allclose(...)` failed a right candidate with "output: True".
+    @dataclasses.dataclass
+    class Field:
+        values: np.ndarray
+
+        def autotune_compare(self, other: object, rtol: float, atol: float) -> str | None:
+            same = np.allclose(self.values, other.values, rtol=rtol, atol=atol)  # type: ignore[attr-defined]
+            return same  # type: ignore[return-value]
+
+    assert compare_outputs(Field(np.ones(2)), Field(np.ones(2))) == (
+        "output: Field.autotune_compare returned True: it must return None where the outputs"
+        " are equal, else a str saying why not"
+    )
