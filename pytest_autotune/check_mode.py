@@ -6,7 +6,12 @@ import functools
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from pytest_autotune.tune.checks import compare_outputs, copy_output, unusable_reference
+from pytest_autotune.tune.checks import (
+    compare_outputs,
+    copy_output,
+    returned_none,
+    unusable_reference,
+)
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import AutotuneConfig, ConfigError
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
@@ -75,27 +80,53 @@ def check_candidate(
             # `pytest.xfail()`, while tuning failed them all as "cannot be checked".
             reference = None
     if reference is None:
-        # Stable: the expected failures last, each kind in the candidates' order.
-        ordered = sorted(by_name, key=lambda other: other in expected_to_fail)
-        for other in ordered:
-            if other in not_run and other != name:
-                # This candidate ran here (its test was run by node id): it may be its own
-                # reference, where every other raises, as without marks.
-                continue
-            label = f"the reference candidate {other!r} (the first that succeeds)"
-            if other == name:
-                expected = output
-                break
+        label, expected = _first_that_succeeds(
+            name, output, by_name, run, inputs, not_run, expected_to_fail
+        )
+    unusable = unusable_reference(expected, label)
+    if unusable is not None:
+        return f"candidate {name!r} cannot be checked: {unusable}"
+    if output is None:
+        return f"candidate {name!r} {returned_none(label, expected)}"
+    diff = compare_outputs(expected, output, config.rtol, config.atol)
+    return None if diff is None else f"candidate {name!r} differs from {label}:\n{diff}"
+
+
+def _first_that_succeeds(
+    name: str,
+    output: Any,
+    by_name: dict[str, Callable[..., Any]],
+    run: Body,
+    inputs: tuple[Any, ...],
+    not_run: Collection[str],
+    expected_to_fail: Collection[str],
+) -> tuple[str, Any]:
+    """The label and output of the default reference (candidate `name`'s own is `output`):
+    the first candidate that succeeds with an output; where every one returns None, the
+    first of them, whose None then shows none right (nothing to compare). A first candidate
+    that forgot its `return` was the reference: every right one after it failed as "cannot
+    be checked", where tuning (`checks.check_candidates`) fails that one alone."""
+    # Stable: the expected failures last, each kind in the candidates' order.
+    ordered = sorted(by_name, key=lambda other: other in expected_to_fail)
+    first_none: tuple[str, Any] | None = None
+    for other in ordered:
+        if other in not_run and other != name:
+            # This candidate ran here (its test was run by node id): it may be its own
+            # reference, where every other raises, as without marks.
+            continue
+        label = f"the reference candidate {other!r} (the first that succeeds)"
+        if other == name:
+            expected = output
+        else:
             try:
                 expected = candidate_call(run, other, by_name[other])(*clone_value(inputs))
             except Exception:
                 continue
-            break
-    unusable = unusable_reference(expected, label)
-    if unusable is not None:
-        return f"candidate {name!r} cannot be checked: {unusable}"
-    diff = compare_outputs(expected, output, config.rtol, config.atol)
-    return None if diff is None else f"candidate {name!r} differs from {label}:\n{diff}"
+        if expected is not None:
+            return label, expected
+        first_none = first_none or (label, None)
+    # This candidate was its own last resort, so one None at least was met.
+    return first_none or (f"the reference candidate {name!r}", None)
 
 
 def _explicit(

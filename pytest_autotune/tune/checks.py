@@ -140,6 +140,12 @@ ITERATOR_TO_COMPARE = (
 passed under --autotune and failed in a plain run, where its own test compares it."""
 
 
+def returned_none(label: str, expected: object) -> str:
+    """Why a candidate that returned None fails, where the reference (`label`) returned
+    `expected`: in both modes alike."""
+    return f"returned None, where {label} returned {_describe(expected)}"
+
+
 def unusable_reference(output: object, label: str, require_output: bool = True) -> str | None:
     """Why a reference's output (`label` names the reference) shows no candidate right, where
     it does not: None where an output is required, or an iterator. The one rule of the
@@ -175,7 +181,9 @@ def check_candidates(
     without one, against the first that succeeds. When the reference itself fails or
     produces nothing, every candidate that ran fails with that reason: none of them can be
     shown correct. Results come in the
-    order of `names`. With `require_output`, a reference output of None is such a case.
+    order of `names`. With `require_output`, a reference output of None is such a case:
+    a None before any output waits (`_Judge.none_waits`), and is that case only where no
+    candidate returns an output; otherwise the candidates that returned None fail alone.
     Without `compare` (`check_output=False`: nothing to compare), every candidate that runs
     passes and no reference is called, as in plain pytest's check of each candidate.
     """
@@ -213,9 +221,10 @@ def check_candidates(
                 # It declined the key: the others are checked against the first that
                 # succeeds, as where no reference is named (plain pytest skipped them all as
                 # declining, and tuning failed them all as "cannot be checked").
-                judge.none_waits = not require_output
+                judge.none_waits = True
             else:
                 judge.no_reference = f"the reference {names[index]!r} failed"
+    judge.nothing_returned()
     judge.name_agreeing()
     return [judge.results[i] for i in range(len(names))]
 
@@ -242,9 +251,10 @@ class _Judge:
         self.have_reference = False
         self.no_reference: str | None = None
         """Why no candidate can be shown correct (the reference failed or gave nothing)."""
-        self.none_waits = not require_output
-        """Whether a None before any output is no output (an in-place kernel's) rather
-        than the reference: judged once a candidate returns one."""
+        self.none_waits = True
+        """Whether a None before any output is no output (an in-place kernel's, or a
+        forgotten `return`) rather than the reference: judged once a candidate returns one,
+        or at the end (`nothing_returned`)."""
         self.returned_none: list[int] = []
         self.differing: tuple[int, object] | None = None
         """The first candidate that differed from the reference, and its output: one more
@@ -292,10 +302,24 @@ class _Judge:
                 # A candidate that forgot its `return` was the reference where it came
                 # first: it won the tuning, every correct one failing as "expected None".
                 self.results[earlier] = CheckResult(
-                    self.names[earlier],
-                    False,
-                    f"returned None, where {self.ref_label} returned {_describe(output)}",
+                    self.names[earlier], False, returned_none(self.ref_label, output)
                 )
+
+    def nothing_returned(self) -> None:
+        """Where an output is required and no candidate returned one, those that returned
+        None fail as the first of them, the reference, gives nothing to compare. Judged at
+        the end: a first candidate that forgot its `return` failed every right one after
+        it as "cannot be checked", with advice to return the output from the test body,
+        which did return it."""
+        if not self.require_output or self.have_reference or not self.returned_none:
+            return
+        first, *others = self.returned_none
+        unusable = NOTHING_TO_COMPARE.format(f"the reference {self.names[first]!r}")
+        self.results[first] = CheckResult(self.names[first], False, unusable)
+        for index in others:
+            self.results[index] = CheckResult(
+                self.names[index], False, f"cannot be checked: {unusable}"
+            )
 
     def _differed(self, index: int, output: object) -> None:
         if self.differing is None:

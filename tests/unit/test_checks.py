@@ -1128,3 +1128,22 @@ def test_an_autotune_compare_that_returns_a_bool_or_nothing_says_what_it_must_re
         "output: Field.autotune_compare returned True: it must return None where the outputs"
         " are equal, else a str saying why not"
     )
+
+
+def test_where_an_output_is_required_a_first_none_still_waits_for_a_later_output() -> None:
+    # The plugin requires an output: a first candidate that forgot its `return` was the
+    # reference there, and every right one failed as "cannot be checked".
+    values = [None, np.arange(4.0), None, np.arange(4.0)]
+    checks = check_candidates(
+        ["forgot", "good", "also_forgot", "good2"], values.__getitem__, require_output=True
+    )
+    assert [c.passed for c in checks] == [False, True, False, True]
+    assert checks[0].message == (
+        "returned None, where the reference 'good' returned float64 array of shape (4,)"
+    )
+    # A reference that declines the key leaves a first None waiting so too.
+    declined = [AutotuneSkip("not mine"), None, np.ones(2)]
+    checks = check_candidates(
+        ["ref", "forgot", "good"], outputs(*declined), reference=0, require_output=True
+    )
+    assert [c.passed for c in checks] == [True, False, True]
