@@ -775,14 +775,15 @@ def _compare_numbers(
         if isinstance(reference, complex) or isinstance(actual, complex)
         else np.float64
     )
-    return _compare_arrays(
-        np.asarray(reference, dtype=dtype),
-        np.asarray(actual, dtype=dtype),
-        where,
-        rtol,
-        atol,
-        equal_nan,
-    )
+    try:
+        ref_array, act_array = np.asarray(reference, dtype=dtype), np.asarray(actual, dtype=dtype)
+    except OverflowError:
+        # An int past a float's range (10**400 against a float) raised out of the check. No
+        # float holds it, so no float is within a tolerance of it: Python's exact `==`.
+        if reference == actual:
+            return []
+        return [f"{where}: expected {_short_repr(reference)}, got {_short_repr(actual)}"]
+    return _compare_arrays(ref_array, act_array, where, rtol, atol, equal_nan)
 
 
 def _is_single(array: npt.NDArray[Any]) -> bool:

@@ -1147,3 +1147,13 @@ def test_where_an_output_is_required_a_first_none_still_waits_for_a_later_output
         ["ref", "forgot", "good"], outputs(*declined), reference=0, require_output=True
     )
     assert [c.passed for c in checks] == [True, False, True]
+
+
+def test_an_int_past_the_range_of_a_float_against_a_float_is_a_difference_not_a_crash():
+    # `np.asarray(10**400, dtype=float64)` raised OverflowError out of the check.
+    message = compare_outputs(10**400, 1e300)
+    assert message is not None
+    assert message.startswith("output: expected 1000")
+    assert message.endswith("... (401 characters), got 1e+300")
+    assert compare_outputs(1e300, 10**400) is not None
+    assert compare_outputs([10**400], [float("inf")]) is not None
