@@ -540,8 +540,15 @@ def _ignore_lock_files(folder: Path) -> None:
     """The locks live beside the files they protect (`files.lock_beside`), in a folder that
     is committed: a `.gitignore` there keeps them out of commits, as pytest's own cache
     folder does. Written once, never replaced, so a project's own edits stay."""
-    with (
-        contextlib.suppress(FileExistsError),
-        open(folder / ".gitignore", "x", encoding="utf-8") as file,
-    ):
-        file.write(_GITIGNORE)
+    path = folder / ".gitignore"
+    try:
+        with open(path, "x", encoding="utf-8") as file:
+            file.write(_GITIGNORE)
+    except FileExistsError:
+        return
+    except OSError:
+        # A full disk makes the file and fails its write: kept empty, it was never written
+        # again ("never replaced"), and the lock files went into every commit after.
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+        raise

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import re
@@ -385,6 +387,32 @@ def test_a_folder_that_cannot_be_written_is_named_as_the_reason(
     assert str(raised.value).endswith(
         f"cannot be written: {tmp_path / 'file'} is a file, not a folder"
     )
+
+
+def test_a_gitignore_a_full_disk_left_empty_is_written_by_the_next_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A full disk creates the `.gitignore` and fails its write; the empty file stayed, since
+    # it is written once and never replaced, and the lock files went into commits.
+    folder = tmp_path / "cpu"
+    real_open = open
+
+    class NoSpace(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def full(path: Path, mode: str, **kw: Any) -> io.StringIO:
+        real_open(path, mode, **kw).close()
+        return NoSpace()
+
+    with monkeypatch.context() as patched:
+        patched.setattr(cache_module, "open", full, raising=False)
+        with pytest.raises(CacheFileError, match="No space left on device"):
+            PersistentCache(folder / "tuner.json").save(dict([entry("a")]))
+    assert not (folder / ".gitignore").exists()
+
+    PersistentCache(folder / "tuner.json").save(dict([entry("a")]))
+    assert ".*.lock" in (folder / ".gitignore").read_text().splitlines()
 
 
 def test_a_file_that_turns_unreadable_after_loading_is_not_overwritten(tmp_path: Path) -> None:
