@@ -10,6 +10,7 @@ is atomic, and a file that cannot be read is reported and left alone, never repl
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import warnings
 from collections.abc import Callable, Collection, Mapping
@@ -523,6 +524,10 @@ def _why_not(error: OSError, path: Path) -> str:
     to failed naming `.gitignore`, which read as a problem with that file; and mkdir's
     "File exists" for a file in a folder's place read as the cache file existing."""
     written = getattr(error, "filename", None)
+    if error.errno == errno.EROFS:
+        # A read-only mount (a checkout in a container, a package's folder) fails at the
+        # first file a save writes, its `.gitignore`, whichever file it is.
+        return f"its folder {path.parent} is on a read-only file system"
     if isinstance(error, PermissionError) and written and Path(written).parent == path.parent:
         if Path(written).exists() and Path(written) != path:
             # Another user's lock file, a read-only file of ours beside it: that file.

@@ -389,6 +389,27 @@ def test_a_folder_that_cannot_be_written_is_named_as_the_reason(
     )
 
 
+def test_a_folder_on_a_read_only_file_system_is_named_as_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The save's first write is the folder's `.gitignore`: on a read-only mount the error
+    # named that file ("Read-only file system: '.../.gitignore'"), one the user never made.
+    # (Faked: mounting one needs root.)
+    folder = tmp_path / "cpu"
+    folder.mkdir()
+
+    def read_only(where: Path) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(where / ".gitignore"))
+
+    monkeypatch.setattr(cache_module, "_ignore_lock_files", read_only)
+    with pytest.raises(CacheFileError) as raised:
+        PersistentCache(folder / "tuner.json").save(dict([entry("a")]))
+    assert str(raised.value) == (
+        f"{folder / 'tuner.json'}: cannot be written: its folder {folder} is on a read-only"
+        " file system"
+    )
+
+
 def test_a_gitignore_a_full_disk_left_empty_is_written_by_the_next_save(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
