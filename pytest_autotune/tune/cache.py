@@ -56,6 +56,8 @@ from pytest_autotune.tune.cache_read import (
     key_index,
     merge_entries,
     read_file,
+    read_journal,
+    stale_lines,
     with_journal,
 )
 from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning, caller_level
@@ -446,6 +448,7 @@ class PersistentCache:
         path = journal.journal_path(self.path)
         try:
             if version.journal is None:
+                self._keep_stale_journal()
                 text = journal.header(version.digest) + lines
                 write_atomically(path, text)
                 end = len(text)
@@ -461,11 +464,35 @@ class PersistentCache:
 
     def _write(self, contents: Contents) -> Version:
         text = self._render(contents)
+        self._keep_stale_journal()
         write_atomically(self.path, text)
         with contextlib.suppress(FileNotFoundError):
             journal.journal_path(self.path).unlink()
         data = text.encode("utf-8")
         return Version(file_stamp(self.path), journal.digest(data), len(data), None, 0)
+
+    def _keep_stale_journal(self) -> None:
+        """Move aside (`<file>.journal.stale-N`) a journal this object's version did not
+        apply, where it holds entries the file lacks: it extends another version of the
+        file, one a checkout replaced, and the read said its entries were ignored; the save
+        that followed wrote a new journal over it or deleted it, and they were gone, also
+        once that version was checked out again. Under the lock."""
+        status = journal_status(self.path)
+        version = self._version
+        if status is None or version is None or status[:2] == version.journal:
+            return
+        path = journal.journal_path(self.path)
+        try:
+            data, _ = read_journal(self.path)
+            parsed = journal.parse_journal(data or b"")
+        except (CacheFileError, JsonFileError, journal.NewerJournal):
+            return  # the read refuses a damaged or newer journal; no save gets here
+        if parsed.base is None or not stale_lines(path, parsed.entries, self._contents):
+            return
+        number = 1
+        while (aside := path.with_name(f"{path.name}.stale-{number}")).exists():
+            number += 1
+        path.rename(aside)
 
     def _render(self, contents: Contents) -> str:
         """`dumps` of the whole document, with each entry's text kept from the last render

@@ -215,7 +215,8 @@ def stale_lines(where: Path, raw_entries: list[Any], contents: Contents) -> list
     return [
         f"{where}: extends another version of its cache file (replaced since, as by a"
         f" checkout); its {counted(missing, 'entry', 'entries')} the file lacks"
-        f" {'is' if missing == 1 else 'are'} ignored"
+        f" {'is' if missing == 1 else 'are'} ignored, and kept: the next save of the file"
+        f" moves the journal to {where.name}.stale-N"
     ]
 
 

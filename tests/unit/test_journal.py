@@ -242,6 +242,33 @@ def test_a_journal_of_a_replaced_file_is_ignored_and_said_so_when_it_adds_entrie
     assert stable_key("pulled") in {k.key for k in loaded}
 
 
+@pytest.mark.parametrize("save", ["appended", "whole"])
+def test_a_journal_of_a_replaced_file_is_kept_aside_by_the_next_save(
+    tmp_path: Path, save: str
+) -> None:
+    """Its entries were "ignored", and the next save wrote a new journal over it (or, a
+    whole-file save, deleted it): gone, also once that version was checked out again."""
+    path, pulled = tmp_path / "tuner.json", tmp_path / "pulled.json"
+    seeded(path)
+    seeded(pulled)
+    PersistentCache(pulled).save(dict([entry("pulled")]))
+    PersistentCache(path, journal=True).save(dict([entry("local")]), device={"id": "d"})
+    stale = journal.journal_path(path).read_bytes()
+    path.write_bytes(pulled.read_bytes())
+
+    cache = PersistentCache(path, journal=True)
+    with pytest.warns(CacheFileWarning, match=r"kept: the next save of the file moves the"):
+        cache.load()
+    cache.save(dict([entry("new")]), remove=["x"] if save == "whole" else ())
+    for _ in range(2):  # a second save finds the journal its first began, and keeps it
+        assert journal.journal_path(path).with_name("tuner.json.journal.stale-1").read_bytes() == (
+            stale
+        )
+        assert {stable_key("pulled"), stable_key("new")} <= keys(path)
+        cache.save(dict([entry("newer")]))
+    assert not journal.journal_path(path).with_name("tuner.json.journal.stale-2").exists()
+
+
 def test_a_file_and_journal_a_checkout_gave_crlf_line_endings_still_read_as_one(
     tmp_path: Path,
 ) -> None:
