@@ -43,6 +43,9 @@ AWAITING = pytest.StashKey[set[str]]()
 NOT_RUN = pytest.StashKey[dict[str, dict[str, str]]]()
 """The candidates of each group whose items are marked not to run, and why (`not_run`),
 once read."""
+CANDIDATE_PLACES = pytest.StashKey[dict[str, int]]()
+"""Where each marked test function's candidate id stands among its items' parameter ids
+(`candidate_place`), by the function's node id."""
 SKIPPED_AT_SETUP = pytest.StashKey[dict[str, dict[str, str]]]()
 """The candidates of each group whose tests a fixture skipped (or xfailed) at their setup,
 and why (`note_skipped_at_setup`), as they are met."""
@@ -169,6 +172,10 @@ class CandidatesOfEveryHook:
                     _the_others_of(parametrize, argnames, argvalues, *args, **kwargs)
                     return
                 given.append(source)
+                place = candidate_place(metafunc) if _argnames(argnames) == ["candidate"] else None
+                if place is not None:
+                    places = metafunc.config.stash.setdefault(CANDIDATE_PLACES, {})
+                    places[function_nodeid(metafunc.definition)] = place
             parametrize(argnames, argvalues, *args, **kwargs)
 
         with _parametrize_through(metafunc, once):
@@ -185,6 +192,15 @@ class CandidatesOfEveryHook:
             spec = functions[nodeid]
             error = f"{nodeid}: {_given_twice(first, refused[0])}"
             functions[nodeid] = replace(spec, error=spec.error or error)
+
+
+def candidate_place(metafunc: pytest.Metafunc) -> int | None:
+    """The place in each item's parameter ids (pytest's `CallSpec2._idlist`, joined with
+    '-' into the item's id) that a parametrize of `candidate` made now takes: one id is
+    appended to every call per parametrize, so it is the number each call has. None where
+    the calls have not one number (a `pytest.HIDDEN_PARAM` id adds none)."""
+    counts = {len(getattr(c, "_idlist", ())) for c in getattr(metafunc, "_calls", ())}
+    return (counts.pop() if len(counts) == 1 else None) if counts else 0
 
 
 def _the_others_of(
@@ -813,8 +829,19 @@ def item_group(functions: Mapping[str, FunctionSpec], item: pytest.Item) -> Item
     callspec = getattr(item, "callspec", None)
     if function is None or callspec is None:
         return None
-    name, component = candidate_of(function.candidates, callspec.params["candidate"], callspec.id)
-    group_key = _without_unrequested(item, without_component(callspec.id, component))
+    place = item.config.stash.get(CANDIDATE_PLACES, {}).get(function.nodeid)
+    ids = list(getattr(callspec, "_idlist", ()))
+    own = ids[place] if place is not None and place < len(ids) else None
+    value = callspec.params["candidate"]
+    name, component = candidate_of(function.candidates, value, callspec.id if own is None else own)
+    if component == own and place is not None:
+        # By its place, not by its text: another parameter's id may hold the candidate's
+        # name between dashes (`fast-path` beside a candidate `fast`), whose first match
+        # was cut from the id, making a group of each candidate and a key of neither.
+        rest = "-".join(ids[:place] + ids[place + 1 :])
+    else:
+        rest = without_component(callspec.id, component)
+    group_key = _without_unrequested(item, rest)
     group = f"{function.nodeid}[{group_key}]" if group_key else function.nodeid
     key = _by_value(callspec, group_key)
     positional = [n for n in positional_parameters(callspec, key) if n not in _named(item)]

@@ -446,3 +446,40 @@ def test_a_parameter_whose_name_begins_another_keeps_its_own_id(
     keys = sorted(entry["key"] for entry in json.loads(path.read_text())["entries"])
     assert keys == ["x20-(1,)", "x20-(2,)", "x21-(1,)", "x21-(2,)"]
     result.stdout.fnmatch_lines(["warning: test_prefixed.py::test_prefixed: *values of x2 by*"])
+
+
+DASHED = """
+import pytest
+from conftest import spin
+
+def fast(n):
+    spin(100e-6)
+    return n
+
+def slow(n):
+    spin(300e-6)
+    return n
+
+@pytest.fixture(params=["fast-path", "other"])
+def mode(request):
+    return len(request.param)
+
+@pytest.mark.autotune(candidates={"fast": fast, "slow": slow})
+def test_dashed(candidate, mode):
+    return candidate(mode)
+"""
+
+
+def test_a_parameter_id_holding_a_candidates_name_between_dashes_keeps_one_group(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `test_dashed[fast-path-fast]`: the candidate's name was cut from the id where it
+    # first stood, the parameter's `fast-path`, so fast's key read `path-fast` and each
+    # candidate of that group was tuned alone, under a key neither had.
+    autotune_pytester.makepyfile(test_dashed=DASHED)
+    result = run(autotune_pytester, "--autotune-update", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_dashed.py::test_dashed")
+    entries = json.loads(path.read_text())["entries"]
+    assert sorted(entry["key"] for entry in entries) == ["fast-path", "other"]
+    assert {entry["fastest_name"] for entry in entries} == {"fast"}
