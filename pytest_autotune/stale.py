@@ -72,15 +72,26 @@ def _union(
     return joined
 
 
+NESTING = 4
+"""The deepest class nesting whose tests' names `defined_names` gives (`A::B::C::D::test`):
+a test in a deeper class is never called gone."""
+
+
 def defined_names(module: object) -> frozenset[str]:
-    """The names a test module defines, and those of its classes as `Class::name`: the
-    last part of its tests' node ids."""
-    names = set()
-    for name in dir(module):
-        names.add(name)
-        value = getattr(module, name, None)
-        if isinstance(value, type):
-            names.update(f"{name}::{attribute}" for attribute in dir(value))
+    """The names a test module defines, those of its classes as `Class::name`, and of the
+    classes in them as `Class::Inner::name` (pytest collects nested classes), up to
+    `NESTING` deep: the last part of its tests' node ids. A renamed test of a nested class
+    was otherwise never called stale, nor its file offered to the test's new name."""
+    names: set[str] = set()
+
+    def add(prefix: str, namespace: object, depth: int) -> None:
+        for name in dir(namespace):
+            names.add(prefix + name)
+            value = getattr(namespace, name, None)
+            if isinstance(value, type) and depth < NESTING and not name.startswith("__"):
+                add(f"{prefix}{name}::", value, depth + 1)
+
+    add("", module, 0)
     return frozenset(names)
 
 
@@ -169,7 +180,7 @@ def _stale(
     if collected.rooted and not path.exists() and path.parent.is_dir():
         return None, f"{module} is gone"
     defined = collected.defined.get(module)
-    if defined is not None and name.count("::") <= 1 and name not in defined:
+    if defined is not None and name.count("::") <= NESTING and name not in defined:
         return None, f"{module} defines no test {name} now (renamed or deleted)"
     groups = collected.groups.get(tuner)
     made = tuned.get(tuner, {})

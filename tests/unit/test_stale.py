@@ -21,6 +21,9 @@ def write(root: Path, tuner: str, *keys: object) -> Path:
 class Suite:
     def test_sum(self) -> None: ...
 
+    class Inner:
+        def test_x(self) -> None: ...
+
 
 def test_a_test_of_a_collected_module_is_judged_by_the_names_the_module_defines(
     tmp_path: Path,
@@ -29,10 +32,12 @@ def test_a_test_of_a_collected_module_is_judged_by_the_names_the_module_defines(
     kept = write(tmp_path, "test_a.py::Suite::test_sum", 1)
     gone = write(tmp_path, "test_a.py::test_old", 1)
     nested = write(tmp_path, "test_a.py::Suite::Inner::test_x", 1)
+    # A test of a nested class renamed: its file was never called stale.
+    renamed = write(tmp_path, "test_a.py::Suite::Inner::test_old", 1)
     library = write(tmp_path, "mylib.ops", 1)
     collected = Collected({"test_a.py": defined_names(sys.modules[__name__])})
     found = find_stale(tmp_path / ".autotune", [DEVICE], collected, {}, tmp_path)
-    assert [(s.path, s.keys) for s in found] == [(gone, None)]
+    assert sorted((s.path, s.keys) for s in found) == sorted([(gone, None), (renamed, None)])
     assert {kept, nested, library}.isdisjoint(s.path for s in found)
 
 
