@@ -518,8 +518,11 @@ def pytest_collection_modifyitems(
     deselect every other test."""
     functions = config.stash.get(FUNCTIONS, {})
     _mark_shared_nodeids(config, items)
-    # Only where pytest-xdist registers its marker: `--strict-markers` fails an unknown one.
-    xdist = config.pluginmanager.hasplugin("xdist")
+    # Only on a worker of `--dist loadgroup`, the one run in which pytest-xdist reads the
+    # mark (its `@name` suffix, `pytest_autotune.xdist`): every mark's name is a keyword of
+    # `-k`, so with pytest-xdist installed `-k x`, `-k dist` or `-k group` selected every
+    # autotune test, and `-k "not group"` none.
+    xdist = config.pluginmanager.hasplugin("xdist") and getattr(config.option, "loadgroup", False)
     for item in items:
         if (
             "autotune" in getattr(item, "fixturenames", ())

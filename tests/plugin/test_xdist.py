@@ -731,3 +731,15 @@ def test_under_xdist_a_worker_stopped_by_ctrl_c_hands_back_its_groups_once(
     result.stdout.fnmatch_lines(
         ["updated .autotune/cpu-fake-1t/test_stop.py__test_a-*.json (2 entries)"]
     )
+
+
+def test_a_keyword_of_xdists_mark_selects_no_autotune_test(groups: pytest.Pytester) -> None:
+    # The plugin marked every autotune test `xdist_group` wherever pytest-xdist was
+    # installed, and a mark's name is a keyword of `-k`: `-k dist` selected them all.
+    groups.makepyfile(test_plain="def test_distance():\n    pass\n")
+    result = run(groups, "--collect-only", "-q", "-k", "dist")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert "test_plain.py::test_distance" in result.outlines
+    assert not any("test_groups.py" in line for line in result.outlines)
+    result = run(groups, "--collect-only", "-q", "-k", "not xdist")
+    result.stdout.fnmatch_lines(["25 tests collected*"])
