@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from pytest_autotune.collection import xdist_group_name
 from pytest_autotune.quiet import controller_run_folder, note_crashed
 from pytest_autotune.report import without_parameters
 from pytest_autotune.session import AutotuneSession
@@ -50,9 +51,20 @@ hands out single tests), and schedules."""
 def function_scope(nodeid: str) -> str:
     """The work unit of a node id: its `@name` suffix when pytest-xdist added one after the
     parameters (as it does for an `xdist_group` mark, where it can), else the test function
-    without its parameters, so that all of a function's candidates stay on one worker."""
+    without its parameters, so that all of a function's candidates stay on one worker.
+
+    A suffix that holds the plugin's own group name (`collection.xdist_group_name`) is a
+    tuned test's: its function is the unit. pytest-xdist joins every `xdist_group` name of a
+    test into one suffix, so a candidate given a group of its own
+    (`pytest.param(f, marks=pytest.mark.xdist_group("a"))`) had a suffix of its own, and
+    under `--dist loadgroup` before pytest 9 one group was tuned on as many workers as
+    its candidates had groups, with as many verdicts."""
     if nodeid.rfind("@") > nodeid.rfind("]"):
-        return nodeid.rsplit("@", 1)[1]
+        base, suffix = nodeid.rsplit("@", 1)
+        function = without_parameters(base)
+        if xdist_group_name(function) not in suffix:
+            return suffix
+        return function
     return without_parameters(nodeid)
 
 
