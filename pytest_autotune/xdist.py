@@ -68,15 +68,29 @@ def function_scope(nodeid: str) -> str:
     return without_parameters(nodeid)
 
 
-@functools.cache
-def autotune_scheduling() -> type:
-    """pytest-xdist's scope scheduling with `function_scope` as the scope. Made on first use:
-    pytest-xdist is an optional integration (the `[xdist]` extra), imported only once
-    pytest-xdist itself asks for a scheduler, so this module imports without it."""
-    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+SCOPED = (DIST, "loadscope", "loadfile")
+"""The `--dist` modes whose scheduling the plugin's replaces under tuning: its own
+(`DIST`), and the two of pytest-xdist that keep a function's tests together themselves,
+which keep their scopes and take the mends of a crashed worker (`remove_node`)."""
 
-    class AutotuneScheduling(LoadScopeScheduling):  # type: ignore[misc]
+
+@functools.cache
+def autotune_scheduling(dist: str = DIST) -> type:
+    """pytest-xdist's scope scheduling with `function_scope` as the scope (`--dist
+    loadscope` and `loadfile` keep theirs). Made on first use: pytest-xdist is an optional
+    integration (the `[xdist]` extra), imported only once pytest-xdist itself asks for a
+    scheduler, so this module imports without it."""
+    from xdist.scheduler import (  # type: ignore[import-untyped]
+        LoadFileScheduling,
+        LoadScopeScheduling,
+    )
+
+    base = LoadFileScheduling if dist == "loadfile" else LoadScopeScheduling
+
+    class AutotuneScheduling(base):  # type: ignore[misc,valid-type]
         def _split_scope(self, nodeid: str) -> str:
+            if dist != DIST:
+                return base._split_scope(self, nodeid)  # type: ignore[no-any-return]
             return function_scope(nodeid)
 
         def remove_node(self, node: Any) -> str | None:
@@ -181,9 +195,13 @@ class XdistBridge:
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        if config.getoption("dist") != DIST or not self.session.settings.tune:
+        # `--dist loadscope` and `loadfile` too: with pytest-xdist's own, a candidate that
+        # ended its worker's process was run again by every replacement worker, until the
+        # limit on restarts ended the run with the rest of the scope never run.
+        dist = config.getoption("dist")
+        if dist not in SCOPED or not self.session.settings.tune:
             return None
-        return autotune_scheduling()(config, log)
+        return autotune_scheduling(dist)(config, log)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Sequence[Any]) -> None:

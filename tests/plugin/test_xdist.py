@@ -176,6 +176,25 @@ def test_the_test_a_worker_crashed_in_is_not_run_again_and_its_groups_other_test
     )
 
 
+@pytest.mark.parametrize("dist", ["loadscope", "loadfile"])
+def test_under_a_scope_dist_mode_the_test_a_worker_crashed_in_is_not_run_again(
+    autotune_pytester: pytest.Pytester, dist: str
+) -> None:
+    # Where --dist loadscope or loadfile kept pytest-xdist's own scheduling, the crashed
+    # test was queued again with its scope: every replacement worker tuned the group and
+    # crashed, the run ended at the limit on restarts ("9 failed": one test reported nine
+    # times) and the module's other tests never ran.
+    autotune_pytester.makepyfile(test_crashing=CRASHING_TESTS)
+    result = autotune_pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:benchmark", "-n", "1", "--dist", dist,
+        "--autotune", timeout=60,
+    )  # fmt: skip
+    result.assert_outcomes(passed=1, failed=2)
+    assert "maximum crashed workers reached" not in result.stdout.str()
+    assert "replacing crashed worker gw1" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*the tuning of test_crashing.py::test_second is not started*"])
+
+
 CRASHING_IN_ITS_TEST = """
 import os
 import pytest
