@@ -15,6 +15,7 @@ import math
 import types
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -534,7 +535,30 @@ def _compare_attributes(
     reference: object, actual: object, where: str, rtol: float, atol: float, equal_nan: bool
 ) -> list[str]:
     """Two objects of one type, attribute by attribute (`_plain_attributes`), each compared as
-    an output of its own, tolerances included, and named `output.name`."""
+    an output of its own, tolerances included, and named `output.name`. A pair met again
+    inside its own comparison (a node's `parent` that points back at it) adds nothing: the
+    comparison that met it first reports what differs."""
+    pair = (id(reference), id(actual))
+    comparing = _COMPARING.get()
+    if pair in comparing:
+        # Followed again, it recursed until Python's limit: a RecursionError out of the
+        # check, where identity's `==` had at least said "differs".
+        return []
+    token = _COMPARING.set(comparing | {pair})
+    try:
+        return _compare_attribute_values(reference, actual, where, rtol, atol, equal_nan)
+    finally:
+        _COMPARING.reset(token)
+
+
+_COMPARING: ContextVar[frozenset[tuple[int, int]]] = ContextVar("_COMPARING", default=frozenset())
+"""The pairs of objects (`id`s) whose attributes are being compared, outermost first: per
+thread and task, as checks run in any thread of a library's program."""
+
+
+def _compare_attribute_values(
+    reference: object, actual: object, where: str, rtol: float, atol: float, equal_nan: bool
+) -> list[str]:
     ref_vars, act_vars = vars(reference), getattr(actual, "__dict__", {})
     problems: list[str] = []
     missing = [name for name in ref_vars if name not in act_vars]

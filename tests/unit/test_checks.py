@@ -1157,3 +1157,22 @@ def test_an_int_past_the_range_of_a_float_against_a_float_is_a_difference_not_a_
     assert message.endswith("... (401 characters), got 1e+300")
     assert compare_outputs(1e300, 10**400) is not None
     assert compare_outputs([10**400], [float("inf")]) is not None
+
+
+def test_objects_whose_attributes_point_back_at_them_compare_without_recursing_forever():
+    # Attribute by attribute, a node's `parent` that points back at it was followed until
+    # Python's limit: a RecursionError out of the check, for right and wrong outputs alike.
+    class Node:
+        def __init__(self, values: np.ndarray) -> None:
+            self.values = values
+            self.children = [Child(self)]
+
+    class Child:
+        def __init__(self, parent: Node) -> None:
+            self.parent = parent
+
+    assert compare_outputs(Node(np.arange(3.0)), Node(np.arange(3.0))) is None
+    assert compare_outputs(Node(np.arange(3.0)), Node(np.ones(3))) == (
+        "output.values: 2 of 3 elements differ (rtol=1e-05, atol=1e-08), max abs error 1,"
+        " max rel error inf; first at [0]: expected 0.0, got 1.0"
+    )
