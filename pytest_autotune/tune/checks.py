@@ -8,6 +8,7 @@ exact equality meaningless (`rtol`/`atol` on inexact values).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import importlib
@@ -527,8 +528,25 @@ def _plain_attributes(value: object) -> dict[str, Any]:
         or callable(value)
     ):
         return {}
+    return _attributes(value)
+
+
+def _attributes(value: object) -> dict[str, Any]:
+    """An object's attributes: its `__dict__`, and the `__slots__` of its classes that are
+    set. A class of `__slots__` (no `__dict__`), as a struct of results made many times
+    often is, was still compared by identity, every right candidate failing."""
     attributes = getattr(value, "__dict__", None)
-    return attributes if isinstance(attributes, dict) else {}
+    found = dict(attributes) if isinstance(attributes, dict) else {}
+    for kind in type(value).__mro__:
+        slots = kind.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and name not in found:
+                # A private slot's descriptor goes by its mangled name (`_Class__name`).
+                private = name.startswith("__") and not name.endswith("__")
+                stored = f"_{kind.__name__.lstrip('_')}{name}" if private else name
+                with contextlib.suppress(AttributeError):  # a slot never set
+                    found[name] = getattr(value, stored)
+    return found
 
 
 def _compare_attributes(
@@ -559,7 +577,7 @@ thread and task, as checks run in any thread of a library's program."""
 def _compare_attribute_values(
     reference: object, actual: object, where: str, rtol: float, atol: float, equal_nan: bool
 ) -> list[str]:
-    ref_vars, act_vars = vars(reference), getattr(actual, "__dict__", {})
+    ref_vars, act_vars = _attributes(reference), _attributes(actual)
     problems: list[str] = []
     missing = [name for name in ref_vars if name not in act_vars]
     unexpected = [name for name in act_vars if name not in ref_vars]

@@ -1176,3 +1176,19 @@ def test_objects_whose_attributes_point_back_at_them_compare_without_recursing_f
         "output.values: 2 of 3 elements differ (rtol=1e-05, atol=1e-08), max abs error 1,"
         " max rel error inf; first at [0]: expected 0.0, got 1.0"
     )
+
+
+def test_objects_of_a_slotted_class_compare_attribute_by_attribute():
+    # A class of `__slots__` has no `__dict__`: it kept identity's `==`, so a right
+    # candidate always failed with two `<... object at 0x...>` for a message.
+    class Result:
+        __slots__ = ("parts", "total", "unset")
+
+        def __init__(self, total: float, parts: np.ndarray) -> None:
+            self.total, self.parts = total, parts
+
+    assert compare_outputs(Result(6.0, np.arange(4.0)), Result(6.0, np.arange(4.0))) is None
+    assert compare_outputs(Result(6.0, np.arange(4.0)), Result(7.0, np.arange(4.0))) == (
+        "output.total: expected 6.0, got 7.0, max abs error 1, max rel error 0.166667"
+        " (rtol=1e-05, atol=1e-08)"
+    )
