@@ -519,10 +519,15 @@ def pytest_collection_modifyitems(
     functions = config.stash.get(FUNCTIONS, {})
     _mark_shared_nodeids(config, items)
     # Only on a worker of `--dist loadgroup`, the one run in which pytest-xdist reads the
-    # mark (its `@name` suffix, `pytest_autotune.xdist`): every mark's name is a keyword of
-    # `-k`, so with pytest-xdist installed `-k x`, `-k dist` or `-k group` selected every
-    # autotune test, and `-k "not group"` none.
-    xdist = config.pluginmanager.hasplugin("xdist") and getattr(config.option, "loadgroup", False)
+    # mark (its `@name` suffix, `pytest_autotune.xdist`), and before pytest 9, whose node id
+    # the suffix no longer changes: every mark's name is a keyword of `-k`, so with
+    # pytest-xdist installed `-k x`, `-k dist` or `-k group` selected every autotune test,
+    # and `-k "not group"` none (under pytest 9's `--dist loadgroup` still, for nothing).
+    xdist = (
+        pytest.version_tuple < (9,)
+        and config.pluginmanager.hasplugin("xdist")
+        and getattr(config.option, "loadgroup", False)
+    )
     for item in items:
         if (
             "autotune" in getattr(item, "fixturenames", ())

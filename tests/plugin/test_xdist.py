@@ -762,3 +762,14 @@ def test_a_keyword_of_xdists_mark_selects_no_autotune_test(groups: pytest.Pytest
     assert not any("test_groups.py" in line for line in result.outlines)
     result = run(groups, "--collect-only", "-q", "-k", "not xdist")
     result.stdout.fnmatch_lines(["25 tests collected*"])
+
+
+@pytest.mark.skipif(pytest.version_tuple < (9,), reason="the mark is read before pytest 9")
+def test_under_dist_loadgroup_a_keyword_of_xdists_mark_selects_no_autotune_test(
+    groups: pytest.Pytester,
+) -> None:
+    # On a worker of `--dist loadgroup` the mark was still added, though pytest 9 applies
+    # no `@name` suffix: `-n 1 --dist loadgroup -k dist` ran every autotune test.
+    groups.makepyfile(test_plain="def test_distance():\n    pass\n")
+    result = run(groups, "-n", "1", "--dist", "loadgroup", "-k", "dist")
+    result.assert_outcomes(passed=1)
