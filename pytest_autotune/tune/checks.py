@@ -224,7 +224,9 @@ def check_candidates(
                 # succeeds, as where no reference is named (plain pytest skipped them all as
                 # declining, and tuning failed them all as "cannot be checked").
                 judge.none_waits = True
-            else:
+            elif judge.no_reference is None:
+                # It raised. An output that shows nothing (its None, an iterator) said why
+                # already: told "failed", the others sent the user looking for an error.
                 judge.no_reference = f"the reference {names[index]!r} failed"
     judge.nothing_returned()
     judge.name_agreeing()

@@ -1192,3 +1192,19 @@ def test_objects_of_a_slotted_class_compare_attribute_by_attribute():
         "output.total: expected 6.0, got 7.0, max abs error 1, max rel error 0.166667"
         " (rtol=1e-05, atol=1e-08)"
     )
+
+
+def test_a_named_reference_that_returns_none_tells_the_others_why_they_cannot_be_checked():
+    # They read "cannot be checked: the reference 'forgot' failed", where it returned None
+    # (its `return` forgotten) and did not fail at all.
+    values = [np.arange(4.0), None, np.arange(4.0)]
+    checks = check_candidates(
+        ["good", "forgot", "good2"], values.__getitem__, reference=1, require_output=True
+    )
+    assert [c.passed for c in checks] == [False, False, False]
+    assert checks[1].message.startswith(
+        "the reference 'forgot' returned None, so there is nothing to compare"
+    )
+    assert checks[0].message == checks[2].message == f"cannot be checked: {checks[1].message}"
+    raising = check_candidates(["a", "b"], outputs(ValueError("broken"), 1.0), reference=0)
+    assert raising[1].message == "cannot be checked: the reference 'a' failed"
