@@ -98,19 +98,43 @@ def read_caches(read: Callable[[], T]) -> T:
 
 def same_kind_of_folder(before: Path, after: Path) -> None:
     """Refuse two cache folders of different kinds, a cache root (`.autotune`, a folder per
-    device) beside one device's folder (`.autotune/<device_id>`): their files are matched by
+    device) beside one device's folder (`.autotune/<device_id>`), or either beside a folder
+    above a cache root (the project's, holding `.autotune`): their files are matched by
     their path below each, so every entry read as removed from one and new in the other,
     and `changed` asked for a pull request of a refresh that changed nothing."""
-    depths = [{len(p.relative_to(f).parts) for p in cache_files(f)} for f in (before, after)]
+    folders = (before, after)
+    files = [cache_files(folder) for folder in folders]
+    depths = [
+        {len(p.relative_to(folder).parts) for p in held}
+        for folder, held in zip(folders, files, strict=True)
+    ]
     if not all(depths) or depths[0] & depths[1]:
         return
-    rooted = max(depths[0]) > max(depths[1])
-    root, device = (before, after) if rooted else (after, before)
-    pair = (root / device.name, device) if rooted else (device, root / device.name)
-    raise CliError(
-        f"{before}, {after}: {root} is a cache root (a folder per device) and {device} one"
-        f" device's folder: give two cache roots, or two device folders ({pair[0]} {pair[1]})"
+    d, s = (0, 1) if max(depths[0]) > max(depths[1]) else (1, 0)
+    deep, shallow, level = folders[d], folders[s], max(depths[s])
+    # The folder of `shallow`'s kind inside `deep`: its device folder of the same name (or
+    # its first), or the cache root a project's folder holds.
+    inside = sorted(
+        {p.parents[level - 1] for p in files[d] if len(p.relative_to(deep).parts) > level}
     )
+    same = [folder for folder in inside if folder.name == shallow.name] or inside[:1]
+    pair = (same[0], shallow) if d == 0 else (shallow, same[0])
+    raise CliError(
+        f"{before}, {after}: {deep} is {_folder_kind(max(depths[d]))} and {shallow}"
+        f" {_folder_kind(level)}: give two cache roots, or two device folders"
+        f" ({pair[0]} {pair[1]})"
+    )
+
+
+def _folder_kind(level: int) -> str:
+    """What a folder whose cache files lie `level` folders down is."""
+    if level == 1:
+        return "one device's folder"
+    if level == 2:
+        return "a cache root (a folder per device)"
+    # A project's folder: it was called a cache root, and the cache root beside it one
+    # device's folder, with a pair to give that did not exist.
+    return f"a folder above a cache root (its cache files lie {level} folders down)"
 
 
 def by_key(

@@ -820,6 +820,29 @@ def test_a_cache_root_beside_a_device_folder_is_one_error_naming_the_folders_to_
     assert run(capsys, command, str(before / GPU), str(after / GPU))[0] == 0
 
 
+@pytest.mark.parametrize("command", ["compare", "changed"])
+def test_a_projects_folder_beside_a_cache_root_is_named_as_such_with_the_root_to_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    # `compare old-checkout .autotune` called the checkout a cache root and .autotune one
+    # device's folder, and offered "old-checkout/.autotune" as a device folder to give.
+    before, after = cache_roots(tmp_path)
+    project = tmp_path / "project"
+    shutil.copytree(before, project / ".autotune")
+    code, out, err = run(capsys, command, str(project), str(after))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"pytest-autotune: error: {project}, {after}: {project} is a folder above a cache root"
+        f" (its cache files lie 3 folders down) and {after} a cache root (a folder per"
+        f" device): give two cache roots, or two device folders ({project / '.autotune'}"
+        f" {after})\n"
+    )
+    code, out, err = run(capsys, command, str(after / GPU), str(project))
+    assert (code, out) == (2, "")
+    assert err.endswith(f"({after / GPU} {project / '.autotune' / GPU})\n")
+    assert run(capsys, command, str(project / ".autotune"), str(after))[0] == 0
+
+
 def test_compare_and_changed_pass_over_the_peaks_file_beside_the_caches(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
