@@ -49,8 +49,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             " --autotune-update writes (the cache_dir setting, .autotune by default)"
         )
     same_kind_of_folder(before, after)
-    for folder in (before, after):
-        _refuse_misplaced(folder)
+    _refuse_other_devices(before, after)
     changes, notes = read_caches(
         lambda: (significant_changes(before, after), same_speed_winners(before, after))
     )
@@ -61,14 +60,39 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_CHANGED if changes else 0
 
 
-def _refuse_misplaced(folder: Path) -> None:
-    """A file in another device's folder, which a run refuses (`misplaced`): its entries
-    would read as kept or changed while no gate reads them."""
+def _devices(folder: Path) -> dict[str, str | None]:
+    """The device each cache file under `folder` holds the cache of, by its path below it.
+    A file in another device's folder, which a run refuses (`misplaced`), is refused here
+    too: its entries would read as kept or changed while no gate reads them."""
+    devices = {}
     for path in cache_files(folder):
         cache = PersistentCache(path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # what does not read, the changes' reading says
             cache.load()
-        why = misplaced(path, cache.device())
+        device = cache.device()
+        why = misplaced(path, device)
         if why is not None:
             raise CliError(why)
+        device_id = device.get("id") if device else None
+        devices[path.relative_to(folder).as_posix()] = (
+            device_id if isinstance(device_id, str) else None
+        )
+    return devices
+
+
+def _refuse_other_devices(before: Path, after: Path) -> None:
+    """Refuse two files matched by their path that hold two devices' caches: the folders
+    of two devices (`changed .autotune/cpu-a .autotune/cpu-b`), whose entries were judged
+    against each other as one device's before and after, and read "no significant change"
+    where nothing of either device's refresh was compared. `compare` finds no group in
+    both on one device there."""
+    devices = _devices(before), _devices(after)
+    for name in sorted(devices[0].keys() & devices[1].keys()):
+        old, new = devices[0][name], devices[1][name]
+        if old is not None and new is not None and old != new:
+            raise CliError(
+                f"{before / name}, {after / name}: hold the caches of two devices, {old!r}"
+                f" and {new!r}: changed compares one device's caches before and after a"
+                " refresh; give the two cache roots, or two folders of one device"
+            )

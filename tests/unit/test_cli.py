@@ -843,6 +843,32 @@ def test_a_projects_folder_beside_a_cache_root_is_named_as_such_with_the_root_to
     assert run(capsys, command, str(project / ".autotune"), str(after))[0] == 0
 
 
+def test_changed_refuses_the_folders_of_two_devices_as_compare_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Their files, matched by name, were judged as one device's before and after: the
+    # H100's baselines against the H200's read "no significant change", exit 0.
+    other = "cuda-nvidia-h100"
+    before, after = tmp_path / "before" / other, tmp_path / "after" / GPU
+    before.mkdir(parents=True)
+    after.mkdir(parents=True)
+    write_cache(before / "t.json", N8, device_id=other)
+    write_cache(after / "t.json", N8)
+    code, out, err = run(capsys, "changed", str(before), str(after))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"pytest-autotune: error: {before / 't.json'}, {after / 't.json'}: hold the caches of"
+        f" two devices, {other!r} and {GPU!r}: changed compares one device's caches before"
+        " and after a refresh; give the two cache roots, or two folders of one device\n"
+    )
+    assert run(capsys, "compare", str(before), str(after))[0] == 2
+    # Their cache roots hold each device's folder apart: one removed, one new.
+    code, out, _ = run(capsys, "changed", str(before.parent), str(after.parent))
+    assert code == EXIT_CHANGED
+    assert f"{other}/t.json: key n8: entry removed" in out
+    assert f"{GPU}/t.json: key n8: new entry (a new key)" in out
+
+
 def test_compare_and_changed_pass_over_the_peaks_file_beside_the_caches(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
