@@ -344,6 +344,14 @@ def _compare(
                 # What changed in a candidate list is said by name, as the gate says it.
                 candidates=new.names(),
             )
+        # The baseline as the gate judges against it: a calibrated comparison's is the mean
+        # of the sessions that carry a read.
+        calibrated = (
+            old is not None
+            and new is not None
+            and old.baseline is not None
+            and new.measurement.calibrated_against(old.baseline)
+        )
         shown = decision_name(name, key)
         if len(devices[name, key]) > 1:
             # One group measured on several devices: its rows would read alike.
@@ -352,7 +360,7 @@ def _compare(
             Compared(
                 name=shown,
                 order=group_order(name, key),
-                before=_describe(old, identity in before, baseline=True),
+                before=_describe(old, identity in before, baseline=True, calibrated=calibrated),
                 after=_describe(new, identity in after),
                 verdict=verdict,
                 note=_no_verdict(identity in before, identity in after, old, new),
@@ -382,16 +390,21 @@ def _no_verdict(in_before: bool, in_after: bool, old: _Side | None, new: _Side |
     return f"nothing measured in {' and '.join(unmeasured)}" if unmeasured else ""
 
 
-def _describe(side: _Side | None, present: bool, *, baseline: bool = False) -> str:
+def _describe(
+    side: _Side | None, present: bool, *, baseline: bool = False, calibrated: bool = False
+) -> str:
     """A side's winner and time ("no winner" where its run measured nothing, "-" where it
     has no such group). As the `baseline`, a cache entry of several update sessions is
     shown as the time the gate judges against, their mean, not its newest session's
-    median: the change beside it is computed from that."""
+    median: the change beside it is computed from that. Where the other side's read
+    scales the time (`calibrated`), that mean is of the sessions that carry a read."""
     if side is None:
         return "no winner" if present else "-"
     sessions = side.baseline.sessions() if side.baseline is not None else ()
+    if calibrated:
+        sessions = tuple(s for s in sessions if s.read is not None)
     if baseline and side.baseline is not None and len(sessions) > 1:
-        median, _ = side.baseline.typical()
+        median, _ = side.baseline.typical(calibrated)
         return f"{side.winner} {format_duration(median)} (mean of {len(sessions)} sessions)"
     return f"{side.winner} {format_duration(SampleStats.of(side.measurement.samples).median)}"
 

@@ -919,6 +919,39 @@ def test_compare_shows_a_baseline_of_several_sessions_as_the_time_it_judges_agai
     assert "-21.3%" in row
 
 
+def test_compare_of_calibrated_times_shows_the_mean_of_the_sessions_with_a_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An update keeps the sessions from before the read changed kind (or from a file of
+    # schema 1) without their reads, and a calibrated comparison is against the sessions
+    # that have one: the column read "5.77 us (mean of 3 sessions)" and the gate's message
+    # "the baseline median 4.90 us (mean of 3 sessions)", beside a change of +2.1%.
+    cpu = "cpu-amd-epyc-2t"
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder, us in ((before, 4), (after, 5)):
+        (folder / cpu).mkdir(parents=True)
+        path = write_cache(
+            folder / cpu / "t.json",
+            {"n1024": ("sum", (outcome("sum", 0, us, n=50),))},
+            device_id=cpu,
+        )
+        data = json.loads(path.read_text())
+        read = {"kind": "read-inputs/1x32", "samples_ns": [500_000] * 9}
+        data["entries"][0]["calibration"] = read
+        if folder is before:
+            data["entries"][0]["sessions"] = [
+                {"median_ns": 8000, "read_ns": None},
+                {"median_ns": 6000, "read_ns": 500_000},
+            ]
+        path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    code, out, _ = run(capsys, "compare", str(before), str(after))
+    assert code == 0
+    row = out.splitlines()[2]
+    assert "sum 4.90 us (mean of 2 sessions)" in row and "sum 5.00 us" in row
+    assert "+2.1%" in row
+    assert "against the baseline median 4.90 us (mean of 2 sessions)" in out
+
+
 def test_compare_of_a_file_and_a_folder_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
