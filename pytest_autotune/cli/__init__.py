@@ -22,20 +22,21 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from pytest_autotune.cli import changed, compare, diff, report, show
 from pytest_autotune.cli.changed import EXIT_CHANGED
-from pytest_autotune.cli.errors import EXIT_ERROR, PROG, CliError
+from pytest_autotune.cli.errors import EXIT_ERROR, EXIT_PIPE_CLOSED, PROG, CliError
 
 __all__ = ["EXIT_CHANGED", "EXIT_ERROR", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; the exit code (0 done, 1 `compare` found a regression, 2 a
-    file that cannot be used, 3 `changed` found a change).
+    file that cannot be used, 3 `changed` found a change, 141 the output's reader left).
 
     Usage errors and `--help` exit through argparse's `SystemExit` (2 and 0).
     """
@@ -46,6 +47,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:
+        # What is left unwritten goes nowhere, or Python's flush of stdout at exit raises
+        # the same error again ("Exception ignored ...").
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE_CLOSED
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -18,6 +18,12 @@ Exit status 1 is `compare`'s "the gate would fail": a CI step that reads it must
 an unreadable file for a regression (nor, by testing for 1 only, a regression for nothing)."""
 
 
+EXIT_PIPE_CLOSED = 141
+"""The reader of the output left before it was written whole (`pytest-autotune show F | head`):
+the status a shell gives a command that SIGPIPE ended, 128 + 13, as `cat` or `git log` end
+there. A BrokenPipeError traceback ended the command with status 1, `compare`'s regression."""
+
+
 class CliError(Exception):
     """A problem with the user's input: printed as one line, exit code `EXIT_ERROR`."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from pytest_autotune.backends.peaks import Peaks, load_or_probe, peaks_path
 from pytest_autotune.cli import EXIT_CHANGED, main
 from pytest_autotune.cli.compare import CACHES_TOLERANCE
+from pytest_autotune.cli.errors import EXIT_PIPE_CLOSED
 from pytest_autotune.gate import Baseline, Measurement, judge
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
 from pytest_autotune.tune.cache import (
@@ -1684,6 +1686,27 @@ def test_python_dash_m_runs_the_same_command_line(baseline: Path) -> None:
         2,
         "pytest-autotune: error: nope.json: no such file\n",
     )
+
+
+def test_output_whose_reader_left_ends_quietly_with_the_status_of_sigpipe(
+    tmp_path: Path,
+) -> None:
+    # `pytest-autotune show F | head` ended in a BrokenPipeError traceback with status 1,
+    # which is compare's "the gate would fail".
+    path = write_cache(tmp_path / "t.json", {f"n{i}": N8["n8"] for i in range(2000)})
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest_autotune", "show", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline() == f"cache   {path}\n".encode()
+    process.stdout.close()  # output past the pipe's buffer is still to write
+    with process.stderr:
+        stderr = process.stderr.read()
+    assert (process.wait(), stderr) == (EXIT_PIPE_CLOSED, b"")
 
 
 def test_show_never_gives_another_candidates_median_as_the_winners(
