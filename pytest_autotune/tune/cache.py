@@ -573,14 +573,18 @@ def _ignore_lock_files(folder: Path) -> None:
     is committed: a `.gitignore` there keeps them out of commits, as pytest's own cache
     folder does. Written once, never replaced, so a project's own edits stay."""
     path = folder / ".gitignore"
+    made = False
     try:
         with open(path, "x", encoding="utf-8") as file:
+            made = True
             file.write(_GITIGNORE)
     except FileExistsError:
         return
     except OSError:
         # A full disk makes the file and fails its write: kept empty, it was never written
-        # again ("never replaced"), and the lock files went into every commit after.
-        with contextlib.suppress(OSError):
-            path.unlink(missing_ok=True)
+        # again ("never replaced"), and the lock files went into every commit after. Ours
+        # only: where the open failed, a file another process makes meanwhile stays.
+        if made:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
         raise

@@ -436,6 +436,25 @@ def test_a_gitignore_a_full_disk_left_empty_is_written_by_the_next_save(
     assert ".*.lock" in (folder / ".gitignore").read_text().splitlines()
 
 
+def test_a_gitignore_this_save_could_not_make_is_left_to_whoever_made_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The open fails (here: another process's file appears as this one is refused): the
+    # clean-up of a file half-written by a full disk deleted that other process's file.
+    folder = tmp_path / "cpu"
+    folder.mkdir()
+
+    def refused(path: Path, mode: str, **kw: Any) -> io.StringIO:
+        Path(path).write_text("# the project's own\n")
+        raise OSError(errno.EIO, "Input/output error")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(cache_module, "open", refused, raising=False)
+        with pytest.raises(CacheFileError, match="Input/output error"):
+            PersistentCache(folder / "tuner.json").save(dict([entry("a")]))
+    assert (folder / ".gitignore").read_text() == "# the project's own\n"
+
+
 def test_a_file_that_turns_unreadable_after_loading_is_not_overwritten(tmp_path: Path) -> None:
     path = tmp_path / "tuner.json"
     PersistentCache(path).save(dict([entry("a")]))
