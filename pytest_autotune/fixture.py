@@ -21,7 +21,7 @@ from pytest_autotune.session import AutotuneSession, GroupRequest
 from pytest_autotune.time_limit import Limited, TimeLimit, TimeLimitExceeded, crashed
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import ConfigError
-from pytest_autotune.tune.errors import UNPLANNED, AutotuneSkip
+from pytest_autotune.tune.errors import UNPLANNED, AutotuneError, AutotuneSkip, declines
 from pytest_autotune.tune.files import dumps
 from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.local import LocalTuner
@@ -276,8 +276,12 @@ def _inputs_error(tunables: TunableSet, inputs: tuple[Any, ...]) -> str | None:
 def _skip_if_all_declined(declined: Mapping[str, str], count: int) -> None:
     """Skip the test when each of its `count` candidates declined these inputs, saying why."""
     if len(declined) == count:
-        said = ", ".join(f"{name!r} ({why})" for name, why in declined.items())
-        pytest.skip(f"every candidate declined: {said}")
+        _skip_declined(declined)
+
+
+def _skip_declined(declined: Mapping[str, str]) -> NoReturn:
+    said = ", ".join(f"{name!r} ({why})" for name, why in declined.items())
+    pytest.skip(f"every candidate declined: {said}")
 
 
 def call_group(node: pytest.Item, tuner: str, key: Any, checksum: str) -> str:
@@ -323,7 +327,25 @@ def _tune_set(
         name: why for name, _ in group.candidates if (why := session.declined(group.group, name))
     }
     _skip_if_all_declined(declined, len(group.candidates))  # as in check mode
-    return session.run_winner(group)
+    return _run_winner(session, group)
+
+
+def _run_winner(session: AutotuneSession, group: GroupRequest) -> Any:
+    """The winner's output on the caller's own inputs, as `LocalTuner.execute` calls it
+    (on copies, a set that writes into an `out` argument left the test's array as it was).
+    Where it declines them (a call repeating an earlier one's key on inputs it refuses),
+    the next candidate that takes them runs the call, as the key tuned again on them would
+    give; the test is skipped where every candidate declines them."""
+    __tracebackhide__ = True  # a candidate's traceback shows the user's frames alone
+    declined: dict[str, str] = {}  # name: why
+    for name, fn in session.winners(group):
+        try:
+            return fn(*group.inputs)
+        except (AutotuneSkip, AutotuneError) as exc:
+            if not declines(exc):
+                raise
+            declined[name] = str(exc)
+    _skip_declined(declined)
 
 
 def fail_on_gate_failures(item: pytest.Item) -> None:
@@ -387,7 +409,7 @@ def _check_set(
     _skip_if_all_declined(declined, len(candidates))
     if isinstance(reference, str):  # a candidate's name, as the marker takes it
         reference = dict(candidates)[reference]  # the checks above found it
-    # On the caller's own inputs, as under --autotune (`AutotuneSession.run_winner`).
+    # On the caller's own inputs, as under --autotune (`_run_winner`).
     if reference is not None:
         return run(reference, *inputs)
     first = next(fn for name, fn in candidates if name not in declined)

@@ -42,6 +42,7 @@ from pytest_autotune.outputs import SessionOutput, progress_lines
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device, unserved_device
 from pytest_autotune.quiet import Quiet, crashed_tests, tuning_noted, tuning_test
 from pytest_autotune.report import GroupSummary
+from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
 from pytest_autotune.tune.config import ConfigError
@@ -375,13 +376,27 @@ class AutotuneSession:
         self._collisions[request.group] = message
         return message
 
-    def run_winner(self, request: GroupRequest) -> Any:
+    def winners(self, request: GroupRequest) -> list[tuple[str, Callable[..., Any]]]:
+        """The candidates of a tuned group in the order a call runs them on the caller's
+        own inputs (`fixture._run_winner`), each where those before it declined them: the
+        winner, then the candidates its plan tries for the key, batch by batch, the
+        measured of a batch by their score. `LocalTuner.execute` tunes a key again where
+        its winner declines the inputs of a call, and a call repeating an earlier one's
+        key (a size that anchors to it) raised the winner's `AutotuneSkip` instead."""
         outcome = self._outcomes[request.group]
-        fn = outcome.tunables.fns[outcome.decision.fastest_index]
-        # On the caller's own inputs, as `LocalTuner.execute` calls it: on copies, a set
-        # that writes into an `out` argument left the test's array as it was (and returned
-        # None), so what the winner computed could not be seen at all.
-        return fn(*request.inputs)
+        decision, tunables = outcome.decision, outcome.tunables
+        results = decision.results
+
+        def rank(index: int) -> tuple[bool, float]:
+            result = results.get(index)
+            if isinstance(result, AutotuneOutcome):
+                return (False, result.score)
+            return (True, 0.0)  # unmeasured, after the measured, in the plan's order
+
+        order = [decision.fastest_index]
+        for batch in tune_plan(request.key, tunables.tunables):
+            order.extend(i for i in sorted(batch, key=rank) if i not in order)
+        return [(tunables.names[i], tunables.fns[i]) for i in order]
 
     def _tunable_set(self, request: GroupRequest, work: Work | None) -> TunableSet:
         def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:

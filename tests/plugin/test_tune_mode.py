@@ -2793,6 +2793,49 @@ def test_a_fixture_call_that_fails_the_gate_leaves_the_later_calls_tuned_and_jud
     assert "(call 2): autotune gate" not in out
 
 
+def test_a_fixture_call_whose_key_repeats_runs_another_candidate_where_the_winner_declines(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A second call at the key of the first (a size that anchors to it) reuses its
+    # winner: where the winner declines the second call's inputs, `LocalTuner.execute`
+    # tunes the key again and returns the new winner's output, and a plain run passes;
+    # under --autotune the test failed with the winner's AutotuneSkip.
+    autotune_pytester.makepyfile(
+        test_declines="""
+        from conftest import spin
+        from pytest_autotune import AutotuneSkip, TunableSet
+
+        def even(n):
+            if n % 2:
+                raise AutotuneSkip("odd sizes")
+            spin(1e-4)
+            return n + 1
+
+        def any_size(n):
+            spin(4e-4)
+            return n + 1
+
+        def only_even(n):
+            raise AutotuneSkip("odd sizes")
+
+        def test_sizes(autotune):
+            plus = TunableSet.of(lambda n: "one key", {"even": even, "any": any_size})
+            assert [autotune(plus, n) for n in (2, 3)] == [3, 4]
+
+        def test_all_decline(autotune):
+            plus = TunableSet.of(lambda n: "another key", {"even": even, "only": only_even})
+            autotune(plus, 2)
+            autotune(plus, 3)
+        """
+    )
+    for args in ((), ("--autotune",)):
+        result = run(autotune_pytester, "-rs", *args)
+        result.assert_outcomes(passed=1, skipped=1)
+        result.stdout.fnmatch_lines(
+            ["*every candidate declined: 'even' (odd sizes), 'only' (odd sizes)*"]
+        )
+
+
 def test_a_fixture_call_whose_candidate_is_wrong_still_fails_at_that_call(
     autotune_pytester: pytest.Pytester,
 ) -> None:
