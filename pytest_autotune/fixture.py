@@ -408,7 +408,10 @@ def _check_set(
         pytest.fail("\n\n".join(failures), pytrace=False)
     _skip_if_all_declined(declined, len(candidates))
     if isinstance(reference, str):  # a candidate's name, as the marker takes it
-        reference = dict(candidates)[reference]  # the checks above found it
+        # One that declined these inputs, or that the set's groups leave out of the key, is
+        # no reference here, as in the checks above: called on the caller's inputs, it
+        # raised its AutotuneSkip, or gave an output the library never computes.
+        reference = None if reference in declined else dict(candidates)[reference]
     # On the caller's own inputs, as under --autotune (`_run_winner`).
     if reference is not None:
         return run(reference, *inputs)

@@ -95,3 +95,49 @@ def test_the_autotune_fixture_checks_and_returns_what_the_library_runs_for_the_k
         """,
     )
     run(autotune_pytester, *mode).assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune-update",)], ids=["plain", "tune"])
+def test_a_reference_its_groups_skip_for_the_key_is_no_reference_there(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # Named by `reference=`, the skipped kernel was called all the same in a plain run: the
+    # right candidates failed against its answer for a size it is not for, which tuning
+    # passed, and the fixture returned that answer, which the library never computes.
+    autotune_pytester.makepyfile(
+        test_vec=VEC4_TESTS.replace("groups=[", 'reference="vec4", groups=['),
+        mylib=LIBRARY,
+        test_lib="""
+        import numpy as np
+        import mylib
+
+        def test_sum(autotune):
+            out = autotune(mylib.TUNER.init(mylib.make_set), np.arange(5.0), reference="vec4")
+            assert out == 10.0
+        """,
+    )
+    run(autotune_pytester, *mode).assert_outcomes(passed=3, skipped=1)
+
+
+def test_the_autotune_fixture_returns_no_output_of_a_reference_that_declines_the_key(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The others were checked as without a reference, but the fixture then called the
+    # reference on the test's inputs for its output, and the test failed in a plain run
+    # with the reference's AutotuneSkip; tuning passed it.
+    autotune_pytester.makepyfile(
+        test_lib="""
+        import numpy as np
+        from pytest_autotune import AutotuneSkip, TunableSet
+
+        def vec4(x):
+            if x.size % 4:
+                raise AutotuneSkip("sizes that are multiples of 4")
+            return x.reshape(-1, 4).sum()
+
+        def test_sum(autotune):
+            tunables = TunableSet.of(lambda x: x.size, {"vec4": vec4, "plain": np.sum})
+            assert autotune(tunables, np.arange(5.0), reference="vec4") == 10.0
+        """,
+    )
+    run(autotune_pytester).assert_outcomes(passed=1)
