@@ -8,6 +8,8 @@ exact equality meaningless (`rtol`/`atol` on inexact values).
 
 from __future__ import annotations
 
+import array
+import collections
 import contextlib
 import dataclasses
 import enum
@@ -15,7 +17,7 @@ import importlib
 import math
 import types
 import warnings
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, ValuesView
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -113,7 +115,8 @@ def compare_outputs(
     implementation can serve as the reference of CuPy kernels. A masked array's mask must
     equal the other's (a plain array masks nothing); the values under a mask are ignored.
     A structured array compares field by field; ml_dtypes' bfloat16 and float8 as floats; a
-    memoryview as the array it views; a complex NaN part by part. A NamedTuple is not a
+    memoryview and an `array.array` as arrays; a deque and a view of a dict's values item
+    by item, as a list; a complex NaN part by part. A NamedTuple is not a
     plain tuple; sets compare exactly, naming what is missing and unexpected; an iterator
     (a generator, a `map`) is a difference: it cannot be compared, only consumed. Long
     values are shown as excerpts (a string around its first difference).
@@ -467,6 +470,13 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
         return _compare_mappings(reference, actual, where, rtol, atol, equal_nan)
     if isinstance(reference, (tuple, list)):
         return _compare_sequences(reference, actual, where, rtol, atol, equal_nan)
+    if isinstance(reference, (collections.deque, ValuesView)):
+        # Item by item, as a list: a deque's `==` needed floats exactly equal, and two views
+        # of a dict's values are equal only if one object (two that read alike differed).
+        if type(actual) is not type(reference):
+            return [_mismatch(where, reference, actual)]
+        items = list(reference), list(actual)
+        return _compare_sequences(*items, where, rtol, atol, equal_nan)
 
     if type(reference) is not type(actual):
         return [_mismatch(where, reference, actual)]
@@ -1145,9 +1155,10 @@ def _host_array(value: object) -> npt.NDArray[Any] | None:
         return np.asarray(value)
     if isinstance(value, np.ndarray):
         return value
-    if isinstance(value, (np.generic, memoryview)):
+    if isinstance(value, (np.generic, memoryview, array.array)):
         # A memoryview compared with `==` needed floats exactly equal, and a difference read
-        # "expected <memory at 0x...>": as the array it views, it has a dtype and a shape.
+        # "expected <memory at 0x...>": as the array it views, it has a dtype and a shape
+        # (an `array.array` of the standard library too, whose `==` is exact as well).
         return np.asarray(value)
     if type(value).__module__.startswith("cupy"):
         # Imported only here: CuPy is optional, and only a CuPy value can get this far.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import array
+import collections
 import dataclasses
 import sys
 import tracemalloc
@@ -793,6 +795,27 @@ def test_a_memoryview_compares_as_the_array_it_views():
     )
     assert compare_outputs(memoryview(b"ab"), memoryview(b"ab")) is None
     assert compare_outputs(memoryview(ref), memoryview(ref.astype(np.float32))) == (
+        "output: dtype differs: expected float64, got float32"
+    )
+
+
+def test_the_standard_librarys_sequences_compare_with_the_tolerances():
+    # An `array.array` and a deque compared with `==` (floats exactly), and two views of a
+    # dict's values never compared equal: `==` is identity for them, and the message showed
+    # two `dict_values([1.0])` that read alike.
+    near, far = 1.0 + 1e-9, 1.5
+    for kind in (
+        lambda v: array.array("d", v),
+        collections.deque,
+        lambda v: dict(enumerate(v)).values(),
+    ):
+        assert compare_outputs(kind([1.0, 2.0]), kind([near, 2.0])) is None
+        message = compare_outputs(kind([1.0, 2.0]), kind([far, 2.0]))
+        assert message is not None and "expected 1.0, got 1.5" in message
+    assert compare_outputs(collections.deque([1.0]), [1.0]) == (
+        "output: expected deque, got list of 1 item"
+    )
+    assert compare_outputs(array.array("d", [1.0]), array.array("f", [1.0])) == (
         "output: dtype differs: expected float64, got float32"
     )
 
