@@ -546,7 +546,9 @@ class AutotuneSession:
             find_baseline=lambda: self._baseline(request, case),
             baseline_devices=lambda: self.baselines.devices_with(request.tuner_name),
             notes=notes,
-            machine=machine if isinstance(machine, str) and machine else None,
+            # A GPU's uuid; else the device measured on, which under a runner class names
+            # the CPU model that a baseline's `measured_on` is compared with.
+            machine=machine if isinstance(machine, str) and machine else client.device_id,
             unreadable_file=lambda: self.baselines.unreadable(case.device_id, request.tuner_name),
             missing_file=lambda: self.baselines.missing(case.device_id, request.tuner_name),
         )

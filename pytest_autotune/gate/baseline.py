@@ -80,8 +80,8 @@ class Baseline(Samples):
     results do not list them all (an entry written before results were kept aligned)."""
     machine: str | None = None
     """The physical device the file was last updated on (a GPU's uuid, from its device
-    block's fingerprint), None where the device has none: another one widens the noise
-    (`gate.conditions`)."""
+    block's fingerprint, or under a runner class the device id it was measured on), None
+    where the block names neither: another one widens the noise (`gate.conditions`)."""
     work: tuple[tuple[str, float], ...] | None = None
     """The work its entry's bounds were made of, (resource, amount) pairs (operations for
     "compute", bytes for "memory"; `work_amounts`), None where the entry has no bounds
@@ -370,8 +370,14 @@ def sigma_between_of(metadata: Mapping[str, Any]) -> float | None:
 
 
 def device_machine(device: Mapping[str, Any] | None) -> str | None:
-    """The GPU a device block (a cache file's, a record's) names by its uuid: two GPUs of
-    one model differ, which the gate counts as noise (`gate.conditions`)."""
+    """The physical device a device block (a cache file's, a record's) was measured on: the
+    GPU its fingerprint names by its uuid, else, under a runner class, the device id it was
+    `measured_on` (a CPU model of the class); None where it names neither. Two GPUs of one
+    model differ, and two CPU models of a class far more, which the gate counts as noise
+    (`gate.conditions`)."""
     fingerprint = device.get("fingerprint") if device is not None else None
     uuid = fingerprint.get("uuid") if isinstance(fingerprint, Mapping) else None
-    return uuid if isinstance(uuid, str) and uuid else None
+    if isinstance(uuid, str) and uuid:
+        return uuid
+    measured_on = device.get("measured_on") if device is not None else None
+    return measured_on if isinstance(measured_on, str) and measured_on else None

@@ -51,6 +51,14 @@ slowdown the gate promises says "too noisy", with the reason, rather than guessi
   kernels (softmax, sum), with the peak probe moving 0-2%: machines of one model differ
   by more than a 3% tolerance. A baseline whose device block names another GPU uuid than
   this run's adds `SIGMA_BETWEEN_MACHINES` (12% is three of it).
+- **Another CPU of a runner class.** Under `--autotune-runner` the baselines of a class of
+  machines (a hosted runner, whose CPU model changes between runs) serve every machine of
+  it, and the file's device block names the one its last update measured on
+  (`measured_on`). Another CPU model runs an unchanged kernel at another speed, by far more
+  than one machine's sessions move: compared as if it were the same machine, a model 35%
+  slower for the kernel failed unchanged code as a +35% regression, with nothing in the
+  message to say why. A baseline measured on another device than this run's adds
+  `SIGMA_BETWEEN_CPU_CLASSES`, and the message names both.
 """
 
 from __future__ import annotations
@@ -63,6 +71,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_autotune.gate.rules import device_kind
+
 if TYPE_CHECKING:
     from pytest_autotune.gate.baseline import Baseline
     from pytest_autotune.gate.rules import RegressionCheck
@@ -71,6 +81,12 @@ if TYPE_CHECKING:
 SIGMA_BETWEEN_MACHINES = 0.04
 """The spread of ln(time) between GPUs of one model for one kernel (see the module
 docstring): the +11.9% seen is three of it."""
+
+SIGMA_BETWEEN_CPU_CLASSES = 0.12
+"""The spread of ln(time) between the CPU models of one runner class for one kernel: not
+measured here (one machine), but set so that an unchanged kernel up to about 1.5 times
+slower on another model reads "too noisy", not a regression, while a kernel twice as slow
+still fails (ln 2 is past the tolerance and 3.09 of it)."""
 
 READ_TRACKING = 0.5
 """The share of the calibration read's move against the baseline's that a calibrated
@@ -332,6 +348,21 @@ def widen(
             sigma = math.hypot(sigma, error)
             conditions.append(condition)
     if machine and baseline.machine and machine != baseline.machine:
+        if device_kind(baseline.device_id) == "cpu":
+            # Under a runner class: the devices each side was measured on.
+            sigma = math.hypot(sigma, SIGMA_BETWEEN_CPU_CLASSES)
+            conditions.append(
+                Condition(
+                    f"the baseline was last recorded on another machine of the runner class"
+                    f" {baseline.device_id} ({baseline.machine}, this run on {machine}),"
+                    " and CPU models run one kernel at speeds apart by far more than one"
+                    " machine's sessions",
+                    "baselines recorded on this machine's model too (--autotune-update on"
+                    " it, so that the baseline's sessions span the class), or the gate on one"
+                    " kind of machine (a self-hosted runner)",
+                )
+            )
+            return replace(check, sigma_between=sigma), tuple(conditions)
         sigma = math.hypot(sigma, SIGMA_BETWEEN_MACHINES)
         conditions.append(
             Condition(
