@@ -22,7 +22,7 @@ from pytest_autotune.baselines import (
 from pytest_autotune.gate import Verdict
 from pytest_autotune.group_record import group_summary
 from pytest_autotune.plugin_settings import PluginSettings
-from pytest_autotune.report import GroupSummary, decision_name, ordered, stopped_text
+from pytest_autotune.report import INTENDED, GroupSummary, decision_name, ordered, stopped_text
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.stale import Collected, moved_baselines, review
 from pytest_autotune.tune.files import why_unwritable
@@ -34,13 +34,6 @@ from pytest_autotune.tune.run import RunInfo
 _UPDATE_VERDICTS = frozenset({Verdict.UPDATED, Verdict.NOT_RECORDED})
 """The verdicts of an update, whose messages (what it did with each baseline) follow the
 table."""
-
-INTENDED = (
-    "a slowdown that is intended (a trade-off, a kernel made exact): pytest --autotune-update"
-    " records this code's times as the baseline; commit the cache files it names"
-)
-"""Said once under the gate's failures where one is a regression: every other verdict that
-asks for an update says so, and a regression was the one that did not."""
 
 
 def _unsaved(record: AutotuneRecord, unsaved: Mapping[tuple[str, str], str]) -> AutotuneRecord:

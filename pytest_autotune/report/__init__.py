@@ -23,6 +23,7 @@ from pytest_autotune.tune.log import format_duration
 
 __all__ = [
     "COLUMNS",
+    "INTENDED",
     "CandidateRow",
     "GroupSummary",
     "decision_name",
@@ -238,6 +239,15 @@ def reason_in_a_word(error: str | None, skipped: bool = False) -> str:
         return "not measured"
     head = error.split(":", 1)[0].strip()
     return head if head and len(head) <= 24 else "skipped" if skipped else "error"
+
+
+INTENDED = (
+    "a slowdown that is intended (a trade-off, a kernel made exact): pytest --autotune-update"
+    " records this code's times as the baseline; commit the cache files it names"
+)
+"""Said once under the gate's failures where one is a regression, in the terminal and the
+step summary: every other verdict that asks for an update says so, and a regression was
+the one that did not."""
 
 
 def failures(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from pytest_autotune.gate import Baseline, Comparison, Measurement, Verdict, judge
 from pytest_autotune.report import (
+    INTENDED,
     CandidateRow,
     GroupSummary,
     failures,
@@ -317,6 +318,18 @@ def test_the_markdown_lists_the_failures_after_the_table() -> None:
         "\n**Failed:**\n\n"
         "- tests/test\\_saxpy.py::test\\_saxpy \\[n1024\\]: **error**: every candidate failed\n"
     )
+
+
+def test_the_markdown_says_what_to_do_about_an_intended_slowdown_as_the_terminal_does() -> None:
+    # A reviewer reads the failure on the job's page: a regression that is meant is
+    # recorded by an update, which only the terminal said.
+    regressed = regressed_sum()
+    assert regressed.verdict is Verdict.REGRESSION
+    text = render_markdown([SAXPY, regressed])
+    failed = text[text.index("**Failed:**") :]
+    assert failed.count(escape(INTENDED)) == 1
+    assert f"\n\n{escape(INTENDED)}\n\n**Failed checks:**" in failed
+    assert escape(INTENDED) not in render_markdown([SAXPY, BROKEN])
 
 
 def test_the_markdown_says_why_an_update_left_a_baseline_and_which_failures_xfail_expected() -> (
