@@ -13,8 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from pytest_autotune.gate.baseline import Baseline
-from pytest_autotune.gate.conditions import widen
+from pytest_autotune.gate.conditions import floor_noise, widen
 from pytest_autotune.gate.rules import (
+    DEFAULT_Z,
     NORMALISE_BY_PEAKS,
     FloorCheck,
     RegressionCheck,
@@ -252,6 +253,13 @@ def _judge_once(
             # it), but judges nothing: the two times are of two kernels.
             other, regression_message, noisy_message = failed_here, None, None
 
+    floor_noisy: str | None = None
+    if floor_message is not None and floor is not None and work is not None:
+        assert peaks is not None  # a floor message is made with them
+        floor_noisy = _floor_too_noisy(floor, floor_message, current, work, peaks)
+        if floor_noisy is not None:
+            floor_message = None
+
     def verdict(kind: Verdict, message: str, failed: bool) -> GroupVerdict:
         return GroupVerdict(kind, message, comparison, fraction, failed, current, remeasured, roof)
 
@@ -262,13 +270,19 @@ def _judge_once(
     if regression_message is not None:
         return verdict(Verdict.REGRESSION, "\n".join(failures), True)
     # The first that applies, in this order: a floor missed fails whatever else is true.
+    no_baseline = _no_baseline(device_id, baseline_devices, baseline, unreadable, missing_file)
     outcomes = (
         (Verdict.FLOOR, floor_message, True),
+        # A floor the CPUs' state leaves unjudged comes first: it is said whatever the
+        # baseline, with what else is to say.
         (
-            Verdict.NO_BASELINE,
-            _no_baseline(device_id, baseline_devices, baseline, unreadable, missing_file),
+            Verdict.TOO_NOISY,
+            "\n".join(m for m in (floor_noisy, no_baseline, noisy_message) if m)
+            if floor_noisy
+            else None,
             strict,
         ),
+        (Verdict.NO_BASELINE, no_baseline, strict),
         (Verdict.TOO_NOISY, noisy_message, strict),
         (Verdict.NOT_COMPARABLE, other, False),
     )
@@ -276,6 +290,27 @@ def _judge_once(
         if message is not None:
             return verdict(kind, message, failed)
     return verdict(Verdict.PASS, "", False)
+
+
+def _floor_too_noisy(
+    floor: FloorCheck, message: str, current: Measurement, work: Work, peaks: Peaks
+) -> str | None:
+    """What a floor missed on busy CPUs says in place of failing, where the CPUs' state
+    (`floor_noise`) explains the shortfall: one session's time beside a busy neighbour
+    failed the floor of unchanged code, and the message said nothing of the load. None where
+    the CPUs were free, or the shortfall is past 3.09 of that noise (the kernel's own)."""
+    sigma, conditions = floor_noise(current)
+    shortfall = floor.shortfall(work, current.median, peaks)
+    if not conditions or shortfall is None or shortfall > DEFAULT_Z * sigma:
+        return None
+    return (
+        f"too noisy to judge the floor: {message}; {format_change(math.expm1(shortfall))}"
+        f" from it, within what the CPUs' state explains (up to"
+        f" {format_change(math.expm1(DEFAULT_Z * sigma))})"
+        + "".join(f"; {c.reason}" for c in conditions)
+        + "; what would help: "
+        + "; ".join(dict.fromkeys(c.helps for c in conditions))
+    )
 
 
 def _compare(

@@ -318,6 +318,15 @@ class FloorCheck:
             f" the floor is {format_fraction(bound.threshold)}{_unset(bound)}{either}"
         )
 
+    def shortfall(self, work: Work, seconds: float, peaks: Peaks) -> float | None:
+        """How far the winner is from its floor, ln(seconds over the bounds' time limit):
+        positive where it misses it; None where no bound gives a limit."""
+        compute_peak, memory = peaks.compute_peak(self.dtype), peaks.memory_roof(work.footprint)
+        limit = calculate_bounds(
+            work, self.thresholds, compute_peak, memory.peak, self.launch_overhead
+        ).time_limit()
+        return None if limit is None or not limit > 0 else math.log(seconds / limit)
+
     def _other(self, bound: AutotuneBound, seconds: float, level: str) -> str:
         which = f"{level} memory" if bound.resource == MEMORY else f"{self.dtype} {COMPUTE}"
         return (

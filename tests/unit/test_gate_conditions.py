@@ -18,7 +18,9 @@ from pytest_autotune.gate.conditions import (
 )
 from pytest_autotune.gate_policy import measure_candidate
 from pytest_autotune.tune.benchmark import AutotuneOutcome
+from pytest_autotune.tune.bounds import Thresholds, Work
 from pytest_autotune.tune.cache import PersistentCacheValue
+from pytest_autotune.tune.peaks import Peaks
 from tests.fakes import FakeClient, FakeClock, candidate
 
 GPU = "cuda-nvidia-h200"
@@ -351,3 +353,42 @@ def test_a_load_just_past_one_thread_per_cpu_is_not_written_as_one() -> None:
     assert "(1.3 runnable threads per CPU), so the between-session noise counts 2.0 times" in (
         contended(measured(T, load=1.3))[0].reason
     )
+
+
+FLOOR = {
+    "work": Work(bytes=1e9),
+    "peaks": Peaks(memory={"read": 1e12, "copy": 0.9e12}, compute={"fp32": 1e13}),
+    "thresholds": Thresholds(memory=0.45),
+}
+"""1 GB at 1 TB/s: 1 ms at the roof, so 2 ms reaches 50%, over a floor of 45%."""
+
+
+def test_a_floor_missed_on_busy_cpus_by_what_the_load_explains_is_too_noisy_not_a_failure() -> None:
+    # Unchanged code (2 ms, 50% of the roof on free CPUs) read 20% slower beside a busy
+    # neighbour: 41.7% against a floor of 45%, and the floor failed, saying nothing of it.
+    free = judge(measured(2.4e-3), None, device_id=CPU, checksum=CHECKSUM, **FLOOR)  # type: ignore[arg-type]
+    assert (free.verdict, free.failed) == (Verdict.FLOOR, True)
+    busy = judge(measured(2.4e-3, load=3.0), None, device_id=CPU, checksum=CHECKSUM, **FLOOR)  # type: ignore[arg-type]
+    assert (busy.verdict, busy.failed) == (Verdict.TOO_NOISY, False)
+    assert busy.message.startswith(
+        "too noisy to judge the floor: below the floor: 41.7% of the DRAM memory roof"
+    )
+    assert "+8.0% from it, within what the CPUs' state explains" in busy.message
+    assert "the CPUs were oversubscribed (3.0 runnable threads per CPU)" in busy.message
+    assert "what would help: a runner with free CPUs" in busy.message
+    assert "no baseline for this key" in busy.message
+    strict = judge(
+        measured(2.4e-3, load=3.0),
+        None,
+        device_id=CPU,
+        checksum=CHECKSUM,
+        strict=True,
+        **FLOOR,  # type: ignore[arg-type]
+    )
+    assert (strict.verdict, strict.failed) == (Verdict.TOO_NOISY, True)
+
+
+def test_a_floor_missed_by_more_than_the_load_explains_fails_on_busy_cpus_too() -> None:
+    verdict = judge(measured(6e-3, pressure=0.9), None, device_id=CPU, checksum=CHECKSUM, **FLOOR)  # type: ignore[arg-type]
+    assert (verdict.verdict, verdict.failed) == (Verdict.FLOOR, True)
+    assert verdict.message.startswith("below the floor: 16.7% of the DRAM memory roof")
