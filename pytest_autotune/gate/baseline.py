@@ -372,12 +372,19 @@ def sigma_between_of(metadata: Mapping[str, Any]) -> float | None:
 def device_machine(device: Mapping[str, Any] | None) -> str | None:
     """The physical device a device block (a cache file's, a record's) was measured on: the
     GPU its fingerprint names by its uuid, else, under a runner class, the device id it was
-    `measured_on` (a CPU model of the class); None where it names neither. Two GPUs of one
-    model differ, and two CPU models of a class far more, which the gate counts as noise
-    (`gate.conditions`)."""
-    fingerprint = device.get("fingerprint") if device is not None else None
+    `measured_on` (a CPU model of the class), else a CPU's own id (a folder that
+    `--autotune-runner` names from another machine, as "no baseline" suggests); None where
+    it names none of them. Two GPUs of one model differ, and two CPU models far more, which
+    the gate counts as noise (`gate.conditions`)."""
+    if device is None:
+        return None
+    fingerprint = device.get("fingerprint")
     uuid = fingerprint.get("uuid") if isinstance(fingerprint, Mapping) else None
     if isinstance(uuid, str) and uuid:
         return uuid
-    measured_on = device.get("measured_on") if device is not None else None
-    return measured_on if isinstance(measured_on, str) and measured_on else None
+    measured_on = device.get("measured_on")
+    if isinstance(measured_on, str) and measured_on:
+        return measured_on
+    own = device.get("id")
+    # A GPU's block names its uuid (`rules.device_kind`: a `cuda-` id is a GPU's).
+    return own if isinstance(own, str) and own and not own.startswith("cuda-") else None

@@ -349,14 +349,14 @@ def widen(
             conditions.append(condition)
     if machine and baseline.machine and machine != baseline.machine:
         if device_kind(baseline.device_id) == "cpu":
-            # Under a runner class: the devices each side was measured on.
+            # The devices each side was measured on: under a runner class, or a folder
+            # that --autotune-runner names from another machine.
             sigma = math.hypot(sigma, SIGMA_BETWEEN_CPU_CLASSES)
             conditions.append(
                 Condition(
-                    f"the baseline was last recorded on another machine of the runner class"
-                    f" {baseline.device_id} ({baseline.machine}, this run on {machine}),"
-                    " and CPU models run one kernel at speeds apart by far more than one"
-                    " machine's sessions",
+                    f"the baseline was last recorded on another machine than this run's"
+                    f" ({baseline.machine}, this run on {machine}), and CPU models run one"
+                    " kernel at speeds apart by far more than one machine's sessions",
                     "baselines recorded on this machine's model too (--autotune-update on"
                     " it, so that the baseline's sessions span the class), or the gate on one"
                     " kind of machine (a self-hosted runner)",

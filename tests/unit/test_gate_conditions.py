@@ -188,8 +188,15 @@ def test_a_baseline_knows_the_gpu_its_file_was_updated_on() -> None:
     device = {"id": GPU, "fingerprint": {"uuid": "GPU-52c81167"}}
     found = Baseline.from_cache_entry(value, CHECKSUM, device=device, metadata={})
     assert found.machine == "GPU-52c81167"
+    # A CPU has no uuid: its block names the device it was measured on, its own id or,
+    # under a runner class, `measured_on`, which a run on another machine is told apart by.
     cpu = Baseline.from_cache_entry(value, CHECKSUM, device={"id": CPU}, metadata={})
-    assert cpu.machine is None
+    assert cpu.machine == CPU
+    runner = {"id": "cpu-github-x64", "measured_on": CPU}
+    in_class = Baseline.from_cache_entry(value, CHECKSUM, device=runner, metadata={})
+    assert in_class.machine == CPU
+    no_uuid = Baseline.from_cache_entry(value, CHECKSUM, device={"id": GPU}, metadata={})
+    assert no_uuid.machine is None
 
 
 def test_a_multithreaded_winner_tenfold_slower_on_contended_cpus_is_too_noisy_not_a_failure() -> (
