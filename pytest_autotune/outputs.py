@@ -262,6 +262,7 @@ class SessionOutput:
     def _write_step_summary(self, path: str) -> None:
         summaries = self.summaries()
         problems = [n for n in self.notes if n.startswith(("error:", "warning:"))]
+        notes = [n for n in self.notes if n.startswith("note:")]
         if not summaries and not problems:
             return
         from pytest_autotune.report.markdown import STEP_SUMMARY_LIMIT, render_markdown
@@ -276,6 +277,7 @@ class SessionOutput:
                     tests_failed=lambda summary: summary.group in self.failed_tests,
                     stopped=self.stopped,
                     problems=problems,
+                    notes=notes,
                     limit=max(STEP_SUMMARY_LIMIT - used, 0),
                 )
             )

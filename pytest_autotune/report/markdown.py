@@ -58,6 +58,7 @@ def render_markdown(
     tests_failed: Callable[[GroupSummary], bool] = lambda summary: True,
     stopped: str | None = None,
     problems: Sequence[str] = (),
+    notes: Sequence[str] = (),
     limit: int = STEP_SUMMARY_LIMIT,
 ) -> str:
     """A heading, the summary table, then the failures (those `expected` by the tests'
@@ -74,7 +75,9 @@ def render_markdown(
     nothing. A run that `stopped` early (Ctrl-C, a cancelled job, `-x`) says so above the
     table, which is not the whole run. The run's `problems` (the terminal's "error:" and
     "warning:" lines: an output not written, a pytest-xdist worker lost) end it: they can
-    fail a run whose groups all passed, or leave groups out. At most `limit` bytes
+    fail a run whose groups all passed, or leave groups out; its `notes` (the terminal's
+    "note:" lines) come before them: a passing group whose committed winner, what the
+    library runs, measured twice its baseline is said only there. At most `limit` bytes
     (UTF-8), as GitHub drops a larger summary whole: the passing groups' rows are left out
     first, then the end is cut, each saying so."""
     head = [f"### {escape(title)}", ""]
@@ -102,6 +105,7 @@ def render_markdown(
         ("Reported, not failing", [_item(s, expected(s)) for s in reported(summaries)]),
         ("Updated", [_item(s, expected(s)) for s in updated]),
         ("Not recorded", [_item(s, expected(s)) for s in not_recorded]),
+        ("Notes", [f"- {escape(line.removeprefix('note: '))}" for line in notes]),
         ("Errors and warnings", [f"- {escape(line)}" for line in problems]),
     ):
         if items:

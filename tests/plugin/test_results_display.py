@@ -339,6 +339,28 @@ def test_the_step_summary_names_a_candidate_that_failed_its_check_as_the_run_doe
     assert "known\\_bad" not in text  # its xfail mark expects it to fail
 
 
+def test_the_step_summary_gives_the_runs_notes_as_the_terminal_does(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The committed winner (what a library served from the cache runs) got twice as slow,
+    # and tuning picked another candidate at about the baseline's time: the gate passes,
+    # and the terminal notes the slower winner, which the job's page left out.
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    summary = autotune_pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("SLOWDOWN_FAST", "2")
+    monkeypatch.setenv("SLOWDOWN_MEDIUM", "0.7")
+    result = run(autotune_pytester, "--autotune", "-k", "1")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["verdicts: 1 pass", "note: *fast measured 2.00x its baseline*"])
+    text = summary.read_text()
+    assert "\n**Notes:**\n\n- test\\_scale.py::test\\_scale\\[1\\]: tuning picked medium" in text
+    assert "fast measured 2.00x its baseline's 100 us, and the committed cache still names" in (
+        text
+    )
+
+
 def test_the_step_summary_names_no_failed_check_whose_test_was_deselected(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
