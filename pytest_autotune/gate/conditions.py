@@ -342,37 +342,37 @@ def widen(
     threads = _threads_condition(current)
     if threads is None and baseline_winner is not None:
         threads = _threads_condition(baseline_winner, BASELINE_WINNER)
-    for added in (threads, _read_condition(current, baseline) if calibrated else None):
+    read = _read_condition(current, baseline) if calibrated else None
+    for added in (threads, read, _other_machine(baseline, machine)):
         if added is not None:
             error, condition = added
             sigma = math.hypot(sigma, error)
             conditions.append(condition)
-    if machine and baseline.machine and machine != baseline.machine:
-        if device_kind(baseline.device_id) == "cpu":
-            # The devices each side was measured on: under a runner class, or a folder
-            # that --autotune-runner names from another machine.
-            sigma = math.hypot(sigma, SIGMA_BETWEEN_CPU_CLASSES)
-            conditions.append(
-                Condition(
-                    f"the baseline was last recorded on another machine than this run's"
-                    f" ({baseline.machine}, this run on {machine}), and CPU models run one"
-                    " kernel at speeds apart by far more than one machine's sessions",
-                    "baselines recorded on this machine's model too (--autotune-update on"
-                    " it, so that the baseline's sessions span the class), or the gate on one"
-                    " kind of machine (a self-hosted runner)",
-                )
-            )
-            return replace(check, sigma_between=sigma), tuple(conditions)
-        sigma = math.hypot(sigma, SIGMA_BETWEEN_MACHINES)
-        conditions.append(
-            Condition(
-                f"the baseline was measured on another GPU ({baseline.machine}, this run on"
-                f" {machine}), and GPUs of one model differ by up to about 12%",
-                "a baseline recorded on this machine (--autotune-update here), or the gate"
-                " always on the machine that recorded it",
-            )
-        )
     return (replace(check, sigma_between=sigma) if conditions else check), tuple(conditions)
+
+
+def _other_machine(baseline: Baseline, machine: str | None) -> tuple[float, Condition] | None:
+    """The noise between the machine `baseline` was last recorded on and this run's
+    (`machine`), and the condition naming both: two CPU models (under a runner class, or a
+    folder that --autotune-runner names from another machine), or two GPUs of one model;
+    None where either is unknown, or they are one."""
+    if not machine or not baseline.machine or machine == baseline.machine:
+        return None
+    if device_kind(baseline.device_id) == "cpu":
+        return SIGMA_BETWEEN_CPU_CLASSES, Condition(
+            f"the baseline was last recorded on another machine than this run's"
+            f" ({baseline.machine}, this run on {machine}), and CPU models run one"
+            " kernel at speeds apart by far more than one machine's sessions",
+            "baselines recorded on this machine's model too (--autotune-update on"
+            " it, so that the baseline's sessions span the class), or the gate on one"
+            " kind of machine (a self-hosted runner)",
+        )
+    return SIGMA_BETWEEN_MACHINES, Condition(
+        f"the baseline was measured on another GPU ({baseline.machine}, this run on"
+        f" {machine}), and GPUs of one model differ by up to about 12%",
+        "a baseline recorded on this machine (--autotune-update here), or the gate"
+        " always on the machine that recorded it",
+    )
 
 
 def floor_noise(current: Measurement) -> tuple[float, tuple[Condition, ...]]:
