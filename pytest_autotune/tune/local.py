@@ -22,14 +22,13 @@ from pytest_autotune.tune.errors import (
     AutotuneSkip,
     ConfigWarning,
     caller_level,
-    declines,
 )
 from pytest_autotune.tune.parse import ConfigError
 from pytest_autotune.tune.records import Recorder, records_unwritable
 from pytest_autotune.tune.settings import ENV_PREFIX
 from pytest_autotune.tune.shipped import library_cache
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
-from pytest_autotune.tune.tuner import Tuner
+from pytest_autotune.tune.tuner import Tuner, retunes
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client
@@ -262,7 +261,7 @@ class LocalTuner:
                 else:
                     return fn(*inputs)
         except (AutotuneSkip, AutotuneError) as error:
-            if fn is None or not declines(error) or len(tunables) == 1:  # see Tuner.execute
+            if fn is None or not retunes(error, tunables):
                 raise
         if fn is not None:
             return self._redecided(device_id, client, tunables, inputs, fn)
@@ -341,7 +340,7 @@ class LocalTuner:
                 try:
                     return fn(x)
                 except (AutotuneSkip, AutotuneError) as error:
-                    if not declines(error) or len(tunables) == 1:  # see Tuner.execute
+                    if not retunes(error, tunables):
                         raise
                 return redecided(device_id, client, tunables, (x,), fn, winners)
 
@@ -355,7 +354,7 @@ class LocalTuner:
             try:
                 return fn(*inputs)
             except (AutotuneSkip, AutotuneError) as error:
-                if not declines(error) or len(tunables) == 1:  # see Tuner.execute
+                if not retunes(error, tunables):
                     raise
             return redecided(device_id, client, tunables, inputs, fn, winners)
 

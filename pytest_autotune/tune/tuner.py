@@ -299,9 +299,7 @@ class Tuner:
         try:
             return fn(*inputs)
         except (AutotuneSkip, AutotuneError) as error:
-            # A set's only candidate is never tuned: tuned again, it would be served and
-            # called again, running the call (and its side effects) twice to raise the same.
-            if not declines(error) or len(tunables) == 1:
+            if not retunes(error, tunables):
                 raise
         self.declined(key, tunables, fn)
         return self._winner(key, tunables, self._resolve(key, tunables, inputs, client))(*inputs)
@@ -766,6 +764,14 @@ def _settled_by_checks(checks: tuple[CheckResult, ...]) -> dict[int, AutotuneRes
         for index, check in enumerate(checks)
         if check.skipped or not check.passed
     }
+
+
+def retunes(error: BaseException, tunables: TunableSet) -> bool:
+    """Whether a served winner's `error`, raised by a call, is its decline of the inputs'
+    key, tuned again so that another candidate runs the call (`Tuner.declined`). Not for a
+    set's only candidate, which is never tuned: served and called again, it ran the call
+    (and its side effects) twice to raise the same."""
+    return declines(error) and len(tunables) > 1
 
 
 def _first_planned(plan: list[tuple[int, ...]]) -> int:
