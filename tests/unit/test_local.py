@@ -818,6 +818,20 @@ def test_with_the_cache_disabled_nothing_is_written(tmp_path):
     assert not cache_dir.exists()
 
 
+def caller(local, client, tunables, call, arity):
+    """A call of `tunables` on `x` through `local`, as `execute` or a bound operation, with
+    one input or two (the second a constant the key ignores)."""
+    operation = local.bind(client.device_id, client, tunables)
+
+    def run(x):
+        inputs = (x,) if arity == 1 else (x, 0)
+        if call == "bind":
+            return operation(*inputs)
+        return local.execute(client.device_id, client, tunables, inputs)
+
+    return run
+
+
 @pytest.mark.parametrize("call", ["execute", "bind"])
 @pytest.mark.parametrize("arity", [1, 2])
 def test_a_winner_that_declines_its_key_when_called_is_replaced_by_tuning_again(
@@ -836,17 +850,10 @@ def test_a_winner_that_declines_its_key_when_called_is_replaced_by_tuning_again(
 
     fns = {"a": candidate(client.clock, 3e-3, "a", result="a"), "b": b}
     fns["c"] = candidate(client.clock, 2e-3, "c", result="c")
-    key_gen = len if arity == 1 else (lambda x, y: len(x))
-    tunables = TunableSet.of(key_gen, fns)
-    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
-    operation = local.bind(client.device_id, client, tunables)
-
-    def run(x):
-        inputs = (x,) if arity == 1 else (x, 0)
-        if call == "bind":
-            return operation(*inputs)
-        return local.execute(client.device_id, client, tunables, inputs)
-
+    tunables = TunableSet.of(len if arity == 1 else (lambda x, y: len(x)), fns)
+    run = caller(
+        LocalTuner("t", AutotuneConfig(cache_dir=cache_dir)), client, tunables, call, arity
+    )
     assert [run([1, 2, 3]), run([1, 2, 3])] == ["b", "b"]
     assert [run([4, 5, 6]), run([4, 5, 6]), run([1, 2, 3])] == ["c", "c", "c"]
     saved = PersistentCache(cache_path(cache_dir, client.device_id, "t"), journal=True).load()
@@ -870,17 +877,10 @@ def test_a_sets_only_candidate_that_declines_is_called_once_and_its_skip_raised(
             raise AutotuneSkip("only does not take a 4 first")
         return "only"
 
-    key_gen = len if arity == 1 else (lambda x, y: len(x))
-    tunables = TunableSet.of(key_gen, {"only": only})
-    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
-    operation = local.bind(client.device_id, client, tunables)
-
-    def run(x):
-        inputs = (x,) if arity == 1 else (x, 0)
-        if call == "bind":
-            return operation(*inputs)
-        return local.execute(client.device_id, client, tunables, inputs)
-
+    tunables = TunableSet.of(len if arity == 1 else (lambda x, y: len(x)), {"only": only})
+    run = caller(
+        LocalTuner("t", AutotuneConfig(cache_dir=cache_dir)), client, tunables, call, arity
+    )
     assert run([1, 2, 3]) == "only"
     for _ in range(2):  # a miss of the key's first call, then a hit
         with pytest.raises(AutotuneSkip, match="does not take a 4"):
