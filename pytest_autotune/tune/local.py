@@ -130,8 +130,7 @@ class LocalTuner:
                     f"LocalTuner {self.name!r}: init takes the function that builds the set,"
                     f" init(make_set), got a {type(factory).__name__}"
                 )
-            codes: list[types.CodeType] = []
-            site = _site(factory, codes)
+            site = _site(factory)
             tunables = self._sets.get(site)
             if tunables is not None:
                 return tunables
@@ -139,6 +138,8 @@ class LocalTuner:
                 tunables = self._sets.get(site)
                 if tunables is None:
                     tunables = self._sets[site] = self._build(factory)
+                    codes: list[types.CodeType] = []
+                    _site(factory, codes)  # the codes its site goes by, kept once built
                     self._codes.update((id(code), code) for code in codes)
         return tunables
 
@@ -383,7 +384,9 @@ _SITE_DEPTH = 4
 """How deep `_site` follows functions captured by functions of the tuned function."""
 
 
-def _site(factory: Callable[[], TunableSet], codes: list[types.CodeType], depth: int = 0) -> Any:
+def _site(
+    factory: Callable[[], TunableSet], codes: list[types.CodeType] | None = None, depth: int = 0
+) -> Any:
     """What identifies an init function: the seed's `init(|| ...)` has one closure type per
     site, and its port `TUNER.init(lambda: ...)` in the tuned function is a new lambda at
     each call, which would build a set at each call and keep them all. A function defined
@@ -392,10 +395,11 @@ def _site(factory: Callable[[], TunableSet], codes: list[types.CodeType], depth:
     others are kept apart, as their sets may differ. A captured function defined in a
     function (`lambda: make()` beside a `def make()` of the same body, new at each call
     too) is its own site in turn. The code goes by its id (hashing a code object hashes its
-    bytecode, microseconds a call), added to `codes` for the tuner to keep alive (`_codes`)
-    so that the id is never another's. One capturing a value that cannot be hashed (an
-    array) stays itself, as does any other callable, and a module's function: it is made
-    once."""
+    bytecode, microseconds a call), added to `codes` where given, for the tuner to keep
+    alive (`_codes`) so that the id is never another's: only once a set is built, as the
+    seed's pattern makes a lambda and calls `init` at every call of the tuned function. One
+    capturing a value that cannot be hashed (an array) stays itself, as does any other
+    callable, and a module's function: it is made once."""
     if (
         not isinstance(factory, types.FunctionType)
         or "<locals>" not in factory.__qualname__
@@ -404,18 +408,26 @@ def _site(factory: Callable[[], TunableSet], codes: list[types.CodeType], depth:
         return factory
     closure, keywords = factory.__closure__, factory.__kwdefaults__
     try:
-        cells = [cell.cell_contents for cell in closure] if closure else []
+        cells = tuple([cell.cell_contents for cell in closure]) if closure else ()
+        for value in cells:
+            if type(value) is _FUNCTION and "<locals>" in value.__qualname__:
+                cells = tuple([_site(v, codes, depth + 1) for v in cells])
+                break
         site = (
             id(factory.__code__),
-            tuple([_site(value, codes, depth + 1) for value in cells]),
+            cells,
             factory.__defaults__,
             tuple(sorted(keywords.items())) if keywords else (),
         )
         hash(site)
     except (TypeError, ValueError):  # an unhashable value, an empty cell
         return factory
-    codes.append(factory.__code__)
+    if codes is not None:
+        codes.append(factory.__code__)
     return site
+
+
+_FUNCTION = types.FunctionType
 
 
 _LOCAL_TUNERS: weakref.WeakSet[LocalTuner] = weakref.WeakSet()
