@@ -25,6 +25,7 @@ from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report import INTENDED, GroupSummary, decision_name, ordered, stopped_text
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.stale import Collected, moved_baselines, review
+from pytest_autotune.tune.errors import AutotuneErrorKind
 from pytest_autotune.tune.files import why_unwritable
 from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.log import format_duration
@@ -56,6 +57,15 @@ def _group(record: AutotuneRecord) -> str | None:
     sorts and filters)."""
     group = record.extra.get("group")
     return group if isinstance(group, str) else None
+
+
+def _candidate_failed(record: AutotuneRecord) -> bool:
+    """Whether a candidate of the group raised or failed its check (a decline is no failure)."""
+    return any(
+        isinstance(result.get("error"), dict)
+        and result["error"].get("kind") != AutotuneErrorKind.SKIP.value
+        for result in record.results
+    )
 
 
 def shared_entries(records: Sequence[AutotuneRecord]) -> dict[str, str]:
@@ -124,6 +134,22 @@ class SessionOutput:
         records = [r for r in self.records if _group(r) not in (leaving_out or {})]
         return [u for u in map(update_entry, records) if u is not None]
 
+    def _failing_tests(self) -> dict[str, str]:
+        """The groups an update leaves as they are because a test of theirs failed for what
+        no candidate's result explains (an `autotune` fixture's test whose assertion on the
+        winner's output failed), with why: a refresh to commit is what a passing run
+        measured. A candidate that failed its check or raised is in the group's results,
+        its test failing by name, and the update records the winner among the others, as
+        the gate's message on a broken baseline winner says it will."""
+        explained = {_group(r) for r in self.records if _candidate_failed(r)}
+        tuned = {_group(r) for r in self.records}
+        return {
+            group: "a test of the group failed after its call (an update records what"
+            " passing tests measured)"
+            for group in self.failed_tests
+            if group in tuned and group not in explained
+        }
+
     def devices(self) -> dict[str, Mapping[str, Any]]:
         """Each device's block (id, fingerprint, peaks), as the first of its records has it."""
         devices: dict[str, Mapping[str, Any]] = {}
@@ -171,8 +197,9 @@ class SessionOutput:
         taken_over: set[Path] = set()
         unsaved: dict[tuple[str, str], str] = {}
         unfolded: dict[tuple[str, str], str] = {}
+        failing = self._failing_tests() if settings.update else {}
         if settings.update:
-            updates = self.updates(shared)
+            updates = self.updates({**failing, **shared})
             unsaved = write_caches(
                 updates,
                 self.devices(),
@@ -184,8 +211,9 @@ class SessionOutput:
             unfolded = fold_journals(self.records, updates, settings, self.notes)
         if unsaved:
             self.records = [_unsaved(record, unsaved) for record in self.records]
-        if shared:
-            self.records = [_not_recorded(r, shared.get(_group(r) or "")) for r in self.records]
+        if shared or failing:
+            left_out = {**failing, **shared}
+            self.records = [_not_recorded(r, left_out.get(_group(r) or "")) for r in self.records]
         pruned = True
         if settings.update and self.collected is not None:
             lines, pruned = review(self.records, self.collected, settings, taken_over)

@@ -61,6 +61,32 @@ def test_the_fixture_writes_under_the_name_of_the_local_tuner_of_the_set(
     ]
 
 
+def test_an_update_leaves_the_entry_of_a_test_that_failed_after_its_call_as_it_was(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The library's output changed and the test's assertion on it failed: the update wrote
+    # the winner of a set whose output its own test rejects, for the user to commit.
+    autotune_pytester.makepyfile(test_ops=LIBRARY_TEST)
+    run(autotune_pytester, "--autotune-update").assert_outcomes(passed=4)
+    path = autotune_pytester.path / ".autotune" / "cpu-fake-1t" / "sigkit.ops.json"
+    before = path.read_bytes()
+    autotune_pytester.makepyfile(test_ops=LIBRARY_TEST.replace("1000) == 1001", "1000) == 0"))
+    result = run(autotune_pytester, "--autotune-update")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_large*1000*not recorded*",
+            "test_ops.py::test_large [[]1000[]]: not recorded: a test of the group failed after its call*",
+        ]
+    )
+    entries = json.loads(path.read_text())["entries"]
+    old = {e["key"]: e for e in json.loads(before)["entries"]}
+    (large,) = [e for e in entries if e["key"] == 1000]
+    (small,) = [e for e in entries if e["key"] == 1]
+    assert large == old[1000]  # as committed, not this run's
+    assert small != old[1]  # the passing test's entry was refreshed
+
+
 def test_a_set_of_no_tuner_is_still_named_after_its_test(
     autotune_pytester: pytest.Pytester,
 ) -> None:
