@@ -12,6 +12,7 @@ collected its module, or its groups, without tuning them all.
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,9 +21,10 @@ from typing import Any
 
 from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report.extra import RecordExtra
-from pytest_autotune.tune.cache import CacheFileError, PersistentCache
+from pytest_autotune.tune.cache import LOCK_TIMEOUT_S, CacheFileError, PersistentCache
 from pytest_autotune.tune.cache_format import PROJECT_ROOT_FIELD, TUNER_FIELD
 from pytest_autotune.tune.cache_names import cache_file_parts, cache_files, cache_path
+from pytest_autotune.tune.files import lock_beside
 from pytest_autotune.tune.journal import journal_path
 from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.records import AutotuneRecord
@@ -104,6 +106,11 @@ class Stale:
     keys: tuple[str, ...] | None
     """The stable keys of the stale entries; None when the whole file is."""
     reason: str
+    held: tuple[str, ...] = ()
+    """The stable keys the file held when judged, and `seen`, a digest of its bytes (and
+    its journal's) then: a whole stale file is deleted, under its lock, only if no other
+    process wrote it since; one that did keeps what it wrote (`_prune`)."""
+    seen: str = ""
 
 
 def find_stale(
@@ -130,6 +137,7 @@ def find_stale(
     for path in sorted(p for folder in folders if folder.is_dir() for p in cache_files(folder)):
         if path in taken_over:
             continue
+        seen = _digest(path)  # before the read: a write after it is seen by the prune
         cache = PersistentCache(path)
         with warnings.catch_warnings():
             # An unreadable file is none of this: the run that reads it says so.
@@ -148,7 +156,7 @@ def find_stale(
             continue
         stale = _stale(tuner, keys, collected, tuned, rootpath)
         if stale is not None:
-            found.append(Stale(path, tuner, *stale))
+            found.append(Stale(path, tuner, *stale, held=tuple(keys), seen=seen))
     return found
 
 
@@ -360,10 +368,29 @@ def _how(item: Stale) -> str:
 
 def _prune(item: Stale) -> None:
     if item.keys is None:
-        item.path.unlink(missing_ok=True)
-        journal_path(item.path).unlink(missing_ok=True)
+        # Under the file's lock, as every save writes it: a save midway (its journal
+        # appended, the file not yet replaced) is never cut in two.
+        with lock_beside(item.path, LOCK_TIMEOUT_S):
+            if _digest(item.path) == item.seen:
+                item.path.unlink(missing_ok=True)
+                journal_path(item.path).unlink(missing_ok=True)
+                return
+        # Written since it was judged (a program's tuner, another checkout's update): the
+        # entries judged stale go, and what the other process wrote stays.
+        PersistentCache(item.path, item.tuner).save({}, remove=item.held)
     else:
         PersistentCache(item.path, item.tuner).save({}, remove=item.keys)
+
+
+def _digest(path: Path) -> str:
+    """A digest of a cache file's bytes and its journal's; empty where neither exists."""
+    digest = hashlib.sha256()
+    for part in (path, journal_path(path)):
+        try:
+            digest.update(part.read_bytes())
+        except FileNotFoundError:
+            digest.update(b"\0")
+    return digest.hexdigest()
 
 
 __all__ = ["Collected", "Stale", "defined_names", "find_stale", "moved_baselines", "review"]

@@ -23,10 +23,10 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip
+from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip, CandidateStopped
 
 
-class TimeLimitExceeded(Exception):
+class TimeLimitExceeded(CandidateStopped):
     """A candidate's call ran past the time limit; the message names the candidate."""
 
     def __init__(self, name: str, seconds: float) -> None:

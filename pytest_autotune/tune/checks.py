@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.device_compare import agree_on_device
-from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, CandidateStopped
 from pytest_autotune.tune.wording import counted
 
 DEFAULT_RTOL = 1e-5
@@ -53,6 +53,9 @@ class CheckResult:
     """Why it failed (the readable diff, or the exception), why it was skipped, or
     "reference" for the candidate whose output the others were compared with."""
     skipped: bool = False
+    stopped: bool = field(default=False, compare=False)
+    """It was stopped before it returned (`CandidateStopped`, a time limit): `message`
+    says so in full, and is not shown as a failed check's error. Not written to files."""
     trace: str = field(default="", compare=False, repr=False)
     """The traceback of what the candidate raised, as text (`AutotuneError.trace`); not
     written to files."""
@@ -359,7 +362,10 @@ def _raised(name: str, exc: Exception) -> CheckResult:
     error = AutotuneError.from_exception(name, exc)
     declined = error.kind is AutotuneErrorKind.SKIP
     message = f"{SKIPPED}{error.message}" if declined else error.message
-    return CheckResult(name, declined, message, skipped=declined, trace=error.trace)
+    stopped = isinstance(exc, CandidateStopped)
+    return CheckResult(
+        name, declined, message, skipped=declined, stopped=stopped, trace=error.trace
+    )
 
 
 def _ran(name: str, run: Callable[[int], object], index: int) -> CheckResult:

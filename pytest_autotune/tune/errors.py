@@ -47,6 +47,12 @@ def declines(exc: BaseException) -> bool:
     )
 
 
+class CandidateStopped(Exception):
+    """A candidate stopped from outside before it returned (`time_limit.TimeLimitExceeded`):
+    its message says what happened in full, and reads as it is, not as an error the
+    candidate raised ("failed its check: TimeLimitExceeded: ran past ...")."""
+
+
 class InputGeneratorError(RuntimeError):
     """A `TunableSet`'s own input generator raised (or returned no tuple) before any candidate
     ran: the user's error, raised from it so its traceback shows, not recorded as every
@@ -96,6 +102,8 @@ class AutotuneError(Exception):
             return cls(exc.kind, exc.message, name, exc.trace)
         if isinstance(exc, AutotuneSkip):
             return cls(AutotuneErrorKind.SKIP, str(exc) or "declined the key", name)
+        if isinstance(exc, CandidateStopped):
+            return cls(AutotuneErrorKind.UNKNOWN, str(exc), name)
         return cls(AutotuneErrorKind.UNKNOWN, f"{type(exc).__name__}: {exc}", name, _trace(exc))
 
     def fresh(self) -> AutotuneError:

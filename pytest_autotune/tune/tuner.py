@@ -757,7 +757,7 @@ def _settled_by_checks(checks: tuple[CheckResult, ...]) -> dict[int, AutotuneRes
         if check.skipped
         else AutotuneError(
             AutotuneErrorKind.UNKNOWN,
-            f"failed its check: {check.message}",
+            check.message if check.stopped else f"failed its check: {check.message}",
             check.name,
             check.trace,
         )

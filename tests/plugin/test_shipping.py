@@ -76,7 +76,8 @@ def test_an_update_leaves_the_entry_of_a_test_that_failed_after_its_call_as_it_w
     result.stdout.fnmatch_lines(
         [
             "*test_large*1000*not recorded*",
-            "test_ops.py::test_large [[]1000[]]: not recorded: a test of the group failed after its call*",
+            "test_ops.py::test_large [[]1000[]]: not recorded: a test of the group failed"
+            " after its call*",
         ]
     )
     entries = json.loads(path.read_text())["entries"]

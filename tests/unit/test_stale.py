@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pytest_autotune.stale import Collected, defined_names, find_stale
+from pytest_autotune.stale import Collected, _prune, defined_names, find_stale
 from pytest_autotune.tune.cache import PersistentCache, cache_path
+from pytest_autotune.tune.journal import journal_path
 from tests.unit.test_cache import entry
 
 DEVICE = "cpu-fake-1t"
@@ -84,3 +85,21 @@ def test_a_module_of_a_folder_this_root_lacks_is_not_called_gone(tmp_path: Path)
     write(tmp_path, "other_project/tests/test_b.py::test_sum", 1)
     found = find_stale(tmp_path / ".autotune", [DEVICE], Collected(), {}, tmp_path)
     assert [(s.path, s.reason) for s in found] == [(deleted, "tests/test_old.py is gone")]
+
+
+def test_a_stale_file_written_since_it_was_judged_keeps_what_was_written(tmp_path: Path) -> None:
+    # The test is gone, and its whole file stale; another process (a second checkout's
+    # update, a program's tuner) wrote a key into it after the judgement: the prune deleted
+    # the file, and that write with it.
+    (tmp_path / "tests").mkdir()
+    path = write(tmp_path, "tests/test_old.py::test_sum", 1, 2)
+    (stale,) = find_stale(tmp_path / ".autotune", [DEVICE], Collected(), {}, tmp_path)
+    assert stale.keys is None
+    PersistentCache(path, "tests/test_old.py::test_sum").save(dict([entry(3)]))
+    _prune(stale)
+    assert [key.key for key in PersistentCache(path).load()] == ["3"]
+    # Unchanged since, it goes whole, its journal with it.
+    (again,) = find_stale(tmp_path / ".autotune", [DEVICE], Collected(), {}, tmp_path)
+    _prune(again)
+    assert not path.exists()
+    assert not journal_path(path).exists()
