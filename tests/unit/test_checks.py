@@ -669,6 +669,51 @@ def test_a_long_list_of_numbers_is_compared_at_once_with_the_same_results(monkey
     assert calls < 200
 
 
+@pytest.mark.parametrize("equal_nan", [True, False])
+def test_a_short_row_of_numbers_is_judged_as_a_long_list_judges_it(equal_nan):
+    # A list of 100 000 (int, float) rows took seconds: each row went through NumPy (and
+    # the protocol check of `AutotuneOutput`). A row of a few numbers is judged in Python
+    # now, by the same rules as the arrays of a long list: each pair below is judged as a
+    # row of two, and inside a list of forty, where NumPy judges it.
+    from pytest_autotune.tune import checks
+
+    inf, nan = float("inf"), float("nan")
+    pairs = [
+        (1.0, 1.0 + 1e-6), (1.0, 1.001), (0.0, 1e-9), (0.0, 1e-7), (1e-8, -1e-8),
+        (inf, inf), (inf, -inf), (inf, 1e308), (nan, nan), (nan, 0.0), (1.0, nan),
+        (3, 3.0), (3, 3.00001), (2**52, 2**52 + 1), (2**40, 2**40 + 1.0), (7, 8),
+        (1e308, -1e308), (np.float64(0.5), 0.5 + 1e-7), (-0.0, 0.0), (100.0, 100.0011),
+    ]  # fmt: skip
+    for ref, act in pairs:
+        short = checks._differing_numbers([ref, 0], [act, 0], 1e-5, 1e-8, equal_nan)
+        long = checks._differing_numbers([ref] * 40, [act] * 40, 1e-5, 1e-8, equal_nan)
+        assert short == ([0] if long else []), (ref, act)
+        assert long in ([], list(range(40))), (ref, act)
+    rows = [(i, i * 0.5) for i in range(1000)]
+    assert compare_outputs(rows, [(i, x * (1 + 1e-9)) for i, x in rows]) is None
+    wrong = [*rows]
+    wrong[7] = (7, 3.6)
+    assert compare_outputs(rows, wrong) == (
+        "output[7][1]: expected 3.5, got 3.6, max abs error 0.1, max rel error 0.0285714"
+        " (rtol=1e-05, atol=1e-08)"
+    )
+
+
+class _ComparesItself:
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def autotune_compare(self, other: object, rtol: float, atol: float) -> str | None:
+        return None if getattr(other, "value", None) == self.value else "other value"
+
+
+def test_an_output_that_compares_itself_is_asked_whether_a_class_or_instance_holds_it():
+    assert compare_outputs(_ComparesItself(1.0), _ComparesItself(1.0)) is None
+    assert compare_outputs(_ComparesItself(1.0), _ComparesItself(2.0)) == "output: other value"
+    inside = [(1, _ComparesItself(1.0))]
+    assert compare_outputs(inside, [(1, _ComparesItself(3.0))]) == "output[0][1]: other value"
+
+
 def test_lists_that_are_not_all_plain_numbers_keep_their_element_wise_rules():
     assert compare_outputs([1, 2], [True, 2]) == "output[0]: expected 1, got True"
     assert compare_outputs([2**60 + 1], [float(2**60)]) is None  # as 2**60 + 1 vs 2.0**60
