@@ -224,6 +224,8 @@ class Tuner:
         self._failed: dict[Any, AutotuneError] = {}
         """Key -> why no candidate can run it: raised again without tuning again."""
         self._lock = threading.Lock()
+        self._said_unsaved = False
+        """Whether a save was refused, with a warning, for a file unreadable since its load."""
         self._stored: dict[str, dict[str, tuple[PersistentCacheKey, PersistentCacheValue]]] = {}
         """Stored form -> checksum -> the persisted entry. A library's tuner reads its user's
         cache over the shipped ones, which may hold one key for several candidate lists (the
@@ -577,6 +579,10 @@ class Tuner:
         self._stored[pk.key] = {pk.checksum: (pk, value)}
         self._key_types.setdefault(pk.key, _type_name(decision.key))
         if self.persist and self.persistent is not None:
+            if self.persistent.unreadable() is not None and self._said_unsaved:
+                # Its load and the first save after it warned, naming the file: it is not
+                # overwritten, the decisions stay in memory. Each later key said it again.
+                return
 
             def device(held: dict[str, Any] | None) -> dict[str, Any]:
                 # The file's block as it is under the lock, not as this tuner read it: an
@@ -595,6 +601,7 @@ class Tuner:
             try:
                 self.persistent.save({pk: value}, device=device)
             except CacheFileError as exc:
+                self._said_unsaved = self.persistent.unreadable() is not None
                 warnings.warn(
                     CacheFileWarning(f"{exc}; the decision is kept in memory only"),
                     stacklevel=caller_level(),

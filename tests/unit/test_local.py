@@ -774,6 +774,28 @@ def test_a_cache_that_cannot_be_written_warns_as_a_cache_file_problem_only(tmp_p
     assert "kept in memory only" in str(caught[-1].message)
 
 
+def test_a_damaged_cache_file_is_not_reported_again_at_each_key_tuned_after(cache_dir):
+    """A file in the configured cache folder that cannot be read is left as it is, and its
+    load says so; each key tuned after it said it again, "(when loaded); not overwriting
+    it", once per key: a program tuning its keys one call site at a time read the same
+    warning at each. The first key's says its decision is kept in memory only."""
+    client = FakeClient()
+    path = cache_path(cache_dir, client.device_id, "t")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"schema_version": 2, "entries": [')
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(1, 4):
+            tunables = make_set(client, slow=3e-3, fast=1e-3)
+            assert local.execute(client.device_id, client, tunables, ([1] * n,)) == "fast"
+    assert [type(w.message) for w in caught] == [CacheFileWarning] * 2
+    assert all(str(path) in str(w.message) for w in caught)
+    assert "will not overwrite the file" in str(caught[0].message)
+    assert "kept in memory only" in str(caught[1].message)
+    assert path.read_text() == '{"schema_version": 2, "entries": ['
+
+
 def test_a_records_file_that_cannot_be_written_warns_and_the_winner_is_still_saved(tmp_path):
     """`PYTEST_AUTOTUNE_RECORD` (or `record=`) naming a file that cannot be written raised
     the OSError out of the program's first call of a tuned function; one that could no
