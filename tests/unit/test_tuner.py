@@ -542,6 +542,31 @@ def test_a_wrong_candidate_is_caught_by_the_checks_and_never_wins(client):
     assert "failed its check" in str(decision.results[1])
 
 
+def test_a_wrong_in_place_candidate_returning_none_is_caught_by_the_checks(client):
+    # A kernel launched into an output buffer returns None; None equals None, so every
+    # candidate passed its check, a fast wrong one won, and the caller's buffer held its
+    # wrong answer. What a candidate wrote into its copy of the inputs is its output.
+    def right(a, x, y):
+        client.clock.advance(2e-3)
+        y += a * x
+
+    def wrong_but_fast(a, x, y):
+        client.clock.advance(1e-4)
+        y[:] = a * x
+
+    tunables = TunableSet.of(lambda a, x, y: len(x), {"right": right, "wrong": wrong_but_fast})
+    for reference in (None, right):
+        tuner = Tuner("t", client.device_id, AutotuneConfig(checks=True), reference=reference)
+        y = np.ones(4)
+        assert tuner.execute(tunables, (2.0, np.ones(4), y), client) is None
+        decision = tuner.decision(4)
+        assert decision is not None
+        assert decision.fastest_name == "right"
+        assert [c.passed for c in decision.checks] == [True, False]
+        assert "expected 3.0, got 2.0" in decision.checks[1].message
+        assert y.tolist() == [3.0] * 4
+
+
 def test_a_candidate_that_declines_in_its_check_is_recorded_as_declining_and_never_timed(client):
     # With checks on, every candidate runs once before tuning. One that declines the key
     # there would decline it again when timed; where the plan never reached it, its result
