@@ -171,6 +171,10 @@ class TunableSet:
         the peaks the client measured on its device (the common case of `with_bounds`)."""
 
         def bounds_gen(key: Any, inputs: TuneInputs, client: Client) -> Bounds:
+            # A model ported from the seed's bounds generator, `lambda key, inputs: ...`,
+            # raised "missing 1 required positional argument" from the call below, naming
+            # neither the work model nor how it is called.
+            _check_arity(work, "work model", "work(*inputs)", len(inputs))
             needed = work(*inputs)
             if not isinstance(needed, Work):
                 # A model returning `(ops, bytes)` failed inside the roofline, on an

@@ -273,6 +273,17 @@ def test_bounds_or_a_work_model_of_the_wrong_type_are_named_with_their_key():
         pair.bounds(2, ([1, 2],), client)
 
 
+def test_a_work_model_written_as_the_seeds_bounds_generator_is_refused_by_name():
+    # `with_work(lambda key, inputs: ...)`, ported from the seed's bounds generator, raised
+    # "<lambda>() missing 1 required positional argument" from inside the tuner.
+    client = FakeClient()
+    seed_like = TunableSet(by_size).with_work(lambda key, inputs: Work(len(inputs), 8))
+    with pytest.raises(TypeError, match=r"the work model is called as work\(\*inputs\)"):
+        seed_like.bounds(2, ([1, 2],), client)
+    per_input = TunableSet(by_size).with_work(lambda x: Work(len(x), 8 * len(x)))
+    assert per_input.bounds(2, ([1, 2],), client) is not None
+
+
 def test_group_priorities_that_are_not_callable_are_refused_and_named():
     with pytest.raises(TypeError, match="TuneGroup 'big': priority: expected a callable"):
         TuneGroup("big", 2)
