@@ -126,10 +126,16 @@ def _field(key: AutotuneKey, name: str, value: Any) -> Any:
         return _finite(key, value) if isinstance(value, float) else value
     plain = _plain_scalar(value)
     if plain is None:
+        # An enum member is no dtype: "as str(dtype)" sent its user looking for one.
+        how = (
+            f"store its .name ({value.name!r}) or .value"
+            if isinstance(value, enum.Enum)
+            else "convert it, as str(dtype)"
+        )
         raise TypeError(
             f"autotune key {key}: field {name!r} holds {value!r} of type"
             f" {type(value).__name__}; a key field must be a str, int, float, bool or"
-            " None (or a tuple of them): convert it, as str(dtype)"
+            f" None (or a tuple of them): {how}"
         )
     return _finite(key, plain)
 

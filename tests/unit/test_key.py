@@ -459,6 +459,17 @@ def test_a_key_field_json_cannot_hold_is_named_with_the_key_and_its_type(value, 
     assert f"of type {kind}; a key field must be a str, int, float, bool or None" in message
 
 
+def test_an_enum_key_field_is_refused_with_the_fix_for_an_enum():
+    import enum
+
+    class Layout(enum.Enum):
+        ROW = "row"
+
+    with pytest.raises(TypeError, match=r"store its \.name \('ROW'\) or \.value") as error:
+        stable_key(SumKey(8, Layout.ROW))  # type: ignore[arg-type]
+    assert "str(dtype)" not in str(error.value)
+
+
 def test_a_key_field_may_be_a_tuple_of_plain_values():
     assert stable_key(SumKey((2, 3), "float32")) == '{"dtype":"float32","n":[2,3]}'
 
