@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_autotune.calibration import CALIBRATION_KIND
 from pytest_autotune.gate.samples import Calibration, Measurement
-from pytest_autotune.tune.benchmark import SampleStats, check_sample
+from pytest_autotune.tune.benchmark import NS_PER_S, SampleStats, check_sample
 
 DEFAULT_TARGET_RSE = 0.01
 DEFAULT_TIME_CAP = 2.0
@@ -92,7 +92,7 @@ def measure_winner(
     failed: it only ever refines the comparison.
     """
     if calibration is None:
-        return Measurement(measure_precisely(sample, name=name, **limits))
+        return Measurement(_whole_ns(measure_precisely(sample, name=name, **limits)))
     reads: list[float] = []
     usable = True
 
@@ -111,4 +111,16 @@ def measure_winner(
         return math.hypot(_median_rse(samples), _median_rse(reads))
 
     samples = measure_precisely(paired, name=name, error=ratio_rse, **limits)
-    return Measurement(samples, Calibration(tuple(reads), calibration_kind) if usable else None)
+    return Measurement(
+        _whole_ns(samples),
+        Calibration(_whole_ns(reads), calibration_kind) if usable else None,
+    )
+
+
+def _whole_ns(samples: Sequence[float]) -> tuple[float, ...]:
+    """`samples` in whole nanoseconds, as the group's record and the cache file hold them: a
+    CPU sample is a loop's time over its calls (3054.6 ns), and the gate's message gave its
+    median as 3.05 us beside the 3.06 us of the table, read from the record's 3055 ns, and
+    `compare` of the run's records judged other figures than the run did. A sample under half
+    a nanosecond, which no clock reads, is kept as it is."""
+    return tuple(round(s * NS_PER_S) / NS_PER_S or s for s in samples)

@@ -541,3 +541,54 @@ def test_the_step_summary_of_a_run_that_tuned_nothing_still_says_what_went_wrong
     assert markdown.startswith("### pytest-autotune\n\nNo group to show.\n")
     assert "| group |" not in markdown
     assert "- error: the records could not be written to " in markdown
+
+
+FRACTIONAL_NS_TESTS = """
+import os
+import pytest
+from conftest import spin
+
+def only(n):
+    spin(float(os.environ.get("SPIN_NS", "1000")) * 1e-9)
+    return n
+
+def other(n):
+    spin(20e-6)
+    return n
+
+@pytest.mark.autotune(candidates={"only": only, "other": other})
+def test_fractional(candidate):
+    return candidate(1)
+"""
+
+FRACTIONAL_CLIENT = """
+
+class FractionalClient(FakeClient):
+    # A loop's time over its calls: a clock's whole nanoseconds divided, as the CPU
+    # client's samples are.
+    def time(self, fn, inputs):
+        return super().time(fn, inputs) - 0.4e-9
+
+def pytest_autotune_client(config, device):
+    return FractionalClient() if device in ("auto", "fake") else None
+"""
+
+
+def test_the_gates_message_gives_the_median_the_table_and_the_records_give(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Samples of a fraction of a nanosecond (3054.6 ns) are written in whole ones (3055):
+    # the message's median read 3.05 us beside the table's 3.06 us, and `compare` of the
+    # run's records, reading 3.06 us, gave other figures than the run itself.
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + FRACTIONAL_CLIENT)
+    autotune_pytester.makepyfile(test_frac=FRACTIONAL_NS_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("SPIN_NS", "3055")
+    result = run(autotune_pytester, "--autotune", "--autotune-record=r.jsonl")
+    result.stdout.fnmatch_lines(
+        [
+            "*test_fractional*only*3.06 us*REGRESSION",
+            "*regression of*: median 3.06 us against the baseline median 1.00 us*",
+        ]
+    )
