@@ -22,6 +22,7 @@ from pytest_autotune.tune.log import (
     Held,
     Preferred,
     ShortCircuit,
+    format_duration,
     log_event,
     log_failure,
 )
@@ -549,7 +550,8 @@ def _hopeless_at_warm_up(
         Eliminated(
             trial.name,
             trial.index,
-            f"hopeless: warm warm-up {trial.warm_up:.3e} s over {factor:g} x leader {leader:.3e} s",
+            f"hopeless: warm warm-up {format_duration(trial.warm_up)} over {factor:g} x"
+            f" leader {format_duration(leader)}",
         ),
     )
     return True
@@ -581,7 +583,8 @@ def _drop_hopeless(
                     trial.name,
                     trial.index,
                     f"hopeless: warm-up and first sample over {factor:g} x"
-                    f" leader {leader:.3e} s (first {trial.samples[0]:.3e} s)",
+                    f" leader {format_duration(leader)}"
+                    f" (first {format_duration(trial.samples[0])})",
                 ),
             )
 
@@ -632,7 +635,10 @@ def _eliminate(
     for trial in sorted(survivors, key=lambda t: t.best, reverse=True):
         if not judged(trial) or trial.best <= config.speed_factor * leader:
             continue
-        reason = f"best {trial.best:.3e} s > {config.speed_factor} x leader {leader:.3e} s"
+        reason = (
+            f"best {format_duration(trial.best)} > {config.speed_factor} x"
+            f" leader {format_duration(leader)}"
+        )
         if len(survivors) > 2:
             trial.eliminated = True
             survivors.remove(trial)

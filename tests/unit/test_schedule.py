@@ -209,6 +209,29 @@ def test_a_hopeless_candidate_takes_no_sample_after_its_first():
     assert event.reason.startswith("hopeless")
 
 
+def test_why_a_candidate_was_cut_gives_its_times_in_the_units_the_report_shows():
+    # The report's tuning log read "over 10 x leader 4.300e-05 s (first 1.700e-02 s)"
+    # beside the candidate table's 43.0 us and 17.0 ms.
+    cut = AutotuneLogContext()
+    adaptive_round_robin([0, 1, 2], NAMES, Script(43e-6, 17e-3, 50e-6), ADAPTIVE, ctx=cut)
+    warm = AutotuneLogContext()
+    script = Script(43e-6, 17e-3, 50e-6)
+    adaptive_round_robin([0, 1, 2], NAMES, script, ADAPTIVE, ctx=warm, warm_up_judges=True)
+    slow = AutotuneLogContext()
+    adaptive_round_robin([0, 1, 2], NAMES, Script(1e-3, 1.1e-3, 2e-3), ADAPTIVE, ctx=slow)
+    reasons = [
+        e.reason
+        for ctx in (cut, warm, slow)
+        for e in ctx.events
+        if type(e).__name__ == "Eliminated"
+    ]
+    assert reasons == [
+        "hopeless: warm-up and first sample over 10 x leader 43.0 us (first 17.0 ms)",
+        "hopeless: warm warm-up 17.0 ms over 10 x leader 43.0 us",
+        "best 2.00 ms > 1.5 x leader 1.00 ms",
+    ]
+
+
 def test_a_slow_warm_up_alone_does_not_make_a_candidate_hopeless():
     # A first call that compiles (17 ms) then runs at 40 us: the warm-up is not evidence.
     script = Script(43e-6, [17e-3, 40e-6])
@@ -382,7 +405,7 @@ def test_an_outclassed_rival_the_floor_keeps_is_held_at_min_samples():
     assert result.winner == 0
     held = [e for e in ctx.events if type(e).__name__ == "Held"]
     assert [(e.name, e.samples) for e in held] == [("b", 3)]
-    assert "5.000e-03 s > 1.5 x leader 1.000e-03 s" in str(held[0])
+    assert "best 5.00 ms > 1.5 x leader 1.00 ms" in str(held[0])
 
 
 def test_the_floor_holds_the_closer_of_two_outclassed_candidates():
