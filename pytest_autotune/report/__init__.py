@@ -8,6 +8,7 @@ disagree about a number. A session reads each summary from its group's record
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -51,10 +52,14 @@ def key_text(key: Any) -> str:
     The one form of a key everywhere it is shown (terminal, Markdown, HTML, CLI), so the key
     a reader finds in the log is the key they search for in the report. A string with a
     line break or a tab (`key=` returns what it likes) is shown as JSON too, escaped: as
-    itself it broke the terminal's table in two."""
+    itself it broke the terminal's table in two. Letters beyond ASCII read as themselves
+    inside JSON too (`[1024,"naïve"]`, as the key "naïve" reads), unless one is a character
+    no terminal shows."""
     if isinstance(key, str) and key.isprintable():
         return key
-    return serialize_key_json(key)
+    stable = serialize_key_json(key)
+    readable = json.dumps(json.loads(stable), ensure_ascii=False, separators=(",", ":"))
+    return readable if readable.isprintable() else stable
 
 
 _DIGITS = re.compile(r"(\d+)")

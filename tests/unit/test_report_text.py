@@ -478,6 +478,14 @@ def test_a_key_with_a_line_break_is_shown_escaped_on_one_line() -> None:
     assert len(render_summary([summary]).splitlines()) == 4
 
 
+def test_a_key_of_several_values_shows_its_letters_as_a_key_of_one_string_does() -> None:
+    # `key=lambda n: (n, "naïve")` read [1024,"na\u00efve"] in the table, the report and
+    # `show`, where a key "naïve" reads as itself; a character no terminal shows stays escaped.
+    assert key_text((1024, "naïve", None)) == '[1024,"naïve",null]'
+    assert key_text({"op": "累加", "n": 1}) == '{"n":1,"op":"累加"}'
+    assert key_text(("a\u200bb",)) == '["a\\u200bb"]'
+
+
 def test_a_step_summary_too_large_for_github_keeps_its_failures_and_says_what_it_left_out() -> None:
     # GitHub takes 1 MiB of step summary a step and drops the whole of a larger one (an
     # error annotation in its place): a sweep of 8000 groups lost its summary, failures and
