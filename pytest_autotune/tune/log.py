@@ -259,10 +259,16 @@ class ChecksDone:
         return {"event": self.EVENT, "results": [r.to_json() for r in self.results]}
 
     def __str__(self) -> str:
+        # A candidate that declined the key is `passed` (it fails nothing), but no output of
+        # it was checked: counted as passed, the log read "3 of 3 passed" beside its row's
+        # "skipped".
         failed = [r.name for r in self.results if not r.passed]
-        passed = len(self.results) - len(failed)
-        return f"checks: {passed} of {len(self.results)} passed" + (
-            f"; failed: {', '.join(failed)}" if failed else ""
+        skipped = [r.name for r in self.results if r.passed and r.skipped]
+        passed = len(self.results) - len(failed) - len(skipped)
+        return (
+            f"checks: {passed} of {len(self.results)} passed"
+            + (f"; failed: {', '.join(failed)}" if failed else "")
+            + (f"; skipped: {', '.join(skipped)}" if skipped else "")
         )
 
 

@@ -161,6 +161,20 @@ def test_the_full_level_logs_every_event(caplog):
     ]
 
 
+def test_a_candidate_that_declined_is_not_counted_as_a_passed_check():
+    # The report's tuning log read "checks: 3 of 3 passed" beside a candidate table whose
+    # row for the candidate that declined the key says "skipped".
+    done = ChecksDone(
+        (
+            CheckResult("s_sum", True, "reference"),
+            CheckResult("declines", True, "skipped: not for this size", skipped=True),
+            CheckResult("s_reduce", True),
+            CheckResult("wrong", False, "differs"),
+        )
+    )
+    assert str(done) == "checks: 2 of 4 passed; failed: wrong; skipped: declines"
+
+
 def test_the_full_level_logs_a_candidate_that_fails(caplog):
     # Every sample was logged and a candidate that raised was not: at the full level a
     # failure showed nowhere but in the records.
