@@ -23,6 +23,7 @@ import pytest_autotune
 from pytest_autotune.calibration import calibration_kind
 from pytest_autotune.candidate_run import CandidateRun
 from pytest_autotune.fresh_process import NotFresh, measure_fresh
+from pytest_autotune.gate import Measurement
 from pytest_autotune.gate_policy import measure_candidate
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
 from pytest_autotune.warning_marks import MarkFilters, parse_filters
@@ -103,9 +104,25 @@ def test_a_fresh_process_measures_a_candidate_under_its_own_warning_marks() -> N
         assert not isinstance(measure_fresh(fn, (x,), "warns", measure_candidate), NotFresh)
 
 
+def test_a_lambda_or_a_closure_is_measured_in_a_fresh_process_too() -> None:
+    # Pickled by value (cloudpickle): measured again in the test's own process, a lambda
+    # candidate kept that process's slow placement, and the gate confirmed a regression of
+    # unchanged code. A global the lambda names (`candidate`, of this module) comes by name.
+    x = np.arange(16, dtype=np.float64)
+    scale = 2.0
+
+    def closure(x: np.ndarray) -> np.ndarray:
+        return x * scale
+
+    for fn in (lambda x: x.sum(), closure, lambda x: candidate(x) * 1):
+        measured = measure_fresh(fn, (x,), "by value", measure_candidate)
+        assert isinstance(measured, Measurement), measured
+
+
 def test_a_candidate_that_does_not_pickle_or_fails_there_says_why() -> None:
     x = np.arange(16, dtype=np.float64)
-    unpickled = measure_fresh(lambda x: x.sum(), (x,), "lambda", measure_candidate)
+    lock = threading.Lock()  # no pickler takes a lock, by value or not
+    unpickled = measure_fresh(lambda x: lock and x.sum(), (x,), "lambda", measure_candidate)
     assert isinstance(unpickled, NotFresh)
     assert unpickled.why.startswith("the candidate or its inputs do not pickle (")
     assert measure_fresh(failing, (x,), "failing", measure_candidate) == NotFresh(
@@ -129,6 +146,7 @@ UNGUARDED = """
 import numpy as np
 
 from pytest_autotune.fresh_process import NotFresh, measure_fresh
+from pytest_autotune.gate import Measurement
 from pytest_autotune.gate_policy import measure_candidate
 from pytest_autotune.candidate_run import CandidateRun
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
