@@ -330,6 +330,29 @@ class _AfterTheBody:
         xfailed meets them in its report (`_gate_failures_in`)."""
         fail_on_gate_failures(item)
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
+        """Every try of the test has run: the groups of those of its failures that stand are
+        noted (`FAILED_CALLS`)."""
+        yield
+        state = item.config.stash.get(SESSION, None)
+        failed = item.stash.get(FAILED_CALLS, [])
+        if FAILED_CALLS in item.stash:
+            del item.stash[FAILED_CALLS]
+        for report, groups, expected in failed:
+            # A try run again is no longer `failed` (its outcome is "rerun"); an xfail is
+            # never run again.
+            if state is not None and (report.failed or expected):
+                for group in groups:
+                    state.note_test_failure(group, expected=expected)
+
+
+FAILED_CALLS = pytest.StashKey[list[tuple[pytest.TestReport, list[str], bool]]]()
+"""A tuning test's call reports that failed (or xfailed), each with its groups, noted once
+its protocol ends: pytest-rerunfailures turns a failure it tries again into a "rerun", and a
+test that passed on its second try left its fixture's group "not recorded" by the update,
+as if it had failed."""
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
@@ -374,8 +397,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     spec = item.stash.get(ITEM, None)
     groups = [spec.group] if spec is not None else list(item.stash.get(CALL_GROUPS, {}).values())
-    for group in groups:
-        state.note_test_failure(group, expected=xfailed)
+    item.stash.setdefault(FAILED_CALLS, []).append((report, groups, xfailed))
 
 
 def _skipped_at_setup(item: pytest.Item, report: pytest.TestReport, why: str) -> None:

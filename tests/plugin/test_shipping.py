@@ -88,6 +88,48 @@ def test_an_update_leaves_the_entry_of_a_test_that_failed_after_its_call_as_it_w
     assert small != old[1]  # the passing test's entry was refreshed
 
 
+RERUN_ONCE = """
+    # pytest-rerunfailures' protocol (`--reruns 1`), which the dev environment lacks: a
+    # failed try's report becomes a "rerun", logged, and the test runs again.
+    from _pytest.runner import runtestprotocol
+
+    def pytest_runtest_protocol(item, nextitem):
+        for last in (False, True):
+            item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+            reports = runtestprotocol(item, nextitem=nextitem, log=False)
+            again = not last and any(r.failed for r in reports)
+            for report in reports:
+                if again and report.failed:
+                    report.outcome = "rerun"
+                item.ihook.pytest_runtest_logreport(report=report)
+            item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+            if not again:
+                return True
+        return True
+"""
+
+
+def test_an_update_records_the_group_of_a_test_that_passed_when_tried_again(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Under pytest-rerunfailures a flaky assertion failed the first try and passed the
+    # second: the test passed, but its group read "not recorded: a test of the group failed
+    # after its call", and the update kept the old entry.
+    flaky = LIBRARY_TEST.replace(
+        "assert autotune(TUNER.init(make_set), 1000) == 1001",
+        "assert autotune(TUNER.init(make_set), 1000) == 1001\n"
+        "        TRIES.append(1)\n"
+        "        assert len(TRIES) > 1",
+    ).replace("    TUNER = ", "    TRIES = []\n    TUNER = ")
+    autotune_pytester.makepyfile(test_ops=flaky, rerun_once=RERUN_ONCE)
+    autotune_pytester.syspathinsert()
+    result = run(autotune_pytester, "-p", "rerun_once", "--autotune-update")
+    assert result.parseoutcomes() == {"passed": 4, "rerun": 1}
+    result.stdout.no_fnmatch_line("*not recorded*")
+    path = autotune_pytester.path / ".autotune" / "cpu-fake-1t" / "sigkit.ops.json"
+    assert [e["key"] for e in json.loads(path.read_text())["entries"]] == [1, 1000]
+
+
 def test_a_set_of_no_tuner_is_still_named_after_its_test(
     autotune_pytester: pytest.Pytester,
 ) -> None:
