@@ -8,11 +8,13 @@ import contextlib
 import copy
 import functools
 import inspect
+import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pytest
 
 from pytest_autotune.benchmark_fixture import FixtureValues, OwnBenchmark
@@ -114,7 +116,29 @@ def candidate_run(
         benchmark,
         kept,
         instance,
+        GlobalDraws.now(),
     )
+
+
+@dataclass(frozen=True)
+class GlobalDraws:
+    """The states of the global random generators (`random`'s, NumPy's `np.random`) that a
+    body may draw its inputs from: each call whose output is checked starts from them, as
+    each plain test starts from the seed pytest-randomly gives it. Drawn on, the reference's
+    call moved the state the candidate's then drew from, and every correct candidate
+    "differed from the reference". The timed calls (in their scope, `tune.call_scope`) draw
+    on: setting the states costs some microseconds a call."""
+
+    python: tuple[Any, ...]
+    numpy: dict[str, Any]
+
+    @classmethod
+    def now(cls) -> GlobalDraws:
+        return cls(random.getstate(), np.random.get_state(legacy=False))
+
+    def restore(self) -> None:
+        random.setstate(self.python)
+        np.random.set_state(self.numpy)
 
 
 @dataclass(frozen=True)
@@ -227,6 +251,9 @@ class CandidateRun:
     instance: Instance | None = None
     """A method's instance, given to each candidate's body as its own (`Instance`); None
     for a test function, which `test` is then."""
+    draws: GlobalDraws | None = None
+    """The global random generators as the test's fixtures left them, which each untimed
+    call starts from (`GlobalDraws`); None in a fresh process, whose calls are all timed."""
 
     def scope_of(self, name: str) -> CandidateScope:
         """What makes candidate `name`'s scope, for the tuner to enter around its timed
@@ -333,6 +360,8 @@ class CandidateRun:
     ) -> Any:
         """The test function's call, in `scope`; the finalizers it added to `request` run
         when it ends (`BodyRequest`), and its own patches are undone (`undo`)."""
+        if self.draws is not None and not call_scope.entered():
+            self.draws.restore()
         try:
             if scope is not None:
                 with scope:

@@ -1092,6 +1092,43 @@ def test_a_body_that_draws_its_inputs_from_a_seeded_rng_fixture_checks_right(
     result.assert_outcomes(passed=4)
 
 
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+def test_a_body_that_draws_its_inputs_from_the_global_generators_checks_right(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # pytest-randomly seeds `random` and `np.random` before each test, and a body drew its
+    # inputs from them: the reference's call moved them, the candidate's drew other
+    # numbers, and every correct candidate "differed from the reference".
+    autotune_pytester.makepyfile(
+        test_draws="""
+        import random
+
+        import numpy as np
+        import pytest
+        from conftest import spin
+
+        def a(x):
+            spin(1e-4)
+            return np.cumsum(x)
+
+        def b(x):
+            spin(2e-4)
+            return np.add.accumulate(x)
+
+        @pytest.mark.autotune(candidates={"a": a, "b": b})
+        def test_numpy_global(candidate):
+            return candidate(np.random.rand(5))
+
+        @pytest.mark.autotune(candidates={"a": a, "b": b})
+        def test_stdlib_global(candidate):
+            return candidate(np.array([random.random() for _ in range(5)]))
+        """
+    )
+    result = run(autotune_pytester, *mode)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.assert_outcomes(passed=4)
+
+
 ITERATOR_TESTS = """
 import pytest
 
