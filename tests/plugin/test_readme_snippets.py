@@ -1,0 +1,39 @@
+"""The README's code, copied as a new user copies it, runs: its first test, the runtime
+library's module and the `autotune` fixture's test that tunes that module's set."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.plugin.harness import run
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+
+
+def snippet(heading: str) -> str:
+    """The first Python block under the README's section `heading`."""
+    section = README[README.index(f"{heading}\n") :]
+    found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert found is not None, heading
+    return found.group(1)
+
+
+def test_the_readmes_first_test_library_and_fixture_test_run_as_written(
+    pytester: pytest.Pytester,
+) -> None:
+    # The fixture's snippet names the library's module `mylib` and the first test's `x`;
+    # a user puts the three together as the README's words say, adding only the imports.
+    first = snippet("## A first autotune test")
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    pytester.makepyfile(mylib=snippet("## The runtime library: `LocalTuner` in your package"))
+    pytester.makepyfile(test_sum=first)
+    pytester.makepyfile(
+        test_mylib="import mylib\n"
+        + first[: first.index("@pytest.mark.autotune")]
+        + snippet("### A production `TunableSet`: the `autotune` fixture")
+    )
+    result = run(pytester, "-rf")
+    result.assert_outcomes(passed=8)
