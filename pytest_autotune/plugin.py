@@ -659,6 +659,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         with limit.armed(), session.level_scope(options):
             if session.settings.tune:
                 _note_positional_key(session, spec)
+                _note_numbered_candidates(session, spec)
                 request = GroupRequest(
                     group=spec.group,
                     tuner_name=spec.function.nodeid,
@@ -829,6 +830,29 @@ def _note_positional_key(session: AutotuneSession, spec: ItemSpec) -> None:
         " such a value (an array, an object) has no plain text to key by, so reordering the"
         " values, or inserting one before others, would judge a group against another's"
         " baseline; give the parameter ids= or the marker a key="
+    )
+    if line not in session.output.notes:
+        session.note(line)
+
+
+def _note_numbered_candidates(session: AutotuneSession, spec: ItemSpec) -> None:
+    """Say once per test where candidates are named by their place in the list
+    (`candidate0`: a `functools.partial` or another callable of no `__name__`, in
+    `candidates=[...]` or a parametrize without ids): the cache file knows them by those
+    names, and its candidate-list checksum too, so reordering the list, or inserting one
+    before others, silently gave each baseline to another function."""
+    numbered = [
+        name
+        for i, (name, fn) in enumerate(spec.function.candidates)
+        if name == f"candidate{i}" and not isinstance(getattr(fn, "__name__", None), str)
+    ]
+    if not numbered:
+        return
+    line = (
+        f"warning: {spec.function.nodeid}: candidates {', '.join(numbered)} are named by"
+        " their place in the list (they have no __name__): reordering the list, or"
+        " inserting a candidate before them, would give their baselines to other functions;"
+        " name them with autotune(candidates={name: function, ...}) or parametrize ids="
     )
     if line not in session.output.notes:
         session.note(line)

@@ -356,6 +356,44 @@ def test_ids_of_their_own_that_read_as_numbered_ones_are_not_warned_of(
     assert "warning:" not in result.stdout.str(), result.outlines
 
 
+PARTIALS = """
+import functools
+import pytest
+from conftest import spin
+
+def run(n, t):
+    spin(t * 1e-4)
+    return n
+
+@pytest.mark.autotune(candidates=CANDIDATES)
+def test_partials(candidate):
+    return candidate(3)
+"""
+
+
+def test_candidates_named_by_their_place_are_said_once(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `functools.partial`s have no __name__: named candidate0, candidate1 by place, the
+    # cache file knows them so, and swapping the two gave each the other's baseline.
+    partials = "[functools.partial(run, t=1), functools.partial(run, t=3)]"
+    autotune_pytester.makepyfile(test_partials=PARTIALS.replace("CANDIDATES", partials))
+    result = run(autotune_pytester, "--autotune-update", "-n", "2")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    warning = (
+        "warning: test_partials.py::test_partials: candidates candidate0, candidate1 are"
+        " named by their place in the list (they have no __name__): reordering the list, or"
+        " inserting a candidate before them, would give their baselines to other functions;"
+        " name them with autotune(candidates={name: function, ...}) or parametrize ids="
+    )
+    assert result.stdout.str().count(warning) == 1, result.outlines
+    named = '{"one": functools.partial(run, t=1), "three": functools.partial(run, t=3)}'
+    autotune_pytester.makepyfile(test_partials=PARTIALS.replace("CANDIDATES", named))
+    result = run(autotune_pytester, "--autotune-update")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    assert "warning:" not in result.stdout.str()
+
+
 def test_a_device_no_client_can_serve_fails_plain_pytest(pytester: pytest.Pytester) -> None:
     # `device="tpu"` (a typo of a hook's name, or of "cuda") passed every plain run and failed
     # only the tuning job; with no pytest_autotune_client hook registered nothing can serve
