@@ -132,6 +132,7 @@ def test_under_importlib_mode_the_confirmations_still_run_in_fresh_processes(
 
 CLOSURE_TESTS = """
 import os
+import threading
 import time
 
 import numpy as np
@@ -139,12 +140,17 @@ import pytest
 
 
 def make_kernel():
+    held = LOCK  # no pickler takes a lock, by value or not
+
     def kernel(x):
-        if os.environ.get("SLOW_CODE") == "1":
+        if os.environ.get("SLOW_CODE") == "1" and held:
             time.sleep(2e-3)
         return x * 2.0
 
     return kernel
+
+
+LOCK = threading.Lock()
 
 
 def other(x):
@@ -158,19 +164,28 @@ def test_closure(candidate):
 """
 
 
+@pytest.mark.parametrize("kernel", ["locked", "closure"])
 def test_a_failure_confirmed_in_the_test_process_says_why_not_in_a_fresh_one(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kernel: str
 ) -> None:
-    pytester.makepyfile(test_closure=CLOSURE_TESTS)
+    # A closure goes to the fresh process by value (cloudpickle); one holding what no
+    # pickler takes (a lock) is measured here, and the note says why.
+    tests = CLOSURE_TESTS
+    if kernel == "closure":
+        tests = tests.replace("    held = LOCK  #", "    held = True  #")
+    pytester.makepyfile(test_closure=tests)
     pytester.makeini("[pytest]\nfilterwarnings = error\n")
     assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("SLOW_CODE", "1")
     slow_code = run(pytester, "--autotune")
     assert slow_code.ret == pytest.ExitCode.TESTS_FAILED
+    if kernel == "closure":
+        assert "not in a fresh one" not in slow_code.stdout.str(), slow_code.outlines
+        return
     slow_code.stdout.fnmatch_lines(
         [
             "note: test_closure.py::test_closure: measured again in the test process, not in"
-            " a fresh one: kernel: the candidate or its inputs do not pickle (*)"
+            " a fresh one: kernel: the candidate or its inputs do not pickle (*lock*)"
         ]
     )
 
