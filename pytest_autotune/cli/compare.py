@@ -91,6 +91,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if not any(row.verdict is not None for row in rows):
         raise CliError(f"{args.before}, {args.after}: no group is in both{_apart(rows)}")
     notes = [*stopped]
+    if before.resolve() == after.resolve():
+        # Each side reads the same runs: every change is +0.0%, which read as a run that
+        # changed nothing (a records file appended by several runs, named twice).
+        notes.append(
+            f"A and B are one {'folder' if before.is_dir() else 'file'}: each group is compared with itself"
+        )
     if before.is_dir() and args.max_regression is None:
         notes.append(CACHES_TOLERANCE)
     note = "\n".join(notes) or None

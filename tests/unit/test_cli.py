@@ -331,6 +331,20 @@ def test_compare_passes_an_unchanged_run_and_honours_max_regression(
     assert run(capsys, "compare", str(a), str(b), "--max-regression", "0.5")[0] == 0
 
 
+def test_compare_of_a_file_with_itself_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Named twice, a records file's latest run was compared with itself: +0.0% for every
+    # group, read as a run that changed nothing.
+    a = tmp_path / "a.jsonl"
+    Recorder(a).record(sum_run(RUN_1, 5.0))
+    code, out, _ = run(capsys, "compare", str(a), str(tmp_path / "." / "a.jsonl"))
+    assert code == 0
+    assert "A and B are one file: each group is compared with itself" in out.splitlines()
+    Recorder(tmp_path / "b.jsonl").record(sum_run(RUN_2, 5.0))
+    assert "one file" not in run(capsys, "compare", str(a), str(tmp_path / "b.jsonl"))[1]
+
+
 def test_compare_says_when_a_run_stopped_early(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
