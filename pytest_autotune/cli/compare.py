@@ -94,9 +94,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if before.resolve() == after.resolve():
         # Each side reads the same runs: every change is +0.0%, which read as a run that
         # changed nothing (a records file appended by several runs, named twice).
-        notes.append(
-            f"A and B are one {'folder' if before.is_dir() else 'file'}: each group is compared with itself"
-        )
+        kind = "folder" if before.is_dir() else "file"
+        notes.append(f"A and B are one {kind}: each group is compared with itself")
     if before.is_dir() and args.max_regression is None:
         notes.append(CACHES_TOLERANCE)
     note = "\n".join(notes) or None
