@@ -986,7 +986,9 @@ def _stopped_early(session: pytest.Session, exitstatus: int) -> str | None:
     reason = session.shouldstop or session.shouldfail
     if not reason:
         return None
-    return reason if isinstance(reason, str) else "stopped"
+    # A sentence of pytest's own (`--sw`: "Test failed, continuing from this test next
+    # run.") goes inside the summary's brackets without its full stop.
+    return reason.rstrip(".") if isinstance(reason, str) else "stopped"
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -456,3 +456,19 @@ def test_a_note_two_workers_send_is_said_once(tmp_path: Path) -> None:
     for _ in range(2):
         controller.merge_worker_output({"records": [], "notes": ["warning: device auto: ..."]})
     assert controller.output.notes == ["warning: device auto: ..."]
+
+
+def test_a_stop_in_pytests_own_sentence_is_given_without_its_full_stop() -> None:
+    # `--sw`'s reason is a sentence: "stopped early (Test failed, continuing from this test
+    # next run.): ..." read with the full stop inside the brackets.
+    from types import SimpleNamespace
+
+    from pytest_autotune.plugin import _stopped_early
+
+    session = SimpleNamespace(
+        shouldstop="Test failed, continuing from this test next run.", shouldfail=False
+    )
+    said = _stopped_early(session, pytest.ExitCode.TESTS_FAILED)  # type: ignore[arg-type]
+    assert said == "Test failed, continuing from this test next run"
+    session.shouldstop = "stopping after 1 failures"
+    assert _stopped_early(session, pytest.ExitCode.TESTS_FAILED) == "stopping after 1 failures"  # type: ignore[arg-type]
