@@ -25,7 +25,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from pytest_autotune.tune.clone import clone_value
+from pytest_autotune.tune.clone import RANDOM_STATES, clone_value
 from pytest_autotune.tune.device_compare import agree_on_device
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, CandidateStopped
 from pytest_autotune.tune.wording import counted
@@ -496,6 +496,8 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
 
     if type(reference) is not type(actual):
         return [_mismatch(where, reference, actual)]
+    if isinstance(reference, RANDOM_STATES):
+        return _compare_random_states(reference, actual, where)
     if dataclasses.is_dataclass(reference):
         # Its generated `==` compares array fields with `==`, whose truth NumPy refuses; field
         # by field, each is compared as an output of its own, tolerances included. A field
@@ -539,6 +541,29 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
         name = type(reference).__name__
         return [f"{where}: {name} differs (elements compare exactly): {', '.join(parts)}"]
     return [f"{where}: expected {_short_repr(reference)}, got {_short_repr(actual)}"]
+
+
+def _compare_random_states(reference: Any, actual: Any, where: str) -> list[str]:
+    """Two random generators of one type, by their states. Copied for each call (`clone`),
+    a generator among an in-place kernel's inputs (its output, `Tuner._check`) was compared
+    by identity: every right candidate "differed from the reference"."""
+    if not _compare(_random_state(reference), _random_state(actual), where, 0.0, 0.0, False):
+        return []
+    return [
+        f"{where}: {type(reference).__name__}'s state differs: the candidate drew other"
+        " numbers from it than the reference did"
+    ]
+
+
+def _random_state(generator: Any) -> object:
+    """The state of a random generator of `RANDOM_STATES`, which its draws move."""
+    if isinstance(generator, np.random.Generator):
+        return generator.bit_generator.state
+    if isinstance(generator, np.random.BitGenerator):
+        return generator.state
+    if isinstance(generator, np.random.RandomState):
+        return generator.get_state(legacy=False)
+    return generator.getstate()
 
 
 def _plain_attributes(value: object) -> dict[str, Any]:

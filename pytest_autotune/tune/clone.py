@@ -77,16 +77,16 @@ def _clone_sequence(value: tuple[Any, ...] | list[Any], depth: int, memo: dict[i
     return type(value)(*items) if hasattr(value, "_fields") else items
 
 
-_RANDOM_STATES = (random.Random, np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+RANDOM_STATES = (random.Random, np.random.Generator, np.random.RandomState, np.random.BitGenerator)
 """Random generators, whose state each draw moves: copied whole."""
 
-_WRITABLE_CONTAINERS = (set, bytearray, array.array, collections.deque, *_RANDOM_STATES)
+_WRITABLE_CONTAINERS = (set, bytearray, array.array, collections.deque, *RANDOM_STATES)
 """The standard library's other containers a candidate may write into, and the random
 generators a body draws its inputs from."""
 
 
 def _clone_container(value: Any, depth: int, memo: dict[int, Any]) -> Any:
-    if isinstance(value, _RANDOM_STATES):
+    if isinstance(value, RANDOM_STATES):
         # A seeded generator given to the body (an `rng` fixture): shared, the reference's
         # draws moved the state the candidate's call then drew from, and every correct
         # candidate differed from the reference. Copied, each call draws what the first did.

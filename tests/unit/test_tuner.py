@@ -3,6 +3,7 @@
 import contextlib
 import json
 import os
+import random
 import threading
 import time
 import traceback
@@ -565,6 +566,40 @@ def test_a_wrong_in_place_candidate_returning_none_is_caught_by_the_checks(clien
         assert [c.passed for c in decision.checks] == [True, False]
         assert "expected 3.0, got 2.0" in decision.checks[1].message
         assert y.tolist() == [3.0] * 4
+
+
+@pytest.mark.parametrize(
+    "make",
+    [np.random.default_rng, np.random.RandomState, np.random.PCG64, random.Random],
+    ids=["Generator", "RandomState", "BitGenerator", "random.Random"],
+)
+def test_an_in_place_candidate_given_a_random_generator_is_judged_by_its_draws(client, make):
+    # Each check's call gets its own copy of the generator: compared by identity, as the
+    # in-place kernel's output (its inputs), every right candidate "differed" from the
+    # reference ("expected Generator(PCG64) at 0x..., got Generator(PCG64) at 0x...").
+    def draw(gen: Any, n: int) -> Any:
+        source = np.random.Generator(gen) if isinstance(gen, np.random.BitGenerator) else gen
+        return [source.random() for _ in range(n)]
+
+    def noise(x, gen):
+        x[:] = draw(gen, len(x))
+
+    def noise_again(x, gen):
+        x[:] = np.asarray(draw(gen, len(x)))
+
+    def noise_drawing_more(x, gen):
+        x[:] = draw(gen, len(x) + 1)[:-1]
+
+    tunables = TunableSet.of(
+        lambda x, gen: len(x),
+        {"noise": noise, "noise_again": noise_again, "more": noise_drawing_more},
+    )
+    tuner = Tuner("t", client.device_id, AutotuneConfig(checks=True))
+    tuner.execute(tunables, (np.zeros(4), make(1)), client)
+    decision = tuner.decision(4)
+    assert decision is not None
+    assert [c.passed for c in decision.checks] == [True, True, False]
+    assert "state differs: the candidate drew other numbers" in decision.checks[2].message
 
 
 def test_a_candidate_that_declines_in_its_check_is_recorded_as_declining_and_never_timed(client):
