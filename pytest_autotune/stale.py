@@ -376,8 +376,18 @@ def _prune(item: Stale) -> None:
                 journal_path(item.path).unlink(missing_ok=True)
                 return
         # Written since it was judged (a program's tuner, another checkout's update): the
-        # entries judged stale go, and what the other process wrote stays.
+        # entries judged stale go, and what the other process wrote stays; a file that
+        # holds nothing then (its keys written again, or the file deleted) goes too, never
+        # left, or made, as a file of no entry.
+        if not item.path.exists():
+            return
         PersistentCache(item.path, item.tuner).save({}, remove=item.held)
+        left = _digest(item.path)  # read apart from the lock, which a load may take
+        if item.path.exists() and not PersistentCache(item.path).load():
+            with lock_beside(item.path, LOCK_TIMEOUT_S):
+                if _digest(item.path) == left:
+                    item.path.unlink(missing_ok=True)
+                    journal_path(item.path).unlink(missing_ok=True)
     else:
         PersistentCache(item.path, item.tuner).save({}, remove=item.keys)
 

@@ -103,3 +103,19 @@ def test_a_stale_file_written_since_it_was_judged_keeps_what_was_written(tmp_pat
     _prune(again)
     assert not path.exists()
     assert not journal_path(path).exists()
+
+
+def test_a_stale_file_whose_keys_were_written_again_since_goes_whole(tmp_path: Path) -> None:
+    # Another process wrote the file's same keys again after the judgement: removing them
+    # left a cache file of no entry; deleted since, the prune made one.
+    (tmp_path / "tests").mkdir()
+    path = write(tmp_path, "tests/test_old.py::test_sum", 1, 2)
+    (stale,) = find_stale(tmp_path / ".autotune", [DEVICE], Collected(), {}, tmp_path)
+    PersistentCache(path, "tests/test_old.py::test_sum").save(dict([entry(1)]))
+    _prune(stale)
+    assert not path.exists()
+    write(tmp_path, "tests/test_old.py::test_sum", 1, 2)
+    (stale,) = find_stale(tmp_path / ".autotune", [DEVICE], Collected(), {}, tmp_path)
+    path.unlink()
+    _prune(stale)
+    assert not path.exists()
