@@ -65,6 +65,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             mark = "*" if index == value.fastest_index and result is value.winner() else ""
             rows.append((mark, result.name or f"#{index}", *_result_cells(result)))
         lines.extend(table(rows, indent="  "))
+        if _below_the_winner(value):
+            # The winner's median is its precise measurement (what the gate compares), the
+            # others' their few tuning samples: a lower one beside it read as a wrong pick.
+            lines.append(
+                "  (the winner's median is its precise measurement, the others' their tuning"
+                " samples: it won the tuning, measured beside them)"
+            )
     out.write("\n".join(lines) + "\n")
     return 0
 
@@ -81,6 +88,18 @@ def _sessions_text(value: PersistentCacheValue, median: float | None) -> str:
     medians = [s.median for s in sessions] + [median]
     mean = statistics.geometric_mean(medians)
     return f"; baseline {format_duration(mean)}, the mean of {len(medians)} sessions"
+
+
+def _below_the_winner(value: PersistentCacheValue) -> bool:
+    """Whether another candidate's median reads below the winner's in the entry."""
+    winner = value.winner()
+    if not isinstance(winner, AutotuneOutcome):
+        return False
+    return any(
+        isinstance(result, AutotuneOutcome) and result.median < winner.median
+        for result in value.results
+        if result is not winner
+    )
 
 
 def _plain(value: Any) -> str:

@@ -1169,6 +1169,27 @@ def test_show_prints_the_device_and_each_entry_with_its_candidates(
     assert out.endswith("\n") and not out.endswith("\n\n")
 
 
+def test_show_says_why_a_candidate_reads_faster_than_the_winner(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The winner's median is its precise measurement, a loser's its tuning samples: "add
+    # 7.14 us" starred beside "mul 4.16 us" read as a wrong pick.
+    path = write_cache(
+        tmp_path / "c.json",
+        {
+            "n1": ("add", (outcome("add", 0, 7.14, 60), outcome("mul", 1, 4.16, 3))),
+            "n2": ("add", (outcome("add", 0, 3.0, 60), outcome("mul", 1, 4.16, 3))),
+        },
+    )
+    out = run(capsys, "show", str(path))[1]
+    note = (
+        "  (the winner's median is its precise measurement, the others' their tuning samples:"
+        " it won the tuning, measured beside them)"
+    )
+    assert out.count(note) == 1
+    assert out.index(note) < out.index("key n2")
+
+
 def test_show_diff_and_changed_list_keys_with_numbers_read_as_numbers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
