@@ -97,6 +97,10 @@ SHORT_SEQUENCE = 16
 """Up to this many numbers compare one by one in Python (`_differing_short`): the row of a
 list of tuples took some 50 us through NumPy, and a list of 100 000 rows, seconds."""
 
+UNCHECKABLE = "cannot be checked: "
+"""How the message of a candidate whose output no reference can judge begins (a reference
+that returned None): said as it is, not as a failed check's difference."""
+
 LISTED_DIFFERENCES = 10
 """Differences listed in full; the rest are counted. A list or dict of numbers has one per
 element that differs: a `tolist()` output wrong everywhere made a message of megabytes."""
@@ -299,9 +303,7 @@ class _Judge:
             if diff is not None and index not in self.last:
                 self._differed(index, output)
         elif self.no_reference is not None:
-            self.results[index] = CheckResult(
-                name, False, f"cannot be checked: {self.no_reference}"
-            )
+            self.results[index] = CheckResult(name, False, f"{UNCHECKABLE}{self.no_reference}")
         elif output is None and self.none_waits:
             first = not self.returned_none
             self.results[index] = CheckResult(name, True, "reference" if first else "")
@@ -334,9 +336,7 @@ class _Judge:
         unusable = NOTHING_TO_COMPARE.format(f"the reference {self.names[first]!r}")
         self.results[first] = CheckResult(self.names[first], False, unusable)
         for index in others:
-            self.results[index] = CheckResult(
-                self.names[index], False, f"cannot be checked: {unusable}"
-            )
+            self.results[index] = CheckResult(self.names[index], False, f"{UNCHECKABLE}{unusable}")
 
     def _differed(self, index: int, output: object) -> None:
         if self.differing is None:
