@@ -226,7 +226,7 @@ def review(
             lines.append(f"error: {path}: not pruned: {error}")
             written = False
         else:
-            lines.append(f"pruned {path}: {_what(item)}")
+            lines.append(f"pruned {path}: {_what(item)}{_left(item)}")
     return lines, written
 
 
@@ -358,6 +358,17 @@ def _what(item: Stale) -> str:
     keys = ", ".join(item.keys)
     entries = "1 entry" if len(item.keys) == 1 else f"{len(item.keys)} entries"
     return f"{entries} (key {keys}): {item.reason}"
+
+
+def _left(item: Stale) -> str:
+    """What a file pruned of some entries holds now: the update's "updated FILE (1 entry
+    written; the file holds 3)", said before the prune, counted the pruned ones."""
+    if item.keys is None or not item.path.exists():
+        return ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        held = len(PersistentCache(item.path).load())
+    return f"; the file holds {'1 entry' if held == 1 else f'{held} entries'} now"
 
 
 def _how(item: Stale) -> str:

@@ -132,7 +132,7 @@ def test_an_update_names_the_stale_entries_and_prune_drops_them_but_not_a_desele
 
     pruned = run(project, "--autotune-prune", "-k", "test_scale")
     assert pruned.ret == pytest.ExitCode.OK
-    pruned.stdout.fnmatch_lines([f'pruned {scale}: 1 entry (key "2")*'])
+    pruned.stdout.fnmatch_lines([f'pruned {scale}: 1 entry (key "2")*; the file holds 1 entry now'])
     assert not (project.path / gone).exists() and not (project.path / other).exists()
     assert keys(project.path / scale) == ["1"]
     # `test_renamed`, which `-k` left out, was never tuned: nothing of it was judged.
