@@ -35,6 +35,13 @@ MAX_REPEATS = 1 << 16
 default sample time the cap binds only for a clock that does not move (a fake one, or a call
 the timer cannot see), and it keeps that loop finite."""
 
+PREEMPTED_RETAKES = 2
+"""How many times a sample the scheduler preempted is taken again (`CpuClient.time`)."""
+
+RETAKE_BELOW_NS = 20_000_000
+"""A preempted sample is taken again only under this (20 ms): beside other jobs nearly every
+longer one is preempted at least once, and its retakes would only cost time."""
+
 MIB = 1 << 20
 FALLBACK_LAST_LEVEL_CACHE = 32 * MIB
 MAX_PROBE_BUFFER = 256 << 20
@@ -306,6 +313,7 @@ class CpuClient:
         min_sample_time: float = DEFAULT_MIN_SAMPLE_TIME,
         peaks_cache_dir: Path | None = None,
         probe: Callable[[], Peaks] = probe_cpu_peaks,
+        retake_preempted: bool | None = None,
     ) -> None:
         if not (min_sample_time > 0 and math.isfinite(min_sample_time)):
             raise ValueError(
@@ -318,6 +326,10 @@ class CpuClient:
         self._device_id = device_id_from(cpu_model_name(), cpu_threads())
         self._repeats = _RepeatCounts()
         self._launch_overhead: float | None = None
+        # With the real clock only: a test's scripted timer must be read as scripted.
+        if retake_preempted is None:
+            retake_preempted = timer is _time.perf_counter_ns
+        self._retake_preempted = retake_preempted and _THREAD_USAGE is not None
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its settings (a pool sends a client to its workers): the shared client
@@ -375,8 +387,27 @@ class CpuClient:
             if counts is not None:
                 counts[shape] = repeats
         else:
-            elapsed_ns = self._loop(fn, inputs, repeats)
+            elapsed_ns = self._sample(fn, inputs, repeats)
         return elapsed_ns / (repeats * NS_PER_S)
+
+    def _sample(self, fn: Callable[..., object], inputs: tuple[Any, ...], repeats: int) -> int:
+        """One sample's loop, taken again (at most `PREEMPTED_RETAKES` times, the least
+        kept) where the scheduler switched this thread out during it. Beside other jobs a
+        time slice lost to another process lands inside about one short sample in 15 (an
+        88 us NumPy sum read 1.4 ms, beside three spinning processes on the 2-core VM):
+        the median of many samples stays, but a tuning decides on three or four, and two
+        such samples of the fastest candidate left a 3x slower one the winner."""
+        if not self._retake_preempted:
+            return self._loop(fn, inputs, repeats)
+        least: int | None = None
+        for _ in range(PREEMPTED_RETAKES + 1):
+            switches = _involuntary_switches()
+            elapsed = self._loop(fn, inputs, repeats)
+            if _involuntary_switches() == switches or elapsed >= RETAKE_BELOW_NS:
+                return elapsed if least is None else min(least, elapsed)
+            least = elapsed if least is None else min(least, elapsed)
+        assert least is not None
+        return least
 
     def peaks(self) -> Peaks:
         return load_or_probe(self._device_id, self._probe, self._peaks_cache_dir)
@@ -406,6 +437,22 @@ class CpuClient:
                 return repeats, elapsed
             aimed = math.ceil(repeats * self._min_sample_ns / elapsed) if elapsed > 0 else 0
             repeats = min(MAX_REPEATS, max(2 * repeats, aimed))
+
+
+try:
+    import resource
+
+    _THREAD_USAGE: int | None = resource.RUSAGE_THREAD
+except (ImportError, AttributeError):  # Windows, macOS: no per-thread usage to read
+    _THREAD_USAGE = None
+
+
+def _involuntary_switches() -> int:
+    """How many times the scheduler has switched this thread out against its will (Linux's
+    `getrusage(RUSAGE_THREAD).ru_nivcsw`): a time slice given to another runnable thread.
+    A thread waiting on a lock or on I/O switches of its own will, which does not count."""
+    assert _THREAD_USAGE is not None
+    return int(resource.getrusage(_THREAD_USAGE).ru_nivcsw)
 
 
 def _timed_loop(
