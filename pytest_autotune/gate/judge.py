@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from pytest_autotune.calibration import MIN_READ_SECONDS, long_enough
 from pytest_autotune.gate.baseline import Baseline
 from pytest_autotune.gate.conditions import floor_noise, widen
 from pytest_autotune.gate.rules import (
@@ -34,6 +35,7 @@ from pytest_autotune.tune.bounds import (
     fraction_of_roof,
 )
 from pytest_autotune.tune.errors import NOT_REACHED, AutotuneError, AutotuneErrorKind
+from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import Peaks
 
 
@@ -343,9 +345,9 @@ def _compare(
     ratio = baseline.peak_ratio(peaks) if normalise and peaks is not None else 1.0
     comparison = check.delta(current, baseline, ratio)
     regression_message = check.fails(current, baseline, ratio)
-    other_read = _other_read(current, baseline)
-    if regression_message is not None and other_read:
-        regression_message += f"; {other_read}"
+    raw = _why_raw(current, baseline)
+    if regression_message is not None and raw:
+        regression_message += f"; {raw}"
     if regression_message is not None and conditions:
         # Failed with its noise widened: said, so that a user weighing a failure on a busy
         # runner sees that the gate counted the load it saw (a record held the load, and
@@ -363,7 +365,7 @@ def _compare(
             f" {single or _reach(check.catches(comparison))}"
             f" (tolerated {format_fraction(check.max_regression)})"
             + "".join(f"; {c.reason}" for c in conditions)
-            + (f"; {other_read}" if other_read else "")
+            + (f"; {raw}" if raw else "")
             + "; what would help: "
             + (
                 "; ".join(
@@ -407,17 +409,36 @@ def _single_samples(current: Measurement, baseline: Baseline, calibrated: bool) 
     )
 
 
-def _other_read(current: Measurement, baseline: Baseline) -> str | None:
+def _why_raw(current: Measurement, baseline: Baseline) -> str | None:
     """Why a time was compared raw though both sides carry a calibration read: the reads are
     of two kinds (the inputs read another number of times, as by a version that read small
-    inputs once), and dividing by them would divide by two workloads. None otherwise."""
+    inputs once), and dividing by them would divide by two workloads; or a read is too short
+    to time the machine (`calibration.MIN_READ_SECONDS`). None where it was not, or another
+    reason kept it raw (a read the baseline's sessions show not following the winner)."""
     mine, theirs = current.calibration, baseline.calibration
-    if mine is None or theirs is None or mine.kind == theirs.kind:
+    if mine is None or theirs is None:
         return None
-    return (
-        f"compared raw: the baseline's calibration read is of another kind ({theirs.kind};"
-        f" this run's {mine.kind}), and an --autotune-update records one of this run's"
-    )
+    if mine.kind != theirs.kind:
+        return (
+            f"compared raw: the baseline's calibration read is of another kind ({theirs.kind};"
+            f" this run's {mine.kind}), and an --autotune-update records one of this run's"
+        )
+    if current.calibrated_against(baseline):
+        return None
+    short = [
+        f"{side} {format_duration(read.median)}"
+        for side, read in (("here", mine), ("in the baseline", theirs))
+        if not long_enough(read.median)
+    ]
+    if short:
+        # A tiny input's read is mostly the calls into NumPy (calibration.py): a user saw
+        # a raw +54% of unchanged code with nothing to say that no scale had been applied.
+        return (
+            f"compared raw: the calibration read of its inputs is too short to follow the"
+            f" machine ({', '.join(short)}; under {format_duration(MIN_READ_SECONDS)}), so a"
+            " slow spell of this CPU reads as the kernel's"
+        )
+    return None
 
 
 FAR_REACH = 9.0

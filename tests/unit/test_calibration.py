@@ -183,6 +183,26 @@ def test_a_slower_kernel_on_an_unchanged_machine_is_a_regression_that_names_the_
     )
 
 
+def test_a_regression_compared_raw_for_a_read_too_short_says_so() -> None:
+    # A 1 KiB input's read takes a few microseconds: compared raw, a slow spell of a shared
+    # VM failed unchanged code at +54%, and nothing said that no scale had been applied.
+    short = 3e-6
+    base = dataclasses.replace(
+        cpu_baseline(), calibration=Calibration(exact(short), CALIBRATION_KIND)
+    )
+    verdict = judge(measured(T * 1.6, short * 1.6), base, device_id=CPU, checksum="c")
+    assert verdict.verdict is Verdict.REGRESSION
+    assert verdict.message.endswith(
+        "; compared raw: the calibration read of its inputs is too short to follow the"
+        " machine (here 4.80 us, in the baseline 3.00 us; under 50.0 us), so a slow spell of"
+        " this CPU reads as the kernel's"
+    ), verdict.message
+    # A read long enough scales the time, and says nothing of it.
+    calibrated = judge(measured(T * 1.6, R * 1.6), cpu_baseline(), device_id=CPU, checksum="c")
+    assert calibrated.verdict is not Verdict.REGRESSION
+    assert "compared raw" not in calibrated.message
+
+
 def test_the_reads_errors_widen_the_interval() -> None:
     check = RegressionCheck(0.10, 0.02)
     tight = check.delta(measured(T, R), cpu_baseline())
