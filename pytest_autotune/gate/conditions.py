@@ -333,17 +333,10 @@ def widen(
     `baseline_winner` is the baseline's winner measured in this run, where tuning picked
     another candidate that measured faster (`gate_policy`): the comparison then stands for
     the baseline's winner too, and its conditions are the comparison's."""
-    sigma, conditions = check.sigma_between, []
-    cpu = _cpu_condition(current)
-    if cpu is not None:
-        factor, condition = cpu
-        sigma *= factor
-        conditions.append(condition)
-    threads = _threads_condition(current)
-    if threads is None and baseline_winner is not None:
-        threads = _threads_condition(baseline_winner, BASELINE_WINNER)
+    factor, error, conditions = _cpus_state(current, baseline_winner)
+    sigma = math.hypot(check.sigma_between * factor, error)
     read = _read_condition(current, baseline) if calibrated else None
-    for added in (threads, read, _other_machine(baseline, machine)):
+    for added in (read, _other_machine(baseline, machine)):
         if added is not None:
             error, condition = added
             sigma = math.hypot(sigma, error)
@@ -382,18 +375,30 @@ def floor_noise(current: Measurement) -> tuple[float, tuple[Condition, ...]]:
     20-40% (a NumPy sum 20.4 us alone, 24.7 us beside two spinning processes): a floor
     missed by less than 3.09 of this is the machine's as much as the kernel's, which the
     gate says rather than failing (`judge`). Free CPUs keep the floor exact."""
-    sigma, conditions = 0.0, []
+    factor, error, conditions = _cpus_state(current)
+    scaled = DEFAULT_SIGMA_BETWEEN["cpu"] * factor if factor > 1.0 else 0.0
+    return math.hypot(scaled, error), tuple(conditions)
+
+
+def _cpus_state(
+    current: Measurement, baseline_winner: Measurement | None = None
+) -> tuple[float, float, list[Condition]]:
+    """What the CPUs' state during `current` does to a noise (`widen`, `floor_noise`): the
+    load's or the stalls' factor (1.0 where neither), the error a multithreaded winner's
+    contention adds (`current`'s, else `baseline_winner`'s; 0.0 where none), and the
+    conditions that did either."""
+    factor, error, conditions = 1.0, 0.0, []
     cpu = _cpu_condition(current)
     if cpu is not None:
         factor, condition = cpu
-        sigma = DEFAULT_SIGMA_BETWEEN["cpu"] * factor
         conditions.append(condition)
     threads = _threads_condition(current)
+    if threads is None and baseline_winner is not None:
+        threads = _threads_condition(baseline_winner, BASELINE_WINNER)
     if threads is not None:
         error, condition = threads
-        sigma = math.hypot(sigma, error)
         conditions.append(condition)
-    return sigma, tuple(conditions)
+    return factor, error, conditions
 
 
 def contended(current: Measurement) -> tuple[Condition, ...]:

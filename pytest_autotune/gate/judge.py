@@ -345,7 +345,7 @@ def _compare(
     ratio = baseline.peak_ratio(peaks) if normalise and peaks is not None else 1.0
     comparison = check.delta(current, baseline, ratio)
     regression_message = check.fails(current, baseline, ratio)
-    raw = _why_raw(current, baseline)
+    raw = None if calibrated else _why_raw(current, baseline)
     if regression_message is not None and raw:
         regression_message += f"; {raw}"
     if regression_message is not None and conditions:
@@ -410,11 +410,12 @@ def _single_samples(current: Measurement, baseline: Baseline, calibrated: bool) 
 
 
 def _why_raw(current: Measurement, baseline: Baseline) -> str | None:
-    """Why a time was compared raw though both sides carry a calibration read: the reads are
-    of two kinds (the inputs read another number of times, as by a version that read small
-    inputs once), and dividing by them would divide by two workloads; or a read is too short
-    to time the machine (`calibration.MIN_READ_SECONDS`). None where it was not, or another
-    reason kept it raw (a read the baseline's sessions show not following the winner)."""
+    """Why a time compared raw (the caller's judgement) was, though both sides carry a
+    calibration read: the reads are of two kinds (the inputs read another number of times,
+    as by a version that read small inputs once), and dividing by them would divide by two
+    workloads; or a read is too short to time the machine (`calibration.MIN_READ_SECONDS`).
+    None where another reason kept it raw (a read the baseline's sessions show not following
+    the winner)."""
     mine, theirs = current.calibration, baseline.calibration
     if mine is None or theirs is None:
         return None
@@ -423,8 +424,6 @@ def _why_raw(current: Measurement, baseline: Baseline) -> str | None:
             f"compared raw: the baseline's calibration read is of another kind ({theirs.kind};"
             f" this run's {mine.kind}), and an --autotune-update records one of this run's"
         )
-    if current.calibrated_against(baseline):
-        return None
     short = [
         f"{side} {format_duration(read.median)}"
         for side, read in (("here", mine), ("in the baseline", theirs))

@@ -60,6 +60,14 @@ class CheckResult:
     """The traceback of what the candidate raised, as text (`AutotuneError.trace`); not
     written to files."""
 
+    def failure(self) -> str:
+        """How a failed check reads as the candidate's error where tuning settles it: what
+        stopped it (a time limit) and an output no reference can judge as they are, not as
+        "failed its check: cannot be checked: ..."; anything else as a failed check."""
+        if self.stopped or self.message.startswith(UNCHECKABLE):
+            return self.message
+        return f"failed its check: {self.message}"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,

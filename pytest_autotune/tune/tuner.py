@@ -32,7 +32,7 @@ from pytest_autotune.tune.cache import (
     PersistentCacheValue,
 )
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE, call_scope
-from pytest_autotune.tune.checks import SKIPPED, UNCHECKABLE, CheckResult, check_candidates
+from pytest_autotune.tune.checks import SKIPPED, CheckResult, check_candidates
 from pytest_autotune.tune.client import client_context, out_of_memory, release_memory
 from pytest_autotune.tune.clone import mock_types
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
@@ -774,9 +774,7 @@ def _settled_by_checks(checks: tuple[CheckResult, ...]) -> dict[int, AutotuneRes
         if check.skipped
         else AutotuneError(
             AutotuneErrorKind.UNKNOWN,
-            check.message
-            if check.stopped or check.message.startswith(UNCHECKABLE)
-            else f"failed its check: {check.message}",
+            check.failure(),
             check.name,
             check.trace,
         )

@@ -82,6 +82,12 @@ def test_a_runner_class_names_the_baselines_and_a_device_without_one_names_those
     )
 
 
+def slow_every_candidate(monkeypatch: pytest.MonkeyPatch, factor: str) -> None:
+    """The scale project's candidates all run `factor` times slower (a slower machine)."""
+    for name in ("fast", "medium", "slow"):
+        monkeypatch.setenv(f"SLOWDOWN_{name.upper()}", factor)
+
+
 def test_a_runner_class_baseline_from_another_cpu_model_is_too_noisy_not_a_regression(
     scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,8 +101,7 @@ def test_a_runner_class_baseline_from_another_cpu_model_is_too_noisy_not_a_regre
     assert data["device"]["measured_on"] == "cpu-fake-1t"
     data["device"]["measured_on"] = "cpu-amd-epyc-7763-4t"
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    for name in ("fast", "medium", "slow"):
-        monkeypatch.setenv(f"SLOWDOWN_{name.upper()}", "1.35")
+    slow_every_candidate(monkeypatch, "1.35")
     unchanged = run(scale, "--autotune", "--autotune-runner=github-x64")
     assert unchanged.ret == pytest.ExitCode.OK
     unchanged.stdout.fnmatch_lines(
@@ -106,8 +111,7 @@ def test_a_runner_class_baseline_from_another_cpu_model_is_too_noisy_not_a_regre
             " (cpu-amd-epyc-7763-4t, this run on cpu-fake-1t)*",
         ]
     )
-    for name in ("fast", "medium", "slow"):
-        monkeypatch.setenv(f"SLOWDOWN_{name.upper()}", "2")
+    slow_every_candidate(monkeypatch, "2")
     slower = run(scale, "--autotune", "--autotune-runner=github-x64")
     assert slower.ret == pytest.ExitCode.TESTS_FAILED
     slower.stdout.fnmatch_lines(["verdicts: 2 REGRESSION"])
@@ -128,8 +132,7 @@ def test_another_devices_baselines_that_runner_names_are_compared_as_another_mac
     assert "measured_on" not in data["device"]
     data["device"]["id"] = "cpu-amd-epyc-4t"  # as that machine's update wrote it
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    for name in ("fast", "medium", "slow"):
-        monkeypatch.setenv(f"SLOWDOWN_{name.upper()}", "1.35")
+    slow_every_candidate(monkeypatch, "1.35")
     no_baseline = run(scale, "--autotune")
     no_baseline.stdout.fnmatch_lines(
         ["*baselines of this test exist for cpu-amd-epyc-4t (--autotune-runner names*"]

@@ -3298,31 +3298,20 @@ def test_a_baselines_winner_slowed_beside_an_as_fast_twin_is_said_to_be_what_the
     )
 
 
-HICCUP_TWINS = """
-import os
-
-import pytest
-from conftest import spin
-
-CALLS = {"twin_a": 0}
+HICCUP_TWINS = "import os\n" + TWINS.replace(
+    """def twin_a(n):
+    spin(100e-6 * slowdown("a"))
+""",
+    """CALLS = {"twin_a": 0}
 HICCUP = int(os.environ.get("HICCUP", "0"))
 
 
 def twin_a(n):
     CALLS["twin_a"] += 1
     spin(400e-6 if CALLS["twin_a"] <= HICCUP else 100e-6)
-    return n * 2
-
-
-def twin_b(n):
-    spin(104e-6)
-    return n * 2
-
-
-@pytest.mark.autotune(candidates={"twin_a": twin_a, "twin_b": twin_b})
-def test_twins(candidate):
-    return candidate(3)
-"""
+""",
+)
+"""TWINS whose twin_a runs 4x slow for its first HICCUP calls, then at its baseline's speed."""
 
 
 def test_a_baselines_winner_slow_in_one_measurement_is_not_said_to_be_what_the_cache_serves(
