@@ -434,9 +434,13 @@ def adaptive_round_robin(
             for t in batch.trials
             if t.alive and not t.held and len(t.samples) < config.max_samples
         ]
-        if not active or (
-            all(t.converged for t in active)
-            and not (RESOLVE_RACES and _open_race(batch.trials, batch.statistic, config))
+        if (
+            not active
+            or _decided(batch.trials, config)
+            or (
+                all(t.converged for t in active)
+                and not (RESOLVE_RACES and _open_race(batch.trials, batch.statistic, config))
+            )
         ):
             break
         batch.round += 1
@@ -449,6 +453,15 @@ def adaptive_round_robin(
             break
         _eliminate(batch.trials, config, ctx, long_calls)
     return batch.finish()
+
+
+def _decided(trials: Sequence[_Trial], config: BenchConfig) -> bool:
+    """Whether the batch has nothing left to decide: one candidate alive (the others failed,
+    were cut, or the batch held only it) with `min_samples` samples, where the seed stops.
+    Sampling it on to convergence, as a race would, changes no decision: it cost a lone
+    candidate up to `max_samples` calls for a result its samples only describe."""
+    alive = [t for t in trials if t.alive]
+    return len(alive) == 1 and len(alive[0].samples) >= config.min_samples
 
 
 def _open_race(trials: Sequence[_Trial], statistic: Statistic | None, config: BenchConfig) -> bool:

@@ -816,3 +816,20 @@ def test_a_first_pass_confirmation_is_paired_with_its_own_round():
     a.rounds = []
     misread = schedule.paired_scores([a, b], MEDIAN)
     assert misread is not None and misread[1] / misread[0] > 1.3
+
+
+def test_a_candidate_left_alone_stops_at_min_samples_as_the_seed_does():
+    # Its rival raised at once: nothing is left to decide, and a candidate whose times keep
+    # improving would otherwise be sampled up to max_samples (seed: 1 warm-up + min_samples).
+    improving = [1e-3 * 0.9**i for i in range(20)]
+    script = Script(improving, RuntimeError("no"))
+    result = adaptive_round_robin([0, 1], NAMES, script, BenchConfig(max_samples=10))
+    assert script.calls[0] == 1 + ADAPTIVE.min_samples
+    assert result.winner == 0
+
+
+def test_a_batch_of_one_candidate_stops_at_min_samples():
+    script = Script([1e-3 * 0.9**i for i in range(20)])
+    result = adaptive_round_robin([0], NAMES, script, BenchConfig(max_samples=10))
+    assert script.calls == [1 + ADAPTIVE.min_samples]
+    assert len(result.results[0].samples) == ADAPTIVE.min_samples

@@ -337,7 +337,9 @@ def test_short_circuit_needs_independent_confirmations(times, short_circuited):
 
 # Rust: sampler.rs computation_is_built_from_the_reliable_samples_only
 def test_computation_is_built_from_the_reliable_samples_only():
-    script = Script([1 * MS, 1 * MS, 20 * MS, 30 * MS], 40 * MS)
+    # The rival (9 ms) is held, not cut as hopeless: a candidate left alone stops at
+    # min_samples, and the seed's set of three samples would not be reached.
+    script = Script([1 * MS, 1 * MS, 20 * MS, 30 * MS], 9 * MS)
     config = BenchConfig(min_samples=2, max_samples=3)
     outcome = adaptive_round_robin([0, 1], NAMES, script, config).results[0]
     assert outcome.stats.min == 20 * MS
@@ -478,7 +480,9 @@ def test_no_survivor_leaves_the_decision_open():
 
 # Rust: schedule.rs a_sampled_candidate_reports_its_measurements
 def test_a_sampled_candidate_reports_its_measurements():
-    script = Script(1 * MS, [1 * MS, 50 * US, 60 * US, 70 * US])
+    # Candidate 0 at 200 us is held beside the leader rather than cut as hopeless (as 1 ms
+    # would be), so candidate 1 is not left alone, which stops at min_samples.
+    script = Script(200 * US, [1 * MS, 50 * US, 60 * US, 70 * US])
     config = BenchConfig(min_samples=2, max_samples=3)
     outcome = adaptive_round_robin([0, 1], NAMES, script, config).results[1]
     assert isinstance(outcome, AutotuneOutcome)
