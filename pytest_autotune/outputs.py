@@ -22,7 +22,14 @@ from pytest_autotune.baselines import (
 from pytest_autotune.gate import Verdict
 from pytest_autotune.group_record import group_summary
 from pytest_autotune.plugin_settings import PluginSettings
-from pytest_autotune.report import INTENDED, GroupSummary, decision_name, ordered, stopped_text
+from pytest_autotune.report import (
+    INTENDED,
+    PROBLEM_PREFIXES,
+    GroupSummary,
+    decision_name,
+    ordered,
+    stopped_text,
+)
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.stale import Collected, moved_baselines, review
 from pytest_autotune.tune.errors import AutotuneErrorKind
@@ -31,6 +38,9 @@ from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.records import AutotuneRecord, Recorder
 from pytest_autotune.tune.run import RunInfo
+
+_REPORT_WRITTEN = "report: "
+"""How the summary's line naming the HTML report written begins."""
 
 _UPDATE_VERDICTS = frozenset({Verdict.UPDATED, Verdict.NOT_RECORDED})
 """The verdicts of an update, whose messages (what it did with each baseline) follow the
@@ -279,18 +289,26 @@ class SessionOutput:
     def _write_html(self, path: Path) -> None:
         from pytest_autotune.report.html import write_html
 
-        write_html(path, self._stamped_records(), stopped=self.stopped)
-        self.notes.append(f"report: {self.settings.relative(path)}")
+        write_html(path, self._stamped_records(), stopped=self.stopped, notes=self._shown_notes())
+        self.notes.append(f"{_REPORT_WRITTEN}{self.settings.relative(path)}")
 
     def _write_benchmark_json(self, path: Path) -> None:
         from pytest_autotune.report.benchmark_json import write_benchmark_json
 
         write_benchmark_json(path, self.summaries(), root=self.settings.rootpath)
 
+    def _shown_notes(self) -> list[str]:
+        """The notes a report file carries, as the terminal summary shows them beside its
+        table: all but what the file says otherwise (the run stopped early) or of itself
+        (where the report was written)."""
+        said = stopped_text(self.stopped) if self.stopped is not None else None
+        return [n for n in self.notes if n != said and not n.startswith(_REPORT_WRITTEN)]
+
     def _write_step_summary(self, path: str) -> None:
         summaries = self.summaries()
-        problems = [n for n in self.notes if n.startswith(("error:", "warning:"))]
-        notes = [n for n in self.notes if n.startswith("note:")]
+        shown = self._shown_notes()
+        problems = [n for n in shown if n.startswith(PROBLEM_PREFIXES)]
+        notes = [n for n in shown if not n.startswith(PROBLEM_PREFIXES)]
         if not summaries and not problems:
             return
         from pytest_autotune.report.markdown import STEP_SUMMARY_LIMIT, render_markdown

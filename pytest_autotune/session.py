@@ -45,6 +45,7 @@ from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
+from pytest_autotune.tune.checks import RAISED
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import (
     NOT_REACHED,
@@ -809,7 +810,7 @@ def _failures(
     wrong, not that the group may get slower, and it turned a 2.5x slowdown of a winner
     whose output was right into an expected failure, the run passing."""
     failures = {
-        result.name or "": f"candidate {result.name!r} {result.message}"
+        result.name or "": f"candidate {result.name!r} {_failed_as(result)}"
         for result in decision.results.values()
         if isinstance(result, AutotuneError) and result.kind is not AutotuneErrorKind.SKIP
     }
@@ -837,6 +838,15 @@ def _failures(
         failures[name] = f"{failures[name]}\n{gate}" if name in failures else gate
         return failures, name
     return failures, None
+
+
+def _failed_as(error: AutotuneError) -> str:
+    """How a candidate failed, after its name: what it raised when timed (its traceback
+    kept) is said to be raised ("candidate 'boom' raised ValueError: ..."), as its check
+    says it; a check's failure, a time limit and the like read as they are."""
+    if error.trace and not error.message.startswith(RAISED):
+        return f"{RAISED}{error.message}"
+    return error.message
 
 
 def _unexpected_tests(request: GroupRequest, selected: tuple[str, ...] | None) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,12 +19,14 @@ from typing import Any
 from pytest_autotune.gate.verdicts import Comparison, Verdict
 from pytest_autotune.report.figures import format_fraction, format_interval
 from pytest_autotune.tune.benchmark import SampleStats
+from pytest_autotune.tune.checks import RAISED
 from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.log import format_duration
 
 __all__ = [
     "COLUMNS",
     "INTENDED",
+    "PROBLEM_PREFIXES",
     "CandidateRow",
     "GroupSummary",
     "decision_name",
@@ -37,6 +39,7 @@ __all__ = [
     "natural_key",
     "node_name",
     "ordered",
+    "raised_in_checks",
     "reason_in_a_word",
     "stopped_text",
     "summary_row",
@@ -229,6 +232,11 @@ def verdict_counts(summaries: Iterable[GroupSummary]) -> str:
     )
 
 
+PROBLEM_PREFIXES = ("error:", "warning:")
+"""How the session's lines that may fail a run, or leave groups out of it, begin; the
+others ("note: ...", "updated FILE", "stale: FILE ...") are notes."""
+
+
 def stopped_text(reason: str) -> str:
     """What every view says of a run that stopped before every test ran (`RunInfo.stopped`):
     the groups it shows are not the whole run."""
@@ -268,13 +276,25 @@ def failed_checks(summary: GroupSummary) -> list[str]:
     ]
 
 
-def failed_checks_text(names: Sequence[str]) -> str:
-    """What a report says of candidates that failed their checks: their tests fail."""
+def failed_checks_text(names: Sequence[str], raised: Collection[str] = ()) -> str:
+    """What a report says of candidates that failed their checks: their tests fail. Those
+    `raised` names raised there: no output was compared, so none "failed its check"."""
     if len(names) == 1:
-        return f"candidate {names[0]} failed its check: its test fails"
-    if names:
+        how = "raised" if names[0] in raised else "failed its check"
+        return f"candidate {names[0]} {how}: its test fails"
+    if not names:
+        return ""
+    if not raised:
         return f"{len(names)} candidates failed their checks: their tests fail ({', '.join(names)})"
-    return ""
+    if set(names) <= set(raised):
+        return f"{len(names)} candidates raised: their tests fail ({', '.join(names)})"
+    each = ", ".join(f"{n} {'raised' if n in raised else 'failed its check'}" for n in names)
+    return f"{len(names)} candidates failed: their tests fail ({each})"
+
+
+def raised_in_checks(summary: GroupSummary) -> set[str]:
+    """The candidates of a group that raised in their checks (see `failed_checks`)."""
+    return {c.name for c in summary.candidates if c.error and c.error.startswith(RAISED)}
 
 
 REPORTED = frozenset(

@@ -21,6 +21,7 @@ from pytest_autotune.report import (
     failed_checks_text,
     failures,
     ordered,
+    raised_in_checks,
     reported,
     stopped_text,
     summary_row,
@@ -76,8 +77,9 @@ def render_markdown(
     table, which is not the whole run. The run's `problems` (the terminal's "error:" and
     "warning:" lines: an output not written, a pytest-xdist worker lost) end it: they can
     fail a run whose groups all passed, or leave groups out; its `notes` (the terminal's
-    "note:" lines) come before them: a passing group whose committed winner, what the
-    library runs, measured twice its baseline is said only there. At most `limit` bytes
+    other lines: "note: ...", "stale: FILE ...", "updated FILE ...") come before them: a
+    passing group whose committed winner, what the library runs, measured twice its
+    baseline is said only there. At most `limit` bytes
     (UTF-8), as GitHub drops a larger summary whole: the passing groups' rows are left out
     first, then the end is cut, each saying so."""
     head = [f"### {escape(title)}", ""]
@@ -142,7 +144,8 @@ def _joined(head: list[str], rows: list[str], tail: list[str]) -> str:
 def _failed_checks(summaries: Sequence[GroupSummary]) -> list[str]:
     """One item per group with candidates that failed their checks."""
     return [
-        f"- {escape(decision_name(s.group, s.key))}: {escape(failed_checks_text(wrong))}"
+        f"- {escape(decision_name(s.group, s.key))}:"
+        f" {escape(failed_checks_text(wrong, raised_in_checks(s)))}"
         for s in ordered(summaries)
         if (wrong := failed_checks(s))
     ]

@@ -62,9 +62,10 @@ class CheckResult:
 
     def failure(self) -> str:
         """How a failed check reads as the candidate's error where tuning settles it: what
-        stopped it (a time limit) and an output no reference can judge as they are, not as
-        "failed its check: cannot be checked: ..."; anything else as a failed check."""
-        if self.stopped or self.message.startswith(UNCHECKABLE):
+        stopped it (a time limit), what it raised and an output no reference can judge as
+        they are, not as "failed its check: cannot be checked: ..."; anything else as a
+        failed check."""
+        if self.stopped or self.message.startswith((UNCHECKABLE, RAISED)):
             return self.message
         return f"failed its check: {self.message}"
 
@@ -104,6 +105,11 @@ _PLAIN_TYPES = frozenset({int, float, complex, bool, str, bytes, tuple, list, di
 SHORT_SEQUENCE = 16
 """Up to this many numbers compare one by one in Python (`_differing_short`): the row of a
 list of tuples took some 50 us through NumPy, and a list of 100 000 rows, seconds."""
+
+RAISED = "raised "
+"""How the message of a candidate that raised in its check begins, its exception's type and
+message following: a raise is no wrong output, and "failed its check: ValueError: ..." read
+as a comparison that failed."""
 
 UNCHECKABLE = "cannot be checked: "
 """How the message of a candidate whose output no reference can judge begins (a reference
@@ -376,8 +382,9 @@ def _raised(name: str, exc: Exception) -> CheckResult:
     does when the candidate is timed."""
     error = AutotuneError.from_exception(name, exc)
     declined = error.kind is AutotuneErrorKind.SKIP
-    message = f"{SKIPPED}{error.message}" if declined else error.message
     stopped = isinstance(exc, CandidateStopped)
+    said = SKIPPED if declined else "" if stopped else RAISED
+    message = f"{said}{error.message}"
     return CheckResult(
         name, declined, message, skipped=declined, stopped=stopped, trace=error.trace
     )

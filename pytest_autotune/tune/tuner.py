@@ -49,7 +49,13 @@ from pytest_autotune.tune.errors import (
     declines,
 )
 from pytest_autotune.tune.key import key_to_json, stable_key
-from pytest_autotune.tune.log import AutotuneLogContext, ChecksDone, TuningStep, log_decision
+from pytest_autotune.tune.log import (
+    AutotuneLogContext,
+    AutotuneLogLevel,
+    ChecksDone,
+    TuningStep,
+    log_decision,
+)
 from pytest_autotune.tune.records import AutotuneRecord, Recorder, records_unwritable
 from pytest_autotune.tune.schedule import (
     BatchResult,
@@ -477,7 +483,11 @@ class Tuner:
         error = None
         if winner is None:
             error = _nothing_succeeded(key, tunables.names, results, fallback)
-            logger.warning("%s: %s", self.name, error)
+            # Raised to the caller (under pytest, the test's failure): logged besides only
+            # where the log is asked for, or pytest's captured log said it all again; a
+            # fallback, which raises nothing, is always logged.
+            if fallback is not None or ctx.level is not AutotuneLogLevel.DISABLED:
+                logger.warning("%s: %s", self.name, error)
         fastest = fallback if fallback is not None else _first_planned(plan)
         decision = TuneDecision(
             key=key,

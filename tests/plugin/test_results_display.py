@@ -592,3 +592,88 @@ def test_the_gates_message_gives_the_median_the_table_and_the_records_give(
             "*regression of*: median 3.06 us against the baseline median 1.00 us*",
         ]
     )
+
+
+NOTED_TESTS = """
+import functools
+import pytest
+from conftest import spin
+
+def fast(n):
+    spin(n)
+    return n
+
+def boom(n):
+    raise ValueError("bad block size <7>")
+
+@pytest.mark.parametrize("n", [10])
+@pytest.mark.autotune(candidates=[functools.partial(fast), boom])
+def test_numbered(candidate, n):
+    return candidate(n)
+"""
+
+
+def test_the_html_report_and_step_summary_carry_the_terminals_notes(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The warning of candidates named by their place was said beside the terminal's table
+    # alone: a CI user who reads the report artifact or the job's summary never saw it.
+    autotune_pytester.makepyfile(test_noted=NOTED_TESTS)
+    summary = autotune_pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run(autotune_pytester, "--autotune", "--autotune-html=r.html")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["warning: *candidates candidate0 are named by their place*"])
+    page = (autotune_pytester.path / "r.html").read_text()
+    assert "candidates candidate0 are named by their place in the list" in page
+    assert "report: r.html" not in page  # the page does not name itself
+    assert "candidate0 are named by their place" in summary.read_text()
+
+
+def test_a_candidate_that_raised_is_said_to_have_raised_not_failed_its_check(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "candidate 'boom' failed its check: ValueError: ..." read as an output compared and
+    # found wrong, in the test's failure, the step summary and the report alike.
+    autotune_pytester.makepyfile(test_noted=NOTED_TESTS)
+    summary = autotune_pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run(autotune_pytester, "--autotune", "--autotune-html=r.html")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*under --autotune: candidate 'boom' raised ValueError: bad block size <7>*"]
+    )
+    page = (autotune_pytester.path / "r.html").read_text()
+    assert "candidate boom raised: its test fails" in summary.read_text()
+    assert "candidate boom raised: its test fails" in page
+    assert "bad block size &lt;7&gt;" in page
+    for text in (result.stdout.str(), summary.read_text(), page):
+        assert "failed its check" not in text.replace("failed its check or raised", "")
+
+
+def test_a_group_whose_every_candidate_raised_is_said_once_not_again_in_the_captured_log(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The tuner's logger warned "no candidate succeeded ..." beside the test's own failure,
+    # which says it ("autotune gate: error: every candidate failed: ..."): pytest's
+    # captured log section repeated it.
+    autotune_pytester.makepyfile(
+        test_broken="""
+import pytest
+
+def boom(n):
+    raise ValueError("no such mode")
+
+def bang(n):
+    raise KeyError("nope")
+
+@pytest.mark.autotune(candidates=[boom, bang])
+def test_broken(candidate):
+    return candidate(10)
+"""
+    )
+    result = run(autotune_pytester, "--autotune", "-rA")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*autotune gate: error: every candidate failed: boom: raised*"])
+    result.stdout.no_fnmatch_line("*no candidate succeeded*")
+    result.stdout.no_fnmatch_line("*Captured log*")

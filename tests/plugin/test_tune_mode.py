@@ -975,7 +975,11 @@ def test_pair(candidate):
 
 
 @pytest.mark.parametrize(
-    ("broken", "why"), [("raise", "RuntimeError: broken"), ("wrong", "differs from the reference*")]
+    ("broken", "why"),
+    [
+        ("raise", "raised RuntimeError: broken"),
+        ("wrong", "failed its check: differs from the reference*"),
+    ],
 )
 def test_a_baselines_winner_that_fails_here_fails_its_own_test_not_the_others_as_a_regression(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, broken: str, why: str
@@ -993,7 +997,7 @@ def test_a_baselines_winner_that_fails_here_fails_its_own_test_not_the_others_as
     result.stdout.fnmatch_lines(
         [
             "*test_pair*slow*300 us*not comparable",
-            f"    the baseline's winner fast failed here (failed its check: {why}), and slow"
+            f"    the baseline's winner fast failed here ({why}), and slow"
             " is not judged against its time; fix it, or --autotune-update records slow as"
             " the baseline",
             "FAILED test_pair.py::test_pair[[]fast[]]*",
@@ -1006,7 +1010,7 @@ def test_a_baselines_winner_that_fails_here_fails_its_own_test_not_the_others_as
     updated.stdout.fnmatch_lines(
         [
             "test_pair.py::test_pair [[]default[]]: new baseline: the baseline's winner fast"
-            f" failed here (failed its check: {why}), and slow is recorded in its place"
+            f" failed here ({why}), and slow is recorded in its place"
             " (+200.0% against its time)"
         ]
     )
@@ -1062,7 +1066,7 @@ def test_a_group_whose_every_candidate_failed_gives_each_ones_error_in_its_own_w
     )
     result = run(autotune_pytester, "--autotune")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    said = "every candidate failed: broken: failed its check: ValueError: no; declines: skipped"
+    said = "every candidate failed: broken: raised ValueError: no; declines: skipped"
     # The test's, in the note on the candidate's error (Python 3.11 on); the summary's.
     result.stdout.fnmatch_lines(noted(f"E       autotune gate: error: {said}: n < 4096"))
     result.stdout.fnmatch_lines([f"    {said}: n < 4096"])
@@ -2507,7 +2511,7 @@ def test_a_candidates_filterwarnings_mark_licenses_no_other_candidate_its_test_t
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            *noted("*candidate 'strict' failed its check: DeprecationWarning: old*"),
+            *noted("*candidate 'strict' raised DeprecationWarning: old*"),
             "FAILED*test_pair[[]strict[]]*DeprecationWarning: old*",
         ]
     )

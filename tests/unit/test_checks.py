@@ -431,7 +431,7 @@ def test_the_first_candidate_that_succeeds_is_the_reference():
         outputs(RuntimeError("boom"), np.ones(2), np.ones(2), np.zeros(2)),
     )
     assert results == [
-        CheckResult("crash", False, "RuntimeError: boom"),
+        CheckResult("crash", False, "raised RuntimeError: boom"),
         CheckResult("first", True, "reference"),
         CheckResult("same", True),
         CheckResult(
@@ -488,7 +488,7 @@ def test_a_reference_index_runs_that_candidate_first():
 def test_without_a_reference_output_no_candidate_can_pass():
     results = check_candidates(["a", "b"], outputs(ValueError("bad"), 1.0), reference=0)
     assert results == [
-        CheckResult("a", False, "ValueError: bad"),
+        CheckResult("a", False, "raised ValueError: bad"),
         CheckResult("b", False, "cannot be checked: the reference 'a' failed"),
     ]
     raised = check_candidates(["a"], outputs(1.0), reference=lambda: 1 / 0)

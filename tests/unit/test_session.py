@@ -229,7 +229,7 @@ def test_the_controller_reads_from_workers_records_what_a_session_without_worker
         "fast",
         ["fast", "boom"],
     )
-    assert summary.candidates[1].error == "failed its check: RuntimeError: boom exploded"
+    assert summary.candidates[1].error == "raised RuntimeError: boom exploded"
     assert [u.key for u in alone.output.updates()] == ['"a"', '["b",2]']
 
     assert alone.finish() is controller.finish() is False

@@ -69,7 +69,7 @@ from pytest_autotune.tune.bounds import (
     calculate_bounds,
     fraction_of_roof,
 )
-from pytest_autotune.tune.checks import CheckResult
+from pytest_autotune.tune.checks import RAISED, CheckResult
 from pytest_autotune.tune.errors import AutotuneErrorKind
 from pytest_autotune.tune.log import event_from_json, format_duration, known_event
 from pytest_autotune.tune.peaks import Peaks
@@ -111,7 +111,9 @@ def _check_cell(check: CheckResult | None, expected: bool = False) -> tuple[str,
     if not check.passed and expected:
         return "failed (xfail)", "skipped", check.message
     if not check.passed:
-        return "FAILED", "failed", check.message
+        # One that raised there compared nothing: it raised, its message says what.
+        raised = check.message.startswith(RAISED)
+        return "RAISED" if raised else "FAILED", "failed", check.message.removeprefix(RAISED)
     if check.message == "reference":
         return "reference", "passed", ""
     return "passed", "passed", check.message
@@ -301,6 +303,7 @@ def decision_view(
         and c.name not in expected
         and c.name not in unselected
     ]
+    raised = {c.name for c in checks.values() if c.message.startswith(RAISED)}
     work, roofs = roofline.describe()
 
     raw_change, strips = _against_baseline(winner_samples, baseline, measured, name)
@@ -333,7 +336,7 @@ def decision_view(
         attention=failed
         or bool(wrong)
         or (verdict is not None and verdict not in PASSING_VERDICTS),
-        message="; ".join(filter(None, (extra.typed.message, failed_checks_text(wrong)))),
+        message="; ".join(filter(None, (extra.typed.message, failed_checks_text(wrong, raised)))),
         failed_checks=len(wrong),
         work=work,
         roofs=roofs,

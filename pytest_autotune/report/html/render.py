@@ -61,12 +61,14 @@ def write_html(
     *,
     title: str = "pytest-autotune",
     stopped: str | None = None,
+    notes: Sequence[str] = (),
 ) -> RunView:
     """Write the report to `path`, creating its folder, replacing any file there whole
     (`replace_text`); UTF-8, ending with a newline.
     `stopped`: why the run stopped early, which the records say where there are any.
+    `notes`: the session's lines beside the terminal summary's table, listed on the page.
     Returns the view it shows, so a caller can say what was written as the page counts it."""
-    view = run_view(records, title=title, stopped=stopped)
+    view = run_view(records, title=title, stopped=stopped, notes=notes)
     text = _render(view)
     replace_text(Path(path), text if text.endswith("\n") else text + "\n")
     return view

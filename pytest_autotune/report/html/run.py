@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from pytest_autotune.gate.verdicts import Verdict
-from pytest_autotune.report import key_text, node_name, stopped_text
+from pytest_autotune.report import PROBLEM_PREFIXES, key_text, node_name, stopped_text
 from pytest_autotune.report.html.decision import decision_view
 from pytest_autotune.report.html.views import (
     MISSING,
@@ -109,6 +109,12 @@ def _runs(records: Sequence[AutotuneRecord]) -> list[RunInfo | None]:
     return runs
 
 
+def _notes(notes: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The session's notes as the page lists them: errors and warnings first."""
+    problems = [("problem", n) for n in notes if n.startswith(PROBLEM_PREFIXES)]
+    return (*problems, *(("note", n) for n in notes if not n.startswith(PROBLEM_PREFIXES)))
+
+
 _NO_TIME = datetime.min.replace(tzinfo=timezone.utc)
 
 
@@ -122,10 +128,15 @@ def _time(run: RunInfo | None) -> datetime | None:
 
 
 def run_view(
-    records: Sequence[AutotuneRecord], *, title: str, stopped: str | None = None
+    records: Sequence[AutotuneRecord],
+    *,
+    title: str,
+    stopped: str | None = None,
+    notes: Sequence[str] = (),
 ) -> RunView:
     """What the template shows, from the records; `stopped` says why the run stopped
-    early where it did and tuned no group, which no record then says.
+    early where it did and tuned no group, which no record then says; `notes`, the
+    session's lines beside the terminal's table, which no record holds either.
 
     Records of several runs (told apart by their `run`) give one card per group and key
     and device: the latest run's decision, with the trend across every run. Cards are in
@@ -168,7 +179,7 @@ def run_view(
             "To look at",
             "Reported, not failing the gate: no baseline to compare with, a baseline of another"
             " device or candidate list, too noisy to judge, or a candidate that failed its"
-            " check (its own test fails).",
+            " check or raised (its own test fails).",
             reported,
         ),
         SectionView("passing", "Passing", "Collapsed: open a line for its details.", passing),
@@ -197,6 +208,7 @@ def run_view(
         ),
         terms=tuple(TERMS.items()),
         stopped_empty=(stopped or "") if not records else "",
+        notes=_notes(notes),
         stopped=tuple(
             stopped_text(run.stopped)
             if len(runs) == 1

@@ -224,3 +224,7 @@ class RunView:
     stopped_empty: str = ""
     """Why a run that tuned no group stopped early (no record can say it): its page says
     so, not that the project has no autotune test."""
+    notes: tuple[tuple[str, str], ...] = ()
+    """(CSS class, line) of what the terminal summary says beside its table (a stale
+    winner, candidates named by their place, a cache file that cannot be read): a CI user
+    who reads only the report needs them too. Errors and warnings first, class `problem`."""
