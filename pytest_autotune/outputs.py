@@ -225,11 +225,16 @@ class SessionOutput:
             left_out = {**failing, **shared}
             self.records = [_not_recorded(r, left_out.get(_group(r) or "")) for r in self.records]
         pruned = True
+        # Asked before a prune deletes the stale files that it finds a renamed test's in.
+        moved = (
+            moved_baselines(self.records, self.collected, settings)
+            if self.collected is not None
+            else []
+        )
         if settings.update and self.collected is not None:
             lines, pruned = review(self.records, self.collected, settings, taken_over)
             self.notes.extend(lines)
-        if self.collected is not None:
-            self.notes.extend(moved_baselines(self.records, self.collected, settings))
+        self.notes.extend(moved)
         summaries = self.summaries()
         if self.stopped is not None and summaries:
             self.notes.append(stopped_text(self.stopped))

@@ -241,8 +241,9 @@ def moved_baselines(
     now: a fixture's ids, a `key=`). The gate said "no baseline ...; --autotune-update
     records one" and the update "stale: ...", so a user who did both threw the test's
     baselines and their sessions away, where moving the file and setting its "tuner", or
-    setting the entries' keys, keeps them (README, "Files"). Under `--autotune-prune` the
-    stale files and entries are gone already: nothing to say."""
+    setting the entries' keys, keeps them (README, "Files"). Under `--autotune-prune` it is
+    asked before the prune (`review`) deletes them, and says how to get them back from git:
+    a prune after a rename threw the baselines away with no word of the rename."""
     records = list(records)
     tuned = _tuned(records)
     # Only tests without a baseline ask: a gate whose every group has one reads no file.
@@ -251,7 +252,7 @@ def moved_baselines(
         for record in records
         if _names_a_test(record.tuner) and RecordExtra.from_json(record.extra).baseline is None
     ]
-    if settings.prune or not records:
+    if not records:
         return []
     stale = _found(settings, records, collected, tuned)
     if not stale:
@@ -315,9 +316,18 @@ def _tuned(records: Iterable[AutotuneRecord]) -> dict[str, dict[str, str]]:
 
 def _moved(tuner: str, item: Stale, path: Path, settings: PluginSettings) -> str:
     name = tuner.partition("::")[2]
+    old = settings.relative(item.path)
     replacing = " (in place of the one this update wrote)" if settings.update else ""
+    if settings.prune:
+        return (
+            f"note: {tuner}: no baseline under its name, and {old}, pruned now, held its keys"
+            f" and candidate list for {item.tuner} ({item.reason}): if {name} is that test"
+            f" renamed or moved, restore the file (git checkout -- {old}), move it to"
+            f' {settings.relative(path)}{replacing} and set its "tuner" to "{tuner}" to keep'
+            " its baselines"
+        )
     return (
-        f"note: {tuner}: no baseline under its name, but {settings.relative(item.path)} holds"
+        f"note: {tuner}: no baseline under its name, but {old} holds"
         f" its keys and candidate list for {item.tuner} ({item.reason}): if {name} is that"
         f" test renamed or moved, move the file to {settings.relative(path)}{replacing} and"
         f' set its "tuner" to "{tuner}" to keep its baselines'
@@ -336,6 +346,14 @@ def _renamed(
         if settings.update
         else "--autotune-update records the new ones, and --autotune-prune drops the old"
     )
+    if settings.prune:
+        return (
+            f"note: {tuner}: no baseline for its {what} {', '.join(new)}, and"
+            f" {settings.relative(item.path)} held baselines of its candidate list at keys no"
+            f" group of it makes now ({old}), pruned now: if those are its keys renamed (its"
+            " parameters' ids, its key=), restore the file from git and set each old entry's"
+            f' "key" to its new key{entries} to keep their baselines'
+        )
     return (
         f"note: {tuner}: no baseline for its {what} {', '.join(new)}, but"
         f" {settings.relative(item.path)} holds baselines of its candidate list at keys no"

@@ -2418,6 +2418,59 @@ def test_a_renamed_test_without_a_baseline_is_told_where_its_old_baselines_are(
     assert "note: test_scale.py::test_resized" not in kept.stdout.str()
 
 
+def test_a_prune_after_a_rename_says_where_the_pruned_baselines_were_and_how_to_restore_them(
+    scale: pytest.Pytester,
+) -> None:
+    # A user renames a test and runs --autotune-update --autotune-prune: the old file went
+    # with only "pruned FILE: ... (renamed or deleted)", the new test starting from "none
+    # before", nothing saying the pruned file held its baselines.
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    source = scale.path / "test_scale.py"
+    source.write_text(source.read_text().replace("def test_scale(", "def test_resized("))
+    renamed = cache_path(scale.path / ".autotune", "cpu-fake-1t", "test_scale.py::test_resized")
+    result = run(scale, "--autotune-update", "--autotune-prune")
+    assert result.ret == pytest.ExitCode.OK
+    assert not (scale.path / CACHE).exists()
+    result.stdout.fnmatch_lines(
+        [
+            f"pruned {CACHE}: test_scale.py defines no test test_scale now (renamed or deleted)",
+            f"note: test_scale.py::test_resized: no baseline under its name, and {CACHE},"
+            " pruned now, held its keys and candidate list for test_scale.py::test_scale"
+            " (test_scale.py defines no test test_scale now (renamed or deleted)): if"
+            f" test_resized is that test renamed or moved, restore the file (git checkout --"
+            f" {CACHE}), move it to {renamed.relative_to(scale.path)} (in place of the one"
+            ' this update wrote) and set its "tuner" to "test_scale.py::test_resized" to keep'
+            " its baselines",
+        ]
+    )
+
+
+def test_a_prune_of_renamed_keys_says_they_were_the_tests_baselines(
+    scale: pytest.Pytester,
+) -> None:
+    fixture = """
+@pytest.fixture(params=[1, 2], ids=lambda n: f"n{n}")
+def n(request):
+    return request.param
+"""
+    tests = SCALE_TESTS.replace('@pytest.mark.parametrize("n", [1, 2])\n', "") + fixture
+    scale.makepyfile(test_scale=tests)
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    scale.makepyfile(test_scale=tests.replace('f"n{n}"', 'f"size{n}"'))
+    result = run(scale, "--autotune-update", "--autotune-prune")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            f'pruned {CACHE}: 2 entries (key "1", "2"): *',
+            'note: test_scale.py::test_scale: no baseline for its keys "size1", "size2", and'
+            f" {CACHE} held baselines of its candidate list at keys no group of it makes now"
+            ' ("1", "2"), pruned now: if those are its keys renamed (its parameters\' ids, its'
+            ' key=), restore the file from git and set each old entry\'s "key" to its new'
+            " key (in place of the entry this update wrote) to keep their baselines",
+        ]
+    )
+
+
 WARNING_MARK_TESTS = """
 import warnings
 
