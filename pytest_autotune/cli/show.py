@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from pytest_autotune.cli.caches import duration, load_cache, table, winner_median
 from pytest_autotune.gate.samples import BaselineSession
+from pytest_autotune.report import error_text
 from pytest_autotune.report.svg import format_si
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
 from pytest_autotune.tune.cache import PersistentCacheValue
@@ -112,7 +113,7 @@ def _result_cells(result: AutotuneResult) -> tuple[str, str, str]:
     if isinstance(result, AutotuneOutcome):
         return format_duration(result.median), str(len(result.effective_samples)), ""
     message = " ".join(result.message.split())
-    return "-", "-", result.kind.value + (f": {message}" if message else "")
+    return "-", "-", error_text(result.kind.value, message)
 
 
 def _peaks_text(peaks: Peaks) -> str:

@@ -20,6 +20,7 @@ from pytest_autotune.gate.verdicts import Comparison, Verdict
 from pytest_autotune.report.figures import format_fraction, format_interval
 from pytest_autotune.tune.benchmark import SampleStats
 from pytest_autotune.tune.checks import RAISED
+from pytest_autotune.tune.errors import AutotuneErrorKind
 from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.log import format_duration
 
@@ -30,6 +31,7 @@ __all__ = [
     "CandidateRow",
     "GroupSummary",
     "decision_name",
+    "error_text",
     "failed_checks",
     "failed_checks_text",
     "failures",
@@ -290,6 +292,15 @@ def failed_checks_text(names: Sequence[str], raised: Collection[str] = ()) -> st
         return f"{len(names)} candidates raised: their tests fail ({', '.join(names)})"
     each = ", ".join(f"{n} {'raised' if n in raised else 'failed its check'}" for n in names)
     return f"{len(names)} candidates failed: their tests fail ({each})"
+
+
+def error_text(kind: str, message: str) -> str:
+    """A candidate's error as a report or `show` gives it: what it raised ("raised
+    ValueError: ..."; the kind of such an error, "unknown", says nothing to a reader), else
+    the error's kind and its message."""
+    if kind == AutotuneErrorKind.UNKNOWN.value and message:
+        return message if message.startswith(RAISED) else RAISED + message
+    return kind + (f": {message}" if message else "")
 
 
 def raised_in_checks(summary: GroupSummary) -> set[str]:

@@ -1164,7 +1164,7 @@ def test_show_prints_the_device_and_each_entry_with_its_candidates(
     assert lines[start + 1 : start + 4] == [
         "     candidate                  median  samples  error",
         "  *  block256                   100 us  5",
-        f"     {SCRIPT_NAME}  -       -        unknown: RuntimeError: boom at line 3",
+        f"     {SCRIPT_NAME}  -       -        raised RuntimeError: boom at line 3",
     ]
     assert out.endswith("\n") and not out.endswith("\n\n")
 

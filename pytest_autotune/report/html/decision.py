@@ -13,6 +13,7 @@ from markupsafe import Markup
 from pytest_autotune.gate.verdicts import Comparison
 from pytest_autotune.report import (
     decision_name,
+    error_text,
     failed_checks_text,
     format_roof,
     group_order,
@@ -228,7 +229,7 @@ def _candidate(
         check=check_text,
         check_class=check_class,
         check_message=check_message,
-        error=kind + (f": {message}" if message else ""),
+        error=error_text(kind, message),
     )
     # What the terminal says of it: a candidate that declined the key is skipped, no error,
     # and the kind of an error ("unknown" for one the candidate raised) says nothing.
