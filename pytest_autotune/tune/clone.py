@@ -174,21 +174,31 @@ def _keeping_strides(value: Any, view_in_span: Callable[[int, int], Any]) -> Any
     the bytes it spans (its first element at `offset`), so that the copy has its strides;
     None where the span is too wide to copy whole: over `_WIDEST_SPAN` times its elements'
     bytes and over `_SMALL_SPAN`."""
+    spanned = _span(value)
+    if spanned is None:
+        return None
+    copied = view_in_span(*spanned)
+    copied[...] = value
+    return copied
+
+
+def _span(value: Any) -> tuple[int, int] | None:
+    """The bytes a view spans and the offset of its first element in them, None where that
+    is too wide to copy whole (`_keeping_strides`)."""
     extents = [(n - 1) * stride for n, stride in zip(value.shape, value.strides, strict=True)]
     low = sum(e for e in extents if e < 0)
     span = sum(e for e in extents if e > 0) - low + value.itemsize
     if span > max(_WIDEST_SPAN * value.nbytes, _SMALL_SPAN):
         return None
-    copied = view_in_span(span, -low)
-    copied[...] = value
-    return copied
+    return span, -low
 
 
 def device_copy(cp: Any, value: Any) -> Any:
     """A CuPy array (`cp`, the CuPy module, None without it) of the current device copied
     into an array from the current allocator: a contiguous one by one device-to-device
     memcpy, a strided one with its own strides where its span allows
-    (`_strided_device_copy`); None for anything else. CuPy's `copy` runs an elementwise
+    (`_strided_device_copy`); a strided one of another device onto this one
+    (`_strided_copy_across`); None for anything else. CuPy's `copy` runs an elementwise
     kernel compiled per dtype on its first use: on a fresh H200 host its compilation was
     80-160 ms of a family's first tuning (saxpy 123 against 39 ms, the 256-bin histogram
     292 against 127 ms; `benchmarks/gpu_first_compiles.py`), which no later process paid.
@@ -198,10 +208,11 @@ def device_copy(cp: Any, value: Any) -> Any:
         return None
     # CuPy's `copy` makes its copy on the current device, which the tuner sets to its
     # client's (`client_context`): a client of GPU 1 times copies of GPU 0's arrays on GPU
-    # 1. An array of another device keeps that way.
+    # 1. It copies a contiguous array of another device (one memcpy), not a strided one.
+    contiguous = value.flags.c_contiguous or value.flags.f_contiguous
     if value.device.id != cp.cuda.runtime.getDevice():
-        return None
-    if not (value.flags.c_contiguous or value.flags.f_contiguous):
+        return None if contiguous else _strided_copy_across(cp, value)
+    if not contiguous:
         return _strided_device_copy(cp, value)
     copied = cp.empty_like(value, order="K")
     if value.nbytes:
@@ -223,6 +234,27 @@ def _strided_device_copy(cp: Any, value: Any) -> Any:
             strides=value.strides,
         ),
     )
+
+
+def _strided_copy_across(cp: Any, value: Any) -> Any:
+    """A strided view of another device's CuPy array copied onto the current device with its
+    own strides: the bytes it spans, by one memcpy from that device. CuPy's `copy` refuses
+    it ("CuPy cannot copy non-contiguous array between devices", NotImplementedError): a
+    client of GPU 1 given every other column of a matrix of GPU 0 failed every tuning as
+    its "input generator raised". A view spread too wide to copy whole is made contiguous
+    on its own device first (in C order where its own order is neither), and that copied
+    across."""
+    spanned = _span(value)
+    if spanned is None:
+        with cp.cuda.Device(value.device.id):
+            home = value.copy(order="K")
+            if not (home.flags.c_contiguous or home.flags.f_contiguous):
+                home = home.copy(order="C")
+        return home.copy(order="K")
+    span, offset = spanned
+    buffer = cp.empty(span, dtype=cp.uint8)
+    buffer.data.copy_from_device_async(value.data - offset, span)
+    return cp.ndarray(value.shape, value.dtype, memptr=buffer.data + offset, strides=value.strides)
 
 
 _MAX_OBJECT_DEPTH = 3

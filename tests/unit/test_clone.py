@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import random
 import sys
 import types
@@ -125,6 +126,109 @@ def test_a_strided_cupy_view_is_copied_with_its_own_strides(monkeypatch: pytest.
         assert copied.strides == view.strides
         assert not np.shares_memory(copied, view)
         np.testing.assert_array_equal(copied, view)
+
+
+class _Device:
+    """`cupy.cuda.Device(i)` as a context: the current device while inside."""
+
+    def __init__(self, cupy: types.SimpleNamespace, index: int) -> None:
+        self.cupy, self.index = cupy, index
+
+    def __enter__(self) -> None:
+        self.cupy.entered.append(self.cupy.current)
+        self.cupy.current = self.index
+
+    def __exit__(self, *exc: object) -> None:
+        self.cupy.current = self.cupy.entered.pop()
+
+
+class _Address:
+    """A `MemoryPointer` over NumPy memory: a buffer, an offset into it, and the memcpy."""
+
+    def __init__(self, buffer: np.ndarray, offset: int) -> None:
+        self.buffer, self.offset = buffer, offset
+
+    def __add__(self, offset: int) -> _Address:
+        return _Address(self.buffer, self.offset + offset)
+
+    def __sub__(self, offset: int) -> _Address:
+        return self + -offset
+
+    def copy_from_device_async(self, source: _Address, nbytes: int) -> None:
+        ctypes.memmove(self._at(), source._at(), nbytes)
+
+    def _at(self) -> int:
+        return int(self.buffer.__array_interface__["data"][0]) + self.offset
+
+
+class _OnDevice(np.ndarray):
+    """A CuPy array of a device (`on`), over NumPy's memory; its `copy` refuses a strided
+    one of another device than the current, as CuPy's does."""
+
+    cupy: types.SimpleNamespace
+
+    def __new__(cls, shape, dtype=float, memptr=None, strides=None):
+        made = np.ndarray.__new__(cls, shape, dtype, memptr.buffer, memptr.offset, strides)
+        made.on = cls.cupy.current
+        return made
+
+    def __array_finalize__(self, obj: object) -> None:
+        self.on = getattr(obj, "on", self.cupy.current)
+
+    @property
+    def device(self) -> types.SimpleNamespace:
+        return types.SimpleNamespace(id=self.on)
+
+    @property
+    def data(self) -> _Address:
+        return _Address(self, 0)
+
+    def copy(self, order: str = "C") -> _OnDevice:
+        contiguous = self.flags.c_contiguous or self.flags.f_contiguous
+        if self.on != self.cupy.current and not contiguous:
+            raise NotImplementedError("CuPy cannot copy non-contiguous array between devices.")
+        made = np.array(self, order=order).view(_OnDevice)
+        made.on = self.cupy.current
+        return made
+
+
+@pytest.fixture
+def two_gpus(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
+    cupy = types.SimpleNamespace(current=0, entered=[], ndarray=_OnDevice, uint8=np.uint8)
+    cupy.empty = lambda n, dtype: np.empty(n, dtype).view(_OnDevice)
+    cupy.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDevice=lambda: cupy.current),
+        Device=lambda index: _Device(cupy, index),
+    )
+    monkeypatch.setattr(_OnDevice, "cupy", cupy, raising=False)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    return cupy
+
+
+@pytest.mark.parametrize(
+    ("make", "kept"),
+    [
+        (lambda m: m[:, ::2], True),
+        (lambda m: m[::-1, ::-3], True),
+        (lambda m: np.zeros((4096, 1024)).view(_OnDevice)[:, 0], False),  # spread wide
+        # Spread wide, and in neither C nor Fortran order once made contiguous at home.
+        (lambda m: np.zeros((2, 3, 1 << 20)).view(_OnDevice)[:, :, :4].transpose(1, 0, 2), False),
+    ],
+    ids=["every-other-column", "both-reversed", "spread-wide", "spread-wide-permuted"],
+)
+def test_a_strided_cupy_view_of_another_device_is_copied_onto_the_current_one(
+    two_gpus: types.SimpleNamespace, make, kept: bool
+) -> None:
+    # `cuda(device=1)` on arrays of GPU 0 times copies on GPU 1 (README); CuPy's `copy`
+    # refuses a strided view across devices, and the tuning failed as "the input generator
+    # raised NotImplementedError" for every key.
+    view = make(np.arange(48.0).reshape(6, 8).view(_OnDevice))
+    two_gpus.current = 1
+    copied = clone_value(view)
+    assert copied.device.id == 1 and two_gpus.current == 1
+    assert not np.shares_memory(copied, view)
+    np.testing.assert_array_equal(copied, view)
+    assert (copied.strides == view.strides) is kept
 
 
 def test_a_cupy_view_spread_wide_keeps_cupys_contiguous_copy(cupy_module):
