@@ -145,12 +145,17 @@ def worker_gpus(visible: str | None, count: int, workers: int) -> list[str | Non
     (modulo their number) of those the controller sees, `visible` when it is set (its
     entries as given: indices or UUIDs), else the `count` devices CUDA finds. None for
     every worker where there is at most one GPU: nothing to share out, and a worker then
-    sees what the controller sees."""
-    devices = (
-        [d.strip() for d in visible.split(",") if d.strip()]
-        if visible is not None
-        else [str(i) for i in range(count)]
-    )
+    sees what the controller sees.
+
+    Of `visible`, only the first `count` entries (where `count` is known, not 0): CUDA
+    stops at the first entry that names no GPU, so "0,1,2,3" on a host of two shows the
+    controller GPUs 0 and 1, and the workers given "2" and "3" found none (`auto` tuned
+    their groups on the CPU, `cuda` failed them)."""
+    if visible is None:
+        devices = [str(i) for i in range(count)]
+    else:
+        devices = [d.strip() for d in visible.split(",") if d.strip()]
+        devices = devices[:count] if count else devices
     if len(devices) < 2:
         return [None] * workers
     return [devices[i % len(devices)] for i in range(workers)]
@@ -208,8 +213,8 @@ class XdistBridge:
         if not self.session.settings.tune or not self.session.uses_default_gpu():
             return
         visible = self.environ.get("CUDA_VISIBLE_DEVICES")
-        count = 0 if visible is not None else self.gpu_count()
-        for spec, gpu in zip(specs, worker_gpus(visible, count, len(specs)), strict=True):
+        gpus = worker_gpus(visible, self.gpu_count(), len(specs))
+        for spec, gpu in zip(specs, gpus, strict=True):
             # A worker whose --tx spec sets its devices (popen//env:CUDA_VISIBLE_DEVICES=2)
             # keeps what the user chose.
             chosen = "CUDA_VISIBLE_DEVICES" in spec.env

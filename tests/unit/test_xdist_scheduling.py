@@ -53,6 +53,22 @@ def test_workers_take_the_gpus_in_turn() -> None:
     assert worker_gpus("3,GPU-abc", 0, 3) == ["3", "GPU-abc", "3"]
 
 
+def test_workers_take_only_the_gpus_of_cuda_visible_devices_that_cuda_sees() -> None:
+    # CUDA stops at the first entry that names no GPU: "0,1,2,3" on a host of two GPUs
+    # shows two, and the workers given "2" and "3" saw none (`auto` tuned on the CPU).
+    assert worker_gpus("0,1,2,3", 2, 4) == ["0", "1", "0", "1"]
+    assert worker_gpus("GPU-a,GPU-gone,GPU-b", 1, 2) == [None, None]
+    session: Any = SimpleNamespace(
+        settings=SimpleNamespace(tune=True), uses_default_gpu=lambda: True
+    )
+    config: Any = SimpleNamespace()
+    environ = {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+    bridge = XdistBridge(config, session, gpu_count=lambda: 2, environ=environ)
+    specs = [SimpleNamespace(id=f"gw{i}", popen=True, env={}) for i in range(4)]
+    bridge.pytest_xdist_setupnodes(config, specs)
+    assert [spec.env["CUDA_VISIBLE_DEVICES"] for spec in specs] == ["0", "1", "0", "1"]
+
+
 def test_with_one_gpu_or_none_workers_keep_what_the_controller_sees() -> None:
     assert worker_gpus(None, 1, 2) == [None, None]
     assert worker_gpus(None, 0, 2) == [None, None]
