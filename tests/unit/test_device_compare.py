@@ -19,9 +19,13 @@ checks = importlib.import_module("pytest_autotune.tune.checks")
 class DeviceArray(np.ndarray):
     """Stands in for a CuPy array: the fake `cupy` module below names it as its ndarray."""
 
+    device = SimpleNamespace(id=0)
 
-def on_device(values: Any, dtype: Any = np.float32) -> DeviceArray:
-    return np.asarray(values, dtype=dtype).view(DeviceArray)
+
+def on_device(values: Any, dtype: Any = np.float32, device: int = 0) -> DeviceArray:
+    made = np.asarray(values, dtype=dtype).view(DeviceArray)
+    made.device = SimpleNamespace(id=device)
+    return made
 
 
 @pytest.fixture
@@ -30,6 +34,12 @@ def fake_cupy(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
 
     def isclose(a: Any, b: Any, **kwargs: Any) -> Any:
         calls.append("isclose")
+        if a.device.id != b.device.id:  # as CuPy's kernels where no peer access is
+            raise ValueError(
+                f"The device where the array resides ({b.device.id}) is different from the"
+                f" current device ({a.device.id}). Peer access is unavailable between these"
+                " devices."
+            )
         return np.isclose(a, b, **kwargs)
 
     module = SimpleNamespace(ndarray=DeviceArray, isclose=isclose, calls=calls)
@@ -94,3 +104,12 @@ def test_a_complex_nan_on_the_device_is_left_to_the_host(fake_cupy: SimpleNamesp
     assert compare_outputs(reference, wrong) is not None
     assert compare_outputs(reference, reference.copy()) is None
     assert agree_on_device(reference, reference.copy(), 1e-5, 0.0, equal_nan=True) is False
+
+
+def test_device_arrays_of_two_gpus_are_compared_on_the_host(fake_cupy: SimpleNamespace) -> None:
+    # An expected array a reference keeps from device 0, a candidate's output on device 1
+    # (a client of `cuda:1`): CuPy's isclose raised, and the checks ended with its error.
+    expected = on_device([1.0, 2.0], device=0)
+    assert compare_outputs(expected, on_device([1.0, 2.0], device=1)) is None
+    message = compare_outputs(expected, on_device([1.0, 2.5], device=1), rtol=1e-5, atol=0.0)
+    assert message is not None and "1 of 2 elements differ" in message
