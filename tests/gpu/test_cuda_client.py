@@ -169,6 +169,35 @@ def test_a_client_of_another_gpu_tunes_and_checks_on_copies_on_its_own_gpu(cp: A
     assert seen == {1}
 
 
+def test_a_strided_view_of_another_gpu_is_copied_onto_the_clients_with_its_strides(
+    cp: Any,
+) -> None:
+    # CuPy's `copy` refuses a strided view across devices (NotImplementedError): every
+    # tuning of cuda(device=1) on such a view of GPU 0 failed as its input generator's.
+    if cp.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs")
+    with cp.cuda.Device(0):
+        matrix = cp.arange(64 * 256, dtype=cp.float32).reshape(64, 256)
+        column = cp.zeros((1 << 14, 1 << 10), dtype=cp.float32)[:, 3]  # spread wide
+    for view in (matrix[:, ::2], matrix[::-1, ::-3], column):
+        with cp.cuda.Device(1):
+            copied = clone_value(view)
+            assert copied.device.id == 1
+            assert bool((copied == cp.asarray(view.get())).all())
+        assert (copied.strides == view.strides) is (view is not column)
+    seen: set[tuple[int, int]] = set()
+
+    def total(x: Any) -> Any:
+        seen.add((x.device.id, *x.strides))
+        return x.sum()
+
+    view = matrix[:, ::2]
+    tunables = TunableSet.of(lambda x: x.size, {"sum": total, "other": cp.sum})
+    tuner = Tuner("gpu-strided-other", "d", AutotuneConfig(disable_cache=True, checks=True))
+    decision = tuner.tune(view.size, tunables, (view,), cuda(device=1))
+    assert decision.measured and seen == {(1, *view.strides)}
+
+
 def test_a_strided_view_is_tuned_and_placed_with_its_own_strides(cp: Any) -> None:
     # CuPy's `copy` makes a strided view contiguous: a kernel reading every other column,
     # or rows reversed, was timed on loads the caller's view never gives it.
