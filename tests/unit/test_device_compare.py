@@ -42,7 +42,10 @@ def fake_cupy(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
             )
         return np.isclose(a, b, **kwargs)
 
-    module = SimpleNamespace(ndarray=DeviceArray, isclose=isclose, calls=calls)
+    def asnumpy(value: Any, order: str = "C") -> Any:  # CuPy's, for what is no ndarray
+        return np.asarray(value, order=order)
+
+    module = SimpleNamespace(ndarray=DeviceArray, isclose=isclose, asnumpy=asnumpy, calls=calls)
     monkeypatch.setitem(sys.modules, "cupy", module)
     return module
 
@@ -113,3 +116,37 @@ def test_device_arrays_of_two_gpus_are_compared_on_the_host(fake_cupy: SimpleNam
     assert compare_outputs(expected, on_device([1.0, 2.0], device=1)) is None
     message = compare_outputs(expected, on_device([1.0, 2.5], device=1), rtol=1e-5, atol=0.0)
     assert message is not None and "1 of 2 elements differ" in message
+
+
+class csr_matrix:
+    """What the checks meet of a cupyx sparse matrix: a module of CuPy's, no length, and an
+    `==` that gives another sparse matrix, whose truth is refused."""
+
+    __module__ = "cupyx.scipy.sparse._csr"
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def __len__(self) -> int:
+        raise TypeError("sparse array length is ambiguous; use shape[0] or .nnz")
+
+    def __getitem__(self, key: object) -> Any:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+        return csr_matrix(None)
+
+    def __bool__(self) -> bool:
+        raise ValueError("The truth value of an array with more than one element is ambiguous")
+
+
+def test_a_cupyx_sparse_output_asks_for_autotune_compare_as_a_scipy_one_does(
+    fake_cupy: SimpleNamespace,
+) -> None:
+    # Taken for a CuPy array by its module, it went through `cupy.asnumpy` (a 0-d object
+    # array holding it) and was compared again at each level until a RecursionError.
+    message = compare_outputs(csr_matrix(on_device([1.0])), csr_matrix(on_device([1.0])))
+    assert message == (
+        "output: cannot compare values of type csr_matrix; give it an autotune_compare method"
+    )
