@@ -121,7 +121,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -248,14 +248,35 @@ def collector_paused() -> Iterator[None]:
     `Memory`) and cudaFreeHost (a client's hold flag) synchronize, so inside a capture
     (thread-local mode) they fail and fail the capture, and the candidate was timed through
     the stream from then on; behind the hold they wait until it gives up. They run after
-    the call instead. Process-wide: another thread's collections wait as well."""
-    enabled = gc.isenabled()
-    gc.disable()
+    the call instead. Process-wide: another thread's collections wait as well, and the
+    collector runs again once the last of the threads timing (two clients of two GPUs) is
+    done: each restoring what it found, the first to finish turned it back on inside the
+    other's capture."""
+    with _PAUSED.lock:
+        if not _PAUSED.count:
+            _PAUSED.was_enabled = gc.isenabled()
+            gc.disable()
+        _PAUSED.count += 1
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        with _PAUSED.lock:
+            _PAUSED.count -= 1
+            if not _PAUSED.count and _PAUSED.was_enabled:
+                gc.enable()
+
+
+@dataclass(slots=True)
+class _Paused:
+    """The calls being timed now on every thread, with the collector held off
+    (`collector_paused`), and whether it ran before the first of them."""
+
+    count: int = 0
+    was_enabled: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_PAUSED = _Paused()
 
 
 class CudaClient:

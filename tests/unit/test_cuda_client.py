@@ -845,6 +845,19 @@ def test_the_graphs_of_a_client_let_go_give_their_pools_memory_back(gpu: FakeGpu
     assert gpu.freed_host == [ctypes.addressof(gpu.flag_memory)]
 
 
+def test_the_collector_stays_off_until_the_last_of_two_threads_timing_is_done() -> None:
+    # Two clients of two GPUs timing on two threads: the first to finish turned the
+    # collector back on inside the other's capture, where a finalizer's cudaFree fails it.
+    assert gc.isenabled()
+    first, second = cuda_module.collector_paused(), cuda_module.collector_paused()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert not gc.isenabled()
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
+
+
 def test_garbage_collected_while_a_call_is_captured_frees_its_cuda_memory_after_the_capture(
     gpu: FakeGpu,
 ) -> None:
