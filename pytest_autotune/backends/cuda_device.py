@@ -106,13 +106,16 @@ LIBRARY_OUT_OF_MEMORY = (
     ("cupy_backends.cuda.api.driver", "CUDADriverError", "status", 2),  # CUDA_ERROR_OUT_OF_MEMORY
     ("cupy_backends.cuda.libs.cublas", "CUBLASError", "status", 3),  # CUBLAS_STATUS_ALLOC_FAILED
     ("cupy_backends.cuda.libs.cusolver", "CUSOLVERError", "status", 2),  # ..._ALLOC_FAILED
+    ("cupy_backends.cuda.libs.cusparse", "CuSparseError", "status", 2),  # ..._ALLOC_FAILED
+    ("cupy_backends.cuda.libs.curand", "CURANDError", "status", 102),  # ..._ALLOCATION_FAILED
     ("cupy.cuda.cufft", "CuFFTError", "result", 2),  # CUFFT_ALLOC_FAILED
 )
 """What CuPy raises where the driver or a CUDA library ran out of device memory outside
 CuPy's pool: (module, error class, attribute, value). cuBLAS takes its workspace with
 cudaMalloc (CuPy sets none), so a `cupy.matmul` that finds the memory held by an earlier
 candidate's arrays or graphs fails with CUBLASError, not CuPy's OutOfMemoryError
-(cupy_backends/cuda/libs/cublas.pyx, cupy/cuda/cufft.pyx, cupy_backends/cuda/api/driver.pyx).
+(cupy_backends/cuda/libs/cublas.pyx, cupy/cuda/cufft.pyx, cupy_backends/cuda/api/driver.pyx);
+so do cuSPARSE's handles and buffers and cuRAND's generator states (cusparse.pyx, curand.pyx).
 Looked up in `sys.modules`: a library that was never imported raised nothing, and importing
 it here would load it."""
 

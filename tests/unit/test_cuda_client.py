@@ -1698,3 +1698,23 @@ def test_the_tuner_reads_the_devices_out_of_memory_and_empties_the_pool_after_dr
     emptied = gpu.default_pool.emptied
     client.release_memory()
     assert gpu.default_pool.emptied == emptied + 1
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "status"),
+    [
+        ("cupy_backends.cuda.libs.cusparse", "CuSparseError", 2),  # ..._ALLOC_FAILED
+        ("cupy_backends.cuda.libs.curand", "CURANDError", 102),  # ..._ALLOCATION_FAILED
+    ],
+)
+def test_a_sparse_or_random_librarys_allocation_failure_is_out_of_memory(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch, module: str, name: str, status: int
+) -> None:
+    # cuSPARSE and cuRAND allocate outside CuPy's pool too: a candidate of `cupyx.scipy.sparse`
+    # or `cupy.random` that found the memory held by earlier graphs failed for good, where a
+    # cuBLAS one was timed again without them and the tuner dropped the other copies first.
+    kind = type(name, (FakeCublasError,), {})  # a status of its own library
+    monkeypatch.setitem(sys.modules, module, SimpleNamespace(**{name: kind}))
+    client = CudaClient(cold_l2=False)
+    assert client.out_of_memory(kind(status))
+    assert not client.out_of_memory(kind(status + 1))
