@@ -34,9 +34,9 @@ def agree_on_device(
     if ref.dtype != act.dtype or ref.shape != act.shape:
         return False
     if ref.device.id != act.device.id:
-        # A reference's output kept from another GPU (an expected array made at import on
-        # device 0, a client of device 1): CuPy's kernels raise ValueError on an array of
-        # another device where the two have no peer access, and the checks ended with it.
+        # Outputs of two GPUs (a candidate that returns its output from a device of its
+        # own, `compare_outputs` called on two): CuPy's kernels raise ValueError on an array
+        # of another device where the two have no peer access, and the checks ended with it.
         return False
     cupy = sys.modules["cupy"]
     if ref.dtype.kind in "fc":

@@ -110,8 +110,9 @@ def test_a_complex_nan_on_the_device_is_left_to_the_host(fake_cupy: SimpleNamesp
 
 
 def test_device_arrays_of_two_gpus_are_compared_on_the_host(fake_cupy: SimpleNamespace) -> None:
-    # An expected array a reference keeps from device 0, a candidate's output on device 1
-    # (a client of `cuda:1`): CuPy's isclose raised, and the checks ended with its error.
+    # A reference's output on device 0, a candidate's that it made on device 1 (inside a
+    # `with cupy.cuda.Device(1)` of its own): CuPy's isclose raised where the two GPUs have
+    # no peer access, and the checks ended with its error.
     expected = on_device([1.0, 2.0], device=0)
     assert compare_outputs(expected, on_device([1.0, 2.0], device=1)) is None
     message = compare_outputs(expected, on_device([1.0, 2.5], device=1), rtol=1e-5, atol=0.0)
