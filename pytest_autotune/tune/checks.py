@@ -137,9 +137,10 @@ def compare_outputs(
     difference that says so.
     Floating point values compare with `|actual - reference| <= atol + rtol*|reference|`;
     integers and booleans compare exactly; NaN must sit at the same positions
-    (`equal_nan=False` makes any NaN a difference). Arrays must agree in dtype and shape.
-    A Python number carries no dtype, so against a NumPy scalar or a 0-d array it compares
-    by value. NumPy and CuPy arrays compare with each other by value, so a NumPy
+    (`equal_nan=False` makes any NaN a difference). Arrays must agree in dtype and shape,
+    but for a string's width and the byte order, which store the same values.
+    A Python number (str, bytes) carries no dtype, so against a NumPy scalar or a 0-d array
+    it compares by value. NumPy and CuPy arrays compare with each other by value, so a NumPy
     implementation can serve as the reference of CuPy kernels. A masked array's mask must
     equal the other's (a plain array masks nothing); the values under a mask are ignored.
     A structured array compares field by field; ml_dtypes' bfloat16 and float8 as floats; a
@@ -464,7 +465,7 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
         return []  # two CuPy arrays that agree: no copy to the host (tune/device_compare.py)
     ref_array, act_array = _host_array(reference), _host_array(actual)
     if ref_array is not None and act_array is not None:
-        if ref_array.dtype != act_array.dtype:
+        if not _same_values_dtype(ref_array.dtype, act_array.dtype):
             return [f"{where}: dtype differs: expected {ref_array.dtype}, got {act_array.dtype}"]
         if isinstance(ref_array, np.ma.MaskedArray) or isinstance(act_array, np.ma.MaskedArray):
             return _compare_masked(ref_array, act_array, where, rtol, atol, equal_nan)
@@ -479,10 +480,11 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
                 )
             ]
         return _compare_arrays(ref_array, act_array, where, rtol, atol, equal_nan)
-    # A Python number carries no dtype: against a single typed value it compares by value.
-    if ref_array is not None and isinstance(actual, _PYTHON_NUMBERS) and _is_single(ref_array):
+    # A Python number carries no dtype, nor a str a width: against a single typed value it
+    # compares by value (`np.str_` of `words[i]` read "expected <U3 scalar abc, got str").
+    if ref_array is not None and _is_single(ref_array, actual):
         reference = ref_array.item()
-    if act_array is not None and isinstance(reference, _PYTHON_NUMBERS) and _is_single(act_array):
+    if act_array is not None and _is_single(act_array, reference):
         actual = act_array.item()
     if isinstance(reference, _PYTHON_NUMBERS) and isinstance(actual, _PYTHON_NUMBERS):
         return _compare_numbers(reference, actual, where, rtol, atol, equal_nan)
@@ -925,8 +927,14 @@ def _compare_numbers(
     return _compare_arrays(ref_array, act_array, where, rtol, atol, equal_nan)
 
 
-def _is_single(array: npt.NDArray[Any]) -> bool:
-    return array.shape == () and array.dtype.kind in "biufc"
+def _is_single(array: npt.NDArray[Any], other: object) -> bool:
+    """Whether `array` is one value of the kind of `other`, a Python number, str or bytes."""
+    if array.shape != ():
+        return False
+    if isinstance(other, _PYTHON_NUMBERS):
+        return array.dtype.kind in "biufc"
+    kind = "U" if isinstance(other, str) else "S" if isinstance(other, bytes) else None
+    return array.dtype.kind == kind
 
 
 BLOCK_ELEMENTS = 1 << 16
@@ -1256,6 +1264,18 @@ def _host_array(value: object) -> npt.NDArray[Any] | None:
             return None
         return host
     return None
+
+
+def _same_values_dtype(reference: np.dtype[Any], actual: np.dtype[Any]) -> bool:
+    """Whether two dtypes hold the same kind of values, their storage aside: a string's width
+    and the byte order. `np.char.upper` keeps its input's `<U10` where a list of the same
+    words makes a `<U3`, and an array read from a big-endian file (FITS) is `>f8`: a right
+    candidate failed as "dtype differs", and two `np.str_` that differed read so too."""
+    if reference == actual:
+        return True
+    if reference.kind in "SU" and reference.kind == actual.kind:
+        return True
+    return reference.newbyteorder("=") == actual.newbyteorder("=")
 
 
 def _mismatch(where: str, reference: object, actual: object) -> str:

@@ -154,6 +154,30 @@ def test_a_dtype_mismatch_is_a_failure_even_with_equal_values():
     assert message == "output: dtype differs: expected float32, got float64"
 
 
+def test_strings_of_another_width_compare_by_value():
+    # np.char.upper keeps its input's width, a list of the same words makes its own.
+    words = np.array(["abc", "de"], dtype="U10")
+    assert compare_outputs(np.char.upper(words), np.array([w.upper() for w in words])) is None
+    assert compare_outputs(np.array([b"ab"]), np.array([b"ab"], dtype="S5")) is None
+    assert compare_outputs(np.array(["abc", "de"], dtype="U10"), np.array(["abc", "dx"])) == (
+        "output: 1 of 2 elements differ; first at [1]: expected de, got dx"
+    )
+    assert compare_outputs(np.str_("abc"), np.str_("abcd")) == "output: expected abc, got abcd"
+
+
+def test_a_numpy_string_and_a_python_string_compare_by_value():
+    assert compare_outputs(np.array(["abc"])[0], "abc") is None
+    assert compare_outputs(b"ab", np.bytes_(b"ab")) is None
+    assert compare_outputs("abc", np.str_("abd")) == "output: expected 'abc', got 'abd'"
+
+
+def test_arrays_of_another_byte_order_compare_by_value():
+    # Read from a big-endian file (FITS), against the same values computed natively.
+    big = np.arange(4.0).astype(">f8")
+    assert compare_outputs(big, np.arange(4.0)) is None
+    assert compare_outputs(np.arange(4.0), big + 1).startswith("output: 4 of 4 elements differ")
+
+
 def test_a_shape_mismatch_is_a_failure():
     message = compare_outputs(np.ones((2, 3)), np.ones((3, 2)))
     assert message == "output: shape differs: expected (2, 3), got (3, 2)"
