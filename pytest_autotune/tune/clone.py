@@ -21,7 +21,8 @@ import numpy as np
 
 def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None) -> Any:
     """A copy of an array (NumPy, CuPy, anything with `__array__` and `copy`), recursing into
-    tuples, lists and dicts (a dict of its own type), and into the attributes of an object
+    tuples, lists and dicts (a dict of its own type), the elements of a NumPy object array
+    (a ragged batch's rows), and into the attributes of an object
     that holds an array (a shallow copy of the object with its arrays copied): a candidate
     writing into `state.buffer` must not change the fixture for later tests. A set,
     bytearray, `array.array` or deque is copied too, and a random generator (the standard
@@ -56,7 +57,10 @@ def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     # A class (`np.float32` given as a dtype) has these attributes too, unbound.
     is_array = hasattr(value, "__array__") and hasattr(value, "copy") and hasattr(value, "shape")
     if is_array and not isinstance(value, type):
-        return _copy_array(value)
+        copied = _copy_array(value)
+        if type(copied) is np.ndarray and copied.dtype == object:
+            _clone_elements(copied, depth, memo)
+        return copied
     if isinstance(value, _WRITABLE_CONTAINERS):
         # Shared as other objects are (they hold no `__dict__`), a candidate's writes
         # reached the caller's at each call of a tuning: a set grew by an element a call.
@@ -75,6 +79,23 @@ def _clone_sequence(value: tuple[Any, ...] | list[Any], depth: int, memo: dict[i
     # A NamedTuple is kept one: as a plain tuple, `params.scale` raised AttributeError in
     # the candidate, and a reference output lost its own `autotune_compare`.
     return type(value)(*items) if hasattr(value, "_fields") else items
+
+
+def _clone_elements(copied: np.ndarray[Any, Any], depth: int, memo: dict[int, Any]) -> None:
+    """The elements of an object array's copy cloned in it, as a list's are: `copy()` shares
+    them, so a ragged batch's rows (an object array of arrays) that an in-place candidate
+    scaled were the next candidate's input, and the kept reference output too, which then
+    equalled a wrong candidate's. Values nothing can write into are passed over."""
+    writeable = copied.flags.writeable  # a read-only input's copy is read-only
+    copied.flags.writeable = True
+    flat = copied.reshape(-1, order="A")  # a view: the copy is C- or Fortran-contiguous
+    for i, item in enumerate(flat):
+        # NumPy scalars are immutable too: one by one, a million took 5 s a copy.
+        if type(item) not in _ATOMS and not isinstance(item, np.generic):
+            cloned = clone_value(item, depth, memo)
+            if cloned is not item:
+                flat[i] = cloned
+    copied.flags.writeable = writeable
 
 
 RANDOM_STATES = (random.Random, np.random.Generator, np.random.RandomState, np.random.BitGenerator)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from pytest_autotune.tune.checks import CheckResult, check_candidates, compare_outputs
+from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
 
 
@@ -908,6 +909,33 @@ def test_a_candidate_writing_into_the_reference_output_is_still_compared_with_th
     assert results[1].passed is False
     assert results[1].message.startswith(
         "differs from the reference 'twice': output: 3 of 3 elements differ"
+    )
+
+
+def test_a_wrong_in_place_candidate_on_a_ragged_object_array_fails():
+    # The rows of an object array were shared by its copies: the reference scaled them, its
+    # kept output held them, and the wrong candidate scaled them again, in both.
+    def ragged() -> np.ndarray:
+        rows = np.empty(2, dtype=object)
+        rows[0], rows[1] = np.ones(3), np.ones(5)
+        return rows
+
+    def twice(rows: np.ndarray) -> np.ndarray:
+        for row in rows:
+            np.multiply(row, 2, out=row)
+        return rows
+
+    def thrice(rows: np.ndarray) -> np.ndarray:
+        for row in rows:
+            np.multiply(row, 3, out=row)
+        return rows
+
+    x = ragged()  # each call on a copy of it, as the plugin and the tuner call candidates
+    results = check_candidates(["twice", "thrice"], lambda i: (twice, thrice)[i](clone_value(x)))
+    assert results[1].passed is False
+    assert results[1].message == (
+        "differs from the reference 'twice': output: 2 of 2 elements differ; first at [0]:"
+        " expected [2. 2. 2.], got [3. 3. 3.]"
     )
 
 

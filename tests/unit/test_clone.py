@@ -248,6 +248,20 @@ def test_a_read_only_array_is_copied_read_only_and_a_writable_one_writable() -> 
     assert writable.flags.writeable
 
 
+def test_the_arrays_in_an_object_array_are_copied_as_a_lists_are() -> None:
+    # A ragged batch: rows an in-place candidate writes into reached the next candidate.
+    shared = np.ones(2)
+    rows = np.empty((2, 2), dtype=object, order="F")
+    rows[0, 0], rows[1, 0], rows[0, 1], rows[1, 1] = shared, [np.ones(3)], 1.5, None
+    rows.flags.writeable = False
+    given, copied = clone_value((shared, rows))
+    assert copied[0, 0] is given  # one value met twice is copied once
+    assert not np.shares_memory(copied[0, 0], shared)
+    assert not np.shares_memory(copied[1, 0][0], rows[1, 0][0])
+    assert (copied[0, 1], copied[1, 1]) == (1.5, None)
+    assert copied.flags.f_contiguous and not copied.flags.writeable
+
+
 @pytest.mark.parametrize(
     "make",
     [
