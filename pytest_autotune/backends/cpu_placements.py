@@ -63,9 +63,14 @@ def placeable(inputs: tuple[Any, ...]) -> bool:
     """Whether copies of `inputs` time what the caller's call does: its arrays are
     contiguous (a copy keeps their order) and share no memory with each other but by being
     the same array (`op(x, x)` is copied once and given twice; `op(x, x[1:])` is not
-    copied), and they are not too large to copy (`PLACED_MAX_BYTES`)."""
+    copied), and they are not too large to copy (`PLACED_MAX_BYTES`). A copy is a plain
+    array of raw bytes: an object array cannot be one (every candidate of a ragged batch
+    failed while measured, "Cannot change data-type for array of references"), and a
+    subclass's would lose its kind (a matrix's `*`, a masked array's mask)."""
     arrays = list({id(v): v for v in inputs if isinstance(v, np.ndarray)}.values())
     if not arrays or sum(a.nbytes for a in arrays) > PLACED_MAX_BYTES:
+        return False
+    if any(type(a) is not np.ndarray or a.dtype.hasobject for a in arrays):
         return False
     if not all(a.flags.c_contiguous or a.flags.f_contiguous for a in arrays):
         return False

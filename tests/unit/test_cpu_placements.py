@@ -58,6 +58,8 @@ def test_inputs_whose_copies_would_time_another_call_are_not_placed(monkeypatch)
     assert not placeable((3, "text"))  # nothing to place
     assert not placeable((x, x[1:]))  # views of one buffer: the call relies on the overlap
     assert not placeable((x[::2],))  # a copy would be contiguous, the caller's is not
+    assert not placeable((np.array([x, None], dtype=object),))  # no raw bytes hold references
+    assert not placeable((np.ma.masked_array(np.ones(3), mask=[0, 1, 0]),))  # loses its mask
     monkeypatch.setattr(cpu_placements, "PLACED_MAX_BYTES", x.nbytes - 1)
     assert not placeable((x,))
 
