@@ -186,6 +186,21 @@ def test_strings_of_another_width_compare_by_value():
     assert compare_outputs(np.str_("abc"), np.str_("abcd")) == "output: expected abc, got abcd"
 
 
+def test_numpy_2s_variable_width_strings_compare_with_fixed_width_ones_by_value():
+    dtypes = pytest.importorskip("numpy.dtypes")
+    if not hasattr(dtypes, "StringDType"):
+        pytest.skip("NumPy before 2.0 has no StringDType")
+    words = np.array(["abc", "de"], dtype=dtypes.StringDType())
+    assert compare_outputs(words, np.array(["abc", "de"])) is None
+    assert compare_outputs(np.array(["abc", "dx"]), words) == (
+        "output: 1 of 2 elements differ; first at [1]: expected dx, got de"
+    )
+    # A dtype of no byte order against another kind raised out of the check.
+    assert compare_outputs(words, np.ones(2)) == (
+        "output: dtype differs: expected StringDType(), got float64"
+    )
+
+
 def test_a_numpy_string_and_a_python_string_compare_by_value():
     assert compare_outputs(np.array(["abc"])[0], "abc") is None
     assert compare_outputs(b"ab", np.bytes_(b"ab")) is None
