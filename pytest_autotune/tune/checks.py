@@ -1287,6 +1287,14 @@ def _same_values_dtype(reference: np.dtype[Any], actual: np.dtype[Any]) -> bool:
         return True
     if reference.kind in "UT" and actual.kind in "UT":
         return True  # NumPy 2's variable-width StringDType ("T") holds the same str values
+    if reference.names is not None and actual.names is not None:
+        # Field by field, as the values are compared: a record's name field as wide as
+        # each of its producers made it.
+        return reference.names == actual.names and all(
+            _same_values_dtype(reference[name].base, actual[name].base)
+            and reference[name].shape == actual[name].shape
+            for name in reference.names
+        )
     try:
         return reference.newbyteorder("=") == actual.newbyteorder("=")
     except TypeError:  # a new style dtype (StringDType) has no byte order

@@ -184,6 +184,13 @@ def test_strings_of_another_width_compare_by_value():
         "output: 1 of 2 elements differ; first at [1]: expected de, got dx"
     )
     assert compare_outputs(np.str_("abc"), np.str_("abcd")) == "output: expected abc, got abcd"
+    records = np.array([("abc", 1.0)], dtype=[("name", "U3"), ("v", "f8")])
+    wider = np.array([("abc", 1.0)], dtype=[("name", "U8"), ("v", "f8")])
+    assert compare_outputs(records, wider) is None
+    assert compare_outputs(records, wider.astype([("name", "U8"), ("v", "i8")])) == (
+        "output: dtype differs: expected [('name', '<U3'), ('v', '<f8')],"
+        " got [('name', '<U8'), ('v', '<i8')]"
+    )
 
 
 def test_numpy_2s_variable_width_strings_compare_with_fixed_width_ones_by_value():
