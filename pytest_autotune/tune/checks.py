@@ -467,11 +467,10 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
     if ref_array is not None and act_array is not None:
         if not _same_values_dtype(ref_array.dtype, act_array.dtype):
             return [f"{where}: dtype differs: expected {ref_array.dtype}, got {act_array.dtype}"]
-        if isinstance(ref_array, np.ma.MaskedArray) or isinstance(act_array, np.ma.MaskedArray):
-            return _compare_masked(ref_array, act_array, where, rtol, atol, equal_nan)
         if ref_array.dtype.names and ref_array.shape == act_array.shape:
             # A record array compared with `==` failed a correct candidate on a NaN in a
-            # float field, and on any rounding: each field compares as an array of its own.
+            # float field, and on any rounding: each field compares as an array of its own
+            # (a masked one's with its own mask: the masks of all fields at once raised).
             return [
                 problem
                 for name in ref_array.dtype.names
@@ -479,6 +478,8 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
                     ref_array[name], act_array[name], f"{where}[{name!r}]", rtol, atol, equal_nan
                 )
             ]
+        if isinstance(ref_array, np.ma.MaskedArray) or isinstance(act_array, np.ma.MaskedArray):
+            return _compare_masked(ref_array, act_array, where, rtol, atol, equal_nan)
         return _compare_arrays(ref_array, act_array, where, rtol, atol, equal_nan)
     # A Python number carries no dtype, nor a str a width: against a single typed value it
     # compares by value (`np.str_` of `words[i]` read "expected <U3 scalar abc, got str").

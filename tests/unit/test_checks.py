@@ -802,6 +802,23 @@ def test_lists_that_are_not_all_plain_numbers_keep_their_element_wise_rules():
     )
 
 
+def test_a_masked_record_array_compares_field_by_field_with_each_fields_mask():
+    # The masks of all fields at once (a record of bools each) raised TypeError from the
+    # check ("ufunc 'bitwise_or' not supported").
+    records = np.ma.masked_array(
+        np.zeros(3, dtype=[("a", "f8"), ("b", "i4")]), mask=[(0, 1), (0, 0), (1, 0)]
+    )
+    hidden = records.copy()
+    hidden["a"].data[2] = 9.0  # under field a's mask
+    assert compare_outputs(records, hidden) is None
+    shown = records.copy()
+    shown["a"][1] = 5.0
+    assert compare_outputs(records, shown) == (
+        "output['a']: 1 of 3 elements differ (rtol=1e-05, atol=1e-08), max abs error 5,"
+        " max rel error inf; first at [1]: expected 0.0, got 5.0"
+    )
+
+
 def test_masked_arrays_must_agree_on_the_mask_and_ignore_the_values_it_hides():
     # The mask was read as NaN positions ("expected --, got 2.0; NaN positions differ"), a
     # wording about values no candidate computed. A masked element is no value: masks must
