@@ -9,6 +9,7 @@ exact equality meaningless (`rtol`/`atol` on inexact values).
 from __future__ import annotations
 
 import array
+import cmath
 import collections
 import contextlib
 import dataclasses
@@ -729,21 +730,25 @@ def _differing_numbers(
     atol: float,
     equal_nan: bool,
 ) -> list[int] | None:
-    """The positions where two lists (or tuples) of one length that hold only Python floats
-    and ints (np.float64 counting as a float) differ, compared as arrays; None where they
-    hold anything else, to be compared element by element. Element by element, each took
-    some 40 us: a pure-Python candidate's list of 100 000 floats took seconds. The results
-    are those of the element-wise rules: floats within the tolerances, NaN to NaN (with
-    `equal_nan`), an int and a float by value, two ints exactly."""
+    """The positions where two lists (or tuples) of one length that hold only Python floats,
+    complex numbers and ints (np.float64 and np.complex128 counting as Python's) differ,
+    compared as arrays; None where they hold anything else, to be compared element by
+    element. Element by element, each took some 40 us: a pure-Python candidate's list of
+    100 000 floats (or complex numbers: a DFT's) took seconds. The results are those of the
+    element-wise rules: floats within the tolerances, NaN to NaN (with `equal_nan`; a
+    complex NaN part by part), an int and a float by value, two ints exactly."""
     types = {type(v) for v in reference} | {type(v) for v in actual}
     if len(types) == 1 and _one_numpy_type(*types):
         # `list(x)` of a float32 or int64 array: its scalars, of one dtype on both sides,
         # compare as arrays of that dtype, by the rules of two such scalars. One by one, a
         # list of 100 000 took 9 s (and an object array of floats 1e6 apart, 85 s).
         return _differing_of_one_type(reference, actual, types.pop(), rtol, atol, equal_nan)
-    # A np.float64 (of `list(array)`) follows a Python float's every rule here.
-    if not types <= {float, int, np.float64}:
-        return None  # bool, other NumPy scalars, complex, arrays...: rules of their own
+    # A np.float64 (of `list(array)`) follows a Python float's every rule here, and a
+    # np.complex128 a Python complex's.
+    real = {float, int, np.float64}
+    if not types <= real | {complex, np.complex128}:
+        return None  # bool, other NumPy scalars, arrays...: rules of their own
+    dtype = np.float64 if types <= real else np.complex128
     if int in types and any(
         type(v) is int and not -EXACT_FLOAT_INTEGERS <= v <= EXACT_FLOAT_INTEGERS
         for v in (*reference, *actual)
@@ -751,7 +756,7 @@ def _differing_numbers(
         return None  # as float64 it would round; element-wise, two ints compare exactly
     if len(reference) <= SHORT_SEQUENCE:
         return _differing_short(reference, actual, rtol, atol, equal_nan)
-    ref, act = np.array(reference, dtype=np.float64), np.array(actual, dtype=np.float64)
+    ref, act = np.array(reference, dtype=dtype), np.array(actual, dtype=dtype)
     bad = np.zeros(len(ref), dtype=bool)
     for start in range(0, len(ref), BLOCK_ELEMENTS):
         block = slice(start, start + BLOCK_ELEMENTS)
@@ -774,24 +779,38 @@ def _differing_short(
     atol: float,
     equal_nan: bool,
 ) -> list[int]:
-    """`_differing_numbers` of a few Python floats and ints, by NumPy's `isclose` rules
-    written out: two ints exactly, else as float64 within `atol + rtol * |reference|`,
-    an infinity only to itself, NaN to NaN with `equal_nan`."""
+    """`_differing_numbers` of a few Python floats, complex numbers and ints, by NumPy's
+    `isclose` rules written out: two ints exactly, else as float64 (complex128) within
+    `atol + rtol * |reference|`, an infinity only to itself, NaN to NaN with `equal_nan`;
+    a complex with a NaN part by part, as `_differing` judges it."""
     bad = []
     for i, (r, a) in enumerate(zip(reference, actual, strict=True)):
         if type(r) is int and type(a) is int:
             if r != a:
                 bad.append(i)
             continue
-        ref, act = float(r), float(a)
-        if ref == act:
-            continue
-        if math.isnan(ref) or math.isnan(act):
-            if not (equal_nan and math.isnan(ref) and math.isnan(act)):
+        if isinstance(r, complex) or isinstance(a, complex):
+            ref, act = complex(r), complex(a)
+            parts = ((ref.real, act.real), (ref.imag, act.imag))
+            if any(math.isnan(v) for pair in parts for v in pair):
+                if not all(_close(*pair, rtol, atol, equal_nan) for pair in parts):
+                    bad.append(i)
+            elif not _close(ref, act, rtol, atol, equal_nan):
                 bad.append(i)
-        elif math.isinf(ref) or math.isinf(act) or not abs(act - ref) <= atol + rtol * abs(ref):
+        elif not _close(float(r), float(a), rtol, atol, equal_nan):
             bad.append(i)
     return bad
+
+
+def _close(ref: complex, act: complex, rtol: float, atol: float, equal_nan: bool) -> bool:
+    """One pair of floats (or complex numbers of no NaN part) by `isclose`'s rule."""
+    if ref == act:
+        return True
+    if cmath.isnan(ref) or cmath.isnan(act):
+        return equal_nan and cmath.isnan(ref) and cmath.isnan(act)
+    if cmath.isinf(ref) or cmath.isinf(act):
+        return False
+    return abs(act - ref) <= atol + rtol * abs(ref)
 
 
 def _one_numpy_type(kind: type) -> bool:
