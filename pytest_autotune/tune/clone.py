@@ -10,6 +10,7 @@ import collections
 import copy
 import dataclasses
 import functools
+import numbers
 import random
 import sys
 import types
@@ -90,12 +91,38 @@ def _clone_elements(copied: np.ndarray[Any, Any], depth: int, memo: dict[int, An
     copied.flags.writeable = True
     flat = copied.reshape(-1, order="A")  # a view: the copy is C- or Fortran-contiguous
     for i, item in enumerate(flat):
-        # NumPy scalars are immutable too: one by one, a million took 5 s a copy.
-        if type(item) not in _ATOMS and not isinstance(item, np.generic):
+        kind = type(item)
+        # NumPy scalars, dates and decimals hold nothing to copy either: visited one by
+        # one, a million took some 5 s a copy.
+        if kind not in _ATOMS and not issubclass(kind, np.generic) and _may_hold_values(kind):
             cloned = clone_value(item, depth, memo)
             if cloned is not item:
                 flat[i] = cloned
     copied.flags.writeable = writeable
+
+
+def _may_hold_values(kind: type) -> bool:
+    """Whether an object of type `kind` may hold a value `clone_value` copies: it is an
+    array or container, or has attributes of its own (a `__dict__` or `__slots__`) and is
+    no number (a `Fraction` keeps its two ints in slots)."""
+    known = _MAY_HOLD_VALUES.get(kind)
+    if known is None:
+        known = (
+            issubclass(kind, (tuple, list, dict, *_WRITABLE_CONTAINERS))
+            or hasattr(kind, "__array__")
+            or (
+                not issubclass(kind, numbers.Number)
+                and (
+                    getattr(kind, "__dictoffset__", 1) != 0
+                    or any(cls.__dict__.get("__slots__") for cls in kind.__mro__)
+                )
+            )
+        )
+        _MAY_HOLD_VALUES[kind] = known
+    return known
+
+
+_MAY_HOLD_VALUES: dict[type, bool] = {}
 
 
 RANDOM_STATES = (random.Random, np.random.Generator, np.random.RandomState, np.random.BitGenerator)
