@@ -1008,7 +1008,7 @@ def _compare_arrays(
     if not inexact and max_errors is not None:
         exact = _exact_note(max_errors[0] <= atol or max_errors[1] <= rtol)
     if reference.shape == ():
-        note = exact + _too_fine(reference.dtype, rtol)
+        note = exact + _too_fine(reference.dtype, rtol, max_errors)
         return [f"{where}: expected {expected}, got {got}{errors_text}{tolerance}{note}"]
     index = _index_text(flat_index, reference.shape)
     message = (
@@ -1018,7 +1018,7 @@ def _compare_arrays(
     if moved:
         missing = "NaT" if reference.dtype.kind in "mM" else "NaN"
         message += f"; {missing} positions differ at {counted(moved, 'element')}"
-    return [message + exact + _too_fine(reference.dtype, rtol)]
+    return [message + exact + _too_fine(reference.dtype, rtol, max_errors)]
 
 
 def _exact_note(within: bool) -> str:
@@ -1039,10 +1039,19 @@ def _index_text(flat_index: int, shape: tuple[int, ...]) -> str:
     return ", ".join(str(int(i)) for i in np.unravel_index(flat_index, shape))
 
 
-def _too_fine(dtype: np.dtype[Any], rtol: float) -> str:
+ROUNDING_STEPS = 64
+"""Relative errors up to this many times a dtype's eps read as rounding, which a finer
+`rtol` than the dtype holds fails (`_too_fine`); larger ones as a wrong answer."""
+
+
+def _too_fine(dtype: np.dtype[Any], rtol: float, max_errors: tuple[float, float] | None) -> str:
     """A note where `rtol` is below the resolution of a float dtype (float16 and the
     default 1e-5): only bit-equal values pass, and a correct half-precision kernel that
-    rounds once otherwise failed with no word why."""
+    rounds once otherwise failed with no word why. Only where the errors (`max_errors`,
+    absolute and relative) are a rounding's: "set rtol for this dtype" told a candidate
+    wrong by 200%, or one that overflowed to inf, to loosen the tolerance."""
+    if max_errors is None:
+        return ""
     if dtype.kind not in "fcV":
         return ""
     try:
@@ -1054,6 +1063,8 @@ def _too_fine(dtype: np.dtype[Any], rtol: float) -> str:
             return ""
     if not 0 < rtol < eps:
         return ""  # rtol=0 asks for no relative tolerance at all (atol alone, or exactness)
+    if not max_errors[1] <= ROUNDING_STEPS * eps:
+        return ""
     return (
         f"; rtol={rtol:g} is finer than {dtype} can hold (its eps is {eps:.3g}), so only"
         " bit-equal values pass: set rtol for this dtype"

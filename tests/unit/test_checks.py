@@ -1134,6 +1134,17 @@ def test_a_tolerance_finer_than_the_dtype_can_hold_is_named():
     assert exact is not None and "finer than" not in exact
 
 
+def test_a_float16_answer_wrong_beyond_rounding_is_not_told_to_loosen_rtol():
+    # "set rtol for this dtype" followed every float16 difference: a sign flipped, an
+    # overflow to inf, a candidate wrong by 50%.
+    ref = np.array([1.0, 60000.0], dtype=np.float16)
+    for act in ([1.0, -60000.0], [1.0, np.inf], [1.5, 60000.0]):
+        message = compare_outputs(ref, np.array(act, dtype=np.float16))
+        assert message is not None and "finer than" not in message, act
+    rounded = compare_outputs(ref, np.array([1.0, 60032.0], dtype=np.float16))
+    assert rounded is not None and rounded.endswith("set rtol for this dtype")
+
+
 def test_a_named_tuple_is_not_a_plain_tuple():
     # A candidate returning a plain tuple where the reference returns a NamedTuple passed,
     # and its caller's `result.mean` raised AttributeError: as a tuple is not a list.
