@@ -953,8 +953,8 @@ def _is_single(array: npt.NDArray[Any], other: object) -> bool:
         return False
     if isinstance(other, _PYTHON_NUMBERS):
         return array.dtype.kind in "biufc"
-    kind = "U" if isinstance(other, str) else "S" if isinstance(other, bytes) else None
-    return array.dtype.kind == kind
+    kinds = "UT" if isinstance(other, str) else "S" if isinstance(other, bytes) else ""
+    return array.dtype.kind in kinds
 
 
 BLOCK_ELEMENTS = 1 << 16

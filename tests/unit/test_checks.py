@@ -202,6 +202,7 @@ def test_numpy_2s_variable_width_strings_compare_with_fixed_width_ones_by_value(
     assert compare_outputs(np.array(["abc", "dx"]), words) == (
         "output: 1 of 2 elements differ; first at [1]: expected dx, got de"
     )
+    assert compare_outputs(np.array("abc", dtype=dtypes.StringDType()), "abc") is None
     # A dtype of no byte order against another kind raised out of the check.
     assert compare_outputs(words, np.ones(2)) == (
         "output: dtype differs: expected StringDType(), got float64"
