@@ -718,6 +718,9 @@ def _text_difference(where: str, reference: str | bytes, actual: str | bytes) ->
     )
 
 
+_EXACT_TYPES = frozenset({str, bytes, bool, int, type(None)})
+"""Types whose values compare exactly, by `==` alone, in a list as alone."""
+
 EXACT_FLOAT_INTEGERS = 2**53
 """Integers up to this size are exact as float64: a list holding none larger compares as
 an array."""
@@ -733,11 +736,17 @@ def _differing_numbers(
     """The positions where two lists (or tuples) of one length that hold only Python floats,
     complex numbers and ints (np.float64 and np.complex128 counting as Python's) differ,
     compared as arrays; None where they hold anything else, to be compared element by
-    element. Element by element, each took some 40 us: a pure-Python candidate's list of
-    100 000 floats (or complex numbers: a DFT's) took seconds. The results are those of the
+    element (strings, booleans, ints or None alone by `!=`). Element by element, each took
+    some 40 us: a pure-Python candidate's list of 100 000 floats (or complex numbers: a
+    DFT's) took seconds. The results are those of the
     element-wise rules: floats within the tolerances, NaN to NaN (with `equal_nan`; a
     complex NaN part by part), an int and a float by value, two ints exactly."""
     types = {type(v) for v in reference} | {type(v) for v in actual}
+    if len(types) == 1 and types <= _EXACT_TYPES:
+        # Strings, booleans, ints or None alone, which compare exactly: by `!=`, as one by
+        # one, where a million strings took 4.5 s (booleans 2.3 s) through `_compare`.
+        pairs = zip(reference, actual, strict=True)
+        return [i for i, (r, a) in enumerate(pairs) if r != a]
     if len(types) == 1 and _one_numpy_type(*types):
         # `list(x)` of a float32 or int64 array: its scalars, of one dtype on both sides,
         # compare as arrays of that dtype, by the rules of two such scalars. One by one, a
