@@ -718,8 +718,9 @@ def _text_difference(where: str, reference: str | bytes, actual: str | bytes) ->
     )
 
 
-_EXACT_TYPES = frozenset({str, bytes, bool, int, type(None)})
-"""Types whose values compare exactly, by `==` alone, in a list as alone."""
+_EXACT_TYPES = frozenset({str, bytes, bool, int, type(None), np.str_, np.bytes_})
+"""Types whose values compare exactly, by `==` alone, in a list as alone (`np.str_` of
+`list(words)` by value, whatever its width)."""
 
 EXACT_FLOAT_INTEGERS = 2**53
 """Integers up to this size are exact as float64: a list holding none larger compares as

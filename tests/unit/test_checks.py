@@ -823,7 +823,7 @@ def test_a_long_list_of_strings_booleans_or_ints_is_compared_without_visiting_ea
     words = [str(i) for i in range(100_000)]
     flags = [i % 3 == 0 for i in range(100_000)]
     big = [2**60 + i for i in range(100_000)]
-    for values in (words, flags, big):
+    for values in (words, flags, big, list(np.array(words))):
         assert compare_outputs(values, list(values)) is None
         assert (
             compare_outputs({i: v for i, v in enumerate(values)}, dict(enumerate(values))) is None
