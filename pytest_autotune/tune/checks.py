@@ -989,6 +989,7 @@ def _compare_arrays(
     bad_count = moved = 0
     first: tuple[int, Any, Any] | None = None
     max_errors: tuple[float, float] | None = None
+    max_time: int | None = None  # the largest gap of differing times, in their unit
     for ref_raw, act_raw, offset in _blocks(reference, actual, 0):
         ref_block = ref_raw if wider is None else ref_raw.astype(wider)
         act_block = act_raw if wider is None else act_raw.astype(wider)
@@ -1001,6 +1002,9 @@ def _compare_arrays(
         if first is None:
             i = int(np.flatnonzero(bad)[0])
             first = offset + i, ref_block.reshape(-1)[i], act_block.reshape(-1)[i]
+        gap = _time_error(ref_block, act_block, bad)
+        if gap is not None:
+            max_time = gap if max_time is None else max(gap, max_time)
         errors = _errors(ref_block, act_block, bad)
         if errors is not None and max_errors is not None:
             errors = max(errors[0], max_errors[0]), max(errors[1], max_errors[1])
@@ -1010,9 +1014,7 @@ def _compare_arrays(
     flat_index, expected, got = first
     expected, got = _cut(str(expected)), _cut(str(got))  # one element may be a 1 MB string
 
-    errors_text = ""
-    if max_errors is not None:
-        errors_text = f", max abs error {max_errors[0]:.6g}, max rel error {max_errors[1]:.6g}"
+    errors_text = _errors_text(max_errors, max_time, reference.dtype)
     tolerance = f" (rtol={rtol:g}, atol={atol:g})" if inexact else ""
     exact = ""
     if not inexact and max_errors is not None:
@@ -1029,6 +1031,17 @@ def _compare_arrays(
         missing = "NaT" if reference.dtype.kind in "mM" else "NaN"
         message += f"; {missing} positions differ at {counted(moved, 'element')}"
     return [message + exact + _too_fine(reference.dtype, rtol, max_errors)]
+
+
+def _errors_text(
+    max_errors: tuple[float, float] | None, max_time: int | None, dtype: np.dtype[Any]
+) -> str:
+    """The largest errors of the elements that differ, as a message gives them."""
+    if max_errors is not None:
+        return f", max abs error {max_errors[0]:.6g}, max rel error {max_errors[1]:.6g}"
+    if max_time is not None:
+        return f", max abs error {_time_text(max_time, dtype)}"
+    return ""
 
 
 def _exact_note(within: bool) -> str:
@@ -1258,6 +1271,32 @@ def _errors(
             abs_error, magnitude, out=np.full_like(abs_error, np.inf), where=magnitude != 0
         )
     return float(abs_error.max()), float(rel_error.max())
+
+
+def _time_error(
+    reference: npt.NDArray[Any], actual: npt.NDArray[Any], bad: npt.NDArray[np.bool_]
+) -> int | None:
+    """The largest gap between differing datetimes or timedeltas where neither is NaT, in
+    steps of their unit (`_time_text` names it), else None: "expected 2020-01-01T00, got
+    2020-01-01T01" told an hour's shift of one element from one of every element, or of a
+    day. Exact, as `_integer_errors` is: times far apart overflowed to a few nanoseconds."""
+    if reference.dtype.kind not in "mM" or actual.dtype.kind not in "mM":
+        return None
+    ref, act = reference[bad], actual[bad]
+    known = ~(np.isnat(ref) | np.isnat(act))
+    if not known.any():
+        return None
+    steps_ref, steps_act = ref[known].view(np.int64), act[known].view(np.int64)
+    wide_ref, wide_act = steps_ref.astype(np.uint64), steps_act.astype(np.uint64)
+    gaps = np.where(steps_act >= steps_ref, wide_act - wide_ref, wide_ref - wide_act)
+    return int(gaps.max())
+
+
+def _time_text(steps: int, dtype: np.dtype[Any]) -> str:
+    """`steps` of `dtype`'s unit, as NumPy names a timedelta of it ("5 hours")."""
+    unit, count = np.datetime_data(dtype)
+    name = str(np.array([2], dtype=f"m8[{unit}]")[0]).split(" ", 1)[-1]  # "2 hours"
+    return f"{steps * count} {name}"
 
 
 _EXACT_IN_FLOAT = 1 << 53

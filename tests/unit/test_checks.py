@@ -81,6 +81,28 @@ def test_not_a_time_compares_as_nan_does():
     )
 
 
+def test_times_that_differ_give_their_largest_gap():
+    # "expected 2020-01-01T00, got 2020-01-01T01" alone told an hour's shift of one element
+    # from one of every element, or of a day.
+    ref = np.array(["2020-01-01T00", "2020-01-02T00", "NaT"], dtype="datetime64[h]")
+    shifted = ref + np.array([1, 5, 0], dtype="timedelta64[h]")
+    assert compare_outputs(ref, shifted) == (
+        "output: 2 of 3 elements differ, max abs error 5 hours; first at [0]:"
+        " expected 2020-01-01T00, got 2020-01-01T01"
+    )
+    assert compare_outputs(np.timedelta64(3, "ms"), np.timedelta64(5, "ms")) == (
+        "output: expected 3 milliseconds, got 5 milliseconds, max abs error 2 milliseconds"
+    )
+    # Exact where the gap overflows int64 (it read "3 nanoseconds"), and in steps of 5 s.
+    far = compare_outputs(
+        np.array([2**63 - 2], dtype="datetime64[ns]"),
+        np.array([-(2**63) + 2], dtype="datetime64[ns]"),
+    )
+    assert far is not None and "max abs error 18446744073709551612 nanoseconds" in far
+    steps = compare_outputs(np.array([0, 1], "M8[5s]"), np.array([0, 3], "M8[5s]"))
+    assert steps is not None and "max abs error 10 seconds" in steps
+
+
 def test_infinities_must_match_in_sign():
     assert compare_outputs(np.array([np.inf]), np.array([np.inf])) is None
     assert compare_outputs(np.array([np.inf]), np.array([-np.inf])) == (
