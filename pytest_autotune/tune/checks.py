@@ -1012,7 +1012,8 @@ def _compare_arrays(
     if first is None:
         return []
     flat_index, expected, got = first
-    expected, got = _cut(str(expected)), _cut(str(got))  # one element may be a 1 MB string
+    quoted = _ambiguous(expected) or _ambiguous(got)
+    expected, got = _element_text(expected, quoted), _element_text(got, quoted)
 
     errors_text = _errors_text(max_errors, max_time, reference.dtype)
     tolerance = f" (rtol={rtol:g}, atol={atol:g})" if inexact else ""
@@ -1031,6 +1032,19 @@ def _compare_arrays(
         missing = "NaT" if reference.dtype.kind in "mM" else "NaN"
         message += f"; {missing} positions differ at {counted(moved, 'element')}"
     return [message + exact + _too_fine(reference.dtype, rtol, max_errors)]
+
+
+def _ambiguous(value: object) -> bool:
+    """Whether `value` is a string that reads as nothing, or as another, unquoted: empty,
+    or beginning or ending with spaces ("expected , got x" read as a garbled message)."""
+    return isinstance(value, str) and (not value or value != value.strip())
+
+
+def _element_text(value: object, quoted: bool) -> str:
+    """One element as a message shows it, cut short (one may be a 1 MB string); a string
+    `quoted` where it or the element it is shown beside is `_ambiguous`."""
+    text = repr(str(value)) if quoted and isinstance(value, str) else str(value)
+    return _cut(text)
 
 
 def _errors_text(

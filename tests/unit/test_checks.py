@@ -1232,6 +1232,17 @@ def test_a_huge_integer_that_differs_is_described_not_raised_on():
     assert message is not None and len(message) < 600
 
 
+def test_an_empty_or_space_edged_string_element_is_quoted():
+    # "expected , got x" read as a garbled message, and "abc " as "abc".
+    assert compare_outputs(np.array(["", "b"]), np.array(["x", "b"])) == (
+        "output: 1 of 2 elements differ; first at [0]: expected '', got 'x'"
+    )
+    assert compare_outputs(np.str_("abc "), np.str_("abc")) == "output: expected 'abc ', got 'abc'"
+    assert compare_outputs(np.array(["abc"]), np.array(["abd"])) == (
+        "output: 1 of 1 elements differ; first at [0]: expected abc, got abd"
+    )
+
+
 def test_a_long_element_of_an_array_that_differs_is_cut_short():
     # The first bad element was printed whole: a string or object array holding a 1 MB
     # value flooded the message as a long str output did.
