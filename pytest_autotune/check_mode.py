@@ -9,6 +9,7 @@ from typing import Any
 from pytest_autotune.tune.checks import (
     compare_outputs,
     copy_output,
+    in_place_output,
     returned_none,
     unusable_reference,
 )
@@ -31,6 +32,15 @@ def candidate_call(run: Body, name: str, fn: Callable[..., Any]) -> Callable[...
     return named(name, fn) if named is not None else functools.partial(run, fn)
 
 
+def _produced(call: Callable[..., Any], inputs: tuple[Any, ...], in_place: bool) -> Any:
+    """What `call` gives on its own copy of `inputs`: its output, or `in_place`, where it
+    returns None, the copy where it wrote into it (`checks.in_place_output`, as tuning
+    judges a library's in-place kernels, `Tuner.written_inputs`)."""
+    args = clone_value(inputs)
+    output = call(*args)
+    return in_place_output(args, inputs) if output is None and in_place else output
+
+
 def check_candidate(
     name: str,
     candidates: Candidates,
@@ -42,6 +52,7 @@ def check_candidate(
     check_output: bool = True,
     not_run: Collection[str] = (),
     expected_to_fail: Collection[str] = (),
+    in_place: bool = False,
 ) -> str | None:
     """Run one candidate once and compare its output with the reference's; the failure
     message, or None. Each call gets its own copy of the inputs, so a candidate writing into
@@ -54,11 +65,14 @@ def check_candidate(
     The candidates in `not_run` (their tests marked not to run) are never the default
     reference, and those in `expected_to_fail` (marked `xfail`) only where no other
     succeeds: an imprecise one listed first failed every correct one.
+    With `in_place` (a production set's functions, through the `autotune` fixture), a call
+    that returns None having written into its copy of the inputs is judged by them
+    (`_produced`); one that wrote nothing fails as returning None.
     """
     __tracebackhide__ = True  # the candidate's traceback shows the user's frames alone
     by_name = dict(candidates)
     try:
-        output = candidate_call(run, name, by_name[name])(*clone_value(inputs))
+        output = _produced(candidate_call(run, name, by_name[name]), inputs, in_place)
     except AutotuneError as exc:
         # The seed's `AutotuneError::Skip`, raised, declines as `AutotuneSkip` does (and as
         # it does when the candidate is timed).
@@ -78,7 +92,7 @@ def check_candidate(
         reference = None
     if reference is not None:
         try:
-            label, expected = _explicit(name, output, by_name, run, inputs, reference)
+            label, expected = _explicit(name, output, by_name, run, inputs, reference, in_place)
         except AutotuneSkip:
             # The reference declined the key: this candidate is checked as without one, as
             # in tuning. The decline read as this candidate's own: every test of the group
@@ -87,7 +101,7 @@ def check_candidate(
             reference = None
     if reference is None:
         label, expected = _first_that_succeeds(
-            name, output, by_name, run, inputs, not_run, expected_to_fail
+            name, output, by_name, run, inputs, not_run, expected_to_fail, in_place
         )
     unusable = unusable_reference(expected, label)
     if unusable is not None:
@@ -106,6 +120,7 @@ def _first_that_succeeds(
     inputs: tuple[Any, ...],
     not_run: Collection[str],
     expected_to_fail: Collection[str],
+    in_place: bool = False,
 ) -> tuple[str, Any]:
     """The label and output of the default reference (candidate `name`'s own is `output`):
     the first candidate that succeeds with an output; where every one returns None, the
@@ -125,7 +140,7 @@ def _first_that_succeeds(
             expected = output
         else:
             try:
-                expected = candidate_call(run, other, by_name[other])(*clone_value(inputs))
+                expected = _produced(candidate_call(run, other, by_name[other]), inputs, in_place)
             except Exception:
                 continue
         if expected is not None:
@@ -142,6 +157,7 @@ def _explicit(
     run: Body,
     inputs: tuple[Any, ...],
     reference: Callable[..., Any] | str,
+    in_place: bool = False,
 ) -> tuple[str, Any]:
     """The label and output of the reference the marker names (a candidate's name, or a
     callable); `AutotuneSkip` where it declined the key, as an `AutotuneError` of kind SKIP
@@ -154,8 +170,9 @@ def _explicit(
             if reference == name:
                 return label, output
             call = candidate_call(run, reference, by_name[reference])
-            return label, call(*clone_value(inputs))
-        return "the explicit reference", run(reference, *clone_value(inputs))
+            return label, _produced(call, inputs, in_place)
+        explicit = functools.partial(run, reference)
+        return "the explicit reference", _produced(explicit, inputs, in_place)
     except AutotuneError as exc:
         if exc.kind is AutotuneErrorKind.SKIP:
             raise AutotuneSkip(exc.message) from None

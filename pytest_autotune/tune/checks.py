@@ -107,6 +107,16 @@ SHORT_SEQUENCE = 16
 """Up to this many numbers compare one by one in Python (`_differing_short`): the row of a
 list of tuples took some 50 us through NumPy, and a list of 100 000 rows, seconds."""
 
+
+def in_place_output(written: tuple[Any, ...], before: tuple[Any, ...]) -> object:
+    """The output of a call that returned None: the inputs it was given (`written`, its own
+    copies) where it wrote into them, compared with a copy of them as they were (`before`);
+    else None, nothing to compare. A library's in-place kernel (a CuPy kernel launched into
+    an `out` argument) returns nothing, and what it wrote is its answer; a function that
+    forgot its `return` wrote nothing, and none of its candidates may pass unchecked."""
+    return written if compare_outputs(before, written, 0.0, 0.0) is not None else None
+
+
 RAISED = "raised "
 """How the message of a candidate that raised in its check begins, its exception's type and
 message following: a raise is no wrong output, and "failed its check: ValueError: ..." read

@@ -32,7 +32,7 @@ from pytest_autotune.tune.cache import (
     PersistentCacheValue,
 )
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE, call_scope
-from pytest_autotune.tune.checks import SKIPPED, CheckResult, check_candidates
+from pytest_autotune.tune.checks import SKIPPED, CheckResult, check_candidates, in_place_output
 from pytest_autotune.tune.client import client_context, out_of_memory, release_memory
 from pytest_autotune.tune.clone import mock_types
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
@@ -206,6 +206,7 @@ class Tuner:
         require_output: bool = False,
         reference_last: Collection[str] = (),
         compare_outputs: bool = True,
+        written_inputs: bool = False,
     ) -> None:
         self.name = name
         self.device_id = device_id
@@ -216,6 +217,10 @@ class Tuner:
         self.reference = reference
         self.require_output = require_output
         """A reference output of None fails the checks (the plugin's default)."""
+        self.written_inputs = written_inputs
+        """With `require_output`, a call that returns None having written into its inputs
+        is judged by them, as without it (a library's in-place kernels, through the plugin's
+        `autotune` fixture); one that wrote nothing still has nothing to compare."""
         self.compare_outputs = compare_outputs
         """The checks compare outputs with the reference's; without (the plugin's
         `check_output=False`) each candidate only has to run."""
@@ -531,6 +536,8 @@ class Tuner:
                 # and could win. What it wrote into its own copies of the inputs is its
                 # output. (The plugin requires an output and says so instead.)
                 return args
+            if out is None and self.written_inputs:
+                return in_place_output(args, tunables.generate_inputs(key, inputs))
             return out
 
         def run(index: int) -> object:
