@@ -1060,15 +1060,26 @@ def warning_marks(config: pytest.Config, group: str) -> dict[str, tuple[str, ...
 
 def expected_to_fail(config: pytest.Config, group: str) -> frozenset[str]:
     """The candidates of `group` whose tests are marked `xfail` here (a true condition, run):
-    their failed checks are what the project expects, which the report does not raise."""
+    their failed checks are what the project expects, which the report does not raise.
+
+    A candidate whose item was not collected (a node id names only some of the group's
+    tests) is judged by its `pytest.param`'s marks, as in `not_run`: it was otherwise the
+    reference that the selected candidate failed its check against, and the winner."""
     if not _marks_skip(config) or config.getoption("runxfail"):
         return frozenset()
     items = config.stash.get(GROUP_ITEMS, {}).get(group, [])
-    return frozenset(
+    marked = {
         item.stash[ITEM].candidate
         for item in items
         if any(_condition_holds(item, mark) for mark in item.iter_markers("xfail"))
-    )
+    }
+    if items:
+        collected = {item.stash[ITEM].candidate for item in items}
+        for name, own in items[0].stash[ITEM].function.marks.items():
+            xfails = (mark for mark in own if mark.name == "xfail")
+            if name not in collected and any(_condition_holds(items[0], m) for m in xfails):
+                marked.add(name)
+    return frozenset(marked)
 
 
 def not_run(config: pytest.Config, group: str) -> Mapping[str, str]:
