@@ -1048,14 +1048,46 @@ def candidate_nodeids(config: pytest.Config, group: str) -> dict[str, str]:
 
 def warning_marks(config: pytest.Config, group: str) -> dict[str, tuple[str, ...]]:
     """The filters of each candidate's test's `filterwarnings` marks in `group`, by
-    candidate name, in the order pytest applies them to the test (`warning_marks.py`)."""
+    candidate name, in the order pytest applies them to the test (`warning_marks.py`).
+
+    A candidate whose item was not collected (a node id names only some of the group's
+    tests) has a collected test's filters, that test's candidate's `pytest.param` marks
+    replaced by its own: without them, tuning ran it under the project's filters alone,
+    and where `filterwarnings = error` made its warning its failure, an update recorded
+    another winner."""
     items = config.stash.get(GROUP_ITEMS, {}).get(group, [])
-    return {
+    found = {
         item.stash[ITEM].candidate: tuple(
             arg for mark in item.iter_markers("filterwarnings") for arg in mark.args
         )
         for item in items
     }
+    if items:
+        first = items[0]
+        function = first.stash[ITEM].function
+        for name, _ in function.candidates:
+            if name not in found:
+                marks = _filter_marks_of(first, function.marks, name)
+                found[name] = tuple(arg for mark in marks for arg in mark.args)
+    return found
+
+
+def _filter_marks_of(
+    item: pytest.Item, marks: Mapping[str, tuple[pytest.Mark, ...]], name: str
+) -> list[pytest.Mark]:
+    """The `filterwarnings` marks of candidate `name`'s test, made from `item`'s, a test of
+    the same group: its own marks (the function's, then its parameters') with its
+    candidate's `pytest.param` marks (`marks`) replaced by `name`'s, then its parents'."""
+    every = list(item.iter_markers("filterwarnings"))
+    count = sum(1 for mark in item.own_markers if mark.name == "filterwarnings")
+    own, parents = every[:count], every[count:]
+    at = len(own)
+    for mark in reversed(marks.get(item.stash[ITEM].candidate, ())):
+        if mark.name == "filterwarnings" and mark in own:
+            at = len(own) - 1 - own[::-1].index(mark)
+            del own[at]
+    theirs = [mark for mark in marks.get(name, ()) if mark.name == "filterwarnings"]
+    return own[:at] + theirs + own[at:] + parents
 
 
 def expected_to_fail(config: pytest.Config, group: str) -> frozenset[str]:

@@ -2525,6 +2525,19 @@ def test_a_candidates_own_filterwarnings_mark_applies_where_another_candidates_t
     )
 
 
+def test_a_candidates_own_filterwarnings_mark_applies_where_a_node_id_left_its_test_out(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A node id naming `fast`'s test alone collects no item of `deprecated`, whose mark was
+    # then unknown: it ran under `filterwarnings = error`, failed unseen, and the update
+    # recorded `fast` the winner, which a run of the whole test does not.
+    faster = WARNING_MARK_TESTS.replace("spin(300e-6)", "spin(30e-6)")
+    autotune_pytester.makepyfile(test_marked=faster)
+    result = run(autotune_pytester, "--autotune-update", "test_marked.py::test_marked[fast]")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_marked.py::test_marked*deprecated*updated*"])
+
+
 WARNED_PAIR = """
 import warnings
 
