@@ -157,6 +157,30 @@ def test_prune_keeps_the_file_of_a_test_named_from_outside_the_root_dir(
     assert not [line for line in pruned.outlines if "gone" in line]
 
 
+def test_a_test_outside_the_root_dir_is_warned_of_where_its_baselines_go(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `pytest pkg_a/tests pkg_b/tests` in a monorepo of no configuration at its top takes
+    # pkg_a's (its root dir pkg_a, as --rootdir=pkg_a gives here): pkg_b's test, named
+    # `test_pkg_b.py` from the folder given, was filed in pkg_a's cache folder, where a run
+    # of pkg_b never looks, without a word.
+    project = autotune_pytester
+    for name in ("pkg_a", "pkg_b"):
+        project.mkdir(name)
+        project.mkdir(f"{name}/tests").joinpath(f"test_{name}.py").write_text(SCALE_TESTS)
+    update = run(project, "--rootdir=pkg_a", "--autotune-update", "pkg_a/tests", "pkg_b/tests")
+    assert update.ret == pytest.ExitCode.OK, update.outlines
+    update.stdout.fnmatch_lines(
+        [
+            "warning: test_pkg_b.py::test_scale: its file pkg_b?tests?test_pkg_b.py is outside"
+            " the root dir *pkg_a, so pytest names it from the folder given on the command"
+            " line, and its baselines are filed under that name in pkg_a?.autotune, where a"
+            " run given another folder, or run from the test's own project, does not look:*"
+        ]
+    )
+    update.stdout.no_fnmatch_line("warning: tests/test_pkg_a.py*")
+
+
 def test_two_tests_of_one_node_id_outside_the_root_dir_fail_by_name(
     autotune_pytester: pytest.Pytester,
 ) -> None:
