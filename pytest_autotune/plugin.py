@@ -158,7 +158,7 @@ def _written_by_others(config: pytest.Config) -> dict[str, Path]:
 def _settings(config: pytest.Config) -> PluginSettings:
     """The session's settings from every source (`pytest_autotune.plugin_settings`)."""
     try:
-        return settings_from_sources(
+        settings = settings_from_sources(
             command_line=_command_line(config),
             ini={s.ini: _ini_value(config, s.ini) for s in _INI_KEYS},
             environ=os.environ,
@@ -168,6 +168,12 @@ def _settings(config: pytest.Config) -> PluginSettings:
         )
     except ConfigError as exc:
         raise pytest.UsageError(f"pytest-autotune: {exc}") from None
+    unconfigured = (
+        config.inipath is None
+        and not config.getoption("rootdir", None)
+        and not (config.rootpath / "setup.py").is_file()
+    )
+    return replace(settings, unconfigured=unconfigured)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -303,6 +303,35 @@ def test_no_baseline_names_the_file_it_looked_for_where_there_is_none(
     )
 
 
+def test_no_baseline_says_where_pytest_found_no_configuration_file(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A project of no pytest configuration file: pytest's root dir is the folder it is run
+    # in, so an update from the project's top and a gate run in `tests/` named the test and
+    # filed its baselines apart, and the gate read "no baseline", not saying why.
+    pytester.mkdir("tests")
+    (pytester.path / "tests" / "conftest.py").write_text(FAKE_CONFTEST)
+    (pytester.path / "tests" / "test_ops.py").write_text(SCALE_TESTS)
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    topped = run(pytester, "--autotune")
+    topped.stdout.fnmatch_lines(["*test_scale[[]1[]]*pass*"])
+    topped.stdout.no_fnmatch_line("*configuration file*")
+
+    monkeypatch.chdir(pytester.path / "tests")
+    inside = run(pytester, "--autotune")
+    assert inside.ret == pytest.ExitCode.OK
+    looked = cache_path(ROOT, DEVICE, "test_ops.py::test_scale")
+    inside.stdout.fnmatch_lines(
+        [
+            f"    no baseline for this key on {DEVICE} (no file {looked}; pytest found no"
+            " configuration file, so its root dir, which tests are named and filed from, is"
+            f" the folder it was run in, {pytester.path / 'tests'}: a pytest.ini (or a"
+            " pyproject.toml's [[]tool.pytest.ini_options[]]) at the project's top makes that"
+            " the root dir of every run); --autotune-update records one"
+        ]
+    )
+
+
 def test_prune_keeps_the_entries_of_groups_a_plugin_deselected_before_this_one_saw_them(
     autotune_pytester: pytest.Pytester,
 ) -> None:
