@@ -19,7 +19,12 @@ import numpy as np
 import pytest
 
 from pytest_autotune.marker_options import option_error
-from pytest_autotune.plugin_settings import is_builtin_device, shown_from, unserved_device
+from pytest_autotune.plugin_settings import (
+    PluginSettings,
+    is_builtin_device,
+    shown_from,
+    unserved_device,
+)
 
 FUNCTIONS = pytest.StashKey[dict[str, "FunctionSpec"]]()
 ITEM = pytest.StashKey["ItemSpec"]()
@@ -648,6 +653,25 @@ def shared_nodeid_error(config: pytest.Config, nodeid: str, first: Path, path: P
         f" {shown_from(path, here)}: pytest names a test outside the root dir"
         f" {config.rootpath} from the folder given on the command line, and the two would"
         " share one cache file: give a --rootdir above both"
+    )
+
+
+def outside_rootdir(item: pytest.Item, nodeid: str, settings: PluginSettings) -> str | None:
+    """The warning for a test, named `nodeid`, whose file is outside the root dir; None for
+    one inside. pytest names it from the folder given on the command line, so its cache
+    file's name depends on how pytest was called (`pytest pkg_a/tests pkg_b/tests` in a
+    monorepo takes `pkg_a`'s configuration and names `pkg_b/tests/test_ops.py`
+    `test_ops.py`), and it is filed in another project's cache directory: its baselines
+    were written where a run of its own project never looked, without a word."""
+    rootpath = item.config.rootpath
+    if item.path.is_relative_to(rootpath):
+        return None
+    return (
+        f"warning: {nodeid}: its file {settings.relative(item.path)} is outside the root dir"
+        f" {rootpath}, so pytest names it from the folder given on the command line, and its"
+        f" baselines are filed under that name in {settings.relative(settings.cache_dir)},"
+        " where a run given another folder, or run from the test's own project, does not"
+        " look: run it from its project (`cd` there) or with a --rootdir above it"
     )
 
 

@@ -15,7 +15,12 @@ import pytest
 
 from pytest_autotune.backends.cuda import CudaUnavailableError
 from pytest_autotune.check_mode import check_candidate
-from pytest_autotune.collection import SHARED_NODEID, item_function_nodeid, repeated_nodeid
+from pytest_autotune.collection import (
+    SHARED_NODEID,
+    item_function_nodeid,
+    outside_rootdir,
+    repeated_nodeid,
+)
 from pytest_autotune.marker_options import option_error, work_error
 from pytest_autotune.session import AutotuneSession, GroupRequest
 from pytest_autotune.time_limit import Limited, TimeLimit, TimeLimitExceeded, crashed
@@ -221,6 +226,7 @@ def _run_set(
                 skipped = {tunables.names[i] for i in unplanned(plan, len(tunables))}
                 return _check_set(session, candidates, run, inputs, options, skipped)
             tuner_name = fixture_tuner_name(tunables, tuner, item_function_nodeid(node))
+            _note_outside_rootdir(session, node, tuner_name)
             limited = tunables
             group_name = call_group(node, tuner_name, key, tunables.checksum)
             raised = node.config.stash.setdefault(RAISED_NAMES, {}).setdefault(group_name, set())
@@ -452,6 +458,16 @@ def _fail_on(nodeid: str, error: str | None) -> None:
         pytest.fail(
             f"{nodeid}: {error.replace('@pytest.mark.autotune', 'autotune')}", pytrace=False
         )
+
+
+def _note_outside_rootdir(session: AutotuneSession, node: pytest.Item, tuner_name: str) -> None:
+    """Say once where a set of no tuner, named after its test, is in a file outside the root
+    dir, whose name depends on the folder pytest was given (`collection.outside_rootdir`)."""
+    if tuner_name != item_function_nodeid(node):
+        return
+    warning = outside_rootdir(node, tuner_name, session.settings)
+    if warning is not None and warning not in session.output.notes:
+        session.note(warning)
 
 
 def fixture_tuner_name(tunables: TunableSet, tuner: LocalTuner | str | None, nodeid: str) -> str:

@@ -54,6 +54,7 @@ from pytest_autotune.collection import (
     item_group,
     not_run,
     note_skipped_at_setup,
+    outside_rootdir,
     record_function,
     shared_nodeid_error,
     unprovided_device,
@@ -666,7 +667,9 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
             if session.settings.tune:
                 _note_positional_key(session, spec)
                 _note_numbered_candidates(session, spec)
-                _note_outside_rootdir(session, pyfuncitem, spec)
+                _note_once(
+                    session, outside_rootdir(pyfuncitem, spec.function.nodeid, session.settings)
+                )
                 request = GroupRequest(
                     group=spec.group,
                     tuner_name=spec.function.nodeid,
@@ -842,26 +845,9 @@ def _note_positional_key(session: AutotuneSession, spec: ItemSpec) -> None:
         session.note(line)
 
 
-def _note_outside_rootdir(session: AutotuneSession, item: pytest.Item, spec: ItemSpec) -> None:
-    """Say once per test where its file is outside the root dir: pytest names it from the
-    folder given on the command line, so its cache file's name depends on how pytest was
-    called (`pytest pkg_a/tests pkg_b/tests` in a monorepo takes `pkg_a`'s configuration
-    and names `pkg_b/tests/test_ops.py` `test_ops.py`), and it is filed in another
-    project's cache directory: its baselines were written where a run of its own project
-    never looked, without a word."""
-    rootpath = item.config.rootpath
-    if item.path.is_relative_to(rootpath):
-        return
-    settings = session.settings
-    line = (
-        f"warning: {spec.function.nodeid}: its file {settings.relative(item.path)} is outside"
-        f" the root dir {rootpath}, so pytest names it from the folder given on the command"
-        " line, and its baselines are filed under that name in"
-        f" {settings.relative(settings.cache_dir)}, where a run given another folder, or run"
-        " from the test's own project, does not look: run it from its project (`cd` there)"
-        " or with a --rootdir above it"
-    )
-    if line not in session.output.notes:
+def _note_once(session: AutotuneSession, line: str | None) -> None:
+    """`line` at the end of the summary, once however many tests or workers say it."""
+    if line is not None and line not in session.output.notes:
         session.note(line)
 
 

@@ -164,10 +164,26 @@ def test_a_test_outside_the_root_dir_is_warned_of_where_its_baselines_go(
     # pkg_a's (its root dir pkg_a, as --rootdir=pkg_a gives here): pkg_b's test, named
     # `test_pkg_b.py` from the folder given, was filed in pkg_a's cache folder, where a run
     # of pkg_b never looks, without a word.
+    # So was a test of the `autotune` fixture whose set has no tuner, named after its test.
     project = autotune_pytester
     for name in ("pkg_a", "pkg_b"):
         project.mkdir(name)
         project.mkdir(f"{name}/tests").joinpath(f"test_{name}.py").write_text(SCALE_TESTS)
+    (project.path / "pkg_b" / "tests" / "test_set.py").write_text(
+        textwrap.dedent(
+            """
+            from conftest import spin
+            from pytest_autotune import TunableSet
+
+            def one(n):
+                spin(100e-6)
+                return n
+
+            def test_set(autotune):
+                assert autotune(TunableSet.of(lambda n: n, {"one": one}), 3) == 3
+            """
+        )
+    )
     update = run(project, "--rootdir=pkg_a", "--autotune-update", "pkg_a/tests", "pkg_b/tests")
     assert update.ret == pytest.ExitCode.OK, update.outlines
     update.stdout.fnmatch_lines(
@@ -175,10 +191,12 @@ def test_a_test_outside_the_root_dir_is_warned_of_where_its_baselines_go(
             "warning: test_pkg_b.py::test_scale: its file pkg_b?tests?test_pkg_b.py is outside"
             " the root dir *pkg_a, so pytest names it from the folder given on the command"
             " line, and its baselines are filed under that name in pkg_a?.autotune, where a"
-            " run given another folder, or run from the test's own project, does not look:*"
+            " run given another folder, or run from the test's own project, does not look:*",
         ]
     )
+    update.stdout.fnmatch_lines(["warning: test_set.py::test_set: its file pkg_b?tests?test_*"])
     update.stdout.no_fnmatch_line("warning: tests/test_pkg_a.py*")
+    assert len([line for line in update.outlines if line.startswith("warning: test_")]) == 2
 
 
 def test_two_tests_of_one_node_id_outside_the_root_dir_fail_by_name(
