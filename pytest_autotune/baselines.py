@@ -122,13 +122,15 @@ class Baselines:
         if tuner_cache(self._settings.cache_dir, device_id, tuner).exists():
             return None
         shown = self._settings.relative(cache_path(self._settings.cache_dir, device_id, tuner))
-        if not self._settings.unconfigured:
+        above = self._settings.cache_above
+        if above is None:
             return shown
         return (
             f"{shown}; pytest found no configuration file, so its root dir, which tests are"
-            f" named and filed from, is the folder it was run in, {self._settings.rootpath}:"
-            " a pytest.ini (or a pyproject.toml's [tool.pytest.ini_options]) at the"
-            " project's top makes that the root dir of every run"
+            f" named and filed from, is the folder it was run in, {self._settings.rootpath},"
+            f" while {self._settings.relative(above)}, above it, holds caches: a pytest.ini (or a"
+            " pyproject.toml's [tool.pytest.ini_options]) at the project's top makes that"
+            " the root dir of every run"
         )
 
     def _load(self, device_id: str, tuner: str) -> tuple[Path, PersistentCache, Entries]:

@@ -174,7 +174,12 @@ def _settings(config: pytest.Config) -> PluginSettings:
         and not config.getoption("rootdir", None)
         and not (config.rootpath / "setup.py").is_file()
     )
-    return replace(settings, unconfigured=unconfigured)
+    above = (
+        (folder / settings.cache_dir.name for folder in config.rootpath.parents)
+        if unconfigured and settings.cache_dir.parent == config.rootpath
+        else ()
+    )
+    return replace(settings, cache_above=next((p for p in above if p.is_dir()), None))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -76,10 +76,12 @@ class PluginSettings:
     rootpath: Path = Path(".")
     invocation_dir: Path = Path(".")
     """The directory pytest was run in, which the paths of messages are shown from."""
-    unconfigured: bool = False
-    """Whether pytest found no configuration file (nor `--rootdir`, nor `setup.py`), so that
-    its root dir is the folder it was run in: a run from another folder (`cd tests`) names
-    tests, and files their baselines, otherwise, which a missing baseline says."""
+    cache_above: Path | None = None
+    """Where pytest found no configuration file (nor `--rootdir`, nor `setup.py`), so that
+    its root dir is the folder it was run in, a cache directory of the same name in a folder
+    above it: a run there (`cd tests` undone) names tests, and files their baselines,
+    otherwise, which a missing baseline says. None where there is none: the first run of a
+    project of no configuration file has nothing elsewhere to point at."""
     layers: tuple[Layer, ...] = field(default=(), compare=False, repr=False)
     """The sources these settings were resolved from, first wins, for `for_marker`."""
 

@@ -330,6 +330,10 @@ def test_no_baseline_says_where_pytest_found_no_configuration_file(
     pytester.mkdir("tests")
     (pytester.path / "tests" / "conftest.py").write_text(FAKE_CONFTEST)
     (pytester.path / "tests" / "test_ops.py").write_text(SCALE_TESTS)
+    first = run(pytester, "--autotune")
+    # A first run, whose cache is nowhere yet: nothing to point at.
+    first.stdout.fnmatch_lines(["*no baseline for this key*"])
+    first.stdout.no_fnmatch_line("*configuration file*")
     assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
     topped = run(pytester, "--autotune")
     topped.stdout.fnmatch_lines(["*test_scale[[]1[]]*pass*"])
@@ -343,9 +347,10 @@ def test_no_baseline_says_where_pytest_found_no_configuration_file(
         [
             f"    no baseline for this key on {DEVICE} (no file {looked}; pytest found no"
             " configuration file, so its root dir, which tests are named and filed from, is"
-            f" the folder it was run in, {pytester.path / 'tests'}: a pytest.ini (or a"
-            " pyproject.toml's [[]tool.pytest.ini_options[]]) at the project's top makes that"
-            " the root dir of every run); --autotune-update records one"
+            f" the folder it was run in, {pytester.path / 'tests'}, while"
+            f" {pytester.path / ROOT}, above it, holds caches: a pytest.ini (or a pyproject.toml's"
+            " [[]tool.pytest.ini_options[]]) at the project's top makes that the root dir of"
+            " every run); --autotune-update records one"
         ]
     )
 
