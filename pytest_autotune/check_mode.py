@@ -36,6 +36,7 @@ def _produced(call: Callable[..., Any], inputs: tuple[Any, ...], in_place: bool)
     """What `call` gives on its own copy of `inputs`: its output, or `in_place`, where it
     returns None, the copy where it wrote into it (`checks.in_place_output`, as tuning
     judges a library's in-place kernels, `Tuner.written_inputs`)."""
+    __tracebackhide__ = True  # the candidate's traceback shows the user's frames alone
     args = clone_value(inputs)
     output = call(*args)
     return in_place_output(args, inputs) if output is None and in_place else output
