@@ -22,6 +22,7 @@ from pytest_autotune.baselines import (
 from pytest_autotune.gate import Verdict
 from pytest_autotune.group_record import group_summary
 from pytest_autotune.plugin_settings import PluginSettings
+from pytest_autotune.quiet import hand_back, handed_back
 from pytest_autotune.report import (
     INTENDED,
     PROBLEM_PREFIXES,
@@ -129,11 +130,23 @@ class SessionOutput:
         self.stopped: str | None = None
         """Why the session stopped before every test ran (`RunInfo.stopped`), set before
         `finish`: every output then says its groups are not the whole run."""
+        self.hand_back: Path | None = None
+        """A pytest-xdist worker's hand-back file (`quiet.hand_back`), where each record and
+        test failure is noted as it comes, for the controller to read should the worker
+        crash before the end of its session; None elsewhere."""
 
     def add(self, record: AutotuneRecord) -> GroupSummary:
         """Keep a group's record; its summary line."""
         self.records.append(record)
+        if self.hand_back is not None:
+            hand_back(self.hand_back, {"record": record.to_json()})
         return group_summary(record)
+
+    def note_test_failure(self, group: str, expected: bool) -> None:
+        """A test of `group` failed, as its `xfail` mark expected or not."""
+        (self.expected_failures if expected else self.failed_tests).add(group)
+        if self.hand_back is not None:
+            hand_back(self.hand_back, {"failed_test": group, "expected": expected})
 
     def summaries(self) -> list[GroupSummary]:
         return [group_summary(record) for record in self.records]
@@ -181,6 +194,22 @@ class SessionOutput:
         if self.collected is not None:  # what stale entries and moved baselines are judged by
             output["collected"] = self.collected.to_json()
         return output
+
+    @staticmethod
+    def handed_back_output(path: Path) -> dict[str, Any] | None:
+        """The output a worker that crashed had noted in its hand-back file (`hand_back`),
+        in the form of `to_worker_output`, its notes and what it collected left out; None
+        where it noted nothing."""
+        entries = handed_back(path)
+        if not entries:
+            return None
+        failures = [e for e in entries if "failed_test" in e]
+        return {
+            "records": [e["record"] for e in entries if "record" in e],
+            "notes": [],
+            "expected_failures": sorted({e["failed_test"] for e in failures if e["expected"]}),
+            "failed_tests": sorted({e["failed_test"] for e in failures if not e["expected"]}),
+        }
 
     def merge_worker_output(self, output: Mapping[str, Any]) -> None:
         for record in output["records"]:

@@ -83,7 +83,7 @@ from pytest_autotune.plugin_settings import (
     is_builtin_device,
     settings_from_sources,
 )
-from pytest_autotune.quiet import Quiet, run_folder
+from pytest_autotune.quiet import Quiet, hand_back_path, run_folder
 from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks, check_groups
 from pytest_autotune.stale import Collected, defined_names
 from pytest_autotune.time_limit import TimeLimitExceeded
@@ -243,6 +243,9 @@ def pytest_configure(config: pytest.Config) -> None:
     quiet_folder = run_folder(config) if settings.tune else None
     if quiet_folder is not None:
         session.quiet = Quiet(quiet_folder)
+        worker = (worker_input or {}).get("workerid")
+        if worker:
+            session.output.hand_back = hand_back_path(quiet_folder, worker)
     if config.pluginmanager.hasplugin("xdist") and worker_input is None:
         from pytest_autotune.backends.cuda import device_count
         from pytest_autotune.xdist import XdistBridge

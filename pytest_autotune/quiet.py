@@ -24,13 +24,16 @@ delays or disturbs a measurement and never hangs a run. The shared holds cost a 
 0.6 ms (two SQLite transactions, on the 2-core VM), only under `--autotune` with workers.
 
 The run folder also holds the file of the tests a worker crashed in (`note_crashed`),
-which the controller writes and the workers read before tuning a group.
+which the controller writes and the workers read before tuning a group, and each worker's
+hand-back file (`hand_back`), the controller's copy of what a worker that crashed had
+tuned.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -187,6 +190,40 @@ def crashed_tests(folder: Path) -> frozenset[str]:
         return frozenset()
 
 
+def hand_back_path(folder: Path, worker: str) -> Path:
+    """The file in the run folder where worker `worker` (`gw0`) notes each thing it will
+    hand back at the end of its session, as it goes (`hand_back`)."""
+    return folder / f"hand-back-{worker}.jsonl"
+
+
+def hand_back(path: Path, entry: Mapping[str, Any]) -> None:
+    """Append `entry` (a group's record, a test failure) to a worker's hand-back file, a
+    JSON object a line. A worker hands its output back at the end of its session, and one
+    that crashed (a candidate that calls os._exit) took every group it had tuned with it:
+    the controller reads them from here instead (`handed_back`)."""
+    with contextlib.suppress(OSError):  # without it, a crash loses them, as before
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as file:
+            file.write(json.dumps(entry) + "\n")
+
+
+def handed_back(path: Path) -> list[dict[str, Any]]:
+    """The entries of a worker's hand-back file, but a last line its crash cut short."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    entries = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
+
+
 def controller_run_folder(config: Any) -> Path | None:
     """`run_folder` as the controller finds it: its own base temporary folder, whose
     folders pytest-xdist makes its workers' (`--basetemp=<it>/popen-gw0`)."""
@@ -218,6 +255,9 @@ __all__ = [
     "controller_run_folder",
     "crashed_tests",
     "gpu_key",
+    "hand_back",
+    "hand_back_path",
+    "handed_back",
     "note_crashed",
     "run_folder",
     "tuning_noted",

@@ -289,6 +289,10 @@ class AutotuneSession:
             tuning = tuning_test(self.quiet.folder, request.group) if crashed else None
             if tuning is not None:
                 stopped = self._stopped[request.group] = _crashed(request, tuning)
+                # An ERROR row, as a tuning stopped by an exception has: the crashed
+                # worker's output never comes, and its group was in no summary, report or
+                # record, each with one row a group whatever else happened.
+                self.keep_untuned(request, stopped)
                 return stopped
         if outcome is None:
             folder = self.quiet.folder if self.quiet else None
@@ -775,7 +779,7 @@ class AutotuneSession:
         """A test of `group` failed, as its `xfail` mark expected or not. When its tests
         failed only as expected, the gate's failure of the group (every candidate failing)
         is the one expected too, and the run does not fail on it; the summary says so."""
-        (self.output.expected_failures if expected else self.output.failed_tests).add(group)
+        self.output.note_test_failure(group, expected)
 
     def finish(self, stopped: str | None = None) -> bool:
         """Write what the session produced, saying why it `stopped` early where it did;

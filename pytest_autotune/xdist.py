@@ -34,9 +34,11 @@ from typing import Any
 import pytest
 
 from pytest_autotune.collection import xdist_group_name
-from pytest_autotune.quiet import controller_run_folder, note_crashed
+from pytest_autotune.outputs import SessionOutput
+from pytest_autotune.quiet import controller_run_folder, hand_back_path, note_crashed
 from pytest_autotune.report import without_parameters
 from pytest_autotune.session import AutotuneSession
+from pytest_autotune.tune.wording import counted
 
 WORKER_GPU = "autotune_gpu"
 """The `workerinput` key of the `CUDA_VISIBLE_DEVICES` the plugin gave a worker, absent where
@@ -238,14 +240,10 @@ class XdistBridge:
             self._merge(node, output)
         elif error is not None:
             # A worker hands its groups back at the end of its session: one that crashed
-            # (a candidate that segfaults or exits) takes them with it, and the summary,
-            # the records and an update would lack them with no word of why.
-            worker = getattr(getattr(node, "gateway", None), "id", "a worker")
-            self.session.note(
-                f"warning: pytest-xdist worker {worker} stopped before handing back what it"
-                " tuned: its groups are missing from this summary, the records, the report"
-                " and any --autotune-update; fix the crash and run again"
-            )
+            # (a candidate that segfaults or exits) took them with it, and the summary, the
+            # records and an update lacked every group it had tuned; they are read from
+            # what it noted as it went.
+            self._recover(node, "; fix the crash and run again")
 
     def hand_back_unread(self) -> None:
         """At the end of the session, the output of each worker that pytest-xdist tore
@@ -260,13 +258,35 @@ class XdistBridge:
             if output is not None:
                 self._merge(node, output)
                 continue
-            worker = getattr(getattr(node, "gateway", None), "id", "a worker")
-            self.session.note(
-                f"warning: pytest-xdist worker {worker} was stopped before handing back what"
-                " it tuned: its groups are missing from this summary, the records, the"
-                " report and any --autotune-update"
-            )
+            self._recover(node, "")
         self.nodes.clear()
+
+    def _recover(self, node: Any, advice: str) -> None:
+        """The groups of a worker that ended without handing its output back (it crashed,
+        or was torn down unread), from its hand-back file (`quiet.hand_back`), and a
+        warning naming the worker: what it was tuning when it stopped is not among them."""
+        if id(node) in self.read:
+            return
+        worker = getattr(node, "workerinput", {}).get("workerid") or getattr(
+            getattr(node, "gateway", None), "id", None
+        )
+        folder = controller_run_folder(self.config)
+        output = None
+        if worker is not None and folder is not None:
+            output = SessionOutput.handed_back_output(hand_back_path(folder, worker))
+        if output is None:
+            self.session.note(
+                f"warning: pytest-xdist worker {worker or 'a worker'} stopped before handing"
+                " back what it tuned: its groups are missing from this summary, the"
+                f" records, the report and any --autotune-update{advice}"
+            )
+            return
+        self._merge(node, output)
+        self.session.note(
+            f"warning: pytest-xdist worker {worker} stopped before handing back what it"
+            f" tuned: the {counted(len(output['records']), 'group')} it had finished are"
+            f" read from what it noted as it went (its notes are lost){advice}"
+        )
 
     def _merge(self, node: Any, output: Any) -> None:
         """A worker's output, merged once: pytest-xdist tells a worker whose session ended

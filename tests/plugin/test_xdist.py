@@ -176,6 +176,44 @@ def test_the_test_a_worker_crashed_in_is_not_run_again_and_its_groups_other_test
     )
 
 
+def test_a_worker_that_crashed_hands_back_the_groups_it_had_tuned_and_its_crash_is_a_row(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker handed its groups back only at the end of its session: one whose candidate
+    # ended its process took every group it had tuned with it, and the update wrote none of
+    # them; the group it crashed in was in no row either, only in its tests' failures.
+    # test_first's three tests, the larger unit, are handed out first.
+    first = "@pytest.mark.parametrize('n', [1, 2, 3])\ndef test_first(candidate, n):"
+    autotune_pytester.makepyfile(
+        test_crashing=CRASHING_TESTS.replace("def test_first(candidate):", first)
+    )
+    # The subprocess imports this checkout's package, not the one installed.
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
+        "-n", "1", "--autotune-update", "--autotune-record=records.jsonl", timeout=60,
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "test_crashing.py::test_first[[]1[]] *updated",
+            "test_crashing.py::test_first[[]2[]] *updated",
+            "test_crashing.py::test_first[[]3[]] *updated",
+            "test_crashing.py::test_second *ERROR",
+            "updated .autotune/cpu-fake-1t/test_crashing.py__test_first-*.json (3 entries)",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["*worker gw0 stopped before handing back what it tuned: the 3 groups it had finished*"]
+    )
+    records = (autotune_pytester.path / "records.jsonl").read_text().splitlines()
+    assert sorted(json.loads(r)["tuner"] for r in records) == [
+        *["test_crashing.py::test_first"] * 3,
+        "test_crashing.py::test_second",
+    ]
+    assert not list((autotune_pytester.path / ".autotune").glob("*/*test_second*"))
+
+
 @pytest.mark.parametrize("dist", ["loadscope", "loadfile"])
 def test_under_a_scope_dist_mode_the_test_a_worker_crashed_in_is_not_run_again(
     autotune_pytester: pytest.Pytester, dist: str
