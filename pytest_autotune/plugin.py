@@ -1004,12 +1004,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def _stopped_early(session: pytest.Session, exitstatus: int) -> str | None:
     """Why the session stopped before every test ran, None when it ran to its end: Ctrl-C
     or a cancelled CI job (interrupted), `-x` or `--maxfail` (pytest's own words, which
-    pytest-xdist gives as its interruption's)."""
+    pytest-xdist gives as its interruption's), pytest-xdist's limit on crashed workers."""
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         return session.config.stash.get(INTERRUPTED_BY, "interrupted")
     reason = session.shouldstop or session.shouldfail
     if not reason:
-        return None
+        bridge = session.config.pluginmanager.get_plugin("autotune-xdist")
+        return None if bridge is None else bridge.shut_down_by()
     # A sentence of pytest's own (`--sw`: "Test failed, continuing from this test next
     # run.") goes inside the summary's brackets without its full stop.
     return reason.rstrip(".") if isinstance(reason, str) else "stopped"

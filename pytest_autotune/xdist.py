@@ -245,6 +245,16 @@ class XdistBridge:
             # what it noted as it went.
             self._recover(node, "; fix the crash and run again")
 
+    def shut_down_by(self) -> str | None:
+        """Why pytest-xdist shut the run down before every test ran, where it did for a
+        reason of its own: past its limit on crashed workers (`--max-worker-restart`), the
+        tests left to the last crashed worker never run, and pytest's outcome is no
+        interruption (its own summary line, "xdist: maximum crashed workers reached: 4",
+        is not shown under -q). None otherwise."""
+        dsession = self.config.pluginmanager.getplugin("dsession")
+        reason = getattr(dsession, "_summary_report", None)
+        return reason if isinstance(reason, str) and reason else None
+
     def hand_back_unread(self) -> None:
         """At the end of the session, the output of each worker that pytest-xdist tore
         down without reading it: on Ctrl-C or a cancelled job the controller stops

@@ -214,6 +214,31 @@ def test_a_worker_that_crashed_hands_back_the_groups_it_had_tuned_and_its_crash_
     assert not list((autotune_pytester.path / ".autotune").glob("*/*test_second*"))
 
 
+def test_a_run_that_pytest_xdist_ended_at_its_limit_on_crashed_workers_says_it_stopped_early(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past `--max-worker-restart`, pytest-xdist shuts the run down with the crashed
+    # worker's other tests never run, and says so only where -q is not given: the summary
+    # read as a whole run, an update's as a complete refresh.
+    first = "@pytest.mark.parametrize('n', [1, 2, 3])\ndef test_first(candidate, n):"
+    autotune_pytester.makepyfile(
+        test_crashing=CRASHING_TESTS.replace("def test_first(candidate):", first)
+        + "\ndef test_third():\n    pass\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
+        "-q", "-n", "1", "--max-worker-restart=0", "--autotune-update", timeout=60,
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "stopped early (worker gw0 crashed and worker restarting disabled): the groups"
+            " tuned before it are shown, no others"
+        ]
+    )
+
+
 @pytest.mark.parametrize("dist", ["loadscope", "loadfile"])
 def test_under_a_scope_dist_mode_the_test_a_worker_crashed_in_is_not_run_again(
     autotune_pytester: pytest.Pytester, dist: str
