@@ -142,6 +142,12 @@ class SessionOutput:
             hand_back(self.hand_back, {"record": record.to_json()})
         return group_summary(record)
 
+    def note_tuning(self, crashed: AutotuneRecord) -> None:
+        """A group's tuning starts: `crashed` is its record should the worker crash before
+        the group's own record follows in the hand-back file (`handed_back_output`)."""
+        if self.hand_back is not None:
+            hand_back(self.hand_back, {"tuning": crashed.to_json()})
+
     def note_test_failure(self, group: str, expected: bool) -> None:
         """A test of `group` failed, as its `xfail` mark expected or not."""
         (self.expected_failures if expected else self.failed_tests).add(group)
@@ -196,16 +202,22 @@ class SessionOutput:
         return output
 
     @staticmethod
-    def handed_back_output(path: Path) -> dict[str, Any] | None:
-        """The output a worker that crashed had noted in its hand-back file (`hand_back`),
-        in the form of `to_worker_output`, its notes and what it collected left out; None
-        where it noted nothing."""
+    def handed_back_output(path: Path, crashed: bool) -> dict[str, Any] | None:
+        """The output a worker that ended without handing it back had noted in its
+        hand-back file (`hand_back`), in the form of `to_worker_output`, its notes and what
+        it collected left out; with the ERROR record of the group it was tuning where it
+        `crashed` there. None where it noted nothing."""
         entries = handed_back(path)
         if not entries:
             return None
         failures = [e for e in entries if "failed_test" in e]
+        records = [e["record"] for e in entries if "record" in e]
+        finished = len(records)
+        if crashed and "tuning" in entries[-1]:  # the group it crashed in, which kept none
+            records.append(entries[-1]["tuning"])
         return {
-            "records": [e["record"] for e in entries if "record" in e],
+            "records": records,
+            "finished": finished,
             "notes": [],
             "expected_failures": sorted({e["failed_test"] for e in failures if e["expected"]}),
             "failed_tests": sorted({e["failed_test"] for e in failures if not e["expected"]}),

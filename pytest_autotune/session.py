@@ -289,15 +289,18 @@ class AutotuneSession:
             tuning = tuning_test(self.quiet.folder, request.group) if crashed else None
             if tuning is not None:
                 stopped = self._stopped[request.group] = _crashed(request, tuning)
-                # An ERROR row, as a tuning stopped by an exception has: the crashed
-                # worker's output never comes, and its group was in no summary, report or
-                # record, each with one row a group whatever else happened.
-                self.keep_untuned(request, stopped)
                 return stopped
         if outcome is None:
             folder = self.quiet.folder if self.quiet else None
+            nodeid = request.test_ids.get(name, name)
+            if self.output.hand_back is not None:
+                # The group's row should this worker crash in its tuning: the worker's
+                # output never comes, and the group was in no summary, report or record.
+                if_crashed = self._untuned_record(request, _crashed(request, nodeid))
+                if if_crashed is not None:
+                    self.output.note_tuning(if_crashed)
             try:
-                with tuning_noted(folder, request.group, request.test_ids.get(name, name)):
+                with tuning_noted(folder, request.group, nodeid):
                     outcome = self._outcomes[request.group] = self._tune(request)
             except BaseException as exc:  # pytest-timeout's alarm is pytest's `fail`
                 # A setting refused (a client's device id) is no stopped tuning: each test
@@ -638,13 +641,27 @@ class AutotuneSession:
             tunables = self._tunable_set(request, request.options.get("work"))
         except Exception:
             return
+        self._keep_unmeasured(request, tunables, settings, why, self._untuned_device(settings))
+
+    def _untuned_device(self, settings: PluginSettings) -> str:
+        """The id of the device a group that was not tuned is filed under: the client's
+        its tuning would have used (made here where the group is the session's first)."""
         try:
-            # The client its tuning would have used (made here where the group is the
-            # session's first), so that the record is filed under the device's id.
-            device = self._device_id(self.client(settings.device))
+            return self._device_id(self.client(settings.device))
         except Exception:
-            device = settings.device or self.settings.device
-        self._keep_unmeasured(request, tunables, settings, why, device)
+            return settings.device or self.settings.device
+
+    def _untuned_record(self, request: GroupRequest, why: str) -> AutotuneRecord | None:
+        """The ERROR record `keep_untuned` would keep, kept nowhere; None where the group
+        cannot be rebuilt."""
+        try:
+            settings = self.settings_of(request)
+            tunables = self._tunable_set(request, request.options.get("work"))
+        except Exception:
+            return None
+        device = self._untuned_device(settings)
+        record = self._unmeasured(request, tunables, settings, why, device)
+        return record(GroupVerdict(Verdict.ERROR, why, None, None, failed=True))
 
     def _keep_unmeasured(
         self,
@@ -659,6 +676,19 @@ class AutotuneSession:
         if request.group in self._kept:
             return
         self._kept.add(request.group)
+        record = self._unmeasured(request, tunables, settings, why, device)
+        self._add(GroupVerdict(Verdict.ERROR, why, None, None, failed=True), record)
+
+    def _unmeasured(
+        self,
+        request: GroupRequest,
+        tunables: TunableSet,
+        settings: PluginSettings,
+        why: str,
+        device: str,
+    ) -> Callable[[GroupVerdict], AutotuneRecord]:
+        """The record of a group that measured nothing on `device`, each of its candidates
+        failed by `why`, for its verdict."""
         decision = TuneDecision(
             key=request.key,
             checksum=tunables.checksum,
@@ -689,7 +719,7 @@ class AutotuneSession:
                 **self._of_request(request),
             )
 
-        self._add(GroupVerdict(Verdict.ERROR, why, None, None, failed=True), record)
+        return record
 
     def _of_request(self, request: GroupRequest) -> dict[str, Any]:
         """What a group's record says of the request that tuned it, measured or not."""

@@ -243,7 +243,7 @@ class XdistBridge:
             # (a candidate that segfaults or exits) took them with it, and the summary, the
             # records and an update lacked every group it had tuned; they are read from
             # what it noted as it went.
-            self._recover(node, "; fix the crash and run again")
+            self._recover(node, "; fix the crash and run again", crashed=True)
 
     def shut_down_by(self) -> str | None:
         """Why pytest-xdist shut the run down before every test ran, where it did for a
@@ -268,10 +268,10 @@ class XdistBridge:
             if output is not None:
                 self._merge(node, output)
                 continue
-            self._recover(node, "")
+            self._recover(node, "", crashed=False)
         self.nodes.clear()
 
-    def _recover(self, node: Any, advice: str) -> None:
+    def _recover(self, node: Any, advice: str, crashed: bool) -> None:
         """The groups of a worker that ended without handing its output back (it crashed,
         or was torn down unread), from its hand-back file (`quiet.hand_back`), and a
         warning naming the worker: what it was tuning when it stopped is not among them."""
@@ -283,7 +283,7 @@ class XdistBridge:
         folder = controller_run_folder(self.config)
         output = None
         if worker is not None and folder is not None:
-            output = SessionOutput.handed_back_output(hand_back_path(folder, worker))
+            output = SessionOutput.handed_back_output(hand_back_path(folder, worker), crashed)
         if output is None:
             self.session.note(
                 f"warning: pytest-xdist worker {worker or 'a worker'} stopped before handing"
@@ -292,10 +292,16 @@ class XdistBridge:
             )
             return
         self._merge(node, output)
+        finished = output["finished"]
+        kept = (
+            f"the {counted(finished, 'group')} it had finished are read from what it noted"
+            " as it went (its notes are lost)"
+            if finished
+            else "it had finished no group"
+        )
         self.session.note(
             f"warning: pytest-xdist worker {worker} stopped before handing back what it"
-            f" tuned: the {counted(len(output['records']), 'group')} it had finished are"
-            f" read from what it noted as it went (its notes are lost){advice}"
+            f" tuned: {kept}{advice}"
         )
 
     def _merge(self, node: Any, output: Any) -> None:

@@ -214,6 +214,34 @@ def test_a_worker_that_crashed_hands_back_the_groups_it_had_tuned_and_its_crash_
     assert not list((autotune_pytester.path / ".autotune").glob("*/*test_second*"))
 
 
+def test_a_group_whose_worker_crashed_in_its_only_test_is_an_error_row(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its ERROR row came from the group's next test, which says the tuning is not started
+    # again: where no test of the group was left (`-k` selected one candidate), the group
+    # was in no row, record or report, only in the crash's failure.
+    autotune_pytester.makepyfile(test_crashing=CRASHING_TESTS)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
+        "-n", "1", "--autotune", "--autotune-record=records.jsonl", "-k", "second and fast",
+        timeout=60,
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "test_crashing.py::test_second *ERROR",
+            "verdicts: 1 ERROR",
+            "*the tuning of test_crashing.py::test_second is not started again: a pytest-xdist"
+            " worker crashed in test_crashing.py::test_second[[]fast[]] while*",
+            "warning: pytest-xdist worker gw0 stopped before handing back what it tuned: it"
+            " had finished no group; fix the crash and run again",
+        ]
+    )
+    records = (autotune_pytester.path / "records.jsonl").read_text().splitlines()
+    assert [json.loads(r)["tuner"] for r in records] == ["test_crashing.py::test_second"]
+
+
 def test_a_run_that_pytest_xdist_ended_at_its_limit_on_crashed_workers_says_it_stopped_early(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
