@@ -148,6 +148,12 @@ class SessionOutput:
         if self.hand_back is not None:
             hand_back(self.hand_back, {"tuning": crashed.to_json()})
 
+    def note_tuned(self) -> None:
+        """The tuning `note_tuning` noted ended, as it returned or raised (a group whose
+        every candidate declined its key keeps no record)."""
+        if self.hand_back is not None:
+            hand_back(self.hand_back, {"tuned": True})
+
     def note_test_failure(self, group: str, expected: bool) -> None:
         """A test of `group` failed, as its `xfail` mark expected or not."""
         (self.expected_failures if expected else self.failed_tests).add(group)

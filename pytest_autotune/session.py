@@ -315,6 +315,8 @@ class AutotuneSession:
                         # `Exception`; an error of ours or a client's is its own message.
                         _note_stopped_here(exc, request.group, waiting)
                 raise
+            finally:
+                self.output.note_tuned()  # returned or raised: no crash in it
         return outcome.failures.get(name)
 
     def gate_failure(self, request: GroupRequest) -> str | None:

@@ -242,6 +242,39 @@ def test_a_group_whose_worker_crashed_in_its_only_test_is_an_error_row(
     assert [json.loads(r)["tuner"] for r in records] == ["test_crashing.py::test_second"]
 
 
+DECLINED_THEN_CRASHING_TESTS = """
+import os
+import pytest
+from pytest_autotune import AutotuneSkip
+
+def declines(n):
+    raise AutotuneSkip("not this key")
+
+@pytest.mark.autotune(candidates={"a": declines, "b": declines})
+def test_declined(candidate):
+    return candidate(1)
+
+def test_z_crash():
+    os._exit(3)
+"""
+
+
+def test_a_worker_crash_outside_any_tuning_makes_no_error_row(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A group whose every candidate declined its key keeps no record: a crash after it, in
+    # an ordinary test, must not read as a crash in its tuning.
+    autotune_pytester.makepyfile(test_declined=DECLINED_THEN_CRASHING_TESTS)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
+        "-n", "1", "--autotune", timeout=60,
+    )  # fmt: skip
+    result.assert_outcomes(skipped=2, failed=1)
+    assert "ERROR" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*worker gw0 stopped before handing back what it tuned*"])
+
+
 def test_a_run_that_pytest_xdist_ended_at_its_limit_on_crashed_workers_says_it_stopped_early(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
