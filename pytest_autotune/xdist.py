@@ -274,7 +274,8 @@ class XdistBridge:
     def _recover(self, node: Any, advice: str, crashed: bool) -> None:
         """The groups of a worker that ended without handing its output back (it crashed,
         or was torn down unread), from its hand-back file (`quiet.hand_back`), and a
-        warning naming the worker: what it was tuning when it stopped is not among them."""
+        warning naming the worker. Where it `crashed` in a group's tuning, that group is an
+        ERROR row (`SessionOutput.handed_back_output`)."""
         if id(node) in self.read:
             return
         worker = getattr(node, "workerinput", {}).get("workerid") or getattr(
