@@ -296,7 +296,8 @@ class AutotuneSession:
             if self.output.hand_back is not None:
                 # The group's row should this worker crash in its tuning: the worker's
                 # output never comes, and the group was in no summary, report or record.
-                if_crashed = self._untuned_record(request, _crashed(request, nodeid))
+                why = _crashed(request, request.test_ids.get(name))
+                if_crashed = self._untuned_record(request, why)
                 if if_crashed is not None:
                     self.output.note_tuning(if_crashed)
             try:
@@ -1088,12 +1089,20 @@ def _stopped(group: str, name: str, error: BaseException, waiting: str | None = 
     )
 
 
-def _crashed(request: GroupRequest, nodeid: str) -> str:
+def _crashed(request: GroupRequest, nodeid: str | None) -> str:
     """What a group's other tests say where a pytest-xdist worker crashed in `nodeid`, a
     test of the group, while it tuned the group. That test calls every candidate of the
     group: the crash is no sign of its own (one that calls os._exit, tuned in the test of
-    the first, was blamed on the first)."""
+    the first, was blamed on the first). None for an `autotune` fixture's group, whose
+    one test calls every candidate in plain pytest too (its row named a candidate as the
+    test the worker crashed in)."""
     names = ", ".join(name for name, _ in request.candidates)
+    if nodeid is None:
+        return (
+            f"the tuning of {request.group} ended with its pytest-xdist worker's crash: it"
+            f" calls each of the set's candidates ({names}), and one of them ends its"
+            " process (a segfault, os._exit, pytest-timeout's thread method)"
+        )
     return (
         f"the tuning of {request.group} is not started again: a pytest-xdist worker crashed"
         f" in {nodeid} while that test tuned the group, which calls each of its candidates"

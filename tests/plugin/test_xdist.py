@@ -242,6 +242,48 @@ def test_a_group_whose_worker_crashed_in_its_only_test_is_an_error_row(
     assert [json.loads(r)["tuner"] for r in records] == ["test_crashing.py::test_second"]
 
 
+FIXTURE_CRASHING_TESTS = """
+import os
+from conftest import spin
+from pytest_autotune import Tunable, TunableSet
+
+def fast(n):
+    spin(100e-6)
+    return n
+
+def crash(n):
+    os._exit(3)
+
+def test_fixture(autotune):
+    autotune(
+        TunableSet(lambda n: f"n{n}", tunables=(Tunable("fast", fast), Tunable("crash", crash))),
+        4,
+    )
+"""
+
+
+def test_an_autotune_fixtures_group_whose_worker_crashed_names_its_test_not_a_candidate(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fixture's group has no test a candidate: its row said the worker crashed "in
+    # fast", the name of the candidate that the tuning called first.
+    autotune_pytester.makepyfile(test_fixture_crash=FIXTURE_CRASHING_TESTS)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
+        "-n", "1", "--autotune", timeout=60,
+    )  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "test_fixture_crash.py::test_fixture *ERROR",
+            "    the tuning of test_fixture_crash.py::test_fixture ended with its pytest-xdist"
+            " worker's crash: it calls each of the set's candidates (fast, crash), and one of"
+            " them ends its process*",
+        ]
+    )
+    assert "crashed in fast" not in result.stdout.str()
+
+
 DECLINED_THEN_CRASHING_TESTS = """
 import os
 import pytest
