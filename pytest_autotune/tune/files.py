@@ -293,8 +293,11 @@ def shared_lock(name: str) -> FileLock:
     except OSError:
         path = path.with_name(f"{stem}-{_user()}.lock")
     else:
+        # Past the umask; fails harmlessly on another user's file. Windows has no mode bits
+        # to widen, nor, before Python 3.13, `os.fchmod`.
         with contextlib.suppress(OSError):
-            os.fchmod(fd, 0o666)  # past the umask; fails harmlessly on another user's file
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, 0o666)
         os.close(fd)
     return FileLock(os.fspath(path), mode=0o666)
 

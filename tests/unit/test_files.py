@@ -182,3 +182,17 @@ def test_a_path_linked_to_an_open_pipe_as_dev_stdout_is_written_through(
     finally:
         os.close(read)
         os.close(write)
+
+
+def test_a_shared_lock_is_made_where_os_has_no_fchmod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Windows before Python 3.13 has no os.fchmod: every tuning group's device lock
+    # raised AttributeError there, failing every test that tunes.
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delattr(os, "fchmod")
+    lock = shared_lock("pytest-autotune-cpu-x")
+    with lock:
+        assert Path(lock.lock_file).parent == tmp_path
