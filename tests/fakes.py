@@ -118,3 +118,21 @@ def texts_read_while_written(path: Path, writes: Sequence[Callable[[], object]])
         seen.add(path.read_text(encoding="utf-8"))
     writer.join()
     return seen
+
+
+def text_mode_opens(monkeypatch: Any) -> list[str]:
+    """Give `os` Windows' `O_BINARY` (a bit Linux does not use, taken off again before the
+    real `os.open`) and list the files opened without it: on Windows, where a descriptor is
+    in text mode unless opened with it, each LF written there became CRLF."""
+    binary = 1 << 30
+    monkeypatch.setattr(os, "O_BINARY", binary, raising=False)
+    real_open = os.open
+    text: list[str] = []
+
+    def open_(path: Any, flags: int, mode: int = 0o777, *, dir_fd: Any = None) -> int:
+        if not flags & binary:
+            text.append(os.fspath(path))
+        return real_open(path, flags & ~binary, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "open", open_)
+    return text

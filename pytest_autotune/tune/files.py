@@ -178,6 +178,21 @@ def remove_stale_temporaries(path: Path) -> None:
             temporary.unlink()
 
 
+def binary(flags: int) -> int:
+    """`os.open`'s `flags` for a file we write bytes to: binary on Windows, which opens a
+    descriptor in text mode unless told, writing each LF as CRLF."""
+    return flags | getattr(os, "O_BINARY", 0)
+
+
+def read_at(fd: int, size: int, offset: int) -> bytes:
+    """`os.pread`, where Windows has none: a seek and a read there, which moves the
+    descriptor's position (our appends, made in append mode, go to the end regardless)."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, size)
+
+
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 """Binary on Windows, as mkstemp opens its files: the text is written with its own newlines."""
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_autotune.tune.files import JsonFileError, loads_strict
+from pytest_autotune.tune.files import JsonFileError, binary, loads_strict, read_at
 
 JOURNAL_VERSION = 1
 MIN_COMPACT_BYTES = 64 * 1024
@@ -131,11 +131,11 @@ def append(path: Path, end: int, text: str) -> int:
     """Append `text` to the journal at byte `end`, cutting off a torn line past it, in one
     `write`; durable when it returns; the journal's size after it. A whole last line without
     its newline gets one first. Call it only while holding the file's lock."""
-    fd = os.open(path, os.O_RDWR | os.O_APPEND)
+    fd = os.open(path, binary(os.O_RDWR | os.O_APPEND))
     try:
         if os.fstat(fd).st_size != end:
             os.ftruncate(fd, end)
-        if end and os.pread(fd, 1, end - 1) != b"\n":
+        if end and read_at(fd, 1, end - 1) != b"\n":
             text = "\n" + text
         data = text.encode("ascii")
         written = os.write(fd, data)

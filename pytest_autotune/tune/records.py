@@ -20,8 +20,10 @@ from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.files import (
     JsonFileError,
     NotJson,
+    binary,
     json_kind,
     loads_strict,
+    read_at,
     why_unwritable,
 )
 from pytest_autotune.tune.log import STREAMS
@@ -214,7 +216,7 @@ class Recorder:
             # The file made here is the one every record goes to, after an os.chdir too.
             self._path = Path(sink).absolute()
             self._path.parent.mkdir(parents=True, exist_ok=True)
-            os.close(os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+            os.close(os.open(self._path, binary(os.O_WRONLY | os.O_APPEND | os.O_CREAT), 0o644))
 
     def __repr__(self) -> str:
         return f"Recorder({os.fspath(self.sink)!r})"
@@ -246,7 +248,7 @@ class Recorder:
                 stream.flush()
                 return
             data = line.encode("utf-8")
-            fd = os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self._path, binary(os.O_RDWR | os.O_APPEND | os.O_CREAT), 0o644)
             try:
                 _lock_for_append(fd)
                 data = _after_last_line(fd) + data
@@ -321,17 +323,17 @@ def _after_last_line(fd: int) -> bytes:
     to, it became the start of the new record's line, which then read as invalid JSON with
     every record after it. A last line of anything else only gets its newline."""
     size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+    if size == 0 or read_at(fd, 1, size - 1) == b"\n":
         return b""
     start = size
     while start > 0:
-        chunk = os.pread(fd, min(TAIL_CHUNK, start), max(0, start - TAIL_CHUNK))
+        chunk = read_at(fd, min(TAIL_CHUNK, start), max(0, start - TAIL_CHUNK))
         newline = chunk.rfind(b"\n")
         if newline >= 0:
             start = start - len(chunk) + newline + 1
             break
         start -= len(chunk)
-    tail = os.pread(fd, size - start, start)
+    tail = read_at(fd, size - start, start)
     try:
         json.loads(tail)
     except ValueError:

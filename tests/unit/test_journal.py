@@ -23,6 +23,7 @@ from pytest_autotune.tune.cache import (
 from pytest_autotune.tune.cache_format import entry_to_json
 from pytest_autotune.tune.errors import CacheFileWarning
 from pytest_autotune.tune.key import key_to_json, stable_key
+from tests.fakes import text_mode_opens
 from tests.unit.test_cache import python
 
 
@@ -422,3 +423,32 @@ def test_an_append_killed_midway_loses_only_its_own_entry(tmp_path: Path) -> Non
         stable_key("before"),
         stable_key("after"),
     }
+
+
+def test_a_journal_is_appended_to_where_os_has_no_pread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows has no `os.pread`: every journaled save after the first raised
+    AttributeError there."""
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    monkeypatch.delattr(journal.os, "pread")
+    for name in ("first", "second", "third"):
+        PersistentCache(path, journal=True).save(dict([entry(name)]), device={"id": "d"})
+    assert [line.get("key") for line in journal_lines(path)] == [None, "first", "second", "third"]
+
+
+def test_a_journal_is_written_in_binary_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A descriptor Windows opens in text mode wrote each line's newline as CRLF, two bytes
+    where the save counted one: the next save of a long-lived cache cut the file at the
+    count, losing the end of its last entry."""
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    opened_as_text = text_mode_opens(monkeypatch)
+    cache = PersistentCache(path, journal=True)
+    cache.save(dict([entry("first")]), device={"id": "d"})
+    cache.save(dict([entry("second")]), device={"id": "d"})
+    assert str(journal.journal_path(path)) not in opened_as_text
+    assert [line.get("key") for line in journal_lines(path)] == [None, "first", "second"]

@@ -39,6 +39,7 @@ from pytest_autotune.tune.records import (
     read_records,
 )
 from pytest_autotune.tune.run import RunInfo
+from tests.fakes import text_mode_opens
 
 EVENTS = [
     TuningStep(0, (0, 2), 0.0125),
@@ -582,3 +583,27 @@ def test_a_missing_records_file_is_reported_with_its_path(tmp_path):
         RecordError, match=rf"^{re.escape(str(tmp_path / 'none.jsonl'))}: cannot read records: "
     ):
         read_records(tmp_path / "none.jsonl")
+
+
+def test_records_are_appended_where_os_has_no_pread(tmp_path, monkeypatch):
+    """Windows has no `os.pread`: every record after a file's first raised AttributeError."""
+    path = tmp_path / "records.jsonl"
+    Recorder(path).record(make_record(key=1))
+    with path.open("a") as file:
+        file.write(json.dumps(make_record(key=2).to_json())[:150])
+    monkeypatch.delattr(os, "pread")
+
+    Recorder(path).record(make_record(key=3))
+    Recorder(path).record(make_record(key=4))
+
+    assert [r.key for r in read_records(path)] == [1, 3, 4]
+
+
+def test_records_are_written_in_binary_mode(tmp_path, monkeypatch):
+    """A descriptor Windows opens in text mode wrote each record's newline as CRLF."""
+    path = tmp_path / "records.jsonl"
+    opened_as_text = text_mode_opens(monkeypatch)
+    Recorder(path).record(make_record(key=1))
+    Recorder(path).record(make_record(key=2))
+    assert str(path) not in opened_as_text
+    assert [r.key for r in read_records(path)] == [1, 2]
