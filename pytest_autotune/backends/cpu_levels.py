@@ -58,8 +58,9 @@ def _sysfs_sizes(cache_root: Path) -> dict[int, int]:
 
 def _sysconf_sizes() -> dict[int, int]:
     sizes: dict[int, int] = {}
+    known = getattr(os, "sysconf_names", {})  # Windows has no sysconf
     for level, name in _SYSCONF_NAMES.items():
-        if name not in os.sysconf_names:
+        if name not in known:
             continue
         try:
             size = os.sysconf(name)

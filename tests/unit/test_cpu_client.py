@@ -338,6 +338,19 @@ def test_cache_sizes_come_from_sysfs_by_level_without_instruction_caches(tmp_pat
     assert cpu_levels.cache_sizes(root) == {1: 48 << 10, 2: 2 << 20}
 
 
+def test_cache_sizes_are_unknown_where_os_has_neither_sysfs_nor_sysconf(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows has no `os.sysconf` nor `os.sysconf_names`: the peak probe raised
+    AttributeError there, where the probe buffer's fallback size was meant."""
+    import os
+
+    monkeypatch.delattr(os, "sysconf_names")
+    monkeypatch.delattr(os, "sysconf")
+    assert cpu_levels.cache_sizes(tmp_path / "no-sysfs") == {}
+    assert cpu_module.last_level_cache_bytes(tmp_path / "no-sysfs") is None
+
+
 def test_each_cache_level_is_probed_just_past_the_level_inside_it() -> None:
     sets = cpu_levels.probe_working_sets({1: 48 << 10, 2: 2 << 20, 3: 32 << 20})
     assert sets == {1: [12 << 10, 24 << 10], 2: [96 << 10, 384 << 10], 3: [4 << 20, 16 << 20]}
