@@ -19,6 +19,9 @@ _DIGEST = 10
 
 
 _HASHED = re.compile(rf"-[0-9a-f]{{{_DIGEST}}}$")
+_WINDOWS_DEVICE = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?", re.IGNORECASE)
+"""A name Windows keeps for a device, alone or before a dot (`aux.json`): a file of that name
+is the device there, and Git for Windows refuses to check out a commit that holds one."""
 
 
 _MAX_STEM = 120
@@ -99,14 +102,20 @@ def _file_stem(name: str) -> str:
     A name made only of lower-case letters, digits, `.`, `_` and `-` (not starting with a
     dot or a dash, not ending the way a hashed stem ends) is its own file name. Any other
     name (a node id `tests/test_a.py::test_sum`, a name with upper case, which a macOS or
-    Windows file system would not tell from lower case, a non-ASCII or over-long one) keeps
+    Windows file system would not tell from lower case, a non-ASCII or over-long one, one
+    Windows keeps for a device, `aux` or `nul.x`) keeps
     a readable start with every other character made `_`, and ends with a hash of the exact
     name: `tests/a.py::t` and `tests_a.py::t` were one file before and are two now. Files
     also store the name itself, so a hash collision is reported, never merged.
     """
     if not name:
         raise ValueError("an empty name cannot name a cache file")
-    if _PLAIN.fullmatch(name) and len(name) <= _MAX_STEM and not _HASHED.search(name):
+    if (
+        _PLAIN.fullmatch(name)
+        and len(name) <= _MAX_STEM
+        and not _HASHED.search(name)
+        and not _WINDOWS_DEVICE.fullmatch(name)
+    ):
         return name
     return _hashed_stem(name)
 
@@ -116,6 +125,8 @@ def _hashed_stem(name: str) -> str:
     stem = _UNSAFE.sub("_", name)
     if stem.startswith("."):
         stem = "_" + stem[1:]
+    elif _WINDOWS_DEVICE.fullmatch(stem.partition(".")[0]) and "." in stem:
+        stem = "_" + stem  # `con.py::t`: `con.py__t-<hash>.json` is the device `con`
     digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
     return f"{stem[: _MAX_STEM - _DIGEST - 1]}-{digest}"
 

@@ -591,6 +591,24 @@ def test_a_tuner_name_becomes_a_readable_file_inside_the_device_folder(
     )
 
 
+@pytest.mark.parametrize("name", ["aux", "con", "nul.ops", "com1", "lpt9.x", "prn.py::t", "AUX"])
+def test_no_cache_file_or_folder_is_named_as_a_windows_device(tmp_path: Path, name: str) -> None:
+    """Windows keeps these names for devices, with any extension: `aux.json` there is the
+    device, and Git for Windows refuses to check out a commit holding one (a `local_tuner()`
+    of a module `aux.py` filed its cache so on Linux)."""
+    path = cache_path(tmp_path, name, name).relative_to(tmp_path)
+    assert all(
+        part.partition(".")[0].lower() not in {"aux", "con", "nul", "com1", "lpt9", "prn"}
+        for part in path.parts
+    ), path
+
+
+def test_a_cache_a_windows_device_name_had_is_still_read(tmp_path: Path) -> None:
+    PersistentCache(tmp_path / "cpu-x" / "aux.json", "aux").save(dict([entry("a")]))
+    cache = tuner_cache(tmp_path, "cpu-x", "aux")
+    assert {k.key for k in cache.load()} == {stable_key("a")}
+
+
 def test_a_tuner_named_peaks_does_not_share_the_devices_peaks_file(tmp_path: Path) -> None:
     # A script `peaks.py` names its tuner `peaks`: its cache was `<device>/peaks.json`, the
     # file of the device's probed peaks, which `compare` and `changed` skip.
