@@ -42,6 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     command: Callable[[argparse.Namespace, TextIO], int] = args.command
+    _escape_unencodable(sys.stdout)
     try:
         return command(args, sys.stdout)
     except CliError as exc:
@@ -52,6 +53,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the same error again ("Exception ignored ...").
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_PIPE_CLOSED
+
+
+def _escape_unencodable(stream: TextIO) -> None:
+    """A name its encoding lacks written escaped (`\\u7d2f`), as stderr writes it: Windows'
+    Python writes a redirected stdout in the ANSI code page, where a key or candidate named
+    outside it raised UnicodeEncodeError, a traceback with compare's status 1."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None and stream.errors == "strict":
+        reconfigure(errors="backslashreplace")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1773,3 +1773,21 @@ def test_a_torn_records_file_counts_one_whole_record_in_the_singular(
     code, _, err = run(capsys, "report", str(records), "-o", str(tmp_path / "report.html"))
     assert code == 0
     assert err.endswith("is ignored; the 1 record before it is read\n")
+
+
+def test_show_of_names_the_output_encoding_lacks_writes_them_escaped(tmp_path: Path) -> None:
+    """Windows' Python writes a redirected stdout (a file, a CI log's pipe) in the ANSI code
+    page: a key or candidate name outside it raised UnicodeEncodeError, a traceback with
+    status 1, which is compare's "the gate would fail"."""
+    results = (outcome("累加", 0, 1), outcome("Δ-sum", 1, 2))
+    path = write_cache(tmp_path / "t.json", {"naïve→": ("累加", results)})
+    env = {**os.environ, "PYTHONIOENCODING": "cp1252"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest_autotune", "show", str(path)],
+        capture_output=True,
+        env=env,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, b"")
+    out = result.stdout.decode("cp1252")
+    assert "\\u7d2f\\u52a0" in out and "\\u0394-sum" in out
