@@ -9,6 +9,8 @@ import os
 import platform
 import re
 import statistics
+import subprocess
+import sys
 import time as _time
 import weakref
 from collections.abc import Callable, Hashable
@@ -55,24 +57,72 @@ _THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _VENDOR_NOISE = re.compile(r"\((?:r|tm)\)|@\s*[\d.]+\s*[gm]hz|\b(?:cpu|processor|\d+-core)\b")
 
 
+CPUINFO = "/proc/cpuinfo"
+
+
+@functools.cache
 def cpu_model_name() -> str:
-    """The CPU's marketing name: /proc/cpuinfo on Linux, else what `platform` knows."""
+    """The CPU's marketing name: /proc/cpuinfo on Linux, `sysctl machdep.cpu.brand_string` on
+    macOS, the registry's `ProcessorNameString` on Windows; else what `platform` knows, which
+    on macOS is only `arm` or `i386`: every Mac of a kind and thread count shared one device
+    id, an M1's baselines judging an M3's times."""
+    return (
+        _proc_model_name()
+        or _macos_model_name()
+        or _windows_model_name()
+        or platform.processor()
+        or platform.machine()
+        or "unknown"
+    )
+
+
+def _proc_model_name() -> str | None:
     try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+        with open(CPUINFO, encoding="utf-8", errors="replace") as cpuinfo:
             for line in cpuinfo:
                 name, colon, value = line.partition(":")
                 if colon and name.strip() == "model name" and value.strip():
                     return value.strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine() or "unknown"
+    return None
+
+
+def _macos_model_name() -> str | None:
+    if sys.platform != "darwin":
+        return None
+    try:
+        said = subprocess.run(
+            ["/usr/sbin/sysctl", "-n", "machdep.cpu.brand_string"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return said.stdout.strip() if said.returncode == 0 else None
+
+
+def _windows_model_name() -> str | None:
+    if sys.platform != "win32":
+        return None
+    try:
+        import winreg
+
+        path = r"HARDWARE\DESCRIPTION\System\CentralProcessor\0"
+        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, path) as key:
+            value = winreg.QueryValueEx(key, "ProcessorNameString")[0]
+    except (ImportError, OSError):
+        return None
+    return value.strip() if isinstance(value, str) else None
 
 
 def cpu_flags() -> frozenset[str]:
     """The CPU's feature flags (`/proc/cpuinfo`: `flags` on x86, `Features` on Arm); empty
     where the system does not list them."""
     try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+        with open(CPUINFO, encoding="utf-8", errors="replace") as cpuinfo:
             for line in cpuinfo:
                 name, colon, value = line.partition(":")
                 if colon and name.strip() in ("flags", "Features"):

@@ -436,3 +436,71 @@ def test_a_thread_a_timed_call_starts_is_not_traced() -> None:
         threading.settrace(hook)
     assert seen == [tracer, None]  # the traced call's thread, the timed call's
     assert restored is tracer
+
+
+@pytest.fixture
+def no_proc_cpuinfo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine without `/proc/cpuinfo` (macOS, Windows), whose `platform` names only the
+    architecture, as macOS's does (`arm` on every Apple silicon Mac)."""
+    monkeypatch.setattr(cpu_module, "CPUINFO", str(tmp_path / "no-cpuinfo"))
+    monkeypatch.setattr(cpu_module.platform, "processor", lambda: "arm")
+    cpu_module.cpu_model_name.cache_clear()
+    yield
+    cpu_module.cpu_model_name.cache_clear()
+
+
+@pytest.mark.usefixtures("no_proc_cpuinfo")
+def test_a_mac_is_named_by_its_cpu_model_not_its_architecture(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """macOS's `platform.processor()` is `arm` (or `i386`): every Apple silicon Mac of a
+    thread count shared one device folder, an M1's baseline judging an M3's times."""
+    import subprocess
+
+    def sysctl(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        assert argv[-1] == "machdep.cpu.brand_string"
+        return subprocess.CompletedProcess(argv, 0, "Apple M2 Pro\n", "")
+
+    monkeypatch.setattr(cpu_module.sys, "platform", "darwin")
+    monkeypatch.setattr(cpu_module.subprocess, "run", sysctl)
+    assert cpu_module.cpu_model_name() == "Apple M2 Pro"
+    assert cpu_module.device_id_from(cpu_module.cpu_model_name(), 12) == "cpu-apple-m2-pro-12t"
+
+
+@pytest.mark.usefixtures("no_proc_cpuinfo")
+def test_a_windows_machine_is_named_by_its_cpu_model_from_the_registry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import contextlib
+    import types
+
+    def open_key(root: object, path: str) -> contextlib.nullcontext[str]:
+        assert path == r"HARDWARE\DESCRIPTION\System\CentralProcessor\0"
+        return contextlib.nullcontext(path)
+
+    registry = types.SimpleNamespace(
+        HKEY_LOCAL_MACHINE=object(),
+        OpenKey=open_key,
+        QueryValueEx=lambda key, name: ("Intel(R) Core(TM) i7-1165G7 @ 2.80GHz  ", 1),
+    )
+    monkeypatch.setitem(sys.modules, "winreg", registry)
+    monkeypatch.setattr(cpu_module.sys, "platform", "win32")
+    assert cpu_module.cpu_model_name() == "Intel(R) Core(TM) i7-1165G7 @ 2.80GHz"
+
+
+@pytest.mark.usefixtures("no_proc_cpuinfo")
+def test_where_the_os_does_not_say_the_cpu_model_platform_names_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import subprocess
+
+    def no_sysctl(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        raise FileNotFoundError(argv[0])
+
+    monkeypatch.setattr(cpu_module.sys, "platform", "darwin")
+    monkeypatch.setattr(cpu_module.subprocess, "run", no_sysctl)
+    assert cpu_module.cpu_model_name() == "arm"
+    monkeypatch.setattr(cpu_module.sys, "platform", "win32")
+    monkeypatch.delitem(sys.modules, "winreg", raising=False)
+    cpu_module.cpu_model_name.cache_clear()
+    assert cpu_module.cpu_model_name() == "arm"
