@@ -58,6 +58,7 @@ _VENDOR_NOISE = re.compile(r"\((?:r|tm)\)|@\s*[\d.]+\s*[gm]hz|\b(?:cpu|processor
 
 
 CPUINFO = "/proc/cpuinfo"
+CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 @functools.cache
@@ -133,11 +134,75 @@ def cpu_flags() -> frozenset[str]:
 
 
 def cpu_threads() -> int:
-    """The CPUs this process may run on. A container or `taskset` limits them, and they are
-    what threaded BLAS and the probes can use, so they belong in the hardware class."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    """The CPUs this process may run on. A container or `taskset` limits them (a cpuset, or
+    a CPU quota rounded up: `docker run --cpus=2`, a Kubernetes CPU limit, which leave every
+    CPU of the host in the affinity mask), and they are what threaded BLAS and the probes
+    can use, so they belong in the hardware class."""
+    try:
+        allowed = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS, Windows; a sandbox that refuses the call
+        allowed = os.cpu_count() or 1
+    quota = cpu_quota()
+    return allowed if quota is None else min(allowed, max(1, math.ceil(quota)))
+
+
+def cpu_quota(proc: Path = Path("/proc"), cgroup_root: Path = CGROUP_ROOT) -> float | None:
+    """The CPUs' worth of time this process's cgroup may use (its quota over its period),
+    the least of its group's and its ancestors' as far as the mount shows them (inside a
+    container, its own group is the mount's root); None where none is set or no cgroup
+    reads (another OS)."""
+    try:
+        lines = (proc / "self" / "cgroup").read_text().splitlines()
+    except (OSError, ValueError):
+        return None
+    quotas = []
+    for line in lines:
+        _, _, rest = line.partition(":")
+        controllers, _, group = rest.partition(":")
+        parts = [part for part in group.strip().split("/") if part]
+        if controllers == "":  # cgroup v2, mounted at the root or, on a hybrid host, `unified`
+            mounts, read = [cgroup_root, cgroup_root / "unified"], _v2_quota
+        elif "cpu" in controllers.split(","):
+            mounts, read = [cgroup_root / controllers, cgroup_root / "cpu"], _v1_quota
+        else:
+            continue
+        for mount in mounts:
+            for depth in range(len(parts), -1, -1):
+                quotas.append(read(mount.joinpath(*parts[:depth])))
+    found = [quota for quota in quotas if quota is not None]
+    return min(found) if found else None
+
+
+def _v2_quota(group: Path) -> float | None:
+    """`cpu.max`: `<quota> <period>`, or `max <period>` for none."""
+    fields = _read_fields(group / "cpu.max")
+    if len(fields) != 2 or fields[0] == "max":
+        return None
+    return _ratio(fields[0], fields[1])
+
+
+def _v1_quota(group: Path) -> float | None:
+    """`cpu.cfs_quota_us` (-1 for none) over `cpu.cfs_period_us`."""
+    quota, period = (
+        _read_fields(group / "cpu.cfs_quota_us"),
+        _read_fields(group / "cpu.cfs_period_us"),
+    )
+    if len(quota) != 1 or len(period) != 1:
+        return None
+    return _ratio(quota[0], period[0])
+
+
+def _read_fields(path: Path) -> list[str]:
+    try:
+        return path.read_text().split()
+    except (OSError, ValueError):
+        return []
+
+
+def _ratio(quota: str, period: str) -> float | None:
+    if not (quota.isdigit() and period.isdigit()) or int(quota) == 0 or int(period) == 0:
+        return None
+    return int(quota) / int(period)
 
 
 def device_id_from(model_name: str, threads: int) -> str:

@@ -6,6 +6,7 @@ import gc
 import importlib
 import json
 import math
+import os
 import pickle
 import re
 import sys
@@ -504,3 +505,79 @@ def test_where_the_os_does_not_say_the_cpu_model_platform_names_it(
     monkeypatch.delitem(sys.modules, "winreg", raising=False)
     cpu_module.cpu_model_name.cache_clear()
     assert cpu_module.cpu_model_name() == "arm"
+
+
+def fake_cgroups(tmp_path: Path, lines: str, files: dict[str, str]) -> tuple[Path, Path]:
+    """A `/proc` whose `self/cgroup` holds `lines`, and a cgroup mount holding `files`."""
+    proc, root = tmp_path / "proc", tmp_path / "cgroup"
+    (proc / "self").mkdir(parents=True)
+    (proc / "self" / "cgroup").write_text(lines)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return proc, root
+
+
+@pytest.mark.parametrize(
+    ("lines", "files", "quota"),
+    [
+        # cgroup v2 in a container's own namespace (`docker run --cpus=2`): "0::/".
+        ("0::/\n", {"cpu.max": "200000 100000\n"}, 2.0),
+        # v2 on a host, a limit on the parent slice (a Kubernetes pod's) and none below it.
+        (
+            "0::/kubepods/pod1/ctr\n",
+            {
+                "kubepods/pod1/cpu.max": "150000 100000\n",
+                "kubepods/pod1/ctr/cpu.max": "max 100000\n",
+            },
+            1.5,
+        ),
+        # v1: the container sees its own group at the mount's root.
+        (
+            "4:cpu,cpuacct:/docker/abc\n0::/\n",
+            {
+                "cpu,cpuacct/cpu.cfs_quota_us": "400000\n",
+                "cpu,cpuacct/cpu.cfs_period_us": "100000\n",
+            },
+            4.0,
+        ),
+        (
+            "4:cpu,cpuacct:/\n",
+            {"cpu,cpuacct/cpu.cfs_quota_us": "-1\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n"},
+            None,
+        ),
+        ("0::/\n", {"cpu.max": "max 100000\n"}, None),
+        ("0::/\n", {}, None),
+    ],
+)
+def test_a_cgroups_cpu_quota_is_read_from_its_own_group_or_an_ancestor(
+    tmp_path: Path, lines: str, files: dict[str, str], quota: float | None
+) -> None:
+    proc, root = fake_cgroups(tmp_path, lines, files)
+    assert cpu_module.cpu_quota(proc, root) == quota
+
+
+def test_a_container_of_a_cpu_quota_counts_the_cpus_the_quota_allows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`docker run --cpus=2` (a Kubernetes CPU limit) on a 64-CPU host leaves all 64 in the
+    affinity mask: the device id said `-64t`, the host's, and pods of 2 and 8 CPUs shared
+    one folder of baselines, BLAS kernels 4 times apart."""
+    monkeypatch.setattr(cpu_module.os, "sched_getaffinity", lambda pid: set(range(64)))
+    monkeypatch.setattr(cpu_module, "cpu_quota", lambda: 1.5)
+    assert cpu_module.cpu_threads() == 2
+    monkeypatch.setattr(cpu_module, "cpu_quota", lambda: None)
+    assert cpu_module.cpu_threads() == 64
+
+
+def test_the_cpus_are_counted_where_the_affinity_mask_cannot_be_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refused(pid: int) -> set[int]:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(cpu_module.os, "sched_getaffinity", refused)
+    monkeypatch.setattr(cpu_module, "cpu_quota", lambda: None)
+    assert cpu_module.cpu_threads() == (os.cpu_count() or 1)
+    monkeypatch.delattr(cpu_module.os, "sched_getaffinity")
+    assert cpu_module.cpu_threads() == (os.cpu_count() or 1)
