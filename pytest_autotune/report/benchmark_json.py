@@ -115,7 +115,12 @@ def commit_info(root: Path) -> dict[str, Any]:
 
 def _git(root: Path, *args: str) -> str:
     return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
+        ["git", *args],
+        cwd=root,
+        capture_output=True,
+        encoding="utf-8",  # git's own; Windows would decode in its ANSI code page
+        errors="replace",
+        check=True,
     ).stdout.strip()
 
 

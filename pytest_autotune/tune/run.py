@@ -108,5 +108,11 @@ def git_head(root: Path, environ: Mapping[str, str] = os.environ) -> tuple[str |
 
 def _git(root: Path, *args: str) -> str:
     return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=10
+        ["git", *args],
+        cwd=root,
+        capture_output=True,
+        encoding="utf-8",  # git's own; Windows would decode in its ANSI code page
+        errors="replace",
+        check=True,
+        timeout=10,
     ).stdout.strip()

@@ -607,3 +607,22 @@ def test_records_are_written_in_binary_mode(tmp_path, monkeypatch):
     Recorder(path).record(make_record(key=2))
     assert str(path) not in opened_as_text
     assert [r.key for r in read_records(path)] == [1, 2]
+
+
+def test_a_branch_named_outside_the_locales_encoding_is_read_as_git_wrote_it(tmp_path, monkeypatch):
+    """git writes names in UTF-8, and Windows decodes a subprocess's text in the ANSI code
+    page: a branch `修复-sum` (bytes cp1252 lacks) raised UnicodeDecodeError out of every
+    record of the run, where `benchmark_json` only lost the commit."""
+    import locale
+
+    from pytest_autotune.report.benchmark_json import commit_info
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "修复-sum")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x")
+    monkeypatch.setattr(locale, "getencoding", lambda: "cp1252", raising=False)
+    monkeypatch.setattr(locale, "getpreferredencoding", lambda do_setlocale=True: "cp1252")
+    assert RunInfo.current(tmp_path).branch == "修复-sum"
+    assert commit_info(tmp_path)["branch"] == "修复-sum"
