@@ -103,7 +103,7 @@ def _file_stem(name: str) -> str:
     dot or a dash, not ending the way a hashed stem ends) is its own file name. Any other
     name (a node id `tests/test_a.py::test_sum`, a name with upper case, which a macOS or
     Windows file system would not tell from lower case, a non-ASCII or over-long one, one
-    Windows keeps for a device, `aux` or `nul.x`) keeps
+    Windows keeps for a device, `aux` or `nul.x`, or one ending in a dot) keeps
     a readable start with every other character made `_`, and ends with a hash of the exact
     name: `tests/a.py::t` and `tests_a.py::t` were one file before and are two now. Files
     also store the name itself, so a hash collision is reported, never merged.
@@ -115,6 +115,7 @@ def _file_stem(name: str) -> str:
         and len(name) <= _MAX_STEM
         and not _HASHED.search(name)
         and not _WINDOWS_DEVICE.fullmatch(name)
+        and not name.endswith(".")  # Windows drops it from a folder's name
     ):
         return name
     return _hashed_stem(name)

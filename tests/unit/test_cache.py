@@ -603,6 +603,14 @@ def test_no_cache_file_or_folder_is_named_as_a_windows_device(tmp_path: Path, na
     ), path
 
 
+def test_no_cache_folder_ends_with_a_dot(tmp_path: Path) -> None:
+    """Windows drops a trailing dot from a folder's name (`--autotune-runner=win.` made
+    `cpu-win.`), and Git for Windows refuses to check out a path holding one."""
+    path = cache_path(tmp_path, "cpu-win.", "x.")
+    assert not path.parent.name.endswith(".")
+    assert path.parent.name != cache_path(tmp_path, "cpu-win", "x.").parent.name
+
+
 def test_a_cache_a_windows_device_name_had_is_still_read(tmp_path: Path) -> None:
     PersistentCache(tmp_path / "cpu-x" / "aux.json", "aux").save(dict([entry("a")]))
     cache = tuner_cache(tmp_path, "cpu-x", "aux")
