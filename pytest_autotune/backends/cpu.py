@@ -9,7 +9,6 @@ import os
 import platform
 import re
 import statistics
-import subprocess
 import sys
 import time as _time
 import weakref
@@ -19,7 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from pytest_autotune.backends.cpu_levels import SYSFS_CACHE, cache_sizes, probe_cache_levels
+from pytest_autotune.backends.cpu_levels import (
+    SYSFS_CACHE,
+    cache_sizes,
+    probe_cache_levels,
+    sysctl,
+)
 from pytest_autotune.backends.cpu_placements import PLACEMENTS, placed_sampler
 from pytest_autotune.backends.device_id import device_id
 from pytest_autotune.backends.peaks import Peaks, load_or_probe, probe_again
@@ -90,19 +94,7 @@ def _proc_model_name() -> str | None:
 
 
 def _macos_model_name() -> str | None:
-    if sys.platform != "darwin":
-        return None
-    try:
-        said = subprocess.run(
-            ["/usr/sbin/sysctl", "-n", "machdep.cpu.brand_string"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return said.stdout.strip() if said.returncode == 0 else None
+    return sysctl("machdep.cpu.brand_string")
 
 
 def _windows_model_name() -> str | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
 import time as _time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,9 +39,11 @@ in the level stays under it."""
 
 def cache_sizes(cache_root: Path = SYSFS_CACHE) -> dict[int, int]:
     """Bytes of each data (or unified) cache level of CPU 0, by level: from sysfs on Linux,
-    else from `sysconf` where the C library knows them (glibc); empty where neither says."""
-    sizes = _sysfs_sizes(cache_root)
-    return sizes if sizes else _sysconf_sizes()
+    else from `sysconf` where the C library knows them (glibc), else from `sysctl` on macOS;
+    empty where none says (Windows). Without them every problem is bounded by the DRAM
+    roof, which a cache-resident one beats: the first candidate under it, however slow,
+    ended tuning (a 2x slower sum of 512 KiB won so)."""
+    return _sysfs_sizes(cache_root) or _sysconf_sizes() or _sysctl_sizes()
 
 
 def _sysfs_sizes(cache_root: Path) -> dict[int, int]:
@@ -69,6 +73,38 @@ def _sysconf_sizes() -> dict[int, int]:
         if size > 0:
             sizes[level] = size
     return sizes
+
+
+_SYSCTL_NAMES = {1: "l1dcachesize", 2: "l2cachesize", 3: "l3cachesize"}
+
+
+def _sysctl_sizes() -> dict[int, int]:
+    """macOS's: those of Apple silicon's performance cores (`hw.perflevel0.*`), which the
+    probes' thread runs on when it can, else the CPU's (`hw.*`, an Intel Mac)."""
+    sizes: dict[int, int] = {}
+    for level, name in _SYSCTL_NAMES.items():
+        value = sysctl(f"hw.perflevel0.{name}") or sysctl(f"hw.{name}")
+        if value is not None and value.isdigit() and int(value) > 0:
+            sizes[level] = int(value)
+    return sizes
+
+
+def sysctl(name: str) -> str | None:
+    """The value macOS's `sysctl` gives `name`; None elsewhere or where it has none."""
+    if sys.platform != "darwin":
+        return None
+    try:
+        said = subprocess.run(
+            ["/usr/sbin/sysctl", "-n", name],
+            capture_output=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return said.stdout.strip() or None if said.returncode == 0 else None
 
 
 def parse_size(text: str) -> int:
