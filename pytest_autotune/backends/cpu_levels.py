@@ -8,6 +8,7 @@ problem that fits L2 bounded by the memory roof read 229% of it.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import time as _time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,11 +41,11 @@ in the level stays under it."""
 
 def cache_sizes(cache_root: Path = SYSFS_CACHE) -> dict[int, int]:
     """Bytes of each data (or unified) cache level of CPU 0, by level: from sysfs on Linux,
-    else from `sysconf` where the C library knows them (glibc), else from `sysctl` on macOS;
-    empty where none says (Windows). Without them every problem is bounded by the DRAM
-    roof, which a cache-resident one beats: the first candidate under it, however slow,
-    ended tuning (a 2x slower sum of 512 KiB won so)."""
-    return _sysfs_sizes(cache_root) or _sysconf_sizes() or _sysctl_sizes()
+    else from `sysconf` where the C library knows them (glibc), from `sysctl` on macOS, from
+    `GetLogicalProcessorInformation` on Windows; empty where none says. Without them every
+    problem is bounded by the DRAM roof, which a cache-resident one beats: the first
+    candidate under it, however slow, ended tuning (a 2x slower sum of 512 KiB won so)."""
+    return _sysfs_sizes(cache_root) or _sysconf_sizes() or _sysctl_sizes() or _windows_sizes()
 
 
 def _sysfs_sizes(cache_root: Path) -> dict[int, int]:
@@ -105,6 +107,51 @@ def sysctl(name: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return said.stdout.strip() or None if said.returncode == 0 else None
+
+
+class _CacheDescriptor(ctypes.Structure):
+    _fields_ = (
+        ("level", ctypes.c_ubyte),
+        ("associativity", ctypes.c_ubyte),
+        ("line_size", ctypes.c_ushort),
+        ("size", ctypes.c_uint32),
+        ("type", ctypes.c_int),
+    )
+
+
+class _Described(ctypes.Union):
+    _fields_ = (("cache", _CacheDescriptor), ("reserved", ctypes.c_ulonglong * 2))
+
+
+class _ProcessorInformation(ctypes.Structure):
+    """Windows' `SYSTEM_LOGICAL_PROCESSOR_INFORMATION`."""
+
+    _fields_ = (("mask", ctypes.c_size_t), ("relationship", ctypes.c_int), ("info", _Described))
+
+
+_RELATION_CACHE = 2
+_CACHE_INSTRUCTION = 1
+
+
+def _windows_sizes(information: Callable[[Any, Any], int] | None = None) -> dict[int, int]:
+    """Windows': the data and unified caches `GetLogicalProcessorInformation` lists (or
+    `information`, a function of its signature), the largest of each level."""
+    if information is None:
+        if sys.platform != "win32":
+            return {}
+        information = ctypes.windll.kernel32.GetLogicalProcessorInformation
+    length = ctypes.c_uint32(0)
+    information(None, ctypes.byref(length))  # fails, saying the size it needs
+    size = ctypes.sizeof(_ProcessorInformation)
+    entries = (_ProcessorInformation * (length.value // size))()
+    if not entries or not information(entries, ctypes.byref(length)):
+        return {}
+    sizes: dict[int, int] = {}
+    for entry in entries[: length.value // size]:
+        cache = entry.info.cache
+        if entry.relationship == _RELATION_CACHE and cache.type != _CACHE_INSTRUCTION:
+            sizes[cache.level] = max(cache.size, sizes.get(cache.level, 0))
+    return {level: size for level, size in sizes.items() if size > 0}
 
 
 def parse_size(text: str) -> int:

@@ -611,3 +611,33 @@ def test_a_macs_cache_sizes_come_from_sysctl_its_performance_cores_first(
     del said["hw.perflevel0.l1dcachesize"], said["hw.perflevel0.l2cachesize"]
     said["hw.l3cachesize"] = "12582912"  # an Intel Mac
     assert cpu_levels.cache_sizes(tmp_path / "no-sysfs") == {1: 64 << 10, 2: 4 << 20, 3: 12 << 20}
+
+
+def test_a_windows_machines_cache_sizes_come_from_its_logical_processor_information() -> None:
+    """Windows has neither sysfs nor `sysconf`: every problem was bounded by the DRAM roof,
+    and the first candidate under it ended tuning, however slow."""
+    import ctypes
+
+    info = cpu_levels._ProcessorInformation
+    caches = [
+        (1, 2, 48 << 10),
+        (1, 1, 32 << 10),
+        (2, 0, 1280 << 10),
+        (2, 0, 2 << 20),
+        (3, 0, 24 << 20),
+    ]
+
+    def information(buffer: Any, length_ref: Any) -> int:
+        length, needed = length_ref._obj, (len(caches) + 1) * ctypes.sizeof(info)
+        if buffer is None or length.value < needed:
+            length.value = needed
+            return 0
+        entries = ctypes.cast(buffer, ctypes.POINTER(info))
+        entries[0].relationship = 0  # a processor core, no cache
+        for entry, (level, kind, size) in zip(entries[1 : len(caches) + 1], caches, strict=True):
+            entry.relationship = 2
+            entry.info.cache.level, entry.info.cache.type, entry.info.cache.size = level, kind, size
+        return 1
+
+    assert cpu_levels._windows_sizes(information) == {1: 48 << 10, 2: 2 << 20, 3: 24 << 20}
+    assert cpu_levels._windows_sizes(lambda buffer, length: 0) == {}
