@@ -31,6 +31,9 @@ flags each adds; a level also needs every level below it."""
 
 _ARM_FEATURES = ("sve2", "sve")
 
+_VENDORS = frozenset({"amd", "intel", "apple", "ampere", "qualcomm", "hygon", "zhaoxin"})
+"""CPU vendors as their models spell them, which a model may name after other words."""
+
 
 def isa_level(machine: str, flags: Iterable[str]) -> str:
     """The ISA level of a CPU from its machine name and feature flags (`/proc/cpuinfo`).
@@ -70,10 +73,13 @@ def device_class(device_id: str, fingerprint: Mapping[str, Any]) -> DeviceClass 
         model, isa = fingerprint.get("model"), fingerprint.get("isa")
         if not isinstance(model, str) or not isinstance(isa, str):
             return None
-        vendor = re.sub(r"\(.*?\)", " ", model.lower()).split()
+        words = re.sub(r"\(.*?\)", " ", model.lower()).split()
+        # A vendor's name where the model gives one anywhere (`12th Gen Intel(R) Core(TM)`
+        # begins with the generation), else its first word.
+        vendor = next((w for w in words if w in _VENDORS), words[0] if words else "unknown")
         threads = fingerprint.get("threads")
         size = threads if isinstance(threads, int) else 0
-        return DeviceClass(f"cpu-{vendor[0] if vendor else 'unknown'}-{isa}", size)
+        return DeviceClass(f"cpu-{vendor}-{isa}", size)
     if device_id.startswith("cuda-"):
         capability = fingerprint.get("compute_capability")
         if not isinstance(capability, str) or not capability:

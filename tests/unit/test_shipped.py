@@ -617,6 +617,23 @@ def test_a_cpu_class_is_its_vendor_and_isa_level_and_a_gpu_class_its_compute_cap
     assert device_class("fake-device", {"fake": True}) is None
 
 
+@pytest.mark.parametrize(
+    "model",
+    [
+        "11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz",
+        "12th Gen Intel(R) Core(TM) i7-1260P",
+        "Intel(R) Core(TM) Ultra 7 155H",
+    ],
+)
+def test_a_cpu_class_names_its_vendor_where_the_model_begins_with_a_generation(
+    model: str,
+) -> None:
+    """Intel's laptop CPUs of the 11th to 14th generations name it first: their classes were
+    `cpu-11th-...`, `cpu-12th-...`, and a winner shipped from one served none of the others."""
+    found = device_class("cpu-x-8t", {"model": model, "isa": "x86-64-v3", "threads": 8})
+    assert found == DeviceClass("cpu-intel-x86-64-v3", 8)
+
+
 def test_the_nearest_device_of_a_class_is_the_nearest_in_size_the_larger_on_a_tie() -> None:
     mine = DeviceClass("cpu-amd-x86-64-v3", 8)
     others = {
