@@ -143,26 +143,48 @@ def cpu_quota(proc: Path = Path("/proc"), cgroup_root: Path = CGROUP_ROOT) -> fl
     the least of its group's and its ancestors' as far as the mount shows them (inside a
     container, its own group is the mount's root); None where none is set or no cgroup
     reads (another OS)."""
+    found = [
+        quota
+        for v2, group in _cgroup_folders("cpu", proc, cgroup_root)
+        if (quota := _v2_quota(group) if v2 else _v1_quota(group)) is not None
+    ]
+    return min(found) if found else None
+
+
+def memory_limit(proc: Path = Path("/proc"), cgroup_root: Path = CGROUP_ROOT) -> int | None:
+    """The bytes of memory this process's cgroup may use (cgroup v2 `memory.max`, v1
+    `memory.limit_in_bytes`), the least of its group's and its ancestors'; None where none
+    is set or no cgroup reads."""
+    found = []
+    for v2, group in _cgroup_folders("memory", proc, cgroup_root):
+        fields = _read_fields(group / ("memory.max" if v2 else "memory.limit_in_bytes"))
+        if len(fields) == 1 and fields[0].isdigit() and int(fields[0]) > 0:
+            found.append(int(fields[0]))
+    return min(found) if found else None
+
+
+def _cgroup_folders(controller: str, proc: Path, cgroup_root: Path) -> list[tuple[bool, Path]]:
+    """The folders of this process's cgroup and its ancestors that hold `controller`'s
+    files, each with whether it is cgroup v2's, from `<proc>/self/cgroup`: v2 mounted at
+    the root or, on a hybrid host, at `unified`; v1 at the controller's own mount."""
     try:
         lines = (proc / "self" / "cgroup").read_text().splitlines()
     except (OSError, ValueError):
-        return None
-    quotas = []
+        return []
+    folders = []
     for line in lines:
         _, _, rest = line.partition(":")
         controllers, _, group = rest.partition(":")
         parts = [part for part in group.strip().split("/") if part]
-        if controllers == "":  # cgroup v2, mounted at the root or, on a hybrid host, `unified`
-            mounts, read = [cgroup_root, cgroup_root / "unified"], _v2_quota
-        elif "cpu" in controllers.split(","):
-            mounts, read = [cgroup_root / controllers, cgroup_root / "cpu"], _v1_quota
+        if controllers == "":
+            mounts, v2 = [cgroup_root, cgroup_root / "unified"], True
+        elif controller in controllers.split(","):
+            mounts, v2 = [cgroup_root / controllers, cgroup_root / controller], False
         else:
             continue
         for mount in mounts:
-            for depth in range(len(parts), -1, -1):
-                quotas.append(read(mount.joinpath(*parts[:depth])))
-    found = [quota for quota in quotas if quota is not None]
-    return min(found) if found else None
+            folders += [(v2, mount.joinpath(*parts[:depth])) for depth in range(len(parts), -1, -1)]
+    return folders
 
 
 def _v2_quota(group: Path) -> float | None:
@@ -234,10 +256,15 @@ def last_level_cache_bytes(cache_root: Path = SYSFS_CACHE) -> int | None:
 
 
 def _physical_memory() -> int | None:
+    """The machine's memory, or a container's limit where that is less: the host's whole
+    memory sized the probe's buffers for a container of 1 GiB as for the host, 512 MiB of
+    them, past what its limit left to the tests."""
     try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        memory: int | None = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):  # not a POSIX system
-        return None
+        memory = None
+    limit = memory_limit()
+    return limit if memory is None or (limit is not None and limit < memory) else memory
 
 
 def probe_buffer_bytes(last_level_cache: int | None, memory: int | None) -> int:

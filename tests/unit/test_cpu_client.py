@@ -641,3 +641,37 @@ def test_a_windows_machines_cache_sizes_come_from_its_logical_processor_informat
 
     assert cpu_levels._windows_sizes(information) == {1: 48 << 10, 2: 2 << 20, 3: 24 << 20}
     assert cpu_levels._windows_sizes(lambda buffer, length: 0) == {}
+
+
+@pytest.mark.parametrize(
+    ("lines", "files", "limit"),
+    [
+        ("0::/\n", {"memory.max": "1073741824\n"}, 1 << 30),
+        ("0::/\n", {"memory.max": "max\n"}, None),
+        (
+            "0::/pod/ctr\n",
+            {"pod/memory.max": "536870912\n", "pod/ctr/memory.max": "max\n"},
+            1 << 29,
+        ),
+        ("5:memory:/docker/abc\n", {"memory/memory.limit_in_bytes": "2147483648\n"}, 2 << 30),
+        ("5:cpu:/\n", {"memory/memory.limit_in_bytes": "2147483648\n"}, None),
+    ],
+)
+def test_a_cgroups_memory_limit_is_read_from_its_own_group_or_an_ancestor(
+    tmp_path: Path, lines: str, files: dict[str, str], limit: int | None
+) -> None:
+    proc, root = fake_cgroups(tmp_path, lines, files)
+    assert cpu_module.memory_limit(proc, root) == limit
+
+
+def test_the_probe_buffers_of_a_container_fit_its_memory_limit_not_the_hosts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A container of 1 GiB on a host of 64 GiB got the host's 256 MiB buffers, two of
+    them: half its memory, past what the tests left of it."""
+    monkeypatch.setattr(cpu_module, "memory_limit", lambda: 1 << 30)
+    memory = cpu_module._physical_memory()
+    assert memory is not None and memory <= 1 << 30
+    assert cpu_module.probe_buffer_bytes(32 << 20, memory) == 64 << 20
+    monkeypatch.setattr(cpu_module, "memory_limit", lambda: 1 << 62)  # v1's "no limit"
+    assert cpu_module._physical_memory() == os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
