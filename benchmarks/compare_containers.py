@@ -27,6 +27,9 @@ def shapes(n: int) -> dict[str, Callable[[], Any]]:
         "list of 3-float lists": lambda: [[i * 0.5, i * 0.25, 1.0] for i in range(n)],
         "dict of floats": lambda: {f"k{i}": i * 0.5 for i in range(n)},
         "dict of (float, float)": lambda: {i: (i * 0.5, -i * 0.5) for i in range(n)},
+        "list of complex": lambda: [complex(i * 0.5, -i) for i in range(n)],
+        "list of strings": lambda: [f"w{i}" for i in range(n)],
+        "list of bools": lambda: [i % 3 == 0 for i in range(n)],
     }
 
 
