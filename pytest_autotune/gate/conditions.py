@@ -487,7 +487,9 @@ def _cpu_condition(current: Measurement) -> tuple[float, Condition] | None:
     factor = max(load, pressure)
     return factor, Condition(
         f"{' and '.join(reasons)}, so the between-session noise counts {_times(factor)} times",
-        "a runner with free CPUs: fewer jobs beside the gate, or fewer -n workers",
+        "a runner with free CPUs: fewer jobs beside the gate"
+        # Workers only: a serial run was told to use fewer of the workers it had none of.
+        + (", or fewer -n workers" if os.environ.get("PYTEST_XDIST_WORKER") else ""),
     )
 
 

@@ -399,3 +399,17 @@ def test_a_floor_missed_by_more_than_the_load_explains_fails_on_busy_cpus_too() 
     verdict = judge(measured(6e-3, pressure=0.9), None, device_id=CPU, checksum=CHECKSUM, **FLOOR)  # type: ignore[arg-type]
     assert (verdict.verdict, verdict.failed) == (Verdict.FLOOR, True)
     assert verdict.message.startswith("below the floor: 16.7% of the DRAM memory roof")
+
+
+@pytest.mark.parametrize("worker", [None, "gw1"])
+def test_the_advice_for_contended_cpus_names_workers_only_under_xdist(
+    monkeypatch: pytest.MonkeyPatch, worker: str | None
+) -> None:
+    # A serial run was told "fewer -n workers", of workers it had none of.
+    if worker is None:
+        monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    else:
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+    loaded = judge(measured(T * 1.25, load=3.0), base(CPU), device_id=CPU, checksum=CHECKSUM)
+    assert "a runner with free CPUs: fewer jobs beside the gate" in loaded.message
+    assert ("fewer -n workers" in loaded.message) is (worker is not None)
