@@ -294,12 +294,20 @@ def failed_checks_text(names: Sequence[str], raised: Collection[str] = ()) -> st
     return f"{len(names)} candidates failed: their tests fail ({each})"
 
 
+_EXCEPTION_TEXT = re.compile(r"[A-Za-z_][\w.]*:(\s|$)")
+"""How the message of an exception a candidate raised while timed begins: its type's name
+("ValueError: ..."), where a failed check, a stop at the time limit or a group left
+untuned, errors of the same kind, read in words ("failed its check: ...")."""
+
+
 def error_text(kind: str, message: str) -> str:
     """A candidate's error as a report or `show` gives it: what it raised ("raised
-    ValueError: ..."; the kind of such an error, "unknown", says nothing to a reader), else
-    the error's kind and its message."""
+    ValueError: ..."), any other error of kind "unknown" by its message alone ("failed its
+    check: ...", not "raised failed its check: ..."; the kind says nothing to a reader),
+    else the error's kind and its message."""
     if kind == AutotuneErrorKind.UNKNOWN.value and message:
-        return message if message.startswith(RAISED) else RAISED + message
+        raised = not message.startswith(RAISED) and _EXCEPTION_TEXT.match(message)
+        return RAISED + message if raised else message
     return kind + (f": {message}" if message else "")
 
 

@@ -192,6 +192,27 @@ def test_the_report_shows_the_run_then_each_group_with_its_candidates_and_charts
     assert "89.0%" in text
 
 
+def test_only_a_candidate_that_raised_has_its_error_said_to_be_raised() -> None:
+    # A failed check and a stop at the time limit are errors of kind "unknown" too, but
+    # nothing raised them: "raised failed its check: ..." read as an exception of that name.
+    record = replace(
+        saxpy_record(),
+        results=(
+            samples("block32", 0, 1700),
+            failed("block256", 1, "failed its check: differs from the reference 'block32'"),
+            failed("float4", 2, "ran past its time limit of 1 s and was stopped"),
+            failed("cupy_ops", 3, "ValueError: "),
+            failed(SCRIPT_NAME, 4, "raised KeyError: 'n'"),
+        ),
+    )
+    text = " ".join(parse(render_html([record])).text)
+    assert "raised failed" not in text and "raised ran past" not in text
+    assert "failed its check: differs from the reference 'block32'" in text
+    assert "ran past its time limit of 1 s and was stopped" in text
+    assert "raised ValueError:" in text
+    assert "raised KeyError: 'n'" in text and "raised raised" not in text
+
+
 def test_a_candidate_named_like_a_script_is_text_and_only_our_script_is_a_script() -> None:
     document = render_html(realistic_records())
     page = parse(document)
