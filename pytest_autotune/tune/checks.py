@@ -1310,7 +1310,8 @@ def _time_error(
     known = ~(np.isnat(ref) | np.isnat(act))
     if not known.any():
         return None
-    steps_ref, steps_act = ref[known].view(np.int64), act[known].view(np.int64)
+    # By value, not a view of the bytes: a big-endian array's read as another number.
+    steps_ref, steps_act = ref[known].astype(np.int64), act[known].astype(np.int64)
     wide_ref, wide_act = steps_ref.astype(np.uint64), steps_act.astype(np.uint64)
     gaps = np.where(steps_act >= steps_ref, wide_act - wide_ref, wide_ref - wide_act)
     return int(gaps.max())
