@@ -34,7 +34,7 @@ from pytest_autotune.tune.cache import (
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE, call_scope
 from pytest_autotune.tune.checks import SKIPPED, CheckResult, check_candidates, in_place_output
 from pytest_autotune.tune.client import client_context, out_of_memory, release_memory
-from pytest_autotune.tune.clone import mock_types
+from pytest_autotune.tune.clone import clone_value, mock_types
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
 from pytest_autotune.tune.errors import (
     NOT_REACHED,
@@ -526,6 +526,16 @@ class Tuner:
         against its answer, leaving no winner, where the seed tunes the planned ones and
         runs the fastest."""
 
+        # What a call that returned None wrote is found against the inputs as they were
+        # before any candidate ran: a generation of the default generator, which copies,
+        # else a copy taken now. A generator handing every call the caller's arrays gave
+        # them written by the candidates before, and a right kernel writing what the
+        # reference wrote there "wrote nothing".
+        before: list[TuneInputs] = []
+        judged_written = self.written_inputs and self.require_output
+        if judged_written and not isinstance(tunables.input_gen, CloneInputGenerator):
+            before.append(clone_value(tunables.generate_inputs(key, inputs)))
+
         def called(fn: Callable[..., Any]) -> object:
             args = tunables.generate_inputs(key, inputs)
             out = fn(*args)
@@ -536,8 +546,10 @@ class Tuner:
                 # and could win. What it wrote into its own copies of the inputs is its
                 # output. (The plugin requires an output and says so instead.)
                 return args
-            if out is None and self.written_inputs:
-                return in_place_output(args, tunables.generate_inputs(key, inputs))
+            if out is None and judged_written:
+                if not before:
+                    before.append(tunables.generate_inputs(key, inputs))
+                return in_place_output(args, before[0])
             return out
 
         def run(index: int) -> object:

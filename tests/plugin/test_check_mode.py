@@ -916,6 +916,44 @@ def test_a_fixture_set_of_in_place_kernels_is_judged_by_what_they_wrote(
     result.stdout.no_fnmatch_line("*returned None*")
 
 
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+def test_in_place_kernels_of_a_set_handed_the_callers_own_inputs_are_judged_by_what_they_wrote(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # An input generator that gives the candidates the caller's arrays themselves (no copy
+    # of a large buffer): what a kernel wrote was compared with a second generation, the
+    # same arrays, written as well, so under --autotune every kernel "wrote nothing" and
+    # failed as "returned None", where plain pytest passed them.
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        from conftest import spin
+        from pytest_autotune import Tunable, TunableSet
+
+        def a(x, out):
+            spin(100e-6)
+            out[0] = np.sum(x)
+
+        def b(x, out):
+            spin(200e-6)
+            out[0] = np.cumsum(x)[-1]
+
+        def test_into(autotune):
+            into = (
+                TunableSet(lambda x, out: x.size, lambda key, inputs: inputs)
+                .with_(Tunable("a", a))
+                .with_(Tunable("b", b))
+            )
+            out = np.zeros(1)
+            assert autotune(into, np.ones(64), out) is None
+            assert out[0] == 64
+        """
+    )
+    result = run(autotune_pytester, *mode)
+    result.assert_outcomes(passed=1)
+    result.stdout.no_fnmatch_line("*returned None*")
+
+
 def test_integer_outputs_within_the_markers_rtol_fail_saying_integers_compare_exactly(
     autotune_pytester: pytest.Pytester,
 ) -> None:
