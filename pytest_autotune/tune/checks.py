@@ -108,13 +108,20 @@ SHORT_SEQUENCE = 16
 list of tuples took some 50 us through NumPy, and a list of 100 000 rows, seconds."""
 
 
+class WrittenInputs(tuple):  # type: ignore[type-arg]
+    """The inputs an in-place call wrote into, standing for the output it did not return;
+    compared as the tuple it is, and named as what it is where a call that wrote nothing
+    fails against it (`returned_none`)."""
+
+
 def in_place_output(written: tuple[Any, ...], before: tuple[Any, ...]) -> object:
     """The output of a call that returned None: the inputs it was given (`written`, its own
     copies) where it wrote into them, compared with a copy of them as they were (`before`);
     else None, nothing to compare. A library's in-place kernel (a CuPy kernel launched into
     an `out` argument) returns nothing, and what it wrote is its answer; a function that
     forgot its `return` wrote nothing, and none of its candidates may pass unchecked."""
-    return written if compare_outputs(before, written, 0.0, 0.0) is not None else None
+    wrote = compare_outputs(before, written, 0.0, 0.0) is not None
+    return WrittenInputs(written) if wrote else None
 
 
 RAISED = "raised "
@@ -187,7 +194,13 @@ passed under --autotune and failed in a plain run, where its own test compares i
 
 def returned_none(label: str, expected: object) -> str:
     """Why a candidate that returned None fails, where the reference (`label`) returned
-    `expected`: in both modes alike."""
+    `expected`: in both modes alike. Where the reference too returned None, having written
+    into its inputs (`WrittenInputs`), the candidate wrote nothing into its own."""
+    if isinstance(expected, WrittenInputs):
+        return (
+            f"returned None and wrote nothing into its inputs, where {label} returned None"
+            " having written into its inputs"
+        )
     return f"returned None, where {label} returned {_describe(expected)}"
 
 
@@ -319,7 +332,13 @@ class _Judge:
 
     def output(self, index: int, output: object) -> None:
         name = self.names[index]
-        if self.have_reference:
+        if self.have_reference and output is None:
+            # As plain pytest says it: "expected WrittenInputs of 2 items, got None" named
+            # an in-place reference's written inputs by a type of ours.
+            self.results[index] = CheckResult(
+                name, False, returned_none(self.ref_label, self.ref_output)
+            )
+        elif self.have_reference:
             diff = compare_outputs(self.ref_output, output, *self.tolerances)
             self.results[index] = (
                 CheckResult(name, True)

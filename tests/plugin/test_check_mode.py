@@ -904,16 +904,31 @@ def test_a_fixture_set_of_in_place_kernels_is_judged_by_what_they_wrote(
             assert autotune(into, np.ones(64), out) is None
             assert out[0] == 64  # the caller's own buffer, written by the winner
 
+        def nothing(x, out):
+            spin(50e-6)
+
         def test_wrong(autotune):
             into = TunableSet.of(lambda x, out: x.size, {"a": a, "wrong": wrong})
+            autotune(into, np.ones(64), np.zeros(1))
+
+        def test_nothing(autotune):
+            into = TunableSet.of(lambda x, out: x.size, {"a": a, "nothing": nothing})
             autotune(into, np.ones(64), np.zeros(1))
         """
     )
     result = run(autotune_pytester, *mode)
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, failed=2)
+    # One that wrote nothing is told so: "where the reference 'a' returned tuple of 2
+    # items" read as though the reference had returned a tuple.
+    result.stdout.fnmatch_lines(
+        [
+            "*candidate 'nothing'*returned None and wrote nothing into its inputs, where the"
+            " reference*'a'*returned None having written into its inputs*"
+        ]
+    )
     result.stdout.fnmatch_lines(["*candidate 'wrong'*differs from the reference*"])
     assert "expected 64.0, got 65.0" in result.stdout.str()
-    result.stdout.no_fnmatch_line("*returned None*")
+    result.stdout.no_fnmatch_line("*returned tuple*")
 
 
 @pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
