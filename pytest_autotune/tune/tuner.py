@@ -533,8 +533,6 @@ class Tuner:
         # reference wrote there "wrote nothing".
         before: list[TuneInputs] = []
         judged_written = self.written_inputs and self.require_output
-        if judged_written and not isinstance(tunables.input_gen, CloneInputGenerator):
-            before.append(clone_value(tunables.generate_inputs(key, inputs)))
 
         def called(fn: Callable[..., Any]) -> object:
             args = tunables.generate_inputs(key, inputs)
@@ -576,6 +574,8 @@ class Tuner:
 
             reference = reference_output
         with client_context(client):  # the copies, the calls and the comparisons
+            if judged_written and not isinstance(tunables.input_gen, CloneInputGenerator):
+                before.append(clone_value(tunables.generate_inputs(key, inputs)))
             return tuple(
                 check_candidates(
                     tunables.names,
