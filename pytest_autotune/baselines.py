@@ -41,7 +41,7 @@ from pytest_autotune.tune.cache import (
     cache_path,
     tuner_cache,
 )
-from pytest_autotune.tune.cache_format import PROJECT_ROOT_FIELD, advice
+from pytest_autotune.tune.cache_format import PROJECT_ROOT_FIELD, TUNER_FIELD, advice
 from pytest_autotune.tune.journal import journal_path
 from pytest_autotune.tune.key import serialize_key_json, stable_key
 from pytest_autotune.tune.records import AutotuneRecord
@@ -90,7 +90,7 @@ class Baselines:
                     checksum,
                     device=cache.device(),
                     metadata=cache.metadata(),
-                    source=self._settings.relative(path),
+                    source=self._settings.relative(cache.source()),
                 ),
                 None,
             )
@@ -149,6 +149,9 @@ class Baselines:
             theirs = other_project(cache.metadata(), self._settings)
             if theirs is not None:
                 self._notes.append(other_project_warning(self._settings.relative(path), theirs))
+            left = left_behind(cache, self._settings)
+            if left is not None:
+                self._notes.append(left)
             self._files[path] = (cache, entries)
         return (path, *self._files[path])
 
@@ -307,6 +310,28 @@ def other_project(metadata: Mapping[str, Any], settings: PluginSettings) -> str 
     return theirs if isinstance(theirs, str) and theirs != settings.project_root else None
 
 
+def left_behind(cache: PersistentCache, settings: PluginSettings) -> str | None:
+    """A note on the file of `cache`'s 0.1.0 name (`cache_names.legacy_cache_file_parts`)
+    where it lies beside the file of its own name, which is read in its place: the first
+    save under the new name carries the old file's entries over and leaves it, which
+    nothing reads from then on. It stayed committed with no word that it could go. None
+    where there is no such file, or it stores another tuner's name (not this cache's)."""
+    old = cache.legacy
+    if old is None or cache.source() == old or not old.is_file() or not cache.path.is_file():
+        return None
+    earlier = PersistentCache(old)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an unreadable old file is not this note's to judge
+        earlier.load()
+    if earlier.metadata().get(TUNER_FIELD) not in (None, cache.name):
+        return None
+    return (
+        f"note: {settings.relative(old)}: pytest-autotune 0.1.0's name for"
+        f" {settings.relative(cache.path)}, which is read in its place (the first save under"
+        " the new name carried its entries over): nothing reads it now; delete it"
+    )
+
+
 def other_project_warning(shown: str, theirs: str) -> str:
     return (
         f"warning: {shown} was last updated by the project at {theirs} (as seen from the"
@@ -371,6 +396,9 @@ def write_caches(
             if held != written:
                 count += f" written; the file holds {held}"
             notes.append(f"updated {settings.relative(path)} ({count})")
+            left = left_behind(cache, settings)
+            if left is not None and left not in notes:
+                notes.append(left)
             if device_kind(device_id) == "cpu":
                 few_sessions += sum(
                     len(u.value.sessions or ()) + 1 < MEASURED_SESSIONS for u in by_key.values()

@@ -158,6 +158,7 @@ class PersistentCache:
         self.set_aside_damaged = set_aside_damaged
         self._contents = Contents({}, None, {})
         self._unreadable: CacheFileError | None = None
+        self._source = path
         # What makes a save cost what changed, not the whole file (issue 15: 0.6 s a key
         # at 3,000 entries): the file as this object last read or wrote it, recognised by
         # its version, is not parsed again, and each entry's text is rendered once.
@@ -212,6 +213,7 @@ class PersistentCache:
         else:
             self._adopt(read.contents, read.version if source == self.path else None)
             self._unreadable = None
+            self._source = source
             for problem in read.problems:
                 warnings.warn(CacheJournalWarning(problem), stacklevel=caller_level())
         return dict(self._contents.entries)
@@ -240,6 +242,11 @@ class PersistentCache:
                 return aside
         except (Timeout, OSError):
             return None
+
+    def source(self) -> Path:
+        """The file the entries were last loaded from: `legacy` while the cache's own name
+        has no file, which is the one a message about its baselines must name."""
+        return self._source
 
     def unreadable(self) -> CacheFileError | None:
         """Why the file could not be read when last loaded, naming it; None when it could.

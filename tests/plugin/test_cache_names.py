@@ -75,6 +75,62 @@ def test_a_baseline_filed_under_its_0_1_name_is_read_and_an_update_writes_the_ne
     assert old.read_bytes() == legacy_bytes
 
 
+def legacy_baseline(project: pytest.Pytester) -> tuple[Path, Path]:
+    """The baselines of `test_scale.py::test_scale` filed under the name 0.1.0 gave them, as
+    0.1.0 wrote them (no "tuner" field); the file's new name, which has none."""
+    assert run(project, "--autotune-update").ret == pytest.ExitCode.OK
+    new = project.path / cache_path(ROOT, DEVICE, "test_scale.py::test_scale")
+    folder, name = legacy_cache_file_parts(DEVICE, "test_scale.py::test_scale")
+    old = project.path / ROOT / folder / name
+    document = json.loads(new.read_text())
+    del document["tuner"]
+    old.write_text(dumps(document))
+    new.unlink()
+    return old, new
+
+
+def test_a_gate_failure_against_a_baseline_of_the_0_1_name_names_the_file_it_read(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The verdict named the file's new name, which did not exist: the user looked for it."""
+    project = autotune_pytester
+    project.makepyfile(test_scale=SCALE_TESTS)
+    old, new = legacy_baseline(project)
+
+    monkeypatch.setenv("SLOWDOWN_FAST", "3")
+    gated = run(project, "--autotune")
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED
+    read = f".autotune/{DEVICE}/{old.name}"
+    gated.stdout.fnmatch_lines([f"*regression of*(fast on {DEVICE}, {read})*"])
+    assert new.name not in gated.stdout.str()
+
+
+def test_a_file_of_the_0_1_name_that_an_update_carried_over_is_named_for_deletion(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    """An update carries the old file's entries into the new name and leaves the old file,
+    which nothing reads after: it lay in the repository with no word that it could go."""
+    project = autotune_pytester
+    project.makepyfile(test_scale=SCALE_TESTS)
+    old, new = legacy_baseline(project)
+    shown_old, shown_new = f".autotune/{DEVICE}/{old.name}", f".autotune/{DEVICE}/{new.name}"
+
+    updated = run(project, "--autotune-update")
+    assert updated.ret == pytest.ExitCode.OK
+    updated.stdout.fnmatch_lines(
+        [f"note: {shown_old}: pytest-autotune 0.1.0's name for {shown_new}*delete*"]
+    )
+    assert old.exists() and keys(new) == ["1", "2"]
+
+    gated = run(project, "--autotune")
+    assert gated.ret == pytest.ExitCode.OK
+    gated.stdout.fnmatch_lines(
+        [f"note: {shown_old}: pytest-autotune 0.1.0's name for {shown_new}*delete*"]
+    )
+    old.unlink()
+    assert "0.1.0's name" not in run(project, "--autotune").stdout.str()
+
+
 def test_a_baseline_entry_in_a_journal_is_the_gates_baseline(
     autotune_pytester: pytest.Pytester,
 ) -> None:
