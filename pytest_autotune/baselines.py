@@ -73,11 +73,41 @@ class Baselines:
         self._files: dict[Path, tuple[PersistentCache, Entries]] = {}
 
     def find(
-        self, device_id: str, tuner: str, key: Any, checksum: str
+        self,
+        device_id: str,
+        tuner: str,
+        key: Any,
+        checksum: str,
+        filed_before: str | None = None,
     ) -> tuple[Baseline | None, str | None]:
-        """The committed baseline of one key, and a warning when its entry does not read."""
+        """The committed baseline of one key, and a warning when its entry does not read.
+        Where `tuner`'s file holds no entry of the key, the file of `filed_before`, the
+        tuner an earlier version filed the group under (`GroupRequest.filed_before`), is
+        read in its place, with a note: an update then carries its baseline over."""
         if self._settings.engine.disable_cache:
             return None, None
+        found = self._find(device_id, tuner, key, checksum)
+        if found != (None, None) or filed_before is None:
+            return found
+        earlier = self._find(device_id, filed_before, key, checksum)
+        if earlier[0] is None:
+            return found
+        old = self._settings.relative(self._load(device_id, filed_before)[1].source())
+        note = (
+            f"note: {filed_before}: the baselines of its autotune fixture's set are read from"
+            f" {old}, where pytest-autotune 0.1.0 filed them under the test's name, while"
+            f" {self._settings.relative(cache_path(self._settings.cache_dir, device_id, tuner))},"
+            f" the file of the set's tuner {tuner!r}, holds none of their keys:"
+            f" {'this update carries' if self._settings.update else '--autotune-update carries'}"
+            f" them over; then delete {old}"
+        )
+        if note not in self._notes:
+            self._notes.append(note)
+        return earlier
+
+    def _find(
+        self, device_id: str, tuner: str, key: Any, checksum: str
+    ) -> tuple[Baseline | None, str | None]:
         path, cache, entries = self._load(device_id, tuner)
         bad = gate_fields_error(path, cache.metadata())
         if bad is not None:

@@ -225,7 +225,8 @@ def _run_set(
                 plan = tune_plan(key, tunables.tunables)
                 skipped = {tunables.names[i] for i in unplanned(plan, len(tunables))}
                 return _check_set(session, candidates, run, inputs, options, skipped)
-            tuner_name = fixture_tuner_name(tunables, tuner, item_function_nodeid(node))
+            test = item_function_nodeid(node)
+            tuner_name = fixture_tuner_name(tunables, tuner, test)
             _note_outside_rootdir(session, node, tuner_name)
             limited = tunables
             group_name = call_group(node, tuner_name, key, tunables.checksum)
@@ -250,6 +251,7 @@ def _run_set(
                 inputs=inputs,
                 options=options,
                 tunables=limited,
+                filed_before=test if tuner_name != test else None,
             )
             return _tune_set(session, node, group, raised)
         # A bad `reference=` or device, or a group's priority that returned no number.

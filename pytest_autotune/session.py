@@ -108,6 +108,11 @@ class GroupRequest:
     key_known: bool = True
     """False where `key` is only the parameters' ids, its marker's `key=` callable having
     failed: the record says so, and an update's stale entries leave the test's alone."""
+    filed_before: str | None = None
+    """The tuner an earlier version filed this group under, where it differs from
+    `tuner_name`: an `autotune` fixture's set of a `LocalTuner`, filed under its test's node
+    id by pytest-autotune 0.1.0, whose baselines are read there while the tuner's file
+    holds none of the key (`Baselines.find`)."""
 
 
 @dataclass(frozen=True)
@@ -747,7 +752,11 @@ class AutotuneSession:
 
     def _baseline(self, request: GroupRequest, case: GroupCase) -> FoundBaseline:
         return self.baselines.find(
-            case.device_id, request.tuner_name, case.key, case.tunables.checksum
+            case.device_id,
+            request.tuner_name,
+            case.key,
+            case.tunables.checksum,
+            filed_before=request.filed_before,
         )
 
     def _device(self, client: Client, device_id: str) -> dict[str, Any]:

@@ -88,6 +88,50 @@ def test_an_update_leaves_the_entry_of_a_test_that_failed_after_its_call_as_it_w
     assert small != old[1]  # the passing test's entry was refreshed
 
 
+def test_baselines_filed_under_the_test_name_by_0_1_are_the_gates_until_an_update_moves_them(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    """pytest-autotune 0.1.0 filed an `autotune` fixture's set under its test's name
+    (`test_ops.py__test_small.json`); the set's `LocalTuner` names its file now. Upgraded,
+    every such baseline read "no baseline", the update started new ones in the tuner's
+    file, and nothing named the old files."""
+    project = autotune_pytester
+    project.makepyfile(test_ops=LIBRARY_TEST)
+    chosen = ("-k", "test_small or test_large")
+    run(project, "--autotune-update", *chosen).assert_outcomes(passed=2)
+    folder = project.path / ".autotune" / "cpu-fake-1t"
+    document = json.loads((folder / "sigkit.ops.json").read_text())
+    (folder / "sigkit.ops.json").unlink()
+    del document["tuner"]  # as 0.1.0 wrote it
+    for test, key in (("test_small", 1), ("test_large", 1000)):
+        entries = [e for e in document["entries"] if e["key"] == key]
+        (folder / f"test_ops.py__{test}.json").write_text(
+            json.dumps({**document, "entries": entries}, indent=2, sort_keys=True) + "\n"
+        )
+
+    gated = run(project, "--autotune", "--autotune-strict", *chosen)
+    assert gated.ret == pytest.ExitCode.OK, gated.outlines
+    gated.stdout.fnmatch_lines(
+        [
+            "note: test_ops.py::test_small: the baselines of its autotune fixture's set are"
+            " read from .autotune/cpu-fake-1t/test_ops.py__test_small.json,*test's name*"
+            " .autotune/cpu-fake-1t/sigkit.ops.json*--autotune-update*"
+        ]
+    )
+    updated = run(project, "--autotune-update", *chosen)
+    updated.stdout.fnmatch_lines(
+        [
+            "test_ops.py::test_small [[]1[]]: joined the baseline: 2 sessions*",
+            "note: test_ops.py::test_small: *this update carries them over; then delete*",
+        ]
+    )
+    entries = json.loads((folder / "sigkit.ops.json").read_text())["entries"]
+    assert [(e["key"], len(e["sessions"])) for e in entries] == [(1, 1), (1000, 1)]
+    gated = run(project, "--autotune", "--autotune-strict", *chosen)
+    assert gated.ret == pytest.ExitCode.OK, gated.outlines
+    gated.stdout.no_fnmatch_line("*test's name*")
+
+
 RERUN_ONCE = """
     # pytest-rerunfailures' protocol (`--reruns 1`), which the dev environment lacks: a
     # failed try's report becomes a "rerun", logged, and the test runs again.
