@@ -98,8 +98,7 @@ class Baselines:
             f" {old}, where pytest-autotune 0.1.0 filed them under the test's name, while"
             f" {self._settings.relative(cache_path(self._settings.cache_dir, device_id, tuner))},"
             f" the file of the set's tuner {tuner!r}, holds none of their keys:"
-            f" {'this update carries' if self._settings.update else '--autotune-update carries'}"
-            f" them over; then delete {old}"
+            f" --autotune-update carries each over as it records its key; then delete {old}"
         )
         if note not in self._notes:
             self._notes.append(note)

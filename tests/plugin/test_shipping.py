@@ -115,14 +115,14 @@ def test_baselines_filed_under_the_test_name_by_0_1_are_the_gates_until_an_updat
         [
             "note: test_ops.py::test_small: the baselines of its autotune fixture's set are"
             " read from .autotune/cpu-fake-1t/test_ops.py__test_small.json,*test's name*"
-            " .autotune/cpu-fake-1t/sigkit.ops.json*--autotune-update*"
+            " .autotune/cpu-fake-1t/sigkit.ops.json*--autotune-update carries*"
         ]
     )
     updated = run(project, "--autotune-update", *chosen)
     updated.stdout.fnmatch_lines(
         [
             "test_ops.py::test_small [[]1[]]: joined the baseline: 2 sessions*",
-            "note: test_ops.py::test_small: *this update carries them over; then delete*",
+            "note: test_ops.py::test_small: *carries each over as it records its key; then delete*",
         ]
     )
     entries = json.loads((folder / "sigkit.ops.json").read_text())["entries"]
