@@ -23,7 +23,12 @@ from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.tune.cache import LOCK_TIMEOUT_S, CacheFileError, PersistentCache
 from pytest_autotune.tune.cache_format import PROJECT_ROOT_FIELD, TUNER_FIELD
-from pytest_autotune.tune.cache_names import cache_file_parts, cache_files, cache_path
+from pytest_autotune.tune.cache_names import (
+    cache_file_parts,
+    cache_files,
+    cache_path,
+    legacy_cache_file_parts,
+)
 from pytest_autotune.tune.files import lock_beside
 from pytest_autotune.tune.journal import journal_path
 from pytest_autotune.tune.key import serialize_key_json
@@ -144,6 +149,9 @@ def find_stale(
             warnings.simplefilter("ignore")
             keys = sorted({key.key for key in cache.load()})
         tuner = cache.metadata().get(TUNER_FIELD)
+        if tuner is None:
+            # 0.1.0 stored no name: the file is a test's of this session by its name.
+            tuner = _legacy_owner(path, {*tuned, *collected.groups})
         if not isinstance(tuner, str) or not _names_a_test(tuner) or not keys:
             continue  # a library's tuner (`mylib.ops`), or a file of no test named in it
         owner = cache.metadata().get(PROJECT_ROOT_FIELD)
@@ -170,7 +178,25 @@ def _names_a_test(tuner: str) -> bool:
 
 def _filed_under_its_name(path: Path, tuner: str) -> bool:
     """Whether `path` has the name `tuner`'s cache takes (0.1.0's names stored no tuner)."""
-    return path.name == cache_file_parts(path.parent.name, tuner)[1]
+    return (
+        path.name == cache_file_parts(path.parent.name, tuner)[1]
+        or _legacy_owner(path, (tuner,)) == tuner
+    )
+
+
+def _legacy_owner(path: Path, tuners: Iterable[str]) -> str | None:
+    """The tuner among `tuners` whose cache `path` is under the name 0.1.0 gave it, where
+    that name is read, its new name having no file (`tune_cache`); None for no such tuner.
+    Such a file stores no tuner, so it was never judged: the gate of a test whose ids the
+    upgrade changed read "no baseline" with no word of the file's entries of its old keys."""
+    folder = path.parent.name
+    for tuner in tuners:
+        if (
+            path.name == legacy_cache_file_parts(folder, tuner)[1]
+            and not (path.parent / cache_file_parts(folder, tuner)[1]).exists()
+        ):
+            return tuner
+    return None
 
 
 def _stale(
@@ -272,10 +298,18 @@ def moved_baselines(
             said.add(record.tuner)
             lines.append(_moved(record.tuner, item, path, settings))
             continue
-        renamed = next((i for i in stale if i.keys is not None and i.path == path), None)
+        # Its own file, or the file of the name 0.1.0 gave it, read while that has none.
+        renamed = next(
+            (
+                i
+                for i in stale
+                if i.keys is not None and i.tuner == record.tuner and i.path.parent == path.parent
+            ),
+            None,
+        )
         if renamed is not None and any(
             key in (renamed.keys or ()) and checksum == record.checksum
-            for key, checksum in held[path]
+            for key, checksum in held[renamed.path]
         ):
             said.add(record.tuner)
             lines.append(_renamed(record.tuner, renamed, records, settings))

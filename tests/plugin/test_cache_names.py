@@ -131,6 +131,29 @@ def test_a_file_of_the_0_1_name_that_an_update_carried_over_is_named_for_deletio
     assert "0.1.0's name" not in run(project, "--autotune").stdout.str()
 
 
+def test_a_gate_without_baselines_for_renamed_ids_points_at_the_0_1_files_old_keys(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    """A file of 0.1.0's name stores no tuner, so it was never judged: a test whose ids
+    changed with the upgrade (a tuple's `shape0` now reads `(1000,)`) read "no baseline"
+    at every key under `--autotune`, with no word of the old file's entries, which a file
+    of the new name gets."""
+    project = autotune_pytester
+    project.makepyfile(test_scale=SCALE_TESTS)
+    old, _ = legacy_baseline(project)
+    project.makepyfile(test_scale=SCALE_TESTS.replace("[1, 2])", '[1, 2], ids=["one", "two"])'))
+
+    gated = run(project, "--autotune")
+    assert gated.ret == pytest.ExitCode.OK
+    gated.stdout.fnmatch_lines(
+        [
+            'note: test_scale.py::test_scale: no baseline for its keys "one", "two", but'
+            f" .autotune/{DEVICE}/{old.name} holds baselines of its candidate list at keys no"
+            ' group of it makes now ("1", "2")*'
+        ]
+    )
+
+
 def test_a_baseline_entry_in_a_journal_is_the_gates_baseline(
     autotune_pytester: pytest.Pytester,
 ) -> None:
