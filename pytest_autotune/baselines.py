@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -178,7 +178,7 @@ class Baselines:
             theirs = other_project(cache.metadata(), self._settings)
             if theirs is not None:
                 self._notes.append(other_project_warning(self._settings.relative(path), theirs))
-            left = left_behind(cache, self._settings)
+            left = left_behind(cache, entries, self._settings)
             if left is not None:
                 self._notes.append(left)
             self._files[path] = (cache, entries)
@@ -339,25 +339,41 @@ def other_project(metadata: Mapping[str, Any], settings: PluginSettings) -> str 
     return theirs if isinstance(theirs, str) and theirs != settings.project_root else None
 
 
-def left_behind(cache: PersistentCache, settings: PluginSettings) -> str | None:
+def left_behind(
+    cache: PersistentCache, entries: Collection[PersistentCacheKey], settings: PluginSettings
+) -> str | None:
     """A note on the file of `cache`'s 0.1.0 name (`cache_names.legacy_cache_file_parts`)
-    where it lies beside the file of its own name, which is read in its place: the first
-    save under the new name carries the old file's entries over and leaves it, which
-    nothing reads from then on. It stayed committed with no word that it could go. None
-    where there is no such file, or it stores another tuner's name (not this cache's)."""
+    where it lies beside the file of its own name, whose `entries` are read in its place:
+    the first save under the new name carries the old file's entries over and leaves it,
+    which nothing reads from then on. It stayed committed with no word that it could go.
+    One whose keys the new file lacks (a branch still on 0.1.0 updated it, and was merged)
+    is not called disposable. None where there is no such file, or it stores another
+    tuner's name (not this cache's)."""
     old = cache.legacy
     if old is None or cache.source() == old or not old.is_file() or not cache.path.is_file():
         return None
     earlier = PersistentCache(old)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an unreadable old file is not this note's to judge
-        earlier.load()
+        held = earlier.load()
     if earlier.metadata().get(TUNER_FIELD) not in (None, cache.name):
         return None
-    return (
+    head = (
         f"note: {settings.relative(old)}: pytest-autotune 0.1.0's name for"
-        f" {settings.relative(cache.path)}, which is read in its place (the first save under"
-        " the new name carried its entries over): nothing reads it now; delete it"
+        f" {settings.relative(cache.path)}, which is read in its place"
+    )
+    lacking = sorted({pk.key for pk in held} - {pk.key for pk in entries})
+    if not lacking:
+        return (
+            f"{head} (the first save under the new name carried its entries over): nothing"
+            " reads it now; delete it"
+        )
+    them = "it" if len(lacking) == 1 else "them"
+    return (
+        f"{head}: nothing reads it now, and it holds"
+        f" {counted(len(lacking), 'entry', 'entries')} that file lacks (key"
+        f' {", ".join(lacking)}): copy {them} into that file\'s "entries" to keep {them},'
+        " then delete it"
     )
 
 
@@ -420,12 +436,13 @@ def write_caches(
             notes.extend(rejoined)
             # What the file holds besides (keys of other runs, or that no test makes now)
             # is said too: "(2 entries)" beside a diff of a file of three read as the whole.
-            written, held = len(by_key), len(cache.load())
+            after = cache.load()
+            written, held = len(by_key), len(after)
             count = counted(written, "entry", "entries")
             if held != written:
                 count += f" written; the file holds {held}"
             notes.append(f"updated {settings.relative(path)} ({count})")
-            left = left_behind(cache, settings)
+            left = left_behind(cache, after, settings)
             if left is not None and left not in notes:
                 notes.append(left)
             if device_kind(device_id) == "cpu":

@@ -131,6 +131,31 @@ def test_a_file_of_the_0_1_name_that_an_update_carried_over_is_named_for_deletio
     assert "0.1.0's name" not in run(project, "--autotune").stdout.str()
 
 
+def test_a_file_of_the_0_1_name_holding_keys_the_new_one_lacks_is_not_called_disposable(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    """A branch still on 0.1.0 may update the old file after the upgrade wrote the new one:
+    the merge leaves entries only the old file holds, which its deletion would lose."""
+    project = autotune_pytester
+    project.makepyfile(test_scale=SCALE_TESTS)
+    old, new = legacy_baseline(project)
+    assert run(project, "--autotune-update").ret == pytest.ExitCode.OK
+    document = json.loads(old.read_text())
+    document["entries"].append({**document["entries"][0], "key": "3"})
+    old.write_text(dumps(document))
+
+    gated = run(project, "--autotune")
+    assert gated.ret == pytest.ExitCode.OK
+    gated.stdout.fnmatch_lines(
+        [
+            f"note: .autotune/{DEVICE}/{old.name}: pytest-autotune 0.1.0's name for"
+            f" .autotune/{DEVICE}/{new.name}, *it holds 1 entry that file lacks (key"
+            ' "3"): copy it into that file\'s "entries" to keep it, then delete it'
+        ]
+    )
+    gated.stdout.no_fnmatch_line("*nothing reads it now; delete it*")
+
+
 def test_a_gate_without_baselines_for_renamed_ids_points_at_the_0_1_files_old_keys(
     autotune_pytester: pytest.Pytester,
 ) -> None:
