@@ -657,21 +657,25 @@ def shared_nodeid_error(config: pytest.Config, nodeid: str, first: Path, path: P
 
 
 def outside_rootdir(item: pytest.Item, nodeid: str, settings: PluginSettings) -> str | None:
-    """The warning for a test, named `nodeid`, whose file is outside the root dir; None for
-    one inside. pytest names it from the folder given on the command line, so its cache
-    file's name depends on how pytest was called (`pytest pkg_a/tests pkg_b/tests` in a
-    monorepo takes `pkg_a`'s configuration and names `pkg_b/tests/test_ops.py`
-    `test_ops.py`), and it is filed in another project's cache directory: its baselines
-    were written where a run of its own project never looked, without a word."""
+    """The warning for a test, named `nodeid`, whose file is outside the root dir (one for
+    all the file's tests); None for one inside. pytest names it from the folder given on
+    the command line, so its cache file's name depends on how pytest was called (`pytest
+    pkg_a/tests pkg_b/tests` in a monorepo takes `pkg_a`'s configuration and names
+    `pkg_b/tests/test_ops.py` `test_ops.py`), and it is filed in another project's cache
+    directory: its baselines were written where a run of its own project never looked,
+    without a word."""
     rootpath = item.config.rootpath
     if item.path.is_relative_to(rootpath):
         return None
+    # One line a file, however many of its tests tune (a line a test filled the summary).
+    module = nodeid.partition("::")[0]
     return (
-        f"warning: {nodeid}: its file {settings.relative(item.path)} is outside the root dir"
-        f" {rootpath}, so pytest names it from the folder given on the command line, and its"
-        f" baselines are filed under that name in {settings.relative(settings.cache_dir)},"
-        " where a run given another folder, or run from the test's own project, does not"
-        " look: run it from its project (`cd` there) or with a --rootdir above it"
+        f"warning: {settings.relative(item.path)} is outside the root dir {rootpath}, so"
+        f" pytest names its tests from the folder given on the command line ({module}::...),"
+        " and their baselines are filed under those names in"
+        f" {settings.relative(settings.cache_dir)}, where a run given another folder, or run"
+        " from their own project, does not look: run them from their project (`cd` there)"
+        " or with a --rootdir above them"
     )
 
 
