@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -412,6 +412,9 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     pairs: tuple[tuple[str, Callable[..., Any]], ...] = ()
     parametrized = None
     marks: dict[str, tuple[pytest.Mark, ...]] = {}
+    refused = _params_refused(candidates)
+    error = error or refused
+    candidates = cast(Any, None if refused else candidates)  # Any, as the marker gave it
     if _callables(candidates):
         # A list of functions, named as a parametrize over them is: by `__name__`.
         pairs = tuple(
@@ -676,6 +679,23 @@ def outside_rootdir(item: pytest.Item, nodeid: str, settings: PluginSettings) ->
         f" {settings.relative(settings.cache_dir)}, where a run given another folder, or run"
         " from their own project, does not look: run them from their project (`cd` there)"
         " or with a --rootdir above them"
+    )
+
+
+def _params_refused(candidates: object) -> str | None:
+    """Why `candidates=` that holds a `pytest.param(...)`, a parametrize's item, is refused;
+    None for one that holds none. It was refused as "must be a non-empty dict ... got list
+    [ParameterSet(...)]", which did not say where a candidate's marks go."""
+    values = candidates.values() if isinstance(candidates, Mapping) else candidates
+    params = isinstance(values, (list, tuple, type({}.values()))) and any(
+        isinstance(v, type(pytest.param(None))) for v in values
+    )
+    return (
+        "autotune(candidates=...) takes functions, not pytest.param(...): to mark a"
+        " candidate (skip, xfail), give the candidates with"
+        " @pytest.mark.parametrize('candidate', [fn, pytest.param(fn2, marks=...)])"
+        if params
+        else None
     )
 
 

@@ -664,6 +664,39 @@ CASES = [
         ),
     ),
     Case(
+        # Refused as "must be a non-empty dict ... got list [ParameterSet(...)]", with no
+        # word of where a candidate's marks go.
+        "candidates as pytest.param items",
+        "check",
+        FAILED,
+        (
+            "autotune(candidates=...) takes functions, not pytest.param(...)",
+            "@pytest.mark.parametrize('candidate', [fn, pytest.param(fn2, marks=...)])",
+        ),
+        textwrap.dedent(
+            """
+             @pytest.mark.autotune(
+                 candidates=[good, pytest.param(other, marks=pytest.mark.xfail)]
+             )
+             def test_x(candidate):
+                 return candidate(1)
+            """
+        ),
+    ),
+    Case(
+        "candidates as a dict of pytest.param values",
+        "tune",
+        FAILED,
+        ("autotune(candidates=...) takes functions, not pytest.param(...)",),
+        textwrap.dedent(
+            """
+             @pytest.mark.autotune(candidates={"good": good, "other": pytest.param(other)})
+             def test_x(candidate):
+                 return candidate(1)
+            """
+        ),
+    ),
+    Case(
         # Pytest stopped the whole collection at "duplicate parametrization of
         # 'candidate'", which named neither option, and no other test ran.
         "candidates and a parametrize of candidate on one test",
