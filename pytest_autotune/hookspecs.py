@@ -38,6 +38,10 @@ def pytest_autotune_client(config: pytest.Config, device: str) -> Client | None:
 def pytest_autotune_fingerprint(config: pytest.Config, fingerprint: dict[str, Any]) -> None:
     """Add to (or edit) the machine fingerprint stored in the cache files and the report.
 
+    Edit `fingerprint` in place and return None. Keys are str, values what JSON holds (a
+    str, int, float, bool or None, or a list or dict of them): anything else fails the
+    group's tests by name before it is tuned.
+
     Example, to record the container image the GPU runner used::
 
         # conftest.py
@@ -53,6 +57,9 @@ def pytest_autotune_verdict(
     config: pytest.Config, summary: GroupSummary, verdict: GroupVerdict
 ) -> GroupVerdict | None:
     """Return a replacement verdict for a group, or None to keep the gate's.
+
+    A replacement is a `GroupVerdict` (`dataclasses.replace(verdict, ...)`); anything else
+    fails the group's tests by name.
 
     The first non-None result wins. Example, to report the regressions of a kernel known
     to be unstable without failing the run::

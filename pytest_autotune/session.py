@@ -10,6 +10,7 @@ everything it decides is plain Python, read (and tested) without pytest.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -74,7 +75,9 @@ class SessionHooks:
     client: Callable[[str], Client | None] | None = None
     """`pytest_autotune_client`: the client of a device name, or None for the built-ins."""
     fingerprint: Callable[[dict[str, Any]], object] | None = None
-    """`pytest_autotune_fingerprint`: adds to a device's fingerprint in place."""
+    """`pytest_autotune_fingerprint`: adds to a device's fingerprint in place; returns what
+    its implementations returned (pluggy's list of those that returned something), which
+    none should."""
     verdict: Callable[[GroupSummary, GroupVerdict], GroupVerdict | None] | None = None
     """`pytest_autotune_verdict`: may replace a group's verdict."""
     progress: Callable[[str], None] | None = None
@@ -197,6 +200,16 @@ class AutotuneSession:
     def _make_client(self, name: str) -> Client:
         client = self.hooks.client(name) if self.hooks.client is not None else None
         if client is not None:
+            if not hasattr(client, "device_id"):
+                # A device's name, or the factory of a client in place of one (`cpu`),
+                # read as "a client with the device id None".
+                factory = getattr(client, "__name__", None) if callable(client) else None
+                call = f"; call it: {factory}()" if factory else ""
+                raise ConfigError(
+                    f"device {name!r}: a pytest_autotune_client hook returned {client!r},"
+                    f" not a client{call}: return a client (an object with device_id,"
+                    " launch_overhead, fingerprint(), sync(), time() and peaks()) or None"
+                )
             device_id = getattr(client, "device_id", None)
             if not isinstance(device_id, str) or not device_id:
                 # Said here once, not as a traceback from the cache's file names (or the
@@ -453,6 +466,9 @@ class AutotuneSession:
         tunables = self._tunable_set(request, work)
         try:
             client = self.client(settings.device)
+            # Made before the tuning: a fingerprint hook's addition that no file can hold
+            # failed the run's end, after every group was tuned, and wrote nothing.
+            self._fingerprint(client, self._device_id(client))
         except Exception as error:
             # Its tests fail with the error; the group is kept as an ERROR too, as one
             # whose every candidate failed is, or the summary, the report and the records
@@ -745,7 +761,18 @@ class AutotuneSession:
         """Keep a group's record, with the verdict the verdict hook may replace; that
         verdict, and the group's summary."""
         if self.hooks.verdict is not None:
-            verdict = self.hooks.verdict(group_summary(record(verdict)), verdict) or verdict
+            judged = group_summary(record(verdict))
+            replaced = self.hooks.verdict(judged, verdict)
+            if replaced is not None and not isinstance(replaced, GroupVerdict):
+                # Said by each test of the group, none tuning it again: the hook would
+                # return the same.
+                said = self._stopped[judged.group] = (
+                    f"pytest_autotune_verdict returned {replaced!r}, not a GroupVerdict:"
+                    " return dataclasses.replace(verdict, ...) to change the gate's verdict,"
+                    " or None to keep it"
+                )
+                raise ConfigError(said)
+            verdict = replaced or verdict
         summary = self.output.add(record(verdict))
         self._kept.add(summary.group)  # kept: a tuning stopped after it adds no other
         return verdict, summary
@@ -763,17 +790,25 @@ class AutotuneSession:
         """The device block a group's record carries (id, fingerprint, peaks), its
         fingerprint made once per device: other plugins add to it
         (`pytest_autotune_fingerprint`)."""
-        if device_id not in self._devices:
-            fingerprint = dict(client.fingerprint())
-            if self.hooks.fingerprint is not None:
-                self.hooks.fingerprint(fingerprint)
-            device = {"id": device_id, "fingerprint": fingerprint}
-            if device_id != client.device_id:
-                device["measured_on"] = client.device_id
-            self._devices[device_id] = device
+        self._fingerprint(client, device_id)
         # The peaks as they stand now: a winner above its roof has them probed again
         # (`gate_policy`), and the record's fraction of roof is of these.
         return {**self._devices[device_id], "peaks": client.peaks().to_json()}
+
+    def _fingerprint(self, client: Client, device_id: str) -> None:
+        """Make the device block of `device_id` once, its fingerprint with what other
+        plugins add (`pytest_autotune_fingerprint`), each addition one a file can hold."""
+        if device_id in self._devices:
+            return
+        fingerprint = dict(client.fingerprint())
+        if self.hooks.fingerprint is not None:
+            problem = _fingerprint_problem(fingerprint, self.hooks.fingerprint(fingerprint))
+            if problem is not None:
+                raise ConfigError(f"pytest_autotune_fingerprint {problem}")
+        device = {"id": device_id, "fingerprint": fingerprint}
+        if device_id != client.device_id:
+            device["measured_on"] = client.device_id
+        self._devices[device_id] = device
 
     @contextmanager
     def _device_held(self, device_id: str, uuid: object) -> Iterator[None]:
@@ -1079,6 +1114,28 @@ _ROOM = (
     "a test timeout (pytest-timeout) must leave room for the tuning of a whole group, which"
     " runs inside the first of its tests"
 )
+
+
+def _fingerprint_problem(fingerprint: dict[Any, Any], returned: object) -> str | None:
+    """What is wrong with a fingerprint as the hook left it (`returned`: what its
+    implementations returned), or None: it goes into every cache file and record as JSON."""
+    if returned:
+        shown = returned[0] if isinstance(returned, list) and len(returned) == 1 else returned
+        return (
+            f"returned {shown!r}: it adds to the fingerprint it is given, in place, and"
+            " returns None; what it returns is not read"
+        )
+    for name, value in fingerprint.items():
+        if not isinstance(name, str):
+            return f"set fingerprint[{name!r}]: a key of the fingerprint must be a str"
+        try:
+            json.dumps(value, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError):
+            return (
+                f"set fingerprint[{name!r}] to {value!r}, which a cache file cannot hold:"
+                " give it as a str, int, float, bool or None, or a list or dict of them"
+            )
+    return None
 
 
 def _stopped(group: str, name: str, error: BaseException, waiting: str | None = None) -> str:

@@ -166,6 +166,37 @@ def test_tests_under_a_folder_with_brackets_keep_a_baseline_each(
     assert gated.ret == pytest.ExitCode.OK, gated.outlines
 
 
+@pytest.mark.parametrize(
+    ("returned", "said"),
+    [
+        ('"cpu"', "returned 'cpu', not a client"),
+        ("cpu", "returned <function cpu at *>, not a client; call it: cpu()"),
+    ],
+)
+def test_a_client_hook_that_returns_no_client_fails_by_name(
+    autotune_pytester: pytest.Pytester, returned: str, said: str
+) -> None:
+    # A device name, or the factory in place of its client, was said to have "the device
+    # id None", which read as a client with a bad id.
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text() + "\nfrom pytest_autotune.backends import cpu\n\n"
+        "def pytest_autotune_client(config, device):\n"
+        f"    return {returned}\n"
+    )
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            f"test_scale.py::test_scale: device 'auto': a pytest_autotune_client hook {said}:"
+            " return a client (an object with device_id, launch_overhead, fingerprint(),"
+            " sync(), time() and peaks()) or None*"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
 @pytest.mark.parametrize("device_id", ["", None, 3])
 def test_a_client_whose_device_id_is_no_name_fails_by_name(
     autotune_pytester: pytest.Pytester, device_id: object

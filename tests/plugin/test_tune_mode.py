@@ -1341,6 +1341,90 @@ def pytest_autotune_verdict(config, summary, verdict):
     assert run(scale, "--autotune").ret == pytest.ExitCode.OK
 
 
+@pytest.mark.parametrize(
+    ("hook", "said"),
+    [
+        pytest.param(
+            'fingerprint["image"] = pathlib.Path("/images/7")',
+            "pytest_autotune_fingerprint set fingerprint['image'] to PosixPath('/images/7'),"
+            " which a cache file cannot hold: give it as a str, int, float, bool or None,"
+            " or a list or dict of them",
+            id="a-path",
+            marks=pytest.mark.skipif(sys.platform == "win32", reason="PosixPath"),
+        ),
+        pytest.param(
+            'fingerprint["threads"] = {1, 2}',
+            "pytest_autotune_fingerprint set fingerprint['threads'] to {1, 2}, which a cache"
+            " file cannot hold*",
+            id="a-set",
+        ),
+        pytest.param(
+            'fingerprint[7] = "seven"',
+            "pytest_autotune_fingerprint set fingerprint[7]: a key of the fingerprint must be"
+            " a str",
+            id="a-key-not-a-str",
+        ),
+        pytest.param(
+            'return {**fingerprint, "image": "runner-7"}',
+            "pytest_autotune_fingerprint returned {*'image': 'runner-7'}: it adds to the"
+            " fingerprint it is given, in place, and returns None; what it returns is not read",
+            id="returned",
+        ),
+    ],
+)
+def test_a_fingerprint_hook_that_adds_what_no_file_can_hold_fails_by_name(
+    scale: pytest.Pytester, hook: str, said: str
+) -> None:
+    # The run tuned every group, then ended in a traceback from json at its end: no cache
+    # file, record or report written (a value added but not JSON), or the hook's addition
+    # was dropped without a word (a fingerprint returned, not edited).
+    conftest = scale.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + f"""
+import pathlib
+
+def pytest_autotune_fingerprint(config, fingerprint):
+    {hook}
+"""
+    )
+    result = run(scale, "--autotune-update")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    said = said.replace("[", "[[]")  # fnmatch's classes: fingerprint[[]'image']
+    result.stdout.fnmatch_lines([f"*test_scale.py::test_scale: {said}*"])
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output
+    assert not cache_file(scale).exists()
+
+
+@pytest.mark.parametrize("returned", ["True", '"pass"', "verdict.verdict"])
+def test_a_verdict_hook_that_returns_no_verdict_fails_by_name(
+    scale: pytest.Pytester, returned: str
+) -> None:
+    # It failed with an AttributeError from our record's code, twice chained, in the
+    # group's first test, and the rest blamed "the tuning" with that error's text.
+    conftest = scale.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + f"""
+def pytest_autotune_verdict(config, summary, verdict):
+    return {returned}
+"""
+    )
+    result = run(scale, "--autotune", "-rf")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*test_scale.py::test_scale: pytest_autotune_verdict returned *, not a"
+            " GroupVerdict: return dataclasses.replace(verdict, ...) to change the gate's"
+            " verdict, or None to keep it*"
+        ]
+    )
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and "AttributeError" not in output
+    result.assert_outcomes(failed=6)
+
+
 def test_the_autotune_fixture_tunes_a_production_tunable_set(
     autotune_pytester: pytest.Pytester,
 ) -> None:
