@@ -146,8 +146,9 @@ parse_log_level = _member(AutotuneLogLevel)
 
 
 def parse_shipped_match(value: object, where: str) -> ShippedMatch:
+    word = value.strip().lower() if isinstance(value, str) else value  # as a level is read
     for match in SHIPPED_MATCHES:
-        if value == match:
+        if word == match:
             return match
     raise ConfigError(f"{where}: expected {' or '.join(SHIPPED_MATCHES)}, got {value!r}")
 

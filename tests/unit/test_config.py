@@ -176,6 +176,18 @@ def test_levels_are_parsed_and_a_bad_one_lists_the_choices():
     )
 
 
+def test_the_shipped_match_is_read_in_any_case_as_the_levels_are():
+    # `PYTEST_AUTOTUNE_LEVEL=Full` was read, `PYTEST_AUTOTUNE_SHIPPED_MATCH=Exact` refused.
+    config = resolve([("", {"PYTEST_AUTOTUNE_SHIPPED_MATCH": "Exact"})])
+    assert config.shipped_match == "exact"
+    assert resolve([("autotune.yaml", {"shipped_match": " CLASS "})]).shipped_match == "class"
+    with pytest.raises(ConfigError) as info:
+        resolve([("", {"PYTEST_AUTOTUNE_SHIPPED_MATCH": "nearest"})])
+    assert str(info.value) == (
+        "PYTEST_AUTOTUNE_SHIPPED_MATCH: expected exact or class, got 'nearest'"
+    )
+
+
 def test_the_record_sink_is_a_path_or_a_standard_stream():
     assert resolve([("", {"PYTEST_AUTOTUNE_RECORD": "stderr"})]).record == "stderr"
     assert resolve([("", {"PYTEST_AUTOTUNE_RECORD": "out/records.jsonl"})]).record == Path(
