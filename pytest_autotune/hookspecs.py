@@ -2,6 +2,12 @@
 
 Each spec has an example; the defaults live in `pytest_autotune.plugin` and `session.py`
 (which takes them as its `SessionHooks`).
+
+Under pytest-xdist they run in the worker that tunes the group (each worker loads the
+conftest), not in the controller (which also asks `pytest_autotune_client` at the start for
+a device name that is not built in): a hook that gathers what it sees for the end of the
+run (`pytest_terminal_summary`) finds nothing there; read the records
+(`--autotune-record`, `pytest_autotune.read_records`) instead.
 """
 
 from __future__ import annotations
