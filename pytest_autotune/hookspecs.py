@@ -8,6 +8,10 @@ conftest), not in the controller (which also asks `pytest_autotune_client` at th
 a device name that is not built in): a hook that gathers what it sees for the end of the
 run (`pytest_terminal_summary`) finds nothing there; read the records
 (`--autotune-record`, `pytest_autotune.read_records`) instead.
+
+Mark each implementation `@pytest.hookimpl(optionalhook=True)`, as the examples do: pytest
+refuses a hook no plugin declares, so without it a run with the plugin left out (`-p
+no:autotune`, a checkout without it installed) stopped at its start on "unknown hook".
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ def pytest_autotune_client(config: pytest.Config, device: str) -> Client | None:
     Example, a backend of your own::
 
         # conftest.py
+        import pytest
+
+        @pytest.hookimpl(optionalhook=True)
         def pytest_autotune_client(config, device):
             if device == "mydsp":
                 from mydsp.autotune import DspClient
@@ -53,6 +60,9 @@ def pytest_autotune_fingerprint(config: pytest.Config, fingerprint: dict[str, An
         # conftest.py
         import os
 
+        import pytest
+
+        @pytest.hookimpl(optionalhook=True)
         def pytest_autotune_fingerprint(config, fingerprint):
             fingerprint["image"] = os.environ.get("RUNNER_IMAGE", "unknown")
     """
@@ -72,9 +82,13 @@ def pytest_autotune_verdict(
 
         # conftest.py
         import dataclasses
-        from pytest_autotune.gate import Verdict
 
+        import pytest
+
+        @pytest.hookimpl(optionalhook=True)
         def pytest_autotune_verdict(config, summary, verdict):
+            from pytest_autotune.gate import Verdict
+
             if "flaky_kernel" in summary.group and verdict.verdict is Verdict.REGRESSION:
                 return dataclasses.replace(verdict, failed=False)
             return None

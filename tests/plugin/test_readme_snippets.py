@@ -4,6 +4,7 @@ library's module and the `autotune` fixture's test that tunes that module's set.
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,24 @@ def test_the_readmes_first_test_library_and_fixture_test_run_as_written(
     )
     result = run(pytester, "-rf")
     result.assert_outcomes(passed=8)
+
+
+def test_the_hook_examples_leave_a_run_without_the_plugin_working(
+    pytester: pytest.Pytester,
+) -> None:
+    # A conftest with the examples as written stopped `pytest -p no:autotune` (and any
+    # checkout without the plugin installed) with an INTERNALERROR: "unknown hook
+    # 'pytest_autotune_client' in plugin <module 'conftest'>".
+    from pytest_autotune import hookspecs
+
+    examples = [
+        textwrap.dedent(spec.__doc__.split("::\n", 1)[1]).replace("# conftest.py\n", "")
+        for spec in (getattr(hookspecs, name) for name in dir(hookspecs))
+        if callable(spec) and spec.__name__.startswith("pytest_autotune_") and spec.__doc__
+    ]
+    assert len(examples) == 3
+    pytester.makeconftest("\n\n".join(examples))
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    result = pytester.runpytest_inprocess("-p", "no:autotune", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result.assert_outcomes(passed=1)
