@@ -159,6 +159,8 @@ class AutotuneSession:
         self._stopped: dict[str, str] = {}
         """Why each group whose tuning an exception of no candidate's stopped (pytest-timeout's
         alarm, an internal error) is not tuned again by its other tests."""
+        self._verdict_raised: set[str] = set()
+        """The groups whose `pytest_autotune_verdict` hook raised, not asked again."""
         self._kept: set[str] = set()
         """The groups kept (`_add`), so that one that measured nothing (its device could
         not be used, its tuning was stopped) is kept once: a `ConfigError` (a device no
@@ -761,21 +763,39 @@ class AutotuneSession:
         """Keep a group's record, with the verdict the verdict hook may replace; that
         verdict, and the group's summary."""
         if self.hooks.verdict is not None:
-            judged = group_summary(record(verdict))
-            replaced = self.hooks.verdict(judged, verdict)
-            if replaced is not None and not isinstance(replaced, GroupVerdict):
-                # Said by each test of the group, none tuning it again: the hook would
-                # return the same.
-                said = self._stopped[judged.group] = (
-                    f"pytest_autotune_verdict returned {replaced!r}, not a GroupVerdict:"
-                    " return dataclasses.replace(verdict, ...) to change the gate's verdict,"
-                    " or None to keep it"
-                )
-                raise ConfigError(said)
-            verdict = replaced or verdict
+            verdict = self._hook_verdict(self.hooks.verdict, verdict, record)
         summary = self.output.add(record(verdict))
         self._kept.add(summary.group)  # kept: a tuning stopped after it adds no other
         return verdict, summary
+
+    def _hook_verdict(
+        self,
+        hook: Callable[[GroupSummary, GroupVerdict], GroupVerdict | None],
+        verdict: GroupVerdict,
+        record: Callable[[GroupVerdict], AutotuneRecord],
+    ) -> GroupVerdict:
+        """The verdict `pytest_autotune_verdict` gives a group in place of the gate's."""
+        judged = group_summary(record(verdict))
+        if judged.group in self._verdict_raised:
+            return verdict
+        try:
+            replaced = hook(judged, verdict)
+        except Exception:
+            # Its test fails with the hook's traceback, and the group is kept as the ERROR
+            # of a stopped tuning without asking the hook again: it raised again inside
+            # that handling, a second traceback, and no record was kept.
+            self._verdict_raised.add(judged.group)
+            raise
+        if replaced is not None and not isinstance(replaced, GroupVerdict):
+            # Said by each test of the group, none tuning it again: the hook would return
+            # the same.
+            said = self._stopped[judged.group] = (
+                f"pytest_autotune_verdict returned {replaced!r}, not a GroupVerdict:"
+                " return dataclasses.replace(verdict, ...) to change the gate's verdict,"
+                " or None to keep it"
+            )
+            raise ConfigError(said)
+        return replaced or verdict
 
     def _baseline(self, request: GroupRequest, case: GroupCase) -> FoundBaseline:
         return self.baselines.find(

@@ -1397,6 +1397,33 @@ def pytest_autotune_fingerprint(config, fingerprint):
     assert not cache_file(scale).exists()
 
 
+def test_a_verdict_hook_that_raises_is_called_once_and_its_group_kept_as_an_error(
+    scale: pytest.Pytester,
+) -> None:
+    # The group's tuning, stopped by the hook's error, was kept as an ERROR through the
+    # hook again: it raised again, inside the first one's handling (two tracebacks, "During
+    # handling of the above exception"), and the group was in no summary nor record.
+    conftest = scale.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + """
+def pytest_autotune_verdict(config, summary, verdict):
+    with open("verdict_calls.txt", "a") as calls:
+        calls.write(summary.group + "\\n")
+    raise RuntimeError("dashboard unreachable")
+"""
+    )
+    result = run(scale, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    calls = (scale.path / "verdict_calls.txt").read_text().splitlines()
+    assert sorted(calls) == ["test_scale.py::test_scale[1]", "test_scale.py::test_scale[2]"]
+    output = result.stdout.str()
+    assert "During handling" not in output
+    # One traceback in the first test of each group, and its line in the short summary.
+    assert output.count("RuntimeError: dashboard unreachable") == 2 + 2
+    result.stdout.fnmatch_lines(["test_scale.py::test_scale[[]1]  1 * ERROR"])
+
+
 @pytest.mark.parametrize("returned", ["True", '"pass"', "verdict.verdict"])
 def test_a_verdict_hook_that_returns_no_verdict_fails_by_name(
     scale: pytest.Pytester, returned: str
