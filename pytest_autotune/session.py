@@ -468,9 +468,6 @@ class AutotuneSession:
         tunables = self._tunable_set(request, work)
         try:
             client = self.client(settings.device)
-            # Made before the tuning: a fingerprint hook's addition that no file can hold
-            # failed the run's end, after every group was tuned, and wrote nothing.
-            self._fingerprint(client, self._device_id(client))
         except Exception as error:
             # Its tests fail with the error; the group is kept as an ERROR too, as one
             # whose every candidate failed is, or the summary, the report and the records
@@ -478,6 +475,15 @@ class AutotuneSession:
             self._keep_unusable(request, tunables, settings, error)
             raise
         device_id = self._device_id(client)
+        try:
+            # Made before the tuning: a fingerprint hook's addition that no file can hold
+            # failed the run's end, after every group was tuned, and wrote nothing.
+            self._fingerprint(client, device_id)
+        except ConfigError as error:
+            # Kept as an ERROR, as above (what a hook raises stops the tuning, which
+            # keeps it so); not "device cannot be used", the device being fine.
+            self._keep_unmeasured(request, tunables, settings, str(error), device_id)
+            raise
         compared = options.get("check_output") is not False
         tuner = Tuner(
             request.tuner_name,

@@ -1397,6 +1397,28 @@ def pytest_autotune_fingerprint(config, fingerprint):
     assert not cache_file(scale).exists()
 
 
+def test_a_fingerprint_hook_that_raises_is_not_said_to_be_the_device(
+    scale: pytest.Pytester,
+) -> None:
+    # Its group was kept as "device 'auto' cannot be used: registry unreachable", which
+    # sent a reader to the device, not to the conftest's hook.
+    conftest = scale.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + """
+def pytest_autotune_fingerprint(config, fingerprint):
+    raise RuntimeError("registry unreachable")
+"""
+    )
+    result = run(scale, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "cannot be used" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["test_scale.py::test_scale[[]1]  1 * ERROR"])
+    result.stdout.fnmatch_lines(
+        ["    the tuning of test_scale.py::test_scale[[]1] failed in * (registry unreachable)*"]
+    )
+
+
 def test_a_verdict_hook_that_raises_is_called_once_and_its_group_kept_as_an_error(
     scale: pytest.Pytester,
 ) -> None:
