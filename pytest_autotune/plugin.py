@@ -484,11 +484,6 @@ def _hooks(config: pytest.Config, settings: PluginSettings, worker: bool) -> Ses
         found: Client | None = config.hook.pytest_autotune_client(config=config, device=device)
         return found
 
-    if not is_builtin_device(settings.device) and client(settings.device) is None:
-        raise pytest.UsageError(
-            f"pytest-autotune: {settings.origin('device')}: {settings.device!r}: no"
-            " pytest_autotune_client hook provides it (built in: auto, cpu, cuda, cuda:N)"
-        )
     return SessionHooks(
         client=client,
         fingerprint=lambda fp: config.hook.pytest_autotune_fingerprint(
@@ -637,12 +632,29 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash.get(SESSION, None)
     if state is None:
         return
+    _refuse_an_unserved_device(session.config, state)
     selected: dict[str, list[str]] = {}
     for item in session.items:
         spec = item.stash.get(ITEM, None)
         if spec is not None and spec.candidate not in not_run(session.config, spec.group):
             selected.setdefault(spec.group, []).append(spec.candidate)
     state.selected = {group: tuple(names) for group, names in selected.items()}
+
+
+def _refuse_an_unserved_device(config: pytest.Config, state: AutotuneSession) -> None:
+    """Stop a tuning run whose settings name a device that is not built in and that no
+    `pytest_autotune_client` hook serves, before its first test. Asked once the tests are
+    collected, not at the start: a conftest below the root dir (`tests/dsp/conftest.py`) is
+    loaded with its tests, and its hook was said to be missing. A pytest-xdist worker
+    leaves it to the tests, which each fail saying so (the controller collects nothing)."""
+    settings = state.settings
+    if not settings.tune or state.worker or is_builtin_device(settings.device):
+        return
+    if state.hooks.client is None or state.hooks.client(settings.device) is None:
+        raise pytest.UsageError(
+            f"pytest-autotune: {settings.origin('device')}: {settings.device!r}: no"
+            " pytest_autotune_client hook provides it (built in: auto, cpu, cuda, cuda:N)"
+        )
 
 
 # -- running --------------------------------------------------------------------------------

@@ -204,6 +204,29 @@ def test_a_device_no_hook_provides_is_named_with_the_source_that_set_it(
     result.stderr.fnmatch_lines([f"ERROR: pytest-autotune: {named}: no pytest_autotune_client*"])
 
 
+def test_a_device_served_by_the_hook_of_a_conftest_below_the_root_dir_is_not_refused(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `--autotune-device=fake` stopped the run at its start, "no pytest_autotune_client
+    # hook provides it", when the hook was in tests/fake/conftest.py: loaded with its
+    # tests, after the check. The marker's `device="fake"` worked there.
+    conftest = autotune_pytester.path / "conftest.py"
+    below = autotune_pytester.mkpydir("tests") / "fake"
+    below.mkdir()
+    (below / "conftest.py").write_text(conftest.read_text())
+    conftest.unlink()
+    (below / "test_scale.py").write_text(SCALE_TESTS)
+    result = run(autotune_pytester, "--autotune-update", "--autotune-device=fake")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    assert list((autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*.json"))
+    typo = run(autotune_pytester, "--autotune", "--autotune-device=faek")
+    assert typo.ret == pytest.ExitCode.USAGE_ERROR
+    typo.stderr.fnmatch_lines(
+        ["ERROR: pytest-autotune: command line: autotune_device: 'faek': no pytest_autotune*"]
+    )
+    typo.assert_outcomes()  # stopped before its first test
+
+
 NO_EFFECT = "autotune: {} no effect without --autotune or --autotune-update"
 
 
