@@ -650,10 +650,18 @@ def _refuse_an_unserved_device(config: pytest.Config, state: AutotuneSession) ->
     settings = state.settings
     if not settings.tune or state.worker or is_builtin_device(settings.device):
         return
-    if state.hooks.client is None or state.hooks.client(settings.device) is None:
+    named = f"pytest-autotune: {settings.origin('device')}: {settings.device!r}"
+    try:
+        client = state.hooks.client(settings.device) if state.hooks.client else None
+    except Exception as error:
+        # Through pytest, pluggy's frames as an INTERNALERROR around the hook's line.
         raise pytest.UsageError(
-            f"pytest-autotune: {settings.origin('device')}: {settings.device!r}: no"
-            " pytest_autotune_client hook provides it (built in: auto, cpu, cuda, cuda:N)"
+            f"{named}: its pytest_autotune_client hook raised {type(error).__name__}: {error}"
+        ) from None
+    if client is None:
+        raise pytest.UsageError(
+            f"{named}: no pytest_autotune_client hook provides it (built in: auto, cpu,"
+            " cuda, cuda:N)"
         )
 
 

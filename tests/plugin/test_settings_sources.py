@@ -227,6 +227,31 @@ def test_a_device_served_by_the_hook_of_a_conftest_below_the_root_dir_is_not_ref
     typo.assert_outcomes()  # stopped before its first test
 
 
+def test_a_client_hook_that_raises_for_the_runs_device_stops_it_in_one_line(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The hook, asked whether it serves the device before the first test, raised through
+    # pytest: a traceback of pluggy's frames (an INTERNALERROR once asked after collection).
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text() + "\n_fake_client = pytest_autotune_client\n\n"
+        "def pytest_autotune_client(config, device):\n"
+        "    if device == 'dsp':\n"
+        "        raise RuntimeError('dsp driver not loaded')\n"
+        "    return _fake_client(config, device)\n"
+    )
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    result = run(autotune_pytester, "--autotune", "--autotune-device=dsp")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: pytest-autotune: command line: autotune_device: 'dsp': its"
+            " pytest_autotune_client hook raised RuntimeError: dsp driver not loaded"
+        ]
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
 NO_EFFECT = "autotune: {} no effect without --autotune or --autotune-update"
 
 
