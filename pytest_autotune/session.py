@@ -826,11 +826,28 @@ class AutotuneSession:
         plugins add (`pytest_autotune_fingerprint`), each addition one a file can hold."""
         if device_id in self._devices:
             return
-        fingerprint = dict(client.fingerprint())
+        given = client.fingerprint()
+        # A client of a pytest_autotune_client hook's, said as its own, not the hook's.
+        problem = (
+            _unwritable(given)
+            if isinstance(given, Mapping)
+            else f"fingerprint() returned {given!r}, not a dict"
+        )
+        if problem is not None:
+            raise ConfigError(f"device {device_id!r}: its client's {problem}")
+        fingerprint = dict(given)
         if self.hooks.fingerprint is not None:
-            problem = _fingerprint_problem(fingerprint, self.hooks.fingerprint(fingerprint))
+            returned = self.hooks.fingerprint(fingerprint)
+            if returned:  # pluggy's list of the implementations' non-None results
+                shown = returned[0] if isinstance(returned, list) else returned
+                raise ConfigError(
+                    f"pytest_autotune_fingerprint returned {shown!r}: it adds to the"
+                    " fingerprint it is given, in place, and returns None; what it returns"
+                    " is not read"
+                )
+            problem = _unwritable(fingerprint)
             if problem is not None:
-                raise ConfigError(f"pytest_autotune_fingerprint {problem}")
+                raise ConfigError(f"pytest_autotune_fingerprint set {problem}")
         device = {"id": device_id, "fingerprint": fingerprint}
         if device_id != client.device_id:
             device["measured_on"] = client.device_id
@@ -1142,24 +1159,17 @@ _ROOM = (
 )
 
 
-def _fingerprint_problem(fingerprint: dict[Any, Any], returned: object) -> str | None:
-    """What is wrong with a fingerprint as the hook left it (`returned`: what its
-    implementations returned), or None: it goes into every cache file and record as JSON."""
-    if returned:
-        shown = returned[0] if isinstance(returned, list) and len(returned) == 1 else returned
-        return (
-            f"returned {shown!r}: it adds to the fingerprint it is given, in place, and"
-            " returns None; what it returns is not read"
-        )
+def _unwritable(fingerprint: Mapping[Any, Any]) -> str | None:
+    """Why a fingerprint cannot go into the cache files and records as JSON, or None."""
     for name, value in fingerprint.items():
         if not isinstance(name, str):
-            return f"set fingerprint[{name!r}]: a key of the fingerprint must be a str"
+            return f"fingerprint[{name!r}]: a key of the fingerprint must be a str"
         try:
             json.dumps(value, sort_keys=True, allow_nan=False)
         except (TypeError, ValueError):
             return (
-                f"set fingerprint[{name!r}] to {value!r}, which a cache file cannot hold:"
-                " give it as a str, int, float, bool or None, or a list or dict of them"
+                f"fingerprint[{name!r}] = {value!r}, which a cache file cannot hold: give it"
+                " as a str, int, float, bool or None, or a list or dict of them"
             )
     return None
 

@@ -197,6 +197,35 @@ def test_a_client_hook_that_returns_no_client_fails_by_name(
     assert "Traceback" not in result.stdout.str()
 
 
+@pytest.mark.parametrize(
+    ("fingerprint", "said"),
+    [
+        ("None", "fingerprint() returned None, not a dict"),
+        (
+            '{"when": __import__("datetime").date(2026, 1, 2)}',
+            "fingerprint['when'] = datetime.date(2026, 1, 2), which a cache file cannot hold",
+        ),
+    ],
+)
+def test_a_client_whose_fingerprint_no_file_can_hold_fails_by_name(
+    autotune_pytester: pytest.Pytester, fingerprint: str, said: str
+) -> None:
+    # None failed with "'NoneType' object is not iterable" from the session's code; a
+    # value JSON cannot hold was blamed on the pytest_autotune_fingerprint hook.
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text().replace('return {"fake": True}', f"return {fingerprint}")
+    )
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    said = said.replace("[", "[[]")  # fnmatch's classes
+    result.stdout.fnmatch_lines(
+        [f"test_scale.py::test_scale: device 'cpu-fake-1t': its client's {said}*"]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
 @pytest.mark.parametrize("device_id", ["", None, 3])
 def test_a_client_whose_device_id_is_no_name_fails_by_name(
     autotune_pytester: pytest.Pytester, device_id: object

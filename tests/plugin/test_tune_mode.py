@@ -1346,7 +1346,7 @@ def pytest_autotune_verdict(config, summary, verdict):
     [
         pytest.param(
             'fingerprint["image"] = pathlib.Path("/images/7")',
-            "pytest_autotune_fingerprint set fingerprint['image'] to PosixPath('/images/7'),"
+            "pytest_autotune_fingerprint set fingerprint['image'] = PosixPath('/images/7'),"
             " which a cache file cannot hold: give it as a str, int, float, bool or None,"
             " or a list or dict of them",
             id="a-path",
@@ -1354,7 +1354,7 @@ def pytest_autotune_verdict(config, summary, verdict):
         ),
         pytest.param(
             'fingerprint["threads"] = {1, 2}',
-            "pytest_autotune_fingerprint set fingerprint['threads'] to {1, 2}, which a cache"
+            "pytest_autotune_fingerprint set fingerprint['threads'] = {1, 2}, which a cache"
             " file cannot hold*",
             id="a-set",
         ),
