@@ -82,6 +82,7 @@ from pytest_autotune.plugin_settings import (
     ignored_options,
     is_builtin_device,
     settings_from_sources,
+    shown_from,
 )
 from pytest_autotune.quiet import Quiet, hand_back_path, run_folder
 from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks, check_groups
@@ -166,6 +167,7 @@ def _settings(config: pytest.Config) -> PluginSettings:
             rootpath=config.rootpath,
             invocation_dir=config.invocation_params.dir,
             written_by_others=_written_by_others(config),
+            ini_source=_ini_source(config),
         )
     except ConfigError as exc:
         raise pytest.UsageError(f"pytest-autotune: {exc}") from None
@@ -511,16 +513,24 @@ def _progress(config: pytest.Config) -> Callable[[str], None]:
     return progress
 
 
+def _ini_source(config: pytest.Config) -> str:
+    """How messages name the ini file pytest read (`pyproject.toml`, `tox.ini`), as seen
+    from where pytest was run; "ini" where it read none."""
+    path = config.inipath
+    return "ini" if path is None else shown_from(path, config.invocation_params.dir)
+
+
 def _ini_value(config: pytest.Config, name: str) -> object:
     try:
         value = config.getini(name)
     except (ValueError, pytest.UsageError) as exc:
         # pytest parses a bool key itself and says only "invalid truth value 'maybe'"
-        # (pytest 7 with a traceback through this plugin): name the key, as for any other.
-        # A native TOML table's type errors name it already.
+        # (pytest 7 with a traceback through this plugin): name the key and the file, and
+        # the words it takes. A native TOML table's type errors name the key already.
         if name in str(exc):
             raise
-        raise ConfigError(f"ini: {name}: {exc}") from None
+        words = " (true or false: yes/no, on/off, 1/0)" if "truth value" in str(exc) else ""
+        raise ConfigError(f"{_ini_source(config)}: {name}: {exc}{words}") from None
     # An unset string ini is "", an unset bool or number None (pytest 7: an unset bool
     # []): each means "not set here". False and 0 are values (0 one the parser may refuse
     # by name).

@@ -140,6 +140,7 @@ def settings_from_sources(
     rootpath: Path,
     invocation_dir: Path | None = None,
     written_by_others: Mapping[str, Path] | None = None,
+    ini_source: str = "ini",
 ) -> PluginSettings:
     """Resolve the settings: command line, then environment, then YAML, then ini, then the
     defaults (the marker overrides per group: `PluginSettings.for_marker`). Keys are
@@ -156,7 +157,9 @@ def settings_from_sources(
         invocation_dir = rootpath
     given = _from_dir(("command line", command_line), invocation_dir)
     layers: list[Layer] = [given, _from_dir(("", env_values(environ)), invocation_dir)]
-    config_file = choose([given, ("ini", ini)]).get("config")
+    # The ini's values are named by their file (`ini_source`: "pyproject.toml",
+    # "tox.ini"), as the YAML's are: "ini: autotune_strict" did not say which file to fix.
+    config_file = choose([given, (ini_source, ini)]).get("config")
     yaml_path: Path | None = None
     if config_file is not None:
         yaml_path = rootpath / config_file[0]
@@ -165,7 +168,7 @@ def settings_from_sources(
     if yaml_path is not None:
         where = shown_from(yaml_path, invocation_dir)
         layers.append((where, load_yaml(yaml_path, where)))
-    layers.append(("ini", ini))
+    layers.append((ini_source, ini))
     settings = settings_from_layers(tuple(layers), rootpath, invocation_dir)
     # Said at the start, once (a marker sets none of them): each is written at the end.
     written = {where: path.resolve() for where, path in (written_by_others or {}).items()}

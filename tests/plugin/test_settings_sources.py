@@ -136,13 +136,17 @@ def test_the_config_file_named_on_the_command_line_is_from_where_pytest_ran(
 def test_a_bad_boolean_in_the_ini_file_stops_the_run_naming_its_key(
     autotune_pytester: pytest.Pytester,
 ) -> None:
-    # pytest parses a bool ini key itself, and its error names neither key nor file.
+    # pytest parses a bool ini key itself, and its error names neither key nor file, nor
+    # the words it takes; "ini: autotune_strict" named the key, not the file.
     autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
     autotune_pytester.makeini("[pytest]\nfilterwarnings = error\nautotune_strict = maybe\n")
     result = run(autotune_pytester)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["ERROR: pytest-autotune: ini: autotune_strict: invalid truth value 'maybe'"]
+        [
+            "ERROR: pytest-autotune: tox.ini: autotune_strict: invalid truth value 'maybe'"
+            " (true or false: yes/no, on/off, 1/0)"
+        ]
     )
 
 
@@ -182,7 +186,7 @@ def test_the_help_shows_the_options_even_with_a_bad_setting(
         ("command line", "command line: autotune_device: 'tpu'"),
         ("environment", "PYTEST_AUTOTUNE_DEVICE: 'tpu'"),
         ("yaml", "autotune.yaml: device: 'tpu'"),
-        ("ini", "ini: autotune_device: 'tpu'"),
+        ("ini", "tox.ini: autotune_device: 'tpu'"),
     ],
 )
 def test_a_device_no_hook_provides_is_named_with_the_source_that_set_it(
@@ -324,7 +328,9 @@ def test_a_native_toml_time_limit_of_zero_is_refused_by_name(
     result = run(autotune_pytester)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["ERROR: pytest-autotune: ini: autotune_time_limit: expected a number > 0, got 0"]
+        [
+            "ERROR: pytest-autotune: pyproject.toml: autotune_time_limit: expected a number > 0, got 0"
+        ]
     )
 
 
