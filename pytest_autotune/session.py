@@ -335,6 +335,11 @@ class AutotuneSession:
                         # pytest's outcomes (pytest-timeout's alarm is its `fail`) are no
                         # `Exception`; an error of ours or a client's is its own message.
                         _note_stopped_here(exc, request.group, waiting)
+                elif request.group in self._stopped:
+                    # A refusal that stops the group, its tuning done (a verdict hook's
+                    # return that is no GroupVerdict): kept as the ERROR it is, or it was in
+                    # no summary, report nor record.
+                    self.keep_untuned(request, self._stopped[request.group])
                 raise
             finally:
                 self.output.note_tuned()  # returned or raised: no crash in it
@@ -793,8 +798,9 @@ class AutotuneSession:
             self._verdict_raised.add(judged.group)
             raise
         if replaced is not None and not isinstance(replaced, GroupVerdict):
-            # Said by each test of the group, none tuning it again: the hook would return
-            # the same.
+            # Said by each test of the group, none tuning it again, nor the hook asked again
+            # where the group is kept as an ERROR: it would return the same.
+            self._verdict_raised.add(judged.group)
             said = self._stopped[judged.group] = (
                 f"pytest_autotune_verdict returned {replaced!r}, not a GroupVerdict:"
                 " return dataclasses.replace(verdict, ...) to change the gate's verdict,"

@@ -1474,6 +1474,30 @@ def pytest_autotune_verdict(config, summary, verdict):
     result.assert_outcomes(failed=6)
 
 
+def test_a_verdict_hook_that_returns_no_verdict_keeps_its_group_as_an_error(
+    scale: pytest.Pytester,
+) -> None:
+    # Each test failed naming the hook, but the group, tuned, was in no summary, report nor
+    # record: a run's record read as if the group had not run.
+    conftest = scale.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + """
+def pytest_autotune_verdict(config, summary, verdict):
+    with open("verdict_calls.txt", "a") as calls:
+        calls.write(summary.group + "\\n")
+    return "pass"
+"""
+    )
+    result = run(scale, "--autotune", "--autotune-record=record.jsonl")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["test_scale.py::test_scale[[]1]  1 * ERROR"])
+    result.stdout.fnmatch_lines(["test_scale.py::test_scale[[]2]  2 * ERROR"])
+    assert len((scale.path / "record.jsonl").read_text().splitlines()) == 2
+    calls = (scale.path / "verdict_calls.txt").read_text().splitlines()
+    assert sorted(calls) == ["test_scale.py::test_scale[1]", "test_scale.py::test_scale[2]"]
+
+
 def test_the_autotune_fixture_tunes_a_production_tunable_set(
     autotune_pytester: pytest.Pytester,
 ) -> None:
