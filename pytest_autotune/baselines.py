@@ -346,9 +346,9 @@ def left_behind(
     where it lies beside the file of its own name, whose `entries` are read in its place:
     the first save under the new name carries the old file's entries over and leaves it,
     which nothing reads from then on. It stayed committed with no word that it could go.
-    One whose keys the new file lacks (a branch still on 0.1.0 updated it, and was merged)
-    is not called disposable. None where there is no such file, or it stores another
-    tuner's name (not this cache's)."""
+    One whose keys the new file lacks (a branch still on 0.1.0 updated it, and was merged;
+    or a prune dropped them there) is not called disposable without saying both. None
+    where there is no such file, or it stores another tuner's name (not this cache's)."""
     old = cache.legacy
     if old is None or cache.source() == old or not old.is_file() or not cache.path.is_file():
         return None
@@ -368,12 +368,15 @@ def left_behind(
             f"{head} (the first save under the new name carried its entries over): nothing"
             " reads it now; delete it"
         )
+    # A key that file lacks is also one our own advice dropped there (`--autotune-prune`,
+    # a stale key renamed to its new one): told to copy it back, the user revived it.
     them = "it" if len(lacking) == 1 else "them"
     return (
         f"{head}: nothing reads it now, and it holds"
         f" {counted(len(lacking), 'entry', 'entries')} that file lacks (key"
-        f' {", ".join(lacking)}): copy {them} into that file\'s "entries" to keep {them},'
-        " then delete it"
+        f" {', '.join(lacking)}): where a branch still on 0.1.0 recorded {them}, copy {them}"
+        f' into that file\'s "entries" to keep {them}, then delete it; where --autotune-prune'
+        f" (or a key renamed there) dropped {them} from that file, just delete it"
     )
 
 

@@ -150,10 +150,36 @@ def test_a_file_of_the_0_1_name_holding_keys_the_new_one_lacks_is_not_called_dis
         [
             f"note: .autotune/{DEVICE}/{old.name}: pytest-autotune 0.1.0's name for"
             f" .autotune/{DEVICE}/{new.name}, *it holds 1 entry that file lacks (key"
-            ' "3"): copy it into that file\'s "entries" to keep it, then delete it'
+            ' "3"): where a branch still on 0.1.0 recorded it, copy it into that file\'s'
+            ' "entries" to keep it, then delete it; *'
         ]
     )
     gated.stdout.no_fnmatch_line("*nothing reads it now; delete it*")
+
+
+def test_a_file_of_the_0_1_name_whose_keys_a_prune_dropped_is_not_to_be_copied_back(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    """The upgrade renamed the ids (keys "1", "2" now "one", "two"); the update carried the
+    old keys over and --autotune-prune dropped them, as the stale note advised: every later
+    run said the old file held entries the new one lacked, and to copy them back."""
+    project = autotune_pytester
+    project.makepyfile(test_scale=SCALE_TESTS)
+    old, new = legacy_baseline(project)
+    project.makepyfile(test_scale=SCALE_TESTS.replace("[1, 2])", '[1, 2], ids=["one", "two"])'))
+    assert run(project, "--autotune-update").ret == pytest.ExitCode.OK
+    assert run(project, "--autotune-prune").ret == pytest.ExitCode.OK
+    assert keys(new) == ["one", "two"] and old.exists()
+
+    gated = run(project, "--autotune")
+    assert gated.ret == pytest.ExitCode.OK
+    gated.stdout.fnmatch_lines(
+        [
+            f"note: .autotune/{DEVICE}/{old.name}: *it holds 2 entries that file lacks (key"
+            ' "1", "2"): *; where --autotune-prune (or a key renamed there) dropped them from'
+            " that file, just delete it"
+        ]
+    )
 
 
 def test_a_gate_without_baselines_for_renamed_ids_points_at_the_0_1_files_old_keys(
