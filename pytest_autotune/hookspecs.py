@@ -4,10 +4,11 @@ Each spec has an example; the defaults live in `pytest_autotune.plugin` and `ses
 (which takes them as its `SessionHooks`).
 
 Under pytest-xdist they run in the worker that tunes the group (each worker loads the
-conftest), not in the controller (which also asks `pytest_autotune_client` at the start for
-a device name that is not built in): a hook that gathers what it sees for the end of the
-run (`pytest_terminal_summary`) finds nothing there; read the records
-(`--autotune-record`, `pytest_autotune.read_records`) instead.
+conftest), never in the controller (which collects no tests, so a device name that is not
+built in and that no `pytest_autotune_client` serves fails each test, not the run's start):
+a hook that gathers what it sees for the end of the run (`pytest_terminal_summary`) finds
+nothing there; read the records (`--autotune-record`, `pytest_autotune.read_records`)
+instead.
 
 Mark each implementation `@pytest.hookimpl(optionalhook=True)`, as the examples do: pytest
 refuses a hook no plugin declares, so without it a run with the plugin left out (`-p
