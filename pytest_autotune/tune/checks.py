@@ -456,6 +456,11 @@ def copy_output(output: object) -> object:
     every candidate writes into and returns). One copy, made once, while the original is
     dropped: memory still holds two outputs, the kept one and one other."""
     kept: object = clone_value(output)
+    if isinstance(output, WrittenInputs):
+        # Ours, no user's type: kept uncopied as one, an in-place reference's inputs were
+        # the next candidate's (a generator handing every call the same arrays), and a
+        # wrong candidate was compared with what it wrote itself, and passed.
+        return WrittenInputs(cast(tuple[Any, ...], kept))
     # A dict or tuple subclass of the user's is copied as a plain one, which would lose its
     # own `autotune_compare`: such a value is kept as it is.
     return kept if type(kept) is type(output) else output

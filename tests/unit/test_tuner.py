@@ -568,6 +568,37 @@ def test_a_wrong_in_place_candidate_returning_none_is_caught_by_the_checks(clien
         assert y.tolist() == [3.0] * 4
 
 
+def test_a_wrong_in_place_candidate_on_the_same_arrays_each_call_fails_where_output_is_required(
+    client,
+):
+    # The plugin's checks (an output required, written inputs judged) with a set whose
+    # input generator hands every call the caller's arrays: the reference's written
+    # inputs were kept uncopied, the wrong candidate wrote into them, and passed.
+    def right(x, out):
+        np.add(x, 1.0, out=out)
+
+    def wrong(x, out):
+        out[...] = x * 3.0
+
+    tunables = TunableSet(
+        lambda x, out: len(x),
+        lambda key, inputs: inputs,
+        [Tunable("right", right), Tunable("wrong", wrong)],
+    )
+    tuner = Tuner(
+        "t",
+        client.device_id,
+        AutotuneConfig(checks=True),
+        require_output=True,
+        written_inputs=True,
+    )
+    tuner.execute(tunables, (np.arange(4.0), np.zeros(4)), client)
+    decision = tuner.decision(4)
+    assert decision is not None
+    assert [c.passed for c in decision.checks] == [True, False]
+    assert "differs from the reference 'right'" in decision.checks[1].message
+
+
 @pytest.mark.parametrize(
     "make",
     [np.random.default_rng, np.random.RandomState, np.random.PCG64, random.Random],
