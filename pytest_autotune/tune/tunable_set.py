@@ -87,13 +87,21 @@ def _check_arity(generator: Callable[..., Any], what: str, call: str, arity: int
         ) from None
 
 
-def _check_tunable(tunable: object) -> None:
+def _as_tunable(tunable: object) -> object:
+    """A `(name, fn)` pair as the `Tunable` it names; anything else as it is."""
+    if isinstance(tunable, tuple) and len(tunable) == 2:
+        return Tunable(*tunable)
+    return tunable
+
+
+def _check_tunable(tunable: object) -> Tunable:
     __tracebackhide__ = True
     if not isinstance(tunable, Tunable):
         raise TypeError(
             "TunableSet: a candidate must be a Tunable(name, fn) or a (name, fn) pair,"
             f" got {type(tunable).__name__}"
         )
+    return tunable
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +147,9 @@ class TunableSet:
         if self.bounds_gen is not None:
             check_callable("TunableSet: bounds generator", self.bounds_gen)
             _check_arity(self.bounds_gen, "bounds generator", "bounds_gen(key, inputs, client)", 3)
-        # A list is taken as the tuple it means: the set stays immutable and hashable.
-        object.__setattr__(self, "tunables", tuple(self.tunables))
+        # A list is taken as the tuple it means: the set stays immutable and hashable. A
+        # `(name, fn)` pair is a candidate here as in `with_` (refused, the error said it was).
+        object.__setattr__(self, "tunables", tuple(_as_tunable(t) for t in self.tunables))
         for tunable in self.tunables:
             _check_tunable(tunable)
         names = tuple(t.name for t in self.tunables)
@@ -155,10 +164,7 @@ class TunableSet:
     def with_(self, tunable: Tunable | tuple[str, TuneFn]) -> TunableSet:
         """This set plus one candidate (a `Tunable`, or a `(name, fn)` pair)."""
         __tracebackhide__ = True
-        if isinstance(tunable, tuple) and len(tunable) == 2:
-            tunable = Tunable(*tunable)
-        _check_tunable(tunable)
-        return replace(self, tunables=(*self.tunables, tunable))
+        return replace(self, tunables=(*self.tunables, _check_tunable(_as_tunable(tunable))))
 
     def with_bounds(self, bounds_gen: BoundsGenerator) -> TunableSet:
         """This set with a bounds generator: `bounds_gen(key, inputs, client) -> Bounds`."""

@@ -206,6 +206,12 @@ def test_a_set_refuses_candidates_that_are_not_tunables():
         TunableSet(by_size, tunables=(first,))
 
 
+def test_a_set_takes_name_fn_pairs_as_its_error_says_it_does():
+    # Refused as "must be a Tunable(name, fn) or a (name, fn) pair, got tuple".
+    tunables = TunableSet(by_size, tunables=[("a", first), Tunable("b", first)])
+    assert tunables.names == ("a", "b")
+
+
 def test_a_set_given_a_list_of_candidates_holds_them_as_a_tuple():
     tunables = TunableSet(by_size, tunables=[Tunable("a", first)])
     assert tunables.tunables == (Tunable("a", first),)
