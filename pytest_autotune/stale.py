@@ -381,11 +381,23 @@ def _renamed(
         else "--autotune-update records the new ones, and --autotune-prune drops the old"
     )
     if settings.prune:
+        # Entries an upgrade's first save carried over from the file of 0.1.0's name are
+        # still there; the new file, written by this run, may be in no commit to restore.
+        legacy = item.path.with_name(legacy_cache_file_parts(item.path.parent.name, tuner)[1])
+        kept = legacy != item.path and set(item.keys or ()) <= {
+            key for key, _ in (_pairs(legacy) if legacy.is_file() else ())
+        }
+        restore = (
+            f"copy those entries from {settings.relative(legacy)} (0.1.0's name for the file,"
+            " which still holds them) into it, and set each one's"
+            if kept
+            else "restore the file from git and set each old entry's"
+        )
         return (
             f"note: {tuner}: no baseline for its {what} {', '.join(new)}, and"
             f" {settings.relative(item.path)} held baselines of its candidate list at keys no"
             f" group of it makes now ({old}), pruned now: if those are its keys renamed (its"
-            " parameters' ids, its key=), restore the file from git and set each old entry's"
+            f" parameters' ids, its key=), {restore}"
             f' "key" to its new key{entries} to keep their baselines'
         )
     return (

@@ -182,6 +182,30 @@ def test_a_file_of_the_0_1_name_whose_keys_a_prune_dropped_is_not_to_be_copied_b
     )
 
 
+def test_a_prune_of_renamed_ids_right_after_the_upgrade_points_at_the_0_1_file(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    """The prune's first save carried the old file's entries into the new name and dropped
+    them there at once: the note said "restore the file from git", a file no commit held,
+    where the entries lay in the file of 0.1.0's name."""
+    project = autotune_pytester
+    project.makepyfile(test_scale=SCALE_TESTS)
+    old, new = legacy_baseline(project)
+    project.makepyfile(test_scale=SCALE_TESTS.replace("[1, 2])", '[1, 2], ids=["one", "two"])'))
+
+    pruned = run(project, "--autotune-prune")
+    assert pruned.ret == pytest.ExitCode.OK
+    assert keys(new) == ["one", "two"] and keys(old) == ["1", "2"]
+    pruned.stdout.fnmatch_lines(
+        [
+            "note: test_scale.py::test_scale: no baseline for its keys*pruned now: *, copy"
+            f" those entries from .autotune/{DEVICE}/{old.name} (0.1.0's name for the file,"
+            ' which still holds them) into it, and set each one\'s "key" to its new key*'
+        ]
+    )
+    assert "restore the file from git" not in pruned.stdout.str()
+
+
 def test_a_gate_without_baselines_for_renamed_ids_points_at_the_0_1_files_old_keys(
     autotune_pytester: pytest.Pytester,
 ) -> None:
