@@ -329,7 +329,8 @@ def test_a_native_toml_time_limit_of_zero_is_refused_by_name(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "ERROR: pytest-autotune: pyproject.toml: autotune_time_limit: expected a number > 0, got 0"
+            "ERROR: pytest-autotune: pyproject.toml: autotune_time_limit:"
+            " expected a number > 0, got 0"
         ]
     )
 
