@@ -52,9 +52,10 @@ def pytest_autotune_client(config: pytest.Config, device: str) -> Client | None:
 def pytest_autotune_fingerprint(config: pytest.Config, fingerprint: dict[str, Any]) -> None:
     """Add to (or edit) the machine fingerprint stored in the cache files and the report.
 
-    Edit `fingerprint` in place and return None. Keys are str, values what JSON holds (a
-    str, int, float, bool or None, or a list or dict of them): anything else fails the
-    group's tests by name before it is tuned.
+    Edit `fingerprint` in place and return None (or `fingerprint` itself); anything else
+    it returns fails the group's tests, as what it returns is not read. Keys are str,
+    values what JSON holds (a str, int, float, bool or None, or a list or dict of them):
+    anything else fails the group's tests by name before it is tuned.
 
     Example, to record the container image the GPU runner used::
 

@@ -844,8 +844,16 @@ class AutotuneSession:
         fingerprint = dict(given)
         if self.hooks.fingerprint is not None:
             returned = self.hooks.fingerprint(fingerprint)
-            if returned:  # pluggy's list of the implementations' non-None results
-                shown = returned[0] if isinstance(returned, list) else returned
+            # pluggy's list of the implementations' non-None results; one that edits the
+            # dict and returns it (`return fingerprint`, as such hooks are often written)
+            # did what it is asked, and failed every test.
+            others = [
+                r
+                for r in (returned if isinstance(returned, list) else [returned])
+                if r is not None and r is not fingerprint
+            ]
+            if others:
+                shown = others[0]
                 raise ConfigError(
                     f"pytest_autotune_fingerprint returned {shown!r}: it adds to the"
                     " fingerprint it is given, in place, and returns None; what it returns"

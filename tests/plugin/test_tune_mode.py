@@ -1397,6 +1397,26 @@ def pytest_autotune_fingerprint(config, fingerprint):
     assert not cache_file(scale).exists()
 
 
+def test_a_fingerprint_hook_that_edits_its_dict_and_returns_it_is_taken(
+    scale: pytest.Pytester,
+) -> None:
+    # `return fingerprint` after editing it, a common way to write such a hook, did what
+    # the hook is asked, and failed every test as "returned {...}: ... not read".
+    conftest = scale.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text()
+        + """
+def pytest_autotune_fingerprint(config, fingerprint):
+    fingerprint["image"] = "runner-7"
+    return fingerprint
+"""
+    )
+    result = run(scale, "--autotune-update")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    device = json.loads(cache_file(scale).read_text())["device"]
+    assert device["fingerprint"]["image"] == "runner-7"
+
+
 def test_a_fingerprint_hook_that_raises_is_not_said_to_be_the_device(
     scale: pytest.Pytester,
 ) -> None:
