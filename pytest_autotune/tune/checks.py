@@ -1230,7 +1230,10 @@ def _differing(
                 nan_moved = np.zeros(reference.shape, dtype=bool)
                 for ref_part, act_part in zip(ref_parts, act_parts, strict=True):
                     nan_moved |= np.isnan(ref_part) != np.isnan(act_part)
+                # So are infinite ones: NumPy 1.x's `isclose` made inf+0j inf+nanj (a
+                # product by ones), so inf+0j equalled inf+1j and differed from itself.
                 some_nan = np.isnan(reference) | np.isnan(actual)
+                some_nan |= np.isinf(reference) | np.isinf(actual)
                 if some_nan.any():
                     parts_close = np.ones(reference.shape, dtype=bool)
                     for ref_part, act_part in zip(ref_parts, act_parts, strict=True):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_autotune.cli import main
-from tests.plugin.harness import PLUGIN_ARGS, run
+from tests.plugin.harness import PLUGIN_ARGS, noted, run
 from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
 
 FIXTURE_TESTS = """
@@ -641,7 +641,7 @@ def test_a_candidate_that_raised_is_said_to_have_raised_not_failed_its_check(
     result = run(autotune_pytester, "--autotune", "--autotune-html=r.html")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        ["*under --autotune: candidate 'boom' raised ValueError: bad block size <7>*"]
+        noted("*under --autotune: candidate 'boom' raised ValueError: bad block size <7>*")
     )
     page = (autotune_pytester.path / "r.html").read_text()
     assert "candidate boom raised: its test fails" in summary.read_text()
@@ -674,6 +674,7 @@ def test_broken(candidate):
     )
     result = run(autotune_pytester, "--autotune", "-rA")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*autotune gate: error: every candidate failed: boom: raised*"])
+    # The gate's section says it on every Python (the test's note, on 3.11 on, too).
+    result.stdout.fnmatch_lines(["    every candidate failed: boom: raised ValueError*"])
     result.stdout.no_fnmatch_line("*no candidate succeeded*")
     result.stdout.no_fnmatch_line("*Captured log*")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -191,8 +192,13 @@ def test_a_shared_lock_is_made_where_os_has_no_fchmod(
     # raised AttributeError there, failing every test that tunes.
     import tempfile
 
+    from pytest_autotune.tune import files
+
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.delattr(os, "fchmod")
+    # Our module's `os` alone loses it: filelock's Unix lock (3.21, the oldest pinned) calls
+    # os.fchmod itself, where Windows runs filelock's Windows lock instead.
+    no_fchmod = types.SimpleNamespace(**{k: v for k, v in vars(os).items() if k != "fchmod"})
+    monkeypatch.setattr(files, "os", no_fchmod)
     lock = shared_lock("pytest-autotune-cpu-x")
     with lock:
         assert Path(lock.lock_file).parent == tmp_path
