@@ -877,6 +877,11 @@ class AutotuneSession:
         try:
             lock.acquire(timeout=DEVICE_WAIT_S)
             self._waiting_for = None
+        except KeyboardInterrupt:
+            # "stopped early (interrupted): no group was tuned" did not say what the run had
+            # hung on before the user pressed Ctrl-C.
+            self.output.notes.append(f"interrupted while waiting for {self._waiting_for}")
+            raise
         except Timeout:
             self._waiting_for = None
             self.output.notes.append(

@@ -472,3 +472,29 @@ def test_a_stop_in_pytests_own_sentence_is_given_without_its_full_stop() -> None
     assert said == "Test failed, continuing from this test next run"
     session.shouldstop = "stopping after 1 failures"
     assert _stopped_early(session, pytest.ExitCode.TESTS_FAILED) == "stopping after 1 failures"  # type: ignore[arg-type]
+
+
+def test_an_interrupt_while_waiting_for_the_device_says_what_it_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C on a run that hung on another process's timing said "stopped early
+    # (interrupted): no group was tuned", and nothing of the lock it waited for.
+    from pytest_autotune import session as session_module
+
+    class Held:
+        lock_file = str(tmp_path / "pytest-autotune-fake.lock")
+
+        def acquire(self, timeout: float) -> None:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(session_module, "_device_lock", lambda device_id, uuid=None: Held())
+    clock = FakeClock()
+    hooks = SessionHooks(client=lambda device: FakeClient(clock) if device == "fake" else None)
+    tuned = session(tmp_path, hooks, autotune="true")
+    with pytest.raises(KeyboardInterrupt):
+        tuned.candidate_outcome(request(clock), "fast")
+    assert any(
+        note.startswith("interrupted while waiting for another process's timing of")
+        and Held.lock_file in note
+        for note in tuned.output.notes
+    ), tuned.output.notes
