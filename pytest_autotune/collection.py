@@ -942,7 +942,7 @@ def _by_value(callspec: Any, key: str) -> str:
     test's place among all its calls (`Metafunc._recompute_direct_params_indices`), which
     is the value's place in its list only where the test has one parametrization."""
     for name in callspec.params:
-        if name == "candidate":
+        if name == "candidate" or _written_by_pytest(callspec.params[name]):
             continue
         component = _numbered_component(key, name, callspec.params)
         text = plain_text(callspec.params[name]) if component is not None else None
@@ -958,8 +958,18 @@ def positional_parameters(callspec: Any, key: str) -> list[str]:
     return [
         name
         for name in callspec.params
-        if name != "candidate" and _numbered_component(key, name, callspec.params) is not None
+        if name != "candidate"
+        and not _written_by_pytest(callspec.params[name])
+        and _numbered_component(key, name, callspec.params) is not None
     ]
+
+
+def _written_by_pytest(value: Any) -> bool:
+    """Whether pytest ids `value` by its own text (a str, a number, a bool, None), never by
+    the parameter's name and its place: an id of that form is then the user's own, an
+    `ids=lambda n: f"n{n}"` of a parameter named `n` (`n10`), which the key kept as given,
+    not replaced by the value's text (`10`), where a group priority read `key == "n10"`."""
+    return value is None or isinstance(value, (str, bool, int, float, complex))
 
 
 def _numbered_component(key: str, name: str, names: Iterable[str]) -> str | None:

@@ -581,3 +581,36 @@ def test_a_parameter_id_holding_a_candidates_name_between_dashes_keeps_one_group
     entries = json.loads(path.read_text())["entries"]
     assert sorted(entry["key"] for entry in entries) == ["fast-path", "other"]
     assert {entry["fastest_name"] for entry in entries} == {"fast"}
+
+
+SIZES_NAMED = """
+import pytest
+from conftest import spin
+
+def slow(n):
+    spin(300e-6)
+    return n
+
+def fast(n):
+    spin(100e-6)
+    return n
+
+@pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+@pytest.mark.parametrize("n", [10, 1000], ids=lambda n: f"n{n}")
+def test_sizes(candidate, n):
+    return candidate(n)
+"""
+
+
+def test_a_users_own_id_of_a_number_is_the_key_even_where_it_reads_as_a_numbered_one(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `ids=lambda n: f"n{n}"` of a parameter named `n` gave ids of the form pytest numbers
+    # a value by (`n10`), and the key became the value (`10`): a group priority written as
+    # `key == "n1000"`, as README's keys by id say, never matched. pytest ids a number by
+    # its own text, never by its place: such an id is the user's.
+    autotune_pytester.makepyfile(test_sizes=SIZES_NAMED)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_sizes.py::test_sizes")
+    keys = [entry["key"] for entry in json.loads(path.read_text())["entries"]]
+    assert sorted(keys) == ["n10", "n1000"]
