@@ -356,7 +356,8 @@ def _moved(tuner: str, item: Stale, path: Path, settings: PluginSettings) -> str
         return (
             f"note: {tuner}: no baseline under its name, and {old}, pruned now, held its keys"
             f" and candidate list for {item.tuner} ({item.reason}): if {name} is that test"
-            f" renamed or moved, restore the file (git checkout -- {old}), move it to"
+            f" renamed or moved, restore the file from git where it was committed (git checkout"
+            f" -- {old}), move it to"
             f' {settings.relative(path)}{replacing} and set its "tuner" to "{tuner}" to keep'
             " its baselines"
         )

@@ -2614,10 +2614,10 @@ def test_a_prune_after_a_rename_says_where_the_pruned_baselines_were_and_how_to_
             f"note: test_scale.py::test_resized: no baseline under its name, and {CACHE},"
             " pruned now, held its keys and candidate list for test_scale.py::test_scale"
             " (test_scale.py defines no test test_scale now (renamed or deleted)): if"
-            f" test_resized is that test renamed or moved, restore the file (git checkout --"
-            f" {CACHE}), move it to {renamed.relative_to(scale.path)} (in place of the one"
-            ' this update wrote) and set its "tuner" to "test_scale.py::test_resized" to keep'
-            " its baselines",
+            f" test_resized is that test renamed or moved, restore the file from git where it"
+            f" was committed (git checkout -- {CACHE}), move it to"
+            f" {renamed.relative_to(scale.path)} (in place of the one this update wrote) and"
+            ' set its "tuner" to "test_scale.py::test_resized" to keep its baselines',
         ]
     )
 
