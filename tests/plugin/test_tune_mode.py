@@ -2554,7 +2554,7 @@ def n(request):
         [
             f'note: test_scale.py::test_scale: no baseline for its keys "size1", "size2", but'
             f" {CACHE} holds baselines of its candidate list at keys no group of it makes now"
-            ' ("1", "2"): if those are its keys renamed (its parameters\' ids, its key=),'
+            ' ("n1", "n2"): if those are its keys renamed (its parameters\' ids, its key=),'
             f' set each old entry\'s "key" in the file to its new key{entries} to keep their'
             f" baselines; else {rest}, and --autotune-prune drops the old"
         ]
@@ -2638,10 +2638,10 @@ def n(request):
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
-            f'pruned {CACHE}: 2 entries (key "1", "2"): *',
+            f'pruned {CACHE}: 2 entries (key "n1", "n2"): *',
             'note: test_scale.py::test_scale: no baseline for its keys "size1", "size2", and'
             f" {CACHE} held baselines of its candidate list at keys no group of it makes now"
-            ' ("1", "2"), pruned now: if those are its keys renamed (its parameters\' ids, its'
+            ' ("n1", "n2"), pruned now: if those are its keys renamed (its parameters\' ids, its'
             ' key=), restore the file from git and set each old entry\'s "key" to its new'
             " key (in place of the entry this update wrote) to keep their baselines",
         ]
