@@ -3,6 +3,7 @@ candidate and group each collected item is (`ItemSpec`), and the names pytest gi
 
 from __future__ import annotations
 
+import difflib
 import enum
 import inspect
 import os
@@ -352,7 +353,9 @@ def marker_options(definition: Any) -> tuple[dict[str, Any], str | None]:
     unknown = sorted(set(kwargs) - set(MARKER_OPTIONS))
     if unknown:
         known = ", ".join(MARKER_OPTIONS)
-        error = f"@pytest.mark.autotune: unknown option(s) {unknown}; known: {known}"
+        near = [m for u in unknown for m in difflib.get_close_matches(u, MARKER_OPTIONS, 1, 0.6)]
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        error = f"@pytest.mark.autotune: unknown option(s) {unknown}; known: {known}{hint}"
         return {k: v for k, v in kwargs.items() if k in MARKER_OPTIONS}, error
     return kwargs, None
 

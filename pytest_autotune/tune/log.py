@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pytest_autotune.tune.benchmark import NS_PER_S
-from pytest_autotune.tune.checks import CheckResult
+from pytest_autotune.tune.checks import RAISED, CheckResult
 
 logger = logging.getLogger("pytest_autotune")
 # A library's logger with no handler of its own prints its warnings to stderr through
@@ -262,12 +262,16 @@ class ChecksDone:
         # A candidate that declined the key is `passed` (it fails nothing), but no output of
         # it was checked: counted as passed, the log read "3 of 3 passed" beside its row's
         # "skipped".
-        failed = [r.name for r in self.results if not r.passed]
+        # One that raised compared nothing: "failed: boom" read as a wrong output, where
+        # the candidate's row says it raised.
+        raised = [r.name for r in self.results if not r.passed and r.message.startswith(RAISED)]
+        failed = [r.name for r in self.results if not r.passed and r.name not in raised]
         skipped = [r.name for r in self.results if r.passed and r.skipped]
-        passed = len(self.results) - len(failed) - len(skipped)
+        passed = len(self.results) - len(failed) - len(raised) - len(skipped)
         return (
             f"checks: {passed} of {len(self.results)} passed"
             + (f"; failed: {', '.join(failed)}" if failed else "")
+            + (f"; raised: {', '.join(raised)}" if raised else "")
             + (f"; skipped: {', '.join(skipped)}" if skipped else "")
         )
 

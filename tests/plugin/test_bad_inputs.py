@@ -649,7 +649,13 @@ CASES = [
         ("check_output='no'", "True or False"),
         marker("check_output='no'"),
     ),
-    Case("unknown option", "check", FAILED, ("unknown option(s) ['rtoll']",), marker("rtoll=1")),
+    Case(
+        "unknown option",
+        "check",
+        FAILED,
+        ("unknown option(s) ['rtoll']", "did you mean rtol?"),
+        marker("rtoll=1"),
+    ),
     Case(
         "candidates as a list of names",
         "check",

@@ -626,3 +626,16 @@ def test_a_branch_named_outside_the_locales_encoding_is_read_as_git_wrote_it(tmp
     monkeypatch.setattr(locale, "getpreferredencoding", lambda do_setlocale=True: "cp1252")
     assert RunInfo.current(tmp_path).branch == "修复-sum"
     assert commit_info(tmp_path)["branch"] == "修复-sum"
+
+
+def test_the_checks_line_says_which_candidates_raised_not_that_they_failed() -> None:
+    # "checks: 1 of 3 passed; failed: boom, wrong" read as two wrong outputs, where the
+    # candidate table and the summaries say boom raised.
+    done = ChecksDone(
+        (
+            CheckResult("good", True, "reference"),
+            CheckResult("boom", False, "raised ValueError: no such mode"),
+            CheckResult("wrong", False, "differs from the reference 'good': ..."),
+        )
+    )
+    assert str(done) == "checks: 1 of 3 passed; failed: wrong; raised: boom"
