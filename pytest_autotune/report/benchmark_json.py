@@ -33,6 +33,7 @@ from pytest_autotune.report import (
     without_parameters,
 )
 from pytest_autotune.tune.files import replace_text
+from pytest_autotune.tune.run import git_output
 
 INSTALL_HINT = "it needs pytest-benchmark: pip install 'pytest-autotune[benchmark]'"
 
@@ -96,12 +97,13 @@ def commit_info(root: Path) -> dict[str, Any]:
         "branch": "(unknown)",
     }
     try:
-        commit, commit_time, author_time = _git(
+        commit, commit_time, author_time = git_output(
             root, "show", "-s", "--format=%H%n%cI%n%aI", "HEAD"
         ).split("\n")
-        branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
-        dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=no"))
-    except (OSError, subprocess.CalledProcessError, ValueError):
+        branch = git_output(root, "rev-parse", "--abbrev-ref", "HEAD")
+        dirty = bool(git_output(root, "status", "--porcelain", "--untracked-files=no"))
+    # A hang (git's timeout) too: a broken checkout holds up no run.
+    except (OSError, subprocess.SubprocessError, ValueError):
         return info
     return {
         **info,
@@ -111,17 +113,6 @@ def commit_info(root: Path) -> dict[str, Any]:
         "dirty": dirty,
         "branch": "(detached head)" if branch == "HEAD" else branch,
     }
-
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args],
-        cwd=root,
-        capture_output=True,
-        encoding="utf-8",  # git's own; Windows would decode in its ANSI code page
-        errors="replace",
-        check=True,
-    ).stdout.strip()
 
 
 def benchmark_id(

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunInfo", "git_head"]
+__all__ = ["RunInfo", "git_head", "git_output"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +97,8 @@ def git_head(root: Path, environ: Mapping[str, str] = os.environ) -> tuple[str |
     request, which checks out a merge commit detached: its branch is then the pull request's
     (`GITHUB_HEAD_REF`), the one a reader of the records looks for."""
     try:
-        commit = _git(root, "rev-parse", "HEAD")
-        branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
+        commit = git_output(root, "rev-parse", "HEAD")
+        branch = git_output(root, "rev-parse", "--abbrev-ref", "HEAD")
     except (OSError, subprocess.SubprocessError):
         return None, None
     if branch in ("", "HEAD"):
@@ -106,7 +106,9 @@ def git_head(root: Path, environ: Mapping[str, str] = os.environ) -> tuple[str |
     return commit or None, branch or None
 
 
-def _git(root: Path, *args: str) -> str:
+def git_output(root: Path, *args: str) -> str:
+    """What `git *args` prints in `root`, stripped; `OSError` without git, a
+    `subprocess.SubprocessError` where it fails or hangs (10 s)."""
     return subprocess.run(
         ["git", *args],
         cwd=root,
