@@ -136,3 +136,21 @@ def text_mode_opens(monkeypatch: Any) -> list[str]:
 
     monkeypatch.setattr(os, "open", open_)
     return text
+
+
+class Script:
+    """A scheduler's sampler: candidate `i` takes its listed seconds in order (the first
+    call being its warm-up), the last value repeating; an exception listed is raised
+    instead. `calls` counts each candidate's calls."""
+
+    def __init__(self, *times: Any) -> None:
+        self.times = [list(t) if isinstance(t, (list, tuple)) else [t] for t in times]
+        self.calls = [0] * len(times)
+
+    def __call__(self, index: int) -> Any:
+        seq = self.times[index]
+        value = seq[min(self.calls[index], len(seq) - 1)]
+        self.calls[index] += 1
+        if isinstance(value, Exception):
+            raise value
+        return value

@@ -15,24 +15,7 @@ from pytest_autotune.tune.log import (
     Preferred,
 )
 from pytest_autotune.tune.schedule import LongCalls, adaptive_round_robin, fixed_pass
-
-
-class Script:
-    """A sampler whose candidate `i` returns its listed times in order, the last repeating;
-    a time that is an exception is raised instead."""
-
-    def __init__(self, *times):
-        self.times = [list(t) if isinstance(t, (list, tuple)) else [t] for t in times]
-        self.calls = [0] * len(times)
-
-    def __call__(self, index):
-        seq = self.times[index]
-        value = seq[min(self.calls[index], len(seq) - 1)]
-        self.calls[index] += 1
-        if isinstance(value, Exception):
-            raise value
-        return value
-
+from tests.fakes import Script
 
 NAMES = ["a", "b", "c", "d"]
 ADAPTIVE = BenchConfig()

@@ -38,29 +38,11 @@ from pytest_autotune import (
 from pytest_autotune.backends import cpu
 from pytest_autotune.tune.schedule import adaptive_round_robin
 from pytest_autotune.tune.tunable import tune_plan
-from tests.fakes import FakeClient
+from tests.fakes import FakeClient, Script
 
 US = 1e-6
 MS = 1e-3
 NAMES = ["k0", "k1", "k2", "k3"]
-
-
-class Script:
-    """A sampler (the seed's candidate samples): candidate `i` takes its listed seconds in
-    order, the first call being its warm-up, the last value repeating; an exception listed
-    is raised instead."""
-
-    def __init__(self, *times):
-        self.times = [list(t) if isinstance(t, (list, tuple)) else [t] for t in times]
-        self.calls = [0] * len(times)
-
-    def __call__(self, index):
-        seq = self.times[index]
-        value = seq[min(self.calls[index], len(seq) - 1)]
-        self.calls[index] += 1
-        if isinstance(value, Exception):
-            raise value
-        return value
 
 
 def kinds(ctx, kind):
