@@ -19,7 +19,9 @@ import os
 import re
 import secrets
 import stat
+import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -141,11 +143,35 @@ def write_atomically(path: Path, text: str) -> None:
             file.flush()
             os.fsync(file.fileno())
         _keep_mode(path, temporary)
-        os.replace(temporary, path)
+        _replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+
+
+REPLACE_WAITS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.25, 0.25)
+"""The pauses between tries of a rename Windows refused (`_replace`): about 1.1 s in all."""
+
+
+def _replace(temporary: str, path: Path) -> None:
+    """`os.replace`, tried again on Windows while the target is open elsewhere.
+
+    Windows refuses to replace a file another process has open without delete sharing,
+    which is how Python and most programs open one, with PermissionError (WinError 5 or
+    32): a worker of `-n 2` reading the cache file the other one saves, a virus scanner or
+    a search indexer looking at the new file. Those hold it for milliseconds, so the
+    rename is tried again for about a second; the last refusal is raised. Elsewhere a
+    rename over an open file succeeds, and a PermissionError is real (a read-only
+    folder): raised at once."""
+    for wait in REPLACE_WAITS if sys.platform == "win32" else ():
+        try:
+            os.replace(temporary, path)
+        except PermissionError:
+            time.sleep(wait)
+        else:
+            return
+    os.replace(temporary, path)
 
 
 def replace_text(path: Path, text: str) -> None:

@@ -6,12 +6,13 @@ One `AutotuneRecord` per decision, one JSON object per line, in a versioned sche
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from pytest_autotune.tune.files import (
     binary,
     json_kind,
     loads_strict,
+    lock_beside,
     read_at,
     why_unwritable,
 )
@@ -200,7 +202,7 @@ class Recorder:
     """Writes one `AutotuneRecord` per line to a file, stdout or stderr.
 
     A file is opened in append mode for each record and written with one `write` call
-    under a lock on the file (`_lock_for_append`), so records from several recorders or
+    under a lock on the file (`_held_for_append`), so records from several recorders or
     processes never interleave inside a line nor cut each other off, and a
     record is on disk as soon as `record` returns, even if the process then dies; a last
     line an earlier writer left cut short is cut off first (`_after_last_line`). The file
@@ -250,13 +252,12 @@ class Recorder:
             data = line.encode("utf-8")
             fd = os.open(self._path, binary(os.O_RDWR | os.O_APPEND | os.O_CREAT), 0o644)
             try:
-                _lock_for_append(fd)
-                data = _after_last_line(fd) + data
-                written = 0
-                while written < len(data):
-                    written += os.write(fd, data[written:])
+                with _held_for_append(self._path, fd):
+                    data = _after_last_line(fd) + data
+                    written = 0
+                    while written < len(data):
+                        written += os.write(fd, data[written:])
             finally:
-                _unlock(fd)
                 os.close(fd)
 
 
@@ -295,22 +296,30 @@ RECORD_START = b'{"schema_version": '
 """How every record's line begins (`AutotuneRecord.to_json`'s first field)."""
 
 
-def _lock_for_append(fd: int) -> None:
-    """Hold the records file against every other recorder until `_unlock`: one that
+@contextlib.contextmanager
+def _held_for_append(path: Path, fd: int) -> Iterator[None]:
+    """Hold the records file `path`, open as `fd`, against every other recorder: one that
     reads the tail while another's record is half written takes it for a record cut short
     by a killed run and cuts it off (`_after_last_line`). Every tuner of a program has a
     recorder of its own, and every process of a pool its tuners: 6 processes writing
-    9,000 records lost 2,186. A lock on the file itself, so no lock file is left beside
-    a records file the user named; Windows has no `flock`, and there it is not taken."""
-    if sys.platform != "win32":
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    9,000 records lost 2,186.
 
-
-def _unlock(fd: int) -> None:
-    """Release `_lock_for_append`'s lock before `fd` is closed: a process forked while it
-    was held (a pool another thread starts) shares the open file, and closing ours alone
-    left the file locked while that child lived, every later record waiting for it."""
-    if sys.platform != "win32":
+    On POSIX, a `flock` of the file itself, so no lock file is left beside a records file
+    the user named; it is released before `fd` is closed: a process forked while it was
+    held (a pool another thread starts) shares the open file, and closing ours alone left
+    the file locked while that child lived, every later record waiting for it. Windows has
+    no `flock`, and a byte-range lock of the records file itself would fail a reader's
+    read of that range meanwhile (`report` reading the file): there the lock is filelock's
+    beside it (`.<name>.lock`, removed again as each record is written), which `-n 2`
+    workers appending to one `--autotune-record` file need as much as anyone."""
+    if sys.platform == "win32":
+        with lock_beside(path, timeout=-1):
+            yield
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 

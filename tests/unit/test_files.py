@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_autotune.tune import files
 from pytest_autotune.tune.files import (
     JsonFileError,
     decode_strict,
@@ -103,6 +104,67 @@ def test_a_new_file_gets_the_umasks_mode_without_the_umask_being_changed(
         os.umask(umask)
     assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o640
     assert os.listdir(tmp_path) == ["new.json"]
+
+
+def _refused(times: int) -> tuple[list[str], object]:
+    """An `os.replace` that Windows-style refuses `times` times, then renames."""
+    calls: list[str] = []
+    real = os.replace
+
+    def replace(source: str, target: object) -> None:
+        calls.append(source)
+        if len(calls) <= times:
+            raise PermissionError(13, "The process cannot access the file")
+        real(source, target)  # type: ignore[arg-type]
+
+    return calls, replace
+
+
+def test_on_windows_a_save_waits_while_a_reader_holds_the_file_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows refuses to rename over a file another process has open (a worker of -n 2
+    reading the cache the other saves, a virus scanner): the save tries again for about a
+    second instead of failing, and leaves no temporary file."""
+    path = tmp_path / "f.json"
+    path.write_text("old")
+    calls, replace = _refused(3)
+    monkeypatch.setattr(files, "REPLACE_WAITS", (0, 0, 0, 0, 0))
+    monkeypatch.setattr(files.sys, "platform", "win32")
+    monkeypatch.setattr(files.os, "replace", replace)
+    write_atomically(path, "new")
+    assert len(calls) == 4
+    assert path.read_text() == "new"
+    assert os.listdir(tmp_path) == ["f.json"]
+
+
+def test_on_windows_a_rename_refused_throughout_raises_and_keeps_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "f.json"
+    path.write_text("old")
+    calls, replace = _refused(100)
+    monkeypatch.setattr(files, "REPLACE_WAITS", (0, 0))
+    monkeypatch.setattr(files.sys, "platform", "win32")
+    monkeypatch.setattr(files.os, "replace", replace)
+    with pytest.raises(PermissionError):
+        write_atomically(path, "new")
+    assert len(calls) == 3
+    assert path.read_text() == "old"
+    assert os.listdir(tmp_path) == ["f.json"]
+
+
+def test_elsewhere_a_refused_rename_is_raised_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On POSIX a rename over an open file succeeds: a PermissionError is a real one (a
+    read-only folder), not worth a second of retries."""
+    calls, replace = _refused(1)
+    monkeypatch.setattr(files.sys, "platform", "linux")
+    monkeypatch.setattr(files.os, "replace", replace)
+    with pytest.raises(PermissionError):
+        write_atomically(tmp_path / "f.json", "new")
+    assert len(calls) == 1
 
 
 def test_temporary_files_have_unique_names_and_stale_ones_are_removed_under_the_lock(
