@@ -12,6 +12,8 @@ without running a test.
   the summary the pull request that commits it needs.
 - `changed BEFORE AFTER` says whether a refreshed cache folder deserves a pull request (exit
   status 3) or only added a session to each baseline (0): the scheduled refresh asks it.
+- `merge BASE OURS THEIRS` merges two branches' versions of a cache file entry by entry:
+  git's merge driver for `.autotune/**/*.json`.
 
 Errors a user can cause (a missing file, bad JSON, a record or cache that does not read) end
 as one line on stderr naming the file, with exit code 2, as usage errors do (argparse):
@@ -27,7 +29,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from pytest_autotune.cli import changed, compare, diff, report, show
+from pytest_autotune.cli import changed, compare, diff, merge, report, show
 from pytest_autotune.cli.changed import EXIT_CHANGED
 from pytest_autotune.cli.errors import EXIT_ERROR, EXIT_PIPE_CLOSED, PROG, CliError
 
@@ -36,7 +38,8 @@ __all__ = ["EXIT_CHANGED", "EXIT_ERROR", "main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; the exit code (0 done, 1 `compare` found a regression, 2 a
-    file that cannot be used, 3 `changed` found a change, 141 the output's reader left).
+    file that cannot be used, 3 `changed` found a change, 141 the output's reader left;
+    `merge`'s 1 is an entry both branches changed).
 
     Usage errors and `--help` exit through argparse's `SystemExit` (2 and 0).
     """
@@ -72,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for command in (report, compare, show, diff, changed):
+    for command in (report, compare, show, diff, changed, merge):
         command.add_to(commands)
     return parser
 

@@ -98,7 +98,9 @@ def _conflict_marker(text: str) -> str | None:
         f"holds unresolved merge conflict markers (line {line}: {found.group(0).strip()}):"
         " keep one side of each conflict (one side throughout an entry); taking one"
         " branch's whole file (git checkout --ours or --theirs) drops the entries only the"
-        " other branch changed"
+        " other branch changed, and two entries the branches added at one place come out"
+        " interleaved, where no side keeps both: merge it again entry by entry with"
+        ' `pytest-autotune merge` as git\'s merge driver (README, "Merging cache files")'
     )
 
 

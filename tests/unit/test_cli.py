@@ -1791,3 +1791,93 @@ def test_show_of_names_the_output_encoding_lacks_writes_them_escaped(tmp_path: P
     assert (result.returncode, result.stderr) == (0, b"")
     out = result.stdout.decode("cp1252")
     assert "\\u7d2f\\u52a0" in out and "\\u0394-sum" in out
+
+
+# -- merge -----------------------------------------------------------------------------------
+
+
+def git(folder: Path, *argv: str) -> str:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *argv],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout + done.stderr
+
+
+def sum_entries(*sizes: int) -> dict[str, tuple[str, tuple[AutotuneResult, ...]]]:
+    return {
+        f"n{n}": ("block256", (outcome("block32", 0, n / 100), outcome("block256", 1, n / 400)))
+        for n in sizes
+    }
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_two_branches_that_added_keys_at_one_place_merge_with_both_kept_by_the_merge_driver(
+    tmp_path: Path,
+) -> None:
+    # Two branches each added a size to one test and updated it: git's line merge wove the
+    # two new entries into one another (they share every line but the key and samples),
+    # and the advice "keep one side of each conflict" dropped one of them. As git's merge
+    # driver, `pytest-autotune merge` merges entry by entry.
+    repo = tmp_path / "repo"
+    cache = repo / ".autotune" / GPU / "test_sum.json"
+    cache.parent.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    root = Path(__file__).resolve().parents[2]
+    driver = f"PYTHONPATH={root} {sys.executable} -m pytest_autotune merge %O %A %B --name %P"
+    git(repo, "config", "merge.autotune.driver", driver)
+    (repo / ".gitattributes").write_text(".autotune/**/*.json merge=autotune\n")
+    write_cache(cache, sum_entries(1024, 8192))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "checkout", "-qb", "other")
+    write_cache(cache, sum_entries(1024, 3000, 8192), copy_peak=4.1e12)
+    git(repo, "commit", "-qam", "n3000")
+    git(repo, "checkout", "-q", "main")
+    write_cache(cache, sum_entries(1024, 2048, 8192), copy_peak=4.3e12)
+    git(repo, "commit", "-qam", "n2048")
+
+    output = git(repo, "merge", "other")
+
+    assert "CONFLICT" not in output
+    merged = json.loads(cache.read_text())
+    assert [e["key"] for e in merged["entries"]] == ["n1024", "n2048", "n3000", "n8192"]
+    assert merged["device"]["peaks"]["memory_bytes_per_s"]["copy"] == 4.3e12  # this branch's
+
+
+def with_sessions(path: Path, medians: list[int]) -> None:
+    data = json.loads(path.read_text())
+    for entry in data["entries"]:
+        entry["sessions"] = [{"median_ns": m, "read_ns": None} for m in medians]
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def test_merge_keeps_the_new_baseline_over_a_session_added_and_names_an_entry_both_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = write_cache(tmp_path / "base.json", sum_entries(1024))
+    with_sessions(base, [2560, 2570])
+    joined = write_cache(tmp_path / "joined.json", sum_entries(1024), copy_peak=4.1e12)
+    with_sessions(joined, [2560, 2570, 2580])
+    slower = {"n1024": ("block256", (outcome("block32", 0, 10), outcome("block256", 1, 9)))}
+    restarted = write_cache(tmp_path / "restarted.json", slower)
+
+    code, _, err = run(capsys, "merge", str(base), str(restarted), str(joined))
+    assert (code, err) == (0, "")
+    assert (
+        json.loads(restarted.read_text())["entries"]
+        == json.loads(write_cache(tmp_path / "expected.json", slower).read_text())["entries"]
+    )
+
+    ours = write_cache(tmp_path / "ours.json", slower)
+    faster = {"n1024": ("block256", (outcome("block32", 0, 10), outcome("block256", 1, 1)))}
+    theirs = write_cache(tmp_path / "theirs.json", faster)
+    code, _, err = run(capsys, "merge", str(base), str(ours), str(theirs), "--name", "f.json")
+    assert code == 1
+    assert 'f.json: both branches changed the entry of key "n1024"' in err
+    assert json.loads(ours.read_text())["entries"][0]["results"][1]["samples_ns"][0] == 9000

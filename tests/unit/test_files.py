@@ -59,7 +59,10 @@ def test_a_merge_conflict_is_resolved_conflict_by_conflict_not_by_taking_one_fil
     assert str(error.value) == (
         "holds unresolved merge conflict markers (line 2: <<<<<<< HEAD): keep one side of"
         " each conflict (one side throughout an entry); taking one branch's whole file"
-        " (git checkout --ours or --theirs) drops the entries only the other branch changed"
+        " (git checkout --ours or --theirs) drops the entries only the other branch changed,"
+        " and two entries the branches added at one place come out interleaved, where no"
+        " side keeps both: merge it again entry by entry with `pytest-autotune merge` as"
+        ' git\'s merge driver (README, "Merging cache files")'
     )
 
 

@@ -1,0 +1,164 @@
+"""`pytest-autotune merge BASE OURS THEIRS`: git's merge driver for cache files.
+
+Every `--autotune-update` rewrites each entry it tunes (new samples, one more session), and
+on a CPU the device block's peaks, so two branches that updated one test's file meet in
+git's line merge, which knows nothing of entries: two keys added at one place in the sorted
+list come out interleaved line by line, and no choice of one side per conflict keeps both
+entries. Merged entry by entry (its key and candidate checksum) against the common
+ancestor, an entry one branch changed is that branch's, entries either branch added are
+both kept, and only an entry both branches changed asks for a choice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from pytest_autotune.cli.errors import CliError
+from pytest_autotune.tune.cache_format import Malformed, entry_from_json, parse_contents
+from pytest_autotune.tune.files import JsonFileError, decode_strict, dumps, write_atomically
+
+EXIT_CONFLICT = 1
+"""An entry both branches changed, other than by each adding a session to one baseline: git
+then leaves the file unmerged (the merged file, which reads, holds this branch's entry)."""
+
+Identity = tuple[str, str]
+
+
+def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `merge` command to the command line's subcommands."""
+    merge = commands.add_parser(
+        "merge",
+        help="merge two branches' versions of a cache file, entry by entry (a git merge driver)",
+        description="Merge THEIRS into OURS against their common ancestor BASE, entry by"
+        " entry (key and candidate list), writing OURS: what git's merge driver %%O %%A %%B"
+        " gives. Entries only one branch changed or added are that branch's; where both"
+        " only added a session to one baseline, this branch's is kept; the device block is"
+        " this branch's where both changed it (its peaks move with every update). Exit"
+        f" status {EXIT_CONFLICT} when both changed one entry otherwise (a new baseline, a"
+        " new winner): the file then holds this branch's entry, named on stderr.",
+    )
+    merge.add_argument("base", metavar="BASE", help="the common ancestor's file (%%O)")
+    merge.add_argument("ours", metavar="OURS", help="this branch's file, written merged (%%A)")
+    merge.add_argument("theirs", metavar="THEIRS", help="the other branch's file (%%B)")
+    merge.add_argument("--name", default=None, help="the file's path, for messages (%%P)")
+    merge.set_defaults(command=run)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    name = args.name or args.ours
+    base = _read(Path(args.base), name, "the common ancestor's", missing_ok=True)
+    ours = _read(Path(args.ours), name, "this branch's", missing_ok=False)
+    theirs = _read(Path(args.theirs), name, "the other branch's", missing_ok=False)
+    document, conflicts = merge_documents(base, ours, theirs)
+    write_atomically(Path(args.ours), dumps(document))
+    for line in conflicts:
+        print(f"{name}: {line}", file=sys.stderr)
+    if conflicts:
+        print(
+            f"{name}: the file holds this branch's entry for each; run --autotune-update of"
+            " its test to measure it again, or take the other branch's entry from"
+            " `git show MERGE_HEAD:<file>`, then `git add` the file",
+            file=sys.stderr,
+        )
+        return EXIT_CONFLICT
+    return 0
+
+
+def _read(path: Path, name: str, whose: str, *, missing_ok: bool) -> dict[str, Any]:
+    """A side's document, validated as a cache file. git gives an empty file for the
+    ancestor of a file both branches added."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise CliError(f"{name}: {whose} version cannot be read: {error}") from None
+    if missing_ok and not raw.strip():
+        return {"entries": []}
+    try:
+        data = decode_strict(raw)
+        parse_contents(data)
+    except (JsonFileError, Malformed) as error:
+        raise CliError(f"{name}: {whose} version {error}") from None
+    assert isinstance(data, dict)  # parse_contents refuses anything else
+    return data
+
+
+def merge_documents(
+    base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """The merged document and a line for each entry both sides changed unlike each other."""
+    document: dict[str, Any] = {}
+    conflicts: list[str] = []
+    for field in sorted((base.keys() | ours.keys() | theirs.keys()) - {"entries"}):
+        value = _three_way(base.get(field), ours.get(field), theirs.get(field))
+        if value is _BOTH:
+            value = ours.get(field)
+            if field != "device":
+                conflicts.append(f"both branches changed the field {field!r}: kept this branch's")
+        if value is not None:
+            document[field] = value
+    old, mine, other = _entries(base), _entries(ours), _entries(theirs)
+    entries = {}
+    for identity in sorted(old.keys() | mine.keys() | other.keys()):
+        entry = _three_way(old.get(identity), mine.get(identity), other.get(identity))
+        if entry is _BOTH:
+            entry = _unless_joined(old.get(identity), mine.get(identity), other.get(identity))
+            if entry is _BOTH:
+                entry = mine.get(identity)
+                key, checksum = identity
+                conflicts.append(
+                    f"both branches changed the entry of key {key} (checksum {checksum!r})"
+                    " other than by adding a session"
+                )
+        if entry is not None:
+            entries[identity] = entry
+    document["entries"] = list(entries.values())
+    return document, conflicts
+
+
+_BOTH: Any = object()
+"""`_three_way`'s answer where both sides changed a value unlike each other."""
+
+
+def _three_way(base: Any, ours: Any, theirs: Any) -> Any:
+    if theirs in (ours, base):
+        return ours
+    if ours == base:
+        return theirs
+    return _BOTH
+
+
+def _entries(document: dict[str, Any]) -> dict[Identity, Any]:
+    entries = {}
+    for raw in document.get("entries", []):
+        key, _ = entry_from_json(raw)
+        entries[(key.key, key.checksum)] = raw
+    return entries
+
+
+def _unless_joined(base: Any, ours: Any, theirs: Any) -> Any:
+    """Where both sides changed an entry: the side that did more than add a session to it
+    (replaced it with a new baseline or another candidate list's entry, or pruned it),
+    ours where both only added one; `_BOTH` where both did more."""
+    ours_joined, theirs_joined = _joined(ours, base), _joined(theirs, base)
+    if ours_joined and not theirs_joined:
+        return theirs
+    if theirs_joined:
+        return ours
+    return _BOTH
+
+
+def _joined(entry: Any, base: Any) -> bool:
+    """Whether an update only added a session to the ancestor's baseline: the same winner,
+    its earlier sessions the ancestor's last ones (an update keeps the newest 8)."""
+    if not isinstance(entry, dict) or not isinstance(base, dict):
+        return False
+    if entry.get("fastest_name") != base.get("fastest_name"):
+        return False
+    earlier = (entry.get("sessions") or [])[:-1]
+    before = base.get("sessions") or []
+    if not before:  # an ancestor of one session stores none: the side's first is its
+        return len(earlier) == 1
+    return bool(earlier) and before[len(before) - len(earlier) :] == earlier
