@@ -9,6 +9,7 @@ import math
 import re
 import statistics
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +26,7 @@ from pytest_autotune.backends.cuda_graphs import (
     PLACEMENT_STEP,
     REPLAY_CACHE_SIZE,
 )
-from pytest_autotune.tune.clone import clone_value, device_copy
+from pytest_autotune.tune.clone import _strided_copy_across, clone_value, device_copy
 
 COUNTED_SOURCE = r"""
 extern "C" __global__ void spin_counted(float* out, int iters, unsigned int* runs) {
@@ -196,6 +197,32 @@ def test_a_strided_view_of_another_gpu_is_copied_onto_the_clients_with_its_strid
     tuner = Tuner("gpu-strided-other", "d", AutotuneConfig(disable_cache=True, checks=True))
     decision = tuner.tune(view.size, tunables, (view,), cuda(device=1))
     assert decision.measured and seen == {(1, *view.strides)}
+
+
+def test_the_copy_of_a_strided_view_across_devices_is_its_span_by_one_memcpy(cp: Any) -> None:
+    # What a client of GPU 1 makes of a strided view of GPU 0 (bb303b7), run here on one
+    # GPU: the span's memcpy from the view's first byte (`data - offset`, rows reversed
+    # included), its strides over the new buffer, and the wide view copied contiguous on
+    # its own device first. A fake cannot show CuPy's pointer arithmetic or the memcpy.
+    matrix = cp.arange(64 * 256, dtype=cp.float32).reshape(64, 256)
+    cube = cp.arange(4 * 6 * 8, dtype=cp.float64).reshape(4, 6, 8)
+    row = cp.arange(256, dtype=cp.int32)
+    column = cp.zeros((1 << 14, 1 << 10), dtype=cp.float32)[:, 3]  # spread wide
+    column[::7] = 5.0
+    views = {
+        "every other column": matrix[:, ::2],
+        "reversed": matrix[::-1, ::-3],
+        "broadcast": cp.broadcast_to(row, (64, 256)),
+        "permuted": cube.transpose(2, 0, 1)[:, ::-2],
+        "column": column,
+    }
+    for name, view in views.items():
+        copied = _strided_copy_across(cp, view)
+        assert copied.device.id == view.device.id, name
+        assert copied.data.ptr != view.data.ptr, name
+        assert (copied.strides == view.strides) is (name != "column"), name
+        assert copied.shape == view.shape and copied.dtype == view.dtype, name
+        np.testing.assert_array_equal(copied.get(), view.get(), err_msg=name)
 
 
 def test_a_strided_view_is_tuned_and_placed_with_its_own_strides(cp: Any) -> None:
@@ -400,6 +427,67 @@ def test_a_candidate_out_of_memory_fails_alone_and_frees_the_pool(
     failure = decision.results[0]
     assert isinstance(failure, AutotuneError) and "OutOfMemoryError" in failure.message
     assert pool.total_bytes() < 1 << 30
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "status", "other"),
+    [  # each library's allocation failure, and another of its errors (an invalid value)
+        ("cupy_backends.cuda.api.driver", "CUDADriverError", 2, 1),
+        ("cupy_backends.cuda.libs.cublas", "CUBLASError", 3, 7),
+        ("cupy_backends.cuda.libs.cusolver", "CUSOLVERError", 2, 3),
+        ("cupy_backends.cuda.libs.cusparse", "CuSparseError", 2, 3),
+        ("cupy_backends.cuda.libs.curand", "CURANDError", 102, 104),
+        ("cupy.cuda.cufft", "CuFFTError", 2, 4),
+    ],
+)
+def test_the_libraries_allocation_failures_of_this_cupy_are_out_of_memory(
+    cp: Any, client: CudaClient, module: str, name: str, status: int, other: int
+) -> None:
+    # The library errors read as out of memory (1eaa560 added cuSPARSE's and cuRAND's) are
+    # looked up by module, class and attribute name: checked here against the CuPy
+    # installed, with its own error classes, not stand-ins of them.
+    kind = getattr(importlib.import_module(module), name)
+    assert client.out_of_memory(kind(status))
+    assert not client.out_of_memory(kind(other))
+
+
+def test_the_collector_stays_off_until_the_last_of_two_threads_timing_is_done(
+    cp: Any,
+) -> None:
+    # Two clients timing on two threads (2f07baa): the first to start and the first to
+    # finish turned the collector back on while the other was still timing, where a
+    # finalizer's cudaFree fails a capture. Ordered by events, not by time.
+    b_in, a_in, b_done = threading.Event(), threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def first_b() -> None:
+        if not b_in.is_set():
+            b_in.set()
+            assert a_in.wait(30)
+
+    def then_a() -> None:
+        if not a_in.is_set():
+            a_in.set()
+            assert b_done.wait(30)
+            seen.append(gc.isenabled())
+
+    def time_b() -> None:
+        try:
+            CudaClient(cold_l2=False, timing="device").time(first_b, ())
+        finally:
+            b_done.set()
+
+    assert gc.isenabled()
+    other = threading.Thread(target=time_b)
+    other.start()
+    try:
+        assert b_in.wait(30)
+        CudaClient(cold_l2=False, timing="device").time(then_a, ())
+    finally:
+        a_in.set()
+        other.join(30)
+    assert seen == [False]
+    assert gc.isenabled()
 
 
 def test_a_call_that_needs_the_memory_of_graphs_kept_before_it_is_timed(cp: Any) -> None:

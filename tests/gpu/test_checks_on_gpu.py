@@ -1,0 +1,134 @@
+"""The checks on real CuPy outputs and inputs: in-place kernels judged by what they wrote,
+a ragged batch of device rows, and a cupyx sparse output."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_autotune import AutotuneConfig, TunableSet, Tuner, compare_outputs
+from pytest_autotune.backends import CudaClient
+from tests.plugin.harness import run
+
+
+def _outcomes(decision: Any) -> dict[str, bool]:
+    return {check.name: check.passed for check in decision.checks}
+
+
+def test_in_place_kernels_handed_the_callers_own_arrays_are_judged_by_what_they_wrote(
+    cp: Any, client: CudaClient
+) -> None:
+    # A set whose input generator hands every call the caller's arrays (no copy of a large
+    # buffer): the reference's output, the arrays it wrote, is copied when kept, so the
+    # next kernel writing into the same `out` does not write over it, and a wrong one
+    # fails (1818781; the copies are made on the client's device, f21a7dd).
+    def twice(x: Any, out: Any) -> None:
+        cp.multiply(x, 2, out=out)
+
+    def tripled(x: Any, out: Any) -> None:
+        cp.multiply(x, 3, out=out)
+
+    def doubled(x: Any, out: Any) -> None:
+        cp.add(x, x, out=out)
+
+    shared = TunableSet(
+        lambda x, out: x.size,
+        lambda key, inputs: inputs,
+        [("twice", twice), ("tripled", tripled), ("doubled", doubled)],
+    )
+    x = cp.arange(1 << 16, dtype=cp.float32)
+    out = cp.zeros_like(x)
+    tuner = Tuner("gpu-in-place-shared", "d", AutotuneConfig(disable_cache=True, checks=True))
+    decision = tuner.tune(x.size, shared, (x, out), client)
+    assert _outcomes(decision) == {"twice": True, "tripled": False, "doubled": True}
+    assert decision.fastest_name in ("twice", "doubled")
+
+
+def test_a_ragged_batch_of_device_rows_is_copied_row_by_row_for_each_candidate(
+    cp: Any, client: CudaClient
+) -> None:
+    # A NumPy object array of CuPy rows: its rows were shared by every copy (68c8b36), so
+    # an in-place candidate scaling them changed the next one's input and the reference's
+    # kept output, a wrong one passed, and the caller's rows came back scaled.
+    rows = np.empty(2, dtype=object)
+    rows[0] = cp.ones(3, dtype=cp.float32)
+    rows[1] = cp.ones(5, dtype=cp.float32)
+
+    def scaled(batch: Any) -> None:
+        for row in batch:
+            row[...] = row * 2
+
+    def wrong(batch: Any) -> None:
+        for row in batch:
+            cp.multiply(row, 3, out=row)
+
+    def scaled_too(batch: Any) -> None:
+        for row in batch:
+            cp.multiply(row, 2, out=row)
+
+    tunables = TunableSet.of(
+        lambda batch: batch.size, {"scaled": scaled, "wrong": wrong, "scaled_too": scaled_too}
+    )
+    tuner = Tuner("gpu-ragged", "d", AutotuneConfig(disable_cache=True, checks=True))
+    decision = tuner.tune(len(rows), tunables, (rows,), client)
+    assert _outcomes(decision) == {"scaled": True, "wrong": False, "scaled_too": True}
+    assert [row.get().tolist() for row in rows] == [[1.0] * 3, [1.0] * 5]
+
+
+def test_a_cupyx_sparse_output_asks_for_autotune_compare(cp: Any) -> None:
+    # Taken for a CuPy array by its module, it went through `cupy.asnumpy` (a 0-d object
+    # array holding it) and was compared again at each level until a RecursionError
+    # (d37afa4): here with cupyx's own class and NumPy's own coercion of it.
+    sparse = importlib.import_module("cupyx.scipy.sparse")
+    dense = cp.eye(4, dtype=cp.float32)
+    message = compare_outputs(sparse.csr_matrix(dense), sparse.csr_matrix(dense))
+    assert message is not None
+    assert "cannot compare values of type csr_matrix" in message
+    assert "autotune_compare" in message
+
+
+IN_PLACE_FIXTURE = """
+import cupy as cp
+from pytest_autotune import TunableSet
+
+def twice(x, out):
+    cp.multiply(x, 2, out=out)
+
+def doubled(x, out):
+    cp.add(x, x, out=out)
+
+def tripled(x, out):
+    cp.multiply(x, 3, out=out)
+
+def shared(candidates):
+    return TunableSet(lambda x, out: x.size, lambda key, inputs: inputs, candidates)
+
+def test_into(autotune):
+    x = cp.arange(1 << 16, dtype=cp.float32)
+    out = cp.zeros_like(x)
+    assert autotune(shared([("twice", twice), ("doubled", doubled)]), x, out) is None
+    assert bool((out == 2 * x).all())
+
+def test_wrong(autotune):
+    x = cp.arange(1 << 16, dtype=cp.float32)
+    autotune(shared([("twice", twice), ("tripled", tripled)]), x, cp.zeros_like(x))
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+def test_a_fixture_set_of_in_place_cupy_kernels_on_the_callers_arrays_is_judged_by_what_they_wrote(
+    cp: Any, pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # The autotune fixture's in-place kernels whose set hands every call the caller's own
+    # arrays: under --autotune every kernel but the first "wrote nothing" (8f62b44), and
+    # a wrong one could pass against a reference written over (1818781).
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    pytester.makepyfile(test_in_place=IN_PLACE_FIXTURE)
+    result = run(pytester, *mode)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*FAILED*test_wrong*"])
+    result.stdout.no_fnmatch_line("*returned None*")
+    result.stdout.no_fnmatch_line("*wrote nothing*")
