@@ -899,6 +899,47 @@ def item_group(functions: Mapping[str, FunctionSpec], item: pytest.Item) -> Item
     return ItemSpec(function, name, group, key, tuple(positional))
 
 
+def merged_group_error(group: str, items: Iterable[pytest.Item]) -> str | None:
+    """Why `items`, one group by their ids, are not one problem: two of them give the test
+    other parameter values under one id. pytest joins parameter ids with '-', so stacked
+    parametrizations `p` of "a-b", "a" and `q` of "c", "b-c" both read `a-b-c`; their
+    items made one group, tuned on the first one's inputs, and under `--autotune` a
+    candidate wrong only on the other's passed. Where the values are the same objects the
+    items are one problem (pytest-repeat's repetitions differ only in a parameter the test
+    does not ask for, `Unrequested`)."""
+    first: dict[str, Any] | None = None
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None:
+            continue
+        unrequested = {
+            parameter.name
+            for parameter in item.config.stash.get(UNREQUESTED, {}).get(
+                item_function_nodeid(item), ()
+            )
+        }
+        params = {
+            name: value
+            for name, value in callspec.params.items()
+            if name != "candidate" and name not in unrequested
+        }
+        if first is None:
+            first = params
+            continue
+        if params.keys() != first.keys() or any(params[n] is not first[n] for n in params):
+            return (
+                f"{group}: two sets of parameters have this id"
+                f" ({_parameters_shown(first)}; {_parameters_shown(params)}), since pytest"
+                " joins parameter ids with '-': they would be tuned as one group, on the"
+                " first one's inputs; give the parameters ids= that tell them apart"
+            )
+    return None
+
+
+def _parameters_shown(params: Mapping[str, Any]) -> str:
+    return ", ".join(f"{name}={_shown(value)}" for name, value in params.items())
+
+
 def _named(item: pytest.Item) -> frozenset[str]:
     """The parameters whose parametrize mark names every value itself (an `ids=` list
     without a None, an `ids=` function, or a `pytest.param(id=...)` each): an id of theirs

@@ -52,6 +52,7 @@ from pytest_autotune.collection import (
     function_nodeid,
     item_function_nodeid,
     item_group,
+    merged_group_error,
     not_run,
     note_skipped_at_setup,
     outside_rootdir,
@@ -583,6 +584,7 @@ def pytest_collection_modifyitems(
         config.stash.setdefault(GROUP_ITEMS, {}).setdefault(spec.group, []).append(item)
         if xdist:  # one group on one worker (see pytest_autotune.xdist)
             item.add_marker(pytest.mark.xdist_group(name=xdist_group_name(spec.group)))
+    _fail_merged_groups(config)
     state = config.stash[SESSION]
     if state.settings.tune:  # an update's stale entries, a gate's moved baselines (`stale`)
         state.output.collected = _collected(config, config.stash.get(COLLECTED, items))
@@ -591,6 +593,17 @@ def pytest_collection_modifyitems(
         if others:
             config.hook.pytest_deselected(items=others)
             items[:] = [item for item in items if item.get_closest_marker("autotune") is not None]
+
+
+def _fail_merged_groups(config: pytest.Config) -> None:
+    """Each item of a group that two sets of parameters share by their ids
+    (`merged_group_error`) fails saying so, rather than be tuned on another's inputs."""
+    for group, grouped in config.stash.get(GROUP_ITEMS, {}).items():
+        error = merged_group_error(group, grouped)
+        for item in grouped if error is not None else ():
+            spec = item.stash[ITEM]
+            failing = replace(spec.function, error=spec.function.error or error)
+            item.stash[ITEM] = replace(spec, function=failing)
 
 
 def _mark_shared_nodeids(config: pytest.Config, items: list[pytest.Item]) -> None:

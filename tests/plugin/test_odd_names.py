@@ -614,3 +614,41 @@ def test_a_users_own_id_of_a_number_is_the_key_even_where_it_reads_as_a_numbered
     path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_sizes.py::test_sizes")
     keys = [entry["key"] for entry in json.loads(path.read_text())["entries"]]
     assert sorted(keys) == ["n10", "n1000"]
+
+
+COLLIDING = """
+import pytest
+from conftest import spin
+
+def right(n):
+    spin(300e-6)
+    return n
+
+def wrong_on_short(n):
+    spin(100e-6)
+    return n + 1 if n == 4 else n
+
+@pytest.mark.autotune(candidates={"right": right, "wrong_on_short": wrong_on_short})
+@pytest.mark.parametrize("q", ["c", "b-c"])
+@pytest.mark.parametrize("p", ["a-b", "a"])
+def test_collide(candidate, p, q):
+    return candidate(len(p) + len(q))
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_two_parameter_sets_of_one_id_fail_rather_than_share_a_group(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # pytest joins stacked parameters' ids with '-', so p="a-b", q="c" and p="a", q="b-c"
+    # both read `a-b-c`: their items made one group, tuned on the first one's inputs, and
+    # under --autotune a candidate wrong only on the second's (n = 4) passed.
+    autotune_pytester.makepyfile(test_collide=COLLIDING)
+    result = run(autotune_pytester, *mode)
+    result.assert_outcomes(passed=4, failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "test_collide.py::test_collide[[]a-b-c[]]: two sets of parameters have this id"
+            " (p='a-b', q='c'; p='a', q='b-c'), since pytest joins parameter ids with '-'*"
+        ]
+    )
