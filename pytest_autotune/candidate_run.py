@@ -32,6 +32,7 @@ from pytest_autotune.time_limit import TimeLimit, crashed
 from pytest_autotune.tune import call_scope
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.errors import AutotuneSkip
+from pytest_autotune.tune.tuner import used_up_by_a_call
 from pytest_autotune.warning_marks import MarkFilters, parse_filters, project_filters
 
 RAISED = pytest.StashKey[dict[str, set[int]]]()
@@ -58,6 +59,23 @@ def _input_names(arguments: Mapping[str, Any]) -> tuple[str, ...]:
 def inputs_of(arguments: Mapping[str, Any]) -> tuple[Any, ...]:
     """The values of `_input_names`, in order."""
     return tuple(arguments[n] for n in _input_names(arguments))
+
+
+def used_up_input_error(nodeid: str, arguments: Mapping[str, Any]) -> str | None:
+    """Why a plain run cannot check the test's candidates: an argument that one call uses up
+    (a fixture returning a generator), which no copy can copy, as tuning refuses it. The
+    reference, called in each other candidate's test after the candidate, was given the
+    generator emptied, and the candidate "differed from the reference"."""
+    for name in _input_names(arguments):
+        value = arguments[name]
+        if used_up_by_a_call(value):
+            return (
+                f"{nodeid}: the argument {name!r} is an iterator ({type(value).__name__}),"
+                " which one call of the body uses up: a candidate's test calls the body with"
+                " it and again with the reference, which would find it empty; have the"
+                " fixture return a list or a tuple (list(...))"
+            )
+    return None
 
 
 def candidate_run(

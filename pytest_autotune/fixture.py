@@ -33,6 +33,7 @@ from pytest_autotune.tune.local import LocalTuner
 from pytest_autotune.tune.settings import DEFAULT_TIME_LIMIT_S
 from pytest_autotune.tune.tunable import PriorityError, tune_plan, unplanned
 from pytest_autotune.tune.tunable_set import TunableSet
+from pytest_autotune.tune.tuner import used_up_by_a_call
 from pytest_autotune.tune.wording import counted
 
 SESSION = pytest.StashKey[AutotuneSession]()
@@ -265,7 +266,17 @@ def _inputs_error(tunables: TunableSet, inputs: tuple[Any, ...]) -> str | None:
     """Why the set's key generator cannot take the inputs the fixture was given, if it
     cannot: `autotune(make_set())`, its inputs forgotten, raised a TypeError from a
     traceback through this module. A key generator whose signature cannot be read is
-    left to its call."""
+    left to its call. An input one call uses up (a generator) fails a plain run as tuning
+    refuses it: its checks gave the reference an emptied generator, and the candidate after
+    it "differed"."""
+    for index, value in enumerate(inputs):
+        if used_up_by_a_call(value):
+            return (
+                f"input {index} is an iterator ({type(value).__name__}), which one call uses"
+                " up: every candidate is called on it (and the reference again, to check"
+                " each), and the first would leave it empty for the others; pass a list or a"
+                " tuple (list(it))"
+            )
     try:
         signature = inspect.signature(tunables.key_gen)
     except (TypeError, ValueError):

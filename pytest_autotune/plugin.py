@@ -34,6 +34,7 @@ from pytest_autotune.candidate_run import (
     called_again,
     candidate_run,
     inputs_of,
+    used_up_input_error,
 )
 from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.collection import (
@@ -859,7 +860,11 @@ def _fail_what_tuning_would(
     """What tuning would call or ask first, asked in a plain run too, so that a bad `work=`,
     `key=`, group priority or `device=` fails the plain run every CI job makes, not only
     --autotune. The candidates `groups=` never tries for the group's key, which decline it
-    as in tuning: this test's own is skipped."""
+    as in tuning: this test's own is skipped. An argument that one call uses up (a
+    generator), which tuning refuses (`Tuner`), naming it in each test."""
+    used_up = used_up_input_error(spec.function.nodeid, named.arguments)
+    if used_up is not None:
+        pytest.fail(used_up, pytrace=False)
     _evaluated_options(options, named, spec.function.nodeid)
     unprovided = unprovided_device(item.config, options.get("device"))
     if unprovided is not None:

@@ -695,17 +695,22 @@ def _key_of(name: str, tunables: TunableSet, inputs: TuneInputs) -> Any:
         raise
 
 
+def used_up_by_a_call(value: object) -> bool:
+    """Whether one call may use `value` up: an iterator (a generator, `iter(...)`, a `map`),
+    which no copy of the inputs can copy. A file or stream is not (a call may rewind it,
+    `seek(0)`), nor a `MagicMock`, which has `__iter__` and `__next__` but is a fake (a
+    logger, a client) that no call uses up: refused, the group of a test given one failed."""
+    return isinstance(value, Iterator) and not isinstance(value, (io.IOBase, *mock_types()))
+
+
 def _refuse_iterators(name: str, inputs: TuneInputs) -> None:
     """Refuse an input that one call uses up (a generator, `iter(...)`, a `map`): the
     default input generator cannot copy it, so the first candidate tuned emptied it for
     the others and for the call whose result is returned, a wrong answer with no word.
     Refused before anything runs on it; a key already decided calls the winner once, so
-    an iterator is fine there. A file or stream is let through: a candidate may rewind it
-    (`seek(0)`), as one reading it in each test does."""
+    an iterator is fine there."""
     for index, value in enumerate(inputs):
-        # A `MagicMock` has `__iter__` and `__next__`, but it is a fake (a logger, a
-        # client) that no call uses up: refused, the group of a test given one failed.
-        if isinstance(value, Iterator) and not isinstance(value, (io.IOBase, *mock_types())):
+        if used_up_by_a_call(value):
             raise TypeError(
                 f"{name}: input {index} is an iterator ({type(value).__name__}), which tuning"
                 " would use up: every candidate is called on it, and the first would leave"

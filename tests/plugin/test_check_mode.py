@@ -1269,3 +1269,66 @@ def test_a_reference_that_returns_an_iterator_checks_no_candidate_in_either_mode
                 " an iterator that yields its values once and cannot be compared*"
             ]
         )
+
+
+def test_a_fixture_giving_a_generator_fails_a_plain_run_by_name(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Each candidate's test called its own candidate on the generator, then the reference
+    # on what was left of it: the first test passed, and the second "differed from the
+    # reference" (expected 0, got 45), where tuning refuses the generator by name.
+    autotune_pytester.makepyfile(
+        test_gen="""
+        import pytest
+
+        def by_sum(items):
+            return sum(items)
+
+        def by_list(items):
+            return sum(list(items))
+
+        @pytest.fixture
+        def items():
+            return (i for i in range(10))
+
+        @pytest.mark.autotune(candidates={"by_sum": by_sum, "by_list": by_list})
+        def test_gen(candidate, items):
+            return candidate(items)
+        """
+    )
+    result = run(autotune_pytester, "-p", "no:randomly")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["test_gen.py::test_gen: the argument 'items' is an iterator (generator), which one*"]
+    )
+    assert "differs" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "autotune"])
+def test_a_generator_given_to_the_autotune_fixture_fails_by_name_in_either_mode(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # A plain run checked the set on one generator: the reference emptied it for the other
+    # candidate, which "differed"; tuning raised the tuner's TypeError with its traceback.
+    autotune_pytester.makepyfile(
+        test_gen="""
+        from pytest_autotune import TunableSet
+
+        def by_sum(items):
+            return sum(items)
+
+        def by_list(items):
+            return sum(list(items))
+
+        def test_gen(autotune):
+            tunables = TunableSet.of(lambda items: "k", {"sum": by_sum, "list": by_list})
+            autotune(tunables, (i for i in range(10)))
+        """
+    )
+    result = run(autotune_pytester, *mode)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["test_gen.py::test_gen: input 0 is an iterator (generator), which one call uses up*"]
+    )
+    assert "differs" not in result.stdout.str()
+    assert "tuner.py" not in result.stdout.str()
