@@ -331,6 +331,7 @@ class CandidateRun:
             request = own.get("request")
             if isinstance(request, BodyRequest):
                 request.arguments = arguments
+                request.candidate = candidate
             else:
                 request = None
             if self.benchmark is not None:

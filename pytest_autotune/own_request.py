@@ -82,6 +82,11 @@ class BodyRequest:
         self._request = request
         self._copies: dict[str, Any] = {}
         self.arguments: dict[str, Any] = {}
+        self.candidate: Callable[..., Any] | None = None
+        """The call's candidate, which the body is given beside `arguments`: the running
+        test's own, from pytest, is another candidate's wherever this one's body runs in
+        another's test (a reference's check, tuning), and a body reading its candidate as
+        `request.getfixturevalue("candidate")` checked the running one against itself."""
         self.finalizers: list[Callable[[], object]] = []
 
     def addfinalizer(self, finalizer: Callable[[], object]) -> None:
@@ -90,6 +95,8 @@ class BodyRequest:
     def getfixturevalue(self, argname: str) -> Any:
         """The call's argument of that name (its copy of the input, its `candidate`), else
         the fixture as this candidate's calls share it."""
+        if argname == "candidate" and self.candidate is not None:
+            return self.candidate
         if argname in self.arguments and argname != "request":
             return self.arguments[argname]
         if argname in self._copies:

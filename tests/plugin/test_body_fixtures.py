@@ -220,6 +220,29 @@ def test_fixture_value(candidate, x, request):
 
 
 @pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_getfixturevalue_of_candidate_in_the_body_gives_the_candidate_it_runs(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # It gave the running test's candidate: a plain run's check called the wrong one for
+    # the reference too and passed it, and tuning timed the first test's candidate for all.
+    autotune_pytester.makepyfile(
+        test_asked=CANDIDATES
+        + """
+def wrong(n):
+    spin(1e-4)
+    return n + 1
+
+@pytest.mark.autotune(candidates={"b": b, "wrong": wrong})
+def test_asked(candidate, request):
+    return request.getfixturevalue("candidate")(3)
+"""
+    )
+    result = run(autotune_pytester, "-p", "no:randomly", *mode)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_asked.py::test_asked[[]wrong[]]*"])
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
 def test_a_method_body_keeps_state_on_self_for_its_own_candidate_alone(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
