@@ -17,6 +17,8 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+
 from pytest_autotune.tune.benchmark import (
     NS_PER_S,
     STATISTICS,
@@ -840,19 +842,35 @@ class _Samples:
     a plain run of one candidate never holds them (ten candidates over a 2 GiB input held
     20 GiB), and a candidate that fits beside its own inputs failed for the others' copies.
     A dropped copy is made again, from the caller's inputs, at its candidate's next sample.
+
+    Meeting its own output again, an in-place candidate whose values grow (`x *= 2`,
+    `np.exp(x, out=x)`) overflows after some calls, which no call of its caller does: where
+    NumPy's floating-point error of that raises (a `RuntimeWarning` under warnings as
+    errors, a program's `filterwarnings = error`, or `np.seterr(all="raise")`) and one call
+    on a fresh copy does not, its samples are timed with those errors ignored. It failed
+    there, and where every candidate was such, the call of a program's `LocalTuner` raised
+    `AutotuneError` though the winner's one call on its inputs was fine.
     """
 
     def __init__(self, tunables: TunableSet, key: Any, inputs: TuneInputs, client: Client):
         self._tunables, self._key, self._inputs, self._client = tunables, key, inputs, client
         self._copies: dict[int, TuneInputs] = {}
+        self._quiet: set[int] = set()
+        """The candidates whose repeated calls raised a floating-point error (above)."""
 
     def __call__(self, index: int) -> float:
+        if index in self._quiet:
+            return self._timed_quietly(index)
         try:
             return self._timed(index)
         except BaseException as error:
-            if not self._drop_others(index, error):
+            if self._drop_others(index, error):
+                retry = self._timed
+            elif self._raised_of_repeats(index, error):
+                retry = self._timed_quietly
+            else:
                 raise
-        return self._timed(index)
+        return retry(index)
 
     def clear(self) -> None:
         self._copies.clear()
@@ -863,6 +881,26 @@ class _Samples:
             with call_scope(fn):
                 return self._client.time(fn, self._copy(index))
         return self._client.time(fn, self._copy(index))
+
+    def _timed_quietly(self, index: int) -> float:
+        with np.errstate(all="ignore"):
+            return self._timed(index)
+
+    def _raised_of_repeats(self, index: int, error: BaseException) -> bool:
+        """Whether `error`, a floating-point error of candidate `index`'s samples, is its
+        output met again (above): one call on a fresh copy of the inputs, in the
+        candidate's scope, raises nothing. The candidate is then sampled quietly."""
+        if not isinstance(error, (FloatingPointError, RuntimeWarning)):
+            return False
+        fn = self._tunables.fns[index]
+        try:
+            fresh = self._new_copy()
+            with call_scope(fn):
+                fn(*fresh)
+        except Exception:
+            return False
+        self._quiet.add(index)
+        return True
 
     def _copy(self, index: int) -> TuneInputs:
         if index not in self._copies:

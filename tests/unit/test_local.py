@@ -20,7 +20,12 @@ import pytest
 
 from pytest_autotune.tune.cache import PersistentCache, cache_path
 from pytest_autotune.tune.config import AutotuneConfig
-from pytest_autotune.tune.errors import AutotuneSkip, CacheFileWarning, ConfigWarning
+from pytest_autotune.tune.errors import (
+    AutotuneError,
+    AutotuneSkip,
+    CacheFileWarning,
+    ConfigWarning,
+)
 from pytest_autotune.tune.key import AutotuneKey
 from pytest_autotune.tune.local import LocalTuner, local_tuner
 from pytest_autotune.tune.tunable import Tunable
@@ -1267,3 +1272,71 @@ def test_a_records_file_lost_mid_run_under_warnings_as_errors_still_saves_the_wi
             local.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1, 2],))
     saved = PersistentCache(cache_path(tmp_path / "cache", client.device_id, "t"), journal=True)
     assert sorted(k.key for k in saved.load()) == ["1", "2"]
+
+
+# -- in-place candidates --------------------------------------------------------------------
+
+
+def scale_in_place(client: FakeClient, seconds: float):
+    """An in-place candidate whose values grow with each call on the same array: its second
+    call overflows float64, where one call on its caller's inputs never does."""
+    import numpy as np
+
+    def scale(x):
+        client.clock.advance(seconds)
+        np.multiply(x, 1e200, out=x)
+
+    return scale
+
+
+@pytest.mark.parametrize("errors", ["warnings as errors", "np.seterr raise"])
+def test_an_in_place_candidate_overflowing_only_when_timed_again_is_tuned_not_failed(errors):
+    # A library's in-place op in a program whose warnings are errors (a test suite's
+    # `filterwarnings = error`): the timed calls meet their own output, overflow, and
+    # every candidate failed, the program's call raising AutotuneError for an overflow
+    # its one call on its own array never has.
+    import numpy as np
+
+    client = FakeClient()
+    tuner = LocalTuner("scale", AutotuneConfig(disable_cache=True))
+    candidates = {"slow": scale_in_place(client, 2e-3), "fast": scale_in_place(client, 1e-3)}
+    tunables = tuner.init(lambda: TunableSet.of(len, candidates))
+    x = np.ones(4)
+    with warnings.catch_warnings(), np.errstate(all="warn"):
+        warnings.simplefilter("error")
+        if errors == "np.seterr raise":
+            warnings.simplefilter("default")
+            np.seterr(all="raise")  # inside the errstate block: put back when it ends
+        tuner.execute(client.device_id, client, tunables, (x,))
+    assert list(x) == [1e200] * 4  # the winner's one call on the caller's array
+    decision = tuner.tuner(client.device_id, client).decision(4)
+    assert decision is not None and decision.fastest_name == "fast"
+    assert not any(isinstance(r, AutotuneError) for r in decision.results.values())
+
+
+def test_a_candidate_whose_one_call_raises_a_floating_point_error_still_fails():
+    # Only errors of calls meeting their own output are let by: a candidate whose call on
+    # the caller's inputs overflows fails as before, and the one that does not wins.
+    import numpy as np
+
+    client = FakeClient()
+
+    def overflowing(x):
+        client.clock.advance(1e-3)
+        return x * 1e308 * 10
+
+    def clipped(x):
+        client.clock.advance(2e-3)
+        return np.minimum(x, 1.0) * 1e308
+
+    tuner = LocalTuner("overflow", AutotuneConfig(disable_cache=True))
+    tunables = tuner.init(
+        lambda: TunableSet.of(len, {"overflowing": overflowing, "clipped": clipped})
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = tuner.execute(client.device_id, client, tunables, (np.ones(3),))
+    assert list(out) == [1e308] * 3
+    decision = tuner.tuner(client.device_id, client).decision(3)
+    assert decision is not None and decision.fastest_name == "clipped"
+    assert "overflow" in str(decision.results[0])
