@@ -144,7 +144,10 @@ def _shipped_root(package: str) -> Traversable | None:
             stacklevel=caller_level(),
         )
         return None
-    except TypeError:  # a module that is no package ships no folder
+    except (TypeError, AttributeError):
+        # A module that is no package ships no folder, nor does one of no spec, which
+        # importlib.resources fails on with an AttributeError: the module a script run by
+        # `runpy.run_path` is while it runs (`<run_path>`), one made with `types.ModuleType`.
         return None
     return root if root.is_dir() else None
 

@@ -407,6 +407,31 @@ def test_a_tuner_of_a_package_that_ships_nothing_tunes_into_the_user_cache(user_
     assert (user_cache / "cpu-lib-2t" / "lib.ops.json").is_file()
 
 
+def test_a_tuner_of_a_script_run_by_runpy_run_path_tunes_into_the_user_cache(
+    user_cache, tmp_path
+) -> None:
+    # While `runpy.run_path` runs a script, its module is `sys.modules["<run_path>"]`, of
+    # no spec: the tuner's first call failed in importlib.resources with an AttributeError.
+    import runpy
+
+    script = tmp_path / "script.py"
+    script.write_text(
+        "from pytest_autotune import local_tuner\n"
+        "from pytest_autotune.tune.tunable_set import TunableSet\n"
+        "from tests.fakes import candidate\n"
+        "TUNER = local_tuner()\n"
+        "tunables = TunableSet.of(len, {n: candidate(client.clock, t, n, result=n)"
+        " for n, t in (('a', 1e-3), ('b', 3e-3))})\n"
+        "out = TUNER.execute(client.device_id, client, tunables, ([1],))\n"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ran = runpy.run_path(str(script), {"client": Device("cpu-lib-2t")})
+    assert ran["out"] == "a"
+    assert ran["TUNER"].name == "<run_path>"
+    assert cache_path(user_cache, "cpu-lib-2t", "<run_path>").is_file()
+
+
 def test_a_package_that_cannot_be_imported_is_named_and_the_key_is_tuned(user_cache) -> None:
     # `package="mylib"` misspelt served no shipped winner, and said nothing.
     client = Device("cpu-lib-2t")
