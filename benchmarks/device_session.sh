@@ -18,6 +18,7 @@
 #   bash benchmarks/device_session.sh rounds  # after rounds of placements: suite, placement, examples, gate on both GPUs
 #   bash benchmarks/device_session.sh sixth   # the final tree on one GPU: suite, examples, costs, short calls (every sample), then the gate
 #   bash benchmarks/device_session.sh final31 # the last tree: suite, examples, costs, short calls, dispatch
+#   bash benchmarks/device_session.sh suite34 # new GPU tests: the suite with its slowest, the examples plain and -n 2 under -W error
 #   bash benchmarks/device_session.sh seventh # after the caller timing change: suite, short calls, costs, examples, gate
 #   bash benchmarks/device_session.sh first   # where a first tuning's time goes (fresh processes), then the gate
 #   bash benchmarks/device_session.sh eighth  # the final tree: suite, short calls (truth through the tunings), examples, costs, gate
@@ -664,6 +665,11 @@ final24)
   step 80 python3 benchmarks/gpu_family_costs.py --runs 3
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-1"
   step 60 python3 benchmarks/gpu_short_calls.py "$OUT/short-2"
+  ;;
+suite34)
+  step 200 $P tests/gpu tests/unit/test_cuda_client.py -q -rs --durations=15
+  step 40 $P example_kernels -q -W error
+  step 60 $P example_kernels -n 2 --autotune -rfx -W error
   ;;
 final28 | final31)
   # The session's last tree: the suite and the examples in every mode, every family's cost,

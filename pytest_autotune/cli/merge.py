@@ -12,12 +12,14 @@ both kept, and only an entry both branches changed asks for a choice.
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_autotune.cli.errors import CliError
 from pytest_autotune.tune.cache_format import Malformed, entry_from_json, parse_contents
+from pytest_autotune.tune.cache_names import PEAKS_FILE
 from pytest_autotune.tune.files import JsonFileError, decode_strict, dumps, write_atomically
 
 EXIT_CONFLICT = 1
@@ -49,6 +51,8 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     name = args.name or args.ours
+    if Path(name).name == PEAKS_FILE:
+        return _line_merge(args, name)
     base = _read(Path(args.base), name, "the common ancestor's", missing_ok=True)
     ours = _read(Path(args.ours), name, "this branch's", missing_ok=False)
     theirs = _read(Path(args.theirs), name, "the other branch's", missing_ok=False)
@@ -65,6 +69,25 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         )
         return EXIT_CONFLICT
     return 0
+
+
+def _line_merge(args: argparse.Namespace, name: str) -> int:
+    """git's own line merge, for a device's peaks file: `.autotune/**/*.json` names it too
+    where a program's `LocalTuner` keeps one among its cache files, and it has no entries
+    to merge by. Conflicts are left marked in OURS, exit status 1, as git would."""
+    sides = [args.ours, args.base, args.theirs]  # git merge-file's order: into the first
+    try:
+        done = subprocess.run(
+            ["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs", *sides],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as error:
+        raise CliError(f"{name}: git merge-file cannot run: {error}") from None
+    if done.returncode < 0 or done.stderr.strip():
+        raise CliError(f"{name}: git merge-file failed: {done.stderr.strip()}")
+    return EXIT_CONFLICT if done.returncode else 0
 
 
 def _read(path: Path, name: str, whose: str, *, missing_ok: bool) -> dict[str, Any]:

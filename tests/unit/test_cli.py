@@ -1881,3 +1881,29 @@ def test_merge_keeps_the_new_baseline_over_a_session_added_and_names_an_entry_bo
     assert code == 1
     assert 'f.json: both branches changed the entry of key "n1024"' in err
     assert json.loads(ours.read_text())["entries"][0]["results"][1]["samples_ns"][0] == 9000
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_merge_of_a_peaks_file_among_the_cache_files_is_gits_line_merge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README's `.autotune/**/*.json` names a device's peaks.json too (a program's
+    LocalTuner keeps one among its cache files): it has no entries, and the driver read it
+    as a malformed cache file; it is merged line by line, as git would without the driver."""
+    device = tmp_path / GPU
+    device.mkdir()
+    lines = [f'  "{name}": {value},' for name, value in (("a", 1), ("b", 2), ("c", 3))]
+    base, ours, theirs = (device / f"{side}.json" for side in ("base", "ours", "theirs"))
+    base.write_text("{\n" + "\n".join(lines) + "\n}\n")
+    ours.write_text("{\n" + "\n".join([lines[0].replace("1", "10"), *lines[1:]]) + "\n}\n")
+    theirs.write_text("{\n" + "\n".join([*lines[:2], lines[2].replace("3", "30")]) + "\n}\n")
+    name = f".autotune/{GPU}/peaks.json"
+
+    code, _, err = run(capsys, "merge", str(base), str(ours), str(theirs), "--name", name)
+
+    assert (code, err) == (0, "")
+    assert ours.read_text() == '{\n  "a": 10,\n  "b": 2,\n  "c": 30,\n}\n'
+    theirs.write_text("{\n" + "\n".join([lines[0].replace("1", "11"), *lines[1:]]) + "\n}\n")
+    code, _, _ = run(capsys, "merge", str(base), str(ours), str(theirs), "--name", name)
+    assert code == 1
+    assert "<<<<<<< ours" in ours.read_text()
