@@ -71,9 +71,10 @@ def used_up_input_error(nodeid: str, arguments: Mapping[str, Any]) -> str | None
         if used_up_by_a_call(value):
             return (
                 f"{nodeid}: the argument {name!r} is an iterator ({type(value).__name__}),"
-                " which one call of the body uses up: a candidate's test calls the body with"
-                " it and again with the reference, which would find it empty; have the"
-                " fixture return a list or a tuple (list(...))"
+                " which one call uses up: a candidate's test calls the body with it and"
+                " again with the reference, and tuning calls every candidate on it, each"
+                " after the first finding it empty; have the fixture return a list or a"
+                " tuple (list(...))"
             )
     return None
 

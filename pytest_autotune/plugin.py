@@ -714,6 +714,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     run = candidate_run(
         pyfuncitem, spec, arguments, real_fixtures(given), limit, session.settings.tune
     )
+    _fail_if_used_up(spec, named)
     try:
         with limit.armed(), session.level_scope(options):
             if session.settings.tune:
@@ -854,17 +855,23 @@ class Named:
         return sorted({*self.arguments, *self.closure} - {"candidate"})
 
 
+def _fail_if_used_up(spec: ItemSpec, named: Named) -> None:
+    """Fail the test in one line where an argument is one that a call uses up (a
+    generator), in either mode: a plain run's reference found it emptied by the candidate
+    ("differs from the reference"), and the tuner's refusal showed its TypeError with a
+    traceback through this plugin in the group's first test."""
+    used_up = used_up_input_error(spec.function.nodeid, named.arguments)
+    if used_up is not None:
+        pytest.fail(used_up, pytrace=False)
+
+
 def _fail_what_tuning_would(
     item: pytest.Function, spec: ItemSpec, options: Mapping[str, Any], named: Named
 ) -> frozenset[str]:
     """What tuning would call or ask first, asked in a plain run too, so that a bad `work=`,
     `key=`, group priority or `device=` fails the plain run every CI job makes, not only
     --autotune. The candidates `groups=` never tries for the group's key, which decline it
-    as in tuning: this test's own is skipped. An argument that one call uses up (a
-    generator), which tuning refuses (`Tuner`), naming it in each test."""
-    used_up = used_up_input_error(spec.function.nodeid, named.arguments)
-    if used_up is not None:
-        pytest.fail(used_up, pytrace=False)
+    as in tuning: this test's own is skipped."""
     _evaluated_options(options, named, spec.function.nodeid)
     unprovided = unprovided_device(item.config, options.get("device"))
     if unprovided is not None:
@@ -920,10 +927,17 @@ def _note_numbered_candidates(session: AutotuneSession, spec: ItemSpec) -> None:
     ]
     if not numbered:
         return
+    them = (
+        f"candidates {', '.join(numbered)} are named by their place in the list (they have"
+        " no __name__): reordering the list, or inserting a candidate before them, would give"
+        " their baselines to other functions"
+        if len(numbered) > 1
+        else f"candidate {numbered[0]} is named by its place in the list (it has no"
+        " __name__): reordering the list, or inserting a candidate before it, would give its"
+        " baseline to another function"
+    )
     line = (
-        f"warning: {spec.function.nodeid}: candidates {', '.join(numbered)} are named by"
-        " their place in the list (they have no __name__): reordering the list, or"
-        " inserting a candidate before them, would give their baselines to other functions;"
+        f"warning: {spec.function.nodeid}: {them};"
         " name them with autotune(candidates={name: function, ...}) or parametrize ids="
     )
     if line not in session.output.notes:

@@ -623,11 +623,11 @@ def test_the_html_report_and_step_summary_carry_the_terminals_notes(
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     result = run(autotune_pytester, "--autotune", "--autotune-html=r.html")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["warning: *candidates candidate0 are named by their place*"])
+    result.stdout.fnmatch_lines(["warning: *candidate candidate0 is named by its place*"])
     page = (autotune_pytester.path / "r.html").read_text()
-    assert "candidates candidate0 are named by their place in the list" in page
+    assert "candidate candidate0 is named by its place in the list" in page
     assert "report: r.html" not in page  # the page does not name itself
-    assert "candidate0 are named by their place" in summary.read_text()
+    assert "candidate0 is named by its place" in summary.read_text()
 
 
 def test_a_candidate_that_raised_is_said_to_have_raised_not_failed_its_check(
