@@ -15,8 +15,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pytest_autotune.tune.key import AutotuneLevel
 from pytest_autotune.tune.log import AutotuneLogLevel
 from pytest_autotune.tune.parse import ConfigError, RecordSink, ShippedMatch
@@ -202,33 +200,6 @@ def config_from(chosen: Chosen) -> AutotuneConfig:
     return AutotuneConfig(bench=bench, **{k: v for k, v in values.items() if owner[k] == "engine"})
 
 
-class _UniqueKeys(yaml.SafeLoader):
-    """`yaml.safe_load`'s loader, refusing a key given twice in one mapping: PyYAML keeps
-    the last one silently, so a setting written twice (a line added below the old one) took
-    the value further down without a word."""
-
-
-def _unique_mapping(loader: _UniqueKeys, node: yaml.MappingNode) -> dict[Any, Any]:
-    lines: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node)
-        try:
-            first = lines.setdefault(key, key_node.start_mark.line + 1)
-        except TypeError:  # an unhashable key: construct_mapping says so
-            continue
-        if first != key_node.start_mark.line + 1:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"{key!r} is given twice (lines {first} and {key_node.start_mark.line + 1})",
-                key_node.start_mark,
-            )
-    return loader.construct_mapping(node)
-
-
-_UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
-
-
 def load_yaml(path: str | os.PathLike[str], where: str | None = None) -> dict[str, object]:
     """The settings of a YAML file (a `yaml.SafeLoader`: reading a config runs no code).
 
@@ -242,24 +213,13 @@ def load_yaml(path: str | os.PathLike[str], where: str | None = None) -> dict[st
         raise ConfigError(f"{where}: no such config file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{where}: cannot read: {exc}") from None
+    # PyYAML is imported when a file is read: a program's LocalTuner reads none unless
+    # told, and its import cost 10 ms of the package's.
+    from pytest_autotune.tune.yaml_text import YamlTextError, parse_yaml
+
     try:
-        data = yaml.load(text, Loader=_UniqueKeys)  # a SafeLoader: reading runs no code
-    except yaml.MarkedYAMLError as exc:
-        # PyYAML's own text runs over several lines and places the error in "<unicode
-        # string>": one line, placed in the file, as every other config error is.
-        mark = exc.problem_mark or exc.context_mark
-        at = "" if mark is None else f"line {mark.line + 1}, column {mark.column + 1}: "
-        context = f" ({exc.context})" if exc.context and exc.problem else ""
-        raise ConfigError(
-            f"{where}: invalid YAML: {at}{exc.problem or exc.context}{context}"
-        ) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{where}: invalid YAML: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{where}: invalid YAML: nested too deeply to read") from None
-    except ValueError as exc:
-        # A value PyYAML parsed but Python cannot build: an integer of more than 4300
-        # digits, a date of month 13. PyYAML lets these through as they are.
+        data = parse_yaml(text)
+    except YamlTextError as exc:
         raise ConfigError(f"{where}: invalid YAML: {exc}") from None
     if data is None:
         return {}

@@ -184,3 +184,16 @@ def test_the_readmes_layout_names_every_module_of_the_package() -> None:
     modules = {path.stem for path in PACKAGE.rglob("*.py") if path.stem != "__init__"}
 
     assert sorted(modules - named) == []
+
+
+def test_a_program_importing_the_runtime_loads_no_pytest_jinja2_nor_yaml() -> None:
+    """A library built on `LocalTuner` is imported by programs that never run a test: the
+    plugin's and the report's dependencies stay out of its import, and PyYAML, read only
+    for a settings file, with them (10 ms of the package's import before)."""
+    code = (
+        "import sys, pytest_autotune\n"
+        "from pytest_autotune import LocalTuner, TunableSet\n"
+        "print(sorted(m for m in ('pytest', 'jinja2', 'yaml') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
