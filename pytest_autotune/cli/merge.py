@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_autotune.cli.errors import CliError
+from pytest_autotune.gate.baseline import Baseline, BaselineError
 from pytest_autotune.tune.cache_format import Malformed, entry_from_json, parse_contents
 from pytest_autotune.tune.cache_names import PEAKS_FILE
 from pytest_autotune.tune.files import JsonFileError, decode_strict, dumps, write_atomically
@@ -35,7 +36,7 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "merge",
         help="merge two branches' versions of a cache file, entry by entry (a git merge driver)",
         description="Merge THEIRS into OURS against their common ancestor BASE, entry by"
-        " entry (key and candidate list), writing OURS: what git's merge driver %%O %%A %%B"
+        " entry (key and candidate list), writing OURS: what git's merge driver %O %A %B"
         " gives. Entries only one branch changed or added are that branch's; where both"
         " only added a session to one baseline, this branch's is kept; the device block is"
         " this branch's where both changed it (its peaks move with every update). Exit"
@@ -61,10 +62,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     for line in conflicts:
         print(f"{name}: {line}", file=sys.stderr)
     if conflicts:
+        # MERGE_HEAD is a merge's alone: a rebase, a cherry-pick and `git stash pop` leave
+        # the other side in the index's stage 3, as a merge does.
         print(
-            f"{name}: the file holds this branch's entry for each; run --autotune-update of"
-            " its test to measure it again, or take the other branch's entry from"
-            " `git show MERGE_HEAD:<file>`, then `git add` the file",
+            f"{name}: the file holds this branch's entry for each (git's \"ours\", which in a"
+            " rebase is the branch rebased onto); run --autotune-update of its test to"
+            " measure it again, or take the other side's entry from"
+            f" `git show :3:{args.name or '<file>'}`, then `git add` the file",
             file=sys.stderr,
         )
         return EXIT_CONFLICT
@@ -116,6 +120,10 @@ def merge_documents(
     conflicts: list[str] = []
     for field in sorted((base.keys() | ours.keys() | theirs.keys()) - {"entries"}):
         value = _three_way(base.get(field), ours.get(field), theirs.get(field))
+        if field == "schema_version" and value is _BOTH:
+            # The merged entries may hold the newer side's fields: its version reads them,
+            # and reads the older side's entries too.
+            value = max(ours[field], theirs[field])  # parse_contents made both integers
         if value is _BOTH:
             value = ours.get(field)
             if field != "device":
@@ -162,10 +170,11 @@ def _entries(document: dict[str, Any]) -> dict[Identity, Any]:
 
 
 def _unless_joined(base: Any, ours: Any, theirs: Any) -> Any:
-    """Where both sides changed an entry: the side that did more than add a session to it
+    """Where both sides changed an entry: the side that did more than add sessions to it
     (replaced it with a new baseline or another candidate list's entry, or pruned it),
-    ours where both only added one; `_BOTH` where both did more."""
-    ours_joined, theirs_joined = _joined(ours, base), _joined(theirs, base)
+    ours where both only added sessions; `_BOTH` where both did more."""
+    before = _sessions_of(base)
+    ours_joined, theirs_joined = _joined(ours, before), _joined(theirs, before)
     if ours_joined and not theirs_joined:
         return theirs
     if theirs_joined:
@@ -173,15 +182,29 @@ def _unless_joined(base: Any, ours: Any, theirs: Any) -> Any:
     return _BOTH
 
 
-def _joined(entry: Any, base: Any) -> bool:
-    """Whether an update only added a session to the ancestor's baseline: the same winner,
-    its earlier sessions the ancestor's last ones (an update keeps the newest 8)."""
-    if not isinstance(entry, dict) or not isinstance(base, dict):
+def _sessions_of(entry: Any) -> list[int] | None:
+    """The medians (ns) of every session an entry's baseline holds, as an update that joins
+    it keeps them: its earlier sessions, then its stored samples'. None where the entry
+    cannot serve as a baseline."""
+    if not isinstance(entry, dict):
+        return None
+    try:
+        key, value = entry_from_json(entry)
+        baseline = Baseline.from_cache_entry(
+            value, key.checksum, device={"id": "merge"}, metadata={}
+        )
+    except (Malformed, BaselineError):
+        return None
+    return [session.to_json()["median_ns"] for session in baseline.sessions()]
+
+
+def _joined(entry: Any, before: list[int] | None) -> bool:
+    """Whether an update only added sessions to the ancestor's baseline, whose sessions are
+    `before`: the entry's earlier sessions begin with the ancestor's (the newest of them,
+    as an update keeps the newest 8), the ancestor's own stored samples' among them. A new
+    baseline keeps none. Medians alone: an update may drop the sessions' reads."""
+    if not isinstance(entry, dict) or not before:
         return False
-    if entry.get("fastest_name") != base.get("fastest_name"):
-        return False
-    earlier = (entry.get("sessions") or [])[:-1]
-    before = base.get("sessions") or []
-    if not before:  # an ancestor of one session stores none: the side's first is its
-        return len(earlier) == 1
-    return bool(earlier) and before[len(before) - len(earlier) :] == earlier
+    sessions = entry.get("sessions") or []
+    held = [s.get("median_ns") if isinstance(s, dict) else None for s in sessions]
+    return any(held[: len(before) - start] == before[start:] for start in range(len(before)))

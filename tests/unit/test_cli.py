@@ -1907,3 +1907,95 @@ def test_merge_of_a_peaks_file_among_the_cache_files_is_gits_line_merge(
     code, _, _ = run(capsys, "merge", str(base), str(ours), str(theirs), "--name", name)
     assert code == 1
     assert "<<<<<<< ours" in ours.read_text()
+
+
+def test_merge_of_two_branches_that_each_joined_a_baseline_of_one_session_is_no_conflict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A baseline recorded once stores no sessions; an update that joins it keeps that one
+    # session, the ancestor's median, as the entry's only earlier session. Two branches
+    # that each ran `--autotune-update` once after the first recording conflicted on every
+    # entry ("other than by adding a session"), as if each had started a new baseline.
+    base = write_cache(tmp_path / "base.json", sum_entries(1024))  # median 2.56 us
+    ours = write_cache(tmp_path / "ours.json", sum_entries(1040), copy_peak=4.1e12)
+    theirs = write_cache(tmp_path / "theirs.json", sum_entries(1010), copy_peak=4.3e12)
+    for side in (ours, theirs):
+        data = json.loads(side.read_text())
+        data["entries"][0]["key"] = "n1024"
+        data["entries"][0]["sessions"] = [{"median_ns": 2560, "read_ns": None}]
+        side.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    expected = json.loads(ours.read_text())["entries"]
+
+    code, _, err = run(capsys, "merge", str(base), str(ours), str(theirs), "--name", "f.json")
+
+    assert (code, err) == (0, "")
+    assert json.loads(ours.read_text())["entries"] == expected
+
+
+def test_merge_of_a_file_both_branches_added_in_two_schema_versions_takes_the_newer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A version 1 file (an older pytest-autotune) met a version 2 file that the other branch
+    # added: the merge kept this branch's version 1, with entries of version 2's fields,
+    # and called it a conflict on the field 'schema_version'.
+    base = tmp_path / "base.json"
+    base.write_text("")
+    ours = write_cache(tmp_path / "ours.json", sum_entries(1024))
+    data = json.loads(ours.read_text())
+    data["schema_version"] = 1
+    ours.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    theirs = write_cache(tmp_path / "theirs.json", sum_entries(2048))
+    with_sessions(theirs, [5120])
+
+    code, _, err = run(capsys, "merge", str(base), str(ours), str(theirs), "--name", "f.json")
+
+    assert (code, err) == (0, "")
+    merged = json.loads(ours.read_text())
+    assert merged["schema_version"] == 2
+    assert [e["key"] for e in merged["entries"]] == ["n1024", "n2048"]
+
+
+def test_merge_help_names_gits_placeholders_as_git_takes_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["merge", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "git's merge driver %O %A %B gives" in help_text
+    assert "%%" not in help_text
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_rebase_that_meets_an_entry_both_branches_changed_is_told_a_command_that_works(
+    tmp_path: Path,
+) -> None:
+    # The advice named `git show MERGE_HEAD:<file>`, which a rebase, a cherry-pick or
+    # `git stash pop` has no MERGE_HEAD for ("fatal: invalid object name").
+    repo = tmp_path / "repo"
+    name = f".autotune/{GPU}/test_sum.json"
+    cache = repo / name
+    cache.parent.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    root = Path(__file__).resolve().parents[2]
+    driver = f"PYTHONPATH={root} {sys.executable} -m pytest_autotune merge %O %A %B --name %P"
+    git(repo, "config", "merge.autotune.driver", driver)
+    (repo / ".gitattributes").write_text(".autotune/**/*.json merge=autotune\n")
+    write_cache(cache, sum_entries(1024))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "checkout", "-qb", "topic")
+    results = (outcome("block32", 0, 1), outcome("block256", 1, 9))
+    write_cache(cache, {"n1024": ("block32", results)})
+    git(repo, "commit", "-qam", "topic: a new baseline")
+    theirs = cache.read_text()
+    git(repo, "checkout", "-q", "main")
+    results = (outcome("block32", 0, 2), outcome("block256", 1, 9))
+    write_cache(cache, {"n1024": ("block32", results)})
+    git(repo, "commit", "-qam", "main: another")
+    git(repo, "checkout", "-q", "topic")
+
+    output = git(repo, "rebase", "main")
+
+    assert 'both branches changed the entry of key "n1024"' in output
+    assert f"`git show :3:{name}`" in output
+    assert git(repo, "show", f":3:{name}") == theirs
