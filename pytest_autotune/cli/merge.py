@@ -54,9 +54,19 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     name = args.name or args.ours
     if Path(name).name == PEAKS_FILE:
         return _line_merge(args, name)
-    base = _read(Path(args.base), name, "the common ancestor's", missing_ok=True)
-    ours = _read(Path(args.ours), name, "this branch's", missing_ok=False)
-    theirs = _read(Path(args.theirs), name, "the other branch's", missing_ok=False)
+    try:
+        base = _read(Path(args.base), name, "the common ancestor's", missing_ok=True)
+        ours = _read(Path(args.ours), name, "this branch's", missing_ok=False)
+        theirs = _read(Path(args.theirs), name, "the other branch's", missing_ok=False)
+    except CliError as error:
+        # git then leaves the file unmerged as this branch's version, which reads: added
+        # as it is, it drops every change of the other branch without a word.
+        again = f"git checkout -m -- {args.name}" if args.name else "git checkout -m -- <file>"
+        raise CliError(
+            f"{error}; the file is left unmerged, as this branch's version alone: once each"
+            f" version reads (repaired, or pytest-autotune upgraded), `{again}` merges it"
+            " again"
+        ) from None
     document, conflicts = merge_documents(base, ours, theirs)
     write_atomically(Path(args.ours), dumps(document))
     for line in conflicts:

@@ -1999,3 +1999,41 @@ def test_a_rebase_that_meets_an_entry_both_branches_changed_is_told_a_command_th
     assert 'both branches changed the entry of key "n1024"' in output
     assert f"`git show :3:{name}`" in output
     assert git(repo, "show", f":3:{name}") == theirs
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_merge_that_meets_a_version_it_cannot_read_says_what_the_file_holds_and_how_to_redo(
+    tmp_path: Path,
+) -> None:
+    # The other branch's file was written by a newer pytest-autotune: the driver failed,
+    # git left this branch's version in place (it reads, no conflict markers), and the
+    # message said only that the other version did not read.
+    repo = tmp_path / "repo"
+    name = f".autotune/{GPU}/test_sum.json"
+    cache = repo / name
+    cache.parent.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    root = Path(__file__).resolve().parents[2]
+    driver = f"PYTHONPATH={root} {sys.executable} -m pytest_autotune merge %O %A %B --name %P"
+    git(repo, "config", "merge.autotune.driver", driver)
+    (repo / ".gitattributes").write_text(".autotune/**/*.json merge=autotune\n")
+    write_cache(cache, sum_entries(1024))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "checkout", "-qb", "other")
+    write_cache(cache, sum_entries(1024, 2048))
+    newer = json.loads(cache.read_text())
+    cache.write_text(json.dumps({**newer, "schema_version": 99}, indent=2) + "\n")
+    git(repo, "commit", "-qam", "a newer pytest-autotune")
+    git(repo, "checkout", "-q", "main")
+    write_cache(cache, sum_entries(1024, 4096))
+    git(repo, "commit", "-qam", "n4096")
+
+    output = git(repo, "merge", "other")
+
+    assert "CONFLICT" in output
+    assert "upgrade pytest-autotune" in output
+    assert "the file is left unmerged, as this branch's version alone" in output
+    assert f"`git checkout -m -- {name}` merges it again" in output
+    # The command runs the driver again on the three versions git holds in the index.
+    assert "upgrade pytest-autotune" in git(repo, "checkout", "-m", "--", name)
