@@ -67,9 +67,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             f" version reads (repaired, or pytest-autotune upgraded), `{again}` merges it"
             " again"
         ) from None
-    document, conflicts = merge_documents(base, ours, theirs)
+    document, conflicts, notes = merge_documents(base, ours, theirs)
     write_atomically(Path(args.ours), dumps(document))
-    for line in conflicts:
+    for line in [*notes, *conflicts]:
         print(f"{name}: {line}", file=sys.stderr)
     if conflicts:
         # MERGE_HEAD is a merge's alone: a rebase, a cherry-pick and `git stash pop` leave
@@ -124,10 +124,12 @@ def _read(path: Path, name: str, whose: str, *, missing_ok: bool) -> dict[str, A
 
 def merge_documents(
     base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any]
-) -> tuple[dict[str, Any], list[str]]:
-    """The merged document and a line for each entry both sides changed unlike each other."""
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The merged document, a line for each entry both sides changed unlike each other, and
+    a note for each entry both added (this branch's kept)."""
     document: dict[str, Any] = {}
     conflicts: list[str] = []
+    notes: list[str] = []
     for field in sorted((base.keys() | ours.keys() | theirs.keys()) - {"entries"}):
         value = _three_way(base.get(field), ours.get(field), theirs.get(field))
         if field == "schema_version" and value is _BOTH:
@@ -144,6 +146,16 @@ def merge_documents(
     entries = {}
     for identity in sorted(old.keys() | mine.keys() | other.keys()):
         entry = _three_way(old.get(identity), mine.get(identity), other.get(identity))
+        if entry is _BOTH and identity not in old:
+            # Both branches recorded a first baseline of one new key (a size both added):
+            # two sessions of equal standing, neither more right; a conflict stopped a
+            # rebase at every commit. The next update adds sessions to this branch's.
+            entry = mine[identity]
+            notes.append(
+                f"both branches recorded the new key {identity[0]}: kept this branch's"
+                f" baseline (winner {entry.get('fastest_name')!r}; the other's was"
+                f" {other[identity].get('fastest_name')!r})"
+            )
         if entry is _BOTH:
             entry = _unless_joined(old.get(identity), mine.get(identity), other.get(identity))
             if entry is _BOTH:
@@ -156,7 +168,7 @@ def merge_documents(
         if entry is not None:
             entries[identity] = entry
     document["entries"] = list(entries.values())
-    return document, conflicts
+    return document, conflicts, notes
 
 
 _BOTH: Any = object()

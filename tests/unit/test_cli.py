@@ -1955,6 +1955,30 @@ def test_merge_of_a_file_both_branches_added_in_two_schema_versions_takes_the_ne
     assert [e["key"] for e in merged["entries"]] == ["n1024", "n2048"]
 
 
+def test_merge_of_a_key_both_branches_recorded_first_keeps_this_branchs_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two branches that both added one size recorded two first baselines of one key, of
+    # equal standing: a conflict there stopped a rebase at every commit of the branch.
+    base = write_cache(tmp_path / "base.json", sum_entries(1024))
+    ours = write_cache(tmp_path / "ours.json", sum_entries(1024, 4096))
+    other = {
+        **sum_entries(1024),
+        "n4096": ("block32", (outcome("block32", 0, 30), outcome("block256", 1, 50))),
+    }
+    theirs = write_cache(tmp_path / "theirs.json", other)
+
+    code, _, err = run(capsys, "merge", str(base), str(ours), str(theirs), "--name", "f.json")
+
+    assert code == 0
+    assert err == (
+        'f.json: both branches recorded the new key "n4096": kept this branch\'s baseline'
+        " (winner 'block256'; the other's was 'block32')\n"
+    )
+    merged = json.loads(ours.read_text())
+    assert [e["fastest_name"] for e in merged["entries"]] == ["block256", "block256"]
+
+
 def test_merge_help_names_gits_placeholders_as_git_takes_them(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
