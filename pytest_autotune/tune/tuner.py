@@ -700,9 +700,13 @@ def _key_of(name: str, tunables: TunableSet, inputs: TuneInputs) -> Any:
 def used_up_by_a_call(value: object) -> bool:
     """Whether one call may use `value` up: an iterator (a generator, `iter(...)`, a `map`),
     which no copy of the inputs can copy. A file or stream is not (a call may rewind it,
-    `seek(0)`), nor a `MagicMock`, which has `__iter__` and `__next__` but is a fake (a
-    logger, a client) that no call uses up: refused, the group of a test given one failed."""
-    return isinstance(value, Iterator) and not isinstance(value, (io.IOBase, *mock_types()))
+    `seek(0)`), nor a database cursor (DB-API's, `sqlite3.Cursor`: a call runs its query
+    with `execute`; refused, a plain run of a test given one failed), nor a `MagicMock`,
+    which has `__iter__` and `__next__` but is a fake (a logger, a client) that no call
+    uses up: refused, the group of a test given one failed."""
+    if not isinstance(value, Iterator) or isinstance(value, (io.IOBase, *mock_types())):
+        return False
+    return not (callable(getattr(value, "execute", None)) and hasattr(value, "fetchone"))
 
 
 def _refuse_iterators(name: str, inputs: TuneInputs) -> None:

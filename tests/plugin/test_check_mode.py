@@ -1304,6 +1304,41 @@ def test_a_fixture_giving_a_generator_fails_a_plain_run_by_name(
     assert "differs" not in result.stdout.str()
 
 
+def test_a_database_cursor_fixture_is_no_generator_refused(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A DB-API cursor has __iter__ and __next__, but each call runs its own query on it
+    # (`execute`), as a file is rewound: a plain run that passed failed "an iterator ...
+    # which one call uses up; have the fixture return a list".
+    autotune_pytester.makepyfile(
+        test_cursor="""
+        import sqlite3
+
+        import pytest
+
+        def by_sql(cur):
+            return cur.execute("select sum(x) from t").fetchone()[0]
+
+        def by_rows(cur):
+            return sum(row[0] for row in cur.execute("select x from t"))
+
+        @pytest.fixture
+        def cur():
+            cursor = sqlite3.connect(":memory:").cursor()
+            cursor.execute("create table t(x)")
+            cursor.executemany("insert into t values (?)", [(i,) for i in range(10)])
+            return cursor
+
+        @pytest.mark.autotune(candidates={"by_sql": by_sql, "by_rows": by_rows})
+        def test_cursor(candidate, cur):
+            return candidate(cur)
+        """
+    )
+    result = run(autotune_pytester, "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    assert "iterator" not in result.stdout.str()
+
+
 @pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "autotune"])
 def test_a_generator_given_to_the_autotune_fixture_fails_by_name_in_either_mode(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]

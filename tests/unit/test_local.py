@@ -6,6 +6,7 @@ import io
 import json
 import os
 import pickle
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -649,6 +650,25 @@ def test_a_stream_its_candidates_rewind_is_tuned_on(cache_dir):
 
     tunables = TunableSet.of(lambda s: "read", {"a": reading(2e-3, "a"), "b": reading(1e-3, "b")})
     assert local.execute(client.device_id, client, tunables, (io.BytesIO(b"abc"),)) == b"abc"
+
+
+def test_a_database_cursor_its_candidates_query_is_tuned_on(cache_dir):
+    """A DB-API cursor has `__iter__` and `__next__`, but each call runs its own query
+    (`execute`): it was refused as an iterator "which tuning would use up"."""
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+
+    def querying(seconds, name):
+        def fn(cursor):
+            client.clock.advance(seconds)
+            return cursor.execute("select 6 * 7").fetchone()[0]
+
+        fn.__name__ = name
+        return fn
+
+    tunables = TunableSet.of(lambda c: "q", {"a": querying(2e-3, "a"), "b": querying(1e-3, "b")})
+    cursor = sqlite3.connect(":memory:").cursor()
+    assert local.execute(client.device_id, client, tunables, (cursor,)) == 42
 
 
 def append_zero(b):
