@@ -32,7 +32,7 @@ from pytest_autotune.time_limit import TimeLimit, crashed
 from pytest_autotune.tune import call_scope
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.errors import AutotuneSkip
-from pytest_autotune.tune.tuner import used_up_by_a_call
+from pytest_autotune.tune.tuner import used_up_within
 from pytest_autotune.warning_marks import MarkFilters, parse_filters, project_filters
 
 RAISED = pytest.StashKey[dict[str, set[int]]]()
@@ -67,10 +67,10 @@ def used_up_input_error(nodeid: str, arguments: Mapping[str, Any]) -> str | None
     reference, called in each other candidate's test after the candidate, was given the
     generator emptied, and the candidate "differed from the reference"."""
     for name in _input_names(arguments):
-        value = arguments[name]
-        if used_up_by_a_call(value):
+        used_up = used_up_within(arguments[name])
+        if used_up is not None:
             return (
-                f"{nodeid}: the argument {name!r} is an iterator ({type(value).__name__}),"
+                f"{nodeid}: the argument {name!r} {used_up},"
                 " which one call uses up: a candidate's test calls the body with it and"
                 " again with the reference, and tuning calls every candidate on it, each"
                 " after the first finding it empty; have the fixture return a list or a"

@@ -709,6 +709,48 @@ def used_up_by_a_call(value: object) -> bool:
     return not (callable(getattr(value, "execute", None)) and hasattr(value, "fetchone"))
 
 
+def used_up_within(value: object) -> str | None:
+    """How `value` is, or holds, what one call uses up (`used_up_by_a_call`): "is an
+    iterator (generator)", or "holds an iterator (generator) at ['rows']" inside the
+    tuples, lists and dicts the input copy recurses into (`clone_value`), which copies
+    them and shares the iterator: `{"rows": (i for i in ...)}` was tuned with the first
+    candidate emptying it, and the call returned the sum of nothing. None where neither."""
+    found = _used_up_at(value, set())
+    if found is None:
+        return None
+    where, iterator = found
+    what = f"an iterator ({type(iterator).__name__})"
+    if not where:
+        return f"is {what}"
+    return f"holds {what} at {''.join(f'[{k!r}]' for k in reversed(where))}"
+
+
+_PLAIN_VALUES = (int, float, complex, bool, str, bytes, type(None))
+
+
+def _used_up_at(value: object, seen: set[int]) -> tuple[list[Any], object] | None:
+    """The keys, innermost first, of what in `value` one call uses up, and that value."""
+    if used_up_by_a_call(value):
+        return [], value
+    if isinstance(value, (tuple, list)):
+        items: Iterator[tuple[Any, Any]] = iter(enumerate(value))
+    elif isinstance(value, dict):
+        items = iter(value.items())
+    else:
+        return None
+    if id(value) in seen:
+        return None
+    seen.add(id(value))
+    for key, item in items:
+        if type(item) in _PLAIN_VALUES:
+            continue
+        found = _used_up_at(item, seen)
+        if found is not None:
+            found[0].append(key)
+            return found
+    return None
+
+
 def _refuse_iterators(name: str, inputs: TuneInputs) -> None:
     """Refuse an input that one call uses up (a generator, `iter(...)`, a `map`): the
     default input generator cannot copy it, so the first candidate tuned emptied it for
@@ -716,9 +758,10 @@ def _refuse_iterators(name: str, inputs: TuneInputs) -> None:
     Refused before anything runs on it; a key already decided calls the winner once, so
     an iterator is fine there."""
     for index, value in enumerate(inputs):
-        if used_up_by_a_call(value):
+        used_up = used_up_within(value)
+        if used_up is not None:
             raise TypeError(
-                f"{name}: input {index} is an iterator ({type(value).__name__}), which tuning"
+                f"{name}: input {index} {used_up}, which tuning"
                 " would use up: every candidate is called on it, and the first would leave"
                 " it empty for the others and for the call that returns; pass a list or a"
                 " tuple (list(it))"

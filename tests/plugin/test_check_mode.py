@@ -1304,6 +1304,39 @@ def test_a_fixture_giving_a_generator_fails_a_plain_run_by_name(
     assert "differs" not in result.stdout.str()
 
 
+def test_a_fixture_giving_a_generator_inside_a_dict_fails_by_name(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The copy of a dict shares the generator in it: the reference found it emptied by the
+    # candidate ("differs from the reference", expected 0, got 45).
+    autotune_pytester.makepyfile(
+        test_gen="""
+        import pytest
+
+        def by_sum(batch):
+            return sum(batch["rows"])
+
+        def by_list(batch):
+            return sum(list(batch["rows"]))
+
+        @pytest.fixture
+        def batch():
+            return {"rows": (i for i in range(10))}
+
+        @pytest.mark.autotune(candidates={"by_sum": by_sum, "by_list": by_list})
+        def test_gen(candidate, batch):
+            return candidate(batch)
+        """
+    )
+    result = run(autotune_pytester, "-p", "no:randomly")
+    result.assert_outcomes(failed=2)
+    assert (
+        "test_gen.py::test_gen: the argument 'batch' holds an iterator (generator) at"
+        " ['rows'], which one call uses up"
+    ) in result.stdout.str()
+    assert "differs" not in result.stdout.str()
+
+
 def test_a_database_cursor_fixture_is_no_generator_refused(
     autotune_pytester: pytest.Pytester,
 ) -> None:

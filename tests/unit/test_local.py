@@ -611,6 +611,35 @@ def test_a_generator_given_for_a_new_key_is_refused_before_any_candidate_uses_it
     assert local.execute(client.device_id, client, tunables, (iter(range(10)),)) == 45
 
 
+def test_an_iterator_inside_a_dict_input_is_refused_not_summed_empty(cache_dir):
+    """The copy of a dict or list input shares an iterator in it: the first candidate
+    tuned emptied it, and the call returned 0 for the sum of 0..9 without a word."""
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+
+    def rows_summing(seconds, name):
+        inner = summing(client.clock, seconds, name)
+
+        def fn(batch):
+            return inner(batch["parts"][1])
+
+        fn.__name__ = name
+        return fn
+
+    tunables = TunableSet.of(
+        lambda batch: "sum", {"a": rows_summing(2e-3, "a"), "b": rows_summing(1e-3, "b")}
+    )
+    rows = (i for i in range(10))
+    with pytest.raises(TypeError) as info:
+        local.execute(client.device_id, client, tunables, ({"parts": [None, rows]},))
+    assert str(info.value).startswith(
+        "t: input 0 holds an iterator (generator) at ['parts'][1], which tuning would use up"
+    )
+    assert next(rows) == 0  # untouched
+    given = {"parts": [None, list(range(10))]}
+    assert local.execute(client.device_id, client, tunables, (given,)) == 45
+
+
 def test_a_mock_given_as_an_input_is_tuned_on_not_refused_as_an_iterator(cache_dir):
     """A `MagicMock` has `__iter__` and `__next__`: a fake logger or client that a test's
     fixture made (pytest-mock's `mocker.MagicMock()`) was refused as an iterator "which
