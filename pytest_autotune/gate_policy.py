@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from pytest_autotune.backends.cpu import cpu, settle_allocator
 from pytest_autotune.baselines import UnreadableFile, update_message
 from pytest_autotune.calibration import CALIBRATION_KIND, timed_calibration
@@ -46,7 +48,7 @@ from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import Peaks
 from pytest_autotune.tune.tunable_set import TunableSet
-from pytest_autotune.tune.tuner import TuneDecision
+from pytest_autotune.tune.tuner import FLOATING_POINT_ERRORS, TuneDecision
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client
@@ -537,9 +539,17 @@ def candidate_measurer(
         # The candidate's own scope (its test's warning filters) once around all its
         # samples, not inside each timed call (`tune.call_scope`).
         with call_scope(fn):
-            return measured_in_scope(fn, name)
+            try:
+                return measured_in_scope(fn, name, repeats_raise=True)
+            except _RaisedOfRepeats:
+                # An in-place candidate meets its own output again in every call after the
+                # first and may overflow (`x *= 2`), which its one checked call did not:
+                # timed as the tuner times it, with NumPy's floating-point errors ignored
+                # (`tune.tuner._Samples`). An error of its own raises again here.
+                with np.errstate(all="ignore"):
+                    return measured_in_scope(fn, name, repeats_raise=True)
 
-    def measured_in_scope(fn: Callable[..., Any], name: str) -> Measurement:
+    def measured_in_scope(fn: Callable[..., Any], name: str, repeats_raise: bool) -> Measurement:
         try:
             client.time(fn, inputs)  # one warm-up: every sample counts
             sample = (
@@ -564,6 +574,10 @@ def candidate_measurer(
                 name=name,
             )
             after = conditions.stall_reading() if on_cpu else None
+        except FLOATING_POINT_ERRORS as exc:
+            if repeats_raise:
+                raise _RaisedOfRepeats from exc
+            raise AutotuneError.from_exception(name, exc) from None
         except Exception as exc:
             raise AutotuneError.from_exception(name, exc) from None
         if not on_cpu:
@@ -578,6 +592,10 @@ def candidate_measurer(
         )
 
     return measure
+
+
+class _RaisedOfRepeats(Exception):
+    """A floating-point error in the gate's repeated calls of a candidate (`measure`)."""
 
 
 def measure_candidate(

@@ -880,6 +880,11 @@ def _first_planned(plan: list[tuple[int, ...]]) -> int:
     return plan[0][0] if plan else 0
 
 
+FLOATING_POINT_ERRORS = (FloatingPointError, RuntimeWarning)
+"""What NumPy's floating-point errors raise: `np.seterr(all="raise")`'s, and the warnings
+of its default under warnings as errors (`filterwarnings = error`)."""
+
+
 class _Samples:
     """Samples of a batch's candidates, each timed on its own copy of the inputs, kept for
     the batch (an in-place candidate meets its own output again, as in a caller's loop).
@@ -937,7 +942,7 @@ class _Samples:
         """Whether `error`, a floating-point error of candidate `index`'s samples, is its
         output met again (above): one call on a fresh copy of the inputs, in the
         candidate's scope, raises nothing. The candidate is then sampled quietly."""
-        if not isinstance(error, (FloatingPointError, RuntimeWarning)):
+        if not isinstance(error, FLOATING_POINT_ERRORS):
             return False
         fn = self._tunables.fns[index]
         try:

@@ -3633,3 +3633,47 @@ def test_a_regression_of_a_winner_marked_xfail_fails_another_test_of_its_group(
     )
     result.assert_outcomes(failed=1, xpassed=1)
     assert "the run does not fail on it" not in result.stdout.str()
+
+
+GROWING_TESTS = """
+import numpy as np
+import pytest
+from conftest import spin
+
+
+def double(x):
+    spin(2e-4)
+    x *= 2
+    return x
+
+
+def double_mul(x):
+    spin(1e-4)
+    np.multiply(x, 2, out=x)
+    return x
+
+
+@pytest.fixture
+def x():
+    return np.full(1000, 5e307)  # its second doubling overflows
+
+
+@pytest.mark.autotune(candidates={"double": double, "double_mul": double_mul})
+def test_grow(candidate, x):
+    return candidate(x)
+"""
+
+
+def test_in_place_candidates_that_overflow_on_their_own_output_pass_under_warnings_as_errors(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Each call after the first meets the output of the last (x *= 2 on 5e307): the timed
+    # calls overflow where the test's one call does not. Tuning ignored NumPy's errors for
+    # them, and the gate's measurement of the winner then failed both tests ("failed while
+    # measured: RuntimeWarning: overflow") though plain pytest passed them.
+    autotune_pytester.makepyfile(test_grow=GROWING_TESTS)  # under filterwarnings = error
+    assert run(autotune_pytester).ret == pytest.ExitCode.OK
+    result = run(autotune_pytester, "--autotune", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result.assert_outcomes(passed=2)
+    assert "RuntimeWarning" not in result.stdout.str()
