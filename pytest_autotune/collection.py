@@ -452,22 +452,37 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     else:
         error = _parametrize(metafunc, pairs, candidates, parametrized) or error
     error = error or option_error(options) or groups_error(options.get("groups"), pairs)
-    error = error or _candidate_fixture_error(metafunc)
+    error = _body_error(metafunc) or error or _candidate_fixture_error(metafunc)
+    error = None if error is None else f"{nodeid}: {error}"
+    return FunctionSpec(nodeid, pairs, options, error, marks)
+
+
+def _body_error(metafunc: pytest.Metafunc) -> str | None:
+    """Why the test's body cannot be each candidate's timed call, if it cannot."""
     if inspect.iscoroutinefunction(metafunc.function):
-        error = (
+        return (
             "an autotune test cannot be `async def`: the body is called as the timed call"
             " of each candidate; call async code with asyncio.run() in a plain def"
         )
     if getattr(getattr(metafunc.function, "hypothesis", None), "inner_test", None) is not None:
         # Hypothesis's @given calls the body once per example and wants None back: every
         # candidate failed its health check ("should return None"), with no word of why.
-        error = (
+        return (
             "an autotune test cannot be Hypothesis's @given: the body is called as the timed"
             " call of each candidate, on one set of inputs that it returns the output of;"
             " give the inputs with parametrize or fixtures"
         )
-    error = None if error is None else f"{nodeid}: {error}"
-    return FunctionSpec(nodeid, pairs, options, error, marks)
+    if "autotune" in metafunc.fixturenames:
+        # A set tuned inside the body was tuned again in every timed call (a run of minutes
+        # ending in time limits and a key "as it does for" the test itself), and a plain
+        # run passed without checking a candidate.
+        return (
+            "a marked test (over `candidate`) cannot use the `autotune` fixture: its body is"
+            " each candidate's timed call, and the fixture tunes a TunableSet of its own;"
+            " use one: the marker's candidates, or autotune(tunable_set, *inputs) in an"
+            " unmarked test"
+        )
+    return None
 
 
 def _parametrize(

@@ -1805,3 +1805,31 @@ def test_a_fixture_that_requests_the_candidate_fails_its_tests_by_name(
             ["*test_x.py::test_x: fixture 'plan' requests `candidate`: a fixture is set up*"]
         )
         result.stdout.fnmatch_lines(["FAILED test_x.py::test_indirect[[]wrong[]] - *"])
+
+
+def test_a_marked_test_that_uses_the_autotune_fixture_fails_its_tests_by_name(
+    project: pytest.Pytester,
+) -> None:
+    # The body is each candidate's timed call: the set the fixture was given was tuned again
+    # in every timed call, for minutes, until the time limit stopped it; a plain run passed
+    # every candidate's test without calling its candidate.
+    project.makepyfile(
+        test_x=PRELUDE
+        + textwrap.dedent(
+            """
+            def make_set():
+                return TunableSet(lambda n: n).with_(Tunable("good", good))
+
+            @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
+            def test_x(candidate, autotune):
+                return autotune(make_set(), 1)
+            """
+        )
+    )
+    for mode in ((), ("--autotune",)):
+        result = run(project, "test_x.py", *mode)
+        result.assert_outcomes(failed=2)
+        result.stdout.fnmatch_lines(
+            ["*test_x.py::test_x: a marked test (over `candidate`) cannot use the `autotune`*"]
+        )
+        assert "Traceback" not in result.stdout.str()
