@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import reprlib
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any, NoReturn
@@ -93,11 +94,18 @@ def fail(message: str) -> NoReturn:
 def checked_key(value: Any, what: str) -> Any:
     """A key the cache can hold: hashable, JSON, and finite (JSON has no NaN or inf), and
     the same in the next process (`fail_if_unstable`)."""
+    shown = reprlib.repr(value)  # an array's whole repr ran to hundreds of lines
     try:
         hash(value)
+    except TypeError as exc:
+        fail(
+            f"{what} returned an unusable key {shown}: {exc}; return a value built from"
+            " sizes and names, as an int, a str or a tuple of them (tuple(x.shape))"
+        )
+    try:
         text = dumps(key_to_json(value))
     except (TypeError, ValueError) as exc:
-        fail(f"{what} returned an unusable key {value!r}: {exc}")
+        fail(f"{what} returned an unusable key {shown}: {exc}")
     fail_if_unstable(text, f"{what} returned the key {value!r}, which")
     return value
 

@@ -100,7 +100,8 @@ def key_to_json(key: Any, _whole: Any = None) -> Any:
     if whole is key:
         raise TypeError(
             f"autotune key {key!r} of type {type(key).__name__}"
-            " is not an AutotuneKey, str, int or tuple"
+            " is not an AutotuneKey, str, int or tuple; convert it, as str(x.dtype) or"
+            " tuple(x.shape) do"
         )
     # A part of a tuple key (`(x.shape, x.dtype)`): the key the user wrote is named, as the
     # part alone read as the whole key, and the usual conversions with it.

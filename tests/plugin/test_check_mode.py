@@ -554,6 +554,34 @@ def test_a_fixture_sets_unusable_key_fails_plain_pytest(autotune_pytester: pytes
     result.stdout.fnmatch_lines(["*the set's key_gen returned an unusable key nan*"])
 
 
+def test_an_unhashable_key_fails_in_one_short_line_saying_what_to_return(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `key=lambda x: x` (an array) printed the array's whole repr, hundreds of lines for a
+    # thousand elements, and a list, a dict or an array said only "unhashable type".
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        @pytest.mark.autotune(candidates={"sum": np.sum}, key=lambda x: x)
+        @pytest.mark.parametrize("x", [np.arange(5000.0)], ids=["n5000"])
+        def test_array_key(candidate, x):
+            return candidate(x)
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*key= returned an unusable key array(*): unhashable type: 'numpy.ndarray';"
+            " return a value built from sizes and names, as an int, a str or a tuple of them"
+            " (tuple(x.shape))"
+        ]
+    )
+    assert "4999." not in result.stdout.str()
+
+
 def test_candidates_as_a_list_of_functions_are_named_by_their_names(
     autotune_pytester: pytest.Pytester,
 ) -> None:

@@ -614,6 +614,14 @@ def test_a_tuple_key_holding_a_dtype_names_the_key_and_how_to_convert_it() -> No
     )
 
 
+def test_a_dtype_key_says_how_to_convert_it() -> None:
+    # `key=lambda x: x.dtype` said it "is not an AutotuneKey, str, int or tuple" and no more.
+    import numpy as np
+
+    with pytest.raises(TypeError, match=r"; convert it, as str\(x.dtype\) or tuple\(x.shape\) do$"):
+        stable_key(np.dtype("float32"))
+
+
 def test_a_numpy_integer_key_is_the_int_it_equals() -> None:
     # `key=lambda a: np.prod(a.shape)` gives an np.int64: it was refused as "not an
     # AutotuneKey, str, int or tuple". It equals and hashes as its int, so the entry a
