@@ -981,6 +981,14 @@ def _failures(
                 " not the group's speed: the group's gate fails here)"
             )
             name = unexpected[0]
+        if (
+            not decision.measured
+            and not decision.unreached()
+            and failures.keys() >= {r.name for r in decision.results.values()}
+        ):
+            # Every candidate failed, each test by its own error: the gate's "every candidate
+            # failed: ..." repeated them all below the first one's.
+            return failures, name
         failures[name] = f"{failures[name]}\n{gate}" if name in failures else gate
         return failures, name
     return failures, None

@@ -1042,6 +1042,37 @@ def test_errors_are_never_reported_as_regressions(autotune_pytester: pytest.Pyte
     assert "REGRESSION" not in output
 
 
+def test_a_group_whose_every_candidate_failed_fails_each_test_by_its_own_error_alone(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The first candidate's test gave its own error, then "autotune gate: error: every
+    # candidate failed: " with every candidate's error again, its own among them.
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+
+        def broken(n):
+            raise ValueError("no")
+
+        def worse(n):
+            return None
+
+        @pytest.mark.autotune(candidates={"broken": broken, "worse": worse})
+        def test_all_fail(candidate):
+            return candidate(1)
+        """
+    )
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(failed=2)
+    output = result.stdout.str()
+    failures = output.split("= FAILURES =")[1].split("= autotune =")[0]
+    assert "every candidate failed" not in failures
+    assert failures.count("ValueError: no") == 2  # the raise, and the tuning's note on it
+    # The summary names the group's error once.
+    result.stdout.fnmatch_lines(["    every candidate failed: broken: raised ValueError: no;*"])
+
+
 def test_a_group_whose_every_candidate_failed_gives_each_ones_error_in_its_own_words(
     autotune_pytester: pytest.Pytester,
 ) -> None:
