@@ -91,7 +91,9 @@ def key_to_json(key: Any, _whole: Any = None) -> Any:
     if isinstance(key, str) or key is None:
         return key
     if isinstance(key, float):
-        return _finite(whole, key)
+        # A NumPy float64 is a float: kept as it was, it went into the records, which
+        # pytest-xdist's workers could not hand back ("can't serialize numpy.float64").
+        return _finite(whole, float(key))
     # A NumPy number (`np.prod(x.shape)`) is written as the Python number it equals and
     # hashes as, so the file's key read back finds the same entry.
     plain = _plain_scalar(key)
@@ -124,7 +126,7 @@ def _field(key: AutotuneKey, name: str, value: Any) -> Any:
     if isinstance(value, int):
         return _storable(key, value)
     if isinstance(value, _FIELD_TYPES):
-        return _finite(key, value) if isinstance(value, float) else value
+        return _finite(key, float(value)) if isinstance(value, float) else value
     plain = _plain_scalar(value)
     if plain is None:
         # An enum member is no dtype: "as str(dtype)" sent its user looking for one.

@@ -939,3 +939,39 @@ def test_under_dist_loadgroup_a_keyword_of_xdists_mark_selects_no_autotune_test(
     groups.makepyfile(test_plain="def test_distance():\n    pass\n")
     result = run(groups, "-n", "1", "--dist", "loadgroup", "-k", "dist")
     result.assert_outcomes(passed=1)
+
+
+def test_under_xdist_a_numpy_float_key_is_handed_back_as_in_one_process(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `key=lambda x: x.sum()` keys by an np.float64, which is a float: the records kept it
+    # as it was, and each worker's hand-back failed ("can't serialize numpy.float64") with
+    # a traceback, its groups read from its notes with a warning that it had crashed.
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+        from conftest import spin
+
+        def fast(x):
+            spin(100e-6)
+            return x * 2
+
+        def slow(x):
+            spin(200e-6)
+            return x * 2
+
+        @pytest.mark.autotune(candidates={"fast": fast, "slow": slow}, key=lambda x: x.sum())
+        @pytest.mark.parametrize("x", [np.ones(2), np.ones(3)], ids=["a", "b"])
+        def test_keyed(candidate, x):
+            return candidate(x)
+        """
+    )
+    result = run(autotune_pytester, "-n", "2", "-p", "no:randomly", "--autotune-update")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    output = result.stdout.str() + result.stderr.str()
+    assert "serialize" not in output
+    assert "stopped before handing back" not in output
+    result.stdout.fnmatch_lines(
+        ["*test_keyed[[]a[]]  2 *updated", "*test_keyed[[]b[]]  3 *updated"]
+    )

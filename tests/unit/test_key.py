@@ -622,6 +622,20 @@ def test_a_dtype_key_says_how_to_convert_it() -> None:
         stable_key(np.dtype("float32"))
 
 
+def test_a_numpy_float_key_is_written_as_the_python_float_it_is() -> None:
+    # np.float64 is a float, and was kept as it was: pytest-xdist's workers could not hand
+    # back a record holding it.
+    import numpy as np
+
+    @dataclass(frozen=True)
+    class ScaleKey(AutotuneKey):
+        scale: float
+
+    assert type(key_to_json(np.float64(0.5))) is float
+    assert type(key_to_json((np.float64(0.5),))[0]) is float
+    assert type(key_to_json(ScaleKey(np.float64(0.5)))["scale"]) is float
+
+
 def test_a_numpy_integer_key_is_the_int_it_equals() -> None:
     # `key=lambda a: np.prod(a.shape)` gives an np.int64: it was refused as "not an
     # AutotuneKey, str, int or tuple". It equals and hashes as its int, so the entry a
