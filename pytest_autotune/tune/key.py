@@ -86,13 +86,14 @@ def key_to_json(key: Any, _whole: Any = None) -> Any:
         return {name: _field(key, name, value) for name, value in key.to_json().items()}
     if isinstance(key, tuple):
         return [key_to_json(k, whole) for k in key]
+    # A subclass of int, str or float (an IntEnum, np.str_, np.float64) is written as the
+    # plain value its JSON reads as: kept as it was, it went into the records, which
+    # pytest-xdist's workers could not hand back ("can't serialize numpy.float64").
     if isinstance(key, int):
-        return _storable(whole, key)
+        return _storable(whole, _plain(key))
     if isinstance(key, str) or key is None:
-        return key
+        return _plain(key)
     if isinstance(key, float):
-        # A NumPy float64 is a float: kept as it was, it went into the records, which
-        # pytest-xdist's workers could not hand back ("can't serialize numpy.float64").
         return _finite(whole, float(key))
     # A NumPy number (`np.prod(x.shape)`) is written as the Python number it equals and
     # hashes as, so the file's key read back finds the same entry.
@@ -124,9 +125,9 @@ def _field(key: AutotuneKey, name: str, value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return type(value)(_field(key, name, item) for item in value)
     if isinstance(value, int):
-        return _storable(key, value)
+        return _storable(key, _plain(value))
     if isinstance(value, _FIELD_TYPES):
-        return _finite(key, float(value)) if isinstance(value, float) else value
+        return _finite(key, float(value)) if isinstance(value, float) else _plain(value)
     plain = _plain_scalar(value)
     if plain is None:
         # An enum member is no dtype: "as str(dtype)" sent its user looking for one.
@@ -141,6 +142,14 @@ def _field(key: AutotuneKey, name: str, value: Any) -> Any:
             f" None (or a tuple of them): {how}"
         )
     return _finite(key, plain)
+
+
+def _plain(value: Any) -> Any:
+    """An int or a str of a subclass (an IntEnum member, np.str_) as the plain one its
+    JSON reads as; a bool, None, or a plain value as it is."""
+    if type(value) is bool or value is None:
+        return value
+    return int(value) if isinstance(value, int) else str.__str__(value)
 
 
 def _plain_scalar(value: Any) -> int | float | bool | None:

@@ -622,18 +622,30 @@ def test_a_dtype_key_says_how_to_convert_it() -> None:
         stable_key(np.dtype("float32"))
 
 
-def test_a_numpy_float_key_is_written_as_the_python_float_it_is() -> None:
-    # np.float64 is a float, and was kept as it was: pytest-xdist's workers could not hand
-    # back a record holding it.
+def test_a_key_of_a_subclass_of_float_int_or_str_is_written_as_the_plain_value() -> None:
+    # np.float64 is a float, np.str_ a str and an IntEnum member an int, and each was kept
+    # as it was: pytest-xdist's workers could not hand back a record holding one.
+    import enum
+
     import numpy as np
+
+    class Mode(enum.IntEnum):
+        FAST = 1
 
     @dataclass(frozen=True)
     class ScaleKey(AutotuneKey):
         scale: float
+        mode: int
+        name: str
 
-    assert type(key_to_json(np.float64(0.5))) is float
-    assert type(key_to_json((np.float64(0.5),))[0]) is float
-    assert type(key_to_json(ScaleKey(np.float64(0.5)))["scale"]) is float
+    for value, plain in ((np.float64(0.5), float), (Mode.FAST, int), (np.str_("k"), str)):
+        assert type(key_to_json(value)) is plain
+        assert type(key_to_json((value,))[0]) is plain
+    fields = key_to_json(ScaleKey(np.float64(0.5), Mode.FAST, np.str_("k")))
+    assert fields == {"scale": 0.5, "mode": 1, "name": "k"}
+    assert [type(v) for v in fields.values()] == [float, int, str]
+    assert key_to_json(True) is True
+    assert stable_key(Mode.FAST) == stable_key(1)
 
 
 def test_a_numpy_integer_key_is_the_int_it_equals() -> None:
