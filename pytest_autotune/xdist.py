@@ -295,7 +295,8 @@ class XdistBridge:
         self._merge(node, output)
         finished = output["finished"]
         kept = (
-            f"the {counted(finished, 'group')} it had finished are read from what it noted"
+            f"the {counted(finished, 'group')} it had finished"
+            f" {'is' if finished == 1 else 'are'} read from what it noted"
             " as it went (its notes are lost)"
             if finished
             else "it had finished no group"

@@ -214,6 +214,28 @@ def test_a_worker_that_crashed_hands_back_the_groups_it_had_tuned_and_its_crash_
     assert not list((autotune_pytester.path / ".autotune").glob("*/*test_second*"))
 
 
+def test_a_worker_that_crashed_after_one_group_says_it_in_the_singular(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "the 1 group it had finished are read from what it noted". test_first's group, of
+    # three tests, the larger unit, is handed out first.
+    three = '@pytest.mark.autotune(candidates={"fast": fast, "f2": fast, "f3": fast})'
+    autotune_pytester.makepyfile(
+        test_crashing=CRASHING_TESTS.replace(
+            '@pytest.mark.autotune(candidates={"fast": fast})', three
+        )
+    )
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
+        "-n", "1", "--autotune", timeout=60,
+    )  # fmt: skip
+    result.stdout.fnmatch_lines(
+        ["*worker gw0 stopped before handing back what it tuned: the 1 group it had finished"
+         " is read from what it noted*"]
+    )  # fmt: skip
+
+
 def test_a_group_whose_worker_crashed_in_its_only_test_is_an_error_row(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
