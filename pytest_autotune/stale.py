@@ -13,6 +13,8 @@ collected its module, or its groups, without tuning them all.
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import warnings
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -406,8 +408,43 @@ def _renamed(
         f" {settings.relative(item.path)} holds baselines of its candidate list at keys no"
         f" group of it makes now ({old}): if those are its keys renamed (its parameters'"
         ' ids, its key=), set each old entry\'s "key" in the file to its new key'
-        f"{entries} to keep their baselines; else {rest}"
+        f"{entries} to keep their baselines; else {rest}{_rounding(new, item.keys or ())}"
     )
+
+
+def _rounding(new: Iterable[str], old: Iterable[str]) -> str:
+    """Where a new key and an old one differ only in a float's last digits, why: a key
+    computed in floating point (`key=lambda x: x.sum()`) reads otherwise from run to run
+    (another BLAS, another order of summation), and no run finds the last one's baseline."""
+    for new_key in new:
+        for old_key in old:
+            if new_key != old_key and _close(_loaded(new_key), _loaded(old_key)):
+                return (
+                    f" ({new_key} and {old_key} differ only in a float's last digits: a key"
+                    " computed in floating point reads otherwise from one run to the next;"
+                    " build it of ints and strings, such as sizes, or round() it)"
+                )
+    return ""
+
+
+def _loaded(key: str) -> Any:
+    try:
+        return json.loads(key)
+    except ValueError:
+        return key
+
+
+def _close(a: Any, b: Any) -> bool:
+    """Whether two keys' JSON values are equal but for floats within rounding of each
+    other (one float in each, at least: a whole float reads as an int)."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_close, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and float in (type(a), type(b)):
+        return math.isclose(a, b, rel_tol=1e-9)
+    return bool(a == b)
 
 
 def _pairs(path: Path) -> set[tuple[str, str]]:

@@ -2592,6 +2592,32 @@ def n(request):
     )
 
 
+def test_a_float_key_that_moved_by_rounding_is_told_why_it_has_no_baseline(
+    scale: pytest.Pytester,
+) -> None:
+    # `key=lambda x: x.sum()` keys by a float computed from the inputs, whose last digits
+    # move with the BLAS, the threads or the order of summation: the next run read "no
+    # baseline" and was told to rename the old entry's key, as if the test had been renamed.
+    keyed = SCALE_TESTS.replace(
+        '@pytest.mark.parametrize("n", [1, 2])',
+        "@pytest.mark.parametrize('n', [1])",
+    ).replace("work=lambda n: Work(bytes=1e5),", "key=lambda n: 0.1 + 0.2 * n,")
+    scale.makepyfile(test_scale=keyed)
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    scale.makepyfile(test_scale=keyed.replace("0.1 + 0.2 * n", "0.2 * n + 0.1 + 1e-16"))
+    result = run(scale, "--autotune")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "note: test_scale.py::test_scale: no baseline for its key 0.30000000000000016,"
+            " but *(0.30000000000000004): if those are its keys renamed*"
+            " (0.30000000000000016 and 0.30000000000000004 differ only in a float's last"
+            " digits: a key computed in floating point reads otherwise from one run to the"
+            " next; build it of ints and strings, such as sizes, or round() it)"
+        ]
+    )
+
+
 @pytest.mark.parametrize("mode", ["--autotune", "--autotune-update"])
 def test_a_renamed_test_without_a_baseline_is_told_where_its_old_baselines_are(
     scale: pytest.Pytester, mode: str
