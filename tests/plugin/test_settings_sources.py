@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_autotune import plugin_settings
 from tests.plugin.harness import run
 from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
 
@@ -437,3 +439,47 @@ def test_a_setting_whose_default_is_true_is_turned_off_in_the_ini_file(
     result = run(autotune_pytester, "-s", "-W", "error")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines(["BENCH False False 4 0.05"])
+
+
+TWO_MARKERS = """
+import numpy as np
+import pytest
+
+def exact(n):
+    return np.full(n, 1.0)
+
+def off(n):
+    return np.full(n, 1.0 + 1e-6)
+
+@pytest.mark.autotune(candidates=[exact, off], rtol=1e-3)
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_loose(candidate, n):
+    return candidate(n)
+
+@pytest.mark.autotune(candidates=[exact, off], rtol=1e-9)
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_tight(candidate, n):
+    return candidate(n)
+"""
+
+
+def test_a_markers_settings_are_resolved_once_for_all_its_tests(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every test of a plain run asked for its marker's settings three times, each time
+    # parsing every setting again: the largest part of what the plugin added to a call.
+    resolved: list[object] = []
+    resolve = plugin_settings.settings_from_layers
+
+    def counted(layers: Any, rootpath: Path, invocation_dir: Path) -> Any:
+        if layers[0][0] == plugin_settings.MARKER:
+            resolved.append(layers[0][1])
+        return resolve(layers, rootpath, invocation_dir)
+
+    monkeypatch.setattr(plugin_settings, "settings_from_layers", counted)
+    autotune_pytester.makepyfile(test_markers=TWO_MARKERS)
+    result = run(autotune_pytester)
+    # Each marker's own tolerance still judges its tests: `off` passes only the loose one.
+    result.assert_outcomes(passed=15, failed=5)
+    result.stdout.fnmatch_lines(["FAILED *test_tight[[]off-1[]]*"])
+    assert resolved == [{"rtol": 1e-3}, {"rtol": 1e-9}]
