@@ -6,8 +6,10 @@ plugin writes it line by line through pytest's terminal reporter.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
+from pathlib import PurePath
 
 from pytest_autotune.report import (
     COLUMNS,
@@ -153,16 +155,38 @@ def render_reported(summaries: Sequence[GroupSummary]) -> str:
     entries = []
     alike: dict[tuple[str, str], list[GroupSummary]] = {}
     for summary in reported(summaries):
-        alike.setdefault((summary.verdict.value, summary.message), []).append(summary)
-    for (verdict, message), groups in alike.items():
+        reason = _NO_FILE.sub(" (no file)", summary.message)
+        alike.setdefault((summary.verdict.value, reason), []).append(summary)
+    for (verdict, _), groups in alike.items():
         if len(groups) <= SAME_REPORT_SHOWN:
             entries.append(_details(groups))
             continue
         names = [decision_name(s.group, s.key) for s in groups]
         shown = f"{', '.join(names[:SAME_REPORT_SHOWN])} and {len(names) - SAME_REPORT_SHOWN} more"
-        body = [f"    {line}" for line in message.splitlines()]
+        body = [f"    {line}" for line in _one_message(groups).splitlines()]
         entries.append("\n".join([f"{len(groups)} groups: {verdict} ({shown})", *body]))
     return "\n".join(entries)
+
+
+_NO_FILE = re.compile(r" \(no file (?P<path>.+?)\)(?=;|$)", re.MULTILINE)
+"""The cache file a "no baseline" message says it looked in (`gate.judge`): one of each
+test, so that a first `--autotune` of 150 groups over 60 test files printed 150 messages
+alike but for it, 300 lines."""
+
+
+def _one_message(groups: Sequence[GroupSummary]) -> str:
+    """The message of groups reported for one reason: theirs, where they are one; where
+    they differ only in the cache file each looked in, their folder in its place."""
+    messages = {s.message for s in groups}
+    if len(messages) == 1:
+        return groups[0].message
+    folders = {
+        str(PurePath(found["path"]).parent)
+        for s in groups
+        for found in _NO_FILE.finditer(s.message)
+    }
+    where = f"no file of theirs in {folders.pop()}" if len(folders) == 1 else "no file of theirs"
+    return _NO_FILE.sub(f" ({where})", groups[0].message)
 
 
 def _details(groups: Sequence[GroupSummary]) -> str:

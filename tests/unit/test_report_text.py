@@ -526,3 +526,26 @@ def test_a_step_summary_still_too_large_is_cut_at_a_line_saying_so() -> None:
         "\n... cut here: GitHub takes 1 MiB of step summary a step; the terminal summary and"
         " the HTML report show every group.\n"
     )
+
+
+def test_groups_of_many_tests_without_a_baseline_are_shown_once_with_their_folder() -> None:
+    # A first --autotune of 150 groups over 60 test files printed 150 "no baseline"
+    # messages alike but for each test's cache file: 300 lines after the table.
+    def missing(test: str) -> str:
+        return (
+            f"no baseline for this key on cpu-x-2t (no file .autotune/cpu-x-2t/{test}.json);"
+            " --autotune-update records one"
+        )
+
+    groups = [
+        GroupSummary(f"t{i}.py::test_s", "n8", "a", Verdict.NO_BASELINE, False, missing(f"t{i}"))
+        for i in range(6)
+    ]
+    assert render_reported(groups).splitlines() == [
+        "6 groups: no baseline (t0.py::test_s [n8], t1.py::test_s [n8], t2.py::test_s [n8] and 3"
+        " more)",
+        "    no baseline for this key on cpu-x-2t (no file of theirs in .autotune/cpu-x-2t);"
+        " --autotune-update records one",
+    ]
+    # Three are each shown with their own file, as before.
+    assert render_reported(groups[:3]).count("(no file .autotune/cpu-x-2t/t") == 3
