@@ -1068,7 +1068,8 @@ def test_a_group_whose_every_candidate_failed_fails_each_test_by_its_own_error_a
     output = result.stdout.str()
     failures = output.split("= FAILURES =")[1].split("= autotune =")[0]
     assert "every candidate failed" not in failures
-    assert failures.count("ValueError: no") == 2  # the raise, and the tuning's note on it
+    # The raise, and the tuning's note on it (Python 3.11 and later: exceptions keep notes).
+    assert failures.count("ValueError: no") == (2 if sys.version_info >= (3, 11) else 1)
     # The summary names the group's error once.
     result.stdout.fnmatch_lines(["    every candidate failed: broken: raised ValueError: no;*"])
 
