@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 # The verdicts module, not the gate package: the gate imports `report.figures`, so this
@@ -28,8 +29,10 @@ __all__ = [
     "COLUMNS",
     "INTENDED",
     "PROBLEM_PREFIXES",
+    "SAME_REPORT_SHOWN",
     "CandidateRow",
     "GroupSummary",
+    "alike_names",
     "decision_name",
     "error_text",
     "failed_checks",
@@ -40,9 +43,11 @@ __all__ = [
     "key_text",
     "natural_key",
     "node_name",
+    "one_message",
     "ordered",
     "raised_in_checks",
     "reason_in_a_word",
+    "reported_alike",
     "stopped_text",
     "summary_row",
     "verdict_counts",
@@ -335,3 +340,50 @@ def reported(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:
     word ("no baseline") names neither why (the devices that have one, the interval that
     is too wide) nor what helps, which their messages do."""
     return [s for s in ordered(summaries) if s.verdict in REPORTED and not s.failed and s.message]
+
+
+SAME_REPORT_SHOWN = 3
+"""How many groups reported for one reason are shown each as its own entry, and named
+when more are shown as one: a first `--autotune` of a test over 100 sizes printed its
+one "no baseline" message 100 times."""
+
+
+def reported_alike(summaries: Iterable[GroupSummary]) -> list[list[GroupSummary]]:
+    """The groups `reported`, those with one verdict and one message together (messages
+    that differ only in the cache file each looked in are one), in the table's order of
+    each reason's first group. The terminal and the step summary show more than
+    `SAME_REPORT_SHOWN` of one reason as one entry (`alike_names`, `one_message`)."""
+    alike: dict[tuple[str, str], list[GroupSummary]] = {}
+    for summary in reported(summaries):
+        reason = _NO_FILE.sub(" (no file)", summary.message)
+        alike.setdefault((summary.verdict.value, reason), []).append(summary)
+    return list(alike.values())
+
+
+def alike_names(groups: Sequence[GroupSummary]) -> str:
+    """The first `SAME_REPORT_SHOWN` of `groups` named, the rest counted."""
+    names = [decision_name(s.group, s.key) for s in groups]
+    if len(names) <= SAME_REPORT_SHOWN:
+        return ", ".join(names)
+    return f"{', '.join(names[:SAME_REPORT_SHOWN])} and {len(names) - SAME_REPORT_SHOWN} more"
+
+
+_NO_FILE = re.compile(r" \(no file (?P<path>.+?)\)(?=;|$)", re.MULTILINE)
+"""The cache file a "no baseline" message says it looked in (`gate.judge`): one of each
+test, so that a first `--autotune` of 150 groups over 60 test files printed 150 messages
+alike but for it, 300 lines."""
+
+
+def one_message(groups: Sequence[GroupSummary]) -> str:
+    """The message of groups reported for one reason: theirs, where they are one; where
+    they differ only in the cache file each looked in, their folder in its place."""
+    messages = {s.message for s in groups}
+    if len(messages) == 1:
+        return groups[0].message
+    folders = {
+        str(PurePath(found["path"]).parent)
+        for s in groups
+        for found in _NO_FILE.finditer(s.message)
+    }
+    where = f"no file of theirs in {folders.pop()}" if len(folders) == 1 else "no file of theirs"
+    return _NO_FILE.sub(f" ({where})", groups[0].message)

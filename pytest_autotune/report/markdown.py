@@ -15,14 +15,17 @@ from pytest_autotune.gate.verdicts import Verdict
 from pytest_autotune.report import (
     COLUMNS,
     INTENDED,
+    SAME_REPORT_SHOWN,
     GroupSummary,
+    alike_names,
     decision_name,
     failed_checks,
     failed_checks_text,
     failures,
+    one_message,
     ordered,
     raised_in_checks,
-    reported,
+    reported_alike,
     stopped_text,
     summary_row,
     verdict_counts,
@@ -64,7 +67,8 @@ def render_markdown(
 ) -> str:
     """A heading, the summary table, then the failures (those `expected` by the tests'
     `xfail` marks said so), the candidates that failed their checks, the groups reported
-    without failing and those an update recorded or did not record as lists, each with its
+    without failing (more than `SAME_REPORT_SHOWN` alike as one item, as the terminal shows
+    them) and those an update recorded or did not record as lists, each with its
     message; ends with a newline, so appending it to the step summary file leaves the next
     section on its own line. A refresh job's summary must say what it did with each
     baseline (joined, started again, recorded on busy CPUs and worth recording again) and
@@ -104,7 +108,7 @@ def render_markdown(
     for heading, items in (
         ("Failed", failed),
         ("Failed checks", _failed_checks([s for s in summaries if tests_failed(s)])),
-        ("Reported, not failing", [_item(s, expected(s)) for s in reported(summaries)]),
+        ("Reported, not failing", _reported(summaries, expected)),
         ("Updated", [_item(s, expected(s)) for s in updated]),
         ("Not recorded", [_item(s, expected(s)) for s in not_recorded]),
         ("Notes", [f"- {escape(line.removeprefix('note: '))}" for line in notes]),
@@ -149,6 +153,26 @@ def _failed_checks(summaries: Sequence[GroupSummary]) -> list[str]:
         for s in ordered(summaries)
         if (wrong := failed_checks(s))
     ]
+
+
+def _reported(
+    summaries: Sequence[GroupSummary], expected: Callable[[GroupSummary], bool]
+) -> list[str]:
+    """The groups reported without failing, as the terminal shows them: more than
+    `SAME_REPORT_SHOWN` with one verdict and one message are one item, the first named and
+    the rest counted (a first run of 150 groups listed 150 "no baseline" items alike)."""
+    items: list[str] = []
+    for groups in reported_alike(summaries):
+        if len(groups) <= SAME_REPORT_SHOWN:
+            items.extend(_item(s, expected(s)) for s in groups)
+            continue
+        verdict = groups[0].verdict.value
+        message = one_message(groups)
+        head = f"- {len(groups)} groups ({escape(alike_names(groups))}):"
+        if not message.startswith(f"{verdict}:"):
+            head += f" **{escape(verdict)}**:"
+        items.append(f"{head} {escape(message)}")
+    return items
 
 
 def _item(summary: GroupSummary, expected: bool) -> str:

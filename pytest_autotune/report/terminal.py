@@ -6,19 +6,20 @@ plugin writes it line by line through pytest's terminal reporter.
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Sequence
-from pathlib import PurePath
 
 from pytest_autotune.report import (
     COLUMNS,
+    SAME_REPORT_SHOWN,
     GroupSummary,
+    alike_names,
     decision_name,
     failures,
+    one_message,
     ordered,
     reason_in_a_word,
-    reported,
+    reported_alike,
     summary_row,
     verdict_counts,
 )
@@ -141,52 +142,20 @@ def render_failures(summaries: Sequence[GroupSummary]) -> str:
     return _details(failures(summaries))
 
 
-SAME_REPORT_SHOWN = 3
-"""How many groups reported for one reason are shown each as its own entry, and named
-when more are shown as one: a first `--autotune` of a test over 100 sizes printed its
-one "no baseline" message 100 times."""
-
-
 def render_reported(summaries: Sequence[GroupSummary]) -> str:
     """The groups reported without failing (no baseline, not comparable, too noisy), each
     as a failure is shown: why, and what would help; empty when there are none. Groups
     reported with one verdict and one message, more than `SAME_REPORT_SHOWN`, are shown
     once, the first `SAME_REPORT_SHOWN` named and the rest counted."""
     entries = []
-    alike: dict[tuple[str, str], list[GroupSummary]] = {}
-    for summary in reported(summaries):
-        reason = _NO_FILE.sub(" (no file)", summary.message)
-        alike.setdefault((summary.verdict.value, reason), []).append(summary)
-    for (verdict, _), groups in alike.items():
+    for groups in reported_alike(summaries):
         if len(groups) <= SAME_REPORT_SHOWN:
             entries.append(_details(groups))
             continue
-        names = [decision_name(s.group, s.key) for s in groups]
-        shown = f"{', '.join(names[:SAME_REPORT_SHOWN])} and {len(names) - SAME_REPORT_SHOWN} more"
-        body = [f"    {line}" for line in _one_message(groups).splitlines()]
-        entries.append("\n".join([f"{len(groups)} groups: {verdict} ({shown})", *body]))
+        head = f"{len(groups)} groups: {groups[0].verdict.value} ({alike_names(groups)})"
+        body = [f"    {line}" for line in one_message(groups).splitlines()]
+        entries.append("\n".join([head, *body]))
     return "\n".join(entries)
-
-
-_NO_FILE = re.compile(r" \(no file (?P<path>.+?)\)(?=;|$)", re.MULTILINE)
-"""The cache file a "no baseline" message says it looked in (`gate.judge`): one of each
-test, so that a first `--autotune` of 150 groups over 60 test files printed 150 messages
-alike but for it, 300 lines."""
-
-
-def _one_message(groups: Sequence[GroupSummary]) -> str:
-    """The message of groups reported for one reason: theirs, where they are one; where
-    they differ only in the cache file each looked in, their folder in its place."""
-    messages = {s.message for s in groups}
-    if len(messages) == 1:
-        return groups[0].message
-    folders = {
-        str(PurePath(found["path"]).parent)
-        for s in groups
-        for found in _NO_FILE.finditer(s.message)
-    }
-    where = f"no file of theirs in {folders.pop()}" if len(folders) == 1 else "no file of theirs"
-    return _NO_FILE.sub(f" ({where})", groups[0].message)
 
 
 def _details(groups: Sequence[GroupSummary]) -> str:

@@ -280,6 +280,38 @@ def test_the_markdown_lists_the_reported_verdicts_after_the_table() -> None:
     )
 
 
+def test_the_markdown_shows_groups_reported_for_one_reason_once_as_the_terminal_does() -> None:
+    # A first --autotune of 150 groups over 30 test files listed 150 "no baseline" items
+    # after the table, alike but for each test's cache file.
+    def first_run(count: int) -> list[GroupSummary]:
+        return [
+            GroupSummary(
+                f"tests/test_m{i}.py::test_s[n8]",
+                "n8",
+                "a",
+                Verdict.NO_BASELINE,
+                False,
+                f"no baseline for this key on cpu-x-2t (no file .autotune/cpu-x-2t/m{i}.json);"
+                " --autotune-update records one",
+            )
+            for i in range(count)
+        ]
+
+    def reported_part(count: int) -> str:
+        return render_markdown(first_run(count)).split("**Reported, not failing:**")[1]
+
+    assert reported_part(150) == (
+        "\n\n- 150 groups (tests/test\\_m0.py::test\\_s\\[n8\\], tests/test\\_m1.py::test\\_s"
+        "\\[n8\\], tests/test\\_m2.py::test\\_s\\[n8\\] and 147 more): **no baseline**: no"
+        " baseline for this key on cpu-x-2t (no file of theirs in .autotune/cpu-x-2t);"
+        " --autotune-update records one\n"
+    )
+    assert len(reported_part(600)) == len(reported_part(150))
+    # Three are each listed with their winner and file, as before.
+    assert reported_part(3).count("(winner a): **no baseline**: no baseline") == 3
+    assert reported_part(3).count("(no file .autotune/cpu-x-2t/m") == 3
+
+
 def test_the_markdown_table_has_the_same_cells_with_numbers_right_aligned() -> None:
     assert render_markdown([SAXPY]).split("\n") == (
         [
