@@ -253,6 +253,41 @@ def test_the_report_names_the_roof_a_winner_reached_as_the_terminal_does(
     assert all(roof == "DRAM" for _, roof in terminal)
 
 
+HINT_PROBE = """<script>
+var hints = [];
+document.querySelectorAll("details.decision").forEach(function (card) { card.open = true; });
+document.querySelectorAll(".facts dd.hint").forEach(function (hint) {
+  hints.push([hint.dataset.term, getComputedStyle(hint, "::before").content, hint.offsetHeight]);
+});
+document.body.setAttribute("data-probe", JSON.stringify(hints));
+</script>"""
+"""What the browser shows under each fact of each card, opened: the hint's drawn text."""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium (or chrome) binary on PATH")
+def test_chromium_shows_each_terms_explanation_under_every_fact_without_the_pages_script(
+    tmp_path: Path,
+) -> None:
+    # Each explanation is written once, in the style, not in each card: the browser still
+    # draws it under every fact, with the page's own script removed (JavaScript off).
+    from pytest_autotune.report.html import TERMS
+    from tests.unit.test_html import saxpy_record, sum_record
+
+    page = render_html([saxpy_record(), sum_record()])
+    page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+    page = re.sub(r"<script>.*?</script>", "", page, flags=re.S)
+    probed = tmp_path / "hints.html"
+    probed.write_text(page.replace("</body>", HINT_PROBE + "</body>"), encoding="utf-8")
+    dumped = chromium("--dump-dom", probed.resolve().as_uri(), profile=tmp_path / "profile")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    found = re.search(r'data-probe="([^"]*)"', dumped.stdout)
+    assert found is not None, "the probe did not run"
+    shown = json.loads(htmllib.unescape(found.group(1)))
+    expected = [[term.replace(" ", "-"), json.dumps(meaning)] for term, meaning in TERMS.items()]
+    assert [[term, content] for term, content, _ in shown] == expected * 2
+    assert all(height > 0 for _, _, height in shown)
+
+
 LABEL_PROBE = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>{css}</style></head>
 <body><main>{charts}</main><script>
 var left = [];

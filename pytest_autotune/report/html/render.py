@@ -5,7 +5,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import jinja2
@@ -45,14 +46,33 @@ def _render(view: RunView) -> str:
     assert loader is not None
     script, _, _ = loader.get_source(env, "report.js")
     style, _, _ = loader.get_source(env, "report.css")
+    style += hint_style(TERMS)
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     return env.get_template("report.html.j2").render(
         run=view,
         script=Markup(script),
         style=Markup(style),
         script_hash=f"sha256-{digest}",
-        terms=TERMS,
     )
+
+
+_CSS_PLAIN = re.compile(r"[A-Za-z0-9 .,:;()=%'+-]")
+"""What a CSS string may hold as itself; anything else (a quote, a backslash, `<` of a
+`</style>`) is written as an escape."""
+
+
+def hint_style(terms: Mapping[str, str]) -> str:
+    """The style that shows each term's explanation under every fact of that term (the
+    `dd.hint` of its card, by `data-term`), so that it is written once in the page, not in
+    each card: 14 explanations in each of 150 groups' cards were 0.77 MB of a 2.34 MB page.
+    Generated content, so it shows with JavaScript off; the Terms section holds the same
+    text, to select and to find."""
+    rules = []
+    for term, meaning in terms.items():
+        text = "".join(c if _CSS_PLAIN.fullmatch(c) else f"\\{ord(c):06x}" for c in meaning)
+        slug = term.replace(" ", "-")  # as the template names it
+        rules.append(f'.facts dd.hint[data-term="{slug}"]::before {{ content: "{text}"; }}')
+    return "\n" + "\n".join(rules) + "\n"
 
 
 def write_html(
