@@ -32,6 +32,7 @@ __all__ = [
     "SAME_REPORT_SHOWN",
     "CandidateRow",
     "GroupSummary",
+    "alike",
     "alike_names",
     "decision_name",
     "error_text",
@@ -47,7 +48,6 @@ __all__ = [
     "ordered",
     "raised_in_checks",
     "reason_in_a_word",
-    "reported_alike",
     "stopped_text",
     "summary_row",
     "verdict_counts",
@@ -348,16 +348,16 @@ when more are shown as one: a first `--autotune` of a test over 100 sizes printe
 one "no baseline" message 100 times."""
 
 
-def reported_alike(summaries: Iterable[GroupSummary]) -> list[list[GroupSummary]]:
-    """The groups `reported`, those with one verdict and one message together (messages
-    that differ only in the cache file each looked in are one), in the table's order of
-    each reason's first group. The terminal and the step summary show more than
-    `SAME_REPORT_SHOWN` of one reason as one entry (`alike_names`, `one_message`)."""
-    alike: dict[tuple[str, str], list[GroupSummary]] = {}
-    for summary in reported(summaries):
+def alike(summaries: Iterable[GroupSummary]) -> list[list[GroupSummary]]:
+    """`summaries` with one verdict and one message together (messages that differ only in
+    the cache file each looked in are one), in their order of each reason's first group.
+    The terminal and the step summary show more than `SAME_REPORT_SHOWN` of one reason as
+    one entry (`alike_names`, `one_message`)."""
+    together: dict[tuple[str, str], list[GroupSummary]] = {}
+    for summary in summaries:
         reason = _NO_FILE.sub(" (no file)", summary.message)
-        alike.setdefault((summary.verdict.value, reason), []).append(summary)
-    return list(alike.values())
+        together.setdefault((summary.verdict.value, reason), []).append(summary)
+    return list(together.values())
 
 
 def alike_names(groups: Sequence[GroupSummary]) -> str:

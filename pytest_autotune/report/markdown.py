@@ -17,6 +17,7 @@ from pytest_autotune.report import (
     INTENDED,
     SAME_REPORT_SHOWN,
     GroupSummary,
+    alike,
     alike_names,
     decision_name,
     failed_checks,
@@ -25,7 +26,7 @@ from pytest_autotune.report import (
     one_message,
     ordered,
     raised_in_checks,
-    reported_alike,
+    reported,
     stopped_text,
     summary_row,
     verdict_counts,
@@ -67,9 +68,9 @@ def render_markdown(
 ) -> str:
     """A heading, the summary table, then the failures (those `expected` by the tests'
     `xfail` marks said so), the candidates that failed their checks, the groups reported
-    without failing (more than `SAME_REPORT_SHOWN` alike as one item, as the terminal shows
-    them) and those an update recorded or did not record as lists, each with its
-    message; ends with a newline, so appending it to the step summary file leaves the next
+    without failing and those an update recorded or did not record as lists, each with its
+    message (more than `SAME_REPORT_SHOWN` alike as one item, as the terminal shows the
+    groups reported); ends with a newline, so appending it to the step summary file leaves the next
     section on its own line. A refresh job's summary must say what it did with each
     baseline (joined, started again, recorded on busy CPUs and worth recording again) and
     why one was left as it was, as the terminal does. A wrong candidate fails its own test
@@ -108,9 +109,9 @@ def render_markdown(
     for heading, items in (
         ("Failed", failed),
         ("Failed checks", _failed_checks([s for s in summaries if tests_failed(s)])),
-        ("Reported, not failing", _reported(summaries, expected)),
-        ("Updated", [_item(s, expected(s)) for s in updated]),
-        ("Not recorded", [_item(s, expected(s)) for s in not_recorded]),
+        ("Reported, not failing", _alike_items(reported(summaries), expected)),
+        ("Updated", _alike_items(updated, expected)),
+        ("Not recorded", _alike_items(not_recorded, expected)),
         ("Notes", [f"- {escape(line.removeprefix('note: '))}" for line in notes]),
         ("Errors and warnings", [f"- {escape(line)}" for line in problems]),
     ):
@@ -155,14 +156,15 @@ def _failed_checks(summaries: Sequence[GroupSummary]) -> list[str]:
     ]
 
 
-def _reported(
+def _alike_items(
     summaries: Sequence[GroupSummary], expected: Callable[[GroupSummary], bool]
 ) -> list[str]:
-    """The groups reported without failing, as the terminal shows them: more than
+    """An item per group, as the terminal shows the groups reported: more than
     `SAME_REPORT_SHOWN` with one verdict and one message are one item, the first named and
-    the rest counted (a first run of 150 groups listed 150 "no baseline" items alike)."""
+    the rest counted (a first run of 150 groups listed 150 "no baseline" items alike, a
+    first update 148 "new baseline: none before for this key")."""
     items: list[str] = []
-    for groups in reported_alike(summaries):
+    for groups in alike(summaries):
         if len(groups) <= SAME_REPORT_SHOWN:
             items.extend(_item(s, expected(s)) for s in groups)
             continue

@@ -13,13 +13,14 @@ from pytest_autotune.report import (
     COLUMNS,
     SAME_REPORT_SHOWN,
     GroupSummary,
+    alike,
     alike_names,
     decision_name,
     failures,
     one_message,
     ordered,
     reason_in_a_word,
-    reported_alike,
+    reported,
     summary_row,
     verdict_counts,
 )
@@ -148,7 +149,7 @@ def render_reported(summaries: Sequence[GroupSummary]) -> str:
     reported with one verdict and one message, more than `SAME_REPORT_SHOWN`, are shown
     once, the first `SAME_REPORT_SHOWN` named and the rest counted."""
     entries = []
-    for groups in reported_alike(summaries):
+    for groups in alike(reported(summaries)):
         if len(groups) <= SAME_REPORT_SHOWN:
             entries.append(_details(groups))
             continue

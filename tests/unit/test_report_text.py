@@ -407,6 +407,22 @@ def test_the_markdown_of_an_update_says_what_it_did_with_each_baseline_as_the_te
     )
 
 
+def test_the_markdown_of_a_first_update_lists_its_alike_new_baselines_once() -> None:
+    # A first --autotune-update of 150 groups listed 148 items "new baseline: none before
+    # for this key"; one recorded on busy CPUs says so, each on its own.
+    def updated(n: int, message: str = "new baseline: none before for this key") -> GroupSummary:
+        return GroupSummary(f"t.py::test_s[n{n}]", f"n{n}", "a", Verdict.UPDATED, False, message)
+
+    busy = updated(99, "new baseline: none before for this key; recorded although the CPUs")
+    text = render_markdown([*(updated(n) for n in range(148)), busy])
+    assert text.endswith(
+        "\n**Updated:**\n\n- 148 groups (t.py::test\\_s\\[n0\\], t.py::test\\_s\\[n1\\],"
+        " t.py::test\\_s\\[n2\\] and 145 more): **updated**: new baseline: none before for"
+        " this key\n- t.py::test\\_s\\[n99\\] (winner a): **updated**: new baseline: none"
+        " before for this key; recorded although the CPUs\n"
+    )
+
+
 def test_a_summary_of_a_judged_group_carries_the_measurement_the_verdict_rests_on() -> None:
     summary = regressed_sum()
     assert summary.samples == (1.2e-3,) * 10
