@@ -696,8 +696,11 @@ def test_a_database_cursor_its_candidates_query_is_tuned_on(cache_dir):
         return fn
 
     tunables = TunableSet.of(lambda c: "q", {"a": querying(2e-3, "a"), "b": querying(1e-3, "b")})
-    cursor = sqlite3.connect(":memory:").cursor()
-    assert local.execute(client.device_id, client, tunables, (cursor,)) == 42
+    connection = sqlite3.connect(":memory:")
+    try:
+        assert local.execute(client.device_id, client, tunables, (connection.cursor(),)) == 42
+    finally:
+        connection.close()  # left open, Python 3.13 warns of it wherever it is collected
 
 
 def append_zero(b):
