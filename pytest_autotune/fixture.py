@@ -29,7 +29,7 @@ from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import UNPLANNED, AutotuneError, AutotuneSkip, declines
 from pytest_autotune.tune.files import dumps
-from pytest_autotune.tune.key import key_to_json, stable_key
+from pytest_autotune.tune.key import AutotuneKey, key_to_json, stable_key
 from pytest_autotune.tune.local import LocalTuner
 from pytest_autotune.tune.settings import DEFAULT_TIME_LIMIT_S
 from pytest_autotune.tune.tunable import PriorityError, tune_plan, unplanned
@@ -98,16 +98,25 @@ def checked_key(value: Any, what: str) -> Any:
     try:
         hash(value)
     except TypeError as exc:
-        fail(
-            f"{what} returned an unusable key {shown}: {exc}; return a value built from"
-            " sizes and names, as an int, a str or a tuple of them (tuple(x.shape))"
-        )
+        fail(f"{what} returned an unusable key {shown}: {exc}; {_hashable_advice(value)}")
     try:
         text = dumps(key_to_json(value))
     except (TypeError, ValueError) as exc:
         fail(f"{what} returned an unusable key {shown}: {exc}")
     fail_if_unstable(text, f"{what} returned the key {value!r}, which")
     return value
+
+
+def _hashable_advice(value: Any) -> str:
+    """What makes an unhashable key hashable: an `AutotuneKey` class of its own is frozen
+    (a plain `@dataclass` has no hash), and its fields, as any key, are built of ints, strs
+    and tuples; "return an int, a str or a tuple" sent such a class's user to give it up."""
+    if isinstance(value, AutotuneKey) and type(value).__hash__ is None:
+        return f"decorate {type(value).__name__} with @dataclass(frozen=True)"
+    what = "give its fields values" if isinstance(value, AutotuneKey) else "return a value"
+    return (
+        f"{what} built from sizes and names, as an int, a str or a tuple of them (tuple(x.shape))"
+    )
 
 
 _MEMORY_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")

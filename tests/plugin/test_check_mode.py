@@ -582,6 +582,56 @@ def test_an_unhashable_key_fails_in_one_short_line_saying_what_to_return(
     assert "4999." not in result.stdout.str()
 
 
+def test_an_unhashable_key_class_is_told_to_be_frozen(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A plain @dataclass key class has no hash: "return an int, a str or a tuple" sent its
+    # user to give the class up, where frozen=True is the fix; a field of a list is told
+    # to hold a tuple.
+    autotune_pytester.makepyfile(
+        """
+        from dataclasses import dataclass
+        import numpy as np
+        import pytest
+        from pytest_autotune import AutotuneKey
+
+        @dataclass
+        class SumKey(AutotuneKey):
+            n: int
+
+        @dataclass(frozen=True)
+        class ShapeKey(AutotuneKey):
+            shape: tuple
+
+        @pytest.mark.autotune(candidates={"sum": np.sum}, key=lambda x: SumKey(x.size))
+        @pytest.mark.parametrize("x", [np.ones(8)], ids=["n8"])
+        def test_unfrozen(candidate, x):
+            return candidate(x)
+
+        @pytest.mark.autotune(
+            candidates={"sum": np.sum}, key=lambda x: ShapeKey(list(x.shape))
+        )
+        @pytest.mark.parametrize("x", [np.ones(8)], ids=["n8"])
+        def test_list_field(candidate, x):
+            return candidate(x)
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*key= returned an unusable key SumKey(n=8): unhashable type: 'SumKey';"
+            " decorate SumKey with @dataclass(frozen=True)",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*key= returned an unusable key ShapeKey(shape=*): unhashable type: 'list';"
+            " give its fields values built from sizes and names*",
+        ]
+    )
+
+
 def test_candidates_as_a_list_of_functions_are_named_by_their_names(
     autotune_pytester: pytest.Pytester,
 ) -> None:
