@@ -402,6 +402,7 @@ def _renamed(
             f" group of it makes now ({old}), pruned now: if those are its keys renamed (its"
             f" parameters' ids, its key=), {restore}"
             f' "key" to its new key{entries} to keep their baselines'
+            f"{_rounding(new, item.keys or ())}"
         )
     return (
         f"note: {tuner}: no baseline for its {what} {', '.join(new)}, but"

@@ -2619,6 +2619,30 @@ def test_a_float_key_that_moved_by_rounding_is_told_why_it_has_no_baseline(
     )
 
 
+def test_a_float_key_that_moved_by_rounding_is_told_why_when_an_update_prunes_it(
+    scale: pytest.Pytester,
+) -> None:
+    # Under --autotune-prune the note told to restore the file from git and rename the
+    # pruned entry's key, which the next run's rounding moves again: it now says why too.
+    keyed = SCALE_TESTS.replace(
+        '@pytest.mark.parametrize("n", [1, 2])',
+        "@pytest.mark.parametrize('n', [1])",
+    ).replace("work=lambda n: Work(bytes=1e5),", "key=lambda n: 0.1 + 0.2 * n,")
+    scale.makepyfile(test_scale=keyed)
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    scale.makepyfile(test_scale=keyed.replace("0.1 + 0.2 * n", "0.2 * n + 0.1 + 1e-16"))
+    result = run(scale, "--autotune-update", "--autotune-prune")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "note: test_scale.py::test_scale: no baseline for its key 0.30000000000000016,"
+            " and *pruned now: if those are its keys renamed*"
+            " (0.30000000000000016 and 0.30000000000000004 differ only in a float's last"
+            " digits: *round() it)"
+        ]
+    )
+
+
 @pytest.mark.parametrize("mode", ["--autotune", "--autotune-update"])
 def test_a_renamed_test_without_a_baseline_is_told_where_its_old_baselines_are(
     scale: pytest.Pytester, mode: str
