@@ -94,15 +94,18 @@ def fail(message: str) -> NoReturn:
 def checked_key(value: Any, what: str) -> Any:
     """A key the cache can hold: hashable, JSON, and finite (JSON has no NaN or inf), and
     the same in the next process (`fail_if_unstable`)."""
-    shown = reprlib.repr(value)  # an array's whole repr ran to hundreds of lines
     try:
         hash(value)
     except TypeError as exc:
-        fail(f"{what} returned an unusable key {shown}: {exc}; {_hashable_advice(value)}")
+        fail(
+            f"{what} returned an unusable key {reprlib.repr(value)}: {exc};"
+            f" {_hashable_advice(value)}"
+        )
     try:
         text = dumps(key_to_json(value))
     except (TypeError, ValueError) as exc:
-        fail(f"{what} returned an unusable key {shown}: {exc}")
+        # Shown short: an array's whole repr ran to hundreds of lines.
+        fail(f"{what} returned an unusable key {reprlib.repr(value)}: {exc}")
     fail_if_unstable(text, f"{what} returned the key {value!r}, which")
     return value
 

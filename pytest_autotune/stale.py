@@ -417,9 +417,12 @@ def _rounding(new: Iterable[str], old: Iterable[str]) -> str:
     """Where a new key and an old one differ only in a float's last digits, why: a key
     computed in floating point (`key=lambda x: x.sum()`) reads otherwise from run to run
     (another BLAS, another order of summation), and no run finds the last one's baseline."""
+    # Each key read once: the pairs are as many as the two counts' product.
+    olds = [(old_key, _loaded(old_key)) for old_key in old]
     for new_key in new:
-        for old_key in old:
-            if new_key != old_key and _close(_loaded(new_key), _loaded(old_key)):
+        new_value = _loaded(new_key)
+        for old_key, old_value in olds:
+            if new_key != old_key and _close(new_value, old_value):
                 return (
                     f" ({new_key} and {old_key} differ only in a float's last digits: a key"
                     " computed in floating point reads otherwise from one run to the next;"
@@ -443,6 +446,8 @@ def _close(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
     numbers = (int, float)
+    if isinstance(a, bool) or isinstance(b, bool):  # JSON's true is no number
+        return a == b and type(a) is type(b)
     if isinstance(a, numbers) and isinstance(b, numbers) and float in (type(a), type(b)):
         return math.isclose(a, b, rel_tol=1e-9)
     return bool(a == b)

@@ -119,3 +119,15 @@ def test_a_stale_file_whose_keys_were_written_again_since_goes_whole(tmp_path: P
     path.unlink()
     _prune(stale)
     assert not path.exists()
+
+
+def test_only_keys_that_differ_in_a_floats_last_digits_get_the_rounding_note() -> None:
+    from pytest_autotune.stale import _rounding
+
+    assert "differ only in a float's last digits" in _rounding(
+        ["[8, 0.30000000000000004]"], ["[8, 0.3]"]
+    )
+    # JSON's true is no number: a key (True, ...) beside (1.0000000001, ...) is no rounding.
+    assert _rounding(["[true, 2]"], ["[1.0000000001, 2]"]) == ""
+    assert _rounding(["[8, 0.4]"], ["[8, 0.3]"]) == ""
+    assert _rounding(['"n1024"'], ['"n2048"']) == ""
