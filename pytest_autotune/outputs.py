@@ -26,8 +26,12 @@ from pytest_autotune.quiet import hand_back, handed_back
 from pytest_autotune.report import (
     INTENDED,
     PROBLEM_PREFIXES,
+    SAME_REPORT_SHOWN,
     GroupSummary,
+    alike,
+    alike_names,
     decision_name,
+    one_message,
     ordered,
     stopped_text,
 )
@@ -400,9 +404,7 @@ class SessionOutput:
             updated = [s for s in summaries if s.verdict in _UPDATE_VERDICTS]
             if updated:
                 lines.append("")
-                lines.extend(
-                    f"{decision_name(s.group, s.key)}: {s.message}" for s in ordered(updated)
-                )
+                lines.extend(_updated_lines(ordered(updated)))
             notes = render_reported(summaries)
             if notes:
                 lines.extend(["", "reported, not failing:", *notes.splitlines()])
@@ -420,6 +422,20 @@ class SessionOutput:
                     lines.append(INTENDED)
         lines.extend(self.notes)
         return lines
+
+
+def _updated_lines(updated: Sequence[GroupSummary]) -> list[str]:
+    """What an update did with each group: a line each, but more than `SAME_REPORT_SHOWN`
+    groups alike (a first update's "new baseline: none before for this key") as one, their
+    first named and the rest counted, as the step summary shows them: a first update of 150
+    groups printed 148 such lines."""
+    lines: list[str] = []
+    for groups in alike(updated):
+        if len(groups) <= SAME_REPORT_SHOWN:
+            lines.extend(f"{decision_name(s.group, s.key)}: {s.message}" for s in groups)
+        else:
+            lines.append(f"{len(groups)} groups ({alike_names(groups)}): {one_message(groups)}")
+    return lines
 
 
 def progress_lines(summary: GroupSummary) -> list[str]:

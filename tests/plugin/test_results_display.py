@@ -678,3 +678,39 @@ def test_broken(candidate):
     result.stdout.fnmatch_lines(["    every candidate failed: boom: raised ValueError*"])
     result.stdout.no_fnmatch_line("*no candidate succeeded*")
     result.stdout.no_fnmatch_line("*Captured log*")
+
+
+def test_a_first_update_of_many_groups_says_their_new_baselines_in_one_line(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A first --autotune-update of 150 groups printed 148 lines of "new baseline: none
+    # before for this key", one a group; the step summary already folded them.
+    autotune_pytester.makepyfile(
+        test_sizes="""
+        import pytest
+        from conftest import spin
+
+        def a(n):
+            spin(1e-4 * n)
+            return n
+
+        def b(n):
+            spin(2e-4 * n)
+            return n
+
+        @pytest.mark.autotune(candidates={"a": a, "b": b})
+        @pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+        def test_sizes(candidate, n):
+            return candidate(n)
+        """
+    )
+    result = run(autotune_pytester, "--autotune-update", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    text = result.stdout.str()
+    assert text.count("new baseline: none before for this key") == 1
+    result.stdout.fnmatch_lines(
+        [
+            "5 groups (test_sizes.py::test_sizes[[]1[]], test_sizes.py::test_sizes[[]2[]],"
+            " test_sizes.py::test_sizes[[]3[]] and 2 more): new baseline: none before for this key"
+        ]
+    )
