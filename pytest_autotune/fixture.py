@@ -34,7 +34,7 @@ from pytest_autotune.tune.local import LocalTuner
 from pytest_autotune.tune.settings import DEFAULT_TIME_LIMIT_S
 from pytest_autotune.tune.tunable import PriorityError, tune_plan, unplanned
 from pytest_autotune.tune.tunable_set import TunableSet
-from pytest_autotune.tune.tuner import used_up_within
+from pytest_autotune.tune.tuner import used_up_input
 from pytest_autotune.tune.wording import counted
 
 SESSION = pytest.StashKey[AutotuneSession]()
@@ -289,15 +289,15 @@ def _inputs_error(tunables: TunableSet, inputs: tuple[Any, ...]) -> str | None:
     left to its call. An input one call uses up (a generator) fails a plain run as tuning
     refuses it: its checks gave the reference an emptied generator, and the candidate after
     it "differed"."""
-    for index, value in enumerate(inputs):
-        used_up = used_up_within(value)
-        if used_up is not None:
-            return (
-                f"input {index} {used_up}, which one call uses"
-                " up: every candidate is called on it (and the reference again, to check"
-                " each), and the first would leave it empty for the others; pass a list or a"
-                " tuple (list(it))"
-            )
+    found = used_up_input(inputs)
+    if found is not None:
+        index, used_up = found
+        return (
+            f"input {index} {used_up}, which one call uses"
+            " up: every candidate is called on it (and the reference again, to check"
+            " each), and the first would leave it empty for the others; pass a list or a"
+            " tuple (list(it))"
+        )
     try:
         signature = inspect.signature(tunables.key_gen)
     except (TypeError, ValueError):

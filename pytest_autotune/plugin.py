@@ -709,12 +709,12 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     # (a `work=lambda n: ...` where `n` feeds the test's `x` failed every test with "asks
     # for ['n'], which the test does not take").
     named = Named(arguments, pyfuncitem.funcargs)
+    _fail_if_used_up(spec, named)
     options = _options_here(pyfuncitem.config, spec)
     limit = call_time_limit(session, options)
     run = candidate_run(
         pyfuncitem, spec, arguments, real_fixtures(given), limit, session.settings.tune
     )
-    _fail_if_used_up(spec, named)
     try:
         with limit.armed(), session.level_scope(options):
             if session.settings.tune:

@@ -21,7 +21,13 @@ from pytest_autotune.cli.errors import CliError
 from pytest_autotune.gate.baseline import Baseline, BaselineError
 from pytest_autotune.tune.cache_format import Malformed, entry_from_json, parse_contents
 from pytest_autotune.tune.cache_names import PEAKS_FILE
-from pytest_autotune.tune.files import JsonFileError, decode_strict, dumps, write_atomically
+from pytest_autotune.tune.files import (
+    JsonFileError,
+    decode_strict,
+    dumps,
+    why_unwritable,
+    write_atomically,
+)
 
 EXIT_CONFLICT = 1
 """An entry both branches changed, other than by each adding a session to one baseline: git
@@ -68,7 +74,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             " again"
         ) from None
     document, conflicts, notes = merge_documents(base, ours, theirs)
-    write_atomically(Path(args.ours), dumps(document))
+    try:
+        write_atomically(Path(args.ours), dumps(document))
+    except OSError as error:
+        raise CliError(
+            f"{name}: the merged file cannot be written to {args.ours}:"
+            f" {why_unwritable(error, args.ours)}"
+        ) from None
     for line in [*notes, *conflicts]:
         print(f"{name}: {line}", file=sys.stderr)
     if conflicts:

@@ -13,7 +13,7 @@ import time
 import traceback
 import warnings
 import weakref
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -725,6 +725,16 @@ def used_up_within(value: object) -> str | None:
     return f"holds {what} at {''.join(f'[{k!r}]' for k in reversed(where))}"
 
 
+def used_up_input(inputs: Iterable[object]) -> tuple[int, str] | None:
+    """The first of `inputs` that is or holds what one call uses up, by its index, and how
+    (`used_up_within`); None where none does."""
+    for index, value in enumerate(inputs):
+        used_up = used_up_within(value)
+        if used_up is not None:
+            return index, used_up
+    return None
+
+
 _PLAIN_VALUES = (int, float, complex, bool, str, bytes, type(None))
 
 
@@ -757,15 +767,15 @@ def _refuse_iterators(name: str, inputs: TuneInputs) -> None:
     the others and for the call whose result is returned, a wrong answer with no word.
     Refused before anything runs on it; a key already decided calls the winner once, so
     an iterator is fine there."""
-    for index, value in enumerate(inputs):
-        used_up = used_up_within(value)
-        if used_up is not None:
-            raise TypeError(
-                f"{name}: input {index} {used_up}, which tuning"
-                " would use up: every candidate is called on it, and the first would leave"
-                " it empty for the others and for the call that returns; pass a list or a"
-                " tuple (list(it))"
-            )
+    found = used_up_input(inputs)
+    if found is not None:
+        index, used_up = found
+        raise TypeError(
+            f"{name}: input {index} {used_up}, which tuning"
+            " would use up: every candidate is called on it, and the first would leave"
+            " it empty for the others and for the call that returns; pass a list or a"
+            " tuple (list(it))"
+        )
 
 
 def _try_input_generator(

@@ -2061,3 +2061,25 @@ def test_a_merge_that_meets_a_version_it_cannot_read_says_what_the_file_holds_an
     assert f"`git checkout -m -- {name}` merges it again" in output
     # The command runs the driver again on the three versions git holds in the index.
     assert "upgrade pytest-autotune" in git(repo, "checkout", "-m", "--", name)
+
+
+def test_merge_into_a_file_it_cannot_write_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Run by hand on a read-only checkout, the merge's write raised a traceback.
+    from pytest_autotune.cli import merge
+
+    base = write_cache(tmp_path / "base.json", sum_entries(1024))
+    ours = write_cache(tmp_path / "ours.json", sum_entries(1024, 2048))
+    theirs = write_cache(tmp_path / "theirs.json", sum_entries(1024, 4096))
+
+    def refused(path: Path, text: str) -> None:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(merge, "write_atomically", refused)
+    code, _, err = run(capsys, "merge", str(base), str(ours), str(theirs), "--name", "f.json")
+    assert code == 2
+    assert err == (
+        f"pytest-autotune: error: f.json: the merged file cannot be written to {ours}:"
+        " Permission denied\n"
+    )
