@@ -321,7 +321,7 @@ class LocalTuner:
         `TUNER.execute(client.device_id, client, tunables, (x,))`. A library calling a tuned
         operation in its hot path binds it once: the call then builds no inputs tuple and
         looks up nothing but the key's winner, about 1.1x an `lru_cache` dispatch where
-        `execute` costs 1.5x (`benchmarks/dispatch.py`), and a wrapper function around
+        `execute` costs 1.8x (`benchmarks/dispatch.py`), and a wrapper function around
         `execute`, the way a library would expose it, costs one Python call more again.
         A set whose key generator takes one input (`TunableSet.unary`) gives a function of
         one argument; otherwise it takes the inputs positionally.
