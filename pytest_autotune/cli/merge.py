@@ -45,7 +45,8 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         " entry (key and candidate list), writing OURS: what git's merge driver %O %A %B"
         " gives. Entries only one branch changed or added are that branch's; where both"
         " only added a session to one baseline, this branch's is kept; the device block is"
-        " this branch's where both changed it (its peaks move with every update). Exit"
+        " this branch's where both changed it (its peaks move with every update); an entry"
+        " one branch pruned and the other updated is kept, named on stderr. Exit"
         f" status {EXIT_CONFLICT} when both changed one entry otherwise (a new baseline, a"
         " new winner): the file then holds this branch's entry, named on stderr.",
     )
@@ -138,7 +139,8 @@ def merge_documents(
     base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any]
 ) -> tuple[dict[str, Any], list[str], list[str]]:
     """The merged document, a line for each entry both sides changed unlike each other, and
-    a note for each entry both added (this branch's kept)."""
+    a note for each entry both added (this branch's kept) and each that one pruned and the
+    other updated (the updated one kept)."""
     document: dict[str, Any] = {}
     conflicts: list[str] = []
     notes: list[str] = []
@@ -167,6 +169,19 @@ def merge_documents(
                 f"both branches recorded the new key {identity[0]}: kept this branch's"
                 f" baseline (winner {entry.get('fastest_name')!r}; the other's was"
                 f" {other[identity].get('fastest_name')!r})"
+            )
+        if entry is _BOTH and _pruned(identity, mine, other):
+            # One branch pruned the key (no entry of it left, as `--autotune-prune` leaves
+            # where no group makes it) while the other measured it: dropping it would lose
+            # that measurement without a word, and a key the merged tests do not make is
+            # named stale, and pruned, by the next update alike.
+            ours_kept = identity in mine
+            entry = mine[identity] if ours_kept else other[identity]
+            dropped, kept = ("the other", "this") if ours_kept else ("this", "the other")
+            notes.append(
+                f"{dropped} branch pruned the key {identity[0]}, which {kept} branch updated:"
+                f" kept {kept} branch's entry (an update with --autotune-prune drops it again"
+                " where no test makes the key)"
             )
         if entry is _BOTH:
             entry = _unless_joined(old.get(identity), mine.get(identity), other.get(identity))
@@ -203,10 +218,20 @@ def _entries(document: dict[str, Any]) -> dict[Identity, Any]:
     return entries
 
 
+def _pruned(identity: Identity, ours: dict[Identity, Any], theirs: dict[Identity, Any]) -> bool:
+    """Whether one side dropped an entry by holding no entry of its key at all: a prune,
+    not the entry of another candidate list, which replaces it (an update keeps one entry
+    a key)."""
+    key = identity[0]
+    return any(
+        identity not in side and all(held[0] != key for held in side) for side in (ours, theirs)
+    )
+
+
 def _unless_joined(base: Any, ours: Any, theirs: Any) -> Any:
     """Where both sides changed an entry: the side that did more than add sessions to it
-    (replaced it with a new baseline or another candidate list's entry, or pruned it),
-    ours where both only added sessions; `_BOTH` where both did more."""
+    (replaced it with a new baseline or another candidate list's entry), ours where both
+    only added sessions; `_BOTH` where both did more."""
     before = _sessions_of(base)
     ours_joined, theirs_joined = _joined(ours, before), _joined(theirs, before)
     if ours_joined and not theirs_joined:

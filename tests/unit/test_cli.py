@@ -1979,6 +1979,58 @@ def test_merge_of_a_key_both_branches_recorded_first_keeps_this_branchs_and_says
     assert [e["fastest_name"] for e in merged["entries"]] == ["block256", "block256"]
 
 
+def test_merge_keeps_an_entry_one_branch_pruned_and_the_other_updated_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One branch dropped a size and ran `--autotune-update --autotune-prune`; the other ran
+    # an update that added a session to that size's baseline. The merge dropped the entry,
+    # and the other branch's measurement with it, without a word.
+    base = write_cache(tmp_path / "base.json", sum_entries(1024, 2048))
+    pruned = write_cache(tmp_path / "pruned.json", sum_entries(1024))
+    joined = write_cache(tmp_path / "joined.json", sum_entries(1024, 2050), copy_peak=4.1e12)
+    data = json.loads(joined.read_text())
+    data["entries"][1]["key"] = "n2048"
+    data["entries"][1]["sessions"] = [{"median_ns": 5120, "read_ns": None}]
+    joined.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    updated = data["entries"][1]
+
+    for ours, theirs, dropped, kept in [
+        (pruned, joined, "this", "the other"),
+        (joined, pruned, "the other", "this"),
+    ]:
+        merged = tmp_path / "merged.json"
+        shutil.copyfile(ours, merged)
+        code, _, err = run(capsys, "merge", str(base), str(merged), str(theirs), "--name", "f.json")
+
+        assert code == 0
+        assert err == (
+            f'f.json: {dropped} branch pruned the key "n2048", which {kept} branch updated:'
+            f" kept {kept} branch's entry (an update with --autotune-prune drops it again"
+            " where no test makes the key)\n"
+        )
+        entries = json.loads(merged.read_text())["entries"]
+        assert [e["key"] for e in entries] == ["n1024", "n2048"]
+        assert entries[1] == updated
+
+
+def test_merge_drops_an_entry_one_branch_replaced_with_another_candidate_lists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An update replaces the entry of another candidate list under one key: that is no
+    # prune, and the other branch's session on the old list goes with it, as before.
+    base = write_cache(tmp_path / "base.json", sum_entries(1024))
+    three = (outcome("block32", 0, 9), outcome("block64", 1, 5), outcome("block256", 2, 3))
+    replaced = write_cache(tmp_path / "replaced.json", {"n1024": ("block256", three)})
+    joined = write_cache(tmp_path / "joined.json", sum_entries(1024), copy_peak=4.1e12)
+    with_sessions(joined, [2560])
+
+    code, _, err = run(capsys, "merge", str(base), str(replaced), str(joined), "--name", "f")
+
+    assert (code, err) == (0, "")
+    entries = json.loads(replaced.read_text())["entries"]
+    assert [len(e["results"]) for e in entries] == [3]
+
+
 def test_merge_help_names_gits_placeholders_as_git_takes_them(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
