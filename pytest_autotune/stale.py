@@ -283,8 +283,6 @@ def moved_baselines(
     if not records:
         return []
     stale = _found(settings, records, collected, tuned)
-    if not stale:
-        return []
     held = {item.path: _pairs(item.path) for item in stale}
     lines = []
     said: set[str] = set()
@@ -315,6 +313,13 @@ def moved_baselines(
         ):
             said.add(record.tuner)
             lines.append(_renamed(record.tuner, renamed, records, settings))
+            continue
+        # No entry of it called stale (`-k` left some of its groups out, so its keys are
+        # not all known): a float key's last digits that moved still say why it has none.
+        rounded = _rounded(record.tuner, path, records, tuned, settings)
+        if rounded:
+            said.add(record.tuner)
+            lines.append(rounded)
     return lines
 
 
@@ -410,6 +415,43 @@ def _renamed(
         f" group of it makes now ({old}): if those are its keys renamed (its parameters'"
         ' ids, its key=), set each old entry\'s "key" in the file to its new key'
         f"{entries} to keep their baselines; else {rest}{_rounding(new, item.keys or ())}"
+    )
+
+
+def _rounded(
+    tuner: str,
+    path: Path,
+    records: Iterable[AutotuneRecord],
+    tuned: Mapping[str, Mapping[str, str]],
+    settings: PluginSettings,
+) -> str:
+    """A note where the test's own file holds a baseline of its candidate list at a key no
+    group of this session makes that differs from one of its new keys only in a float's
+    last digits; empty where none does, or the file is not there."""
+    mine = [record for record in records if record.tuner == tuner]
+    new = sorted({serialize_key_json(record.key) for record in mine})
+    if not path.is_file():
+        return ""
+    made = set(tuned.get(tuner, {}).values())
+    checksums = {record.checksum for record in mine}
+    old = sorted(
+        key
+        for key, checksum in _pairs(path)
+        if checksum in checksums
+        and key not in made
+        and any(key != new_key and _close(_loaded(key), _loaded(new_key)) for new_key in new)
+    )
+    if not old:
+        return ""
+    what = "key" if len(new) == 1 else "keys"
+    held = (
+        "a baseline of its candidate list at key"
+        if len(old) == 1
+        else ("baselines of its candidate list at keys")
+    )
+    return (
+        f"note: {tuner}: no baseline for its {what} {', '.join(new)}, but"
+        f" {settings.relative(path)} holds {held} {', '.join(old)}{_rounding(new, old)}"
     )
 
 
