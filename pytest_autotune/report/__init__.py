@@ -374,16 +374,35 @@ test, so that a first `--autotune` of 150 groups over 60 test files printed 150 
 alike but for it, 300 lines."""
 
 
+_OF_ONE_TEST = "; baselines of this test exist for "
+"""How a "no baseline" message names the other devices its test has baselines for
+(`gate.judge`): said once for the groups of several tests, it named one test."""
+
+
 def one_message(groups: Sequence[GroupSummary]) -> str:
     """The message of groups reported for one reason: theirs, where they are one; where
-    they differ only in the cache file each looked in, their folder in its place."""
+    they differ only in the cache file each looked in, their folder in its place. The
+    groups' other devices are "of these tests" where the groups are of several."""
     messages = {s.message for s in groups}
     if len(messages) == 1:
-        return groups[0].message
-    folders = {
-        str(PurePath(found["path"]).parent)
-        for s in groups
-        for found in _NO_FILE.finditer(s.message)
-    }
-    where = f"no file of theirs in {folders.pop()}" if len(folders) == 1 else "no file of theirs"
-    return _NO_FILE.sub(f" ({where})", groups[0].message)
+        message = groups[0].message
+    else:
+        folders = {
+            str(PurePath(found["path"]).parent)
+            for s in groups
+            for found in _NO_FILE.finditer(s.message)
+        }
+        where = (
+            f"no file of theirs in {folders.pop()}" if len(folders) == 1 else "no file of theirs"
+        )
+        message = _NO_FILE.sub(f" ({where})", groups[0].message)
+    if len({_test_of(s.group) for s in groups}) > 1:
+        message = message.replace(_OF_ONE_TEST, "; baselines of these tests exist for ")
+    return message
+
+
+def _test_of(group: str) -> str:
+    """The test a group's name names, without the group's parameters (`t.py::test_s` of
+    `t.py::test_s[n8]`); a tuner's name as it is."""
+    module, colons, rest = group.partition("::")
+    return module + colons + rest.partition("[")[0]

@@ -270,6 +270,39 @@ def test_groups_reported_for_one_reason_are_shown_once_with_their_names() -> Non
     assert render_reported(sizes[:3]).count(missing) == 3
 
 
+def test_groups_of_several_tests_with_baselines_elsewhere_are_not_told_of_one_test() -> None:
+    # Folded into one line, the groups of two tests read "baselines of this test exist for
+    # cpu-ci-box", in the terminal and the step summary alike.
+    def missing(test: str) -> str:
+        return (
+            f"no baseline for this key on cpu-x-2t (no file .autotune/cpu-x-2t/{test}.json);"
+            " --autotune-update records one; baselines of this test exist for cpu-ci-box"
+            " (--autotune-runner names the one to use)"
+        )
+
+    def groups(*tests: str) -> list[GroupSummary]:
+        return [
+            GroupSummary(f"t.py::{t}[n{n}]", f"n{n}", "a", Verdict.NO_BASELINE, False, missing(t))
+            for t in tests
+            for n in (1, 2)
+        ]
+
+    several = "; baselines of these tests exist for cpu-ci-box (--autotune-runner"
+    for text in (
+        render_reported(groups("test_a", "test_b")),
+        render_markdown(groups("test_a", "test_b")),
+    ):
+        assert several in text
+        assert "this test" not in text
+    one = "; baselines of this test exist for cpu-ci-box (--autotune-runner"
+    for text in (
+        render_reported(groups("test_a", "test_a")),
+        render_markdown(groups("test_a", "test_a")),
+    ):
+        assert one in text
+        assert "4 groups" in text
+
+
 def test_the_markdown_lists_the_reported_verdicts_after_the_table() -> None:
     text = render_markdown([SAXPY, NEW_KEY])
     assert text.endswith(
