@@ -45,8 +45,9 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         " entry (key and candidate list), writing OURS: what git's merge driver %O %A %B"
         " gives. Entries only one branch changed or added are that branch's; where both"
         " only added a session to one baseline, this branch's is kept; the device block is"
-        " this branch's where both changed it (its peaks move with every update); an entry"
-        " one branch pruned and the other updated is kept, named on stderr. Exit"
+        " this branch's where both changed it (its peaks move with every update); a key"
+        " both recorded first keeps this branch's baseline, and an entry one branch pruned"
+        " and the other updated is kept, each named on stderr. Exit"
         f" status {EXIT_CONFLICT} when both changed one entry otherwise (a new baseline, a"
         " new winner): the file then holds this branch's entry, named on stderr.",
     )

@@ -2041,6 +2041,19 @@ def test_merge_help_names_gits_placeholders_as_git_takes_them(
     assert "%%" not in help_text
 
 
+def test_merge_help_names_the_entries_kept_with_a_note_rather_than_a_conflict(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # README's "a key both branches recorded first keeps this branch's baseline, saying
+    # so" was missing from --help, whose exit status 1 "when both changed one entry
+    # otherwise" read as though it covered that case.
+    with pytest.raises(SystemExit):
+        main(["merge", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "a key both recorded first keeps this branch's baseline" in help_text
+    assert "an entry one branch pruned and the other updated is kept" in help_text
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_a_rebase_that_meets_an_entry_both_branches_changed_is_told_a_command_that_works(
     tmp_path: Path,
