@@ -286,6 +286,7 @@ def moved_baselines(
     held = {item.path: _pairs(item.path) for item in stale}
     lines = []
     said: set[str] = set()
+    rounding_asked: set[str] = set()  # `_rounded` answers for every record of its test
     # By test, as the summary lists groups, whichever order (or worker) tuned them.
     for record in sorted(records, key=lambda r: r.tuner):
         if record.tuner in said:
@@ -316,6 +317,9 @@ def moved_baselines(
             continue
         # No entry of it called stale (`-k` left some of its groups out, so its keys are
         # not all known): a float key's last digits that moved still say why it has none.
+        if record.tuner in rounding_asked:
+            continue
+        rounding_asked.add(record.tuner)
         rounded = _rounded(record.tuner, path, records, tuned, settings)
         if rounded:
             said.add(record.tuner)
