@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.files import json_kind, json_number
 from pytest_autotune.tune.peaks import COMPUTE_UNITS, compute_unit
-from pytest_autotune.tune.plain_numbers import finite, real_number
+from pytest_autotune.tune.plain_numbers import RealNumber, finite, real_number
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -95,6 +95,19 @@ class Work:
     bytes: float = 0
     working_set: float | None = None
     dtype: DTypeLike | None = None
+
+    if TYPE_CHECKING:
+        # What it is built from, wider than what it holds: an amount may be a NumPy scalar
+        # (`Work(compute_ops=np.prod(x.shape))`, an `np.int64`, which no type checker takes
+        # for a float), held as the Python number it equals.
+
+        def __init__(
+            self,
+            compute_ops: RealNumber = 0,
+            bytes: RealNumber = 0,
+            working_set: RealNumber | None = None,
+            dtype: DTypeLike | None = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         __tracebackhide__ = True

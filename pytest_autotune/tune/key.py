@@ -17,7 +17,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pytest_autotune.tune.errors import ConfigWarning, caller_level
 from pytest_autotune.tune.files import MAX_INT_DIGITS
-from pytest_autotune.tune.plain_numbers import real_number
+from pytest_autotune.tune.plain_numbers import RealNumber, real_number
 
 KeyT = TypeVar("KeyT", bound="AutotuneKey")
 
@@ -340,7 +340,7 @@ _LEVEL_BASE_FACTOR = {
 
 
 def anchor(
-    x: int,
+    x: RealNumber,
     max: int | None = None,
     min: int | None = None,
     base: float | None = None,
@@ -382,14 +382,14 @@ def anchor(
     return int(result)
 
 
-def _rounded_up(x: float) -> int:
+def _rounded_up(x: RealNumber) -> int:
     """A size that is not a Python int, rounded up, as at every level: never below it. A
     NumPy integer is taken whole: `math.ceil` goes through a float, and moved
     np.int64(2**62 + 1) to 2**62, below it, at the level that anchors nothing."""
     return int(x) if isinstance(x, numbers.Integral) else math.ceil(x)
 
 
-def _float_power_at_least(x: float, b: float) -> int:
+def _float_power_at_least(x: RealNumber, b: float) -> int:
     """The least whole number at or above the first power of a fractional base `b` at or
     above `x`."""
     try:
@@ -404,7 +404,7 @@ def _float_power_at_least(x: float, b: float) -> int:
     return result
 
 
-def _exact_power_at_least(x: float, b: float) -> int:
+def _exact_power_at_least(x: RealNumber, b: float) -> int:
     """The least whole number at or above the first power of `b` at or above `x`, in exact
     arithmetic: the float path's `b**n` overflows past 1.8e308 where a Python int does not
     (a size of 10**400 still anchors, as it does with an integer base)."""
@@ -437,7 +437,7 @@ def _check_size(x: object) -> None:
         raise ValueError(f"anchor: expected a finite size >= 0, got {x!r}")
 
 
-def _whole_power_at_least(x: float, base: int) -> int:
+def _whole_power_at_least(x: RealNumber, base: int) -> int:
     """The least power of a whole `base` not below `x`, in integers: a float power is not a
     power of the base past 2**53 (3**35 anchored to 1.5e17, above 3**36), and past 1e308
     it overflows. The logarithm only gives the first guess."""

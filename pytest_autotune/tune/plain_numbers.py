@@ -5,6 +5,17 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    import numpy as np
+
+RealNumber: TypeAlias = "float | np.integer[Any] | np.floating[Any]"
+"""A number as the API takes it where `real_number` reads it: a Python int or float, or a
+NumPy scalar (`np.prod(shape)`, an `np.int64`, is no `int` to a type checker, and
+`np.float32` no `float`), so that a user's code that passes one type-checks as it runs."""
 
 
 def real_number(value: object) -> int | float | None:
@@ -26,4 +37,4 @@ def finite(value: float) -> bool:
         return False
 
 
-__all__ = ["finite", "real_number"]
+__all__ = ["RealNumber", "finite", "real_number"]

@@ -9,13 +9,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_autotune.tune.plain_numbers import real_number
+from pytest_autotune.tune.plain_numbers import RealNumber, real_number
 
 TuneFn = Callable[..., Any]
 """A candidate: a plain callable called as `fn(*inputs)`."""
 
-PriorityFn = Callable[[Any], int]
-"""`priority(key) -> int`: higher goes first; negative skips."""
+PriorityFn = Callable[[Any], RealNumber]
+"""`priority(key) -> number`: higher goes first; negative skips. Any real number, a float or
+a NumPy scalar (`np.log2(key.n)`) too, as `_priority` reads it."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

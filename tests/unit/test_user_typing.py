@@ -97,6 +97,25 @@ def tuned_sum(x: npt.NDArray[np.float32]) -> Any:
 
 
 FP64_WORK = Work(compute_ops=1e9, bytes=8e6, dtype=np.float64)
+
+
+# A NumPy number where the API reads one: a size, an amount of work, a priority.
+def numpy_size_key(x: npt.NDArray[np.float32]) -> int:
+    return anchor(np.prod(x.shape), max=1 << 30)
+
+
+def numpy_work(x: npt.NDArray[np.float32]) -> Work:
+    return Work(compute_ops=np.prod(x.shape), bytes=x.nbytes, working_set=np.int64(x.nbytes))
+
+
+def fractional_priority(key: int) -> float:
+    return 0.5
+
+
+def numpy_set() -> TunableSet:
+    half = TuneGroup("half", fractional_priority)
+    pairwise = Tunable("pairwise", sum_pairwise).group(half, lambda key: np.float32(0.5))
+    return TunableSet(numpy_size_key).with_(pairwise).with_work(numpy_work)
 """
 
 
