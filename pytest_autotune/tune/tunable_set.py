@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,9 +22,12 @@ TuneInputs = tuple[Any, ...]
 
 
 class InputGenerator(Protocol):
-    """Produces the benchmark inputs for a given key and reference inputs."""
+    """Produces the benchmark inputs for a given key and reference inputs.
 
-    def __call__(self, key: Any, inputs: TuneInputs) -> TuneInputs: ...
+    Called positionally, `input_gen(key, inputs)`: its parameters may have any names
+    (`def gen(k, args)`), which a protocol naming them would refuse under a type checker."""
+
+    def __call__(self, key: Any, inputs: TuneInputs, /) -> TuneInputs: ...
 
 
 class CloneInputGenerator:
@@ -128,6 +131,23 @@ class TunableSet:
     unary: bool = field(init=False, repr=False, compare=False)
     """Whether the key generator takes exactly one input (`takes_one_input`): the cache
     hit path of `LocalTuner.execute` then unpacks it without a length test."""
+
+    if TYPE_CHECKING:
+        # What it is built from, wider than what it holds: candidates as any iterable of
+        # `Tunable`s and `(name, fn)` pairs (held as a tuple of `Tunable`s), and the seed's
+        # `CloneInputGenerator` class for its one value, as `__post_init__` takes them.
+
+        def __init__(
+            self,
+            key_gen: KeyGenerator,
+            input_gen: InputGenerator | type[CloneInputGenerator] = ...,
+            tunables: Iterable[Tunable | tuple[str, TuneFn]] = (),
+            bounds_gen: BoundsGenerator | None = None,
+            short_circuit: bool | None = None,
+            short_circuit_samples: int | None = None,
+            tuner: str | None = None,
+            work: Callable[..., Work] | None = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         __tracebackhide__ = True  # pytest shows the user's line that built it, not this one

@@ -28,6 +28,7 @@ from pytest_autotune import (
     AutotuneConfig,
     AutotuneKey,
     Bounds,
+    CloneInputGenerator,
     LocalTuner,
     Thresholds,
     Tunable,
@@ -112,10 +113,22 @@ def fractional_priority(key: int) -> float:
     return 0.5
 
 
-def numpy_set() -> TunableSet:
+# An input generator's parameters named as its author likes: it is called positionally.
+def renamed_input_gen(k: int, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    return args
+
+
+def listed_set() -> TunableSet:
     half = TuneGroup("half", fractional_priority)
     pairwise = Tunable("pairwise", sum_pairwise).group(half, lambda key: np.float32(0.5))
-    return TunableSet(numpy_size_key).with_(pairwise).with_work(numpy_work)
+    return TunableSet(
+        numpy_size_key, renamed_input_gen, [pairwise, ("blocked", sum_blocked)]
+    ).with_work(numpy_work)
+
+
+def seed_style_set() -> TunableSet:
+    return TunableSet(numpy_size_key, CloneInputGenerator).with_(("pairwise", sum_pairwise))
+
 """
 
 
