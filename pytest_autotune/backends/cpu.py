@@ -445,7 +445,7 @@ class CpuClient:
         timer: Callable[[], int] = _time.perf_counter_ns,
         *,
         min_sample_time: float = DEFAULT_MIN_SAMPLE_TIME,
-        peaks_cache_dir: Path | None = None,
+        peaks_cache_dir: str | os.PathLike[str] | None = None,
         probe: Callable[[], Peaks] = probe_cpu_peaks,
         retake_preempted: bool | None = None,
     ) -> None:
@@ -605,7 +605,7 @@ def _nothing() -> None:
 def _cpu_again(
     timer: Callable[[], int],
     min_sample_time: float,
-    peaks_cache_dir: Path | None,
+    peaks_cache_dir: str | os.PathLike[str] | None,
     probe: Callable[[], Peaks],
 ) -> CpuClient:
     """A pickled client loaded (`CpuClient.__reduce__`)."""
@@ -621,7 +621,7 @@ def cpu(
     timer: Callable[[], int] = _time.perf_counter_ns,
     *,
     min_sample_time: float = DEFAULT_MIN_SAMPLE_TIME,
-    peaks_cache_dir: Path | None = None,
+    peaks_cache_dir: str | os.PathLike[str] | None = None,
     probe: Callable[[], Peaks] = probe_cpu_peaks,
 ) -> CpuClient:
     """The CPU client. With the defaults it is one client per process, so every tuner in it

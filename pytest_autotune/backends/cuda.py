@@ -116,13 +116,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import os
 import statistics
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pytest_autotune.backends.cuda_device import (
@@ -290,7 +290,7 @@ class CudaClient:
         cold_l2: bool = True,
         hold_stream: bool = True,
         graph_replay: bool = True,
-        peaks_cache_dir: Path | None = None,
+        peaks_cache_dir: str | os.PathLike[str] | None = None,
         probe: Callable[[], Peaks] | None = None,
         timing: str = "caller",
         host_timer: Callable[[], int] | None = None,
@@ -740,7 +740,7 @@ def cuda(
     cold_l2: bool = True,
     hold_stream: bool = True,
     graph_replay: bool = True,
-    peaks_cache_dir: Path | None = None,
+    peaks_cache_dir: str | os.PathLike[str] | None = None,
     probe: Callable[[], Peaks] | None = None,
     timing: str = "caller",
 ) -> CudaClient:

@@ -63,13 +63,13 @@ if hasattr(os, "register_at_fork"):  # POSIX: multiprocessing's fork, os.fork
     os.register_at_fork(after_in_child=_release_in_forked_child)
 
 
-def peaks_path(cache_dir: Path, device_id: str) -> Path:
+def peaks_path(cache_dir: str | os.PathLike[str], device_id: str) -> Path:
     """Beside the device's tuner caches, so the folder of one hardware class holds it all."""
     return Path(cache_dir) / device_id / PEAKS_FILE
 
 
 def load_or_probe(
-    device_id: str, probe: Callable[[], Peaks], cache_dir: Path | None = None
+    device_id: str, probe: Callable[[], Peaks], cache_dir: str | os.PathLike[str] | None = None
 ) -> Peaks:
     """The peaks of `device_id`: from its cache file, else from `probe` (run once per device
     per process).

@@ -129,6 +129,8 @@ def listed_set() -> TunableSet:
 def seed_style_set() -> TunableSet:
     return TunableSet(numpy_size_key, CloneInputGenerator).with_(("pairwise", sum_pairwise))
 
+
+PEAKS_CLIENT = cpu(peaks_cache_dir="mylib/.autotune")
 """
 
 
