@@ -153,3 +153,36 @@ def test_documented_user_code_type_checks_under_mypy_strict(tmp_path: Path) -> N
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("pytest_autotune/tune/tunable_set.py", "TunableSet"),
+        ("pytest_autotune/tune/bounds.py", "Work"),
+    ],
+)
+def test_a_constructor_typed_for_checkers_names_the_fields_the_dataclass_takes(
+    module: str, name: str
+) -> None:
+    # `TunableSet` and `Work` declare, for type checkers only, an `__init__` wider than their
+    # fields; a field added to the dataclass and not to it would refuse, under mypy, an
+    # argument the class takes at run time.
+    import ast
+    import dataclasses
+
+    import pytest_autotune
+
+    cls = getattr(pytest_autotune, name)
+    tree = ast.parse((Path(__file__).parents[2] / module).read_text(encoding="utf-8"))
+    (node,) = (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+    (stub,) = (
+        s
+        for block in node.body
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for s in block.body
+        if isinstance(s, ast.FunctionDef) and s.name == "__init__"
+    )
+    stubbed = [a.arg for a in stub.args.args[1:]]
+    taken = [f.name for f in dataclasses.fields(cls) if f.init]
+    assert stubbed == taken
