@@ -151,6 +151,12 @@ class Thresholds:
     compute: float = 1.0
     memory: float = 1.0
 
+    if TYPE_CHECKING:
+        # Built from a NumPy scalar as well (`Thresholds(memory=np.float32(0.8))`), held
+        # as the Python float it equals, as `Work` takes its amounts.
+
+        def __init__(self, compute: RealNumber = 1.0, memory: RealNumber = 1.0) -> None: ...
+
     def __post_init__(self) -> None:
         # Zero, NaN and infinity are accepted: each switches its bound off. A negative
         # fraction is a typo that would otherwise silently switch it off too, and one past

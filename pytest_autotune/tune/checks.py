@@ -96,8 +96,12 @@ class AutotuneOutput(Protocol):
     your own (a sparse matrix, a struct of arrays) implements this method instead.
     """
 
-    def autotune_compare(self, other: object, rtol: float, atol: float) -> str | None:
-        """None when `other` equals `self` within the tolerances, else why it does not."""
+    def autotune_compare(self, other: object, rtol: float, atol: float, /) -> str | None:
+        """None when `other` equals `self` within the tolerances, else why it does not.
+
+        Called positionally: an implementation may name its parameters as it likes
+        (`def autotune_compare(self, expected, r, a)`), which a protocol naming them
+        would refuse under pyright."""
 
 
 _PLAIN_TYPES = frozenset({int, float, complex, bool, str, bytes, tuple, list, dict, type(None)})

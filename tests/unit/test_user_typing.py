@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from pytest_autotune import (
     AutotuneBound,
+    AutotuneOutput,
     AutotuneConfig,
     AutotuneKey,
     Bounds,
@@ -131,6 +132,20 @@ def seed_style_set() -> TunableSet:
 
 
 PEAKS_CLIENT = cpu(peaks_cache_dir="mylib/.autotune")
+NUMPY_THRESHOLDS = Thresholds(memory=np.float32(0.8))
+
+
+# A result type of its own, its comparison's parameters named as its author likes.
+class Histogram:
+    def __init__(self, counts: npt.NDArray[np.int64]) -> None:
+        self.counts = counts
+
+    def autotune_compare(self, expected: object, r: float, a: float) -> str | None:
+        return None
+
+
+def compared(h: Histogram) -> AutotuneOutput:
+    return h
 """
 
 
@@ -160,6 +175,7 @@ def test_documented_user_code_type_checks_under_mypy_strict(tmp_path: Path) -> N
     [
         ("pytest_autotune/tune/tunable_set.py", "TunableSet"),
         ("pytest_autotune/tune/bounds.py", "Work"),
+        ("pytest_autotune/tune/bounds.py", "Thresholds"),
     ],
 )
 def test_a_constructor_typed_for_checkers_names_the_fields_the_dataclass_takes(
