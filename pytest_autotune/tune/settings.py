@@ -3,7 +3,8 @@
 The pytest options and ini keys, the `autotune.yaml` keys and the `PYTEST_AUTOTUNE_<NAME>`
 variables are all made from `SETTINGS`, and `choose` is the one rule that merges sources:
 the first source that sets a value wins. The plugin gives the sources in the documented
-order (`PRECEDENCE`); `AutotuneConfig.from_env` gives the two a program has.
+order (README, "Options": marker, command line, environment, `autotune.yaml`, ini; the
+defaults last); `AutotuneConfig.from_env` gives the two a program has.
 """
 
 from __future__ import annotations
@@ -35,8 +36,6 @@ from pytest_autotune.tune.parse import (
 ENV_PREFIX = "PYTEST_AUTOTUNE_"
 
 Source = Literal["marker", "command line", "environment", "yaml", "ini"]
-PRECEDENCE: tuple[Source, ...] = ("marker", "command line", "environment", "yaml", "ini")
-"""The documented order, first wins (README, "Options"); the defaults come last."""
 
 Owner = Literal["plugin", "engine", "bench"]
 """Which value holds the setting: `PluginSettings`, `AutotuneConfig` or `BenchConfig`."""

@@ -15,7 +15,7 @@ from pytest_autotune.plugin_settings import PluginSettings, settings_from_source
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError, load_yaml
 from pytest_autotune.tune.key import AutotuneLevel
 from pytest_autotune.tune.parse import parse_fraction
-from pytest_autotune.tune.settings import BY_NAME, PRECEDENCE, SETTINGS, env_values
+from pytest_autotune.tune.settings import BY_NAME, SETTINGS, env_values
 
 # A value for each ini key, as an ini file spells it, unlike the setting's default.
 INI_VALUES = {
@@ -96,7 +96,6 @@ def test_each_ini_key_has_an_environment_variable_with_the_same_effect(
 
 
 def test_the_sources_follow_the_documented_order(tmp_path: Path) -> None:
-    assert PRECEDENCE == ("marker", "command line", "environment", "yaml", "ini")
     everywhere = {
         "command_line": {"autotune_device": "cuda:1"},
         "environ": {"PYTEST_AUTOTUNE_DEVICE": "cuda:2"},
