@@ -48,10 +48,6 @@ class Samples:
         object.__setattr__(self, "_stats", SampleStats.of(samples))
 
     @property
-    def stats(self) -> SampleStats:
-        return self._stats
-
-    @property
     def median(self) -> float:
         return self._stats.median
 
