@@ -761,8 +761,8 @@ _EXACT_TYPES = frozenset({str, bytes, bool, int, type(None), np.str_, np.bytes_}
 `list(words)` by value, whatever its width)."""
 
 EXACT_FLOAT_INTEGERS = 2**53
-"""Integers up to this size are exact as float64: a list holding none larger compares as
-an array."""
+"""Integers of at most this magnitude are exact as float64: a list holding none larger
+compares as an array, and integers within it that differ get exact float error figures."""
 
 
 def _differing_numbers(
@@ -1355,10 +1355,6 @@ def _time_text(steps: int, dtype: np.dtype[Any]) -> str:
     return f"{steps * count} {name}"
 
 
-_EXACT_IN_FLOAT = 1 << 53
-"""Integers of at most this magnitude are exact as float64."""
-
-
 def _integer_errors(
     reference: npt.NDArray[Any], actual: npt.NDArray[Any]
 ) -> tuple[float, float] | None:
@@ -1367,7 +1363,7 @@ def _integer_errors(
     past 2**53 that differ by a few read "max abs error 0, max rel error 0", though they
     differ."""
     ends = [int(end) for a in (reference, actual) if a.size for end in (a.min(), a.max())]
-    if all(abs(end) <= _EXACT_IN_FLOAT for end in ends):
+    if all(abs(end) <= EXACT_FLOAT_INTEGERS for end in ends):
         return None
     # In uint64, whose subtraction wraps: two integers of 64 bits differ by less than 2**64,
     # so the wrapped difference, negated where `actual` is the smaller, is exact. In Python
