@@ -29,6 +29,7 @@ __all__ = [
     "COLUMNS",
     "INTENDED",
     "PROBLEM_PREFIXES",
+    "RIGHT_ALIGNED",
     "SAME_REPORT_SHOWN",
     "CandidateRow",
     "GroupSummary",
@@ -155,6 +156,10 @@ class GroupSummary:
 
 COLUMNS = ("group", "key", "winner", "median", "roof", "delta vs baseline", "verdict")
 """The summary table's header; "roof" is the fraction of the binding roof reached."""
+
+RIGHT_ALIGNED = frozenset({"median", "roof"})
+"""The columns of numbers, which line up on their last digit in the terminal's and the
+Markdown summary's tables; names and intervals read from the left."""
 
 
 def decision_name(group: str, key: str) -> str:

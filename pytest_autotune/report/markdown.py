@@ -15,6 +15,7 @@ from pytest_autotune.gate.verdicts import Verdict
 from pytest_autotune.report import (
     COLUMNS,
     INTENDED,
+    RIGHT_ALIGNED,
     SAME_REPORT_SHOWN,
     GroupSummary,
     alike,
@@ -32,7 +33,6 @@ from pytest_autotune.report import (
     verdict_counts,
 )
 
-_RIGHT_ALIGNED = frozenset({"median", "roof"})
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]|~])")
 """Characters Markdown (or a GFM table, for `|`) would read as syntax; a backslash makes
 each a literal, as CommonMark allows for any ASCII punctuation."""
@@ -94,7 +94,7 @@ def render_markdown(
     if rows:
         head.append(_row(COLUMNS))
         head.append(
-            "|" + "|".join("---:" if name in _RIGHT_ALIGNED else "---" for name in COLUMNS) + "|"
+            "|" + "|".join("---:" if name in RIGHT_ALIGNED else "---" for name in COLUMNS) + "|"
         )
         tail = ["", f"Verdicts: {escape(verdict_counts(summaries))}"]
     else:  # nothing to tabulate, but its `problems` (a crashed worker took its groups)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from pytest_autotune.report import (
     COLUMNS,
+    RIGHT_ALIGNED,
     SAME_REPORT_SHOWN,
     GroupSummary,
     alike,
@@ -28,9 +29,6 @@ from pytest_autotune.report.columns import ljust, rjust, width
 from pytest_autotune.tune.benchmark import SampleStats
 from pytest_autotune.tune.log import format_duration
 
-_RIGHT_ALIGNED = frozenset({"median", "roof"})
-"""Numbers line up on their last digit; names and intervals read from the left."""
-
 
 def render_summary(summaries: Sequence[GroupSummary], *, candidates: bool = False) -> str:
     """The summary table, one row per group; with `candidates`, each group's candidates
@@ -41,7 +39,7 @@ def render_summary(summaries: Sequence[GroupSummary], *, candidates: bool = Fals
 
     def line(cells: Sequence[str]) -> str:
         padded = (
-            rjust(cell, columns) if name in _RIGHT_ALIGNED else ljust(cell, columns)
+            rjust(cell, columns) if name in RIGHT_ALIGNED else ljust(cell, columns)
             for name, cell, columns in zip(COLUMNS, cells, widths, strict=True)
         )
         return "  ".join(padded).rstrip()
