@@ -6,54 +6,58 @@ The engine (this namespace) runs in any Python program; the pytest plugin lives 
 
 from __future__ import annotations
 
-from pytest_autotune.tune.benchmark import (
-    AutotuneOutcome,
-    AutotuneResult,
-    SampleStats,
-    score,
-    tune_benchmark,
-)
-from pytest_autotune.tune.bounds import (
-    AutotuneBound,
-    Bounds,
-    BoundsGenerator,
-    Thresholds,
-    TimeBound,
-    Work,
-    calculate_bounds,
-    roofline,
-)
-from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
-from pytest_autotune.tune.checks import AutotuneOutput, CheckResult, compare_outputs
-from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError
-from pytest_autotune.tune.errors import (
-    AutotuneError,
-    AutotuneErrorKind,
-    AutotuneSkip,
-    CacheFileWarning,
-    ConfigWarning,
-    InputGeneratorError,
-)
-from pytest_autotune.tune.key import (
-    AutotuneKey,
-    AutotuneLevel,
-    KeyGenerator,
-    anchor,
-    autotune_level,
-    autotune_level_scope,
-    set_autotune_level,
-)
-from pytest_autotune.tune.local import LocalTuner, local_tuner
-from pytest_autotune.tune.log import AutotuneLogContext, AutotuneLogEvent, log_event
-from pytest_autotune.tune.records import AutotuneRecord, Recorder, read_records
-from pytest_autotune.tune.tunable import Tunable, TuneFn, TuneGroup
-from pytest_autotune.tune.tunable_set import (
-    CloneInputGenerator,
-    InputGenerator,
-    TunableSet,
-    TuneInputs,
-)
-from pytest_autotune.tune.tuner import TuneCacheResult, TuneDecision, Tuner
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_autotune.tune.benchmark import (
+        AutotuneOutcome,
+        AutotuneResult,
+        SampleStats,
+        score,
+        tune_benchmark,
+    )
+    from pytest_autotune.tune.bounds import (
+        AutotuneBound,
+        Bounds,
+        BoundsGenerator,
+        Thresholds,
+        TimeBound,
+        Work,
+        calculate_bounds,
+        roofline,
+    )
+    from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
+    from pytest_autotune.tune.checks import AutotuneOutput, CheckResult, compare_outputs
+    from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError
+    from pytest_autotune.tune.errors import (
+        AutotuneError,
+        AutotuneErrorKind,
+        AutotuneSkip,
+        CacheFileWarning,
+        ConfigWarning,
+        InputGeneratorError,
+    )
+    from pytest_autotune.tune.key import (
+        AutotuneKey,
+        AutotuneLevel,
+        KeyGenerator,
+        anchor,
+        autotune_level,
+        autotune_level_scope,
+        set_autotune_level,
+    )
+    from pytest_autotune.tune.local import LocalTuner, local_tuner
+    from pytest_autotune.tune.log import AutotuneLogContext, AutotuneLogEvent, log_event
+    from pytest_autotune.tune.records import AutotuneRecord, Recorder, read_records
+    from pytest_autotune.tune.tunable import Tunable, TuneFn, TuneGroup
+    from pytest_autotune.tune.tunable_set import (
+        CloneInputGenerator,
+        InputGenerator,
+        TunableSet,
+        TuneInputs,
+    )
+    from pytest_autotune.tune.tuner import TuneCacheResult, TuneDecision, Tuner
 
 __all__ = [
     "AutotuneBound",
@@ -110,3 +114,65 @@ __all__ = [
     "set_autotune_level",
     "tune_benchmark",
 ]
+
+_HOMES = {
+    "tune.benchmark": (
+        "AutotuneOutcome",
+        "AutotuneResult",
+        "SampleStats",
+        "score",
+        "tune_benchmark",
+    ),
+    "tune.bounds": (
+        "AutotuneBound",
+        "Bounds",
+        "BoundsGenerator",
+        "Thresholds",
+        "TimeBound",
+        "Work",
+        "calculate_bounds",
+        "roofline",
+    ),
+    "tune.cache": ("PersistentCache", "PersistentCacheKey", "PersistentCacheValue"),
+    "tune.checks": ("AutotuneOutput", "CheckResult", "compare_outputs"),
+    "tune.config": ("AutotuneConfig", "BenchConfig", "ConfigError"),
+    "tune.errors": (
+        "AutotuneError",
+        "AutotuneErrorKind",
+        "AutotuneSkip",
+        "CacheFileWarning",
+        "ConfigWarning",
+        "InputGeneratorError",
+    ),
+    "tune.key": (
+        "AutotuneKey",
+        "AutotuneLevel",
+        "KeyGenerator",
+        "anchor",
+        "autotune_level",
+        "autotune_level_scope",
+        "set_autotune_level",
+    ),
+    "tune.local": ("LocalTuner", "local_tuner"),
+    "tune.log": ("AutotuneLogContext", "AutotuneLogEvent", "log_event"),
+    "tune.records": ("AutotuneRecord", "Recorder", "read_records"),
+    "tune.tunable": ("Tunable", "TuneFn", "TuneGroup"),
+    "tune.tunable_set": ("CloneInputGenerator", "InputGenerator", "TunableSet", "TuneInputs"),
+    "tune.tuner": ("TuneCacheResult", "TuneDecision", "Tuner"),
+}
+"""Where each public name lives, by module: each is imported the first time it is asked
+for (PEP 562), so that `import pytest_autotune` (which pytest's plugin, importing
+`pytest_autotune.plugin`, makes at the start of every run) stays cheap."""
+
+
+def __getattr__(name: str) -> Any:
+    for module, names in _HOMES.items():
+        if name in names:
+            value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+            globals()[name] = value
+            return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

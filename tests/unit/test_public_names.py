@@ -1,6 +1,10 @@
 """Every public name of the seed's module has a home in `pytest_autotune`, as the README's
 table "The seed's names in Python" promises: a user porting code imports them from there."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import pytest_autotune
@@ -83,3 +87,23 @@ def test_the_warnings_the_readme_names_are_the_packages_own(tmp_path):
     with pytest.warns(pytest_autotune.CacheFileWarning, match="is not valid JSON"):
         assert cache.load() == {}
     assert {"ConfigWarning", "CacheFileWarning"} <= set(pytest_autotune.__all__)
+
+
+def test_the_package_imports_its_names_when_first_asked_for() -> None:
+    # pytest's plugin imports the package at the start of every run, one that tests
+    # nothing of ours included: NumPy and the tuner wait until a name needs them.
+    program = (
+        "import sys, pytest_autotune\n"
+        "assert 'numpy' not in sys.modules, 'numpy'\n"
+        "assert 'pytest_autotune.tune.tuner' not in sys.modules, 'tuner'\n"
+        "assert set(pytest_autotune.__all__) <= set(dir(pytest_autotune))\n"
+        "from pytest_autotune import Tuner\n"
+        "from pytest_autotune.tune.tuner import Tuner as home\n"
+        "assert Tuner is home and pytest_autotune.Tuner is home\n"
+        "assert all(getattr(pytest_autotune, n) is not None for n in pytest_autotune.__all__)\n"
+    )
+    root = Path(pytest_autotune.__file__).parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
