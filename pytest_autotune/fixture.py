@@ -24,6 +24,7 @@ from pytest_autotune.collection import (
 )
 from pytest_autotune.marker_options import option_error, work_error
 from pytest_autotune.session import AutotuneSession, GroupRequest
+from pytest_autotune.stash_keys import IN_BODY, SESSION
 from pytest_autotune.time_limit import Limited, TimeLimit, TimeLimitExceeded, crashed
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import ConfigError
@@ -37,7 +38,6 @@ from pytest_autotune.tune.tunable_set import TunableSet
 from pytest_autotune.tune.tuner import used_up_input
 from pytest_autotune.tune.wording import counted
 
-SESSION = pytest.StashKey[AutotuneSession]()
 CALL_GROUPS = pytest.StashKey[dict[tuple[str, str, str], str]]()
 """The groups a test's `autotune` fixture calls tuned, by tuner, stable key and checksum
 (`call_group`); read back for what pytest says of the test (an expected failure,
@@ -48,9 +48,6 @@ its group, once each (a call repeated finds its group's failure again): the test
 with all of them once its body has run (`fail_on_gate_failures`; a body that raised,
 skipped or xfailed, `gate_failures_of`), so that a regression at one size does not leave
 the sizes after it untuned and unjudged."""
-IN_BODY = pytest.StashKey[bool]()
-"""Set while the test's body runs (the call phase): a fixture call outside it (in a
-fixture's setup or teardown) fails at once, as there is no body's end to wait for."""
 RAISED_NAMES = pytest.StashKey[dict[str, set[str]]]()
 """The candidates of each fixture call's group that raised while it was tuned, by name
 (`_tune_set`): kept for the session, as the group is tuned once, and each test that
@@ -137,18 +134,9 @@ def fail_if_unstable(key_text: str, subject: str, advice: str = "") -> None:
         )
 
 
-@pytest.fixture
-def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
-    """Tune (with --autotune) or check (plain pytest) a production `TunableSet`.
-
-    `out = autotune(TUNER.init(make_set), x, work=..., thresholds=...)` returns the output
-    of the winner (or of the reference, in check mode), called on the inputs given as the
-    library's `execute` calls it (a set that writes into an `out` argument writes into the
-    test's), with the same checks, records and gate as the marker. The cache file is named
-    after the set's `LocalTuner` (the one whose `init` built it, or `tuner=`), so the
-    library ships what its tests tuned; a set of no tuner is named after the test.
-    `check_output=False` for candidates that return nothing to compare.
-    """
+def autotune_calls(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """The `autotune` fixture's value, the function its test calls (`plugin.autotune`, the
+    fixture, says how a test uses it)."""
     return functools.partial(_run_set, request.config.stash[SESSION], request.node)
 
 

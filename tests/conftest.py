@@ -5,6 +5,10 @@ import contextlib
 import numpy  # noqa: F401
 import pytest
 
+# The plugin's engine, which pytest's plugin loads only in a run that uses it: imported
+# once here, as NumPy is, and not again by each inner run that uses it.
+import pytest_autotune.plugin_engine  # noqa: F401
+
 # CuPy is optional: a broken install must not stop the CPU suite.
 with contextlib.suppress(Exception):
     import cupy  # noqa: F401

@@ -1,0 +1,175 @@
+"""What the installed plugin does to a run that does not use it: nothing, and it loads
+neither NumPy nor its engine there; a project whose one file uses it runs as before."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+import pytest_autotune
+from tests.plugin.harness import FAKE_CONFTEST, PLUGIN_ARGS, run
+
+REPO = Path(pytest_autotune.__file__).parent.parent
+
+ENGINE = (
+    "numpy",
+    "pytest_autotune.plugin_engine",
+    "pytest_autotune.session",
+    "pytest_autotune.collection",
+    "pytest_autotune.fixture",
+    "pytest_autotune.gate",
+    "pytest_autotune.report",
+    "pytest_autotune.backends",
+    "pytest_autotune.tune.tuner",
+    "pytest_autotune.tune.checks",
+)
+
+LOADED_CONFTEST = f"""
+import json
+import os
+import sys
+
+def pytest_sessionfinish(session):
+    # Each process of the run (pytest-xdist's controller and workers) says what it loaded.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    loaded = [name for name in {ENGINE!r} if name in sys.modules]
+    with open(f"loaded-{{worker}}.json", "w") as f:
+        json.dump(loaded, f)
+"""
+
+PLAIN_TESTS = """
+import pytest
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_plain(n):
+    assert n > 0
+
+def test_fixture(tmp_path):
+    assert tmp_path.is_dir()
+"""
+
+GROUP_TESTS = """
+import numpy as np
+import pytest
+from conftest import spin
+
+def right(n):
+    spin(1e-3)
+    return np.arange(n) * 2.0
+
+def wrong(n):
+    spin(2e-3)
+    return np.arange(n) * 2.0 + 1.0
+
+@pytest.mark.autotune(candidates=[right, wrong])
+@pytest.mark.parametrize("n", [8])
+def test_group(candidate, n):
+    return candidate(n)
+"""
+
+
+def _loaded(pytester: pytest.Pytester) -> dict[str, list[str]]:
+    return {
+        path.stem.removeprefix("loaded-"): json.loads(path.read_text())
+        for path in pytester.path.glob("loaded-*.json")
+    }
+
+
+def _run_apart(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str
+) -> pytest.RunResult:
+    """A pytest of its own process, which imports only what the run loads."""
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    return pytester.runpytest_subprocess(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly", *args
+    )
+
+
+def test_a_run_of_plain_tests_loads_neither_numpy_nor_the_engine(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeconftest(LOADED_CONFTEST)
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    pytester.makepyfile(test_plain=PLAIN_TESTS)
+
+    result = _run_apart(pytester, monkeypatch, "--strict-markers")
+
+    result.assert_outcomes(passed=3)
+    assert _loaded(pytester) == {"controller": []}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("xdist") is None, reason="needs pytest-xdist")
+def test_plain_tests_under_xdist_load_neither_in_the_controller_nor_the_workers(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeconftest(LOADED_CONFTEST)
+    pytester.makepyfile(test_plain=PLAIN_TESTS)
+
+    result = _run_apart(pytester, monkeypatch, "-n", "2")
+
+    result.assert_outcomes(passed=3)
+    assert _loaded(pytester) == {"controller": [], "gw0": [], "gw1": []}
+
+
+def test_a_marked_group_loads_the_engine_in_a_plain_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeconftest(FAKE_CONFTEST + LOADED_CONFTEST)
+    pytester.makepyfile(test_plain=PLAIN_TESTS, test_group=GROUP_TESTS)
+
+    result = _run_apart(pytester, monkeypatch, "-k", "not group")
+
+    result.assert_outcomes(passed=3, deselected=2)
+    assert "pytest_autotune.plugin_engine" in _loaded(pytester)["controller"]
+
+
+def test_the_fixture_asked_for_in_the_body_loads_the_engine(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        from pytest_autotune import Tunable, TunableSet
+
+        def test_late(request):
+            tunables = TunableSet(lambda x: len(x), tunables=[
+                Tunable("one", lambda x: x + 1.0), Tunable("other", lambda x: x + 2.0)])
+            request.getfixturevalue("autotune")(tunables, np.ones(4))
+        """
+    )
+
+    result = run(autotune_pytester)
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*other*"])
+
+
+@pytest.mark.parametrize(
+    ("args", "outcomes"),
+    [
+        pytest.param((), {"passed": 4, "failed": 1}, id="plain"),
+        pytest.param(("-k", "not group"), {"passed": 3, "deselected": 2}, id="k-plain"),
+        pytest.param(("-k", "group"), {"passed": 1, "failed": 1, "deselected": 3}, id="k-group"),
+        pytest.param(("--strict-markers", "-W", "error"), {"passed": 4, "failed": 1}, id="strict"),
+        pytest.param(("--autotune",), {"passed": 4, "failed": 1}, id="autotune"),
+        pytest.param(("-n", "2"), {"passed": 4, "failed": 1}, id="xdist"),
+        pytest.param(("-n", "2", "--autotune"), {"passed": 4, "failed": 1}, id="xdist-autotune"),
+    ],
+)
+def test_a_project_with_one_marked_file_runs_as_before(
+    autotune_pytester: pytest.Pytester, args: tuple[str, ...], outcomes: dict[str, int]
+) -> None:
+    if "-n" in args and importlib.util.find_spec("xdist") is None:
+        pytest.skip("needs pytest-xdist")
+    autotune_pytester.makepyfile(test_plain=PLAIN_TESTS, test_group=GROUP_TESTS)
+
+    result = run(autotune_pytester, *args)
+
+    result.assert_outcomes(**outcomes)
+    if outcomes.get("failed"):
+        result.stdout.fnmatch_lines(["*test_group*wrong*", "*differs from*"])
+    if "--autotune" in args:
+        result.stdout.fnmatch_lines(["*autotune*"])
