@@ -29,12 +29,11 @@ ENGINE = (
 
 LOADED_CONFTEST = f"""
 import json
-import os
 import sys
 
 def pytest_sessionfinish(session):
     # Each process of the run (pytest-xdist's controller and workers) says what it loaded.
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    worker = getattr(session.config, "workerinput", {{}}).get("workerid", "controller")
     loaded = [name for name in {ENGINE!r} if name in sys.modules]
     with open(f"loaded-{{worker}}.json", "w") as f:
         json.dump(loaded, f)
