@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pytest_autotune.fixture_type import AutotuneFixture
     from pytest_autotune.tune.benchmark import (
         AutotuneOutcome,
         AutotuneResult,
@@ -64,6 +65,7 @@ __all__ = [
     "AutotuneConfig",
     "AutotuneError",
     "AutotuneErrorKind",
+    "AutotuneFixture",
     "AutotuneKey",
     "AutotuneLevel",
     "AutotuneLogContext",
@@ -116,6 +118,7 @@ __all__ = [
 ]
 
 _HOMES = {
+    "fixture_type": ("AutotuneFixture",),
     "tune.benchmark": (
         "AutotuneOutcome",
         "AutotuneResult",

@@ -107,3 +107,28 @@ def test_the_package_imports_its_names_when_first_asked_for() -> None:
         [sys.executable, "-c", program], cwd=root, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_the_type_checkers_imports_and_the_lazy_homes_name_the_same_modules() -> None:
+    # `__init__` says each public name three times: imported for type checkers, in
+    # `__all__`, and in `_HOMES`, where `__getattr__` finds it. A name in one and not the
+    # others is one a user's `from pytest_autotune import X` fails at run time, or mypy.
+    import ast
+
+    tree = ast.parse(Path(pytest_autotune.__file__).read_text(encoding="utf-8"))
+    (checking,) = (
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    )
+    imported = {
+        (node.module, alias.name)
+        for node in checking.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    homes = {
+        (f"pytest_autotune.{module}", name)
+        for module, names in pytest_autotune._HOMES.items()
+        for name in names
+    }
+    assert imported == homes
+    assert {name for _, name in homes} == set(pytest_autotune.__all__)

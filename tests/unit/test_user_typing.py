@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from pytest_autotune import (
     AutotuneBound,
+    AutotuneFixture,
     AutotuneOutput,
     AutotuneConfig,
     AutotuneKey,
@@ -146,6 +147,21 @@ class Histogram:
 
 def compared(h: Histogram) -> AutotuneOutput:
     return h
+
+
+def test_my_library_sum(autotune: AutotuneFixture) -> None:
+    x = np.ones(1024, dtype=np.float32)
+    out = autotune(
+        make_set(),
+        x,
+        work=lambda x: Work(x.size, x.nbytes),
+        thresholds=Thresholds(memory=0.05),
+        reference="pairwise",
+        rtol=1e-5,
+        tuner=TUNER,
+        level="minimal",
+    )
+    assert out is not None
 """
 
 
@@ -202,3 +218,17 @@ def test_a_constructor_typed_for_checkers_names_the_fields_the_dataclass_takes(
     stubbed = [a.arg for a in stub.args.args[1:]]
     taken = [f.name for f in dataclasses.fields(cls) if f.init]
     assert stubbed == taken
+
+
+def test_the_fixture_type_takes_the_options_the_fixture_takes() -> None:
+    # `AutotuneFixture` is what a typed test annotates `autotune` with: an option the
+    # fixture takes that it lacks would be refused under mypy, one it names that the
+    # fixture does not would pass mypy and fail the test.
+    import inspect
+
+    from pytest_autotune import AutotuneFixture
+    from pytest_autotune.fixture import FIXTURE_OPTIONS
+
+    parameters = inspect.signature(AutotuneFixture.__call__).parameters.values()
+    keywords = [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    assert sorted(keywords) == sorted(FIXTURE_OPTIONS)

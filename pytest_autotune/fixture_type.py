@@ -1,0 +1,41 @@
+"""The `autotune` fixture's type, for a test that is type-checked (pytest-benchmark exports
+`BenchmarkFixture` for the same reason): `def test_sum(autotune: AutotuneFixture) -> None`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from pytest_autotune.tune.bounds import Thresholds, Work
+    from pytest_autotune.tune.key import AutotuneLevel
+    from pytest_autotune.tune.local import LocalTuner
+    from pytest_autotune.tune.tunable_set import TunableSet
+
+
+class AutotuneFixture(Protocol):
+    """`autotune(tunables, *inputs, **options)`: check (plain pytest) or tune (with
+    `--autotune`) a production `TunableSet` on the inputs, as the library's `execute` calls
+    it, and return the winner's output (the reference's, in check mode). The options are
+    the marker's, by keyword (README, "A production `TunableSet`: the `autotune` fixture")."""
+
+    def __call__(
+        self,
+        tunables: TunableSet,
+        /,
+        *inputs: Any,
+        work: Work | Callable[..., Work] | None = None,
+        thresholds: Thresholds | None = None,
+        reference: Callable[..., Any] | str | None = None,
+        rtol: float | None = None,
+        atol: float | None = None,
+        max_regression: float | None = None,
+        tuner: LocalTuner | str | None = None,
+        check_output: bool = True,
+        time_limit: float | None = None,
+        level: AutotuneLevel | str | None = None,
+    ) -> Any: ...
+
+
+__all__ = ["AutotuneFixture"]
