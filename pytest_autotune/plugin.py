@@ -172,8 +172,12 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     settings = _settings(config)
     config.stash[SETTINGS_OF_THE_RUN] = settings
-    config.pluginmanager.register(_UnrequestedParameters(), "autotune-unrequested")
-    config.pluginmanager.register(_CandidatesOfEveryHook(), "autotune-candidates")
+    config.pluginmanager.register(
+        _CollectionWrapper("UnrequestedParameters"), "autotune-unrequested"
+    )
+    config.pluginmanager.register(
+        _CollectionWrapper("CandidatesOfEveryHook"), "autotune-candidates"
+    )
     config.pluginmanager.register(_AfterTheBody(), "autotune-after-the-body")
     if choose(settings.layers):
         # A setting given is a run that uses the plugin, or may, whatever it collects: its
@@ -202,9 +206,13 @@ def _uses_the_plugin(metafunc: pytest.Metafunc) -> bool:
     return marked or "autotune" in metafunc.fixturenames
 
 
-class _UnrequestedParameters:
-    """`collection.UnrequestedParameters`, registered where it always was, and run for the
-    tests of the plugin (which load the engine)."""
+class _CollectionWrapper:
+    """A hook wrapper of `collection` (`UnrequestedParameters`, `CandidatesOfEveryHook`),
+    registered where it always was, and run for the tests of the plugin (which load the
+    engine). pytest calls the one registered last first."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> Iterator[None]:
@@ -212,24 +220,9 @@ class _UnrequestedParameters:
             yield
             return
         _start(metafunc.config)
-        from pytest_autotune.collection import UnrequestedParameters
+        from pytest_autotune import collection
 
-        yield from UnrequestedParameters().pytest_generate_tests(metafunc)
-
-
-class _CandidatesOfEveryHook:
-    """`collection.CandidatesOfEveryHook`, as `_UnrequestedParameters` is (pytest calls it
-    before that one: the plugin registered last is called first)."""
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> Iterator[None]:
-        if not _uses_the_plugin(metafunc):
-            yield
-            return
-        _start(metafunc.config)
-        from pytest_autotune.collection import CandidatesOfEveryHook
-
-        yield from CandidatesOfEveryHook().pytest_generate_tests(metafunc)
+        yield from getattr(collection, self.name)().pytest_generate_tests(metafunc)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
