@@ -7,8 +7,10 @@ loads once the run needs it (`_start`): at `pytest_configure` where any of the p
 settings is given, from any source (a tuning run, `--autotune-only`, an ini key, a
 `PYTEST_AUTOTUNE_*` variable); otherwise the first time collection meets a test marked
 `autotune` or one of the `autotune` fixture, or the fixture is asked for. Until then each
-hook has nothing to do. Every hook is registered here, at the start, where it always was,
-so that its order among other plugins' hooks does not depend on when the engine loads.
+hook has nothing to do. A test that sets up `pytester` imports the engine's modules, not
+its session (`pytest_fixture_setup`). Every hook is registered here, at the start, where
+it always was, so that its order among other plugins' hooks does not depend on when the
+engine loads.
 """
 
 from __future__ import annotations
@@ -456,6 +458,19 @@ def autotune(request: pytest.FixtureRequest) -> Callable[..., Any]:
     from pytest_autotune.fixture import autotune_calls
 
     return autotune_calls(request)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> None:
+    """The `pytester` fixture, about to be set up, loads the engine's modules (not its
+    session), as every run did before the engine loaded lazily: pytester drops each module
+    that a run it makes in this process (`runpytest`) imported, so a run of a test of the
+    plugin after the first imported NumPy again ("cannot load module more than once per
+    process") and the plugin's modules anew, whose classes and stash keys were no longer
+    those the loaded ones use (a `TunableSet` refused as no TunableSet, candidates never
+    run)."""
+    if fixturedef.argname == "pytester":
+        import pytest_autotune.plugin_engine  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -172,3 +172,49 @@ def test_a_project_with_one_marked_file_runs_as_before(
         result.stdout.fnmatch_lines(["*test_group*wrong*", "*differs from*"])
     if "--autotune" in args:
         result.stdout.fnmatch_lines(["*autotune*"])
+
+
+PYTESTER_TESTS = """
+import pytest
+
+PLUGIN_ARGS = {plugin_args!r}
+
+INNER = '''
+import pytest
+from pytest_autotune import Tunable, TunableSet
+
+def a(n):
+    return [n] * 3
+
+def b(n):
+    return [n] * 3
+
+@pytest.mark.autotune(candidates=[a, b])
+def test_marked(candidate):
+    return candidate(2)
+
+def test_fixture(autotune):
+    autotune(TunableSet(lambda n: n, tunables=[Tunable("a", a), Tunable("b", b)]), 2)
+'''
+
+@pytest.mark.parametrize("run", [1, 2])
+def test_my_plugin(pytester, run):
+    pytester.makepyfile(test_inner=INNER)
+    result = pytester.runpytest(*PLUGIN_ARGS, "-p", "no:randomly", "-W", "error")
+    result.assert_outcomes(passed=3)
+"""
+
+
+def test_a_project_testing_with_pytester_runs_the_plugin_in_each_of_its_runs(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project whose tests make pytest runs in their own process (pytester's
+    `runpytest`), each using the plugin, where nothing else of the project loads it:
+    pytester drops what a run imported, and the second run imported NumPy again ("cannot
+    load module more than once per process") and the plugin's modules anew."""
+    pytester.makeconftest('pytest_plugins = ["pytester"]\n')
+    pytester.makepyfile(test_my_plugin=PYTESTER_TESTS.format(plugin_args=PLUGIN_ARGS))
+
+    result = _run_apart(pytester, monkeypatch)
+
+    result.assert_outcomes(passed=2)
