@@ -344,10 +344,17 @@ class _AfterTheBody:
 def pytest_runtest_call(item: pytest.Item) -> None:
     """Marks the body as running (`stash_keys.IN_BODY`), in every test: the `autotune`
     fixture may be asked for in the body (`request.getfixturevalue`). A unittest.TestCase
-    method marked `autotune` fails (`plugin_engine.pytest_runtest_call`)."""
+    method marked `autotune` fails (`plugin_engine.pytest_runtest_call`), one marked after
+    collection met it too (by a conftest's `pytest_collection_modifyitems`), which loads the
+    engine here: it passed, as a plain test, where nothing else loaded it."""
     item.stash[IN_BODY] = True
     cls = getattr(item, "cls", None)
-    if _started(item.config) and isinstance(cls, type) and issubclass(cls, unittest.TestCase):
+    if (
+        isinstance(cls, type)
+        and issubclass(cls, unittest.TestCase)
+        and item.get_closest_marker("autotune") is not None
+    ):
+        _start(item.config)
         from pytest_autotune.plugin_engine import pytest_runtest_call as refuse_a_test_case
 
         refuse_a_test_case(item)

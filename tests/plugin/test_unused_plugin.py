@@ -218,3 +218,34 @@ def test_a_project_testing_with_pytester_runs_the_plugin_in_each_of_its_runs(
     result = _run_apart(pytester, monkeypatch)
 
     result.assert_outcomes(passed=2)
+
+
+def test_a_test_case_marked_by_a_conftest_after_collection_fails_saying_why(
+    pytester: pytest.Pytester,
+) -> None:
+    """A unittest.TestCase method marked `autotune` by a conftest's
+    `pytest_collection_modifyitems`, in a run where nothing else uses the plugin, fails
+    as one marked by hand does; it passed, checking nothing."""
+    pytester.makeconftest(
+        """
+        import pytest
+
+        def pytest_collection_modifyitems(items):
+            for item in items:
+                item.add_marker(pytest.mark.autotune)
+        """
+    )
+    pytester.makepyfile(
+        """
+        import unittest
+
+        class SpeedCase(unittest.TestCase):
+            def test_speed(self):
+                pass
+        """
+    )
+
+    result = run(pytester)
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*a unittest.TestCase method cannot be an autotune test*"])
