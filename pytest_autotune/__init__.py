@@ -174,8 +174,12 @@ def __getattr__(name: str) -> Any:
             value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
             globals()[name] = value
             return value
+    if name == "tune":
+        # `pytest_autotune.tune.key.AutotuneLevel` after `import pytest_autotune`, as when
+        # the package imported its names at once, `tune` and its modules among them.
+        return importlib.import_module(f"{__name__}.tune")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *__all__, "tune"})

@@ -132,3 +132,30 @@ def test_the_type_checkers_imports_and_the_lazy_homes_name_the_same_modules() ->
     }
     assert imported == homes
     assert {name for _, name in homes} == set(pytest_autotune.__all__)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        pytest.param("import pytest_autotune", id="package"),
+        # In a pytest run, whose plugin imports `tune` and a few of its modules.
+        pytest.param("import pytest_autotune.plugin", id="plugin"),
+    ],
+)
+def test_the_engines_modules_are_reached_from_the_package_as_before(first: str) -> None:
+    # The package imported its names at once, `tune` and its modules with them: code that
+    # reached one through the package (`pytest_autotune.tune.key.AutotuneLevel`) met
+    # "module 'pytest_autotune' has no attribute 'tune'" once they were imported lazily.
+    program = (
+        f"import sys\n{first}\nimport pytest_autotune\n"
+        "assert 'numpy' not in sys.modules, 'numpy'\n"
+        "assert 'tune' in dir(pytest_autotune)\n"
+        "assert pytest_autotune.tune.key.AutotuneLevel is pytest_autotune.AutotuneLevel\n"
+        "assert pytest_autotune.tune.tunable_set.TunableSet is pytest_autotune.TunableSet\n"
+        "assert not hasattr(pytest_autotune.tune, 'nothing')\n"
+    )
+    root = Path(pytest_autotune.__file__).parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
