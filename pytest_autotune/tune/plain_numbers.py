@@ -12,7 +12,12 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-RealNumber: TypeAlias = "float | np.integer[Any] | np.floating[Any]"
+    RealNumber: TypeAlias = float | np.integer[Any] | np.floating[Any]
+else:
+    # At run time the class `real_number` tests, without importing NumPy: an annotation
+    # naming it resolves (`typing.get_type_hints(anchor)`, Sphinx's autodoc), where a
+    # string naming `np` raised NameError.
+    RealNumber = numbers.Real
 """A number as the API takes it where `real_number` reads it: a Python int or float, or a
 NumPy scalar (`np.prod(shape)`, an `np.int64`, is no `int` to a type checker, and
 `np.float32` no `float`), so that a user's code that passes one type-checks as it runs."""

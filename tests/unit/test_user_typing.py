@@ -232,3 +232,15 @@ def test_the_fixture_type_takes_the_options_the_fixture_takes() -> None:
     parameters = inspect.signature(AutotuneFixture.__call__).parameters.values()
     keywords = [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
     assert sorted(keywords) == sorted(FIXTURE_OPTIONS)
+
+
+@pytest.mark.parametrize("name", ["anchor", "Tunable", "Thresholds", "calculate_bounds"])
+def test_the_annotations_of_the_api_resolve_at_run_time(name: str) -> None:
+    # Sphinx's autodoc (`autodoc_typehints`), runtime type checkers and `help()`-style
+    # tools read them with `typing.get_type_hints`: an annotation naming `RealNumber`,
+    # there a string naming NumPy as `np`, raised NameError: name 'np' is not defined.
+    import typing
+
+    import pytest_autotune
+
+    assert typing.get_type_hints(getattr(pytest_autotune, name))
