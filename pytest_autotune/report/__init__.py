@@ -28,6 +28,7 @@ from pytest_autotune.tune.log import format_duration
 __all__ = [
     "COLUMNS",
     "INTENDED",
+    "LATER_CALL",
     "PROBLEM_PREFIXES",
     "RIGHT_ALIGNED",
     "SAME_REPORT_SHOWN",
@@ -408,6 +409,12 @@ def one_message(groups: Sequence[GroupSummary]) -> str:
 
 def _test_of(group: str) -> str:
     """The test a group's name names, without the group's parameters (`t.py::test_s` of
-    `t.py::test_s[n8]`); a tuner's name as it is."""
-    module, colons, rest = group.partition("::")
-    return module + colons + rest.partition("[")[0]
+    `t.py::test_s[n8]`) or the number of a later `autotune` fixture call (of
+    `t.py::test_s (call 2)`: four calls of one test read "of these tests"); a tuner's name
+    as it is."""
+    return without_parameters(LATER_CALL.sub("", group))
+
+
+LATER_CALL = re.compile(r" \(call \d+\)$")
+"""How `fixture.call_group` names a test's second and later `autotune` fixture calls: the
+test's node id, then ` (call 2)` and so on."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import platform
-import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_autotune.report import (
+    LATER_CALL,
     CandidateRow,
     GroupSummary,
     decision_name,
@@ -127,7 +127,7 @@ def benchmark_id(
     # `test_sizes[float32] (call 2)`: the call's number follows the name, as it follows the
     # test's id there. Read as parameters, it cost the name the test's parameters and call.
     group, call = summary.group, ""
-    if (found := _CALL.search(group)) is not None:
+    if (found := LATER_CALL.search(group)) is not None:
         group, call = group[: found.start()], found.group()
     test = without_parameters(group)
     rest = group[len(test) + 1 :]
@@ -136,10 +136,6 @@ def benchmark_id(
         parameters = summary.key
     inner = f"{candidate}-{parameters}" if parameters else candidate
     return f"{test.rsplit('::', 1)[-1]}[{inner}]{call}", f"{test}[{inner}]{call}"
-
-
-_CALL = re.compile(r" \(call \d+\)$")
-"""How `fixture.call_group` numbers a test's second and later fixture calls."""
 
 
 def benchmark_entry(summary: GroupSummary, candidate: CandidateRow) -> dict[str, Any] | None:

@@ -303,6 +303,30 @@ def test_groups_of_several_tests_with_baselines_elsewhere_are_not_told_of_one_te
         assert "4 groups" in text
 
 
+def test_the_autotune_fixture_calls_of_one_test_are_told_of_one_test() -> None:
+    # A test that calls the fixture at four sizes has four groups, its later calls named
+    # `t.py::test_sizes (call 2)` and so on: folded, they read "of these tests".
+    message = (
+        "no baseline for this key on cpu-x-2t (no file .autotune/cpu-x-2t/mylib.json);"
+        " --autotune-update records one; baselines of this test exist for cpu-ci-box"
+        " (--autotune-runner names the one to use)"
+    )
+    calls = [
+        GroupSummary(
+            "t.py::test_sizes" + (f" (call {n})" if n > 1 else ""),
+            str(8 * n),
+            "a",
+            Verdict.NO_BASELINE,
+            False,
+            message,
+        )
+        for n in (1, 2, 3, 4)
+    ]
+    for text in (render_reported(calls), render_markdown(calls)):
+        assert "4 groups" in text
+        assert "baselines of this test exist for cpu-ci-box" in text
+
+
 def test_the_markdown_lists_the_reported_verdicts_after_the_table() -> None:
     text = render_markdown([SAXPY, NEW_KEY])
     assert text.endswith(
