@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from pytest_autotune.tune.bounds import Thresholds, Work
     from pytest_autotune.tune.key import AutotuneLevel
     from pytest_autotune.tune.local import LocalTuner
+    from pytest_autotune.tune.plain_numbers import RealNumber
     from pytest_autotune.tune.tunable_set import TunableSet
 
 
@@ -18,7 +19,8 @@ class AutotuneFixture(Protocol):
     """`autotune(tunables, *inputs, **options)`: check (plain pytest) or tune (with
     `--autotune`) a production `TunableSet` on the inputs, as the library's `execute` calls
     it, and return the winner's output (the reference's, in check mode). The options are
-    the marker's, by keyword (README, "A production `TunableSet`: the `autotune` fixture")."""
+    the marker's, by keyword (README, "A production `TunableSet`: the `autotune` fixture"); a
+    number may be a NumPy scalar (`rtol=np.finfo(np.float32).eps`), as the fixture reads it."""
 
     def __call__(
         self,
@@ -28,12 +30,12 @@ class AutotuneFixture(Protocol):
         work: Work | Callable[..., Work] | None = None,
         thresholds: Thresholds | None = None,
         reference: Callable[..., Any] | str | None = None,
-        rtol: float | None = None,
-        atol: float | None = None,
-        max_regression: float | None = None,
+        rtol: RealNumber | None = None,
+        atol: RealNumber | None = None,
+        max_regression: RealNumber | None = None,
         tuner: LocalTuner | str | None = None,
         check_output: bool = True,
-        time_limit: float | None = None,
+        time_limit: RealNumber | None = None,
         level: AutotuneLevel | str | None = None,
     ) -> Any: ...
 

@@ -162,6 +162,14 @@ def test_my_library_sum(autotune: AutotuneFixture) -> None:
         level="minimal",
     )
     assert out is not None
+
+
+def test_in_float32(autotune: AutotuneFixture) -> None:
+    # A tolerance of the inputs' precision: a NumPy float32, no `float` to a type checker,
+    # which the fixture takes as the marker does.
+    x = np.ones(1024, dtype=np.float32)
+    eps = np.finfo(np.float32).eps
+    autotune(make_set(), x, rtol=eps, atol=eps, max_regression=np.float32(0.1))
 """
 
 
