@@ -480,17 +480,6 @@ def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Non
         import pytest_autotune.plugin_engine  # noqa: F401
 
 
-def __getattr__(name: str) -> Any:
-    """Names this module had before the engine's part of it moved to `plugin_engine`, found
-    there; only those, as pytest asks a plugin module for others (`pytest_plugins`), which
-    must not load the engine."""
-    if name in ("_distinct_properties", "xdist_group_name"):
-        from pytest_autotune import plugin_engine
-
-        return getattr(plugin_engine, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 # -- the end of the session -----------------------------------------------------------------
 
 

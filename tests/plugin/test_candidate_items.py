@@ -489,7 +489,7 @@ def test_the_properties_kept_are_each_distinct_one_once_in_their_first_order() -
 
     import numpy as np
 
-    from pytest_autotune.plugin import _distinct_properties
+    from pytest_autotune.plugin_engine import _distinct_properties
 
     lock = threading.Lock()  # in a list: neither hashes nor pickles
     props = [("n", 1), ("times", [1.0]), ("a", np.arange(3)), ("n", 1), ("times", [2.0])]
