@@ -102,11 +102,7 @@ def test_the_package_imports_its_names_when_first_asked_for() -> None:
         "assert Tuner is home and pytest_autotune.Tuner is home\n"
         "assert all(getattr(pytest_autotune, n) is not None for n in pytest_autotune.__all__)\n"
     )
-    root = Path(pytest_autotune.__file__).parent.parent
-    done = subprocess.run(
-        [sys.executable, "-c", program], cwd=root, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr
+    _runs_clean(program)
 
 
 def test_the_type_checkers_imports_and_the_lazy_homes_name_the_same_modules() -> None:
@@ -154,6 +150,11 @@ def test_the_engines_modules_are_reached_from_the_package_as_before(first: str) 
         "assert pytest_autotune.tune.tunable_set.TunableSet is pytest_autotune.TunableSet\n"
         "assert not hasattr(pytest_autotune.tune, 'nothing')\n"
     )
+    _runs_clean(program)
+
+
+def _runs_clean(program: str) -> None:
+    """`program` run by a fresh interpreter from the repository's root, which exits 0."""
     root = Path(pytest_autotune.__file__).parent.parent
     done = subprocess.run(
         [sys.executable, "-c", program], cwd=root, capture_output=True, text=True, check=False
