@@ -852,3 +852,20 @@ def test_an_event_whose_tag_is_no_string_is_shown_as_one_of_an_unknown_kind() ->
     page = render_html([odd])
     assert "[&#39;tuning_step&#39;]: an event this version of pytest-autotune" in page
     assert "{}: an event this version of pytest-autotune does not read" in page
+
+
+def test_the_example_reports_page_names_the_roofs_its_report_shows() -> None:
+    # docs/example-report.md said every group was bounded by a memory level, "L2 for the
+    # 256x256 matmul, L3 for the others", where its report shows the matmul at "70.6% fp32
+    # compute" and the small saxpy at L2: a reader checking the page against it found neither.
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    page = " ".join((docs / "example-report.md").read_text(encoding="utf-8").split())
+    shown = set(
+        re.findall(
+            r"\d+\.\d% (fp\d+ compute|L\d|DRAM)",
+            (docs / "example-report.html").read_text(encoding="utf-8"),
+        )
+    )
+    assert shown
+    said = page[page.index("Every fraction of roof") :]
+    assert {roof for roof in shown if roof not in said} == set()
