@@ -1809,6 +1809,21 @@ def git(folder: Path, *argv: str) -> str:
     return done.stdout + done.stderr
 
 
+def driven_repo(tmp_path: Path) -> tuple[Path, str]:
+    """A git repository whose cache files merge through `pytest-autotune merge` (this
+    tree's, set up as README says), and the path of its one cache file, whose folder is
+    made."""
+    repo = tmp_path / "repo"
+    name = f".autotune/{GPU}/test_sum.json"
+    (repo / name).parent.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    root = Path(__file__).resolve().parents[2]
+    driver = f"PYTHONPATH={root} {sys.executable} -m pytest_autotune merge %O %A %B --name %P"
+    git(repo, "config", "merge.autotune.driver", driver)
+    (repo / ".gitattributes").write_text(".autotune/**/*.json merge=autotune\n")
+    return repo, name
+
+
 def sum_entries(*sizes: int) -> dict[str, tuple[str, tuple[AutotuneResult, ...]]]:
     return {
         f"n{n}": ("block256", (outcome("block32", 0, n / 100), outcome("block256", 1, n / 400)))
@@ -1824,14 +1839,8 @@ def test_two_branches_that_added_keys_at_one_place_merge_with_both_kept_by_the_m
     # two new entries into one another (they share every line but the key and samples),
     # and the advice "keep one side of each conflict" dropped one of them. As git's merge
     # driver, `pytest-autotune merge` merges entry by entry.
-    repo = tmp_path / "repo"
-    cache = repo / ".autotune" / GPU / "test_sum.json"
-    cache.parent.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    root = Path(__file__).resolve().parents[2]
-    driver = f"PYTHONPATH={root} {sys.executable} -m pytest_autotune merge %O %A %B --name %P"
-    git(repo, "config", "merge.autotune.driver", driver)
-    (repo / ".gitattributes").write_text(".autotune/**/*.json merge=autotune\n")
+    repo, name = driven_repo(tmp_path)
+    cache = repo / name
     write_cache(cache, sum_entries(1024, 8192))
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "base")
@@ -2060,15 +2069,8 @@ def test_a_rebase_that_meets_an_entry_both_branches_changed_is_told_a_command_th
 ) -> None:
     # The advice named `git show MERGE_HEAD:<file>`, which a rebase, a cherry-pick or
     # `git stash pop` has no MERGE_HEAD for ("fatal: invalid object name").
-    repo = tmp_path / "repo"
-    name = f".autotune/{GPU}/test_sum.json"
+    repo, name = driven_repo(tmp_path)
     cache = repo / name
-    cache.parent.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    root = Path(__file__).resolve().parents[2]
-    driver = f"PYTHONPATH={root} {sys.executable} -m pytest_autotune merge %O %A %B --name %P"
-    git(repo, "config", "merge.autotune.driver", driver)
-    (repo / ".gitattributes").write_text(".autotune/**/*.json merge=autotune\n")
     write_cache(cache, sum_entries(1024))
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "base")
@@ -2097,15 +2099,8 @@ def test_a_merge_that_meets_a_version_it_cannot_read_says_what_the_file_holds_an
     # The other branch's file was written by a newer pytest-autotune: the driver failed,
     # git left this branch's version in place (it reads, no conflict markers), and the
     # message said only that the other version did not read.
-    repo = tmp_path / "repo"
-    name = f".autotune/{GPU}/test_sum.json"
+    repo, name = driven_repo(tmp_path)
     cache = repo / name
-    cache.parent.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    root = Path(__file__).resolve().parents[2]
-    driver = f"PYTHONPATH={root} {sys.executable} -m pytest_autotune merge %O %A %B --name %P"
-    git(repo, "config", "merge.autotune.driver", driver)
-    (repo / ".gitattributes").write_text(".autotune/**/*.json merge=autotune\n")
     write_cache(cache, sum_entries(1024))
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "base")
