@@ -547,7 +547,7 @@ def candidate_measurer(
                 # timed as the tuner times it, with NumPy's floating-point errors ignored
                 # (`tune.tuner._Samples`). An error of its own raises again here.
                 with np.errstate(all="ignore"):
-                    return measured_in_scope(fn, name, repeats_raise=True)
+                    return measured_in_scope(fn, name, repeats_raise=False)
 
     def measured_in_scope(fn: Callable[..., Any], name: str, repeats_raise: bool) -> Measurement:
         try:
