@@ -22,9 +22,7 @@ def test_an_in_place_candidate_that_overflows_on_its_own_output_is_measured() ->
     assert measurement.samples
 
 
-def test_a_candidate_whose_own_floating_point_error_repeats_fails_as_the_candidates_error() -> (
-    None
-):
+def test_a_candidate_whose_own_floating_point_error_repeats_fails_as_the_candidates_error() -> None:
     # Measured again with NumPy's errors ignored, an error of its own raised the gate's
     # private signal for a retry, which no caller catches: not the candidate's error.
     def broken(x: np.ndarray) -> np.ndarray:
