@@ -29,7 +29,8 @@ if TYPE_CHECKING:
         roofline,
     )
     from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
-    from pytest_autotune.tune.checks import AutotuneOutput, CheckResult, compare_outputs
+    from pytest_autotune.tune.check_result import CheckResult
+    from pytest_autotune.tune.checks import AutotuneOutput, compare_outputs
     from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError
     from pytest_autotune.tune.errors import (
         AutotuneError,
@@ -137,7 +138,8 @@ _HOMES = {
         "roofline",
     ),
     "tune.cache": ("PersistentCache", "PersistentCacheKey", "PersistentCacheValue"),
-    "tune.checks": ("AutotuneOutput", "CheckResult", "compare_outputs"),
+    "tune.check_result": ("CheckResult",),
+    "tune.checks": ("AutotuneOutput", "compare_outputs"),
     "tune.config": ("AutotuneConfig", "BenchConfig", "ConfigError"),
     "tune.errors": (
         "AutotuneError",

@@ -22,7 +22,7 @@ from pytest_autotune.report import CandidateRow, GroupSummary, key_text
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome, result_from_json
 from pytest_autotune.tune.bounds import Work
-from pytest_autotune.tune.checks import CheckResult
+from pytest_autotune.tune.check_result import CheckResult
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.records import AutotuneRecord
 from pytest_autotune.tune.tunable_set import TunableSet

@@ -46,7 +46,7 @@ from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
-from pytest_autotune.tune.checks import RAISED
+from pytest_autotune.tune.check_result import RAISED
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import (
     NOT_REACHED,

@@ -20,7 +20,7 @@ from typing import Any
 from pytest_autotune.gate.verdicts import Comparison, Verdict
 from pytest_autotune.report.figures import format_fraction, format_interval
 from pytest_autotune.tune.benchmark import SampleStats
-from pytest_autotune.tune.checks import RAISED
+from pytest_autotune.tune.check_result import RAISED
 from pytest_autotune.tune.errors import AutotuneErrorKind
 from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.log import format_duration

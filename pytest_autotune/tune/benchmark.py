@@ -6,13 +6,11 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pytest_autotune.tune.client import Client
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.files import json_text
-
-if TYPE_CHECKING:
-    from pytest_autotune.tune.client import Client
 
 NS_PER_S = 1_000_000_000
 

@@ -16,15 +16,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pytest_autotune.tune.benchmark import NS_PER_S
+from pytest_autotune.tune.client import Client
 from pytest_autotune.tune.files import json_kind, json_number
-from pytest_autotune.tune.peaks import COMPUTE_UNITS, compute_unit
+from pytest_autotune.tune.peaks import COMPUTE_UNITS, Peaks, compute_unit
 from pytest_autotune.tune.plain_numbers import RealNumber, finite, real_number
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
-
-    from pytest_autotune.tune.client import Client
-    from pytest_autotune.tune.peaks import Peaks
+else:
+    # What `typing.get_type_hints(Work)` resolves `dtype` to at run time: importing
+    # `numpy.typing` here would import NumPy wherever a `Work` is read (a cache file's
+    # report, the plugin's settings), which needs none.
+    DTypeLike = Any
 
 COMPUTE = "compute"
 MEMORY = "memory"

@@ -20,12 +20,12 @@ import types
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, ValuesView
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from pytest_autotune.tune.check_result import RAISED, SKIPPED, UNCHECKABLE, CheckResult
 from pytest_autotune.tune.clone import RANDOM_STATES, clone_value
 from pytest_autotune.tune.device_compare import agree_on_device
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, CandidateStopped
@@ -33,59 +33,6 @@ from pytest_autotune.tune.wording import counted
 
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-8
-
-SKIPPED = "skipped: "
-"""How the message of a candidate that declined the key in its check begins; the reason
-follows."""
-
-
-@dataclass(frozen=True, slots=True)
-class CheckResult:
-    """The check result of one candidate (the seed's `CheckResult`).
-
-    A candidate that declines the key (`AutotuneSkip`) is `passed` and `skipped`: declining
-    is a documented way for a candidate to say "not my shape", not a wrong answer, so it
-    must not fail a test; `skipped` lets a report or the plugin show it as a skip.
-    """
-
-    name: str
-    passed: bool
-    message: str = ""
-    """Why it failed (the readable diff, or the exception), why it was skipped, or
-    "reference" for the candidate whose output the others were compared with."""
-    skipped: bool = False
-    stopped: bool = field(default=False, compare=False)
-    """It was stopped before it returned (`CandidateStopped`, a time limit): `message`
-    says so in full, and is not shown as a failed check's error. Not written to files."""
-    trace: str = field(default="", compare=False, repr=False)
-    """The traceback of what the candidate raised, as text (`AutotuneError.trace`); not
-    written to files."""
-
-    def failure(self) -> str:
-        """How a failed check reads as the candidate's error where tuning settles it: what
-        stopped it (a time limit), what it raised and an output no reference can judge as
-        they are, not as "failed its check: cannot be checked: ..."; anything else as a
-        failed check."""
-        if self.stopped or self.message.startswith((UNCHECKABLE, RAISED)):
-            return self.message
-        return f"failed its check: {self.message}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "passed": self.passed,
-            "message": self.message,
-            "skipped": self.skipped,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CheckResult:
-        return cls(
-            name=str(data["name"]),
-            passed=bool(data["passed"]),
-            message=str(data.get("message", "")),
-            skipped=bool(data.get("skipped", False)),
-        )
 
 
 @runtime_checkable
@@ -127,15 +74,6 @@ def in_place_output(written: tuple[Any, ...], before: tuple[Any, ...]) -> object
     wrote = compare_outputs(before, written, 0.0, 0.0) is not None
     return WrittenInputs(written) if wrote else None
 
-
-RAISED = "raised "
-"""How the message of a candidate that raised in its check begins, its exception's type and
-message following: a raise is no wrong output, and "failed its check: ValueError: ..." read
-as a comparison that failed."""
-
-UNCHECKABLE = "cannot be checked: "
-"""How the message of a candidate whose output no reference can judge begins (a reference
-that returned None): said as it is, not as a failed check's difference."""
 
 LISTED_DIFFERENCES = 10
 """Differences listed in full; the rest are counted. A list or dict of numbers has one per

@@ -13,9 +13,10 @@ import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_autotune.tune.cache import PersistentCache, tuner_cache
+from pytest_autotune.tune.client import Client
 from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.errors import (
     AutotuneError,
@@ -29,9 +30,6 @@ from pytest_autotune.tune.settings import ENV_PREFIX
 from pytest_autotune.tune.shipped import library_cache
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 from pytest_autotune.tune.tuner import Tuner, retunes
-
-if TYPE_CHECKING:
-    from pytest_autotune.tune.client import Client
 
 
 class LocalTuner:

@@ -12,12 +12,10 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pytest_autotune.tune.benchmark import NS_PER_S
-
-if TYPE_CHECKING:
-    from pytest_autotune.tune.checks import CheckResult
+from pytest_autotune.tune.check_result import RAISED, CheckResult
 
 logger = logging.getLogger("pytest_autotune")
 # A library's logger with no handler of its own prints its warnings to stderr through
@@ -266,8 +264,6 @@ class ChecksDone:
         # "skipped".
         # One that raised compared nothing: "failed: boom" read as a wrong output, where
         # the candidate's row says it raised.
-        from pytest_autotune.tune.checks import RAISED  # here: see `_checks_done`
-
         raised = [r.name for r in self.results if not r.passed and r.message.startswith(RAISED)]
         failed = [r.name for r in self.results if not r.passed and r.name not in raised]
         skipped = [r.name for r in self.results if r.passed and r.skipped]
@@ -302,16 +298,6 @@ def event_from_json(data: Mapping[str, Any]) -> AutotuneLogEvent:
         raise ValueError(f"malformed autotune log event {dict(data)!r}: {exc!r}") from None
 
 
-def _checks_done(data: Mapping[str, Any]) -> ChecksDone:
-    """`checks` is imported here, as `ChecksDone` needs it: it imports NumPy, which the
-    settings table (`tune.settings`, which takes `AutotuneLogLevel` from here) does not
-    need, and the pytest plugin reads that table at the start of every run, one that
-    tests nothing of ours included."""
-    from pytest_autotune.tune.checks import CheckResult
-
-    return ChecksDone(tuple(CheckResult.from_json(r) for r in data["results"]))
-
-
 _READERS: Mapping[str, Callable[[Mapping[str, Any]], AutotuneLogEvent]] = {
     TuningStep.EVENT: lambda d: TuningStep(
         int(d["batch"]), tuple(int(i) for i in d["indices"]), _seconds(d["duration_ns"])
@@ -337,7 +323,7 @@ _READERS: Mapping[str, Callable[[Mapping[str, Any]], AutotuneLogEvent]] = {
         int(d["over_index"]),
         str(d.get("by", "client")),  # records written before `by` was
     ),
-    ChecksDone.EVENT: _checks_done,
+    ChecksDone.EVENT: lambda d: ChecksDone(tuple(CheckResult.from_json(r) for r in d["results"])),
 }
 """How each event's JSON reads back, by its "event" tag."""
 

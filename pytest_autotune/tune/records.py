@@ -15,9 +15,10 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_autotune.tune.benchmark import NS_PER_S
+from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.files import (
     JsonFileError,
     NotJson,
@@ -31,9 +32,6 @@ from pytest_autotune.tune.files import (
 from pytest_autotune.tune.log import STREAMS
 from pytest_autotune.tune.run import RunInfo
 from pytest_autotune.tune.wording import counted
-
-if TYPE_CHECKING:
-    from pytest_autotune.tune.config import AutotuneConfig
 
 if sys.platform != "win32":
     import fcntl

@@ -9,13 +9,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_autotune.tune.bounds import Bounds, BoundsGenerator, Thresholds, Work, roofline
+from pytest_autotune.tune.client import Client
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.key import KeyGenerator
 from pytest_autotune.tune.tunable import Tunable, TuneFn, check_callable
-
-if TYPE_CHECKING:
-    from pytest_autotune.tune.client import Client
 
 TuneInputs = tuple[Any, ...]
 """The inputs a set's candidates are called with, as `fn(*inputs)`."""

@@ -15,7 +15,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -34,8 +34,9 @@ from pytest_autotune.tune.cache import (
     PersistentCacheValue,
 )
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE, call_scope
-from pytest_autotune.tune.checks import SKIPPED, CheckResult, check_candidates, in_place_output
-from pytest_autotune.tune.client import client_context, out_of_memory, release_memory
+from pytest_autotune.tune.check_result import SKIPPED, CheckResult
+from pytest_autotune.tune.checks import check_candidates, in_place_output
+from pytest_autotune.tune.client import Client, client_context, out_of_memory, release_memory
 from pytest_autotune.tune.clone import clone_value, mock_types
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
 from pytest_autotune.tune.errors import (
@@ -74,9 +75,6 @@ from pytest_autotune.tune.tunable_set import (
     TunableSet,
     TuneInputs,
 )
-
-if TYPE_CHECKING:
-    from pytest_autotune.tune.client import Client
 
 logger = logging.getLogger("pytest_autotune")
 

@@ -14,7 +14,8 @@ import weakref
 import numpy as np
 import pytest
 
-from pytest_autotune.tune.checks import CheckResult, check_candidates, compare_outputs
+from pytest_autotune.tune.check_result import CheckResult
+from pytest_autotune.tune.checks import check_candidates, compare_outputs
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
 

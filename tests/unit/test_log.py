@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from pytest_autotune.tune.checks import CheckResult
+from pytest_autotune.tune.check_result import CheckResult
 from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.log import (
     AutotuneLogContext,

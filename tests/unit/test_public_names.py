@@ -1,8 +1,10 @@
 """Every public name of the seed's module has a home in `pytest_autotune`, as the README's
 table "The seed's names in Python" promises: a user porting code imports them from there."""
 
+import inspect
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -160,3 +162,26 @@ def _runs_clean(program: str) -> None:
         [sys.executable, "-c", program], cwd=root, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+def _annotated(obj: object) -> list[object]:
+    """The public class or function and, for a class, its own functions and methods."""
+    if not inspect.isclass(obj):
+        return [obj]
+    own = [m for m in vars(obj).values() if inspect.isfunction(m)]
+    own += [m.__func__ for m in vars(obj).values() if isinstance(m, (classmethod, staticmethod))]
+    return [obj, *own]
+
+
+# `AutotuneFixture` is left out: a protocol for annotating the fixture in tests, read by
+# type checkers only; resolving it at run time would import the engine, and with it NumPy,
+# wherever a test module names it.
+@pytest.mark.parametrize("name", sorted(set(pytest_autotune.__all__) - {"AutotuneFixture"}))
+def test_the_annotations_of_a_public_name_resolve_at_run_time(name: str) -> None:
+    """`typing.get_type_hints` (what pydantic, cattrs, Sphinx's type hints and
+    `dataclasses`-driven tools call) resolves every annotation of a public class or
+    function: names imported only for type checkers made it raise NameError (`Work`'s
+    `DTypeLike`, `TunableSet`'s `Client`, `AutotuneLogContext`'s `CheckResult`)."""
+    for each in _annotated(getattr(pytest_autotune, name)):
+        if inspect.isclass(each) or inspect.isfunction(each):
+            typing.get_type_hints(each)

@@ -70,7 +70,7 @@ from pytest_autotune.tune.bounds import (
     calculate_bounds,
     fraction_of_roof,
 )
-from pytest_autotune.tune.checks import RAISED, CheckResult
+from pytest_autotune.tune.check_result import RAISED, CheckResult
 from pytest_autotune.tune.errors import AutotuneErrorKind
 from pytest_autotune.tune.log import event_from_json, format_duration, known_event
 from pytest_autotune.tune.peaks import Peaks

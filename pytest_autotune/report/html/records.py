@@ -22,7 +22,7 @@ from pytest_autotune.tune.benchmark import (
     result_from_json,
 )
 from pytest_autotune.tune.bounds import COMPUTE, MEMORY, Bounds, Work
-from pytest_autotune.tune.checks import CheckResult
+from pytest_autotune.tune.check_result import CheckResult
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import Peaks
 from pytest_autotune.tune.records import AutotuneRecord, RecordError
