@@ -20,7 +20,7 @@ from pytest_autotune.gate import BaselineSession, Comparison, GroupVerdict, Verd
 from pytest_autotune.gate_policy import GroupCase
 from pytest_autotune.report import CandidateRow, GroupSummary, key_text
 from pytest_autotune.report.extra import RecordExtra
-from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome, result_from_json
+from pytest_autotune.tune.benchmark import AutotuneOutcome, result_from_json, sample_ns
 from pytest_autotune.tune.bounds import Work
 from pytest_autotune.tune.check_result import CheckResult
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
@@ -71,9 +71,7 @@ def group_record(
         # Nothing measured names no candidate: the decision's fastest is then only the
         # candidate tuning fell back to, and the record's own winner is None.
         measured=(measured or decision.fastest_name) if decision.measured else None,
-        winner_samples_ns=[
-            round(s * NS_PER_S) for s in (measurement.samples if measurement else ())
-        ],
+        winner_samples_ns=[sample_ns(s) for s in (measurement.samples if measurement else ())],
         calibration=(
             measurement.calibration.to_json()
             if measurement is not None and measurement.calibration is not None

@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_autotune.calibration import CALIBRATION_KIND
 from pytest_autotune.gate.samples import Calibration, Measurement
-from pytest_autotune.tune.benchmark import NS_PER_S, SampleStats, check_sample
+from pytest_autotune.tune.benchmark import NS_PER_S, SampleStats, check_sample, sample_ns
 
 DEFAULT_TARGET_RSE = 0.01
 DEFAULT_TIME_CAP = 2.0
@@ -122,5 +122,5 @@ def _whole_ns(samples: Sequence[float]) -> tuple[float, ...]:
     CPU sample is a loop's time over its calls (3054.6 ns), and the gate's message gave its
     median as 3.05 us beside the 3.06 us of the table, read from the record's 3055 ns, and
     `compare` of the run's records judged other figures than the run did. A sample under half
-    a nanosecond, which no clock reads, is kept as it is."""
-    return tuple(round(s * NS_PER_S) / NS_PER_S or s for s in samples)
+    a nanosecond (a client's cost model) is one nanosecond, as those files write it."""
+    return tuple(sample_ns(s) / NS_PER_S for s in samples)

@@ -191,7 +191,7 @@ class AutotuneOutcome:
         data: dict[str, Any] = {
             "name": self.name,
             "index": self.index,
-            "samples_ns": [round(s * NS_PER_S) for s in self.samples],
+            "samples_ns": [sample_ns(s) for s in self.samples],
             "dropped_first": self.dropped_first,
         }
         if self.statistic != "score":
@@ -265,6 +265,15 @@ def _typed(data: dict[str, Any], name: str, kind: type, what: str, default: Any 
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise ValueError(f"{name} is {json_text(value)}, expected {what}")
     return value
+
+
+def sample_ns(seconds: float) -> int:
+    """A sample as a file holds it: whole nanoseconds, and at least one, since a sample is
+    positive (`check_sample`) and `result_from_json` reads nothing else back. A client may
+    time a call under half a nanosecond (a cost model's figure, a loop's time over many
+    calls); written as 0, it made the cache file its own tuner wrote unreadable at the next
+    load, each later key kept in memory only."""
+    return max(1, round(seconds * NS_PER_S))
 
 
 def _is_positive_int(value: object) -> bool:

@@ -594,6 +594,36 @@ def test_the_gates_message_gives_the_median_the_table_and_the_records_give(
     )
 
 
+SUB_NANOSECOND_CLIENT = """
+
+class ModelClient(FakeClient):
+    # A cost model's figures: every call a tenth of a nanosecond.
+    def time(self, fn, inputs):
+        fn(*inputs)
+        return 1e-10
+
+def pytest_autotune_client(config, device):
+    return ModelClient() if device in ("auto", "fake") else None
+"""
+
+
+def test_a_winner_timed_under_a_nanosecond_is_compared_and_reported_in_whole_nanoseconds(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Written as 0 ns, the winner's samples made the run's records refused by `report`
+    # ("extra 'winner_samples_ns' must hold positive integers"), and the baseline the cache
+    # file read back differed from the run's own figures.
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + SUB_NANOSECOND_CLIENT)
+    autotune_pytester.makepyfile(test_frac=FRACTIONAL_NS_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    result = run(autotune_pytester, "--autotune", "--autotune-record=r.jsonl")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*test_fractional*1.00 ns*+0.0%*pass*"])
+    report = autotune_pytester.path / "r.html"
+    assert main(["report", str(autotune_pytester.path / "r.jsonl"), "-o", str(report)]) == 0
+
+
 NOTED_TESTS = """
 import functools
 import pytest

@@ -818,6 +818,35 @@ def test_after_clear_the_winner_comes_back_from_the_file_without_tuning(cache_di
     assert [fn.calls for fn in fresh.fns] == [0, 1]
 
 
+class SubNanosecondClient(FakeClient):
+    """A client whose timings are under half a nanosecond (a cost model's figures)."""
+
+    def time(self, fn, inputs):
+        fn(*inputs)
+        return {"model_a": 1e-10, "model_b": 3e-10}[fn.__name__]
+
+
+def test_a_winner_timed_under_a_nanosecond_is_served_from_the_file_it_was_saved_to(cache_dir):
+    client = SubNanosecondClient()
+
+    def model_a(x):
+        return "a"
+
+    def model_b(x):
+        return "b"
+
+    def sub_ns_set():
+        return TunableSet.of(len, {"model_a": model_a, "model_b": model_b})
+
+    config = AutotuneConfig(cache_dir=cache_dir)
+    assert LocalTuner("t", config).execute(client.device_id, client, sub_ns_set(), ([1],)) == "a"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the file its own tuner wrote reads back
+        later = LocalTuner("t", config)
+        assert later.execute(client.device_id, client, sub_ns_set(), ([1],)) == "a"
+    assert later.tuner(client.device_id).decision(1) is None  # served, not tuned again
+
+
 def test_a_cache_that_cannot_be_written_warns_as_a_cache_file_problem_only(tmp_path):
     """A program that silences `CacheFileWarning` (its user's cache folder is read only)
     must not meet another category for the same file when the decision is not saved."""
