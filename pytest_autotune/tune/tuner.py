@@ -291,6 +291,13 @@ class Tuner:
 
     def execute(self, tunables: TunableSet, inputs: TuneInputs, client: Client) -> Any:
         """Run the fastest candidate for these inputs, tuning first on a new key."""
+        if not isinstance(tunables, TunableSet):
+            # `execute(client, tunables, inputs)`, `LocalTuner.execute`'s order without the
+            # device id, was told its inputs were a TunableSet, to be passed as (x,).
+            raise TypeError(
+                f"{self.name}: execute(tunables, inputs, client) takes a TunableSet first,"
+                f" got {type(tunables).__name__}"
+            )
         if not isinstance(inputs, (tuple, list)):
             # `execute(..., x)` for `execute(..., (x,))` would call `key_gen(*x)`: the rows
             # of an array as arguments, and a message about the key generator's arity.

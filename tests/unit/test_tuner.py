@@ -226,6 +226,14 @@ def test_a_key_that_keeps_failing_raises_a_fresh_error_each_call_holding_no_earl
     assert raised[0] == raised[2]  # the same kind and message, naming each candidate
 
 
+def test_execute_given_its_arguments_in_local_tuners_order_says_its_own(client):
+    tunables = TunableSet.of(by_size, {"a": np.sum, "b": np.add.reduce})
+    tuner = Tuner("t", client.device_id)
+    said = r"^t: execute\(tunables, inputs, client\) takes a TunableSet first, got FakeClient$"
+    with pytest.raises(TypeError, match=said):
+        tuner.execute(client, tunables, (np.ones(3),))
+
+
 def test_inputs_the_key_generator_cannot_take_are_named_by_the_tuner(client):
     def size(x):
         return len(x)
