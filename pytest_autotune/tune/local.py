@@ -126,7 +126,7 @@ class LocalTuner:
             if isinstance(factory, TunableSet) or not callable(factory):
                 raise TypeError(
                     f"LocalTuner {self.name!r}: init takes the function that builds the set,"
-                    f" init(make_set), got a {type(factory).__name__}"
+                    f" init(make_set), got {type(factory).__name__}"
                 )
             site = _site(factory)
             tunables = self._sets.get(site)
@@ -148,7 +148,7 @@ class LocalTuner:
             # A make_set that builds its set and forgets to return it is the usual one;
             # `replace` would only say it wants a dataclass.
             name = getattr(factory, "__name__", repr(factory))
-            got = "None" if tunables is None else f"a {type(tunables).__name__}"
+            got = "None" if tunables is None else type(tunables).__name__
             raise TypeError(
                 f"LocalTuner {self.name!r}: init({name}): {name}() must return a TunableSet,"
                 f" got {got}"

@@ -305,8 +305,16 @@ def test_init_given_a_set_instead_of_the_function_that_builds_it_says_so():
         tuner.init(TunableSet(len, tunables=[Tunable("a", len)]))
     assert str(info.value) == (
         "LocalTuner 't': init takes the function that builds the set, init(make_set),"
-        " got a TunableSet"
+        " got TunableSet"
     )
+
+
+def test_init_whose_function_returns_something_else_names_its_type():
+    # Said as the other "got <type>" messages are: it read "got a int".
+    tuner = LocalTuner("t")
+    with pytest.raises(TypeError) as info:
+        tuner.init(lambda: 3)
+    assert str(info.value).endswith("must return a TunableSet, got int")
 
 
 def test_init_builds_a_lambda_written_in_the_tuned_function_once():
