@@ -304,6 +304,11 @@ def tune_benchmark(
             f" {getattr(fn, '__name__', 'fn')}, got {type(inputs).__name__}; pass (x,) for"
             " one input"
         )
+    # `range` took -1 as none and refused 2.5 with its own words; no samples (warm-ups
+    # alone) stays a way to ask for none.
+    for what, count in (("samples", samples), ("warmups", warmups)):
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"tune_benchmark: {what} must be a whole number >= 0, got {count!r}")
     for _ in range(warmups):
         client.time(fn, inputs)
     return tuple(

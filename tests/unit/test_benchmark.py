@@ -343,3 +343,16 @@ def test_a_time_that_is_not_positive_is_an_invalid_samples_error_naming_the_cand
 def test_a_candidate_that_raises_raises_out_of_tune_benchmark():
     with pytest.raises(RuntimeError, match="boom exploded"):
         tune_benchmark(FakeClient(), failing("boom"), (), samples=1)
+
+
+@pytest.mark.parametrize(
+    "counts", [{"samples": -1}, {"samples": 2.5}, {"samples": 3, "warmups": -2}]
+)
+def test_tune_benchmark_refuses_a_negative_or_fractional_count(counts):
+    # samples=-1 returned () as if none were asked for.
+    client = FakeClient()
+    fn = candidate(client.clock, 1e-3, "w")
+    name = "warmups" if "warmups" in counts else "samples"
+    with pytest.raises(ValueError, match=f"tune_benchmark: {name} must be a whole number >= 0"):
+        tune_benchmark(client, fn, (), **counts)
+    assert fn.calls == 0
