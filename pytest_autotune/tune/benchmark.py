@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -281,7 +282,15 @@ def _is_positive_int(value: object) -> bool:
 
 
 def check_sample(name: str, seconds: float) -> float:
-    """A duration must be positive and finite to mean anything."""
+    """A duration must be positive and finite to mean anything. A client whose `time`
+    returns no number at all (None, a forgotten `return`) is said so too: `math.isfinite`
+    raised TypeError, read as each candidate's own error."""
+    if not isinstance(seconds, numbers.Real) or isinstance(seconds, bool):
+        raise AutotuneError(
+            AutotuneErrorKind.INVALID_SAMPLES,
+            f"the client's timer returned {seconds!r}, not a number of seconds",
+            name,
+        )
     if not (math.isfinite(seconds) and seconds > 0):
         raise AutotuneError(
             AutotuneErrorKind.INVALID_SAMPLES, f"timer returned {seconds!r} s", name

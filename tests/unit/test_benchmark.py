@@ -356,3 +356,22 @@ def test_tune_benchmark_refuses_a_negative_or_fractional_count(counts):
     with pytest.raises(ValueError, match=f"tune_benchmark: {name} must be a whole number >= 0"):
         tune_benchmark(client, fn, (), **counts)
     assert fn.calls == 0
+
+
+def test_a_client_whose_timer_returns_no_number_is_said_so():
+    # math.isfinite(None) raised TypeError, read as the candidate's own error.
+    class NoTime(FakeClient):
+        def time(self, fn, inputs):
+            fn(*inputs)
+
+    with pytest.raises(AutotuneError, match="the client's timer returned None, not a number"):
+        tune_benchmark(NoTime(), lambda: None, (), samples=1)
+
+
+def test_a_timer_returning_a_numpy_scalar_is_a_number():
+    class Float32Time(FakeClient):
+        def time(self, fn, inputs):
+            fn(*inputs)
+            return np.float32(2e-3)
+
+    assert tune_benchmark(Float32Time(), lambda: None, (), samples=2) == pytest.approx((2e-3, 2e-3))
