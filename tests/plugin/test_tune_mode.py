@@ -213,6 +213,27 @@ def test_updates_keep_their_sessions_until_one_differs_as_the_gate_would_fail(
     assert entry["sessions"] == [{"median_ns": 125_000, "read_ns": None}]
 
 
+def test_a_baseline_keeps_the_newest_8_sessions_and_the_gate_compares_with_their_mean(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ten sessions 1% apart, all inside the gate's band: each joins, the oldest go.
+    for session in range(10):
+        monkeypatch.setenv("SLOWDOWN_FAST", f"{1 + session / 100}")
+        assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    entry = json.loads(cache_file(scale).read_text())["entries"][0]
+    assert [s["median_ns"] for s in entry["sessions"]] == [
+        100_000 + 1000 * session for session in range(2, 9)
+    ]
+    assert set(entry["results"][entry["fastest_index"]]["samples_ns"]) == {109_000}
+    # Their mean is 105.5 us (geometric, 105.47 us): 25% past it fails against 8 sessions.
+    monkeypatch.setenv("SLOWDOWN_FAST", f"{1.0547 * 1.25}")
+    failed = run(scale, "--autotune")
+    assert failed.ret == pytest.ExitCode.TESTS_FAILED
+    failed.stdout.fnmatch_lines(
+        ["*regression of +25.0%*against the baseline median 105 us (mean of 8 sessions)*"]
+    )
+
+
 def test_a_baseline_entry_that_does_not_read_is_said_so_not_offered_a_new_one(
     scale: pytest.Pytester,
 ) -> None:
