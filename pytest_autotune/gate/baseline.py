@@ -353,18 +353,26 @@ def _sigma_between(metadata: Mapping[str, Any], where: str) -> float | None:
 
 def sigma_between_of(metadata: Mapping[str, Any]) -> float | None:
     """A cache file's own between-session noise (its top-level `sigma_between`), None where
-    it sets none; ValueError, saying what is wrong, where it does not read."""
+    it sets none; ValueError, saying what is wrong, where it does not read.
+
+    A fraction, as `max_regression` is: `3` meant as 3% read as 300% noise, and every group
+    of the file then read "too noisy", its advice (more sessions, a quieter runner) saying
+    nothing of the field that made it so."""
     value = metadata.get("sigma_between")
     if value is None:
         return None
+    what = "(the between-session noise as a fraction of the time: 0.03 for 3%)"
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not (math.isfinite(value) and value >= 0)
     ):
         raise ValueError(
-            f"field 'sigma_between' is {json_text(value)}, expected a number >= 0 (the"
-            " between-session noise as a fraction of the time: 0.03 for 3%)"
+            f"field 'sigma_between' is {json_text(value)}, expected a number >= 0 {what}"
+        )
+    if value > 1:
+        raise ValueError(
+            f"field 'sigma_between' is {json_text(value)}, expected a fraction from 0 to 1 {what}"
         )
     return float(value)
 

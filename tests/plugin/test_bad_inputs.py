@@ -1372,6 +1372,16 @@ CASES = [
         marker(""),
         target=cache_text(top='"sigma_between": "3%", '),
     ),
+    # 3 meant as 3%: read as 300%, every group of the file was "too noisy", and nothing
+    # said that the field made it so.
+    Case(
+        "cache sigma_between 3",
+        "tune",
+        OK,
+        (TARGET.name, "field 'sigma_between' is 3, expected a fraction from 0 to 1"),
+        marker(""),
+        target=cache_text(top='"sigma_between": 3, '),
+    ),
     Case(
         "cache sigma_between 3%, update",
         "update",

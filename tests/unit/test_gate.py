@@ -543,6 +543,20 @@ def test_a_sigma_between_that_is_not_a_number_is_a_baseline_error(sigma: object)
         )
 
 
+@pytest.mark.parametrize("sigma", [3, 1.5])
+def test_a_sigma_between_past_1_is_a_baseline_error_asking_for_a_fraction(sigma: float) -> None:
+    # 3 meant as 3% read as 300% noise: every group of the file "too noisy", and the
+    # message named other causes.
+    with pytest.raises(BaselineError, match=f"'sigma_between' is {sigma}, expected a fraction"):
+        Baseline.from_cache_entry(
+            cache_value(), CHECKSUM, device={"id": GPU}, metadata={"sigma_between": sigma}
+        )
+    found = Baseline.from_cache_entry(
+        cache_value(), CHECKSUM, device={"id": GPU}, metadata={"sigma_between": 1}
+    )
+    assert found.sigma_between == 1.0
+
+
 # -- verdicts -------------------------------------------------------------------------------
 
 
