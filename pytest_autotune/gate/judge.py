@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from pytest_autotune.calibration import MIN_READ_SECONDS, long_enough
 from pytest_autotune.gate.baseline import Baseline
-from pytest_autotune.gate.conditions import floor_noise, widen
+from pytest_autotune.gate.conditions import Condition, floor_noise, widen
 from pytest_autotune.gate.rules import (
     DEFAULT_Z,
     NORMALISE_BY_PEAKS,
@@ -359,6 +359,8 @@ def _compare(
     unsure = comparison.high >= check.max_regression
     if regression_message is None and unsure and check.too_noisy(comparison, device_id):
         single = _single_samples(current, baseline, calibrated)
+        stored = _stored_noise(baseline, device_id, max_regression, calibrated)
+        conditions = (*conditions, stored) if stored is not None else conditions
         noisy_message = (
             f"too noisy to judge: {format_interval(comparison)}:"
             f" {check.figures(current, baseline, ratio)};"
@@ -382,6 +384,32 @@ def _compare(
             )
         )
     return comparison, regression_message, noisy_message
+
+
+def _stored_noise(
+    baseline: Baseline, device_id: str, max_regression: float | None, calibrated: bool
+) -> Condition | None:
+    """The between-session noise the baseline's cache file sets by hand (its top-level
+    `sigma_between`), where it is wider than the one the gate would have used without it
+    (the default, pooled with the sessions' spread); None otherwise. It replaces both, so
+    where it leaves a comparison too noisy, more sessions or a quieter runner do not help:
+    a file set to 10% read "too noisy" on every group, and the message named only those."""
+    stored = baseline.sigma_between
+    if stored is None:
+        return None
+    measured = baseline.spread(calibrated)
+    default = RegressionCheck.for_device(
+        device_id, max_regression, calibrated=calibrated, measured=measured
+    ).sigma_between
+    if stored <= default:
+        return None
+    where = baseline.source or "the cache file"
+    return Condition(
+        f"the between-session noise is the {format_fraction(stored)} that {where} sets"
+        f' (its "sigma_between"), in place of the {format_fraction(default)} the gate would'
+        " use",
+        f'a smaller "sigma_between" in {where}, or none',
+    )
 
 
 def _single_samples(current: Measurement, baseline: Baseline, calibrated: bool) -> str | None:

@@ -595,6 +595,21 @@ def test_the_noise_stored_with_the_baseline_replaces_the_default() -> None:
     assert noisy.verdict is Verdict.TOO_NOISY and not noisy.failed
 
 
+def test_too_noisy_by_the_files_own_noise_names_it_and_what_would_help() -> None:
+    # More sessions or a quieter runner cannot narrow a noise the file sets by hand: the
+    # message said only those.
+    noisy = gate(exact(T), baseline(sigma_between=0.05)).message
+    assert (
+        f'the between-session noise is the 5.0% that {SOURCE} sets (its "sigma_between"),'
+        " in place of the 1.0% the gate would use; what would help: a smaller"
+        f' "sigma_between" in {SOURCE}, or none'
+    ) in noisy
+    assert "more baseline sessions" not in noisy
+    # A file's noise narrower than the default's is not why a comparison is too noisy.
+    single = Baseline(GPU, CHECKSUM, "float4", (T,), source=SOURCE, sigma_between=0.005)
+    assert "sigma_between" not in gate(exact(T), single).message
+
+
 def test_a_wide_interval_wholly_under_the_tolerance_is_a_pass_not_too_noisy() -> None:
     # With 5% between sessions: a 38% speedup's interval rules out any slowdown past the
     # tolerance, though it could not catch one of twice the tolerance.
