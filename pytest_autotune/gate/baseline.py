@@ -92,9 +92,12 @@ class Baseline(Samples):
         self._set_samples("Baseline")
 
     def sessions(self) -> tuple[BaselineSession, ...]:
-        """Every session the baseline holds, oldest first, the stored samples' last."""
+        """The sessions the baseline holds, oldest first, the stored samples' last: the
+        newest `MAX_BASELINE_SESSIONS`. An update keeps no more; a file edited by hand or
+        merged from two branches may hold more, and the gate averaged them all."""
         read = None if self.calibration is None else self.calibration.median
-        return (*self.history, BaselineSession(self.median, read))
+        kept = self.history[-(MAX_BASELINE_SESSIONS - 1) :]
+        return (*kept, BaselineSession(self.median, read))
 
     def level(self, calibrated: bool) -> tuple[float, float]:
         """ln of the baseline's time (over its calibration read when `calibrated`), and the

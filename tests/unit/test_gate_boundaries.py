@@ -108,6 +108,15 @@ def test_eight_sessions_that_spread_widen_the_noise_by_their_measured_spread() -
     assert verdict(1.236177 * T * (1 + HAIR), base) is Verdict.REGRESSION
 
 
+def test_a_file_holding_more_than_eight_sessions_compares_with_the_newest_eight() -> None:
+    # A file edited by hand, or two branches' updates merged, may hold twelve sessions:
+    # the four oldest at 2 T would pull the mean up and hide a regression against the
+    # newest eight at T. Judged on those eight, as an update would keep them, 1.3 T fails.
+    base = baseline(*[2 * T] * 4, *[T] * 8)
+    assert base.sessions() == baseline(*[T] * 8).sessions()
+    assert verdict(1.3 * T, base) is Verdict.REGRESSION
+
+
 # -- equal, faster, exact ------------------------------------------------------------------
 
 
