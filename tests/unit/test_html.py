@@ -653,6 +653,32 @@ def test_a_winner_bound_by_a_cache_level_is_drawn_under_that_levels_roof() -> No
     assert "memory 4.43 TB/s" in chart.text and "L2 10.0 TB/s" in chart.text
 
 
+def test_the_device_table_lists_each_cache_levels_roof_beside_the_outer_memory() -> None:
+    # A group judged against L2 showed "L2 10.0 TB/s" in its card and on the roofline,
+    # while the device's table of peaks listed only the outer memory's rates: the roof a
+    # card named was nowhere among the device's peaks.
+    from pytest_autotune.tune.peaks import MemoryLevel
+
+    peaks = replace(
+        PEAKS,
+        levels=(
+            MemoryLevel("L1", 256 << 10, {"read": 20e12}),
+            MemoryLevel("L2", 50 << 20, {"read": 10e12}),
+        ),
+        outer_level="HBM",
+    )
+    record = replace(
+        sum_record(), extra={**sum_record().extra, "device": {**DEVICE, "peaks": peaks.to_json()}}
+    )
+    (device,) = run_view([record], title="t").devices
+    assert device.levels == (("L1 (262 kB)", "20.0 TB/s"), ("L2 (52.4 MB)", "10.0 TB/s"))
+    rows = re.findall(
+        r"<tr><td>(memory [^<]*)</td><td class=\"num\">([^<]*)</td></tr>", render_html([record])
+    )
+    assert ("memory L2 (52.4 MB)", "10.0 TB/s") in rows
+    assert ("memory read", "4.43 TB/s") in rows
+
+
 def test_a_group_on_several_devices_names_its_device_in_each_cards_title() -> None:
     other = replace(sum_record(), device_id="cuda-nvidia-h100")
     other = replace(other, extra={**other.extra, "device": {**DEVICE, "id": "cuda-nvidia-h100"}})

@@ -99,6 +99,9 @@ class DeviceView:
     id: str
     fingerprint: tuple[tuple[str, str], ...]
     memory: tuple[tuple[str, str], ...]
+    levels: tuple[tuple[str, str], ...]
+    """Each cache level inside `memory` with its capacity, and the roof of a problem that
+    fits it: the rate a group's card names when that level binds it."""
     compute: tuple[tuple[str, str], ...]
     threads: str
     roofline: Markup | None = None
