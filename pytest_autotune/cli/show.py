@@ -10,6 +10,7 @@ from typing import Any, TextIO
 from pytest_autotune.cli.caches import duration, load_cache, table, winner_median
 from pytest_autotune.gate.samples import BaselineSession
 from pytest_autotune.report import error_text
+from pytest_autotune.report.figures import level_roofs
 from pytest_autotune.report.svg import format_si
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
 from pytest_autotune.tune.cache import PersistentCacheValue
@@ -123,7 +124,12 @@ def _peaks_text(peaks: Peaks) -> str:
     compute = ", ".join(
         f"{name} {format_si(rate)}op/s" for name, rate in sorted(peaks.compute.items())
     )
-    parts = [f"memory {memory}" if memory else "", f"compute {compute}" if compute else ""]
+    levels = ", ".join(f"{name} {rate}" for name, rate in level_roofs(peaks))
+    parts = [
+        f"memory {memory}" if memory else "",
+        f"cache levels {levels}" if levels else "",
+        f"compute {compute}" if compute else "",
+    ]
     if peaks.threads is not None:
         parts.append(f"{peaks.threads} thread{'' if peaks.threads == 1 else 's'}")
     return "; ".join(p for p in parts if p) or "-"

@@ -6,10 +6,13 @@ amount with an SI prefix (`format_si`).
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 # Defined with the engine's messages, which count too; every report reads it from here.
 from pytest_autotune.tune.wording import counted as counted
+
+if TYPE_CHECKING:
+    from pytest_autotune.tune.peaks import Peaks
 
 _SI_PREFIXES = ("", "k", "M", "G", "T", "P", "E")
 
@@ -28,6 +31,19 @@ def format_si(value: float) -> str:
         exponent, scaled = exponent + 1, scaled / 1000
     decimals = 0 if scaled >= 100 else 1 if scaled >= 10 else 2
     return f"{scaled:.{decimals}f} {_SI_PREFIXES[exponent]}"
+
+
+def level_roofs(peaks: Peaks) -> tuple[tuple[str, str], ...]:
+    """Each cache level named with its capacity (`L2 (1.05 MB)`), and the roof of a problem
+    that fits it (`194 GB/s`): the rate a group's roof names when that level binds it, shown
+    beside the outer memory's rates wherever a device's peaks are."""
+    return tuple(
+        (
+            f"{level.name} ({format_si(level.capacity)}B)",
+            format_si(peaks.memory_roof(level.capacity).peak) + "B/s",
+        )
+        for level in peaks.levels
+    )
 
 
 class Interval(Protocol):

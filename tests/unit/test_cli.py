@@ -2143,3 +2143,27 @@ def test_merge_into_a_file_it_cannot_write_says_so_in_one_line(
         f"pytest-autotune: error: f.json: the merged file cannot be written to {ours}:"
         " Permission denied\n"
     )
+
+
+def test_show_lists_each_cache_levels_roof_beside_the_outer_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The report's device table and `show` say the same peaks: `show` gave the outer
+    # memory's rates alone, where a group's roof may name L2.
+    from pytest_autotune.tune.peaks import MemoryLevel
+
+    path = write_cache(tmp_path / "c.json", {"n8": ("a", (outcome("a", 0, 1),))})
+    data = json.loads(path.read_text())
+    data["device"]["peaks"] = Peaks(
+        memory={"copy": 4.1e12},
+        compute={"fp32": 63e12},
+        levels=(MemoryLevel("L2", 50 << 20, {"copy": 10e12}),),
+        outer_level="HBM",
+    ).to_json()
+    path.write_text(json.dumps(data))
+    code, out, err = run(capsys, "show", str(path))
+    assert (code, err) == (0, "")
+    assert (
+        "peaks   memory copy 4.10 TB/s; cache levels L2 (52.4 MB) 10.0 TB/s;"
+        " compute fp32 63.0 Top/s"
+    ) in out.splitlines()

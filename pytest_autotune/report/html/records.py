@@ -13,6 +13,7 @@ from typing import Any
 from pytest_autotune.gate.verdicts import Comparison
 from pytest_autotune.report import key_text
 from pytest_autotune.report.extra import RecordExtra
+from pytest_autotune.report.figures import level_roofs
 from pytest_autotune.report.html.views import MISSING, DeviceView
 from pytest_autotune.report.svg import format_si
 from pytest_autotune.tune.benchmark import (
@@ -69,7 +70,7 @@ def read_device(extra: Extra, device_id: str) -> tuple[DeviceView, Peaks | None]
                 (name, format_si(rate) + "B/s")
                 for name, rate in (peaks.memory.items() if peaks else ())
             ),
-            levels=_level_rows(peaks),
+            levels=level_roofs(peaks) if peaks else (),
             compute=tuple(
                 (name, format_si(rate) + "op/s")
                 for name, rate in (peaks.compute.items() if peaks else ())
@@ -77,19 +78,6 @@ def read_device(extra: Extra, device_id: str) -> tuple[DeviceView, Peaks | None]
             threads=MISSING if peaks is None or peaks.threads is None else str(peaks.threads),
         ),
         peaks,
-    )
-
-
-def _level_rows(peaks: Peaks | None) -> tuple[tuple[str, str], ...]:
-    """Each cache level, named with its capacity, and the roof of a problem that fits it."""
-    if peaks is None:
-        return ()
-    return tuple(
-        (
-            f"{level.name} ({format_si(level.capacity)}B)",
-            format_si(peaks.memory_roof(level.capacity).peak) + "B/s",
-        )
-        for level in peaks.levels
     )
 
 
