@@ -244,7 +244,13 @@ class Baseline(Samples):
                 f" the winner {value.fastest_name!r}; --autotune-update re-records it"
             )
         if not isinstance(winner, AutotuneOutcome):
-            raise BaselineError(f"{where}: the winner {value.fastest_name} has no samples")
+            # The result at the index may be another candidate's skip or error: "the winner
+            # has no samples" then named a winner whose samples were elsewhere in the file.
+            raise BaselineError(
+                f"{where}: the winner {value.fastest_name} has no samples"
+                if mismatch is None
+                else f"{where}: {mismatch}"
+            )
         peak, resource, level = binding_peak(value.bounds, where)
         # `binding_peak` has read the bounds, or raised naming the entry.
         work = None if value.bounds is None else work_amounts(Bounds.from_json(value.bounds))

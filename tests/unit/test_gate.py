@@ -925,6 +925,27 @@ def test_an_entry_whose_winner_index_and_name_disagree_is_not_comparable() -> No
     )
 
 
+def test_an_entry_whose_winner_index_holds_another_candidates_skip_names_the_mismatch() -> None:
+    # fastest_index names an unreached candidate's slot while the winner's samples sit at
+    # another index: the error said "the winner float4 has no samples", though it has.
+    value = PersistentCacheValue(
+        key="n1024",
+        fastest_index=0,
+        fastest_name="float4",
+        results=(
+            AutotuneError(AutotuneErrorKind.SKIP, "not reached", "block256"),
+            AutotuneOutcome("float4", 1, (3e-6, 3e-6, 3e-6)),
+        ),
+    )
+    with pytest.raises(BaselineError) as raised:
+        Baseline.from_cache_entry(value, CHECKSUM, device={"id": GPU}, metadata={}, source=SOURCE)
+    assert str(raised.value) == (
+        f'{SOURCE}: key "n1024": the baseline in {SOURCE} is out of line with its candidates:'
+        " the result at fastest_index 0 is 'block256', not the winner 'float4';"
+        " --autotune-update re-records it"
+    )
+
+
 # -- too noisy to judge (issue 9, item 6) -----------------------------------------------------
 
 
