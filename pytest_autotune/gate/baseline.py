@@ -234,22 +234,23 @@ class Baseline(Samples):
                 f" {len(value.results)} results"
             )
         winner = value.results[value.fastest_index]
-        mismatch = None
+        out_of_line = None
         if value.winner() is None:
             # Results out of line with the candidates: the samples at the winner's index
             # are another candidate's, so this baseline cannot be compared with anything.
-            mismatch = (
-                f"the baseline in {source or 'the cache'} is out of line with its candidates:"
-                f" the result at fastest_index {value.fastest_index} is {winner.name!r}, not"
-                f" the winner {value.fastest_name!r}; --autotune-update re-records it"
+            out_of_line = (
+                f"out of line with its candidates: the result at fastest_index"
+                f" {value.fastest_index} is {winner.name!r}, not the winner"
+                f" {value.fastest_name!r}"
             )
         if not isinstance(winner, AutotuneOutcome):
             # The result at the index may be another candidate's skip or error: "the winner
             # has no samples" then named a winner whose samples were elsewhere in the file.
+            # What to do is the missing baseline's message to say.
             raise BaselineError(
                 f"{where}: the winner {value.fastest_name} has no samples"
-                if mismatch is None
-                else f"{where}: {mismatch}"
+                if out_of_line is None
+                else f"{where}: {out_of_line}"
             )
         peak, resource, level = binding_peak(value.bounds, where)
         # `binding_peak` has read the bounds, or raised naming the entry.
@@ -267,7 +268,12 @@ class Baseline(Samples):
             source=source,
             calibration=calibration,
             history=history,
-            mismatch=mismatch,
+            mismatch=None
+            if out_of_line is None
+            else (
+                f"the baseline in {source or 'the cache'} is {out_of_line};"
+                " --autotune-update re-records it"
+            ),
             candidates=names
             if checksum_of(names := tuple(r.name or "" for r in value.results)) == checksum
             else (),
