@@ -78,9 +78,11 @@ _DIGITS = re.compile(r"(\d+)")
 
 
 def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
-    """Sort key that reads numbers as numbers: `n16384` before `n131072`."""
+    """Sort key that reads numbers as numbers: `n16384` before `n131072`. A run of
+    decimal digits (what `\\d` matches) is a number; superscripts such as `2¹⁰`, which
+    `str.isdigit` calls digits but `int` refuses, are text."""
     return tuple(
-        (1, int(part)) if part.isdigit() else (0, part) for part in _DIGITS.split(text) if part
+        (1, int(part)) if part.isdecimal() else (0, part) for part in _DIGITS.split(text) if part
     )
 
 

@@ -141,6 +141,17 @@ def test_groups_sort_by_test_then_parameters_with_numbers_read_as_numbers() -> N
     ]
 
 
+def test_keys_with_superscript_exponents_sort_as_text_beside_their_numbers() -> None:
+    # A key= of sizes written as powers ("2¹⁰"): str.isdigit calls "¹⁰" digits, which int()
+    # refuses, and the run's summary ended in an INTERNALERROR.
+    def group(key: str) -> GroupSummary:
+        return GroupSummary(f"t.py::test_pow[{key}]", key, "a", Verdict.PASS, False)
+
+    groups = [group("10²"), group("2¹⁰"), group("2")]
+    assert [s.key for s in ordered(groups)] == ["2", "2¹⁰", "10²"]
+    assert "2¹⁰" in render_summary(groups)
+
+
 def test_the_winners_median_is_the_same_number_in_its_row_and_under_it() -> None:
     summary = regressed_sum()
     lines = render_summary([summary], candidates=True).splitlines()
