@@ -98,7 +98,9 @@ def kind_repeats(kind: str) -> int | None:
     if kind == CALIBRATION_KIND:
         return 1
     head, x, count = kind.rpartition("x")
-    if head == CALIBRATION_KIND and x and count.isdigit() and 1 < int(count) <= MAX_REPEATS:
+    # ASCII digits only: a hand-edited `x²` passes `isdigit`, and `int` refuses it.
+    digits = count.isascii() and count.isdigit()
+    if head == CALIBRATION_KIND and x and digits and 1 < int(count) <= MAX_REPEATS:
         return int(count)
     return None
 

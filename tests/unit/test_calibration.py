@@ -529,6 +529,10 @@ def test_a_small_input_is_read_as_many_times_as_cover_two_mebibytes(
         (f"{CALIBRATION_KIND}x", None),
         ("read-inputs/2", None),  # a newer version's
         ("unknown", None),
+        # A hand-edited count that str.isdigit takes for digits and int() refuses: the
+        # group was an ERROR with a ValueError traceback, not a raw comparison.
+        (f"{CALIBRATION_KIND}x\u00b2", None),
+        (f"{CALIBRATION_KIND}x\u0663", None),  # an Arabic-Indic 3, which int() reads
     ],
 )
 def test_a_kind_says_how_many_reads_where_this_version_makes_it(
