@@ -422,6 +422,26 @@ def test_failures_come_first_and_open_and_passing_groups_are_collapsed() -> None
     assert document.index("test_saxpy") < document.index("test_sum.py::test_sum</span> <span class")
 
 
+def test_a_group_whose_candidate_failed_its_check_is_open_though_the_gate_passed_it() -> None:
+    # Its candidate's test fails the run, and a reader of the report of a red CI job found
+    # the group collapsed under "To look at", the wrong output behind a click.
+    passing = sum_record()
+    wrong = replace(
+        passing,
+        checks=(check("pairwise", message="reference"), check("dot", False, "max abs error 2")),
+        extra={**passing.extra, "expected_failures": []},  # none marked xfail
+    )
+    page = parse(render_html([wrong, saxpy_record(extra={"verdict": "pass", "message": ""})]))
+    cards = {
+        a["id"]: "open" in a
+        for tag, a in page.tags
+        if tag == "details" and "decision" in a["class"]
+    }
+    (decision,) = [d for d in run_view([wrong], title="t").decisions]
+    assert (decision.failed, decision.attention, decision.failed_checks) == (False, True, 1)
+    assert sorted(cards.values()) == [True, True]
+
+
 def test_the_winners_median_is_one_number_in_the_summary_the_card_the_table_and_the_bars() -> None:
     (decision,) = run_view([saxpy_record()], title="t").decisions
     float4 = next(c for c in decision.candidates if c.winner)
