@@ -25,8 +25,9 @@ from pytest_autotune.call_fixtures import (
     kept_fixtures,
     timed_calls_quiet,
 )
-from pytest_autotune.collection import GROUP_ITEMS, ITEM, ItemSpec, warning_marks
+from pytest_autotune.collection import GROUP_ITEMS, ITEM, ItemSpec
 from pytest_autotune.fixture import Names
+from pytest_autotune.group_marks import warning_marks
 from pytest_autotune.own_request import OWN, BodyRequest, OwnFixtures
 from pytest_autotune.time_limit import TimeLimit, crashed
 from pytest_autotune.tune import call_scope

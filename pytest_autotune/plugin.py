@@ -209,7 +209,7 @@ def _uses_the_plugin(metafunc: pytest.Metafunc) -> bool:
 
 
 class _CollectionWrapper:
-    """A hook wrapper of `collection` (`UnrequestedParameters`, `CandidatesOfEveryHook`),
+    """A hook wrapper of `generate_tests` (`UnrequestedParameters`, `CandidatesOfEveryHook`),
     registered where it always was, and run for the tests of the plugin (which load the
     engine). pytest calls the one registered last first."""
 
@@ -222,9 +222,9 @@ class _CollectionWrapper:
             yield
             return
         _start(metafunc.config)
-        from pytest_autotune import collection
+        from pytest_autotune import generate_tests
 
-        yield from getattr(collection, self.name)().pytest_generate_tests(metafunc)
+        yield from getattr(generate_tests, self.name)().pytest_generate_tests(metafunc)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

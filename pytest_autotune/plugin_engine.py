@@ -47,20 +47,10 @@ from pytest_autotune.collection import (
     ITEM,
     SHARED_NODEID,
     ItemSpec,
-    awaits_candidates,
-    candidate_nodeids,
-    expected_to_fail,
     function_nodeid,
     item_function_nodeid,
-    item_group,
-    merged_group_error,
-    not_run,
-    note_skipped_at_setup,
     outside_rootdir,
-    record_function,
     shared_nodeid_error,
-    unprovided_device,
-    xdist_group_name,
 )
 from pytest_autotune.fixture import (
     CALL_GROUPS,
@@ -70,6 +60,14 @@ from pytest_autotune.fixture import (
     fail_if_unstable,
     gate_failures_of,
     raise_again,
+)
+from pytest_autotune.function_spec import awaits_candidates, record_function, unprovided_device
+from pytest_autotune.group_marks import expected_to_fail, not_run, note_skipped_at_setup
+from pytest_autotune.item_groups import (
+    candidate_nodeids,
+    item_group,
+    merged_group_error,
+    xdist_group_name,
 )
 from pytest_autotune.marker_options import work_error
 from pytest_autotune.own_request import record_xml_attributes

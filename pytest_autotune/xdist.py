@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from pytest_autotune.collection import xdist_group_name
+from pytest_autotune.item_groups import xdist_group_name
 from pytest_autotune.outputs import SessionOutput
 from pytest_autotune.quiet import controller_run_folder, hand_back_path, note_crashed
 from pytest_autotune.report import without_parameters
@@ -55,7 +55,7 @@ def function_scope(nodeid: str) -> str:
     parameters (as it does for an `xdist_group` mark, where it can), else the test function
     without its parameters, so that all of a function's candidates stay on one worker.
 
-    A suffix that holds the plugin's own group name (`collection.xdist_group_name`) is a
+    A suffix that holds the plugin's own group name (`item_groups.xdist_group_name`) is a
     tuned test's: its function is the unit. pytest-xdist joins every `xdist_group` name of a
     test into one suffix, so a candidate given a group of its own
     (`pytest.param(f, marks=pytest.mark.xdist_group("a"))`) had a suffix of its own, and

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_autotune.collection import plain_text
+from pytest_autotune.group_key import plain_text
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("xdist")
 
-from pytest_autotune.collection import xdist_group_name
+from pytest_autotune.item_groups import xdist_group_name
 from pytest_autotune.xdist import (
     INTERRUPTED_BY,
     WORKER_GPU,

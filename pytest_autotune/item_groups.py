@@ -1,0 +1,185 @@
+"""Which candidate and group each collected item of a marked test is (`ItemSpec`): the
+item's id without its candidate's, and without the parametrizations its test does not ask
+for; the items one id would merge that are not one problem; and the names of a group's
+items."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import pytest
+
+from pytest_autotune.collection import (
+    CANDIDATE_PLACES,
+    GROUP_ITEMS,
+    ITEM,
+    UNREQUESTED,
+    FunctionSpec,
+    ItemSpec,
+    item_function_nodeid,
+)
+from pytest_autotune.group_key import by_value, positional_parameters
+from pytest_autotune.parameter_ids import (
+    argname_list,
+    escaped,
+    explicit_ids,
+    parametrize_arguments,
+    shown,
+)
+
+
+def item_group(functions: Mapping[str, FunctionSpec], item: pytest.Item) -> ItemSpec | None:
+    """The marked function of an item, its candidate's name, its group and the group's key
+    (its id without the candidate, `by_value`); None for an item of no marked function."""
+    function = functions.get(item_function_nodeid(item))
+    callspec = getattr(item, "callspec", None)
+    if function is None or callspec is None:
+        return None
+    place = item.config.stash.get(CANDIDATE_PLACES, {}).get(function.nodeid)
+    ids = list(getattr(callspec, "_idlist", ()))
+    own = ids[place] if place is not None and place < len(ids) else None
+    value = callspec.params["candidate"]
+    name, component = candidate_of(function.candidates, value, callspec.id if own is None else own)
+    if component == own and place is not None:
+        # By its place, not by its text: another parameter's id may hold the candidate's
+        # name between dashes (`fast-path` beside a candidate `fast`), whose first match
+        # was cut from the id, making a group of each candidate and a key of neither.
+        rest = "-".join(ids[:place] + ids[place + 1 :])
+    else:
+        rest = without_component(callspec.id, component)
+    group_key = _without_unrequested(item, rest)
+    group = f"{function.nodeid}[{group_key}]" if group_key else function.nodeid
+    key = by_value(callspec, group_key)
+    positional = [n for n in positional_parameters(callspec, key) if n not in _named(item)]
+    return ItemSpec(function, name, group, key, tuple(positional))
+
+
+def merged_group_error(group: str, items: Iterable[pytest.Item]) -> str | None:
+    """Why `items`, one group by their ids, are not one problem: two of them give the test
+    other parameter values under one id. pytest joins parameter ids with '-', so stacked
+    parametrizations `p` of "a-b", "a" and `q` of "c", "b-c" both read `a-b-c`; their
+    items made one group, tuned on the first one's inputs, and under `--autotune` a
+    candidate wrong only on the other's passed. Where the values are the same objects the
+    items are one problem (pytest-repeat's repetitions differ only in a parameter the test
+    does not ask for, `collection.Unrequested`)."""
+    first: dict[str, Any] | None = None
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None:
+            continue
+        unrequested = {
+            parameter.name
+            for parameter in item.config.stash.get(UNREQUESTED, {}).get(
+                item_function_nodeid(item), ()
+            )
+        }
+        params = {
+            name: value
+            for name, value in callspec.params.items()
+            if name != "candidate" and name not in unrequested
+        }
+        if first is None:
+            first = params
+            continue
+        if params.keys() != first.keys() or any(params[n] is not first[n] for n in params):
+            return (
+                f"{group}: two sets of parameters have this id"
+                f" ({_parameters_shown(first)}; {_parameters_shown(params)}), since pytest"
+                " joins parameter ids with '-': they would be tuned as one group, on the"
+                " first one's inputs; give the parameters ids= that tell them apart"
+            )
+    return None
+
+
+def _parameters_shown(params: Mapping[str, Any]) -> str:
+    return ", ".join(f"{name}={shown(value)}" for name, value in params.items())
+
+
+def _named(item: pytest.Item) -> frozenset[str]:
+    """The parameters whose parametrize mark names every value itself (an `ids=` list
+    without a None, an `ids=` function, or a `pytest.param(id=...)` each): an id of theirs
+    that reads as pytest's numbered one (`case1` of `ids=["case2", "case1"]`) is the
+    user's, and the summary's warning that their keys number them by place, asking for
+    the `ids=` given, was wrong."""
+    named = set()
+    for marker in item.iter_markers("parametrize"):
+        names, values, ids = parametrize_arguments(marker)
+        listed = values if isinstance(values, (list, tuple)) else ()
+        own = explicit_ids(listed, ids)
+        if callable(ids) or (own and None not in own):
+            named.update(argname_list(names))
+    return frozenset(named)
+
+
+def candidate_of(
+    candidates: tuple[tuple[str, Callable[..., Any]], ...], value: Any, callspec_id: str
+) -> tuple[str, str]:
+    """The name of the candidate an item runs, and that name as it stands in the item's id.
+
+    The id decides between candidates of one value: one function under two names
+    (`{"fast": f, "fast_again": f}`) is two candidates, and the first name for both would
+    run and report the first twice and file the other's items as a group of their own."""
+    names = [n for n, f in candidates if f is value] or [n for n, f in candidates if f == value]
+    names = names or [repr(value)]
+    found = [
+        (name, component)
+        for name in names
+        # pytest writes non-ASCII ids escaped (`\\xe9`): find the name as pytest wrote it.
+        for component in dict.fromkeys((name, escaped(name)))
+        if has_component(callspec_id, component)
+    ]
+    # The longest: of "fast" and "fast-2", an id "fast-2-n16" holds both.
+    if found:
+        return max(found, key=lambda pair: len(pair[1]))
+    return names[0], escaped(names[0])
+
+
+def repeated_nodeid(item: pytest.Item) -> str:
+    """The item's node id without the ids of the parameters its test does not ask for
+    (`collection.Unrequested`): the id that its repetitions share."""
+    name = item_function_nodeid(item)
+    ids = item.nodeid.removeprefix(name)
+    rest = _without_unrequested(item, ids[1:-1]) if ids.startswith("[") else ""
+    return f"{name}[{rest}]" if rest else name
+
+
+def _without_unrequested(item: pytest.Item, callspec_id: str) -> str:
+    """`callspec_id`, an id of the item's parameters, without those of the parameters its
+    test does not ask for (`collection.Unrequested`)."""
+    callspec = getattr(item, "callspec", None)
+    parameters = item.config.stash.get(UNREQUESTED, {}).get(item_function_nodeid(item), ())
+    for parameter in parameters if callspec is not None else ():
+        part = parameter.component(callspec)
+        if part is not None and has_component(callspec_id, part):
+            callspec_id = without_component(callspec_id, part)
+    return callspec_id
+
+
+def without_component(callspec_id: str, component: str) -> str:
+    """The id of the other parameters: pytest joins parameter ids with '-'."""
+    if callspec_id == component:
+        return ""
+    if callspec_id.startswith(component + "-"):
+        return callspec_id[len(component) + 1 :]
+    if callspec_id.endswith("-" + component):
+        return callspec_id[: -len(component) - 1]
+    return callspec_id.replace("-" + component + "-", "-", 1)
+
+
+def has_component(callspec_id: str, component: str) -> bool:
+    return f"-{component}-" in f"-{callspec_id}-"
+
+
+def candidate_nodeids(config: pytest.Config, group: str) -> dict[str, str]:
+    """The node id of each candidate's test item in `group`, by candidate name: where the
+    candidate's id stands among the others' depends on the order of the parametrizations,
+    so it is read from the items, not rebuilt from the group's name."""
+    items = config.stash.get(GROUP_ITEMS, {}).get(group, [])
+    return {item.stash[ITEM].candidate: item.nodeid for item in items}
+
+
+def xdist_group_name(group: str) -> str:
+    """The `xdist_group` name of an autotune group: without `]` and `@`, which would stop
+    pytest-xdist from reading it back from the node id's `@name` suffix."""
+    return "autotune:" + group.replace("[", "(").replace("]", ")").replace("@", "_")
