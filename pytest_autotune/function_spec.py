@@ -144,43 +144,17 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     candidates = options.pop("candidates", None)
     generated, candidates, hook_error = beside_a_hook(metafunc, candidates)
     error = error or hook_error
-    # A module's or class's candidates are shared, and the test's own parametrize of
-    # `candidate` is closer: both would parametrize it twice.
-    inherited = candidates is not None and not _own_option(metafunc.definition, "candidates")
-    if inherited and parametrized_candidates(metafunc) is not None:
-        candidates = None
-    elif candidates is not None and parametrized_candidates(metafunc) is not None:
-        # Both on the test itself: neither is closer. Parametrizing `candidate` twice
-        # stopped the whole collection at pytest's "duplicate parametrization", which
-        # named neither; the parametrize's items run and fail by name instead.
-        candidates = None
-        error = error or (
-            "autotune(candidates=...) and @pytest.mark.parametrize('candidate', ...) both"
-            " give this test's candidates; keep one"
-        )
+    candidates, both = _closer_candidates(metafunc, candidates)
+    error = error or both
     pairs: tuple[tuple[str, Callable[..., Any]], ...] = ()
     parametrized = None
     marks: dict[str, tuple[pytest.Mark, ...]] = {}
     refused = _params_refused(candidates)
     error = error or refused
     candidates = cast(Any, None if refused else candidates)  # Any, as the marker gave it
-    if _callables(candidates):
-        # A list of functions, named as a parametrize over them is: by `__name__`.
-        pairs = tuple(
-            (printable(str(getattr(f, "__name__", f"candidate{i}"))), f)
-            for i, f in enumerate(candidates)
-        )
-        duplicate = duplicate_error(
-            pairs, hint="; name them with autotune(candidates={name: function, ...})"
-        )
-        error = error or duplicate
-    elif candidates is not None and (not isinstance(candidates, Mapping) or not candidates):
-        error = error or (
-            "autotune(candidates=...) must be a non-empty dict of name -> callable"
-            f" (or a list of functions), got {type(candidates).__name__} {shown(candidates)}"
-        )
-    elif candidates is not None:
-        pairs = tuple((printable(str(n)), f) for n, f in candidates.items())
+    if candidates is not None:
+        pairs, wrong = _marker_pairs(candidates)
+        error = error or wrong
     else:
         parametrized = parametrized_candidates(metafunc) if generated is None else generated
         marks = candidate_marks(metafunc)
@@ -201,6 +175,48 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     error = _body_error(metafunc) or error or _candidate_fixture_error(metafunc)
     error = None if error is None else f"{nodeid}: {error}"
     return FunctionSpec(nodeid, pairs, options, error, marks)
+
+
+def _closer_candidates(metafunc: pytest.Metafunc, candidates: object) -> tuple[object, str | None]:
+    """The marker's candidates, or None where the test's own parametrize of `candidate`
+    gives them instead; and the error where both are on the test itself."""
+    # A module's or class's candidates are shared, and the test's own parametrize of
+    # `candidate` is closer: both would parametrize it twice.
+    inherited = candidates is not None and not _own_option(metafunc.definition, "candidates")
+    if inherited and parametrized_candidates(metafunc) is not None:
+        return None, None
+    if candidates is not None and parametrized_candidates(metafunc) is not None:
+        # Both on the test itself: neither is closer. Parametrizing `candidate` twice
+        # stopped the whole collection at pytest's "duplicate parametrization", which
+        # named neither; the parametrize's items run and fail by name instead.
+        return None, (
+            "autotune(candidates=...) and @pytest.mark.parametrize('candidate', ...) both"
+            " give this test's candidates; keep one"
+        )
+    return candidates, None
+
+
+def _marker_pairs(
+    candidates: Any,
+) -> tuple[tuple[tuple[str, Callable[..., Any]], ...], str | None]:
+    """The marker's `candidates=` (given) as (name, function) pairs in order, and what is
+    wrong with them, if anything."""
+    if _callables(candidates):
+        # A list of functions, named as a parametrize over them is: by `__name__`.
+        pairs = tuple(
+            (printable(str(getattr(f, "__name__", f"candidate{i}"))), f)
+            for i, f in enumerate(candidates)
+        )
+        duplicate = duplicate_error(
+            pairs, hint="; name them with autotune(candidates={name: function, ...})"
+        )
+        return pairs, duplicate
+    if not isinstance(candidates, Mapping) or not candidates:
+        return (), (
+            "autotune(candidates=...) must be a non-empty dict of name -> callable"
+            f" (or a list of functions), got {type(candidates).__name__} {shown(candidates)}"
+        )
+    return tuple((printable(str(n)), f) for n, f in candidates.items()), None
 
 
 def _body_error(metafunc: pytest.Metafunc) -> str | None:
