@@ -17,9 +17,10 @@ import pytest
 from pytest_autotune.backends.cuda import CudaUnavailableError
 from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.collection import SHARED_NODEID, item_function_nodeid, outside_rootdir
+from pytest_autotune.group_request import GroupRequest
 from pytest_autotune.item_groups import repeated_nodeid
 from pytest_autotune.marker_options import option_error, work_error
-from pytest_autotune.session import AutotuneSession, GroupRequest
+from pytest_autotune.session import AutotuneSession
 from pytest_autotune.stash_keys import IN_BODY, SESSION
 from pytest_autotune.time_limit import Limited, TimeLimit, TimeLimitExceeded, crashed
 from pytest_autotune.tune.clone import clone_value

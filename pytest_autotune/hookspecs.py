@@ -1,7 +1,7 @@
 """Hooks of pytest-autotune. Implement them in a `conftest.py` or a plugin.
 
 Each spec has an example; the defaults live in `pytest_autotune.plugin` and `session.py`
-(which takes them as its `SessionHooks`).
+(which takes them as its `SessionHooks`; the built-in clients are made in `devices.py`).
 
 Under pytest-xdist they run in the worker that tunes the group (each worker loads the
 conftest), never in the controller (which collects no tests, so a device name that is not

@@ -63,6 +63,7 @@ from pytest_autotune.fixture import (
 )
 from pytest_autotune.function_spec import awaits_candidates, record_function, unprovided_device
 from pytest_autotune.group_marks import expected_to_fail, not_run, note_skipped_at_setup
+from pytest_autotune.group_request import GroupRequest, check_groups
 from pytest_autotune.item_groups import (
     candidate_nodeids,
     item_group,
@@ -76,7 +77,7 @@ from pytest_autotune.plugin_settings import (
     is_builtin_device,
 )
 from pytest_autotune.quiet import Quiet, hand_back_path, run_folder
-from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks, check_groups
+from pytest_autotune.session import AutotuneSession, SessionHooks
 from pytest_autotune.stale import Collected, defined_names
 from pytest_autotune.stash_keys import SESSION
 from pytest_autotune.time_limit import TimeLimitExceeded

@@ -2,7 +2,7 @@
 
 pytest-benchmark turns itself off under xdist: workers time their code while the others
 run theirs, on the same CPUs, caches and memory bus. The device lock
-(`session._device_lock`) keeps two workers from timing one device at once, but not a
+(`devices._device_lock`) keeps two workers from timing one device at once, but not a
 worker's ordinary tests from running beside another's measurement: on a 2-core runner
 with `-n 2`, the suite's NumPy tests then share the machine with every timed sample.
 

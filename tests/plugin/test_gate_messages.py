@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-import pytest_autotune.session as session_module
+import pytest_autotune.devices as devices_module
 from pytest_autotune.gate.conditions import StallReading
 from pytest_autotune.tune.files import shared_lock
 from tests.plugin.harness import PLUGIN_ARGS, run
@@ -327,7 +327,7 @@ def test_a_device_lock_held_by_a_hung_process_delays_the_run_and_does_not_stop_i
 ) -> None:
     # As a process that hung holding the machine's lock on timing the device: the run
     # waits at most DEVICE_WAIT_S, then times anyway and says so.
-    monkeypatch.setattr("pytest_autotune.session.DEVICE_WAIT_S", 0.2)
+    monkeypatch.setattr("pytest_autotune.devices.DEVICE_WAIT_S", 0.2)
     held = shared_lock("pytest-autotune-cpu-fake-1t")
     with held:
         result = run(scale, "--autotune")
@@ -340,14 +340,14 @@ def test_a_device_lock_held_by_a_hung_process_delays_the_run_and_does_not_stop_i
 def test_a_long_wait_for_another_runs_timing_is_said(
     scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pytest_autotune.session.NOTED_WAIT_S", 0.1)
+    monkeypatch.setattr("pytest_autotune.devices.NOTED_WAIT_S", 0.1)
     # Released by a timer's thread (a lock that is not the thread's own), half a second
     # after the run first asks for it: a timer started before the run ran out while a
     # loaded CI machine was still setting the run up, and nothing was waited for.
     held = FileLock(shared_lock("pytest-autotune-cpu-fake-1t").lock_file, thread_local=False)
     held.acquire()
     releaser = threading.Timer(0.5, held.release)
-    device_lock = session_module._device_lock
+    device_lock = devices_module._device_lock
 
     def lock_released_once_asked(*args: object) -> FileLock:
         lock = device_lock(*args)  # type: ignore[arg-type]
@@ -361,7 +361,7 @@ def test_a_long_wait_for_another_runs_timing_is_said(
         lock.acquire = asked  # type: ignore[method-assign]
         return lock
 
-    monkeypatch.setattr(session_module, "_device_lock", lock_released_once_asked)
+    monkeypatch.setattr(devices_module, "_device_lock", lock_released_once_asked)
     try:
         result = run(scale, "--autotune")
     finally:

@@ -17,10 +17,11 @@ import pytest
 
 from pytest_autotune.gate import Comparison, GroupVerdict, Verdict
 from pytest_autotune.group_record import group_summary
+from pytest_autotune.group_request import GroupRequest
 from pytest_autotune.plugin_settings import settings_from_sources
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.report.extra import RecordExtra
-from pytest_autotune.session import AutotuneSession, GroupRequest, SessionHooks
+from pytest_autotune.session import AutotuneSession, SessionHooks
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Work
 from pytest_autotune.tune.cache import cache_path
@@ -479,7 +480,7 @@ def test_an_interrupt_while_waiting_for_the_device_says_what_it_waited_for(
 ) -> None:
     # Ctrl-C on a run that hung on another process's timing said "stopped early
     # (interrupted): no group was tuned", and nothing of the lock it waited for.
-    from pytest_autotune import session as session_module
+    from pytest_autotune import devices
 
     class Held:
         lock_file = str(tmp_path / "pytest-autotune-fake.lock")
@@ -487,7 +488,7 @@ def test_an_interrupt_while_waiting_for_the_device_says_what_it_waited_for(
         def acquire(self, timeout: float) -> None:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(session_module, "_device_lock", lambda device_id, uuid=None: Held())
+    monkeypatch.setattr(devices, "_device_lock", lambda device_id, uuid=None: Held())
     clock = FakeClock()
     hooks = SessionHooks(client=lambda device: FakeClient(clock) if device == "fake" else None)
     tuned = session(tmp_path, hooks, autotune="true")
