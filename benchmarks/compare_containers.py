@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pytest_autotune.tune.checks import compare_outputs
+from pytest_autotune.tune.comparison import compare_outputs
 
 
 def shapes(n: int) -> dict[str, Callable[[], Any]]:

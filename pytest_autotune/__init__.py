@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     )
     from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
     from pytest_autotune.tune.check_result import CheckResult
-    from pytest_autotune.tune.checks import AutotuneOutput, compare_outputs
+    from pytest_autotune.tune.comparison import AutotuneOutput, compare_outputs
     from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError
     from pytest_autotune.tune.errors import (
         AutotuneError,
@@ -139,7 +139,7 @@ _HOMES = {
     ),
     "tune.cache": ("PersistentCache", "PersistentCacheKey", "PersistentCacheValue"),
     "tune.check_result": ("CheckResult",),
-    "tune.checks": ("AutotuneOutput", "compare_outputs"),
+    "tune.comparison": ("AutotuneOutput", "compare_outputs"),
     "tune.config": ("AutotuneConfig", "BenchConfig", "ConfigError"),
     "tune.errors": (
         "AutotuneError",

@@ -7,13 +7,13 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from pytest_autotune.tune.checks import (
-    compare_outputs,
     copy_output,
     in_place_output,
     returned_none,
     unusable_reference,
 )
 from pytest_autotune.tune.clone import clone_value
+from pytest_autotune.tune.comparison import compare_outputs
 from pytest_autotune.tune.config import AutotuneConfig, ConfigError
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
 

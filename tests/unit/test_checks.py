@@ -14,9 +14,11 @@ import weakref
 import numpy as np
 import pytest
 
+from pytest_autotune.tune.array_comparison import differing_numbers
 from pytest_autotune.tune.check_result import CheckResult
-from pytest_autotune.tune.checks import check_candidates, compare_outputs
+from pytest_autotune.tune.checks import check_candidates
 from pytest_autotune.tune.clone import clone_value
+from pytest_autotune.tune.comparison import compare_outputs
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, AutotuneSkip
 
 
@@ -733,17 +735,17 @@ def test_a_long_list_of_numbers_is_compared_at_once_with_the_same_results(monkey
     # A pure-Python candidate's list of floats was compared element by element, some 40 us
     # each: a list of 100 000 floats took seconds per candidate. It is compared as arrays
     # now; the element-wise comparison runs only for the few differences the message lists.
-    from pytest_autotune.tune import checks
+    from pytest_autotune.tune import comparison
 
     calls = 0
-    compare = checks._compare
+    compare = comparison._compare
 
     def counting(*args: object, **kwargs: object) -> list[str]:
         nonlocal calls
         calls += 1
         return compare(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(checks, "_compare", counting)
+    monkeypatch.setattr(comparison, "_compare", counting)
     nan = float("nan")
     ref = [float(i) for i in range(100_000)] + [nan, 2**52, 7]
     assert compare_outputs(ref, [v * (1 + 1e-9) for v in ref[:-2]] + [2**52, 7.0]) is None
@@ -770,7 +772,7 @@ def test_a_short_row_of_numbers_is_judged_as_a_long_list_judges_it(equal_nan):
     # the protocol check of `AutotuneOutput`). A row of a few numbers is judged in Python
     # now, by the same rules as the arrays of a long list: each pair below is judged as a
     # row of two, and inside a list of forty, where NumPy judges it.
-    from pytest_autotune.tune import checks
+    from pytest_autotune.tune import comparison
 
     inf, nan = float("inf"), float("nan")
     pairs = [
@@ -780,8 +782,8 @@ def test_a_short_row_of_numbers_is_judged_as_a_long_list_judges_it(equal_nan):
         (1e308, -1e308), (np.float64(0.5), 0.5 + 1e-7), (-0.0, 0.0), (100.0, 100.0011),
     ]  # fmt: skip
     for ref, act in pairs:
-        short = checks._differing_numbers([ref, 0], [act, 0], 1e-5, 1e-8, equal_nan)
-        long = checks._differing_numbers([ref] * 40, [act] * 40, 1e-5, 1e-8, equal_nan)
+        short = differing_numbers([ref, 0], [act, 0], 1e-5, 1e-8, equal_nan, comparison._compare)
+        long = differing_numbers([ref] * 40, [act] * 40, 1e-5, 1e-8, equal_nan, comparison._compare)
         assert short == ([0] if long else []), (ref, act)
         assert long in ([], list(range(40))), (ref, act)
     rows = [(i, i * 0.5) for i in range(1000)]
@@ -798,7 +800,7 @@ def test_a_short_row_of_numbers_is_judged_as_a_long_list_judges_it(equal_nan):
 def test_complex_numbers_in_a_list_are_judged_at_once_as_one_by_one(equal_nan):
     # A pure-Python DFT's list of 100 000 complex numbers took 4 s to compare, each one
     # through NumPy alone. Short rows or long lists, each pair is judged as alone.
-    from pytest_autotune.tune import checks
+    from pytest_autotune.tune import comparison
 
     inf, nan = float("inf"), float("nan")
     pairs = [
@@ -810,12 +812,12 @@ def test_complex_numbers_in_a_list_are_judged_at_once_as_one_by_one(equal_nan):
     ]  # fmt: skip
     for ref, act in pairs:
         alone = compare_outputs(ref, act, equal_nan=equal_nan) is not None
-        short = checks._differing_numbers([ref, 0], [act, 0], 1e-5, 1e-8, equal_nan)
-        long = checks._differing_numbers([ref] * 40, [act] * 40, 1e-5, 1e-8, equal_nan)
+        short = differing_numbers([ref, 0], [act, 0], 1e-5, 1e-8, equal_nan, comparison._compare)
+        long = differing_numbers([ref] * 40, [act] * 40, 1e-5, 1e-8, equal_nan, comparison._compare)
         assert short == ([0] if alone else []), (ref, act)
         assert long == (list(range(40)) if alone else []), (ref, act)
     calls = 0
-    compare = checks._compare
+    compare = comparison._compare
 
     def counting(*args: object, **kwargs: object) -> list[str]:
         nonlocal calls
@@ -824,7 +826,7 @@ def test_complex_numbers_in_a_list_are_judged_at_once_as_one_by_one(equal_nan):
 
     spectrum = [complex(i, -i) for i in range(100_000)]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(checks, "_compare", counting)
+        patch.setattr(comparison, "_compare", counting)
         assert compare_outputs(spectrum, [v * (1 + 1e-9) for v in spectrum]) is None
         wrong = compare_outputs(spectrum, [*spectrum[:5], 0j, *spectrum[6:]])
     assert calls < 100
@@ -836,17 +838,17 @@ def test_complex_numbers_in_a_list_are_judged_at_once_as_one_by_one(equal_nan):
 
 def test_a_long_list_of_strings_booleans_or_ints_is_compared_without_visiting_each(monkeypatch):
     # One by one through `_compare`, a million strings took 4.5 s, booleans 2.3 s.
-    from pytest_autotune.tune import checks
+    from pytest_autotune.tune import comparison
 
     calls = 0
-    compare = checks._compare
+    compare = comparison._compare
 
     def counting(*args: object, **kwargs: object) -> list[str]:
         nonlocal calls
         calls += 1
         return compare(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(checks, "_compare", counting)
+    monkeypatch.setattr(comparison, "_compare", counting)
     words = [str(i) for i in range(100_000)]
     flags = [i % 3 == 0 for i in range(100_000)]
     big = [2**60 + i for i in range(100_000)]
@@ -1134,17 +1136,17 @@ def test_bfloat16_and_other_extension_floats_compare_as_floats():
 def test_a_list_of_numpy_float64_scalars_is_compared_at_once_too(monkeypatch):
     # `list(array)` and `[f(v) for v in array]` give np.float64 scalars, which equal Python
     # floats in every rule: they took the element-wise path, some 50 us each.
-    from pytest_autotune.tune import checks
+    from pytest_autotune.tune import comparison
 
     calls = 0
-    compare = checks._compare
+    compare = comparison._compare
 
     def counting(*args: object, **kwargs: object) -> list[str]:
         nonlocal calls
         calls += 1
         return compare(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(checks, "_compare", counting)
+    monkeypatch.setattr(comparison, "_compare", counting)
     ref = list(np.arange(1000.0))
     assert compare_outputs(ref, [float(v) * (1 + 1e-9) for v in ref]) is None
     assert calls < 10
@@ -1272,17 +1274,17 @@ def test_many_missing_or_unexpected_keys_are_counted_not_all_printed():
 def test_a_dict_of_many_numbers_is_compared_at_once(monkeypatch):
     # A dict of 100 000 floats (a histogram, scores by id) took some 4 s, one element-wise
     # comparison per key; its values now compare as arrays, as a list's do.
-    from pytest_autotune.tune import checks
+    from pytest_autotune.tune import comparison
 
     calls = 0
-    compare = checks._compare
+    compare = comparison._compare
 
     def counting(*args: object, **kwargs: object) -> list[str]:
         nonlocal calls
         calls += 1
         return compare(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(checks, "_compare", counting)
+    monkeypatch.setattr(comparison, "_compare", counting)
     ref = {f"id{i}": i * 0.5 for i in range(1000)}
     assert compare_outputs(ref, {k: v * (1 + 1e-9) for k, v in ref.items()}) is None
     assert calls < 10
@@ -1334,17 +1336,17 @@ def test_lists_of_one_numpy_type_and_object_arrays_of_numbers_are_compared_at_on
     # `list(x)` of a float32 or int64 array took the element-wise path, some 90 us a
     # scalar: 100 000 of them took 9 s a check, and an object array of 1e6 floats that
     # differed by a rounding, 85 s. They compare as arrays now, by the same rules.
-    from pytest_autotune.tune import checks
+    from pytest_autotune.tune import comparison
 
     calls = 0
-    compare = checks._compare
+    compare = comparison._compare
 
     def counting(*args: object, **kwargs: object) -> list[str]:
         nonlocal calls
         calls += 1
         return compare(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(checks, "_compare", counting)
+    monkeypatch.setattr(comparison, "_compare", counting)
     floats = np.arange(1000, dtype=np.float32)
     assert compare_outputs(list(floats), list(floats * np.float32(1 + 1e-7))) is None
     assert compare_outputs(list(np.arange(1000)), list(np.arange(1000))) is None

@@ -13,7 +13,7 @@ import pytest
 from pytest_autotune import compare_outputs
 from pytest_autotune.tune.device_compare import agree_on_device
 
-checks = importlib.import_module("pytest_autotune.tune.checks")
+comparison = importlib.import_module("pytest_autotune.tune.comparison")
 
 
 class DeviceArray(np.ndarray):
@@ -56,7 +56,7 @@ def test_two_device_arrays_that_agree_are_never_copied_to_the_host(
     def no_copy(value: object) -> None:
         raise AssertionError("an agreeing pair was copied to the host")
 
-    monkeypatch.setattr(checks, "_host_array", no_copy)
+    monkeypatch.setattr(comparison, "host_array", no_copy)
     reference = on_device([1.0, 2.0, np.nan])
     assert compare_outputs(reference, on_device([1.0, 2.0 + 1e-7, np.nan]), rtol=1e-5) is None
     assert fake_cupy.calls == ["isclose"]

@@ -1,0 +1,360 @@
+"""Arrays, and lists of numbers as arrays, compared element by element: exactly where
+strictness is free (integers, NaN positions), within `rtol`/`atol` on inexact values, block
+by block so that a large output costs little memory beside itself.
+
+An object array's elements are outputs of their own, compared by the comparison of outputs
+(`comparison`) that its caller passes in as `compare`: this module sits below it.
+"""
+
+from __future__ import annotations
+
+import cmath
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_autotune.tune.differences import (
+    EXACT_FLOAT_INTEGERS,
+    ambiguous,
+    cut,
+    element_text,
+    errors_text,
+    exact_note,
+    index_text,
+    largest_errors,
+    shape_differs,
+    time_error,
+    too_fine,
+)
+from pytest_autotune.tune.host_arrays import BLOCK_ELEMENTS, blocks, wider_type
+from pytest_autotune.tune.wording import counted
+
+Compare = Callable[[object, object, str, float, float, bool], list[str]]
+"""The comparison of two outputs (`comparison._compare`: reference, actual, where, rtol, atol,
+equal_nan), which compares an object array's elements as outputs of their own."""
+
+
+SHORT_SEQUENCE = 16
+"""Up to this many numbers compare one by one in Python (`_differing_short`): the row of a
+list of tuples took some 50 us through NumPy, and a list of 100 000 rows, seconds."""
+
+
+_EXACT_TYPES = frozenset({str, bytes, bool, int, type(None), np.str_, np.bytes_})
+"""Types whose values compare exactly, by `==` alone, in a list as alone (`np.str_` of
+`list(words)` by value, whatever its width)."""
+
+
+def differing_numbers(
+    reference: Sequence[Any],
+    actual: Sequence[Any],
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+    compare: Compare,
+) -> list[int] | None:
+    """The positions where two lists (or tuples) of one length that hold only Python floats,
+    complex numbers and ints (np.float64 and np.complex128 counting as Python's) differ,
+    compared as arrays; None where they hold anything else, to be compared element by
+    element (strings, booleans, ints or None alone by `!=`). Element by element, each took
+    some 40 us: a pure-Python candidate's list of 100 000 floats (or complex numbers: a
+    DFT's) took seconds. The results are those of the
+    element-wise rules: floats within the tolerances, NaN to NaN (with `equal_nan`; a
+    complex NaN part by part), an int and a float by value, two ints exactly."""
+    types = {type(v) for v in reference} | {type(v) for v in actual}
+    if len(types) == 1 and types <= _EXACT_TYPES:
+        # Strings, booleans, ints or None alone, which compare exactly: by `!=`, as one by
+        # one, where a million strings took 4.5 s (booleans 2.3 s) through `comparison._compare`.
+        pairs = zip(reference, actual, strict=True)
+        return [i for i, (r, a) in enumerate(pairs) if r != a]
+    if len(types) == 1 and _one_numpy_type(*types):
+        # `list(x)` of a float32 or int64 array: its scalars, of one dtype on both sides,
+        # compare as arrays of that dtype, by the rules of two such scalars. One by one, a
+        # list of 100 000 took 9 s (and an object array of floats 1e6 apart, 85 s).
+        return _differing_of_one_type(
+            reference, actual, types.pop(), rtol, atol, equal_nan, compare
+        )
+    # A np.float64 (of `list(array)`) follows a Python float's every rule here, and a
+    # np.complex128 a Python complex's.
+    real = {float, int, np.float64}
+    if not types <= real | {complex, np.complex128}:
+        return None  # bool, other NumPy scalars, arrays...: rules of their own
+    dtype = np.float64 if types <= real else np.complex128
+    if int in types and any(
+        type(v) is int and not -EXACT_FLOAT_INTEGERS <= v <= EXACT_FLOAT_INTEGERS
+        for v in (*reference, *actual)
+    ):
+        return None  # as float64 it would round; element-wise, two ints compare exactly
+    if len(reference) <= SHORT_SEQUENCE:
+        return _differing_short(reference, actual, rtol, atol, equal_nan)
+    ref, act = np.array(reference, dtype=dtype), np.array(actual, dtype=dtype)
+    bad = np.zeros(len(ref), dtype=bool)
+    for start in range(0, len(ref), BLOCK_ELEMENTS):
+        block = slice(start, start + BLOCK_ELEMENTS)
+        bad[block], _ = _differing(ref[block], act[block], True, rtol, atol, equal_nan, compare)
+    if int in types:
+        # Two ints compare exactly, not within the tolerances.
+        ints = np.fromiter(
+            (type(r) is int and type(a) is int for r, a in zip(reference, actual, strict=True)),
+            dtype=bool,
+            count=len(ref),
+        )
+        bad[ints] = ref[ints] != act[ints]
+    return [int(i) for i in np.flatnonzero(bad)]
+
+
+def _differing_short(
+    reference: Sequence[Any],
+    actual: Sequence[Any],
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+) -> list[int]:
+    """`differing_numbers` of a few Python floats, complex numbers and ints, by NumPy's
+    `isclose` rules written out: two ints exactly, else as float64 (complex128) within
+    `atol + rtol * |reference|`, an infinity only to itself, NaN to NaN with `equal_nan`;
+    a complex with a NaN part by part, as `_differing` judges it."""
+    bad = []
+    for i, (r, a) in enumerate(zip(reference, actual, strict=True)):
+        if type(r) is int and type(a) is int:
+            if r != a:
+                bad.append(i)
+            continue
+        if isinstance(r, complex) or isinstance(a, complex):
+            ref, act = complex(r), complex(a)
+            parts = ((ref.real, act.real), (ref.imag, act.imag))
+            if any(math.isnan(v) for pair in parts for v in pair):
+                if not all(_close(*pair, rtol, atol, equal_nan) for pair in parts):
+                    bad.append(i)
+            elif not _close(ref, act, rtol, atol, equal_nan):
+                bad.append(i)
+        elif not _close(float(r), float(a), rtol, atol, equal_nan):
+            bad.append(i)
+    return bad
+
+
+def _close(ref: complex, act: complex, rtol: float, atol: float, equal_nan: bool) -> bool:
+    """One pair of floats (or complex numbers of no NaN part) by `isclose`'s rule."""
+    if ref == act:
+        return True
+    if cmath.isnan(ref) or cmath.isnan(act):
+        return equal_nan and cmath.isnan(ref) and cmath.isnan(act)
+    if cmath.isinf(ref) or cmath.isinf(act):
+        return False
+    return abs(act - ref) <= atol + rtol * abs(ref)
+
+
+def _one_numpy_type(kind: type) -> bool:
+    """Whether values of type `kind` are NumPy numbers or booleans (np.float32, np.int64,
+    np.complex64, np.bool_...), which an array of their dtype holds exactly."""
+    return issubclass(kind, (np.number, np.bool_))
+
+
+def _differing_of_one_type(
+    reference: Sequence[Any],
+    actual: Sequence[Any],
+    kind: type,
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+    compare: Compare,
+) -> list[int]:
+    """The positions where two sequences of one length, holding NumPy scalars of the one type
+    `kind`, differ: as two arrays of its dtype, block by block."""
+    dtype = np.dtype(kind)
+    ref, act = np.array(reference, dtype=dtype), np.array(actual, dtype=dtype)
+    inexact = dtype.kind in "fc"
+    bad = np.zeros(len(ref), dtype=bool)
+    for start in range(0, len(ref), BLOCK_ELEMENTS):
+        block = slice(start, start + BLOCK_ELEMENTS)
+        bad[block], _ = _differing(ref[block], act[block], inexact, rtol, atol, equal_nan, compare)
+    return [int(i) for i in np.flatnonzero(bad)]
+
+
+def compare_arrays(
+    reference: npt.NDArray[Any],
+    actual: npt.NDArray[Any],
+    where: str,
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+    compare: Compare,
+) -> list[str]:
+    """Values of two host arrays; their dtypes were checked, or one side is a Python number."""
+    if reference.shape != actual.shape:
+        return [shape_differs(where, reference, actual)]
+    wider = wider_type(reference.dtype)
+    inexact = reference.dtype.kind in "fc" or actual.dtype.kind in "fc" or wider is np.float32
+    bad_count = moved = 0
+    first: tuple[int, Any, Any] | None = None
+    max_errors: tuple[float, float] | None = None
+    max_time: int | None = None  # the largest gap of differing times, in their unit
+    for ref_raw, act_raw, offset in blocks(reference, actual, 0):
+        ref_block = ref_raw if wider is None else ref_raw.astype(wider)
+        act_block = act_raw if wider is None else act_raw.astype(wider)
+        bad, nan_moved = _differing(ref_block, act_block, inexact, rtol, atol, equal_nan, compare)
+        moved += int(np.count_nonzero(nan_moved))
+        count = int(np.count_nonzero(bad))
+        if count == 0:
+            continue
+        bad_count += count
+        if first is None:
+            i = int(np.flatnonzero(bad)[0])
+            first = offset + i, ref_block.reshape(-1)[i], act_block.reshape(-1)[i]
+        gap = time_error(ref_block, act_block, bad)
+        if gap is not None:
+            max_time = gap if max_time is None else max(gap, max_time)
+        errors = largest_errors(ref_block, act_block, bad)
+        if errors is not None and max_errors is not None:
+            errors = max(errors[0], max_errors[0]), max(errors[1], max_errors[1])
+        max_errors = max_errors if errors is None else errors
+    if first is None:
+        return []
+    flat_index, expected, got = first
+    quoted = ambiguous(expected) or ambiguous(got)
+    expected, got = element_text(expected, quoted), element_text(got, quoted)
+
+    largest = errors_text(max_errors, max_time, reference.dtype)
+    tolerance = f" (rtol={rtol:g}, atol={atol:g})" if inexact else ""
+    exact = ""
+    if not inexact and max_errors is not None:
+        exact = exact_note(max_errors[0] <= atol or max_errors[1] <= rtol)
+    if reference.shape == ():
+        note = exact + too_fine(reference.dtype, rtol, max_errors)
+        return [f"{where}: expected {expected}, got {got}{largest}{tolerance}{note}"]
+    index = index_text(flat_index, reference.shape)
+    message = (
+        f"{where}: {bad_count} of {reference.size} elements differ{tolerance}{largest}; "
+        f"first at [{index}]: expected {expected}, got {got}"
+    )
+    if moved:
+        missing = "NaT" if reference.dtype.kind in "mM" else "NaN"
+        message += f"; {missing} positions differ at {counted(moved, 'element')}"
+    return [message + exact + too_fine(reference.dtype, rtol, max_errors)]
+
+
+def compare_masked(
+    reference: npt.NDArray[Any],
+    actual: npt.NDArray[Any],
+    where: str,
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+    compare: Compare,
+) -> list[str]:
+    """Two arrays, one masked at least: a masked element is no value, so the masks must
+    agree and the values under a mask are never compared (a plain array masks nothing).
+    Compared as plain arrays, a mask read as NaN positions ("expected --, got 2.0; NaN
+    positions differ"), a wording about values no candidate computed."""
+    if reference.shape != actual.shape:
+        return [shape_differs(where, reference, actual)]
+    ref_mask, act_mask = np.ma.getmaskarray(reference), np.ma.getmaskarray(actual)
+    ref_data, act_data = np.ma.getdata(reference), np.ma.getdata(actual)
+    problems: list[str] = []
+    moved = np.flatnonzero(ref_mask != act_mask)
+    if moved.size:
+        i = int(moved[0])
+        index = index_text(i, reference.shape)
+        expected = "masked" if ref_mask.flat[i] else cut(str(ref_data.flat[i]))
+        got = "masked" if act_mask.flat[i] else cut(str(act_data.flat[i]))
+        problems.append(
+            f"{where}: the masks differ at {moved.size} of {reference.size} elements (masked"
+            " positions must agree; the values under a mask are ignored); first at"
+            f" [{index}]: expected {expected}, got {got}"
+        )
+    # Where either side is masked, the reference's value on both: only values compare.
+    hidden = ref_mask | act_mask
+    shown = np.where(hidden, ref_data, act_data) if hidden.any() else act_data
+    return problems + compare_arrays(ref_data, shown, where, rtol, atol, equal_nan, compare)
+
+
+def _differing(
+    reference: npt.NDArray[Any],
+    actual: npt.NDArray[Any],
+    inexact: bool,
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+    compare: Compare,
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Which elements differ, and where only one side is NaN (or NaT)."""
+    with np.errstate(all="ignore"):
+        if inexact:
+            close = np.isclose(actual, reference, rtol=rtol, atol=atol, equal_nan=equal_nan)
+            nan_moved = np.isnan(reference) != np.isnan(actual)
+            if reference.dtype.kind == "c" or actual.dtype.kind == "c":
+                # `isclose` takes a complex with NaN in either part for NaN: nan+1j equalled
+                # nan+2j and 1+nanj, and a wrong candidate passed. Where NaN is, each part
+                # must agree: NaN where the other's is, within the tolerances elsewhere.
+                ref_parts, act_parts = (reference.real, reference.imag), (actual.real, actual.imag)
+                nan_moved = np.zeros(reference.shape, dtype=bool)
+                for ref_part, act_part in zip(ref_parts, act_parts, strict=True):
+                    nan_moved |= np.isnan(ref_part) != np.isnan(act_part)
+                # So are infinite ones: NumPy 1.x's `isclose` made inf+0j inf+nanj (a
+                # product by ones), so inf+0j equalled inf+1j and differed from itself.
+                some_nan = np.isnan(reference) | np.isnan(actual)
+                some_nan |= np.isinf(reference) | np.isinf(actual)
+                if some_nan.any():
+                    parts_close = np.ones(reference.shape, dtype=bool)
+                    for ref_part, act_part in zip(ref_parts, act_parts, strict=True):
+                        parts_close &= np.isclose(
+                            act_part, ref_part, rtol=rtol, atol=atol, equal_nan=equal_nan
+                        )
+                    close = np.where(some_nan, parts_close, close)
+        else:
+            close = _equal_elements(reference, actual, rtol, atol, equal_nan, compare)
+            nan_moved = np.zeros(reference.shape, dtype=bool)
+            if reference.dtype.kind in "mM":
+                # NaT != NaT as NaN != NaN: a missing time at the same place is the same answer.
+                ref_nat, act_nat = np.isnat(reference), np.isnat(actual)
+                nan_moved = ref_nat != act_nat
+                if equal_nan:
+                    close = close | (ref_nat & act_nat)
+    return ~np.asarray(close, dtype=bool), np.asarray(nan_moved, dtype=bool)
+
+
+def _equal_elements(
+    reference: npt.NDArray[Any],
+    actual: npt.NDArray[Any],
+    rtol: float,
+    atol: float,
+    equal_nan: bool,
+    compare: Compare,
+) -> npt.NDArray[np.bool_]:
+    """Which elements of two exact arrays are equal. The elements of an object array that
+    are arrays themselves (a ragged array) are compared one by one as outputs of their own,
+    tolerances included: `==` on two of them gives an array, whose truth NumPy refuses.
+    The elements of an object array that `==` finds unequal are compared so too: floats
+    among them are equal within the tolerances, and NaN to NaN, as in a list."""
+    try:
+        # NumPy before 1.25 did not raise here: it warned ("elementwise comparison failed",
+        # a DeprecationWarning, or a FutureWarning where it gave up) and returned one False
+        # for the whole array, so only the first element was compared again and a wrong
+        # ragged output passed; in a project with `filterwarnings = error`, the warning
+        # failed the check instead. As errors, they take the path of NumPy's later ValueError.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            warnings.simplefilter("error", FutureWarning)
+            equal = np.asarray(reference == actual, dtype=bool)
+    except (ValueError, DeprecationWarning, FutureWarning):
+        pairs = zip(reference.flat, actual.flat, strict=True)
+        each = [not compare(r, a, "", rtol, atol, equal_nan) for r, a in pairs]
+        return np.array(each, dtype=bool).reshape(reference.shape)
+    if reference.dtype.kind == "O":
+        flat = equal.reshape(-1)  # a view: `equal` is a new array of its own
+        unequal = np.flatnonzero(~flat)
+        ref_items = [reference.flat[i] for i in unequal]
+        act_items = [actual.flat[i] for i in unequal]
+        # Numbers as a list's are, all at once: one by one, 1e6 floats that differ by a
+        # rounding took 85 s.
+        differing = differing_numbers(ref_items, act_items, rtol, atol, equal_nan, compare)
+        if differing is not None:
+            flat[unequal] = True
+            flat[unequal[differing]] = False
+            return equal
+        for i, ref_item, act_item in zip(unequal, ref_items, act_items, strict=True):
+            flat[i] = not compare(ref_item, act_item, "", rtol, atol, equal_nan)
+    return equal
