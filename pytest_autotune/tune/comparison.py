@@ -104,23 +104,7 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
     # `hasattr`, which is what the protocol's isinstance tests, at a hundredth of its cost:
     # the runtime check took some 35 us a value, most of a list of 100 000 tuples' check.
     if type(reference) not in _PLAIN_TYPES and hasattr(reference, "autotune_compare"):
-        reference = cast(AutotuneOutput, reference)
-        try:
-            message = reference.autotune_compare(actual, rtol, atol)
-        except Exception as exc:
-            # The user's method meeting an output of another type (`other.low` of a float):
-            # that output is not the reference's, a difference to name. Raised, it ended the
-            # checks, and a tuning with checks on, for every candidate.
-            raised = AutotuneError.from_exception("", exc).message
-            message = f"{type(reference).__name__}.autotune_compare raised {raised}"
-        if message is not None and (not isinstance(message, str) or not message):
-            # `return np.allclose(...)` failed a right candidate with "output: True", and an
-            # empty reason read "output: " alone: say what the method must return.
-            message = (
-                f"{type(reference).__name__}.autotune_compare returned {short_repr(message)}:"
-                " it must return None where the outputs are equal, else a str saying why not"
-            )
-        return [] if message is None else [f"{where}: {message}"]
+        return _compare_own(cast(AutotuneOutput, reference), actual, where, rtol, atol)
     if reference is None or actual is None:
         return [] if reference is actual else [mismatch(where, reference, actual)]
 
@@ -175,6 +159,38 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
         items = list(reference), list(actual)
         return compare_sequences(*items, where, rtol, atol, equal_nan, _compare)
 
+    return _compare_objects(reference, actual, where, rtol, atol, equal_nan)
+
+
+def _compare_own(
+    reference: AutotuneOutput, actual: object, where: str, rtol: float, atol: float
+) -> list[str]:
+    """A reference that compares itself (`AutotuneOutput`): its method's answer, or why that
+    answer is none."""
+    try:
+        message = reference.autotune_compare(actual, rtol, atol)
+    except Exception as exc:
+        # The user's method meeting an output of another type (`other.low` of a float):
+        # that output is not the reference's, a difference to name. Raised, it ended the
+        # checks, and a tuning with checks on, for every candidate.
+        raised = AutotuneError.from_exception("", exc).message
+        message = f"{type(reference).__name__}.autotune_compare raised {raised}"
+    if message is not None and (not isinstance(message, str) or not message):
+        # `return np.allclose(...)` failed a right candidate with "output: True", and an
+        # empty reason read "output: " alone: say what the method must return.
+        message = (
+            f"{type(reference).__name__}.autotune_compare returned {short_repr(message)}:"
+            " it must return None where the outputs are equal, else a str saying why not"
+        )
+    return [] if message is None else [f"{where}: {message}"]
+
+
+def _compare_objects(
+    reference: object, actual: object, where: str, rtol: float, atol: float, equal_nan: bool
+) -> list[str]:
+    """Two values that are no array, number, iterator or container: random generators by
+    their states, dataclasses field by field, plain objects attribute by attribute, the
+    rest by their `==`."""
     if type(reference) is not type(actual):
         return [mismatch(where, reference, actual)]
     if isinstance(reference, RANDOM_STATES):
@@ -193,6 +209,11 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
         return problems
     if plain_attributes(reference):
         return compare_attributes(reference, actual, where, rtol, atol, equal_nan, _compare)
+    return _compare_equal(reference, actual, where)
+
+
+def _compare_equal(reference: object, actual: object, where: str) -> list[str]:
+    """Two values of one type compared by their `==`: strings and sets say where they differ."""
     name = type(reference).__name__
     try:
         equal = reference == actual
