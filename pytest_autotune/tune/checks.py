@@ -138,16 +138,8 @@ def check_candidates(
             # memory (beside the kept reference and the next one), and a candidate that fits
             # beside the reference ran out of (device) memory beside two.
             del output
-        if index == reference and not judge.have_reference:
-            if judge.results[index].skipped:
-                # It declined the key: the others are checked against the first that
-                # succeeds, as where no reference is named (plain pytest skipped them all as
-                # declining, and tuning failed them all as "cannot be checked").
-                judge.none_waits = True
-            elif judge.no_reference is None:
-                # It raised. An output that shows nothing (its None, an iterator) said why
-                # already: told "failed", the others sent the user looking for an error.
-                judge.no_reference = f"the reference {names[index]!r} failed"
+        if index == reference:
+            judge.named_reference_ran(index)
     judge.nothing_returned()
     judge.name_agreeing()
     return [judge.results[i] for i in range(len(names))]
@@ -232,6 +224,21 @@ class _Judge:
                 self.results[earlier] = CheckResult(
                     self.names[earlier], False, returned_none(self.ref_label, output)
                 )
+
+    def named_reference_ran(self, index: int) -> None:
+        """After the reference named by its index (`reference=`) ran: where it gave no
+        output to compare with, what that means for the others."""
+        if self.have_reference:
+            return
+        if self.results[index].skipped:
+            # It declined the key: the others are checked against the first that
+            # succeeds, as where no reference is named (plain pytest skipped them all as
+            # declining, and tuning failed them all as "cannot be checked").
+            self.none_waits = True
+        elif self.no_reference is None:
+            # It raised. An output that shows nothing (its None, an iterator) said why
+            # already: told "failed", the others sent the user looking for an error.
+            self.no_reference = f"the reference {self.names[index]!r} failed"
 
     def nothing_returned(self) -> None:
         """Where an output is required and no candidate returned one, those that returned
