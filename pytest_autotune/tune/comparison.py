@@ -1,6 +1,7 @@
 """How two outputs compare (`compare_outputs`): the one comparison every check uses, which
-takes each kind of value to its rules (arrays and numbers in `array_comparison`, containers
-and objects in `containers`) and names each difference by its position in the output."""
+takes each kind of value to its rules (arrays in `array_comparison`, containers and plain
+objects' attributes in `containers`; numbers, dataclasses and the rest here) and names each
+difference by its position in the output."""
 
 from __future__ import annotations
 
