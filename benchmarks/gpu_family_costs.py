@@ -57,8 +57,8 @@ from typing import Any
 from benchmarks.gpu_common import FAMILIES, HISTOGRAM_KERNELS, cupy, table, write_json
 from pytest_autotune import AutotuneConfig, AutotuneOutcome, BenchConfig, TunableSet, Tuner
 from pytest_autotune.backends import CudaClient, cuda, cuda_graphs
+from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.log import Eliminated
-from pytest_autotune.tune.tuner import TuneDecision
 
 SAME = 1.03
 TARGET = 0.1

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pytest_autotune.tune.check_result import CheckResult
     from pytest_autotune.tune.comparison import AutotuneOutput, compare_outputs
     from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError
+    from pytest_autotune.tune.decision import TuneCacheResult, TuneDecision
     from pytest_autotune.tune.errors import (
         AutotuneError,
         AutotuneErrorKind,
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
         TunableSet,
         TuneInputs,
     )
-    from pytest_autotune.tune.tuner import TuneCacheResult, TuneDecision, Tuner
+    from pytest_autotune.tune.tuner import Tuner
 
 __all__ = [
     "AutotuneBound",
@@ -141,6 +142,7 @@ _HOMES = {
     "tune.check_result": ("CheckResult",),
     "tune.comparison": ("AutotuneOutput", "compare_outputs"),
     "tune.config": ("AutotuneConfig", "BenchConfig", "ConfigError"),
+    "tune.decision": ("TuneCacheResult", "TuneDecision"),
     "tune.errors": (
         "AutotuneError",
         "AutotuneErrorKind",
@@ -163,7 +165,7 @@ _HOMES = {
     "tune.records": ("AutotuneRecord", "Recorder", "read_records"),
     "tune.tunable": ("Tunable", "TuneFn", "TuneGroup"),
     "tune.tunable_set": ("CloneInputGenerator", "InputGenerator", "TunableSet", "TuneInputs"),
-    "tune.tuner": ("TuneCacheResult", "TuneDecision", "Tuner"),
+    "tune.tuner": ("Tuner",),
 }
 """Where each public name lives, by module: each is imported the first time it is asked
 for (PEP 562), so that `import pytest_autotune` (which pytest's plugin, importing

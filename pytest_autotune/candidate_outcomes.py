@@ -11,8 +11,8 @@ from typing import TypeGuard
 from pytest_autotune.gate import GroupVerdict, Verdict
 from pytest_autotune.group_request import GroupRequest
 from pytest_autotune.tune.check_result import RAISED
+from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.errors import NOT_REACHED, UNPLANNED, AutotuneError, AutotuneErrorKind
-from pytest_autotune.tune.tuner import TuneDecision
 
 _ROOM = (
     "a test timeout (pytest-timeout) must leave room for the tuning of a whole group, which"

@@ -33,7 +33,7 @@ from pytest_autotune.time_limit import TimeLimit, crashed
 from pytest_autotune.tune import call_scope
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.errors import AutotuneSkip
-from pytest_autotune.tune.tuner import used_up_within
+from pytest_autotune.tune.inputs import used_up_within
 from pytest_autotune.warning_marks import MarkFilters, parse_filters, project_filters
 
 RAISED = pytest.StashKey[dict[str, set[int]]]()

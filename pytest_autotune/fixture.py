@@ -27,12 +27,12 @@ from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.errors import UNPLANNED, AutotuneError, AutotuneSkip, declines
 from pytest_autotune.tune.files import dumps
+from pytest_autotune.tune.inputs import used_up_input
 from pytest_autotune.tune.key import AutotuneKey, key_to_json, stable_key
 from pytest_autotune.tune.local import LocalTuner
 from pytest_autotune.tune.settings import DEFAULT_TIME_LIMIT_S
 from pytest_autotune.tune.tunable import PriorityError, tune_plan, unplanned
 from pytest_autotune.tune.tunable_set import TunableSet
-from pytest_autotune.tune.tuner import used_up_input
 from pytest_autotune.tune.wording import counted
 
 CALL_GROUPS = pytest.StashKey[dict[tuple[str, str, str], str]]()

@@ -44,11 +44,12 @@ from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Thresholds, Work
 from pytest_autotune.tune.call_scope import call_scope
 from pytest_autotune.tune.client import client_context
+from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import Peaks
+from pytest_autotune.tune.sampler import FLOATING_POINT_ERRORS
 from pytest_autotune.tune.tunable_set import TunableSet
-from pytest_autotune.tune.tuner import FLOATING_POINT_ERRORS, TuneDecision
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client
@@ -545,7 +546,7 @@ def candidate_measurer(
                 # An in-place candidate meets its own output again in every call after the
                 # first and may overflow (`x *= 2`), which its one checked call did not:
                 # timed as the tuner times it, with NumPy's floating-point errors ignored
-                # (`tune.tuner._Samples`). An error of its own raises again here.
+                # (`tune.sampler.Samples`). An error of its own raises again here.
                 with np.errstate(all="ignore"):
                     return measured_in_scope(fn, name, repeats_raise=False)
 

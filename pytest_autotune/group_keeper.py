@@ -23,11 +23,11 @@ from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.bounds import Work
 from pytest_autotune.tune.config import ConfigError
+from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.log import AutotuneLogContext
 from pytest_autotune.tune.records import AutotuneRecord
 from pytest_autotune.tune.tunable_set import TunableSet
-from pytest_autotune.tune.tuner import TuneDecision
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client

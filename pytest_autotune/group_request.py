@@ -18,12 +18,13 @@ from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
 from pytest_autotune.tune.config import ConfigError
+from pytest_autotune.tune.decision import MEASURED_FAILURES, TuneDecision
 from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip
 from pytest_autotune.tune.key import stable_key
 from pytest_autotune.tune.plain_numbers import real_number
 from pytest_autotune.tune.tunable import Tunable, TuneGroup, tune_plan, unplanned
 from pytest_autotune.tune.tunable_set import TunableSet, checksum_of
-from pytest_autotune.tune.tuner import MEASURED_FAILURES, TuneDecision, Tuner
+from pytest_autotune.tune.tuner import Tuner
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client

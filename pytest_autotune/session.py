@@ -47,11 +47,12 @@ from pytest_autotune.quiet import Quiet, crashed_tests, tuning_noted, tuning_tes
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.bounds import Work
 from pytest_autotune.tune.config import ConfigError
+from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.errors import AutotuneError
 from pytest_autotune.tune.key import autotune_level_scope
 from pytest_autotune.tune.records import AutotuneRecord
 from pytest_autotune.tune.tunable_set import TunableSet
-from pytest_autotune.tune.tuner import TuneDecision, Tuner
+from pytest_autotune.tune.tuner import Tuner
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client

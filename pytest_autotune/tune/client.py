@@ -53,7 +53,7 @@ class Client(Protocol):
     # where their noise runs both ways (a host loop's time), else "score"
     # (`benchmark.STATISTICS`); without it, every candidate gets the seed's score.
     # `preferred(scored) -> int`, given each live candidate's function and score in seconds
-    # once a batch is over, the position of the one that wins it (`tuner._preference_for`:
+    # once a batch is over, the position of the one that wins it (`measure._preference_for`:
     # CUDA's caller timing breaks a tie of host-bound candidates); without it, the lowest
     # score wins.
     # `context`, a context manager entered where the tuner copies a candidate's inputs and

@@ -118,8 +118,9 @@ class LocalTuner:
         the tuner of each device, as in the seed, so their keys must differ (a key tuned
         for A is a hit for B), also in their fields: two key dataclasses with the same
         fields are one key to the cache file, and the tuner refuses the second
-        (`Tuner._check_key_type`). Each set carries this tuner's name (`TunableSet.tuner`),
-        so the `autotune` fixture given it writes the cache file this tuner reads.
+        (`PersistedEntries.check_key_type`). Each set carries this tuner's name
+        (`TunableSet.tuner`), so the `autotune` fixture given it writes the cache file this
+        tuner reads.
         """
         tunables = self._sets.get(factory)
         if tunables is None:

@@ -203,3 +203,9 @@ def unplanned(plan: list[tuple[int, ...]], count: int) -> frozenset[int]:
     skip for the key, which decline it: the checks never run them for it."""
     planned = {i for batch in plan for i in batch}
     return frozenset(i for i in range(count) if i not in planned)
+
+
+def first_planned(plan: list[tuple[int, ...]]) -> int:
+    """The first candidate the plan tries (the first of the set when the plan skips them
+    all): what a candidate calling back into its own tuner while tuned runs."""
+    return plan[0][0] if plan else 0

@@ -114,7 +114,7 @@ def test_the_package_graph_holds_the_imports_it_is_known_to_make() -> None:
     graph = import_graph()
 
     assert "pytest_autotune.tune.cache" in graph["pytest_autotune.tune.tuner"]
-    assert "pytest_autotune.tune.checks" in graph["pytest_autotune.tune.tuner"]
+    assert "pytest_autotune.tune.checks" in graph["pytest_autotune.tune.tuning_checks"]
 
 
 def test_no_module_of_the_package_imports_itself_back_through_others() -> None:

@@ -42,8 +42,8 @@ from pytest_autotune.backends.cuda_timing import (
     loop_seconds,
 )
 from pytest_autotune.backends.peaks import Peaks
+from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.log import Eliminated
-from pytest_autotune.tune.tuner import TuneDecision
 
 cuda_module = importlib.import_module("pytest_autotune.backends.cuda")
 

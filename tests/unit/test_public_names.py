@@ -107,6 +107,15 @@ def test_the_package_imports_its_names_when_first_asked_for() -> None:
     _runs_clean(program)
 
 
+def test_the_decisions_types_still_import_from_the_tuners_module() -> None:
+    # `TuneDecision` and `TuneCacheResult` lived in `tune/tuner.py` before it was split by
+    # concern: a program that imported them from there gets the same classes.
+    from pytest_autotune.tune.tuner import TuneCacheResult, TuneDecision
+
+    assert TuneDecision is pytest_autotune.TuneDecision
+    assert TuneCacheResult is pytest_autotune.TuneCacheResult
+
+
 def test_the_type_checkers_imports_and_the_lazy_homes_name_the_same_modules() -> None:
     # `__init__` says each public name three times: imported for type checkers, in
     # `__all__`, and in `_HOMES`, where `__getattr__` finds it. A name in one and not the

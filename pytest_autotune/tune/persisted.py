@@ -1,0 +1,157 @@
+"""What a tuner knows of its cache file: the entries it read and saved, each served only for
+the candidate list it was tuned for, and never again once its winner declined the key."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any
+
+from pytest_autotune.tune.cache import (
+    CacheFileError,
+    PersistentCache,
+    PersistentCacheKey,
+    PersistentCacheValue,
+)
+from pytest_autotune.tune.client import Client
+from pytest_autotune.tune.decision import TuneDecision
+from pytest_autotune.tune.errors import CacheFileWarning, caller_level
+from pytest_autotune.tune.key import stable_key
+from pytest_autotune.tune.tunable_set import TunableSet
+
+logger = logging.getLogger("pytest_autotune")
+
+
+class PersistedEntries:
+    """The entries of a tuner's cache file (`Tuner.persistent`), as the tuner read them and
+    as it decided them since; the tuner's lock guards them."""
+
+    def __init__(
+        self, name: str, device_id: str, persistent: PersistentCache | None, persist: bool
+    ) -> None:
+        self.name = name
+        self.device_id = device_id
+        self.persistent = persistent
+        self.persist = persist
+        self._said_unsaved = False
+        """Whether a save was refused, with a warning, for a file unreadable since its load."""
+        self._stored: dict[str, dict[str, tuple[PersistentCacheKey, PersistentCacheValue]]] = {}
+        """Stored form -> checksum -> the persisted entry. A library's tuner reads its user's
+        cache over the shipped ones, which may hold one key for several candidate lists (the
+        user tuned it before an upgrade that ships it): only the entry of the set's own list
+        is served, wherever it comes from."""
+        self._declined: dict[str, PersistentCacheValue] = {}
+        """Stored form -> the entry whose winner declined the key when called here
+        (`declined`): never served again, though the file still holds it until the key's new
+        decision replaces it."""
+        self._key_types: dict[str, str] = {}
+        """Stored form -> the type of the first key looked up or decided under it in this
+        process: a key of another type with the same stored form is refused
+        (`check_key_type`)."""
+        if persistent is not None:
+            for pk, v in persistent.load().items():
+                self._stored.setdefault(pk.key, {})[pk.checksum] = (pk, v)
+
+    def __contains__(self, stable: str) -> bool:
+        """Whether an entry of any candidate list is stored under this stored form."""
+        return stable in self._stored
+
+    def fastest_index(self, key: Any, stable: str, tunables: TunableSet) -> int | None:
+        """The winner of the persisted entry of `key` (stored as `stable`) when it was tuned
+        for this candidate list."""
+        self.check_key_type(key, stable)
+        stored = self._stored.get(stable)
+        if (stored is None or tunables.checksum not in stored) and self.persistent is not None:
+            # Not in the file as this tuner read it: another process (a server's other
+            # worker) may have tuned and saved it since. Tuning it again would cost the
+            # tuning and overwrite that process's entry.
+            for pk, value in self.persistent.saved_since(stable).items():
+                self._stored.setdefault(pk.key, {})[pk.checksum] = (pk, value)
+            stored = self._stored.get(stable)
+        if stored is None:
+            return None
+        entry = stored.get(tunables.checksum)
+        if entry is None:
+            logger.info(
+                "%s: cached entry for %s was tuned for other candidates; re-tuning", self.name, key
+            )
+            return None
+        if self._declined.get(stable) == entry[1]:
+            return None
+        index = entry[1].fastest_index
+        if not 0 <= index < len(tunables):
+            # The same candidate list, yet a winner past its end: a hand edit, or a merge.
+            warnings.warn(
+                CacheFileWarning(
+                    f"{self.name}: the cached entry of key {key} names candidate {index}"
+                    f" as the winner, of {len(tunables)} candidates ({', '.join(tunables.names)});"
+                    " the entry is not used, and the key is tuned again"
+                ),
+                stacklevel=caller_level(),
+            )
+            return None
+        return index
+
+    def declined(self, stable: str, checksum: str) -> None:
+        """The entry of this stored form and candidate list, if any, is never served again
+        (`Tuner.declined`)."""
+        entry = self._stored.get(stable, {}).get(checksum)
+        if entry is not None:
+            self._declined[stable] = entry[1]
+
+    def check_key_type(self, key: Any, stable: str) -> None:
+        """Refuse a key whose stored form a key of another type already holds: two key
+        dataclasses with the same fields (`SumKey(n=8)`, `MaxKey(n=8)`) differ in Python
+        but not in the cache file, whose stored form is the fields alone, as the seed's
+        serialized key is; the second set would be served the first one's winner. The seed
+        rules it out by giving a tuner one key type; here it is said at the second key. The
+        first is taken at its lookup, not at its decision: a key served from the cache file
+        is never tuned in this process, and the second set would run its winner."""
+        known = self._key_types.setdefault(stable, _type_name(key))
+        if known != _type_name(key):
+            raise TypeError(
+                f"{self.name}: the key {key!r} has the stored form {stable}, as a {known} key"
+                " this tuner looked up before it does: the cache cannot tell them apart, and"
+                " one set would run the other's winner. Give each TunableSet its own"
+                " LocalTuner (the seed's tuner has one key type), or a key field that differs"
+            )
+
+    def save(self, decision: TuneDecision, client: Client) -> None:
+        """Keep a measured decision in memory, and in the persistent cache where there is one."""
+        pk = PersistentCacheKey(stable_key(decision.key), decision.checksum)
+        value = decision.to_cache_value()
+        self._stored[pk.key] = {pk.checksum: (pk, value)}
+        self._key_types.setdefault(pk.key, _type_name(decision.key))
+        if self.persist and self.persistent is not None:
+            if self.persistent.unreadable() is not None and self._said_unsaved:
+                # Its load and the first save after it warned, naming the file: it is not
+                # overwritten, the decisions stay in memory. Each later key said it again.
+                return
+
+            def device(held: dict[str, Any] | None) -> dict[str, Any]:
+                # The file's block as it is under the lock, not as this tuner read it: an
+                # update may have written its peaks and fingerprint since, which a block
+                # decided on the earlier read would have overwritten.
+                block = {**(held or {}), "id": self.device_id}
+                if "fingerprint" not in block:
+                    # What a file's device is, as the plugin's files say: a shipped file
+                    # serves users of the same class only where its fingerprint names it
+                    # (`tune.device_class`). One already there is kept, though a driver
+                    # may have changed since: it may be an update's, with what plugins
+                    # added to it (`pytest_autotune_fingerprint`), which an update renews.
+                    block["fingerprint"] = dict(client.fingerprint())
+                return block
+
+            try:
+                self.persistent.save({pk: value}, device=device)
+            except CacheFileError as exc:
+                self._said_unsaved = self.persistent.unreadable() is not None
+                warnings.warn(
+                    CacheFileWarning(f"{exc}; the decision is kept in memory only"),
+                    stacklevel=caller_level(),
+                )
+
+
+def _type_name(key: Any) -> str:
+    kind = type(key)
+    return f"{kind.__module__}.{kind.__qualname__}"
