@@ -4,7 +4,7 @@ read back from it.
 The record (an `AutotuneRecord` whose `extra` is the plugin's `RecordExtra`) holds the
 decision, the gate's verdict and what the report draws. A pytest-xdist worker sends its
 groups' records and nothing else of them; the controller, like a session without workers,
-reads each group's summary line (`group_summary`), cache update (`baselines.update_entry`)
+reads each group's summary line (`group_summary`), cache update (`cache_updates.update_entry`)
 and device from that one value, so the summary, the records file and the cache files
 cannot disagree, whichever process tuned the group. Durations are integer nanoseconds in
 it, as in every file we write.

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_autotune.baselines import (
+from pytest_autotune.cache_updates import (
     CacheUpdate,
     fold_journals,
     kept_few_sessions,

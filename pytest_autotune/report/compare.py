@@ -285,7 +285,7 @@ def _measured_with(entry: Baseline, device: Mapping[str, Any] | None) -> Peaks |
     """The peaks a cache entry was measured with, as the gate that measured it scaled its
     time by them: the binding roof its bounds hold (the run's probe when it was tuned).
     The file's device block is the latest update's, which may not have refreshed this
-    entry (`-k`), and keeps older figures within `baselines.PEAKS_KEPT_WITHIN`: an entry
+    entry (`-k`), and keeps older figures within `device_block.PEAKS_KEPT_WITHIN`: an entry
     alike in two folders read +10% against itself, scaled by the block's newer probe.
     The block serves an entry without bounds; None where the bound's peak is no rate."""
     if entry.peak_resource is None:

@@ -1,4 +1,4 @@
-"""The device block an update writes into a cache file (`baselines.settled_device`)."""
+"""The device block an update writes into a cache file (`device_block.settled_device`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_autotune.baselines import settled_device
+from pytest_autotune.device_block import settled_device
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
 
