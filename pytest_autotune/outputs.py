@@ -21,6 +21,7 @@ from pytest_autotune.cache_updates import (
 )
 from pytest_autotune.gate import Verdict
 from pytest_autotune.group_record import group_summary
+from pytest_autotune.moved_baselines import moved_baselines
 from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.quiet import hand_back, handed_back
 from pytest_autotune.report import (
@@ -36,7 +37,7 @@ from pytest_autotune.report import (
     stopped_text,
 )
 from pytest_autotune.report.extra import RecordExtra
-from pytest_autotune.stale import Collected, moved_baselines, review
+from pytest_autotune.stale import Collected, review
 from pytest_autotune.tune.errors import AutotuneErrorKind
 from pytest_autotune.tune.files import why_unwritable
 from pytest_autotune.tune.key import serialize_key_json

@@ -122,7 +122,7 @@ def test_a_stale_file_whose_keys_were_written_again_since_goes_whole(tmp_path: P
 
 
 def test_only_keys_that_differ_in_a_floats_last_digits_get_the_rounding_note() -> None:
-    from pytest_autotune.stale import _rounding
+    from pytest_autotune.moved_baselines import _rounding
 
     assert "differ only in a float's last digits" in _rounding(
         ["[8, 0.30000000000000004]"], ["[8, 0.3]"]
