@@ -25,7 +25,7 @@ from pytest_autotune.gate import (
     format_interval,
 )
 from pytest_autotune.gate.baseline import sigma_between_of
-from pytest_autotune.gate.judge import candidate_change
+from pytest_autotune.gate.comparable import candidate_change
 from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report.figures import counted
 from pytest_autotune.tune.cache import (

@@ -36,7 +36,8 @@ from pytest_autotune.gate import (
     judge,
     measure_winner,
 )
-from pytest_autotune.gate.judge import fraction_and_roof, not_judged_message, winner_out
+from pytest_autotune.gate.comparable import not_judged_message, winner_out
+from pytest_autotune.gate.judge import fraction_and_roof
 from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report.figures import counted, format_fraction
 from pytest_autotune.time_limit import unlimited

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pytest_autotune.gate import BaselineSession
-from pytest_autotune.gate.judge import candidate_change
+from pytest_autotune.gate.comparable import candidate_change
 from pytest_autotune.report import natural_key
 from pytest_autotune.report.html import key_text
 from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats

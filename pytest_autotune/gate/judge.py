@@ -4,6 +4,8 @@
 Every rule errs on the side of passing unless the evidence is strong: a baseline that
 measured something else is "not comparable" rather than a failure, an error is never
 reported as a regression, and a suspected failure is measured again before it counts.
+Whether the baseline can judge the run at all is `gate.comparable`'s question; the change
+against one that can, with its messages, is `gate.comparison`'s.
 """
 
 from __future__ import annotations
@@ -12,19 +14,14 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from pytest_autotune.calibration import MIN_READ_SECONDS, long_enough
 from pytest_autotune.gate.baseline import Baseline
-from pytest_autotune.gate.conditions import Condition, floor_noise, widen
-from pytest_autotune.gate.rules import (
-    DEFAULT_Z,
-    NORMALISE_BY_PEAKS,
-    FloorCheck,
-    RegressionCheck,
-    device_kind,
-)
+from pytest_autotune.gate.comparable import no_baseline_message, not_comparable
+from pytest_autotune.gate.comparison import compare
+from pytest_autotune.gate.conditions import floor_noise
+from pytest_autotune.gate.rules import DEFAULT_Z, FloorCheck, RegressionCheck
 from pytest_autotune.gate.samples import Measurement
 from pytest_autotune.gate.verdicts import UPDATED_MESSAGE, Comparison, GroupVerdict, Verdict
-from pytest_autotune.report.figures import format_change, format_fraction, format_interval
+from pytest_autotune.report.figures import format_change
 from pytest_autotune.tune.bounds import (
     COMPUTE,
     MEMORY,
@@ -34,8 +31,7 @@ from pytest_autotune.tune.bounds import (
     calculate_bounds,
     fraction_of_roof,
 )
-from pytest_autotune.tune.errors import NOT_REACHED, AutotuneError, AutotuneErrorKind
-from pytest_autotune.tune.log import format_duration
+from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.peaks import Peaks
 
 
@@ -150,24 +146,26 @@ def judge(
         try:
             again = remeasure()
         except AutotuneError as exc:
-            return GroupVerdict(
-                Verdict.ERROR,
-                "the winner failed while re-measured to confirm a suspected failure: "
-                # A raise in its words, as its own test fails with; another kind named.
-                + (
-                    f"{exc.name}: {exc.message}"
-                    if exc.kind is AutotuneErrorKind.UNKNOWN
-                    else str(exc)
-                ),
-                None,
-                verdict.fraction_of_roof,
-                True,
-                current,
-                raised=exc,
-            )
+            return _raised_again(exc, verdict, current)
         verdict = once(again, remeasured=True)
         reads.append(verdict)
     return _confirmed(verdict, reads, tolerance)
+
+
+def _raised_again(exc: AutotuneError, verdict: GroupVerdict, current: Measurement) -> GroupVerdict:
+    """The ERROR of a winner that raised while re-measured to confirm `verdict`, a suspected
+    failure of its `current` measurement: never a regression."""
+    return GroupVerdict(
+        Verdict.ERROR,
+        "the winner failed while re-measured to confirm a suspected failure: "
+        # A raise in its words, as its own test fails with; another kind named.
+        + (f"{exc.name}: {exc.message}" if exc.kind is AutotuneErrorKind.UNKNOWN else str(exc)),
+        None,
+        verdict.fraction_of_roof,
+        True,
+        current,
+        raised=exc,
+    )
 
 
 def _suspected(verdict: GroupVerdict, tolerance: float) -> bool:
@@ -245,9 +243,9 @@ def _judge_once(
     comparison: Comparison | None = None
     regression_message: str | None = None
     noisy_message: str | None = None
-    other = _not_comparable(baseline, device_id, checksum, candidates, bounds)
+    other = not_comparable(baseline, device_id, checksum, candidates, bounds)
     if baseline is not None and other is None:
-        comparison, regression_message, noisy_message = _compare(
+        comparison, regression_message, noisy_message = compare(
             current, baseline, device_id, peaks, max_regression, machine, baseline_winner
         )
         if failed_here is not None:
@@ -272,7 +270,9 @@ def _judge_once(
     if regression_message is not None:
         return verdict(Verdict.REGRESSION, "\n".join(failures), True)
     # The first that applies, in this order: a floor missed fails whatever else is true.
-    no_baseline = _no_baseline(device_id, baseline_devices, baseline, unreadable, missing_file)
+    no_baseline = no_baseline_message(
+        device_id, baseline_devices, baseline, unreadable, missing_file
+    )
     outcomes = (
         (Verdict.FLOOR, floor_message, True),
         # A floor the CPUs' state leaves unjudged comes first: it is said whatever the
@@ -315,173 +315,6 @@ def _floor_too_noisy(
     )
 
 
-def _compare(
-    current: Measurement,
-    baseline: Baseline,
-    device_id: str,
-    peaks: Peaks | None,
-    max_regression: float | None,
-    machine: str | None = None,
-    baseline_winner: Measurement | None = None,
-) -> tuple[Comparison, str | None, str | None]:
-    """The comparison with a comparable baseline, the regression message and the too-noisy
-    message (each None when it does not apply; too noisy only without a regression)."""
-    calibrated = current.calibrated_against(baseline)
-    check, conditions = widen(
-        RegressionCheck.for_device(
-            device_id,
-            max_regression,
-            baseline.sigma_between,
-            calibrated=calibrated,
-            measured=baseline.spread(calibrated),
-        ),
-        current,
-        baseline,
-        machine,
-        calibrated,
-        baseline_winner,
-    )
-    normalise = peaks is not None and NORMALISE_BY_PEAKS[device_kind(device_id)]
-    ratio = baseline.peak_ratio(peaks) if normalise and peaks is not None else 1.0
-    comparison = check.delta(current, baseline, ratio)
-    regression_message = check.fails(current, baseline, ratio)
-    raw = None if calibrated else _why_raw(current, baseline)
-    if regression_message is not None and raw:
-        regression_message += f"; {raw}"
-    if regression_message is not None and conditions:
-        # Failed with its noise widened: said, so that a user weighing a failure on a busy
-        # runner sees that the gate counted the load it saw (a record held the load, and
-        # the message said nothing of it).
-        regression_message += "".join(f"; counted in its noise: {c.reason}" for c in conditions)
-    noisy_message: str | None = None
-    # An interval wholly under the tolerance already says "not slower": a clear speedup
-    # (-38% [-60%, -5%]) is a pass, not "too noisy" (which fails under --autotune-strict).
-    unsure = comparison.high >= check.max_regression
-    if regression_message is None and unsure and check.too_noisy(comparison, device_id):
-        single = _single_samples(current, baseline, calibrated)
-        stored = _stored_noise(baseline, device_id, max_regression, calibrated)
-        conditions = (*conditions, stored) if stored is not None else conditions
-        noisy_message = (
-            f"too noisy to judge: {format_interval(comparison)}:"
-            f" {check.figures(current, baseline, ratio)};"
-            f" {single or _reach(check.catches(comparison))}"
-            f" (tolerated {format_fraction(check.max_regression)})"
-            + "".join(f"; {c.reason}" for c in conditions)
-            + (f"; {raw}" if raw else "")
-            + "; what would help: "
-            + (
-                "; ".join(
-                    [
-                        "a measurement of several samples on each side (--autotune and"
-                        " --autotune-update measure a winner 10 times or more)",
-                        *(c.helps for c in conditions),
-                    ]
-                )
-                if single
-                else "; ".join(c.helps for c in conditions)
-                or "more baseline sessions (run --autotune-update again), a quieter runner,"
-                " or a longer measurement"
-            )
-        )
-    return comparison, regression_message, noisy_message
-
-
-def _stored_noise(
-    baseline: Baseline, device_id: str, max_regression: float | None, calibrated: bool
-) -> Condition | None:
-    """The between-session noise the baseline's cache file sets by hand (its top-level
-    `sigma_between`), where it is wider than the one the gate would have used without it
-    (the default, pooled with the sessions' spread); None otherwise. It replaces both, so
-    where it leaves a comparison too noisy, more sessions or a quieter runner do not help:
-    a file set to 10% read "too noisy" on every group, and the message named only those."""
-    stored = baseline.sigma_between
-    if stored is None:
-        return None
-    measured = baseline.spread(calibrated)
-    default = RegressionCheck.for_device(
-        device_id, max_regression, calibrated=calibrated, measured=measured
-    ).sigma_between
-    if stored <= default:
-        return None
-    where = baseline.source or "the cache file"
-    return Condition(
-        f"the between-session noise is the {format_fraction(stored)} that {where} sets"
-        f' (its "sigma_between"), in place of the {format_fraction(default)} the gate would'
-        " use",
-        f'a smaller "sigma_between" in {where}, or none',
-    )
-
-
-def _single_samples(current: Measurement, baseline: Baseline, calibrated: bool) -> str | None:
-    """Why a comparison has no interval, where a side of it is a single sample (a cache
-    entry or record a program's tuning wrote can keep one): one sample has no spread to
-    measure its error by. None where every side has several. Said in place of "would not
-    catch even a 10x slowdown", whose advice (more sessions, a quieter runner) would not
-    help."""
-    sides = [
-        name
-        for name, samples in (
-            ("this run's winner", current),
-            ("the baseline's winner", baseline),
-            ("this run's calibration read", current.calibration if calibrated else None),
-            ("the baseline's calibration read", baseline.calibration if calibrated else None),
-        )
-        if samples is not None and len(samples.samples) < 2
-    ]
-    if not sides:
-        return None
-    are = "is a single sample" if len(sides) == 1 else "are single samples"
-    return (
-        f"{' and '.join(sides)} {are}, whose error cannot be measured, so the change has no"
-        " interval"
-    )
-
-
-def _why_raw(current: Measurement, baseline: Baseline) -> str | None:
-    """Why a time compared raw (the caller's judgement) was, though both sides carry a
-    calibration read: the reads are of two kinds (the inputs read another number of times,
-    as by a version that read small inputs once), and dividing by them would divide by two
-    workloads; or a read is too short to time the machine (`calibration.MIN_READ_SECONDS`).
-    None where another reason kept it raw (a read the baseline's sessions show not following
-    the winner)."""
-    mine, theirs = current.calibration, baseline.calibration
-    if mine is None or theirs is None:
-        return None
-    if mine.kind != theirs.kind:
-        return (
-            f"compared raw: the baseline's calibration read is of another kind ({theirs.kind};"
-            f" this run's {mine.kind}), and an --autotune-update records one of this run's"
-        )
-    short = [
-        f"{side} {format_duration(read.median)}"
-        for side, read in (("here", mine), ("in the baseline", theirs))
-        if not long_enough(read.median)
-    ]
-    if short:
-        # A tiny input's read is mostly the calls into NumPy (calibration.py): a user saw
-        # a raw +54% of unchanged code with nothing to say that no scale had been applied.
-        return (
-            f"compared raw: the calibration read of its inputs is too short to follow the"
-            f" machine ({', '.join(short)}; under {format_duration(MIN_READ_SECONDS)}), so a"
-            " slow spell of this CPU reads as the kernel's"
-        )
-    return None
-
-
-FAR_REACH = 9.0
-"""A slowdown (as a fraction: 9.0 is a tenfold time) past which "would catch only past
-+125254%" stops meaning anything to a reader: say that not even this one is caught."""
-
-
-def _reach(catches: float) -> str:
-    """What the smallest slowdown a comparison catches 95 times in 100 says to a reader."""
-    if catches > FAR_REACH:
-        return (
-            f"this comparison would not catch even a {FAR_REACH + 1:.0f}x slowdown 95 times in 100"
-        )
-    return f"this comparison would catch 95 in 100 slowdowns only past {format_change(catches)}"
-
-
 def fraction_and_roof(
     work: Work, seconds: float, peaks: Peaks, dtype: str
 ) -> tuple[float | None, str | None]:
@@ -494,121 +327,3 @@ def fraction_and_roof(
     binding = calculate_bounds(work, Thresholds(), compute_peak, memory.peak, 0.0, memory.level)
     resource = binding.binding_resource()
     return fraction, memory.level if resource == MEMORY else f"{dtype} {COMPUTE}"
-
-
-def _no_baseline(
-    device_id: str,
-    baseline_devices: Sequence[str],
-    baseline: Baseline | None,
-    unreadable: str | None = None,
-    missing_file: str | None = None,
-) -> str | None:
-    """The message of a missing baseline, naming the other devices that have one, or
-    `unreadable` where the baseline is there and does not read; None when there is a
-    baseline. `missing_file` is the cache file looked in, where there is none: a test run
-    under another root dir than its update's has another name and cache folder, and "no
-    baseline" alone did not say where it was looked for. `--autotune-runner` is offered
-    only for a device of this one's kind: it files baselines under `cpu-<runner>` or
-    `cuda-<runner>` by this device's kind, so a GPU's baseline is out of a CPU's reach."""
-    if baseline is not None:
-        return None
-    if unreadable is not None:
-        return unreadable
-    others = sorted(set(baseline_devices) - {device_id})
-    same_kind = [d for d in others if device_kind(d) == device_kind(device_id)]
-    runner = (
-        ""
-        if not same_kind
-        else " (--autotune-runner names the one to use)"
-        if same_kind == others
-        else f" (--autotune-runner names the one to use of {', '.join(same_kind)})"
-    )
-    elsewhere = f"; baselines of this test exist for {', '.join(others)}{runner}" if others else ""
-    looked = f" (no file {missing_file})" if missing_file is not None else ""
-    return (
-        f"no baseline for this key on {device_id}{looked}; --autotune-update records one{elsewhere}"
-    )
-
-
-def _not_comparable(
-    baseline: Baseline | None,
-    device_id: str,
-    checksum: str,
-    candidates: Sequence[str] = (),
-    bounds: Bounds | None = None,
-) -> str | None:
-    """Why the baseline measured something else, None when it is comparable (or missing)."""
-    if baseline is None:
-        return None
-    where = baseline.source or "the cache"
-    if baseline.mismatch is not None:
-        return baseline.mismatch
-    if baseline.device_id != device_id:
-        return (
-            f"the baseline in {where} was measured on {baseline.device_id},"
-            f" this run is on {device_id}"
-        )
-    if baseline.checksum != checksum:
-        change = candidate_change(baseline.candidates, candidates)
-        if change is not None and change.startswith("reordered"):
-            # A dict built over a set (or a list from one) takes its order from
-            # PYTHONHASHSEED, drawn anew by each process: re-recording alone never helped,
-            # and the test was never gated.
-            change += "; a list built from a set changes order from run to run: sort it"
-        return (
-            f"the baseline in {where} was tuned over another candidate list"
-            f" ({change or f'checksum {baseline.checksum}, now {checksum}'});"
-            " --autotune-update re-records it"
-        )
-    if (work := baseline.other_work(bounds)) is not None:
-        return (
-            f"the baseline in {where} was measured for other work ({work}): the inputs"
-            " changed under the same key, or the work= model did; --autotune-update"
-            " re-records it"
-        )
-    return None
-
-
-def candidate_change(before: Sequence[str], now: Sequence[str]) -> str | None:
-    """What changed between two candidate lists, as a user would say it ("added 'c';
-    removed 'a'", "reordered: now 'b', 'a'"); None where either list is unknown."""
-    if not before or not now:
-        return None
-    added = [name for name in now if name not in before]
-    removed = [name for name in before if name not in now]
-    said = [
-        f"{verb} {', '.join(map(repr, names))}"
-        for verb, names in (("added", added), ("removed", removed))
-        if names
-    ]
-    if not said:
-        said = [f"reordered: now {', '.join(map(repr, now))}"]
-    return "; ".join(said)
-
-
-def winner_out(name: str, result: object) -> tuple[str, bool] | None:
-    """What happened to the baseline's winner `name` in a run whose result for it is
-    `result`, where that run did not measure it: it failed (raised, hung, or failed its
-    check) or was skipped (declined the key, or its test is marked not to run there; not
-    one a batch never reached). That says ("the baseline's winner fast is skipped here
-    (needs 4 cores)"), and whether it was skipped; None otherwise."""
-    if not isinstance(result, AutotuneError):
-        return None
-    if result.kind is AutotuneErrorKind.SKIP:
-        if result.message.startswith(NOT_REACHED):
-            return None
-        return f"the baseline's winner {name} is skipped here ({result.message})", True
-    return f"the baseline's winner {name} failed here ({result.message})", False
-
-
-def not_judged_message(out: tuple[str, bool], judged: str) -> str:
-    """Why `judged` is not judged against the baseline whose winner `winner_out` says
-    what happened to: its time is of another kernel, slower because the faster one is
-    broken or does not run here, and an error (or a skip) is never a regression."""
-    why, skipped = out
-    advice = "" if skipped else "fix it, or "
-    return (
-        f"{why}, and {judged} is not judged against its time;"
-        f" {advice}--autotune-update{' here' if skipped else ''} records {judged}"
-        " as the baseline"
-    )

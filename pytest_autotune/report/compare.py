@@ -27,7 +27,7 @@ from pytest_autotune.gate import (
     judge,
 )
 from pytest_autotune.gate.baseline import binding_peak, device_machine, work_amounts
-from pytest_autotune.gate.judge import not_judged_message, winner_out
+from pytest_autotune.gate.comparable import not_judged_message, winner_out
 from pytest_autotune.report import REPORTED, decision_name, group_order, key_text, verdict_text
 from pytest_autotune.report.columns import ljust, width
 from pytest_autotune.report.figures import format_interval

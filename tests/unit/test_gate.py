@@ -1048,7 +1048,7 @@ def test_a_runner_class_names_the_baselines_under_the_devices_kind() -> None:
 def test_a_changed_candidate_list_is_said_as_the_user_changed_it(
     before: tuple[str, ...], now: tuple[str, ...], said: str | None
 ) -> None:
-    from pytest_autotune.gate.judge import candidate_change
+    from pytest_autotune.gate.comparable import candidate_change
 
     assert candidate_change(before, now) == said
 
