@@ -1,5 +1,5 @@
 """Does a small CPU kernel slow down per process or in episodes of time (issue 9)? The
-numbers behind `gate_policy.CONFIRM_GAP_S` and `CPU_CONFIRMATIONS`.
+numbers behind `confirmations.CONFIRM_GAP_S` and `CPU_CONFIRMATIONS`.
 
 Two probes of a 64x64 float32 `dot` (7 us a call on the 2-core VM, the gate's raw
 `test_matmul`, whose false failures read +23% to +37% in both the gate's measurement and

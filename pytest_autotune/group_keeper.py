@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_autotune.baselines import Baselines, baseline_extra
 from pytest_autotune.devices import Devices
 from pytest_autotune.gate import BaselineSession, GroupVerdict, Verdict
-from pytest_autotune.gate_policy import FoundBaseline, GroupCase, Judged, judge_group, settle_update
+from pytest_autotune.gate_policy import FoundBaseline, Judged, judge_group
+from pytest_autotune.group_case import GroupCase
 from pytest_autotune.group_record import call_costs, group_record, group_summary, instrument
 from pytest_autotune.group_request import GroupRequest
 from pytest_autotune.outputs import SessionOutput, progress_lines
@@ -28,6 +29,7 @@ from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.log import AutotuneLogContext
 from pytest_autotune.tune.records import AutotuneRecord
 from pytest_autotune.tune.tunable_set import TunableSet
+from pytest_autotune.update_policy import settle_update
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client

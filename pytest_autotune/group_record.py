@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.gate import BaselineSession, Comparison, GroupVerdict, Verdict
-from pytest_autotune.gate_policy import GroupCase
+from pytest_autotune.group_case import GroupCase
 from pytest_autotune.report import CandidateRow, GroupSummary, key_text
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.tune.benchmark import AutotuneOutcome, result_from_json, sample_ns
@@ -54,7 +54,7 @@ def group_record(
     client took off each sample (`instrument`), `baseline` what the record keeps of the
     baseline (`baselines.baseline_extra`), `history` the earlier sessions an update keeps,
     `recorded` False where an update keeps the committed baseline instead of writing this
-    session (`gate_policy.settle_update`), `test_ids` each candidate's test item by name,
+    session (`update_policy.settle_update`), `test_ids` each candidate's test item by name,
     `expected_to_fail` the candidates whose tests are marked xfail, `selected` those whose
     tests this run selected (None: every one), `key_known` False where the case's key is
     not the group's (its `key=` callable failed)."""

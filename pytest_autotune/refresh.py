@@ -5,7 +5,7 @@ differ. A scheduled refresh that opened a pull request for that would open one e
 What is worth committing is what changes a decision or the gate: an entry (key and
 candidate list) that is new or gone (a key whose candidates changed, one line saying how),
 or a baseline that started again, which the update does only when the gate would call the
-change significant (`gate_policy.history`): an unchanged kernel's session joins the
+change significant (`update_policy.history`): an unchanged kernel's session joins the
 earlier ones and keeps them as its history, and an entry the update did not rewrite
 changes nothing.
 """

@@ -30,7 +30,8 @@ from pytest_autotune.candidate_outcomes import (
 )
 from pytest_autotune.devices import Devices
 from pytest_autotune.gate import GroupVerdict, Verdict, device_kind
-from pytest_autotune.gate_policy import GroupCase, Judged
+from pytest_autotune.gate_policy import Judged
+from pytest_autotune.group_case import GroupCase
 from pytest_autotune.group_keeper import GroupKeeper, unmeasured
 from pytest_autotune.group_request import (
     EntryOwners,

@@ -61,6 +61,6 @@ def _no_machine_load(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def _no_confirmation_pause(monkeypatch: pytest.MonkeyPatch) -> None:
     """On a CPU the gate pauses before each re-measurement of a suspected failure, so that
-    an episode of a shared machine passes (`gate_policy.CONFIRM_GAP_S`); the tests' clients
+    an episode of a shared machine passes (`confirmations.CONFIRM_GAP_S`); the tests' clients
     are fakes or their slowdowns are the code's, and the pause would only add seconds."""
-    monkeypatch.setattr("pytest_autotune.gate_policy.CONFIRM_GAP_S", 0.0)
+    monkeypatch.setattr("pytest_autotune.confirmations.CONFIRM_GAP_S", 0.0)

@@ -331,8 +331,8 @@ def widen(
     and the conditions that widened it (none: `check` itself). `calibrated`: the time is
     scaled by the calibration read (`Measurement.calibrated_against`, as the caller found).
     `baseline_winner` is the baseline's winner measured in this run, where tuning picked
-    another candidate that measured faster (`gate_policy`): the comparison then stands for
-    the baseline's winner too, and its conditions are the comparison's."""
+    another candidate that measured faster (`baseline_winner.weigh_slip`): the comparison
+    then stands for the baseline's winner too, and its conditions are the comparison's."""
     factor, error, conditions = _cpus_state(current, baseline_winner)
     sigma = math.hypot(check.sigma_between * factor, error)
     read = _read_condition(current, baseline) if calibrated else None
@@ -405,7 +405,7 @@ def contended(current: Measurement) -> tuple[Condition, ...]:
     """The states of the CPUs that widen the noise of any comparison of `current`, whatever
     its baseline (oversubscribed or contended CPUs, a multithreaded winner on contended
     CPUs); empty when there were none, and always on a GPU. An update measured so is
-    not a baseline to keep (`gate_policy.settle_update`)."""
+    not a baseline to keep (`update_policy.settle_update`)."""
     found = (_cpu_condition(current), _threads_condition(current))
     return tuple(state[1] for state in found if state is not None)
 

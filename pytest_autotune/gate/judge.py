@@ -74,7 +74,7 @@ def judge(
     instead where the baseline is there and does not read (and what to do); `missing_file`
     the cache file looked in, where there is none; `failed_here` why the baseline's
     winner, which failed in this run, leaves the group NOT_COMPARABLE
-    (`gate_policy.winner_failed_here`); `bounds` this run's, which say what work it
+    (`baseline_winner.winner_failed_here`); `bounds` this run's, which say what work it
     measured: a baseline of other work is NOT_COMPARABLE (`Baseline.other_work`).
     `machine` is this run's physical device (a GPU's uuid): a baseline from another one, or
     a measurement on oversubscribed CPUs, widens the noise (`gate.conditions`), as does a
@@ -131,7 +131,7 @@ def judge(
     # whatever a re-measurement reads: its change is against another kernel's time.
     confirm = remeasure is not None and not (update and failed_here is not None)
     # The tolerance an update's speedup must pass to start a new baseline, as
-    # `gate_policy.history` decides it: a smaller one joins the old baseline anyway.
+    # `update_policy.history` decides it: a smaller one joins the old baseline anyway.
     tolerance = (
         RegressionCheck.for_device(
             device_id, max_regression, calibrated=current.calibrated_against(baseline)
@@ -170,7 +170,7 @@ def _raised_again(exc: AutotuneError, verdict: GroupVerdict, current: Measuremen
 
 def _suspected(verdict: GroupVerdict, tolerance: float) -> bool:
     """Whether a verdict is measured again before it stands: a failure, and an update's
-    change that would start a new baseline from this session alone (`gate_policy.history`),
+    change that would start a new baseline from this session alone (`update_policy.history`),
     a slowdown past the tolerance or a speedup (its whole interval faster by more than
     `tolerance`). On a VM in a slow phase an update
     read +131% of unchanged code, and that session became the baseline that every later

@@ -59,7 +59,7 @@ class RecordExtra:
     the cache entry it writes holds them; None when it keeps none."""
     kept_baseline: bool | None = None
     """True where an update did not record this session and the committed baseline stays
-    (it was measured on contended CPUs, `gate_policy.settle_update`); None otherwise."""
+    (it was measured on contended CPUs, `update_policy.settle_update`); None otherwise."""
     test_ids: dict[str, str] | None = None
     """Each candidate's test item by name, as its node id (the marker's groups); None where
     the candidates are not tests of their own (the `autotune` fixture's)."""

@@ -53,12 +53,12 @@ FAKE_CONFTEST = textwrap.dedent(
         # pauses before a re-measurement, so that its verdicts and messages are those of
         # a run without workers whatever else the machine runs (tests/conftest.py).
         if hasattr(config, "workerinput"):
+            import pytest_autotune.confirmations
             import pytest_autotune.gate.conditions
-            import pytest_autotune.gate_policy
 
             pytest_autotune.gate.conditions.load_per_cpu = lambda: None
             pytest_autotune.gate.conditions.stall_reading = lambda: None
-            pytest_autotune.gate_policy.CONFIRM_GAP_S = 0.0
+            pytest_autotune.confirmations.CONFIRM_GAP_S = 0.0
     '''
 )
 

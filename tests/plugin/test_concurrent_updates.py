@@ -23,13 +23,13 @@ import time
 
 import pytest
 
+import pytest_autotune.confirmations
 import pytest_autotune.gate.conditions
-import pytest_autotune.gate_policy
 
 # Not a pytester run in this process: the suite's conftest patches nothing here.
 pytest_autotune.gate.conditions.load_per_cpu = lambda: None
 pytest_autotune.gate.conditions.stall_reading = lambda: None
-pytest_autotune.gate_policy.CONFIRM_GAP_S = 0.0
+pytest_autotune.confirmations.CONFIRM_GAP_S = 0.0
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session):

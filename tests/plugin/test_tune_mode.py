@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_autotune import gate_policy
+from pytest_autotune import candidate_measure
 from pytest_autotune.cli import main
 from pytest_autotune.gate import Measurement
 from pytest_autotune.outputs import INTENDED
@@ -848,7 +848,7 @@ def four_times_slower(
     """The gate's measurements of candidate `slowed` read four times their time in the
     calls (counted from 1) that `when` picks: a candidate slow in one process, not the
     next."""
-    measurer = gate_policy.candidate_measurer
+    measurer = candidate_measure.candidate_measurer
 
     def scaled(client: Any, inputs: tuple[Any, ...], read_kind: str | None = None) -> Any:
         measure = measurer(client, inputs, read_kind)
@@ -865,7 +865,7 @@ def four_times_slower(
 
         return measured
 
-    monkeypatch.setattr(gate_policy, "candidate_measurer", scaled)
+    monkeypatch.setattr(candidate_measure, "candidate_measurer", scaled)
 
 
 def test_a_pick_measured_again_to_confirm_says_the_time_the_row_shows(
@@ -927,7 +927,7 @@ def test_a_pick_judged_beside_a_multithreaded_baseline_winner_crippled_here_is_t
     # (a BLAS matmul beside a busy neighbour): what made it slower than tuning's pick is
     # the neighbour, and the pick's "+50%" against it is not the code's.
     monkeypatch.setenv("HICCUP", "1000")
-    measurer = gate_policy.candidate_measurer
+    measurer = candidate_measure.candidate_measurer
 
     def contended_fast(client: Any, inputs: tuple[Any, ...], read_kind: str | None = None) -> Any:
         measure = measurer(client, inputs, read_kind)
@@ -938,7 +938,7 @@ def test_a_pick_judged_beside_a_multithreaded_baseline_winner_crippled_here_is_t
 
         return measured
 
-    monkeypatch.setattr(gate_policy, "candidate_measurer", contended_fast)
+    monkeypatch.setattr(candidate_measure, "candidate_measurer", contended_fast)
     result = run(slip, "--autotune")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
@@ -3486,7 +3486,7 @@ def test_key_and_work_may_name_a_fixture_the_test_takes_through_another(
 
 def worn_out_after(monkeypatch: pytest.MonkeyPatch, scale: float = 1.0) -> None:
     """fast's first gate measurement reads `scale` times its time; each later one raises."""
-    measurer = gate_policy.candidate_measurer
+    measurer = candidate_measure.candidate_measurer
 
     def failing(client: Any, inputs: tuple[Any, ...], read_kind: str | None = None) -> Any:
         measure = measurer(client, inputs, read_kind)
@@ -3503,7 +3503,7 @@ def worn_out_after(monkeypatch: pytest.MonkeyPatch, scale: float = 1.0) -> None:
 
         return measured
 
-    monkeypatch.setattr(gate_policy, "candidate_measurer", failing)
+    monkeypatch.setattr(candidate_measure, "candidate_measurer", failing)
 
 
 def test_a_rival_that_raises_while_confirming_fails_its_own_test_not_blamed_as_slower(

@@ -17,7 +17,7 @@ from pytest_autotune.backends.cpu_placements import (
     placeable,
     placed_sampler,
 )
-from pytest_autotune.gate_policy import candidate_measurer
+from pytest_autotune.candidate_measure import candidate_measurer
 
 
 def page_offset(a: np.ndarray) -> int:

@@ -21,10 +21,10 @@ import pytest
 
 import pytest_autotune
 from pytest_autotune.calibration import calibration_kind
+from pytest_autotune.candidate_measure import measure_candidate
 from pytest_autotune.candidate_run import CandidateRun
 from pytest_autotune.fresh_process import NotFresh, measure_fresh
 from pytest_autotune.gate import Measurement
-from pytest_autotune.gate_policy import measure_candidate
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
 from pytest_autotune.warning_marks import MarkFilters, parse_filters
 
@@ -147,7 +147,7 @@ import numpy as np
 
 from pytest_autotune.fresh_process import NotFresh, measure_fresh
 from pytest_autotune.gate import Measurement
-from pytest_autotune.gate_policy import measure_candidate
+from pytest_autotune.candidate_measure import measure_candidate
 from pytest_autotune.candidate_run import CandidateRun
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
 from pytest_autotune.warning_marks import MarkFilters, parse_filters
@@ -305,7 +305,7 @@ import resource
 import numpy as np
 
 from pytest_autotune.backends.cpu import cpu
-from pytest_autotune.gate_policy import candidate_measurer
+from pytest_autotune.candidate_measure import candidate_measurer
 
 
 def softmax(x):

@@ -814,7 +814,7 @@ def test_an_update_never_fails_but_says_what_would_have() -> None:
 
 def test_an_updates_slowdown_is_measured_again_before_it_starts_a_new_baseline() -> None:
     # A VM's slow phase read unchanged code +131% in an update, and that one session
-    # became the baseline. Measured again, it joins the old one (`gate_policy.history`
+    # became the baseline. Measured again, it joins the old one (`update_policy.history`
     # starts a new baseline only from a comparison that fails) with the second read.
     cleared = gate(exact(T * 2.31), baseline(), update=True, remeasure=lambda: exact(T * 1.01))
     assert (cleared.verdict, cleared.remeasured) == (Verdict.UPDATED, True)
@@ -840,7 +840,7 @@ def test_an_updates_speedup_is_measured_again_before_it_starts_a_new_baseline() 
 
 
 def test_an_updates_speedup_within_the_tolerance_joins_without_being_measured_again() -> None:
-    # `gate_policy.history` starts a new baseline only past the tolerance: a smaller
+    # `update_policy.history` starts a new baseline only past the tolerance: a smaller
     # speedup joins the old baseline anyway, and measuring it again only cost time.
     def remeasure() -> Measurement:
         raise AssertionError("measured again")

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from pytest_autotune.candidate_measure import measure_candidate
 from pytest_autotune.gate import Baseline, Measurement, Verdict, judge
 from pytest_autotune.gate.conditions import (
     HelperClock,
@@ -16,7 +17,6 @@ from pytest_autotune.gate.conditions import (
     load_per_cpu,
     pressure_factor,
 )
-from pytest_autotune.gate_policy import measure_candidate
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Thresholds, Work
 from pytest_autotune.tune.cache import PersistentCacheValue

@@ -1,4 +1,4 @@
-"""How the gate measures a candidate (`gate_policy.candidate_measurer`) where its repeated
+"""How the gate measures a candidate (`candidate_measure.candidate_measurer`) where its repeated
 calls raise a floating-point error."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pytest_autotune.backends.cpu import CpuClient
-from pytest_autotune.gate_policy import candidate_measurer
+from pytest_autotune.candidate_measure import candidate_measurer
 from pytest_autotune.tune.errors import AutotuneError
 
 

@@ -133,7 +133,7 @@ def test_on_a_cpu_a_suspected_regression_is_measured_again_after_pauses_and_a_gp
 ) -> None:
     # A slow episode of a shared machine: every call 30% slower until the gate pauses.
     clock, episode, pauses = FakeClock(), [False], []
-    monkeypatch.setattr("pytest_autotune.gate_policy.CONFIRM_GAP_S", 2.0)
+    monkeypatch.setattr("pytest_autotune.confirmations.CONFIRM_GAP_S", 2.0)
 
     real_sleep = time.sleep
 
@@ -144,7 +144,7 @@ def test_on_a_cpu_a_suspected_regression_is_measured_again_after_pauses_and_a_gp
         pauses.append(seconds)
         episode[0] = False
 
-    monkeypatch.setattr("pytest_autotune.gate_policy.time.sleep", pause)
+    monkeypatch.setattr("pytest_autotune.confirmations.time.sleep", pause)
 
     def fast(*inputs: Any) -> int:
         clock.advance(1.3e-4 if episode[0] else 1e-4)
