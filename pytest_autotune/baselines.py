@@ -2,7 +2,7 @@
 written while tests run), and what an update says it did with them. The entries
 `--autotune-update` writes at the end are `cache_updates`'.
 
-The rule of which earlier sessions an update keeps is the gate's (`gate_policy.history`);
+The rule of which earlier sessions an update keeps is the gate's (`update_policy.history`);
 this module reads and words, `cache_updates` writes.
 """
 

@@ -3,7 +3,7 @@ and the cache files it saves them into, each decided again under the file's lock
 another update wrote since this session read it.
 
 What the session read of those files is `baselines`'; the rule of which earlier sessions an
-update keeps is the gate's (`gate_policy.history`).
+update keeps is the gate's (`update_policy.history`).
 """
 
 from __future__ import annotations
