@@ -321,7 +321,7 @@ class _AfterTheBody:
     def pytest_runtest_call(self, item: pytest.Item) -> None:
         """The body returned: the gate's failures of its `autotune` fixture calls fail the
         test, every one of them (`fixture.GATE_FAILURES`); a body that raised, skipped or
-        xfailed meets them in its report (`plugin_engine._gate_failures_in`)."""
+        xfailed meets them in its report (`item_reports.gate_failures_in`)."""
         if not _started(item.config):
             item.stash[IN_BODY] = False
             return
@@ -332,10 +332,10 @@ class _AfterTheBody:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
         """Every try of the test has run: the groups of those of its failures that stand are
-        noted (`plugin_engine.FAILED_CALLS`)."""
+        noted (`item_reports.FAILED_CALLS`)."""
         yield
         if _started(item.config):
-            from pytest_autotune.plugin_engine import note_failed_calls
+            from pytest_autotune.item_reports import note_failed_calls
 
             note_failed_calls(item)
 

@@ -489,13 +489,13 @@ def test_the_properties_kept_are_each_distinct_one_once_in_their_first_order() -
 
     import numpy as np
 
-    from pytest_autotune.plugin_engine import _distinct_properties
+    from pytest_autotune.item_reports import distinct_properties
 
     lock = threading.Lock()  # in a list: neither hashes nor pickles
     props = [("n", 1), ("times", [1.0]), ("a", np.arange(3)), ("n", 1), ("times", [2.0])]
     props += [("a", np.arange(3)), ("lock", [lock]), ("lock", [lock]), ("times", [1.0])]
     item = types.SimpleNamespace(user_properties=list(props))
-    _distinct_properties(item)  # type: ignore[arg-type]
+    distinct_properties(item)  # type: ignore[arg-type]
     kept = item.user_properties
     assert [name for name, _ in kept] == ["n", "times", "a", "times", "lock", "lock"]
     assert kept[1][1] == [1.0] and kept[3][1] == [2.0]

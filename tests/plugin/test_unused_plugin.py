@@ -17,6 +17,11 @@ REPO = Path(pytest_autotune.__file__).parent.parent
 ENGINE = (
     "numpy",
     "pytest_autotune.plugin_engine",
+    "pytest_autotune.item_reports",
+    "pytest_autotune.collected_items",
+    "pytest_autotune.candidate_call",
+    "pytest_autotune.marker_callables",
+    "pytest_autotune.tuning_notes",
     "pytest_autotune.session",
     "pytest_autotune.group_request",
     "pytest_autotune.devices",
