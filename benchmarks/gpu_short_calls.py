@@ -52,7 +52,7 @@ from benchmarks.gpu_common import cupy, table
 from pytest_autotune import AutotuneConfig, AutotuneOutcome, TunableSet, Tuner
 from pytest_autotune.backends import cuda_timing
 from pytest_autotune.backends.cuda import CudaClient
-from pytest_autotune.tune import schedule
+from pytest_autotune.tune import batch, schedule
 
 AGREE = 1.05
 SAMPLES_KEPT = 10
@@ -454,7 +454,7 @@ def main(argv: list[str]) -> int:
         "--no-paired",
         action="store_true",
         help="pick winners by each candidate's own score, not round by round"
-        " (schedule.PAIRED off), to compare both on one machine",
+        " (batch.PAIRED off), to compare both on one machine",
     )
     parser.add_argument(
         "--no-race",
@@ -487,7 +487,7 @@ def main(argv: list[str]) -> int:
         cuda_timing.EAGER_CALLS = args.eager_calls
     cuda_timing.TIE_BREAK = not args.no_tie_break
     schedule.RESOLVE_RACES = not args.no_race
-    schedule.PAIRED = not args.no_paired
+    batch.PAIRED = not args.no_paired
     if args.trimmed is not None:
         cuda_timing.TRIMMED = args.trimmed
     if args.host_speedup is not None:
@@ -585,7 +585,7 @@ def main(argv: list[str]) -> int:
         entry["tie_break"] = cuda_timing.TIE_BREAK
         entry["host_speedup"] = cuda_timing.HOST_SPEEDUP
         entry["race"] = schedule.RESOLVE_RACES
-        entry["paired"] = schedule.PAIRED
+        entry["paired"] = batch.PAIRED
         entry["trimmed"] = cuda_timing.TRIMMED
         report[family.name] = entry
         start = len(lines)

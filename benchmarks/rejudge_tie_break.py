@@ -9,7 +9,7 @@ enqueue time are the run's latest (`call_costs`), and the product's own
 `CallerTiming.preferred` picks the winner; a pick agrees when it is within 5% of the
 fastest by the run's paired eager truth (`gpu_short_calls.medians`). The one-kernel
 candidates only: two_launches and the CuPy expression were cut early in every tuning.
-With `--paired`, the scores are the product's round-by-round ones (`schedule.paired_scores`)
+With `--paired`, the scores are the product's round-by-round ones (`batch.paired_scores`)
 as well as each candidate's own, each way in turn.
 
     python benchmarks/rejudge_tie_break.py RUN/short_calls.json [...]
@@ -27,7 +27,7 @@ from benchmarks.gpu_short_calls import AGREE
 from benchmarks.gpu_short_calls import medians as paired
 from benchmarks.kept_tunings import caller_timing, layernorm_run
 from pytest_autotune.backends import cuda_timing
-from pytest_autotune.tune import schedule
+from pytest_autotune.tune import batch
 from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome
 
 LEFT_OUT = ("two_launches", "cupy_expression")
@@ -78,15 +78,15 @@ def rejudge(
 
 
 def _by_rounds(results: dict[str, dict[str, Any]]) -> dict[str, float] | None:
-    """The candidates' round-by-round scores in seconds (`schedule.paired_scores`), from
+    """The candidates' round-by-round scores in seconds (`batch.paired_scores`), from
     their kept samples; None where the product would not pair them."""
     trials = []
     for index, (name, result) in enumerate(results.items()):
-        trial = schedule._Trial(index, name, result["dropped_first"])
+        trial = batch.Trial(index, name, result["dropped_first"])
         trial.samples = [us * 1e-6 for us in result["samples_us"]]
         trials.append(trial)
     statistics = [result["statistic"] for result in results.values()]
-    paired = schedule.paired_scores(trials, statistics.__getitem__)
+    paired = batch.paired_scores(trials, statistics.__getitem__)
     if paired is None:
         return None
     return {trial.name: paired[trial.index] for trial in trials}
@@ -116,7 +116,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--paired",
         action="store_true",
-        help="also score round by round (schedule.paired_scores), each way in turn",
+        help="also score round by round (batch.paired_scores), each way in turn",
     )
     args = parser.parse_args(argv)
     for by_rounds in (False, True) if args.paired else (False,):

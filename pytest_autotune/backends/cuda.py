@@ -73,7 +73,7 @@ How one sample is taken, and why:
    allocations) the host cannot bind the call and the loop is left out. The loop's figure
    leaves its slowest quarter of calls out (`cuda_timing.TRIMMED`: a stall of the host is
    not the candidate's). Host-bound samples are scored by their median, and the tuner
-   judges such candidates round by round (`schedule.paired_scores`). Where host-bound
+   judges such candidates round by round (`batch.paired_scores`). Where host-bound
    candidates tie, the one of least regret at the host's usual speed wins
    (`CallerTiming.preferred`, the host's slowdown measured then by an empty launch's loop,
    `CallerTiming.host_slowdown`): a tuning in one of the hosts' slow spells otherwise took

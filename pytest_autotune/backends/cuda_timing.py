@@ -77,7 +77,7 @@ usual speed it gave a tie of block256 and warp_row (5.5-7.9 us on the device, 5-
 block256's 10-11 us to launch) to warp_row, which a host 1.5 times faster would launch
 under block256's device time: the ties the last session's misses were made of. Measured,
 a host at its usual speed reads 1 and the tie goes to the lower score. Re-judged on the
-same samples (round by round, `schedule.paired_scores`), 2,600 tunings of three hosts
+same samples (round by round, `batch.paired_scores`), 2,600 tunings of three hosts
 agreed with the eager truth in 2,583 measured, 2,578 at 1.5 and 2,567 at 1.0 (no speed-up:
 block1024 won 26 ties in spells); 600 of a fourth, where block1024 was level with
 the others, in 600 measured (BENCHMARKS.md, twenty-seventh session)."""

@@ -47,9 +47,9 @@ class Client(Protocol):
     # its first one included, is as good a sample as any later one and a device time held
     # to the device's noise (the first pass then keeps a long candidate's warm-up as its
     # sample: one call, not two); and `hopeless_factor: float | None`, the margin of the
-    # hopeless cut for such calls, where the config sets none (`schedule.LongCalls`).
+    # hopeless cut for such calls, where the config sets none (`batch.LongCalls`).
     # `sample_statistic(fn) -> str`, the rule that scores `fn`'s samples once a batch is
-    # over (and after each round once all have converged: `schedule._open_race`): "median"
+    # over (and after each round once all have converged: `convergence.open_race`): "median"
     # where their noise runs both ways (a host loop's time), else "score"
     # (`benchmark.STATISTICS`); without it, every candidate gets the seed's score.
     # `preferred(scored) -> int`, given each live candidate's function and score in seconds

@@ -60,7 +60,7 @@ class BenchConfig:
     times the leader's best takes no more samples (not in the seed; see BENCHMARKS.md).
     None (not set) is `HOPELESS_FACTOR`, and for a long call on a client that says its
     figures of long calls are warm device times, the client's `hopeless_factor` (4 on
-    CUDA, for calls of 2 ms or more: `schedule.LongCalls`)."""
+    CUDA, for calls of 2 ms or more: `batch.LongCalls`)."""
     warmups: int = 3
     """Warm-up calls per candidate before the fixed pass samples it."""
 

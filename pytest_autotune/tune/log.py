@@ -217,7 +217,7 @@ class Converged:
 class Preferred:
     """A batch's winner is not the candidate of the lowest score, so that the log says why:
     `by` "client", a tie the client broke (`CudaClient.preferred`); "rounds", faster
-    round by round (`schedule.paired_scores`)."""
+    round by round (`batch.paired_scores`)."""
 
     EVENT: ClassVar[str] = "preferred"
     name: str

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
+from pytest_autotune.tune.batch import BatchResult, LongCalls, Preference, Statistic
 from pytest_autotune.tune.benchmark import NS_PER_S, STATISTICS, AutotuneResult
 from pytest_autotune.tune.check_result import SKIPPED, CheckResult
 from pytest_autotune.tune.client import Client
@@ -17,14 +18,7 @@ from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.errors import NOT_REACHED, UNPLANNED, AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.log import AutotuneLogContext, TuningStep
 from pytest_autotune.tune.sampler import Samples
-from pytest_autotune.tune.schedule import (
-    BatchResult,
-    LongCalls,
-    Preference,
-    Statistic,
-    adaptive_round_robin,
-    fixed_pass,
-)
+from pytest_autotune.tune.schedule import adaptive_round_robin, fixed_pass
 from pytest_autotune.tune.tunable import unplanned
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 

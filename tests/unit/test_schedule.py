@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from pytest_autotune.tune import schedule
+from pytest_autotune.tune import batch, schedule
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
@@ -754,25 +754,25 @@ def test_median_scored_candidates_are_judged_round_by_round(monkeypatch):
         "a [#0] wins over b [#1], whose score is lower: faster than it in most rounds,"
         " which met the machine's slow spells alike"
     ]
-    monkeypatch.setattr(schedule, "PAIRED", False)
+    monkeypatch.setattr(batch, "PAIRED", False)
     assert adaptive_round_robin([0, 1], NAMES, Script(a, b), config, statistic=MEDIAN).winner == 1
 
 
 def test_paired_scores_are_each_ones_median_over_the_rounds_fastest_times_their_median():
-    trials = [schedule._Trial(0, "a", True), schedule._Trial(1, "b", True)]
+    trials = [batch.Trial(0, "a", True), batch.Trial(1, "b", True)]
     trials[0].samples = [9.0, 1.0, 2.0, 1.0, 2.0]  # the first is left out (three or more)
     trials[1].samples = [9.0, 1.1, 2.2, 1.1, 2.2]
-    paired = schedule.paired_scores(trials, MEDIAN)
+    paired = batch.paired_scores(trials, MEDIAN)
     assert paired == pytest.approx({0: 1.5, 1: 1.65})  # the fastest: 1, 2, 1, 2 (median 1.5)
     # A candidate held after two samples is compared over the rounds it shared, and a
     # round only one candidate took (the others' later rounds) says nothing of it.
-    trials.append(schedule._Trial(2, "c", True))
+    trials.append(batch.Trial(2, "c", True))
     trials[2].samples = [9.0, 1.2]  # under three samples: its first stays
-    paired = schedule.paired_scores(trials, MEDIAN)
+    paired = batch.paired_scores(trials, MEDIAN)
     assert paired is not None and paired[2] == pytest.approx(1.5 * 1.2)
     # Device times alone (the seed's score for every candidate): the seed's rule, unpaired.
-    assert schedule.paired_scores(trials, lambda i: "score") is None
-    assert schedule.paired_scores(trials[:1], MEDIAN) is None
+    assert batch.paired_scores(trials, lambda i: "score") is None
+    assert batch.paired_scores(trials[:1], MEDIAN) is None
 
 
 def test_the_fixed_pass_is_not_paired():
@@ -789,15 +789,15 @@ def test_a_first_pass_confirmation_is_paired_with_its_own_round():
     # "a" took three samples in the first pass (confirmed under a time limit, the last
     # over it), so its samples are not in step with b's: each is compared with b's sample
     # of the same round, where both met the same speed, and "a" is 10% faster in each.
-    a, b = schedule._Trial(0, "a", True), schedule._Trial(1, "b", True)
+    a, b = batch.Trial(0, "a", True), batch.Trial(1, "b", True)
     a.samples, a.rounds = [0.9, 0.9, 1.0, 1.0, 1.45, 1.45], [0, 0, 0, 1, 2, 3]
     b.samples, b.rounds = [1.2, 1.1, 1.6, 1.6, 1.1], [0, 1, 2, 3, 4]
-    paired = schedule.paired_scores([a, b], MEDIAN)
+    paired = batch.paired_scores([a, b], MEDIAN)
     assert paired is not None
     assert paired[1] / paired[0] == pytest.approx(1.1, rel=0.02)
     # Where a trial's rounds were not kept, sample k stands for round k.
     a.rounds = []
-    misread = schedule.paired_scores([a, b], MEDIAN)
+    misread = batch.paired_scores([a, b], MEDIAN)
     assert misread is not None and misread[1] / misread[0] > 1.3
 
 
