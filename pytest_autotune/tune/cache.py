@@ -10,11 +10,10 @@ is atomic, and a file that cannot be read is reported and left alone, never repl
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import warnings
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +32,8 @@ from pytest_autotune.tune.cache_format import (
     PersistentCacheValue,
     advice,
     entry_from_json,
-    entry_order,
-    entry_to_json,
     other_device,
     other_tuner,
-    parse_contents,
     stored_device,
     stored_tuner,
 )
@@ -48,6 +44,7 @@ from pytest_autotune.tune.cache_names import (
 )
 from pytest_autotune.tune.cache_read import (
     NO_FILE,
+    CacheContents,
     Read,
     Version,
     file_stamp,
@@ -55,24 +52,25 @@ from pytest_autotune.tune.cache_read import (
     journal_tail,
     key_index,
     merge_entries,
+    parse_cache,
     read_file,
-    read_journal,
-    stale_lines,
-    with_journal,
+)
+from pytest_autotune.tune.cache_write import (
+    EntryTexts,
+    append_journal,
+    ignore_lock_files,
+    journal_lines,
+    keep_stale_journal,
+    render,
+    set_aside,
+    why_not,
 )
 from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning, caller_level
-from pytest_autotune.tune.files import (
-    JsonFileError,
-    dumps,
-    loads_strict,
-    lock_beside,
-    remove_stale_temporaries,
-    why_unwritable,
-    write_atomically,
-)
+from pytest_autotune.tune.files import lock_beside, remove_stale_temporaries, write_atomically
 from pytest_autotune.tune.key import serialize_key_json
 
-# Re-exported: the file's format and names were read from here before they had modules.
+# Re-exported: the file's format, names and reading were read from here before they had
+# modules.
 __all__ = [
     "SCHEMA_VERSION",
     "TUNER_FIELD",
@@ -92,33 +90,6 @@ __all__ = [
 LOCK_TIMEOUT_S = 300.0
 """A save holds the lock for one read and one small write; waiting longer than this means
 a process is stuck holding it, which should end as an error rather than a hung test run."""
-
-
-@dataclass(frozen=True, slots=True)
-class CacheContents:
-    """A cache file read whole: its entries, its device block and the tuner it names."""
-
-    entries: dict[PersistentCacheKey, PersistentCacheValue]
-    device: dict[str, Any] | None
-    tuner: str | None = None
-
-
-def parse_cache(text: str, where: str, journal_data: bytes | None = None) -> CacheContents:
-    """The contents of a cache file's text read from elsewhere than a path of its own (a
-    package's data), with its journal's bytes if it has one; `CacheFileError` naming
-    `where` if it is not a valid cache file. A journal's problems are warnings."""
-    try:
-        contents = parse_contents(loads_strict(text))
-    except (JsonFileError, Malformed) as error:
-        raise CacheFileError(Path(where), str(error)) from None
-    if journal_data is not None:
-        data = text.encode("utf-8")
-        version = Version(None, journal.digest(data), len(data), None, 0)
-        read = with_journal(contents, version, journal_data, (0, 0), Path(where))
-        contents = read.contents
-        for problem in read.problems:
-            warnings.warn(CacheJournalWarning(problem), stacklevel=caller_level())
-    return CacheContents(contents.entries, contents.device, stored_tuner(contents))
 
 
 class PersistentCache:
@@ -164,7 +135,7 @@ class PersistentCache:
         # its version, is not parsed again, and each entry's text is rendered once.
         self._version: Version | None = None
         self._index: dict[str, set[PersistentCacheKey]] | None = None
-        self._fragments: dict[PersistentCacheKey, tuple[PersistentCacheValue, str]] = {}
+        self._fragments: EntryTexts = {}
 
     def __repr__(self) -> str:
         name = f", {self.name!r}" if self.name is not None else ""
@@ -219,29 +190,12 @@ class PersistentCache:
         return dict(self._contents.entries)
 
     def _set_aside(self, error: DamagedCacheFile) -> Path | None:
-        """Rename this cache's damaged file and its journal out of the way, when this cache
-        may (`set_aside_damaged`); the new name of the file, None when it was not moved.
-        Under the lock, and only if the file is still damaged: another process may have set
-        it aside and saved a new one meanwhile."""
+        """Rename this cache's damaged file and its journal out of the way (`set_aside`),
+        when this cache may (`set_aside_damaged`); the new name of the file, None when it
+        was not moved."""
         if not self.set_aside_damaged or error.path != self.path:
             return None
-        try:
-            with lock_beside(self.path, LOCK_TIMEOUT_S):
-                try:
-                    read_file(self.path)
-                except DamagedCacheFile:
-                    pass
-                else:
-                    return None
-                number = 1
-                while (aside := self.path.with_name(f"{self.path.name}.damaged-{number}")).exists():
-                    number += 1
-                self.path.rename(aside)
-                with contextlib.suppress(FileNotFoundError):
-                    journal.journal_path(self.path).rename(journal.journal_path(aside))
-                return aside
-        except (Timeout, OSError):
-            return None
+        return set_aside(self.path, LOCK_TIMEOUT_S)
 
     def source(self) -> Path:
         """The file the entries were last loaded from: `legacy` while the cache's own name
@@ -308,38 +262,10 @@ class PersistentCache:
             raise CacheFileError(where, f"{reason} (when loaded); not overwriting {kept}")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            _ignore_lock_files(self.path.parent)
+            ignore_lock_files(self.path.parent)
             lock = lock_beside(self.path, LOCK_TIMEOUT_S)
             with lock:
-                source = self._refresh()
-                self._check_name(source, self._contents)
-                disk = self._contents
-                if rebase is not None:
-                    # Decided on this read, under the lock: a decision taken on an earlier
-                    # read would overwrite what another process wrote since.
-                    updates = rebase(disk.entries)
-                new_device = (
-                    disk.device
-                    if device is None
-                    else device(disk.device)
-                    if callable(device)
-                    else device
-                )
-                new_metadata = {**disk.metadata, **metadata}
-                remove_stale_temporaries(self.path)
-                # Everything under the lock: another thread saving through this object next
-                # must not see the new version beside the old contents.
-                lines = self._journal_lines(disk, new_device, new_metadata, updates)
-                if remove:
-                    lines = None
-                if source == self.path and lines is not None and self._append(lines):
-                    merge_entries(disk.entries, self._keys(), updates)
-                else:
-                    replaced = {key.key for key in updates} | set(remove)
-                    entries = {k: v for k, v in disk.entries.items() if k.key not in replaced}
-                    entries.update(updates)
-                    contents = Contents(entries, new_device, new_metadata)
-                    self._adopt(contents, self._write(contents))
+                self._save_locked(updates, device, metadata, remove, rebase)
         except Timeout:
             raise CacheFileError(
                 self.path, f"{lock.lock_file} still locked after {LOCK_TIMEOUT_S:g} s"
@@ -349,8 +275,52 @@ class PersistentCache:
             raise CacheFileError(self.path, f"cannot be written: {error}") from None
         except OSError as error:
             raise CacheFileError(
-                self.path, f"cannot be written: {_why_not(error, self.path)}"
+                self.path, f"cannot be written: {why_not(error, self.path)}"
             ) from None
+
+    def _save_locked(
+        self,
+        updates: Mapping[PersistentCacheKey, PersistentCacheValue],
+        device: dict[str, Any] | Callable[[dict[str, Any] | None], dict[str, Any]] | None,
+        metadata: dict[str, Any],
+        remove: Collection[str],
+        rebase: Callable[
+            [Mapping[PersistentCacheKey, PersistentCacheValue]],
+            Mapping[PersistentCacheKey, PersistentCacheValue],
+        ]
+        | None,
+    ) -> None:
+        """The save (`save`) under the lock: the file read again, and `updates` appended to
+        its journal or the file rewritten with them."""
+        source = self._refresh()
+        self._check_name(source, self._contents)
+        disk = self._contents
+        if rebase is not None:
+            # Decided on this read, under the lock: a decision taken on an earlier
+            # read would overwrite what another process wrote since.
+            updates = rebase(disk.entries)
+        new_device = (
+            disk.device if device is None else device(disk.device) if callable(device) else device
+        )
+        new_metadata = {**disk.metadata, **metadata}
+        remove_stale_temporaries(self.path)
+        # Everything under the lock: another thread saving through this object next
+        # must not see the new version beside the old contents.
+        lines = (
+            journal_lines(self._version, disk, new_device, new_metadata, updates)
+            if self.journal
+            else None
+        )
+        if remove:
+            lines = None
+        if source == self.path and lines is not None and self._append(lines):
+            merge_entries(disk.entries, self._keys(), updates)
+        else:
+            replaced = {key.key for key in updates} | set(remove)
+            entries = {k: v for k, v in disk.entries.items() if k.key not in replaced}
+            entries.update(updates)
+            contents = Contents(entries, new_device, new_metadata)
+            self._adopt(contents, self._write(contents))
 
     def saved_since(self, key: str) -> dict[PersistentCacheKey, PersistentCacheValue]:
         """The file's entries of the stable key `key` as they are now: another process may
@@ -424,107 +394,24 @@ class PersistentCache:
             self._index = key_index(self._contents.entries)
         return self._index
 
-    def _journal_lines(
-        self,
-        disk: Contents,
-        device: dict[str, Any] | None,
-        metadata: dict[str, Any],
-        updates: Mapping[PersistentCacheKey, PersistentCacheValue],
-    ) -> str | None:
-        """The journal lines of this save, when it goes to the journal: asked for, only
-        entries change, and the journal stays small beside the file (else None: the file
-        is rewritten, the journal folded in)."""
-        version = self._version
-        if not self.journal or version is None or version.stamp is None:
-            return None
-        if device != disk.device or metadata != disk.metadata:
-            return None
-        lines = "".join(
-            _line(key, value) for key, value in sorted(updates.items(), key=entry_order)
-        )
-        if version.journal_end + len(lines) > max(journal.MIN_COMPACT_BYTES, version.size // 2):
-            return None
-        return lines
-
     def _append(self, lines: str) -> bool:
-        """Append `lines` to the journal (begun, with its header, if there is none for this
-        file); False when this process may not write the journal, another user's: the
-        save then rewrites the file instead, which only needs the folder's permission."""
-        version = self._version
-        assert version is not None
-        path = journal.journal_path(self.path)
-        try:
-            if version.journal is None:
-                self._keep_stale_journal()
-                text = journal.header(version.digest) + lines
-                write_atomically(path, text)
-                end = len(text)
-            else:
-                end = journal.append(path, version.journal_end, lines)
-        except PermissionError:
+        """Append `lines` to the journal (`append_journal`); False when this process may
+        not write it."""
+        assert self._version is not None
+        version = append_journal(self.path, self._version, self._contents, lines)
+        if version is None:
             return False
-        status = journal_status(self.path)
-        if status is None:
-            raise OSError(f"{path} disappeared while this process held its lock")
-        self._version = replace(version, journal=status[:2], journal_end=end)
+        self._version = version
         return True
 
     def _write(self, contents: Contents) -> Version:
-        text = self._render(contents)
-        self._keep_stale_journal()
+        text, self._fragments = render(contents, self._fragments)
+        keep_stale_journal(self.path, self._version, self._contents)
         write_atomically(self.path, text)
         with contextlib.suppress(FileNotFoundError):
             journal.journal_path(self.path).unlink()
         data = text.encode("utf-8")
         return Version(file_stamp(self.path), journal.digest(data), len(data), None, 0)
-
-    def _keep_stale_journal(self) -> None:
-        """Move aside (`<file>.journal.stale-N`) a journal this object's version did not
-        apply, where it holds entries the file lacks: it extends another version of the
-        file, one a checkout replaced, and the read said its entries were ignored; the save
-        that followed wrote a new journal over it or deleted it, and they were gone, also
-        once that version was checked out again. Under the lock."""
-        status = journal_status(self.path)
-        version = self._version
-        if status is None or version is None or status[:2] == version.journal:
-            return
-        path = journal.journal_path(self.path)
-        try:
-            data, _ = read_journal(self.path)
-            parsed = journal.parse_journal(data or b"")
-        except (CacheFileError, JsonFileError, journal.NewerJournal):
-            return  # the read refuses a damaged or newer journal; no save gets here
-        if parsed.base is None or not stale_lines(path, parsed.entries, self._contents):
-            return
-        number = 1
-        while (aside := path.with_name(f"{path.name}.stale-{number}")).exists():
-            number += 1
-        path.rename(aside)
-
-    def _render(self, contents: Contents) -> str:
-        """`dumps` of the whole document, with each entry's text kept from the last render
-        while its value is the same object: byte for byte what one `dumps` would give."""
-        items = sorted(contents.entries.items(), key=entry_order)
-        fragments = {}
-        for key, value in items:
-            known = self._fragments.get(key)
-            if known is None or known[0] is not value:
-                entry = dumps(entry_to_json(key, value)).rstrip("\n")
-                known = (value, "\n".join("    " + line for line in entry.split("\n")))
-            fragments[key] = known
-        self._fragments = fragments
-        document: dict[str, Any] = {
-            **contents.metadata,
-            "schema_version": SCHEMA_VERSION,
-            "entries": [],
-        }
-        if contents.device is not None:
-            document["device"] = contents.device
-        entries = ",\n".join(text for _, text in fragments.values())
-        # Top-level fields are the only lines indented by exactly two spaces, and JSON
-        # strings hold no newline, so this line is the document's own "entries".
-        head, tail = dumps(document).split('\n  "entries": []', 1)
-        return f'{head}\n  "entries": [\n{entries}\n  ]{tail}' if entries else dumps(document)
 
 
 def tuner_cache(
@@ -546,52 +433,3 @@ def tuner_cache(
         journal=journal,
         set_aside_damaged=set_aside_damaged,
     )
-
-
-def _line(key: PersistentCacheKey, value: PersistentCacheValue) -> str:
-    return journal.entry_line(entry_to_json(key, value))
-
-
-def _why_not(error: OSError, path: Path) -> str:
-    """Why the cache file `path` could not be written. A save writes beside it first (its
-    folder's `.gitignore`, its lock, a temporary file), so a folder the user may not write
-    to failed naming `.gitignore`, which read as a problem with that file; and mkdir's
-    "File exists" for a file in a folder's place read as the cache file existing."""
-    written = getattr(error, "filename", None)
-    if error.errno == errno.EROFS:
-        # A read-only mount (a checkout in a container, a package's folder) fails at the
-        # first file a save writes, its `.gitignore`, whichever file it is.
-        return f"its folder {path.parent} is on a read-only file system"
-    if isinstance(error, PermissionError) and written and Path(written).parent == path.parent:
-        if Path(written).exists() and Path(written) != path:
-            # Another user's lock file, a read-only file of ours beside it: that file.
-            return f"{Path(written).name} beside it is not writable ({error.strerror})"
-        return f"its folder {path.parent} is not writable ({error.strerror})"
-    if isinstance(error, (FileExistsError, NotADirectoryError)):
-        return why_unwritable(error, path)
-    return str(error)
-
-
-_GITIGNORE = "# pytest-autotune's lock and temporary files\n.*.lock\n.*.tmp\n"
-
-
-def _ignore_lock_files(folder: Path) -> None:
-    """The locks live beside the files they protect (`files.lock_beside`), in a folder that
-    is committed: a `.gitignore` there keeps them out of commits, as pytest's own cache
-    folder does. Written once, never replaced, so a project's own edits stay."""
-    path = folder / ".gitignore"
-    made = False
-    try:
-        with open(path, "x", encoding="utf-8") as file:
-            made = True
-            file.write(_GITIGNORE)
-    except FileExistsError:
-        return
-    except OSError:
-        # A full disk makes the file and fails its write: kept empty, it was never written
-        # again ("never replaced"), and the lock files went into every commit after. Ours
-        # only: where the open failed, a file another process makes meanwhile stays.
-        if made:
-            with contextlib.suppress(OSError):
-                path.unlink(missing_ok=True)
-        raise

@@ -1,12 +1,14 @@
 """Reading a cache file with its journal: the file's version (what tells one state of the
 file and its journal from the next without reading them), a read retried while a writer
-replaces the file, and the journal's whole lines applied over the file's entries.
-`PersistentCache` (`tune/cache.py`) reads through these under its lock or without it."""
+replaces the file, and the journal's whole lines applied over the file's entries; and a
+cache file's text read from elsewhere than a path of its own (`parse_cache`: a package's
+data). `PersistentCache` (`tune/cache.py`) reads through these under its lock or without it."""
 
 from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,7 +32,8 @@ from pytest_autotune.tune.cache_format import (
     stored_tuner,
 )
 from pytest_autotune.tune.cache_names import cache_files, legacy_cache_file_parts
-from pytest_autotune.tune.files import ConflictMarkers, JsonFileError, decode_strict
+from pytest_autotune.tune.errors import CacheJournalWarning, caller_level
+from pytest_autotune.tune.files import ConflictMarkers, JsonFileError, decode_strict, loads_strict
 from pytest_autotune.tune.wording import counted
 
 
@@ -183,6 +186,33 @@ def with_journal(
     if parsed.base is not None:
         version = replace(version, journal=journal_id, journal_end=parsed.end)
     return Read(replace(contents, entries=entries), version, problems)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheContents:
+    """A cache file read whole: its entries, its device block and the tuner it names."""
+
+    entries: dict[PersistentCacheKey, PersistentCacheValue]
+    device: dict[str, Any] | None
+    tuner: str | None = None
+
+
+def parse_cache(text: str, where: str, journal_data: bytes | None = None) -> CacheContents:
+    """The contents of a cache file's text read from elsewhere than a path of its own (a
+    package's data), with its journal's bytes if it has one; `CacheFileError` naming
+    `where` if it is not a valid cache file. A journal's problems are warnings."""
+    try:
+        contents = parse_contents(loads_strict(text))
+    except (JsonFileError, Malformed) as error:
+        raise CacheFileError(Path(where), str(error)) from None
+    if journal_data is not None:
+        data = text.encode("utf-8")
+        version = Version(None, journal.digest(data), len(data), None, 0)
+        read = with_journal(contents, version, journal_data, (0, 0), Path(where))
+        contents = read.contents
+        for problem in read.problems:
+            warnings.warn(CacheJournalWarning(problem), stacklevel=caller_level())
+    return CacheContents(contents.entries, contents.device, stored_tuner(contents))
 
 
 def journal_tail(source: Path, version: Version) -> tuple[list[Any], int] | None:

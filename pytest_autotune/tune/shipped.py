@@ -19,17 +19,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.cache import (
-    CacheContents,
     CacheFileError,
     PersistentCache,
     PersistentCacheKey,
     PersistentCacheValue,
     cache_file_parts,
     legacy_cache_file_parts,
-    parse_cache,
     tuner_cache,
 )
 from pytest_autotune.tune.cache_format import other_tuner
+from pytest_autotune.tune.cache_read import CacheContents, parse_cache
 from pytest_autotune.tune.device_class import device_class, nearest
 from pytest_autotune.tune.errors import CacheFileWarning, caller_level
 from pytest_autotune.tune.journal import journal_path

@@ -17,6 +17,7 @@ import pytest
 from filelock import Timeout
 
 from pytest_autotune.tune import cache as cache_module
+from pytest_autotune.tune import cache_write
 from pytest_autotune.tune.benchmark import NS_PER_S, AutotuneOutcome
 from pytest_autotune.tune.cache import (
     SCHEMA_VERSION,
@@ -364,7 +365,7 @@ def test_a_folder_that_cannot_be_written_is_named_as_the_reason(
     def denied(where: Path) -> None:
         raise PermissionError(13, "Permission denied", str(where / ".gitignore"))
 
-    monkeypatch.setattr(cache_module, "_ignore_lock_files", denied)
+    monkeypatch.setattr(cache_module, "ignore_lock_files", denied)
     with pytest.raises(CacheFileError) as raised:
         PersistentCache(folder / "tuner.json").save(dict([entry("a")]))
     assert str(raised.value) == (
@@ -401,7 +402,7 @@ def test_a_folder_on_a_read_only_file_system_is_named_as_the_reason(
     def read_only(where: Path) -> None:
         raise OSError(errno.EROFS, "Read-only file system", str(where / ".gitignore"))
 
-    monkeypatch.setattr(cache_module, "_ignore_lock_files", read_only)
+    monkeypatch.setattr(cache_module, "ignore_lock_files", read_only)
     with pytest.raises(CacheFileError) as raised:
         PersistentCache(folder / "tuner.json").save(dict([entry("a")]))
     assert str(raised.value) == (
@@ -427,7 +428,7 @@ def test_a_gitignore_a_full_disk_left_empty_is_written_by_the_next_save(
         return NoSpace()
 
     with monkeypatch.context() as patched:
-        patched.setattr(cache_module, "open", full, raising=False)
+        patched.setattr(cache_write, "open", full, raising=False)
         with pytest.raises(CacheFileError, match="No space left on device"):
             PersistentCache(folder / "tuner.json").save(dict([entry("a")]))
     assert not (folder / ".gitignore").exists()
@@ -449,7 +450,7 @@ def test_a_gitignore_this_save_could_not_make_is_left_to_whoever_made_it(
         raise OSError(errno.EIO, "Input/output error")
 
     with monkeypatch.context() as patched:
-        patched.setattr(cache_module, "open", refused, raising=False)
+        patched.setattr(cache_write, "open", refused, raising=False)
         with pytest.raises(CacheFileError, match="Input/output error"):
             PersistentCache(folder / "tuner.json").save(dict([entry("a")]))
     assert (folder / ".gitignore").read_text() == "# the project's own\n"
