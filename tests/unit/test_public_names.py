@@ -116,6 +116,27 @@ def test_the_decisions_types_still_import_from_the_tuners_module() -> None:
     assert TuneCacheResult is pytest_autotune.TuneCacheResult
 
 
+def test_a_strategys_types_and_a_cache_texts_reader_still_import_from_their_old_modules() -> None:
+    # `tune/schedule.py` and `tune/cache.py` were split by concern: a program that imported
+    # a strategy's arguments and result, or the reader of a cache file's text, from there
+    # gets the same objects.
+    from pytest_autotune.tune import batch, cache_read
+    from pytest_autotune.tune.cache import CacheContents, parse_cache
+    from pytest_autotune.tune.schedule import (
+        BatchResult,
+        LongCalls,
+        Preference,
+        Sampler,
+        Statistic,
+    )
+
+    assert BatchResult is batch.BatchResult
+    assert LongCalls is batch.LongCalls
+    assert (Preference, Sampler, Statistic) == (batch.Preference, batch.Sampler, batch.Statistic)
+    assert CacheContents is cache_read.CacheContents
+    assert parse_cache is cache_read.parse_cache
+
+
 def test_the_type_checkers_imports_and_the_lazy_homes_name_the_same_modules() -> None:
     # `__init__` says each public name three times: imported for type checkers, in
     # `__all__`, and in `_HOMES`, where `__getattr__` finds it. A name in one and not the
