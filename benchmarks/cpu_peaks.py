@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 
-from pytest_autotune.backends.cpu import probe_cpu_peaks
+from pytest_autotune.backends.cpu_peaks import probe_cpu_peaks
 
 
 def main() -> int:

@@ -7,29 +7,39 @@ import functools
 import math
 import os
 import platform
-import re
 import statistics
-import sys
 import time as _time
 import weakref
 from collections.abc import Callable, Hashable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pytest_autotune.backends.cpu_levels import (
-    SYSFS_CACHE,
-    cache_sizes,
-    probe_cache_levels,
-    sysctl,
+from pytest_autotune.backends.cpu_device import (
+    blas_info,
+    cpu_flags,
+    cpu_model_name,
+    cpu_threads,
+    device_id_from,
+    thread_env,
 )
+from pytest_autotune.backends.cpu_peaks import MIB, probe_cpu_peaks
 from pytest_autotune.backends.cpu_placements import PLACEMENTS, placed_sampler
-from pytest_autotune.backends.device_id import device_id
 from pytest_autotune.backends.peaks import Peaks, load_or_probe, probe_again
 from pytest_autotune.backends.tracing import tracing, untraced
 from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.device_class import isa_level
+
+# Re-exported: the CPU's name and its peaks' probe were read from here before they had modules.
+__all__ = [
+    "CpuClient",
+    "cpu",
+    "cpu_model_name",
+    "cpu_threads",
+    "device_id_from",
+    "probe_cpu_peaks",
+    "settle_allocator",
+]
 
 DEFAULT_MIN_SAMPLE_TIME = 100e-6
 """Seconds one sample must last at least: `perf_counter_ns` reads in tens of nanoseconds
@@ -47,238 +57,6 @@ PREEMPTED_RETAKES = 2
 RETAKE_BELOW_NS = 20_000_000
 """A preempted sample is taken again only under this (20 ms): beside other jobs nearly every
 longer one is preempted at least once, and its retakes would only cost time."""
-
-MIB = 1 << 20
-FALLBACK_LAST_LEVEL_CACHE = 32 * MIB
-MAX_PROBE_BUFFER = 256 << 20
-MIN_PROBE_BUFFER = 64 * MIB
-
-MATMUL_SIZES = (128, 256, 512, 1024)
-MATMUL_PROBE_S = 0.05
-MAX_MATMUL_RUNS = 1000
-
-_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-_VENDOR_NOISE = re.compile(r"\((?:r|tm)\)|@\s*[\d.]+\s*[gm]hz|\b(?:cpu|processor|\d+-core)\b")
-
-
-CPUINFO = "/proc/cpuinfo"
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-
-
-@functools.cache
-def cpu_model_name() -> str:
-    """The CPU's marketing name: /proc/cpuinfo on Linux, `sysctl machdep.cpu.brand_string` on
-    macOS, the registry's `ProcessorNameString` on Windows; else what `platform` knows, which
-    on macOS is only `arm` or `i386`: every Mac of a kind and thread count shared one device
-    id, an M1's baselines judging an M3's times."""
-    return (
-        _proc_model_name()
-        or _macos_model_name()
-        or _windows_model_name()
-        or platform.processor()
-        or platform.machine()
-        or "unknown"
-    )
-
-
-def _proc_model_name() -> str | None:
-    try:
-        with open(CPUINFO, encoding="utf-8", errors="replace") as cpuinfo:
-            for line in cpuinfo:
-                name, colon, value = line.partition(":")
-                if colon and name.strip() == "model name" and value.strip():
-                    return value.strip()
-    except OSError:
-        pass
-    return None
-
-
-def _macos_model_name() -> str | None:
-    return sysctl("machdep.cpu.brand_string")
-
-
-def _windows_model_name() -> str | None:
-    if sys.platform != "win32":
-        return None
-    try:
-        import winreg
-
-        path = r"HARDWARE\DESCRIPTION\System\CentralProcessor\0"
-        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, path) as key:
-            value = winreg.QueryValueEx(key, "ProcessorNameString")[0]
-    except (ImportError, OSError):
-        return None
-    return value.strip() if isinstance(value, str) else None
-
-
-def cpu_flags() -> frozenset[str]:
-    """The CPU's feature flags (`/proc/cpuinfo`: `flags` on x86, `Features` on Arm); empty
-    where the system does not list them."""
-    try:
-        with open(CPUINFO, encoding="utf-8", errors="replace") as cpuinfo:
-            for line in cpuinfo:
-                name, colon, value = line.partition(":")
-                if colon and name.strip() in ("flags", "Features"):
-                    return frozenset(value.split())
-    except OSError:
-        pass
-    return frozenset()
-
-
-def cpu_threads() -> int:
-    """The CPUs this process may run on. A container or `taskset` limits them (a cpuset, or
-    a CPU quota rounded up: `docker run --cpus=2`, a Kubernetes CPU limit, which leave every
-    CPU of the host in the affinity mask), and they are what threaded BLAS and the probes
-    can use, so they belong in the hardware class."""
-    try:
-        allowed = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # macOS, Windows; a sandbox that refuses the call
-        allowed = os.cpu_count() or 1
-    quota = cpu_quota()
-    return allowed if quota is None else min(allowed, max(1, math.ceil(quota)))
-
-
-def cpu_quota(proc: Path = Path("/proc"), cgroup_root: Path = CGROUP_ROOT) -> float | None:
-    """The CPUs' worth of time this process's cgroup may use (its quota over its period),
-    the least of its group's and its ancestors' as far as the mount shows them (inside a
-    container, its own group is the mount's root); None where none is set or no cgroup
-    reads (another OS)."""
-    found = [
-        quota
-        for v2, group in _cgroup_folders("cpu", proc, cgroup_root)
-        if (quota := _v2_quota(group) if v2 else _v1_quota(group)) is not None
-    ]
-    return min(found) if found else None
-
-
-def memory_limit(proc: Path = Path("/proc"), cgroup_root: Path = CGROUP_ROOT) -> int | None:
-    """The bytes of memory this process's cgroup may use (cgroup v2 `memory.max`, v1
-    `memory.limit_in_bytes`), the least of its group's and its ancestors'; None where none
-    is set or no cgroup reads."""
-    found = []
-    for v2, group in _cgroup_folders("memory", proc, cgroup_root):
-        fields = _read_fields(group / ("memory.max" if v2 else "memory.limit_in_bytes"))
-        if len(fields) == 1 and fields[0].isdigit() and int(fields[0]) > 0:
-            found.append(int(fields[0]))
-    return min(found) if found else None
-
-
-def _cgroup_folders(controller: str, proc: Path, cgroup_root: Path) -> list[tuple[bool, Path]]:
-    """The folders of this process's cgroup and its ancestors that hold `controller`'s
-    files, each with whether it is cgroup v2's, from `<proc>/self/cgroup`: v2 mounted at
-    the root or, on a hybrid host, at `unified`; v1 at the controller's own mount."""
-    try:
-        lines = (proc / "self" / "cgroup").read_text().splitlines()
-    except (OSError, ValueError):
-        return []
-    folders = []
-    for line in lines:
-        _, _, rest = line.partition(":")
-        controllers, _, group = rest.partition(":")
-        parts = [part for part in group.strip().split("/") if part]
-        if controllers == "":
-            mounts, v2 = [cgroup_root, cgroup_root / "unified"], True
-        elif controller in controllers.split(","):
-            mounts, v2 = [cgroup_root / controllers, cgroup_root / controller], False
-        else:
-            continue
-        for mount in mounts:
-            folders += [(v2, mount.joinpath(*parts[:depth])) for depth in range(len(parts), -1, -1)]
-    return folders
-
-
-def _v2_quota(group: Path) -> float | None:
-    """`cpu.max`: `<quota> <period>`, or `max <period>` for none."""
-    fields = _read_fields(group / "cpu.max")
-    if len(fields) != 2 or fields[0] == "max":
-        return None
-    return _ratio(fields[0], fields[1])
-
-
-def _v1_quota(group: Path) -> float | None:
-    """`cpu.cfs_quota_us` (-1 for none) over `cpu.cfs_period_us`."""
-    quota, period = (
-        _read_fields(group / "cpu.cfs_quota_us"),
-        _read_fields(group / "cpu.cfs_period_us"),
-    )
-    if len(quota) != 1 or len(period) != 1:
-        return None
-    return _ratio(quota[0], period[0])
-
-
-def _read_fields(path: Path) -> list[str]:
-    try:
-        return path.read_text().split()
-    except (OSError, ValueError):
-        return []
-
-
-def _ratio(quota: str, period: str) -> float | None:
-    if not (quota.isdigit() and period.isdigit()) or int(quota) == 0 or int(period) == 0:
-        return None
-    return int(quota) / int(period)
-
-
-def device_id_from(model_name: str, threads: int) -> str:
-    """The cache folder name of a CPU, e.g. `cpu-amd-epyc-7b13-2t`.
-
-    Trademark signs, "CPU", "Processor", the core count and the nominal clock are dropped:
-    they vary in spelling between otherwise identical parts, and folders must match on
-    every machine of one class. The thread count stays: it changes BLAS and memory peaks.
-    """
-    cleaned = _VENDOR_NOISE.sub(" ", model_name.lower())
-    return device_id("cpu", cleaned, f"-{threads}t")
-
-
-def _thread_env() -> dict[str, str]:
-    """The variables that cap BLAS and OpenMP threads, where set: they change timings."""
-    return {name: os.environ[name] for name in _THREAD_ENV if name in os.environ}
-
-
-def _blas_info() -> dict[str, str] | None:
-    """NumPy's BLAS (name, version, build configuration), None where NumPy cannot say."""
-    try:
-        config: Any = np.show_config(mode="dicts")
-    except TypeError:  # NumPy < 1.25 only prints its configuration
-        return None
-    blas = config.get("Build Dependencies", {}).get("blas") if isinstance(config, dict) else None
-    if not isinstance(blas, dict):
-        return None
-    kept = ("name", "version", "openblas configuration")
-    return {name: str(blas[name]) for name in kept if name in blas}
-
-
-def last_level_cache_bytes(cache_root: Path = SYSFS_CACHE) -> int | None:
-    """The size of CPU 0's outermost data cache (`cpu_levels.cache_sizes`), None where the
-    OS does not say."""
-    sizes = cache_sizes(cache_root)
-    return sizes[max(sizes)] if sizes else None
-
-
-def _physical_memory() -> int | None:
-    """The machine's memory, or a container's limit where that is less: the host's whole
-    memory sized the probe's buffers for a container of 1 GiB as for the host, 512 MiB of
-    them, past what its limit left to the tests."""
-    try:
-        memory: int | None = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):  # not a POSIX system
-        memory = None
-    limit = memory_limit()
-    return limit if memory is None or (limit is not None and limit < memory) else memory
-
-
-def probe_buffer_bytes(last_level_cache: int | None, memory: int | None) -> int:
-    """Four times the last-level cache (32 MiB where unknown), at least 64 MiB, so the probes
-    stream from memory and not from a cache; at most 256 MiB, and 1/16 of the memory.
-
-    A virtual machine often reports the host's whole L3 (480 MiB was seen), which would ask
-    for 2 GB buffers: at 256 MiB the probes measured the same bandwidth in 0.5 s instead of
-    11 s, and one core's share of a server L3 is far below that anyway.
-    """
-    size = min(
-        max(4 * (last_level_cache or FALLBACK_LAST_LEVEL_CACHE), MIN_PROBE_BUFFER), MAX_PROBE_BUFFER
-    )
-    return min(size, memory // 16) if memory else size
 
 
 SETTLE_BYTES = 31 * MIB
@@ -299,92 +77,6 @@ def settle_allocator() -> None:
     moved 4x between updates. An array allocated and freed at once, never touched, costs
     one mmap and munmap and leaves every process at the threshold's ceiling."""
     np.empty(SETTLE_BYTES, dtype=np.uint8)
-
-
-def _best_seconds(run: Callable[[], object], reps: int) -> float:
-    """The fastest of `reps` runs after one warm-up: a peak is what the machine can do, and
-    every disturbance (page faults, another process, a clock ramp) only adds time."""
-    run()
-    best = math.inf
-    for _ in range(reps):
-        start = _time.perf_counter_ns()
-        run()
-        best = min(best, (_time.perf_counter_ns() - start) / NS_PER_S)
-    return best
-
-
-def probe_cpu_peaks(buffer_bytes: int | None = None, matmul_n: int = 2048, reps: int = 5) -> Peaks:
-    """Measure this CPU's memory bandwidth and BLAS throughput with NumPy.
-
-    The memory probes are single NumPy calls on float64 buffers (`copyto` for copy, counted
-    as read plus written bytes; `add.reduce` for read; `fill` for write). NumPy streams on
-    one thread, so these are the roofs a NumPy candidate can reach, not what every core
-    together could. They run over buffers beyond the caches (the DRAM level) and over
-    working sets that fit each cache level (`cpu_levels.probe_cache_levels`). The compute
-    probes are `matmul` of `matmul_n` squared matrices in fp32 and fp64 (2 n^3
-    operations), which BLAS runs on its threads.
-    """
-    if reps < 1 or matmul_n < 1:
-        raise ValueError(f"probe_cpu_peaks: reps and matmul_n must be >= 1, got {reps}, {matmul_n}")
-    last_level_cache = last_level_cache_bytes()
-    if buffer_bytes is None:
-        buffer_bytes = probe_buffer_bytes(last_level_cache, _physical_memory())
-    size = max(buffer_bytes // 8, 1) * 8
-    return Peaks(
-        memory=_memory_rates(size, reps),
-        levels=probe_cache_levels(3 * reps),  # short loops: more of them find a quiet moment
-        outer_level="DRAM",
-        compute={
-            "fp32": _matmul_rate(np.float32, matmul_n, reps),
-            "fp64": _matmul_rate(np.float64, matmul_n, reps),
-        },
-        threads=cpu_threads(),
-        details={
-            "buffer_bytes": size,
-            "last_level_cache_bytes": last_level_cache,
-            "matmul_n": matmul_n,
-            "reps": reps,
-            "memory_probe_threads": 1,
-            "thread_env": _thread_env(),
-        },
-    )
-
-
-def _memory_rates(size: int, reps: int) -> dict[str, float]:
-    """Bytes per second of copy (read plus written), read, write, and add (`y += x`: two
-    reads and a write, the stream mix of an update in place such as saxpy, which runs
-    faster than a copy where reads cost less than writes) over float64 buffers; the buffers
-    are touched when made, so no probe times the page faults of a first use."""
-    source = np.ones(size // 8, dtype=np.float64)
-    target = np.empty_like(source)
-    target.fill(0.0)
-    nbytes = float(source.nbytes)
-    return {
-        "copy": 2 * nbytes / _best_seconds(lambda: np.copyto(target, source), reps),
-        "read": nbytes / _best_seconds(lambda: np.add.reduce(source), reps),
-        "write": nbytes / _best_seconds(lambda: target.fill(1.0), reps),
-        "add": 3 * nbytes / _best_seconds(lambda: np.add(source, target, out=target), reps),
-    }
-
-
-def _matmul_rate(dtype: type[np.floating[Any]], n: int, reps: int) -> float:
-    """Operations per second of n x n matmuls: 2 n^3 (a multiply and an add per term), the
-    best over sizes from `MATMUL_SIZES` up to `n`.
-
-    One size is not enough on a shared machine: a 2048 product lasts about 0.1 s, and on
-    two vCPUs shared with other processes each of five runs met a neighbour, so a 256
-    product timed in a quiet moment read 130-370% of that "peak". Smaller products are
-    repeated until `MATMUL_PROBE_S` has passed, so one of them finds a quiet moment too.
-    """
-    best = 0.0
-    for size in sorted({*(m for m in MATMUL_SIZES if m < n), n}):
-        a = np.ones((size, size), dtype=dtype)
-        product = functools.partial(np.matmul, a, a, out=np.empty_like(a))
-        once = _best_seconds(product, 1)
-        runs = max(reps, min(MAX_MATMUL_RUNS, math.ceil(MATMUL_PROBE_S / once)))
-        seconds = _best_seconds(product, runs)
-        best = max(best, 2.0 * size**3 / seconds)
-    return best
 
 
 def _input_shape(inputs: tuple[Any, ...]) -> tuple[Hashable, ...]:
@@ -491,8 +183,8 @@ class CpuClient:
             "threads": cpu_threads(),
             "python": platform.python_version(),
             "numpy": np.__version__,
-            "blas": _blas_info(),
-            "thread_env": _thread_env(),
+            "blas": blas_info(),
+            "thread_env": thread_env(),
             "platform": platform.platform(),
         }
 

@@ -27,6 +27,9 @@ from tests.fakes import FakeClock, candidate, failing
 # `from pytest_autotune.backends import cpu` wants; the module is reached by its name.
 cpu_module = importlib.import_module("pytest_autotune.backends.cpu")
 cpu_levels = importlib.import_module("pytest_autotune.backends.cpu_levels")
+cpu_device = importlib.import_module("pytest_autotune.backends.cpu_device")
+cpu_peaks = importlib.import_module("pytest_autotune.backends.cpu_peaks")
+cgroups = importlib.import_module("pytest_autotune.backends.cgroups")
 
 MAX_REPEATS = cpu_module.MAX_REPEATS
 
@@ -246,13 +249,13 @@ def test_a_pickled_cpu_client_loads_as_a_client_with_the_same_settings() -> None
 def test_a_device_id_keeps_the_part_and_threads_and_drops_vendor_noise(
     model: str, threads: int, device_id: str
 ) -> None:
-    assert cpu_module.device_id_from(model, threads) == device_id
+    assert cpu_device.device_id_from(model, threads) == device_id
 
 
 def test_this_machines_device_id_is_a_folder_name_ending_in_its_thread_count() -> None:
     device_id = cpu().device_id
     assert re.fullmatch(r"cpu-[a-z0-9-]+-\d+t", device_id)
-    assert device_id.endswith(f"-{cpu_module.cpu_threads()}t")
+    assert device_id.endswith(f"-{cpu_device.cpu_threads()}t")
 
 
 def test_the_fingerprint_names_what_changes_timings_and_is_plain_json() -> None:
@@ -284,8 +287,8 @@ def test_the_last_level_cache_is_the_outermost_data_cache_in_sysfs(tmp_path: Pat
             ("3", "Unified", "32M"),
         ],
     )
-    assert cpu_module.last_level_cache_bytes(root) == 32 << 20
-    assert cpu_module.last_level_cache_bytes(tmp_path / "missing") is None
+    assert cpu_peaks.last_level_cache_bytes(root) == 32 << 20
+    assert cpu_peaks.last_level_cache_bytes(tmp_path / "missing") is None
 
 
 @pytest.mark.parametrize(
@@ -302,16 +305,16 @@ def test_the_last_level_cache_is_the_outermost_data_cache_in_sysfs(tmp_path: Pat
 def test_the_probe_buffer_is_several_times_the_last_level_cache(
     last_level_cache: int | None, memory: int | None, expected: int
 ) -> None:
-    assert cpu_module.probe_buffer_bytes(last_level_cache, memory) == expected
+    assert cpu_peaks.probe_buffer_bytes(last_level_cache, memory) == expected
 
 
 def test_a_quick_real_probe_measures_positive_finite_peaks() -> None:
-    peaks = cpu_module.probe_cpu_peaks(buffer_bytes=1 << 20, matmul_n=32, reps=2)
+    peaks = cpu_peaks.probe_cpu_peaks(buffer_bytes=1 << 20, matmul_n=32, reps=2)
     assert set(peaks.memory) == {"copy", "read", "write", "add"}
     assert set(peaks.compute) == {"fp32", "fp64"}
     for rate in [*peaks.memory.values(), *peaks.compute.values()]:
         assert rate > 0 and math.isfinite(rate)
-    assert peaks.threads == cpu_module.cpu_threads()
+    assert peaks.threads == cpu_device.cpu_threads()
     assert peaks.details["buffer_bytes"] == 1 << 20
     assert peaks.details["matmul_n"] == 32
     assert Peaks.from_json(json.loads(json.dumps(peaks.to_json(), allow_nan=False))) == peaks
@@ -349,7 +352,7 @@ def test_cache_sizes_are_unknown_where_os_has_neither_sysfs_nor_sysconf(
     monkeypatch.delattr(os, "sysconf_names")
     monkeypatch.delattr(os, "sysconf")
     assert cpu_levels.cache_sizes(tmp_path / "no-sysfs") == {}
-    assert cpu_module.last_level_cache_bytes(tmp_path / "no-sysfs") is None
+    assert cpu_peaks.last_level_cache_bytes(tmp_path / "no-sysfs") is None
 
 
 def test_each_cache_level_is_probed_just_past_the_level_inside_it() -> None:
@@ -443,11 +446,11 @@ def test_a_thread_a_timed_call_starts_is_not_traced() -> None:
 def no_proc_cpuinfo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A machine without `/proc/cpuinfo` (macOS, Windows), whose `platform` names only the
     architecture, as macOS's does (`arm` on every Apple silicon Mac)."""
-    monkeypatch.setattr(cpu_module, "CPUINFO", str(tmp_path / "no-cpuinfo"))
-    monkeypatch.setattr(cpu_module.platform, "processor", lambda: "arm")
-    cpu_module.cpu_model_name.cache_clear()
+    monkeypatch.setattr(cpu_device, "CPUINFO", str(tmp_path / "no-cpuinfo"))
+    monkeypatch.setattr(cpu_device.platform, "processor", lambda: "arm")
+    cpu_device.cpu_model_name.cache_clear()
     yield
-    cpu_module.cpu_model_name.cache_clear()
+    cpu_device.cpu_model_name.cache_clear()
 
 
 @pytest.mark.usefixtures("no_proc_cpuinfo")
@@ -462,10 +465,10 @@ def test_a_mac_is_named_by_its_cpu_model_not_its_architecture(
         assert argv[-1] == "machdep.cpu.brand_string"
         return subprocess.CompletedProcess(argv, 0, "Apple M2 Pro\n", "")
 
-    monkeypatch.setattr(cpu_module.sys, "platform", "darwin")
+    monkeypatch.setattr(cpu_device.sys, "platform", "darwin")
     monkeypatch.setattr(cpu_levels.subprocess, "run", sysctl)
-    assert cpu_module.cpu_model_name() == "Apple M2 Pro"
-    assert cpu_module.device_id_from(cpu_module.cpu_model_name(), 12) == "cpu-apple-m2-pro-12t"
+    assert cpu_device.cpu_model_name() == "Apple M2 Pro"
+    assert cpu_device.device_id_from(cpu_device.cpu_model_name(), 12) == "cpu-apple-m2-pro-12t"
 
 
 @pytest.mark.usefixtures("no_proc_cpuinfo")
@@ -485,8 +488,8 @@ def test_a_windows_machine_is_named_by_its_cpu_model_from_the_registry(
         QueryValueEx=lambda key, name: ("Intel(R) Core(TM) i7-1165G7 @ 2.80GHz  ", 1),
     )
     monkeypatch.setitem(sys.modules, "winreg", registry)
-    monkeypatch.setattr(cpu_module.sys, "platform", "win32")
-    assert cpu_module.cpu_model_name() == "Intel(R) Core(TM) i7-1165G7 @ 2.80GHz"
+    monkeypatch.setattr(cpu_device.sys, "platform", "win32")
+    assert cpu_device.cpu_model_name() == "Intel(R) Core(TM) i7-1165G7 @ 2.80GHz"
 
 
 @pytest.mark.usefixtures("no_proc_cpuinfo")
@@ -498,13 +501,13 @@ def test_where_the_os_does_not_say_the_cpu_model_platform_names_it(
     def no_sysctl(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
         raise FileNotFoundError(argv[0])
 
-    monkeypatch.setattr(cpu_module.sys, "platform", "darwin")
+    monkeypatch.setattr(cpu_device.sys, "platform", "darwin")
     monkeypatch.setattr(cpu_levels.subprocess, "run", no_sysctl)
-    assert cpu_module.cpu_model_name() == "arm"
-    monkeypatch.setattr(cpu_module.sys, "platform", "win32")
+    assert cpu_device.cpu_model_name() == "arm"
+    monkeypatch.setattr(cpu_device.sys, "platform", "win32")
     monkeypatch.delitem(sys.modules, "winreg", raising=False)
-    cpu_module.cpu_model_name.cache_clear()
-    assert cpu_module.cpu_model_name() == "arm"
+    cpu_device.cpu_model_name.cache_clear()
+    assert cpu_device.cpu_model_name() == "arm"
 
 
 def fake_cgroups(tmp_path: Path, lines: str, files: dict[str, str]) -> tuple[Path, Path]:
@@ -554,7 +557,7 @@ def test_a_cgroups_cpu_quota_is_read_from_its_own_group_or_an_ancestor(
     tmp_path: Path, lines: str, files: dict[str, str], quota: float | None
 ) -> None:
     proc, root = fake_cgroups(tmp_path, lines, files)
-    assert cpu_module.cpu_quota(proc, root) == quota
+    assert cgroups.cpu_quota(proc, root) == quota
 
 
 def test_a_container_of_a_cpu_quota_counts_the_cpus_the_quota_allows(
@@ -563,11 +566,11 @@ def test_a_container_of_a_cpu_quota_counts_the_cpus_the_quota_allows(
     """`docker run --cpus=2` (a Kubernetes CPU limit) on a 64-CPU host leaves all 64 in the
     affinity mask: the device id said `-64t`, the host's, and pods of 2 and 8 CPUs shared
     one folder of baselines, BLAS kernels 4 times apart."""
-    monkeypatch.setattr(cpu_module.os, "sched_getaffinity", lambda pid: set(range(64)))
-    monkeypatch.setattr(cpu_module, "cpu_quota", lambda: 1.5)
-    assert cpu_module.cpu_threads() == 2
-    monkeypatch.setattr(cpu_module, "cpu_quota", lambda: None)
-    assert cpu_module.cpu_threads() == 64
+    monkeypatch.setattr(cpu_device.os, "sched_getaffinity", lambda pid: set(range(64)))
+    monkeypatch.setattr(cpu_device, "cpu_quota", lambda: 1.5)
+    assert cpu_device.cpu_threads() == 2
+    monkeypatch.setattr(cpu_device, "cpu_quota", lambda: None)
+    assert cpu_device.cpu_threads() == 64
 
 
 def test_the_cpus_are_counted_where_the_affinity_mask_cannot_be_read(
@@ -576,11 +579,11 @@ def test_the_cpus_are_counted_where_the_affinity_mask_cannot_be_read(
     def refused(pid: int) -> set[int]:
         raise PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr(cpu_module.os, "sched_getaffinity", refused)
-    monkeypatch.setattr(cpu_module, "cpu_quota", lambda: None)
-    assert cpu_module.cpu_threads() == (os.cpu_count() or 1)
-    monkeypatch.delattr(cpu_module.os, "sched_getaffinity")
-    assert cpu_module.cpu_threads() == (os.cpu_count() or 1)
+    monkeypatch.setattr(cpu_device.os, "sched_getaffinity", refused)
+    monkeypatch.setattr(cpu_device, "cpu_quota", lambda: None)
+    assert cpu_device.cpu_threads() == (os.cpu_count() or 1)
+    monkeypatch.delattr(cpu_device.os, "sched_getaffinity")
+    assert cpu_device.cpu_threads() == (os.cpu_count() or 1)
 
 
 def test_a_macs_cache_sizes_come_from_sysctl_its_performance_cores_first(
@@ -604,7 +607,7 @@ def test_a_macs_cache_sizes_come_from_sysctl_its_performance_cores_first(
             return subprocess.CompletedProcess(argv, 1, "", f"unknown oid '{argv[-1]}'")
         return subprocess.CompletedProcess(argv, 0, value + "\n", "")
 
-    monkeypatch.setattr(cpu_module.sys, "platform", "darwin")
+    monkeypatch.setattr(cpu_levels.sys, "platform", "darwin")
     monkeypatch.setattr(cpu_levels, "_sysconf_sizes", dict)
     monkeypatch.setattr(cpu_levels.subprocess, "run", sysctl)
     assert cpu_levels.cache_sizes(tmp_path / "no-sysfs") == {1: 128 << 10, 2: 16 << 20}
@@ -661,7 +664,7 @@ def test_a_cgroups_memory_limit_is_read_from_its_own_group_or_an_ancestor(
     tmp_path: Path, lines: str, files: dict[str, str], limit: int | None
 ) -> None:
     proc, root = fake_cgroups(tmp_path, lines, files)
-    assert cpu_module.memory_limit(proc, root) == limit
+    assert cgroups.memory_limit(proc, root) == limit
 
 
 def test_the_probe_buffers_of_a_container_fit_its_memory_limit_not_the_hosts(
@@ -669,9 +672,9 @@ def test_the_probe_buffers_of_a_container_fit_its_memory_limit_not_the_hosts(
 ) -> None:
     """A container of 1 GiB on a host of 64 GiB got the host's 256 MiB buffers, two of
     them: half its memory, past what the tests left of it."""
-    monkeypatch.setattr(cpu_module, "memory_limit", lambda: 1 << 30)
-    memory = cpu_module._physical_memory()
+    monkeypatch.setattr(cpu_peaks, "memory_limit", lambda: 1 << 30)
+    memory = cpu_peaks._physical_memory()
     assert memory is not None and memory <= 1 << 30
-    assert cpu_module.probe_buffer_bytes(32 << 20, memory) == 64 << 20
-    monkeypatch.setattr(cpu_module, "memory_limit", lambda: 1 << 62)  # v1's "no limit"
-    assert cpu_module._physical_memory() == os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert cpu_peaks.probe_buffer_bytes(32 << 20, memory) == 64 << 20
+    monkeypatch.setattr(cpu_peaks, "memory_limit", lambda: 1 << 62)  # v1's "no limit"
+    assert cpu_peaks._physical_memory() == os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
