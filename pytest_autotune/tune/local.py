@@ -2,32 +2,22 @@
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import os
-import sys
 import threading
 import types
-import warnings
 import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_autotune.tune.cache import PersistentCache, tuner_cache
 from pytest_autotune.tune.client import Client
 from pytest_autotune.tune.config import AutotuneConfig
-from pytest_autotune.tune.errors import (
-    AutotuneError,
-    AutotuneSkip,
-    ConfigWarning,
-    caller_level,
-)
-from pytest_autotune.tune.parse import ConfigError
-from pytest_autotune.tune.records import Recorder, records_unwritable
-from pytest_autotune.tune.settings import ENV_PREFIX
-from pytest_autotune.tune.shipped import library_cache
+from pytest_autotune.tune.device_tuner import device_tuner, environment_config
+from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip
+from pytest_autotune.tune.init_site import init_site
+from pytest_autotune.tune.local_package import importable, top_level_package
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 from pytest_autotune.tune.tuner import Tuner, retunes
 
@@ -71,7 +61,7 @@ class LocalTuner:
         callables by key (`winners`), of its own set, so its hit costs one lookup, as
         `_winners` cannot (its indices serve any set of this tuner)."""
         self._sets: dict[Hashable, TunableSet] = {}
-        """Init function -> its set; one defined in a function under its site (`_site`)."""
+        """Init function -> its set; one defined in a function under its site (`init_site`)."""
         self._codes: dict[int, types.CodeType] = {}
         """The code of each site in `_sets` (and of the functions it captures), by id, kept
         alive so that its id stays its own."""
@@ -103,7 +93,7 @@ class LocalTuner:
         with a `ConfigWarning` naming it: the environment is the user's of a library, who
         may not know this package, and every call of the library failed on it."""
         if self._config is None:
-            self._config = _environment_config(self.name)
+            self._config = environment_config(self.name)
         return self._config
 
     def init(self, factory: Callable[[], TunableSet]) -> TunableSet:
@@ -112,7 +102,7 @@ class LocalTuner:
         One set per init function, as in the seed: `init(make_b)` after `init(make_a)`
         builds and returns B's set, never A's. A lambda written in the tuned function, as
         the seed writes its closure (`TUNER.init(lambda: TunableSet(...))`), is a new
-        function at each call, and one set still serves them all (`_site`) where what it
+        function at each call, and one set still serves them all (`init_site`) where what it
         captures can be hashed; one capturing an array builds (and keeps) a set per call,
         so such a lambda is better made once, at module level. The sets share
         the tuner of each device, as in the seed, so their keys must differ (a key tuned
@@ -129,7 +119,7 @@ class LocalTuner:
                     f"LocalTuner {self.name!r}: init takes the function that builds the set,"
                     f" init(make_set), got {type(factory).__name__}"
                 )
-            site = _site(factory)
+            site = init_site(factory)
             tunables = self._sets.get(site)
             if tunables is not None:
                 return tunables
@@ -138,7 +128,7 @@ class LocalTuner:
                 if tunables is None:
                     tunables = self._sets[site] = self._build(factory)
                     codes: list[types.CodeType] = []
-                    _site(factory, codes)  # the codes its site goes by, kept once built
+                    init_site(factory, codes)  # the codes its site goes by, kept once built
                     self._codes.update((id(code), code) for code in codes)
         return tunables
 
@@ -177,39 +167,7 @@ class LocalTuner:
                 f" {type(device_id).__name__}; call"
                 " execute(client.device_id, client, tunables, inputs)"
             )
-        config = self.config
-        persistent: PersistentCache | None = None
-        if config.cache_dir is not None and not config.disable_cache:
-            # A program saves each key as it tunes it: appended to the file's journal. A
-            # relative folder is taken from where the program is now, once: after an
-            # os.chdir its later keys would be saved under another folder.
-            folder = Path(config.cache_dir).absolute()
-            persistent = tuner_cache(folder, device_id, self.name, journal=True)
-        elif not config.disable_cache:
-            fingerprint = None
-            if client is not None and config.shipped_match == "class":
-                fingerprint = client.fingerprint
-            persistent = library_cache(self.package, device_id, self.name, fingerprint)
-        return Tuner(
-            self.name,
-            device_id,
-            config,
-            persistent=persistent,
-            recorder=self._recorder(config),
-        )
-
-    def _recorder(self, config: AutotuneConfig) -> Recorder | None:
-        """The config's recorder; None, with a warning, where its file cannot be made: the
-        records are a diagnosis, and the program calling a tuned function must not fail
-        on them (the OSError came out of its first call)."""
-        try:
-            return Recorder.from_config(config)
-        except OSError as error:
-            warnings.warn(
-                ConfigWarning(records_unwritable(self.name, config.record, error)),
-                stacklevel=caller_level(),
-            )
-            return None
+        return device_tuner(self.name, self.package, device_id, client, self.config)
 
     def execute(
         self, device_id: str, client: Client, tunables: TunableSet, inputs: TuneInputs
@@ -379,94 +337,12 @@ class LocalTuner:
             self._tuners.clear()
 
 
-_SITE_DEPTH = 4
-"""How deep `_site` follows functions captured by functions of the tuned function."""
-
-
-def _site(
-    factory: Callable[[], TunableSet], codes: list[types.CodeType] | None = None, depth: int = 0
-) -> Any:
-    """What identifies an init function: the seed's `init(|| ...)` has one closure type per
-    site, and its port `TUNER.init(lambda: ...)` in the tuned function is a new lambda at
-    each call, which would build a set at each call and keep them all. A function defined
-    in another function is its code with the values it captures (closure cells, defaults):
-    two of one site that capture the same values build the same set, and two that capture
-    others are kept apart, as their sets may differ. A captured function defined in a
-    function (`lambda: make()` beside a `def make()` of the same body, new at each call
-    too) is its own site in turn. The code goes by its id (hashing a code object hashes its
-    bytecode, microseconds a call), added to `codes` where given, for the tuner to keep
-    alive (`_codes`) so that the id is never another's: only once a set is built, as the
-    seed's pattern makes a lambda and calls `init` at every call of the tuned function. One
-    capturing a value that cannot be hashed (an array) stays itself, as does any other
-    callable, and a module's function: it is made once."""
-    if (
-        not isinstance(factory, types.FunctionType)
-        or "<locals>" not in factory.__qualname__
-        or depth > _SITE_DEPTH  # a local function that captures itself, say
-    ):
-        return factory
-    closure, keywords = factory.__closure__, factory.__kwdefaults__
-    try:
-        cells = tuple([cell.cell_contents for cell in closure]) if closure else ()
-        for value in cells:
-            if type(value) is _FUNCTION and "<locals>" in value.__qualname__:
-                cells = tuple([_site(v, codes, depth + 1) for v in cells])
-                break
-        site = (
-            id(factory.__code__),
-            cells,
-            factory.__defaults__,
-            tuple(sorted(keywords.items())) if keywords else (),
-        )
-        hash(site)
-    except (TypeError, ValueError):  # an unhashable value, an empty cell
-        return factory
-    if codes is not None:
-        codes.append(factory.__code__)
-    return site
-
-
-_FUNCTION = types.FunctionType
-
-
 _LOCAL_TUNERS: weakref.WeakSet[LocalTuner] = weakref.WeakSet()
 """Every local tuner alive, for `_after_fork_in_child` and `_tuner_named`."""
 
 _UNPICKLED: dict[tuple[str, AutotuneConfig | None, str | None], LocalTuner] = {}
 """The tuners `_tuner_named` made, kept: a pool loads one with each task, and a tuner made
 again for each would read its caches again (tune again, with the cache disabled)."""
-
-
-def _environment_config(tuner: str) -> AutotuneConfig:
-    """The config of the `PYTEST_AUTOTUNE_*` variables, without those that do not read,
-    each left out with a `ConfigWarning` (`LocalTuner.config`)."""
-    try:
-        return AutotuneConfig.from_env(project_file=False)
-    except ConfigError:
-        pass
-    kept: dict[str, str] = {}
-    refused: list[str] = []
-    for name, value in sorted(os.environ.items()):
-        if name.startswith(ENV_PREFIX) and value != "":  # an empty one is unset
-            try:
-                AutotuneConfig.from_env({name: value}, project_file=False)
-            except ConfigError as error:
-                refused.append(str(error))
-            else:
-                kept[name] = value
-    try:
-        config = AutotuneConfig.from_env(kept, project_file=False)
-    except ConfigError as error:  # variables that read alone and not together (min > max)
-        refused.append(str(error))
-        config, kept = AutotuneConfig(), {}
-    used = f"the others ({', '.join(kept)})" if kept else "its defaults"
-    warnings.warn(
-        ConfigWarning(
-            f"LocalTuner {tuner!r}: {'; '.join(refused)}; left out, the tuner runs with {used}"
-        ),
-        stacklevel=caller_level(),
-    )
-    return config
 
 
 def _tuner_named(name: str, config: AutotuneConfig | None, package: str | None) -> LocalTuner:
@@ -531,36 +407,9 @@ def local_tuner(
         else:
             module = "__main__"
     if package is None and in_package:
-        derived = _top_level_package(module)
+        derived = top_level_package(module)
         # A module under a name that imports nothing (a test file pytest imported with
         # --import-mode=importlib) ships nothing: no package, rather than the warning an
         # explicit `package=` that does not import gets (`shipped._shipped_root`).
-        package = derived if _importable(derived) else None
+        package = derived if importable(derived) else None
     return LocalTuner(f"{module}-{name}" if name else module, config, package=package)
-
-
-def _importable(package: str) -> bool:
-    if package in sys.modules:
-        return True
-    try:  # a top-level name's spec is found without importing anything
-        return importlib.util.find_spec(package) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _top_level_package(module: str) -> str:
-    """The top-level package of `module`, or below a namespace package the first regular one:
-    `acme.mylib` for `acme.mylib.ops` when `acme` is a namespace that several distributions
-    share (no `__init__.py`, no file); it holds no data of its own, `acme.mylib` is the
-    library, whose wheel ships its `.autotune` folder. `module` itself is that package when
-    the library builds its tuner in its `__init__.py` (`acme.mylib`), never when it is a
-    plain module (`acme.tool`), which holds no data."""
-    parts = module.split(".")
-    for end in range(1, len(parts) + 1):
-        name = ".".join(parts[:end])
-        parent = sys.modules.get(name)
-        if end == len(parts) and not hasattr(parent, "__path__"):
-            break
-        if parent is None or getattr(parent, "__file__", None) is not None:
-            return name
-    return parts[0]

@@ -46,6 +46,7 @@ ENGINE = (
     "pytest_autotune.report",
     "pytest_autotune.backends",
     "pytest_autotune.tune.tuner",
+    "pytest_autotune.tune.device_tuner",
     "pytest_autotune.tune.checks",
 )
 

@@ -1,0 +1,90 @@
+"""What a `LocalTuner` makes its device tuners with: the environment's config, the device's
+cache file (a `cache_dir`'s, else the shipped and the user's) and the records' recorder."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+from pytest_autotune.tune.cache import PersistentCache, tuner_cache
+from pytest_autotune.tune.client import Client
+from pytest_autotune.tune.config import AutotuneConfig
+from pytest_autotune.tune.errors import ConfigWarning, caller_level
+from pytest_autotune.tune.parse import ConfigError
+from pytest_autotune.tune.records import Recorder, records_unwritable
+from pytest_autotune.tune.settings import ENV_PREFIX
+from pytest_autotune.tune.shipped import library_cache
+from pytest_autotune.tune.tuner import Tuner
+
+
+def device_tuner(
+    tuner: str, package: str | None, device_id: str, client: Client | None, config: AutotuneConfig
+) -> Tuner:
+    """The tuner of one device for the local tuner named `tuner`, with its persistent cache
+    (`LocalTuner.tuner`)."""
+    persistent: PersistentCache | None = None
+    if config.cache_dir is not None and not config.disable_cache:
+        # A program saves each key as it tunes it: appended to the file's journal. A
+        # relative folder is taken from where the program is now, once: after an
+        # os.chdir its later keys would be saved under another folder.
+        folder = Path(config.cache_dir).absolute()
+        persistent = tuner_cache(folder, device_id, tuner, journal=True)
+    elif not config.disable_cache:
+        fingerprint = None
+        if client is not None and config.shipped_match == "class":
+            fingerprint = client.fingerprint
+        persistent = library_cache(package, device_id, tuner, fingerprint)
+    return Tuner(
+        tuner,
+        device_id,
+        config,
+        persistent=persistent,
+        recorder=recorder(tuner, config),
+    )
+
+
+def recorder(tuner: str, config: AutotuneConfig) -> Recorder | None:
+    """The config's recorder; None, with a warning, where its file cannot be made: the
+    records are a diagnosis, and the program calling a tuned function must not fail
+    on them (the OSError came out of its first call)."""
+    try:
+        return Recorder.from_config(config)
+    except OSError as error:
+        warnings.warn(
+            ConfigWarning(records_unwritable(tuner, config.record, error)),
+            stacklevel=caller_level(),
+        )
+        return None
+
+
+def environment_config(tuner: str) -> AutotuneConfig:
+    """The config of the `PYTEST_AUTOTUNE_*` variables, without those that do not read,
+    each left out with a `ConfigWarning` (`LocalTuner.config`)."""
+    try:
+        return AutotuneConfig.from_env(project_file=False)
+    except ConfigError:
+        pass
+    kept: dict[str, str] = {}
+    refused: list[str] = []
+    for name, value in sorted(os.environ.items()):
+        if name.startswith(ENV_PREFIX) and value != "":  # an empty one is unset
+            try:
+                AutotuneConfig.from_env({name: value}, project_file=False)
+            except ConfigError as error:
+                refused.append(str(error))
+            else:
+                kept[name] = value
+    try:
+        config = AutotuneConfig.from_env(kept, project_file=False)
+    except ConfigError as error:  # variables that read alone and not together (min > max)
+        refused.append(str(error))
+        config, kept = AutotuneConfig(), {}
+    used = f"the others ({', '.join(kept)})" if kept else "its defaults"
+    warnings.warn(
+        ConfigWarning(
+            f"LocalTuner {tuner!r}: {'; '.join(refused)}; left out, the tuner runs with {used}"
+        ),
+        stacklevel=caller_level(),
+    )
+    return config

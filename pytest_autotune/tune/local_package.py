@@ -1,0 +1,35 @@
+"""The package `local_tuner` reads a tuner's shipped caches from by default: the calling
+module's top-level package (below a namespace package, the first regular one), where it
+imports."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+
+def importable(package: str) -> bool:
+    if package in sys.modules:
+        return True
+    try:  # a top-level name's spec is found without importing anything
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def top_level_package(module: str) -> str:
+    """The top-level package of `module`, or below a namespace package the first regular one:
+    `acme.mylib` for `acme.mylib.ops` when `acme` is a namespace that several distributions
+    share (no `__init__.py`, no file); it holds no data of its own, `acme.mylib` is the
+    library, whose wheel ships its `.autotune` folder. `module` itself is that package when
+    the library builds its tuner in its `__init__.py` (`acme.mylib`), never when it is a
+    plain module (`acme.tool`), which holds no data."""
+    parts = module.split(".")
+    for end in range(1, len(parts) + 1):
+        name = ".".join(parts[:end])
+        parent = sys.modules.get(name)
+        if end == len(parts) and not hasattr(parent, "__path__"):
+            break
+        if parent is None or getattr(parent, "__file__", None) is not None:
+            return name
+    return parts[0]
