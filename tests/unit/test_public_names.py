@@ -137,6 +137,21 @@ def test_a_strategys_types_and_a_cache_texts_reader_still_import_from_their_old_
     assert parse_cache is cache_read.parse_cache
 
 
+def test_the_cpus_name_and_peak_probe_still_import_from_the_cpu_clients_module() -> None:
+    # `backends/cpu.py` was split by concern: a program that imported the CPU's name, its
+    # thread count, its device id or its peak probe from there gets the same objects.
+    import importlib
+
+    from pytest_autotune.backends import cpu_device, cpu_peaks
+
+    cpu_module = importlib.import_module("pytest_autotune.backends.cpu")
+    for name in ("cpu_model_name", "cpu_threads", "device_id_from"):
+        assert getattr(cpu_module, name) is getattr(cpu_device, name)
+        assert name in cpu_module.__all__
+    assert cpu_module.probe_cpu_peaks is cpu_peaks.probe_cpu_peaks
+    assert "probe_cpu_peaks" in cpu_module.__all__
+
+
 def test_the_type_checkers_imports_and_the_lazy_homes_name_the_same_modules() -> None:
     # `__init__` says each public name three times: imported for type checkers, in
     # `__all__`, and in `_HOMES`, where `__getattr__` finds it. A name in one and not the
