@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.gate import BaselineSession, Comparison, GroupVerdict, Verdict
 from pytest_autotune.group_case import GroupCase
-from pytest_autotune.report import CandidateRow, GroupSummary, key_text
+from pytest_autotune.report import CandidateRow, GroupSummary
 from pytest_autotune.report.extra import RecordExtra
+from pytest_autotune.report.names import key_text
 from pytest_autotune.tune.benchmark import AutotuneOutcome, result_from_json, sample_ns
 from pytest_autotune.tune.bounds import Work
 from pytest_autotune.tune.check_result import CheckResult

@@ -24,19 +24,11 @@ from pytest_autotune.group_record import group_summary
 from pytest_autotune.moved_baselines import moved_baselines
 from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.quiet import hand_back, handed_back
-from pytest_autotune.report import (
-    INTENDED,
-    PROBLEM_PREFIXES,
-    SAME_REPORT_SHOWN,
-    GroupSummary,
-    alike,
-    alike_names,
-    decision_name,
-    one_message,
-    ordered,
-    stopped_text,
-)
+from pytest_autotune.report import PROBLEM_PREFIXES, GroupSummary, stopped_text
+from pytest_autotune.report.alike import SAME_REPORT_SHOWN, alike, alike_names, one_message
 from pytest_autotune.report.extra import RecordExtra
+from pytest_autotune.report.failures import INTENDED
+from pytest_autotune.report.names import decision_name, ordered
 from pytest_autotune.stale import Collected, review
 from pytest_autotune.tune.errors import AutotuneErrorKind
 from pytest_autotune.tune.files import why_unwritable

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pytest_autotune.gate import BaselineSession
 from pytest_autotune.gate.comparable import candidate_change
-from pytest_autotune.report import natural_key
 from pytest_autotune.report.html import key_text
+from pytest_autotune.report.names import natural_key
 from pytest_autotune.tune.benchmark import AutotuneOutcome, SampleStats
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.cache_names import cache_files

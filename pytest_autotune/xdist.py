@@ -36,7 +36,7 @@ import pytest
 from pytest_autotune.item_groups import xdist_group_name
 from pytest_autotune.outputs import SessionOutput
 from pytest_autotune.quiet import controller_run_folder, hand_back_path, note_crashed
-from pytest_autotune.report import without_parameters
+from pytest_autotune.report.names import without_parameters
 from pytest_autotune.session import AutotuneSession
 from pytest_autotune.tune.wording import counted
 

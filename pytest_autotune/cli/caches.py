@@ -15,9 +15,9 @@ from pytest_autotune.cli.errors import (
     require_file,
     warn,
 )
-from pytest_autotune.report import natural_key
 from pytest_autotune.report.columns import ljust, width
 from pytest_autotune.report.html import key_text
+from pytest_autotune.report.names import natural_key
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
 from pytest_autotune.tune.cache_names import cache_files, misplaced

@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from pytest_autotune.cli.caches import duration, load_cache, table, winner_median
 from pytest_autotune.gate.samples import BaselineSession
-from pytest_autotune.report import error_text
+from pytest_autotune.report.failures import error_text
 from pytest_autotune.report.figures import level_roofs
 from pytest_autotune.report.svg import format_si
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult

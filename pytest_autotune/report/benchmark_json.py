@@ -23,10 +23,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytest_autotune.report import (
+from pytest_autotune.report import CandidateRow, GroupSummary
+from pytest_autotune.report.names import (
     LATER_CALL,
-    CandidateRow,
-    GroupSummary,
     decision_name,
     node_name,
     ordered,

@@ -28,10 +28,12 @@ from pytest_autotune.gate import (
 )
 from pytest_autotune.gate.baseline import binding_peak, device_machine, work_amounts
 from pytest_autotune.gate.comparable import not_judged_message, winner_out
-from pytest_autotune.report import REPORTED, decision_name, group_order, key_text, verdict_text
+from pytest_autotune.report import verdict_text
 from pytest_autotune.report.columns import ljust, width
+from pytest_autotune.report.failures import REPORTED
 from pytest_autotune.report.figures import format_interval
 from pytest_autotune.report.html import measured_name, winner_samples
+from pytest_autotune.report.names import decision_name, group_order, key_text
 from pytest_autotune.tune.benchmark import (
     AutotuneOutcome,
     AutotuneResult,

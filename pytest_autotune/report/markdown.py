@@ -14,24 +14,22 @@ from collections.abc import Callable, Sequence
 from pytest_autotune.gate.verdicts import Verdict
 from pytest_autotune.report import (
     COLUMNS,
-    INTENDED,
     RIGHT_ALIGNED,
-    SAME_REPORT_SHOWN,
     GroupSummary,
-    alike,
-    alike_names,
-    decision_name,
-    failed_checks,
-    failed_checks_text,
-    failures,
-    one_message,
-    ordered,
-    raised_in_checks,
-    reported,
     stopped_text,
     summary_row,
     verdict_counts,
 )
+from pytest_autotune.report.alike import SAME_REPORT_SHOWN, alike, alike_names, one_message
+from pytest_autotune.report.failures import (
+    INTENDED,
+    failed_checks,
+    failed_checks_text,
+    failures,
+    raised_in_checks,
+    reported,
+)
+from pytest_autotune.report.names import decision_name, ordered
 
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]|~])")
 """Characters Markdown (or a GFM table, for `|`) would read as syntax; a backslash makes

@@ -9,23 +9,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from pytest_autotune.report import (
-    COLUMNS,
-    RIGHT_ALIGNED,
-    SAME_REPORT_SHOWN,
-    GroupSummary,
-    alike,
-    alike_names,
-    decision_name,
-    failures,
-    one_message,
-    ordered,
-    reason_in_a_word,
-    reported,
-    summary_row,
-    verdict_counts,
-)
+from pytest_autotune.report import COLUMNS, RIGHT_ALIGNED, GroupSummary, summary_row, verdict_counts
+from pytest_autotune.report.alike import SAME_REPORT_SHOWN, alike, alike_names, one_message
 from pytest_autotune.report.columns import ljust, rjust, width
+from pytest_autotune.report.failures import failures, reason_in_a_word, reported
+from pytest_autotune.report.names import decision_name, ordered
 from pytest_autotune.tune.benchmark import SampleStats
 from pytest_autotune.tune.log import format_duration
 

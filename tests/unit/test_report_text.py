@@ -6,17 +6,10 @@ import re
 from dataclasses import replace
 
 from pytest_autotune.gate import Baseline, Comparison, Measurement, Verdict, judge
-from pytest_autotune.report import (
-    INTENDED,
-    CandidateRow,
-    GroupSummary,
-    failures,
-    key_text,
-    node_name,
-    ordered,
-    reported,
-)
+from pytest_autotune.report import CandidateRow, GroupSummary
+from pytest_autotune.report.failures import INTENDED, failures, reported
 from pytest_autotune.report.markdown import escape, render_markdown
+from pytest_autotune.report.names import key_text, node_name, ordered
 from pytest_autotune.report.terminal import (
     render_candidates,
     render_failures,

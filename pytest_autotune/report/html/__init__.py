@@ -24,11 +24,11 @@ template shows), and `render` renders it.
 
 from __future__ import annotations
 
-from pytest_autotune.report import key_text
 from pytest_autotune.report.html.records import measured_name, winner_samples
 from pytest_autotune.report.html.render import render_html, write_html
 from pytest_autotune.report.html.run import run_view
 from pytest_autotune.report.html.views import TERMS
+from pytest_autotune.report.names import key_text
 
 __all__ = [
     "TERMS",

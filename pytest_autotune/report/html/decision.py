@@ -11,17 +11,8 @@ from dataclasses import dataclass, replace
 from markupsafe import Markup
 
 from pytest_autotune.gate.verdicts import Comparison
-from pytest_autotune.report import (
-    decision_name,
-    error_text,
-    failed_checks_text,
-    format_roof,
-    group_order,
-    key_text,
-    node_name,
-    reason_in_a_word,
-    verdict_text,
-)
+from pytest_autotune.report import format_roof, verdict_text
+from pytest_autotune.report.failures import error_text, failed_checks_text, reason_in_a_word
 from pytest_autotune.report.figures import format_change, format_fraction, format_interval
 from pytest_autotune.report.html.records import (
     BaselineSeen,
@@ -47,6 +38,7 @@ from pytest_autotune.report.html.views import (
     gate_failed,
     verdict_class,
 )
+from pytest_autotune.report.names import decision_name, group_order, key_text, node_name
 from pytest_autotune.report.svg import (
     Bar,
     RooflinePoint,

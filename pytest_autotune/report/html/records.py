@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_autotune.gate.verdicts import Comparison
-from pytest_autotune.report import key_text
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.report.figures import level_roofs
 from pytest_autotune.report.html.views import MISSING, DeviceView
+from pytest_autotune.report.names import key_text
 from pytest_autotune.report.svg import format_si
 from pytest_autotune.tune.benchmark import (
     NS_PER_S,

@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from pytest_autotune.gate.verdicts import Verdict
-from pytest_autotune.report import PROBLEM_PREFIXES, key_text, node_name, stopped_text
+from pytest_autotune.report import PROBLEM_PREFIXES, stopped_text
 from pytest_autotune.report.html.decision import decision_view
 from pytest_autotune.report.html.views import (
     MISSING,
@@ -23,6 +23,7 @@ from pytest_autotune.report.html.views import (
     gate_failed,
     verdict_class,
 )
+from pytest_autotune.report.names import key_text, node_name
 from pytest_autotune.report.svg import roofline_chart
 from pytest_autotune.tune.records import AutotuneRecord
 from pytest_autotune.tune.run import RunInfo
