@@ -13,11 +13,11 @@ from pytest_autotune.cli.report import labelled_records
 from pytest_autotune.report import stopped_text
 from pytest_autotune.report.compare import (
     Compared,
-    CompareError,
     compare_caches,
     compare_records,
     render_comparison,
 )
+from pytest_autotune.report.compare_sides import CompareError
 from pytest_autotune.tune.cache_names import cache_files
 from pytest_autotune.tune.parse import ConfigError, parse_fraction
 from pytest_autotune.tune.records import AutotuneRecord, RecordError
