@@ -18,8 +18,9 @@ and error messages, which are the user's text, always show as text; a Content Se
 Policy that admits only our own script (by its hash) backs that up.
 
 One module a step: `records` reads the records (and the plugin's `extra` in them),
-`decision` shapes one decision's card, `run` the whole page's view (`views` holds what the
-template shows), and `render` renders it.
+`decision` shapes one decision's card (its `candidates` table, its `roofs` and its
+`charts`), `run` the whole page's view (`views` holds what the template shows), and
+`render` renders it.
 """
 
 from __future__ import annotations
