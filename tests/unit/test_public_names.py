@@ -152,6 +152,18 @@ def test_the_cpus_name_and_peak_probe_still_import_from_the_cpu_clients_module()
     assert "probe_cpu_peaks" in cpu_module.__all__
 
 
+def test_the_comparisons_error_and_the_reports_summary_still_import_from_their_modules() -> None:
+    # `report/compare.py` and `report/__init__.py` were split by concern: a program that
+    # catches `CompareError` from `compare_records`, or types a `pytest_autotune_verdict`
+    # hook's summary, imports them where it did.
+    from pytest_autotune import report
+    from pytest_autotune.report import compare, compare_sides
+
+    assert compare.CompareError is compare_sides.CompareError
+    assert "CompareError" in compare.__all__
+    assert {"GroupSummary", "CandidateRow"} <= set(report.__all__)
+
+
 def test_the_type_checkers_imports_and_the_lazy_homes_name_the_same_modules() -> None:
     # `__init__` says each public name three times: imported for type checkers, in
     # `__all__`, and in `_HOMES`, where `__getattr__` finds it. A name in one and not the
