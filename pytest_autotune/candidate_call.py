@@ -13,12 +13,8 @@ from typing import Any
 
 import pytest
 
-from pytest_autotune.candidate_run import (
-    RAISED,
-    CandidateRun,
-    called_again,
-    used_up_input_error,
-)
+from pytest_autotune.body_arguments import used_up_input_error
+from pytest_autotune.candidate_run import RAISED, CandidateRun, called_again
 from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.collection import ItemSpec, outside_rootdir
 from pytest_autotune.fixture import fail, raise_again

@@ -5,19 +5,19 @@ times it, with the candidate's own test's fixtures, marks and instance."""
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import inspect
-import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pytest
 
 from pytest_autotune.benchmark_fixture import FixtureValues, OwnBenchmark
+from pytest_autotune.body_arguments import input_names
+from pytest_autotune.body_outcomes import EXPECTED_TO_FAIL, Failed, candidates_failure, unrun
+from pytest_autotune.body_state import GlobalDraws, Instance
 from pytest_autotune.call_fixtures import (
     EachCall,
     each_call,
@@ -33,51 +33,12 @@ from pytest_autotune.time_limit import TimeLimit, crashed
 from pytest_autotune.tune import call_scope
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.errors import AutotuneSkip
-from pytest_autotune.tune.inputs import used_up_within
 from pytest_autotune.warning_marks import MarkFilters, parse_filters, project_filters
 
 RAISED = pytest.StashKey[dict[str, set[int]]]()
 """The candidates of each group whose test body raised while the group was tuned, as the
 `id` of their function: one function under two names raised for both (`Names` knows it by
 one of them), and the group's spec keeps each function alive."""
-
-
-def arguments_of(item: pytest.Function) -> dict[str, Any]:
-    """The fixture values the test function asks for, by name (set up, never timed)."""
-    names = inspect.signature(item.obj).parameters
-    return {name: item.funcargs[name] for name in names if name in item.funcargs}
-
-
-def _input_names(arguments: Mapping[str, Any]) -> tuple[str, ...]:
-    """The arguments whose values the tuner copies for each candidate and passes to the
-    body: all but `candidate`, those of the test's own item (`own_request.OWN`), which
-    the body gets as its candidate's (`CandidateRun.own`), and pytest's fixtures that hold
-    the test's state (`call_fixtures.KEPT`), which it gets as they are (`CandidateRun.kept`)."""
-    kept = kept_fixtures(arguments)
-    return tuple(n for n in arguments if n != "candidate" and n not in OWN and n not in kept)
-
-
-def inputs_of(arguments: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The values of `_input_names`, in order."""
-    return tuple(arguments[n] for n in _input_names(arguments))
-
-
-def used_up_input_error(nodeid: str, arguments: Mapping[str, Any]) -> str | None:
-    """Why a plain run cannot check the test's candidates: an argument that one call uses up
-    (a fixture returning a generator), which no copy can copy, as tuning refuses it. The
-    reference, called in each other candidate's test after the candidate, was given the
-    generator emptied, and the candidate "differed from the reference"."""
-    for name in _input_names(arguments):
-        used_up = used_up_within(arguments[name])
-        if used_up is not None:
-            return (
-                f"{nodeid}: the argument {name!r} {used_up},"
-                " which one call uses up: a candidate's test calls the body with it and"
-                " again with the reference, and tuning calls every candidate on it, each"
-                " after the first finding it empty; have the fixture return a list or a"
-                " tuple (list(...))"
-            )
-    return None
 
 
 def candidate_run(
@@ -108,7 +69,7 @@ def candidate_run(
         )
         running = tuple(f for f in parse_filters(own) if f not in project)
         filters = MarkFilters(running, differ)
-    others = _input_names(arguments)
+    others = input_names(arguments)
     fixtures = None
     if any(name in arguments for name in OWN):
         # With pytest-benchmark loaded, `request.getfixturevalue` may reach its fixture.
@@ -138,70 +99,6 @@ def candidate_run(
         instance,
         GlobalDraws.now(),
     )
-
-
-@dataclass(frozen=True)
-class GlobalDraws:
-    """The states of the global random generators (`random`'s, NumPy's `np.random`) that a
-    body may draw its inputs from: each call whose output is checked starts from them, as
-    each plain test starts from the seed pytest-randomly gives it. Drawn on, the reference's
-    call moved the state the candidate's then drew from, and every correct candidate
-    "differed from the reference". The timed calls (in their scope, `tune.call_scope`) draw
-    on: setting the states costs some microseconds a call."""
-
-    python: tuple[Any, ...]
-    numpy: dict[str, Any]
-
-    @classmethod
-    def now(cls) -> GlobalDraws:
-        return cls(random.getstate(), np.random.get_state(legacy=False))
-
-    def restore(self) -> None:
-        random.setstate(self.python)
-        np.random.set_state(self.numpy)
-
-
-@dataclass(frozen=True)
-class Instance:
-    """The instance of a test class that a method's body runs on (`parameter`, its first
-    argument's name): `running`'s own, the running test's, and a copy for each other
-    candidate. Tuned, every candidate's body ran on the first test's instance, and a plain
-    run the reference's on the running test's: what one candidate's body kept on `self`
-    (a plan, a buffer, a flag) the next one found there. A shallow copy keeps what the
-    class's fixtures and `setup_method` set up, which the other tests' instances do not
-    have yet (their setup comes later)."""
-
-    parameter: str
-    instance: object
-    running: str
-    _pristine: object = field(init=False, repr=False, compare=False)
-    """A copy of `instance` as the test found it, or the error copying it raised. Plain
-    values, not a closure: the fresh process of a confirmation gets the body pickled."""
-
-    def __post_init__(self) -> None:
-        # Copied now, before the running test's body: copied when another candidate was
-        # called, it had what that body set on `self` (a counter at 2 where plain pytest's
-        # fresh instance has 1), and a plain run failed the check of unchanged code.
-        try:
-            pristine: object = copy.copy(self.instance)
-        except Exception as error:  # an instance that does not copy fails where it is used
-            pristine = _NotCopied(error)
-        object.__setattr__(self, "_pristine", pristine)
-
-    def of(self, name: str | None) -> object:
-        """The instance candidate `name`'s body runs on."""
-        if name == self.running:
-            return self.instance
-        if isinstance(self._pristine, _NotCopied):
-            raise self._pristine.error
-        return copy.copy(self._pristine)
-
-
-@dataclass(frozen=True)
-class _NotCopied:
-    """Why a test's instance could not be copied (`Instance`)."""
-
-    error: Exception
 
 
 def _test_and_instance(item: pytest.Function, spec: ItemSpec) -> tuple[Any, Instance | None]:
@@ -352,12 +249,12 @@ class CandidateRun:
             except pytest.xfail.Exception as exc:
                 raise AutotuneSkip(f"{EXPECTED_TO_FAIL}{exc.msg}") from None
             except pytest.fail.Exception as exc:
-                raise _candidates_failure(exc) from None
+                raise candidates_failure(exc) from None
             except SystemExit as exc:  # not an `Exception` either: it failed the whole group
                 problem = f"raised SystemExit({exc.code!r}), as sys.exit() does, which ends"
                 problem += " a program: a candidate that fails raises an Exception"
             else:
-                problem = _unrun(output)
+                problem = unrun(output)
                 if problem is None:
                     return output
             who = f"candidate {name!r}" if name is not None else "the candidate"
@@ -429,62 +326,6 @@ class CandidateScope:
             yield
 
 
-def _unrun(output: object) -> str | None:
-    """Why a test body's output is a call not yet run, if it is: an `async def` candidate
-    returns a coroutine and a generator function a generator, and neither runs a line
-    until awaited or iterated. As the reference, every candidate that computed the answer
-    differed from it, and the group fell back to it; timed, it was all but free. The
-    coroutine is closed, else its "never awaited" warning, raised when it is collected,
-    failed whichever test of a strict project ran then."""
-    if inspect.iscoroutine(output):
-        output.close()
-        return (
-            "returned a coroutine, which runs nothing until awaited: an `async def`"
-            " candidate is run by the test body, as in `return asyncio.run(candidate(x))`"
-        )
-    if inspect.isgenerator(output) or inspect.isasyncgen(output):
-        return (
-            "returned a generator, which runs nothing until iterated: return its values"
-            " from the test body, as in `return list(candidate(x))`"
-        )
-    return None
-
-
-EXPECTED_TO_FAIL = "expected to fail: "
-"""How a candidate's decline by `pytest.xfail()` in the test body begins."""
-
-
-def _candidates_failure(exc: BaseException) -> BaseException:
-    """`pytest.fail()` in the test body as the candidate's failure (`Failed`), but for
-    pytest-timeout's alarm, its `pytest.fail` raised by its signal handler in whatever call
-    the test was making, which is returned as it is. Taken for the candidate's failure, the
-    alarm disqualified the candidate it happened to stop, and the group was judged, and
-    written by `--autotune-update`, with the next one as its winner; it stops the tuning
-    instead (`AutotuneSession.candidate_outcome`), which names the group."""
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_globals.get("__name__") == "pytest_timeout":
-            return exc
-        tb = tb.tb_next
-    return Failed(exc)
-
-
-class Failed(Exception):
-    """`pytest.fail()` in the test body, as the candidate's failure (named as pytest's own,
-    which the messages show); the candidate's own test raises pytest's again."""
-
-    def __init__(self, outcome: BaseException) -> None:
-        super().__init__(str(outcome))
-        self.outcome = outcome
-
-    def pytests(self) -> BaseException:
-        """pytest's own outcome, with what was said of this failure (the reference's, in
-        another candidate's check: `check_mode`) noted on it."""
-        for note in getattr(self, "__notes__", ()):
-            self.outcome.add_note(note)
-        return self.outcome
-
-
 def called_again(
     run: CandidateRun, spec: ItemSpec, inputs: tuple[Any, ...]
 ) -> Callable[[], object]:
@@ -502,14 +343,9 @@ def called_again(
 
 
 __all__ = [
-    "EXPECTED_TO_FAIL",
     "RAISED",
     "CandidateRun",
     "CandidateScope",
-    "Failed",
-    "Instance",
-    "arguments_of",
     "called_again",
     "candidate_run",
-    "inputs_of",
 ]

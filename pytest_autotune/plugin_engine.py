@@ -28,6 +28,8 @@ from pytest_autotune.benchmark_fixture import (
     real_fixtures,
     stand_in,
 )
+from pytest_autotune.body_arguments import arguments_of, inputs_of
+from pytest_autotune.body_outcomes import EXPECTED_TO_FAIL, Failed
 from pytest_autotune.candidate_call import (
     checked,
     fail_if_the_fixture_changed_the_candidate,
@@ -35,13 +37,7 @@ from pytest_autotune.candidate_call import (
     options_here,
     tuned,
 )
-from pytest_autotune.candidate_run import (
-    EXPECTED_TO_FAIL,
-    Failed,
-    arguments_of,
-    candidate_run,
-    inputs_of,
-)
+from pytest_autotune.candidate_run import candidate_run
 from pytest_autotune.collected_items import collected, fail_merged_groups, mark_shared_nodeids
 from pytest_autotune.collection import (
     AWAITING,

@@ -1,0 +1,76 @@
+"""What each call of a candidate's test body starts from, as a plain test would: the global
+random generators' states (`GlobalDraws`), and a method's own instance of its test class
+(`Instance`)."""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class GlobalDraws:
+    """The states of the global random generators (`random`'s, NumPy's `np.random`) that a
+    body may draw its inputs from: each call whose output is checked starts from them, as
+    each plain test starts from the seed pytest-randomly gives it. Drawn on, the reference's
+    call moved the state the candidate's then drew from, and every correct candidate
+    "differed from the reference". The timed calls (in their scope, `tune.call_scope`) draw
+    on: setting the states costs some microseconds a call."""
+
+    python: tuple[Any, ...]
+    numpy: dict[str, Any]
+
+    @classmethod
+    def now(cls) -> GlobalDraws:
+        return cls(random.getstate(), np.random.get_state(legacy=False))
+
+    def restore(self) -> None:
+        random.setstate(self.python)
+        np.random.set_state(self.numpy)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """The instance of a test class that a method's body runs on (`parameter`, its first
+    argument's name): `running`'s own, the running test's, and a copy for each other
+    candidate. Tuned, every candidate's body ran on the first test's instance, and a plain
+    run the reference's on the running test's: what one candidate's body kept on `self`
+    (a plan, a buffer, a flag) the next one found there. A shallow copy keeps what the
+    class's fixtures and `setup_method` set up, which the other tests' instances do not
+    have yet (their setup comes later)."""
+
+    parameter: str
+    instance: object
+    running: str
+    _pristine: object = field(init=False, repr=False, compare=False)
+    """A copy of `instance` as the test found it, or the error copying it raised. Plain
+    values, not a closure: the fresh process of a confirmation gets the body pickled."""
+
+    def __post_init__(self) -> None:
+        # Copied now, before the running test's body: copied when another candidate was
+        # called, it had what that body set on `self` (a counter at 2 where plain pytest's
+        # fresh instance has 1), and a plain run failed the check of unchanged code.
+        try:
+            pristine: object = copy.copy(self.instance)
+        except Exception as error:  # an instance that does not copy fails where it is used
+            pristine = _NotCopied(error)
+        object.__setattr__(self, "_pristine", pristine)
+
+    def of(self, name: str | None) -> object:
+        """The instance candidate `name`'s body runs on."""
+        if name == self.running:
+            return self.instance
+        if isinstance(self._pristine, _NotCopied):
+            raise self._pristine.error
+        return copy.copy(self._pristine)
+
+
+@dataclass(frozen=True)
+class _NotCopied:
+    """Why a test's instance could not be copied (`Instance`)."""
+
+    error: Exception
