@@ -17,7 +17,7 @@ from pytest_autotune.body_arguments import used_up_input_error
 from pytest_autotune.candidate_run import RAISED, CandidateRun, called_again
 from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.collection import ItemSpec, outside_rootdir
-from pytest_autotune.fixture import fail, raise_again
+from pytest_autotune.failing import fail, raise_again
 from pytest_autotune.function_spec import unprovided_device
 from pytest_autotune.group_marks import expected_to_fail, not_run
 from pytest_autotune.group_request import GroupRequest, check_groups

@@ -25,8 +25,8 @@ from pytest_autotune.call_fixtures import (
     kept_fixtures,
     timed_calls_quiet,
 )
+from pytest_autotune.call_limit import Names
 from pytest_autotune.collection import GROUP_ITEMS, ITEM, ItemSpec
-from pytest_autotune.fixture import Names
 from pytest_autotune.group_marks import warning_marks
 from pytest_autotune.own_request import OWN, BodyRequest, OwnFixtures
 from pytest_autotune.time_limit import TimeLimit, crashed
@@ -158,7 +158,7 @@ class CandidateRun:
     the values; None where the test takes none."""
     raised: set[int] | None = None
     """Tuning, where the candidates whose body raised are kept (`RAISED`), so
-    that each one's own test can show its traceback (`fixture.raise_again`)."""
+    that each one's own test can show its traceback (`failing.raise_again`)."""
     benchmark: OwnBenchmark | None = None
     """A plain run's pytest-benchmark fixture, given in place of the `CallOnce` among the
     values to the first call of the test's own candidate (`benchmark_fixture`)."""
@@ -329,7 +329,7 @@ class CandidateScope:
 def called_again(
     run: CandidateRun, spec: ItemSpec, inputs: tuple[Any, ...]
 ) -> Callable[[], object]:
-    """The test's candidate called once more through its body (`fixture.raise_again`),
+    """The test's candidate called once more through its body (`failing.raise_again`),
     `pytest.fail()` in the body raised as pytest's own."""
 
     def call() -> object:

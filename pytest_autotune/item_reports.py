@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_autotune.collection import ITEM
-from pytest_autotune.fixture import gate_failures_of
+from pytest_autotune.fixture_modes import gate_failures_of
 from pytest_autotune.group_marks import note_skipped_at_setup
 from pytest_autotune.stash_keys import SESSION
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from pytest_autotune.collection import ItemSpec
-from pytest_autotune.fixture import checked_key, fail_if_unstable
 from pytest_autotune.group_request import GroupRequest
+from pytest_autotune.key_checks import checked_key, fail_if_unstable
 from pytest_autotune.marker_options import work_error
 from pytest_autotune.session import AutotuneSession
 

@@ -313,19 +313,19 @@ class _AfterTheBody:
         if not _started(item.config):
             item.stash[IN_BODY] = False  # all `gate_failures_of` does where no fixture ran
             return
-        from pytest_autotune.fixture import gate_failures_of
+        from pytest_autotune.fixture_modes import gate_failures_of
 
         gate_failures_of(item)
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
         """The body returned: the gate's failures of its `autotune` fixture calls fail the
-        test, every one of them (`fixture.GATE_FAILURES`); a body that raised, skipped or
+        test, every one of them (`fixture_modes.GATE_FAILURES`); a body that raised, skipped or
         xfailed meets them in its report (`item_reports.gate_failures_in`)."""
         if not _started(item.config):
             item.stash[IN_BODY] = False
             return
-        from pytest_autotune.fixture import fail_on_gate_failures
+        from pytest_autotune.fixture_modes import fail_on_gate_failures
 
         fail_on_gate_failures(item)
 

@@ -30,6 +30,7 @@ from pytest_autotune.benchmark_fixture import (
 )
 from pytest_autotune.body_arguments import arguments_of, inputs_of
 from pytest_autotune.body_outcomes import EXPECTED_TO_FAIL, Failed
+from pytest_autotune.call_limit import call_time_limit
 from pytest_autotune.candidate_call import (
     checked,
     fail_if_the_fixture_changed_the_candidate,
@@ -47,11 +48,8 @@ from pytest_autotune.collection import (
     ITEM,
     function_nodeid,
 )
-from pytest_autotune.fixture import (
-    CALL_GROUPS,
-    call_time_limit,
-    fail,
-)
+from pytest_autotune.failing import fail
+from pytest_autotune.fixture import CALL_GROUPS
 from pytest_autotune.function_spec import awaits_candidates, record_function
 from pytest_autotune.group_marks import not_run
 from pytest_autotune.item_groups import (

@@ -82,7 +82,7 @@ class _Outcome:
     failures: dict[str, str]
     gate: str | None = None
     """The gate's failure alone, where it failed (also in `failures`, on the candidate it
-    judged): a fixture call goes on past it (`fixture._tune_set`)."""
+    judged): a fixture call goes on past it (`fixture_modes.tune_set`)."""
     gate_test: str | None = None
     """The candidate whose test the gate's failure was given to, where it failed."""
 
@@ -257,7 +257,7 @@ class AutotuneSession:
 
     def winners(self, request: GroupRequest) -> list[tuple[str, Callable[..., Any]]]:
         """The candidates of a tuned group in the order a call runs them on the caller's
-        own inputs (`fixture._run_winner`), each where those before it declined them: the
+        own inputs (`fixture_modes._run_winner`), each where those before it declined them: the
         winner, then the candidates its plan tries for the key, batch by batch, the
         measured of a batch by their score. `LocalTuner.execute` tunes a key again where
         its winner declines the inputs of a call, and a call repeating an earlier one's

@@ -37,7 +37,7 @@ class TimeLimitExceeded(CandidateStopped):
 
 def crashed(exc: BaseException) -> bool:
     """Whether `exc`, raised by a candidate's call, is its crash, whose traceback its test
-    shows (`fixture.raise_again`): not a decline (`AutotuneSkip`, an `AutotuneError`), nor
+    shows (`failing.raise_again`): not a decline (`AutotuneSkip`, an `AutotuneError`), nor
     the stop at the time limit, which its test says in a line of its own."""
     return not isinstance(exc, (AutotuneSkip, AutotuneError, TimeLimitExceeded))
 

@@ -85,5 +85,5 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 def noted(*lines: str) -> list[str]:
     """`lines`, which match an exception's notes, where Python keeps them (3.11 on): on 3.10
-    a candidate's exception is shown without the tuning's note (`fixture.raise_again`)."""
+    a candidate's exception is shown without the tuning's note (`failing.raise_again`)."""
     return list(lines) if sys.version_info >= (3, 11) else []
