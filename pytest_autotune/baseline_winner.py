@@ -154,7 +154,7 @@ def winner_failed_here(case: GroupCase, baseline: Baseline | None, judged: str) 
 def baseline_winner_out(
     case: GroupCase, baseline: Baseline | None, judged: str
 ) -> tuple[str, bool] | None:
-    """`gate.judge.winner_out` of the baseline's winner where it is another candidate of
+    """`gate.comparable.winner_out` of the baseline's winner where it is another candidate of
     the same list than `judged`, on this device; None otherwise."""
     tunables, decision = case.tunables, case.decision
     if baseline is None or baseline.mismatch is not None:

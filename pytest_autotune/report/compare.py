@@ -130,7 +130,7 @@ def _judged(old: Side, new: Side, max_regression: float | None) -> GroupVerdict:
 
 def _winner_out(old: Side, new: Side) -> str | None:
     """Why B's winner is not judged against A's, where A's winner, a candidate of the same
-    list on the same device, failed or was skipped in B (`gate.judge.winner_out`), as
+    list on the same device, failed or was skipped in B (`gate.comparable.winner_out`), as
     the gate says it; None otherwise."""
     if old.winner == new.winner or (old.checksum, old.device_id) != (new.checksum, new.device_id):
         return None

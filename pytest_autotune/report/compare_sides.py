@@ -60,7 +60,7 @@ class Side:
     results: Mapping[str, AutotuneResult] = field(default_factory=dict)
     """Every candidate's result by name: where the other side's winner failed or was
     skipped on this side, the two winners are not judged against each other, as the gate
-    does not judge them (`gate.judge.winner_out`)."""
+    does not judge them (`gate.comparable.winner_out`)."""
 
     def names(self) -> tuple[str, ...]:
         """The candidates' names in order, empty where its results do not list them all
