@@ -285,7 +285,8 @@ def records_unwritable(tuner: str, sink: object, error: OSError) -> str:
         path, why = sink, error.strerror or str(error)
     return (
         f"{tuner}: the records cannot be written to {path} ({why}); tuning goes on without"
-        " them (the record setting, PYTEST_AUTOTUNE_RECORD)"
+        " them (the `record` setting: AutotuneConfig(record=...), PYTEST_AUTOTUNE_RECORD,"
+        " or --autotune-record under pytest)"
     )
 
 

@@ -904,7 +904,7 @@ def test_a_records_file_that_cannot_be_written_warns_and_the_winner_is_still_sav
     with pytest.warns(
         ConfigWarning,
         match=r"^t: the records cannot be written to .*records\.jsonl \(.*a-file is a file, not"
-        r" a folder\)",
+        r" a folder\).*the `record` setting: AutotuneConfig\(record=\.\.\.\)",
     ):
         out = local.execute(
             client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1],)
