@@ -142,14 +142,15 @@ class Tuner:
 
     def execute(self, tunables: TunableSet, inputs: TuneInputs, client: Client) -> Any:
         """Run the fastest candidate for these inputs, tuning first on a new key."""
-        if not isinstance(tunables, TunableSet):
-            # `execute(client, tunables, inputs)`, `LocalTuner.execute`'s order without the
-            # device id, was told its inputs were a TunableSet, to be passed as (x,).
-            raise TypeError(
-                f"{self.name}: execute(tunables, inputs, client) takes a TunableSet first,"
-                f" got {type(tunables).__name__}"
-            )
         if not isinstance(inputs, (tuple, list)):
+            if not isinstance(tunables, TunableSet):
+                # `execute(client, tunables, inputs)`, `LocalTuner.execute`'s order without
+                # the device id, was told its inputs were a TunableSet, to be passed as (x,).
+                # Checked here, where the inputs are already wrong, not on every hit.
+                raise TypeError(
+                    f"{self.name}: execute(tunables, inputs, client) takes a TunableSet"
+                    f" first, got {type(tunables).__name__}"
+                )
             # `execute(..., x)` for `execute(..., (x,))` would call `key_gen(*x)`: the rows
             # of an array as arguments, and a message about the key generator's arity.
             raise TypeError(
