@@ -2,7 +2,7 @@
 settle without one (each fix it made is checked against fakes only):
 
 1. Does `cudaFreeHost` during a thread-local stream capture fail and cancel the capture
-   (`backends.cuda.collector_paused` assumes it can)?
+   (`backends.cuda_collector.collector_paused` assumes it can)?
 2. Which error does `cupy.matmul` raise when device memory is full: `CUBLASError` with
    `CUBLAS_STATUS_ALLOC_FAILED` (3), as `cuda_device.LIBRARY_OUT_OF_MEMORY` expects, or
    something else (`NOT_INITIALIZED` at handle creation, CuPy's `OutOfMemoryError`)?

@@ -18,7 +18,7 @@ once: one call of each (do_bench's median) over do_bench's wall. Triton's do_ben
 candidate of 100 ms or more 8 times (once, 5 times to estimate, then at least one warm-up
 and one timed call), so where such a candidate dominates a family the floor nears 1/8.
 
-The hopeless cut's margin on the GPU for calls of 2 ms or more (`cuda.HOPELESS_FACTOR`, 4)
+The hopeless cut's margin on the GPU for calls of 2 ms or more (`cuda_client.HOPELESS_FACTOR`, 4)
 is safe where no first sample reads that far over its candidate's speed. So after the
 timed tunings each family is tuned once more with the cut off (`hopeless_factor=1e9`, not
 timed) by a fresh client, so that every candidate's first sample is its first call and at

@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 from pytest_autotune.backends.cpu import CpuClient, cpu
-from pytest_autotune.backends.cuda import CudaClient, CudaUnavailableError, cuda
+from pytest_autotune.backends.cuda import CudaUnavailableError, cuda
+from pytest_autotune.backends.cuda_client import CudaClient
 from pytest_autotune.backends.peaks import load_or_probe
 from pytest_autotune.tune.client import Client
 from pytest_autotune.tune.peaks import Peaks

@@ -20,12 +20,10 @@ import pytest
 
 from pytest_autotune import AutotuneOutcome, TunableSet, Tuner
 from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda, cuda_timing
-from pytest_autotune.backends.cuda import (
-    REPLAY_CALIBRATION_NODES,
-    device_id_from,
-    probe_cuda_peaks,
-)
+from pytest_autotune.backends.cuda import device_id_from, probe_cuda_peaks
+from pytest_autotune.backends.cuda_collector import collector_paused
 from pytest_autotune.backends.cuda_device import device_uuid
+from pytest_autotune.backends.cuda_fixed_cost import REPLAY_CALIBRATION_NODES
 from pytest_autotune.backends.cuda_graphs import (
     PLACEMENT_PERIOD,
     PLACEMENT_STEP,
@@ -45,7 +43,7 @@ from pytest_autotune.backends.peaks import Peaks
 from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.log import Eliminated
 
-cuda_module = importlib.import_module("pytest_autotune.backends.cuda")
+cuda_module = importlib.import_module("pytest_autotune.backends.cuda_client")
 
 
 def test_importing_the_package_and_the_examples_imports_no_cupy() -> None:
@@ -849,7 +847,7 @@ def test_the_collector_stays_off_until_the_last_of_two_threads_timing_is_done() 
     # Two clients of two GPUs timing on two threads: the first to finish turned the
     # collector back on inside the other's capture, where a finalizer's cudaFree fails it.
     assert gc.isenabled()
-    first, second = cuda_module.collector_paused(), cuda_module.collector_paused()
+    first, second = collector_paused(), collector_paused()
     first.__enter__()
     second.__enter__()
     first.__exit__(None, None, None)
