@@ -125,7 +125,7 @@ def loaded(cp: Any, client: Any, data: Any) -> dict[str, float]:
 
 def warm(cp: Any, client: Any, data: Any) -> dict[str, float]:
     """The client's fixed-cost graphs captured before the histogram's first capture."""
-    client._empty_sample(True, True)
+    client._fixed_costs.taken(True, True)
     first = histogram_of(cp, client)
     return {
         "A after the client's own graphs": median_us(client, first, (data,)),

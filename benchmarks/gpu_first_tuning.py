@@ -30,8 +30,13 @@ from pytest_autotune import AutotuneConfig, AutotuneOutcome, TunableSet, Tuner
 from pytest_autotune.backends import cuda
 from pytest_autotune.backends.cuda import CudaClient
 
-WATCHED = ("time", "_time_warm_up", "sync", "peaks", "fingerprint", "_empty_sample")
-PARTS = {"_replays": ("of",), "_caller": ("caller_costs",), "_sampler": ("sample",)}
+WATCHED = ("time", "_time_warm_up", "sync", "peaks", "fingerprint")
+PARTS = {
+    "_replays": ("of",),
+    "_caller": ("caller_costs",),
+    "_sampler": ("sample",),
+    "_fixed_costs": ("taken",),
+}
 
 
 @contextlib.contextmanager

@@ -8,8 +8,8 @@ them in a loop, as a second worker's fixtures do.
 
     PYTHONPATH=. python3 benchmarks/gpu_fixed_cost_beside.py [--processes 6]
 
-Reads `CudaClient._fixed` (the fixed cost per mode), a private figure: this is a probe of
-the client, not a use of it.
+Reads `CudaClient._fixed_costs.by_mode` (the fixed cost per mode), a private figure: this
+is a probe of the client, not a use of it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ client = cuda()
 x = cp.random.random(1 << 26, dtype=cp.float32)
 cp.cuda.runtime.deviceSynchronize()
 samples = [client.time(cp.sum, (x,)) for _ in range(30)]
-fixed = {str(k): v.taken * 1e6 for k, v in client._fixed.items()}
+fixed = {str(k): v.taken * 1e6 for k, v in client._fixed_costs.by_mode.items()}
 print(f"fixed cost us {fixed}; sum median {statistics.median(samples) * 1e6:.2f} us")
 """
 

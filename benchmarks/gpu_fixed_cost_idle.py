@@ -16,9 +16,9 @@ follows the SM clock) is printed beside the fixed cost and the median of 15 samp
 
     PYTHONPATH=. python3 benchmarks/gpu_fixed_cost_idle.py [--rounds 4]
 
-Calls `CudaClient._replay_fixed_cost` (one measurement of the fixed cost), a private method:
-this is a probe of the client, not a use of it. The sum's samples have the least of the
-process's measurements taken off (`CudaClient._empty_sample`).
+Calls `FixedCosts.replay_fixed_cost` (one measurement of the fixed cost) through the client's
+private `_fixed_costs`: a probe of the client, not a use of it. The sum's samples have the
+least of the process's measurements taken off (`FixedCosts.taken`).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def main(argv: list[str]) -> int:
 
     def calibrate(label: str) -> None:
         spin_us = spin(2000)  # about 4 us at full clock
-        fixed = client._replay_fixed_cost(True) * 1e6  # one measurement, as a first one is
+        # One measurement, as a first one is
+        fixed = client._fixed_costs.replay_fixed_cost(True) * 1e6
         sums = [client.time(cp.sum, (x,)) * 1e6 for _ in range(15)]
         print(
             f"{label:16s} spin {spin_us:6.2f} us  fixed cost {fixed:5.2f} us"

@@ -104,7 +104,7 @@ def one_process(order: str, method: str) -> dict[str, Any]:
         "median_us": measurement.median * 1e6,
         "rse": measurement.se_log,
         "samples": len(measurement.samples),
-        "fixed_cost_us": {str(k): v.taken * 1e6 for k, v in client._fixed.items()},
+        "fixed_cost_us": {str(k): v.taken * 1e6 for k, v in client._fixed_costs.by_mode.items()},
     }
 
 

@@ -38,7 +38,7 @@ How one sample is taken, and why:
    a sample times one replay of it. What a replay reads beyond its nodes (the event pair
    and the graph's own launch, which a replay of many calls pays once) is the
    instrument's and is taken away, measured with graphs of empty kernels
-   (`CudaClient._replay_fixed_cost`). Each launch of the call still costs what a graph
+   (`FixedCosts.replay_fixed_cost`). Each launch of the call still costs what a graph
    node costs, so a candidate of more launches stays slower by them.
 
    The capture follows one warm-up call, both on a stream of the client's, with the

@@ -1,6 +1,6 @@
 """The CUDA client (`CudaClient`): one sample of a call taken in the steps that
 `pytest_autotune.backends.cuda`'s docstring tells, with what the instrument reads taken off
-(`CudaClient._empty_sample`) and the gate's placements (`CudaClient.placed_sampler`); and
+(`cuda_fixed_cost.FixedCosts`) and the gate's placements (`CudaClient.placed_sampler`); and
 its probe of the device's peaks (`probe_cuda_peaks`)."""
 
 from __future__ import annotations
@@ -24,13 +24,7 @@ from pytest_autotune.backends.cuda_device import (
     is_out_of_memory,
     visible_devices_hint,
 )
-from pytest_autotune.backends.cuda_fixed_cost import (
-    FIXED_COST_REFRESH_S,
-    REPLAY_CALIBRATION_NODES,
-    FixedCost,
-    enqueue_nothing,
-    launch_empty,
-)
+from pytest_autotune.backends.cuda_fixed_cost import FixedCosts, launch_empty
 from pytest_autotune.backends.cuda_graphs import (
     PLACEMENTS,
     Candidates,
@@ -123,8 +117,6 @@ class CudaClient:
         self._peaks_cache_dir = peaks_cache_dir
         self._probe = probe if probe is not None else functools.partial(probe_cuda_peaks, self)
         self._launch_overhead: float | None = None
-        self._fixed: dict[tuple[bool, bool], FixedCost] = {}  # by (held, replayed)
-        self._empty_graphs: list[Any] = []
         self._synchronizing = Candidates()
         self.graph_replay = graph_replay
         props = cp.cuda.runtime.getDeviceProperties(device)
@@ -145,6 +137,7 @@ class CudaClient:
             self._replays = GraphReplays(
                 cp, cp.cuda.Stream() if graph_replay else None, self._time_warm_up
             )
+        self._fixed_costs = FixedCosts(self._sampler, self._replays)
         self._launch_nothing = functools.partial(launch_empty, self._sampler.nothing_kernel, 1)
         self._caller.reference = self._launch_nothing
         # A pool that is let go keeps its blocks (`GraphReplays._drop`): the graphs of a
@@ -365,7 +358,7 @@ class CudaClient:
         # and a graph's own launch) is the instrument's, not the candidate's.
         # Read before the fixed cost, whose measuring samples other calls.
         enqueued = self._sampler.enqueued
-        device = max(seconds - self._empty_sample(hold, replay is not None), MIN_SAMPLE_S)
+        device = max(seconds - self._fixed_costs.taken(hold, replay is not None), MIN_SAMPLE_S)
         enqueue: float | None = None
         if replay is None:  # timed through the stream: its own enqueue time is known
             enqueue = enqueued
@@ -395,7 +388,7 @@ class CudaClient:
         0.47 s candidate of the sum family, against do_bench's 4.1 s for the whole family."""
         if warm_up.seconds is None:
             return None
-        device = warm_up.seconds - self._empty_sample(True, False)
+        device = warm_up.seconds - self._fixed_costs.taken(True, False)
         if device >= LONG_CALL_S and device > ENQUEUE_MARGIN * warm_up.enqueue:
             return device
         return None
@@ -419,74 +412,10 @@ class CudaClient:
 
     def instrument(self) -> dict[str, int]:
         """What this client takes off its samples as the instrument's own, by mode, as
-        measured in this process so far (`_empty_sample`): what it takes off now and the
-        highest measurement, in integer nanoseconds, and how many were taken. A record
-        keeps it, so that a time read too fast or too slow by a constant can be traced."""
-        said: dict[str, int] = {}
+        measured in this process so far (`FixedCosts.said`). A record keeps it, so that a
+        time read too fast or too slow by a constant can be traced."""
         with self._lock:  # a sample on another thread measures them together
-            for (hold, replayed), fixed in sorted(self._fixed.items()):
-                name = f"{'held' if hold else 'unheld'}_{'replay' if replayed else 'stream'}"
-                said[f"{name}_ns"] = round(fixed.taken * 1e9)
-                said[f"{name}_highest_ns"] = round(fixed.highest * 1e9)
-                said[f"{name}_measurements"] = fixed.count
-        return said
-
-    def _empty_sample(self, hold: bool, replayed: bool) -> float:
-        """What a sample reads beyond the call's own work, per mode: the median of samples of
-        a call that enqueues nothing or, for a replayed call, the replay's fixed cost
-        (`_replay_fixed_cost`); measured again once `FIXED_COST_REFRESH_S` old, a new
-        measurement replacing the one taken off where it reads `FIXED_COST_MARGIN_S` lower.
-
-        Measured once, a reading disturbed by other work (another pytest-xdist worker's)
-        would be taken off every sample of the process: under `-n 2` on one H200, every
-        group of one worker read 6-7 us faster than in any other process in 3 runs of about
-        26 (softmax and sum at 100-104% of the HBM roof), as a fixed cost read that much
-        high would make it. That was not shown to be the cause: since the tuned tests'
-        set-up is held (54c7be9) no run of 35 showed it, and every worker of 22 measured
-        2.0-2.5 us (BENCHMARKS.md, 2026-12-03); the records keep the measurements
-        (`instrument`) to tell, should it come back."""
-        mode = (hold, replayed)
-        fixed = self._fixed.get(mode)
-        if fixed is not None and time.monotonic() - fixed.measured_at < FIXED_COST_REFRESH_S:
-            return fixed.taken
-        if replayed:
-            measured = self._replay_fixed_cost(hold)
-        else:
-            measured = statistics.median(
-                self._sampler.sample(enqueue_nothing, (), hold=hold) for _ in range(9)
-            )
-        if fixed is None:
-            self._fixed[mode] = fixed = FixedCost(measured, time.monotonic(), measured)
-        else:
-            fixed.measured(measured, time.monotonic())
-        return fixed.taken
-
-    def _replay_fixed_cost(self, hold: bool) -> float:
-        """What a sample of a replay reads beyond the graph's nodes: the event pair and the
-        graph's own launch, which a replay of many calls pays once and a sample pays once
-        per call. It is the line through samples of graphs of 1 and 32 empty kernels, taken
-        at 0 nodes: its slope is what a node costs in a long graph, as in a replay of many
-        calls, and a call of one node reads exactly that. A graph with no nodes cannot show
-        it: it reads as the event pair alone, as if it were never launched. The two graphs
-        are captured once and sampled in turn, so that a spell of the device lands on both
-        lines' ends alike rather than on one of them."""
-        counts = REPLAY_CALIBRATION_NODES
-        if not self._empty_graphs:
-            graphs = []
-            for count in counts:
-                replay, _ = self._replays.capture(
-                    functools.partial(launch_empty, self._sampler.nothing_kernel, count), (), ()
-                )
-                if replay is None:
-                    raise RuntimeError("a graph of empty kernels could not be captured")
-                graphs.append(replay)
-            self._empty_graphs = graphs  # both or neither: a later call captures again
-        samples: list[list[float]] = [[] for _ in counts]
-        for _ in range(9):
-            for replay, taken in zip(self._empty_graphs, samples, strict=True):
-                taken.append(self._sampler.sample(replay.launch, (), hold=hold))
-        medians = [statistics.median(taken) for taken in samples]
-        return statistics.linear_regression(counts, medians).intercept
+            return self._fixed_costs.said()
 
     def placed_sampler(
         self, fn: Callable[..., object], inputs: tuple[Any, ...], count: int = PLACEMENTS

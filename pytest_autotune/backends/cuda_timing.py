@@ -253,7 +253,7 @@ class CallerTiming:
         reads of the clock, its bookkeeping and the call of the `eager` wrapper, none of
         which a caller pays (200-300 ns a call on the CPU this was written on, 5-7% of
         a 4 us launch). The least median of a few loops of calls that do nothing, measured
-        once, as `_empty_sample` measures the device's instrument."""
+        once, as `FixedCosts.taken` measures the device's instrument."""
         if self._loop_overhead_ns is None:
             self._loop_overhead_ns = min(
                 statistics.median(

@@ -19,7 +19,7 @@ import pytest
 
 from benchmarks.gpu_common import SPIN_SOURCE, graph_replay_seconds
 from pytest_autotune import AutotuneConfig, AutotuneError, TunableSet, Tuner
-from pytest_autotune.backends import CudaClient, cuda
+from pytest_autotune.backends import CudaClient, cuda, cuda_fixed_cost
 from pytest_autotune.backends.cuda import LONG_CALL_S, device_id_from, probe_cuda_peaks
 from pytest_autotune.backends.cuda_graphs import (
     PLACEMENT_PERIOD,
@@ -272,10 +272,9 @@ def test_a_fixed_cost_measured_high_once_is_not_taken_off_for_ever(
     fresh.time(call, ())
     true = fresh.instrument()["held_replay_ns"] / 1e9
     readings = itertools.chain([true + 7e-6], itertools.repeat(true))
-    monkeypatch.setattr(fresh, "_fixed", {})
-    monkeypatch.setattr(fresh, "_replay_fixed_cost", lambda hold: next(readings))
-    # The module, not `backends.cuda`: the package's `cuda` is the function of that name.
-    monkeypatch.setattr(importlib.import_module(CudaClient.__module__), "FIXED_COST_REFRESH_S", 0.0)
+    monkeypatch.setattr(fresh._fixed_costs, "by_mode", {})
+    monkeypatch.setattr(fresh._fixed_costs, "replay_fixed_cost", lambda hold: next(readings))
+    monkeypatch.setattr(cuda_fixed_cost, "FIXED_COST_REFRESH_S", 0.0)
     too_fast = fresh.time(call, ())  # 7 us too much taken off
     right = fresh.time(call, ())
     said = fresh.instrument()

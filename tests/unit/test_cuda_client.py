@@ -44,6 +44,7 @@ from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.log import Eliminated
 
 cuda_module = importlib.import_module("pytest_autotune.backends.cuda_client")
+fixed_cost_module = importlib.import_module("pytest_autotune.backends.cuda_fixed_cost")
 
 
 def test_importing_the_package_and_the_examples_imports_no_cupy() -> None:
@@ -406,9 +407,8 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> FakeGpu:
     # The host takes no time to enqueue unless a test's clock says so: samples stay exact.
     # Nor does the monotonic clock move: the fixed cost is measured once, unless a test's
     # clock moves it (`FIXED_COST_REFRESH_S`).
-    monkeypatch.setattr(
-        cuda_module, "time", SimpleNamespace(perf_counter_ns=lambda: 0, monotonic=lambda: 0.0)
-    )
+    monkeypatch.setattr(cuda_module, "time", SimpleNamespace(perf_counter_ns=lambda: 0))
+    monkeypatch.setattr(fixed_cost_module, "time", SimpleNamespace(monotonic=lambda: 0.0))
     return fake
 
 
@@ -442,9 +442,7 @@ def test_the_fixed_cost_is_measured_again_once_stale_and_the_least_is_taken_off(
     graphs captured the first time; a measurement read high (here: the event pair 5 us
     slower while it was taken) is replaced by a lower one and never taken off again."""
     now = [0.0]
-    monkeypatch.setattr(
-        cuda_module, "time", SimpleNamespace(perf_counter_ns=lambda: 0, monotonic=lambda: now[0])
-    )
+    monkeypatch.setattr(fixed_cost_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
     client = CudaClient(cold_l2=False, timing="device")
     call = kernels(gpu, 10e-6)
     client.time(call, ())
@@ -458,7 +456,7 @@ def test_the_fixed_cost_is_measured_again_once_stale_and_the_least_is_taken_off(
         return real_sample(*args, **kwargs) + 5e-6
 
     monkeypatch.setattr(client._sampler, "sample", slow_events)
-    now[0] = cuda_module.FIXED_COST_REFRESH_S
+    now[0] = fixed_cost_module.FIXED_COST_REFRESH_S
     client.time(call, ())  # measured again, 5 us high: the earlier, lower one stays
     monkeypatch.setattr(client._sampler, "sample", real_sample)
     now[0] += 1.0
@@ -476,18 +474,16 @@ def test_the_fixed_cost_taken_off_moves_only_for_a_reading_clearly_lower(
     """A first reading 5 us high is replaced by the next; after it, readings 0.1 us lower
     (noise: the least of many would drift down with a session's length) are not."""
     now = [0.0]
-    monkeypatch.setattr(
-        cuda_module, "time", SimpleNamespace(perf_counter_ns=lambda: 0, monotonic=lambda: now[0])
-    )
+    monkeypatch.setattr(fixed_cost_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
     client = CudaClient(cold_l2=False, timing="device")
     readings = iter([7e-6, 2e-6, 1.9e-6, 1.8e-6, 1.9e-6])
-    monkeypatch.setattr(client, "_replay_fixed_cost", lambda hold: next(readings))
+    monkeypatch.setattr(client._fixed_costs, "replay_fixed_cost", lambda hold: next(readings))
     call = kernels(gpu, 50e-6)
     taken_off = []
     for _ in range(5):
         client.time(call, ())
         taken_off.append(client.instrument()["held_replay_ns"])
-        now[0] += cuda_module.FIXED_COST_REFRESH_S
+        now[0] += fixed_cost_module.FIXED_COST_REFRESH_S
     assert taken_off == [7000, 2000, 2000, 2000, 2000]
 
 
@@ -498,9 +494,7 @@ def test_measuring_the_fixed_cost_again_keeps_a_stream_timed_calls_enqueue_time(
     longer than its device time, also on the samples that measure the fixed cost again
     (whose empty calls are sampled after it, and enqueue in no time)."""
     now = [0.0]
-    monkeypatch.setattr(
-        cuda_module, "time", SimpleNamespace(perf_counter_ns=lambda: 0, monotonic=lambda: now[0])
-    )
+    monkeypatch.setattr(fixed_cost_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
     clock = HostClock()
 
     def launch_bound() -> None:  # 2 us on the device, 20 us for Python to enqueue
@@ -511,7 +505,7 @@ def test_measuring_the_fixed_cost_again_keeps_a_stream_timed_calls_enqueue_time(
     times = []
     for _ in range(6):
         times.append(client.time(launch_bound, ()))
-        now[0] += cuda_module.FIXED_COST_REFRESH_S  # every sample measures it again
+        now[0] += fixed_cost_module.FIXED_COST_REFRESH_S  # every sample measures it again
     assert times == pytest.approx([20e-6] * 6)
     cost = client.call_costs(launch_bound)
     assert cost is not None and cost.enqueue == pytest.approx(20e-6)
@@ -533,10 +527,10 @@ def test_a_failed_capture_of_the_empty_graphs_is_tried_again_whole(
 
     monkeypatch.setattr(client._replays, "capture", capture)
     with pytest.raises(RuntimeError, match="graph of empty kernels could not be captured"):
-        client._replay_fixed_cost(True)
+        client._fixed_costs.replay_fixed_cost(True)
     fail[0] = False
-    assert client._replay_fixed_cost(True) == pytest.approx(
-        CudaClient(cold_l2=False, timing="device")._replay_fixed_cost(True)
+    assert client._fixed_costs.replay_fixed_cost(True) == pytest.approx(
+        CudaClient(cold_l2=False, timing="device")._fixed_costs.replay_fixed_cost(True)
     )
 
 
