@@ -11,116 +11,39 @@ hook has nothing to do. A test that sets up `pytester` imports the engine's modu
 its session (`pytest_fixture_setup`). Every hook is registered here, at the start, where
 it always was, so that its order among other plugins' hooks does not depend on when the
 engine loads.
+
+Some hooks live beside the code they share: the options' and ini keys' (`plugin_options`),
+those holding a tuning worker's tests to its locks (`quiet_hooks`), and those of the end of
+the session (`session_end`). pytest finds a plugin's hooks by name on its module, so each is
+imported here under its own name, and registered with the others, at the start.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import unittest
 from collections.abc import Callable, Iterator
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_autotune import hookspecs
-from pytest_autotune.plugin_settings import (
-    PluginSettings,
-    ignored_options,
-    settings_from_sources,
-    shown_from,
-)
+from pytest_autotune.plugin_options import pytest_addoption as pytest_addoption
+from pytest_autotune.plugin_options import settings_of
+from pytest_autotune.plugin_settings import PluginSettings
+from pytest_autotune.quiet_hooks import pytest_runtest_protocol as pytest_runtest_protocol
+from pytest_autotune.quiet_hooks import pytest_runtest_setup as pytest_runtest_setup
+from pytest_autotune.quiet_hooks import pytest_runtest_teardown as pytest_runtest_teardown
+from pytest_autotune.quiet_hooks import pytest_timeout_set_timer as pytest_timeout_set_timer
+from pytest_autotune.session_end import pytest_runtestloop as pytest_runtestloop
+from pytest_autotune.session_end import pytest_sessionfinish as pytest_sessionfinish
+from pytest_autotune.session_end import pytest_terminal_summary as pytest_terminal_summary
 from pytest_autotune.stash_keys import IN_BODY, SESSION
-from pytest_autotune.tune.config import ConfigError
-from pytest_autotune.tune.settings import SETTINGS, Setting, choose
-
-_OPTIONS = tuple(s for s in SETTINGS if "command line" in s.sources)
-_INI_KEYS = tuple(s for s in SETTINGS if "ini" in s.sources)
+from pytest_autotune.tune.settings import choose
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("autotune", "autotune: tune, check and gate several implementations")
-    for setting in _OPTIONS:
-        if setting.kind == "bool":
-            group.addoption(setting.flag, action="store_true", default=None, help=setting.help)
-        else:
-            group.addoption(setting.flag, default=None, metavar="VALUE", help=setting.help)
-    for setting in _INI_KEYS:
-        _add_ini(parser, setting)
-
-
-def _add_ini(parser: pytest.Parser, setting: Setting) -> None:
-    """Register an ini key. A number is `float | str` where pytest takes a union (9.2):
-    a native `[tool.pytest]` table's `autotune_time_limit = 5` is an int, which a string
-    key refuses, and `"5"`, as older pytest needed it, stays a string; our parser reads
-    both. Older pytest takes strings only (quote numbers in a native table there)."""
-    if setting.numeric and pytest.version_tuple >= (9, 2):
-        with contextlib.suppress(AssertionError, TypeError, ValueError):
-            parser.addini(setting.ini, help=setting.help, type=float | str, default=None)
-            return
-    # An unset bool is None, not False: `autotune_adaptive = false` must read as set, since
-    # its default is True (pytest 7 gives [] for it, read as unset too).
-    default = None if setting.kind == "bool" else ""
-    parser.addini(setting.ini, help=setting.help, type=setting.kind, default=default)
-
-
-def _command_line(config: pytest.Config, *, typed_only: bool = False) -> dict[str, object]:
-    """The options of the command line, by ini key; None where not given. `typed_only`:
-    those typed for this run, without the ini file's `addopts` and `PYTEST_ADDOPTS`, which
-    a project sets for every run, plain ones included."""
-    typed = [str(arg) for arg in config.invocation_params.args]
-
-    def given(flag: str) -> bool:
-        return not typed_only or any(a == flag or a.startswith(f"{flag}=") for a in typed)
-
-    return {s.ini: config.getoption(s.flag) for s in _OPTIONS if given(s.flag)}
-
-
-def _written_by_others(config: pytest.Config) -> dict[str, Path]:
-    """The files other plugins write at the end of the run: pytest-benchmark's JSON, a
-    path taken from the directory pytest was run in."""
-    benchmark_json = config.getoption("benchmark_json", None)
-    if benchmark_json is None:
-        return {}
-    # pytest-benchmark before 5.0 opens the file as it parses the option (argparse's
-    # FileType): an open file, whose `name` is the path as given. (A Path's `name` is
-    # only its last part: a path is taken as it is.)
-    if not isinstance(benchmark_json, (str, os.PathLike)):
-        benchmark_json = benchmark_json.name
-    return {"--benchmark-json": config.invocation_params.dir / benchmark_json}
-
-
-def _settings(config: pytest.Config) -> PluginSettings:
-    """The session's settings from every source (`pytest_autotune.plugin_settings`)."""
-    try:
-        settings = settings_from_sources(
-            command_line=_command_line(config),
-            ini={s.ini: _ini_value(config, s.ini) for s in _INI_KEYS},
-            environ=os.environ,
-            rootpath=config.rootpath,
-            invocation_dir=config.invocation_params.dir,
-            written_by_others=_written_by_others(config),
-            ini_source=_ini_source(config),
-        )
-    except ConfigError as exc:
-        raise pytest.UsageError(f"pytest-autotune: {exc}") from None
-    unconfigured = (
-        config.inipath is None
-        and not config.getoption("rootdir", None)
-        and not (config.rootpath / "setup.py").is_file()
-    )
-    above = (
-        (folder / settings.cache_dir.name for folder in config.rootpath.parents)
-        if unconfigured and settings.cache_dir.parent == config.rootpath
-        else ()
-    )
-    return replace(settings, cache_above=next((p for p in above if p.is_dir()), None))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -134,7 +57,7 @@ def pytest_cmdline_main(config: pytest.Config) -> Any:
     option = config.option
     tuning = False
     with contextlib.suppress(pytest.UsageError):  # said by pytest_configure, which runs next
-        tuning = _settings(config).tune
+        tuning = settings_of(config).tune
     dist = getattr(option, "dist", None)
     workers = getattr(option, "numprocesses", None)
     # `-d` is pytest-xdist's `--dist load`, which its hook sets after this one: left as it
@@ -172,7 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # The help is where a user looks up the option a bad setting needs: pytest shows
         # it whatever else the command line holds, and a bad setting must not hide it.
         return
-    settings = _settings(config)
+    settings = settings_of(config)
     config.stash[SETTINGS_OF_THE_RUN] = settings
     config.pluginmanager.register(
         _CollectionWrapper("UnrequestedParameters"), "autotune-unrequested"
@@ -225,82 +148,6 @@ class _CollectionWrapper:
         from pytest_autotune import generate_tests
 
         yield from getattr(generate_tests, self.name)().pytest_generate_tests(metafunc)
-
-
-@pytest.hookimpl(hookwrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Any:
-    """On a pytest-xdist worker that tunes, an ordinary test (setup, call and teardown)
-    holds its shared locks, so that it never runs beside another worker's measurement
-    (`pytest_autotune.quiet`). A test that tunes waits for the device lock instead.
-    Outside every other plugin's wrapper, whichever loaded first: the wait for another
-    worker's measurement is no part of the test, and pytest-timeout's alarm, where its
-    wrapper held this one, fired in it outside any phase of the test, an INTERNALERROR."""
-    state = item.config.stash.get(SESSION, None)
-    quiet = state.quiet if state is not None else None
-    if quiet is None:
-        yield
-        return
-    if item.get_closest_marker("autotune") is not None:
-        # It holds the shared locks for its set-up (`pytest_runtest_setup`), inside
-        # pytest-timeout's window: waiting there for another worker's measurement failed
-        # the test with a bare "Timeout" naming neither. The wait is made here first.
-        with quiet.testing():
-            pass
-        yield
-        return
-    with quiet.testing():
-        yield
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Any:
-    """A test that tunes holds the shared locks for its set-up, as an ordinary test does
-    for all of it: its fixtures (inputs made on the GPU, 256 MiB of random numbers) ran
-    beside another worker's measurement, which its body alone waits for."""
-    with _set_up_or_torn_down(item):
-        yield
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_teardown(item: pytest.Item) -> Any:
-    """A test that tunes holds the shared locks for its teardown (`pytest_runtest_setup`)."""
-    with _set_up_or_torn_down(item):
-        yield
-
-
-@contextlib.contextmanager
-def _set_up_or_torn_down(item: pytest.Item) -> Iterator[None]:
-    state = item.config.stash.get(SESSION, None)
-    quiet = state.quiet if state is not None else None
-    if quiet is None or item.get_closest_marker("autotune") is None:
-        yield  # an ordinary test holds them already, for its whole protocol
-        return
-    if TEST_TIMER in item.stash:
-        # Inside pytest-timeout's window, a wait for another worker's measurement failed the
-        # test with a bare "Timeout", naming neither: such a test waited before it began
-        # (`pytest_runtest_protocol`), and holds nothing here. (A hold given up on its own
-        # timeout left, on Python 3.10's sqlite3, the other workers' holds waiting.)
-        yield
-        return
-    with quiet.testing():
-        yield
-
-
-TEST_TIMER = pytest.StashKey[float]()
-"""The seconds of pytest-timeout's timer of a test, where it times the test's set-up and
-teardown too (not `func_only`)."""
-
-
-@pytest.hookimpl(optionalhook=True, tryfirst=True)
-def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
-    """pytest-timeout's timer of a test starts (its own hook; it sets the timer itself)."""
-    seconds = getattr(settings, "timeout", None)
-    if (
-        isinstance(seconds, (int, float))
-        and seconds > 0
-        and not getattr(settings, "func_only", False)
-    ):
-        item.stash[TEST_TIMER] = float(seconds)
 
 
 class _AfterTheBody:
@@ -370,30 +217,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     from pytest_autotune.plugin_engine import pytest_runtest_makereport as report
 
     yield from report(item, call)
-
-
-def _ini_source(config: pytest.Config) -> str:
-    """How messages name the ini file pytest read (`pyproject.toml`, `tox.ini`), as seen
-    from where pytest was run; "ini" where it read none."""
-    path = config.inipath
-    return "ini" if path is None else shown_from(path, config.invocation_params.dir)
-
-
-def _ini_value(config: pytest.Config, name: str) -> object:
-    try:
-        value = config.getini(name)
-    except (ValueError, pytest.UsageError) as exc:
-        # pytest parses a bool key itself and says only "invalid truth value 'maybe'"
-        # (pytest 7 with a traceback through this plugin): name the key and the file, and
-        # the words it takes. A native TOML table's type errors name the key already.
-        if name in str(exc):
-            raise
-        words = " (true or false: yes/no, on/off, 1/0)" if "truth value" in str(exc) else ""
-        raise ConfigError(f"{_ini_source(config)}: {name}: {exc}{words}") from None
-    # An unset string ini is "", an unset bool or number None (pytest 7: an unset bool
-    # []): each means "not set here". False and 0 are values (0 one the parser may refuse
-    # by name).
-    return None if value is None or value in ("", []) else value
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -478,75 +301,3 @@ def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Non
     run)."""
     if fixturedef.argname == "pytester":
         import pytest_autotune.plugin_engine  # noqa: F401
-
-
-# -- the end of the session -----------------------------------------------------------------
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtestloop(session: pytest.Session) -> Any:
-    """After the tests of a tuning run, before any plugin's end of the session: a
-    pytest-benchmark with nothing to save stays quiet (`benchmark_fixture.nothing_to_save`)."""
-    yield
-    state = session.config.stash.get(SESSION, None)
-    if state is not None and state.settings.tune:
-        from pytest_autotune.benchmark_fixture import nothing_to_save
-
-        nothing_to_save(session.config)
-
-
-def _calls_no_test(config: pytest.Config) -> bool:
-    """--collect-only, --setup-only and --setup-plan (which sets `setuponly`) call no test:
-    nothing is tuned, so there is no report, records or cache files to write (an empty
-    report replaced the last run's, and an empty records file was made)."""
-    return bool(config.option.collectonly or getattr(config.option, "setuponly", False))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    state = session.config.stash.get(SESSION, None)
-    if state is None or not state.settings.tune or _calls_no_test(session.config):
-        return
-    if state.worker:
-        session.config.workeroutput["autotune"] = state.to_worker_output()  # type: ignore[attr-defined]
-        return
-    bridge = session.config.pluginmanager.get_plugin("autotune-xdist")
-    if bridge is not None:  # after pytest-xdist's own end of the session, which ends its workers
-        bridge.hand_back_unread()
-    failed = state.finish(stopped=_stopped_early(session, exitstatus))
-    if failed and session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def _stopped_early(session: pytest.Session, exitstatus: int) -> str | None:
-    """Why the session stopped before every test ran, None when it ran to its end: Ctrl-C
-    or a cancelled CI job (interrupted), `-x` or `--maxfail` (pytest's own words, which
-    pytest-xdist gives as its interruption's), pytest-xdist's limit on crashed workers."""
-    if exitstatus == pytest.ExitCode.INTERRUPTED:
-        from pytest_autotune.xdist import INTERRUPTED_BY
-
-        return session.config.stash.get(INTERRUPTED_BY, "interrupted")
-    reason = session.shouldstop or session.shouldfail
-    if not reason:
-        bridge = session.config.pluginmanager.get_plugin("autotune-xdist")
-        return None if bridge is None else bridge.shut_down_by()
-    # A sentence of pytest's own (`--sw`: "Test failed, continuing from this test next
-    # run.") goes inside the summary's brackets without its full stop.
-    return reason.rstrip(".") if isinstance(reason, str) else "stopped"
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    state = config.stash.get(SESSION, None)
-    if state is None or state.worker or _calls_no_test(config):
-        return
-    if not state.settings.tune:
-        ignored = ignored_options(_command_line(config, typed_only=True), state.settings)
-        if ignored is not None:
-            terminalreporter.write_line(ignored)
-        return
-    lines = state.summary_lines(stats=state.settings.candidates)
-    if not lines:  # nothing tuned nor noted (--collect-only, every test deselected)
-        return
-    terminalreporter.section("autotune")
-    for line in lines:
-        terminalreporter.write_line(line)

@@ -159,7 +159,7 @@ def test_ini_keys_left_unset_read_as_unset_on_every_supported_pytest(
     # project that sets none of them ("ini: autotune: expected a boolean ..., got []").
     # An unset bool is None (pytest 8 and later) or [] (pytest 7), not False, which an
     # `autotune_adaptive = false` must be read as.
-    from pytest_autotune.plugin import _ini_value
+    from pytest_autotune.plugin_options import _ini_value
 
     config = autotune_pytester.parseconfigure()
     assert config.getini("autotune") in (None, [])

@@ -464,7 +464,7 @@ def test_a_stop_in_pytests_own_sentence_is_given_without_its_full_stop() -> None
     # next run.): ..." read with the full stop inside the brackets.
     from types import SimpleNamespace
 
-    from pytest_autotune.plugin import _stopped_early
+    from pytest_autotune.session_end import _stopped_early
 
     session = SimpleNamespace(
         shouldstop="Test failed, continuing from this test next run.", shouldfail=False

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_autotune.plugin import _written_by_others
+from pytest_autotune.plugin_options import _written_by_others
 from pytest_autotune.plugin_settings import PluginSettings, settings_from_sources
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError, load_yaml
 from pytest_autotune.tune.key import AutotuneLevel
