@@ -1,5 +1,5 @@
 """What a neighbour does to a multithreaded CPU winner (issue 9): the numbers behind
-`gate.conditions.HELPERS_SHARE`, `THREADS_PRESSURE` and `CONTENDED_THREADS_SIGMA`.
+`gate.contention.HELPERS_SHARE`, `THREADS_PRESSURE` and `CONTENDED_THREADS_SIGMA`.
 
 A 256x256 float64 `dot` (OpenBLAS splits it over its threads) and a one-thread NumPy sum
 are timed in fresh processes, alone and beside 1..N processes that spin on a CPU each,
@@ -25,7 +25,7 @@ import time
 PROBE = r"""
 import json, sys, time
 import numpy as np
-from pytest_autotune.gate import conditions
+from pytest_autotune.gate import contention
 
 rng = np.random.default_rng(0)
 a, b = rng.random((256, 256)), rng.random((256, 256))
@@ -40,15 +40,15 @@ def measure(call, n):
         call()
         return time.perf_counter() - start
 
-    clock = conditions.HelperClock()
+    clock = contention.HelperClock()
     counted = clock.wrap(sample)
-    before = conditions.stall_reading()
+    before = contention.stall_reading()
     samples = sorted(counted() for _ in range(n))
-    after = conditions.stall_reading()
+    after = contention.stall_reading()
     return {
         "median_s": samples[len(samples) // 2],
         "helpers": clock.share(),
-        "pressure": conditions.pressure_share(before, after),
+        "pressure": contention.pressure_share(before, after),
     }
 
 # The sum first: right after the dot, the BLAS pool's threads still spin and count.

@@ -102,7 +102,7 @@ from pytest_autotune.gate import (
     Comparison,
     Measurement,
     RegressionCheck,
-    conditions,
+    contention,
     format_interval,
 )
 from pytest_autotune.tune.cache import PersistentCache
@@ -523,7 +523,7 @@ def run_session(
     diag = root / "runs" / f"{index:03d}-{kind}.diag.jsonl"
     record.parent.mkdir(exist_ok=True)
     load = os.getloadavg()[0]
-    stalls = conditions.stall_reading()
+    stalls = contention.stall_reading()
     start = time.perf_counter()
     done = subprocess.run(
         pytest_command(
@@ -537,7 +537,7 @@ def run_session(
         preexec_fn=pinned(pin),
     )
     wall = time.perf_counter() - start
-    share = conditions.pressure_share(stalls, conditions.stall_reading())
+    share = contention.pressure_share(stalls, contention.stall_reading())
     if done.returncode not in (0, 1) or not record.exists():
         raise SystemExit(
             f"run {index} ({kind}): pytest exited {done.returncode}\n{done.stdout}\n{done.stderr}"

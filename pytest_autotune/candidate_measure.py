@@ -15,7 +15,7 @@ import numpy as np
 
 from pytest_autotune.backends.cpu import settle_allocator
 from pytest_autotune.calibration import CALIBRATION_KIND, timed_calibration
-from pytest_autotune.gate import Baseline, Measurement, conditions, device_kind, measure_winner
+from pytest_autotune.gate import Baseline, Measurement, contention, device_kind, measure_winner
 from pytest_autotune.group_case import GroupCase
 from pytest_autotune.time_limit import unlimited
 from pytest_autotune.tune.call_scope import call_scope
@@ -95,21 +95,21 @@ def candidate_measurer(
             )
             # The CPUs' stall counter read on both sides of the samples, so their
             # difference covers the measurement exactly, and the CPU time of the
-            # process's other threads over the samples alone (`gate.conditions`).
-            helpers = conditions.HelperClock()
+            # process's other threads over the samples alone (`gate.contention`).
+            helpers = contention.HelperClock()
             if on_cpu:
                 # A thread pool an earlier call left spinning (the peak probe's BLAS
                 # matmul, a losing candidate's) is not the winner's: it falls quiet first.
-                conditions.settle_helpers()
+                contention.settle_helpers()
                 sample = helpers.wrap(sample)
-            before = conditions.stall_reading() if on_cpu else None
+            before = contention.stall_reading() if on_cpu else None
             measured = measure_winner(
                 sample,
                 calibration=calibrate.sample if calibrate else None,
                 calibration_kind=calibrate.kind if calibrate else CALIBRATION_KIND,
                 name=name,
             )
-            after = conditions.stall_reading() if on_cpu else None
+            after = contention.stall_reading() if on_cpu else None
         except FLOATING_POINT_ERRORS as exc:
             if repeats_raise:
                 raise _RaisedOfRepeats from exc
@@ -122,8 +122,8 @@ def candidate_measurer(
         # average then covers them, and how long runnable threads waited during them.
         return replace(
             measured,
-            load=conditions.load_per_cpu(),
-            pressure=conditions.pressure_share(before, after),
+            load=contention.load_per_cpu(),
+            pressure=contention.pressure_share(before, after),
             helpers=helpers.share(),
         )
 

@@ -54,8 +54,8 @@ def _no_machine_load(monkeypatch: pytest.MonkeyPatch) -> None:
     runnable threads waited for a CPU during its samples (`pytest_autotune.gate.conditions`);
     a test's verdicts must not depend on what else runs on the machine, so tests read
     neither unless they set one."""
-    monkeypatch.setattr("pytest_autotune.gate.conditions.load_per_cpu", lambda: None)
-    monkeypatch.setattr("pytest_autotune.gate.conditions.stall_reading", lambda: None)
+    monkeypatch.setattr("pytest_autotune.gate.contention.load_per_cpu", lambda: None)
+    monkeypatch.setattr("pytest_autotune.gate.contention.stall_reading", lambda: None)
 
 
 @pytest.fixture(autouse=True)

@@ -8,11 +8,12 @@ suspected failure is measured again before it counts.
 
 One module a concern: `measure` samples the winner, `samples` holds the measured values,
 `baseline` reads the committed one out of a cache entry, `rules` are the checks with their
-defaults, `verdicts` what the gate concludes, `comparable` whether a baseline can judge a
-run at all, `comparison` the change against one that can, with its messages, and `judge`
-combines the checks into one `GroupVerdict` per tuned group. The figures in its messages
-are formatted by `report.figures`, which the reports share. Nothing here imports pytest:
-the plugin feeds it.
+defaults, `contention` how contended the CPUs were during the samples, `conditions` what
+that or another machine adds to the noise, `verdicts` what the gate concludes, `comparable`
+whether a baseline can judge a run at all, `comparison` the change against one that can,
+with its messages, and `judge` combines the checks into one `GroupVerdict` per tuned group.
+The figures in its messages are formatted by `report.figures`, which the reports share.
+Nothing here imports pytest: the plugin feeds it.
 This package re-exports the names of all of them, as the one `gate` module did.
 """
 

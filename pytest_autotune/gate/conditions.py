@@ -18,7 +18,7 @@ slowdown the gate promises says "too noisy", with the reason, rather than guessi
   with the quiet noise. Linux's pressure-stall counters (the process's cgroup's
   `cpu.pressure`, else `/proc/pressure/cpu`) count the wall time during which runnable
   threads waited for a CPU; read on both sides of the winner's samples they give the share
-  of the measurement so contended (`pressure_share`, `Measurement.pressure`, and the
+  of the measurement so contended (`contention.pressure_share`, `Measurement.pressure`, and the
   records' `contention`). Beside bursts of two spinning processes on the 2-core VM,
   measurements stalled 30-60% moved no more than unstalled ones (the gate compares the
   median of many short samples: a time slice lost to another thread makes the samples it
@@ -65,12 +65,10 @@ from __future__ import annotations
 
 import math
 import os
-import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_autotune.gate.contention import HELPERS_SHARE
 from pytest_autotune.gate.rules import DEFAULT_SIGMA_BETWEEN, device_kind
 
 if TYPE_CHECKING:
@@ -98,24 +96,6 @@ READ_MOVE = 0.02
 noise: below, `READ_TRACKING` of it is under a third of the 3% calibrated noise and would
 only add a line to every message."""
 
-HELPERS_SHARE = 0.1
-"""The CPU time of the process's other threads, over the winner's samples' wall time, from
-which the winner counts as multithreaded: on the 2-core VM a one-thread NumPy sum reads
-0.00, a 256x256 `dot` on two OpenBLAS threads 0.99 alone, 0.47-0.52 beside one spinning
-process and 0.28-0.30 beside three (its helper thread still runs its share of the work,
-only later; benchmarks/cpu_threads_contention.py)."""
-
-SETTLE_WINDOW_S = 0.01
-"""The window over which `settle_helpers` reads whether the other threads fell quiet: a
-tenth of OpenBLAS's busy wait after a call (about 0.1 s), so the wait ends soon after it."""
-
-SETTLE_WINDOWS = 3
-"""How many quiet windows in a row `settle_helpers` waits for."""
-
-SETTLE_LIMIT_S = 0.5
-"""How long `settle_helpers` waits at most: five times OpenBLAS's busy wait, a small part
-of the winner's measurement (up to 2 s), for a thread that never falls quiet."""
-
 THREADS_PRESSURE = 0.1
 """The share of a multithreaded winner's measurement stalled for a CPU from which its CPUs
 count as contended (`Measurement.pressure`): on the 2-core VM the two-thread `dot` read
@@ -141,20 +121,6 @@ class Condition:
     helps: str
 
 
-def load_per_cpu() -> float | None:
-    """The 1-minute load average over the CPUs this process may run on; None where the
-    platform has no load average (Windows)."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return load / max(cpus, 1)
-
-
 def load_factor(load: float | None) -> float:
     """By how much the between-session noise of a CPU timing grows at `load` runnable
     threads per CPU: not at all up to one; beyond, at once to twice (at a quarter of a
@@ -168,137 +134,9 @@ def load_factor(load: float | None) -> float:
     return max(load, 1.0 + min(1.0, 4.0 * (load - 1.0)))
 
 
-@dataclass(frozen=True, slots=True)
-class StallReading:
-    """One read of a pressure-stall file: which file, the wall time its runnable threads
-    had spent waiting for a CPU (its `some` total, in seconds) and when it was read
-    (`time.monotonic` seconds)."""
-
-    source: Path
-    stalled: float
-    at: float
-
-
-def stall_files(
-    proc: Path = Path("/proc"), cgroup_root: Path = Path("/sys/fs/cgroup")
-) -> tuple[Path, ...]:
-    """The pressure-stall files that may count this process's waits for a CPU, its own
-    cgroup's first (cgroup v2, mounted at `cgroup_root` or, on a hybrid host, under its
-    `unified`), then the whole system's."""
-    files = []
-    try:
-        lines = (proc / "self" / "cgroup").read_text().splitlines()
-    except (OSError, ValueError):
-        lines = []
-    for line in lines:
-        if line.startswith("0::"):
-            group = line[3:].strip().lstrip("/")
-            files += [cgroup_root / group / "cpu.pressure"]
-            files += [cgroup_root / "unified" / group / "cpu.pressure"]
-    return (*files, proc / "pressure" / "cpu")
-
-
-def _some_total(path: Path) -> float | None:
-    """The `total=` of the file's `some` line in seconds; None where the file is missing,
-    unreadable or not in the kernel's form."""
-    try:
-        text = path.read_text()
-    except (OSError, ValueError):
-        return None
-    for line in text.splitlines():
-        fields = line.split()
-        if fields[:1] != ["some"]:
-            continue
-        totals = [f[len("total=") :] for f in fields[1:] if f.startswith("total=")]
-        if len(totals) == 1 and totals[0].isdigit():
-            return int(totals[0]) / 1e6
-        return None
-    return None
-
-
-def read_stall(
-    files: Sequence[Path], now: Callable[[], float] = time.monotonic
-) -> StallReading | None:
-    """The first of `files` that reads, None where none does (no PSI: another platform,
-    an older kernel, or PSI turned off)."""
-    for path in files:
-        stalled = _some_total(path)
-        if stalled is not None:
-            return StallReading(path, stalled, now())
-    return None
-
-
-def stall_reading() -> StallReading | None:
-    """This machine's pressure-stall counter now (`stall_files`, `read_stall`)."""
-    return read_stall(stall_files())
-
-
-def pressure_share(before: StallReading | None, after: StallReading | None) -> float | None:
-    """The share of the wall time between two reads during which runnable threads waited
-    for a CPU, from 0 to 1; None when either read is missing, the two read different
-    files, the window is empty or the counter went backwards (a wrap or a reset)."""
-    if before is None or after is None or before.source != after.source:
-        return None
-    window, stalled = after.at - before.at, after.stalled - before.stalled
-    if not window > 0 or stalled < 0:
-        return None
-    return min(1.0, stalled / window)
-
-
-@dataclass(slots=True)
-class HelperClock:
-    """The CPU time this process's other threads used during the calls it wraps, against
-    those calls' wall time (`Measurement.helpers`): a call that hands work to a thread
-    pool (BLAS, OpenMP) reads about the pool's threads beyond the caller's, a one-thread
-    call about 0. It also counts threads that only spin (a BLAS pool waiting for work for a
-    while after a multithreaded call), which hold a CPU as much as working ones."""
-
-    busy: float = 0.0
-    wall: float = 0.0
-
-    def wrap(self, call: Callable[[], float]) -> Callable[[], float]:
-        """`call`, counted."""
-
-        def counted() -> float:
-            thread, process, wall = time.thread_time(), time.process_time(), time.perf_counter()
-            seconds = call()
-            self.wall += time.perf_counter() - wall
-            self.busy += (time.process_time() - process) - (time.thread_time() - thread)
-            return seconds
-
-        return counted
-
-    def share(self) -> float | None:
-        """The other threads' CPU time over the wall time; None before any call."""
-        return max(0.0, self.busy / self.wall) if self.wall > 0 else None
-
-
-def settle_helpers(limit: float = SETTLE_LIMIT_S) -> None:
-    """Wait, at most `limit` seconds, until this process's other threads have used under
-    `HELPERS_SHARE` of `SETTLE_WINDOWS` windows in a row, so that a `HelperClock` started
-    next counts the helpers of the calls it wraps and not those of an earlier call:
-    OpenBLAS's threads wait for work busily for about 0.1 s after a matmul, and after the
-    CPU peak probe (or a losing BLAS candidate) a one-thread NumPy sum measured next read
-    0.2-1.3 of its samples' time as its own helpers on the 2-core VM, which on contended
-    CPUs made its comparison "too noisy" at [-99%, +6771%]. Several windows, since a
-    spinning thread another process preempts reads quiet for a while. A pool that never
-    falls quiet is waited for `limit`, and then counted as before."""
-    deadline, quiet = time.perf_counter() + limit, 0
-    while quiet < SETTLE_WINDOWS and time.perf_counter() < deadline:
-        window = HelperClock()
-        window.wrap(_quiet_window)()
-        share = window.share()
-        quiet = quiet + 1 if share is None or share < HELPERS_SHARE else 0
-
-
-def _quiet_window() -> float:
-    time.sleep(SETTLE_WINDOW_S)
-    return 0.0
-
-
 def pressure_factor(share: float | None) -> float:
     """By how much the between-session noise of a CPU timing grows when runnable threads
-    waited for a CPU `share` of its measurement (`pressure_share`): not at all up to
+    waited for a CPU `share` of its measurement (`contention.pressure_share`): not at all up to
     `PRESSURE_MEASURED`, twice beyond, as the load's factor past one thread too many.
 
     Measured on the shared 2-core VM (benchmarks/gate_reliability.py --condition bursty,

@@ -95,15 +95,15 @@ class Measurement(Samples):
     calibration: Calibration | None = None
     load: float | None = None
     """Runnable threads per CPU while it was measured (the 1-minute load average), on a
-    CPU; None elsewhere (`gate.conditions`)."""
+    CPU; None elsewhere (`gate.contention`)."""
     pressure: float | None = None
     """The share of the measurement's wall time during which runnable threads waited for a
     CPU (Linux's pressure-stall counters over the samples), on a CPU where the kernel
-    counts it; None elsewhere (`gate.conditions.pressure_share`)."""
+    counts it; None elsewhere (`gate.contention.pressure_share`)."""
     helpers: float | None = None
     """The CPU time the process's other threads used during the samples, over their wall
     time: about 1 for a call on two BLAS threads, 0 for a one-thread call; on a CPU, None
-    elsewhere (`gate.conditions.HelperClock`)."""
+    elsewhere (`gate.contention.HelperClock`)."""
     _stats: SampleStats = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -43,7 +43,7 @@ class RecordExtra:
     1-minute load average per CPU, and `pressure`, the share of the measurement during
     which runnable threads waited for a CPU, and `helpers`, the CPU time of the process's
     other threads over the samples' wall time; each None where the platform does not tell
-    (`gate.conditions`)."""
+    (`gate.contention`)."""
     instrument: JsonObject | None = None
     """What the client took off each sample as its instrument's own, integer nanoseconds by
     mode (a CUDA client's replay fixed cost, `CudaClient.instrument`)."""

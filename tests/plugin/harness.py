@@ -54,10 +54,10 @@ FAKE_CONFTEST = textwrap.dedent(
         # a run without workers whatever else the machine runs (tests/conftest.py).
         if hasattr(config, "workerinput"):
             import pytest_autotune.confirmations
-            import pytest_autotune.gate.conditions
+            import pytest_autotune.gate.contention
 
-            pytest_autotune.gate.conditions.load_per_cpu = lambda: None
-            pytest_autotune.gate.conditions.stall_reading = lambda: None
+            pytest_autotune.gate.contention.load_per_cpu = lambda: None
+            pytest_autotune.gate.contention.stall_reading = lambda: None
             pytest_autotune.confirmations.CONFIRM_GAP_S = 0.0
     '''
 )

@@ -24,11 +24,11 @@ import time
 import pytest
 
 import pytest_autotune.confirmations
-import pytest_autotune.gate.conditions
+import pytest_autotune.gate.contention
 
 # Not a pytester run in this process: the suite's conftest patches nothing here.
-pytest_autotune.gate.conditions.load_per_cpu = lambda: None
-pytest_autotune.gate.conditions.stall_reading = lambda: None
+pytest_autotune.gate.contention.load_per_cpu = lambda: None
+pytest_autotune.gate.contention.stall_reading = lambda: None
 pytest_autotune.confirmations.CONFIRM_GAP_S = 0.0
 
 @pytest.hookimpl(tryfirst=True)

@@ -13,7 +13,7 @@ import pytest
 from filelock import FileLock
 
 import pytest_autotune.devices as devices_module
-from pytest_autotune.gate.conditions import StallReading
+from pytest_autotune.gate.contention import StallReading
 from pytest_autotune.tune.files import shared_lock
 from tests.plugin.harness import PLUGIN_ARGS, run
 from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
@@ -177,7 +177,7 @@ def test_a_cpu_slowdown_measured_while_threads_waited_for_a_cpu_is_too_noisy_and
     quiet.stdout.fnmatch_lines(["verdicts: 2 REGRESSION"])
     # Runnable threads waited for a CPU 90% of every measurement, as inside another job's
     # burst.
-    monkeypatch.setattr("pytest_autotune.gate.conditions.stall_reading", stalled_at(0.9))
+    monkeypatch.setattr("pytest_autotune.gate.contention.stall_reading", stalled_at(0.9))
     contended = run(scale, "--autotune", "--autotune-record=records.jsonl")
     assert contended.ret == pytest.ExitCode.OK
     contended.stdout.fnmatch_lines(["verdicts: 2 too noisy"])
@@ -205,8 +205,8 @@ def test_a_multithreaded_winner_on_contended_cpus_is_too_noisy_and_no_update_rec
     # As a BLAS matmul beside a test suite: its process's other threads busy 60% of its
     # samples' time, a third of each measurement stalled for a CPU, the call ten times
     # slower (a 256x256 matmul read +891% so on the 2-core VM).
-    monkeypatch.setattr("pytest_autotune.gate.conditions.stall_reading", stalled_at(0.3))
-    monkeypatch.setattr("pytest_autotune.gate.conditions.HelperClock.share", lambda self: 0.6)
+    monkeypatch.setattr("pytest_autotune.gate.contention.stall_reading", stalled_at(0.3))
+    monkeypatch.setattr("pytest_autotune.gate.contention.HelperClock.share", lambda self: 0.6)
     monkeypatch.setenv("SLOWDOWN_FAST", "10")
     gated = run(scale, "--autotune", "--autotune-record=records.jsonl")
     assert gated.ret == pytest.ExitCode.OK
@@ -232,7 +232,7 @@ def test_a_multithreaded_winner_on_contended_cpus_is_too_noisy_and_no_update_rec
     assert cache.read_bytes() == committed
 
     # The same slowdown on one thread is caught on the same CPUs, against the kept baseline.
-    monkeypatch.setattr("pytest_autotune.gate.conditions.HelperClock.share", lambda self: 0.0)
+    monkeypatch.setattr("pytest_autotune.gate.contention.HelperClock.share", lambda self: 0.0)
     one_thread = run(scale, "--autotune")
     assert one_thread.ret == pytest.ExitCode.TESTS_FAILED
     one_thread.stdout.fnmatch_lines(["verdicts: 2 REGRESSION"])
@@ -244,7 +244,7 @@ def test_an_update_on_contended_cpus_records_a_change_the_contention_does_not_ex
     # A kernel rewritten ten times slower, updated on a busy machine: the gate would fail it
     # with the contention's noise counted, so it is a change the user made, not the load's.
     assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setattr("pytest_autotune.gate.conditions.stall_reading", stalled_at(0.9))
+    monkeypatch.setattr("pytest_autotune.gate.contention.stall_reading", stalled_at(0.9))
     monkeypatch.setenv("SLOWDOWN_FAST", "10")
     updated = run(scale, "--autotune-update")
     assert updated.ret == pytest.ExitCode.OK
@@ -287,7 +287,7 @@ def test_an_updates_lines_name_and_order_its_groups_as_the_table_does(
 def test_a_first_baseline_measured_on_contended_cpus_is_recorded_with_a_warning(
     scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pytest_autotune.gate.conditions.stall_reading", stalled_at(0.9))
+    monkeypatch.setattr("pytest_autotune.gate.contention.stall_reading", stalled_at(0.9))
     updated = run(scale, "--autotune-update")
     assert updated.ret == pytest.ExitCode.OK
     updated.stdout.fnmatch_lines(

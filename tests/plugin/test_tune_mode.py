@@ -411,7 +411,7 @@ def test_an_update_that_cannot_read_its_file_says_not_recorded_alone_on_a_busy_m
 ) -> None:
     # Oversubscribed CPUs: an update that does record says "recorded although ..."; one
     # whose file cannot be read records nothing, and must not say both.
-    monkeypatch.setattr("pytest_autotune.gate.conditions.load_per_cpu", lambda: 4.0)
+    monkeypatch.setattr("pytest_autotune.gate.contention.load_per_cpu", lambda: 4.0)
     path = cache_file(scale)
     path.parent.mkdir(parents=True)
     path.write_text("{ this is not json")

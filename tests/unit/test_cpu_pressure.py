@@ -1,5 +1,5 @@
 """How long runnable threads waited for a CPU during a measurement: Linux's pressure-stall
-counters read on both sides of the samples (`gate.conditions`), from fake files."""
+counters read on both sides of the samples (`gate.contention`), from fake files."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_autotune.gate.conditions import (
+from pytest_autotune.gate.contention import (
     StallReading,
     pressure_share,
     read_stall,

@@ -10,13 +10,8 @@ import pytest
 
 from pytest_autotune.candidate_measure import measure_candidate
 from pytest_autotune.gate import Baseline, Measurement, Verdict, judge
-from pytest_autotune.gate.conditions import (
-    HelperClock,
-    contended,
-    load_factor,
-    load_per_cpu,
-    pressure_factor,
-)
+from pytest_autotune.gate.conditions import contended, load_factor, pressure_factor
+from pytest_autotune.gate.contention import HelperClock, load_per_cpu
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Thresholds, Work
 from pytest_autotune.tune.cache import PersistentCacheValue
@@ -318,7 +313,7 @@ def test_the_helper_clock_counts_other_threads_cpu_time_and_not_the_callers() ->
 
 
 class _SpinningPool:
-    """The time module as `gate.conditions` reads it, in a process whose thread pool an
+    """The time module as `gate.contention` reads it, in a process whose thread pool an
     earlier call left spinning: its threads burn a whole CPU for `seconds` from now, then
     sleep. Their CPU time follows the wall clock, so the test does not depend on how the
     machine schedules a real pool."""
@@ -341,7 +336,7 @@ def test_a_thread_pool_an_earlier_call_left_spinning_is_not_the_winners_helpers(
     # probe's, or a losing candidate's): a one-thread winner measured right after read
     # them as its own helpers, and on contended CPUs its comparison "too noisy" at
     # [-99%, +6771%].
-    monkeypatch.setattr("pytest_autotune.gate.conditions.time", _SpinningPool(0.1))
+    monkeypatch.setattr("pytest_autotune.gate.contention.time", _SpinningPool(0.1))
     clock = FakeClock()
     client = FakeClient(clock)
     client.device_id = CPU
