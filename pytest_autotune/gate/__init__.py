@@ -14,7 +14,9 @@ whether a baseline can judge a run at all, `comparison` the change against one t
 with its messages, and `judge` combines the checks into one `GroupVerdict` per tuned group.
 The figures in its messages are formatted by `report.figures`, which the reports share.
 Nothing here imports pytest: the plugin feeds it.
-This package re-exports the names of all of them, as the one `gate` module did.
+This package re-exports the public names the one `gate` module had (the measuring, the
+baseline, the rules, the samples, the verdicts and `judge`); the helpers of `contention`,
+`conditions`, `comparable` and `comparison` are the gate's own and are imported from there.
 """
 
 from __future__ import annotations
