@@ -3,7 +3,7 @@ strictness is free (integers, NaN positions), within `rtol`/`atol` on inexact va
 by block so that a large output costs little memory beside itself.
 
 An object array's elements are outputs of their own, compared by the comparison of outputs
-(`comparison`) that its caller passes in as `compare`: this module sits below it.
+(`comparison`) that its caller passes in with the `Rules`: this module sits below it.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import cmath
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -33,9 +34,37 @@ from pytest_autotune.tune.differences import (
 from pytest_autotune.tune.host_arrays import BLOCK_ELEMENTS, blocks, wider_type
 from pytest_autotune.tune.wording import counted
 
-Compare = Callable[[object, object, str, float, float, bool], list[str]]
-"""The comparison of two outputs (`comparison._compare`: reference, actual, where, rtol, atol,
-equal_nan), which compares an object array's elements as outputs of their own."""
+
+@dataclass(frozen=True)
+class Rules:
+    """What two outputs compare by: floats within `atol + rtol * |reference|`, NaN equal to
+    NaN where `equal_nan`, and the comparison of outputs (`comparison._compare`) that an
+    object array's elements and a container's items go back to, each an output of its own.
+    One value, passed down whole: the four travelled as loose arguments through thirteen
+    signatures, where one passed out of order would be a wrong verdict that no type caught."""
+
+    rtol: float
+    atol: float
+    equal_nan: bool
+    outputs: Callable[[object, object, str, Rules], list[str]]
+
+    def compare(self, reference: object, actual: object, where: str) -> list[str]:
+        """Every difference between two outputs by these rules, each naming its position."""
+        return self.outputs(reference, actual, where, self)
+
+    def isclose(
+        self, reference: npt.NDArray[Any], actual: npt.NDArray[Any]
+    ) -> npt.NDArray[np.bool_]:
+        """Which elements are within the tolerances, by NumPy's `isclose` (whose tolerance
+        scales with its second argument: the reference)."""
+        close = np.isclose(
+            actual, reference, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan
+        )
+        return np.asarray(close, dtype=bool)
+
+    def exact(self) -> Rules:
+        """These rules with no tolerance, and NaN equal to nothing."""
+        return replace(self, rtol=0.0, atol=0.0, equal_nan=False)
 
 
 SHORT_SEQUENCE = 16
@@ -51,10 +80,7 @@ _EXACT_TYPES = frozenset({str, bytes, bool, int, type(None), np.str_, np.bytes_}
 def differing_numbers(
     reference: Sequence[Any],
     actual: Sequence[Any],
-    rtol: float,
-    atol: float,
-    equal_nan: bool,
-    compare: Compare,
+    rules: Rules,
 ) -> list[int] | None:
     """The positions where two lists (or tuples) of one length that hold only Python floats,
     complex numbers and ints (np.float64 and np.complex128 counting as Python's) differ,
@@ -74,9 +100,7 @@ def differing_numbers(
         # `list(x)` of a float32 or int64 array: its scalars, of one dtype on both sides,
         # compare as arrays of that dtype, by the rules of two such scalars. One by one, a
         # list of 100 000 took 9 s (and an object array of floats 1e6 apart, 85 s).
-        return _differing_of_one_type(
-            reference, actual, types.pop(), rtol, atol, equal_nan, compare
-        )
+        return _differing_of_one_type(reference, actual, types.pop(), rules)
     # A np.float64 (of `list(array)`) follows a Python float's every rule here, and a
     # np.complex128 a Python complex's.
     real = {float, int, np.float64}
@@ -89,12 +113,12 @@ def differing_numbers(
     ):
         return None  # as float64 it would round; element-wise, two ints compare exactly
     if len(reference) <= SHORT_SEQUENCE:
-        return _differing_short(reference, actual, rtol, atol, equal_nan)
+        return _differing_short(reference, actual, rules)
     ref, act = np.array(reference, dtype=dtype), np.array(actual, dtype=dtype)
     bad = np.zeros(len(ref), dtype=bool)
     for start in range(0, len(ref), BLOCK_ELEMENTS):
         block = slice(start, start + BLOCK_ELEMENTS)
-        bad[block], _ = _differing(ref[block], act[block], True, rtol, atol, equal_nan, compare)
+        bad[block], _ = _differing(ref[block], act[block], True, rules)
     if int in types:
         # Two ints compare exactly, not within the tolerances.
         ints = np.fromiter(
@@ -109,9 +133,7 @@ def differing_numbers(
 def _differing_short(
     reference: Sequence[Any],
     actual: Sequence[Any],
-    rtol: float,
-    atol: float,
-    equal_nan: bool,
+    rules: Rules,
 ) -> list[int]:
     """`differing_numbers` of a few Python floats, complex numbers and ints, by NumPy's
     `isclose` rules written out: two ints exactly, else as float64 (complex128) within
@@ -127,24 +149,24 @@ def _differing_short(
             ref, act = complex(r), complex(a)
             parts = ((ref.real, act.real), (ref.imag, act.imag))
             if any(math.isnan(v) for pair in parts for v in pair):
-                if not all(_close(*pair, rtol, atol, equal_nan) for pair in parts):
+                if not all(_close(*pair, rules) for pair in parts):
                     bad.append(i)
-            elif not _close(ref, act, rtol, atol, equal_nan):
+            elif not _close(ref, act, rules):
                 bad.append(i)
-        elif not _close(float(r), float(a), rtol, atol, equal_nan):
+        elif not _close(float(r), float(a), rules):
             bad.append(i)
     return bad
 
 
-def _close(ref: complex, act: complex, rtol: float, atol: float, equal_nan: bool) -> bool:
+def _close(ref: complex, act: complex, rules: Rules) -> bool:
     """One pair of floats (or complex numbers of no NaN part) by `isclose`'s rule."""
     if ref == act:
         return True
     if cmath.isnan(ref) or cmath.isnan(act):
-        return equal_nan and cmath.isnan(ref) and cmath.isnan(act)
+        return rules.equal_nan and cmath.isnan(ref) and cmath.isnan(act)
     if cmath.isinf(ref) or cmath.isinf(act):
         return False
-    return abs(act - ref) <= atol + rtol * abs(ref)
+    return abs(act - ref) <= rules.atol + rules.rtol * abs(ref)
 
 
 def _one_numpy_type(kind: type) -> bool:
@@ -157,10 +179,7 @@ def _differing_of_one_type(
     reference: Sequence[Any],
     actual: Sequence[Any],
     kind: type,
-    rtol: float,
-    atol: float,
-    equal_nan: bool,
-    compare: Compare,
+    rules: Rules,
 ) -> list[int]:
     """The positions where two sequences of one length, holding NumPy scalars of the one type
     `kind`, differ: as two arrays of its dtype, block by block."""
@@ -170,7 +189,7 @@ def _differing_of_one_type(
     bad = np.zeros(len(ref), dtype=bool)
     for start in range(0, len(ref), BLOCK_ELEMENTS):
         block = slice(start, start + BLOCK_ELEMENTS)
-        bad[block], _ = _differing(ref[block], act[block], inexact, rtol, atol, equal_nan, compare)
+        bad[block], _ = _differing(ref[block], act[block], inexact, rules)
     return [int(i) for i in np.flatnonzero(bad)]
 
 
@@ -178,10 +197,7 @@ def compare_arrays(
     reference: npt.NDArray[Any],
     actual: npt.NDArray[Any],
     where: str,
-    rtol: float,
-    atol: float,
-    equal_nan: bool,
-    compare: Compare,
+    rules: Rules,
 ) -> list[str]:
     """Values of two host arrays; their dtypes were checked, or one side is a Python number."""
     if reference.shape != actual.shape:
@@ -195,7 +211,7 @@ def compare_arrays(
     for ref_raw, act_raw, offset in blocks(reference, actual, 0):
         ref_block = ref_raw if wider is None else ref_raw.astype(wider)
         act_block = act_raw if wider is None else act_raw.astype(wider)
-        bad, nan_moved = _differing(ref_block, act_block, inexact, rtol, atol, equal_nan, compare)
+        bad, nan_moved = _differing(ref_block, act_block, inexact, rules)
         moved += int(np.count_nonzero(nan_moved))
         count = int(np.count_nonzero(bad))
         if count == 0:
@@ -218,6 +234,7 @@ def compare_arrays(
     expected, got = element_text(expected, quoted), element_text(got, quoted)
 
     largest = errors_text(max_errors, max_time, reference.dtype)
+    rtol, atol = rules.rtol, rules.atol
     tolerance = f" (rtol={rtol:g}, atol={atol:g})" if inexact else ""
     exact = ""
     if not inexact and max_errors is not None:
@@ -240,10 +257,7 @@ def compare_masked(
     reference: npt.NDArray[Any],
     actual: npt.NDArray[Any],
     where: str,
-    rtol: float,
-    atol: float,
-    equal_nan: bool,
-    compare: Compare,
+    rules: Rules,
 ) -> list[str]:
     """Two arrays, one masked at least: a masked element is no value, so the masks must
     agree and the values under a mask are never compared (a plain array masks nothing).
@@ -268,22 +282,19 @@ def compare_masked(
     # Where either side is masked, the reference's value on both: only values compare.
     hidden = ref_mask | act_mask
     shown = np.where(hidden, ref_data, act_data) if hidden.any() else act_data
-    return problems + compare_arrays(ref_data, shown, where, rtol, atol, equal_nan, compare)
+    return problems + compare_arrays(ref_data, shown, where, rules)
 
 
 def _differing(
     reference: npt.NDArray[Any],
     actual: npt.NDArray[Any],
     inexact: bool,
-    rtol: float,
-    atol: float,
-    equal_nan: bool,
-    compare: Compare,
+    rules: Rules,
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Which elements differ, and where only one side is NaN (or NaT)."""
     with np.errstate(all="ignore"):
         if inexact:
-            close = np.isclose(actual, reference, rtol=rtol, atol=atol, equal_nan=equal_nan)
+            close = rules.isclose(reference, actual)
             nan_moved = np.isnan(reference) != np.isnan(actual)
             if reference.dtype.kind == "c" or actual.dtype.kind == "c":
                 # `isclose` takes a complex with NaN in either part for NaN: nan+1j equalled
@@ -300,18 +311,16 @@ def _differing(
                 if some_nan.any():
                     parts_close = np.ones(reference.shape, dtype=bool)
                     for ref_part, act_part in zip(ref_parts, act_parts, strict=True):
-                        parts_close &= np.isclose(
-                            act_part, ref_part, rtol=rtol, atol=atol, equal_nan=equal_nan
-                        )
+                        parts_close &= rules.isclose(ref_part, act_part)
                     close = np.where(some_nan, parts_close, close)
         else:
-            close = _equal_elements(reference, actual, rtol, atol, equal_nan, compare)
+            close = _equal_elements(reference, actual, rules)
             nan_moved = np.zeros(reference.shape, dtype=bool)
             if reference.dtype.kind in "mM":
                 # NaT != NaT as NaN != NaN: a missing time at the same place is the same answer.
                 ref_nat, act_nat = np.isnat(reference), np.isnat(actual)
                 nan_moved = ref_nat != act_nat
-                if equal_nan:
+                if rules.equal_nan:
                     close = close | (ref_nat & act_nat)
     return ~np.asarray(close, dtype=bool), np.asarray(nan_moved, dtype=bool)
 
@@ -319,10 +328,7 @@ def _differing(
 def _equal_elements(
     reference: npt.NDArray[Any],
     actual: npt.NDArray[Any],
-    rtol: float,
-    atol: float,
-    equal_nan: bool,
-    compare: Compare,
+    rules: Rules,
 ) -> npt.NDArray[np.bool_]:
     """Which elements of two exact arrays are equal. The elements of an object array that
     are arrays themselves (a ragged array) are compared one by one as outputs of their own,
@@ -341,7 +347,7 @@ def _equal_elements(
             equal = np.asarray(reference == actual, dtype=bool)
     except (ValueError, DeprecationWarning, FutureWarning):
         pairs = zip(reference.flat, actual.flat, strict=True)
-        each = [not compare(r, a, "", rtol, atol, equal_nan) for r, a in pairs]
+        each = [not rules.compare(r, a, "") for r, a in pairs]
         return np.array(each, dtype=bool).reshape(reference.shape)
     if reference.dtype.kind == "O":
         flat = equal.reshape(-1)  # a view: `equal` is a new array of its own
@@ -350,11 +356,11 @@ def _equal_elements(
         act_items = [actual.flat[i] for i in unequal]
         # Numbers as a list's are, all at once: one by one, 1e6 floats that differ by a
         # rounding took 85 s.
-        differing = differing_numbers(ref_items, act_items, rtol, atol, equal_nan, compare)
+        differing = differing_numbers(ref_items, act_items, rules)
         if differing is not None:
             flat[unequal] = True
             flat[unequal[differing]] = False
             return equal
         for i, ref_item, act_item in zip(unequal, ref_items, act_items, strict=True):
-            flat[i] = not compare(ref_item, act_item, "", rtol, atol, equal_nan)
+            flat[i] = not rules.compare(ref_item, act_item, "")
     return equal

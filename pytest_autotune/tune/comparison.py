@@ -13,7 +13,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from pytest_autotune.tune.array_comparison import compare_arrays, compare_masked
+from pytest_autotune.tune.array_comparison import Rules, compare_arrays, compare_masked
 from pytest_autotune.tune.clone import RANDOM_STATES
 from pytest_autotune.tune.containers import (
     compare_attributes,
@@ -91,7 +91,8 @@ def compare_outputs(
     (a generator, a `map`) is a difference: it cannot be compared, only consumed. Long
     values are shown as excerpts (a string around its first difference).
     """
-    problems = _compare(reference, actual, "output", rtol, atol, equal_nan)
+    # `_compare` looked up here, not bound once: a test may wrap it to count its calls.
+    problems = _compare(reference, actual, "output", Rules(rtol, atol, equal_nan, _compare))
     if len(problems) > LISTED_DIFFERENCES:
         more = counted(len(problems) - LISTED_DIFFERENCES, "more difference")
         problems = [*problems[:LISTED_DIFFERENCES], f"... and {more}"]
@@ -99,17 +100,17 @@ def compare_outputs(
 
 
 def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value compared
-    reference: object, actual: object, where: str, rtol: float, atol: float, equal_nan: bool
+    reference: object, actual: object, where: str, rules: Rules
 ) -> list[str]:
     """Every difference between two outputs, each message naming its position."""
     # `hasattr`, which is what the protocol's isinstance tests, at a hundredth of its cost:
     # the runtime check took some 35 us a value, most of a list of 100 000 tuples' check.
     if type(reference) not in _PLAIN_TYPES and hasattr(reference, "autotune_compare"):
-        return _compare_own(cast(AutotuneOutput, reference), actual, where, rtol, atol)
+        return _compare_own(cast(AutotuneOutput, reference), actual, where, rules)
     if reference is None or actual is None:
         return [] if reference is actual else [mismatch(where, reference, actual)]
 
-    if agree_on_device(reference, actual, rtol, atol, equal_nan):
+    if agree_on_device(reference, actual, rules.rtol, rules.atol, rules.equal_nan):
         return []  # two CuPy arrays that agree: no copy to the host (tune/device_compare.py)
     ref_array, act_array = host_array(reference), host_array(actual)
     if ref_array is not None and act_array is not None:
@@ -122,13 +123,11 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
             return [
                 problem
                 for name in ref_array.dtype.names
-                for problem in _compare(
-                    ref_array[name], act_array[name], f"{where}[{name!r}]", rtol, atol, equal_nan
-                )
+                for problem in rules.compare(ref_array[name], act_array[name], f"{where}[{name!r}]")
             ]
         if isinstance(ref_array, np.ma.MaskedArray) or isinstance(act_array, np.ma.MaskedArray):
-            return compare_masked(ref_array, act_array, where, rtol, atol, equal_nan, _compare)
-        return compare_arrays(ref_array, act_array, where, rtol, atol, equal_nan, _compare)
+            return compare_masked(ref_array, act_array, where, rules)
+        return compare_arrays(ref_array, act_array, where, rules)
     # A Python number carries no dtype, nor a str a width: against a single typed value it
     # compares by value (`np.str_` of `words[i]` read "expected <U3 scalar abc, got str").
     if ref_array is not None and _is_single(ref_array, actual):
@@ -136,7 +135,7 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
     if act_array is not None and _is_single(act_array, reference):
         actual = act_array.item()
     if isinstance(reference, PYTHON_NUMBERS) and isinstance(actual, PYTHON_NUMBERS):
-        return _compare_numbers(reference, actual, where, rtol, atol, equal_nan)
+        return _compare_numbers(reference, actual, where, rules)
 
     for side, value in (("expected", reference), ("got", actual)):
         if isinstance(value, Iterator):
@@ -149,27 +148,25 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
     if isinstance(reference, Mapping):
         if not isinstance(actual, Mapping):
             return [mismatch(where, reference, actual)]
-        return compare_mappings(reference, actual, where, rtol, atol, equal_nan, _compare)
+        return compare_mappings(reference, actual, where, rules)
     if isinstance(reference, (tuple, list)):
-        return compare_sequences(reference, actual, where, rtol, atol, equal_nan, _compare)
+        return compare_sequences(reference, actual, where, rules)
     if isinstance(reference, (collections.deque, ValuesView)):
         # Item by item, as a list: a deque's `==` needed floats exactly equal, and two views
         # of a dict's values are equal only if one object (two that read alike differed).
         if type(actual) is not type(reference):
             return [mismatch(where, reference, actual)]
         items = list(reference), list(actual)
-        return compare_sequences(*items, where, rtol, atol, equal_nan, _compare)
+        return compare_sequences(*items, where, rules)
 
-    return _compare_objects(reference, actual, where, rtol, atol, equal_nan)
+    return _compare_objects(reference, actual, where, rules)
 
 
-def _compare_own(
-    reference: AutotuneOutput, actual: object, where: str, rtol: float, atol: float
-) -> list[str]:
+def _compare_own(reference: AutotuneOutput, actual: object, where: str, rules: Rules) -> list[str]:
     """A reference that compares itself (`AutotuneOutput`): its method's answer, or why that
     answer is none."""
     try:
-        message = reference.autotune_compare(actual, rtol, atol)
+        message = reference.autotune_compare(actual, rules.rtol, rules.atol)
     except Exception as exc:
         # The user's method meeting an output of another type (`other.low` of a float):
         # that output is not the reference's, a difference to name. Raised, it ended the
@@ -186,16 +183,14 @@ def _compare_own(
     return [] if message is None else [f"{where}: {message}"]
 
 
-def _compare_objects(
-    reference: object, actual: object, where: str, rtol: float, atol: float, equal_nan: bool
-) -> list[str]:
+def _compare_objects(reference: object, actual: object, where: str, rules: Rules) -> list[str]:
     """Two values that are no array, number, iterator or container: random generators by
     their states, dataclasses field by field, plain objects attribute by attribute, the
     rest by their `==`."""
     if type(reference) is not type(actual):
         return [mismatch(where, reference, actual)]
     if isinstance(reference, RANDOM_STATES):
-        return _compare_random_states(reference, actual, where)
+        return _compare_random_states(reference, actual, where, rules)
     if dataclasses.is_dataclass(reference):
         # Its generated `==` compares array fields with `==`, whose truth NumPy refuses; field
         # by field, each is compared as an output of its own, tolerances included. A field
@@ -204,12 +199,10 @@ def _compare_objects(
         for field in dataclasses.fields(reference):
             if field.compare:
                 ref_value, act_value = getattr(reference, field.name), getattr(actual, field.name)
-                problems += _compare(
-                    ref_value, act_value, f"{where}.{field.name}", rtol, atol, equal_nan
-                )
+                problems += rules.compare(ref_value, act_value, f"{where}.{field.name}")
         return problems
     if plain_attributes(reference):
-        return compare_attributes(reference, actual, where, rtol, atol, equal_nan, _compare)
+        return compare_attributes(reference, actual, where, rules)
     return _compare_equal(reference, actual, where)
 
 
@@ -246,11 +239,11 @@ def _compare_equal(reference: object, actual: object, where: str) -> list[str]:
     return [f"{where}: expected {short_repr(reference)}, got {short_repr(actual)}"]
 
 
-def _compare_random_states(reference: Any, actual: Any, where: str) -> list[str]:
+def _compare_random_states(reference: Any, actual: Any, where: str, rules: Rules) -> list[str]:
     """Two random generators of one type, by their states. Copied for each call (`clone`),
     a generator among an in-place kernel's inputs (its output, `Tuner._check`) was compared
     by identity: every right candidate "differed from the reference"."""
-    if not _compare(_random_state(reference), _random_state(actual), where, 0.0, 0.0, False):
+    if not rules.exact().compare(_random_state(reference), _random_state(actual), where):
         return []
     return [
         f"{where}: {type(reference).__name__}'s state differs: the candidate drew other"
@@ -273,9 +266,7 @@ def _compare_numbers(
     reference: complex,
     actual: complex,
     where: str,
-    rtol: float,
-    atol: float,
-    equal_nan: bool,
+    rules: Rules,
 ) -> list[str]:
     if isinstance(reference, bool) != isinstance(actual, bool):
         return [mismatch(where, reference, actual)]
@@ -291,7 +282,7 @@ def _compare_numbers(
         within = (
             not isinstance(reference, bool)
             and abs(reference) <= EXACT_FLOAT_INTEGERS
-            and abs(actual - reference) <= atol + rtol * abs(reference)
+            and abs(actual - reference) <= rules.atol + rules.rtol * abs(reference)
         )
         return [f"{where}: expected {expected}, got {got}{gap}{exact_note(within)}"]
     dtype = (
@@ -307,7 +298,7 @@ def _compare_numbers(
         if reference == actual:
             return []
         return [f"{where}: expected {short_repr(reference)}, got {short_repr(actual)}"]
-    return compare_arrays(ref_array, act_array, where, rtol, atol, equal_nan, _compare)
+    return compare_arrays(ref_array, act_array, where, rules)
 
 
 def _is_single(array: npt.NDArray[Any], other: object) -> bool:

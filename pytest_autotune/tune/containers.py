@@ -1,6 +1,6 @@
 """Outputs that hold others: tuples and lists item by item, mappings key by key, objects
 attribute by attribute, each part compared by the comparison of outputs (`comparison`) that
-the caller passes in as `compare`: this module sits below it."""
+the caller passes in with the `Rules`: this module sits below it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
-from pytest_autotune.tune.array_comparison import Compare, differing_numbers
+from pytest_autotune.tune.array_comparison import Rules, differing_numbers
 from pytest_autotune.tune.differences import LISTED_DIFFERENCES, LONG_REPR, mismatch, short_repr
 from pytest_autotune.tune.wording import counted
 
@@ -56,10 +56,7 @@ def compare_attributes(
     reference: object,
     actual: object,
     where: str,
-    rtol: float,
-    atol: float,
-    equal_nan: bool,
-    compare: Compare,
+    rules: Rules,
 ) -> list[str]:
     """Two objects of one type, attribute by attribute (`plain_attributes`), each compared as
     an output of its own, tolerances included, and named `output.name`. A pair met again
@@ -73,7 +70,7 @@ def compare_attributes(
         return []
     token = _COMPARING.set(comparing | {pair})
     try:
-        return _compare_attribute_values(reference, actual, where, rtol, atol, equal_nan, compare)
+        return _compare_attribute_values(reference, actual, where, rules)
     finally:
         _COMPARING.reset(token)
 
@@ -87,10 +84,7 @@ def _compare_attribute_values(
     reference: object,
     actual: object,
     where: str,
-    rtol: float,
-    atol: float,
-    equal_nan: bool,
-    compare: Compare,
+    rules: Rules,
 ) -> list[str]:
     ref_vars, act_vars = _attributes(reference), _attributes(actual)
     problems: list[str] = []
@@ -102,7 +96,7 @@ def _compare_attribute_values(
         problems.append(f"{where}: unexpected attributes {short_repr(unexpected)}")
     for name, ref_value in ref_vars.items():
         if name in act_vars:
-            problems += compare(ref_value, act_vars[name], f"{where}.{name}", rtol, atol, equal_nan)
+            problems += rules.compare(ref_value, act_vars[name], f"{where}.{name}")
     return problems
 
 
@@ -110,10 +104,7 @@ def compare_sequences(
     reference: tuple[Any, ...] | list[Any],
     actual: object,
     where: str,
-    rtol: float,
-    atol: float,
-    equal_nan: bool,
-    compare: Compare,
+    rules: Rules,
 ) -> list[str]:
     """A tuple or list reference against any output: item by item, named by position."""
     # A tuple and a list are different results: a caller may index or unpack them alike,
@@ -126,7 +117,7 @@ def compare_sequences(
         return [mismatch(where, reference, actual)]
     if len(reference) != len(actual):
         return [f"{where}: expected {counted(len(reference), 'item')}, got {len(actual)}"]
-    differing = differing_numbers(reference, actual, rtol, atol, equal_nan, compare)
+    differing = differing_numbers(reference, actual, rules)
     indices = range(len(reference)) if differing is None else differing
     problems: list[str] = []
     for i in indices:
@@ -136,7 +127,7 @@ def compare_sequences(
             problems.append(f"{where}[{i}]: differs")
             continue
         ref_item, act_item = reference[i], actual[i]
-        problems += compare(ref_item, act_item, f"{where}[{i}]", rtol, atol, equal_nan)
+        problems += rules.compare(ref_item, act_item, f"{where}[{i}]")
     return problems
 
 
@@ -144,10 +135,7 @@ def compare_mappings(
     reference: Mapping[Any, Any],
     actual: Mapping[Any, Any],
     where: str,
-    rtol: float,
-    atol: float,
-    equal_nan: bool,
-    compare: Compare,
+    rules: Rules,
 ) -> list[str]:
     missing = [k for k in reference if k not in actual]
     unexpected = [k for k in actual if k not in reference]
@@ -162,14 +150,14 @@ def compare_mappings(
     keys = [k for k in reference if k in actual]
     # Numbers compare as arrays, as a list's do: 100 000 of them took some 4 s one by one.
     values = [reference[k] for k in keys], [actual[k] for k in keys]
-    differing = differing_numbers(*values, rtol, atol, equal_nan, compare)
+    differing = differing_numbers(*values, rules)
     listed = 0
     for i in range(len(keys)) if differing is None else differing:
         k = keys[i]
         if differing is not None and listed > LISTED_DIFFERENCES:
             problems.append(f"{where}[{k!r}]: differs")  # only counted (`compare_outputs`)
             continue
-        found = compare(reference[k], actual[k], f"{where}[{k!r}]", rtol, atol, equal_nan)
+        found = rules.compare(reference[k], actual[k], f"{where}[{k!r}]")
         listed += len(found)
         problems += found
     return problems

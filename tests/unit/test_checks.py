@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 import pytest
 
-from pytest_autotune.tune.array_comparison import differing_numbers
+from pytest_autotune.tune.array_comparison import Rules, differing_numbers
 from pytest_autotune.tune.check_result import CheckResult
 from pytest_autotune.tune.checks import check_candidates
 from pytest_autotune.tune.clone import clone_value
@@ -781,9 +781,10 @@ def test_a_short_row_of_numbers_is_judged_as_a_long_list_judges_it(equal_nan):
         (3, 3.0), (3, 3.00001), (2**52, 2**52 + 1), (2**40, 2**40 + 1.0), (7, 8),
         (1e308, -1e308), (np.float64(0.5), 0.5 + 1e-7), (-0.0, 0.0), (100.0, 100.0011),
     ]  # fmt: skip
+    rules = Rules(1e-5, 1e-8, equal_nan, comparison._compare)
     for ref, act in pairs:
-        short = differing_numbers([ref, 0], [act, 0], 1e-5, 1e-8, equal_nan, comparison._compare)
-        long = differing_numbers([ref] * 40, [act] * 40, 1e-5, 1e-8, equal_nan, comparison._compare)
+        short = differing_numbers([ref, 0], [act, 0], rules)
+        long = differing_numbers([ref] * 40, [act] * 40, rules)
         assert short == ([0] if long else []), (ref, act)
         assert long in ([], list(range(40))), (ref, act)
     rows = [(i, i * 0.5) for i in range(1000)]
@@ -810,10 +811,11 @@ def test_complex_numbers_in_a_list_are_judged_at_once_as_one_by_one(equal_nan):
         (complex(inf, nan), complex(inf, nan)), (2.0, 2 + 0j), (3, 3 + 1e-9j),
         (nan, complex(nan, 0)), (np.complex128(1 + 2j), 1 + 2j), (1 + 0j, 1.001),
     ]  # fmt: skip
+    rules = Rules(1e-5, 1e-8, equal_nan, comparison._compare)
     for ref, act in pairs:
         alone = compare_outputs(ref, act, equal_nan=equal_nan) is not None
-        short = differing_numbers([ref, 0], [act, 0], 1e-5, 1e-8, equal_nan, comparison._compare)
-        long = differing_numbers([ref] * 40, [act] * 40, 1e-5, 1e-8, equal_nan, comparison._compare)
+        short = differing_numbers([ref, 0], [act, 0], rules)
+        long = differing_numbers([ref] * 40, [act] * 40, rules)
         assert short == ([0] if alone else []), (ref, act)
         assert long == (list(range(40)) if alone else []), (ref, act)
     calls = 0
