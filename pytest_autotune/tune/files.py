@@ -137,7 +137,13 @@ def write_atomically(path: Path, text: str) -> None:
     The temporary file has a unique name beside `path` (same file system, so the rename is
     atomic): a writer that does not hold our lock, or a process killed midway, can never
     truncate another writer's temporary file. A failed write removes its temporary file.
+
+    A `path` that is a symbolic link has its target replaced, and stays the link: renamed
+    over, a cache file linked to a shared one became a file of its own, and the shared
+    file, which the other links name, never saw the new entries.
     """
+    if os.path.islink(path):
+        path = Path(os.path.realpath(path))
     fd, temporary = _new_temporary(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:

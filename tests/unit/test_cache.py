@@ -561,6 +561,24 @@ def test_a_write_killed_midway_leaves_the_previous_file_and_no_lock_behind(
     ]
 
 
+def test_a_save_through_a_linked_cache_file_keeps_the_link_and_writes_its_target(
+    tmp_path: Path,
+) -> None:
+    # A cache file linked to a shared one (baselines kept once for several checkouts or
+    # packages): the save's rename replaced the link with a file of its own, and the
+    # shared file, which the other links still name, never saw the new entries.
+    shared = tmp_path / "shared" / "tuner.json"
+    PersistentCache(shared).save(dict([entry("a")]))
+    link = tmp_path / "dev" / "tuner.json"
+    link.parent.mkdir()
+    link.symlink_to(shared)
+
+    PersistentCache(link).save(dict([entry("b")]))
+
+    assert link.is_symlink() and link.resolve() == shared.resolve()
+    assert set(PersistentCache(shared).load()) == {entry("a")[0], entry("b")[0]}
+
+
 def test_a_successful_save_leaves_no_temporary_file(tmp_path: Path) -> None:
     path = cache_path(tmp_path, "cpu-test", "pkg.mod-x")
     PersistentCache(path).save(dict([entry("a")]))
