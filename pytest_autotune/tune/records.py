@@ -12,8 +12,10 @@ import json
 import os
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -262,18 +264,25 @@ class Recorder:
 _PROCESS_RUN: dict[str, RunInfo] = {}
 """This process's run, once made (`process_run`)."""
 
+_PROCESS_STARTED = (uuid.uuid4().hex[:12], datetime.now(timezone.utc))
+"""This process's run id and time, made when it imports this module: a forked child (a
+pool's worker) inherits them, though the parent never recorded before forking."""
+
 
 def process_run() -> RunInfo:
-    """The run of this process, made at its first record (now, the working directory's
-    commit): every recorder given no run stamps it. A program holds a recorder per tuner and
-    device (a `LocalTuner` per operation), and one run each split one execution of it into as
-    many runs in `report`'s table of runs. A forked child keeps its parent's run, made before
-    the fork: the same program."""
+    """The run of this process, made at its first record (the working directory's commit
+    then) with the id and time of `_PROCESS_STARTED`: every recorder given no run stamps it.
+    A program holds a recorder per tuner and device (a `LocalTuner` per operation), and one
+    run each split one execution of it into as many runs in `report`'s table of runs. A
+    forked child keeps its parent's run, the same program: the workers of a pool forked
+    before the parent's first record, which made a run each, were as many runs."""
     run = _PROCESS_RUN.get("run")
     if run is None:
         # Two threads may make one at once: the first kept serves both (a lock here could
         # be held by a thread a fork leaves behind).
-        run = _PROCESS_RUN.setdefault("run", RunInfo.current())
+        run_id, started = _PROCESS_STARTED
+        run = dataclasses.replace(RunInfo.current(now=started), id=run_id)
+        run = _PROCESS_RUN.setdefault("run", run)
     return run
 
 

@@ -8,8 +8,11 @@ import math
 import os
 import re
 import subprocess
+import sys
+import textwrap
 import threading
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
@@ -434,6 +437,53 @@ def test_every_recorder_of_a_process_stamps_the_one_run_of_that_process(tmp_path
     Recorder(second).record(make_record(key=3))
     runs = {record.run for record in read_records(first) + read_records(second)}
     assert len(runs) == 1 and None not in runs
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="a POSIX fork")
+def test_the_workers_a_program_forks_before_its_first_record_stamp_its_one_run(tmp_path):
+    # A pool forked at a program's start, its workers tuning: each worker made a run of its
+    # own at its first record, and `report` showed one execution as a run per worker.
+    program = textwrap.dedent(
+        """
+        import os
+        from pytest_autotune import Tunable, TunableSet, local_tuner
+        from pytest_autotune.backends import cpu
+
+        TUNER = local_tuner()
+        CLIENT = cpu()
+
+        def one(n):
+            return n
+
+        def make():
+            return TunableSet(lambda n: n).with_(Tunable("one", one)).with_(Tunable("two", one))
+
+        for _ in range(2):
+            pid = os.fork()
+            if pid == 0:
+                TUNER.execute(CLIENT.device_id, CLIENT, TUNER.init(make), (os.getpid(),))
+                os._exit(0)
+            os.waitpid(pid, 0)
+        """
+    )
+    path = tmp_path / "r.jsonl"
+    environ = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        "PYTEST_AUTOTUNE_DISABLE_CACHE": "1",
+        "PYTEST_AUTOTUNE_RECORD": str(path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        check=False,
+        env=environ,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    records = read_records(path)
+    assert len(records) == 2 and len({record.run for record in records}) == 1
 
 
 def test_a_run_outside_a_git_checkout_has_no_commit(tmp_path):
