@@ -171,7 +171,7 @@ def with_journal(
         apply_entries(entries, parsed.entries)
     except journal.NewerJournal as error:
         # Whole, as a file of a newer schema_version is: not set aside, never replaced.
-        raise CacheFileError(path, f"in its journal {where.name}, {error}") from None
+        raise NewerCacheFile(path, f"in its journal {where.name}, {error}") from None
     except (JsonFileError, Malformed) as error:
         # Named as the cache file's problem: it is the cache a save would refuse to replace.
         raise DamagedCacheFile(path, f"in its journal {where.name}, {error}") from None

@@ -327,6 +327,24 @@ def test_a_damaged_whole_line_makes_the_cache_unreadable_and_it_is_not_overwritt
     assert (path.read_bytes(), where.read_bytes()) == before
 
 
+def test_a_journal_a_newer_pytest_autotune_wrote_is_to_be_kept_not_removed(
+    tmp_path: Path,
+) -> None:
+    # As for a cache file of a newer schema_version: its advice was "repair it, or remove
+    # it to start anew", which drops what the newer version recorded.
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    where = journal.journal_path(path)
+    digest = journal.digest(path.read_bytes())
+    where.write_text(json.dumps({"journal_of": digest, "journal_version": 99}) + "\n{}\n")
+
+    with pytest.warns(CacheFileWarning) as caught:
+        assert PersistentCache(path, journal=True).load() == {}
+    (message,) = [str(w.message) for w in caught]
+    assert "newer pytest-autotune" in message and "keep it" in message
+    assert "remove it" not in message
+
+
 def test_a_long_lived_cache_sees_what_another_process_appended_since(tmp_path: Path) -> None:
     path = tmp_path / "tuner.json"
     seeded(path)
