@@ -64,6 +64,12 @@ class DamagedCacheFile(CacheFileError):
     another tuner's name: those are whole files some other reader may still want."""
 
 
+class DamagedJournal(DamagedCacheFile):
+    """A cache file whose own entries read, and whose journal holds a line that does not:
+    removing the file, as the advice for a damaged file says, dropped every entry it holds
+    with the journal's (`advice`)."""
+
+
 class NewerCacheFile(CacheFileError):
     """A cache file of a newer pytest-autotune: whole, only not for this version to read.
     What to do is upgrade, never remove it (`advice`)."""
@@ -85,6 +91,10 @@ MOVE_THE_FILE = (
     " directory (cache_dir, PYTEST_AUTOTUNE_CACHE_DIR) elsewhere"
 )
 REPAIR_MERGED = "repair it by hand, as removing it would drop every baseline it holds"
+REPAIR_JOURNAL = (
+    "repair that line of the journal, or remove the journal alone (dropping the entries it"
+    " added): the file's own entries read"
+)
 
 
 def advice(error: CacheFileError, remove: str) -> str:
@@ -96,6 +106,8 @@ def advice(error: CacheFileError, remove: str) -> str:
         return KEEP_NEWER
     if isinstance(error, MergedCacheFile):
         return REPAIR_MERGED
+    if isinstance(error, DamagedJournal):
+        return REPAIR_JOURNAL
     if isinstance(error, FileInPlaceOfFolder):
         return MOVE_THE_FILE
     return f"repair it, or {remove}"

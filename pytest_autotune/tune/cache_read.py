@@ -19,6 +19,7 @@ from pytest_autotune.tune.cache_format import (
     CacheFileError,
     Contents,
     DamagedCacheFile,
+    DamagedJournal,
     FileInPlaceOfFolder,
     Malformed,
     MergedCacheFile,
@@ -174,7 +175,7 @@ def with_journal(
         raise NewerCacheFile(path, f"in its journal {where.name}, {error}") from None
     except (JsonFileError, Malformed) as error:
         # Named as the cache file's problem: it is the cache a save would refuse to replace.
-        raise DamagedCacheFile(path, f"in its journal {where.name}, {error}") from None
+        raise DamagedJournal(path, f"in its journal {where.name}, {error}") from None
     problems = []
     if parsed.torn:
         whole = len(parsed.entries)

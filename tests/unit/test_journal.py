@@ -327,6 +327,24 @@ def test_a_damaged_whole_line_makes_the_cache_unreadable_and_it_is_not_overwritt
     assert (path.read_bytes(), where.read_bytes()) == before
 
 
+def test_a_damaged_journal_line_is_to_be_repaired_or_the_journal_removed_not_the_file(
+    tmp_path: Path,
+) -> None:
+    # The advice was a damaged file's, "repair it, or remove it to start anew", after the
+    # file's path: removing the file dropped its 200 entries for one bad journal line.
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "d"})
+    where = journal.journal_path(path)
+    where.write_bytes(where.read_bytes() + b"garbage\n")
+
+    with pytest.warns(CacheFileWarning) as caught:
+        PersistentCache(path, journal=True).load()
+    (message,) = [str(w.message) for w in caught]
+    assert "in its journal tuner.json.journal" in message
+    assert "remove the journal alone" in message and "remove it to start anew" not in message
+
+
 def test_a_journal_a_newer_pytest_autotune_wrote_is_to_be_kept_not_removed(
     tmp_path: Path,
 ) -> None:
