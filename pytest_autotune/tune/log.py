@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.check_result import RAISED, CheckResult
+from pytest_autotune.tune.wording import counted
 
 logger = logging.getLogger("pytest_autotune")
 # A library's logger with no handler of its own prints its warnings to stderr through
@@ -402,11 +403,11 @@ def log_decision(tuner: str, fastest_name: str | None, key: Any, ctx: AutotuneLo
     took = sum(step.duration for step in steps)
     limit = "" if ctx.time_limit is None else f", time limit {format_duration(ctx.time_limit)}"
     logger.info(
-        "%s: %s -> %s (%d batches in %s%s)",
+        "%s: %s -> %s (%s in %s%s)",
         tuner,
         key,
         fastest_name if fastest_name is not None else "no candidate succeeded",
-        len(steps),
+        counted(len(steps), "batch", "batches"),
         format_duration(took),
         limit,
     )

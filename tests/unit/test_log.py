@@ -213,6 +213,14 @@ def test_the_minimal_level_logs_one_line_per_decision(caplog):
     ]
 
 
+def test_the_decision_line_of_one_batch_says_1_batch(caplog):
+    caplog.set_level(logging.INFO, logger="pytest_autotune")
+    ctx = AutotuneLogContext(level=AutotuneLogLevel.MINIMAL)
+    ctx.event(TuningStep(0, (0, 1), 0.002))
+    log_decision("kernels-sum", "blocked", "SumKey(n=1024)", ctx)
+    assert caplog.messages == ["kernels-sum: SumKey(n=1024) -> blocked (1 batch in 2.00 ms)"]
+
+
 def test_the_decision_line_of_a_key_no_candidate_can_run_names_no_winner(caplog):
     # It named the first planned candidate, which never runs, as the key's winner.
     from pytest_autotune.tune.tunable_set import TunableSet
