@@ -44,9 +44,9 @@ class PersistedEntries:
         """Stored form -> the entry whose winner declined the key when called here
         (`declined`): never served again, though the file still holds it until the key's new
         decision replaces it."""
-        self._key_types: dict[str, str] = {}
-        """Stored form -> the type of the first key looked up or decided under it in this
-        process: a key of another type with the same stored form is refused
+        self._first_keys: dict[str, Any] = {}
+        """Stored form -> the first key looked up or decided under it in this process: a key
+        of another type with the same stored form, unequal to it, is refused
         (`check_key_type`)."""
         if persistent is not None:
             for pk, v in persistent.load().items():
@@ -106,9 +106,14 @@ class PersistedEntries:
         serialized key is; the second set would be served the first one's winner. The seed
         rules it out by giving a tuner one key type; here it is said at the second key. The
         first is taken at its lookup, not at its decision: a key served from the cache file
-        is never tuned in this process, and the second set would run its winner."""
-        known = self._key_types.setdefault(stable, _type_name(key))
-        if known != _type_name(key):
+        is never tuned in this process, and the second set would run its winner.
+
+        A key equal to the first (`1`, `1.0`, `np.int64(1)`) is that key, in memory as in the
+        file, and passes: a thread that met it while the first one's tuning was under way
+        was refused, where it now waits for that tuning and is served its winner."""
+        first = self._first_keys.setdefault(stable, key)
+        known = _type_name(first)
+        if known != _type_name(key) and first != key:
             raise TypeError(
                 f"{self.name}: the key {key!r} has the stored form {stable}, as a {known} key"
                 " this tuner looked up before it does: the cache cannot tell them apart, and"
@@ -121,7 +126,7 @@ class PersistedEntries:
         pk = PersistentCacheKey(stable_key(decision.key), decision.checksum)
         value = decision.to_cache_value()
         self._stored[pk.key] = {pk.checksum: (pk, value)}
-        self._key_types.setdefault(pk.key, _type_name(decision.key))
+        self._first_keys.setdefault(pk.key, decision.key)
         if self.persist and self.persistent is not None:
             if self.persistent.unreadable() is not None and self._said_unsaved:
                 # Its load and the first save after it warned, naming the file: it is not

@@ -1057,6 +1057,40 @@ def test_a_key_of_another_type_is_refused_also_after_a_key_served_from_the_cache
         tuner.execute(maxes, ([1, 2],), client)
 
 
+def test_an_equal_key_of_another_type_meeting_its_tuning_under_way_waits_for_it(client):
+    # `1` and `np.int64(1)` are one key, served one winner once it is decided; the second,
+    # met in another thread while the first one's tuning was under way, raised TypeError
+    # ("has the stored form 1, as a builtins.int key ...") instead of waiting for it.
+    entered, release = threading.Event(), threading.Event()
+
+    def held(n):
+        entered.set()
+        release.wait()
+        client.clock.advance(1e-3)
+        return "held"
+
+    tunables = TunableSet.of(lambda n: n, {"held": held, "other": candidate(client.clock, 2e-3)})
+    tuner = Tuner("t", client.device_id)
+    first = threading.Thread(target=tuner.execute, args=(tunables, (1,), client))
+    first.start()
+    entered.wait()
+    got: list[object] = []
+
+    def second() -> None:
+        try:
+            got.append(tuner.execute(tunables, (np.int64(1),), client))
+        except Exception as error:
+            got.append(error)
+
+    other = threading.Thread(target=second)
+    other.start()
+    other.join(timeout=0.2)  # long enough to meet the tuning under way
+    release.set()
+    first.join()
+    other.join()
+    assert got == ["held"]
+
+
 def test_the_inputs_are_copied_and_the_checks_run_in_the_clients_context(client):
     # CuPy copies an array to the current device: under cuda(device=1) the copies, and the
     # checks' calls, must be made on device 1, where `time` runs the candidates.
