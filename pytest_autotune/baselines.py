@@ -37,6 +37,7 @@ from pytest_autotune.tune.cache import (
     tuner_cache,
 )
 from pytest_autotune.tune.cache_format import PROJECT_ROOT_FIELD, TUNER_FIELD, advice
+from pytest_autotune.tune.config import PROJECT_CACHE_DIR
 from pytest_autotune.tune.key import stable_key
 
 Entries = dict[PersistentCacheKey, PersistentCacheValue]
@@ -144,6 +145,9 @@ class Baselines:
         if tuner_cache(self._settings.cache_dir, device_id, tuner).exists():
             return None
         shown = self._settings.relative(cache_path(self._settings.cache_dir, device_id, tuner))
+        nested = self._nested_project(device_id, tuner)
+        if nested is not None:
+            return f"{shown}; {nested}"
         above = self._settings.cache_above
         if above is None:
             return shown
@@ -154,6 +158,36 @@ class Baselines:
             " pyproject.toml's [tool.pytest.ini_options]) at the project's top makes that"
             " the root dir of every run"
         )
+
+    def _nested_project(self, device_id: str, tuner: str) -> str | None:
+        """Where a folder between the root dir and a test's file holds that test's baseline
+        file under the name a run rooted there gives it: a monorepo's package of its own
+        pytest.ini, whose update ran in its folder, gated from the repository's top under a
+        configuration there. Every group read "no baseline" there, passing, while the
+        package's committed cache held them all. None where no such file is there (a tuner
+        that is no test's node id included)."""
+        path, sep, rest = tuner.partition("::")
+        if not sep:
+            return None
+        parts = Path(path).parts
+        rootpath = self._settings.rootpath
+        names = [PROJECT_CACHE_DIR]
+        if self._settings.cache_dir.is_relative_to(rootpath):
+            names.insert(0, self._settings.cache_dir.relative_to(rootpath))
+        for depth in range(1, len(parts)):
+            folder = rootpath.joinpath(*parts[:depth])
+            inner = Path(*parts[depth:]).as_posix() + sep + rest
+            for name in dict.fromkeys(names):
+                cache = tuner_cache(folder / name, device_id, inner)
+                found = next((f for f in (cache.path, cache.legacy) if f and f.is_file()), None)
+                if found is not None:
+                    return (
+                        f"{self._settings.relative(found)} holds this test's baselines"
+                        f" as {inner}, the name a run whose root dir is"
+                        f" {self._settings.relative(folder)} gives it: run its tests from"
+                        " there, as the update that recorded them was"
+                    )
+        return None
 
     def _load(self, device_id: str, tuner: str) -> tuple[Path, PersistentCache, Entries]:
         """A baseline file, read the first time it is asked for."""

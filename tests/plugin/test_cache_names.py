@@ -511,6 +511,37 @@ def test_no_baseline_says_where_pytest_found_no_configuration_file(
     )
 
 
+def test_no_baseline_names_the_file_a_nested_projects_update_wrote(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A monorepo's package of its own pytest.ini, its baselines recorded by an update run
+    # in its folder, gated by `pytest` at the repository's top, whose configuration
+    # (`testpaths` of every package) names and files the test from there: every group read
+    # "no baseline", passing, not saying that the package's committed cache held them all.
+    package = pytester.mkdir("pkg_a")
+    (package / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
+    (package / "conftest.py").write_text(FAKE_CONFTEST)
+    (package / "tests").mkdir()
+    (package / "tests" / "test_ops.py").write_text(SCALE_TESTS)
+    monkeypatch.chdir(package)
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+
+    monkeypatch.chdir(pytester.path)
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    top = run(pytester, "--autotune")
+    assert top.ret == pytest.ExitCode.OK
+    looked = cache_path(ROOT, DEVICE, "pkg_a/tests/test_ops.py::test_scale")
+    held = Path("pkg_a") / cache_path(ROOT, DEVICE, "tests/test_ops.py::test_scale")
+    top.stdout.fnmatch_lines(
+        [
+            f"    no baseline for this key on {DEVICE} (no file {looked}; {held} holds this"
+            " test's baselines as tests/test_ops.py::test_scale, the name a run whose root dir"
+            " is pkg_a gives it: run its tests from there, as the update that recorded them"
+            " was); --autotune-update records one"
+        ]
+    )
+
+
 def test_prune_keeps_the_entries_of_groups_a_plugin_deselected_before_this_one_saw_them(
     autotune_pytester: pytest.Pytester,
 ) -> None:
