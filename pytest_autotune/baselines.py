@@ -147,6 +147,11 @@ class Baselines:
         shown = self._settings.relative(cache_path(self._settings.cache_dir, device_id, tuner))
         nested = self._nested_project(device_id, tuner)
         if nested is not None:
+            # An update's line says only "new baseline: none before for this key": the
+            # file it writes would be a second copy of the test's baselines, to commit.
+            note = f"note: {shown}: written anew by this update, while {nested}"
+            if self._settings.update and note not in self._notes:
+                self._notes.append(note)
             return f"{shown}; {nested}"
         above = self._settings.cache_above
         if above is None:

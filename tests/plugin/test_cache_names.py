@@ -540,6 +540,15 @@ def test_no_baseline_names_the_file_a_nested_projects_update_wrote(
             " was); --autotune-update records one"
         ]
     )
+    # An update from the top, which would file a second copy, says so too.
+    again = run(pytester, "--autotune-update")
+    assert again.ret == pytest.ExitCode.OK
+    again.stdout.fnmatch_lines(
+        [
+            f"note: {looked}: written anew by this update, while {held} holds this test's"
+            " baselines as tests/test_ops.py::test_scale, *"
+        ]
+    )
 
 
 def test_prune_keeps_the_entries_of_groups_a_plugin_deselected_before_this_one_saw_them(
