@@ -73,10 +73,16 @@ _MAX_VALUE_TEXT = 60
 (an array's list), kept by its id."""
 
 
+_SCALAR_TYPES = frozenset(np.sctypeDict.values())
+"""NumPy's concrete scalar types (`np.float32`), each a dtype's type; not the abstract ones
+(`np.floating`), which name no dtype."""
+
+
 def plain_text(value: Any, depth: int = 0) -> str | None:
     """A text of `value` that is the same in every process and NumPy version, where it is
-    made of plain values (numbers, strings, booleans, None, NumPy scalars and dtypes, in
-    tuples and lists): None for anything else, and for a text too long to be a key."""
+    made of plain values (numbers, strings, booleans, None, NumPy scalars, dtypes and their
+    scalar types, in tuples and lists): None for anything else, and for a text too long to
+    be a key."""
     text: str | None
     if value is None or isinstance(value, (bool, int, float, complex, str)):
         text = repr(value)
@@ -84,6 +90,10 @@ def plain_text(value: Any, depth: int = 0) -> str | None:
         text = repr(value.item())
     elif isinstance(value, np.dtype):
         text = str(value)
+    elif isinstance(value, type) and value in _SCALAR_TYPES:
+        # `(1000, np.float32)`: the type a dtype argument is most often written as, which
+        # pytest names itself (`float32`) alone but numbers by place inside a tuple.
+        text = str(np.dtype(value))
     elif isinstance(value, (tuple, list)) and depth < 3:
         parts = [plain_text(v, depth + 1) for v in value]
         if any(p is None for p in parts):

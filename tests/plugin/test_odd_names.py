@@ -296,6 +296,24 @@ def test_a_key_of_tuple_parameters_is_their_values_so_reordering_them_keeps_each
     )
 
 
+def test_a_tuple_holding_a_numpy_scalar_type_is_keyed_by_its_values(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `(1000, np.float32)`, a size and the type a dtype is most often written as, kept its
+    # numbered id (`shape0`) with a warning that reordering would mix up the baselines,
+    # while a dtype object in its place, and the type alone, were keyed as `float32`.
+    test = SHAPES.replace("[(1,), (4,)]", "[(1, np.float32), (4, np.dtype('float64'))]").replace(
+        "import pytest", "import numpy as np\nimport pytest"
+    )
+    autotune_pytester.makepyfile(test_shapes=test)
+    result = run(autotune_pytester, "--autotune-update")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    assert "warning:" not in result.stdout.str(), result.outlines
+    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_shapes.py::test_shapes")
+    keys = sorted(entry["key"] for entry in json.loads(path.read_text())["entries"])
+    assert keys == ["(1, float32)", "(4, float64)"]
+
+
 STACKED = """
 import pytest
 from conftest import spin
