@@ -183,6 +183,8 @@ class Baselines:
             folder = rootpath.joinpath(*parts[:depth])
             inner = Path(*parts[depth:]).as_posix() + sep + rest
             for name in dict.fromkeys(names):
+                if folder / name == self._settings.cache_dir:
+                    continue  # this run's own folder: a file there is a test of this root's
                 cache = tuner_cache(folder / name, device_id, inner)
                 found = next((f for f in (cache.path, cache.legacy) if f and f.is_file()), None)
                 if found is not None:
