@@ -551,6 +551,23 @@ def test_no_baseline_names_the_file_a_nested_projects_update_wrote(
     )
 
 
+def test_no_baseline_points_at_no_file_of_its_own_cache_folder_as_a_nested_projects(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Under `autotune_cache_dir = tests/.autotune`, the file of a root-level test
+    # `test_ops.py::test_scale` is where a run rooted in tests/ would file
+    # `tests/test_ops.py::test_scale`: it is another test's, not this one's baselines.
+    project = autotune_pytester
+    project.makeini("[pytest]\nfilterwarnings = error\nautotune_cache_dir = tests/.autotune\n")
+    (project.path / "test_ops.py").write_text(SCALE_TESTS)
+    assert run(project, "--autotune-update", "test_ops.py").ret == pytest.ExitCode.OK
+    (project.path / "tests" / "test_ops.py").write_text(SCALE_TESTS)  # the update made tests/
+    result = run(project, "--autotune", "tests")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result.stdout.fnmatch_lines(["*no baseline for this key*"])
+    result.stdout.no_fnmatch_line("*holds this test's baselines*")
+
+
 def test_prune_keeps_the_entries_of_groups_a_plugin_deselected_before_this_one_saw_them(
     autotune_pytester: pytest.Pytester,
 ) -> None:
