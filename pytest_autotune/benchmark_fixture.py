@@ -26,6 +26,25 @@ def is_benchmark_fixture(value: object) -> bool:
     return cls.__name__ == "BenchmarkFixture" and cls.__module__.startswith("pytest_benchmark")
 
 
+def used_again(exc: BaseException) -> str | None:
+    """Why a body failed, where it raised pytest-benchmark's `FixtureAlreadyUsed`: the real
+    fixture reached where it cannot be stood in for (a function of the user's fixture that
+    calls it, `lambda f, *a: benchmark.pedantic(f, args=a)`), whose second call raised.
+    Bare, that read as pytest-benchmark's alone, every candidate failing under --autotune
+    with no word of the tuner's many calls or of what to pass instead. None for any other
+    error."""
+    cls = type(exc)
+    if cls.__name__ != "FixtureAlreadyUsed" or not cls.__module__.startswith("pytest_benchmark"):
+        return None
+    return (
+        "called pytest-benchmark's fixture again (FixtureAlreadyUsed) through a function of"
+        " another fixture: the body runs once per check and per sample of --autotune, and"
+        " pytest-autotune stands in for the fixture only where the test takes it as an"
+        " argument; take `benchmark` itself as the test's argument (or a fixture that"
+        " returns it) and call it in the body"
+    )
+
+
 class CallOnce:
     """pytest-benchmark's fixture where it does not time: each call runs its function once
     and returns its result (`pedantic` with its `setup` and `teardown`), as under
@@ -161,4 +180,5 @@ __all__ = [
     "nothing_to_save",
     "real_fixtures",
     "stand_in",
+    "used_again",
 ]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_autotune.benchmark_fixture import FixtureValues, OwnBenchmark
+from pytest_autotune.benchmark_fixture import FixtureValues, OwnBenchmark, used_again
 from pytest_autotune.body_arguments import input_names
 from pytest_autotune.body_outcomes import EXPECTED_TO_FAIL, Failed, candidates_failure, unrun
 from pytest_autotune.body_state import GlobalDraws, Instance
@@ -253,6 +253,10 @@ class CandidateRun:
             except SystemExit as exc:  # not an `Exception` either: it failed the whole group
                 problem = f"raised SystemExit({exc.code!r}), as sys.exit() does, which ends"
                 problem += " a program: a candidate that fails raises an Exception"
+            except Exception as exc:
+                problem = used_again(exc)
+                if problem is None:
+                    raise
             else:
                 problem = unrun(output)
                 if problem is None:

@@ -241,3 +241,43 @@ def test_a_body_that_asks_its_request_for_the_benchmark_fixture_works_alike(
     result = run_beside_benchmark(autotune_pytester, "--autotune")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_bench.py::test_scale*fast*100 us*"])
+
+
+def test_a_fixture_returning_a_function_that_calls_the_benchmark_fixture_says_what_to_pass(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The real fixture reached through a closure is called once per sample under
+    # --autotune: every candidate failed with pytest-benchmark's bare "FixtureAlreadyUsed",
+    # which said nothing of the tuner's many calls, nor what to pass instead.
+    autotune_pytester.makepyfile(
+        test_bench="""
+        import pytest
+        from conftest import spin
+
+        def slow(n):
+            spin(300e-6)
+            return n * 2
+
+        def fast(n):
+            spin(100e-6)
+            return n * 2
+
+        @pytest.fixture
+        def timed(benchmark):
+            return lambda f, *args: benchmark.pedantic(f, args=args, rounds=1)
+
+        @pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+        def test_scale(candidate, timed):
+            return timed(candidate, 2)
+        """
+    )
+
+    result = run_beside_benchmark(autotune_pytester, "--autotune")
+
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*candidate 'slow' called pytest-benchmark's fixture again (FixtureAlreadyUsed)*",
+            "*take `benchmark` itself as the test's argument*",
+        ]
+    )
