@@ -216,12 +216,6 @@ class CandidateRun:
         *values: Any,
     ) -> Any:
         def body() -> Any:
-            # pytest's outcomes raised in the body are not `Exception`s: each went through
-            # the check of another candidate's test, and through tuning, and gave its
-            # outcome to the group's every test, those of candidates that ran included,
-            # leaving the group untuned. Here they are the candidate's own: `pytest.skip()`
-            # declines it (or the inputs), as `AutotuneSkip` does; `pytest.xfail()` declines
-            # it as expected to fail; `pytest.fail()` and `sys.exit()` are its failure.
             arguments = dict(zip(self.others, values, strict=True))
             arguments.update(own)
             # Before the request is given them: its `getfixturevalue` reads this dict.
@@ -235,34 +229,13 @@ class CandidateRun:
                 request = None
             if self.benchmark is not None:
                 arguments.update(self.benchmark(candidate))
-            problem: str | None
             # Entered by the tuner around a timed call, outside its timer (`call_scope`).
             scope = (
                 self.filters.scope(name)
                 if self.filters and name is not None and not call_scope.entered()
                 else None
             )
-            try:
-                output = self._test(candidate, arguments, scope, request, undo)
-            except pytest.skip.Exception as exc:
-                raise AutotuneSkip(exc.msg) from None
-            except pytest.xfail.Exception as exc:
-                raise AutotuneSkip(f"{EXPECTED_TO_FAIL}{exc.msg}") from None
-            except pytest.fail.Exception as exc:
-                raise candidates_failure(exc) from None
-            except SystemExit as exc:  # not an `Exception` either: it failed the whole group
-                problem = f"raised SystemExit({exc.code!r}), as sys.exit() does, which ends"
-                problem += " a program: a candidate that fails raises an Exception"
-            except Exception as exc:
-                problem = used_again(exc)
-                if problem is None:
-                    raise
-            else:
-                problem = unrun(output)
-                if problem is None:
-                    return output
-            who = f"candidate {name!r}" if name is not None else "the candidate"
-            raise Failed(pytest.fail.Exception(f"{who} {problem}", pytrace=False))
+            return self._outcome(name, candidate, arguments, scope, request, undo)
 
         try:
             if self.limit is None or name is None:
@@ -271,6 +244,45 @@ class CandidateRun:
         except Exception as exc:
             self._note_raised(candidate, exc)
             raise
+
+    def _outcome(
+        self,
+        name: str | None,
+        candidate: Callable[..., Any],
+        arguments: Mapping[str, Any],
+        scope: AbstractContextManager[None] | None,
+        request: BodyRequest | None,
+        undo: Sequence[Callable[[], object]],
+    ) -> Any:
+        """The body's output (`_test`), or its outcome as the candidate's own: pytest's
+        outcomes raised in the body are not `Exception`s, and each went through the check
+        of another candidate's test, and through tuning, and gave its outcome to the
+        group's every test, those of candidates that ran included, leaving the group
+        untuned. Here `pytest.skip()` declines the candidate (or the inputs), as
+        `AutotuneSkip` does; `pytest.xfail()` declines it as expected to fail;
+        `pytest.fail()` and `sys.exit()` are its failure."""
+        problem: str | None
+        try:
+            output = self._test(candidate, arguments, scope, request, undo)
+        except pytest.skip.Exception as exc:
+            raise AutotuneSkip(exc.msg) from None
+        except pytest.xfail.Exception as exc:
+            raise AutotuneSkip(f"{EXPECTED_TO_FAIL}{exc.msg}") from None
+        except pytest.fail.Exception as exc:
+            raise candidates_failure(exc) from None
+        except SystemExit as exc:  # not an `Exception` either: it failed the whole group
+            problem = f"raised SystemExit({exc.code!r}), as sys.exit() does, which ends"
+            problem += " a program: a candidate that fails raises an Exception"
+        except Exception as exc:
+            problem = used_again(exc)
+            if problem is None:
+                raise
+        else:
+            problem = unrun(output)
+            if problem is None:
+                return output
+        who = f"candidate {name!r}" if name is not None else "the candidate"
+        raise Failed(pytest.fail.Exception(f"{who} {problem}", pytrace=False))
 
     def _test(
         self,
