@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_autotune.plugin_settings import PluginSettings, settings_from_sources, shown_from
+from pytest_autotune.plugin_settings import (
+    OVERRIDES,
+    PluginSettings,
+    settings_from_sources,
+    shown_from,
+)
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.settings import SETTINGS, Setting
 
@@ -73,14 +78,17 @@ def _written_by_others(config: pytest.Config) -> dict[str, Path]:
 def settings_of(config: pytest.Config) -> PluginSettings:
     """The session's settings from every source (`pytest_autotune.plugin_settings`)."""
     try:
+        ini = {s.ini: _ini_value(config, s.ini) for s in _INI_KEYS}
+        overridden = _overridden(config)
         settings = settings_from_sources(
             command_line=command_line(config),
-            ini={s.ini: _ini_value(config, s.ini) for s in _INI_KEYS},
+            ini={name: value for name, value in ini.items() if name not in overridden},
             environ=os.environ,
             rootpath=config.rootpath,
             invocation_dir=config.invocation_params.dir,
             written_by_others=_written_by_others(config),
             ini_source=_ini_source(config),
+            overrides={name: value for name, value in ini.items() if name in overridden},
         )
     except ConfigError as exc:
         raise pytest.UsageError(f"pytest-autotune: {exc}") from None
@@ -95,6 +103,13 @@ def settings_of(config: pytest.Config) -> PluginSettings:
         else ()
     )
     return replace(settings, cache_above=next((p for p in above if p.is_dir()), None))
+
+
+def _overridden(config: pytest.Config) -> frozenset[str]:
+    """The ini keys given with pytest's `-o NAME=VALUE` (`--override-ini`), whose values
+    `getini` returns in place of the file's."""
+    given = getattr(config.option, "override_ini", None) or ()
+    return frozenset(item.split("=", 1)[0] for item in given if "=" in item)
 
 
 def _ini_source(config: pytest.Config) -> str:
@@ -114,7 +129,8 @@ def _ini_value(config: pytest.Config, name: str) -> object:
         if name in str(exc):
             raise
         words = " (true or false: yes/no, on/off, 1/0)" if "truth value" in str(exc) else ""
-        raise ConfigError(f"{_ini_source(config)}: {name}: {exc}{words}") from None
+        source = OVERRIDES if name in _overridden(config) else _ini_source(config)
+        raise ConfigError(f"{source}: {name}: {exc}{words}") from None
     # An unset string ini is "", an unset bool or number None (pytest 7: an unset bool
     # []): each means "not set here". False and 0 are values (0 one the parser may refuse
     # by name).

@@ -43,6 +43,9 @@ _BUILTIN_DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 MARKER = "@pytest.mark.autotune"
 """The source name of the marker's settings."""
 
+OVERRIDES = "command line -o"
+"""The source name of the ini keys given with pytest's `-o NAME=VALUE` (`--override-ini`)."""
+
 
 def is_builtin_device(name: str) -> bool:
     return bool(_BUILTIN_DEVICE.match(name))
@@ -158,6 +161,7 @@ def settings_from_sources(
     invocation_dir: Path | None = None,
     written_by_others: Mapping[str, Path] | None = None,
     ini_source: str = "ini",
+    overrides: Mapping[str, object] | None = None,
 ) -> PluginSettings:
     """Resolve the settings: command line, then environment, then YAML, then ini, then the
     defaults (the marker overrides per group: `PluginSettings.for_marker`). Keys are
@@ -166,17 +170,21 @@ def settings_from_sources(
     `invocation_dir` (None: `rootpath`, as for a run started there), the others from
     `rootpath`. `written_by_others`: the files other plugins write at the end of the run,
     by the option that names them (pytest-benchmark's `--benchmark-json`), which no output
-    of ours may share.
+    of ours may share. `overrides`: the ini keys given with pytest's `-o` for this run,
+    which rank with the command line, after its options: a value typed for the run is not
+    to lose to a variable or a file, without a word. Their relative paths are from
+    `rootpath`, as pytest takes `-o cache_dir=...`.
 
     A bad value raises `ConfigError` naming its source and key.
     """
     if invocation_dir is None:
         invocation_dir = rootpath
     given = _from_dir(("command line", command_line), invocation_dir)
-    layers: list[Layer] = [given, _from_dir(("", env_values(environ)), invocation_dir)]
+    typed: list[Layer] = [given, (OVERRIDES, overrides or {})]
+    layers: list[Layer] = [*typed, _from_dir(("", env_values(environ)), invocation_dir)]
     # The ini's values are named by their file (`ini_source`: "pyproject.toml",
     # "tox.ini"), as the YAML's are: "ini: autotune_strict" did not say which file to fix.
-    config_file = choose([given, (ini_source, ini)]).get("config")
+    config_file = choose([*typed, (ini_source, ini)]).get("config")
     yaml_path: Path | None = None
     if config_file is not None:
         yaml_path = rootpath / config_file[0]

@@ -65,6 +65,46 @@ def test_a_misspelt_variable_stops_the_run_with_the_nearest_name(
     )
 
 
+def test_an_ini_key_given_with_dash_o_wins_over_the_environment_and_autotune_yaml(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `-o autotune_html=...` was ranked as the ini file it overrides: a variable or
+    # autotune.yaml beat the value typed for the run, which did nothing without a word.
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    (autotune_pytester.path / "autotune.yaml").write_text("html: yaml.html\n")
+    monkeypatch.setenv("PYTEST_AUTOTUNE_RECORD", "env.jsonl")
+    result = run(
+        autotune_pytester,
+        "--autotune-update",
+        "--autotune-device=fake",
+        "-o",
+        "autotune_html=typed.html",
+        "-o",
+        "autotune_record=typed.jsonl",
+    )
+    assert result.ret == pytest.ExitCode.OK
+    written = {p.name for p in autotune_pytester.path.iterdir()}
+    assert {"typed.html", "typed.jsonl"} <= written
+    assert not {"yaml.html", "env.jsonl"} & written
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        ("autotune_level=finest", "command line -o: autotune_level: *'finest'"),
+        ("autotune_strict=maybe", "command line -o: autotune_strict: invalid truth value*"),
+    ],
+)
+def test_a_bad_value_given_with_dash_o_is_named_as_typed_not_as_the_ini_files(
+    autotune_pytester: pytest.Pytester, given: str, named: str
+) -> None:
+    # It read "tox.ini: autotune_level: ...", sending the user to a file without the key.
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    result = run(autotune_pytester, "-o", given)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: pytest-autotune: {named}"])
+
+
 # Every path setting, as the command line and the environment spell it.
 PATHS = {
     "html": "r.html",
