@@ -35,13 +35,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _add_ini(parser: pytest.Parser, setting: Setting) -> None:
-    """Register an ini key. A number is `float | str` where pytest takes a union (9.2):
+    """Register an ini key. A number is `str | float` where pytest takes a union (9.2):
     a native `[tool.pytest]` table's `autotune_time_limit = 5` is an int, which a string
     key refuses, and `"5"`, as older pytest needed it, stays a string; our parser reads
-    both. Older pytest takes strings only (quote numbers in a native table there)."""
+    both. Older pytest takes strings only (quote numbers in a native table there). The
+    string comes first, so that an ini file's text reaches the parser as written: as
+    `float | str`, `autotune_max_samples = 0` was refused as "got 0.0"."""
     if setting.numeric and pytest.version_tuple >= (9, 2):
         with contextlib.suppress(AssertionError, TypeError, ValueError):
-            parser.addini(setting.ini, help=setting.help, type=float | str, default=None)
+            parser.addini(setting.ini, help=setting.help, type=str | float, default=None)
             return
     # An unset bool is None, not False: `autotune_adaptive = false` must read as set, since
     # its default is True (pytest 7 gives [] for it, read as unset too).

@@ -337,6 +337,28 @@ def test_tuning_settings_a_project_keeps_in_its_files_or_environment_stay_silent
     assert "no effect" not in result.stdout.str()
 
 
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ("autotune_max_samples = 0", "autotune_max_samples: expected an integer >= 1, got '0'"),
+        (
+            "autotune_max_regression = 10",
+            "autotune_max_regression: expected a fraction from 0 to 1 (0.1 for 10%), got '10'",
+        ),
+    ],
+)
+def test_a_bad_number_in_the_ini_file_is_quoted_as_written(
+    autotune_pytester: pytest.Pytester, line: str, named: str
+) -> None:
+    # pytest 9.2 read a number key's text as a float first: "got 0.0" for a 0 typed
+    # where an integer is asked for.
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    autotune_pytester.makeini(f"[pytest]\nfilterwarnings = error\n{line}\n")
+    result = run(autotune_pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: pytest-autotune: tox.ini: {named}"])
+
+
 NATIVE_TOML = pytest.mark.skipif(
     pytest.version_tuple < (9, 2), reason="a native [tool.pytest] number needs pytest 9.2"
 )
