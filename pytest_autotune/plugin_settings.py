@@ -188,6 +188,11 @@ def settings_from_sources(
     yaml_path: Path | None = None
     if config_file is not None:
         yaml_path = rootpath / config_file[0]
+        if not yaml_path.is_file():
+            # "nope.yaml: no such config file" named neither the option nor its source.
+            why = "is a folder; give the path of a file" if yaml_path.is_dir() else "no such file"
+            shown = shown_from(yaml_path, invocation_dir)
+            raise ConfigError(f"{config_file[1]}: {shown}: {why}")
     elif (rootpath / YAML_FILE).is_file():
         yaml_path = rootpath / YAML_FILE
     if yaml_path is not None:

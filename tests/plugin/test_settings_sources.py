@@ -175,6 +175,31 @@ def test_the_config_file_named_on_the_command_line_is_from_where_pytest_ran(
     assert list((autotune_pytester.path / ".autotune").glob("*/*.json"))
 
 
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        (
+            ("--autotune-config=nope.yaml",),
+            "command line: autotune_config: nope.yaml: no such file",
+        ),
+        (
+            ("-o", "autotune_config=conf"),
+            "command line -o: autotune_config: conf: is a folder; give the path of a file",
+        ),
+    ],
+)
+def test_a_settings_file_that_is_not_one_is_named_with_the_option_that_named_it(
+    autotune_pytester: pytest.Pytester, given: tuple[str, ...], named: str
+) -> None:
+    # It read "nope.yaml: no such config file" (a folder: "cannot read: [Errno 21] ..."),
+    # naming neither the option nor where it was set.
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    autotune_pytester.mkdir("conf")
+    result = run(autotune_pytester, *given)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: pytest-autotune: {named}"])
+
+
 def test_a_bad_boolean_in_the_ini_file_stops_the_run_naming_its_key(
     autotune_pytester: pytest.Pytester,
 ) -> None:
