@@ -43,6 +43,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     bridge = session.config.pluginmanager.get_plugin("autotune-xdist")
     if bridge is not None:  # after pytest-xdist's own end of the session, which ends its workers
         bridge.hand_back_unread()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if state.settings.engine.record in ("stdout", "stderr") and reporter is not None:
+        # The records began on the line of the last test's progress (`.. [100%]{"sch...`),
+        # where `grep '^{'` or a JSON-lines reader of the output found none.
+        reporter.ensure_newline()
+        writer = session.config.get_terminal_writer()
+        if writer.width_of_current_line:  # -q's progress, which leaves no test's path
+            writer.line()
     failed = state.finish(stopped=_stopped_early(session, exitstatus))
     if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

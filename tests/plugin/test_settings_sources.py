@@ -105,6 +105,26 @@ def test_a_bad_value_given_with_dash_o_is_named_as_typed_not_as_the_ini_files(
     result.stderr.fnmatch_lines([f"ERROR: pytest-autotune: {named}"])
 
 
+@pytest.mark.parametrize("verbosity", ["-q", "-v"])
+def test_records_sent_to_stdout_are_json_lines_of_their_own(
+    autotune_pytester: pytest.Pytester, verbosity: str
+) -> None:
+    # The first record began on the line of the last test's progress ("..  [100%]{...")
+    # where a reader of JSON lines, or `grep '^{'`, found it no record.
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    result = run(
+        autotune_pytester,
+        verbosity,
+        "--autotune",
+        "--autotune-device=fake",
+        "--autotune-record=stdout",
+    )
+    assert result.ret == pytest.ExitCode.OK
+    records = [line for line in result.outlines if "schema_version" in line]
+    assert records
+    assert all(json.loads(line)["tuner"] for line in records)
+
+
 # Every path setting, as the command line and the environment spell it.
 PATHS = {
     "html": "r.html",
