@@ -130,7 +130,7 @@ SETTINGS: tuple[Setting, ...] = (
     _engine(
         "cache_dir",
         optional(parse_path),
-        "cache root (default: .autotune)",
+        "cache root (default: .autotune in the root dir)",
         None,
         tuning_only=True,
     ),
@@ -151,7 +151,7 @@ SETTINGS: tuple[Setting, ...] = (
     _plugin(
         "device",
         parse_device,
-        "auto (default), cpu, cuda or cuda:N",
+        "auto (default), cpu, cuda, cuda:N, or a device a pytest_autotune_client hook provides",
         "auto",
         sources=_EVERYWHERE | _MARKER,
         tuning_only=True,
@@ -194,7 +194,10 @@ SETTINGS: tuple[Setting, ...] = (
     _plugin(
         "benchmark_json",
         optional(parse_path),
-        "write every candidate in pytest-benchmark's JSON format to this path",
+        (
+            "write every candidate in pytest-benchmark's JSON format to this path (needs the"
+            " [benchmark] extra)"
+        ),
         tuning_only=True,
     ),
     _plugin(

@@ -267,6 +267,19 @@ def test_the_help_shows_the_options_even_with_a_bad_setting(
     assert "pytest-autotune:" not in result.stderr.str()
 
 
+def test_the_help_says_what_readme_says_of_the_device_the_cache_root_and_the_benchmark_json(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # It offered only auto, cpu, cuda and cuda:N for --autotune-device (a hook's device is
+    # one too), a cache root of `.autotune` from nowhere said, and no word of the extra.
+    result = run(autotune_pytester, "--help")
+    assert result.ret == pytest.ExitCode.OK
+    text = " ".join(" ".join(result.outlines).split())
+    assert "auto (default), cpu, cuda, cuda:N, or a device a pytest_autotune_client hook" in text
+    assert "cache root (default: .autotune in the root dir)" in text
+    assert "JSON format to this path (needs the [benchmark] extra)" in text
+
+
 @pytest.mark.parametrize(
     ("where", "named"),
     [
