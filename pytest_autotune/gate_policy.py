@@ -142,7 +142,11 @@ def judge_group(
         baseline_devices=() if baseline is not None else baseline_devices(),
         machine=machine,
         failed_here=winner_failed_here(case, baseline, tunables.names[index]),
-        unreadable=None if baseline is not None else _unreadable(unreadable_file(), note),
+        unreadable=(
+            None
+            if baseline is not None
+            else _cache_off(case) or _unreadable(unreadable_file(), note)
+        ),
         baseline_winner=baseline_winner,
         missing_file=None if baseline is not None else missing_file(),
         bounds=decision.bounds,
@@ -167,6 +171,19 @@ def judge_group(
         measured,
         overtaken=None if rival is None or confirmations.rival_raised else rival[1],
         winner_failed=verdict.raised or confirmations.rival_raised,
+    )
+
+
+def _cache_off(case: GroupCase) -> str | None:
+    """What a missing baseline says where the setting that turns the cache off read none:
+    "--autotune-update records one" sent the user to an update that the same setting stops
+    at the start, and hid that the committed baselines were there, unread."""
+    settings = case.settings
+    if not settings.engine.disable_cache:
+        return None
+    return (
+        f"no baseline read: {settings.origin('disable_cache')} turns the cache files off"
+        " (neither read nor written); unset it to compare with the committed baselines"
     )
 
 

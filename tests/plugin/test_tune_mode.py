@@ -447,6 +447,26 @@ def test_strict_mode_fails_a_group_without_a_baseline(scale: pytest.Pytester) ->
     )
 
 
+def test_a_gate_with_the_cache_turned_off_says_so_not_that_an_update_records_a_baseline(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It said "no baseline ...; --autotune-update records one" beside the committed file,
+    # and the update it offered stopped at the start on the same variable.
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("PYTEST_AUTOTUNE_DISABLE_CACHE", "1")
+    result = run(scale, "--autotune")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "verdicts: 2 no baseline",
+            "*",
+            "    no baseline read: PYTEST_AUTOTUNE_DISABLE_CACHE turns the cache files off"
+            " (neither read nor written); unset it to compare with the committed baselines",
+        ]
+    )
+    assert "records one" not in result.stdout.str()
+
+
 def test_a_baseline_of_another_candidate_list_is_not_comparable_and_never_fails(
     scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
