@@ -159,7 +159,9 @@ def _name(pattern: str, expected: str) -> Parser:
 
     def parse(value: object, where: str) -> str:
         name = str(value).strip().lower()
-        if not compiled.match(name):
+        # YAML reads `runner: yes` as True and `runner: 1.10` as 1.1: the name was filed as
+        # "true", or "1.1", without a word. A name is text (a plain integer reads as given).
+        if isinstance(value, (bool, float)) or not compiled.match(name):
             raise ConfigError(f"{where}: expected {expected}, got {value!r}")
         return name
 

@@ -112,6 +112,16 @@ def test_a_bad_file_value_names_the_file_and_key():
     assert str(info.value) == "autotune.yaml: min_samples: expected an integer >= 1, got 0"
 
 
+@pytest.mark.parametrize(("key", "value"), [("runner", True), ("runner", 1.1), ("device", False)])
+def test_a_name_yaml_read_as_a_boolean_or_a_float_is_refused_not_filed_under_its_repr(key, value):
+    # `runner: yes` ran under the runner "true", `runner: 1.10` under "1.1": the baselines
+    # went to another folder without a word. `device: no` was refused as 'false'.
+    with pytest.raises(ConfigError) as info:
+        resolve([("autotune.yaml", {key: value})])
+    assert str(info.value).startswith(f"autotune.yaml: {key}: expected ")
+    assert str(info.value).endswith(f", got {value!r}")
+
+
 def test_a_bad_value_fails_even_when_a_higher_source_overrides_it():
     with pytest.raises(ConfigError, match=r"^autotune.yaml: rtol: expected a number >= 0"):
         resolve([("command line", {"rtol": 0.1}), ("autotune.yaml", {"rtol": "loose"})])
