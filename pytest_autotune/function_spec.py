@@ -87,7 +87,8 @@ def unprovided_device(config: pytest.Config, device: Any) -> str | None:
     tells, and plain pytest does not make a client (a hook may need its device present).
     Asked when a test runs, not at its collection: a conftest of a folder collected after
     the test's own may register the hook."""
-    if not isinstance(device, str) or is_builtin_device(device):
+    # Any case, as the settings' parser reads it (`device="CPU"` is cpu, as the option's).
+    if not isinstance(device, str) or is_builtin_device(device.strip().lower()):
         return None
     if config.pluginmanager.hook.pytest_autotune_client.get_hookimpls():
         return None

@@ -73,7 +73,10 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "level": (
         lambda v: (
             isinstance(v, AutotuneLevel)
-            or (isinstance(v, str) and v in {level.value for level in AutotuneLevel})
+            # Any case, as `--autotune-level` and PYTEST_AUTOTUNE_LEVEL take it.
+            or (
+                isinstance(v, str) and v.strip().lower() in {level.value for level in AutotuneLevel}
+            )
         ),
         "an AutotuneLevel or minimal, balanced, extensive or full",
     ),

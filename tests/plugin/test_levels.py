@@ -74,3 +74,30 @@ def test_without_tuning_a_markers_level_is_checked_like_its_other_options(
     result.stdout.fnmatch_lines(
         ["*@pytest.mark.autotune(level='turbo'): expected an AutotuneLevel or minimal*"]
     )
+
+
+def test_a_markers_level_and_device_are_read_in_any_case_as_the_options_are(
+    pytester: pytest.Pytester,
+) -> None:
+    # `--autotune-level=FULL` and `--autotune-device=CPU` are read; the marker refused
+    # `level="FULL"` ("expected an AutotuneLevel or minimal, ...") and `device="CPU"` ("no
+    # pytest_autotune_client hook provides it"), failing every candidate's test.
+    pytester.makepyfile(
+        test_case="""
+        import pytest
+
+        def total(values):
+            return sum(values)
+
+        def builtin_sum(values):
+            return sum(values, 0)
+
+        @pytest.mark.autotune(
+            candidates={"total": total, "builtin_sum": builtin_sum}, level="FULL", device="CPU"
+        )
+        def test_sum(candidate):
+            return candidate([1, 2, 3])
+        """
+    )
+    result = run(pytester)
+    result.assert_outcomes(passed=2)
