@@ -229,14 +229,19 @@ def settings_from_sources(
 def _check_cache_dir(where: str, path: Path, invocation_dir: Path) -> None:
     """Refuse a cache folder that is a file, or lies below one: every group's read said so
     in a warning of its own, and an update failed at the end, after every group was tuned."""
-    for folder in (path, *path.parents):
+    if path.is_file():
+        shown = shown_from(path, invocation_dir)
+        raise ConfigError(f"{where}: {shown} is a file; give the path of a folder")
+    _check_folders(where, path, invocation_dir)
+
+
+def _check_folders(where: str, path: Path, invocation_dir: Path) -> None:
+    """Refuse a path below a file (`notes.txt/r.jsonl`), where no folder of it can be made."""
+    for folder in path.parents:
         if folder.exists():
             if folder.is_dir():
                 return
-            shown = shown_from(folder, invocation_dir)
-            if folder == path:
-                raise ConfigError(f"{where}: {shown} is a file; give the path of a folder")
-            whole = shown_from(path, invocation_dir)
+            shown, whole = shown_from(folder, invocation_dir), shown_from(path, invocation_dir)
             raise ConfigError(f"{where}: {shown} is a file, where a folder of {whole} belongs")
 
 
@@ -248,7 +253,12 @@ def _check_output(
     invocation_dir: Path,
 ) -> None:
     """Refuse an output file (resolved `path`, named by `where`) that the end of the run
-    would write over something it must not: a baseline, or another output."""
+    would write over something it must not (a baseline, or another output), or could not
+    write at all, below a file: said at the end, after every group was tuned, that cost a
+    whole tuning run. What the start cannot tell (a folder without permission, a full
+    disk) is still said at the end, where the write fails."""
+    if settings.tune:
+        _check_folders(where, path, invocation_dir)
     cache = settings.cache_dir.resolve()
     if settings.tune and path.parent != cache and path.is_relative_to(cache):
         # Written at the end of the run, over a committed baseline (an HTML page where a

@@ -502,6 +502,15 @@ def test_a_run_stopped_before_any_group_does_not_say_it_has_no_autotune_test(
     assert "no test marked" not in report
 
 
+NOTES_BLOCKED_MID_RUN = """
+import pathlib
+
+def test_block():
+    # Made during the run: one there at its start stops it there (`plugin_settings`).
+    pathlib.Path("notes.txt").write_text("a file where a folder should be")
+"""
+
+
 def test_the_step_summary_says_why_a_run_whose_groups_all_passed_failed(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -510,7 +519,7 @@ def test_the_step_summary_says_why_a_run_whose_groups_all_passed_failed(
     autotune_pytester.makepyfile(
         test_stop=INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
     )
-    (autotune_pytester.path / "notes.txt").write_text("a file where a folder should be")
+    autotune_pytester.makepyfile(test_block=NOTES_BLOCKED_MID_RUN)
     summary = autotune_pytester.path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     result = run(autotune_pytester, "--autotune", "--autotune-record=notes.txt/r.jsonl")
@@ -530,9 +539,10 @@ def test_the_step_summary_of_a_run_that_tuned_nothing_still_says_what_went_wrong
     autotune_pytester.makepyfile(
         test_stop=INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
     )
-    (autotune_pytester.path / "notes.txt").write_text("a file where a folder should be")
+    autotune_pytester.makepyfile(test_block=NOTES_BLOCKED_MID_RUN)
     summary = autotune_pytester.path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    # `-k test_b` keeps test_block, which blocks the records' folder.
     result = run(
         autotune_pytester, "--autotune", "-k", "test_b", "--autotune-record=notes.txt/r.jsonl"
     )

@@ -1687,11 +1687,34 @@ def test_the_fixture_asking_for_cuda_without_a_gpu_fails_in_one_line_too(
     assert "pytest_autotune/" not in output
 
 
+BLOCKING_TEST = """
+import pathlib
+
+def test_block():
+    # Made during the run: one there at its start stops it there (`plugin_settings`).
+    pathlib.Path("not_a_folder").write_text("a file where a folder should be")
+"""
+
+
+def test_an_output_below_a_file_stops_the_run_at_its_start(scale: pytest.Pytester) -> None:
+    # Said at the end, after every group was tuned, it cost the whole tuning run.
+    (scale.path / "not_a_folder").write_text("a file where a folder should be")
+    result = run(scale, "--autotune", "--autotune-html=not_a_folder/report.html")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*command line: autotune_html: not_a_folder is a file, where a folder of"
+            " not_a_folder/report.html belongs"
+        ]
+    )
+    assert not (scale.path / ".autotune").exists()  # nothing tuned
+
+
 def test_an_output_path_that_cannot_be_written_fails_the_run_in_one_line(
     scale: pytest.Pytester,
 ) -> None:
     blocker = scale.path / "not_a_folder"
-    blocker.write_text("a file where a folder should be")
+    scale.makepyfile(test_block=BLOCKING_TEST)
     result = run(
         scale,
         "--autotune",
@@ -1715,7 +1738,7 @@ def test_an_output_that_cannot_be_written_is_named_from_the_directory_pytest_ran
 ) -> None:
     # Every other path of the summary is shown from there when below it; this line showed
     # the whole path, the blocking file's too.
-    (scale.path / "not_a_folder").write_text("a file where a folder should be")
+    scale.makepyfile(test_block=BLOCKING_TEST)
     result = run(scale, "--autotune", f"--autotune-html={scale.path}/not_a_folder/report.html")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
