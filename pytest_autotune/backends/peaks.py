@@ -127,7 +127,8 @@ def _load_or_probe_file(path: Path, device_id: str, probe: Callable[[], Peaks]) 
         warnings.warn(
             CacheFileWarning(
                 f"{path}: cannot be read: {reason}; the peaks are probed again for this"
-                " process and the file is left as it is"
+                " process and the file is left as it is (each process pays the probe while"
+                " it is there): repair it, or remove it to have the next probe written there"
             ),
             stacklevel=caller_level(),
         )
@@ -138,6 +139,9 @@ def _read(path: Path, device_id: str) -> Peaks:
     data = read_json(path)
     if not isinstance(data, dict):
         raise TypeError(f"holds {json_kind(data)}, expected a JSON object")
+    if "schema_version" not in data or "peaks" not in data:
+        # Another program's JSON read "schema_version is None".
+        raise ValueError("not a peaks file: it holds no schema_version and peaks")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(
             f"schema_version is {data.get('schema_version')!r}, this version reads {SCHEMA_VERSION}"

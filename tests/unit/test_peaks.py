@@ -149,8 +149,12 @@ def test_a_corrupt_peaks_file_is_warned_about_by_name_and_left_as_it_is(tmp_path
     path = peaks_path(tmp_path, device)
     path.parent.mkdir()
     path.write_text("{not json")
-    with pytest.warns(CacheFileWarning, match=re.escape(f"{path}: cannot be read")):
+    with pytest.warns(CacheFileWarning, match=re.escape(f"{path}: cannot be read")) as warned:
         assert load_or_probe(device, probe, tmp_path) == PEAKS
+    # What to do, since it is left as it is: every process pays the probe while it is there.
+    assert str(warned[0].message).endswith(
+        "repair it, or remove it to have the next probe written there"
+    )
     assert path.read_text() == "{not json"
     assert load_or_probe(device, probe, tmp_path) == PEAKS  # warned once, probed once
     assert probe.calls == 1  # type: ignore[attr-defined]
@@ -163,13 +167,14 @@ def test_a_corrupt_peaks_file_is_warned_about_by_name_and_left_as_it_is(tmp_path
         ({"schema_version": 1, "device_id": "other", "peaks": {}}, "peaks of 'other'"),
         ({"schema_version": 1, "device_id": "{device}", "peaks": {}}, "memory_bytes_per_s"),
         ([], "holds a JSON array, expected a JSON object"),
+        ({"name": "another program's"}, "not a peaks file: it holds no schema_version and peaks"),
     ],
 )
 def test_a_peaks_file_that_is_not_this_devices_is_refused_with_the_reason(
     tmp_path: Path, document: object, reason: str
 ) -> None:
     device = unique_device()
-    if isinstance(document, dict) and document["device_id"] == "{device}":
+    if isinstance(document, dict) and document.get("device_id") == "{device}":
         document["device_id"] = device
     path = peaks_path(tmp_path, device)
     path.parent.mkdir()
