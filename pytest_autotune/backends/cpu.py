@@ -29,6 +29,7 @@ from pytest_autotune.backends.peaks import Peaks, load_or_probe, probe_again
 from pytest_autotune.backends.tracing import tracing, untraced
 from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.device_class import isa_level
+from pytest_autotune.tune.plain_numbers import real_number
 
 # Re-exported: the CPU's name and its peaks' probe were read from here before they had modules.
 __all__ = [
@@ -141,10 +142,7 @@ class CpuClient:
         probe: Callable[[], Peaks] = probe_cpu_peaks,
         retake_preempted: bool | None = None,
     ) -> None:
-        if not (min_sample_time > 0 and math.isfinite(min_sample_time)):
-            raise ValueError(
-                f"min_sample_time must be a positive number of seconds, got {min_sample_time!r}"
-            )
+        _check_settings(timer, min_sample_time, peaks_cache_dir, probe)
         self._timer = timer
         self._min_sample_ns = min_sample_time * NS_PER_S
         self._peaks_cache_dir = peaks_cache_dir
@@ -163,6 +161,9 @@ class CpuClient:
         counts, as their weak keys, the candidates, do not pickle."""
         min_sample_time = self._min_sample_ns / NS_PER_S
         return (_cpu_again, (self._timer, min_sample_time, self._peaks_cache_dir, self._probe))
+
+    def __repr__(self) -> str:
+        return f"CpuClient({self._device_id!r})"
 
     @property
     def device_id(self) -> str:
@@ -271,6 +272,31 @@ try:
     _THREAD_USAGE: int | None = resource.RUSAGE_THREAD
 except (ImportError, AttributeError):  # Windows, macOS: no per-thread usage to read
     _THREAD_USAGE = None
+
+
+def _check_settings(
+    timer: object, min_sample_time: object, peaks_cache_dir: object, probe: object
+) -> None:
+    """Refuse a setting the client would only fail on when it first times a candidate:
+    `cpu(0)`, written as `cuda(0)` is, took 0 for the timer, and every candidate of the
+    first tuning failed with "'int' object is not callable"."""
+    __tracebackhide__ = True
+    if not callable(timer):
+        raise TypeError(
+            f"cpu: timer must be a clock returning integer nanoseconds (time.perf_counter_ns),"
+            f" got {type(timer).__name__} {timer!r}; the CPU client takes no device number"
+        )
+    seconds = real_number(min_sample_time)
+    if seconds is None or not (seconds > 0 and math.isfinite(seconds)):
+        raise ValueError(
+            f"min_sample_time must be a positive number of seconds, got {min_sample_time!r}"
+        )
+    if peaks_cache_dir is not None and not isinstance(peaks_cache_dir, (str, os.PathLike)):
+        raise TypeError(f"cpu: peaks_cache_dir must be a folder's path, got {peaks_cache_dir!r}")
+    if not callable(probe):
+        raise TypeError(
+            f"cpu: probe must be a function measuring the peaks, got {type(probe).__name__}"
+        )
 
 
 def _involuntary_switches() -> int:

@@ -678,3 +678,34 @@ def test_the_probe_buffers_of_a_container_fit_its_memory_limit_not_the_hosts(
     assert cpu_peaks.probe_buffer_bytes(32 << 20, memory) == 64 << 20
     monkeypatch.setattr(cpu_peaks, "memory_limit", lambda: 1 << 62)  # v1's "no limit"
     assert cpu_peaks._physical_memory() == os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.parametrize("value", ["1", True, None])
+def test_a_minimum_sample_time_that_is_no_number_is_refused(value: object) -> None:
+    with pytest.raises(ValueError, match="min_sample_time must be a positive number"):
+        cpu(min_sample_time=value)  # type: ignore[arg-type]
+
+
+def test_a_device_number_given_to_cpu_is_refused_where_the_client_is_made() -> None:
+    # `cpu(0)`, as `cuda(0)` is written, took 0 for the timer: every candidate of the first
+    # tuning failed with "'int' object is not callable".
+    with pytest.raises(TypeError, match=r"timer must be a clock .* got int 0; the CPU client"):
+        cpu(0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("argument", "message"),
+    [
+        ({"peaks_cache_dir": 1}, "peaks_cache_dir must be a folder's path"),
+        ({"probe": 1}, "probe must be a function"),
+    ],
+)
+def test_other_settings_of_the_wrong_type_are_refused_where_the_client_is_made(
+    argument: dict[str, object], message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        cpu(**argument)  # type: ignore[arg-type]
+
+
+def test_a_cpu_client_reads_as_its_device_id() -> None:
+    assert repr(cpu()) == f"CpuClient({cpu().device_id!r})"
