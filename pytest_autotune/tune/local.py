@@ -43,6 +43,19 @@ class LocalTuner:
                 f"LocalTuner: the name names its cache file, so it must be a non-empty"
                 f" string, got {name!r}"
             )
+        if config is not None and not isinstance(config, AutotuneConfig):
+            # A dict of settings or the path of a YAML file failed at the first `execute`,
+            # deep in the tuner ("'dict' object has no attribute 'cache_dir'").
+            raise TypeError(
+                f"LocalTuner {name!r}: config must be an AutotuneConfig or None, got"
+                f" {type(config).__name__} {config!r}; build one, AutotuneConfig(checks=True),"
+                " or read a file with AutotuneConfig.from_env(yaml_path=...)"
+            )
+        if package is not None and (not isinstance(package, str) or not package):
+            raise TypeError(
+                f"LocalTuner {name!r}: package must be the name of the package that ships"
+                f" its caches (a str, as `import` spells it) or None, got {package!r}"
+            )
         self.name = name
         self.package = package
         """The package whose `.autotune` folder (package data) holds the shipped caches."""
@@ -287,6 +300,14 @@ class LocalTuner:
         winners: dict[Any, Callable[..., Any]] = {}
         if not isinstance(tunables, TunableSet):
             raise self._not_a_set(tunables, "bind")
+        if not isinstance(device_id, str) or not callable(getattr(client, "time", None)):
+            # Swapped, `bind(client, client.device_id, set)` was taken, and failed at the
+            # operation's first call, far from this line.
+            raise TypeError(
+                f"LocalTuner {self.name!r}: bind takes a device id (a str) and a client, got"
+                f" {type(device_id).__name__} and {type(client).__name__}; call"
+                " bind(client.device_id, client, tunables)"
+            )
         key_gen, through, redecided = tunables.key_gen, self._through_tuner, self._redecided
         if tunables.unary:
 
@@ -382,6 +403,9 @@ def local_tuner(
     Its shipped caches are read from `package`, by default the calling module's top-level
     package (`sigkit` for `sigkit.ops`): the one `.autotune` folder its tests write.
     """
+    if name is not None and not isinstance(name, str):
+        # `local_tuner(1)` was named "<module>-1" without a word.
+        raise TypeError(f"local_tuner: name must be a str or None, got {name!r}")
     frame = inspect.currentframe()
     caller = frame.f_back if frame is not None else None
     names = caller.f_globals if caller is not None else {}

@@ -1429,3 +1429,36 @@ def test_a_candidate_whose_one_call_raises_a_floating_point_error_still_fails():
     decision = tuner.tuner(client.device_id, client).decision(3)
     assert decision is not None and decision.fastest_name == "clipped"
     assert "overflow" in str(decision.results[0])
+
+
+@pytest.mark.parametrize("config", [{"checks": True}, "autotune.yaml", 3])
+def test_a_config_that_is_no_autotune_config_is_refused_where_the_tuner_is_made(config):
+    # It was taken, and the first execute failed deep in the tuner: "'dict' object has no
+    # attribute 'cache_dir'".
+    with pytest.raises(TypeError, match="config must be an AutotuneConfig or None, got"):
+        local_tuner("cfg", config)
+
+
+@pytest.mark.parametrize("package", [1, ""])
+def test_a_package_that_is_no_name_is_refused_where_the_tuner_is_made(package):
+    with pytest.raises(TypeError, match="package must be the name of the package"):
+        local_tuner("pkg", package=package)
+
+
+def test_a_local_tuner_name_that_is_no_str_is_refused():
+    # `local_tuner(1)` was named "<module>-1" without a word.
+    with pytest.raises(TypeError, match="local_tuner: name must be a str or None, got 1"):
+        local_tuner(1)
+
+
+def test_bind_with_the_client_and_its_device_id_swapped_is_refused_at_bind() -> None:
+    # It was taken, and the bound operation failed at its first call, far from this line.
+    tuner = LocalTuner("bind-swapped", AutotuneConfig(disable_cache=True))
+    client = FakeClient()
+    tunables = tuner.init(lambda: TunableSet.of(len, {"a": lambda x: x, "b": lambda x: x}))
+    with pytest.raises(TypeError) as info:
+        tuner.bind(client, client.device_id, tunables)
+    assert str(info.value) == (
+        "LocalTuner 'bind-swapped': bind takes a device id (a str) and a client, got"
+        " FakeClient and str; call bind(client.device_id, client, tunables)"
+    )
