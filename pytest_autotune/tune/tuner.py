@@ -74,6 +74,7 @@ class Tuner:
         compare_outputs: bool = True,
         written_inputs: bool = False,
     ) -> None:
+        _check_settings(name, device_id, config, persistent, recorder)
         self.name = name
         self.device_id = device_id
         self.config = config or AutotuneConfig()
@@ -379,6 +380,31 @@ class Tuner:
 
 _TUNERS: weakref.WeakSet[Tuner] = weakref.WeakSet()
 """Every tuner alive, for `_after_fork_in_child`."""
+
+
+def _check_settings(
+    name: object, device_id: object, config: object, persistent: object, recorder: object
+) -> None:
+    """Refuse at the constructor what failed later: a client given for the device id
+    (`Tuner(name, client)`, as `execute` takes one) named a cache folder after its repr,
+    and a path given for the cache or the recorder failed at the first save or record."""
+    __tracebackhide__ = True
+    for what, value in (("name", name), ("device id", device_id)):
+        if not isinstance(value, str) or not value:
+            raise TypeError(
+                f"Tuner: the {what} must be a non-empty str, got {type(value).__name__}"
+                f" {value!r}" + ("; pass client.device_id" if what == "device id" else "")
+            )
+    for what, value, kind, article in (
+        ("config", config, AutotuneConfig, "an"),
+        ("persistent", persistent, PersistentCache, "a"),
+        ("recorder", recorder, Recorder, "a"),
+    ):
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(
+                f"Tuner {name!r}: {what} must be {article} {kind.__name__} or None, got"
+                f" {type(value).__name__} {value!r}"
+            )
 
 
 def _after_fork_in_child() -> None:

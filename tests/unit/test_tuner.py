@@ -1226,3 +1226,27 @@ def test_a_decision_without_its_winner_takes_the_next_fastest_or_none(client):
         "fast",
         "failed while measured: RuntimeError: worn out",
     )
+
+
+def test_a_client_given_for_the_device_id_is_refused_where_the_tuner_is_made() -> None:
+    # `Tuner("t", client)` was taken: its cache folder was named after the client's repr.
+    client = FakeClient()
+    with pytest.raises(TypeError, match="the device id must be a non-empty str, got FakeClient"):
+        Tuner("t", client)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("argument", "message"),
+    [
+        ({"persistent": "cache.json"}, "persistent must be a PersistentCache or None, got str"),
+        ({"recorder": "records.jsonl"}, "recorder must be a Recorder or None, got str"),
+        ({"config": {"checks": True}}, "config must be an AutotuneConfig or None, got dict"),
+    ],
+)
+def test_a_path_given_for_the_cache_or_the_recorder_is_refused_where_the_tuner_is_made(
+    argument: dict[str, Any], message: str
+) -> None:
+    # A path for the cache failed at the tuner's first call ("'str' object has no attribute
+    # 'load'"); one for the recorder at its first record.
+    with pytest.raises(TypeError, match=message):
+        Tuner("t", "cpu-test", **argument)
