@@ -193,6 +193,22 @@ class TunableSet:
     ) -> TunableSet:
         """This set with roofline bounds from a work model `work(*inputs) -> Work`, against
         the peaks the client measured on its device (the common case of `with_bounds`)."""
+        __tracebackhide__ = True
+        # Refused here, not in the first tuning: a `Work(...)` given for the model failed
+        # there as "'Work' object is not callable", a fraction given for the thresholds as
+        # "'float' object has no attribute 'compute'".
+        if isinstance(work, Work):
+            raise TypeError(
+                f"with_work: work is a function of the inputs returning a Work, got the"
+                f" Work {work!r}; pass `lambda x: Work(...)`"
+            )
+        check_callable("with_work: work", work)
+        if thresholds is not None and not isinstance(thresholds, Thresholds):
+            raise TypeError(
+                f"with_work: thresholds must be Thresholds(compute, memory) or None, got"
+                f" {type(thresholds).__name__} {thresholds!r}"
+                " (Thresholds.uniform(f) for one fraction of both roofs)"
+            )
 
         def bounds_gen(key: Any, inputs: TuneInputs, client: Client) -> Bounds:
             # A model ported from the seed's bounds generator, `lambda key, inputs: ...`,

@@ -620,3 +620,18 @@ def test_a_deque_subclass_with_a_constructor_of_its_own_is_shared_not_refused() 
     plain = collections.deque([1, 2], maxlen=3)
     copied = CloneInputGenerator()(None, (plain,))[0]
     assert copied == plain and copied is not plain and copied.maxlen == 3
+
+
+def test_a_work_given_for_the_work_model_is_refused_where_the_set_is_built():
+    # It was taken, and the first tuning failed with "'Work' object is not callable".
+    with pytest.raises(TypeError, match=r"with_work: work is a function of the inputs"):
+        TunableSet(by_size).with_work(Work(1, 8))
+    with pytest.raises(TypeError, match=r"with_work: work: expected a callable, got int 3"):
+        TunableSet(by_size).with_work(3)
+
+
+def test_a_fraction_given_for_the_thresholds_is_refused_where_the_set_is_built():
+    # It was taken, and the first tuning failed with "'float' object has no attribute
+    # 'compute'".
+    with pytest.raises(TypeError, match=r"thresholds must be Thresholds\(compute, memory\)"):
+        TunableSet(by_size).with_work(lambda x: Work(len(x), 8), 0.5)
