@@ -71,6 +71,25 @@ def _trace(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
 
 
+def _kind(kind: object) -> AutotuneErrorKind:
+    """The kind an `AutotuneError` is raised with, its value's name ("skip") taken as the
+    kind. `raise AutotuneError("bad shape")` from a candidate was taken with the message
+    for the kind, and the tuning crashed on it ("'str' object has no attribute 'value'")."""
+    __tracebackhide__ = True
+    if isinstance(kind, AutotuneErrorKind):
+        return kind
+    try:
+        return AutotuneErrorKind(kind)
+    except (ValueError, TypeError):
+        kinds = ", ".join(k.name for k in AutotuneErrorKind)
+        raise TypeError(
+            f"AutotuneError(kind, message): the kind must be an AutotuneErrorKind ({kinds}),"
+            f" got {kind!r};"
+            f" raise AutotuneError(AutotuneErrorKind.UNKNOWN, {kind!r}) for a failure, or"
+            " AutotuneSkip(message) to decline the key"
+        ) from None
+
+
 class CandidateTracebacks(Exception):
     """The tracebacks of what the candidates raised, as text: the cause of a
     NoValidKernelFound raised to the caller."""
@@ -86,8 +105,9 @@ class AutotuneError(Exception):
         name: str | None = None,
         trace: str = "",
     ) -> None:
+        __tracebackhide__ = True
         super().__init__(message)
-        self.kind = kind
+        self.kind = _kind(kind)
         self.message = message
         self.name = name
         self.trace = trace

@@ -1250,3 +1250,26 @@ def test_a_path_given_for_the_cache_or_the_recorder_is_refused_where_the_tuner_i
     # 'load'"); one for the recorder at its first record.
     with pytest.raises(TypeError, match=message):
         Tuner("t", "cpu-test", **argument)
+
+
+def test_a_candidate_raising_an_autotune_error_of_a_message_alone_fails_it_not_the_tuning() -> None:
+    # `raise AutotuneError("bad shape")` was taken with the message for the kind: the
+    # tuning crashed on it ("'str' object has no attribute 'value'").
+    clock = FakeClock()
+    client = FakeClient(clock)
+
+    def bad_shape(*inputs: Any) -> Any:
+        raise AutotuneError("bad shape")  # type: ignore[arg-type]
+
+    tunables = TunableSet(len).with_(Tunable("bad", bad_shape))
+    tunables = tunables.with_(Tunable("good", candidate(clock, 1e-3, result=3)))
+    decision = Tuner("t", client.device_id).tune(2, tunables, ([1, 2],), client)
+    assert decision.fastest_name == "good"
+    failure = decision.results[0]
+    assert isinstance(failure, AutotuneError)
+    assert "the kind must be an AutotuneErrorKind" in failure.message
+    assert "got 'bad shape'" in failure.message
+
+
+def test_an_autotune_error_takes_the_name_of_its_kind() -> None:
+    assert AutotuneError("skip", "declined").kind is AutotuneErrorKind.SKIP  # type: ignore[arg-type]
