@@ -17,7 +17,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pytest_autotune.tune.errors import ConfigWarning, caller_level
 from pytest_autotune.tune.files import MAX_INT_DIGITS
-from pytest_autotune.tune.plain_numbers import RealNumber, real_number
+from pytest_autotune.tune.plain_numbers import RealNumber, finite, real_number
 
 KeyT = TypeVar("KeyT", bound="AutotuneKey")
 
@@ -375,11 +375,26 @@ def anchor(
         result = _whole_power_at_least(x, int(b))
     else:
         result = _float_power_at_least(x, b)
+    if (max is not None and (type(max) is not int or max < 0)) or (
+        min is not None and (type(min) is not int or min < 0)
+    ):
+        _check_limits(max, min)
     if max is not None and result > max:
         result = max
     if min is not None and result < min:
         result = min
     return int(result)
+
+
+def _check_limits(upper: object, lower: object) -> None:
+    """Refuse a `max` or `min` that is no size: a string failed in a comparison (`'>' not
+    supported`), NaN clamped nothing, a bool was 1 and a negative max gave a negative key.
+    A NumPy integer is the size it is."""
+    __tracebackhide__ = True
+    for name, limit in (("max", upper), ("min", lower)):
+        number = real_number(limit)
+        if limit is not None and (number is None or not number >= 0 or not finite(number)):
+            raise ValueError(f"anchor: {name} must be a size (a whole number >= 0), got {limit!r}")
 
 
 def _rounded_up(x: RealNumber) -> int:
@@ -419,8 +434,11 @@ def _exact_power_at_least(x: RealNumber, b: float) -> int:
 def _scaled_base(base: float | None, level: AutotuneLevel) -> float | None:
     """The base `anchor` rounds to at `level`, never below `_MIN_BASE`; None at FULL,
     which does not anchor."""
-    if base is not None and not base > 1:
-        raise ValueError(f"anchor base must be above 1, got {base!r}")
+    if base is not None and (type(base) not in (int, float) or not 1 < base < math.inf):
+        number = real_number(base)
+        if number is None or not 1 < number < math.inf:
+            # A string failed in the comparison, infinity deep in `fractions`.
+            raise ValueError(f"anchor base must be above 1, got {base!r} (a finite number)")
     if level is AutotuneLevel.FULL:
         return None
     b = (2.0 if base is None else float(base)) * _LEVEL_BASE_FACTOR[level]

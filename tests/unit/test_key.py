@@ -703,3 +703,26 @@ def test_a_key_of_an_int_too_long_to_print_is_refused_by_our_message() -> None:
     # "Exceeds the limit (4300 digits) for integer string conversion".
     with pytest.raises(ValueError, match="an integer of over 4000 digits, and a cache file"):
         stable_key(10**5000)
+
+
+@pytest.mark.parametrize("limit", ["8", True, -1, math.nan, math.inf, None])
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_a_max_or_min_that_is_no_size_is_refused_by_name(name, limit):
+    # A string failed in a comparison ("'>' not supported"), NaN clamped nothing, True was
+    # 1 and a negative max gave a negative key.
+    if limit is None:
+        assert anchor(100, **{name: limit}, level=BALANCED) == 128
+        return
+    with pytest.raises(ValueError, match=rf"^anchor: {name} must be a size .*, got {limit!r}$"):
+        anchor(100, **{name: limit}, level=BALANCED)
+
+
+def test_a_max_or_min_of_numpy_sizes_clamps_as_its_ints_do():
+    assert anchor(100, max=np.int64(64), min=np.int32(8), level=BALANCED) == 64
+
+
+@pytest.mark.parametrize("base", ["2", math.inf, True])
+def test_a_base_that_is_no_finite_number_is_refused_as_one_below_one_is(base):
+    # A string failed in a comparison, and infinity deep in `fractions` (OverflowError).
+    with pytest.raises(ValueError, match=r"^anchor base must be above 1, got "):
+        anchor(100, base=base, level=BALANCED)
