@@ -33,6 +33,7 @@ from pytest_autotune.tune.differences import (
 )
 from pytest_autotune.tune.errors import AutotuneError
 from pytest_autotune.tune.host_arrays import host_array, same_values_dtype
+from pytest_autotune.tune.library_outputs import compare_library_output
 from pytest_autotune.tune.wording import counted
 
 DEFAULT_RTOL = 1e-5
@@ -84,12 +85,13 @@ def compare_outputs(
     it compares by value. NumPy and CuPy arrays compare with each other by value, so a NumPy
     implementation can serve as the reference of CuPy kernels. A masked array's mask must
     equal the other's (a plain array masks nothing); the values under a mask are ignored.
-    A structured array compares field by field; ml_dtypes' bfloat16 and float8 as floats; a
-    memoryview and an `array.array` as arrays; a deque and a view of a dict's values item
-    by item, as a list; a complex NaN part by part. A NamedTuple is not a
-    plain tuple; sets compare exactly, naming what is missing and unexpected; an iterator
-    (a generator, a `map`) is a difference: it cannot be compared, only consumed. Long
-    values are shown as excerpts (a string around its first difference).
+    A pandas Series or DataFrame compares by its labels and values, a scipy.sparse matrix by
+    value (`library_outputs`). A structured array compares field by field; ml_dtypes'
+    bfloat16 and float8 as floats; a memoryview and an `array.array` as arrays; a deque and
+    a view of a dict's values item by item, as a list; a complex NaN part by part. A
+    NamedTuple is not a plain tuple; sets compare exactly, naming what is missing and
+    unexpected; an iterator (a generator, a `map`) is a difference: it cannot be compared,
+    only consumed. Long values are shown as excerpts (a string around its first difference).
     """
     # `_compare` looked up here, not bound once: a test may wrap it to count its calls.
     problems = _compare(reference, actual, "output", Rules(rtol, atol, equal_nan, _compare))
@@ -158,6 +160,9 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
             return [mismatch(where, reference, actual)]
         items = list(reference), list(actual)
         return compare_sequences(*items, where, rules)
+    library_problems = compare_library_output(reference, actual, where, rules)
+    if library_problems is not None:
+        return library_problems
 
     return _compare_objects(reference, actual, where, rules)
 

@@ -246,7 +246,11 @@ def describe(value: object) -> str:
         return f"{value.dtype} scalar {value}"
     dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
     if dtype is not None and shape is not None:
-        return f"{dtype} array of shape {shape}"
+        if type(value).__module__.partition(".")[0] in ("numpy", "cupy"):
+            return f"{dtype} array of shape {shape}"
+        # A sparse matrix or a Series against an array read as two arrays alike: "expected
+        # float64 array of shape (100, 100), got float64 array of shape (100, 100)".
+        return f"{type(value).__name__} of {dtype} and shape {shape}"
     if value is None or isinstance(value, PYTHON_NUMBERS):
         return repr(value)
     if isinstance(value, (tuple, list)):

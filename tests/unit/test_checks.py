@@ -1511,3 +1511,79 @@ def test_a_named_reference_that_returns_none_tells_the_others_why_they_cannot_be
     assert checks[0].message == checks[2].message == f"cannot be checked: {checks[1].message}"
     raising = check_candidates(["a", "b"], outputs(ValueError("broken"), 1.0), reference=0)
     assert raising[1].message == "cannot be checked: the reference 'a' failed"
+
+
+def test_pandas_outputs_compare_by_labels_and_values_within_the_tolerances():
+    # Their `==` gives no bool: every candidate returning a Series or DataFrame failed as
+    # "cannot compare values of type Series", the reference against its own output too.
+    pd = pytest.importorskip("pandas")
+    series = pd.Series(np.arange(4.0), index=list("abcd"), name="v")
+    assert compare_outputs(series, series * (1 + 1e-7)) is None
+    assert compare_outputs(series, series * 2) == (
+        "output: 3 of 4 elements differ (rtol=1e-05, atol=1e-08), max abs error 3,"
+        " max rel error 1; first at [1]: expected 1.0, got 2.0"
+    )
+    assert compare_outputs(series, series.rename("w")) == "output.name: expected 'v', got 'w'"
+    assert compare_outputs(series, series.astype("float32")) == (
+        "output: dtype differs: expected float64, got float32"
+    )
+    assert compare_outputs(series, series.to_numpy()) == (
+        "output: expected Series of float64 and shape (4,), got float64 array of shape (4,)"
+    )
+    frame = pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"]}, index=[10, 20])
+    assert compare_outputs(frame, frame.copy()) is None
+    assert compare_outputs(frame, frame.assign(b=["x", "z"])) == (
+        "output['b']: 1 of 2 elements differ; first at [1]: expected y, got z"
+    )
+    assert compare_outputs(frame, frame.set_axis([10, 30])) == (
+        "output.index: 1 of 2 elements differ, max abs error 10, max rel error 0.5;"
+        " first at [1]: expected 20, got 30"
+    )
+    assert compare_outputs(frame, frame[["b", "a"]]).startswith("output.columns: 2 of 2")
+
+
+def test_a_nullable_pandas_column_compares_its_missing_values_by_position():
+    # To NumPy, `Int64` with a missing value reads float64, and without one int64: a right
+    # candidate read "dtype differs", and a wrong one was told so rather than where.
+    pd = pytest.importorskip("pandas")
+    column = pd.Series([1, None, 3], dtype="Int64")
+    assert compare_outputs(column, column.copy()) is None
+    assert compare_outputs(column, pd.Series([1, 2, 3], dtype="Int64")) == (
+        "output (where missing): 1 of 3 elements differ; first at [1]: expected True, got False"
+    )
+    assert compare_outputs(column, pd.Series([1, None, 4], dtype="Int64")).startswith(
+        "output: 1 of 3 elements differ"
+    )
+
+
+def test_sparse_outputs_compare_by_value_whatever_their_format():
+    # A sparse matrix's `==` is another sparse matrix: a right candidate failed as "cannot
+    # compare values of type csr_matrix", and CSC against CSR read "expected float64 array
+    # of shape (100, 100), got float64 array of shape (100, 100)".
+    sparse = pytest.importorskip("scipy.sparse")
+    matrix = sparse.random(100, 100, density=0.05, format="csr", random_state=0)
+    assert compare_outputs(matrix, matrix.copy()) is None
+    assert compare_outputs(matrix, matrix.tocsc()) is None
+    assert compare_outputs(matrix, sparse.csr_array(matrix)) is None
+    wrong = matrix.copy()
+    wrong.data[0] += 1
+    assert compare_outputs(matrix, wrong).startswith("output: 1 of 10000 elements differ")
+    assert "first at [0, " in compare_outputs(matrix, wrong)
+    assert compare_outputs(matrix, matrix.toarray()) == (
+        "output: expected csr_matrix of float64 and shape (100, 100),"
+        " got float64 array of shape (100, 100)"
+    )
+    assert compare_outputs(matrix, matrix.astype(np.float32)) == (
+        "output: dtype differs: expected float64, got float32"
+    )
+
+
+def test_a_sparse_output_too_large_to_densify_compares_its_stored_values():
+    sparse = pytest.importorskip("scipy.sparse")
+    matrix = sparse.random(5000, 5000, density=0.001, format="csr", random_state=0)
+    assert compare_outputs(matrix, matrix.tocsc()) is None
+    wrong = matrix.copy()
+    wrong.data[5] += 1
+    assert compare_outputs(matrix, wrong).startswith(
+        "output (its stored values, row by row): 1 of 25000 elements differ"
+    )

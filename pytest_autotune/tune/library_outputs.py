@@ -1,0 +1,113 @@
+"""Outputs of pandas (`Series`, `DataFrame`, `Index`) and of scipy.sparse, compared through
+the arrays they hold. Their `==` gives no bool (an element-wise frame, or a sparse matrix of
+booleans), so they read as uncomparable: every candidate returning one failed its check,
+the reference against its own output included ("candidate 'csr' differs from the reference
+candidate 'csr'"). Neither library is imported here: an output of one exists only where the
+program imported it."""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+from typing import Any
+
+import numpy as np
+
+from pytest_autotune.tune.array_comparison import Rules
+from pytest_autotune.tune.differences import mismatch
+from pytest_autotune.tune.host_arrays import same_values_dtype
+
+DENSE_ELEMENTS = 1 << 22
+"""Elements of a sparse matrix compared in its dense form (32 MiB a side in float64), whose
+differences are named by their row and column; a larger one compares the values stored in
+either, whose dense form could take more memory than the machine has."""
+
+
+def compare_library_output(
+    reference: object, actual: object, where: str, rules: Rules
+) -> list[str] | None:
+    """Every difference between two outputs where `reference` is a pandas or scipy.sparse
+    value; None for any other value."""
+    pandas = sys.modules.get("pandas")
+    sparse = sys.modules.get("scipy.sparse")
+    if pandas is not None and isinstance(reference, (pandas.Series, pandas.DataFrame)):
+        same_kind = type(actual) is type(reference)
+        compare: Any = functools.partial(_compare_frames, pandas)
+    elif pandas is not None and isinstance(reference, pandas.Index):
+        same_kind, compare = isinstance(actual, pandas.Index), _compare_columns
+    elif sparse is not None and sparse.issparse(reference):
+        same_kind = sparse.issparse(actual)
+        compare = functools.partial(_compare_sparse, sparse)
+    else:
+        return None
+    if not same_kind:
+        return [mismatch(where, reference, actual)]
+    result: list[str] = compare(reference, actual, where, rules)
+    return result
+
+
+def _compare_frames(
+    pandas: Any, reference: Any, actual: Any, where: str, rules: Rules
+) -> list[str]:
+    """A Series or DataFrame: its labels (the index, a frame's columns) and name, then the
+    values of each column, as arrays of their dtype."""
+    problems = rules.compare(reference.index, actual.index, f"{where}.index")
+    if isinstance(reference, pandas.Series):
+        problems += rules.compare(reference.name, actual.name, f"{where}.name")
+        return problems or _compare_columns(reference, actual, where, rules)
+    problems += rules.compare(reference.columns, actual.columns, f"{where}.columns")
+    if problems:
+        return problems
+    for i, name in enumerate(reference.columns):
+        column = f"{where}[{name!r}]"
+        problems += _compare_columns(reference.iloc[:, i], actual.iloc[:, i], column, rules)
+    return problems
+
+
+def _compare_columns(reference: Any, actual: Any, where: str, rules: Rules) -> list[str]:
+    """One column's (or an index's) values, which must share its pandas dtype: an `Int64`
+    column is no `int64` one, though both read as the same NumPy array."""
+    if str(reference.dtype) != str(actual.dtype):
+        return [f"{where}: dtype differs: expected {reference.dtype}, got {actual.dtype}"]
+    numpy_dtype = getattr(reference.dtype, "numpy_dtype", None)
+    if numpy_dtype is None:
+        return rules.compare(reference.to_numpy(), actual.to_numpy(), where)
+    # A nullable column (`Int64`, `Float64`, `boolean`) reads as float64 or object where it
+    # holds a missing value and as its own dtype where not: its missing values are compared
+    # as positions, then its values in its own dtype, exactly for integers.
+    missing_here, missing_there = np.asarray(reference.isna()), np.asarray(actual.isna())
+    missing = rules.compare(missing_here, missing_there, f"{where} (where missing)")
+    if missing:
+        return missing
+    values_here = reference.to_numpy(dtype=numpy_dtype, na_value=0)
+    values_there = actual.to_numpy(dtype=numpy_dtype, na_value=0)
+    return rules.compare(values_here, values_there, where)
+
+
+def _compare_sparse(
+    sparse: Any, reference: Any, actual: Any, where: str, rules: Rules
+) -> list[str]:
+    """Two sparse matrices by value, whatever their formats (CSR against CSC, explicit zeros),
+    as a Fortran-ordered array compares with a C-ordered one."""
+    if reference.shape != actual.shape:
+        return [f"{where}: shape differs: expected {reference.shape}, got {actual.shape}"]
+    if not same_values_dtype(reference.dtype, actual.dtype):
+        return [f"{where}: dtype differs: expected {reference.dtype}, got {actual.dtype}"]
+    if math.prod(reference.shape) <= DENSE_ELEMENTS:
+        return rules.compare(reference.toarray(), actual.toarray(), where)
+    # The values at every position either stores, in one order: each matrix rebuilt on the
+    # union of both patterns (its own values there, zeros at the other's), then canonical.
+    ref, act = reference.tocoo(), actual.tocoo()
+    rows, cols = np.concatenate([ref.row, act.row]), np.concatenate([ref.col, act.col])
+    ref_values = np.concatenate([ref.data, np.zeros_like(act.data)])
+    act_values = np.concatenate([np.zeros_like(ref.data), act.data])
+    stored = []
+    for values in (ref_values, act_values):
+        matrix = sparse.csr_matrix((values, (rows, cols)), shape=reference.shape)
+        matrix.sum_duplicates()  # sorted too: both in one order, as their patterns are one
+        stored.append(matrix.data)
+    return rules.compare(stored[0], stored[1], f"{where} (its stored values, row by row)")
+
+
+__all__ = ["DENSE_ELEMENTS", "compare_library_output"]
