@@ -205,7 +205,11 @@ def _strided_copy(value: Any) -> Any:
     were timed and checked on a layout the caller never passes, and one that needs a
     contiguous buffer (`hashlib.sha256(x)`, `x.view(np.complex128)`) won the tuning on the
     copies and raised on the caller's view at every call that followed."""
-    if type(value) is not np.ndarray or value.flags.c_contiguous or value.flags.f_contiguous:
+    # A memmap's view too (every other row of a file's matrix), made a memmap as its `copy`
+    # makes one; a masked array's mask would need copying beside it.
+    if type(value) not in (np.ndarray, np.memmap):
+        return None
+    if value.flags.c_contiguous or value.flags.f_contiguous:
         return None
     if value.dtype.hasobject:  # no array of references is made over raw bytes
         return None
@@ -213,7 +217,7 @@ def _strided_copy(value: Any) -> Any:
         value,
         lambda span, offset: np.ndarray(
             value.shape, value.dtype, np.empty(span, np.uint8), offset, value.strides
-        ),
+        ).view(type(value)),
     )
 
 

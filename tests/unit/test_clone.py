@@ -314,6 +314,20 @@ def test_a_strided_view_is_copied_with_its_own_strides(make) -> None:
     np.testing.assert_array_equal(copied, view)
 
 
+def test_a_strided_view_of_a_memmap_is_copied_with_its_own_strides(tmp_path) -> None:
+    # Every other row of a file's matrix was copied contiguous: timed on another layout.
+    mapped = np.memmap(tmp_path / "m.bin", dtype=np.float64, mode="w+", shape=(6, 8))
+    mapped[:] = np.arange(48.0).reshape(6, 8)
+    view = mapped[::2, ::3]
+    copied = clone_value(view)
+    assert copied.strides == view.strides
+    assert isinstance(copied, np.memmap)
+    assert not np.shares_memory(copied, view)
+    np.testing.assert_array_equal(copied, view)
+    copied *= 2
+    np.testing.assert_array_equal(view, np.arange(48.0).reshape(6, 8)[::2, ::3])
+
+
 def test_a_view_spread_far_wider_than_its_elements_is_copied_contiguous() -> None:
     column = np.zeros((4096, 1024))[:, 0]  # spans 32 MiB for 32 KiB of elements
     copied = clone_value(column)
