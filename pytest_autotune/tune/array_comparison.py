@@ -21,7 +21,6 @@ import numpy.typing as npt
 from pytest_autotune.tune.differences import (
     EXACT_FLOAT_INTEGERS,
     ambiguous,
-    cut,
     element_text,
     errors_text,
     exact_note,
@@ -32,7 +31,7 @@ from pytest_autotune.tune.differences import (
     too_fine,
 )
 from pytest_autotune.tune.host_arrays import BLOCK_ELEMENTS, blocks, wider_type
-from pytest_autotune.tune.wording import counted
+from pytest_autotune.tune.wording import counted, cut
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,12 @@ from pytest_autotune.tune.differences import (
     PYTHON_NUMBERS,
     exact_note,
     mismatch,
-    short_repr,
     text_difference,
 )
 from pytest_autotune.tune.errors import AutotuneError
 from pytest_autotune.tune.host_arrays import host_array, same_values_dtype
 from pytest_autotune.tune.library_outputs import compare_library_output
-from pytest_autotune.tune.wording import counted
+from pytest_autotune.tune.wording import counted, short_repr
 
 DEFAULT_RTOL = 1e-5
 

@@ -12,8 +12,8 @@ from contextvars import ContextVar
 from typing import Any
 
 from pytest_autotune.tune.array_comparison import Rules, differing_numbers
-from pytest_autotune.tune.differences import LISTED_DIFFERENCES, LONG_REPR, mismatch, short_repr
-from pytest_autotune.tune.wording import counted
+from pytest_autotune.tune.differences import LISTED_DIFFERENCES, mismatch
+from pytest_autotune.tune.wording import LONG_REPR, counted, short_repr
 
 
 def plain_attributes(value: object) -> dict[str, Any]:

@@ -6,13 +6,12 @@ the tolerances do not cover."""
 from __future__ import annotations
 
 import importlib
-import math
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from pytest_autotune.tune.wording import counted
+from pytest_autotune.tune.wording import counted, cut
 
 PYTHON_NUMBERS = (bool, int, float, complex)
 
@@ -22,30 +21,8 @@ LISTED_DIFFERENCES = 10
 element that differs: a `tolist()` output wrong everywhere made a message of megabytes."""
 
 
-LONG_REPR = 200
-"""Characters of a value's repr shown in a message. A 1 MB string (or a set of 100 000
-numbers) that differed was printed whole, twice: it flooded the terminal and the JUnit XML,
-and the difference could not be found in it."""
-
-
 EXCERPT = 30
 """Characters shown on each side of the first difference of two long strings."""
-
-
-def cut(text: str) -> str:
-    return text if len(text) <= LONG_REPR else f"{text[:LONG_REPR]}... ({len(text)} characters)"
-
-
-def short_repr(value: object) -> str:
-    try:
-        text = repr(value)
-    except ValueError:
-        if not isinstance(value, int):
-            raise
-        # Python prints no int of more than 4300 digits (`sys.set_int_max_str_digits`):
-        # the message raised from inside the check, in place of naming a wrong bigint.
-        return f"an int of about {int(value.bit_length() * math.log10(2)) + 1} digits"
-    return cut(text)
 
 
 def text_difference(where: str, reference: str | bytes, actual: str | bytes) -> str:

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, TypeVar
 from pytest_autotune.tune.errors import ConfigWarning, caller_level
 from pytest_autotune.tune.files import MAX_INT_DIGITS
 from pytest_autotune.tune.plain_numbers import RealNumber, finite, real_number
+from pytest_autotune.tune.wording import short_repr
 
 KeyT = TypeVar("KeyT", bound="AutotuneKey")
 
@@ -102,14 +103,15 @@ def key_to_json(key: Any, _whole: Any = None) -> Any:
         return _finite(whole, plain)
     if whole is key:
         raise TypeError(
-            f"autotune key {key!r} of type {type(key).__name__}"
+            f"autotune key {short_repr(key)} of type {type(key).__name__}"
             " is not an AutotuneKey, str, int or tuple; convert it, as str(x.dtype) or"
             " tuple(x.shape) do"
         )
     # A part of a tuple key (`(x.shape, x.dtype)`): the key the user wrote is named, as the
     # part alone read as the whole key, and the usual conversions with it.
     raise TypeError(
-        f"autotune key {whole!r} holds {key!r} of type {type(key).__name__}, which is not"
+        f"autotune key {short_repr(whole)} holds {short_repr(key)} of type"
+        f" {type(key).__name__}, which is not"
         " an AutotuneKey, str, int or tuple; convert it, as str(x.dtype) or tuple(x.shape) do"
     )
 

@@ -38,6 +38,7 @@ from pytest_autotune.tune.records import Recorder, records_unwritable
 from pytest_autotune.tune.tunable import first_planned, tune_plan, unplanned
 from pytest_autotune.tune.tunable_set import CloneInputGenerator, TunableSet, TuneInputs
 from pytest_autotune.tune.tuning_checks import Reference, run_checks
+from pytest_autotune.tune.wording import short_repr
 
 # `Reference`, `TuneCacheResult` and `TuneDecision` re-exported: they were imported from
 # here before they had modules.
@@ -163,7 +164,7 @@ class Tuner:
             index = self.hits.get(key)
         except TypeError as exc:
             raise TypeError(
-                f"{self.name}: autotune key {key!r} is not hashable ({exc}); make it an"
+                f"{self.name}: autotune key {short_repr(key)} is not hashable ({exc}); make it an"
                 " AutotuneKey @dataclass(frozen=True), a str, an int or a tuple of them"
             ) from None
         if index is None:

@@ -1462,3 +1462,17 @@ def test_bind_with_the_client_and_its_device_id_swapped_is_refused_at_bind() -> 
         "LocalTuner 'bind-swapped': bind takes a device id (a str) and a client, got"
         " FakeClient and str; call bind(client.device_id, client, tunables)"
     )
+
+
+def test_a_key_that_is_an_input_array_is_named_cut_short() -> None:
+    # `TunableSet.of(lambda x: x, ...)`, the input itself for a key: the message printed
+    # the whole array (6,800 characters for 1,000 floats).
+    import numpy
+
+    tuner = LocalTuner("array-key", AutotuneConfig(disable_cache=True))
+    client = FakeClient()
+    tunables = TunableSet.of(lambda x: x, {"a": lambda x: x, "b": lambda x: x})
+    with pytest.raises(TypeError, match="is not hashable") as error:
+        tuner.execute(client.device_id, client, tunables, (numpy.arange(1000.0),))
+    assert len(str(error.value)) < 500
+    assert "characters)" in str(error.value)
