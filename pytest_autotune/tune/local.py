@@ -147,6 +147,21 @@ class LocalTuner:
 
     def _build(self, factory: Callable[[], TunableSet]) -> TunableSet:
         """`factory`'s set, carrying this tuner's name."""
+        try:
+            # Bound first, so that a mistake of the call is told from a TypeError raised
+            # inside a make_set that runs.
+            inspect.signature(factory).bind()
+        except TypeError:
+            # `init(lambda key: ...)`, as if the set were built per key, raised "missing 1
+            # required positional argument" from this line, far from the user's.
+            name = getattr(factory, "__name__", repr(factory))
+            raise TypeError(
+                f"LocalTuner {self.name!r}: init({name}): init takes a function of no"
+                f" arguments that builds the set, got one of {inspect.signature(factory)};"
+                " the key is the set's key generator's, TunableSet.of(key_gen, candidates)"
+            ) from None
+        except ValueError:
+            pass  # no signature to read (a builtin): the call tells
         tunables = factory()
         if not isinstance(tunables, TunableSet):
             # A make_set that builds its set and forgets to return it is the usual one;

@@ -1476,3 +1476,23 @@ def test_a_key_that_is_an_input_array_is_named_cut_short() -> None:
         tuner.execute(client.device_id, client, tunables, (numpy.arange(1000.0),))
     assert len(str(error.value)) < 500
     assert "characters)" in str(error.value)
+
+
+def test_an_init_function_that_takes_arguments_is_refused_with_what_init_takes() -> None:
+    # `init(lambda key: ...)` raised "<lambda>() missing 1 required positional argument"
+    # from inside the tuner.
+    tuner = LocalTuner("init-args", AutotuneConfig(disable_cache=True))
+
+    def make_set(key):
+        return TunableSet.of(len, {"a": len, "b": len})
+
+    with pytest.raises(TypeError, match=r"init\(make_set\): init takes a function of no") as error:
+        tuner.init(make_set)
+    assert "(key)" in str(error.value)
+
+    # A make_set whose own body raises TypeError keeps its error.
+    def broken():
+        raise TypeError("inside make_set")
+
+    with pytest.raises(TypeError, match="inside make_set"):
+        tuner.init(broken)
