@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 from collections.abc import Iterator, Mapping, ValuesView
 from typing import Any, Protocol, cast, runtime_checkable
 
@@ -33,6 +34,7 @@ from pytest_autotune.tune.differences import (
 from pytest_autotune.tune.errors import AutotuneError
 from pytest_autotune.tune.host_arrays import host_array, same_values_dtype
 from pytest_autotune.tune.library_outputs import compare_library_output
+from pytest_autotune.tune.plain_numbers import real_number
 from pytest_autotune.tune.wording import counted, short_repr
 
 DEFAULT_RTOL = 1e-5
@@ -92,6 +94,12 @@ def compare_outputs(
     unexpected; an iterator (a generator, a `map`) is a difference: it cannot be compared,
     only consumed. Long values are shown as excerpts (a string around its first difference).
     """
+    for name, tolerance in (("rtol", rtol), ("atol", atol)):
+        number = real_number(tolerance)
+        if number is None or not 0 <= number < math.inf:
+            # A str or None failed inside NumPy's isclose ("ufunc 'multiply' did not
+            # contain a loop"), and a negative one made equal values differ.
+            raise ValueError(f"compare_outputs: {name} must be a number >= 0, got {tolerance!r}")
     # `_compare` looked up here, not bound once: a test may wrap it to count its calls.
     problems = _compare(reference, actual, "output", Rules(rtol, atol, equal_nan, _compare))
     if len(problems) > LISTED_DIFFERENCES:

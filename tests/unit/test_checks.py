@@ -1587,3 +1587,13 @@ def test_a_sparse_output_too_large_to_densify_compares_its_stored_values():
     assert compare_outputs(matrix, wrong).startswith(
         "output (its stored values, row by row): 1 of 25000 elements differ"
     )
+
+
+@pytest.mark.parametrize("tolerance", ["1e-3", None, -1, float("nan"), float("inf"), True])
+@pytest.mark.parametrize("name", ["rtol", "atol"])
+def test_a_tolerance_that_is_no_number_at_least_zero_is_refused_by_name(name, tolerance):
+    # A str or None failed inside NumPy's isclose ("ufunc 'multiply' did not contain a
+    # loop"), and a negative one made equal values differ.
+    with pytest.raises(ValueError, match=f"compare_outputs: {name} must be a number >= 0"):
+        compare_outputs(np.ones(3), np.ones(3), **{name: tolerance})
+    assert compare_outputs(np.ones(3), np.ones(3), **{name: np.float32(0)}) is None
