@@ -165,6 +165,13 @@ class TunableSet:
         if self.bounds_gen is not None:
             check_callable("TunableSet: bounds generator", self.bounds_gen)
             _check_arity(self.bounds_gen, "bounds generator", "bounds_gen(key, inputs, client)", 3)
+        if isinstance(self.tunables, Tunable) or not isinstance(self.tunables, Iterable):
+            # `tunables=Tunable(...)` or None failed as "'Tunable' object is not iterable".
+            raise TypeError(
+                f"TunableSet: tunables must be a list of Tunable (or (name, fn) pairs), got"
+                f" {type(self.tunables).__name__}; TunableSet.of(key_gen, {{name: fn}})"
+                " builds one from a dict"
+            )
         # A list is taken as the tuple it means: the set stays immutable and hashable. A
         # `(name, fn)` pair is a candidate here as in `with_` (refused, the error said it was).
         object.__setattr__(self, "tunables", tuple(_as_tunable(t) for t in self.tunables))

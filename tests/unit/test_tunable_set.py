@@ -635,3 +635,10 @@ def test_a_fraction_given_for_the_thresholds_is_refused_where_the_set_is_built()
     # 'compute'".
     with pytest.raises(TypeError, match=r"thresholds must be Thresholds\(compute, memory\)"):
         TunableSet(by_size).with_work(lambda x: Work(len(x), 8), 0.5)
+
+
+@pytest.mark.parametrize("tunables", [None, Tunable("a", len)], ids=["none", "one-tunable"])
+def test_tunables_that_are_no_list_are_refused_with_how_to_build_a_set(tunables):
+    # They failed as "'Tunable' object is not iterable" (or 'NoneType'), from inside the set.
+    with pytest.raises(TypeError, match="TunableSet: tunables must be a list of Tunable"):
+        TunableSet(len, tunables=tunables)
