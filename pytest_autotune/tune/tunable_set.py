@@ -124,7 +124,9 @@ class TunableSet:
     """The work model `with_work` built the bounds from, None otherwise: the `autotune`
     fixture's roof column reads it where the test gives no `work=`."""
     names: tuple[str, ...] = field(init=False)
-    fns: tuple[TuneFn, ...] = field(init=False)
+    fns: tuple[TuneFn, ...] = field(init=False, repr=False)
+    """The candidates' functions, in order (the hit path's lookup); left out of the repr,
+    which names each in `tunables` already."""
     checksum: str = field(init=False)
     unary: bool = field(init=False, repr=False, compare=False)
     """Whether the key generator takes exactly one input (`takes_one_input`): the cache
