@@ -185,5 +185,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+_OWN_HELPERS = frozenset({"annotations", "importlib", "Any", "TYPE_CHECKING"})
+"""What this module imports for itself, which `dir(pytest_autotune)` listed beside the public
+names, as if `pytest_autotune.Any` were one of them."""
+
+
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__, "tune"})
+    return sorted({*globals(), *__all__, "tune"} - _OWN_HELPERS)
