@@ -100,7 +100,8 @@ def test_the_package_imports_its_names_when_first_asked_for() -> None:
         "assert 'pytest_autotune.tune.tuner' not in sys.modules, 'tuner'\n"
         "assert set(pytest_autotune.__all__) <= set(dir(pytest_autotune))\n"
         # The package's own imports are no public names (`pytest_autotune.Any`).
-        "assert not {'Any', 'TYPE_CHECKING', 'importlib', 'annotations'} & set(dir(pytest_autotune))\n"
+        "own = {'Any', 'TYPE_CHECKING', 'importlib', 'annotations'}\n"
+        "assert not own & set(dir(pytest_autotune))\n"
         "from pytest_autotune import Tuner\n"
         "from pytest_autotune.tune.tuner import Tuner as home\n"
         "assert Tuner is home and pytest_autotune.Tuner is home\n"
