@@ -62,3 +62,10 @@ class Failed(Exception):
         for note in getattr(self, "__notes__", ()):
             self.outcome.add_note(note)
         return self.outcome
+
+
+class BodyFailed(Failed):
+    """A failure of the test body, not of the candidate it called: the body fails so on
+    any call after its first (pytest-benchmark's fixture called again through a function of
+    another fixture), so another candidate's check fails with it, rather than taking the
+    next candidate for the reference."""

@@ -16,7 +16,13 @@ import pytest
 
 from pytest_autotune.benchmark_fixture import FixtureValues, OwnBenchmark, used_again
 from pytest_autotune.body_arguments import input_names
-from pytest_autotune.body_outcomes import EXPECTED_TO_FAIL, Failed, candidates_failure, unrun
+from pytest_autotune.body_outcomes import (
+    EXPECTED_TO_FAIL,
+    BodyFailed,
+    Failed,
+    candidates_failure,
+    unrun,
+)
 from pytest_autotune.body_state import GlobalDraws, Instance
 from pytest_autotune.call_fixtures import (
     EachCall,
@@ -277,6 +283,8 @@ class CandidateRun:
             problem = used_again(exc)
             if problem is None:
                 raise
+            who = f"candidate {name!r}" if name is not None else "the candidate"
+            raise BodyFailed(pytest.fail.Exception(f"{who} {problem}", pytrace=False)) from None
         else:
             problem = unrun(output)
             if problem is None:

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from pytest_autotune.body_outcomes import BodyFailed
 from pytest_autotune.tune.checks import (
     copy_output,
     in_place_output,
@@ -142,6 +143,10 @@ def _first_that_succeeds(
         else:
             try:
                 expected = _produced(candidate_call(run, other, by_name[other]), inputs, in_place)
+            except BodyFailed:
+                # The body's failure, not the other's: taken for the other's, the
+                # candidate was checked against itself, and a wrong one passed.
+                raise
             except Exception:
                 continue
         if expected is not None:

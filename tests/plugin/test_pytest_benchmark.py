@@ -281,3 +281,34 @@ def test_a_fixture_returning_a_function_that_calls_the_benchmark_fixture_says_wh
             "*take `benchmark` itself as the test's argument*",
         ]
     )
+
+
+def test_in_a_plain_run_such_a_fixture_fails_the_check_it_cannot_make(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The reference's call met the fixture used up by the test's own candidate, and was
+    # taken for the reference's failure: the candidate was checked against itself, and a
+    # wrong one passed in plain pytest.
+    autotune_pytester.makepyfile(
+        test_bench="""
+        import pytest
+
+        @pytest.fixture
+        def timed(benchmark):
+            return lambda f, *args: benchmark.pedantic(f, args=args, rounds=1)
+
+        @pytest.mark.autotune(candidates={"right": lambda n: n * 2, "wrong": lambda n: n * 3})
+        def test_scale(candidate, timed):
+            return timed(candidate, 2)
+        """
+    )
+
+    result = run_beside_benchmark(autotune_pytester)
+
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_scale[[]wrong[]] _*",
+            "*candidate 'right' called pytest-benchmark's fixture again (FixtureAlreadyUsed)*",
+        ]
+    )
