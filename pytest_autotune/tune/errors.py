@@ -116,6 +116,12 @@ class AutotuneError(Exception):
         the caller as its cause (`raise_fresh`), so that the line at fault shows. Neither
         compared nor written to files."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as an Exception is, by its `args` (the message alone), it came back from a
+        # pool's worker with the message for its kind, which is refused (it had been taken
+        # silently, and the error read "boom: ..." where it printed its kind).
+        return (type(self), (self.kind, self.message, self.name, self.trace), self.__dict__)
+
     @classmethod
     def from_exception(cls, name: str, exc: BaseException) -> AutotuneError:
         if isinstance(exc, AutotuneError):
