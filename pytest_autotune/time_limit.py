@@ -34,6 +34,10 @@ class TimeLimitExceeded(CandidateStopped):
         self.name = name
         self.seconds = seconds
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # By an Exception's `args` (the message alone) it could not be unpickled.
+        return (type(self), (self.name, self.seconds), self.__dict__)
+
 
 def crashed(exc: BaseException) -> bool:
     """Whether `exc`, raised by a candidate's call, is its crash, whose traceback its test

@@ -57,6 +57,11 @@ class CacheFileError(Exception):
         self.path = path
         self.reason = reason
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # By an Exception's `args` (the message alone), unpickling one that a pool's worker
+        # raised failed in the parent: "missing 1 required positional argument: 'reason'".
+        return (type(self), (self.path, self.reason), self.__dict__)
+
 
 class DamagedCacheFile(CacheFileError):
     """A cache file (or its journal) whose bytes are not a cache: not JSON, or JSON of the
