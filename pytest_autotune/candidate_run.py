@@ -268,6 +268,7 @@ class CandidateRun:
         `AutotuneSkip` does; `pytest.xfail()` declines it as expected to fail;
         `pytest.fail()` and `sys.exit()` are its failure."""
         problem: str | None
+        failure = Failed
         try:
             output = self._test(candidate, arguments, scope, request, undo)
         except pytest.skip.Exception as exc:
@@ -283,14 +284,13 @@ class CandidateRun:
             problem = used_again(exc)
             if problem is None:
                 raise
-            who = f"candidate {name!r}" if name is not None else "the candidate"
-            raise BodyFailed(pytest.fail.Exception(f"{who} {problem}", pytrace=False)) from None
+            failure = BodyFailed  # the body's failure, not this candidate's (`check_mode`)
         else:
             problem = unrun(output)
             if problem is None:
                 return output
         who = f"candidate {name!r}" if name is not None else "the candidate"
-        raise Failed(pytest.fail.Exception(f"{who} {problem}", pytrace=False))
+        raise failure(pytest.fail.Exception(f"{who} {problem}", pytrace=False))
 
     def _test(
         self,
