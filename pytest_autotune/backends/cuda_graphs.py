@@ -16,6 +16,7 @@ from typing import Any
 
 from pytest_autotune.backends.cuda_device import is_out_of_memory
 from pytest_autotune.tune.clone import device_copy
+from pytest_autotune.tune.torch_tensors import is_tensor
 
 REPLAY_CACHE_SIZE = 16
 """Captured calls a client keeps (the most recently timed): more than the candidates of one
@@ -51,12 +52,16 @@ def inputs_key(
     """What a graph captured from a call on `inputs` holds of them: each array's address,
     shape, strides and dtype, each other input's value. A call on inputs with the same key
     enqueues the same work, so it may replay that graph. None where an input is neither an
-    array nor hashable (a host array, a list): such a call is not captured."""
+    array nor hashable (a host array, a list), or is a PyTorch tensor: such a call is not
+    captured. A tensor hashes by identity, so its call was captured, and torch's kernels go
+    to torch's stream, not the capture's: every capture failed, after a warm-up call."""
     key: list[Any] = []
     for value in inputs:
         if is_array(value):
             key.append(("array", value.data.ptr, value.shape, value.strides, value.dtype.str))
             continue
+        if is_tensor(value):
+            return None
         try:
             hash(value)
         except TypeError:

@@ -1,7 +1,7 @@
 """Copies of a candidate's inputs and outputs: arrays copied, the containers and objects
 holding them rebuilt, every other value shared. Its own module, importing nothing of the
-package: the output checks (`checks`) keep a copy of the reference's output, and the
-tunable sets (`tunable_set`) copy the inputs of each call."""
+package but the tensor copy (`torch_tensors`): the output checks (`checks`) keep a copy of
+the reference's output, and the tunable sets (`tunable_set`) copy the inputs of each call."""
 
 from __future__ import annotations
 
@@ -19,9 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from pytest_autotune.tune.torch_tensors import copy_tensor, is_tensor
+
 
 def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None) -> Any:
-    """A copy of an array (NumPy, CuPy, anything with `__array__` and `copy`), recursing into
+    """A copy of an array (NumPy, CuPy, a PyTorch tensor, anything with `__array__` and
+    `copy`), recursing into
     tuples, lists and dicts (a dict of its own type), the elements of a NumPy object array
     (a ragged batch's rows), and into the attributes of an object
     that holds an array (a shallow copy of the object with its arrays copied): a candidate
@@ -55,8 +58,11 @@ def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
         return _clone_sequence(value, depth, memo)
     if isinstance(value, dict):
         return _clone_dict(value, depth, memo)
-    # A class (`np.float32` given as a dtype) has these attributes too, unbound.
-    is_array = hasattr(value, "__array__") and hasattr(value, "copy") and hasattr(value, "shape")
+    # A class (`np.float32` given as a dtype) has these attributes too, unbound. A PyTorch
+    # tensor has no `copy`: it was shared, and written by in-place candidates.
+    is_array = is_tensor(value) or (
+        hasattr(value, "__array__") and hasattr(value, "copy") and hasattr(value, "shape")
+    )
     if is_array and not isinstance(value, type):
         copied = _copy_array(value)
         if type(copied) is np.ndarray and copied.dtype == object:
@@ -175,6 +181,8 @@ def _copy_array(value: Any) -> Any:
     A read-only NumPy array (`np.frombuffer` of bytes, a read-only memmap) gives a read-only
     copy: a writable one let a candidate that writes into its input (`x.sort()`) run in the
     tuning and win it, and then raise on the caller's array at every call that followed."""
+    if is_tensor(value):
+        return copy_tensor(value)
     copied = device_copy(sys.modules.get("cupy"), value)
     if copied is None:
         copied = _strided_copy(value)

@@ -35,6 +35,7 @@ from pytest_autotune.tune.errors import AutotuneError
 from pytest_autotune.tune.host_arrays import host_array, same_values_dtype
 from pytest_autotune.tune.library_outputs import compare_library_output
 from pytest_autotune.tune.plain_numbers import real_number
+from pytest_autotune.tune.torch_tensors import dtype_difference, is_tensor
 from pytest_autotune.tune.wording import counted, short_repr
 
 DEFAULT_RTOL = 1e-5
@@ -121,6 +122,10 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
 
     if agree_on_device(reference, actual, rules.rtol, rules.atol, rules.equal_nan):
         return []  # two CuPy arrays that agree: no copy to the host (tune/device_compare.py)
+    if is_tensor(reference) and is_tensor(actual):
+        difference = dtype_difference(reference, actual)
+        if difference is not None:
+            return [f"{where}: {difference}"]
     ref_array, act_array = host_array(reference), host_array(actual)
     if ref_array is not None and act_array is not None:
         if not same_values_dtype(ref_array.dtype, act_array.dtype):

@@ -1,4 +1,5 @@
-"""Output checks on the GPU: two CuPy arrays compared where they live.
+"""Output checks on the GPU: two CuPy arrays (or CUDA tensors of PyTorch, through CuPy views)
+compared where they live.
 
 The host comparison copies both arrays and runs `numpy.isclose` on one core: for the
 2^26-element outputs of the example kernels that is a 256 MiB copy and about half a second
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import sys
 from typing import Any
+
+from pytest_autotune.tune.torch_tensors import as_cupy, is_tensor
 
 
 def is_cupy_array(value: object) -> bool:
@@ -25,8 +28,13 @@ def agree_on_device(
 ) -> bool:
     """True when both are CuPy arrays of one dtype, shape and device whose values agree as the host
     comparison would judge them: `|actual - reference| <= atol + rtol*|reference|` for
-    floating point (NaN matching NaN where `equal_nan`), equality otherwise. False means
+    floating point (NaN matching NaN where `equal_nan`), equality otherwise. A CUDA tensor of
+    PyTorch compares as a CuPy view of its values (`torch_tensors.as_cupy`). False means
     "not shown equal here": other types, or values that differ."""
+    if is_tensor(reference):
+        reference = as_cupy(reference)
+    if is_tensor(actual):
+        actual = as_cupy(actual)
     if not (is_cupy_array(reference) and is_cupy_array(actual)):
         return False
     ref: Any = reference

@@ -1,6 +1,6 @@
-"""The values compared as NumPy arrays: a view of an array-like output (CuPy's copied to the
-host), whether two dtypes hold the same kind of values, the NumPy type a type NumPy does not
-know as a number converts to, and the blocks a large array is compared in."""
+"""The values compared as NumPy arrays: a view of an array-like output (CuPy's and PyTorch's
+copied to the host), whether two dtypes hold the same kind of values, the NumPy type a type
+NumPy does not know as a number converts to, and the blocks a large array is compared in."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from pytest_autotune.tune.torch_tensors import is_tensor, tensor_on_host
 
 BLOCK_ELEMENTS = 1 << 16
 """Elements compared at once. `np.isclose` makes several temporaries of its operands' size:
@@ -52,18 +54,19 @@ def blocks(
 
 
 def host_array(value: object) -> npt.NDArray[Any] | None:
-    """A NumPy view of an array or NumPy scalar (CuPy arrays copied to the host), else None."""
-    if isinstance(value, np.matrix):
-        # Its rows stay 2-d when indexed (a scipy.sparse `.todense()` is one): as a plain
-        # array, its elements can be counted and the first bad one named.
-        return np.asarray(value)
-    if isinstance(value, np.ndarray):
+    """A NumPy view of an array or NumPy scalar (CuPy arrays and PyTorch tensors copied to the
+    host), else None."""
+    if isinstance(value, np.ndarray) and not isinstance(value, np.matrix):
         return value
-    if isinstance(value, (np.generic, memoryview, array.array)):
-        # A memoryview compared with `==` needed floats exactly equal, and a difference read
-        # "expected <memory at 0x...>": as the array it views, it has a dtype and a shape
-        # (an `array.array` of the standard library too, whose `==` is exact as well).
+    if isinstance(value, (np.matrix, np.generic, memoryview, array.array)):
+        # A matrix's rows stay 2-d when indexed (a scipy.sparse `.todense()` is one): as a
+        # plain array, its elements can be counted and the first bad one named. A memoryview
+        # compared with `==` needed floats exactly equal, and a difference read "expected
+        # <memory at 0x...>": as the array it views, it has a dtype and a shape (an
+        # `array.array` of the standard library too, whose `==` is exact as well).
         return np.asarray(value)
+    if is_tensor(value):
+        return tensor_on_host(value)
     if type(value).__module__.startswith("cupy"):
         # Imported only here: CuPy is optional, and only a CuPy value can get this far.
         cupy = importlib.import_module("cupy")

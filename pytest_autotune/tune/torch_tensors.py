@@ -1,0 +1,137 @@
+"""PyTorch tensors among a candidate's inputs and outputs, handled as arrays are.
+
+A tensor has `__array__` and `shape` but no `copy`, and its `==` gives a tensor: it was
+shared between candidates, as an object holding no array, so an in-place candidate
+(`x.add_(1)`) changed the caller's tensor and every later candidate's input during a
+tuning; and compared by `==`, every candidate returning one failed its check with "cannot
+compare values of type Tensor", the reference against its own output included. Here a
+tensor is copied for each call, keeping its strides, device, dtype and `requires_grad`,
+and compared through NumPy (on the GPU through CuPy, `as_cupy`, where both tensors' values
+have a CuPy dtype). torch is never imported here: a tensor exists only where the program
+imported it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any
+
+import numpy.typing as npt
+
+WIDEST_SPAN = 8
+"""How many times its elements a strided view may span and keep its strides in a copy (as
+`clone._WIDEST_SPAN` for NumPy views); a view spread wider is copied contiguous."""
+
+
+def is_tensor(value: object) -> bool:
+    """Whether `value` is a PyTorch tensor (an `nn.Parameter` and other subclasses too)."""
+    torch = sys.modules.get("torch")
+    tensor_type = getattr(torch, "Tensor", None)
+    return isinstance(tensor_type, type) and isinstance(value, tensor_type)
+
+
+def copy_tensor(value: Any) -> Any:
+    """A copy of a tensor on its device, with its dtype, strides (a transposed or strided view
+    keeps its layout, so that a candidate that needs a contiguous input is timed and checked
+    on the layout the caller passes), class and `requires_grad`. A copy of a tensor that
+    requires its gradient is a leaf of its own: a candidate's `backward()` fills the copy's
+    `.grad`, never the caller's, and no candidate's gradient adds to the next one's."""
+    torch = sys.modules["torch"]
+    with torch.no_grad():
+        copied = _strided_clone(torch, value)
+        if type(copied) is not type(value):
+            with contextlib.suppress(TypeError, RuntimeError):
+                copied = copied.as_subclass(type(value))  # nn.Parameter, a user's subclass
+    # Set last: made to require its gradient before `as_subclass`, a Parameter's copy was a
+    # view (`AliasBackward0`) whose `.grad` stayed None.
+    if value.requires_grad:
+        copied.requires_grad_(True)
+    return copied
+
+
+def _strided_clone(torch: Any, value: Any) -> Any:
+    """`value` cloned with its own strides where they leave no gap (torch's
+    `preserve_format`), or over a new buffer of the elements it spans where that is at most
+    `WIDEST_SPAN` times its size (every other column of a matrix); else contiguous."""
+    if value.layout != torch.strided or value.is_quantized:
+        return value.clone()
+    if value.is_contiguous() or _dense(value):
+        return value.clone(memory_format=torch.preserve_format)
+    sizes, strides = value.shape, value.stride()
+    if any(n > 1 and s == 0 for n, s in zip(sizes, strides, strict=True)):
+        return value.clone()  # a broadcast (`expand`): no copy can write into one element twice
+    span = 1 + sum((n - 1) * s for n, s in zip(sizes, strides, strict=True) if n > 0)
+    if span > WIDEST_SPAN * value.numel():
+        return value.clone()
+    base = torch.empty(span, dtype=value.dtype, device=value.device)
+    copied = base.as_strided(sizes, strides)
+    copied.copy_(value)
+    return copied
+
+
+def _dense(value: Any) -> bool:
+    """Whether a tensor's elements fill its span with no gap (any order of its axes)."""
+    pairs = sorted((s, n) for n, s in zip(value.shape, value.stride(), strict=True) if n != 1)
+    expected = 1
+    for stride, size in pairs:
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def tensor_on_host(value: Any) -> npt.NDArray[Any] | None:
+    """A NumPy copy of a tensor's values (from any device, without its autograd graph); a
+    dtype NumPy lacks is widened exactly (bfloat16 and float8 to float32, complex32 to
+    complex64); None where no NumPy array can hold them."""
+    torch = sys.modules["torch"]
+    tensor = value.detach()
+    if tensor.layout != torch.strided:
+        tensor = tensor.to_dense()  # a sparse tensor compares by value, as scipy.sparse does
+    if tensor.is_quantized:
+        tensor = tensor.dequantize()
+    tensor = tensor.cpu().resolve_conj().resolve_neg()
+    try:
+        host: npt.NDArray[Any] = tensor.numpy()
+        return host
+    except (TypeError, RuntimeError):
+        pass
+    widened = _widened(torch, tensor)
+    return None if widened is None else widened.numpy()
+
+
+def _widened(torch: Any, tensor: Any) -> Any:
+    """`tensor` in the narrowest dtype NumPy has that holds its values exactly, or None."""
+    if tensor.is_complex():
+        return tensor.to(torch.complex64)
+    if tensor.is_floating_point():
+        return tensor.to(torch.float32 if tensor.element_size() <= 2 else torch.float64)
+    return None
+
+
+def dtype_difference(reference: Any, actual: Any) -> str | None:
+    """Why two tensors' dtypes differ ("expected torch.bfloat16, got torch.float32"), else None.
+    Their NumPy copies cannot tell: a bfloat16 output and a float32 one both read float32."""
+    if reference.dtype == actual.dtype:
+        return None
+    return f"dtype differs: expected {reference.dtype}, got {actual.dtype}"
+
+
+def as_cupy(value: Any) -> Any:
+    """A CuPy view of a CUDA tensor's values (no copy; DLPack orders the streams), or None:
+    for a tensor on the CPU, of a dtype CuPy lacks (bfloat16), with a conjugate or negative
+    bit, or where CuPy is not imported."""
+    cupy = sys.modules.get("cupy")
+    if cupy is None or not value.is_cuda or value.layout != sys.modules["torch"].strided:
+        return None
+    tensor = value.detach()
+    if tensor.is_conj() or tensor.is_neg():
+        return None
+    try:
+        return cupy.from_dlpack(tensor)
+    except (TypeError, ValueError, RuntimeError, BufferError):
+        return None
+
+
+__all__ = ["as_cupy", "copy_tensor", "dtype_difference", "is_tensor", "tensor_on_host"]

@@ -1,0 +1,106 @@
+"""PyTorch's CUDA tensors as a candidate's inputs and outputs on the CUDA client: copied on
+their device for each call, compared on the device, and timed (torch's kernels run on its
+own stream, which the client's events order with, never inside the client's graphs)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from pytest_autotune import AutotuneConfig, LocalTuner, TunableSet, Tuner, compare_outputs
+from pytest_autotune.backends import CudaClient
+from pytest_autotune.tune import torch_tensors
+from pytest_autotune.tune.clone import clone_value
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def device() -> Any:
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return torch.device("cuda", 0)
+
+
+def test_a_cuda_tensor_is_copied_on_its_device_with_its_strides(device: Any) -> None:
+    matrix = torch.arange(4096.0, device=device).reshape(64, 64)
+    for view in (matrix, matrix.t(), matrix[:, ::2]):
+        copied = clone_value(view)
+        assert copied.device == view.device and copied.stride() == view.stride()
+        assert copied.data_ptr() != view.data_ptr()
+        assert torch.equal(copied, view)
+
+
+def test_cuda_tensors_that_agree_are_compared_on_the_device(
+    device: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reference = torch.rand(1 << 20, device=device)
+
+    def no_host_copy(value: Any) -> Any:
+        raise AssertionError("copied to the host")
+
+    monkeypatch.setattr(torch_tensors, "tensor_on_host", no_host_copy)
+    monkeypatch.setattr("pytest_autotune.tune.host_arrays.tensor_on_host", no_host_copy)
+    assert compare_outputs(reference, reference * (1 + 1e-7)) is None
+
+
+def test_cuda_tensors_that_differ_name_the_first_bad_element(device: Any) -> None:
+    reference = torch.zeros(1000, device=device)
+    actual = reference.clone()
+    actual[123] = 1.0
+    message = compare_outputs(reference, actual)
+    assert message is not None and "first at [123]" in message
+    half = torch.ones(10, device=device, dtype=torch.bfloat16)  # no CuPy dtype: on the host
+    assert compare_outputs(half, half.clone()) is None
+    assert compare_outputs(half, half.float()) is not None
+
+
+def test_torch_candidates_are_timed_and_the_faster_one_wins(
+    device: Any, client: CudaClient
+) -> None:
+    x = torch.rand(1 << 24, device=device)
+
+    def one_pass(v: Any) -> Any:
+        return v * 2.0
+
+    def ten_passes(v: Any) -> Any:
+        out = v
+        for _ in range(10):
+            out = out + v
+        return out - 9.0 * v
+
+    tunables = TunableSet.of(lambda v: v.numel(), {"ten": ten_passes, "one": one_pass})
+    tuner = Tuner("torch-timed", client.device_id, AutotuneConfig(disable_cache=True))
+    decision = tuner.tune(x.numel(), tunables, (x,), client)
+
+    assert decision.fastest_name == "one"
+    times = {name: result.median for name, result in decision.results.items()}
+    # A pass over 64 MiB takes tens of microseconds on any recent GPU: device work was timed,
+    # not the launch alone.
+    assert times["one"] > 5e-6
+    assert times["ten"] > 5 * times["one"]
+
+
+def test_an_in_place_torch_candidate_leaves_the_callers_tensor_unchanged(
+    device: Any, client: CudaClient
+) -> None:
+    seen: list[float] = []
+
+    def in_place(v: Any) -> Any:
+        seen.append(float(v[0]))
+        return v.mul_(2.0)
+
+    def copy(v: Any) -> Any:
+        seen.append(float(v[0]))
+        return v * 2.0
+
+    tuner = LocalTuner("torch-in-place-gpu", AutotuneConfig(disable_cache=True))
+    tunables = tuner.init(lambda: TunableSet.of(lambda v: v.numel(), {"a": in_place, "b": copy}))
+    x = torch.ones(1 << 16, device=device)
+    started = time.perf_counter()
+    out = tuner.execute(client.device_id, client, tunables, (x,))
+    assert time.perf_counter() - started < 60
+    assert set(seen) == {1.0}
+    assert torch.equal(out, torch.full_like(out, 2.0))

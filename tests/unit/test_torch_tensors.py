@@ -1,0 +1,158 @@
+"""PyTorch tensors as a candidate's inputs and outputs: copied for each call, compared by value.
+
+torch is a 5 GB install that CI does not make: these tests skip without it, and run where it
+is installed (a venv of the workstation's, the GPU machine's Python, whose CUDA tensors
+`tests/gpu/test_torch_cuda.py` covers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_autotune import AutotuneConfig, LocalTuner, TunableSet, compare_outputs
+from pytest_autotune.backends.cpu import cpu
+from pytest_autotune.tune.clone import clone_value
+
+torch = pytest.importorskip("torch")
+
+
+def test_an_in_place_candidate_changes_neither_the_callers_tensor_nor_the_next_candidates_input():
+    first_seen: dict[str, float] = {}
+
+    def add_one_in_place(x: Any) -> Any:
+        first_seen.setdefault("inplace", float(x[0]))
+        return x.add_(1.0)
+
+    def add_one(x: Any) -> Any:
+        first_seen.setdefault("add", float(x[0]))
+        return x + 1.0
+
+    tuner = LocalTuner("torch-inplace", AutotuneConfig(disable_cache=True))
+    tunables = tuner.init(
+        lambda: TunableSet.of(lambda x: x.shape[0], {"inplace": add_one_in_place, "add": add_one})
+    )
+    client = cpu()
+    x = torch.zeros(1000)
+    out = tuner.execute(client.device_id, client, tunables, (x,))
+
+    # Each candidate's copy held the caller's values (it is timed over many calls on it, so
+    # an in-place one meets its own output again: README, "Each candidate gets its own copy").
+    assert first_seen == {"inplace": 0.0, "add": 0.0}
+    assert float(out[0]) == 1.0
+    # Then the winner ran once on the caller's own tensor: in place, if it is the one that won.
+    assert torch.equal(x, torch.full_like(x, 1.0 if out is x else 0.0))
+
+
+def test_a_copy_keeps_the_tensors_values_dtype_and_strides_in_memory_of_its_own():
+    matrix = torch.arange(48.0, dtype=torch.float64).reshape(6, 8)
+    for view in (matrix, matrix.t(), matrix[:, ::2], matrix[1:4, 2:]):
+        copied = clone_value(view)
+        assert copied.data_ptr() != view.data_ptr()
+        assert copied.dtype == view.dtype and copied.shape == view.shape
+        assert copied.stride() == view.stride()  # the caller's layout, not a contiguous one
+        assert torch.equal(copied, view)
+        copied.fill_(-1.0)
+        assert float(view.min()) >= 0.0
+
+
+def test_a_broadcast_or_widely_spread_view_is_copied_contiguous():
+    column = torch.arange(10.0).reshape(10, 1).expand(10, 4)
+    copied = clone_value(column)
+    assert torch.equal(copied, column) and copied.is_contiguous()
+    sparse_column = torch.zeros(100, 100)[:, 0]
+    assert clone_value(sparse_column).is_contiguous()  # its view spans 99x its elements
+
+
+def test_a_copy_of_a_parameter_is_a_parameter_and_a_leaf_whose_backward_leaves_the_callers_grad():
+    weight = torch.nn.Parameter(torch.ones(5))
+    copied = clone_value(weight)
+    assert isinstance(copied, torch.nn.Parameter)
+    assert copied.is_leaf and copied.requires_grad
+
+    (copied * 3).sum().backward()
+
+    assert torch.equal(copied.grad, torch.full((5,), 3.0))
+    assert weight.grad is None
+
+
+def test_one_tensor_passed_twice_is_copied_once():
+    x = torch.ones(4)
+    first, second = clone_value((x, x))
+    assert first is second and first is not x
+
+
+def test_tensors_that_agree_within_the_tolerances_compare_equal():
+    reference = torch.linspace(0.0, 1.0, 100)
+    assert compare_outputs(reference, reference * (1 + 1e-7)) is None
+    assert compare_outputs(torch.tensor(3.0), 3.0) is None  # a 0-d tensor against its item
+    assert compare_outputs(reference.requires_grad_(), reference.detach().clone()) is None
+    half = torch.ones(8, dtype=torch.bfloat16)  # no NumPy dtype: compared as float32
+    assert compare_outputs(half, half.clone()) is None
+
+
+def test_tensors_that_differ_name_the_first_bad_element():
+    reference = torch.zeros(10)
+    actual = reference.clone()
+    actual[7] = 0.5
+
+    message = compare_outputs(reference, actual)
+
+    assert message is not None
+    assert "1 of 10 elements differ" in message and "first at [7]" in message
+    assert "cannot compare" not in message
+
+
+def test_tensors_of_other_dtypes_differ_by_their_torch_dtypes():
+    message = compare_outputs(torch.ones(3), torch.ones(3, dtype=torch.bfloat16))
+    assert message == "output: dtype differs: expected torch.float32, got torch.bfloat16"
+    assert compare_outputs(torch.ones(3), torch.ones(3, dtype=torch.int64)) is not None
+
+
+def test_a_sparse_or_conjugate_tensor_compares_by_its_values():
+    dense = torch.tensor([[0.0, 2.0], [3.0, 0.0]])
+    assert compare_outputs(dense, dense.to_sparse()) is None
+    z = torch.tensor([1 + 2j, 3 - 1j])
+    assert compare_outputs(torch.tensor([1 - 2j, 3 + 1j]), z.conj()) is None
+
+
+def test_a_tensor_output_and_a_numpy_one_compare_by_value():
+    assert compare_outputs(np.arange(4.0, dtype=np.float32), torch.arange(4.0)) is None
+
+
+def test_a_marked_group_of_torch_candidates_is_checked_and_tuned(pytester: pytest.Pytester):
+    pytester.makepyfile(
+        """
+        import pytest
+        import torch
+
+        @pytest.fixture(params=[256, 1024])
+        def x(request):
+            torch.manual_seed(0)
+            return torch.randn(request.param)
+
+        def reference(x):
+            return torch.softmax(x, dim=0)
+
+        def in_place(x):
+            x.sub_(x.max()).exp_()
+            return x.div_(x.sum())
+
+        def off_by_one(x):
+            y = torch.softmax(x, dim=0)
+            y[3] += 0.01
+            return y
+
+        @pytest.mark.autotune(reference=reference, candidates=[in_place, off_by_one])
+        def test_softmax(candidate, x):
+            return candidate(x)
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(["*output: 1 of 256 elements differ*first at [[]3[]]*"])
+    result.stdout.no_fnmatch_line("*cannot compare*")
+
+    tuned = pytester.runpytest("-p", "no:randomly", "--autotune-update", "-k", "in_place")
+    tuned.assert_outcomes(passed=2)
