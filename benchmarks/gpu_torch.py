@@ -39,7 +39,7 @@ def families(torch: Any) -> dict[str, tuple[dict[str, Callable[..., Any]], tuple
 
     return {
         "saxpy": (
-            {"mul_add": lambda v: 2.0 * v + 1.0, "addcmul": lambda v: torch.add(v, v, alpha=1.0)},
+            {"mul_add": lambda v: 2.0 * v + 1.0, "add": lambda v: torch.add(v, v) + 1.0},
             (x,),
         ),
         "softmax": (

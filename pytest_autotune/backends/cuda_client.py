@@ -49,6 +49,7 @@ from pytest_autotune.backends.cuda_timing import (
 )
 from pytest_autotune.backends.peaks import Peaks, load_or_probe
 from pytest_autotune.backends.placements import over_placements
+from pytest_autotune.tune.torch_tensors import is_tensor, tensor_device, torch_stream
 
 PLACEMENT_MEMORY_SHARE = 8
 """The copies of the inputs for the placements take at most this share of device memory
@@ -277,6 +278,14 @@ class CudaClient:
                     f" (with cupy.cuda.Device({self.device}): ...) or time them with"
                     f" cuda(device={value.device.id})"
                 )
+            if is_tensor(value) and tensor_device(value) not in (None, self.device):
+                # Its kernels run on its own GPU, which this client's events do not time.
+                raise ValueError(
+                    f"input {i} is a PyTorch tensor on cuda:{tensor_device(value)}, and this"
+                    f" client times on device {self.device}: make the inputs there"
+                    f" (.to('cuda:{self.device}')) or time them with"
+                    f" cuda(device={tensor_device(value)})"
+                )
 
     def _time(
         self,
@@ -293,7 +302,7 @@ class CudaClient:
         more, after they are let go (step 6): what they held (their calls' allocations and
         outputs, up to `REPLAY_CACHE_SIZE` of them, from earlier groups too) may be what it
         needed, and it would otherwise fail for the memory of the calls timed before it."""
-        with self._lock, self._device, collector_paused():
+        with self._lock, self._device, torch_stream(self._cp, self.device), collector_paused():
             kept = len(self._replays)
             try:
                 return self._sample_or_free(fn, inputs, caller, placement)
