@@ -144,13 +144,32 @@ def torch_stream(cp: Any, device: int) -> contextlib.AbstractContextManager[Any]
     is not initialized in torch, no tensor of it is on a GPU."""
     torch = sys.modules.get("torch")
     cuda = getattr(torch, "cuda", None)
-    if cuda is None or not cuda.is_initialized():
+    if cuda is None or not cuda.is_initialized() or device >= cuda.device_count():
+        # A device torch does not see (CUDA_VISIBLE_DEVICES set for it alone): none of its
+        # tensors can be there.
         return contextlib.nullcontext()
     pointer = cuda.current_stream(device).cuda_stream
     if pointer == 0 or pointer == cp.cuda.get_current_stream().ptr:
         return contextlib.nullcontext()
-    stream: contextlib.AbstractContextManager[Any] = cp.cuda.ExternalStream(pointer, device)
-    return stream
+    from_external = getattr(cp.cuda.Stream, "from_external", None)
+    if from_external is None:  # CuPy before 14
+        stream: contextlib.AbstractContextManager[Any] = cp.cuda.ExternalStream(pointer, device)
+        return stream
+    # CuPy 14 deprecates ExternalStream (a DeprecationWarning, an error under a suite's
+    # `filterwarnings = error`) for any object of the CUDA stream protocol.
+    external: contextlib.AbstractContextManager[Any] = from_external(_StreamHandle(pointer))
+    return external
+
+
+class _StreamHandle:
+    """A raw `cudaStream_t` under the CUDA stream protocol (`__cuda_stream__`: version 0 and
+    the handle), which every torch version's stream does not implement."""
+
+    def __init__(self, pointer: int) -> None:
+        self._pointer = pointer
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return 0, self._pointer
 
 
 def tensor_device(value: Any) -> int | None:

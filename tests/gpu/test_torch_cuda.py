@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from pytest_autotune import AutotuneConfig, LocalTuner, TunableSet, Tuner, compare_outputs
+from pytest_autotune import (
+    AutotuneConfig,
+    AutotuneOutcome,
+    LocalTuner,
+    TunableSet,
+    Tuner,
+    compare_outputs,
+)
 from pytest_autotune.backends import CudaClient
 from pytest_autotune.tune import torch_tensors
 from pytest_autotune.tune.clone import clone_value
@@ -71,6 +78,8 @@ def _tuned_medians(client: CudaClient, x: Any, name: str) -> tuple[str, dict[str
     tunables = TunableSet.of(lambda v: v.numel(), {"ten": _ten_passes, "one": _one_pass})
     tuner = Tuner(name, client.device_id, AutotuneConfig(disable_cache=True))
     decision = tuner.tune(x.numel(), tunables, (x,), client)
+    failed = [r for r in decision.results.values() if not isinstance(r, AutotuneOutcome)]
+    assert not failed, failed
     return decision.fastest_name, {r.name: r.median for r in decision.results.values()}
 
 
