@@ -1,21 +1,22 @@
-"""Outputs of pandas (`Series`, `DataFrame`, `Index`) and of scipy.sparse, compared through
-the arrays they hold. Their `==` gives no bool (an element-wise frame, or a sparse matrix of
-booleans), so they read as uncomparable: every candidate returning one failed its check,
-the reference against its own output included ("candidate 'csr' differs from the reference
-candidate 'csr'"). Neither library is imported here: an output of one exists only where the
-program imported it."""
+"""Outputs of pandas (`Series`, `DataFrame`, `Index`), of scipy.sparse, of xarray and awkward,
+and the arrays of other array libraries (JAX, Dask, pydata sparse, array-api-strict),
+compared through the NumPy arrays they hold or convert to. Their `==` gives no bool (an
+element-wise frame or array), so they read as uncomparable: every candidate returning one
+failed its check, the reference against its own output included ("candidate 'csr' differs
+from the reference candidate 'csr'"). No library is imported here: an output of one exists
+only where the program imported it."""
 
 from __future__ import annotations
 
 import functools
 import math
 import sys
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from pytest_autotune.tune.array_comparison import Rules
-from pytest_autotune.tune.differences import mismatch
+from pytest_autotune.tune.differences import PYTHON_NUMBERS, mismatch
 from pytest_autotune.tune.host_arrays import same_values_dtype
 
 DENSE_ELEMENTS = 1 << 22
@@ -31,6 +32,7 @@ def compare_library_output(
     value; None for any other value."""
     pandas = sys.modules.get("pandas")
     sparse = sys.modules.get("scipy.sparse")
+    xarray, awkward = sys.modules.get("xarray"), sys.modules.get("awkward")
     if pandas is not None and isinstance(reference, (pandas.Series, pandas.DataFrame)):
         same_kind = type(actual) is type(reference)
         compare: Any = functools.partial(_compare_frames, pandas)
@@ -39,8 +41,12 @@ def compare_library_output(
     elif sparse is not None and sparse.issparse(reference):
         same_kind = sparse.issparse(actual)
         compare = functools.partial(_compare_sparse, sparse)
+    elif xarray is not None and isinstance(reference, (xarray.DataArray, xarray.Dataset)):
+        same_kind, compare = type(actual) is type(reference), _compare_xarray
+    elif awkward is not None and isinstance(reference, awkward.Array):
+        same_kind, compare = isinstance(actual, awkward.Array), _compare_awkward
     else:
-        return None
+        return _compare_library_arrays(reference, actual, where, rules)
     if not same_kind:
         return [mismatch(where, reference, actual)]
     result: list[str] = compare(reference, actual, where, rules)
@@ -108,6 +114,72 @@ def _compare_sparse(
         matrix.sum_duplicates()  # sorted too: both in one order, as their patterns are one
         stored.append(matrix.data)
     return rules.compare(stored[0], stored[1], f"{where} (its stored values, row by row)")
+
+
+def _compare_xarray(reference: Any, actual: Any, where: str, rules: Rules) -> list[str]:
+    """A DataArray by its dimensions, coordinates, name and values; a Dataset by its
+    coordinates and variables, each a DataArray. A coordinate's values compare as an array
+    (as a DataArray, it holds itself among its coordinates)."""
+    if not hasattr(reference, "data_vars"):
+        problems = rules.compare(reference.dims, actual.dims, f"{where}.dims")
+        problems += rules.compare(reference.name, actual.name, f"{where}.name")
+    else:
+        problems = rules.compare(dict(reference.data_vars), dict(actual.data_vars), where)
+    ref_coords, act_coords = (
+        {name: c.values for name, c in value.coords.items()} for value in (reference, actual)
+    )
+    problems = rules.compare(ref_coords, act_coords, f"{where}.coords") + problems
+    if problems or hasattr(reference, "data_vars"):
+        return problems
+    return rules.compare(reference.values, actual.values, where)
+
+
+def _compare_awkward(reference: Any, actual: Any, where: str, rules: Rules) -> list[str]:
+    """Two awkward arrays (ragged, of records) by their types, then by their values as lists,
+    floats within the tolerances: no NumPy array holds a ragged one."""
+    if str(reference.type) != str(actual.type):
+        return [f"{where}: type differs: expected {reference.type}, got {actual.type}"]
+    return rules.compare(reference.to_list(), actual.to_list(), where)
+
+
+def _compare_library_arrays(
+    reference: object, actual: object, where: str, rules: Rules
+) -> list[str] | None:
+    """Two arrays of which one at least is of another array library than NumPy (a JAX, Dask,
+    pydata sparse or array-api-strict array), by value as NumPy arrays, as a CuPy array
+    compares with a NumPy one; None where neither is such an array."""
+    ref_array, act_array = _numpy_values(reference), _numpy_values(actual)
+    if ref_array is None and act_array is None:
+        return None
+    if isinstance(reference, (np.ndarray, np.generic)) and act_array is None:
+        return None  # NumPy's against anything else: compared as objects are, by type
+    # A Python number against a 0-d array (JAX's `x.sum()`) compares by value, as against
+    # a NumPy one.
+    ref_values = reference if isinstance(reference, PYTHON_NUMBERS) else ref_array
+    act_values = actual if isinstance(actual, PYTHON_NUMBERS) else act_array
+    if ref_values is None or act_values is None:
+        return [mismatch(where, reference, actual)]
+    return rules.compare(ref_values, act_values, where)
+
+
+def _numpy_values(value: object) -> np.ndarray[Any, Any] | None:
+    """The values of an array of any library as a NumPy array (a lazy Dask array computed, a
+    pydata sparse one made dense, which refuses `np.asarray`), else None."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.asarray(value)
+    kind = type(value)
+    if not (hasattr(kind, "__array__") or hasattr(kind, "__dlpack__")) or isinstance(value, type):
+        return None
+    if getattr(value, "shape", None) is None or getattr(value, "dtype", None) is None:
+        return None
+    todense = getattr(value, "todense", None)
+    try:
+        return np.asarray(todense() if callable(todense) else value)
+    except Exception:
+        try:
+            return np.from_dlpack(cast(Any, value))
+        except Exception:
+            return None
 
 
 __all__ = ["DENSE_ELEMENTS", "compare_library_output"]

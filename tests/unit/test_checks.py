@@ -1597,3 +1597,90 @@ def test_a_tolerance_that_is_no_number_at_least_zero_is_refused_by_name(name, to
     with pytest.raises(ValueError, match=f"compare_outputs: {name} must be a number >= 0"):
         compare_outputs(np.ones(3), np.ones(3), **{name: tolerance})
     assert compare_outputs(np.ones(3), np.ones(3), **{name: np.float32(0)}) is None
+
+
+class _LibraryArray:
+    """An array of another array library, as JAX's and array-api-strict's are: NumPy reads it
+    through `__array__`, and its `==` is an array of its own, not a bool."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self._values = values
+        self.shape, self.dtype = values.shape, values.dtype
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._values, dtype=dtype)
+
+    def __eq__(self, other):
+        return _LibraryArray(self._values == np.asarray(other))
+
+    __hash__ = None
+
+
+def test_arrays_of_other_libraries_compare_by_value_naming_the_first_bad_element():
+    # JAX, Dask, array-api-strict and pydata sparse arrays read "cannot compare values of
+    # type ArrayImpl": every candidate returning one failed, the reference's own included.
+    values = np.arange(8, dtype=np.float32)
+    wrong = values.copy()
+    wrong[3] = -1
+    assert compare_outputs(_LibraryArray(values), _LibraryArray(values * (1 + 1e-7))) is None
+    difference = (
+        "output: 1 of 8 elements differ (rtol=1e-05, atol=1e-08), max abs error 4,"
+        " max rel error 1.33333; first at [3]: expected 3.0, got -1.0"
+    )
+    assert compare_outputs(_LibraryArray(values), _LibraryArray(wrong)) == difference
+    # Against NumPy's arrays by value, as CuPy's compare, and a 0-d one against a number.
+    assert compare_outputs(values, _LibraryArray(wrong)) == difference
+    assert compare_outputs(_LibraryArray(values), wrong) == difference
+    assert compare_outputs(_LibraryArray(np.array(1.5)), 1.5) is None
+    assert compare_outputs(2, _LibraryArray(np.array(2))) is None
+    assert compare_outputs(_LibraryArray(values), _LibraryArray(values.astype(np.float64))) == (
+        "output: dtype differs: expected float32, got float64"
+    )
+    assert compare_outputs(_LibraryArray(values), list(values)) == (
+        "output: expected _LibraryArray of float32 and shape (8,), got list of 8 items"
+    )
+
+
+def test_real_array_libraries_outputs_compare_by_value():
+    jnp = pytest.importorskip("jax.numpy")
+    dask_array = pytest.importorskip("dask.array")
+    pydata_sparse = pytest.importorskip("sparse")
+    values = np.arange(8.0)
+    wrong = values.copy()
+    wrong[3] = -1
+    for make in (jnp.asarray, lambda v: dask_array.from_array(v, chunks=4), pydata_sparse.COO):
+        assert compare_outputs(make(values), make(values)) is None
+        assert "first at [3]: expected 3.0, got -1.0" in compare_outputs(make(values), make(wrong))
+
+
+def test_xarray_outputs_compare_by_dimensions_coordinates_name_and_values():
+    xr = pytest.importorskip("xarray")
+    values = np.arange(4.0)
+    array = xr.DataArray(values, dims=["t"], coords={"t": [0, 1, 2, 3]}, name="v")
+    assert compare_outputs(array, array.copy()) is None
+    assert compare_outputs(array, array * 2) == (
+        "output: 3 of 4 elements differ (rtol=1e-05, atol=1e-08), max abs error 3,"
+        " max rel error 1; first at [1]: expected 1.0, got 2.0"
+    )
+    assert compare_outputs(array, array.rename(t="s")).startswith("output.coords: ")
+    assert compare_outputs(array, array.assign_coords(t=[0, 1, 2, 4])).startswith(
+        "output.coords['t']: 1 of 4 elements differ"
+    )
+    assert compare_outputs(array, array.rename("w")) == "output.name: expected 'v', got 'w'"
+    dataset = xr.Dataset({"v": array})
+    assert compare_outputs(dataset, dataset.copy(deep=True)) is None
+    assert compare_outputs(dataset, xr.Dataset({"v": array * 2})).startswith(
+        "output['v']: 3 of 4 elements differ"
+    )
+
+
+def test_awkward_outputs_compare_by_type_then_values_within_the_tolerances():
+    ak = pytest.importorskip("awkward")
+    ragged = ak.Array([[1.0, 2.0], [], [3.0]])
+    assert compare_outputs(ragged, ak.Array([[1.0, 2.0], [], [3.0 + 1e-9]])) is None
+    assert compare_outputs(ragged, ak.Array([[1.0, 2.0], [], [3.5]])).startswith(
+        "output[2][0]: expected 3.0, got 3.5"
+    )
+    assert compare_outputs(ragged, ak.Array([[1, 2], [], [3]])) == (
+        "output: type differs: expected 3 * var * float64, got 3 * var * int64"
+    )
