@@ -202,7 +202,7 @@ def compare_arrays(
     if reference.shape != actual.shape:
         return [shape_differs(where, reference, actual)]
     wider = wider_type(reference.dtype)
-    inexact = reference.dtype.kind in "fc" or actual.dtype.kind in "fc" or wider is np.float32
+    inexact = wider is np.float32 or any(_inexact(a.dtype) for a in (reference, actual))
     bad_count = moved = 0
     first: tuple[int, Any, Any] | None = None
     max_errors: tuple[float, float] | None = None
@@ -250,6 +250,27 @@ def compare_arrays(
         missing = "NaT" if reference.dtype.kind in "mM" else "NaN"
         message += f"; {missing} positions differ at {counted(moved, 'element')}"
     return [message + exact + too_fine(reference.dtype, rtol, max_errors)]
+
+
+_NUMPY_KINDS = frozenset("biufcmMOSUVT")
+"""The kinds of NumPy's own dtypes; a dtype of another kind is a user-defined one
+(numpy-quaddtype's `QuadPrecDType`, of kind NUL)."""
+
+
+def _inexact(dtype: np.dtype[Any]) -> bool:
+    """Whether a dtype holds floating point values: NumPy's floats and complex numbers, and a
+    user-defined dtype that holds every float64 (numpy-quaddtype's quad precision), whose
+    values compared by `==`, a rounding in the 34th digit failing a right candidate and NaN
+    never equal to NaN."""
+    if dtype.kind in "fc":
+        return True
+    return dtype.kind not in _NUMPY_KINDS and np.can_cast(np.float64, dtype)
+
+
+def holds_numbers(dtype: np.dtype[Any]) -> bool:
+    """Whether a dtype that NumPy knows as no number holds numbers: ml_dtypes' bfloat16,
+    float8 and int4 types, and numpy-quaddtype's quad precision."""
+    return wider_type(dtype) is not None or _inexact(dtype)
 
 
 def compare_masked(

@@ -14,7 +14,12 @@ from typing import Any, Protocol, cast, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from pytest_autotune.tune.array_comparison import Rules, compare_arrays, compare_masked
+from pytest_autotune.tune.array_comparison import (
+    Rules,
+    compare_arrays,
+    compare_masked,
+    holds_numbers,
+)
 from pytest_autotune.tune.clone import RANDOM_STATES
 from pytest_autotune.tune.containers import (
     compare_attributes,
@@ -145,9 +150,9 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
     # A Python number carries no dtype, nor a str a width: against a single typed value it
     # compares by value (`np.str_` of `words[i]` read "expected <U3 scalar abc, got str").
     if ref_array is not None and _is_single(ref_array, actual):
-        reference = ref_array.item()
+        reference = _single_value(ref_array)
     if act_array is not None and _is_single(act_array, reference):
-        actual = act_array.item()
+        actual = _single_value(act_array)
     if isinstance(reference, PYTHON_NUMBERS) and isinstance(actual, PYTHON_NUMBERS):
         return _compare_numbers(reference, actual, where, rules)
 
@@ -323,6 +328,16 @@ def _is_single(array: npt.NDArray[Any], other: object) -> bool:
     if array.shape != ():
         return False
     if isinstance(other, PYTHON_NUMBERS):
-        return array.dtype.kind in "biufc"
+        return array.dtype.kind in "biufc" or holds_numbers(array.dtype)
     kinds = "UT" if isinstance(other, str) else "S" if isinstance(other, bytes) else ""
     return array.dtype.kind in kinds
+
+
+def _single_value(array: npt.NDArray[Any]) -> object:
+    """The one value of a 0-d array, as the Python number, str or bytes it holds; a float
+    wider than Python's (longdouble, quad precision) as the nearest one. `np.longdouble(1.5)`
+    against a candidate's `1.5` read "expected float128 scalar 1.5, got 1.5"."""
+    value = array.item()
+    if isinstance(value, (*PYTHON_NUMBERS, str, bytes)):
+        return value
+    return complex(value) if array.dtype.kind == "c" else float(value)

@@ -320,6 +320,39 @@ def test_a_numpy_scalar_and_a_python_float_compare_by_value():
     )
 
 
+def test_a_float_wider_than_pythons_and_a_python_number_compare_by_value():
+    # Its `.item()` is no Python float: `np.longdouble(1.5)` against a candidate's `1.5`
+    # read "expected float128 scalar 1.5, got 1.5".
+    assert compare_outputs(np.longdouble(1.5), 1.5) is None
+    assert compare_outputs(2.0, np.asarray(np.longdouble(2.0))) is None
+    assert compare_outputs(np.clongdouble(1 + 2j), 1 + 2j) is None
+    assert compare_outputs(np.longdouble(1.5), 1.6).startswith("output: expected 1.5, got 1.6")
+
+
+def test_extension_number_types_and_a_python_number_compare_by_value():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    assert compare_outputs(np.asarray(1.5, dtype=ml_dtypes.bfloat16), 1.5) is None
+    assert compare_outputs(np.asarray(3, dtype=ml_dtypes.int4), 3) is None
+
+
+def test_quad_precision_compares_within_the_tolerances_and_nan_to_nan():
+    # numpy-quaddtype's dtype, of no NumPy kind, compared by `==`: a rounding in the 34th
+    # digit failed a right candidate, NaN never equalled NaN, and its sum against a float
+    # read "expected QuadPrecDType(backend='sleef') scalar 3.0, got 3.0".
+    quad = pytest.importorskip("numpy_quaddtype").QuadPrecDType()
+    values = np.array([1.0, 2.0, np.nan]).astype(quad)
+    rounded = np.array([1.0 + 1e-12, 2.0, np.nan]).astype(quad)
+    assert compare_outputs(values, rounded) is None
+    wrong = values.copy()
+    wrong[1] = 2.5
+    assert compare_outputs(values, wrong) == (
+        "output: 1 of 3 elements differ (rtol=1e-05, atol=1e-08); first at [1]: expected 2.0,"
+        " got 2.5"
+    )
+    assert compare_outputs(values, wrong, rtol=0.5) is None
+    assert compare_outputs(values[:2].sum(), 3.0) is None
+
+
 def test_a_zero_d_array_and_a_numpy_scalar_of_one_dtype_are_the_same_output():
     assert compare_outputs(np.float32(3.0), np.asarray(np.float32(3.0))) is None
 
