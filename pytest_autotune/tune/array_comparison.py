@@ -336,13 +336,28 @@ def _differing(
         else:
             close = _equal_elements(reference, actual, rules)
             nan_moved = np.zeros(reference.shape, dtype=bool)
-            if reference.dtype.kind in "mM":
-                # NaT != NaT as NaN != NaN: a missing time at the same place is the same answer.
-                ref_nat, act_nat = np.isnat(reference), np.isnat(actual)
-                nan_moved = ref_nat != act_nat
+            ref_missing, act_missing = _missing(reference), _missing(actual)
+            if ref_missing is not None or act_missing is not None:
+                # NaT != NaT as NaN != NaN: a missing value at the same place is the same answer.
+                none = np.zeros(reference.shape, dtype=bool)
+                ref_missing = none if ref_missing is None else ref_missing
+                act_missing = none if act_missing is None else act_missing
+                nan_moved = ref_missing != act_missing
                 if rules.equal_nan:
-                    close = close | (ref_nat & act_nat)
+                    close = close | (ref_missing & act_missing)
     return ~np.asarray(close, dtype=bool), np.asarray(nan_moved, dtype=bool)
+
+
+def _missing(array: npt.NDArray[Any]) -> npt.NDArray[np.bool_] | None:
+    """Where an exact array holds a missing value that equals nothing, itself included: NaT
+    among times, and NaN as NumPy 2's `StringDType(na_object=np.nan)` holds it (pandas'
+    strings), where a right candidate's missing strings read "expected nan, got nan". None
+    for an array that holds none."""
+    if array.dtype.kind in "mM":
+        return np.asarray(np.isnat(array), dtype=bool)
+    if array.dtype.kind == "T":
+        return np.asarray(np.isnan(array), dtype=bool)
+    return None
 
 
 def _equal_elements(

@@ -237,6 +237,22 @@ def test_numpy_2s_variable_width_strings_compare_with_fixed_width_ones_by_value(
     )
 
 
+def test_numpy_2s_strings_missing_as_nan_at_the_same_places_are_equal():
+    # `StringDType(na_object=np.nan)` (pandas' missing strings) holds a NaN that equals
+    # nothing: a right candidate read "expected nan, got nan".
+    dtypes = pytest.importorskip("numpy.dtypes")
+    strings = dtypes.StringDType(na_object=np.nan)
+    words = np.array(["a", np.nan, "c"], dtype=strings)
+    assert compare_outputs(words, words.copy()) is None
+    assert compare_outputs(words, np.array(["a", "b", "c"], dtype=strings)) == (
+        "output: 1 of 3 elements differ; first at [1]: expected nan, got b;"
+        " NaN positions differ at 1 element"
+    )
+    assert compare_outputs(words, words.copy(), equal_nan=False).startswith(
+        "output: 1 of 3 elements differ"
+    )
+
+
 def test_a_numpy_string_and_a_python_string_compare_by_value():
     assert compare_outputs(np.array(["abc"])[0], "abc") is None
     assert compare_outputs(b"ab", np.bytes_(b"ab")) is None
