@@ -8,6 +8,7 @@ import math
 import os
 import platform
 import statistics
+import sys
 import time as _time
 import weakref
 from collections.abc import Callable, Hashable
@@ -310,10 +311,26 @@ def _involuntary_switches() -> int:
 def _timed_loop(
     timer: Callable[[], int], fn: Callable[..., object], inputs: tuple[Any, ...], repeats: int
 ) -> int:
+    wait = _result_waiter()
     start = timer()
-    for _ in range(repeats):
-        fn(*inputs)
+    if wait is None:
+        for _ in range(repeats):
+            fn(*inputs)
+    else:
+        for _ in range(repeats):
+            wait(fn(*inputs))
     return timer() - start
+
+
+def _result_waiter() -> Callable[[object], object] | None:
+    """What waits for a call's output to be computed, where the program imported a library
+    that computes asynchronously: JAX returns its arrays before their values exist, so a
+    1500x1500 matmul read 21 ms for 68 ms of work, and a candidate's time was its dispatch.
+    `jax.block_until_ready` takes any output (a tuple or dict of arrays, a NumPy array, a
+    number: it waits for the JAX arrays among it). None otherwise: the loop calls alone."""
+    jax = sys.modules.get("jax")
+    wait = getattr(jax, "block_until_ready", None)
+    return wait if callable(wait) else None
 
 
 def _nothing() -> None:
