@@ -142,8 +142,7 @@ def write_atomically(path: Path, text: str) -> None:
     over, a cache file linked to a shared one became a file of its own, and the shared
     file, which the other links name, never saw the new entries.
     """
-    if os.path.islink(path):
-        path = Path(os.path.realpath(path))
+    path = link_target(path)
     fd, temporary = _new_temporary(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
@@ -266,14 +265,24 @@ def _keep_mode(path: Path, temporary: str) -> None:
         os.chmod(temporary, path.stat().st_mode & 0o777)
 
 
+def link_target(path: Path) -> Path:
+    """The file a symbolic link names (through every link on the way), else `path` itself.
+    A cache file linked to a shared one is written there, and locked and journalled beside
+    it: beside the link, two projects' links to one file took two locks, and each project's
+    journal held entries the other's process never read."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else path
+
+
 def lock_beside(path: Path, timeout: float) -> FileLock:
-    """The cross-process lock of `path`: the hidden file `.<name>.lock` in the same folder.
+    """The cross-process lock of `path`: the hidden file `.<name>.lock` in the same folder
+    (the folder of the file a link names: `link_target`).
 
     Beside the file, every process that can write the file finds the same lock whatever its
     `TMPDIR` and whichever user it runs as (a lock in the temp folder was neither), and the
     lock's name needs no sanitising: it is the protected file's own name. Created with the
     file's group and others write bits, so a second user who may write the file may lock it.
     """
+    path = link_target(path)
     return FileLock(
         os.fspath(path.with_name(f".{path.name}.lock")),
         timeout=timeout,

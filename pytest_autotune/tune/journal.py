@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_autotune.tune.files import JsonFileError, binary, loads_strict, read_at
+from pytest_autotune.tune.files import JsonFileError, binary, link_target, loads_strict, read_at
 
 JOURNAL_VERSION = 1
 MIN_COMPACT_BYTES = 64 * 1024
@@ -44,7 +44,9 @@ class NewerJournal(JsonFileError):
 
 def journal_path(path: Path) -> Path:
     """The journal of the cache file `path`: `<name>.journal` beside it, not hidden, since
-    until it is folded in it holds entries the file does not."""
+    until it is folded in it holds entries the file does not (beside the file a link
+    names: `files.link_target`)."""
+    path = link_target(path)
     return path.with_name(f"{path.name}.journal")
 
 

@@ -579,6 +579,25 @@ def test_a_save_through_a_linked_cache_file_keeps_the_link_and_writes_its_target
     assert set(PersistentCache(shared).load()) == {entry("a")[0], entry("b")[0]}
 
 
+def test_links_to_one_shared_cache_file_share_its_lock_and_journal(tmp_path: Path) -> None:
+    # Locked and journalled beside the link, two checkouts' links to one shared file took two
+    # locks, and the entries one appended to its journal never reached the other's process.
+    shared = tmp_path / "shared" / "tuner.json"
+    PersistentCache(shared).save(dict([entry(str(n)) for n in range(40)]))
+    links = [tmp_path / name / "tuner.json" for name in ("dev1", "dev2")]
+    for link in links:
+        link.parent.mkdir()
+        link.symlink_to(shared)
+
+    PersistentCache(links[0], journal=True).save(dict([entry("new")]))
+
+    assert entry("new")[0] in PersistentCache(links[1], journal=True).load()
+    beside_links = {name for link in links for name in os.listdir(link.parent)}
+    assert beside_links <= {"tuner.json", ".gitignore"}  # no lock, no journal of their own
+    assert (shared.parent / "tuner.json.journal").exists()
+    assert lock_beside(links[0], 1).lock_file == lock_beside(links[1], 1).lock_file
+
+
 def test_a_successful_save_leaves_no_temporary_file(tmp_path: Path) -> None:
     path = cache_path(tmp_path, "cpu-test", "pkg.mod-x")
     PersistentCache(path).save(dict([entry("a")]))
