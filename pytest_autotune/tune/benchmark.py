@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,7 +108,7 @@ def score(samples: Sequence[float]) -> float:
     (9279/10000 each): the median absolute deviation of two is their std, so no spread of
     two is robust, and `min_samples` counts the samples left after the dropped first one.
     """
-    stats = SampleStats.of([s * NS_PER_S for s in samples])
+    stats = SampleStats.of([s * NS_PER_S for s in _seconds(samples, "score")])
     return (0.8 * stats.min + 0.2 * stats.median) * (1.0 + stats.mad / (1.0 + stats.median))
 
 
@@ -133,7 +133,28 @@ def median_score(samples: Sequence[float]) -> float:
     re-judging 832 tunings of later hosts favoured (9 picks of the never-faster candidates
     against 27), picked them 27 times in 400 live tunings against 18 by the median, side
     by side on one host (twenty-fourth session)."""
-    return statistics.median(samples) * NS_PER_S
+    return statistics.median(_seconds(samples, "median_score")) * NS_PER_S
+
+
+def _seconds(samples: Iterable[float], name: str) -> tuple[float, ...]:
+    """`samples`, refused unless a sequence of times (real numbers >= 0, finite): a negative
+    one scored -3.8e9, and None or a str failed inside `statistics` naming neither."""
+    __tracebackhide__ = True
+    if isinstance(samples, (str, bytes)) or not isinstance(samples, Iterable):
+        raise TypeError(
+            f"{name}: samples must be a list of times in seconds, got {type(samples).__name__}"
+        )
+    samples = tuple(samples)  # a generator, a NumPy array: read once, here
+    if not samples:
+        raise ValueError(f"{name}: no samples")
+    for sample in samples:
+        if (
+            isinstance(sample, bool)
+            or not isinstance(sample, numbers.Real)
+            or not (0 <= sample < math.inf)
+        ):
+            raise ValueError(f"{name}: samples must be seconds >= 0, got {sample!r}")
+    return samples
 
 
 STATISTICS: dict[str, Callable[[Sequence[float]], float]] = {

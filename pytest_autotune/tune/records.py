@@ -198,6 +198,24 @@ def _objects(data: Mapping[str, Any], name: str) -> tuple[dict[str, Any], ...]:
     return tuple(items)
 
 
+def _check_sink(sink: object) -> None:
+    """Refuse a sink that names no file: `Recorder("")` opened the working directory and
+    failed with "Is a directory: '/work/project'", and None failed inside pathlib."""
+    __tracebackhide__ = True
+    if not isinstance(sink, (str, os.PathLike)):
+        raise TypeError(
+            f"Recorder: the sink must be a file's path, 'stdout' or 'stderr', got"
+            f" {type(sink).__name__}"
+        )
+    if not os.fspath(sink):
+        raise ValueError("Recorder: the sink is empty: give a file's path, 'stdout' or 'stderr'")
+    if os.path.isdir(sink):
+        raise IsADirectoryError(
+            f"Recorder: {os.fspath(sink)} is a folder: give a file's path"
+            f" ({os.path.join(os.fspath(sink), 'records.jsonl')})"
+        )
+
+
 class Recorder:
     """Writes one `AutotuneRecord` per line to a file, stdout or stderr.
 
@@ -215,6 +233,7 @@ class Recorder:
         self._lock = threading.Lock()
         self._path: Path | None = None
         if not (isinstance(sink, str) and sink in STREAMS):
+            _check_sink(sink)
             # The file made here is the one every record goes to, after an os.chdir too.
             self._path = Path(sink).absolute()
             self._path.parent.mkdir(parents=True, exist_ok=True)

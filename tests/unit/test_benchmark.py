@@ -375,3 +375,16 @@ def test_a_timer_returning_a_numpy_scalar_is_a_number():
             return np.float32(2e-3)
 
     assert tune_benchmark(Float32Time(), lambda: None, (), samples=2) == pytest.approx((2e-3, 2e-3))
+
+
+def test_a_score_of_anything_but_times_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"score: samples must be seconds >= 0, got -1\.0"):
+        score([-1.0, 2.0])
+    with pytest.raises(ValueError, match="score: samples must be seconds >= 0, got 'x'"):
+        score([1.0, "x"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="score: samples must be a list of times in seconds"):
+        score(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="score: no samples"):
+        score([])
+    # Any iterable of times: a NumPy array, a generator.
+    assert score(np.array([1e-3, 2e-3])) == score(s for s in (1e-3, 2e-3)) == score([1e-3, 2e-3])

@@ -703,3 +703,13 @@ def test_the_checks_line_says_which_candidates_raised_not_that_they_failed() -> 
         )
     )
     assert str(done) == "checks: 1 of 3 passed; failed: wrong; raised: boom"
+
+
+def test_a_recorder_given_no_file_says_what_it_takes(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="the sink is empty: give a file's path, 'stdout'"):
+        Recorder("")
+    with pytest.raises(TypeError, match="must be a file's path, 'stdout' or 'stderr', got Non"):
+        Recorder(None)  # type: ignore[arg-type]
+    with pytest.raises(IsADirectoryError, match=r"is a folder: give a file's path \(.*records"):
+        Recorder(tmp_path)
+    assert os.listdir(tmp_path) == []
