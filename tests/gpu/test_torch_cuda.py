@@ -19,6 +19,7 @@ from pytest_autotune import (
 from pytest_autotune.backends import CudaClient
 from pytest_autotune.tune import torch_tensors
 from pytest_autotune.tune.clone import clone_value
+from tests.plugin.harness import run
 
 torch = pytest.importorskip("torch")
 
@@ -132,3 +133,42 @@ def test_an_in_place_torch_candidate_leaves_the_callers_tensor_unchanged(
     assert first_seen == {"in_place": 1.0, "copy": 1.0}
     assert torch.equal(out, torch.full_like(out, 2.0))
     assert torch.equal(x, torch.full_like(x, 2.0 if out is x else 1.0))
+
+
+TORCH_PROJECT = """
+import pytest
+import torch
+
+@pytest.fixture(params=[1 << 16, 1 << 20])
+def x(request):
+    torch.manual_seed(0)
+    return torch.rand(request.param, device="cuda")
+
+def reference(x):
+    return torch.softmax(x, dim=0)
+
+def in_place(x):
+    x.sub_(x.max()).exp_()
+    return x.div_(x.sum())
+
+def off(x):
+    y = torch.softmax(x, dim=0)
+    y[7] += 0.5
+    return y
+
+@pytest.mark.autotune(reference=reference, candidates=[in_place, off], device="cuda")
+def test_softmax(candidate, x):
+    return candidate(x)
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune-update",)], ids=["check", "update"])
+def test_a_marked_group_of_torch_cuda_candidates_runs_as_a_user_writes_it(
+    device: Any, pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    pytester.makepyfile(test_torch_softmax=TORCH_PROJECT)
+    result = run(pytester, *mode, "-rf")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(["*first at [[]7[]]*"])
+    result.stdout.no_fnmatch_line("*cannot compare*")
