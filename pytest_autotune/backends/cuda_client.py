@@ -369,8 +369,16 @@ class CudaClient:
         enqueued = self._sampler.enqueued
         device = max(seconds - self._fixed_costs.taken(hold, replay is not None), MIN_SAMPLE_S)
         enqueue: float | None = None
-        if replay is None:  # timed through the stream: its own enqueue time is known
+        if replay is None:
+            # Timed through the stream: its one held call's enqueue time is known, but cold
+            # (after the sample's synchronize), so where it may bind, a caller's loop says
+            # what a call pays: a Triton kernel on torch tensors (never captured) read 55-72
+            # us to enqueue on an H100, and a caller's loop paid 27 us a call. A call that
+            # synchronizes (its hold ran out) enqueues its device work: nothing to loop.
             enqueue = enqueued
+            if caller and hold:
+                stream = self._cp.cuda.get_current_stream()
+                enqueue = self._caller.caller_costs(fn, inputs, device, enqueued, stream)
         elif caller:
             stream = self._cp.cuda.get_current_stream()
             enqueue = self._caller.caller_costs(fn, inputs, device, replay.enqueue, stream)

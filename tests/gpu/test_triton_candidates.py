@@ -15,8 +15,10 @@ triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
 
 
+# Unannotated but for BLOCK: Triton reads a parameter's annotation as its type, and `Any`
+# is a global it cannot see from the kernel.
 @triton.jit
-def _scale_kernel(x_ptr: Any, out_ptr: Any, n: Any, factor: Any, BLOCK: tl.constexpr) -> None:
+def _scale_kernel(x_ptr, out_ptr, n, factor, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * factor, mask=mask)

@@ -1001,6 +1001,26 @@ def test_the_cold_start_of_an_eager_loop_after_a_synchronize_is_not_what_a_calle
     assert client.time(cold_then_warm, ()) == pytest.approx(10e-6)
 
 
+def test_a_host_bound_call_that_is_not_captured_is_scored_by_a_callers_loop_too(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A call timed through the stream (not captured: here an unhashable input; a PyTorch
+    # tensor's, cuBLAS under CuPy) was scored by its one held call's enqueue time, cold
+    # after the sample's synchronize: a Triton kernel on an H100 read 55-72 us to enqueue
+    # where a caller's loop pays 27 us a call, and its 42 us of device work read 60 us.
+    clock = HostClock()
+    since_sync = calls_since_synchronize(monkeypatch)
+
+    def cold_then_warm(rows: list[int]) -> None:
+        clock.ns += 50_000 if since_sync[0] < 4 else 10_000
+        since_sync[0] += 1
+        gpu.launch(2e-6)
+
+    client = CudaClient(cold_l2=False, host_timer=clock)
+    assert client.time(cold_then_warm, ([1, 2],)) == pytest.approx(10e-6)
+    assert gpu.captures == 0
+
+
 def test_a_long_host_bound_call_makes_fewer_eager_calls_but_keeps_the_lead(gpu: FakeGpu) -> None:
     # 100 us for Python to enqueue, 20 us on the device: host-bound, and far from a short
     # call; its loops' difference holds about EAGER_BUDGET_S of calls, its lead all of them.
