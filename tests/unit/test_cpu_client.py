@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_autotune import AutotuneConfig, TunableSet, local_tuner
 from pytest_autotune.backends import Client, CpuClient, cpu
 from pytest_autotune.backends.peaks import Peaks, peaks_path
 from tests.fakes import FakeClock, candidate, failing
@@ -109,6 +110,35 @@ def test_a_slow_first_call_costs_one_more_try_not_a_creeping_loop() -> None:
     # 1 call of 50 us aims at 2 calls; they take 20 us, which aims at 10 calls: 100 us.
     assert cpu(timer=clock).time(fn, ()) == 10e-6
     assert calls(fn) == 1 + 2 + 10
+
+
+class _CostlyClock(FakeClock):
+    """A fake clock whose every read costs 200 ns, as a real timer's call does."""
+
+    def __call__(self) -> int:
+        self.now_ns += 200
+        return self.now_ns
+
+
+def test_a_first_call_that_compiles_leaves_later_samples_looped_as_any_short_calls_are() -> None:
+    # Numba's `@njit` compiles on its first call (seconds), at each new dtype too: the call
+    # that calibrates. Sampled one call at a time after it, a 1 us kernel read 1.2 us, the
+    # timer's own cost, where a loop of 100 calls reads it within 0.2%.
+    clock = _CostlyClock()
+    jitted = candidate(clock, [2.0, 1e-6])
+    client = cpu(timer=clock)
+    assert client.time(jitted, ()) == pytest.approx(2.0)  # the warm-up: the compile
+    assert [client.time(jitted, ()) for _ in range(3)] == [pytest.approx(1e-6, rel=3e-3)] * 3
+
+
+def test_a_faster_candidate_that_compiles_on_its_first_call_wins() -> None:
+    clock = _CostlyClock()
+    jitted = candidate(clock, [2.0, 1.0e-6], name="njit_loop", result="njit_loop")
+    plain = candidate(clock, 1.1e-6, name="numpy_expr", result="numpy_expr")
+    tunables = TunableSet.of(lambda x: "key", {"numpy_expr": plain, "njit_loop": jitted})
+    tuner = local_tuner("jit", AutotuneConfig(disable_cache=True))
+    client = cpu(timer=clock)
+    assert tuner.execute(client.device_id, client, tunables, (0,)) == "njit_loop"
 
 
 def test_the_minimum_sample_time_sets_how_long_a_loop_lasts() -> None:
