@@ -18,7 +18,7 @@ from pytest_autotune.backends.cgroups import cpu_quota
 from pytest_autotune.backends.cpu_levels import sysctl
 from pytest_autotune.backends.device_id import device_id
 
-_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 _VENDOR_NOISE = re.compile(r"\((?:r|tm)\)|@\s*[\d.]+\s*[gm]hz|\b(?:cpu|processor|\d+-core)\b")
 
 
@@ -110,7 +110,7 @@ def device_id_from(model_name: str, threads: int) -> str:
 
 
 def thread_env() -> dict[str, str]:
-    """The variables that cap BLAS and OpenMP threads, where set: they change timings."""
+    """The variables that cap BLAS, OpenMP and Numba threads, where set: they change timings."""
     return {name: os.environ[name] for name in _THREAD_ENV if name in os.environ}
 
 

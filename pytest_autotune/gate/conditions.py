@@ -280,7 +280,8 @@ def _threads_condition(
         f" {helpers:.0%} of its samples' time) on contended CPUs ({state}), and a"
         f" multithreaded call waits for whichever of its threads another process holds up",
         "a runner with free CPUs for the gate (no jobs beside it), or the kernel's thread"
-        " count fixed below the CPUs it has (OMP_NUM_THREADS, threadpoolctl)",
+        " count fixed below the CPUs it has (OMP_NUM_THREADS, threadpoolctl;"
+        " NUMBA_NUM_THREADS for Numba's parallel=True, which OMP_NUM_THREADS leaves alone)",
     )
 
 

@@ -297,6 +297,15 @@ def test_the_fingerprint_names_what_changes_timings_and_is_plain_json() -> None:
     assert json.loads(json.dumps(fingerprint)) == fingerprint
 
 
+def test_the_fingerprint_keeps_numbas_thread_count_where_it_is_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A `parallel=True` kernel runs NUMBA_NUM_THREADS threads: a baseline recorded with 2
+    # and a gate run with 1 differ by it, and the cache file's device block should say so.
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    assert cpu().fingerprint()["thread_env"]["NUMBA_NUM_THREADS"] == "1"
+
+
 def fake_cache(root: Path, levels: list[tuple[str, str, str]]) -> Path:
     for i, (level, kind, size) in enumerate(levels):
         index = root / f"index{i}"

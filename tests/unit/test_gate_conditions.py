@@ -211,6 +211,14 @@ def test_a_multithreaded_winner_tenfold_slower_on_contended_cpus_is_too_noisy_no
     assert "OMP_NUM_THREADS, threadpoolctl" in verdict.message
 
 
+def test_a_multithreaded_winners_advice_names_numbas_thread_count_too() -> None:
+    # A Numba `parallel=True` winner runs as many threads as NUMBA_NUM_THREADS says, which
+    # OMP_NUM_THREADS and threadpoolctl leave alone: the advice alone would not fix it.
+    threaded = measured(T * 9.91, pressure=0.3, helpers=0.6)
+    verdict = judge(threaded, base(CPU), device_id=CPU, checksum=CHECKSUM)
+    assert "NUMBA_NUM_THREADS" in verdict.message
+
+
 def test_the_same_change_fails_on_one_thread_or_on_free_cpus() -> None:
     one_thread = measured(T * 9.91, pressure=0.3, helpers=0.0)
     free_cpus = measured(T * 9.91, pressure=0.01, helpers=0.6)
