@@ -85,8 +85,25 @@ def unlimited(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn.fn if isinstance(fn, Limited) else fn
 
 
+JIT_COMPILERS = ("numba.core.compiler",)
+"""Modules whose frames on the stack mean the call is being compiled, not run: Numba compiles
+an `@njit` function (a `@vectorize` one without signatures, a `parallel=True` one) at its
+first call with new argument types, which took 0.3 s for a 10 us kernel."""
+
+
+def _compiling(frame: FrameType | None) -> bool:
+    """Whether `frame`, or a frame that called it, runs in a JIT compiler (`JIT_COMPILERS`):
+    a compile is no hung call, and stopped it would fail a fast kernel by its first call."""
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith(JIT_COMPILERS):
+            return True
+        frame = frame.f_back
+    return False
+
+
 class TimeLimit:
-    """The limit of one test's candidate calls; `call` runs one, inside `armed()`."""
+    """The limit of one test's candidate calls; `call` runs one, inside `armed()`. The time
+    a JIT compiler spends in a call does not count (`JIT_COMPILERS`)."""
 
     def __init__(self, seconds: float | None) -> None:
         self.seconds = seconds
@@ -122,7 +139,9 @@ class TimeLimit:
         def handler(signum: int, frame: FrameType | None) -> None:
             if self._fired:
                 self._fired = False
-                if self._running is not None:  # else the call ended as the signal came
+                # Else the call ended as the signal came, or it is compiling: the watchdog
+                # fires again a limit later, while the same call runs.
+                if self._running is not None and not _compiling(frame):
                     raise TimeLimitExceeded(self._running, float(self.seconds or 0))
                 return
             if callable(previous):

@@ -22,6 +22,42 @@ def test_a_call_past_the_limit_is_stopped_and_named() -> None:
     assert "time limit of 0.1 s" in str(error.value)
 
 
+def _jit_compiled(compile_seconds: float, run: Any) -> Any:
+    """A function whose first call spends `compile_seconds` in a frame of Numba's compiler
+    module, as an `@njit` function's does, and then runs `run`."""
+    compiler: dict[str, Any] = {"__name__": "numba.core.compiler", "time": time}
+    exec("def compile_extra(seconds):\n    time.sleep(seconds)\n", compiler)
+
+    def dispatcher(*args: Any) -> Any:
+        if not dispatcher.compiled:  # type: ignore[attr-defined]
+            compiler["compile_extra"](compile_seconds)
+            dispatcher.compiled = True  # type: ignore[attr-defined]
+        return run(*args)
+
+    dispatcher.compiled = False  # type: ignore[attr-defined]
+    return dispatcher
+
+
+def test_a_jit_compile_on_the_first_call_does_not_count_toward_the_limit() -> None:
+    # A 10 us Numba kernel compiled for 0.3 s at its first call: stopped at a limit of
+    # 0.1 s, it failed "ran past its time limit" in plain pytest and under --autotune.
+    limit = TimeLimit(0.1)
+    kernel = _jit_compiled(0.35, lambda x: x + 1)
+    with limit.armed():
+        assert limit.call("njit_kernel", kernel, 1) == 2
+        assert limit.call("njit_kernel", kernel, 2) == 3
+
+
+def test_a_call_that_hangs_after_its_compile_is_still_stopped() -> None:
+    limit = TimeLimit(0.1)
+    kernel = _jit_compiled(0.25, time.sleep)
+    start = time.perf_counter()
+    with limit.armed(), pytest.raises(TimeLimitExceeded) as error:
+        limit.call("hangs", kernel, 30)
+    assert error.value.name == "hangs"
+    assert time.perf_counter() - start < 0.25 + 2 * 0.1 + 1.0
+
+
 def test_calls_within_the_limit_return_their_value_and_the_handler_is_restored() -> None:
     before = signal.getsignal(signal.SIGALRM)
     limit = TimeLimit(0.2)
