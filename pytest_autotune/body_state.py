@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import random
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,8 +15,9 @@ import numpy as np
 
 @dataclass(frozen=True)
 class GlobalDraws:
-    """The states of the global random generators (`random`'s, NumPy's `np.random`) that a
-    body may draw its inputs from: each call whose output is checked starts from them, as
+    """The states of the global random generators (`random`'s, NumPy's `np.random`, and
+    PyTorch's `torch.randn` where the program imported torch) that a body may draw its
+    inputs from: each call whose output is checked starts from them, as
     each plain test starts from the seed pytest-randomly gives it. Drawn on, the reference's
     call moved the state the candidate's then drew from, and every correct candidate
     "differed from the reference". The timed calls (in their scope, `tune.call_scope`) draw
@@ -23,14 +25,21 @@ class GlobalDraws:
 
     python: tuple[Any, ...]
     numpy: dict[str, Any]
+    torch: Any = None
+    """torch's CPU generator's state, None where torch is not imported."""
 
     @classmethod
     def now(cls) -> GlobalDraws:
-        return cls(random.getstate(), np.random.get_state(legacy=False))
+        torch = sys.modules.get("torch")
+        get_rng_state = getattr(getattr(torch, "random", None), "get_rng_state", None)
+        torch_state = None if get_rng_state is None else get_rng_state()
+        return cls(random.getstate(), np.random.get_state(legacy=False), torch_state)
 
     def restore(self) -> None:
         random.setstate(self.python)
         np.random.set_state(self.numpy)
+        if self.torch is not None:
+            sys.modules["torch"].random.set_rng_state(self.torch)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_autotune.tune.torch_tensors import copy_tensor, is_tensor
+from pytest_autotune.tune.torch_tensors import copy_tensor, is_generator, is_tensor
 
 
 def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None) -> Any:
@@ -68,7 +68,7 @@ def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
         if type(copied) is np.ndarray and copied.dtype == object:
             _clone_elements(copied, depth, memo)
         return copied
-    if isinstance(value, _WRITABLE_CONTAINERS):
+    if isinstance(value, _WRITABLE_CONTAINERS) or is_generator(value):
         # Shared as other objects are (they hold no `__dict__`), a candidate's writes
         # reached the caller's at each call of a tuning: a set grew by an element a call.
         return _clone_container(value, depth, memo)
@@ -140,10 +140,11 @@ generators a body draws its inputs from."""
 
 
 def _clone_container(value: Any, depth: int, memo: dict[int, Any]) -> Any:
-    if isinstance(value, RANDOM_STATES):
+    if isinstance(value, RANDOM_STATES) or is_generator(value):
         # A seeded generator given to the body (an `rng` fixture): shared, the reference's
         # draws moved the state the candidate's call then drew from, and every correct
         # candidate differed from the reference. Copied, each call draws what the first did.
+        # A `torch.Generator` (a C type of no attributes, shared as one) copies its state so.
         return copy.deepcopy(value)
     if isinstance(value, collections.deque):
         items = [clone_value(v, depth, memo) for v in value]

@@ -40,7 +40,7 @@ from pytest_autotune.tune.errors import AutotuneError
 from pytest_autotune.tune.host_arrays import host_array, same_values_dtype
 from pytest_autotune.tune.library_outputs import compare_library_output
 from pytest_autotune.tune.plain_numbers import real_number
-from pytest_autotune.tune.torch_tensors import dtype_difference, is_tensor
+from pytest_autotune.tune.torch_tensors import dtype_difference, is_generator, is_tensor
 from pytest_autotune.tune.wording import counted, short_repr
 
 DEFAULT_RTOL = 1e-5
@@ -211,7 +211,7 @@ def _compare_objects(reference: object, actual: object, where: str, rules: Rules
     rest by their `==`."""
     if type(reference) is not type(actual):
         return [mismatch(where, reference, actual)]
-    if isinstance(reference, RANDOM_STATES):
+    if isinstance(reference, RANDOM_STATES) or is_generator(reference):
         return _compare_random_states(reference, actual, where, rules)
     if dataclasses.is_dataclass(reference):
         # Its generated `==` compares array fields with `==`, whose truth NumPy refuses; field
@@ -274,7 +274,9 @@ def _compare_random_states(reference: Any, actual: Any, where: str, rules: Rules
 
 
 def _random_state(generator: Any) -> object:
-    """The state of a random generator of `RANDOM_STATES`, which its draws move."""
+    """The state of a random generator of `RANDOM_STATES` or torch's, which its draws move."""
+    if is_generator(generator):
+        return generator.get_state()
     if isinstance(generator, np.random.Generator):
         return generator.bit_generator.state
     if isinstance(generator, np.random.BitGenerator):

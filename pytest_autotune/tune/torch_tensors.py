@@ -31,6 +31,13 @@ def is_tensor(value: object) -> bool:
     return isinstance(tensor_type, type) and isinstance(value, tensor_type)
 
 
+def is_generator(value: object) -> bool:
+    """Whether `value` is a PyTorch random generator (`torch.Generator`)."""
+    torch = sys.modules.get("torch")
+    generator_type = getattr(torch, "Generator", None)
+    return isinstance(generator_type, type) and isinstance(value, generator_type)
+
+
 def copy_tensor(value: Any) -> Any:
     """A copy of a tensor on its device, with its dtype, strides (a transposed or strided view
     keeps its layout, so that a candidate that needs a contiguous input is timed and checked
@@ -181,6 +188,7 @@ __all__ = [
     "as_cupy",
     "copy_tensor",
     "dtype_difference",
+    "is_generator",
     "is_tensor",
     "tensor_device",
     "tensor_on_host",

@@ -156,3 +156,50 @@ def test_a_marked_group_of_torch_candidates_is_checked_and_tuned(pytester: pytes
 
     tuned = pytester.runpytest("-p", "no:randomly", "--autotune-update", "-k", "in_place")
     tuned.assert_outcomes(passed=2)
+
+
+def test_a_seeded_torch_generator_or_torchs_global_draws_give_every_candidate_the_same_values(
+    pytester: pytest.Pytester,
+):
+    pytester.makepyfile(
+        """
+        import pytest
+        import torch
+
+        @pytest.fixture
+        def gen():
+            return torch.Generator().manual_seed(123)
+
+        def noise_first(x, gen):
+            return x + torch.randn(x.shape, generator=gen)
+
+        def noise_last(x, gen):
+            return torch.randn(x.shape, generator=gen) + x
+
+        @pytest.mark.autotune(candidates=[noise_first, noise_last])
+        def test_generator(candidate, gen):
+            return candidate(torch.zeros(50), gen)
+
+        @pytest.mark.autotune(candidates=[torch.relu, lambda x: x.clamp(min=0)])
+        def test_global_draws(candidate):
+            return candidate(torch.randn(100))  # torch's global generator, seeded by no one
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+    tuned = pytester.runpytest("-p", "no:randomly", "--autotune")
+    tuned.assert_outcomes(passed=4)
+
+
+def test_an_in_place_set_drawing_from_a_torch_generator_compares_it_by_its_state():
+    reference = torch.Generator().manual_seed(1)
+    drew_alike = clone_value(reference)
+    assert drew_alike is not reference
+    assert compare_outputs(reference, drew_alike) is None
+    torch.randn(3, generator=reference)
+    assert compare_outputs(reference, clone_value(reference)) is None
+
+    drew_more = clone_value(reference)
+    torch.randn(1, generator=drew_more)
+    message = compare_outputs(reference, drew_more)
+    assert message is not None and "state differs" in message
