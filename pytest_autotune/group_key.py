@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from pytest_autotune.tune.torch_tensors import is_dtype
+
 
 def by_value(callspec: Any, key: str) -> str:
     """The group's key: its parameters' ids, each id pytest numbered by position
@@ -81,14 +83,15 @@ _SCALAR_TYPES = frozenset(np.sctypeDict.values())
 def plain_text(value: Any, depth: int = 0) -> str | None:
     """A text of `value` that is the same in every process and NumPy version, where it is
     made of plain values (numbers, strings, booleans, None, NumPy scalars, dtypes and their
-    scalar types, in tuples and lists): None for anything else, and for a text too long to
-    be a key."""
+    scalar types, PyTorch's dtypes, in tuples and lists): None for anything else, and for a
+    text too long to be a key."""
     text: str | None
     if value is None or isinstance(value, (bool, int, float, complex, str)):
         text = repr(value)
     elif isinstance(value, np.generic):
         text = repr(value.item())
-    elif isinstance(value, np.dtype):
+    elif isinstance(value, np.dtype) or is_dtype(value):
+        # `torch.bfloat16`: pytest numbers a torch dtype (`dtype1`) as it does NumPy's.
         text = str(value)
     elif isinstance(value, type) and value in _SCALAR_TYPES:
         # `(1000, np.float32)`: the type a dtype argument is most often written as, which

@@ -38,6 +38,14 @@ def is_generator(value: object) -> bool:
     return isinstance(generator_type, type) and isinstance(value, generator_type)
 
 
+def is_dtype(value: object) -> bool:
+    """Whether `value` is a PyTorch dtype (`torch.float32`), whose text (`torch.float32`) is
+    the same in every process."""
+    torch = sys.modules.get("torch")
+    dtype_type = getattr(torch, "dtype", None)
+    return isinstance(dtype_type, type) and isinstance(value, dtype_type)
+
+
 def copy_tensor(value: Any) -> Any:
     """A copy of a tensor on its device, with its dtype, strides (a transposed or strided view
     keeps its layout, so that a candidate that needs a contiguous input is timed and checked
@@ -188,6 +196,7 @@ __all__ = [
     "as_cupy",
     "copy_tensor",
     "dtype_difference",
+    "is_dtype",
     "is_generator",
     "is_tensor",
     "tensor_device",

@@ -203,3 +203,37 @@ def test_an_in_place_set_drawing_from_a_torch_generator_compares_it_by_its_state
     torch.randn(1, generator=drew_more)
     message = compare_outputs(reference, drew_more)
     assert message is not None and "state differs" in message
+
+
+def test_a_group_parametrized_over_torch_dtypes_keys_by_the_dtype_so_reordering_keeps_baselines(
+    pytester: pytest.Pytester,
+):
+    source = """
+        import pytest
+        import torch
+
+        @pytest.fixture(params=[DTYPES])
+        def dtype(request):
+            return request.param
+
+        def plain(x):
+            return x * 2
+
+        def added(x):
+            return x + x
+
+        @pytest.mark.autotune(candidates=[plain, added])
+        def test_double(candidate, dtype):
+            return candidate(torch.ones(1000, dtype=dtype))
+        """
+    pytester.makepyfile(test_double=source.replace("DTYPES", "torch.float32, torch.bfloat16"))
+    updated = pytester.runpytest("-p", "no:randomly", "--autotune-update")
+    updated.assert_outcomes(passed=4)
+    assert "number the values of dtype" not in updated.stdout.str()
+
+    # The other order: each group still finds its own dtype's baseline, not dtype0's.
+    pytester.makepyfile(test_double=source.replace("DTYPES", "torch.bfloat16, torch.float32"))
+    tuned = pytester.runpytest("-p", "no:randomly", "--autotune")
+    tuned.assert_outcomes(passed=4)
+    tuned.stdout.fnmatch_lines(["*test_double?dtype0? *torch.bfloat16 *"])
+    tuned.stdout.no_fnmatch_line("*no baseline*")
