@@ -46,6 +46,10 @@ class Rules:
     atol: float
     equal_nan: bool
     outputs: Callable[[object, object, str, Rules], list[str]]
+    widened_from: tuple[str, float] | None = None
+    """The name and eps of the dtype the arrays' values were widened from, where NumPy has
+    none (a PyTorch bfloat16 tensor read as float32): the resolution `too_fine` judges
+    `rtol` against, which float32's eps hid."""
 
     def compare(self, reference: object, actual: object, where: str) -> list[str]:
         """Every difference between two outputs by these rules, each naming its position."""
@@ -239,7 +243,7 @@ def compare_arrays(
     if not inexact and max_errors is not None:
         exact = exact_note(max_errors[0] <= atol or max_errors[1] <= rtol)
     if reference.shape == ():
-        note = exact + too_fine(reference.dtype, rtol, max_errors)
+        note = exact + too_fine(reference.dtype, rtol, max_errors, rules.widened_from)
         return [f"{where}: expected {expected}, got {got}{largest}{tolerance}{note}"]
     index = index_text(flat_index, reference.shape)
     message = (
@@ -249,7 +253,7 @@ def compare_arrays(
     if moved:
         missing = "NaT" if reference.dtype.kind in "mM" else "NaN"
         message += f"; {missing} positions differ at {counted(moved, 'element')}"
-    return [message + exact + too_fine(reference.dtype, rtol, max_errors)]
+    return [message + exact + too_fine(reference.dtype, rtol, max_errors, rules.widened_from)]
 
 
 _NUMPY_KINDS = frozenset("biufcmMOSUVT")

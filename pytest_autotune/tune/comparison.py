@@ -40,7 +40,12 @@ from pytest_autotune.tune.errors import AutotuneError
 from pytest_autotune.tune.host_arrays import host_array, same_values_dtype
 from pytest_autotune.tune.library_outputs import compare_library_output
 from pytest_autotune.tune.plain_numbers import real_number
-from pytest_autotune.tune.torch_tensors import dtype_difference, is_generator, is_tensor
+from pytest_autotune.tune.torch_tensors import (
+    dtype_difference,
+    is_generator,
+    is_tensor,
+    widened_precision,
+)
 from pytest_autotune.tune.wording import counted, short_repr
 
 DEFAULT_RTOL = 1e-5
@@ -131,6 +136,9 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
         difference = dtype_difference(reference, actual)
         if difference is not None:
             return [f"{where}: {difference}"]
+        # A bfloat16 tensor reads as float32 on the host: a too fine rtol is judged by its own
+        # eps, not float32's.
+        rules = dataclasses.replace(rules, widened_from=widened_precision(reference))
     ref_array, act_array = host_array(reference), host_array(actual)
     if ref_array is not None and act_array is not None:
         if not same_values_dtype(ref_array.dtype, act_array.dtype):

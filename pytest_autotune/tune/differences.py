@@ -105,29 +105,39 @@ ROUNDING_STEPS = 64
 `rtol` than the dtype holds fails (`too_fine`); larger ones as a wrong answer."""
 
 
-def too_fine(dtype: np.dtype[Any], rtol: float, max_errors: tuple[float, float] | None) -> str:
+def too_fine(
+    dtype: np.dtype[Any],
+    rtol: float,
+    max_errors: tuple[float, float] | None,
+    widened_from: tuple[str, float] | None = None,
+) -> str:
     """A note where `rtol` is below the resolution of a float dtype (float16 and the
     default 1e-5): only bit-equal values pass, and a correct half-precision kernel that
     rounds once otherwise failed with no word why. Only where the errors (`max_errors`,
     absolute and relative) are a rounding's: "set rtol for this dtype" told a candidate
-    wrong by 200%, or one that overflowed to inf, to loosen the tolerance."""
+    wrong by 200%, or one that overflowed to inf, to loosen the tolerance. `widened_from`
+    names the dtype, and its eps, that values NumPy has no dtype for were read from."""
     if max_errors is None:
         return ""
-    if dtype.kind not in "fcV":
+    if widened_from is not None:
+        name, eps = widened_from
+    elif dtype.kind not in "fcV":
         return ""
-    try:
-        eps = float(np.finfo(dtype).eps)
-    except (TypeError, ValueError):
-        try:  # ml_dtypes' bfloat16 and float8 types have a finfo of their own
-            eps = float(importlib.import_module("ml_dtypes").finfo(dtype).eps)
-        except Exception:
-            return ""
+    else:
+        name = str(dtype)
+        try:
+            eps = float(np.finfo(dtype).eps)
+        except (TypeError, ValueError):
+            try:  # ml_dtypes' bfloat16 and float8 types have a finfo of their own
+                eps = float(importlib.import_module("ml_dtypes").finfo(dtype).eps)
+            except Exception:
+                return ""
     if not 0 < rtol < eps:
         return ""  # rtol=0 asks for no relative tolerance at all (atol alone, or exactness)
     if not max_errors[1] <= ROUNDING_STEPS * eps:
         return ""
     return (
-        f"; rtol={rtol:g} is finer than {dtype} can hold (its eps is {eps:.3g}), so only"
+        f"; rtol={rtol:g} is finer than {name} can hold (its eps is {eps:.3g}), so only"
         " bit-equal values pass: set rtol for this dtype"
     )
 

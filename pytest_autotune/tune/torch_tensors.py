@@ -116,6 +116,22 @@ def tensor_on_host(value: Any) -> npt.NDArray[Any] | None:
     return None if widened is None else widened.numpy()
 
 
+def widened_precision(value: Any) -> tuple[str, float] | None:
+    """The name and eps of a tensor's floating point dtype where `tensor_on_host` widens it
+    (bfloat16: "torch.bfloat16", 0.0078125), whose float32 copy's eps would judge `rtol`;
+    None for any other tensor."""
+    torch = sys.modules["torch"]
+    if not (value.is_floating_point() or value.is_complex()):
+        return None
+    numpy_has = (torch.float16, torch.float32, torch.float64, torch.complex64, torch.complex128)
+    if value.dtype in numpy_has:
+        return None
+    try:
+        return str(value.dtype), float(torch.finfo(value.dtype).eps)
+    except (TypeError, RuntimeError):
+        return None
+
+
 def _widened(torch: Any, tensor: Any) -> Any:
     """`tensor` in the narrowest dtype NumPy has that holds its values exactly, or None."""
     if tensor.is_complex():
@@ -202,4 +218,5 @@ __all__ = [
     "tensor_device",
     "tensor_on_host",
     "torch_stream",
+    "widened_precision",
 ]

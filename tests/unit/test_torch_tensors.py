@@ -237,3 +237,15 @@ def test_a_group_parametrized_over_torch_dtypes_keys_by_the_dtype_so_reordering_
     tuned.assert_outcomes(passed=4)
     tuned.stdout.fnmatch_lines(["*test_double?dtype0? *torch.bfloat16 *"])
     tuned.stdout.no_fnmatch_line("*no baseline*")
+
+
+def test_a_bfloat16_output_that_rounds_otherwise_says_the_default_rtol_is_finer_than_it_holds():
+    values = torch.linspace(1.0, 2.0, 100)
+    rounded_once = (values * 3).to(torch.bfloat16)
+    rounded_twice = values.to(torch.bfloat16) * 3
+
+    message = compare_outputs(rounded_once, rounded_twice)
+
+    assert message is not None
+    assert "rtol=1e-05 is finer than torch.bfloat16 can hold (its eps is 0.00781)" in message
+    assert compare_outputs(rounded_once, rounded_twice, rtol=1e-2) is None
