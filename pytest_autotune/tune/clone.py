@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from pytest_autotune.tune.torch_tensors import copy_tensor, is_generator, is_tensor
+from pytest_autotune.tune.torch_tensors import (
+    copy_module,
+    copy_tensor,
+    is_generator,
+    is_module,
+    is_tensor,
+)
 
 
 def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None) -> Any:
@@ -72,7 +78,7 @@ def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
         # Shared as other objects are (they hold no `__dict__`), a candidate's writes
         # reached the caller's at each call of a tuning: a set grew by an element a call.
         return _clone_container(value, depth, memo)
-    if depth < _MAX_OBJECT_DEPTH:
+    if depth < _MAX_OBJECT_DEPTH or is_module(value):
         return _clone_object(value, depth + 1, memo)
     return value
 
@@ -349,6 +355,11 @@ def mock_types() -> tuple[type, ...]:
 def _clone_object(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     if isinstance(value, (*_NEVER_COPIED, *mock_types())):
         return value
+    if is_module(value):
+        # A PyTorch model, copied whole however deeply its layers nest (`copy_module`).
+        copied_module = copy_module(value, memo)
+        if copied_module is not None:
+            return copied_module
     attributes = dict(getattr(value, "__dict__", None) or {})
     if dataclasses.is_dataclass(value):
         attributes.update((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))

@@ -14,6 +14,8 @@ imported it.
 from __future__ import annotations
 
 import contextlib
+import copy
+import itertools
 import sys
 from typing import Any
 
@@ -44,6 +46,35 @@ def is_dtype(value: object) -> bool:
     torch = sys.modules.get("torch")
     dtype_type = getattr(torch, "dtype", None)
     return isinstance(dtype_type, type) and isinstance(value, dtype_type)
+
+
+def is_module(value: object) -> bool:
+    """Whether `value` is a PyTorch module (`nn.Module`: a model, a layer)."""
+    torch = sys.modules.get("torch")
+    module_type = getattr(getattr(torch, "nn", None), "Module", None)
+    return isinstance(module_type, type) and isinstance(value, module_type)
+
+
+def copy_module(value: Any, memo: dict[int, tuple[Any, Any]]) -> Any:
+    """A deep copy of a module, every submodule's parameters and buffers copied however
+    deeply it nests, or None where it does not copy. Copied as other objects are, three
+    objects deep, a model's blocks (`Model.blocks[0].mlp[0].weight`) were shared: a candidate
+    taking an optimizer step trained the caller's model, and every later candidate ran on
+    it. `memo` is `clone.clone_value`'s: a tensor already copied (the same weight passed
+    beside the model) is the copy's, and the copy's parameters are found there by an
+    optimizer passed after it."""
+    deep_memo: dict[int, Any] = {key: copied for key, (_, copied) in memo.items()}
+    try:
+        copied = copy.deepcopy(value, deep_memo)
+    except Exception:
+        return None
+    pairs = itertools.chain(
+        zip(value.parameters(), copied.parameters(), strict=False),
+        zip(value.buffers(), copied.buffers(), strict=False),
+    )
+    for original, twin in pairs:
+        memo.setdefault(id(original), (original, twin))
+    return copied
 
 
 def copy_tensor(value: Any) -> Any:
@@ -210,10 +241,12 @@ def tensor_device(value: Any) -> int | None:
 
 __all__ = [
     "as_cupy",
+    "copy_module",
     "copy_tensor",
     "dtype_difference",
     "is_dtype",
     "is_generator",
+    "is_module",
     "is_tensor",
     "tensor_device",
     "tensor_on_host",

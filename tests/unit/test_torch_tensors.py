@@ -249,3 +249,71 @@ def test_a_bfloat16_output_that_rounds_otherwise_says_the_default_rtol_is_finer_
     assert message is not None
     assert "rtol=1e-05 is finer than torch.bfloat16 can hold (its eps is 0.00781)" in message
     assert compare_outputs(rounded_once, rounded_twice, rtol=1e-2) is None
+
+
+def test_a_candidate_training_a_nested_model_changes_neither_the_fixtures_model_nor_the_others(
+    pytester: pytest.Pytester,
+):
+    pytester.makepyfile(
+        """
+        import pytest
+        import torch
+        from torch import nn
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mlp = nn.Sequential(nn.Linear(8, 8), nn.GELU(), nn.Linear(8, 8))
+
+            def forward(self, x):
+                return x + self.mlp(x)
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList([Block(), Block()])
+
+            def forward(self, x):
+                for block in self.blocks:
+                    x = block(x)
+                return x
+
+        @pytest.fixture(scope="module")
+        def model():
+            torch.manual_seed(0)
+            return Model()
+
+        @pytest.fixture(scope="module")
+        def initial(model):
+            return {k: v.clone() for k, v in model.state_dict().items()}
+
+        def forward(model, x):
+            with torch.no_grad():
+                return model(x)
+
+        def train_step(model, x):
+            # A step of gradient descent on the model, then its output as `forward`'s was.
+            before = forward(model, x)
+            model(x).pow(2).sum().backward()
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.sub_(p.grad)
+            return before
+
+        @pytest.fixture
+        def x():
+            return torch.ones(2, 8)
+
+        @pytest.mark.autotune(candidates={"a": forward, "train": train_step, "b": forward})
+        def test_forward(candidate, model, x, initial):
+            return candidate(model, x)
+
+        def test_the_model_is_as_the_fixture_made_it(model, initial):
+            for name, value in model.state_dict().items():
+                assert torch.equal(value, initial[name]), name
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+    tuned = pytester.runpytest("-p", "no:randomly", "--autotune")
+    tuned.assert_outcomes(passed=4)
