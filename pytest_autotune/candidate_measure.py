@@ -37,10 +37,15 @@ def read_kind(case: GroupCase, baseline: Baseline | None) -> str | None:
 
 
 def index_measurer(
-    client: Client, tunables: TunableSet, inputs: tuple[Any, ...], read_kind: str | None = None
+    client: Client,
+    tunables: TunableSet,
+    inputs: tuple[Any, ...],
+    read_kind: str | None = None,
+    fresh: Callable[[], tuple[Any, ...]] | None = None,
 ) -> Callable[[int], Callable[[], Measurement]]:
-    """How the gate measures candidate `index` (`candidate_measurer`)."""
-    measure = candidate_measurer(client, inputs, read_kind)
+    """How the gate measures candidate `index` (`candidate_measurer`): each measurement on
+    inputs of its own (`fresh`, where given; `inputs` are the first's)."""
+    measure = candidate_measurer(client, inputs, read_kind, fresh)
 
     def measurer(index: int) -> Callable[[], Measurement]:
         # A production set's candidate is measured bare, as its baselines were: tuning
@@ -52,11 +57,20 @@ def index_measurer(
 
 
 def candidate_measurer(
-    client: Client, inputs: tuple[Any, ...], read_kind: str | None = None
+    client: Client,
+    inputs: tuple[Any, ...],
+    read_kind: str | None = None,
+    fresh: Callable[[], tuple[Any, ...]] | None = None,
 ) -> Callable[[Callable[..., Any], str], Measurement]:
     """How the gate measures a candidate `(fn, name)` on `inputs`: one warm-up, then its
     precise samples, and on a CPU the state of the CPUs during them, with a calibration
-    read of `read_kind` where this version makes that kind (else of its own)."""
+    read of `read_kind` where this version makes that kind (else of its own).
+
+    With `fresh`, every measurement after the first is taken on inputs it makes, as the
+    tuner gives each candidate a copy of its own: the baseline's winner, measured beside
+    the pick, ran on the inputs the pick had written into (a PyTorch candidate's
+    `backward()` had filled `.grad`), and failed, "the baseline's winner failed here"."""
+    given = [inputs]
     # On a CPU, a read of the same inputs is timed beside each sample, so the gate can
     # divide out what the machine's state did to both (pytest_autotune.calibration).
     on_cpu = device_kind(client.device_id) == "cpu"
@@ -86,12 +100,16 @@ def candidate_measurer(
                     return measured_in_scope(fn, name, repeats_raise=False)
 
     def measured_in_scope(fn: Callable[..., Any], name: str, repeats_raise: bool) -> Measurement:
+        # The first measurement takes `inputs`, each later one inputs of its own.
+        args = given.pop() if given or fresh is None else fresh()
+        if fresh is None:
+            given.append(args)
         try:
-            client.time(fn, inputs)  # one warm-up: every sample counts
+            client.time(fn, args)  # one warm-up: every sample counts
             sample = (
-                placed_sampler(fn, inputs)
+                placed_sampler(fn, args)
                 if placed_sampler is not None
-                else lambda: client.time(fn, inputs)
+                else lambda: client.time(fn, args)
             )
             # The CPUs' stall counter read on both sides of the samples, so their
             # difference covers the measurement exactly, and the CPU time of the

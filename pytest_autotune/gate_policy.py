@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_autotune.backends.cpu import cpu
 from pytest_autotune.baseline_winner import Weighed, slip_note, weigh_slip, winner_failed_here
 from pytest_autotune.baselines import UnreadableFile
 from pytest_autotune.candidate_measure import index_measurer, read_kind
@@ -101,10 +102,18 @@ def judge_group(
     }
     if not decision.measured:
         return Judged(judge(None, None, error=_nothing_measured(decision), **common))
-    with client_context(client):  # on the client's device
-        inputs = tunables.generate_inputs(case.key, case.inputs)
+
+    def fresh_inputs() -> tuple[Any, ...]:
+        with client_context(client):  # on the client's device
+            return tunables.generate_inputs(case.key, case.inputs)
+
     baseline, note = find_baseline()
-    measurer = index_measurer(client, tunables, inputs, read_kind(case, baseline))
+    kind = read_kind(case, baseline)
+    # Each measurement here gets inputs of its own (`index_measurer`); `inputs`, which no
+    # call here is given, are what a confirmation in a fresh process is sent (the built-in
+    # CPU client's alone: another client measures again in this process).
+    inputs = fresh_inputs() if client is cpu() else ()
+    measurer = index_measurer(client, tunables, fresh_inputs(), kind, fresh_inputs)
     index = decision.fastest_index
     measure = measurer(index)
     try:

@@ -870,8 +870,8 @@ def four_times_slower(
     next."""
     measurer = candidate_measure.candidate_measurer
 
-    def scaled(client: Any, inputs: tuple[Any, ...], read_kind: str | None = None) -> Any:
-        measure = measurer(client, inputs, read_kind)
+    def scaled(client: Any, inputs: tuple[Any, ...], *more: Any) -> Any:
+        measure = measurer(client, inputs, *more)
         calls = {slowed: 0}
 
         def measured(fn: Any, name: str) -> Measurement:
@@ -949,8 +949,8 @@ def test_a_pick_judged_beside_a_multithreaded_baseline_winner_crippled_here_is_t
     monkeypatch.setenv("HICCUP", "1000")
     measurer = candidate_measure.candidate_measurer
 
-    def contended_fast(client: Any, inputs: tuple[Any, ...], read_kind: str | None = None) -> Any:
-        measure = measurer(client, inputs, read_kind)
+    def contended_fast(client: Any, inputs: tuple[Any, ...], *more: Any) -> Any:
+        measure = measurer(client, inputs, *more)
 
         def measured(fn: Any, name: str) -> Measurement:
             got = measure(fn, name)
@@ -1057,6 +1057,52 @@ def test_a_baselines_winner_that_fails_here_fails_its_own_test_not_the_others_as
     )
     assert "candidate list" not in updated.stdout.str()
     assert "regression of" not in updated.stdout.str()
+
+
+IN_PLACE_PICK_TESTS = """
+import os
+
+import numpy as np
+import pytest
+from conftest import spin
+
+
+def in_place(x):
+    spin(100e-6 if os.environ.get("FASTER") else 300e-6)
+    x += 1
+    return x
+
+
+def pure(x):
+    spin(200e-6)
+    if x[0] != 0:
+        raise ValueError(f"its input was written: {x[0]}")
+    return x + 1
+
+
+@pytest.fixture
+def x():
+    return np.zeros(4)
+
+
+@pytest.mark.autotune(candidates={"pure": pure, "in_place": in_place})
+def test_inc(candidate, x):
+    return candidate(x)
+"""
+
+
+def test_the_baselines_winner_is_measured_on_inputs_the_pick_never_wrote_into(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The gate measured the baseline's winner on the inputs it had just measured an
+    # in-place pick on: the pick's writes reached it, and it "failed here".
+    autotune_pytester.makepyfile(test_inc=IN_PLACE_PICK_TESTS)
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("FASTER", "1")
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert "failed here" not in result.stdout.str()
+    assert "its input was written" not in result.stdout.str()
 
 
 def test_errors_are_never_reported_as_regressions(autotune_pytester: pytest.Pytester) -> None:
@@ -3531,8 +3577,8 @@ def worn_out_after(monkeypatch: pytest.MonkeyPatch, scale: float = 1.0) -> None:
     """fast's first gate measurement reads `scale` times its time; each later one raises."""
     measurer = candidate_measure.candidate_measurer
 
-    def failing(client: Any, inputs: tuple[Any, ...], read_kind: str | None = None) -> Any:
-        measure = measurer(client, inputs, read_kind)
+    def failing(client: Any, inputs: tuple[Any, ...], *more: Any) -> Any:
+        measure = measurer(client, inputs, *more)
         calls = {"fast": 0}
 
         def measured(fn: Any, name: str) -> Measurement:
