@@ -222,7 +222,7 @@ def test_a_group_parametrized_over_torch_dtypes_keys_by_the_dtype_so_reordering_
         def added(x):
             return x + x
 
-        @pytest.mark.autotune(candidates=[plain, added])
+        @pytest.mark.autotune(candidates=[plain, added], device="cpu")
         def test_double(candidate, dtype):
             return candidate(torch.ones(1000, dtype=dtype))
         """
@@ -233,8 +233,9 @@ def test_a_group_parametrized_over_torch_dtypes_keys_by_the_dtype_so_reordering_
 
     # The other order: each group still finds its own dtype's baseline, not dtype0's.
     pytester.makepyfile(test_double=source.replace("DTYPES", "torch.bfloat16, torch.float32"))
+    # Judged or not (a 6 us kernel's verdict is the machine's noise to give), each row
+    # names its dtype and finds a baseline of it.
     tuned = pytester.runpytest("-p", "no:randomly", "--autotune")
-    tuned.assert_outcomes(passed=4)
     tuned.stdout.fnmatch_lines(["*test_double?dtype0? *torch.bfloat16 *"])
     tuned.stdout.no_fnmatch_line("*no baseline*")
 
