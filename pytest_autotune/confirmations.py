@@ -71,7 +71,7 @@ class Confirmations:
 
 def confirming(
     client: Client,
-    inputs: tuple[Any, ...],
+    fresh_inputs: Callable[[], tuple[Any, ...]],
     judged: Candidate,
     rival: Candidate | None,
     confirmations: Confirmations,
@@ -91,7 +91,7 @@ def confirming(
     confirmations measured the copy alone, whose 63 us never moves: an unchanged group
     failed at +79%, confirmed twice."""
     on_cpu = device_kind(client.device_id) == "cpu"
-    again = functools.partial(measure_again, client, inputs, confirmations, read_kind)
+    again = functools.partial(measure_again, client, fresh_inputs, confirmations, read_kind)
 
     def remeasure() -> Measurement:
         if on_cpu:
@@ -117,7 +117,7 @@ def confirming(
 
 def measure_again(
     client: Client,
-    inputs: tuple[Any, ...],
+    fresh_inputs: Callable[[], tuple[Any, ...]],
     confirmations: Confirmations,
     read_kind: str | None,
     candidate: Candidate,
@@ -128,7 +128,7 @@ def measure_again(
     if client is not cpu():
         return measure()
     fresh = measure_fresh(
-        fn, inputs, name, functools.partial(measure_candidate, read_kind=read_kind)
+        fn, fresh_inputs(), name, functools.partial(measure_candidate, read_kind=read_kind)
     )
     if isinstance(fresh, NotFresh):
         confirmations.not_fresh.setdefault(name, fresh.why)
@@ -138,7 +138,7 @@ def measure_again(
 
 def again_after_gap(
     client: Client,
-    inputs: tuple[Any, ...],
+    fresh_inputs: Callable[[], tuple[Any, ...]],
     confirmations: Confirmations,
     case: GroupCase,
     baseline: Baseline | None,
@@ -151,6 +151,6 @@ def again_after_gap(
     if device_kind(client.device_id) == "cpu":
         time.sleep(CONFIRM_GAP_S)
     try:
-        return measure_again(client, inputs, confirmations, read_kind(case, baseline), rival)
+        return measure_again(client, fresh_inputs, confirmations, read_kind(case, baseline), rival)
     except AutotuneError:
         return None

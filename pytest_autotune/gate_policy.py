@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_autotune.backends.cpu import cpu
 from pytest_autotune.baseline_winner import Weighed, slip_note, weigh_slip, winner_failed_here
 from pytest_autotune.baselines import UnreadableFile
 from pytest_autotune.candidate_measure import index_measurer, read_kind
@@ -109,10 +108,9 @@ def judge_group(
 
     baseline, note = find_baseline()
     kind = read_kind(case, baseline)
-    # Each measurement here gets inputs of its own (`index_measurer`); `inputs`, which no
-    # call here is given, are what a confirmation in a fresh process is sent (the built-in
-    # CPU client's alone: another client measures again in this process).
-    inputs = fresh_inputs() if client is cpu() else ()
+    # Each measurement here gets inputs of its own (`index_measurer`), as does each
+    # confirmation in a fresh process (made when one is taken: a copy kept for it here
+    # held the inputs' memory once more through every group's gate).
     measurer = index_measurer(client, tunables, fresh_inputs(), kind, fresh_inputs)
     index = decision.fastest_index
     measure = measurer(index)
@@ -142,7 +140,7 @@ def judge_group(
         max_regression=case.settings.engine.max_regression,
         **confirming(
             client,
-            inputs,
+            fresh_inputs,
             (tunables.fns[index], tunables.names[index], measure),
             rival,
             confirmations,
@@ -167,7 +165,7 @@ def judge_group(
         verdict,
         confirmations,
         baseline,
-        lambda: again_after_gap(client, inputs, confirmations, case, baseline, rival),
+        lambda: again_after_gap(client, fresh_inputs, confirmations, case, baseline, rival),
     )
     if slipped is not None:
         notes.append(slipped)
