@@ -48,6 +48,16 @@ def test_a_jit_compile_on_the_first_call_does_not_count_toward_the_limit() -> No
         assert limit.call("njit_kernel", kernel, 2) == 3
 
 
+def test_the_limit_counts_from_the_compiles_end() -> None:
+    # Counted from the alarm that found the call compiling, a 0.08 s call after a 0.22 s
+    # compile was stopped at a limit of 0.1 s four times in six. Here the alarms come at
+    # 0.2 and 0.4 s, in the compile, and at 0.6 s, in the 0.13 s run that follows it.
+    limit = TimeLimit(0.2)
+    kernel = _jit_compiled(0.5, lambda: time.sleep(0.13) or "ran")
+    with limit.armed():
+        assert limit.call("njit_kernel", kernel) == "ran"
+
+
 def test_a_call_that_hangs_after_its_compile_is_still_stopped() -> None:
     limit = TimeLimit(0.1)
     kernel = _jit_compiled(0.25, time.sleep)
