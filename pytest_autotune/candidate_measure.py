@@ -78,7 +78,6 @@ def candidate_measurer(
         # Where the process's history would otherwise put malloc's thresholds: the
         # baseline's process, this one and a fresh one then time the same kernel.
         settle_allocator()
-    calibrate = timed_calibration(inputs, client.time, read_kind) if on_cpu else None
     # A client samples the winner over several placements of its inputs (and on a GPU its
     # graph pool), so that the time does not depend on where this process's history put
     # them (pytest_autotune.backends.cuda, "Several placements for the gate";
@@ -104,6 +103,9 @@ def candidate_measurer(
         args = given.pop() if given or fresh is None else fresh()
         if fresh is None:
             given.append(args)
+        # The calibration reads the arrays this measurement's calls read, as the baseline's
+        # did: a read of another copy left the measured one out of the caches it warmed.
+        calibrate = timed_calibration(args, client.time, read_kind) if on_cpu else None
         try:
             client.time(fn, args)  # one warm-up: every sample counts
             sample = (
