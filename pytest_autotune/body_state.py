@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from pytest_autotune.tune.torch_tensors import real_torch
+
 
 @dataclass(frozen=True)
 class GlobalDraws:
@@ -30,8 +32,7 @@ class GlobalDraws:
 
     @classmethod
     def now(cls) -> GlobalDraws:
-        torch = sys.modules.get("torch")
-        get_rng_state = getattr(getattr(torch, "random", None), "get_rng_state", None)
+        get_rng_state = getattr(getattr(real_torch(), "random", None), "get_rng_state", None)
         torch_state = None if get_rng_state is None else get_rng_state()
         return cls(random.getstate(), np.random.get_state(legacy=False), torch_state)
 

@@ -66,7 +66,8 @@ def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
         return _clone_dict(value, depth, memo)
     # A class (`np.float32` given as a dtype) has these attributes too, unbound. A PyTorch
     # tensor has no `copy`: it was shared, and written by in-place candidates.
-    is_array = is_tensor(value) or (
+    tensor = is_tensor(value) and not isinstance(value, mock_types())  # a spec'd mock too
+    is_array = tensor or (
         hasattr(value, "__array__") and hasattr(value, "copy") and hasattr(value, "shape")
     )
     if is_array and not isinstance(value, type):

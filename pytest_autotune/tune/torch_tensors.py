@@ -26,6 +26,14 @@ WIDEST_SPAN = 8
 `clone._WIDEST_SPAN` for NumPy views); a view spread wider is copied contiguous."""
 
 
+def real_torch() -> Any:
+    """The torch module where the program imported PyTorch itself, else None: a test suite
+    that puts a `MagicMock` in `sys.modules["torch"]` has no tensors, and its mock's
+    answers (a mock for `torch.cuda.device_count()`) are no device's."""
+    torch = sys.modules.get("torch")
+    return torch if isinstance(getattr(torch, "Tensor", None), type) else None
+
+
 def is_tensor(value: object) -> bool:
     """Whether `value` is a PyTorch tensor (an `nn.Parameter` and other subclasses too)."""
     torch = sys.modules.get("torch")
@@ -204,8 +212,7 @@ def torch_stream(cp: Any, device: int) -> contextlib.AbstractContextManager[Any]
     call read a fraction of its time (an H100: 131 us for 2,574 us of work) and won.
     Torch's own default is the legacy stream, CuPy's too: nothing to do there. Where CUDA
     is not initialized in torch, no tensor of it is on a GPU."""
-    torch = sys.modules.get("torch")
-    cuda = getattr(torch, "cuda", None)
+    cuda = getattr(real_torch(), "cuda", None)
     if cuda is None or not cuda.is_initialized() or device >= cuda.device_count():
         # A device torch does not see (CUDA_VISIBLE_DEVICES set for it alone): none of its
         # tensors can be there.
@@ -248,6 +255,7 @@ __all__ = [
     "is_generator",
     "is_module",
     "is_tensor",
+    "real_torch",
     "tensor_device",
     "tensor_on_host",
     "torch_stream",
