@@ -1,10 +1,10 @@
-"""Outputs of pandas (`Series`, `DataFrame`, `Index`), of scipy.sparse, of xarray and awkward,
-and the arrays of other array libraries (JAX, Dask, pydata sparse, array-api-strict),
-compared through the NumPy arrays they hold or convert to. Their `==` gives no bool (an
-element-wise frame or array), so they read as uncomparable: every candidate returning one
-failed its check, the reference against its own output included ("candidate 'csr' differs
-from the reference candidate 'csr'"). No library is imported here: an output of one exists
-only where the program imported it."""
+"""Outputs of pandas (`Series`, `DataFrame`, `Index`), of scipy.sparse, of xarray, awkward and
+polars, and the arrays of other array libraries (JAX, Dask, pydata sparse,
+array-api-strict), compared through the NumPy arrays they hold or convert to. Their `==`
+gives no bool (an element-wise frame or array), so they read as uncomparable: every
+candidate returning one failed its check, the reference against its own output included
+("candidate 'csr' differs from the reference candidate 'csr'"). No library is imported
+here: an output of one exists only where the program imported it."""
 
 from __future__ import annotations
 
@@ -28,8 +28,9 @@ either, whose dense form could take more memory than the machine has."""
 def compare_library_output(
     reference: object, actual: object, where: str, rules: Rules
 ) -> list[str] | None:
-    """Every difference between two outputs where `reference` is a pandas or scipy.sparse
-    value; None for any other value."""
+    """Every difference between two outputs where `reference` is a value of pandas,
+    scipy.sparse, xarray, awkward or polars, or an array of another array library; None for
+    any other value."""
     pandas = sys.modules.get("pandas")
     sparse = sys.modules.get("scipy.sparse")
     xarray, awkward = sys.modules.get("xarray"), sys.modules.get("awkward")
@@ -45,6 +46,8 @@ def compare_library_output(
         same_kind, compare = type(actual) is type(reference), _compare_xarray
     elif awkward is not None and isinstance(reference, awkward.Array):
         same_kind, compare = isinstance(actual, awkward.Array), _compare_awkward
+    elif _is_polars(reference):
+        same_kind, compare = type(actual) is type(reference), _compare_polars
     else:
         return _compare_library_arrays(reference, actual, where, rules)
     if not same_kind:
@@ -140,6 +143,54 @@ def _compare_awkward(reference: Any, actual: Any, where: str, rules: Rules) -> l
     if str(reference.type) != str(actual.type):
         return [f"{where}: type differs: expected {reference.type}, got {actual.type}"]
     return rules.compare(reference.to_list(), actual.to_list(), where)
+
+
+def _is_polars(value: object) -> bool:
+    """Whether `value` is a polars `DataFrame` or `Series`."""
+    polars = sys.modules.get("polars")
+    kinds = tuple(
+        kind
+        for kind in (getattr(polars, "DataFrame", None), getattr(polars, "Series", None))
+        if isinstance(kind, type)
+    )
+    return bool(kinds) and isinstance(value, kinds)
+
+
+def _compare_polars(reference: Any, actual: Any, where: str, rules: Rules) -> list[str]:
+    """A polars DataFrame by its column names, in order, then each column; a Series by its
+    name, dtype, the places of its nulls and its other values (floats within the
+    tolerances). Compared by `==`, a frame (which gives a frame of booleans) failed every
+    candidate, the reference against its own output included."""
+    if not hasattr(reference, "columns"):
+        return _compare_polars_series(reference, actual, where, rules)
+    problems = rules.compare(list(reference.columns), list(actual.columns), f"{where}.columns")
+    if problems:
+        return problems
+    return [
+        problem
+        for name in reference.columns
+        for problem in _compare_polars_series(
+            reference[name], actual[name], f"{where}[{name!r}]", rules
+        )
+    ]
+
+
+def _compare_polars_series(reference: Any, actual: Any, where: str, rules: Rules) -> list[str]:
+    problems = rules.compare(reference.name, actual.name, f"{where}.name")
+    if reference.dtype != actual.dtype:
+        problems.append(f"{where}: dtype differs: expected {reference.dtype}, got {actual.dtype}")
+    if problems:
+        return problems
+    # A null is no NaN in polars: its places compare first, then the values beside them.
+    nulls = rules.compare(
+        reference.is_null().to_numpy(), actual.is_null().to_numpy(), f"{where} (where null)"
+    )
+    if nulls:
+        return nulls
+    if not reference.null_count():
+        return rules.compare(reference.to_numpy(), actual.to_numpy(), where)
+    where = f"{where} (its values beside the nulls, in order)"
+    return rules.compare(reference.drop_nulls().to_numpy(), actual.drop_nulls().to_numpy(), where)
 
 
 def _compare_library_arrays(
