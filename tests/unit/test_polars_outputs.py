@@ -37,3 +37,10 @@ def test_a_series_compares_its_name_its_nulls_and_its_values() -> None:
     nulls = compare_outputs(series, pl.Series("v", [1.0, 2.0, None]))
     assert nulls is not None and nulls.startswith("output (where null)")
     assert compare_outputs(series, pl.Series("v", [1.0, None, 3.5])) is not None
+
+
+def test_a_lazy_frame_is_said_to_be_a_query_whose_result_compares() -> None:
+    frame = pl.DataFrame({"x": [1.0, 2.0]})
+    message = compare_outputs(frame.lazy(), frame.lazy())
+    assert message is not None and "return its .collect()" in message
+    assert "autotune_compare" not in message
