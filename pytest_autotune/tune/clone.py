@@ -21,9 +21,11 @@ import numpy as np
 
 from pytest_autotune.tune.torch_tensors import (
     copy_module,
+    copy_optimizer,
     copy_tensor,
     is_generator,
     is_module,
+    is_optimizer,
     is_tensor,
 )
 
@@ -79,7 +81,7 @@ def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
         # Shared as other objects are (they hold no `__dict__`), a candidate's writes
         # reached the caller's at each call of a tuning: a set grew by an element a call.
         return _clone_container(value, depth, memo)
-    if depth < _MAX_OBJECT_DEPTH or is_module(value):
+    if depth < _MAX_OBJECT_DEPTH or is_module(value) or is_optimizer(value):
         return _clone_object(value, depth + 1, memo)
     return value
 
@@ -356,11 +358,12 @@ def mock_types() -> tuple[type, ...]:
 def _clone_object(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     if isinstance(value, (*_NEVER_COPIED, *mock_types())):
         return value
-    if is_module(value):
-        # A PyTorch model, copied whole however deeply its layers nest (`copy_module`).
-        copied_module = copy_module(value, memo)
-        if copied_module is not None:
-            return copied_module
+    if is_module(value) or is_optimizer(value):
+        # A PyTorch model, copied whole however deeply its layers nest (`copy_module`); an
+        # optimizer with its state keyed by the copied parameters (`copy_optimizer`).
+        copied_whole = (copy_module if is_module(value) else copy_optimizer)(value, memo)
+        if copied_whole is not None:
+            return copied_whole
     attributes = dict(getattr(value, "__dict__", None) or {})
     if dataclasses.is_dataclass(value):
         attributes.update((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))

@@ -63,6 +63,31 @@ def is_module(value: object) -> bool:
     return isinstance(module_type, type) and isinstance(value, module_type)
 
 
+def is_optimizer(value: object) -> bool:
+    """Whether `value` is a PyTorch optimizer (`torch.optim.Optimizer`: SGD, Adam, ...)."""
+    torch = real_torch()
+    optimizer_type = getattr(getattr(torch, "optim", None), "Optimizer", None)
+    return isinstance(optimizer_type, type) and isinstance(value, optimizer_type)
+
+
+def copy_optimizer(value: Any, memo: dict[int, tuple[Any, Any]]) -> Any:
+    """A deep copy of an optimizer whose parameters, and the keys of its state (Adam's
+    moments, SGD's momentum buffers, one entry per parameter), are the copies `memo` holds
+    (`clone.clone_value`'s: the model passed before it), or None where it does not copy.
+    Copied as other objects are, its state stayed keyed by the caller's parameters: a
+    candidate's step found no state for the copies and began its moments afresh."""
+    deep_memo: dict[int, Any] = {key: copied for key, (_, copied) in memo.items()}
+    try:
+        copied = copy.deepcopy(value, deep_memo)
+    except Exception:
+        return None
+    # Passed before its model, the model's copy is then made of the same copied parameters.
+    for group, twin_group in zip(value.param_groups, copied.param_groups, strict=False):
+        for original, twin in zip(group["params"], twin_group["params"], strict=False):
+            memo.setdefault(id(original), (original, twin))
+    return copied
+
+
 def copy_module(value: Any, memo: dict[int, tuple[Any, Any]]) -> Any:
     """A deep copy of a module, every submodule's parameters and buffers copied however
     deeply it nests, or None where it does not copy. Copied as other objects are, three
@@ -249,11 +274,13 @@ def tensor_device(value: Any) -> int | None:
 __all__ = [
     "as_cupy",
     "copy_module",
+    "copy_optimizer",
     "copy_tensor",
     "dtype_difference",
     "is_dtype",
     "is_generator",
     "is_module",
+    "is_optimizer",
     "is_tensor",
     "real_torch",
     "tensor_device",

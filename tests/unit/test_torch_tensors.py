@@ -318,3 +318,25 @@ def test_a_candidate_training_a_nested_model_changes_neither_the_fixtures_model_
     result.assert_outcomes(passed=4)
     tuned = pytester.runpytest("-p", "no:randomly", "--autotune")
     tuned.assert_outcomes(passed=4)
+
+
+def test_an_optimizer_copied_after_its_model_keeps_its_state_for_the_copied_parameters():
+    # Copied as other objects are, Adam's moments stayed keyed by the caller's parameters:
+    # a candidate's step on the copies found no state and began its moments afresh.
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    model(torch.ones(1, 3)).sum().backward()
+    optimizer.step()  # the fixture's optimizer has taken a step: it has state
+
+    copied_model, copied_optimizer = clone_value((model, optimizer))
+    copied_optimizer_first, copied_model_after = clone_value((optimizer, model))
+
+    first = copied_optimizer_first.param_groups[0]["params"]
+    assert first == list(copied_model_after.parameters())  # either order: one set of copies
+    copied_params = list(copied_model.parameters())
+    assert copied_optimizer.param_groups[0]["params"] == copied_params
+    assert set(map(id, copied_optimizer.state)) == set(map(id, copied_params))
+    for original, twin in zip(model.parameters(), copied_params, strict=True):
+        moments, copied_moments = optimizer.state[original], copied_optimizer.state[twin]
+        assert torch.equal(moments["exp_avg"], copied_moments["exp_avg"])
+        assert moments["exp_avg"].data_ptr() != copied_moments["exp_avg"].data_ptr()
