@@ -100,9 +100,7 @@ def candidate_measurer(
 
     def measured_in_scope(fn: Callable[..., Any], name: str, repeats_raise: bool) -> Measurement:
         # The first measurement takes `inputs`, each later one inputs of its own.
-        args = given.pop() if given or fresh is None else fresh()
-        if fresh is None:
-            given.append(args)
+        args = inputs if fresh is None else given.pop() if given else fresh()
         # The calibration reads the arrays this measurement's calls read, as the baseline's
         # did: a read of another copy left the measured one out of the caches it warmed.
         calibrate = timed_calibration(args, client.time, read_kind) if on_cpu else None
