@@ -9,10 +9,10 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
-import sys
 from typing import Any
 
 from pytest_autotune.backends.device_id import device_id
+from pytest_autotune.tune.loaded import loaded_type
 
 EXTRAS_HINT = (
     "install CuPy through the extra matching your CUDA toolkit: "
@@ -127,7 +127,7 @@ def is_out_of_memory(cp: Any, error: BaseException) -> bool:
     if isinstance(error, cp.cuda.runtime.CUDARuntimeError) and error.status == 2:
         return True
     for module, name, attribute, value in LIBRARY_OUT_OF_MEMORY:
-        kind = getattr(sys.modules.get(module), name, None)
-        if isinstance(kind, type) and isinstance(error, kind):
+        kind = loaded_type(module, name)
+        if kind is not None and isinstance(error, kind):
             return getattr(error, attribute, None) == value
     return False

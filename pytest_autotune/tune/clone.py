@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_autotune.tune.loaded import loaded_type
 from pytest_autotune.tune.torch_tensors import (
     copy_module,
     copy_optimizer,
@@ -77,7 +78,7 @@ def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
         if type(copied) is np.ndarray and copied.dtype == object:
             _clone_elements(copied, depth, memo)
         return copied
-    if isinstance(value, _WRITABLE_CONTAINERS) or is_generator(value):
+    if isinstance(value, _WRITABLE_CONTAINERS) or is_random_state(value):
         # Shared as other objects are (they hold no `__dict__`), a candidate's writes
         # reached the caller's at each call of a tuning: a set grew by an element a call.
         return _clone_container(value, depth, memo)
@@ -143,17 +144,23 @@ _MAY_HOLD_VALUES: dict[type, bool] = {}
 RANDOM_STATES = (random.Random, np.random.Generator, np.random.RandomState, np.random.BitGenerator)
 """Random generators, whose state each draw moves: copied whole."""
 
+
+def is_random_state(value: object) -> bool:
+    """Whether `value` is a random generator (`RANDOM_STATES`, or a `torch.Generator`, a C
+    type of no attributes that is otherwise shared as one)."""
+    return isinstance(value, RANDOM_STATES) or is_generator(value)
+
+
 _WRITABLE_CONTAINERS = (set, bytearray, array.array, collections.deque, *RANDOM_STATES)
 """The standard library's other containers a candidate may write into, and the random
 generators a body draws its inputs from."""
 
 
 def _clone_container(value: Any, depth: int, memo: dict[int, Any]) -> Any:
-    if isinstance(value, RANDOM_STATES) or is_generator(value):
+    if is_random_state(value):
         # A seeded generator given to the body (an `rng` fixture): shared, the reference's
         # draws moved the state the candidate's call then drew from, and every correct
         # candidate differed from the reference. Copied, each call draws what the first did.
-        # A `torch.Generator` (a C type of no attributes, shared as one) copies its state so.
         return copy.deepcopy(value)
     if isinstance(value, collections.deque):
         items = [clone_value(v, depth, memo) for v in value]
@@ -351,8 +358,8 @@ def mock_types() -> tuple[type, ...]:
     record of the calls made, often the one a fixture patched into the code under test
     (`mocker.patch(...)`), and a copy recorded the body's calls where the body's
     `assert_called_once()` never looked."""
-    found = (getattr(sys.modules.get(name), "NonCallableMock", None) for name in _MOCK_MODULES)
-    return tuple(base for base in found if isinstance(base, type))
+    found = (loaded_type(name, "NonCallableMock") for name in _MOCK_MODULES)
+    return tuple(base for base in found if base is not None)
 
 
 def _clone_object(value: Any, depth: int, memo: dict[int, Any]) -> Any:
@@ -404,4 +411,4 @@ def _slot_values(value: Any) -> dict[str, Any]:
     return values
 
 
-__all__ = ["clone_value", "mock_types"]
+__all__ = ["clone_value", "is_random_state", "mock_types"]

@@ -20,7 +20,7 @@ from pytest_autotune.tune.array_comparison import (
     compare_masked,
     holds_numbers,
 )
-from pytest_autotune.tune.clone import RANDOM_STATES
+from pytest_autotune.tune.clone import is_random_state
 from pytest_autotune.tune.containers import (
     compare_attributes,
     compare_mappings,
@@ -219,7 +219,7 @@ def _compare_objects(reference: object, actual: object, where: str, rules: Rules
     rest by their `==`."""
     if type(reference) is not type(actual):
         return [mismatch(where, reference, actual)]
-    if isinstance(reference, RANDOM_STATES) or is_generator(reference):
+    if is_random_state(reference):
         return _compare_random_states(reference, actual, where, rules)
     if dataclasses.is_dataclass(reference):
         # Its generated `==` compares array fields with `==`, whose truth NumPy refuses; field
@@ -282,7 +282,7 @@ def _compare_random_states(reference: Any, actual: Any, where: str, rules: Rules
 
 
 def _random_state(generator: Any) -> object:
-    """The state of a random generator of `RANDOM_STATES` or torch's, which its draws move."""
+    """The state of a random generator (`clone.is_random_state`), which its draws move."""
     if is_generator(generator):
         return generator.get_state()
     if isinstance(generator, np.random.Generator):

@@ -13,14 +13,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from pytest_autotune.tune.loaded import instance_of
 from pytest_autotune.tune.torch_tensors import as_cupy, is_tensor
 
 
 def is_cupy_array(value: object) -> bool:
     """Whether `value` is a CuPy array, without importing CuPy (it is optional, and only a
     CuPy value can come from it)."""
-    ndarray = getattr(sys.modules.get("cupy"), "ndarray", None)
-    return isinstance(ndarray, type) and isinstance(value, ndarray)
+    return instance_of(value, "cupy", "ndarray")
 
 
 def agree_on_device(

@@ -18,6 +18,7 @@ import numpy as np
 from pytest_autotune.tune.array_comparison import Rules
 from pytest_autotune.tune.differences import PYTHON_NUMBERS, mismatch
 from pytest_autotune.tune.host_arrays import same_values_dtype
+from pytest_autotune.tune.loaded import instance_of
 
 DENSE_ELEMENTS = 1 << 22
 """Elements of a sparse matrix compared in its dense form (32 MiB a side in float64), whose
@@ -154,19 +155,12 @@ def _compare_awkward(reference: Any, actual: Any, where: str, rules: Rules) -> l
 
 def _is_polars(value: object) -> bool:
     """Whether `value` is a polars `DataFrame` or `Series`."""
-    polars = sys.modules.get("polars")
-    kinds = tuple(
-        kind
-        for kind in (getattr(polars, "DataFrame", None), getattr(polars, "Series", None))
-        if isinstance(kind, type)
-    )
-    return bool(kinds) and isinstance(value, kinds)
+    return instance_of(value, "polars", "DataFrame") or instance_of(value, "polars", "Series")
 
 
 def _is_lazy_frame(value: object) -> bool:
     """Whether `value` is a polars `LazyFrame` (a query not yet run)."""
-    kind = getattr(sys.modules.get("polars"), "LazyFrame", None)
-    return isinstance(kind, type) and isinstance(value, kind)
+    return instance_of(value, "polars", "LazyFrame")
 
 
 def _compare_polars(reference: Any, actual: Any, where: str, rules: Rules) -> list[str]:

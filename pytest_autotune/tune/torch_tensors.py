@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy.typing as npt
 
+from pytest_autotune.tune.loaded import instance_of, loaded_type
+
 WIDEST_SPAN = 8
 """How many times its elements a strided view may span and keep its strides in a copy (as
 `clone._WIDEST_SPAN` for NumPy views); a view spread wider is copied contiguous."""
@@ -30,44 +32,33 @@ def real_torch() -> Any:
     """The torch module where the program imported PyTorch itself, else None: a test suite
     that puts a `MagicMock` in `sys.modules["torch"]` has no tensors, and its mock's
     answers (a mock for `torch.cuda.device_count()`) are no device's."""
-    torch = sys.modules.get("torch")
-    return torch if isinstance(getattr(torch, "Tensor", None), type) else None
+    return sys.modules["torch"] if loaded_type("torch", "Tensor") is not None else None
 
 
 def is_tensor(value: object) -> bool:
     """Whether `value` is a PyTorch tensor (an `nn.Parameter` and other subclasses too)."""
-    torch = sys.modules.get("torch")
-    tensor_type = getattr(torch, "Tensor", None)
-    return isinstance(tensor_type, type) and isinstance(value, tensor_type)
+    return instance_of(value, "torch", "Tensor")
 
 
 def is_generator(value: object) -> bool:
     """Whether `value` is a PyTorch random generator (`torch.Generator`)."""
-    torch = sys.modules.get("torch")
-    generator_type = getattr(torch, "Generator", None)
-    return isinstance(generator_type, type) and isinstance(value, generator_type)
+    return instance_of(value, "torch", "Generator")
 
 
 def is_dtype(value: object) -> bool:
     """Whether `value` is a PyTorch dtype (`torch.float32`), whose text (`torch.float32`) is
     the same in every process."""
-    torch = sys.modules.get("torch")
-    dtype_type = getattr(torch, "dtype", None)
-    return isinstance(dtype_type, type) and isinstance(value, dtype_type)
+    return instance_of(value, "torch", "dtype")
 
 
 def is_module(value: object) -> bool:
     """Whether `value` is a PyTorch module (`nn.Module`: a model, a layer)."""
-    torch = sys.modules.get("torch")
-    module_type = getattr(getattr(torch, "nn", None), "Module", None)
-    return isinstance(module_type, type) and isinstance(value, module_type)
+    return instance_of(value, "torch", "nn.Module")
 
 
 def is_optimizer(value: object) -> bool:
     """Whether `value` is a PyTorch optimizer (`torch.optim.Optimizer`: SGD, Adam, ...)."""
-    torch = real_torch()
-    optimizer_type = getattr(getattr(torch, "optim", None), "Optimizer", None)
-    return isinstance(optimizer_type, type) and isinstance(value, optimizer_type)
+    return instance_of(value, "torch", "optim.Optimizer")
 
 
 def copy_optimizer(value: Any, memo: dict[int, tuple[Any, Any]]) -> Any:
