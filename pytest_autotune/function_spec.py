@@ -139,7 +139,8 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     nodeid = function_nodeid(metafunc.definition)
     if "candidate" not in metafunc.fixturenames:
         pytest.fail(
-            f"{nodeid}: an autotune test takes a `candidate` argument{_marked_by(metafunc)}",
+            f"{nodeid}: an autotune test takes a `candidate` argument"
+            f"{_marked_by(metafunc) or _named_otherwise(metafunc)}",
             pytrace=False,
         )
     candidates = options.pop("candidates", None)
@@ -309,7 +310,7 @@ def _params_refused(candidates: object) -> str | None:
     [ParameterSet(...)]", which did not say where a candidate's marks go."""
     values = candidates.values() if isinstance(candidates, Mapping) else candidates
     params = isinstance(values, (list, tuple, type({}.values()))) and any(
-        isinstance(v, type(pytest.param(None))) for v in values
+        isinstance(v, PARAM) for v in values
     )
     return (
         "autotune(candidates=...) takes functions, not pytest.param(...): to mark a"
@@ -318,6 +319,32 @@ def _params_refused(candidates: object) -> str | None:
         if params
         else None
     )
+
+
+PARAM = type(pytest.param(None))
+"""The class of `pytest.param(...)`, which pytest does not export."""
+
+
+def _named_otherwise(metafunc: pytest.Metafunc) -> str:
+    """A hint where the test parametrizes its callables under another name
+    (`parametrize("impl", [np.sort, ...])`): the plugin reads them from `candidate` only."""
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames")
+        values: Any = mark.args[1] if len(mark.args) > 1 else mark.kwargs.get("argvalues", ())
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",") if n.strip()]
+        if not isinstance(names, (list, tuple)) or len(names) != 1:
+            continue
+        try:
+            values = [v.values[0] if isinstance(v, PARAM) else v for v in values]
+        except (TypeError, IndexError):
+            continue
+        if values and all(callable(v) for v in values):
+            return (
+                f"; its parametrized {names[0]!r} looks like the candidates: name that"
+                " argument `candidate` (parametrize('candidate', [...]))"
+            )
+    return ""
 
 
 def _marked_by(metafunc: pytest.Metafunc) -> str:

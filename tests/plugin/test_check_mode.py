@@ -1480,3 +1480,40 @@ def test_a_generator_given_to_the_autotune_fixture_fails_by_name_in_either_mode(
     )
     assert "differs" not in result.stdout.str()
     assert "tuner.py" not in result.stdout.str()
+
+
+def test_candidates_parametrized_under_another_name_are_pointed_at(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `parametrize("impl", [np.sort, ...])` on a marked test failed the collection saying
+    # only that the test takes a `candidate` argument, beside the callables it had given.
+    autotune_pytester.makepyfile(
+        test_sort="""
+        import numpy as np
+        import pytest
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize("impl", [np.sort, pytest.param(lambda a: np.sort(a), id="l")])
+        def test_sort(impl):
+            return impl(np.arange(5.0))
+        """,
+        test_sizes="""
+        import numpy as np
+        import pytest
+
+        @pytest.mark.autotune(candidates={"sum": np.sum, "reduce": np.add.reduce})
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_sum(n):
+            return np.ones(n).sum()
+        """,
+    )
+    result = run(autotune_pytester)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines_random(
+        [
+            "test_sort.py::test_sort: an autotune test takes a `candidate` argument; its"
+            " parametrized 'impl' looks like the candidates: name that argument `candidate`*",
+            # Sizes are not candidates: no hint where the values are not callables.
+            "test_sizes.py::test_sum: an autotune test takes a `candidate` argument",
+        ]
+    )
