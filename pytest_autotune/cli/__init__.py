@@ -7,7 +7,7 @@ without running a test.
 - `compare A B` judges run B against run A (two record files, or two cache folders) with
   the gate's own rule: exit code 1 when a group would fail the gate.
 - `show CACHE.json` prints a cache file as a table: what a reviewer wants to see of a
-  committed baseline without reading its JSON.
+  committed baseline without reading its JSON; `show .autotune` prints every one.
 - `diff OLD NEW` says what a refreshed cache changes (winners, medians, candidate lists):
   the summary the pull request that commits it needs.
 - `changed BEFORE AFTER` says whether a refreshed cache folder deserves a pull request (exit

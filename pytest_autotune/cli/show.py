@@ -1,19 +1,22 @@
-"""`pytest-autotune show CACHE.json`: a cache file as a table."""
+"""`pytest-autotune show CACHE...`: cache files as tables, a folder's every one."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import statistics
+from pathlib import Path
 from typing import Any, TextIO
 
-from pytest_autotune.cli.caches import duration, load_cache, table, winner_median
+from pytest_autotune.cli.caches import Cache, duration, load_cache, table, winner_median
+from pytest_autotune.cli.errors import CliError
 from pytest_autotune.gate.samples import BaselineSession
 from pytest_autotune.report.failures import error_text
 from pytest_autotune.report.figures import level_roofs
 from pytest_autotune.report.svg import format_si
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult
 from pytest_autotune.tune.cache import PersistentCacheValue
+from pytest_autotune.tune.cache_names import cache_files
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.peaks import Peaks, device_peaks
 
@@ -22,16 +25,39 @@ def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     """Add the `show` command to the command line's subcommands."""
     show = commands.add_parser(
         "show",
-        help="print a cache file as a table",
+        help="print cache files as tables",
         description="Print a cache file (<cache_dir>/<device_id>/<tuner>.json): its device,"
-        " and for each key the winner and every candidate's median or error.",
+        " and for each key the winner and every candidate's median or error. A folder"
+        " (.autotune, or one device's) shows every cache file under it.",
     )
-    show.add_argument("cache", metavar="CACHE", help="a cache file (.json)")
+    show.add_argument(
+        "cache", metavar="CACHE", nargs="+", help="a cache file (.json) or a folder of them"
+    )
     show.set_defaults(command=run)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    cache = load_cache(args.cache)
+    paths = [file for given in args.cache for file in _files(given)]
+    # Every file is read before any is printed: one that cannot be used stops the command
+    # with its one-line error, not after pages of the others.
+    caches = [load_cache(path) for path in paths]
+    out.write("\n".join(_cache_text(cache) for cache in caches))
+    return 0
+
+
+def _files(given: str) -> list[str]:
+    """The cache file `given`, or every cache file under the folder `given`."""
+    folder = Path(given)
+    if not folder.is_dir():
+        return [given]  # a missing or unreadable file is `load_cache`'s to name
+    files = cache_files(folder)
+    if not files:
+        raise CliError(f"{given}: a folder that holds no cache file (<device>/<tuner>.json)")
+    return [str(file) for file in files]
+
+
+def _cache_text(cache: Cache) -> str:
+    """One cache file as `show` prints it, ending in a newline."""
     device = cache.device_id
     if cache.measured_on is not None:
         device += f" (measured on {cache.measured_on})"
@@ -74,8 +100,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                 "  (the winner's median is its precise measurement, the others' their tuning"
                 " samples: it won the tuning, measured beside them)"
             )
-    out.write("\n".join(lines) + "\n")
-    return 0
+    return "\n".join(lines) + "\n"
 
 
 def _sessions_text(value: PersistentCacheValue, median: float | None) -> str:

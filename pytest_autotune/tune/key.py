@@ -101,6 +101,15 @@ def key_to_json(key: Any, _whole: Any = None) -> Any:
     plain = _plain_scalar(key)
     if plain is not None:
         return _finite(whole, plain)
+    if dataclasses.is_dataclass(key) and not isinstance(key, type):
+        # `@dataclass(frozen=True) class Key:` is hashable, and the tuner took it, but the
+        # cache file cannot read a plain dataclass back: the base is what it lacks.
+        name = type(key).__name__
+        raise TypeError(
+            f"autotune key {short_repr(whole)}: {name} is a dataclass but not an AutotuneKey;"
+            f" derive it from AutotuneKey (class {name}(AutotuneKey)), which gives the cache"
+            " file its JSON round trip"
+        )
     if whole is key:
         raise TypeError(
             f"autotune key {short_repr(key)} of type {type(key).__name__}"

@@ -1382,7 +1382,36 @@ def test_show_of_a_missing_file_or_a_folder(
     code, _, err = run(capsys, "show", str(tmp_path / "nope.json"))
     assert code == 2 and err.endswith("nope.json: no such file\n")
     code, _, err = run(capsys, "show", str(tmp_path))
-    assert code == 2 and err == f"pytest-autotune: error: {tmp_path}: is a directory, not a file\n"
+    assert code == 2
+    assert err == (
+        f"pytest-autotune: error: {tmp_path}: a folder that holds no cache file"
+        " (<device>/<tuner>.json)\n"
+    )
+
+
+def test_show_of_a_folder_prints_every_cache_file_under_it(
+    baseline: Path, refreshed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `show .autotune`, the folder a project commits, failed as "is a directory, not a file".
+    root = baseline.parent / ".autotune"
+    (root / GPU).mkdir(parents=True)
+    old = baseline.rename(root / GPU / "a.json")
+    new = refreshed.rename(root / GPU / "b.json")
+    code, out, err = run(capsys, "show", str(root))
+    assert (code, err) == (0, "")
+    each = [run(capsys, "show", str(path))[1] for path in (old, new)]
+    assert out == "\n".join(each)
+    assert [line for line in out.splitlines() if line.startswith("cache ")] == [
+        f"cache   {old}",
+        f"cache   {new}",
+    ]
+    # Several files, a folder among them; one that cannot be read prints nothing at all.
+    code, out, _ = run(capsys, "show", str(new), str(root / GPU))
+    assert (code, out) == (0, "\n".join([each[1], *each]))
+    (root / GPU / "c.json").write_text("{bad")
+    code, out, err = run(capsys, "show", str(root))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"pytest-autotune: error: {root / GPU / 'c.json'}: ")
 
 
 # -- diff ----------------------------------------------------------------------------------

@@ -596,6 +596,24 @@ def test_a_key_of_another_type_is_a_type_error_naming_the_key_and_its_type(bad):
     assert "is not an AutotuneKey, str, int or tuple" in message
 
 
+@dataclass(frozen=True)
+class PlainKey:
+    n: int
+
+
+@pytest.mark.parametrize("key", [PlainKey(128), (PlainKey(128), "f4")])
+def test_a_plain_dataclass_key_is_told_to_derive_from_autotune_key(key) -> None:
+    # `@dataclass(frozen=True) class Key:` without the base, the first key class many write:
+    # it was refused as "not an AutotuneKey, str, int or tuple; convert it, as str(x.dtype)".
+    with pytest.raises(TypeError) as error:
+        stable_key(key)
+    assert str(error.value) == (
+        f"autotune key {key!r}: PlainKey is a dataclass but not an AutotuneKey; derive it"
+        " from AutotuneKey (class PlainKey(AutotuneKey)), which gives the cache file its JSON"
+        " round trip"
+    )
+
+
 def test_a_tuple_key_holding_a_dtype_names_the_key_and_how_to_convert_it() -> None:
     # `lambda x: (x.shape, x.dtype)`, the first key many write: the message named the
     # dtype alone as the key, "not an AutotuneKey, str, int or tuple", of a key that is a
