@@ -17,6 +17,7 @@ import contextlib
 import copy
 import itertools
 import sys
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy.typing as npt
@@ -66,17 +67,9 @@ def copy_optimizer(value: Any, memo: dict[int, tuple[Any, Any]]) -> Any:
     moments, SGD's momentum buffers, one entry per parameter), are the copies `memo` holds
     (`clone.clone_value`'s: the model passed before it), or None where it does not copy.
     Copied as other objects are, its state stayed keyed by the caller's parameters: a
-    candidate's step found no state for the copies and began its moments afresh."""
-    deep_memo: dict[int, Any] = {key: copied for key, (_, copied) in memo.items()}
-    try:
-        copied = copy.deepcopy(value, deep_memo)
-    except Exception:
-        return None
-    # Passed before its model, the model's copy is then made of the same copied parameters.
-    for group, twin_group in zip(value.param_groups, copied.param_groups, strict=False):
-        for original, twin in zip(group["params"], twin_group["params"], strict=False):
-            memo.setdefault(id(original), (original, twin))
-    return copied
+    candidate's step found no state for the copies and began its moments afresh. Passed
+    before its model, the model's copy is then made of the same copied parameters."""
+    return _deep_copy(value, memo, _optimizer_parameters)
 
 
 def copy_module(value: Any, memo: dict[int, tuple[Any, Any]]) -> Any:
@@ -84,21 +77,39 @@ def copy_module(value: Any, memo: dict[int, tuple[Any, Any]]) -> Any:
     deeply it nests, or None where it does not copy. Copied as other objects are, three
     objects deep, a model's blocks (`Model.blocks[0].mlp[0].weight`) were shared: a candidate
     taking an optimizer step trained the caller's model, and every later candidate ran on
-    it. `memo` is `clone.clone_value`'s: a tensor already copied (the same weight passed
-    beside the model) is the copy's, and the copy's parameters are found there by an
-    optimizer passed after it."""
+    it. A tensor already copied (the same weight passed beside the model) is the copy's,
+    and the copy's parameters are found in `memo` by an optimizer passed after it."""
+    return _deep_copy(value, memo, _module_tensors)
+
+
+def _deep_copy(
+    value: Any,
+    memo: dict[int, tuple[Any, Any]],
+    tensors: Callable[[Any, Any], Iterable[tuple[Any, Any]]],
+) -> Any:
+    """`copy.deepcopy(value)` reusing the copies `memo` (`clone.clone_value`'s) holds, then
+    each (original, copy) pair of its tensors that `tensors` lists added to `memo`, so that
+    the objects passed after it share them; None where it does not copy."""
     deep_memo: dict[int, Any] = {key: copied for key, (_, copied) in memo.items()}
     try:
         copied = copy.deepcopy(value, deep_memo)
     except Exception:
         return None
-    pairs = itertools.chain(
+    for original, twin in tensors(value, copied):
+        memo.setdefault(id(original), (original, twin))
+    return copied
+
+
+def _optimizer_parameters(value: Any, copied: Any) -> Iterable[tuple[Any, Any]]:
+    for group, twin_group in zip(value.param_groups, copied.param_groups, strict=False):
+        yield from zip(group["params"], twin_group["params"], strict=False)
+
+
+def _module_tensors(value: Any, copied: Any) -> Iterable[tuple[Any, Any]]:
+    return itertools.chain(
         zip(value.parameters(), copied.parameters(), strict=False),
         zip(value.buffers(), copied.buffers(), strict=False),
     )
-    for original, twin in pairs:
-        memo.setdefault(id(original), (original, twin))
-    return copied
 
 
 def copy_tensor(value: Any) -> Any:
