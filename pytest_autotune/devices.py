@@ -17,6 +17,7 @@ from filelock import FileLock, Timeout
 
 from pytest_autotune.backends.tracing import unsuspended
 from pytest_autotune.gate import runner_device_id
+from pytest_autotune.input_devices import held_on_host
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device, unserved_device
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.files import shared_lock
@@ -83,6 +84,10 @@ class Devices:
         """`pytest_autotune_fingerprint` (`SessionHooks.fingerprint`)."""
         self._clients: dict[str, Client] = {}
         self._devices: dict[str, dict[str, Any]] = {}
+        self._auto_gpu = False
+        """Whether `auto` is the built-in CUDA client (no hook's): a GPU CuPy found."""
+        self._host_groups: list[str] = []
+        """The groups `auto` tuned on the CPU, their inputs being host arrays alone."""
         self.waiting_for: str | None = None
         """The lock a tuning waits for now (another process's timing of its device), said
         where a test timeout stops the tuning there: its traceback shows only a sleep."""
@@ -124,14 +129,53 @@ class Devices:
 
         if name == "auto":
             try:
-                return cuda(self._gpu_index(None))
+                gpu = cuda(self._gpu_index(None))
             except CudaUnavailableError as error:
                 self._note_cpu_fallback(error)
                 return cpu()
+            self._auto_gpu = True
+            return gpu
         if not is_builtin_device(name):
             raise ConfigError(unserved_device(name))
         index = int(name.split(":", 1)[1]) if ":" in name else None
         return cuda(self._gpu_index(index))
+
+    def group_device(self, name: str, group: str, inputs: tuple[Any, ...]) -> str:
+        """The device a group is tuned on where its settings name `name`: `auto` on a GPU
+        tunes a group whose inputs are host arrays alone (`held_on_host`: NumPy, CPU
+        tensors) on the CPU. Timed by the CUDA client, such host code read as a GPU call
+        and was judged by a GPU's rules, its baselines filed under the GPU. A client hook
+        that serves `auto` keeps every group, as does a device named."""
+        if name != "auto" or not held_on_host(inputs):
+            return name
+        try:
+            self.client(name)
+        except Exception:
+            return name  # the group's tuning says why
+        if not self._auto_gpu:
+            return name
+        if group not in self._host_groups:
+            self._note_host_group(group)
+        return "cpu"
+
+    def _note_host_group(self, group: str) -> None:
+        """One line for every group `auto` moved to the CPU, rewritten as they come."""
+        old = self._host_line()
+        self._host_groups.append(group)
+        line = self._host_line()
+        if old in self.notes:
+            self.notes[self.notes.index(old)] = line
+        else:
+            self.notes.append(line)
+
+    def _host_line(self) -> str:
+        groups = self._host_groups
+        named = ", ".join(groups[:3]) + (f" and {len(groups) - 3} more" if len(groups) > 3 else "")
+        return (
+            f"note: device auto: {len(groups)} group{'s' if len(groups) != 1 else ''} of"
+            f" host arrays (NumPy, CPU tensors) tuned on the CPU, not the GPU ({named}); give"
+            " device='cuda' to time host code as a GPU call"
+        )
 
     def _note_cpu_fallback(self, error: Exception) -> None:
         """Say why `auto` tuned on the CPU, where a GPU was meant: CuPy is installed, or

@@ -138,9 +138,15 @@ class AutotuneSession:
         return autotune_level_scope(self.settings.for_marker(options).engine.level)
 
     def settings_of(self, request: GroupRequest) -> PluginSettings:
-        """The settings of a group: the session's under its marker's."""
+        """The settings of a group: the session's under its marker's, the device `auto`
+        made the CPU for a group of host arrays on a machine with a GPU
+        (`Devices.group_device`)."""
         if request.group not in self._group_settings:
-            self._group_settings[request.group] = self.settings.for_marker(request.options)
+            settings = self.settings.for_marker(request.options)
+            device = self.devices.group_device(settings.device, request.group, request.inputs)
+            if device != settings.device:
+                settings = self.settings.for_marker({**request.options, "device": device})
+            self._group_settings[request.group] = settings
         return self._group_settings[request.group]
 
     # -- clients

@@ -30,6 +30,7 @@ from pytest_autotune.backends.peaks import Peaks, load_or_probe, probe_again
 from pytest_autotune.backends.tracing import tracing, untraced
 from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.device_class import isa_level
+from pytest_autotune.tune.loaded import instance_of
 from pytest_autotune.tune.plain_numbers import real_number
 
 # Re-exported: the CPU's name and its peaks' probe were read from here before they had modules.
@@ -320,10 +321,9 @@ def _involuntary_switches() -> int:
 def _timed_loop(
     timer: Callable[[], int], fn: Callable[..., object], inputs: tuple[Any, ...], repeats: int
 ) -> int:
-    jax = sys.modules.get("jax")
     start = timer()
     output = fn(*inputs)
-    wait = None if jax is None else _result_waiter(jax, output)
+    wait = _result_waiter(output)
     if wait is None:
         del output
         for _ in range(repeats - 1):
@@ -340,16 +340,40 @@ _HOST_OUTPUTS = (np.ndarray, np.generic, int, float, complex, type(None))
 """Outputs whose values exist when the call returns: nothing to wait for."""
 
 
-def _result_waiter(jax: Any, output: object) -> Callable[[object], object] | None:
-    """What waits for a call's output to be computed, where the program imported JAX: it
-    returns its arrays before their values exist, so a 1500x1500 matmul read 21 ms for 68 ms
-    of work, and a candidate's time was its dispatch. `jax.block_until_ready` takes any
-    output (a tuple or dict of arrays) and waits for the JAX arrays among it. None where the
-    first call's output holds none: waited for all the same, a NumPy candidate's 1 us call
-    read 2.3 us wherever any module of the run had imported JAX, against a baseline
-    recorded without it."""
+def _result_waiter(output: object) -> Callable[[object], object] | None:
+    """What waits for a call's output to be computed, where it holds arrays whose values
+    come later: JAX's (`_jax_waiter`), or a GPU's (host code that hands its work to CuPy or
+    torch, which device `auto` tunes on the CPU where its inputs are host arrays), whose
+    call returns once the work is enqueued. None for an output of values, as a NumPy
+    candidate's: waited for all the same, its 1 us call read 2.3 us."""
+    if isinstance(output, _HOST_OUTPUTS):
+        return None
+    jax = sys.modules.get("jax")
+    wait = None if jax is None else _jax_waiter(jax, output)
+    return wait or _gpu_waiter(output)
+
+
+def _gpu_waiter(output: object) -> Callable[[object], object] | None:
+    """A wait for the GPU where `output` (or an item of it, a tuple, list or dict of
+    arrays) is a CuPy array or a CUDA tensor: the device's work is done when it returns."""
+    items = list(output.values()) if isinstance(output, dict) else output
+    values = items if isinstance(items, (tuple, list)) else (output,)
+    for value in values:
+        if instance_of(value, "cupy", "ndarray"):
+            device = sys.modules["cupy"].cuda.Device
+            return lambda _: device().synchronize()
+        if instance_of(value, "torch", "Tensor") and value.device.type == "cuda":
+            return lambda _: sys.modules["torch"].cuda.synchronize()
+    return None
+
+
+def _jax_waiter(jax: Any, output: object) -> Callable[[object], object] | None:
+    """`jax.block_until_ready` where `output` holds a JAX array: JAX returns its arrays
+    before their values exist, so a 1500x1500 matmul read 21 ms for 68 ms of work, and a
+    candidate's time was its dispatch. It takes any output (a tuple or dict of arrays)
+    and waits for the JAX arrays among it."""
     wait = getattr(jax, "block_until_ready", None)
-    if not callable(wait) or isinstance(output, _HOST_OUTPUTS):
+    if not callable(wait):
         return None
     array = getattr(jax, "Array", None)
     leaves = getattr(getattr(jax, "tree_util", None), "tree_leaves", None)

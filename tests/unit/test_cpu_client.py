@@ -817,3 +817,39 @@ def test_a_numpy_call_is_timed_alone_where_the_program_also_imported_jax(
     assert client.time(call(np.float64(1.0)), ()) == pytest.approx(1e-6)
     assert client.time(call((np.ones(3), np.ones(3))), ()) == pytest.approx(1e-6)
     assert client.time(call((np.ones(3), Array())), ()) == pytest.approx(1.001e-3)
+
+
+def test_a_call_that_hands_its_work_to_the_gpu_is_timed_until_the_gpu_is_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Device `auto` tunes a group of NumPy inputs on the CPU, where a candidate may move its
+    # work to CuPy: its call returns once the kernels are enqueued. A fake CuPy whose
+    # device synchronize costs 1 ms on the fake clock, the call 1 us.
+    clock = FakeClock()
+    synchronized: list[int] = []
+
+    class Device:
+        def synchronize(self) -> None:
+            synchronized.append(1)
+            clock.advance(1e-3)
+
+    cupy = type(sys)("cupy")
+    cupy.ndarray = type("ndarray", (), {})  # type: ignore[attr-defined]
+    cupy.cuda = type(sys)("cupy.cuda")  # type: ignore[attr-defined]
+    cupy.cuda.Device = Device  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+
+    def call(output: object) -> Callable[[], object]:
+        def fn() -> object:
+            clock.advance(1e-6)
+            return output
+
+        return fn
+
+    client = cpu(clock, min_sample_time=0.005)
+    assert client.time(call(np.ones(3)), ()) == pytest.approx(1e-6)
+    assert not synchronized
+    assert client.time(call(cupy.ndarray()), ()) == pytest.approx(1.001e-3)
+    assert client.time(call((np.ones(3), cupy.ndarray())), ()) == pytest.approx(1.001e-3)
+    assert client.time(call({"y": cupy.ndarray()}), ()) == pytest.approx(1.001e-3)
+    assert len(synchronized) >= 3

@@ -1,0 +1,131 @@
+"""Device `auto` on a machine with a GPU: a group whose inputs are host arrays alone (NumPy)
+is host code, tuned on the CPU, not timed as a GPU call and judged by a GPU's rules; a
+group of device arrays stays on the GPU, as does one a device is named for."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.plugin.harness import run
+
+# The built-in `cuda()` made to return a fake GPU, as CuPy on a machine with one would:
+# no client hook serves `auto`, so the plugin's own resolution is what is tested.
+GPU_CONFTEST = textwrap.dedent(
+    """
+    import pytest_autotune.backends
+    from pytest_autotune.backends.peaks import Peaks
+
+    class FakeGpu:
+        device_id = "cuda-fake-gpu"
+        launch_overhead = 0.0
+
+        def fingerprint(self):
+            return {"fake": True}
+
+        def sync(self):
+            pass
+
+        def time(self, fn, inputs):
+            fn(*inputs)
+            return 1e-3
+
+        def peaks(self):
+            return Peaks(memory={"copy": 1e12, "read": 1e12}, compute={"fp32": 1e12})
+
+    pytest_autotune.backends.cuda = lambda index=None, **settings: FakeGpu()
+
+    class DeviceArray:
+        '''What CuPy's arrays, Numba's device arrays and CUDA tensors expose.'''
+        __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0, False)}
+
+        def __init__(self, n):
+            self.n = n
+    """
+)
+
+TESTS = """
+import numpy as np
+import pytest
+from conftest import DeviceArray
+
+@pytest.fixture
+def x():
+    return np.arange(1000.0)
+
+@pytest.mark.autotune(candidates={"sum": np.sum, "reduce": np.add.reduce})
+def test_host(candidate, x):
+    return candidate(x)
+
+@pytest.mark.autotune(candidates={"sum": np.sum, "reduce": np.add.reduce}, device="cuda")
+def test_named(candidate, x):
+    return candidate(x)
+
+@pytest.mark.autotune(candidates={"a": lambda d: d.n, "b": lambda d: d.n})
+def test_device(candidate):
+    return candidate(DeviceArray(4))
+
+@pytest.mark.autotune(candidates={"a": lambda n: n * 2, "b": lambda n: n + n})
+def test_sizes(candidate):
+    return candidate(4)
+"""
+
+
+def test_auto_tunes_host_arrays_on_the_cpu_and_device_arrays_on_the_gpu(
+    pytester: pytest.Pytester,
+) -> None:
+    # NumPy candidates on a GPU machine were timed by the CUDA client as a GPU call, judged
+    # by a GPU's 3% tolerance, and filed under the GPU's folder.
+    pytester.makeconftest(GPU_CONFTEST)
+    pytester.makepyfile(test_groups=TESTS)
+    records = pytester.path / "records.jsonl"
+    result = run(pytester, "--autotune", f"--autotune-record={records}", "-W", "error")
+    result.assert_outcomes(passed=8)
+    devices = {
+        r["extra"]["group"].split("::")[1]: r["extra"]["device"]["id"]
+        for r in map(json.loads, records.read_text().splitlines())
+    }
+    assert devices.pop("test_host").startswith("cpu-")
+    assert devices == {
+        "test_named": "cuda-fake-gpu",  # a device named is the device used
+        "test_device": "cuda-fake-gpu",
+        "test_sizes": "cuda-fake-gpu",  # no array: nothing says where the work runs
+    }
+    result.stdout.fnmatch_lines(
+        [
+            "note: device auto: 1 group of host arrays (NumPy, CPU tensors) tuned on the CPU,"
+            " not the GPU (test_groups.py::test_host); give device='cuda' to time host code"
+            " as a GPU call"
+        ]
+    )
+    # Its baselines go to the CPU's folder.
+    result = run(pytester, "--autotune-update", "-q")
+    assert result.ret == 0
+    folders = sorted(p.name for p in (pytester.path / ".autotune").iterdir())
+    assert [f for f in folders if not f.startswith("cpu-")] == ["cuda-fake-gpu"]
+    assert any(f.startswith("cpu-") for f in folders)
+    cpu_files = [p.name for p in Path(pytester.path / ".autotune").glob("cpu-*/*.json")]
+    assert any(name.startswith("test_groups.py__test_host") for name in cpu_files)
+
+
+def test_a_hook_that_serves_auto_keeps_every_group(pytester: pytest.Pytester) -> None:
+    # A project's own client for `auto` (a fake in its tests, a remote device) decides.
+    pytester.makeconftest(
+        GPU_CONFTEST
+        + textwrap.dedent(
+            """
+            def pytest_autotune_client(config, device):
+                return FakeGpu() if device == "auto" else None
+            """
+        )
+    )
+    pytester.makepyfile(test_groups=TESTS)
+    records = pytester.path / "records.jsonl"
+    result = run(pytester, "--autotune", f"--autotune-record={records}")
+    result.assert_outcomes(passed=8)
+    ids = {r["extra"]["device"]["id"] for r in map(json.loads, records.read_text().splitlines())}
+    assert ids == {"cuda-fake-gpu"}
+    assert "device auto:" not in result.stdout.str()
