@@ -6,40 +6,49 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import pytest_autotune.backends
+from pytest_autotune.backends.peaks import Peaks
 from tests.plugin.harness import run
 
-# The built-in `cuda()` made to return a fake GPU, as CuPy on a machine with one would:
-# no client hook serves `auto`, so the plugin's own resolution is what is tested.
-GPU_CONFTEST = textwrap.dedent(
+
+class FakeGpu:
+    """What the built-in `cuda()` returns on a machine with a GPU, in place of a CudaClient."""
+
+    device_id = "cuda-fake-gpu"
+    launch_overhead = 0.0
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"fake": True}
+
+    def sync(self) -> None:
+        pass
+
+    def time(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> float:
+        fn(*inputs)
+        return 1e-3
+
+    def peaks(self) -> Peaks:
+        return Peaks(memory={"copy": 1e12, "read": 1e12}, compute={"fp32": 1e12})
+
+
+@pytest.fixture(autouse=True)
+def _a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Set by the outer test, so that the pytester runs in this process that follow find
+    # the real `cuda()` again. No client hook serves `auto` (but in the last test), so the
+    # plugin's own resolution is what is tested.
+    monkeypatch.setattr(pytest_autotune.backends, "cuda", lambda index=None, **_: FakeGpu())
+
+
+CONFTEST = textwrap.dedent(
     """
-    import pytest_autotune.backends
-    from pytest_autotune.backends.peaks import Peaks
-
-    class FakeGpu:
-        device_id = "cuda-fake-gpu"
-        launch_overhead = 0.0
-
-        def fingerprint(self):
-            return {"fake": True}
-
-        def sync(self):
-            pass
-
-        def time(self, fn, inputs):
-            fn(*inputs)
-            return 1e-3
-
-        def peaks(self):
-            return Peaks(memory={"copy": 1e12, "read": 1e12}, compute={"fp32": 1e12})
-
-    pytest_autotune.backends.cuda = lambda index=None, **settings: FakeGpu()
-
     class DeviceArray:
-        '''What CuPy's arrays, Numba's device arrays and CUDA tensors expose.'''
+        # What CuPy's arrays, Numba's device arrays and CUDA tensors expose.
         __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0, False)}
 
         def __init__(self, n):
@@ -74,20 +83,24 @@ def test_sizes(candidate):
 """
 
 
+def _devices(records: Path) -> dict[str, str]:
+    return {
+        r["extra"]["group"].split("::")[1]: r["extra"]["device"]["id"]
+        for r in map(json.loads, records.read_text().splitlines())
+    }
+
+
 def test_auto_tunes_host_arrays_on_the_cpu_and_device_arrays_on_the_gpu(
     pytester: pytest.Pytester,
 ) -> None:
     # NumPy candidates on a GPU machine were timed by the CUDA client as a GPU call, judged
     # by a GPU's 3% tolerance, and filed under the GPU's folder.
-    pytester.makeconftest(GPU_CONFTEST)
+    pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_groups=TESTS)
     records = pytester.path / "records.jsonl"
     result = run(pytester, "--autotune", f"--autotune-record={records}", "-W", "error")
     result.assert_outcomes(passed=8)
-    devices = {
-        r["extra"]["group"].split("::")[1]: r["extra"]["device"]["id"]
-        for r in map(json.loads, records.read_text().splitlines())
-    }
+    devices = _devices(records)
     assert devices.pop("test_host").startswith("cpu-")
     assert devices == {
         "test_named": "cuda-fake-gpu",  # a device named is the device used
@@ -104,19 +117,23 @@ def test_auto_tunes_host_arrays_on_the_cpu_and_device_arrays_on_the_gpu(
     # Its baselines go to the CPU's folder.
     result = run(pytester, "--autotune-update", "-q")
     assert result.ret == 0
-    folders = sorted(p.name for p in (pytester.path / ".autotune").iterdir())
-    assert [f for f in folders if not f.startswith("cpu-")] == ["cuda-fake-gpu"]
-    assert any(f.startswith("cpu-") for f in folders)
-    cpu_files = [p.name for p in Path(pytester.path / ".autotune").glob("cpu-*/*.json")]
-    assert any(name.startswith("test_groups.py__test_host") for name in cpu_files)
+    root = pytester.path / ".autotune"
+    assert sorted(p.name for p in root.iterdir() if not p.name.startswith("cpu-")) == [
+        "cuda-fake-gpu"
+    ]
+    assert [p.name[: len("test_groups.py__test_host")] for p in root.glob("cpu-*/*.json")] == [
+        "test_groups.py__test_host"
+    ]
 
 
 def test_a_hook_that_serves_auto_keeps_every_group(pytester: pytest.Pytester) -> None:
     # A project's own client for `auto` (a fake in its tests, a remote device) decides.
     pytester.makeconftest(
-        GPU_CONFTEST
+        CONFTEST
         + textwrap.dedent(
             """
+            from tests.plugin.test_host_inputs_on_gpu import FakeGpu
+
             def pytest_autotune_client(config, device):
                 return FakeGpu() if device == "auto" else None
             """
@@ -126,6 +143,5 @@ def test_a_hook_that_serves_auto_keeps_every_group(pytester: pytest.Pytester) ->
     records = pytester.path / "records.jsonl"
     result = run(pytester, "--autotune", f"--autotune-record={records}")
     result.assert_outcomes(passed=8)
-    ids = {r["extra"]["device"]["id"] for r in map(json.loads, records.read_text().splitlines())}
-    assert ids == {"cuda-fake-gpu"}
+    assert set(_devices(records).values()) == {"cuda-fake-gpu"}
     assert "device auto:" not in result.stdout.str()
