@@ -80,6 +80,11 @@ def test_device(candidate):
 @pytest.mark.autotune(candidates={"a": lambda n: n * 2, "b": lambda n: n + n})
 def test_sizes(candidate):
     return candidate(4)
+
+def test_fixture(autotune):
+    from pytest_autotune import TunableSet
+    tunables = TunableSet.of(lambda x: x.size, {"sum": np.sum, "reduce": np.add.reduce})
+    assert autotune(tunables, np.ones(100)) == 100
 """
 
 
@@ -99,9 +104,10 @@ def test_auto_tunes_host_arrays_on_the_cpu_and_device_arrays_on_the_gpu(
     pytester.makepyfile(test_groups=TESTS)
     records = pytester.path / "records.jsonl"
     result = run(pytester, "--autotune", f"--autotune-record={records}", "-W", "error")
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=9)
     devices = _devices(records)
     assert devices.pop("test_host").startswith("cpu-")
+    assert devices.pop("test_fixture").startswith("cpu-")  # the fixture's set as the marker's
     assert devices == {
         "test_named": "cuda-fake-gpu",  # a device named is the device used
         "test_device": "cuda-fake-gpu",
@@ -109,9 +115,9 @@ def test_auto_tunes_host_arrays_on_the_cpu_and_device_arrays_on_the_gpu(
     }
     result.stdout.fnmatch_lines(
         [
-            "note: device auto: 1 group of host arrays (NumPy, CPU tensors) tuned on the CPU,"
-            " not the GPU (test_groups.py::test_host); give device='cuda' to time host code"
-            " as a GPU call"
+            "note: device auto: 2 groups of host arrays (NumPy, CPU tensors) tuned on the CPU,"
+            " not the GPU (test_groups.py::test_*, test_groups.py::test_*); give"
+            " device='cuda' to time host code as a GPU call"
         ]
     )
     # Its baselines go to the CPU's folder.
@@ -121,8 +127,9 @@ def test_auto_tunes_host_arrays_on_the_cpu_and_device_arrays_on_the_gpu(
     assert sorted(p.name for p in root.iterdir() if not p.name.startswith("cpu-")) == [
         "cuda-fake-gpu"
     ]
-    assert [p.name[: len("test_groups.py__test_host")] for p in root.glob("cpu-*/*.json")] == [
-        "test_groups.py__test_host"
+    assert sorted(p.name.split("-")[0] for p in root.glob("cpu-*/*.json")) == [
+        "test_groups.py__test_fixture",
+        "test_groups.py__test_host",
     ]
 
 
@@ -142,6 +149,6 @@ def test_a_hook_that_serves_auto_keeps_every_group(pytester: pytest.Pytester) ->
     pytester.makepyfile(test_groups=TESTS)
     records = pytester.path / "records.jsonl"
     result = run(pytester, "--autotune", f"--autotune-record={records}")
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=9)
     assert set(_devices(records).values()) == {"cuda-fake-gpu"}
     assert "device auto:" not in result.stdout.str()
