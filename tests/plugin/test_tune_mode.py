@@ -21,7 +21,7 @@ from pytest_autotune.tune import journal
 from pytest_autotune.tune.cache_names import cache_path
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.files import shared_lock
-from tests.plugin.harness import noted, run
+from tests.plugin.harness import PLUGIN_ARGS, noted, run
 
 SCALE_TESTS = """
 import pytest
@@ -1437,7 +1437,7 @@ def test_the_winners_are_written_in_pytest_benchmarks_format(scale: pytest.Pytes
 
 def collected_ids(pytester: pytest.Pytester) -> set[str]:
     """The node ids pytest collects in `pytester`'s project."""
-    listed = pytester.runpytest("--collect-only", "-q", "-p", "no:randomly")
+    listed = pytester.runpytest(*PLUGIN_ARGS, "--collect-only", "-q", "-p", "no:randomly")
     return {line for line in listed.outlines if "::" in line}
 
 

@@ -14,6 +14,7 @@ import pytest
 from pytest_autotune import AutotuneConfig, LocalTuner, TunableSet, compare_outputs
 from pytest_autotune.backends.cpu import cpu
 from pytest_autotune.tune.clone import clone_value
+from tests.plugin.harness import run
 
 torch = pytest.importorskip("torch")
 
@@ -149,12 +150,12 @@ def test_a_marked_group_of_torch_candidates_is_checked_and_tuned(pytester: pytes
             return candidate(x)
         """
     )
-    result = pytester.runpytest("-p", "no:randomly")
+    result = run(pytester)
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*output: 1 of 256 elements differ*first at [[]3[]]*"])
     result.stdout.no_fnmatch_line("*cannot compare*")
 
-    tuned = pytester.runpytest("-p", "no:randomly", "--autotune-update", "-k", "in_place")
+    tuned = run(pytester, "--autotune-update", "-k", "in_place")
     tuned.assert_outcomes(passed=2)
 
 
@@ -185,9 +186,9 @@ def test_a_seeded_torch_generator_or_torchs_global_draws_give_every_candidate_th
             return candidate(torch.randn(100))  # torch's global generator, seeded by no one
         """
     )
-    result = pytester.runpytest("-p", "no:randomly")
+    result = run(pytester)
     result.assert_outcomes(passed=4)
-    tuned = pytester.runpytest("-p", "no:randomly", "--autotune")
+    tuned = run(pytester, "--autotune")
     tuned.assert_outcomes(passed=4)
 
 
@@ -227,7 +228,7 @@ def test_a_group_parametrized_over_torch_dtypes_keys_by_the_dtype_so_reordering_
             return candidate(torch.ones(1000, dtype=dtype))
         """
     pytester.makepyfile(test_double=source.replace("DTYPES", "torch.float32, torch.bfloat16"))
-    updated = pytester.runpytest("-p", "no:randomly", "--autotune-update")
+    updated = run(pytester, "--autotune-update")
     updated.assert_outcomes(passed=4)
     assert "number the values of dtype" not in updated.stdout.str()
 
@@ -235,7 +236,7 @@ def test_a_group_parametrized_over_torch_dtypes_keys_by_the_dtype_so_reordering_
     pytester.makepyfile(test_double=source.replace("DTYPES", "torch.bfloat16, torch.float32"))
     # Judged or not (a 6 us kernel's verdict is the machine's noise to give), each row
     # names its dtype and finds a baseline of it.
-    tuned = pytester.runpytest("-p", "no:randomly", "--autotune")
+    tuned = run(pytester, "--autotune")
     tuned.stdout.fnmatch_lines(["*test_double?dtype0? *torch.bfloat16 *"])
     tuned.stdout.no_fnmatch_line("*no baseline*")
 
@@ -314,9 +315,9 @@ def test_a_candidate_training_a_nested_model_changes_neither_the_fixtures_model_
                 assert torch.equal(value, initial[name]), name
         """
     )
-    result = pytester.runpytest("-p", "no:randomly")
+    result = run(pytester)
     result.assert_outcomes(passed=4)
-    tuned = pytester.runpytest("-p", "no:randomly", "--autotune")
+    tuned = run(pytester, "--autotune")
     tuned.assert_outcomes(passed=4)
 
 
