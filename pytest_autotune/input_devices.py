@@ -21,12 +21,15 @@ MOST = 64
 """At most this many values of one container are looked at: a list of a million floats
 is no array."""
 
-_HOST_TABLES = (
+_HOST_CONTAINERS = (
     ("pandas", "DataFrame"),
     ("pandas", "Series"),
     ("polars", "DataFrame"),
     ("polars", "Series"),
+    ("scipy.sparse", "spmatrix"),
+    ("scipy.sparse", "sparray"),
 )
+"""Host arrays of other libraries than NumPy and torch, by module and class."""
 
 
 def held_on_host(inputs: tuple[Any, ...]) -> bool:
@@ -69,12 +72,12 @@ def _on_device(value: Any) -> bool:
 
 def _host_array(value: Any) -> bool:
     """An array in host memory: a NumPy array (not a scalar: `np.float32(2.0)` may be a
-    kernel's argument), a CPU tensor, a pandas or polars table."""
+    kernel's argument), a CPU tensor, a pandas or polars table, a SciPy sparse matrix."""
     if isinstance(value, np.ndarray):
         return value.ndim > 0
     if instance_of(value, "torch", "Tensor"):
         return bool(value.dim() > 0)
-    return any(instance_of(value, module, name) for module, name in _HOST_TABLES)
+    return any(instance_of(value, module, name) for module, name in _HOST_CONTAINERS)
 
 
 __all__ = ["held_on_host"]

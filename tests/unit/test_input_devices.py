@@ -77,3 +77,12 @@ def test_torch_tensors_by_their_device(monkeypatch: pytest.MonkeyPatch) -> None:
     assert held_on_host((Tensor("cuda"),)) is False
     assert held_on_host((Tensor("cpu"), Tensor("cuda"))) is False
     assert held_on_host((Tensor("cpu", dims=0),)) is False
+
+
+def test_pandas_and_scipy_sparse_inputs_are_host_arrays() -> None:
+    pandas = pytest.importorskip("pandas")
+    sparse = pytest.importorskip("scipy.sparse")
+    assert held_on_host((pandas.DataFrame({"a": [1.0, 2.0]}),)) is True
+    assert held_on_host((pandas.Series([1.0, 2.0]), 3)) is True
+    assert held_on_host((sparse.csr_matrix(np.eye(3)),)) is True
+    assert held_on_host((sparse.csr_array(np.eye(3)), DeviceArray())) is False
