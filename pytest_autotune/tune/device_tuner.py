@@ -13,7 +13,7 @@ from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.errors import ConfigWarning, caller_level
 from pytest_autotune.tune.parse import ConfigError
 from pytest_autotune.tune.records import Recorder, records_unwritable
-from pytest_autotune.tune.settings import ENV_PREFIX
+from pytest_autotune.tune.settings import BY_NAME, ENV_PREFIX, choose, env_values
 from pytest_autotune.tune.shipped import library_cache
 from pytest_autotune.tune.tuner import Tuner
 
@@ -58,6 +58,10 @@ def recorder(tuner: str, config: AutotuneConfig) -> Recorder | None:
         return None
 
 
+_SAMPLE_BOUNDS = {BY_NAME["min_samples"].env, BY_NAME["max_samples"].env}
+"""The variables of the one rule across settings (`config._check_sample_range`)."""
+
+
 def environment_config(tuner: str) -> AutotuneConfig:
     """The config of the `PYTEST_AUTOTUNE_*` variables, without those that do not read,
     each left out with a `ConfigWarning` (`LocalTuner.config`)."""
@@ -70,16 +74,22 @@ def environment_config(tuner: str) -> AutotuneConfig:
     for name, value in sorted(os.environ.items()):
         if name.startswith(ENV_PREFIX) and value != "":  # an empty one is unset
             try:
-                AutotuneConfig.from_env({name: value}, project_file=False)
+                # Parsed alone, but not judged against the sample range alone: against
+                # the defaults, MAX_SAMPLES=15 beside MIN_SAMPLES=20 read as "max_samples
+                # (10, the default)", a bound the user had replaced.
+                choose([("", env_values({name: value}))])
             except ConfigError as error:
                 refused.append(str(error))
             else:
                 kept[name] = value
     try:
         config = AutotuneConfig.from_env(kept, project_file=False)
-    except ConfigError as error:  # variables that read alone and not together (min > max)
+    except ConfigError as error:  # the one rule across settings: min_samples > max_samples
+        # Only the sample bounds are left out: dropping every variable with them ignored
+        # the user's DISABLE_CACHE or CACHE_DIR, and the library wrote where it was told not to.
         refused.append(str(error))
-        config, kept = AutotuneConfig(), {}
+        kept = {name: value for name, value in kept.items() if name not in _SAMPLE_BOUNDS}
+        config = AutotuneConfig.from_env(kept, project_file=False)
     used = f"the others ({', '.join(kept)})" if kept else "its defaults"
     warnings.warn(
         ConfigWarning(

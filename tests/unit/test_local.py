@@ -234,6 +234,47 @@ def test_variables_that_read_alone_and_not_together_leave_the_defaults(tmp_path,
     assert config == AutotuneConfig()
 
 
+def test_a_sample_range_that_does_not_read_leaves_the_other_variables_in_force(
+    tmp_path, monkeypatch
+):
+    # MIN_SAMPLES=8 with MAX_SAMPLES=5 dropped every variable: the user's DISABLE_CACHE=1
+    # was ignored, and the library read its shipped caches and wrote the user's cache folder.
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("PYTEST_AUTOTUNE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PYTEST_AUTOTUNE_MIN_SAMPLES", "8")
+    monkeypatch.setenv("PYTEST_AUTOTUNE_MAX_SAMPLES", "5")
+    monkeypatch.setenv("PYTEST_AUTOTUNE_DISABLE_CACHE", "1")
+    with pytest.warns(
+        ConfigWarning,
+        match=r"max_samples \(5, from PYTEST_AUTOTUNE_MAX_SAMPLES\)"
+        r" is below min_samples \(8, from PYTEST_AUTOTUNE_MIN_SAMPLES\); left out,"
+        r" the tuner runs with the others \(PYTEST_AUTOTUNE_DISABLE_CACHE\)$",
+    ):
+        config = LocalTuner("t").config
+    assert config == AutotuneConfig(disable_cache=True)
+
+
+def test_a_refused_sample_bound_is_said_against_the_other_bound_the_user_set(tmp_path, monkeypatch):
+    # MIN_SAMPLES=20 with MAX_SAMPLES=15 was refused as "max_samples (10, the default) is
+    # below min_samples (20, ...)": each variable was checked against the defaults alone,
+    # so the message named a bound the user had replaced.
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("PYTEST_AUTOTUNE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PYTEST_AUTOTUNE_MIN_SAMPLES", "20")
+    monkeypatch.setenv("PYTEST_AUTOTUNE_MAX_SAMPLES", "15")
+    with pytest.warns(ConfigWarning) as caught:
+        config = LocalTuner("t").config
+    assert config == AutotuneConfig()
+    [warning] = caught
+    assert str(warning.message) == (
+        "LocalTuner 't': max_samples (15, from PYTEST_AUTOTUNE_MAX_SAMPLES) is below"
+        " min_samples (20, from PYTEST_AUTOTUNE_MIN_SAMPLES); left out, the tuner runs with"
+        " its defaults"
+    )
+
+
 def test_the_projects_autotune_yaml_does_not_configure_a_librarys_tuner(tmp_path, monkeypatch):
     # `autotune.yaml` is the pytest configuration of the project in the working directory;
     # an installed library's tuner read it too, so a project's `cache_dir: .autotune` made
