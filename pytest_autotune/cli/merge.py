@@ -12,6 +12,7 @@ both kept, and only an entry both branches changed asks for a choice.
 from __future__ import annotations
 
 import argparse
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     except CliError as error:
         # git then leaves the file unmerged as this branch's version, which reads: added
         # as it is, it drops every change of the other branch without a word.
-        again = f"git checkout -m -- {args.name}" if args.name else "git checkout -m -- <file>"
+        again = f"git checkout -m -- {_quoted(args.name)}"
         raise CliError(
             f"{error}; the file is left unmerged, as this branch's version alone: once each"
             f" version reads (repaired, or pytest-autotune upgraded), `{again}` merges it"
@@ -92,11 +93,19 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             f"{name}: the file holds this branch's entry for each (git's \"ours\", which in a"
             " rebase is the branch rebased onto); run --autotune-update of its test to"
             " measure it again, or take the other side's entry from"
-            f" `git show :3:{args.name or '<file>'}`, then `git add` the file",
+            f" `git show {_quoted(args.name and f':3:{args.name}', ':3:<file>')}`, then `git"
+            " add` the file",
             file=sys.stderr,
         )
         return EXIT_CONFLICT
     return 0
+
+
+def _quoted(path: str | None, unnamed: str = "<file>") -> str:
+    """The file's path (git's %P) as a shell reads it in a command we advise, `unnamed`
+    where git gave none: a package folder with a space (`my pkg/.autotune`) split the
+    pasted command's path in two."""
+    return shlex.quote(path) if path else unnamed
 
 
 def _line_merge(args: argparse.Namespace, name: str) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -2150,6 +2151,28 @@ def test_a_merge_that_meets_a_version_it_cannot_read_says_what_the_file_holds_an
     assert f"`git checkout -m -- {name}` merges it again" in output
     # The command runs the driver again on the three versions git holds in the index.
     assert "upgrade pytest-autotune" in git(repo, "checkout", "-m", "--", name)
+
+
+def test_merge_advice_names_a_path_with_a_space_as_a_shell_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A package folder with a space (`my pkg/.autotune/...`, git's %P): the advice
+    # `git show :3:my pkg/...`, pasted, showed the path `pkg` ("fatal: path 'pkg' does not
+    # exist"), and `git checkout -m -- my pkg/...` two paths.
+    name = "my pkg/.autotune/cpu-x/test_sum.json"
+    base = write_cache(tmp_path / "base.json", sum_entries(1024))
+    slower = {"n1024": ("block256", (outcome("block32", 0, 10), outcome("block256", 1, 9)))}
+    faster = {"n1024": ("block256", (outcome("block32", 0, 10), outcome("block256", 1, 1)))}
+    ours = write_cache(tmp_path / "ours.json", slower)
+    theirs = write_cache(tmp_path / "theirs.json", faster)
+    code, _, err = run(capsys, "merge", str(base), str(ours), str(theirs), "--name", name)
+    assert code == 1
+    assert ["git", "show", f":3:{name}"] in [shlex.split(c) for c in err.split("`")[1::2]]
+
+    (tmp_path / "theirs.json").write_text("{")
+    code, _, err = run(capsys, "merge", str(base), str(ours), str(theirs), "--name", name)
+    assert code == 2
+    assert ["git", "checkout", "-m", "--", name] in [shlex.split(c) for c in err.split("`")[1::2]]
 
 
 def test_merge_into_a_file_it_cannot_write_says_so_in_one_line(
