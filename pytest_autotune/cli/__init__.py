@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -46,16 +47,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command: Callable[[argparse.Namespace, TextIO], int] = args.command
     _escape_unencodable(sys.stdout)
+    # The output is written in one place, where an error writing it is told apart from
+    # the command's own (a command writes it whole at its end anyway).
+    output = io.StringIO()
     try:
-        return command(args, sys.stdout)
+        code = command(args, output)
     except CliError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    try:
+        sys.stdout.write(output.getvalue())
+        sys.stdout.flush()
     except BrokenPipeError:
-        # What is left unwritten goes nowhere, or Python's flush of stdout at exit raises
-        # the same error again ("Exception ignored ...").
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _discard_stdout()
         return EXIT_PIPE_CLOSED
+    except OSError as exc:
+        # A full disk under `compare A B > out.txt` ended in a traceback with status 1,
+        # which a CI step reads as compare's regression.
+        _discard_stdout()
+        print(f"{PROG}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return code
+
+
+def _discard_stdout() -> None:
+    """What is left unwritten goes nowhere, or Python's flush of stdout at exit raises the
+    same error again ("Exception ignored ...")."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _escape_unencodable(stream: TextIO) -> None:

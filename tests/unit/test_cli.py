@@ -1774,6 +1774,30 @@ def test_output_whose_reader_left_ends_quietly_with_the_status_of_sigpipe(
     assert (process.wait(), stderr) == (EXIT_PIPE_CLOSED, b"")
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_output_that_cannot_be_written_is_one_line_with_status_2_not_a_regression(
+    tmp_path: Path,
+) -> None:
+    # `pytest-autotune compare A B > out.txt` on a full disk ended in an OSError traceback
+    # with status 1, which a CI step reads as "the gate would fail", of two runs that pass.
+    before, after = tmp_path / "before", tmp_path / "after"
+    for folder in (before, after):
+        (folder / GPU).mkdir(parents=True)
+        write_cache(folder / GPU / "t.json", N8)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest_autotune", "compare", str(before), str(after)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert (done.returncode, done.stderr) == (
+        2,
+        "pytest-autotune: error: cannot write the output: No space left on device\n",
+    )
+
+
 def test_show_never_gives_another_candidates_median_as_the_winners(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
