@@ -21,6 +21,7 @@ from pytest_autotune.report.compare_sides import CompareError
 from pytest_autotune.tune.cache_names import cache_files
 from pytest_autotune.tune.parse import ConfigError, parse_fraction
 from pytest_autotune.tune.records import AutotuneRecord, RecordError
+from pytest_autotune.tune.run import RunInfo
 
 
 def add_to(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         if not path.exists():
             raise CliError(f"{path}: no such file or folder")
     stopped: list[str] = []
+    shared: RunInfo | None = None
     try:
         if before.is_dir() and after.is_dir():
             for folder in (before, after):
@@ -82,6 +84,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                 for side, run_records in zip("AB", records, strict=True)
                 if (reason := _stopped(run_records)) is not None
             ]
+            shared = _latest_run_of_both(*records)
         else:
             raise CliError(
                 f"{args.before}, {args.after}: compare two record files or two cache folders"
@@ -96,11 +99,25 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         # changed nothing (a records file appended by several runs, named twice).
         kind = "folder" if before.is_dir() else "file"
         notes.append(f"A and B are one {kind}: each group is compared with itself")
+    elif shared is not None:
+        notes.append(f"A's latest run is B's ({shared.label}): each group is compared with itself")
     if before.is_dir() and args.max_regression is None:
         notes.append(CACHES_TOLERANCE)
     note = "\n".join(notes) or None
     out.write(render_comparison(rows, (f"A: {args.before}", f"B: {args.after}"), note) + "\n")
     return 1 if any(row.verdict is not None and row.verdict.failed for row in rows) else 0
+
+
+def _latest_run_of_both(
+    before: Sequence[AutotuneRecord], after: Sequence[AutotuneRecord]
+) -> RunInfo | None:
+    """The run both files end with, which each side's groups are read from: a history of
+    runs appended to one file, compared with the latest run's own file, judged that run
+    against itself, every change +0.0%, read as a run that changed nothing. Records that
+    carry no run (labelled by their file's name, with no time) are never one run."""
+    runs = [records[-1].run if records else None for records in (before, after)]
+    same = runs[0] is not None and runs[0] == runs[1] and bool(runs[0].timestamp)
+    return runs[0] if same else None
 
 
 def _stopped(records: Sequence[AutotuneRecord]) -> str | None:

@@ -346,6 +346,27 @@ def test_compare_of_a_file_with_itself_says_so(
     assert "one file" not in run(capsys, "compare", str(a), str(tmp_path / "b.jsonl"))[1]
 
 
+def test_compare_of_a_history_that_ends_with_bs_run_says_each_group_is_compared_with_itself(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # CI appends each run's records to a history (`cat run.jsonl >> history.jsonl`), and
+    # `compare history.jsonl run.jsonl` judged the run against itself: +0.0% for every group,
+    # read as a run that changed nothing since the one before.
+    history, today = tmp_path / "history.jsonl", tmp_path / "today.jsonl"
+    Recorder(history).record(sum_run(RUN_1, 5.0))
+    Recorder(history).record(sum_run(RUN_2, 9.0))
+    Recorder(today).record(sum_run(RUN_2, 9.0))
+    code, out, _ = run(capsys, "compare", str(history), str(today))
+    assert code == 0
+    assert (
+        f"A's latest run is B's ({RUN_2.label}): each group is compared with itself"
+        in out.splitlines()
+    )
+    yesterday = tmp_path / "yesterday.jsonl"
+    Recorder(yesterday).record(sum_run(RUN_1, 5.0))
+    assert "compared with itself" not in run(capsys, "compare", str(yesterday), str(today))[1]
+
+
 def test_compare_says_when_a_run_stopped_early(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
