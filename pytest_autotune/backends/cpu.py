@@ -353,11 +353,16 @@ def _result_waiter(output: object) -> Callable[[object], object] | None:
     return wait or _gpu_waiter(output)
 
 
+_LOOKED_AT = 64
+"""How many items of a tuple, list or dict output `_gpu_waiter` looks at: a list of a
+million floats is no GPU array, and is looked at once per timed loop."""
+
+
 def _gpu_waiter(output: object) -> Callable[[object], object] | None:
     """A wait for the GPU where `output` (or an item of it, a tuple, list or dict of
     arrays) is a CuPy array or a CUDA tensor: the device's work is done when it returns."""
     items = list(output.values()) if isinstance(output, dict) else output
-    values = items if isinstance(items, (tuple, list)) else (output,)
+    values = items[:_LOOKED_AT] if isinstance(items, (tuple, list)) else (output,)
     for value in values:
         if instance_of(value, "cupy", "ndarray"):
             device = sys.modules["cupy"].cuda.Device
