@@ -14,7 +14,9 @@ repository's 2-core VM (BENCHMARKS.md, run E) the spread of the kernels' times f
 Two read kernels, `count_nonzero` and a `maximum` reduction, each over every array, rather
 than one: each has its own session-to-session quirks. In 40 short sessions the pair followed
 the 4 MiB sum kernel better than either alone (a spread of 1.6% against 2.6% and 2.8%) and
-the transpose between the two (2.3% against 1.4% and 3.8%).
+the transpose between the two (2.3% against 1.4% and 3.8%). The count reads each array's
+bytes as unsigned integers (`CALIBRATION_KIND`'s version 2): both kernels then stream
+through memory, as the kernels the gate times mostly do.
 
 A small input is read several times in a row, as many as make `READ_BYTES` (2 MiB), so
 that a cache-resident kernel's read is long enough to follow the machine. On the 2-core VM
@@ -44,9 +46,28 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-CALIBRATION_KIND = "read-inputs/1"
+CALIBRATION_KIND = "read-inputs/2"
 """Names the calibration workload in the cache files. A baseline with another kind (or none)
-measured something else, and the gate then compares the raw times."""
+measured something else, and the gate then compares the raw times; one of `FLOAT_COUNTS` is
+divided by that read still.
+
+Version 2 counts each array's bytes as unsigned integers of its item's width, where version
+1 counted its values. On an AVX-512 Intel Xeon VM `np.count_nonzero` of 4 Mi float32 values
+took 2.95 ms, against 0.61 ms for the same bytes as uint32 and 0.91 ms for their `np.sum`:
+four fifths of the read was compute, which a neighbour slows otherwise than the memory a
+streaming kernel waits on. Over 80 fresh-process sessions there (half beside a `pytest -n
+2`), the 4 MiB sum's spread divided by version 1 was 2.6% quiet and 18.2% beside the
+suite, by version 2 1.6% and 2.1% (raw 5.0% and 6.7%), and a gate of unchanged code beside
+a starting test suite failed as +77% (BENCHMARKS.md, 2026-12-05, fortieth session)."""
+
+FLOAT_COUNTS = "read-inputs/1"
+"""The read of version 1, which counted the values themselves: a baseline recorded with it
+is divided by it (`timed_calibration`), until an update records today's."""
+
+_KINDS = (CALIBRATION_KIND, FLOAT_COUNTS)
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+"""The unsigned integer of each item width: what version 2 counts an array's bytes as."""
 
 _ORDERED_KINDS = frozenset("biuf")
 """dtype kinds a `maximum` reduction reads without a meaning of its own to worry about."""
@@ -84,47 +105,71 @@ def read_repeats(inputs: tuple[Any, ...]) -> int:
     return repeats if repeats <= MAX_REPEATS else 1
 
 
-def calibration_kind(inputs: tuple[Any, ...], repeats: int | None = None) -> str:
-    """The kind of `inputs`' calibration read, as the cache files name it: `CALIBRATION_KIND`
-    for one read of them, with `x<repeats>` after it for that many (`read_repeats` unless
-    given)."""
+def calibration_kind(
+    inputs: tuple[Any, ...], repeats: int | None = None, workload: str = CALIBRATION_KIND
+) -> str:
+    """The kind of `inputs`' calibration read, as the cache files name it: its `workload`
+    (`CALIBRATION_KIND`) for one read of them, with `x<repeats>` after it for that many
+    (`read_repeats` unless given)."""
     repeats = read_repeats(inputs) if repeats is None else repeats
-    return CALIBRATION_KIND if repeats == 1 else f"{CALIBRATION_KIND}x{repeats}"
+    return workload if repeats == 1 else f"{workload}x{repeats}"
 
 
 def kind_repeats(kind: str) -> int | None:
     """How many times a read of `kind` reads its inputs; None for a kind this version does
     not make (another workload, or a newer version's)."""
-    if kind == CALIBRATION_KIND:
-        return 1
+    parsed = parse_kind(kind)
+    return None if parsed is None else parsed[1]
+
+
+def parse_kind(kind: str) -> tuple[str, int] | None:
+    """The workload (`CALIBRATION_KIND` or `FLOAT_COUNTS`) and the repeats of a read of
+    `kind`; None for a kind this version does not make."""
+    if kind in _KINDS:
+        return kind, 1
     head, x, count = kind.rpartition("x")
     # ASCII digits only: a hand-edited `x²` passes `isdigit`, and `int` refuses it.
     digits = count.isascii() and count.isdigit()
-    if head == CALIBRATION_KIND and x and digits and 1 < int(count) <= MAX_REPEATS:
-        return int(count)
+    if head in _KINDS and x and digits and 1 < int(count) <= MAX_REPEATS:
+        return head, int(count)
     return None
 
 
 def calibration_read(
-    inputs: tuple[Any, ...], repeats: int | None = None
+    inputs: tuple[Any, ...], repeats: int | None = None, workload: str = CALIBRATION_KIND
 ) -> Callable[[], None] | None:
     """The calibration read of `inputs`: every NumPy array in them (also inside tuples, lists
-    and dict values) read `repeats` times (`read_repeats` unless given); None when they hold
-    no non-empty numeric array, since then there is nothing of the kernel's to read."""
+    and dict values) read `repeats` times (`read_repeats` unless given), as `workload` reads
+    them; None when they hold no non-empty numeric array, since then there is nothing of the
+    kernel's to read."""
     arrays = input_arrays(inputs)
     if not arrays:
         return None
     ordered = [a for a in arrays if a.dtype.kind in _ORDERED_KINDS]
+    counted = arrays if workload == FLOAT_COUNTS else [_as_unsigned(a) for a in arrays]
     times = range(read_repeats(inputs) if repeats is None else repeats)
 
     def read() -> None:
         for _ in times:
-            for array in arrays:
+            for array in counted:
                 np.count_nonzero(array)
             for array in ordered:
                 np.maximum.reduce(array, axis=None)
 
     return read
+
+
+def _as_unsigned(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The array's bytes as unsigned integers of its item's width (a view: the same memory,
+    whatever its strides), whose count is a stream through memory; the array itself where
+    no such integer is as wide (complex128's 16 bytes)."""
+    unsigned = _UNSIGNED.get(array.dtype.itemsize)
+    if unsigned is None or array.dtype.kind in "bu":
+        return array
+    try:
+        return array.view(unsigned)
+    except (TypeError, ValueError):
+        return array
 
 
 class TimedRead(NamedTuple):
@@ -146,8 +191,9 @@ def timed_calibration(
     makes reads of that kind), the read is of that kind: a gate divides by the read its
     baseline divided by, and a baseline recorded before small inputs were read repeatedly
     is compared as it was then, rather than raw."""
-    repeats = None if kind is None else kind_repeats(kind)
-    read = calibration_read(inputs, repeats)
+    parsed = None if kind is None else parse_kind(kind)
+    workload, repeats = parsed if parsed is not None else (CALIBRATION_KIND, None)
+    read = calibration_read(inputs, repeats, workload)
     if read is None:
         return None
 
@@ -156,7 +202,7 @@ def timed_calibration(
 
     if not long_enough(statistics.median(sample() for _ in range(_PROBES))):
         return None
-    return TimedRead(sample, calibration_kind(inputs, repeats))
+    return TimedRead(sample, calibration_kind(inputs, repeats, workload))
 
 
 _PROBES = 5

@@ -605,7 +605,7 @@ def fake_read(monkeypatch):
     read_s = 400e-6 * (1 if os.environ.get("READ_FROZEN") else MACHINE)
     monkeypatch.setattr(
         "pytest_autotune.calibration.calibration_read",
-        lambda inputs, repeats=None: lambda: spin(read_s),
+        lambda *args, **kwargs: lambda: spin(read_s),
     )
 
 
@@ -641,7 +641,7 @@ def test_a_cpu_baseline_keeps_the_calibration_read_and_a_slower_machine_is_no_re
     )
     entry = json.loads(path.read_text())["entries"][0]
     winner = entry["results"][entry["fastest_index"]]
-    assert entry["calibration"]["kind"] == "read-inputs/1"
+    assert entry["calibration"]["kind"] == "read-inputs/2"
     assert entry["calibration"]["samples_ns"] == [400_000] * len(winner["samples_ns"])
 
     # The kernel and the read both 1.5% slower: the machine, not the kernel.
@@ -673,7 +673,7 @@ READ_KIND_TESTS = CALIBRATED_TESTS.replace(
     "def fast(x):",
     "@pytest.fixture(autouse=True)\n"
     "def read_kind(monkeypatch):\n"
-    "    kind = os.environ.get('READ_KIND', 'read-inputs/1')\n"
+    "    kind = os.environ.get('READ_KIND', 'read-inputs/2')\n"
     "    monkeypatch.setattr('pytest_autotune.calibration.calibration_kind', lambda *_: kind)\n"
     "\n\ndef fast(x):",
 )
@@ -699,10 +699,10 @@ def test_an_update_whose_read_is_of_another_kind_keeps_the_sessions_without_thei
     for _ in range(2):
         assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     assert [s["read_ns"] for s in entry()["sessions"]] == [400_000]
-    monkeypatch.setenv("READ_KIND", "read-inputs/1x16")  # the kernel as fast as before
+    monkeypatch.setenv("READ_KIND", "read-inputs/2x16")  # the kernel as fast as before
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     updated = entry()
-    assert updated["calibration"]["kind"] == "read-inputs/1x16"
+    assert updated["calibration"]["kind"] == "read-inputs/2x16"
     assert [s["read_ns"] for s in updated["sessions"]] == [None, None]
 
 
@@ -713,7 +713,7 @@ def test_a_baseline_read_of_a_kind_this_version_cannot_make_is_compared_raw_sayi
     version's) is not divided by this run's read: the times are compared raw, and a
     regression says so and what records a baseline of this run's kind."""
     autotune_pytester.makepyfile(test_calibrated=READ_KIND_TESTS)
-    monkeypatch.setenv("READ_KIND", "read-inputs/2")
+    monkeypatch.setenv("READ_KIND", "read-inputs/3")
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.delenv("READ_KIND")
     monkeypatch.setenv("MACHINE", "1.5")  # kernel and read alike: scaled, it would pass
@@ -722,7 +722,7 @@ def test_a_baseline_read_of_a_kind_this_version_cannot_make_is_compared_raw_sayi
     failed.stdout.fnmatch_lines(
         [
             "*regression of +50.0%*compared raw: the baseline's calibration read is of another"
-            " kind (read-inputs/2; this run's read-inputs/1), and an --autotune-update"
+            " kind (read-inputs/3; this run's read-inputs/2), and an --autotune-update"
             " records one of this run's*"
         ]
     )
@@ -747,32 +747,36 @@ def test_sort(candidate, x):
 def test_the_gate_reads_as_its_baseline_read_and_an_update_as_this_version_does(
     pytester: pytest.Pytester,
 ) -> None:
-    """A baseline recorded by a version that read a 1 MiB input once (a read long enough to
-    time) is divided by one read here too, not compared raw; an update reads it twice, as
-    this version does. On the real CPU client: the fake one reads nothing."""
+    """A baseline recorded by a version that counted its float values (version 1's read),
+    reading a 1 MiB input once or twice, is divided by that read here too, not compared
+    raw; an update reads as this version does. On the real CPU client: the fake one reads
+    nothing."""
     pytester.makeini("[pytest]\nfilterwarnings = error\n")
     pytester.makepyfile(test_sort=REAL_READ_TESTS)
     assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
     (path,) = (pytester.path / ".autotune").glob("*/test_sort.py__test_sort-*.json")
     data = json.loads(path.read_text())
     entry = data["entries"][0]
-    assert entry["calibration"]["kind"] == "read-inputs/1x2"
-    # As an older version wrote it: one read, half the time.
-    entry["calibration"] = {
-        "kind": "read-inputs/1",
-        "samples_ns": [s // 2 for s in entry["calibration"]["samples_ns"]],
-    }
-    path.write_text(json.dumps(data))
+    assert entry["calibration"]["kind"] == "read-inputs/2x2"
+    samples = entry["calibration"]["samples_ns"]
 
-    def kind_of_run(*args: str) -> str:
+    def kind_of_run(baseline_kind: str, samples_ns: list[int], *args: str) -> str:
+        # The baseline's read as an older version wrote it.
+        entry["calibration"] = {"kind": baseline_kind, "samples_ns": samples_ns}
+        path.write_text(json.dumps(data))
         records = pytester.path / "records.jsonl"
         records.unlink(missing_ok=True)
         run(pytester, *args, f"--autotune-record={records}")
         (record,) = [json.loads(line) for line in records.read_text().splitlines()]
         return str(record["extra"]["calibration"]["kind"])
 
-    assert kind_of_run("--autotune") == "read-inputs/1"
-    assert kind_of_run("--autotune-update") == "read-inputs/1x2"
+    # Version 1 counted the float values: about four times the time on an AVX-512 Xeon,
+    # and it read a 1 MiB input once where this version reads it twice.
+    once = [s * 2 for s in samples]
+    assert kind_of_run("read-inputs/1", once, "--autotune") == "read-inputs/1"
+    twice = [s * 4 for s in samples]
+    assert kind_of_run("read-inputs/1x2", twice, "--autotune") == "read-inputs/1x2"
+    assert kind_of_run("read-inputs/1x2", twice, "--autotune-update") == "read-inputs/2x2"
 
 
 SLIP_TESTS = """

@@ -63,7 +63,7 @@ def test_a_fresh_process_keeps_the_kind_of_a_repeated_calibration_read() -> None
     fresh = measure_fresh(np.sum, (x,), "np_sum", measure_candidate)
     assert not isinstance(fresh, NotFresh), fresh
     assert fresh.calibration is not None
-    assert fresh.calibration.kind == calibration_kind((x,)) == "read-inputs/1x16"
+    assert fresh.calibration.kind == calibration_kind((x,)) == "read-inputs/2x16"
 
 
 def warns(x: np.ndarray[Any, Any]) -> Any:
