@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import json
@@ -781,6 +782,16 @@ def test_a_call_whose_output_an_asynchronous_library_computes_later_is_timed_unt
     assert cpu(clock, min_sample_time=0.005).time(dispatch, ()) == pytest.approx(1e-6)
 
 
+def returning(clock: FakeClock, output: object) -> Callable[[], object]:
+    """A call of 1 us on `clock` that returns `output`."""
+
+    def fn() -> object:
+        clock.advance(1e-6)
+        return output
+
+    return fn
+
+
 def test_a_numpy_call_is_timed_alone_where_the_program_also_imported_jax(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -806,13 +817,7 @@ def test_a_numpy_call_is_timed_alone_where_the_program_also_imported_jax(
     jax.tree_util.tree_leaves = tree_leaves  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "jax", jax)
 
-    def call(output: object) -> Callable[[], object]:
-        def fn() -> object:
-            clock.advance(1e-6)
-            return output
-
-        return fn
-
+    call = functools.partial(returning, clock)
     client = cpu(clock, min_sample_time=0.005)
     assert client.time(call(np.float64(1.0)), ()) == pytest.approx(1e-6)
     assert client.time(call((np.ones(3), np.ones(3))), ()) == pytest.approx(1e-6)
@@ -839,13 +844,7 @@ def test_a_call_that_hands_its_work_to_the_gpu_is_timed_until_the_gpu_is_done(
     cupy.cuda.Device = Device  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "cupy", cupy)
 
-    def call(output: object) -> Callable[[], object]:
-        def fn() -> object:
-            clock.advance(1e-6)
-            return output
-
-        return fn
-
+    call = functools.partial(returning, clock)
     client = cpu(clock, min_sample_time=0.005)
     assert client.time(call(np.ones(3)), ()) == pytest.approx(1e-6)
     assert not synchronized
