@@ -41,10 +41,12 @@ times, with the raw tolerance.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from pytest_autotune.tune.nested import nested_values
 
 CALIBRATION_KIND = "read-inputs/2"
 """Names the calibration workload in the cache files. A baseline with another kind (or none)
@@ -72,7 +74,6 @@ _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _ORDERED_KINDS = frozenset("biuf")
 """dtype kinds a `maximum` reduction reads without a meaning of its own to worry about."""
 
-_MAX_DEPTH = 4
 
 READ_BYTES = 2 << 20
 """The bytes a calibration read covers at least, its inputs read as many times in a row as
@@ -210,18 +211,11 @@ _PROBES = 5
 
 def input_arrays(inputs: tuple[Any, ...]) -> list[np.ndarray[Any, Any]]:
     """The numeric NumPy arrays in `inputs` (in tuples, lists and mappings, a few levels
-    deep), each once: what a calibration read reads, and what a fresh process is sent
-    (`fresh_process`)."""
-    return list({id(a): a for a in _arrays(inputs, 0)}.values())
-
-
-def _arrays(value: Any, depth: int) -> Iterator[np.ndarray[Any, Any]]:
-    if isinstance(value, np.ndarray):
-        if value.size and value.dtype.kind in "biufc":
-            yield value
-    elif depth < _MAX_DEPTH and isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _arrays(item, depth + 1)
-    elif depth < _MAX_DEPTH and isinstance(value, Mapping):
-        for item in value.values():
-            yield from _arrays(item, depth + 1)
+    deep: `nested_values`), each once: what a calibration read reads, and what a fresh
+    process is sent (`fresh_process`)."""
+    arrays = (
+        value
+        for value in nested_values(inputs)
+        if isinstance(value, np.ndarray) and value.size and value.dtype.kind in "biufc"
+    )
+    return list({id(a): a for a in arrays}.values())

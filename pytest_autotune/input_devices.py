@@ -6,19 +6,16 @@ and the gate judge by a GPU's rules, so `auto` tunes it on the CPU (`Devices.gro
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from pytest_autotune.tune.loaded import instance_of
-
-DEPTH = 3
-"""How deep containers of inputs are looked into: `(x, (y, z))`, `{"x": x}`, a list of
-arrays; an object's attributes are not."""
+from pytest_autotune.tune.nested import nested_values
+from pytest_autotune.tune.torch_tensors import is_tensor
 
 MOST = 64
-"""At most this many values of one container are looked at: a list of a million floats
+"""At most this many items of one container are looked at: a list of a million floats
 is no array."""
 
 _HOST_CONTAINERS = (
@@ -38,31 +35,17 @@ def held_on_host(inputs: tuple[Any, ...]) -> bool:
     their own) nothing tells where the work runs, and False leaves the group where `auto`
     puts it."""
     host = False
-    for value in _values(inputs, DEPTH):
+    for value in nested_values(inputs, most=MOST):
         if _on_device(value):
             return False
         host = host or _host_array(value)
     return host
 
 
-def _values(value: Any, depth: int) -> Iterator[Any]:
-    yield value
-    if depth == 0:
-        return
-    if isinstance(value, (tuple, list)):
-        items: Any = value[:MOST]
-    elif isinstance(value, Mapping):
-        items = list(value.values())[:MOST]
-    else:
-        return
-    for item in items:
-        yield from _values(item, depth - 1)
-
-
 def _on_device(value: Any) -> bool:
     """A GPU's array: CuPy's, Numba's device arrays, a CUDA tensor, anything exposing
     `__cuda_array_interface__` (a CPU tensor's raises reading it)."""
-    if instance_of(value, "torch", "Tensor"):
+    if is_tensor(value):
         return bool(value.device.type != "cpu")
     try:
         return getattr(value, "__cuda_array_interface__", None) is not None
@@ -75,7 +58,7 @@ def _host_array(value: Any) -> bool:
     kernel's argument), a CPU tensor, a pandas or polars table, a SciPy sparse matrix."""
     if isinstance(value, np.ndarray):
         return value.ndim > 0
-    if instance_of(value, "torch", "Tensor"):
+    if is_tensor(value):
         return bool(value.dim() > 0)
     return any(instance_of(value, module, name) for module, name in _HOST_CONTAINERS)
 

@@ -30,8 +30,10 @@ from pytest_autotune.backends.peaks import Peaks, load_or_probe, probe_again
 from pytest_autotune.backends.tracing import tracing, untraced
 from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.device_class import isa_level
-from pytest_autotune.tune.loaded import instance_of
+from pytest_autotune.tune.device_compare import is_cupy_array
+from pytest_autotune.tune.nested import nested_values
 from pytest_autotune.tune.plain_numbers import real_number
+from pytest_autotune.tune.torch_tensors import is_tensor
 
 # Re-exported: the CPU's name and its peaks' probe were read from here before they had modules.
 __all__ = [
@@ -361,13 +363,11 @@ million floats is no GPU array, and is looked at once per timed loop."""
 def _gpu_waiter(output: object) -> Callable[[object], object] | None:
     """A wait for the GPU where `output` (or an item of it, a tuple, list or dict of
     arrays) is a CuPy array or a CUDA tensor: the device's work is done when it returns."""
-    items = list(output.values()) if isinstance(output, dict) else output
-    values = items[:_LOOKED_AT] if isinstance(items, (tuple, list)) else (output,)
-    for value in values:
-        if instance_of(value, "cupy", "ndarray"):
+    for value in nested_values(output, depth=1, most=_LOOKED_AT):
+        if is_cupy_array(value):
             device = sys.modules["cupy"].cuda.Device
             return lambda _: device().synchronize()
-        if instance_of(value, "torch", "Tensor") and value.device.type == "cuda":
+        if is_tensor(value) and value.device.type == "cuda":
             return lambda _: sys.modules["torch"].cuda.synchronize()
     return None
 
