@@ -362,7 +362,11 @@ million floats is no GPU array, and is looked at once per timed loop."""
 
 def _gpu_waiter(output: object) -> Callable[[object], object] | None:
     """A wait for the GPU where `output` (or an item of it, a tuple, list or dict of
-    arrays) is a CuPy array or a CUDA tensor: the device's work is done when it returns."""
+    arrays) is a CuPy array or a CUDA tensor: the device's work is done when it returns.
+    Looked for inside the timed loop (after its first call), so only where the program
+    imported CuPy or torch: a NumPy candidate's tuple output costs it nothing more."""
+    if "cupy" not in sys.modules and "torch" not in sys.modules:
+        return None
     for value in nested_values(output, depth=1, most=_LOOKED_AT):
         if is_cupy_array(value):
             device = sys.modules["cupy"].cuda.Device
