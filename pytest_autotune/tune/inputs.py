@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pytest_autotune.tune.client import Client, client_context
@@ -22,16 +22,42 @@ def key_of(name: str, tunables: TunableSet, inputs: TuneInputs) -> Any:
     try:
         return tunables.key_gen(*inputs)
     except TypeError as exc:
-        try:
-            inspect.signature(tunables.key_gen).bind(*inputs)
-        except TypeError:
-            raise TypeError(
-                f"{name}: the key generator cannot take the {len(inputs)} inputs given"
-                f" ({exc}): it is called as key_gen(*inputs), with the candidates' arguments"
-            ) from exc
-        except ValueError:  # no signature to read (a builtin): Python's error says it
-            pass
-        raise
+        if takes_inputs(tunables.key_gen, inputs):
+            raise
+        raise TypeError(
+            f"{name}: the key generator cannot take the {len(inputs)} inputs given"
+            f" ({exc}): it is called as key_gen(*inputs), with the candidates' arguments"
+        ) from exc
+
+
+def candidate_cannot_take(
+    fn: Callable[..., Any], inputs: TuneInputs, exc: TypeError
+) -> TypeError | None:
+    """Where a candidate that raised `exc` cannot take the inputs at all, a TypeError that
+    says it is called as `fn(*inputs)`, each input one argument; None where the TypeError
+    is the candidate's own. The seed's multi-input kernels take one tuple
+    (`|(lhs, rhs)| ...`), and ported as `lambda inputs: ...` every candidate failed with
+    Python's "takes 1 positional argument but 2 were given" alone, which named neither the
+    convention nor the fix."""
+    if takes_inputs(fn, inputs):
+        return None
+    return TypeError(
+        f"the candidate cannot take the {len(inputs)} inputs given ({exc}): it is called as"
+        " fn(*inputs), each input one argument, where the seed's kernels take one tuple:"
+        " write `def kernel(lhs, rhs)` for the seed's `|(lhs, rhs)|`"
+    )
+
+
+def takes_inputs(fn: Callable[..., Any], inputs: TuneInputs) -> bool:
+    """Whether `fn(*inputs)` binds to `fn`'s signature; True where there is none to read
+    (a builtin, a ufunc): the call's own error says it."""
+    try:
+        inspect.signature(fn).bind(*inputs)
+    except TypeError:
+        return False
+    except ValueError:
+        return True
+    return True
 
 
 def used_up_by_a_call(value: object) -> bool:

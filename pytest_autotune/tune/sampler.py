@@ -11,6 +11,7 @@ import numpy as np
 
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE, call_scope
 from pytest_autotune.tune.client import Client, client_context, out_of_memory, release_memory
+from pytest_autotune.tune.inputs import candidate_cannot_take
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 
 FLOATING_POINT_ERRORS = (FloatingPointError, RuntimeWarning)
@@ -62,10 +63,17 @@ class Samples:
 
     def _timed(self, index: int) -> float:
         fn = self._tunables.fns[index]
-        if hasattr(fn, SCOPE_ATTRIBUTE):  # its scope outside the timed call (`call_scope`)
-            with call_scope(fn):
-                return self._client.time(fn, self._copy(index))
-        return self._client.time(fn, self._copy(index))
+        inputs = self._copy(index)
+        try:
+            if hasattr(fn, SCOPE_ATTRIBUTE):  # its scope outside the timed call (`call_scope`)
+                with call_scope(fn):
+                    return self._client.time(fn, inputs)
+            return self._client.time(fn, inputs)
+        except TypeError as exc:
+            said = candidate_cannot_take(fn, inputs, exc)
+            if said is None:
+                raise
+            raise said from exc
 
     def _timed_quietly(self, index: int) -> float:
         with np.errstate(all="ignore"):

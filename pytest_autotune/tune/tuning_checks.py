@@ -11,6 +11,7 @@ from pytest_autotune.tune.checks import check_candidates, in_place_output
 from pytest_autotune.tune.client import Client, client_context
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.errors import UNPLANNED, AutotuneSkip
+from pytest_autotune.tune.inputs import candidate_cannot_take
 from pytest_autotune.tune.tunable_set import CloneInputGenerator, TunableSet, TuneInputs
 
 Reference = Callable[..., Any] | str
@@ -51,7 +52,13 @@ def run_checks(
 
     def called(fn: Callable[..., Any]) -> object:
         args = tunables.generate_inputs(key, inputs)
-        out = fn(*args)
+        try:
+            out = fn(*args)
+        except TypeError as exc:
+            said = candidate_cannot_take(fn, args, exc)
+            if said is None:
+                raise
+            raise said from exc
         client.sync()
         if out is None and not require_output:
             # An in-place kernel (a CuPy kernel launched into an output buffer) returns

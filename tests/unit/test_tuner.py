@@ -254,6 +254,36 @@ def test_inputs_the_key_generator_cannot_take_are_named_by_the_tuner(client):
         tuner.execute(TunableSet.of(mistyped, {"a": np.sum, "b": np.add.reduce}), ([1],), client)
 
 
+@pytest.mark.parametrize("checks", [False, True], ids=["timed", "checked"])
+def test_a_candidate_written_over_one_tuple_as_the_seeds_is_told_how_it_is_called(client, checks):
+    # The seed's multi-input kernels take one tuple, `|(lhs, rhs)| ...`; ported as
+    # `lambda inputs: ...`, every candidate failed with Python's "takes 1 positional
+    # argument but 2 were given", which named neither the convention nor the fix.
+    def add(lhs, rhs):
+        return lhs + rhs
+
+    tunables = (
+        TunableSet(lambda lhs, rhs: ("add", len(lhs)))
+        .with_(Tunable("tuple", lambda inputs: add(*inputs)))
+        .with_(Tunable("also_tuple", lambda inputs: add(*inputs)))
+    )
+    tuner = Tuner("t", client.device_id, AutotuneConfig(checks=checks))
+    said = (
+        r"tuple: unknown: (raised )?TypeError: the candidate cannot take the 2 inputs given"
+        r" \(.*takes 1 positional argument but 2 were given\): it is called as fn\(\*inputs\)"
+    )
+    with pytest.raises(AutotuneError, match=said):
+        tuner.execute(tunables, (np.ones(3), np.ones(3)), client)
+
+    def mistyped(lhs, rhs):
+        return len(lhs) + "1"  # the candidate's own TypeError stays its own
+
+    tunables = TunableSet.of(lambda lhs, rhs: ("own", len(lhs)), {"a": mistyped, "b": mistyped})
+    own = r"a: unknown: (raised )?TypeError: unsupported operand"
+    with pytest.raises(AutotuneError, match=own):
+        tuner.execute(tunables, (np.ones(3), np.ones(3)), client)
+
+
 def test_a_reference_named_by_candidate_is_its_checks_reference_and_a_typo_is_one_error(
     client,
 ):
