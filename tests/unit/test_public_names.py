@@ -245,3 +245,18 @@ def test_the_annotations_of_a_public_name_resolve_at_run_time(name: str) -> None
     for each in _annotated(getattr(pytest_autotune, name)):
         if inspect.isclass(each) or inspect.isfunction(each):
             typing.get_type_hints(each)
+
+
+def test_the_readme_names_every_variant_of_the_log_event_and_where_it_is_imported_from() -> None:
+    # The seed's `AutotuneLogEvent` is an enum a porter writes as `AutotuneLogEvent::X`; ours
+    # is a union of classes, which offers no attribute per variant, and the README did not
+    # say where they were: `log_event(ctx, event)` and a filter of `ctx.events` by kind
+    # need them.
+    from pytest_autotune.tune import log
+
+    readme = (Path(pytest_autotune.__file__).parent.parent / "README.md").read_text("utf-8")
+    (row,) = [line for line in readme.splitlines() if line.startswith("| `AutotuneLogContext`")]
+    assert "`pytest_autotune.tune.log`" in row
+    for variant in typing.get_args(pytest_autotune.AutotuneLogEvent):
+        assert f"`{variant.__name__}`" in row
+        assert getattr(log, variant.__name__) is variant
