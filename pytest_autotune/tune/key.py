@@ -52,10 +52,29 @@ class AutotuneKey:
 
     @classmethod
     def from_json(cls: type[KeyT], data: dict[str, Any]) -> KeyT:
-        names = {f.name for f in _key_fields(cls)}
-        unknown = set(data) - names
+        """The key `to_json` wrote (a record's or a cache entry's `key`). One of another
+        form (a tuple key's list) or lacking a field is refused naming this class: read
+        with the wrong class, it failed as "unknown fields [8, 'int8']", or in the
+        dataclass's own `__init__`."""
+        fields = _key_fields(cls)
+        if not isinstance(data, dict):
+            raise TypeError(
+                f"{cls.__name__}: expected a JSON object of its fields, got"
+                f" {type(data).__name__} {short_repr(data)}"
+            )
+        unknown = set(data) - {f.name for f in fields}
         if unknown:
             raise ValueError(f"{cls.__name__}: unknown fields {sorted(unknown)}")
+        missing = [
+            f.name
+            for f in fields
+            if f.init
+            and f.name not in data
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        ]
+        if missing:
+            raise ValueError(f"{cls.__name__}: missing fields {missing}")
         # JSON has no tuple: a tuple field comes back a list, which is neither equal to
         # the key written nor hashable.
         return cls(**{name: _tuples(value) for name, value in data.items()})

@@ -442,6 +442,16 @@ def test_reading_a_key_with_an_unknown_field_names_the_class_and_the_field():
         SumKey.from_json({"n": 8, "dtype": "int8", "size": 3})
 
 
+def test_reading_a_key_of_another_form_or_with_a_missing_field_names_the_class():
+    # A record's key read back with the wrong class: a tuple key's list read as "unknown
+    # fields [8, 'int8']", a missing field as the dataclass's own `__init__() missing 1
+    # required positional argument`, naming no JSON.
+    with pytest.raises(TypeError, match=r"^SumKey: expected a JSON object of its fields"):
+        SumKey.from_json([8, "int8"])
+    with pytest.raises(ValueError, match=r"^SumKey: missing fields \['dtype'\]"):
+        SumKey.from_json({"n": 8})
+
+
 @pytest.mark.parametrize(
     ("value", "kind"),
     [
