@@ -79,8 +79,31 @@ def format_duration(seconds: float) -> str:
     return f"{value:.{decimals}f} {unit}"
 
 
+class AutotuneLogEvent:
+    """Events that occurred during autotuning: the seed's enum, with `Held` and `Preferred`
+    beside its variants. Each variant is a frozen dataclass deriving from this class, tagged
+    "event" in JSON, and reachable from it as the seed spells it: `AutotuneLogEvent.ShortCircuit`
+    for `AutotuneLogEvent::ShortCircuit` (a union of the classes, as this was, offered a
+    porter no attribute per variant), and `isinstance(event, AutotuneLogEvent)` holds for
+    each."""
+
+    __slots__ = ()
+    EVENT: ClassVar[str]
+    TuningStep: ClassVar[type[TuningStep]]
+    CandidateSampled: ClassVar[type[CandidateSampled]]
+    Eliminated: ClassVar[type[Eliminated]]
+    Held: ClassVar[type[Held]]
+    ShortCircuit: ClassVar[type[ShortCircuit]]
+    Converged: ClassVar[type[Converged]]
+    Preferred: ClassVar[type[Preferred]]
+    ChecksDone: ClassVar[type[ChecksDone]]
+
+    def to_json(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True, slots=True)
-class TuningStep:
+class TuningStep(AutotuneLogEvent):
     """One batch of the plan was benchmarked: which candidates, and how long it took."""
 
     EVENT: ClassVar[str] = "tuning_step"
@@ -102,7 +125,7 @@ class TuningStep:
 
 
 @dataclass(frozen=True, slots=True)
-class CandidateSampled:
+class CandidateSampled(AutotuneLogEvent):
     """One timed sample; kept and logged only at the full level, since the results carry
     every sample anyway and an event each would swell records tenfold."""
 
@@ -124,7 +147,7 @@ class CandidateSampled:
 
 
 @dataclass(frozen=True, slots=True)
-class Eliminated:
+class Eliminated(AutotuneLogEvent):
     """The adaptive round robin dropped a candidate too slow to win."""
 
     EVENT: ClassVar[str] = "eliminated"
@@ -140,7 +163,7 @@ class Eliminated:
 
 
 @dataclass(frozen=True, slots=True)
-class Held:
+class Held(AutotuneLogEvent):
     """The adaptive round robin stopped sampling a candidate too slow to win that the floor
     of two survivors keeps as the winner's rival: its samples so far stand."""
 
@@ -167,7 +190,7 @@ class Held:
 
 
 @dataclass(frozen=True, slots=True)
-class ShortCircuit:
+class ShortCircuit(AutotuneLogEvent):
     """A candidate landed under the roofline time limit often enough to end its batch:
     it is close enough to the hardware's limit that tuning further cannot pay."""
 
@@ -194,7 +217,7 @@ class ShortCircuit:
 
 
 @dataclass(frozen=True, slots=True)
-class Converged:
+class Converged(AutotuneLogEvent):
     """A candidate's best time stopped improving, so it takes no more samples."""
 
     EVENT: ClassVar[str] = "converged"
@@ -215,7 +238,7 @@ class Converged:
 
 
 @dataclass(frozen=True, slots=True)
-class Preferred:
+class Preferred(AutotuneLogEvent):
     """A batch's winner is not the candidate of the lowest score, so that the log says why:
     `by` "client", a tie the client broke (`CudaClient.preferred`); "rounds", faster
     round by round (`batch.paired_scores`)."""
@@ -250,7 +273,7 @@ class Preferred:
 
 
 @dataclass(frozen=True, slots=True)
-class ChecksDone:
+class ChecksDone(AutotuneLogEvent):
     """Every candidate's output was compared with the reference's."""
 
     EVENT: ClassVar[str] = "checks_done"
@@ -277,18 +300,25 @@ class ChecksDone:
         )
 
 
-AutotuneLogEvent = (
-    TuningStep
-    | CandidateSampled
-    | Eliminated
-    | Held
-    | ShortCircuit
-    | Converged
-    | Preferred
-    | ChecksDone
+AutotuneLogEvent.TuningStep = TuningStep
+AutotuneLogEvent.CandidateSampled = CandidateSampled
+AutotuneLogEvent.Eliminated = Eliminated
+AutotuneLogEvent.Held = Held
+AutotuneLogEvent.ShortCircuit = ShortCircuit
+AutotuneLogEvent.Converged = Converged
+AutotuneLogEvent.Preferred = Preferred
+AutotuneLogEvent.ChecksDone = ChecksDone
+VARIANTS: tuple[type[AutotuneLogEvent], ...] = (
+    TuningStep,
+    CandidateSampled,
+    Eliminated,
+    Held,
+    ShortCircuit,
+    Converged,
+    Preferred,
+    ChecksDone,
 )
-"""Events that occurred during autotuning (the seed's enum, `Held` and `Preferred`), each
-tagged "event" in JSON."""
+"""Every variant of `AutotuneLogEvent`, in the order of the seed's enum and ours."""
 
 
 def event_from_json(data: Mapping[str, Any]) -> AutotuneLogEvent:
