@@ -187,6 +187,13 @@ class AutotuneOutcome:
             raise ValueError(
                 f"statistic is {self.statistic!r}, expected one of {', '.join(STATISTICS)}"
             )
+        if not self.effective_samples:
+            # Said with the candidate's name: SampleStats' bare "no samples" named neither it
+            # nor that a dropped first sample counts out.
+            raise ValueError(
+                f"AutotuneOutcome {self.name!r} [#{self.index}]: no samples"
+                + (" once the first is dropped" if self.samples else "")
+            )
         object.__setattr__(self, "_stats", SampleStats.of(self.effective_samples))
 
     @property

@@ -60,6 +60,8 @@ class InputGeneratorError(RuntimeError):
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+"""This package's folder: frames in it are the tuner's, not the user's (`_trace`,
+`caller_level`)."""
 
 
 def _trace(exc: BaseException) -> str:
@@ -186,9 +188,6 @@ class AutotuneError(Exception):
             kind_text = json_text(data["kind"])
             raise ValueError(f"error: kind is {kind_text}, expected one of {kinds}") from None
         return cls(kind, message, name)
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def caller_level() -> int:

@@ -206,9 +206,11 @@ def test_an_outcome_that_keeps_its_first_sample_judges_on_all_of_them():
     assert outcome.best == 900 / 1e9
 
 
-def test_an_outcome_needs_samples():
-    with pytest.raises(ValueError, match="no samples"):
+def test_an_outcome_needs_samples_and_says_whose_are_missing():
+    with pytest.raises(ValueError, match=r"^AutotuneOutcome 'none' \[#0\]: no samples$"):
         AutotuneOutcome("none", 0, ())
+    with pytest.raises(ValueError, match=r"'one' \[#3\]: no samples once the first is dropped"):
+        AutotuneOutcome("one", 3, (1e-3,), dropped_first=True)
 
 
 def test_an_outcome_is_written_in_integer_nanoseconds():
