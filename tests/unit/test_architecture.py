@@ -186,6 +186,21 @@ def test_the_readmes_layout_names_every_module_of_the_package() -> None:
     assert sorted(modules - named) == []
 
 
+def test_the_unit_tests_run_no_pytest_in_process() -> None:
+    """`tests/unit` is the engine's, fast and without `pytester` (the design's layout): a test
+    that runs pytest in-process with it belongs in `tests/plugin`, beside its harness."""
+    unit = Path(__file__).parent
+    with_pytester = [
+        f"{path.name}::{node.name}"
+        for path in sorted(unit.glob("test_*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef)
+        and any(arg.arg == "pytester" for arg in node.args.args + node.args.kwonlyargs)
+    ]
+
+    assert with_pytester == []
+
+
 def test_a_program_importing_the_runtime_loads_no_pytest_jinja2_nor_yaml() -> None:
     """A library built on `LocalTuner` is imported by programs that never run a test: the
     plugin's and the report's dependencies stay out of its import, and PyYAML, read only
