@@ -124,6 +124,24 @@ def _run_set(
             fail(f"{nodeid}: candidate {exc.name!r} {exc}")
 
 
+def _set_hint(given: object) -> str:
+    """What to pass in place of `given`, which is no `TunableSet`: a function called with no
+    arguments is most likely the one that builds the set (`mylib.make_set`, passed where
+    README's `mylib.TUNER.init(mylib.make_set)` goes), which the user has already written."""
+    name = getattr(given, "__name__", None)
+    if callable(given) and isinstance(name, str) and name.isidentifier():
+        try:
+            inspect.signature(given).bind()
+        except (TypeError, ValueError):  # it needs arguments, or has no signature to read
+            pass
+        else:
+            return (
+                f"to pass the set it builds, call it: autotune({name}(), ...), or"
+                f" autotune(TUNER.init({name}), ...) for a set of your LocalTuner"
+            )
+    return "build one with TunableSet(key_gen, tunables=[Tunable(name, fn), ...])"
+
+
 def _check_arguments(
     node: pytest.Item,
     tunables: TunableSet,
@@ -151,7 +169,7 @@ def _check_arguments(
     if not isinstance(tunables, TunableSet):
         pytest.fail(
             f"{nodeid}: the autotune fixture takes a TunableSet first, got {tunables!r};"
-            " build one with TunableSet(key_gen, tunables=[Tunable(name, fn), ...])",
+            f" {_set_hint(tunables)}",
             pytrace=False,
         )
     checked = (

@@ -993,6 +993,15 @@ CASES = [
         ("takes a TunableSet first", "function good"),
         FIXTURE.format(call="good, 3"),
     ),
+    # The function that builds the set, passed where its set goes (`mylib.make_set` for
+    # `mylib.TUNER.init(mylib.make_set)`): told to call it, not to build a set afresh.
+    Case(
+        "fixture given the set's factory",
+        "check",
+        FAILED,
+        ("takes a TunableSet first", "function make", "autotune(make(), ...)"),
+        FIXTURE.format(call="make, 3"),
+    ),
     # A set built with with_() whose result was dropped: skipped as "every candidate
     # declined:" (of none), CI stayed green.
     *(
