@@ -52,7 +52,16 @@ set built elsewhere (not its candidates, key, groups or device)."""
 def autotune_calls(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """The `autotune` fixture's value, the function its test calls (`plugin.autotune`, the
     fixture, says how a test uses it)."""
-    return functools.partial(_run_set, request.config.stash[SESSION], request.node)
+    return _FixtureCall(_run_set, request.config.stash[SESSION], request.node)
+
+
+class _FixtureCall(functools.partial[Any]):
+    """The fixture's function, named by its test where pytest shows it: a failing test's
+    traceback prints each of its arguments, and a partial's repr spelt out our function, our
+    session object and the test's node there."""
+
+    def __repr__(self) -> str:
+        return f"<autotune fixture of {self.args[1].nodeid}>"
 
 
 def _run_set(

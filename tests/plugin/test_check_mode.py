@@ -127,6 +127,29 @@ def test_the_fixture_calls_its_output_on_the_inputs_given_as_the_library_does(
     run(autotune_pytester, *mode).assert_outcomes(passed=1)
 
 
+def test_a_failing_test_shows_the_fixture_by_its_test_not_by_our_internals(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest's long traceback prints each argument of the test: the fixture read as a
+    # functools.partial of our function, our session object and the test's node.
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        from pytest_autotune import TunableSet
+
+        def test_fails_after_its_call(autotune):
+            out = autotune(TunableSet.of(lambda x: x.size, {"sum": np.sum}), np.ones(4))
+            assert out == 5
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["autotune = <autotune fixture of test_a_failing_test_shows*::test_fails_after_its_call>"]
+    )
+    result.stdout.no_fnmatch_line("*functools.partial*")
+
+
 def test_an_explicit_reference_and_tolerances_are_honoured(
     autotune_pytester: pytest.Pytester,
 ) -> None:
