@@ -112,7 +112,11 @@ def _clear(verdict: GroupVerdict) -> bool:
     rewritten three times slower, +206% [+154%, +271%] on a busy machine) until the CPUs
     are free; it is recorded, with the warning."""
     comparison = verdict.comparison
-    return comparison is not None and (comparison.failed or comparison.high < 0)
+    return (
+        comparison is not None
+        and not verdict.unconfirmed
+        and (comparison.failed or comparison.high < 0)
+    )
 
 
 def _not_recorded(verdict: GroupVerdict, message: str) -> GroupVerdict:
@@ -151,7 +155,9 @@ def history(
         case.settings.engine.max_regression,
         calibrated=measurement is not None and measurement.calibrated_against(baseline),
     ).max_regression
-    changed = comparison.failed or math.log1p(comparison.high) < -math.log1p(tolerance)
+    changed = not verdict.unconfirmed and (
+        comparison.failed or math.log1p(comparison.high) < -math.log1p(tolerance)
+    )
     # The sessions of a baseline's winner that failed or was skipped here are of another
     # kernel than this session's: however close the two times, they do not blend.
     replaced = baseline_winner_out(case, baseline, case.decision.fastest_name) is not None

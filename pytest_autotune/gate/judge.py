@@ -147,9 +147,23 @@ def judge(
             again = remeasure()
         except AutotuneError as exc:
             return _raised_again(exc, verdict, current)
-        verdict = once(again, remeasured=True)
-        reads.append(verdict)
+        read = once(again, remeasured=True)
+        reads.append(read)
+        if _suspected(read, tolerance) and _slower(read) != _slower(verdict):
+            # A slow spell read, then a fast one (or the reverse): were the loop to go
+            # on, the last read alone would start a new baseline the one before it
+            # contradicted. Neither change is confirmed; the session joins.
+            verdict = replace(read, unconfirmed=True)
+            break
+        verdict = read
     return _confirmed(verdict, reads, tolerance)
+
+
+def _slower(verdict: GroupVerdict) -> bool:
+    """Whether a suspected verdict (`_suspected`) is a slowdown, rather than an update's
+    speedup."""
+    comparison = verdict.comparison
+    return verdict.verdict is not Verdict.UPDATED or (comparison is not None and comparison.failed)
 
 
 def _raised_again(exc: AutotuneError, verdict: GroupVerdict, current: Measurement) -> GroupVerdict:
@@ -204,8 +218,9 @@ def _confirmed(
     if not changed or len(reads) < 2 or len(changes) != len(reads):
         return verdict
     said = ", ".join(map(format_change, changes))
+    disagree = ", the reads disagree" if verdict.unconfirmed else ""
     first, *rest = verdict.message.split("\n")
-    message = "\n".join([f"{first}; measured {len(reads)} times: {said}", *rest])
+    message = "\n".join([f"{first}; measured {len(reads)} times{disagree}: {said}", *rest])
     return replace(verdict, message=message)
 
 

@@ -98,3 +98,7 @@ class GroupVerdict:
     """What the judged candidate raised when measured again to confirm a suspected failure
     (the verdict is then ERROR): the group is judged again without it
     (`gate_policy.Judged.winner_failed`)."""
+    unconfirmed: bool = False
+    """An update's change that a re-measurement read the other way (slower, then faster,
+    or the reverse): the reads disagree, no change is confirmed, and the session joins
+    its baseline rather than start a new one (`update_policy.history`)."""

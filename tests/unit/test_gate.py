@@ -839,6 +839,26 @@ def test_an_updates_speedup_is_measured_again_before_it_starts_a_new_baseline() 
     assert faster.message.endswith("; measured 2 times: -43.0%, -42.0%")  # once on a GPU
 
 
+def test_an_updates_change_read_the_other_way_when_measured_again_is_not_confirmed() -> None:
+    # On the 2-core VM an update read an unchanged kernel +35.6%, then -15.2%, then
+    # +31.8%: each read past the tolerance, so the loop went on, and the third read alone
+    # started a new baseline that the second had contradicted. The reads disagree: no
+    # change is confirmed, and the session joins its baseline (`update_policy.history`).
+    reads = iter([exact(T * 0.85), exact(T * 1.32)])
+    verdict = gate(
+        exact(T * 1.356), baseline(), update=True, remeasure=lambda: next(reads), confirmations=2
+    )
+    assert (verdict.verdict, verdict.unconfirmed) == (Verdict.UPDATED, True)
+    assert verdict.measurement == exact(T * 0.85)  # measured twice, not three times
+    assert verdict.message.endswith("; measured 2 times, the reads disagree: +35.6%, -15.0%")
+    slower = iter([exact(T * 1.3), exact(T * 1.32)])
+    confirmed = gate(
+        exact(T * 1.356), baseline(), update=True, remeasure=lambda: next(slower), confirmations=2
+    )
+    assert confirmed.unconfirmed is False
+    assert confirmed.message.endswith("; measured 3 times: +35.6%, +30.0%, +32.0%")
+
+
 def test_an_updates_speedup_within_the_tolerance_joins_without_being_measured_again() -> None:
     # `update_policy.history` starts a new baseline only past the tolerance: a smaller
     # speedup joins the old baseline anyway, and measuring it again only cost time.
