@@ -57,6 +57,8 @@ def settle_update(
     `unreadable` names the group's baseline file that could not be read: the save will
     refuse it, so the message says so rather than "new baseline". Either way a session not
     recorded is NOT_RECORDED, not UPDATED: the table must not say the file was refreshed."""
+    if verdict.unconfirmed and baseline is not None and _same_baseline(case, baseline):
+        return Settled(_disagreeing(verdict, baseline), (), recorded=False)
     measurement = verdict.measurement
     states = conditions.contended(measurement) if measurement is not None else ()
     reasons = "; ".join(c.reason for c in states)
@@ -112,11 +114,21 @@ def _clear(verdict: GroupVerdict) -> bool:
     rewritten three times slower, +206% [+154%, +271%] on a busy machine) until the CPUs
     are free; it is recorded, with the warning."""
     comparison = verdict.comparison
-    return (
-        comparison is not None
-        and not verdict.unconfirmed
-        and (comparison.failed or comparison.high < 0)
+    return comparison is not None and (comparison.failed or comparison.high < 0)
+
+
+def _disagreeing(verdict: GroupVerdict, baseline: Baseline) -> GroupVerdict:
+    """The verdict of an update whose re-measurement read its change the other way (slower,
+    then faster: `GroupVerdict.unconfirmed`): none of its reads is this code's time, so the
+    committed baseline stays. Joined, the last read (+31.8% of unchanged code on the 2-core
+    VM, after +35.6% and -15.2%) moved the baseline by its share; made the baseline, it hid
+    the next real slowdown or failed unchanged code."""
+    head = (
+        f"kept the baseline ({counted(len(baseline.sessions()), 'session')}): this session"
+        " is not recorded, as the machine ran in slow and fast spells while it was measured:"
+        " update again when it is steady"
     )
+    return _not_recorded(verdict, head + verdict.message.removeprefix(UPDATED_MESSAGE))
 
 
 def _not_recorded(verdict: GroupVerdict, message: str) -> GroupVerdict:
@@ -155,9 +167,7 @@ def history(
         case.settings.engine.max_regression,
         calibrated=measurement is not None and measurement.calibrated_against(baseline),
     ).max_regression
-    changed = not verdict.unconfirmed and (
-        comparison.failed or math.log1p(comparison.high) < -math.log1p(tolerance)
-    )
+    changed = comparison.failed or math.log1p(comparison.high) < -math.log1p(tolerance)
     # The sessions of a baseline's winner that failed or was skipped here are of another
     # kernel than this session's: however close the two times, they do not blend.
     replaced = baseline_winner_out(case, baseline, case.decision.fastest_name) is not None

@@ -152,7 +152,8 @@ def judge(
         if _suspected(read, tolerance) and _slower(read) != _slower(verdict):
             # A slow spell read, then a fast one (or the reverse): were the loop to go
             # on, the last read alone would start a new baseline the one before it
-            # contradicted. Neither change is confirmed; the session joins.
+            # contradicted. Neither change is confirmed, and the update keeps the
+            # committed baseline (`update_policy.settle_update`).
             verdict = replace(read, unconfirmed=True)
             break
         verdict = read

@@ -100,5 +100,5 @@ class GroupVerdict:
     (`gate_policy.Judged.winner_failed`)."""
     unconfirmed: bool = False
     """An update's change that a re-measurement read the other way (slower, then faster,
-    or the reverse): the reads disagree, no change is confirmed, and the session joins
-    its baseline rather than start a new one (`update_policy.history`)."""
+    or the reverse): the reads disagree, no change is confirmed, and the committed baseline
+    stays as it is (`update_policy.settle_update`)."""

@@ -252,3 +252,71 @@ def test_a_test_methods_confirmations_run_in_fresh_processes(
     slow_process = run(pytester, "--autotune")
     assert slow_process.ret == pytest.ExitCode.OK, slow_process.stdout.str()
     assert "not in a fresh one" not in slow_process.stdout.str()
+
+
+SPELLS_CONFTEST = """
+import os
+
+SPELL_HERE = [False]
+
+
+def pytest_configure(config):
+    # The pytest process alone reads a slow spell: the fresh processes that measure again
+    # import this module anew, run no hook, and read a fast one.
+    SPELL_HERE[0] = os.environ.get("SPELLS") == "1"
+"""
+
+SPELLS_TESTS = """
+import os
+import time
+
+import numpy as np
+import pytest
+from conftest import SPELL_HERE
+
+
+def kernel(x):
+    if SPELL_HERE[0]:
+        time.sleep(8e-3)
+    elif os.environ.get("SPELLS") != "1":
+        time.sleep(2e-3)
+    return x * 2.0
+
+
+def other(x):
+    time.sleep(20e-3)
+    return x * 2.0
+
+
+@pytest.mark.autotune(candidates={"kernel": kernel, "other": other}, max_regression=0.5)
+def test_spells(candidate):
+    return candidate(np.arange(1 << 10, dtype=np.float64))
+"""
+
+
+def test_an_update_whose_reads_disagree_keeps_the_committed_baseline(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On the 2-core VM an update read unchanged code +35.6%, then -15.2%, then +31.8%, and
+    # the last read alone became the new baseline. Here the pytest process reads 4x slower
+    # and the fresh process that measures again 100x faster: no change is confirmed, and
+    # the committed baseline stays as it is, byte for byte.
+    pytester.makeconftest(SPELLS_CONFTEST)
+    pytester.makepyfile(test_spells=SPELLS_TESTS)
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    (cache,) = (pytester.path / ".autotune").rglob("*.json")
+    committed = cache.read_bytes()
+    monkeypatch.setenv("SPELLS", "1")
+    update = run(pytester, "--autotune-update", "-rA")
+    assert update.ret == pytest.ExitCode.OK
+    update.stdout.fnmatch_lines(
+        [
+            "test_spells.py::test_spells [[]default[]]: kept the baseline (1 session): this"
+            " session is not"
+            " recorded, as the machine ran in slow and fast spells*; measured 2 times, the"
+            " reads disagree: +*%, -*%"
+        ]
+    )
+    assert "new baseline" not in update.stdout.str()
+    assert cache.read_bytes() == committed
