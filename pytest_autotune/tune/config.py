@@ -133,7 +133,7 @@ class AutotuneConfig:
     @classmethod
     def from_env(
         cls,
-        environ: Mapping[str, str] = os.environ,
+        environ: Mapping[str, str] | None = None,
         yaml_path: str | os.PathLike[str] | None = None,
         *,
         project_file: bool = True,
@@ -144,9 +144,11 @@ class AutotuneConfig:
         directory when there is one and `project_file` is true. The environment wins
         because it is the more specific decision: the file is committed for the whole
         project, a variable is set for one run, just as pytest's command line overrides its
-        ini file.
+        ini file. `environ` is the process's environment where None: read at the call, and
+        a default of `os.environ` itself printed every variable of it, secrets too, in
+        `help()` and the documentation built from the signature.
         """
-        sources: list[Layer] = [("", env_values(environ))]
+        sources: list[Layer] = [("", env_values(os.environ if environ is None else environ))]
         path = Path(yaml_path) if yaml_path is not None else Path(YAML_FILE)
         if yaml_path is not None or (project_file and path.is_file()):
             sources.append((os.fspath(path), load_yaml(path)))

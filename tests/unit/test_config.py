@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
@@ -346,6 +347,17 @@ def test_the_environment_wins_over_the_yaml_file_in_the_working_directory(tmp_pa
 def test_without_a_yaml_file_the_environment_alone_decides(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert AutotuneConfig.from_env({"PYTEST_AUTOTUNE_DISABLE_CACHE": "1"}).disable_cache is True
+
+
+def test_from_env_reads_the_process_environment_at_the_call_and_shows_none_of_it(
+    tmp_path, monkeypatch
+):
+    # A default of `os.environ` itself printed every variable, secrets too, in help().
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTEST_AUTOTUNE_CACHE_DIR", "set-after-import")
+    monkeypatch.setenv("MY_SECRET_TOKEN", "hunter2")
+    assert AutotuneConfig.from_env().cache_dir == Path("set-after-import")
+    assert "hunter2" not in str(inspect.signature(AutotuneConfig.from_env))
 
 
 def test_an_explicit_yaml_path_must_exist(tmp_path):
