@@ -43,8 +43,9 @@ def candidate_cannot_take(
         return None
     return TypeError(
         f"the candidate cannot take the {len(inputs)} inputs given ({exc}): it is called as"
-        " fn(*inputs), each input one argument, where the seed's kernels take one tuple:"
-        " write `def kernel(lhs, rhs)` for the seed's `|(lhs, rhs)|`"
+        " fn(*inputs), one argument per input: a kernel of two inputs is"
+        " `def kernel(lhs, rhs)`, not one that takes them as a tuple (the seed's"
+        " `|(lhs, rhs)|`)"
     )
 
 
