@@ -218,7 +218,17 @@ def _marker_pairs(
             "autotune(candidates=...) must be a non-empty dict of name -> callable"
             f" (or a list of functions), got {type(candidates).__name__} {shown(candidates)}"
         )
-    return tuple((printable(str(n)), f) for n, f in candidates.items()), None
+    pairs = tuple((printable(str(n)), f) for n, f in candidates.items())
+    # A value that is no function failed its test in the body's call ("'int' object is not
+    # callable"), naming no option, and tuning went on around it as a candidate that raised.
+    uncallable = next(((n, f) for n, f in pairs if not callable(f)), None)
+    if uncallable is not None:
+        name, value = uncallable
+        return pairs, (
+            f"autotune(candidates=...) maps each name to a callable; {name!r} is"
+            f" {type(value).__name__} {shown(value)}"
+        )
+    return pairs, None
 
 
 def _body_error(metafunc: pytest.Metafunc) -> str | None:

@@ -703,6 +703,21 @@ CASES = [
         ),
     ),
     Case(
+        # Its test failed with "'int' object is not callable" from the body's call, naming
+        # no option, and --autotune tuned the group around it as a candidate that raised.
+        "candidates as a dict holding a value that is no function",
+        "tune",
+        FAILED,
+        ("autotune(candidates=...)", "'other' is int 3", "callable"),
+        textwrap.dedent(
+            """
+             @pytest.mark.autotune(candidates={"good": good, "other": 3})
+             def test_x(candidate):
+                 return candidate(1)
+            """
+        ),
+    ),
+    Case(
         # Pytest stopped the whole collection at "duplicate parametrization of
         # 'candidate'", which named neither option, and no other test ran.
         "candidates and a parametrize of candidate on one test",
