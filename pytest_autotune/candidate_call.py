@@ -25,6 +25,7 @@ from pytest_autotune.item_groups import candidate_nodeids
 from pytest_autotune.marker_callables import Named, evaluated_options, group_key, kept_if_raising
 from pytest_autotune.session import AutotuneSession
 from pytest_autotune.tune.errors import UNPLANNED, AutotuneSkip
+from pytest_autotune.tune.key import stable_key
 from pytest_autotune.tuning_notes import note_numbered_candidates, note_once, note_positional_key
 
 
@@ -67,6 +68,31 @@ def fail_if_used_up(spec: ItemSpec, named: Named) -> None:
         pytest.fail(used_up, pytrace=False)
 
 
+GROUP_KEYS = pytest.StashKey[dict[str, tuple[Any, str]]]()
+"""The key each group's first test got from its `key=` callable, and that test's id."""
+
+
+def stable_group_key(item: pytest.Function, spec: ItemSpec, named: Named) -> Any:
+    """The group's key for this test, which must be the one its first test got. A `key=`
+    of a counter, the time or random draws gave each test of a group another key: all
+    passed, and the group was tuned and filed under its first test's key, which no later
+    run made again, so every gate read "no baseline" and never said why."""
+    key = group_key(spec, named)
+    first, first_test = item.config.stash.setdefault(GROUP_KEYS, {}).setdefault(
+        spec.group, (key, item.nodeid)
+    )
+    # Compared as the cache file identifies a key: a key class of no `__eq__` of its own
+    # compares by identity, and each test's equal key would read as another.
+    if stable_key(key) != stable_key(first):
+        fail(
+            f"{item.nodeid}: key= gave {key!r}, where it gave {first!r} in {first_test},"
+            " a test of the same group; a key must be the same each time it is asked (made"
+            " of the inputs' sizes and dtypes, not of a counter, the time or random draws),"
+            " or no later run finds the baseline filed under it"
+        )
+    return key
+
+
 def tuned(
     item: pytest.Function,
     spec: ItemSpec,
@@ -99,7 +125,7 @@ def tuned(
     # the report and the records keep the group too, as an ERROR (its tests'
     # failures alone left a report that read "2 no baseline" over a failed run).
     with kept_if_raising(session, replace(request, key_known=False), "key="):
-        request = replace(request, key=group_key(spec, named))
+        request = replace(request, key=stable_group_key(item, spec, named))
     with kept_if_raising(session, request, "work="):
         evaluated = evaluated_options(options, named, spec.function.nodeid)
         request = replace(request, options=evaluated)
@@ -153,7 +179,7 @@ def _fail_what_tuning_would(
         spec.function.candidates,
         options.get("groups"),
         not_run(item.config, spec.group),
-        group_key(spec, named),
+        stable_group_key(item, spec, named),
     )
     if spec.candidate in unplanned:
         raise AutotuneSkip(UNPLANNED)

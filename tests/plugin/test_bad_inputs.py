@@ -558,6 +558,23 @@ CASES = [
         marker("work=lambda candidate, n: Work(n, n)"),
     ),
     Case(
+        # A key of a counter (or the time, or random draws) gave each test of the group
+        # another key: all passed, and the group was filed under its first test's key,
+        # which no later run made again, so every gate read "no baseline".
+        "key that changes between the tests of a group, tuned",
+        "tune",
+        FAILED,
+        ("test_x.py::test_x[other-1]: key= gave 2", "gave 1 in test_x.py::test_x[good-1]"),
+        marker("key=lambda n, _calls=[]: _calls.append(n) or len(_calls)"),
+    ),
+    Case(
+        "key that changes between the tests of a group, check",
+        "check",
+        FAILED,
+        ("test_x.py::test_x[other-1]: key= gave 2", "must be the same each time"),
+        marker("key=lambda n, _calls=[]: _calls.append(n) or len(_calls)"),
+    ),
+    Case(
         "key NaN, check",
         "check",
         FAILED,
