@@ -116,6 +116,13 @@ def marker_options(definition: Any) -> tuple[dict[str, Any], str | None]:
         hint = f"; did you mean {', '.join(near)}?" if near else ""
         error = f"@pytest.mark.autotune: unknown option(s) {unknown}; known: {known}{hint}"
         return {k: v for k, v in kwargs.items() if k in MARKER_OPTIONS}, error
+    # Two marks on the test itself are no shared and closer pair: the lower one's value
+    # was taken and the other's dropped without a word (candidates that ran in no test).
+    own = [m.kwargs for m in definition.own_markers if m.name == "autotune"]
+    twice = sorted({k for i, a in enumerate(own) for b in own[i + 1 :] for k in a if k in b})
+    if twice:
+        given = ", ".join(f"{k}=" for k in twice)
+        return kwargs, f"two @pytest.mark.autotune marks of the test give {given}; keep one"
     return kwargs, None
 
 

@@ -674,6 +674,22 @@ CASES = [
         marker("rtoll=1"),
     ),
     Case(
+        # The closer mark's candidates were taken and the other's dropped without a word:
+        # its candidate ran in no test.
+        "two autotune marks on one test giving one option",
+        "check",
+        FAILED,
+        ("test_x.py::test_x: two @pytest.mark.autotune marks of the test give candidates=",),
+        textwrap.dedent(
+            """
+             @pytest.mark.autotune(candidates={"good": good})
+             @pytest.mark.autotune(candidates={"other": other}, rtol=1e-3)
+             def test_x(candidate):
+                 return candidate(1)
+            """
+        ),
+    ),
+    Case(
         "candidates as a list of names",
         "check",
         FAILED,
