@@ -25,7 +25,7 @@ from pytest_autotune.session import AutotuneSession
 from pytest_autotune.stash_keys import SESSION
 from pytest_autotune.time_limit import Limited, TimeLimit, TimeLimitExceeded
 from pytest_autotune.tune.config import ConfigError
-from pytest_autotune.tune.inputs import used_up_input
+from pytest_autotune.tune.inputs import takes_inputs, used_up_input
 from pytest_autotune.tune.key import stable_key
 from pytest_autotune.tune.local import LocalTuner
 from pytest_autotune.tune.tunable import PriorityError, tune_plan, unplanned
@@ -117,7 +117,7 @@ def _run_set(
             # Called in check mode too: a key_gen that fails or returns what cannot be
             # cached, or a group priority that fails for the key, fails the plain run, not
             # only --autotune (or the library's callers).
-            key = checked_key(tunables.key_gen(*inputs), f"{nodeid}: the set's key_gen")
+            key = checked_key(_key_of(nodeid, tunables, inputs), f"{nodeid}: the set's key_gen")
             if not session.settings.tune:
                 # Its groups' priorities, as tuning asks them.
                 plan = tune_plan(key, tunables.tunables)
@@ -131,6 +131,28 @@ def _run_set(
             fail(f"{nodeid}: {exc}")
         except TimeLimitExceeded as exc:
             fail(f"{nodeid}: candidate {exc.name!r} {exc}")
+
+
+def _key_of(nodeid: str, tunables: TunableSet, inputs: tuple[Any, ...]) -> Any:
+    """The set's key of `inputs`. Where the key generator raises on one input that is a
+    tuple it could have taken unpacked (`autotune(tunables, (x,))`, the inputs given as
+    `LocalTuner.execute` takes them), the test fails saying the fixture takes them as
+    arguments: the key generator's own error ("'tuple' object has no attribute 'size'")
+    named neither."""
+    __tracebackhide__ = True
+    try:
+        return tunables.key_gen(*inputs)
+    except Exception as exc:
+        if len(inputs) != 1 or not isinstance(inputs[0], tuple):
+            raise
+        if not takes_inputs(tunables.key_gen, inputs[0]):
+            raise
+        fail(
+            f"{nodeid}: the set's key_gen raised {type(exc).__name__}: {exc}, given one input,"
+            f" a tuple of {counted(len(inputs[0]), 'value')}: the autotune fixture takes the"
+            " inputs as arguments, autotune(tunables, x, y), where LocalTuner.execute takes"
+            " them as one tuple"
+        )
 
 
 def _set_hint(given: object) -> str:

@@ -1050,6 +1050,15 @@ CASES = [
         ("takes a TunableSet first", "function make", "autotune(make(), ...)"),
         FIXTURE.format(call="make, 3"),
     ),
+    # The inputs given as one tuple, as LocalTuner.execute takes them: the key generator's
+    # own error ("can only concatenate tuple") named neither the fixture nor the fix.
+    Case(
+        "fixture given its inputs as one tuple",
+        "check",
+        FAILED,
+        ("the set's key_gen raised TypeError", "a tuple of 1 value", "autotune(tunables, x, y)"),
+        FIXTURE.format(call='TunableSet(lambda n: n + 1, tunables=(Tunable("good", good),)), (3,)'),
+    ),
     # A set built with with_() whose result was dropped: skipped as "every candidate
     # declined:" (of none), CI stayed green.
     *(
