@@ -147,7 +147,7 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     if "candidate" not in metafunc.fixturenames:
         pytest.fail(
             f"{nodeid}: an autotune test takes a `candidate` argument"
-            f"{_marked_by(metafunc) or _named_otherwise(metafunc)}",
+            f"{marked_by(metafunc.definition) or _named_otherwise(metafunc)}",
             pytrace=False,
         )
     candidates = options.pop("candidates", None)
@@ -364,10 +364,11 @@ def _named_otherwise(metafunc: pytest.Metafunc) -> str:
     return ""
 
 
-def _marked_by(metafunc: pytest.Metafunc) -> str:
-    """Where an inherited `autotune` mark comes from: a plain test beside tests that share a
-    module's `pytestmark` or a class's marker is marked too, which its author never did."""
-    node = next(metafunc.definition.iter_markers_with_node("autotune"))[0]
+def marked_by(test: pytest.Item) -> str:
+    """Where an inherited `autotune` mark comes from: a plain test (or a unittest.TestCase)
+    beside tests that share a module's `pytestmark` or a class's marker is marked too,
+    which its author never did."""
+    node = next(test.iter_markers_with_node("autotune"))[0]
     if isinstance(node, pytest.Class):
         return (
             "; this one is marked by its class's marker, which marks every test of the class:"

@@ -50,7 +50,7 @@ from pytest_autotune.collection import (
 )
 from pytest_autotune.failing import fail
 from pytest_autotune.fixture import CALL_GROUPS
-from pytest_autotune.function_spec import awaits_candidates, record_function
+from pytest_autotune.function_spec import awaits_candidates, marked_by, record_function
 from pytest_autotune.group_marks import not_run
 from pytest_autotune.item_groups import (
     item_group,
@@ -119,7 +119,7 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     fail(
         f"{item.nodeid}: a unittest.TestCase method cannot be an autotune test: pytest gives"
         " it no `candidate` to check and tune; write it as a test function or a method of a"
-        " plain class, taking `candidate` (`def test_x(self, candidate)`)"
+        " plain class, taking `candidate` (`def test_x(self, candidate)`)" + marked_by(item)
     )
 
 

@@ -561,6 +561,37 @@ def test_a_marked_unittest_method_fails_saying_why_and_the_others_run_as_ever(
     result.stdout.fnmatch_lines(["*TestCase::test_marked: a unittest.TestCase method cannot*"])
 
 
+def test_a_unittest_case_marked_by_its_modules_pytestmark_is_told_where_the_mark_comes_from(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Its author marked the module's tests, not the TestCase beside them.
+    autotune_pytester.makepyfile(
+        """
+        import unittest
+        import numpy as np
+        import pytest
+
+        pytestmark = pytest.mark.autotune(candidates={"sum": np.sum, "reduce": np.add.reduce})
+
+        class TestCase(unittest.TestCase):
+            def test_plain(self):
+                self.assertEqual(np.sum(np.ones(3)), 3)
+
+        def test_function(candidate):
+            return candidate(np.ones(3))
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*TestCase::test_plain: a unittest.TestCase method cannot be an autotune test*;"
+            " this one is marked by its module's `pytestmark`, which marks every test of the"
+            " module: move it to a module of its own"
+        ]
+    )
+
+
 def test_a_fixture_sets_unusable_key_fails_plain_pytest(autotune_pytester: pytest.Pytester) -> None:
     autotune_pytester.makepyfile(
         """
