@@ -209,8 +209,15 @@ def _compare_library_arrays(
     ref_array, act_array = _numpy_values(reference), _numpy_values(actual)
     if ref_array is None and act_array is None:
         return None
-    if isinstance(reference, (np.ndarray, np.generic)) and act_array is None:
-        return None  # NumPy's against anything else: compared as objects are, by type
+    numpy = (np.ndarray, np.generic)
+    if not any(
+        array is not None and not isinstance(value, numpy)
+        for value, array in ((reference, ref_array), (actual, act_array))
+    ):
+        # NumPy's against anything else, either way round: compared as objects are, by
+        # type. A Python float against a NumPy array of one element came back here as the
+        # same pair, and again, until a RecursionError ended the check.
+        return None
     # A Python number against a 0-d array (JAX's `x.sum()`) compares by value, as against
     # a NumPy one.
     ref_values = reference if isinstance(reference, PYTHON_NUMBERS) else ref_array

@@ -385,6 +385,20 @@ def test_an_array_is_not_a_python_number():
     )
 
 
+def test_a_python_number_against_an_array_that_is_no_single_number_is_a_difference():
+    # The reverse of the test above: the reference a Python float, a candidate's output an
+    # array of one element (or a 0-d array of text) recursed until Python's limit.
+    assert compare_outputs(1.0, np.array([1.0])) == (
+        "output: expected 1.0, got float64 array of shape (1,)"
+    )
+    assert compare_outputs(1.0, np.array("1.0")) == (
+        "output: expected 1.0, got <U3 array of shape ()"
+    )
+    assert compare_outputs(3, np.ones((2, 2), dtype=np.int64)) == (
+        "output: expected 3, got int64 array of shape (2, 2)"
+    )
+
+
 def test_python_integers_compare_exactly_beyond_int64():
     big = 1 << 70
     assert compare_outputs(big, big) is None
