@@ -298,11 +298,15 @@ def compare_masked(
         index = index_text(i, reference.shape)
         expected = "masked" if ref_mask.flat[i] else cut(str(ref_data.flat[i]))
         got = "masked" if act_mask.flat[i] else cut(str(act_data.flat[i]))
-        problems.append(
-            f"{where}: the masks differ at {moved.size} of {reference.size} elements (masked"
-            " positions must agree; the values under a mask are ignored); first at"
-            f" [{index}]: expected {expected}, got {got}"
-        )
+        rule = "masked positions must agree; the values under a mask are ignored"
+        if reference.shape == ():
+            # One value: "the masks differ at 1 of 1 elements ...; first at []" said it twice.
+            problems.append(f"{where}: expected {expected}, got {got} ({rule})")
+        else:
+            problems.append(
+                f"{where}: the masks differ at {moved.size} of {reference.size} elements"
+                f" ({rule}); first at [{index}]: expected {expected}, got {got}"
+            )
     # Where either side is masked, the reference's value on both: only values compare.
     hidden = ref_mask | act_mask
     shown = np.where(hidden, ref_data, act_data) if hidden.any() else act_data

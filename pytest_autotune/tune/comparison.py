@@ -155,6 +155,13 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
         if isinstance(ref_array, np.ma.MaskedArray) or isinstance(act_array, np.ma.MaskedArray):
             return compare_masked(ref_array, act_array, where, rules)
         return compare_arrays(ref_array, act_array, where, rules)
+    for array, other in ((ref_array, actual), (act_array, reference)):
+        if array is not None and np.ma.is_masked(array) and _is_single(array, other):
+            # A masked single value (`np.ma.mean` of a wholly masked array) holds no value,
+            # but its `.item()` is the data beneath the mask: a candidate's 0.0 passed against
+            # `np.ma.masked`. As 0-d arrays, their masks must agree as an array's do.
+            pair = (array, np.asarray(other))
+            return compare_masked(*(pair if array is ref_array else pair[::-1]), where, rules)
     # A Python number carries no dtype, nor a str a width: against a single typed value it
     # compares by value (`np.str_` of `words[i]` read "expected <U3 scalar abc, got str").
     if ref_array is not None and _is_single(ref_array, actual):

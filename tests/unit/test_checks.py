@@ -1006,6 +1006,29 @@ def test_masked_arrays_must_agree_on_the_mask_and_ignore_the_values_it_hides():
     )
 
 
+def test_a_masked_single_value_is_no_value_against_a_python_number():
+    # `np.ma.mean` of a wholly masked array is `np.ma.masked`, whose one value read as its
+    # data (0.0): a candidate returning 0.0 there passed, and a right 0.5 against it read
+    # "expected 0.0, got 0.5".
+    nothing = np.ma.mean(np.ma.array([1.0, 2.0], mask=[1, 1]))
+    assert compare_outputs(nothing, 0.0) == (
+        "output: expected masked, got 0.0 (masked positions must agree; the values under a"
+        " mask are ignored)"
+    )
+    assert compare_outputs(0.5, np.ma.masked) == (
+        "output: expected 0.5, got masked (masked positions must agree; the values under a"
+        " mask are ignored)"
+    )
+    assert compare_outputs(np.ma.masked_array(1.0, mask=True), 1.0) is not None
+    assert compare_outputs(np.ma.masked_array(1.0, mask=True), np.float64(1.0)) == (
+        "output: expected masked, got 1.0 (masked positions must agree; the values under a"
+        " mask are ignored)"
+    )
+    # Unmasked, it is the number it holds.
+    assert compare_outputs(np.ma.masked_array(1.0, mask=False), 1.0) is None
+    assert compare_outputs(nothing, np.ma.masked) is None
+
+
 def test_structured_arrays_compare_field_by_field_with_the_tolerances():
     # A record was compared with `==`: NaN in a float field failed a correct candidate
     # ("expected (nan, 1), got (nan, 1)"), and a rounding difference failed it too.
