@@ -148,6 +148,23 @@ def test_differences_in_far_apart_blocks_are_all_counted_and_measured():
     )
 
 
+def test_an_infinity_is_no_finite_value_even_where_the_tolerance_overflows_its_dtype():
+    # NumPy's `isclose` computes `atol + rtol * |reference|` in the reference's dtype: in
+    # float16, rtol=2 of 40000 overflowed to inf, and a candidate's inf passed "within inf".
+    ref = np.full(4, 40000.0, dtype=np.float16)
+    wrong = ref.copy()
+    wrong[3] = np.inf
+    assert compare_outputs(ref, wrong, rtol=2) == (
+        "output: 1 of 4 elements differ (rtol=2, atol=1e-08); first at [3]: expected 4e+04, got inf"
+    )
+    assert compare_outputs(ref, ref * np.float16(1.5), rtol=2) is None  # within, and finite
+    single = np.ones(2, dtype=np.float32)
+    assert compare_outputs(single, np.array([1.0, -np.inf], np.float32), atol=1e39) is not None
+    complex_ref = np.full(2, 40000 + 1j, dtype=np.complex64)
+    assert compare_outputs(complex_ref, complex_ref * np.inf, atol=1e39) is not None
+    assert compare_outputs(ref * np.inf, ref * np.inf, rtol=2) is None
+
+
 def test_integers_compare_exactly_whatever_the_tolerance():
     ref = np.array([10, 20, 30], dtype=np.int32)
     act = np.array([10, 21, 30], dtype=np.int32)

@@ -40,12 +40,15 @@ def fake_cupy(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
                 f" current device ({a.device.id}). Peer access is unavailable between these"
                 " devices."
             )
-        return np.isclose(a, b, **kwargs)
+        with np.errstate(all="ignore"):  # CuPy's kernels warn of no overflow
+            return np.isclose(a, b, **kwargs)
 
     def asnumpy(value: Any, order: str = "C") -> Any:  # CuPy's, for what is no ndarray
         return np.asarray(value, order=order)
 
-    module = SimpleNamespace(ndarray=DeviceArray, isclose=isclose, asnumpy=asnumpy, calls=calls)
+    module = SimpleNamespace(
+        ndarray=DeviceArray, isclose=isclose, isinf=np.isinf, asnumpy=asnumpy, calls=calls
+    )
     monkeypatch.setitem(sys.modules, "cupy", module)
     return module
 
@@ -107,6 +110,18 @@ def test_a_complex_nan_on_the_device_is_left_to_the_host(fake_cupy: SimpleNamesp
     assert compare_outputs(reference, wrong) is not None
     assert compare_outputs(reference, reference.copy()) is None
     assert agree_on_device(reference, reference.copy(), 1e-5, 0.0, equal_nan=True) is False
+
+
+def test_an_infinite_candidate_on_the_device_is_not_within_an_overflowed_tolerance(
+    fake_cupy: SimpleNamespace,
+) -> None:
+    # CuPy's isclose, as NumPy's, computes the tolerance in the dtype: float16's rtol=2 of
+    # 40000 overflowed to inf, and a candidate's inf agreed on the device.
+    reference = on_device([40000.0, 1.0], dtype=np.float16)
+    wrong = on_device([np.inf, 1.0], dtype=np.float16)
+    assert agree_on_device(reference, wrong, 2.0, 0.0, equal_nan=True) is False
+    infinite = on_device([np.inf, -np.inf], dtype=np.float16)
+    assert agree_on_device(infinite, infinite.copy(), 2.0, 0.0, equal_nan=True) is True
 
 
 def test_device_arrays_of_two_gpus_are_compared_on_the_host(fake_cupy: SimpleNamespace) -> None:
