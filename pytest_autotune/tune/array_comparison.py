@@ -47,9 +47,10 @@ class Rules:
     equal_nan: bool
     outputs: Callable[[object, object, str, Rules], list[str]]
     widened_from: tuple[str, float] | None = None
-    """The name and eps of the dtype the arrays' values were widened from, where NumPy has
-    none (a PyTorch bfloat16 tensor read as float32): the resolution `too_fine` judges
-    `rtol` against, which float32's eps hid."""
+    """The name and eps of the dtype the arrays' values were widened from, where the arrays
+    compared no longer carry it (a PyTorch bfloat16 tensor read as float32, a NumPy float16
+    scalar compared with a Python float as one): the resolution `too_fine` judges `rtol`
+    against, which the wider dtype's eps hid."""
 
     def compare(self, reference: object, actual: object, where: str) -> list[str]:
         """Every difference between two outputs by these rules, each naming its position."""

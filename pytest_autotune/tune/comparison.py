@@ -33,6 +33,7 @@ from pytest_autotune.tune.differences import (
     LISTED_DIFFERENCES,
     PYTHON_NUMBERS,
     exact_note,
+    float_precision,
     mismatch,
     text_difference,
 )
@@ -164,10 +165,19 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
             return compare_masked(*(pair if array is ref_array else pair[::-1]), where, rules)
     # A Python number carries no dtype, nor a str a width: against a single typed value it
     # compares by value (`np.str_` of `words[i]` read "expected <U3 scalar abc, got str").
-    if ref_array is not None and _is_single(ref_array, actual):
-        reference = _single_value(ref_array)
-    if act_array is not None and _is_single(act_array, reference):
-        actual = _single_value(act_array)
+    for array in (ref_array, act_array):
+        other = actual if array is ref_array else reference
+        if array is not None and _is_single(array, other):
+            # Compared as Python numbers, the dtype's resolution is still what `rtol` must
+            # allow: `np.float16(0.1)` against 0.1 failed with no word of float16's eps.
+            precision = float_precision(array.dtype)
+            rules = (
+                rules if precision is None else dataclasses.replace(rules, widened_from=precision)
+            )
+            if array is ref_array:
+                reference = _single_value(array)
+            else:
+                actual = _single_value(array)
     if isinstance(reference, PYTHON_NUMBERS) and isinstance(actual, PYTHON_NUMBERS):
         return _compare_numbers(reference, actual, where, rules)
 

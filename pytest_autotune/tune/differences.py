@@ -105,6 +105,19 @@ ROUNDING_STEPS = 64
 `rtol` than the dtype holds fails (`too_fine`); larger ones as a wrong answer."""
 
 
+def float_precision(dtype: np.dtype[Any]) -> tuple[str, float] | None:
+    """The name and eps of a floating point dtype (ml_dtypes' too), else None."""
+    if dtype.kind not in "fcV":
+        return None
+    try:
+        return str(dtype), float(np.finfo(dtype).eps)
+    except (TypeError, ValueError):
+        try:  # ml_dtypes' bfloat16 and float8 types have a finfo of their own
+            return str(dtype), float(importlib.import_module("ml_dtypes").finfo(dtype).eps)
+        except Exception:
+            return None
+
+
 def too_fine(
     dtype: np.dtype[Any],
     rtol: float,
@@ -119,19 +132,10 @@ def too_fine(
     names the dtype, and its eps, that values NumPy has no dtype for were read from."""
     if max_errors is None:
         return ""
-    if widened_from is not None:
-        name, eps = widened_from
-    elif dtype.kind not in "fcV":
+    precision = widened_from if widened_from is not None else float_precision(dtype)
+    if precision is None:
         return ""
-    else:
-        name = str(dtype)
-        try:
-            eps = float(np.finfo(dtype).eps)
-        except (TypeError, ValueError):
-            try:  # ml_dtypes' bfloat16 and float8 types have a finfo of their own
-                eps = float(importlib.import_module("ml_dtypes").finfo(dtype).eps)
-            except Exception:
-                return ""
+    name, eps = precision
     if not 0 < rtol < eps:
         return ""  # rtol=0 asks for no relative tolerance at all (atol alone, or exactness)
     if not max_errors[1] <= ROUNDING_STEPS * eps:

@@ -1299,6 +1299,21 @@ def test_a_tolerance_finer_than_the_dtype_can_hold_is_named():
     assert exact is not None and "finer than" not in exact
 
 
+def test_a_half_precision_scalar_against_a_python_float_names_the_tolerance_too_fine():
+    # Compared by value, as Python floats, a float16 sum against a candidate's exact float
+    # failed with "expected 0.0999755859375, got 0.1" and no word of float16's resolution.
+    note = (
+        "; rtol=1e-05 is finer than float16 can hold (its eps is 0.000977), so only"
+        " bit-equal values pass: set rtol for this dtype"
+    )
+    for reference, actual in ((np.float16(0.1), 0.1), (0.1, np.float16(0.1))):
+        message = compare_outputs(reference, actual)
+        assert message is not None and message.endswith(note)
+        assert compare_outputs(reference, actual, rtol=1e-3) is None
+    wrong = compare_outputs(np.float16(0.1), 0.2)
+    assert wrong is not None and "finer than" not in wrong
+
+
 def test_a_float16_answer_wrong_beyond_rounding_is_not_told_to_loosen_rtol():
     # "set rtol for this dtype" followed every float16 difference: a sign flipped, an
     # overflow to inf, a candidate wrong by 50%.
