@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pytest_autotune.report import COLUMNS, RIGHT_ALIGNED, GroupSummary, summary_row, verdict_counts
 from pytest_autotune.report.alike import SAME_REPORT_SHOWN, alike, alike_names, one_message
 from pytest_autotune.report.columns import ljust, rjust, width
-from pytest_autotune.report.failures import failures, reason_in_a_word, reported
+from pytest_autotune.report.failures import failures, raised_in_checks, reason_in_a_word, reported
 from pytest_autotune.report.names import decision_name, ordered
 from pytest_autotune.tune.benchmark import SampleStats
 from pytest_autotune.tune.log import format_duration
@@ -45,6 +45,7 @@ def _candidate_lines(summary: GroupSummary) -> list[str]:
     if not summary.candidates:
         return []
     name_width = max(width(c.name) for c in summary.candidates)
+    raised = raised_in_checks(summary)
     lines = []
     for candidate in summary.candidates:
         mark = "*" if candidate.name == summary.winner else " "
@@ -54,6 +55,10 @@ def _candidate_lines(summary: GroupSummary) -> list[str]:
         check = {None: "", True: "check passed", False: "CHECK FAILED"}[candidate.check_passed]
         if candidate.check_passed is False and candidate.expected_to_fail:
             check = "check failed (xfail)"  # what its test's mark expects: no failure
+        elif candidate.check_passed is False and candidate.name in raised:
+            # It raised there and compared nothing: its error says so, as the HTML's check
+            # cell says RAISED; "CHECK FAILED" sent a reader looking for a wrong output.
+            check = ""
         # A candidate skipped here (its skipif, `AutotuneSkip`) is no error of the code.
         said = "skipped" if candidate.skipped else "error"
         error = f"{said}: {candidate.error}" if candidate.error is not None else ""

@@ -122,6 +122,21 @@ def test_with_candidates_each_group_lists_them_under_it_the_winner_starred() -> 
     ]
 
 
+def test_a_candidate_that_raised_in_its_check_reads_as_raised_not_as_a_failed_check() -> None:
+    # A candidate that raises fails its check without comparing an output; `-v`'s line read
+    # "CHECK FAILED  error: raised ...", where the HTML and the step summary say it raised.
+    summary = replace(
+        regressed_sum(),
+        candidates=(
+            CandidateRow("pairwise", 1.19e-3, check_passed=True),
+            CandidateRow("boom", error="raised RuntimeError: boom", check_passed=False),
+        ),
+    )
+    assert render_summary([summary], candidates=True).splitlines()[4] == (
+        "      boom              -  error: raised RuntimeError: boom"
+    )
+
+
 def test_groups_sort_by_test_then_parameters_with_numbers_read_as_numbers() -> None:
     def group(test: str, n: int) -> GroupSummary:
         return GroupSummary(f"t.py::{test}[n{n}]", f"n{n}", "a", Verdict.PASS, False)
