@@ -192,6 +192,29 @@ def test_every_candidate_is_shown_with_its_statistics_relative_to_the_fastest() 
     # (1, 1, 1.2 ms) give sqrt(0.0267 ms^2 / 2) = 115 us (over n, it read 94.3 us).
 
 
+def test_a_candidate_whose_xfail_mark_expects_its_failed_check_reads_so_in_the_table() -> None:
+    summary = GroupSummary(
+        "t.py::test_sum[n4]",
+        "n4",
+        "fast",
+        Verdict.PASS,
+        False,
+        samples=(1e-3,),
+        candidates=(
+            CandidateRow("fast", 1e-3, samples=(1e-3,)),
+            CandidateRow(
+                "naive",
+                error="failed its check: differs from the reference 'fast'",
+                check_passed=False,
+                expected_to_fail=True,
+            ),
+        ),
+    )
+    assert render_candidates([summary]).splitlines()[-1] == (
+        "    naive          -        -        -        -       0  failed (xfail)"
+    )
+
+
 def test_a_candidate_that_declined_the_key_at_length_is_skipped_in_the_table_not_an_error() -> None:
     # `AutotuneSkip` with a reason too long for the column read "error", where the lines
     # under the summary say "skipped: ..." of the same candidate.
