@@ -51,8 +51,17 @@ def _written_by_pytest(value: Any) -> bool:
     """Whether pytest ids `value` by its own text (a str, a number, a bool, None), never by
     the parameter's name and its place: an id of that form is then the user's own, an
     `ids=lambda n: f"n{n}"` of a parameter named `n` (`n10`), which the key kept as given,
-    not replaced by the value's text (`10`), where a group priority read `key == "n10"`."""
-    return value is None or isinstance(value, (str, bool, int, float, complex))
+    not replaced by the value's text (`10`), where a group priority read `key == "n10"`.
+    A str of over 100 characters is not: pytest 9 numbers it by its place (`n0`, its
+    default `parametrize_long_str_id_strategy`), and its key by place, taken for the
+    user's own, swapped two queries' baselines without a word once they were reordered."""
+    if isinstance(value, str):
+        return len(value) <= _LONGEST_STR_ID
+    return value is None or isinstance(value, (bool, int, float, complex))
+
+
+_LONGEST_STR_ID = 100
+"""The longest str pytest writes as its id by default; a longer one it numbers by place."""
 
 
 def _numbered_component(key: str, name: str, names: Iterable[str]) -> str | None:

@@ -22,9 +22,9 @@ def note_positional_key(session: AutotuneSession, spec: ItemSpec) -> None:
     line = (
         f"warning: {spec.function.nodeid}: its groups' keys number the values of"
         f" {', '.join(spec.positional)} by their place in the list ({first}0, {first}1, ...):"
-        " such a value (an array, an object) has no plain text to key by, so reordering the"
-        " values, or inserting one before others, would judge a group against another's"
-        " baseline; give the parameter ids= or the marker a key="
+        " such a value (an array, an object, a str of over 100 characters) has no plain text"
+        " to key by, so reordering the values, or inserting one before others, would judge a"
+        " group against another's baseline; give the parameter ids= or the marker a key="
     )
     if line not in session.output.notes:
         session.note(line)

@@ -393,10 +393,10 @@ def test_a_key_that_numbers_arrays_by_their_place_is_said_once(
     assert result.ret == pytest.ExitCode.OK, result.outlines
     warning = (
         "warning: test_arrays.py::test_arrays: its groups' keys number the values of x by"
-        " their place in the list (x0, x1, ...): such a value (an array, an object) has no"
-        " plain text to key by, so reordering the values, or inserting one before others,"
-        " would judge a group against another's baseline; give the parameter ids= or the"
-        " marker a key="
+        " their place in the list (x0, x1, ...): such a value (an array, an object, a str of"
+        " over 100 characters) has no plain text to key by, so reordering the values, or"
+        " inserting one before others, would judge a group against another's baseline; give"
+        " the parameter ids= or the marker a key="
     )
     assert result.stdout.str().count(warning) == 1, result.outlines
     named = ARRAYS.replace("IDS", ', ids=["one", "four"]')
@@ -409,6 +409,43 @@ def test_a_key_that_numbers_arrays_by_their_place_is_said_once(
     result = run(autotune_pytester)
     assert result.ret == pytest.ExitCode.OK, result.outlines
     assert "warning:" not in result.stdout.str()
+
+
+LONG_STRINGS = """
+import pytest
+from conftest import spin
+
+def slow(query):
+    spin(300e-6 * len(query) / 101)
+    return query
+
+def fast(query):
+    spin(100e-6 * len(query) / 101)
+    return query
+
+@pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+@pytest.mark.parametrize("query", ["a" * 101, "b" * 404])
+def test_queries(candidate, query):
+    return candidate(query)
+"""
+
+
+def test_a_key_that_numbers_long_strings_by_their_place_is_said(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest 9 ids a str of over 100 characters by its place (`query0`), not its text: the
+    # key was taken for the user's own id, and swapping the two queries judged each
+    # against the other's baseline without a word.
+    autotune_pytester.makepyfile(test_queries=LONG_STRINGS)
+    result = run(autotune_pytester, "--autotune-update")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result.stdout.fnmatch_lines(
+        [
+            "warning: test_queries.py::test_queries: its groups' keys number the values of"
+            " query by their place in the list (query0, query1, ...): such a value (an array,"
+            " an object, a str of over 100 characters) has no plain text to key by*"
+        ]
+    )
 
 
 @pytest.mark.parametrize(
