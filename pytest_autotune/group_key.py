@@ -3,6 +3,7 @@ replaced by the value's text where that text is plain, the same in every process
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -25,13 +26,31 @@ def by_value(callspec: Any, key: str) -> str:
     test's place among all its calls (`Metafunc._recompute_direct_params_indices`), which
     is the value's place in its list only where the test has one parametrization."""
     for name in callspec.params:
-        if name == "candidate" or _written_by_pytest(callspec.params[name]):
+        if name == "candidate":
+            continue
+        if _written_by_pytest(callspec.params[name]):
+            key = _int_enum_by_value(key, callspec.params[name])
             continue
         component = _numbered_component(key, name, callspec.params)
         text = plain_text(callspec.params[name]) if component is not None else None
         if component is not None and text is not None:
             key = _replaced_component(key, component, text)
     return key
+
+
+def _int_enum_by_value(key: str, value: Any) -> str:
+    """`key` with the id pytest wrote for an `IntEnum` or `IntFlag` member made its int
+    value. pytest ids such a member by `str()`, which Python 3.11 changed from the member's
+    name (`Mode.FAST`) to its value (`1`): a baseline recorded under Python 3.10 read "no
+    baseline" under 3.11 and later, and each version's update added entries the other never
+    read. The value is what 3.11 and later already write, and what an int enum in a `key=`
+    is stored as (`key_to_json`)."""
+    if not isinstance(value, enum.Enum) or not isinstance(value, int):
+        return key
+    written, plain = str(value), int.__repr__(value)
+    if written == plain or f"-{written}-" not in f"-{key}-":
+        return key
+    return _replaced_component(key, written, plain)
 
 
 def positional_parameters(callspec: Any, key: str) -> list[str]:

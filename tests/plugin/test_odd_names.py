@@ -448,6 +448,60 @@ def test_a_key_that_numbers_long_strings_by_their_place_is_said(
     )
 
 
+INT_ENUMS = """
+import enum
+import pytest
+from conftest import spin
+
+class Mode(enum.IntEnum):
+    FAST = 1
+    SLOW = 3
+    STR
+
+def slow(mode):
+    spin(300e-6 * mode)
+    return int(mode)
+
+def fast(mode):
+    spin(100e-6 * mode)
+    return int(mode)
+
+@pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+@pytest.mark.parametrize("mode", [Mode.FAST, Mode.SLOW])
+def test_modes(candidate, mode):
+    return candidate(mode)
+"""
+
+PYTHON_3_10_STR = """
+    def __str__(self):
+        return f"{type(self).__name__}.{self.name}"
+"""
+
+
+def test_an_int_enum_parameter_keys_its_group_alike_in_every_python_version(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest ids an IntEnum member by str(), `Mode.FAST` under Python 3.10 and `1` from
+    # 3.11 on: baselines recorded under one version read "no baseline" under the other.
+    # The __str__ of 3.10 is written out, to run its side under any version.
+    autotune_pytester.makepyfile(test_modes=INT_ENUMS.replace("    STR", PYTHON_3_10_STR))
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_modes.py::test_modes")
+    keys = sorted(entry["key"] for entry in json.loads(path.read_text())["entries"])
+    assert keys == ["1", "3"]
+
+    autotune_pytester.makepyfile(test_modes=INT_ENUMS.replace("    STR", ""))
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result.stdout.fnmatch_lines(
+        [
+            "test_modes.py::test_modes[[]1[]]  *1  *fast *100 us*+0.0%*pass",
+            "test_modes.py::test_modes[[]3[]]  *3  *fast *300 us*+0.0%*pass",
+        ],
+        consecutive=False,
+    )
+
+
 @pytest.mark.parametrize(
     "ids",
     [', ids=["x1", "x0"]', ", ids=lambda x: f'x{x.size}'", ""],
