@@ -6,6 +6,7 @@ import inspect
 import os
 import threading
 import types
+import warnings
 import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import replace
@@ -15,8 +16,9 @@ from typing import Any
 from pytest_autotune.tune.client import Client
 from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.device_tuner import device_tuner, environment_config
-from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip
+from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip, ConfigWarning, caller_level
 from pytest_autotune.tune.init_site import init_site
+from pytest_autotune.tune.key import AutotuneLevel, autotune_level
 from pytest_autotune.tune.local_package import importable, top_level_package
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 from pytest_autotune.tune.tuner import Tuner, retunes
@@ -195,6 +197,7 @@ class LocalTuner:
                 f" {type(device_id).__name__}; call"
                 " execute(client.device_id, client, tunables, inputs)"
             )
+        _warn_of_an_unused_level(self.name, self._given)
         return device_tuner(self.name, self.package, device_id, client, self.config)
 
     def execute(
@@ -371,6 +374,27 @@ class LocalTuner:
             for operation in self._bound:
                 operation.winners.clear()  # type: ignore[attr-defined]
             self._tuners.clear()
+
+
+def _warn_of_an_unused_level(name: str, config: AutotuneConfig | None) -> None:
+    """Warn where the config given to a tuner sets a level its keys are not made at.
+    `anchor` in a key generator reads the process's level (or its caller's scope): the
+    tuner opens no scope, which would cost its hot path, so `AutotuneConfig(level="full")`
+    was dropped without a word and every size anchored at balanced. The default level
+    says nothing of the user's wish, and is not taken as set."""
+    if config is None or config.level is AutotuneLevel.BALANCED:
+        return
+    used = autotune_level()
+    if config.level is not used:
+        wanted = AutotuneLevel(config.level).value
+        warnings.warn(
+            ConfigWarning(
+                f"LocalTuner {name!r}: its config's level ({wanted}) does not reach anchor"
+                f" in its key generator, which anchors at the process's level ({used.value}):"
+                f" set that with set_autotune_level({wanted!r}) or PYTEST_AUTOTUNE_LEVEL"
+            ),
+            stacklevel=caller_level(),
+        )
 
 
 _LOCAL_TUNERS: weakref.WeakSet[LocalTuner] = weakref.WeakSet()

@@ -218,6 +218,38 @@ def test_a_variable_that_does_not_read_is_left_out_with_a_warning_naming_it(tmp_
         local.execute(client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1, 2],))
 
 
+def test_a_level_in_the_config_that_anchor_does_not_use_is_said_once(monkeypatch):
+    # The tuner opens no level scope (its hot path would pay for it), so its key generator's
+    # `anchor` uses the process's level: AutotuneConfig(level="full") was dropped without a
+    # word, and every size anchored at balanced.
+    monkeypatch.delenv("PYTEST_AUTOTUNE_LEVEL", raising=False)
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(level="full", disable_cache=True))
+    with pytest.warns(ConfigWarning) as caught:
+        local.execute(client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1],))
+    [warning] = caught
+    assert str(warning.message) == (
+        "LocalTuner 't': its config's level (full) does not reach anchor in its key"
+        " generator, which anchors at the process's level (balanced): set that with"
+        " set_autotune_level('full') or PYTEST_AUTOTUNE_LEVEL"
+    )
+    assert warning.filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once
+        local.execute(client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1, 2],))
+
+
+def test_a_level_in_the_config_that_the_process_uses_too_is_not_warned_of(monkeypatch):
+    monkeypatch.setenv("PYTEST_AUTOTUNE_LEVEL", "full")
+    monkeypatch.setenv("PYTEST_AUTOTUNE_DISABLE_CACHE", "1")
+    monkeypatch.setattr("pytest_autotune.tune.key._level", None)  # read the variable again
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig.from_env(project_file=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        local.execute(client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1],))
+
+
 def test_variables_that_read_alone_and_not_together_leave_the_defaults(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for name in [n for n in os.environ if n.startswith("PYTEST_AUTOTUNE_")]:
