@@ -132,3 +132,17 @@ def test_a_fixture_set_of_in_place_cupy_kernels_on_the_callers_arrays_is_judged_
     result.stdout.fnmatch_lines(["*FAILED*test_wrong*"])
     result.stdout.no_fnmatch_line("*returned None*")
     result.stdout.no_fnmatch_line("*wrote nothing*")
+
+
+def test_an_infinite_output_is_close_only_to_itself_on_the_device_whatever_the_tolerance(
+    cp: Any,
+) -> None:
+    # float16's rtol=2 of 40000 is inf in the dtype, which `isclose` computes it in: a
+    # candidate's inf passed "within inf" on the host, and CuPy's isclose is the device's.
+    reference = cp.asarray([40000.0, 1.0], dtype=cp.float16)
+    wrong = cp.asarray([np.inf, 1.0], dtype=cp.float16)
+    said = compare_outputs(reference, wrong, rtol=2.0)
+    assert said is not None and "got inf" in said
+    assert compare_outputs(reference, reference.copy(), rtol=2.0) is None
+    both = cp.asarray([np.inf, 1.0], dtype=cp.float16)
+    assert compare_outputs(both, both.copy(), rtol=2.0) is None
