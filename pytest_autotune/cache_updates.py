@@ -106,6 +106,17 @@ def update_entry(record: AutotuneRecord) -> CacheUpdate | None:
     )
 
 
+class SavingInterrupted(Exception):
+    """Ctrl-C (a KeyboardInterrupt) while an update saved its cache files: `unsaved`, by
+    device id and tuner, the files left as they were (each named in a line of the notes),
+    as `write_caches` returns them; the files saved before it are whole (each write is
+    atomic)."""
+
+    def __init__(self, unsaved: dict[tuple[str, str], str]) -> None:
+        super().__init__("interrupted while saving the cache files")
+        self.unsaved = unsaved
+
+
 def write_caches(
     updates: Sequence[CacheUpdate],
     devices: Mapping[str, Any],
@@ -121,38 +132,54 @@ def write_caches(
     unrecorded (`kept_few_sessions`), for the note on them all. `taken_over` gets the
     files that another project had last updated (`other_project`), which now name this
     one: their other entries may be that project's, which this session must not call
-    stale."""
+    stale.
+
+    Ctrl-C meanwhile (a save may wait minutes for another process's lock) stops it with
+    `SavingInterrupted`, naming the files not saved: escaping the end of the session, it
+    was pytest's internal traceback in place of the summary, which never said which
+    baselines were saved."""
     failed: dict[tuple[str, str], str] = {}
     few_sessions = kept_few
     files: dict[tuple[str, str], dict[PersistentCacheKey, CacheUpdate]] = {}
     for update in updates:
         by_key = files.setdefault((update.device_id, update.tuner), {})
         by_key[PersistentCacheKey(update.key, update.checksum)] = update
-    for (device_id, tuner), by_key in sorted(files.items()):
-        path = cache_path(settings.cache_dir, device_id, tuner)
-        rejoined: list[str] = []
-        try:
-            cache = _save(device_id, tuner, by_key, devices, settings, rejoined, taken_over)
-        except CacheFileError as exc:
-            failed[device_id, tuner] = shown_paths(str(exc), settings)
-            notes.append(f"error: {failed[device_id, tuner]}; this file was not updated")
-        else:
-            notes.extend(rejoined)
-            # What the file holds besides (keys of other runs, or that no test makes now)
-            # is said too: "(2 entries)" beside a diff of a file of three read as the whole.
-            after = cache.load()
-            written, held = len(by_key), len(after)
-            count = counted(written, "entry", "entries")
-            if held != written:
-                count += f" written; the file holds {held}"
-            notes.append(f"updated {settings.relative(path)} ({count})")
-            left = left_behind(cache, after, settings)
-            if left is not None and left not in notes:
-                notes.append(left)
-            if device_kind(device_id) == "cpu":
-                few_sessions += sum(
-                    len(u.value.sessions or ()) + 1 < MEASURED_SESSIONS for u in by_key.values()
-                )
+    pending = sorted(files)
+    try:
+        for (device_id, tuner), by_key in sorted(files.items()):
+            path = cache_path(settings.cache_dir, device_id, tuner)
+            rejoined: list[str] = []
+            try:
+                cache = _save(device_id, tuner, by_key, devices, settings, rejoined, taken_over)
+            except CacheFileError as exc:
+                pending.remove((device_id, tuner))
+                failed[device_id, tuner] = shown_paths(str(exc), settings)
+                notes.append(f"error: {failed[device_id, tuner]}; this file was not updated")
+            else:
+                pending.remove((device_id, tuner))
+                notes.extend(rejoined)
+                # What the file holds besides (keys of other runs, or that no test makes
+                # now) is said too: "(2 entries)" beside a diff of a file of three read as
+                # the whole.
+                after = cache.load()
+                written, held = len(by_key), len(after)
+                count = counted(written, "entry", "entries")
+                if held != written:
+                    count += f" written; the file holds {held}"
+                notes.append(f"updated {settings.relative(path)} ({count})")
+                left = left_behind(cache, after, settings)
+                if left is not None and left not in notes:
+                    notes.append(left)
+                if device_kind(device_id) == "cpu":
+                    few_sessions += sum(
+                        len(u.value.sessions or ()) + 1 < MEASURED_SESSIONS for u in by_key.values()
+                    )
+    except KeyboardInterrupt:
+        for unsaved in pending:
+            where = settings.relative(cache_path(settings.cache_dir, *unsaved))
+            failed[unsaved] = f"{where}: interrupted (Ctrl-C) before it was saved"
+            notes.append(f"error: {failed[unsaved]}; this file was not updated")
+        raise SavingInterrupted(failed) from None
     if few_sessions:
         notes.append(few_sessions_note(few_sessions))
     return failed

@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_autotune.cache_updates import (
     CacheUpdate,
+    SavingInterrupted,
     fold_journals,
     kept_few_sessions,
     update_entry,
@@ -127,6 +128,9 @@ class SessionOutput:
         self.stopped: str | None = None
         """Why the session stopped before every test ran (`RunInfo.stopped`), set before
         `finish`: every output then says its groups are not the whole run."""
+        self.interrupted = False
+        """Whether Ctrl-C stopped the saving of the cache files (`SavingInterrupted`): the
+        session's exit status is then pytest's for an interrupted run."""
         self.hand_back: Path | None = None
         """A pytest-xdist worker's hand-back file (`quiet.hand_back`), where each record and
         test failure is noted as it comes, for the controller to read should the worker
@@ -254,15 +258,21 @@ class SessionOutput:
         failing = self._failing_tests() if settings.update else {}
         if settings.update:
             updates = self.updates({**failing, **shared})
-            unsaved = write_caches(
-                updates,
-                self.devices(),
-                settings,
-                self.notes,
-                kept_few_sessions(self.records),
-                taken_over,
-            )
-            unfolded = fold_journals(self.records, updates, settings, self.notes)
+            try:
+                unsaved = write_caches(
+                    updates,
+                    self.devices(),
+                    settings,
+                    self.notes,
+                    kept_few_sessions(self.records),
+                    taken_over,
+                )
+            except SavingInterrupted as stop:
+                # The other outputs are still written, as after any Ctrl-C, saying which
+                # groups' files were not; nothing more is folded or pruned.
+                unsaved, self.interrupted = stop.unsaved, True
+            else:
+                unfolded = fold_journals(self.records, updates, settings, self.notes)
         if unsaved:
             self.records = [_unsaved(record, unsaved) for record in self.records]
         if shared or failing:
@@ -275,7 +285,7 @@ class SessionOutput:
             if self.collected is not None
             else []
         )
-        if settings.update and self.collected is not None:
+        if settings.update and self.collected is not None and not self.interrupted:
             lines, pruned = review(self.records, self.collected, settings, taken_over)
             self.notes.extend(lines)
         self.notes.extend(moved)

@@ -52,7 +52,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if writer.width_of_current_line:  # -q's progress, which leaves no test's path
             writer.line()
     failed = state.finish(stopped=_stopped_early(session, exitstatus))
-    if failed and session.exitstatus == pytest.ExitCode.OK:
+    if state.output.interrupted:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+    elif failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -134,6 +134,46 @@ def test_a_run_stopped_before_its_first_group_says_that_nothing_was_tuned(
     assert not cache_file(scale).exists()
 
 
+def test_ctrl_c_while_an_update_saves_names_the_files_it_did_not_save(
+    scale: pytest.Pytester,
+) -> None:
+    # Ctrl-C while the end of the session saved the cache files (a save may wait for
+    # another update's lock) escaped as pytest's internal traceback: no summary, nor which
+    # baselines were saved. In a process of its own, as the interrupt would end this one.
+    scale.makepyfile(test_other=SCALE_TESTS.replace("def test_scale", "def test_other"))
+    scale.makeconftest(
+        (scale.path / "conftest.py").read_text()
+        + textwrap.dedent(
+            """
+            import pytest_autotune.tune.cache
+
+            saved = pytest_autotune.tune.cache.write_atomically
+
+            def interrupted(path, text):
+                if "test_scale" in path.name:
+                    raise KeyboardInterrupt  # Ctrl-C while the second file is written
+                saved(path, text)
+
+            pytest_autotune.tune.cache.write_atomically = interrupted
+            """
+        )
+    )
+    result = scale.runpytest_subprocess(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
+        "--autotune-update", timeout=120,
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    unsaved = f"error: {CACHE}: interrupted (Ctrl-C) before it was saved"
+    result.stdout.fnmatch_lines(
+        ["*test_scale.py::test_scale[[]1[]]*not recorded*", f"{unsaved}; this file was not updated"]
+    )
+    assert not cache_file(scale).exists()
+    other = CACHE.with_name("test_other.py__test_other-*.json")
+    (written,) = scale.path.glob(str(other))
+    assert [e["key"] for e in json.loads(written.read_text())["entries"]] == ["1", "2"]
+
+
 def test_without_update_the_cache_files_are_only_read(scale: pytest.Pytester) -> None:
     run(scale, "--autotune-update")
     before = cache_file(scale).read_bytes()
