@@ -233,10 +233,14 @@ _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 def why_unwritable(
     error: OSError, target: str | os.PathLike[str], show: Callable[[Path], str] = str
 ) -> str:
-    """Why a path could not be written: a file where one of its folders should be, named
-    (as `show` shows a path), as mkdir's own word for it was "File exists", which read as
+    """Why a path could not be written: a file where one of its folders should be, or a
+    folder of it that is a symbolic link to nothing (a shared cache not mounted), named (as
+    `show` shows a path), as mkdir's own word for either was "File exists", which read as
     the target existing."""
     for parent in Path(target).parents:
+        if parent.is_symlink() and not parent.exists():
+            missing = Path(parent.parent, os.readlink(parent))
+            return f"{show(parent)} is a symbolic link to {show(missing)}, which does not exist"
         if parent.exists():
             if not parent.is_dir():
                 return f"{show(parent)} is a file, not a folder"

@@ -390,6 +390,20 @@ def test_a_folder_that_cannot_be_written_is_named_as_the_reason(
     )
 
 
+def test_a_cache_folder_linked_to_a_missing_folder_is_named_as_the_reason(tmp_path: Path) -> None:
+    # `.autotune` linked to a shared cache that is not there (a mount not mounted, a CI
+    # cache not restored): the save's mkdir said "File exists", which read as the cache
+    # file existing, and nothing named the link.
+    cache_dir = tmp_path / ".autotune"
+    cache_dir.symlink_to(tmp_path / "shared" / "cache")
+    with pytest.raises(CacheFileError) as raised:
+        PersistentCache(cache_dir / "cpu" / "tuner.json").save(dict([entry("a")]))
+    assert str(raised.value).endswith(
+        f"cannot be written: {cache_dir} is a symbolic link to"
+        f" {tmp_path / 'shared' / 'cache'}, which does not exist"
+    )
+
+
 def test_a_folder_on_a_read_only_file_system_is_named_as_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
