@@ -187,12 +187,16 @@ class SessionOutput:
         }
 
     def devices(self) -> dict[str, Mapping[str, Any]]:
-        """Each device's block (id, fingerprint, peaks), as the first of its records has it."""
+        """Each device's block (id, fingerprint, peaks), as the first of its records that
+        measured on it has it. A group kept unmeasured (an ERROR: its `key=` raised, its
+        worker crashed in its tuning) carries the id alone; where it came first, an update
+        wrote that id as the device block of every file, their fingerprint and peaks lost."""
         devices: dict[str, Mapping[str, Any]] = {}
         for record in self.records:
             device = RecordExtra.from_json(record.extra).device
-            if device is not None:
-                devices.setdefault(record.device_id, device)
+            held = devices.get(record.device_id)
+            if device is not None and (held is None or held.keys() <= {"id"}):
+                devices[record.device_id] = device
         return devices
 
     def to_worker_output(self) -> dict[str, Any]:

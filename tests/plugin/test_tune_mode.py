@@ -77,6 +77,38 @@ def test_update_writes_the_baselines_and_the_gate_then_passes(scale: pytest.Pyte
     gated.stdout.fnmatch_lines(["*test_scale.py::test_scale[[]1[]]*fast*100 us*100.0%*+0.0%*pass*"])
 
 
+def test_an_update_whose_first_group_could_not_be_tuned_keeps_the_device_block(
+    scale: pytest.Pytester,
+) -> None:
+    # A group kept as an ERROR record (its key= raised, its worker crashed while tuning
+    # it) carries its device's id alone. Where it came first, the update wrote that id as
+    # every cache file's device block, dropping the fingerprint and the peaks the gate
+    # reads (the file's machine and its roofs).
+    scale.makepyfile(
+        test_early="""
+import pytest
+from conftest import spin
+
+def one(n):
+    spin(1e-4)
+    return n
+
+def broken_key(n):
+    raise ValueError("no key")
+
+@pytest.mark.autotune(candidates=[one], key=broken_key)
+@pytest.mark.parametrize("n", [1])
+def test_early(candidate, n):
+    return candidate(n)
+"""
+    )
+    updated = run(scale, "--autotune-update", "test_early.py", "test_scale.py")
+    updated.assert_outcomes(passed=6, failed=1)
+    device = json.loads(cache_file(scale).read_text())["device"]
+    assert device["fingerprint"] == {"fake": True}
+    assert "peaks" in device
+
+
 def test_an_update_says_how_many_entries_it_wrote_and_how_many_the_file_holds(
     scale: pytest.Pytester,
 ) -> None:
