@@ -7,6 +7,8 @@ machine-wide lock on timing one device.
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -60,6 +62,42 @@ def _unwritable(fingerprint: Mapping[Any, Any]) -> str | None:
     return None
 
 
+_MISSING = object()
+
+CLIENT_METHODS = ("fingerprint", "sync", "time", "peaks")
+"""The methods of the `Client` protocol, which the tuning calls."""
+
+
+def _unlike_a_client(client: object) -> str | None:
+    """What `client` lacks of the `Client` protocol, or None. Each was found only where the
+    tuning first used it: a missing `time` said "the client must be a Client" from the
+    tuner's frames, a missing `peaks` or `fingerprint` was an AttributeError in ours, and a
+    missing `sync` failed every candidate as if each had raised it."""
+    missing = [name for name in CLIENT_METHODS if not callable(getattr(client, name, None))]
+    if missing:
+        named = ", ".join(f"{name}()" for name in missing)
+        return f"has no method {named}: it must have fingerprint(), sync(), time() and peaks()"
+    try:
+        overhead = getattr(client, "launch_overhead", _MISSING)
+    except Exception as error:  # a property of its own that raised
+        return f"raised {type(error).__name__} reading its launch_overhead: {error}"
+    if overhead is _MISSING:
+        return (
+            "has no launch_overhead: the seconds a call costs beyond its work (0.0 where unknown)"
+        )
+    seconds = (
+        float(overhead)
+        if isinstance(overhead, numbers.Real) and not isinstance(overhead, bool)
+        else math.nan
+    )
+    if not (math.isfinite(seconds) and seconds >= 0):
+        return (
+            f"has the launch_overhead {overhead!r}: it is the seconds a call costs beyond"
+            " its work, a finite number >= 0 (0.0 where unknown)"
+        )
+    return None
+
+
 class Devices:
     """The clients and device blocks of one session, and its waits for a device's lock."""
 
@@ -101,6 +139,13 @@ class Devices:
     def _make_client(self, name: str) -> Client:
         client = self._client_hook(name) if self._client_hook is not None else None
         if client is not None:
+            if isinstance(client, type):
+                # The class in place of its instance reads as a client, its members being
+                # there, and failed in the tuning: "fingerprint() missing ... 'self'".
+                raise ConfigError(
+                    f"device {name!r}: a pytest_autotune_client hook returned the class"
+                    f" {client.__name__}, not a client; call it: {client.__name__}()"
+                )
             if not hasattr(client, "device_id"):
                 # A device's name, or the factory of a client in place of one (`cpu`),
                 # read as "a client with the device id None".
@@ -119,6 +164,12 @@ class Devices:
                     f"device {name!r}: the client of a pytest_autotune_client hook has the"
                     f" device id {device_id!r}: it names the folder of its baselines, so it"
                     " must be a non-empty str"
+                )
+            problem = _unlike_a_client(client)
+            if problem is not None:
+                raise ConfigError(
+                    f"device {name!r}: the client of a pytest_autotune_client hook"
+                    f" ({type(client).__name__}) {problem}"
                 )
             return client
         from pytest_autotune.backends import cpu

@@ -197,6 +197,75 @@ def test_a_client_hook_that_returns_no_client_fails_by_name(
     assert "Traceback" not in result.stdout.str()
 
 
+CLIENT_MISTAKES = [
+    # Each failed only where the tuning first used it: a traceback from the tuner's or the
+    # session's frames, or (`sync`) every candidate failed as if it had raised it.
+    pytest.param(
+        "FakeClient.time = None",
+        "(FakeClient) has no method time(): it must have fingerprint(), sync(), time() and peaks()",
+        id="no-time",
+    ),
+    pytest.param("del FakeClient.sync", "(FakeClient) has no method sync(): *", id="no-sync"),
+    pytest.param(
+        "del FakeClient.peaks, FakeClient.fingerprint",
+        "(FakeClient) has no method fingerprint(), peaks(): *",
+        id="no-peaks",
+    ),
+    pytest.param(
+        "del FakeClient.launch_overhead",
+        "(FakeClient) has no launch_overhead: the seconds a call costs beyond its work*",
+        id="no-overhead",
+    ),
+    pytest.param(
+        "FakeClient.launch_overhead = '1us'",
+        "(FakeClient) has the launch_overhead '1us': it is the seconds a call costs beyond its"
+        " work, a finite number >= 0*",
+        id="overhead-text",
+    ),
+]
+
+
+@pytest.mark.parametrize(("mistake", "said"), CLIENT_MISTAKES)
+def test_a_client_hook_whose_client_lacks_part_of_the_protocol_fails_by_name(
+    autotune_pytester: pytest.Pytester, mistake: str, said: str
+) -> None:
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + f"\n{mistake}\n")
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "test_scale.py::test_scale: device 'auto': the client of a"
+            f" pytest_autotune_client hook {said}"
+        ]
+    )
+    output = result.stdout.str()
+    assert "Traceback" not in output and "Error:" not in output
+    assert "candidate 'slow' raised" not in output
+
+
+def test_a_client_hook_that_returns_the_clients_class_says_to_call_it(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The class has every member, so it read as a client, and the tuning failed on
+    # "FakeClient.fingerprint() missing 1 required positional argument: 'self'".
+    conftest = autotune_pytester.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text().replace("return FakeClient() if", "return FakeClient if")
+    )
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "test_scale.py::test_scale: device 'auto': a pytest_autotune_client hook returned"
+            " the class FakeClient, not a client; call it: FakeClient()"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
 @pytest.mark.parametrize(
     ("fingerprint", "said"),
     [
