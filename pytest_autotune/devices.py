@@ -137,7 +137,16 @@ class Devices:
         return self._clients[name]
 
     def _make_client(self, name: str) -> Client:
-        client = self._client_hook(name) if self._client_hook is not None else None
+        try:
+            client = self._client_hook(name) if self._client_hook is not None else None
+        except Exception as error:
+            # Said as a run's device is said before its first test
+            # (`plugin_engine._refuse_an_unserved_device`): a marker's `device=` failed its
+            # group's first test with a traceback through the session's frames and pluggy's.
+            raise ConfigError(
+                f"device {name!r}: its pytest_autotune_client hook raised"
+                f" {type(error).__name__}: {error}"
+            ) from error
         if client is not None:
             if isinstance(client, type):
                 # The class in place of its instance reads as a client, its members being

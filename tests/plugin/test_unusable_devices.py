@@ -120,7 +120,12 @@ def test_a_device_a_client_hook_raises_for_is_an_error_with_the_hooks_message(
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=2, failed=4)
-    _shown_as_an_error(autotune_pytester.path, result.stdout.str(), "board", "no board attached")
+    # One line naming the hook, as where the run's device is the one it raises for; the
+    # first test failed with a traceback through the session's frames and pluggy's.
+    said = "its pytest_autotune_client hook raised RuntimeError: no board attached"
+    result.stdout.fnmatch_lines([f"test_dev.py::test_far: device 'board': {said}"])
+    assert "Traceback" not in result.stdout.str() and "devices.py" not in result.stdout.str()
+    _shown_as_an_error(autotune_pytester.path, result.stdout.str(), "board", said)
 
 
 def test_an_update_writes_no_baseline_for_a_group_whose_device_cannot_be_used(
