@@ -9,6 +9,7 @@ The strategies that drive a batch are `tune/schedule.py`'s.
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -163,7 +164,9 @@ class Batch:
     def take(self, trial: Trial, keep: bool = True) -> None:
         """One sample of `trial`; a failure disqualifies it for good."""
         try:
-            seconds = check_sample(trial.name, self._sample(trial.index))
+            started = time.perf_counter()
+            seconds = self._sample(trial.index)
+            seconds = check_sample(trial.name, seconds, time.perf_counter() - started)
         except Exception as exc:
             trial.error = AutotuneError.from_exception(trial.name, exc)
             log_failure(self._ctx, trial.name, trial.index, trial.error.message)

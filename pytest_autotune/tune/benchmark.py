@@ -309,10 +309,23 @@ def _is_positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def check_sample(name: str, seconds: float) -> float:
+IMPLAUSIBLE_FACTOR = 1000.0
+"""A sample is refused as no number of seconds where it exceeds this many times the wall
+time of the call that took it, plus `IMPLAUSIBLE_SLACK_S` (`check_sample`)."""
+
+IMPLAUSIBLE_SLACK_S = 1.0
+"""Seconds a sample may exceed its call's wall time by, whatever that time: a client may
+time by a model of its device (a cost model's figures), not by the clock."""
+
+
+def check_sample(name: str, seconds: float, wall: float | None = None) -> float:
     """A duration must be positive and finite to mean anything. A client whose `time`
     returns no number at all (None, a forgotten `return`) is said so too: `math.isfinite`
-    raised TypeError, read as each candidate's own error."""
+    raised TypeError, read as each candidate's own error.
+
+    Where `wall`, the seconds the client's `time` took on the wall clock, is given, a
+    sample far beyond it is refused: a client of `time.perf_counter_ns` that returns its
+    nanoseconds read a 5 us call as 5,000 s, and was tuned, gated and written as such."""
     # A float, what every built-in client returns, skips the ABC's slower isinstance.
     if type(seconds) is not float and (
         isinstance(seconds, bool) or not isinstance(seconds, numbers.Real)
@@ -325,6 +338,14 @@ def check_sample(name: str, seconds: float) -> float:
     if not (math.isfinite(seconds) and seconds > 0):
         raise AutotuneError(
             AutotuneErrorKind.INVALID_SAMPLES, f"timer returned {seconds!r} s", name
+        )
+    if wall is not None and seconds > IMPLAUSIBLE_FACTOR * wall + IMPLAUSIBLE_SLACK_S:
+        raise AutotuneError(
+            AutotuneErrorKind.INVALID_SAMPLES,
+            f"the client's time() returned {seconds:g} for a call that took {wall:.3g} s on"
+            " the wall clock: it must return seconds (nanoseconds of"
+            " time.perf_counter_ns() are divided by 1e9)",
+            name,
         )
     return seconds
 

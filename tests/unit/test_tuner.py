@@ -1303,3 +1303,33 @@ def test_a_candidate_raising_an_autotune_error_of_a_message_alone_fails_it_not_t
 
 def test_an_autotune_error_takes_the_name_of_its_kind() -> None:
     assert AutotuneError("skip", "declined").kind is AutotuneErrorKind.SKIP  # type: ignore[arg-type]
+
+
+def test_a_client_that_times_in_nanoseconds_is_said_to_return_seconds(client, caplog):
+    # `time.perf_counter_ns()` differences returned as they are: a call of 1 ms read as
+    # 1,000,000 s, and was tuned on (gated, and written as a baseline) as such. Its
+    # samples are invalid, as a timer's NaN is: the tuning falls back, saying why.
+    class NanosecondClient(FakeClient):
+        def time(self, fn, inputs):
+            return super().time(fn, inputs) * 1e9
+
+    client = NanosecondClient()
+    tuner = Tuner("t", client.device_id)
+    assert tuner.execute(make(client.clock, a=1e-3, b=2e-3), ([1],), client) == "a"
+    said = [r.getMessage() for r in caplog.records if "falling back to a" in r.getMessage()]
+    assert len(said) == 1, caplog.records
+    assert "a: invalid_samples: the client's time() returned 1e+06 for a call that took" in said[0]
+    assert "it must return seconds" in said[0]
+
+
+def test_a_client_timing_by_a_model_may_read_more_than_the_wall_clock():
+    # A cost model's figures need not be the host's time: a 10 ms figure for a call that
+    # returns at once is a sample as any other.
+    class ModelClient(FakeClient):
+        def time(self, fn, inputs):
+            fn(*inputs)
+            return {"a": 10e-3, "b": 20e-3}[fn.__name__]
+
+    client = ModelClient()
+    tuner = Tuner("t", client.device_id)
+    assert tuner.execute(make(client.clock, a=0.0, b=0.0), ([1],), client) == "a"
