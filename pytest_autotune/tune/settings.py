@@ -287,6 +287,11 @@ SETTINGS: tuple[Setting, ...] = (
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 KNOWN = ", ".join(sorted(BY_NAME))
+
+MARKER_ONLY = ("key", "work", "thresholds", "reference", "groups", "check_output")
+"""The marker's options that are no setting of the run: each is given for one test (most
+are functions of its fixtures), so `autotune.yaml` and the variables cannot hold them.
+(`candidates` is one too, but also the setting of `--autotune-candidates`.)"""
 _SPELLINGS: dict[str, Setting] = {
     spelling: s for s in SETTINGS for spelling in (s.name, s.ini, s.env.lower())
 }
@@ -308,11 +313,20 @@ def unknown(where: str, spelled: str, names: Sequence[str]) -> ConfigError:
         near = [other.name if other.name in names else other.flag]
     else:
         near = difflib.get_close_matches(spelled, names, n=1, cutoff=0.6)
-    return _unknown(where, near[0] if near else "", ", ".join(sorted(set(names) & set(BY_NAME))))
+    known = ", ".join(sorted(set(names) & set(BY_NAME)))
+    return _unknown(where, near[0] if near else "", known, marker_option=spelled)
 
 
-def _unknown(where: str, near: str, known: str = KNOWN) -> ConfigError:
+def _unknown(where: str, near: str, known: str = KNOWN, marker_option: str = "") -> ConfigError:
     hint = f"; did you mean {near}?" if near else ""
+    if marker_option in MARKER_ONLY:
+        # `check_output: false` for every test: no setting is near (`checks`, another
+        # thing, came closest; `groups` read "did you mean warmups?"), and the list alone
+        # sent the user looking for a spelling that is not there.
+        hint = (
+            f"; {marker_option} is an option of @pytest.mark.autotune, given for each"
+            " test; not a setting of the run"
+        )
     return ConfigError(f"{where}: unknown setting; known settings: {known}{hint}")
 
 
@@ -377,7 +391,7 @@ def _unknown_variable(name: str) -> ConfigError:
         suffixes = {s.name.upper(): env for env, s in _VARIABLES.items()}
         close = difflib.get_close_matches(name.removeprefix(ENV_PREFIX), suffixes, n=1)
         near = suffixes[close[0]] if close else ""
-    return _unknown(name, near, KNOWN_VARIABLES)
+    return _unknown(name, near, KNOWN_VARIABLES, name.removeprefix(ENV_PREFIX).lower())
 
 
 def yaml_key_error(where: str, key: object) -> ConfigError | None:

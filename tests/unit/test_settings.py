@@ -10,12 +10,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_autotune.function_spec import MARKER_OPTIONS
 from pytest_autotune.plugin_options import _written_by_others
 from pytest_autotune.plugin_settings import PluginSettings, settings_from_sources
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError, load_yaml
 from pytest_autotune.tune.key import AutotuneLevel
 from pytest_autotune.tune.parse import parse_fraction
-from pytest_autotune.tune.settings import BY_NAME, SETTINGS, env_values
+from pytest_autotune.tune.settings import BY_NAME, MARKER_ONLY, SETTINGS, env_values
 
 # A value for each ini key, as an ini file spells it, unlike the setting's default.
 INI_VALUES = {
@@ -398,3 +399,28 @@ def test_an_update_with_the_cache_disabled_stops_the_run_at_its_start(
             environ={"PYTEST_AUTOTUNE_DISABLE_CACHE": "1"},
         )
     assert resolved(tmp_path, environ={"PYTEST_AUTOTUNE_DISABLE_CACHE": "1"}).engine.disable_cache
+
+
+@pytest.mark.parametrize("option", ["check_output", "key", "groups"])
+def test_a_marker_option_in_autotune_yaml_or_a_variable_says_where_it_goes(
+    tmp_path: Path, option: str
+) -> None:
+    # "unknown setting" and the list of settings, none near: `check_output: false`, meant
+    # for every test, left the user looking for its spelling among the settings (where
+    # `checks` reads as the nearest, and is another thing; `groups` read "did you mean
+    # warmups?").
+    hint = f"; {option} is an option of @pytest.mark.autotune"
+    with pytest.raises(ConfigError) as info:
+        resolved(tmp_path, yaml=f"{option}: 1\n")
+    assert str(info.value).startswith(f"autotune.yaml: {option}: unknown setting; ")
+    assert str(info.value).endswith(f"{hint}, given for each test; not a setting of the run")
+    with pytest.raises(ConfigError) as info:
+        env_values({f"PYTEST_AUTOTUNE_{option.upper()}": "1"})
+    assert str(info.value).endswith(f"{hint}, given for each test; not a setting of the run")
+
+
+def test_the_marker_options_are_the_marker_only_ones_and_the_settings_a_marker_sets() -> None:
+    of_markers = {s.name for s in SETTINGS if "marker" in s.sources}
+    # `candidates` is both: the marker's candidates, and --autotune-candidates' setting.
+    assert set(MARKER_OPTIONS) == {"candidates", *MARKER_ONLY, *of_markers}
+    assert not set(MARKER_ONLY) & set(BY_NAME)
