@@ -19,7 +19,7 @@ from pytest_autotune.collection import (
     function_nodeid,
     shared_nodeid_error,
 )
-from pytest_autotune.marker_options import option_error
+from pytest_autotune.marker_options import option_error, run_setting_hint
 from pytest_autotune.parameter_ids import printable, shown
 from pytest_autotune.parametrized_candidates import (
     beside_a_hook,
@@ -114,6 +114,7 @@ def marker_options(definition: Any) -> tuple[dict[str, Any], str | None]:
         known = ", ".join(MARKER_OPTIONS)
         near = [m for u in unknown for m in difflib.get_close_matches(u, MARKER_OPTIONS, 1, 0.6)]
         hint = f"; did you mean {', '.join(near)}?" if near else ""
+        hint += run_setting_hint(unknown)
         error = f"@pytest.mark.autotune: unknown option(s) {unknown}; known: {known}{hint}"
         return {k: v for k, v in kwargs.items() if k in MARKER_OPTIONS}, error
     # Two marks on the test itself are no shared and closer pair: the lower one's value

@@ -4,7 +4,7 @@ AttributeError or TypeError far from the marker (issue 15)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pytest_autotune.tune.bounds import Thresholds, Work
@@ -12,6 +12,7 @@ from pytest_autotune.tune.key import AutotuneLevel
 from pytest_autotune.tune.local import LocalTuner
 from pytest_autotune.tune.parse import DEVICE
 from pytest_autotune.tune.plain_numbers import finite, real_number
+from pytest_autotune.tune.settings import BY_NAME
 from pytest_autotune.tune.tunable import TuneGroup
 
 
@@ -111,6 +112,25 @@ def work_error(value: Any, what: str = "@pytest.mark.autotune(work=...)") -> str
     if isinstance(value, Work) or value is None:
         return None
     return f"{what} returned {_short(value)}, expected a Work(...)"
+
+
+def run_setting_hint(unknown: Iterable[str]) -> str:
+    """Where each setting of the whole run among the `unknown` options of a marker or a
+    fixture call is set ("; max_samples is a setting of the whole run, ..."), or "".
+    Given to one test (fewer samples for a slow one, `strict=True`), it read "unknown
+    option" and the marker's list alone, which do not say where it goes. The plugin's own
+    settings (what a run does and writes: `candidates`, `html`) are no option of a test."""
+    hints = []
+    for name in unknown:
+        setting = BY_NAME.get(name)
+        if setting is None or "marker" in setting.sources or setting.owner == "plugin":
+            continue
+        flag = f"with {setting.flag}, " if "command line" in setting.sources else ""
+        hints.append(
+            f"; {name} is a setting of the whole run, not of one test: set it {flag}in"
+            f" autotune.yaml ({name}), the ini file ({setting.ini}) or {setting.env}"
+        )
+    return "".join(hints)
 
 
 def _short(value: Any) -> str:

@@ -674,6 +674,20 @@ CASES = [
         marker("rtoll=1"),
     ),
     Case(
+        # A setting of the run given to one test (fewer samples for a slow one) read only
+        # "unknown option" and the marker's list: nothing said where it can be set.
+        "a setting of the run as a marker option",
+        "check",
+        FAILED,
+        (
+            "unknown option(s) ['max_samples']",
+            "max_samples is a setting of the whole run, not of one test: set it in"
+            " autotune.yaml (max_samples), the ini file (autotune_max_samples) or"
+            " PYTEST_AUTOTUNE_MAX_SAMPLES",
+        ),
+        marker("max_samples=3"),
+    ),
+    Case(
         # The closer mark's candidates were taken and the other's dropped without a word:
         # its candidate ran in no test.
         "two autotune marks on one test giving one option",
@@ -1119,6 +1133,18 @@ CASES = [
         FAILED,
         ("test_x.py::test_x: autotune: unknown option(s) ['rtl']; known: work,", "rtol"),
         FIXTURE.format(call="make(), 3, rtl=1e-3"),
+    ),
+    Case(
+        "fixture given a setting of the run",
+        "check",
+        FAILED,
+        (
+            "unknown option(s) ['strict']",
+            "strict is a setting of the whole run, not of one test: set it with"
+            " --autotune-strict, in autotune.yaml (strict), the ini file (autotune_strict) or"
+            " PYTEST_AUTOTUNE_STRICT",
+        ),
+        FIXTURE.format(call="make(), 3, strict=True"),
     ),
     # An input passed by keyword, as its key_gen names it, was only "unknown option(s)
     # ['n']": nothing said that inputs go by position.
