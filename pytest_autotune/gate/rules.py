@@ -9,6 +9,7 @@ a person reads, as pytest-benchmark's regression checks do.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -118,6 +119,17 @@ def runner_device_id(device_id: str, runner: str | None) -> str:
     return runner if runner.startswith(prefix) else prefix + runner
 
 
+def _change(log_ratio: float) -> float:
+    """The change a log ratio stands for, infinite past what a float holds: a median's error
+    from two stalled samples in ten, a thousand times too long, put the interval's high end
+    at e^787, and math.expm1 raised OverflowError where the gate should say "too noisy"."""
+    return math.expm1(log_ratio) if log_ratio < LARGEST_LOG_CHANGE else math.inf
+
+
+LARGEST_LOG_CHANGE = math.log(sys.float_info.max)
+"""The largest log ratio whose change a float holds (about 709.78)."""
+
+
 def _check_fraction(owner: str, name: str, value: float) -> None:
     if not (math.isfinite(value) and value >= 0):
         raise ValueError(f"{owner}: {name} must be a finite number >= 0, got {value!r}")
@@ -207,9 +219,9 @@ class RegressionCheck:
         sigma = math.sqrt(variance + error**2 + self.sigma_between**2)
         margin = self.z * sigma
         return Comparison(
-            delta=math.expm1(d),
-            low=math.expm1(d - margin),
-            high=math.expm1(d + margin),
+            delta=_change(d),
+            low=_change(d - margin),
+            high=_change(d + margin),
             failed=d - margin > math.log1p(self.max_regression),
         )
 
@@ -218,7 +230,7 @@ class RegressionCheck:
         its margin of error, and `DETECTION_Z` sigmas more, for a slowdown that large reads
         lower half the time (infinite where the interval is unbounded)."""
         margin = math.log1p(comparison.high) - math.log1p(comparison.delta)
-        return math.expm1(math.log1p(self.max_regression) + margin * (1 + DETECTION_Z / self.z))
+        return _change(math.log1p(self.max_regression) + margin * (1 + DETECTION_Z / self.z))
 
     def too_noisy(self, comparison: Comparison, device_id: str) -> bool:
         """Whether the comparison would miss more than 5 in 100 slowdowns of `NOISY_FACTOR`

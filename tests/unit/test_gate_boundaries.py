@@ -190,3 +190,29 @@ def test_too_noisy_begins_where_the_interval_could_no_longer_catch_the_promised_
     assert judge(exact(T), unsure, device_id=GPU, checksum=CHECKSUM, strict=True).failed
     # The same width around a clear speedup rules out any slowdown: a pass.
     assert verdict(T * 0.8, unsure, GPU) is Verdict.PASS
+
+
+@pytest.mark.parametrize("slow", [2, 3])
+def test_a_few_samples_a_thousand_times_too_long_read_too_noisy_rather_than_raising(
+    slow: int,
+) -> None:
+    # Two or three stalled samples in ten (a 1 ms kernel held up for a second) put the
+    # median's error, from the order statistics at ranks 2 and 9, near 255: the interval's
+    # high end is e^(3.09 x 255), past what a float holds, and its reach past e^(4.7 x 255).
+    # The gate says it cannot tell; it raised OverflowError from math.expm1.
+    stalled = Measurement((T,) * (10 - slow) + (1000 * T,) * slow)
+    judged = judge(stalled, baseline(), device_id=CPU, checksum=CHECKSUM)
+    assert judged.verdict is Verdict.TOO_NOISY
+    assert judged.comparison is not None and judged.comparison.high == math.inf
+    assert "would not catch even a 10x slowdown" in judged.message
+
+
+def test_an_interval_whose_reach_alone_passes_a_float_reads_too_noisy() -> None:
+    # Two samples in ten 600 times too long: a margin of 3.09 x 599 / 3.92 = 472 fits a
+    # float (e^472), but the slowdown it catches 95 times in 100, past e^(472 x 4.735 /
+    # 3.09) = e^723, does not: "too noisy" with its interval, not a raise.
+    stalled = Measurement((T,) * 8 + (600 * T,) * 2)
+    judged = judge(stalled, baseline(), device_id=CPU, checksum=CHECKSUM)
+    assert judged.verdict is Verdict.TOO_NOISY
+    assert judged.comparison is not None and math.isfinite(judged.comparison.high)
+    assert "would not catch even a 10x slowdown" in judged.message
