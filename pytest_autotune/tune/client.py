@@ -67,6 +67,32 @@ class Client(Protocol):
     # of the inputs and retries a candidate that ran out of memory (`out_of_memory`).
 
 
+def not_a_client(owner: str, client: object) -> TypeError | None:
+    """The error for a `client` that cannot time calls, or None: the tuning would call its
+    `time` for every candidate and blame each of them (the key then remembered as one no
+    candidate can run, even once a client is given), and a tuner reading the client's
+    fingerprint failed with an AttributeError of ours. The client's class passed for an
+    instance has a `time` to call, which raised "missing 1 required positional argument"
+    as every candidate's error."""
+    if isinstance(client, type):
+        return TypeError(
+            f"{owner}: the client must be a Client that times calls, got the class"
+            f" {client.__name__}: pass an instance (pytest_autotune.backends.cpu() or cuda())"
+        )
+    if callable(getattr(client, "time", None)):
+        return None
+    swapped = (
+        "; a str is a device id: pass the client whose device_id it is"
+        if isinstance(client, str)
+        else ""
+    )
+    return TypeError(
+        f"{owner}: the client must be a Client that times calls"
+        " (pytest_autotune.backends.cpu() or cuda()), got"
+        f" {type(client).__name__} {client!r}{swapped}"
+    )
+
+
 def client_context(client: object) -> AbstractContextManager[Any]:
     """The optional `context` of a client (see `Client`), or one that does nothing."""
     context = getattr(client, "context", None)

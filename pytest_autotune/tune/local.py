@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_autotune.tune.client import Client
+from pytest_autotune.tune.client import Client, not_a_client
 from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.device_tuner import device_tuner, environment_config
 from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip, ConfigWarning, caller_level
@@ -197,6 +197,11 @@ class LocalTuner:
                 f" {type(device_id).__name__}; call"
                 " execute(client.device_id, client, tunables, inputs)"
             )
+        if client is not None:
+            # Refused before the shipped caches read its fingerprint (an AttributeError there).
+            wrong_client = not_a_client(f"LocalTuner {self.name!r}", client)
+            if wrong_client is not None:
+                raise wrong_client
         _warn_of_an_unused_level(self.name, self._given)
         return device_tuner(self.name, self.package, device_id, client, self.config)
 

@@ -14,7 +14,7 @@ from typing import Any
 from pytest_autotune.tune.benchmark import AutotuneResult
 from pytest_autotune.tune.cache import PersistentCache
 from pytest_autotune.tune.check_result import CheckResult
-from pytest_autotune.tune.client import Client
+from pytest_autotune.tune.client import Client, not_a_client
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
 from pytest_autotune.tune.decision import TuneCacheResult, TuneDecision
 from pytest_autotune.tune.errors import (
@@ -313,14 +313,9 @@ class Tuner:
         """Refuse, before anything runs, what no tuning can run on: a client that times
         nothing, a set without candidates, inputs that one call uses up, and a set's own
         input generator that raises."""
-        if not callable(getattr(client, "time", None)):
-            # Else every candidate fails on `client.time`, and the key is remembered as one
-            # no candidate can run: the caller's mistake blamed on the candidates.
-            raise TypeError(
-                f"{self.name}: the client must be a Client that times calls"
-                " (pytest_autotune.backends.cpu() or cuda()), got"
-                f" {type(client).__name__} {client!r}"
-            )
+        wrong_client = not_a_client(self.name, client)
+        if wrong_client is not None:
+            raise wrong_client
         if len(tunables) == 0:
             raise ValueError(
                 f"{self.name}: the TunableSet has no candidates (with_() returns a new set,"

@@ -1329,6 +1329,24 @@ def test_the_client_and_its_device_id_swapped_are_refused_with_the_order() -> No
     )
 
 
+def test_a_client_given_as_its_device_id_or_its_class_is_refused_by_name() -> None:
+    # With the shipped caches read (no cache_dir), the device id given twice failed with
+    # "AttributeError: 'str' object has no attribute 'fingerprint'" from our frames, and the
+    # client's class failed every candidate, the key then refused even with a client.
+    client = FakeClient()
+    tunables = TunableSet.of(len, {"a": lambda x: x, "b": lambda x: x})
+    for wrong, said in (
+        (client.device_id, r"got str 'fake-device'; a str is a device id: pass the client"),
+        (FakeClient, r"got the class FakeClient: pass an instance"),
+    ):
+        tuner = LocalTuner("wrong-client")
+        with pytest.raises(
+            TypeError, match=r"^LocalTuner 'wrong-client': the client must be .*" + said
+        ):
+            tuner.execute(client.device_id, wrong, tunables, ([1, 2],))
+        assert tuner.execute(client.device_id, client, tunables, ([1, 2],)) == [1, 2]
+
+
 @pytest.mark.parametrize(
     ("key_gen", "shown"), [(lambda x: [len(x)], r"\[2\]"), (lambda x: UnfrozenKey(len(x)), "n=2")]
 )

@@ -168,11 +168,12 @@ def test_a_set_built_without_keeping_what_with_returns_is_refused_saying_why(cli
         Tuner("t", client.device_id).execute(tunables, ([1],), client)
 
 
-@pytest.mark.parametrize("wrong", [None, "fake-device"])
+@pytest.mark.parametrize("wrong", [None, "fake-device", FakeClient])
 def test_a_client_that_cannot_time_calls_is_refused_not_blamed_on_every_candidate(client, wrong):
     # `execute(tunables, inputs, device_id)` (or None) failed every candidate with
     # "AttributeError: ... has no attribute 'time'", and the key was remembered as one no
-    # candidate can run, even once a client was given.
+    # candidate can run, even once a client was given. The client's class given for one
+    # failed each with "time() missing 1 required positional argument".
     tunables = make(client.clock, a=2e-3, b=1e-3)
     tuner = Tuner("t", client.device_id)
     with pytest.raises(TypeError, match=r"t: the client must be a Client .* got "):
