@@ -268,6 +268,19 @@ class LocalTuner:
             f" {type(tunables).__name__}; pass the set, tunables = TUNER.init(make_set)"
         )
 
+    def _refuse_anothers_set(self, tunables: TunableSet, method: str = "execute") -> None:
+        """Refuse a set another tuner's init built (a miss's check, never a hit's): it was
+        tuned and served under this tuner's name, while the `autotune` fixture given it
+        writes its winners under the set's, so the winners a library's tests shipped were
+        never read, and each user's machine tuned every key again, without a word."""
+        if tunables.tuner is not None and tunables.tuner != self.name:
+            raise ValueError(
+                f"LocalTuner {self.name!r}: {method} got the set of LocalTuner"
+                f" {tunables.tuner!r} (built by its init), whose cache file its tests write"
+                " and this tuner never reads; pass this tuner's own,"
+                " tunables = TUNER.init(make_set)"
+            )
+
     def _through_tuner(
         self,
         device_id: str,
@@ -279,6 +292,7 @@ class LocalTuner:
         """Anything but a hit: the tuner runs (and tunes) the call; a key it now holds a hit
         for serves the next calls from `_winners`, and from `bound`'s callables (a bound
         operation's, of this set) when given."""
+        self._refuse_anothers_set(tunables)
         tuner = self.tuner(device_id, client)
         out = tuner.execute(tunables, inputs, client)
         key = tunables.key_gen(*inputs)
@@ -323,6 +337,7 @@ class LocalTuner:
         winners: dict[Any, Callable[..., Any]] = {}
         if not isinstance(tunables, TunableSet):
             raise self._not_a_set(tunables, "bind")
+        self._refuse_anothers_set(tunables, "bind")
         if not isinstance(device_id, str) or not callable(getattr(client, "time", None)):
             # Swapped, `bind(client, client.device_id, set)` was taken, and failed at the
             # operation's first call, far from this line.

@@ -1317,6 +1317,25 @@ def test_the_init_function_given_for_its_set_is_refused_with_how_to_pass_the_set
         tuner.bind(client.device_id, client, make_set)
 
 
+def test_a_set_another_tuner_built_is_refused_naming_both_tuners(tmp_path) -> None:
+    # Served and saved under this tuner's name, while the `autotune` fixture writes the
+    # set's winners under its own tuner's: the shipped winners were never read.
+    config = AutotuneConfig(cache_dir=str(tmp_path))
+    ours, theirs = LocalTuner("ours", config), LocalTuner("theirs", config)
+    client = FakeClient()
+    tunables = theirs.init(lambda: TunableSet.of(len, {"a": lambda x: x, "b": lambda x: x}))
+    said = (
+        r"^LocalTuner 'ours': {} got the set of LocalTuner 'theirs' \(built by its init\),"
+        r" .*; pass this tuner's own, tunables = TUNER.init\(make_set\)$"
+    )
+    with pytest.raises(ValueError, match=said.format("execute")):
+        ours.execute(client.device_id, client, tunables, ([1, 2],))
+    with pytest.raises(ValueError, match=said.format("bind")):
+        ours.bind(client.device_id, client, tunables)
+    assert not list(tmp_path.rglob("ours.json"))
+    assert theirs.execute(client.device_id, client, tunables, ([1, 2],)) == [1, 2]
+
+
 def test_the_client_and_its_device_id_swapped_are_refused_with_the_order() -> None:
     tuner = LocalTuner("swapped", AutotuneConfig(disable_cache=True))
     client = FakeClient()
