@@ -102,7 +102,10 @@ class Tuner:
         self._pending: dict[Any, tuple[threading.Event, int]] = {}
         self._failed: dict[Any, AutotuneError] = {}
         """Key -> why no candidate can run it: raised again without tuning again."""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        """Reentrant: a signal handler that calls the operation runs in the thread it
+        interrupted, which may hold this lock (a miss's lookup reads the cache file's journal
+        under it); it waited for that thread, itself, for ever."""
         self._persisted = PersistedEntries(name, device_id, persistent, self.persist)
         """The entries of `persistent`, as read and as decided since, served by the checksum
         of their candidate list."""
@@ -117,7 +120,7 @@ class Tuner:
         child's first call to meet such a key tunes it instead of waiting forever. The
         forking thread's own tuning stays (a candidate that forks is still being tuned)."""
         me = threading.get_ident()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._pending = {key: pending for key, pending in self._pending.items() if pending[1] == me}
         if self.recorder is not None:
             # Held by a thread writing a record: the child's first record waited for ever.

@@ -181,6 +181,24 @@ def test_a_client_that_cannot_time_calls_is_refused_not_blamed_on_every_candidat
     assert tuner.execute(tunables, ([1],), client) == "b"
 
 
+def test_a_call_from_a_signal_handler_in_the_thread_holding_the_lock_runs(client):
+    # A handler runs in the thread it interrupts, which may be inside the tuner's lock (a
+    # miss's lookup); the handler's own miss then waited for that thread, itself, for ever.
+    # Modelled without a signal, in a thread of its own that the test can leave behind.
+    tuner = Tuner("t", client.device_id)
+    tunables = make(client.clock, a=2e-3, b=1e-3)
+    served: list[object] = []
+
+    def interrupted() -> None:
+        with tuner._lock:
+            served.append(tuner.execute(tunables, ([1],), client))
+
+    thread = threading.Thread(target=interrupted, daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    assert served == ["b"]
+
+
 def test_an_all_failed_decision_is_kept_in_memory_only(client, tmp_path):
     cache = PersistentCache(tmp_path / "t.json")
     tunables = TunableSet.of(by_size, {"x": failing("x"), "y": failing("y")})
