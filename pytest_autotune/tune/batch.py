@@ -235,6 +235,11 @@ class Batch:
                     AutotuneErrorKind.SKIP, f"{NOT_REACHED}: {why}", t.name
                 )
         alive = [t for t in self.trials if t.alive and t.samples]
+        if not alive:
+            # Every survivor failed after the cuts: those cut for speed ran fine, and one of
+            # them wins. Left out, a fast candidate failing its second sample left a hopeless
+            # rival that ran well unchosen, and the tuner raised "no candidate succeeded".
+            alive = [t for t in self.trials if t.error is None and t.samples]
         scores = {t.index: results[t.index].score for t in alive}  # type: ignore[union-attr]
         winner = None
         if scores:

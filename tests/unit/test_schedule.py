@@ -427,6 +427,26 @@ def test_a_candidate_failing_its_warm_up_is_disqualified():
     assert result.winner == 1
 
 
+def test_a_candidate_cut_for_speed_wins_when_every_survivor_fails_after_the_cut():
+    # "b" is hopeless beside "a"'s first sample; "a" then fails its second. "b" ran well:
+    # a batch with a candidate that succeeded has a winner.
+    script = Script([1e-3, 1e-3, RuntimeError("late")], 20e-3)
+    ctx = AutotuneLogContext()
+    result = adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE, ctx=ctx)
+    assert [e.index for e in ctx.events if type(e).__name__ == "Eliminated"] == [1]
+    assert isinstance(result.results[0], AutotuneError)
+    assert result.winner == 1
+
+
+def test_of_candidates_cut_for_speed_the_fastest_wins_when_the_survivors_fail():
+    late = [1e-3, 1e-3, 1e-3, 1e-3, RuntimeError("late")]
+    script = Script(late, late, 5e-3, 4e-3)
+    result = adaptive_round_robin([0, 1, 2, 3], NAMES, script, ADAPTIVE)
+    assert isinstance(result.results[0], AutotuneError)
+    assert isinstance(result.results[1], AutotuneError)
+    assert result.winner == 3
+
+
 def test_a_whole_batch_that_fails_has_no_winner():
     script = Script(RuntimeError("x"), ValueError("y"))
     result = adaptive_round_robin([0, 1], NAMES, script, ADAPTIVE)
