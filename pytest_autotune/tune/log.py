@@ -211,8 +211,9 @@ class ShortCircuit(AutotuneLogEvent):
 
     def __str__(self) -> str:
         return (
-            f"{self.name} [#{self.index}] ends the batch: {self.samples_under_limit} samples "
-            f"under the time limit {format_duration(self.time_limit)}"
+            f"{self.name} [#{self.index}] ends the batch:"
+            f" {counted(self.samples_under_limit, 'sample')} under the time limit"
+            f" {format_duration(self.time_limit)}"
         )
 
 

@@ -165,6 +165,12 @@ def test_the_full_level_logs_every_event(caplog):
     ]
 
 
+def test_a_short_circuit_on_one_sample_reads_in_the_singular():
+    # `short_circuit_samples: 1` is a setting the seed allows; its event read "1 samples".
+    event = ShortCircuit("tiled", 2, 1, 125e-6)
+    assert str(event) == "tiled [#2] ends the batch: 1 sample under the time limit 125 us"
+
+
 def test_a_candidate_that_declined_is_not_counted_as_a_passed_check():
     # The report's tuning log read "checks: 3 of 3 passed" beside a candidate table whose
     # row for the candidate that declined the key says "skipped".
