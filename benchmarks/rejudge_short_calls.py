@@ -13,16 +13,16 @@ which rule the same samples favour, not what a tuner built on another rule would
 
 from __future__ import annotations
 
-import json
+import argparse
 import statistics
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchmarks.gpu_short_calls import medians as paired
+from benchmarks.kept_tunings import layernorm_run
 from pytest_autotune.tune.benchmark import score
 
-FAMILY = "layernorm 2048x1024"
 AGREE = 1.05
 
 RULES: dict[str, Callable[[Sequence[float]], float]] = {
@@ -34,7 +34,9 @@ RULES: dict[str, Callable[[Sequence[float]], float]] = {
 
 
 def rejudge(path: Path) -> dict[str, tuple[int, int]]:
-    family = json.loads(path.read_text())[FAMILY]
+    # Refused unless every tuning was kept: a run kept only its disagreeing ones (or none),
+    # and their counts read as if they were all of its tunings.
+    family = layernorm_run(path)
     truth = paired(family["eager_rounds_s"])
     best = min(truth.values())
     counts = {}
@@ -56,10 +58,13 @@ def rejudge(path: Path) -> dict[str, tuple[int, int]]:
 
 
 def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path)
+    args = parser.parse_args(argv)
     totals = dict.fromkeys(RULES, (0, 0))
-    for arg in argv:
-        counts = rejudge(Path(arg))
-        print(arg, "  ".join(f"{rule} {a}/{n}" for rule, (a, n) in counts.items()))
+    for run in args.runs:
+        counts = rejudge(run)
+        print(run, "  ".join(f"{rule} {a}/{n}" for rule, (a, n) in counts.items()))
         totals = {r: (totals[r][0] + a, totals[r][1] + n) for r, (a, n) in counts.items()}
     print("all", "  ".join(f"{rule} {a}/{n}" for rule, (a, n) in totals.items()))
     return 0

@@ -14,7 +14,11 @@ device times it has are the run's last, not those of the moment): compare rules 
 each other here, not with the live counts.
 
     python benchmarks/replay_races.py RUN/short_calls.json [...]
-        [--rule race|no-race|mad] [--host-speedup 1.5]
+        [--rule race|no-race|mad] [--host-speedup measured|1.5]
+
+`--host-speedup`: the tie-break's `cuda_timing.HOST_SPEEDUP`; "measured" (the default, as
+the product's None) takes each tuning's own kept slowdown of the host, since the replay's
+timing has no reference loop to measure one with.
 
 `mad`: the race with each median's standard error from the median absolute deviation
 (1.2533 mad / sqrt(n)) instead of the standard deviation.
@@ -82,9 +86,10 @@ def rule(name: str) -> Iterator[None]:
         benchmark.SampleStats.of = saved_of  # type: ignore[method-assign]
 
 
-def replay(path: Path) -> tuple[int, int, int, int, int, list[int]]:
+def replay(path: Path, speedup: float | str) -> tuple[int, int, int, int, int, list[int]]:
     """(agreeing, tunings, never-faster picks, the recorded winner again, past the record,
-    samples of each tuning) for one run under the rule in force."""
+    samples of each tuning) for one run under the rule in force, the tie-break at `speedup`
+    (a number, or "measured": each tuning's own kept slowdown, 1 where none was kept)."""
     family = layernorm_run(path)
     truth = paired(family["eager_rounds_s"])
     fastest = min(truth.values())
@@ -94,6 +99,11 @@ def replay(path: Path) -> tuple[int, int, int, int, int, list[int]]:
     agree = bad = same = past = 0
     counts = []
     for tuning in tunings:
+        # Left None, the tie-break would measure the host through the timing's reference
+        # loop, which a timing rebuilt from the kept costs lacks: it would read 1 every time.
+        cuda_timing.HOST_SPEEDUP = (
+            tuning.get("slowdown") or 1.0 if speedup == "measured" else float(speedup)
+        )
         results = tuning["results"]
         names = [name for name in results if "samples_us" in results[name]]
         sampler = Recorded([[s * 1e-6 for s in results[n]["samples_us"]] for n in names])
@@ -130,18 +140,27 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--rule", choices=("race", "no-race", "mad"), default="race")
-    parser.add_argument("--host-speedup", type=float, default=cuda_timing.HOST_SPEEDUP)
+    parser.add_argument(
+        "--host-speedup",
+        type=lambda text: text if text == "measured" else float(text),
+        default="measured",
+        help="a number, or 'measured' (each tuning's own kept slowdown of the host)",
+    )
     args = parser.parse_args(argv)
-    cuda_timing.HOST_SPEEDUP = args.host_speedup
     agree = total = bad = same = past = 0
     counts: list[int] = []
-    with rule(args.rule):
-        for run in args.runs:
-            a, n, b, s, p, c = replay(run)
-            agree, total, bad, same, past = agree + a, total + n, bad + b, same + s, past + p
-            counts += c
+    saved = cuda_timing.HOST_SPEEDUP
+    try:
+        with rule(args.rule):
+            for run in args.runs:
+                a, n, b, s, p, c = replay(run, args.host_speedup)
+                agree, total, bad, same = agree + a, total + n, bad + b, same + s
+                past += p
+                counts += c
+    finally:
+        cuda_timing.HOST_SPEEDUP = saved
     print(
-        f"{args.rule}, HOST_SPEEDUP {args.host_speedup:g}: {agree}/{total} agree,"
+        f"{args.rule}, HOST_SPEEDUP {args.host_speedup}: {agree}/{total} agree,"
         f" {bad} never-faster picks, {statistics.mean(counts):.1f} samples a tuning;"
         f" the recorded winner in {same}, past the record in {past}"
     )
