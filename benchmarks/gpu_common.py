@@ -11,6 +11,7 @@ import importlib
 import json
 import math
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,17 @@ from example_kernels import sum as vector_sum
 
 
 def cupy() -> Any:
-    return importlib.import_module("cupy")
+    return gpu_import("cupy")
+
+
+def gpu_import(name: str) -> Any:
+    """Module `name`, or an exit with one line saying what the script needs: run without it
+    (on a CPU machine), a script ended in an import's traceback."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        script = Path(sys.argv[0]).name
+        raise SystemExit(f"{script} needs {name} and a CUDA GPU ({exc})") from None
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ import contextlib
 import gc
 import traceback
 
+from benchmarks.gpu_common import cupy
+
 
 def free_host_in_capture(cp) -> str:
     stream = cp.cuda.Stream(non_blocking=True)
@@ -100,7 +102,7 @@ def client_when_full(cp) -> str:
 
 
 def main() -> None:
-    import cupy as cp
+    cp = cupy()
 
     for number, question in enumerate(
         (free_host_in_capture, matmul_when_full, uuid_length, client_when_full), start=1

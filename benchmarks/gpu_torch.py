@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.gpu_common import table, write_json
+from benchmarks.gpu_common import gpu_import, table, write_json
 from pytest_autotune import AutotuneConfig, AutotuneOutcome, TunableSet, Tuner
 from pytest_autotune.backends import cuda
 
@@ -54,8 +54,8 @@ def families(torch: Any) -> dict[str, tuple[dict[str, Callable[..., Any]], tuple
 
 
 def main() -> int:
-    import torch
-    import triton.testing
+    torch = gpu_import("torch")
+    triton_testing = gpu_import("triton.testing")
 
     clients = {"device": cuda(timing="device"), "caller": cuda()}
     report: dict[str, Any] = {}
@@ -66,7 +66,7 @@ def main() -> int:
             fn(*inputs)
         torch.cuda.synchronize()
         do_bench = {
-            label: triton.testing.do_bench(functools.partial(fn, *inputs), return_mode="median")
+            label: triton_testing.do_bench(functools.partial(fn, *inputs), return_mode="median")
             / 1e3
             for label, fn in candidates.items()
         }

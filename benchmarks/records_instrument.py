@@ -8,17 +8,25 @@ worker (issue 14, winners above their HBM roof under `-n 2`).
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 
 from pytest_autotune.report.extra import RecordExtra
-from pytest_autotune.tune.records import read_records
+from pytest_autotune.tune.records import RecordError, read_records
 
 
-def main(paths: list[str]) -> int:
-    for path in paths:
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="+", metavar="RECORDS", help="a records file")
+    args = parser.parse_args(argv)
+    for path in args.paths:
+        try:
+            records = read_records(path)
+        except RecordError as exc:  # its message names the file and what is wrong with it
+            raise SystemExit(str(exc)) from None
         print(path)
-        for record in read_records(path):
+        for record in records:
             extra = RecordExtra.from_json(record.extra)
             samples = extra.winner_seconds
             median = statistics.median(samples) * 1e6 if samples else float("nan")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -81,3 +82,26 @@ def test_rejudge_short_calls_counts_every_kept_tuning(
     assert rejudge_short_calls.main([str(short_calls_run(tmp_path / "short_calls.json"))]) == 0
     last = capsys.readouterr().out.splitlines()[-1]
     assert last == "all score 2/2  median 2/2  mean 2/2  best 2/2"
+
+
+def test_records_instrument_help_and_a_missing_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--help` was read as a records file, and a missing file ended in RecordError's traceback.
+    records_instrument = script(monkeypatch, "records_instrument")
+    with pytest.raises(SystemExit) as exited:
+        records_instrument.main(["--help"])
+    assert exited.value.code == 0
+    assert "records files" in capsys.readouterr().out
+    missing = tmp_path / "run-1.jsonl"
+    with pytest.raises(SystemExit, match=rf"^{missing}: cannot read records: "):
+        records_instrument.main([str(missing)])
+
+
+def test_gpu_scripts_without_cupy_say_so_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # On a CPU machine every GPU script ended in a ModuleNotFoundError traceback.
+    gpu_common = script(monkeypatch, "gpu_common")
+    monkeypatch.setitem(sys.modules, "cupy", None)  # as if not installed
+    monkeypatch.setattr(sys, "argv", ["gpu_roofs.py"])
+    with pytest.raises(SystemExit, match=r"^gpu_roofs.py needs cupy and a CUDA GPU \("):
+        gpu_common.cupy()
