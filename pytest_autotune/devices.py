@@ -7,8 +7,6 @@ machine-wide lock on timing one device.
 from __future__ import annotations
 
 import json
-import math
-import numbers
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -21,6 +19,7 @@ from pytest_autotune.backends.tracing import unsuspended
 from pytest_autotune.gate import runner_device_id
 from pytest_autotune.input_devices import held_on_host
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device, unserved_device
+from pytest_autotune.tune.client import protocol_gap
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.files import shared_lock
 from pytest_autotune.tune.log import format_duration
@@ -59,42 +58,6 @@ def _unwritable(fingerprint: Mapping[Any, Any]) -> str | None:
                 f"fingerprint[{name!r}] = {value!r}, which a cache file cannot hold: give it"
                 " as a str, int, float, bool or None, or a list or dict of them"
             )
-    return None
-
-
-_MISSING = object()
-
-CLIENT_METHODS = ("fingerprint", "sync", "time", "peaks")
-"""The methods of the `Client` protocol, which the tuning calls."""
-
-
-def _unlike_a_client(client: object) -> str | None:
-    """What `client` lacks of the `Client` protocol, or None. Each was found only where the
-    tuning first used it: a missing `time` said "the client must be a Client" from the
-    tuner's frames, a missing `peaks` or `fingerprint` was an AttributeError in ours, and a
-    missing `sync` failed every candidate as if each had raised it."""
-    missing = [name for name in CLIENT_METHODS if not callable(getattr(client, name, None))]
-    if missing:
-        named = ", ".join(f"{name}()" for name in missing)
-        return f"has no method {named}: it must have fingerprint(), sync(), time() and peaks()"
-    try:
-        overhead = getattr(client, "launch_overhead", _MISSING)
-    except Exception as error:  # a property of its own that raised
-        return f"raised {type(error).__name__} reading its launch_overhead: {error}"
-    if overhead is _MISSING:
-        return (
-            "has no launch_overhead: the seconds a call costs beyond its work (0.0 where unknown)"
-        )
-    seconds = (
-        float(overhead)
-        if isinstance(overhead, numbers.Real) and not isinstance(overhead, bool)
-        else math.nan
-    )
-    if not (math.isfinite(seconds) and seconds >= 0):
-        return (
-            f"has the launch_overhead {overhead!r}: it is the seconds a call costs beyond"
-            " its work, a finite number >= 0 (0.0 where unknown)"
-        )
     return None
 
 
@@ -174,7 +137,7 @@ class Devices:
                     f" device id {device_id!r}: it names the folder of its baselines, so it"
                     " must be a non-empty str"
                 )
-            problem = _unlike_a_client(client)
+            problem = protocol_gap(client)
             if problem is not None:
                 raise ConfigError(
                     f"device {name!r}: the client of a pytest_autotune_client hook"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
+import numbers
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -65,6 +67,43 @@ class Client(Protocol):
     # gives back what the client caches of freed memory (CuPy's pool keeps freed blocks
     # from what cuBLAS allocates outside it): the tuner drops the other candidates' copies
     # of the inputs and retries a candidate that ran out of memory (`out_of_memory`).
+
+
+_MISSING = object()
+
+CLIENT_METHODS = ("fingerprint", "sync", "time", "peaks")
+"""The methods of the `Client` protocol, which the tuning calls."""
+
+
+def protocol_gap(client: object) -> str | None:
+    """What `client` lacks of the `Client` protocol, or None; a `pytest_autotune_client`
+    hook's client is checked so when it is made (`devices.Devices`). Each gap was found only
+    where the tuning first used it: a missing `time` said "the client must be a Client" from
+    the tuner's frames, a missing `peaks` or `fingerprint` was an AttributeError in ours, and
+    a missing `sync` failed every candidate as if each had raised it."""
+    missing = [name for name in CLIENT_METHODS if not callable(getattr(client, name, None))]
+    if missing:
+        named = ", ".join(f"{name}()" for name in missing)
+        return f"has no method {named}: it must have fingerprint(), sync(), time() and peaks()"
+    try:
+        overhead = getattr(client, "launch_overhead", _MISSING)
+    except Exception as error:  # a property of its own that raised
+        return f"raised {type(error).__name__} reading its launch_overhead: {error}"
+    if overhead is _MISSING:
+        return (
+            "has no launch_overhead: the seconds a call costs beyond its work (0.0 where unknown)"
+        )
+    seconds = (
+        float(overhead)
+        if isinstance(overhead, numbers.Real) and not isinstance(overhead, bool)
+        else math.nan
+    )
+    if not (math.isfinite(seconds) and seconds >= 0):
+        return (
+            f"has the launch_overhead {overhead!r}: it is the seconds a call costs beyond"
+            " its work, a finite number >= 0 (0.0 where unknown)"
+        )
+    return None
 
 
 def not_a_client(owner: str, client: object) -> TypeError | None:
