@@ -111,6 +111,14 @@ def cache_dir(tmp_path):
     return tmp_path / "cache"
 
 
+def variables_only_of_this_test(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No `PYTEST_AUTOTUNE_*` variable but those the test sets, run from an empty folder (no
+    `autotune.yaml` of the working directory read)."""
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("PYTEST_AUTOTUNE_")]:
+        monkeypatch.delenv(name)
+
+
 # -- names ----------------------------------------------------------------------------------
 
 
@@ -188,9 +196,7 @@ def test_a_variable_that_does_not_read_is_left_out_with_a_warning_naming_it(tmp_
     # The environment of a library's user, who may not know this package: a typo of a
     # name, or a value out of range, failed every call of the library, the miss's KeyError
     # shown as the cause.
-    monkeypatch.chdir(tmp_path)
-    for name in [n for n in os.environ if n.startswith("PYTEST_AUTOTUNE_")]:
-        monkeypatch.delenv(name)
+    variables_only_of_this_test(monkeypatch, tmp_path)
     monkeypatch.setenv("PYTEST_AUTOTUNE_LEVL", "full")
     monkeypatch.setenv("PYTEST_AUTOTUNE_SHIPPED_MATCH", "exactly")
     monkeypatch.setenv("PYTEST_AUTOTUNE_MAX_SAMPLES", "4")
@@ -251,9 +257,7 @@ def test_a_level_in_the_config_that_the_process_uses_too_is_not_warned_of(monkey
 
 
 def test_variables_that_read_alone_and_not_together_leave_the_defaults(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    for name in [n for n in os.environ if n.startswith("PYTEST_AUTOTUNE_")]:
-        monkeypatch.delenv(name)
+    variables_only_of_this_test(monkeypatch, tmp_path)
     monkeypatch.setenv("PYTEST_AUTOTUNE_MIN_SAMPLES", "8")
     monkeypatch.setenv("PYTEST_AUTOTUNE_MAX_SAMPLES", "5")
     with pytest.warns(
@@ -271,9 +275,7 @@ def test_a_sample_range_that_does_not_read_leaves_the_other_variables_in_force(
 ):
     # MIN_SAMPLES=8 with MAX_SAMPLES=5 dropped every variable: the user's DISABLE_CACHE=1
     # was ignored, and the library read its shipped caches and wrote the user's cache folder.
-    monkeypatch.chdir(tmp_path)
-    for name in [n for n in os.environ if n.startswith("PYTEST_AUTOTUNE_")]:
-        monkeypatch.delenv(name)
+    variables_only_of_this_test(monkeypatch, tmp_path)
     monkeypatch.setenv("PYTEST_AUTOTUNE_MIN_SAMPLES", "8")
     monkeypatch.setenv("PYTEST_AUTOTUNE_MAX_SAMPLES", "5")
     monkeypatch.setenv("PYTEST_AUTOTUNE_DISABLE_CACHE", "1")
@@ -291,9 +293,7 @@ def test_a_refused_sample_bound_is_said_against_the_other_bound_the_user_set(tmp
     # MIN_SAMPLES=20 with MAX_SAMPLES=15 was refused as "max_samples (10, the default) is
     # below min_samples (20, ...)": each variable was checked against the defaults alone,
     # so the message named a bound the user had replaced.
-    monkeypatch.chdir(tmp_path)
-    for name in [n for n in os.environ if n.startswith("PYTEST_AUTOTUNE_")]:
-        monkeypatch.delenv(name)
+    variables_only_of_this_test(monkeypatch, tmp_path)
     monkeypatch.setenv("PYTEST_AUTOTUNE_MIN_SAMPLES", "20")
     monkeypatch.setenv("PYTEST_AUTOTUNE_MAX_SAMPLES", "15")
     with pytest.warns(ConfigWarning) as caught:
@@ -312,9 +312,7 @@ def test_the_projects_autotune_yaml_does_not_configure_a_librarys_tuner(tmp_path
     # an installed library's tuner read it too, so a project's `cache_dir: .autotune` made
     # the library write into the working directory and ignore the winners it ships, and a
     # setting the library's tuner refuses failed the library's first call.
-    monkeypatch.chdir(tmp_path)
-    for name in [n for n in os.environ if n.startswith("PYTEST_AUTOTUNE_")]:
-        monkeypatch.delenv(name)
+    variables_only_of_this_test(monkeypatch, tmp_path)
     (tmp_path / "autotune.yaml").write_text("cache_dir: .autotune\nmax_samples: 4\n")
     config = LocalTuner("t").config
     assert config.cache_dir is None
