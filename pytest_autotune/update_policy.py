@@ -58,19 +58,22 @@ def settle_update(
     refuse it, so the message says so rather than "new baseline". Either way a session not
     recorded is NOT_RECORDED, not UPDATED: the table must not say the file was refreshed."""
     if verdict.unconfirmed and baseline is not None and _same_baseline(case, baseline):
-        return Settled(_disagreeing(verdict, baseline), (), recorded=False)
+        # None of its reads is this code's time: the re-measurement read the change the
+        # other way (slower, then faster: `GroupVerdict.unconfirmed`). Joined, the last read
+        # (+31.8% of unchanged code on the 2-core VM, after +35.6% and -15.2%) moved the
+        # baseline by its share; made the baseline, it hid the next real slowdown or failed
+        # unchanged code.
+        spells = (
+            "the machine ran in slow and fast spells while it was measured: update again when"
+            " it is steady"
+        )
+        return _kept_baseline(verdict, baseline, spells)
     measurement = verdict.measurement
     states = conditions.contended(measurement) if measurement is not None else ()
     reasons = "; ".join(c.reason for c in states)
     helps = "; ".join(c.helps for c in states)
     if states and baseline is not None and _same_baseline(case, baseline) and not _clear(verdict):
-        count = len(baseline.sessions())
-        head = (
-            f"kept the baseline ({counted(count, 'session')}): this session"
-            f" is not recorded, as {reasons}; what would help: {helps}"
-        )
-        message = head + verdict.message.removeprefix(UPDATED_MESSAGE)
-        return Settled(_not_recorded(verdict, message), (), recorded=False)
+        return _kept_baseline(verdict, baseline, f"{reasons}; what would help: {helps}")
     kept = tuple(history(case, verdict, baseline))
     judged = case.decision.fastest_name
     out = baseline_winner_out(case, baseline, judged)
@@ -117,18 +120,15 @@ def _clear(verdict: GroupVerdict) -> bool:
     return comparison is not None and (comparison.failed or comparison.high < 0)
 
 
-def _disagreeing(verdict: GroupVerdict, baseline: Baseline) -> GroupVerdict:
-    """The verdict of an update whose re-measurement read its change the other way (slower,
-    then faster: `GroupVerdict.unconfirmed`): none of its reads is this code's time, so the
-    committed baseline stays. Joined, the last read (+31.8% of unchanged code on the 2-core
-    VM, after +35.6% and -15.2%) moved the baseline by its share; made the baseline, it hid
-    the next real slowdown or failed unchanged code."""
+def _kept_baseline(verdict: GroupVerdict, baseline: Baseline, why: str) -> Settled:
+    """An update that leaves the committed baseline as it is, its session not recorded,
+    `why` said."""
     head = (
         f"kept the baseline ({counted(len(baseline.sessions()), 'session')}): this session"
-        " is not recorded, as the machine ran in slow and fast spells while it was measured:"
-        " update again when it is steady"
+        f" is not recorded, as {why}"
     )
-    return _not_recorded(verdict, head + verdict.message.removeprefix(UPDATED_MESSAGE))
+    message = head + verdict.message.removeprefix(UPDATED_MESSAGE)
+    return Settled(_not_recorded(verdict, message), (), recorded=False)
 
 
 def _not_recorded(verdict: GroupVerdict, message: str) -> GroupVerdict:
