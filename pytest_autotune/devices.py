@@ -6,10 +6,9 @@ machine-wide lock on timing one device.
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,7 @@ from pytest_autotune.gate import runner_device_id
 from pytest_autotune.input_devices import held_on_host
 from pytest_autotune.plugin_settings import PluginSettings, is_builtin_device, unserved_device
 from pytest_autotune.tune.client import protocol_gap
+from pytest_autotune.tune.client_calls import client_fingerprint, client_peaks, unwritable
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.files import shared_lock
 from pytest_autotune.tune.log import format_duration
@@ -44,21 +44,6 @@ def _device_lock(device_id: str, uuid: object = None) -> FileLock:
     A GPU's UUID names it where known, so workers on two GPUs of one model time at once."""
     name = device_id if not isinstance(uuid, str) else f"{device_id}-{uuid}"
     return shared_lock(f"pytest-autotune-{name}")
-
-
-def _unwritable(fingerprint: Mapping[Any, Any]) -> str | None:
-    """Why a fingerprint cannot go into the cache files and records as JSON, or None."""
-    for name, value in fingerprint.items():
-        if not isinstance(name, str):
-            return f"fingerprint[{name!r}]: a key of the fingerprint must be a str"
-        try:
-            json.dumps(value, sort_keys=True, allow_nan=False)
-        except (TypeError, ValueError):
-            return (
-                f"fingerprint[{name!r}] = {value!r}, which a cache file cannot hold: give it"
-                " as a str, int, float, bool or None, or a list or dict of them"
-            )
-    return None
 
 
 class Devices:
@@ -261,23 +246,15 @@ class Devices:
         self.fingerprint(client, device_id)
         # The peaks as they stand now: a winner above its roof has them probed again
         # (`gate_policy`), and the record's fraction of roof is of these.
-        return {**self._devices[device_id], "peaks": client.peaks().to_json()}
+        return {**self._devices[device_id], "peaks": client_peaks(client).to_json()}
 
     def fingerprint(self, client: Client, device_id: str) -> None:
         """Make the device block of `device_id` once, its fingerprint with what other
         plugins add (`pytest_autotune_fingerprint`), each addition one a file can hold."""
         if device_id in self._devices:
             return
-        given = client.fingerprint()
         # A client of a pytest_autotune_client hook's, said as its own, not the hook's.
-        problem = (
-            _unwritable(given)
-            if isinstance(given, Mapping)
-            else f"fingerprint() returned {given!r}, not a dict"
-        )
-        if problem is not None:
-            raise ConfigError(f"device {device_id!r}: its client's {problem}")
-        fingerprint = dict(given)
+        fingerprint = client_fingerprint(client)
         if self._fingerprint_hook is not None:
             returned = self._fingerprint_hook(fingerprint)
             # pluggy's list of the implementations' non-None results; one that edits the
@@ -295,7 +272,7 @@ class Devices:
                     " fingerprint it is given, in place, and returns None; what it returns"
                     " is not read"
                 )
-            problem = _unwritable(fingerprint)
+            problem = unwritable(fingerprint)
             if problem is not None:
                 raise ConfigError(f"pytest_autotune_fingerprint set {problem}")
         device = {"id": device_id, "fingerprint": fingerprint}

@@ -24,6 +24,7 @@ from pytest_autotune.group_case import GroupCase
 from pytest_autotune.report.figures import format_fraction
 from pytest_autotune.tune.bounds import Thresholds, Work
 from pytest_autotune.tune.client import client_context
+from pytest_autotune.tune.client_calls import client_peaks
 from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.peaks import Peaks
@@ -121,7 +122,7 @@ def judge_group(
             judge(None, None, error=f"the winner failed while measured: {exc}", **common),
             winner_failed=exc,
         )
-    peaks = client.peaks()
+    peaks = client_peaks(client)
     if note:
         notes.append(note)
     weighed = weigh_slip(case, baseline, measurer, Weighed(index, current, measure))

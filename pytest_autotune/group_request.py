@@ -17,6 +17,7 @@ from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Bounds, Work, roofline
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE
+from pytest_autotune.tune.client_calls import client_peaks
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.decision import MEASURED_FAILURES, TuneDecision
 from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip
@@ -94,7 +95,7 @@ def tunable_set_of(request: GroupRequest, work: Work | None) -> TunableSet:
         # The roofline itself (default thresholds) drives the short circuit; the
         # marker's thresholds are the gate's floor, not a reason to stop tuning.
         def bounds(key: Any, inputs: tuple[Any, ...], client: Client) -> Bounds:
-            return roofline(work, client.peaks(), launch_overhead=client.launch_overhead)
+            return roofline(work, client_peaks(client), launch_overhead=client.launch_overhead)
 
         tunables = tunables.with_bounds(bounds)
     return tunables

@@ -47,6 +47,7 @@ from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.quiet import Quiet, crashed_tests, tuning_noted, tuning_test
 from pytest_autotune.report import GroupSummary
 from pytest_autotune.tune.bounds import Work
+from pytest_autotune.tune.client_calls import ClientError, client_fingerprint
 from pytest_autotune.tune.config import ConfigError
 from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.errors import AutotuneError
@@ -198,9 +199,18 @@ class AutotuneSession:
                 # of the group meets it again and says it in its one line, not as a hint
                 # about pytest-timeout.
                 waiting, self.devices.waiting_for = self.devices.waiting_for, None
-                if not isinstance(exc, (KeyboardInterrupt, SystemExit, ConfigError)):
+                # A client's method that failed (`ClientError`) is a setting too, but met
+                # during the tuning (its peaks), whose group was then in no summary, report
+                # nor record, and tuned again, to the same end, by each of its tests: kept
+                # as an ERROR that says the client's line.
+                client_failed = isinstance(exc, ClientError)
+                if client_failed or not isinstance(
+                    exc, (KeyboardInterrupt, SystemExit, ConfigError)
+                ):
                     self._stopped[request.group] = stopped_tuning(request.group, name, exc, waiting)
-                    self.keep_untuned(request, self._stopped[request.group])
+                    self.keep_untuned(
+                        request, str(exc) if client_failed else self._stopped[request.group]
+                    )
                     if not isinstance(exc, Exception):
                         # pytest's outcomes (pytest-timeout's alarm is its `fail`) are no
                         # `Exception`; an error of ours or a client's is its own message.
@@ -283,7 +293,7 @@ class AutotuneSession:
         if progress is not None:
             progress(f"autotune: tuning {request.group} on {device_id}")
         self.devices.note_profiler()
-        machine = client.fingerprint().get("uuid")
+        machine = client_fingerprint(client).get("uuid")
         on_gpu = device_kind(client.device_id) == "gpu"
         quiet = self.quiet.measuring(gpu=on_gpu) if self.quiet else nullcontext(None)
         with (

@@ -14,6 +14,7 @@ from pytest_autotune.tune.cache import (
     PersistentCacheValue,
 )
 from pytest_autotune.tune.client import Client
+from pytest_autotune.tune.client_calls import client_fingerprint
 from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.errors import CacheFileWarning, caller_level
 from pytest_autotune.tune.key import stable_key
@@ -144,7 +145,7 @@ class PersistedEntries:
                     # (`tune.device_class`). One already there is kept, though a driver
                     # may have changed since: it may be an update's, with what plugins
                     # added to it (`pytest_autotune_fingerprint`), which an update renews.
-                    block["fingerprint"] = dict(client.fingerprint())
+                    block["fingerprint"] = client_fingerprint(client)
                 return block
 
             try:

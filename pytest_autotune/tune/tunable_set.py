@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_autotune.tune.bounds import Bounds, BoundsGenerator, Thresholds, Work, roofline
 from pytest_autotune.tune.client import Client
+from pytest_autotune.tune.client_calls import client_peaks
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.key import KeyGenerator
@@ -233,7 +234,7 @@ class TunableSet:
                     f" {needed!r}, not a Work(compute_ops, bytes)"
                 )
             return roofline(
-                needed, client.peaks(), thresholds, launch_overhead=client.launch_overhead
+                needed, client_peaks(client), thresholds, launch_overhead=client.launch_overhead
             )
 
         return replace(self, bounds_gen=bounds_gen, work=work)

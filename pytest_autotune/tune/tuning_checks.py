@@ -9,6 +9,7 @@ from typing import Any
 from pytest_autotune.tune.check_result import CheckResult
 from pytest_autotune.tune.checks import check_candidates, in_place_output
 from pytest_autotune.tune.client import Client, client_context
+from pytest_autotune.tune.client_calls import client_sync
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.errors import UNPLANNED, AutotuneSkip
 from pytest_autotune.tune.inputs import candidate_cannot_take
@@ -59,7 +60,7 @@ def run_checks(
             if said is None:
                 raise
             raise said from exc
-        client.sync()
+        client_sync(client)
         if out is None and not require_output:
             # An in-place kernel (a CuPy kernel launched into an output buffer) returns
             # None, and None equals None: every candidate passed, a wrong one included,

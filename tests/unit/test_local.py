@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_autotune.tune.bounds import Work
 from pytest_autotune.tune.cache import PersistentCache, cache_path
+from pytest_autotune.tune.client_calls import ClientError
 from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.errors import (
     AutotuneError,
@@ -937,6 +939,56 @@ def test_a_cache_that_cannot_be_written_warns_as_a_cache_file_problem_only(tmp_p
         assert local.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1],))
     assert {type(w.message) for w in caught} == {CacheFileWarning}
     assert "kept in memory only" in str(caught[-1].message)
+
+
+class _NoFingerprint(FakeClient):
+    def fingerprint(self):
+        raise RuntimeError("no sensors")
+
+
+class _NoneFingerprint(FakeClient):
+    def fingerprint(self):
+        return None
+
+
+@pytest.mark.parametrize(
+    ("client_type", "said"),
+    [
+        (_NoFingerprint, "its client's fingerprint() raised RuntimeError: no sensors"),
+        (_NoneFingerprint, "its client's fingerprint() returned None, not a dict"),
+    ],
+)
+def test_a_client_whose_fingerprint_fails_leaves_the_cache_unwritten_saying_why(
+    cache_dir, client_type, said
+):
+    """The program ran on with "'NoneType' object is not iterable" or the client's own
+    error raised from the cache file's device block: its winner is served from memory,
+    and the warning names the client's method."""
+    client = client_type()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    with pytest.warns(CacheFileWarning) as caught:
+        tunables = make_set(client, slow=3e-3, fast=1e-3)
+        assert local.execute(client.device_id, client, tunables, ([1],)) == "fast"
+    assert f"device 'fake-device': {said}; the decision is kept in memory only" in str(
+        caught[-1].message
+    )
+    assert not list(cache_dir.rglob("*.json"))
+
+
+class _NonePeaks(FakeClient):
+    def peaks(self):
+        return None
+
+
+def test_a_client_whose_peaks_are_none_fails_the_call_naming_its_peaks(cache_dir):
+    # A set with a work model failed in the roofline: "'NoneType' object has no attribute
+    # 'memory_roof'".
+    client = _NonePeaks()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    tunables = make_set(client, slow=3e-3, fast=1e-3).with_work(lambda x: Work(len(x), 8))
+    with pytest.raises(ClientError, match=r"its client's peaks\(\) returned None, not a Peaks"):
+        local.execute(client.device_id, client, tunables, ([1],))
+    assert not list(cache_dir.rglob("*.json"))
 
 
 def test_a_damaged_cache_file_is_not_reported_again_at_each_key_tuned_after(cache_dir):

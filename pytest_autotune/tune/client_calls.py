@@ -1,0 +1,97 @@
+"""A client's `peaks()`, `fingerprint()` and `sync()`, called and checked: what a client of
+the user's raises or returns wrong is said in one line naming the method, before the engine
+uses it.
+
+A `peaks()` that returned None or a dict failed in the roofline ("'NoneType' object has no
+attribute 'memory_roof'"), and a `peaks()` or `fingerprint()` that raised failed the
+group's first test with a traceback through the tuner's frames; a `LocalTuner` got
+"'NoneType' object is not iterable" from its cache file's device block."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pytest_autotune.tune.parse import ConfigError
+from pytest_autotune.tune.peaks import Peaks
+from pytest_autotune.tune.wording import short_repr
+
+if TYPE_CHECKING:
+    from pytest_autotune.tune.client import Client
+
+
+class ClientError(ConfigError):
+    """A client's method raised, or returned what the `Client` protocol does not allow.
+    A `ConfigError`: the client is the user's setting, so each test of its groups fails
+    with the one line, as for a device no client serves, never the candidates."""
+
+
+def _owner(client: object) -> str:
+    device_id = getattr(client, "device_id", None)
+    return f"device {device_id!r}" if isinstance(device_id, str) else type(client).__name__
+
+
+def client_peaks(client: Client) -> Peaks:
+    """`client.peaks()`, or a `ClientError` naming what is wrong with it."""
+    try:
+        peaks = client.peaks()
+    except Exception as error:
+        raise ClientError(
+            f"{_owner(client)}: its client's peaks() raised {type(error).__name__}: {error}"
+        ) from error
+    if not isinstance(peaks, Peaks):
+        raise ClientError(
+            f"{_owner(client)}: its client's peaks() returned {short_repr(peaks)}, not a"
+            " Peaks: return pytest_autotune.backends.Peaks(memory={...}, compute={...})"
+            " (bytes and operations per second; an empty dict where a rate is unknown)"
+        )
+    return peaks
+
+
+def client_sync(client: Client) -> None:
+    """`client.sync()`, or a `ClientError` naming what it raised: a sync that raised after
+    each candidate's checked call failed every candidate as if each had raised it."""
+    try:
+        client.sync()
+    except Exception as error:
+        raise ClientError(
+            f"{_owner(client)}: its client's sync() raised {type(error).__name__}: {error}"
+        ) from error
+
+
+def client_fingerprint(client: Client) -> dict[str, Any]:
+    """A copy of `client.fingerprint()`, or a `ClientError` naming what is wrong with it:
+    it goes into the cache files and the records, so it must be a dict JSON can hold."""
+    try:
+        given = client.fingerprint()
+    except Exception as error:
+        raise ClientError(
+            f"{_owner(client)}: its client's fingerprint() raised {type(error).__name__}: {error}"
+        ) from error
+    problem = (
+        unwritable(given)
+        if isinstance(given, Mapping)
+        else f"fingerprint() returned {short_repr(given)}, not a dict"
+    )
+    if problem is not None:
+        raise ClientError(f"{_owner(client)}: its client's {problem}")
+    return dict(given)
+
+
+def unwritable(fingerprint: Mapping[Any, Any]) -> str | None:
+    """Why a fingerprint cannot go into the cache files and records as JSON, or None."""
+    for name, value in fingerprint.items():
+        if not isinstance(name, str):
+            return f"fingerprint[{name!r}]: a key of the fingerprint must be a str"
+        try:
+            json.dumps(value, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError):
+            return (
+                f"fingerprint[{name!r}] = {value!r}, which a cache file cannot hold: give it"
+                " as a str, int, float, bool or None, or a list or dict of them"
+            )
+    return None
+
+
+__all__ = ["ClientError", "client_fingerprint", "client_peaks", "client_sync", "unwritable"]
