@@ -34,6 +34,10 @@ def pytest_autotune_client(config: pytest.Config, device: str) -> Client | None:
     `device=`), or None to let the next implementation, and finally the built-in CPU and
     CUDA clients, answer.
 
+    Asked once per device name for the whole session, through every conftest loaded by
+    then (the last loaded first), not per directory as a fixture is: two subfolders'
+    conftests that serve one name share the client made first. Give each its own name.
+
     Example, a backend of your own::
 
         # conftest.py
