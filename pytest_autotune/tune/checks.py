@@ -13,7 +13,6 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, cast
 
 from pytest_autotune.tune.check_result import RAISED, SKIPPED, UNCHECKABLE, CheckResult
-from pytest_autotune.tune.client_calls import ClientError
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.comparison import DEFAULT_ATOL as DEFAULT_ATOL
 from pytest_autotune.tune.comparison import DEFAULT_RTOL as DEFAULT_RTOL
@@ -131,8 +130,6 @@ def check_candidates(
     for index in order:
         try:
             output = run(index)
-        except ClientError:
-            raise  # the client's own failure (its sync), not this candidate's
         except Exception as exc:
             judge.results[index] = _raised(names[index], exc)
         else:

@@ -1,11 +1,15 @@
-"""A client's `peaks()`, `fingerprint()` and `sync()`, called and checked: what a client of
+"""A client's `peaks()` and `fingerprint()`, called and checked: what a client of
 the user's raises or returns wrong is said in one line naming the method, before the engine
 uses it.
 
 A `peaks()` that returned None or a dict failed in the roofline ("'NoneType' object has no
 attribute 'memory_roof'"), and a `peaks()` or `fingerprint()` that raised failed the
 group's first test with a traceback through the tuner's frames; a `LocalTuner` got
-"'NoneType' object is not iterable" from its cache file's device block."""
+"'NoneType' object is not iterable" from its cache file's device block.
+
+`sync()` is not wrapped: called right after a candidate, what it raises is most often that
+candidate's asynchronous error (a CUDA kernel's illegal address surfaces there), which must
+be blamed on the candidate, as it is."""
 
 from __future__ import annotations
 
@@ -49,17 +53,6 @@ def client_peaks(client: Client) -> Peaks:
     return peaks
 
 
-def client_sync(client: Client) -> None:
-    """`client.sync()`, or a `ClientError` naming what it raised: a sync that raised after
-    each candidate's checked call failed every candidate as if each had raised it."""
-    try:
-        client.sync()
-    except Exception as error:
-        raise ClientError(
-            f"{_owner(client)}: its client's sync() raised {type(error).__name__}: {error}"
-        ) from error
-
-
 def client_fingerprint(client: Client) -> dict[str, Any]:
     """A copy of `client.fingerprint()`, or a `ClientError` naming what is wrong with it:
     it goes into the cache files and the records, so it must be a dict JSON can hold."""
@@ -94,4 +87,4 @@ def unwritable(fingerprint: Mapping[Any, Any]) -> str | None:
     return None
 
 
-__all__ = ["ClientError", "client_fingerprint", "client_peaks", "client_sync", "unwritable"]
+__all__ = ["ClientError", "client_fingerprint", "client_peaks", "unwritable"]

@@ -9,7 +9,6 @@ from typing import Any
 from pytest_autotune.tune.check_result import CheckResult
 from pytest_autotune.tune.checks import check_candidates, in_place_output
 from pytest_autotune.tune.client import Client, client_context
-from pytest_autotune.tune.client_calls import client_sync
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.errors import UNPLANNED, AutotuneSkip
 from pytest_autotune.tune.inputs import candidate_cannot_take
@@ -60,7 +59,7 @@ def run_checks(
             if said is None:
                 raise
             raise said from exc
-        client_sync(client)
+        client.sync()
         if out is None and not require_output:
             # An in-place kernel (a CuPy kernel launched into an output buffer) returns
             # None, and None equals None: every candidate passed, a wrong one included,

@@ -50,12 +50,6 @@ BROKEN = [
         "peaks() raised RuntimeError: probe failed",
         id="peaks-raises",
     ),
-    pytest.param(
-        "sync",
-        "raise RuntimeError('stream lost')",
-        "sync() raised RuntimeError: stream lost",
-        id="sync-raises",
-    ),
 ]
 
 
@@ -80,8 +74,7 @@ def test_a_clients_method_that_fails_is_one_line_naming_it_and_writes_nothing(
 ) -> None:
     # A peaks() of None or a dict failed in the roofline ("'NoneType' object has no
     # attribute 'memory_roof'"), and a peaks() or fingerprint() that raised, with a
-    # traceback through pytest_autotune's frames; the group was then in no summary. A
-    # sync() that raised failed each candidate as if it had raised it.
+    # traceback through pytest_autotune's frames; the group was then in no summary.
     if workers:
         pytest.importorskip("xdist")
     _break(autotune_pytester, method, body)
