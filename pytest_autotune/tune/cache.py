@@ -156,16 +156,7 @@ class PersistentCache:
             try:
                 source, read = self._read_own()
             except DamagedCacheFile as error:
-                aside = self._set_aside(error)
-                if aside is not None:
-                    warnings.warn(
-                        CacheFileWarning(
-                            f"{error}; as this machine's own cache of {self.name!r}, it was"
-                            f" set aside as {aside.name} and tuning starts afresh (delete"
-                            " that file once nobody needs it)"
-                        ),
-                        stacklevel=caller_level(),
-                    )
+                self._set_aside(error)
                 # Read again: another process (an xdist worker beside this one) may have set
                 # it aside, or saved a new one, under the lock first; still damaged, it
                 # raises as before.
@@ -191,11 +182,21 @@ class PersistentCache:
 
     def _set_aside(self, error: DamagedCacheFile) -> Path | None:
         """Rename this cache's damaged file and its journal out of the way (`set_aside`),
-        when this cache may (`set_aside_damaged`); the new name of the file, None when it
-        was not moved."""
+        when this cache may (`set_aside_damaged`), saying so; the new name of the file, None
+        when it was not moved."""
         if not self.set_aside_damaged or error.path != self.path:
             return None
-        return set_aside(self.path, LOCK_TIMEOUT_S)
+        aside = set_aside(self.path, LOCK_TIMEOUT_S)
+        if aside is not None:
+            warnings.warn(
+                CacheFileWarning(
+                    f"{error}; as this machine's own cache of {self.name!r}, it was set aside"
+                    f" as {aside.name} and tuning starts afresh (delete that file once nobody"
+                    " needs it)"
+                ),
+                stacklevel=caller_level(),
+            )
+        return aside
 
     def source(self) -> Path:
         """The file the entries were last loaded from: `legacy` while the cache's own name
@@ -264,8 +265,17 @@ class PersistentCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             ignore_lock_files(self.path.parent)
             lock = lock_beside(self.path, LOCK_TIMEOUT_S)
-            with lock:
-                self._save_locked(updates, device, metadata, remove, rebase)
+            try:
+                with lock:
+                    self._save_locked(updates, device, metadata, remove, rebase)
+            except DamagedCacheFile as error:
+                # Damaged since it was loaded (a long-running program's file, hand-edited
+                # or hit by a disk error): set aside as a load would, or every later key of
+                # this process stayed in memory only, until its restart set it aside.
+                if self._set_aside(error) is None:
+                    raise
+                with lock:
+                    self._save_locked(updates, device, metadata, remove, rebase)
         except Timeout:
             raise CacheFileError(
                 self.path, f"{lock.lock_file} still locked after {LOCK_TIMEOUT_S:g} s"

@@ -467,6 +467,27 @@ def test_a_damaged_user_cache_is_set_aside_and_the_next_process_is_served(user_c
     assert again.timed == []
 
 
+def test_a_user_cache_damaged_while_a_program_runs_is_set_aside_at_its_next_save(
+    user_cache,
+) -> None:
+    # A service runs for weeks: a file damaged after its start (a disk error, a hand edit)
+    # was set aside only by the next process, and until then every key it tuned was kept
+    # in memory only, each save refused with "is not valid JSON".
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    local = LocalTuner("lib.ops", package="json")
+    assert local.execute(client.device_id, client, tunables, ([1],)) == "a"
+    user_file = user_cache / "cpu-lib-2t" / "lib.ops.json"
+    user_file.write_text('{"schema_version": 2, "entries": [')
+    with pytest.warns(CacheFileWarning, match=r"set aside as lib\.ops\.json\.damaged-1") as caught:
+        assert local.execute(client.device_id, client, tunables, ([1, 2],)) == "a"
+    assert not any("memory only" in str(w.message) for w in caught)
+    assert (user_file.parent / "lib.ops.json.damaged-1").read_text() == (
+        '{"schema_version": 2, "entries": ['
+    )
+    assert [e["key"] for e in json.loads(user_file.read_text())["entries"]] == [2]
+
+
 def test_a_damaged_journal_sets_aside_its_file_too_and_keeps_earlier_damaged_copies(
     user_cache,
 ) -> None:
