@@ -240,12 +240,15 @@ def update_message(
     replaced: str | None = None,
     other_work: str | None = None,
     unusable: str | None = None,
+    other_caps: str | None = None,
 ) -> str:
     """What an update did with the baseline: joined it (and how many sessions it now
     holds), started a new one (and why: with this run's `candidates`, what changed in the
     list, as the gate says it; `replaced`, the baseline's winner skipped here, which this
     run's winner takes the place of; `other_work`, how the work the old one measured
-    differs from this run's, for the same candidates: `Baseline.other_work`; `unusable`,
+    differs from this run's, for the same candidates: `Baseline.other_work`; `other_caps`,
+    how the thread caps it was measured under differ: `gate.comparable.other_thread_caps`;
+    `unusable`,
     why the key's entry could not serve as one: `Baselines.find`), or, when its
     file could not be read (`unreadable`, `Baselines.unreadable`), nothing, since that file
     is never overwritten; then what the gate would have said."""
@@ -275,6 +278,8 @@ def update_message(
             if device_id is not None and baseline.device_id != device_id
             else "new baseline: the old one was out of line with its candidates"
             if baseline.mismatch is not None
+            else f"new baseline: the old one was measured under other thread caps ({other_caps})"
+            if other_caps is not None
             else f"new baseline: the old one was measured for other work ({other_work})"
             if other_work is not None
             else "new baseline: the old one was tuned over another candidate list"

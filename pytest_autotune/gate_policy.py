@@ -149,6 +149,7 @@ def judge_group(
         ),
         baseline_devices=() if baseline is not None else baseline_devices(),
         machine=machine,
+        thread_env=case.thread_env,
         failed_here=winner_failed_here(case, baseline, tunables.names[index]),
         unreadable=(
             None

@@ -30,6 +30,7 @@ from pytest_autotune.candidate_outcomes import (
 )
 from pytest_autotune.devices import Devices
 from pytest_autotune.gate import GroupVerdict, Verdict, device_kind
+from pytest_autotune.gate.baseline import device_thread_env
 from pytest_autotune.gate_policy import Judged
 from pytest_autotune.group_case import GroupCase
 from pytest_autotune.group_keeper import GroupKeeper, unmeasured
@@ -293,7 +294,8 @@ class AutotuneSession:
         if progress is not None:
             progress(f"autotune: tuning {request.group} on {device_id}")
         self.devices.note_profiler()
-        machine = client_fingerprint(client).get("uuid")
+        fingerprint = client_fingerprint(client)
+        machine = fingerprint.get("uuid")
         on_gpu = device_kind(client.device_id) == "gpu"
         quiet = self.quiet.measuring(gpu=on_gpu) if self.quiet else nullcontext(None)
         with (
@@ -311,7 +313,14 @@ class AutotuneSession:
                 # nothing to judge nor record (a failure the key is not).
                 return _Outcome(tunables, decision, {})
             case = GroupCase(
-                request.group, request.key, request.inputs, tunables, decision, device_id, settings
+                request.group,
+                request.key,
+                request.inputs,
+                tunables,
+                decision,
+                device_id,
+                settings,
+                thread_env=device_thread_env({"fingerprint": fingerprint}),
             )
             case, judged, notes = self._judged(request, case, tuner, client, work, machine)
             decision = case.decision

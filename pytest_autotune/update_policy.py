@@ -22,6 +22,7 @@ from pytest_autotune.gate import (
     Verdict,
     conditions,
 )
+from pytest_autotune.gate.comparable import other_thread_caps
 from pytest_autotune.group_case import GroupCase
 from pytest_autotune.report.figures import counted
 
@@ -91,6 +92,9 @@ def settle_update(
         case.tunables.names,
         replaced,
         unusable=unusable,
+        other_caps=other_thread_caps(baseline.thread_env, case.thread_env)
+        if baseline is not None and baseline.device_id == case.device_id
+        else None,
         # Said where the candidates are the same, as the gate checks the list first.
         other_work=(
             baseline.other_work(case.decision.bounds)
@@ -136,13 +140,15 @@ def _not_recorded(verdict: GroupVerdict, message: str) -> GroupVerdict:
 
 
 def _same_baseline(case: GroupCase, baseline: Baseline) -> bool:
-    """Whether the baseline measured this group's candidates on this device, for the
-    work this run measured, so that this run's session could join it or replace it."""
+    """Whether the baseline measured this group's candidates on this device under its
+    thread caps, for the work this run measured, so that this run's session could join it
+    or replace it."""
     return (
         baseline.device_id == case.device_id
         and baseline.checksum == case.tunables.checksum
         and baseline.mismatch is None
         and baseline.other_work(case.decision.bounds) is None
+        and other_thread_caps(baseline.thread_env, case.thread_env) is None
     )
 
 

@@ -82,6 +82,10 @@ class Baseline(Samples):
     """The physical device the file was last updated on (a GPU's uuid, from its device
     block's fingerprint, or under a runner class the device id it was measured on), None
     where the block names neither: another one widens the noise (`gate.conditions`)."""
+    thread_env: Mapping[str, str] | None = None
+    """The variables that capped BLAS, OpenMP and Numba threads where the file was last
+    updated (its device block's fingerprint, a CPU client's `thread_env`), None where the
+    block does not say: other caps make the baseline not comparable (`not_comparable`)."""
     work: tuple[tuple[str, float], ...] | None = None
     """The work its entry's bounds were made of, (resource, amount) pairs (operations for
     "compute", bytes for "memory"; `work_amounts`), None where the entry has no bounds
@@ -278,6 +282,7 @@ class Baseline(Samples):
             if checksum_of(names := tuple(r.name or "" for r in value.results)) == checksum
             else (),
             machine=device_machine(device),
+            thread_env=device_thread_env(device),
             work=work,
         )
 
@@ -390,6 +395,16 @@ def sigma_between_of(metadata: Mapping[str, Any]) -> float | None:
             f"field 'sigma_between' is {json_text(value)}, expected a fraction from 0 to 1 {what}"
         )
     return float(value)
+
+
+def device_thread_env(device: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """The thread caps a device block's fingerprint names (`cpu_device.thread_env`: `{}`
+    where none was set), None where it names none (a GPU's block, a client of a hook's)."""
+    fingerprint = device.get("fingerprint") if device is not None else None
+    caps = fingerprint.get("thread_env") if isinstance(fingerprint, Mapping) else None
+    if not isinstance(caps, Mapping):
+        return None
+    return {str(name): str(value) for name, value in caps.items()}
 
 
 def device_machine(device: Mapping[str, Any] | None) -> str | None:

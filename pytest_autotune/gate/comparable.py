@@ -5,7 +5,7 @@ list or work), or its winner failed or was skipped here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pytest_autotune.gate.baseline import Baseline
 from pytest_autotune.gate.rules import device_kind
@@ -53,18 +53,17 @@ def not_comparable(
     checksum: str,
     candidates: Sequence[str] = (),
     bounds: Bounds | None = None,
+    thread_env: Mapping[str, str] | None = None,
 ) -> str | None:
-    """Why the baseline measured something else, None when it is comparable (or missing)."""
+    """Why the baseline measured something else, None when it is comparable (or missing).
+    `thread_env` is this run's thread caps (`Baseline.thread_env`), None where unknown."""
     if baseline is None:
         return None
     where = baseline.source or "the cache"
     if baseline.mismatch is not None:
         return baseline.mismatch
-    if baseline.device_id != device_id:
-        return (
-            f"the baseline in {where} was measured on {baseline.device_id},"
-            f" this run is on {device_id}"
-        )
+    if (device := _other_device(baseline, device_id, thread_env)) is not None:
+        return device
     if baseline.checksum != checksum:
         change = candidate_change(baseline.candidates, candidates)
         if change is not None and change.startswith("reordered"):
@@ -84,6 +83,45 @@ def not_comparable(
             " re-records it"
         )
     return None
+
+
+def _other_device(
+    baseline: Baseline, device_id: str, thread_env: Mapping[str, str] | None
+) -> str | None:
+    """Why `baseline` was measured on another device than this run's, or on its CPUs under
+    other thread caps; None where neither."""
+    where = baseline.source or "the cache"
+    if baseline.device_id != device_id:
+        return (
+            f"the baseline in {where} was measured on {baseline.device_id},"
+            f" this run is on {device_id}"
+        )
+    caps = other_thread_caps(baseline.thread_env, thread_env)
+    if caps is None:
+        return None
+    # A cap of BLAS threads (OMP_NUM_THREADS=1 in CI, unset where the baseline was
+    # recorded) read as a +80% regression of an unchanged 256x256 matmul, the message
+    # naming no cause: the two times are of two configurations, as two devices' are.
+    return (
+        f"the baseline in {where} was measured under other thread caps ({caps}), which set"
+        " how many threads BLAS, OpenMP and Numba run on; run the gate under the"
+        " baseline's, or --autotune-update re-records it"
+    )
+
+
+def other_thread_caps(
+    before: Mapping[str, str] | None, now: Mapping[str, str] | None
+) -> str | None:
+    """How the thread caps of the baseline (`before`) and this run (`now`) differ
+    ("OMP_NUM_THREADS unset there, 1 here"), None where they agree or either is unknown."""
+    if before is None or now is None:
+        return None
+    changed = [
+        f"{name} {before.get(name, 'unset')} there, {now.get(name, 'unset')} here"
+        for name in sorted({*before, *now})
+        if before.get(name) != now.get(name)
+    ]
+    return "; ".join(changed) or None
 
 
 def candidate_change(before: Sequence[str], now: Sequence[str]) -> str | None:

@@ -11,7 +11,7 @@ against one that can, with its messages, is `gate.comparison`'s.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from pytest_autotune.gate.baseline import Baseline
@@ -60,6 +60,7 @@ def judge(
     failed_here: str | None = None,
     missing_file: str | None = None,
     bounds: Bounds | None = None,
+    thread_env: Mapping[str, str] | None = None,
 ) -> GroupVerdict:
     """Judge one group: its winner's `current` measurement against the `baseline`.
 
@@ -75,7 +76,8 @@ def judge(
     the cache file looked in, where there is none; `failed_here` why the baseline's
     winner, which failed in this run, leaves the group NOT_COMPARABLE
     (`baseline_winner.winner_failed_here`); `bounds` this run's, which say what work it
-    measured: a baseline of other work is NOT_COMPARABLE (`Baseline.other_work`).
+    measured: a baseline of other work is NOT_COMPARABLE (`Baseline.other_work`), as is
+    one measured under other `thread_env` caps than this run's (None: unknown).
     `machine` is this run's physical device (a GPU's uuid): a baseline from another one, or
     a measurement on oversubscribed CPUs, widens the noise (`gate.conditions`), as does a
     `baseline_winner` (the baseline's winner measured here, slower than the `current`
@@ -123,6 +125,7 @@ def judge(
             failed_here=failed_here,
             missing_file=missing_file,
             bounds=bounds,
+            thread_env=thread_env,
         )
 
     verdict = once(current, remeasured=False)
@@ -247,6 +250,7 @@ def _judge_once(
     failed_here: str | None = None,
     missing_file: str | None = None,
     bounds: Bounds | None = None,
+    thread_env: Mapping[str, str] | None = None,
 ) -> GroupVerdict:
     fraction: float | None = None
     floor_message: str | None = None
@@ -259,7 +263,7 @@ def _judge_once(
     comparison: Comparison | None = None
     regression_message: str | None = None
     noisy_message: str | None = None
-    other = not_comparable(baseline, device_id, checksum, candidates, bounds)
+    other = not_comparable(baseline, device_id, checksum, candidates, bounds, thread_env)
     if baseline is not None and other is None:
         comparison, regression_message, noisy_message = compare(
             current, baseline, device_id, peaks, max_regression, machine, baseline_winner

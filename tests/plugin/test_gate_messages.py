@@ -461,3 +461,47 @@ def test_a_record_keeps_what_the_client_took_off_each_sample_where_it_says(
     assert [json.loads(line)["extra"]["instrument"] for line in said] == [
         {"held_replay_ns": 2100}
     ] * 2
+
+
+def test_a_baseline_recorded_under_other_blas_thread_caps_is_not_comparable_naming_them(
+    scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The CPU client's fingerprint names the variables that cap BLAS threads. A gate run
+    # with OMP_NUM_THREADS=1 against a baseline recorded without it timed a 256x256
+    # matmul on one thread against two: unchanged code failed as a +80% regression whose
+    # message did not say why.
+    conftest = scale.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text().replace(
+            'return {"fake": True}',
+            'return {"fake": True, "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS",)'
+            " if k in os.environ}}",
+        )
+    )
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    slow_every_candidate(monkeypatch, "2")  # one thread where the baseline had two
+    capped = run(scale, "--autotune", "--autotune-strict")
+    assert capped.ret == pytest.ExitCode.OK
+    capped.stdout.fnmatch_lines(
+        [
+            "verdicts: 2 not comparable",
+            "*measured under other thread caps (OMP_NUM_THREADS unset there, 1 here)*"
+            "--autotune-update re-records it",
+        ]
+    )
+    # An update on busy CPUs keeps a baseline it could join or replace; one of other caps
+    # it can do neither with, and kept, the gate could never compare again.
+    with monkeypatch.context() as busy:
+        busy.setattr("pytest_autotune.gate.contention.stall_reading", stalled_at(0.9))
+        updated = run(scale, "--autotune-update")
+    assert updated.ret == pytest.ExitCode.OK
+    updated.stdout.fnmatch_lines(
+        [
+            "verdicts: 2 updated",
+            "*test_scale[[]1[]]: new baseline: the old one was measured under other thread"
+            " caps (OMP_NUM_THREADS unset there, 1 here)*",
+        ]
+    )
+    assert run(scale, "--autotune", "--autotune-strict").ret == pytest.ExitCode.OK
