@@ -19,6 +19,7 @@ from pytest_autotune.collection import (
     function_nodeid,
     shared_nodeid_error,
 )
+from pytest_autotune.key_checks import MEMORY_ADDRESS
 from pytest_autotune.marker_options import option_error, run_setting_hint
 from pytest_autotune.parameter_ids import printable, shown
 from pytest_autotune.parametrized_candidates import (
@@ -174,7 +175,9 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
                 " or @pytest.mark.parametrize('candidate', [...])"
             )
         pairs = parametrized or ()
-    error = error or _empty_name_error(pairs) or duplicate_error(pairs)
+    error = (
+        error or _empty_name_error(pairs) or duplicate_error(pairs) or _unstable_name_error(pairs)
+    )
     shared = shared_parametrize_error(metafunc)
     if shared is not None:
         # pytest parametrizes `candidate` already: doing it again stopped the session.
@@ -407,6 +410,22 @@ def _empty_name_error(pairs: tuple[tuple[str, Callable[..., Any]], ...]) -> str 
     for index, (name, fn) in enumerate(pairs):
         if not name:
             return f"candidate {index} ({_describe(fn)}) has an empty name; give it a name"
+    return None
+
+
+def _unstable_name_error(pairs: tuple[tuple[str, Callable[..., Any]], ...]) -> str | None:
+    """A candidate name holding an object's default repr (`ids=str` or `ids=repr` over the
+    functions: `<function f at 0x7f...>`) is new in every process: each update recorded a
+    winner of a name no later run has, and each gate said "not comparable" (tuned over
+    another candidate list), listing the same functions as added and removed."""
+    for index, (name, fn) in enumerate(pairs):
+        if MEMORY_ADDRESS.search(name):
+            return (
+                f"candidate {index} ({_describe(fn)}) is named {name!r}, which holds a memory"
+                " address that changes with every process: no later run would find its"
+                " baseline; name it by its __name__ (leave out ids=str or ids=repr) or give it"
+                " an id (pytest.param(fn, id=...), ids=[...] or candidates={name: fn})"
+            )
     return None
 
 

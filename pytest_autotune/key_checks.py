@@ -43,7 +43,7 @@ def _hashable_advice(value: Any) -> str:
     )
 
 
-_MEMORY_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+MEMORY_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 """Python's default repr of an object, `<Shape object at 0x7f3a...>`, in a key's text."""
 
 
@@ -51,7 +51,7 @@ def fail_if_unstable(key_text: str, subject: str, advice: str = "") -> None:
     """Fail where a key holds an object's default repr: its address is new in every
     process, so each update would add an entry that no later run reads, and each gate
     would say "no baseline" without saying why."""
-    if _MEMORY_ADDRESS.search(key_text):
+    if MEMORY_ADDRESS.search(key_text):
         fail(
             f"{subject} holds a memory address, which changes with every process: no later"
             f" run would find its baseline; {advice or 'build the key from values (sizes, dtypes)'}"

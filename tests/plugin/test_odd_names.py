@@ -112,6 +112,58 @@ def test_a_key_holding_an_objects_memory_address_fails_by_name(
         assert not cache_path(root, DEVICE, f"test_obj.py::{test}").exists()
 
 
+OBJECT_NAMES = """
+import pytest
+from conftest import spin
+
+def slow(n):
+    spin(300e-6)
+    return n
+
+def fast(n):
+    spin(100e-6)
+    return n
+
+@pytest.mark.autotune
+@pytest.mark.parametrize("candidate", [slow, fast], ids=str)
+def test_ids(candidate):
+    return candidate(1)
+
+@pytest.mark.autotune(candidates={repr(slow): slow, "fast": fast})
+def test_dict(candidate):
+    return candidate(1)
+
+@pytest.mark.autotune
+@pytest.mark.parametrize("candidate", [slow, fast])
+def test_stable(candidate):
+    return candidate(1)
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune-update",)], ids=["check", "update"])
+def test_a_candidate_name_holding_a_memory_address_fails_by_name(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # `ids=str` over the functions names each `<function slow at 0x7f...>`, new in every
+    # process: an update recorded a winner of that name, and every later gate said "not
+    # comparable", listing the same functions as added and removed.
+    autotune_pytester.makepyfile(test_obj=OBJECT_NAMES)
+    result = run(autotune_pytester, *mode)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=2, failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "test_obj.py::test_ids: candidate 0 (test_obj.slow) is named"
+            " '<function slow at 0x*>', which holds a memory address that changes with every"
+            " process: no later run would find its baseline; name it by its __name__*",
+            "test_obj.py::test_dict: candidate 0 (test_obj.slow) is named '<function slow at*",
+        ]
+    )
+    root = autotune_pytester.path / ROOT
+    for test in ("test_ids", "test_dict"):
+        assert not cache_path(root, DEVICE, f"test_obj.py::{test}").exists()
+
+
 NAMED_TUNER = """
 from conftest import spin
 from pytest_autotune import TunableSet, Tunable
