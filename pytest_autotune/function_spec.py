@@ -26,6 +26,7 @@ from pytest_autotune.parametrized_candidates import (
     beside_a_hook,
     candidate_marks,
     fixture_params,
+    one_pass_error,
     parametrized_candidates,
     params,
     shared_parametrize_error,
@@ -178,7 +179,7 @@ def function_spec(metafunc: pytest.Metafunc) -> FunctionSpec:
     error = (
         error or _empty_name_error(pairs) or duplicate_error(pairs) or _unstable_name_error(pairs)
     )
-    shared = shared_parametrize_error(metafunc)
+    shared = shared_parametrize_error(metafunc) or one_pass_error(metafunc)
     if shared is not None:
         # pytest parametrizes `candidate` already: doing it again stopped the session.
         error = shared

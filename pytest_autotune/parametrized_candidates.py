@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -188,6 +188,8 @@ def _parametrized(
         names, values, ids = parametrize_arguments(marker)
         if argname_list(names) != ["candidate"]:
             continue
+        if _read_once(values, ids):
+            return []  # left for pytest to read: `one_pass_error` fails the items
         found = []
         values = list(values)
         for i, (value, own) in enumerate(zip(values, explicit_ids(values, ids), strict=True)):
@@ -217,6 +219,29 @@ def shared_parametrize_error(metafunc: pytest.Metafunc) -> str | None:
                 f" candidates=) beside one of {others}, so that each group has them all"
             )
     return None
+
+
+def one_pass_error(metafunc: pytest.Metafunc) -> str | None:
+    """Why the candidates of a `parametrize('candidate', ...)` whose values or `ids=` are a
+    generator (an iterator) cannot be read: the plugin and pytest each read them, and the
+    first reading uses them up. The plugin read the values first, and pytest skipped the
+    test as "got empty parameter set", no candidate run; it named the candidates by
+    `__name__` beside generated ids, and each item was a group of its own."""
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names, values, ids = parametrize_arguments(marker)
+        if argname_list(names) == ["candidate"] and _read_once(values, ids):
+            given = "values" if isinstance(values, Iterator) else "ids="
+            return (
+                f"@pytest.mark.parametrize('candidate', ...) gives its {given} as a generator,"
+                " which only one reading can use, and both pytest and pytest-autotune read"
+                " them: give a list (or a tuple)"
+            )
+    return None
+
+
+def _read_once(values: object, ids: object) -> bool:
+    """Whether a parametrize's values or `ids=` are an iterator, used up by one reading."""
+    return isinstance(values, Iterator) or isinstance(ids, Iterator)
 
 
 def _value_id(value: Any, index: int) -> str:

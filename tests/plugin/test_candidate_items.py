@@ -641,6 +641,56 @@ def test_a_parametrize_of_candidates_given_by_keyword_is_read_as_one_given_by_po
         result.stdout.fnmatch_lines(["test_kw.py::test_kw[[]1[]] * f *"])
 
 
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_a_parametrize_of_candidates_given_as_a_generator_fails_its_items_saying_so(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # The plugin and pytest both read a parametrize mark's values and ids, and a generator
+    # serves one reading: the plugin read the values first, and pytest skipped the test as
+    # "got empty parameter set", no candidate run; generated ids it did not read, naming
+    # the candidates by __name__, and each item was tuned as a group of its own.
+    autotune_pytester.makepyfile(
+        test_gen="""
+        import pytest
+        from conftest import spin
+
+        def fast(n):
+            spin(1e-4)
+            return n
+
+        def slow(n):
+            spin(2e-4)
+            return n
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize("candidate", (f for f in [fast, slow]))
+        def test_values(candidate):
+            return candidate(1)
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize("candidate", [fast, slow], ids=(i for i in ["f", "s"]))
+        def test_ids(candidate):
+            return candidate(1)
+
+        @pytest.mark.autotune
+        @pytest.mark.parametrize("candidate", [fast, slow], ids=["f", "s"])
+        def test_list(candidate):
+            return candidate(1)
+        """
+    )
+    # pytest deprecates a generator of values itself (PytestRemovedIn10Warning, pytest 9.1).
+    result = run(autotune_pytester, "-W", "ignore::DeprecationWarning", *mode)
+    result.assert_outcomes(passed=2, failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "test_gen.py::test_values: @pytest.mark.parametrize('candidate', ...) gives its"
+            " values as a generator, which only one reading can use*: give a list (or a tuple)",
+            "test_gen.py::test_ids: @pytest.mark.parametrize('candidate', ...) gives its ids="
+            " as a generator*",
+        ]
+    )
+
+
 HOOK_CONFTEST = """
 
 def pytest_generate_tests(metafunc):
