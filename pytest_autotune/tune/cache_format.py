@@ -81,8 +81,9 @@ class NewerCacheFile(CacheFileError):
 
 
 class MergedCacheFile(DamagedCacheFile):
-    """A cache file two branches' updates met in (git's conflict markers, or one entry
-    twice): every other entry is whole, so the repair is by hand, never its removal."""
+    """A cache file two branches' updates met in (git's conflict markers, one entry twice,
+    or one field of an object twice): every other entry is whole, so the repair is by hand,
+    never its removal."""
 
 
 class FileInPlaceOfFolder(CacheFileError):

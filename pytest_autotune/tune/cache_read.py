@@ -34,7 +34,13 @@ from pytest_autotune.tune.cache_format import (
 )
 from pytest_autotune.tune.cache_names import cache_files, legacy_cache_file_parts
 from pytest_autotune.tune.errors import CacheJournalWarning, caller_level
-from pytest_autotune.tune.files import ConflictMarkers, JsonFileError, decode_strict, loads_strict
+from pytest_autotune.tune.files import (
+    ConflictMarkers,
+    JsonFileError,
+    RepeatedMember,
+    decode_strict,
+    loads_strict,
+)
 from pytest_autotune.tune.wording import counted
 
 
@@ -125,7 +131,7 @@ def read_file(path: Path) -> Read:
         contents = parse_contents(decode_strict(data))
     except NewerSchema as error:
         raise NewerCacheFile(path, str(error)) from None
-    except (ConflictMarkers, RepeatedEntry) as error:
+    except (ConflictMarkers, RepeatedMember, RepeatedEntry) as error:
         raise MergedCacheFile(path, str(error)) from None
     except (JsonFileError, Malformed) as error:
         raise DamagedCacheFile(path, str(error)) from None

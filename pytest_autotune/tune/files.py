@@ -52,6 +52,12 @@ class ConflictMarkers(NotJson):
     """A file git left in a merge conflict: only a person can choose between its sides."""
 
 
+class RepeatedMember(JsonFileError):
+    """An object that names one member twice: what a merge conflict resolved by keeping
+    both sides leaves (an editor's "accept both" on two entries added at one place gives
+    one entry two `"key"`s). Only a person can choose which to keep."""
+
+
 def loads_strict(text: str) -> Any:
     """Parse strict JSON: no NaN or Infinity (nor `1e400`, which would read as one), no
     integer longer than `MAX_INT_DIGITS`, no nesting deeper than `MAX_DEPTH`.
@@ -64,7 +70,11 @@ def loads_strict(text: str) -> Any:
         raise JsonFileError("is empty")
     try:
         data = json.loads(
-            text, parse_constant=_reject_constant, parse_float=_finite, parse_int=_bounded_int
+            text,
+            object_pairs_hook=_unique_members,
+            parse_constant=_reject_constant,
+            parse_float=_finite,
+            parse_int=_bounded_int,
         )
     except json.JSONDecodeError as error:
         conflict = _conflict_marker(text)
@@ -292,6 +302,27 @@ def lock_beside(path: Path, timeout: float) -> FileLock:
         timeout=timeout,
         mode=0o666,
     )
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members, refusing a name given twice: read as Python reads it, the
+    later value alone, the next rewrite dropped the other without a word (an entry's
+    two keys became one, its baseline filed under the other key)."""
+    members = dict(pairs)
+    if len(members) < len(pairs):
+        seen: dict[str, Any] = {}
+        for name, value in pairs:
+            if name in seen:
+                raise RepeatedMember(
+                    f"holds the field {json.dumps(name, ensure_ascii=False)} twice in one"
+                    f" object ({json_text(seen[name])}, then {json_text(value)}), as a merge"
+                    " conflict resolved by keeping both sides leaves it: keep one side of"
+                    " each conflict (one side throughout an entry), or merge it again entry"
+                    " by entry with `pytest-autotune merge` as git's merge driver (README,"
+                    ' "Merging cache files")'
+                )
+            seen[name] = value
+    return members
 
 
 def _reject_constant(name: str) -> Any:

@@ -429,6 +429,33 @@ def test_a_key_twice_in_a_baseline_file_after_a_merge_says_which_to_keep_and_los
     assert path.read_text() == merged
 
 
+def test_a_merge_that_kept_both_sides_of_a_key_is_refused_and_its_baselines_kept(
+    scale: pytest.Pytester,
+) -> None:
+    # Two branches each added a key at one place of the sorted entries; an editor's "accept
+    # both" on git's conflict gave one entry the "key" of each. Read as Python reads JSON,
+    # the later key won silently, and the update filed the other key's baseline under it
+    # and wrote the file over, the committed baseline of key 1 gone.
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    path = cache_file(scale)
+    path.write_text(path.read_text().replace('"key": "1",', '"key": "1",\n      "key": "3",', 1))
+    merged = path.read_text()
+
+    gated = run(scale, "--autotune")
+    gated.stdout.fnmatch_lines(
+        [
+            f'    no baseline: {CACHE} could not be read (holds the field "key" twice in one'
+            ' object ("1", then "3"), as a merge conflict resolved by keeping both sides'
+            " leaves it: *); repair it by hand, as removing it would drop every baseline"
+            " it holds"
+        ]
+    )
+    updated = run(scale, "--autotune-update")
+    assert updated.ret == pytest.ExitCode.TESTS_FAILED
+    assert "remove it" not in updated.stdout.str()
+    assert path.read_text() == merged
+
+
 def test_a_baseline_file_of_a_newer_version_is_to_be_kept_not_removed(
     scale: pytest.Pytester,
 ) -> None:

@@ -302,6 +302,10 @@ UNREADABLE = {
         ).encode(),
         'samples_ns is "999", expected a list of positive integers',
     ),
+    "a field twice": (
+        json.dumps(valid_document()).replace('"key": "a"', '"key": "a", "key": "b"', 1).encode(),
+        'holds the field "key" twice in one object ("a", then "b")',
+    ),
     "repeated entry": (
         json.dumps({**valid_document(), "entries": valid_document()["entries"] * 2}).encode(),
         "entries 0 and 1 both hold key",

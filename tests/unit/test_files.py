@@ -40,6 +40,7 @@ from tests.fakes import released_lock
             '{\n<<<<<<< HEAD\n  "a": 1\n=======\n  "a": 2\n>>>>>>> refresh\n}\n',
             "holds unresolved merge conflict markers (line 2: <<<<<<< HEAD)",
         ),
+        ('{"a": {"key": "64", "key": "32"}}', 'holds the field "key" twice in one object'),
     ],
 )
 def test_strict_reading_names_why_a_document_is_refused(text: str, reason: str) -> None:
@@ -63,6 +64,21 @@ def test_a_merge_conflict_is_resolved_conflict_by_conflict_not_by_taking_one_fil
         " and two entries the branches added at one place come out interleaved, where no"
         " side keeps both: merge it again entry by entry with `pytest-autotune merge` as"
         ' git\'s merge driver (README, "Merging cache files")'
+    )
+
+
+def test_a_field_twice_from_a_conflict_resolved_with_both_sides_is_refused_not_dropped() -> None:
+    # An editor's "accept both" on two entries git interleaved (each branch added a key at
+    # one place) gives one entry two "key"s: read as Python reads it, the later won, and
+    # the next update rewrote the file with the other key's baseline filed under it.
+    text = '{"entries": [{"key": "64",\n"key": "32", "fastest_index": 0}]}'
+    with pytest.raises(JsonFileError) as error:
+        loads_strict(text)
+    assert str(error.value) == (
+        'holds the field "key" twice in one object ("64", then "32"), as a merge conflict'
+        " resolved by keeping both sides leaves it: keep one side of each conflict (one side"
+        " throughout an entry), or merge it again entry by entry with `pytest-autotune"
+        ' merge` as git\'s merge driver (README, "Merging cache files")'
     )
 
 
