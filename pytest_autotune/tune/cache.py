@@ -28,6 +28,7 @@ from pytest_autotune.tune.cache_format import (
     Contents,
     DamagedCacheFile,
     Malformed,
+    MisplacedCacheFile,
     PersistentCacheKey,
     PersistentCacheValue,
     advice,
@@ -360,10 +361,10 @@ class PersistentCache:
     def _check_name(self, source: Path, contents: Contents) -> None:
         stored = stored_tuner(contents)
         if self.name is not None and stored is not None and stored != self.name:
-            raise CacheFileError(source, other_tuner(stored, self.name))
+            raise MisplacedCacheFile(source, other_tuner(stored, self.name))
         device = stored_device(contents)
         if self.device_id is not None and device is not None and device != self.device_id:
-            raise CacheFileError(source, other_device(device, self.device_id))
+            raise MisplacedCacheFile(source, other_device(device, self.device_id))
 
     def _refresh(self) -> Path:
         """Bring this object's contents up to the file and journal as they are now, reading

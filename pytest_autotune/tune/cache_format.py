@@ -86,6 +86,12 @@ class MergedCacheFile(DamagedCacheFile):
     never its removal."""
 
 
+class MisplacedCacheFile(CacheFileError):
+    """A whole cache file under another tuner's name or in another device's folder than
+    its own (renamed, copied or moved by hand): its message says how to keep its entries,
+    and removing it would drop them (`advice`)."""
+
+
 class FileInPlaceOfFolder(CacheFileError):
     """A cache file whose folder, or a folder above it, is a file: no cache file is there
     to repair or remove, and the file in the way is not ours (`advice`)."""
@@ -96,6 +102,7 @@ MOVE_THE_FILE = (
     "the file in the folder's place is no cache file: move it aside, or point the cache"
     " directory (cache_dir, PYTEST_AUTOTUNE_CACHE_DIR) elsewhere"
 )
+KEEP_MISPLACED = "move or relabel it as said, as removing it would drop every baseline it holds"
 REPAIR_MERGED = "repair it by hand, as removing it would drop every baseline it holds"
 REPAIR_JOURNAL = (
     "repair that line of the journal, or remove the journal alone (dropping the entries it"
@@ -107,9 +114,13 @@ def advice(error: CacheFileError, remove: str) -> str:
     """What to do with a cache file that could not be read: repair it, or `remove` it
     ("remove it to start anew"); but a newer version's file, whose message already says to
     upgrade, is kept: removing it would drop every entry the newer version recorded, a
-    teammate's or a CI job's that runs that version."""
+    teammate's or a CI job's that runs that version. So is a file of another tuner or
+    device, whose message says how to keep its entries: removing it, as a damaged file's
+    advice said, dropped a renamed test's every baseline."""
     if isinstance(error, NewerCacheFile):
         return KEEP_NEWER
+    if isinstance(error, MisplacedCacheFile):
+        return KEEP_MISPLACED
     if isinstance(error, MergedCacheFile):
         return REPAIR_MERGED
     if isinstance(error, DamagedJournal):

@@ -2811,9 +2811,13 @@ def test_a_cache_file_renamed_after_its_test_says_how_to_keep_its_baselines(
         [
             f"*{renamed.name} could not be read (holds the cache of 'test_scale.py::test_scale',"
             " not of 'test_scale.py::test_resized': a file renamed or copied by hand? set its"
-            ' "tuner" to "test_scale.py::test_resized" to keep its entries)*'
+            ' "tuner" to "test_scale.py::test_resized" to keep its entries); move or relabel'
+            " it as said, as removing it would drop every baseline it holds"
         ]
     )
+    # Removing the file, as the advice of a damaged one says, drops the renamed test's
+    # every baseline.
+    assert "remove it" not in result.stdout.str()
     data = json.loads(renamed.read_text())
     data["tuner"] = "test_scale.py::test_resized"
     renamed.write_text(json.dumps(data))

@@ -811,6 +811,12 @@ def test_a_file_of_another_device_in_this_devices_folder_is_reported_and_kept(
         ' \'cuda-nvidia-h200\', or set its device "id" to "cpu-amd-epyc-2t" to use its'
         " entries on this device"
     ) in message
+    # Whole, only in the wrong folder: the advice was "repair it, or remove it to start
+    # anew", and removing it drops every baseline the other device recorded.
+    assert message.endswith(
+        "will not overwrite the file: move or relabel it as said, as removing it would drop"
+        " every baseline it holds"
+    )
     with pytest.raises(CacheFileError, match="not of 'cpu-amd-epyc-2t'"):
         cache.save(dict([entry("b")]), device={"id": "cpu-amd-epyc-2t"})
     assert path.read_bytes() == before
