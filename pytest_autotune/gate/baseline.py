@@ -351,16 +351,18 @@ def _calibration_and_history(
 ) -> tuple[Calibration | None, tuple[BaselineSession, ...]]:
     """The entry's calibration read and earlier sessions, as the gate's values."""
     calibration = None
-    history: tuple[BaselineSession, ...] = ()
     try:
         if value.calibration is not None:
             calibration = Calibration.from_json(value.calibration)
     except (TypeError, ValueError) as error:
         raise BaselineError(f"{where}: calibration does not read: {error}") from None
-    try:
-        history = tuple(BaselineSession.from_json(s) for s in value.sessions or ())
-    except (TypeError, ValueError) as error:
-        raise BaselineError(f"{where}: sessions do not read: {error}") from None
+    sessions = []
+    for i, session in enumerate(value.sessions or ()):
+        try:
+            sessions.append(BaselineSession.from_json(session))
+        except (TypeError, ValueError) as error:
+            raise BaselineError(f"{where}: sessions do not read: sessions[{i}]: {error}") from None
+    history = tuple(sessions)
     return calibration, history
 
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeGuard
 
 from pytest_autotune.calibration import CALIBRATION_KIND, long_enough
 from pytest_autotune.tune.benchmark import SampleStats
+from pytest_autotune.tune.files import json_text
 
 
 class CalibratedBaseline(Protocol):
@@ -75,14 +76,19 @@ class Calibration(Samples):
     @classmethod
     def from_json(cls, data: object) -> Calibration:
         """Read `to_json`'s form; anything else is a TypeError or ValueError saying what was
-        found."""
+        found, in the file's terms (a hand edit's sample named by its place, in
+        nanoseconds), as a result's samples are."""
         if not isinstance(data, Mapping):
-            raise TypeError(f"expected an object, got {data!r}")
-        kind, samples = data.get("kind"), data.get("samples_ns")
-        if not isinstance(kind, str) or not isinstance(samples, list):
-            raise TypeError(f"expected 'kind' and a list 'samples_ns', got {dict(data)!r}")
-        if not all(_is_int(s) for s in samples):
-            raise TypeError(f"'samples_ns' must be integers, got {samples!r}")
+            raise TypeError(f"is {json_text(data)}, expected an object with kind and samples_ns")
+        kind, samples = _json_field(data, "kind"), _json_field(data, "samples_ns")
+        if not isinstance(kind, str):
+            raise TypeError(f"kind is {json_text(kind)}, expected a string")
+        if not isinstance(samples, list) or not samples:
+            raise TypeError(
+                f"samples_ns is {json_text(samples)}, expected a list of positive integers"
+            )
+        for i, sample in enumerate(samples):
+            _check_nanoseconds(f"samples_ns[{i}]", sample)
         return cls(tuple(s / 1e9 for s in samples), kind)
 
 
@@ -144,12 +150,31 @@ class BaselineSession:
 
     @classmethod
     def from_json(cls, data: object) -> BaselineSession:
+        """Read `to_json`'s form; anything else is a TypeError or ValueError naming the
+        field as the file holds it: "got BaselineSession(median=0.0, read=None)" showed
+        seconds the file never holds for the `"median_ns": 0` of a hand edit."""
         if not isinstance(data, Mapping):
-            raise TypeError(f"expected an object, got {data!r}")
-        median, read = data.get("median_ns"), data.get("read_ns")
-        if not _is_int(median) or not (read is None or _is_int(read)):
-            raise TypeError(f"expected integer 'median_ns' and 'read_ns', got {dict(data)!r}")
+            raise TypeError(f"is {json_text(data)}, expected an object with median_ns and read_ns")
+        median = _check_nanoseconds("median_ns", _json_field(data, "median_ns"))
+        read = data.get("read_ns")
+        if read is not None:
+            read = _check_nanoseconds("read_ns", read, " or null")
         return cls(median / 1e9, None if read is None else read / 1e9)
+
+
+def _json_field(data: Mapping[str, Any], name: str) -> Any:
+    if name not in data:
+        raise TypeError(f"missing field {name!r}")
+    return data[name]
+
+
+def _check_nanoseconds(name: str, value: object, also: str = "") -> int:
+    """`value`, a time the file holds in nanoseconds: a positive integer."""
+    if not _is_int(value) or value <= 0:
+        raise ValueError(
+            f"{name} is {json_text(value)}, expected a positive integer (nanoseconds){also}"
+        )
+    return value
 
 
 def _is_int(value: object) -> TypeGuard[int]:
