@@ -5,6 +5,7 @@ items."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -12,6 +13,8 @@ import pytest
 
 from pytest_autotune.collection import (
     CANDIDATE_PLACES,
+    FUNCTION_PATHS,
+    FUNCTIONS,
     GROUP_ITEMS,
     ITEM,
     UNREQUESTED,
@@ -183,3 +186,49 @@ def xdist_group_name(group: str) -> str:
     """The `xdist_group` name of an autotune group: without `]` and `@`, which would stop
     pytest-xdist from reading it back from the node id's `@name` suffix."""
     return "autotune:" + group.replace("[", "(").replace("]", ")").replace("@", "_")
+
+
+_K_WORD = re.compile(r"[\w:+.\[\]\\/-]+")
+"""A word that pytest's `-k` grammar reads as one name (`_pytest.mark.expression`)."""
+
+
+def group_names_given(config: pytest.Config) -> list[str]:
+    """Why each command-line argument that names an autotune group as the summary names it
+    (`tests/test_sum.py::test_sum[n1024]`) found no test, and how to select the group: each
+    of its tests' ids adds the candidate's id, and pytest's own line, "not found:
+    tests/test_sum.py::test_sum" (the parameters cut off), read as if the test were
+    missing. The groups' names are those of the marked functions collected before pytest
+    gave up (`FUNCTION_PATHS`)."""
+    paths = config.stash.get(FUNCTION_PATHS, {})
+    specs = config.stash.get(FUNCTIONS, {})
+    lines = []
+    for arg in config.args:
+        path, colons, names = arg.partition("::")
+        function, bracket, parameters = names.partition("[")
+        if not colons or not bracket or not parameters.endswith("]"):
+            continue
+        file = (config.invocation_params.dir / path).resolve()
+        spec = next(
+            (
+                specs[nodeid]
+                for nodeid, where in paths.items()
+                if nodeid in specs
+                and where.resolve() == file
+                and nodeid.partition("::")[2] == function
+            ),
+            None,
+        )
+        # An id that holds a candidate's is a test's, found or not: another argument failed.
+        if spec is None or any(
+            has_component(parameters[:-1], escaped(name)) for name, _ in spec.candidates
+        ):
+            continue
+        words = [function.rpartition("::")[2], *parameters[:-1].split("-")]
+        usable = all(_K_WORD.fullmatch(w) and w not in ("and", "or", "not") for w in words)
+        select = f'-k "{" and ".join(words)}"' if usable else "-k, or by the node ids --co -q lists"
+        lines.append(
+            f"{arg} names an autotune group, as the autotune summary does, and no test: each"
+            f" of its tests' node ids holds its candidate's id too; select the group's tests"
+            f" with {select}"
+        )
+    return lines

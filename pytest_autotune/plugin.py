@@ -219,6 +219,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     yield from report(item, call)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session: pytest.Session) -> Any:
+    """A group's name given as a node id (copied from the summary) found no test: pytest's
+    usage error gets a line saying so and how to select the group (`item_groups`)."""
+    outcome = yield
+    error = outcome.excinfo[1] if outcome.excinfo is not None else None
+    if isinstance(error, pytest.UsageError) and _started(session.config):
+        from pytest_autotune.item_groups import group_names_given
+
+        # pytest prints each of the error's arguments as an `ERROR:` line of its own.
+        error.args = (*error.args, *group_names_given(session.config))
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.definition.get_closest_marker("autotune") is None:
         return

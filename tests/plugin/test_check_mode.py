@@ -1571,3 +1571,38 @@ def test_candidates_parametrized_under_another_name_are_pointed_at(
             "test_sizes.py::test_sum: an autotune test takes a `candidate` argument",
         ]
     )
+
+
+def test_a_groups_name_given_as_a_node_id_is_told_to_select_the_groups_tests_with_k(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The summary names a group `test_sum.py::test_sum[n4]`; copied to the command line, it
+    # found no test, and pytest's line ("not found: ...::test_sum") read as if the test
+    # were missing.
+    autotune_pytester.makepyfile(
+        test_sum="""
+        import pytest
+
+        @pytest.mark.autotune(candidates={"fast": sum, "slow": sum})
+        @pytest.mark.parametrize("n", [4], ids=lambda n: f"n{n}")
+        def test_sum(candidate, n):
+            return candidate(range(n))
+
+        def test_plain():
+            pass
+        """
+    )
+    for mode in ((), ("--autotune",)):
+        result = run(autotune_pytester, *mode, "test_sum.py::test_sum[n4]")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            [
+                "ERROR: test_sum.py::test_sum[n4] names an autotune group, as the autotune"
+                " summary does, and no test: each of its tests' node ids holds its"
+                " candidate's id too; select the group's tests with -k \"test_sum and n4\""
+            ]
+        )
+    # A test's own id, beside an argument that names nothing, is no group's name.
+    result = run(autotune_pytester, "test_sum.py::test_sum[n4-fast]", "test_sum.py::test_x[1]")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "names an autotune group" not in result.stderr.str()
