@@ -3,12 +3,14 @@ cache file (a `cache_dir`'s, else the shipped and the user's) and the records' r
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from pathlib import Path
 
 from pytest_autotune.tune.cache import PersistentCache, tuner_cache
 from pytest_autotune.tune.client import Client
+from pytest_autotune.tune.client_calls import client_fingerprint
 from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.errors import ConfigWarning, caller_level
 from pytest_autotune.tune.parse import ConfigError
@@ -33,7 +35,9 @@ def device_tuner(
     elif not config.disable_cache:
         fingerprint = None
         if client is not None and config.shipped_match == "class":
-            fingerprint = client.fingerprint
+            # Checked, as every other reading of it is: a client's None or a raise came out of
+            # the library's first call as an AttributeError of the device class's lookup.
+            fingerprint = functools.partial(client_fingerprint, client)
         persistent = library_cache(package, device_id, tuner, fingerprint)
     return Tuner(
         tuner,

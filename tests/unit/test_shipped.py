@@ -18,6 +18,7 @@ import pytest
 
 from pytest_autotune.backends import cpu
 from pytest_autotune.tune.cache import PersistentCache, cache_path
+from pytest_autotune.tune.client_calls import ClientError
 from pytest_autotune.tune.config import AutotuneConfig, ConfigError, resolve
 from pytest_autotune.tune.device_class import DeviceClass, device_class, isa_level, nearest
 from pytest_autotune.tune.errors import AutotuneSkip, CacheFileWarning
@@ -619,6 +620,21 @@ def test_the_fingerprint_is_not_taken_when_only_this_device_is_shipped(user_cach
     LocalTuner("lib.ops", package=name).execute(client.device_id, client, tunables, ([1],))
     # Once, for the device block of the user's cache file; the shipped lookup took none.
     assert client.fingerprints == 1
+
+
+def test_a_client_fingerprint_of_no_dict_is_named_where_another_device_is_shipped(
+    user_cache, package
+) -> None:
+    # The nearest class is read from the fingerprint: a client's None there raised
+    # "'NoneType' object has no attribute 'get'" from device_class, out of the first call.
+    name, folder = package
+    ship(folder, "cpu-amd-epyc-7b13-2t", AVX2, winner="b")
+    client = Device("cpu-amd-epyc-7763-8t")
+    client._fingerprint = None  # type: ignore[assignment]
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    local = LocalTuner("lib.ops", package=name)
+    with pytest.raises(ClientError, match=r"fingerprint\(\) returned None, not a dict"):
+        local.execute(client.device_id, client, tunables, ([1],))
 
 
 def test_shipped_match_accepts_exact_or_class_only() -> None:
