@@ -29,7 +29,7 @@ from pytest_autotune.tune.cache import (
 )
 from pytest_autotune.tune.cache_format import other_tuner
 from pytest_autotune.tune.cache_read import CacheContents, parse_cache
-from pytest_autotune.tune.device_class import device_class, nearest
+from pytest_autotune.tune.device_class import DeviceClass, device_class, nearest
 from pytest_autotune.tune.errors import CacheFileWarning, caller_level
 from pytest_autotune.tune.journal import journal_path
 
@@ -108,15 +108,29 @@ def shipped_caches(
     if not others:
         return Shipped(exact)
     mine = device_class(device_id, fingerprint())
-    if mine is None:
-        return Shipped(exact)
     classes = {
         other: device_class(other, contents.device.get("fingerprint") or {})
         for other, contents in others.items()
         if contents.device is not None
     }
-    near = nearest(mine, classes)
-    if near is None:
+    near = nearest(mine, classes) if mine is not None else None
+    if mine is None or near is None:
+        if own is not None:
+            return Shipped(exact)
+        # Said as the nearest class's use is: else a library's author could not tell which
+        # of its users tune every key the package ships for other devices.
+        shipped = ", ".join(
+            f"{other} (class {_class_name(c)})" for other, c in sorted(classes.items())
+        )
+        logger.info(
+            "%s: %s ships no winner for %s (class %s) nor its class, only for %s: its keys"
+            " are tuned on this machine",
+            tuner_name,
+            package,
+            device_id,
+            _class_name(mine),
+            shipped,
+        )
         return Shipped(exact)
     logger.info(
         "%s: keys %s ships no winner for on %s take those of %s (class %s)",
@@ -127,6 +141,12 @@ def shipped_caches(
         mine.name,
     )
     return Shipped(exact, others[near].entries)
+
+
+def _class_name(found: DeviceClass | None) -> str:
+    # A fingerprint without the fields of a class: a file written before the CPU's carried
+    # its `isa`, or a client's of its own.
+    return found.name if found is not None else "unknown: its fingerprint does not say"
 
 
 def _shipped_root(package: str) -> Traversable | None:

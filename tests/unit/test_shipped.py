@@ -7,6 +7,7 @@ import hashlib
 import importlib
 import itertools
 import json
+import logging
 import os
 import re
 import sys
@@ -598,6 +599,38 @@ def test_a_device_of_another_class_tunes_its_own_winners(user_cache, package) ->
     assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "a"
     assert client.timed
     assert (user_cache / "cpu-intel-xeon-8t" / "lib.ops.json").is_file()
+
+
+def test_a_device_of_no_shipped_class_is_told_why_its_keys_are_tuned(
+    user_cache, package, caplog
+) -> None:
+    # The nearest class's winners were logged, but a device no shipped class serves tuned
+    # every key without a word: a library's author could not tell which users pay for it.
+    name, folder = package
+    ship(folder, "cpu-amd-epyc-9654-8t", AVX512, winner="b")
+    client = Device("cpu-intel-xeon-8t", {"model": "Intel(R) Xeon(R)", "isa": "x86-64-v4"})
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    caplog.set_level(logging.INFO, logger="pytest_autotune")
+    LocalTuner("lib.ops", package=name).execute(client.device_id, client, tunables, ([1],))
+    (line,) = [r.getMessage() for r in caplog.records if "ships no winner" in r.getMessage()]
+    assert line == (
+        f"lib.ops: {name} ships no winner for cpu-intel-xeon-8t (class cpu-intel-x86-64-v4)"
+        " nor its class, only for cpu-amd-epyc-9654-8t (class cpu-amd-x86-64-v4): its keys"
+        " are tuned on this machine"
+    )
+
+
+def test_a_shipped_device_of_no_other_shipped_class_says_nothing_of_it(
+    user_cache, package, caplog
+) -> None:
+    name, folder = package
+    ship(folder, "cpu-amd-epyc-9654-8t", AVX512, winner="b")
+    ship(folder, "cpu-intel-xeon-8t", {"model": "Intel(R) Xeon(R)", "isa": "x86-64-v4"}, "a")
+    client = Device("cpu-intel-xeon-8t", {"model": "Intel(R) Xeon(R)", "isa": "x86-64-v4"})
+    tunables, _ = candidates(client, a=1e-3, b=3e-3)
+    caplog.set_level(logging.INFO, logger="pytest_autotune")
+    LocalTuner("lib.ops", package=name).execute(client.device_id, client, tunables, ([1],))
+    assert not [r for r in caplog.records if "ships no winner" in r.getMessage()]
 
 
 def test_with_shipped_match_exact_a_near_device_tunes_its_own_winners(user_cache, package) -> None:
