@@ -169,7 +169,7 @@ class PersistentCache:
             warnings.warn(
                 CacheFileWarning(
                     f"{error}; autotune goes on as if there were no cache and will not"
-                    f" overwrite the file: {advice(error, 'remove it to start anew')}"
+                    f" overwrite the file: {self.advice(error)}"
                 ),
                 stacklevel=caller_level(),
             )
@@ -180,6 +180,10 @@ class PersistentCache:
             for problem in read.problems:
                 warnings.warn(CacheJournalWarning(problem), stacklevel=caller_level())
         return dict(self._contents.entries)
+
+    def advice(self, error: CacheFileError) -> str:
+        """What to do with this cache's file that `error` says could not be read."""
+        return advice(error, "remove it to start anew")
 
     def _set_aside(self, error: DamagedCacheFile) -> Path | None:
         """Rename this cache's damaged file and its journal out of the way (`set_aside`),

@@ -27,7 +27,7 @@ from pytest_autotune.tune.cache import (
     legacy_cache_file_parts,
     tuner_cache,
 )
-from pytest_autotune.tune.cache_format import other_tuner
+from pytest_autotune.tune.cache_format import FileInPlaceOfFolder, other_tuner
 from pytest_autotune.tune.cache_read import CacheContents, parse_cache
 from pytest_autotune.tune.device_class import DeviceClass, device_class, nearest
 from pytest_autotune.tune.errors import CacheFileWarning, caller_level
@@ -225,7 +225,7 @@ class LibraryCache(PersistentCache):
     (it would be tuned again at once), nor a stale shipped entry hide one the user tuned.
     """
 
-    def __init__(self, own: PersistentCache, shipped: Shipped) -> None:
+    def __init__(self, own: PersistentCache, shipped: Shipped, package: str | None = None) -> None:
         super().__init__(
             own.path,
             own.name,
@@ -235,6 +235,19 @@ class LibraryCache(PersistentCache):
             device_id=own.device_id,
         )
         self.shipped = shipped
+        self.package = package
+        """The package whose shipped caches `shipped` holds, None where none ships them."""
+
+    def advice(self, error: CacheFileError) -> str:
+        if isinstance(error, FileInPlaceOfFolder) and self.package is not None:
+            # Not the cache_dir a pytest run is pointed to: a library's user given that
+            # advice lost every winner the package ships, which a cache_dir replaces.
+            return (
+                "the file in the folder's place is no cache file: move it aside (a cache_dir,"
+                f" PYTEST_AUTOTUNE_CACHE_DIR, would replace the winners {self.package} ships"
+                " as well)"
+            )
+        return super().advice(error)
 
     def load(self) -> Entries:
         own = super().load()
@@ -267,7 +280,7 @@ def library_cache(
         return ShippedOnly(shipped, tuner_name)
     # Only tuning writes the user's file: a damaged one is set aside, not kept forever.
     own = tuner_cache(root, device_id, tuner_name, journal=True, set_aside_damaged=True)
-    return LibraryCache(own, shipped)
+    return LibraryCache(own, shipped, package)
 
 
 class ShippedOnly(PersistentCache):

@@ -550,6 +550,29 @@ def test_a_user_cache_whose_journal_a_newer_pytest_autotune_wrote_is_left_for_it
     assert sorted(p.name for p in user_file.parent.iterdir() if "damaged" in p.name) == []
 
 
+def test_a_file_in_place_of_the_user_cache_folder_is_not_answered_with_a_cache_dir(
+    user_cache, package
+) -> None:
+    # The advice a pytest run gets, to point PYTEST_AUTOTUNE_CACHE_DIR elsewhere, would cost
+    # a library's user every winner its package ships: a cache_dir replaces them too.
+    name, folder = package
+    ship(folder, "cpu-lib-2t", AVX2, winner="b")
+    user_cache.parent.write_text("not a folder")
+    client = Device("cpu-lib-2t", AVX2)
+    tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    with pytest.warns(CacheFileWarning) as caught:
+        local = LocalTuner("lib.ops", package=name)
+        assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "b"
+    (said,) = [
+        str(w.message) for w in caught if "where a folder of caches belongs" in str(w.message)
+    ]
+    assert "PYTEST_AUTOTUNE_CACHE_DIR) elsewhere" not in said
+    assert said.endswith(
+        "move it aside (a cache_dir, PYTEST_AUTOTUNE_CACHE_DIR, would replace the"
+        f" winners {name} ships as well)"
+    )
+
+
 def test_a_damaged_cache_in_an_explicit_cache_dir_is_left_alone(user_cache, tmp_path) -> None:
     # A folder the user named may be committed: only a person throws its files away.
     folder = tmp_path / "named"
