@@ -46,7 +46,8 @@ FIXTURE_OPTIONS = (
     *("check_output", "time_limit", "level"),
 )
 """The keyword options of a call of the `autotune` fixture: the marker's that apply to a
-set built elsewhere (not its candidates, key, groups or device)."""
+set built elsewhere (not its candidates, key, groups or device: the device is the test's,
+`_marked_device`)."""
 
 
 def autotune_calls(request: pytest.FixtureRequest) -> Callable[..., Any]:
@@ -94,6 +95,7 @@ def _run_set(
         "check_output": check_output,
         "time_limit": time_limit,
         "level": level,
+        "device": _marked_device(node),
     }
     _check_arguments(node, tunables, inputs, options, tuner, unknown)
     candidates = tuple(zip(tunables.names, tunables.fns, strict=True))
@@ -205,7 +207,7 @@ def _check_arguments(
         )
     checked = (
         *("thresholds", "rtol", "atol", "check_output", "max_regression", "work", "reference"),
-        *("time_limit", "level"),
+        *("time_limit", "level", "device"),
     )
     checked_options = {"tuner": tuner, **{name: options[name] for name in checked}}
     if options["work"] is None:
@@ -221,6 +223,18 @@ def _check_arguments(
             pytrace=False,
         )
     _fail_on(nodeid, _inputs_error(tunables, inputs))
+
+
+def _marked_device(node: pytest.Item) -> Any:
+    """The device the test's `autotune` marker names (its own, else its class's or its
+    module's `pytestmark`), or None: its sets are tuned there, as a marker test's candidates
+    are. A call's options leave the device out, it being the test's, not the call's; dropped,
+    a module of GPU tests (`pytestmark = pytest.mark.autotune(device="cuda")`) had its
+    fixture tests tuned on the CPU of a machine without a GPU, filed there, and passing."""
+    for marker in node.iter_markers("autotune"):
+        if "device" in marker.kwargs:
+            return marker.kwargs["device"]
+    return None
 
 
 def _tune_call(

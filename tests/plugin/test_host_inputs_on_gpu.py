@@ -152,3 +152,42 @@ def test_a_hook_that_serves_auto_keeps_every_group(pytester: pytest.Pytester) ->
     result.assert_outcomes(passed=9)
     assert set(_devices(records).values()) == {"cuda-fake-gpu"}
     assert "device auto:" not in result.stdout.str()
+
+
+def test_a_test_of_the_fixture_is_tuned_on_the_device_its_marker_names(
+    pytester: pytest.Pytester,
+) -> None:
+    # The marker's `device=` (the test's own or its module's `pytestmark`, shared with its
+    # marker tests) was dropped for a test of the fixture: its host arrays were tuned on the
+    # CPU and filed under its folder, though the summary's note says to give device='cuda'.
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_marked="""
+        import numpy as np
+        import pytest
+        from pytest_autotune import TunableSet
+
+        pytestmark = pytest.mark.autotune(device="cuda")
+
+        def make_set():
+            return TunableSet.of(lambda x: x.size, {"sum": np.sum, "reduce": np.add.reduce})
+
+        def test_module_marked(autotune):
+            assert autotune(make_set(), np.ones(100)) == 100
+
+        @pytest.mark.autotune(device="cpu")
+        def test_own_marker(autotune):
+            assert autotune(make_set(), np.ones(100)) == 100
+
+        @pytest.mark.autotune(candidates={"sum": np.sum, "reduce": np.add.reduce})
+        def test_candidates(candidate):
+            return candidate(np.ones(100))
+        """
+    )
+    records = pytester.path / "records.jsonl"
+    result = run(pytester, "--autotune", f"--autotune-record={records}")
+    result.assert_outcomes(passed=4)
+    devices = _devices(records)
+    assert devices.pop("test_own_marker").startswith("cpu-")
+    assert devices == {"test_module_marked": "cuda-fake-gpu", "test_candidates": "cuda-fake-gpu"}
+    assert "device auto:" not in result.stdout.str()

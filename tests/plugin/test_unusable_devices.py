@@ -169,6 +169,38 @@ def test_a_device_forced_on_every_group_makes_each_group_an_error_once(
     assert sum("device 'cuda:99' cannot be used: " in line for line in result.outlines) == 3
 
 
+def test_a_test_of_the_fixture_whose_marker_names_a_device_that_cannot_be_used_fails(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Its marker's device was dropped: a module of GPU tests (`pytestmark =
+    # pytest.mark.autotune(device="cuda")`) tuned its fixture tests on the CPU of a CI
+    # machine without a GPU, filed their baselines there and passed.
+    autotune_pytester.makepyfile(
+        test_dev="""
+        import pytest
+        from pytest_autotune import TunableSet
+        from conftest import spin
+
+        pytestmark = pytest.mark.autotune(device="tpu")
+
+        def fast(n):
+            spin(100e-6)
+            return n * 2
+
+        def test_far(autotune):
+            autotune(TunableSet.of(lambda n: n, {"fast": fast, "also": fast}), 1)
+        """
+    )
+    result = run(autotune_pytester, "--autotune-update")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["test_dev.py::test_far: device 'tpu': no pytest_autotune_client hook provides it*"]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert not (autotune_pytester.path / ".autotune").exists()
+
+
 @pytest.mark.parametrize(("device", "why"), DEVICES)
 def test_under_xdist_a_group_whose_device_cannot_be_used_reaches_the_controller_once(
     autotune_pytester: pytest.Pytester,
