@@ -41,13 +41,23 @@ RAISED_NAMES = pytest.StashKey[dict[str, set[str]]]()
 (`fixture_modes.tune_set`): kept for the session, as the group is tuned once, and each test
 that calls it again (a repetition under pytest-repeat) shows the traceback too."""
 
-FIXTURE_OPTIONS = (
-    *("work", "thresholds", "reference", "rtol", "atol", "max_regression", "tuner"),
-    *("check_output", "time_limit", "level"),
-)
+_CALL_DEFAULTS: dict[str, Any] = {
+    "work": None,
+    "thresholds": None,
+    "reference": None,
+    "rtol": None,
+    "atol": None,
+    "max_regression": None,
+    "check_output": True,
+    "time_limit": None,
+    "level": None,
+}
+"""The keyword options of a call of the fixture but `tuner`, and their defaults."""
+
+FIXTURE_OPTIONS = (*_CALL_DEFAULTS, "tuner")
 """The keyword options of a call of the `autotune` fixture: the marker's that apply to a
 set built elsewhere (not its candidates, key, groups or device: the device is the test's,
-`_marked_device`)."""
+`_marked_options`), and the tuner to write its winners under."""
 
 
 def autotune_calls(request: pytest.FixtureRequest) -> Callable[..., Any]:
@@ -70,33 +80,22 @@ def _run_set(
     node: pytest.Item,
     tunables: TunableSet,
     *inputs: Any,
-    work: Any = None,
-    thresholds: Any = None,
-    reference: Callable[..., Any] | str | None = None,
-    rtol: float | None = None,
-    atol: float | None = None,
-    max_regression: float | None = None,
     tuner: LocalTuner | str | None = None,
-    check_output: bool = True,
-    time_limit: float | None = None,
-    level: Any = None,
-    **unknown: Any,
+    **given: Any,
 ) -> Any:
-    """One call of the fixture: its arguments checked, then the set checked or tuned."""
+    """One call of the fixture: its arguments checked, then the set checked or tuned. Each
+    option the call leaves out is its test's marker's (`_marked_options`), else the default
+    (`_CALL_DEFAULTS`)."""
     __tracebackhide__ = True  # a candidate's traceback shows the user's frames alone
     nodeid = node.nodeid
+    unknown = {name: value for name, value in given.items() if name not in _CALL_DEFAULTS}
     options = {
-        "work": work,
-        "thresholds": thresholds,
-        "reference": reference,
-        "rtol": rtol,
-        "atol": atol,
-        "max_regression": max_regression,
-        "check_output": check_output,
-        "time_limit": time_limit,
-        "level": level,
-        "device": _marked_device(node),
+        **_CALL_DEFAULTS,
+        "device": None,
+        **_marked_options(node),
+        **{name: value for name, value in given.items() if name in _CALL_DEFAULTS},
     }
+    work = options["work"]
     _check_arguments(node, tunables, inputs, options, tuner, unknown)
     candidates = tuple(zip(tunables.names, tunables.fns, strict=True))
     names = Names(candidates)
@@ -225,16 +224,42 @@ def _check_arguments(
     _fail_on(nodeid, _inputs_error(tunables, inputs))
 
 
-def _marked_device(node: pytest.Item) -> Any:
-    """The device the test's `autotune` marker names (its own, else its class's or its
-    module's `pytestmark`), or None: its sets are tuned there, as a marker test's candidates
-    are. A call's options leave the device out, it being the test's, not the call's; dropped,
-    a module of GPU tests (`pytestmark = pytest.mark.autotune(device="cuda")`) had its
-    fixture tests tuned on the CPU of a machine without a GPU, filed there, and passing."""
-    for marker in node.iter_markers("autotune"):
-        if "device" in marker.kwargs:
-            return marker.kwargs["device"]
-    return None
+_MARKED = (
+    *("thresholds", "reference", "rtol", "atol", "max_regression", "check_output"),
+    *("time_limit", "level", "device"),
+)
+"""The options of an `autotune` marker that a fixture test takes from it: those a call
+takes but `work` (a marker's is a function of the fixtures, a call's of its inputs), and the
+device, which is the test's, not a call's."""
+
+
+def _marked_options(node: pytest.Item) -> dict[str, Any]:
+    """The options the `autotune` markers of the test name (its own, else its class's or its
+    module's `pytestmark`, the nearest first), for its calls to leave out. Dropped, a module
+    of GPU tests (`pytestmark = pytest.mark.autotune(device="cuda")`) had its fixture tests
+    tuned on the CPU of a machine without a GPU, filed there, and passing; a marker's
+    `rtol=` was ignored, its test failing at the default tolerance. An option a fixture
+    test cannot take (`candidates`, `key`, `groups`, `work`) on the test's own marker fails
+    it saying where to give it; on its class's or module's it is for the marked tests
+    there."""
+    options: dict[str, Any] = {}
+    for owner, marker in node.iter_markers_with_node("autotune"):
+        if owner is node:
+            misplaced = sorted(set(marker.kwargs) - set(_MARKED))
+            if misplaced:
+                pytest.fail(
+                    f"{node.nodeid}: the autotune marker's"
+                    f" {', '.join(f'{name}=' for name in misplaced)}"
+                    f" {'does' if len(misplaced) == 1 else 'do'} not"
+                    " apply to a test of the autotune fixture, which tunes the TunableSet"
+                    " it is given: the set holds the candidates and key_gen, and work= goes"
+                    " to the call, autotune(tunable_set, *inputs, work=...)",
+                    pytrace=False,
+                )
+        for name in _MARKED:
+            if name in marker.kwargs:
+                options.setdefault(name, marker.kwargs[name])
+    return options
 
 
 def _tune_call(

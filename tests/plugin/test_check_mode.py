@@ -451,6 +451,67 @@ def test_a_test_of_the_fixture_may_carry_the_marker_itself_or_its_modules(
     result.assert_outcomes(passed=4)
 
 
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+def test_a_test_of_the_fixture_takes_the_options_its_call_leaves_out_from_its_marker(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # A marker's rtol= on a test of the fixture (its own, its class's, its module's) was
+    # ignored without a word: the test failed at the default tolerance of 1e-5.
+    autotune_pytester.makepyfile(
+        test_tol="""
+        import numpy as np
+        import pytest
+        from conftest import spin
+        from pytest_autotune import TunableSet
+
+        pytestmark = pytest.mark.autotune(rtol=0.5)
+
+        def exact(x):
+            spin(1e-3)
+            return np.sum(x)
+
+        def off(x):
+            spin(2e-3)
+            return np.sum(x) * 1.1
+
+        def make_set():
+            return TunableSet.of(lambda x: x.size, {"exact": exact, "off": off})
+
+        def test_module(autotune):
+            autotune(make_set(), np.ones(100))
+
+        @pytest.mark.autotune(rtol=1e-6)
+        def test_own_is_nearest(autotune):
+            autotune(make_set(), np.ones(100))
+
+        class TestClass:
+            pytestmark = pytest.mark.autotune(rtol=1e-6)
+
+            def test_class_is_nearer(self, autotune):
+                autotune(make_set(), np.ones(100))
+
+            def test_the_call_wins(self, autotune):
+                autotune(make_set(), np.ones(100), rtol=0.5)
+
+        @pytest.mark.autotune(key=lambda: 1, work=None)
+        def test_own_key(autotune):
+            autotune(make_set(), np.ones(100))
+        """
+    )
+    result = run(autotune_pytester, "-rf", *mode)
+    result.assert_outcomes(passed=2, failed=3)
+    output = result.stdout.str()
+    for failing in ("test_own_is_nearest", "TestClass::test_class_is_nearer"):
+        assert f"FAILED test_tol.py::{failing}" in output
+    assert "rtol=1e-06" in output
+    result.stdout.fnmatch_lines(
+        [
+            "*test_tol.py::test_own_key: the autotune marker's key=, work= do not apply to a"
+            " test of the autotune fixture*work= goes to the call*"
+        ]
+    )
+
+
 def test_a_plain_test_under_a_module_or_class_marker_fails_saying_where_the_mark_is(
     autotune_pytester: pytest.Pytester,
 ) -> None:
