@@ -232,6 +232,12 @@ _MARKED = (
 takes but `work` (a marker's is a function of the fixtures, a call's of its inputs), and the
 device, which is the test's, not a call's."""
 
+_TIED = {"reference": "candidates", "thresholds": "work"}
+"""The marker's options that are of another of its options: a `reference` names or stands
+in for one of the marker's `candidates` (called with its test's fixtures), and a floor of
+`thresholds` is judged on the marker's `work`. A marker that gives those is its marked
+tests', and a fixture test beside them takes neither from it."""
+
 
 def _marked_options(node: pytest.Item) -> dict[str, Any]:
     """The options the `autotune` markers of the test name (its own, else its class's or its
@@ -241,7 +247,9 @@ def _marked_options(node: pytest.Item) -> dict[str, Any]:
     `rtol=` was ignored, its test failing at the default tolerance. An option a fixture
     test cannot take (`candidates`, `key`, `groups`, `work`) on the test's own marker fails
     it saying where to give it; on its class's or module's it is for the marked tests
-    there."""
+    there, as are the `reference` and `thresholds` given with them (`_TIED`): a fixture test
+    in a module of marker tests failed as its set "names no candidate" of the module's
+    reference, or as a floor "without work=" where the call gave none."""
     options: dict[str, Any] = {}
     for owner, marker in node.iter_markers_with_node("autotune"):
         if owner is node:
@@ -257,7 +265,7 @@ def _marked_options(node: pytest.Item) -> dict[str, Any]:
                     pytrace=False,
                 )
         for name in _MARKED:
-            if name in marker.kwargs:
+            if name in marker.kwargs and _TIED.get(name) not in marker.kwargs:
                 options.setdefault(name, marker.kwargs[name])
     return options
 

@@ -512,6 +512,51 @@ def test_a_test_of_the_fixture_takes_the_options_its_call_leaves_out_from_its_ma
     )
 
 
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+def test_a_test_of_the_fixture_beside_marker_tests_leaves_their_reference_and_floor_to_them(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # A module's marker that gives its tests' candidates and work gave a fixture test in
+    # the module its reference= (a name of those candidates, "names no candidate" of the
+    # set) and its thresholds= (a floor "without work=", the set having no model).
+    autotune_pytester.makepyfile(
+        test_mixed="""
+        import numpy as np
+        import pytest
+        from conftest import spin
+        from pytest_autotune import Thresholds, TunableSet, Work
+
+        def naive(x):
+            spin(2e-3)
+            return np.sum(x)
+
+        def fast(x):
+            spin(1e-3)
+            return x.sum()
+
+        pytestmark = pytest.mark.autotune(
+            candidates={"naive": naive, "fast": fast},
+            reference="naive",
+            work=lambda x: Work(x.size, 8 * x.size),
+            thresholds=Thresholds(memory=1e-9),
+            rtol=1e-3,
+        )
+
+        @pytest.fixture
+        def x():
+            return np.ones(100)
+
+        def test_marker(candidate, x):
+            return candidate(x)
+
+        def test_fixture(autotune):
+            autotune(TunableSet.of(lambda x: x.size, {"a": naive, "b": fast}), np.ones(100))
+        """
+    )
+    result = run(autotune_pytester, "-rf", *mode)
+    result.assert_outcomes(passed=3)
+
+
 def test_a_plain_test_under_a_module_or_class_marker_fails_saying_where_the_mark_is(
     autotune_pytester: pytest.Pytester,
 ) -> None:
