@@ -106,6 +106,7 @@ def _judged(old: Side, new: Side, max_regression: float | None) -> GroupVerdict:
         source=old.source,
         calibration=old.measurement.calibration,
         machine=old.machine,
+        thread_env=old.thread_env,
         peak=old.binding[0],
         peak_resource=old.binding[1],
         peak_level=old.binding[2],
@@ -121,6 +122,7 @@ def _judged(old: Side, new: Side, max_regression: float | None) -> GroupVerdict:
         # The group's own tolerance, as B's gate judged it, unless one is given.
         max_regression=new.max_regression if max_regression is None else max_regression,
         machine=new.machine,
+        thread_env=new.thread_env,
         failed_here=_winner_out(old, new),
         bounds=new.bounds,
         # What changed in a candidate list is said by name, as the gate says it.

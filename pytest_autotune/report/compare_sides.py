@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_autotune.gate import Baseline, BaselineError, Calibration, Measurement
-from pytest_autotune.gate.baseline import binding_peak, device_machine
+from pytest_autotune.gate.baseline import binding_peak, device_machine, device_thread_env
 from pytest_autotune.report.html import measured_name, winner_samples
 from pytest_autotune.report.names import key_text
 from pytest_autotune.tune.benchmark import AutotuneOutcome, AutotuneResult, result_from_json
@@ -51,6 +51,10 @@ class Side:
     machine: str | None = None
     """The GPU the side was measured on (its device block's uuid): runs on two GPUs of one
     model are judged with the gate's between-machine noise."""
+    thread_env: Mapping[str, str] | None = None
+    """The caps of BLAS, OpenMP and Numba threads the side was measured under (its device
+    block's fingerprint), None where it does not say: under other caps the two sides are
+    not comparable, as the gate finds them (`gate.comparable.other_thread_caps`)."""
     binding: tuple[float | None, str | None, str | None] = (None, None, None)
     """A record's binding roof (peak, resource, memory level), which a GPU baseline's time
     is scaled by against the other side's `peaks`, as the gate scales it."""
@@ -161,6 +165,7 @@ def record_sides(
             max_regression=_max_regression(record.extra.get("max_regression"), where),
             peaks=device_peaks(device),
             machine=device_machine(device),
+            thread_env=device_thread_env(device),
             binding=binding,
             # `binding_peak` has read the bounds, or raised naming the record.
             bounds=None if record.bounds is None else Bounds.from_json(record.bounds),
@@ -231,6 +236,7 @@ def cache_sides(folder: Path, renamed: Mapping[str, str]) -> dict[tuple[str, str
                 baseline=baseline,
                 peaks=_measured_with(baseline, device),
                 machine=baseline.machine,
+                thread_env=baseline.thread_env,
                 bounds=None if value.bounds is None else Bounds.from_json(value.bounds),
                 results={r.name: r for r in value.results if r.name is not None},
             )

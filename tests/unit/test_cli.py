@@ -524,6 +524,29 @@ def test_compare_counts_the_noise_between_two_gpus_of_one_model_as_the_gate_did(
     assert out.splitlines()[2].endswith(two_gpus.verdict.value)
 
 
+def under_caps(record: AutotuneRecord, caps: dict[str, str]) -> AutotuneRecord:
+    """`record` as measured under the thread caps `caps` (its device block's fingerprint)."""
+    device = {**record.extra["device"]}
+    device["fingerprint"] = {**device["fingerprint"], "thread_env": caps}
+    return replace(record, extra={**record.extra, "device": device})
+
+
+def test_compare_of_runs_under_other_thread_caps_finds_them_not_comparable_as_the_gate_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # B ran under OMP_NUM_THREADS=1, A under no cap: the gate finds the two not comparable,
+    # naming the caps; compare called B's slower time a regression and exited 1.
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(under_caps(sum_run(RUN_1, 5.0), {}))
+    Recorder(b).record(under_caps(sum_run(RUN_2, 6.0), {"OMP_NUM_THREADS": "1"}))
+
+    code, out, err = run(capsys, "compare", str(a), str(b))
+
+    assert (code, err) == (0, "")
+    assert out.splitlines()[2].endswith("not comparable")
+    assert "other thread caps (OMP_NUM_THREADS unset there, 1 here)" in out
+
+
 def test_compare_of_gpu_records_scales_by_the_peak_probes_as_the_gate_did(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
