@@ -131,7 +131,15 @@ def read_file(path: Path) -> Read:
         contents = parse_contents(decode_strict(data))
     except NewerSchema as error:
         raise NewerCacheFile(path, str(error)) from None
-    except (ConflictMarkers, RepeatedMember, RepeatedEntry) as error:
+    except RepeatedMember as error:
+        raise MergedCacheFile(
+            path,
+            f"{error}, as a merge conflict resolved by keeping both sides leaves it: keep one"
+            " side of each conflict (one side throughout an entry), or merge it again entry"
+            " by entry with `pytest-autotune merge` as git's merge driver (README, \"Merging"
+            ' cache files")',
+        ) from None
+    except (ConflictMarkers, RepeatedEntry) as error:
         raise MergedCacheFile(path, str(error)) from None
     except (JsonFileError, Malformed) as error:
         raise DamagedCacheFile(path, str(error)) from None

@@ -313,13 +313,11 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         for name, value in pairs:
             if name in seen:
+                # The fact alone: what to do is the reader's to say (a cache file's
+                # merge, `cache_read`; a records file's writer).
                 raise RepeatedMember(
                     f"holds the field {json.dumps(name, ensure_ascii=False)} twice in one"
-                    f" object ({json_text(seen[name])}, then {json_text(value)}), as a merge"
-                    " conflict resolved by keeping both sides leaves it: keep one side of"
-                    " each conflict (one side throughout an entry), or merge it again entry"
-                    " by entry with `pytest-autotune merge` as git's merge driver (README,"
-                    ' "Merging cache files")'
+                    f" object ({json_text(seen[name])}, then {json_text(value)})"
                 )
             seen[name] = value
     return members
