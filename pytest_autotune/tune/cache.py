@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from pytest_autotune.tune.cache_format import (
     CacheFileError,
     Contents,
     DamagedCacheFile,
+    LockedCacheFile,
     Malformed,
     MisplacedCacheFile,
     PersistentCacheKey,
@@ -67,12 +68,18 @@ from pytest_autotune.tune.cache_write import (
     why_not,
 )
 from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning, caller_level
-from pytest_autotune.tune.files import lock_beside, remove_stale_temporaries, write_atomically
+from pytest_autotune.tune.files import (
+    lock_beside,
+    lock_holder,
+    remove_stale_temporaries,
+    write_atomically,
+)
 from pytest_autotune.tune.key import serialize_key_json
 
 # Re-exported: the file's format, names and reading were read from here before they had
 # modules.
 __all__ = [
+    "PROGRAM_LOCK_TIMEOUT_S",
     "SCHEMA_VERSION",
     "TUNER_FIELD",
     "CacheContents",
@@ -90,7 +97,15 @@ __all__ = [
 
 LOCK_TIMEOUT_S = 300.0
 """A save holds the lock for one read and one small write; waiting longer than this means
-a process is stuck holding it, which should end as an error rather than a hung test run."""
+a process is stuck holding it, which should end as an error rather than a hung test run.
+The wait of pytest runs, whose workers save one after another into one file."""
+
+PROGRAM_LOCK_TIMEOUT_S = 5.0
+"""The wait of a program's tuner (`LocalTuner`): a save holds the lock for milliseconds
+(a whole-file rewrite of thousands of entries, under a second), so a lock held longer is a
+process stopped or hung holding it. A program serves its call without the file then: with
+`LOCK_TIMEOUT_S`, a service's every new key waited 5 minutes in its lookup and 5 more at
+its save, and its other threads' new keys queued behind it."""
 
 
 class PersistentCache:
@@ -118,6 +133,7 @@ class PersistentCache:
         journal: bool = False,
         set_aside_damaged: bool = False,
         device_id: str | None = None,
+        lock_timeout: float = LOCK_TIMEOUT_S,
     ) -> None:
         # A program names its file with a str: taken as the Path every helper expects.
         self.path = path = Path(path)
@@ -128,6 +144,11 @@ class PersistentCache:
         self.legacy = Path(legacy) if legacy is not None and Path(legacy) != path else None
         self.journal = journal
         self.set_aside_damaged = set_aside_damaged
+        self.lock_timeout = lock_timeout
+        """How long a save or a lookup waits for the file's lock (`LOCK_TIMEOUT_S`, or a
+        program's `PROGRAM_LOCK_TIMEOUT_S`)."""
+        self._lock_stuck = False
+        """Whether the last wait for the lock ran out: the next try does not wait (`_locked`)."""
         self._contents = Contents({}, None, {})
         self._unreadable: CacheFileError | None = None
         self._source = path
@@ -191,7 +212,7 @@ class PersistentCache:
         when it was not moved."""
         if not self.set_aside_damaged or error.path != self.path:
             return None
-        aside = set_aside(self.path, LOCK_TIMEOUT_S)
+        aside = set_aside(self.path, self.lock_timeout)
         if aside is not None:
             warnings.warn(
                 CacheFileWarning(
@@ -242,7 +263,8 @@ class PersistentCache:
         under the lock, gives the one to write); `metadata` fields replace the file's
         fields of the same name and leave the others. Raises `CacheFileError` if the file
         is unreadable (now or when loaded), holds another tuner's name, or cannot be
-        written, and writes nothing then. With `journal`, entries that only add to the
+        written, and writes nothing then; a `LockedCacheFile` where its lock stays held
+        past `lock_timeout` (`_locked`). With `journal`, entries that only add to the
         file are appended to its journal while the journal is small. `remove`: the stable
         keys whose entries go (`--autotune-prune`), which rewrites the whole file.
         `rebase`, given the file's entries as read under the lock, returns the updates to
@@ -269,9 +291,8 @@ class PersistentCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             ignore_lock_files(self.path.parent)
-            lock = lock_beside(self.path, LOCK_TIMEOUT_S)
             try:
-                with lock:
+                with self._locked():
                     self._save_locked(updates, device, metadata, remove, rebase)
             except DamagedCacheFile as error:
                 # Damaged since it was loaded (a long-running program's file, hand-edited
@@ -279,12 +300,8 @@ class PersistentCache:
                 # this process stayed in memory only, until its restart set it aside.
                 if self._set_aside(error) is None:
                     raise
-                with lock:
+                with self._locked():
                     self._save_locked(updates, device, metadata, remove, rebase)
-        except Timeout:
-            raise CacheFileError(
-                self.path, f"{lock.lock_file} still locked after {LOCK_TIMEOUT_S:g} s"
-            ) from None
         except ValueError as error:
             # A NaN or infinity in an entry (a key, a bound): JSON has no such number.
             raise CacheFileError(self.path, f"cannot be written: {error}") from None
@@ -341,16 +358,43 @@ class PersistentCache:
         """The file's entries of the stable key `key` as they are now: another process may
         have saved one since this object read the file. Read under the lock, and only what
         changed since this object last read or wrote the file; empty where the file is not
-        there, did not read, or its lock cannot be taken (a read-only folder)."""
+        there, did not read, or its lock cannot be taken (a read-only folder); a
+        `LockedCacheFile` where the lock stays held past `lock_timeout` (`_locked`)."""
         if self._unreadable is not None or not self.path.is_file():
             return {}
         try:
-            with lock_beside(self.path, LOCK_TIMEOUT_S):
+            with self._locked():
                 self._check_name(self._refresh(), self._contents)
-        except (Timeout, OSError, CacheFileError):
+        except LockedCacheFile:
+            raise
+        except (OSError, CacheFileError):
             # The save after tuning says what is wrong with the file, if it still is.
             return {}
         return {pk: self._contents.entries[pk] for pk in self._keys().get(key, ())}
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the file's lock (`lock_beside`), waiting up to `lock_timeout` for it; a
+        `LockedCacheFile`, naming the lock and its holder where known, when it stays held.
+
+        Once a wait has run out, the next try does not wait, until one gets the lock: a
+        process stopped or hung holding it holds it for as long as it stays so, and a
+        program that waited out each key's lookup and save stalled each call of a new key."""
+        lock = lock_beside(self.path, 0 if self._lock_stuck else self.lock_timeout)
+        try:
+            lock.acquire()
+        except Timeout:
+            self._lock_stuck = True
+            holder = lock_holder(lock.lock_file)
+            by = f" by {holder}" if holder is not None else ""
+            raise LockedCacheFile(
+                self.path, f"{lock.lock_file} still locked{by} after {self.lock_timeout:g} s"
+            ) from None
+        self._lock_stuck = False
+        try:
+            yield
+        finally:
+            lock.release()
 
     def _read_own(self) -> tuple[Path, Read]:
         """The file to read and what it holds: the cache's own file, or while it has none,
@@ -436,6 +480,7 @@ def tuner_cache(
     *,
     journal: bool = False,
     set_aside_damaged: bool = False,
+    lock_timeout: float = LOCK_TIMEOUT_S,
 ) -> PersistentCache:
     """The cache of `tuner_name` on `device_id` under `cache_dir`: its injective file name,
     the name it checks the file against, and its 0.1.0 name to read while it has no file."""
@@ -447,4 +492,5 @@ def tuner_cache(
         device_id=device_id,
         journal=journal,
         set_aside_damaged=set_aside_damaged,
+        lock_timeout=lock_timeout,
     )

@@ -92,6 +92,11 @@ class MisplacedCacheFile(CacheFileError):
     and removing it would drop them (`advice`)."""
 
 
+class LockedCacheFile(CacheFileError):
+    """A cache file whose lock another process held past the wait (`PersistentCache`): the
+    file is whole, and a later save may get the lock."""
+
+
 class FileInPlaceOfFolder(CacheFileError):
     """A cache file whose folder, or a folder above it, is a file: no cache file is there
     to repair or remove, and the file in the way is not ours (`advice`)."""

@@ -8,7 +8,7 @@ import os
 import warnings
 from pathlib import Path
 
-from pytest_autotune.tune.cache import PersistentCache, tuner_cache
+from pytest_autotune.tune.cache import PROGRAM_LOCK_TIMEOUT_S, PersistentCache, tuner_cache
 from pytest_autotune.tune.client import Client
 from pytest_autotune.tune.client_calls import client_fingerprint
 from pytest_autotune.tune.config import AutotuneConfig
@@ -31,7 +31,9 @@ def device_tuner(
         # relative folder is taken from where the program is now, once: after an
         # os.chdir its later keys would be saved under another folder.
         folder = Path(config.cache_dir).absolute()
-        persistent = tuner_cache(folder, device_id, tuner, journal=True)
+        persistent = tuner_cache(
+            folder, device_id, tuner, journal=True, lock_timeout=PROGRAM_LOCK_TIMEOUT_S
+        )
     elif not config.disable_cache:
         fingerprint = None
         if client is not None and config.shipped_match == "class":

@@ -304,6 +304,43 @@ def lock_beside(path: Path, timeout: float) -> FileLock:
     )
 
 
+def lock_holder(lock_file: str) -> str | None:
+    """Which process holds the lock file `lock_file`, in words (`process 4121 (python
+    serve.py)`), where the system says: Linux lists each `flock` in `/proc/locks` by the
+    holder's process id and the file's device and inode. None elsewhere, or where no holder
+    is listed (released meanwhile, or a process of another PID namespace).
+
+    A program that gives up waiting for a cache file's lock names who holds it: a process
+    stopped (SIGSTOP, a debugger) or hung holds it until it goes on or ends, and "still
+    locked" alone did not say which of the machine's processes to look at."""
+    try:
+        status = os.stat(lock_file)
+        with open("/proc/locks", encoding="ascii") as file:
+            listed = file.read()
+    except (OSError, ValueError):
+        return None
+    inode = f"{os.major(status.st_dev):02x}:{os.minor(status.st_dev):02x}:{status.st_ino}"
+    for line in listed.splitlines():
+        # "1: FLOCK  ADVISORY  WRITE 4121 fe:00:3041458 0 EOF"; a waiter's line reads
+        # "1: -> FLOCK ..." and names no holder.
+        fields = line.split()
+        if len(fields) < 6 or fields[1] == "->" or fields[5] != inode:
+            continue
+        pid = int(fields[4]) if fields[4].isdigit() else 0
+        if pid <= 0:
+            return None
+        if pid == os.getpid():
+            return f"process {pid} (this one)"
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return f"process {pid}"
+        command = raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
+        command = command if len(command) <= 60 else command[:57] + "..."
+        return f"process {pid} ({command})" if command else f"process {pid}"
+    return None
+
+
 def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object's members, refusing a name given twice: read as Python reads it, the
     later value alone, the next rewrite dropped the other without a word (an entry's

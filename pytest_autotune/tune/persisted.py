@@ -13,6 +13,7 @@ from pytest_autotune.tune.cache import (
     PersistentCacheKey,
     PersistentCacheValue,
 )
+from pytest_autotune.tune.cache_format import LockedCacheFile
 from pytest_autotune.tune.client import Client
 from pytest_autotune.tune.client_calls import client_fingerprint
 from pytest_autotune.tune.decision import TuneDecision
@@ -36,6 +37,12 @@ class PersistedEntries:
         self.persist = persist
         self._said_unsaved = False
         """Whether a save was refused, with a warning, for a file unreadable since its load."""
+        self._said_locked = False
+        """Whether the file's lock was found held past the wait, with a warning, since the
+        last save that got it: said once, not at each new key meanwhile."""
+        self._unsaved: dict[PersistentCacheKey, PersistentCacheValue] = {}
+        """The decisions not saved while another process held the file's lock: each later
+        save sends them again, and the first that gets the lock writes them."""
         self._stored: dict[str, dict[str, tuple[PersistentCacheKey, PersistentCacheValue]]] = {}
         """Stored form -> checksum -> the persisted entry. A library's tuner reads its user's
         cache over the shipped ones, which may hold one key for several candidate lists (the
@@ -57,18 +64,36 @@ class PersistedEntries:
         """Whether an entry of any candidate list is stored under this stored form."""
         return stable in self._stored
 
+    def lacks(self, stable: str, checksum: str) -> bool:
+        """Whether the file may hold an entry of this stored form and candidate list that
+        this tuner lacks: it has no entry of them as it read and decided the file, and there
+        is a file. Another process (a server's other worker) may have tuned and saved it
+        since: tuning it again would cost the tuning and overwrite that process's entry."""
+        return self.persistent is not None and checksum not in self._stored.get(stable, {})
+
+    def saved_since(self, stable: str) -> dict[PersistentCacheKey, PersistentCacheValue]:
+        """The file's entries of this stored form as they are now (`add` them), read under
+        the file's lock: called outside the tuner's, so that another thread's key is not
+        held up while the file's lock is awaited. Empty, with a warning (once), where
+        another process holds that lock past the wait."""
+        assert self.persistent is not None
+        try:
+            return self.persistent.saved_since(stable)
+        except LockedCacheFile as error:
+            self._say_locked(error)
+            return {}
+
+    def add(self, entries: dict[PersistentCacheKey, PersistentCacheValue]) -> None:
+        """Keep the entries `saved_since` read (under the tuner's lock)."""
+        for pk, value in entries.items():
+            self._stored.setdefault(pk.key, {})[pk.checksum] = (pk, value)
+
     def fastest_index(self, key: Any, stable: str, tunables: TunableSet) -> int | None:
         """The winner of the persisted entry of `key` (stored as `stable`) when it was tuned
-        for this candidate list."""
+        for this candidate list, as this tuner read and decided the file (`lacks` says
+        whether to read it again first)."""
         self.check_key_type(key, stable)
         stored = self._stored.get(stable)
-        if (stored is None or tunables.checksum not in stored) and self.persistent is not None:
-            # Not in the file as this tuner read it: another process (a server's other
-            # worker) may have tuned and saved it since. Tuning it again would cost the
-            # tuning and overwrite that process's entry.
-            for pk, value in self.persistent.saved_since(stable).items():
-                self._stored.setdefault(pk.key, {})[pk.checksum] = (pk, value)
-            stored = self._stored.get(stable)
         if stored is None:
             return None
         entry = stored.get(tunables.checksum)
@@ -148,14 +173,45 @@ class PersistedEntries:
                     block["fingerprint"] = client_fingerprint(client)
                 return block
 
+            # A decision not saved earlier goes with this one, unless this one replaces it.
+            updates = {k: v for k, v in self._unsaved.items() if k.key != pk.key}
+            updates[pk] = value
             try:
-                self.persistent.save({pk: value}, device=device)
+                self.persistent.save(updates, device=device)
+            except LockedCacheFile as error:
+                for replaced in [k for k in self._unsaved if k.key == pk.key]:
+                    self._unsaved.pop(replaced, None)
+                self._unsaved[pk] = value
+                self._say_locked(error)
             except CacheFileError as exc:
                 self._said_unsaved = self.persistent.unreadable() is not None
                 warnings.warn(
                     CacheFileWarning(f"{exc}; the decision is kept in memory only"),
                     stacklevel=caller_level(),
                 )
+            else:
+                self._said_locked = False
+                for saved, sent in updates.items():
+                    # Only what this save sent: another thread's decision not saved
+                    # meanwhile is sent by the next save.
+                    if self._unsaved.get(saved) is sent:
+                        self._unsaved.pop(saved, None)
+
+    def _say_locked(self, error: LockedCacheFile) -> None:
+        """Warn, once until a save gets the lock again, that the program goes on without
+        the file while another process holds its lock."""
+        if self._said_locked:
+            return
+        self._said_locked = True
+        warnings.warn(
+            CacheFileWarning(
+                f"{error}; this program goes on without waiting for it: new keys are tuned"
+                " here and kept in memory, and the first later save that gets the lock"
+                " writes them (a process stopped or hung holding a lock holds it until it"
+                " goes on or ends)"
+            ),
+            stacklevel=caller_level(),
+        )
 
 
 def _type_name(key: Any) -> str:

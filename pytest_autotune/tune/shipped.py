@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.cache import (
+    PROGRAM_LOCK_TIMEOUT_S,
     CacheFileError,
     PersistentCache,
     PersistentCacheKey,
@@ -233,6 +234,7 @@ class LibraryCache(PersistentCache):
             journal=own.journal,
             set_aside_damaged=own.set_aside_damaged,
             device_id=own.device_id,
+            lock_timeout=own.lock_timeout,
         )
         self.shipped = shipped
         self.package = package
@@ -279,7 +281,14 @@ def library_cache(
         )
         return ShippedOnly(shipped, tuner_name)
     # Only tuning writes the user's file: a damaged one is set aside, not kept forever.
-    own = tuner_cache(root, device_id, tuner_name, journal=True, set_aside_damaged=True)
+    own = tuner_cache(
+        root,
+        device_id,
+        tuner_name,
+        journal=True,
+        set_aside_damaged=True,
+        lock_timeout=PROGRAM_LOCK_TIMEOUT_S,
+    )
     return LibraryCache(own, shipped, package)
 
 

@@ -53,6 +53,8 @@ class Tuner:
     The hit path (`execute` on a known key) is a key generation and a dict lookup, with no
     lock: dict reads are atomic, and entries are only ever added. Misses take the lock,
     so two threads meeting the same new key tune it once; the other waits for the winner.
+    The lock is never held while the cache file's is awaited: a process stopped holding
+    that one held up every thread's new keys behind the first.
 
     It reads and writes the files it is given, `persistent` and `recorder`, and no others:
     `config.cache_dir` and `config.record` are read by `LocalTuner`, which builds both from
@@ -218,9 +220,14 @@ class Tuner:
                 failed = self._failed.get(key)
                 if failed is not None:
                     failed.raise_fresh()
-                index = self._from_persistent(key, tunables)
-                if index is not None:
-                    return index
+                stable = stable_key(key)  # refuses a key no file can hold, one candidate or not
+                lacks = len(tunables) > 1 and self._persisted.lacks(stable, tunables.checksum)
+                if lacks:
+                    self._persisted.check_key_type(key, stable)
+                else:
+                    index = self._from_persistent(key, stable, tunables)
+                    if index is not None:
+                        return index
                 pending = self._pending.get(key)
                 if pending is None:
                     done = threading.Event()
@@ -233,6 +240,15 @@ class Tuner:
                 return first_planned(tune_plan(key, tunables.tunables))
             event.wait()
         try:
+            if lacks:
+                # The file is read with the key pending, outside the lock: threads of this
+                # key wait for what it holds, other keys go on.
+                saved = self._persisted.saved_since(stable)
+                with self._lock:
+                    self._persisted.add(saved)
+                    index = self._from_persistent(key, stable, tunables)
+                if index is not None:
+                    return index
             decision = self.tune(key, tunables, inputs, client)
         finally:
             with self._lock:
@@ -242,9 +258,8 @@ class Tuner:
             decision.error.raise_fresh()
         return decision.fastest_index
 
-    def _from_persistent(self, key: Any, tunables: TunableSet) -> int | None:
+    def _from_persistent(self, key: Any, stable: str, tunables: TunableSet) -> int | None:
         """Promote a persisted entry to a hit when it was tuned for this candidate list."""
-        stable = stable_key(key)  # refuses a key no file can hold, one candidate or not
         if len(tunables) == 1:
             self.hits[key] = 0
             return 0

@@ -28,6 +28,7 @@ from pytest_autotune.tune.cache import (
     cache_path,
     tuner_cache,
 )
+from pytest_autotune.tune.cache_format import LockedCacheFile
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, CacheFileWarning
 from pytest_autotune.tune.files import lock_beside
 from pytest_autotune.tune.key import key_to_json, stable_key
@@ -548,6 +549,56 @@ KILLED_WRITER = textwrap.dedent(
     PersistentCache(Path(sys.argv[1])).save({PersistentCacheKey('"late"', "c"): value})
     """
 )
+
+
+LOCK_HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from pytest_autotune.tune.files import lock_beside
+
+    with lock_beside(Path(sys.argv[1]), timeout=-1):
+        print("holding", flush=True)
+        time.sleep(600)
+    """
+)
+
+
+def test_a_save_past_the_lock_wait_names_the_holder_and_the_next_tries_without_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another process stopped (SIGSTOP, a debugger) or hung holding a cache file's lock:
+    # "still locked" named no process, and each later save of a program waited it out
+    # again, its call stalled each time.
+    path = tmp_path / "tuner.json"
+    PersistentCache(path).save(dict([entry("a")]))
+    waits: list[float] = []
+
+    def watched(path: Path, timeout: float) -> Any:
+        waits.append(timeout)
+        return lock_beside(path, timeout)
+
+    monkeypatch.setattr(cache_module, "lock_beside", watched)
+    cache = PersistentCache(path, lock_timeout=0.01)
+    holder = python(LOCK_HOLDER, str(path), stdout=subprocess.PIPE)
+    assert holder.stdout is not None
+    try:
+        assert holder.stdout.readline() == "holding\n"
+        for _ in range(2):
+            with pytest.raises(LockedCacheFile) as raised:
+                cache.save(dict([entry("b")]))
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+        holder.stdout.close()
+    by = f" by process {holder.pid} (" if os.path.exists("/proc/locks") else " after"
+    assert f"{path}: {path.parent / '.tuner.json.lock'} still locked{by}" in str(raised.value)
+    assert waits == [0.01, 0]
+
+    cache.save(dict([entry("b")]))
+    cache.save(dict([entry("c")]))
+    assert waits == [0.01, 0, 0, 0.01]
+    assert set(PersistentCache(path).load()) == {entry(k)[0] for k in "abc"}
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")

@@ -16,6 +16,7 @@ from pytest_autotune.tune.files import (
     decode_strict,
     loads_strict,
     lock_beside,
+    lock_holder,
     remove_stale_temporaries,
     replace_text,
     shared_lock,
@@ -199,6 +200,17 @@ def test_temporary_files_have_unique_names_and_stale_ones_are_removed_under_the_
         ".g.json.abc123.tmp",
         "f.json",
     ]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/locks"), reason="Linux lists a lock's holder")
+def test_a_held_lock_names_its_holder_and_a_free_one_none(tmp_path: Path) -> None:
+    # A program that gives up waiting for a cache file's lock says which process holds it
+    # (a process of another command is named with it: `test_cache`).
+    lock = lock_beside(tmp_path / "f.json", timeout=0)
+    with lock:
+        assert lock_holder(lock.lock_file) == f"process {os.getpid()} (this one)"
+    assert lock_holder(lock.lock_file) is None
+    assert lock_holder(str(tmp_path / "never.lock")) is None
 
 
 def test_a_lock_lives_beside_the_file_whatever_the_temp_folder(

@@ -20,7 +20,12 @@ from pathlib import Path
 import pytest
 
 from pytest_autotune.tune.bounds import Work
-from pytest_autotune.tune.cache import PersistentCache, cache_path
+from pytest_autotune.tune.cache import (
+    LOCK_TIMEOUT_S,
+    PROGRAM_LOCK_TIMEOUT_S,
+    PersistentCache,
+    cache_path,
+)
 from pytest_autotune.tune.client_calls import ClientError
 from pytest_autotune.tune.config import AutotuneConfig
 from pytest_autotune.tune.errors import (
@@ -515,6 +520,20 @@ def test_the_winner_is_written_to_the_cache_dir_under_device_and_name(cache_dir)
     # The device as the plugin's files describe it: a file a library ships serves users of
     # the same class of device only where its fingerprint says which class it is.
     assert document["device"]["fingerprint"] == {"fake": True}
+
+
+def test_a_programs_cache_files_wait_seconds_for_their_lock_where_test_runs_wait_minutes(
+    cache_dir, tmp_path, monkeypatch
+):
+    # Five minutes (LOCK_TIMEOUT_S) suit pytest workers that save one after another into
+    # one file; a program waited them for a process stopped holding the lock, at each new
+    # key's lookup and save, its call stalled meanwhile.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    named = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir)).tuner("a").persistent
+    users = LocalTuner("t", AutotuneConfig()).tuner("a").persistent
+    assert named is not None and users is not None
+    assert users.path.is_relative_to(tmp_path / "xdg")
+    assert named.lock_timeout == users.lock_timeout == PROGRAM_LOCK_TIMEOUT_S < LOCK_TIMEOUT_S
 
 
 def test_a_nan_key_is_refused_for_a_set_of_one_candidate_too(cache_dir):

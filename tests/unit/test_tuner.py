@@ -24,8 +24,10 @@ from pytest_autotune.tune.errors import (
     AutotuneError,
     AutotuneErrorKind,
     AutotuneSkip,
+    CacheFileWarning,
     InputGeneratorError,
 )
+from pytest_autotune.tune.files import lock_beside
 from pytest_autotune.tune.key import AutotuneKey
 from pytest_autotune.tune.log import Eliminated, Preferred
 from pytest_autotune.tune.records import Recorder, read_records
@@ -503,6 +505,79 @@ def test_a_key_another_process_saved_since_this_one_read_the_file_is_not_tuned_a
     again = make(client.clock, slow=3e-3, fast=1e-3)
     assert early.execute(again, ([1, 2],), client) == "fast"
     assert [fn.calls for fn in again.fns] == [0, 1]
+
+
+def test_new_keys_are_served_while_another_process_holds_the_cache_file_lock_and_saved_after(
+    client, tmp_path
+):
+    # A process stopped (SIGSTOP) or hung holding the cache file's lock: a long-running
+    # program's every new key waited out the lock in its lookup and again at its save (5
+    # minutes each), and every call of one said so again. Served without the file, said
+    # once; the first save that gets the lock writes the keys decided meanwhile.
+    path = tmp_path / "t.json"
+    Tuner("t", client.device_id, persistent=PersistentCache(path)).execute(
+        make(client.clock, slow=3e-3, fast=1e-3), ([1],), client
+    )
+    tuner = Tuner("t", client.device_id, persistent=PersistentCache(path, lock_timeout=0.01))
+    held = lock_beside(path, timeout=0)
+    held.acquire()
+    try:
+        with pytest.warns(CacheFileWarning) as said:
+            for inputs in ([1, 2], [1, 2, 3]):
+                assert tuner.execute(make(client.clock, slow=3e-3, fast=1e-3), (inputs,), client)
+    finally:
+        held.release()
+    assert [str(w.message) for w in said] == [
+        f"{path}: {held.lock_file} still locked"
+        + (f" by process {os.getpid()} (this one)" if os.path.exists("/proc/locks") else "")
+        + " after 0.01 s; this program goes on without waiting for it: new keys are tuned"
+        " here and kept in memory, and the first later save that gets the lock writes them"
+        " (a process stopped or hung holding a lock holds it until it goes on or ends)"
+    ]
+    assert [json.loads(pk.key) for pk in PersistentCache(path).load()] == [1]
+
+    tuner.execute(make(client.clock, slow=3e-3, fast=1e-3), ([1, 2, 3, 4],), client)
+    assert sorted(json.loads(pk.key) for pk in PersistentCache(path).load()) == [1, 2, 3, 4]
+
+
+def test_a_key_the_file_holds_is_served_while_another_thread_waits_for_the_file_lock(
+    client, tmp_path
+):
+    # A new key's lookup of the file waited for its lock under the tuner's own lock: every
+    # other thread's call that was not a hit yet (a key read from the file, another new
+    # key) queued behind it until the wait ran out.
+    path = tmp_path / "t.json"
+    Tuner("t", client.device_id, persistent=PersistentCache(path)).execute(
+        make(client.clock, slow=3e-3, fast=1e-3), ([1],), client
+    )
+    events: list[str] = []
+    waiting = threading.Event()
+
+    class Watched(PersistentCache):
+        def saved_since(self, key):
+            waiting.set()
+            try:
+                return super().saved_since(key)
+            finally:
+                events.append("lookup of the new key done")
+
+    tuner = Tuner("t", client.device_id, persistent=Watched(path, lock_timeout=60))
+    held = lock_beside(path, timeout=0)
+    held.acquire()
+    new_key = threading.Thread(
+        target=tuner.execute, args=(make(client.clock, slow=3e-3, fast=1e-3), ([1, 2],), client)
+    )
+    try:
+        new_key.start()
+        waiting.wait()
+        known = make(client.clock, slow=3e-3, fast=1e-3)
+        assert tuner.execute(known, ([1],), client) == "fast"
+        events.append("key read from the file served")
+    finally:
+        held.release()
+        new_key.join()
+    assert events == ["key read from the file served", "lookup of the new key done"]
+    assert [fn.calls for fn in known.fns] == [0, 1]
 
 
 def test_a_changed_candidate_list_re_tunes(client, tmp_path):
