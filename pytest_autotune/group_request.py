@@ -90,7 +90,12 @@ def tunable_set_of(request: GroupRequest, work: Work | None) -> TunableSet:
             for name, fn in request.candidates
         ]
         grouped = _grouped(items, request.options.get("groups"), request.not_run)
-        tunables = TunableSet(lambda *_: request.key, tunables=tuple(grouped))
+        key = request.key
+        # The key alone, not the request: the session keeps each tuned group's set to the
+        # end (`AutotuneSession.winners`), and a key generator closing over the request
+        # kept its inputs too, every group's, so that 20 groups of a 32 MiB array grew
+        # a tuning run by 640 MiB.
+        tunables = TunableSet(lambda *_: key, tunables=tuple(grouped))
     if work is not None and tunables.bounds_gen is None:
         # The roofline itself (default thresholds) drives the short circuit; the
         # marker's thresholds are the gate's floor, not a reason to stop tuning.

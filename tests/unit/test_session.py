@@ -4,15 +4,18 @@ in their own modules, no pytest in between."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import sys
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from pytest_autotune.gate import Comparison, GroupVerdict, Verdict
@@ -98,6 +101,21 @@ def test_an_update_writes_the_baseline_that_the_next_session_compares_with(
     gated = session(tmp_path, hooks, autotune="true")
     gated.candidate_outcome(request(clock), "fast")
     assert gated.output.summaries()[0].verdict is Verdict.PASS
+
+
+def test_the_session_keeps_no_inputs_of_a_group_it_tuned(tmp_path: Path) -> None:
+    # The session keeps each tuned group's set to its end: holding the inputs too, a run
+    # of 20 groups of a 32 MiB array grew by 640 MiB, every group's kept.
+    clock = FakeClock()
+    tuned = session(
+        tmp_path, SessionHooks(client=lambda device: FakeClient(clock)), autotune="true"
+    )
+    x = np.zeros(1000)
+    alive = weakref.ref(x)
+    assert tuned.candidate_outcome(replace(request(clock), inputs=(x,)), "fast") is None
+    del x
+    gc.collect()
+    assert alive() is None
 
 
 def test_a_baseline_updated_on_another_gpu_makes_the_gate_say_too_noisy_naming_both(
