@@ -157,7 +157,9 @@ class EachCall:
             undo.append(undone)
         return undo
 
-    def __call__(self, **arguments: Any) -> Any:
+    def __call__(self, /, **arguments: Any) -> Any:
+        # Its own instance positional only: a method's body takes `self` among `arguments`,
+        # and each of its calls raised "got multiple values for argument 'self'".
         if self.folder is not None:
             self.folder.restore()
         for name in self.cleared:

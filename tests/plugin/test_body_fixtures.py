@@ -268,6 +268,26 @@ class TestKernels:
 
 
 @pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_a_method_body_takes_pytests_state_fixtures_as_a_function_does(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # Given to a method, `monkeypatch`, `caplog`, `recwarn` or `tmp_path` failed every
+    # candidate, in plain pytest too, with our call's "got multiple values for argument
+    # 'self'".
+    autotune_pytester.makepyfile(
+        test_state=CANDIDATES
+        + """
+class TestKernels:
+    @pytest.mark.autotune(candidates={"a": a, "b": b})
+    def test_state(self, candidate, monkeypatch, caplog, recwarn, tmp_path):
+        monkeypatch.setenv("AUTOTUNE_STATE", "set")
+        return candidate(1)
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
 def test_the_reference_runs_on_the_instance_as_the_test_found_it(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
