@@ -87,9 +87,13 @@ class _DoneUnitsLetGo:
         nodeid = self.registered_collections[node][item_index]
         scope = self._split_scope(nodeid)
         work = self.assigned_work[node]
-        work[scope][nodeid] = True
-        if all(work[scope].values()):
-            del work[scope]
+        unit = work.get(scope)
+        # A unit let go holds no test left to report: none is expected here, but a second
+        # report of one must not stop the run with an INTERNALERROR (KeyError).
+        if unit is not None:
+            unit[nodeid] = True
+            if all(unit.values()):
+                del work[scope]
         self._reschedule(node)
 
 
