@@ -144,7 +144,9 @@ def test_a_worker_keeps_only_the_work_units_it_has_tests_of_left_to_run() -> Non
     worker = Worker()
     scheduling.registered_collections = {worker: collection}
     scheduling.workqueue = OrderedDict((nodeid, {nodeid: False}) for nodeid in collection)
-    scheduling.assigned_work = {worker: {}}
+    # pytest-xdist's own types: before 3.6 it calls `setdefault(node, default=...)`, which
+    # only an OrderedDict takes.
+    scheduling.assigned_work = OrderedDict({worker: OrderedDict()})
     scheduling._reschedule(worker)
     ran = 0
     while ran < len(worker.sent):
