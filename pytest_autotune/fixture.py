@@ -17,6 +17,7 @@ from pytest_autotune.call_limit import Names, call_time_limit
 from pytest_autotune.collection import SHARED_NODEID, item_function_nodeid, outside_rootdir
 from pytest_autotune.failing import fail
 from pytest_autotune.fixture_modes import check_set, tune_set
+from pytest_autotune.function_spec import form_error
 from pytest_autotune.group_request import GroupRequest
 from pytest_autotune.item_groups import repeated_nodeid
 from pytest_autotune.key_checks import checked_key
@@ -253,6 +254,11 @@ def _marked_options(node: pytest.Item) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for owner, marker in node.iter_markers_with_node("autotune"):
         if owner is node:
+            # Its own marker's form is checked as a marked test's (a typo, `rtoll=`, or a
+            # positional value); a class's or module's is its marked tests' to check.
+            form = form_error([marker], marker.kwargs)
+            if form is not None:
+                pytest.fail(f"{node.nodeid}: {form}", pytrace=False)
             misplaced = sorted(set(marker.kwargs) - set(_MARKED))
             if misplaced:
                 pytest.fail(

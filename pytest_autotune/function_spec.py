@@ -97,6 +97,22 @@ def unprovided_device(config: pytest.Config, device: Any) -> str | None:
     return unserved_device(device)
 
 
+def form_error(markers: list[pytest.Mark], kwargs: Mapping[str, Any]) -> str | None:
+    """What is wrong with the form of `autotune` marks whose options are `kwargs`: a
+    positional argument, or an option no marker takes (with the near names and where a run
+    setting goes); None where nothing is."""
+    if any(marker.args for marker in markers):
+        return f"@pytest.mark.autotune takes keyword options only ({', '.join(MARKER_OPTIONS)})"
+    unknown = sorted(set(kwargs) - set(MARKER_OPTIONS))
+    if not unknown:
+        return None
+    known = ", ".join(MARKER_OPTIONS)
+    near = [m for u in unknown for m in difflib.get_close_matches(u, MARKER_OPTIONS, 1, 0.6)]
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    hint += run_setting_hint(unknown)
+    return f"@pytest.mark.autotune: unknown option(s) {unknown}; known: {known}{hint}"
+
+
 def marker_options(definition: Any) -> tuple[dict[str, Any], str | None]:
     """The marker's options, and what is wrong with their form (positional arguments, an
     unknown option), if anything.
@@ -108,16 +124,8 @@ def marker_options(definition: Any) -> tuple[dict[str, Any], str | None]:
     kwargs: dict[str, Any] = {}
     for marker in reversed(markers):
         kwargs.update(marker.kwargs)
-    if any(marker.args for marker in markers):
-        error = f"@pytest.mark.autotune takes keyword options only ({', '.join(MARKER_OPTIONS)})"
-        return {k: v for k, v in kwargs.items() if k in MARKER_OPTIONS}, error
-    unknown = sorted(set(kwargs) - set(MARKER_OPTIONS))
-    if unknown:
-        known = ", ".join(MARKER_OPTIONS)
-        near = [m for u in unknown for m in difflib.get_close_matches(u, MARKER_OPTIONS, 1, 0.6)]
-        hint = f"; did you mean {', '.join(near)}?" if near else ""
-        hint += run_setting_hint(unknown)
-        error = f"@pytest.mark.autotune: unknown option(s) {unknown}; known: {known}{hint}"
+    error = form_error(markers, kwargs)
+    if error is not None:
         return {k: v for k, v in kwargs.items() if k in MARKER_OPTIONS}, error
     # Two marks on the test itself are no shared and closer pair: the lower one's value
     # was taken and the other's dropped without a word (candidates that ran in no test).

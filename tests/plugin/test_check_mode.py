@@ -496,10 +496,21 @@ def test_a_test_of_the_fixture_takes_the_options_its_call_leaves_out_from_its_ma
         @pytest.mark.autotune(key=lambda: 1, work=None)
         def test_own_key(autotune):
             autotune(make_set(), np.ones(100))
+
+        @pytest.mark.autotune(rtoll=0.5)
+        def test_own_typo(autotune):
+            autotune(make_set(), np.ones(100))
         """
     )
     result = run(autotune_pytester, "-rf", *mode)
-    result.assert_outcomes(passed=2, failed=3)
+    result.assert_outcomes(passed=2, failed=4)
+    # A typo on its own marker is said as a marked test's is, not as an option of the
+    # marked tests that a fixture test cannot take.
+    assert (
+        "test_tol.py::test_own_typo: @pytest.mark.autotune: unknown option(s) ['rtoll'];"
+        in result.stdout.str()
+    )
+    result.stdout.fnmatch_lines(["*test_tol.py::test_own_typo: *; did you mean rtol?"])
     output = result.stdout.str()
     for failing in ("test_own_is_nearest", "TestClass::test_class_is_nearer"):
         assert f"FAILED test_tol.py::{failing}" in output
