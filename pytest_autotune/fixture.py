@@ -225,10 +225,7 @@ def _check_arguments(
     _fail_on(nodeid, _inputs_error(tunables, inputs))
 
 
-_MARKED = (
-    *("thresholds", "reference", "rtol", "atol", "max_regression", "check_output"),
-    *("time_limit", "level", "device"),
-)
+_MARKED = (*(name for name in _CALL_DEFAULTS if name != "work"), "device")
 """The options of an `autotune` marker that a fixture test takes from it: those a call
 takes but `work` (a marker's is a function of the fixtures, a call's of its inputs), and the
 device, which is the test's, not a call's."""

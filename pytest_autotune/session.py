@@ -30,7 +30,7 @@ from pytest_autotune.candidate_outcomes import (
 )
 from pytest_autotune.devices import Devices
 from pytest_autotune.gate import GroupVerdict, Verdict, device_kind
-from pytest_autotune.gate.baseline import device_thread_env
+from pytest_autotune.gate.baseline import fingerprint_thread_env
 from pytest_autotune.gate_policy import Judged
 from pytest_autotune.group_case import GroupCase
 from pytest_autotune.group_keeper import GroupKeeper, unmeasured
@@ -320,7 +320,7 @@ class AutotuneSession:
                 decision,
                 device_id,
                 settings,
-                thread_env=device_thread_env({"fingerprint": fingerprint}),
+                thread_env=fingerprint_thread_env(fingerprint),
             )
             case, judged, notes = self._judged(request, case, tuner, client, work, machine)
             decision = case.decision

@@ -400,9 +400,13 @@ def sigma_between_of(metadata: Mapping[str, Any]) -> float | None:
 
 
 def device_thread_env(device: Mapping[str, Any] | None) -> dict[str, str] | None:
-    """The thread caps a device block's fingerprint names (`cpu_device.thread_env`: `{}`
-    where none was set), None where it names none (a GPU's block, a client of a hook's)."""
-    fingerprint = device.get("fingerprint") if device is not None else None
+    """The thread caps a device block's fingerprint names (`fingerprint_thread_env`)."""
+    return fingerprint_thread_env(device.get("fingerprint") if device is not None else None)
+
+
+def fingerprint_thread_env(fingerprint: object) -> dict[str, str] | None:
+    """The thread caps a client's fingerprint names (`cpu_device.thread_env`: `{}` where
+    none was set), None where it names none (a GPU's, a client of a hook's)."""
     caps = fingerprint.get("thread_env") if isinstance(fingerprint, Mapping) else None
     if not isinstance(caps, Mapping):
         return None

@@ -106,8 +106,8 @@ class Tuner:
         """Key -> why no candidate can run it: raised again without tuning again."""
         self._lock = threading.RLock()
         """Reentrant: a signal handler that calls the operation runs in the thread it
-        interrupted, which may hold this lock (a miss's lookup reads the cache file's journal
-        under it); it waited for that thread, itself, for ever."""
+        interrupted, which may hold this lock (a miss's lookup of what the tuner holds); it
+        waited for that thread, itself, for ever."""
         self._persisted = PersistedEntries(name, device_id, persistent, self.persist)
         """The entries of `persistent`, as read and as decided since, served by the checksum
         of their candidate list."""
