@@ -5,7 +5,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+ReturnT = TypeVar("ReturnT")
+"""What the set's candidates return, and so the call (`TunableSet[np.float32]`); a TypeVar
+of its own, as this module is imported by every pytest run and imports no engine module."""
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.bounds import Thresholds, Work
@@ -24,7 +28,7 @@ class AutotuneFixture(Protocol):
 
     def __call__(
         self,
-        tunables: TunableSet,
+        tunables: TunableSet[ReturnT],
         /,
         *inputs: Any,
         work: Work | Callable[..., Work] | None = None,
@@ -37,7 +41,7 @@ class AutotuneFixture(Protocol):
         check_output: bool = True,
         time_limit: RealNumber | None = None,
         level: AutotuneLevel | str | None = None,
-    ) -> Any: ...
+    ) -> ReturnT: ...
 
 
 __all__ = ["AutotuneFixture"]

@@ -20,7 +20,7 @@ from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip, ConfigWarni
 from pytest_autotune.tune.init_site import init_site
 from pytest_autotune.tune.key import AutotuneLevel, autotune_level
 from pytest_autotune.tune.local_package import importable, top_level_package
-from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
+from pytest_autotune.tune.tunable_set import ReturnT, TunableSet, TuneInputs
 from pytest_autotune.tune.tuner import Tuner, retunes
 
 
@@ -111,7 +111,7 @@ class LocalTuner:
             self._config = environment_config(self.name)
         return self._config
 
-    def init(self, factory: Callable[[], TunableSet]) -> TunableSet:
+    def init(self, factory: Callable[[], TunableSet[ReturnT]]) -> TunableSet[ReturnT]:
         """The tunable set of `factory`, built on its first call only (thread-safe).
 
         One set per init function, as in the seed: `init(make_b)` after `init(make_a)`
@@ -147,7 +147,7 @@ class LocalTuner:
                     self._codes.update((id(code), code) for code in codes)
         return tunables
 
-    def _build(self, factory: Callable[[], TunableSet]) -> TunableSet:
+    def _build(self, factory: Callable[[], TunableSet[ReturnT]]) -> TunableSet[ReturnT]:
         """`factory`'s set, carrying this tuner's name."""
         try:
             # Bound first, so that a mistake of the call is told from a TypeError raised
@@ -206,8 +206,8 @@ class LocalTuner:
         return device_tuner(self.name, self.package, device_id, client, self.config)
 
     def execute(
-        self, device_id: str, client: Client, tunables: TunableSet, inputs: TuneInputs
-    ) -> Any:
+        self, device_id: str, client: Client, tunables: TunableSet[ReturnT], inputs: TuneInputs
+    ) -> ReturnT:
         """Run the fastest candidate of `tunables` on `inputs`, tuning on a new key.
 
         The hit path is `Tuner.execute`'s, inlined, in one expression over the device's
@@ -237,7 +237,7 @@ class LocalTuner:
         # every candidate failing) would otherwise show the miss's KeyError as its cause.
         # `fn` is the winner served where the lookup found one: past these blocks, one that
         # declined the key when called (`_redecided`).
-        fn: Callable[..., Any] | None = None
+        fn: Callable[..., ReturnT] | None = None
         try:
             if unary:
                 try:
@@ -285,10 +285,10 @@ class LocalTuner:
         self,
         device_id: str,
         client: Client,
-        tunables: TunableSet,
+        tunables: TunableSet[ReturnT],
         inputs: TuneInputs,
-        bound: dict[Any, Callable[..., Any]] | None = None,
-    ) -> Any:
+        bound: dict[Any, Callable[..., ReturnT]] | None = None,
+    ) -> ReturnT:
         """Anything but a hit: the tuner runs (and tunes) the call; a key it now holds a hit
         for serves the next calls from `_winners`, and from `bound`'s callables (a bound
         operation's, of this set) when given."""
@@ -307,11 +307,11 @@ class LocalTuner:
         self,
         device_id: str,
         client: Client,
-        tunables: TunableSet,
+        tunables: TunableSet[ReturnT],
         inputs: TuneInputs,
-        fn: Callable[..., Any],
-        bound: dict[Any, Callable[..., Any]] | None = None,
-    ) -> Any:
+        fn: Callable[..., ReturnT],
+        bound: dict[Any, Callable[..., ReturnT]] | None = None,
+    ) -> ReturnT:
         """`fn`, the winner served for the inputs' key, declined it when called: the key is
         tuned again, and its new winner runs the call (`Tuner.declined` says why)."""
         key = tunables.key_gen(*inputs)
@@ -321,7 +321,9 @@ class LocalTuner:
         self.tuner(device_id, client).declined(key, tunables, fn)
         return self._through_tuner(device_id, client, tunables, inputs, bound)
 
-    def bind(self, device_id: str, client: Client, tunables: TunableSet) -> Callable[..., Any]:
+    def bind(
+        self, device_id: str, client: Client, tunables: TunableSet[ReturnT]
+    ) -> Callable[..., ReturnT]:
         """`execute` for one device, client and set, as a function of the inputs alone.
 
         `op = TUNER.bind(client.device_id, client, TUNER.init(make_set))`, then `op(x)` is
@@ -334,7 +336,7 @@ class LocalTuner:
         one argument; otherwise it takes the inputs positionally.
         """
         # This operation's own winners, callables of its set: a hit is one lookup.
-        winners: dict[Any, Callable[..., Any]] = {}
+        winners: dict[Any, Callable[..., ReturnT]] = {}
         if not isinstance(tunables, TunableSet):
             raise self._not_a_set(tunables, "bind")
         self._refuse_anothers_set(tunables, "bind")
@@ -349,7 +351,7 @@ class LocalTuner:
         key_gen, through, redecided = tunables.key_gen, self._through_tuner, self._redecided
         if tunables.unary:
 
-            def call_one(x: Any) -> Any:
+            def call_one(x: Any) -> ReturnT:
                 try:
                     fn = winners[key_gen(x)]
                 except (KeyError, TypeError):
@@ -363,7 +365,7 @@ class LocalTuner:
 
             return self._bind(call_one, winners)
 
-        def call(*inputs: Any) -> Any:
+        def call(*inputs: Any) -> ReturnT:
             try:
                 fn = winners[key_gen(*inputs)]
             except (KeyError, TypeError):
@@ -378,8 +380,8 @@ class LocalTuner:
         return self._bind(call, winners)
 
     def _bind(
-        self, operation: Callable[..., Any], winners: dict[Any, Callable[..., Any]]
-    ) -> Callable[..., Any]:
+        self, operation: Callable[..., ReturnT], winners: dict[Any, Callable[..., ReturnT]]
+    ) -> Callable[..., ReturnT]:
         operation.winners = winners  # type: ignore[attr-defined]  # for `clear`
         with self._lock:
             self._bound.add(operation)

@@ -6,7 +6,7 @@ import hashlib
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 from pytest_autotune.tune.bounds import Bounds, BoundsGenerator, Thresholds, Work, roofline
 from pytest_autotune.tune.client import Client
@@ -15,6 +15,24 @@ from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.key import KeyGenerator
 from pytest_autotune.tune.tunable import Tunable, TuneFn, check_callable
+
+# What a set's candidates return, `TunableSet[np.float32]`, so that `LocalTuner.execute`,
+# `bind` and the `autotune` fixture return it (Any lost it). Covariant, as a set is immutable:
+# a `TunableSet[np.float32]` is a `TunableSet[np.floating[Any]]`. Its default (PEP 696, in
+# `typing` from Python 3.13 only) is Any: a set annotated bare, `def make_set() ->
+# TunableSet`, as the README writes it, stays as it was, where a type parameter without one
+# failed `mypy --strict` ("Missing type parameters for generic type").
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    OutputT = TypeVar("OutputT", covariant=True, default=Any)
+else:
+    from typing import TypeVar
+
+    OutputT = TypeVar("OutputT", covariant=True)
+
+ReturnT = TypeVar("ReturnT")
+"""What the candidates of a set given to a function return (`TunableSet.of`, `execute`)."""
 
 TuneInputs = tuple[Any, ...]
 """The inputs a set's candidates are called with, as `fn(*inputs)`."""
@@ -107,8 +125,12 @@ def _check_tunable(tunable: object) -> Tunable:
 
 
 @dataclass(frozen=True, slots=True)
-class TunableSet:
-    """A set of candidate functions for one operation, sharing key and input generators."""
+class TunableSet(Generic[OutputT]):
+    """A set of candidate functions for one operation, sharing key and input generators.
+
+    Its type parameter is what the candidates return: `TunableSet.of` infers it from the
+    functions, and a set built otherwise takes it from its annotation (`def make_set() ->
+    TunableSet[np.float32]`); without either it is Any, as an untyped call's return is."""
 
     key_gen: KeyGenerator
     input_gen: InputGenerator = field(default_factory=CloneInputGenerator)
@@ -125,7 +147,7 @@ class TunableSet:
     """The work model `with_work` built the bounds from, None otherwise: the `autotune`
     fixture's roof column reads it where the test gives no `work=`."""
     names: tuple[str, ...] = field(init=False)
-    fns: tuple[TuneFn, ...] = field(init=False, repr=False)
+    fns: tuple[Callable[..., OutputT], ...] = field(init=False, repr=False)
     """The candidates' functions, in order (the hit path's lookup); left out of the repr,
     which names each in `tunables` already."""
     checksum: str = field(init=False)
@@ -189,18 +211,18 @@ class TunableSet:
         object.__setattr__(self, "checksum", checksum_of(names))
         object.__setattr__(self, "unary", takes_one_input(self.key_gen))
 
-    def with_(self, tunable: Tunable | tuple[str, TuneFn]) -> TunableSet:
+    def with_(self, tunable: Tunable | tuple[str, TuneFn]) -> TunableSet[OutputT]:
         """This set plus one candidate (a `Tunable`, or a `(name, fn)` pair)."""
         __tracebackhide__ = True
         return replace(self, tunables=(*self.tunables, _check_tunable(_as_tunable(tunable))))
 
-    def with_bounds(self, bounds_gen: BoundsGenerator) -> TunableSet:
+    def with_bounds(self, bounds_gen: BoundsGenerator) -> TunableSet[OutputT]:
         """This set with a bounds generator: `bounds_gen(key, inputs, client) -> Bounds`."""
         return replace(self, bounds_gen=bounds_gen, work=None)
 
     def with_work(
         self, work: Callable[..., Work], thresholds: Thresholds | None = None
-    ) -> TunableSet:
+    ) -> TunableSet[OutputT]:
         """This set with roofline bounds from a work model `work(*inputs) -> Work`, against
         the peaks the client measured on its device (the common case of `with_bounds`)."""
         __tracebackhide__ = True
@@ -239,7 +261,7 @@ class TunableSet:
 
         return replace(self, bounds_gen=bounds_gen, work=work)
 
-    def with_short_circuit(self, enabled: bool | int) -> TunableSet:
+    def with_short_circuit(self, enabled: bool | int) -> TunableSet[OutputT]:
         """Turn the short circuit on or off (the seed's `with_short_circuit(bool)`), or give
         the samples under the bounds' time limit that end a batch (`with_short_circuit(3)`).
 
@@ -264,8 +286,15 @@ class TunableSet:
         return (self.short_circuit_samples or bench.short_circuit_samples) if enabled else None
 
     @classmethod
-    def of(cls, key_gen: KeyGenerator, candidates: Mapping[str, TuneFn]) -> TunableSet:
-        """A set of ungrouped candidates from a name -> function mapping, in its order."""
+    def of(
+        cls: type[TunableSet[Any]],
+        key_gen: KeyGenerator,
+        candidates: Mapping[str, Callable[..., ReturnT]],
+    ) -> TunableSet[ReturnT]:
+        """A set of ungrouped candidates from a name -> function mapping, in its order.
+
+        The set's type is what the functions return (`TunableSet[np.float32]`), so
+        `execute` and `bind` return it; functions of other parameter names are one set."""
         __tracebackhide__ = True
         if not isinstance(candidates, Mapping):
             raise TypeError(

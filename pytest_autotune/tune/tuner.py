@@ -36,7 +36,12 @@ from pytest_autotune.tune.measure import (
 from pytest_autotune.tune.persisted import PersistedEntries
 from pytest_autotune.tune.records import Recorder, records_unwritable
 from pytest_autotune.tune.tunable import first_planned, tune_plan, unplanned
-from pytest_autotune.tune.tunable_set import CloneInputGenerator, TunableSet, TuneInputs
+from pytest_autotune.tune.tunable_set import (
+    CloneInputGenerator,
+    ReturnT,
+    TunableSet,
+    TuneInputs,
+)
 from pytest_autotune.tune.tuning_checks import Reference, run_checks
 from pytest_autotune.tune.wording import short_repr
 
@@ -147,7 +152,7 @@ class Tuner:
 
     # -- running -------------------------------------------------------------------------
 
-    def execute(self, tunables: TunableSet, inputs: TuneInputs, client: Client) -> Any:
+    def execute(self, tunables: TunableSet[ReturnT], inputs: TuneInputs, client: Client) -> ReturnT:
         """Run the fastest candidate for these inputs, tuning first on a new key."""
         if not isinstance(inputs, (tuple, list)):
             if not isinstance(tunables, TunableSet):
@@ -183,7 +188,9 @@ class Tuner:
         self.declined(key, tunables, fn)
         return self._winner(key, tunables, self._resolve(key, tunables, inputs, client))(*inputs)
 
-    def _winner(self, key: Any, tunables: TunableSet, index: int) -> Callable[..., Any]:
+    def _winner(
+        self, key: Any, tunables: TunableSet[ReturnT], index: int
+    ) -> Callable[..., ReturnT]:
         try:
             return tunables.fns[index]
         except IndexError:

@@ -173,9 +173,10 @@ def test_in_float32(autotune: AutotuneFixture) -> None:
 """
 
 
-def test_documented_user_code_type_checks_under_mypy_strict(tmp_path: Path) -> None:
+def mypy_strict(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
+    """`mypy --strict` of `source`, as a module of a user's, against this package."""
     pytest.importorskip("mypy")
-    (tmp_path / "userlib.py").write_text(textwrap.dedent(USER_MODULE), encoding="utf-8")
+    (tmp_path / "userlib.py").write_text(textwrap.dedent(source), encoding="utf-8")
     env = {**os.environ, "MYPYPATH": str(ROOT)}
     # The package's own errors silenced, as mypy silences an installed package's: found
     # through MYPYPATH, its sources read as the user's own, checked against whatever NumPy
@@ -183,7 +184,7 @@ def test_documented_user_code_type_checks_under_mypy_strict(tmp_path: Path) -> N
     # the project's own mypy, on the newest NumPy, passes. The user's module is still checked.
     command = [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent"]
     command += ["--no-error-summary", "userlib.py"]
-    done = subprocess.run(
+    return subprocess.run(
         [*command, "--cache-dir", str(tmp_path / "cache")],
         cwd=tmp_path,
         env=env,
@@ -191,6 +192,84 @@ def test_documented_user_code_type_checks_under_mypy_strict(tmp_path: Path) -> N
         text=True,
         check=False,
     )
+
+
+def test_documented_user_code_type_checks_under_mypy_strict(tmp_path: Path) -> None:
+    done = mypy_strict(tmp_path, USER_MODULE)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+TYPED_OUTPUT_MODULE = """
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from typing_extensions import assert_type
+
+from pytest_autotune import AutotuneFixture, TunableSet, local_tuner
+from pytest_autotune.backends import cpu
+
+F32 = npt.NDArray[np.float32]
+
+
+def key(x: F32) -> int:
+    return x.size
+
+
+def pairwise(x: F32) -> np.float32:
+    return np.float32(np.sum(x))
+
+
+def dot(array: F32) -> np.float32:  # another parameter name, in one set all the same
+    return np.float32(np.dot(array, np.ones_like(array)))
+
+
+TUNER = local_tuner()
+CLIENT = cpu()
+X = np.ones(1024, dtype=np.float32)
+
+
+def make_set() -> TunableSet[np.float32]:
+    return TunableSet.of(key, {"pairwise": pairwise, "dot": dot})
+
+
+def make_chained() -> TunableSet[np.float32]:
+    return TunableSet(key).with_(("pairwise", pairwise)).with_short_circuit(False)
+
+
+def make_bare() -> TunableSet:  # as the README writes it: Any, as before
+    return make_chained()
+
+
+def make_wider() -> TunableSet[np.floating[Any]]:  # a set is immutable: covariant
+    return make_set()
+
+
+assert_type(TunableSet.of(key, {"pairwise": pairwise, "dot": dot}), TunableSet[np.float32])
+assert_type(TUNER.init(make_set), TunableSet[np.float32])
+assert_type(TUNER.execute(CLIENT.device_id, CLIENT, TUNER.init(make_set), (X,)), np.float32)
+assert_type(TUNER.bind(CLIENT.device_id, CLIENT, TUNER.init(make_set))(X), np.float32)
+assert_type(TUNER.execute(CLIENT.device_id, CLIENT, TUNER.init(make_bare), (X,)), Any)
+
+
+def tuned_sum(x: F32) -> np.float32:
+    return TUNER.execute(CLIENT.device_id, CLIENT, TUNER.init(make_set), (x,))
+
+
+def test_my_library_sum(autotune: AutotuneFixture) -> None:
+    assert_type(autotune(TUNER.init(make_set), X), np.float32)
+"""
+
+
+def test_a_sets_candidates_return_type_is_what_execute_bind_and_the_fixture_return(
+    tmp_path: Path,
+) -> None:
+    # All three returned Any: under `mypy --strict` a library's `tuned_sum` declared to
+    # return what its candidates return failed ("Returning Any from function declared to
+    # return ..."), and a bound operation's result went unchecked wherever it was used.
+    done = mypy_strict(tmp_path, TYPED_OUTPUT_MODULE)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
