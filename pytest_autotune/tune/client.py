@@ -36,8 +36,12 @@ class Client(Protocol):
     def sync(self) -> None:
         """Wait until every call issued so far has finished."""
 
-    def time(self, fn: Callable[..., object], inputs: tuple[Any, ...]) -> float:
-        """Seconds one call of `fn(*inputs)` takes; raises what `fn` raises."""
+    def time(self, fn: Callable[..., object], inputs: tuple[Any, ...], /) -> float:
+        """Seconds one call of `fn(*inputs)` takes; raises what `fn` raises.
+
+        Called positionally, `client.time(fn, inputs)`: a client's own may name its
+        parameters as it likes (`def time(self, f, args)`), which pyright refused as "not
+        assignable to Client" while a protocol named them."""
 
     def peaks(self) -> Peaks:
         """The device's measured peaks (probed once, cached per device)."""

@@ -331,3 +331,29 @@ def test_the_annotations_of_the_api_resolve_at_run_time(name: str) -> None:
     import pytest_autotune
 
     assert typing.get_type_hints(getattr(pytest_autotune, name))
+
+
+@pytest.mark.parametrize(
+    ("protocol", "method"),
+    [
+        ("pytest_autotune.backends.Client", "time"),
+        ("pytest_autotune.InputGenerator", "__call__"),
+        ("pytest_autotune.AutotuneOutput", "autotune_compare"),
+    ],
+)
+def test_a_protocol_the_user_implements_names_no_parameter(protocol: str, method: str) -> None:
+    # Each is called positionally, so an implementation may name its parameters as it
+    # likes; pyright (and mypy, where a call passes one by keyword) checks the names of a
+    # protocol's parameters that are not positional-only, and refused a client whose
+    # `time(self, f, args)` the tuner calls as `client.time(fn, inputs)` all the same.
+    import importlib
+    import inspect
+
+    module, name = protocol.rsplit(".", 1)
+    signature = inspect.signature(getattr(getattr(importlib.import_module(module), name), method))
+    named = [
+        p.name
+        for p in list(signature.parameters.values())[1:]
+        if p.kind is not inspect.Parameter.POSITIONAL_ONLY
+    ]
+    assert named == []
