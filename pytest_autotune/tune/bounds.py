@@ -178,7 +178,7 @@ class Thresholds:
                 )
 
     @classmethod
-    def uniform(cls, fraction: float) -> Thresholds:
+    def uniform(cls, fraction: RealNumber) -> Thresholds:
         """The same fraction of peak for every resource."""
         return cls(compute=fraction, memory=fraction)
 

@@ -13,11 +13,12 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_autotune.tune.key import AutotuneLevel
 from pytest_autotune.tune.log import AutotuneLogLevel
 from pytest_autotune.tune.parse import ConfigError, RecordSink, ShippedMatch
+from pytest_autotune.tune.plain_numbers import RealNumber
 from pytest_autotune.tune.settings import (
     BY_NAME,
     Chosen,
@@ -124,6 +125,29 @@ class AutotuneConfig:
     and each model would otherwise have (or lack) baselines of its own. None uses the
     device's id."""
     bench: BenchConfig = field(default_factory=BenchConfig)
+
+    if TYPE_CHECKING:
+        # What it is built from, wider than what it holds: a number may be a NumPy scalar
+        # (`rtol=np.finfo(np.float32).eps`, no `float` to a type checker), which
+        # `_normalize` holds as the Python float it is, as the `autotune` fixture takes it.
+
+        def __init__(
+            self,
+            cache_dir: str | os.PathLike[str] | None = None,
+            disable_cache: bool = False,
+            level: AutotuneLevel | str = AutotuneLevel.BALANCED,
+            checks: bool = False,
+            rtol: RealNumber = 1e-5,
+            atol: RealNumber = 1e-8,
+            record: str | os.PathLike[str] | None = None,
+            log_level: AutotuneLogLevel | str = AutotuneLogLevel.DISABLED,
+            max_regression: RealNumber | None = None,
+            strict: bool = False,
+            shipped_match: ShippedMatch = "class",
+            time_limit: RealNumber | None = None,
+            runner: str | None = None,
+            bench: BenchConfig = ...,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         _normalize(self)

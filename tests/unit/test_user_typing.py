@@ -164,6 +164,13 @@ def test_my_library_sum(autotune: AutotuneFixture) -> None:
     assert out is not None
 
 
+# A library's tolerances and limits of its inputs' precision, as the fixture takes them.
+EPS = np.finfo(np.float32).eps
+CHECKED = local_tuner("checked", AutotuneConfig(checks=True, rtol=EPS, atol=EPS))
+GATED = AutotuneConfig(max_regression=np.float32(0.1), time_limit=np.int64(5))
+HALF = Thresholds.uniform(np.float32(0.5))
+
+
 def test_in_float32(autotune: AutotuneFixture) -> None:
     # A tolerance of the inputs' precision: a NumPy float32, no `float` to a type checker,
     # which the fixture takes as the marker does.
@@ -279,12 +286,13 @@ def test_a_sets_candidates_return_type_is_what_execute_bind_and_the_fixture_retu
         ("pytest_autotune/tune/tunable_set.py", "TunableSet"),
         ("pytest_autotune/tune/bounds.py", "Work"),
         ("pytest_autotune/tune/bounds.py", "Thresholds"),
+        ("pytest_autotune/tune/config.py", "AutotuneConfig"),
     ],
 )
 def test_a_constructor_typed_for_checkers_names_the_fields_the_dataclass_takes(
     module: str, name: str
 ) -> None:
-    # `TunableSet` and `Work` declare, for type checkers only, an `__init__` wider than their
+    # These declare, for type checkers only, an `__init__` wider than their
     # fields; a field added to the dataclass and not to it would refuse, under mypy, an
     # argument the class takes at run time.
     import ast
