@@ -28,6 +28,7 @@ from pytest_autotune.tune.client_calls import client_peaks
 from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.peaks import Peaks
+from pytest_autotune.tune.wording import first_line
 
 if TYPE_CHECKING:
     from pytest_autotune.tune.client import Client
@@ -56,11 +57,12 @@ class Judged:
 def _failure_text(result: object) -> str:
     """One candidate's failure as the gate's message names it, in the words its own test
     fails with: the message of an error it raised, not its kind first ("unknown: failed
-    its check: ..."), and a candidate that declined the key as skipped, no error."""
+    its check: ..."), and a candidate that declined the key as skipped, no error. Its
+    first line only, as its test gives it whole (`wording.first_line`)."""
     if not isinstance(result, AutotuneError):
         return str(result)
     if result.kind is AutotuneErrorKind.UNKNOWN and result.message:
-        return f"{result.name}: {result.message}"
+        return f"{result.name}: {first_line(result.message, 'its test')}"
     if result.kind is AutotuneErrorKind.SKIP:
         return f"{result.name}: skipped: {result.message or 'declined the key'}"
     return str(result)

@@ -21,6 +21,7 @@ from pytest_autotune.tune.sampler import Samples
 from pytest_autotune.tune.schedule import adaptive_round_robin, fixed_pass
 from pytest_autotune.tune.tunable import unplanned
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
+from pytest_autotune.tune.wording import first_line
 
 Strategy = Callable[..., BatchResult]
 """`fixed_pass` or `adaptive_round_robin`, with the client's options bound."""
@@ -195,8 +196,9 @@ def fallback_for(plan: list[tuple[int, ...]], results: dict[int, AutotuneResult]
 def nothing_succeeded(
     key: Any, names: tuple[str, ...], results: dict[int, AutotuneResult], fallback: int | None
 ) -> AutotuneError:
-    """The seed's NoValidKernelFound, naming each candidate's error."""
-    errors = "; ".join(str(results[i]) for i in sorted(results))
+    """The seed's NoValidKernelFound, naming each candidate's error: the first line of one
+    whose traceback, its cause when raised, gives it whole (`wording.first_line`)."""
+    errors = "; ".join(_error_text(results[i]) for i in sorted(results))
     then = f"; falling back to {names[fallback]}" if fallback is not None else ""
     traces = [
         f"candidate {names[i]!r}:\n{result.trace}"
@@ -208,3 +210,9 @@ def nothing_succeeded(
         f"no candidate succeeded for key {key!r}: {errors}{then}",
         trace="\n".join(traces),
     )
+
+
+def _error_text(result: AutotuneResult) -> str:
+    if isinstance(result, AutotuneError) and result.trace:
+        return first_line(str(result), "its traceback above")
+    return str(result)

@@ -1,5 +1,5 @@
 """How counts read in messages, the engine's and the reports' alike (`1 entry`, `2
-entries`), and how a long value is cut short in them (`short_repr`).
+entries`), and how a long value is cut short in them (`short_repr`, `first_line`).
 
 A module of its own, below every other and free of NumPy: the checks, the cache, the keys
 and the records count and name values in their messages, and the reports read the same
@@ -36,3 +36,14 @@ def short_repr(value: object) -> str:
         # the message raised from inside the check, in place of naming a wrong bigint.
         return f"an int of about {int(value.bit_length() * math.log10(2)) + 1} digits"
     return cut(text)
+
+
+def first_line(text: str, rest: str) -> str:
+    """`text`'s first line, saying how many more it has and where they are (`rest`), for a
+    message that gives several candidates' errors one after another. Numba's TypingError
+    runs to 30 lines (the overloads it tried, the source): given whole, the next
+    candidate's name came 30 lines down, in the middle of a line."""
+    lines = text.strip().splitlines()
+    if len(lines) <= 1:
+        return text
+    return f"{lines[0]} ({counted(len(lines) - 1, 'more line')} in {rest})"

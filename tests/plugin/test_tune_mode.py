@@ -1344,6 +1344,41 @@ def test_a_group_whose_every_candidate_failed_gives_each_ones_error_in_its_own_w
     result.stdout.fnmatch_lines([f"    {said}: n < 4096"])
 
 
+def test_a_group_whose_every_candidate_failed_names_each_in_the_first_line_of_its_error(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Numba's TypingError runs to 30 lines (the overloads it tried, the source): joined
+    # whole, the summary named the second candidate mid-line, 30 lines down, after the
+    # first one's "During: Pass nopython_type_inference". Each test shows its error whole.
+    autotune_pytester.makepyfile(
+        """
+        import pytest
+
+        def typed(n):
+            raise TypeError("Failed in nopython mode pipeline\\nNo implementation\\n  of add")
+
+        def attribute(n):
+            raise AttributeError("Unknown attribute 'nosuch'\\n\\nFile 'test.py', line 9")
+
+        @pytest.mark.autotune(candidates={"typed": typed, "attribute": attribute})
+        def test_all_fail(candidate):
+            return candidate(1)
+        """
+    )
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "    every candidate failed:"
+            " typed: raised TypeError: Failed in nopython mode pipeline (2 more lines in its test);"
+            " attribute: raised AttributeError: Unknown attribute 'nosuch'"
+            " (2 more lines in its test)"
+        ]
+    )
+    # Its own test shows each error whole.
+    result.stdout.fnmatch_lines(["E   *  of add"])
+
+
 def test_the_record_of_a_group_whose_every_candidate_failed_names_no_winner(
     autotune_pytester: pytest.Pytester,
 ) -> None:

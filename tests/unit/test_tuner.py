@@ -230,6 +230,22 @@ def test_when_every_candidate_fails_execute_raises_no_valid_kernel_found_naming_
         tuner.execute(tunables, ([2],), client)
 
 
+def test_no_valid_kernel_names_each_candidate_in_the_first_line_of_its_error(client):
+    # Numba's TypingError runs to 30 lines: joined whole, the message named the second
+    # candidate mid-line, 30 lines down. The raised error's cause holds each traceback whole.
+    typed = TypeError("Failed in nopython mode pipeline\nNo implementation of add\n  (int64)")
+    tunables = TunableSet.of(by_size, {"x": failing("x", typed), "y": failing("y")})
+    tuner = Tuner("t", client.device_id)
+    with pytest.raises(AutotuneError) as raised:
+        tuner.execute(tunables, ([1],), client)
+    assert str(raised.value) == (
+        "no_valid_kernel_found: no candidate succeeded for key 1:"
+        " x: unknown: TypeError: Failed in nopython mode pipeline"
+        " (2 more lines in its traceback above); y: unknown: RuntimeError: y exploded"
+    )
+    assert "  (int64)" in str(raised.value.__cause__)
+
+
 def test_a_key_that_keeps_failing_raises_a_fresh_error_each_call_holding_no_earlier_call(client):
     # An application retrying a key no candidate can run (once per request) must not see the
     # traceback grow with each call, nor keep the first call's frames, and their input
