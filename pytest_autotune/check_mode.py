@@ -55,6 +55,7 @@ def check_candidate(
     not_run: Collection[str] = (),
     expected_to_fail: Collection[str] = (),
     in_place: bool = False,
+    noted: bool = False,
 ) -> str | None:
     """Run one candidate once and compare its output with the reference's; the failure
     message, or None. Each call gets its own copy of the inputs, so a candidate writing into
@@ -70,6 +71,9 @@ def check_candidate(
     With `in_place` (a production set's functions, through the `autotune` fixture), a call
     that returns None having written into its copy of the inputs is judged by them
     (`_produced`); one that wrote nothing fails as returning None.
+    With `noted` (the `autotune` fixture's set, whose candidates one test checks), what the
+    candidate raises carries a note naming it (Python 3.11 on): a Numba candidate's
+    TypingError shows Numba's frames alone, and the test's failure named no candidate.
     """
     __tracebackhide__ = True  # the candidate's traceback shows the user's frames alone
     by_name = dict(candidates)
@@ -80,6 +84,11 @@ def check_candidate(
         # it does when the candidate is timed).
         if exc.kind is AutotuneErrorKind.SKIP:
             raise AutotuneSkip(exc.message) from None
+        raise
+    except Exception as exc:
+        add_note = getattr(exc, "add_note", None)
+        if noted and add_note is not None and not isinstance(exc, AutotuneSkip):
+            add_note(f"raised by candidate {name!r} of the set")
         raise
     if not check_output:
         return None

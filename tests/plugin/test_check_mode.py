@@ -1338,6 +1338,29 @@ def test_a_reference_that_raises_is_named_on_its_error_in_the_others_tests(
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes: Python 3.11 on")
+def test_a_candidate_of_a_fixtures_set_that_raises_is_named_on_its_error(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Plain pytest checks the set's candidates in one test: a Numba candidate's TypingError
+    # (Numba's frames alone, as here a C function's) failed it naming no candidate, where
+    # --autotune's note named it.
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        from pytest_autotune import TunableSet
+
+        def test_set(autotune):
+            sets = {"sum": lambda x, axis: x.sum(), "by_axis_2": np.add.reduce}
+            tunables = TunableSet.of(lambda x, axis: x.size, sets)
+            autotune(tunables, np.ones(4), 2)
+        """
+    )
+    result = run(autotune_pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["E *AxisError*", "E *raised by candidate 'by_axis_2' of the set"])
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes: Python 3.11 on")
 def test_an_explicit_reference_function_that_raises_is_named_as_the_explicit_reference(
     autotune_pytester: pytest.Pytester,
 ) -> None:
