@@ -400,6 +400,8 @@ class MockerFixture:
     undone by `stopall()` at the test's teardown. It holds `unittest.mock.sentinel`, whose
     every attribute exists (`copy`, `shape`, `__array__` among them)."""
 
+    __module__ = "pytest_mock.plugin"  # where pytest-mock's own lives
+
     def __init__(self, config):
         self.sentinel = unittest.mock.sentinel
         self.patches = []
@@ -434,11 +436,17 @@ def mocker(pytestconfig):
 
 
 def with_fake_pytest_mock(pytester: pytest.Pytester) -> None:
-    package = pytester.mkpydir("pytest_mock")
+    """The fake in place of pytest-mock, installed or not: a package of another name (the
+    real one, where installed, is imported by then, and would serve `pytest_mock`), and the
+    real plugin's entry point left out, so that one `mocker` fixture is defined."""
+    package = pytester.mkpydir("fake_pytest_mock")
     (package / "__init__.py").write_text(FAKE_PYTEST_MOCK)
     pytester.makeconftest(
-        pytester.path.joinpath("conftest.py").read_text() + "\npytest_plugins = ['pytest_mock']\n"
+        pytester.path.joinpath("conftest.py").read_text()
+        + "\npytest_plugins = ['fake_pytest_mock']\n"
     )
+    ini = pytester.path.joinpath("tox.ini").read_text()  # makeini's
+    pytester.makeini(ini.rstrip("\n") + "\naddopts = -p no:pytest_mock\n")
 
 
 def test_pytest_mocks_mocker_is_the_tests_own_never_copied(
