@@ -266,7 +266,7 @@ class CandidateRun:
         group's every test, those of candidates that ran included, leaving the group
         untuned. Here `pytest.skip()` declines the candidate (or the inputs), as
         `AutotuneSkip` does; `pytest.xfail()` declines it as expected to fail;
-        `pytest.fail()` and `sys.exit()` are its failure."""
+        `pytest.fail()`, `sys.exit()` and a `GeneratorExit` are its failure."""
         problem: str | None
         failure = Failed
         try:
@@ -280,6 +280,11 @@ class CandidateRun:
         except SystemExit as exc:  # not an `Exception` either: it failed the whole group
             problem = f"raised SystemExit({exc.code!r}), as sys.exit() does, which ends"
             problem += " a program: a candidate that fails raises an Exception"
+        except GeneratorExit:
+            # Nor this one: it went up through the tuning as pytest-timeout's alarm does,
+            # failing the group's first test with a hint about a test timeout.
+            problem = "raised GeneratorExit, which closes a generator: a candidate that"
+            problem += " fails raises an Exception"
         except Exception as exc:
             problem = used_again(exc)
             if problem is None:

@@ -876,6 +876,25 @@ CASES = [
         ),
         check=lambda root, output: _passed_and_failed(output, "good", "quit"),
     ),
+    Case(
+        # It went up through the tuning as pytest-timeout's alarm does: the first test,
+        # good's, failed with it, its hint about a test timeout misleading.
+        "candidate raising GeneratorExit, tuned",
+        "tune",
+        FAILED,
+        ("candidate 'close'", "raised GeneratorExit"),
+        textwrap.dedent(
+            """
+             def close(n):
+                 raise GeneratorExit
+
+             @pytest.mark.autotune(candidates={"good": good, "close": close})
+             def test_x(candidate):
+                 return candidate(1)
+             """
+        ),
+        check=lambda root, output: _passed_and_failed(output, "good", "close"),
+    ),
     # -- keys that would make baselines collide or cannot be written
     Case(
         "key NaN",
