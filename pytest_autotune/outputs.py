@@ -129,8 +129,9 @@ class SessionOutput:
         """Why the session stopped before every test ran (`RunInfo.stopped`), set before
         `finish`: every output then says its groups are not the whole run."""
         self.interrupted = False
-        """Whether Ctrl-C stopped the saving of the cache files (`SavingInterrupted`): the
-        session's exit status is then pytest's for an interrupted run."""
+        """Whether Ctrl-C stopped the saving of the cache files (`SavingInterrupted`) or the
+        writing of an output (`_write`): the session's exit status is then pytest's for an
+        interrupted run."""
         self.hand_back: Path | None = None
         """A pytest-xdist worker's hand-back file (`quiet.hand_back`), where each record and
         test failure is noted as it comes, for the controller to read should the worker
@@ -317,23 +318,24 @@ class SessionOutput:
 
     def _write(self, what: str, target: Any, write: Callable[[Any], None]) -> bool:
         """Write one output; a path the user gave that cannot be written is one line, not a
-        traceback from the end of the session, and the other outputs are still written."""
+        traceback from the end of the session, and the other outputs are still written.
+        So is Ctrl-C while it is written: escaping the end of the session, it was pytest's
+        internal traceback, and the summary with the gate's verdicts was never shown."""
         if not target:
             return True
+        # A path the user gave is shown as the summary's others are; a stream's name, or
+        # the step summary's file, which GitHub names, as it is.
+        show: Callable[[Path], str] = self.settings.relative if isinstance(target, Path) else str
         try:
             write(target)
         except OSError as exc:
-            # A path the user gave is shown as the summary's others are; a stream's name,
-            # or the step summary's file, which GitHub names, as it is.
-            show: Callable[[Path], str] = (
-                self.settings.relative if isinstance(target, Path) else str
-            )
-            self.notes.append(
-                f"error: the {what} could not be written to {show(target)}:"
-                f" {why_unwritable(exc, target, show)}"
-            )
-            return False
-        return True
+            why = why_unwritable(exc, target, show)
+        except KeyboardInterrupt:
+            why, self.interrupted = "interrupted (Ctrl-C)", True
+        else:
+            return True
+        self.notes.append(f"error: the {what} could not be written to {show(target)}: {why}")
+        return False
 
     def _stamped_records(self) -> list[AutotuneRecord]:
         """The session's records, each carrying this run (one id, time and commit for all

@@ -206,6 +206,41 @@ def test_ctrl_c_while_an_update_saves_names_the_files_it_did_not_save(
     assert [e["key"] for e in json.loads(written.read_text())["entries"]] == ["1", "2"]
 
 
+def test_ctrl_c_while_the_report_is_written_keeps_the_old_one_and_says_so(
+    scale: pytest.Pytester,
+) -> None:
+    # Ctrl-C while the end of the session wrote the HTML report escaped as a traceback
+    # through pytest's internals, and the summary (the gate's verdicts) was never shown.
+    scale.makeconftest(
+        (scale.path / "conftest.py").read_text()
+        + textwrap.dedent(
+            """
+            import pytest_autotune.tune.files
+
+            def interrupted(path, text):
+                raise KeyboardInterrupt
+
+            pytest_autotune.tune.files.write_atomically = interrupted
+            """
+        )
+    )
+    report = scale.path / "report.html"
+    report.write_text("the last run's report")
+    result = scale.runpytest_subprocess(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
+        "--autotune", f"--autotune-html={report}", timeout=120,
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*test_scale.py::test_scale[[]1[]]*no baseline*",
+            "error: the report could not be written to report.html: interrupted (Ctrl-C)",
+        ]
+    )
+    assert report.read_text() == "the last run's report"
+
+
 def test_without_update_the_cache_files_are_only_read(scale: pytest.Pytester) -> None:
     run(scale, "--autotune-update")
     before = cache_file(scale).read_bytes()
