@@ -22,6 +22,7 @@ before appending.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import hashlib
 import json
 import os
@@ -131,8 +132,9 @@ def torn(data: bytes) -> bool:
 
 def append(path: Path, end: int, text: str) -> int:
     """Append `text` to the journal at byte `end`, cutting off a torn line past it, in one
-    `write`; durable when it returns; the journal's size after it. A whole last line without
-    its newline gets one first. Call it only while holding the file's lock."""
+    `write`; durable when it returns, and cut back to `end` where it fails; the journal's
+    size after it. A whole last line without its newline gets one first. Call it only
+    while holding the file's lock."""
     fd = os.open(path, binary(os.O_RDWR | os.O_APPEND))
     try:
         if os.fstat(fd).st_size != end:
@@ -140,10 +142,18 @@ def append(path: Path, end: int, text: str) -> int:
         if end and read_at(fd, 1, end - 1) != b"\n":
             text = "\n" + text
         data = text.encode("ascii")
-        written = os.write(fd, data)
-        while written < len(data):
-            written += os.write(fd, data[written:])
-        os.fsync(fd)
+        try:
+            written = os.write(fd, data)
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        except BaseException:
+            # A disk that fills or fails partway (or Ctrl-C) left a torn last line, which
+            # every reader then warned of as a writer killed midway, of a save that said
+            # it failed: taken back whole, where the disk lets it.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, end)
+            raise
     finally:
         os.close(fd)
     return end + len(data)

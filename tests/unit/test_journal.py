@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import signal
 import subprocess
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -488,3 +491,33 @@ def test_a_journal_is_written_in_binary_mode(
     cache.save(dict([entry("second")]), device={"id": "d"})
     assert str(journal.journal_path(path)) not in opened_as_text
     assert [line.get("key") for line in journal_lines(path)] == [None, "first", "second"]
+
+
+def test_an_append_the_disk_cut_short_is_taken_back_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk that fills partway through an append (ENOSPC after some bytes) left a torn
+    last line, which every later reader warned of as a writer killed midway, though the
+    save had said it failed and kept the entry in memory only."""
+    path = tmp_path / "tuner.json"
+    seeded(path)
+    PersistentCache(path, journal=True).save(dict([entry("before")]), device={"id": "d"})
+    before = journal.journal_path(path).read_bytes()
+    write = os.write
+    writes = iter([lambda fd, data: write(fd, data[: len(data) // 2]), None])
+
+    def filling(fd: int, data: bytes) -> int:
+        partial = next(writes, None)
+        if partial is None:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return partial(fd, data)
+
+    monkeypatch.setattr(journal.os, "write", filling)
+    with pytest.raises(CacheFileError, match="No space left on device"):
+        PersistentCache(path, journal=True).save(dict([entry("full")]), device={"id": "d"})
+    monkeypatch.undo()
+
+    assert journal.journal_path(path).read_bytes() == before
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert keys(path) == {stable_key(i) for i in range(200)} | {stable_key("before")}
