@@ -182,6 +182,11 @@ def why_not(error: OSError, path: Path) -> str:
             # Another user's lock file, a read-only file of ours beside it: that file.
             return f"{Path(written).name} beside it is not writable ({error.strerror})"
         return f"its folder {path.parent} is not writable ({error.strerror})"
+    if isinstance(error, PermissionError) and written and Path(written) in path.parents:
+        # mkdir's own "[Errno 13] Permission denied: '.autotune/cpu-x'" (a new device's
+        # folder) named the folder it could not make, not the one it may not write to.
+        made = Path(written)
+        return f"its folder {made} cannot be made: {made.parent} is not writable ({error.strerror})"
     if isinstance(error, (FileExistsError, NotADirectoryError)):
         return why_unwritable(error, path)
     return str(error)

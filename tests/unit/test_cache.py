@@ -395,6 +395,26 @@ def test_a_folder_that_cannot_be_written_is_named_as_the_reason(
     )
 
 
+def test_a_folder_that_cannot_be_made_names_the_folder_that_is_not_writable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A new device's folder in a cache folder the user may not write to failed with
+    # mkdir's own "[Errno 13] Permission denied: '.../cpu'", where a folder that exists
+    # says it is not writable. (Faked: the tests may run as root.)
+    folder = tmp_path / "cache" / "cpu"
+
+    def denied(self: Path, *args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(folder))
+
+    monkeypatch.setattr(Path, "mkdir", denied)
+    with pytest.raises(CacheFileError) as raised:
+        PersistentCache(folder / "tuner.json").save(dict([entry("a")]))
+    assert str(raised.value) == (
+        f"{folder / 'tuner.json'}: cannot be written: its folder {folder} cannot be made:"
+        f" {tmp_path / 'cache'} is not writable (Permission denied)"
+    )
+
+
 def test_a_cache_folder_linked_to_a_missing_folder_is_named_as_the_reason(tmp_path: Path) -> None:
     # `.autotune` linked to a shared cache that is not there (a mount not mounted, a CI
     # cache not restored): the save's mkdir said "File exists", which read as the cache
