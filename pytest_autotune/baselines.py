@@ -8,7 +8,7 @@ this module reads and words, `cache_updates` writes.
 
 from __future__ import annotations
 
-import os
+import re
 import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -375,12 +375,15 @@ def other_project_warning(shown: str, theirs: str) -> str:
 
 def shown_paths(message: str, settings: PluginSettings) -> str:
     """`message` with the paths of cache files in it (all under the cache root) as the
-    summary shows paths: from the directory pytest was run in when below it."""
+    summary shows paths: from the directory pytest was run in when below it. The cache root
+    itself too, which a reason names (a file in its place, a link to nothing, a folder in
+    it that cannot be made): else one line named one folder in two ways."""
     root = settings.cache_dir
     shown = settings.relative(root)
     if shown == str(root):
         return message
-    return message.replace(f"{root}{os.sep}", f"{shown}{os.sep}")
+    # Not where the root's name goes on (`.autotune2`).
+    return re.sub(re.escape(str(root)) + r"(?![\w.-])", lambda _: shown, message)
 
 
 def baseline_extra(baseline: Baseline | None) -> dict[str, Any] | None:

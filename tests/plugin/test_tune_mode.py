@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import textwrap
@@ -239,6 +240,20 @@ def test_ctrl_c_while_the_report_is_written_keeps_the_old_one_and_says_so(
         ]
     )
     assert report.read_text() == "the last run's report"
+
+
+def test_a_cache_folder_in_a_files_place_is_named_as_the_summary_names_paths(
+    scale: pytest.Pytester,
+) -> None:
+    # The cache file was named from the directory pytest ran in, the folder in its reason
+    # by its whole path: `.autotune/cpu-fake-1t/...: cannot be written: /home/.../.autotune
+    # is a file`, two spellings of one folder in one line.
+    (scale.path / ".autotune").write_text("a file where the cache folder belongs")
+    result = run(scale, "--autotune-update")
+    result.stdout.fnmatch_lines(
+        [f"error: {CACHE}: cannot be written: .autotune is a file, not a folder; *"]
+    )
+    assert f"{scale.path}{os.sep}.autotune" not in result.stdout.str()
 
 
 def test_without_update_the_cache_files_are_only_read(scale: pytest.Pytester) -> None:
