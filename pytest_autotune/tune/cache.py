@@ -69,6 +69,7 @@ from pytest_autotune.tune.cache_write import (
 )
 from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning, caller_level
 from pytest_autotune.tune.files import (
+    link_into_nothing,
     lock_beside,
     lock_holder,
     remove_stale_temporaries,
@@ -288,6 +289,9 @@ class PersistentCache:
             where, reason = self._unreadable.path, self._unreadable.reason
             kept = "it" if where == self.path else self.path.name
             raise CacheFileError(where, f"{reason} (when loaded); not overwriting {kept}")
+        unreachable = link_into_nothing(self.path)
+        if unreachable is not None:
+            raise CacheFileError(self.path, f"cannot be written: {unreachable}")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             ignore_lock_files(self.path.parent)

@@ -287,6 +287,17 @@ def link_target(path: Path) -> Path:
     return Path(os.path.realpath(path)) if os.path.islink(path) else path
 
 
+def link_into_nothing(path: Path) -> str | None:
+    """Why `path` cannot be written where it is a symbolic link to a file in a folder that
+    does not exist (a shared cache on a mount not mounted), else None. Written through,
+    its lock made the missing folders (filelock makes a lock file's folders) and the file
+    went into them, where the mount, once mounted, hid it."""
+    target = link_target(path)
+    if target == path or target.parent.is_dir():
+        return None
+    return f"it is a symbolic link to {target}, in {target.parent}, which does not exist"
+
+
 def lock_beside(path: Path, timeout: float) -> FileLock:
     """The cross-process lock of `path`: the hidden file `.<name>.lock` in the same folder
     (the folder of the file a link names: `link_target`).

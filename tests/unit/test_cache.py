@@ -668,6 +668,26 @@ def test_a_save_through_a_linked_cache_file_keeps_the_link_and_writes_its_target
     assert set(PersistentCache(shared).load()) == {entry("a")[0], entry("b")[0]}
 
 
+def test_a_cache_file_linked_into_a_missing_folder_is_not_written_there(tmp_path: Path) -> None:
+    # A cache file linked to a shared one on a mount not mounted: the save's lock made
+    # the missing folders (filelock makes a lock file's folders), the entries went into
+    # them, where the mount, once mounted, hid them, and the update said "updated".
+    shared = tmp_path / "mount" / "cache" / "tuner.json"
+    link = tmp_path / "dev" / "tuner.json"
+    link.parent.mkdir()
+    link.symlink_to(shared)
+
+    with pytest.raises(CacheFileError) as raised:
+        PersistentCache(link).save(dict([entry("a")]))
+
+    assert str(raised.value) == (
+        f"{link}: cannot be written: it is a symbolic link to {shared},"
+        f" in {shared.parent}, which does not exist"
+    )
+    assert not (tmp_path / "mount").exists()
+    assert link.is_symlink()
+
+
 def test_links_to_one_shared_cache_file_share_its_lock_and_journal(tmp_path: Path) -> None:
     # Locked and journalled beside the link, two checkouts' links to one shared file took two
     # locks, and the entries one appended to its journal never reached the other's process.
