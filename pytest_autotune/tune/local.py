@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 import threading
 import types
 import warnings
@@ -118,7 +119,8 @@ class LocalTuner:
         builds and returns B's set, never A's. A lambda written in the tuned function, as
         the seed writes its closure (`TUNER.init(lambda: TunableSet(...))`), is a new
         function at each call, and one set still serves them all (`init_site`) where what it
-        captures can be hashed; one capturing an array builds (and keeps) a set per call,
+        captures can be hashed; one capturing an array builds a set per call (kept while
+        its lambda lives, as is the set of any function no module names: `_init_unnamed`),
         so such a lambda is better made once, at module level. The sets share
         the tuner of each device, as in the seed, so their keys must differ (a key tuned
         for A is a hit for B), also in their fields: two key dataclasses with the same
@@ -138,6 +140,8 @@ class LocalTuner:
             tunables = self._sets.get(site)
             if tunables is not None:
                 return tunables
+            if site is factory and _named_by_no_module(factory):
+                return self._init_unnamed(factory)
             with self._lock:
                 tunables = self._sets.get(site)
                 if tunables is None:
@@ -145,6 +149,19 @@ class LocalTuner:
                     codes: list[types.CodeType] = []
                     init_site(factory, codes)  # the codes its site goes by, kept once built
                     self._codes.update((id(code), code) for code in codes)
+        return tunables
+
+    def _init_unnamed(self, factory: Callable[[], TunableSet[ReturnT]]) -> TunableSet[ReturnT]:
+        """The set of an init function no module names (`_named_by_no_module`), kept on the
+        function itself, so that it goes when the function goes: the set's candidates
+        share a copy's globals, which hold the copy, so a table of the tuner's, even one
+        weakly keyed, kept both for ever."""
+        with self._lock:
+            sets: dict[LocalTuner, TunableSet[ReturnT]]
+            sets = factory.__dict__.setdefault(_SETS_OF_AN_UNNAMED_FUNCTION, {})
+            tunables = sets.get(self)
+            if tunables is None:
+                tunables = sets[self] = self._build(factory)
         return tunables
 
     def _build(self, factory: Callable[[], TunableSet[ReturnT]]) -> TunableSet[ReturnT]:
@@ -417,6 +434,25 @@ def _warn_of_an_unused_level(name: str, config: AutotuneConfig | None) -> None:
             ),
             stacklevel=caller_level(),
         )
+
+
+_SETS_OF_AN_UNNAMED_FUNCTION = "_pytest_autotune_sets"
+"""The attribute of an init function no module names that holds its sets (`_init_unnamed`)."""
+
+
+def _named_by_no_module(factory: Callable[..., Any]) -> bool:
+    """Whether `factory` is a function that no module names, whose set is kept only while it
+    lives (`_init_unnamed`): such as the copy of a `make_set` of `__main__` that cloudpickle
+    makes for each batch of tasks it sends (joblib's loky workers, Dask, Ray: a notebook's
+    or a script's functions go by value). Kept by the tuner, as a module's own, a set was
+    built and kept for each batch: a worker of 20,000 tasks held 10,000 sets, and grew by
+    55 MB. A module's function is kept by the tuner, for `init`'s one lookup a call."""
+    if type(factory) is not types.FunctionType:
+        return False
+    owner: object = sys.modules.get(factory.__module__)
+    for name in factory.__qualname__.split("."):
+        owner = getattr(owner, name, None)
+    return owner is not factory
 
 
 _LOCAL_TUNERS: weakref.WeakSet[LocalTuner] = weakref.WeakSet()
