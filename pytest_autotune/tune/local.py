@@ -81,6 +81,9 @@ class LocalTuner:
         self._codes: dict[int, types.CodeType] = {}
         """The code of each site in `_sets` (and of the functions it captures), by id, kept
         alive so that its id stays its own."""
+        self._defined: dict[tuple[str, str], Callable[[], TunableSet]] = {}
+        """(module, qualified name) -> the module-level init function of that name built last,
+        for `_redefines`."""
         self._lock = threading.RLock()
         """Reentrant: a set's init function may init another set of this tuner (a set
         composed of another), in the thread that holds it."""
@@ -127,7 +130,8 @@ class LocalTuner:
         fields are one key to the cache file, and the tuner refuses the second
         (`PersistedEntries.check_key_type`). Each set carries this tuner's name
         (`TunableSet.tuner`), so the `autotune` fixture given it writes the cache file this
-        tuner reads.
+        tuner reads. A module-level init function defined again (a notebook cell run again)
+        builds its new set, and the tuner forgets its decisions in memory (`_redefines`).
         """
         tunables = self._sets.get(factory)
         if tunables is None:
@@ -149,6 +153,8 @@ class LocalTuner:
                     codes: list[types.CodeType] = []
                     init_site(factory, codes)  # the codes its site goes by, kept once built
                     self._codes.update((id(code), code) for code in codes)
+                    if self._redefines(factory):
+                        self.clear()
         return tunables
 
     def _init_unnamed(self, factory: Callable[[], TunableSet[ReturnT]]) -> TunableSet[ReturnT]:
@@ -163,6 +169,25 @@ class LocalTuner:
             if tunables is None:
                 tunables = sets[self] = self._build(factory)
         return tunables
+
+    def _redefines(self, factory: Callable[[], TunableSet]) -> bool:
+        """Whether `factory` defines again an init function this tuner built a set of: the
+        same `def` of a module run again, which the module now names, as a notebook cell
+        run again defines it in `__main__` (or a module reloaded without its tuner; never
+        cloudpickle's copies, which no module names: `_init_unnamed`). Its set replaces
+        the earlier one, whose decisions in
+        memory are no longer this code's: served by index, a candidate added to the list
+        was never measured, and one removed made the old index fail as another set's; a key
+        every earlier candidate failed raised that failure again, without trying the fixed
+        ones. Forgotten (`clear`), each key is served from the files again for this
+        candidate list, or tuned. A lambda, and a function of a function, are left out:
+        each of one name may be a set of its own (`init_site`)."""
+        if not isinstance(factory, types.FunctionType) or "<" in factory.__qualname__:
+            return False
+        name = (factory.__module__, factory.__qualname__)
+        earlier = self._defined.get(name)
+        self._defined[name] = factory
+        return earlier is not None and earlier is not factory
 
     def _build(self, factory: Callable[[], TunableSet[ReturnT]]) -> TunableSet[ReturnT]:
         """`factory`'s set, carrying this tuner's name."""

@@ -532,6 +532,129 @@ def test_a_set_whose_init_function_inits_another_set_of_the_same_tuner_is_built(
     assert tuner.init(make_inner).names == ("inner",)
 
 
+def run_cell(namespace: dict, source: str, number: int) -> None:
+    """`source` run as a notebook cell: IPython compiles each cell under a file name of its
+    own and runs it in the namespace of `__main__`, its user module, so a cell run again
+    defines its functions again, under the same module and name."""
+    code = compile(textwrap.dedent(source), f"<ipython-input-{number}-0123456789ab>", "exec")
+    exec(code, namespace)
+
+
+@pytest.fixture
+def cells(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> dict:
+    """The namespace of a notebook whose first cell made `TUNER` and `client`: a module's,
+    registered as IPython registers its user module, so that its functions are named by it."""
+    module = types.ModuleType("notebook_main")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    client = FakeClient()
+    module.__dict__.update(
+        TUNER=LocalTuner("t", AutotuneConfig(cache_dir=cache_dir)),
+        client=client,
+        TunableSet=TunableSet,
+        candidate=candidate,
+        TIMES=TIMES,
+    )
+    return module.__dict__
+
+
+def test_a_set_whose_cell_is_run_again_with_a_candidate_added_is_tuned_again(cells):
+    # The index the first list's tuning chose was served to the new list: `slow`, at that
+    # index now, ran and `quick`, added first, was never measured, until the kernel restarted.
+    run_cell(
+        cells,
+        """
+        def make_set():
+            return TunableSet.of(len, {
+                "slow": candidate(client.clock, 3e-3, result="slow"),
+                "fast": candidate(client.clock, 1e-3, result="fast"),
+            })
+        out = TUNER.execute(client.device_id, client, TUNER.init(make_set), ([1],))
+        """,
+        1,
+    )
+    assert cells["out"] == "fast"
+    run_cell(
+        cells,
+        """
+        def make_set():
+            return TunableSet.of(len, {
+                "quick": candidate(client.clock, 0.5e-3, result="quick"),
+                "slow": candidate(client.clock, 3e-3, result="slow"),
+                "fast": candidate(client.clock, 1e-3, result="fast"),
+            })
+        out = TUNER.execute(client.device_id, client, TUNER.init(make_set), ([1],))
+        """,
+        2,
+    )
+    assert cells["out"] == "quick"
+
+
+def test_a_set_whose_cell_is_run_again_with_fewer_candidates_is_tuned_again(cells):
+    # It failed with "sets that share a tuner share its keys": the index of the first list's
+    # winner lay past the end of the new list, and the user had only one set.
+    source = """
+        def make_set():
+            return TunableSet.of(len, {{
+                name: candidate(client.clock, TIMES[name], result=name) for name in {names}
+            }})
+        out = TUNER.execute(client.device_id, client, TUNER.init(make_set), ([1],))
+        """
+    run_cell(cells, source.format(names=["mid", "slow", "fast"]), 1)
+    assert cells["out"] == "fast"
+    run_cell(cells, source.format(names=["mid", "slow"]), 2)
+    assert cells["out"] == "mid"
+
+
+def test_a_key_every_candidate_failed_is_tried_again_once_its_cell_is_fixed(cells):
+    # The failure of the first definition was raised again without tuning: the NameError
+    # the user had just fixed, until the kernel restarted.
+    source = """
+        def a(x):
+            return {body}
+
+        def make_set():
+            return TunableSet.of(len, {{"a": a, "b": a}})
+        out = TUNER.execute(client.device_id, client, TUNER.init(make_set), ([1],))
+        """
+    with pytest.raises(AutotuneError, match="NameError: name 'y' is not defined"):
+        run_cell(cells, source.format(body="y"), 1)
+    run_cell(cells, source.format(body="x"), 2)
+    assert cells["out"] == [1]
+
+
+def test_a_set_whose_cell_is_run_again_unchanged_keeps_its_winner_without_tuning(cells):
+    source = """
+        calls = []
+
+        def fast(x):
+            calls.append("fast")
+            client.clock.advance(1e-3)
+            return "fast"
+
+        def make_set():
+            return TunableSet.of(len, {
+                "slow": candidate(client.clock, 3e-3, result="slow"), "fast": fast
+            })
+        out = TUNER.execute(client.device_id, client, TUNER.init(make_set), ([1],))
+        """
+    run_cell(cells, source, 1)
+    run_cell(cells, source, 1)
+    assert (cells["out"], cells["calls"]) == ("fast", ["fast"])  # served, not tuned
+
+
+def test_init_functions_of_other_names_keep_each_others_decisions():
+    # Only a function defined again under its own name replaces a set: two sets, and two
+    # lambdas at module level (each `<lambda>`), are sets side by side.
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(disable_cache=True))
+    first = make_set(client, slow=3e-3, fast=1e-3)
+    local.execute(client.device_id, client, local.init(lambda: first), ([1],))
+    local.init(lambda: TunableSet.of(len, {"other": len}))
+    calls = [fn.calls for fn in first.fns]
+    assert local.execute(client.device_id, client, local.init(lambda: first), ([1],)) == "fast"
+    assert [fn.calls for fn in first.fns] == [calls[0], calls[1] + 1]
+
+
 def test_one_tuner_serves_each_device(cache_dir):
     local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
     assert local.tuner("a") is local.tuner("a")
