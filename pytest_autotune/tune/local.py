@@ -540,15 +540,16 @@ def local_tuner(
         # ships caches and whose tests wrote them under that name. A script is named as
         # `import` would name it, after its file (`train.py` -> `train`), so two scripts
         # keep two files rather than replacing each other's entries in one `__main__`;
-        # only an interactive session, with no file, is `__main__`. Neither a script nor a
-        # top-level module run with -m has a package (importlib cannot read one from a
-        # script, and would import, and so run, such a module a second time to look).
+        # only an interactive session, with no file, is `__main__`, as is a program read
+        # from no file (`python - < prog.py`, whose `__file__` is "<stdin>"). Neither a
+        # script nor a top-level module run with -m has a package (importlib cannot read
+        # one from a script, and would import, and so run, such a module a second time).
         spec = names.get("__spec__")
         script = names.get("__file__")
         in_package = spec is not None and bool(spec.parent)
         if spec is not None:
             module = spec.name
-        elif isinstance(script, str) and script:
+        elif isinstance(script, str) and script and not script.startswith("<"):
             module = Path(script).stem
         else:
             module = "__main__"

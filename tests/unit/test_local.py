@@ -181,6 +181,16 @@ def test_a_top_level_module_run_with_python_m_is_run_once(tmp_path):
     assert done.stdout.splitlines() == ["run as __main__", "tool_run_as_main None"]
 
 
+@pytest.mark.parametrize("pseudo_file", ["<stdin>", "<string>"])
+def test_a_program_of_no_file_is_named_as_an_interactive_session_is(pseudo_file):
+    # `python - < prog.py` runs with `__file__` "<stdin>", which names no file: its tuner was
+    # "<stdin>" (cache file `_stdin_-<hash>.json`), where `python -c` and a notebook give
+    # `__main__`.
+    namespace = {"__name__": "__main__", "__file__": pseudo_file, "local_tuner": local_tuner}
+    exec("TUNER = local_tuner()", namespace)
+    assert (namespace["TUNER"].name, namespace["TUNER"].package) == ("__main__", None)
+
+
 def test_a_named_local_tuner_adds_its_name_to_the_module():
     assert local_tuner("x").name == "tests.unit.test_local-x"
 
