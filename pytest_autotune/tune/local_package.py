@@ -17,6 +17,22 @@ def importable(package: str) -> bool:
         return False
 
 
+def a_package(name: str) -> bool:
+    """Whether `name` imports as a package (a folder), not a plain module: a plain
+    top-level module (`helpers.py` beside a notebook) holds no data, and
+    `importlib.resources` read the folder it lies in as its own from Python 3.12 on (and
+    nothing before): a project's own `.autotune` there, or site-packages' for a
+    distribution of one module, was taken for its shipped caches."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return hasattr(module, "__path__")
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and spec.submodule_search_locations is not None
+
+
 def top_level_package(module: str) -> str:
     """The top-level package of `module`, or below a namespace package the first regular one:
     `acme.mylib` for `acme.mylib.ops` when `acme` is a namespace that several distributions

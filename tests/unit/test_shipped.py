@@ -116,6 +116,20 @@ def test_a_module_whose_name_imports_nothing_has_no_package_and_no_warning() -> 
     assert names["TUNER"].name == "ghost_package_not_installed.test_ops"
 
 
+def test_a_plain_top_level_module_ships_nothing(tmp_path, monkeypatch) -> None:
+    """`helpers.py` beside a notebook, `TUNER = local_tuner()`: no package holds it, where
+    Python 3.12's `importlib.resources` read the folder it lies in (the project, whose
+    `.autotune` holds its tests' caches) as its shipped caches, and 3.11 read nothing."""
+    name = f"plain_helpers_{next(_packages)}"
+    (tmp_path / f"{name}.py").write_text(
+        "from pytest_autotune import local_tuner\nTUNER = local_tuner()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    helpers = importlib.import_module(name)
+    assert helpers.TUNER.name == name
+    assert helpers.TUNER.package is None
+
+
 def test_below_a_namespace_package_the_shipped_caches_are_the_first_regular_packages(
     tmp_path, monkeypatch
 ) -> None:
