@@ -29,7 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         if setting.kind == "bool":
             group.addoption(setting.flag, action="store_true", default=None, help=setting.help)
         else:
-            group.addoption(setting.flag, default=None, metavar="VALUE", help=setting.help)
+            group.addoption(setting.flag, default=None, metavar=setting.metavar, help=setting.help)
     for setting in _INI_KEYS:
         _add_ini(parser, setting)
 

@@ -80,6 +80,8 @@ class Setting:
 
     numeric: bool = False
     """A number: a native TOML table (pytest 9) may give it unquoted."""
+    metavar: str = "VALUE"
+    """What its option takes, as `pytest --help` and the README's table name it."""
 
     @property
     def kind(self) -> Literal["bool", "string"]:
@@ -133,20 +135,29 @@ SETTINGS: tuple[Setting, ...] = (
         "cache root (default: .autotune in the root dir)",
         None,
         tuning_only=True,
+        metavar="DIR",
     ),
-    _plugin("html", optional(parse_path), "write the HTML report to this path", tuning_only=True),
+    _plugin(
+        "html",
+        optional(parse_path),
+        "write the HTML report to this path",
+        tuning_only=True,
+        metavar="PATH",
+    ),
     _engine(
         "record",
         optional(parse_record),
         "append JSON-lines records to this path",
         None,
         tuning_only=True,
+        metavar="PATH",
     ),
     _plugin(
         "config",
         optional(parse_path),
         "YAML settings file (default: autotune.yaml)",
         sources=frozenset({"command line", "ini"}),
+        metavar="PATH",
     ),
     _plugin(
         "device",
@@ -155,6 +166,7 @@ SETTINGS: tuple[Setting, ...] = (
         "auto",
         sources=_EVERYWHERE | _MARKER,
         tuning_only=True,
+        metavar="DEVICE",
     ),
     _engine(
         "level",
@@ -162,6 +174,7 @@ SETTINGS: tuple[Setting, ...] = (
         "minimal, balanced (default), extensive, full: how finely anchor groups sizes",
         AutotuneLevel.BALANCED,
         sources=_EVERYWHERE | _MARKER,
+        metavar="LEVEL",
     ),
     _engine(
         "strict",
@@ -179,6 +192,7 @@ SETTINGS: tuple[Setting, ...] = (
         ),
         None,
         tuning_only=True,
+        metavar="NAME",
     ),
     _engine(
         "time_limit",
@@ -190,6 +204,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         sources=_EVERYWHERE | _MARKER,
         numeric=True,
+        metavar="SECONDS",
     ),
     _plugin(
         "benchmark_json",
@@ -199,6 +214,7 @@ SETTINGS: tuple[Setting, ...] = (
             " [benchmark] extra)"
         ),
         tuning_only=True,
+        metavar="PATH",
     ),
     _plugin(
         "only",
