@@ -147,7 +147,7 @@ SETTINGS: tuple[Setting, ...] = (
     _engine(
         "record",
         optional(parse_record),
-        "append JSON-lines records to this path",
+        "append JSON-lines records to this path (stdout or stderr: to that stream, at the end)",
         None,
         tuning_only=True,
         metavar="PATH",

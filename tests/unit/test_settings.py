@@ -15,6 +15,7 @@ from pytest_autotune.plugin_options import _written_by_others
 from pytest_autotune.plugin_settings import PluginSettings, settings_from_sources
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig, ConfigError, load_yaml
 from pytest_autotune.tune.key import AutotuneLevel
+from pytest_autotune.tune.log import STREAMS
 from pytest_autotune.tune.parse import parse_fraction
 from pytest_autotune.tune.settings import BY_NAME, MARKER_ONLY, SETTINGS, env_values
 
@@ -255,6 +256,12 @@ def test_the_environment_names_come_from_the_table() -> None:
     environ = {s.env: "1" for s in SETTINGS if "environment" in s.sources}
     assert set(env_values(environ)) == set(environ)
     assert "PYTEST_AUTOTUNE_CONFIG" not in environ  # --autotune-config names the YAML file
+
+
+def test_the_records_help_names_the_streams_it_takes_beside_a_path() -> None:
+    # `pytest --help` said "append JSON-lines records to this path" alone: a CI log that
+    # wants the records had no way to learn of `--autotune-record=stdout` but the README.
+    assert all(stream in BY_NAME["record"].help for stream in STREAMS)
 
 
 def _fields(value: object) -> dict[str, object]:
