@@ -376,6 +376,12 @@ class PersistentCache:
             return {}
         return {pk: self._contents.entries[pk] for pk in self._keys().get(key, ())}
 
+    def wait_for_the_lock_again(self) -> None:
+        """Let the next save wait out `lock_timeout` again, where a wait that ran out made
+        the later ones not wait (`_locked`): the last save of a program, whose exit would
+        otherwise give up on a lock freed a moment later."""
+        self._lock_stuck = False
+
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """Hold the file's lock (`lock_beside`), waiting up to `lock_timeout` for it; a
@@ -384,16 +390,17 @@ class PersistentCache:
         Once a wait has run out, the next try does not wait, until one gets the lock: a
         process stopped or hung holding it holds it for as long as it stays so, and a
         program that waited out each key's lookup and save stalled each call of a new key."""
-        lock = lock_beside(self.path, 0 if self._lock_stuck else self.lock_timeout)
+        wait = 0 if self._lock_stuck else self.lock_timeout
+        lock = lock_beside(self.path, wait)
         try:
             lock.acquire()
         except Timeout:
             self._lock_stuck = True
             holder = lock_holder(lock.lock_file)
             by = f" by {holder}" if holder is not None else ""
-            raise LockedCacheFile(
-                self.path, f"{lock.lock_file} still locked{by} after {self.lock_timeout:g} s"
-            ) from None
+            # The wait it took: "after 5 s" of a try that did not wait misled.
+            after = f"after {wait:g} s" if wait else "again"
+            raise LockedCacheFile(self.path, f"{lock.lock_file} still locked{by} {after}") from None
         self._lock_stuck = False
         try:
             yield

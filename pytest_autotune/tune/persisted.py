@@ -3,11 +3,15 @@ the candidate list it was tuned for, and never again once its winner declined th
 
 from __future__ import annotations
 
+import atexit
 import logging
 import warnings
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 from pytest_autotune.tune.cache import (
+    PROGRAM_LOCK_TIMEOUT_S,
     CacheFileError,
     PersistentCache,
     PersistentCacheKey,
@@ -42,7 +46,11 @@ class PersistedEntries:
         last save that got it: said once, not at each new key meanwhile."""
         self._unsaved: dict[PersistentCacheKey, PersistentCacheValue] = {}
         """The decisions not saved while another process held the file's lock: each later
-        save sends them again, and the first that gets the lock writes them."""
+        save sends them again, and the first that gets the lock writes them; the program's
+        exit tries once more (`_save_held_back_at_exit`)."""
+        self._client: Client | None = None
+        """The client of the last decision held back, whose fingerprint a new file's device
+        block takes when the exit saves them."""
         self._stored: dict[str, dict[str, tuple[PersistentCacheKey, PersistentCacheValue]]] = {}
         """Stored form -> checksum -> the persisted entry. A library's tuner reads its user's
         cache over the shipped ones, which may hold one key for several candidate lists (the
@@ -158,30 +166,17 @@ class PersistedEntries:
                 # Its load and the first save after it warned, naming the file: it is not
                 # overwritten, the decisions stay in memory. Each later key said it again.
                 return
-
-            def device(held: dict[str, Any] | None) -> dict[str, Any]:
-                # The file's block as it is under the lock, not as this tuner read it: an
-                # update may have written its peaks and fingerprint since, which a block
-                # decided on the earlier read would have overwritten.
-                block = {**(held or {}), "id": self.device_id}
-                if "fingerprint" not in block:
-                    # What a file's device is, as the plugin's files say: a shipped file
-                    # serves users of the same class only where its fingerprint names it
-                    # (`tune.device_class`). One already there is kept, though a driver
-                    # may have changed since: it may be an update's, with what plugins
-                    # added to it (`pytest_autotune_fingerprint`), which an update renews.
-                    block["fingerprint"] = client_fingerprint(client)
-                return block
-
             # A decision not saved earlier goes with this one, unless this one replaces it.
             updates = {k: v for k, v in self._unsaved.items() if k.key != pk.key}
             updates[pk] = value
             try:
-                self.persistent.save(updates, device=device)
+                self.persistent.save(updates, device=self._device_block(client))
             except LockedCacheFile as error:
                 for replaced in [k for k in self._unsaved if k.key == pk.key]:
                     self._unsaved.pop(replaced, None)
                 self._unsaved[pk] = value
+                self._client = client
+                _HELD_BACK.add(self)
                 self._say_locked(error)
             except CacheFileError as exc:
                 self._said_unsaved = self.persistent.unreadable() is not None
@@ -197,6 +192,56 @@ class PersistedEntries:
                     if self._unsaved.get(saved) is sent:
                         self._unsaved.pop(saved, None)
 
+    def _device_block(self, client: Client) -> Callable[[dict[str, Any] | None], dict[str, Any]]:
+        """The file's device block for a save of this client's decisions."""
+
+        def device(held: dict[str, Any] | None) -> dict[str, Any]:
+            # The file's block as it is under the lock, not as this tuner read it: an
+            # update may have written its peaks and fingerprint since, which a block
+            # decided on the earlier read would have overwritten.
+            block = {**(held or {}), "id": self.device_id}
+            if "fingerprint" not in block:
+                # What a file's device is, as the plugin's files say: a shipped file
+                # serves users of the same class only where its fingerprint names it
+                # (`tune.device_class`). One already there is kept, though a driver
+                # may have changed since: it may be an update's, with what plugins
+                # added to it (`pytest_autotune_fingerprint`), which an update renews.
+                block["fingerprint"] = client_fingerprint(client)
+            return block
+
+        return device
+
+    def save_held_back(self) -> None:
+        """Save the decisions held back while another process held the file's lock, waiting
+        for it once more, a program's wait (`_save_held_back_at_exit`); where it is still
+        held, say which decisions are lost with this process."""
+        if not self._unsaved or self.persistent is None or self._client is None:
+            return
+        updates = dict(self._unsaved)
+        # A program's wait at most: a `Tuner` given a cache of the pytest runs' wait (5
+        # minutes) would hold the exit that long.
+        self.persistent.lock_timeout = min(self.persistent.lock_timeout, PROGRAM_LOCK_TIMEOUT_S)
+        self.persistent.wait_for_the_lock_again()
+        try:
+            self.persistent.save(updates, device=self._device_block(self._client))
+        except LockedCacheFile as error:
+            keys = ("key " if len(updates) == 1 else "keys ") + ", ".join(
+                sorted(pk.key for pk in updates)
+            )
+            warnings.warn(
+                CacheFileWarning(
+                    f"{error}; this program ends without saving its decisions for {keys},"
+                    " which the next run tunes again"
+                ),
+                stacklevel=1,
+            )
+        except CacheFileError as exc:
+            warnings.warn(CacheFileWarning(f"{exc}; decisions not saved"), stacklevel=1)
+        else:
+            for saved, sent in updates.items():
+                if self._unsaved.get(saved) is sent:
+                    self._unsaved.pop(saved, None)
+
     def _say_locked(self, error: LockedCacheFile) -> None:
         """Warn, once until a save gets the lock again, that the program goes on without
         the file while another process holds its lock."""
@@ -207,8 +252,8 @@ class PersistedEntries:
             CacheFileWarning(
                 f"{error}; this program goes on without waiting for it: new keys are tuned"
                 " here and kept in memory, and the first later save that gets the lock"
-                " writes them (a process stopped or hung holding a lock holds it until it"
-                " goes on or ends)"
+                " writes them, else this program's exit (a process stopped or hung holding"
+                " a lock holds it until it goes on or ends)"
             ),
             stacklevel=caller_level(),
         )
@@ -217,3 +262,15 @@ class PersistedEntries:
 def _type_name(key: Any) -> str:
     kind = type(key)
     return f"{kind.__module__}.{kind.__qualname__}"
+
+
+_HELD_BACK: weakref.WeakSet[PersistedEntries] = weakref.WeakSet()
+"""The entries that held decisions back while another process held their file's lock: a
+program that ended before a later save got the lock lost them without a word, though the
+lock is often free by then (the other process's update done)."""
+
+
+@atexit.register
+def _save_held_back_at_exit() -> None:
+    for entries in list(_HELD_BACK):
+        entries.save_held_back()

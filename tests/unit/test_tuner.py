@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_autotune.tune import call_scope
+from pytest_autotune.tune import call_scope, persisted
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.bounds import Work
 from pytest_autotune.tune.cache import PersistentCache
@@ -547,13 +547,62 @@ def test_new_keys_are_served_while_another_process_holds_the_cache_file_lock_and
         f"{path}: {held.lock_file} still locked"
         + (f" by process {os.getpid()} (this one)" if os.path.exists("/proc/locks") else "")
         + " after 0.01 s; this program goes on without waiting for it: new keys are tuned"
-        " here and kept in memory, and the first later save that gets the lock writes them"
-        " (a process stopped or hung holding a lock holds it until it goes on or ends)"
+        " here and kept in memory, and the first later save that gets the lock writes them,"
+        " else this program's exit (a process stopped or hung holding a lock holds it until"
+        " it goes on or ends)"
     ]
     assert [json.loads(pk.key) for pk in PersistentCache(path).load()] == [1]
 
     tuner.execute(make(client.clock, slow=3e-3, fast=1e-3), ([1, 2, 3, 4],), client)
     assert sorted(json.loads(pk.key) for pk in PersistentCache(path).load()) == [1, 2, 3, 4]
+
+
+def held_back(client, tmp_path):
+    """A tuner that decided keys [1, 2] and [1, 2, 3] while another process held its file's
+    lock, the file holding key [1] alone, and that lock, released."""
+    path = tmp_path / "t.json"
+    Tuner("t", client.device_id, persistent=PersistentCache(path)).execute(
+        make(client.clock, slow=3e-3, fast=1e-3), ([1],), client
+    )
+    tuner = Tuner("t", client.device_id, persistent=PersistentCache(path, lock_timeout=0.01))
+    held = lock_beside(path, timeout=0)
+    held.acquire()
+    try:
+        with pytest.warns(CacheFileWarning):
+            for inputs in ([1, 2], [1, 2, 3]):
+                tuner.execute(make(client.clock, slow=3e-3, fast=1e-3), (inputs,), client)
+    finally:
+        held.release()
+    return tuner, path, held
+
+
+def test_decisions_held_back_by_another_processs_lock_are_saved_at_the_programs_exit(
+    client, tmp_path
+):
+    # A program that decided its keys while another process held the file's lock, and
+    # ended before a later save got it, lost them without a word, though the lock was free
+    # by then (the other process's update done): each run tuned them again.
+    tuner, path, _ = held_back(client, tmp_path)
+    assert [json.loads(pk.key) for pk in PersistentCache(path).load()] == [1]
+    # What the exit saves (`_save_held_back_at_exit`), this tuner's alone: other tests'
+    # tuners may hold decisions back too.
+    assert tuner._persisted in persisted._HELD_BACK
+    tuner._persisted.save_held_back()
+    assert sorted(json.loads(pk.key) for pk in PersistentCache(path).load()) == [1, 2, 3]
+
+
+def test_decisions_still_held_back_at_the_programs_exit_are_named(client, tmp_path):
+    tuner, path, held = held_back(client, tmp_path)
+    held.acquire()
+    try:
+        with pytest.warns(
+            CacheFileWarning, match="ends without saving its decisions for keys"
+        ) as said:
+            tuner._persisted.save_held_back()
+    finally:
+        held.release()
+    assert str(said[0].message).endswith("keys 2, 3, which the next run tunes again")
+    assert [json.loads(pk.key) for pk in PersistentCache(path).load()] == [1]
 
 
 def test_a_key_the_file_holds_is_served_while_another_thread_waits_for_the_file_lock(
