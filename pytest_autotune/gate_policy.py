@@ -18,7 +18,7 @@ from pytest_autotune.baseline_winner import Weighed, slip_note, weigh_slip, winn
 from pytest_autotune.baselines import UnreadableFile
 from pytest_autotune.candidate_measure import index_measurer, read_kind
 from pytest_autotune.confirmations import Confirmations, again_after_gap, confirming
-from pytest_autotune.gate import Baseline, GroupVerdict, Measurement, judge
+from pytest_autotune.gate import Baseline, FloorCheck, GroupVerdict, Measurement, judge
 from pytest_autotune.gate.judge import fraction_and_roof
 from pytest_autotune.group_case import GroupCase
 from pytest_autotune.report.figures import format_fraction
@@ -132,6 +132,12 @@ def judge_group(
     measured, baseline_winner, rival = weighed.measured, weighed.baseline_winner, weighed.rival
     if work is not None:
         peaks = _peaks_under(client, peaks, work, current, case.group, notes)
+    if thresholds is not None:
+        unjudged = FloorCheck(thresholds, work.unit if work is not None else "fp32").unjudged(
+            work, peaks
+        )
+        if unjudged is not None:
+            notes.append(f"note: {case.group}: its floor (thresholds=) was not judged: {unjudged}")
     confirmations = Confirmations()
     verdict = judge(
         current,

@@ -330,6 +330,34 @@ class FloorCheck:
             f" the floor is {format_fraction(bound.threshold)}{_unset(bound)}{either}"
         )
 
+    def unjudged(self, work: Work | None, peaks: Peaks) -> str | None:
+        """Why no bound of `work` can judge the floor, None where one can. `fails` passes
+        such a floor, and a test that asked for one must not read as having reached it."""
+        if work is None:
+            return "its work= returned None"
+        compute_peak, memory = peaks.compute_peak(self.dtype), peaks.memory_roof(work.footprint)
+        bounds = calculate_bounds(work, self.thresholds, compute_peak, memory.peak)
+        if bounds.time_limit() is not None:
+            return None
+        measured = ", ".join(sorted(peaks.compute)) or "none"
+        compute = _no_limit(
+            "compute_ops",
+            work.compute_ops,
+            compute_peak,
+            f"no {self.dtype} compute peak was measured (measured: {measured})",
+            COMPUTE,
+            self.thresholds.compute,
+        )
+        memory_reason = _no_limit(
+            "bytes",
+            work.bytes,
+            memory.peak,
+            "no memory peak was measured",
+            MEMORY,
+            self.thresholds.memory,
+        )
+        return f"{compute}; {memory_reason}"
+
     def shortfall(self, work: Work, seconds: float, peaks: Peaks) -> float | None:
         """How far the winner is from its floor, ln(seconds over the bounds' time limit):
         positive where it misses it; None where no bound gives a limit."""
@@ -345,6 +373,22 @@ class FloorCheck:
             f"{format_fraction(bound.amount / seconds / bound.peak)} of the {which} roof, whose"
             f" floor is {format_fraction(bound.threshold)}{_unset(bound)}"
         )
+
+
+def _no_limit(
+    amount_name: str,
+    amount: float,
+    peak: float,
+    unmeasured: str,
+    threshold_name: str,
+    threshold: float,
+) -> str:
+    """Why one resource of a `Work` gives the floor no time limit."""
+    if not amount > 0:
+        return f"{amount_name} is 0"
+    if not peak > 0:
+        return unmeasured
+    return f"Thresholds.{threshold_name} is {threshold!r}, no limit"
 
 
 def _unset(bound: AutotuneBound) -> str:

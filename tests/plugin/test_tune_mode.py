@@ -1515,6 +1515,52 @@ def test_a_winner_below_the_floor_fails(autotune_pytester: pytest.Pytester) -> N
     )
 
 
+@pytest.mark.parametrize(
+    ("work", "why"),
+    [
+        ("lambda: None", "its work= returned None"),
+        ("lambda: Work()", "compute_ops is 0; bytes is 0"),
+        (
+            'lambda: Work(compute_ops=1e5, dtype="fp64")',
+            "no fp64 compute peak was measured (measured: fp32); bytes is 0",
+        ),
+    ],
+    ids=["none", "empty", "unmeasured-dtype"],
+)
+def test_a_floor_that_cannot_be_judged_is_said(
+    autotune_pytester: pytest.Pytester, work: str, why: str
+) -> None:
+    """A floor with nothing to judge it on passed without a word, as `thresholds=` without
+    `work=` did before that was refused: the test read as one that reached its floor."""
+    autotune_pytester.makepyfile(
+        f"""
+        import pytest
+        from conftest import spin
+        from pytest_autotune import Thresholds, Work
+
+        def only(n):
+            spin(100e-6)
+            return n
+
+        @pytest.mark.autotune(
+            candidates={{"only": only}},
+            work={work},
+            thresholds=Thresholds(compute=0.8, memory=0.8),
+        )
+        def test_floor(candidate):
+            return candidate(1)
+        """
+    )
+    result = run(autotune_pytester, "--autotune")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            f"note: test_a_floor_that_cannot_be_judged_is_said.py::test_floor: its floor"
+            f" (thresholds=) was not judged: {why}"
+        ]
+    )
+
+
 def test_numpy_numbers_in_the_marker_and_its_work_are_numbers(
     autotune_pytester: pytest.Pytester,
 ) -> None:

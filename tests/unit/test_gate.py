@@ -265,6 +265,15 @@ def test_a_floor_that_no_measured_peak_can_judge_is_not_a_failure() -> None:
     assert FloorCheck(Thresholds(memory=0.8)).fails(Work(bytes=1e9), 1.0, no_memory_peak) is None
 
 
+def test_a_floor_that_no_bound_can_judge_says_why_for_each_resource() -> None:
+    no_memory_peak = Peaks(memory={}, compute={"fp32": 1e13})
+    floor = FloorCheck(Thresholds(compute=0.0, memory=0.8))
+    assert floor.unjudged(Work(compute_ops=1e9, bytes=1e9), no_memory_peak) == (
+        "Thresholds.compute is 0.0, no limit; no memory peak was measured"
+    )
+    assert FloorCheck(Thresholds(memory=0.8)).unjudged(Work(bytes=1e9), PEAKS) is None
+
+
 # -- measuring precisely --------------------------------------------------------------------
 
 
