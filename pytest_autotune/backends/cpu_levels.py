@@ -182,8 +182,9 @@ def probe_cache_levels(
     """Copy, read and write rates of NumPy from each cache level, innermost first.
 
     The same single-thread NumPy calls as the memory probe (`copyto` counted as read plus
-    written bytes, `add.reduce`, `fill`, and `add` into one operand counted as two reads
-    and a write), each looped over a buffer that fits the level for
+    written bytes, `add.reduce`, `fill`, `add` into one operand counted as two reads
+    and a write, and `multiply` of a buffer in place counted as a read and a write), each
+    looped over a buffer that fits the level for
     `MIN_LOOP_S`, the best of `reps` loops. The per-call cost of the same call on one
     element is taken away, up to half the time (the rest is the cache's), so an L1 roof is
     the cache's speed and not Python's: a candidate that pays less overhead than NumPy must
@@ -208,6 +209,7 @@ def _calls(source: np.ndarray, target: np.ndarray) -> dict[str, Callable[[], obj
         "read": lambda: np.add.reduce(source),
         "write": lambda: target.fill(1.0),
         "add": lambda: np.add(source, head, out=head),
+        "update": lambda: np.multiply(source, 1.0, out=source),
     }
 
 
@@ -228,6 +230,7 @@ def _rates_at(working_set: int, reps: int, overhead: dict[str, float]) -> dict[s
         "read": float(whole.nbytes),
         "write": float(target.nbytes),
         "add": 3.0 * half.nbytes,
+        "update": 2.0 * whole.nbytes,
     }
     calls = {**_calls(whole, target), "copy": halves["copy"], "add": halves["add"]}
     rates = {}

@@ -93,10 +93,11 @@ class MemoryRoof:
     peak: float
 
 
-ROOF_PATTERNS = ("read", "copy", "add")
+ROOF_PATTERNS = ("read", "copy", "add", "update")
 """The access patterns whose rates set a memory roof: each counts the bytes a kernel's
 `Work` states, and real kernels stream at them (a reduction reads, an elementwise kernel
-copies, an update in place adds). "write" is left out (see `Peaks.memory_peak`)."""
+copies, `y += x` adds, `y *= 2` updates one buffer in place). "write" is left out (see
+`Peaks.memory_peak`)."""
 
 
 def _larger(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
@@ -149,8 +150,9 @@ class Peaks:
         (`ROOF_PATTERNS`); 0.0 (no bound) when none was measured.
 
         All count the bytes a kernel's `Work` states, and real kernels reach them: a
-        reduction streams at the read rate, an elementwise kernel at the copy rate, an
-        update in place (saxpy) at the add rate, where a CPU probe measured one. The
+        reduction streams at the read rate, an elementwise kernel at the copy rate, saxpy
+        at the add rate and a scaling in place at the update rate, where a CPU probe
+        measured them. The
         write rate is left out: a store-only stream is a special case (streaming stores on
         a CPU skip the read-for-ownership a mixed kernel pays), and a roof set by it would
         be one that no kernel reading its inputs can reach.

@@ -350,7 +350,7 @@ def test_the_probe_buffer_is_several_times_the_last_level_cache(
 
 def test_a_quick_real_probe_measures_positive_finite_peaks() -> None:
     peaks = cpu_peaks.probe_cpu_peaks(buffer_bytes=1 << 20, matmul_n=32, reps=2)
-    assert set(peaks.memory) == {"copy", "read", "write", "add"}
+    assert set(peaks.memory) == {"copy", "read", "write", "add", "update"}
     assert set(peaks.compute) == {"fp32", "fp64"}
     for rate in [*peaks.memory.values(), *peaks.compute.values()]:
         assert rate > 0 and math.isfinite(rate)
@@ -404,7 +404,7 @@ def test_a_quick_real_probe_measures_every_cache_level_it_is_given() -> None:
     levels = cpu_levels.probe_cache_levels(reps=1, sizes={1: 32 << 10, 2: 1 << 20})
     assert [(level.name, level.capacity) for level in levels] == [("L1", 32 << 10), ("L2", 1 << 20)]
     for level in levels:
-        assert set(level.rates) == {"copy", "read", "write", "add"}
+        assert set(level.rates) == {"copy", "read", "write", "add", "update"}
         assert all(rate > 0 and math.isfinite(rate) for rate in level.rates.values())
 
 

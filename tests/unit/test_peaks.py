@@ -227,6 +227,15 @@ def test_an_update_in_place_rate_raises_the_memory_roof_where_it_is_the_fastest(
     assert Peaks(memory={"copy": 2.0, "read": 1.0, "add": 3.0}, compute={}).memory_peak == 3.0
 
 
+def test_a_scaling_in_place_rate_raises_the_memory_roof_where_it_is_the_fastest() -> None:
+    """`y *= 2` reads and writes one buffer, with no write-allocate of another: from a cache
+    it streamed faster than `y += x`, and read 138% of a roof set without it."""
+    rates = {"copy": 2.0, "read": 1.0, "add": 3.0, "update": 4.0}
+    assert Peaks(memory=rates, compute={}).memory_peak == 4.0
+    level = MemoryLevel("L3", 32 << 20, rates)
+    assert Peaks(memory={"add": 1.0}, compute={}, levels=(level,)).memory_roof(1 << 20).peak == 4.0
+
+
 def test_at_least_keeps_the_larger_read_of_each_rate_and_level() -> None:
     low = Peaks(
         memory={"copy": 1e9, "read": 3e9},
