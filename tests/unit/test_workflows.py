@@ -135,6 +135,15 @@ def test_one_pull_requests_gate_never_cancels_anothers() -> None:
     assert "concurrency" not in load("autotune.yml")
 
 
+def test_the_gpu_jobs_name_the_gpu_so_a_runner_without_one_fails_them() -> None:
+    # Device `auto` falls back to the CPU: the gate then passed with "no baseline" for every
+    # group, and the refresh opened a pull request of the runner's CPU baselines.
+    for name, job in load("autotune.yml")["jobs"].items():
+        tuning = [line for line in steps_run(job).splitlines() if "-m pytest" in line]
+        assert tuning, name
+        assert all("--autotune-device=cuda" in line for line in tuning), (name, tuning)
+
+
 def test_the_gpu_jobs_install_into_a_virtual_environment() -> None:
     for job in load("autotune.yml")["jobs"].values():
         run = steps_run(job)
