@@ -107,6 +107,9 @@ def test_the_refresh_opens_a_pull_request_only_for_a_significant_change() -> Non
     assert opening["if"] == "steps.changed.outputs.significant == 'true'"
     # A token that starts workflows, so the refresh's pull request gets its CI.
     assert "secrets.AUTOTUNE_PR_TOKEN" in opening["with"]["token"]
+    # One pull request branch per base branch: a refresh run on a feature branch must not
+    # force-push over the open pull request of main's.
+    assert "${{ github.ref_name }}" in opening["with"]["branch"]
     # What `changed` found is the commit's message too, not only the pull request's body.
     assert "changes<<" in decide["run"]
     assert "${{ steps.changed.outputs.changes }}" in opening["with"]["commit-message"]
