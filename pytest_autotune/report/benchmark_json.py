@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import platform
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -110,8 +111,15 @@ def commit_info(root: Path) -> dict[str, Any]:
         "time": commit_time,
         "author_time": author_time,
         "dirty": dirty,
-        "branch": "(detached head)" if branch == "HEAD" else branch,
+        "branch": _detached_branch() if branch == "HEAD" else branch,
     }
+
+
+def _detached_branch() -> str:
+    """The branch of a detached checkout: on GitHub Actions, a pull request's merge commit
+    is its branch (`GITHUB_HEAD_REF`), as the run's records name it; the file of a pull
+    request's gate said "(detached head)" beside records that named the branch."""
+    return os.environ.get("GITHUB_HEAD_REF") or "(detached head)"
 
 
 def benchmark_id(

@@ -251,6 +251,27 @@ def test_in_a_git_checkout_the_commit_branch_and_dirty_state_are_recorded(
     assert commit_info(repo)["dirty"] is True
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_pull_requests_detached_merge_commit_is_named_by_its_branch_as_the_records_name_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "work")
+    git("-c", "user.name=t", "-c", "user.email=t@", "commit", "-q", "--allow-empty", "-m", "x")
+    git("checkout", "-q", "--detach")
+    monkeypatch.delenv("GITHUB_HEAD_REF", raising=False)
+    assert commit_info(tmp_path)["branch"] == "(detached head)"
+    monkeypatch.setenv("GITHUB_HEAD_REF", "faster-sum")  # GitHub Actions, a pull request
+    assert commit_info(tmp_path)["branch"] == "faster-sum"
+    monkeypatch.setenv("GITHUB_HEAD_REF", "")  # a push event's job sets it empty
+    assert commit_info(tmp_path)["branch"] == "(detached head)"
+
+
 def compare(tmp_path: Path, *files: Path) -> subprocess.CompletedProcess[str]:
     """`pytest-benchmark compare FILE...`: the console script runs `pytest_benchmark.cli:main`,
     which `python -m pytest_benchmark` runs too, without depending on PATH. It runs in an
