@@ -18,7 +18,7 @@ from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.report.extra import RecordExtra
 from pytest_autotune.stale import Collected, Stale, names_a_test, session_stale, tuned_groups
 from pytest_autotune.tune.cache import PersistentCache
-from pytest_autotune.tune.cache_names import cache_path, legacy_cache_file_parts
+from pytest_autotune.tune.cache_names import cache_path, legacy_cache_file
 from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.records import AutotuneRecord
 
@@ -153,7 +153,7 @@ def _renamed(
     if settings.prune:
         # Entries an upgrade's first save carried over from the file of 0.1.0's name are
         # still there; the new file, written by this run, may be in no commit to restore.
-        legacy = item.path.with_name(legacy_cache_file_parts(item.path.parent.name, tuner)[1])
+        legacy = legacy_cache_file(item.path.parent, tuner)
         kept = legacy != item.path and set(item.keys or ()) <= {
             key for key, _ in (_pairs(legacy) if legacy.is_file() else ())
         }

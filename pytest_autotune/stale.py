@@ -26,7 +26,7 @@ from pytest_autotune.tune.cache_names import (
     cache_file_parts,
     cache_files,
     cache_path,
-    legacy_cache_file_parts,
+    legacy_tuner_files,
 )
 from pytest_autotune.tune.files import lock_beside
 from pytest_autotune.tune.journal import journal_path
@@ -191,7 +191,7 @@ def _legacy_owner(path: Path, tuners: Iterable[str]) -> str | None:
     folder = path.parent.name
     for tuner in tuners:
         if (
-            path.name == legacy_cache_file_parts(folder, tuner)[1]
+            path.name in legacy_tuner_files(tuner)
             and not (path.parent / cache_file_parts(folder, tuner)[1]).exists()
         ):
             return tuner

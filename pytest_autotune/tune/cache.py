@@ -42,6 +42,7 @@ from pytest_autotune.tune.cache_format import (
 from pytest_autotune.tune.cache_names import (
     cache_file_parts,
     cache_path,
+    legacy_cache_file,
     legacy_cache_file_parts,
 )
 from pytest_autotune.tune.cache_read import (
@@ -495,11 +496,11 @@ def tuner_cache(
 ) -> PersistentCache:
     """The cache of `tuner_name` on `device_id` under `cache_dir`: its injective file name,
     the name it checks the file against, and its 0.1.0 name to read while it has no file."""
-    folder, name = legacy_cache_file_parts(device_id, tuner_name)
+    folder = legacy_cache_file_parts(device_id, tuner_name)[0]
     return PersistentCache(
         cache_path(cache_dir, device_id, tuner_name),
         tuner_name,
-        legacy=cache_dir / folder / name,
+        legacy=legacy_cache_file(cache_dir / folder, tuner_name),
         device_id=device_id,
         journal=journal,
         set_aside_damaged=set_aside_damaged,

@@ -1,6 +1,7 @@
 """Where a tuner's cache file lives: a folder per device and a file per tuner, both named
 so that two names never share a file (`cache_path`), and the names 0.1.0 gave them, which
-are still read (`legacy_cache_file_parts`); the cache files under a folder (`cache_files`)."""
+are still read (`legacy_cache_file_parts`, `legacy_tuner_files`); the cache files under a
+folder (`cache_files`)."""
 
 from __future__ import annotations
 
@@ -93,7 +94,25 @@ def legacy_cache_file_parts(device_id: str, tuner_name: str) -> tuple[str, str]:
     """The folder and file name pytest-autotune 0.1.0 gave the same cache: read when the
     injective name has no file yet, never written, so baselines committed under it are
     still found (the first save writes the injective name; the old file can then go)."""
-    return _legacy_stem(device_id), _tuner_file(tuner_name, _legacy_stem(tuner_name))
+    return _legacy_stem(device_id), legacy_tuner_files(tuner_name)[0]
+
+
+def legacy_tuner_files(tuner_name: str) -> tuple[str, ...]:
+    """Every file name 0.1.0 gave the cache of `tuner_name`, its later rule's first (that
+    of `legacy_cache_file_parts`). Its first rule hashed only an over-long name, so a node
+    id with a space or a non-ASCII letter (`tests/unit tests/a.py::t`) was filed with no
+    hash (`tests_unit_tests_a.py__t.json`): read by the later rule's name alone, such a
+    test's baselines read "no baseline" after an upgrade, the file never named."""
+    later = _tuner_file(tuner_name, _legacy_stem(tuner_name))
+    first = _tuner_file(tuner_name, _legacy_stem(tuner_name, hash_replaced=False))
+    return (later,) if first == later else (later, first)
+
+
+def legacy_cache_file(folder: Path, tuner_name: str) -> Path:
+    """The file of 0.1.0's name for `tuner_name`'s cache in the device folder `folder`: the
+    first of `legacy_tuner_files` that is there, else its later rule's name."""
+    names = legacy_tuner_files(tuner_name)
+    return next((folder / n for n in names if (folder / n).exists()), folder / names[0])
 
 
 def _file_stem(name: str) -> str:
@@ -132,13 +151,14 @@ def _hashed_stem(name: str) -> str:
     return f"{stem[: _MAX_STEM - _DIGEST - 1]}-{digest}"
 
 
-def _legacy_stem(name: str) -> str:
+def _legacy_stem(name: str, *, hash_replaced: bool = True) -> str:
     """The earlier, not injective, rule: characters outside `[A-Za-z0-9._-]` became `_`
-    (a long name, or one with characters other than a node id's separators, got a hash)."""
+    (a long name, or, with `hash_replaced`, one with characters other than a node id's
+    separators, got a hash; 0.1.0's first releases hashed only a long one)."""
     stem = _UNSAFE.sub("_", name)
     if stem.startswith("."):
         stem = "_" + stem[1:]
     digest = hashlib.sha256(name.encode()).hexdigest()[:16]
-    if _UNSAFE.search(_SEPARATORS.sub("", name)) or len(stem) > _MAX_STEM:
+    if (hash_replaced and _UNSAFE.search(_SEPARATORS.sub("", name))) or len(stem) > _MAX_STEM:
         stem = f"{stem[: _MAX_STEM - len(digest) - 1]}-{digest}"
     return stem

@@ -32,7 +32,7 @@ from pytest_autotune.tune.cache_format import (
     parse_contents,
     stored_tuner,
 )
-from pytest_autotune.tune.cache_names import cache_files, legacy_cache_file_parts
+from pytest_autotune.tune.cache_names import cache_files, legacy_tuner_files
 from pytest_autotune.tune.errors import CacheJournalWarning, caller_level
 from pytest_autotune.tune.files import (
     ConflictMarkers,
@@ -315,8 +315,8 @@ def legacy_names(folder: Path) -> dict[str, str]:
             continue  # its readers name what does not read
         if stored is None:
             continue
-        legacy = legacy_cache_file_parts(path.parent.name, stored)[1]
         current = path.relative_to(folder)
-        if legacy != current.name:  # A name of plain characters is its own file name.
-            names[current.with_name(legacy).as_posix()] = current.as_posix()
+        for legacy in legacy_tuner_files(stored):
+            if legacy != current.name:  # A name of plain characters is its own file name.
+                names[current.with_name(legacy).as_posix()] = current.as_posix()
     return names

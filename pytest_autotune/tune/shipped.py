@@ -25,10 +25,10 @@ from pytest_autotune.tune.cache import (
     PersistentCacheKey,
     PersistentCacheValue,
     cache_file_parts,
-    legacy_cache_file_parts,
     tuner_cache,
 )
 from pytest_autotune.tune.cache_format import FileInPlaceOfFolder, other_tuner
+from pytest_autotune.tune.cache_names import legacy_tuner_files
 from pytest_autotune.tune.cache_read import CacheContents, parse_cache
 from pytest_autotune.tune.device_class import DeviceClass, device_class, nearest
 from pytest_autotune.tune.errors import CacheFileWarning, caller_level
@@ -92,18 +92,14 @@ def shipped_caches(
     if root is None:
         return Shipped()
     folder, name = cache_file_parts(device_id, tuner_name)
-    own = _read_named(
-        root / folder, tuner_name, name, legacy_cache_file_parts(device_id, tuner_name)
-    )
+    own = _read_named(root / folder, tuner_name, name)
     exact = own.entries if own is not None else {}
     if fingerprint is None:
         return Shipped(exact)
     others: dict[str, CacheContents] = {}
     for sub in root.iterdir():
         if sub.name != folder and sub.is_dir():
-            contents = _read_named(
-                sub, tuner_name, name, legacy_cache_file_parts(sub.name, tuner_name)
-            )
+            contents = _read_named(sub, tuner_name, name)
             if contents is not None and contents.device is not None:
                 others[str(contents.device.get("id", sub.name))] = contents
     if not others:
@@ -172,20 +168,22 @@ def _shipped_root(package: str) -> Traversable | None:
     return root if root.is_dir() else None
 
 
-def _read_named(
-    folder: Traversable, tuner_name: str, name: str, legacy: tuple[str, str]
-) -> CacheContents | None:
-    """The shipped file of `tuner_name` in a device's folder: under its name, else under the
-    name pytest-autotune 0.1.0 gave it, if that one does not store another tuner's name;
-    one storing another name under its own is a collision, reported and ignored."""
+def _read_named(folder: Traversable, tuner_name: str, name: str) -> CacheContents | None:
+    """The shipped file of `tuner_name` in a device's folder: under its name, else under a
+    name pytest-autotune 0.1.0 gave it (`legacy_tuner_files`), if that one does not store
+    another tuner's name; one storing another name under its own is a collision, reported
+    and ignored."""
     own = _read(folder, name)
     if own is not None:
         if own.tuner in (None, tuner_name):
             return own
         _ignore(f"{folder / name}: {other_tuner(own.tuner, tuner_name)}")
         return None
-    older = _read(folder, legacy[1]) if legacy[1] != name else None
-    return older if older is not None and older.tuner in (None, tuner_name) else None
+    for legacy in legacy_tuner_files(tuner_name):
+        older = _read(folder, legacy) if legacy != name else None
+        if older is not None and older.tuner in (None, tuner_name):
+            return older
+    return None
 
 
 def _read(folder: Traversable, name: str) -> CacheContents | None:

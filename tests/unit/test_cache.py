@@ -948,6 +948,49 @@ def test_a_file_under_its_0_1_name_is_read_until_a_save_writes_the_new_name(
     assert legacy.read_bytes() == old
 
 
+EARLIEST_0_1_FILE = """{
+  "device": {"fingerprint": {}, "id": "cpu-x", "peaks": null},
+  "entries": [
+    {
+      "bounds": null,
+      "checksum": "03f4b658c1662800",
+      "fastest_index": 1,
+      "fastest_name": "add_reduce",
+      "key": "default",
+      "results": [
+        {"dropped_first": true, "index": 0, "name": "pairwise", "samples_ns": [33132, 12692]},
+        {"dropped_first": false, "index": 1, "name": "add_reduce", "samples_ns": [8612, 8586]}
+      ]
+    }
+  ],
+  "schema_version": 1
+}
+"""
+"""A cache file as 0.1.0's first releases wrote it, of a test under `tests/unit tests/`: no
+hash in its name, though a space was replaced."""
+
+
+def test_a_file_0_1_named_without_a_hash_for_a_space_is_read_and_carried_over(
+    tmp_path: Path,
+) -> None:
+    """0.1.0 first hashed only an over-long name, later also one with a character other than a
+    node id's separators replaced: a test path with a space was filed under both rules' names
+    in turn, and the earlier one was never read again ("no baseline", the file not named)."""
+    old = tmp_path / "cpu-x" / "tests_unit_tests_test_a.py__test_sum.json"
+    old.parent.mkdir()
+    old.write_text(EARLIEST_0_1_FILE)
+    cache = tuner_cache(tmp_path, "cpu-x", "tests/unit tests/test_a.py::test_sum")
+
+    assert cache.legacy == old
+    assert {k.key for k in cache.load()} == {stable_key("default")}
+    cache.save(dict([entry("b")]))
+
+    again = tuner_cache(tmp_path, "cpu-x", "tests/unit tests/test_a.py::test_sum")
+    assert {k.key for k in again.load()} == {stable_key("default"), stable_key("b")}
+    assert again.source() == cache.path
+    assert old.read_text() == EARLIEST_0_1_FILE
+
+
 def test_the_file_of_a_tuner_named_like_a_0_1_name_is_neither_read_nor_touched(
     tmp_path: Path,
 ) -> None:
