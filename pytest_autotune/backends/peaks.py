@@ -117,7 +117,20 @@ def _probe_once(device_id: str, probe: Callable[[], Peaks]) -> Peaks:
 
 def _load_or_probe_file(path: Path, device_id: str, probe: Callable[[], Peaks]) -> Peaks:
     try:
-        return _read(path, device_id)
+        peaks = _read(path, device_id)
+        if not _older_probe(device_id, peaks):
+            return peaks
+        warnings.warn(
+            CacheFileWarning(
+                f"{path}: written by an older pytest-autotune, whose probes measured no"
+                " update-in-place ('add') rate nor a CPU's cache levels, so its roofs bounded"
+                " every size by main memory: probed again and written over"
+            ),
+            stacklevel=caller_level(),
+        )
+        peaks = _probe_once(device_id, probe)
+        _write(path, device_id, peaks)
+        return peaks
     except FileNotFoundError:
         peaks = _probe_once(device_id, probe)
         _write(path, device_id, peaks)
@@ -133,6 +146,14 @@ def _load_or_probe_file(path: Path, device_id: str, probe: Callable[[], Peaks]) 
             stacklevel=caller_level(),
         )
         return _probe_once(device_id, probe)
+
+
+def _older_probe(device_id: str, peaks: Peaks) -> bool:
+    """Whether the built-in CPU or CUDA client's `peaks` (by their device id's kind) came
+    from the probes of a version before the 'add' rate and the cache levels, which kept the
+    same `SCHEMA_VERSION`: a file is probed only where it is missing, so such a file's
+    roofs stayed for good. Another client's peaks may measure what they will."""
+    return device_id.startswith(("cpu-", "cuda-")) and "add" not in peaks.memory
 
 
 def _read(path: Path, device_id: str) -> Peaks:

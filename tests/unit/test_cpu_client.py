@@ -361,7 +361,7 @@ def test_a_quick_real_probe_measures_positive_finite_peaks() -> None:
 
 
 def test_the_clients_peaks_come_from_its_cache_folder_when_one_is_given(tmp_path: Path) -> None:
-    cached = Peaks(memory={"read": 1e10}, compute={"fp32": 1e11}, threads=2)
+    cached = Peaks(memory={"read": 1e10, "add": 2e10}, compute={"fp32": 1e11}, threads=2)
 
     def no_probe() -> Peaks:
         raise AssertionError("the peaks should have come from the cache file")

@@ -160,6 +160,44 @@ def test_a_corrupt_peaks_file_is_warned_about_by_name_and_left_as_it_is(tmp_path
     assert probe.calls == 1  # type: ignore[attr-defined]
 
 
+OLDER_PEAKS_FILE = """{
+  "device_id": "DEVICE",
+  "peaks": {
+    "compute_ops_per_s": {"fp32": 89481826920.30739, "fp64": 45214133421.46524},
+    "details": {"buffer_bytes": 268435456, "matmul_n": 2048, "reps": 5, "thread_env": {}},
+    "memory_bytes_per_s": {"copy": 13591275027.3, "read": 5902859982.3, "write": 4658033183.5},
+    "threads": 2
+  },
+  "schema_version": 1
+}
+"""
+"""A CPU's peaks file as pytest-autotune wrote it before the update-in-place ('add') probe
+and the cache levels: the same schema_version as today's."""
+
+
+def test_a_cpu_peaks_file_of_an_older_probe_is_probed_again_and_rewritten(
+    tmp_path: Path,
+) -> None:
+    """Read as it was, it bounded every size by the memory roof alone and lacked the 'add'
+    rate, for good: `cpu(peaks_cache_dir=...)` probes only where the file is missing."""
+    device = f"cpu-{uuid.uuid4().hex[:12]}"
+    path = peaks_path(tmp_path, device)
+    path.parent.mkdir()
+    path.write_text(OLDER_PEAKS_FILE.replace("DEVICE", device))
+    fresh = Peaks(
+        memory={"copy": 2e10, "read": 1e10, "write": 8e9, "add": 2.2e10},
+        compute={"fp32": 2e11},
+        levels=(MemoryLevel("L1", 48 << 10, {"copy": 1e11, "read": 3e10, "add": 1.1e11}),),
+    )
+    probe = counting_probe(fresh)
+
+    with pytest.warns(CacheFileWarning, match=re.escape(f"{path}: written by an older")):
+        assert load_or_probe(device, probe, tmp_path) == fresh
+
+    assert Peaks.from_json(json.loads(path.read_text())["peaks"]) == fresh
+    assert load_or_probe(device, exploding_probe, tmp_path) == fresh
+
+
 @pytest.mark.parametrize(
     ("document", "reason"),
     [
