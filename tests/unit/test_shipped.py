@@ -413,6 +413,23 @@ def test_a_file_shipped_under_its_0_1_name_is_served(user_cache, package) -> Non
     assert client.timed == []
 
 
+def test_a_file_shipped_under_0_1s_first_name_is_served(user_cache, package) -> None:
+    """0.1.0's first releases filed `lib ops` as `lib_ops.json`, with no hash for the space
+    (later ones as `lib_ops-<hash>.json`); it is `lib_ops-<other hash>.json` now."""
+    name, folder = package
+    ship(folder, "cpu-lib-2t", AVX2, winner="b")
+    shipped = folder / ".autotune" / "cpu-lib-2t"
+    document = json.loads((shipped / "lib.ops.json").read_text())
+    del document["tuner"]
+    (shipped / "lib.ops.json").unlink()
+    (shipped / "lib_ops.json").write_text(json.dumps(document))
+    client = Device("cpu-lib-2t")
+    tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
+    local = LocalTuner("lib ops", package=name)
+    assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "b"
+    assert client.timed == []
+
+
 def test_a_tuner_of_a_package_that_ships_nothing_tunes_into_the_user_cache(user_cache) -> None:
     client = Device("cpu-lib-2t")
     tunables, _ = candidates(client, a=1e-3, b=3e-3)
