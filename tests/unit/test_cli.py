@@ -789,13 +789,20 @@ def test_compare_judges_a_baseline_filed_under_its_0_1_0_name_as_the_gate_reads_
     assert rows[2] == ""
 
 
+@pytest.mark.parametrize(
+    ("tuner", "old_name"),
+    [
+        ("tests/test_a.py::test_sum", "tests_test_a.py__test_sum.json"),
+        # 0.1.0's first releases hashed no name for a replaced space; its later ones did.
+        ("tests/unit tests/a.py::t", "tests_unit_tests_a.py__t.json"),
+    ],
+)
 def test_changed_reads_a_file_of_its_0_1_0_name_as_the_gate_does(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tuner: str, old_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The committed folder of pytest-autotune 0.1.0 (no hash in the name, no "tuner"
     # field) refreshed: the update writes the new name beside the old file, and every
     # entry read as removed from one and new in the other, a pull request of no change.
-    tuner = "tests/test_a.py::test_sum"
     before, after = tmp_path / "before", tmp_path / "after"
     values = {
         PersistentCacheKey(stable_key("n1024"), "c"): PersistentCacheValue(
@@ -807,7 +814,7 @@ def test_changed_reads_a_file_of_its_0_1_0_name_as_the_gate_does(
     data = json.loads(cache_path(after, GPU, tuner).read_text())
     del data["tuner"]
     (before / GPU).mkdir(parents=True)
-    legacy = before / GPU / "tests_test_a.py__test_sum.json"
+    legacy = before / GPU / old_name
     legacy.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
     assert run(capsys, "changed", str(before), str(after))[:2] == (
