@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import FrozenInstanceError, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 from pytest_autotune.tune.bounds import Bounds, BoundsGenerator, Thresholds, Work, roofline
@@ -331,3 +331,15 @@ class TunableSet(Generic[OutputT]):
 
     def __len__(self) -> int:
         return len(self.tunables)
+
+
+def _refuse_assignment(self: TunableSet[Any], name: str, value: object) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+# `TunableSet[np.float32](key_gen)` sets `__orig_class__` on the new set, and `typing` lets
+# only an AttributeError of that pass before Python 3.13; the frozen, slotted dataclass's
+# own `__setattr__` answers a name not a field with a TypeError ("super(type, obj): obj must
+# be an instance or subtype of type": its `super(cls, self)` names the class before slots
+# were added), so the call failed on 3.10 to 3.12. Every name refused as a field is.
+TunableSet.__setattr__ = _refuse_assignment  # type: ignore[method-assign,assignment]

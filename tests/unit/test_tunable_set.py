@@ -1,6 +1,7 @@
 """`TunableSet`: the builder, the checksum of its candidate list, and the default input copies."""
 
 import collections
+import dataclasses
 import functools
 import hashlib
 import re
@@ -642,3 +643,13 @@ def test_tunables_that_are_no_list_are_refused_with_how_to_build_a_set(tunables)
     # They failed as "'Tunable' object is not iterable" (or 'NoneType'), from inside the set.
     with pytest.raises(TypeError, match="TunableSet: tunables must be a list of Tunable"):
         TunableSet(len, tunables=tunables)
+
+
+def test_a_set_built_through_its_type_parameter_is_a_set_on_every_python():
+    # `TunableSet[np.float32](key_gen)` raised "super(type, obj): obj must be an instance or
+    # subtype of type" before Python 3.13: typing's `__orig_class__` met the frozen, slotted
+    # dataclass's own `__setattr__`.
+    tunables = TunableSet[int](len).with_(("a", len))
+    assert tunables.names == ("a",)
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'names'"):
+        tunables.names = ("b",)  # type: ignore[misc]
