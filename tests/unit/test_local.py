@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_autotune.tune import local as local_module
 from pytest_autotune.tune.bounds import Work
 from pytest_autotune.tune.cache import (
     LOCK_TIMEOUT_S,
@@ -491,6 +492,22 @@ def test_init_keeps_the_set_of_a_function_sent_by_value_only_while_the_function_
     kept = weakref.ref(tuner.init(make_module_set).fns[0])  # a module's own function: kept
     gc.collect()
     assert kept() is tuner.init(make_module_set).fns[0]
+
+
+def test_init_of_a_function_sent_by_value_reads_its_set_from_the_function_after_the_first(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    # Each call of the tuned function inits its copy again: asking the modules whether one
+    # names it (an AttributeError a module) took microseconds a call, 30 times a hit's.
+    tuner = LocalTuner("t")
+    copy = cloudpickled(make_module_set)
+    first = tuner.init(copy)
+    asked = []
+    monkeypatch.setattr(local_module, "_named_by_no_module", asked.append)
+    assert tuner.init(copy) is first
+    assert asked == []
+    assert LocalTuner("u").init(copy) is not first  # another tuner's set is its own
+    assert asked == [copy]
 
 
 def test_init_builds_the_set_once_when_threads_call_it_together():
