@@ -20,7 +20,7 @@ from pytest_autotune.tune.device_tuner import device_tuner, environment_config
 from pytest_autotune.tune.errors import AutotuneError, AutotuneSkip, ConfigWarning, caller_level
 from pytest_autotune.tune.init_site import init_site
 from pytest_autotune.tune.key import AutotuneLevel, autotune_level
-from pytest_autotune.tune.local_package import a_package, importable, top_level_package
+from pytest_autotune.tune.local_package import a_package, top_level_package
 from pytest_autotune.tune.tunable_set import ReturnT, TunableSet, TuneInputs
 from pytest_autotune.tune.tuner import Tuner, retunes
 
@@ -565,5 +565,5 @@ def local_tuner(
         # A module under a name that imports nothing (a test file pytest imported with
         # --import-mode=importlib) ships nothing: no package, rather than the warning an
         # explicit `package=` that does not import gets (`shipped._shipped_root`).
-        package = derived if importable(derived) and a_package(derived) else None
+        package = derived if a_package(derived) else None
     return LocalTuner(f"{module}-{name}" if name else module, config, package=package)

@@ -8,21 +8,13 @@ import importlib.util
 import sys
 
 
-def importable(package: str) -> bool:
-    if package in sys.modules:
-        return True
-    try:  # a top-level name's spec is found without importing anything
-        return importlib.util.find_spec(package) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def a_package(name: str) -> bool:
     """Whether `name` imports as a package (a folder), not a plain module: a plain
     top-level module (`helpers.py` beside a notebook) holds no data, and
     `importlib.resources` read the folder it lies in as its own from Python 3.12 on (and
     nothing before): a project's own `.autotune` there, or site-packages' for a
-    distribution of one module, was taken for its shipped caches."""
+    distribution of one module, was taken for its shipped caches. False where `name` does
+    not import at all. A top-level name's spec is found without importing anything."""
     module = sys.modules.get(name)
     if module is not None:
         return hasattr(module, "__path__")
