@@ -382,8 +382,9 @@ def shown_paths(message: str, settings: PluginSettings) -> str:
     shown = settings.relative(root)
     if shown == str(root):
         return message
-    # Not where the root's name goes on (`.autotune2`).
-    return re.sub(re.escape(str(root)) + r"(?![\w.-])", lambda _: shown, message)
+    # Not where the root's name goes on (`.autotune2`, `.autotune.bak`), but where a
+    # sentence ends after it (`... in /home/me/proj/.autotune.`).
+    return re.sub(re.escape(str(root)) + r"(?![\w-]|\.[\w-])", lambda _: shown, message)
 
 
 def baseline_extra(baseline: Baseline | None) -> dict[str, Any] | None:

@@ -7,9 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pytest_autotune.baselines import shown_paths
 from pytest_autotune.device_block import settled_device
+from pytest_autotune.plugin_settings import PluginSettings
 from pytest_autotune.tune.benchmark import AutotuneOutcome
 from pytest_autotune.tune.cache import PersistentCache, PersistentCacheKey, PersistentCacheValue
+from pytest_autotune.tune.config import AutotuneConfig
 
 
 def device(copy: float, fp32: float, uuid: str = "GPU-1") -> dict[str, Any]:
@@ -81,3 +84,19 @@ def test_peaks_another_update_wrote_after_this_session_read_the_file_are_the_one
     saved(tmp_path, device(4.270e12, 65.0e12))  # another update, replacing the device block
     other = json.loads(cache.path.read_text())["device"]
     assert update(cache, device(4.281e12, 64.9e12)) == other
+
+
+def test_the_cache_root_is_shortened_where_a_sentence_ends_after_it_and_nowhere_it_goes_on():
+    # A root at a sentence's end (`/p/.autotune.`) kept its whole path; another folder whose
+    # name begins with the root's is not the root.
+    settings = PluginSettings(
+        engine=AutotuneConfig(cache_dir="/p/.autotune"),
+        rootpath=Path("/p"),
+        invocation_dir=Path("/p"),
+    )
+    message = (
+        "/p/.autotune/cpu/x.json: a link into /p/.autotune. Not /p/.autotune2 or /p/.autotune.bak"
+    )
+    assert shown_paths(message, settings) == (
+        ".autotune/cpu/x.json: a link into .autotune. Not /p/.autotune2 or /p/.autotune.bak"
+    )
