@@ -391,16 +391,16 @@ class PersistentCache:
         Once a wait has run out, the next try does not wait, until one gets the lock: a
         process stopped or hung holding it holds it for as long as it stays so, and a
         program that waited out each key's lookup and save stalled each call of a new key."""
-        wait = 0 if self._lock_stuck else self.lock_timeout
-        lock = lock_beside(self.path, wait)
+        stuck = self._lock_stuck
+        lock = lock_beside(self.path, 0 if stuck else self.lock_timeout)
         try:
             lock.acquire()
         except Timeout:
             self._lock_stuck = True
             holder = lock_holder(lock.lock_file)
             by = f" by {holder}" if holder is not None else ""
-            # The wait it took: "after 5 s" of a try that did not wait misled.
-            after = f"after {wait:g} s" if wait else "again"
+            # "after 5 s" of a try that did not wait misled.
+            after = "again" if stuck else f"after {self.lock_timeout:g} s"
             raise LockedCacheFile(self.path, f"{lock.lock_file} still locked{by} {after}") from None
         self._lock_stuck = False
         try:

@@ -214,5 +214,5 @@ def nothing_succeeded(
 
 def _error_text(result: AutotuneResult) -> str:
     if isinstance(result, AutotuneError) and result.trace:
-        return first_line(str(result), "its traceback above")
+        return first_line(str(result), "its traceback, the cause of this error")
     return str(result)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
+import sys
 import warnings
 import weakref
 from collections.abc import Callable
@@ -273,4 +275,19 @@ lock is often free by then (the other process's update done)."""
 @atexit.register
 def _save_held_back_at_exit() -> None:
     for entries in list(_HELD_BACK):
-        entries.save_held_back()
+        try:
+            entries.save_held_back()
+        except Exception as exc:  # the warning, under -W error
+            # An exception here is printed as "Exception ignored in atexit callback" with a
+            # traceback; one line says the same, and the next file is still tried.
+            print(f"pytest-autotune: {exc}", file=sys.stderr)
+
+
+def _forget_held_back_in_child() -> None:
+    """A child forked from a program that held decisions back: the parent saves them at its
+    own exit; the child's exit, saving them again, waited for the lock once more."""
+    _HELD_BACK.clear()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_held_back_in_child)

@@ -45,5 +45,5 @@ def first_line(text: str, rest: str) -> str:
     candidate's name came 30 lines down, in the middle of a line."""
     lines = text.strip().splitlines()
     if len(lines) <= 1:
-        return text
+        return text.strip()
     return f"{lines[0]} ({counted(len(lines) - 1, 'more line')} in {rest})"

@@ -7,6 +7,7 @@ import random
 import threading
 import time
 import traceback
+import warnings
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -241,7 +242,8 @@ def test_no_valid_kernel_names_each_candidate_in_the_first_line_of_its_error(cli
     assert str(raised.value) == (
         "no_valid_kernel_found: no candidate succeeded for key 1:"
         " x: unknown: TypeError: Failed in nopython mode pipeline"
-        " (2 more lines in its traceback above); y: unknown: RuntimeError: y exploded"
+        " (2 more lines in its traceback, the cause of this error);"
+        " y: unknown: RuntimeError: y exploded"
     )
     assert "  (int64)" in str(raised.value.__cause__)
 
@@ -603,6 +605,40 @@ def test_decisions_still_held_back_at_the_programs_exit_are_named(client, tmp_pa
         held.release()
     assert str(said[0].message).endswith("keys 2, 3, which the next run tunes again")
     assert [json.loads(pk.key) for pk in PersistentCache(path).load()] == [1]
+
+
+def test_the_exit_says_in_one_line_what_it_could_not_save_under_warnings_as_errors(
+    client, tmp_path, monkeypatch, capsys
+):
+    # Under -W error the exit's warning was an exception in an atexit callback: printed as
+    # "Exception ignored in atexit callback" and its traceback.
+    tuner, path, held = held_back(client, tmp_path)
+    monkeypatch.setattr(persisted, "_HELD_BACK", weakref.WeakSet([tuner._persisted]))
+    held.acquire()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            persisted._save_held_back_at_exit()
+    finally:
+        held.release()
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1
+    assert said[0].startswith(f"pytest-autotune: {path}: ")
+    assert said[0].endswith("keys 2, 3, which the next run tunes again")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_leaves_the_decisions_its_parent_held_back_to_the_parent(client, tmp_path):
+    # A child of os.fork() that exits normally saved them again at its exit, waiting for the
+    # lock once more; the parent saves them at its own.
+    tuner, _, _ = held_back(client, tmp_path)
+    assert tuner._persisted in persisted._HELD_BACK
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's
+        os._exit(0 if not persisted._HELD_BACK else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert tuner._persisted in persisted._HELD_BACK
 
 
 def test_a_key_the_file_holds_is_served_while_another_thread_waits_for_the_file_lock(
