@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar
 
 from pytest_autotune.tune.errors import ConfigWarning, caller_level
-from pytest_autotune.tune.files import MAX_INT_DIGITS
+from pytest_autotune.tune.files import MAX_DEPTH, MAX_INT_DIGITS
 from pytest_autotune.tune.plain_numbers import RealNumber, finite, real_number
 from pytest_autotune.tune.wording import short_repr
 
@@ -98,14 +98,17 @@ def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
-def key_to_json(key: Any, _whole: Any = None) -> Any:
-    """The JSON value of a key: a dataclass key becomes an object, a tuple a list. (`_whole`
-    is the key a part belongs to, for messages.)"""
-    whole = key if _whole is None else _whole
+def key_to_json(key: Any) -> Any:
+    """The JSON value of a key: a dataclass key becomes an object, a tuple a list."""
+    return _shallow(key, _part_to_json(key, key))
+
+
+def _part_to_json(key: Any, whole: Any) -> Any:
+    """The JSON value of `key`, a part of the key `whole` or all of it (named in messages)."""
     if isinstance(key, AutotuneKey):
         return {name: _field(key, name, value) for name, value in key.to_json().items()}
     if isinstance(key, tuple):
-        return [key_to_json(k, whole) for k in key]
+        return [_part_to_json(k, whole) for k in key]
     # A subclass of int, str or float (an IntEnum, np.str_, np.float64) is written as the
     # plain value its JSON reads as: kept as it was, it went into the records, which
     # pytest-xdist's workers could not hand back ("can't serialize numpy.float64").
@@ -229,6 +232,29 @@ def _storable(key: Any, value: int) -> int:
 
 
 _INT_LIMIT = 10**MAX_INT_DIGITS
+
+_KEY_DEPTH = MAX_DEPTH - 3
+"""The deepest a key's JSON value may nest: a cache file holds it three levels down (the
+document, its entries, the entry), and a reader refuses a file nested past `MAX_DEPTH`."""
+
+
+def _shallow(key: Any, value: Any) -> Any:
+    """`value`, the JSON of `key`, where a cache file can hold it. A key of tuples nested
+    past `_KEY_DEPTH` was written, and every later process read the whole file as nested
+    too deep, went on without any of its entries, and never saved to it again."""
+    stack = [(value, 1)]
+    while stack:
+        part, depth = stack.pop()
+        if depth > _KEY_DEPTH:
+            raise ValueError(
+                f"autotune key {short_repr(key)} nests deeper than {_KEY_DEPTH} levels, and a"
+                " cache file holds no deeper key: flatten it"
+            )
+        if isinstance(part, (list, dict)):
+            stack.extend(
+                (item, depth + 1) for item in (part.values() if isinstance(part, dict) else part)
+            )
+    return value
 
 
 def stable_key(key: Any) -> str:

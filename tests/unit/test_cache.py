@@ -191,6 +191,28 @@ def test_a_file_holding_one_key_written_as_1_and_as_1_0_reads_with_the_later_ent
     assert list(loaded) == [PersistentCacheKey("1", "c1")]
 
 
+def nested(depth: int) -> Any:
+    key: Any = 1
+    for _ in range(depth):
+        key = (key,)
+    return key
+
+
+def test_a_key_nested_deeper_than_a_cache_file_reads_is_refused_before_it_is_written(
+    tmp_path: Path,
+) -> None:
+    # A key of tuples nested 61 deep was saved, and every later load read the whole file
+    # as "nested deeper than 64 levels": each of its entries lost, and no save ever again.
+    path = tmp_path / "tuner.json"
+    PersistentCache(path).save(dict([entry(nested(60)), entry("other")]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(PersistentCache(path).load()) == 2
+
+    with pytest.raises(ValueError, match=r"^autotune key \(+1,\),.* nests deeper than 61 levels"):
+        stable_key(nested(61))
+
+
 def valid_document() -> dict[str, Any]:
     key, value = entry("a")
     return {
