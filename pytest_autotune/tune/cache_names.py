@@ -147,8 +147,16 @@ def _hashed_stem(name: str) -> str:
         stem = "_" + stem[1:]
     elif _WINDOWS_DEVICE.fullmatch(stem.partition(".")[0]) and "." in stem:
         stem = "_" + stem  # `con.py::t`: `con.py__t-<hash>.json` is the device `con`
-    digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
+    digest = _name_digest(name)[:_DIGEST]
     return f"{stem[: _MAX_STEM - _DIGEST - 1]}-{digest}"
+
+
+def _name_digest(name: str) -> str:
+    """The SHA-256 of `name`'s UTF-8, a lone surrogate's included: a test file whose name is
+    not UTF-8 (`caf\\xe9.py`, which Python reads with surrogates) has such a node id, and its
+    cache's name failed every `--autotune-update` with an internal UnicodeEncodeError. The
+    bytes of every other name, and so its digest, are as before."""
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _legacy_stem(name: str, *, hash_replaced: bool = True) -> str:
@@ -158,7 +166,7 @@ def _legacy_stem(name: str, *, hash_replaced: bool = True) -> str:
     stem = _UNSAFE.sub("_", name)
     if stem.startswith("."):
         stem = "_" + stem[1:]
-    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+    digest = _name_digest(name)[:16]
     if (hash_replaced and _UNSAFE.search(_SEPARATORS.sub("", name))) or len(stem) > _MAX_STEM:
         stem = f"{stem[: _MAX_STEM - len(digest) - 1]}-{digest}"
     return stem

@@ -782,6 +782,17 @@ def test_no_cache_folder_ends_with_a_dot(tmp_path: Path) -> None:
     assert path.parent.name != cache_path(tmp_path, "cpu-win", "x.").parent.name
 
 
+def test_a_test_file_whose_name_is_not_utf8_names_a_cache_file_of_its_own(tmp_path: Path) -> None:
+    # Python reads a file name in Latin-1 (`caf\xe9.py`) with a lone surrogate, which its
+    # node id keeps: naming its cache failed `--autotune-update` with a UnicodeEncodeError.
+    name = "test_caf\udce9.py::test_sum"
+    path = cache_path(tmp_path, "cpu-x", name)
+    assert path.name.startswith("test_caf_.py__test_sum-")
+    assert path != cache_path(tmp_path, "cpu-x", "test_caf\udce8.py::test_sum")
+    tuner_cache(tmp_path, "cpu-x", name).save(dict([entry("a")]))
+    assert list(tuner_cache(tmp_path, "cpu-x", name).load()) == [entry("a")[0]]
+
+
 def test_a_cache_a_windows_device_name_had_is_still_read(tmp_path: Path) -> None:
     PersistentCache(tmp_path / "cpu-x" / "aux.json", "aux").save(dict([entry("a")]))
     cache = tuner_cache(tmp_path, "cpu-x", "aux")
