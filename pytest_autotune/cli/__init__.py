@@ -79,9 +79,13 @@ def _discard_stdout() -> None:
 def _escape_unencodable(stream: TextIO) -> None:
     """A name its encoding lacks written escaped (`\\u7d2f`), as stderr writes it: Windows'
     Python writes a redirected stdout in the ANSI code page, where a key or candidate named
-    outside it raised UnicodeEncodeError, a traceback with compare's status 1."""
+    outside it raised UnicodeEncodeError, a traceback with compare's status 1.
+
+    Under the C locale without UTF-8 mode (`LC_ALL=C PYTHONUTF8=0`, a bare container's
+    shell), stdout is ASCII with `surrogateescape`, which escapes only the bytes a file
+    name could not decode: `show` of a test file `test_café.py`'s cache raised there too."""
     reconfigure = getattr(stream, "reconfigure", None)
-    if reconfigure is not None and stream.errors == "strict":
+    if reconfigure is not None and stream.errors in ("strict", "surrogateescape"):
         reconfigure(errors="backslashreplace")
 
 

@@ -1898,6 +1898,24 @@ def test_show_of_names_the_output_encoding_lacks_writes_them_escaped(tmp_path: P
     assert "\\u7d2f\\u52a0" in out and "\\u0394-sum" in out
 
 
+def test_show_under_the_c_locale_without_utf8_mode_writes_names_escaped(tmp_path: Path) -> None:
+    """A bare container's shell (`LC_ALL=C`) with UTF-8 mode off gives stdout ASCII with
+    `surrogateescape`, not `strict`: the cache of a test file `test_café.py` ended `show` in
+    a UnicodeEncodeError traceback with status 1."""
+    results = (outcome("累加", 0, 1), outcome("b", 1, 2))
+    path = write_cache(tmp_path / "t.json", {"café": ("累加", results)})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONIO"))}
+    env |= {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest_autotune", "show", str(path)],
+        capture_output=True,
+        env=env,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert b"caf\\xe9" in result.stdout and b"\\u7d2f\\u52a0" in result.stdout
+
+
 # -- merge -----------------------------------------------------------------------------------
 
 
