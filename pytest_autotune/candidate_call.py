@@ -16,7 +16,7 @@ import pytest
 from pytest_autotune.body_arguments import used_up_input_error
 from pytest_autotune.candidate_run import RAISED, CandidateRun, called_again
 from pytest_autotune.check_mode import check_candidate
-from pytest_autotune.collection import ItemSpec, outside_rootdir
+from pytest_autotune.collection import ItemSpec, outside_rootdir, tuner_of_test
 from pytest_autotune.failing import fail, raise_again
 from pytest_autotune.function_spec import unprovided_device
 from pytest_autotune.group_marks import expected_to_fail, not_run
@@ -111,7 +111,7 @@ def tuned(
     note_once(session, outside_rootdir(item, spec.function.nodeid, session.settings))
     request = GroupRequest(
         group=spec.group,
-        tuner_name=spec.function.nodeid,
+        tuner_name=tuner_of_test(spec.function.nodeid),
         key=spec.group_key or "default",  # until its key= callable gives it
         candidates=spec.function.candidates,
         run=run,

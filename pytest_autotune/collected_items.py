@@ -20,6 +20,7 @@ from pytest_autotune.collection import (
     SHARED_NODEID,
     item_function_nodeid,
     shared_nodeid_error,
+    tuner_of_test,
 )
 from pytest_autotune.item_groups import item_group, merged_group_error
 from pytest_autotune.stale import Collected, defined_names
@@ -59,14 +60,14 @@ def collected(config: pytest.Config, items: list[pytest.Item]) -> Collected:
     rooted = True
     for item in items:
         module = item.nodeid.split("::", 1)[0]
-        if module not in defined and isinstance(item, pytest.Function):
-            defined[module] = defined_names(item.module)
+        if tuner_of_test(module) not in defined and isinstance(item, pytest.Function):
+            defined[tuner_of_test(module)] = defined_names(item.module)  # as tuners name it
             rooted = rooted and item.path == config.rootpath / module
     chosen = config.getoption("lf", False) or any("[" in str(arg) for arg in config.args)
     groups: dict[str, frozenset[str]] = {}
     functions = config.stash.get(FUNCTIONS, {})
     for spec in () if chosen else (item_group(functions, item) for item in items):
         if spec is not None:
-            test = spec.function.nodeid
+            test = tuner_of_test(spec.function.nodeid)
             groups[test] = groups.get(test, frozenset()) | {spec.group}
     return Collected(defined, groups, rooted)

@@ -115,6 +115,15 @@ def function_nodeid(definition: Any) -> str:
     return str(definition.nodeid)
 
 
+def tuner_of_test(nodeid: str) -> str:
+    """The tuner a test of node id `nodeid` is filed under: the node id as text, the bytes
+    of a file name Python could not decode read as UTF-8. Under the C locale without UTF-8
+    mode (`LC_ALL=C PYTHONUTF8=0`, a bare container's shell) pytest names `test_café.py`
+    `test_caf\\udcc3\\udca9.py`, whose cache was another file than a UTF-8 run's, and an
+    update there called the committed one's test gone (and pruned it)."""
+    return nodeid.encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape")
+
+
 def item_function_nodeid(item: pytest.Item) -> str:
     """The node id of an item's test function, without its parameters' ids. Not the node
     id cut at its first `[`: a folder's name may hold one (`tests[v2]/test_a.py`), and every

@@ -14,7 +14,12 @@ import pytest
 
 from pytest_autotune.backends.cuda import CudaUnavailableError
 from pytest_autotune.call_limit import Names, call_time_limit
-from pytest_autotune.collection import SHARED_NODEID, item_function_nodeid, outside_rootdir
+from pytest_autotune.collection import (
+    SHARED_NODEID,
+    item_function_nodeid,
+    outside_rootdir,
+    tuner_of_test,
+)
 from pytest_autotune.failing import fail
 from pytest_autotune.fixture_modes import check_set, tune_set
 from pytest_autotune.function_spec import form_error
@@ -288,7 +293,7 @@ def _tune_call(
     """Tune mode: the call's group named, the set's functions each under the limit, then the
     group tuned and judged (`fixture_modes.tune_set`)."""
     __tracebackhide__ = True  # a candidate's traceback shows the user's frames alone
-    test = item_function_nodeid(node)
+    test = tuner_of_test(item_function_nodeid(node))
     tuner_name = fixture_tuner_name(tunables, tuner, test)
     _note_outside_rootdir(session, node, tuner_name)
     limited = tunables
@@ -378,7 +383,7 @@ def _fail_on(nodeid: str, error: str | None) -> None:
 def _note_outside_rootdir(session: AutotuneSession, node: pytest.Item, tuner_name: str) -> None:
     """Say once where a set of no tuner, named after its test, is in a file outside the root
     dir, whose name depends on the folder pytest was given (`collection.outside_rootdir`)."""
-    if tuner_name != item_function_nodeid(node):
+    if tuner_name != tuner_of_test(item_function_nodeid(node)):
         return
     warning = outside_rootdir(node, tuner_name, session.settings)
     if warning is not None and warning not in session.output.notes:

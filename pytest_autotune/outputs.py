@@ -32,7 +32,7 @@ from pytest_autotune.report.failures import INTENDED
 from pytest_autotune.report.names import decision_name, ordered
 from pytest_autotune.stale import Collected, review
 from pytest_autotune.tune.errors import AutotuneErrorKind
-from pytest_autotune.tune.files import why_unwritable
+from pytest_autotune.tune.files import NAME_BYTES, why_unwritable
 from pytest_autotune.tune.key import serialize_key_json
 from pytest_autotune.tune.log import format_duration
 from pytest_autotune.tune.records import AutotuneRecord, Recorder
@@ -380,7 +380,7 @@ class SessionOutput:
 
         # GitHub's limit is of the whole file, which the step's other commands may write to.
         used = os.path.getsize(path) if os.path.isfile(path) else 0
-        with open(path, "a", encoding="utf-8") as out:
+        with open(path, "a", encoding="utf-8", errors=NAME_BYTES) as out:
             out.write(
                 render_markdown(
                     summaries,

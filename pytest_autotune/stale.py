@@ -13,6 +13,7 @@ collected its module, or its groups, without tuning them all.
 from __future__ import annotations
 
 import hashlib
+import os
 import warnings
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -206,7 +207,9 @@ def _stale(
     rootpath: Path,
 ) -> tuple[tuple[str, ...] | None, str] | None:
     module, _, name = tuner.partition("::")
-    path = rootpath / module
+    # The module's file as the file system's encoding names it: `test_café.py`, where
+    # that is ASCII (`LC_ALL=C PYTHONUTF8=0`), could not be looked up, and read as gone.
+    path = rootpath / os.fsdecode(module.encode("utf-8", "surrogateescape"))
     # Gone only from a folder that is still there: a cache directory shared by several
     # projects (`autotune_cache_dir = ../.autotune` in a monorepo) holds the files of
     # tests under other roots, whose folders are no paths here.

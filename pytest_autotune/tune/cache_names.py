@@ -152,11 +152,18 @@ def _hashed_stem(name: str) -> str:
 
 
 def _name_digest(name: str) -> str:
-    """The SHA-256 of `name`'s UTF-8, a lone surrogate's included: a test file whose name is
-    not UTF-8 (`caf\\xe9.py`, which Python reads with surrogates) has such a node id, and its
-    cache's name failed every `--autotune-update` with an internal UnicodeEncodeError. The
-    bytes of every other name, and so its digest, are as before."""
-    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+    """The SHA-256 of the bytes `name` stands for: its UTF-8, where it holds the bytes of a
+    file name Python could not decode (`surrogateescape`) those bytes, and a lone surrogate
+    of any other kind as UTF-8 writes it (`surrogatepass`). Strict UTF-8 raised out of
+    every `--autotune-update` of a test file named in Latin-1 (`caf\xe9.py`); and under
+    the C locale without UTF-8 mode (`LC_ALL=C PYTHONUTF8=0`) pytest names `test_café.py`
+    `test_caf\udcc3\udca9.py`, whose bytes are those of `test_café.py`, so its file is the
+    one a UTF-8 run names. The bytes of every other name, and so its digest, are as before."""
+    try:
+        data = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        data = name.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
 
 
 def _legacy_stem(name: str, *, hash_replaced: bool = True) -> str:

@@ -141,6 +141,13 @@ def dumps(document: Any) -> str:
     return json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
+NAME_BYTES = "surrogateescape"
+"""How the text files we write encode a name that holds a file name's undecoded bytes: as
+those bytes. Under the C locale without UTF-8 mode (`LC_ALL=C PYTHONUTF8=0`) pytest names
+`test_café.py` `test_caf\\udcc3\\udca9.py`, which strict UTF-8 refused (the HTML report of a
+gate ended the session in a traceback); written back as its bytes it reads `test_café.py`."""
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Replace `path` with `text`, so that readers see the old file or the new, never half.
 
@@ -155,7 +162,7 @@ def write_atomically(path: Path, text: str) -> None:
     path = link_target(path)
     fd, temporary = _new_temporary(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=NAME_BYTES, newline="\n") as file:
             file.write(text)
             file.flush()
             os.fsync(file.fileno())
@@ -206,7 +213,7 @@ def replace_text(path: Path, text: str) -> None:
     except FileNotFoundError:
         status = None
     if status is not None and (not stat.S_ISREG(status.st_mode) or status.st_nlink > 1):
-        with open(path, "w", encoding="utf-8", newline="\n") as file:
+        with open(path, "w", encoding="utf-8", errors=NAME_BYTES, newline="\n") as file:
             file.write(text)
         return
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -292,3 +292,13 @@ def test_a_shared_lock_is_made_where_os_has_no_fchmod(
     lock = shared_lock("pytest-autotune-cpu-x")
     with lock:
         assert Path(lock.lock_file).parent == tmp_path
+
+
+def test_a_name_holding_a_file_names_undecoded_bytes_is_written_as_those_bytes(
+    tmp_path: Path,
+) -> None:
+    # `test_café.py` as pytest names it under `LC_ALL=C PYTHONUTF8=0`: the HTML report of
+    # its gate raised UnicodeEncodeError out of the session.
+    path = tmp_path / "report.html"
+    replace_text(path, "<td>test_caf\udcc3\udca9.py::test_sum</td>\n")
+    assert path.read_text(encoding="utf-8") == "<td>test_café.py::test_sum</td>\n"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -131,3 +133,38 @@ def test_only_keys_that_differ_in_a_floats_last_digits_get_the_rounding_note() -
     assert _rounding(["[true, 2]"], ["[1.0000000001, 2]"]) == ""
     assert _rounding(["[8, 0.4]"], ["[8, 0.3]"]) == ""
     assert _rounding(['"n1024"'], ['"n2048"']) == ""
+
+
+def test_a_test_file_named_beyond_ascii_is_not_gone_under_the_c_locale(tmp_path: Path) -> None:
+    """Under `LC_ALL=C PYTHONUTF8=0` the file system's encoding is ASCII: pytest names
+    `test_café.py` `test_caf\\udcc3\\udca9.py`, each test's cache was another file than a
+    UTF-8 run's, and the committed one's module, looked up by its text, was called gone and
+    pruned. Run in a process of that locale, whose encoding is fixed at its start."""
+    script = f"""
+import os
+from pathlib import Path
+from pytest_autotune.collection import tuner_of_test
+from pytest_autotune.stale import Collected, find_stale
+from pytest_autotune.tune.cache import PersistentCache, cache_path
+from tests.unit.test_cache import entry
+
+root = Path({str(tmp_path)!r})
+(root / os.fsdecode("test_caf\\u00e9.py".encode())).write_text("")
+nodeid = os.fsdecode("test_caf\\u00e9.py".encode()) + "::test_sum"
+assert tuner_of_test(nodeid) == "test_caf\\u00e9.py::test_sum", ascii(tuner_of_test(nodeid))
+path = cache_path(root / ".autotune", {DEVICE!r}, tuner_of_test(nodeid))
+PersistentCache(path, tuner_of_test(nodeid)).save(dict([entry(1)]))
+assert path == cache_path(root / ".autotune", {DEVICE!r}, "test_caf\\u00e9.py::test_sum")
+assert find_stale(root / ".autotune", [{DEVICE!r}], Collected(), {{}}, root) == []
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONIO"))}
+    env |= {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parents[2],  # where `tests` imports from
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
