@@ -70,6 +70,7 @@ from pytest_autotune.tune.cache_write import (
 )
 from pytest_autotune.tune.errors import CacheFileWarning, CacheJournalWarning, caller_level
 from pytest_autotune.tune.files import (
+    in_line_endings_of,
     link_into_nothing,
     lock_beside,
     lock_holder,
@@ -478,6 +479,7 @@ class PersistentCache:
     def _write(self, contents: Contents) -> Version:
         text, self._fragments = render(contents, self._fragments)
         keep_stale_journal(self.path, self._version, self._contents)
+        text = in_line_endings_of(self.path, text)
         write_atomically(self.path, text)
         with contextlib.suppress(FileNotFoundError):
             journal.journal_path(self.path).unlink()

@@ -141,6 +141,19 @@ def dumps(document: Any) -> str:
     return json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
+def in_line_endings_of(path: Path, text: str) -> str:
+    """`text` (our LF) in the line endings of the file `path` is now: CRLF where its first
+    line ends so. A cache file committed with CRLF (from Windows without git's line ending
+    conversion, or under `eol=crlf`) was rewritten with LF by every update, every line of
+    it a change in git's diff. A missing or unreadable file takes LF."""
+    try:
+        with open(path, "rb") as file:
+            first = file.readline()
+    except OSError:
+        return text
+    return text.replace("\n", "\r\n") if first.endswith(b"\r\n") else text
+
+
 NAME_BYTES = "surrogateescape"
 """How the text files we write encode a name that holds a file name's undecoded bytes: as
 those bytes. Under the C locale without UTF-8 mode (`LC_ALL=C PYTHONUTF8=0`) pytest names

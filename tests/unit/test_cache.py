@@ -1073,3 +1073,21 @@ def test_a_device_folder_that_is_a_file_is_named_as_such(tmp_path: Path) -> None
     message = str(caught[0].message)
     assert "remove it" not in message
     assert "the file in the folder's place is no cache file" in message
+
+
+def test_a_file_committed_with_crlf_line_endings_is_written_back_with_them(
+    tmp_path: Path,
+) -> None:
+    """A cache file committed with CRLF (from Windows without git's line ending conversion)
+    was written back with LF by every update: every line of it a change in git's diff."""
+    path = tmp_path / "t.json"
+    PersistentCache(path).save(dict([entry(1)]))
+    lf = path.read_bytes()
+    path.write_bytes(lf.replace(b"\n", b"\r\n"))
+    PersistentCache(path).save(dict([entry(2)]))
+    written = path.read_bytes()
+    assert written.count(b"\r\n") == written.count(b"\n") > lf.count(b"\n")
+    assert set(PersistentCache(path).load()) == {entry(1)[0], entry(2)[0]}
+    path.write_bytes(lf)
+    PersistentCache(path).save(dict([entry(3)]))
+    assert b"\r\n" not in path.read_bytes()
