@@ -35,6 +35,7 @@ from pytest_autotune.tune.cache_format import (
 from pytest_autotune.tune.cache_names import cache_files, legacy_tuner_files
 from pytest_autotune.tune.errors import CacheJournalWarning, caller_level
 from pytest_autotune.tune.files import (
+    MERGE_AGAIN,
     ConflictMarkers,
     JsonFileError,
     RepeatedMember,
@@ -135,9 +136,7 @@ def read_file(path: Path) -> Read:
         raise MergedCacheFile(
             path,
             f"{error}, as a merge conflict resolved by keeping both sides leaves it: keep one"
-            " side of each conflict (one side throughout an entry), or merge it again entry"
-            " by entry with `pytest-autotune merge` as git's merge driver (README, \"Merging"
-            ' cache files")',
+            f" side of each conflict (one side throughout an entry), or {MERGE_AGAIN}",
         ) from None
     except (ConflictMarkers, RepeatedEntry) as error:
         raise MergedCacheFile(path, str(error)) from None

@@ -87,6 +87,13 @@ def loads_strict(text: str) -> Any:
     return data
 
 
+MERGE_AGAIN = (
+    "merge it again entry by entry, with `pytest-autotune merge` set up as git's merge driver"
+    ' (README, "Merging cache files"), by `git checkout -m -- <file>` while git lists the file'
+    " as unmerged"
+)
+"""How a cache file that a merge without the driver left is merged again (`_conflict_marker`)."""
+
 _CONFLICT_MARKER = re.compile(r"^(<<<<<<<|>>>>>>>)( .*)?$", re.MULTILINE)
 
 
@@ -99,7 +106,11 @@ def _conflict_marker(text: str) -> str | None:
     changed it, as in the device block's peaks, which every update measures; git merged
     the rest, entries of both. Taking one branch's whole file would silently drop the
     entries only the other branch refreshed, so the advice is conflict by conflict, one
-    side throughout an entry (a mix of two sessions' samples would read as one)."""
+    side throughout an entry (a mix of two sessions' samples would read as one). A merge
+    made without the driver is redone entry by entry by `git checkout -m`, which runs the
+    driver on the three versions git still holds while the file is unmerged: "merge it
+    again with `pytest-autotune merge`", alone, sent people to feed it those versions by
+    hand, or to start the whole merge over."""
     found = _CONFLICT_MARKER.search(text)
     if found is None:
         return None
@@ -109,8 +120,7 @@ def _conflict_marker(text: str) -> str | None:
         " keep one side of each conflict (one side throughout an entry); taking one"
         " branch's whole file (git checkout --ours or --theirs) drops the entries only the"
         " other branch changed, and two entries the branches added at one place come out"
-        " interleaved, where no side keeps both: merge it again entry by entry with"
-        ' `pytest-autotune merge` as git\'s merge driver (README, "Merging cache files")'
+        f" interleaved, where no side keeps both: {MERGE_AGAIN}"
     )
 
 

@@ -1982,6 +1982,39 @@ def test_two_branches_that_added_keys_at_one_place_merge_with_both_kept_by_the_m
     assert merged["device"]["peaks"]["memory_bytes_per_s"]["copy"] == 4.3e12  # this branch's
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_file_merged_without_the_driver_is_told_the_command_that_merges_it_entry_by_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Merged before the driver was set up, the file held git's conflict markers, and the
+    # message said to "merge it again with `pytest-autotune merge` as git's merge driver":
+    # set up, the driver runs only in a merge, and the one that made the markers was done.
+    repo, name = driven_repo(tmp_path)
+    driver = git(repo, "config", "merge.autotune.driver").strip()
+    git(repo, "config", "--unset", "merge.autotune.driver")
+    cache = repo / name
+    write_cache(cache, sum_entries(1024, 8192))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "checkout", "-qb", "other")
+    write_cache(cache, sum_entries(1024, 3000, 8192))
+    git(repo, "commit", "-qam", "n3000")
+    git(repo, "checkout", "-q", "main")
+    write_cache(cache, sum_entries(1024, 2048, 8192))
+    git(repo, "commit", "-qam", "n2048")
+    assert "CONFLICT" in git(repo, "merge", "other")
+
+    code, _, err = run(capsys, "show", str(cache))
+
+    assert code == 2
+    advised = [shlex.split(c) for c in err.split("`")[1::2] if c.startswith("git ")]
+    assert advised == [["git", "checkout", "-m", "--", "<file>"]]
+    git(repo, "config", "merge.autotune.driver", driver)
+    git(repo, *advised[0][1:-1], name)
+    merged = json.loads(cache.read_text())
+    assert [e["key"] for e in merged["entries"]] == ["n1024", "n2048", "n3000", "n8192"]
+
+
 def with_sessions(path: Path, medians: list[int]) -> None:
     data = json.loads(path.read_text())
     for entry in data["entries"]:

@@ -63,8 +63,9 @@ def test_a_merge_conflict_is_resolved_conflict_by_conflict_not_by_taking_one_fil
         " each conflict (one side throughout an entry); taking one branch's whole file"
         " (git checkout --ours or --theirs) drops the entries only the other branch changed,"
         " and two entries the branches added at one place come out interleaved, where no"
-        " side keeps both: merge it again entry by entry with `pytest-autotune merge` as"
-        ' git\'s merge driver (README, "Merging cache files")'
+        " side keeps both: merge it again entry by entry, with `pytest-autotune merge` set"
+        ' up as git\'s merge driver (README, "Merging cache files"), by `git checkout -m --'
+        " <file>` while git lists the file as unmerged"
     )
 
 
