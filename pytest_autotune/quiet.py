@@ -138,13 +138,18 @@ class Quiet:
 CRASHED = "crashed-tests"
 """The file in the run folder that names, a line each, the tests a worker crashed in."""
 
+_NODE_IDS = "surrogatepass"
+"""How the run folder's files hold node ids: a test file named beyond ASCII under the C
+locale without UTF-8 mode (`test_caf\\udcc3\\udca9.py`) raised UnicodeEncodeError out of
+the worker's tuning and the controller's scheduler; read back, each id is as it was."""
+
 
 def note_crashed(folder: Path, nodeid: str) -> None:
     """Name `nodeid` as a test a worker crashed in (the controller's scheduler, before it
     hands the rest of that worker's tests to others)."""
     with contextlib.suppress(OSError):  # without it, the group is tuned again, as before
         folder.mkdir(parents=True, exist_ok=True)
-        with (folder / CRASHED).open("a", encoding="utf-8") as file:
+        with (folder / CRASHED).open("a", encoding="utf-8", errors=_NODE_IDS) as file:
             file.write(nodeid + "\n")
 
 
@@ -159,7 +164,7 @@ def tuning_noted(folder: Path | None, group: str, nodeid: str) -> Iterator[None]
         path = _tuning_path(folder, group)
         with contextlib.suppress(OSError):
             folder.mkdir(parents=True, exist_ok=True)
-            path.write_text(nodeid, encoding="utf-8")
+            path.write_text(nodeid, encoding="utf-8", errors=_NODE_IDS)
     try:
         yield
     finally:
@@ -172,7 +177,7 @@ def tuning_test(folder: Path, group: str) -> str | None:
     """The test in which a worker's tuning of `group` ended without returning (it crashed
     there), None where none did."""
     try:
-        return _tuning_path(folder, group).read_text(encoding="utf-8") or None
+        return _tuning_path(folder, group).read_text(encoding="utf-8", errors=_NODE_IDS) or None
     except OSError:
         return None
 
@@ -185,7 +190,8 @@ def _tuning_path(folder: Path, group: str) -> Path:
 def crashed_tests(folder: Path) -> frozenset[str]:
     """The tests a worker of this run crashed in so far."""
     try:
-        return frozenset((folder / CRASHED).read_text(encoding="utf-8").splitlines())
+        text = (folder / CRASHED).read_text(encoding="utf-8", errors=_NODE_IDS)
+        return frozenset(text.splitlines())
     except OSError:
         return frozenset()
 

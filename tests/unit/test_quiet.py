@@ -10,7 +10,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_autotune.quiet import Quiet, gpu_key, run_folder
+from pytest_autotune.quiet import (
+    Quiet,
+    crashed_tests,
+    gpu_key,
+    note_crashed,
+    run_folder,
+    tuning_noted,
+    tuning_test,
+)
 
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -159,3 +167,15 @@ def test_a_database_sqlite_cannot_open_leaves_measurements_unpaused(tmp_path: Pa
     with quiet.measuring(gpu=False) as unpaused:
         assert unpaused is not None
         assert unpaused.startswith(f"the lock in {deep / 'autotune-quiet'} could not be made: ")
+
+
+def test_a_test_named_by_a_file_names_undecoded_bytes_is_noted_and_read_back_as_it_is(
+    tmp_path: Path,
+) -> None:
+    # `test_café.py` as pytest names it under `LC_ALL=C PYTHONUTF8=0`: noting it raised
+    # UnicodeEncodeError out of the worker's tuning and the controller's scheduler.
+    nodeid = "test_caf\udcc3\udca9.py::test_sum[n1]"
+    with tuning_noted(tmp_path, "test_caf\udcc3\udca9.py::test_sum[n1]", nodeid):
+        assert tuning_test(tmp_path, "test_caf\udcc3\udca9.py::test_sum[n1]") == nodeid
+    note_crashed(tmp_path, nodeid)
+    assert crashed_tests(tmp_path) == {nodeid}
