@@ -26,6 +26,7 @@ from pytest_autotune.tune.files import (
     JsonFileError,
     decode_strict,
     dumps,
+    in_line_endings_of,
     why_unwritable,
     write_atomically,
 )
@@ -78,7 +79,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         ) from None
     document, conflicts, notes = merge_documents(base, ours, theirs)
     try:
-        write_atomically(Path(args.ours), dumps(document))
+        # In this branch's line endings, as an update writes them back: a file committed
+        # with CRLF came out of every merge with LF, each of its lines changed.
+        text = in_line_endings_of(Path(args.ours), dumps(document))
+        write_atomically(Path(args.ours), text)
     except OSError as error:
         raise CliError(
             f"{name}: the merged file cannot be written to {args.ours}:"

@@ -2301,6 +2301,24 @@ def test_merge_advice_names_a_path_with_a_space_as_a_shell_reads_it(
     assert ["git", "checkout", "-m", "--", name] in [shlex.split(c) for c in err.split("`")[1::2]]
 
 
+def test_merge_of_a_file_committed_with_crlf_line_endings_keeps_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An update writes such a file back with CRLF (`files.in_line_endings_of`); the merge
+    # driver wrote it with LF, every line of it a change in git's diff.
+    sides = [
+        write_cache(tmp_path / f"{name}.json", sum_entries(*sizes))
+        for name, sizes in [("base", (1024,)), ("ours", (1024, 2048)), ("theirs", (1024, 4096))]
+    ]
+    for side in sides:
+        side.write_bytes(side.read_bytes().replace(b"\n", b"\r\n"))
+    code, _, err = run(capsys, "merge", *map(str, sides))
+    assert (code, err) == (0, "")
+    merged = sides[1].read_bytes()
+    assert merged.count(b"\r\n") == merged.count(b"\n") > 0
+    assert [e["key"] for e in json.loads(merged)["entries"]] == ["n1024", "n2048", "n4096"]
+
+
 def test_merge_into_a_file_it_cannot_write_says_so_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
