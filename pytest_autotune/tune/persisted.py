@@ -277,9 +277,10 @@ def _save_held_back_at_exit() -> None:
     for entries in list(_HELD_BACK):
         try:
             entries.save_held_back()
-        except Exception as exc:  # the warning, under -W error
+        except CacheFileWarning as exc:  # the warning, under -W error
             # An exception here is printed as "Exception ignored in atexit callback" with a
-            # traceback; one line says the same, and the next file is still tried.
+            # traceback; one line says the same, and the next file is still tried. Any
+            # other exception is a bug of ours, and keeps its traceback.
             print(f"pytest-autotune: {exc}", file=sys.stderr)
 
 

@@ -627,6 +627,20 @@ def test_the_exit_says_in_one_line_what_it_could_not_save_under_warnings_as_erro
     assert said[0].endswith("keys 2, 3, which the next run tunes again")
 
 
+def test_a_bug_met_in_the_exits_save_keeps_its_traceback(client, tmp_path, monkeypatch) -> None:
+    # The exit's one line is for its warning under -W error: every exception was cut to a
+    # line "pytest-autotune: <message>", a KeyError of ours to "pytest-autotune: 'x'".
+    tuner, _, _ = held_back(client, tmp_path)
+    monkeypatch.setattr(persisted, "_HELD_BACK", weakref.WeakSet([tuner._persisted]))
+
+    def broken() -> None:
+        raise KeyError("x")
+
+    monkeypatch.setattr(tuner._persisted, "save_held_back", broken)
+    with pytest.raises(KeyError):
+        persisted._save_held_back_at_exit()
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_leaves_the_decisions_its_parent_held_back_to_the_parent(client, tmp_path):
     # A child of os.fork() that exits normally saved them again at its exit, waiting for the
