@@ -24,6 +24,7 @@ from pytest_autotune.collection import (
 )
 from pytest_autotune.item_groups import item_group, merged_group_error
 from pytest_autotune.stale import Collected, defined_names
+from pytest_autotune.tune.tunable_set import checksum_of
 
 
 def fail_merged_groups(config: pytest.Config) -> None:
@@ -54,8 +55,9 @@ def mark_shared_nodeids(config: pytest.Config, items: list[pytest.Item]) -> None
 
 def collected(config: pytest.Config, items: list[pytest.Item]) -> Collected:
     """What an update's stale entries are judged by (`pytest_autotune.stale`): the names
-    each collected module defines, and every group of each marked test where collection
-    chose no items by itself (`items`: every item collected, before any deselection)."""
+    each collected module defines, every group of each marked test where collection chose
+    no items by itself (`items`: every item collected, before any deselection), and the
+    checksum of each marked test's candidate list."""
     defined: dict[str, frozenset[str]] = {}
     rooted = True
     for item in items:
@@ -70,4 +72,11 @@ def collected(config: pytest.Config, items: list[pytest.Item]) -> Collected:
         if spec is not None:
             test = tuner_of_test(spec.function.nodeid)
             groups[test] = groups.get(test, frozenset()) | {spec.group}
-    return Collected(defined, groups, rooted)
+    # Every marked function of the modules collected, those `-k`, `--lf` or a node id left
+    # out included: a test gone whose file holds one's candidate list may be it, moved.
+    checksums = {
+        tuner_of_test(spec.nodeid): checksum_of(tuple(name for name, _ in spec.candidates))
+        for spec in functions.values()
+        if spec.error is None and spec.candidates
+    }
+    return Collected(defined, groups, rooted, checksums)

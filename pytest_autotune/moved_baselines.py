@@ -121,7 +121,7 @@ def _moved(tuner: str, item: Stale, path: Path, settings: PluginSettings) -> str
     name = tuner.partition("::")[2]
     old = settings.relative(item.path)
     replacing = " (in place of the one this update wrote)" if settings.update else ""
-    if settings.prune:
+    if settings.prune and not item.left_out:  # a file kept for a test left out stays
         return (
             f"note: {tuner}: no baseline under its name, and {old}, pruned now, held its keys"
             f" and candidate list for {item.tuner} ({item.reason}): if {name} is that test"

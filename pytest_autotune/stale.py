@@ -7,7 +7,9 @@ which nothing reads again but a package still ships. Only what the session can t
 called stale: the file of a test that is gone from a module the session collected (or
 whose module is gone), and the keys of a marked test every group of which the session
 tuned. A test that `-k`, `-m` or the paths given left out keeps every entry: the session
-collected its module, or its groups, without tuning them all.
+collected its module, or its groups, without tuning them all. So does the file of a test gone
+that holds the candidate list of a test left out with no file of its own: the same test
+moved or renamed, whose baselines a prune of `-k other` deleted without a word.
 """
 
 from __future__ import annotations
@@ -53,12 +55,17 @@ class Collected:
     tells that a module is gone: a test outside the root dir (`--rootdir`, `--pyargs` of an
     installed package) is named from the folder it was collected from, and the file an
     update had just written for it was called gone, and pruned."""
+    checksums: Mapping[str, str] = field(default_factory=dict)
+    """The checksum of each collected marked test's candidate list (`checksum_of` its
+    names), by test, those that `-k`, a node id or `--lf` left out included: a test gone
+    whose file holds one of them may be that test moved or renamed."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "defined": {module: sorted(names) for module, names in sorted(self.defined.items())},
             "groups": {test: sorted(groups) for test, groups in sorted(self.groups.items())},
             "rooted": self.rooted,
+            "checksums": dict(sorted(self.checksums.items())),
         }
 
     def joined(self, data: Mapping[str, Any]) -> Collected:
@@ -67,6 +74,7 @@ class Collected:
             _union(self.defined, data["defined"]),
             _union(self.groups, data["groups"]),
             self.rooted and bool(data["rooted"]),
+            {**self.checksums, **data["checksums"]},
         )
 
 
@@ -116,6 +124,10 @@ class Stale:
     its journal's) then: a whole stale file is deleted, under its lock, only if no other
     process wrote it since; one that did keeps what it wrote (`_prune`)."""
     seen: str = ""
+    left_out: tuple[str, ...] = ()
+    """Of a whole stale file, the tests the session collected and did not tune, with no
+    file of their own, whose candidate list it holds (`_left_out_owners`): the test gone
+    may be one of them moved or renamed, so the file is kept and they are named."""
 
 
 def find_stale(
@@ -147,7 +159,8 @@ def find_stale(
         with warnings.catch_warnings():
             # An unreadable file is none of this: the run that reads it says so.
             warnings.simplefilter("ignore")
-            keys = sorted({key.key for key in cache.load()})
+            entries = cache.load()
+        keys = sorted({key.key for key in entries})
         tuner = cache.metadata().get(TUNER_FIELD)
         if tuner is None:
             # 0.1.0 stored no name: the file is a test's of this session by its name.
@@ -164,8 +177,36 @@ def find_stale(
             continue
         stale = _stale(tuner, keys, collected, tuned, rootpath)
         if stale is not None:
-            found.append(Stale(path, tuner, *stale, held=tuple(keys), seen=seen))
+            checksums = {key.checksum for key in entries}
+            owners = _left_out_owners(path, tuner, checksums, collected, tuned)
+            left_out = owners if stale[0] is None else ()
+            found.append(Stale(path, tuner, *stale, held=tuple(keys), seen=seen, left_out=left_out))
     return found
+
+
+def _left_out_owners(
+    path: Path,
+    tuner: str,
+    checksums: Collection[str],
+    collected: Collected,
+    tuned: Mapping[str, Mapping[str, str]],
+) -> tuple[str, ...]:
+    """The collected tests that this session did not tune (`-k`, a node id, `--lf` left
+    them out) and that have no file in `path`'s folder, whose candidate list one of
+    `checksums` is: where the file is `tuner`'s, a test gone, one of them may be that test
+    moved or renamed. Those of its name (`test_sum`, moved to another file) where any is."""
+    folder = path.parent
+    owners = sorted(
+        test
+        for test, checksum in collected.checksums.items()
+        if checksum in checksums
+        and test not in tuned
+        and not (folder / cache_file_parts(folder.name, test)[1]).exists()
+        and not any((folder / name).exists() for name in legacy_tuner_files(test))
+    )
+    name = tuner.partition("::")[2]
+    named = [test for test in owners if test.partition("::")[2] == name]
+    return tuple(named or owners)
 
 
 def names_a_test(tuner: str) -> bool:
@@ -245,6 +286,9 @@ def review(
     lines, written = [], True
     for item in found:
         path = settings.relative(item.path)
+        if item.left_out:
+            lines.append(_kept(item, settings))
+            continue
         if not settings.prune:
             lines.append(f"stale: {path}: {_what(item)}; {_how(item)}")
             continue
@@ -307,6 +351,29 @@ def _left(item: Stale) -> str:
         warnings.simplefilter("ignore")
         held = len(PersistentCache(item.path).load())
     return f"; the file holds {'1 entry' if held == 1 else f'{held} entries'} now"
+
+
+def _kept(item: Stale, settings: PluginSettings) -> str:
+    """The line of a whole stale file kept for the tests the session left out that may be
+    its test moved or renamed: how to carry its baselines over to each."""
+    folder = item.path.parent
+    moves = "; ".join(
+        f"if {test} is {item.tuner} moved or renamed, move the file to"
+        f" {settings.relative(folder / cache_file_parts(folder.name, test)[1])} and set its"
+        f' "tuner" to "{test}"'
+        for test in item.left_out
+    )
+    tests = ", ".join(item.left_out)
+    held = (
+        f"{tests}, which this session did not tune and which has no baseline under its name"
+        if len(item.left_out) == 1
+        else f"tests this session did not tune that have no baseline under their names ({tests})"
+    )
+    return (
+        f"kept {settings.relative(item.path)}: {item.reason}, but it holds the candidate list"
+        f" of {held}: {moves} to keep its baselines (a session that tunes it judges the file"
+        " again)"
+    )
 
 
 def _how(item: Stale) -> str:
