@@ -120,8 +120,12 @@ def tuner_of_test(nodeid: str) -> str:
     of a file name Python could not decode read as UTF-8. Under the C locale without UTF-8
     mode (`LC_ALL=C PYTHONUTF8=0`, a bare container's shell) pytest names `test_café.py`
     `test_caf\\udcc3\\udca9.py`, whose cache was another file than a UTF-8 run's, and an
-    update there called the committed one's test gone (and pruned it)."""
-    return nodeid.encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape")
+    update there called the committed one's test gone (and pruned it). A lone surrogate of
+    no undecoded byte (a Windows file name may hold one) is kept as it is."""
+    try:
+        return nodeid.encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return nodeid
 
 
 def item_function_nodeid(item: pytest.Item) -> str:

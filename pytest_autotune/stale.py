@@ -184,6 +184,15 @@ def find_stale(
     return found
 
 
+def _file_name(module: str) -> str:
+    """`module` (a tuner's, its undecoded bytes read as UTF-8: `collection.tuner_of_test`)
+    as the file system names it; one of a lone surrogate no bytes make, as it is."""
+    try:
+        return os.fsdecode(module.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:
+        return module
+
+
 def _left_out_owners(
     path: Path,
     tuner: str,
@@ -231,7 +240,9 @@ def _legacy_owner(path: Path, tuners: Iterable[str]) -> str | None:
     Such a file stores no tuner, so it was never judged: the gate of a test whose ids the
     upgrade changed read "no baseline" with no word of the file's entries of its old keys."""
     folder = path.parent.name
-    for tuner in tuners:
+    # In order: 0.1.0 gave `a b/t.py::t` and `a_b/t.py::t` one name; which owns it must
+    # not change from run to run with a set's order.
+    for tuner in sorted(tuners):
         if (
             path.name in legacy_tuner_files(tuner)
             and not (path.parent / cache_file_parts(folder, tuner)[1]).exists()
@@ -250,7 +261,7 @@ def _stale(
     module, _, name = tuner.partition("::")
     # The module's file as the file system's encoding names it: `test_café.py`, where
     # that is ASCII (`LC_ALL=C PYTHONUTF8=0`), could not be looked up, and read as gone.
-    path = rootpath / os.fsdecode(module.encode("utf-8", "surrogateescape"))
+    path = rootpath / _file_name(module)
     # Gone only from a folder that is still there: a cache directory shared by several
     # projects (`autotune_cache_dir = ../.autotune` in a monorepo) holds the files of
     # tests under other roots, whose folders are no paths here.

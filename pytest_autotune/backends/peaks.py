@@ -120,17 +120,6 @@ def _load_or_probe_file(path: Path, device_id: str, probe: Callable[[], Peaks]) 
         peaks = _read(path, device_id)
         if not _older_probe(device_id, peaks):
             return peaks
-        warnings.warn(
-            CacheFileWarning(
-                f"{path}: written by an older pytest-autotune, whose probes measured no"
-                " update-in-place ('add') rate nor a CPU's cache levels, so its roofs bounded"
-                " every size by main memory: probed again and written over"
-            ),
-            stacklevel=caller_level(),
-        )
-        peaks = _probe_once(device_id, probe)
-        _write(path, device_id, peaks)
-        return peaks
     except FileNotFoundError:
         peaks = _probe_once(device_id, probe)
         _write(path, device_id, peaks)
@@ -146,6 +135,18 @@ def _load_or_probe_file(path: Path, device_id: str, probe: Callable[[], Peaks]) 
             stacklevel=caller_level(),
         )
         return _probe_once(device_id, probe)
+    # Outside the `try`: a probe that raises is not the file's fault ("cannot be read").
+    warnings.warn(
+        CacheFileWarning(
+            f"{path}: written by an older pytest-autotune, whose probes measured no"
+            " update-in-place ('add') rate nor a CPU's cache levels, so its roofs bounded"
+            " every size by main memory: probed again and written over"
+        ),
+        stacklevel=caller_level(),
+    )
+    peaks = _probe_once(device_id, probe)
+    _write(path, device_id, peaks)
+    return peaks
 
 
 def _older_probe(device_id: str, peaks: Peaks) -> bool:

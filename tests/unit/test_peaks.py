@@ -198,6 +198,25 @@ def test_a_cpu_peaks_file_of_an_older_probe_is_probed_again_and_rewritten(
     assert load_or_probe(device, exploding_probe, tmp_path) == fresh
 
 
+def test_a_probe_that_fails_over_an_older_file_is_not_blamed_on_the_file(tmp_path: Path) -> None:
+    # The probe ran inside the file's `try`: its ValueError read "cannot be read", the
+    # file's fault, and the probe was run a second time.
+    device = f"cpu-{uuid.uuid4().hex[:12]}"
+    path = peaks_path(tmp_path, device)
+    path.parent.mkdir()
+    path.write_text(OLDER_PEAKS_FILE.replace("DEVICE", device))
+
+    def failing() -> Peaks:
+        raise ValueError("the probe's own error")
+
+    with (
+        pytest.warns(CacheFileWarning, match="written by an older") as said,
+        pytest.raises(ValueError, match="the probe's own error"),
+    ):
+        load_or_probe(device, failing, tmp_path)
+    assert not [w for w in said if "cannot be read" in str(w.message)]
+
+
 @pytest.mark.parametrize(
     ("document", "reason"),
     [

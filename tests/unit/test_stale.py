@@ -168,3 +168,11 @@ assert find_stale(root / ".autotune", [{DEVICE!r}], Collected(), {{}}, root) == 
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_a_node_id_holding_a_lone_surrogate_no_bytes_make_is_its_own_tuner() -> None:
+    # A Windows file name may hold one: encoded with surrogateescape, it raised
+    # UnicodeEncodeError out of the collection.
+    from pytest_autotune.collection import tuner_of_test
+
+    assert tuner_of_test("a\ud800.py::t") == "a\ud800.py::t"
