@@ -155,9 +155,9 @@ def _name_digest(name: str) -> str:
     """The SHA-256 of the bytes `name` stands for: its UTF-8, where it holds the bytes of a
     file name Python could not decode (`surrogateescape`) those bytes, and a lone surrogate
     of any other kind as UTF-8 writes it (`surrogatepass`). Strict UTF-8 raised out of
-    every `--autotune-update` of a test file named in Latin-1 (`caf\xe9.py`); and under
+    every `--autotune-update` of a test file named in Latin-1 (`caf\\xe9.py`); and under
     the C locale without UTF-8 mode (`LC_ALL=C PYTHONUTF8=0`) pytest names `test_café.py`
-    `test_caf\udcc3\udca9.py`, whose bytes are those of `test_café.py`, so its file is the
+    `test_caf\\udcc3\\udca9.py`, whose bytes are those of `test_café.py`, so its file is the
     one a UTF-8 run names. The bytes of every other name, and so its digest, are as before."""
     try:
         data = name.encode("utf-8", "surrogateescape")
