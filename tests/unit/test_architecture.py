@@ -212,3 +212,18 @@ def test_a_program_importing_the_runtime_loads_no_pytest_jinja2_nor_yaml() -> No
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_every_string_of_the_package_is_text_utf8_can_write() -> None:
+    # A docstring that wrote "\udcc3" meaning the text (the escape of an undecoded byte)
+    # held a lone surrogate: Python 3.13's compiler, which cleans docstrings, could not
+    # encode it, and the package failed to import there while 3.10-3.12 took it.
+    lone = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                try:
+                    node.value.encode("utf-8")
+                except UnicodeEncodeError:
+                    lone.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert lone == []
