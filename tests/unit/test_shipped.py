@@ -396,15 +396,22 @@ def test_a_shipped_winner_past_the_end_of_its_candidate_list_warns_and_is_tuned_
     assert client.timed
 
 
-def test_a_file_shipped_under_its_0_1_name_is_served(user_cache, package) -> None:
-    """`Lib.Ops` was filed as `Lib.Ops.json`; it is `Lib.Ops-<hash>.json` now."""
-    name, folder = package
+def shipped_as_0_1(folder: Path, file_name: str) -> Path:
+    """The shipped folder of a library whose winner "b" 0.1.0 filed as `file_name`, with no
+    tuner name stored, as it wrote its files."""
     ship(folder, "cpu-lib-2t", AVX2, winner="b")
     shipped = folder / ".autotune" / "cpu-lib-2t"
     document = json.loads((shipped / "lib.ops.json").read_text())
     del document["tuner"]
     (shipped / "lib.ops.json").unlink()
-    (shipped / "Lib.Ops.json").write_text(json.dumps(document))
+    (shipped / file_name).write_text(json.dumps(document))
+    return shipped
+
+
+def test_a_file_shipped_under_its_0_1_name_is_served(user_cache, package) -> None:
+    """`Lib.Ops` was filed as `Lib.Ops.json`; it is `Lib.Ops-<hash>.json` now."""
+    name, folder = package
+    shipped_as_0_1(folder, "Lib.Ops.json")
     assert cache_path(folder / ".autotune", "cpu-lib-2t", "Lib.Ops").name != "Lib.Ops.json"
     client = Device("cpu-lib-2t")
     tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
@@ -417,12 +424,7 @@ def test_a_file_shipped_under_0_1s_first_name_is_served(user_cache, package) -> 
     """0.1.0's first releases filed `lib ops` as `lib_ops.json`, with no hash for the space
     (later ones as `lib_ops-<hash>.json`); it is `lib_ops-<other hash>.json` now."""
     name, folder = package
-    ship(folder, "cpu-lib-2t", AVX2, winner="b")
-    shipped = folder / ".autotune" / "cpu-lib-2t"
-    document = json.loads((shipped / "lib.ops.json").read_text())
-    del document["tuner"]
-    (shipped / "lib.ops.json").unlink()
-    (shipped / "lib_ops.json").write_text(json.dumps(document))
+    shipped_as_0_1(folder, "lib_ops.json")
     client = Device("cpu-lib-2t")
     tunables, _ = candidates(client, a=1e-3, b=3e-3, c=2e-3)
     local = LocalTuner("lib ops", package=name)

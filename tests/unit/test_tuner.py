@@ -532,19 +532,7 @@ def test_new_keys_are_served_while_another_process_holds_the_cache_file_lock_and
     # program's every new key waited out the lock in its lookup and again at its save (5
     # minutes each), and every call of one said so again. Served without the file, said
     # once; the first save that gets the lock writes the keys decided meanwhile.
-    path = tmp_path / "t.json"
-    Tuner("t", client.device_id, persistent=PersistentCache(path)).execute(
-        make(client.clock, slow=3e-3, fast=1e-3), ([1],), client
-    )
-    tuner = Tuner("t", client.device_id, persistent=PersistentCache(path, lock_timeout=0.01))
-    held = lock_beside(path, timeout=0)
-    held.acquire()
-    try:
-        with pytest.warns(CacheFileWarning) as said:
-            for inputs in ([1, 2], [1, 2, 3]):
-                assert tuner.execute(make(client.clock, slow=3e-3, fast=1e-3), (inputs,), client)
-    finally:
-        held.release()
+    tuner, path, held, said = held_back(client, tmp_path)
     assert [str(w.message) for w in said] == [
         f"{path}: {held.lock_file} still locked"
         + (f" by process {os.getpid()} (this one)" if os.path.exists("/proc/locks") else "")
@@ -561,7 +549,7 @@ def test_new_keys_are_served_while_another_process_holds_the_cache_file_lock_and
 
 def held_back(client, tmp_path):
     """A tuner that decided keys [1, 2] and [1, 2, 3] while another process held its file's
-    lock, the file holding key [1] alone, and that lock, released."""
+    lock, the file holding key [1] alone, that lock, released, and what was said."""
     path = tmp_path / "t.json"
     Tuner("t", client.device_id, persistent=PersistentCache(path)).execute(
         make(client.clock, slow=3e-3, fast=1e-3), ([1],), client
@@ -570,12 +558,12 @@ def held_back(client, tmp_path):
     held = lock_beside(path, timeout=0)
     held.acquire()
     try:
-        with pytest.warns(CacheFileWarning):
+        with pytest.warns(CacheFileWarning) as said:
             for inputs in ([1, 2], [1, 2, 3]):
-                tuner.execute(make(client.clock, slow=3e-3, fast=1e-3), (inputs,), client)
+                assert tuner.execute(make(client.clock, slow=3e-3, fast=1e-3), (inputs,), client)
     finally:
         held.release()
-    return tuner, path, held
+    return tuner, path, held, said
 
 
 def test_decisions_held_back_by_another_processs_lock_are_saved_at_the_programs_exit(
@@ -584,7 +572,7 @@ def test_decisions_held_back_by_another_processs_lock_are_saved_at_the_programs_
     # A program that decided its keys while another process held the file's lock, and
     # ended before a later save got it, lost them without a word, though the lock was free
     # by then (the other process's update done): each run tuned them again.
-    tuner, path, _ = held_back(client, tmp_path)
+    tuner, path, _, _ = held_back(client, tmp_path)
     assert [json.loads(pk.key) for pk in PersistentCache(path).load()] == [1]
     # What the exit saves (`_save_held_back_at_exit`), this tuner's alone: other tests'
     # tuners may hold decisions back too.
@@ -594,7 +582,7 @@ def test_decisions_held_back_by_another_processs_lock_are_saved_at_the_programs_
 
 
 def test_decisions_still_held_back_at_the_programs_exit_are_named(client, tmp_path):
-    tuner, path, held = held_back(client, tmp_path)
+    tuner, path, held, _ = held_back(client, tmp_path)
     held.acquire()
     try:
         with pytest.warns(
@@ -612,7 +600,7 @@ def test_the_exit_says_in_one_line_what_it_could_not_save_under_warnings_as_erro
 ):
     # Under -W error the exit's warning was an exception in an atexit callback: printed as
     # "Exception ignored in atexit callback" and its traceback.
-    tuner, path, held = held_back(client, tmp_path)
+    tuner, path, held, _ = held_back(client, tmp_path)
     monkeypatch.setattr(persisted, "_HELD_BACK", weakref.WeakSet([tuner._persisted]))
     held.acquire()
     try:
@@ -630,7 +618,7 @@ def test_the_exit_says_in_one_line_what_it_could_not_save_under_warnings_as_erro
 def test_a_bug_met_in_the_exits_save_keeps_its_traceback(client, tmp_path, monkeypatch) -> None:
     # The exit's one line is for its warning under -W error: every exception was cut to a
     # line "pytest-autotune: <message>", a KeyError of ours to "pytest-autotune: 'x'".
-    tuner, _, _ = held_back(client, tmp_path)
+    tuner, _, _, _ = held_back(client, tmp_path)
     monkeypatch.setattr(persisted, "_HELD_BACK", weakref.WeakSet([tuner._persisted]))
 
     def broken() -> None:
@@ -645,7 +633,7 @@ def test_a_bug_met_in_the_exits_save_keeps_its_traceback(client, tmp_path, monke
 def test_a_forked_child_leaves_the_decisions_its_parent_held_back_to_the_parent(client, tmp_path):
     # A child of os.fork() that exits normally saved them again at its exit, waiting for the
     # lock once more; the parent saves them at its own.
-    tuner, _, _ = held_back(client, tmp_path)
+    tuner, _, _, _ = held_back(client, tmp_path)
     assert tuner._persisted in persisted._HELD_BACK
     child = os.fork()
     if child == 0:  # pragma: no cover - the child's
