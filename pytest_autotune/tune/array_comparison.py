@@ -26,6 +26,7 @@ from pytest_autotune.tune.differences import (
     exact_note,
     index_text,
     largest_errors,
+    near_zero,
     shape_differs,
     time_error,
     too_fine,
@@ -232,6 +233,7 @@ def compare_arrays(
     first: tuple[int, Any, Any] | None = None
     max_errors: tuple[float, float] | None = None
     max_time: int | None = None  # the largest gap of differing times, in their unit
+    all_finite = True  # whether every element that differs is a finite float on both sides
     for ref_raw, act_raw, offset in blocks(reference, actual, 0):
         ref_block = ref_raw if wider is None else ref_raw.astype(wider)
         act_block = act_raw if wider is None else act_raw.astype(wider)
@@ -244,6 +246,7 @@ def compare_arrays(
         if first is None:
             i = int(np.flatnonzero(bad)[0])
             first = offset + i, ref_block.reshape(-1)[i], act_block.reshape(-1)[i]
+        all_finite = all_finite and inexact and _finite(ref_block[bad], act_block[bad])
         gap = time_error(ref_block, act_block, bad)
         if gap is not None:
             max_time = gap if max_time is None else max(gap, max_time)
@@ -274,7 +277,30 @@ def compare_arrays(
     if moved:
         missing = "NaT" if reference.dtype.kind in "mM" else "NaN"
         message += f"; {missing} positions differ at {counted(moved, 'element')}"
-    return [message + exact + too_fine(reference.dtype, rtol, max_errors, rules.widened_from)]
+    note = exact + too_fine(reference.dtype, rtol, max_errors, rules.widened_from)
+    if not note and all_finite and max_errors is not None:
+        note = near_zero(rtol, max_errors[0], _largest_magnitude(reference, wider))
+    return [message + note]
+
+
+def _finite(reference: npt.NDArray[Any], actual: npt.NDArray[Any]) -> bool:
+    """Whether every value of two arrays is a finite NumPy float or complex number (a
+    user-defined dtype's values, quad precision's, have no error figures to judge)."""
+    if reference.dtype.kind not in "fc" or actual.dtype.kind not in "fc":
+        return False
+    return bool(np.isfinite(reference).all() and np.isfinite(actual).all())
+
+
+def _largest_magnitude(array: npt.NDArray[Any], wider: type[np.generic] | None) -> float:
+    """The largest magnitude among an inexact array's finite values (0 where it has none),
+    block by block as the comparison reads it."""
+    largest = 0.0
+    for block, _, _ in blocks(array, array, 0):
+        values = block if wider is None else block.astype(wider)
+        with np.errstate(all="ignore"):
+            magnitudes = np.abs(values[np.isfinite(values)])
+        largest = max(largest, float(magnitudes.max(initial=0)))
+    return largest
 
 
 _NUMPY_KINDS = frozenset("biufcmMOSUVT")

@@ -1327,6 +1327,42 @@ def test_a_float16_answer_wrong_beyond_rounding_is_not_told_to_loosen_rtol():
     assert rounded is not None and rounded.endswith("set rtol for this dtype")
 
 
+def test_roundings_near_zero_that_only_atol_covers_are_named_with_the_atol():
+    # A correct float32 matmul (blocked, against np.dot) failed at 1.5% of its elements
+    # with "max rel error 0.02", which read as a wrong kernel: the elements a sum cancels to
+    # near zero carry the rounding of the large terms summed, which rtol of each small
+    # result does not cover. Every such error lies within rtol of the output's largest
+    # magnitude, and an atol of rtol times it passes them.
+    ref = np.array([100.0, 1e-3, -50.0], dtype=np.float32)
+    act = np.array([100.0, 1.5e-3, -50.0], dtype=np.float32)
+    message = compare_outputs(ref, act)
+    assert message is not None
+    assert message.endswith(
+        "; every element that differs is within rtol of the output's largest magnitude"
+        " (100), as roundings are where a sum cancels to near zero, which rtol of each"
+        " element does not cover: atol=0.001 passes them"
+    )
+    assert compare_outputs(ref, act, atol=0.001) is None
+
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((256, 256), dtype=np.float32) for _ in range(2))
+    blocked = sum(a[:, k : k + 64] @ b[k : k + 64] for k in range(0, 256, 64))
+    matmul = compare_outputs(a @ b, blocked)
+    assert matmul is not None and "passes them" in matmul
+    atol = float(matmul.rpartition("atol=")[2].split()[0])
+    assert compare_outputs(a @ b, blocked, atol=atol) is None
+
+
+def test_errors_past_rtol_of_the_largest_magnitude_are_not_told_to_set_atol():
+    # A wrong answer, a NaN where a number belongs, or a single value: no such note.
+    ref = np.array([100.0, 1e-3], dtype=np.float32)
+    for act in ([100.0, 2e-3 + 1e-3], [100.0, np.nan], [101.0, 1e-3]):
+        message = compare_outputs(ref, np.array(act, dtype=np.float32))
+        assert message is not None and "passes them" not in message, act
+    one = compare_outputs(np.float32(1e-3), np.float32(1.5e-3))
+    assert one is not None and "passes them" not in one
+
+
 def test_a_named_tuple_is_not_a_plain_tuple():
     # A candidate returning a plain tuple where the reference returns a NamedTuple passed,
     # and its caller's `result.mean` raised AttributeError: as a tuple is not a list.
