@@ -324,3 +324,23 @@ def test_a_candidates_label_starts_inside_its_bar_chart(tmp_path: Path) -> None:
     starts = json.loads(htmllib.unescape(found.group(1)))
     assert len(starts) == 2 * len(names)
     assert [(text, x) for text, x in starts if x < 0] == []
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium (or chrome) binary on PATH")
+def test_a_sortable_columns_explanation_stays_its_tooltip_once_the_script_has_run(
+    tmp_path: Path,
+) -> None:
+    # The sorting script set each header's title to "sort by <name>", replacing what the
+    # column means ("median over the fastest candidate's median") with nothing new.
+    from tests.unit.test_html import saxpy_record
+
+    page = tmp_path / "report.html"
+    page.write_text(render_html([saxpy_record()]), encoding="utf-8")
+    dumped = chromium("--dump-dom", page.resolve().as_uri(), profile=tmp_path / "profile")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    titles = [
+        htmllib.unescape(title)
+        for title in re.findall(r'<th scope="col"[^>]*title="([^"]*)"', dumped.stdout)
+    ]
+    assert "median over the fastest candidate's median; click to sort" in titles
+    assert "candidate: click to sort" in titles

@@ -21,7 +21,10 @@
     var headers = table.tHead.rows[0].cells;
     Array.prototype.forEach.call(headers, function (header, column) {
       header.tabIndex = 0;
-      header.title = "sort by " + header.textContent.trim();
+      // The template's title says what the column means; replacing it with "sort by"
+      // alone lost that, so the hint to click follows it.
+      header.title = header.title ? header.title + "; click to sort"
+        : header.textContent.trim() + ": click to sort";
       function sort() {
         var ascending = header.getAttribute("aria-sort") !== "ascending";
         Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
