@@ -170,14 +170,17 @@ window.addEventListener("load", function () {
       return [card.dataset.failed, card.open, Math.round(card.getBoundingClientRect().height)];
     }
   );
+  var roofline = document.querySelector("svg.chart.roofline");
   parent.postMessage(JSON.stringify({
     width: width, scroll: document.documentElement.scrollWidth, wide: wide, cards: cards,
-    height: document.documentElement.scrollHeight
+    height: document.documentElement.scrollHeight,
+    roofline: roofline ? Math.round(roofline.getBoundingClientRect().width) : null
   }), "*");
 });
 </script>"""
 """Measures the laid-out page: which elements reach past the viewport's right edge (a
-table inside its own scrolling box may; the box may not), and each card's state."""
+table inside its own scrolling box may; the box may not), each card's state, and the width
+the device's roofline is drawn at."""
 
 FRAME = """<!DOCTYPE html><html><body style="margin:0">
 <iframe src="{src}" style="width:{width}px;height:1200px;border:0"></iframe>
@@ -344,3 +347,18 @@ def test_a_sortable_columns_explanation_stays_its_tooltip_once_the_script_has_ru
     ]
     assert "median over the fastest candidate's median; click to sort" in titles
     assert "candidate: click to sort" in titles
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium (or chrome) binary on PATH")
+def test_at_a_narrow_width_the_roofline_goes_under_the_peaks_at_a_readable_size(
+    tmp_path: Path,
+) -> None:
+    # Beside the 280-pixel table of peaks until 640 pixels, a 700-pixel window drew the
+    # 640-unit roofline 300 pixels wide, its 11-pixel labels at 5 pixels: unreadable.
+    from tests.unit.test_html import saxpy_record, sum_record
+
+    html = tmp_path / "report.html"
+    write_html(html, [sum_record(), saxpy_record()])
+    found = layout(html, 700, tmp_path / "profile")
+    assert found["wide"] == [] and found["scroll"] <= found["width"], found
+    assert found["roofline"] >= 480, found
