@@ -276,6 +276,31 @@ def test_an_interval_that_spans_zero_passes() -> None:
     assert not list(group.iter(f"{SVG}path"))
 
 
+@pytest.mark.parametrize(
+    ("delta", "low", "high", "ticks"),
+    [
+        (2.011, 1.742, 2.306, ["0%", "-100%", "+231%"]),
+        # Zero sits near the left end: a "-100%" there would run into its "0%".
+        (-0.918, -0.999, 7.591, ["0%", "+759%"]),
+        (-0.01, -0.05, 0.035, ["0%", "-5%", "+5%"]),
+    ],
+)
+def test_the_change_axis_ends_where_a_time_can_go_and_no_lower(
+    delta: float, low: float, high: float, ticks: list[str]
+) -> None:
+    # Drawn symmetric about zero, a regression of +201% had its axis start at "-231%", and a
+    # too-noisy +759% at "-759%": changes no time can make, as a time cannot fall below 0.
+    root = parse(interval_chart(delta, low, high, failed=False, title="change"))
+    assert texts(root) == ticks
+    zero = next(line for line in root.iter(f"{SVG}line") if line.get("class") == "zero")
+    axis = next(line for line in root.iter(f"{SVG}line") if line.get("class") == "axis-line")
+    start, end = float(axis.get("x1", "nan")), float(axis.get("x2", "nan"))
+    span = max(abs(v) for v in (delta, low, high)) * 1.15
+    below = min(span, 1.0)  # the axis runs from -100% at the lowest
+    at = (float(zero.get("x1", "nan")) - start) / (end - start)
+    assert at == pytest.approx(below / (below + span), abs=1e-3)
+
+
 def test_a_fraction_past_the_roof_fills_the_bar_and_is_marked_not_drawn_wider() -> None:
     over = str(fraction_bar(1.4, title="t"))
     assert 'class="fill" x="0" y="0" width="80.0"' in over and 'class="over"' in over

@@ -116,11 +116,16 @@ def interval_chart(
     right of the zero line. An unbounded end is drawn to the edge with an arrow."""
     finite = [v for v in (delta, low, high, 0.0) if math.isfinite(v)]
     span = max(max(abs(v) for v in finite) * 1.15, 0.02)
-    left, right, middle, height = 12.0, 12.0, 16.0, 40.0
+    # A time cannot fall by more than all of it: drawn symmetric past -100%, a regression
+    # of +201% had its axis start at "-231%", a change no run can make.
+    floor = max(-span, -1.0)
+    # Room for half a tick label ("-100%", "+759%") each side of the axis: at 12 its sign
+    # was cut off at the edge.
+    left, right, middle, height = 20.0, 20.0, 16.0, 40.0
 
     def x(value: float) -> float:
-        clipped = min(max(value, -span), span)
-        return left + (clipped + span) / (2 * span) * (width - left - right)
+        clipped = min(max(value, floor), span)
+        return left + (clipped - floor) / (span - floor) * (width - left - right)
 
     css = "interval failed" if failed else "interval"
     body = [
@@ -141,7 +146,9 @@ def interval_chart(
                 f'<path class="arrow" d="M{num(edge)} {num(middle)}l{num(-6 * direction)} -5v10z"/>'
             )
     body.append(f'<circle cx="{num(x(delta))}" cy="{num(middle)}" r="5"/></g>')
-    for value in (-span / 1.15, span / 1.15):
+    for value in (max(-span / 1.15, -1.0), span / 1.15):
+        if abs(x(value) - x(0)) < 36:
+            continue  # its label would run into the "0%" one
         body.append(
             f'<text class="tick" x="{num(x(value))}" y="38" text-anchor="middle">'
             f"{escape(f'{value * 100:+.0f}%')}</text>"
