@@ -362,3 +362,20 @@ def test_at_a_narrow_width_the_roofline_goes_under_the_peaks_at_a_readable_size(
     found = layout(html, 700, tmp_path / "profile")
     assert found["wide"] == [] and found["scroll"] <= found["width"], found
     assert found["roofline"] >= 480, found
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium (or chrome) binary on PATH")
+def test_the_filter_shows_only_where_the_script_runs_that_makes_it_work(tmp_path: Path) -> None:
+    # With JavaScript off the page showed a filter box and a "failures only" box that did
+    # nothing when typed in or ticked.
+    from tests.unit.test_html import saxpy_record
+
+    written = render_html([saxpy_record()])
+    assert re.search(r'<div class="controls"[^>]* hidden>', written)
+    page = tmp_path / "report.html"
+    page.write_text(written, encoding="utf-8")
+    dumped = chromium("--dump-dom", page.resolve().as_uri(), profile=tmp_path / "profile")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    controls = re.search(r'<div class="controls"[^>]*>', dumped.stdout)
+    assert controls is not None and "hidden" not in controls.group(0)
+    assert "1 of 1 groups shown" in dumped.stdout

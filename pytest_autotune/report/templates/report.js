@@ -69,4 +69,5 @@
   filter.addEventListener("input", apply);
   failedOnly.addEventListener("change", apply);
   apply();
+  filter.closest(".controls").hidden = false;
 })();
