@@ -79,6 +79,11 @@ class RecordExtra:
     """The candidates whose tests this run did not select (`-k`, `-m`, node ids): the group
     is checked whole, and such a candidate's failed check fails no test of this run. None
     where every candidate's test was selected, or the record does not say."""
+    xfailed: bool | None = None
+    """True where the group failed the gate and each of its tests that failed did so as
+    its `xfail` mark expected: the run does not fail on it (the terminal's "expected to
+    fail (xfail)"). Set by the session once its tests' outcomes are known; None otherwise,
+    and in records of older versions."""
 
     @property
     def winner_seconds(self) -> tuple[float, ...]:
@@ -131,6 +136,7 @@ _KINDS: dict[str, type | tuple[type, ...]] = {
     "max_regression": (int, float),
     "key_unknown": bool,
     "not_selected": list,
+    "xfailed": bool,
 }
 """The JSON type of each field."""
 

@@ -32,6 +32,9 @@ INTENDED = (
 step summary: every other verdict that asks for an update says so, and a regression was
 the one that did not."""
 
+XFAILED = "expected to fail (xfail): the run does not fail on it"
+"""Said of a gate failure that its tests' `xfail` marks expected, in every output."""
+
 
 def failures(summaries: Iterable[GroupSummary]) -> list[GroupSummary]:
     """The groups that fail the gate, in the table's order."""

@@ -23,6 +23,7 @@ from pytest_autotune.report import (
 from pytest_autotune.report.alike import SAME_REPORT_SHOWN, alike, alike_names, one_message
 from pytest_autotune.report.failures import (
     INTENDED,
+    XFAILED,
     failed_checks,
     failed_checks_text,
     failures,
@@ -184,8 +185,8 @@ def _item(summary: GroupSummary, expected: bool) -> str:
     head = f"- {escape(decision_name(summary.group, summary.key) + winner)}:"
     if not summary.message.startswith(f"{verdict}:"):
         head += f" **{escape(verdict)}**:"
-    xfail = " (expected to fail (xfail): the run does not fail on it)"
-    return f"{head} {escape(summary.message)}{xfail if summary.failed and expected else ''}"
+    xfail = f" ({XFAILED})" if summary.failed and expected else ""
+    return f"{head} {escape(summary.message)}{xfail}"
 
 
 def _row(cells: Sequence[str]) -> str:

@@ -2142,12 +2142,26 @@ def test_a_group_whose_tests_are_expected_to_fail_does_not_fail_the_run(
     autotune_pytester: pytest.Pytester, mode: str
 ) -> None:
     autotune_pytester.makepyfile(test_expected=EXPECTED_FAILURES)
-    result = run(autotune_pytester, mode)
+    result = run(autotune_pytester, mode, "--autotune-html=r.html", "--autotune-record=r.jsonl")
     result.assert_outcomes(passed=2, xfailed=3)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         ["*test_marked[[]2[]]*: error*", "*expected to fail (xfail): the run does not fail on it*"]
     )
+    # The HTML report, read from the records alone, listed the group under "Failing" and
+    # counted it among the run's failures, where the run did not fail on it.
+    records = [json.loads(line) for line in Path("r.jsonl").read_text().splitlines()]
+    xfailed = {r["extra"]["group"]: r["extra"].get("xfailed") for r in records}
+    assert xfailed == {
+        "test_expected.py::test_marked[2]": True,
+        "test_expected.py::test_marked[1]": None,
+        "test_expected.py::test_fixture": True,
+    }
+    page = Path("r.html").read_text(encoding="utf-8")
+    assert 'id="failing"' not in page
+    assert "expected to fail (xfail): the run does not fail on it" in page
+    assert main(["report", "r.jsonl", "-o", "again.html"]) == 0
+    assert 'id="failing"' not in Path("again.html").read_text(encoding="utf-8")
 
 
 def test_a_group_with_a_test_failing_unexpectedly_still_fails_the_run(

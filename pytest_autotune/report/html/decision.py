@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_autotune.report import format_roof, verdict_text
-from pytest_autotune.report.failures import failed_checks_text
+from pytest_autotune.report.failures import XFAILED, failed_checks_text
 from pytest_autotune.report.figures import format_interval
 from pytest_autotune.report.html.candidates import candidate_rows, spread, with_relative
 from pytest_autotune.report.html.charts import (
@@ -78,7 +78,10 @@ def decision_view(
     comparison = read_comparison(extra)
     baseline = read_baseline(extra)
     verdict = extra.typed.verdict
-    failed = gate_failed(verdict, extra.typed.failed)
+    # A failure its tests' xfail marks expected is shown in capitals, as the terminal's
+    # table shows it, and said to be expected; the run did not fail on it.
+    gate_failure = gate_failed(verdict, extra.typed.failed)
+    failed = gate_failure and not extra.typed.xfailed
     wrong, raised = _failed_checks(extra, checks)
     work, roofs = roofline.describe()
 
@@ -106,13 +109,22 @@ def decision_view(
         raw_change=raw_change,
         interval=change_interval(comparison, name),
         verdict=verdict or MISSING,
-        verdict_shown=verdict_text(verdict, failed) if verdict else MISSING,
+        verdict_shown=verdict_text(verdict, gate_failure) if verdict else MISSING,
         verdict_class=verdict_class(verdict),
         failed=failed,
-        attention=failed
+        attention=gate_failure
         or bool(wrong)
         or (verdict is not None and verdict not in PASSING_VERDICTS),
-        message="; ".join(filter(None, (extra.typed.message, failed_checks_text(wrong, raised)))),
+        message="; ".join(
+            filter(
+                None,
+                (
+                    extra.typed.message,
+                    failed_checks_text(wrong, raised),
+                    XFAILED if gate_failure and extra.typed.xfailed else "",
+                ),
+            )
+        ),
         failed_checks=len(wrong),
         work=work,
         roofs=roofs,

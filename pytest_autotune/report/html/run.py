@@ -201,7 +201,9 @@ def run_view(
                 branch=(run.branch or MISSING) if run is not None else MISSING,
                 decisions=sum(r.run == run for r in records),
                 failed=sum(
-                    r.run == run and gate_failed(r.extra.get("verdict"), r.extra.get("failed"))
+                    r.run == run
+                    and gate_failed(r.extra.get("verdict"), r.extra.get("failed"))
+                    and not r.extra.get("xfailed")
                     for r in records
                 ),
             )
