@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.torch_tensors import real_torch
 
 
@@ -51,7 +52,9 @@ class Instance:
     run the reference's on the running test's: what one candidate's body kept on `self`
     (a plan, a buffer, a flag) the next one found there. A shallow copy keeps what the
     class's fixtures and `setup_method` set up, which the other tests' instances do not
-    have yet (their setup comes later)."""
+    have yet (their setup comes later); the arrays it holds are copied as inputs are
+    (`clone_value`): shared, an in-place candidate's writes into `self.x` were the next
+    candidate's input, and a plain run failed two correct candidates."""
 
     parameter: str
     instance: object
@@ -65,7 +68,7 @@ class Instance:
         # called, it had what that body set on `self` (a counter at 2 where plain pytest's
         # fresh instance has 1), and a plain run failed the check of unchanged code.
         try:
-            pristine: object = copy.copy(self.instance)
+            pristine: object = clone_value(copy.copy(self.instance))
         except Exception as error:  # an instance that does not copy fails where it is used
             pristine = _NotCopied(error)
         object.__setattr__(self, "_pristine", pristine)
@@ -76,7 +79,7 @@ class Instance:
             return self.instance
         if isinstance(self._pristine, _NotCopied):
             raise self._pristine.error
-        return copy.copy(self._pristine)
+        return clone_value(copy.copy(self._pristine))
 
 
 @dataclass(frozen=True)

@@ -307,6 +307,41 @@ class TestSelf:
     run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
 
 
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_an_in_place_candidate_on_an_array_kept_on_self_changes_no_other_candidates(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # The copy of `self` each other candidate ran on was shallow: it shared the array that
+    # `setup_method` kept there, so the running test's in-place candidate had already
+    # added to it when the reference ran, and a plain run failed two correct candidates
+    # ("expected 2.0, got 1.0"), as inputs given as arguments (copied) never do.
+    autotune_pytester.makepyfile(
+        test_buffer=CANDIDATES
+        + """
+import numpy as np
+
+def add_a(x):
+    spin(1e-4)
+    x += 1
+    return x.copy()
+
+def add_b(x):
+    spin(2e-4)
+    np.add(x, 1, out=x)
+    return x.copy()
+
+class TestBuffer:
+    def setup_method(self):
+        self.x = np.zeros(4)
+
+    @pytest.mark.autotune(candidates={"a": add_a, "b": add_b})
+    def test_buffer(self, candidate):
+        return candidate(self.x)
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
+
+
 def test_the_timed_calls_of_a_body_print_and_log_nothing_its_checks_once(
     autotune_pytester: pytest.Pytester,
 ) -> None:
