@@ -377,6 +377,23 @@ def _named_otherwise(metafunc: pytest.Metafunc) -> str:
     return ""
 
 
+def parameter_mark_error(test: pytest.Item) -> str | None:
+    """Why an `autotune` mark among a parameter's marks (`pytest.param(4,
+    marks=pytest.mark.autotune(...))`) is refused, where the test has one: pytest adds
+    those marks to its tests only after the function's marker was read, so a test marked
+    there alone ran as a plain test (its candidates never checked nor tuned) and passed,
+    and an option given there (a looser `rtol` for float16) was never applied."""
+    marks = getattr(getattr(test, "callspec", None), "marks", ())
+    if not any(mark.name == "autotune" for mark in marks):
+        return None
+    return (
+        f"{test.nodeid}: an `autotune` mark in a parameter's marks (pytest.param(...,"
+        " marks=...)) is never read: a marker's options are its test function's, shared by"
+        " all its parameters; put the mark on the test, its class or its module, and give"
+        " parameters that need other options (an rtol for float16) a test of their own"
+    )
+
+
 def marked_by(test: pytest.Item) -> str:
     """Where an inherited `autotune` mark comes from: a plain test (or a unittest.TestCase)
     beside tests that share a module's `pytestmark` or a class's marker is marked too,

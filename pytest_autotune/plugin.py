@@ -103,6 +103,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(
         _CollectionWrapper("CandidatesOfEveryHook"), "autotune-candidates"
     )
+    config.pluginmanager.register(_BeforeTheFixtures(), "autotune-before-the-fixtures")
     config.pluginmanager.register(_AfterTheBody(), "autotune-after-the-body")
     if choose(settings.layers):
         # A setting given is a run that uses the plugin, or may, whatever it collects: its
@@ -148,6 +149,19 @@ class _CollectionWrapper:
         from pytest_autotune import generate_tests
 
         yield from getattr(generate_tests, self.name)().pytest_generate_tests(metafunc)
+
+
+class _BeforeTheFixtures:
+    """The hook that runs before a test's fixtures are set up, registered apart
+    (`pytest_configure`): a module has one `pytest_runtest_setup`, and ours there holds a
+    tuning worker's tests to its locks (`quiet_hooks`)."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if _started(item.config):
+            from pytest_autotune.plugin_engine import pytest_runtest_setup as refuse_a_mark
+
+            refuse_a_mark(item)
 
 
 class _AfterTheBody:

@@ -50,7 +50,12 @@ from pytest_autotune.collection import (
 )
 from pytest_autotune.failing import fail
 from pytest_autotune.fixture import CALL_GROUPS
-from pytest_autotune.function_spec import awaits_candidates, marked_by, record_function
+from pytest_autotune.function_spec import (
+    awaits_candidates,
+    marked_by,
+    parameter_mark_error,
+    record_function,
+)
 from pytest_autotune.group_marks import not_run
 from pytest_autotune.item_groups import (
     item_group,
@@ -104,6 +109,16 @@ def start(config: pytest.Config, settings: PluginSettings) -> None:
         from pytest_autotune.xdist import XdistBridge
 
         config.pluginmanager.register(XdistBridge(config, session, device_count), "autotune-xdist")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test whose `autotune` mark is among a parameter's marks fails saying where the
+    mark goes (`function_spec.parameter_mark_error`), before its fixtures are set up: one
+    of them is `candidate`, which nothing parametrizes there ("fixture 'candidate' not
+    found")."""
+    error = parameter_mark_error(item)
+    if error is not None:
+        fail(error)
 
 
 def pytest_runtest_call(item: pytest.Item) -> None:

@@ -709,6 +709,56 @@ def test_a_unittest_case_marked_by_its_modules_pytestmark_is_told_where_the_mark
     )
 
 
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_an_autotune_mark_in_a_parameters_marks_fails_its_tests_saying_where_it_goes(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # pytest adds a `pytest.param`'s marks to its tests after the plugin has read the
+    # function's marker: a test marked only there ran as a plain test (its candidates
+    # never checked nor tuned) and passed, or failed with "fixture 'candidate' not
+    # found", and an option given there (a looser rtol for float16) was never applied.
+    autotune_pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        def total(x):
+            return np.sum(x)
+
+        def off(x):
+            return np.sum(x) * 1.001
+
+        @pytest.mark.parametrize("candidate", [total, off])
+        @pytest.mark.parametrize("n", [pytest.param(4, marks=pytest.mark.autotune), 8])
+        def test_only_there(candidate, n):
+            assert candidate(np.ones(n)) > 0
+
+        @pytest.mark.parametrize(
+            "n", [pytest.param(4, marks=pytest.mark.autotune(candidates=[total, off]))]
+        )
+        def test_unparametrized(candidate, n):
+            return candidate(np.ones(n))
+
+        @pytest.mark.autotune(candidates=[total, off])
+        @pytest.mark.parametrize(
+            "dtype", [pytest.param(np.float16, marks=pytest.mark.autotune(rtol=1e-2))]
+        )
+        def test_option(candidate, dtype):
+            return candidate(np.ones(4, dtype))
+        """
+    )
+    result = run(autotune_pytester, "-rfE", *mode)
+    result.assert_outcomes(passed=2, errors=5)
+    result.stdout.fnmatch_lines(
+        [
+            "*::test_only_there[[]4-total[]]: an `autotune` mark in a parameter's marks"
+            " (pytest.param(..., marks=...)) is never read*",
+            "*::test_unparametrized[[]4[]]: an `autotune` mark in a parameter's marks*",
+            "*::test_option[[]*float16*[]]: an `autotune` mark in a parameter's marks*",
+        ]
+    )
+
+
 def test_a_fixture_sets_unusable_key_fails_plain_pytest(autotune_pytester: pytest.Pytester) -> None:
     autotune_pytester.makepyfile(
         """
