@@ -223,12 +223,47 @@ def group_names_given(config: pytest.Config) -> list[str]:
             has_component(parameters[:-1], escaped(name)) for name, _ in spec.candidates
         ):
             continue
-        words = [function.rpartition("::")[2], *parameters[:-1].split("-")]
-        usable = all(_K_WORD.fullmatch(w) and w not in ("and", "or", "not") for w in words)
-        select = f'-k "{" and ".join(words)}"' if usable else "-k, or by the node ids --co -q lists"
+        words = _k_expression(function, parameters[:-1])
+        select = f'-k "{words}"' if words else "-k, or by the node ids --co -q lists"
         lines.append(
             f"{arg} names an autotune group, as the autotune summary does, and no test: each"
             f" of its tests' node ids holds its candidate's id too; select the group's tests"
             f" with {select}"
         )
     return lines
+
+
+def group_names_deselected(config: pytest.Config, items: Iterable[pytest.Item]) -> list[str]:
+    """Why each `--deselect` that names an autotune group as the summary names it
+    (`tests/test_sum.py::test_sum[n1024]`) would deselect none of its tests, and how to
+    deselect them: pytest deselects the node ids that start with what it is given, each of
+    the group's adds the candidate's id inside the brackets, and pytest says nothing of a
+    `--deselect` that matched no test, so the group was tuned and gated all the same."""
+    nodeids = [item.nodeid for item in items]
+    groups = config.stash.get(GROUP_ITEMS, {})
+    lines = []
+    for arg in config.getoption("deselect", None) or ():
+        if arg not in groups or any(nodeid.startswith(arg) for nodeid in nodeids):
+            continue
+        function, _, parameters = arg.partition("::")[2].partition("[")
+        words = _k_expression(function, parameters[:-1])
+        count = len(groups[arg])
+        select = (
+            f'-k "not ({words})"'
+            if words
+            else f"a --deselect of each of its {count} tests' node ids (--co -q lists them)"
+        )
+        lines.append(
+            f"--deselect {arg} names an autotune group, as the autotune summary does, and no"
+            f" test, so it deselects none: each of its tests' node ids holds its candidate's id"
+            f" too; deselect the group's tests with {select}"
+        )
+    return lines
+
+
+def _k_expression(function: str, parameters: str) -> str | None:
+    """The `-k` expression that selects a group's tests (`test_sum and n1024`): its test's
+    name and each of its parameters' ids; None where one is no word `-k` reads as a name."""
+    words = [function.rpartition("::")[2], *parameters.split("-")]
+    usable = all(_K_WORD.fullmatch(w) and w not in ("and", "or", "not") for w in words)
+    return " and ".join(words) if usable else None

@@ -58,6 +58,7 @@ from pytest_autotune.function_spec import (
 )
 from pytest_autotune.group_marks import not_run
 from pytest_autotune.item_groups import (
+    group_names_deselected,
     item_group,
     xdist_group_name,
 )
@@ -250,6 +251,11 @@ def pytest_collection_modifyitems(
         if xdist:  # one group on one worker (see pytest_autotune.xdist)
             item.add_marker(pytest.mark.xdist_group(name=xdist_group_name(spec.group)))
     fail_merged_groups(config)
+    # Before pytest's own `--deselect` (this hook runs first), which would say nothing; not
+    # on a pytest-xdist worker, whose usage error the controller reports as an INTERNALERROR.
+    deselecting_nothing = group_names_deselected(config, items)
+    if deselecting_nothing and not hasattr(config, "workerinput"):
+        raise pytest.UsageError(*deselecting_nothing)
     state = config.stash[SESSION]
     if state.settings.tune:  # an update's stale entries, a gate's moved baselines (`stale`)
         state.output.collected = collected(config, config.stash.get(COLLECTED, items))

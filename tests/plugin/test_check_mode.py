@@ -1796,3 +1796,38 @@ def test_a_groups_name_given_as_a_node_id_is_told_to_select_the_groups_tests_wit
     result = run(autotune_pytester, "test_sum.py::test_sum[n4-fast]", "test_sum.py::test_x[1]")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "names an autotune group" not in result.stderr.str()
+
+
+def test_a_groups_name_given_to_deselect_stops_the_run_rather_than_deselect_nothing(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # `--deselect` compares node ids by their start, so the summary's `test_sum[n4]`, which
+    # starts none (each adds its candidate's id), deselected nothing and pytest said
+    # nothing: a CI job told to leave a group out tuned and gated it all the same.
+    autotune_pytester.makepyfile(
+        test_sum="""
+        import pytest
+
+        @pytest.mark.autotune(candidates={"fast": sum, "slow": sum})
+        @pytest.mark.parametrize("n", [4, 8], ids=lambda n: f"n{n}")
+        def test_sum(candidate, n):
+            return candidate(range(n))
+        """
+    )
+    for mode in ((), ("--autotune",)):
+        result = run(autotune_pytester, *mode, "--deselect", "test_sum.py::test_sum[n4]")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            [
+                "ERROR: --deselect test_sum.py::test_sum[n4] names an autotune group, as the"
+                " autotune summary does, and no test, so it deselects none: each of its tests'"
+                " node ids holds its candidate's id too; deselect the group's tests with"
+                ' -k "not (test_sum and n4)"'
+            ]
+        )
+    # A test's own id, and a group's name that starts its tests' ids, deselect as given.
+    result = run(autotune_pytester, "--deselect", "test_sum.py::test_sum[fast-n4]")
+    result.assert_outcomes(passed=3, deselected=1)
+    result = run(autotune_pytester, "--deselect", "test_sum.py::test_sum")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert "names an autotune group" not in result.stderr.str()
