@@ -73,11 +73,20 @@ def settle_update(
     states = conditions.contended(measurement) if measurement is not None else ()
     reasons = "; ".join(c.reason for c in states)
     helps = "; ".join(c.helps for c in states)
-    if states and baseline is not None and _same_baseline(case, baseline) and not _clear(verdict):
-        return _kept_baseline(verdict, baseline, f"{reasons}; what would help: {helps}")
-    kept = tuple(history(case, verdict, baseline))
     judged = case.decision.fastest_name
     out = baseline_winner_out(case, baseline, judged)
+    # A baseline whose winner fails or is skipped here is kept by no contention: the gate
+    # calls it "not comparable" until an update replaces it, and the committed cache
+    # would go on naming the broken candidate its winner.
+    if (
+        states
+        and baseline is not None
+        and _same_baseline(case, baseline)
+        and out is None
+        and not _clear(verdict)
+    ):
+        return _kept_baseline(verdict, baseline, f"{reasons}; what would help: {helps}")
+    kept = tuple(history(case, verdict, baseline))
     # A baseline's winner skipped or failed here is not a slowdown of the code: the update
     # says that it records another in its place. Of a failed one it said only "new
     # baseline: +200.0% against the old one", which a reviewer of the refreshed file reads

@@ -16,7 +16,7 @@ import pytest_autotune.devices as devices_module
 from pytest_autotune.gate.contention import StallReading
 from pytest_autotune.tune.files import shared_lock
 from tests.plugin.harness import PLUGIN_ARGS, run
-from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
+from tests.plugin.test_tune_mode import BREAKING_TESTS, CACHE, SCALE_TESTS
 
 
 @pytest.fixture
@@ -253,6 +253,32 @@ def test_an_update_on_contended_cpus_records_a_change_the_contention_does_not_ex
     )
     # The next gated run on the same CPUs compares with the new baseline: no regression.
     assert run(scale, "--autotune").ret == pytest.ExitCode.OK
+
+
+def test_an_update_on_contended_cpus_records_the_candidate_in_place_of_a_winner_failing_here(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The gate's advice for a baseline whose winner now raises is "--autotune-update records
+    # slow as the baseline". On busy CPUs the update kept the broken baseline ("this session
+    # is not recorded"), so the committed cache still named fast, which raises, and the gate
+    # went on saying "not comparable" until the CPUs were free. slow is as fast as fast
+    # was, within the noise: a change the contention could explain.
+    autotune_pytester.makepyfile(test_pair=BREAKING_TESTS.replace("spin(300e-6)", "spin(110e-6)"))
+    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    monkeypatch.setenv("BREAK", "raise")
+    monkeypatch.setattr("pytest_autotune.gate.contention.stall_reading", stalled_at(0.9))
+    updated = run(autotune_pytester, "--autotune-update")
+    updated.stdout.fnmatch_lines(
+        [
+            "*test_pair*slow*updated",
+            "test_pair.py::test_pair [[]default[]]: new baseline: the baseline's winner fast"
+            " failed here (raised RuntimeError: broken), and slow is recorded in its place"
+            " (+10.0% against its time); recorded although the CPUs were contended*",
+        ]
+    )
+    gated = run(autotune_pytester, "--autotune")
+    gated.stdout.fnmatch_lines(["*test_pair*slow*too noisy"])
+    assert "not comparable" not in gated.stdout.str()
 
 
 def test_an_updates_lines_name_and_order_its_groups_as_the_table_does(
