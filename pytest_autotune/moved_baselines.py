@@ -120,10 +120,17 @@ def _renamed_holding(
 def _moved(tuner: str, item: Stale, path: Path, settings: PluginSettings) -> str:
     name = tuner.partition("::")[2]
     old = settings.relative(item.path)
-    replacing = " (in place of the one this update wrote)" if settings.update else ""
+    # An update has just written the test's file anew: "no baseline under its name" read
+    # as a contradiction of it, and a plain `git mv` onto that file fails.
+    start = (
+        f"note: {tuner}: this update started its baseline anew"
+        if settings.update
+        else f"note: {tuner}: no baseline under its name"
+    )
+    replacing = " (over the one this update wrote: git mv -f)" if settings.update else ""
     if settings.prune and not item.left_out:  # a file kept for a test left out stays
         return (
-            f"note: {tuner}: no baseline under its name, and {old}, pruned now, held its keys"
+            f"{start}, and {old}, pruned now, held its keys"
             f" and candidate list for {item.tuner} ({item.reason}): if {name} is that test"
             f" renamed or moved, restore the file from git where it was committed (git checkout"
             f" -- {old}), move it to"
@@ -131,10 +138,10 @@ def _moved(tuner: str, item: Stale, path: Path, settings: PluginSettings) -> str
             " its baselines"
         )
     return (
-        f"note: {tuner}: no baseline under its name, but {old} holds"
-        f" its keys and candidate list for {item.tuner} ({item.reason}): if {name} is that"
-        f" test renamed or moved, move the file to {settings.relative(path)}{replacing} and"
-        f' set its "tuner" to "{tuner}" to keep its baselines'
+        f"{start}, but {old} holds its keys and candidate list for {item.tuner}"
+        f" ({item.reason}): if {name} is that test renamed or moved, move the file to"
+        f' {settings.relative(path)}{replacing} and set its "tuner" to "{tuner}" to keep its'
+        " baselines"
     )
 
 

@@ -90,7 +90,8 @@ def test_a_prune_of_one_test_keeps_the_file_of_a_test_it_left_out_that_moved_wit
             f" moved or renamed, move the file to {cache(ops, 'test_kernels.py::test_sum')}"
             ' and set its "tuner" to "test_kernels.py::test_sum" to keep its baselines (a'
             " session that tunes it judges the file again)",
-            "note: test_kernels.py::test_max: no baseline under its name, and *, pruned now,*",
+            "note: test_kernels.py::test_max: this update started its baseline anew, and *,"
+            " pruned now,*",
         ]
     )
     carry_over(ops, old, "test_kernels.py::test_sum")
@@ -154,6 +155,9 @@ def test_a_prune_that_tunes_the_moved_test_still_deletes_its_old_file_and_says_h
     assert result.ret == pytest.ExitCode.OK
     assert not (ops.path / old).exists()
     result.stdout.fnmatch_lines(
-        [f"note: test_kernels.py::test_sum: no baseline under its name, and {old}, pruned now,*"]
+        [
+            "note: test_kernels.py::test_sum: this update started its baseline anew, and"
+            f" {old}, pruned now,*"
+        ]
     )
     assert "kept " not in result.stdout.str()

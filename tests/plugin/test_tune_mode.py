@@ -3092,10 +3092,12 @@ def test_a_renamed_test_without_a_baseline_is_told_where_its_old_baselines_are(
     renamed = cache_path(scale.path / ".autotune", "cpu-fake-1t", "test_scale.py::test_resized")
     result = run(scale, mode)
     assert result.ret == pytest.ExitCode.OK
-    replacing = " (in place of the one this update wrote)" if mode != "--autotune" else ""
+    updating = mode != "--autotune"
+    replacing = " (over the one this update wrote: git mv -f)" if updating else ""
+    start = "this update started its baseline anew" if updating else "no baseline under its name"
     result.stdout.fnmatch_lines(
         [
-            f"note: test_scale.py::test_resized: no baseline under its name, but {CACHE} holds"
+            f"note: test_scale.py::test_resized: {start}, but {CACHE} holds"
             " its keys and candidate list for test_scale.py::test_scale (test_scale.py"
             " defines no test test_scale now (renamed or deleted)): if test_resized is that"
             f" test renamed or moved, move the file to {renamed.relative_to(scale.path)}"
@@ -3129,12 +3131,13 @@ def test_a_prune_after_a_rename_says_where_the_pruned_baselines_were_and_how_to_
     result.stdout.fnmatch_lines(
         [
             f"pruned {CACHE}: test_scale.py defines no test test_scale now (renamed or deleted)",
-            f"note: test_scale.py::test_resized: no baseline under its name, and {CACHE},"
+            f"note: test_scale.py::test_resized: this update started its baseline anew, and"
+            f" {CACHE},"
             " pruned now, held its keys and candidate list for test_scale.py::test_scale"
             " (test_scale.py defines no test test_scale now (renamed or deleted)): if"
             f" test_resized is that test renamed or moved, restore the file from git where it"
             f" was committed (git checkout -- {CACHE}), move it to"
-            f" {renamed.relative_to(scale.path)} (in place of the one this update wrote) and"
+            f" {renamed.relative_to(scale.path)} (over the one this update wrote: git mv -f) and"
             ' set its "tuner" to "test_scale.py::test_resized" to keep its baselines',
         ]
     )
