@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import sys
@@ -264,9 +265,7 @@ class Recorder:
         line = json.dumps(record.to_json(), allow_nan=False) + "\n"
         with self._lock:
             if self._path is None:
-                stream = getattr(sys, str(self.sink))
-                stream.write(line)
-                stream.flush()
+                _write_to_stream(str(self.sink), line)
                 return
             data = line.encode("utf-8")
             fd = os.open(self._path, binary(os.O_RDWR | os.O_APPEND | os.O_CREAT), 0o644)
@@ -278,6 +277,22 @@ class Recorder:
                         written += os.write(fd, data[written:])
             finally:
                 os.close(fd)
+
+
+def _write_to_stream(name: str, line: str) -> None:
+    """Write a record's line to the standard stream `name`, a stream the process lacks
+    raised as the OSError a file that cannot be written raises, which the tuner turns into
+    its warning: a service started with the stream closed (`>&-`) has it None, as a
+    Windows GUI program (pythonw) does, and one the program closed raises ValueError. Raised
+    as they were, they came out of the program's tuned call before its winner was saved."""
+    stream = getattr(sys, name)
+    if stream is None:
+        raise OSError(errno.EBADF, f"this process has no {name}")
+    try:
+        stream.write(line)
+        stream.flush()
+    except ValueError as error:
+        raise OSError(errno.EBADF, f"{name} is closed: {error}") from error
 
 
 _PROCESS_RUN: dict[str, RunInfo] = {}

@@ -1256,6 +1256,31 @@ def test_a_records_file_that_cannot_be_written_warns_and_the_winner_is_still_sav
     assert sorted(k.key for k in saved.load()) == ["1", "2"]
 
 
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+@pytest.mark.parametrize("state", ["none", "closed"])
+def test_records_to_a_stream_the_process_lacks_warn_and_the_winner_is_still_saved(
+    tmp_path, monkeypatch, stream, state
+):
+    """`PYTEST_AUTOTUNE_RECORD=stdout` in a service started with its stdout closed (`>&-`,
+    where Python's `sys.stdout` is None, as a Windows GUI program's is) raised an
+    AttributeError out of the program's tuned call, and a stream the program closed a
+    ValueError, both before the winner's save."""
+    if state == "none":
+        monkeypatch.setattr(sys, stream, None)
+    else:
+        closed = io.StringIO()
+        closed.close()
+        monkeypatch.setattr(sys, stream, closed)
+    client = FakeClient()
+    local = LocalTuner("t", AutotuneConfig(cache_dir=tmp_path / "cache", record=stream))
+    with pytest.warns(
+        ConfigWarning, match=rf"^t: the records cannot be written to {stream} \(.*{stream}.*\)"
+    ):
+        out = local.execute(client.device_id, client, make_set(client, a=2e-3, b=1e-3), ([1],))
+    assert out == "b"
+    assert cache_path(tmp_path / "cache", client.device_id, "t").is_file()
+
+
 def test_with_the_cache_disabled_nothing_is_written(tmp_path):
     client = FakeClient()
     cache_dir = tmp_path / "cache"
