@@ -392,6 +392,10 @@ class AutotuneLogContext:
     checks: list[CheckResult] = field(default_factory=list)
     level: AutotuneLogLevel | str = AutotuneLogLevel.DISABLED
     """An `AutotuneLogLevel` or its name ("full"), as the config takes it; held as the member."""
+    about: str | None = None
+    """What the events are of, as each line the full level logs begins: `tuner: key`, as
+    the decision line names them. A program's threads tune keys of several tuners at once,
+    and their lines interleave."""
 
     def __post_init__(self) -> None:
         # A name kept as it was matched no member: the context logged nothing and dropped
@@ -399,10 +403,15 @@ class AutotuneLogContext:
         if isinstance(self.level, str):
             self.level = AutotuneLogLevel.parse(self.level, "AutotuneLogContext: level")
 
+    @property
+    def lead(self) -> str:
+        """How a line of the full level begins: what its events are of, if known."""
+        return "" if self.about is None else f"{self.about}: "
+
     def event(self, event: AutotuneLogEvent) -> None:
         """Keep an event, and log it at the full level (samples only exist at that level)."""
         if self.level is AutotuneLogLevel.FULL:
-            logger.info("%s", event)
+            logger.info("%s%s", self.lead, event)
         elif isinstance(event, CandidateSampled):
             return
         self.events.append(event)
@@ -421,7 +430,7 @@ def log_failure(ctx: AutotuneLogContext | None, name: str, index: int, error: ob
     """A candidate that failed, logged as it happens at the full level ("every event"). Not
     an event of the record: its result there already holds the error."""
     if ctx is not None and ctx.level is AutotuneLogLevel.FULL:
-        logger.info("%s [#%d] failed: %s", name, index, error)
+        logger.info("%s%s [#%d] failed: %s", ctx.lead, name, index, error)
 
 
 def log_decision(tuner: str, fastest_name: str | None, key: Any, ctx: AutotuneLogContext) -> None:

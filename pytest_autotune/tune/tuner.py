@@ -287,6 +287,8 @@ class Tuner:
         self._refuse_untunable(key, tunables, inputs, client)
         bench = bench or self.config.bench
         ctx = AutotuneLogContext(level=self.config.log_level)
+        if ctx.level is AutotuneLogLevel.FULL:
+            ctx.about = f"{self.name}: {key}"
         bounds = tunables.bounds(key, inputs, client)
         if bounds is not None:
             ctx.bounds = bounds.to_json()

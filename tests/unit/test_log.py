@@ -207,6 +207,31 @@ def test_the_full_level_logs_a_candidate_that_fails(caplog):
     assert len(failed) == 1 and "ValueError: no such mode" in failed[0]
 
 
+def test_each_line_of_the_full_level_names_the_tuner_and_key_it_tunes(caplog):
+    # A program's threads tune keys of several tuners at once, and their lines interleave:
+    # "sum [#0]: sample 2.93 us" said neither which tuner nor which key it was of, where the
+    # decision line that follows them names both.
+    from pytest_autotune.tune.tunable_set import TunableSet
+    from pytest_autotune.tune.tuner import Tuner
+    from tests.fakes import FakeClient
+
+    caplog.set_level(logging.INFO, logger="pytest_autotune")
+    client = FakeClient()
+
+    def broken(x):
+        raise ValueError("no such mode")
+
+    def works(x):
+        client.clock.advance(1e-3)
+
+    tuner = Tuner("app-sum", client.device_id, AutotuneConfig(log_level="full", disable_cache=True))
+    tuner.tune(("sum", 8), TunableSet.of(len, {"broken": broken, "works": works}), ([1],), client)
+    assert len(caplog.messages) > 3
+    assert all(m.startswith("app-sum: ('sum', 8)") for m in caplog.messages), caplog.messages
+    assert "app-sum: ('sum', 8): works [#1]: sample 1.00 ms" in caplog.messages
+    assert "app-sum: ('sum', 8): broken [#0] failed: ValueError: no such mode" in caplog.messages
+
+
 def test_the_minimal_level_logs_one_line_per_decision(caplog):
     caplog.set_level(logging.INFO, logger="pytest_autotune")
     ctx = AutotuneLogContext(time_limit=0.000125, level=AutotuneLogLevel.MINIMAL)
