@@ -288,11 +288,58 @@ def _write_to_stream(name: str, line: str) -> None:
     stream = getattr(sys, name)
     if stream is None:
         raise OSError(errno.EBADF, f"this process has no {name}")
+    with _STREAM_LOCK, _held_against_other_processes(stream):
+        try:
+            stream.write(line)
+            stream.flush()
+        except ValueError as error:
+            raise OSError(errno.EBADF, f"{name} is closed: {error}") from error
+
+
+_STREAM_LOCK = threading.Lock()
+"""Held by every recorder of this process while it writes to a standard stream: a pipe
+takes at most 64 KiB at once, and the recorders of a program (one a tuner) cut a longer
+record into each other's lines."""
+
+
+def _new_stream_lock_in_child() -> None:
+    """A process forked while another thread wrote a record has no thread to release it."""
+    global _STREAM_LOCK  # noqa: PLW0603 - the module's lock, made anew in the child
+    _STREAM_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX: multiprocessing's fork, os.fork
+    os.register_at_fork(after_in_child=_new_stream_lock_in_child)
+
+
+@contextlib.contextmanager
+def _held_against_other_processes(stream: Any) -> Iterator[None]:
+    """Hold the file under a standard stream against the other processes of the program
+    while a record is written to it: a pipe (a container's log) writes at most 4 KiB at
+    once whole, and records of 20 KB from a pool's workers were cut into each other's
+    lines. A POSIX record lock (`lockf`), which belongs to a process, where `flock`
+    belongs to the open file that a pool's workers share. A stream with no descriptor (a
+    program's StringIO) or one that takes no lock (a socket: systemd's journal) is
+    written as it is, and so is every stream on Windows."""
+    fd = _locked_descriptor(stream)
     try:
-        stream.write(line)
-        stream.flush()
-    except ValueError as error:
-        raise OSError(errno.EBADF, f"{name} is closed: {error}") from error
+        yield
+    finally:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.lockf(fd, fcntl.LOCK_UN)
+
+
+def _locked_descriptor(stream: Any) -> int | None:
+    """The descriptor of `stream`, locked by this process; None where it takes no lock."""
+    if sys.platform == "win32":
+        return None
+    try:
+        fd = int(stream.fileno())
+        fcntl.lockf(fd, fcntl.LOCK_EX)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return fd
 
 
 _PROCESS_RUN: dict[str, RunInfo] = {}

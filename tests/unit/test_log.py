@@ -628,6 +628,59 @@ def test_a_process_forked_while_a_record_is_written_holds_no_lock_on_the_file(
     assert sorted(tuple(r.key) for r in read_records(path)) == [(1,), (2,)]
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="a POSIX fork")
+@pytest.mark.filterwarnings("ignore:.*multi-threaded.*fork:DeprecationWarning")
+def test_records_of_several_processes_and_threads_to_one_piped_stdout_stay_whole_lines():
+    """`PYTEST_AUTOTUNE_RECORD=stdout` in a program of several processes (a pool, a
+    server's workers) whose stdout is one pipe (a container's log): a pipe writes at most
+    4 KiB at once whole, and records of 20 KB (a full level's samples) were cut into each
+    other's lines, as were those of one process's recorders (one a tuner) past the
+    pipe's 64 KiB."""
+    from tests.forking import run_forked
+
+    read_end, write_end = os.pipe()
+    big = {"payload": "x" * 200_000}
+
+    def write(child: int, thread: int) -> None:
+        for i in range(10):
+            Recorder("stdout").record(make_record(key=[child, thread, i], extra=big))
+
+    def writer(child: int) -> bool:
+        sys.stdout = open(write_end, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        threads = [threading.Thread(target=write, args=(child, t)) for t in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return True
+
+    chunks: list[bytes] = []
+
+    def read() -> None:
+        while chunk := os.read(read_end, 1 << 16):
+            chunks.append(chunk)
+
+    outcomes: dict[int, str] = {}
+
+    def run(child: int) -> None:
+        outcomes[child] = run_forked(lambda: writer(child))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    children = [threading.Thread(target=run, args=(c,)) for c in range(3)]
+    for thread in children:
+        thread.start()
+    for thread in children:
+        thread.join()
+    os.close(write_end)
+    reader.join()
+    os.close(read_end)
+    assert outcomes == {0: "ok", 1: "ok", 2: "ok"}
+    lines = b"".join(chunks).decode().splitlines()
+    keys = sorted(tuple(json.loads(line)["key"]) for line in lines)
+    assert keys == [(c, t, i) for c in range(3) for t in range(2) for i in range(10)]
+
+
 @pytest.mark.parametrize("platform", ["linux", "win32"])
 def test_records_of_several_recorders_on_one_file_are_all_kept(tmp_path, monkeypatch, platform):
     """Each `LocalTuner` of a program has its own recorder, and each process of a pool its
