@@ -155,11 +155,16 @@ def near_zero(rtol: float, max_abs_error: float, magnitude: float) -> str:
     cover. A correct float32 matmul of 512x512, blocked against np.dot, failed at 1.5% of
     its elements with "max rel error 0.02", which read as a wrong kernel; an atol of rtol
     times that magnitude, the rounding the output's scale allows, passes them."""
-    if not 0 < max_abs_error <= rtol * magnitude:
+    bound = rtol * magnitude
+    if not 0 < max_abs_error <= bound < math.inf:
         return ""
     # Two digits, rounded up, so that the atol named passes every element that differs.
-    step = 10.0 ** (math.floor(math.log10(rtol * magnitude)) - 1)
-    atol = math.ceil(rtol * magnitude / step) * step
+    # Below 1e-322 the step underflows to 0, where a subnormal bound has two digits at
+    # most; past float64's largest the rounding up does, and no atol is named.
+    step = 10.0 ** (math.floor(math.log10(bound)) - 1)
+    atol = math.ceil(bound / step) * step if step > 0 else bound
+    if not math.isfinite(atol):
+        return ""
     return (
         f"; every element that differs is within rtol of the output's largest magnitude"
         f" ({magnitude:.6g}), as roundings are where a sum cancels to near zero, which rtol"

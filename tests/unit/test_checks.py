@@ -1363,6 +1363,25 @@ def test_errors_past_rtol_of_the_largest_magnitude_are_not_told_to_set_atol():
     assert one is not None and "passes them" not in one
 
 
+@pytest.mark.parametrize(
+    ("reference", "actual", "rtol"),
+    [
+        ([1e308, 0.0], [1e308, 1e300], 10.0),  # rtol times the magnitude is past float64's
+        ([3e-323, 0.0], [3e-323, 5e-324], 1.0),  # a subnormal bound, whose step underflows
+    ],
+)
+def test_the_near_zero_note_at_the_ends_of_float64_names_an_atol_or_nothing(
+    reference: list[float], actual: list[float], rtol: float
+):
+    # Working out the atol to name raised OverflowError and ZeroDivisionError out of the
+    # comparison, a traceback from inside the check where a message belonged.
+    message = compare_outputs(np.array(reference), np.array(actual), rtol=rtol, atol=0)
+    assert message is not None and "1 of 2 elements differ" in message, message
+    if message.endswith("passes them"):
+        atol = float(message.rpartition("atol=")[2].split()[0])
+        assert compare_outputs(np.array(reference), np.array(actual), rtol=rtol, atol=atol) is None
+
+
 def test_a_named_tuple_is_not_a_plain_tuple():
     # A candidate returning a plain tuple where the reference returns a NamedTuple passed,
     # and its caller's `result.mean` raised AttributeError: as a tuple is not a list.
