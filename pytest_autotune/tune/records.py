@@ -11,6 +11,7 @@ import dataclasses
 import errno
 import json
 import os
+import stat
 import sys
 import threading
 import uuid
@@ -292,14 +293,14 @@ def _write_to_stream(name: str, line: str) -> None:
         try:
             stream.write(line)
             stream.flush()
-        except ValueError as error:
-            raise OSError(errno.EBADF, f"{name} is closed: {error}") from error
+        except ValueError as error:  # a closed stream's "I/O operation on closed file"
+            raise OSError(errno.EBADF, f"{name} cannot be written: {error}") from error
 
 
 _STREAM_LOCK = threading.Lock()
-"""Held by every recorder of this process while it writes to a standard stream: a pipe
-takes at most 64 KiB at once, and the recorders of a program (one a tuner) cut a longer
-record into each other's lines."""
+"""Held by every recorder of this process while it writes to a standard stream: a write
+to a pipe is whole only up to 4 KiB, and the recorders of a program (one a tuner) cut
+longer records into each other's lines."""
 
 
 def _new_stream_lock_in_child() -> None:
@@ -318,8 +319,11 @@ def _held_against_other_processes(stream: Any) -> Iterator[None]:
     while a record is written to it: a pipe (a container's log) writes at most 4 KiB at
     once whole, and records of 20 KB from a pool's workers were cut into each other's
     lines. A POSIX record lock (`lockf`), which belongs to a process, where `flock`
-    belongs to the open file that a pool's workers share. A stream with no descriptor (a
-    program's StringIO) or one that takes no lock (a socket: systemd's journal) is
+    belongs to the open file that a pool's workers share.
+
+    Only a pipe or a regular file is locked: a lock on a terminal or on /dev/null is one
+    for every process of the machine, other users' and other programs' too, which would
+    wait on each other's records. Any other stream (a StringIO, a socket, a terminal) is
     written as it is, and so is every stream on Windows."""
     fd = _locked_descriptor(stream)
     try:
@@ -331,11 +335,15 @@ def _held_against_other_processes(stream: Any) -> Iterator[None]:
 
 
 def _locked_descriptor(stream: Any) -> int | None:
-    """The descriptor of `stream`, locked by this process; None where it takes no lock."""
+    """The descriptor of `stream`, locked by this process; None where it is no pipe or
+    regular file, or takes no lock."""
     if sys.platform == "win32":
         return None
     try:
         fd = int(stream.fileno())
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+            return None
         fcntl.lockf(fd, fcntl.LOCK_EX)
     except (OSError, ValueError, AttributeError):
         return None

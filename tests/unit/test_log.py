@@ -681,6 +681,32 @@ def test_records_of_several_processes_and_threads_to_one_piped_stdout_stay_whole
     assert keys == [(c, t, i) for c in range(3) for t in range(2) for i in range(10)]
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX record locks")
+def test_records_to_a_stdout_on_dev_null_take_no_lock_other_programs_would_share(
+    tmp_path, monkeypatch
+):
+    """A lock on /dev/null (a daemon's stdout) or a terminal is one for every process of
+    the machine: unrelated programs' records waited on each other's. A pipe and a regular
+    file are locked; anything else is written as it is."""
+    from pytest_autotune.tune import records
+
+    locked: list[int] = []
+    real = records.fcntl.lockf
+
+    def lockf(fd: int, cmd: int) -> None:
+        if cmd == records.fcntl.LOCK_EX:
+            locked.append(fd)
+        real(fd, cmd)
+
+    monkeypatch.setattr(records.fcntl, "lockf", lockf)
+    for target in (os.devnull, tmp_path / "out.jsonl"):
+        with open(target, "w", encoding="utf-8") as stream:
+            monkeypatch.setattr(records.sys, "stdout", stream)
+            Recorder("stdout").record(make_record(key=[1]))
+    assert len(locked) == 1, locked
+    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8").count("\n") == 1
+
+
 @pytest.mark.parametrize("platform", ["linux", "win32"])
 def test_records_of_several_recorders_on_one_file_are_all_kept(tmp_path, monkeypatch, platform):
     """Each `LocalTuner` of a program has its own recorder, and each process of a pool its
