@@ -179,8 +179,9 @@ def run_view(
             "reported",
             "To look at",
             "Reported, not failing the gate: no baseline to compare with, a baseline of another"
-            " device or candidate list, too noisy to judge, or a candidate that failed its"
-            " check or raised (its own test fails).",
+            " device or candidate list, too noisy to judge, a candidate that failed its"
+            " check or raised (its own test fails), or a gate failure its tests' xfail marks"
+            " expected.",
             reported,
         ),
         SectionView("passing", "Passing", "Collapsed: open a line for its details.", passing),
