@@ -51,8 +51,9 @@ How one sample is taken, and why:
    first timing costs one call, not two, and the tuner keeps it as the candidate's first
    sample (`CudaClient.long_call`). A call that cannot be captured
    is timed through the stream as in 2, from then on: cuBLAS under CuPy, a call that
-   synchronizes, work sent to the legacy stream (the capture stream is a blocking one, so
-   such work fails the capture instead of running outside the graph), inputs other than
+   synchronizes, work sent to the legacy stream (the capture stream is a blocking one
+   while the program runs no other thread, so such work fails the capture instead of
+   running outside the graph; `GraphReplays._capture_stream`), inputs other than
    CuPy arrays and hashable values (a graph keeps the addresses and scalars it was
    captured with, and other ones are captured again). Such a call pays the stream's cost
    per launch, which matters only against short, captured calls of several launches. A

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 import traceback
 import weakref
 from collections import OrderedDict
@@ -201,6 +202,8 @@ class GraphReplays:
     def __init__(self, cp: Any, stream: Any, time_warm_up: WarmUpTimer) -> None:
         self._cp = cp
         self.stream = stream
+        self._beside_threads: Any = None
+        """A non-blocking capture stream, made when first needed (`_capture_stream`)."""
         self._time_warm_up = time_warm_up
         self._replays: Graphs = OrderedDict()
         self._uncapturable = Candidates()
@@ -272,8 +275,7 @@ class GraphReplays:
         candidate's and is raised; one of the capture means the call cannot be captured,
         and gives no replay."""
         cp = self._cp
-        stream = self.stream
-        assert stream is not None
+        stream = self._capture_stream()
         pool = cp.cuda.MemoryPool()
         malloc = placement.allocator(pool.malloc) if placement else pool.malloc
         # The inputs may still be being written on the caller's stream.
@@ -299,6 +301,24 @@ class GraphReplays:
                 pool.free_all_blocks()
                 return None, warm_up
         return Replay(key, graph, pool, outputs, warm_up.enqueue), warm_up
+
+    def _capture_stream(self) -> Any:
+        """The stream a call is captured on: the client's own, a blocking stream, while the
+        program runs no other thread, so that work a call sends to the legacy stream fails
+        its capture rather than running outside the graph; a non-blocking one of the
+        device's beside other threads. While a blocking stream captures, CUDA fails any use
+        of the legacy stream, from any thread: a program's other thread doing plain CuPy
+        work (`float(y.sum())`) raised cudaErrorStreamCaptureImplicit while a LocalTuner
+        tuned a key, 5 times in 492 calls, and the capture failed with it (H100, the
+        forty-fourth session's GPU probe). Beside threads, a candidate's own work on the
+        legacy stream runs outside its graph, untimed: a program's threads must not fail
+        for a tuning."""
+        assert self.stream is not None
+        if threading.active_count() == 1:
+            return self.stream
+        if self._beside_threads is None:  # in the client's device context, as its own
+            self._beside_threads = self._cp.cuda.Stream(non_blocking=True)
+        return self._beside_threads
 
     @contextlib.contextmanager
     def let_go(self) -> Iterator[None]:

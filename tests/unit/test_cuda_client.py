@@ -11,6 +11,7 @@ import importlib
 import itertools
 import subprocess
 import sys
+import threading
 import weakref
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
@@ -248,8 +249,9 @@ class FakeGraph:
 
 
 class FakeStream:
-    def __init__(self, gpu: FakeGpu) -> None:
+    def __init__(self, gpu: FakeGpu, non_blocking: bool = False) -> None:
         self.gpu = gpu
+        self.non_blocking = non_blocking
         self.nodes: list[float] | None = None  # a list while capturing
         self.invalidated = False
         self.ptr = id(self)
@@ -321,7 +323,7 @@ class FakeGpu:
                 memory=SimpleNamespace(OutOfMemoryError=FakeOutOfMemoryError),
                 Device=lambda index=0: FakeDevice(self),
                 Event=lambda: FakeEvent(self),
-                Stream=lambda non_blocking=False: FakeStream(self),
+                Stream=lambda non_blocking=False: FakeStream(self, non_blocking),
                 MemoryPool=lambda: FakePool(self),
                 using_allocator=self.using_allocator,
                 get_current_stream=self.stream,
@@ -347,8 +349,9 @@ class FakeGpu:
         """A kernel of `seconds`, on `stream` or the current one."""
         stream = stream or self.stream()
         capturing = self.stream()
-        if capturing.nodes is not None and stream is not capturing:
-            # Work sent to the legacy stream while a blocking stream captures.
+        if capturing.nodes is not None and stream is not capturing and not capturing.non_blocking:
+            # Work sent to the legacy stream while a blocking stream captures, from any
+            # thread; beside a non-blocking one it runs as usual, outside the graph.
             capturing.invalidated = True
             raise FakeRuntimeError(CAPTURE_IMPLICIT)
         if stream.nodes is not None:
@@ -550,6 +553,36 @@ def test_a_call_that_fails_its_capture_is_timed_through_the_stream_from_then_on(
     times = [client.time(on_the_legacy_stream, ()) for _ in range(3)]
     assert times == pytest.approx([STREAM_LAUNCH + 10e-6] * 3)
     assert gpu.captures == 1  # tried once, then remembered
+
+
+def test_beside_another_thread_a_call_is_captured_on_a_non_blocking_stream(gpu: FakeGpu) -> None:
+    # While a blocking stream captures, CUDA fails every use of the legacy stream from any
+    # thread: a program's other thread doing plain CuPy work raised
+    # cudaErrorStreamCaptureImplicit while a LocalTuner tuned (and failed the capture).
+    # Here the call's own launch on the legacy stream stands for that thread's.
+    def beside() -> None:
+        gpu.launch(10e-6)
+        gpu.launch(3e-6, stream=gpu.legacy)
+
+    client = CudaClient(cold_l2=False, timing="device")
+    other = threading.Event()
+    thread = threading.Thread(target=other.wait)
+    thread.start()
+    try:
+        times = [client.time(beside, ()) for _ in range(3)]
+    finally:
+        other.set()
+        thread.join()
+    assert client._replays.graphs, "captured, not timed through the stream"
+    assert times == pytest.approx([NODE + 10e-6] * 3)  # the legacy work ran outside the graph
+
+    # Alone, the program's capture stream is the client's blocking one again: the call's
+    # legacy work fails its capture, and it is timed through the stream.
+    def alone() -> None:
+        beside()
+
+    assert client.time(alone, ()) == pytest.approx(2 * STREAM_LAUNCH + 13e-6)
+    assert alone not in [fn for fn, _ in client._replays.graphs]
 
 
 def test_an_error_of_the_candidate_is_raised_not_taken_for_a_capture_failure(
