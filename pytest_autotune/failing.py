@@ -4,12 +4,14 @@ traceback shown (`raise_again`)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import NoReturn
 
 import pytest
 
 from pytest_autotune.time_limit import crashed
+from pytest_autotune.tune.loaded import instance_of
 
 
 def fail(message: str) -> NoReturn:
@@ -41,3 +43,44 @@ def raise_again(call: Callable[[], object], failure: str) -> None:
     if add_note is not None:
         add_note(f"under --autotune: {failure}")
     raise error
+
+
+def let_go_of_memory(config: pytest.Config, error: BaseException) -> None:
+    """Clear the frames of a test's out-of-memory failure once its report is made: pytest
+    keeps the last failure (`sys.last_traceback`, for a post-mortem) and with it what the
+    candidate's frames held. A candidate that filled an H100 block by block before CuPy's
+    OutOfMemoryError kept 74 of its 79 GiB used through the next tests, which then ran out
+    of memory in turn (the forty-fourth session's GPU probe). Kept under `--pdb`, whose
+    post-mortem shows those frames."""
+    if config.getoption("usepdb", False) or not _out_of_memory(error):
+        return
+    tb = error.__traceback__
+    while tb is not None:
+        # Before 3.13 a frame keeps its locals' snapshot, a dict that pytest's report read
+        # (`__tracebackhide__`) and holds beside the frame: `frame.clear()` alone left the
+        # candidate's arrays in it (traceback.clear_frames does no more).
+        snapshot = tb.tb_frame.f_locals
+        try:
+            tb.tb_frame.clear()
+        except RuntimeError:  # a frame still running: its locals are in use
+            pass
+        else:
+            if isinstance(snapshot, dict):
+                snapshot.clear()
+        tb = tb.tb_next
+
+
+def _out_of_memory(error: BaseException) -> bool:
+    """A host's or a device's out-of-memory error: CuPy's (a MemoryError too), or one
+    CuPy or PyTorch raise where a library or the driver ran out of device memory."""
+    if isinstance(error, MemoryError) or instance_of(error, "torch", "cuda.OutOfMemoryError"):
+        return True
+    cp = sys.modules.get("cupy")
+    if cp is None:
+        return False
+    from pytest_autotune.backends.cuda_device import is_out_of_memory
+
+    try:
+        return is_out_of_memory(cp, error)
+    except AttributeError:  # a stand-in for CuPy (a test suite's mock) lacks its errors
+        return False

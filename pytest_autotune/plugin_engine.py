@@ -48,7 +48,7 @@ from pytest_autotune.collection import (
     ITEM,
     function_nodeid,
 )
-from pytest_autotune.failing import fail
+from pytest_autotune.failing import fail, let_go_of_memory
 from pytest_autotune.fixture import CALL_GROUPS
 from pytest_autotune.function_spec import (
     awaits_candidates,
@@ -149,6 +149,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         distinct_properties(item)
     outcome = yield
     report = outcome.get_result()
+    if call.excinfo is not None and (ITEM in item.stash or CALL_GROUPS in item.stash):
+        let_go_of_memory(item.config, call.excinfo.value)
     skip_shown_at_the_test(item, report)
     if report.when == "setup" and report.skipped and call.excinfo is not None:
         skipped_at_setup(item, report, str(getattr(call.excinfo.value, "msg", "") or "skipped"))
