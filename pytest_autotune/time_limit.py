@@ -105,6 +105,12 @@ def _compiling(frame: FrameType | None) -> bool:
     return False
 
 
+class Watchdog(threading.Thread):
+    """The thread that watches a test's candidate calls (`TimeLimit.armed`). It touches no
+    device, and a CUDA capture beside it stays on the blocking stream
+    (`GraphReplays._capture_stream`)."""
+
+
 class TimeLimit:
     """The limit of one test's candidate calls; `call` runs one, inside `armed()`. The time
     a JIT compiler spends in a call does not count (`JIT_COMPILERS`)."""
@@ -152,9 +158,7 @@ class TimeLimit:
                 previous(signum, frame)
 
         signal.signal(signal.SIGALRM, handler)
-        watchdog = threading.Thread(
-            target=self._watch, args=(threading.main_thread().ident,), daemon=True
-        )
+        watchdog = Watchdog(target=self._watch, args=(threading.main_thread().ident,), daemon=True)
         self._armed.set()
         watchdog.start()
         try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_autotune.backends.cuda_device import is_out_of_memory
+from pytest_autotune.time_limit import Watchdog
 from pytest_autotune.tune.clone import device_copy
 from pytest_autotune.tune.torch_tensors import is_tensor
 
@@ -312,9 +313,11 @@ class GraphReplays:
         tuned a key, 5 times in 492 calls, and the capture failed with it (H100, the
         forty-fourth session's GPU probe). Beside threads, a candidate's own work on the
         legacy stream runs outside its graph, untimed: a program's threads must not fail
-        for a tuning."""
+        for a tuning. The time limit's watchdog (`time_limit.Watchdog`), which runs beside
+        every candidate call under --autotune, is not counted: counted, it put every
+        capture of a tuning run on the non-blocking stream."""
         assert self.stream is not None
-        if threading.active_count() == 1:
+        if not _other_threads():
             return self.stream
         if self._beside_threads is None:  # in the client's device context, as its own
             self._beside_threads = self._cp.cuda.Stream(non_blocking=True)
@@ -347,3 +350,9 @@ class GraphReplays:
         self._drop(list(self._replays))
         gc.collect()
         self._cp.get_default_memory_pool().free_all_blocks()
+
+
+def _other_threads() -> bool:
+    """Whether a thread other than this one and the time limit's watchdog runs."""
+    me = threading.current_thread()
+    return any(t is not me and not isinstance(t, Watchdog) for t in threading.enumerate())

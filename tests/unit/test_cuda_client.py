@@ -41,6 +41,7 @@ from pytest_autotune.backends.cuda_timing import (
     loop_seconds,
 )
 from pytest_autotune.backends.peaks import Peaks
+from pytest_autotune.time_limit import TimeLimit
 from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.log import Eliminated
 
@@ -583,6 +584,25 @@ def test_beside_another_thread_a_call_is_captured_on_a_non_blocking_stream(gpu: 
 
     assert client.time(alone, ()) == pytest.approx(2 * STREAM_LAUNCH + 13e-6)
     assert alone not in [fn for fn, _ in client._replays.graphs]
+
+
+def test_the_time_limits_own_thread_leaves_the_capture_on_the_blocking_stream(
+    gpu: FakeGpu,
+) -> None:
+    # Under --autotune every candidate call runs inside `TimeLimit.armed()`, whose watchdog
+    # thread touches no device: counted as the program's, it put every capture of a tuning
+    # run on the non-blocking stream, where a call's legacy work ran outside its graph,
+    # untimed, and the call read as faster than it is.
+    def legacy() -> None:
+        gpu.launch(10e-6)
+        gpu.launch(3e-6, stream=gpu.legacy)
+
+    client = CudaClient(cold_l2=False, timing="device")
+    with TimeLimit(60).armed():
+        assert threading.active_count() > 1  # the watchdog runs
+        timed = client.time(legacy, ())
+    assert timed == pytest.approx(2 * STREAM_LAUNCH + 13e-6)
+    assert legacy not in [fn for fn, _ in client._replays.graphs]
 
 
 def test_an_error_of_the_candidate_is_raised_not_taken_for_a_capture_failure(
