@@ -4,6 +4,7 @@ traceback shown (`raise_again`)."""
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Callable
 from typing import NoReturn
@@ -59,9 +60,12 @@ def let_go_of_memory(config: pytest.Config, error: BaseException) -> None:
         # Before 3.13 a frame keeps its locals' snapshot, a dict that pytest's report read
         # (`__tracebackhide__`) and holds beside the frame: `frame.clear()` alone left the
         # candidate's arrays in it (traceback.clear_frames does no more).
-        snapshot = tb.tb_frame.f_locals
+        # A module's, a class body's or exec's frame has no snapshot: its f_locals is the
+        # namespace itself (a module's globals), left alone.
+        frame = tb.tb_frame
+        snapshot = frame.f_locals if frame.f_code.co_flags & inspect.CO_OPTIMIZED else None
         try:
-            tb.tb_frame.clear()
+            frame.clear()
         except RuntimeError:  # a frame still running: its locals are in use
             pass
         else:

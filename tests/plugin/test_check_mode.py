@@ -1889,3 +1889,42 @@ def test_an_out_of_memory_failure_lets_go_of_what_its_candidate_held(
     )
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*FAILED test_memory.py::test_op[[]hog[]]*MemoryError*"])
+
+
+EXEC_OUT_OF_MEMORY_TESTS = """
+import pytest
+from conftest import spin
+
+NAMESPACE = {"kept": 1}
+
+
+def hog(n):
+    # Code run in a namespace of the program's: the frame's f_locals is that namespace.
+    exec("blocks = [0] * 3\\nraise MemoryError('out of memory')", NAMESPACE)
+
+
+def fine(n):
+    spin(1e-4)
+    return n
+
+
+@pytest.mark.autotune(candidates={"fine": fine, "hog": hog})
+def test_op(candidate):
+    return candidate(1)
+
+
+def test_z_after():
+    assert NAMESPACE.get("kept") == 1
+"""
+
+
+def test_letting_go_of_an_out_of_memory_failure_leaves_a_namespace_its_code_ran_in(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The f_locals of a module's or exec's frame is no snapshot but the namespace itself (a
+    # module's globals): cleared, the program lost what it held.
+    autotune_pytester.makepyfile(test_memory=EXEC_OUT_OF_MEMORY_TESTS)
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly"
+    )
+    result.assert_outcomes(passed=2, failed=1)
