@@ -185,9 +185,8 @@ def test_a_candidate_that_declined_is_not_counted_as_a_passed_check():
     assert str(done) == "checks: 2 of 4 passed; failed: wrong; skipped: declines"
 
 
-def test_the_full_level_logs_a_candidate_that_fails(caplog):
-    # Every sample was logged and a candidate that raised was not: at the full level a
-    # failure showed nowhere but in the records.
+def full_level_lines(caplog, tuner_name: str, key) -> list[str]:
+    """What one tuning at the full level logs: a candidate that raises, one that works."""
     from pytest_autotune.tune.tunable_set import TunableSet
     from pytest_autotune.tune.tuner import Tuner
     from tests.fakes import FakeClient
@@ -201,9 +200,16 @@ def test_the_full_level_logs_a_candidate_that_fails(caplog):
     def works(x):
         client.clock.advance(1e-3)
 
-    tuner = Tuner("t", client.device_id, AutotuneConfig(log_level="full", disable_cache=True))
-    tuner.tune(1, TunableSet.of(len, {"broken": broken, "works": works}), ([1],), client)
-    failed = [m for m in caplog.messages if "broken [#0] failed" in m]
+    config = AutotuneConfig(log_level="full", disable_cache=True)
+    tuner = Tuner(tuner_name, client.device_id, config)
+    tuner.tune(key, TunableSet.of(len, {"broken": broken, "works": works}), ([1],), client)
+    return caplog.messages
+
+
+def test_the_full_level_logs_a_candidate_that_fails(caplog):
+    # Every sample was logged and a candidate that raised was not: at the full level a
+    # failure showed nowhere but in the records.
+    failed = [m for m in full_level_lines(caplog, "t", 1) if "broken [#0] failed" in m]
     assert len(failed) == 1 and "ValueError: no such mode" in failed[0]
 
 
@@ -211,23 +217,9 @@ def test_each_line_of_the_full_level_names_the_tuner_and_key_it_tunes(caplog):
     # A program's threads tune keys of several tuners at once, and their lines interleave:
     # "sum [#0]: sample 2.93 us" said neither which tuner nor which key it was of, where the
     # decision line that follows them names both.
-    from pytest_autotune.tune.tunable_set import TunableSet
-    from pytest_autotune.tune.tuner import Tuner
-    from tests.fakes import FakeClient
-
-    caplog.set_level(logging.INFO, logger="pytest_autotune")
-    client = FakeClient()
-
-    def broken(x):
-        raise ValueError("no such mode")
-
-    def works(x):
-        client.clock.advance(1e-3)
-
-    tuner = Tuner("app-sum", client.device_id, AutotuneConfig(log_level="full", disable_cache=True))
-    tuner.tune(("sum", 8), TunableSet.of(len, {"broken": broken, "works": works}), ([1],), client)
-    assert len(caplog.messages) > 3
-    assert all(m.startswith("app-sum: ('sum', 8)") for m in caplog.messages), caplog.messages
+    lines = full_level_lines(caplog, "app-sum", ("sum", 8))
+    assert len(lines) > 3
+    assert all(m.startswith("app-sum: ('sum', 8)") for m in lines), lines
     assert "app-sum: ('sum', 8): works [#1]: sample 1.00 ms" in caplog.messages
     assert "app-sum: ('sum', 8): broken [#0] failed: ValueError: no such mode" in caplog.messages
 
