@@ -26,6 +26,7 @@ import argparse
 import importlib.metadata
 import io
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
@@ -53,10 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = command(args, output)
     except CliError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {_without_controls(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        sys.stdout.write(output.getvalue())
+        sys.stdout.write(_without_controls(output.getvalue()))
         sys.stdout.flush()
     except BrokenPipeError:
         _discard_stdout()
@@ -68,6 +69,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_ERROR
     return code
+
+
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""The characters a terminal acts on rather than prints, but the line break and the tab."""
+
+
+def _without_controls(text: str) -> str:
+    """`text` with every control character but the line break and the tab written as its
+    escape (`\\x1b`): names, error messages and fingerprints come from the files read, and
+    a cache file of a pull request, shown by a reviewer, recoloured or cleared the terminal
+    or wrote over what was printed (a carriage return, a backspace) with its escapes."""
+    return _CONTROLS.sub(lambda found: found.group().encode("unicode_escape").decode(), text)
 
 
 def _discard_stdout() -> None:

@@ -1428,6 +1428,21 @@ def test_show_of_a_bad_cache_is_one_line_naming_the_file_and_the_reason(
     assert "goes on" not in err  # the test run's remark does not apply here
 
 
+def test_show_writes_a_cache_files_terminal_escapes_as_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A file of a pull request, shown by its reviewer: its escapes must not reach the
+    # terminal, where they recolour, clear the screen or rub out what was printed.
+    hostile = AutotuneError(AutotuneErrorKind.UNKNOWN, "boom\x1b[2J\x08", "block32")
+    path = write_cache(
+        tmp_path / "c.json", {"n8": ("block256", (hostile, outcome("block256", 1, 2)))}
+    )
+    code, out, err = run(capsys, "show", str(path))
+    assert (code, err) == (0, "")
+    assert "boom\\x1b[2J\\x08" in out
+    assert "\x1b" not in out and "\x08" not in out
+
+
 def test_show_of_a_missing_file_or_a_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
