@@ -237,17 +237,19 @@ def timed_calls_quiet(kept: Mapping[str, Any]) -> Iterator[None]:
     running test's capture: thousands of lines on the terminal with `-s`, and in the
     test's failure report, where a plain run shows each candidate's once (its check, which
     still prints and logs). The record is still made, in the timed call; only the
-    handlers pass it over. Not where the body reads its own output (`capsys`, `capfd`)
-    or records (`caplog`), which it would find empty. What a C extension or a subprocess
-    writes to the file descriptors is not discarded."""
+    handlers pass it over. Not where the body reads its own output (`capsys`, `capfd`),
+    which it would find empty; a body that reads its records (`caplog`) has them reach
+    `caplog`'s own handler alone: let through to every handler, they were printed by live
+    logging and filled the test's report with thousands of lines. What a C extension or a
+    subprocess writes to the file descriptors is not discarded."""
     reads_output = any(isinstance(v, pytest.CaptureFixture) for v in kept.values())
-    reads_records = any(isinstance(v, pytest.LogCaptureFixture) for v in kept.values())
+    read = [v.handler for v in kept.values() if isinstance(v, pytest.LogCaptureFixture)]
     with contextlib.ExitStack() as stack:
         if not reads_output:
             stack.enter_context(contextlib.redirect_stdout(_DISCARDED))
             stack.enter_context(contextlib.redirect_stderr(_DISCARDED))
-        if not reads_records:
-            for handler in logging.getLogger().handlers:
+        for handler in logging.getLogger().handlers:
+            if handler not in read:
                 handler.addFilter(_dropped)
                 stack.callback(handler.removeFilter, _dropped)
         yield

@@ -369,6 +369,29 @@ def test_print(candidate):
         assert result.stdout.str().count(f"logged by {name}") == 1
 
 
+def test_the_timed_calls_of_a_body_that_reads_caplog_log_to_caplog_alone(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Taking `caplog` let every timed call's records through to every handler of the root
+    # logger: live logging printed each, and the test's report held thousands of lines.
+    autotune_pytester.makepyfile(
+        test_caplog=CANDIDATES
+        + """
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_caplog(candidate, caplog):
+    logging.getLogger("kernels").warning("logged by %s", candidate.__name__)
+    assert [r.getMessage() for r in caplog.records] == [f"logged by {candidate.__name__}"]
+    return candidate(1)
+"""
+    )
+    live = ("-o", "log_cli=true", "-o", "log_cli_level=WARNING")
+    result = run(autotune_pytester, "-p", "no:randomly", "-rP", *live, "--autotune")
+    result.assert_outcomes(passed=2)
+    for name in ("a", "b"):
+        # Once live and once in its test's report, from its checked call.
+        assert result.stdout.str().count(f"logged by {name}") == 2
+
+
 def test_a_body_that_reads_its_own_output_reads_it_in_every_timed_call(
     autotune_pytester: pytest.Pytester,
 ) -> None:
