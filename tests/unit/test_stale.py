@@ -89,6 +89,18 @@ def test_a_module_of_a_folder_this_root_lacks_is_not_called_gone(tmp_path: Path)
     assert [(s.path, s.reason) for s in found] == [(deleted, "tests/test_old.py is gone")]
 
 
+def test_a_cache_file_whose_journal_is_a_folder_is_left_to_the_run_that_names_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "test_a.py").write_text("")
+    blocked = write(tmp_path, "test_a.py::test_old", 1)
+    journal_path(blocked).mkdir()
+    gone = write(tmp_path, "test_a.py::test_older", 1)
+    collected = Collected({"test_a.py": frozenset()})
+    found = find_stale(tmp_path / ".autotune", [DEVICE], collected, {}, tmp_path)
+    assert [s.path for s in found] == [gone]
+
+
 def test_a_stale_file_written_since_it_was_judged_keeps_what_was_written(tmp_path: Path) -> None:
     # The test is gone, and its whole file stale; another process (a second checkout's
     # update, a program's tuner) wrote a key into it after the judgement: the prune deleted
