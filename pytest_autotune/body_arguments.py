@@ -25,7 +25,7 @@ def input_names(arguments: Mapping[str, Any]) -> tuple[str, ...]:
     """The arguments whose values the tuner copies for each candidate and passes to the
     body: all but `candidate`, those of the test's own item (`own_request.OWN`), which
     the body gets as its candidate's (`CandidateRun.own`), and pytest's fixtures that hold
-    the test's state (`call_fixtures.KEPT`), which it gets as they are (`CandidateRun.kept`)."""
+    the test's state (`tune.clone.is_kept`), which it gets as they are (`CandidateRun.kept`)."""
     kept = kept_fixtures(arguments)
     return tuple(n for n in arguments if n != "candidate" and n not in OWN and n not in kept)
 

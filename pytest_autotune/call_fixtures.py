@@ -29,30 +29,7 @@ from typing import Any
 
 import pytest
 
-KEPT = (
-    pytest.MonkeyPatch,
-    pytest.LogCaptureFixture,
-    pytest.WarningsRecorder,
-    pytest.CaptureFixture,
-    pytest.TempPathFactory,
-    pytest.Config,
-)
-"""The types of the fixture values that are the test's own state, never an input."""
-
-
-def is_mocker(value: object) -> bool:
-    """Whether `value` is pytest-mock's `mocker` (or its class, module, package and session
-    kin), told by its class, so that pytest-mock is never imported."""
-    cls = type(value)
-    return cls.__name__ == "MockerFixture" and cls.__module__.startswith("pytest_mock")
-
-
-def is_kept(value: object) -> bool:
-    """Whether `value` is a fixture that holds the test's state (`KEPT`), or pytest-mock's
-    `mocker`, whose patches its teardown undoes as `monkeypatch`'s: copied, its patches
-    were never undone, and the copy walked into `unittest.mock.sentinel`, whose every
-    attribute exists, and failed every candidate calling its `copy`."""
-    return is_mocker(value) or isinstance(value, KEPT)
+from pytest_autotune.tune.clone import is_kept, is_mocker
 
 
 def fresh_patcher(value: Any, config: pytest.Config | None) -> tuple[Any, Callable[[], object]]:
@@ -256,7 +233,6 @@ def timed_calls_quiet(kept: Mapping[str, Any]) -> Iterator[None]:
 
 
 __all__ = [
-    "KEPT",
     "EachCall",
     "SetUpFolder",
     "each_call",

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_autotune.tune.loaded import loaded_type
+from pytest_autotune.tune.loaded import instance_of, loaded_type
 from pytest_autotune.tune.torch_tensors import (
     copy_module,
     copy_optimizer,
@@ -362,8 +362,37 @@ def mock_types() -> tuple[type, ...]:
     return tuple(base for base in found if base is not None)
 
 
+_PYTEST_STATE = (
+    "MonkeyPatch",
+    "LogCaptureFixture",
+    "WarningsRecorder",
+    "CaptureFixture",
+    "TempPathFactory",
+    "Config",
+)
+"""pytest's classes of the fixtures that hold a test's state (`monkeypatch`, `caplog`,
+`recwarn`, `capsys`, `tmp_path_factory`, `pytestconfig`), never an input."""
+
+
+def is_mocker(value: object) -> bool:
+    """Whether `value` is pytest-mock's `mocker` (or its class, module, package and session
+    kin), told by its class, so that pytest-mock is never imported."""
+    cls = type(value)
+    return cls.__name__ == "MockerFixture" and cls.__module__.startswith("pytest_mock")
+
+
+def is_kept(value: object) -> bool:
+    """Whether `value` is a fixture that holds the test's state (`_PYTEST_STATE`, looked up
+    where pytest is imported), or pytest-mock's `mocker`, whose patches its teardown undoes
+    as `monkeypatch`'s. Never copied, wherever an input holds it: copied, its patches were
+    never undone (a fixture's helper built on `monkeypatch` left the variable its body set
+    set for every later test), and a `mocker`'s copy walked into `unittest.mock.sentinel`,
+    whose every attribute exists, and failed every candidate calling its `copy`."""
+    return is_mocker(value) or any(instance_of(value, "pytest", n) for n in _PYTEST_STATE)
+
+
 def _clone_object(value: Any, depth: int, memo: dict[int, Any]) -> Any:
-    if isinstance(value, (*_NEVER_COPIED, *mock_types())):
+    if isinstance(value, (*_NEVER_COPIED, *mock_types())) or is_kept(value):
         return value
     if is_module(value) or is_optimizer(value):
         # A PyTorch model, copied whole however deeply its layers nest (`copy_module`); an
@@ -411,4 +440,4 @@ def _slot_values(value: Any) -> dict[str, Any]:
     return values
 
 
-__all__ = ["clone_value", "is_random_state", "mock_types"]
+__all__ = ["clone_value", "is_kept", "is_mocker", "is_random_state", "mock_types"]

@@ -103,6 +103,36 @@ def test_after():
 
 
 @pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_a_fixtures_helper_that_holds_monkeypatch_patches_the_tests_own(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # The helper was copied with the inputs, and its `monkeypatch` with it (it holds a
+    # list): the copy's patches were undone by no teardown, and the variable the body set
+    # stayed set for every later test of the session.
+    autotune_pytester.makepyfile(
+        test_helper=CANDIDATES
+        + """
+class Env:
+    def __init__(self, patch):
+        self.patch = patch
+
+@pytest.fixture
+def env(monkeypatch):
+    return Env(monkeypatch)
+
+@pytest.mark.autotune(candidates={"a": a, "b": b})
+def test_helper(candidate, env):
+    env.patch.setenv("WHO", candidate.__name__)
+    return candidate(1)
+
+def test_after():
+    assert "WHO" not in os.environ, "leaked from a body: " + os.environ["WHO"]
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=3)
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
 def test_caplog_and_recwarn_hold_the_records_of_the_bodys_own_call(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
