@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from pytest_autotune.tune.differences import (
     EXACT_FLOAT_INTEGERS,
+    PYTHON_NUMBERS,
     ambiguous,
     element_text,
     errors_text,
@@ -254,8 +255,10 @@ def compare_arrays(
         if errors is not None and max_errors is not None:
             errors = max(errors[0], max_errors[0]), max(errors[1], max_errors[1])
         max_errors = max_errors if errors is None else errors
-    if first is None:
-        return []
+    # Nothing differs, or an object array's first differing rows say what differs in them.
+    inside = [] if first is None else _difference_inside(where, first, bad_count, reference, rules)
+    if first is None or inside:
+        return inside
     flat_index, expected, got = first
     quoted = ambiguous(expected) or ambiguous(got)
     expected, got = element_text(expected, quoted), element_text(got, quoted)
@@ -281,6 +284,40 @@ def compare_arrays(
     if not note and all_finite and max_errors is not None:
         note = near_zero(rtol, max_errors[0], _largest_magnitude(reference, wider))
     return [message + note]
+
+
+_SINGLE_VALUES = (*PYTHON_NUMBERS, str, bytes, np.generic, type(None))
+"""Elements of an object array that its message shows whole, as `expected 7.0, got 7.5`."""
+
+
+def _difference_inside(
+    where: str,
+    first: tuple[int, Any, Any],
+    bad_count: int,
+    reference: npt.NDArray[Any],
+    rules: Rules,
+) -> list[str]:
+    """The message of an object array whose first differing elements (`first`: their flat
+    index, expected and got) are arrays or containers (a ragged batch's rows): what differs
+    inside them, as their own comparison names it, at their full position (`output[0]:
+    dtype differs: ...`, `output[1]['a']: 1 of 20 elements differ ...`); none for single
+    values, which the message shows whole. Their `str` hid it: a float32 row against a
+    float64 one read "expected [1. 1.], got [1. 1.]", and a row of 1000 wrong at one
+    element showed neither the element nor by how much."""
+    flat_index, expected, got = first
+    if isinstance(expected, _SINGLE_VALUES) and isinstance(got, _SINGLE_VALUES):
+        return []
+    problems = rules.compare(expected, got, "")
+    if not problems:
+        return []
+    more = len(problems) - 1
+    inside = problems[0] + (f" (and {counted(more, 'more difference')} in it)" if more else "")
+    if reference.shape == ():
+        return [f"{where}{inside}"]
+    # Named by its full position, as a list's item is: "first at [0]: 3 of 3 elements
+    # differ ...; first at [0]: ..." read as one element twice.
+    at = f"{where}[{index_text(flat_index, reference.shape)}]"
+    return [f"{where}: {bad_count} of {reference.size} elements differ; first {at}{inside}"]
 
 
 def _finite(reference: npt.NDArray[Any], actual: npt.NDArray[Any]) -> bool:

@@ -315,7 +315,40 @@ def test_a_ragged_object_array_is_compared_element_by_element():
     assert compare_outputs(reference, ragged([1.0, 2.0], [3.0, 4.0, 5.0 + 1e-9])) is None
     message = compare_outputs(reference, ragged([1.0, 2.0], [3.0, 0.0, 5.0]))
     assert message is not None
-    assert "1 of 2 elements differ; first at [1]" in message
+    assert "1 of 2 elements differ; first output[1]: 1 of 3 elements differ" in message
+
+
+def test_a_ragged_object_arrays_row_says_what_differs_in_it():
+    # A row of another dtype or length, or wrong at its tenth element, read "first at [0]:
+    # expected [1. 1.], got [1. 1.]": the rows' str hid what the row's own comparison knew.
+    # The first such row now reads as a list's item does, by its full position.
+    def ragged(*rows: object) -> np.ndarray:
+        out = np.empty(len(rows), dtype=object)
+        out[:] = list(rows)
+        return out
+
+    reference = ragged(np.ones(2), np.ones(3))
+    assert compare_outputs(reference, ragged(np.ones(2, np.float32), np.ones(3))) == (
+        "output: 1 of 2 elements differ; first output[0]: dtype differs: expected float64,"
+        " got float32"
+    )
+    assert compare_outputs(reference, ragged(np.ones(2), np.ones(4))) == (
+        "output: 1 of 2 elements differ; first output[1]: shape differs: expected (3,), got (4,)"
+    )
+    rows = ragged({"a": np.arange(20.0), "b": 1.0}, {"a": np.arange(3.0), "b": 1.0})
+    wrong = ragged({"a": np.arange(20.0), "b": 1.0}, {"a": np.arange(3.0), "b": 2.0})
+    wrong[0]["a"][9] = 0.5
+    assert compare_outputs(rows, wrong) == (
+        "output: 2 of 2 elements differ; first output[0]['a']: 1 of 20 elements differ"
+        " (rtol=1e-05, atol=1e-08), max abs error 8.5, max rel error 0.944444; first at"
+        " [9]: expected 9.0, got 0.5"
+    )
+    # One row alone (a 0-d object array) reads as the row's own difference.
+    one = np.empty((), dtype=object)
+    one[()] = np.ones(2)
+    other = np.empty((), dtype=object)
+    other[()] = np.ones(2, np.float32)
+    assert compare_outputs(one, other) == "output: dtype differs: expected float64, got float32"
 
 
 @pytest.mark.filterwarnings("ignore")
@@ -331,7 +364,7 @@ def test_a_wrong_ragged_output_is_found_where_warnings_are_not_errors():
 
     message = compare_outputs(ragged([1.0, 2.0], [3.0, 4.0]), ragged([1.0, 2.0], [3.0, 9.0]))
     assert message is not None
-    assert "1 of 2 elements differ; first at [1]" in message
+    assert "1 of 2 elements differ; first output[1]: 1 of 2 elements differ" in message
 
 
 def test_the_numbers_of_an_object_array_compare_as_numbers_do():
@@ -1200,8 +1233,9 @@ def test_a_wrong_in_place_candidate_on_a_ragged_object_array_fails():
     results = check_candidates(["twice", "thrice"], lambda i: (twice, thrice)[i](clone_value(x)))
     assert results[1].passed is False
     assert results[1].message == (
-        "differs from the reference 'twice': output: 2 of 2 elements differ; first at [0]:"
-        " expected [2. 2. 2.], got [3. 3. 3.]"
+        "differs from the reference 'twice': output: 2 of 2 elements differ; first"
+        " output[0]: 3 of 3 elements differ (rtol=1e-05, atol=1e-08), max abs error 1, max"
+        " rel error 0.5; first at [0]: expected 2.0, got 3.0"
     )
 
 
