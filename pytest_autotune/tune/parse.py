@@ -8,6 +8,7 @@ import contextlib
 import math
 import os
 import re
+import reprlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +32,19 @@ Parser = Callable[[object, str], Any]
 """`parse(value, where)`: a value from a string or its native type, or a `ConfigError`."""
 
 
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 200
+_SHOWN.maxlevel = 2
+
+
+def _shown(value: object) -> str:
+    """`value` as a message shows it: its repr, shortened where it is long or nested.
+    `autotune.yaml` may give a setting a list or a mapping, and one of YAML aliases of
+    aliases (a few lines that stand for 9**9 strings) was written out whole: the run hung
+    building its message."""
+    return _SHOWN.repr(value)
+
+
 def parse_bool(value: object, where: str) -> bool:
     if isinstance(value, bool):
         return value
@@ -43,7 +57,7 @@ def parse_bool(value: object, where: str) -> bool:
         if word in ("0", "false", "no", "off"):
             return False
     raise ConfigError(
-        f"{where}: expected a boolean (1/0, true/false, yes/no, on/off), got {value!r}"
+        f"{where}: expected a boolean (1/0, true/false, yes/no, on/off), got {_shown(value)}"
     )
 
 
@@ -57,7 +71,7 @@ def int_at_least(minimum: int) -> Parser:
             with contextlib.suppress(ValueError):
                 number = int(value.strip())
         if number is None or number < minimum:
-            raise ConfigError(f"{where}: expected an integer >= {minimum}, got {value!r}")
+            raise ConfigError(f"{where}: expected an integer >= {minimum}, got {_shown(value)}")
         return number
 
     return parse
@@ -79,7 +93,9 @@ def number(minimum: float, above: bool) -> Parser:
             or parsed < minimum
             or (above and parsed == minimum)
         ):
-            raise ConfigError(f"{where}: expected a number {relation} {minimum:g}, got {value!r}")
+            raise ConfigError(
+                f"{where}: expected a number {relation} {minimum:g}, got {_shown(value)}"
+            )
         return parsed
 
     return parse
@@ -88,7 +104,9 @@ def number(minimum: float, above: bool) -> Parser:
 def parse_fraction(value: object, where: str) -> float:
     """A fraction from 0 to 1, such as a tolerated slowdown: `max_regression: 10`, meant as
     10%, read as 1000% and turned the gate off without a word."""
-    error = ConfigError(f"{where}: expected a fraction from 0 to 1 (0.1 for 10%), got {value!r}")
+    error = ConfigError(
+        f"{where}: expected a fraction from 0 to 1 (0.1 for 10%), got {_shown(value)}"
+    )
     if isinstance(value, str) and value.strip().endswith("%"):
         raise error  # not "expected a number", which then refused "10" as no fraction
     try:
@@ -111,7 +129,7 @@ def parse_path(value: object, where: str) -> Path:
         path = os.fspath(value)
         if isinstance(path, str) and path.strip():
             return Path(os.path.expandvars(os.path.expanduser(path)))
-    raise ConfigError(f"{where}: expected a path, got {value!r}")
+    raise ConfigError(f"{where}: expected a path, got {_shown(value)}")
 
 
 def parse_record(value: object, where: str) -> RecordSink:
@@ -123,7 +141,7 @@ def parse_record(value: object, where: str) -> RecordSink:
         return parse_path(value, where)
     except ConfigError:
         raise ConfigError(
-            f"{where}: expected a file path, {' or '.join(STREAMS)}, got {value!r}"
+            f"{where}: expected a file path, {' or '.join(STREAMS)}, got {_shown(value)}"
         ) from None
 
 
@@ -134,7 +152,7 @@ def _member(kind: type[AutotuneLevel] | type[AutotuneLogLevel]) -> Parser:
         if isinstance(value, kind):
             return value
         try:
-            return kind.parse(str(value), where)
+            return kind.parse(value if isinstance(value, str) else _shown(value), where)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 
@@ -150,7 +168,7 @@ def parse_shipped_match(value: object, where: str) -> ShippedMatch:
     for match in SHIPPED_MATCHES:
         if word == match:
             return match
-    raise ConfigError(f"{where}: expected {' or '.join(SHIPPED_MATCHES)}, got {value!r}")
+    raise ConfigError(f"{where}: expected {' or '.join(SHIPPED_MATCHES)}, got {_shown(value)}")
 
 
 def _name(pattern: str, expected: str) -> Parser:
@@ -158,11 +176,11 @@ def _name(pattern: str, expected: str) -> Parser:
     compiled = re.compile(pattern)
 
     def parse(value: object, where: str) -> str:
-        name = str(value).strip().lower()
+        name = (value if isinstance(value, str) else _shown(value)).strip().lower()
         # YAML reads `runner: yes` as True and `runner: 1.10` as 1.1: the name was filed as
         # "true", or "1.1", without a word. A name is text (a plain integer reads as given).
         if isinstance(value, (bool, float)) or not compiled.match(name):
-            raise ConfigError(f"{where}: expected {expected}, got {value!r}")
+            raise ConfigError(f"{where}: expected {expected}, got {_shown(value)}")
         return name
 
     return parse

@@ -194,6 +194,20 @@ def test_a_misspelt_yaml_key_gets_the_nearest_name(tmp_path: Path) -> None:
         resolved(tmp_path, yaml="devise: cpu\n")
 
 
+@pytest.mark.parametrize("key", ["level", "min_samples", "runner", "cache_dir", "strict"])
+def test_a_yaml_value_of_aliases_of_aliases_is_refused_in_one_short_line(
+    tmp_path: Path, key: str
+) -> None:
+    # Six short lines that stand for 9**6 strings: written out whole, the message was 4 MB
+    # long, and three lines more hung the run building it.
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 6)]
+    yaml = f"{key}:\n" + "".join(f"  {line}\n" for line in lines)
+    with pytest.raises(ConfigError, match=rf"^autotune.yaml: {key}: ") as raised:
+        resolved(tmp_path, yaml=yaml)
+    assert len(str(raised.value)) < 1000 and "\n" not in str(raised.value)
+
+
 def test_an_ini_spelling_in_autotune_yaml_is_pointed_at_its_yaml_name(tmp_path: Path) -> None:
     path = tmp_path / "autotune.yaml"
     path.write_text("autotune_html: report.html\n", encoding="utf-8")
