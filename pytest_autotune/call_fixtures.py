@@ -21,8 +21,9 @@ import io
 import logging
 import os
 import shutil
+import types
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,18 +153,52 @@ class EachCall:
 
 def folder_given(arguments: Mapping[str, Any], tmp_path: object) -> Path | None:
     """The test's `tmp_path` where the body is given a path in it (`tmp_path` or `tmpdir`
-    itself, or a fixture's path under it), for each call to start from it as set up
+    itself, or a fixture's path under it, a string's too, or one a fixture's dict, list or
+    object holds: `_paths_held`), for each call to start from it as set up
     (`SetUpFolder`); else None. Looking into the folder costs each call some microseconds
     (5 to 16 on the 2-core VM), which a body that writes files pays beside the writing,
     but a test whose fixtures used `tmp_path` only to make its inputs must not."""
     if not isinstance(tmp_path, Path):
         return None
-    for value in arguments.values():
-        if isinstance(value, os.PathLike):
-            path = Path(os.fspath(value))
+    root = os.fspath(tmp_path)
+    for value in _paths_held(arguments.values()):
+        text = os.fspath(value)
+        if isinstance(text, str) and text.startswith(root):
+            path = Path(text)
             if path == tmp_path or tmp_path in path.parents:
                 return tmp_path
     return None
+
+
+_HELD_DEPTH = 3
+"""How deep `_paths_held` looks: a fixture's helper holding a dict of paths."""
+
+_NUMBERS = frozenset({int, float, complex, bool, bytes, type(None)})
+
+
+def _paths_held(values: Iterable[Any], depth: int = 0) -> Iterator[str | os.PathLike[str]]:
+    """The paths and strings among `values`, and in the dicts, lists, tuples and objects'
+    attributes they hold, `_HELD_DEPTH` deep. Only a path given as the argument itself was
+    seen: a fixture's `{"out": tmp_path / "out.npy"}`, or its helper holding that path,
+    left every call the folder the last call wrote into, and under --autotune the body's
+    `open(out, "x")` failed from its second call on, which a plain run passed. The objects
+    of pytest and its plugins (`request`, `monkeypatch`, a `mocker`) are passed over: they
+    hold the test's whole state, its `tmp_path` among it, and no path the body writes into."""
+    for value in values:
+        if type(value) in _NUMBERS:  # a long list of them costs a look each, no more
+            continue
+        if isinstance(value, (str, os.PathLike)):
+            yield value
+        elif depth >= _HELD_DEPTH or isinstance(value, (type, types.ModuleType)):
+            continue
+        elif type(value).__module__.startswith(("_pytest", "pytest")):
+            continue  # pytest's own, or a plugin's
+        elif isinstance(value, Mapping):
+            yield from _paths_held(value.values(), depth + 1)
+        elif isinstance(value, (list, tuple)):
+            yield from _paths_held(value, depth + 1)
+        elif isinstance(getattr(value, "__dict__", None), dict):
+            yield from _paths_held(vars(value).values(), depth + 1)
 
 
 def each_call(

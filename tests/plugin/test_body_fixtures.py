@@ -458,6 +458,45 @@ def test_out_dir(candidate, out_dir):
     run(autotune_pytester, "-p", "no:randomly", "--autotune").assert_outcomes(passed=2)
 
 
+@pytest.mark.parametrize(
+    "held",
+    [
+        '{"out": tmp_path / "result.txt"}',
+        'Paths(tmp_path / "result.txt")',
+        'str(tmp_path / "result.txt")',
+    ],
+    ids=["dict", "object", "str"],
+)
+def test_each_call_of_the_body_starts_from_tmp_path_where_a_fixture_holds_a_path_in_it(
+    autotune_pytester: pytest.Pytester, held: str
+) -> None:
+    # Only a path given as the argument itself was seen: a fixture's dict or helper of
+    # paths (or a path as a string) left every call the folder the last one wrote into,
+    # and under --autotune the body's open(..., "x") failed from its second call on.
+    autotune_pytester.makepyfile(
+        test_held=CANDIDATES
+        + f"""
+class Paths:
+    def __init__(self, out):
+        self.out = out
+
+def out_of(paths):
+    return paths["out"] if isinstance(paths, dict) else getattr(paths, "out", paths)
+
+@pytest.fixture
+def paths(tmp_path):
+    return {held}
+
+@pytest.mark.autotune(candidates={{"a": a, "b": b}})
+def test_held(candidate, paths):
+    with open(out_of(paths), "x") as f:
+        f.write(candidate.__name__)
+    return candidate(1)
+"""
+    )
+    run(autotune_pytester, "-p", "no:randomly", "--autotune").assert_outcomes(passed=2)
+
+
 FAKE_PYTEST_MOCK = '''
 import os
 import unittest.mock
