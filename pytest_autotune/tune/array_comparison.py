@@ -197,8 +197,12 @@ def _close(ref: complex, act: complex, rules: Rules) -> bool:
 
 def _one_numpy_type(kind: type) -> bool:
     """Whether values of type `kind` are NumPy numbers or booleans (np.float32, np.int64,
-    np.complex64, np.bool_...), which an array of their dtype holds exactly."""
-    return issubclass(kind, (np.number, np.bool_))
+    np.complex64, np.bool_...), or ml_dtypes' bfloat16, float8 and int4 scalars, which an
+    array of their dtype holds exactly. Those of ml_dtypes are no `np.number`: a list of
+    100 000 took 4.6 s one by one, against 0.01 s for float32."""
+    if issubclass(kind, (np.number, np.bool_)):
+        return True
+    return issubclass(kind, np.generic) and wider_type(np.dtype(kind)) is not None
 
 
 def _differing_of_one_type(
@@ -211,7 +215,12 @@ def _differing_of_one_type(
     `kind`, differ: as two arrays of its dtype, block by block."""
     dtype = np.dtype(kind)
     ref, act = np.array(reference, dtype=dtype), np.array(actual, dtype=dtype)
-    inexact = dtype.kind in "fc"
+    wider = wider_type(dtype)
+    if wider is not None:
+        # As `compare_arrays` reads them: bfloat16 as float32, within the tolerances and
+        # NaN equal to NaN; compared as they are, their kind "V" compared them as bytes.
+        ref, act = ref.astype(wider), act.astype(wider)
+    inexact = ref.dtype.kind in "fc"
     bad = np.zeros(len(ref), dtype=bool)
     for start in range(0, len(ref), BLOCK_ELEMENTS):
         block = slice(start, start + BLOCK_ELEMENTS)
