@@ -4,8 +4,11 @@ with them, failing the function's tests by name rather than the collection."""
 
 from __future__ import annotations
 
+import ast
 import difflib
+import functools
 import inspect
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, cast
@@ -307,7 +310,8 @@ def _parametrize(
 
 def _candidate_fixture_error(metafunc: pytest.Metafunc) -> str | None:
     """Why the test cannot be checked or tuned, where a fixture of it (other than
-    `candidate` itself) requests `candidate`, directly or through another fixture. Such a
+    `candidate` itself) requests `candidate`, directly, through another fixture or as
+    `request.getfixturevalue("candidate")` (`_gets_candidate`). Such a
     fixture is set up once, for its test's own candidate, and every candidate's body is
     called on that test's fixture values (the reference in a plain run, the whole group
     when tuning): each ran the first one's compiled kernel or plan, so a wrong candidate
@@ -318,8 +322,13 @@ def _candidate_fixture_error(metafunc: pytest.Metafunc) -> str | None:
     def requests(name: str) -> bool:
         if name not in memo:
             memo[name] = False  # a cycle requests nothing more
-            argnames = {a for d in definitions.get(name) or () for a in d.argnames} - {name}
-            memo[name] = "candidate" in argnames or any(requests(a) for a in argnames)
+            defs = definitions.get(name) or ()
+            argnames = {a for d in defs for a in d.argnames} - {name}
+            memo[name] = (
+                "candidate" in argnames
+                or any(requests(a) for a in argnames)
+                or any(_gets_candidate(d.func) for d in defs if "request" in d.argnames)
+            )
         return memo[name]
 
     found = [n for n in metafunc.fixturenames if n != "candidate" and requests(n)]
@@ -331,6 +340,28 @@ def _candidate_fixture_error(metafunc: pytest.Metafunc) -> str | None:
         " fixture values (the reference in a plain run, all of them when tuning), so all"
         f" would run with one candidate's {found[0]!r}; build what it makes from the"
         " candidate in the test body, or give the built objects as the candidates"
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _gets_candidate(func: Callable[..., Any]) -> bool:
+    """Whether a fixture function asks for `candidate` at run time, as
+    `request.getfixturevalue("candidate")`: its signature does not name it, and every
+    candidate then ran the first test's (tuning timed one candidate under each name, and the
+    check compared it with itself). Read from its source, where there is one; a name held in
+    a variable is not seen."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(func))))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return False
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "getfixturevalue"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "candidate"
+        for node in ast.walk(tree)
     )
 
 

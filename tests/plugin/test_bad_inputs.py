@@ -1928,6 +1928,42 @@ def test_a_fixture_that_requests_the_candidate_fails_its_tests_by_name(
         result.stdout.fnmatch_lines(["FAILED test_x.py::test_indirect[[]wrong[]] - *"])
 
 
+def test_a_fixture_that_gets_the_candidate_at_run_time_fails_its_tests_by_name(
+    project: pytest.Pytester,
+) -> None:
+    # `request.getfixturevalue("candidate")` in a fixture names no `candidate` in its
+    # signature: every candidate ran the first test's, so the check compared `wrong` with
+    # itself in its plain test, and tuning timed `good` under both names.
+    project.makepyfile(
+        test_x=PRELUDE
+        + textwrap.dedent(
+            """
+            @pytest.fixture
+            def sneaky(request):
+                return request.getfixturevalue("candidate")
+
+            @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
+            def test_x(candidate, sneaky):
+                return sneaky(1)
+
+            @pytest.fixture
+            def folder(request):
+                return request.getfixturevalue("tmp_path")
+
+            @pytest.mark.autotune(candidates={"good": good, "other": other})
+            def test_fine(candidate, folder):
+                return candidate(1)
+            """
+        )
+    )
+    for mode in ((), ("--autotune",)):
+        result = run(project, "test_x.py", *mode)
+        result.assert_outcomes(failed=2, passed=2)
+        result.stdout.fnmatch_lines(
+            ["*test_x.py::test_x: fixture 'sneaky' requests `candidate`: a fixture is set up*"]
+        )
+
+
 def test_a_marked_test_that_uses_the_autotune_fixture_fails_its_tests_by_name(
     project: pytest.Pytester,
 ) -> None:
