@@ -10,6 +10,8 @@ making the caller's stream wait: README says such a candidate "is timed short, a
 caller would be served wrong" (and its check may race). Informative: its verdict is for the
 lead to read, see EXPECTED.md."""
 
+import threading
+
 import cupy as cp
 import numpy as np
 import pytest
@@ -129,6 +131,15 @@ def test_y_side_streams_still_usable(x):
         print(f"PROBE side stream {tag!r} usable after the tuning: yes")
 
 
+CANDIDATES = [
+    ("current", on_current),
+    ("side_joined", side_joined),
+    ("fresh_stream_joined", fresh_stream_joined),
+    ("null_stream", on_null_stream),
+    ("side_unjoined", side_unjoined),
+]
+
+
 def test_report_stream_times():
     """Not an autotune test: prints what the CUDA client reads for each candidate, timed
     directly, so the lead can see whether the unjoined one reads short."""
@@ -137,16 +148,12 @@ def test_report_stream_times():
     client = cuda()
     xs = cp.random.default_rng(0).random(N, dtype=cp.float32)
     times = {}
-    for name, fn in [
-        ("current", on_current),
-        ("side_joined", side_joined),
-        ("fresh_stream_joined", fresh_stream_joined),
-        ("null_stream", on_null_stream),
-        ("side_unjoined", side_unjoined),
-    ]:
+    for name, fn in CANDIDATES:
         client.time(fn, (xs,))
         times[name] = sorted(client.time(fn, (xs,)) for _ in range(5))[2]
     print("\nPROBE stream times (us):", {k: round(v * 1e6, 1) for k, v in times.items()})
+    print("PROBE threads:", [t.name for t in threading.enumerate()])
+    print("PROBE uncaptured:", [n for n, f in CANDIDATES if client._replays.warmed_uncaptured(f)])
     base = times["current"]
     for name in ("side_joined", "fresh_stream_joined", "null_stream"):
         assert 0.5 < times[name] / base < 2.0, (name, times)
