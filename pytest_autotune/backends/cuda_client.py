@@ -31,6 +31,7 @@ from pytest_autotune.backends.cuda_graphs import (
     GraphReplays,
     Placement,
     WarmUp,
+    nested_arrays,
     placements,
     release_graphs,
 )
@@ -271,13 +272,15 @@ class CudaClient:
         not say that the client's device is not the inputs' (`cuda(device=1)` on arrays
         made on the current device, 0)."""
         for i, value in enumerate(inputs):
-            if isinstance(value, self._cp.ndarray) and value.device.id != self.device:
-                raise ValueError(
-                    f"input {i} is a CuPy array on device {value.device.id}, and this client"
-                    f" times on device {self.device}: make the inputs there"
-                    f" (with cupy.cuda.Device({self.device}): ...) or time them with"
-                    f" cuda(device={value.device.id})"
-                )
+            for array in nested_arrays(value, lambda v: isinstance(v, self._cp.ndarray)):
+                if array.device.id != self.device:
+                    raise ValueError(
+                        f"input {i} {'is' if array is value else 'holds'} a CuPy array on"
+                        f" device {array.device.id}, and this client times on device"
+                        f" {self.device}: make the inputs there (with"
+                        f" cupy.cuda.Device({self.device}): ...) or time them with"
+                        f" cuda(device={array.device.id})"
+                    )
             if is_tensor(value) and tensor_device(value) not in (None, self.device):
                 # Its kernels run on its own GPU, which this client's events do not time.
                 raise ValueError(

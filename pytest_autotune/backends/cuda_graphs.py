@@ -11,9 +11,9 @@ import threading
 import traceback
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pytest_autotune.backends.cuda_device import is_out_of_memory
 from pytest_autotune.time_limit import Watchdog
@@ -52,24 +52,85 @@ def inputs_key(
     inputs: tuple[Any, ...], is_array: Callable[[object], bool]
 ) -> tuple[Any, ...] | None:
     """What a graph captured from a call on `inputs` holds of them: each array's address,
-    shape, strides and dtype, each other input's value. A call on inputs with the same key
-    enqueues the same work, so it may replay that graph. None where an input is neither an
-    array nor hashable (a host array, a list), or is a PyTorch tensor: such a call is not
-    captured. A tensor hashes by identity, so its call was captured, and torch's kernels go
-    to torch's stream, not the capture's: every capture failed, after a warm-up call."""
+    shape, strides and dtype, each other input's value, and the arrays a tuple, list or dict
+    of arrays holds (`arrays_within`), with its other values. A call on inputs with the same
+    key enqueues the same work, so it may replay that graph. None where an input is neither
+    an array nor hashable (a host array, a list of numbers), or is a PyTorch tensor: such a
+    call is not captured. A tensor hashes by identity, so its call was captured, and torch's
+    kernels go to torch's stream, not the capture's: every capture failed, after a warm-up
+    call."""
     key: list[Any] = []
     for value in inputs:
-        if is_array(value):
-            key.append(("array", value.data.ptr, value.shape, value.strides, value.dtype.str))
-            continue
-        if is_tensor(value):
+        part = _value_key(value, is_array, 0)
+        if part is None:
             return None
-        try:
-            hash(value)
-        except TypeError:
-            return None
-        key.append((type(value), value))
+        key.append(part)
     return tuple(key)
+
+
+NESTED_DEPTH = 3
+"""How deep a container of arrays is looked into (`arrays_within`)."""
+
+NESTED_LENGTH = 64
+"""The most values a container of arrays may hold to be looked into: a key is made for every
+sample, and a long list of numbers would cost each sample a key as long."""
+
+
+def arrays_within(value: object, is_array: Callable[[object], bool], depth: int = 0) -> bool:
+    """Whether `value` is a tuple, list or dict (of at most `NESTED_LENGTH` values, nested
+    `NESTED_DEPTH` deep) that holds an array: a candidate's weights given as one argument,
+    `layernorm(x, (gamma, beta))`, whose call was never captured (a tuple of CuPy arrays is
+    unhashable) and whose arrays were neither copied to the gate's placements nor checked
+    to be on the client's device."""
+    if type(value) not in (tuple, list, dict) or depth >= NESTED_DEPTH:
+        return False
+    items = cast("Collection[Any]", value.values() if isinstance(value, dict) else value)
+    if len(items) > NESTED_LENGTH:
+        return False
+    return any(is_array(v) or arrays_within(v, is_array, depth + 1) for v in items)
+
+
+def nested_map(value: Any, f: Callable[[Any], Any], is_array: Callable[[object], bool]) -> Any:
+    """`value` with `f` applied to each array it is or holds (`arrays_within`), its
+    containers rebuilt of the same types; any other value as it is."""
+    if is_array(value):
+        return f(value)
+    if not arrays_within(value, is_array):
+        return value
+    if isinstance(value, dict):
+        return {k: nested_map(v, f, is_array) for k, v in value.items()}
+    return type(value)(nested_map(v, f, is_array) for v in value)
+
+
+def nested_arrays(value: Any, is_array: Callable[[object], bool]) -> Iterator[Any]:
+    """The arrays `value` is or holds (`arrays_within`)."""
+    if is_array(value):
+        yield value
+    elif arrays_within(value, is_array):
+        for v in value.values() if isinstance(value, dict) else value:
+            yield from nested_arrays(v, is_array)
+
+
+def _value_key(value: Any, is_array: Callable[[object], bool], depth: int) -> Any:
+    """One input's part of `inputs_key`, None where it has none."""
+    if is_array(value):
+        return ("array", value.data.ptr, value.shape, value.strides, value.dtype.str)
+    if is_tensor(value):
+        return None
+    if arrays_within(value, is_array, depth):
+        pairs = value.items() if isinstance(value, dict) else enumerate(value)
+        parts = []
+        for name, item in pairs:
+            part = _value_key(item, is_array, depth + 1)
+            if part is None:
+                return None
+            parts.append((name, part))
+        return (type(value), tuple(parts))
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    return (type(value), value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,14 +156,13 @@ class Placement:
         return placed
 
     def copies(self, cp: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
-        """`inputs` with each CuPy array copied to this placement's offset (from CuPy's pool:
-        the copies live as long as whoever holds them); one array given twice (`op(x, x)`)
-        is copied once and given twice, as the caller's call would alias it."""
+        """`inputs` with each CuPy array, and each one a tuple, list or dict of them holds
+        (`nested_map`), copied to this placement's offset (from CuPy's pool: the copies live
+        as long as whoever holds them); one array given twice (`op(x, x)`) is copied once
+        and given twice, as the caller's call would alias it."""
         copied: dict[int, Any] = {}
 
         def copy(v: Any) -> Any:
-            if not isinstance(v, cp.ndarray):
-                return v
             if id(v) not in copied:
                 # A memcpy where it can (`clone.device_copy`: no copy kernel to compile on a
                 # fresh host), else in its own layout: a C-ordered copy of a Fortran-ordered
@@ -112,7 +172,7 @@ class Placement:
             return copied[id(v)]
 
         with cp.cuda.using_allocator(self.allocator(cp.get_default_memory_pool().malloc)):
-            return tuple(copy(v) for v in inputs)
+            return tuple(nested_map(v, copy, lambda a: isinstance(a, cp.ndarray)) for v in inputs)
 
 
 def placements(count: int) -> list[Placement]:

@@ -356,6 +356,26 @@ def test_a_call_on_other_inputs_is_captured_again(cp: Any) -> None:
     assert large_time > 2.5 * small_time, (small_time, large_time)
 
 
+def test_a_call_given_its_arrays_in_a_tuple_is_captured_and_replayed_on_them(cp: Any) -> None:
+    """`affine(x, (w, b))`: a tuple of CuPy arrays is captured as the arrays alone are (it was
+    timed through the stream), and each replay computes on the very arrays given."""
+
+    def affine(x: Any, wb: tuple[Any, Any]) -> Any:
+        out = x * wb[0]
+        out += wb[1]
+        return out
+
+    hot = CudaClient(cold_l2=False, timing="device")
+    x, w, b = (cp.full(1 << 20, v, dtype=cp.float32) for v in (2.0, 3.0, 1.0))
+    hot.time(affine, (x, (w, b)))
+    replays = [r for (fn, _), r in hot._replays.graphs.items() if fn is affine]
+    assert len(replays) == 1 and not hot._replays.warmed_uncaptured(affine)
+    b.fill(5.0)  # the graph reads the tuple's arrays where they lie
+    replays[0].launch()
+    cp.cuda.Device().synchronize()
+    assert bool((replays[0].outputs == 11.0).all())
+
+
 def test_launch_gaps_stay_out_of_the_timed_region(spin: Any) -> None:
     """Twenty short launches through the stream: with the stream held, the host's ~7 us per
     launch is not timed, so the sample is close to twenty times one launch; without it,

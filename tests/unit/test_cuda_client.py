@@ -644,6 +644,49 @@ def test_inputs_a_graph_cannot_hold_are_timed_through_the_stream(gpu: FakeGpu) -
     assert gpu.captures == 0
 
 
+def test_a_call_given_its_arrays_in_a_tuple_list_or_dict_is_captured_as_one_given_them_alone(
+    gpu: FakeGpu,
+) -> None:
+    # `layernorm(x, (gamma, beta))`: a tuple of CuPy arrays is unhashable, and such a call
+    # was never captured, its short calls timed through the stream.
+    def one_kernel(x: FakeArray, weights: object) -> None:
+        gpu.launch(5e-6)
+
+    client = CudaClient(cold_l2=False, timing="device")
+    x, w, b = (FakeArray(ptr=p) for p in (4096, 8192, 12288))
+    assert client.time(one_kernel, (x, (w, b))) == pytest.approx(5e-6 + NODE)
+    first = gpu.captures
+    client.time(one_kernel, (x, (FakeArray(ptr=8192), FakeArray(ptr=12288))))  # same arrays
+    assert gpu.captures == first
+    client.time(one_kernel, (x, (w, FakeArray(ptr=16384))))  # another array: another graph
+    client.time(one_kernel, (x, [w, b]))  # a list of them, and a dict with a number
+    client.time(one_kernel, (x, {"w": w, "eps": 1e-5}))
+    client.time(one_kernel, (x, {"w": w, "eps": 1e-6}))
+    assert gpu.captures == first + 4
+    assert client.time(one_kernel, (x, {"w": w, "eps": 1e-6})) == pytest.approx(5e-6 + NODE)
+    assert gpu.captures == first + 4
+    # A container of a host value the graph cannot hold is timed through the stream.
+    client.time(one_kernel, (x, (w, [1.0, 2.0])))
+    assert gpu.captures == first + 4
+
+
+def test_the_gates_placements_copy_the_arrays_a_tuple_holds_aliases_kept(gpu: FakeGpu) -> None:
+    seen: list[tuple[int, int, int]] = []
+
+    def one_kernel(x: FakeArray, pair: tuple[FakeArray, FakeArray]) -> None:
+        seen.append((x.data.ptr, pair[0].data.ptr, pair[1].data.ptr))
+        gpu.launch(5e-6)
+
+    client = CudaClient(cold_l2=False, timing="device")
+    x, w = FakeArray(ptr=4096, gpu=gpu), FakeArray(ptr=8192, gpu=gpu)
+    client.time(one_kernel, (x, (w, x)))
+    client.placed_sampler(one_kernel, (x, (w, x)))
+    copies = seen[2:]
+    assert len(copies) == 2 * PLACEMENTS
+    assert all(a == c and a != x.data.ptr and b != w.data.ptr for a, b, c in copies)
+    assert len({b for _, b, _ in copies}) == PLACEMENTS
+
+
 def test_inputs_on_another_device_than_the_clients_are_refused_by_name(gpu: FakeGpu) -> None:
     # cuda(device=1) on arrays made on device 0: the call ran on device 1 and read them over
     # the interconnect, a time of neither device, or failed with CuPy's peer-access error.
@@ -654,6 +697,8 @@ def test_inputs_on_another_device_than_the_clients_are_refused_by_name(gpu: Fake
         client.time(lambda s, x: gpu.launch(5e-6), (2.0, x))
     with pytest.raises(ValueError, match="on device 0"):
         client.placed_sampler(lambda x: gpu.launch(5e-6), (x,))
+    with pytest.raises(ValueError, match=r"input 0 holds a CuPy array on device 0, .* device 1"):
+        client.time(lambda pair: gpu.launch(5e-6), ((FakeArray(ptr=8192, device=1), x),))
     assert gpu.captures == 0
     assert client.time(lambda x: gpu.launch(5e-6), (FakeArray(ptr=4096, device=1),)) > 0
 
