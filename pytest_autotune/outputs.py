@@ -236,8 +236,16 @@ class SessionOutput:
         }
 
     def merge_worker_output(self, output: Mapping[str, Any]) -> None:
-        for record in output["records"]:
-            self.add(AutotuneRecord.from_json(record))
+        records = [AutotuneRecord.from_json(record) for record in output["records"]]
+        # A group a worker finished before it crashed (in another group's tuning, or in a
+        # test's setup) is tuned again by the worker given its other tests: the later
+        # tuning, which those tests were judged by, replaces the one handed back, or the
+        # group had two rows, two records and two verdicts.
+        again = {_group(record) for record in records} - {None}
+        if again:
+            self.records = [r for r in self.records if _group(r) not in again]
+        for record in records:
+            self.add(record)
         # Each worker notes what it meets, a GPU that `auto` could not use among them: the
         # summary says it once.
         self.notes.extend(note for note in output["notes"] if note not in self.notes)

@@ -434,6 +434,57 @@ def test_a_crash_outside_the_tuning_leaves_the_group_to_be_tuned_again(
     assert "not started again" not in result.stdout.str()
 
 
+CRASHING_IN_ONE_SIZE = """
+import os
+import pytest
+from conftest import spin
+
+def fast(n):
+    spin(100e-6)
+    return n
+
+def crash(n):
+    if n == 2:  # a kernel that fails only at one size
+        os._exit(3)
+    spin(200e-6)
+    return n
+
+@pytest.mark.autotune(candidates={"fast": fast, "crash": crash})
+@pytest.mark.parametrize("n", [1, 2])
+def test_sizes(candidate, n):
+    return candidate(n)
+"""
+
+
+@pytest.mark.parametrize(
+    ("tests", "tuned_again"),
+    [(CRASHING_IN_ONE_SIZE, "test_sizes[1] "), (CRASHING_IN_ITS_TEST, "test_group ")],
+    ids=["crash in another group's tuning", "crash in a test's setup"],
+)
+def test_a_group_tuned_again_after_its_worker_crashed_has_one_row_and_one_record(
+    autotune_pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    tests: str,
+    tuned_again: str,
+) -> None:
+    # The crashed worker's finished group came back from what it noted, and the worker
+    # given the group's other tests tuned it again: two rows, two records, two verdicts.
+    autotune_pytester.makepyfile(test_crashing=tests)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
+    result = autotune_pytester.runpytest_subprocess(
+        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
+        "-n", "1", "--autotune", "--autotune-record=records.jsonl", timeout=60,
+    )  # fmt: skip
+    result.stdout.fnmatch_lines(["*worker 'gw0' crashed while running*"])
+    lines = result.stdout.lines
+    table = lines[: next(i for i, x in enumerate(lines) if x.startswith("verdicts: "))]
+    rows = [x for x in table if x.startswith(f"test_crashing.py::{tuned_again}")]
+    assert len(rows) == 1 and rows[0].endswith("no baseline"), result.stdout.str()
+    records = (autotune_pytester.path / "records.jsonl").read_text().splitlines()
+    groups = Counter(json.loads(r)["extra"]["group"] for r in records)
+    assert set(groups.values()) == {1}, groups
+
+
 TWO_CRASHES = """
 import os
 import pytest
