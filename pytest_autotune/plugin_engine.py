@@ -259,6 +259,10 @@ def pytest_collection_modifyitems(
     if deselecting_nothing and not hasattr(config, "workerinput"):
         raise pytest.UsageError(*deselecting_nothing)
     state = config.stash[SESSION]
+    # A worker says it in the summary instead (each worker's same line, once): under `-n`
+    # the group was tuned and gated without a word, as if the run had left it out.
+    for line in deselecting_nothing:
+        state.note(f"warning: {line}")
     if state.settings.tune:  # an update's stale entries, a gate's moved baselines (`stale`)
         state.output.collected = collected(config, config.stash.get(COLLECTED, items))
     if state.settings.only:

@@ -1049,3 +1049,19 @@ def test_under_xdist_a_numpy_float_key_is_handed_back_as_in_one_process(
     result.stdout.fnmatch_lines(
         ["*test_keyed[[]a[]]  2 *updated", "*test_keyed[[]b[]]  3 *updated"]
     )
+
+
+def test_under_xdist_a_groups_name_given_to_deselect_is_said_in_the_summary(
+    groups: pytest.Pytester,
+) -> None:
+    # Without -n the run stops saying so; a worker's usage error would be an INTERNALERROR,
+    # and the group was tuned and gated without a word, as if the run had left it out.
+    group = "test_groups.py::test_group[1]"
+    result = run(groups, "-n", "2", "--autotune", "--deselect", group)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    said = [x for x in result.stdout.lines if x.startswith(f"warning: --deselect {group} ")]
+    assert said == [
+        f"warning: --deselect {group} names an autotune group, as the autotune summary does,"
+        " and no test, so it deselects none: each of its tests' node ids holds its candidate's"
+        ' id too; deselect the group\'s tests with -k "not (test_group and 1)"'
+    ], result.stdout.str()
