@@ -449,7 +449,8 @@ class CudaClient:
         Each placement is warmed up (and captured) here."""
         cp = self._cp
         self._on_device(inputs)
-        arrays = [v for v in inputs if isinstance(v, cp.ndarray)]
+        # Those a tuple, list or dict holds too, which `Placement.copies` copies as well.
+        arrays = [a for v in inputs for a in nested_arrays(v, lambda a: isinstance(a, cp.ndarray))]
         size = sum(int(a.nbytes) for a in arrays)
         fits = self._total_memory // PLACEMENT_MEMORY_SHARE // size if size else count
         with self._device:

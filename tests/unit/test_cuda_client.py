@@ -687,6 +687,21 @@ def test_the_gates_placements_copy_the_arrays_a_tuple_holds_aliases_kept(gpu: Fa
     assert len({b for _, b, _ in copies}) == PLACEMENTS
 
 
+def test_the_arrays_a_tuple_holds_count_toward_the_placements_memory(gpu: FakeGpu) -> None:
+    # Copied to each placement, they were left out of the memory the copies take: a pair of
+    # arrays near the device's size was copied to every placement, out of memory on a GPU.
+    seen: list[int] = []
+
+    def one_kernel(pair: tuple[FakeArray, FakeArray]) -> None:
+        seen.append(pair[0].data.ptr)
+        gpu.launch(5e-6)
+
+    client = CudaClient(cold_l2=False, timing="device")
+    big = FakeArray(ptr=4096, shape=(1 << 32,), gpu=gpu)  # 16 GiB, the whole device
+    client.placed_sampler(one_kernel, ((big, FakeArray(ptr=8192, gpu=gpu)),))
+    assert seen and set(seen) == {4096}  # too large to copy: every placement has the caller's
+
+
 def test_inputs_on_another_device_than_the_clients_are_refused_by_name(gpu: FakeGpu) -> None:
     # cuda(device=1) on arrays made on device 0: the call ran on device 1 and read them over
     # the interconnect, a time of neither device, or failed with CuPy's peer-access error.
