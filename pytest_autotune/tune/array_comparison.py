@@ -316,17 +316,18 @@ def _difference_inside(
     flat_index, expected, got = first
     if isinstance(expected, _SINGLE_VALUES) and isinstance(got, _SINGLE_VALUES):
         return []
-    problems = rules.compare(expected, got, "")
+    # Named by its full position, as a list's item is: "first at [0]: 3 of 3 elements
+    # differ ...; first at [0]: ..." read as one element twice. Passed down, so that a row
+    # that is itself an object array names its own row in full too, not as "first [1]".
+    at = where if reference.shape == () else f"{where}[{index_text(flat_index, reference.shape)}]"
+    problems = rules.compare(expected, got, at)
     if not problems:
         return []
     more = len(problems) - 1
     inside = problems[0] + (f" (and {counted(more, 'more difference')} in it)" if more else "")
     if reference.shape == ():
-        return [f"{where}{inside}"]
-    # Named by its full position, as a list's item is: "first at [0]: 3 of 3 elements
-    # differ ...; first at [0]: ..." read as one element twice.
-    at = f"{where}[{index_text(flat_index, reference.shape)}]"
-    return [f"{where}: {bad_count} of {reference.size} elements differ; first {at}{inside}"]
+        return [inside]
+    return [f"{where}: {bad_count} of {reference.size} elements differ; first {inside}"]
 
 
 def _finite(reference: npt.NDArray[Any], actual: npt.NDArray[Any]) -> bool:

@@ -349,6 +349,13 @@ def test_a_ragged_object_arrays_row_says_what_differs_in_it():
     other = np.empty((), dtype=object)
     other[()] = np.ones(2, np.float32)
     assert compare_outputs(one, other) == "output: dtype differs: expected float64, got float32"
+    # A row that is an object array itself names its own differing row in full.
+    nested = ragged(ragged(np.ones(2), np.ones(3)), 1.0)
+    assert compare_outputs(nested, ragged(ragged(np.ones(2), np.zeros(3)), 1.0)) == (
+        "output: 1 of 2 elements differ; first output[0]: 1 of 2 elements differ; first"
+        " output[0][1]: 3 of 3 elements differ (rtol=1e-05, atol=1e-08), max abs error 1, max"
+        " rel error 1; first at [0]: expected 1.0, got 0.0"
+    )
 
 
 @pytest.mark.filterwarnings("ignore")
