@@ -358,9 +358,10 @@ def _gets_candidate(func: Callable[..., Any]) -> bool:
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "getfixturevalue"
-        and node.args
-        and isinstance(node.args[0], ast.Constant)
-        and node.args[0].value == "candidate"
+        and any(
+            isinstance(name, ast.Constant) and name.value == "candidate"
+            for name in [*node.args[:1], *(k.value for k in node.keywords if k.arg == "argname")]
+        )
         for node in ast.walk(tree)
     )
 

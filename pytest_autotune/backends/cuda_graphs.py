@@ -117,7 +117,8 @@ def _value_key(value: Any, is_array: Callable[[object], bool], depth: int) -> An
         return ("array", value.data.ptr, value.shape, value.strides, value.dtype.str)
     if is_tensor(value):
         return None
-    if arrays_within(value, is_array, depth):
+    # A tensor in a tuple hashes by identity, as one given alone does (`inputs_key`).
+    if arrays_within(value, lambda v: is_array(v) or is_tensor(v), depth):
         pairs = value.items() if isinstance(value, dict) else enumerate(value)
         parts = []
         for name, item in pairs:

@@ -1947,6 +1947,14 @@ def test_a_fixture_that_gets_the_candidate_at_run_time_fails_its_tests_by_name(
                 return sneaky(1)
 
             @pytest.fixture
+            def named(request):
+                return request.getfixturevalue(argname="candidate")
+
+            @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
+            def test_named(candidate, named):
+                return named(1)
+
+            @pytest.fixture
             def folder(request):
                 return request.getfixturevalue("tmp_path")
 
@@ -1958,10 +1966,11 @@ def test_a_fixture_that_gets_the_candidate_at_run_time_fails_its_tests_by_name(
     )
     for mode in ((), ("--autotune",)):
         result = run(project, "test_x.py", *mode)
-        result.assert_outcomes(failed=2, passed=2)
+        result.assert_outcomes(failed=4, passed=2)
         result.stdout.fnmatch_lines(
             ["*test_x.py::test_x: fixture 'sneaky' requests `candidate`: a fixture is set up*"]
         )
+        result.stdout.fnmatch_lines(["*test_x.py::test_named: fixture 'named' requests*"])
 
 
 def test_a_marked_test_that_uses_the_autotune_fixture_fails_its_tests_by_name(

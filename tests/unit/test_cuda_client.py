@@ -20,7 +20,13 @@ from typing import Any
 import pytest
 
 from pytest_autotune import AutotuneOutcome, TunableSet, Tuner
-from pytest_autotune.backends import CudaClient, CudaUnavailableError, cuda, cuda_timing
+from pytest_autotune.backends import (
+    CudaClient,
+    CudaUnavailableError,
+    cuda,
+    cuda_graphs,
+    cuda_timing,
+)
 from pytest_autotune.backends.cuda import device_id_from, probe_cuda_peaks
 from pytest_autotune.backends.cuda_collector import collector_paused
 from pytest_autotune.backends.cuda_device import device_uuid
@@ -668,6 +674,24 @@ def test_a_call_given_its_arrays_in_a_tuple_list_or_dict_is_captured_as_one_give
     # A container of a host value the graph cannot hold is timed through the stream.
     client.time(one_kernel, (x, (w, [1.0, 2.0])))
     assert gpu.captures == first + 4
+
+
+def test_a_call_given_a_tensor_in_a_tuple_is_timed_through_the_stream_as_one_given_alone(
+    gpu: FakeGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A tensor hashes by identity, so a tuple of them had a key, and every capture failed
+    # after a warm-up call (torch's kernels go to torch's stream, not the capture's).
+    class Tensor:
+        pass
+
+    monkeypatch.setattr(cuda_graphs, "is_tensor", lambda v: isinstance(v, Tensor))
+    client = CudaClient(cold_l2=False, timing="device")
+    first = gpu.captures
+    for inputs in [(Tensor(),), ((Tensor(), 2.0),), ([FakeArray(ptr=4096), Tensor()],)]:
+        assert client.time(lambda t: gpu.launch(5e-6), inputs) == pytest.approx(
+            STREAM_LAUNCH + 5e-6
+        )
+    assert gpu.captures == first
 
 
 def test_the_gates_placements_copy_the_arrays_a_tuple_holds_aliases_kept(gpu: FakeGpu) -> None:
