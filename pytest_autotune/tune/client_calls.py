@@ -13,7 +13,9 @@ be blamed on the candidate, as it is."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -36,11 +38,50 @@ def _owner(client: object) -> str:
     return f"device {device_id!r}" if isinstance(device_id, str) else type(client).__name__
 
 
+_UNUSABLE: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+"""The clients whose device a candidate's call left in error for good, with what it was."""
+
+
+def note_if_unusable(client: Client, what: str) -> None:
+    """After a call (`what`: "candidate 'x' of tuner: its error") raised: where the client's
+    `sync()` raises still, the device is left in error for the rest of the process (CUDA's
+    sticky errors: a kernel's illegal address or failed launch), and the call is what did
+    it, unless an earlier one was noted. What the device is asked next (its peaks, the next
+    group's checks) then fails naming that call (`refuse_unusable`), where it read as the
+    client's own fault ("peaks() raised CURANDError: CURAND_STATUS_INITIALIZATION_FAILED"),
+    every group after it too."""
+    if _unusable_since(client) is not None:
+        return
+    try:
+        client.sync()
+    except Exception:
+        with contextlib.suppress(TypeError):  # a client no weak reference holds: not kept
+            _UNUSABLE[client] = what
+
+
+def _unusable_since(client: Client) -> str | None:
+    try:
+        return _UNUSABLE.get(client)
+    except TypeError:
+        return None
+
+
+def refuse_unusable(client: Client) -> None:
+    """A `ClientError` where a call left the client's device in error (`note_if_unusable`)."""
+    since = _unusable_since(client)
+    if since is not None:
+        raise ClientError(
+            f"{_owner(client)} is unusable since {since} (CUDA's sticky errors: every later"
+            " call on the device fails, in this process); fix that call, and run again"
+        )
+
+
 def client_peaks(client: Client) -> Peaks:
     """`client.peaks()`, or a `ClientError` naming what is wrong with it."""
     try:
         peaks = client.peaks()
     except Exception as error:
+        refuse_unusable(client)
         raise ClientError(
             f"{_owner(client)}: its client's peaks() raised {type(error).__name__}: {error}"
         ) from error
@@ -59,6 +100,7 @@ def client_fingerprint(client: Client) -> dict[str, Any]:
     try:
         given = client.fingerprint()
     except Exception as error:
+        refuse_unusable(client)
         raise ClientError(
             f"{_owner(client)}: its client's fingerprint() raised {type(error).__name__}: {error}"
         ) from error
@@ -87,4 +129,11 @@ def unwritable(fingerprint: Mapping[Any, Any]) -> str | None:
     return None
 
 
-__all__ = ["ClientError", "client_fingerprint", "client_peaks", "unwritable"]
+__all__ = [
+    "ClientError",
+    "client_fingerprint",
+    "client_peaks",
+    "note_if_unusable",
+    "refuse_unusable",
+    "unwritable",
+]

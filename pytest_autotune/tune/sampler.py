@@ -11,6 +11,7 @@ import numpy as np
 
 from pytest_autotune.tune.call_scope import SCOPE_ATTRIBUTE, call_scope
 from pytest_autotune.tune.client import Client, client_context, out_of_memory, release_memory
+from pytest_autotune.tune.client_calls import note_if_unusable
 from pytest_autotune.tune.inputs import candidate_cannot_take
 from pytest_autotune.tune.tunable_set import TunableSet, TuneInputs
 
@@ -55,6 +56,12 @@ class Samples:
             elif self._raised_of_repeats(index, error):
                 retry = self._timed_quietly
             else:
+                if isinstance(error, Exception):
+                    name = self._tunables.names[index]
+                    said = f"{type(error).__name__}: {error}"
+                    note_if_unusable(
+                        self._client, f"candidate {name!r} (key {self._key!r}) raised {said}"
+                    )
                 raise
         return retry(index)
 

@@ -15,6 +15,7 @@ from pytest_autotune.tune.benchmark import AutotuneResult
 from pytest_autotune.tune.cache import PersistentCache
 from pytest_autotune.tune.check_result import CheckResult
 from pytest_autotune.tune.client import Client, not_a_client
+from pytest_autotune.tune.client_calls import refuse_unusable
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
 from pytest_autotune.tune.decision import TuneCacheResult, TuneDecision
 from pytest_autotune.tune.errors import (
@@ -338,11 +339,12 @@ class Tuner:
         self, key: Any, tunables: TunableSet, inputs: TuneInputs, client: Client
     ) -> None:
         """Refuse, before anything runs, what no tuning can run on: a client that times
-        nothing, a set without candidates, inputs that one call uses up, and a set's own
-        input generator that raises."""
+        nothing or whose device a call left unusable, a set without candidates, inputs that
+        one call uses up, and a set's own input generator that raises."""
         wrong_client = not_a_client(self.name, client)
         if wrong_client is not None:
             raise wrong_client
+        refuse_unusable(client)  # a device an earlier call left in error for good
         if len(tunables) == 0:
             raise ValueError(
                 f"{self.name}: the TunableSet has no candidates (with_() returns a new set,"

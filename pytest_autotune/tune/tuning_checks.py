@@ -9,6 +9,7 @@ from typing import Any
 from pytest_autotune.tune.check_result import CheckResult
 from pytest_autotune.tune.checks import check_candidates, in_place_output
 from pytest_autotune.tune.client import Client, client_context
+from pytest_autotune.tune.client_calls import note_if_unusable, refuse_unusable
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.errors import UNPLANNED, AutotuneSkip
 from pytest_autotune.tune.inputs import candidate_cannot_take
@@ -50,16 +51,20 @@ def run_checks(
     before: list[TuneInputs] = []
     judged_written = written_inputs and require_output
 
-    def called(fn: Callable[..., Any]) -> object:
+    def called(fn: Callable[..., Any], label: str) -> object:
         args = tunables.generate_inputs(key, inputs)
         try:
-            out = fn(*args)
-        except TypeError as exc:
-            said = candidate_cannot_take(fn, args, exc)
-            if said is None:
-                raise
-            raise said from exc
-        client.sync()
+            try:
+                out = fn(*args)
+            except TypeError as exc:
+                said = candidate_cannot_take(fn, args, exc)
+                if said is None:
+                    raise
+                raise said from exc
+            client.sync()
+        except Exception as error:
+            note_if_unusable(client, f"{label} of {name} raised {type(error).__name__}: {error}")
+            raise
         if out is None and not require_output:
             # An in-place kernel (a CuPy kernel launched into an output buffer) returns
             # None, and None equals None: every candidate passed, a wrong one included,
@@ -75,8 +80,9 @@ def run_checks(
     def run(index: int) -> object:
         if index in unplanned:
             raise AutotuneSkip(UNPLANNED)
-        return called(tunables.fns[index])
+        return called(tunables.fns[index], f"candidate {tunables.names[index]!r}")
 
+    refuse_unusable(client)  # its candidates would each fail with what an earlier call did
     checked_against = _reference_for(name, reference, tunables, called)
     with client_context(client):  # the copies, the calls and the comparisons
         if judged_written and not isinstance(tunables.input_gen, CloneInputGenerator):
@@ -99,7 +105,7 @@ def _reference_for(
     name: str,
     reference: Reference | None,
     tunables: TunableSet,
-    called: Callable[[Callable[..., Any]], object],
+    called: Callable[[Callable[..., Any], str], object],
 ) -> int | Callable[[], object] | None:
     """What the checks compare with: the index of the candidate named as the reference,
     the reference function called as a candidate is (`called`), or None, the first
@@ -117,7 +123,7 @@ def _reference_for(
         ref = reference
 
         def reference_output() -> object:
-            return called(ref)
+            return called(ref, "the reference")
 
         return reference_output
     return None

@@ -1182,6 +1182,69 @@ def test_a_client_whose_fingerprint_fails_leaves_the_cache_unwritten_saying_why(
     assert not list(cache_dir.rglob("*.json"))
 
 
+class _StickyClient(FakeClient):
+    """A device that one call leaves in error for good, as CUDA's sticky errors do (a kernel's
+    illegal address): every later call on it fails, its `sync()` too."""
+
+    broken = False
+
+    def sync(self):
+        if self.broken:
+            raise RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access")
+
+    def time(self, fn, inputs):
+        self.sync()
+        seconds = super().time(fn, inputs)
+        self.sync()  # as CUDA's events are waited for: a call's own error surfaces here
+        return seconds
+
+    def peaks(self):
+        if self.broken:
+            raise RuntimeError("CURAND_STATUS_INITIALIZATION_FAILED")
+        return super().peaks()
+
+
+def test_a_candidate_that_leaves_the_device_in_error_is_named_by_what_fails_after_it(cache_dir):
+    # On an H100 a kernel writing 4 TiB out of bounds failed its check with the illegal
+    # address, and then every test of its group, and every group after it, read "its
+    # client's peaks() raised CURANDError: CURAND_STATUS_INITIALIZATION_FAILED".
+    client = _StickyClient()
+
+    def breaks(x):
+        client.broken = True
+        return "breaks"
+
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    tunables = TunableSet.of(
+        len, {"good": candidate(client.clock, 1e-3, "good", result=1), "breaks": breaks}
+    )
+    with pytest.raises(AutotuneError, match=r"breaks.*CUDA_ERROR_ILLEGAL_ADDRESS"):
+        local.execute(client.device_id, client, tunables, ([1],))
+    later = LocalTuner("u", AutotuneConfig(cache_dir=cache_dir))
+    worked = make_set(client, slow=3e-3, fast=1e-3).with_work(lambda x: Work(len(x), 8))
+    since = (
+        r"device 'fake-device' is unusable since candidate 'breaks' \(key 1\) raised"
+        r" RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS"
+    )
+    with pytest.raises(ClientError, match=since):  # its peaks asked first
+        later.execute(client.device_id, client, worked, ([1],))
+    with pytest.raises(ClientError, match=since):  # its checks first
+        later.execute(client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), ([1],))
+    # A device whose sync() recovers after a call's error is not called unusable.
+    fine = _StickyClient()
+
+    def raises(x):
+        raise ValueError("not mine")
+
+    other = LocalTuner("v", AutotuneConfig(cache_dir=cache_dir))
+    with pytest.raises(AutotuneError, match="not mine"):
+        other.execute(fine.device_id, fine, TunableSet.of(len, {"a": raises, "b": raises}), ([1],))
+    assert (
+        other.execute(fine.device_id, fine, make_set(fine, slow=3e-3, fast=1e-3), ([2, 3],))
+        == "fast"
+    )
+
+
 class _NonePeaks(FakeClient):
     def peaks(self):
         return None
