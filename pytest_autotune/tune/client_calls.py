@@ -72,7 +72,7 @@ def refuse_unusable(client: Client) -> None:
     if since is not None:
         raise ClientError(
             f"{_owner(client)} is unusable since {since} (CUDA's sticky errors: every later"
-            " call on the device fails, in this process); fix that call, and run again"
+            " call on the device fails, in this process); fix it, and start the run again"
         )
 
 
