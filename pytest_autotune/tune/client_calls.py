@@ -49,31 +49,34 @@ def note_if_unusable(client: Client, what: str) -> None:
     it, unless an earlier one was noted. What the device is asked next (its peaks, the next
     group's checks) then fails naming that call (`refuse_unusable`), where it read as the
     client's own fault ("peaks() raised CURANDError: CURAND_STATUS_INITIALIZATION_FAILED"),
-    every group after it too."""
-    if _unusable_since(client) is not None:
-        return
+    every group after it too, for as long as `sync()` raises."""
     try:
         client.sync()
     except Exception:
         with contextlib.suppress(TypeError):  # a client no weak reference holds: not kept
-            _UNUSABLE[client] = what
-
-
-def _unusable_since(client: Client) -> str | None:
-    try:
-        return _UNUSABLE.get(client)
-    except TypeError:
-        return None
+            _UNUSABLE.setdefault(client, what)
 
 
 def refuse_unusable(client: Client) -> None:
-    """A `ClientError` where a call left the client's device in error (`note_if_unusable`)."""
-    since = _unusable_since(client)
-    if since is not None:
+    """A `ClientError` where a call left the client's device in error (`note_if_unusable`)
+    and its `sync()` raises still. One that no longer raises is forgotten: a `sync()` that
+    failed for a while (a test suite's fake device; a device-wide synchronize while
+    another thread's stream captures a CUDA graph, which CUDA documents as invalid) refused
+    every later tuning of the process, naming a candidate that left nothing broken."""
+    try:
+        since = _UNUSABLE.get(client)
+    except TypeError:
+        return
+    if since is None:
+        return
+    try:
+        client.sync()
+    except Exception as error:
         raise ClientError(
             f"{_owner(client)} is unusable since {since} (CUDA's sticky errors: every later"
             " call on the device fails, in this process); fix it, and start the run again"
-        )
+        ) from error
+    _UNUSABLE.pop(client, None)
 
 
 def client_peaks(client: Client) -> Peaks:

@@ -1245,6 +1245,27 @@ def test_a_candidate_that_leaves_the_device_in_error_is_named_by_what_fails_afte
     )
 
 
+def test_a_device_whose_sync_recovers_after_a_candidate_is_tuned_again(cache_dir):
+    # A client's sync() that raised for a while after a candidate's error (a test suite's
+    # fake device put right) refused every later tuning of the process, naming it.
+    client = _StickyClient()
+
+    def breaks(x):
+        client.broken = True
+        raise RuntimeError("for a while")
+
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    tunables = TunableSet.of(
+        len, {"good": candidate(client.clock, 1e-3, "good", result=1), "breaks": breaks}
+    )
+    with pytest.raises(AutotuneError, match="for a while"):
+        local.execute(client.device_id, client, tunables, ([1],))
+    client.broken = False
+    later = LocalTuner("u", AutotuneConfig(cache_dir=cache_dir))
+    worked = make_set(client, slow=3e-3, fast=1e-3)
+    assert later.execute(client.device_id, client, worked, ([1],)) == "fast"
+
+
 class _NonePeaks(FakeClient):
     def peaks(self):
         return None
