@@ -79,6 +79,21 @@ def refuse_unusable(client: Client) -> None:
     _UNUSABLE.pop(client, None)
 
 
+def refuse_in_error(client: Client) -> None:
+    """`refuse_unusable`, and a `ClientError` where the client's `sync()` raises before a
+    tuning's first call: a device that what ran before the tuning left in error (a
+    program's own kernel, a test's body) named the tuning's first candidate that raised
+    as what broke it, and said to fix that one."""
+    refuse_unusable(client)
+    try:
+        client.sync()
+    except Exception as error:
+        raise ClientError(
+            f"{_owner(client)}: its client's sync() raised {type(error).__name__}: {error},"
+            " before any candidate of this tuning ran"
+        ) from error
+
+
 def client_peaks(client: Client) -> Peaks:
     """`client.peaks()`, or a `ClientError` naming what is wrong with it."""
     try:
@@ -137,6 +152,7 @@ __all__ = [
     "client_fingerprint",
     "client_peaks",
     "note_if_unusable",
+    "refuse_in_error",
     "refuse_unusable",
     "unwritable",
 ]

@@ -15,7 +15,7 @@ from pytest_autotune.tune.benchmark import AutotuneResult
 from pytest_autotune.tune.cache import PersistentCache
 from pytest_autotune.tune.check_result import CheckResult
 from pytest_autotune.tune.client import Client, not_a_client
-from pytest_autotune.tune.client_calls import refuse_unusable
+from pytest_autotune.tune.client_calls import refuse_in_error
 from pytest_autotune.tune.config import AutotuneConfig, BenchConfig
 from pytest_autotune.tune.decision import TuneCacheResult, TuneDecision
 from pytest_autotune.tune.errors import (
@@ -344,7 +344,7 @@ class Tuner:
         wrong_client = not_a_client(self.name, client)
         if wrong_client is not None:
             raise wrong_client
-        refuse_unusable(client)  # a device an earlier call left in error for good
+        refuse_in_error(client)  # a device an earlier call left in error
         if len(tunables) == 0:
             raise ValueError(
                 f"{self.name}: the TunableSet has no candidates (with_() returns a new set,"

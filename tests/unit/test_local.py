@@ -1266,6 +1266,20 @@ def test_a_device_whose_sync_recovers_after_a_candidate_is_tuned_again(cache_dir
     assert later.execute(client.device_id, client, worked, ([1],)) == "fast"
 
 
+def test_a_device_in_error_before_a_tuning_blames_none_of_its_candidates(cache_dir):
+    # Left in error by what ran before (a program's own kernel), the device failed the
+    # tuning's first candidate, and every later tuning said the device was unusable since
+    # that candidate, and to fix it.
+    client = _StickyClient()
+    client.broken = True
+    local = LocalTuner("t", AutotuneConfig(cache_dir=cache_dir))
+    before = r"device 'fake-device': its client's sync\(\) raised RuntimeError: CUDA_ERROR_ILLEGAL"
+    for key in ([1], [2, 3]):
+        with pytest.raises(ClientError, match=before) as raised:
+            local.execute(client.device_id, client, make_set(client, slow=3e-3, fast=1e-3), (key,))
+        assert "slow" not in str(raised.value)
+
+
 class _NonePeaks(FakeClient):
     def peaks(self):
         return None
