@@ -234,7 +234,12 @@ class CudaClient:
         return LONG_CALL_S
 
     def sync(self) -> None:
-        self._device.synchronize()
+        """Wait for the device, under the client's lock: a device-wide synchronize while
+        another thread's call of this client is captured in a CUDA graph is invalid
+        (CUDA's graph capture rules), and the tuner syncs before each tuning and after each
+        candidate's checked call, which threads of a program's LocalTuners do at once."""
+        with self._lock:
+            self._device.synchronize()
 
     def out_of_memory(self, error: BaseException) -> bool:
         """Whether `error` is this device running out of memory, in any of the kinds CuPy
