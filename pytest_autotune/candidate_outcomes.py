@@ -10,6 +10,7 @@ from typing import TypeGuard
 
 from pytest_autotune.gate import GroupVerdict, Verdict
 from pytest_autotune.group_request import GroupRequest
+from pytest_autotune.time_limit import stopped_in
 from pytest_autotune.tune.check_result import RAISED
 from pytest_autotune.tune.decision import TuneDecision
 from pytest_autotune.tune.errors import NOT_REACHED, UNPLANNED, AutotuneError, AutotuneErrorKind
@@ -161,11 +162,21 @@ def stopped_tuning(group: str, name: str, error: BaseException, waiting: str | N
         # any candidate ran (a candidate's own error is its failure, caught inside): no
         # timeout stopped it, and the hint about one misled.
         return f"the tuning of {group} failed in {name}'s test ({why}) and is not started again"
-    where = f" while waiting for {waiting}" if waiting else ""
+    running = stopped_in(error)
+    if waiting:
+        where = f" while waiting for {waiting}"
+    else:  # the test's own candidate needs no naming
+        where = _while_running(running) if running != name else ""
     return (
         f"the tuning of {group} was stopped in {name}'s test{where} ({why}) and is not started"
         f" again: {_ROOM}"
     )
+
+
+def _while_running(running: str | None) -> str:
+    """Which candidate's call a test timeout stopped, where one ran: the hung one is seldom
+    the candidate whose test tunes the group."""
+    return f" while candidate {running!r} ran" if running is not None else ""
 
 
 def crashed_tuning(request: GroupRequest, nodeid: str | None) -> str:
@@ -197,7 +208,8 @@ def note_stopped_here(error: BaseException, group: str, waiting: str | None) -> 
     why a test of a fast candidate ran out of time (Python 3.11 on, which keeps notes)."""
     add_note = getattr(error, "add_note", None)
     if add_note is not None:
-        where = f"waiting for {waiting}" if waiting else "tuning it"
+        running = _while_running(stopped_in(error))
+        where = f"waiting for {waiting}" if waiting else f"tuning it{running}"
         add_note(f"under --autotune: this test tunes {group}, and was stopped {where}: {_ROOM}")
 
 

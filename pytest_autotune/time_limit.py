@@ -39,6 +39,16 @@ class TimeLimitExceeded(CandidateStopped):
         return (type(self), (self.name, self.seconds), self.__dict__)
 
 
+_STOPPED_IN = "autotune_stopped_in"
+
+
+def stopped_in(exc: BaseException) -> str | None:
+    """The candidate whose call `exc` stopped, where another SIGALRM handler raised it
+    (pytest-timeout's alarm) while a call ran under a `TimeLimit`; else None."""
+    name = getattr(exc, _STOPPED_IN, None)
+    return name if isinstance(name, str) else None
+
+
 def crashed(exc: BaseException) -> bool:
     """Whether `exc`, raised by a candidate's call, is its crash, whose traceback its test
     shows (`failing.raise_again`): not a decline (`AutotuneSkip`, an `AutotuneError`), nor
@@ -155,7 +165,15 @@ class TimeLimit:
                     raise TimeLimitExceeded(self._running, float(self.seconds or 0))
                 return
             if callable(previous):
-                previous(signum, frame)
+                try:
+                    previous(signum, frame)
+                except BaseException as exc:
+                    # pytest-timeout's alarm, raised inside whichever call runs: a group is
+                    # tuned in its first test, so the test it fails is often a fast
+                    # candidate's, and its message names none (`stopped_in`).
+                    if self._running is not None:
+                        setattr(exc, _STOPPED_IN, self._running)
+                    raise
 
         signal.signal(signal.SIGALRM, handler)
         watchdog = Watchdog(target=self._watch, args=(threading.main_thread().ident,), daemon=True)

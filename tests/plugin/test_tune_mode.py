@@ -3438,6 +3438,52 @@ def test_pytest_timeouts_alarm_in_a_candidates_call_stops_the_tuning_and_writes_
     assert not (autotune_pytester.path / ".autotune").exists()
 
 
+HUNG_TESTS = """
+import time
+import pytest
+
+
+def fast(n):
+    return n * 2
+
+
+def hung(n):
+    time.sleep(30)  # a hung call: the test's timeout fires inside it
+    return n * 2
+
+
+@pytest.mark.autotune(candidates={"fast": fast, "hung": hung})
+def test_hung(candidate):
+    return candidate(21)
+"""
+
+
+def test_pytest_timeouts_alarm_in_a_hung_candidate_names_that_candidate(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The group is tuned in its first test, fast's: the alarm failed fast's test and said
+    # the tuning "must leave room" in a test timeout, naming no candidate; the hung one
+    # showed only deep in the traceback, and hung's own test named fast's.
+    pytest.importorskip("pytest_timeout")
+    autotune_pytester.makepyfile(test_hung=HUNG_TESTS)
+    result = run(
+        autotune_pytester, "--autotune", "-p", "no:randomly", "-p", "timeout", "--timeout=1"
+    )
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        noted(
+            "*under --autotune: this test tunes test_hung.py::test_hung, and was stopped tuning"
+            " it while candidate 'hung' ran: a test timeout (pytest-timeout) must leave room*"
+        )
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*the tuning of test_hung.py::test_hung was stopped in fast's test while candidate"
+            " 'hung' ran (Timeout*) and is not started again*"
+        ]
+    )
+
+
 GENERATOR_TESTS = """
 import pytest
 
