@@ -152,23 +152,27 @@ def _declines(result: object) -> TypeGuard[AutotuneError]:
     )
 
 
-def stopped_tuning(group: str, name: str, error: BaseException, waiting: str | None = None) -> str:
-    """What the other tests of a group say where its tuning was stopped in `name`'s test:
+def stopped_tuning(
+    group: str, name: str | None, error: BaseException, waiting: str | None = None
+) -> str:
+    """What the other tests of a group say where its tuning was stopped in `name`'s test
+    (None: the one test of an `autotune` fixture's group, which calls every candidate):
     each tuned it again from the start, and each was stopped the same way (a test timeout
     shorter than the group's tuning failed every candidate's test, one timeout each)."""
     why = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    test = f"{name}'s test" if name is not None else "its test"
     if isinstance(error, Exception):
         # Raised by the tuning itself, which refused its inputs, client or bounds before
         # any candidate ran (a candidate's own error is its failure, caught inside): no
         # timeout stopped it, and the hint about one misled.
-        return f"the tuning of {group} failed in {name}'s test ({why}) and is not started again"
+        return f"the tuning of {group} failed in {test} ({why}) and is not started again"
     running = stopped_in(error)
     if waiting:
         where = f" while waiting for {waiting}"
     else:  # the test's own candidate needs no naming
         where = _while_running(running) if running != name else ""
     return (
-        f"the tuning of {group} was stopped in {name}'s test{where} ({why}) and is not started"
+        f"the tuning of {group} was stopped in {test}{where} ({why}) and is not started"
         f" again: {_ROOM}"
     )
 

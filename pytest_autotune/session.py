@@ -208,7 +208,9 @@ class AutotuneSession:
                 if client_failed or not isinstance(
                     exc, (KeyboardInterrupt, SystemExit, ConfigError)
                 ):
-                    self._stopped[request.group] = stopped_tuning(request.group, name, exc, waiting)
+                    # A fixture's group has no test of each candidate (`test_ids`).
+                    test = name if name in request.test_ids else None
+                    self._stopped[request.group] = stopped_tuning(request.group, test, exc, waiting)
                     self.keep_untuned(
                         request, str(exc) if client_failed else self._stopped[request.group]
                     )

@@ -3484,6 +3484,45 @@ def test_pytest_timeouts_alarm_in_a_hung_candidate_names_that_candidate(
     )
 
 
+HUNG_SET_TESTS = """
+import time
+from pytest_autotune import Tunable, TunableSet
+
+
+def fast(n):
+    return n * 2
+
+
+def hung(n):
+    time.sleep(30)
+    return n * 2
+
+
+def test_hung_set(autotune):
+    autotune(TunableSet(lambda n: n).with_(Tunable("fast", fast)).with_(Tunable("hung", hung)), 21)
+"""
+
+
+def test_a_stopped_tuning_of_an_autotune_fixtures_set_says_its_test_not_a_candidates(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The fixture's one test calls every candidate: the group's error row said the tuning
+    # "was stopped in fast's test", a test that does not exist.
+    pytest.importorskip("pytest_timeout")
+    autotune_pytester.makepyfile(test_hung_set=HUNG_SET_TESTS)
+    result = run(
+        autotune_pytester, "--autotune", "-p", "no:randomly", "-p", "timeout", "--timeout=1"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*the tuning of test_hung_set.py::test_hung_set was stopped in its test while"
+            " candidate 'hung' ran (Timeout*"
+        ]
+    )
+    assert "fast's test" not in result.stdout.str()
+
+
 GENERATOR_TESTS = """
 import pytest
 
