@@ -145,19 +145,25 @@ class Baselines:
         if tuner_cache(self._settings.cache_dir, device_id, tuner).exists():
             return None
         shown = self._settings.relative(cache_path(self._settings.cache_dir, device_id, tuner))
-        nested = self._nested_project(device_id, tuner)
-        if nested is not None:
-            # An update's line says only "new baseline: none before for this key": the
-            # file it writes would be a second copy of the test's baselines, to commit.
-            note = f"note: {shown}: written anew by this update, while {nested}"
-            if self._settings.update and note not in self._notes:
-                self._notes.append(note)
-            return f"{shown}; {nested}"
+        elsewhere = self._nested_project(device_id, tuner) or self._cache_above()
+        if elsewhere is None:
+            return shown
+        # An update's line says only "new baseline: none before for this key": the file it
+        # writes would be a second copy of the test's baselines, to commit.
+        note = f"note: {shown}: written anew by this update, while {elsewhere}"
+        if self._settings.update and note not in self._notes:
+            self._notes.append(note)
+        return f"{shown}; {elsewhere}"
+
+    def _cache_above(self) -> str | None:
+        """Why a run of no configuration file may have named and filed its tests otherwise
+        than the runs that recorded their baselines (`PluginSettings.cache_above`); None
+        where no folder above the root dir holds caches."""
         above = self._settings.cache_above
         if above is None:
-            return shown
+            return None
         return (
-            f"{shown}; pytest found no configuration file, so its root dir, which tests are"
+            "pytest found no configuration file, so its root dir, which tests are"
             f" named and filed from, is the folder it was run in, {self._settings.rootpath},"
             f" while {self._settings.relative(above)}, above it, holds caches: a pytest.ini (or a"
             " pyproject.toml's [tool.pytest.ini_options]) at the project's top makes that"

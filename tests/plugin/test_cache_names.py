@@ -515,6 +515,34 @@ def test_no_baseline_says_where_pytest_found_no_configuration_file(
     )
 
 
+def test_an_update_run_below_a_project_of_no_configuration_file_says_it_files_a_second_copy(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A project of no pytest configuration file, updated from its top, then updated again
+    # from `tests/`: pytest's root dir is then `tests/`, and the update wrote a second set of
+    # baselines to tests/.autotune under other names, saying only "new baseline: none before
+    # for this key", while the gate's "no baseline" there says why.
+    pytester.mkdir("tests")
+    (pytester.path / "tests" / "conftest.py").write_text(FAKE_CONFTEST)
+    (pytester.path / "tests" / "test_ops.py").write_text(SCALE_TESTS)
+    topped = run(pytester, "--autotune-update")
+    assert topped.ret == pytest.ExitCode.OK
+    topped.stdout.no_fnmatch_line("*configuration file*")
+
+    monkeypatch.chdir(pytester.path / "tests")
+    inside = run(pytester, "--autotune-update")
+    assert inside.ret == pytest.ExitCode.OK
+    written = cache_path(ROOT, DEVICE, "test_ops.py::test_scale")
+    inside.stdout.fnmatch_lines(
+        [
+            f"note: {written}: written anew by this update, while pytest found no"
+            " configuration file, so its root dir, which tests are named and filed from, is"
+            f" the folder it was run in, {pytester.path / 'tests'}, while"
+            f" {pytester.path / ROOT}, above it, holds caches: *"
+        ]
+    )
+
+
 def test_no_baseline_names_the_file_a_nested_projects_update_wrote(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
