@@ -168,6 +168,17 @@ def outside_rootdir(item: pytest.Item, nodeid: str, settings: PluginSettings) ->
         f" pytest names its tests from the folder given on the command line ({module}::...),"
         " and their baselines are filed under those names in"
         f" {settings.relative(settings.cache_dir)}, where a run given another folder, or run"
-        " from their own project, does not look: run them from their project (`cd` there)"
-        " or with a --rootdir above them"
+        f" from their own project, does not look: {_rooting_advice(item.config, item.path)}"
     )
+
+
+def _rooting_advice(config: pytest.Config, path: Path) -> str:
+    """How to run a test outside the root dir under a root dir above it. An ini file given
+    with `-c` makes its folder the root dir wherever pytest runs (`pytest -c ci/pytest.ini`
+    from the project's top), so there only a --rootdir with it helps, not a `cd`."""
+    ini = config.getoption("inifilename", None)
+    if ini is None or config.getoption("rootdir", None):
+        return "run them from their project (`cd` there) or with a --rootdir above them"
+    here = config.invocation_params.dir
+    rootdir = f"--rootdir={here}" if path.is_relative_to(here) else "a --rootdir above them"
+    return f"-c makes the folder of the file it names the root dir: give {rootdir} with -c {ini}"

@@ -359,6 +359,32 @@ def test_a_test_outside_the_root_dir_is_warned_of_where_its_baselines_go(
     assert len([line for line in update.outlines if line.startswith("warning: pkg_b")]) == 2
 
 
+def test_a_test_outside_the_root_dir_of_an_ini_file_given_with_c_is_told_to_give_a_rootdir(
+    pytester: pytest.Pytester,
+) -> None:
+    # `pytest -c ci/pytest.ini` makes ci/ the root dir, wherever pytest runs: the warning's
+    # "run them from their project (`cd` there)" sent a user who already ran there nowhere.
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    pytester.mkdir("ci").joinpath("pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
+    pytester.mkdir("tests").joinpath("conftest.py").write_text(FAKE_CONFTEST)
+    (pytester.path / "tests" / "test_ops.py").write_text(SCALE_TESTS)
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+
+    gated = run(pytester, "--autotune", "-c", "ci/pytest.ini", "tests")
+    assert gated.ret == pytest.ExitCode.OK, gated.outlines
+    gated.stdout.fnmatch_lines(
+        [
+            "warning: tests?test_ops.py is outside the root dir *ci, so pytest names its tests"
+            " from the folder given on the command line (test_ops.py::...), * does not look:"
+            f" -c makes the folder of the file it names the root dir: give --rootdir"
+            f"={pytester.path} with -c ci/pytest.ini"
+        ]
+    )
+    rooted = run(pytester, "--autotune", "-c", "ci/pytest.ini", f"--rootdir={pytester.path}")
+    rooted.stdout.fnmatch_lines(["*test_scale[[]1[]]*pass*"])
+    rooted.stdout.no_fnmatch_line("warning:*")
+
+
 def test_two_tests_of_one_node_id_outside_the_root_dir_fail_by_name(
     autotune_pytester: pytest.Pytester,
 ) -> None:
