@@ -180,6 +180,12 @@ def _clone_dict(value: dict[Any, Any], depth: int, memo: dict[int, Any]) -> dict
     an `OrderedDict` or `Counter` lost its methods."""
     if type(value) is dict:
         return {k: clone_value(v, depth, memo) for k, v in value.items()}
+    sparse = sys.modules.get("scipy.sparse")
+    if sparse is not None and sparse.issparse(value):
+        # A DOK matrix is a dict that keeps its entries in an attribute (`_dict`): copied
+        # as a dict, its copy shared them, and a candidate's `x[i, j] += 1` wrote into the
+        # caller's matrix and every later candidate's input.
+        return value.copy()
     try:
         copied = copy.copy(value)  # a defaultdict keeps its default factory
     except Exception:

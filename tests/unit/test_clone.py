@@ -346,3 +346,29 @@ def test_a_mock_is_never_copied_being_the_tests_record_of_its_calls() -> None:
         copied = clone_value((x, mock))
         assert copied[0] is not x
         assert copied[1] is mock
+
+
+def test_a_sparse_matrix_input_is_copied_whatever_its_format() -> None:
+    # A DOK matrix is a dict that keeps its entries in an attribute: copied as a dict, its
+    # copy shared them, and a candidate's `x[0, 0] += 1` changed the caller's matrix and
+    # the next candidate's input.
+    sparse = pytest.importorskip("scipy.sparse")
+
+    def write_entry(matrix):
+        matrix[0, 0] += 1
+
+    def scale_stored(matrix):
+        matrix.data *= 2
+
+    for make, write in (
+        (sparse.dok_matrix, write_entry),
+        (sparse.dok_array, write_entry),
+        (sparse.csr_matrix, scale_stored),
+        (sparse.coo_array, scale_stored),
+    ):
+        matrix = make(np.eye(3))
+        copied = clone_value(matrix)
+        write(copied)
+        assert type(copied) is type(matrix)
+        assert (copied.toarray() != np.eye(3)).any()
+        assert (matrix.toarray() == np.eye(3)).all(), make.__name__
