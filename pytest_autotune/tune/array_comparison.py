@@ -482,7 +482,9 @@ def _equal_elements(
             warnings.simplefilter("error", DeprecationWarning)
             warnings.simplefilter("error", FutureWarning)
             equal = np.asarray(reference == actual, dtype=bool)
-    except (ValueError, DeprecationWarning, FutureWarning):
+    except (ValueError, TypeError, DeprecationWarning, FutureWarning):
+        # TypeError: an object array holding `pd.NA` (a pandas `string` array's values),
+        # whose `==` is NA, and whose truth pandas refuses.
         pairs = zip(reference.flat, actual.flat, strict=True)
         each = [not rules.compare(r, a, "") for r, a in pairs]
         return np.array(each, dtype=bool).reshape(reference.shape)

@@ -35,6 +35,12 @@ def compare_library_output(
     pandas = sys.modules.get("pandas")
     sparse = sys.modules.get("scipy.sparse")
     xarray, awkward = sys.modules.get("xarray"), sys.modules.get("awkward")
+    if pandas is not None and (reference is pandas.NA or reference is pandas.NaT):
+        # pandas' missing values equal nothing, themselves included (`pd.NA == pd.NA` is NA,
+        # whose truth pandas refuses): one missing value against the same is one answer, as
+        # NaN against NaN is.
+        same = actual is reference and rules.equal_nan
+        return [] if same else [mismatch(where, reference, actual)]
     if pandas is not None and isinstance(reference, (pandas.Series, pandas.DataFrame)):
         same_kind = type(actual) is type(reference)
         compare: Any = functools.partial(_compare_frames, pandas)
@@ -88,18 +94,27 @@ def _compare_columns(reference: Any, actual: Any, where: str, rules: Rules) -> l
     if str(reference.dtype) != str(actual.dtype):
         return [f"{where}: dtype differs: expected {reference.dtype}, got {actual.dtype}"]
     numpy_dtype = getattr(reference.dtype, "numpy_dtype", None)
-    if numpy_dtype is None:
+    if numpy_dtype is None and not _holds_na(reference) and not _holds_na(actual):
         return rules.compare(reference.to_numpy(), actual.to_numpy(), where)
     # A nullable column (`Int64`, `Float64`, `boolean`) reads as float64 or object where it
     # holds a missing value and as its own dtype where not: its missing values are compared
-    # as positions, then its values in its own dtype, exactly for integers.
+    # as positions, then its values in its own dtype, exactly for integers. A `string`
+    # column's missing values read as `pd.NA`, which equals nothing: as None beside them.
     missing_here, missing_there = np.asarray(reference.isna()), np.asarray(actual.isna())
     missing = rules.compare(missing_here, missing_there, f"{where} (where missing)")
     if missing:
         return missing
-    values_here = reference.to_numpy(dtype=numpy_dtype, na_value=0)
-    values_there = actual.to_numpy(dtype=numpy_dtype, na_value=0)
+    blank = 0 if numpy_dtype is not None else None
+    values_here = reference.to_numpy(dtype=numpy_dtype, na_value=blank)
+    values_there = actual.to_numpy(dtype=numpy_dtype, na_value=blank)
     return rules.compare(values_here, values_there, where)
+
+
+def _holds_na(column: Any) -> bool:
+    """Whether a column (or index) of a pandas extension dtype holds a missing value of
+    `pd.NA`, which NumPy's `==` on its values cannot compare."""
+    na_value = getattr(column.dtype, "na_value", None)
+    return na_value is sys.modules["pandas"].NA and bool(column.isna().any())
 
 
 def _compare_sparse(

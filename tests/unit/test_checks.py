@@ -1804,6 +1804,27 @@ def test_a_nullable_pandas_column_compares_its_missing_values_by_position():
     )
 
 
+def test_pandas_missing_values_equal_themselves_in_a_string_column_and_alone():
+    # `pd.NA == pd.NA` is NA, whose truth pandas refuses: a `string` column with a missing
+    # value raised TypeError out of the check for every candidate, and `pd.NaT` (which
+    # equals nothing) alone read "expected NaT, got NaT".
+    pd = pytest.importorskip("pandas")
+    words = pd.Series(["a", None, "c"], dtype="string")
+    assert compare_outputs(words, words.copy()) is None
+    assert compare_outputs(pd.array(["a", None], dtype="string"), pd.array(["a", None])) is None
+    assert compare_outputs(words, pd.Series(["a", None, "d"], dtype="string")) == (
+        "output: 1 of 3 elements differ; first at [2]: expected c, got d"
+    )
+    assert compare_outputs(words, pd.Series(["a", "b", "c"], dtype="string")) == (
+        "output (where missing): 1 of 3 elements differ; first at [1]: expected True, got False"
+    )
+    assert compare_outputs(pd.NA, pd.NA) is None
+    assert compare_outputs(pd.NaT, pd.NaT) is None
+    assert compare_outputs(pd.NaT, pd.Timestamp(0)) == "output: expected NaTType, got Timestamp"
+    assert compare_outputs([pd.NA, 1], [pd.NA, 1]) is None
+    assert compare_outputs([pd.NA], [None]) == "output[0]: expected NAType, got None"
+
+
 def test_sparse_outputs_compare_by_value_whatever_their_format():
     # A sparse matrix's `==` is another sparse matrix: a right candidate failed as "cannot
     # compare values of type csr_matrix", and CSC against CSR read "expected float64 array
