@@ -45,7 +45,7 @@ def compare_library_output(
         same_kind = type(actual) is type(reference)
         compare: Any = functools.partial(_compare_frames, pandas)
     elif pandas is not None and isinstance(reference, pandas.Index):
-        same_kind, compare = isinstance(actual, pandas.Index), _compare_columns
+        same_kind, compare = isinstance(actual, pandas.Index), _compare_index
     elif sparse is not None and sparse.issparse(reference):
         same_kind = sparse.issparse(actual)
         compare = functools.partial(_compare_sparse, sparse)
@@ -75,17 +75,28 @@ def _compare_frames(
 ) -> list[str]:
     """A Series or DataFrame: its labels (the index, a frame's columns) and name, then the
     values of each column, as arrays of their dtype."""
-    problems = rules.compare(reference.index, actual.index, f"{where}.index")
+    problems = _compare_index(reference.index, actual.index, f"{where}.index", rules)
     if isinstance(reference, pandas.Series):
         problems += rules.compare(reference.name, actual.name, f"{where}.name")
         return problems or _compare_columns(reference, actual, where, rules)
-    problems += rules.compare(reference.columns, actual.columns, f"{where}.columns")
+    problems += _compare_index(reference.columns, actual.columns, f"{where}.columns", rules)
     if problems:
         return problems
     for i, name in enumerate(reference.columns):
         column = f"{where}[{name!r}]"
         problems += _compare_columns(reference.iloc[:, i], actual.iloc[:, i], column, rules)
     return problems
+
+
+def _compare_index(reference: Any, actual: Any, where: str, rules: Rules) -> list[str]:
+    """An index by its names (a MultiIndex's, one a level), then its values. A groupby's
+    result names its index by the key: a candidate that lost the name passed, though its
+    `reset_index()` names the key's column "index"."""
+    names = [list(index.names) for index in (reference, actual)]
+    problems = (
+        [] if names[0] == names[1] else [f"{where}.names: expected {names[0]}, got {names[1]}"]
+    )
+    return problems + _compare_columns(reference, actual, where, rules)
 
 
 def _compare_columns(reference: Any, actual: Any, where: str, rules: Rules) -> list[str]:

@@ -1804,6 +1804,28 @@ def test_a_nullable_pandas_column_compares_its_missing_values_by_position():
     )
 
 
+def test_a_pandas_index_compares_its_names_as_a_series_its_name():
+    # A groupby's result has its index named by the key: a candidate that lost the name
+    # passed, and won, though `reset_index()` of its output names the key's column "index".
+    pd = pytest.importorskip("pandas")
+    means = pd.Series([1.0, 2.0], index=pd.Index([0, 1], name="k"), name="v")
+    assert compare_outputs(means, means.rename_axis(None)) == (
+        "output.index.names: expected ['k'], got [None]"
+    )
+    pairs = pd.MultiIndex.from_tuples([("a", 1), ("b", 2)], names=["key", "n"])
+    frame = pd.DataFrame({"v": [1.0, 2.0]}, index=pairs)
+    assert compare_outputs(frame, frame.rename_axis(["key", "m"])) == (
+        "output.index.names: expected ['key', 'n'], got ['key', 'm']"
+    )
+    assert compare_outputs(frame, frame.rename_axis(columns="c")) == (
+        "output.columns.names: expected [None], got ['c']"
+    )
+    assert compare_outputs(pairs, pairs.set_names(["key", "m"])) == (
+        "output.names: expected ['key', 'n'], got ['key', 'm']"
+    )
+    assert compare_outputs(frame, frame.copy()) is None
+
+
 def test_pandas_missing_values_equal_themselves_in_a_string_column_and_alone():
     # `pd.NA == pd.NA` is NA, whose truth pandas refuses: a `string` column with a missing
     # value raised TypeError out of the check for every candidate, and `pd.NaT` (which
