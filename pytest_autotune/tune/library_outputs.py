@@ -1,5 +1,5 @@
-"""Outputs of pandas (`Series`, `DataFrame`, `Index`), of scipy.sparse, of xarray, awkward and
-polars, and the arrays of other array libraries (JAX, Dask, pydata sparse,
+"""Outputs of pandas (`Series`, `DataFrame`, `Index`), of scipy.sparse, of xarray, awkward,
+polars and pyarrow, and the arrays of other array libraries (JAX, Dask, pydata sparse,
 array-api-strict), compared through the NumPy arrays they hold or convert to. Their `==`
 gives no bool (an element-wise frame or array), so they read as uncomparable: every
 candidate returning one failed its check, the reference against its own output included
@@ -30,7 +30,7 @@ def compare_library_output(
     reference: object, actual: object, where: str, rules: Rules
 ) -> list[str] | None:
     """Every difference between two outputs where `reference` is a value of pandas,
-    scipy.sparse, xarray, awkward or polars, or an array of another array library; None for
+    scipy.sparse, xarray, awkward, polars or pyarrow, or an array of another array library; None for
     any other value."""
     pandas = sys.modules.get("pandas")
     sparse = sys.modules.get("scipy.sparse")
@@ -55,6 +55,10 @@ def compare_library_output(
         same_kind, compare = isinstance(actual, awkward.Array), _compare_awkward
     elif _is_polars(reference):
         same_kind, compare = type(actual) is type(reference), _compare_polars
+    elif _is_arrow_table(reference):
+        same_kind, compare = type(actual) is type(reference), _compare_arrow_table
+    elif _is_arrow_array(reference):
+        same_kind, compare = _is_arrow_array(actual), _compare_arrow_array
     elif _is_lazy_frame(reference) or _is_lazy_frame(actual):
         # Its `==` raised "comparison not supported for LazyFrame objects", and the message
         # said to give the type an autotune_compare method: the result is what compares.
@@ -224,6 +228,54 @@ def _compare_polars_series(reference: Any, actual: Any, where: str, rules: Rules
         return rules.compare(reference.to_numpy(), actual.to_numpy(), where)
     where = f"{where} (its values beside the nulls, in order)"
     return rules.compare(reference.drop_nulls().to_numpy(), actual.drop_nulls().to_numpy(), where)
+
+
+def _is_arrow_table(value: object) -> bool:
+    """Whether `value` is a pyarrow `Table` or `RecordBatch`."""
+    return instance_of(value, "pyarrow", "Table") or instance_of(value, "pyarrow", "RecordBatch")
+
+
+def _is_arrow_array(value: object) -> bool:
+    """Whether `value` is a pyarrow `Array` or `ChunkedArray` (a table's column): its chunks
+    are its layout, not its values, as a sparse matrix's format is."""
+    return instance_of(value, "pyarrow", "Array") or instance_of(value, "pyarrow", "ChunkedArray")
+
+
+def _compare_arrow_table(reference: Any, actual: Any, where: str, rules: Rules) -> list[str]:
+    """A pyarrow Table or RecordBatch by its column names, in order, then each column.
+    Compared by their `==` (pyarrow's exact `equals`), a right candidate that summed in
+    another order failed, as did one holding NaN, and a wrong one was shown whole."""
+    names = list(reference.column_names), list(actual.column_names)
+    problems = rules.compare(*names, f"{where}.column_names")
+    if problems:
+        return problems
+    return [
+        problem
+        for i, name in enumerate(reference.column_names)
+        for problem in _compare_arrow_array(
+            reference.column(i), actual.column(i), f"{where}[{name!r}]", rules
+        )
+    ]
+
+
+def _compare_arrow_array(reference: Any, actual: Any, where: str, rules: Rules) -> list[str]:
+    """A pyarrow array by its type, the places of its nulls and its other values (floats
+    within the tolerances, NaN equal to NaN), as a polars Series."""
+    if reference.type != actual.type:
+        return [f"{where}: type differs: expected {reference.type}, got {actual.type}"]
+    nulls = rules.compare(
+        reference.is_null().to_numpy(zero_copy_only=False),
+        actual.is_null().to_numpy(zero_copy_only=False),
+        f"{where} (where null)",
+    )
+    if nulls:
+        return nulls
+    if reference.null_count:
+        where = f"{where} (its values beside the nulls, in order)"
+        reference, actual = reference.drop_null(), actual.drop_null()
+    return rules.compare(
+        reference.to_numpy(zero_copy_only=False), actual.to_numpy(zero_copy_only=False), where
+    )
 
 
 def _compare_library_arrays(

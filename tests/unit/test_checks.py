@@ -1965,6 +1965,43 @@ def test_xarray_outputs_compare_by_dimensions_coordinates_name_and_values():
     )
 
 
+def test_pyarrow_outputs_compare_by_type_nulls_and_values_within_the_tolerances():
+    # Compared by their `==` (pyarrow's exact `equals`), a right candidate summing in another
+    # order failed, as did one whose output held NaN ("expected [nan], got [nan]"), and a
+    # wrong one was shown whole, with no word of where it differed.
+    pa = pytest.importorskip("pyarrow")
+    values = np.arange(100.0)
+    wrong = values.copy()
+    wrong[7] = -1
+    assert compare_outputs(pa.array(values), pa.array(values * (1 + 1e-9))) is None
+    assert compare_outputs(pa.array([np.nan, 1.0]), pa.array([np.nan, 1.0])) is None
+    assert compare_outputs(pa.array(values), pa.array(wrong)) == (
+        "output: 1 of 100 elements differ (rtol=1e-05, atol=1e-08), max abs error 8,"
+        " max rel error 1.14286; first at [7]: expected 7.0, got -1.0"
+    )
+    assert compare_outputs(pa.array(values), pa.chunked_array([values[:50], values[50:]])) is None
+    assert compare_outputs(pa.array([1, 2]), pa.array([1.0, 2.0])) == (
+        "output: type differs: expected int64, got double"
+    )
+    assert compare_outputs(pa.array([1.0, None, 3.0]), pa.array([1.0, 2.0, 3.0])) == (
+        "output (where null): 1 of 3 elements differ; first at [1]: expected True, got False"
+    )
+    assert compare_outputs(pa.array([1.0, None, 3.0]), pa.array([1.0, None, 4.0])).startswith(
+        "output (its values beside the nulls, in order): 1 of 2 elements differ"
+    )
+    table = pa.table({"a": values, "b": ["x"] * 100})
+    assert compare_outputs(table, pa.table({"a": values + 1e-12, "b": ["x"] * 100})) is None
+    assert compare_outputs(table, table.select(["b", "a"])).startswith(
+        "output.column_names[0]: expected 'a', got 'b'"
+    )
+    assert compare_outputs(table, pa.table({"a": wrong, "b": ["x"] * 100})).startswith(
+        "output['a']: 1 of 100 elements differ"
+    )
+    assert compare_outputs(table, table.to_batches()[0]) == (
+        "output: expected Table, got RecordBatch"
+    )
+
+
 def test_awkward_outputs_compare_by_type_then_values_within_the_tolerances():
     ak = pytest.importorskip("awkward")
     ragged = ak.Array([[1.0, 2.0], [], [3.0]])
