@@ -19,6 +19,7 @@ from pytest_autotune.tune.array_comparison import Rules
 from pytest_autotune.tune.differences import PYTHON_NUMBERS, mismatch
 from pytest_autotune.tune.host_arrays import same_values_dtype
 from pytest_autotune.tune.loaded import instance_of
+from pytest_autotune.tune.wording import short_repr
 
 DENSE_ELEMENTS = 1 << 22
 """Elements of a sparse matrix compared in its dense form (32 MiB a side in float64), whose
@@ -106,8 +107,15 @@ def _compare_index(reference: Any, actual: Any, where: str, rules: Rules) -> lis
 def _compare_columns(reference: Any, actual: Any, where: str, rules: Rules) -> list[str]:
     """One column's (or an index's) values, which must share its pandas dtype: an `Int64`
     column is no `int64` one, though both read as the same NumPy array."""
-    if str(reference.dtype) != str(actual.dtype):
-        return [f"{where}: dtype differs: expected {reference.dtype}, got {actual.dtype}"]
+    # Every categorical dtype reads "category": its categories (and whether they are
+    # ordered, then in what order) tell them apart, as pandas' own `==` of dtypes does.
+    # Only theirs: a `string` column stored by pyarrow reads as one stored in Python.
+    categorical = hasattr(reference.dtype, "categories")
+    if str(reference.dtype) != str(actual.dtype) or (
+        categorical and reference.dtype != actual.dtype
+    ):
+        expected, got = _dtype_name(reference.dtype), _dtype_name(actual.dtype)
+        return [f"{where}: dtype differs: expected {expected}, got {got}"]
     numpy_dtype = getattr(reference.dtype, "numpy_dtype", None)
     if numpy_dtype is None and not _holds_na(reference) and not _holds_na(actual):
         return rules.compare(reference.to_numpy(), actual.to_numpy(), where)
@@ -123,6 +131,14 @@ def _compare_columns(reference: Any, actual: Any, where: str, rules: Rules) -> l
     values_here = reference.to_numpy(dtype=numpy_dtype, na_value=blank)
     values_there = actual.to_numpy(dtype=numpy_dtype, na_value=blank)
     return rules.compare(values_here, values_there, where)
+
+
+def _dtype_name(dtype: Any) -> str:
+    """A pandas dtype as its name, a categorical one's with its categories."""
+    categories = getattr(dtype, "categories", None)
+    if categories is None:
+        return str(dtype)
+    return f"{dtype} of {short_repr(categories.tolist())}{' (ordered)' if dtype.ordered else ''}"
 
 
 def _holds_na(column: Any) -> bool:

@@ -1826,6 +1826,27 @@ def test_a_pandas_index_compares_its_names_as_a_series_its_name():
     assert compare_outputs(frame, frame.copy()) is None
 
 
+def test_a_categorical_pandas_column_compares_its_categories():
+    # Every categorical dtype reads "category": a candidate that dropped an unobserved
+    # category, or the order of ordered ones, passed, though its `value_counts()` differs.
+    pd = pytest.importorskip("pandas")
+    sizes = pd.Series(["s", "m"], dtype=pd.CategoricalDtype(["s", "m", "l"], ordered=True))
+    assert compare_outputs(sizes, sizes.copy()) is None
+    assert compare_outputs(sizes, sizes.cat.remove_unused_categories()) == (
+        "output: dtype differs: expected category of ['s', 'm', 'l'] (ordered),"
+        " got category of ['s', 'm'] (ordered)"
+    )
+    assert compare_outputs(sizes, sizes.cat.as_unordered()) == (
+        "output: dtype differs: expected category of ['s', 'm', 'l'] (ordered),"
+        " got category of ['s', 'm', 'l']"
+    )
+    unordered = sizes.cat.as_unordered()
+    assert compare_outputs(unordered, unordered.cat.reorder_categories(["l", "m", "s"])) is None
+    pytest.importorskip("pyarrow")  # no other dtype differs while its name is one
+    words = pd.Series(["a"], dtype="string[python]")
+    assert compare_outputs(words, words.astype("string[pyarrow]")) is None
+
+
 def test_pandas_missing_values_equal_themselves_in_a_string_column_and_alone():
     # `pd.NA == pd.NA` is NA, whose truth pandas refuses: a `string` column with a missing
     # value raised TypeError out of the check for every candidate, and `pd.NaT` (which
