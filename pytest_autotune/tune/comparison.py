@@ -40,6 +40,7 @@ from pytest_autotune.tune.differences import (
 from pytest_autotune.tune.errors import AutotuneError
 from pytest_autotune.tune.host_arrays import host_array, same_values_dtype
 from pytest_autotune.tune.library_outputs import compare_library_output
+from pytest_autotune.tune.loaded import instance_of
 from pytest_autotune.tune.plain_numbers import real_number
 from pytest_autotune.tune.torch_tensors import (
     dtype_difference,
@@ -189,7 +190,9 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
                 f"{where}: {side} a {type(value).__name__}, an iterator that yields its values"
                 " once and cannot be compared: return them in a list (list(...))"
             ]
-    if isinstance(reference, Mapping):
+    # An xarray Dataset is a Mapping of its variables: compared as one, its coordinates that
+    # no variable uses were never looked at (`library_outputs` compares them all).
+    if isinstance(reference, Mapping) and not instance_of(reference, "xarray", "Dataset"):
         if not isinstance(actual, Mapping):
             return [mismatch(where, reference, actual)]
         return compare_mappings(reference, actual, where, rules)

@@ -2023,6 +2023,22 @@ def test_pyarrow_outputs_compare_by_type_nulls_and_values_within_the_tolerances(
     )
 
 
+def test_an_xarray_dataset_compares_the_coordinates_no_variable_uses():
+    # A Dataset is a Mapping of its variables: compared as a dict, a coordinate of its own
+    # (along a dimension no variable has) was never looked at, and a wrong one passed.
+    xr = pytest.importorskip("xarray")
+    dataset = xr.Dataset(
+        {"v": ("t", np.arange(3.0))}, coords={"t": [0, 1, 2], "station": ["a", "b"]}
+    )
+    assert compare_outputs(dataset, dataset.copy(deep=True)) is None
+    assert compare_outputs(dataset, dataset.assign_coords(station=["a", "z"])) == (
+        "output.coords['station']: 1 of 2 elements differ; first at [1]: expected b, got z"
+    )
+    assert compare_outputs(dataset, dataset.drop_vars("station")) == (
+        "output.coords: missing keys ['station']"
+    )
+
+
 def test_awkward_outputs_compare_by_type_then_values_within_the_tolerances():
     ak = pytest.importorskip("awkward")
     ragged = ak.Array([[1.0, 2.0], [], [3.0]])
