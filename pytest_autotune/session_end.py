@@ -87,6 +87,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     lines = state.summary_lines(stats=state.settings.candidates)
     if not lines:  # nothing tuned nor noted (--collect-only, every test deselected)
         return
-    terminalreporter.section("autotune")
+    # write_sep, not section: it ends the progress line first, as pytest's own sections do,
+    # where section left that to the first write_line, a blank line under the title.
+    terminalreporter.write_sep("=", "autotune")
     for line in lines:
         terminalreporter.write_line(line)

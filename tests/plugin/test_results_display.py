@@ -134,6 +134,18 @@ def test_a_tuning_run_that_tunes_nothing_shows_no_empty_autotune_section(
     assert "= autotune =" not in result.stdout.str()
 
 
+@pytest.mark.parametrize("tb", ["--tb=auto", "--tb=no"])
+def test_the_autotune_section_starts_as_pytests_own_sections_do(
+    both: pytest.Pytester, tb: str
+) -> None:
+    # All passing (or --tb=no), nothing came between the progress line and the section:
+    # a blank line between its title and the table, where pytest's own sections have one
+    # before their title.
+    lines = run(both, "--autotune", "-k", "scale", tb).stdout.lines
+    title = next(i for i, line in enumerate(lines) if "= autotune =" in line)
+    assert (lines[title - 1], lines[title + 1][:5]) == ("", "group")
+
+
 @pytest.mark.parametrize("calls_none", ["--co", "--setup-only", "--setup-plan"])
 def test_a_run_that_calls_no_test_writes_no_report_and_no_records(
     both: pytest.Pytester, calls_none: str
