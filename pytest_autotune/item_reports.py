@@ -2,8 +2,8 @@
 
 The engine's part of `pytest_runtest_makereport` and of the end of a test's protocol
 (`plugin_engine`, `plugin._AfterTheBody`): the gate's failures of fixture calls in a body
-that did not return, a candidate skipped at its setup, a skip raised here shown at the
-test, the properties a timed body recorded kept once, and the failed calls whose groups
+that did not return, a candidate skipped at its setup, a skip or failure raised here shown
+at the test, the properties a timed body recorded kept once, and the failed calls whose groups
 are noted once every try of the test has run.
 """
 
@@ -96,6 +96,33 @@ def skip_shown_at_the_test(item: pytest.Item, report: pytest.TestReport) -> None
     test_path, line, _ = item.reportinfo()
     if line is not None:
         report.longrepr = (os.fspath(test_path), line + 1, reason)
+
+
+def failure_shown_at_the_test(
+    item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
+) -> None:
+    """A failure this plugin raised for a test (a wrong candidate, the gate's) is placed at
+    the test, as a skip of ours is (`skip_shown_at_the_test`): pytest placed it where it was
+    raised, a line of this package that `--tb=line` and pytest-json-report's `crash` showed
+    for every such failure. Placed at the test's deepest line that led to it (a fixture's
+    call), else its definition. An error of ours that is no test's failure keeps its place."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if call.excinfo is None or crash is None:
+        return
+    error = call.excinfo.value
+    if (
+        not isinstance(error, pytest.fail.Exception)
+        or error.pytrace
+        or not Path(crash.path).resolve().is_relative_to(_PACKAGE_DIR)
+    ):
+        return
+    lines = [entry.lineno for entry in call.excinfo.traceback if entry.path == item.path]
+    if lines:
+        crash.path, crash.lineno = os.fspath(item.path), lines[-1] + 1
+        return
+    test_path, line, _ = item.reportinfo()
+    if line is not None:
+        crash.path, crash.lineno = os.fspath(test_path), line + 1
 
 
 def distinct_properties(item: pytest.Item) -> None:

@@ -65,6 +65,7 @@ from pytest_autotune.item_groups import (
 from pytest_autotune.item_reports import (
     FAILED_CALLS,
     distinct_properties,
+    failure_shown_at_the_test,
     gate_failures_in,
     skip_shown_at_the_test,
     skipped_at_setup,
@@ -152,6 +153,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.excinfo is not None and (ITEM in item.stash or CALL_GROUPS in item.stash):
         let_go_of_memory(item.config, call.excinfo.value)
     skip_shown_at_the_test(item, report)
+    failure_shown_at_the_test(item, call, report)
     if report.when == "setup" and report.skipped and call.excinfo is not None:
         skipped_at_setup(item, report, str(getattr(call.excinfo.value, "msg", "") or "skipped"))
     if report.when == "call":

@@ -305,6 +305,43 @@ def test_a_declined_candidate_is_reported_at_its_test_not_inside_the_plugin(
     assert len(skips) == 2 and all("test_decline.py:" in line for line in skips), skips
 
 
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+def test_a_failure_of_ours_is_placed_at_its_test_not_inside_the_plugin(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # `--tb=line` (and pytest-json-report's `crash`) named pytest_autotune/plugin_engine.py
+    # (in site-packages, once installed) for a wrong candidate, where an assertion's names
+    # the test's line: a fixture's test at its call, a marked test at its marker.
+    autotune_pytester.makepyfile(
+        test_wrong="""
+        import pytest
+        from conftest import spin
+        from pytest_autotune import TunableSet
+
+        def right(n):
+            spin(100e-6)
+            return n * 2
+
+        def wrong(n):
+            spin(100e-6)
+            return n * 3
+
+        @pytest.mark.autotune(candidates={"right": right, "wrong": wrong})
+        def test_double(candidate):
+            return candidate(3)
+
+        def test_fixture(autotune):
+            autotune(TunableSet.of(lambda n: n, {"right": right, "wrong": wrong}), 3)
+        """
+    )
+    result = run(autotune_pytester, "--tb=line", *mode)
+    result.assert_outcomes(passed=1, failed=2)
+    crashes = [line for line in result.outlines if ": Failed: " in line]
+    where = [line.split(": Failed: ")[0] for line in crashes]
+    path = autotune_pytester.path / "test_wrong.py"
+    assert where == [f"{path}:13", f"{path}:18"], crashes
+
+
 def test_options_of_a_module_or_class_marker_join_those_of_the_tests_own(
     autotune_pytester: pytest.Pytester,
 ) -> None:
