@@ -204,9 +204,24 @@ def _progress(config: pytest.Config) -> Callable[[str], None]:
             return
         capture = config.pluginmanager.get_plugin("capturemanager")
         with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            on_a_line_of_its_own(config)
             reporter.write_line(line)
 
     return progress
+
+
+def on_a_line_of_its_own(config: pytest.Config) -> None:
+    """End the terminal's line where it holds text, for what follows to start a line: pytest's
+    reporter ends the test's line only where it wrote the test's path (`ensure_newline`), and
+    `-q`'s dots and pytest-sugar's progress bar write none: a record (`.. [100%]{"sch...`)
+    or a `-v` progress line (`50% █████ autotune: tuning ...`) ran on at their end."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    reporter.ensure_newline()
+    writer = config.get_terminal_writer()
+    if writer.width_of_current_line:
+        writer.line()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -43,14 +43,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     bridge = session.config.pluginmanager.get_plugin("autotune-xdist")
     if bridge is not None:  # after pytest-xdist's own end of the session, which ends its workers
         bridge.hand_back_unread()
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if state.settings.engine.record in ("stdout", "stderr") and reporter is not None:
+    if state.settings.engine.record in ("stdout", "stderr"):
         # The records began on the line of the last test's progress (`.. [100%]{"sch...`),
         # where `grep '^{'` or a JSON-lines reader of the output found none.
-        reporter.ensure_newline()
-        writer = session.config.get_terminal_writer()
-        if writer.width_of_current_line:  # -q's progress, which leaves no test's path
-            writer.line()
+        from pytest_autotune.plugin_engine import on_a_line_of_its_own
+
+        on_a_line_of_its_own(session.config)
     failed = state.finish(stopped=_stopped_early(session, exitstatus))
     if state.output.interrupted:
         session.exitstatus = pytest.ExitCode.INTERRUPTED

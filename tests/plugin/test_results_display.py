@@ -51,6 +51,29 @@ def test_verbose_progress_reaches_the_terminal_through_output_capture(
     )
 
 
+def test_verbose_progress_starts_a_line_of_its_own_after_another_reporters_progress(
+    both: pytest.Pytester,
+) -> None:
+    # pytest-sugar's progress line (`test_x.py ✓✓ 50% █████`) names no test's path for
+    # pytest's reporter to end, and the first progress line ran on at its end.
+    both.makepyfile(
+        sugarlike="""
+        CONFIG = None
+
+        def pytest_configure(config):
+            global CONFIG
+            CONFIG = config
+
+        def pytest_runtest_logstart(nodeid, location):
+            CONFIG.pluginmanager.get_plugin("terminalreporter").ensure_newline()
+            CONFIG.get_terminal_writer().write(" sugar-like 50%")
+        """
+    )
+    both.syspathinsert()
+    result = run(both, "-p", "sugarlike", "--autotune", "-v", "-k", "scale")
+    result.stdout.fnmatch_lines(["autotune: tuning test_scale.py::test_scale[[]1[]] on *"])
+
+
 def test_dash_m_autotune_selects_marked_tests_and_tests_of_the_fixture(
     both: pytest.Pytester,
 ) -> None:
