@@ -120,7 +120,8 @@ def check_candidate(
     if output is None:
         return f"candidate {name!r} {returned_none(label, expected)}"
     diff = compare_outputs(expected, output, config.rtol, config.atol)
-    return None if diff is None else f"candidate {name!r} differs from {label}:\n{diff}"
+    # What differs on the first line, which the short test summary and `--tb=line` show.
+    return None if diff is None else f"candidate {name!r} differs from {label}: {diff}"
 
 
 def _first_that_succeeds(

@@ -43,7 +43,7 @@ def test_a_right_candidate_passes_and_a_wrong_or_crashing_one_fails_by_name(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "*candidate 'off_by_one' differs from the reference candidate 'twice'*",
+            "*candidate 'off_by_one' differs from the reference candidate 'twice'*"
             "*max abs error 11, max rel error 1.1; first at [[]5[]]: expected 10.0, got -1.0*",
             "*RuntimeError: kaboom*",
             "FAILED test_ops.py::test_double[[]off_by_one[]]*",
@@ -52,6 +52,22 @@ def test_a_right_candidate_passes_and_a_wrong_or_crashing_one_fails_by_name(
     )
     assert "test_double[twice]" not in "\n".join(
         line for line in result.stdout.lines if line.startswith("FAILED")
+    )
+
+
+def test_a_wrong_candidates_first_line_says_what_differs(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # The short test summary and `--tb=line` show a failure's first line: it ended at
+    # "differs from the reference candidate 'twice' (the first that succeeds):", what
+    # differed on the next, where --autotune's one line gives it.
+    autotune_pytester.makepyfile(test_ops=DOUBLE_TESTS)
+    result = run(autotune_pytester, "--tb=line", "-k", "off_by_one")
+    result.stdout.fnmatch_lines(
+        [
+            "*test_ops.py:*: Failed: candidate 'off_by_one' differs from the reference"
+            " candidate 'twice' (the first that succeeds): output: *max abs error 11*"
+        ]
     )
 
 
