@@ -125,9 +125,15 @@ def _compare_columns(reference: Any, actual: Any, where: str, rules: Rules) -> l
     # column's missing values read as `pd.NA`, which equals nothing: as None beside them.
     missing_here, missing_there = np.asarray(reference.isna()), np.asarray(actual.isna())
     missing = rules.compare(missing_here, missing_there, f"{where} (where missing)")
-    if missing:
+    if missing or missing_here.all():
         return missing
-    blank = 0 if numpy_dtype is not None else None
+    # Both sides' missing places filled alike, with a value their NumPy dtype holds: a
+    # pyarrow-backed (`pd.ArrowDtype`) bool, timestamp or string column refused 0, out of
+    # the check.
+    if numpy_dtype is None or numpy_dtype.kind == "O":
+        blank = None
+    else:
+        blank = reference.array[int(np.argmin(missing_here))]
     values_here = reference.to_numpy(dtype=numpy_dtype, na_value=blank)
     values_there = actual.to_numpy(dtype=numpy_dtype, na_value=blank)
     return rules.compare(values_here, values_there, where)

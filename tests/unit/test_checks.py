@@ -1804,6 +1804,26 @@ def test_a_nullable_pandas_column_compares_its_missing_values_by_position():
     )
 
 
+def test_a_pyarrow_backed_pandas_column_with_a_missing_value_compares():
+    # Its missing places were filled with 0 to read it as NumPy, which a pyarrow-backed
+    # bool, timestamp or string column (`dtype_backend="pyarrow"`) refuses: the check
+    # raised ArrowInvalid or TypeError out of every candidate's test.
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    for kind, values in [
+        (pa.bool_(), [True, None, False]),
+        (pa.timestamp("ns"), [pd.Timestamp(0), None, pd.Timestamp(5)]),
+        (pa.string(), ["a", None, "b"]),
+        (pa.list_(pa.int64()), [[1], None, [2]]),
+    ]:
+        column = pd.Series(values, dtype=pd.ArrowDtype(kind))
+        assert compare_outputs(column, column.copy()) is None
+        wrong = pd.Series([*values[:2], values[0]], dtype=pd.ArrowDtype(kind))
+        assert compare_outputs(column, wrong).startswith("output: 1 of 3 elements differ")
+    nothing = pd.Series([None, None], dtype="Int64")
+    assert compare_outputs(nothing, nothing.copy()) is None
+
+
 def test_a_pandas_index_compares_its_names_as_a_series_its_name():
     # A groupby's result has its index named by the key: a candidate that lost the name
     # passed, and won, though `reset_index()` of its output names the key's column "index".
