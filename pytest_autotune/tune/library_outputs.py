@@ -115,7 +115,13 @@ def _compare_columns(reference: Any, actual: Any, where: str, rules: Rules) -> l
         categorical and reference.dtype != actual.dtype
     ):
         expected, got = _dtype_name(reference.dtype), _dtype_name(actual.dtype)
-        return [f"{where}: dtype differs: expected {expected}, got {got}"]
+        said = [f"{where}: dtype differs: expected {expected}, got {got}"]
+        if expected != got:
+            return said
+        # Alike as shown ("expected category of [1, 2], got category of [1, 2]"): the
+        # categories differ in their own dtype (int32, object), or past what is shown.
+        categories = reference.dtype.categories, actual.dtype.categories
+        return rules.compare(*categories, f"{where}.dtype.categories") or said
     numpy_dtype = getattr(reference.dtype, "numpy_dtype", None)
     if numpy_dtype is None and not _holds_na(reference) and not _holds_na(actual):
         return rules.compare(reference.to_numpy(), actual.to_numpy(), where)

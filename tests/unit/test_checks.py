@@ -1867,6 +1867,17 @@ def test_a_categorical_pandas_column_compares_its_categories():
     assert compare_outputs(words, words.astype("string[pyarrow]")) is None
 
 
+def test_categories_of_another_dtype_say_so_not_the_same_categories_twice():
+    # Categories [1, 2] of int32 against int64 differ as dtypes, as pandas says, and the
+    # failure read "expected category of [1, 2], got category of [1, 2]".
+    pd = pytest.importorskip("pandas")
+    sizes = pd.Series([1, 2]).astype(pd.CategoricalDtype(pd.Index([1, 2], dtype="int64")))
+    narrow = sizes.astype(pd.CategoricalDtype(pd.Index([1, 2], dtype="int32")))
+    assert compare_outputs(sizes, narrow) == (
+        "output.dtype.categories: dtype differs: expected int64, got int32"
+    )
+
+
 def test_pandas_missing_values_equal_themselves_in_a_string_column_and_alone():
     # `pd.NA == pd.NA` is NA, whose truth pandas refuses: a `string` column with a missing
     # value raised TypeError out of the check for every candidate, and `pd.NaT` (which
