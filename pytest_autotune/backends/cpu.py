@@ -12,6 +12,7 @@ import sys
 import time as _time
 import weakref
 from collections.abc import Callable, Hashable
+from concurrent.futures import Future
 from typing import Any, cast
 
 import numpy as np
@@ -343,21 +344,56 @@ _HOST_OUTPUTS = (np.ndarray, np.generic, int, float, complex, type(None))
 
 
 def _result_waiter(output: object) -> Callable[[object], object] | None:
-    """What waits for a call's output to be computed, where it holds arrays whose values
-    come later: JAX's (`_jax_waiter`), or a GPU's (host code that hands its work to CuPy or
-    torch, which device `auto` tunes on the CPU where its inputs are host arrays), whose
-    call returns once the work is enqueued. None for an output of values, as a NumPy
+    """What waits for a call's output to be computed, where it holds values that come
+    later: JAX's arrays (`_jax_waiter`), Dask's lazy collections (`_dask_waiter`), futures
+    (`_futures_waiter`), or a GPU's arrays (host code that hands its work to CuPy or torch,
+    which device `auto` tunes on the CPU where its inputs are host arrays), whose call
+    returns once the work is enqueued. None for an output of values, as a NumPy
     candidate's: waited for all the same, its 1 us call read 2.3 us."""
     if isinstance(output, _HOST_OUTPUTS):
         return None
     jax = sys.modules.get("jax")
     wait = None if jax is None else _jax_waiter(jax, output)
-    return wait or _gpu_waiter(output)
+    return wait or _dask_waiter(output) or _futures_waiter(output) or _gpu_waiter(output)
 
 
 _LOOKED_AT = 64
 """How many items of a tuple, list or dict output `_gpu_waiter` looks at: a list of a
 million floats is no GPU array, and is looked at once per timed loop."""
+
+
+def _dask_waiter(output: object) -> Callable[[object], object] | None:
+    """`dask.compute` where `output` (or an item of it) is a Dask collection: its
+    operations build a graph and return at once, so a candidate returning a lazy array was
+    timed by the making of its graph (3.3 ms, against 19 ms of NumPy for the same work, and
+    it won). Computed, as its check computes it; what `.compute()` inside a candidate
+    costs, a caller pays too. Only where the program imported Dask."""
+    dask = sys.modules.get("dask")
+    is_collection = getattr(dask, "is_dask_collection", None)
+    compute = getattr(dask, "compute", None)
+    if not callable(is_collection) or not callable(compute):
+        return None
+    values = nested_values(output, depth=1, most=_LOOKED_AT)
+    return cast(Callable[[object], object], compute) if any(map(is_collection, values)) else None
+
+
+def _futures_waiter(output: object) -> Callable[[object], object] | None:
+    """The results of the futures `output` is or holds (`concurrent.futures`, an
+    executor's `submit`): a candidate returning them was timed by the submit (10 us, against
+    19 ms of the same work called directly, and it won). A result that raises fails the
+    candidate, as its call raising would."""
+    values = nested_values(output, depth=1, most=_LOOKED_AT)
+    if not any(isinstance(value, Future) for value in values):
+        return None
+    return _results
+
+
+def _results(output: object) -> object:
+    return [
+        value.result()
+        for value in nested_values(output, depth=1, most=_LOOKED_AT)
+        if isinstance(value, Future)
+    ]
 
 
 def _gpu_waiter(output: object) -> Callable[[object], object] | None:
