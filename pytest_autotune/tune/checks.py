@@ -9,7 +9,7 @@ makes exact equality meaningless (`rtol`/`atol` on inexact values).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, cast
 
 from pytest_autotune.tune.check_result import RAISED, SKIPPED, UNCHECKABLE, CheckResult
@@ -18,6 +18,7 @@ from pytest_autotune.tune.comparison import DEFAULT_ATOL as DEFAULT_ATOL
 from pytest_autotune.tune.comparison import DEFAULT_RTOL as DEFAULT_RTOL
 from pytest_autotune.tune.comparison import AutotuneOutput as AutotuneOutput
 from pytest_autotune.tune.comparison import compare_outputs as compare_outputs
+from pytest_autotune.tune.comparison import uncomparable
 from pytest_autotune.tune.differences import describe
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind, CandidateStopped
 
@@ -48,14 +49,6 @@ would pass every candidate, a wrong one included. It names both places the optio
 test of the `autotune` fixture has no marker, and was told to pass it "to the marker"."""
 
 
-ITERATOR_TO_COMPARE = (
-    "{} returned a {}, an iterator that yields its values once and cannot be compared:"
-    " return them in a list (list(...))"
-)
-"""A reference that returns an iterator is none: compared with itself, its candidate
-passed under --autotune and failed in a plain run, where its own test compares it."""
-
-
 def returned_none(label: str, expected: object) -> str:
     """Why a candidate that returned None fails, where the reference (`label`) returned
     `expected`: in both modes alike. Where the reference too returned None, having written
@@ -71,12 +64,13 @@ def returned_none(label: str, expected: object) -> str:
 def unusable_reference(output: object, label: str, require_output: bool = True) -> str | None:
     """Why a reference's output (`label` names the reference) shows no candidate right, where
     it does not: None where an output is required, or an iterator. The one rule of the
-    checks in both modes and of an explicit reference."""
+    checks in both modes and of an explicit reference. A reference that returns an
+    iterator or a future is none: compared with itself, its candidate passed under
+    --autotune and failed in a plain run, where its own test compares it."""
     if output is None and require_output:
         return NOTHING_TO_COMPARE.format(label)
-    if isinstance(output, Iterator):
-        return ITERATOR_TO_COMPARE.format(label, type(output).__name__)
-    return None
+    unreadable = uncomparable(output)
+    return None if unreadable is None else f"{label} returned {unreadable}"
 
 
 def check_candidates(

@@ -9,6 +9,7 @@ import collections
 import dataclasses
 import math
 from collections.abc import Iterator, Mapping, ValuesView
+from concurrent.futures import Future
 from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
@@ -183,13 +184,9 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
         return _compare_numbers(reference, actual, where, rules)
 
     for side, value in (("expected", reference), ("got", actual)):
-        if isinstance(value, Iterator):
-            # A generator or `map` returned by mistake: compared by identity, two of them
-            # read "expected <generator object at 0x...>, got <generator object at 0x...>".
-            return [
-                f"{where}: {side} a {type(value).__name__}, an iterator that yields its values"
-                " once and cannot be compared: return them in a list (list(...))"
-            ]
+        unreadable = uncomparable(value)
+        if unreadable is not None:
+            return [f"{where}: {side} {unreadable}"]
     # An xarray Dataset is a Mapping of its variables: compared as one, its coordinates that
     # no variable uses were never looked at (`library_outputs` compares them all).
     if isinstance(reference, Mapping) and not instance_of(reference, "xarray", "Dataset"):
@@ -210,6 +207,26 @@ def _compare(  # noqa: C901, PLR0911, PLR0912 - one branch per kind of value com
         return library_problems
 
     return _compare_objects(reference, actual, where, rules)
+
+
+def uncomparable(value: object) -> str | None:
+    """What `value` is, and what to return instead, where it is an output that holds no
+    values to compare; else None. A generator or `map` returned by mistake, compared by
+    identity, read "expected <generator object at 0x...>, got <generator object at 0x...>";
+    an executor's future, by its attributes, read its locks and state ("output._state:
+    expected 'PENDING', got 'RUNNING'") for two candidates that computed the same."""
+    kind = type(value).__name__
+    if isinstance(value, Iterator):
+        return (
+            f"a {kind}, an iterator that yields its values once and cannot be compared:"
+            " return them in a list (list(...))"
+        )
+    if isinstance(value, Future):
+        return (
+            f"a {kind}, whose value comes later and cannot be compared: return its result"
+            " (.result())"
+        )
+    return None
 
 
 def _compare_own(reference: AutotuneOutput, actual: object, where: str, rules: Rules) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 import collections
+import concurrent.futures
 import dataclasses
 import sys
 import time
@@ -1141,6 +1142,30 @@ def test_an_iterator_returned_by_mistake_is_named_not_compared():
         " cannot be compared: return them in a list (list(...))"
     )
     assert compare_outputs(range(3), range(3)) is None  # a range is a sequence, not an iterator
+
+
+def test_a_future_returned_is_named_not_compared():
+    # An executor's future compared as an object read its locks and state, seven lines of
+    # "output._condition.acquire: expected <built-in method acquire of _thread.RLock ...>"
+    # and "output._state: expected 'PENDING', got 'RUNNING'", for two candidates that
+    # computed the same; against a NumPy reference, "got Future".
+    def submitted(value: float) -> concurrent.futures.Future[float]:
+        future: concurrent.futures.Future[float] = concurrent.futures.Future()
+        future.set_result(value)
+        return future
+
+    why = (
+        "the reference 'a' returned a Future, whose value comes later and cannot be"
+        " compared: return its result (.result())"
+    )
+    assert check_candidates(["a", "b"], lambda i: submitted(1.0)) == [
+        CheckResult("a", False, why),
+        CheckResult("b", False, f"cannot be checked: {why}"),
+    ]
+    assert compare_outputs(1.0, submitted(1.0)) == (
+        "output: got a Future, whose value comes later and cannot be compared: return its"
+        " result (.result())"
+    )
 
 
 def test_a_complex_number_with_a_nan_part_must_agree_on_the_other_part():
