@@ -119,7 +119,12 @@ def copy_tensor(value: Any) -> Any:
     requires its gradient is a leaf of its own: a candidate's `backward()` fills the copy's
     `.grad`, never the caller's, and no candidate's gradient adds to the next one's."""
     torch = sys.modules["torch"]
-    with torch.no_grad():
+    # An inference tensor's copy is made in inference mode, an inference tensor too: made
+    # outside it, the copy was a normal tensor, so an in-place candidate (`x.mul_(2)`)
+    # passed its check and won its tuning, then raised on the caller's tensor ("Inplace
+    # update to inference tensor outside InferenceMode") at every call that followed.
+    mode = torch.inference_mode() if value.is_inference() else torch.no_grad()
+    with mode:
         copied = _strided_clone(torch, value)
         if type(copied) is not type(value):
             with contextlib.suppress(TypeError, RuntimeError):

@@ -77,6 +77,16 @@ def test_a_copy_of_a_parameter_is_a_parameter_and_a_leaf_whose_backward_leaves_t
     assert weight.grad is None
 
 
+def test_a_copy_of_an_inference_tensor_is_one_so_an_in_place_write_fails_as_on_the_callers():
+    with torch.inference_mode():
+        x = torch.ones(4)
+    copied = clone_value(x)
+    assert copied.is_inference()
+    assert torch.equal(copied, x) and copied.data_ptr() != x.data_ptr()
+    with pytest.raises(RuntimeError, match="inference tensor"):
+        copied.add_(1.0)
+
+
 def test_one_tensor_passed_twice_is_copied_once():
     x = torch.ones(4)
     first, second = clone_value((x, x))
