@@ -116,8 +116,9 @@ def copy_tensor(value: Any) -> Any:
     """A copy of a tensor on its device, with its dtype, strides (a transposed or strided view
     keeps its layout, so that a candidate that needs a contiguous input is timed and checked
     on the layout the caller passes), class and `requires_grad`. A copy of a tensor that
-    requires its gradient is a leaf of its own: a candidate's `backward()` fills the copy's
-    `.grad`, never the caller's, and no candidate's gradient adds to the next one's."""
+    requires its gradient is a leaf of its own, or computed from one where the caller's is
+    computed (`_computed_copy`): a candidate's `backward()` fills the copy's `.grad`, never
+    the caller's, and no candidate's gradient adds to the next one's."""
     torch = sys.modules["torch"]
     # An inference tensor's copy is made in inference mode, an inference tensor too: made
     # outside it, the copy was a normal tensor, so an in-place candidate (`x.mul_(2)`)
@@ -133,7 +134,19 @@ def copy_tensor(value: Any) -> Any:
     # view (`AliasBackward0`) whose `.grad` stayed None.
     if value.requires_grad:
         copied.requires_grad_(True)
+        if not value.is_leaf:
+            copied = _computed_copy(torch, copied)
     return copied
+
+
+def _computed_copy(torch: Any, leaf: Any) -> Any:
+    """A copy of a tensor computed with its gradient (a layer's activations, `w * 2`),
+    itself computed from `leaf`, its copy made a leaf of its own, so that it is no leaf
+    either. A leaf that requires its gradient refuses in-place writes: a right in-place
+    candidate (`torch.relu_(h)`), which the caller's tensor takes, failed its check with
+    "a leaf Variable that requires grad is being used in an in-place operation"."""
+    with torch.enable_grad():
+        return _strided_clone(torch, leaf)
 
 
 def _strided_clone(torch: Any, value: Any) -> Any:

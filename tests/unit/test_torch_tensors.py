@@ -87,6 +87,18 @@ def test_a_copy_of_an_inference_tensor_is_one_so_an_in_place_write_fails_as_on_t
         copied.add_(1.0)
 
 
+def test_a_copy_of_a_tensor_computed_with_its_gradient_takes_in_place_writes_as_the_callers_does():
+    weight = torch.ones(4, requires_grad=True)
+    activations = weight * 2  # no leaf: torch lets `relu_` write into it
+    copied = clone_value(activations)
+    assert not copied.is_leaf and copied.requires_grad
+
+    torch.relu_(copied).sum().backward()
+
+    assert torch.equal(copied.detach(), activations.detach())
+    assert weight.grad is None  # the copy's graph is its own
+
+
 def test_one_tensor_passed_twice_is_copied_once():
     x = torch.ones(4)
     first, second = clone_value((x, x))
