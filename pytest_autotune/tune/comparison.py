@@ -46,6 +46,8 @@ from pytest_autotune.tune.plain_numbers import real_number
 from pytest_autotune.tune.torch_tensors import (
     dtype_difference,
     is_generator,
+    is_module,
+    is_optimizer,
     is_tensor,
     widened_precision,
 )
@@ -252,12 +254,18 @@ def _compare_own(reference: AutotuneOutput, actual: object, where: str, rules: R
 
 def _compare_objects(reference: object, actual: object, where: str, rules: Rules) -> list[str]:
     """Two values that are no array, number, iterator or container: random generators by
-    their states, dataclasses field by field, plain objects attribute by attribute, the
-    rest by their `==`."""
+    their states, PyTorch models and optimizers by their `state_dict()`, dataclasses field
+    by field, plain objects attribute by attribute, the rest by their `==`."""
     if type(reference) is not type(actual):
         return [mismatch(where, reference, actual)]
     if is_random_state(reference):
         return _compare_random_states(reference, actual, where, rules)
+    if is_module(reference) or is_optimizer(reference):
+        # A PyTorch model or optimizer (one a candidate trained in place) by its state: its
+        # `==` is identity, so two models trained alike read "expected Linear(...), got
+        # Linear(...)" and every right candidate but the reference failed.
+        states = cast(Any, reference).state_dict(), cast(Any, actual).state_dict()
+        return rules.compare(*states, f"{where}.state_dict()")
     if dataclasses.is_dataclass(reference):
         # Its generated `==` compares array fields with `==`, whose truth NumPy refuses; field
         # by field, each is compared as an output of its own, tolerances included. A field

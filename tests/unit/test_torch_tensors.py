@@ -189,3 +189,24 @@ def test_an_optimizer_copied_after_its_model_keeps_its_state_for_the_copied_para
         moments, copied_moments = optimizer.state[original], copied_optimizer.state[twin]
         assert torch.equal(moments["exp_avg"], copied_moments["exp_avg"])
         assert moments["exp_avg"].data_ptr() != copied_moments["exp_avg"].data_ptr()
+
+
+def test_models_and_optimizers_compare_by_their_state():
+    # Compared by `==`, which is identity for a module: a right candidate returning the
+    # model it trained failed with "expected Linear(...), got Linear(...)".
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(torch.ones(4, 3)).sum().backward()
+    optimizer.step()
+    trained_alike = clone_value((model, optimizer))
+    assert compare_outputs((model, optimizer), trained_alike) is None
+
+    nudged, nudged_optimizer = clone_value((model, optimizer))
+    with torch.no_grad():
+        nudged[0].bias[1] += 0.5
+    message = compare_outputs(model, nudged)
+    assert message is not None
+    assert message.startswith("output.state_dict()['0.bias']: 1 of 2 elements differ")
+    nudged_optimizer.param_groups[0]["lr"] = 0.2
+    message = compare_outputs(optimizer, nudged_optimizer)
+    assert message is not None and "['lr']: expected 0.1, got 0.2" in message
