@@ -41,6 +41,11 @@ def is_tensor(value: object) -> bool:
     return instance_of(value, "torch", "Tensor")
 
 
+def is_nested(tensor: Any) -> bool:
+    """Whether a tensor is nested (`torch.nested`: rows of their own lengths)."""
+    return bool(tensor.is_nested)
+
+
 def is_generator(value: object) -> bool:
     """Whether `value` is a PyTorch random generator (`torch.Generator`)."""
     return instance_of(value, "torch", "Generator")
@@ -300,6 +305,7 @@ __all__ = [
     "is_dtype",
     "is_generator",
     "is_module",
+    "is_nested",
     "is_optimizer",
     "is_tensor",
     "real_torch",
