@@ -10,6 +10,7 @@ import collections
 import copy
 import dataclasses
 import functools
+import itertools
 import numbers
 import random
 import sys
@@ -43,8 +44,15 @@ def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None
 
     One value met twice is copied once, as `copy.deepcopy` does: `op(x, x)` gets one copy
     twice, so an in-place candidate writing its second argument changes its first, as it
-    would on the caller's arrays, and the copies take no more memory than the inputs."""
+    would on the caller's arrays, and the copies take no more memory than the inputs. So
+    are NumPy arrays of one buffer whose memory overlaps (a cache and a view of it given
+    apart, `candidate(slot)` writing what the body returns as `cache`): their copies are
+    views of one copy of it (`_shared_buffers`)."""
     memo: dict[int, Any] = {} if _memo is None else _memo
+    if _memo is None:
+        shared = _shared_buffers(value)
+        if shared:
+            memo[_SHARED_BUFFERS] = (None, shared)
     key = id(value)
     if key in memo:
         return memo[key][1]
@@ -74,7 +82,9 @@ def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
         hasattr(value, "__array__") and hasattr(value, "copy") and hasattr(value, "shape")
     )
     if is_array and not isinstance(value, type):
-        copied = _copy_array(value)
+        copied = _view_of_shared(value, depth, memo)
+        if copied is None:
+            copied = _copy_array(value)
         if type(copied) is np.ndarray and copied.dtype == object:
             _clone_elements(copied, depth, memo)
         return copied
@@ -85,6 +95,84 @@ def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     if depth < _MAX_OBJECT_DEPTH or is_module(value) or is_optimizer(value):
         return _clone_object(value, depth + 1, memo)
     return value
+
+
+_SHARED_BUFFERS = -1
+"""The memo's entry (no object's id is negative) of the NumPy buffers, by their owner's id,
+that two of the inputs' arrays share memory of (`_shared_buffers`)."""
+
+_LOOKED_FOR_VIEWS = 256
+"""Arrays `_shared_buffers` looks at: inputs of more rarely alias, and looking costs each copy."""
+
+
+def _owner(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The NumPy array whose memory `array` views (itself where it owns its memory)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def _shared_buffers(value: Any) -> frozenset[int]:
+    """The ids of the arrays that own memory two arrays of `value` (its tuples, lists, dicts
+    and objects' attributes) both view, overlapping: a fixture's `cache` and its view `slot
+    = cache[:, :2]` were copied apart, so a candidate writing into `slot` left the copy of
+    `cache` the body returned as it was, and a wrong candidate that wrote nothing passed its
+    check. Arrays views of one buffer that do not overlap (two halves) are copied apart, as
+    a view given alone is: its copy holds only what it spans."""
+    arrays: dict[int, np.ndarray[Any, Any]] = {}
+    _arrays_within(value, arrays, 0)
+    owners: dict[int, list[np.ndarray[Any, Any]]] = {}
+    for found in arrays.values():
+        owners.setdefault(id(_owner(found)), []).append(found)
+    return frozenset(
+        owner
+        for owner, views in owners.items()
+        if any(np.may_share_memory(a, b) for i, a in enumerate(views) for b in views[i + 1 :])
+    )
+
+
+def _arrays_within(value: Any, arrays: dict[int, np.ndarray[Any, Any]], depth: int) -> None:
+    """The NumPy arrays (no object arrays) that `value` is or holds, as `clone_value` walks
+    it, into `arrays` by id, up to `_LOOKED_FOR_VIEWS` of them."""
+    if len(arrays) >= _LOOKED_FOR_VIEWS or type(value) in _ATOMS:
+        return
+    if isinstance(value, np.ndarray):
+        if not value.dtype.hasobject:
+            arrays[id(value)] = value
+        return
+    if isinstance(value, (tuple, list)):
+        items: Any = value
+    elif isinstance(value, dict):
+        items = value.values()
+    elif depth < _MAX_OBJECT_DEPTH and isinstance(getattr(value, "__dict__", None), dict):
+        items = list(vars(value).values())
+    else:
+        return
+    # The first items of each: a list of a million floats is looked at no further.
+    for item in itertools.islice(items, _LOOKED_FOR_VIEWS):
+        _arrays_within(item, arrays, depth + 1)
+
+
+def _view_of_shared(value: Any, depth: int, memo: dict[int, Any]) -> Any:
+    """`value`'s copy as a view of its buffer's one copy, where it shares overlapping memory
+    with another input (`_shared_buffers`); None for any other value, and for the array
+    that owns the buffer, which is copied as any array is and which the views are made of."""
+    entry = memo.get(_SHARED_BUFFERS)
+    if entry is None or not isinstance(value, np.ndarray):
+        return None
+    owner = _owner(value)
+    if owner is value or id(owner) not in entry[1]:
+        return None
+    owner_copy = clone_value(owner, depth, memo)
+    contiguous = owner_copy.flags.c_contiguous or owner_copy.flags.f_contiguous
+    if not contiguous or owner_copy.strides != owner.strides:
+        return None  # no layout to place the view in: copied apart, as before
+    offset = value.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    buffer = owner_copy.reshape(-1, order="A").view(np.uint8)  # a view: it is contiguous
+    view = np.ndarray(value.shape, value.dtype, buffer, offset, value.strides)
+    if not value.flags.writeable:
+        view.flags.writeable = False
+    return view.view(type(value)) if type(value) is not np.ndarray else view
 
 
 def _clone_sequence(value: tuple[Any, ...] | list[Any], depth: int, memo: dict[int, Any]) -> Any:

@@ -681,3 +681,52 @@ def test_wired(candidate, fetch):
 """
     )
     run(autotune_pytester, "-p", "no:randomly", *mode).assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def test_a_fixtures_view_of_another_fixtures_array_is_its_view_in_each_candidates_copies(
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    # `slot` views `cache`: copied apart, a candidate writing into `slot` left the `cache`
+    # the body returned as it was, and `lazy`, which writes nothing, passed its check.
+    autotune_pytester.makepyfile(
+        test_views="""
+import numpy as np
+import pytest
+from conftest import spin
+
+
+def fill(slot):
+    spin(1e-4)
+    slot[:] = 1.0
+
+
+def fill_rows(slot):
+    spin(2e-4)
+    for row in slot:
+        row[:] = 1.0
+
+
+def lazy(slot):
+    spin(1e-4)
+
+
+@pytest.fixture
+def cache():
+    return np.zeros((4, 8))
+
+
+@pytest.fixture
+def slot(cache):
+    return cache[:, :2]
+
+
+@pytest.mark.autotune(candidates={"fill": fill, "fill_rows": fill_rows, "lazy": lazy})
+def test_fill(candidate, cache, slot):
+    candidate(slot)
+    return cache
+"""
+    )
+    result = run(autotune_pytester, "-p", "no:randomly", *mode)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_views.py::test_fill[[]lazy[]] - *"])

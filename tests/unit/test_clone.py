@@ -372,3 +372,41 @@ def test_a_sparse_matrix_input_is_copied_whatever_its_format() -> None:
         assert type(copied) is type(matrix)
         assert (copied.toarray() != np.eye(3)).any()
         assert (matrix.toarray() == np.eye(3)).all(), make.__name__
+
+
+def test_arrays_that_view_one_buffer_are_copied_as_views_of_one_copy_of_it() -> None:
+    # A fixture's `cache` and its view `slot` were copied apart: a candidate writing into
+    # `slot` left the copy of `cache` the body returned as it was, and a wrong candidate that
+    # wrote nothing passed its check.
+    cache = np.zeros((4, 8))
+    slot = cache[:, :2]
+    for given, (cache_at, slot_at) in (((cache, slot), (0, 1)), ((slot, cache), (1, 0))):
+        copies = clone_value(given)
+        copies[slot_at][:] = 1
+        assert copies[cache_at][:, :2].sum() == 8 and copies[cache_at][:, 2:].sum() == 0
+    assert cache.sum() == 0  # the caller's untouched
+
+    class State:
+        pass
+
+    state = State()
+    state.cache, state.slot = np.asfortranarray(cache), None
+    state.slot = state.cache[1:3, ::-2]  # a Fortran-ordered owner, a reversed strided view
+    copied = clone_value(state)
+    copied.slot[:] = 5
+    assert copied.cache[1:3, ::-2].sum() == 5 * 8 and state.cache.sum() == 0
+    assert copied.slot.strides == state.slot.strides
+
+    frozen = np.frombuffer(bytes(64), dtype=np.float64)
+    owner, view = clone_value((frozen, frozen[2:4]))
+    assert not view.flags.writeable and np.shares_memory(owner, view)
+
+
+def test_views_of_one_buffer_that_do_not_overlap_are_copied_apart_as_each_alone_is() -> None:
+    # Two halves of a large array share no element: each copy holds only what it spans.
+    big = np.zeros(1000)
+    first, second = clone_value((big[:500], big[500:]))
+    assert first.nbytes == second.nbytes == 4000
+    assert not np.shares_memory(first, second)
+    alone = clone_value((big[10:20],))[0]
+    assert alone.base is None and alone.size == 10
