@@ -137,7 +137,8 @@ def _arrays_within(value: Any, arrays: dict[int, np.ndarray[Any, Any]], depth: i
     if len(arrays) >= _LOOKED_FOR_VIEWS or type(value) in _ATOMS:
         return
     if isinstance(value, np.ndarray):
-        if not value.dtype.hasobject:
+        # Plain arrays: a masked array's view would lose its mask, a memmap its file.
+        if type(value) is np.ndarray and not value.dtype.hasobject:
             arrays[id(value)] = value
         return
     if isinstance(value, (tuple, list)):
@@ -158,10 +159,10 @@ def _view_of_shared(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     with another input (`_shared_buffers`); None for any other value, and for the array
     that owns the buffer, which is copied as any array is and which the views are made of."""
     entry = memo.get(_SHARED_BUFFERS)
-    if entry is None or not isinstance(value, np.ndarray):
+    if entry is None or type(value) is not np.ndarray:
         return None
     owner = _owner(value)
-    if owner is value or id(owner) not in entry[1]:
+    if owner is value or type(owner) is not np.ndarray or id(owner) not in entry[1]:
         return None
     owner_copy = clone_value(owner, depth, memo)
     contiguous = owner_copy.flags.c_contiguous or owner_copy.flags.f_contiguous
@@ -172,7 +173,7 @@ def _view_of_shared(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     view = np.ndarray(value.shape, value.dtype, buffer, offset, value.strides)
     if not value.flags.writeable:
         view.flags.writeable = False
-    return view.view(type(value)) if type(value) is not np.ndarray else view
+    return view
 
 
 def _clone_sequence(value: tuple[Any, ...] | list[Any], depth: int, memo: dict[int, Any]) -> Any:
