@@ -18,6 +18,7 @@ from typing import Any, cast
 from pytest_autotune.backends.cuda_device import is_out_of_memory
 from pytest_autotune.time_limit import Watchdog
 from pytest_autotune.tune.clone import device_copy
+from pytest_autotune.tune.nested import nested_values
 from pytest_autotune.tune.torch_tensors import is_tensor
 
 REPLAY_CACHE_SIZE = 16
@@ -103,12 +104,8 @@ def nested_map(value: Any, f: Callable[[Any], Any], is_array: Callable[[object],
 
 
 def nested_arrays(value: Any, is_array: Callable[[object], bool]) -> Iterator[Any]:
-    """The arrays `value` is or holds (`arrays_within`)."""
-    if is_array(value):
-        yield value
-    elif arrays_within(value, is_array):
-        for v in value.values() if isinstance(value, dict) else value:
-            yield from nested_arrays(v, is_array)
+    """The arrays `value` is or holds, as deep as `inputs_key` looks (`nested_values`)."""
+    return (v for v in nested_values(value, NESTED_DEPTH, NESTED_LENGTH) if is_array(v))
 
 
 def _value_key(value: Any, is_array: Callable[[object], bool], depth: int) -> Any:

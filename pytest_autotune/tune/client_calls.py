@@ -63,35 +63,40 @@ def refuse_unusable(client: Client) -> None:
     failed for a while (a test suite's fake device; a device-wide synchronize while
     another thread's stream captures a CUDA graph, which CUDA documents as invalid) refused
     every later tuning of the process, naming a candidate that left nothing broken."""
-    try:
-        since = _UNUSABLE.get(client)
-    except TypeError:
-        return
-    if since is None:
-        return
-    try:
-        client.sync()
-    except Exception as error:
-        raise ClientError(
-            f"{_owner(client)} is unusable since {since} (CUDA's sticky errors: every later"
-            " call on the device fails, in this process); fix it, and start the run again"
-        ) from error
-    _UNUSABLE.pop(client, None)
+    if _noted(client) is not None:
+        refuse_in_error(client)
 
 
 def refuse_in_error(client: Client) -> None:
-    """`refuse_unusable`, and a `ClientError` where the client's `sync()` raises before a
-    tuning's first call: a device that what ran before the tuning left in error (a
-    program's own kernel, a test's body) named the tuning's first candidate that raised
-    as what broke it, and said to fix that one."""
-    refuse_unusable(client)
+    """A `ClientError` where the client's `sync()` raises before a tuning's first call:
+    naming the call noted as what left the device unusable (`note_if_unusable`), else none
+    of the tuning's candidates. A device that what ran before the tuning left in error (a
+    program's own kernel, a test's body) named the tuning's first candidate that raised as
+    what broke it, and said to fix that one."""
     try:
         client.sync()
     except Exception as error:
+        since = _noted(client)
+        if since is not None:
+            raise ClientError(
+                f"{_owner(client)} is unusable since {since} (CUDA's sticky errors: every"
+                " later call on the device fails, in this process); fix it, and start the"
+                " run again"
+            ) from error
         raise ClientError(
             f"{_owner(client)}: its client's sync() raised {type(error).__name__}: {error},"
             " before any candidate of this tuning ran"
         ) from error
+    with contextlib.suppress(TypeError):  # a client no weak reference holds: none noted
+        _UNUSABLE.pop(client, None)
+
+
+def _noted(client: Client) -> str | None:
+    """The call noted as what left the client's device unusable, None where none is."""
+    try:
+        return _UNUSABLE.get(client)
+    except TypeError:
+        return None
 
 
 def client_peaks(client: Client) -> Peaks:

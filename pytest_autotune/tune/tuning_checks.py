@@ -9,7 +9,7 @@ from typing import Any
 from pytest_autotune.tune.check_result import CheckResult
 from pytest_autotune.tune.checks import check_candidates, in_place_output
 from pytest_autotune.tune.client import Client, client_context
-from pytest_autotune.tune.client_calls import note_if_unusable, refuse_unusable
+from pytest_autotune.tune.client_calls import note_if_unusable
 from pytest_autotune.tune.clone import clone_value
 from pytest_autotune.tune.errors import UNPLANNED, AutotuneSkip
 from pytest_autotune.tune.inputs import candidate_cannot_take
@@ -82,7 +82,6 @@ def run_checks(
             raise AutotuneSkip(UNPLANNED)
         return called(tunables.fns[index], f"candidate {tunables.names[index]!r}")
 
-    refuse_unusable(client)  # its candidates would each fail with what an earlier call did
     checked_against = _reference_for(name, reference, tunables, called)
     with client_context(client):  # the copies, the calls and the comparisons
         if judged_written and not isinstance(tunables.input_gen, CloneInputGenerator):
