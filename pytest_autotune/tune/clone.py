@@ -21,6 +21,13 @@ from typing import Any
 import numpy as np
 
 from pytest_autotune.tune.loaded import instance_of, loaded_type
+from pytest_autotune.tune.shared_memory import (
+    SharedMemory,
+    memory_of,
+    numpy_owner,
+    numpy_view,
+    overlapping,
+)
 from pytest_autotune.tune.torch_tensors import (
     copy_module,
     copy_optimizer,
@@ -47,12 +54,15 @@ def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None
     would on the caller's arrays, and the copies take no more memory than the inputs. So
     are NumPy arrays of one buffer whose memory overlaps (a cache and a view of it given
     apart, `candidate(slot)` writing what the body returns as `cache`): their copies are
-    views of one copy of it (`_shared_buffers`)."""
+    views of one copy of it, and CuPy arrays and PyTorch tensors of one allocation
+    (`shared_memory`)."""
     memo: dict[int, Any] = {} if _memo is None else _memo
-    if _memo is None:
-        shared = _shared_buffers(value)
-        if shared:
-            memo[_SHARED_BUFFERS] = (None, shared)
+    if _memo is None and not _is_array(value):  # one array alone shares with nothing
+        arrays: dict[int, Any] = {}
+        _arrays_within(value, arrays, 0)
+        shared = overlapping(arrays.values()) if len(arrays) > 1 else None
+        if shared is not None:
+            memo[_SHARED_MEMORY] = (None, shared)
     key = id(value)
     if key in memo:
         return memo[key][1]
@@ -75,13 +85,7 @@ def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
         return _clone_sequence(value, depth, memo)
     if isinstance(value, dict):
         return _clone_dict(value, depth, memo)
-    # A class (`np.float32` given as a dtype) has these attributes too, unbound. A PyTorch
-    # tensor has no `copy`: it was shared, and written by in-place candidates.
-    tensor = is_tensor(value) and not isinstance(value, mock_types())  # a spec'd mock too
-    is_array = tensor or (
-        hasattr(value, "__array__") and hasattr(value, "copy") and hasattr(value, "shape")
-    )
-    if is_array and not isinstance(value, type):
+    if _is_array(value):
         copied = _view_of_shared(value, depth, memo)
         if copied is None:
             copied = _copy_array(value)
@@ -97,49 +101,34 @@ def _clone(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     return value
 
 
-_SHARED_BUFFERS = -1
-"""The memo's entry (no object's id is negative) of the NumPy buffers, by their owner's id,
-that two of the inputs' arrays share memory of (`_shared_buffers`)."""
+def _is_array(value: Any) -> bool:
+    """Whether `value` is an array `_copy_array` copies."""
+    # A class (`np.float32` given as a dtype) has these attributes too, unbound. A PyTorch
+    # tensor has no `copy`: it was shared, and written by in-place candidates.
+    tensor = is_tensor(value) and not isinstance(value, mock_types())  # a spec'd mock too
+    is_array = tensor or (
+        hasattr(value, "__array__") and hasattr(value, "copy") and hasattr(value, "shape")
+    )
+    return is_array and not isinstance(value, type)
+
+
+_SHARED_MEMORY = -1
+"""The memo's entry (no object's id is negative) of the allocations two of the inputs'
+arrays view overlapping parts of (`shared_memory.SharedMemory`)."""
 
 _LOOKED_FOR_VIEWS = 256
-"""Arrays `_shared_buffers` looks at: inputs of more rarely alias, and looking costs each copy."""
+"""Arrays `_arrays_within` looks at: inputs of more rarely alias, and looking costs each copy."""
 
 
-def _owner(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """The NumPy array whose memory `array` views (itself where it owns its memory)."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array
-
-
-def _shared_buffers(value: Any) -> frozenset[int]:
-    """The ids of the arrays that own memory two arrays of `value` (its tuples, lists, dicts
-    and objects' attributes) both view, overlapping: a fixture's `cache` and its view `slot
-    = cache[:, :2]` were copied apart, so a candidate writing into `slot` left the copy of
-    `cache` the body returned as it was, and a wrong candidate that wrote nothing passed its
-    check. Arrays views of one buffer that do not overlap (two halves) are copied apart, as
-    a view given alone is: its copy holds only what it spans."""
-    arrays: dict[int, np.ndarray[Any, Any]] = {}
-    _arrays_within(value, arrays, 0)
-    owners: dict[int, list[np.ndarray[Any, Any]]] = {}
-    for found in arrays.values():
-        owners.setdefault(id(_owner(found)), []).append(found)
-    return frozenset(
-        owner
-        for owner, views in owners.items()
-        if any(np.may_share_memory(a, b) for i, a in enumerate(views) for b in views[i + 1 :])
-    )
-
-
-def _arrays_within(value: Any, arrays: dict[int, np.ndarray[Any, Any]], depth: int) -> None:
-    """The NumPy arrays (no object arrays) that `value` is or holds, as `clone_value` walks
-    it, into `arrays` by id, up to `_LOOKED_FOR_VIEWS` of them."""
+def _arrays_within(value: Any, arrays: dict[int, Any], depth: int) -> None:
+    """The plain arrays (`shared_memory.memory_of`) that `value` is or holds, as
+    `clone_value` walks it, into `arrays` by id, up to `_LOOKED_FOR_VIEWS` of them."""
     if len(arrays) >= _LOOKED_FOR_VIEWS or type(value) in _ATOMS:
         return
-    if isinstance(value, np.ndarray):
-        # Plain arrays: a masked array's view would lose its mask, a memmap its file.
-        if type(value) is np.ndarray and not value.dtype.hasobject:
-            arrays[id(value)] = value
+    if memory_of(value) is not None:
+        arrays[id(value)] = value
+        return
+    if isinstance(value, np.ndarray):  # an array of objects, or a subclass: not looked into
         return
     if isinstance(value, (tuple, list)):
         items: Any = value
@@ -155,25 +144,20 @@ def _arrays_within(value: Any, arrays: dict[int, np.ndarray[Any, Any]], depth: i
 
 
 def _view_of_shared(value: Any, depth: int, memo: dict[int, Any]) -> Any:
-    """`value`'s copy as a view of its buffer's one copy, where it shares overlapping memory
-    with another input (`_shared_buffers`); None for any other value, and for the array
-    that owns the buffer, which is copied as any array is and which the views are made of."""
-    entry = memo.get(_SHARED_BUFFERS)
-    if entry is None or type(value) is not np.ndarray:
+    """`value`'s copy as a view of its memory's one copy, where another input views
+    overlapping memory of the same allocation (`shared_memory`); None for any other value,
+    and for the NumPy array that owns the memory, which is copied as any array is and which
+    the NumPy views are made of."""
+    entry = memo.get(_SHARED_MEMORY)
+    if entry is None:
         return None
-    owner = _owner(value)
-    if owner is value or type(owner) is not np.ndarray or id(owner) not in entry[1]:
+    shared: SharedMemory = entry[1]
+    if type(value) is not np.ndarray:
+        return shared.view(value)
+    owner = numpy_owner(value)
+    if owner is value or ("numpy", id(owner)) not in shared.spans:
         return None
-    owner_copy = clone_value(owner, depth, memo)
-    contiguous = owner_copy.flags.c_contiguous or owner_copy.flags.f_contiguous
-    if not contiguous or owner_copy.strides != owner.strides:
-        return None  # no layout to place the view in: copied apart, as before
-    offset = value.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
-    buffer = owner_copy.reshape(-1, order="A").view(np.uint8)  # a view: it is contiguous
-    view = np.ndarray(value.shape, value.dtype, buffer, offset, value.strides)
-    if not value.flags.writeable:
-        view.flags.writeable = False
-    return view
+    return numpy_view(value, clone_value(owner, depth, memo))
 
 
 def _clone_sequence(value: tuple[Any, ...] | list[Any], depth: int, memo: dict[int, Any]) -> Any:

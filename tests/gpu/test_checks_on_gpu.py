@@ -146,3 +146,76 @@ def test_an_infinite_output_is_close_only_to_itself_on_the_device_whatever_the_t
     assert compare_outputs(reference, reference.copy(), rtol=2.0) is None
     both = cp.asarray([np.inf, 1.0], dtype=cp.float16)
     assert compare_outputs(both, both.copy(), rtol=2.0) is None
+
+
+def test_cupy_arrays_of_one_allocation_are_copied_as_views_of_one_copy(cp: Any) -> None:
+    # A cache and its view given apart were copied apart, as NumPy's were: a kernel writing
+    # into the view's copy left the cache's copy as it was.
+    from pytest_autotune.tune.clone import clone_value
+
+    cache = cp.zeros((4, 8), dtype=cp.float32)
+    for slot in (cache[:, :2], cache[::-1, 1:3], cache[1:3, ::-2]):
+        for given, (cache_at, slot_at) in (((cache, slot), (0, 1)), ((slot, cache), (1, 0))):
+            copies = clone_value(given)
+            copies[slot_at][...] = 1
+            assert copies[slot_at].strides == slot.strides
+            assert int(copies[cache_at].sum()) == slot.size
+            assert copies[cache_at].data.ptr != cache.data.ptr
+            written = cp.zeros_like(cache)  # what the write does to the caller's arrays
+            written_slot = _same_view(written, cache, slot)
+            written_slot[...] = 1
+            assert bool((copies[cache_at] == written).all())
+    assert int(cache.sum()) == 0  # the caller's untouched
+    halves = clone_value((cache[:2], cache[2:]))
+    assert all(half.data.mem.size < cache.nbytes for half in halves)  # each holds its own
+
+
+def _same_view(array: Any, owner: Any, view: Any) -> Any:
+    """The view of `array` that `view` is of `owner` (same offset, shape and strides)."""
+    cp = importlib.import_module("cupy")
+    return cp.ndarray(
+        view.shape,
+        view.dtype,
+        memptr=array.data + (view.data.ptr - owner.data.ptr),
+        strides=view.strides,
+    )
+
+
+CACHE_AND_SLOT = """
+import cupy as cp
+import pytest
+
+def fill(slot):
+    slot[...] = 1
+
+def fill_rows(slot):
+    for row in range(slot.shape[0]):
+        slot[row] = 1
+
+def lazy(slot):
+    pass
+
+@pytest.fixture
+def cache():
+    return cp.zeros((64, 256), dtype=cp.float32)
+
+@pytest.fixture
+def slot(cache):
+    return cache[:, :32]
+
+@pytest.mark.autotune(candidates={"fill": fill, "fill_rows": fill_rows, "lazy": lazy})
+def test_fill(candidate, cache, slot):
+    candidate(slot)
+    return cache
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+def test_a_kernel_writing_into_a_view_of_the_array_the_body_returns_is_checked_on_it(
+    cp: Any, pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    pytester.makepyfile(test_views=CACHE_AND_SLOT)
+    result = run(pytester, "-p", "no:randomly", *mode)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_views.py::test_fill[[]lazy[]] - *"])

@@ -184,3 +184,42 @@ def test_a_candidate_training_a_nested_model_changes_neither_the_fixtures_model_
     result.assert_outcomes(passed=4)
     tuned = run(pytester, "--autotune")
     tuned.assert_outcomes(passed=4)
+
+
+def test_a_candidate_writing_into_a_view_of_the_tensor_the_body_returns_is_checked_on_it(
+    pytester: pytest.Pytester,
+):
+    # `cache` and its view `slot`, two fixtures, were copied apart for each call: the body
+    # returned a copy of `cache` no candidate wrote into, so `lazy` passed its check.
+    pytester.makepyfile(
+        test_views="""
+        import pytest
+        import torch
+
+        def fill(slot):
+            slot.fill_(1.0)
+
+        def fill_rows(slot):
+            for row in slot:
+                row.fill_(1.0)
+
+        def lazy(slot):
+            pass
+
+        @pytest.fixture
+        def cache():
+            return torch.zeros(4, 8)
+
+        @pytest.fixture
+        def slot(cache):
+            return cache[:, :2]
+
+        @pytest.mark.autotune(candidates={"fill": fill, "fill_rows": fill_rows, "lazy": lazy})
+        def test_fill(candidate, cache, slot):
+            candidate(slot)
+            return cache
+        """
+    )
+    result = run(pytester, "-p", "no:randomly")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_views.py::test_fill[[]lazy[]] - *"])

@@ -31,6 +31,8 @@ def test_a_random_generator_is_copied_so_each_call_draws_what_the_first_did() ->
 class _Memory:
     def __init__(self, owner: _FakeArray) -> None:
         self.owner = owner
+        self.ptr = id(owner)  # an allocation of its own
+        self.mem = self
 
     def copy_from_device_async(self, source: _Memory, nbytes: int) -> None:
         self.owner.copied_from = (source.owner, nbytes)
@@ -47,6 +49,7 @@ class _FakeArray:
         self.copied_from: tuple[_FakeArray, int] | None = None
         self.copy_kernel = False
         self.shape = (nbytes // 4,)
+        self.size, self.strides, self.itemsize = nbytes // 4, (4,), 4
 
     def __array__(self) -> np.ndarray:
         raise AssertionError("a CuPy array is never made a NumPy one here")

@@ -226,3 +226,34 @@ def test_nested_tensors_compare_row_by_row(layout: Any):
     assert message is not None and message.startswith("output[1]: 1 of 3 elements differ")
     message = compare_outputs(reference, torch.ones(2, 3))
     assert message is not None and "nested" in message
+
+
+def test_tensors_of_one_storage_are_copied_as_views_of_one_copy_of_it():
+    # A fixture's `cache` and its view `slot` were copied apart, as NumPy's were: a candidate
+    # writing into `slot` left the copy of `cache` the body returned as it was, and a wrong
+    # candidate that wrote nothing passed its check.
+    cache = torch.zeros(4, 8)
+    slot = cache[:, :2]
+    for given, (cache_at, slot_at) in (((cache, slot), (0, 1)), ((slot, cache), (1, 0))):
+        copies = clone_value(given)
+        copies[slot_at][:] = 1
+        assert float(copies[cache_at][:, :2].sum()) == 8
+        assert float(copies[cache_at][:, 2:].sum()) == 0
+        assert copies[slot_at].stride() == slot.stride()
+        assert copies[cache_at].untyped_storage().data_ptr() != cache.untyped_storage().data_ptr()
+    assert float(cache.sum()) == 0  # the caller's untouched
+
+
+def test_tensors_of_one_storage_that_do_not_overlap_are_copied_apart_as_each_alone_is():
+    big = torch.zeros(1000)
+    first, second = clone_value((big[:500], big[500:]))
+    assert first.untyped_storage().nbytes() == second.untyped_storage().nbytes() == 2000
+    first += 1
+    assert float(second.sum()) == 0
+
+
+def test_a_tensor_that_records_its_gradient_and_its_view_are_copied_apart_as_before():
+    # A view made over a copied storage would be no leaf, and lose its gradient's graph.
+    weight = torch.zeros(4, 8, requires_grad=True)
+    copied, view = clone_value((weight, weight[:, :2].detach()))
+    assert copied.is_leaf and copied.requires_grad and not view.requires_grad

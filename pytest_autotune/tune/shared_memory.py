@@ -1,0 +1,180 @@
+"""Inputs whose memory overlaps, found before a call's inputs are copied, so that their
+copies overlap alike (`clone.clone_value`). A fixture's `cache` and its view `slot =
+cache[:, :2]`, given apart, were copied apart: a candidate writing into `slot` left the copy
+of `cache` the body returned as it was, and a wrong candidate that wrote nothing passed its
+check. NumPy arrays, CuPy arrays and PyTorch tensors, each kind in its own way (a NumPy
+view is made of its owner's copy, which `clone` makes; a CuPy array of a copy of the bytes
+its group spans; a tensor of a copy of its storage). Arrays of one buffer that do not
+overlap (two halves of one array) are copied apart, as each given alone is: a copy holds
+only what it spans."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import sys
+from collections.abc import Hashable, Iterable
+from typing import Any
+
+import numpy as np
+
+from pytest_autotune.tune.loaded import loaded_type
+
+MemoryKey = tuple[Hashable, ...]
+"""The kind of an array and the allocation it views: ("numpy", the owner's id), ("cupy",
+the device, the allocation's address), ("torch", the device, the storage's address)."""
+
+
+@dataclasses.dataclass
+class SharedMemory:
+    """The allocations two or more of a call's inputs view overlapping parts of, by key, with
+    the address range their arrays span together (CuPy copies that range), and the one copy
+    of each as its first array is copied."""
+
+    spans: dict[MemoryKey, tuple[int, int]]
+    copies: dict[MemoryKey, Any] = dataclasses.field(default_factory=dict)
+
+    def view(self, value: Any) -> Any:
+        """`value`'s copy as a view of its allocation's one copy (a CuPy array or a tensor);
+        None for any other value, and for a NumPy array, whose view `numpy_view` makes of
+        its owner's copy."""
+        found = memory_of(value)
+        if found is None or found[0] not in self.spans or found[0][0] == "numpy":
+            return None
+        key = found[0]
+        if key[0] == "cupy":
+            return self._cupy_view(sys.modules["cupy"], key, value)
+        return self._tensor_view(sys.modules["torch"], key, value)
+
+    def _cupy_view(self, cp: Any, key: MemoryKey, value: Any) -> Any:
+        low, high = self.spans[key]
+        copied = self.copies.get(key)
+        if copied is None:
+            # The bytes the group spans, on the current device (the client's, as
+            # `clone.device_copy` copies), by one memcpy from wherever they lie.
+            copied = self.copies[key] = cp.empty(high - low, dtype=cp.uint8)
+            copied.data.copy_from_device_async(value.data + (low - value.data.ptr), high - low)
+        memptr = copied.data + (value.data.ptr - low)
+        return cp.ndarray(value.shape, value.dtype, memptr=memptr, strides=value.strides)
+
+    def _tensor_view(self, torch: Any, key: MemoryKey, value: Any) -> Any:
+        storage = self.copies.get(key)
+        if storage is None:
+            storage = self.copies[key] = value.untyped_storage().clone()
+        with torch.no_grad():
+            made = torch.empty(0, dtype=value.dtype, device=value.device)
+            return made.set_(storage, value.storage_offset(), value.shape, value.stride())
+
+
+def overlapping(values: Iterable[Any]) -> SharedMemory | None:
+    """The allocations two of `values` (arrays; any other value is passed over) view
+    overlapping bytes of, None where none do. Overlap is read from the address ranges, as
+    `np.may_share_memory` reads it: two interleaved views (even and odd columns) count as
+    overlapping, and are copied as views of one copy, which is never wrong."""
+    groups: dict[MemoryKey, list[tuple[int, int]]] = {}
+    for value in values:
+        found = memory_of(value)
+        if found is not None:
+            groups.setdefault(found[0], []).append(found[1:])
+    spans = {
+        key: (min(low for low, _ in ranges), max(high for _, high in ranges))
+        for key, ranges in groups.items()
+        if _any_overlap(ranges)
+    }
+    return SharedMemory(spans) if spans else None
+
+
+def _any_overlap(ranges: list[tuple[int, int]]) -> bool:
+    # Sorted by their first byte, two overlap where any two next to each other do.
+    ordered = sorted(ranges)
+    return any(later[0] < earlier[1] for earlier, later in itertools.pairwise(ordered))
+
+
+def memory_of(value: Any) -> tuple[MemoryKey, int, int] | None:
+    """The allocation a plain array views and the address range it spans (first byte, one
+    past the last); None for any other value, an empty array, and arrays whose copy is made
+    otherwise: an array of objects (references, which `clone` copies one by one), a NumPy
+    subclass (a masked array's view would lose its mask, a memmap its file), a tensor that
+    records its gradient, an inference tensor, or a lazily conjugated or negated one (a view
+    made over its storage's copy would lose that)."""
+    if type(value) is np.ndarray:
+        return _numpy_memory(value)
+    cupy_array = loaded_type("cupy", "ndarray")
+    if cupy_array is not None and type(value) is cupy_array:
+        return _cupy_memory(value)
+    tensor = loaded_type("torch", "Tensor")
+    if tensor is not None and type(value) is tensor:
+        return _tensor_memory(value)
+    return None
+
+
+def _numpy_memory(value: np.ndarray[Any, Any]) -> tuple[MemoryKey, int, int] | None:
+    owner = numpy_owner(value)
+    if value.dtype.hasobject or not value.size or type(owner) is not np.ndarray:
+        return None
+    start = value.__array_interface__["data"][0]
+    key: MemoryKey = ("numpy", id(owner))
+    return (key, *_address_range(start, value.shape, value.strides, value.itemsize))
+
+
+def _cupy_memory(value: Any) -> tuple[MemoryKey, int, int] | None:
+    if not value.size:
+        return None
+    # The allocation's address, not its object: two arrays made over one pointer (each
+    # imported from a tensor by `__cuda_array_interface__`) hold memory objects of their own.
+    key: MemoryKey = ("cupy", value.device.id, value.data.mem.ptr)
+    return (key, *_address_range(value.data.ptr, value.shape, value.strides, value.itemsize))
+
+
+def _tensor_memory(value: Any) -> tuple[MemoryKey, int, int] | None:
+    plain = (
+        value.layout is sys.modules["torch"].strided
+        and not value.requires_grad
+        and not value.is_inference()
+        and not value.is_quantized
+        and not value.is_conj()
+        and not value.is_neg()
+        and value.device.type != "meta"
+    )
+    if not plain or not value.numel():
+        return None
+    size = value.element_size()
+    key: MemoryKey = ("torch", str(value.device), value.untyped_storage().data_ptr())
+    strides = tuple(stride * size for stride in value.stride())
+    return (key, *_address_range(value.data_ptr(), value.shape, strides, size))
+
+
+def _address_range(
+    start: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int
+) -> tuple[int, int]:
+    """The first byte and one past the last byte of the elements of a view whose first
+    element lies at `start` (negative strides reach below it)."""
+    extents = [(n - 1) * stride for n, stride in zip(shape, strides, strict=True)]
+    low = start + sum(e for e in extents if e < 0)
+    return low, start + sum(e for e in extents if e > 0) + itemsize
+
+
+def numpy_owner(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The NumPy array whose memory `array` views (itself where it owns its memory)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def numpy_view(value: np.ndarray[Any, Any], owner_copy: np.ndarray[Any, Any]) -> Any:
+    """`value`, a view of memory another input views too, made over the copy of the array
+    that owns that memory; None where that copy has no layout to place the view in (it is
+    then copied apart, as an array given alone is)."""
+    owner = numpy_owner(value)
+    contiguous = owner_copy.flags.c_contiguous or owner_copy.flags.f_contiguous
+    if not contiguous or owner_copy.strides != owner.strides:
+        return None
+    offset = value.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    buffer = owner_copy.reshape(-1, order="A").view(np.uint8)  # a view: it is contiguous
+    view = np.ndarray(value.shape, value.dtype, buffer, offset, value.strides)
+    if not value.flags.writeable:
+        view.flags.writeable = False
+    return view
+
+
+__all__ = ["MemoryKey", "SharedMemory", "memory_of", "numpy_owner", "numpy_view", "overlapping"]
