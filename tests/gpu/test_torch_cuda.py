@@ -31,6 +31,20 @@ def device() -> Any:
     return torch.device("cuda", 0)
 
 
+def test_cuda_tensors_of_one_storage_are_copied_as_views_of_one_copy_on_their_device(
+    device: Any,
+) -> None:
+    # A cache and its view given apart were copied apart: a kernel writing into the view's
+    # copy left the cache's copy as it was, and a wrong one writing nothing passed.
+    cache = torch.zeros(64, 64, device=device)
+    slot = cache.t()[8:16, 4:60]  # a transposed view: torch has no negative steps
+    copied_cache, copied_slot = clone_value((cache, slot))
+    copied_slot.fill_(1.0)
+    assert copied_cache.device == device and copied_slot.stride() == slot.stride()
+    assert float(copied_cache[4:60, 8:16].sum()) == 56 * 8 and float(copied_cache.sum()) == 56 * 8
+    assert float(cache.sum()) == 0
+
+
 def test_a_cuda_tensor_is_copied_on_its_device_with_its_strides(device: Any) -> None:
     matrix = torch.arange(4096.0, device=device).reshape(64, 64)
     for view in (matrix, matrix.t(), matrix[:, ::2]):
