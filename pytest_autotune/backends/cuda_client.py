@@ -50,6 +50,7 @@ from pytest_autotune.backends.cuda_timing import (
 )
 from pytest_autotune.backends.peaks import Peaks, load_or_probe
 from pytest_autotune.backends.placements import over_placements
+from pytest_autotune.tune.shared_memory import overlapping
 from pytest_autotune.tune.torch_tensors import is_tensor, tensor_device, torch_stream
 
 PLACEMENT_MEMORY_SHARE = 8
@@ -454,10 +455,16 @@ class CudaClient:
         Each placement is warmed up (and captured) here."""
         cp = self._cp
         self._on_device(inputs)
-        # Those a tuple, list or dict holds too, which `Placement.copies` copies as well.
-        arrays = [a for v in inputs for a in nested_arrays(v, lambda a: isinstance(a, cp.ndarray))]
+        # Those a tuple, list or dict holds too, which `Placement.copies` copies as well,
+        # each once (`op(x, x)` is copied once and given twice).
+        found = (a for v in inputs for a in nested_arrays(v, lambda a: isinstance(a, cp.ndarray)))
+        arrays = list({id(a): a for a in found}.values())
         size = sum(int(a.nbytes) for a in arrays)
         fits = self._total_memory // PLACEMENT_MEMORY_SHARE // size if size else count
+        if overlapping(arrays) is not None:
+            # Views of one allocation that overlap (`op(cache, cache[:, :2])`): copied apart,
+            # the call no longer reads what it writes, as `cpu_placements.placeable` says.
+            fits = 0
         with self._device:
             placed = [
                 (placement, placement.copies(cp, inputs) if i < fits else inputs)

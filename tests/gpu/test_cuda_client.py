@@ -675,3 +675,20 @@ def test_the_gates_placements_put_the_inputs_and_the_calls_outputs_at_every_offs
     assert seen[::2] == [(o, o) for o in offsets]
     assert seen[1::2] == [(o, o) for o in offsets]
     assert math.isfinite(sample()) and keep.size == 128
+
+
+def test_the_gates_placements_leave_views_of_one_allocation_where_the_caller_has_them(
+    cp: Any,
+) -> None:
+    # `op(cache, cache[:, :2])` copied apart to each placement no longer read what it wrote.
+    cache = cp.zeros((64, 256), dtype=cp.float32)
+    slot = cache[:, :32]
+    seen: set[tuple[int, int]] = set()
+
+    def call(whole: Any, part: Any) -> None:
+        seen.add((whole.data.ptr, part.data.ptr))
+        part += 1
+
+    client = CudaClient(timing="device")
+    sample = client.placed_sampler(call, (cache, slot))
+    assert math.isfinite(sample()) and seen == {(cache.data.ptr, slot.data.ptr)}

@@ -193,6 +193,7 @@ class FakeArray:
         self.itemsize = 4
         self.flags = SimpleNamespace(c_contiguous=contiguous, f_contiguous=False)
         self.nbytes = 4 * shape[0]
+        self.size = shape[0]
         self.gpu = gpu
         self.orders: list[str] = []  # the order of each copy made of it, by either way
         self.copied_by: list[str] = []  # "kernel" (CuPy's copy) or "memcpy", per copy made
@@ -217,6 +218,7 @@ class FakeMemory:
 
     def __init__(self, owner: FakeArray, ptr: int) -> None:
         self.owner, self.ptr = owner, ptr
+        self.mem = SimpleNamespace(ptr=ptr)  # the allocation: its own, unless a test shares one
 
     def copy_from_device_async(self, source: FakeMemory, nbytes: int) -> None:
         assert nbytes == source.owner.nbytes
@@ -1574,6 +1576,32 @@ def test_a_placement_copies_an_array_given_twice_once(gpu: FakeGpu) -> None:
     del pairs[:]
     client.placed_sampler(call, (x, x))
     assert pairs and all(a is b and a is not x for a, b in pairs)
+
+
+def test_arrays_of_one_allocation_that_overlap_are_timed_where_the_caller_has_them(
+    gpu: FakeGpu,
+) -> None:
+    # A cache and its view (`op(cache, cache[:, :2])`): copied apart to each placement, the
+    # call no longer read what it wrote, and its time was another call's, as the CPU's
+    # placements (`cpu_placements.placeable`) already knew.
+    pairs: list[tuple[int, int]] = []
+
+    def call(a: FakeArray, b: FakeArray) -> None:
+        pairs.append((a.data.ptr, b.data.ptr))
+        gpu.launch(5e-6)
+
+    client = CudaClient(cold_l2=False, timing="device")
+    cache = FakeArray(ptr=4096, shape=(64,), gpu=gpu)
+    slot = FakeArray(ptr=4096 + 16, shape=(8,), gpu=gpu)
+    slot.data.mem = cache.data.mem
+    client.time(call, (cache, slot))
+    client.placed_sampler(call, (cache, slot))
+    assert len(pairs) > 1 and set(pairs) == {(4096, 4096 + 16)}
+    apart = FakeArray(ptr=4096 + 256, shape=(8,), gpu=gpu)  # past the cache's end: no overlap
+    apart.data.mem = cache.data.mem
+    del pairs[:]
+    client.placed_sampler(call, (cache, apart))
+    assert len({a for a, _ in pairs}) == PLACEMENTS
 
 
 def test_a_placement_copies_an_array_in_its_own_memory_order(gpu: FakeGpu) -> None:
