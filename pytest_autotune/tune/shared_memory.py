@@ -95,8 +95,9 @@ def memory_of(value: Any) -> tuple[MemoryKey, int, int] | None:
     past the last); None for any other value, an empty array, and arrays whose copy is made
     otherwise: an array of objects (references, which `clone` copies one by one), a NumPy
     subclass (a masked array's view would lose its mask, a memmap its file), a tensor that
-    records its gradient, an inference tensor, or a lazily conjugated or negated one (a view
-    made over its storage's copy would lose that)."""
+    records its gradient, an inference tensor, a lazily conjugated or negated one (a view
+    made over its storage's copy would lose that), or one of a device other than the CPU
+    and CUDA's (HIP's too)."""
     if type(value) is np.ndarray:
         return _numpy_memory(value)
     cupy_array = loaded_type("cupy", "ndarray")
@@ -134,7 +135,8 @@ def _tensor_memory(value: Any) -> tuple[MemoryKey, int, int] | None:
         and not value.is_quantized
         and not value.is_conj()
         and not value.is_neg()
-        and value.device.type != "meta"
+        # Where a tensor has an address: an XLA or meta tensor's `data_ptr()` raises.
+        and value.device.type in ("cpu", "cuda")
     )
     if not plain or not value.numel():
         return None
