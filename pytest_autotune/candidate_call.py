@@ -17,7 +17,7 @@ from pytest_autotune.body_arguments import used_up_input_error
 from pytest_autotune.candidate_run import RAISED, CandidateRun, called_again
 from pytest_autotune.check_mode import check_candidate
 from pytest_autotune.collection import ItemSpec, outside_rootdir, tuner_of_test
-from pytest_autotune.failing import fail, raise_again
+from pytest_autotune.failing import fail, raise_again, raised_only_when_tuned
 from pytest_autotune.function_spec import unprovided_device
 from pytest_autotune.group_marks import expected_to_fail, not_run
 from pytest_autotune.group_request import GroupRequest, check_groups
@@ -131,8 +131,12 @@ def tuned(
         request = replace(request, options=evaluated)
     failure = session.candidate_outcome(request, spec.candidate)
     fn = dict(spec.function.candidates)[spec.candidate]
-    if failure and id(fn) in item.config.stash[RAISED][spec.group]:
-        raise_again(called_again(run, spec, inputs), failure)
+    if (
+        failure
+        and id(fn) in item.config.stash[RAISED][spec.group]
+        and raise_again(called_again(run, spec, inputs), failure)
+    ):
+        failure = raised_only_when_tuned(failure)
     declined = None if failure else session.declined(spec.group, spec.candidate)
     if declined is not None:
         raise AutotuneSkip(declined)

@@ -22,28 +22,41 @@ def fail(message: str) -> NoReturn:
     raise pytest.fail.Exception(message, pytrace=False) from None
 
 
-def raise_again(call: Callable[[], object], failure: str) -> None:
+def raise_again(call: Callable[[], object], failure: str) -> bool:
     """Call a candidate whose call raised while its group was tuned once more, in its own
     test, and raise what it raises with the failure's message as a note, so that pytest
     shows its traceback (by `--tb`) as a plain run does: the tuning keeps only the
     exception's text (and, for a marker's group, ran inside another test). Where this call
-    does not raise (the candidate failed only after many timed calls) or declines, it
-    returns, for the message alone to be shown. Python 3.10 keeps no notes: the exception
-    is raised without it (the message is the exception's own text), so that its traceback,
-    and an `xfail(raises=...)` mark that matches it, work there too."""
+    does not raise (the candidate failed only after many timed calls, or at times) or
+    declines, it returns, for the message alone to be shown: True where it ran clean.
+    Python 3.10 keeps no notes: the exception is raised without it (the message is the
+    exception's own text), so that its traceback, and an `xfail(raises=...)` mark that
+    matches it, work there too."""
     __tracebackhide__ = True  # a candidate's traceback shows the user's frames alone
     try:
         call()
     except (Exception, pytest.fail.Exception) as exc:
         if not crashed(exc):
-            return
+            return False
         error: BaseException = exc
     else:
-        return
+        return True
     add_note = getattr(error, "add_note", None)
     if add_note is not None:
         add_note(f"under --autotune: {failure}")
     raise error
+
+
+def raised_only_when_tuned(failure: str) -> str:
+    """The failure of a candidate that raised while its group was tuned, but not when its
+    own test called it again (`raise_again`): said "raised" alone, the test read as the
+    candidate failing now, and each rerun of it (pytest-rerunfailures), which does not
+    tune the group again, said so again while a plain run's rerun passed."""
+    return (
+        f"{failure} while its group was tuned; called again in its own test, it did not"
+        " raise: it fails at times, or only after many calls, and the group was tuned"
+        " without it (a rerun of this test does not tune the group again)"
+    )
 
 
 def let_go_of_memory(config: pytest.Config, error: BaseException) -> None:

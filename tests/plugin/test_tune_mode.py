@@ -2280,6 +2280,45 @@ def test_two_tests_tuning_one_set_at_one_key_fail_once_in_the_fixtures_words(
     assert "key=" not in output
 
 
+def test_a_candidate_that_raised_only_while_its_group_was_tuned_says_so(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # A transient error in the tuning, where its test's own call runs clean: the test
+    # failed saying "raised" alone, and each rerun of it (pytest-rerunfailures) said so
+    # again, though the candidate no longer raised; a plain run passes on its rerun.
+    autotune_pytester.makepyfile(
+        test_flaky="""
+        import pytest
+        from conftest import spin
+
+        CALLS = []
+
+        def good(n):
+            spin(100e-6)
+            return n * 2
+
+        def flaky(n):
+            CALLS.append(n)
+            if len(CALLS) == 1:
+                raise RuntimeError("transient")
+            spin(200e-6)
+            return n * 2
+
+        @pytest.mark.autotune(candidates={"good": good, "flaky": flaky})
+        def test_flaky(candidate):
+            return candidate(3)
+        """
+    )
+    result = run(autotune_pytester, "--autotune")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "candidate 'flaky' raised RuntimeError: transient while its group was tuned;"
+            " called again in its own test, it did not raise:*rerun*",
+        ]
+    )
+
+
 def test_one_function_under_two_candidate_names_stays_one_group(
     autotune_pytester: pytest.Pytester,
 ) -> None:
