@@ -158,9 +158,16 @@ def _address_range(
 
 def numpy_owner(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """The NumPy array whose memory `array` views (itself where it owns its memory)."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array
+    while True:
+        base = array.base
+        if not isinstance(base, np.ndarray) and hasattr(base, "__array_interface__"):
+            # `as_strided` (and `sliding_window_view`, made by it) views its array through
+            # a helper object of NumPy's that holds the array as its `base`: the view was
+            # taken for an owner of its own, and copied apart from the array it views.
+            base = getattr(base, "base", None)
+        if not isinstance(base, np.ndarray):
+            return array
+        array = base
 
 
 def numpy_view(value: np.ndarray[Any, Any], owner_copy: np.ndarray[Any, Any]) -> Any:

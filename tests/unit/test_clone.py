@@ -405,6 +405,23 @@ def test_arrays_that_view_one_buffer_are_copied_as_views_of_one_copy_of_it() -> 
     assert not view.flags.writeable and np.shares_memory(owner, view)
 
 
+def test_an_as_strided_view_and_its_array_are_copied_as_views_of_one_copy() -> None:
+    # `as_strided` (and `sliding_window_view`, made by it) views its array through NumPy's
+    # helper object, not the array: the view was copied apart, and a wrong candidate
+    # writing nothing into it passed its check on the array the body returned.
+    base = np.zeros(16)
+    strided = np.lib.stride_tricks.as_strided(base, shape=(4,), strides=(32,))
+    base_copy, strided_copy = clone_value((base, strided))
+    strided_copy[:] = 1
+    assert base_copy.sum() == 4 and base.sum() == 0
+    assert strided_copy.strides == strided.strides
+
+    windows = np.lib.stride_tricks.sliding_window_view(base[1:], 3)
+    base_copy, windows_copy = clone_value((base, windows))
+    base_copy[2] = 7
+    assert windows_copy[0, 1] == 7 and not windows_copy.flags.writeable
+
+
 def test_views_of_one_buffer_that_do_not_overlap_are_copied_apart_as_each_alone_is() -> None:
     # Two halves of a large array share no element: each copy holds only what it spans.
     big = np.zeros(1000)
