@@ -28,10 +28,12 @@ the device, the allocation's address), ("torch", the device, the storage's addre
 @dataclasses.dataclass
 class SharedMemory:
     """The allocations two or more of a call's inputs view overlapping parts of, by key, with
-    the address range their arrays span together (CuPy copies that range), and the one copy
-    of each as its first array is copied."""
+    the address range their arrays span together (CuPy copies that range), the largest
+    storage of each tensor key (the one copied), and the one copy of each as its first array
+    is copied."""
 
     spans: dict[MemoryKey, tuple[int, int]]
+    storages: dict[MemoryKey, Any] = dataclasses.field(default_factory=dict)
     copies: dict[MemoryKey, Any] = dataclasses.field(default_factory=dict)
 
     def view(self, value: Any) -> Any:
@@ -60,7 +62,7 @@ class SharedMemory:
     def _tensor_view(self, torch: Any, key: MemoryKey, value: Any) -> Any:
         storage = self.copies.get(key)
         if storage is None:
-            storage = self.copies[key] = value.untyped_storage().clone()
+            storage = self.copies[key] = self.storages[key].clone()
         with torch.no_grad():
             made = torch.empty(0, dtype=value.dtype, device=value.device)
             return made.set_(storage, value.storage_offset(), value.shape, value.stride())
@@ -72,16 +74,27 @@ def overlapping(values: Iterable[Any]) -> SharedMemory | None:
     `np.may_share_memory` reads it: two interleaved views (even and odd columns) count as
     overlapping, and are copied as views of one copy, which is never wrong."""
     groups: dict[MemoryKey, list[tuple[int, int]]] = {}
+    storages: dict[MemoryKey, Any] = {}
     for value in values:
         found = memory_of(value)
-        if found is not None:
-            groups.setdefault(found[0], []).append(found[1:])
+        if found is None:
+            continue
+        key = found[0]
+        groups.setdefault(key, []).append(found[1:])
+        if key[0] == "torch":
+            # Tensors of one address may hold storages of their own sizes (`torch.from_numpy`
+            # of an array and of a prefix of it): a view made over a copy of the smaller
+            # grew it, and read values past its end that the caller never gave. The largest
+            # holds every tensor of the key, each starting at its first byte.
+            storage = value.untyped_storage()
+            if key not in storages or storage.nbytes() > storages[key].nbytes():
+                storages[key] = storage
     spans = {
         key: (min(low for low, _ in ranges), max(high for _, high in ranges))
         for key, ranges in groups.items()
         if _any_overlap(ranges)
     }
-    return SharedMemory(spans) if spans else None
+    return SharedMemory(spans, storages) if spans else None
 
 
 def _any_overlap(ranges: list[tuple[int, int]]) -> bool:

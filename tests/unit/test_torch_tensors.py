@@ -244,6 +244,17 @@ def test_tensors_of_one_storage_are_copied_as_views_of_one_copy_of_it():
     assert float(cache.sum()) == 0  # the caller's untouched
 
 
+def test_tensors_of_one_address_with_storages_of_their_own_sizes_keep_every_value():
+    # `torch.from_numpy` of an array and of a prefix of it makes two storages starting at one
+    # address: the prefix's, met first, was the one copied, and the whole tensor's copy,
+    # made over it, read past its end values the caller never gave.
+    values = np.arange(6.0)
+    head, whole = clone_value((torch.from_numpy(values[:3]), torch.from_numpy(values)))
+    assert whole.tolist() == values.tolist() and head.tolist() == values[:3].tolist()
+    head[0] = 9
+    assert float(whole[0]) == 9 and values[0] == 0
+
+
 def test_tensors_of_one_storage_that_do_not_overlap_are_copied_apart_as_each_alone_is():
     big = torch.zeros(1000)
     first, second = clone_value((big[:500], big[500:]))
