@@ -23,7 +23,7 @@ import numpy as np
 from pytest_autotune.tune.loaded import instance_of, loaded_type
 from pytest_autotune.tune.shared_memory import (
     SharedMemory,
-    memory_of,
+    memory_key,
     numpy_owner,
     numpy_view,
     overlapping,
@@ -121,11 +121,11 @@ _LOOKED_FOR_VIEWS = 256
 
 
 def _arrays_within(value: Any, arrays: dict[int, Any], depth: int) -> None:
-    """The plain arrays (`shared_memory.memory_of`) that `value` is or holds, as
+    """The plain arrays (`shared_memory.memory_key`) that `value` is or holds, as
     `clone_value` walks it, into `arrays` by id, up to `_LOOKED_FOR_VIEWS` of them."""
     if len(arrays) >= _LOOKED_FOR_VIEWS or type(value) in _ATOMS:
         return
-    if memory_of(value) is not None:
+    if memory_key(value) is not None:
         arrays[id(value)] = value
         return
     if isinstance(value, np.ndarray):  # an array of objects, or a subclass: not looked into

@@ -40,10 +40,9 @@ class SharedMemory:
         """`value`'s copy as a view of its allocation's one copy (a CuPy array or a tensor);
         None for any other value, and for a NumPy array, whose view `numpy_view` makes of
         its owner's copy."""
-        found = memory_of(value)
-        if found is None or found[0] not in self.spans or found[0][0] == "numpy":
+        key = memory_key(value)
+        if key is None or key not in self.spans or key[0] == "numpy":
             return None
-        key = found[0]
         if key[0] == "cupy":
             return self._cupy_view(sys.modules["cupy"], key, value)
         return self._tensor_view(sys.modules["torch"], key, value)
@@ -73,27 +72,29 @@ def overlapping(values: Iterable[Any]) -> SharedMemory | None:
     overlapping bytes of, None where none do. Overlap is read from the address ranges, as
     `np.may_share_memory` reads it: two interleaved views (even and odd columns) count as
     overlapping, and are copied as views of one copy, which is never wrong."""
-    groups: dict[MemoryKey, list[tuple[int, int]]] = {}
-    storages: dict[MemoryKey, Any] = {}
+    groups: dict[MemoryKey, list[Any]] = {}
     for value in values:
-        found = memory_of(value)
-        if found is None:
+        key = memory_key(value)
+        if key is not None:
+            groups.setdefault(key, []).append(value)
+    spans: dict[MemoryKey, tuple[int, int]] = {}
+    storages: dict[MemoryKey, Any] = {}
+    for key, arrays in groups.items():
+        # Only an allocation two arrays view is measured: reading a NumPy array's address
+        # (`__array_interface__`) for every input made a call's copy of 200 arrays of their
+        # own three times as slow.
+        if len(arrays) < 2:
             continue
-        key = found[0]
-        groups.setdefault(key, []).append(found[1:])
+        ranges = [address_range(array) for array in arrays]
+        if not _any_overlap(ranges):
+            continue
+        spans[key] = (min(low for low, _ in ranges), max(high for _, high in ranges))
         if key[0] == "torch":
             # Tensors of one address may hold storages of their own sizes (`torch.from_numpy`
             # of an array and of a prefix of it): a view made over a copy of the smaller
             # grew it, and read values past its end that the caller never gave. The largest
             # holds every tensor of the key, each starting at its first byte.
-            storage = value.untyped_storage()
-            if key not in storages or storage.nbytes() > storages[key].nbytes():
-                storages[key] = storage
-    spans = {
-        key: (min(low for low, _ in ranges), max(high for _, high in ranges))
-        for key, ranges in groups.items()
-        if _any_overlap(ranges)
-    }
+            storages[key] = max((t.untyped_storage() for t in arrays), key=lambda s: s.nbytes())
     return SharedMemory(spans, storages) if spans else None
 
 
@@ -103,44 +104,32 @@ def _any_overlap(ranges: list[tuple[int, int]]) -> bool:
     return any(later[0] < earlier[1] for earlier, later in itertools.pairwise(ordered))
 
 
-def memory_of(value: Any) -> tuple[MemoryKey, int, int] | None:
-    """The allocation a plain array views and the address range it spans (first byte, one
-    past the last); None for any other value, an empty array, and arrays whose copy is made
-    otherwise: an array of objects (references, which `clone` copies one by one), a NumPy
-    subclass (a masked array's view would lose its mask, a memmap its file), a tensor that
-    records its gradient, an inference tensor, a lazily conjugated or negated one (a view
-    made over its storage's copy would lose that), or one of a device other than the CPU
-    and CUDA's (HIP's too)."""
+def memory_key(value: Any) -> MemoryKey | None:
+    """The allocation a plain array views; None for any other value, an empty array, and
+    arrays whose copy is made otherwise: an array of objects (references, which `clone`
+    copies one by one), a NumPy subclass (a masked array's view would lose its mask, a
+    memmap its file), a tensor that records its gradient, an inference tensor, a lazily
+    conjugated or negated one (a view made over its storage's copy would lose that), or one
+    of a device other than the CPU and CUDA's (HIP's too)."""
     if type(value) is np.ndarray:
-        return _numpy_memory(value)
+        owner = numpy_owner(value)
+        plain = not value.dtype.hasobject and value.size and type(owner) is np.ndarray
+        return ("numpy", id(owner)) if plain else None
     cupy_array = loaded_type("cupy", "ndarray")
     if cupy_array is not None and type(value) is cupy_array:
-        return _cupy_memory(value)
-    tensor = loaded_type("torch", "Tensor")
-    if tensor is not None and type(value) is tensor:
-        return _tensor_memory(value)
+        return _cupy_key(value)
+    if _is_tensor(value):
+        return _tensor_key(value)
     return None
 
 
-def _numpy_memory(value: np.ndarray[Any, Any]) -> tuple[MemoryKey, int, int] | None:
-    owner = numpy_owner(value)
-    if value.dtype.hasobject or not value.size or type(owner) is not np.ndarray:
-        return None
-    start = value.__array_interface__["data"][0]
-    key: MemoryKey = ("numpy", id(owner))
-    return (key, *_address_range(start, value.shape, value.strides, value.itemsize))
-
-
-def _cupy_memory(value: Any) -> tuple[MemoryKey, int, int] | None:
-    if not value.size:
-        return None
+def _cupy_key(value: Any) -> MemoryKey | None:
     # The allocation's address, not its object: two arrays made over one pointer (each
     # imported from a tensor by `__cuda_array_interface__`) hold memory objects of their own.
-    key: MemoryKey = ("cupy", value.device.id, value.data.mem.ptr)
-    return (key, *_address_range(value.data.ptr, value.shape, value.strides, value.itemsize))
+    return ("cupy", value.device.id, value.data.mem.ptr) if value.size else None
 
 
-def _tensor_memory(value: Any) -> tuple[MemoryKey, int, int] | None:
+def _tensor_key(value: Any) -> MemoryKey | None:
     plain = (
         value.layout is sys.modules["torch"].strided
         and not value.requires_grad
@@ -153,20 +142,30 @@ def _tensor_memory(value: Any) -> tuple[MemoryKey, int, int] | None:
     )
     if not plain or not value.numel():
         return None
-    size = value.element_size()
-    key: MemoryKey = ("torch", str(value.device), value.untyped_storage().data_ptr())
-    strides = tuple(stride * size for stride in value.stride())
-    return (key, *_address_range(value.data_ptr(), value.shape, strides, size))
+    return ("torch", str(value.device), value.untyped_storage().data_ptr())
 
 
-def _address_range(
-    start: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int
-) -> tuple[int, int]:
-    """The first byte and one past the last byte of the elements of a view whose first
-    element lies at `start` (negative strides reach below it)."""
-    extents = [(n - 1) * stride for n, stride in zip(shape, strides, strict=True)]
+def address_range(value: Any) -> tuple[int, int]:
+    """The first byte and one past the last byte of the elements of an array `memory_key`
+    keys (negative strides reach below its first element)."""
+    if type(value) is np.ndarray:
+        start, strides = value.__array_interface__["data"][0], value.strides
+    elif _is_tensor(value):  # its strides count elements
+        start = value.data_ptr()
+        strides = tuple(stride * value.element_size() for stride in value.stride())
+    else:
+        start, strides = value.data.ptr, value.strides
+    extents = [(n - 1) * stride for n, stride in zip(value.shape, strides, strict=True)]
     low = start + sum(e for e in extents if e < 0)
-    return low, start + sum(e for e in extents if e > 0) + itemsize
+    return low, start + sum(e for e in extents if e > 0) + _itemsize(value)
+
+
+def _is_tensor(value: Any) -> bool:
+    return type(value) is loaded_type("torch", "Tensor")
+
+
+def _itemsize(value: Any) -> int:
+    return int(value.element_size() if _is_tensor(value) else value.itemsize)
 
 
 def numpy_owner(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -199,4 +198,12 @@ def numpy_view(value: np.ndarray[Any, Any], owner_copy: np.ndarray[Any, Any]) ->
     return view
 
 
-__all__ = ["MemoryKey", "SharedMemory", "memory_of", "numpy_owner", "numpy_view", "overlapping"]
+__all__ = [
+    "MemoryKey",
+    "SharedMemory",
+    "address_range",
+    "memory_key",
+    "numpy_owner",
+    "numpy_view",
+    "overlapping",
+]
