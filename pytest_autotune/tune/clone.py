@@ -27,6 +27,7 @@ from pytest_autotune.tune.shared_memory import (
     numpy_owner,
     numpy_view,
     overlapping,
+    tensor_view,
 )
 from pytest_autotune.tune.torch_tensors import (
     copy_module,
@@ -153,7 +154,10 @@ def _view_of_shared(value: Any, depth: int, memo: dict[int, Any]) -> Any:
         return None
     shared: SharedMemory = entry[1]
     if type(value) is not np.ndarray:
-        return shared.view(value)
+        host = shared.numpy_host(value)
+        if host is None:
+            return shared.view(value)
+        return tensor_view(value, host, clone_value(host, depth, memo))
     owner = numpy_owner(value)
     if owner is value or ("numpy", id(owner)) not in shared.spans:
         return None

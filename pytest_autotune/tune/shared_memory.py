@@ -4,7 +4,8 @@ cache[:, :2]`, given apart, were copied apart: a candidate writing into `slot` l
 of `cache` the body returned as it was, and a wrong candidate that wrote nothing passed its
 check. NumPy arrays, CuPy arrays and PyTorch tensors, each kind in its own way (a NumPy
 view is made of its owner's copy, which `clone` makes; a CuPy array of a copy of the bytes
-its group spans; a tensor of a copy of its storage). Arrays of one buffer that do not
+its group spans; a tensor of a copy of its storage, or of its NumPy array's where a NumPy
+input views the memory it lies in). Arrays of one buffer that do not
 overlap (two halves of one array) are copied apart, as each given alone is: a copy holds
 only what it spans."""
 
@@ -35,6 +36,15 @@ class SharedMemory:
     spans: dict[MemoryKey, tuple[int, int]]
     storages: dict[MemoryKey, Any] = dataclasses.field(default_factory=dict)
     copies: dict[MemoryKey, Any] = dataclasses.field(default_factory=dict)
+    hosts: dict[MemoryKey, np.ndarray[Any, Any]] = dataclasses.field(default_factory=dict)
+    """The NumPy array whose memory the tensors of a CPU key lie in, where they overlap a
+    NumPy input's view of it (`_host_tensors`): they are made over that array's copy."""
+
+    def numpy_host(self, value: Any) -> np.ndarray[Any, Any] | None:
+        """The NumPy array over whose copy `value`, a CPU tensor, is made (`tensor_view`);
+        None for any other value."""
+        key = memory_key(value)
+        return None if key is None else self.hosts.get(key)
 
     def view(self, value: Any) -> Any:
         """`value`'s copy as a view of its allocation's one copy (a CuPy array or a tensor);
@@ -77,6 +87,7 @@ def overlapping(values: Iterable[Any]) -> SharedMemory | None:
         key = memory_key(value)
         if key is not None:
             groups.setdefault(key, []).append(value)
+    hosts = _host_tensors(groups)
     spans: dict[MemoryKey, tuple[int, int]] = {}
     storages: dict[MemoryKey, Any] = {}
     for key, arrays in groups.items():
@@ -95,7 +106,30 @@ def overlapping(values: Iterable[Any]) -> SharedMemory | None:
             # grew it, and read values past its end that the caller never gave. The largest
             # holds every tensor of the key, each starting at its first byte.
             storages[key] = max((t.untyped_storage() for t in arrays), key=lambda s: s.nbytes())
-    return SharedMemory(spans, storages) if spans else None
+    hosts = {key: host for key, host in hosts.items() if ("numpy", id(host)) in spans}
+    return SharedMemory(spans, storages, hosts=hosts) if spans else None
+
+
+def _host_tensors(groups: dict[MemoryKey, list[Any]]) -> dict[MemoryKey, np.ndarray[Any, Any]]:
+    """The CPU tensors that lie in the memory of a NumPy input's owner (`torch.from_numpy(a)`
+    given beside `a`, or `x.numpy()` beside `x`), their group moved into the owner's, and
+    the owner by their key. Keyed apart, each kind by its own allocation, they were copied
+    apart: a candidate writing into the tensor left the copy of the array the body returned
+    as it was, and a wrong candidate that wrote nothing passed its check."""
+    hosts: dict[MemoryKey, np.ndarray[Any, Any]] = {}
+    tensor_keys = [key for key in groups if key[:2] == ("torch", "cpu")]
+    if not tensor_keys:
+        return hosts
+    owners = {key: numpy_owner(arrays[0]) for key, arrays in groups.items() if key[0] == "numpy"}
+    for tensor_key in tensor_keys:
+        for numpy_key, owner in owners.items():
+            low, high = address_range(owner)
+            ranges = [address_range(tensor) for tensor in groups[tensor_key]]
+            if all(low <= start and end <= high for start, end in ranges):
+                groups[numpy_key].extend(groups.pop(tensor_key))
+                hosts[tensor_key] = owner
+                break
+    return hosts
 
 
 def _any_overlap(ranges: list[tuple[int, int]]) -> bool:
@@ -187,15 +221,42 @@ def numpy_view(value: np.ndarray[Any, Any], owner_copy: np.ndarray[Any, Any]) ->
     that owns that memory; None where that copy has no layout to place the view in (it is
     then copied apart, as an array given alone is)."""
     owner = numpy_owner(value)
-    contiguous = owner_copy.flags.c_contiguous or owner_copy.flags.f_contiguous
-    if not contiguous or owner_copy.strides != owner.strides:
+    buffer = _owner_bytes(owner, owner_copy)
+    if buffer is None:
         return None
     offset = value.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
-    buffer = owner_copy.reshape(-1, order="A").view(np.uint8)  # a view: it is contiguous
     view = np.ndarray(value.shape, value.dtype, buffer, offset, value.strides)
     if not value.flags.writeable:
         view.flags.writeable = False
     return view
+
+
+def tensor_view(value: Any, owner: np.ndarray[Any, Any], owner_copy: np.ndarray[Any, Any]) -> Any:
+    """`value`, a CPU tensor lying in the memory of the NumPy array `owner`
+    (`SharedMemory.hosts`), made over `owner_copy` as `numpy_view` makes a NumPy view; None
+    where it cannot be placed there (it is then copied apart, as a tensor given alone is):
+    a read-only copy, which torch would share writable, or an offset that is no whole
+    number of its elements."""
+    buffer = _owner_bytes(owner, owner_copy)
+    offset = value.data_ptr() - owner.__array_interface__["data"][0]
+    size = value.element_size()
+    if buffer is None or not buffer.flags.writeable or offset % size:
+        return None
+    torch = sys.modules["torch"]
+    storage = torch.from_numpy(buffer).untyped_storage()
+    with torch.no_grad():
+        made = torch.empty(0, dtype=value.dtype)
+        return made.set_(storage, offset // size, value.shape, value.stride())
+
+
+def _owner_bytes(
+    owner: np.ndarray[Any, Any], owner_copy: np.ndarray[Any, Any]
+) -> np.ndarray[Any, Any] | None:
+    """The bytes of `owner_copy`, laid out as `owner`'s; None where they are not."""
+    contiguous = owner_copy.flags.c_contiguous or owner_copy.flags.f_contiguous
+    if not contiguous or owner_copy.strides != owner.strides:
+        return None
+    return owner_copy.reshape(-1, order="A").view(np.uint8)  # a view: it is contiguous
 
 
 __all__ = [
@@ -206,4 +267,5 @@ __all__ = [
     "numpy_owner",
     "numpy_view",
     "overlapping",
+    "tensor_view",
 ]

@@ -255,6 +255,23 @@ def test_tensors_of_one_address_with_storages_of_their_own_sizes_keep_every_valu
     assert float(whole[0]) == 9 and values[0] == 0
 
 
+def test_a_tensor_and_a_numpy_array_of_one_memory_are_copied_as_views_of_one_copy():
+    # Each kind keyed by its own allocation, `torch.from_numpy(a)` given beside `a` was
+    # copied apart: a candidate writing into the tensor left the copy of `a` the body
+    # returned as it was, and a wrong candidate that wrote nothing passed its check.
+    array = np.zeros((4, 6), dtype=np.float32)
+    for given in ((array, torch.from_numpy(array)[:, 2]), (torch.from_numpy(array).t(), array)):
+        copies = clone_value(given)
+        array_copy, tensor_copy = copies if isinstance(copies[0], np.ndarray) else copies[::-1]
+        tensor_copy[(1,) * tensor_copy.dim()] = 7
+        assert array_copy.sum() == 7 and array.sum() == 0
+        assert tensor_copy.stride() == next(v for v in given if torch.is_tensor(v)).stride()
+    tensor = torch.zeros(3, 4)
+    tensor_copy, array_copy = clone_value((tensor, tensor.numpy()[1:]))
+    array_copy[0, 0] = 5
+    assert float(tensor_copy[1, 0]) == 5 and float(tensor.sum()) == 0
+
+
 def test_tensors_of_one_storage_that_do_not_overlap_are_copied_apart_as_each_alone_is():
     big = torch.zeros(1000)
     first, second = clone_value((big[:500], big[500:]))
