@@ -63,6 +63,10 @@ def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None
         _arrays_within(value, arrays, 0)
         shared = overlapping(arrays.values()) if len(arrays) > 1 else None
         if shared is not None:
+            if len(arrays) >= _LOOKED_FOR_VIEWS:
+                # An owner past the arrays looked at may be an input all the same: its
+                # views are made over its copy, which the input's copy then is.
+                shared.unowned.clear()
             memo[_SHARED_MEMORY] = (None, shared)
     key = id(value)
     if key in memo:
@@ -161,7 +165,8 @@ def _view_of_shared(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     owner = numpy_owner(value)
     if owner is value or ("numpy", id(owner)) not in shared.spans:
         return None
-    return numpy_view(value, clone_value(owner, depth, memo))
+    spanned = shared.view(value)  # made over the bytes the views span, where no input owns them
+    return spanned if spanned is not None else numpy_view(value, clone_value(owner, depth, memo))
 
 
 def _clone_sequence(value: tuple[Any, ...] | list[Any], depth: int, memo: dict[int, Any]) -> Any:

@@ -447,6 +447,34 @@ def test_only_arrays_of_one_allocation_have_their_addresses_read(
     assert sorted(read) == sorted([id(cache), id(slot)])
 
 
+def test_overlapping_views_of_an_array_no_input_holds_copy_only_the_bytes_they_span() -> None:
+    # Made over a copy of their owner, two small views of a ring buffer's 8 MB pool copied
+    # the whole pool at every call.
+    pool = np.arange(1_000_000, dtype=np.float64)
+
+    class Ring:
+        pass
+
+    ring = Ring()
+    ring.head, ring.window = pool[10:20], pool[15:35:2]
+    copied = clone_value(ring)
+    assert copied.head.base is not None and copied.head.base.nbytes < 1024
+    assert copied.window.strides == ring.window.strides
+    assert copied.window.tolist() == ring.window.tolist()
+    copied.head[5] = -1  # pool[15], the window's first
+    assert copied.window[0] == -1 and pool[15] == 15
+
+    matrix = np.zeros((4, 6))
+    even, odd = clone_value((matrix[:, ::2], matrix[:, 1::2]))
+    assert np.may_share_memory(even, odd) and even.strides == odd.strides == (48, 16)
+
+    # Past the arrays looked at for views, an owner may be an input all the same.
+    many = [np.zeros(1) for _ in range(300)]
+    head, window, *_, owner = clone_value([pool[10:20], pool[15:35], *many, pool])
+    head[5] = -1
+    assert window[0] == owner[15] == -1
+
+
 def test_views_of_one_buffer_that_do_not_overlap_are_copied_apart_as_each_alone_is() -> None:
     # Two halves of a large array share no element: each copy holds only what it spans.
     big = np.zeros(1000)
