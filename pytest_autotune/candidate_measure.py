@@ -121,6 +121,7 @@ def candidate_measurer(
                 contention.settle_helpers()
                 sample = helpers.wrap(sample)
             before = contention.stall_reading() if on_cpu else None
+            cpus_before = contention.cpu_reading() if on_cpu else None
             measured = measure_winner(
                 sample,
                 calibration=calibrate.sample if calibrate else None,
@@ -128,6 +129,7 @@ def candidate_measurer(
                 name=name,
             )
             after = contention.stall_reading() if on_cpu else None
+            cpus_after = contention.cpu_reading() if on_cpu else None
         except FLOATING_POINT_ERRORS as exc:
             if repeats_raise:
                 raise _RaisedOfRepeats from exc
@@ -143,6 +145,7 @@ def candidate_measurer(
             load=contention.load_per_cpu(),
             pressure=contention.pressure_share(before, after),
             helpers=helpers.share(),
+            neighbours=contention.neighbours(cpus_before, cpus_after),
         )
 
     return measure

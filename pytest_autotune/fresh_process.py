@@ -282,6 +282,7 @@ def measure_here(name: str, call: bytes, sources: dict[str, Source] | None = Non
             "load": measured.load,
             "pressure": measured.pressure,
             "helpers": measured.helpers,
+            "neighbours": measured.neighbours,
         }
     except BaseException as exc:  # the caller measures here instead
         result = _said(exc)
@@ -314,6 +315,7 @@ def _measurement(result: dict[str, Any]) -> Measurement:
         load=result["load"],
         pressure=result["pressure"],
         helpers=result["helpers"],
+        neighbours=result["neighbours"],
     )
 
 

@@ -83,10 +83,17 @@ def group_record(
                 "load": measurement.load,
                 "pressure": measurement.pressure,
                 "helpers": measurement.helpers,
+                "neighbours": measurement.neighbours,
             }
             if measurement is not None
             and any(
-                v is not None for v in (measurement.load, measurement.pressure, measurement.helpers)
+                v is not None
+                for v in (
+                    measurement.load,
+                    measurement.pressure,
+                    measurement.helpers,
+                    measurement.neighbours,
+                )
             )
             else None
         ),

@@ -1,8 +1,10 @@
 """How contended this process's CPUs were while the winner was measured: the 1-minute load
 average per CPU, the share of the samples' wall time during which runnable threads waited
-for a CPU (Linux's pressure-stall counters, read on both sides of the samples), and the CPU
-time of the process's other threads over the samples' (`HelperClock`), with the wait for a
-thread pool an earlier call left spinning to fall quiet first (`settle_helpers`).
+for a CPU (Linux's pressure-stall counters, read on both sides of the samples), the CPU time
+other processes used during the samples (`neighbours`, from the machine's CPU counters read
+on both sides of them), and the CPU time of the process's other threads over the samples'
+(`HelperClock`), with the wait for a thread pool an earlier call left spinning to fall quiet
+first (`settle_helpers`).
 
 What each of them adds to the noise of a comparison is `gate.conditions`'.
 """
@@ -123,6 +125,67 @@ def pressure_share(before: StallReading | None, after: StallReading | None) -> f
     if not window > 0 or stalled < 0:
         return None
     return min(1.0, stalled / window)
+
+
+@dataclass(frozen=True, slots=True)
+class CpuReading:
+    """One read of the machine's CPU counters: the seconds its CPUs had spent busy (all of
+    them together: `/proc/stat`'s first line, idle, I/O wait and steal left out), this
+    process's CPU time then, and when it was read (`time.monotonic` seconds)."""
+
+    busy: float
+    own: float
+    at: float
+
+
+MIN_NEIGHBOURS_WINDOW_S = 0.25
+"""The shortest window over which `neighbours` says anything: the machine's counters tick
+100 times a second, so over a shorter one a tick or two per CPU reads as a neighbour."""
+
+
+def read_cpus(
+    stat: Path = Path("/proc/stat"),
+    own: Callable[[], float] = time.process_time,
+    now: Callable[[], float] = time.monotonic,
+) -> CpuReading | None:
+    """The machine's CPU counters now; None where there are none (not Linux) or they do
+    not read in the kernel's form."""
+    try:
+        fields = stat.read_text().split("\n", 1)[0].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if fields[:1] != ["cpu"] or len(fields) < 8 or not all(f.isdigit() for f in fields[1:8]):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(f) for f in fields[1:8])
+    return CpuReading((user + nice + system + irq + softirq) / ticks, own(), now())
+
+
+def cpu_reading() -> CpuReading | None:
+    """This machine's CPU counters now (`read_cpus`)."""
+    return read_cpus()
+
+
+def neighbours(before: CpuReading | None, after: CpuReading | None) -> float | None:
+    """The CPU time other processes used between two reads over its wall time, in CPUs: 1.0
+    for a neighbour that kept one CPU busy throughout; None when either read is missing or
+    the window is under `MIN_NEIGHBOURS_WINDOW_S`.
+
+    Neither the load average nor the stall counters see such a neighbour beside a gate on
+    two CPUs: the measured process and the neighbour are two runnable threads on two CPUs,
+    a load of 1.0 per CPU with no wait for a CPU. Yet its memory traffic moves the winner
+    by more than the calibration read follows: beside a test suite starting on the 2-core
+    VM, an unchanged NumPy sum failed the gate at +76.9% (the read +17%, measured three
+    times, no load or stall counted), and beside one process streaming 256 MiB an
+    unchanged sum read +10% to +30% calibrated in `-n 2` gates (BENCHMARKS.md,
+    2026-12-06, "A neighbour that neither the load nor the stalls show")."""
+    if before is None or after is None:
+        return None
+    window = after.at - before.at
+    if not window >= MIN_NEIGHBOURS_WINDOW_S:
+        return None
+    others = (after.busy - before.busy) - (after.own - before.own)
+    return max(0.0, others / window)
 
 
 @dataclass(slots=True)

@@ -89,7 +89,7 @@ def _contention(data: Any, where: str) -> dict[str, float | None]:
     if data is None:
         return {}
     values = {}
-    for name in ("load", "pressure", "helpers"):
+    for name in ("load", "pressure", "helpers", "neighbours"):
         value = data.get(name)
         # Bounded: a hand-edited load of 1e308 widened the noise past the largest float, and
         # compare ended in an OverflowError traceback. A measured one is a few at most.

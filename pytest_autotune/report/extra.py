@@ -41,8 +41,9 @@ class RecordExtra:
     contention: JsonObject | None = None
     """How contended the CPUs were while the winner was measured (a CPU's): `load`, the
     1-minute load average per CPU, and `pressure`, the share of the measurement during
-    which runnable threads waited for a CPU, and `helpers`, the CPU time of the process's
-    other threads over the samples' wall time; each None where the platform does not tell
+    which runnable threads waited for a CPU, `helpers`, the CPU time of the process's
+    other threads over the samples' wall time, and `neighbours`, the CPU time other
+    processes used over it, in CPUs; each None where the platform does not tell
     (`gate.contention`)."""
     instrument: JsonObject | None = None
     """What the client took off each sample as its instrument's own, integer nanoseconds by

@@ -58,6 +58,7 @@ FAKE_CONFTEST = textwrap.dedent(
 
             pytest_autotune.gate.contention.load_per_cpu = lambda: None
             pytest_autotune.gate.contention.stall_reading = lambda: None
+            pytest_autotune.gate.contention.cpu_reading = lambda: None
             pytest_autotune.confirmations.CONFIRM_GAP_S = 0.0
     '''
 )

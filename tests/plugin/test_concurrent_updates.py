@@ -29,6 +29,7 @@ import pytest_autotune.gate.contention
 # Not a pytester run in this process: the suite's conftest patches nothing here.
 pytest_autotune.gate.contention.load_per_cpu = lambda: None
 pytest_autotune.gate.contention.stall_reading = lambda: None
+pytest_autotune.gate.contention.cpu_reading = lambda: None
 pytest_autotune.confirmations.CONFIRM_GAP_S = 0.0
 
 @pytest.hookimpl(tryfirst=True)

@@ -213,7 +213,10 @@ def test_a_multithreaded_winner_on_contended_cpus_is_too_noisy_and_no_update_rec
     gated.stdout.fnmatch_lines(["verdicts: 2 too noisy"])
     records = (scale.path / "records.jsonl").read_text().splitlines()
     contention = [json.loads(line)["extra"]["contention"] for line in records]
-    assert contention == [{"load": None, "pressure": pytest.approx(0.3), "helpers": 0.6}] * 2
+    assert (
+        contention
+        == [{"load": None, "pressure": pytest.approx(0.3), "helpers": 0.6, "neighbours": None}] * 2
+    )
 
     updated = run(scale, "--autotune-update")
     assert updated.ret == pytest.ExitCode.OK

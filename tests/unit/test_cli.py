@@ -437,6 +437,29 @@ def test_compare_counts_the_contention_run_b_was_measured_under_as_the_gate_did(
     assert out.splitlines()[2].endswith("too noisy")
 
 
+def test_compare_counts_a_neighbour_run_b_was_measured_beside_as_the_gate_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its CPUs free by the load and the stalls, a neighbour busy on the other one: the gate
+    # called it too noisy, and so must compare, from the record alone.
+    cpu = "cpu-amd-epyc-2t"
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    Recorder(a).record(replace(sum_run(RUN_1, 5.0), device_id=cpu))
+    slower = replace(sum_run(RUN_2, 6.25), device_id=cpu)
+    contention = {"load": 1.0, "pressure": 0.0, "helpers": 0.0, "neighbours": 1.0}
+    Recorder(b).record(replace(slower, extra={**slower.extra, "contention": contention}))
+
+    code, out, err = run(capsys, "compare", str(a), str(b))
+
+    assert (code, err) == (0, "")
+    assert out.splitlines()[2].endswith("too noisy")
+    c = tmp_path / "c.jsonl"
+    free = {**contention, "neighbours": None}
+    Recorder(c).record(replace(slower, extra={**slower.extra, "contention": free}))
+    code, out, err = run(capsys, "compare", str(a), str(c))
+    assert out.splitlines()[2].endswith("REGRESSION")
+
+
 @pytest.mark.parametrize("load", [1e308, -1.0])
 def test_compare_refuses_a_contention_no_machine_measures_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], load: float
