@@ -31,9 +31,9 @@ slowdown the gate promises says "too noisy", with the reason, rather than guessi
   busy is no thread too many (the measured process and it: 1.0 per CPU) and makes no
   thread wait for a CPU, so neither counter above sees it; yet its memory traffic moves a
   memory-bound winner by more than the calibration read (an unchanged sum +76.9%, the read
-  +17%, beside a test suite's start). The CPU time other processes used during the
-  samples (`contention.neighbours`) shows it: from half a CPU it doubles the noise, as a
-  quarter thread too many does by the load (`neighbour_factor`).
+  +17%, beside a test suite's start). The share of the other CPUs' time that other
+  processes used during the samples (`contention.neighbours`) shows it: from half it
+  doubles the noise, as a quarter thread too many does by the load (`neighbour_factor`).
 - **A multithreaded winner on contended CPUs.** A call that splits its work over several
   threads (a BLAS matmul past a few hundred kilobytes) waits for the slowest of them, and
   any thread of another process that holds one of its CPUs holds the whole call: on the
@@ -165,20 +165,21 @@ def pressure_factor(share: float | None) -> float:
 
 
 NEIGHBOURS_BUSY = 0.5
-"""The CPU time other processes used during a measurement, in CPUs, from which a neighbour
-counts as busy beside it (`neighbour_factor`): half a CPU, a process busy half the time, as
-a quarter thread too many per CPU does on two CPUs by the load (`load_factor`)."""
+"""The share of the other CPUs' time that other processes used during a measurement from
+which a neighbour counts as busy beside it (`neighbour_factor`): on two CPUs, a process busy
+half the time, as a quarter thread too many per CPU is by the load (`load_factor`)."""
 
 
 def neighbour_factor(neighbours: float | None) -> float:
-    """By how much the between-session noise of a CPU timing grows when other processes kept
-    `neighbours` CPUs busy during its measurement (`contention.neighbours`): not at all
-    under `NEIGHBOURS_BUSY`, twice from it, as the load's factor from a quarter thread too
-    many. A neighbour on the other of two CPUs is no thread too many (1.0 per CPU) and waits
-    for no CPU, so neither the load nor the stalls count it, while its memory traffic moves
-    the winner by more than the calibration read: with one core kept busy the sessions'
-    change had an sd of 5.5% against the 3% assumed (`load_factor`), and an unchanged sum,
-    its CPUs free by both counters, failed at +76.9% beside a test suite's start."""
+    """By how much the between-session noise of a CPU timing grows when other processes used
+    the share `neighbours` of the other CPUs' time during its measurement
+    (`contention.neighbours`): not at all under `NEIGHBOURS_BUSY`, twice from it, as the
+    load's factor from a quarter thread too many. A neighbour on the other of two CPUs is
+    no thread too many (1.0 per CPU) and waits for no CPU, so neither the load nor the
+    stalls count it, while its memory traffic moves the winner by more than the calibration
+    read: with one core kept busy the sessions' change had an sd of 5.5% against the 3%
+    assumed (`load_factor`), and an unchanged sum, its CPUs free by both counters, failed at
+    +76.9% beside a test suite's start."""
     if neighbours is None or not math.isfinite(neighbours) or neighbours < NEIGHBOURS_BUSY:
         return 1.0
     return 2.0
@@ -352,7 +353,8 @@ def _cpu_condition(current: Measurement) -> tuple[float, Condition] | None:
     if neighbour > 1.0:
         assert current.neighbours is not None  # a factor past one is a reading's
         reasons.append(
-            f"other processes kept {current.neighbours:.1f} CPUs busy beside the measurement"
+            f"other processes used {current.neighbours:.0%} of the other CPUs' time during"
+            " the measurement"
         )
     if not reasons:
         return None

@@ -130,10 +130,12 @@ def pressure_share(before: StallReading | None, after: StallReading | None) -> f
 @dataclass(frozen=True, slots=True)
 class CpuReading:
     """One read of the machine's CPU counters: the seconds its CPUs had spent busy (all of
-    them together: `/proc/stat`'s first line, idle, I/O wait and steal left out), this
-    process's CPU time then, and when it was read (`time.monotonic` seconds)."""
+    them together: `/proc/stat`'s first line, idle, I/O wait and steal left out), how many
+    CPUs it counts, this process's CPU time then, and when it was read (`time.monotonic`
+    seconds)."""
 
     busy: float
+    cpus: int
     own: float
     at: float
 
@@ -151,14 +153,17 @@ def read_cpus(
     """The machine's CPU counters now; None where there are none (not Linux) or they do
     not read in the kernel's form."""
     try:
-        fields = stat.read_text().split("\n", 1)[0].split()
+        lines = stat.read_text().splitlines()
         ticks = os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, AttributeError):
         return None
+    fields = lines[0].split() if lines else []
     if fields[:1] != ["cpu"] or len(fields) < 8 or not all(f.isdigit() for f in fields[1:8]):
         return None
     user, nice, system, _idle, _iowait, irq, softirq = (int(f) for f in fields[1:8])
-    return CpuReading((user + nice + system + irq + softirq) / ticks, own(), now())
+    cpus = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
+    busy = (user + nice + system + irq + softirq) / ticks
+    return CpuReading(busy, max(cpus, 1), own(), now())
 
 
 def cpu_reading() -> CpuReading | None:
@@ -167,9 +172,10 @@ def cpu_reading() -> CpuReading | None:
 
 
 def neighbours(before: CpuReading | None, after: CpuReading | None) -> float | None:
-    """The CPU time other processes used between two reads over its wall time, in CPUs: 1.0
-    for a neighbour that kept one CPU busy throughout; None when either read is missing or
-    the window is under `MIN_NEIGHBOURS_WINDOW_S`.
+    """The share of the other CPUs' time that other processes used between two reads, from
+    0 to 1 (on two CPUs, 1.0 is a neighbour that kept the other CPU busy throughout): the
+    CPUs' busy time less this process's own, over the wall time and the CPUs but one; None
+    when either read is missing or the window is under `MIN_NEIGHBOURS_WINDOW_S`.
 
     Neither the load average nor the stall counters see such a neighbour beside a gate on
     two CPUs: the measured process and the neighbour are two runnable threads on two CPUs,
@@ -177,15 +183,17 @@ def neighbours(before: CpuReading | None, after: CpuReading | None) -> float | N
     by more than the calibration read follows: beside a test suite starting on the 2-core
     VM, an unchanged NumPy sum failed the gate at +76.9% (the read +17%, measured three
     times, no load or stall counted), and beside one process streaming 256 MiB an
-    unchanged sum read +10% to +30% calibrated in `-n 2` gates (BENCHMARKS.md,
-    2026-12-06, "A neighbour that neither the load nor the stalls show")."""
+    unchanged sum read -30% to +30% calibrated in `-n 2` gates (BENCHMARKS.md,
+    2026-12-06, "A neighbour that neither the load nor the stalls show"). A share, not a
+    count of CPUs: on a host of many, as a container sees it, the others' work is spread
+    over as many CPUs as this one's."""
     if before is None or after is None:
         return None
     window = after.at - before.at
     if not window >= MIN_NEIGHBOURS_WINDOW_S:
         return None
     others = (after.busy - before.busy) - (after.own - before.own)
-    return max(0.0, others / window)
+    return min(1.0, max(0.0, others / window / max(after.cpus - 1, 1)))
 
 
 @dataclass(slots=True)

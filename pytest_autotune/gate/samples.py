@@ -111,9 +111,9 @@ class Measurement(Samples):
     time: about 1 for a call on two BLAS threads, 0 for a one-thread call; on a CPU, None
     elsewhere (`gate.contention.HelperClock`)."""
     neighbours: float | None = None
-    """The CPU time other processes used during the samples, over their wall time, in CPUs:
-    1.0 for one CPU kept busy beside the measurement; on a CPU where the machine's counters
-    tell, None elsewhere (`gate.contention.neighbours`)."""
+    """The share of the other CPUs' time that other processes used during the samples, from
+    0 to 1 (on two CPUs, 1.0 for the other one kept busy); on a CPU where the machine's
+    counters tell, None elsewhere (`gate.contention.neighbours`)."""
     _stats: SampleStats = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -42,9 +42,9 @@ class RecordExtra:
     """How contended the CPUs were while the winner was measured (a CPU's): `load`, the
     1-minute load average per CPU, and `pressure`, the share of the measurement during
     which runnable threads waited for a CPU, `helpers`, the CPU time of the process's
-    other threads over the samples' wall time, and `neighbours`, the CPU time other
-    processes used over it, in CPUs; each None where the platform does not tell
-    (`gate.contention`)."""
+    other threads over the samples' wall time, and `neighbours`, the share of the other
+    CPUs' time that other processes used meanwhile; each None where the platform does not
+    tell (`gate.contention`)."""
     instrument: JsonObject | None = None
     """What the client took off each sample as its instrument's own, integer nanoseconds by
     mode (a CUDA client's replay fixed cost, `CudaClient.instrument`)."""

@@ -18,13 +18,16 @@ def stat_file(tmp_path: Path, busy_ticks: int) -> Path:
     # user nice system idle iowait irq softirq steal: busy is user+nice+system+irq+softirq.
     path = tmp_path / "stat"
     user = busy_ticks - 30
-    path.write_text(f"cpu  {user} 10 15 900000 500 2 3 70 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+    path.write_text(
+        f"cpu  {user} 10 15 900000 500 2 3 70 0 0\n"
+        "cpu0 1 2 3 4 5 6 7 8 0 0\ncpu1 1 2 3 4 5 6 7 8 0 0\nintr 1 2\ncpu_extra 1\n"
+    )
     return path
 
 
 def test_the_reading_is_the_busy_cpu_time_without_idle_wait_or_steal(tmp_path: Path) -> None:
     reading = read_cpus(stat_file(tmp_path, 1000), own=lambda: 2.5, now=lambda: 7.0)
-    assert reading == CpuReading(1000 / TICKS, 2.5, 7.0)
+    assert reading == CpuReading(1000 / TICKS, 2, 2.5, 7.0)
 
 
 @pytest.mark.parametrize(
@@ -36,21 +39,28 @@ def test_a_file_not_in_the_kernels_form_gives_no_reading(tmp_path: Path, text: s
     assert read_cpus(tmp_path / "missing") is None
 
 
-def test_a_neighbour_that_kept_one_cpu_busy_reads_one_cpu_beside_the_measured_process() -> None:
-    # Over 2 s the machine's CPUs were busy 3.9 s, 2 s of them this process's own.
-    before, after = CpuReading(100.0, 5.0, 10.0), CpuReading(103.9, 7.0, 12.0)
+def test_a_neighbour_that_kept_the_other_of_two_cpus_busy_reads_almost_all_its_time() -> None:
+    # Over 2 s the two CPUs were busy 3.9 s, 2 s of them this process's own.
+    before, after = CpuReading(100.0, 2, 5.0, 10.0), CpuReading(103.9, 2, 7.0, 12.0)
     assert neighbours(before, after) == pytest.approx(0.95)
 
 
-def test_no_other_process_reads_none_busy_never_below_zero() -> None:
+def test_on_a_host_of_many_cpus_the_others_work_is_a_share_of_theirs() -> None:
+    # A container sees the host's 64 CPUs: 31.5 of the 63 others busy is half of them.
+    before, after = CpuReading(0.0, 64, 0.0, 0.0), CpuReading(65.0, 64, 2.0, 2.0)
+    assert neighbours(before, after) == pytest.approx(0.5)
+
+
+def test_no_other_process_reads_none_busy_and_the_share_stays_within_zero_and_one() -> None:
     # The machine's counters tick, this process's own time does not: a tick less reads 0.
-    before, after = CpuReading(100.0, 5.0, 10.0), CpuReading(101.99, 7.0, 12.0)
-    assert neighbours(before, after) == 0.0
+    before = CpuReading(100.0, 2, 5.0, 10.0)
+    assert neighbours(before, CpuReading(101.99, 2, 7.0, 12.0)) == 0.0
+    assert neighbours(before, CpuReading(104.1, 2, 7.0, 12.0)) == 1.0
 
 
 def test_a_missing_read_or_a_window_too_short_for_the_ticks_says_nothing() -> None:
-    reading = CpuReading(100.0, 5.0, 10.0)
+    reading = CpuReading(100.0, 2, 5.0, 10.0)
     assert neighbours(None, reading) is None
     assert neighbours(reading, None) is None
-    # 0.1 s: a tick of each of two CPUs would read as a fifth of a CPU.
-    assert neighbours(reading, CpuReading(100.2, 5.1, 10.1)) is None
+    # 0.1 s: a tick of each of two CPUs would read as a fifth of the other's time.
+    assert neighbours(reading, CpuReading(100.2, 2, 5.1, 10.1)) is None

@@ -144,7 +144,7 @@ def test_the_larger_of_the_load_and_stall_factors_widens_the_noise_and_both_are_
     ) in verdict.message
 
 
-def test_under_half_a_cpu_of_other_processes_adds_nothing_and_from_it_doubles_the_noise() -> None:
+def test_under_half_the_other_cpus_time_adds_nothing_and_from_it_doubles_the_noise() -> None:
     assert neighbour_factor(None) == 1.0
     assert neighbour_factor(float("nan")) == 1.0
     assert neighbour_factor(0.0) == 1.0
@@ -169,8 +169,8 @@ def test_a_neighbour_no_load_nor_stall_shows_makes_a_slowdown_too_noisy() -> Non
     )
     assert beside.verdict is Verdict.TOO_NOISY and not beside.failed
     assert (
-        "other processes kept 1.0 CPUs busy beside the measurement, so the between-session"
-        " noise counts 2.0 times" in beside.message
+        "other processes used 97% of the other CPUs' time during the measurement, so the"
+        " between-session noise counts 2.0 times" in beside.message
     )
 
 
@@ -183,8 +183,8 @@ def test_a_huge_slowdown_still_fails_beside_a_neighbour() -> None:
     )
     assert verdict.verdict is Verdict.REGRESSION
     assert verdict.message.endswith(
-        "; counted in its noise: other processes kept 1.0 CPUs busy beside the measurement,"
-        " so the between-session noise counts 2.0 times"
+        "; counted in its noise: other processes used 100% of the other CPUs' time during"
+        " the measurement, so the between-session noise counts 2.0 times"
     )
 
 
@@ -342,8 +342,8 @@ def test_contended_names_every_state_of_the_cpus_that_widens_any_comparison() ->
     assert reasons[1].startswith("the winner runs on several threads")
     beside = [c.reason for c in contended(measured(T, load=1.0, pressure=0.0, neighbours=1.0))]
     assert beside == [
-        "other processes kept 1.0 CPUs busy beside the measurement, so the between-session"
-        " noise counts 2.0 times"
+        "other processes used 100% of the other CPUs' time during the measurement, so the"
+        " between-session noise counts 2.0 times"
     ]
 
 
