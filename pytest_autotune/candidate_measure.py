@@ -129,7 +129,7 @@ def candidate_measurer(
                 name=name,
             )
             after = contention.stall_reading() if on_cpu else None
-            cpus_after = contention.cpu_reading() if on_cpu else None
+            cpus_after = contention.cpu_reading_after(cpus_before)
         except FLOATING_POINT_ERRORS as exc:
             if repeats_raise:
                 raise _RaisedOfRepeats from exc

@@ -171,6 +171,25 @@ def cpu_reading() -> CpuReading | None:
     return read_cpus()
 
 
+def cpu_reading_after(
+    before: CpuReading | None,
+    read: Callable[[], CpuReading | None] | None = None,
+    now: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> CpuReading | None:
+    """The machine's CPU counters at least `MIN_NEIGHBOURS_WINDOW_S` after `before`, this
+    thread waiting out what is left of that window (None, at once, without `before`). A
+    winner whose median is known after 20 ms of samples read no neighbour at all over so
+    short a window; waiting, this process idle, the others' share still reads theirs: a
+    neighbour that kept the other CPU busy keeps it busy, and this one's is left to it."""
+    if before is None:
+        return None
+    left = MIN_NEIGHBOURS_WINDOW_S - (now() - before.at)
+    if left > 0:
+        sleep(left)
+    return (read or cpu_reading)()
+
+
 def neighbours(before: CpuReading | None, after: CpuReading | None) -> float | None:
     """The share of the other CPUs' time that other processes used between two reads, from
     0 to 1 (on two CPUs, 1.0 is a neighbour that kept the other CPU busy throughout): the

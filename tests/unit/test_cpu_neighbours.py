@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_autotune.gate.contention import CpuReading, neighbours, read_cpus
+from pytest_autotune.gate.contention import (
+    MIN_NEIGHBOURS_WINDOW_S,
+    CpuReading,
+    cpu_reading_after,
+    neighbours,
+    read_cpus,
+)
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -64,3 +70,17 @@ def test_a_missing_read_or_a_window_too_short_for_the_ticks_says_nothing() -> No
     assert neighbours(reading, None) is None
     # 0.1 s: a tick of each of two CPUs would read as a fifth of the other's time.
     assert neighbours(reading, CpuReading(100.2, 2, 5.1, 10.1)) is None
+
+
+def test_a_measurement_shorter_than_the_window_waits_out_the_rest_before_its_last_read() -> None:
+    # A winner known after 20 ms of samples read no neighbour at all before.
+    before = CpuReading(100.0, 2, 5.0, 10.0)
+    slept: list[float] = []
+    after = CpuReading(100.2, 2, 5.02, 10.25)
+    read = cpu_reading_after(before, lambda: after, now=lambda: 10.02, sleep=slept.append)
+    assert slept == [pytest.approx(MIN_NEIGHBOURS_WINDOW_S - 0.02)]
+    assert read is after and neighbours(before, read) == pytest.approx(0.18 / 0.25)
+    slept.clear()
+    assert cpu_reading_after(before, lambda: after, now=lambda: 11.0, sleep=slept.append) is after
+    assert slept == []
+    assert cpu_reading_after(None, lambda: after, sleep=slept.append) is None and slept == []
