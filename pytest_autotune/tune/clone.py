@@ -57,21 +57,32 @@ def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None
     apart, `candidate(slot)` writing what the body returns as `cache`): their copies are
     views of one copy of it, and CuPy arrays and PyTorch tensors of one allocation
     (`shared_memory`)."""
-    memo: dict[int, Any] = {} if _memo is None else _memo
-    if _memo is None and not _is_array(value):  # one array alone shares with nothing
-        arrays: dict[int, Any] = {}
-        _arrays_within(value, arrays, 0)
-        shared = overlapping(arrays.values()) if len(arrays) > 1 else None
-        if shared is not None:
-            if len(arrays) >= _LOOKED_FOR_VIEWS:
-                # An owner past the arrays looked at may be an input all the same: its
-                # views are made over its copy, which the input's copy then is.
-                shared.unowned.clear()
-            memo[_SHARED_MEMORY] = (None, shared)
+    if _memo is not None:
+        return _memoized(value, _depth, _memo)
+    if _is_array(value):  # one array alone shares with nothing
+        return _memoized(value, _depth, {})
+    arrays: dict[int, Any] = {}
+    _arrays_within(value, arrays, 0)
+    shared = overlapping(arrays.values()) if len(arrays) > 1 else None
+    if shared is None:
+        return _memoized(value, _depth, {})
+    memo: dict[int, Any] = {_SHARED_MEMORY: (None, shared)}
+    cloned = _memoized(value, _depth, memo)
+    if any(owner_id in memo for _, owner_id in shared.unowned):
+        # An owner the look for views passed over (past its first arrays, in an object
+        # array, deeper than it looks) was an input all the same, copied apart from the
+        # views made over their span's copy: copied again, the views over the owner's copy.
+        shared = dataclasses.replace(shared, unowned=set(), copies={})
+        cloned = _memoized(value, _depth, {_SHARED_MEMORY: (None, shared)})
+    return cloned
+
+
+def _memoized(value: Any, depth: int, memo: dict[int, Any]) -> Any:
+    """`value` copied once however often the walk meets it (`clone_value`)."""
     key = id(value)
     if key in memo:
         return memo[key][1]
-    cloned = _clone(value, _depth, memo)
+    cloned = _clone(value, depth, memo)
     if cloned is not value:
         # Only what was copied: an object met first below the depth limit is shared there,
         # and met again nearer the top it is still copied, as it was before the memo.

@@ -475,6 +475,27 @@ def test_overlapping_views_of_an_array_no_input_holds_copy_only_the_bytes_they_s
     assert window[0] == owner[15] == -1
 
 
+def test_an_owner_the_look_for_views_passes_over_is_still_copied_with_its_views() -> None:
+    # The look for views stops where the copy does not (an object array's elements, a
+    # fourth container down): its owner taken for no input, the views were made over a copy
+    # of their span, and the owner's own copy, made apart, missed what they wrote.
+    pool = np.arange(100.0)
+
+    class State:
+        def __init__(self, pool: np.ndarray) -> None:
+            self.pool = pool
+
+    batch = np.empty(1, dtype=object)
+    batch[0] = pool
+    for holder, owner_of in (
+        (batch, lambda copied: copied[0]),
+        ([{"state": State(pool)}], lambda copied: copied[0]["state"].pool),
+    ):
+        head, window, copied = clone_value((pool[0:10], pool[5:15], holder))
+        head[7] = -1
+        assert window[2] == owner_of(copied)[7] == -1 and pool[7] == 7
+
+
 def test_views_of_one_buffer_that_do_not_overlap_are_copied_apart_as_each_alone_is() -> None:
     # Two halves of a large array share no element: each copy holds only what it spans.
     big = np.zeros(1000)
