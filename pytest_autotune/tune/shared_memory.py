@@ -32,7 +32,7 @@ class SharedMemory:
     """The allocations two or more of a call's inputs view overlapping parts of, by key, with
     the address range their arrays span together (CuPy copies that range), the largest
     storage of each tensor key (the one copied), and the one copy of each as its first array
-    is copied."""
+    is copied (of a CuPy key, the pointer to the range's first byte in it)."""
 
     spans: dict[MemoryKey, tuple[int, int]]
     storages: dict[MemoryKey, Any] = dataclasses.field(default_factory=dict)
@@ -69,10 +69,14 @@ class SharedMemory:
         copied = self.copies.get(key)
         if copied is None:
             # The bytes the group spans, on the current device (the client's, as
-            # `clone.device_copy` copies), by one memcpy from wherever they lie.
-            copied = self.copies[key] = cp.empty(high - low, dtype=cp.uint8)
-            copied.data.copy_from_device_async(value.data + (low - value.data.ptr), high - low)
-        memptr = copied.data + (value.data.ptr - low)
+            # `clone.device_copy` copies), by one memcpy from wherever they lie; at the
+            # caller's place in cudaMalloc's 256-byte alignment. Started at the allocator's,
+            # `x[4:]` given beside `x[1:]` (float32) lay 12 bytes past the 16-byte boundary
+            # its caller's lies on, where a kernel's float4 loads fault.
+            block = cp.empty(high - low + _DEVICE_ALIGNMENT, dtype=cp.uint8).data
+            copied = self.copies[key] = block + (low - block.ptr) % _DEVICE_ALIGNMENT
+            copied.copy_from_device_async(value.data + (low - value.data.ptr), high - low)
+        memptr = copied + (value.data.ptr - low)
         return cp.ndarray(value.shape, value.dtype, memptr=memptr, strides=value.strides)
 
     def _numpy_view(self, key: MemoryKey, value: np.ndarray[Any, Any]) -> Any:
@@ -102,6 +106,10 @@ class SharedMemory:
         with torch.no_grad():
             made = torch.empty(0, dtype=value.dtype, device=value.device)
             return made.set_(storage, value.storage_offset(), value.shape, value.stride())
+
+
+_DEVICE_ALIGNMENT = 256
+"""Bytes that cudaMalloc aligns each allocation to (CuPy's pool to 512, a multiple)."""
 
 
 def overlapping(values: Iterable[Any]) -> SharedMemory | None:

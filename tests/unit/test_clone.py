@@ -159,6 +159,16 @@ class _Address:
     def __sub__(self, offset: int) -> _Address:
         return self + -offset
 
+    @property
+    def ptr(self) -> int:
+        return self._at()
+
+    @property
+    def mem(self) -> types.SimpleNamespace:
+        """The allocation: the NumPy memory its buffer views."""
+        owner = shared_memory.numpy_owner(self.buffer)
+        return types.SimpleNamespace(ptr=owner.__array_interface__["data"][0])
+
     def copy_from_device_async(self, source: _Address, nbytes: int) -> None:
         ctypes.memmove(self._at(), source._at(), nbytes)
 
@@ -234,6 +244,20 @@ def test_a_strided_cupy_view_of_another_device_is_copied_onto_the_current_one(
     assert not np.shares_memory(copied, view)
     np.testing.assert_array_equal(copied, view)
     assert (copied.strides == view.strides) is kept
+
+
+def test_cupy_views_of_one_allocation_keep_their_alignment_in_its_copy(two_gpus) -> None:
+    # The copy of the bytes they span started where the allocator's alignment does: given
+    # `x[1:]` beside `x[4:]` (float32), `x[4:]`'s copy lay 12 bytes past a 16-byte boundary
+    # its caller's lies on, and a kernel loading it as float4 faulted on a misaligned address.
+    x = np.arange(64, dtype=np.float32).view(_OnDevice)
+    given = (x[1:], x[4:], x.view(np.float64)[3:])
+    copies = clone_value(given)
+    for view, copied in zip(given, copies, strict=True):
+        assert copied.data.ptr % 256 == view.data.ptr % 256
+        np.testing.assert_array_equal(copied, view)
+    copies[0][3] = -1  # x[4], the second's first
+    assert copies[1][0] == -1 and x[4] == 4
 
 
 def test_a_cupy_view_spread_wide_keeps_cupys_contiguous_copy(cupy_module):
