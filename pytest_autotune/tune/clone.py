@@ -165,19 +165,21 @@ def _view_of_shared(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     and for the NumPy array that owns the memory, which is copied as any array is and which
     the NumPy views are made of."""
     entry = memo.get(_SHARED_MEMORY)
-    if entry is None:
+    if entry is None or (key := memory_key(value)) is None:
         return None
     shared: SharedMemory = entry[1]
-    if type(value) is not np.ndarray:
-        host = shared.numpy_host(value)
-        if host is None:
-            return shared.view(value)
+    host = shared.hosts.get(key)
+    if host is not None:  # a CPU tensor lying in a NumPy input's memory
         return tensor_view(value, host, clone_value(host, depth, memo))
-    owner = numpy_owner(value)
-    if owner is value or ("numpy", id(owner)) not in shared.spans:
+    owner = numpy_owner(value) if key[0] == "numpy" else None
+    if key not in shared.spans or owner is value:
+        # The NumPy owner is copied as any array is; so is one that the look for views
+        # passed over, whose views are then over their span's copy (`clone_value` copies
+        # all again).
         return None
-    spanned = shared.view(value)  # made over the bytes the views span, where no input owns them
-    return spanned if spanned is not None else numpy_view(value, clone_value(owner, depth, memo))
+    if owner is None or key in shared.unowned:
+        return shared.view(key, value)
+    return numpy_view(value, clone_value(owner, depth, memo))
 
 
 def _clone_sequence(value: tuple[Any, ...] | list[Any], depth: int, memo: dict[int, Any]) -> Any:

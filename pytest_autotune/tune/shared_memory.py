@@ -45,21 +45,14 @@ class SharedMemory:
     views are made over a copy of the bytes they span, as CuPy's are. Made over a copy of
     the owner, a 64 MB pool's two views of 8 KB took 10 ms a call to copy, not 20 us."""
 
-    def numpy_host(self, value: Any) -> np.ndarray[Any, Any] | None:
-        """The NumPy array over whose copy `value`, a CPU tensor, is made (`tensor_view`);
-        None for any other value."""
-        key = memory_key(value)
-        return None if key is None else self.hosts.get(key)
-
-    def view(self, value: Any) -> Any:
-        """`value`'s copy as a view of its allocation's one copy (a CuPy array, a tensor, a
-        NumPy array whose owner is no input); None for any other value, and for a NumPy
-        array whose owner is an input, whose view `numpy_view` makes of the owner's copy."""
-        key = memory_key(value)
-        if key is None or key not in self.spans:
-            return None
+    def view(self, key: MemoryKey, value: Any) -> Any:
+        """`value`, an array of `key` (its `memory_key`, in `spans`), copied as a view of the
+        one copy of the bytes its key's arrays span: a CuPy array, a tensor, or a NumPy
+        array whose owner is no input (`unowned`; one whose owner is an input is made over
+        the owner's copy, by `numpy_view`). None where a NumPy view has no layout to be
+        placed in (`numpy_view`)."""
         if key[0] == "numpy":
-            return self._numpy_view(key, value) if key in self.unowned else None
+            return self._numpy_view(key, value)
         if key[0] == "cupy":
             return self._cupy_view(sys.modules["cupy"], key, value)
         return self._tensor_view(sys.modules["torch"], key, value)
@@ -146,8 +139,8 @@ def overlapping(values: Iterable[Any]) -> SharedMemory | None:
         key
         for key in spans
         if key[0] == "numpy"
-        and key[1] not in {id(host) for host in hosts.values()}
-        and not any(array is numpy_owner(array) for array in groups[key])
+        # Made over the owner's copy: the owner given, and a tensor lying in it (`hosts`).
+        and not any(type(a) is not np.ndarray or a is numpy_owner(a) for a in groups[key])
     }
     return SharedMemory(spans, storages, hosts=hosts, unowned=unowned) if spans else None
 

@@ -492,6 +492,10 @@ def test_overlapping_views_of_an_array_no_input_holds_copy_only_the_bytes_they_s
     even, odd = clone_value((matrix[:, ::2], matrix[:, 1::2]))
     assert np.may_share_memory(even, odd) and even.strides == odd.strides == (48, 16)
 
+    # An empty view holds no byte of the pool: it is copied alone, not over the pool's copy.
+    head, window, empty = clone_value((pool[10:20], pool[15:35], pool[0:0]))
+    assert empty.base is None and head.base is window.base
+
     # Past the arrays looked at for views, an owner may be an input all the same.
     many = [np.zeros(1) for _ in range(300)]
     head, window, *_, owner = clone_value([pool[10:20], pool[15:35], *many, pool])
