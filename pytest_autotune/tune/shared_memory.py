@@ -153,7 +153,7 @@ def _host_tensors(groups: dict[MemoryKey, list[Any]]) -> dict[MemoryKey, np.ndar
     as it was, and a wrong candidate that wrote nothing passed its check."""
     hosts: dict[MemoryKey, np.ndarray[Any, Any]] = {}
     tensor_keys = [key for key in groups if key[:2] == ("torch", "cpu")]
-    if not tensor_keys:
+    if not tensor_keys or not any(key[0] == "numpy" for key in groups):
         return hosts
     # Each owner's range read once, in order of its first byte: read again for each tensor,
     # a call of 100 arrays and 100 tensors took 170 ms to copy, not 2 ms.

@@ -289,6 +289,9 @@ def test_tensors_beside_numpy_arrays_have_each_address_read_once(monkeypatch):
     tensors = [torch.zeros(8) for _ in range(20)]
     clone_value([*arrays, *tensors])
     assert len(read) == len(arrays) + len(tensors)
+    del read[:]
+    clone_value(tensors)  # no NumPy array to lie in
+    assert not read
     array = np.zeros(8)
     copies = clone_value([*arrays, array, torch.from_numpy(array)[2:]])
     copies[-1][0] = 1  # still found in the array's memory
