@@ -170,6 +170,22 @@ def test_cupy_arrays_of_one_allocation_are_copied_as_views_of_one_copy(cp: Any) 
     assert first.data.mem.ptr != second.data.mem.ptr
 
 
+def test_cupy_views_of_one_allocation_keep_their_callers_alignment(cp: Any) -> None:
+    # Their span's copy started where the allocator's block did: `x[4:]` given beside
+    # `x[1:]` lay 12 bytes past the 16-byte boundary the caller's lies on, where a kernel's
+    # float4 loads fault.
+    from pytest_autotune.tune.clone import clone_value
+
+    x = cp.arange(1024, dtype=cp.float32)
+    given = (x[1:], x[4:], x[8:100].view(cp.float64))
+    copies = clone_value(given)
+    for view, copied in zip(given, copies, strict=True):
+        assert copied.data.ptr % 256 == view.data.ptr % 256
+        assert bool((copied == view).all())
+    copies[1][0] = -1  # x[4]: the first view's fourth element, as the caller's
+    assert float(copies[0][3]) == -1 and float(x[4]) == 4
+
+
 def _same_view(array: Any, owner: Any, view: Any) -> Any:
     """The view of `array` that `view` is of `owner` (same offset, shape and strides)."""
     cp = importlib.import_module("cupy")
