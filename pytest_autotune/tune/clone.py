@@ -22,11 +22,12 @@ import numpy as np
 
 from pytest_autotune.tune.loaded import instance_of, loaded_type
 from pytest_autotune.tune.shared_memory import (
+    MemoryKey,
     SharedMemory,
     memory_key,
     numpy_owner,
     numpy_view,
-    overlapping,
+    overlapping_keyed,
     tensor_view,
 )
 from pytest_autotune.tune.torch_tensors import (
@@ -61,9 +62,9 @@ def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None
         return _memoized(value, _depth, _memo)
     if _is_array(value):  # one array alone shares with nothing
         return _memoized(value, _depth, {})
-    arrays: dict[int, Any] = {}
+    arrays: dict[int, tuple[Any, MemoryKey]] = {}
     _arrays_within(value, arrays, 0)
-    shared = overlapping(arrays.values()) if len(arrays) > 1 else None
+    shared = overlapping_keyed(arrays.values()) if len(arrays) > 1 else None
     if shared is None:
         return _memoized(value, _depth, {})
     memo: dict[int, Any] = {_SHARED_MEMORY: (None, shared)}
@@ -136,13 +137,14 @@ _LOOKED_FOR_VIEWS = 256
 """Arrays `_arrays_within` looks at: inputs of more rarely alias, and looking costs each copy."""
 
 
-def _arrays_within(value: Any, arrays: dict[int, Any], depth: int) -> None:
-    """The plain arrays (`shared_memory.memory_key`) that `value` is or holds, as
-    `clone_value` walks it, into `arrays` by id, up to `_LOOKED_FOR_VIEWS` of them."""
-    if len(arrays) >= _LOOKED_FOR_VIEWS or type(value) in _ATOMS:
+def _arrays_within(value: Any, arrays: dict[int, tuple[Any, MemoryKey]], depth: int) -> None:
+    """The plain arrays that `value` is or holds, as `clone_value` walks it, into `arrays`
+    by id with their `shared_memory.memory_key`, up to `_LOOKED_FOR_VIEWS` of them."""
+    if len(arrays) >= _LOOKED_FOR_VIEWS or type(value) in _ATOMS or id(value) in arrays:
         return
-    if memory_key(value) is not None:
-        arrays[id(value)] = value
+    key = memory_key(value)
+    if key is not None:
+        arrays[id(value)] = (value, key)
         return
     if isinstance(value, np.ndarray):  # an array of objects, or a subclass: not looked into
         return
