@@ -212,7 +212,7 @@ class ShortCircuit(AutotuneLogEvent):
     def __str__(self) -> str:
         return (
             f"{self.name} [#{self.index}] ends the batch:"
-            f" {counted(self.samples_under_limit, 'sample')} under the time limit"
+            f" {counted(self.samples_under_limit, 'sample')} under the roofline time limit"
             f" {format_duration(self.time_limit)}"
         )
 
@@ -441,7 +441,9 @@ def log_decision(tuner: str, fastest_name: str | None, key: Any, ctx: AutotuneLo
         return
     steps = [e for e in ctx.events if isinstance(e, TuningStep)]
     took = sum(step.duration for step in steps)
-    limit = "" if ctx.time_limit is None else f", time limit {format_duration(ctx.time_limit)}"
+    limit = (
+        "" if ctx.time_limit is None else f", roofline time limit {format_duration(ctx.time_limit)}"
+    )
     logger.info(
         "%s: %s -> %s (%s in %s%s)",
         tuner,

@@ -511,6 +511,16 @@ def test_every_term_is_explained_where_it_is_shown() -> None:
         assert meaning in page.text  # under Terms, as text to select and to find
 
 
+def test_the_roofline_time_limit_is_not_read_as_the_time_limit_option() -> None:
+    # A card read "time limit 1.73 us" beside a 30 us winner, where the README's
+    # `time_limit` (default 60 s) is the limit past which a call fails: a first reader took
+    # every candidate for one that ran past its limit.
+    page = parse(render_html([saxpy_record()]))
+    terms = [text for tag, a in page.tags if tag == "a" for text in [a.get("href")] if text]
+    assert "#term-roofline-time-limit" in terms and "#term-time-limit" not in terms
+    assert "Not the time_limit option" in TERMS["roofline time limit"]
+
+
 def test_each_explanation_is_written_once_however_many_groups_the_page_shows() -> None:
     # Written into each card twice (a title and a hint line), 14 explanations were 0.77 MB
     # of a 2.34 MB page of 150 groups.

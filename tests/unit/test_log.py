@@ -157,7 +157,7 @@ def test_the_full_level_logs_every_event(caplog):
         "tiled [#2]: sample 125 us",
         "naive [#1] eliminated: best 3e-3 s > 1.5 x leader 1e-3 s",
         "blocked [#3] held as the rival after 3 samples: best 2e-3 s > 1.5 x leader 1e-3 s",
-        "tiled [#2] ends the batch: 2 samples under the time limit 125 us",
+        "tiled [#2] ends the batch: 2 samples under the roofline time limit 125 us",
         "tiled [#2] converged after 5 samples",
         "block256 [#0] wins over block1024 [#1], whose score is lower: faster than it in most"
         " rounds, which met the machine's slow spells alike",
@@ -168,7 +168,7 @@ def test_the_full_level_logs_every_event(caplog):
 def test_a_short_circuit_on_one_sample_reads_in_the_singular():
     # `short_circuit_samples: 1` is a setting the seed allows; its event read "1 samples".
     event = ShortCircuit("tiled", 2, 1, 125e-6)
-    assert str(event) == "tiled [#2] ends the batch: 1 sample under the time limit 125 us"
+    assert str(event) == "tiled [#2] ends the batch: 1 sample under the roofline time limit 125 us"
 
 
 def test_a_candidate_that_declined_is_not_counted_as_a_passed_check():
@@ -232,7 +232,7 @@ def test_the_minimal_level_logs_one_line_per_decision(caplog):
     ctx.event(TuningStep(1, (2,), 0.001))
     log_decision("kernels-sum", "blocked", "SumKey(n=1024)", ctx)
     assert caplog.messages == [
-        "kernels-sum: SumKey(n=1024) -> blocked (2 batches in 3.00 ms, time limit 125 us)"
+        "kernels-sum: SumKey(n=1024) -> blocked (2 batches in 3.00 ms, roofline time limit 125 us)"
     ]
 
 

@@ -56,10 +56,10 @@ TERMS: dict[str, str] = {
     ),
     "work": "The operations and bytes the test says one call does (work=), and their ratio.",
     "roofs": "The peaks the roofline uses: memory bandwidth and compute throughput.",
-    "time limit": (
+    "roofline time limit": (
         "The roofline time of the work at the measured peaks, plus launch overhead. A"
         " candidate whose samples land under it ends tuning early (the short circuit): it is"
-        " as fast as the hardware allows."
+        " as fast as the hardware allows. Not the time_limit option, which stops a hung call."
     ),
     "source": (
         "Where the decision came from: tuned in this run, read from the cache, or a set of"
