@@ -26,14 +26,14 @@ def test_the_readmes_first_test_library_and_fixture_test_run_as_written(
     pytester: pytest.Pytester,
 ) -> None:
     # The fixture's snippet names the library's module `mylib` and the first test's `x`;
-    # a user puts the three together as the README's words say, adding only the imports.
+    # a user puts the three together as the README's words say. The snippet carries its
+    # own imports: without them a new user's copy failed with NameError: mylib.
     first = snippet("## A first autotune test")
     pytester.makeini("[pytest]\nfilterwarnings = error\n")
     pytester.makepyfile(mylib=snippet("## The runtime library: `LocalTuner` in your package"))
     pytester.makepyfile(test_sum=first)
     pytester.makepyfile(
-        test_mylib="import mylib\n"
-        + first[: first.index("@pytest.mark.autotune")]
+        test_mylib=first[: first.index("@pytest.mark.autotune")]
         + snippet("### A production `TunableSet`: the `autotune` fixture")
     )
     result = run(pytester, "-rf")
