@@ -131,8 +131,8 @@ def pressure_share(before: StallReading | None, after: StallReading | None) -> f
 class CpuReading:
     """One read of the machine's CPU counters: the seconds its CPUs had spent busy (all of
     them together: `/proc/stat`'s first line, idle, I/O wait and steal left out), how many
-    CPUs it counts, this process's CPU time then, and when it was read (`time.monotonic`
-    seconds)."""
+    CPUs it counts, the CPU time of this process and its children then (`own_cpu_time`),
+    and when it was read (`time.monotonic` seconds)."""
 
     busy: float
     cpus: int
@@ -145,9 +145,51 @@ MIN_NEIGHBOURS_WINDOW_S = 0.25
 100 times a second, so over a shorter one a tick or two per CPU reads as a neighbour."""
 
 
+def own_cpu_time(proc: Path = Path("/proc")) -> float:
+    """The CPU time of this process and of the processes it started, in seconds: a candidate
+    that hands its work to a process pool (multiprocessing, joblib's default `loky`, a Dask
+    cluster's workers) is measured on its children's CPUs, and `time.process_time` alone
+    left them as another process's work: a two-process pool's call read 0.6 of a CPU of
+    "other processes" on the 2-core VM, a neighbour of the gate's own making. Children
+    reaped already count by `os.times`; live ones, and what they reaped, by their
+    `/proc/<pid>/stat` (where `/proc` tells: Linux, which alone reads `neighbours`)."""
+    times = os.times()
+    return (
+        time.process_time()
+        + times.children_user
+        + times.children_system
+        + _live_children(proc, os.getpid())
+    )
+
+
+def _live_children(proc: Path, pid: int) -> float:
+    """The CPU time of process `pid`'s live descendants and of those they reaped, in
+    seconds; 0 where `/proc` does not list a process's children."""
+    try:
+        tasks = list((proc / str(pid) / "task").iterdir())
+    except OSError:
+        return 0.0
+    ticks, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for task in tasks:
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
+            try:
+                # The fields after the command's closing parenthesis: utime, stime, cutime
+                # and cstime are the 12th to the 15th.
+                fields = (proc / child / "stat").read_text().rsplit(")", 1)[1].split()
+                total += sum(int(f) for f in fields[11:15]) / ticks
+            except (OSError, ValueError, IndexError):
+                continue
+            total += _live_children(proc, int(child))
+    return total
+
+
 def read_cpus(
     stat: Path = Path("/proc/stat"),
-    own: Callable[[], float] = time.process_time,
+    own: Callable[[], float] = own_cpu_time,
     now: Callable[[], float] = time.monotonic,
 ) -> CpuReading | None:
     """The machine's CPU counters now; None where there are none (not Linux) or they do
@@ -193,8 +235,9 @@ def cpu_reading_after(
 def neighbours(before: CpuReading | None, after: CpuReading | None) -> float | None:
     """The share of the other CPUs' time that other processes used between two reads, from
     0 to 1 (on two CPUs, 1.0 is a neighbour that kept the other CPU busy throughout): the
-    CPUs' busy time less this process's own, over the wall time and the CPUs but one; None
-    when either read is missing or the window is under `MIN_NEIGHBOURS_WINDOW_S`.
+    CPUs' busy time less that of this process and its children (`own_cpu_time`), over the
+    wall time and the CPUs but one; None when either read is missing or the window is under
+    `MIN_NEIGHBOURS_WINDOW_S`.
 
     Neither the load average nor the stall counters see such a neighbour beside a gate on
     two CPUs: the measured process and the neighbour are two runnable threads on two CPUs,

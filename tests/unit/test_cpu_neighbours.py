@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from pytest_autotune.gate.contention import (
     MIN_NEIGHBOURS_WINDOW_S,
     CpuReading,
+    _live_children,
     cpu_reading_after,
     neighbours,
     read_cpus,
@@ -84,3 +87,50 @@ def test_a_measurement_shorter_than_the_window_waits_out_the_rest_before_its_las
     assert cpu_reading_after(before, lambda: after, now=lambda: 11.0, sleep=slept.append) is after
     assert slept == []
     assert cpu_reading_after(None, lambda: after, sleep=slept.append) is None and slept == []
+
+
+CHILDREN_LISTED = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
+
+
+@pytest.mark.skipif(not CHILDREN_LISTED, reason="/proc lists no process's children here")
+def test_a_child_process_s_cpu_time_is_this_process_s_own_not_a_neighbour_s() -> None:
+    # A candidate on a process pool (multiprocessing, joblib's loky) works in its children:
+    # counted as other processes, its own pool read as a busy neighbour of the gate.
+    spin = (
+        "import sys, time\n"
+        "while time.process_time() < 0.2: pass\n"
+        "print(flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    before = read_cpus()
+    assert before is not None
+    child = subprocess.Popen(
+        [sys.executable, "-c", spin], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert child.stdout is not None and child.stdin is not None
+    try:
+        child.stdout.readline()  # spun 0.2 s of its CPU, and waits, alive
+        alive = read_cpus()
+        assert alive is not None and alive.own - before.own >= 0.15
+    finally:
+        child.communicate()
+    reaped = read_cpus()
+    assert reaped is not None and reaped.own - before.own >= 0.15
+
+
+def test_the_children_s_time_counts_their_own_children_live_or_reaped(tmp_path: Path) -> None:
+    def process(pid: int, ticks: tuple[int, int, int, int], children: str = "") -> None:
+        task = tmp_path / str(pid) / "task" / str(pid)
+        task.mkdir(parents=True)
+        (task / "children").write_text(children)
+        utime, stime, cutime, cstime = ticks
+        # pid (comm) state ppid ... : utime is the 14th field, its 12th after the ")".
+        fields = ["S", *["0"] * 10, str(utime), str(stime), str(cutime), str(cstime), "20"]
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} (a (b)) {' '.join(fields)}\n")
+
+    process(1, (500, 500, 0, 0), "2 ")
+    process(2, (10, 20, 30, 40), "3")  # it reaped a child of 70 ticks
+    process(3, (1, 2, 0, 0))
+    assert _live_children(tmp_path, 1) == pytest.approx(103 / TICKS)
+    assert _live_children(tmp_path, 3) == 0.0
+    assert _live_children(tmp_path, 99) == 0.0
