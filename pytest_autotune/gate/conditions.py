@@ -334,8 +334,9 @@ def _read_condition(current: Measurement, baseline: Baseline) -> tuple[float, Co
 
 
 def _cpu_condition(current: Measurement) -> tuple[float, Condition] | None:
-    """How much the CPUs' state widens the noise, the larger of the load's and the stalls'
-    factors, and the condition naming each state that widened it; None when neither did."""
+    """How much the CPUs' state widens the noise, the largest of the load's, the stalls' and
+    the neighbours' factors, and the condition naming each state that widened it; None when
+    none did."""
     load, pressure = load_factor(current.load), pressure_factor(current.pressure)
     neighbour = neighbour_factor(current.neighbours)
     reasons = []
