@@ -7,10 +7,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from pytest_autotune.candidate_measure import measure_candidate
 from pytest_autotune.gate.contention import (
     MIN_NEIGHBOURS_WINDOW_S,
     CpuReading,
@@ -19,6 +21,7 @@ from pytest_autotune.gate.contention import (
     neighbours,
     read_cpus,
 )
+from tests.fakes import FakeClient, FakeClock, candidate
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -134,3 +137,23 @@ def test_the_children_s_time_counts_their_own_children_live_or_reaped(tmp_path: 
     assert _live_children(tmp_path, 1) == pytest.approx(103 / TICKS)
     assert _live_children(tmp_path, 3) == 0.0
     assert _live_children(tmp_path, 99) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("device_id", "reads"), [("cpu-intel-xeon-2t", 2), ("cuda-nvidia-h200", 0)]
+)
+def test_a_cpu_measurement_reads_the_counters_on_both_sides_and_a_gpus_never(
+    monkeypatch: pytest.MonkeyPatch, device_id: str, reads: int
+) -> None:
+    # The suite's conftest reads no counters; here they are fakes, the second 1 s after the
+    # first (no wait), a neighbour busy 0.8 of the other of two CPUs.
+    start = time.monotonic() - 2.0
+    readings = [CpuReading(10.0, 2, 1.0, start), CpuReading(11.8, 2, 2.0, start + 1.0)]
+    monkeypatch.setattr("pytest_autotune.gate.contention.cpu_reading", readings.pop)
+    readings.reverse()
+    clock = FakeClock()
+    client = FakeClient(clock)
+    client.device_id = device_id
+    measured = measure_candidate(client, candidate(clock, 1e-3, "winner"), "winner", ())
+    assert len(readings) == 2 - reads
+    assert measured.neighbours == (pytest.approx(0.8) if reads else None)
