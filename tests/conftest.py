@@ -50,10 +50,11 @@ def _not_on_ci(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def _no_machine_load(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The gate widens a CPU comparison by the machine's load average, by how long runnable
-    threads waited for a CPU during its samples and by the CPU time other processes used
-    meanwhile (`pytest_autotune.gate.conditions`); a test's verdicts must not depend on
-    what else runs on the machine, so tests read none of them unless they set one."""
+    """The gate widens a CPU comparison by the machine's load average and by how long
+    runnable threads waited for a CPU during its samples (`pytest_autotune.gate.conditions`),
+    and records the CPU time other processes used meanwhile; a test's verdicts and records
+    must not depend on what else runs on the machine, so tests read none of them unless
+    they set one."""
     monkeypatch.setattr("pytest_autotune.gate.contention.load_per_cpu", lambda: None)
     monkeypatch.setattr("pytest_autotune.gate.contention.stall_reading", lambda: None)
     monkeypatch.setattr("pytest_autotune.gate.contention.cpu_reading", lambda: None)

@@ -27,13 +27,14 @@ slowdown the gate promises says "too noisy", with the reason, rather than guessi
   load's and the stalls' factors applies: a steady neighbour shows in the load while two
   CPUs with two runnable threads stall little. Where the counters are absent (macOS,
   Windows, kernels without PSI or with it off) the load alone counts.
-- **A neighbour beside the measurement.** A process that keeps the other of two CPUs
-  busy is no thread too many (the measured process and it: 1.0 per CPU) and makes no
-  thread wait for a CPU, so neither counter above sees it; yet its memory traffic moves a
-  memory-bound winner by more than the calibration read (an unchanged sum +76.9%, the read
-  +17%, beside a test suite's start). The share of the other CPUs' time that other
-  processes used during the samples (`contention.neighbours`) shows it: from half it
-  doubles the noise, as a quarter thread too many does by the load (`neighbour_factor`).
+- **A neighbour beside the measurement is recorded, not counted.** A process that keeps
+  the other of two CPUs busy is no thread too many and makes no thread wait, so neither
+  counter above sees it; the records keep the share of the other CPUs' time that other
+  processes used during the samples (`contention.neighbours`), the data a rule would be
+  fitted to. Doubling the noise from half of it, as tried (774cbd8), cost every catch
+  beside a process spinning on the other CPU (0 of 6 25% slowdowns, against 6 of 6 with
+  no false failure without it: BENCHMARKS.md, 2026-12-06) and cleared no false failure:
+  the +76.9% of an unchanged sum beside a test suite's start still failed under it.
 - **A multithreaded winner on contended CPUs.** A call that splits its work over several
   threads (a BLAS matmul past a few hundred kilobytes) waits for the slowest of them, and
   any thread of another process that holds one of its CPUs holds the whole call: on the
@@ -160,27 +161,6 @@ def pressure_factor(share: float | None) -> float:
     taken to tell (10 of 780), so the noise counts twice there, as it does from a quarter
     thread too many by the load (`load_factor`)."""
     if share is None or not math.isfinite(share) or share <= PRESSURE_MEASURED:
-        return 1.0
-    return 2.0
-
-
-NEIGHBOURS_BUSY = 0.5
-"""The share of the other CPUs' time that other processes used during a measurement from
-which a neighbour counts as busy beside it (`neighbour_factor`): on two CPUs, a process busy
-half the time, as a quarter thread too many per CPU is by the load (`load_factor`)."""
-
-
-def neighbour_factor(neighbours: float | None) -> float:
-    """By how much the between-session noise of a CPU timing grows when other processes used
-    the share `neighbours` of the other CPUs' time during its measurement
-    (`contention.neighbours`): not at all under `NEIGHBOURS_BUSY`, twice from it, as the
-    load's factor from a quarter thread too many. A neighbour on the other of two CPUs is
-    no thread too many (1.0 per CPU) and waits for no CPU, so neither the load nor the
-    stalls count it, while its memory traffic moves the winner by more than the calibration
-    read: with one core kept busy the sessions' change had an sd of 5.5% against the 3%
-    assumed (`load_factor`), and an unchanged sum, its CPUs free by both counters, failed at
-    +76.9% beside a test suite's start."""
-    if neighbours is None or not math.isfinite(neighbours) or neighbours < NEIGHBOURS_BUSY:
         return 1.0
     return 2.0
 
@@ -334,11 +314,9 @@ def _read_condition(current: Measurement, baseline: Baseline) -> tuple[float, Co
 
 
 def _cpu_condition(current: Measurement) -> tuple[float, Condition] | None:
-    """How much the CPUs' state widens the noise, the largest of the load's, the stalls' and
-    the neighbours' factors, and the condition naming each state that widened it; None when
-    none did."""
+    """How much the CPUs' state widens the noise, the larger of the load's and the stalls'
+    factors, and the condition naming each state that widened it; None when neither did."""
     load, pressure = load_factor(current.load), pressure_factor(current.pressure)
-    neighbour = neighbour_factor(current.neighbours)
     reasons = []
     if pressure > 1.0:
         assert current.pressure is not None
@@ -351,15 +329,9 @@ def _cpu_condition(current: Measurement) -> tuple[float, Condition] | None:
         reasons.append(
             f"the CPUs were oversubscribed ({_times(current.load)} runnable threads per CPU)"
         )
-    if neighbour > 1.0:
-        assert current.neighbours is not None  # a factor past one is a reading's
-        reasons.append(
-            f"other processes used {current.neighbours:.0%} of the other CPUs' time during"
-            " the measurement"
-        )
     if not reasons:
         return None
-    factor = max(load, pressure, neighbour)
+    factor = max(load, pressure)
     return factor, Condition(
         f"{' and '.join(reasons)}, so the between-session noise counts {_times(factor)} times",
         "a runner with free CPUs: fewer jobs beside the gate"

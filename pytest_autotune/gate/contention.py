@@ -6,7 +6,8 @@ on both sides of them), and the CPU time of the process's other threads over the
 (`HelperClock`), with the wait for a thread pool an earlier call left spinning to fall quiet
 first (`settle_helpers`).
 
-What each of them adds to the noise of a comparison is `gate.conditions`'.
+What each of them adds to the noise of a comparison is `gate.conditions`' (the neighbours'
+share nothing: it is recorded, and said why there).
 """
 
 from __future__ import annotations
@@ -213,23 +214,12 @@ def cpu_reading() -> CpuReading | None:
     return read_cpus()
 
 
-def cpu_reading_after(
-    before: CpuReading | None,
-    read: Callable[[], CpuReading | None] | None = None,
-    now: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-) -> CpuReading | None:
-    """The machine's CPU counters at least `MIN_NEIGHBOURS_WINDOW_S` after `before`, this
-    thread waiting out what is left of that window (None, at once, without `before`). A
-    winner whose median is known after 20 ms of samples read no neighbour at all over so
-    short a window; waiting, this process idle, the others' share still reads theirs: a
-    neighbour that kept the other CPU busy keeps it busy, and this one's is left to it."""
-    if before is None:
-        return None
-    left = MIN_NEIGHBOURS_WINDOW_S - (now() - before.at)
-    if left > 0:
-        sleep(left)
-    return (read or cpu_reading)()
+def cpu_reading_after(before: CpuReading | None) -> CpuReading | None:
+    """The machine's CPU counters after a measurement that read them before it (`before`);
+    None, at once, without `before` (a GPU's measurement, or no counters). No wait: a
+    measurement shorter than `MIN_NEIGHBOURS_WINDOW_S` reads no neighbour, rather than
+    holding its locks for a reading the gate only records."""
+    return None if before is None else cpu_reading()
 
 
 def neighbours(before: CpuReading | None, after: CpuReading | None) -> float | None:

@@ -13,7 +13,6 @@ from pytest_autotune.gate import Baseline, Measurement, Verdict, judge
 from pytest_autotune.gate.conditions import (
     contended,
     load_factor,
-    neighbour_factor,
     pressure_factor,
 )
 from pytest_autotune.gate.contention import HelperClock, load_per_cpu
@@ -144,48 +143,20 @@ def test_the_larger_of_the_load_and_stall_factors_widens_the_noise_and_both_are_
     ) in verdict.message
 
 
-def test_under_half_the_other_cpus_time_adds_nothing_and_from_it_doubles_the_noise() -> None:
-    assert neighbour_factor(None) == 1.0
-    assert neighbour_factor(float("nan")) == 1.0
-    assert neighbour_factor(0.0) == 1.0
-    assert neighbour_factor(0.49) == 1.0
-    assert neighbour_factor(0.5) == 2.0
-    assert neighbour_factor(1.0) == 2.0
-
-
-def test_a_neighbour_no_load_nor_stall_shows_makes_a_slowdown_too_noisy() -> None:
-    # The measured process and a neighbour on two CPUs: 1.0 runnable thread per CPU, no
-    # wait for a CPU. Beside a test suite's start an unchanged sum failed the gate so, its
-    # memory-bound time moved by the neighbour's traffic more than the calibration read.
-    free = judge(
-        measured(T * 1.25, load=1.0, pressure=0.0), base(CPU), device_id=CPU, checksum=CHECKSUM
-    )
-    assert free.verdict is Verdict.REGRESSION
+def test_a_neighbour_is_recorded_but_counted_in_no_verdict() -> None:
+    # Doubling the noise from half of the other CPUs' time (tried, 774cbd8) made every
+    # comparison beside a process spinning on the other CPU "too noisy": 0 of 6 25%
+    # slowdowns caught, against 6 of 6 without it (benchmarks/gate_reliability.py
+    # --condition neighbour), and it cleared no false failure.
     beside = judge(
         measured(T * 1.25, load=1.0, pressure=0.0, neighbours=0.97),
         base(CPU),
         device_id=CPU,
         checksum=CHECKSUM,
     )
-    assert beside.verdict is Verdict.TOO_NOISY and not beside.failed
-    assert (
-        "other processes used 97% of the other CPUs' time during the measurement, so the"
-        " between-session noise counts 2.0 times" in beside.message
-    )
-
-
-def test_a_huge_slowdown_still_fails_beside_a_neighbour() -> None:
-    verdict = judge(
-        measured(T * 2, load=1.0, pressure=0.0, neighbours=1.0),
-        base(CPU),
-        device_id=CPU,
-        checksum=CHECKSUM,
-    )
-    assert verdict.verdict is Verdict.REGRESSION
-    assert verdict.message.endswith(
-        "; counted in its noise: other processes used 100% of the other CPUs' time during"
-        " the measurement, so the between-session noise counts 2.0 times"
-    )
+    assert beside.verdict is Verdict.REGRESSION
+    assert "other processes" not in beside.message
+    assert contended(measured(T, load=1.0, pressure=0.0, neighbours=1.0)) == ()
 
 
 def test_a_baseline_from_another_gpu_makes_a_machine_difference_too_noisy_not_a_regression() -> (
@@ -340,11 +311,6 @@ def test_contended_names_every_state_of_the_cpus_that_widens_any_comparison() ->
     assert len(reasons) == 2
     assert reasons[0].startswith("the CPUs were oversubscribed (3.0 runnable threads per CPU)")
     assert reasons[1].startswith("the winner runs on several threads")
-    beside = [c.reason for c in contended(measured(T, load=1.0, pressure=0.0, neighbours=1.0))]
-    assert beside == [
-        "other processes used 100% of the other CPUs' time during the measurement, so the"
-        " between-session noise counts 2.0 times"
-    ]
 
 
 def _spin_thread_cpu(seconds: float) -> None:
