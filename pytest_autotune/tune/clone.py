@@ -24,6 +24,7 @@ from pytest_autotune.tune.loaded import instance_of, loaded_type
 from pytest_autotune.tune.shared_memory import (
     MemoryKey,
     SharedMemory,
+    byte_extent,
     memory_key,
     numpy_owner,
     numpy_view,
@@ -182,7 +183,7 @@ def _view_of_shared(value: Any, depth: int, memo: dict[int, Any]) -> Any:
         return None
     if owner is None or key in shared.unowned:
         return shared.view(key, value)
-    return numpy_view(value, clone_value(owner, depth, memo))
+    return numpy_view(value, owner, clone_value(owner, depth, memo))
 
 
 def _clone_sequence(value: tuple[Any, ...] | list[Any], depth: int, memo: dict[int, Any]) -> Any:
@@ -371,9 +372,8 @@ def _keeping_strides(value: Any, view_in_span: Callable[[int, int], Any]) -> Any
 def _span(value: Any) -> tuple[int, int] | None:
     """The bytes a view spans and the offset of its first element in them, None where that
     is too wide to copy whole (`_keeping_strides`)."""
-    extents = [(n - 1) * stride for n, stride in zip(value.shape, value.strides, strict=True)]
-    low = sum(e for e in extents if e < 0)
-    span = sum(e for e in extents if e > 0) - low + value.itemsize
+    low, high = byte_extent(value.shape, value.strides, value.itemsize)
+    span = high - low
     if span > max(_WIDEST_SPAN * value.nbytes, _SMALL_SPAN):
         return None
     return span, -low

@@ -243,9 +243,17 @@ def address_range(value: Any) -> tuple[int, int]:
         strides = tuple(stride * value.element_size() for stride in value.stride())
     else:
         start, strides = value.data.ptr, value.strides
-    extents = [(n - 1) * stride for n, stride in zip(value.shape, strides, strict=True)]
-    low = start + sum(e for e in extents if e < 0)
-    return low, start + sum(e for e in extents if e > 0) + _itemsize(value)
+    low, high = byte_extent(value.shape, strides, _itemsize(value))
+    return start + low, start + high
+
+
+def byte_extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
+    """The first byte and one past the last byte of a view's elements, from its first
+    element's (negative strides reach below it): what a copy keeping its strides spans
+    (`clone._span`), and where it lies (`address_range`)."""
+    extents = [(n - 1) * stride for n, stride in zip(shape, strides, strict=True)]
+    low = sum(e for e in extents if e < 0)
+    return low, sum(e for e in extents if e > 0) + itemsize
 
 
 def _is_tensor(value: Any) -> bool:
@@ -270,11 +278,12 @@ def numpy_owner(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         array = base
 
 
-def numpy_view(value: np.ndarray[Any, Any], owner_copy: np.ndarray[Any, Any]) -> Any:
-    """`value`, a view of memory another input views too, made over the copy of the array
-    that owns that memory; None where that copy has no layout to place the view in (it is
-    then copied apart, as an array given alone is)."""
-    owner = numpy_owner(value)
+def numpy_view(
+    value: np.ndarray[Any, Any], owner: np.ndarray[Any, Any], owner_copy: np.ndarray[Any, Any]
+) -> Any:
+    """`value`, a view of memory another input views too, made over `owner_copy`, the copy
+    of `owner`, the array that owns that memory (`numpy_owner`); None where that copy has
+    no layout to place the view in (it is then copied apart, as an array given alone is)."""
     buffer = _owner_bytes(owner, owner_copy)
     if buffer is None:
         return None
@@ -317,6 +326,7 @@ __all__ = [
     "MemoryKey",
     "SharedMemory",
     "address_range",
+    "byte_extent",
     "memory_key",
     "numpy_owner",
     "numpy_view",
