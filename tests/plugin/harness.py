@@ -88,3 +88,9 @@ def noted(*lines: str) -> list[str]:
     """`lines`, which match an exception's notes, where Python keeps them (3.11 on): on 3.10
     a candidate's exception is shown without the tuning's note (`failing.raise_again`)."""
     return list(lines) if sys.version_info >= (3, 11) else []
+
+
+def add_to_conftest(pytester: pytest.Pytester, text: str) -> None:
+    """Appends `text` (hooks, a client's changes) to the conftest the test's pytester runs."""
+    conftest = pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + text)

@@ -22,7 +22,7 @@ from pytest_autotune.tune import journal
 from pytest_autotune.tune.cache_names import cache_path
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.files import shared_lock
-from tests.plugin.harness import PLUGIN_ARGS, noted, run
+from tests.plugin.harness import PLUGIN_ARGS, add_to_conftest, noted, run
 
 SCALE_TESTS = """
 import pytest
@@ -1308,22 +1308,23 @@ def test_the_gate_holds_one_copy_of_the_inputs_beside_the_callers(
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
 
 
+EVERY_CANDIDATE_RAISES_TESTS = """
+import pytest
+
+def broken(n):
+    raise ValueError("no")
+
+def worse(n):
+    raise KeyError(n)
+
+@pytest.mark.autotune(candidates={"broken": broken, "worse": worse})
+def test_all_fail(candidate):
+    return candidate(1)
+"""
+
+
 def test_errors_are_never_reported_as_regressions(autotune_pytester: pytest.Pytester) -> None:
-    autotune_pytester.makepyfile(
-        """
-        import pytest
-
-        def broken(n):
-            raise ValueError("no")
-
-        def worse(n):
-            raise KeyError(n)
-
-        @pytest.mark.autotune(candidates={"broken": broken, "worse": worse})
-        def test_all_fail(candidate):
-            return candidate(1)
-        """
-    )
+    autotune_pytester.makepyfile(EVERY_CANDIDATE_RAISES_TESTS)
     result = run(autotune_pytester, "--autotune")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     output = result.stdout.str()
@@ -1432,21 +1433,7 @@ def test_a_group_whose_every_candidate_failed_names_each_in_the_first_line_of_it
 def test_the_record_of_a_group_whose_every_candidate_failed_names_no_winner(
     autotune_pytester: pytest.Pytester,
 ) -> None:
-    autotune_pytester.makepyfile(
-        """
-        import pytest
-
-        def broken(n):
-            raise ValueError("no")
-
-        def worse(n):
-            raise KeyError(n)
-
-        @pytest.mark.autotune(candidates={"broken": broken, "worse": worse})
-        def test_all_fail(candidate):
-            return candidate(1)
-        """
-    )
+    autotune_pytester.makepyfile(EVERY_CANDIDATE_RAISES_TESTS)
     run(autotune_pytester, "--autotune", "--autotune-record=records.jsonl")
     (line,) = (autotune_pytester.path / "records.jsonl").read_text().splitlines()
     record = json.loads(line)
@@ -1727,10 +1714,9 @@ class TestInClass:
 def test_hooks_can_add_to_the_fingerprint_and_override_a_verdict(
     scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    conftest = scale.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text()
-        + """
+    add_to_conftest(
+        scale,
+        """
 import dataclasses
 
 def pytest_autotune_fingerprint(config, fingerprint):
@@ -1738,7 +1724,7 @@ def pytest_autotune_fingerprint(config, fingerprint):
 
 def pytest_autotune_verdict(config, summary, verdict):
     return dataclasses.replace(verdict, failed=False)
-"""
+""",
     )
     run(scale, "--autotune-update")
     assert json.loads(cache_file(scale).read_text())["device"]["fingerprint"]["image"] == "runner-7"
@@ -1783,15 +1769,14 @@ def test_a_fingerprint_hook_that_adds_what_no_file_can_hold_fails_by_name(
     # The run tuned every group, then ended in a traceback from json at its end: no cache
     # file, record or report written (a value added but not JSON), or the hook's addition
     # was dropped without a word (a fingerprint returned, not edited).
-    conftest = scale.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text()
-        + f"""
+    add_to_conftest(
+        scale,
+        f"""
 import pathlib
 
 def pytest_autotune_fingerprint(config, fingerprint):
     {hook}
-"""
+""",
     )
     result = run(scale, "--autotune-update")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -1807,14 +1792,13 @@ def test_a_fingerprint_hook_that_edits_its_dict_and_returns_it_is_taken(
 ) -> None:
     # `return fingerprint` after editing it, a common way to write such a hook, did what
     # the hook is asked, and failed every test as "returned {...}: ... not read".
-    conftest = scale.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text()
-        + """
+    add_to_conftest(
+        scale,
+        """
 def pytest_autotune_fingerprint(config, fingerprint):
     fingerprint["image"] = "runner-7"
     return fingerprint
-"""
+""",
     )
     result = run(scale, "--autotune-update")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
@@ -1827,13 +1811,12 @@ def test_a_fingerprint_hook_that_raises_is_not_said_to_be_the_device(
 ) -> None:
     # Its group was kept as "device 'auto' cannot be used: registry unreachable", which
     # sent a reader to the device, not to the conftest's hook.
-    conftest = scale.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text()
-        + """
+    add_to_conftest(
+        scale,
+        """
 def pytest_autotune_fingerprint(config, fingerprint):
     raise RuntimeError("registry unreachable")
-"""
+""",
     )
     result = run(scale, "--autotune")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -1850,15 +1833,14 @@ def test_a_verdict_hook_that_raises_is_called_once_and_its_group_kept_as_an_erro
     # The group's tuning, stopped by the hook's error, was kept as an ERROR through the
     # hook again: it raised again, inside the first one's handling (two tracebacks, "During
     # handling of the above exception"), and the group was in no summary nor record.
-    conftest = scale.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text()
-        + """
+    add_to_conftest(
+        scale,
+        """
 def pytest_autotune_verdict(config, summary, verdict):
     with open("verdict_calls.txt", "a") as calls:
         calls.write(summary.group + "\\n")
     raise RuntimeError("dashboard unreachable")
-"""
+""",
     )
     result = run(scale, "--autotune")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -1877,13 +1859,12 @@ def test_a_verdict_hook_that_returns_no_verdict_fails_by_name(
 ) -> None:
     # It failed with an AttributeError from our record's code, twice chained, in the
     # group's first test, and the rest blamed "the tuning" with that error's text.
-    conftest = scale.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text()
-        + f"""
+    add_to_conftest(
+        scale,
+        f"""
 def pytest_autotune_verdict(config, summary, verdict):
     return {returned}
-"""
+""",
     )
     result = run(scale, "--autotune", "-rf")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -1904,15 +1885,14 @@ def test_a_verdict_hook_that_returns_no_verdict_keeps_its_group_as_an_error(
 ) -> None:
     # Each test failed naming the hook, but the group, tuned, was in no summary, report nor
     # record: a run's record read as if the group had not run.
-    conftest = scale.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text()
-        + """
+    add_to_conftest(
+        scale,
+        """
 def pytest_autotune_verdict(config, summary, verdict):
     with open("verdict_calls.txt", "a") as calls:
         calls.write(summary.group + "\\n")
     return "pass"
-"""
+""",
     )
     result = run(scale, "--autotune", "--autotune-record=record.jsonl")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -2367,10 +2347,9 @@ def test_one_function_under_two_candidate_names_stays_one_group(
 def test_candidates_marked_to_skip_are_left_out_of_tuning(
     autotune_pytester: pytest.Pytester,
 ) -> None:
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text()
-        + textwrap.dedent(
+    add_to_conftest(
+        autotune_pytester,
+        textwrap.dedent(
             """
             import pytest
 
@@ -2379,7 +2358,7 @@ def test_candidates_marked_to_skip_are_left_out_of_tuning(
                     if "experimental" in item.name:
                         item.add_marker(pytest.mark.skip(reason="needs --experimental"))
             """
-        )
+        ),
     )
     autotune_pytester.makepyfile(
         test_skipped="""
@@ -2979,16 +2958,30 @@ def test_compare_of_two_gate_runs_judges_with_the_groups_own_max_regression(
     assert out.splitlines()[-1] == "1 of 1 compared groups fail the gate"
 
 
+def update_then_rename_the_test(scale: pytest.Pytester) -> Path:
+    """Records test_scale's baselines, then renames the test to test_resized; returns the
+    path of the renamed test's cache file."""
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    source = scale.path / "test_scale.py"
+    source.write_text(source.read_text().replace("def test_scale(", "def test_resized("))
+    return cache_path(scale.path / ".autotune", "cpu-fake-1t", "test_scale.py::test_resized")
+
+
+def relabel_for_the_renamed_test(path: Path) -> None:
+    """Sets the "tuner" of a cache file moved to the renamed test to that test, as the
+    notes advise to keep its baselines."""
+    data = json.loads(path.read_text())
+    data["tuner"] = "test_scale.py::test_resized"
+    path.write_text(json.dumps(data))
+
+
 def test_a_cache_file_renamed_after_its_test_says_how_to_keep_its_baselines(
     scale: pytest.Pytester,
 ) -> None:
     # A user renames a test and its cache file with it: the file still names the old
     # test, and the message said "both names map to this file", which they do not (each
     # name has a file of its own); what keeps the baselines is the file's "tuner" field.
-    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
-    source = scale.path / "test_scale.py"
-    source.write_text(source.read_text().replace("def test_scale(", "def test_resized("))
-    renamed = cache_path(scale.path / ".autotune", "cpu-fake-1t", "test_scale.py::test_resized")
+    renamed = update_then_rename_the_test(scale)
     cache_file(scale).rename(renamed)
     result = run(scale, "--autotune")
     assert result.ret == pytest.ExitCode.OK
@@ -3004,20 +2997,15 @@ def test_a_cache_file_renamed_after_its_test_says_how_to_keep_its_baselines(
     # Removing the file, as the advice of a damaged one says, drops the renamed test's
     # every baseline.
     assert "remove it" not in result.stdout.str()
-    data = json.loads(renamed.read_text())
-    data["tuner"] = "test_scale.py::test_resized"
-    renamed.write_text(json.dumps(data))
+    relabel_for_the_renamed_test(renamed)
     kept = run(scale, "--autotune")
     assert kept.ret == pytest.ExitCode.OK
     kept.stdout.fnmatch_lines(["verdicts: 2 pass"])
 
 
-@pytest.mark.parametrize("mode", ["--autotune", "--autotune-update"])
-def test_a_test_whose_ids_were_renamed_is_told_its_file_holds_the_old_keys(
-    scale: pytest.Pytester, mode: str
-) -> None:
-    # Its fixture's ids renamed (n1 to size1): each group read "no baseline", with nothing
-    # pointing at the file's entries of the old keys, for the same candidates.
+def update_then_rename_the_ids(scale: pytest.Pytester) -> None:
+    """Records test_scale's baselines with its `n` given by a fixture of ids n1 and n2, then
+    renames those ids to size1 and size2."""
     fixture = """
 @pytest.fixture(params=[1, 2], ids=lambda n: f"n{n}")
 def n(request):
@@ -3027,6 +3015,15 @@ def n(request):
     scale.makepyfile(test_scale=tests)
     assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
     scale.makepyfile(test_scale=tests.replace('f"n{n}"', 'f"size{n}"'))
+
+
+@pytest.mark.parametrize("mode", ["--autotune", "--autotune-update"])
+def test_a_test_whose_ids_were_renamed_is_told_its_file_holds_the_old_keys(
+    scale: pytest.Pytester, mode: str
+) -> None:
+    # Its fixture's ids renamed (n1 to size1): each group read "no baseline", with nothing
+    # pointing at the file's entries of the old keys, for the same candidates.
+    update_then_rename_the_ids(scale)
     result = run(scale, mode)
     assert result.ret == pytest.ExitCode.OK
     entries = " (in place of the entry this update wrote)" if mode != "--autotune" else ""
@@ -3046,19 +3043,24 @@ def n(request):
     )
 
 
+def update_then_move_the_float_key(scale: pytest.Pytester, params: str) -> None:
+    """Records test_scale's baselines over `n` in `params`, keyed by the float
+    0.1 + 0.2 * n, then computes that key so that its last digit moves."""
+    keyed = SCALE_TESTS.replace(
+        '@pytest.mark.parametrize("n", [1, 2])', f'@pytest.mark.parametrize("n", {params})'
+    ).replace("work=lambda n: Work(bytes=1e5),", "key=lambda n: 0.1 + 0.2 * n,")
+    scale.makepyfile(test_scale=keyed)
+    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
+    scale.makepyfile(test_scale=keyed.replace("0.1 + 0.2 * n", "0.2 * n + 0.1 + 1e-16"))
+
+
 def test_a_float_key_that_moved_by_rounding_is_told_why_it_has_no_baseline(
     scale: pytest.Pytester,
 ) -> None:
     # `key=lambda x: x.sum()` keys by a float computed from the inputs, whose last digits
     # move with the BLAS, the threads or the order of summation: the next run read "no
     # baseline" and was told to rename the old entry's key, as if the test had been renamed.
-    keyed = SCALE_TESTS.replace(
-        '@pytest.mark.parametrize("n", [1, 2])',
-        "@pytest.mark.parametrize('n', [1])",
-    ).replace("work=lambda n: Work(bytes=1e5),", "key=lambda n: 0.1 + 0.2 * n,")
-    scale.makepyfile(test_scale=keyed)
-    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
-    scale.makepyfile(test_scale=keyed.replace("0.1 + 0.2 * n", "0.2 * n + 0.1 + 1e-16"))
+    update_then_move_the_float_key(scale, params="[1]")
     result = run(scale, "--autotune")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
@@ -3077,13 +3079,7 @@ def test_a_float_key_that_moved_by_rounding_is_told_why_when_an_update_prunes_it
 ) -> None:
     # Under --autotune-prune the note told to restore the file from git and rename the
     # pruned entry's key, which the next run's rounding moves again: it now says why too.
-    keyed = SCALE_TESTS.replace(
-        '@pytest.mark.parametrize("n", [1, 2])',
-        "@pytest.mark.parametrize('n', [1])",
-    ).replace("work=lambda n: Work(bytes=1e5),", "key=lambda n: 0.1 + 0.2 * n,")
-    scale.makepyfile(test_scale=keyed)
-    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
-    scale.makepyfile(test_scale=keyed.replace("0.1 + 0.2 * n", "0.2 * n + 0.1 + 1e-16"))
+    update_then_move_the_float_key(scale, params="[1]")
     result = run(scale, "--autotune-update", "--autotune-prune")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
@@ -3102,10 +3098,7 @@ def test_a_float_key_that_moved_by_rounding_is_told_why_when_k_selects_one_group
 ) -> None:
     # The note came with the stale entries, which a session that tuned only some of the
     # test's groups (`-k`) does not name: its group read "no baseline" with no word why.
-    keyed = SCALE_TESTS.replace("work=lambda n: Work(bytes=1e5),", "key=lambda n: 0.1 + 0.2 * n,")
-    scale.makepyfile(test_scale=keyed)
-    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
-    scale.makepyfile(test_scale=keyed.replace("0.1 + 0.2 * n", "0.2 * n + 0.1 + 1e-16"))
+    update_then_move_the_float_key(scale, params="[1, 2]")
     result = run(scale, mode, "-k", "not 2")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
@@ -3125,10 +3118,7 @@ def test_a_renamed_test_without_a_baseline_is_told_where_its_old_baselines_are(
     # A team renames a test and commits nothing else: the gate said "no baseline ...;
     # --autotune-update records one" and the update "stale: ...: delete the file", so
     # following both threw the test's baselines (and their sessions) away.
-    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
-    source = scale.path / "test_scale.py"
-    source.write_text(source.read_text().replace("def test_scale(", "def test_resized("))
-    renamed = cache_path(scale.path / ".autotune", "cpu-fake-1t", "test_scale.py::test_resized")
+    renamed = update_then_rename_the_test(scale)
     result = run(scale, mode)
     assert result.ret == pytest.ExitCode.OK
     updating = mode != "--autotune"
@@ -3146,9 +3136,7 @@ def test_a_renamed_test_without_a_baseline_is_told_where_its_old_baselines_are(
     )
     # Doing so keeps them.
     cache_file(scale).replace(renamed)
-    data = json.loads(renamed.read_text())
-    data["tuner"] = "test_scale.py::test_resized"
-    renamed.write_text(json.dumps(data))
+    relabel_for_the_renamed_test(renamed)
     kept = run(scale, "--autotune")
     kept.stdout.fnmatch_lines(["verdicts: 2 pass"])
     assert "note: test_scale.py::test_resized" not in kept.stdout.str()
@@ -3160,10 +3148,7 @@ def test_a_prune_after_a_rename_says_where_the_pruned_baselines_were_and_how_to_
     # A user renames a test and runs --autotune-update --autotune-prune: the old file went
     # with only "pruned FILE: ... (renamed or deleted)", the new test starting from "none
     # before", nothing saying the pruned file held its baselines.
-    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
-    source = scale.path / "test_scale.py"
-    source.write_text(source.read_text().replace("def test_scale(", "def test_resized("))
-    renamed = cache_path(scale.path / ".autotune", "cpu-fake-1t", "test_scale.py::test_resized")
+    renamed = update_then_rename_the_test(scale)
     result = run(scale, "--autotune-update", "--autotune-prune")
     assert result.ret == pytest.ExitCode.OK
     assert not (scale.path / CACHE).exists()
@@ -3185,15 +3170,7 @@ def test_a_prune_after_a_rename_says_where_the_pruned_baselines_were_and_how_to_
 def test_a_prune_of_renamed_keys_says_they_were_the_tests_baselines(
     scale: pytest.Pytester,
 ) -> None:
-    fixture = """
-@pytest.fixture(params=[1, 2], ids=lambda n: f"n{n}")
-def n(request):
-    return request.param
-"""
-    tests = SCALE_TESTS.replace('@pytest.mark.parametrize("n", [1, 2])\n', "") + fixture
-    scale.makepyfile(test_scale=tests)
-    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
-    scale.makepyfile(test_scale=tests.replace('f"n{n}"', 'f"size{n}"'))
+    update_then_rename_the_ids(scale)
     result = run(scale, "--autotune-update", "--autotune-prune")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
@@ -3425,6 +3402,12 @@ def test_a_group_whose_tuning_was_stopped_is_an_error_in_the_summary_and_records
     assert "was stopped in fast's test" in records[0]["extra"]["message"]
 
 
+def run_under_a_test_timeout(pytester: pytest.Pytester, mode: str) -> pytest.RunResult:
+    """Runs `mode` in order, each test stopped by pytest-timeout's alarm after a second."""
+    pytest.importorskip("pytest_timeout")
+    return run(pytester, mode, "-p", "no:randomly", "-p", "timeout", "--timeout=1")
+
+
 TIMED_OUT_TESTS = """
 import time
 import pytest
@@ -3459,11 +3442,8 @@ def test_pytest_timeouts_alarm_in_a_candidates_call_stops_the_tuning_and_writes_
     # making: in a candidate's, it read as that candidate's own failure, which disqualified
     # it, and the group was judged, and its cache entry written, with the slower candidate
     # as the winner.
-    pytest.importorskip("pytest_timeout")
     autotune_pytester.makepyfile(test_timed=TIMED_OUT_TESTS)
-    result = run(
-        autotune_pytester, "--autotune-update", "-p", "no:randomly", "-p", "timeout", "--timeout=1"
-    )
+    result = run_under_a_test_timeout(autotune_pytester, "--autotune-update")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
@@ -3503,11 +3483,8 @@ def test_pytest_timeouts_alarm_in_a_hung_candidate_names_that_candidate(
     # The group is tuned in its first test, fast's: the alarm failed fast's test and said
     # the tuning "must leave room" in a test timeout, naming no candidate; the hung one
     # showed only deep in the traceback, and hung's own test named fast's.
-    pytest.importorskip("pytest_timeout")
     autotune_pytester.makepyfile(test_hung=HUNG_TESTS)
-    result = run(
-        autotune_pytester, "--autotune", "-p", "no:randomly", "-p", "timeout", "--timeout=1"
-    )
+    result = run_under_a_test_timeout(autotune_pytester, "--autotune")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         noted(
@@ -3547,11 +3524,8 @@ def test_a_stopped_tuning_of_an_autotune_fixtures_set_says_its_test_not_a_candid
 ) -> None:
     # The fixture's one test calls every candidate: the group's error row said the tuning
     # "was stopped in fast's test", a test that does not exist.
-    pytest.importorskip("pytest_timeout")
     autotune_pytester.makepyfile(test_hung_set=HUNG_SET_TESTS)
-    result = run(
-        autotune_pytester, "--autotune", "-p", "no:randomly", "-p", "timeout", "--timeout=1"
-    )
+    result = run_under_a_test_timeout(autotune_pytester, "--autotune")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -3612,9 +3586,8 @@ def test_a_test_timeout_while_waiting_for_another_runs_timing_says_so_at_the_tes
     # first test of a group waits for its lock, and pytest-timeout's alarm fires there.
     # The test failed with "Timeout (>1.0s)" and a traceback ending in filelock's sleep,
     # naming neither the group it tunes nor the wait; its group's other tests, not the wait.
-    pytest.importorskip("pytest_timeout")
     with shared_lock("pytest-autotune-cpu-fake-1t"):
-        result = run(scale, "--autotune", "-p", "no:randomly", "-p", "timeout", "--timeout=1")
+        result = run_under_a_test_timeout(scale, "--autotune")
     result.assert_outcomes(failed=6)
     waiting = "waiting for another process's timing of cpu-fake-1t (*pytest-autotune-cpu-fake-1t*)"
     result.stdout.fnmatch_lines(
