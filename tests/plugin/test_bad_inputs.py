@@ -104,6 +104,27 @@ def marker(options: str, body: str = "return candidate(n)") -> str:
     )
 
 
+def marked_test(arguments: str, sizes: str | None = None) -> str:
+    """test_x marked `@pytest.mark.autotune(<arguments>)`, which returns its candidate's
+    output for 1, or for each of `sizes` as its parameter `n`."""
+    if sizes is None:
+        return textwrap.dedent(
+            f"""
+            @pytest.mark.autotune({arguments})
+            def test_x(candidate):
+                return candidate(1)
+            """
+        )
+    return textwrap.dedent(
+        f"""
+        @pytest.mark.autotune({arguments})
+        @pytest.mark.parametrize("n", {sizes})
+        def test_x(candidate, n):
+            return candidate(n)
+        """
+    )
+
+
 def cache_text(
     samples: str = "[100000, 100000]", index: str = "0", version: str = "2", top: str = ""
 ) -> str:
@@ -386,39 +407,21 @@ CASES = [
         "check",
         FAILED,
         ("candidate 0 (test_x.good) has an empty name",),
-        textwrap.dedent(
-            """
-             @pytest.mark.autotune(candidates={"": good, "other": other})
-             def test_x(candidate):
-                 return candidate(1)
-             """
-        ),
+        marked_test('candidates={"": good, "other": other}'),
     ),
     Case(
         "empty candidate name, tuned",
         "tune",
         FAILED,
         ("candidate 0 (test_x.good) has an empty name",),
-        textwrap.dedent(
-            """
-             @pytest.mark.autotune(candidates={"": good, "other": other})
-             def test_x(candidate):
-                 return candidate(1)
-             """
-        ),
+        marked_test('candidates={"": good, "other": other}'),
     ),
     Case(
         "dict names 1 and '1'",
         "check",
         FAILED,
         ("both named '1'",),
-        textwrap.dedent(
-            """
-             @pytest.mark.autotune(candidates={1: good, "1": wrong})
-             def test_x(candidate):
-                 return candidate(1)
-             """
-        ),
+        marked_test('candidates={1: good, "1": wrong}'),
     ),
     Case("rtol inf", "check", FAILED, ("rtol=inf", "cannot fail"), marker("rtol=math.inf")),
     Case("rtol -1", "check", FAILED, ("rtol=-1", "finite number >= 0"), marker("rtol=-1")),
@@ -464,13 +467,7 @@ CASES = [
         "check",
         FAILED,
         ("candidate 'wrong' differs",),
-        textwrap.dedent(
-            """
-             @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
-             def test_x(candidate):
-                 return candidate(1)
-             """
-        ),
+        marked_test('candidates={"good": good, "wrong": wrong}'),
     ),
     # -- marker values of the wrong kind
     Case(
@@ -708,13 +705,7 @@ CASES = [
         "check",
         FAILED,
         ("must be a non-empty dict of name -> callable (or a list of functions), got list",),
-        textwrap.dedent(
-            """
-             @pytest.mark.autotune(candidates=["good", "other"])
-             def test_x(candidate):
-                 return candidate(1)
-            """
-        ),
+        marked_test('candidates=["good", "other"]'),
     ),
     Case(
         # Refused as "must be a non-empty dict ... got list [ParameterSet(...)]", with no
@@ -741,13 +732,7 @@ CASES = [
         "tune",
         FAILED,
         ("autotune(candidates=...) takes functions, not pytest.param(...)",),
-        textwrap.dedent(
-            """
-             @pytest.mark.autotune(candidates={"good": good, "other": pytest.param(other)})
-             def test_x(candidate):
-                 return candidate(1)
-            """
-        ),
+        marked_test('candidates={"good": good, "other": pytest.param(other)}'),
     ),
     Case(
         # Its test failed with "'int' object is not callable" from the body's call, naming
@@ -756,13 +741,7 @@ CASES = [
         "tune",
         FAILED,
         ("autotune(candidates=...)", "'other' is int 3", "callable"),
-        textwrap.dedent(
-            """
-             @pytest.mark.autotune(candidates={"good": good, "other": 3})
-             def test_x(candidate):
-                 return candidate(1)
-            """
-        ),
+        marked_test('candidates={"good": good, "other": 3}'),
     ),
     Case(
         # Pytest stopped the whole collection at "duplicate parametrization of
@@ -785,13 +764,7 @@ CASES = [
         "check",
         FAILED,
         ("keyword options only",),
-        textwrap.dedent(
-            """
-             @pytest.mark.autotune(1)
-             def test_x(candidate):
-                 return candidate(1)
-             """
-        ),
+        marked_test("1"),
     ),
     Case(
         "async test",
@@ -928,14 +901,7 @@ CASES = [
         "tune",
         FAILED,
         ("gives the key 0, as it does for", "test_x[1]"),
-        textwrap.dedent(
-            """
-             @pytest.mark.autotune(candidates={"good": good, "other": other}, key=lambda n: 0)
-             @pytest.mark.parametrize("n", [1, 2])
-             def test_x(candidate, n):
-                 return candidate(n)
-             """
-        ),
+        marked_test('candidates={"good": good, "other": other}, key=lambda n: 0', sizes="[1, 2]"),
     ),
     Case(
         # True == 1 in Python: one key in memory, and so one entry in the file.
@@ -957,14 +923,7 @@ CASES = [
         "update",
         FAILED,
         ("one cache entry cannot hold",),
-        textwrap.dedent(
-            """
-             @pytest.mark.autotune(candidates={"good": good, "other": other}, key=lambda n: 0)
-             @pytest.mark.parametrize("n", [1, 2])
-             def test_x(candidate, n):
-                 return candidate(n)
-             """
-        ),
+        marked_test('candidates={"good": good, "other": other}, key=lambda n: 0', sizes="[1, 2]"),
         check=entries(TARGET),
     ),
     Case(
@@ -972,14 +931,7 @@ CASES = [
         "update",
         OK,
         ("passed",),
-        textwrap.dedent(
-            """
-             @pytest.mark.autotune(candidates={"é": good, "ü": other})
-             @pytest.mark.parametrize("n", [1, 2])
-             def test_x(candidate, n):
-                 return candidate(n)
-             """
-        ),
+        marked_test('candidates={"é": good, "ü": other}', sizes="[1, 2]"),
         check=one_group_per_size,
     ),
     Case(
@@ -1056,13 +1008,7 @@ CASES = [
         "tune",
         OK,
         ("\\x07",),
-        textwrap.dedent(
-            """
-             @pytest.mark.autotune(candidates={"ding\\x07": good, "other": other})
-             def test_x(candidate):
-                 return candidate(1)
-             """
-        ),
+        marked_test('candidates={"ding\\x07": good, "other": other}'),
         args=("-v",),
         check=no_raw_escape,
     ),
@@ -1783,6 +1729,15 @@ def test_a_bad_input_gets_one_line_and_loses_nothing(
         case.check(root, output)
 
 
+BOTH_MODES = pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+
+
+def run_tests_of_x(project: pytest.Pytester, mode: tuple[str, ...], tests: str) -> pytest.RunResult:
+    """Runs test_x.py, the prelude and `tests`, in `mode`, beside the project's bystander."""
+    project.makepyfile(test_x=PRELUDE + textwrap.dedent(tests))
+    return run(project, "test_x.py", *mode)
+
+
 def test_the_time_limit_works_beside_pytest_timeout(project: pytest.Pytester) -> None:
     """With pytest-timeout's limit on the whole test far above ours, ours names the hung
     candidate and the session goes on; pytest-timeout's own alarm is left to it."""
@@ -1804,198 +1759,188 @@ def test_pytest_timeouts_alarm_still_fires_inside_our_limit(project: pytest.Pyte
     result.stdout.fnmatch_lines(["*Failed: Timeout*1.0*s*"])
 
 
+@BOTH_MODES
 def test_a_work_function_that_raises_is_named_as_the_marker_option(
-    project: pytest.Pytester,
+    project: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
     # work= raising failed with "ZeroDivisionError: division by zero" and a traceback into
     # the user's function, with no word that the plugin had called it as work=.
-    project.makepyfile(
-        test_x=PRELUDE
-        + textwrap.dedent(
-            """
-            def work_of(n):
-                return Work(n / 0, 8 * n)
+    result = run_tests_of_x(
+        project,
+        mode,
+        """
+        def work_of(n):
+            return Work(n / 0, 8 * n)
 
-            @pytest.mark.autotune(candidates={"good": good, "other": other}, work=work_of)
-            @pytest.mark.parametrize("n", [1])
-            def test_x(candidate, n):
-                return candidate(n)
-            """
-        )
+        @pytest.mark.autotune(candidates={"good": good, "other": other}, work=work_of)
+        @pytest.mark.parametrize("n", [1])
+        def test_x(candidate, n):
+            return candidate(n)
+        """,
     )
-    for mode in ((), ("--autotune",)):
-        result = run(project, "test_x.py", *mode)
-        result.assert_outcomes(failed=2)
-        result.stdout.fnmatch_lines(["*ZeroDivisionError*"])
-        result.stdout.fnmatch_lines(noted("*test_x.py::test_x: raised by its work= callable*"))
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*ZeroDivisionError*"])
+    result.stdout.fnmatch_lines(noted("*test_x.py::test_x: raised by its work= callable*"))
 
 
+@BOTH_MODES
 def test_a_candidate_fixture_with_params_fails_its_test_not_the_session(
-    project: pytest.Pytester,
+    project: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
     # A conftest's `candidate` fixture over params, and a bare marker (or one with
     # candidates): pytest's "duplicate parametrization of 'candidate'" stopped the
     # collection of every test, naming neither. The test's own parametrize overrides it.
-    project.makepyfile(
-        test_x=PRELUDE
-        + textwrap.dedent(
-            """
-            @pytest.fixture(params=[good, other], ids=["good", "other"])
-            def candidate(request):
-                return request.param
+    result = run_tests_of_x(
+        project,
+        mode,
+        """
+        @pytest.fixture(params=[good, other], ids=["good", "other"])
+        def candidate(request):
+            return request.param
 
-            class TestOverridden:
-                # An override that requests the fixture it overrides keeps its params.
-                @pytest.fixture
-                def candidate(self, candidate):
-                    return candidate
-
-                @pytest.mark.autotune
-                def test_overridden(self, candidate):
-                    return candidate(1)
+        class TestOverridden:
+            # An override that requests the fixture it overrides keeps its params.
+            @pytest.fixture
+            def candidate(self, candidate):
+                return candidate
 
             @pytest.mark.autotune
-            def test_bare(candidate):
+            def test_overridden(self, candidate):
                 return candidate(1)
 
-            @pytest.mark.autotune(candidates={"good": good, "other": other})
-            def test_given(candidate):
-                return candidate(1)
+        @pytest.mark.autotune
+        def test_bare(candidate):
+            return candidate(1)
 
-            @pytest.mark.autotune
-            @pytest.mark.parametrize("candidate", [good, other])
-            def test_own(candidate):
-                return candidate(1)
+        @pytest.mark.autotune(candidates={"good": good, "other": other})
+        def test_given(candidate):
+            return candidate(1)
 
-            def test_unrelated():
-                pass
-            """
-        )
+        @pytest.mark.autotune
+        @pytest.mark.parametrize("candidate", [good, other])
+        def test_own(candidate):
+            return candidate(1)
+
+        def test_unrelated():
+            pass
+        """,
     )
-    for mode in ((), ("--autotune",)):
-        result = run(project, "test_x.py", *mode)
-        result.assert_outcomes(failed=6, passed=3)
-        result.stdout.fnmatch_lines(
-            [
-                "*test_x.py::TestOverridden::test_overridden: `candidate` is a fixture with*",
-                "*test_x.py::test_bare: `candidate` is a fixture with params here*",
-                "*test_x.py::test_given: `candidate` is a fixture with params here*",
-            ],
-            consecutive=False,
-        )
+    result.assert_outcomes(failed=6, passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_x.py::TestOverridden::test_overridden: `candidate` is a fixture with*",
+            "*test_x.py::test_bare: `candidate` is a fixture with params here*",
+            "*test_x.py::test_given: `candidate` is a fixture with params here*",
+        ],
+        consecutive=False,
+    )
 
 
+@BOTH_MODES
 def test_a_fixture_that_requests_the_candidate_fails_its_tests_by_name(
-    project: pytest.Pytester,
+    project: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
     # A fixture set up from `candidate` (a kernel compiled from it) is set up once, for its
     # test's own candidate, while every candidate's body runs on that test's fixture
     # values: `wrong` was checked against its own output in its plain test, and tuned as
     # `good`'s fixture in the group's first test. Both modes passed a wrong candidate.
-    project.makepyfile(
-        test_x=PRELUDE
-        + textwrap.dedent(
-            """
-            @pytest.fixture
-            def compiled(candidate):
-                return candidate
+    result = run_tests_of_x(
+        project,
+        mode,
+        """
+        @pytest.fixture
+        def compiled(candidate):
+            return candidate
 
-            @pytest.fixture
-            def plan(compiled):
-                return compiled
+        @pytest.fixture
+        def plan(compiled):
+            return compiled
 
-            @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
-            def test_x(candidate, plan):
-                return plan(1)
+        @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
+        def test_x(candidate, plan):
+            return plan(1)
 
-            @pytest.mark.autotune
-            @pytest.mark.parametrize("candidate", [good, wrong], indirect=True)
-            def test_indirect(candidate):
-                return candidate(1)
+        @pytest.mark.autotune
+        @pytest.mark.parametrize("candidate", [good, wrong], indirect=True)
+        def test_indirect(candidate):
+            return candidate(1)
 
-            @pytest.fixture
-            def candidate(request):
-                return request.param
-            """
-        )
+        @pytest.fixture
+        def candidate(request):
+            return request.param
+        """,
     )
-    for mode in ((), ("--autotune",)):
-        result = run(project, "test_x.py", *mode)
-        result.assert_outcomes(failed=3, passed=1)
-        result.stdout.fnmatch_lines(
-            ["*test_x.py::test_x: fixture 'plan' requests `candidate`: a fixture is set up*"]
-        )
-        result.stdout.fnmatch_lines(["FAILED test_x.py::test_indirect[[]wrong[]] - *"])
+    result.assert_outcomes(failed=3, passed=1)
+    result.stdout.fnmatch_lines(
+        ["*test_x.py::test_x: fixture 'plan' requests `candidate`: a fixture is set up*"]
+    )
+    result.stdout.fnmatch_lines(["FAILED test_x.py::test_indirect[[]wrong[]] - *"])
 
 
+@BOTH_MODES
 def test_a_fixture_that_gets_the_candidate_at_run_time_fails_its_tests_by_name(
-    project: pytest.Pytester,
+    project: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
     # `request.getfixturevalue("candidate")` in a fixture names no `candidate` in its
     # signature: every candidate ran the first test's, so the check compared `wrong` with
     # itself in its plain test, and tuning timed `good` under both names.
-    project.makepyfile(
-        test_x=PRELUDE
-        + textwrap.dedent(
-            """
-            @pytest.fixture
-            def sneaky(request):
-                return request.getfixturevalue("candidate")
+    result = run_tests_of_x(
+        project,
+        mode,
+        """
+        @pytest.fixture
+        def sneaky(request):
+            return request.getfixturevalue("candidate")
 
-            @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
-            def test_x(candidate, sneaky):
-                return sneaky(1)
+        @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
+        def test_x(candidate, sneaky):
+            return sneaky(1)
 
-            @pytest.fixture
-            def named(request):
-                return request.getfixturevalue(argname="candidate")
+        @pytest.fixture
+        def named(request):
+            return request.getfixturevalue(argname="candidate")
 
-            @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
-            def test_named(candidate, named):
-                return named(1)
+        @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
+        def test_named(candidate, named):
+            return named(1)
 
-            @pytest.fixture
-            def folder(request):
-                return request.getfixturevalue("tmp_path")
+        @pytest.fixture
+        def folder(request):
+            return request.getfixturevalue("tmp_path")
 
-            @pytest.mark.autotune(candidates={"good": good, "other": other})
-            def test_fine(candidate, folder):
-                return candidate(1)
-            """
-        )
+        @pytest.mark.autotune(candidates={"good": good, "other": other})
+        def test_fine(candidate, folder):
+            return candidate(1)
+        """,
     )
-    for mode in ((), ("--autotune",)):
-        result = run(project, "test_x.py", *mode)
-        result.assert_outcomes(failed=4, passed=2)
-        result.stdout.fnmatch_lines(
-            ["*test_x.py::test_x: fixture 'sneaky' requests `candidate`: a fixture is set up*"]
-        )
-        result.stdout.fnmatch_lines(["*test_x.py::test_named: fixture 'named' requests*"])
+    result.assert_outcomes(failed=4, passed=2)
+    result.stdout.fnmatch_lines(
+        ["*test_x.py::test_x: fixture 'sneaky' requests `candidate`: a fixture is set up*"]
+    )
+    result.stdout.fnmatch_lines(["*test_x.py::test_named: fixture 'named' requests*"])
 
 
+@BOTH_MODES
 def test_a_marked_test_that_uses_the_autotune_fixture_fails_its_tests_by_name(
-    project: pytest.Pytester,
+    project: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
     # The body is each candidate's timed call: the set the fixture was given was tuned again
     # in every timed call, for minutes, until the time limit stopped it; a plain run passed
     # every candidate's test without calling its candidate.
-    project.makepyfile(
-        test_x=PRELUDE
-        + textwrap.dedent(
-            """
-            def make_set():
-                return TunableSet(lambda n: n).with_(Tunable("good", good))
+    result = run_tests_of_x(
+        project,
+        mode,
+        """
+        def make_set():
+            return TunableSet(lambda n: n).with_(Tunable("good", good))
 
-            @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
-            def test_x(candidate, autotune):
-                return autotune(make_set(), 1)
-            """
-        )
+        @pytest.mark.autotune(candidates={"good": good, "wrong": wrong})
+        def test_x(candidate, autotune):
+            return autotune(make_set(), 1)
+        """,
     )
-    for mode in ((), ("--autotune",)):
-        result = run(project, "test_x.py", *mode)
-        result.assert_outcomes(failed=2)
-        result.stdout.fnmatch_lines(
-            ["*test_x.py::test_x: a marked test (over `candidate`) cannot use the `autotune`*"]
-        )
-        assert "Traceback" not in result.stdout.str()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["*test_x.py::test_x: a marked test (over `candidate`) cannot use the `autotune`*"]
+    )
+    assert "Traceback" not in result.stdout.str()
