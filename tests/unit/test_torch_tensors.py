@@ -13,7 +13,6 @@ import pytest
 
 from pytest_autotune import AutotuneConfig, LocalTuner, TunableSet, compare_outputs
 from pytest_autotune.backends.cpu import cpu
-from pytest_autotune.tune import shared_memory
 from pytest_autotune.tune.clone import clone_value
 
 torch = pytest.importorskip("torch")
@@ -273,25 +272,17 @@ def test_a_tensor_and_a_numpy_array_of_one_memory_are_copied_as_views_of_one_cop
     assert float(tensor_copy[1, 0]) == 5 and float(tensor.sum()) == 0
 
 
-def test_tensors_beside_numpy_arrays_have_each_address_read_once(monkeypatch):
+def test_tensors_beside_numpy_arrays_have_each_address_read_once(addresses_read):
     # Looking for the NumPy array a tensor lies in read every owner's address again for
     # every tensor: a call of 100 arrays and 100 tensors, none sharing memory, took 170 ms
     # to copy (2 ms before the look) on a 2-core VM.
-    read: list[int] = []
-
-    def address_range(value: Any) -> tuple[int, int]:
-        read.append(id(value))
-        return measured(value)
-
-    measured = shared_memory.address_range
-    monkeypatch.setattr(shared_memory, "address_range", address_range)
     arrays = [np.zeros(8) for _ in range(20)]
     tensors = [torch.zeros(8) for _ in range(20)]
     clone_value([*arrays, *tensors])
-    assert len(read) == len(arrays) + len(tensors)
-    del read[:]
+    assert len(addresses_read) == len(arrays) + len(tensors)
+    del addresses_read[:]
     clone_value(tensors)  # no NumPy array to lie in
-    assert not read
+    assert not addresses_read
     array = np.zeros(8)
     copies = clone_value([*arrays, array, torch.from_numpy(array)[2:]])
     copies[-1][0] = 1  # still found in the array's memory
