@@ -57,8 +57,9 @@ def clone_value(value: Any, _depth: int = 0, _memo: dict[int, Any] | None = None
     would on the caller's arrays, and the copies take no more memory than the inputs. So
     are NumPy arrays of one buffer whose memory overlaps (a cache and a view of it given
     apart, `candidate(slot)` writing what the body returns as `cache`): their copies are
-    views of one copy of it, and CuPy arrays and PyTorch tensors of one allocation
-    (`shared_memory`)."""
+    views of one copy of it, and CuPy arrays and PyTorch tensors of one allocation, and
+    arrays and CPU tensors of owners of their own over one memory (two `np.frombuffer`
+    arrays of one bytearray, `shared_memory`)."""
     if _memo is not None:
         return _memoized(value, _depth, _memo)
     if _is_array(value):  # one array alone shares with nothing
@@ -172,6 +173,9 @@ def _view_of_shared(value: Any, depth: int, memo: dict[int, Any]) -> Any:
     if entry is None or (key := memory_key(value)) is None:
         return None
     shared: SharedMemory = entry[1]
+    host_key = shared.merged.get(key)
+    if host_key is not None:  # of owners over borrowed memory, overlapping another's
+        return shared.view(host_key, value)
     host = shared.hosts.get(key)
     if host is not None:  # a CPU tensor lying in a NumPy input's memory
         return tensor_view(value, host, clone_value(host, depth, memo))

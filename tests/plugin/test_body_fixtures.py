@@ -730,3 +730,49 @@ def test_fill(candidate, cache, slot):
     result = run(autotune_pytester, "-p", "no:randomly", *mode)
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["FAILED test_views.py::test_fill[[]lazy[]] - *"])
+
+
+def test_fixtures_over_one_bytearray_are_each_others_views_in_each_candidates_copies(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # Two `np.frombuffer` arrays over one bytearray are each their own owner: copied apart,
+    # a candidate writing into `slot` left the `cache` the body returned as it was, and
+    # `lazy`, which writes nothing, passed its check.
+    autotune_pytester.makepyfile(
+        test_views="""
+import numpy as np
+import pytest
+
+
+def fill(slot):
+    slot[:] = 1.0
+
+
+def lazy(slot):
+    pass
+
+
+@pytest.fixture
+def buffer():
+    return bytearray(32)
+
+
+@pytest.fixture
+def cache(buffer):
+    return np.frombuffer(buffer, np.float32)
+
+
+@pytest.fixture
+def slot(buffer):
+    return np.frombuffer(buffer, np.float32, count=2, offset=8)
+
+
+@pytest.mark.autotune(candidates={"fill": fill, "lazy": lazy})
+def test_fill(candidate, cache, slot):
+    candidate(slot)
+    return cache
+"""
+    )
+    result = run(autotune_pytester, "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_views.py::test_fill[[]lazy[]] - *"])

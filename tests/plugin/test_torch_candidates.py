@@ -223,3 +223,44 @@ def test_a_candidate_writing_into_a_view_of_the_tensor_the_body_returns_is_check
     result = run(pytester, "-p", "no:randomly")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["FAILED test_views.py::test_fill[[]lazy[]] - *"])
+
+
+def test_a_candidate_writing_into_a_tensor_over_the_memory_of_another_is_checked_on_it(
+    pytester: pytest.Pytester,
+):
+    # `torch.from_numpy` of an array and of a slice of it, the array no input, are storages
+    # at their own addresses over one memory: copied apart, the body returned a copy of
+    # `cache` no candidate wrote into, so `lazy` passed its check.
+    pytester.makepyfile(
+        test_views="""
+        import numpy as np
+        import pytest
+        import torch
+
+        def fill(slot):
+            slot.fill_(1.0)
+
+        def lazy(slot):
+            pass
+
+        @pytest.fixture
+        def values():
+            return np.zeros(8, dtype=np.float32)
+
+        @pytest.fixture
+        def cache(values):
+            return torch.from_numpy(values)
+
+        @pytest.fixture
+        def slot(values):
+            return torch.from_numpy(values[2:4])
+
+        @pytest.mark.autotune(candidates={"fill": fill, "lazy": lazy})
+        def test_fill(candidate, cache, slot):
+            candidate(slot)
+            return cache
+        """
+    )
+    result = run(pytester, "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_views.py::test_fill[[]lazy[]] - *"])

@@ -515,6 +515,28 @@ def test_an_owner_the_look_for_views_passes_over_is_still_copied_with_its_views(
         assert window[2] == owner_of(copied)[7] == -1 and pool[7] == 7
 
 
+def test_arrays_over_one_buffer_each_their_own_owner_are_copied_as_views_of_one_copy() -> None:
+    # Two `np.frombuffer` arrays over one bytearray are each their own owner (their base a
+    # memoryview of it): keyed by owner, they were copied apart, and a candidate writing
+    # through one left the other's copy as it was.
+    buffer = bytearray(np.arange(8, dtype=np.float32).tobytes())
+    whole = np.frombuffer(buffer, np.float32)
+    tail = np.frombuffer(buffer, np.float32, offset=8)
+    for given, (whole_at, tail_at) in (((whole, tail), (0, 1)), ((tail, whole), (1, 0))):
+        copies = clone_value(given)
+        assert copies[whole_at].tolist() == whole.tolist()
+        copies[tail_at][0] = -1
+        assert copies[whole_at][2] == -1 and whole[2] == 2
+    # Bytes of one buffer that neither shares are copied apart, as each given alone is.
+    head = np.frombuffer(buffer, np.float32, count=2)
+    head_copy, tail_copy = clone_value((head, tail))
+    assert not np.shares_memory(head_copy, tail_copy) and head_copy.tolist() == [0, 1]
+    frozen = bytes(buffer)
+    given = (np.frombuffer(frozen, np.float32), np.frombuffer(frozen, np.float32, 4, 8))
+    owner, view = clone_value(given)
+    assert np.shares_memory(owner, view) and not owner.flags.writeable
+
+
 def test_views_of_one_buffer_that_do_not_overlap_are_copied_apart_as_each_alone_is() -> None:
     # Two halves of a large array share no element: each copy holds only what it spans.
     big = np.zeros(1000)

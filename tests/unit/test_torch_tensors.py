@@ -272,6 +272,28 @@ def test_a_tensor_and_a_numpy_array_of_one_memory_are_copied_as_views_of_one_cop
     assert float(tensor_copy[1, 0]) == 5 and float(tensor.sum()) == 0
 
 
+def test_tensors_over_overlapping_storages_of_their_own_are_copied_as_views_of_one_copy():
+    # `torch.from_numpy(a[2:])` beside `torch.from_numpy(a)`, `a` no input, are two storages
+    # at their own addresses over one memory: keyed by storage, they were copied apart, and
+    # a candidate writing into one left the other's copy as it was.
+    array = np.arange(8.0)
+    whole, tail = clone_value((torch.from_numpy(array), torch.from_numpy(array[2:])))
+    assert whole.tolist() == array.tolist() and tail.tolist() == array[2:].tolist()
+    tail[0] = -1
+    assert float(whole[2]) == -1 and array[2] == 2
+    # A NumPy array and a tensor over one bytearray, each of its own.
+    buffer = bytearray(np.arange(4, dtype=np.float32).tobytes())
+    tensor = torch.frombuffer(buffer, dtype=torch.float32, offset=4)
+    tensor_copy, array_copy = clone_value((tensor, np.frombuffer(buffer, np.float32)))
+    array_copy[1] = 9
+    assert float(tensor_copy[0]) == 9 and tensor_copy.stride() == tensor.stride()
+    # Storages of one memory that do not overlap are copied apart, as each alone is.
+    head, tail = clone_value((torch.from_numpy(array[:2]), torch.from_numpy(array[2:])))
+    head += 1
+    assert tail.tolist() == array[2:].tolist()
+    assert head.untyped_storage().nbytes() == 16
+
+
 def test_tensors_beside_numpy_arrays_have_each_address_read_once(addresses_read):
     # Looking for the NumPy array a tensor lies in read every owner's address again for
     # every tensor: a call of 100 arrays and 100 tensors, none sharing memory, took 170 ms
