@@ -396,14 +396,18 @@ def tensor_view(value: Any, owner: np.ndarray[Any, Any], owner_copy: np.ndarray[
     """`value`, a CPU tensor lying in the memory of the NumPy array `owner`
     (`SharedMemory.hosts`), made over `owner_copy` as `numpy_view` makes a NumPy view; None
     where it cannot be placed there (it is then copied apart, as a tensor given alone is):
-    a read-only copy, which torch would share writable, or an offset that is no whole
-    number of its elements."""
+    a read-only copy, which torch would share writable."""
     buffer = _owner_bytes(owner, owner_copy)
+    if buffer is None or not buffer.flags.writeable:
+        return None
     offset = value.data_ptr() - owner.__array_interface__["data"][0]
     size = value.element_size()
-    if buffer is None or not buffer.flags.writeable or offset % size:
-        return None
     torch = sys.modules["torch"]
+    if offset % size:
+        # No whole number of its elements in (a float64 tensor 4 bytes into a float32
+        # array): over a storage starting at its first byte, as `_host_view` makes one.
+        # Copied apart, a write through the array was not seen in the tensor's copy.
+        buffer, offset = buffer[offset:], 0
     storage = torch.from_numpy(buffer).untyped_storage()
     with torch.no_grad():
         made = torch.empty(0, dtype=value.dtype)

@@ -294,6 +294,19 @@ def test_tensors_over_overlapping_storages_of_their_own_are_copied_as_views_of_o
     assert head.untyped_storage().nbytes() == 16
 
 
+def test_a_tensor_at_an_offset_of_no_whole_element_in_a_numpy_input_is_made_in_its_copy():
+    # A float64 tensor 4 bytes into a float32 array: no storage offset of whole elements
+    # places it in the array's copy, and it was copied apart, so a write through the array
+    # was not seen in the tensor's copy.
+    array = np.arange(8, dtype=np.float32)
+    tensor = torch.frombuffer(array, dtype=torch.float64, offset=4, count=2)
+    array_copy, tensor_copy = clone_value((array, tensor))
+    assert tensor_copy.tolist() == tensor.tolist() and tensor_copy.stride() == (1,)
+    assert tensor_copy.data_ptr() - array_copy.__array_interface__["data"][0] == 4
+    array_copy[1:3] = np.array([1.5]).view(np.float32)
+    assert float(tensor_copy[0]) == 1.5 and array[1] == 1
+
+
 def test_tensors_beside_numpy_arrays_have_each_address_read_once(addresses_read):
     # Looking for the NumPy array a tensor lies in read every owner's address again for
     # every tensor: a call of 100 arrays and 100 tensors, none sharing memory, took 170 ms
