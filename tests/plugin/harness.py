@@ -74,14 +74,26 @@ def _plugin_is_installed() -> bool:
 PLUGIN_ARGS = () if _plugin_is_installed() else ("-p", "pytest_autotune.plugin")
 
 
+# pytest-benchmark (the [benchmark] extra, in dev) warns under xdist from its own plugin,
+# which filterwarnings = error turns into INTERNALERROR; our runs do not need it.
+# pytest-randomly, where a developer has it installed, would reorder the inner runs' tests,
+# whose outputs some tests read in order (pytester clears PYTEST_ADDOPTS).
+RUN_ARGS = (*PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly")
+
+BOTH_MODES = pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+"""Parametrizes a test over `mode`: the arguments of a plain run, then of a tuning run."""
+
+
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    # pytest-benchmark (the [benchmark] extra, in dev) warns under xdist from its own
-    # plugin, which filterwarnings = error turns into INTERNALERROR; our runs do not need it.
-    # pytest-randomly, where a developer has it installed, would reorder the inner runs'
-    # tests, whose outputs some tests read in order (pytester clears PYTEST_ADDOPTS).
-    return pytester.runpytest(
-        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly", *args
-    )
+    return pytester.runpytest(*RUN_ARGS, *args)
+
+
+def run_in_a_subprocess(
+    pytester: pytest.Pytester, *args: str, timeout: float | None = None
+) -> pytest.RunResult:
+    """`run`, in a process of its own: for what pytest's own process would hide or hold (a
+    worker's crash, a KeyboardInterrupt, the frames of a failure kept for a post-mortem)."""
+    return pytester.runpytest_subprocess(*RUN_ARGS, *args, timeout=timeout)
 
 
 def noted(*lines: str) -> list[str]:

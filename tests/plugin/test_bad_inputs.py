@@ -28,7 +28,7 @@ from pytest_autotune.tune.cache import (
 )
 from pytest_autotune.tune.key import key_to_json, stable_key
 from pytest_autotune.tune.tunable_set import checksum_of
-from tests.plugin.harness import FAKE_CONFTEST, noted, run
+from tests.plugin.harness import BOTH_MODES, FAKE_CONFTEST, noted, run
 
 OK, FAILED, INTERRUPTED, USAGE = 0, 1, 2, 4
 DEVICE = Path(".autotune/cpu-fake-1t")
@@ -1727,9 +1727,6 @@ def test_a_bad_input_gets_one_line_and_loses_nothing(
         assert (root / "report.html").is_file(), output
     if case.check is not None:
         case.check(root, output)
-
-
-BOTH_MODES = pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
 
 
 def run_tests_of_x(project: pytest.Pytester, mode: tuple[str, ...], tests: str) -> pytest.RunResult:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 
 import pytest
 
-from tests.plugin.harness import PLUGIN_ARGS, run
-from tests.plugin.test_tune_mode import SCALE_TESTS
+from tests.plugin.harness import BOTH_MODES, add_to_conftest, run, run_in_a_subprocess
+from tests.plugin.test_tune_mode import GENERATOR_TESTS, SCALE_TESTS
 
 DOUBLE_TESTS = """
 import numpy as np
@@ -115,7 +116,7 @@ def test_an_in_place_candidate_does_not_change_what_the_others_see(
     run(autotune_pytester).assert_outcomes(passed=3)
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)])
+@BOTH_MODES
 def test_the_fixture_calls_its_output_on_the_inputs_given_as_the_library_does(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -247,7 +248,7 @@ def test_a_candidate_may_decline_with_autotune_skip(autotune_pytester: pytest.Py
     result.stdout.fnmatch_lines(["*declined: odd sizes are not supported*"])
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+@BOTH_MODES
 def test_a_candidate_may_decline_with_an_autotune_error_of_kind_skip(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -282,7 +283,7 @@ def test_a_candidate_may_decline_with_an_autotune_error_of_kind_skip(
     result.stdout.fnmatch_lines(["*declined: odd sizes are not supported*"])
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+@BOTH_MODES
 def test_a_declined_candidate_is_reported_at_its_test_not_inside_the_plugin(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -321,7 +322,7 @@ def test_a_declined_candidate_is_reported_at_its_test_not_inside_the_plugin(
     assert len(skips) == 2 and all("test_decline.py:" in line for line in skips), skips
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+@BOTH_MODES
 def test_a_failure_of_ours_is_placed_at_its_test_not_inside_the_plugin(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -504,7 +505,7 @@ def test_a_test_of_the_fixture_may_carry_the_marker_itself_or_its_modules(
     result.assert_outcomes(passed=4)
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+@BOTH_MODES
 def test_a_test_of_the_fixture_takes_the_options_its_call_leaves_out_from_its_marker(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -576,7 +577,7 @@ def test_a_test_of_the_fixture_takes_the_options_its_call_leaves_out_from_its_ma
     )
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+@BOTH_MODES
 def test_a_test_of_the_fixture_beside_marker_tests_leaves_their_reference_and_floor_to_them(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -762,7 +763,7 @@ def test_a_unittest_case_marked_by_its_modules_pytestmark_is_told_where_the_mark
     )
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+@BOTH_MODES
 def test_an_autotune_mark_in_a_parameters_marks_fails_its_tests_saying_where_it_goes(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -1042,76 +1043,74 @@ def test_a_candidate_marked_to_skip_is_never_the_reference(
     result.assert_outcomes(passed=2, skipped=3, xfailed=1)
 
 
-def test_a_candidate_marked_to_skip_is_never_the_reference_when_another_is_run_by_node_id(
-    autotune_pytester: pytest.Pytester,
+# The skipped candidates' items are never collected, and their marks must still keep them
+# out of the group.
+SKIPPED_CANDIDATES_TESTS = """
+import pytest
+from conftest import spin
+
+def off_here(n):
+    return n * 2 + 1
+
+def double(n):
+    spin(100e-6)
+    return n * 2
+
+@pytest.mark.autotune
+@pytest.mark.parametrize(
+    "candidate",
+    [
+        pytest.param(off_here, marks=pytest.mark.skip(reason="wrong on this platform")),
+        pytest.param(off_here, id="off_if", marks=pytest.mark.skipif(True, reason="no")),
+        pytest.param(off_here, id="not_run", marks=pytest.mark.xfail(run=False)),
+        double,
+    ],
+)
+def test_double(candidate):
+    return candidate(3)
+"""
+
+# The xfail mark of a candidate whose item a node id left uncollected was unseen: the
+# imprecise candidate, first in the list, became the reference the selected one failed its
+# check against, and under --autotune the winner an update would record.
+XFAILED_FIRST_CANDIDATE_TESTS = """
+import pytest
+from conftest import spin
+
+def rough(n):
+    return n * 2 + 1
+
+def double(n):
+    spin(100e-6)
+    return n * 2
+
+def twice(n):
+    spin(200e-6)
+    return n + n
+
+@pytest.mark.autotune
+@pytest.mark.parametrize(
+    "candidate",
+    [pytest.param(rough, marks=pytest.mark.xfail(reason="imprecise")), double, twice],
+    ids=["rough", "double", "twice"],
+)
+def test_double(candidate):
+    return candidate(3)
+"""
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        pytest.param(SKIPPED_CANDIDATES_TESTS, id="skipped"),
+        pytest.param(XFAILED_FIRST_CANDIDATE_TESTS, id="xfailed"),
+    ],
+)
+def test_a_candidate_marked_to_skip_or_xfail_is_not_the_reference_when_another_is_run_by_node_id(
+    autotune_pytester: pytest.Pytester, tests: str
 ) -> None:
-    # A node id (or --lf) collects only the items it names: the skipped candidate's item
-    # is never collected, and its mark must still keep it out of the group.
-    autotune_pytester.makepyfile(
-        test_double="""
-        import pytest
-        from conftest import spin
-
-        def off_here(n):
-            return n * 2 + 1
-
-        def double(n):
-            spin(100e-6)
-            return n * 2
-
-        @pytest.mark.autotune
-        @pytest.mark.parametrize(
-            "candidate",
-            [
-                pytest.param(off_here, marks=pytest.mark.skip(reason="wrong on this platform")),
-                pytest.param(off_here, id="off_if", marks=pytest.mark.skipif(True, reason="no")),
-                pytest.param(off_here, id="not_run", marks=pytest.mark.xfail(run=False)),
-                double,
-            ],
-        )
-        def test_double(candidate):
-            return candidate(3)
-        """
-    )
-    result = run(autotune_pytester, "test_double.py::test_double[double]")
-    result.assert_outcomes(passed=1)
-    result = run(autotune_pytester, "--autotune", "test_double.py::test_double[double]")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*test_double.py::test_double*double*"])
-
-
-def test_a_candidate_marked_xfail_is_not_the_reference_when_another_is_run_by_node_id(
-    autotune_pytester: pytest.Pytester,
-) -> None:
-    # The xfail mark of a candidate whose item a node id left uncollected was unseen: the
-    # imprecise candidate, first in the list, became the reference the selected one
-    # failed its check against, and under --autotune the winner an update would record.
-    autotune_pytester.makepyfile(
-        test_double="""
-        import pytest
-        from conftest import spin
-
-        def rough(n):
-            return n * 2 + 1
-
-        def double(n):
-            spin(100e-6)
-            return n * 2
-
-        def twice(n):
-            spin(200e-6)
-            return n + n
-
-        @pytest.mark.autotune
-        @pytest.mark.parametrize(
-            "candidate",
-            [pytest.param(rough, marks=pytest.mark.xfail(reason="imprecise")), double, twice],
-            ids=["rough", "double", "twice"],
-        )
-        def test_double(candidate):
-            return candidate(3)
-        """
-    )
+    # A node id (or --lf) collects only the items it names.
+    autotune_pytester.makepyfile(test_double=tests)
     result = run(autotune_pytester, "test_double.py::test_double[double]")
     result.assert_outcomes(passed=1)
     result = run(autotune_pytester, "--autotune", "test_double.py::test_double[double]")
@@ -1224,49 +1223,56 @@ def test_a_candidate_returning_a_shared_buffer_is_compared_before_the_reference_
     result.stdout.fnmatch_lines(["*candidate 'thrice' differs from the reference candidate*"])
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+# Kernels that write the sum of x into an `out` argument and return None, as a CuPy kernel
+# launched into a buffer does.
+SUM_INTO_OUT_KERNELS = """
+import numpy as np
+from conftest import spin
+from pytest_autotune import Tunable, TunableSet
+
+def a(x, out):
+    spin(100e-6)
+    out[0] = np.sum(x)
+
+def b(x, out):
+    spin(200e-6)
+    out[0] = np.cumsum(x)[-1]
+"""
+
+
+@BOTH_MODES
 def test_a_fixture_set_of_in_place_kernels_is_judged_by_what_they_wrote(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
-    # A production set of kernels that write into an `out` argument and return None, as a
-    # CuPy kernel launched into a buffer does: the library's own tuner judges them by what
-    # they wrote, and the fixture failed them all as "returned None", its advice (return
-    # the output from the set's functions, or check nothing) not one the test could take.
+    # A production set of such kernels: the library's own tuner judges them by what they
+    # wrote, and the fixture failed them all as "returned None", its advice (return the
+    # output from the set's functions, or check nothing) not one the test could take.
     autotune_pytester.makepyfile(
-        """
-        import numpy as np
-        from conftest import spin
-        from pytest_autotune import TunableSet
+        SUM_INTO_OUT_KERNELS
+        + textwrap.dedent(
+            """
+            def wrong(x, out):
+                spin(50e-6)
+                out[0] = np.sum(x) + 1
 
-        def a(x, out):
-            spin(100e-6)
-            out[0] = np.sum(x)
+            def test_into(autotune):
+                into = TunableSet.of(lambda x, out: x.size, {"a": a, "b": b})
+                out = np.zeros(1)
+                assert autotune(into, np.ones(64), out) is None
+                assert out[0] == 64  # the caller's own buffer, written by the winner
 
-        def b(x, out):
-            spin(200e-6)
-            out[0] = np.cumsum(x)[-1]
+            def nothing(x, out):
+                spin(50e-6)
 
-        def wrong(x, out):
-            spin(50e-6)
-            out[0] = np.sum(x) + 1
+            def test_wrong(autotune):
+                into = TunableSet.of(lambda x, out: x.size, {"a": a, "wrong": wrong})
+                autotune(into, np.ones(64), np.zeros(1))
 
-        def test_into(autotune):
-            into = TunableSet.of(lambda x, out: x.size, {"a": a, "b": b})
-            out = np.zeros(1)
-            assert autotune(into, np.ones(64), out) is None
-            assert out[0] == 64  # the caller's own buffer, written by the winner
-
-        def nothing(x, out):
-            spin(50e-6)
-
-        def test_wrong(autotune):
-            into = TunableSet.of(lambda x, out: x.size, {"a": a, "wrong": wrong})
-            autotune(into, np.ones(64), np.zeros(1))
-
-        def test_nothing(autotune):
-            into = TunableSet.of(lambda x, out: x.size, {"a": a, "nothing": nothing})
-            autotune(into, np.ones(64), np.zeros(1))
-        """
+            def test_nothing(autotune):
+                into = TunableSet.of(lambda x, out: x.size, {"a": a, "nothing": nothing})
+                autotune(into, np.ones(64), np.zeros(1))
+            """
+        )
     )
     result = run(autotune_pytester, *mode)
     result.assert_outcomes(passed=1, failed=2)
@@ -1283,7 +1289,7 @@ def test_a_fixture_set_of_in_place_kernels_is_judged_by_what_they_wrote(
     result.stdout.no_fnmatch_line("*returned tuple*")
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+@BOTH_MODES
 def test_in_place_kernels_of_a_set_handed_the_callers_own_inputs_are_judged_by_what_they_wrote(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -1292,29 +1298,20 @@ def test_in_place_kernels_of_a_set_handed_the_callers_own_inputs_are_judged_by_w
     # same arrays, written as well, so under --autotune every kernel "wrote nothing" and
     # failed as "returned None", where plain pytest passed them.
     autotune_pytester.makepyfile(
-        """
-        import numpy as np
-        from conftest import spin
-        from pytest_autotune import Tunable, TunableSet
-
-        def a(x, out):
-            spin(100e-6)
-            out[0] = np.sum(x)
-
-        def b(x, out):
-            spin(200e-6)
-            out[0] = np.cumsum(x)[-1]
-
-        def test_into(autotune):
-            into = (
-                TunableSet(lambda x, out: x.size, lambda key, inputs: inputs)
-                .with_(Tunable("a", a))
-                .with_(Tunable("b", b))
-            )
-            out = np.zeros(1)
-            assert autotune(into, np.ones(64), out) is None
-            assert out[0] == 64
-        """
+        SUM_INTO_OUT_KERNELS
+        + textwrap.dedent(
+            """
+            def test_into(autotune):
+                into = (
+                    TunableSet(lambda x, out: x.size, lambda key, inputs: inputs)
+                    .with_(Tunable("a", a))
+                    .with_(Tunable("b", b))
+                )
+                out = np.zeros(1)
+                assert autotune(into, np.ones(64), out) is None
+                assert out[0] == 64
+            """
+        )
     )
     result = run(autotune_pytester, *mode)
     result.assert_outcomes(passed=1)
@@ -1353,7 +1350,7 @@ def test_integer_outputs_within_the_markers_rtol_fail_saying_integers_compare_ex
     result.stdout.fnmatch_lines([f"*elements differ*{note}*"])
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)])
+@BOTH_MODES
 def test_a_reference_that_declines_in_the_body_leaves_the_others_checked_as_without_one(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -1498,7 +1495,7 @@ def test_an_explicit_reference_function_that_raises_is_named_as_the_explicit_ref
     assert "the reference the explicit reference" not in output
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)])
+@BOTH_MODES
 def test_a_reference_named_by_the_marker_but_skipped_here_is_never_called(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -1541,11 +1538,11 @@ def test_a_body_that_draws_its_inputs_from_a_seeded_rng_fixture_checks_right(
 ) -> None:
     # The reference's call and the candidate's shared one generator: the reference's draw
     # moved it, the candidate got other numbers, and every correct candidate "differed".
-    autotune_pytester.makeconftest(
-        (autotune_pytester.path / "conftest.py").read_text()
-        + "\n\nimport random\nimport numpy\nimport pytest\n\n"
+    add_to_conftest(
+        autotune_pytester,
+        "\n\nimport random\nimport numpy\nimport pytest\n\n"
         "@pytest.fixture\ndef rng():\n    return numpy.random.default_rng(0)\n\n"
-        "@pytest.fixture\ndef pyrng():\n    return random.Random(0)\n"
+        "@pytest.fixture\ndef pyrng():\n    return random.Random(0)\n",
     )
     autotune_pytester.makepyfile(
         test_draws="""
@@ -1572,7 +1569,7 @@ def test_a_body_that_draws_its_inputs_from_a_seeded_rng_fixture_checks_right(
     result.assert_outcomes(passed=4)
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["check", "tune"])
+@BOTH_MODES
 def test_a_body_that_draws_its_inputs_from_the_global_generators_checks_right(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -1625,7 +1622,7 @@ def test_range(candidate, n):
 """
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "autotune"])
+@BOTH_MODES
 @pytest.mark.parametrize("reference", ["", "reference=lambda n: iter(range(n))"])
 def test_a_reference_that_returns_an_iterator_checks_no_candidate_in_either_mode(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...], reference: str
@@ -1646,69 +1643,53 @@ def test_a_reference_that_returns_an_iterator_checks_no_candidate_in_either_mode
         )
 
 
+# The copy of a dict shares the generator in it: the reference found it emptied by the
+# candidate ("differs from the reference", expected 0, got 45).
+GENERATOR_IN_A_DICT_TESTS = """
+import pytest
+
+def by_sum(batch):
+    return sum(batch["rows"])
+
+def by_list(batch):
+    return sum(list(batch["rows"]))
+
+@pytest.fixture
+def batch():
+    return {"rows": (i for i in range(10))}
+
+@pytest.mark.autotune(candidates={"by_sum": by_sum, "by_list": by_list})
+def test_refused(candidate, batch):
+    return candidate(batch)
+"""
+
+
+@pytest.mark.parametrize(
+    ("tests", "refusal"),
+    [
+        pytest.param(
+            GENERATOR_TESTS,
+            "the argument 'items' is an iterator (generator), which one*",
+            id="alone",
+        ),
+        pytest.param(
+            GENERATOR_IN_A_DICT_TESTS,
+            "the argument 'batch' holds an iterator (generator) at [[]'rows'[]],"
+            " which one call uses up*",
+            id="in_a_dict",
+        ),
+    ],
+)
 def test_a_fixture_giving_a_generator_fails_a_plain_run_by_name(
-    autotune_pytester: pytest.Pytester,
+    autotune_pytester: pytest.Pytester, tests: str, refusal: str
 ) -> None:
     # Each candidate's test called its own candidate on the generator, then the reference
     # on what was left of it: the first test passed, and the second "differed from the
     # reference" (expected 0, got 45), where tuning refuses the generator by name.
-    autotune_pytester.makepyfile(
-        test_gen="""
-        import pytest
-
-        def by_sum(items):
-            return sum(items)
-
-        def by_list(items):
-            return sum(list(items))
-
-        @pytest.fixture
-        def items():
-            return (i for i in range(10))
-
-        @pytest.mark.autotune(candidates={"by_sum": by_sum, "by_list": by_list})
-        def test_gen(candidate, items):
-            return candidate(items)
-        """
-    )
-    result = run(autotune_pytester, "-p", "no:randomly")
+    autotune_pytester.makepyfile(test_gen=tests)
+    result = run(autotune_pytester)
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(
-        ["test_gen.py::test_gen: the argument 'items' is an iterator (generator), which one*"]
-    )
-    assert "differs" not in result.stdout.str()
-
-
-def test_a_fixture_giving_a_generator_inside_a_dict_fails_by_name(
-    autotune_pytester: pytest.Pytester,
-) -> None:
-    # The copy of a dict shares the generator in it: the reference found it emptied by the
-    # candidate ("differs from the reference", expected 0, got 45).
-    autotune_pytester.makepyfile(
-        test_gen="""
-        import pytest
-
-        def by_sum(batch):
-            return sum(batch["rows"])
-
-        def by_list(batch):
-            return sum(list(batch["rows"]))
-
-        @pytest.fixture
-        def batch():
-            return {"rows": (i for i in range(10))}
-
-        @pytest.mark.autotune(candidates={"by_sum": by_sum, "by_list": by_list})
-        def test_gen(candidate, batch):
-            return candidate(batch)
-        """
-    )
-    result = run(autotune_pytester, "-p", "no:randomly")
-    result.assert_outcomes(failed=2)
-    assert (
-        "test_gen.py::test_gen: the argument 'batch' holds an iterator (generator) at"
-        " ['rows'], which one call uses up"
-    ) in result.stdout.str()
+    result.stdout.fnmatch_lines([f"test_gen.py::test_refused: {refusal}"])
     assert "differs" not in result.stdout.str()
 
 
@@ -1749,7 +1730,7 @@ def test_a_database_cursor_fixture_is_no_generator_refused(
     assert "iterator" not in result.stdout.str()
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "autotune"])
+@BOTH_MODES
 def test_a_generator_given_to_the_autotune_fixture_fails_by_name_in_either_mode(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -1926,7 +1907,7 @@ def test_z_after():
 """
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)])
+@BOTH_MODES
 def test_an_out_of_memory_failure_lets_go_of_what_its_candidate_held(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -1937,9 +1918,7 @@ def test_an_out_of_memory_failure_lets_go_of_what_its_candidate_held(
     # In a process of its own: in pytest's, pytester's recorder of the inner run's hooks
     # holds what a post-mortem would.
     autotune_pytester.makepyfile(test_memory=OUT_OF_MEMORY_TESTS)
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly", *mode
-    )
+    result = run_in_a_subprocess(autotune_pytester, *mode)
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*FAILED test_memory.py::test_op[[]hog[]]*MemoryError*"])
 
@@ -1977,7 +1956,5 @@ def test_letting_go_of_an_out_of_memory_failure_leaves_a_namespace_its_code_ran_
     # The f_locals of a module's or exec's frame is no snapshot but the namespace itself (a
     # module's globals): cleared, the program lost what it held.
     autotune_pytester.makepyfile(test_memory=EXEC_OUT_OF_MEMORY_TESTS)
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly"
-    )
+    result = run_in_a_subprocess(autotune_pytester)
     result.assert_outcomes(passed=2, failed=1)
