@@ -7,10 +7,23 @@ import textwrap
 
 import pytest
 
-from tests.plugin.harness import run
+from tests.plugin.harness import BOTH_MODES, add_to_conftest, run
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+def print_the_properties_of_each_call(
+    pytester: pytest.Pytester, properties: str = "report.user_properties"
+) -> None:
+    """Adds a conftest hook that prints `PROPS <node id> <properties>` for each test's call,
+    `properties` an expression of its `report`, for the test to match in the output."""
+    add_to_conftest(
+        pytester,
+        "\n\ndef pytest_runtest_logreport(report):\n"
+        "    if report.when == 'call':\n"
+        f"        print('PROPS', report.nodeid, {properties})\n",
+    )
+
+
+@BOTH_MODES
 def test_a_candidates_body_reads_and_writes_its_own_test_item(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -45,12 +58,7 @@ def test_a_candidates_body_reads_and_writes_its_own_test_item(
             return candidate(x) if own else f"ran in {request.node.name}"
         """
     )
-    autotune_pytester.makeconftest(
-        autotune_pytester.path.joinpath("conftest.py").read_text()
-        + "\n\ndef pytest_runtest_logreport(report):\n"
-        + "    if report.when == 'call':\n"
-        + "        print('PROPS', report.nodeid, sorted(set(report.user_properties)))\n"
-    )
+    print_the_properties_of_each_call(autotune_pytester, "sorted(set(report.user_properties))")
     result = run(autotune_pytester, "-s", *mode)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
@@ -61,7 +69,7 @@ def test_a_candidates_body_reads_and_writes_its_own_test_item(
     )
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+@BOTH_MODES
 def test_a_property_the_body_records_reaches_the_report_once(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -91,12 +99,7 @@ def test_a_property_the_body_records_reaches_the_report_once(
             return candidate(np.ones(4))
         """
     )
-    autotune_pytester.makeconftest(
-        autotune_pytester.path.joinpath("conftest.py").read_text()
-        + "\n\ndef pytest_runtest_logreport(report):\n"
-        + "    if report.when == 'call':\n"
-        + "        print('PROPS', report.nodeid, report.user_properties)\n"
-    )
+    print_the_properties_of_each_call(autotune_pytester)
     result = run(autotune_pytester, "-s", "-p", "no:randomly", *mode)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
@@ -109,8 +112,9 @@ def test_a_property_the_body_records_reaches_the_report_once(
     )
 
 
+@BOTH_MODES
 def test_a_body_marking_its_own_candidate_xfail_makes_that_test_an_expected_failure(
-    autotune_pytester: pytest.Pytester,
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
     # `request.applymarker` reached a copy of the item (copied with the inputs), and under
     # --autotune the group's first test: `off`'s test failed its check in either run.
@@ -139,8 +143,7 @@ def test_a_body_marking_its_own_candidate_xfail_makes_that_test_an_expected_fail
             return candidate(x)
         """
     )
-    for mode in ((), ("--autotune",)):
-        run(autotune_pytester, *mode).assert_outcomes(passed=1, xfailed=1)
+    run(autotune_pytester, *mode).assert_outcomes(passed=1, xfailed=1)
 
 
 CRASHING = """
@@ -194,8 +197,9 @@ def test_a_crashing_candidate_shows_its_traceback_as_in_a_plain_run(
     short.stdout.fnmatch_lines(["*test_crash.py:5: IndexError: list index out of range"])
 
 
+@BOTH_MODES
 def test_a_candidate_expected_to_raise_its_exception_is_an_expected_failure_when_tuned(
-    autotune_pytester: pytest.Pytester,
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
     # Its test failed with pytest's Failed, the tuning's message, which is no IndexError:
     # `xfail(raises=IndexError, strict=True)` then failed it under --autotune alone.
@@ -222,8 +226,7 @@ def test_a_candidate_expected_to_raise_its_exception_is_an_expected_failure_when
             return candidate(3)
         """
     )
-    for mode in ((), ("--autotune",)):
-        run(autotune_pytester, *mode).assert_outcomes(passed=1, xfailed=1)
+    run(autotune_pytester, *mode).assert_outcomes(passed=1, xfailed=1)
 
 
 # pytest-repeat's way of running a test `--count` times, as its plugin does it: a name the
@@ -243,6 +246,14 @@ def pytest_generate_tests(metafunc):
         "__repeat_step", range(2), indirect=True, ids=lambda i: f"{i + 1}-2"
     )
 """
+
+
+def tune_repeated_after_an_update(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """Writes the baselines of a run without repetitions, then tunes with each test run
+    twice (REPEAT_CONFTEST): the repetitions must find the baselines of their one group."""
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    add_to_conftest(pytester, REPEAT_CONFTEST)
+    return run(pytester, "--autotune", *args)
 
 
 def test_a_repeated_test_is_one_group_at_the_key_of_its_own_parameters(
@@ -269,10 +280,7 @@ def test_a_repeated_test_is_one_group_at_the_key_of_its_own_parameters(
             return candidate(n)
         """
     )
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(conftest.read_text() + REPEAT_CONFTEST)
-    result = run(autotune_pytester, "--autotune", "-v")
+    result = tune_repeated_after_an_update(autotune_pytester, "-v")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(
         ["*test_rep[[]a-1-1-2[]] PASSED*", "*test_rep[[]b-1-2-2[]] PASSED*"]
@@ -281,8 +289,9 @@ def test_a_repeated_test_is_one_group_at_the_key_of_its_own_parameters(
     assert "1-2" not in result.stdout.str().split("= autotune =")[1]
 
 
+@BOTH_MODES
 def test_a_crashing_candidate_of_a_production_set_shows_its_traceback_when_tuned(
-    autotune_pytester: pytest.Pytester,
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
     # The `autotune` fixture's test said "candidate 'crashing' failed its check:
     # IndexError: ..." alone under --autotune, where a plain run shows the traceback.
@@ -310,18 +319,18 @@ def test_a_crashing_candidate_of_a_production_set_shows_its_traceback_when_tuned
             autotune(make_set(), 3)
         """
     )
-    for mode in ((), ("--autotune",)):
-        result = run(autotune_pytester, *mode)
-        result.assert_outcomes(failed=1)
-        result.stdout.fnmatch_lines(
-            ["test_set.py:*: in crashing", ">*return [[]n[]][[]n[]]", "E*IndexError: list*"]
-        )
-        # From the test's line to the candidate's: no frame of the plugin between them.
-        assert "pytest_autotune/" not in result.stdout.str().split("= FAILURES =")[1]
+    result = run(autotune_pytester, *mode)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["test_set.py:*: in crashing", ">*return [[]n[]][[]n[]]", "E*IndexError: list*"]
+    )
+    # From the test's line to the candidate's: no frame of the plugin between them.
+    assert "pytest_autotune/" not in result.stdout.str().split("= FAILURES =")[1]
 
 
+@BOTH_MODES
 def test_a_crash_of_a_production_set_shows_its_traceback_beside_a_candidate_that_declines(
-    autotune_pytester: pytest.Pytester,
+    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
     # A decline (`AutotuneSkip`) was kept as a candidate that raised: listed before the
     # crashing one, it was the one called again, declined again, and the crash showed
@@ -353,15 +362,14 @@ def test_a_crash_of_a_production_set_shows_its_traceback_beside_a_candidate_that
             autotune(make_set(), 3)
         """
     )
-    for mode in ((), ("--autotune",)):
-        result = run(autotune_pytester, *mode)
-        result.assert_outcomes(failed=1)
-        result.stdout.fnmatch_lines(
-            [">*return [[]n[]][[]n[]]", "E*IndexError: list*", "test_set.py:*: IndexError"]
-        )
+    result = run(autotune_pytester, *mode)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [">*return [[]n[]][[]n[]]", "E*IndexError: list*", "test_set.py:*: IndexError"]
+    )
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+@BOTH_MODES
 def test_a_repeated_tests_body_reads_and_writes_its_own_repetitions_item(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -387,14 +395,8 @@ def test_a_repeated_tests_body_reads_and_writes_its_own_repetitions_item(
             return candidate(1)
         """
     )
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text()
-        + REPEAT_CONFTEST
-        + "\n\ndef pytest_runtest_logreport(report):\n"
-        + "    if report.when == 'call':\n"
-        + "        print('PROPS', report.nodeid, report.user_properties)\n"
-    )
+    add_to_conftest(autotune_pytester, REPEAT_CONFTEST)
+    print_the_properties_of_each_call(autotune_pytester)
     result = run(autotune_pytester, "-s", "-p", "no:randomly", *mode)
     result.assert_outcomes(passed=4)
     # Tuning runs every body in the group's first test, the first repetition's.
@@ -436,10 +438,7 @@ def test_a_repeated_test_of_the_autotune_fixture_is_one_group(
             assert autotune(make_set(), 3) == 3
         """
     )
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(conftest.read_text() + REPEAT_CONFTEST)
-    result = run(autotune_pytester, "--autotune")
+    result = tune_repeated_after_an_update(autotune_pytester)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["test_set.py::test_set  3  *fast*100 us*+0.0%*pass*"])
     assert "1-2" not in result.stdout.str().split("= autotune =")[1]
@@ -472,8 +471,7 @@ def test_each_repetition_of_a_production_sets_test_shows_its_crashing_candidates
             autotune(make_set(), 3)
         """
     )
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(conftest.read_text() + REPEAT_CONFTEST)
+    add_to_conftest(autotune_pytester, REPEAT_CONFTEST)
     result = run(autotune_pytester, "--autotune", "-p", "no:randomly")
     result.assert_outcomes(failed=2)
     failures = result.stdout.str().split("= FAILURES =")[1].split("= autotune =")[0]
@@ -501,7 +499,7 @@ def test_the_properties_kept_are_each_distinct_one_once_in_their_first_order() -
     assert kept[1][1] == [1.0] and kept[3][1] == [2.0]
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+@BOTH_MODES
 def test_one_function_under_two_names_records_to_each_names_own_test(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -523,13 +521,7 @@ def test_one_function_under_two_names_records_to_each_names_own_test(
             return candidate(1)
         """
     )
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text()
-        + "\n\ndef pytest_runtest_logreport(report):\n"
-        + "    if report.when == 'call':\n"
-        + "        print('PROPS', report.nodeid, report.user_properties)\n"
-    )
+    print_the_properties_of_each_call(autotune_pytester)
     result = run(autotune_pytester, "-s", "-p", "no:randomly", *mode)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
@@ -540,7 +532,7 @@ def test_one_function_under_two_names_records_to_each_names_own_test(
     )
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+@BOTH_MODES
 def test_an_xml_attribute_the_body_records_reaches_its_own_tests_testcase(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -607,7 +599,7 @@ def test_a_parametrize_of_names_the_body_dispatches_on_is_one_group_of_those_can
     result.stdout.no_fnmatch_line("*candidate0*")
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+@BOTH_MODES
 def test_a_parametrize_of_candidates_given_by_keyword_is_read_as_one_given_by_position(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -641,7 +633,7 @@ def test_a_parametrize_of_candidates_given_by_keyword_is_read_as_one_given_by_po
         result.stdout.fnmatch_lines(["test_kw.py::test_kw[[]1[]] * f *"])
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+@BOTH_MODES
 def test_a_parametrize_of_candidates_given_as_a_generator_fails_its_items_saying_so(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -714,15 +706,13 @@ def slow(n):
 """
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+@BOTH_MODES
 def test_candidates_a_conftests_generate_hook_gives_are_one_group_named_by_their_ids(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
     # The plugin parametrized `candidate` again (to fail with "give the candidates"), and
     # pytest's "duplicate parametrization of 'candidate'" stopped the whole session.
-    autotune_pytester.makeconftest(
-        autotune_pytester.path.joinpath("conftest.py").read_text() + HOOK_CONFTEST
-    )
+    add_to_conftest(autotune_pytester, HOOK_CONFTEST)
     autotune_pytester.makepyfile(
         test_hooked="""
         import pytest
@@ -752,9 +742,7 @@ def test_candidates_a_conftests_generate_hook_gives_are_one_group_named_by_their
 def test_a_generate_hook_whose_rows_differ_within_a_group_fails_its_items_not_the_session(
     autotune_pytester: pytest.Pytester,
 ) -> None:
-    autotune_pytester.makeconftest(
-        autotune_pytester.path.joinpath("conftest.py").read_text() + HOOK_CONFTEST
-    )
+    add_to_conftest(autotune_pytester, HOOK_CONFTEST)
     autotune_pytester.makepyfile(
         test_rows="""
         import pytest
@@ -818,7 +806,7 @@ def pytest_generate_tests(metafunc):
 """
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+@BOTH_MODES
 def test_candidates_a_hook_called_after_the_plugins_gives_are_one_group(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -826,9 +814,7 @@ def test_candidates_a_hook_called_after_the_plugins_gives_are_one_group(
     # is registered before this one): the plugin parametrized `candidate` to fail with
     # "give the candidates", the hook's parametrize then met pytest's "duplicate
     # parametrization", and the collection error stopped the session.
-    autotune_pytester.makeconftest(
-        autotune_pytester.path.joinpath("conftest.py").read_text() + LATE_HOOK
-    )
+    add_to_conftest(autotune_pytester, LATE_HOOK)
     autotune_pytester.makepyfile(
         test_late="""
         import pytest
@@ -858,9 +844,7 @@ def test_candidates_parametrized_twice_fail_their_test_not_the_session(
     # A hook's parametrize of `candidate` together with another name is refused as a
     # whole: the other name was then given by nothing, and the test's items failed at set-up
     # with "fixture 'n' not found", never saying why.
-    autotune_pytester.makeconftest(
-        autotune_pytester.path.joinpath("conftest.py").read_text() + LATE_HOOK
-    )
+    add_to_conftest(autotune_pytester, LATE_HOOK)
     deeper = autotune_pytester.mkpydir("deeper")
     deeper.joinpath("conftest.py").write_text(
         textwrap.dedent(
@@ -924,15 +908,15 @@ def test_a_refused_mark_of_candidate_and_other_names_leaves_the_marks_ids_to_its
     # that row's single id on the mark for the module's other test, whose collection then
     # failed, stopping the whole session ("2 parameter sets specified, with different
     # number of ids: 1").
-    autotune_pytester.makeconftest(
-        autotune_pytester.path.joinpath("conftest.py").read_text()
-        + textwrap.dedent(
+    add_to_conftest(
+        autotune_pytester,
+        textwrap.dedent(
             """
             def pytest_generate_tests(metafunc):
                 if metafunc.function.__name__ == "test_hooked":
                     metafunc.parametrize("candidate", [abs, round])
             """
-        )
+        ),
     )
     autotune_pytester.makepyfile(
         test_marked="""
@@ -963,7 +947,7 @@ def test_a_refused_mark_of_candidate_and_other_names_leaves_the_marks_ids_to_its
     assert "different number of ids" not in result.stdout.str()
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+@BOTH_MODES
 def test_one_function_a_hook_lists_under_two_ids_is_two_candidates(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
@@ -971,9 +955,9 @@ def test_one_function_a_hook_lists_under_two_ids_is_two_candidates(
     # the function alone, the candidate had two ids, read as another parameter's, and
     # every item failed with "parametrizes `candidate` together with other names", where
     # a parametrize mark of the same list tunes three candidates.
-    autotune_pytester.makeconftest(
-        autotune_pytester.path.joinpath("conftest.py").read_text()
-        + """
+    add_to_conftest(
+        autotune_pytester,
+        """
 
 def fast(n):
     spin(1e-4)
@@ -991,7 +975,7 @@ REGISTRY = {"fast": fast, "fast_again": fast, "slow": slow}
 def pytest_generate_tests(metafunc):
     if metafunc.function.__name__ == "test_aliased":
         metafunc.parametrize("candidate", list(REGISTRY.values()), ids=list(REGISTRY))
-"""
+""",
     )
     autotune_pytester.makepyfile(
         test_aliased="""
@@ -1015,9 +999,9 @@ def test_a_refused_hook_row_pytest_could_not_read_raises_nothing_of_ours(
 ) -> None:
     # A row that is no sequence of the names' values, refused beside `candidates=`: reading
     # its other names' values raised our TypeError out of the collection.
-    autotune_pytester.makeconftest(
-        autotune_pytester.path.joinpath("conftest.py").read_text()
-        + textwrap.dedent(
+    add_to_conftest(
+        autotune_pytester,
+        textwrap.dedent(
             """
 
             import pytest
@@ -1027,7 +1011,7 @@ def test_a_refused_hook_row_pytest_could_not_read_raises_nothing_of_ours(
                 if "n" in metafunc.fixturenames:
                     metafunc.parametrize(("candidate", "n"), [abs])
             """
-        )
+        ),
     )
     autotune_pytester.makepyfile(
         test_row="""
