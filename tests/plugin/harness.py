@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import sys
 import textwrap
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,3 +109,8 @@ def add_to_conftest(pytester: pytest.Pytester, text: str) -> None:
     """Appends `text` (hooks, a client's changes) to the conftest the test's pytester runs."""
     conftest = pytester.path / "conftest.py"
     conftest.write_text(conftest.read_text() + text)
+
+
+def json_lines(path: Path) -> list[Any]:
+    """The values of a JSON lines file (`--autotune-record`'s, a test's own log), in order."""
+    return [json.loads(line) for line in path.read_text().splitlines()]

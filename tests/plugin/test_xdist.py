@@ -10,10 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugin.harness import PLUGIN_ARGS, run
+from tests.plugin.harness import json_lines, run, run_in_a_subprocess
 from tests.plugin.test_results_display import INTERRUPTED_TESTS
 
 pytest.importorskip("xdist")
+
+
+def run_on_one_worker(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """`args` run on one pytest-xdist worker, in a process of its own and within a minute:
+    the crash tests' workers end by `os._exit`, and a run that waits for one hangs."""
+    return run_in_a_subprocess(pytester, "-n", "1", *args, timeout=60)
+
+
+@pytest.fixture
+def this_checkouts_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Makes a subprocess run import this checkout's package, not the one installed."""
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
+
 
 GROUPS_TESTS = """
 import os
@@ -64,10 +77,7 @@ def test_under_xdist_each_group_is_tuned_by_one_worker_with_one_row_and_one_verd
     workers = _workers_per_group(groups.path)
     assert sorted(workers) == ["1", "2", "3", "4"]
     assert all(len(w) == 1 for w in workers.values()), workers
-    records = [
-        json.loads(line) for line in (groups.path / "records.jsonl").read_text().splitlines()
-    ]
-    per_group = Counter(r["extra"]["group"] for r in records)
+    per_group = Counter(r["extra"]["group"] for r in json_lines(groups.path / "records.jsonl"))
     assert sorted(per_group.values()) == [1, 1, 1, 1], per_group
     lines = result.stdout.lines
     table = lines[: lines.index("verdicts: 4 no baseline")]
@@ -136,10 +146,7 @@ def test_a_candidate_that_kills_its_worker_fails_and_the_run_ends(
     # worker runs its last test only once it has the next or is told to stop, and neither
     # came, so the run hung for good (a segfaulting kernel hung CI).
     autotune_pytester.makepyfile(test_crashing=CRASHING_TESTS)
-    result = autotune_pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-p", "no:benchmark", "-n", "1", "--autotune",
-        timeout=60,
-    )  # fmt: skip
+    result = run_on_one_worker(autotune_pytester, "--autotune")
     result.stdout.fnmatch_lines(["*worker 'gw0' crashed while running*test_second*"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     # test_first's group, tuned by the worker that died, went with it: said, not silent.
@@ -154,10 +161,7 @@ def test_the_test_a_worker_crashed_in_is_not_run_again_and_its_groups_other_test
     # crashed, until xdist's limit on restarts (four a worker) ended the run, and
     # test_second[crash] was never run nor reported. Plain `-n` reports each test once.
     autotune_pytester.makepyfile(test_crashing=CRASHING_TESTS)
-    result = autotune_pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-p", "no:benchmark", "-n", "1", "--autotune",
-        timeout=60,
-    )  # fmt: skip
+    result = run_on_one_worker(autotune_pytester, "--autotune")
     result.assert_outcomes(passed=1, failed=2)
     assert "maximum crashed workers reached" not in result.stdout.str()
     # Nor does the group's next test tune it again, to crash the worker that replaced the
@@ -176,8 +180,9 @@ def test_the_test_a_worker_crashed_in_is_not_run_again_and_its_groups_other_test
     )
 
 
+@pytest.mark.usefixtures("this_checkouts_package")
 def test_a_worker_that_crashed_hands_back_the_groups_it_had_tuned_and_its_crash_is_a_row(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    autotune_pytester: pytest.Pytester,
 ) -> None:
     # A worker handed its groups back only at the end of its session: one whose candidate
     # ended its process took every group it had tuned with it, and the update wrote none of
@@ -187,12 +192,9 @@ def test_a_worker_that_crashed_hands_back_the_groups_it_had_tuned_and_its_crash_
     autotune_pytester.makepyfile(
         test_crashing=CRASHING_TESTS.replace("def test_first(candidate):", first)
     )
-    # The subprocess imports this checkout's package, not the one installed.
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
-        "-n", "1", "--autotune-update", "--autotune-record=records.jsonl", timeout=60,
-    )  # fmt: skip
+    result = run_on_one_worker(
+        autotune_pytester, "--autotune-update", "--autotune-record=records.jsonl"
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -206,16 +208,17 @@ def test_a_worker_that_crashed_hands_back_the_groups_it_had_tuned_and_its_crash_
     result.stdout.fnmatch_lines(
         ["*worker gw0 stopped before handing back what it tuned: the 3 groups it had finished*"]
     )
-    records = (autotune_pytester.path / "records.jsonl").read_text().splitlines()
-    assert sorted(json.loads(r)["tuner"] for r in records) == [
+    records = json_lines(autotune_pytester.path / "records.jsonl")
+    assert sorted(r["tuner"] for r in records) == [
         *["test_crashing.py::test_first"] * 3,
         "test_crashing.py::test_second",
     ]
     assert not list((autotune_pytester.path / ".autotune").glob("*/*test_second*"))
 
 
+@pytest.mark.usefixtures("this_checkouts_package")
 def test_a_worker_that_crashed_after_one_group_says_it_in_the_singular(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    autotune_pytester: pytest.Pytester,
 ) -> None:
     # "the 1 group it had finished are read from what it noted". test_first's group, of
     # three tests, the larger unit, is handed out first.
@@ -225,30 +228,24 @@ def test_a_worker_that_crashed_after_one_group_says_it_in_the_singular(
             '@pytest.mark.autotune(candidates={"fast": fast})', three
         )
     )
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
-        "-n", "1", "--autotune", timeout=60,
-    )  # fmt: skip
+    result = run_on_one_worker(autotune_pytester, "--autotune")
     result.stdout.fnmatch_lines(
         ["*worker gw0 stopped before handing back what it tuned: the 1 group it had finished"
          " is read from what it noted*"]
     )  # fmt: skip
 
 
+@pytest.mark.usefixtures("this_checkouts_package")
 def test_a_group_whose_worker_crashed_in_its_only_test_is_an_error_row(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    autotune_pytester: pytest.Pytester,
 ) -> None:
     # Its ERROR row came from the group's next test, which says the tuning is not started
     # again: where no test of the group was left (`-k` selected one candidate), the group
     # was in no row, record or report, only in the crash's failure.
     autotune_pytester.makepyfile(test_crashing=CRASHING_TESTS)
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
-        "-n", "1", "--autotune", "--autotune-record=records.jsonl", "-k", "second and fast",
-        timeout=60,
-    )  # fmt: skip
+    result = run_on_one_worker(
+        autotune_pytester, "--autotune", "--autotune-record=records.jsonl", "-k", "second and fast"
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -260,8 +257,8 @@ def test_a_group_whose_worker_crashed_in_its_only_test_is_an_error_row(
             " had finished no group; fix the crash and run again",
         ]
     )
-    records = (autotune_pytester.path / "records.jsonl").read_text().splitlines()
-    assert [json.loads(r)["tuner"] for r in records] == ["test_crashing.py::test_second"]
+    records = json_lines(autotune_pytester.path / "records.jsonl")
+    assert [r["tuner"] for r in records] == ["test_crashing.py::test_second"]
 
 
 FIXTURE_CRASHING_TESTS = """
@@ -284,17 +281,14 @@ def test_fixture(autotune):
 """
 
 
+@pytest.mark.usefixtures("this_checkouts_package")
 def test_an_autotune_fixtures_group_whose_worker_crashed_names_its_test_not_a_candidate(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    autotune_pytester: pytest.Pytester,
 ) -> None:
     # The fixture's group has no test a candidate: its row said the worker crashed "in
     # fast", the name of the candidate that the tuning called first.
     autotune_pytester.makepyfile(test_fixture_crash=FIXTURE_CRASHING_TESTS)
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
-        "-n", "1", "--autotune", timeout=60,
-    )  # fmt: skip
+    result = run_on_one_worker(autotune_pytester, "--autotune")
     result.stdout.fnmatch_lines(
         [
             "test_fixture_crash.py::test_fixture *ERROR",
@@ -323,24 +317,22 @@ def test_z_crash():
 """
 
 
+@pytest.mark.usefixtures("this_checkouts_package")
 def test_a_worker_crash_outside_any_tuning_makes_no_error_row(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    autotune_pytester: pytest.Pytester,
 ) -> None:
     # A group whose every candidate declined its key keeps no record: a crash after it, in
     # an ordinary test, must not read as a crash in its tuning.
     autotune_pytester.makepyfile(test_declined=DECLINED_THEN_CRASHING_TESTS)
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
-        "-n", "1", "--autotune", timeout=60,
-    )  # fmt: skip
+    result = run_on_one_worker(autotune_pytester, "--autotune")
     result.assert_outcomes(skipped=2, failed=1)
     assert "ERROR" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*worker gw0 stopped before handing back what it tuned*"])
 
 
+@pytest.mark.usefixtures("this_checkouts_package")
 def test_a_run_that_pytest_xdist_ended_at_its_limit_on_crashed_workers_says_it_stopped_early(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    autotune_pytester: pytest.Pytester,
 ) -> None:
     # Past `--max-worker-restart`, pytest-xdist shuts the run down with the crashed
     # worker's other tests never run, and says so only where -q is not given: the summary
@@ -350,11 +342,9 @@ def test_a_run_that_pytest_xdist_ended_at_its_limit_on_crashed_workers_says_it_s
         test_crashing=CRASHING_TESTS.replace("def test_first(candidate):", first)
         + "\ndef test_third():\n    pass\n"
     )
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
-        "-q", "-n", "1", "--max-worker-restart=0", "--autotune-update", timeout=60,
-    )  # fmt: skip
+    result = run_on_one_worker(
+        autotune_pytester, "-q", "--max-worker-restart=0", "--autotune-update"
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -373,10 +363,7 @@ def test_under_a_scope_dist_mode_the_test_a_worker_crashed_in_is_not_run_again(
     # crashed, the run ended at the limit on restarts ("9 failed": one test reported nine
     # times) and the module's other tests never ran.
     autotune_pytester.makepyfile(test_crashing=CRASHING_TESTS)
-    result = autotune_pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-p", "no:benchmark", "-n", "1", "--dist", dist,
-        "--autotune", timeout=60,
-    )  # fmt: skip
+    result = run_on_one_worker(autotune_pytester, "--dist", dist, "--autotune")
     result.assert_outcomes(passed=1, failed=2)
     assert "maximum crashed workers reached" not in result.stdout.str()
     assert "replacing crashed worker gw1" not in result.stdout.str()
@@ -419,10 +406,7 @@ def test_a_crash_outside_the_tuning_leaves_the_group_to_be_tuned_again(
     # group's next test tunes it again (on the worker that replaced it) and the group is
     # judged, where it was failed as if a candidate had crashed the tuning.
     autotune_pytester.makepyfile(test_crashing=CRASHING_IN_ITS_TEST)
-    result = autotune_pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly", "-n", "1",
-        "--autotune", timeout=60,
-    )  # fmt: skip
+    result = run_on_one_worker(autotune_pytester, "--autotune")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -461,27 +445,23 @@ def test_sizes(candidate, n):
     [(CRASHING_IN_ONE_SIZE, "test_sizes[1] "), (CRASHING_IN_ITS_TEST, "test_group ")],
     ids=["crash in another group's tuning", "crash in a test's setup"],
 )
+@pytest.mark.usefixtures("this_checkouts_package")
 def test_a_group_tuned_again_after_its_worker_crashed_has_one_row_and_one_record(
     autotune_pytester: pytest.Pytester,
-    monkeypatch: pytest.MonkeyPatch,
     tests: str,
     tuned_again: str,
 ) -> None:
     # The crashed worker's finished group came back from what it noted, and the worker
     # given the group's other tests tuned it again: two rows, two records, two verdicts.
     autotune_pytester.makepyfile(test_crashing=tests)
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly",
-        "-n", "1", "--autotune", "--autotune-record=records.jsonl", timeout=60,
-    )  # fmt: skip
+    result = run_on_one_worker(autotune_pytester, "--autotune", "--autotune-record=records.jsonl")
     result.stdout.fnmatch_lines(["*worker 'gw0' crashed while running*"])
     lines = result.stdout.lines
     table = lines[: next(i for i, x in enumerate(lines) if x.startswith("verdicts: "))]
     rows = [x for x in table if x.startswith(f"test_crashing.py::{tuned_again}")]
     assert len(rows) == 1 and rows[0].endswith("no baseline"), result.stdout.str()
-    records = (autotune_pytester.path / "records.jsonl").read_text().splitlines()
-    groups = Counter(json.loads(r)["extra"]["group"] for r in records)
+    records = json_lines(autotune_pytester.path / "records.jsonl")
+    groups = Counter(r["extra"]["group"] for r in records)
     assert set(groups.values()) == {1}, groups
 
 
@@ -518,10 +498,7 @@ def test_a_crash_in_the_tuning_names_the_test_that_tuned_not_an_earlier_crash(
     # Of the group's tests a worker crashed in, the first by name was said to have tuned it:
     # fast's, which crashed in its setup, before slow's test tuned the group into `third`.
     autotune_pytester.makepyfile(test_crashing=TWO_CRASHES)
-    result = autotune_pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly", "-n", "1",
-        "--autotune", timeout=60,
-    )  # fmt: skip
+    result = run_on_one_worker(autotune_pytester, "--autotune")
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(
         [
@@ -580,24 +557,19 @@ def two_gpus(
     return autotune_pytester
 
 
-def test_each_worker_sees_its_own_gpu_from_before_its_test_modules_are_imported(
-    two_gpus: pytest.Pytester,
+@pytest.mark.parametrize(
+    ("device", "seen"),
+    [((), {"gw0 0", "gw1 1"}), (("--autotune-device=cpu",), {"gw0 None", "gw1 None"})],
+    ids=["a gpu each", "the controller's without tuning on a gpu"],
+)
+def test_the_devices_each_worker_sees_are_set_before_its_test_modules_are_imported(
+    two_gpus: pytest.Pytester, device: tuple[str, ...], seen: set[str]
 ) -> None:
-    autotune_pytester = two_gpus
-    result = run(autotune_pytester, "-n", "2", "--autotune")
+    # Each worker sees a GPU of its own; without tuning on a GPU, the workers keep the
+    # devices the controller sees.
+    result = run(two_gpus, "-n", "2", *device, "--autotune")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    seen = set((autotune_pytester.path / "gpus.txt").read_text().splitlines())
-    assert seen == {"gw0 0", "gw1 1"}
-
-
-def test_without_tuning_workers_keep_the_devices_the_controller_sees(
-    two_gpus: pytest.Pytester,
-) -> None:
-    autotune_pytester = two_gpus
-    result = run(autotune_pytester, "-n", "2", "--autotune-device=cpu", "--autotune")
-    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    seen = set((autotune_pytester.path / "gpus.txt").read_text().splitlines())
-    assert seen == {"gw0 None", "gw1 None"}
+    assert set((two_gpus.path / "gpus.txt").read_text().splitlines()) == seen
 
 
 PINNED_TESTS = """
@@ -650,9 +622,7 @@ def test_under_xdist_the_summary_records_caches_and_step_summary_are_those_of_on
         )
         assert result.ret == pytest.ExitCode.OK, result.stdout.str()
         caches = sorted((groups.path / name).rglob("*.json"))
-        records = [
-            json.loads(line) for line in (groups.path / f"{name}.jsonl").read_text().splitlines()
-        ]
+        records = json_lines(groups.path / f"{name}.jsonl")
         lines = result.stdout.lines
         section = lines[lines.index(next(x for x in lines if " autotune " in x)) + 1 : -1]
         # Wall-clock durations (of the tuning, of its steps), the run, and how contended
@@ -722,8 +692,7 @@ def test_under_xdist_no_other_workers_test_runs_while_a_group_is_measured(
     monkeypatch.setenv("RAN_LOG_DIR", str(autotune_pytester.path))
     result = run(autotune_pytester, "-n", "2", "--autotune")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    lines = (autotune_pytester.path / "windows.jsonl").read_text().splitlines()
-    windows = [json.loads(line) for line in lines]
+    windows = json_lines(autotune_pytester.path / "windows.jsonl")
     measured = [(start, end) for kind, _, start, end in windows if kind == "measured"]
     (tuner,) = {worker for kind, worker, _, _ in windows if kind == "measured"}
     others = [(start, end) for kind, worker, start, end in windows if worker != tuner]
@@ -743,19 +712,8 @@ def test_under_xdist_a_run_stopped_by_x_says_why_as_a_single_process_does(
     failing = INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "assert False")
     assert failing != INTERRUPTED_TESTS
     autotune_pytester.makepyfile(test_stop=failing)
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS,
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:benchmark",
-        "-p",
-        "no:randomly",
-        "-n",
-        "2",
-        "-x",
-        "--autotune",
-        "--autotune-html=r.html",
+    result = run_in_a_subprocess(
+        autotune_pytester, "-n", "2", "-x", "--autotune", "--autotune-html=r.html"
     )
     assert result.ret == pytest.ExitCode.INTERRUPTED
     report = (autotune_pytester.path / "r.html").read_text(encoding="utf-8")
@@ -817,19 +775,7 @@ def test_under_xdist_a_tuned_tests_set_up_never_times_out_waiting_for_a_measurem
     autotune_pytester.makepyfile(
         test_timed=TIMED_OUT_TESTS.replace("range(12)", "range(2)") + SHORT_GROUP
     )
-    result = autotune_pytester.runpytest(
-        *PLUGIN_ARGS,
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:benchmark",
-        "-p",
-        "no:randomly",
-        "-n",
-        "2",
-        "--timeout=1",
-        "--autotune",
-    )
+    result = run(autotune_pytester, "-n", "2", "--timeout=1", "--autotune")
     outcomes = result.parseoutcomes()
     assert "errors" not in outcomes and "error" not in outcomes, result.stdout.str()
     for line in result.stdout.lines:
@@ -859,18 +805,7 @@ def test_under_xdist_a_run_cancelled_by_ctrl_c_writes_what_its_workers_tuned(
     # them and says it stopped early.
     assert CANCELLED_TESTS != INTERRUPTED_TESTS
     autotune_pytester.makepyfile(test_stop=CANCELLED_TESTS)
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS,
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:benchmark",
-        "-p",
-        "no:randomly",
-        "-n",
-        "1",
-        "--autotune-update",
-    )
+    result = run_in_a_subprocess(autotune_pytester, "-n", "1", "--autotune-update")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
         [
@@ -907,8 +842,7 @@ def test_under_xdist_a_tuned_tests_set_up_never_runs_while_another_worker_measur
     monkeypatch.setenv("RAN_LOG_DIR", str(autotune_pytester.path))
     result = run(autotune_pytester, "-n", "2", "--autotune")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    lines = (autotune_pytester.path / "windows.jsonl").read_text().splitlines()
-    windows = [json.loads(line) for line in lines]
+    windows = json_lines(autotune_pytester.path / "windows.jsonl")
     assert {worker for kind, worker, _, _ in windows if kind == "measured"} == {"gw0", "gw1"}
     set_up = [(w, s, e) for kind, w, s, e in windows if kind == "set up"]
     measured = [(w, s, e) for kind, w, s, e in windows if kind == "measured"]
@@ -967,22 +901,11 @@ def test_under_xdist_a_worker_stopped_by_ctrl_c_hands_back_its_groups_once(
     # process of its group) is told down twice by pytest-xdist, once as finished and once
     # as errored: its groups were merged at each, and listed, recorded and counted twice.
     autotune_pytester.makepyfile(test_stop=INTERRUPTED_TESTS)
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS,
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:benchmark",
-        "-p",
-        "no:randomly",
-        "-n",
-        "1",
-        "--autotune-update",
-        "--autotune-record=r.jsonl",
+    result = run_in_a_subprocess(
+        autotune_pytester, "-n", "1", "--autotune-update", "--autotune-record=r.jsonl"
     )
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    records = (autotune_pytester.path / "r.jsonl").read_text().splitlines()
-    groups = Counter(json.loads(line)["extra"]["group"] for line in records)
+    groups = Counter(r["extra"]["group"] for r in json_lines(autotune_pytester.path / "r.jsonl"))
     assert {"test_stop.py::test_a[1]", "test_stop.py::test_a[2]"} <= groups.keys()
     assert set(groups.values()) == {1}, groups
     output = result.stdout.str()
