@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_autotune.tune import shared_memory
+from pytest_autotune.tune import comparison, shared_memory
 
 
 @pytest.fixture
@@ -22,3 +22,18 @@ def addresses_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(shared_memory, "address_range", address_range)
     return read
+
+
+@pytest.fixture
+def compare_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """The arguments of each element-wise comparison (`comparison._compare`) made, one entry
+    per call: a long list or dict of numbers, strings or flags is compared at once."""
+    calls: list[tuple[Any, ...]] = []
+    compare = comparison._compare
+
+    def counting(*args: Any, **kwargs: Any) -> list[str]:
+        calls.append(args)
+        return compare(*args, **kwargs)
+
+    monkeypatch.setattr(comparison, "_compare", counting)
+    return calls

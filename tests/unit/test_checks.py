@@ -854,25 +854,14 @@ def test_any_other_long_value_that_differs_is_cut_short():
     assert message.startswith("output: expected Fraction(1000")
 
 
-def test_a_long_list_of_numbers_is_compared_at_once_with_the_same_results(monkeypatch):
+def test_a_long_list_of_numbers_is_compared_at_once_with_the_same_results(compare_calls):
     # A pure-Python candidate's list of floats was compared element by element, some 40 us
     # each: a list of 100 000 floats took seconds per candidate. It is compared as arrays
     # now; the element-wise comparison runs only for the few differences the message lists.
-    from pytest_autotune.tune import comparison
-
-    calls = 0
-    compare = comparison._compare
-
-    def counting(*args: object, **kwargs: object) -> list[str]:
-        nonlocal calls
-        calls += 1
-        return compare(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(comparison, "_compare", counting)
     nan = float("nan")
     ref = [float(i) for i in range(100_000)] + [nan, 2**52, 7]
     assert compare_outputs(ref, [v * (1 + 1e-9) for v in ref[:-2]] + [2**52, 7.0]) is None
-    assert calls < 100
+    assert len(compare_calls) < 100
     wrong = [*ref]
     wrong[3] = 4.0
     wrong[-3] = 0.0  # NaN moved
@@ -886,7 +875,7 @@ def test_a_long_list_of_numbers_is_compared_at_once_with_the_same_results(monkey
     assert compare_outputs((1.0, nan), (1.0, nan), equal_nan=False) is not None
     everywhere = compare_outputs(ref, [v + 1 for v in ref])
     assert everywhere is not None and everywhere.endswith("... and 99992 more differences")
-    assert calls < 200
+    assert len(compare_calls) < 200
 
 
 @pytest.mark.parametrize("equal_nan", [True, False])
@@ -921,7 +910,7 @@ def test_a_short_row_of_numbers_is_judged_as_a_long_list_judges_it(equal_nan):
 
 
 @pytest.mark.parametrize("equal_nan", [True, False])
-def test_complex_numbers_in_a_list_are_judged_at_once_as_one_by_one(equal_nan):
+def test_complex_numbers_in_a_list_are_judged_at_once_as_one_by_one(equal_nan, compare_calls):
     # A pure-Python DFT's list of 100 000 complex numbers took 4 s to compare, each one
     # through NumPy alone. Short rows or long lists, each pair is judged as alone.
     from pytest_autotune.tune import comparison
@@ -941,39 +930,19 @@ def test_complex_numbers_in_a_list_are_judged_at_once_as_one_by_one(equal_nan):
         long = differing_numbers([ref] * 40, [act] * 40, rules)
         assert short == ([0] if alone else []), (ref, act)
         assert long == (list(range(40)) if alone else []), (ref, act)
-    calls = 0
-    compare = comparison._compare
-
-    def counting(*args: object, **kwargs: object) -> list[str]:
-        nonlocal calls
-        calls += 1
-        return compare(*args, **kwargs)  # type: ignore[arg-type]
-
+    compare_calls.clear()  # counted from here: the long list's comparison alone
     spectrum = [complex(i, -i) for i in range(100_000)]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(comparison, "_compare", counting)
-        assert compare_outputs(spectrum, [v * (1 + 1e-9) for v in spectrum]) is None
-        wrong = compare_outputs(spectrum, [*spectrum[:5], 0j, *spectrum[6:]])
-    assert calls < 100
+    assert compare_outputs(spectrum, [v * (1 + 1e-9) for v in spectrum]) is None
+    wrong = compare_outputs(spectrum, [*spectrum[:5], 0j, *spectrum[6:]])
+    assert len(compare_calls) < 100
     assert wrong == (
         "output[5]: expected (5-5j), got 0j, max abs error 7.07107, max rel error 1"
         " (rtol=1e-05, atol=1e-08)"
     )
 
 
-def test_a_long_list_of_strings_booleans_or_ints_is_compared_without_visiting_each(monkeypatch):
+def test_a_long_list_of_strings_booleans_or_ints_is_compared_without_visiting_each(compare_calls):
     # One by one through `_compare`, a million strings took 4.5 s, booleans 2.3 s.
-    from pytest_autotune.tune import comparison
-
-    calls = 0
-    compare = comparison._compare
-
-    def counting(*args: object, **kwargs: object) -> list[str]:
-        nonlocal calls
-        calls += 1
-        return compare(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(comparison, "_compare", counting)
     words = [str(i) for i in range(100_000)]
     flags = [i % 3 == 0 for i in range(100_000)]
     big = [2**60 + i for i in range(100_000)]
@@ -982,7 +951,7 @@ def test_a_long_list_of_strings_booleans_or_ints_is_compared_without_visiting_ea
         assert (
             compare_outputs({i: v for i, v in enumerate(values)}, dict(enumerate(values))) is None
         )
-    assert calls < 10
+    assert len(compare_calls) < 10
     wrong = [*words]
     wrong[7] = "x"
     assert compare_outputs(words, wrong) == "output[7]: expected '7', got 'x'"
@@ -1306,22 +1275,11 @@ def test_bfloat16_and_other_extension_floats_compare_as_floats():
     )
 
 
-def test_a_list_of_bfloat16_scalars_is_compared_at_once_by_the_rules_of_floats(monkeypatch):
+def test_a_list_of_bfloat16_scalars_is_compared_at_once_by_the_rules_of_floats(compare_calls):
     # `list(x)` of a bfloat16 or float8 array (ml_dtypes', JAX's) took the element-wise
     # path that NumPy's own scalars had left: 100 000 of them took 4.6 s a check, against
     # 0.01 s for float32. At once, they compare as the array of their dtype does.
     ml_dtypes = pytest.importorskip("ml_dtypes")
-    from pytest_autotune.tune import comparison
-
-    calls = 0
-    compare = comparison._compare
-
-    def counting(*args: object, **kwargs: object) -> list[str]:
-        nonlocal calls
-        calls += 1
-        return compare(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(comparison, "_compare", counting)
     values = np.linspace(1, 2, 1000).astype(ml_dtypes.bfloat16)
     values[7] = np.nan
     rounded = values.copy()
@@ -1329,7 +1287,7 @@ def test_a_list_of_bfloat16_scalars_is_compared_at_once_by_the_rules_of_floats(m
     assert compare_outputs(list(values), list(rounded), rtol=1e-2) is None
     small = list(np.tile(np.arange(-8, 8), 100).astype(ml_dtypes.int4))
     assert compare_outputs(small, small.copy()) is None
-    assert calls < 10
+    assert len(compare_calls) < 10
     # What differs is worded as before, element by element: as floats, not as bytes.
     assert compare_outputs(list(values), list(rounded)) == (
         "output[3]: expected 1.0, got 1.0078125, max abs error 0.0078125, max rel error"
@@ -1338,23 +1296,12 @@ def test_a_list_of_bfloat16_scalars_is_compared_at_once_by_the_rules_of_floats(m
     )
 
 
-def test_a_list_of_numpy_float64_scalars_is_compared_at_once_too(monkeypatch):
+def test_a_list_of_numpy_float64_scalars_is_compared_at_once_too(compare_calls):
     # `list(array)` and `[f(v) for v in array]` give np.float64 scalars, which equal Python
     # floats in every rule: they took the element-wise path, some 50 us each.
-    from pytest_autotune.tune import comparison
-
-    calls = 0
-    compare = comparison._compare
-
-    def counting(*args: object, **kwargs: object) -> list[str]:
-        nonlocal calls
-        calls += 1
-        return compare(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(comparison, "_compare", counting)
     ref = list(np.arange(1000.0))
     assert compare_outputs(ref, [float(v) * (1 + 1e-9) for v in ref]) is None
-    assert calls < 10
+    assert len(compare_calls) < 10
     assert compare_outputs([np.float64(1.0), 2], [1.0, np.float64(2.5)]) == (
         "output[1]: expected 2.0, got 2.5, max abs error 0.5, max rel error 0.25"
         " (rtol=1e-05, atol=1e-08)"
@@ -1546,23 +1493,12 @@ def test_many_missing_or_unexpected_keys_are_counted_not_all_printed():
     assert compare_outputs({"a": 1}, {}) == "output: missing keys ['a']"
 
 
-def test_a_dict_of_many_numbers_is_compared_at_once(monkeypatch):
+def test_a_dict_of_many_numbers_is_compared_at_once(compare_calls):
     # A dict of 100 000 floats (a histogram, scores by id) took some 4 s, one element-wise
     # comparison per key; its values now compare as arrays, as a list's do.
-    from pytest_autotune.tune import comparison
-
-    calls = 0
-    compare = comparison._compare
-
-    def counting(*args: object, **kwargs: object) -> list[str]:
-        nonlocal calls
-        calls += 1
-        return compare(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(comparison, "_compare", counting)
     ref = {f"id{i}": i * 0.5 for i in range(1000)}
     assert compare_outputs(ref, {k: v * (1 + 1e-9) for k, v in ref.items()}) is None
-    assert calls < 10
+    assert len(compare_calls) < 10
     wrong = {**ref, "id3": 9.0, "id500": 1}
     assert compare_outputs(ref, wrong) == (
         "output['id3']: expected 1.5, got 9.0, max abs error 7.5, max rel error 5"
@@ -1572,7 +1508,7 @@ def test_a_dict_of_many_numbers_is_compared_at_once(monkeypatch):
     )
     everywhere = compare_outputs(ref, {k: v + 1 for k, v in ref.items()})
     assert everywhere is not None and everywhere.endswith("... and 990 more differences")
-    assert calls < 100
+    assert len(compare_calls) < 100
 
 
 def test_without_compare_every_candidate_that_runs_passes_and_no_reference_is_called() -> None:
@@ -1607,28 +1543,17 @@ def test_no_candidate_runs_beside_the_output_of_the_one_before():
     assert alive_at_call == [0, 0, 0, 0]
 
 
-def test_lists_of_one_numpy_type_and_object_arrays_of_numbers_are_compared_at_once(monkeypatch):
+def test_lists_of_one_numpy_type_and_object_arrays_of_numbers_are_compared_at_once(compare_calls):
     # `list(x)` of a float32 or int64 array took the element-wise path, some 90 us a
     # scalar: 100 000 of them took 9 s a check, and an object array of 1e6 floats that
     # differed by a rounding, 85 s. They compare as arrays now, by the same rules.
-    from pytest_autotune.tune import comparison
-
-    calls = 0
-    compare = comparison._compare
-
-    def counting(*args: object, **kwargs: object) -> list[str]:
-        nonlocal calls
-        calls += 1
-        return compare(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(comparison, "_compare", counting)
     floats = np.arange(1000, dtype=np.float32)
     assert compare_outputs(list(floats), list(floats * np.float32(1 + 1e-7))) is None
     assert compare_outputs(list(np.arange(1000)), list(np.arange(1000))) is None
     assert compare_outputs(list(floats + 1j), list(floats + 1j)) is None
     objects = np.arange(1000.0).astype(object)
     assert compare_outputs(objects, objects * (1 + 1e-9)) is None
-    assert calls < 10
+    assert len(compare_calls) < 10
     # What differs is found and worded as before, element by element.
     wrong = list(floats)
     wrong[3], wrong[5] = np.float32(np.nan), np.float32(6.5)
