@@ -111,6 +111,15 @@ def add_to_conftest(pytester: pytest.Pytester, text: str) -> None:
     conftest.write_text(conftest.read_text() + text)
 
 
+def replace_in_conftest(pytester: pytest.Pytester, old: str, new: str) -> None:
+    """Changes the fake client of the conftest the test's pytester runs: `old`, which must be
+    there, becomes `new`."""
+    conftest = pytester.path / "conftest.py"
+    text = conftest.read_text()
+    assert old in text, f"{old!r} is not in the conftest"
+    conftest.write_text(text.replace(old, new))
+
+
 def json_lines(path: Path) -> list[Any]:
     """The values of a JSON lines file (`--autotune-record`'s, a test's own log), in order."""
     return [json.loads(line) for line in path.read_text().splitlines()]

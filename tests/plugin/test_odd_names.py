@@ -5,15 +5,44 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_autotune.tune.cache_names import cache_path
-from tests.plugin.harness import run
+from tests.plugin.harness import BOTH_MODES, add_to_conftest, replace_in_conftest, run
 from tests.plugin.test_tune_mode import SCALE_TESTS
 
 ROOT = Path(".autotune")
 DEVICE = "cpu-fake-1t"
+
+
+def update(project: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """An --autotune-update run of `project`, which must pass."""
+    result = run(project, "--autotune-update", *args)
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    return result
+
+
+def filed(project: pytest.Pytester, tuner: str) -> Any:
+    """The cache file of `tuner` on the fake client's device, as a document."""
+    return json.loads(cache_path(project.path / ROOT, DEVICE, tuner).read_text())
+
+
+def filed_keys(project: pytest.Pytester, tuner: str) -> list[str]:
+    """The keys of the entries of `tuner`'s cache file, sorted."""
+    return sorted(entry["key"] for entry in filed(project, tuner)["entries"])
+
+
+def run_with_a_broken_client(project: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A run of SCALE_TESTS under a client the test broke, which must fail its tests, each
+    with a message, not a traceback from the tuning's frames."""
+    project.makepyfile(test_scale=SCALE_TESTS)
+    result = run(project, *args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "Traceback" not in result.stdout.str()
+    return result
+
 
 ODD_IDS = SCALE_TESTS.replace(
     '@pytest.mark.parametrize("n", [1, 2])',
@@ -42,13 +71,11 @@ def test_a_client_with_a_long_odd_device_id_tunes_and_files_its_baselines(
     # A client hook's device id of 300 characters failed every test with `OSError: File
     # name too long` from the device's timing lock in the temp folder.
     device_id = "My DSP/v2 ü " + "x" * 300
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text().replace('device_id = "cpu-fake-1t"', f"device_id = {device_id!r}")
+    replace_in_conftest(
+        autotune_pytester, 'device_id = "cpu-fake-1t"', f"device_id = {device_id!r}"
     )
     autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
-    result = run(autotune_pytester, "--autotune-update")
-    assert result.ret == pytest.ExitCode.OK, result.outlines
+    update(autotune_pytester)
     path = autotune_pytester.path / cache_path(ROOT, device_id, "test_scale.py::test_scale")
     assert json.loads(path.read_text())["device"]["id"] == device_id
     assert len(path.parent.name) <= 120
@@ -86,32 +113,6 @@ def test_stable(candidate, s):
     return candidate(s)
 """
 
-
-@pytest.mark.parametrize("mode", [(), ("--autotune-update",)], ids=["check", "update"])
-def test_a_key_holding_an_objects_memory_address_fails_by_name(
-    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
-) -> None:
-    # A key made of an object's default repr (`ids=repr`, `key=lambda s: str(s)`) holds its
-    # address, new in every process: each update added an entry nothing would read again,
-    # and each gate said "no baseline", with no word of why.
-    autotune_pytester.makepyfile(test_obj=OBJECT_KEYS)
-    result = run(autotune_pytester, *mode)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.assert_outcomes(passed=2, failed=4)
-    result.stdout.fnmatch_lines(
-        [
-            "test_obj.py::test_ids: the key '<test_obj.Shape object at 0x*>' (the parameters'"
-            " ids) holds a memory address, which changes with every process: no later run"
-            " would find its baseline; give the parameters ids= or the marker a key=",
-            "test_obj.py::test_key: key= returned the key '<test_obj.Shape object at 0x*>',"
-            " which holds a memory address*",
-        ]
-    )
-    root = autotune_pytester.path / ROOT
-    for test in ("test_ids", "test_key"):
-        assert not cache_path(root, DEVICE, f"test_obj.py::{test}").exists()
-
-
 OBJECT_NAMES = """
 import pytest
 from conftest import spin
@@ -141,26 +142,56 @@ def test_stable(candidate):
 
 
 @pytest.mark.parametrize("mode", [(), ("--autotune-update",)], ids=["check", "update"])
-def test_a_candidate_name_holding_a_memory_address_fails_by_name(
-    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+@pytest.mark.parametrize(
+    ("program", "said", "unfiled"),
+    [
+        # A key made of an object's default repr (`ids=repr`, `key=lambda s: str(s)`)
+        # holds its address, new in every process: each update added an entry nothing
+        # would read again, and each gate said "no baseline", with no word of why.
+        pytest.param(
+            OBJECT_KEYS,
+            [
+                "test_obj.py::test_ids: the key '<test_obj.Shape object at 0x*>' (the"
+                " parameters' ids) holds a memory address, which changes with every process:"
+                " no later run would find its baseline; give the parameters ids= or the"
+                " marker a key=",
+                "test_obj.py::test_key: key= returned the key '<test_obj.Shape object at"
+                " 0x*>', which holds a memory address*",
+            ],
+            ("test_ids", "test_key"),
+            id="key",
+        ),
+        # `ids=str` over the functions names each `<function slow at 0x7f...>`, new in
+        # every process: an update recorded a winner of that name, and every later gate
+        # said "not comparable", listing the same functions as added and removed.
+        pytest.param(
+            OBJECT_NAMES,
+            [
+                "test_obj.py::test_ids: candidate 0 (test_obj.slow) is named"
+                " '<function slow at 0x*>', which holds a memory address that changes with"
+                " every process: no later run would find its baseline; name it by its"
+                " __name__*",
+                "test_obj.py::test_dict: candidate 0 (test_obj.slow) is named '<function slow at*",
+            ],
+            ("test_ids", "test_dict"),
+            id="candidate-name",
+        ),
+    ],
+)
+def test_a_key_or_candidate_name_holding_a_memory_address_fails_by_name(
+    autotune_pytester: pytest.Pytester,
+    mode: tuple[str, ...],
+    program: str,
+    said: list[str],
+    unfiled: tuple[str, ...],
 ) -> None:
-    # `ids=str` over the functions names each `<function slow at 0x7f...>`, new in every
-    # process: an update recorded a winner of that name, and every later gate said "not
-    # comparable", listing the same functions as added and removed.
-    autotune_pytester.makepyfile(test_obj=OBJECT_NAMES)
+    autotune_pytester.makepyfile(test_obj=program)
     result = run(autotune_pytester, *mode)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=2, failed=4)
-    result.stdout.fnmatch_lines(
-        [
-            "test_obj.py::test_ids: candidate 0 (test_obj.slow) is named"
-            " '<function slow at 0x*>', which holds a memory address that changes with every"
-            " process: no later run would find its baseline; name it by its __name__*",
-            "test_obj.py::test_dict: candidate 0 (test_obj.slow) is named '<function slow at*",
-        ]
-    )
+    result.stdout.fnmatch_lines(said)
     root = autotune_pytester.path / ROOT
-    for test in ("test_ids", "test_dict"):
+    for test in unfiled:
         assert not cache_path(root, DEVICE, f"test_obj.py::{test}").exists()
 
 
@@ -192,8 +223,7 @@ def test_prune_keeps_the_file_of_a_tuner_named_with_a_double_colon(
     autotune_pytester.makepyfile(test_lib=NAMED_TUNER)
     result = run(autotune_pytester, "--autotune-prune")
     assert result.ret == pytest.ExitCode.OK, result.outlines
-    path = cache_path(autotune_pytester.path / ROOT, DEVICE, "mylib::sum")
-    assert json.loads(path.read_text())["tuner"] == "mylib::sum"
+    assert filed(autotune_pytester, "mylib::sum")["tuner"] == "mylib::sum"
     assert not [line for line in result.outlines if line.startswith(("stale:", "pruned"))]
 
 
@@ -206,13 +236,11 @@ def test_tests_under_a_folder_with_brackets_keep_a_baseline_each(
     folder = project.mkdir("[gpu]")
     (folder / "test_a.py").write_text(SCALE_TESTS)
     (folder / "test_b.py").write_text(SCALE_TESTS.replace("[1, 2]", "[1, 3]"))
-    result = run(project, "--autotune-update")
-    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result = update(project)
     for test, keys in (("test_a", ["1", "2"]), ("test_b", ["1", "3"])):
-        path = cache_path(project.path / ROOT, DEVICE, f"[gpu]/{test}.py::test_scale")
-        document = json.loads(path.read_text())
-        assert document["tuner"] == f"[gpu]/{test}.py::test_scale"
-        assert sorted(e["key"] for e in document["entries"]) == keys
+        tuner = f"[gpu]/{test}.py::test_scale"
+        assert filed(project, tuner)["tuner"] == tuner
+        assert filed_keys(project, tuner) == keys
     result.stdout.fnmatch_lines(["[[]gpu]/test_a.py::test_scale[[]1]  1 *"])
     gated = run(project, "--autotune", "--autotune-strict", "--autotune-benchmark-json=b.json")
     assert gated.ret == pytest.ExitCode.OK, gated.outlines
@@ -221,32 +249,43 @@ def test_tests_under_a_folder_with_brackets_keep_a_baseline_each(
 @pytest.mark.parametrize(
     ("returned", "said"),
     [
-        ('"cpu"', "returned 'cpu', not a client"),
-        ("cpu", "returned <function cpu at *>, not a client; call it: cpu()"),
+        # A device name, or the factory in place of its client, was said to have "the
+        # device id None", which read as a client with a bad id.
+        pytest.param(
+            '"cpu"',
+            "returned 'cpu', not a client: return a client (an object with device_id,"
+            " launch_overhead, fingerprint(), sync(), time() and peaks()) or None*",
+            id="a-name",
+        ),
+        pytest.param(
+            "cpu",
+            "returned <function cpu at *>, not a client; call it: cpu(): return a client (an"
+            " object with device_id, launch_overhead, fingerprint(), sync(), time() and"
+            " peaks()) or None*",
+            id="a-factory",
+        ),
+        # The class has every member, so it read as a client, and the tuning failed on
+        # "FakeClient.fingerprint() missing 1 required positional argument: 'self'".
+        pytest.param(
+            "FakeClient",
+            "returned the class FakeClient, not a client; call it: FakeClient()",
+            id="the-class",
+        ),
     ],
 )
 def test_a_client_hook_that_returns_no_client_fails_by_name(
     autotune_pytester: pytest.Pytester, returned: str, said: str
 ) -> None:
-    # A device name, or the factory in place of its client, was said to have "the device
-    # id None", which read as a client with a bad id.
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text() + "\nfrom pytest_autotune.backends import cpu\n\n"
+    add_to_conftest(
+        autotune_pytester,
+        "\nfrom pytest_autotune.backends import cpu\n\n"
         "def pytest_autotune_client(config, device):\n"
-        f"    return {returned}\n"
+        f"    return {returned}\n",
     )
-    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
-    result = run(autotune_pytester, "--autotune")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result = run_with_a_broken_client(autotune_pytester, "--autotune")
     result.stdout.fnmatch_lines(
-        [
-            f"test_scale.py::test_scale: device 'auto': a pytest_autotune_client hook {said}:"
-            " return a client (an object with device_id, launch_overhead, fingerprint(),"
-            " sync(), time() and peaks()) or None*"
-        ]
+        [f"test_scale.py::test_scale: device 'auto': a pytest_autotune_client hook {said}"]
     )
-    assert "Traceback" not in result.stdout.str()
 
 
 CLIENT_MISTAKES = [
@@ -281,11 +320,8 @@ CLIENT_MISTAKES = [
 def test_a_client_hook_whose_client_lacks_part_of_the_protocol_fails_by_name(
     autotune_pytester: pytest.Pytester, mistake: str, said: str
 ) -> None:
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(conftest.read_text() + f"\n{mistake}\n")
-    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
-    result = run(autotune_pytester, "--autotune")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    add_to_conftest(autotune_pytester, f"\n{mistake}\n")
+    result = run_with_a_broken_client(autotune_pytester, "--autotune")
     result.stdout.fnmatch_lines(
         [
             "test_scale.py::test_scale: device 'auto': the client of a"
@@ -293,29 +329,8 @@ def test_a_client_hook_whose_client_lacks_part_of_the_protocol_fails_by_name(
         ]
     )
     output = result.stdout.str()
-    assert "Traceback" not in output and "Error:" not in output
+    assert "Error:" not in output
     assert "candidate 'slow' raised" not in output
-
-
-def test_a_client_hook_that_returns_the_clients_class_says_to_call_it(
-    autotune_pytester: pytest.Pytester,
-) -> None:
-    # The class has every member, so it read as a client, and the tuning failed on
-    # "FakeClient.fingerprint() missing 1 required positional argument: 'self'".
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text().replace("return FakeClient() if", "return FakeClient if")
-    )
-    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
-    result = run(autotune_pytester, "--autotune")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(
-        [
-            "test_scale.py::test_scale: device 'auto': a pytest_autotune_client hook returned"
-            " the class FakeClient, not a client; call it: FakeClient()"
-        ]
-    )
-    assert "Traceback" not in result.stdout.str()
 
 
 @pytest.mark.parametrize(
@@ -333,18 +348,12 @@ def test_a_client_whose_fingerprint_no_file_can_hold_fails_by_name(
 ) -> None:
     # None failed with "'NoneType' object is not iterable" from the session's code; a
     # value JSON cannot hold was blamed on the pytest_autotune_fingerprint hook.
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text().replace('return {"fake": True}', f"return {fingerprint}")
-    )
-    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
-    result = run(autotune_pytester, "--autotune")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    replace_in_conftest(autotune_pytester, 'return {"fake": True}', f"return {fingerprint}")
+    result = run_with_a_broken_client(autotune_pytester, "--autotune")
     said = said.replace("[", "[[]")  # fnmatch's classes
     result.stdout.fnmatch_lines(
         [f"test_scale.py::test_scale: device 'cpu-fake-1t': its client's {said}*"]
     )
-    assert "Traceback" not in result.stdout.str()
 
 
 @pytest.mark.parametrize("device_id", ["", None, 3])
@@ -354,13 +363,10 @@ def test_a_client_whose_device_id_is_no_name_fails_by_name(
     # A hook's client with an empty device id failed each test with a traceback from the
     # cache's file names ("an empty name cannot name a cache file"), None with an
     # AttributeError from the gate's rules.
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text().replace('device_id = "cpu-fake-1t"', f"device_id = {device_id!r}")
+    replace_in_conftest(
+        autotune_pytester, 'device_id = "cpu-fake-1t"', f"device_id = {device_id!r}"
     )
-    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
-    result = run(autotune_pytester, "--autotune-update")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result = run_with_a_broken_client(autotune_pytester, "--autotune-update")
     result.stdout.fnmatch_lines(
         [
             "test_scale.py::test_scale: device 'auto': the client of a pytest_autotune_client"
@@ -370,7 +376,7 @@ def test_a_client_whose_device_id_is_no_name_fails_by_name(
         ]
     )
     output = result.stdout.str()
-    assert "Traceback" not in output and "Error:" not in output
+    assert "Error:" not in output
     assert "pytest-timeout" not in output  # not said to be a tuning stopped by a timeout
 
 
@@ -400,10 +406,8 @@ def test_a_key_of_tuple_parameters_is_their_values_so_reordering_them_keeps_each
     # the values compared a 1,000-element sum with the 400,000-element one's baseline and
     # failed unchanged code at +3586%.
     autotune_pytester.makepyfile(test_shapes=SHAPES)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_shapes.py::test_shapes")
-    keys = [entry["key"] for entry in json.loads(path.read_text())["entries"]]
-    assert sorted(keys) == ["(1,)", "(4,)"]
+    update(autotune_pytester)
+    assert filed_keys(autotune_pytester, "test_shapes.py::test_shapes") == ["(1,)", "(4,)"]
 
     autotune_pytester.makepyfile(test_shapes=SHAPES.replace("[(1,), (4,)]", "[(4,), (1,)]"))
     result = run(autotune_pytester, "--autotune", "-rA")
@@ -427,11 +431,9 @@ def test_a_tuple_holding_a_numpy_scalar_type_is_keyed_by_its_values(
         "import pytest", "import numpy as np\nimport pytest"
     )
     autotune_pytester.makepyfile(test_shapes=test)
-    result = run(autotune_pytester, "--autotune-update")
-    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result = update(autotune_pytester)
     assert "warning:" not in result.stdout.str(), result.outlines
-    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_shapes.py::test_shapes")
-    keys = sorted(entry["key"] for entry in json.loads(path.read_text())["entries"])
+    keys = filed_keys(autotune_pytester, "test_shapes.py::test_shapes")
     assert keys == ["(1, float32)", "(4, float64)"]
 
 
@@ -462,9 +464,8 @@ def test_stacked_parametrizations_key_every_group_by_its_values(
     # all its calls: with two parametrizations, half the keys kept their numbered ids
     # (`(1, 2)-shape0`), and swapping the shapes failed unchanged code at +3308%.
     autotune_pytester.makepyfile(test_stacked=STACKED)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_stacked.py::test_stacked")
-    keys = sorted(entry["key"] for entry in json.loads(path.read_text())["entries"])
+    update(autotune_pytester)
+    keys = filed_keys(autotune_pytester, "test_stacked.py::test_stacked")
     assert keys == ["(1, 2)-(1,)", "(1, 2)-(4,)", "(3, 4)-(1,)", "(3, 4)-(4,)"]
 
     swapped = STACKED.replace("[(1,), (4,)]", "[(4,), (1,)]").replace(
@@ -510,8 +511,7 @@ def test_a_key_that_numbers_arrays_by_their_place_is_said_once(
     # judged each against the other's baseline (+1863%, a REGRESSION of unchanged code)
     # without a word about why.
     autotune_pytester.makepyfile(test_arrays=ARRAYS.replace("IDS", ""))
-    result = run(autotune_pytester, "--autotune-update")
-    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result = update(autotune_pytester)
     warning = (
         "warning: test_arrays.py::test_arrays: its groups' keys number the values of x by"
         " their place in the list (x0, x1, ...): such a value (an array, an object, a str of"
@@ -522,9 +522,7 @@ def test_a_key_that_numbers_arrays_by_their_place_is_said_once(
     assert result.stdout.str().count(warning) == 1, result.outlines
     named = ARRAYS.replace("IDS", ', ids=["one", "four"]')
     autotune_pytester.makepyfile(test_arrays=named)
-    result = run(autotune_pytester, "--autotune-update")
-    assert result.ret == pytest.ExitCode.OK, result.outlines
-    assert "warning:" not in result.stdout.str()
+    assert "warning:" not in update(autotune_pytester).stdout.str()
     # Nor said in plain pytest, where no key is filed.
     autotune_pytester.makepyfile(test_arrays=ARRAYS.replace("IDS", ""))
     result = run(autotune_pytester)
@@ -559,8 +557,7 @@ def test_a_key_that_numbers_long_strings_by_their_place_is_said(
     # against the other's baseline without a word.
     # pytest before 9 ids such a str by its text, which keys it as well as any: no warning.
     autotune_pytester.makepyfile(test_queries=LONG_STRINGS)
-    result = run(autotune_pytester, "--autotune-update")
-    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result = update(autotune_pytester)
     warning = (
         "warning: test_queries.py::test_queries: its groups' keys number the values of"
         " query by their place in the list (query0, query1, ...): such a value (an array,"
@@ -610,10 +607,8 @@ def test_an_int_enum_parameter_keys_its_group_alike_in_every_python_version(
     # 3.11 on: baselines recorded under one version read "no baseline" under the other.
     # The __str__ of 3.10 is written out, to run its side under any version.
     autotune_pytester.makepyfile(test_modes=INT_ENUMS.replace("    STR", PYTHON_3_10_STR))
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_modes.py::test_modes")
-    keys = sorted(entry["key"] for entry in json.loads(path.read_text())["entries"])
-    assert keys == ["1", "3"]
+    update(autotune_pytester)
+    assert filed_keys(autotune_pytester, "test_modes.py::test_modes") == ["1", "3"]
 
     autotune_pytester.makepyfile(test_modes=INT_ENUMS.replace("    STR", ""))
     result = run(autotune_pytester, "--autotune")
@@ -673,8 +668,7 @@ def test_candidates_named_by_their_place_are_said_once(
     # cache file knows them so, and swapping the two gave each the other's baseline.
     partials = "[functools.partial(run, t=1), functools.partial(run, t=3)]"
     autotune_pytester.makepyfile(test_partials=PARTIALS.replace("CANDIDATES", partials))
-    result = run(autotune_pytester, "--autotune-update", "-n", "2")
-    assert result.ret == pytest.ExitCode.OK, result.outlines
+    result = update(autotune_pytester, "-n", "2")
     warning = (
         "warning: test_partials.py::test_partials: candidates candidate0, candidate1 are"
         " named by their place in the list (they have no __name__): reordering the list, or"
@@ -684,9 +678,7 @@ def test_candidates_named_by_their_place_are_said_once(
     assert result.stdout.str().count(warning) == 1, result.outlines
     named = '{"one": functools.partial(run, t=1), "three": functools.partial(run, t=3)}'
     autotune_pytester.makepyfile(test_partials=PARTIALS.replace("CANDIDATES", named))
-    result = run(autotune_pytester, "--autotune-update")
-    assert result.ret == pytest.ExitCode.OK, result.outlines
-    assert "warning:" not in result.stdout.str()
+    assert "warning:" not in update(autotune_pytester).stdout.str()
 
 
 def test_a_device_no_client_can_serve_fails_plain_pytest(pytester: pytest.Pytester) -> None:
@@ -773,10 +765,8 @@ def test_a_parameter_whose_name_begins_another_keeps_its_own_id(
     # `x20` reads as x's 21st value or x2's first: x's value took x2's place, two groups
     # shared one key, and both failed naming a key= the user never gave.
     autotune_pytester.makepyfile(test_prefixed=PREFIXED)
-    result = run(autotune_pytester, "--autotune-update")
-    assert result.ret == pytest.ExitCode.OK, result.outlines
-    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_prefixed.py::test_prefixed")
-    keys = sorted(entry["key"] for entry in json.loads(path.read_text())["entries"])
+    result = update(autotune_pytester)
+    keys = filed_keys(autotune_pytester, "test_prefixed.py::test_prefixed")
     assert keys == ["x20-(1,)", "x20-(2,)", "x21-(1,)", "x21-(2,)"]
     result.stdout.fnmatch_lines(["warning: test_prefixed.py::test_prefixed: *values of x2 by*"])
 
@@ -810,10 +800,8 @@ def test_a_parameter_id_holding_a_candidates_name_between_dashes_keeps_one_group
     # first stood, the parameter's `fast-path`, so fast's key read `path-fast` and each
     # candidate of that group was tuned alone, under a key neither had.
     autotune_pytester.makepyfile(test_dashed=DASHED)
-    result = run(autotune_pytester, "--autotune-update", "-p", "no:randomly")
-    assert result.ret == pytest.ExitCode.OK, result.outlines
-    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_dashed.py::test_dashed")
-    entries = json.loads(path.read_text())["entries"]
+    update(autotune_pytester, "-p", "no:randomly")
+    entries = filed(autotune_pytester, "test_dashed.py::test_dashed")["entries"]
     assert sorted(entry["key"] for entry in entries) == ["fast-path", "other"]
     assert {entry["fastest_name"] for entry in entries} == {"fast"}
 
@@ -845,10 +833,8 @@ def test_a_users_own_id_of_a_number_is_the_key_even_where_it_reads_as_a_numbered
     # `key == "n1000"`, as README's keys by id say, never matched. pytest ids a number by
     # its own text, never by its place: such an id is the user's.
     autotune_pytester.makepyfile(test_sizes=SIZES_NAMED)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    path = autotune_pytester.path / cache_path(ROOT, DEVICE, "test_sizes.py::test_sizes")
-    keys = [entry["key"] for entry in json.loads(path.read_text())["entries"]]
-    assert sorted(keys) == ["n10", "n1000"]
+    update(autotune_pytester)
+    assert filed_keys(autotune_pytester, "test_sizes.py::test_sizes") == ["n10", "n1000"]
 
 
 COLLIDING = """
@@ -871,7 +857,7 @@ def test_collide(candidate, p, q):
 """
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)], ids=["plain", "tuning"])
+@BOTH_MODES
 def test_two_parameter_sets_of_one_id_fail_rather_than_share_a_group(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
