@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Any
+
+import pytest
 
 from pytest_autotune.gate import Baseline, Comparison, Measurement, Verdict, judge
 from pytest_autotune.report import CandidateRow, GroupSummary
@@ -75,6 +78,43 @@ ODD_NAMES = GroupSummary(
 )
 
 
+def summed(key: str, verdict: Verdict, message: str = "", **more: Any) -> GroupSummary:
+    """A group of tests/test_sum.py's test_sum at `key`, won by pairwise."""
+    return GroupSummary(
+        "tests/test_sum.py::test_sum", key, "pairwise", verdict, False, message, **more
+    )
+
+
+def sized(test: str, n: int, verdict: Verdict, message: str = "") -> GroupSummary:
+    """The group of t.py's `test` at size `n`, its id its key (`n{n}`), won by a."""
+    return GroupSummary(f"t.py::{test}[n{n}]", f"n{n}", "a", verdict, False, message)
+
+
+def sum_of(*candidates: CandidateRow, samples: tuple[float, ...] = (1e-3,)) -> GroupSummary:
+    """The passing group t.py::test_sum[n4] of `candidates`, won by fast in `samples`."""
+    return GroupSummary(
+        "t.py::test_sum[n4]",
+        "n4",
+        "fast",
+        Verdict.PASS,
+        False,
+        samples=samples,
+        candidates=candidates,
+    )
+
+
+ELSEWHERE = "; baselines of this test exist for cpu-ci-box (--autotune-runner names the one to use)"
+
+
+def no_baseline(file: str, elsewhere: str = "") -> str:
+    """The message of a group without a baseline on cpu-x-2t, whose cache file, `file`, is
+    missing; `elsewhere` (ELSEWHERE) says where baselines of its test are."""
+    return (
+        f"no baseline for this key on cpu-x-2t (no file .autotune/cpu-x-2t/{file}.json);"
+        f" --autotune-update records one{elsewhere}"
+    )
+
+
 def test_the_summary_is_an_aligned_table_in_group_then_key_order() -> None:
     assert render_summary([regressed_sum(), SAXPY, BROKEN]).splitlines() == (
         [
@@ -138,10 +178,11 @@ def test_a_candidate_that_raised_in_its_check_reads_as_raised_not_as_a_failed_ch
 
 
 def test_groups_sort_by_test_then_parameters_with_numbers_read_as_numbers() -> None:
-    def group(test: str, n: int) -> GroupSummary:
-        return GroupSummary(f"t.py::{test}[n{n}]", f"n{n}", "a", Verdict.PASS, False)
-
-    groups = [group("test_conv", 131072), group("test_add", 16384), group("test_conv", 16384)]
+    groups = [
+        sized("test_conv", 131072, Verdict.PASS),
+        sized("test_add", 16384, Verdict.PASS),
+        sized("test_conv", 16384, Verdict.PASS),
+    ]
     assert [(s.group.split("::")[1]) for s in ordered(groups)] == [
         "test_add[n16384]",
         "test_conv[n16384]",
@@ -167,18 +208,11 @@ def test_the_winners_median_is_the_same_number_in_its_row_and_under_it() -> None
 
 
 def test_every_candidate_is_shown_with_its_statistics_relative_to_the_fastest() -> None:
-    summary = GroupSummary(
-        "t.py::test_sum[n4]",
-        "n4",
-        "fast",
-        Verdict.PASS,
-        False,
+    summary = sum_of(
+        CandidateRow("slow", 3e-3, samples=(3e-3, 3e-3, 3.3e-3, 2.9e-3)),
+        CandidateRow("fast", 1.1e-3, samples=(1.1e-3,)),
+        CandidateRow("broken", error="boom"),
         samples=(1e-3, 1e-3, 1.2e-3),
-        candidates=(
-            CandidateRow("slow", 3e-3, samples=(3e-3, 3e-3, 3.3e-3, 2.9e-3)),
-            CandidateRow("fast", 1.1e-3, samples=(1.1e-3,)),
-            CandidateRow("broken", error="boom"),
-        ),
     )
     assert render_candidates([summary]).splitlines() == [
         "t.py::test_sum[n4]",
@@ -193,21 +227,13 @@ def test_every_candidate_is_shown_with_its_statistics_relative_to_the_fastest() 
 
 
 def test_a_candidate_whose_xfail_mark_expects_its_failed_check_reads_so_in_the_table() -> None:
-    summary = GroupSummary(
-        "t.py::test_sum[n4]",
-        "n4",
-        "fast",
-        Verdict.PASS,
-        False,
-        samples=(1e-3,),
-        candidates=(
-            CandidateRow("fast", 1e-3, samples=(1e-3,)),
-            CandidateRow(
-                "naive",
-                error="failed its check: differs from the reference 'fast'",
-                check_passed=False,
-                expected_to_fail=True,
-            ),
+    summary = sum_of(
+        CandidateRow("fast", 1e-3, samples=(1e-3,)),
+        CandidateRow(
+            "naive",
+            error="failed its check: differs from the reference 'fast'",
+            check_passed=False,
+            expected_to_fail=True,
         ),
     )
     assert render_candidates([summary]).splitlines()[-1] == (
@@ -218,18 +244,10 @@ def test_a_candidate_whose_xfail_mark_expects_its_failed_check_reads_so_in_the_t
 def test_a_candidate_that_declined_the_key_at_length_is_skipped_in_the_table_not_an_error() -> None:
     # `AutotuneSkip` with a reason too long for the column read "error", where the lines
     # under the summary say "skipped: ..." of the same candidate.
-    summary = GroupSummary(
-        "t.py::test_sum[n4]",
-        "n4",
-        "fast",
-        Verdict.PASS,
-        False,
-        samples=(1e-3,),
-        candidates=(
-            CandidateRow("fast", 1e-3, samples=(1e-3,)),
-            CandidateRow("tiled", error="needs n to be a multiple of 4096", skipped=True),
-            CandidateRow("broken", error="the buffer was too small for it"),
-        ),
+    summary = sum_of(
+        CandidateRow("fast", 1e-3, samples=(1e-3,)),
+        CandidateRow("tiled", error="needs n to be a multiple of 4096", skipped=True),
+        CandidateRow("broken", error="the buffer was too small for it"),
     )
     rows = render_candidates([summary]).splitlines()[4:]
     assert [row.split()[-1] for row in rows] == ["skipped", "error"]
@@ -270,12 +288,9 @@ def test_every_line_of_a_multi_line_message_is_indented_under_its_group() -> Non
     ]
 
 
-NEW_KEY = GroupSummary(
-    "tests/test_sum.py::test_sum",
+NEW_KEY = summed(
     "n4096",
-    "pairwise",
     Verdict.NO_BASELINE,
-    False,
     "no baseline for this key on cpu-x-2t; --autotune-update records one",
     samples=(1e-3,),
 )
@@ -295,10 +310,7 @@ def test_a_reported_verdict_says_why_and_what_to_do_though_it_does_not_fail() ->
 def test_groups_reported_for_one_reason_are_shown_once_with_their_names() -> None:
     # A first --autotune of a test over 100 sizes printed one message 100 times.
     missing = "no baseline for this key on cpu-x-2t (no file f.json); --autotune-update records one"
-    sizes = [
-        GroupSummary(f"t.py::test_s[n{n}]", f"n{n}", "a", Verdict.NO_BASELINE, False, missing)
-        for n in range(5)
-    ]
+    sizes = [sized("test_s", n, Verdict.NO_BASELINE, missing) for n in range(5)]
     assert render_reported([sizes[0], NEW_KEY, *sizes[1:]]).splitlines() == [
         "5 groups: no baseline (t.py::test_s[n0], t.py::test_s[n1], t.py::test_s[n2] and 2 more)",
         f"    {missing}",
@@ -315,16 +327,9 @@ def test_groups_reported_for_one_reason_are_shown_once_with_their_names() -> Non
 def test_groups_of_several_tests_with_baselines_elsewhere_are_not_told_of_one_test() -> None:
     # Folded into one line, the groups of two tests read "baselines of this test exist for
     # cpu-ci-box", in the terminal and the step summary alike.
-    def missing(test: str) -> str:
-        return (
-            f"no baseline for this key on cpu-x-2t (no file .autotune/cpu-x-2t/{test}.json);"
-            " --autotune-update records one; baselines of this test exist for cpu-ci-box"
-            " (--autotune-runner names the one to use)"
-        )
-
     def groups(*tests: str) -> list[GroupSummary]:
         return [
-            GroupSummary(f"t.py::{t}[n{n}]", f"n{n}", "a", Verdict.NO_BASELINE, False, missing(t))
+            sized(t, n, Verdict.NO_BASELINE, no_baseline(t, ELSEWHERE))
             for t in tests
             for n in (1, 2)
         ]
@@ -348,11 +353,6 @@ def test_groups_of_several_tests_with_baselines_elsewhere_are_not_told_of_one_te
 def test_the_autotune_fixture_calls_of_one_test_are_told_of_one_test() -> None:
     # A test that calls the fixture at four sizes has four groups, its later calls named
     # `t.py::test_sizes (call 2)` and so on: folded, they read "of these tests".
-    message = (
-        "no baseline for this key on cpu-x-2t (no file .autotune/cpu-x-2t/mylib.json);"
-        " --autotune-update records one; baselines of this test exist for cpu-ci-box"
-        " (--autotune-runner names the one to use)"
-    )
     calls = [
         GroupSummary(
             "t.py::test_sizes" + (f" (call {n})" if n > 1 else ""),
@@ -360,7 +360,7 @@ def test_the_autotune_fixture_calls_of_one_test_are_told_of_one_test() -> None:
             "a",
             Verdict.NO_BASELINE,
             False,
-            message,
+            no_baseline("mylib", ELSEWHERE),
         )
         for n in (1, 2, 3, 4)
     ]
@@ -369,14 +369,29 @@ def test_the_autotune_fixture_calls_of_one_test_are_told_of_one_test() -> None:
         assert "baselines of this test exist for cpu-ci-box" in text
 
 
-def test_the_markdown_lists_the_reported_verdicts_after_the_table() -> None:
-    text = render_markdown([SAXPY, NEW_KEY])
-    assert text.endswith(
-        "\n**Reported, not failing:**\n\n"
-        "- tests/test\\_sum.py::test\\_sum \\[n4096\\] (winner pairwise): **no baseline**: no"
-        " baseline for this"
-        " key on cpu-x-2t; --autotune-update records one\n"
-    )
+@pytest.mark.parametrize(
+    ("group", "listed"),
+    [
+        pytest.param(
+            NEW_KEY,
+            "\n**Reported, not failing:**\n\n"
+            "- tests/test\\_sum.py::test\\_sum \\[n4096\\] (winner pairwise): **no baseline**:"
+            " no baseline for this key on cpu-x-2t; --autotune-update records one\n",
+            id="reported",
+        ),
+        pytest.param(
+            BROKEN,
+            "\n**Failed:**\n\n"
+            "- tests/test\\_saxpy.py::test\\_saxpy \\[n1024\\]: **error**: every candidate"
+            " failed\n",
+            id="failed",
+        ),
+    ],
+)
+def test_the_markdown_lists_the_reported_and_the_failed_groups_after_the_table(
+    group: GroupSummary, listed: str
+) -> None:
+    assert render_markdown([SAXPY, group]).endswith(listed)
 
 
 def test_the_markdown_shows_groups_reported_for_one_reason_once_as_the_terminal_does() -> None:
@@ -390,8 +405,7 @@ def test_the_markdown_shows_groups_reported_for_one_reason_once_as_the_terminal_
                 "a",
                 Verdict.NO_BASELINE,
                 False,
-                f"no baseline for this key on cpu-x-2t (no file .autotune/cpu-x-2t/m{i}.json);"
-                " --autotune-update records one",
+                no_baseline(f"m{i}"),
             )
             for i in range(count)
         ]
@@ -443,14 +457,6 @@ def test_escaping_puts_a_multi_line_message_on_one_line() -> None:
     assert escape("regression of x\n<b>floor</b>") == "regression of x<br>&lt;b&gt;floor&lt;/b&gt;"
 
 
-def test_the_markdown_lists_the_failures_after_the_table() -> None:
-    text = render_markdown([SAXPY, BROKEN])
-    assert text.endswith(
-        "\n**Failed:**\n\n"
-        "- tests/test\\_saxpy.py::test\\_saxpy \\[n1024\\]: **error**: every candidate failed\n"
-    )
-
-
 def test_the_markdown_says_what_to_do_about_an_intended_slowdown_as_the_terminal_does() -> None:
     # A reviewer reads the failure on the job's page: a regression that is meant is
     # recorded by an update, which only the terminal said.
@@ -467,13 +473,10 @@ def test_the_markdown_says_why_an_update_left_a_baseline_and_which_failures_xfai
     None
 ):
     # A refresh job's step summary: the terminal gives the reason, so must the summary.
-    kept = GroupSummary(
-        group="tests/test_sum.py::test_sum",
-        key="n1024",
-        winner="pairwise",
-        verdict=Verdict.NOT_RECORDED,
-        failed=False,
-        message="not recorded: .autotune/cpu/x.json could not be read (is not valid JSON)",
+    kept = summed(
+        "n1024",
+        Verdict.NOT_RECORDED,
+        "not recorded: .autotune/cpu/x.json could not be read (is not valid JSON)",
     )
     # Both groups' tests had an xfail mark; only a failure is said to be expected.
     text = render_markdown([kept, BROKEN], expected=lambda summary: True)
@@ -491,14 +494,7 @@ def test_the_markdown_of_an_update_says_what_it_did_with_each_baseline_as_the_te
     # A refresh job's step summary said "updated" alone where the terminal said the
     # baseline started again (+32%) or was recorded on busy CPUs and should be recorded
     # again: the reader of the job's summary is the one who must act on it.
-    restarted = GroupSummary(
-        group="tests/test_sum.py::test_sum",
-        key="n1024",
-        winner="pairwise",
-        verdict=Verdict.UPDATED,
-        failed=False,
-        message="new baseline: +32.0% against the old one",
-    )
+    restarted = summed("n1024", Verdict.UPDATED, "new baseline: +32.0% against the old one")
     text = render_markdown([restarted])
     assert text.endswith(
         "\n**Updated:**\n\n- tests/test\\_sum.py::test\\_sum \\[n1024\\] (winner pairwise):"
@@ -509,11 +505,11 @@ def test_the_markdown_of_an_update_says_what_it_did_with_each_baseline_as_the_te
 def test_the_markdown_of_a_first_update_lists_its_alike_new_baselines_once() -> None:
     # A first --autotune-update of 150 groups listed 148 items "new baseline: none before
     # for this key"; one recorded on busy CPUs says so, each on its own.
-    def updated(n: int, message: str = "new baseline: none before for this key") -> GroupSummary:
-        return GroupSummary(f"t.py::test_s[n{n}]", f"n{n}", "a", Verdict.UPDATED, False, message)
-
-    busy = updated(99, "new baseline: none before for this key; recorded although the CPUs")
-    text = render_markdown([*(updated(n) for n in range(148)), busy])
+    alike = "new baseline: none before for this key"
+    busy = sized("test_s", 99, Verdict.UPDATED, f"{alike}; recorded although the CPUs")
+    text = render_markdown(
+        [*(sized("test_s", n, Verdict.UPDATED, alike) for n in range(148)), busy]
+    )
     assert text.endswith(
         "\n**Updated:**\n\n- 148 groups (t.py::test\\_s\\[n0\\], t.py::test\\_s\\[n1\\],"
         " t.py::test\\_s\\[n2\\] and 145 more): **updated**: new baseline: none before for"
@@ -549,12 +545,9 @@ def test_a_failing_group_whose_parameters_are_its_key_is_named_once() -> None:
 
 
 def test_the_markdown_names_each_failed_check_but_not_an_expected_one() -> None:
-    summary = GroupSummary(
-        "tests/test_sum.py::test_sum",
+    summary = summed(
         "n65536",
-        "pairwise",
         Verdict.NO_BASELINE,
-        False,
         candidates=(
             CandidateRow("pairwise", 1e-3, check_passed=True),
             CandidateRow("add_reduce|2", 2e-3, check_passed=False),
@@ -661,10 +654,7 @@ def test_a_step_summary_too_large_for_github_keeps_its_failures_and_says_what_it
 
 def test_a_step_summary_still_too_large_is_cut_at_a_line_saying_so() -> None:
     # What is left, every group reported (no baseline yet), may still be too large.
-    new = [
-        GroupSummary(f"t.py::test_a[n{n}]", f"n{n}", "a", Verdict.NO_BASELINE, False, "no baseline")
-        for n in range(100)
-    ]
+    new = [sized("test_a", n, Verdict.NO_BASELINE, "no baseline") for n in range(100)]
     text = render_markdown(new, limit=2000)
     assert len(text.encode("utf-8")) <= 2000
     # A file the step's other commands filled to the limit gets nothing more.
@@ -678,14 +668,10 @@ def test_a_step_summary_still_too_large_is_cut_at_a_line_saying_so() -> None:
 def test_groups_of_many_tests_without_a_baseline_are_shown_once_with_their_folder() -> None:
     # A first --autotune of 150 groups over 60 test files printed 150 "no baseline"
     # messages alike but for each test's cache file: 300 lines after the table.
-    def missing(test: str) -> str:
-        return (
-            f"no baseline for this key on cpu-x-2t (no file .autotune/cpu-x-2t/{test}.json);"
-            " --autotune-update records one"
-        )
-
     groups = [
-        GroupSummary(f"t{i}.py::test_s", "n8", "a", Verdict.NO_BASELINE, False, missing(f"t{i}"))
+        GroupSummary(
+            f"t{i}.py::test_s", "n8", "a", Verdict.NO_BASELINE, False, no_baseline(f"t{i}")
+        )
         for i in range(6)
     ]
     assert render_reported(groups).splitlines() == [
