@@ -10,7 +10,7 @@ from tests.plugin.harness import PLUGIN_ARGS
 
 pytest.importorskip("pytest_benchmark")
 
-BENCHMARKED = """
+SLOW_AND_FAST = """
 import pytest
 from conftest import spin
 
@@ -21,7 +21,12 @@ def slow(n):
 def fast(n):
     spin(100e-6)
     return n * 2
+"""
+"""The start of an inner test file: two right candidates, fast the faster."""
 
+BENCHMARKED = (
+    SLOW_AND_FAST
+    + """
 def wrong(n):
     spin(200e-6)
     return n * 3
@@ -37,6 +42,7 @@ def test_pedantic(candidate, benchmark):
 def test_plain(benchmark):
     assert benchmark(fast, 2) == 4
 """
+)
 
 
 def run_beside_benchmark(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -77,6 +83,18 @@ class _BenchmarkJsonClosed:
 def benchmarked(pytester: pytest.Pytester) -> list[str]:
     data = json.loads((pytester.path / "bench.json").read_text())
     return sorted(b["name"] for b in data["benchmarks"])
+
+
+def run_plain_then_tuned(
+    pytester: pytest.Pytester, plain_benchmarks: list[str], passed: int
+) -> None:
+    """A plain run, which must pass `passed` tests and benchmark `plain_benchmarks`, then a
+    tuning run, which must pass them too, test_scale's winner fast at its 100 us."""
+    run_beside_benchmark(pytester).assert_outcomes(passed=passed)
+    assert benchmarked(pytester) == plain_benchmarks
+    result = run_beside_benchmark(pytester, "--autotune")
+    result.assert_outcomes(passed=passed)
+    result.stdout.fnmatch_lines(["*test_bench.py::test_scale*fast*100 us*"])
 
 
 def test_a_plain_run_benchmarks_each_candidate_in_its_own_test_and_checks_it(
@@ -129,39 +147,25 @@ def test_a_fixture_of_the_users_that_returns_the_benchmark_fixture_works_alike(
     # Reached through `bench`, pytest-benchmark's fixture was an input again: FixtureAlreadyUsed
     # under --autotune, the reference timed under each other candidate's name in a plain run.
     autotune_pytester.makepyfile(
-        test_bench="""
-        import pytest
-        from conftest import spin
+        test_bench=SLOW_AND_FAST
+        + """
+@pytest.fixture
+def bench(benchmark):
+    benchmark.group = "scale"
+    return benchmark
 
-        def slow(n):
-            spin(300e-6)
-            return n * 2
+@pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+def test_scale(candidate, bench, benchmark):
+    return bench(candidate, 2)
 
-        def fast(n):
-            spin(100e-6)
-            return n * 2
-
-        @pytest.fixture
-        def bench(benchmark):
-            benchmark.group = "scale"
-            return benchmark
-
-        @pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
-        def test_scale(candidate, bench, benchmark):
-            return bench(candidate, 2)
-
-        def test_plain(bench):
-            assert bench(fast, 2) == 4
-        """
+def test_plain(bench):
+    assert bench(fast, 2) == 4
+"""
     )
 
-    result = run_beside_benchmark(autotune_pytester)
-    result.assert_outcomes(passed=3)
-    assert benchmarked(autotune_pytester) == ["test_plain", "test_scale[fast]", "test_scale[slow]"]
-
-    result = run_beside_benchmark(autotune_pytester, "--autotune")
-    result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["*test_bench.py::test_scale*fast*100 us*"])
+    run_plain_then_tuned(
+        autotune_pytester, ["test_plain", "test_scale[fast]", "test_scale[slow]"], passed=3
+    )
     assert benchmarked(autotune_pytester) == ["test_plain"]
 
 
@@ -216,31 +220,15 @@ def test_a_body_that_asks_its_request_for_the_benchmark_fixture_works_alike(
     # candidate failed; in a plain run the reference's body, called in the other test,
     # used up that test's fixture, and its own call failed.
     autotune_pytester.makepyfile(
-        test_bench="""
-        import pytest
-        from conftest import spin
-
-        def slow(n):
-            spin(300e-6)
-            return n * 2
-
-        def fast(n):
-            spin(100e-6)
-            return n * 2
-
-        @pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
-        def test_scale(candidate, request):
-            return request.getfixturevalue("benchmark")(candidate, 2)
-        """
+        test_bench=SLOW_AND_FAST
+        + """
+@pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+def test_scale(candidate, request):
+    return request.getfixturevalue("benchmark")(candidate, 2)
+"""
     )
 
-    result = run_beside_benchmark(autotune_pytester)
-    result.assert_outcomes(passed=2)
-    assert benchmarked(autotune_pytester) == ["test_scale[fast]", "test_scale[slow]"]
-
-    result = run_beside_benchmark(autotune_pytester, "--autotune")
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*test_bench.py::test_scale*fast*100 us*"])
+    run_plain_then_tuned(autotune_pytester, ["test_scale[fast]", "test_scale[slow]"], passed=2)
 
 
 def test_a_fixture_returning_a_function_that_calls_the_benchmark_fixture_says_what_to_pass(
@@ -250,26 +238,16 @@ def test_a_fixture_returning_a_function_that_calls_the_benchmark_fixture_says_wh
     # --autotune: every candidate failed with pytest-benchmark's bare "FixtureAlreadyUsed",
     # which said nothing of the tuner's many calls, nor what to pass instead.
     autotune_pytester.makepyfile(
-        test_bench="""
-        import pytest
-        from conftest import spin
+        test_bench=SLOW_AND_FAST
+        + """
+@pytest.fixture
+def timed(benchmark):
+    return lambda f, *args: benchmark.pedantic(f, args=args, rounds=1)
 
-        def slow(n):
-            spin(300e-6)
-            return n * 2
-
-        def fast(n):
-            spin(100e-6)
-            return n * 2
-
-        @pytest.fixture
-        def timed(benchmark):
-            return lambda f, *args: benchmark.pedantic(f, args=args, rounds=1)
-
-        @pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
-        def test_scale(candidate, timed):
-            return timed(candidate, 2)
-        """
+@pytest.mark.autotune(candidates={"slow": slow, "fast": fast})
+def test_scale(candidate, timed):
+    return timed(candidate, 2)
+"""
     )
 
     result = run_beside_benchmark(autotune_pytester, "--autotune")
