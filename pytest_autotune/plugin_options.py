@@ -133,6 +133,11 @@ def _ini_value(config: pytest.Config, name: str) -> object:
         words = " (true or false: yes/no, on/off, 1/0)" if "truth value" in str(exc) else ""
         source = OVERRIDES if name in _overridden(config) else _ini_source(config)
         raise ConfigError(f"{source}: {name}: {exc}{words}") from None
+    except TypeError as exc:
+        # pytest 9.0 and 9.1 refuse a native `[tool.pytest]` value of another type
+        # (`autotune_strict = "true"`) with a TypeError, which reached the user as a
+        # traceback through this plugin; 9.2 raises a usage error of the same words.
+        raise pytest.UsageError(str(exc)) from None
     # An unset string ini is "", an unset bool or number None (pytest 7: an unset bool
     # []): each means "not set here". False and 0 are values (0 one the parser may refuse
     # by name).

@@ -457,6 +457,25 @@ def test_a_native_toml_time_limit_of_zero_is_refused_by_name(
     )
 
 
+@pytest.mark.skipif(pytest.version_tuple < (9,), reason="a native [tool.pytest] is pytest 9's")
+def test_a_native_toml_value_of_another_type_stops_the_run_in_one_line(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # pytest 9.0 and 9.1 refuse it with a TypeError, which reached the user as a traceback
+    # through this plugin; 9.2 with a usage error of the same words.
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    (autotune_pytester.path / "tox.ini").unlink()  # the fixture's ini, found after this one
+    autotune_pytester.makepyprojecttoml(
+        '[tool.pytest]\nfilterwarnings = ["error"]\nautotune_strict = "true"\n'
+    )
+    result = run(autotune_pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: *pyproject.toml: config option 'autotune_strict' expects a bool, got str: 'true'"]
+    )
+    assert "Traceback" not in result.stderr.str()
+
+
 TIGHT_TEST = """
 import pytest
 from conftest import spin, slowdown
