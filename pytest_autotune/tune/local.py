@@ -432,6 +432,9 @@ class LocalTuner:
         self, operation: Callable[..., ReturnT], winners: dict[Any, Callable[..., ReturnT]]
     ) -> Callable[..., ReturnT]:
         operation.winners = winners  # type: ignore[attr-defined]  # for `clear`
+        # Python's message for a call with too many inputs names the function: it read
+        # "LocalTuner.bind.<locals>.call_one()", our internals, for a mistake in the call.
+        operation.__name__ = operation.__qualname__ = f"LocalTuner {self.name!r}: bound operation"
         with self._lock:
             self._bound.add(operation)
         return operation

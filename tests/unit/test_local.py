@@ -1954,6 +1954,20 @@ def test_bind_with_the_client_and_its_device_id_swapped_is_refused_at_bind() -> 
     )
 
 
+def test_a_bound_operation_of_one_input_called_with_two_names_its_tuner() -> None:
+    # It read "LocalTuner.bind.<locals>.call_one() takes 1 positional argument but 2 were
+    # given": a name of our internals, for a mistake in the user's call.
+    tuner = LocalTuner("bind-arity", AutotuneConfig(disable_cache=True))
+    client = FakeClient()
+    tunables = tuner.init(lambda: TunableSet.of(len, {"a": lambda x: 1, "b": lambda x: 2}))
+    operation = tuner.bind(client.device_id, client, tunables)
+    with pytest.raises(TypeError) as info:
+        operation([1], [2])
+    assert str(info.value) == (
+        "LocalTuner 'bind-arity': bound operation() takes 1 positional argument but 2 were given"
+    )
+
+
 def test_a_key_that_is_an_input_array_is_named_cut_short() -> None:
     # `TunableSet.of(lambda x: x, ...)`, the input itself for a key: the message printed
     # the whole array (6,800 characters for 1,000 floats).
