@@ -142,16 +142,23 @@ def _apart(rows: Sequence[Compared]) -> str:
     in both" reads as if the groups themselves were missing."""
     only_a = [row for row in rows if row.note == "only in A"]
     only_b = [row for row in rows if row.note == "only in B"]
-    both = {row.order for row in only_a} & {row.order for row in only_b}
+    both = {_unfiled(row) for row in only_a} & {_unfiled(row) for row in only_b}
     if not both:
         return ""
-    devices_a = sorted({row.device_id for row in only_a if row.order in both})
-    devices_b = sorted({row.device_id for row in only_b if row.order in both})
+    devices_a = sorted({row.device_id for row in only_a if _unfiled(row) in both})
+    devices_b = sorted({row.device_id for row in only_b if _unfiled(row) in both})
     return (
         f" on one device: A's groups were measured on {', '.join(devices_a)}, B's on"
         f" {', '.join(devices_b)}, and a run is judged only against a baseline of its own"
         " device (or of the runner class --autotune-runner names)"
     )
+
+
+def _unfiled(row: Compared) -> str:
+    """A row's group and key, whichever device it was filed under: a cache root's entries are
+    named by their file's path below it, its device's folder first, and a group measured on
+    several devices by its name and " on <device>"."""
+    return row.name.removeprefix(f"{row.device_id}/").removesuffix(f" on {row.device_id}")
 
 
 def fraction(text: str) -> float:

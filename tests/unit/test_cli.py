@@ -307,6 +307,25 @@ def test_compare_of_runs_on_two_devices_says_the_groups_are_there_on_other_devic
     )
 
 
+def test_compare_of_cache_roots_of_two_devices_says_the_groups_are_there_on_other_devices(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `compare old/.autotune new/.autotune` of a GPU runner's caches and a laptop's: each
+    # file is named by its path below the root, its device's folder first, so the same
+    # file of two devices read as two groups, and "no group is in both" said nothing more.
+    before, after = tmp_path / "before", tmp_path / "after"
+    for root, device in ((before, GPU), (after, "cpu-amd-epyc-2t")):
+        (root / device).mkdir(parents=True)
+        write_cache(root / device / "t.json", N8, device_id=device)
+    err = refused(capsys, "compare", str(before), str(after))
+    assert err == (
+        f"pytest-autotune: error: {before}, {after}: no group is in both on one device: A's"
+        f" groups were measured on {GPU}, B's on cpu-amd-epyc-2t, and a run is judged only"
+        " against a baseline of its own device (or of the runner class --autotune-runner"
+        " names)\n"
+    )
+
+
 def test_compare_says_a_group_whose_every_candidate_failed_in_a_was_there(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
