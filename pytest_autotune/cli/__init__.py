@@ -57,8 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {_without_controls(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        sys.stdout.write(_without_controls(output.getvalue()))
-        sys.stdout.flush()
+        _write_all(sys.stdout, _without_controls(output.getvalue()))
     except BrokenPipeError:
         _discard_stdout()
         return EXIT_PIPE_CLOSED
@@ -69,6 +68,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_ERROR
     return code
+
+
+_PIECE = 1024
+"""Characters written at a time: at most 4 KiB in UTF-8, within the 8 KiB a text stream
+gathers before it writes, so a short write to a pipe is retried and its reader's leaving
+raises BrokenPipeError."""
+
+
+def _write_all(stream: TextIO, text: str) -> None:
+    """`text` written whole, or an OSError. Under PYTHONUNBUFFERED=1 a text stream hands a
+    large write straight to the file, whose short write to a pipe whose reader left (`show
+    .autotune | head`) was taken as done: the rest was dropped without an error."""
+    for start in range(0, len(text), _PIECE):
+        stream.write(text[start : start + _PIECE])
+    stream.flush()
 
 
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
