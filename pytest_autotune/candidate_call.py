@@ -78,19 +78,33 @@ def stable_group_key(item: pytest.Function, spec: ItemSpec, named: Named) -> Any
     passed, and the group was tuned and filed under its first test's key, which no later
     run made again, so every gate read "no baseline" and never said why."""
     key = group_key(spec, named)
-    first, first_test = item.config.stash.setdefault(GROUP_KEYS, {}).setdefault(
-        spec.group, (key, item.nodeid)
-    )
+    keys = item.config.stash.setdefault(GROUP_KEYS, {})
+    if spec.group not in keys:
+        # Asked twice in the group's first test: each checked call restores the global
+        # random generators (`GlobalDraws`), undoing the key's own draws, so a key of
+        # random draws gave every test of its group the same key, and the next run another.
+        again = group_key(spec, named)
+        if stable_key(again) != stable_key(key):
+            fail(
+                f"{item.nodeid}: key= gave {key!r}, then {again!r} when asked again in the"
+                f" same test; {_SAME_KEY}"
+            )
+    first, first_test = keys.setdefault(spec.group, (key, item.nodeid))
     # Compared as the cache file identifies a key: a key class of no `__eq__` of its own
     # compares by identity, and each test's equal key would read as another.
     if stable_key(key) != stable_key(first):
         fail(
             f"{item.nodeid}: key= gave {key!r}, where it gave {first!r} in {first_test},"
-            " a test of the same group; a key must be the same each time it is asked (made"
-            " of the inputs' sizes and dtypes, not of a counter, the time or random draws),"
-            " or no later run finds the baseline filed under it"
+            f" a test of the same group; {_SAME_KEY}"
         )
     return key
+
+
+_SAME_KEY = (
+    "a key must be the same each time it is asked (made of the inputs' sizes and dtypes,"
+    " not of a counter, the time or random draws), or no later run finds the baseline"
+    " filed under it"
+)
 
 
 def tuned(

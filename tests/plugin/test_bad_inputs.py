@@ -557,19 +557,36 @@ CASES = [
     Case(
         # A key of a counter (or the time, or random draws) gave each test of the group
         # another key: all passed, and the group was filed under its first test's key,
-        # which no later run made again, so every gate read "no baseline".
+        # which no later run made again, so every gate read "no baseline". This one moves
+        # between tests only, as it is asked twice in the group's first test.
         "key that changes between the tests of a group, tuned",
         "tune",
         FAILED,
         ("test_x.py::test_x[other-1]: key= gave 2", "gave 1 in test_x.py::test_x[good-1]"),
-        marker("key=lambda n, _calls=[]: _calls.append(n) or len(_calls)"),
+        marker("key=lambda n, _calls=[]: _calls.append(n) or (len(_calls) + 1) // 2"),
     ),
     Case(
         "key that changes between the tests of a group, check",
         "check",
         FAILED,
         ("test_x.py::test_x[other-1]: key= gave 2", "must be the same each time"),
-        marker("key=lambda n, _calls=[]: _calls.append(n) or len(_calls)"),
+        marker("key=lambda n, _calls=[]: _calls.append(n) or (len(_calls) + 1) // 2"),
+    ),
+    Case(
+        # Each checked call restores the global generators' states, the key's own draws
+        # undone: every test of the group drew the same key, and the next run another.
+        "key of random draws, tuned",
+        "tune",
+        FAILED,
+        ("key= gave", "then", "when asked again", "must be the same each time"),
+        marker("key=lambda n: __import__('random').random()"),
+    ),
+    Case(
+        "key of random draws, check",
+        "check",
+        FAILED,
+        ("key= gave", "then", "when asked again", "must be the same each time"),
+        marker("key=lambda n: __import__('random').random()"),
     ),
     Case(
         "key NaN, check",
