@@ -12,6 +12,7 @@ from typing import NoReturn
 import pytest
 
 from pytest_autotune.time_limit import crashed
+from pytest_autotune.tune.decision import MEASURED_FAILURES
 from pytest_autotune.tune.loaded import instance_of
 
 
@@ -52,10 +53,17 @@ def raised_only_when_tuned(failure: str) -> str:
     own test called it again (`raise_again`): said "raised" alone, the test read as the
     candidate failing now, and each rerun of it (pytest-rerunfailures), which does not
     tune the group again, said so again while a plain run's rerun passed."""
+    # A winner that raised while the gate measured it had been tuned: said "while its
+    # group was tuned" and "tuned without it", the message hid that it had won.
+    when, without = (
+        ("after it won its group's tuning", "judged")
+        if any(f" {how}" in failure for how in MEASURED_FAILURES)  # after its name
+        else ("while its group was tuned", "tuned")
+    )
     return (
-        f"{failure} while its group was tuned; called again in its own test, it did not"
-        " raise: it fails at times, or only after many calls, and the group was tuned"
-        " without it (a rerun of this test does not tune the group again)"
+        f"{failure} {when}; called again in its own test, it did not raise: it fails at"
+        f" times, or only after many calls, and the group was {without} without it (a"
+        " rerun of this test does not tune the group again)"
     )
 
 

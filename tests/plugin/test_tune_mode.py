@@ -3887,6 +3887,25 @@ def test_a_winner_that_fails_while_measured_fails_alone_and_the_next_is_recorded
     assert flaky["error"]["message"] == "failed while measured: RuntimeError: worn out"
 
 
+def test_a_winner_that_raised_only_while_the_gate_measured_it_is_said_to_have_won(
+    autotune_pytester: pytest.Pytester,
+) -> None:
+    # flaky won its tuning and raised once, in the gate's measurement: its test said it
+    # raised "while its group was tuned" and that "the group was tuned without it".
+    source = WINNER_FAILS_LATER.replace("if len(calls) > 10:", "if len(calls) == 11:")
+    autotune_pytester.makepyfile(test_wears=source)
+    result = run(autotune_pytester, "--autotune-update")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "candidate 'flaky' failed while measured: RuntimeError: worn out after it won"
+            " its group's tuning; called again in its own test, it did not raise: * and the"
+            " group was judged without it *",
+            "test_wears.py::test_wears*steady*updated",
+        ]
+    )
+
+
 def test_an_update_says_when_cpu_baselines_rest_on_fewer_than_three_sessions(
     scale: pytest.Pytester,
 ) -> None:
