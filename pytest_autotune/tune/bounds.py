@@ -87,11 +87,12 @@ class Work:
     which is never smaller, so an unstated working set never picks too fast a level.
 
     `dtype` is the arithmetic `compute_ops` run in, whose measured peak bounds them: a NumPy
-    dtype (`x.dtype`, `np.float64`, "float64") or the peaks' name ("fp64", "fp16"); None is
-    fp32. NumPy computes in float64 by default, at half fp32's rate or less, so a float64
-    kernel judged against the fp32 roof would read half as close to it as it is. It is
-    typed as what it accepts (`Work(dtype=x.dtype)` type-checks in a user's code); it holds
-    the peaks' name, or None, once built (`unit` reads it as a str).
+    dtype (`x.dtype`, `np.float64`, "float64"), a PyTorch one (a tensor's `x.dtype`) or the
+    peaks' name ("fp64", "fp16"); None is fp32. NumPy computes in float64 by default, at
+    half fp32's rate or less, so a float64 kernel judged against the fp32 roof would read
+    half as close to it as it is. It is typed as what it accepts (`Work(dtype=x.dtype)`
+    type-checks in a user's code); it holds the peaks' name, or None, once built (`unit`
+    reads it as a str).
     """
 
     compute_ops: float = 0
@@ -120,11 +121,12 @@ class Work:
             _check_amount(self, "working_set")
         if self.dtype is not None:
             unit = compute_unit(self.dtype)
-            if unit not in COMPUTE_UNITS and not _numpy_dtype(self.dtype):
+            # A NumPy dtype no probe measures (an integer kernel's `x.dtype`, a tensor's
+            # `torch.int32` read as "int32") is kept: its work is bounded by memory alone,
+            # as the README says.
+            if not (unit in COMPUTE_UNITS or _numpy_dtype(unit) or _numpy_dtype(self.dtype)):
                 # A name that is neither (a typo, "fp46") has no peak: the compute bound,
                 # the short circuit and the floor would be switched off without a word.
-                # A NumPy dtype no probe measures (an integer kernel's `x.dtype`) is kept:
-                # its work is bounded by memory alone, as the README says.
                 raise ValueError(
                     f"Work: dtype {self.dtype!r} is neither a NumPy dtype nor a unit the peaks"
                     f" measure ({', '.join(COMPUTE_UNITS)})"

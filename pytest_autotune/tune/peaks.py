@@ -39,9 +39,11 @@ COMPUTE_UNITS = ("fp64", "fp32", "fp16", "bf16", "tf32")
 
 def compute_unit(dtype: object) -> str:
     """The peaks' name of a compute unit given as one ("fp64") or as a NumPy dtype, type or
-    name (`x.dtype`, `np.float64`, "float64")."""
+    name (`x.dtype`, `np.float64`, "float64"), or a PyTorch dtype (a tensor's `x.dtype`)."""
     # A type (`np.float32`), a dtype (`x.dtype`, also byte-swapped: its `name`), a name.
     name = getattr(dtype, "__name__", None) or getattr(dtype, "name", None) or str(dtype)
+    # A PyTorch dtype has no name but its str, "torch.float64".
+    name = name.removeprefix("torch.")
     return NUMPY_DTYPES.get(name, name)
 
 

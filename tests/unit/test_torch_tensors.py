@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_autotune import AutotuneConfig, LocalTuner, TunableSet, compare_outputs
+from pytest_autotune import AutotuneConfig, LocalTuner, TunableSet, Work, compare_outputs
 from pytest_autotune.backends.cpu import cpu
 from pytest_autotune.tune.clone import clone_value
 
@@ -337,3 +337,14 @@ def test_a_tensor_that_records_its_gradient_and_its_view_are_copied_apart_as_bef
     weight = torch.zeros(4, 8, requires_grad=True)
     copied, view = clone_value((weight, weight[:, :2].detach()))
     assert copied.is_leaf and copied.requires_grad and not view.requires_grad
+
+
+@pytest.mark.parametrize(
+    ("dtype", "unit"),
+    [("float64", "fp64"), ("float32", "fp32"), ("bfloat16", "bf16"), ("int32", "int32")],
+)
+def test_a_works_dtype_may_be_a_tensors_own(dtype: str, unit: str) -> None:
+    # `Work(dtype=x.dtype)` of a tensor x, as the README writes it of an array, failed its
+    # test: "dtype torch.float64 is neither a NumPy dtype nor a unit the peaks measure".
+    work = Work(compute_ops=1e6, bytes=1e6, dtype=getattr(torch, dtype))
+    assert work.unit == unit
