@@ -265,10 +265,11 @@ class TunableSet(Generic[OutputT]):
         """Turn the short circuit on or off (the seed's `with_short_circuit(bool)`), or give
         the samples under the bounds' time limit that end a batch (`with_short_circuit(3)`).
 
-        `True` keeps the config's `short_circuit_samples`; it never means one sample.
+        `True` is the config's `short_circuit_samples`, whatever number an earlier call gave;
+        it never means one sample.
         """
         if isinstance(enabled, bool):
-            return replace(self, short_circuit=enabled)
+            return replace(self, short_circuit=enabled, short_circuit_samples=None)
         if not isinstance(enabled, int) or enabled < 1:
             raise ValueError(
                 f"with_short_circuit: expected True, False or a number of samples >= 1,"

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from pytest_autotune.tune.bounds import Bounds, Thresholds, Work, calculate_bounds
+from pytest_autotune.tune.config import BenchConfig
 from pytest_autotune.tune.tunable import Tunable, TuneGroup
 from pytest_autotune.tune.tunable_set import (
     CloneInputGenerator,
@@ -134,6 +135,13 @@ def test_with_work_defaults_to_the_full_roof():
 
 def test_with_short_circuit_sets_the_samples_under_the_limit_that_end_a_batch():
     assert TunableSet(by_size).with_short_circuit(1).short_circuit_samples == 1
+
+
+def test_with_short_circuit_true_after_a_number_goes_back_to_the_configs_samples():
+    # The builder's last call wins, as `True` after `False` turns it back on: `True` is the
+    # config's samples, as documented, not the number an earlier call gave.
+    tunables = TunableSet(by_size).with_short_circuit(3).with_short_circuit(True)
+    assert tunables.short_circuit_for(BenchConfig(short_circuit_samples=2)) == 2
 
 
 @pytest.mark.parametrize("samples", [0, -1])
