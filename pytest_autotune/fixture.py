@@ -26,7 +26,12 @@ from pytest_autotune.function_spec import form_error
 from pytest_autotune.group_request import GroupRequest
 from pytest_autotune.item_groups import repeated_nodeid
 from pytest_autotune.key_checks import checked_key
-from pytest_autotune.marker_options import option_error, run_setting_hint, work_error
+from pytest_autotune.marker_options import (
+    near_names_hint,
+    option_error,
+    run_setting_hint,
+    work_error,
+)
 from pytest_autotune.session import AutotuneSession
 from pytest_autotune.stash_keys import SESSION
 from pytest_autotune.time_limit import Limited, TimeLimit, TimeLimitExceeded
@@ -201,7 +206,9 @@ def _check_arguments(
         # and the list of options alone did not say how to pass it.
         fail(
             f"{nodeid}: autotune: unknown option(s) {sorted(unknown)};"
-            f" known: {', '.join(FIXTURE_OPTIONS)}{run_setting_hint(sorted(unknown))};"
+            f" known: {', '.join(FIXTURE_OPTIONS)}"
+            f"{near_names_hint(sorted(unknown), FIXTURE_OPTIONS)}"
+            f"{run_setting_hint(sorted(unknown))};"
             " inputs go by position: autotune(tunable_set, *inputs)"
         )
     if not isinstance(tunables, TunableSet):

@@ -5,7 +5,6 @@ with them, failing the function's tests by name rather than the collection."""
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import inspect
 import textwrap
@@ -23,7 +22,7 @@ from pytest_autotune.collection import (
     shared_nodeid_error,
 )
 from pytest_autotune.key_checks import MEMORY_ADDRESS
-from pytest_autotune.marker_options import option_error, run_setting_hint
+from pytest_autotune.marker_options import near_names_hint, option_error, run_setting_hint
 from pytest_autotune.parameter_ids import printable, shown
 from pytest_autotune.parametrized_candidates import (
     beside_a_hook,
@@ -110,9 +109,7 @@ def form_error(markers: list[pytest.Mark], kwargs: Mapping[str, Any]) -> str | N
     if not unknown:
         return None
     known = ", ".join(MARKER_OPTIONS)
-    near = [m for u in unknown for m in difflib.get_close_matches(u, MARKER_OPTIONS, 1, 0.6)]
-    hint = f"; did you mean {', '.join(near)}?" if near else ""
-    hint += run_setting_hint(unknown)
+    hint = near_names_hint(unknown, MARKER_OPTIONS) + run_setting_hint(unknown)
     return f"@pytest.mark.autotune: unknown option(s) {unknown}; known: {known}{hint}"
 
 

@@ -4,6 +4,7 @@ AttributeError or TypeError far from the marker (issue 15)."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -112,6 +113,14 @@ def work_error(value: Any, what: str = "@pytest.mark.autotune(work=...)") -> str
     if isinstance(value, Work) or value is None:
         return None
     return f"{what} returned {_short(value)}, expected a Work(...)"
+
+
+def near_names_hint(unknown: Iterable[str], known: Iterable[str]) -> str:
+    """ "; did you mean rtol?" for the `unknown` options of a marker or a fixture call that
+    are near a `known` one, or "": a misspelt option is the most common of them."""
+    choices = list(known)
+    near = [m for u in unknown for m in difflib.get_close_matches(u, choices, 1, 0.6)]
+    return f"; did you mean {', '.join(near)}?" if near else ""
 
 
 def run_setting_hint(unknown: Iterable[str]) -> str:

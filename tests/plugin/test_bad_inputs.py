@@ -1078,7 +1078,7 @@ CASES = [
         "fixture unknown keyword",
         "check",
         FAILED,
-        ("autotune: unknown option(s) ['timelimit']; known: work,", "time_limit, level"),
+        ("autotune: unknown option(s) ['timelimit']; known: work,", "did you mean time_limit?"),
         FIXTURE.format(call="make(), 3, timelimit=5"),
     ),
     Case(
@@ -1113,7 +1113,10 @@ CASES = [
         "fixture option misspelt",
         "check",
         FAILED,
-        ("test_x.py::test_x: autotune: unknown option(s) ['rtl']; known: work,", "rtol"),
+        (
+            "test_x.py::test_x: autotune: unknown option(s) ['rtl']; known: work,",
+            "; did you mean rtol?; inputs go by position",
+        ),
         FIXTURE.format(call="make(), 3, rtl=1e-3"),
     ),
     Case(
