@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import FrozenInstanceError, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, Protocol
@@ -270,12 +271,16 @@ class TunableSet(Generic[OutputT]):
         """
         if isinstance(enabled, bool):
             return replace(self, short_circuit=enabled, short_circuit_samples=None)
-        if not isinstance(enabled, int) or enabled < 1:
+        try:  # any integer, a NumPy one among them (`np.int64(3)` read as no number)
+            samples = operator.index(enabled)
+        except TypeError:
+            samples = 0
+        if samples < 1:
             raise ValueError(
                 f"with_short_circuit: expected True, False or a number of samples >= 1,"
                 f" got {enabled!r}"
             )
-        return replace(self, short_circuit=True, short_circuit_samples=enabled)
+        return replace(self, short_circuit=True, short_circuit_samples=samples)
 
     def short_circuit_for(self, bench: BenchConfig) -> int | None:
         """The samples under the time limit that end a batch, None when it never ends early.

@@ -135,6 +135,15 @@ def test_with_work_defaults_to_the_full_roof():
 
 def test_with_short_circuit_sets_the_samples_under_the_limit_that_end_a_batch():
     assert TunableSet(by_size).with_short_circuit(1).short_circuit_samples == 1
+    # A NumPy integer (a count read from an array's shape) was refused as no number.
+    samples = TunableSet(by_size).with_short_circuit(np.int64(3)).short_circuit_samples
+    assert samples == 3 and type(samples) is int
+
+
+@pytest.mark.parametrize("samples", [1.5, "3", None])
+def test_a_short_circuit_of_no_whole_number_is_refused(samples):
+    with pytest.raises(ValueError, match="expected True, False or a number of samples >= 1"):
+        TunableSet(by_size).with_short_circuit(samples)
 
 
 def test_with_short_circuit_true_after_a_number_goes_back_to_the_configs_samples():
