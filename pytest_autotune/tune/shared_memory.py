@@ -112,13 +112,10 @@ class SharedMemory:
             if not value.flags.writeable:
                 view.flags.writeable = False
             return view
-        torch = sys.modules["torch"]
-        # A storage starting at the tensor's first byte: its offset in the block may be no
-        # whole number of its elements (a float64 tensor 4 bytes past a float32 one).
-        storage = torch.from_numpy(block[value.data_ptr() - low :]).untyped_storage()
-        with torch.no_grad():
-            made = torch.empty(0, dtype=value.dtype)
-            made.set_(storage, 0, value.shape, value.stride())
+        # From the tensor's first byte: its offset in the block may be no whole number of
+        # its elements (a float64 tensor 4 bytes past a float32 one).
+        made = _tensor_over(block[value.data_ptr() - low :], 0, value)
+        with sys.modules["torch"].no_grad():
             return made.copy_(value)
 
     def _tensor_view(self, torch: Any, key: MemoryKey, value: Any) -> Any:
@@ -156,14 +153,14 @@ def overlapping_keyed(keyed: Iterable[tuple[Any, MemoryKey | None]]) -> SharedMe
     some 8 us more to copy."""
     groups: dict[MemoryKey, list[Any]] = {}
     # The keys that may be of borrowed memory (`_borrowed_memory`): of a NumPy array whose
-    # `base` is set (a plain array's is None), of a tensor. Told apart here, where each
+    # `base` is set (a plain array's is None), of a CPU tensor. Told apart here, where each
     # array is met anyway: looked for group by group, a call's copy of 3 plain arrays paid
     # 0.55 us more (of 13), and of a tensor and its view 1.4 us (of 33).
     may_borrow: set[MemoryKey] = set()
     for value, key in keyed:
         if key is not None:
             groups.setdefault(key, []).append(value)
-            if key[0] != "numpy" or value.base is not None:
+            if key[:2] == ("torch", _CPU) or (key[0] == "numpy" and value.base is not None):
                 may_borrow.add(key)
     hosts = _host_tensors(groups)
     merged = _borrowed_memory(groups, may_borrow, hosts) if len(may_borrow) > 1 else {}
@@ -276,7 +273,7 @@ def _borrows(key: MemoryKey, first: Any) -> bool:
     allocate, which an owner of its own may lie in too."""
     if key[0] == "numpy":  # an owner whose `base` is None allocated its memory
         return numpy_owner(first).base is not None
-    return key[1] == _CPU and key[0] == "torch" and not first.untyped_storage().resizable()
+    return not first.untyped_storage().resizable()  # a CPU tensor's (`may_borrow`)
 
 
 def _any_overlap(ranges: list[tuple[int, int]]) -> bool:
@@ -402,16 +399,22 @@ def tensor_view(value: Any, owner: np.ndarray[Any, Any], owner_copy: np.ndarray[
         return None
     offset = value.data_ptr() - owner.__array_interface__["data"][0]
     size = value.element_size()
-    torch = sys.modules["torch"]
     if offset % size:
         # No whole number of its elements in (a float64 tensor 4 bytes into a float32
         # array): over a storage starting at its first byte, as `_host_view` makes one.
         # Copied apart, a write through the array was not seen in the tensor's copy.
-        buffer, offset = buffer[offset:], 0
+        return _tensor_over(buffer[offset:], 0, value)
+    return _tensor_over(buffer, offset // size, value)
+
+
+def _tensor_over(buffer: np.ndarray[Any, Any], offset: int, value: Any) -> Any:
+    """A CPU tensor of `value`'s dtype, shape and strides over the bytes `buffer` (writable,
+    uint8), `offset` of its elements past their first."""
+    torch = sys.modules["torch"]
     storage = torch.from_numpy(buffer).untyped_storage()
     with torch.no_grad():
         made = torch.empty(0, dtype=value.dtype)
-        return made.set_(storage, offset // size, value.shape, value.stride())
+        return made.set_(storage, offset, value.shape, value.stride())
 
 
 def _owner_bytes(

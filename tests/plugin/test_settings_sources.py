@@ -422,6 +422,14 @@ NATIVE_TOML = pytest.mark.skipif(
 )
 
 
+def run_with_a_native_table(pytester: pytest.Pytester, setting: str) -> pytest.RunResult:
+    """The scale tests run with `setting` (a TOML line) in pytest 9's `[tool.pytest]`."""
+    pytester.makepyfile(test_scale=SCALE_TESTS)
+    (pytester.path / "tox.ini").unlink()  # the fixture's ini, found after this one
+    pytester.makepyprojecttoml(f'[tool.pytest]\nfilterwarnings = ["error"]\n{setting}\n')
+    return run(pytester)
+
+
 @NATIVE_TOML
 @pytest.mark.parametrize("value", ["5", "2.5", '"5"'])
 def test_a_native_toml_table_gives_the_time_limit_as_a_number_or_a_string(
@@ -429,12 +437,7 @@ def test_a_native_toml_table_gives_the_time_limit_as_a_number_or_a_string(
 ) -> None:
     # `[tool.pytest]` (pytest 9) keeps TOML's types: an unquoted 5 was refused as "expects
     # a string", and a quoted one, which older pytest needed, must still read.
-    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
-    (autotune_pytester.path / "tox.ini").unlink()  # the fixture's ini, found after this one
-    autotune_pytester.makepyprojecttoml(
-        f'[tool.pytest]\nfilterwarnings = ["error"]\nautotune_time_limit = {value}\n'
-    )
-    result = run(autotune_pytester)
+    result = run_with_a_native_table(autotune_pytester, f"autotune_time_limit = {value}")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
 
 
@@ -442,12 +445,7 @@ def test_a_native_toml_table_gives_the_time_limit_as_a_number_or_a_string(
 def test_a_native_toml_time_limit_of_zero_is_refused_by_name(
     autotune_pytester: pytest.Pytester,
 ) -> None:
-    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
-    (autotune_pytester.path / "tox.ini").unlink()  # the fixture's ini, found after this one
-    autotune_pytester.makepyprojecttoml(
-        '[tool.pytest]\nfilterwarnings = ["error"]\nautotune_time_limit = 0\n'
-    )
-    result = run(autotune_pytester)
+    result = run_with_a_native_table(autotune_pytester, "autotune_time_limit = 0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
@@ -463,12 +461,7 @@ def test_a_native_toml_value_of_another_type_stops_the_run_in_one_line(
 ) -> None:
     # pytest 9.0 and 9.1 refuse it with a TypeError, which reached the user as a traceback
     # through this plugin; 9.2 with a usage error of the same words.
-    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
-    (autotune_pytester.path / "tox.ini").unlink()  # the fixture's ini, found after this one
-    autotune_pytester.makepyprojecttoml(
-        '[tool.pytest]\nfilterwarnings = ["error"]\nautotune_strict = "true"\n'
-    )
-    result = run(autotune_pytester)
+    result = run_with_a_native_table(autotune_pytester, 'autotune_strict = "true"')
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["ERROR: *pyproject.toml: config option 'autotune_strict' expects a bool, got str: 'true'"]
