@@ -18,7 +18,7 @@ from typing import Any, ClassVar, TypeVar
 from pytest_autotune.tune.errors import ConfigWarning, caller_level
 from pytest_autotune.tune.files import MAX_DEPTH, MAX_INT_DIGITS
 from pytest_autotune.tune.plain_numbers import RealNumber, finite, real_number
-from pytest_autotune.tune.wording import short_repr
+from pytest_autotune.tune.wording import chosen, short_repr
 
 KeyT = TypeVar("KeyT", bound="AutotuneKey")
 
@@ -302,13 +302,7 @@ class AutotuneLevel(enum.Enum):
 
     @classmethod
     def parse(cls, value: str, source: str) -> AutotuneLevel:
-        try:
-            return cls(value.strip().lower())
-        except ValueError:
-            choices = ", ".join(level.value for level in cls)
-            raise ValueError(
-                f"{source}: autotune level must be one of {choices}, got {value!r}"
-            ) from None
+        return chosen(cls, value, source, "autotune level")
 
 
 _level: AutotuneLevel | None = None

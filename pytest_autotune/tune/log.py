@@ -11,12 +11,12 @@ import enum
 import logging
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, ClassVar
 
 from pytest_autotune.tune.benchmark import NS_PER_S
 from pytest_autotune.tune.check_result import RAISED, CheckResult
-from pytest_autotune.tune.wording import counted
+from pytest_autotune.tune.wording import chosen, counted
 
 logger = logging.getLogger("pytest_autotune")
 # A library's logger with no handler of its own prints its warnings to stderr through
@@ -40,13 +40,15 @@ class AutotuneLogLevel(enum.Enum):
 
     @classmethod
     def parse(cls, value: str, source: str) -> AutotuneLogLevel:
-        try:
-            return cls(value.strip().lower())
-        except ValueError:
-            choices = ", ".join(level.value for level in cls)
-            raise ValueError(
-                f"{source}: log level must be one of {choices}, got {value!r}"
-            ) from None
+        return chosen(cls, value, source, "log level")
+
+
+_FIELD_TYPES: Mapping[str, Callable[[Any], Any]] = {
+    "str": str,
+    "int": int,
+    "tuple[int, ...]": lambda values: tuple(int(v) for v in values),
+}
+"""How a field of each declared type reads back from JSON (`AutotuneLogEvent.from_json`)."""
 
 
 def _ns(seconds: float) -> int:
@@ -89,6 +91,7 @@ class AutotuneLogEvent:
 
     __slots__ = ()
     EVENT: ClassVar[str]
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # each variant is a dataclass
     TuningStep: ClassVar[type[TuningStep]]
     CandidateSampled: ClassVar[type[CandidateSampled]]
     Eliminated: ClassVar[type[Eliminated]]
@@ -98,8 +101,36 @@ class AutotuneLogEvent:
     Preferred: ClassVar[type[Preferred]]
     ChecksDone: ClassVar[type[ChecksDone]]
 
+    IN_NANOSECONDS: ClassVar[Mapping[str, str]] = {}
+    """The fields of seconds that JSON holds in whole nanoseconds, and the names they go
+    by there (`duration` as `duration_ns`): a record's times are integers, as the seed's."""
+
     def to_json(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """Tagged "event", then each field in the order the class declares them, under its
+        own name (or its `IN_NANOSECONDS` one); a tuple as a list."""
+        out: dict[str, Any] = {"event": self.EVENT}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            in_ns = self.IN_NANOSECONDS.get(f.name)
+            if in_ns is not None:
+                out[in_ns] = _ns(value)
+            else:
+                out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AutotuneLogEvent:
+        """The event `to_json` wrote, each field converted to its declared type (a record is
+        read from a file anyone may have edited). A field with a default may be missing:
+        records written before it was (`Preferred.by`)."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            in_ns = cls.IN_NANOSECONDS.get(f.name)
+            if in_ns is not None:
+                values[f.name] = _seconds(data[in_ns])
+            elif f.name in data or f.default is MISSING:
+                values[f.name] = _FIELD_TYPES[str(f.type)](data[f.name])
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,17 +138,10 @@ class TuningStep(AutotuneLogEvent):
     """One batch of the plan was benchmarked: which candidates, and how long it took."""
 
     EVENT: ClassVar[str] = "tuning_step"
+    IN_NANOSECONDS: ClassVar[Mapping[str, str]] = {"duration": "duration_ns"}
     batch: int
     indices: tuple[int, ...]
     duration: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "event": self.EVENT,
-            "batch": self.batch,
-            "indices": list(self.indices),
-            "duration_ns": _ns(self.duration),
-        }
 
     def __str__(self) -> str:
         duration = format_duration(self.duration)
@@ -130,17 +154,10 @@ class CandidateSampled(AutotuneLogEvent):
     every sample anyway and an event each would swell records tenfold."""
 
     EVENT: ClassVar[str] = "candidate_sampled"
+    IN_NANOSECONDS: ClassVar[Mapping[str, str]] = {"seconds": "sample_ns"}
     name: str
     index: int
     seconds: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "event": self.EVENT,
-            "name": self.name,
-            "index": self.index,
-            "sample_ns": _ns(self.seconds),
-        }
 
     def __str__(self) -> str:
         return f"{self.name} [#{self.index}]: sample {format_duration(self.seconds)}"
@@ -154,9 +171,6 @@ class Eliminated(AutotuneLogEvent):
     name: str
     index: int
     reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"event": self.EVENT, "name": self.name, "index": self.index, "reason": self.reason}
 
     def __str__(self) -> str:
         return f"{self.name} [#{self.index}] eliminated: {self.reason}"
@@ -173,15 +187,6 @@ class Held(AutotuneLogEvent):
     samples: int
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "event": self.EVENT,
-            "name": self.name,
-            "index": self.index,
-            "samples": self.samples,
-            "reason": self.reason,
-        }
-
     def __str__(self) -> str:
         return (
             f"{self.name} [#{self.index}] held as the rival after {self.samples} samples:"
@@ -195,19 +200,11 @@ class ShortCircuit(AutotuneLogEvent):
     it is close enough to the hardware's limit that tuning further cannot pay."""
 
     EVENT: ClassVar[str] = "short_circuit"
+    IN_NANOSECONDS: ClassVar[Mapping[str, str]] = {"time_limit": "time_limit_ns"}
     name: str
     index: int
     samples_under_limit: int
     time_limit: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "event": self.EVENT,
-            "name": self.name,
-            "index": self.index,
-            "samples_under_limit": self.samples_under_limit,
-            "time_limit_ns": _ns(self.time_limit),
-        }
 
     def __str__(self) -> str:
         return (
@@ -226,14 +223,6 @@ class Converged(AutotuneLogEvent):
     index: int
     samples: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "event": self.EVENT,
-            "name": self.name,
-            "index": self.index,
-            "samples": self.samples,
-        }
-
     def __str__(self) -> str:
         return f"{self.name} [#{self.index}] converged after {self.samples} samples"
 
@@ -250,16 +239,6 @@ class Preferred(AutotuneLogEvent):
     over: str
     over_index: int
     by: str = "client"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "event": self.EVENT,
-            "name": self.name,
-            "index": self.index,
-            "over": self.over,
-            "over_index": self.over_index,
-            "by": self.by,
-        }
 
     def __str__(self) -> str:
         why = (
@@ -282,6 +261,10 @@ class ChecksDone(AutotuneLogEvent):
 
     def to_json(self) -> dict[str, Any]:
         return {"event": self.EVENT, "results": [r.to_json() for r in self.results]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ChecksDone:
+        return cls(tuple(CheckResult.from_json(r) for r in data["results"]))
 
     def __str__(self) -> str:
         # A candidate that declined the key is `passed` (it fails nothing), but no output of
@@ -331,31 +314,7 @@ def event_from_json(data: Mapping[str, Any]) -> AutotuneLogEvent:
 
 
 _READERS: Mapping[str, Callable[[Mapping[str, Any]], AutotuneLogEvent]] = {
-    TuningStep.EVENT: lambda d: TuningStep(
-        int(d["batch"]), tuple(int(i) for i in d["indices"]), _seconds(d["duration_ns"])
-    ),
-    CandidateSampled.EVENT: lambda d: CandidateSampled(
-        str(d["name"]), int(d["index"]), _seconds(d["sample_ns"])
-    ),
-    Eliminated.EVENT: lambda d: Eliminated(str(d["name"]), int(d["index"]), str(d["reason"])),
-    Held.EVENT: lambda d: Held(
-        str(d["name"]), int(d["index"]), int(d["samples"]), str(d["reason"])
-    ),
-    ShortCircuit.EVENT: lambda d: ShortCircuit(
-        str(d["name"]),
-        int(d["index"]),
-        int(d["samples_under_limit"]),
-        _seconds(d["time_limit_ns"]),
-    ),
-    Converged.EVENT: lambda d: Converged(str(d["name"]), int(d["index"]), int(d["samples"])),
-    Preferred.EVENT: lambda d: Preferred(
-        str(d["name"]),
-        int(d["index"]),
-        str(d["over"]),
-        int(d["over_index"]),
-        str(d.get("by", "client")),  # records written before `by` was
-    ),
-    ChecksDone.EVENT: lambda d: ChecksDone(tuple(CheckResult.from_json(r) for r in d["results"])),
+    variant.EVENT: variant.from_json for variant in VARIANTS
 }
 """How each event's JSON reads back, by its "event" tag."""
 

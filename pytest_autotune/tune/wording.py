@@ -7,12 +7,27 @@ functions through `report.figures`."""
 
 from __future__ import annotations
 
+import enum
 import math
+from typing import TypeVar
+
+Choice = TypeVar("Choice", bound=enum.Enum)
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """`1 entry`, `2 entries`: a count with its noun in the number it takes."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def chosen(choices: type[Choice], value: str, source: str, what: str) -> Choice:
+    """The member of the string enum `choices` that `value` names, in any case and spacing
+    (a setting read from a file or the environment: " Full"); a ValueError that says where
+    the value came from (`source`) and lists the choices otherwise."""
+    try:
+        return choices(value.strip().lower())
+    except ValueError:
+        names = ", ".join(member.value for member in choices)
+        raise ValueError(f"{source}: {what} must be one of {names}, got {value!r}") from None
 
 
 LONG_REPR = 200
