@@ -29,6 +29,21 @@ else:
     # report, the plugin's settings), which needs none.
     DTypeLike = Any
 
+
+class TorchDType(Protocol):
+    """A PyTorch dtype (`torch.float16`, a tensor's `x.dtype`), as far as a type checker
+    needs to tell it: `Work(dtype=x.dtype)` is taken at run time, and NumPy's `DTypeLike`
+    names no torch dtype, so a checked user's code was refused where it ran. Structural, so
+    that neither this package nor its users' type checks import torch."""
+
+    @property
+    def is_floating_point(self) -> bool: ...
+    @property
+    def is_complex(self) -> bool: ...
+    @property
+    def itemsize(self) -> int: ...
+
+
 COMPUTE = "compute"
 MEMORY = "memory"
 
@@ -98,7 +113,7 @@ class Work:
     compute_ops: float = 0
     bytes: float = 0
     working_set: float | None = None
-    dtype: DTypeLike | None = None
+    dtype: DTypeLike | TorchDType | None = None
 
     if TYPE_CHECKING:
         # What it is built from, wider than what it holds: an amount may be a NumPy scalar
@@ -110,7 +125,7 @@ class Work:
             compute_ops: RealNumber = 0,
             bytes: RealNumber = 0,
             working_set: RealNumber | None = None,
-            dtype: DTypeLike | None = None,
+            dtype: DTypeLike | TorchDType | None = None,
         ) -> None: ...
 
     def __post_init__(self) -> None:

@@ -102,6 +102,18 @@ def tuned_sum(x: npt.NDArray[np.float32]) -> Any:
 FP64_WORK = Work(compute_ops=1e9, bytes=8e6, dtype=np.float64)
 
 
+class dtype:  # torch's, as torch/_C/__init__.pyi declares it (torch is not installed here)
+    is_floating_point: bool
+    is_complex: bool
+    is_signed: bool
+    itemsize: int
+    abbr: str
+
+
+def torch_work(n: int, torch_dtype: dtype) -> Work:  # a tensor's `x.dtype`
+    return Work(compute_ops=2 * n, bytes=4 * n, dtype=torch_dtype)
+
+
 # A NumPy number where the API reads one: a size, an amount of work, a priority.
 def numpy_size_key(x: npt.NDArray[np.float32]) -> int:
     return anchor(np.prod(x.shape), max=1 << 30)
