@@ -1308,25 +1308,27 @@ def test_the_gate_holds_one_copy_of_the_inputs_beside_the_callers(
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
 
 
-EVERY_CANDIDATE_RAISES_TESTS = """
-import pytest
-
-def broken(n):
-    raise ValueError("no")
-
-def worse(n):
-    raise KeyError(n)
-
-@pytest.mark.autotune(candidates={"broken": broken, "worse": worse})
-def test_all_fail(candidate):
-    return candidate(1)
-"""
+def run_a_group_whose_every_candidate_fails(
+    pytester: pytest.Pytester, *args: str, **candidates: str
+) -> pytest.RunResult:
+    """Tunes one group of `candidates`, each a name and the one line of its body (a raise, a
+    wrong return), under `--autotune` and `args`: every candidate fails, and so does the run."""
+    bodies = "".join(f"def {name}(n):\n    {body}\n\n" for name, body in candidates.items())
+    named = ", ".join(f'"{name}": {name}' for name in candidates)
+    pytester.makepyfile(
+        "import pytest\nfrom pytest_autotune import AutotuneSkip\n\n"
+        f"{bodies}@pytest.mark.autotune(candidates={{{named}}})\n"
+        "def test_all_fail(candidate):\n    return candidate(1)\n"
+    )
+    result = run(pytester, "--autotune", *args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    return result
 
 
 def test_errors_are_never_reported_as_regressions(autotune_pytester: pytest.Pytester) -> None:
-    autotune_pytester.makepyfile(EVERY_CANDIDATE_RAISES_TESTS)
-    result = run(autotune_pytester, "--autotune")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result = run_a_group_whose_every_candidate_fails(
+        autotune_pytester, broken='raise ValueError("no")', worse="raise KeyError(n)"
+    )
     output = result.stdout.str()
     assert "every candidate failed" in output
     assert "regression of" not in output
@@ -1338,23 +1340,9 @@ def test_a_group_whose_every_candidate_failed_fails_each_test_by_its_own_error_a
 ) -> None:
     # The first candidate's test gave its own error, then "autotune gate: error: every
     # candidate failed: " with every candidate's error again, its own among them.
-    autotune_pytester.makepyfile(
-        """
-        import pytest
-
-        def broken(n):
-            raise ValueError("no")
-
-        def worse(n):
-            return None
-
-        @pytest.mark.autotune(candidates={"broken": broken, "worse": worse})
-        def test_all_fail(candidate):
-            return candidate(1)
-        """
+    result = run_a_group_whose_every_candidate_fails(
+        autotune_pytester, broken='raise ValueError("no")', worse="return None"
     )
-    result = run(autotune_pytester, "--autotune")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(failed=2)
     output = result.stdout.str()
     failures = output.split("= FAILURES =")[1].split("= autotune =")[0]
@@ -1371,24 +1359,11 @@ def test_a_group_whose_every_candidate_failed_gives_each_ones_error_in_its_own_w
     # The gate's message gave each error's kind first: "broken: unknown: failed its
     # check: ValueError: no", where the test's own failure says "candidate 'broken'
     # failed its check: ValueError: no"; and "skip" of a candidate that declined the key.
-    autotune_pytester.makepyfile(
-        """
-        import pytest
-        from pytest_autotune import AutotuneSkip
-
-        def broken(n):
-            raise ValueError("no")
-
-        def declines(n):
-            raise AutotuneSkip("n < 4096")
-
-        @pytest.mark.autotune(candidates={"broken": broken, "declines": declines})
-        def test_all_fail(candidate):
-            return candidate(1)
-        """
+    result = run_a_group_whose_every_candidate_fails(
+        autotune_pytester,
+        broken='raise ValueError("no")',
+        declines='raise AutotuneSkip("n < 4096")',
     )
-    result = run(autotune_pytester, "--autotune")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
     said = "every candidate failed: broken: raised ValueError: no; declines: skipped"
     # The test's, in the note on the candidate's error (Python 3.11 on); the summary's.
     result.stdout.fnmatch_lines(noted(f"E       autotune gate: error: {said}: n < 4096"))
@@ -1401,23 +1376,13 @@ def test_a_group_whose_every_candidate_failed_names_each_in_the_first_line_of_it
     # Numba's TypingError runs to 30 lines (the overloads it tried, the source): joined
     # whole, the summary named the second candidate mid-line, 30 lines down, after the
     # first one's "During: Pass nopython_type_inference". Each test shows its error whole.
-    autotune_pytester.makepyfile(
-        """
-        import pytest
-
-        def typed(n):
-            raise TypeError("Failed in nopython mode pipeline\\nNo implementation\\n  of add")
-
-        def attribute(n):
-            raise AttributeError("Unknown attribute 'nosuch'\\n\\nFile 'test.py', line 9")
-
-        @pytest.mark.autotune(candidates={"typed": typed, "attribute": attribute})
-        def test_all_fail(candidate):
-            return candidate(1)
-        """
+    result = run_a_group_whose_every_candidate_fails(
+        autotune_pytester,
+        typed='raise TypeError("Failed in nopython mode pipeline\\nNo implementation\\n  of add")',
+        attribute=(
+            "raise AttributeError(\"Unknown attribute 'nosuch'\\n\\nFile 'test.py', line 9\")"
+        ),
     )
-    result = run(autotune_pytester, "--autotune")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
             "    every candidate failed:"
@@ -1433,8 +1398,12 @@ def test_a_group_whose_every_candidate_failed_names_each_in_the_first_line_of_it
 def test_the_record_of_a_group_whose_every_candidate_failed_names_no_winner(
     autotune_pytester: pytest.Pytester,
 ) -> None:
-    autotune_pytester.makepyfile(EVERY_CANDIDATE_RAISES_TESTS)
-    run(autotune_pytester, "--autotune", "--autotune-record=records.jsonl")
+    run_a_group_whose_every_candidate_fails(
+        autotune_pytester,
+        "--autotune-record=records.jsonl",
+        broken='raise ValueError("no")',
+        worse="raise KeyError(n)",
+    )
     (line,) = (autotune_pytester.path / "records.jsonl").read_text().splitlines()
     record = json.loads(line)
     assert record["extra"]["verdict"] == "error"
