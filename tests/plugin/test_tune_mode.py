@@ -63,6 +63,17 @@ def cache_file(pytester: pytest.Pytester) -> Path:
     return pytester.path / CACHE
 
 
+def gate_after_an_update(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, changed: dict[str, str], *args: str
+) -> pytest.RunResult:
+    """Records the baselines with an update, which passes, then sets `changed` in the
+    environment (a slowdown, a machine that skips a candidate) and runs the gate with `args`."""
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    for name, value in changed.items():
+        monkeypatch.setenv(name, value)
+    return run(pytester, "--autotune", *args)
+
+
 def test_update_writes_the_baselines_and_the_gate_then_passes(scale: pytest.Pytester) -> None:
     updated = run(scale, "--autotune-update")
     assert updated.ret == pytest.ExitCode.OK
@@ -266,9 +277,7 @@ def test_without_update_the_cache_files_are_only_read(scale: pytest.Pytester) ->
 def test_a_slowdown_of_the_winner_fails_with_how_much_and_against_what(
     scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run(scale, "--autotune-update")
-    monkeypatch.setenv("SLOWDOWN_FAST", "1.25")
-    result = run(scale, "--autotune")
+    result = gate_after_an_update(scale, monkeypatch, {"SLOWDOWN_FAST": "1.25"})
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -601,9 +610,7 @@ def test_a_gate_with_the_cache_turned_off_says_so_not_that_an_update_records_a_b
 ) -> None:
     # It said "no baseline ...; --autotune-update records one" beside the committed file,
     # and the update it offered stopped at the start on the same variable.
-    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setenv("PYTEST_AUTOTUNE_DISABLE_CACHE", "1")
-    result = run(scale, "--autotune")
+    result = gate_after_an_update(scale, monkeypatch, {"PYTEST_AUTOTUNE_DISABLE_CACHE": "1"})
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
@@ -1250,9 +1257,7 @@ def test_the_baselines_winner_is_measured_on_inputs_the_pick_never_wrote_into(
     # The gate measured the baseline's winner on the inputs it had just measured an
     # in-place pick on: the pick's writes reached it, and it "failed here".
     autotune_pytester.makepyfile(test_inc=IN_PLACE_PICK_TESTS)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setenv("FASTER", "1")
-    result = run(autotune_pytester, "--autotune")
+    result = gate_after_an_update(autotune_pytester, monkeypatch, {"FASTER": "1"})
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert "failed here" not in result.stdout.str()
     assert "its input was written" not in result.stdout.str()
@@ -2423,9 +2428,7 @@ def test_a_candidate_skipped_on_this_machine_keeps_the_baseline_of_one_that_runs
     # by its skipif. The gate read the baseline as of "another candidate list (removed
     # 'threaded')", as if it had been deleted from the code, and an update replaced it.
     autotune_pytester.makepyfile(test_pick=SKIPPED_HERE_TESTS)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setenv("FEW_CORES", "1")
-    result = run(autotune_pytester, "--autotune", "-rs", "-v")
+    result = gate_after_an_update(autotune_pytester, monkeypatch, {"FEW_CORES": "1"}, "-rs", "-v")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines(
@@ -2455,9 +2458,7 @@ def test_a_baselines_winner_skipped_on_this_machine_is_no_regression_of_the_othe
     # winner, which was judged against threaded's time: "regression of +100%".
     autotune_pytester.makepyfile(test_pick=SKIPPED_HERE_TESTS)
     monkeypatch.setenv("THREADED_WINS", "1")
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setenv("FEW_CORES", "1")
-    result = run(autotune_pytester, "--autotune")
+    result = gate_after_an_update(autotune_pytester, monkeypatch, {"FEW_CORES": "1"})
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.fnmatch_lines(
         [
@@ -3616,10 +3617,9 @@ def test_a_fixture_call_that_fails_the_gate_leaves_the_later_calls_tuned_and_jud
         + "\ndef test_sizes(autotune):\n"
         + "    assert [autotune(PLUS, n) for n in (1, 2, 3)] == [2, 3, 4]\n"
     )
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setenv("SLOWDOWN_FAST1", "1.6")
-    monkeypatch.setenv("SLOWDOWN_FAST3", "1.6")
-    result = run(autotune_pytester, "--autotune", "-rf")
+    result = gate_after_an_update(
+        autotune_pytester, monkeypatch, {"SLOWDOWN_FAST1": "1.6", "SLOWDOWN_FAST3": "1.6"}, "-rf"
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
@@ -3739,9 +3739,7 @@ def test_a_deferred_gate_failure_fails_the_test_whatever_the_body_does_after_it(
     # fixture's teardown, after the body's end, failed nothing; a repeated call said its
     # verdict once per call.
     autotune_pytester.makepyfile(test_sizes=SIZES_SET + "\n" + body)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setenv("SLOWDOWN_FAST1", "1.6")
-    result = run(autotune_pytester, "--autotune", "-rfE")
+    result = gate_after_an_update(autotune_pytester, monkeypatch, {"SLOWDOWN_FAST1": "1.6"}, "-rfE")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = result.parseoutcomes()
     if "teardown" in body.partition("\n")[0] or "yield" in body:
@@ -4031,9 +4029,9 @@ def test_a_regression_whose_overtaken_winner_is_deselected_fails_the_pick(
     # fast, the baseline's winner, got 4x slower and tuning picks medium; with fast's test
     # deselected the failure went to the first selected candidate, slow, which did nothing.
     autotune_pytester.makepyfile(test_slip=THREE_SLIP_TESTS)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setenv("HICCUP", "1000")
-    result = run(autotune_pytester, "--autotune", "-k", "not fast")
+    result = gate_after_an_update(
+        autotune_pytester, monkeypatch, {"HICCUP": "1000"}, "-k", "not fast"
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1, failed=1, deselected=1)
     result.stdout.fnmatch_lines(["FAILED test_slip.py::test_slip[[]medium[]] - *regression*"])
@@ -4139,9 +4137,7 @@ def test_a_baselines_winner_slowed_beside_an_as_fast_twin_is_said_to_be_what_the
     # The group's time held (twin_b is as fast), so the gate passes; but the committed
     # cache still names twin_a, now 2x slower, and nothing said to refresh it.
     autotune_pytester.makepyfile(test_twins=TWINS)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setenv("SLOWDOWN_A", "2")
-    result = run(autotune_pytester, "--autotune")
+    result = gate_after_an_update(autotune_pytester, monkeypatch, {"SLOWDOWN_A": "2"})
     assert result.ret == pytest.ExitCode.OK, result.outlines
     result.stdout.fnmatch_lines(
         [
@@ -4222,9 +4218,7 @@ def test_a_regression_of_a_winner_marked_xfail_fails_another_test_of_its_group(
     # The mark is about the candidate's output; its test took the group's gate failure as
     # expected, and a 2.5x slower winner passed the run.
     autotune_pytester.makepyfile(test_xfail_winner=XFAIL_WINNER_TESTS)
-    assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setenv("SLOWDOWN_FAST", "2.5")
-    result = run(autotune_pytester, "--autotune")
+    result = gate_after_an_update(autotune_pytester, monkeypatch, {"SLOWDOWN_FAST": "2.5"})
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.outlines
     result.stdout.fnmatch_lines(
         [
