@@ -22,7 +22,7 @@ from pytest_autotune.tune import journal
 from pytest_autotune.tune.cache_names import cache_path
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.files import shared_lock
-from tests.plugin.harness import PLUGIN_ARGS, add_to_conftest, noted, run
+from tests.plugin.harness import BOTH_MODES, PLUGIN_ARGS, add_to_conftest, noted, run
 
 SCALE_TESTS = """
 import pytest
@@ -2588,82 +2588,77 @@ def test_compare_of_two_runs_does_not_judge_a_pick_against_a_winner_skipped_in_t
     assert out.splitlines()[-1] == "0 of 1 compared groups fail the gate"
 
 
-@pytest.mark.parametrize("mode", [(), ("--autotune",)])
-def test_a_candidate_expected_to_raise_is_an_expected_failure_in_either_mode(
-    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
+EXPECTED_TO_RAISE_TESTS = """
+import pytest
+from conftest import spin
+
+def fast(n):
+    spin(100e-6)
+    return n * 2
+
+def unsupported(n):
+    raise NotImplementedError("no AVX-512 here")
+
+def slow(n):
+    spin(300e-6)
+    return n * 2
+
+@pytest.mark.autotune
+@pytest.mark.parametrize(
+    "candidate",
+    [
+        fast,
+        pytest.param(
+            unsupported, marks=pytest.mark.xfail(raises=NotImplementedError, reason="AVX-512")
+        ),
+        slow,
+    ],
+)
+def test_xfailed(candidate):
+    return candidate(21)
+"""
+
+EXPECTED_TO_BE_WRONG_FIRST_TESTS = """
+import pytest
+from conftest import spin
+
+def imprecise(n):
+    spin(50e-6)
+    return n * 2 + 1
+
+def fast(n):
+    spin(100e-6)
+    return n * 2
+
+def slow(n):
+    spin(300e-6)
+    return n * 2
+
+@pytest.mark.autotune
+@pytest.mark.parametrize(
+    "candidate",
+    [pytest.param(imprecise, marks=pytest.mark.xfail(reason="imprecise")), fast, slow],
+)
+def test_xfailed(candidate):
+    return candidate(21)
+"""
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [EXPECTED_TO_RAISE_TESTS, EXPECTED_TO_BE_WRONG_FIRST_TESTS],
+    ids=["expected-to-raise", "expected-to-be-wrong-listed-first-is-not-the-reference"],
+)
+@BOTH_MODES
+def test_a_candidate_marked_xfail_is_an_expected_failure_in_either_mode(
+    autotune_pytester: pytest.Pytester, tests: str, mode: tuple[str, ...]
 ) -> None:
-    # xfail(raises=NotImplementedError) matches the exception the test raises: under
-    # --autotune the test raised our message of it (pytest's `fail`), and FAILED where a
-    # plain run was XFAIL.
-    autotune_pytester.makepyfile(
-        test_raises="""
-        import pytest
-        from conftest import spin
-
-        def fast(n):
-            spin(100e-6)
-            return n * 2
-
-        def unsupported(n):
-            raise NotImplementedError("no AVX-512 here")
-
-        def slow(n):
-            spin(300e-6)
-            return n * 2
-
-        @pytest.mark.autotune
-        @pytest.mark.parametrize(
-            "candidate",
-            [
-                fast,
-                pytest.param(
-                    unsupported,
-                    marks=pytest.mark.xfail(raises=NotImplementedError, reason="AVX-512"),
-                ),
-                slow,
-            ],
-        )
-        def test_raises(candidate):
-            return candidate(21)
-        """
-    )
-    result = run(autotune_pytester, *mode)
-    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    result.assert_outcomes(passed=2, xfailed=1)
-
-
-@pytest.mark.parametrize("mode", [(), ("--autotune",)])
-def test_a_candidate_expected_to_be_wrong_listed_first_is_not_the_reference(
-    autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
-) -> None:
-    # The xfail'd candidate, the first that succeeds, was the reference: it XPASSed and
-    # both correct candidates FAILED as differing from it.
-    autotune_pytester.makepyfile(
-        test_first="""
-        import pytest
-        from conftest import spin
-
-        def imprecise(n):
-            spin(50e-6)
-            return n * 2 + 1
-
-        def fast(n):
-            spin(100e-6)
-            return n * 2
-
-        def slow(n):
-            spin(300e-6)
-            return n * 2
-
-        @pytest.mark.autotune
-        @pytest.mark.parametrize(
-            "candidate",
-            [pytest.param(imprecise, marks=pytest.mark.xfail(reason="imprecise")), fast, slow],
-        )
-        def test_first(candidate):
-            return candidate(21)
-        """
-    )
+    """expected-to-raise: xfail(raises=NotImplementedError) matches the exception the test
+    raises: under --autotune the test raised our message of it (pytest's `fail`), and FAILED
+    where a plain run was XFAIL. expected-to-be-wrong-listed-first: the xfail'd candidate,
+    the first that succeeds, was the reference: it XPASSed and both correct candidates
+    FAILED as differing from it."""
+    autotune_pytester.makepyfile(test_xfailed=tests)
     result = run(autotune_pytester, *mode)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.assert_outcomes(passed=2, xfailed=1)
