@@ -123,3 +123,9 @@ def replace_in_conftest(pytester: pytest.Pytester, old: str, new: str) -> None:
 def json_lines(path: Path) -> list[Any]:
     """The values of a JSON lines file (`--autotune-record`'s, a test's own log), in order."""
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def cache_entries(pytester: pytest.Pytester, pattern: str = "*.json") -> list[Any]:
+    """The entries of the fake client's one cache file whose name `pattern` matches."""
+    (path,) = (pytester.path / ".autotune/cpu-fake-1t").glob(pattern)
+    return list(json.loads(path.read_text())["entries"])

@@ -22,7 +22,14 @@ from pytest_autotune.tune import journal
 from pytest_autotune.tune.cache_names import cache_path
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
 from pytest_autotune.tune.files import shared_lock
-from tests.plugin.harness import BOTH_MODES, PLUGIN_ARGS, add_to_conftest, noted, run
+from tests.plugin.harness import (
+    BOTH_MODES,
+    PLUGIN_ARGS,
+    add_to_conftest,
+    cache_entries,
+    noted,
+    run,
+)
 
 SCALE_TESTS = """
 import pytest
@@ -2312,8 +2319,7 @@ def test_one_function_under_two_candidate_names_stays_one_group(
             "FAILED test_alias.py::test_alias[[]todo-1[]] - RuntimeError: not yet",
         ]
     )
-    (path,) = (autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*.json")
-    entries = json.loads(path.read_text())["entries"]
+    entries = cache_entries(autotune_pytester)
     assert [e["key"] for e in entries] == ["1", "2"]
     assert [r["name"] for r in entries[0]["results"]] == ["fast", "fast_again", "todo", "todo_too"]
 
@@ -2375,8 +2381,7 @@ def test_candidates_marked_to_skip_are_left_out_of_tuning(
     result = run(autotune_pytester, "--autotune-update")
     result.assert_outcomes(passed=2, skipped=2)
     result.stdout.fnmatch_lines(["*test_skipped.py::test_skipped[[]1[]]*fast*100 us*updated*"])
-    (path,) = (autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*.json")
-    (entry,) = json.loads(path.read_text())["entries"]
+    (entry,) = cache_entries(autotune_pytester)
     # Never called: each is in the entry as skipped here, with its mark's reason, so that
     # the entry's candidate list is the one a machine that runs them tunes.
     assert [r["name"] for r in entry["results"]] == [
@@ -2442,8 +2447,7 @@ def test_a_candidate_skipped_on_this_machine_keeps_the_baseline_of_one_that_runs
     updated = run(autotune_pytester, "--autotune-update")
     updated.stdout.fnmatch_lines(["*test_pick*: joined the baseline: 2 sessions*"])
     assert "removed" not in updated.stdout.str()
-    (path,) = (autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*.json")
-    (entry,) = json.loads(path.read_text())["entries"]
+    (entry,) = cache_entries(autotune_pytester)
     assert entry["results"][1] == {
         "error": {"kind": "skip", "message": "needs 4 cores"},
         "index": 1,
@@ -2527,8 +2531,7 @@ def test_a_candidate_a_fixture_skipped_before_its_group_ran_is_neither_reference
     updated = run(autotune_pytester, "--autotune-update")
     updated.assert_outcomes(passed=1, skipped=1)
     updated.stdout.fnmatch_lines(["*test_fx.py::test_x *plain*100 us*updated*"])
-    (path,) = (autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*.json")
-    (entry,) = json.loads(path.read_text())["entries"]
+    (entry,) = cache_entries(autotune_pytester)
     assert entry["fastest_name"] == "plain"
     assert entry["results"][0] == {
         "error": {"kind": "skip", "message": "needs feature X"},
@@ -2722,8 +2725,7 @@ def test_a_candidate_skipped_in_the_body_declines_and_the_others_are_tuned(
             "*every candidate declined: 'never' (not for this n)*",
         ]
     )
-    (path,) = (autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*declining*.json")
-    (entry,) = json.loads(path.read_text())["entries"]
+    (entry,) = cache_entries(autotune_pytester, "*declining*.json")
     assert entry["key"] == "1"
 
 
@@ -2876,8 +2878,7 @@ def test_candidates_named_by_an_ids_function_are_named_and_grouped_by_its_ids(
     result = run(autotune_pytester, "--autotune-update")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["verdicts: 2 updated"])
-    (path,) = (autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*.json")
-    entries = json.loads(path.read_text())["entries"]
+    entries = cache_entries(autotune_pytester)
     assert [(e["key"], e["fastest_name"]) for e in entries] == [("1", "fast"), ("2", "fast")]
 
 
@@ -3842,8 +3843,7 @@ def test_a_winner_that_fails_while_measured_fails_alone_and_the_next_is_recorded
             "test_wears.py::test_wears*steady*updated",
         ]
     )
-    (path,) = (autotune_pytester.path / ".autotune/cpu-fake-1t").glob("*.json")
-    (entry,) = json.loads(path.read_text())["entries"]
+    (entry,) = cache_entries(autotune_pytester)
     assert entry["fastest_name"] == "steady"
     flaky = next(r for r in entry["results"] if r["name"] == "flaky")
     assert flaky["error"]["message"] == "failed while measured: RuntimeError: worn out"
