@@ -153,15 +153,25 @@ def test_a_candidate_that_kills_its_worker_fails_and_the_run_ends(
     result.stdout.fnmatch_lines(["*worker gw0 stopped before handing back what it tuned*"])
 
 
+@pytest.mark.parametrize(
+    "dist",
+    [(), ("--dist", "loadscope"), ("--dist", "loadfile")],
+    ids=["the-plugins-scheduling", "dist-loadscope", "dist-loadfile"],
+)
 def test_the_test_a_worker_crashed_in_is_not_run_again_and_its_groups_other_tests_fail_why(
-    autotune_pytester: pytest.Pytester,
+    autotune_pytester: pytest.Pytester, dist: tuple[str, ...]
 ) -> None:
-    # pytest-xdist's scope scheduling, which the plugin's is, queued the test a worker
-    # crashed in again with the rest of its work: each replacement worker ran it again and
-    # crashed, until xdist's limit on restarts (four a worker) ended the run, and
-    # test_second[crash] was never run nor reported. Plain `-n` reports each test once.
+    """pytest-xdist's scope scheduling, which the plugin's is, queued the test a worker
+    crashed in again with the rest of its work: each replacement worker ran it again and
+    crashed, until xdist's limit on restarts (four a worker) ended the run, and
+    test_second[crash] was never run nor reported. Plain `-n` reports each test once.
+
+    Where --dist loadscope or loadfile kept pytest-xdist's own scheduling, the crashed test
+    was queued again with its scope: every replacement worker tuned the group and crashed,
+    the run ended at the limit on restarts ("9 failed": one test reported nine times) and the
+    module's other tests never ran."""
     autotune_pytester.makepyfile(test_crashing=CRASHING_TESTS)
-    result = run_on_one_worker(autotune_pytester, "--autotune")
+    result = run_on_one_worker(autotune_pytester, *dist, "--autotune")
     result.assert_outcomes(passed=1, failed=2)
     assert "maximum crashed workers reached" not in result.stdout.str()
     # Nor does the group's next test tune it again, to crash the worker that replaced the
@@ -352,22 +362,6 @@ def test_a_run_that_pytest_xdist_ended_at_its_limit_on_crashed_workers_says_it_s
             " tuned before it are shown, no others"
         ]
     )
-
-
-@pytest.mark.parametrize("dist", ["loadscope", "loadfile"])
-def test_under_a_scope_dist_mode_the_test_a_worker_crashed_in_is_not_run_again(
-    autotune_pytester: pytest.Pytester, dist: str
-) -> None:
-    # Where --dist loadscope or loadfile kept pytest-xdist's own scheduling, the crashed
-    # test was queued again with its scope: every replacement worker tuned the group and
-    # crashed, the run ended at the limit on restarts ("9 failed": one test reported nine
-    # times) and the module's other tests never ran.
-    autotune_pytester.makepyfile(test_crashing=CRASHING_TESTS)
-    result = run_on_one_worker(autotune_pytester, "--dist", dist, "--autotune")
-    result.assert_outcomes(passed=1, failed=2)
-    assert "maximum crashed workers reached" not in result.stdout.str()
-    assert "replacing crashed worker gw1" not in result.stdout.str()
-    result.stdout.fnmatch_lines(["*the tuning of test_crashing.py::test_second is not started*"])
 
 
 CRASHING_IN_ITS_TEST = """
