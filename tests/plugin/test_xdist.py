@@ -7,6 +7,7 @@ import importlib
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -679,14 +680,22 @@ def test_ordinary_three(i):
 """
 
 
+def windows_of_a_two_worker_tuning(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tests: str
+) -> list[Any]:
+    """Runs `tests`, which log each window of their own (kind, worker, start, end) to
+    windows.jsonl, under --autotune on two workers, which passes; returns the windows."""
+    pytester.makepyfile(test_quiet=tests)
+    monkeypatch.setenv("RAN_LOG_DIR", str(pytester.path))
+    result = run(pytester, "-n", "2", "--autotune")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    return json_lines(pytester.path / "windows.jsonl")
+
+
 def test_under_xdist_no_other_workers_test_runs_while_a_group_is_measured(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    autotune_pytester.makepyfile(test_quiet=QUIET_TESTS)
-    monkeypatch.setenv("RAN_LOG_DIR", str(autotune_pytester.path))
-    result = run(autotune_pytester, "-n", "2", "--autotune")
-    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    windows = json_lines(autotune_pytester.path / "windows.jsonl")
+    windows = windows_of_a_two_worker_tuning(autotune_pytester, monkeypatch, QUIET_TESTS)
     measured = [(start, end) for kind, _, start, end in windows if kind == "measured"]
     (tuner,) = {worker for kind, worker, _, _ in windows if kind == "measured"}
     others = [(start, end) for kind, worker, start, end in windows if worker != tuner]
@@ -832,11 +841,7 @@ def test_under_xdist_a_tuned_tests_set_up_never_runs_while_another_worker_measur
 ) -> None:
     # A test that tunes took no shared hold: its fixtures (inputs made on the GPU) ran
     # beside the other worker's measurement, which only its body waited for.
-    autotune_pytester.makepyfile(test_quiet=SET_UP_TESTS)
-    monkeypatch.setenv("RAN_LOG_DIR", str(autotune_pytester.path))
-    result = run(autotune_pytester, "-n", "2", "--autotune")
-    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    windows = json_lines(autotune_pytester.path / "windows.jsonl")
+    windows = windows_of_a_two_worker_tuning(autotune_pytester, monkeypatch, SET_UP_TESTS)
     assert {worker for kind, worker, _, _ in windows if kind == "measured"} == {"gw0", "gw1"}
     set_up = [(w, s, e) for kind, w, s, e in windows if kind == "set up"]
     measured = [(w, s, e) for kind, w, s, e in windows if kind == "measured"]
