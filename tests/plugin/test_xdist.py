@@ -191,6 +191,13 @@ def test_the_test_a_worker_crashed_in_is_not_run_again_and_its_groups_other_test
     )
 
 
+THREE_FIRST_CRASHING_TESTS = CRASHING_TESTS.replace(
+    "def test_first(candidate):",
+    "@pytest.mark.parametrize('n', [1, 2, 3])\ndef test_first(candidate, n):",
+)
+"""CRASHING_TESTS whose test_first is three tests, the larger unit, which is handed out first."""
+
+
 @pytest.mark.usefixtures("this_checkouts_package")
 def test_a_worker_that_crashed_hands_back_the_groups_it_had_tuned_and_its_crash_is_a_row(
     autotune_pytester: pytest.Pytester,
@@ -198,11 +205,7 @@ def test_a_worker_that_crashed_hands_back_the_groups_it_had_tuned_and_its_crash_
     # A worker handed its groups back only at the end of its session: one whose candidate
     # ended its process took every group it had tuned with it, and the update wrote none of
     # them; the group it crashed in was in no row either, only in its tests' failures.
-    # test_first's three tests, the larger unit, are handed out first.
-    first = "@pytest.mark.parametrize('n', [1, 2, 3])\ndef test_first(candidate, n):"
-    autotune_pytester.makepyfile(
-        test_crashing=CRASHING_TESTS.replace("def test_first(candidate):", first)
-    )
+    autotune_pytester.makepyfile(test_crashing=THREE_FIRST_CRASHING_TESTS)
     result = run_on_one_worker(
         autotune_pytester, "--autotune-update", "--autotune-record=records.jsonl"
     )
@@ -348,10 +351,8 @@ def test_a_run_that_pytest_xdist_ended_at_its_limit_on_crashed_workers_says_it_s
     # Past `--max-worker-restart`, pytest-xdist shuts the run down with the crashed
     # worker's other tests never run, and says so only where -q is not given: the summary
     # read as a whole run, an update's as a complete refresh.
-    first = "@pytest.mark.parametrize('n', [1, 2, 3])\ndef test_first(candidate, n):"
     autotune_pytester.makepyfile(
-        test_crashing=CRASHING_TESTS.replace("def test_first(candidate):", first)
-        + "\ndef test_third():\n    pass\n"
+        test_crashing=THREE_FIRST_CRASHING_TESTS + "\ndef test_third():\n    pass\n"
     )
     result = run_on_one_worker(
         autotune_pytester, "-q", "--max-worker-restart=0", "--autotune-update"
