@@ -36,12 +36,9 @@ TARGET = cache_path(Path(".autotune"), "cpu-fake-1t", "test_x.py::test_x")
 KEEP = cache_path(Path(".autotune"), "cpu-fake-1t", "test_keep.py::test_keep")
 RECORD_SEED = '{"kept": "a record from an earlier run"}\n'
 
-PRELUDE = """
-import asyncio
-import math
+GOOD_AND_OTHER = """
 import pytest
 from conftest import spin
-from pytest_autotune import Thresholds, TuneGroup, Tunable, TunableSet, Work
 
 def good(n):
     spin(100e-6)
@@ -50,28 +47,30 @@ def good(n):
 def other(n):
     spin(200e-6)
     return n * 2
+"""
+"""Two candidates that agree, `good` the faster: test_x's prelude and the bystander's."""
+
+PRELUDE = (
+    GOOD_AND_OTHER
+    + """
+import asyncio
+import math
+from pytest_autotune import Thresholds, TuneGroup, Tunable, TunableSet, Work
 
 def wrong(n):
     spin(50e-6)
     return n * 3
 """
+)
 
-KEEP_TESTS = """
-import pytest
-from conftest import spin
-
-def good(n):
-    spin(100e-6)
-    return n * 2
-
-def other(n):
-    spin(200e-6)
-    return n * 2
-
+KEEP_TESTS = (
+    GOOD_AND_OTHER
+    + """
 @pytest.mark.autotune(candidates={"good": good, "other": other})
 def test_keep(candidate):
     return candidate(3)
 """
+)
 
 
 @dataclass(frozen=True)
@@ -232,6 +231,16 @@ def test_x(candidate):
 """
 """A candidate whose call runs nothing (a coroutine, a generator) beside one that works."""
 
+BESIDE_GOOD = """
+def {name}(n):
+    {body}
+
+@pytest.mark.autotune(candidates={{"good": good, "{name}": {name}}})
+def test_x(candidate):
+    return candidate(1)
+"""
+"""test_x over `good` and a candidate `name` whose body is `body`."""
+
 
 def _passed_and_failed(output: str, passed: str, failed: str) -> None:
     """The working candidate's test passes, the other's fails, and nothing else does (a
@@ -240,6 +249,19 @@ def _passed_and_failed(output: str, passed: str, failed: str) -> None:
     assert f"FAILED test_x.py::test_x[{failed}]" in output, output
     assert f"test_x[{passed}]" not in output, output
     assert "never awaited" not in output, output
+
+
+def failing_beside_good(id: str, mode: str, name: str, said: tuple[str, ...], tests: str) -> Case:
+    """A row whose candidate `name` fails its test, saying `said` after its name, while
+    `good`'s test passes (`_passed_and_failed`)."""
+    return Case(
+        id,
+        mode,
+        FAILED,
+        (f"candidate '{name}'", *said),
+        tests,
+        check=lambda root, output: _passed_and_failed(output, "good", name),
+    )
 
 
 def mutation_tests() -> str:
@@ -815,75 +837,49 @@ CASES = [
         ),
     ),
     # -- candidates that return a call not yet run: it would be timed as free
-    Case(
+    failing_beside_good(
         "async def candidate",
         "check",
-        FAILED,
-        ("candidate 'coro'", "returned a coroutine", "asyncio.run(candidate("),
+        "coro",
+        ("returned a coroutine", "asyncio.run(candidate("),
         UNRUN.format(first="good", second="coro"),
-        check=lambda root, output: _passed_and_failed(output, "good", "coro"),
     ),
-    Case(
+    failing_beside_good(
         "async def candidate first, tuned",
         "tune",
-        FAILED,
-        ("candidate 'coro'", "returned a coroutine"),
+        "coro",
+        ("returned a coroutine",),
         UNRUN.format(first="coro", second="good"),
-        check=lambda root, output: _passed_and_failed(output, "good", "coro"),
     ),
-    Case(
+    failing_beside_good(
         "generator candidate first",
         "check",
-        FAILED,
-        ("candidate 'gen'", "returned a generator", "list(candidate("),
+        "gen",
+        ("returned a generator", "list(candidate("),
         UNRUN.format(first="gen", second="good"),
-        check=lambda root, output: _passed_and_failed(output, "good", "gen"),
     ),
-    Case(
+    failing_beside_good(
         "generator candidate, tuned",
         "tune",
-        FAILED,
-        ("candidate 'gen'", "returned a generator"),
+        "gen",
+        ("returned a generator",),
         UNRUN.format(first="good", second="gen"),
-        check=lambda root, output: _passed_and_failed(output, "good", "gen"),
     ),
-    Case(
+    failing_beside_good(
         "candidate calling sys.exit, tuned",
         "tune",
-        FAILED,
-        ("candidate 'quit'", "raised SystemExit(3)"),
-        textwrap.dedent(
-            """
-             import sys
-
-             def quit(n):
-                 sys.exit(3)
-
-             @pytest.mark.autotune(candidates={"good": good, "quit": quit})
-             def test_x(candidate):
-                 return candidate(1)
-             """
-        ),
-        check=lambda root, output: _passed_and_failed(output, "good", "quit"),
+        "quit",
+        ("raised SystemExit(3)",),
+        "import sys\n" + BESIDE_GOOD.format(name="quit", body="sys.exit(3)"),
     ),
-    Case(
-        # It went up through the tuning as pytest-timeout's alarm does: the first test,
-        # good's, failed with it, its hint about a test timeout misleading.
+    # It went up through the tuning as pytest-timeout's alarm does: the first test, good's,
+    # failed with it, its hint about a test timeout misleading.
+    failing_beside_good(
         "candidate raising GeneratorExit, tuned",
         "tune",
-        FAILED,
-        ("candidate 'close'", "raised GeneratorExit"),
-        textwrap.dedent(
-            """
-             def close(n):
-                 raise GeneratorExit
-
-             @pytest.mark.autotune(candidates={"good": good, "close": close})
-             def test_x(candidate):
-                 return candidate(1)
-             """
-        ),
-        check=lambda root, output: _passed_and_failed(output, "good", "close"),
+        "close",
+        ("raised GeneratorExit",),
+        BESIDE_GOOD.format(name="close", body="raise GeneratorExit"),
     ),
     # -- keys that would make baselines collide or cannot be written
     Case(
@@ -1853,17 +1849,12 @@ def test_a_candidate_fixture_with_params_fails_its_test_not_the_session(
     )
 
 
-@BOTH_MODES
-def test_a_fixture_that_requests_the_candidate_fails_its_tests_by_name(
-    project: pytest.Pytester, mode: tuple[str, ...]
-) -> None:
+FIXTURES_OF_THE_CANDIDATE = [
     # A fixture set up from `candidate` (a kernel compiled from it) is set up once, for its
     # test's own candidate, while every candidate's body runs on that test's fixture
     # values: `wrong` was checked against its own output in its plain test, and tuned as
     # `good`'s fixture in the group's first test. Both modes passed a wrong candidate.
-    result = run_tests_of_x(
-        project,
-        mode,
+    pytest.param(
         """
         @pytest.fixture
         def compiled(candidate):
@@ -1886,24 +1877,17 @@ def test_a_fixture_that_requests_the_candidate_fails_its_tests_by_name(
         def candidate(request):
             return request.param
         """,
-    )
-    result.assert_outcomes(failed=3, passed=1)
-    result.stdout.fnmatch_lines(
-        ["*test_x.py::test_x: fixture 'plan' requests `candidate`: a fixture is set up*"]
-    )
-    result.stdout.fnmatch_lines(["FAILED test_x.py::test_indirect[[]wrong[]] - *"])
-
-
-@BOTH_MODES
-def test_a_fixture_that_gets_the_candidate_at_run_time_fails_its_tests_by_name(
-    project: pytest.Pytester, mode: tuple[str, ...]
-) -> None:
+        {"failed": 3, "passed": 1},
+        [
+            "*test_x.py::test_x: fixture 'plan' requests `candidate`: a fixture is set up*",
+            "FAILED test_x.py::test_indirect[[]wrong[]] - *",
+        ],
+        id="requests it",
+    ),
     # `request.getfixturevalue("candidate")` in a fixture names no `candidate` in its
     # signature: every candidate ran the first test's, so the check compared `wrong` with
     # itself in its plain test, and tuning timed `good` under both names.
-    result = run_tests_of_x(
-        project,
-        mode,
+    pytest.param(
         """
         @pytest.fixture
         def sneaky(request):
@@ -1929,12 +1913,29 @@ def test_a_fixture_that_gets_the_candidate_at_run_time_fails_its_tests_by_name(
         def test_fine(candidate, folder):
             return candidate(1)
         """,
-    )
-    result.assert_outcomes(failed=4, passed=2)
-    result.stdout.fnmatch_lines(
-        ["*test_x.py::test_x: fixture 'sneaky' requests `candidate`: a fixture is set up*"]
-    )
-    result.stdout.fnmatch_lines(["*test_x.py::test_named: fixture 'named' requests*"])
+        {"failed": 4, "passed": 2},
+        [
+            "*test_x.py::test_x: fixture 'sneaky' requests `candidate`: a fixture is set up*",
+            "*test_x.py::test_named: fixture 'named' requests*",
+        ],
+        id="gets it at run time",
+    ),
+]
+
+
+@BOTH_MODES
+@pytest.mark.parametrize(("tests", "outcomes", "lines"), FIXTURES_OF_THE_CANDIDATE)
+def test_a_fixture_of_the_candidate_fails_its_tests_by_name(
+    project: pytest.Pytester,
+    mode: tuple[str, ...],
+    tests: str,
+    outcomes: dict[str, int],
+    lines: list[str],
+) -> None:
+    result = run_tests_of_x(project, mode, tests)
+    result.assert_outcomes(**outcomes)
+    for line in lines:
+        result.stdout.fnmatch_lines([line])
 
 
 @BOTH_MODES
