@@ -209,11 +209,24 @@ def record_is_a_directory(root: Path) -> None:
     (root / "records").mkdir()
 
 
-def bad_yaml(text: str) -> Callable[[Path], None]:
+def bad_setting_file(id: str, mode: str, said: tuple[str, ...], text: str) -> Case:
+    """A row whose autotune.yaml holds `text`, which stops the run saying `said`."""
+
     def setup(root: Path) -> None:
         (root / "autotune.yaml").write_text(text)
 
-    return setup
+    return Case(id, mode, USAGE, said, marker(""), setup=setup)
+
+
+def bad_variable(id: str, mode: str, said: tuple[str, ...], **env: str) -> Case:
+    """A row run with the environment variable in `env`, which stops the run saying `said`."""
+    return Case(id, mode, USAGE, said, marker(""), env=env)
+
+
+def unreadable_cache(id: str, said: tuple[str, ...], target: str, mode: str = "tune") -> Case:
+    """A row whose test_x cache file holds `target`, which cannot be read: a gate says `said`
+    and passes (the group has no baseline); an update says it and fails."""
+    return Case(id, mode, OK if mode == "tune" else FAILED, said, marker(""), target=target)
 
 
 UNRUN = """
@@ -1288,102 +1301,67 @@ CASES = [
         marker(""),
         args=("--autotune-time-limit=abc",),
     ),
-    Case(
+    bad_variable(
         "time limit variable zero",
         "check",
-        USAGE,
         ("PYTEST_AUTOTUNE_TIME_LIMIT", "'0'"),
-        marker(""),
-        env={"PYTEST_AUTOTUNE_TIME_LIMIT": "0"},
+        PYTEST_AUTOTUNE_TIME_LIMIT="0",
     ),
     # -- settings
-    Case(
+    bad_variable(
         "misspelt variable",
         "check",
-        USAGE,
         ("PYTEST_AUTOTUNE_MAX_SAMPLE: unknown setting", "did you mean PYTEST_AUTOTUNE_MAX_SAMPLES"),
-        marker(""),
-        env={"PYTEST_AUTOTUNE_MAX_SAMPLE": "3"},
+        PYTEST_AUTOTUNE_MAX_SAMPLE="3",
     ),
-    Case(
+    bad_variable(
         "misspelt variable, tuned",
         "tune",
-        USAGE,
         ("PYTEST_AUTOTUNE_RTLO: unknown setting", "did you mean PYTEST_AUTOTUNE_RTOL?"),
-        marker(""),
-        env={"PYTEST_AUTOTUNE_RTLO": "1e-3"},
+        PYTEST_AUTOTUNE_RTLO="1e-3",
     ),
-    Case(
+    bad_variable(
         "variable of a setting no variable sets",
         "check",
-        USAGE,
         ("PYTEST_AUTOTUNE_CONFIG: unknown setting", "did you mean --autotune-config?"),
-        marker(""),
-        env={"PYTEST_AUTOTUNE_CONFIG": "autotune.yaml"},
+        PYTEST_AUTOTUNE_CONFIG="autotune.yaml",
     ),
-    Case(
+    bad_variable(
         "variable not a number",
         "check",
-        USAGE,
         ("PYTEST_AUTOTUNE_RTOL", "'abc'"),
-        marker(""),
-        env={"PYTEST_AUTOTUNE_RTOL": "abc"},
+        PYTEST_AUTOTUNE_RTOL="abc",
     ),
-    Case(
-        "variable inf",
-        "check",
-        USAGE,
-        ("PYTEST_AUTOTUNE_ATOL", "'inf'"),
-        marker(""),
-        env={"PYTEST_AUTOTUNE_ATOL": "inf"},
+    bad_variable(
+        "variable inf", "check", ("PYTEST_AUTOTUNE_ATOL", "'inf'"), PYTEST_AUTOTUNE_ATOL="inf"
     ),
-    Case(
-        "yaml rtol inf",
-        "tune",
-        USAGE,
-        ("autotune.yaml", "rtol", "inf"),
-        marker(""),
-        setup=bad_yaml("rtol: .inf\n"),
-    ),
-    Case(
+    bad_setting_file("yaml rtol inf", "tune", ("autotune.yaml", "rtol", "inf"), "rtol: .inf\n"),
+    bad_setting_file(
         "yaml time_limit an integer past a float's range",
         "tune",
-        USAGE,
         ("autotune.yaml", "time_limit", "expected a number > 0"),
-        marker(""),
-        setup=bad_yaml(f"time_limit: 1{'0' * 400}\n"),
+        f"time_limit: 1{'0' * 400}\n",
     ),
-    Case(
+    bad_setting_file(
         "yaml 5000 digits",
         "tune",
-        USAGE,
         ("autotune.yaml", "invalid YAML", "5001 digits"),
-        marker(""),
-        setup=bad_yaml(f"max_samples: 1{'0' * 5000}\n"),
+        f"max_samples: 1{'0' * 5000}\n",
     ),
-    Case(
+    bad_setting_file(
         "yaml nested 100000 deep",
         "tune",
-        USAGE,
         ("autotune.yaml", "invalid YAML", "nested too deeply"),
-        marker(""),
-        setup=bad_yaml(f"rtol: {'[' * 100_000}{']' * 100_000}\n"),
+        f"rtol: {'[' * 100_000}{']' * 100_000}\n",
     ),
-    Case(
+    bad_setting_file(
         "yaml a date that is no date",
         "check",
-        USAGE,
         ("autotune.yaml", "invalid YAML", "month must be in 1..12"),
-        marker(""),
-        setup=bad_yaml("cache_dir: 2024-13-01\n"),
+        "cache_dir: 2024-13-01\n",
     ),
-    Case(
-        "yaml not a mapping",
-        "tune",
-        USAGE,
-        ("autotune.yaml", "expected a mapping"),
-        marker(""),
-        setup=bad_yaml("- 1\n"),
+    bad_setting_file(
+        "yaml not a mapping", "tune", ("autotune.yaml", "expected a mapping"), "- 1\n"
     ),
     Case(
         "device flag with a path",
@@ -1395,129 +1373,55 @@ CASES = [
     ),
     Case("level unknown", "tune", USAGE, ("bogus",), marker(""), args=("--autotune-level=bogus",)),
     # -- cache files that cannot be read: one line naming the file, the run goes on
-    Case(
-        "cache 1e400",
-        "tune",
-        OK,
-        (TARGET.name, "1e400"),
-        marker(""),
-        target=cache_text("[1e400]"),
+    unreadable_cache("cache 1e400", (TARGET.name, "1e400"), cache_text("[1e400]")),
+    unreadable_cache(
+        "cache 10**400", (TARGET.name, "401 digits"), cache_text("[1" + "0" * 400 + "]")
     ),
-    Case(
-        "cache 10**400",
-        "tune",
-        OK,
-        (TARGET.name, "401 digits"),
-        marker(""),
-        target=cache_text("[1" + "0" * 400 + "]"),
+    unreadable_cache(
+        "cache 5000 digits", (TARGET.name, "5000 digits"), cache_text("[" + "9" * 5000 + "]")
     ),
-    Case(
-        "cache 5000 digits",
-        "tune",
-        OK,
-        (TARGET.name, "5000 digits"),
-        marker(""),
-        target=cache_text("[" + "9" * 5000 + "]"),
-    ),
-    Case(
-        "cache nested 100000 deep",
-        "tune",
-        OK,
-        (TARGET.name, "nested deeper"),
-        marker(""),
-        target=cache_text(DEEP),
-    ),
-    Case(
+    unreadable_cache("cache nested 100000 deep", (TARGET.name, "nested deeper"), cache_text(DEEP)),
+    unreadable_cache(
         "cache nested 100000 deep, update",
-        "update",
-        FAILED,
         (TARGET.name, "nested deeper", "was not updated"),
-        marker(""),
-        target=cache_text(DEEP),
+        cache_text(DEEP),
+        mode="update",
     ),
     # A file's own noise, which the README says to set by hand: a typo made every entry
     # no baseline, the gate passed them all, and each update replaced them.
-    Case(
+    unreadable_cache(
         "cache sigma_between 3%",
-        "tune",
-        OK,
         (TARGET.name, "field 'sigma_between' is \"3%\", expected a number >= 0"),
-        marker(""),
-        target=cache_text(top='"sigma_between": "3%", '),
+        cache_text(top='"sigma_between": "3%", '),
     ),
     # 3 meant as 3%: read as 300%, every group of the file was "too noisy", and nothing
     # said that the field made it so.
-    Case(
+    unreadable_cache(
         "cache sigma_between 3",
-        "tune",
-        OK,
         (TARGET.name, "field 'sigma_between' is 3, expected a fraction from 0 to 1"),
-        marker(""),
-        target=cache_text(top='"sigma_between": 3, '),
+        cache_text(top='"sigma_between": 3, '),
     ),
-    Case(
+    unreadable_cache(
         "cache sigma_between 3%, update",
-        "update",
-        FAILED,
         (TARGET.name, "sigma_between", "was not updated"),
-        marker(""),
-        target=cache_text(top='"sigma_between": "3%", '),
+        cache_text(top='"sigma_between": "3%", '),
+        mode="update",
     ),
-    Case(
+    unreadable_cache(
         "cache device without id, update",
-        "update",
-        FAILED,
         (TARGET.name, "the device block's 'id' is null", "was not updated"),
-        marker(""),
-        target=cache_text(top='"device": {"fingerprint": {}}, '),
+        cache_text(top='"device": {"fingerprint": {}}, '),
+        mode="update",
     ),
-    Case(
-        "cache samples 0",
-        "tune",
-        OK,
-        (TARGET.name, "samples_ns[0] is 0"),
-        marker(""),
-        target=cache_text("[0]"),
+    unreadable_cache("cache samples 0", (TARGET.name, "samples_ns[0] is 0"), cache_text("[0]")),
+    unreadable_cache(
+        "cache samples string", (TARGET.name, 'samples_ns is "999"'), cache_text('"999"')
     ),
-    Case(
-        "cache samples string",
-        "tune",
-        OK,
-        (TARGET.name, 'samples_ns is "999"'),
-        marker(""),
-        target=cache_text('"999"'),
-    ),
-    Case(
-        "cache samples negative",
-        "tune",
-        OK,
-        ("samples_ns[0] is -5",),
-        marker(""),
-        target=cache_text("[-5]"),
-    ),
-    Case(
-        "cache samples float",
-        "tune",
-        OK,
-        ("samples_ns[0] is 1.5",),
-        marker(""),
-        target=cache_text("[1.5]"),
-    ),
-    Case(
-        "cache NaN",
-        "tune",
-        OK,
-        (TARGET.name, "NaN is not a JSON number"),
-        marker(""),
-        target=cache_text("[NaN]"),
-    ),
-    Case(
-        "cache Infinity",
-        "tune",
-        OK,
-        ("Infinity is not a JSON number",),
-        marker(""),
-        target=cache_text("[Infinity]"),
+    unreadable_cache("cache samples negative", ("samples_ns[0] is -5",), cache_text("[-5]")),
+    unreadable_cache("cache samples float", ("samples_ns[0] is 1.5",), cache_text("[1.5]")),
+    unreadable_cache("cache NaN", (TARGET.name, "NaN is not a JSON number"), cache_text("[NaN]")),
+    unreadable_cache(
+        "cache Infinity", ("Infinity is not a JSON number",), cache_text("[Infinity]")
     ),
     Case(
         "cache not JSON",
@@ -1535,38 +1439,12 @@ CASES = [
         marker(""),
         target=b"\xff\xfe{}",
     ),
-    Case(
-        "cache newer schema",
-        "tune",
-        OK,
-        ("schema_version 99", "upgrade"),
-        marker(""),
-        target=cache_text(version="99"),
+    unreadable_cache(
+        "cache newer schema", ("schema_version 99", "upgrade"), cache_text(version="99")
     ),
-    Case(
-        "cache schema string",
-        "tune",
-        OK,
-        ("schema_version", '"2"'),
-        marker(""),
-        target=cache_text(version='"2"'),
-    ),
-    Case(
-        "cache index -1",
-        "tune",
-        OK,
-        ("fastest_index", "-1"),
-        marker(""),
-        target=cache_text(index="-1"),
-    ),
-    Case(
-        "cache index true",
-        "tune",
-        OK,
-        ("fastest_index", "true"),
-        marker(""),
-        target=cache_text(index="true"),
-    ),
+    unreadable_cache("cache schema string", ("schema_version", '"2"'), cache_text(version='"2"')),
+    unreadable_cache("cache index -1", ("fastest_index", "-1"), cache_text(index="-1")),
+    unreadable_cache("cache index true", ("fastest_index", "true"), cache_text(index="true")),
     Case("cache a list", "tune", OK, ("holds a JSON array",), marker(""), target="[]\n"),
     Case(
         "cache entries object",
@@ -1576,13 +1454,10 @@ CASES = [
         marker(""),
         target='{"schema_version": 2, "entries": {}}\n',
     ),
-    Case(
+    unreadable_cache(
         "cache unknown field",
-        "tune",
-        OK,
         ("unknown fields ['extra']",),
-        marker(""),
-        target=cache_text().replace('"bounds": null', '"bounds": null, "extra": 1'),
+        cache_text().replace('"bounds": null', '"bounds": null, "extra": 1'),
     ),
     Case(
         "cache a directory",
@@ -1629,13 +1504,11 @@ CASES = [
         args=("--autotune-cache-dir=afile/sub",),
         setup=cache_dir_is_a_file,
     ),
-    Case(
+    unreadable_cache(
         "update over an unreadable file",
-        "update",
-        FAILED,
         (TARGET.name, "1e400", "was not updated"),
-        marker(""),
-        target=cache_text("[1e400]"),
+        cache_text("[1e400]"),
+        mode="update",
     ),
     Case(
         "records into a directory",
