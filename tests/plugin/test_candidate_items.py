@@ -23,6 +23,31 @@ def print_the_properties_of_each_call(
     )
 
 
+def two_candidates(first: str = "a", second: str = "b", arg: str = "n") -> str:
+    """Two candidates that return their argument `arg`, `first` at 100 us a call on the fake
+    clock and `second` at 200 us, for a test module or a conftest (which has `spin`)."""
+    return textwrap.dedent(
+        f"""
+        def {first}({arg}):
+            spin(1e-4)
+            return {arg}
+
+        def {second}({arg}):
+            spin(2e-4)
+            return {arg}
+        """
+    )
+
+
+def module_of(body: str, first: str = "a", second: str = "b", arg: str = "n") -> str:
+    """A test module of `two_candidates` and then `body`."""
+    return (
+        "import pytest\nfrom conftest import spin\n"
+        + two_candidates(first, second, arg)
+        + textwrap.dedent(body)
+    )
+
+
 @BOTH_MODES
 def test_a_candidates_body_reads_and_writes_its_own_test_item(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
@@ -33,30 +58,23 @@ def test_a_candidates_body_reads_and_writes_its_own_test_item(
     # with the inputs, as it reaches the test's array: what the body added to
     # `request.node.user_properties` never reached the report.
     autotune_pytester.makepyfile(
-        test_own="""
-        import numpy as np
-        import pytest
-        from conftest import spin
+        test_own=module_of(
+            """
+            import numpy as np
 
-        def a(x):
-            spin(1e-4)
-            return x
+            @pytest.fixture
+            def x():
+                return np.ones(4)
 
-        def b(x):
-            spin(2e-4)
-            return x
-
-        @pytest.fixture
-        def x():
-            return np.ones(4)
-
-        @pytest.mark.autotune(candidates={"a": a, "b": b})
-        def test_own(candidate, x, request, record_property):
-            request.node.user_properties.append(("ran", candidate.__name__))
-            record_property("recorded", candidate.__name__)
-            own = request.node.callspec.params["candidate"] is candidate
-            return candidate(x) if own else f"ran in {request.node.name}"
-        """
+            @pytest.mark.autotune(candidates={"a": a, "b": b})
+            def test_own(candidate, x, request, record_property):
+                request.node.user_properties.append(("ran", candidate.__name__))
+                record_property("recorded", candidate.__name__)
+                own = request.node.callspec.params["candidate"] is candidate
+                return candidate(x) if own else f"ran in {request.node.name}"
+            """,
+            arg="x",
+        )
     )
     print_the_properties_of_each_call(autotune_pytester, "sorted(set(report.user_properties))")
     result = run(autotune_pytester, "-s", *mode)
@@ -78,26 +96,19 @@ def test_a_property_the_body_records_reaches_the_report_once(
     # where a plain run, one call, records it once. A list value does not hash, and an
     # array's `==` has no one truth: each call's copy of it reached the report.
     autotune_pytester.makepyfile(
-        test_props="""
-        import numpy as np
-        import pytest
-        from conftest import spin
+        test_props=module_of(
+            """
+            import numpy as np
 
-        def a(x):
-            spin(1e-4)
-            return x
-
-        def b(x):
-            spin(2e-4)
-            return x
-
-        @pytest.mark.autotune(candidates={"a": a, "b": b})
-        def test_props(candidate, record_property):
-            record_property("candidate", candidate.__name__)
-            record_property("shape", [4])
-            record_property("ones", np.ones(2))
-            return candidate(np.ones(4))
-        """
+            @pytest.mark.autotune(candidates={"a": a, "b": b})
+            def test_props(candidate, record_property):
+                record_property("candidate", candidate.__name__)
+                record_property("shape", [4])
+                record_property("ones", np.ones(2))
+                return candidate(np.ones(4))
+            """,
+            arg="x",
+        )
     )
     print_the_properties_of_each_call(autotune_pytester)
     result = run(autotune_pytester, "-s", "-p", "no:randomly", *mode)
@@ -262,23 +273,14 @@ def test_a_repeated_test_is_one_group_at_the_key_of_its_own_parameters(
     # Each repetition was a group of its own, at the key "1-1-2" then "1-2-2": no
     # baseline of the plain run's key "1" was ever found, nor one written for it.
     autotune_pytester.makepyfile(
-        test_rep="""
-        import pytest
-        from conftest import spin
-
-        def a(n):
-            spin(1e-4)
-            return n
-
-        def b(n):
-            spin(2e-4)
-            return n
-
-        @pytest.mark.autotune(candidates={"a": a, "b": b})
-        @pytest.mark.parametrize("n", [1])
-        def test_rep(candidate, n):
-            return candidate(n)
-        """
+        test_rep=module_of(
+            """
+            @pytest.mark.autotune(candidates={"a": a, "b": b})
+            @pytest.mark.parametrize("n", [1])
+            def test_rep(candidate, n):
+                return candidate(n)
+            """
+        )
     )
     result = tune_repeated_after_an_update(autotune_pytester, "-v")
     result.assert_outcomes(passed=4)
@@ -289,36 +291,39 @@ def test_a_repeated_test_is_one_group_at_the_key_of_its_own_parameters(
     assert "1-2" not in result.stdout.str().split("= autotune =")[1]
 
 
+CRASHING_SET = """
+from conftest import spin
+from pytest_autotune import Tunable, TunableSet
+
+def deep(n):
+    return [n][n]
+
+def crashing(n):
+    return deep(n) + 1
+
+def fast(n):
+    spin(1e-4)
+    return n
+
+def make_set():
+    return TunableSet(lambda n: n).with_(Tunable("fast", fast)).with_(
+        Tunable("crashing", crashing)
+    )
+
+def test_set(autotune):
+    autotune(make_set(), 3)
+"""
+"""A test of the `autotune` fixture whose set's second candidate raises an IndexError, a
+frame below its own."""
+
+
 @BOTH_MODES
 def test_a_crashing_candidate_of_a_production_set_shows_its_traceback_when_tuned(
     autotune_pytester: pytest.Pytester, mode: tuple[str, ...]
 ) -> None:
     # The `autotune` fixture's test said "candidate 'crashing' failed its check:
     # IndexError: ..." alone under --autotune, where a plain run shows the traceback.
-    autotune_pytester.makepyfile(
-        test_set="""
-        from conftest import spin
-        from pytest_autotune import Tunable, TunableSet
-
-        def deep(n):
-            return [n][n]
-
-        def crashing(n):
-            return deep(n) + 1
-
-        def fast(n):
-            spin(1e-4)
-            return n
-
-        def make_set():
-            return TunableSet(lambda n: n).with_(Tunable("fast", fast)).with_(
-                Tunable("crashing", crashing)
-            )
-
-        def test_set(autotune):
-            autotune(make_set(), 3)
-        """
-    )
+    autotune_pytester.makepyfile(test_set=CRASHING_SET)
     result = run(autotune_pytester, *mode)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -377,23 +382,14 @@ def test_a_repeated_tests_body_reads_and_writes_its_own_repetitions_item(
     # item its group listed last: the first repetition of a read the second's
     # `request.node` (its name, its callspec) and wrote its properties to that report.
     autotune_pytester.makepyfile(
-        test_rep="""
-        import pytest
-        from conftest import spin
-
-        def a(n):
-            spin(1e-4)
-            return n
-
-        def b(n):
-            spin(2e-4)
-            return n
-
-        @pytest.mark.autotune(candidates={"a": a, "b": b})
-        def test_rep(candidate, request, record_property):
-            record_property("node", request.node.name)
-            return candidate(1)
-        """
+        test_rep=module_of(
+            """
+            @pytest.mark.autotune(candidates={"a": a, "b": b})
+            def test_rep(candidate, request, record_property):
+                record_property("node", request.node.name)
+                return candidate(1)
+            """
+        )
     )
     add_to_conftest(autotune_pytester, REPEAT_CONFTEST)
     print_the_properties_of_each_call(autotune_pytester)
@@ -419,24 +415,20 @@ def test_a_repeated_test_of_the_autotune_fixture_is_one_group(
     # Each repetition's call was a group named by its node id ("test_set[1-2]"), and the
     # second failed: "the set's key_gen gives the key 3, as it does for test_set[1-2]".
     autotune_pytester.makepyfile(
-        test_set="""
-        from conftest import spin
-        from pytest_autotune import Tunable, TunableSet
+        test_set=module_of(
+            """
+            from pytest_autotune import Tunable, TunableSet
 
-        def fast(n):
-            spin(1e-4)
-            return n
+            def make_set():
+                fast_one = Tunable("fast", fast)
+                return TunableSet(lambda n: n).with_(fast_one).with_(Tunable("slow", slow))
 
-        def slow(n):
-            spin(2e-4)
-            return n
-
-        def make_set():
-            return TunableSet(lambda n: n).with_(Tunable("fast", fast)).with_(Tunable("slow", slow))
-
-        def test_set(autotune):
-            assert autotune(make_set(), 3) == 3
-        """
+            def test_set(autotune):
+                assert autotune(make_set(), 3) == 3
+            """,
+            "fast",
+            "slow",
+        )
     )
     result = tune_repeated_after_an_update(autotune_pytester)
     result.assert_outcomes(passed=2)
@@ -450,27 +442,7 @@ def test_each_repetition_of_a_production_sets_test_shows_its_crashing_candidates
     # The group is tuned in the first repetition, which kept the names of the candidates
     # that raised for itself: the second said "candidate 'crashing' failed its check:
     # IndexError: ..." alone, where the first showed the traceback.
-    autotune_pytester.makepyfile(
-        test_set="""
-        from conftest import spin
-        from pytest_autotune import Tunable, TunableSet
-
-        def crashing(n):
-            return [n][n]
-
-        def fast(n):
-            spin(1e-4)
-            return n
-
-        def make_set():
-            return TunableSet(lambda n: n).with_(Tunable("fast", fast)).with_(
-                Tunable("crashing", crashing)
-            )
-
-        def test_set(autotune):
-            autotune(make_set(), 3)
-        """
-    )
+    autotune_pytester.makepyfile(test_set=CRASHING_SET)
     add_to_conftest(autotune_pytester, REPEAT_CONFTEST)
     result = run(autotune_pytester, "--autotune", "-p", "no:randomly")
     result.assert_outcomes(failed=2)
@@ -540,23 +512,14 @@ def test_an_xml_attribute_the_body_records_reaches_its_own_tests_testcase(
     # reference's body, run last in b's test, gave it impl="a"; under --autotune b's body
     # wrote to a's, and b's had none.
     autotune_pytester.makepyfile(
-        test_xml="""
-        import pytest
-        from conftest import spin
-
-        def a(n):
-            spin(1e-4)
-            return n
-
-        def b(n):
-            spin(2e-4)
-            return n
-
-        @pytest.mark.autotune(candidates={"a": a, "b": b})
-        def test_xml(candidate, record_xml_attribute):
-            record_xml_attribute("impl", candidate.__name__)
-            return candidate(1)
-        """
+        test_xml=module_of(
+            """
+            @pytest.mark.autotune(candidates={"a": a, "b": b})
+            def test_xml(candidate, record_xml_attribute):
+                record_xml_attribute("impl", candidate.__name__)
+                return candidate(1)
+            """
+        )
     )
     autotune_pytester.makeini(
         "[pytest]\nfilterwarnings =\n    error\n"
@@ -607,24 +570,17 @@ def test_a_parametrize_of_candidates_given_by_keyword_is_read_as_one_given_by_po
     # the candidates were read from `args[0]`, and an IndexError from the plugin stopped
     # the collection of the whole session.
     autotune_pytester.makepyfile(
-        test_kw="""
-        import pytest
-        from conftest import spin
-
-        def fast(n):
-            spin(1e-4)
-            return n
-
-        def slow(n):
-            spin(2e-4)
-            return n
-
-        @pytest.mark.autotune
-        @pytest.mark.parametrize(argnames="candidate", argvalues=[fast, slow], ids=["f", "s"])
-        @pytest.mark.parametrize(argnames="n", argvalues=[1])
-        def test_kw(candidate, n):
-            return candidate(n)
-        """
+        test_kw=module_of(
+            """
+            @pytest.mark.autotune
+            @pytest.mark.parametrize(argnames="candidate", argvalues=[fast, slow], ids=["f", "s"])
+            @pytest.mark.parametrize(argnames="n", argvalues=[1])
+            def test_kw(candidate, n):
+                return candidate(n)
+            """,
+            "fast",
+            "slow",
+        )
     )
     result = run(autotune_pytester, "-v", *mode)
     result.assert_outcomes(passed=2)
@@ -642,33 +598,26 @@ def test_a_parametrize_of_candidates_given_as_a_generator_fails_its_items_saying
     # "got empty parameter set", no candidate run; generated ids it did not read, naming
     # the candidates by __name__, and each item was tuned as a group of its own.
     autotune_pytester.makepyfile(
-        test_gen="""
-        import pytest
-        from conftest import spin
+        test_gen=module_of(
+            """
+            @pytest.mark.autotune
+            @pytest.mark.parametrize("candidate", (f for f in [fast, slow]))
+            def test_values(candidate):
+                return candidate(1)
 
-        def fast(n):
-            spin(1e-4)
-            return n
+            @pytest.mark.autotune
+            @pytest.mark.parametrize("candidate", [fast, slow], ids=(i for i in ["f", "s"]))
+            def test_ids(candidate):
+                return candidate(1)
 
-        def slow(n):
-            spin(2e-4)
-            return n
-
-        @pytest.mark.autotune
-        @pytest.mark.parametrize("candidate", (f for f in [fast, slow]))
-        def test_values(candidate):
-            return candidate(1)
-
-        @pytest.mark.autotune
-        @pytest.mark.parametrize("candidate", [fast, slow], ids=(i for i in ["f", "s"]))
-        def test_ids(candidate):
-            return candidate(1)
-
-        @pytest.mark.autotune
-        @pytest.mark.parametrize("candidate", [fast, slow], ids=["f", "s"])
-        def test_list(candidate):
-            return candidate(1)
-        """
+            @pytest.mark.autotune
+            @pytest.mark.parametrize("candidate", [fast, slow], ids=["f", "s"])
+            def test_list(candidate):
+                return candidate(1)
+            """,
+            "fast",
+            "slow",
+        )
     )
     # pytest deprecates a generator of values itself (PytestRemovedIn10Warning, pytest 9.1).
     result = run(autotune_pytester, "-W", "ignore::DeprecationWarning", *mode)
@@ -693,17 +642,7 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize(("candidate", "n"), [(fast, 1), (slow, 2)], ids=["f1", "s2"])
     if name == "test_indirect":
         metafunc.parametrize("candidate", [fast, slow], ids=["f", "s"], indirect=True)
-
-
-def fast(n):
-    spin(1e-4)
-    return n
-
-
-def slow(n):
-    spin(2e-4)
-    return n
-"""
+""" + two_candidates("fast", "slow")
 
 
 @BOTH_MODES
@@ -784,19 +723,11 @@ def test_a_generate_hook_whose_rows_differ_within_a_group_fails_its_items_not_th
     )
 
 
-LATE_HOOK = """
+LATE_HOOK = (
+    two_candidates("fast", "slow")
+    + """
 
 import pytest
-
-
-def fast(n):
-    spin(1e-4)
-    return n
-
-
-def slow(n):
-    spin(2e-4)
-    return n
 
 
 @pytest.hookimpl(trylast=True)
@@ -804,6 +735,7 @@ def pytest_generate_tests(metafunc):
     if metafunc.function.__name__ in ("test_registry", "test_marker_too"):
         metafunc.parametrize("candidate", [fast, slow], ids=["f", "s"])
 """
+)
 
 
 @BOTH_MODES
@@ -957,17 +889,8 @@ def test_one_function_a_hook_lists_under_two_ids_is_two_candidates(
     # a parametrize mark of the same list tunes three candidates.
     add_to_conftest(
         autotune_pytester,
-        """
-
-def fast(n):
-    spin(1e-4)
-    return n
-
-
-def slow(n):
-    spin(2e-4)
-    return n
-
+        two_candidates("fast", "slow")
+        + """
 
 REGISTRY = {"fast": fast, "fast_again": fast, "slow": slow}
 
