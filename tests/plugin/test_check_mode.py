@@ -167,34 +167,73 @@ def test_a_failing_test_shows_the_fixture_by_its_test_not_by_our_internals(
     result.stdout.no_fnmatch_line("*functools.partial*")
 
 
+RIGHT_AND_WRONG = textwrap.dedent(
+    """
+    import pytest
+    from conftest import spin
+
+    def right(n):
+        spin(100e-6)
+        return n * 2
+
+    def wrong(n):
+        spin(50e-6)
+        return n * 3
+    """
+)
+"""Two candidates, `right` and `wrong`, for a test of a reference the module adds."""
+
+RAISING_EXACT = textwrap.dedent(
+    """
+    import pytest
+
+    def exact(n):
+        raise ValueError("no exact value")
+
+    def right(n):
+        return n * 2
+    """
+)
+"""A reference `exact` that raises, and `right`, which it cannot check."""
+
+EXACT_AND_ROUGH = textwrap.dedent(
+    """
+    import numpy as np
+
+    def exact(x):
+        return x.sum()
+
+    def rough(x):
+        return x.sum() * (1 + 1e-4)
+    """
+)
+"""A sum, and one 1e-4 off it: within rtol=1e-3, not within the default tolerance."""
+
+
 def test_an_explicit_reference_and_tolerances_are_honoured(
     autotune_pytester: pytest.Pytester,
 ) -> None:
     autotune_pytester.makepyfile(
-        """
-        import numpy as np
-        import pytest
+        EXACT_AND_ROUGH
+        + textwrap.dedent(
+            """
+            import pytest
 
-        def exact(x):
-            return x.sum()
+            @pytest.fixture
+            def x():
+                return np.ones(100)
 
-        def rough(x):
-            return x.sum() * (1 + 1e-4)
+            @pytest.mark.autotune(
+                candidates={"rough": rough, "exact": exact}, reference=exact, rtol=1e-3
+            )
+            def test_loose(candidate, x):
+                return candidate(x)
 
-        @pytest.fixture
-        def x():
-            return np.ones(100)
-
-        @pytest.mark.autotune(
-            candidates={"rough": rough, "exact": exact}, reference=exact, rtol=1e-3
+            @pytest.mark.autotune(candidates={"rough": rough, "exact": exact}, reference="exact")
+            def test_strict(candidate, x):
+                return candidate(x)
+            """
         )
-        def test_loose(candidate, x):
-            return candidate(x)
-
-        @pytest.mark.autotune(candidates={"rough": rough, "exact": exact}, reference="exact")
-        def test_strict(candidate, x):
-            return candidate(x)
-        """
     )
     result = run(autotune_pytester, "-rf")
     result.assert_outcomes(passed=3, failed=1)
@@ -983,24 +1022,20 @@ def test_the_fixture_takes_a_candidates_name_as_its_reference(
 ) -> None:
     """As the marker does: `reference="exact"` is checked against, and its output returned."""
     autotune_pytester.makepyfile(
-        """
-        import numpy as np
-        from pytest_autotune import TunableSet
+        EXACT_AND_ROUGH
+        + textwrap.dedent(
+            """
+            from pytest_autotune import TunableSet
 
-        def exact(x):
-            return x.sum()
+            def test_strict(autotune):
+                tunables = TunableSet.of(lambda x: x.size, {"rough": rough, "exact": exact})
+                autotune(tunables, np.ones(100), reference="exact")
 
-        def rough(x):
-            return x.sum() * (1 + 1e-4)
-
-        def test_strict(autotune):
-            tunables = TunableSet.of(lambda x: x.size, {"rough": rough, "exact": exact})
-            autotune(tunables, np.ones(100), reference="exact")
-
-        def test_loose(autotune):
-            tunables = TunableSet.of(lambda x: x.size, {"rough": rough, "exact": exact})
-            assert autotune(tunables, np.ones(100), reference="exact", rtol=1e-3) == 100
-        """
+            def test_loose(autotune):
+                tunables = TunableSet.of(lambda x: x.size, {"rough": rough, "exact": exact})
+                assert autotune(tunables, np.ones(100), reference="exact", rtol=1e-3) == 100
+            """
+        )
     )
     result = run(autotune_pytester)
     result.assert_outcomes(passed=1, failed=1)
@@ -1358,33 +1393,25 @@ def test_a_reference_that_declines_in_the_body_leaves_the_others_checked_as_with
     # xfailed) every candidate's test as "candidate 'right' declined: needs mpmath", and
     # --autotune failed them all, "cannot be checked: the reference 'exact' skipped".
     autotune_pytester.makepyfile(
-        """
-        import pytest
-        from conftest import spin
+        RIGHT_AND_WRONG
+        + textwrap.dedent(
+            """
+            def exact(n):
+                return n * 2
 
-        def exact(n):
-            return n * 2
+            @pytest.mark.autotune(candidates=[right, wrong, exact], reference="exact")
+            def test_skip(candidate):
+                if candidate is exact:
+                    pytest.skip("needs mpmath")
+                return candidate(1)
 
-        def right(n):
-            spin(100e-6)
-            return n * 2
-
-        def wrong(n):
-            spin(50e-6)
-            return n * 3
-
-        @pytest.mark.autotune(candidates=[right, wrong, exact], reference="exact")
-        def test_skip(candidate):
-            if candidate is exact:
-                pytest.skip("needs mpmath")
-            return candidate(1)
-
-        @pytest.mark.autotune(candidates=[right, wrong, exact], reference="exact")
-        def test_xfail(candidate):
-            if candidate is exact:
-                pytest.xfail("exact is broken")
-            return candidate(1)
-        """
+            @pytest.mark.autotune(candidates=[right, wrong, exact], reference="exact")
+            def test_xfail(candidate):
+                if candidate is exact:
+                    pytest.xfail("exact is broken")
+                return candidate(1)
+            """
+        )
     )
     result = run(autotune_pytester, "-rsx", *mode)
     result.assert_outcomes(passed=2, failed=2, skipped=1, xfailed=1)
@@ -1405,26 +1432,22 @@ def test_a_reference_that_raises_is_named_on_its_error_in_the_others_tests(
     # Plain pytest: reference="exact" raising showed, under test_raises[right], exact's
     # traceback alone ("ValueError: no exact value"), which read as right's failure.
     autotune_pytester.makepyfile(
-        """
-        import pytest
+        RAISING_EXACT
+        + textwrap.dedent(
+            """
 
-        def exact(n):
-            raise ValueError("no exact value")
+            def failing(n):
+                pytest.fail("no exact value either")
 
-        def right(n):
-            return n * 2
+            @pytest.mark.autotune(candidates=[right, exact], reference="exact")
+            def test_raises(candidate):
+                return candidate(1)
 
-        def failing(n):
-            pytest.fail("no exact value either")
-
-        @pytest.mark.autotune(candidates=[right, exact], reference="exact")
-        def test_raises(candidate):
-            return candidate(1)
-
-        @pytest.mark.autotune(candidates=[right, failing], reference="failing")
-        def test_fails(candidate):
-            return candidate(1)
-        """
+            @pytest.mark.autotune(candidates=[right, failing], reference="failing")
+            def test_fails(candidate):
+                return candidate(1)
+            """
+        )
     )
     result = run(autotune_pytester)
     result.assert_outcomes(failed=4)
@@ -1467,22 +1490,18 @@ def test_an_explicit_reference_function_that_raises_is_named_as_the_explicit_ref
     # A callable `reference=` is no candidate: its note read "raised by the reference the
     # explicit reference", the wording of a candidate's name around the callable's label.
     autotune_pytester.makepyfile(
-        """
-        import pytest
+        RAISING_EXACT
+        + textwrap.dedent(
+            """
 
-        def exact(n):
-            raise ValueError("no exact value")
+            def other(n):
+                return n * 2
 
-        def right(n):
-            return n * 2
-
-        def other(n):
-            return n * 2
-
-        @pytest.mark.autotune(candidates=[right, other], reference=exact)
-        def test_raises(candidate):
-            return candidate(1)
-        """
+            @pytest.mark.autotune(candidates=[right, other], reference=exact)
+            def test_raises(candidate):
+                return candidate(1)
+            """
+        )
     )
     result = run(autotune_pytester)
     result.assert_outcomes(failed=2)
@@ -1503,29 +1522,21 @@ def test_a_reference_named_by_the_marker_but_skipped_here_is_never_called(
     # its RuntimeError failed every other candidate ("cannot be checked: the reference
     # raised"), where a skipped candidate is otherwise never the reference.
     autotune_pytester.makepyfile(
-        """
-        import pytest
-        from conftest import spin
+        RIGHT_AND_WRONG
+        + textwrap.dedent(
+            """
+            def gpu(n):
+                raise RuntimeError("no CUDA device")
 
-        def gpu(n):
-            raise RuntimeError("no CUDA device")
-
-        def right(n):
-            spin(100e-6)
-            return n * 2
-
-        def wrong(n):
-            spin(50e-6)
-            return n * 3
-
-        @pytest.mark.autotune(reference="gpu")
-        @pytest.mark.parametrize(
-            "candidate",
-            [right, wrong, pytest.param(gpu, marks=pytest.mark.skipif(True, reason="no GPU"))],
+            @pytest.mark.autotune(reference="gpu")
+            @pytest.mark.parametrize(
+                "candidate",
+                [right, wrong, pytest.param(gpu, marks=pytest.mark.skipif(True, reason="no GPU"))],
+            )
+            def test_x(candidate):
+                return candidate(1)
+            """
         )
-        def test_x(candidate):
-            return candidate(1)
-        """
     )
     result = run(autotune_pytester, *mode)
     result.assert_outcomes(passed=1, failed=1, skipped=1)
@@ -1797,6 +1808,14 @@ def test_candidates_parametrized_under_another_name_are_pointed_at(
     )
 
 
+def refused_in_either_mode(pytester: pytest.Pytester, args: list[str], line: str) -> None:
+    """A plain run and a tuning run with `args` each stop before running, saying `line`."""
+    for mode in ((), ("--autotune",)):
+        result = run(pytester, *mode, *args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([line])
+
+
 def test_a_groups_name_given_as_a_node_id_is_told_to_select_the_groups_tests_with_k(
     autotune_pytester: pytest.Pytester,
 ) -> None:
@@ -1816,16 +1835,13 @@ def test_a_groups_name_given_as_a_node_id_is_told_to_select_the_groups_tests_wit
             pass
         """
     )
-    for mode in ((), ("--autotune",)):
-        result = run(autotune_pytester, *mode, "test_sum.py::test_sum[n4]")
-        assert result.ret == pytest.ExitCode.USAGE_ERROR
-        result.stderr.fnmatch_lines(
-            [
-                "ERROR: test_sum.py::test_sum[n4] names an autotune group, as the autotune"
-                " summary does, and no test: each of its tests' node ids holds its"
-                " candidate's id too; select the group's tests with -k \"test_sum and n4\""
-            ]
-        )
+    refused_in_either_mode(
+        autotune_pytester,
+        ["test_sum.py::test_sum[n4]"],
+        "ERROR: test_sum.py::test_sum[n4] names an autotune group, as the autotune summary"
+        " does, and no test: each of its tests' node ids holds its candidate's id too; select"
+        ' the group\'s tests with -k "test_sum and n4"',
+    )
     # A test's own id, beside an argument that names nothing, is no group's name.
     result = run(autotune_pytester, "test_sum.py::test_sum[n4-fast]", "test_sum.py::test_x[1]")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -1848,17 +1864,14 @@ def test_a_groups_name_given_to_deselect_stops_the_run_rather_than_deselect_noth
             return candidate(range(n))
         """
     )
-    for mode in ((), ("--autotune",)):
-        result = run(autotune_pytester, *mode, "--deselect", "test_sum.py::test_sum[n4]")
-        assert result.ret == pytest.ExitCode.USAGE_ERROR
-        result.stderr.fnmatch_lines(
-            [
-                "ERROR: --deselect test_sum.py::test_sum[n4] names an autotune group, as the"
-                " autotune summary does, and no test, so it deselects none: each of its tests'"
-                " node ids holds its candidate's id too; deselect the group's tests with"
-                ' -k "not (test_sum and n4)"'
-            ]
-        )
+    refused_in_either_mode(
+        autotune_pytester,
+        ["--deselect", "test_sum.py::test_sum[n4]"],
+        "ERROR: --deselect test_sum.py::test_sum[n4] names an autotune group, as the"
+        " autotune summary does, and no test, so it deselects none: each of its tests'"
+        " node ids holds its candidate's id too; deselect the group's tests with"
+        ' -k "not (test_sum and n4)"',
+    )
     # A test's own id, and a group's name that starts its tests' ids, deselect as given.
     result = run(autotune_pytester, "--deselect", "test_sum.py::test_sum[fast-n4]")
     result.assert_outcomes(passed=3, deselected=1)
@@ -1867,7 +1880,21 @@ def test_a_groups_name_given_to_deselect_stops_the_run_rather_than_deselect_noth
     assert "names an autotune group" not in result.stderr.str()
 
 
-OUT_OF_MEMORY_TESTS = """
+HOG_BESIDE_FINE = """
+
+def fine(n):
+    spin(1e-4)
+    return n
+
+
+@pytest.mark.autotune(candidates={"fine": fine, "hog": hog})
+def test_op(candidate):
+    return candidate(1)
+"""
+"""test_op over `fine` and the `hog` of the module it ends, which runs out of memory."""
+
+OUT_OF_MEMORY_TESTS = (
+    """
 import gc
 import weakref
 
@@ -1888,23 +1915,16 @@ def hog(n):
     blocks = [Block() for _ in range(3)]  # what a candidate allocated before the failure
     HELD.extend(weakref.ref(b) for b in blocks)
     raise MemoryError("out of memory allocating 1073741824 bytes")
-
-
-def fine(n):
-    spin(1e-4)
-    return n
-
-
-@pytest.mark.autotune(candidates={"fine": fine, "hog": hog})
-def test_op(candidate):
-    return candidate(1)
-
+"""
+    + HOG_BESIDE_FINE
+    + """
 
 def test_z_after():
     alive = [r for r in HELD if r() is not None]
     gc.enable()
     assert alive == []
 """
+)
 
 
 @BOTH_MODES
@@ -1923,7 +1943,8 @@ def test_an_out_of_memory_failure_lets_go_of_what_its_candidate_held(
     result.stdout.fnmatch_lines(["*FAILED test_memory.py::test_op[[]hog[]]*MemoryError*"])
 
 
-EXEC_OUT_OF_MEMORY_TESTS = """
+EXEC_OUT_OF_MEMORY_TESTS = (
+    """
 import pytest
 from conftest import spin
 
@@ -1933,21 +1954,14 @@ NAMESPACE = {"kept": 1}
 def hog(n):
     # Code run in a namespace of the program's: the frame's f_locals is that namespace.
     exec("blocks = [0] * 3\\nraise MemoryError('out of memory')", NAMESPACE)
-
-
-def fine(n):
-    spin(1e-4)
-    return n
-
-
-@pytest.mark.autotune(candidates={"fine": fine, "hog": hog})
-def test_op(candidate):
-    return candidate(1)
-
+"""
+    + HOG_BESIDE_FINE
+    + """
 
 def test_z_after():
     assert NAMESPACE.get("kept") == 1
 """
+)
 
 
 def test_letting_go_of_an_out_of_memory_failure_leaves_a_namespace_its_code_ran_in(
