@@ -9,6 +9,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -107,6 +108,19 @@ def refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     code, out, err = run(capsys, *argv)
     assert (code, out) == (2, ""), err
     return err
+
+
+def refused_as_records(capsys: pytest.CaptureFixture[str], path: Path) -> list[str]:
+    """What `report` and `compare`, the readers of records, each say refusing `path`."""
+    return [refused(capsys, "report", str(path)), refused(capsys, "compare", str(path), str(path))]
+
+
+def refused_as_a_cache_file(
+    capsys: pytest.CaptureFixture[str], path: Path, other: Path
+) -> list[str]:
+    """What `show` and `diff`, the readers of cache files, each say refusing `path` (diffed
+    against the cache file `other`)."""
+    return [refused(capsys, "show", str(path)), refused(capsys, "diff", str(path), str(other))]
 
 
 def realistic_records_file(path: Path) -> Path:
@@ -633,35 +647,33 @@ def test_compare_of_gpu_records_scales_by_the_peak_probes_as_the_gate_did(
     assert out.splitlines()[2].endswith(scaled.verdict.value)
 
 
-def test_compare_of_a_record_whose_contention_does_not_read_names_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    Recorder(a).record(sum_run(RUN_1, 5.0))
-    record = sum_run(RUN_2, 6.0)
-    Recorder(b).record(replace(record, extra={**record.extra, "contention": {"load": "high"}}))
-
-    err = refused(capsys, "compare", str(a), str(b))
-    assert err == (
-        f"pytest-autotune: error: {b}: example_kernels/test_sum.py::test_sum [n4194304]:"
-        ' contention: load is "high", expected a number from 0 to 1000 or null\n'
-    )
-
-
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        pytest.param(
+            {"contention": {"load": "high"}},
+            'test_sum [n4194304]: contention: load is "high", expected a number from 0 to 1000'
+            " or null",
+            id="contention",
+        ),
+        pytest.param(
+            {"device": "gpu"},
+            "test_sum, key n4194304: extra 'device' has the wrong type: 'gpu'",
+            id="device",
+        ),
+    ],
+)
 def test_compare_of_a_record_whose_extras_do_not_read_names_the_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: dict[str, object], said: str
 ) -> None:
     # `report` of the same file names it; compare said only the group and the field.
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     Recorder(a).record(sum_run(RUN_1, 5.0))
     record = sum_run(RUN_2, 6.0)
-    Recorder(b).record(replace(record, extra={**record.extra, "device": "gpu"}))
+    Recorder(b).record(replace(record, extra={**record.extra, **extra}))
 
     err = refused(capsys, "compare", str(a), str(b))
-    assert err == (
-        f"pytest-autotune: error: {b}: example_kernels/test_sum.py::test_sum, key n4194304:"
-        " extra 'device' has the wrong type: 'gpu'\n"
-    )
+    assert err == f"pytest-autotune: error: {b}: example_kernels/test_sum.py::{said}\n"
 
 
 def cache_roots_of_a_slower_winner(tmp_path: Path, key: str) -> tuple[Path, Path]:
@@ -1360,18 +1372,14 @@ def test_a_cache_file_given_for_records_and_records_for_a_cache_file_say_which_t
     # Both are JSON; read as the other kind, each was "invalid JSON" at a line and column
     # of a file that any JSON tool reads.
     records = realistic_records_file(tmp_path / "records.jsonl")
-    for argv in (["report", str(baseline)], ["compare", str(baseline), str(baseline)]):
-        err = refused(capsys, *argv)
-        assert err == (
-            f"pytest-autotune: error: {baseline}: a cache file, not records (the JSON lines"
-            " --autotune-record writes): show and diff read cache files, compare their folders\n"
-        )
-    for argv in (["show", str(records)], ["diff", str(records), str(baseline)]):
-        err = refused(capsys, *argv)
-        assert err == (
-            f"pytest-autotune: error: {records}: records (the JSON lines --autotune-record"
-            " writes), not a cache file: report renders them, compare judges two of them\n"
-        )
+    assert refused_as_records(capsys, baseline) == 2 * [
+        f"pytest-autotune: error: {baseline}: a cache file, not records (the JSON lines"
+        " --autotune-record writes): show and diff read cache files, compare their folders\n"
+    ]
+    assert refused_as_a_cache_file(capsys, records, baseline) == 2 * [
+        f"pytest-autotune: error: {records}: records (the JSON lines --autotune-record"
+        " writes), not a cache file: report renders them, compare judges two of them\n"
+    ]
 
 
 def test_pytest_benchmarks_json_given_for_records_or_a_cache_file_says_what_it_is(
@@ -1382,19 +1390,14 @@ def test_pytest_benchmarks_json_given_for_records_or_a_cache_file_says_what_it_i
     bench = tmp_path / "bench.json"
     document = {"machine_info": {}, "commit_info": {}, "benchmarks": [], "version": "5.1.0"}
     bench.write_text(json.dumps(document, indent=4) + "\n")
-    for argv in (["report", str(bench)], ["compare", str(bench), str(bench)]):
-        err = refused(capsys, *argv)
-        assert err == (
-            f"pytest-autotune: error: {bench}: pytest-benchmark's JSON (--autotune-benchmark-json"
-            " writes it for pytest-benchmark compare), not records (the JSON lines"
-            " --autotune-record writes)\n"
-        )
-    for argv in (["show", str(bench)], ["diff", str(bench), str(baseline)]):
-        err = refused(capsys, *argv)
-        assert err == (
-            f"pytest-autotune: error: {bench}: pytest-benchmark's JSON (--autotune-benchmark-json"
-            " writes it for pytest-benchmark compare), not a cache file\n"
-        )
+    said = (
+        f"pytest-autotune: error: {bench}: pytest-benchmark's JSON (--autotune-benchmark-json"
+        " writes it for pytest-benchmark compare), not "
+    )
+    assert refused_as_records(capsys, bench) == 2 * [
+        said + "records (the JSON lines --autotune-record writes)\n"
+    ]
+    assert refused_as_a_cache_file(capsys, bench, baseline) == 2 * [said + "a cache file\n"]
 
 
 def test_a_peaks_file_given_for_a_cache_file_or_records_says_what_it_is(
@@ -1409,8 +1412,7 @@ def test_a_peaks_file_given_for_a_cache_file_or_records_says_what_it_is(
         f"pytest-autotune: error: {path}: a device's measured peaks (the file a client given"
         " peaks_cache_dir keeps), not "
     )
-    for argv in (["show", str(path)], ["diff", str(path), str(baseline)]):
-        err = refused(capsys, *argv)
+    for err in refused_as_a_cache_file(capsys, path, baseline):
         assert err.startswith(said + "a cache file: ") and err.count("\n") == 1
     err = refused(capsys, "report", str(path))
     assert err.startswith(said + "records (the JSON lines --autotune-record writes)")
@@ -1596,8 +1598,7 @@ def test_a_journal_given_for_a_cache_file_or_records_names_its_cache_file(
         err = refused(capsys, *argv)
         assert err.startswith(said + "a cache file: show, diff and compare read it with")
         assert err.count("\n") == 1
-    for argv in (["report", str(journal)], ["compare", str(journal), str(journal)]):
-        err = refused(capsys, *argv)
+    for err in refused_as_records(capsys, journal):
         assert err.startswith(said + "records (the JSON lines --autotune-record writes)")
         assert err.count("\n") == 1
 
@@ -1914,13 +1915,9 @@ def test_a_torn_records_file_counts_one_whole_record_in_the_singular(
     assert err.endswith("is ignored; the 1 record before it is read\n")
 
 
-def test_show_of_names_the_output_encoding_lacks_writes_them_escaped(tmp_path: Path) -> None:
-    """Windows' Python writes a redirected stdout (a file, a CI log's pipe) in the ANSI code
-    page: a key or candidate name outside it raised UnicodeEncodeError, a traceback with
-    status 1, which is compare's "the gate would fail"."""
-    results = (outcome("累加", 0, 1), outcome("Δ-sum", 1, 2))
-    path = write_cache(tmp_path / "t.json", {"naïve→": ("累加", results)})
-    env = {**os.environ, "PYTHONIOENCODING": "cp1252"}
+def shown_in_a_process(path: Path, env: dict[str, str]) -> bytes:
+    """What `pytest-autotune show path` writes on stdout, run in a process of its own with the
+    environment `env`, having asserted that it succeeded and wrote nothing on stderr."""
     result = subprocess.run(
         [sys.executable, "-m", "pytest_autotune", "show", str(path)],
         capture_output=True,
@@ -1928,7 +1925,16 @@ def test_show_of_names_the_output_encoding_lacks_writes_them_escaped(tmp_path: P
         check=False,
     )
     assert (result.returncode, result.stderr) == (0, b"")
-    out = result.stdout.decode("cp1252")
+    return result.stdout
+
+
+def test_show_of_names_the_output_encoding_lacks_writes_them_escaped(tmp_path: Path) -> None:
+    """Windows' Python writes a redirected stdout (a file, a CI log's pipe) in the ANSI code
+    page: a key or candidate name outside it raised UnicodeEncodeError, a traceback with
+    status 1, which is compare's "the gate would fail"."""
+    results = (outcome("累加", 0, 1), outcome("Δ-sum", 1, 2))
+    path = write_cache(tmp_path / "t.json", {"naïve→": ("累加", results)})
+    out = shown_in_a_process(path, {**os.environ, "PYTHONIOENCODING": "cp1252"}).decode("cp1252")
     assert "\\u7d2f\\u52a0" in out and "\\u0394-sum" in out
 
 
@@ -1940,14 +1946,8 @@ def test_show_under_the_c_locale_without_utf8_mode_writes_names_escaped(tmp_path
     path = write_cache(tmp_path / "t.json", {"café": ("累加", results)})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONIO"))}
     env |= {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest_autotune", "show", str(path)],
-        capture_output=True,
-        env=env,
-        check=False,
-    )
-    assert (result.returncode, result.stderr) == (0, b"")
-    assert b"caf\\xe9" in result.stdout and b"\\u7d2f\\u52a0" in result.stdout
+    out = shown_in_a_process(path, env)
+    assert b"caf\\xe9" in out and b"\\u7d2f\\u52a0" in out
 
 
 # -- merge -----------------------------------------------------------------------------------
@@ -1988,6 +1988,28 @@ def sum_entries(*sizes: int) -> dict[str, tuple[str, tuple[AutotuneResult, ...]]
     }
 
 
+def driven_repo_of_sizes(tmp_path: Path, *sizes: int) -> tuple[Path, str]:
+    """`driven_repo`, its cache file of `sum_entries(*sizes)` committed on main."""
+    repo, name = driven_repo(tmp_path)
+    write_cache(repo / name, sum_entries(*sizes))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    return repo, name
+
+
+def diverge(
+    repo: Path, branch: str, theirs: Callable[[], object], ours: Callable[[], object]
+) -> None:
+    """Commits what `theirs` writes on a new branch `branch`, and what `ours` writes on main,
+    both from main's last commit; main is left checked out."""
+    git(repo, "checkout", "-qb", branch)
+    theirs()
+    git(repo, "commit", "-qam", f"{branch}'s change")
+    git(repo, "checkout", "-q", "main")
+    ours()
+    git(repo, "commit", "-qam", "main's change")
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_two_branches_that_added_keys_at_one_place_merge_with_both_kept_by_the_merge_driver(
     tmp_path: Path,
@@ -1996,17 +2018,14 @@ def test_two_branches_that_added_keys_at_one_place_merge_with_both_kept_by_the_m
     # two new entries into one another (they share every line but the key and samples),
     # and the advice "keep one side of each conflict" dropped one of them. As git's merge
     # driver, `pytest-autotune merge` merges entry by entry.
-    repo, name = driven_repo(tmp_path)
+    repo, name = driven_repo_of_sizes(tmp_path, 1024, 8192)
     cache = repo / name
-    write_cache(cache, sum_entries(1024, 8192))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    git(repo, "checkout", "-qb", "other")
-    write_cache(cache, sum_entries(1024, 3000, 8192), copy_peak=4.1e12)
-    git(repo, "commit", "-qam", "n3000")
-    git(repo, "checkout", "-q", "main")
-    write_cache(cache, sum_entries(1024, 2048, 8192), copy_peak=4.3e12)
-    git(repo, "commit", "-qam", "n2048")
+    diverge(
+        repo,
+        "other",
+        lambda: write_cache(cache, sum_entries(1024, 3000, 8192), copy_peak=4.1e12),
+        lambda: write_cache(cache, sum_entries(1024, 2048, 8192), copy_peak=4.3e12),
+    )
 
     output = git(repo, "merge", "other")
 
@@ -2023,19 +2042,16 @@ def test_a_file_merged_without_the_driver_is_told_the_command_that_merges_it_ent
     # Merged before the driver was set up, the file held git's conflict markers, and the
     # message said to "merge it again with `pytest-autotune merge` as git's merge driver":
     # set up, the driver runs only in a merge, and the one that made the markers was done.
-    repo, name = driven_repo(tmp_path)
+    repo, name = driven_repo_of_sizes(tmp_path, 1024, 8192)
     driver = git(repo, "config", "merge.autotune.driver").strip()
     git(repo, "config", "--unset", "merge.autotune.driver")
     cache = repo / name
-    write_cache(cache, sum_entries(1024, 8192))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    git(repo, "checkout", "-qb", "other")
-    write_cache(cache, sum_entries(1024, 3000, 8192))
-    git(repo, "commit", "-qam", "n3000")
-    git(repo, "checkout", "-q", "main")
-    write_cache(cache, sum_entries(1024, 2048, 8192))
-    git(repo, "commit", "-qam", "n2048")
+    diverge(
+        repo,
+        "other",
+        lambda: write_cache(cache, sum_entries(1024, 3000, 8192)),
+        lambda: write_cache(cache, sum_entries(1024, 2048, 8192)),
+    )
     assert "CONFLICT" in git(repo, "merge", "other")
 
     code, _, err = run(capsys, "show", str(cache))
@@ -2259,20 +2275,15 @@ def test_a_rebase_that_meets_an_entry_both_branches_changed_is_told_a_command_th
 ) -> None:
     # The advice named `git show MERGE_HEAD:<file>`, which a rebase, a cherry-pick or
     # `git stash pop` has no MERGE_HEAD for ("fatal: invalid object name").
-    repo, name = driven_repo(tmp_path)
+    repo, name = driven_repo_of_sizes(tmp_path, 1024)
     cache = repo / name
-    write_cache(cache, sum_entries(1024))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    git(repo, "checkout", "-qb", "topic")
-    results = (outcome("block32", 0, 1), outcome("block256", 1, 9))
-    write_cache(cache, {"n1024": ("block32", results)})
-    git(repo, "commit", "-qam", "topic: a new baseline")
-    theirs = cache.read_text()
-    git(repo, "checkout", "-q", "main")
-    results = (outcome("block32", 0, 2), outcome("block256", 1, 9))
-    write_cache(cache, {"n1024": ("block32", results)})
-    git(repo, "commit", "-qam", "main: another")
+
+    def block32_at(us: float) -> Callable[[], object]:
+        results = (outcome("block32", 0, us), outcome("block256", 1, 9))
+        return lambda: write_cache(cache, {"n1024": ("block32", results)})
+
+    diverge(repo, "topic", block32_at(1), block32_at(2))
+    theirs = git(repo, "show", f"topic:{name}")
     git(repo, "checkout", "-q", "topic")
 
     output = git(repo, "rebase", "main")
@@ -2289,19 +2300,19 @@ def test_a_merge_that_meets_a_version_it_cannot_read_says_what_the_file_holds_an
     # The other branch's file was written by a newer pytest-autotune: the driver failed,
     # git left this branch's version in place (it reads, no conflict markers), and the
     # message said only that the other version did not read.
-    repo, name = driven_repo(tmp_path)
+    repo, name = driven_repo_of_sizes(tmp_path, 1024)
     cache = repo / name
-    write_cache(cache, sum_entries(1024))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    git(repo, "checkout", "-qb", "other")
-    write_cache(cache, sum_entries(1024, 2048))
-    newer = json.loads(cache.read_text())
-    cache.write_text(json.dumps({**newer, "schema_version": 99}, indent=2) + "\n")
-    git(repo, "commit", "-qam", "a newer pytest-autotune")
-    git(repo, "checkout", "-q", "main")
-    write_cache(cache, sum_entries(1024, 4096))
-    git(repo, "commit", "-qam", "n4096")
+
+    def by_a_newer_pytest_autotune() -> None:
+        newer = json.loads(write_cache(cache, sum_entries(1024, 2048)).read_text())
+        cache.write_text(json.dumps({**newer, "schema_version": 99}, indent=2) + "\n")
+
+    diverge(
+        repo,
+        "other",
+        by_a_newer_pytest_autotune,
+        lambda: write_cache(cache, sum_entries(1024, 4096)),
+    )
 
     output = git(repo, "merge", "other")
 
