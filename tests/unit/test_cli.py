@@ -303,6 +303,15 @@ def test_compare_names_the_device_of_a_group_measured_on_several(
     assert rows[1].endswith("pass")
 
 
+def no_group_in_both(a: Path, b: Path, device_a: str, device_b: str) -> str:
+    """What compare says refusing `a` and `b`, whose groups were measured on two devices."""
+    return (
+        f"pytest-autotune: error: {a}, {b}: no group is in both on one device: A's groups"
+        f" were measured on {device_a}, B's on {device_b}, and a run is judged only against a"
+        " baseline of its own device (or of the runner class --autotune-runner names)\n"
+    )
+
+
 def test_compare_of_runs_on_two_devices_says_the_groups_are_there_on_other_devices(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -313,12 +322,7 @@ def test_compare_of_runs_on_two_devices_says_the_groups_are_there_on_other_devic
     Recorder(a).record(replace(sum_run(RUN_1, 5.0), device_id="cpu-amd-epyc-2t"))
     Recorder(b).record(replace(sum_run(RUN_2, 5.0), device_id="cpu-github-ubuntu-x64"))
     err = refused(capsys, "compare", str(a), str(b))
-    assert err == (
-        f"pytest-autotune: error: {a}, {b}: no group is in both on one device: A's groups"
-        " were measured on cpu-amd-epyc-2t, B's on cpu-github-ubuntu-x64, and a run is judged"
-        " only against a baseline of its own device (or of the runner class --autotune-runner"
-        " names)\n"
-    )
+    assert err == no_group_in_both(a, b, "cpu-amd-epyc-2t", "cpu-github-ubuntu-x64")
 
 
 def test_compare_of_cache_roots_of_two_devices_says_the_groups_are_there_on_other_devices(
@@ -332,12 +336,7 @@ def test_compare_of_cache_roots_of_two_devices_says_the_groups_are_there_on_othe
         (root / device).mkdir(parents=True)
         write_cache(root / device / "t.json", N8, device_id=device)
     err = refused(capsys, "compare", str(before), str(after))
-    assert err == (
-        f"pytest-autotune: error: {before}, {after}: no group is in both on one device: A's"
-        f" groups were measured on {GPU}, B's on cpu-amd-epyc-2t, and a run is judged only"
-        " against a baseline of its own device (or of the runner class --autotune-runner"
-        " names)\n"
-    )
+    assert err == no_group_in_both(before, after, GPU, "cpu-amd-epyc-2t")
 
 
 def test_compare_says_a_group_whose_every_candidate_failed_in_a_was_there(
