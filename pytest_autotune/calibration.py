@@ -116,13 +116,6 @@ def calibration_kind(
     return workload if repeats == 1 else f"{workload}x{repeats}"
 
 
-def kind_repeats(kind: str) -> int | None:
-    """How many times a read of `kind` reads its inputs; None for a kind this version does
-    not make (another workload, or a newer version's)."""
-    parsed = parse_kind(kind)
-    return None if parsed is None else parsed[1]
-
-
 def parse_kind(kind: str) -> tuple[str, int] | None:
     """The workload (`CALIBRATION_KIND` or `FLOAT_COUNTS`) and the repeats of a read of
     `kind`; None for a kind this version does not make."""

@@ -20,7 +20,7 @@ from pytest_autotune.calibration import (
     FLOAT_COUNTS,
     calibration_kind,
     calibration_read,
-    kind_repeats,
+    parse_kind,
     read_repeats,
     timed_calibration,
 )
@@ -569,7 +569,8 @@ def test_a_small_input_is_read_as_many_times_as_cover_two_mebibytes(
 def test_a_kind_says_how_many_reads_where_this_version_makes_it(
     kind: str, repeats: int | None
 ) -> None:
-    assert kind_repeats(kind) == repeats
+    parsed = parse_kind(kind)
+    assert (None if parsed is None else parsed[1]) == repeats
 
 
 def test_a_read_of_a_baselines_kind_reads_as_many_times_as_the_baseline_did(
