@@ -129,3 +129,10 @@ def cache_entries(pytester: pytest.Pytester, pattern: str = "*.json") -> list[An
     """The entries of the fake client's one cache file whose name `pattern` matches."""
     (path,) = (pytester.path / ".autotune/cpu-fake-1t").glob(pattern)
     return list(json.loads(path.read_text())["entries"])
+
+
+def step_summary(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The file GitHub's step summary would be, set for the test's runs to append to."""
+    summary = pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    return summary

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_autotune.cli import main
-from tests.plugin.harness import PLUGIN_ARGS, noted, run
+from tests.plugin.harness import add_to_conftest, noted, run, run_in_a_subprocess, step_summary
 from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
 
 FIXTURE_TESTS = """
@@ -39,9 +39,7 @@ def test_verbose_progress_reaches_the_terminal_through_output_capture(
 ) -> None:
     # A subprocess, so pytest captures at the file descriptor as in a real run; in the
     # file's order (pytest-randomly, where installed, would tune another group first).
-    result = both.runpytest_subprocess(
-        *PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:randomly", "--autotune", "-v"
-    )
+    result = run_in_a_subprocess(both, "--autotune", "-v")
     result.stdout.fnmatch_lines(
         [
             "*test_scale.py::test_scale[[]slow-1[]]*",
@@ -360,8 +358,7 @@ def test_the_step_summary_names_a_candidate_that_failed_its_check_as_the_run_doe
     # test, which the terminal's failures and the report name. The step summary said only
     # "no baseline" of a run that failed, so a reader of the job's page saw nothing wrong.
     autotune_pytester.makepyfile(test_wrong=WRONG_TESTS)
-    summary = autotune_pytester.path / "summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    summary = step_summary(autotune_pytester, monkeypatch)
     result = run(autotune_pytester, "--autotune")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["FAILED test_wrong.py::test_double[[]off_by_one[]]*"])
@@ -382,8 +379,7 @@ def test_the_step_summary_gives_the_runs_notes_as_the_terminal_does(
     # and the terminal notes the slower winner, which the job's page left out.
     autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    summary = autotune_pytester.path / "summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    summary = step_summary(autotune_pytester, monkeypatch)
     monkeypatch.setenv("SLOWDOWN_FAST", "2")
     monkeypatch.setenv("SLOWDOWN_MEDIUM", "0.7")
     result = run(autotune_pytester, "--autotune", "-k", "1")
@@ -402,8 +398,7 @@ def test_the_step_summary_names_no_failed_check_whose_test_was_deselected(
     # Under -k the group is still tuned and checked whole, but a wrong candidate's test
     # that did not run failed nothing: a passing run must not list it as failed.
     autotune_pytester.makepyfile(test_wrong=WRONG_TESTS)
-    summary = autotune_pytester.path / "summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    summary = step_summary(autotune_pytester, monkeypatch)
     result = run(autotune_pytester, "--autotune", "-k", "fast")
     assert result.ret == pytest.ExitCode.OK
     assert "Failed checks" not in summary.read_text()
@@ -466,6 +461,8 @@ def test_c(candidate):
     return candidate(3)
 """
 
+FINISHING_TESTS = INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
+
 
 def test_a_run_stopped_early_says_so_in_the_step_summary_and_the_report(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
@@ -474,18 +471,10 @@ def test_a_run_stopped_early_says_so_in_the_step_summary_and_the_report(
     # the report showed those two groups as the whole run, with nothing to say that
     # test_c was never tuned.
     autotune_pytester.makepyfile(test_stop=INTERRUPTED_TESTS)
-    summary = autotune_pytester.path / "summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    summary = step_summary(autotune_pytester, monkeypatch)
     # A subprocess: in-process, pytester raises the run's KeyboardInterrupt again.
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS,
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:benchmark",
-        "--autotune",
-        "--autotune-html=r.html",
-        "--autotune-record=r.jsonl",
+    result = run_in_a_subprocess(
+        autotune_pytester, "--autotune", "--autotune-html=r.html", "--autotune-record=r.jsonl"
     )
     assert result.ret == pytest.ExitCode.INTERRUPTED
     said = "stopped early (interrupted): the groups tuned before it are shown, no others"
@@ -503,11 +492,8 @@ def test_a_run_stopped_early_says_so_in_the_step_summary_and_the_report(
 def test_a_run_that_ran_to_its_end_says_nothing_of_stopping(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    autotune_pytester.makepyfile(
-        test_stop=INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
-    )
-    summary = autotune_pytester.path / "summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    autotune_pytester.makepyfile(test_stop=FINISHING_TESTS)
+    summary = step_summary(autotune_pytester, monkeypatch)
     result = run(autotune_pytester, "--autotune", "--autotune-html=r.html")
     assert result.ret == pytest.ExitCode.OK
     assert "stopped early" not in result.stdout.str() + summary.read_text()
@@ -520,17 +506,8 @@ def test_a_run_stopped_before_any_group_does_not_say_it_has_no_autotune_test(
     # Ctrl-C in the first test: the report said "no test marked autotune ... was recorded"
     # of a project that has them, as if the gate had nothing to run.
     first = "def test_0_ctrl_c():\n    raise KeyboardInterrupt\n"
-    tests = first + INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
-    autotune_pytester.makepyfile(test_stop=tests)
-    result = autotune_pytester.runpytest_subprocess(
-        *PLUGIN_ARGS,
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:benchmark",
-        "--autotune",
-        "--autotune-html=r.html",
-    )
+    autotune_pytester.makepyfile(test_stop=first + FINISHING_TESTS)
+    result = run_in_a_subprocess(autotune_pytester, "--autotune", "--autotune-html=r.html")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     report = (autotune_pytester.path / "r.html").read_text(encoding="utf-8")
     assert "No group was tuned before the run stopped early (interrupted)." in report
@@ -546,20 +523,24 @@ def test_block():
 """
 
 
+def summary_of_a_run_whose_records_are_blocked(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str
+) -> str:
+    """The step summary of a tuning run (of `args` too) of FINISHING_TESTS that fails, as
+    the records' folder is blocked by a file test_block makes."""
+    pytester.makepyfile(test_stop=FINISHING_TESTS, test_block=NOTES_BLOCKED_MID_RUN)
+    summary = step_summary(pytester, monkeypatch)
+    result = run(pytester, "--autotune", *args, "--autotune-record=notes.txt/r.jsonl")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    return summary.read_text()
+
+
 def test_the_step_summary_says_why_a_run_whose_groups_all_passed_failed(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The records could not be written, so the run fails: the job's page showed a table of
     # passing groups and no word of why the job was red.
-    autotune_pytester.makepyfile(
-        test_stop=INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
-    )
-    autotune_pytester.makepyfile(test_block=NOTES_BLOCKED_MID_RUN)
-    summary = autotune_pytester.path / "summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    result = run(autotune_pytester, "--autotune", "--autotune-record=notes.txt/r.jsonl")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    markdown = summary.read_text()
+    markdown = summary_of_a_run_whose_records_are_blocked(autotune_pytester, monkeypatch)
     assert "**Errors and warnings:**" in markdown
     assert "- error: the records could not be written to " in markdown
     assert "notes.txt is a file, not a folder" in markdown
@@ -571,18 +552,10 @@ def test_the_step_summary_of_a_run_that_tuned_nothing_still_says_what_went_wrong
     # No group reached the end (every one deselected here; under pytest-xdist, workers that
     # crashed take theirs with them): the run failed on a file it could not write, and its
     # step summary, with no table to show, was not written at all.
-    autotune_pytester.makepyfile(
-        test_stop=INTERRUPTED_TESTS.replace("raise KeyboardInterrupt", "pass")
-    )
-    autotune_pytester.makepyfile(test_block=NOTES_BLOCKED_MID_RUN)
-    summary = autotune_pytester.path / "summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     # `-k test_b` keeps test_block, which blocks the records' folder.
-    result = run(
-        autotune_pytester, "--autotune", "-k", "test_b", "--autotune-record=notes.txt/r.jsonl"
+    markdown = summary_of_a_run_whose_records_are_blocked(
+        autotune_pytester, monkeypatch, "-k", "test_b"
     )
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    markdown = summary.read_text()
     assert markdown.startswith("### pytest-autotune\n\nNo group to show.\n")
     assert "| group |" not in markdown
     assert "- error: the records could not be written to " in markdown
@@ -625,8 +598,7 @@ def test_the_gates_message_gives_the_median_the_table_and_the_records_give(
     # Samples of a fraction of a nanosecond (3054.6 ns) are written in whole ones (3055):
     # the message's median read 3.05 us beside the table's 3.06 us, and `compare` of the
     # run's records, reading 3.06 us, gave other figures than the run itself.
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(conftest.read_text() + FRACTIONAL_CLIENT)
+    add_to_conftest(autotune_pytester, FRACTIONAL_CLIENT)
     autotune_pytester.makepyfile(test_frac=FRACTIONAL_NS_TESTS)
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("SPIN_NS", "3055")
@@ -658,8 +630,7 @@ def test_a_winner_timed_under_a_nanosecond_is_compared_and_reported_in_whole_nan
     # Written as 0 ns, the winner's samples made the run's records refused by `report`
     # ("extra 'winner_samples_ns' must hold positive integers"), and the baseline the cache
     # file read back differed from the run's own figures.
-    conftest = autotune_pytester.path / "conftest.py"
-    conftest.write_text(conftest.read_text() + SUB_NANOSECOND_CLIENT)
+    add_to_conftest(autotune_pytester, SUB_NANOSECOND_CLIENT)
     autotune_pytester.makepyfile(test_frac=FRACTIONAL_NS_TESTS)
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     result = run(autotune_pytester, "--autotune", "--autotune-record=r.jsonl")
@@ -688,21 +659,28 @@ def test_numbered(candidate, n):
 """
 
 
+def run_noted_tests(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> tuple[pytest.RunResult, str, str]:
+    """A tuning run of NOTED_TESTS, which fails (boom raises): its output, its step summary
+    and its HTML report."""
+    pytester.makepyfile(test_noted=NOTED_TESTS)
+    summary = step_summary(pytester, monkeypatch)
+    result = run(pytester, "--autotune", "--autotune-html=r.html")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    return result, summary.read_text(), (pytester.path / "r.html").read_text()
+
+
 def test_the_html_report_and_step_summary_carry_the_terminals_notes(
     autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The warning of candidates named by their place was said beside the terminal's table
     # alone: a CI user who reads the report artifact or the job's summary never saw it.
-    autotune_pytester.makepyfile(test_noted=NOTED_TESTS)
-    summary = autotune_pytester.path / "summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    result = run(autotune_pytester, "--autotune", "--autotune-html=r.html")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result, summary, page = run_noted_tests(autotune_pytester, monkeypatch)
     result.stdout.fnmatch_lines(["warning: *candidate candidate0 is named by its place*"])
-    page = (autotune_pytester.path / "r.html").read_text()
     assert "candidate candidate0 is named by its place in the list" in page
     assert "report: r.html" not in page  # the page does not name itself
-    assert "candidate0 is named by its place" in summary.read_text()
+    assert "candidate0 is named by its place" in summary
 
 
 def test_a_candidate_that_raised_is_said_to_have_raised_not_failed_its_check(
@@ -710,19 +688,14 @@ def test_a_candidate_that_raised_is_said_to_have_raised_not_failed_its_check(
 ) -> None:
     # "candidate 'boom' failed its check: ValueError: ..." read as an output compared and
     # found wrong, in the test's failure, the step summary and the report alike.
-    autotune_pytester.makepyfile(test_noted=NOTED_TESTS)
-    summary = autotune_pytester.path / "summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    result = run(autotune_pytester, "--autotune", "--autotune-html=r.html")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result, summary, page = run_noted_tests(autotune_pytester, monkeypatch)
     result.stdout.fnmatch_lines(
         noted("*under --autotune: candidate 'boom' raised ValueError: bad block size <7>*")
     )
-    page = (autotune_pytester.path / "r.html").read_text()
-    assert "candidate boom raised: its test fails" in summary.read_text()
+    assert "candidate boom raised: its test fails" in summary
     assert "candidate boom raised: its test fails" in page
     assert "bad block size &lt;7&gt;" in page
-    for text in (result.stdout.str(), summary.read_text(), page):
+    for text in (result.stdout.str(), summary, page):
         assert "failed its check" not in text.replace("failed its check or raised", "")
 
 
