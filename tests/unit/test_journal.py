@@ -44,6 +44,16 @@ def seeded(path: Path, size: int = 200) -> dict[PersistentCacheKey, PersistentCa
     return entries
 
 
+def cache_file(tmp_path: Path, *journaled: Any, size: int = 200) -> Path:
+    """tuner.json, `seeded` with `size` entries, and a journal of an entry for each key of
+    `journaled`, one save each, as a program's `LocalTuner` appends them."""
+    path = tmp_path / "tuner.json"
+    seeded(path, size)
+    for key in journaled:
+        PersistentCache(path, journal=True).save(dict([entry(key)]), device={"id": "d"})
+    return path
+
+
 def keys(path: Path) -> set[str]:
     return {k.key for k in PersistentCache(path).load()}
 
@@ -52,11 +62,15 @@ def journal_lines(path: Path) -> list[Any]:
     return [json.loads(line) for line in journal.journal_path(path).read_text().splitlines()]
 
 
+def journal_keys(path: Path) -> list[Any]:
+    """The key of each line of `path`'s journal, in order: None for its header."""
+    return [line.get("key") for line in journal_lines(path)]
+
+
 def test_a_journaled_save_appends_one_line_and_leaves_the_file_as_it_was(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "tuner.json"
-    seeded(path)
+    path = cache_file(tmp_path)
     before = path.read_bytes()
     cache = PersistentCache(path, journal=True)
     cache.load()
@@ -71,8 +85,7 @@ def test_a_journaled_save_appends_one_line_and_leaves_the_file_as_it_was(
 
 
 def test_a_later_line_replaces_every_entry_of_its_key(tmp_path: Path) -> None:
-    path = tmp_path / "tuner.json"
-    seeded(path)
+    path = cache_file(tmp_path)
     cache = PersistentCache(path, journal=True)
     cache.save(dict([entry(5, winner="b")]), device={"id": "d"})
     cache.save(dict([entry(5, winner="a")]), device={"id": "d"})
@@ -88,8 +101,7 @@ def test_the_journal_is_folded_into_the_file_once_it_outgrows_half_of_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(journal, "MIN_COMPACT_BYTES", 0)
-    path = tmp_path / "tuner.json"
-    seeded(path, size=20)
+    path = cache_file(tmp_path, size=20)
     cache = PersistentCache(path, journal=True)
 
     folded_at = None
@@ -105,9 +117,7 @@ def test_the_journal_is_folded_into_the_file_once_it_outgrows_half_of_it(
 
 def test_a_whole_file_save_folds_the_journal_in_and_removes_it(tmp_path: Path) -> None:
     """`--autotune-update` saves whole files, so what it leaves to commit is self-contained."""
-    path = tmp_path / "tuner.json"
-    seeded(path)
-    PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "d"})
+    path = cache_file(tmp_path, "j")
 
     PersistentCache(path).save(dict([entry("u")]))
 
@@ -117,8 +127,7 @@ def test_a_whole_file_save_folds_the_journal_in_and_removes_it(tmp_path: Path) -
 
 
 def test_a_save_changing_the_device_block_rewrites_the_file(tmp_path: Path) -> None:
-    path = tmp_path / "tuner.json"
-    seeded(path)
+    path = cache_file(tmp_path)
     PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "other"})
     assert not journal.journal_path(path).exists()
     assert json.loads(path.read_text())["device"] == {"id": "other"}
@@ -127,9 +136,7 @@ def test_a_save_changing_the_device_block_rewrites_the_file(tmp_path: Path) -> N
 def test_a_torn_last_line_is_ignored_with_a_warning_and_cut_off_by_the_next_save(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "tuner.json"
-    seeded(path)
-    PersistentCache(path, journal=True).save(dict([entry("whole")]), device={"id": "d"})
+    path = cache_file(tmp_path, "whole")
     where = journal.journal_path(path)
     with open(where, "a", encoding="ascii") as file:
         file.write('{"key":"torn","chec')
@@ -141,7 +148,7 @@ def test_a_torn_last_line_is_ignored_with_a_warning_and_cut_off_by_the_next_save
     assert stable_key("whole") in {k.key for k in loaded} and len(loaded) == 201
 
     cache.save(dict([entry("after")]), device={"id": "d"})
-    assert [line.get("key") for line in journal_lines(path)] == [None, "whole", "after"]
+    assert journal_keys(path) == [None, "whole", "after"]
     assert {stable_key("whole"), stable_key("after")} <= keys(path)
 
 
@@ -150,10 +157,7 @@ def test_a_whole_last_line_without_its_newline_is_read_and_ended_by_the_next_sav
 ) -> None:
     """An editor or a copy that strips the last newline leaves a whole entry: it was read as
     cut short, with a warning, tuned again and then cut off by the next save."""
-    path = tmp_path / "tuner.json"
-    seeded(path)
-    PersistentCache(path, journal=True).save(dict([entry("first")]), device={"id": "d"})
-    PersistentCache(path, journal=True).save(dict([entry("last")]), device={"id": "d"})
+    path = cache_file(tmp_path, "first", "last")
     where = journal.journal_path(path)
     where.write_bytes(where.read_bytes().rstrip(b"\n"))
 
@@ -162,7 +166,7 @@ def test_a_whole_last_line_without_its_newline_is_read_and_ended_by_the_next_sav
     assert {stable_key("first"), stable_key("last")} <= {k.key for k in loaded}
 
     cache.save(dict([entry("after")]), device={"id": "d"})
-    assert [line.get("key") for line in journal_lines(path)] == [None, "first", "last", "after"]
+    assert journal_keys(path) == [None, "first", "last", "after"]
     assert where.read_bytes().endswith(b"\n")
     assert {stable_key("first"), stable_key("last"), stable_key("after")} <= keys(path)
 
@@ -172,10 +176,7 @@ def test_blank_lines_in_a_journal_are_passed_over_and_the_next_save_appends_afte
 ) -> None:
     """An editor's second newline at the end (or a blank line between entries) made the
     whole cache unreadable: every key tuned again and none saved, the file never replaced."""
-    path = tmp_path / "tuner.json"
-    seeded(path)
-    PersistentCache(path, journal=True).save(dict([entry("first")]), device={"id": "d"})
-    PersistentCache(path, journal=True).save(dict([entry("last")]), device={"id": "d"})
+    path = cache_file(tmp_path, "first", "last")
     where = journal.journal_path(path)
     header, first, last = where.read_bytes().splitlines()
     where.write_bytes(header + b"\n\n" + first + b"\n  \n" + last + b"\n\n")
@@ -196,24 +197,21 @@ def journal_line(key: Any) -> bytes:
 def test_a_journal_of_a_header_alone_without_its_newline_takes_the_next_entry(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "tuner.json"
-    seeded(path)
-    PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "d"})
+    path = cache_file(tmp_path, "j")
     where = journal.journal_path(path)
     where.write_bytes(where.read_bytes().splitlines()[0])
 
     cache = PersistentCache(path, journal=True)
     assert len(cache.load()) == 200
     cache.save(dict([entry("k")]), device={"id": "d"})
-    assert [line.get("key") for line in journal_lines(path)] == [None, "k"]
+    assert journal_keys(path) == [None, "k"]
 
 
 def test_a_journal_that_cannot_be_read_is_named_when_loaded_and_when_a_save_refuses(
     tmp_path: Path,
 ) -> None:
     """A save's refusal named the cache file for what was its journal's fault."""
-    path = tmp_path / "tuner.json"
-    seeded(path)
+    path = cache_file(tmp_path)
     before = path.read_bytes()
     where = journal.journal_path(path)
     where.mkdir()
@@ -230,16 +228,22 @@ def test_a_journal_that_cannot_be_read_is_named_when_loaded_and_when_a_save_refu
     assert path.read_bytes() == before and where.is_dir()
 
 
+def replaced_by_a_checkout(tmp_path: Path) -> Path:
+    """tuner.json, whose journal (of key "local") extends a file a checkout replaced since:
+    the file holds key "pulled" now, and not "local"."""
+    pulled = tmp_path / "pulled.json"
+    seeded(pulled)
+    PersistentCache(pulled).save(dict([entry("pulled")]))
+    path = cache_file(tmp_path, "local")
+    path.write_bytes(pulled.read_bytes())
+    return path
+
+
 def test_a_journal_of_a_replaced_file_is_ignored_and_said_so_when_it_adds_entries(
     tmp_path: Path,
 ) -> None:
     """As after a checkout replaced the file: the journal extends a file that is gone."""
-    path, pulled = tmp_path / "tuner.json", tmp_path / "pulled.json"
-    seeded(path)
-    seeded(pulled)
-    PersistentCache(pulled).save(dict([entry("pulled")]))
-    PersistentCache(path, journal=True).save(dict([entry("local")]), device={"id": "d"})
-    path.write_bytes(pulled.read_bytes())
+    path = replaced_by_a_checkout(tmp_path)
 
     with pytest.warns(CacheFileWarning, match="its 1 entry the file lacks is ignored"):
         loaded = PersistentCache(path).load()
@@ -252,13 +256,8 @@ def test_a_journal_of_a_replaced_file_is_kept_aside_by_the_next_save(
 ) -> None:
     """Its entries were "ignored", and the next save wrote a new journal over it (or, a
     whole-file save, deleted it): gone, also once that version was checked out again."""
-    path, pulled = tmp_path / "tuner.json", tmp_path / "pulled.json"
-    seeded(path)
-    seeded(pulled)
-    PersistentCache(pulled).save(dict([entry("pulled")]))
-    PersistentCache(path, journal=True).save(dict([entry("local")]), device={"id": "d"})
+    path = replaced_by_a_checkout(tmp_path)
     stale = journal.journal_path(path).read_bytes()
-    path.write_bytes(pulled.read_bytes())
 
     cache = PersistentCache(path, journal=True)
     with pytest.warns(CacheFileWarning, match=r"kept: the next save of the file moves the"):
@@ -278,9 +277,7 @@ def test_a_file_and_journal_a_checkout_gave_crlf_line_endings_still_read_as_one(
 ) -> None:
     """Git's core.autocrlf (Git for Windows' default) converts both on checkout: the
     journal still extends the file, and a later journaled save still appends to it."""
-    path = tmp_path / "tuner.json"
-    seeded(path, size=20)
-    PersistentCache(path, journal=True).save(dict([entry("local")]), device={"id": "d"})
+    path = cache_file(tmp_path, "local", size=20)
     for converted in (path, journal.journal_path(path)):
         text = converted.read_bytes().replace(b"\n", b"\r\n")
         converted.write_bytes(b"\xef\xbb\xbf" + text if converted == path else text)
@@ -289,16 +286,14 @@ def test_a_file_and_journal_a_checkout_gave_crlf_line_endings_still_read_as_one(
     assert stable_key("local") in {k.key for k in cache.load()}  # no warning: error
     cache.save(dict([entry("later")]), device={"id": "d"})
     assert {stable_key("local"), stable_key("later")} <= keys(path)
-    assert [line.get("key") for line in journal_lines(path)] == [None, "local", "later"]
+    assert journal_keys(path) == [None, "local", "later"]
 
 
 def test_a_journal_left_by_a_writer_killed_before_removing_it_is_ignored_quietly(
     tmp_path: Path,
 ) -> None:
     """The file was rewritten with the journal folded in; the journal is stale, not lost."""
-    path = tmp_path / "tuner.json"
-    seeded(path)
-    PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "d"})
+    path = cache_file(tmp_path, "j")
     kept = journal.journal_path(path).read_bytes()
     PersistentCache(path).save({})
     journal.journal_path(path).write_bytes(kept)
@@ -306,15 +301,13 @@ def test_a_journal_left_by_a_writer_killed_before_removing_it_is_ignored_quietly
     cache = PersistentCache(path, journal=True)
     assert stable_key("j") in {k.key for k in cache.load()}  # no warning: filterwarnings=error
     cache.save(dict([entry("k")]), device={"id": "d"})
-    assert [line.get("key") for line in journal_lines(path)] == [None, "k"]
+    assert journal_keys(path) == [None, "k"]
 
 
 def test_a_damaged_whole_line_makes_the_cache_unreadable_and_it_is_not_overwritten(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "tuner.json"
-    seeded(path)
-    PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "d"})
+    path = cache_file(tmp_path, "j")
     where = journal.journal_path(path)
     where.write_bytes(where.read_bytes() + b'{"key": 1}\n')
     before = path.read_bytes(), where.read_bytes()
@@ -335,9 +328,7 @@ def test_a_damaged_journal_line_is_to_be_repaired_or_the_journal_removed_not_the
 ) -> None:
     # The advice was a damaged file's, "repair it, or remove it to start anew", after the
     # file's path: removing the file dropped its 200 entries for one bad journal line.
-    path = tmp_path / "tuner.json"
-    seeded(path)
-    PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "d"})
+    path = cache_file(tmp_path, "j")
     where = journal.journal_path(path)
     where.write_bytes(where.read_bytes() + b"garbage\n")
 
@@ -353,8 +344,7 @@ def test_a_journal_a_newer_pytest_autotune_wrote_is_to_be_kept_not_removed(
 ) -> None:
     # As for a cache file of a newer schema_version: its advice was "repair it, or remove
     # it to start anew", which drops what the newer version recorded.
-    path = tmp_path / "tuner.json"
-    seeded(path)
+    path = cache_file(tmp_path)
     where = journal.journal_path(path)
     digest = journal.digest(path.read_bytes())
     where.write_text(json.dumps({"journal_of": digest, "journal_version": 99}) + "\n{}\n")
@@ -367,8 +357,7 @@ def test_a_journal_a_newer_pytest_autotune_wrote_is_to_be_kept_not_removed(
 
 
 def test_a_long_lived_cache_sees_what_another_process_appended_since(tmp_path: Path) -> None:
-    path = tmp_path / "tuner.json"
-    seeded(path)
+    path = cache_file(tmp_path)
     mine = PersistentCache(path, journal=True)
     mine.load()
     mine.save(dict([entry("mine-1")]), device={"id": "d"})
@@ -376,13 +365,11 @@ def test_a_long_lived_cache_sees_what_another_process_appended_since(tmp_path: P
     mine.save(dict([entry("mine-2")]), device={"id": "d"})
 
     assert {stable_key(k) for k in ("mine-1", "theirs", "mine-2")} <= keys(path)
-    assert [line.get("key") for line in journal_lines(path)][1:] == ["mine-1", "theirs", "mine-2"]
+    assert journal_keys(path)[1:] == ["mine-1", "theirs", "mine-2"]
 
 
 def test_a_shipped_file_read_with_its_journal_serves_the_journals_entries(tmp_path: Path) -> None:
-    path = tmp_path / "tuner.json"
-    seeded(path, size=3)
-    PersistentCache(path, journal=True).save(dict([entry("j")]), device={"id": "d"})
+    path = cache_file(tmp_path, "j", size=3)
     journal_data = journal.journal_path(path).read_bytes()
 
     contents = parse_cache(path.read_text(), "pkg/.autotune/d/tuner.json", journal_data)
@@ -409,8 +396,7 @@ JOURNAL_WRITER = textwrap.dedent(
 
 
 def test_eight_processes_appending_and_folding_at_once_lose_no_entry(tmp_path: Path) -> None:
-    path = tmp_path / "tuner.json"
-    seeded(path, size=5)
+    path = cache_file(tmp_path, size=5)
     workers = [python(JOURNAL_WRITER, str(path), str(w), "25") for w in range(8)]
 
     assert [w.wait(timeout=120) for w in workers] == [0] * 8
@@ -444,9 +430,7 @@ KILLED_APPENDER = textwrap.dedent(
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_an_append_killed_midway_loses_only_its_own_entry(tmp_path: Path) -> None:
-    path = tmp_path / "tuner.json"
-    seeded(path)
-    PersistentCache(path, journal=True).save(dict([entry("before")]), device={"id": "d"})
+    path = cache_file(tmp_path, "before")
 
     writer = python(KILLED_APPENDER, str(path), stdout=subprocess.PIPE)
     assert writer.stdout is not None
@@ -469,12 +453,11 @@ def test_a_journal_is_appended_to_where_os_has_no_pread(
 ) -> None:
     """Windows has no `os.pread`: every journaled save after the first raised
     AttributeError there."""
-    path = tmp_path / "tuner.json"
-    seeded(path)
+    path = cache_file(tmp_path)
     monkeypatch.delattr(journal.os, "pread")
     for name in ("first", "second", "third"):
         PersistentCache(path, journal=True).save(dict([entry(name)]), device={"id": "d"})
-    assert [line.get("key") for line in journal_lines(path)] == [None, "first", "second", "third"]
+    assert journal_keys(path) == [None, "first", "second", "third"]
 
 
 def test_a_journal_is_written_in_binary_mode(
@@ -483,14 +466,13 @@ def test_a_journal_is_written_in_binary_mode(
     """A descriptor Windows opens in text mode wrote each line's newline as CRLF, two bytes
     where the save counted one: the next save of a long-lived cache cut the file at the
     count, losing the end of its last entry."""
-    path = tmp_path / "tuner.json"
-    seeded(path)
+    path = cache_file(tmp_path)
     opened_as_text = text_mode_opens(monkeypatch)
     cache = PersistentCache(path, journal=True)
     cache.save(dict([entry("first")]), device={"id": "d"})
     cache.save(dict([entry("second")]), device={"id": "d"})
     assert str(journal.journal_path(path)) not in opened_as_text
-    assert [line.get("key") for line in journal_lines(path)] == [None, "first", "second"]
+    assert journal_keys(path) == [None, "first", "second"]
 
 
 def test_an_append_the_disk_cut_short_is_taken_back_whole(
@@ -499,9 +481,7 @@ def test_an_append_the_disk_cut_short_is_taken_back_whole(
     """A disk that fills partway through an append (ENOSPC after some bytes) left a torn
     last line, which every later reader warned of as a writer killed midway, though the
     save had said it failed and kept the entry in memory only."""
-    path = tmp_path / "tuner.json"
-    seeded(path)
-    PersistentCache(path, journal=True).save(dict([entry("before")]), device={"id": "d"})
+    path = cache_file(tmp_path, "before")
     before = journal.journal_path(path).read_bytes()
     write = os.write
     writes = iter([lambda fd, data: write(fd, data[: len(data) // 2]), None])
