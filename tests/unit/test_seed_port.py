@@ -634,24 +634,27 @@ def cache_test_set(dummy, second="cache_test_slow_on_3"):
     )
 
 
-# Rust: integration_test.rs autotune_cache_same_key_return_a_cache_hit
-def test_autotune_cache_same_key_return_a_cache_hit(cache_dir):
+def tuned_on_size_3(cache_dir):
+    """The start of the seed's cache tests: a `cache_test` tuner that has tuned a
+    `cache_test_set` on size 3; with its client, the set's dummy and the set."""
     client = FakeClient()
     dummy = Dummy(client)
     local = tuner("cache_test", cache_dir)
     tunables = cache_test_set(dummy)
     run(local, client, tunables, handles([0, 1, 2], [4, 4, 4]))
+    return local, client, dummy, tunables
+
+
+# Rust: integration_test.rs autotune_cache_same_key_return_a_cache_hit
+def test_autotune_cache_same_key_return_a_cache_hit(cache_dir):
+    local, client, _, tunables = tuned_on_size_3(cache_dir)
     # Size 4 shares size 3's key, so the size-3 winner runs, returning lhs.
     assert run(local, client, tunables, handles([0, 1, 2, 3], [5, 6, 7, 8])) == [0, 1, 2, 3]
 
 
 # Rust: integration_test.rs autotune_cache_no_cache_on_disk_return_a_cache_miss
 def test_autotune_cache_no_cache_on_disk_return_a_cache_miss(cache_dir):
-    client = FakeClient()
-    dummy = Dummy(client)
-    local = tuner("cache_test", cache_dir)
-    tunables = cache_test_set(dummy)
-    run(local, client, tunables, handles([0, 1, 2], [4, 4, 4]))
+    local, client, _, tunables = tuned_on_size_3(cache_dir)
     # The seed clears its tuner and deletes the cache file: the key is tuned again, and
     # on size 4 the kernel fast there (returning rhs) wins.
     local.clear()
@@ -684,11 +687,7 @@ def test_autotune_cache_file_path_creation_works_when_path_does_not_exist_yet(tm
 
 # Rust: integration_test.rs autotune_cache_different_keys_return_a_cache_miss
 def test_autotune_cache_different_keys_return_a_cache_miss(cache_dir):
-    client = FakeClient()
-    dummy = Dummy(client)
-    local = tuner("cache_test", cache_dir)
-    tunables = cache_test_set(dummy)
-    run(local, client, tunables, handles([0, 1, 2], [4, 4, 4]))
+    local, client, _, tunables = tuned_on_size_3(cache_dir)
     assert local.tuner(client.device_id).fastest("cache_test-8") == TuneCacheResult("miss")
     assert run(local, client, tunables, handles([0, 1, 2, 3, 4], [5, 6, 7, 8, 9])) == [
         5,
@@ -703,10 +702,7 @@ def test_autotune_cache_different_keys_return_a_cache_miss(cache_dir):
 def test_autotune_cache_different_checksums_return_a_cache_miss(cache_dir):
     # The seed forces a new checksum with `with_custom_checksum`; ours is the checksum of
     # the candidate names, so a renamed candidate changes it (README, "The runtime library").
-    client = FakeClient()
-    dummy = Dummy(client)
-    local = tuner("cache_test", cache_dir)
-    run(local, client, cache_test_set(dummy), handles([0, 1, 2], [4, 4, 4]))
+    local, client, dummy, _ = tuned_on_size_3(cache_dir)
     local.clear()  # the seed's `TEST_TUNER.clear()`: the file still holds the entry
     renamed = cache_test_set(dummy, second="cache_test_slow_on_3_v2")
     assert run(local, client, renamed, handles([0, 1, 2, 3], [5, 6, 7, 8])) == [5, 6, 7, 8]
@@ -752,32 +748,35 @@ def bounded(dummy, peak, threshold, short_circuit=None):
     return tunables if short_circuit is None else tunables.with_short_circuit(short_circuit)
 
 
-# Rust: integration_test.rs autotune_bounds_short_circuit_accepts_first_within_limit
-def test_autotune_bounds_short_circuit_accepts_first_within_limit(cache_dir):
+@pytest.mark.parametrize(
+    ("peak", "short_circuit", "expected", "add_runs"),
+    [
+        # time limit = 1 / 1.0 / 1.0 = 1 s, far above the slow kernel's 3 ms.
+        pytest.param(
+            1.0,
+            None,
+            [0, 1, 2],
+            False,
+            id="autotune_bounds_short_circuit_accepts_first_within_limit",
+        ),
+        # time limit = 1 / 1e12 / 1.0 = 1 ps: nothing qualifies.
+        pytest.param(
+            1e12, None, [4, 5, 6], True, id="autotune_bounds_unreachable_limit_benchmarks_all"
+        ),
+        pytest.param(
+            1.0, False, [4, 5, 6], True, id="autotune_short_circuit_disabled_benchmarks_all"
+        ),
+    ],
+)
+def test_autotune_bounds_short_circuit(cache_dir, peak, short_circuit, expected, add_runs):
+    """Rust: integration_test.rs, the test of the case's id: the wrong slow kernel first,
+    then `add`, under a compute bound of `peak` at threshold 1.0."""
     client = FakeClient()
     dummy = Dummy(client)
-    local = tuner("autotune_bounds_short_circuit", cache_dir)
-    # time limit = 1 / 1.0 / 1.0 = 1 s, far above the slow kernel's 3 ms.
-    assert run(local, client, bounded(dummy, 1.0, 1.0), handles([0, 1, 2], [4, 4, 4])) == [0, 1, 2]
-    assert "add" not in dummy.calls
-
-
-# Rust: integration_test.rs autotune_bounds_unreachable_limit_benchmarks_all
-def test_autotune_bounds_unreachable_limit_benchmarks_all(cache_dir):
-    client = FakeClient()
-    dummy = Dummy(client)
-    local = tuner("autotune_bounds_unreachable_limit", cache_dir)
-    # time limit = 1 / 1e12 / 1.0 = 1 ps: nothing qualifies.
-    assert run(local, client, bounded(dummy, 1e12, 1.0), handles([0, 1, 2], [4, 4, 4])) == [4, 5, 6]
-
-
-# Rust: integration_test.rs autotune_short_circuit_disabled_benchmarks_all
-def test_autotune_short_circuit_disabled_benchmarks_all(cache_dir):
-    client = FakeClient()
-    dummy = Dummy(client)
-    local = tuner("autotune_short_circuit_disabled", cache_dir)
-    tunables = bounded(dummy, 1.0, 1.0, short_circuit=False)
-    assert run(local, client, tunables, handles([0, 1, 2], [4, 4, 4])) == [4, 5, 6]
+    local = tuner("autotune_bounds", cache_dir)
+    tunables = bounded(dummy, peak, 1.0, short_circuit)
+    assert run(local, client, tunables, handles([0, 1, 2], [4, 4, 4])) == expected
+    assert ("add" in dummy.calls) == add_runs
 
 
 def raising(name, calls, error):
@@ -788,55 +787,45 @@ def raising(name, calls, error):
     return Tunable(name, fn)
 
 
-# Rust: integration_test.rs autotune_stops_sampling_a_rejected_candidate
-def test_autotune_stops_sampling_a_rejected_candidate(cache_dir):
+@pytest.mark.parametrize(
+    ("error", "last"),
+    [
+        pytest.param(
+            RuntimeError("unsupported by this device"),
+            False,
+            id="autotune_stops_sampling_a_rejected_candidate",
+        ),
+        # Removed from the seed since.
+        pytest.param(
+            ZeroDivisionError("kernel boom"), False, id="autotune_survives_a_panicking_candidate"
+        ),
+        # The failing candidate goes last, as in the seed: nothing runs after it in the
+        # tuning.
+        pytest.param(
+            SyntaxError("cannot compile"),
+            True,
+            id="autotune_skips_a_candidate_that_fails_compilation",
+        ),
+    ],
+)
+def test_autotune_serves_the_others_beside_a_raising_candidate(cache_dir, error, last):
+    """Rust: integration_test.rs, the test of the case's id: a candidate that raises `error`
+    (before `add`, or `last`) is called once, recorded as failed, and `add` is served."""
     client = FakeClient()
     dummy = Dummy(client)
     calls: list[str] = []
-    tunables = (
-        TunableSet(log_shape_key("add_rejected"))
-        .with_(raising("add_rejected", calls, RuntimeError("unsupported by this device")))
-        .with_(dummy.add())
-    )
-    local = tuner("autotune_rejected_candidate", cache_dir)
+    failing = raising("add_failing", calls, error)
+    tunables = TunableSet(log_shape_key("add_failing"))
+    for candidate in [dummy.add(), failing] if last else [failing, dummy.add()]:
+        tunables = tunables.with_(candidate)
+    local = tuner("autotune_failing_candidate", cache_dir)
     assert run(local, client, tunables, handles([0, 1, 2], [4, 4, 4])) == [4, 5, 6]
-    assert calls == ["add_rejected"]
-
-
-# Rust: integration_test.rs autotune_survives_a_panicking_candidate (removed since)
-def test_autotune_survives_a_panicking_candidate(cache_dir):
-    client = FakeClient()
-    dummy = Dummy(client)
-    calls: list[str] = []
-    tunables = (
-        TunableSet(log_shape_key("add_panic"))
-        .with_(raising("add_panicking", calls, ZeroDivisionError("kernel boom")))
-        .with_(dummy.add())
-    )
-    local = tuner("autotune_panicking_candidate", cache_dir)
-    assert run(local, client, tunables, handles([0, 1, 2], [4, 4, 4])) == [4, 5, 6]
-    assert calls == ["add_panicking"]
+    assert calls == ["add_failing"]
+    decision = local.tuner(client.device_id).decision("add_failing-4")
+    assert decision is not None
+    assert isinstance(decision.results[1 if last else 0], AutotuneError)
     # The tuner keeps serving afterwards.
     assert run(local, client, tunables, handles([1, 1, 1], [1, 1, 1])) == [2, 2, 2]
-
-
-# Rust: integration_test.rs autotune_skips_a_candidate_that_fails_compilation
-def test_autotune_skips_a_candidate_that_fails_compilation(cache_dir):
-    # The failing candidate goes last, as in the seed: nothing runs after it in the tuning.
-    client = FakeClient()
-    dummy = Dummy(client)
-    calls: list[str] = []
-    tunables = (
-        TunableSet(log_shape_key("add_no_compile"))
-        .with_(dummy.add())
-        .with_(raising("add_no_compile", calls, SyntaxError("cannot compile")))
-    )
-    local = tuner("autotune_failing_compilation", cache_dir)
-    assert run(local, client, tunables, handles([0, 1, 2], [4, 4, 4])) == [4, 5, 6]
-    assert calls == ["add_no_compile"]
-    decision = local.tuner(client.device_id).decision("add_no_compile-4")
-    assert decision is not None
-    assert isinstance(decision.results[1], AutotuneError)
 
 
 # Rust: integration_test.rs autotune_stops_sampling_an_eliminated_candidate
