@@ -8,6 +8,7 @@ import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from filelock import FileLock
@@ -15,8 +16,14 @@ from filelock import FileLock
 import pytest_autotune.devices as devices_module
 from pytest_autotune.gate.contention import StallReading
 from pytest_autotune.tune.files import shared_lock
-from tests.plugin.harness import PLUGIN_ARGS, run
-from tests.plugin.test_tune_mode import BREAKING_TESTS, CACHE, SCALE_TESTS
+from tests.plugin.harness import (
+    add_to_conftest,
+    json_lines,
+    replace_in_conftest,
+    run,
+    run_in_a_subprocess,
+)
+from tests.plugin.test_tune_mode import BREAKING_TESTS, CACHE, SCALE_TESTS, gate_after_an_update
 
 
 @pytest.fixture
@@ -88,6 +95,30 @@ def slow_every_candidate(monkeypatch: pytest.MonkeyPatch, factor: str) -> None:
         monkeypatch.setenv(f"SLOWDOWN_{name.upper()}", factor)
 
 
+def edit_device_block(path: Path, **fields: str) -> dict[str, Any]:
+    """Sets `fields` in the device block of the cache file at `path`; returns the block as it
+    was."""
+    data = json.loads(path.read_text())
+    was = dict(data["device"])
+    data["device"].update(fields)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return was
+
+
+def gate_finds_another_machine_too_noisy(scale: pytest.Pytester, runner: str, other: str) -> None:
+    """A gate of `--autotune-runner=runner`, against baselines the machine `other` recorded,
+    passes: its groups too noisy, as the baselines are another machine's."""
+    unchanged = run(scale, "--autotune", f"--autotune-runner={runner}")
+    assert unchanged.ret == pytest.ExitCode.OK
+    unchanged.stdout.fnmatch_lines(
+        [
+            "verdicts: 2 too noisy",
+            "*the baseline was last recorded on another machine than this run's"
+            f" ({other}, this run on cpu-fake-1t)*",
+        ]
+    )
+
+
 def test_a_runner_class_baseline_from_another_cpu_model_is_too_noisy_not_a_regression(
     scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -97,20 +128,10 @@ def test_a_runner_class_baseline_from_another_cpu_model_is_too_noisy_not_a_regre
     for _ in range(3):
         assert run(scale, "--autotune-update", "--autotune-runner=github-x64").ret == 0
     path = scale.path / ".autotune/cpu-github-x64/test_scale.py__test_scale-bdc7d159eb.json"
-    data = json.loads(path.read_text())
-    assert data["device"]["measured_on"] == "cpu-fake-1t"
-    data["device"]["measured_on"] = "cpu-amd-epyc-7763-4t"
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    was = edit_device_block(path, measured_on="cpu-amd-epyc-7763-4t")
+    assert was["measured_on"] == "cpu-fake-1t"
     slow_every_candidate(monkeypatch, "1.35")
-    unchanged = run(scale, "--autotune", "--autotune-runner=github-x64")
-    assert unchanged.ret == pytest.ExitCode.OK
-    unchanged.stdout.fnmatch_lines(
-        [
-            "verdicts: 2 too noisy",
-            "*the baseline was last recorded on another machine than this run's"
-            " (cpu-amd-epyc-7763-4t, this run on cpu-fake-1t)*",
-        ]
-    )
+    gate_finds_another_machine_too_noisy(scale, "github-x64", "cpu-amd-epyc-7763-4t")
     slow_every_candidate(monkeypatch, "2")
     slower = run(scale, "--autotune", "--autotune-runner=github-x64")
     assert slower.ret == pytest.ExitCode.TESTS_FAILED
@@ -128,24 +149,14 @@ def test_another_devices_baselines_that_runner_names_are_compared_as_another_mac
     other = scale.path / ".autotune/cpu-amd-epyc-4t"
     (scale.path / ".autotune/cpu-fake-1t").rename(other)
     path = other / "test_scale.py__test_scale-bdc7d159eb.json"
-    data = json.loads(path.read_text())
-    assert "measured_on" not in data["device"]
-    data["device"]["id"] = "cpu-amd-epyc-4t"  # as that machine's update wrote it
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    was = edit_device_block(path, id="cpu-amd-epyc-4t")  # as that machine's update wrote it
+    assert "measured_on" not in was
     slow_every_candidate(monkeypatch, "1.35")
     no_baseline = run(scale, "--autotune")
     no_baseline.stdout.fnmatch_lines(
         ["*baselines of this test exist for cpu-amd-epyc-4t (--autotune-runner names*"]
     )
-    unchanged = run(scale, "--autotune", "--autotune-runner=amd-epyc-4t")
-    assert unchanged.ret == pytest.ExitCode.OK
-    unchanged.stdout.fnmatch_lines(
-        [
-            "verdicts: 2 too noisy",
-            "*the baseline was last recorded on another machine than this run's"
-            " (cpu-amd-epyc-4t, this run on cpu-fake-1t)*",
-        ]
-    )
+    gate_finds_another_machine_too_noisy(scale, "amd-epyc-4t", "cpu-amd-epyc-4t")
 
 
 def test_a_runner_class_that_cannot_name_a_folder_is_one_line_naming_the_option(
@@ -167,17 +178,21 @@ def stalled_at(share: float) -> Callable[[], StallReading]:
     return reading
 
 
+def cpus_contended(monkeypatch: pytest.MonkeyPatch, share: float) -> None:
+    """Runnable threads wait for a CPU `share` of every measurement from now on, as inside
+    another job's burst."""
+    monkeypatch.setattr("pytest_autotune.gate.contention.stall_reading", stalled_at(share))
+
+
 def test_a_cpu_slowdown_measured_while_threads_waited_for_a_cpu_is_too_noisy_and_recorded(
     scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setenv("SLOWDOWN_FAST", "1.25")
-    quiet = run(scale, "--autotune")
+    quiet = gate_after_an_update(scale, monkeypatch, {"SLOWDOWN_FAST": "1.25"})
     assert quiet.ret == pytest.ExitCode.TESTS_FAILED
     quiet.stdout.fnmatch_lines(["verdicts: 2 REGRESSION"])
     # Runnable threads waited for a CPU 90% of every measurement, as inside another job's
     # burst.
-    monkeypatch.setattr("pytest_autotune.gate.contention.stall_reading", stalled_at(0.9))
+    cpus_contended(monkeypatch, 0.9)
     contended = run(scale, "--autotune", "--autotune-record=records.jsonl")
     assert contended.ret == pytest.ExitCode.OK
     contended.stdout.fnmatch_lines(["verdicts: 2 too noisy"])
@@ -189,8 +204,9 @@ def test_a_cpu_slowdown_measured_while_threads_waited_for_a_cpu_is_too_noisy_and
             " what would help: a runner with free CPUs*"
         ]
     )
-    records = (scale.path / "records.jsonl").read_text().splitlines()
-    contention = [json.loads(line)["extra"]["contention"] for line in records]
+    contention = [
+        record["extra"]["contention"] for record in json_lines(scale.path / "records.jsonl")
+    ]
     assert [(c["load"], c["pressure"]) for c in contention] == [(None, pytest.approx(0.9))] * 2
     # The fake candidates run on the caller's thread: no other thread was busy.
     assert all(c["helpers"] < 0.1 for c in contention)
@@ -205,14 +221,15 @@ def test_a_multithreaded_winner_on_contended_cpus_is_too_noisy_and_no_update_rec
     # As a BLAS matmul beside a test suite: its process's other threads busy 60% of its
     # samples' time, a third of each measurement stalled for a CPU, the call ten times
     # slower (a 256x256 matmul read +891% so on the 2-core VM).
-    monkeypatch.setattr("pytest_autotune.gate.contention.stall_reading", stalled_at(0.3))
+    cpus_contended(monkeypatch, 0.3)
     monkeypatch.setattr("pytest_autotune.gate.contention.HelperClock.share", lambda self: 0.6)
     monkeypatch.setenv("SLOWDOWN_FAST", "10")
     gated = run(scale, "--autotune", "--autotune-record=records.jsonl")
     assert gated.ret == pytest.ExitCode.OK
     gated.stdout.fnmatch_lines(["verdicts: 2 too noisy"])
-    records = (scale.path / "records.jsonl").read_text().splitlines()
-    contention = [json.loads(line)["extra"]["contention"] for line in records]
+    contention = [
+        record["extra"]["contention"] for record in json_lines(scale.path / "records.jsonl")
+    ]
     assert (
         contention
         == [{"load": None, "pressure": pytest.approx(0.3), "helpers": 0.6, "neighbours": None}] * 2
@@ -247,7 +264,7 @@ def test_an_update_on_contended_cpus_records_a_change_the_contention_does_not_ex
     # A kernel rewritten ten times slower, updated on a busy machine: the gate would fail it
     # with the contention's noise counted, so it is a change the user made, not the load's.
     assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setattr("pytest_autotune.gate.contention.stall_reading", stalled_at(0.9))
+    cpus_contended(monkeypatch, 0.9)
     monkeypatch.setenv("SLOWDOWN_FAST", "10")
     updated = run(scale, "--autotune-update")
     assert updated.ret == pytest.ExitCode.OK
@@ -269,7 +286,7 @@ def test_an_update_on_contended_cpus_records_the_candidate_in_place_of_a_winner_
     autotune_pytester.makepyfile(test_pair=BREAKING_TESTS.replace("spin(300e-6)", "spin(110e-6)"))
     assert run(autotune_pytester, "--autotune-update").ret == pytest.ExitCode.OK
     monkeypatch.setenv("BREAK", "raise")
-    monkeypatch.setattr("pytest_autotune.gate.contention.stall_reading", stalled_at(0.9))
+    cpus_contended(monkeypatch, 0.9)
     updated = run(autotune_pytester, "--autotune-update")
     updated.stdout.fnmatch_lines(
         [
@@ -316,7 +333,7 @@ def test_an_updates_lines_name_and_order_its_groups_as_the_table_does(
 def test_a_first_baseline_measured_on_contended_cpus_is_recorded_with_a_warning(
     scale: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pytest_autotune.gate.contention.stall_reading", stalled_at(0.9))
+    cpus_contended(monkeypatch, 0.9)
     updated = run(scale, "--autotune-update")
     assert updated.ret == pytest.ExitCode.OK
     updated.stdout.fnmatch_lines(
@@ -334,9 +351,7 @@ def test_a_regression_of_a_winner_left_out_by_k_fails_a_selected_test_of_its_gro
 ) -> None:
     # A group is tuned whole; with -k selecting only `slow`, the winner `fast` has no
     # item of its own, and a run that fails must still show a failing test.
-    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setenv("SLOWDOWN_FAST", "1.25")
-    result = run(scale, "--autotune", "-k", "slow")
+    result = gate_after_an_update(scale, monkeypatch, {"SLOWDOWN_FAST": "1.25"}, "-k", "slow")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(failed=2, deselected=4)
     result.stdout.fnmatch_lines(
@@ -409,10 +424,9 @@ def test_a_regression_a_verdict_hook_lets_pass_is_reported_with_the_gates_messag
     # The hook's own example "reports the regressions of a kernel known to be unstable
     # without failing the run": the table said "regression" and nothing said by how much
     # against what, since only failures and three verdicts had their messages shown.
-    conftest = scale.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text()
-        + """
+    add_to_conftest(
+        scale,
+        """
 import dataclasses
 from pytest_autotune.gate import Verdict
 
@@ -420,11 +434,9 @@ def pytest_autotune_verdict(config, summary, verdict):
     if verdict.verdict is Verdict.REGRESSION:
         return dataclasses.replace(verdict, failed=False)
     return None
-"""
+""",
     )
-    assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
-    monkeypatch.setenv("SLOWDOWN_FAST", "1.5")
-    result = run(scale, "--autotune")
+    result = gate_after_an_update(scale, monkeypatch, {"SLOWDOWN_FAST": "1.5"})
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
@@ -457,13 +469,12 @@ def test_a_candidate_list_in_hash_order_is_named_as_the_reason_it_never_compares
             return candidate(1)
         """
     )
-    args = (*PLUGIN_ARGS, "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:randomly")
     monkeypatch.setenv("PYTHONHASHSEED", "0")
-    assert autotune_pytester.runpytest_subprocess(*args, "--autotune-update").ret == 0
+    assert run_in_a_subprocess(autotune_pytester, "--autotune-update").ret == 0
     # Seeds are tried until one reorders the set: which do is up to Python's hashing.
     for seed in range(1, 20):
         monkeypatch.setenv("PYTHONHASHSEED", str(seed))
-        result = autotune_pytester.runpytest_subprocess(*args, "--autotune")
+        result = run_in_a_subprocess(autotune_pytester, "--autotune")
         if "reordered" in result.stdout.str():
             break
     else:
@@ -479,17 +490,12 @@ def test_a_record_keeps_what_the_client_took_off_each_sample_where_it_says(
     cost) has it in every record, so that a time read too fast by a constant can be traced
     to it; the fake CPU client says nothing, and its records hold none."""
     assert run(scale, "--autotune-update", "--autotune-record=plain.jsonl").ret == 0
-    plain = (scale.path / "plain.jsonl").read_text().splitlines()
-    assert [json.loads(line)["extra"]["instrument"] for line in plain] == [None, None]
-    scale.makeconftest(
-        scale.path.joinpath("conftest.py").read_text()
-        + "\nFakeClient.instrument = lambda self: {'held_replay_ns': 2100}\n"
-    )
+    plain = json_lines(scale.path / "plain.jsonl")
+    assert [record["extra"]["instrument"] for record in plain] == [None, None]
+    add_to_conftest(scale, "\nFakeClient.instrument = lambda self: {'held_replay_ns': 2100}\n")
     assert run(scale, "--autotune", "--autotune-record=said.jsonl").ret == 0
-    said = (scale.path / "said.jsonl").read_text().splitlines()
-    assert [json.loads(line)["extra"]["instrument"] for line in said] == [
-        {"held_replay_ns": 2100}
-    ] * 2
+    said = json_lines(scale.path / "said.jsonl")
+    assert [record["extra"]["instrument"] for record in said] == [{"held_replay_ns": 2100}] * 2
 
 
 def test_a_baseline_recorded_under_other_blas_thread_caps_is_not_comparable_naming_them(
@@ -499,13 +505,11 @@ def test_a_baseline_recorded_under_other_blas_thread_caps_is_not_comparable_nami
     # with OMP_NUM_THREADS=1 against a baseline recorded without it timed a 256x256
     # matmul on one thread against two: unchanged code failed as a +80% regression whose
     # message did not say why.
-    conftest = scale.path / "conftest.py"
-    conftest.write_text(
-        conftest.read_text().replace(
-            'return {"fake": True}',
-            'return {"fake": True, "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS",)'
-            " if k in os.environ}}",
-        )
+    replace_in_conftest(
+        scale,
+        'return {"fake": True}',
+        'return {"fake": True, "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS",)'
+        " if k in os.environ}}",
     )
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert run(scale, "--autotune-update").ret == pytest.ExitCode.OK
@@ -523,7 +527,7 @@ def test_a_baseline_recorded_under_other_blas_thread_caps_is_not_comparable_nami
     # An update on busy CPUs keeps a baseline it could join or replace; one of other caps
     # it can do neither with, and kept, the gate could never compare again.
     with monkeypatch.context() as busy:
-        busy.setattr("pytest_autotune.gate.contention.stall_reading", stalled_at(0.9))
+        cpus_contended(busy, 0.9)
         updated = run(scale, "--autotune-update")
     assert updated.ret == pytest.ExitCode.OK
     updated.stdout.fnmatch_lines(
