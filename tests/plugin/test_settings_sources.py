@@ -13,6 +13,13 @@ from tests.plugin.harness import run
 from tests.plugin.test_tune_mode import CACHE, SCALE_TESTS
 
 
+def refused(pytester: pytest.Pytester, line: str, *args: str) -> None:
+    """A run of `args`, which must stop at its start with a usage error saying `line`."""
+    result = run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([line])
+
+
 def test_autotune_yaml_turns_on_tuning_and_writes_the_report_it_names(
     autotune_pytester: pytest.Pytester,
 ) -> None:
@@ -38,31 +45,29 @@ def test_an_environment_variable_sets_a_plugin_option(
     assert (autotune_pytester.path / "bench.json").is_file()
 
 
-def test_a_misspelt_plugin_key_in_autotune_yaml_stops_the_run_with_the_nearest_name(
-    autotune_pytester: pytest.Pytester,
-) -> None:
-    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
-    (autotune_pytester.path / "autotune.yaml").write_text("autotune_html: report.html\n")
-    result = run(autotune_pytester)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        ["*autotune.yaml: autotune_html: unknown setting; known settings: *did you mean html?"]
-    )
-
-
-def test_a_misspelt_variable_stops_the_run_with_the_nearest_name(
-    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
-    monkeypatch.setenv("PYTEST_AUTOTUNE_LEVL", "full")
-    result = run(autotune_pytester, "-q")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [
+@pytest.mark.parametrize(
+    ("where", "named"),
+    [
+        (
+            "yaml",
+            "*autotune.yaml: autotune_html: unknown setting; known settings: *did you mean html?",
+        ),
+        (
+            "environment",
             "*pytest-autotune: PYTEST_AUTOTUNE_LEVL: unknown setting; known settings: *"
-            "did you mean PYTEST_AUTOTUNE_LEVEL?"
-        ]
-    )
+            "did you mean PYTEST_AUTOTUNE_LEVEL?",
+        ),
+    ],
+)
+def test_a_misspelt_setting_stops_the_run_with_the_nearest_name(
+    autotune_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str, named: str
+) -> None:
+    autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
+    if where == "yaml":
+        (autotune_pytester.path / "autotune.yaml").write_text("autotune_html: report.html\n")
+    else:
+        monkeypatch.setenv("PYTEST_AUTOTUNE_LEVL", "full")
+    refused(autotune_pytester, named, "-q")
 
 
 def test_an_ini_key_given_with_dash_o_wins_over_the_environment_and_autotune_yaml(
@@ -100,9 +105,7 @@ def test_a_bad_value_given_with_dash_o_is_named_as_typed_not_as_the_ini_files(
 ) -> None:
     # It read "tox.ini: autotune_level: ...", sending the user to a file without the key.
     autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
-    result = run(autotune_pytester, "-o", given)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: pytest-autotune: {named}"])
+    refused(autotune_pytester, f"ERROR: pytest-autotune: {named}", "-o", given)
 
 
 @pytest.mark.parametrize("verbosity", ["-q", "-v"])
@@ -215,9 +218,7 @@ def test_a_settings_file_that_is_not_one_is_named_with_the_option_that_named_it(
     # naming neither the option nor where it was set.
     autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
     autotune_pytester.mkdir("conf")
-    result = run(autotune_pytester, *given)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: pytest-autotune: {named}"])
+    refused(autotune_pytester, f"ERROR: pytest-autotune: {named}", *given)
 
 
 def test_a_bad_boolean_in_the_ini_file_stops_the_run_naming_its_key(
@@ -227,13 +228,10 @@ def test_a_bad_boolean_in_the_ini_file_stops_the_run_naming_its_key(
     # the words it takes; "ini: autotune_strict" named the key, not the file.
     autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
     autotune_pytester.makeini("[pytest]\nfilterwarnings = error\nautotune_strict = maybe\n")
-    result = run(autotune_pytester)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [
-            "ERROR: pytest-autotune: tox.ini: autotune_strict: invalid truth value 'maybe'"
-            " (true or false: yes/no, on/off, 1/0)"
-        ]
+    refused(
+        autotune_pytester,
+        "ERROR: pytest-autotune: tox.ini: autotune_strict: invalid truth value 'maybe'"
+        " (true or false: yes/no, on/off, 1/0)",
     )
 
 
@@ -303,9 +301,9 @@ def test_a_device_no_hook_provides_is_named_with_the_source_that_set_it(
         (autotune_pytester.path / "autotune.yaml").write_text("device: tpu\n")
     else:
         autotune_pytester.makeini("[pytest]\nfilterwarnings = error\nautotune_device = tpu\n")
-    result = run(autotune_pytester, *args)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: pytest-autotune: {named}: no pytest_autotune_client*"])
+    refused(
+        autotune_pytester, f"ERROR: pytest-autotune: {named}: no pytest_autotune_client*", *args
+    )
 
 
 def test_a_device_served_by_the_hook_of_a_conftest_below_the_root_dir_is_not_refused(
@@ -412,9 +410,7 @@ def test_a_bad_number_in_the_ini_file_is_quoted_as_written(
     # where an integer is asked for.
     autotune_pytester.makepyfile(test_scale=SCALE_TESTS)
     autotune_pytester.makeini(f"[pytest]\nfilterwarnings = error\n{line}\n")
-    result = run(autotune_pytester)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: pytest-autotune: tox.ini: {named}"])
+    refused(autotune_pytester, f"ERROR: pytest-autotune: tox.ini: {named}")
 
 
 NATIVE_TOML = pytest.mark.skipif(
