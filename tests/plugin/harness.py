@@ -136,3 +136,14 @@ def step_summary(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> 
     summary = pytester.path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     return summary
+
+
+def gate_after_an_update(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, changed: dict[str, str], *args: str
+) -> pytest.RunResult:
+    """Records the baselines with an update, which passes, then sets `changed` in the
+    environment (a slowdown, a machine that skips a candidate) and runs the gate with `args`."""
+    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
+    for name, value in changed.items():
+        monkeypatch.setenv(name, value)
+    return run(pytester, "--autotune", *args)

@@ -18,12 +18,13 @@ from pytest_autotune.gate.contention import StallReading
 from pytest_autotune.tune.files import shared_lock
 from tests.plugin.harness import (
     add_to_conftest,
+    gate_after_an_update,
     json_lines,
     replace_in_conftest,
     run,
     run_in_a_subprocess,
 )
-from tests.plugin.test_tune_mode import BREAKING_TESTS, CACHE, SCALE_TESTS, gate_after_an_update
+from tests.plugin.test_tune_mode import BREAKING_TESTS, CACHE, SCALE_TESTS
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from tests.plugin.harness import (
     PLUGIN_ARGS,
     add_to_conftest,
     cache_entries,
+    gate_after_an_update,
     noted,
     run,
 )
@@ -68,17 +69,6 @@ def scale(autotune_pytester: pytest.Pytester) -> pytest.Pytester:
 
 def cache_file(pytester: pytest.Pytester) -> Path:
     return pytester.path / CACHE
-
-
-def gate_after_an_update(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, changed: dict[str, str], *args: str
-) -> pytest.RunResult:
-    """Records the baselines with an update, which passes, then sets `changed` in the
-    environment (a slowdown, a machine that skips a candidate) and runs the gate with `args`."""
-    assert run(pytester, "--autotune-update").ret == pytest.ExitCode.OK
-    for name, value in changed.items():
-        monkeypatch.setenv(name, value)
-    return run(pytester, "--autotune", *args)
 
 
 def test_update_writes_the_baselines_and_the_gate_then_passes(scale: pytest.Pytester) -> None:
