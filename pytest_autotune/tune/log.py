@@ -46,6 +46,7 @@ class AutotuneLogLevel(enum.Enum):
 _FIELD_TYPES: Mapping[str, Callable[[Any], Any]] = {
     "str": str,
     "int": int,
+    "float": float,
     "tuple[int, ...]": lambda values: tuple(int(v) for v in values),
 }
 """How a field of each declared type reads back from JSON (`AutotuneLogEvent.from_json`)."""
