@@ -99,15 +99,21 @@ def _noted(client: Client) -> str | None:
         return None
 
 
-def client_peaks(client: Client) -> Peaks:
-    """`client.peaks()`, or a `ClientError` naming what is wrong with it."""
+def _called(client: Client, method: str) -> Any:
+    """`client.<method>()`, or a `ClientError` naming the method and what it raised. Looked
+    up inside the `try`: a client that lacks the method is said in the same one line."""
     try:
-        peaks = client.peaks()
+        return getattr(client, method)()
     except Exception as error:
         refuse_unusable(client)
         raise ClientError(
-            f"{_owner(client)}: its client's peaks() raised {type(error).__name__}: {error}"
+            f"{_owner(client)}: its client's {method}() raised {type(error).__name__}: {error}"
         ) from error
+
+
+def client_peaks(client: Client) -> Peaks:
+    """`client.peaks()`, or a `ClientError` naming what is wrong with it."""
+    peaks = _called(client, "peaks")
     if not isinstance(peaks, Peaks):
         raise ClientError(
             f"{_owner(client)}: its client's peaks() returned {short_repr(peaks)}, not a"
@@ -120,13 +126,7 @@ def client_peaks(client: Client) -> Peaks:
 def client_fingerprint(client: Client) -> dict[str, Any]:
     """A copy of `client.fingerprint()`, or a `ClientError` naming what is wrong with it:
     it goes into the cache files and the records, so it must be a dict JSON can hold."""
-    try:
-        given = client.fingerprint()
-    except Exception as error:
-        refuse_unusable(client)
-        raise ClientError(
-            f"{_owner(client)}: its client's fingerprint() raised {type(error).__name__}: {error}"
-        ) from error
+    given = _called(client, "fingerprint")
     problem = (
         unwritable(given)
         if isinstance(given, Mapping)
