@@ -36,15 +36,11 @@ def hopeless_at_warm_up(
     trial.samples.append(trial.warm_up)
     # Its one sample, logged as every kept sample is at the full level.
     log_event(ctx, CandidateSampled(trial.name, trial.index, trial.warm_up))
-    trial.eliminated = True
-    log_event(
+    _eliminated(
+        trial,
+        f"hopeless: warm warm-up {format_duration(trial.warm_up)} over {factor:g} x"
+        f" leader {format_duration(leader)}",
         ctx,
-        Eliminated(
-            trial.name,
-            trial.index,
-            f"hopeless: warm warm-up {format_duration(trial.warm_up)} over {factor:g} x"
-            f" leader {format_duration(leader)}",
-        ),
     )
     return True
 
@@ -68,17 +64,20 @@ def drop_hopeless(
         )
         factor = _factor(seen, config, long_calls)
         if seen > factor * leader:
-            trial.eliminated = True
-            log_event(
+            _eliminated(
+                trial,
+                f"hopeless: warm-up and first sample over {factor:g} x"
+                f" leader {format_duration(leader)}"
+                f" (first {format_duration(trial.samples[0])})",
                 ctx,
-                Eliminated(
-                    trial.name,
-                    trial.index,
-                    f"hopeless: warm-up and first sample over {factor:g} x"
-                    f" leader {format_duration(leader)}"
-                    f" (first {format_duration(trial.samples[0])})",
-                ),
             )
+
+
+def _eliminated(trial: Trial, reason: str, ctx: AutotuneLogContext | None) -> None:
+    """Stop sampling `trial` for good, and log why: every cut, hopeless or outclassed, is
+    one `Eliminated` event, which the log and the records read back."""
+    trial.eliminated = True
+    log_event(ctx, Eliminated(trial.name, trial.index, reason))
 
 
 def _factor(figure: float, config: BenchConfig, long_calls: LongCalls | None) -> float:
@@ -132,9 +131,8 @@ def eliminate(
             f" leader {format_duration(leader)}"
         )
         if len(survivors) > 2:
-            trial.eliminated = True
             survivors.remove(trial)
-            log_event(ctx, Eliminated(trial.name, trial.index, reason))
+            _eliminated(trial, reason, ctx)
         elif not trial.held:
             trial.held = True
             log_event(ctx, Held(trial.name, trial.index, len(trial.samples), reason))
