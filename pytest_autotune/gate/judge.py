@@ -28,7 +28,7 @@ from pytest_autotune.tune.bounds import (
     Bounds,
     Thresholds,
     Work,
-    calculate_bounds,
+    binding_resource,
     fraction_of_roof,
 )
 from pytest_autotune.tune.errors import AutotuneError, AutotuneErrorKind
@@ -344,6 +344,5 @@ def fraction_and_roof(
     fraction = fraction_of_roof(work, seconds, compute_peak, memory.peak)
     if fraction is None:
         return None, None
-    binding = calculate_bounds(work, Thresholds(), compute_peak, memory.peak, 0.0, memory.level)
-    resource = binding.binding_resource()
+    resource = binding_resource(work, compute_peak, memory.peak)
     return fraction, memory.level if resource == MEMORY else f"{dtype} {COMPUTE}"

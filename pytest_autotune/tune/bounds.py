@@ -428,6 +428,13 @@ def fraction_of_roof(
     return max(fractions) if fractions else None
 
 
+def binding_resource(work: Work, compute_peak: float, memory_peak: float) -> str | None:
+    """The resource whose roof `fraction_of_roof` is a fraction of: the one whose peak time
+    is largest (thresholds of 1), None when no used resource has a measured peak. The gate
+    and the report name that roof beside the fraction, each in its own words."""
+    return calculate_bounds(work, Thresholds(), compute_peak, memory_peak).binding_resource()
+
+
 def meets_thresholds(
     work: Work,
     seconds: float,

@@ -13,9 +13,8 @@ from pytest_autotune.tune.bounds import (
     COMPUTE,
     MEMORY,
     Bounds,
-    Thresholds,
     Work,
-    calculate_bounds,
+    binding_resource,
     fraction_of_roof,
 )
 from pytest_autotune.tune.peaks import Peaks
@@ -54,10 +53,7 @@ class Roofline:
         named by its level where the bound said; None without work."""
         if self.work is None:
             return None
-        bounds = calculate_bounds(
-            self.work, Thresholds(), self.compute_peak, self.memory_peak, 0.0, self.memory_level
-        )
-        resource = bounds.binding_resource()
+        resource = binding_resource(self.work, self.compute_peak, self.memory_peak)
         if resource == MEMORY:
             return self.memory_level or MEMORY
         return resource
