@@ -266,7 +266,8 @@ def test_the_log_event_offers_each_variant_as_the_seeds_enum_does() -> None:
     context = pytest_autotune.AutotuneLogContext()
     pytest_autotune.log_event(context, short)
     assert [e for e in context.events if isinstance(e, event.ShortCircuit)] == [short]
-    readme = (Path(pytest_autotune.__file__).parent.parent / "README.md").read_text("utf-8")
+    # The repository's README, beside `tests`: an installed wheel has none beside the package.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
     (row,) = [line for line in readme.splitlines() if line.startswith("| `AutotuneLogContext`")]
     for variant in log.VARIANTS:
         assert f"`{variant.__name__}`" in row

@@ -225,11 +225,16 @@ def test_without_a_home_directory_the_shipped_winner_is_served_and_new_keys_tune
         assert local.execute(client.device_id, client, tunables, ([1, 2, 3],)) == "b"
     # platformdirs names '~/.cache'; before 4 (3.0 is the floor) it gave the path
     # unexpanded, '~/.cache/pytest-autotune', which was made in the working directory.
+    # The advice in parentheses is platformdirs's own, and its wording changed: "set HOME
+    # or an absolute XDG variable" in 4.12.4 (the newest pip installs on Python 3.10, as
+    # 4.13 on need 3.11), "set an absolute HOME or XDG variable" in 4.14.9; before 4 it is
+    # `user_cache_dir`'s, which reads as the newer one.
     (message,) = [str(w.message) for w in caught]
     assert re.fullmatch(
         r"no per-user cache folder \(could not determine the home directory for"
-        r" '~/\.cache(/pytest-autotune)?', set an absolute HOME or XDG variable\): keys the"
-        r" shipped caches lack are tuned in each process, and kept in memory only",
+        r" '~/\.cache(/pytest-autotune)?', set (an absolute HOME or|HOME or an absolute) XDG"
+        r" variable\): keys the shipped caches lack are tuned in each process, and kept in"
+        r" memory only",
         message,
     ), message
     assert client.timed == []
