@@ -57,7 +57,9 @@ class SharedMemory:
         one copy of the bytes its key's arrays span: a CuPy array, a tensor, or a NumPy
         array whose owner is no input (`unowned`; one whose owner is an input is made over
         the owner's copy, by `numpy_view`). None where a NumPy view has no layout to be
-        placed in (`numpy_view`)."""
+        placed in (`numpy_view`), and for an array lying past the span (`_outside`)."""
+        if key[0] in ("host", "numpy") and self._outside(key, value):
+            return None
         if key[0] == "host":
             return self._host_view(key, value)
         if key[0] == "numpy":
@@ -65,6 +67,16 @@ class SharedMemory:
         if key[0] == "cupy":
             return self._cupy_view(sys.modules["cupy"], key, value)
         return self._tensor_view(sys.modules["torch"], key, value)
+
+    def _outside(self, key: MemoryKey, value: Any) -> bool:
+        """Whether `value` has bytes outside its key's span: an array the look for views passed
+        over (`clone._arrays_within`: past its first arrays, in an object array), of the
+        same memory as those it looked at. Placed in the span's copy, it raised ValueError
+        (a NumPy array), which failed every candidate as theirs, or fell outside the copy
+        (a tensor); it is copied apart, as the look took it to be."""
+        low, high = self.spans[key]
+        first, end = address_range(value)
+        return first < low or end > high
 
     def _cupy_view(self, cp: Any, key: MemoryKey, value: Any) -> Any:
         low, high = self.spans[key]

@@ -537,6 +537,24 @@ def test_arrays_over_one_buffer_each_their_own_owner_are_copied_as_views_of_one_
     assert np.shares_memory(owner, view) and not owner.flags.writeable
 
 
+def test_a_view_past_the_arrays_looked_at_is_copied_apart_from_their_span() -> None:
+    # A view of the same memory that the look for views passed over (in an object array,
+    # past its first 256 arrays) lay outside the copy of the span made for those it looked
+    # at: placing it there raised ValueError, which failed every candidate as its own.
+    buffer = bytearray(np.arange(1024, dtype=np.float32).tobytes())
+    whole = np.frombuffer(buffer, np.float32)
+    tail = np.frombuffer(buffer, np.float32, offset=8)
+    batch = np.empty(1, dtype=object)
+    batch[0] = whole[100:104]
+    head, window, copied = clone_value((whole[0:4], tail[0:4], batch))
+    head[2] = -1
+    assert window[0] == -1 and copied[0].tolist() == [100, 101, 102, 103]
+    pool = np.arange(1024, dtype=np.float32)
+    views = clone_value([pool[i : i + 2] for i in range(300)])
+    views[0][1] = -1
+    assert views[1][0] == -1 and views[299].tolist() == [299, 300] and pool[1] == 1
+
+
 def test_views_of_one_buffer_that_do_not_overlap_are_copied_apart_as_each_alone_is() -> None:
     # Two halves of a large array share no element: each copy holds only what it spans.
     big = np.zeros(1000)
