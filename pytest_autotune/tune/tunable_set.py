@@ -7,7 +7,7 @@ import inspect
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import FrozenInstanceError, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Generic, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, SupportsIndex
 
 from pytest_autotune.tune.bounds import Bounds, BoundsGenerator, Thresholds, Work, roofline
 from pytest_autotune.tune.client import Client
@@ -262,7 +262,7 @@ class TunableSet(Generic[OutputT]):
 
         return replace(self, bounds_gen=bounds_gen, work=work)
 
-    def with_short_circuit(self, enabled: bool | int) -> TunableSet[OutputT]:
+    def with_short_circuit(self, enabled: bool | SupportsIndex) -> TunableSet[OutputT]:
         """Turn the short circuit on or off (the seed's `with_short_circuit(bool)`), or give
         the samples under the bounds' time limit that end a batch (`with_short_circuit(3)`).
 

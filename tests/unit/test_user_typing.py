@@ -144,6 +144,10 @@ def seed_style_set() -> TunableSet:
     return TunableSet(numpy_size_key, CloneInputGenerator).with_(("pairwise", sum_pairwise))
 
 
+def numpy_short_circuit_set() -> TunableSet:  # a number of samples read as a NumPy one
+    return make_set().with_short_circuit(np.int64(3))
+
+
 PEAKS_CLIENT = cpu(peaks_cache_dir="mylib/.autotune")
 NUMPY_THRESHOLDS = Thresholds(memory=np.float32(0.8))
 
