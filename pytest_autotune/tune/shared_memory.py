@@ -405,11 +405,16 @@ def tensor_view(value: Any, owner: np.ndarray[Any, Any], owner_copy: np.ndarray[
     """`value`, a CPU tensor lying in the memory of the NumPy array `owner`
     (`SharedMemory.hosts`), made over `owner_copy` as `numpy_view` makes a NumPy view; None
     where it cannot be placed there (it is then copied apart, as a tensor given alone is):
-    a read-only copy, which torch would share writable."""
+    a read-only copy, which torch would share writable, and a tensor of the storage that
+    lies outside `owner` (one the look for views passed over, `SharedMemory._outside`)."""
     buffer = _owner_bytes(owner, owner_copy)
     if buffer is None or not buffer.flags.writeable:
         return None
-    offset = value.data_ptr() - owner.__array_interface__["data"][0]
+    first = owner.__array_interface__["data"][0]
+    low, high = address_range(value)
+    if low < first or high > first + buffer.nbytes:
+        return None
+    offset = value.data_ptr() - first
     size = value.element_size()
     if offset % size:
         # No whole number of its elements in (a float64 tensor 4 bytes into a float32

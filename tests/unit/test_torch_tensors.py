@@ -307,6 +307,23 @@ def test_a_tensor_at_an_offset_of_no_whole_element_in_a_numpy_input_is_made_in_i
     assert float(tensor_copy[0]) == 1.5 and array[1] == 1
 
 
+def test_a_tensor_past_the_arrays_looked_at_is_copied_apart_from_their_copy():
+    # A tensor of the storage that the look for views passed over (in an object array) lay
+    # outside the NumPy array its storage's other tensor lies in, or past the span of the
+    # borrowed memory the others overlap: made in that copy, it raised RuntimeError, which
+    # failed every candidate as its own.
+    buffer = bytearray(np.arange(1024, dtype=np.float32).tobytes())
+    tensor = torch.from_numpy(np.frombuffer(buffer, np.float32))
+    batch = np.empty(1, dtype=object)
+    for start, array_at, passed_over in ((500, 500, 0), (0, 2, 100)):
+        array = np.frombuffer(buffer, np.float32, offset=4 * array_at)
+        batch[0] = tensor[passed_over : passed_over + 4]
+        head, window, copied = clone_value((tensor[start : start + 4], array[0:4], batch))
+        head[array_at - start] = -1
+        assert window[0] == -1 and array[0] == array_at
+        assert copied[0].tolist() == list(range(passed_over, passed_over + 4))
+
+
 def test_tensors_beside_numpy_arrays_have_each_address_read_once(addresses_read):
     # Looking for the NumPy array a tensor lies in read every owner's address again for
     # every tensor: a call of 100 arrays and 100 tensors, none sharing memory, took 170 ms
