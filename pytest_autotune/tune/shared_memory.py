@@ -57,9 +57,11 @@ class SharedMemory:
         one copy of the bytes its key's arrays span: a CuPy array, a tensor, or a NumPy
         array whose owner is no input (`unowned`; one whose owner is an input is made over
         the owner's copy, by `numpy_view`). None where a NumPy view has no layout to be
-        placed in (`numpy_view`), and for an array lying past the span (`_outside`)."""
-        if key[0] in ("host", "numpy") and self._outside(key, value):
-            return None
+        placed in (`numpy_view`), and for an array lying past the span: one the look
+        for views passed over (`clone._arrays_within`: past its first arrays, in an object
+        array), of the memory of those it looked at. Placed in the span's copy, it raised
+        ValueError, which failed every candidate as its own; it is copied apart, as the
+        look took it to be."""
         if key[0] == "host":
             return self._host_view(key, value)
         if key[0] == "numpy":
@@ -67,16 +69,6 @@ class SharedMemory:
         if key[0] == "cupy":
             return self._cupy_view(sys.modules["cupy"], key, value)
         return self._tensor_view(sys.modules["torch"], key, value)
-
-    def _outside(self, key: MemoryKey, value: Any) -> bool:
-        """Whether `value` has bytes outside its key's span: an array the look for views passed
-        over (`clone._arrays_within`: past its first arrays, in an object array), of the
-        same memory as those it looked at. Placed in the span's copy, it raised ValueError
-        (a NumPy array), which failed every candidate as theirs, or fell outside the copy
-        (a tensor); it is copied apart, as the look took it to be."""
-        low, high = self.spans[key]
-        first, end = address_range(value)
-        return first < low or end > high
 
     def _cupy_view(self, cp: Any, key: MemoryKey, value: Any) -> Any:
         low, high = self.spans[key]
@@ -105,7 +97,10 @@ class SharedMemory:
             copied = self.copies[key] = _host_block(low, high)
             copied[...] = source[low - first : high - first]
         offset = value.__array_interface__["data"][0] - low
-        view = np.ndarray(value.shape, value.dtype, copied, offset, value.strides)
+        try:
+            view = np.ndarray(value.shape, value.dtype, copied, offset, value.strides)
+        except ValueError:  # past the span (`view`)
+            return None
         if not value.flags.writeable:
             view.flags.writeable = False
         return view
@@ -119,13 +114,19 @@ class SharedMemory:
             block = self.copies[key] = _host_block(low, high)
         if type(value) is np.ndarray:
             offset = value.__array_interface__["data"][0] - low
-            view = np.ndarray(value.shape, value.dtype, block, offset, value.strides)
+            try:
+                view = np.ndarray(value.shape, value.dtype, block, offset, value.strides)
+            except ValueError:  # past the span (`view`)
+                return None
             view[...] = value
             if not value.flags.writeable:
                 view.flags.writeable = False
             return view
         # From the tensor's first byte: its offset in the block may be no whole number of
         # its elements (a float64 tensor 4 bytes past a float32 one).
+        first, end = address_range(value)
+        if first < low or end > high:  # past the span (`view`)
+            return None
         made = _tensor_over(block[value.data_ptr() - low :], 0, value)
         with sys.modules["torch"].no_grad():
             return made.copy_(value)
@@ -406,7 +407,7 @@ def tensor_view(value: Any, owner: np.ndarray[Any, Any], owner_copy: np.ndarray[
     (`SharedMemory.hosts`), made over `owner_copy` as `numpy_view` makes a NumPy view; None
     where it cannot be placed there (it is then copied apart, as a tensor given alone is):
     a read-only copy, which torch would share writable, and a tensor of the storage that
-    lies outside `owner` (one the look for views passed over, `SharedMemory._outside`)."""
+    lies outside `owner` (one the look for views passed over, `SharedMemory.view`)."""
     buffer = _owner_bytes(owner, owner_copy)
     if buffer is None or not buffer.flags.writeable:
         return None
