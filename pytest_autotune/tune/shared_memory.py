@@ -72,6 +72,11 @@ class SharedMemory:
 
     def _cupy_view(self, cp: Any, key: MemoryKey, value: Any) -> Any:
         low, high = self.spans[key]
+        first, end = address_range(value)
+        if first < low or end > high:  # past the span (`view`)
+            # CuPy checks no memptr against its allocation: placed there, the array read
+            # past the copy, bytes of another allocation, and wrote over them.
+            return None
         copied = self.copies.get(key)
         if copied is None:
             # The bytes the group spans, on the current device (the client's, as

@@ -247,6 +247,17 @@ def test_a_strided_view_is_tuned_and_placed_with_its_own_strides(cp: Any) -> Non
     assert decision.measured and seen == {view.strides}
 
 
+def test_a_view_past_the_arrays_looked_at_is_copied_apart_on_the_gpu_too(cp: Any) -> None:
+    # The look for views passes over arrays past its first 256: one of them lay past the
+    # copy of the span made for those it looked at, and CuPy, which checks no pointer
+    # against its allocation, read (and a candidate wrote) another allocation's bytes.
+    pool = cp.arange(1024, dtype=cp.float32)
+    views = clone_value([pool[i : i + 2] for i in range(300)])
+    views[0][1] = -1
+    assert float(views[1][0]) == -1 and float(pool[1]) == 1
+    assert [views[i].tolist() for i in (256, 299)] == [[256, 257], [299, 300]]
+
+
 def test_launch_overhead_is_microseconds(client: CudaClient) -> None:
     assert 0 < client.launch_overhead < 1e-3
 
