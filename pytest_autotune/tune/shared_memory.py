@@ -72,8 +72,7 @@ class SharedMemory:
 
     def _cupy_view(self, cp: Any, key: MemoryKey, value: Any) -> Any:
         low, high = self.spans[key]
-        first, end = address_range(value)
-        if first < low or end > high:  # past the span (`view`)
+        if not _lies_within(value, low, high):  # past the span (`view`)
             # CuPy checks no memptr against its allocation: placed there, the array read
             # past the copy, bytes of another allocation, and wrote over them.
             return None
@@ -129,8 +128,7 @@ class SharedMemory:
             return view
         # From the tensor's first byte: its offset in the block may be no whole number of
         # its elements (a float64 tensor 4 bytes past a float32 one).
-        first, end = address_range(value)
-        if first < low or end > high:  # past the span (`view`)
+        if not _lies_within(value, low, high):  # past the span (`view`)
             return None
         made = _tensor_over(block[value.data_ptr() - low :], 0, value)
         with sys.modules["torch"].no_grad():
@@ -360,6 +358,14 @@ def address_range(value: Any) -> tuple[int, int]:
     return start + low, start + high
 
 
+def _lies_within(value: Any, low: int, high: int) -> bool:
+    """Whether every byte of `value`'s elements lies from address `low` to `high`: a copy of
+    those bytes can hold it. Asked of a CuPy array and a tensor, which nothing else checks
+    against the copy they are made over; a NumPy view's constructor checks its own."""
+    first, end = address_range(value)
+    return low <= first and end <= high
+
+
 def byte_extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
     """The first byte and one past the last byte of a view's elements, from its first
     element's (negative strides reach below it): what a copy keeping its strides spans
@@ -417,8 +423,7 @@ def tensor_view(value: Any, owner: np.ndarray[Any, Any], owner_copy: np.ndarray[
     if buffer is None or not buffer.flags.writeable:
         return None
     first = owner.__array_interface__["data"][0]
-    low, high = address_range(value)
-    if low < first or high > first + buffer.nbytes:
+    if not _lies_within(value, first, first + buffer.nbytes):
         return None
     offset = value.data_ptr() - first
     size = value.element_size()
